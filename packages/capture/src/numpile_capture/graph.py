@@ -1,0 +1,186 @@
+"""The graph IR: the contract between capture and every backend.
+
+A `Graph` is a straight-line program. It holds `Node`s in topological order:
+placeholders (the inputs), then operations, each applying one `Op` to earlier
+nodes and Python constants with static params; `output` is a pytree of nodes
+and constants. Every node carries the metadata of its result, so a graph
+prints as a readable program:
+
+    graph(a: float32[8, 4], b: float32[4]):
+      v0 = sin(a)  # float32[8, 4]
+      v1 = multiply(v0, b)  # float32[8, 4]
+      return (v1,)
+
+Invariants: nodes appear after their inputs; node names are unique; the
+printed text determines the structural hash, so two graphs that print the
+same are interchangeable for every cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import numpy as np
+
+from .meta import ArrayMeta, ScalarMeta
+from .op import Op
+from .pytree import tree_flatten, tree_map
+
+
+@attrs.frozen(eq=False)
+class Node:
+    """One value of a graph: a placeholder (`op is None`) or an op application.
+
+    `inputs` are earlier nodes or Python constants; `params` are static
+    keyword arguments (ints, tuples, strings, dtypes, None), in order.
+    """
+
+    name: str
+    op: Op | None
+    inputs: tuple[Any, ...]
+    params: tuple[tuple[str, Any], ...]
+    meta: ArrayMeta | ScalarMeta
+
+    @property
+    def is_placeholder(self) -> bool:
+        return self.op is None
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def input_nodes(self) -> list[Node]:
+        return [value for value in self.inputs if isinstance(value, Node)]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"Node({self.format()})"
+
+    def format(self) -> str:
+        """The node as one line of the printed graph."""
+        if self.op is None:
+            return f"{self.name}: {self.meta}"
+        args = [_format_value(value) for value in self.inputs]
+        args += [f"{key}={_format_value(value)}" for key, value in self.params]
+        return f"{self.name} = {self.op.name}({', '.join(args)})  # {self.meta}"
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, Node):
+        return value.name
+    if isinstance(value, np.dtype):
+        return f"{value.name}"
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value).name
+    if isinstance(value, tuple):
+        inner = ", ".join(_format_value(item) for item in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, float | complex | np.generic):
+        return repr(value.item() if isinstance(value, np.generic) else value)
+    return repr(value)
+
+
+class Graph:
+    """A straight-line program of `Node`s, built in order and then frozen by use.
+
+        >>> from numpile_capture import ArrayMeta, Graph, get_op
+        >>> g = Graph()
+        >>> a = g.placeholder("a", ArrayMeta((3,), "float64"))
+        >>> g.output = g.call(get_op("sin"), a)
+    """
+
+    def __init__(self) -> None:
+        # NOTE: a list in topological order; codegen walks it as is.
+        self.nodes: list[Node] = []
+        self.output: Any = None
+        self._names: set[str] = set()
+        self._counter = 0
+
+    @property
+    def placeholders(self) -> list[Node]:
+        return [node for node in self.nodes if node.op is None]
+
+    def placeholder(self, name: str, meta: ArrayMeta | ScalarMeta) -> Node:
+        """Add an input called `name` (made unique if taken)."""
+        node = Node(self._unique(name), None, (), (), meta)
+        self.nodes.append(node)
+        return node
+
+    def call(self, op: Op, *inputs: Any, **params: Any) -> Node:
+        """Add a node applying `op`; its metadata comes from the op's meta rule.
+
+        Exceptions raised by the meta rule (NumPy's own, for invalid programs)
+        propagate to the caller and leave the graph unchanged.
+        """
+        input_metas = [value.meta if isinstance(value, Node) else value for value in inputs]
+        meta = op.meta(*input_metas, **params)
+        return self.add_node(op, inputs, params, meta)
+
+    def add_node(
+        self, op: Op, inputs: tuple[Any, ...], params: dict[str, Any], meta: ArrayMeta | ScalarMeta
+    ) -> Node:
+        """Add a node whose metadata is already known (for passes that copy nodes)."""
+        node = Node(self._fresh_name(), op, tuple(inputs), tuple(params.items()), meta)
+        self.nodes.append(node)
+        return node
+
+    def output_nodes(self) -> list[Node]:
+        leaves, _ = tree_flatten(self.output)
+        return [leaf for leaf in leaves if isinstance(leaf, Node)]
+
+    def users(self) -> dict[Node, list[Node]]:
+        """For each node, the nodes that read it, in graph order."""
+        result: dict[Node, list[Node]] = {node: [] for node in self.nodes}
+        for node in self.nodes:
+            for value in node.input_nodes():
+                result[value].append(node)
+        return result
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __str__(self) -> str:
+        header = ", ".join(node.format() for node in self.placeholders)
+        lines = [f"graph({header}):"]
+        lines += [f"  {node.format()}" for node in self.nodes if node.op is not None]
+        lines.append(f"  return {_format_output(self.output)}")
+        return "\n".join(lines)
+
+    def structural_hash(self) -> str:
+        """A stable hex digest of the graph's structure, metadata and params."""
+        return hashlib.sha256(str(self).encode()).hexdigest()
+
+    def _fresh_name(self) -> str:
+        while f"v{self._counter}" in self._names:
+            self._counter += 1
+        return self._unique(f"v{self._counter}")
+
+    def _unique(self, name: str) -> str:
+        candidate = name
+        suffix = 1
+        while candidate in self._names:
+            candidate = f"{name}_{suffix}"
+            suffix += 1
+        self._names.add(candidate)
+        return candidate
+
+
+def _format_output(output: Any) -> str:
+    return str(tree_map(lambda leaf: _Printed(_format_value(leaf)), output))
+
+
+class _Printed:
+    # Prints as given, so containers of nodes print their names without quotes.
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text

@@ -1,0 +1,107 @@
+"""Metadata of the values that flow through a graph.
+
+An `ArrayMeta` describes an array without holding its data: shape, dtype,
+element strides (when known) and device. A `ScalarMeta` describes a Python
+scalar that reaches the graph as a weak-typed operand (NEP 50).
+
+Shapes are tuples of `Dim`: plain ints for static sizes, sympy expressions
+over size symbols once shapes are dynamic.
+
+    >>> str(ArrayMeta((3, 4), np.dtype("float32")))
+    'float32[3, 4]'
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import attrs
+import numpy as np
+
+if TYPE_CHECKING:
+    import sympy
+
+Dim: TypeAlias = "int | sympy.Expr"
+Shape: TypeAlias = "tuple[Dim, ...]"
+
+
+def _to_dtype(value: Any) -> np.dtype[Any]:
+    return np.dtype(value)
+
+
+@attrs.frozen
+class ArrayMeta:
+    """Shape, dtype, element strides and device of an array value.
+
+    `strides` are in elements, not bytes; `None` means the op produces a fresh
+    array in NumPy's default (C-contiguous) layout or the layout is not tracked.
+    """
+
+    shape: tuple[Any, ...] = attrs.field(converter=tuple)
+    dtype: np.dtype[Any] = attrs.field(converter=_to_dtype)
+    strides: tuple[Any, ...] | None = None
+    device: str = "cpu"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> Any:
+        return math.prod(self.shape) if self.shape else 1
+
+    def with_dtype(self, dtype: Any) -> ArrayMeta:
+        return attrs.evolve(self, dtype=np.dtype(dtype))
+
+    def __str__(self) -> str:
+        dims = ", ".join(str(d) for d in self.shape)
+        text = f"{self.dtype.name}[{dims}]"
+        if self.strides is not None and self.strides != contiguous_strides(self.shape):
+            text += "{" + ", ".join(str(s) for s in self.strides) + "}"
+        if self.device != "cpu":
+            text += f"@{self.device}"
+        return text
+
+
+@attrs.frozen
+class ScalarMeta:
+    """A Python scalar (bool, int, float or complex) used as a weak operand."""
+
+    type: type
+
+    def __str__(self) -> str:
+        return self.type.__name__
+
+
+Meta: TypeAlias = "ArrayMeta | ScalarMeta"
+
+
+def contiguous_strides(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Element strides of a C-contiguous array of `shape`.
+
+    >>> contiguous_strides((2, 3, 4))
+    (12, 4, 1)
+    """
+    strides: list[Any] = []
+    step: Any = 1
+    for dim in reversed(shape):
+        strides.append(step)
+        step = step * dim
+    return tuple(reversed(strides))
+
+
+def meta_of(value: Any) -> ArrayMeta | ScalarMeta:
+    """The metadata of a concrete value: an ndarray, a NumPy scalar or a Python scalar.
+
+    >>> str(meta_of(np.zeros((2, 3), np.int8)))
+    'int8[2, 3]'
+    """
+    if isinstance(value, np.ndarray | np.generic):
+        arr = np.asarray(value)
+        itemsize = arr.itemsize or 1
+        strides = tuple(s // itemsize for s in arr.strides)
+        return ArrayMeta(arr.shape, arr.dtype, strides)
+    if isinstance(value, bool | int | float | complex):
+        return ScalarMeta(type(value))
+    raise TypeError(f"no metadata for a value of type {type(value).__name__}")

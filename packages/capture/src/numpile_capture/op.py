@@ -1,0 +1,89 @@
+"""Ops: the canonical operations a graph node can apply, and their registry.
+
+Each `Op` declares a kind, a meta rule (metadata in, metadata out) and an
+eager NumPy implementation. Other layers key their own tables by op (VJP
+rules, lowerings); an op without a lowering runs as an extern NumPy call.
+
+A meta rule and an implementation take the same arguments: the node's inputs
+positionally (an `ArrayMeta`/`ScalarMeta` or a concrete value respectively,
+or a Python constant in both cases) and its static params as keywords.
+
+    >>> get_op("add").kind
+    <OpKind.POINTWISE: 'pointwise'>
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from .meta import ArrayMeta, ScalarMeta
+
+
+class OpKind(enum.Enum):
+    """What an op does, which decides how passes and backends treat it."""
+
+    POINTWISE = "pointwise"
+    REDUCTION = "reduction"
+    SCAN = "scan"
+    VIEW = "view"
+    CREATION = "creation"
+    INDEXING = "indexing"
+    EXTERN = "extern"
+    MUTATION = "mutation"
+    RANDOM = "random"
+
+
+MetaRule = Callable[..., "ArrayMeta | ScalarMeta"]
+Impl = Callable[..., Any]
+
+
+@attrs.frozen(eq=False)
+class Op:
+    """One canonical operation. Ops compare and hash by identity.
+
+    `mutates` lists the input positions an op writes to (in-place ops); a
+    VIEW op's result aliases its first input.
+    """
+
+    name: str
+    kind: OpKind
+    meta: MetaRule = attrs.field(repr=False)
+    impl: Impl = attrs.field(repr=False)
+    mutates: tuple[int, ...] = ()
+    doc: str = ""
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# NOTE: insertion-ordered so listings and generated tables are deterministic.
+_REGISTRY: dict[str, Op] = {}
+
+
+def register_op(op: Op) -> Op:
+    """Add `op` to the canonical set; a name may be registered once."""
+    if op.name in _REGISTRY:
+        raise ValueError(f"op {op.name!r} is already registered")
+    _REGISTRY[op.name] = op
+    return op
+
+
+def get_op(name: str) -> Op:
+    """The registered op called `name`; KeyError if there is none."""
+    _ensure_loaded()
+    return _REGISTRY[name]
+
+
+def all_ops() -> list[Op]:
+    """Every registered op, in registration order."""
+    _ensure_loaded()
+    return list(_REGISTRY.values())
+
+
+def _ensure_loaded() -> None:
+    # Late import: the op modules import this module to register themselves.
+    from . import ops  # noqa: F401

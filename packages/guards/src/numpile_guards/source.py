@@ -1,0 +1,90 @@
+"""Sources: where a value the compiled code depends on came from.
+
+A source's `name` is a Python expression over the names a guard check sees:
+`L` (the call's bound arguments, by parameter name), `G` (the compiled
+function's globals) and `F` (the compiled function itself, for closures and
+defaults). Guards and input fetching both read values through it.
+
+    >>> AttrSource(LocalSource("x"), "shape").name
+    "L['x'].shape"
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class Source:
+    """Base of all sources; subclasses define `name`."""
+
+    @property
+    def name(self) -> str:
+        raise NotImplementedError
+
+    def get(self, L: dict[str, Any], G: dict[str, Any], F: Any) -> Any:  # noqa: N803
+        """Fetch the value this source names (slow path; guards compile `name`)."""
+        return eval(self.name, {"L": L, "G": G, "F": F})  # noqa: S307
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@attrs.frozen
+class LocalSource(Source):
+    """An argument of the compiled function, by parameter name."""
+
+    local: str
+
+    @property
+    def name(self) -> str:
+        return f"L[{self.local!r}]"
+
+
+@attrs.frozen
+class GlobalSource(Source):
+    """A global of the compiled function's module."""
+
+    global_name: str
+
+    @property
+    def name(self) -> str:
+        return f"G[{self.global_name!r}]"
+
+
+@attrs.frozen
+class ClosureSource(Source):
+    """The content of the compiled function's closure cell `index` (variable `var`)."""
+
+    var: str
+    index: int
+
+    @property
+    def name(self) -> str:
+        return f"F.__closure__[{self.index}].cell_contents"
+
+
+@attrs.frozen
+class AttrSource(Source):
+    """Attribute `attr` of another source's value."""
+
+    base: Source
+    attr: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}.{self.attr}"
+
+
+@attrs.frozen
+class ItemSource(Source):
+    """`base[key]` for a constant key (an int, a string, ...)."""
+
+    base: Source
+    key: Any
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}[{self.key!r}]"

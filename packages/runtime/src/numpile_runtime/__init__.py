@@ -1,0 +1,5 @@
+"""numpile_runtime."""
+
+__version__ = "0.1.0"
+
+__all__: list[str] = []
