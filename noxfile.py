@@ -1,0 +1,142 @@
+"""Sessions for developing numpile: tests per Python and per layer, types, lint, demo, bench.
+
+    nox -t ci          # everything CI runs (the README's test command)
+    nox -s demo        # compile a few NumPy functions and show graphs, guards, results
+    nox -s tests-3.12  # the whole test suite on one Python
+    nox -s tests-capture  # one layer alone, in a venv holding only it and what it declares
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import tomllib
+
+import nox
+
+ROOT = pathlib.Path(__file__).parent
+PYTHONS = ["3.11", "3.12", "3.13"]
+DEFAULT_PYTHON = "3.11"
+# Bottom to top; a layer may import only the layers before it.
+LAYERS = ["runtime", "guards", "capture", "autograd_aot", "inductor", "api"]
+TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
+
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.reuse_venv = "yes"
+# A missing interpreter is an error under CI=true (and nox's own CI detection); skipped locally.
+nox.options.error_on_missing_interpreters = bool(os.environ.get("CI"))
+
+
+def _add_pyenv_pythons_to_path() -> None:
+    # pyenv's shims resolve only the selected version; nox needs python3.12 and python3.13 too.
+    root = os.environ.get("PYENV_ROOT")
+    if root is None:
+        try:
+            root = subprocess.run(
+                ["pyenv", "root"], capture_output=True, text=True, check=True
+            ).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return
+    versions = pathlib.Path(root) / "versions"
+    bins = []
+    for wanted in PYTHONS:
+        matches = sorted(versions.glob(f"{wanted}.*"), key=lambda p: p.name)
+        if matches:
+            bins.append(str(matches[-1] / "bin"))
+    os.environ["PATH"] = os.pathsep.join([*bins, os.environ.get("PATH", "")])
+
+
+_add_pyenv_pythons_to_path()
+
+
+def _package_dir(layer: str) -> pathlib.Path:
+    return ROOT / "packages" / layer
+
+
+def _local_deps(layer: str) -> list[str]:
+    """The layer and every sibling it declares, directly or through another sibling."""
+    distribution_to_layer = {
+        tomllib.loads((_package_dir(name) / "pyproject.toml").read_text())["project"]["name"]: name
+        for name in LAYERS
+    }
+    ordered: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in ordered:
+            return
+        project = tomllib.loads((_package_dir(name) / "pyproject.toml").read_text())["project"]
+        for requirement in project.get("dependencies", []):
+            distribution = requirement.split(">")[0].split("<")[0].split("=")[0].strip()
+            if distribution in distribution_to_layer:
+                visit(distribution_to_layer[distribution])
+        ordered.append(name)
+
+    visit(layer)
+    return ordered
+
+
+def _install_layers(session: nox.Session, layers: list[str]) -> None:
+    args = []
+    for layer in layers:
+        args += ["-e", str(_package_dir(layer))]
+    session.install(*args)
+
+
+@nox.session(python=PYTHONS, tags=["ci"])
+def tests(session: nox.Session) -> None:
+    """Every layer's tests plus the integration tests, and the layering contract."""
+    _install_layers(session, LAYERS)
+    session.install(*TEST_DEPS, "import-linter>=2")
+    session.run("lint-imports")
+    paths = [f"packages/{layer}/tests" for layer in LAYERS] + ["integration_tests"]
+    session.run("pytest", "-q", *paths, *session.posargs)
+
+
+def _layer_session(layer: str) -> None:
+    @nox.session(name=f"tests-{layer}", python=DEFAULT_PYTHON, tags=["ci", "layers"])
+    def layer_tests(session: nox.Session) -> None:
+        _install_layers(session, _local_deps(layer))
+        session.install(*TEST_DEPS)
+        session.run("pytest", "-q", f"packages/{layer}/tests", *session.posargs)
+
+    layer_tests.__doc__ = f"The {layer} layer alone, with only what it declares installed."
+
+
+for _layer in LAYERS:
+    _layer_session(_layer)
+
+
+@nox.session(python=DEFAULT_PYTHON, tags=["ci"])
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict on every package."""
+    _install_layers(session, LAYERS)
+    session.install("mypy>=1.10")
+    packages = []
+    for layer in LAYERS:
+        import_name = "numpile" if layer == "api" else f"numpile_{layer}"
+        packages += ["-p", import_name]
+    session.run("mypy", "--strict", *packages)
+
+
+@nox.session(python=DEFAULT_PYTHON, tags=["ci"])
+def lint(session: nox.Session) -> None:
+    """ruff: lint and formatting."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=DEFAULT_PYTHON)
+def demo(session: nox.Session) -> None:
+    """Compile a few realistic NumPy functions; print graphs, guards and results beside NumPy's."""
+    _install_layers(session, LAYERS)
+    session.run("python", "docs/demo.py")
+
+
+@nox.session(python=DEFAULT_PYTHON)
+def bench(session: nox.Session) -> None:
+    """The benchmark suite: ratios against NumPy and peers measured in the same run."""
+    _install_layers(session, LAYERS)
+    session.install("numexpr")
+    session.run("python", "-m", "benchmarks", *session.posargs)
