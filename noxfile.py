@@ -136,7 +136,15 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(python=DEFAULT_PYTHON)
 def bench(session: nox.Session) -> None:
-    """The benchmark suite: ratios against NumPy and peers measured in the same run."""
+    """The benchmark suite: ratios against NumPy and peers measured in the same run.
+
+    nox -s bench -- --quick           # smoke run
+    nox -s bench -- --torch           # also installs torch (CPU build) and runs torch.compile
+    """
     _install_layers(session, LAYERS)
     session.install("numexpr")
+    if "--torch" in session.posargs:
+        # uv ignores pip's config: pass its find-links on, so a CPU wheel on local disk wins.
+        links = os.environ.get("PIP_FIND_LINKS", "").split()
+        session.install("torch==2.13.0", *[arg for link in links for arg in ("--find-links", link)])
     session.run("python", "-m", "benchmarks", *session.posargs)

@@ -1,5 +1,35 @@
-"""numpile: a just-in-time compiler for plain NumPy programs."""
+"""numpile: a just-in-time compiler for plain NumPy programs.
+
+The public surface, re-exported from the layers below (nothing lives here):
+
+    >>> import numpy as np, numpile
+    >>> @numpile.compile
+    ... def f(x):
+    ...     return np.sin(x) * 2 + 1
+    >>> f(np.zeros(3))  # doctest: +SKIP
+    array([1., 1., 1.])
+"""
+
+from __future__ import annotations
+
+from numpile_capture import Unsupported as Unsupported
+from numpile_capture import compile_function as compile
+from numpile_capture import config as config
+from numpile_capture import is_compiling as is_compiling
+from numpile_capture import list_backends as list_backends
+from numpile_capture import register_backend as register_backend
+from numpile_capture import reset as reset
+from numpile_capture import set_stance as set_stance
 
 __version__ = "0.1.0"
 
-__all__: list[str] = []
+__all__ = [
+    "Unsupported",
+    "compile",
+    "config",
+    "is_compiling",
+    "list_backends",
+    "register_backend",
+    "reset",
+    "set_stance",
+]

@@ -1,5 +1,21 @@
 """numpile_capture: the graph IR, the canonical op set, and bytecode capture."""
 
+from .backends import BackendCompileError as BackendCompileError
+from .backends import InvalidBackendError as InvalidBackendError
+from .backends import eager as eager
+from .backends import list_backends as list_backends
+from .backends import lookup_backend as lookup_backend
+from .backends import register_backend as register_backend
+from .capture_result import CaptureResult as CaptureResult
+from .capture_result import Unsupported as Unsupported
+from .compiling import is_compiling as is_compiling
+from .config import CaptureConfig as CaptureConfig
+from .config import config as config
+from .dispatch import CaptureFallbackWarning as CaptureFallbackWarning
+from .dispatch import CompiledFunction as CompiledFunction
+from .dispatch import InternalCompilerError as InternalCompilerError
+from .dispatch import compile_function as compile_function
+from .dispatch import reset as reset
 from .graph import Graph as Graph
 from .graph import Node as Node
 from .interpreter import run_graph as run_graph
@@ -16,6 +32,9 @@ from .pytree import TreeSpec as TreeSpec
 from .pytree import tree_flatten as tree_flatten
 from .pytree import tree_map as tree_map
 from .pytree import tree_unflatten as tree_unflatten
+from .stance import current_stance as current_stance
+from .stance import set_stance as set_stance
+from .tracer import capture_function as capture_function
 
 __version__ = "0.1.0"
 
@@ -36,4 +55,23 @@ __all__ = [
     "tree_flatten",
     "tree_map",
     "tree_unflatten",
+    "BackendCompileError",
+    "InvalidBackendError",
+    "eager",
+    "list_backends",
+    "lookup_backend",
+    "register_backend",
+    "CaptureResult",
+    "Unsupported",
+    "CaptureConfig",
+    "config",
+    "CaptureFallbackWarning",
+    "CompiledFunction",
+    "InternalCompilerError",
+    "compile_function",
+    "reset",
+    "current_stance",
+    "set_stance",
+    "is_compiling",
+    "capture_function",
 ]

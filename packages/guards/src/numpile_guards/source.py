@@ -24,9 +24,9 @@ class Source:
     def name(self) -> str:
         raise NotImplementedError
 
-    def get(self, L: dict[str, Any], G: dict[str, Any], F: Any) -> Any:  # noqa: N803
+    def get(self, L: dict[str, Any], G: dict[str, Any], F: Any) -> Any:
         """Fetch the value this source names (slow path; guards compile `name`)."""
-        return eval(self.name, {"L": L, "G": G, "F": F})  # noqa: S307
+        return eval(self.name, {"L": L, "G": G, "F": F})
 
     def __str__(self) -> str:
         return self.name
@@ -88,3 +88,16 @@ class ItemSource(Source):
     @property
     def name(self) -> str:
         return f"{self.base.name}[{self.key!r}]"
+
+
+@attrs.frozen
+class FunctionSource(Source):
+    """The compiled function itself (`F`): the root for its defaults, closure and code.
+
+    >>> AttrSource(FunctionSource(), "__defaults__").name
+    'F.__defaults__'
+    """
+
+    @property
+    def name(self) -> str:
+        return "F"

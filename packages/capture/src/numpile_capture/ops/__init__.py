@@ -1,5 +1,40 @@
-"""The canonical op set, one module per family; importing this registers them all."""
+"""The canonical op set, one module per family; importing this registers them all.
 
+Every op is also an attribute of this package, so other layers can write
+`ops.sin` in their tables (`@register_lowering(ops.sin, ops.cos)`).
+
+    >>> from numpile_capture import ops
+    >>> ops.sin.kind
+    <OpKind.POINTWISE: 'pointwise'>
+"""
+
+from __future__ import annotations
+
+from ..op import Op, get_op
+from . import creation as creation
+from . import indexing as indexing
+from . import join as join
+from . import linalg as linalg
+from . import mutation as mutation
 from . import pointwise as pointwise
+from . import reduction as reduction
+from . import view as view
 
-__all__ = ["pointwise"]
+__all__ = [
+    "creation",
+    "indexing",
+    "join",
+    "linalg",
+    "mutation",
+    "pointwise",
+    "reduction",
+    "view",
+]
+
+
+def __getattr__(name: str) -> Op:
+    # `ops.<name>` reads the registry, so every registered op is reachable by name.
+    try:
+        return get_op(name)
+    except KeyError:
+        raise AttributeError(f"no op named {name!r}") from None

@@ -1,0 +1,614 @@
+"""The differential harness: run a NumPy program eagerly and compiled, and compare everything.
+
+A *program* is an ordinary Python function that uses NumPy, registered with an input factory::
+
+    from harness import program
+
+    @program("elementwise", lambda rng, n: (rng.standard_normal((n, 3)),))
+    def sin_plus_one(x):
+        return np.sin(x) + 1.0
+
+``run_program(prog, compile_fn, backend)`` then builds two independent copies of the inputs, runs
+``prog.fn`` eagerly on one and ``compile_fn(prog.fn, backend=backend, fullgraph=...)`` on the
+other, and compares: output structure and leaf types, array values (bit-exact for the ``eager``
+backend, NaN positions and signed zeros included; within a documented tolerance for other
+backends), dtypes, shapes, the inputs afterwards (in-place effects), aliasing between outputs and
+inputs (``np.shares_memory`` and identity, and the exact view geometry when they alias), and
+raised exceptions (type and message). The compiled function is called twice with the same shapes
+(the second call should hit the cache) and once more with other shapes when the factory makes them
+(a recompile, or a hit of a dynamic-shape entry).
+
+Copies are made by calling the deterministic factory again with the same seed rather than with
+``copy.deepcopy``: a deep copy of a negative-stride or non-contiguous view is contiguous, and two
+arguments that view one buffer would stop sharing it. The harness checks that the factory really
+is deterministic (same values, dtypes, shapes and strides each time).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+import numpy as np
+
+logger = logging.getLogger("numpile.integration_tests")
+
+Factory = Callable[[np.random.Generator, int], Any]
+CompileFn = Callable[..., Callable[..., Any]]
+
+#: Every registered program, in registration order (the program modules append to it on import).
+PROGRAMS: list[Program] = []
+
+#: The themes, in the order the corpus reports them; a program's theme must be one of these.
+THEMES: tuple[str, ...] = (
+    "elementwise",
+    "broadcasting",
+    "reductions",
+    "views",
+    "creation",
+    "joins",
+    "linalg",
+    "dtypes",
+    "special_inputs",
+    "python",
+    "invalid",
+)
+
+#: Modules that hold the programs, imported by ``load_corpus``.
+PROGRAM_MODULES: tuple[str, ...] = tuple(f"programs_{theme}" for theme in THEMES)
+
+# Tolerances used for backends other than "eager" (which must be bit-exact), keyed by the kind of
+# float (complex uses its component's). A fused or reordered reduction, a vectorized libm (glibc's
+# libmvec is within 4 ulp) or FMA contraction moves the last bits; these bounds still catch a
+# wrong index, a wrong dtype round trip or a dropped term. Integers and bools are always exact.
+INEXACT_TOLERANCE: dict[str, tuple[float, float]] = {
+    "float16": (1e-3, 1e-3),
+    "float32": (1e-5, 1e-6),
+    "float64": (1e-7, 1e-10),
+    "longdouble": (1e-7, 1e-10),
+}
+
+_NUMPY_FP_WARNING = re.compile(
+    r"(invalid value|divide by zero|overflow) encountered|Mean of empty slice|Degrees of freedom"
+)
+
+
+@attrs.frozen
+class Inputs:
+    """Positional and keyword arguments made by a factory.
+
+    A factory may return a plain tuple (positional arguments only) or an ``Inputs``:
+
+    >>> Inputs((np.ones(3),), {"axis": 0}).kwargs
+    {'axis': 0}
+    """
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Program:
+    """One corpus entry: a NumPy function, its input factory and how to compare it.
+
+    ``sizes`` are the values of ``n`` passed to the factory: the first for the first two calls,
+    the second for the resized call (skipped when it produces the same shapes). ``rtol``/``atol``
+    override ``INEXACT_TOLERANCE`` for non-eager backends. ``expect_error`` marks an invalid
+    program: eager must raise, and compiled must raise the same type (and message unless
+    ``check_message`` is false).
+
+    >>> Program("p", "views", lambda x: x.T, lambda rng, n: (np.ones((n, 2)),)).sizes
+    (4, 7)
+    """
+
+    name: str
+    theme: str
+    fn: Callable[..., Any]
+    make_inputs: Factory
+    sizes: tuple[int, ...] = (4, 7)
+    fullgraph: bool = True
+    rtol: float | None = None
+    atol: float | None = None
+    expect_error: bool = False
+    check_message: bool = True
+
+    @property
+    def id(self) -> str:
+        """``theme/name``, the pytest id.
+
+        >>> Program("p", "views", abs, lambda rng, n: ()).id
+        'views/p'
+        """
+        return f"{self.theme}/{self.name}"
+
+    def inputs(self, n: int, seed: int = 0) -> Inputs:
+        """A fresh copy of the inputs for size ``n`` (the factory run on a fresh seeded rng).
+
+        >>> Program("p", "views", abs, lambda rng, n: (n,)).inputs(3).args
+        (3,)
+        """
+        made = self.make_inputs(np.random.default_rng(seed), n)
+        if isinstance(made, Inputs):
+            return made
+        if not isinstance(made, tuple):
+            raise TypeError(f"factory of {self.id} must return a tuple or Inputs, got {made!r}")
+        return Inputs(made)
+
+
+def program(
+    theme: str,
+    inputs: Factory,
+    *,
+    sizes: tuple[int, ...] = (4, 7),
+    fullgraph: bool = True,
+    rtol: float | None = None,
+    atol: float | None = None,
+    expect_error: bool = False,
+    check_message: bool = True,
+    name: str | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated function as a corpus program and return it unchanged.
+
+    >>> @program("elementwise", lambda rng, n: (rng.standard_normal(n),), name="doc_example")
+    ... def twice(x):
+    ...     return x * 2
+    >>> PROGRAMS.pop().name
+    'doc_example'
+    """
+    if theme not in THEMES:
+        raise ValueError(f"unknown theme {theme!r}; expected one of {THEMES}")
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        entry = Program(
+            name=name or fn.__name__,
+            theme=theme,
+            fn=fn,
+            make_inputs=inputs,
+            sizes=sizes,
+            fullgraph=fullgraph,
+            rtol=rtol,
+            atol=atol,
+            expect_error=expect_error,
+            check_message=check_message,
+        )
+        if any(p.id == entry.id for p in PROGRAMS):
+            raise ValueError(f"program {entry.id} registered twice")
+        PROGRAMS.append(entry)
+        return fn
+
+    return register
+
+
+def load_corpus() -> list[Program]:
+    """Import every program module once and return the registry.
+
+    >>> len(load_corpus()) >= 160
+    True
+    """
+    import importlib
+
+    for module in PROGRAM_MODULES:
+        importlib.import_module(module)
+    return PROGRAMS
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+@attrs.frozen
+class Outcome:
+    """What one call did: its result or its exception, and the inputs afterwards.
+
+    >>> Outcome(result=1, error=None, inputs=Inputs(())).raised
+    False
+    """
+
+    result: Any
+    error: BaseException | None
+    inputs: Inputs
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def raised(self) -> bool:
+        """Whether the call raised.
+
+        >>> Outcome(None, ValueError("x"), Inputs(())).raised
+        True
+        """
+        return self.error is not None
+
+
+def call(fn: Callable[..., Any], inputs: Inputs) -> Outcome:
+    """Call ``fn`` on ``inputs``; keep its result or exception and the (maybe mutated) inputs.
+
+    NumPy's floating-point RuntimeWarnings are silenced on both sides alike.
+
+    >>> call(lambda x: x + 1, Inputs((1,))).result
+    2
+    """
+    recorder = _LogRecorder()
+    numpile_logger = logging.getLogger("numpile")
+    numpile_logger.addHandler(recorder)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_NUMPY_FP_WARNING.pattern)
+            try:
+                result = fn(*inputs.args, **inputs.kwargs)
+            except Exception as error:
+                return Outcome(None, error, inputs, tuple(recorder.messages))
+    finally:
+        numpile_logger.removeHandler(recorder)
+    return Outcome(result, None, inputs, tuple(recorder.messages))
+
+
+class _LogRecorder(logging.Handler):
+    # Warnings that numpile's loggers emit during a compiled call: a capture that crashed and
+    # silently fell back to eager logs one, which a fullgraph program must never do.
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(f"{record.name}: {record.getMessage()}")
+
+
+def run_program(prog: Program, compile_fn: CompileFn, backend: str) -> list[str]:
+    """Run ``prog`` eagerly and compiled (three calls); return every difference found.
+
+    An empty list means compiled matched eager on every call.
+
+    >>> prog = Program("p", "views", lambda x: x.T, lambda rng, n: (np.ones((n, 2)),))
+    >>> run_program(prog, lambda fn, **kw: fn, "eager")
+    []
+    """
+    compiled = compile_fn(prog.fn, backend=backend, fullgraph=prog.fullgraph)
+    comparison = _Comparison(exact=backend == "eager", rtol=prog.rtol, atol=prog.atol)
+    problems: list[tuple[str, str]] = []
+    first: tuple[Outcome, Outcome] | None = None
+    for label, n, seed in _call_plan(prog):
+        eager_inputs = prog.inputs(n, seed)
+        compiled_inputs = prog.inputs(n, seed)
+        _check_deterministic(prog, eager_inputs, compiled_inputs)
+        eager = call(prog.fn, eager_inputs)
+        if prog.expect_error and not eager.raised:
+            raise AssertionError(f"{prog.id} is marked expect_error but eager did not raise")
+        if not prog.expect_error and eager.raised:
+            raise AssertionError(f"{prog.id} raised eagerly: {eager.error!r}") from eager.error
+        got = call(compiled, compiled_inputs)
+        problems += [(label, p) for p in compare_outcomes(eager, got, comparison, prog)]
+        first = first or (eager, got)
+    if first is not None and not first[0].raised and not first[1].raised:
+        # A compiled function must not hand out a buffer it reuses: call 1's result must be
+        # untouched by the later calls.
+        later = compare_trees(first[0].result, first[1].result, comparison)
+        problems += [("after all calls", f"output of call 1 changed{p}") for p in later]
+    return _group_by_text(problems)
+
+
+def _group_by_text(problems: list[tuple[str, str]]) -> list[str]:
+    # The same difference on every call is reported once, naming the calls.
+    labels: dict[str, list[str]] = {}
+    for label, text in problems:
+        labels.setdefault(text, []).append(label)
+    return [f"{', '.join(where)}: {text}" for text, where in labels.items()]
+
+
+def _check_deterministic(prog: Program, one: Inputs, two: Inputs) -> None:
+    differences = compare_trees(one, two, _Comparison(exact=True))
+    if differences or _layout(one) != _layout(two):
+        raise AssertionError(f"factory of {prog.id} is not deterministic: {differences}")
+
+
+def _layout(inputs: Inputs) -> list[Any]:
+    arrays = _array_leaves(inputs)
+    own = [(a.strides, a.flags.writeable) for _, a in arrays]
+    shared = [[_relation(a, b)[0] for _, b in arrays] for _, a in arrays]
+    return [own, shared]
+
+
+def _call_plan(prog: Program) -> list[tuple[str, int, int]]:
+    # (label, n, seed): call 2 has the shapes of call 1 but other values (seed 1), so a cache hit
+    # that baked in call 1's data, or a reused output buffer, shows up.
+    first = prog.sizes[0]
+    plan = [("call 1 (compile)", first, 0), ("call 2 (cache hit, new values)", first, 1)]
+    if len(prog.sizes) > 1 and _shapes(prog.inputs(prog.sizes[1])) != _shapes(prog.inputs(first)):
+        plan.append((f"call 3 (resized, n={prog.sizes[1]})", prog.sizes[1], 2))
+    return plan
+
+
+def _shapes(inputs: Inputs) -> list[Any]:
+    return [getattr(leaf, "shape", type(leaf)) for _, leaf in _leaves(inputs)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing
+
+
+@attrs.frozen
+class _Comparison:
+    exact: bool
+    rtol: float | None = None
+    atol: float | None = None
+
+    def tolerance(self, dtype: np.dtype[Any]) -> tuple[float, float]:
+        component = np.empty(0, dtype).real.dtype
+        name = "longdouble" if component == np.longdouble else component.name
+        rtol, atol = INEXACT_TOLERANCE.get(name, (0.0, 0.0))
+        return (rtol if self.rtol is None else self.rtol, atol if self.atol is None else self.atol)
+
+
+def compare_outcomes(
+    eager: Outcome, got: Outcome, comparison: _Comparison, prog: Program
+) -> list[str]:
+    """Differences between an eager and a compiled call (results, errors, inputs, aliasing)."""
+    problems: list[str] = []
+    if prog.fullgraph:
+        problems += [f"numpile logged a warning: {message}" for message in got.warnings]
+    if eager.raised or got.raised:
+        problems += _compare_errors(eager.error, got.error, check_message=prog.check_message)
+    else:
+        problems += [f"output{p}" for p in compare_trees(eager.result, got.result, comparison)]
+        problems += _compare_aliasing(eager, got)
+        if comparison.exact:
+            problems += _compare_fresh_layout(eager, got)
+    problems += [
+        f"inputs after the call{p}" for p in compare_trees(eager.inputs, got.inputs, comparison)
+    ]
+    return problems
+
+
+def _compare_errors(
+    eager: BaseException | None, got: BaseException | None, *, check_message: bool
+) -> list[str]:
+    if eager is None:
+        return [f"compiled raised {_describe_error(got)} but eager returned normally"]
+    if got is None:
+        return [f"eager raised {_describe_error(eager)} but compiled returned normally"]
+    if type(eager) is not type(got):
+        return [f"eager raised {_describe_error(eager)}, compiled raised {_describe_error(got)}"]
+    if check_message and str(eager) != str(got):
+        return [f"same {type(eager).__name__}, messages differ: {str(eager)!r} vs {str(got)!r}"]
+    return []
+
+
+def _describe_error(error: BaseException | None) -> str:
+    if error is None:
+        return "nothing"
+    return f"{type(error).__module__}.{type(error).__qualname__}({str(error)!r})"
+
+
+def _leaves(tree: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(tree, Inputs):
+        yield from _leaves(tree.args, f"{path}.args")
+        yield from _leaves(tree.kwargs, f"{path}.kwargs")
+    elif isinstance(tree, tuple | list):
+        for i, item in enumerate(tree):
+            yield from _leaves(item, f"{path}[{i}]")
+    elif isinstance(tree, dict):
+        for key, item in tree.items():
+            yield from _leaves(item, f"{path}[{key!r}]")
+    else:
+        yield path, tree
+
+
+def compare_trees(eager: Any, got: Any, comparison: _Comparison, path: str = "") -> list[str]:
+    """Differences between two pytrees of containers, arrays and scalars (`` at path: why``).
+
+    >>> compare_trees((np.float64(1.0),), (np.array(1.0),), _Comparison(exact=True))
+    ['[0]: type float64 vs ndarray']
+    """
+    where = path or " (top level)"
+    if isinstance(eager, Inputs) and isinstance(got, Inputs):
+        return compare_trees(eager.args, got.args, comparison, f"{path}.args") + compare_trees(
+            eager.kwargs, got.kwargs, comparison, f"{path}.kwargs"
+        )
+    if type(eager) is not type(got):
+        return [f"{where}: type {type(eager).__name__} vs {type(got).__name__}"]
+    if isinstance(eager, tuple | list):
+        if len(eager) != len(got):
+            return [f"{where}: length {len(eager)} vs {len(got)}"]
+        problems: list[str] = []
+        for i, (a, b) in enumerate(zip(eager, got, strict=True)):
+            problems += compare_trees(a, b, comparison, f"{path}[{i}]")
+        return problems
+    if isinstance(eager, dict):
+        if list(eager) != list(got):
+            return [f"{where}: keys {list(eager)} vs {list(got)}"]
+        problems = []
+        for key in eager:
+            problems += compare_trees(eager[key], got[key], comparison, f"{path}[{key!r}]")
+        return problems
+    if isinstance(eager, np.ndarray | np.generic):
+        return [f"{where}: {p}" for p in _compare_arrays(eager, got, comparison)]
+    if isinstance(eager, bool | int | str | type(None)):
+        return [] if eager == got else [f"{where}: {eager!r} vs {got!r}"]
+    if isinstance(eager, float | complex):
+        same = _compare_arrays(np.asarray(eager), np.asarray(got), comparison)
+        return [f"{where}: {eager!r} vs {got!r}"] if same else []
+    return [] if eager == got else [f"{where}: {eager!r} vs {got!r}"]
+
+
+def _compare_arrays(eager: Any, got: Any, comparison: _Comparison) -> list[str]:
+    a = np.asarray(eager)
+    b = np.asarray(got)
+    if a.dtype != b.dtype:
+        return [f"dtype {a.dtype} vs {b.dtype}"]
+    if a.shape != b.shape:
+        return [f"shape {a.shape} vs {b.shape}"]
+    if a.size == 0:
+        return []
+    if a.dtype.kind in "fc":
+        parts = [(a.real, b.real), (a.imag, b.imag)] if a.dtype.kind == "c" else [(a, b)]
+        for x, y in parts:
+            problem = _compare_floats(x, y, comparison)
+            if problem:
+                return [problem]
+        return []
+    if np.array_equal(a, b):
+        return []
+    return [f"values differ at {_first_difference(a, b)}"]
+
+
+def _compare_floats(
+    a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], comparison: _Comparison
+) -> str:
+    nan_a = np.isnan(a)
+    if not np.array_equal(nan_a, np.isnan(b)):
+        return f"NaN positions differ at {_first_difference(nan_a, np.isnan(b))}"
+    zero = (a == 0) & (b == 0)
+    if not np.array_equal(np.signbit(a)[zero], np.signbit(b)[zero]):
+        return "signed zeros differ (-0.0 vs 0.0)"
+    if comparison.exact:
+        if np.array_equal(a, b, equal_nan=True):
+            return ""
+        return f"values differ at {_first_difference(a, b)}"
+    rtol, atol = comparison.tolerance(a.dtype)
+    finite = ~nan_a
+    x = a[finite].astype(np.float64)
+    y = b[finite].astype(np.float64)
+    if not np.array_equal(np.isinf(x), np.isinf(y)) or not np.array_equal(
+        x[np.isinf(x)], y[np.isinf(y)]
+    ):
+        return "inf positions differ"
+    ok = np.isinf(x) | (np.abs(x - y) <= atol + rtol * np.abs(x))
+    if ok.all():
+        return ""
+    worst = int(np.argmax(np.where(ok, 0.0, np.abs(x - y))))
+    return (
+        f"values differ beyond rtol={rtol}, atol={atol}: {x[worst]!r} vs {y[worst]!r} "
+        f"({int((~ok).sum())} of {ok.size} elements)"
+    )
+
+
+def _first_difference(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> str:
+    if a.ndim == 0:
+        return f"(): {a[()]!r} vs {b[()]!r}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        differ = a != b
+        if a.dtype.kind in "fc":
+            differ &= ~(np.isnan(a) & np.isnan(b))
+    index = tuple(int(i) for i in np.argwhere(differ)[0]) if differ.any() else ()
+    return f"{index}: {a[index]!r} vs {b[index]!r}"
+
+
+def _array_leaves(tree: Any) -> list[tuple[str, np.ndarray[Any, Any]]]:
+    return [(path, leaf) for path, leaf in _leaves(tree) if isinstance(leaf, np.ndarray)]
+
+
+def _address(array: np.ndarray[Any, Any]) -> int:
+    return int(array.__array_interface__["data"][0])
+
+
+def _relation(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> tuple[Any, ...]:
+    # Identity, memory overlap, and when they overlap the exact view geometry (offset, strides).
+    if x is y:
+        return ("is",)
+    if not np.shares_memory(x, y):
+        return ("disjoint",)
+    return ("shares memory", _address(x) - _address(y), x.strides)
+
+
+def _compare_aliasing(eager: Outcome, got: Outcome) -> list[str]:
+    problems: list[str] = []
+    eager_out = _array_leaves(eager.result)
+    got_out = _array_leaves(got.result)
+    eager_in = _array_leaves(eager.inputs)
+    got_in = _array_leaves(got.inputs)
+    if len(eager_out) != len(got_out) or len(eager_in) != len(got_in):
+        return []  # already reported as a structure difference
+    for (out_path, e_out), (_, g_out) in zip(eager_out, got_out, strict=True):
+        if e_out.flags.writeable != g_out.flags.writeable:
+            problems.append(
+                f"output{out_path} writeable is {e_out.flags.writeable} eagerly, "
+                f"{g_out.flags.writeable} compiled"
+            )
+        for (in_path, e_in), (_, g_in) in zip(eager_in, got_in, strict=True):
+            want = _relation(e_out, e_in)
+            have = _relation(g_out, g_in)
+            if want != have:
+                problems.append(
+                    f"aliasing of output{out_path or ''} with input{in_path}: "
+                    f"eager {_say(want)}, compiled {_say(have)}"
+                )
+    for i, (path_i, e_i) in enumerate(eager_out):
+        for j in range(i + 1, len(eager_out)):
+            path_j, e_j = eager_out[j]
+            want = _relation(e_i, e_j)
+            have = _relation(got_out[i][1], got_out[j][1])
+            if want != have:
+                problems.append(
+                    f"aliasing of output{path_i} with output{path_j}: "
+                    f"eager {_say(want)}, compiled {_say(have)}"
+                )
+    return problems
+
+
+def _say(relation: tuple[Any, ...]) -> str:
+    if relation[0] == "shares memory":
+        return f"shares memory (byte offset {relation[1]}, strides {relation[2]})"
+    return str(relation[0])
+
+
+def _compare_fresh_layout(eager: Outcome, got: Outcome) -> list[str]:
+    # With the eager backend the graph runs the same NumPy calls, so fresh outputs keep NumPy's
+    # memory order (C or Fortran) too; other backends may choose their own layout.
+    problems: list[str] = []
+    eager_out = _array_leaves(eager.result)
+    got_out = _array_leaves(got.result)
+    if len(eager_out) != len(got_out):
+        return []
+    for (path, a), (_, b) in zip(eager_out, got_out, strict=True):
+        if a.ndim < 2 or a.size <= 1 or a.shape != b.shape:
+            continue
+        flags_a = (a.flags.c_contiguous, a.flags.f_contiguous)
+        flags_b = (b.flags.c_contiguous, b.flags.f_contiguous)
+        if flags_a != flags_b:
+            problems.append(f"output{path} layout (C, F contiguous) {flags_a} vs {flags_b}")
+    return problems
+
+
+def standin_compile(
+    fn: Callable[..., Any], *, backend: object = "eager", fullgraph: bool = False, **_: object
+) -> Callable[..., Any]:
+    """A compile that compiles nothing, to check the corpus itself without the real stack.
+
+    >>> standin_compile(abs, backend="eager")(-2)
+    2
+    """
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return run
+
+
+def corpus_backends() -> list[str]:
+    """``["eager"]``, plus ``"inductor"`` when ``numpile.list_backends()`` lists it.
+
+    >>> corpus_backends()[0]
+    'eager'
+    """
+    import numpile  # late: the registry and comparisons do not need the stack
+
+    backends = ["eager"]
+    list_backends = getattr(numpile, "list_backends", None)
+    if list_backends is not None and "inductor" in list_backends():
+        backends.append("inductor")
+    return backends
+
+
+def count_by_theme(programs: list[Program]) -> dict[str, int]:
+    """How many programs each theme has, in ``THEMES`` order.
+
+    >>> count_by_theme([])["views"]
+    0
+    """
+    return {theme: sum(p.theme == theme for p in programs) for theme in THEMES}

@@ -1,0 +1,21 @@
+"""The differential corpus: every program, eager against compiled, per backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from harness import Program, corpus_backends, load_corpus, run_program
+
+PROGRAMS = load_corpus()
+
+
+@pytest.mark.parametrize("backend", corpus_backends())
+@pytest.mark.parametrize("prog", PROGRAMS, ids=[p.id for p in PROGRAMS])
+def test_corpus_program(
+    prog: Program, backend: str, compile_fn: Callable[..., Callable[..., Any]]
+) -> None:
+    problems = run_program(prog, compile_fn, backend)
+    if problems:
+        pytest.fail(f"{prog.id} [{backend}] differs from NumPy:\n  " + "\n  ".join(problems))

@@ -1,0 +1,72 @@
+"""A snapshot of numpile's public surface: changing it must be deliberate (update here)."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpile
+
+EXPECTED_ALL = [
+    "Unsupported",
+    "compile",
+    "config",
+    "is_compiling",
+    "list_backends",
+    "register_backend",
+    "reset",
+    "set_stance",
+]
+
+EXPECTED_SIGNATURES = {
+    "Unsupported": "(reason: 'str', filename: 'str | None' = None, lineno: 'int | None' = None)",
+    "compile": (
+        "(model: 'Callable[..., Any] | None' = None, *, fullgraph: 'bool' = False, "
+        "dynamic: 'bool | None' = None, backend: 'str | BackendFn | None' = None, "
+        "mode: 'str | None' = None, options: 'dict[str, Any] | None' = None, "
+        "disable: 'bool' = False) -> 'Any'"
+    ),
+    "is_compiling": "() -> 'bool'",
+    "list_backends": (
+        "(exclude_tags: 'Iterable[str] | None' = ('debug', 'experimental')) -> 'list[str]'"
+    ),
+    "register_backend": (
+        "(compiler_fn: 'BackendFn | None' = None, name: 'str | None' = None, "
+        "tags: 'Sequence[str]' = ()) -> 'BackendFn | Callable[[BackendFn], BackendFn]'"
+    ),
+    "reset": "() -> 'None'",
+    "set_stance": (
+        "(stance: 'str' = 'default', *, skip_guard_eval_unsafe: 'bool' = False, "
+        "force_backend: 'str | BackendFn | None' = None) -> 'None'"
+    ),
+}
+
+EXPECTED_CONFIG_FIELDS = {
+    "cache_size_limit": 8,
+    "default_backend": "eager",
+    "suppress_errors": False,
+    "verbose": False,
+}
+
+
+def test_all_is_the_snapshot() -> None:
+    assert sorted(numpile.__all__) == EXPECTED_ALL
+    for name in numpile.__all__:
+        assert hasattr(numpile, name)
+
+
+def test_public_signatures_are_the_snapshot() -> None:
+    actual = {name: str(inspect.signature(getattr(numpile, name))) for name in EXPECTED_SIGNATURES}
+    assert actual == EXPECTED_SIGNATURES
+
+
+def test_config_fields_are_the_snapshot() -> None:
+    import attrs
+
+    defaults = {field.name: field.default for field in attrs.fields(type(numpile.config))}
+    assert defaults == EXPECTED_CONFIG_FIELDS
+
+
+def test_public_names_have_docstrings_with_an_example() -> None:
+    for name in ("compile", "list_backends", "register_backend", "set_stance"):
+        doc = inspect.getdoc(getattr(numpile, name)) or ""
+        assert ">>>" in doc, name

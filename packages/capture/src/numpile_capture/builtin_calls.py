@@ -1,0 +1,384 @@
+"""Builtins and container methods, evaluated at capture time: a table keyed by callable.
+
+`len`, `range`, `isinstance`, `min`, `max`, `zip`, `enumerate`, ... act on
+variables whose values are known now (shapes, constants, containers of
+arrays) and return variables; none of them adds a graph node except `abs`
+and `sum` on arrays, which go through the operator bindings.
+
+    >>> builtin_handler(len) is not None, builtin_handler(print)
+    (True, None)
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .capture_result import Unsupported
+from .operators import binary, check_mutable, iterate, truth, unary
+from .variables import (
+    ArrayVar,
+    ConstantVar,
+    DictVar,
+    IteratorVar,
+    ListVar,
+    NotConstantError,
+    TupleVar,
+    Variable,
+)
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+Handler = Callable[["Tracer", list[Variable], dict[str, Variable]], Variable]
+
+
+def _constants(args: list[Variable], kwargs: dict[str, Variable], what: str) -> tuple[Any, Any]:
+    try:
+        values = [arg.as_python_constant() for arg in args]
+        keywords = {key: value.as_python_constant() for key, value in kwargs.items()}
+    except NotConstantError:
+        raise Unsupported(
+            f"not supported yet: {what}() on values not known at capture time"
+        ) from None
+    return values, keywords
+
+
+def _fold(fn: Callable[..., Any]) -> Handler:
+    # Builtins that are pure on constants: run them now.
+    name = getattr(fn, "__name__", "builtin")
+
+    def handler(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+        if any(isinstance(arg, ArrayVar) for arg in [*args, *kwargs.values()]):
+            raise Unsupported(
+                f"not supported yet: {name}() of an array (it needs the array's values)"
+            )
+        values, keywords = _constants(args, kwargs, name)
+        return tracer.builder.build_unguarded(fn(*values, **keywords))
+
+    return handler
+
+
+def _len(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    (value,) = args
+    if isinstance(value, ArrayVar):
+        if not value.meta.shape:
+            raise TypeError("len() of unsized object")
+        return ConstantVar(value.meta.shape[0])
+    if isinstance(value, TupleVar | ListVar):
+        return ConstantVar(len(value.items))
+    if isinstance(value, DictVar):
+        return ConstantVar(len(value.items))
+    return _fold(len)(tracer, args, kwargs)
+
+
+def _isinstance(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    value, classes = args
+    try:
+        expected = classes.as_python_constant()
+        kind = value.python_type()
+    except NotConstantError:
+        raise Unsupported(f"not supported yet: isinstance() of {value.describe()}") from None
+    return ConstantVar(issubclass(kind, expected))
+
+
+def _min_max(fn: Callable[..., Any]) -> Handler:
+    def handler(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+        items = iterate(tracer, args[0]) if len(args) == 1 else args
+        if any(isinstance(item, ArrayVar) for item in items):
+            raise Unsupported(
+                f"not supported yet: {fn.__name__}() of arrays (it compares array values)"
+            )
+        values, keywords = _constants(items, kwargs, fn.__name__)
+        return tracer.builder.build_unguarded(fn(values, **keywords))
+
+    return handler
+
+
+def _abs(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    (value,) = args
+    return unary(tracer, "abs", value)
+
+
+def _bool(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    return ConstantVar(truth(tracer, args[0]) if args else False)
+
+
+def _zip(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    strict = kwargs.get("strict", ConstantVar(False)).as_python_constant()
+    columns = [iterate(tracer, arg) for arg in args]
+    if strict and len({len(column) for column in columns}) > 1:
+        raise ValueError("zip() arguments have different lengths")
+    rows = [TupleVar(tuple(row)) for row in zip(*columns, strict=False)]
+    return IteratorVar(list(rows))
+
+
+def _enumerate(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    start_var = args[1] if len(args) > 1 else kwargs.get("start", ConstantVar(0))
+    start = start_var.as_python_constant()
+    items = iterate(tracer, args[0])
+    rows = [TupleVar((ConstantVar(start + i), item)) for i, item in enumerate(items)]
+    return IteratorVar(list(rows))
+
+
+def _tuple(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    return TupleVar(tuple(iterate(tracer, args[0])) if args else ())
+
+
+def _list(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    return ListVar(iterate(tracer, args[0]) if args else [])
+
+
+def _reversed(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    return IteratorVar(list(reversed(iterate(tracer, args[0]))))
+
+
+def _iter(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    return IteratorVar(iterate(tracer, args[0]))
+
+
+def _dict(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    entries: dict[Any, Variable] = {}
+    if args:
+        source = args[0]
+        if isinstance(source, DictVar):
+            entries.update(source.items)
+        else:
+            for pair in iterate(tracer, source):
+                key, value = iterate(tracer, pair)
+                entries[key.as_python_constant()] = value
+    entries.update(kwargs)
+    return DictVar(entries)
+
+
+def _sum(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVar(0))
+    for item in iterate(tracer, args[0]):
+        total = binary(tracer, "add", total, item)
+    return total
+
+
+def _type(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    (value,) = args
+    try:
+        kind = value.python_type()
+    except NotConstantError:
+        raise Unsupported(f"not supported yet: type() of {value.describe()}") from None
+    return tracer.builder.build_unguarded(kind)
+
+
+def _getattr(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    name = args[1].as_python_constant()
+    try:
+        return tracer.load_attr(args[0], name)
+    except AttributeError:
+        if len(args) > 2:
+            return args[2]
+        raise
+
+
+def _to_number(kind: type) -> Handler:
+    folded = _fold(kind)
+
+    def handler(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+        if args and isinstance(args[0], ArrayVar):
+            raise Unsupported(
+                f"not supported yet: {kind.__name__}() of an array (it needs the array's "
+                "values; data-dependent)"
+            )
+        return folded(tracer, args, kwargs)
+
+    return handler
+
+
+_BUILTINS: dict[Any, Handler] = {
+    builtins.len: _len,
+    builtins.range: _fold(range),
+    builtins.isinstance: _isinstance,
+    builtins.issubclass: _fold(issubclass),
+    builtins.min: _min_max(min),
+    builtins.max: _min_max(max),
+    builtins.abs: _abs,
+    builtins.int: _to_number(int),
+    builtins.float: _to_number(float),
+    builtins.complex: _to_number(complex),
+    builtins.bool: _bool,
+    builtins.str: _fold(str),
+    builtins.repr: _fold(repr),
+    builtins.round: _fold(round),
+    builtins.divmod: _fold(divmod),
+    builtins.pow: _fold(pow),
+    builtins.all: _fold(all),
+    builtins.any: _fold(any),
+    builtins.sorted: _fold(sorted),
+    builtins.slice: _fold(slice),
+    builtins.zip: _zip,
+    builtins.enumerate: _enumerate,
+    builtins.tuple: _tuple,
+    builtins.list: _list,
+    builtins.dict: _dict,
+    builtins.reversed: _reversed,
+    builtins.iter: _iter,
+    builtins.sum: _sum,
+    builtins.type: _type,
+    builtins.getattr: _getattr,
+    builtins.hasattr: _fold(hasattr),
+}
+
+# NOTE: NumPy callables that are pure on constants (dtype queries) fold when no binding claims them.
+_NUMPY_FOLDABLE: tuple[Any, ...] = (
+    np.dtype,
+    np.finfo,
+    np.iinfo,
+    np.result_type,
+    np.promote_types,
+    np.can_cast,
+    np.issubdtype,
+)
+
+
+def builtin_handler(fn: Any) -> Handler | None:
+    """The capture-time implementation of builtin `fn`, or None.
+
+    >>> builtin_handler(len) is _len
+    True
+    """
+    try:
+        found = _BUILTINS.get(fn)
+    except TypeError:  # unhashable callables
+        return None
+    if found is not None:
+        return found
+    if getattr(fn, "__module__", None) == "math" or fn in _NUMPY_FOLDABLE:
+        return _fold(fn)
+    if isinstance(fn, type) and issubclass(fn, np.generic):
+        return _fold(fn)
+    return None
+
+
+# Methods of containers, evaluated on variables: (type, name) -> handler(receiver, args, kwargs).
+MethodHandler = Callable[["Tracer", Variable, list[Variable], dict[str, Variable]], Variable]
+
+
+def _list_append(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    assert isinstance(this, ListVar)
+    check_mutable(this)
+    this.items.append(args[0])
+    return ConstantVar(None)
+
+
+def _list_extend(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    assert isinstance(this, ListVar)
+    check_mutable(this)
+    this.items.extend(iterate(tracer, args[0]))
+    return ConstantVar(None)
+
+
+def _list_insert(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    assert isinstance(this, ListVar)
+    check_mutable(this)
+    this.items.insert(args[0].as_python_constant(), args[1])
+    return ConstantVar(None)
+
+
+def _list_pop(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    assert isinstance(this, ListVar)
+    check_mutable(this)
+    return this.items.pop(*(arg.as_python_constant() for arg in args))
+
+
+def _list_reverse(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    assert isinstance(this, ListVar)
+    check_mutable(this)
+    this.items.reverse()
+    return ConstantVar(None)
+
+
+def _copy(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    if isinstance(this, ListVar):
+        return ListVar(list(this.items))
+    assert isinstance(this, DictVar)
+    return DictVar(dict(this.items))
+
+
+def _dict_keys(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    assert isinstance(this, DictVar)
+    return ListVar([ConstantVar(key) for key in this.items])
+
+
+def _dict_values(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    assert isinstance(this, DictVar)
+    return ListVar(list(this.items.values()))
+
+
+def _dict_items(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    assert isinstance(this, DictVar)
+    return ListVar([TupleVar((ConstantVar(k), v)) for k, v in this.items.items()])
+
+
+def _dict_get(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    assert isinstance(this, DictVar)
+    key = args[0].as_python_constant()
+    default = args[1] if len(args) > 1 else ConstantVar(None)
+    return this.items.get(key, default)
+
+
+def _dict_update(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    assert isinstance(this, DictVar)
+    check_mutable(this)
+    other = _dict(tracer, args, kw)
+    assert isinstance(other, DictVar)
+    this.items.update(other.items)
+    return ConstantVar(None)
+
+
+def _dict_pop(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    assert isinstance(this, DictVar)
+    check_mutable(this)
+    key = args[0].as_python_constant()
+    if len(args) > 1:
+        return this.items.pop(key, args[1])
+    return this.items.pop(key)
+
+
+def _sequence_index(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    assert isinstance(this, TupleVar | ListVar)
+    for position, item in enumerate(this.items):
+        if truth(tracer, binary(tracer, "eq", item, args[0])):
+            return ConstantVar(position)
+    raise ValueError(f"{args[0].describe()} is not in {this.python_type().__name__}")
+
+
+def _sequence_count(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
+    assert isinstance(this, TupleVar | ListVar)
+    found = [truth(tracer, binary(tracer, "eq", item, args[0])) for item in this.items]
+    return ConstantVar(sum(found))
+
+
+_METHODS: dict[tuple[type, str], MethodHandler] = {
+    (ListVar, "append"): _list_append,
+    (ListVar, "extend"): _list_extend,
+    (ListVar, "insert"): _list_insert,
+    (ListVar, "pop"): _list_pop,
+    (ListVar, "reverse"): _list_reverse,
+    (ListVar, "copy"): _copy,
+    (ListVar, "index"): _sequence_index,
+    (ListVar, "count"): _sequence_count,
+    (TupleVar, "index"): _sequence_index,
+    (TupleVar, "count"): _sequence_count,
+    (DictVar, "keys"): _dict_keys,
+    (DictVar, "values"): _dict_values,
+    (DictVar, "items"): _dict_items,
+    (DictVar, "get"): _dict_get,
+    (DictVar, "update"): _dict_update,
+    (DictVar, "pop"): _dict_pop,
+    (DictVar, "copy"): _copy,
+}
+
+
+def container_method(receiver: Variable, name: str) -> MethodHandler | None:
+    """The capture-time implementation of `receiver.name(...)` for a tuple, list or dict."""
+    return _METHODS.get((type(receiver), name))

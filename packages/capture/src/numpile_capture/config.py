@@ -1,0 +1,64 @@
+"""The capture layer's configuration: one attrs object, `config`, read at call time.
+
+Fields are plain attributes; set them directly, or use `config.patch(...)` for
+a scoped change (tests do this):
+
+    >>> from numpile_capture.config import config
+    >>> config.cache_size_limit
+    8
+    >>> with config.patch(cache_size_limit=2):
+    ...     config.cache_size_limit
+    2
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+
+
+@attrs.define
+class CaptureConfig:
+    """Settings of capture and of the call dispatcher.
+
+    cache_size_limit: compiled entries kept per function (per code object and
+        backend); past it, new kinds of inputs run eagerly, with one warning.
+    default_backend: the backend `compile` uses when given none (a registered
+        name or a callable).
+    suppress_errors: when True, a failure inside numpile itself (a backend
+        that raises, guards that reject the inputs they were built from) is
+        logged and the function runs eagerly, instead of raising.
+    verbose: when True, internal errors keep numpile's own stack trace and
+        each compile logs its graph and guards at INFO level on
+        `numpile.capture` (otherwise at DEBUG).
+
+        >>> CaptureConfig().default_backend
+        'eager'
+    """
+
+    cache_size_limit: int = 8
+    default_backend: Any = "eager"
+    suppress_errors: bool = False
+    verbose: bool = False
+
+    @contextlib.contextmanager
+    def patch(self, **changes: Any) -> Iterator[CaptureConfig]:
+        """Set fields for the duration of a `with` block, then restore them."""
+        unknown = [name for name in changes if not hasattr(self, name)]
+        if unknown:
+            raise AttributeError(f"CaptureConfig has no field(s) {', '.join(unknown)}")
+        saved = {name: getattr(self, name) for name in changes}
+        for name, value in changes.items():
+            setattr(self, name, value)
+        try:
+            yield self
+        finally:
+            for name, value in saved.items():
+                setattr(self, name, value)
+
+
+# NOTE: the one live configuration object of the capture layer (a module global by design).
+config = CaptureConfig()

@@ -1,0 +1,366 @@
+"""Python operators on variables: folded at capture time or recorded through the bindings.
+
+Operators on values known at capture time (shapes, loop counters, constants)
+run now, in Python, and give constants. An operator with an array operand
+becomes graph nodes through `lookup_operator` of the NumPy bindings. Truth
+values of arrays are data: branching on them is not supported yet.
+
+    >>> from numpile_capture.variables import ConstantVar
+    >>> truth(None, ConstantVar(0))
+    False
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .capture_result import Unsupported
+from .graph import Graph, Node
+from .variables import (
+    ArrayVar,
+    BoundMethodVar,
+    CallableVar,
+    ConstantVar,
+    DictVar,
+    FunctionVar,
+    IteratorVar,
+    ListVar,
+    ModuleVar,
+    NotConstantError,
+    TupleVar,
+    Variable,
+)
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+# NOTE: a for loop (or any unpacking) over more items than this is not unrolled.
+MAX_UNROLL = 1000
+
+# NOTE: array attributes computed from metadata at capture time (no graph node).
+STATIC_ARRAY_ATTRIBUTES: dict[str, Callable[[ArrayVar], Any]] = {
+    "shape": lambda var: tuple(var.meta.shape),
+    "dtype": lambda var: var.meta.dtype,
+    "ndim": lambda var: var.meta.ndim,
+    "size": lambda var: var.meta.numel,
+    "itemsize": lambda var: var.meta.dtype.itemsize,
+    "nbytes": lambda var: var.meta.numel * var.meta.dtype.itemsize,
+}
+
+DATA_DEPENDENT = "not supported yet: branching on array values (data-dependent control flow)"
+
+
+class Binding(Protocol):
+    """How one NumPy callable, method, attribute or operator becomes graph nodes."""
+
+    def apply(self, graph: Graph, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class Bindings(Protocol):
+    """The NumPy-to-graph mapping the tracer consults (`numpy_bindings` or a test fake)."""
+
+    @property
+    def UnsupportedCall(self) -> type[Exception]: ...  # noqa: N802 - the module's class name
+
+    def lookup_function(self, fn: Any) -> Binding | None: ...
+
+    def lookup_method(self, name: str) -> Binding | None: ...
+
+    def lookup_attribute(self, name: str) -> Binding | None: ...
+
+    def lookup_operator(self, name: str) -> Binding: ...
+
+
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "add": operator.add,
+    "and": operator.and_,
+    "floordiv": operator.floordiv,
+    "lshift": operator.lshift,
+    "matmul": operator.matmul,
+    "mul": operator.mul,
+    "mod": operator.mod,
+    "or": operator.or_,
+    "pow": operator.pow,
+    "rshift": operator.rshift,
+    "sub": operator.sub,
+    "truediv": operator.truediv,
+    "xor": operator.xor,
+    "lt": operator.lt,
+    "le": operator.le,
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "gt": operator.gt,
+    "ge": operator.ge,
+}
+
+_UNARY: dict[str, Callable[[Any], Any]] = {
+    "neg": operator.neg,
+    "pos": operator.pos,
+    "invert": operator.invert,
+    "abs": abs,
+}
+
+COMPARE_NAMES = {"<": "lt", "<=": "le", "==": "eq", "!=": "ne", ">": "gt", ">=": "ge"}
+
+
+def to_graph_value(var: Variable) -> Any:
+    """The argument a binding receives for `var`: a Node, or a Python value with Nodes inside."""
+    if isinstance(var, ArrayVar):
+        return var.node
+    if isinstance(var, TupleVar):
+        return tuple(to_graph_value(item) for item in var.items)
+    if isinstance(var, ListVar):
+        return [to_graph_value(item) for item in var.items]
+    if isinstance(var, DictVar):
+        return {key: to_graph_value(item) for key, item in var.items.items()}
+    if isinstance(var, ConstantVar | CallableVar):
+        return var.value
+    raise Unsupported(f"not supported yet: passing a {var.describe()} to NumPy")
+
+
+def from_graph_value(value: Any) -> Variable:
+    """The variable for a binding's result: Nodes become arrays, containers stay containers."""
+    if isinstance(value, Node):
+        return ArrayVar(value)
+    if type(value) is tuple:
+        return TupleVar(tuple(from_graph_value(item) for item in value))
+    if type(value) is list:
+        return ListVar([from_graph_value(item) for item in value])
+    if type(value) is dict:
+        return DictVar({key: from_graph_value(item) for key, item in value.items()})
+    if callable(value) and not isinstance(value, type):
+        return CallableVar(value)
+    return ConstantVar(value)
+
+
+def apply_binding(
+    tracer: Tracer, binding: Binding, *args: Variable, **kwargs: Variable
+) -> Variable:
+    """Record `binding` applied to variables; UnsupportedCall becomes Unsupported."""
+    graph_args = [to_graph_value(arg) for arg in args]
+    graph_kwargs = {key: to_graph_value(value) for key, value in kwargs.items()}
+    try:
+        result = binding.apply(tracer.graph, *graph_args, **graph_kwargs)
+    except tracer.bindings.UnsupportedCall as exc:
+        reason = str(exc)
+        if not reason.startswith("not supported yet"):
+            reason = f"not supported yet: {reason}"
+        raise Unsupported(reason) from None
+    return from_graph_value(result)
+
+
+def _constant(var: Variable) -> tuple[bool, Any]:
+    if isinstance(var, ArrayVar):
+        return False, None
+    try:
+        return True, var.as_python_constant()
+    except NotConstantError:
+        return False, None
+
+
+def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variable:
+    """`left <name> right` for a BINARY_OP or COMPARE_OP name ("add", "iadd", "lt", ...)."""
+    inplace = name.startswith("i") and name[1:] in _BINARY
+    base = name[1:] if inplace else name
+    if isinstance(left, ArrayVar) or isinstance(right, ArrayVar):
+        op_name = name if inplace and isinstance(left, ArrayVar) else base
+        binding = tracer.bindings.lookup_operator(op_name)
+        return apply_binding(tracer, binding, left, right)
+    sequence = _sequence_binary(tracer, base, inplace, left, right)
+    if sequence is not None:
+        return sequence
+    left_known, left_value = _constant(left)
+    right_known, right_value = _constant(right)
+    if left_known and right_known and base in _BINARY:
+        return tracer.builder.build_unguarded(_BINARY[base](left_value, right_value))
+    raise Unsupported(
+        f"not supported yet: operator {base} on {left.describe()} and {right.describe()}"
+    )
+
+
+def _sequence_binary(
+    tracer: Tracer, name: str, inplace: bool, left: Variable, right: Variable
+) -> Variable | None:
+    # Tuples and lists holding arrays: concatenation and repetition keep the items.
+    if isinstance(left, TupleVar | ListVar) and name == "add" and type(left) is type(right):
+        assert isinstance(right, TupleVar | ListVar)
+        if isinstance(left, ListVar):
+            if inplace:
+                check_mutable(left)
+                left.items.extend(right.items)
+                return left
+            return ListVar([*left.items, *right.items])
+        return TupleVar((*left.items, *right.items))
+    if isinstance(left, ListVar) and name == "add" and inplace:
+        check_mutable(left)
+        left.items.extend(iterate(tracer, right))
+        return left
+    if isinstance(left, TupleVar | ListVar) and name == "mul":
+        known, count = _constant(right)
+        if known and isinstance(count, int):
+            if isinstance(left, TupleVar):
+                return TupleVar(left.items * count)
+            if inplace:
+                check_mutable(left)
+                left.items[:] = left.items * count
+                return left
+            return ListVar(left.items * count)
+    return None
+
+
+def compare(tracer: Tracer, symbol: str, left: Variable, right: Variable) -> Variable:
+    """A COMPARE_OP ("<", "==", ...)."""
+    return binary(tracer, COMPARE_NAMES[symbol], left, right)
+
+
+def unary(tracer: Tracer, name: str, value: Variable) -> Variable:
+    """`-x`, `+x`, `~x`, `abs(x)` ("neg", "pos", "invert", "abs")."""
+    if isinstance(value, ArrayVar):
+        return apply_binding(tracer, tracer.bindings.lookup_operator(name), value)
+    known, constant = _constant(value)
+    if known:
+        return tracer.builder.build_unguarded(_UNARY[name](constant))
+    raise Unsupported(f"not supported yet: operator {name} on {value.describe()}")
+
+
+def is_same(left: Variable, right: Variable) -> bool:
+    """`left is right`, decided at capture time."""
+    if left is right:
+        return True
+    if isinstance(left, ArrayVar) and isinstance(right, ArrayVar):
+        if left.node is right.node:
+            return True
+        raise Unsupported("not supported yet: `is` between two different arrays")
+    mutable = (ArrayVar, TupleVar, ListVar, DictVar, IteratorVar)
+    if isinstance(left, mutable) or isinstance(right, mutable):
+        return False
+    left_known, left_value = _constant(left)
+    right_known, right_value = _constant(right)
+    if left_known and right_known:
+        return left_value is right_value
+    return False
+
+
+def contains(tracer: Tracer, item: Variable, container: Variable) -> bool:
+    """`item in container`, decided at capture time."""
+    if isinstance(container, DictVar):
+        known, key = _constant(item)
+        if not known:
+            raise Unsupported(f"not supported yet: looking up {item.describe()} in a dict")
+        return key in container.items
+    if isinstance(container, TupleVar | ListVar):
+        return any(
+            truth(tracer, binary(tracer, "eq", candidate, item)) for candidate in container.items
+        )
+    known_item, item_value = _constant(item)
+    known, value = _constant(container)
+    if known and known_item:
+        return bool(item_value in value)
+    raise Unsupported(f"not supported yet: `in` on {container.describe()}")
+
+
+def truth(tracer: Tracer | None, value: Variable) -> bool:
+    """`bool(value)` at capture time; arrays are data, so their truth is unsupported."""
+    if isinstance(value, ArrayVar):
+        raise Unsupported(DATA_DEPENDENT)
+    if isinstance(value, TupleVar | ListVar):
+        return len(value.items) > 0
+    if isinstance(value, DictVar):
+        return len(value.items) > 0
+    if isinstance(value, FunctionVar | ModuleVar | CallableVar | BoundMethodVar):
+        return True
+    known, constant = _constant(value)
+    if known:
+        return bool(constant)
+    raise Unsupported(f"not supported yet: truth value of {value.describe()}")
+
+
+def getitem(tracer: Tracer, container: Variable, index: Variable) -> Variable:
+    """`container[index]`: arrays through the bindings, containers and constants now."""
+    if isinstance(container, ArrayVar):
+        binding = tracer.bindings.lookup_operator("getitem")
+        return apply_binding(tracer, binding, container, index)
+    known, key = _constant(index)
+    if not known:
+        raise Unsupported(f"not supported yet: indexing with {index.describe()}")
+    if isinstance(container, TupleVar):
+        if isinstance(key, slice):
+            return TupleVar(container.items[key])
+        item: Variable = container.items[key]
+        return item
+    if isinstance(container, ListVar):
+        if isinstance(key, slice):
+            return ListVar(container.items[key])
+        found: Variable = container.items[key]
+        return found
+    if isinstance(container, DictVar):
+        return container.items[key]
+    known_container, value = _constant(container)
+    if known_container:
+        return tracer.builder.build_unguarded(value[key])
+    raise Unsupported(f"not supported yet: indexing {container.describe()}")
+
+
+def check_mutable(container: Variable) -> None:
+    """Mutating a container the caller passed in is a side effect: not supported yet."""
+    if container.source is not None:
+        raise Unsupported(
+            f"not supported yet: mutating a {container.python_type().__name__} that was passed "
+            "in or read from a global (side effects)"
+        )
+
+
+def setitem(tracer: Tracer, container: Variable, index: Variable, value: Variable) -> None:
+    """`container[index] = value`: arrays through the in-place binding, new containers now."""
+    if isinstance(container, ArrayVar):
+        binding = tracer.bindings.lookup_operator("setitem")
+        apply_binding(tracer, binding, container, index, value)
+        return
+    known, key = _constant(index)
+    if not known:
+        raise Unsupported(f"not supported yet: indexing with {index.describe()}")
+    if isinstance(container, ListVar):
+        check_mutable(container)
+        if isinstance(key, slice):
+            container.items[key] = iterate(tracer, value)
+        else:
+            container.items[key] = value
+        return
+    if isinstance(container, DictVar):
+        check_mutable(container)
+        container.items[key] = value
+        return
+    raise Unsupported(f"not supported yet: item assignment on {container.describe()}")
+
+
+def iterate(tracer: Tracer, iterable: Variable) -> list[Variable]:
+    """The items `iter(iterable)` would produce, all known now (loops over them are unrolled)."""
+    if isinstance(iterable, TupleVar | ListVar):
+        return list(iterable.items)
+    if isinstance(iterable, DictVar):
+        return [ConstantVar(key) for key in iterable.items]
+    if isinstance(iterable, IteratorVar):
+        return iterable.remaining()
+    if isinstance(iterable, ArrayVar):
+        shape = iterable.meta.shape
+        if not shape:
+            raise TypeError("iteration over a 0-d array")
+        _check_unroll(shape[0])
+        return [getitem(tracer, iterable, ConstantVar(i)) for i in range(int(shape[0]))]
+    known, value = _constant(iterable)
+    if known and isinstance(value, range | tuple | str | bytes | list | dict):
+        _check_unroll(len(value))
+        return [tracer.builder.build_unguarded(item) for item in value]
+    if known:
+        iter(value)  # raises TypeError as Python would for a non-iterable
+    raise Unsupported(f"not supported yet: iterating over {iterable.describe()}")
+
+
+def _check_unroll(count: Any) -> None:
+    if not isinstance(count, int) or count > MAX_UNROLL:
+        raise Unsupported(
+            f"not supported yet: a loop of {count} iterations (loops are unrolled up to "
+            f"{MAX_UNROLL})"
+        )

@@ -1,0 +1,202 @@
+"""Shape and stride arithmetic shared by the meta rules.
+
+Everything here is pure Python over shape tuples, so a dimension may be a
+plain int or a sympy expression. Where NumPy would raise, these raise NumPy's
+own exception types with NumPy's messages.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.exceptions import AxisError
+
+from ..meta import ArrayMeta, contiguous_strides
+
+
+def _is_static(dim: Any) -> bool:
+    return isinstance(dim, int)
+
+
+def broadcast_shapes(*shapes: tuple[Any, ...]) -> tuple[Any, ...]:
+    """NumPy's broadcasting of `shapes`; raises NumPy's ValueError when they clash.
+
+    >>> broadcast_shapes((2, 1), (3,))
+    (2, 3)
+    """
+    ndim = max((len(shape) for shape in shapes), default=0)
+    result: list[Any] = []
+    for position in range(-ndim, 0):
+        dim: Any = 1
+        for shape in shapes:
+            if len(shape) < -position:
+                continue
+            other = shape[position]
+            if other == 1 or other == dim:
+                continue
+            if dim == 1:
+                dim = other
+                continue
+            if _is_static(dim) and _is_static(other):
+                if all(_is_static(d) for s in shapes for d in s):
+                    np.broadcast_shapes(*shapes)  # raises NumPy's own message
+                raise ValueError(f"shapes {shapes} cannot be broadcast together")
+            raise NotImplementedError(f"broadcasting symbolic sizes {dim} and {other}")
+        result.append(dim)
+    return tuple(result)
+
+
+def normalize_axis(axis: Any, ndim: int) -> int:
+    """`axis` as a non-negative int; AxisError when out of range, TypeError when not an int.
+
+    >>> normalize_axis(-1, 3)
+    2
+    """
+    value = operator.index(axis)
+    if not -ndim <= value < ndim:
+        raise AxisError(value, ndim)
+    return value % ndim if ndim else value
+
+
+def normalize_axes(
+    axis: Any, ndim: int, *, what: str = "duplicate value in 'axis'"
+) -> tuple[int, ...]:
+    """An int or a sequence of ints as a tuple of non-negative axes, in the given order.
+
+    >>> normalize_axes((0, -1), 3)
+    (0, 2)
+    """
+    items = tuple(axis) if isinstance(axis, Sequence) else (axis,)
+    result = tuple(normalize_axis(item, ndim) for item in items)
+    if len(set(result)) != len(result):
+        raise ValueError(what)
+    return result
+
+
+def reduced_shape(shape: tuple[Any, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[Any, ...]:
+    """The shape left after reducing `axes` of `shape`.
+
+    >>> reduced_shape((2, 3, 4), (1,), False)
+    (2, 4)
+    """
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def strides_of(meta: ArrayMeta) -> tuple[Any, ...]:
+    """Element strides of `meta`, taking `None` (a fresh array) as C-contiguous.
+
+    >>> strides_of(ArrayMeta((2, 3), "float32"))
+    (3, 1)
+    """
+    if meta.strides is None:
+        return contiguous_strides(meta.shape)
+    return meta.strides
+
+
+def is_c_contiguous(meta: ArrayMeta) -> bool:
+    """Whether `meta` is C-contiguous, ignoring the strides of size-1 dims as NumPy does.
+
+    >>> is_c_contiguous(ArrayMeta((2, 3), "float32", (1, 2)))
+    False
+    """
+    if meta.strides is None:
+        return True
+    if any(d == 0 for d in meta.shape):
+        return True
+    expected = contiguous_strides(meta.shape)
+    return all(d == 1 or s == e for d, s, e in zip(meta.shape, meta.strides, expected, strict=True))
+
+
+def canonical_strides(shape: tuple[Any, ...], strides: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`strides` with each size-1 dim given the stride a C-contiguous layout would give it.
+
+    A size-1 dim's stride never matters; fixing it keeps printed metadata quiet.
+
+    >>> canonical_strides((2, 1), (1, 0))
+    (1, 1)
+    """
+    result = list(strides)
+    for i in reversed(range(len(shape))):
+        if shape[i] == 1:
+            result[i] = result[i + 1] * shape[i + 1] if i + 1 < len(shape) else 1
+    return tuple(result)
+
+
+def k_order_strides(shape: tuple[Any, ...], strides: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Strides of a fresh array laid out like `strides` (NumPy's order='K').
+
+    >>> k_order_strides((2, 3), (1, 2))
+    (1, 2)
+    """
+    ndim = len(shape)
+    order = sorted(range(ndim), key=lambda i: -abs(strides[i]) if _is_static(strides[i]) else 0)
+    result: list[Any] = [0] * ndim
+    step: Any = 1
+    for axis in reversed(order):
+        result[axis] = step
+        step = step * shape[axis]
+    return tuple(result)
+
+
+def reshape_strides(
+    shape: tuple[Any, ...], strides: tuple[Any, ...], new_shape: tuple[Any, ...]
+) -> tuple[Any, ...] | None:
+    """Strides of `new_shape` viewing an array of `shape`/`strides` without a copy, or None.
+
+    Follows NumPy's no-copy reshape (C order): runs of old dims that map onto
+    runs of new dims must be contiguous among themselves.
+
+    >>> reshape_strides((2, 3), (1, 2), (6,)) is None
+    True
+    """
+    if any(d == 0 for d in shape) or any(d == 0 for d in new_shape):
+        return contiguous_strides(new_shape)
+    old = [(d, s) for d, s in zip(shape, strides, strict=True) if d != 1]
+    result: list[Any] = []
+    oi = 0
+    ni = 0
+    new = list(new_shape)
+    while ni < len(new):
+        if new[ni] == 1:
+            result.append(0)
+            ni += 1
+            continue
+        if oi >= len(old):
+            return None
+        old_start, new_start = oi, ni
+        old_size, new_size = old[oi][0], new[ni]
+        while old_size != new_size:
+            if not (_is_static(old_size) and _is_static(new_size)):
+                return None
+            if old_size < new_size:
+                oi += 1
+                if oi >= len(old):
+                    return None
+                old_size = old_size * old[oi][0]
+            else:
+                ni += 1
+                if ni >= len(new):
+                    return None
+                new_size = new_size * new[ni]
+        for k in range(old_start, oi):
+            if old[k][1] != old[k + 1][0] * old[k + 1][1]:
+                return None
+        stride = old[oi][1]
+        chunk: list[Any] = []
+        for k in range(ni, new_start - 1, -1):
+            if new[k] == 1:
+                chunk.append(0)
+                continue
+            chunk.append(stride)
+            stride = stride * new[k]
+        result.extend(reversed(chunk))
+        oi += 1
+        ni += 1
+    if oi < len(old):
+        return None
+    return tuple(result)

@@ -1,0 +1,190 @@
+"""Creation ops: fresh arrays from static params (zeros, arange, eye, ...) or shaped like an input.
+
+Shapes are static params (tuples of ints, or symbolic sizes later); `dtype`
+params are NumPy dtypes or None for NumPy's default. The `*_like` ops keep
+the prototype's layout as NumPy's order='K' does. `array` holds a small
+constant (a Python list written in the program) as nested tuples.
+
+    >>> from numpile_capture import ArrayMeta, get_op
+    >>> str(get_op("arange").meta(start=0, stop=5, step=2, dtype=None))
+    'int64[3]'
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..meta import ArrayMeta
+from ..op import Op, OpKind, register_op
+from ._probes import probe, result_dtype
+from ._shapes import is_c_contiguous, k_order_strides, strides_of
+
+
+def normalize_shape(shape: Any) -> tuple[Any, ...]:
+    """A shape argument (an int or a sequence of ints) as a tuple; NumPy's errors for bad ones.
+
+    >>> normalize_shape(3)
+    (3,)
+    """
+    items = tuple(shape) if isinstance(shape, tuple | list) else (shape,)
+    result = tuple(d if hasattr(d, "free_symbols") else operator.index(d) for d in items)
+    if any(isinstance(d, int) and d < 0 for d in result):
+        raise ValueError("negative dimensions are not allowed")
+    return result
+
+
+def _filled_meta(
+    default: Callable[..., Any],
+) -> Callable[..., ArrayMeta]:
+    def meta(*, shape: tuple[Any, ...], dtype: Any = None) -> ArrayMeta:
+        return ArrayMeta(normalize_shape(shape), result_dtype(default, (0,), dtype))
+
+    return meta
+
+
+def _filled_impl(function: Callable[..., Any]) -> Callable[..., Any]:
+    def impl(*, shape: tuple[Any, ...], dtype: Any = None) -> Any:
+        return function(shape, dtype)
+
+    return impl
+
+
+for _name, _function in (("zeros", np.zeros), ("ones", np.ones), ("empty", np.empty)):
+    register_op(Op(_name, OpKind.CREATION, _filled_meta(_function), _filled_impl(_function)))
+
+
+def _full_meta(fill_value: Any, *, shape: tuple[Any, ...], dtype: Any = None) -> ArrayMeta:
+    return ArrayMeta(normalize_shape(shape), result_dtype(np.full, (0,), probe(fill_value), dtype))
+
+
+def _full_impl(fill_value: Any, *, shape: tuple[Any, ...], dtype: Any = None) -> Any:
+    return np.full(shape, fill_value, dtype)
+
+
+full = register_op(Op("full", OpKind.CREATION, _full_meta, _full_impl))
+
+
+def arange_length(start: Any, stop: Any, step: Any) -> int:
+    """The number of elements np.arange(start, stop, step) produces.
+
+    >>> arange_length(0, 1, 0.1)
+    10
+    """
+    if step == 0:
+        raise ZeroDivisionError("division by zero")
+    if all(isinstance(v, int | np.integer) for v in (start, stop, step)):
+        return max(0, -((int(start) - int(stop)) // int(step)))
+    return max(0, math.ceil((float(stop) - float(start)) / float(step)))
+
+
+def _arange_meta(*, start: Any, stop: Any, step: Any, dtype: Any = None) -> ArrayMeta:
+    length = arange_length(start, stop, step)
+    out_dtype = result_dtype(np.arange, start, start, step, dtype=dtype)
+    if dtype is None:
+        out_dtype = np.result_type(out_dtype, result_dtype(np.arange, stop, stop, step))
+    shape: tuple[Any, ...] = (length,)
+    return ArrayMeta(shape, out_dtype)
+
+
+def _arange_impl(*, start: Any, stop: Any, step: Any, dtype: Any = None) -> Any:
+    return np.arange(start, stop, step, dtype=dtype)
+
+
+arange = register_op(Op("arange", OpKind.CREATION, _arange_meta, _arange_impl))
+
+
+def _linspace_meta(
+    *, start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None
+) -> ArrayMeta:
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    out_dtype = result_dtype(np.linspace, start, stop, 2, endpoint=endpoint, dtype=dtype)
+    shape: tuple[Any, ...] = (num,)
+    return ArrayMeta(shape, out_dtype)
+
+
+def _linspace_impl(
+    *, start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None
+) -> Any:
+    return np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
+
+
+linspace = register_op(Op("linspace", OpKind.CREATION, _linspace_meta, _linspace_impl))
+
+
+def _eye_meta(*, n: int, m: int | None = None, k: int = 0, dtype: Any = None) -> ArrayMeta:
+    shape = normalize_shape((n, n if m is None else m))
+    operator.index(k)
+    return ArrayMeta(shape, result_dtype(np.eye, 0, dtype=dtype))
+
+
+def _eye_impl(*, n: int, m: int | None = None, k: int = 0, dtype: Any = None) -> Any:
+    return np.eye(n, m, k, dtype=dtype)
+
+
+eye = register_op(Op("eye", OpKind.CREATION, _eye_meta, _eye_impl))
+
+
+def _like_layout(x: ArrayMeta, shape: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    if shape is not None or is_c_contiguous(x):
+        return None
+    return k_order_strides(x.shape, strides_of(x))
+
+
+def _like_meta(function: Callable[..., Any]) -> Callable[..., ArrayMeta]:
+    def meta(x: ArrayMeta, *, dtype: Any = None, shape: tuple[Any, ...] | None = None) -> ArrayMeta:
+        out_dtype = result_dtype(function, probe(x), dtype=dtype)
+        out_shape = x.shape if shape is None else normalize_shape(shape)
+        return ArrayMeta(out_shape, out_dtype, _like_layout(x, shape), x.device)
+
+    return meta
+
+
+def _like_impl(function: Callable[..., Any]) -> Callable[..., Any]:
+    def impl(x: Any, *, dtype: Any = None, shape: tuple[Any, ...] | None = None) -> Any:
+        return function(x, dtype=dtype, shape=shape)
+
+    return impl
+
+
+for _name, _like_function in (
+    ("zeros_like", np.zeros_like),
+    ("ones_like", np.ones_like),
+    ("empty_like", np.empty_like),
+):
+    register_op(Op(_name, OpKind.CREATION, _like_meta(_like_function), _like_impl(_like_function)))
+
+
+def _full_like_meta(
+    x: ArrayMeta, fill_value: Any, *, dtype: Any = None, shape: tuple[Any, ...] | None = None
+) -> ArrayMeta:
+    out_dtype = result_dtype(np.full_like, probe(x), probe(fill_value), dtype=dtype)
+    out_shape = x.shape if shape is None else normalize_shape(shape)
+    return ArrayMeta(out_shape, out_dtype, _like_layout(x, shape), x.device)
+
+
+def _full_like_impl(
+    x: Any, fill_value: Any, *, dtype: Any = None, shape: tuple[Any, ...] | None = None
+) -> Any:
+    return np.full_like(x, fill_value, dtype=dtype, shape=shape)
+
+
+full_like = register_op(Op("full_like", OpKind.CREATION, _full_like_meta, _full_like_impl))
+
+
+def _array_meta(*, value: Any, dtype: Any = None) -> ArrayMeta:
+    constant = np.array(value, dtype=dtype)
+    return ArrayMeta(constant.shape, constant.dtype)
+
+
+def _array_impl(*, value: Any, dtype: Any = None) -> Any:
+    return np.array(value, dtype=dtype)
+
+
+array = register_op(Op("array", OpKind.CREATION, _array_meta, _array_impl))

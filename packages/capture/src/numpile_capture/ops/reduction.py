@@ -1,0 +1,153 @@
+"""Reductions (sum, max, mean, var, argmax, ...) and scans (cumsum, cumprod), nan-aware ones too.
+
+Static params: `axis` (None, or a tuple of non-negative ints; a single int or
+None for the arg-reductions and the scans), `keepdims`, `dtype` (where NumPy
+takes one) and `ddof` (var, std). Result dtypes come from NumPy on
+one-element probes; reducing a zero-size axis with no identity raises
+NumPy's ValueError.
+
+    >>> from numpile_capture import ArrayMeta, get_op
+    >>> str(get_op("sum").meta(ArrayMeta((2, 3), "int8"), axis=(1,)))
+    'int64[2]'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ..meta import ArrayMeta
+from ..op import Op, OpKind, register_op
+from ._probes import is_static_shape, result_dtype, shaped_probe
+from ._shapes import normalize_axes, normalize_axis, reduced_shape
+
+
+@attrs.frozen
+class ReductionInfo:
+    """What a reduction op accepts; `identityless` ones raise on a zero-size reduced axis.
+
+    >>> REDUCTIONS["var"].takes_ddof
+    True
+    """
+
+    function: Callable[..., Any]
+    takes_dtype: bool = True
+    takes_ddof: bool = False
+    identityless: bool = False
+    single_axis: bool = False
+
+
+# NOTE: the table of reductions, as data; ops are registered in this order.
+REDUCTIONS: dict[str, ReductionInfo] = {
+    "sum": ReductionInfo(np.sum),
+    "prod": ReductionInfo(np.prod),
+    "max": ReductionInfo(np.max, takes_dtype=False, identityless=True),
+    "min": ReductionInfo(np.min, takes_dtype=False, identityless=True),
+    "argmax": ReductionInfo(np.argmax, takes_dtype=False, identityless=True, single_axis=True),
+    "argmin": ReductionInfo(np.argmin, takes_dtype=False, identityless=True, single_axis=True),
+    "any": ReductionInfo(np.any, takes_dtype=False),
+    "all": ReductionInfo(np.all, takes_dtype=False),
+    "mean": ReductionInfo(np.mean),
+    "var": ReductionInfo(np.var, takes_ddof=True),
+    "std": ReductionInfo(np.std, takes_ddof=True),
+    "nansum": ReductionInfo(np.nansum),
+    "nanprod": ReductionInfo(np.nanprod),
+    "nanmax": ReductionInfo(np.nanmax, takes_dtype=False, identityless=True),
+    "nanmin": ReductionInfo(np.nanmin, takes_dtype=False, identityless=True),
+    "nanargmax": ReductionInfo(
+        np.nanargmax, takes_dtype=False, identityless=True, single_axis=True
+    ),
+    "nanargmin": ReductionInfo(
+        np.nanargmin, takes_dtype=False, identityless=True, single_axis=True
+    ),
+    "nanmean": ReductionInfo(np.nanmean),
+    "nanvar": ReductionInfo(np.nanvar, takes_ddof=True),
+    "nanstd": ReductionInfo(np.nanstd, takes_ddof=True),
+}
+
+# NOTE: the table of scans (inclusive prefix reductions along one axis).
+SCANS: dict[str, Callable[..., Any]] = {
+    "cumsum": np.cumsum,
+    "cumprod": np.cumprod,
+    "nancumsum": np.nancumsum,
+    "nancumprod": np.nancumprod,
+}
+
+
+def _call_kwargs(info: ReductionInfo, dtype: Any, ddof: Any) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    if info.takes_dtype and dtype is not None:
+        kwargs["dtype"] = dtype
+    if info.takes_ddof and ddof != 0:
+        kwargs["ddof"] = ddof
+    return kwargs
+
+
+def _reduction_meta(name: str, info: ReductionInfo) -> Callable[..., ArrayMeta]:
+    def meta(
+        x: ArrayMeta, *, axis: Any = None, keepdims: bool = False, dtype: Any = None, ddof: Any = 0
+    ) -> ArrayMeta:
+        if dtype is not None and not info.takes_dtype:
+            raise TypeError(f"{name}() got an unexpected keyword argument 'dtype'")
+        if info.single_axis:
+            axes = tuple(range(x.ndim)) if axis is None else (normalize_axis(axis, x.ndim),)
+        elif axis is None:
+            axes = tuple(range(x.ndim))
+        else:
+            axes = normalize_axes(axis, x.ndim)
+        if info.identityless and is_static_shape(x) and any(x.shape[a] == 0 for a in axes):
+            probe_axis = axis if info.single_axis or axis is None else axes
+            info.function(shaped_probe(x), axis=probe_axis)  # raises NumPy's own error
+        shape = reduced_shape(x.shape, axes, keepdims)
+        if info.single_axis and axis is None and keepdims:
+            shape = (1,) * x.ndim
+        # NOTE: var/std cast differently for 0-d results and arrays, so the probe matches that.
+        kwargs = _call_kwargs(info, dtype, 0)
+        if shape == ():
+            out_dtype = result_dtype(info.function, np.zeros((1,), dtype=x.dtype), **kwargs)
+        else:
+            sample = np.zeros((1, 1), dtype=x.dtype)
+            out_dtype = result_dtype(info.function, sample, axis=0, **kwargs)
+        return ArrayMeta(shape, out_dtype)
+
+    return meta
+
+
+def _reduction_impl(info: ReductionInfo) -> Callable[..., Any]:
+    def impl(
+        x: Any, *, axis: Any = None, keepdims: bool = False, dtype: Any = None, ddof: Any = 0
+    ) -> Any:
+        kwargs = _call_kwargs(info, dtype, ddof)
+        return info.function(x, axis=axis, keepdims=keepdims, **kwargs)
+
+    return impl
+
+
+for _name, _info in REDUCTIONS.items():
+    register_op(Op(_name, OpKind.REDUCTION, _reduction_meta(_name, _info), _reduction_impl(_info)))
+
+
+def _scan_meta(function: Callable[..., Any]) -> Callable[..., ArrayMeta]:
+    def meta(x: ArrayMeta, *, axis: int | None = None, dtype: Any = None) -> ArrayMeta:
+        kwargs = {} if dtype is None else {"dtype": dtype}
+        out_dtype = result_dtype(function, np.zeros((1,), dtype=x.dtype), **kwargs)
+        if axis is None:
+            return ArrayMeta((x.numel,), out_dtype)
+        normalize_axis(axis, x.ndim)
+        return ArrayMeta(x.shape, out_dtype)
+
+    return meta
+
+
+def _scan_impl(function: Callable[..., Any]) -> Callable[..., Any]:
+    def impl(x: Any, *, axis: int | None = None, dtype: Any = None) -> Any:
+        return function(x, axis=axis, dtype=dtype)
+
+    return impl
+
+
+for _name, _function in SCANS.items():
+    register_op(Op(_name, OpKind.SCAN, _scan_meta(_function), _scan_impl(_function)))

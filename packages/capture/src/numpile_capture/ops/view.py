@@ -1,0 +1,314 @@
+"""View ops: results that alias their first input (reshape, transpose, basic indexing, ...).
+
+Every meta rule gives the element strides of the view, computed from the
+input's strides (`None`, a fresh array, counts as C-contiguous): transpose
+permutes them, slicing multiplies them by the step, broadcasting and new
+axes give 0, a reshape that NumPy can do without a copy keeps them
+consistent. `reshape` is a view only when NumPy would not copy; the bindings
+emit a `copy` first otherwise (see `reshape_strides`).
+
+    >>> from numpile_capture import ArrayMeta, get_op
+    >>> m = get_op("transpose").meta(ArrayMeta((2, 3), "float32"), axes=(1, 0))
+    >>> m.shape, m.strides
+    ((3, 2), (1, 3))
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from ..meta import ArrayMeta
+from ..op import Op, OpKind, register_op
+from ._probes import is_static_shape, shaped_probe
+from ._shapes import canonical_strides, normalize_axes, normalize_axis, reshape_strides, strides_of
+
+BasicIndex = tuple[Any, ...]
+
+
+def _view(shape: tuple[Any, ...], dtype: Any, strides: tuple[Any, ...], device: str) -> ArrayMeta:
+    return ArrayMeta(shape, dtype, canonical_strides(shape, tuple(strides)), device)
+
+
+# --- reshape -------------------------------------------------------------------------------
+
+
+def infer_reshape(shape: tuple[Any, ...], new_shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`new_shape` with its one `-1` resolved against `shape`; NumPy's ValueError if impossible.
+
+    >>> infer_reshape((2, 3), (-1, 2))
+    (3, 2)
+    """
+    new_shape = tuple(
+        operator.index(d) if isinstance(d, int | np.integer) else d for d in new_shape
+    )
+    unknown = [i for i, d in enumerate(new_shape) if isinstance(d, int) and d < 0]
+    if len(unknown) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if not is_static_shape(ArrayMeta(shape, "b"), ArrayMeta(new_shape, "b")):
+        if unknown:
+            raise NotImplementedError("reshape with -1 of a symbolic shape waits for issue 6")
+        return new_shape
+    numel = math.prod(shape)
+    known = math.prod(d for d in new_shape if d >= 0)
+    resolved = new_shape
+    if unknown and new_shape[unknown[0]] == -1 and known != 0 and numel % known == 0:
+        resolved = tuple(numel // known if d == -1 else d for d in new_shape)
+    if all(d >= 0 for d in resolved) and math.prod(resolved) == numel:
+        return resolved
+    np.broadcast_to(np.zeros(()), shape).reshape(new_shape)  # raises NumPy's own error
+    raise ValueError(f"cannot reshape array of size {numel} into shape {new_shape}")
+
+
+def _reshape_meta(x: ArrayMeta, *, shape: tuple[Any, ...]) -> ArrayMeta:
+    resolved = infer_reshape(x.shape, shape)
+    strides = reshape_strides(x.shape, strides_of(x), resolved)
+    if strides is None:
+        return ArrayMeta(resolved, x.dtype, None, x.device)
+    return _view(resolved, x.dtype, strides, x.device)
+
+
+def _reshape_impl(x: Any, *, shape: tuple[Any, ...]) -> Any:
+    return np.reshape(x, shape)
+
+
+reshape = register_op(Op("reshape", OpKind.VIEW, _reshape_meta, _reshape_impl))
+
+
+# --- axis permutations and insertions ------------------------------------------------------
+
+
+def normalize_transpose_axes(axes: Any, ndim: int) -> tuple[int, ...]:
+    """`axes` of np.transpose as a permutation (None reverses); NumPy's errors otherwise.
+
+    >>> normalize_transpose_axes((-1, 0), 2)
+    (1, 0)
+    """
+    if axes is None:
+        return tuple(reversed(range(ndim)))
+    items = tuple(axes)
+    if len(items) != ndim:
+        raise ValueError("axes don't match array")
+    return normalize_axes(items, ndim, what="repeated axis in transpose")
+
+
+def _transpose_meta(x: ArrayMeta, *, axes: tuple[int, ...]) -> ArrayMeta:
+    perm = normalize_transpose_axes(axes, x.ndim)
+    strides = strides_of(x)
+    return _view(
+        tuple(x.shape[a] for a in perm), x.dtype, tuple(strides[a] for a in perm), x.device
+    )
+
+
+def _transpose_impl(x: Any, *, axes: tuple[int, ...]) -> Any:
+    return np.transpose(x, axes)
+
+
+transpose = register_op(Op("transpose", OpKind.VIEW, _transpose_meta, _transpose_impl))
+
+
+def _expand_dims_meta(x: ArrayMeta, *, axis: tuple[int, ...]) -> ArrayMeta:
+    out_ndim = x.ndim + len(axis)
+    axes = normalize_axes(axis, out_ndim, what="repeated axis")
+    rest = iter(zip(x.shape, strides_of(x), strict=True))
+    shape: list[Any] = []
+    strides: list[Any] = []
+    for i in range(out_ndim):
+        dim, stride = (1, 0) if i in axes else next(rest)
+        shape.append(dim)
+        strides.append(stride)
+    return _view(tuple(shape), x.dtype, tuple(strides), x.device)
+
+
+def _expand_dims_impl(x: Any, *, axis: tuple[int, ...]) -> Any:
+    return np.expand_dims(x, axis)
+
+
+expand_dims = register_op(Op("expand_dims", OpKind.VIEW, _expand_dims_meta, _expand_dims_impl))
+
+
+def _squeeze_meta(x: ArrayMeta, *, axis: tuple[int, ...] | None = None) -> ArrayMeta:
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = normalize_axes(axis, x.ndim)
+        if any(x.shape[a] != 1 for a in axes):
+            raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
+    keep = [i for i in range(x.ndim) if i not in axes]
+    strides = strides_of(x)
+    return _view(
+        tuple(x.shape[i] for i in keep), x.dtype, tuple(strides[i] for i in keep), x.device
+    )
+
+
+def _squeeze_impl(x: Any, *, axis: tuple[int, ...] | None = None) -> Any:
+    return np.squeeze(x, axis)
+
+
+squeeze = register_op(Op("squeeze", OpKind.VIEW, _squeeze_meta, _squeeze_impl))
+
+
+def _broadcast_to_meta(x: ArrayMeta, *, shape: tuple[Any, ...]) -> ArrayMeta:
+    lead = len(shape) - x.ndim
+    valid = lead >= 0 and all(not (isinstance(d, int) and d < 0) for d in shape)
+    valid = valid and all(d in (1, shape[lead + i]) for i, d in enumerate(x.shape))
+    if not valid:
+        if is_static_shape(x) and all(isinstance(d, int) for d in shape):
+            np.broadcast_to(shaped_probe(x), shape)  # raises NumPy's own error
+        raise ValueError(f"cannot broadcast shape {x.shape} to {shape}")
+    strides: list[Any] = [0] * lead
+    for i, (dim, stride) in enumerate(zip(x.shape, strides_of(x), strict=True)):
+        strides.append(0 if dim == 1 and shape[lead + i] != 1 else stride)
+    return _view(tuple(shape), x.dtype, tuple(strides), x.device)
+
+
+def _broadcast_to_impl(x: Any, *, shape: tuple[Any, ...]) -> Any:
+    return np.broadcast_to(x, shape)
+
+
+broadcast_to = register_op(Op("broadcast_to", OpKind.VIEW, _broadcast_to_meta, _broadcast_to_impl))
+
+
+# --- basic indexing ------------------------------------------------------------------------
+
+
+def normalize_index(index: tuple[Any, ...], shape: tuple[Any, ...]) -> BasicIndex:
+    """A basic index (ints, slices, None, one Ellipsis) with the Ellipsis expanded.
+
+    Negative ints against static sizes become non-negative; NumPy's IndexError
+    for out-of-bounds ints and too many indices.
+
+    >>> normalize_index((Ellipsis, -1), (2, 3))
+    (slice(None, None, None), 2)
+    """
+    if sum(1 for item in index if item is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for item in index if item is not None and item is not Ellipsis)
+    if consumed > len(shape):
+        raise IndexError(
+            f"too many indices for array: array is {len(shape)}-dimensional, "
+            f"but {consumed} were indexed"
+        )
+    result: list[Any] = []
+    axis = 0
+    for item in index:
+        if item is Ellipsis:
+            # NOTE: an Ellipsis that stands for no dims still matters: x[0, ...] is a 0-d view,
+            # x[0] a scalar copy; it is kept then.
+            result.extend(slice(None) for _ in range(len(shape) - consumed))
+            if len(shape) == consumed:
+                result.append(Ellipsis)
+            axis += len(shape) - consumed
+        elif item is None:
+            result.append(None)
+        elif isinstance(item, slice):
+            if item.step is not None and operator.index(item.step) == 0:
+                raise ValueError("slice step cannot be zero")
+            result.append(item)
+            axis += 1
+        else:
+            value = operator.index(item)
+            size = shape[axis]
+            if isinstance(size, int):
+                if not -size <= value < size:
+                    raise IndexError(
+                        f"index {value} is out of bounds for axis {axis} with size {size}"
+                    )
+                value %= size
+            result.append(value)
+            axis += 1
+    return tuple(result)
+
+
+def _getitem_meta(x: ArrayMeta, *, index: BasicIndex) -> ArrayMeta:
+    items = normalize_index(index, x.shape)
+    in_strides = strides_of(x)
+    shape: list[Any] = []
+    strides: list[Any] = []
+    axis = 0
+    for item in items:
+        if item is Ellipsis:
+            continue
+        if item is None:
+            shape.append(1)
+            strides.append(0)
+            continue
+        size, stride = x.shape[axis], in_strides[axis]
+        axis += 1
+        if not isinstance(item, slice):
+            continue
+        if isinstance(size, int):
+            start, stop, step = item.indices(size)
+            shape.append(len(range(start, stop, step)))
+            strides.append(stride * step)
+        elif item.start is None and item.stop is None and item.step in (None, 1):
+            shape.append(size)
+            strides.append(stride)
+        else:
+            raise NotImplementedError("slicing a symbolic dimension waits for issue 6")
+    shape.extend(x.shape[axis:])
+    strides.extend(in_strides[axis:])
+    return _view(tuple(shape), x.dtype, tuple(strides), x.device)
+
+
+def _getitem_impl(x: Any, *, index: BasicIndex) -> Any:
+    return x[index]
+
+
+getitem = register_op(Op("getitem", OpKind.VIEW, _getitem_meta, _getitem_impl))
+
+
+def is_element_index(index: BasicIndex, ndim: int) -> bool:
+    """Whether a normalized basic index picks one element (NumPy returns a scalar copy then).
+
+    >>> is_element_index((1, 2), 2), is_element_index((1, Ellipsis), 1)
+    (True, False)
+    """
+    return len(index) == ndim and all(isinstance(item, int) for item in index)
+
+
+def _element_meta(x: ArrayMeta, *, index: BasicIndex) -> ArrayMeta:
+    normalize_index(index, x.shape)
+    if not is_element_index(index, x.ndim):
+        raise ValueError(f"element needs one int per dimension, got {index}")
+    return ArrayMeta((), x.dtype, None, x.device)
+
+
+# NOTE: not a VIEW: NumPy returns a fresh scalar for x[i, j] on a 2-d array.
+element = register_op(Op("element", OpKind.INDEXING, _element_meta, _getitem_impl))
+
+
+# --- complex parts -------------------------------------------------------------------------
+
+
+def _part_meta(x: ArrayMeta, part: str) -> ArrayMeta:
+    if x.dtype.kind != "c":
+        if part == "imag":
+            raise TypeError(f"the imag view needs a complex array, not {x.dtype.name}")
+        return _view(x.shape, x.dtype, strides_of(x), x.device)
+    real_dtype = np.empty(0, dtype=x.dtype).real.dtype
+    return _view(x.shape, real_dtype, tuple(2 * s for s in strides_of(x)), x.device)
+
+
+def _real_meta(x: ArrayMeta) -> ArrayMeta:
+    return _part_meta(x, "real")
+
+
+def _imag_meta(x: ArrayMeta) -> ArrayMeta:
+    return _part_meta(x, "imag")
+
+
+real = register_op(Op("real", OpKind.VIEW, _real_meta, np.real))
+imag = register_op(Op("imag", OpKind.VIEW, _imag_meta, np.imag))
+
+__all__ = [
+    "BasicIndex",
+    "infer_reshape",
+    "is_element_index",
+    "normalize_axis",
+    "normalize_index",
+    "normalize_transpose_axes",
+]

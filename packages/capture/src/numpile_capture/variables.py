@@ -1,0 +1,280 @@
+"""Variables: the abstract values the tracer pushes, pops and stores.
+
+Each Python value the traced code touches is modelled by one small class:
+a `ConstantVar` for values known at capture time, an `ArrayVar` for an array
+that lives in the graph (a `Node`), containers of variables, functions to
+inline, modules, callables that map to graph ops, and bound methods. A
+variable read from the function's inputs or globals remembers its `source`,
+so guards can name it.
+
+    >>> ConstantVar(3).as_python_constant()
+    3
+    >>> TupleVar((ConstantVar(1), ConstantVar(2))).as_python_constant()
+    (1, 2)
+"""
+
+from __future__ import annotations
+
+from types import CellType, CodeType, FunctionType, ModuleType
+from typing import Any
+
+import attrs
+import numpy as np
+
+from numpile_guards import Source
+
+from .graph import Node
+from .meta import ArrayMeta
+
+
+class NotConstantError(Exception):
+    """Raised by `as_python_constant` on a variable whose value is not known at capture time."""
+
+
+@attrs.define(eq=False)
+class Variable:
+    """Base of all variables; `source` says where an input or global came from."""
+
+    source: Source | None = attrs.field(default=None, kw_only=True)
+
+    def as_python_constant(self) -> Any:
+        """The Python value, when it is fully known at capture time."""
+        raise NotConstantError(type(self).__name__)
+
+    def is_python_constant(self) -> bool:
+        try:
+            self.as_python_constant()
+        except NotConstantError:
+            return False
+        return True
+
+    def python_type(self) -> type:
+        return type(self.as_python_constant())
+
+    def describe(self) -> str:
+        """A short text for error messages."""
+        return type(self).__name__
+
+
+@attrs.frozen(eq=False)
+class NullVar(Variable):
+    """The NULL that CPython pushes next to a callable (no `self` for this call)."""
+
+    def describe(self) -> str:
+        return "NULL"
+
+
+NULL = NullVar()
+
+
+@attrs.frozen(eq=False)
+class ConstantVar(Variable):
+    """A value known at capture time: a number, string, None, dtype, slice, range, ...
+
+    >>> ConstantVar(np.dtype("float32")).as_python_constant()
+    dtype('float32')
+    """
+
+    value: Any
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def describe(self) -> str:
+        return repr(self.value)
+
+
+@attrs.frozen(eq=False)
+class ArrayVar(Variable):
+    """An array computed by the graph: `node` is the node that produces it.
+
+    >>> from numpile_capture import Graph
+    >>> ArrayVar(Graph().placeholder("x", ArrayMeta((2,), "float64"))).meta.shape
+    (2,)
+    """
+
+    node: Node
+
+    @property
+    def meta(self) -> ArrayMeta:
+        meta = self.node.meta
+        if not isinstance(meta, ArrayMeta):
+            return ArrayMeta((), np.dtype(meta.type))
+        return meta
+
+    def python_type(self) -> type:
+        return np.ndarray
+
+    def describe(self) -> str:
+        return f"array {self.node.name}: {self.node.meta}"
+
+
+@attrs.frozen(eq=False)
+class TupleVar(Variable):
+    """A tuple of variables.
+
+    >>> TupleVar((ConstantVar("a"),)).python_type()
+    <class 'tuple'>
+    """
+
+    items: tuple[Variable, ...]
+
+    def as_python_constant(self) -> Any:
+        return tuple(item.as_python_constant() for item in self.items)
+
+    def python_type(self) -> type:
+        return tuple
+
+
+@attrs.frozen(eq=False)
+class ListVar(Variable):
+    """A list of variables; `items` is mutated in place, as the list is.
+
+    >>> ListVar([ConstantVar(1)]).as_python_constant()
+    [1]
+    """
+
+    items: list[Variable]
+
+    def as_python_constant(self) -> Any:
+        return [item.as_python_constant() for item in self.items]
+
+    def python_type(self) -> type:
+        return list
+
+
+@attrs.frozen(eq=False)
+class DictVar(Variable):
+    """A dict from constant keys to variables, in insertion order.
+
+    >>> DictVar({"a": ConstantVar(1)}).as_python_constant()
+    {'a': 1}
+    """
+
+    items: dict[Any, Variable]
+
+    def as_python_constant(self) -> Any:
+        return {key: value.as_python_constant() for key, value in self.items.items()}
+
+    def python_type(self) -> type:
+        return dict
+
+
+@attrs.define(eq=False)
+class IteratorVar(Variable):
+    """An iterator over variables already known (loops over it are unrolled).
+
+    >>> it = IteratorVar([ConstantVar(1)])
+    >>> it.next_item().as_python_constant(), it.next_item()
+    (1, None)
+    """
+
+    items: list[Variable]
+    position: int = 0
+
+    def next_item(self) -> Variable | None:
+        if self.position >= len(self.items):
+            return None
+        self.position += 1
+        return self.items[self.position - 1]
+
+    def remaining(self) -> list[Variable]:
+        rest = self.items[self.position :]
+        self.position = len(self.items)
+        return rest
+
+
+@attrs.define(eq=False)
+class CellVar(Variable):
+    """A closure cell: `contents` once known; `real` is the CPython cell it models, if any.
+
+    >>> CellVar(ConstantVar(2)).contents.as_python_constant()
+    2
+    """
+
+    contents: Variable | None = None
+    real: CellType | None = None
+
+
+@attrs.frozen(eq=False)
+class FunctionVar(Variable):
+    """A Python function to inline: its code, globals, defaults and closure.
+
+    `fn` is the real function when there is one (read from an input or a
+    global); functions made by the traced code (nested defs, lambdas,
+    comprehensions) have `fn = None` and variables for defaults and cells.
+    `globals_source(name)` gives the source of a global this function reads.
+    """
+
+    code: CodeType
+    globals: dict[str, Any]
+    globals_base: Source | None
+    defaults: tuple[Variable, ...] | None
+    kwdefaults: dict[str, Variable]
+    closure: tuple[CellVar, ...]
+    # NOTE: a FunctionType or None; typed Any because mypy binds FunctionType attributes.
+    fn: Any
+
+    def as_python_constant(self) -> Any:
+        if self.fn is None:
+            raise NotConstantError("function made during capture")
+        return self.fn
+
+    def python_type(self) -> type:
+        return FunctionType
+
+    def describe(self) -> str:
+        return f"function {self.code.co_qualname}"
+
+
+@attrs.frozen(eq=False)
+class ModuleVar(Variable):
+    """A module such as `numpy` or `math`; attributes read from it are guarded by identity."""
+
+    module: ModuleType
+
+    def as_python_constant(self) -> Any:
+        return self.module
+
+    def describe(self) -> str:
+        return f"module {self.module.__name__}"
+
+
+@attrs.frozen(eq=False)
+class CallableVar(Variable):
+    """A builtin, a NumPy callable (function, ufunc, scalar type) or another class.
+
+    >>> CallableVar(len).describe()
+    'len'
+    """
+
+    value: Any
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def describe(self) -> str:
+        module = getattr(self.value, "__module__", None)
+        name = getattr(self.value, "__qualname__", None) or getattr(self.value, "__name__", "?")
+        return f"{module}.{name}" if module not in (None, "builtins") else str(name)
+
+
+@attrs.frozen(eq=False)
+class BoundMethodVar(Variable):
+    """`receiver.name` looked up for a call: a method of an array, list, dict or constant."""
+
+    receiver: Variable
+    name: str
+
+    def describe(self) -> str:
+        return f"method {self.name} of {self.receiver.describe()}"
+
+
+@attrs.frozen(eq=False)
+class OpaqueVar(Variable):
+    """Any other object: it may be passed around, but using it is not supported yet."""
+
+    value: Any
+
+    def describe(self) -> str:
+        return f"object of type {type(self.value).__qualname__}"

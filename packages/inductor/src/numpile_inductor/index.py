@@ -1,0 +1,143 @@
+"""Index expressions: sympy integers over loop variables, and their C spelling.
+
+Loop variables are `x0, x1, ...` (output dims) and `r0, r1, ...` (reduced
+dims), all nonnegative integers. Reshapes of a non-contiguous value need
+floor division and modulo of a flat index; `FloorDiv` and `ModularIndexing`
+do only the cheap, sound rewrites (never `simplify()`: it costs 15-40 ms an
+expression and misses the identities that matter).
+
+    >>> x = loop_var(0)
+    >>> c_index(ModularIndexing(x * 12 + 5, 4, 3))
+    '(((12*x0 + 5) / 4) % 3)'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+from sympy.printing.c import C99CodePrinter
+
+# NOTE: memoized so every kernel shares the same symbol objects.
+_LOOP_VARS: dict[str, sympy.Symbol] = {}
+
+
+def loop_var(dim: int, prefix: str = "x") -> sympy.Symbol:
+    """The loop variable of dimension `dim` (`x<dim>`, or `r<dim>` for reductions).
+
+    >>> loop_var(2, "r")
+    r2
+    """
+    name = f"{prefix}{dim}"
+    if name not in _LOOP_VARS:
+        _LOOP_VARS[name] = sympy.Symbol(name, integer=True, nonnegative=True)
+    return _LOOP_VARS[name]
+
+
+class FloorDiv(sympy.Function):
+    """`base // divisor` for a nonnegative base and a positive divisor.
+
+    >>> FloorDiv(loop_var(0) * 4 + loop_var(1), 4)  # doctest: +SKIP
+    x0 + FloorDiv(x1, 4)
+    """
+
+    is_integer = True
+    is_nonnegative = True
+
+    @classmethod
+    def eval(cls, base: Any, divisor: Any) -> Any:
+        if divisor == 1:
+            return base
+        if base.is_Integer and divisor.is_Integer:
+            return base // divisor
+        if base == 0:
+            return sympy.Integer(0)
+        return None
+
+
+class ModularIndexing(sympy.Function):
+    """`(base // divisor) % modulus` for a nonnegative base.
+
+    >>> ModularIndexing(loop_var(0), 1, 1)
+    0
+    """
+
+    is_integer = True
+    is_nonnegative = True
+
+    @classmethod
+    def eval(cls, base: Any, divisor: Any, modulus: Any) -> Any:
+        if modulus == 1 or base == 0:
+            return sympy.Integer(0)
+        if base.is_Integer and divisor.is_Integer and modulus.is_Integer:
+            return (base // divisor) % modulus
+        return None
+
+
+class _IndexPrinter(C99CodePrinter):  # type: ignore[misc]
+    def _print_FloorDiv(self, expr: Any) -> str:
+        base, divisor = expr.args
+        return f"(({self._print(base)}) / {self._print(divisor)})"
+
+    def _print_ModularIndexing(self, expr: Any) -> str:
+        base, divisor, modulus = expr.args
+        inner = self._print(base)
+        if divisor != 1:
+            inner = f"({inner}) / {self._print(divisor)}"
+        return f"(({inner}) % {self._print(modulus)})"
+
+    def _print_Integer(self, expr: Any) -> str:
+        value = int(expr)
+        if abs(value) >= 2**31:
+            return f"{value}LL"
+        return str(value)
+
+
+_PRINTER = _IndexPrinter()
+
+
+def c_index(expr: Any) -> str:
+    """The C spelling of an index expression (int64 arithmetic).
+
+    >>> c_index(loop_var(0) * 3 + 1)
+    '3*x0 + 1'
+    """
+    text: str = _PRINTER.doprint(sympy.sympify(expr))
+    return text
+
+
+def flatten_index(index: tuple[Any, ...], shape: tuple[int, ...]) -> Any:
+    """The C-order flat position of `index` in an array of `shape`.
+
+    >>> flatten_index((loop_var(0), loop_var(1)), (2, 3))
+    3*x0 + x1
+    """
+    flat: Any = sympy.Integer(0)
+    for idx, size in zip(index, shape, strict=True):
+        flat = flat * size + idx
+    return flat
+
+
+def unflatten_index(flat: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
+    """The C-order index in an array of `shape` of flat position `flat`.
+
+    >>> unflatten_index(loop_var(0), (2, 3))
+    (FloorDiv(x0, 3), ModularIndexing(x0, 1, 3))
+    """
+    result: list[Any] = []
+    step = 1
+    for size in reversed(shape):
+        if size == 1:
+            result.append(sympy.Integer(0))
+        elif step == 1 and len(result) == len(shape) - 1:
+            result.append(flat)
+        else:
+            result.append(_split(flat, step, size, is_outer=len(result) == len(shape) - 1))
+        step *= size
+    return tuple(reversed(result))
+
+
+def _split(flat: Any, step: int, size: int, *, is_outer: bool) -> Any:
+    if is_outer:
+        return FloorDiv(flat, step)
+    return ModularIndexing(flat, step, size)

@@ -1,0 +1,223 @@
+"""The loop-level IR: scalar expressions over index expressions, and kernels.
+
+A kernel is a loop nest over `ranges` (loop variables `x0, x1, ...`), and for
+reductions an inner nest over `reduction_ranges` (`r0, r1, ...`). Its body is
+a list of stores; each stored value is a tree of `Expr`:
+
+- `Load(buffer, index)`: element `index` (one sympy expression per dim of the
+  buffer's logical shape) of a buffer; its address comes from the buffer's
+  strides at run time, so views and non-contiguous inputs are index arithmetic.
+- `Constant(value)`, `ScalarArg(name)` (a scalar graph input),
+- `Apply(fn, args)`: one scalar operation of the C op table (`c_ops.py`);
+  its args already have the op's loop dtypes.
+
+    >>> print(Apply("sin", (Load("a", (loop_var(0),), np.dtype("float64")),),
+    ...       np.dtype("float64")))
+    sin(a[x0])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+import attrs
+import numpy as np
+
+from .index import loop_var
+
+__all__ = ["loop_var"]
+
+
+@attrs.frozen
+class Load:
+    """Element `index` of buffer `buffer`."""
+
+    buffer: str
+    index: tuple[Any, ...]
+    dtype: np.dtype[Any]
+
+    def __str__(self) -> str:
+        return f"{self.buffer}[{', '.join(str(i) for i in self.index)}]"
+
+
+@attrs.frozen
+class Constant:
+    """A Python number used as a value of `dtype`."""
+
+    value: Any
+    dtype: np.dtype[Any]
+
+    def __str__(self) -> str:
+        return repr(self.value)
+
+
+@attrs.frozen
+class ScalarArg:
+    """A scalar graph input, passed to the kernel by value."""
+
+    name: str
+    dtype: np.dtype[Any]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@attrs.frozen
+class Apply:
+    """Scalar operation `fn` of the C op table applied to `args`."""
+
+    fn: str
+    args: tuple[Expr, ...]
+    dtype: np.dtype[Any]
+
+    def __str__(self) -> str:
+        return f"{self.fn}({', '.join(str(a) for a in self.args)})"
+
+
+Expr: TypeAlias = "Load | Constant | ScalarArg | Apply"
+Loader: TypeAlias = "Callable[[tuple[Any, ...]], Expr]"
+
+
+def count_ops(expr: Expr) -> int:
+    """The number of `Apply` nodes in `expr` (a cost estimate for inlining).
+
+    >>> count_ops(Constant(1, np.dtype("int64")))
+    0
+    """
+    if isinstance(expr, Apply):
+        return 1 + sum(count_ops(arg) for arg in expr.args)
+    return 0
+
+
+def loads_of(expr: Expr) -> list[Load]:
+    """Every `Load` in `expr`, in evaluation order.
+
+    >>> loads_of(Constant(1, np.dtype("int64")))
+    []
+    """
+    if isinstance(expr, Load):
+        return [expr]
+    if isinstance(expr, Apply):
+        return [load for arg in expr.args for load in loads_of(arg)]
+    return []
+
+
+@attrs.frozen
+class Store:
+    """`buffer[index] = value` in a pointwise kernel (index over loop variables)."""
+
+    buffer: str
+    index: tuple[Any, ...]
+    value: Expr
+
+    def __str__(self) -> str:
+        return f"{self.buffer}[{', '.join(str(i) for i in self.index)}] = {self.value}"
+
+
+@attrs.frozen
+class ReductionStore:
+    """`buffer[index] = reduce(reduction_type, value over r*)`, accumulated in `dtype`.
+
+    `reduction_type` is one of sum, prod, max, min, any, all; `divisor`, when
+    set, divides the result (mean): in float64 for float32 as NumPy does.
+    """
+
+    buffer: str
+    index: tuple[Any, ...]
+    reduction_type: str
+    value: Expr
+    dtype: np.dtype[Any]
+    divisor: int | None = None
+
+    def __str__(self) -> str:
+        idx = ", ".join(str(i) for i in self.index)
+        tail = f" / {self.divisor}" if self.divisor is not None else ""
+        return f"{self.buffer}[{idx}] = {self.reduction_type}({self.value}){tail}"
+
+
+@attrs.frozen
+class Kernel:
+    """One loop nest: pointwise (`reduction_ranges == ()`, `Store`s) or reduction.
+
+    Invariant: every store shares `ranges`; reduction kernels hold only
+    `ReductionStore`s and share `reduction_ranges`.
+    """
+
+    name: str
+    ranges: tuple[int, ...]
+    reduction_ranges: tuple[int, ...]
+    stores: tuple[Store | ReductionStore, ...]
+    origins: tuple[str, ...] = ()
+
+    @property
+    def is_reduction(self) -> bool:
+        return any(isinstance(store, ReductionStore) for store in self.stores)
+
+    def reads(self) -> list[str]:
+        names: dict[str, None] = {}
+        for store in self.stores:
+            for load in loads_of(store.value):
+                names[load.buffer] = None
+        return list(names)
+
+    def writes(self) -> list[str]:
+        return [store.buffer for store in self.stores]
+
+    def __str__(self) -> str:
+        kind = "reduction" if self.is_reduction else "pointwise"
+        head = f"{self.name}: {kind} over {list(self.ranges)}"
+        if self.reduction_ranges:
+            head += f" x {list(self.reduction_ranges)}"
+        return "\n".join([head, *(f"  {store}" for store in self.stores)])
+
+
+@attrs.frozen
+class ExternCall:
+    """Node `node_name` runs its op's NumPy implementation; the result is `buffer`.
+
+    `args` are buffer names (str wrapped in `BufferRef`) or Python constants.
+    """
+
+    buffer: str
+    op_name: str
+    impl: Callable[..., Any] = attrs.field(eq=False, repr=False)
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...]
+    is_barrier: bool = False
+
+    def reads(self) -> list[str]:
+        return [arg.name for arg in self.args if isinstance(arg, BufferRef)]
+
+    def writes(self) -> list[str]:
+        return [self.buffer]
+
+    def __str__(self) -> str:
+        args = ", ".join(str(arg) for arg in self.args)
+        return f"{self.buffer} = extern {self.op_name}({args})"
+
+
+@attrs.frozen
+class BufferRef:
+    """A reference to a materialized buffer among an extern call's arguments."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@attrs.frozen
+class Buffer:
+    """A named array of the program.
+
+    `kind` is "input" (a graph input), "scalar" (a scalar graph input),
+    "kernel" (allocated C-contiguous by the wrapper) or "extern" (returned by an
+    extern call; any strides).
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    kind: str
+    example_strides: tuple[int, ...] | None = None

@@ -1,0 +1,460 @@
+"""The builder: C/C++ source in, loaded CPython extension or shared library out.
+
+A build is one plain compiler command (no setuptools) against sysconfig's
+Python headers and `numpy.get_include()`, run through the on-disk
+`CodeCache`: the key hashes the source, the compiler and its flags, this
+package's code and the Python ABI, so a warm process loads the shared
+object straight from disk and never runs the compiler.
+
+    >>> source = '''
+    ... #include <Python.h>
+    ... static PyModuleDef def = {PyModuleDef_HEAD_INIT, "hello", NULL, -1, NULL};
+    ... PyMODINIT_FUNC PyInit_hello(void) { return PyModule_Create(&def); }
+    ... '''
+    >>> build_extension(source, module_name="hello", numpy_headers=False).__name__
+    'hello'
+
+Extensions are the fast path (a METH_FASTCALL call taking arrays costs
+tens of nanoseconds); `build_library` returns a `ctypes.CDLL` for the
+debug and fallback path. `build_many` compiles the kernels of one graph in
+parallel: a thread pool whose threads each wait on one compiler process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import importlib.machinery
+import importlib.util
+import logging
+import os
+import re
+import shlex
+import subprocess
+import sys
+import sysconfig
+import threading
+import types
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+
+from .code_cache import CodeCache, cache_key, default_cache
+from .metrics import count, timed
+from .toolchain import CompilerNotFoundError, Toolchain, find_toolchain
+
+if TYPE_CHECKING:
+    import concurrent.futures
+
+__all__ = [
+    "BuildError",
+    "BuildJob",
+    "build_extension",
+    "build_library",
+    "build_many",
+    "compile_extension",
+    "compile_library",
+    "compile_many",
+    "load_extension",
+    "load_library",
+]
+
+log = logging.getLogger("numpile.runtime.build")
+
+_KIND = "cpp"
+_SUFFIXES = {"c": ".c", "c++": ".cpp"}
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_COMPILE_TIMEOUT_S = 600
+_MAX_STDERR_CHARS = 20_000
+
+
+class BuildError(RuntimeError):
+    """The compiler rejected a source: the message has the kept source path,
+    the command and the compiler's output.
+
+        >>> err = BuildError("failed", source_path="k.c", command=("gcc",), stderr="")
+        >>> err.source_path
+        'k.c'
+    """
+
+    def __init__(
+        self, message: str, *, source_path: str, command: Sequence[str], stderr: str
+    ) -> None:
+        super().__init__(message)
+        self.source_path = source_path
+        self.command = tuple(command)
+        self.stderr = stderr
+
+
+def _as_flags(flags: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(flags, str):
+        raise TypeError(f"extra_flags must be a sequence of flags, not the string {flags!r}")
+    return tuple(flags)
+
+
+@attrs.frozen(cache_hash=True)
+class BuildJob:
+    """One source to build: an extension module when `module_name` is set,
+    else a plain shared library.
+
+        >>> BuildJob("int f(void) { return 1; }").module_name is None
+        True
+    """
+
+    source: str
+    module_name: str | None = None
+    language: str = "c"
+    extra_flags: tuple[str, ...] = attrs.field(default=(), converter=_as_flags)
+    numpy_headers: bool = True
+
+
+@attrs.frozen
+class _Plan:
+    key: str
+    job: BuildJob
+    command: tuple[str, ...]  # compiler and flags; the source and output go after
+    libraries: tuple[str, ...]
+
+
+def compile_extension(
+    source: str,
+    *,
+    module_name: str,
+    language: str = "c",
+    extra_flags: Sequence[str] = (),
+    numpy_headers: bool = True,
+) -> Path:
+    """Compile an extension module into the cache (or find it there); its path.
+
+    >>> src = "#include <Python.h>\\nPyMODINIT_FUNC PyInit_m(void) { return NULL; }"
+    >>> compile_extension(src, module_name="m", numpy_headers=False).suffix
+    '.so'
+    """
+    job = BuildJob(source, module_name, language, _as_flags(extra_flags), numpy_headers)
+    return compile_many([job])[0]
+
+
+def compile_library(source: str, *, language: str = "c", extra_flags: Sequence[str] = ()) -> Path:
+    """Compile a plain shared library into the cache (or find it there); its path.
+
+    >>> compile_library("int one(void) { return 1; }").suffix
+    '.so'
+    """
+    job = BuildJob(source, None, language, _as_flags(extra_flags), numpy_headers=False)
+    return compile_many([job])[0]
+
+
+def build_extension(
+    source: str,
+    *,
+    module_name: str,
+    language: str = "c",
+    extra_flags: Sequence[str] = (),
+    numpy_headers: bool = True,
+) -> types.ModuleType:
+    """Compile (through the cache) and import an extension that defines PyInit_<module_name>.
+
+    The module is not added to `sys.modules`. Raises `BuildError` when the
+    compiler fails and `CompilerNotFoundError` when there is no compiler.
+
+        >>> src = '''#include <Python.h>
+        ... static PyModuleDef d = {PyModuleDef_HEAD_INIT, "ext1", NULL, -1, NULL};
+        ... PyMODINIT_FUNC PyInit_ext1(void) { return PyModule_Create(&d); }'''
+        >>> build_extension(src, module_name="ext1", numpy_headers=False).__name__
+        'ext1'
+    """
+    job = BuildJob(source, module_name, language, _as_flags(extra_flags), numpy_headers)
+    result = build_many([job])[0]
+    assert isinstance(result, types.ModuleType)
+    return result
+
+
+def build_library(
+    source: str, *, language: str = "c", extra_flags: Sequence[str] = ()
+) -> ctypes.CDLL:
+    """Compile (through the cache) and load a plain shared library with ctypes.
+
+    >>> build_library("int seven(void) { return 7; }").seven()
+    7
+    """
+    job = BuildJob(source, None, language, _as_flags(extra_flags), numpy_headers=False)
+    result = build_many([job])[0]
+    assert isinstance(result, ctypes.CDLL)
+    return result
+
+
+def build_many(jobs: Sequence[BuildJob]) -> list[types.ModuleType | ctypes.CDLL]:
+    """Build `jobs` in parallel and load each; results in the order of `jobs`.
+
+    Loaded objects are memoized per cache key for the life of the process,
+    so building the same source again costs one hash. If any job fails, the
+    others still finish (and are cached) before its `BuildError` is raised.
+
+        >>> lib, = build_many([BuildJob("int two(void) { return 2; }")])
+        >>> lib.two()
+        2
+    """
+    toolchain = find_toolchain()
+    plans = [_plan(job, toolchain) for job in jobs]
+    results: dict[str, types.ModuleType | ctypes.CDLL] = {}
+    with _LOADED_LOCK:
+        for plan in plans:
+            if plan.key in _LOADED:
+                results[plan.key] = _LOADED[plan.key]
+    missing = [plan for plan in plans if plan.key not in results]
+    paths = _compile_plans(missing, default_cache())
+    for plan, path in zip(missing, paths, strict=True):
+        if plan.key in results:
+            continue
+        name = plan.job.module_name
+        loaded = load_library(path) if name is None else load_extension(path, name)
+        results[plan.key] = loaded
+        with _LOADED_LOCK:
+            _LOADED.setdefault(plan.key, loaded)
+    return [results[plan.key] for plan in plans]
+
+
+def compile_many(jobs: Sequence[BuildJob]) -> list[Path]:
+    """Compile `jobs` in parallel into the cache, without loading; paths in order.
+
+    >>> [p.suffix for p in compile_many([BuildJob("int three(void) { return 3; }")])]
+    ['.so']
+    """
+    toolchain = find_toolchain()
+    return _compile_plans([_plan(job, toolchain) for job in jobs], default_cache())
+
+
+def load_extension(path: str | os.PathLike[str], module_name: str) -> types.ModuleType:
+    """Import the extension module at `path` (not registered in `sys.modules`).
+
+    >>> src = "#include <Python.h>\\nstatic PyModuleDef d = {PyModuleDef_HEAD_INIT, \\"e2\\"};"
+    >>> src += "\\nPyMODINIT_FUNC PyInit_e2(void) { return PyModule_Create(&d); }"
+    >>> load_extension(compile_extension(src, module_name="e2"), "e2").__name__
+    'e2'
+    """
+    with timed("module_load"):
+        loader = importlib.machinery.ExtensionFileLoader(module_name, os.fspath(path))
+        spec = importlib.util.spec_from_file_location(module_name, os.fspath(path), loader=loader)
+        if spec is None:
+            raise ImportError(f"cannot make an import spec for {path}", path=os.fspath(path))
+        previous = sys.modules.get(module_name)
+        try:
+            module = importlib.util.module_from_spec(spec)
+            loader.exec_module(module)
+        finally:
+            # Single-phase init registers the module in sys.modules under its bare
+            # name, where it would shadow (or replace) a user's module of that name.
+            if previous is None:
+                sys.modules.pop(module_name, None)
+            else:
+                sys.modules[module_name] = previous
+    count("module_load")
+    return module
+
+
+def load_library(path: str | os.PathLike[str]) -> ctypes.CDLL:
+    """Load the shared library at `path` with ctypes.
+
+    >>> load_library(compile_library("int four(void) { return 4; }")).four()
+    4
+    """
+    with timed("module_load"):
+        library = ctypes.CDLL(os.fspath(path))
+    count("module_load")
+    return library
+
+
+# NOTE: process-wide memo of loaded modules and libraries by cache key. A shared
+# object cannot be unloaded safely, so entries live as long as the process.
+_LOADED: dict[str, types.ModuleType | ctypes.CDLL] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+# NOTE: process-wide memo of build plans, so that asking again for a loaded
+# kernel costs a dict lookup instead of hashing its source.
+_PLANS: dict[tuple[BuildJob, Toolchain], _Plan] = {}
+
+
+def _plan(job: BuildJob, toolchain: Toolchain) -> _Plan:
+    plan = _PLANS.get((job, toolchain))
+    if plan is None:
+        plan = _PLANS.setdefault((job, toolchain), _make_plan(job, toolchain))
+    return plan
+
+
+def _make_plan(job: BuildJob, toolchain: Toolchain) -> _Plan:
+    if job.language not in _SUFFIXES:
+        raise ValueError(f"unknown language {job.language!r}: use 'c' or 'c++'")
+    if job.module_name is not None and not _MODULE_NAME.fullmatch(job.module_name):
+        raise ValueError(f"module_name {job.module_name!r} is not a C identifier")
+    command = [toolchain.compiler(job.language), *toolchain.flags(), "-shared"]
+    if sys.platform == "darwin":
+        command += ["-undefined", "dynamic_lookup"]
+    abi = ""
+    if job.module_name is not None:
+        command += [f"-I{folder}" for folder in _python_includes()]
+        abi = f"{sys.implementation.cache_tag} {sysconfig.get_config_var('EXT_SUFFIX')}"
+    numpy_version = ""
+    if job.numpy_headers:
+        numpy_include, numpy_version = _numpy_include()
+        command.append(f"-I{numpy_include}")
+    command += job.extra_flags
+    libraries = ("-lm",)
+    key = cache_key(
+        "numpile-build",
+        _runtime_fingerprint(),
+        toolchain.identity,
+        abi,
+        numpy_version,
+        job.language,
+        job.module_name or "",
+        "\0".join(command),
+        "\0".join(libraries),
+        job.source,
+    )
+    return _Plan(key, job, tuple(command), libraries)
+
+
+def _compile_plans(plans: Sequence[_Plan], cache: CodeCache) -> list[Path]:
+    paths: dict[str, Path] = {}
+    todo: dict[str, _Plan] = {}
+    for plan in plans:
+        if plan.key in paths or plan.key in todo:
+            continue
+        found = cache.get_artifact(plan.key, ".so", kind=_KIND)
+        if found is not None:
+            count("cache_hit")
+            paths[plan.key] = found
+        else:
+            todo[plan.key] = plan
+    if len(todo) == 1:
+        (plan,) = todo.values()
+        paths[plan.key] = _compile(plan, cache)
+    elif todo:
+        import concurrent.futures  # late: only parallel builds need it (import cost)
+
+        futures = {key: _executor().submit(_compile, plan, cache) for key, plan in todo.items()}
+        concurrent.futures.wait(futures.values())
+        for key, future in futures.items():
+            paths[key] = future.result()  # the first failure, in job order, raises here
+    return [paths[plan.key] for plan in plans]
+
+
+def _compile(plan: _Plan, cache: CodeCache) -> Path:
+    with cache.lock(plan.key, kind=_KIND):
+        found = cache.get_artifact(plan.key, ".so", kind=_KIND)
+        if found is not None:
+            count("cache_hit")  # a concurrent process built it while we waited
+            return found
+        if cache.artifact_path(plan.key, ".so", kind=_KIND).exists():
+            count("cache_corrupt")
+            log.warning("cache entry %s failed its checksum; rebuilding it", plan.key)
+        else:
+            count("cache_miss")
+        suffix = _SUFFIXES[plan.job.language]
+        source_path = cache.write_text(plan.key, suffix, plan.job.source, kind=_KIND)
+        output = cache.temp_path(plan.key, ".so", kind=_KIND)
+        command = [*plan.command, str(source_path), "-o", str(output), *plan.libraries]
+        log.debug("compiling: %s", shlex.join(command))
+        count("compiler_invocation")
+        try:
+            with timed("cpp_build"):
+                done = subprocess.run(
+                    command,
+                    capture_output=True,
+                    text=True,
+                    timeout=_COMPILE_TIMEOUT_S,
+                    check=False,
+                )
+        except BaseException:
+            output.unlink(missing_ok=True)
+            raise
+        if done.returncode != 0:
+            output.unlink(missing_ok=True)
+            raise _build_error(plan, source_path, command, done)
+        if done.stderr.strip():
+            log.debug("compiler warnings for %s:\n%s", source_path, done.stderr)
+        meta = {"command": command, "module_name": plan.job.module_name}
+        return cache.put_artifact(plan.key, ".so", output, kind=_KIND, meta=meta)
+
+
+def _build_error(
+    plan: _Plan, source_path: Path, command: list[str], done: subprocess.CompletedProcess[str]
+) -> BuildError:
+    what = (
+        f"extension module {plan.job.module_name!r}"
+        if plan.job.module_name is not None
+        else "shared library"
+    )
+    stderr = done.stderr[-_MAX_STDERR_CHARS:]
+    indented = "\n".join(f"    {line}" for line in (stderr or done.stdout).splitlines())
+    message = (
+        f"building {what} failed: the compiler exited with status {done.returncode}\n"
+        f"  source (kept): {source_path}\n"
+        f"  command: {shlex.join(command)}\n"
+        f"  compiler output:\n{indented}"
+    )
+    return BuildError(message, source_path=str(source_path), command=command, stderr=done.stderr)
+
+
+@functools.cache
+def _python_includes() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    folders = tuple(dict.fromkeys((paths["include"], paths["platinclude"])))
+    if not any(os.path.exists(os.path.join(folder, "Python.h")) for folder in folders):
+        raise CompilerNotFoundError(
+            f"Python's C headers (Python.h) are not in {folders[0]}: install the Python "
+            f"development files (e.g. apt-get install python3-dev) for {sys.executable}"
+        )
+    return folders
+
+
+@functools.cache
+def _numpy_include() -> tuple[str, str]:
+    import numpy  # late: libraries built without numpy headers need no numpy import
+
+    return numpy.get_include(), numpy.__version__
+
+
+@functools.cache
+def _runtime_fingerprint() -> str:
+    # This package's version and code: a change to how we build invalidates entries.
+    from . import __version__  # late: the package façade imports this module
+
+    digest = hashlib.sha256(__version__.encode())
+    for module in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(module.name.encode())
+        digest.update(module.read_bytes())
+    return digest.hexdigest()
+
+
+# NOTE: the process-wide compile pool, created on first parallel build and
+# dropped in forked children (its threads do not survive a fork).
+_EXECUTOR: concurrent.futures.ThreadPoolExecutor | None = None
+_EXECUTOR_LOCK = threading.Lock()
+
+
+def _executor() -> concurrent.futures.ThreadPoolExecutor:
+    global _EXECUTOR
+    with _EXECUTOR_LOCK:
+        if _EXECUTOR is None:
+            import concurrent.futures  # late: only parallel builds need it (import cost)
+
+            workers = int(os.environ.get("NUMPILE_COMPILE_THREADS") or os.cpu_count() or 1)
+            _EXECUTOR = concurrent.futures.ThreadPoolExecutor(
+                max_workers=max(1, workers), thread_name_prefix="numpile-compile"
+            )
+        return _EXECUTOR
+
+
+def _forget_executor() -> None:
+    global _EXECUTOR, _EXECUTOR_LOCK
+    _EXECUTOR = None
+    _EXECUTOR_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_executor)

@@ -1,0 +1,334 @@
+"""The C/C++ toolchain: which compiler builds kernels, and with which flags.
+
+`find_toolchain()` finds the compiler (env `CC`/`CXX`, else `cc`, `gcc`,
+`clang` on PATH), asks it for its version, and probes once whether it
+accepts `-march=native` and builds and runs OpenMP code. The probe result
+is cached on disk (keyed by the compiler's path, version and file stamp),
+so a warm process start runs no probe compile at all.
+
+    >>> tc = find_toolchain()
+    >>> tc.kind in ("gcc", "clang")
+    True
+    >>> "-ffp-contract=off" in tc.flags()
+    True
+
+Flags are chosen to keep NumPy's IEEE results: `-ffp-contract=off` (no
+fused multiply-add that NumPy would not do) and never `-ffast-math` or
+`-fno-math-errno` by default; generated code that wants vector libm calls
+declares them itself (see research/toolchain.md, section 3.3).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import attrs
+
+from .code_cache import cache_key, default_cache
+from .metrics import count, timed
+
+__all__ = ["CompilerNotFoundError", "Toolchain", "find_toolchain"]
+
+log = logging.getLogger("numpile.runtime.toolchain")
+
+# Bump when the probe below changes what it measures: old disk entries are ignored.
+_PROBE_VERSION = "2"
+BASE_FLAGS: tuple[str, ...] = ("-O3", "-fPIC", "-ffp-contract=off")
+
+_OPENMP_PROBE = """
+#include <omp.h>
+int numpile_openmp_probe(void) {
+    int threads = 0;
+#pragma omp parallel reduction(+:threads)
+    threads += 1;
+    return threads + 0 * omp_get_max_threads();
+}
+"""
+_MARCH_PROBE = "int numpile_march_probe(int x) { return x + 1; }\n"
+
+
+class CompilerNotFoundError(RuntimeError):
+    """No usable C (or C++) compiler: the message names what to install or set.
+
+    >>> str(CompilerNotFoundError("no C compiler found")).startswith("no C")
+    True
+    """
+
+
+@attrs.frozen(cache_hash=True)
+class Toolchain:
+    """A C/C++ compiler and the flags numpile builds kernels with.
+
+    `openmp_flags` is empty when the compiler cannot build and load OpenMP
+    code; `march_flag` is "" when it accepts neither `-march=native` nor
+    `-mcpu=native`. `target` names the machine code that `march_flag`
+    selects here (e.g. "x86_64-znver3"), so that caches shared between
+    different machines never hand one machine's code to another. `cxx` is ""
+    when no C++ compiler was found.
+
+        >>> tc = find_toolchain()
+        >>> tc.compiler("c") == tc.cc
+        True
+    """
+
+    cc: str
+    kind: str
+    version: str
+    base_flags: tuple[str, ...]
+    openmp_flags: tuple[str, ...]
+    march_flag: str
+    cxx: str = ""
+    version_line: str = ""
+    target: str = ""
+
+    def flags(self, *, openmp: bool = True) -> tuple[str, ...]:
+        """Base, `-march` and (when asked and available) OpenMP flags, in that order.
+
+        >>> find_toolchain().flags()[0]
+        '-O3'
+        """
+        march = (self.march_flag,) if self.march_flag else ()
+        return self.base_flags + march + (self.openmp_flags if openmp else ())
+
+    def compiler(self, language: str) -> str:
+        """The compiler driver for `language` ("c" or "c++").
+
+        >>> find_toolchain().compiler("c") == find_toolchain().cc
+        True
+        """
+        if language == "c":
+            return self.cc
+        if language == "c++":
+            if not self.cxx:
+                raise CompilerNotFoundError(
+                    f"no C++ compiler found next to {self.cc}: install g++ "
+                    "(apt-get install g++) or clang++, or set CXX"
+                )
+            return self.cxx
+        raise ValueError(f"unknown language {language!r}: use 'c' or 'c++'")
+
+    @property
+    def identity(self) -> str:
+        """What cache keys hash: compilers, version, target and flags.
+
+        >>> find_toolchain().version in find_toolchain().identity
+        True
+        """
+        parts = (self.cc, self.cxx, self.kind, self.version, self.version_line, self.target)
+        return "\n".join(parts + self.flags())
+
+
+# NOTE: the process-wide table of discovered toolchains, keyed by the values of
+# CC and CXX at lookup time, so a test that changes CC sees a fresh discovery.
+_FOUND: dict[tuple[str | None, str | None], Toolchain] = {}
+_FOUND_LOCK = threading.Lock()
+
+
+def find_toolchain() -> Toolchain:
+    """The toolchain for this process: discovered and probed once, then cached.
+
+    Honours env `CC` (and `CXX`); raises `CompilerNotFoundError` when no
+    compiler can be found or run.
+
+        >>> find_toolchain() is find_toolchain()
+        True
+    """
+    env = (os.environ.get("CC") or None, os.environ.get("CXX") or None)
+    with _FOUND_LOCK:
+        found = _FOUND.get(env)
+        if found is None:
+            with timed("toolchain_discovery"):
+                found = _discover(*env)
+            _FOUND[env] = found
+            log.info("toolchain: %s", found)
+        return found
+
+
+def _discover(cc_env: str | None, cxx_env: str | None) -> Toolchain:
+    cc = _resolve_cc(cc_env)
+    probe = _probe_cached(cc)
+    version_line = str(probe["version_line"])
+    kind = "clang" if "clang" in version_line.lower() else "gcc"
+    cxx = _resolve_cxx(cc, cxx_env)
+    return Toolchain(
+        cc=cc,
+        kind=kind,
+        version=_version_number(version_line),
+        base_flags=BASE_FLAGS,
+        openmp_flags=tuple(str(flag) for flag in _as_list(probe["openmp_flags"])),
+        march_flag=str(probe["march_flag"]),
+        cxx=cxx,
+        version_line=version_line,
+        target=str(probe["target"]),
+    )
+
+
+def _as_list(value: object) -> list[object]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _resolve_cc(cc_env: str | None) -> str:
+    if cc_env is not None:
+        path = shutil.which(cc_env)
+        if path is None:
+            raise CompilerNotFoundError(
+                f"CC={cc_env!r} does not name a C compiler that exists: install it "
+                "(e.g. apt-get install gcc), point CC at an installed compiler, "
+                "or unset CC to use gcc or clang from PATH"
+            )
+        return path
+    for name in ("cc", "gcc", "clang"):
+        path = shutil.which(name)
+        if path is not None:
+            return path
+    raise CompilerNotFoundError(
+        "no C compiler found: install gcc (apt-get install gcc) or clang, or set CC "
+        "to a compiler's path"
+    )
+
+
+def _resolve_cxx(cc: str, cxx_env: str | None) -> str:
+    if cxx_env is not None:
+        return shutil.which(cxx_env) or ""
+    folder, name = os.path.split(cc)
+    if "clang" in name:
+        guess = name.replace("clang", "clang++", 1)
+    elif "gcc" in name:
+        guess = name.replace("gcc", "g++", 1)
+    else:
+        guess = "c++"
+    return shutil.which(os.path.join(folder, guess)) or shutil.which(guess) or ""
+
+
+def _version_line(cc: str) -> str:
+    try:
+        done = subprocess.run(
+            [cc, "--version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except OSError as err:
+        raise CompilerNotFoundError(
+            f"the C compiler {cc} cannot be run ({err}): reinstall it (e.g. apt-get "
+            "install gcc) or set CC to a working compiler"
+        ) from err
+    if done.returncode != 0 or not done.stdout.strip():
+        raise CompilerNotFoundError(
+            f"{cc} --version failed (exit status {done.returncode}): {done.stderr.strip()}; "
+            "set CC to a working gcc or clang"
+        )
+    return done.stdout.strip().splitlines()[0]
+
+
+def _version_number(version_line: str) -> str:
+    match = re.search(r"\d+\.\d+(?:\.\d+)?", version_line)
+    return match.group(0) if match else version_line
+
+
+def _probe_cached(cc: str) -> dict[str, object]:
+    # Keyed by the compiler file's identity, so a warm start runs no compiler
+    # process at all (not even --version); an upgrade changes the stamp.
+    stat = os.stat(cc)
+    key = cache_key(
+        "toolchain-probe",
+        _PROBE_VERSION,
+        os.path.realpath(cc),
+        str(stat.st_ino),
+        str(stat.st_mtime_ns),
+        str(stat.st_size),
+        platform.machine(),
+        platform.node(),
+    )
+    cache = default_cache()
+    stored = cache.get_bytes(key)
+    if stored is not None:
+        try:
+            probe: dict[str, object] = json.loads(stored)
+            return probe
+        except ValueError:
+            log.warning("ignoring an unreadable toolchain probe in the cache")
+    with timed("toolchain_probe"):
+        probe = _probe(cc)
+        probe["version_line"] = _version_line(cc)
+    cache.put_bytes(key, json.dumps(probe).encode())
+    return probe
+
+
+def _probe(cc: str) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(prefix="numpile-probe-") as tmp:
+        folder = Path(tmp)
+        march = ""
+        for flag in ("-march=native", "-mcpu=native"):
+            if _compiles(cc, folder, _MARCH_PROBE, [flag, "-c"], "march.o"):
+                march = flag
+                break
+        openmp: list[str] = []
+        for flags in (["-fopenmp"], ["-Xpreprocessor", "-fopenmp", "-lomp"]):
+            if _openmp_works(cc, folder, flags):
+                openmp = flags
+                break
+    target = f"{platform.machine()}-{_native_cpu(cc, march) or 'generic'}"
+    log.info("probed %s: march=%r openmp=%r target=%s", cc, march, openmp, target)
+    return {"march_flag": march, "openmp_flags": openmp, "target": target}
+
+
+def _compiles(cc: str, folder: Path, source: str, flags: list[str], output: str) -> bool:
+    src = folder / "probe.c"
+    src.write_text(source)
+    command = [cc, *flags, str(src), "-o", str(folder / output)]
+    count("compiler_invocation")
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        log.debug("probe %s failed: %s", command, err)
+        return False
+    if done.returncode != 0:
+        log.debug("probe %s failed: %s", command, done.stderr)
+    return done.returncode == 0
+
+
+def _openmp_works(cc: str, folder: Path, flags: list[str]) -> bool:
+    name = f"openmp{len(flags)}.so"
+    shared = ["-shared", "-fPIC", *flags]
+    if sys.platform == "darwin":
+        shared += ["-undefined", "dynamic_lookup"]
+    if not _compiles(cc, folder, _OPENMP_PROBE, shared, name):
+        return False
+    try:
+        library = ctypes.CDLL(str(folder / name))
+        threads = int(library.numpile_openmp_probe())
+    except (OSError, AttributeError) as err:
+        log.debug("OpenMP probe library would not load: %s", err)
+        return False
+    return threads >= 1
+
+
+def _native_cpu(cc: str, march: str) -> str:
+    # What "native" means on this machine, so cache keys differ across CPUs.
+    if not march:
+        return ""
+    try:
+        done = subprocess.run(
+            [cc, march, "-###", "-c", "-x", "c", os.devnull, "-o", os.devnull],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    text = done.stderr + done.stdout
+    for pattern in (r'"-target-cpu" "([^"]+)"', r"-m(?:arch|cpu)=([\w.+-]+)"):
+        for found in re.findall(pattern, text):
+            if found != "native":
+                return str(found)
+    return ""
