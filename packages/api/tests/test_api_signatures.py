@@ -10,6 +10,7 @@ EXPECTED_ALL = [
     "Unsupported",
     "compile",
     "config",
+    "explain",
     "is_compiling",
     "list_backends",
     "register_backend",
@@ -25,6 +26,7 @@ EXPECTED_SIGNATURES = {
         "mode: 'str | None' = None, options: 'dict[str, Any] | None' = None, "
         "disable: 'bool' = False) -> 'Any'"
     ),
+    "explain": "(fn: 'Callable[..., Any]') -> 'Callable[..., ExplainOutput]'",
     "is_compiling": "() -> 'bool'",
     "list_backends": (
         "(exclude_tags: 'Iterable[str] | None' = ('debug', 'experimental')) -> 'list[str]'"

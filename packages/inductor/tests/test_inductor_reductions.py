@@ -46,10 +46,11 @@ def test_every_reduction_over_every_axis(dtype: str) -> None:
     x = _RNG.normal(size=(5, 6, 7)) * 5
     x = x.astype(dtype)
     ops = ["sum", "prod", "max", "min", "any", "all"]
-    if dtype != "bool":
+    if dtype in ("float64", "int32"):
         ops += ["mean", "var", "std"]
-    axes_list: list[Any] = [None, (0,), (1,), (2,), (0, 2), (1, 2)]
-    cases = [(op, axes, keep) for op in ops for axes in axes_list for keep in (False, True)]
+    axes_list: list[Any] = [None, (0,), (1,), (2,), (0, 2)]
+    # keepdims on two axis choices only: every kernel costs C compile time
+    cases = [(op, axes, axes in ((1,), (0, 2))) for op in ops for axes in axes_list]
 
     def build(g: Graph, a: Any) -> Any:
         return tuple(g.call(get_op(op), a, axis=axes, keepdims=keep) for op, axes, keep in cases)

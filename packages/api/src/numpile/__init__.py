@@ -15,6 +15,7 @@ from __future__ import annotations
 from numpile_capture import Unsupported as Unsupported
 from numpile_capture import compile_function as compile
 from numpile_capture import config as config
+from numpile_capture import explain as explain
 from numpile_capture import is_compiling as is_compiling
 from numpile_capture import list_backends as list_backends
 from numpile_capture import register_backend as register_backend
@@ -27,6 +28,7 @@ __all__ = [
     "Unsupported",
     "compile",
     "config",
+    "explain",
     "is_compiling",
     "list_backends",
     "register_backend",

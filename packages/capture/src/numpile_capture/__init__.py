@@ -16,6 +16,9 @@ from .dispatch import CompiledFunction as CompiledFunction
 from .dispatch import InternalCompilerError as InternalCompilerError
 from .dispatch import compile_function as compile_function
 from .dispatch import reset as reset
+from .explain import BreakReason as BreakReason
+from .explain import ExplainOutput as ExplainOutput
+from .explain import explain as explain
 from .graph import Graph as Graph
 from .graph import Node as Node
 from .interpreter import run_graph as run_graph
@@ -74,4 +77,7 @@ __all__ = [
     "set_stance",
     "is_compiling",
     "capture_function",
+    "BreakReason",
+    "ExplainOutput",
+    "explain",
 ]

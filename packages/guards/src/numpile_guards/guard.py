@@ -9,6 +9,7 @@ are plain data; `compile_guards` turns a list of them into one fast check.
 from __future__ import annotations
 
 import enum
+import types
 from typing import Any
 
 import attrs
@@ -58,4 +59,20 @@ class Guard:
     expected: Any = attrs.field(eq=False)
 
     def __str__(self) -> str:
-        return f"{self.kind.name}({self.source.name}, {self.expected!r})"
+        return f"{self.kind.name}({self.source.name}, {_describe(self.expected)})"
+
+
+def _describe(expected: Any) -> str:
+    # Short, readable forms for guard listings (explain, logs); repr for everything else.
+    if isinstance(expected, ArraySpec):
+        dims = ", ".join("?" if d is None else str(d) for d in expected.shape)
+        strides = ", ".join("?" if s is None else str(s) for s in expected.strides)
+        kind = "" if expected.type.__name__ == "ndarray" else f"{expected.type.__name__} "
+        return f"{kind}{expected.dtype}[{dims}] strides=({strides})"
+    if isinstance(expected, types.ModuleType):
+        return f"module {expected.__name__}"
+    if isinstance(expected, type):
+        return f"class {expected.__qualname__}"
+    if callable(expected) and hasattr(expected, "__qualname__"):
+        return f"{type(expected).__name__} {expected.__qualname__}"
+    return repr(expected)

@@ -101,7 +101,7 @@ class _Emitter:
         objects = [
             name
             for name, buf in self.buffers.items()
-            if name not in internal and buf.kind != "input" and buf.kind != "scalar"
+            if name not in internal and name not in self.program.inputs
         ]
         out = self.lines
         out.append("static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)")

@@ -9,8 +9,9 @@ exception the user's program would raise.
 
 from __future__ import annotations
 
+import functools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -69,3 +70,55 @@ def dtype_operand(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.dtype
     return type(value)
+
+
+def dtype_key(value: Any) -> Hashable | None:
+    """What decides the dtype behaviour of an input, as a hashable key (None: do not cache).
+
+    Arrays and NumPy scalars count by dtype, weak Python scalars by type, except
+    Python ints, whose value decides NumPy's OverflowError.
+
+    >>> dtype_key(3), dtype_key(2.5)
+    (('int', 3), <class 'float'>)
+    """
+    if isinstance(value, ArrayMeta):
+        return value.dtype
+    if isinstance(value, ScalarMeta):
+        return value.type
+    if isinstance(value, np.generic):
+        return ("strong", value.dtype)
+    if isinstance(value, bool):
+        return bool
+    if isinstance(value, int):
+        return ("int", value)
+    if isinstance(value, float | complex):
+        return type(value)
+    return None
+
+
+def _from_key(key: Hashable) -> Any:
+    if isinstance(key, np.dtype):
+        return np.zeros((0,), dtype=key)
+    if isinstance(key, tuple) and key[0] == "strong":
+        return key[1].type(0)
+    if isinstance(key, tuple) and key[0] == "int":
+        return key[1]
+    assert isinstance(key, type)
+    return _SCALAR_SAMPLES.get(key, 0)
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_ufunc_dtype(ufunc: np.ufunc, keys: tuple[Hashable, ...]) -> np.dtype[Any]:
+    return result_dtype(ufunc, *(_from_key(key) for key in keys))
+
+
+def ufunc_result_dtype(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> np.dtype[Any]:
+    """The result dtype of `ufunc` on meta inputs, cached by dtypes (NumPy's errors propagate).
+
+    >>> ufunc_result_dtype(np.add, (ArrayMeta((3,), "int8"), 1.5))
+    dtype('float64')
+    """
+    keys = tuple(dtype_key(value) for value in inputs)
+    if any(key is None for key in keys):
+        return result_dtype(ufunc, *(probe(value) for value in inputs))
+    return _cached_ufunc_dtype(ufunc, keys)

@@ -27,7 +27,12 @@ def broadcast_shapes(*shapes: tuple[Any, ...]) -> tuple[Any, ...]:
     >>> broadcast_shapes((2, 1), (3,))
     (2, 3)
     """
-    ndim = max((len(shape) for shape in shapes), default=0)
+    if not shapes:
+        return ()
+    first = shapes[0]
+    if all(shape == first for shape in shapes):
+        return tuple(first)
+    ndim = max(len(shape) for shape in shapes)
     result: list[Any] = []
     for position in range(-ndim, 0):
         dim: Any = 1

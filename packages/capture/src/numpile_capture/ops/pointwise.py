@@ -20,7 +20,14 @@ import numpy as np
 
 from ..meta import ArrayMeta
 from ..op import Op, OpKind, get_op, register_op
-from ._probes import dtype_operand, is_static_shape, probe, result_dtype, shaped_probe
+from ._probes import (
+    dtype_operand,
+    is_static_shape,
+    probe,
+    result_dtype,
+    shaped_probe,
+    ufunc_result_dtype,
+)
 from ._shapes import broadcast_shapes, is_c_contiguous, k_order_strides, strides_of
 
 __all__ = ["UFUNC_NAMES", "broadcast_shapes", "dtype_operand", "ufunc_op"]
@@ -79,7 +86,7 @@ def _ufunc_meta(ufunc: np.ufunc) -> Callable[..., ArrayMeta]:
     def meta(*inputs: Any) -> ArrayMeta:
         if len(inputs) != ufunc.nin:
             raise TypeError(f"{ufunc.__name__}() takes {ufunc.nin} inputs, got {len(inputs)}")
-        dtype = result_dtype(ufunc, *(probe(value) for value in inputs))
+        dtype = ufunc_result_dtype(ufunc, inputs)
         _check_integer_power(ufunc, inputs, dtype)
         return ArrayMeta(_broadcast_inputs(ufunc, inputs), dtype)
 

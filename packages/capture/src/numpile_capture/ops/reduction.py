@@ -13,6 +13,7 @@ NumPy's ValueError.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -86,6 +87,16 @@ def _call_kwargs(info: ReductionInfo, dtype: Any, ddof: Any) -> dict[str, Any]:
     return kwargs
 
 
+@functools.lru_cache(maxsize=4096)
+def _reduction_dtype(name: str, dtype: np.dtype[Any], out: Any, scalar: bool) -> np.dtype[Any]:
+    # NOTE: var/std cast differently for 0-d results and arrays, so the probe matches that.
+    info = REDUCTIONS[name]
+    kwargs = _call_kwargs(info, out, 0)
+    if scalar:
+        return result_dtype(info.function, np.zeros((1,), dtype=dtype), **kwargs)
+    return result_dtype(info.function, np.zeros((1, 1), dtype=dtype), axis=0, **kwargs)
+
+
 def _reduction_meta(name: str, info: ReductionInfo) -> Callable[..., ArrayMeta]:
     def meta(
         x: ArrayMeta, *, axis: Any = None, keepdims: bool = False, dtype: Any = None, ddof: Any = 0
@@ -105,12 +116,7 @@ def _reduction_meta(name: str, info: ReductionInfo) -> Callable[..., ArrayMeta]:
         if info.single_axis and axis is None and keepdims:
             shape = (1,) * x.ndim
         # NOTE: var/std cast differently for 0-d results and arrays, so the probe matches that.
-        kwargs = _call_kwargs(info, dtype, 0)
-        if shape == ():
-            out_dtype = result_dtype(info.function, np.zeros((1,), dtype=x.dtype), **kwargs)
-        else:
-            sample = np.zeros((1, 1), dtype=x.dtype)
-            out_dtype = result_dtype(info.function, sample, axis=0, **kwargs)
+        out_dtype = _reduction_dtype(name, x.dtype, dtype, shape == ())
         return ArrayMeta(shape, out_dtype)
 
     return meta
