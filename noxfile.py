@@ -1,9 +1,9 @@
 """Sessions for developing numpile: tests per Python and per layer, types, lint, demo, bench.
 
-    nox -t ci          # everything CI runs (the README's test command)
-    nox -s demo        # compile a few NumPy functions and show graphs, guards, results
-    nox -s tests-3.12  # the whole test suite on one Python
-    nox -s tests-capture  # one layer alone, in a venv holding only it and what it declares
+nox -t ci          # everything CI runs (the README's test command)
+nox -s demo        # compile a few NumPy functions and show graphs, guards, results
+nox -s tests-3.12  # the whole test suite on one Python
+nox -s tests-capture  # one layer alone, in a venv holding only it and what it declares
 """
 
 from __future__ import annotations

@@ -70,6 +70,10 @@ class StreamResult:
     ``best_gbps`` is the STREAM convention (best repetition); ``median_gbps`` is beside it
     because the suite reports medians everywhere else.
 
+    ``when`` says whether it ran before the workloads (``start``) or after them (``end``):
+    the suite measures both and takes the better as the machine's ceiling, since load from
+    elsewhere can only lower a bandwidth.
+
         >>> StreamResult("c-openmp", 2, 20_000_000, 31.0, 29.5).best_gbps
         31.0
     """
@@ -79,6 +83,7 @@ class StreamResult:
     elements: int
     best_gbps: float
     median_gbps: float
+    when: str = "start"
 
 
 @attrs.frozen
@@ -213,7 +218,9 @@ def _numpy_triad(*, elements: int, reps: int) -> StreamResult:
     )
 
 
-def measure_stream(*, thread_counts: list[int], elements: int, reps: int) -> list[StreamResult]:
+def measure_stream(
+    *, thread_counts: list[int], elements: int, reps: int, when: str = "start"
+) -> list[StreamResult]:
     """STREAM triad with a compiled OpenMP loop per thread count, plus NumPy's own triad.
 
     Each thread count runs in a fresh process with ``OMP_NUM_THREADS`` set. Without gcc only
@@ -231,11 +238,11 @@ def measure_stream(*, thread_counts: list[int], elements: int, reps: int) -> lis
                 if result is not None:
                     results.append(result)
     results.append(_numpy_triad(elements=elements, reps=reps))
-    return results
+    return [attrs.evolve(result, when=when) for result in results]
 
 
 def stream_ceiling(results: list[StreamResult], *, threads: int) -> float | None:
-    """The compiled-loop STREAM bandwidth (GB/s, best) at ``threads``, else the nearest below.
+    """The best compiled-loop STREAM bandwidth (GB/s) at ``threads``, else the nearest below.
 
     >>> stream_ceiling([StreamResult("c-openmp", 1, 10, 20.0, 19.0)], threads=2)
     20.0
@@ -243,4 +250,5 @@ def stream_ceiling(results: list[StreamResult], *, threads: int) -> float | None
     compiled = [r for r in results if r.method == "c-openmp" and r.threads <= threads]
     if not compiled:
         return None
-    return max(compiled, key=lambda r: r.threads).best_gbps
+    nearest = max(r.threads for r in compiled)
+    return max(r.best_gbps for r in compiled if r.threads == nearest)

@@ -76,6 +76,7 @@ def _machine_section(result: SuiteResult) -> str:
     if result.stream:
         rows = [
             [
+                s.when,
                 s.method,
                 str(s.threads),
                 f"{s.elements:,}",
@@ -85,7 +86,9 @@ def _machine_section(result: SuiteResult) -> str:
             for s in result.stream
         ]
         lines += ["", "STREAM triad a = b + s*c (float64, 24 bytes per element counted):"]
-        lines.append(_table(["method", "threads", "elements", "best GB/s", "median GB/s"], rows))
+        lines.append(
+            _table(["when", "method", "threads", "elements", "best GB/s", "median GB/s"], rows)
+        )
     return "\n".join(lines)
 
 

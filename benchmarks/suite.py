@@ -259,6 +259,24 @@ def _time_startup(contender: Contender) -> float | str:
     return time.perf_counter() - start
 
 
+def _stream(options: SuiteOptions, *, threads: int, usable: int, when: str) -> list[StreamResult]:
+    if not options.stream:
+        return []
+    _progress(f"STREAM triad ({when})")
+    return measure_stream(
+        thread_counts=sorted({1, 2, threads, usable}),
+        elements=4_000_000 if options.quick else 20_000_000,
+        reps=6 if options.quick else 11,
+        when=when,
+    )
+
+
+def _rescale(row: Measurement, ceiling: float) -> Measurement:
+    if row.gbps is None:
+        return row
+    return attrs.evolve(row, percent_of_stream=100 * row.gbps / ceiling)
+
+
 def _effective_threads(requested: int | None) -> int:
     if requested is not None:
         return requested
@@ -276,14 +294,7 @@ def run_suite(options: SuiteOptions) -> SuiteResult:
     workloads = find_workloads(options.patterns)
     threads = _effective_threads(options.threads)
     facts = collect_facts(threads=threads)
-    stream: list[StreamResult] = []
-    if options.stream:
-        _progress("STREAM triad")
-        counts = sorted({1, 2, threads, facts.usable_cores})
-        elements = 4_000_000 if options.quick else 20_000_000
-        stream = measure_stream(
-            thread_counts=counts, elements=elements, reps=6 if options.quick else 11
-        )
+    stream = _stream(options, threads=threads, usable=facts.usable_cores, when="start")
     ceiling = stream_ceiling(stream, threads=threads)
     contenders: list[Contender] = [
         NumpyContender(),
@@ -304,6 +315,12 @@ def run_suite(options: SuiteOptions) -> SuiteResult:
         )
     if options.warm_start:
         measurements = _add_warm_starts(measurements, options)
+    if options.stream and not options.quick:
+        stream += _stream(options, threads=threads, usable=facts.usable_cores, when="end")
+        best = stream_ceiling(stream, threads=threads)
+        if best is not None and best != ceiling:
+            measurements = [_rescale(m, best) for m in measurements]
+            ceiling = best
     return SuiteResult(
         facts=facts,
         versions={c.name: c.version() for c in contenders},

@@ -229,7 +229,9 @@ class Workload:
 
 
 # Not in the table: compiled once before the workloads to absorb a compiler's process start-up.
-STARTUP_WORKLOAD = Workload("startup_add_one", add_one, _vectors(1, 1, 1, np.float64), "overhead")
+STARTUP_WORKLOAD = Workload(
+    name="startup_add_one", fn=add_one, inputs=_vectors(1, 1, 1, np.float64), bound="overhead"
+)
 
 _TEN_M = 10_000_000
 _QUICK_N = 1 << 17
@@ -237,67 +239,85 @@ _PARTIAL = "elementwise in numexpr, reductions in NumPy"
 
 WORKLOADS: tuple[Workload, ...] = (
     Workload(
-        "chain_sin_f32",
-        sin_mul_add,
-        _vectors(3, _TEN_M, _QUICK_N, np.float32),
-        "memory",
-        _ne_sin_mul_add,
+        name="chain_sin_f32",
+        fn=sin_mul_add,
+        inputs=_vectors(3, _TEN_M, _QUICK_N, np.float32),
+        bound="memory",
+        numexpr_fn=_ne_sin_mul_add,
     ),
     Workload(
-        "chain_sin_f64",
-        sin_mul_add,
-        _vectors(3, _TEN_M, _QUICK_N, np.float64),
-        "memory",
-        _ne_sin_mul_add,
+        name="chain_sin_f64",
+        fn=sin_mul_add,
+        inputs=_vectors(3, _TEN_M, _QUICK_N, np.float64),
+        bound="memory",
+        numexpr_fn=_ne_sin_mul_add,
     ),
     Workload(
-        "chain10_f32",
-        ten_op_chain,
-        _vectors(3, _TEN_M, _QUICK_N, np.float32),
-        "memory",
-        _ne_ten_op_chain,
+        name="chain10_f32",
+        fn=ten_op_chain,
+        inputs=_vectors(3, _TEN_M, _QUICK_N, np.float32),
+        bound="memory",
+        numexpr_fn=_ne_ten_op_chain,
     ),
     Workload(
-        "chain10_f64",
-        ten_op_chain,
-        _vectors(3, _TEN_M, _QUICK_N, np.float64),
-        "memory",
-        _ne_ten_op_chain,
+        name="chain10_f64",
+        fn=ten_op_chain,
+        inputs=_vectors(3, _TEN_M, _QUICK_N, np.float64),
+        bound="memory",
+        numexpr_fn=_ne_ten_op_chain,
     ),
     Workload(
-        "softmax_rows_f32",
-        softmax_rows,
-        _rows((8192, 1024), (256, 256), affine=False),
-        "memory",
-        _ne_softmax_rows,
-        _PARTIAL,
+        name="softmax_rows_f32",
+        fn=softmax_rows,
+        inputs=_rows((8192, 1024), (256, 256), affine=False),
+        bound="memory",
+        numexpr_fn=_ne_softmax_rows,
+        numexpr_note=_PARTIAL,
     ),
     Workload(
-        "layernorm_rows_f32",
-        layernorm_rows,
-        _rows((8192, 1024), (256, 256), affine=True),
-        "memory",
-        _ne_layernorm_rows,
-        _PARTIAL,
-    ),
-    Workload("sum_axis0_f64", sum_axis0, _square(4096, 384), "memory", _ne_sum_axis0),
-    Workload("sum_axis1_f64", sum_axis1, _square(4096, 384), "memory", _ne_sum_axis1),
-    Workload(
-        "outer_bcast_f32",
-        outer_bcast,
-        _vectors(3, 4096, 384, np.float32),
-        "memory",
-        _ne_outer_bcast,
+        name="layernorm_rows_f32",
+        fn=layernorm_rows,
+        inputs=_rows((8192, 1024), (256, 256), affine=True),
+        bound="memory",
+        numexpr_fn=_ne_layernorm_rows,
+        numexpr_note=_PARTIAL,
     ),
     Workload(
-        "mlp_f32",
-        mlp_forward,
-        _mlp((512, 1024), (32, 128)),
-        "compute",
+        name="sum_axis0_f64",
+        fn=sum_axis0,
+        inputs=_square(4096, 384),
+        bound="memory",
+        numexpr_fn=_ne_sum_axis0,
+    ),
+    Workload(
+        name="sum_axis1_f64",
+        fn=sum_axis1,
+        inputs=_square(4096, 384),
+        bound="memory",
+        numexpr_fn=_ne_sum_axis1,
+    ),
+    Workload(
+        name="outer_bcast_f32",
+        fn=outer_bcast,
+        inputs=_vectors(3, 4096, 384, np.float32),
+        bound="memory",
+        numexpr_fn=_ne_outer_bcast,
+    ),
+    Workload(
+        name="mlp_f32",
+        fn=mlp_forward,
+        inputs=_mlp((512, 1024), (32, 128)),
+        bound="compute",
         numexpr_note="not expressible (matmul)",
         flops=_mlp_flops,
     ),
-    Workload("tiny_call_f64", tiny_call, _vectors(4, 1, 1, np.float64), "overhead", _ne_tiny_call),
+    Workload(
+        name="tiny_call_f64",
+        fn=tiny_call,
+        inputs=_vectors(4, 1, 1, np.float64),
+        bound="overhead",
+        numexpr_fn=_ne_tiny_call,
+    ),
 )
 
 

@@ -15,7 +15,7 @@ import attrs
 import numpy as np
 import pytest
 
-from numpile_capture import Graph, meta_of, run_graph
+from numpile_capture import ArrayMeta, Graph, meta_of, run_graph
 from numpile_capture.graph import Node
 from numpile_capture.numpy_bindings import (
     Binding,
@@ -128,6 +128,11 @@ CASES: list[Call] = [
     F(np.outer, x, y), F(np.einsum, "ij,j->i", x, y), F(np.einsum, "ij->ji", x),
     F(np.tensordot, t, fa, ((1, 2), (0, 1))), F(np.tensordot, x, fa, 1), F(np.tril, z),
     F(np.triu, z, 1), F(np.tril, y),
+    F(np.sort, x), F(np.sort, t, axis=None), F(np.argsort, n, 0, stable=True), F(np.diagonal, t),
+    F(np.diagonal, t, 1, 2, 0), F(np.trace, z), F(np.trace, n, dtype=np.float32),
+    F(np.linalg.norm, x), F(np.linalg.norm, t, axis=(1, 2)), F(np.linalg.norm, y, 1),
+    F(np.linalg.inv, z), F(np.linalg.det, z), F(np.linalg.solve, z, y),
+    M("argsort", x), M("diagonal", z, -1), M("trace", z),
     # in-place functions
     F(np.copyto, x, y),
     # methods
@@ -183,7 +188,8 @@ ERRORS: list[Call] = [
     F(np.concatenate, [x, x], dtype=np.int8),
     F(np.var, x, ddof=1, correction=1), F(np.matrix_transpose, y),
     M("astype", x, np.int8, casting="safe"), M("reshape", x, 7), M("sum", x, 5), M("fill", b, 1000),
-    T("mT", y),
+    T("mT", y), F(np.linalg.inv, x), F(np.linalg.solve, z, x), F(np.diagonal, y),
+    F(np.sort, x, axis=3), F(np.linalg.norm, t, 2),
     O("add", x, t), O("iadd", n, 1.5), O("iadd", y, x), O("imatmul", x, x), O("iadd", b, 300),
     O("getitem", x, 5), O("getitem", x, (0, 0, 0)), O("getitem", x, (Ellipsis, Ellipsis)),
     O("getitem", x, slice(None, None, 0)), O("getitem", x, (mask, mask)),
@@ -391,3 +397,15 @@ def test_graph_prints_views_and_mutations() -> None:
         "  v3 = reshape(v2, shape=(6,))  # float32[6]\n"
         "  return v3"
     )
+
+
+def test_symbolic_shapes_the_rules_cannot_handle_are_unsupported_calls() -> None:
+    sympy = pytest.importorskip("sympy")
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    graph = Graph()
+    a = graph.placeholder("a", ArrayMeta((s0, 4), "float32"))
+    assert str(lookup_method("reshape").apply(graph, a, -1).meta) == "float32[4*s0]"
+    with pytest.raises(UnsupportedCall):
+        lookup_method("reshape").apply(graph, a, -1, 3)
+    with pytest.raises(UnsupportedCall):
+        lookup_operator("getitem").apply(graph, a, slice(1, None))

@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from numpile_capture import Graph, meta_of
-from numpile_capture.ops._shapes import reshape_strides, strides_of
 from numpile_capture.numpy_bindings import lookup_operator
+from numpile_capture.ops._shapes import reshape_strides, strides_of
 
 
 def _layout(rng: np.random.Generator) -> np.ndarray[Any, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from numpile_capture import ArrayMeta, Graph, Op, OpKind, get_op, meta_of, register_op, run_graph
 from numpile_inductor import compile_graph, inductor
 
@@ -119,9 +120,11 @@ def test_mutation_ops_run_in_order_and_keep_in_place_effects() -> None:
 
     def build(g: Graph, x: Any, y: Any) -> Any:
         before = g.call(_op("multiply"), x, 2.0)  # reads x before the mutation
+        only_output = g.call(_op("negative"), x)  # no users: still computed before it
+        view = g.call(_op("getitem"), x, index=(slice(1, 4),))
         g.call(_op("add_"), x, y)  # x += y
         after = g.call(_op("add"), x, before)  # reads the mutated x
-        return before, after
+        return before, after, only_output, view, g.call(_op("multiply"), view, 3.0)
 
     graph = _graph([a, b], build)
     eager_a = a.copy()

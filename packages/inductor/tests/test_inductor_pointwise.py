@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from numpile_capture import Graph, get_op, meta_of, run_graph
 from numpile_inductor import compile_graph
 
@@ -60,8 +61,23 @@ def test_float_ops_match_numpy_bit_for_bit(dtype: str) -> None:
     a = _special_floats(dtype, 257)
     b = _RNG.permutation(_special_floats(dtype, 257))
     names = [*_BINARY_EXACT, "divide", "floor_divide", "remainder", "fmod", "copysign", *_COMPARE]
-    unary = ["negative", "absolute", "square", "sqrt", "floor", "ceil", "trunc", "rint",
-             "sign", "isnan", "isinf", "isfinite", "signbit", "reciprocal", "logical_not"]
+    unary = [
+        "negative",
+        "absolute",
+        "square",
+        "sqrt",
+        "floor",
+        "ceil",
+        "trunc",
+        "rint",
+        "sign",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "signbit",
+        "reciprocal",
+        "logical_not",
+    ]
 
     def build(g: Graph, x: Any, y: Any) -> Any:
         outs = [_call(n, g, x, y) for n in names]
@@ -79,8 +95,20 @@ def test_integer_ops_wrap_and_follow_python_division(dtype: str) -> None:
     a[:4] = [info.min, info.max, 0, 7]
     b[:4] = [-1 if info.min < 0 else 1, 1, 0, 0]
     b[4:20] = _RNG.integers(-3 if info.min < 0 else 0, 4, size=16)
-    names = ["add", "subtract", "multiply", "floor_divide", "remainder", "maximum", "minimum",
-             "bitwise_and", "bitwise_or", "bitwise_xor", *_COMPARE, "logical_and"]
+    names = [
+        "add",
+        "subtract",
+        "multiply",
+        "floor_divide",
+        "remainder",
+        "maximum",
+        "minimum",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        *_COMPARE,
+        "logical_and",
+    ]
 
     def build(g: Graph, x: Any, y: Any) -> Any:
         outs = [_call(n, g, x, y) for n in names]
@@ -98,8 +126,10 @@ def test_bool_and_complex_ops() -> None:
     w = (_RNG.normal(size=64) + 1j * _RNG.normal(size=64)).astype(np.complex64)
 
     def build(g: Graph, p_: Any, q_: Any, z_: Any, w_: Any) -> Any:
-        outs = [_call(n, g, p_, q_) for n in ["add", "multiply", "logical_xor", "bitwise_and",
-                                               "maximum", "equal", "less"]]
+        outs = [
+            _call(n, g, p_, q_)
+            for n in ["add", "multiply", "logical_xor", "bitwise_and", "maximum", "equal", "less"]
+        ]
         outs += [_call(n, g, z_, w_) for n in ["add", "subtract", "multiply", "equal"]]
         outs += [_call("negative", g, w_), _call("conjugate", g, z_)]
         return tuple(outs)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from numpile_capture import Graph, get_op, meta_of, run_graph
 from numpile_inductor import compile_graph
 
@@ -126,3 +127,21 @@ def test_reduction_of_noncontiguous_view_and_integer_promotion() -> None:
     _, got, want = _compile([x, f], build)
     for g, w in zip(got, want, strict=True):
         _compare(g, w, 12, exact=False)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_outer_axis_sums_walk_rows_like_numpy_bit_for_bit(dtype: str) -> None:
+    x = _RNG.normal(size=(300, 4, 150)).astype(dtype)
+
+    def build(g: Graph, a: Any) -> Any:
+        return (
+            g.call(get_op("sum"), a, axis=(0,)),
+            g.call(get_op("mean"), a, axis=(0, 1)),
+            g.call(get_op("var"), a, axis=(0,), keepdims=True),
+        )
+
+    compiled, got, want = _compile([x], build)
+    assert "xb" in compiled.source  # the row-accumulating loop nest
+    _compare(got[0], want[0], 300, exact=True)
+    _compare(got[1], want[1], 1200, exact=True)
+    _compare(got[2], want[2], 300, exact=False)

@@ -1,5 +1,6 @@
 """numpile_capture: the graph IR, the canonical op set, and bytecode capture."""
 
+from . import ops as ops
 from .backends import BackendCompileError as BackendCompileError
 from .backends import InvalidBackendError as InvalidBackendError
 from .backends import eager as eager
@@ -31,6 +32,7 @@ from .op import OpKind as OpKind
 from .op import all_ops as all_ops
 from .op import get_op as get_op
 from .op import register_op as register_op
+from .ops.indexing import IndexArray as IndexArray
 from .pytree import TreeSpec as TreeSpec
 from .pytree import tree_flatten as tree_flatten
 from .pytree import tree_map as tree_map

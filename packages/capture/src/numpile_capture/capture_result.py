@@ -8,6 +8,7 @@ something it cannot capture yet.
 from __future__ import annotations
 
 import attrs
+
 from numpile_guards import Guard, Source
 
 from .graph import Graph

@@ -1,11 +1,11 @@
 """`explain`: what capture makes of a function on given arguments, without running it compiled.
 
-    >>> import numpy as np
-    >>> def f(x):
-    ...     return np.sin(x) + 1
-    >>> out = explain(f)(np.zeros(3))
-    >>> out.graph_count, out.graph_break_count
-    (1, 0)
+>>> import numpy as np
+>>> def f(x):
+...     return np.sin(x) + 1
+>>> out = explain(f)(np.zeros(3))
+>>> out.graph_count, out.graph_break_count
+(1, 0)
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+
 from numpile_guards import Guard
 
 from .capture_result import Unsupported

@@ -88,10 +88,10 @@ def _format_value(value: Any) -> str:
 class Graph:
     """A straight-line program of `Node`s, built in order and then frozen by use.
 
-        >>> from numpile_capture import ArrayMeta, Graph, get_op
-        >>> g = Graph()
-        >>> a = g.placeholder("a", ArrayMeta((3,), "float64"))
-        >>> g.output = g.call(get_op("sin"), a)
+    >>> from numpile_capture import ArrayMeta, Graph, get_op
+    >>> g = Graph()
+    >>> a = g.placeholder("a", ArrayMeta((3,), "float64"))
+    >>> g.output = g.call(get_op("sin"), a)
     """
 
     def __init__(self) -> None:

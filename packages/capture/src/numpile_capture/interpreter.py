@@ -1,6 +1,6 @@
 """Run a graph op by op with NumPy: the reference semantics of the IR.
 
-    >>> run_graph(graph, [np.ones(3)])  # doctest: +SKIP
+>>> run_graph(graph, [np.ones(3)])  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ Shape: TypeAlias = "tuple[Dim, ...]"
 
 
 def _to_dtype(value: Any) -> np.dtype[Any]:
-    return np.dtype(value)
+    dtype: np.dtype[Any] = np.dtype(value)
+    return dtype
 
 
 @attrs.frozen

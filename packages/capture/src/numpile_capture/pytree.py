@@ -1,10 +1,10 @@
 """Pytrees: nested tuples, lists and dicts with leaves, flattened and rebuilt.
 
-    >>> leaves, spec = tree_flatten({"a": (1, 2), "b": [3]})
-    >>> leaves
-    [1, 2, 3]
-    >>> tree_unflatten(spec, [4, 5, 6])
-    {'a': (4, 5), 'b': [6]}
+>>> leaves, spec = tree_flatten({"a": (1, 2), "b": [3]})
+>>> leaves
+[1, 2, 3]
+>>> tree_unflatten(spec, [4, 5, 6])
+{'a': (4, 5), 'b': [6]}
 """
 
 from __future__ import annotations

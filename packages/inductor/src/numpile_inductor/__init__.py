@@ -1,7 +1,7 @@
 """numpile_inductor: lowering to loop IR, fusion, and C/OpenMP code generation.
 
-    >>> from numpile_inductor import inductor
-    >>> fn = inductor(graph, example_inputs)  # doctest: +SKIP
+>>> from numpile_inductor import inductor
+>>> fn = inductor(graph, example_inputs)  # doctest: +SKIP
 """
 
 from .backend import CompiledGraph as CompiledGraph

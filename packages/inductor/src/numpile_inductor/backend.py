@@ -10,6 +10,7 @@ through numpile_runtime, and return its `call`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from numpile_capture import Graph
+
+from numpile_capture import Graph, run_graph
 
 from . import decompositions as _decompositions  # noqa: F401  (registers lowerings)
 from . import reductions as _reductions  # noqa: F401  (registers lowerings)
@@ -36,9 +38,9 @@ _FLAGS = ("-std=gnu11", "-fwrapv", "-fno-math-errno", "-Wno-unused-variable")
 class CompiledGraph:
     """What the inductor made of a graph: the schedule, the module source and the callable.
 
-        >>> compiled = compile_graph(graph)  # doctest: +SKIP
-        >>> len(compiled.schedule.kernels)  # doctest: +SKIP
-        1
+    >>> compiled = compile_graph(graph)  # doctest: +SKIP
+    >>> len(compiled.schedule.kernels)  # doctest: +SKIP
+    1
     """
 
     schedule: Schedule
@@ -61,7 +63,7 @@ class CompiledGraph:
 def compile_graph(graph: Graph, *, options: Mapping[str, Any] | None = None) -> CompiledGraph:
     """Lower, fuse, generate and build `graph`; the full result for inspection.
 
-        >>> compile_graph(graph).kernel_count  # doctest: +SKIP
+    >>> compile_graph(graph).kernel_count  # doctest: +SKIP
     """
     import numpile_runtime as rt
 
@@ -98,10 +100,26 @@ def inductor(
 
         >>> fn = inductor(graph, [np.ones(3)])  # doctest: +SKIP
     """
-    if mode not in (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+    if mode not in (
+        None,
+        "default",
+        "reduce-overhead",
+        "max-autotune",
+        "max-autotune-no-cudagraphs",
+    ):
         raise ValueError(f"unknown mode {mode!r}")
     del example_inputs  # layouts come from the graph's placeholder metadata
-    return compile_graph(graph, options=options).fn
+    import numpile_runtime as rt
+
+    try:
+        return compile_graph(graph, options=options).fn
+    except rt.CompilerNotFoundError as error:
+        log.warning("no C compiler (%s); the graph runs op by op with NumPy", error)
+        return functools.partial(_run_eagerly, graph)
+
+
+def _run_eagerly(graph: Graph, *inputs: Any) -> Any:
+    return run_graph(graph, inputs)
 
 
 def _write_debug(

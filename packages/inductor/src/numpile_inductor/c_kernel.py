@@ -21,7 +21,17 @@ import sympy
 
 from .c_ops import c_expr, c_literal, c_type
 from .index import c_index, loop_var
-from .loop_ir import Apply, Buffer, Constant, Expr, Load, ReductionStore, ScalarArg, Store
+from .loop_ir import (
+    Apply,
+    Buffer,
+    Constant,
+    Expr,
+    Load,
+    ReductionStore,
+    ScalarArg,
+    Store,
+    loads_of,
+)
 from .scheduler import FusedKernel
 
 _BLOCK = 128
@@ -114,9 +124,7 @@ def kernel_signature(fused: FusedKernel, buffers: dict[str, Buffer]) -> KernelSi
                 names.setdefault(name, None)
             names.setdefault(store.buffer, None)
     used = tuple(name for name in names if name not in fused.internal)
-    return KernelSignature(
-        fused.name, fused.ranges + fused.reduction_ranges, used, tuple(scalars)
-    )
+    return KernelSignature(fused.name, fused.ranges + fused.reduction_ranges, used, tuple(scalars))
 
 
 def _buffer_reads(expr: Expr, scalars: dict[str, None]) -> list[str]:
@@ -167,7 +175,9 @@ def kernel_source(
     param_text = ", ".join(params) or "void"
     work = " * ".join(f"n{i}" for i in range(len(sig.sizes))) or "1"
     prologue = [*header, f"    const int64_t work = {work};", "    (void)work;"]
-    nest = _reduction_nest if fused.is_reduction else _pointwise_nest
+    nest = _pointwise_nest
+    if fused.is_reduction:
+        nest = _outer_reduction_nest if _prefers_outer(fused, buffers) else _reduction_nest
     if not checks:
         lines = [f"static void {fused.name}({param_text})", "{", *prologue]
         lines += nest(fused, buffers, generic, parallel_threshold, "    ")
@@ -189,9 +199,7 @@ def kernel_source(
 _NO_VECTORIZE = '__attribute__((optimize("no-tree-vectorize", "no-unroll-loops")))'
 
 
-def _loops(
-    count: int, prefix: str, size_offset: int, indent: str
-) -> tuple[list[str], str]:
+def _loops(count: int, prefix: str, size_offset: int, indent: str) -> tuple[list[str], str]:
     lines = []
     for d in range(count):
         var = loop_var(d, prefix)
@@ -248,7 +256,9 @@ def _combine(store: ReductionStore, acc: str, value: str) -> str:
     ct = c_type(store.dtype)
     kind = store.reduction_type
     if kind == "sum":
-        return f"{acc} = {acc} + {value};" if store.dtype.kind != "b" else f"{acc} = {acc} || {value};"
+        return (
+            f"{acc} = {acc} + {value};" if store.dtype.kind != "b" else f"{acc} = {acc} || {value};"
+        )
     if kind == "prod":
         if store.dtype.kind == "b":
             return f"{acc} = {acc} && {value};"
@@ -282,9 +292,8 @@ def _reduction_nest(
     threshold: int,
     indent: str,
 ) -> list[str]:
-    stores = [store for store in fused.stores]
-    assert all(isinstance(store, ReductionStore) for store in stores)
-    rstores: list[ReductionStore] = stores  # type: ignore[assignment]
+    rstores = [store for store in fused.stores if isinstance(store, ReductionStore)]
+    assert len(rstores) == len(fused.stores)
     ndim, rdim = len(fused.ranges), len(fused.reduction_ranges)
     lines: list[str] = []
     if ndim:
@@ -384,7 +393,9 @@ def _pairwise_rows(
         ct = c_type(stores[i].dtype)
         lines.append(f"{inner}if (sp > 0) {{")
         lines.append(f"{inner}    {ct} row{i} = stk{i}[sp - 1];")
-        lines.append(f"{inner}    for (int q = sp - 2; q >= 0; q--) {{ row{i} = stk{i}[q] + row{i}; }}")
+        lines.append(
+            f"{inner}    for (int q = sp - 2; q >= 0; q--) {{ row{i} = stk{i}[q] + row{i}; }}"
+        )
         lines.append(f"{inner}    {accs[i]} = {accs[i]} + row{i};")
         lines.append(f"{inner}}}")
     lines += [f"{indent}{'    ' * (rdim - 2 - d)}}}" for d in range(rdim - 1)]
@@ -407,3 +418,81 @@ def _accumulate(
         else:
             body.lines.append(f"{indent}{_combine(store, acc, value)}")
     return body.lines
+
+
+_COLUMN_BLOCK = 512
+
+
+def _prefers_outer(fused: FusedKernel, buffers: dict[str, Buffer]) -> bool:
+    # Reducing over an outer axis of a row-major input (e.g. sum(axis=0)): walking the
+    # reduced axis innermost would stride through memory. With the example layouts, prefer
+    # accumulating whole rows when some load is contiguous along the last output dim and
+    # none is contiguous along the last reduced dim.
+    if not fused.ranges or not fused.reduction_ranges:
+        return False
+    x_last = loop_var(len(fused.ranges) - 1)
+    r_last = loop_var(len(fused.reduction_ranges) - 1, "r")
+    along_x = False
+    for store in fused.stores:
+        for load in loads_of(store.value):
+            example = buffers[load.buffer].example_strides
+            if example is None:
+                return False
+            address = sum(
+                (sympy.sympify(i) * s for i, s in zip(load.index, example, strict=True)),
+                sympy.Integer(0),
+            )
+            coef_x, coef_r = sympy.diff(address, x_last), sympy.diff(address, r_last)
+            if coef_r in (1, -1):
+                return False
+            along_x = along_x or coef_x in (1, -1)
+    return along_x
+
+
+def _outer_reduction_nest(
+    fused: FusedKernel,
+    buffers: dict[str, Buffer],
+    strides: dict[tuple[str, int], Any],
+    threshold: int,
+    indent: str,
+) -> list[str]:
+    # Accumulate straight into the output, a block of columns at a time, walking the
+    # reduced axes outside the last output axis. Sums run in the reduced axes' order,
+    # as NumPy's own outer-axis reductions do.
+    rstores = [store for store in fused.stores if isinstance(store, ReductionStore)]
+    ndim, rdim = len(fused.ranges), len(fused.reduction_ranges)
+    last = loop_var(ndim - 1)
+    size = f"n{ndim - 1}"
+    lines = [_pragma(indent, ndim, threshold)]
+    outer, inner = _loops(ndim - 1, "x", 0, indent)
+    lines += outer
+    lines.append(f"{inner}for (int64_t xb = 0; xb < {size}; xb += {_COLUMN_BLOCK}) {{")
+    blk = inner + "    "
+    lines.append(
+        f"{blk}const int64_t xe = xb + {_COLUMN_BLOCK} < {size} ? xb + {_COLUMN_BLOCK} : {size};"
+    )
+    addr = _Body(buffers, strides, {}, blk)
+    targets = [f"{s.buffer}[{addr.address(s.buffer, s.index)}]" for s in rstores]
+    column = f"for (int64_t {last} = xb; {last} < xe; {last}++) {{"
+    lines.append(f"{blk}{column}")
+    lines += [f"{blk}    {t} = {_init(s)};" for t, s in zip(targets, rstores, strict=True)]
+    lines.append(f"{blk}}}")
+    rloops, rinner = _loops(rdim, "r", ndim, blk)
+    lines += rloops
+    lines.append(f"{rinner}{column}")
+    body = _Body(buffers, strides, {}, rinner + "    ")
+    for target, store in zip(targets, rstores, strict=True):
+        value = body.emit(store.value)
+        body.lines.append(f"{rinner}    {_combine(store, target, value)}")
+    lines += body.lines
+    lines.append(f"{rinner}}}")
+    lines += [f"{blk}{'    ' * (rdim - 1 - d)}}}" for d in range(rdim)]
+    if any(store.divisor is not None for store in rstores):
+        lines.append(f"{blk}{column}")
+        for target, store in zip(targets, rstores, strict=True):
+            if store.divisor is not None:
+                lines.append(f"{blk}    {target} = {_finalize(store, target)};")
+        lines.append(f"{blk}}}")
+    lines.append(f"{inner}}}")
+    lines += [f"{indent}{'    ' * (ndim - 2 - d)}}}" for d in range(ndim - 1)]
+    return lines

@@ -1,7 +1,7 @@
 """Inductor configuration: one attrs class, overridden per compile by `options`.
 
-    >>> InductorConfig.from_options({"trace.enabled": True}).trace_enabled
-    True
+>>> InductorConfig.from_options({"trace.enabled": True}).trace_enabled
+True
 """
 
 from __future__ import annotations

@@ -20,9 +20,10 @@ import math
 from typing import Any
 
 import numpy as np
+
 from numpile_capture import ArrayMeta, Node
 
-from .loop_ir import Apply, Constant, Expr
+from .loop_ir import Apply, Expr
 from .lowering import (
     CannotLower,
     Lowered,
@@ -145,5 +146,3 @@ DECOMPOSITIONS: dict[str, LoweringFn] = {
 
 for _name, _fn in DECOMPOSITIONS.items():
     register_lowering(_name)(_fn)
-
-__all__ = ["DECOMPOSITIONS", "Constant"]

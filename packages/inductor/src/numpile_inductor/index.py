@@ -34,7 +34,7 @@ def loop_var(dim: int, prefix: str = "x") -> sympy.Symbol:
     return _LOOP_VARS[name]
 
 
-class FloorDiv(sympy.Function):
+class FloorDiv(sympy.Function):  # type: ignore[misc]
     """`base // divisor` for a nonnegative base and a positive divisor.
 
     >>> FloorDiv(loop_var(0) * 4 + loop_var(1), 4)  # doctest: +SKIP
@@ -55,7 +55,7 @@ class FloorDiv(sympy.Function):
         return None
 
 
-class ModularIndexing(sympy.Function):
+class ModularIndexing(sympy.Function):  # type: ignore[misc]
     """`(base // divisor) % modulus` for a nonnegative base.
 
     >>> ModularIndexing(loop_var(0), 1, 1)
@@ -75,18 +75,18 @@ class ModularIndexing(sympy.Function):
 
 
 class _IndexPrinter(C99CodePrinter):  # type: ignore[misc]
-    def _print_FloorDiv(self, expr: Any) -> str:
+    def _print_FloorDiv(self, expr: Any) -> str:  # noqa: N802 - sympy's printer naming
         base, divisor = expr.args
         return f"(({self._print(base)}) / {self._print(divisor)})"
 
-    def _print_ModularIndexing(self, expr: Any) -> str:
+    def _print_ModularIndexing(self, expr: Any) -> str:  # noqa: N802
         base, divisor, modulus = expr.args
         inner = self._print(base)
         if divisor != 1:
             inner = f"({inner}) / {self._print(divisor)}"
         return f"(({inner}) % {self._print(modulus)})"
 
-    def _print_Integer(self, expr: Any) -> str:
+    def _print_Integer(self, expr: Any) -> str:  # noqa: N802
         value = int(expr)
         if abs(value) >= 2**31:
             return f"{value}LL"

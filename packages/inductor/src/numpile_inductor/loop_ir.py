@@ -24,10 +24,6 @@ from typing import Any, TypeAlias
 import attrs
 import numpy as np
 
-from .index import loop_var
-
-__all__ = ["loop_var"]
-
 
 @attrs.frozen
 class Load:
@@ -128,7 +124,7 @@ class ReductionStore:
     reduction_type: str
     value: Expr
     dtype: np.dtype[Any]
-    divisor: int | None = None
+    divisor: float | None = None
 
     def __str__(self) -> str:
         idx = ", ".join(str(i) for i in self.index)

@@ -24,10 +24,11 @@ from typing import Any
 import attrs
 import numpy as np
 import sympy
+
 from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta, contiguous_strides
 
 from .c_ops import c_type, supports
-from .index import flatten_index, loop_var, unflatten_index
+from .index import loop_var, unflatten_index
 from .loop_ir import (
     Apply,
     Buffer,
@@ -41,7 +42,6 @@ from .loop_ir import (
     ReductionStore,
     ScalarArg,
     Store,
-    count_ops,
 )
 
 log = logging.getLogger("numpile.inductor.lowering")
@@ -56,7 +56,7 @@ _MAX_INLINE_OPS = 48
 _MAX_SHARED_OPS = 6
 
 
-class CannotLower(Exception):
+class CannotLower(Exception):  # noqa: N818 - it names the event
     """A lowering gave up on a node; the node runs as an extern call instead."""
 
 
@@ -87,8 +87,8 @@ LOWERINGS: dict[str, LoweringFn] = {}
 def register_lowering(*names: str) -> Callable[[LoweringFn], LoweringFn]:
     """Register a lowering for the ops called `names`.
 
-        >>> @register_lowering("my_op")  # doctest: +SKIP
-        ... def _lower_my_op(ctx, node): ...
+    >>> @register_lowering("my_op")  # doctest: +SKIP
+    ... def _lower_my_op(ctx, node): ...
     """
 
     def wrap(fn: LoweringFn) -> LoweringFn:
@@ -190,9 +190,9 @@ class LoweringContext:
     def materialize_pending(self) -> None:
         """Realize every computed value not yet stored (before a mutation runs)."""
         for node, value in self.values.items():
-            if value.buffer is None and not value.pure_view and value.loader is not None:
-                if any(user not in self.values for user in self.users[node]):
-                    self.realize(value, node.name)
+            pending = value.buffer is None and not value.pure_view and value.loader is not None
+            if pending and any(user not in self.values for user in self.users[node]):
+                self.realize(value, node.name)
 
     # -- extern calls -----------------------------------------------------------------------
 
@@ -248,11 +248,11 @@ class LoweringContext:
         if value.buffer is not None or value.pure_view or value.loader is None:
             return
         n_users = len(self.users[node])
-        if node in self.output_set and n_users > 0:
-            self.realize(value, node.name)
-        elif value.ops > _MAX_INLINE_OPS:
-            self.realize(value, node.name)
-        elif n_users > 1 and (value.heavy or value.ops > _MAX_SHARED_OPS):
+        if (
+            node in self.output_set
+            or value.ops > _MAX_INLINE_OPS
+            or (n_users > 1 and (value.heavy or value.ops > _MAX_SHARED_OPS))
+        ):
             self.realize(value, node.name)
 
 
@@ -268,7 +268,7 @@ def _lowerable_meta(node: Node) -> bool:
 def lower_graph(graph: Graph) -> Program:
     """Lower every node of `graph`; the graph's outputs end up in buffers.
 
-        >>> lower_graph(graph).steps  # doctest: +SKIP
+    >>> lower_graph(graph).steps  # doctest: +SKIP
     """
     ctx = LoweringContext(graph)
     inputs: list[str] = []
@@ -472,7 +472,9 @@ def _lower_where(ctx: LoweringContext, node: Node) -> Lowered:
     bool_ = np.dtype("bool")
 
     def load(idx: tuple[Any, ...]) -> Expr:
-        return Apply("where", (cast(cond(idx), bool_), cast(x(idx), result), cast(y(idx), result)), result)
+        return Apply(
+            "where", (cast(cond(idx), bool_), cast(x(idx), result), cast(y(idx), result)), result
+        )
 
     ops, heavy = input_cost(ctx, node)
     return Lowered(shape, result, load, ops + 1, heavy=heavy)
@@ -521,7 +523,7 @@ def _lower_view(ctx: LoweringContext, node: Node) -> Lowered:
     result = node.op.impl(probe, *node.inputs[1:], **node.kwargs)
     if not isinstance(result, np.ndarray) or result.shape != shape or result.itemsize != 1:
         raise CannotLower("the probe did not give a view of the right shape")
-    if shape and math.prod(shape) and not np.shares_memory(result, base):
+    if result.size and not np.shares_memory(result, base):
         raise CannotLower("the op copies")
     offset = result.__array_interface__["data"][0] - base.__array_interface__["data"][0]
     remap = _affine_remap(offset, tuple(result.strides), shape, in_shape)
@@ -530,7 +532,9 @@ def _lower_view(ctx: LoweringContext, node: Node) -> Lowered:
     def load(idx: tuple[Any, ...]) -> Expr:
         return loader(remap(idx))
 
-    return Lowered(shape, source.dtype, load, source.ops, pure_view=source.pure_view, heavy=source.heavy)
+    return Lowered(
+        shape, source.dtype, load, source.ops, pure_view=source.pure_view, heavy=source.heavy
+    )
 
 
 def _affine_remap(
@@ -593,5 +597,3 @@ def unflatten_static(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
         flat = flat // size if size else 0
     return tuple(reversed(result))
 
-
-__all__ = ["flatten_index"]

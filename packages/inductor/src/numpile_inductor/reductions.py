@@ -19,12 +19,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy
+
 from numpile_capture import ArrayMeta, Node
 
 from .c_ops import c_type
 from .index import loop_var
-from .loop_ir import Expr, Load, ReductionStore
+from .loop_ir import Load, ReductionStore
 from .lowering import CannotLower, Lowered, LoweringContext, cast, out_shape, register_lowering
 
 _REDUCTION_TYPES = {
@@ -66,8 +66,8 @@ def reduce_value(
 ) -> Lowered:
     """A realized reduction of `value` over `axes`, accumulated in `dtype`.
 
-        >>> reduce_value(ctx, v, axes=(1,), keepdims=False, reduction_type="sum",
-        ...              dtype=np.dtype("float64"), name="v3")  # doctest: +SKIP
+    >>> reduce_value(ctx, v, axes=(1,), keepdims=False, reduction_type="sum",
+    ...              dtype=np.dtype("float64"), name="v3")  # doctest: +SKIP
     """
     loader = value.loader
     if loader is None or c_type(dtype) is None:
@@ -136,21 +136,3 @@ def _lower_reduction(ctx: LoweringContext, node: Node) -> Lowered:
     if lowered.shape != out_shape(node):
         raise CannotLower("reduction shape")
     return lowered
-
-
-def zero_index(ndim: int) -> tuple[Any, ...]:
-    """An all-zero index of `ndim` dims.
-
-    >>> zero_index(2)
-    (0, 0)
-    """
-    return tuple(sympy.Integer(0) for _ in range(ndim))
-
-
-def element_expr(value: Lowered, index: tuple[Any, ...]) -> Expr:
-    """`value`'s element at `index`.
-
-    >>> element_expr(v, (0,))  # doctest: +SKIP
-    """
-    assert value.loader is not None
-    return value.loader(index)

@@ -17,7 +17,7 @@ import logging
 
 import attrs
 
-from .loop_ir import ExternCall, Kernel, Store, loads_of
+from .loop_ir import ExternCall, Kernel, ReductionStore, Store, loads_of
 from .lowering import Program
 
 log = logging.getLogger("numpile.inductor.scheduler")
@@ -40,8 +40,8 @@ class FusedKernel:
         return self.kernels[0].is_reduction
 
     @property
-    def stores(self) -> list[Store]:
-        return [store for kernel in self.kernels for store in kernel.stores]  # type: ignore[misc]
+    def stores(self) -> list[Store | ReductionStore]:
+        return [store for kernel in self.kernels for store in kernel.stores]
 
     def reads(self) -> list[str]:
         written = set(self.writes())
@@ -79,9 +79,7 @@ class Schedule:
 def _reads_at_store_index(kernel: Kernel, group: list[Kernel]) -> bool:
     # Every load by `kernel` of a buffer written in `group` must read the element the
     # same loop iteration wrote (pointwise kernels only).
-    index_of = {
-        store.buffer: store.index for member in group for store in member.stores
-    }
+    index_of = {store.buffer: store.index for member in group for store in member.stores}
     for store in kernel.stores:
         for load in loads_of(store.value):
             if load.buffer in index_of and load.index != index_of[load.buffer]:
@@ -92,8 +90,8 @@ def _reads_at_store_index(kernel: Kernel, group: list[Kernel]) -> bool:
 def schedule(program: Program) -> Schedule:
     """Fuse the program's kernels; returns the fused steps in execution order.
 
-        >>> len(schedule(lower_graph(graph)).kernels)  # doctest: +SKIP
-        1
+    >>> len(schedule(lower_graph(graph)).kernels)  # doctest: +SKIP
+    1
     """
     groups: list[list[Kernel] | ExternCall] = []
     writer: dict[str, int] = {}
@@ -123,11 +121,9 @@ def schedule(program: Program) -> Schedule:
                 continue
             if sum(len(k.stores) for k in group) + len(step.stores) > _MAX_FUSED_STORES:
                 continue
-            if position == ready:
-                if step.is_reduction or any(writer.get(n) == ready for n in reads) and (
-                    not _reads_at_store_index(step, group)
-                ):
-                    continue
+            reads_group = any(writer.get(n) == position for n in reads)
+            if reads_group and (step.is_reduction or not _reads_at_store_index(step, group)):
+                continue
             chosen = position
             break
         if chosen is None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 import numpy as np
+
 from numpile_capture import ArrayMeta, Node, tree_flatten, tree_unflatten
 
 from .c_kernel import kernel_signature, kernel_source
@@ -134,7 +135,7 @@ class _Emitter:
             out.append(f"    Py_XDECREF(o_{name});")
         out.append("    return result;")
         out.append("}")
-        return self.statics + [""] + out
+        return [*self.statics, "", *out]
 
     def _last_uses(self, steps: list[FusedKernel | ExternCall]) -> dict[int, list[str]]:
         outputs = set(self.program.outputs.values())
@@ -179,7 +180,7 @@ class _Emitter:
         out.append(f"    if ({' || '.join(conds)}) {{")
         out.append(
             f'        PyErr_SetString(PyExc_TypeError, "compiled graph input {position} '
-            f'({name}) must be a {buf.dtype.name} array of shape {buf.shape}; recompile for '
+            f"({name}) must be a {buf.dtype.name} array of shape {buf.shape}; recompile for "
             'other inputs");'
         )
         out.append("        return NULL;")
@@ -213,7 +214,8 @@ class _Emitter:
             stride_arg = "bstrides"
         out.append(
             f"        o_{name} = PyArray_NewFromDescr(&PyArray_Type, "
-            f"PyArray_DescrFromType({_typenum(buf.dtype)}), {nd}, dims, {stride_arg}, NULL, 0, NULL);"
+            f"PyArray_DescrFromType({_typenum(buf.dtype)}), {nd}, dims, {stride_arg}, "
+            "NULL, 0, NULL);"
         )
         out.append("    }")
         out.append(f"    if (o_{name} == NULL) {{ goto fail; }}")
@@ -249,7 +251,8 @@ class _Emitter:
                 self._emit_alloc(name)
                 self.buffers[name] = attrs.evolve(
                     self.buffers[name],
-                    example_strides=self._output_strides(name) or self.buffers[name].example_strides,
+                    example_strides=self._output_strides(name)
+                    or self.buffers[name].example_strides,
                 )
         args = [str(size) for size in sig.sizes]
         for name in sig.buffers:
@@ -282,7 +285,7 @@ class _Emitter:
         out = self.lines
         out.append(f"    if (!PyArray_Check(o_{name})) {{")
         out.append(f"        PyObject *arr = PyArray_FromAny(o_{name}, NULL, 0, 0, 0, NULL);")
-        out.append(f"        if (arr == NULL) {{ goto fail; }}")
+        out.append("        if (arr == NULL) { goto fail; }")
         out.append(f"        Py_SETREF(o_{name}, arr);")
         out.append("    }")
         conds = [
@@ -322,8 +325,10 @@ class _Emitter:
         buf = self.buffers[name]
         if buf.kind in ("input", "scalar"):
             return f"Py_NewRef(o_{name})"
-        zero_d = buf.kind == "kernel" and buf.shape == () and (
-            node.op is None or node.op.name not in _ZERO_D_ARRAY_OPS
+        zero_d = (
+            buf.kind == "kernel"
+            and buf.shape == ()
+            and (node.op is None or node.op.name not in _ZERO_D_ARRAY_OPS)
         )
         if zero_d:
             return f"PyArray_Return((PyArrayObject *)Py_NewRef(o_{name}))"
@@ -333,7 +338,7 @@ class _Emitter:
 def generate_module(sched: Schedule, config: InductorConfig) -> GeneratedModule:
     """The extension module source for a scheduled program.
 
-        >>> generate_module(schedule(lower_graph(graph)), InductorConfig()).source  # doctest: +SKIP
+    >>> generate_module(schedule(lower_graph(graph)), InductorConfig()).source  # doctest: +SKIP
     """
     program = sched.program
     emitter = _Emitter(sched, config)
@@ -408,7 +413,7 @@ PyMODINIT_FUNC PyInit_{module_name}(void)
 def output_rebuilder(generated: GeneratedModule, call: Callable[..., Any]) -> Callable[..., Any]:
     """The compiled callable: `call` itself, or `call` followed by the pytree rebuild.
 
-        >>> output_rebuilder(generated, module.call)(a, b)  # doctest: +SKIP
+    >>> output_rebuilder(generated, module.call)(a, b)  # doctest: +SKIP
     """
     if generated.direct:
         return call

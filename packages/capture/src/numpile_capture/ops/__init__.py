@@ -16,6 +16,7 @@ from . import indexing as indexing
 from . import join as join
 from . import linalg as linalg
 from . import mutation as mutation
+from . import ordering as ordering
 from . import pointwise as pointwise
 from . import reduction as reduction
 from . import view as view
@@ -26,6 +27,7 @@ __all__ = [
     "join",
     "linalg",
     "mutation",
+    "ordering",
     "pointwise",
     "reduction",
     "view",

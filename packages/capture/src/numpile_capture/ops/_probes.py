@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -92,7 +92,7 @@ def dtype_key(value: Any) -> Hashable | None:
     if isinstance(value, int):
         return ("int", value)
     if isinstance(value, float | complex):
-        return type(value)
+        return cast(Hashable, type(value))
     return None
 
 

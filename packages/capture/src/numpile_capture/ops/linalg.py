@@ -21,7 +21,7 @@ import numpy as np
 from ..meta import ArrayMeta
 from ..op import Op, OpKind, register_op
 from ._probes import is_static_shape, probe, result_dtype, shaped_probe
-from ._shapes import broadcast_shapes
+from ._shapes import broadcast_shapes, normalize_axes, reduced_shape
 
 
 def _error_probe(value: Any) -> Any:
@@ -192,3 +192,78 @@ def _triangle_impl(function: Callable[..., Any]) -> Callable[..., Any]:
 
 tril = register_op(Op("tril", OpKind.EXTERN, _triangle_meta(np.tril), _triangle_impl(np.tril)))
 triu = register_op(Op("triu", OpKind.EXTERN, _triangle_meta(np.triu), _triangle_impl(np.triu)))
+
+
+def _linalg_probe(meta: ArrayMeta) -> Any:
+    # A tiny well-conditioned stand-in with `meta`'s dtype (1x1 identity matrices).
+    return np.ones((1,) * max(meta.ndim, 2), dtype=meta.dtype)
+
+
+def _check_square(function: Callable[..., Any], a: ArrayMeta) -> None:
+    if a.ndim < 2:
+        function(np.zeros((1,) * a.ndim, dtype=a.dtype))  # raises NumPy's own LinAlgError
+    if a.shape[-1] != a.shape[-2]:
+        function(np.zeros((1, 2), dtype=a.dtype))  # raises NumPy's own LinAlgError
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+
+
+def _inv_meta(a: ArrayMeta) -> ArrayMeta:
+    _check_square(np.linalg.inv, a)
+    return ArrayMeta(a.shape, result_dtype(np.linalg.inv, _linalg_probe(a)))
+
+
+inv = register_op(Op("inv", OpKind.EXTERN, _inv_meta, np.linalg.inv))
+
+
+def _det_meta(a: ArrayMeta) -> ArrayMeta:
+    _check_square(np.linalg.det, a)
+    return ArrayMeta(a.shape[:-2], result_dtype(np.linalg.det, _linalg_probe(a)))
+
+
+det = register_op(Op("det", OpKind.EXTERN, _det_meta, np.linalg.det))
+
+
+def _solve_meta(a: ArrayMeta, b: ArrayMeta) -> ArrayMeta:
+    _check_square(np.linalg.solve, a)
+    dtype = result_dtype(np.linalg.solve, _linalg_probe(a), np.ones((1,), dtype=b.dtype))
+    if b.ndim == 1:
+        if b.shape[0] != a.shape[-1]:
+            _raise_like_numpy(np.linalg.solve, a, b)
+        return ArrayMeta((*a.shape[:-2], a.shape[-1]), dtype)
+    if b.ndim == 0 or b.shape[-2] != a.shape[-1]:
+        _raise_like_numpy(np.linalg.solve, a, b)
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return ArrayMeta((*batch, a.shape[-1], b.shape[-1]), dtype)
+
+
+solve = register_op(Op("solve", OpKind.EXTERN, _solve_meta, np.linalg.solve))
+
+
+def _norm_meta(
+    x: ArrayMeta,
+    *,
+    ord: Any = None,
+    axis: Any = None,
+    keepdims: bool = False,
+) -> ArrayMeta:
+    if axis is None:
+        if ord is not None and x.ndim not in (1, 2):
+            np.linalg.norm(np.zeros((1,) * x.ndim, dtype=x.dtype), ord)  # raises NumPy's error
+        axes = tuple(range(x.ndim))
+        core = x.ndim if ord is not None else 1
+    else:
+        axes = normalize_axes(axis, x.ndim, what="Duplicate axes given.")
+        if len(axes) > 2:
+            raise ValueError("Improper number of dimensions to norm.")
+        core = len(axes)
+    sample = np.ones((1,) * core, dtype=x.dtype)
+    dtype = result_dtype(np.linalg.norm, sample, ord if core in (1, 2) else None)
+    shape = reduced_shape(x.shape, axes, keepdims)
+    return ArrayMeta(shape, dtype)
+
+
+def _norm_impl(x: Any, *, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    return np.linalg.norm(x, ord, axis, keepdims)
+
+
+norm = register_op(Op("norm", OpKind.EXTERN, _norm_meta, _norm_impl))

@@ -49,9 +49,14 @@ def infer_reshape(shape: tuple[Any, ...], new_shape: tuple[Any, ...]) -> tuple[A
     if len(unknown) > 1:
         raise ValueError("can only specify one unknown dimension")
     if not is_static_shape(ArrayMeta(shape, "b"), ArrayMeta(new_shape, "b")):
-        if unknown:
+        if not unknown:
+            return new_shape
+        quotient = math.prod(shape) / math.prod(
+            d for i, d in enumerate(new_shape) if i != unknown[0]
+        )
+        if not getattr(quotient, "is_integer", False) or new_shape[unknown[0]] != -1:
             raise NotImplementedError("reshape with -1 of a symbolic shape waits for issue 6")
-        return new_shape
+        return tuple(quotient if i == unknown[0] else d for i, d in enumerate(new_shape))
     numel = math.prod(shape)
     known = math.prod(d for d in new_shape if d >= 0)
     resolved = new_shape
@@ -279,6 +284,36 @@ def _element_meta(x: ArrayMeta, *, index: BasicIndex) -> ArrayMeta:
 
 # NOTE: not a VIEW: NumPy returns a fresh scalar for x[i, j] on a 2-d array.
 element = register_op(Op("element", OpKind.INDEXING, _element_meta, _getitem_impl))
+
+
+# --- diagonals -----------------------------------------------------------------------------
+
+
+def _diagonal_meta(x: ArrayMeta, *, offset: int = 0, axis1: int = 0, axis2: int = 1) -> ArrayMeta:
+    if x.ndim < 2:
+        raise ValueError("diag requires an array of at least two dimensions")
+    first = normalize_axis(axis1, x.ndim)
+    second = normalize_axis(axis2, x.ndim)
+    if first == second:
+        raise ValueError("axis1 and axis2 cannot be the same")
+    rows, cols = x.shape[first], x.shape[second]
+    if not (isinstance(rows, int) and isinstance(cols, int)):
+        raise NotImplementedError("the diagonal of symbolic sizes waits for issue 6")
+    length = max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
+    strides = strides_of(x)
+    keep = [i for i in range(x.ndim) if i not in (first, second)]
+    shape = (*(x.shape[i] for i in keep), length)
+    return _view(
+        shape, x.dtype, (*(strides[i] for i in keep), strides[first] + strides[second]), x.device
+    )
+
+
+def _diagonal_impl(x: Any, *, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    return np.diagonal(x, offset, axis1, axis2)
+
+
+# NOTE: like NumPy's, the diagonal view is read-only.
+diagonal = register_op(Op("diagonal", OpKind.VIEW, _diagonal_meta, _diagonal_impl))
 
 
 # --- complex parts -------------------------------------------------------------------------

@@ -1,0 +1,298 @@
+"""The NumPy-to-op mapping: how the tracer turns a NumPy call on traced arrays into graph nodes.
+
+A `Binding` takes the graph and the call's arguments as the user wrote them,
+except that traced arrays are `Node`s, normalizes NumPy's signature
+(positional or keyword, defaults), emits one or more nodes and returns what
+NumPy would return (a Node, a tuple of Nodes, or a plain value). Python
+scalars stay weak constants; NumPy scalars (np.float32(2.0)) stay constants
+that the meta rules treat as strong. Argument combinations numpile does not
+capture yet raise `UnsupportedCall`; invalid programs raise NumPy's own
+exceptions, at capture time.
+
+    >>> g = Graph()
+    >>> x = g.placeholder("x", ArrayMeta((2, 3), "float32"))
+    >>> s = lookup_function(np.sum).apply(g, x, axis=-1)
+    >>> print(s.format())
+    v0 = sum(x, axis=(1,))  # float32[2]
+
+Four tables: `lookup_function` (by identity of the NumPy callable),
+`lookup_method` (ndarray methods, the array is the first argument),
+`lookup_attribute` (T, mT, real, imag) and `lookup_operator` (Python
+operators by dunder name without underscores: "add", "iadd", "getitem").
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..graph import Graph as Graph
+from ..meta import ArrayMeta as ArrayMeta
+from ..ops.pointwise import UFUNC_NAMES
+from ._arguments import Binding as Binding
+from ._arguments import UnsupportedCall as UnsupportedCall
+from ._creation import (
+    bind_arange,
+    bind_array,
+    bind_asarray,
+    bind_concatenate,
+    bind_det,
+    bind_dot,
+    bind_einsum,
+    bind_eye,
+    bind_filled,
+    bind_full,
+    bind_full_like,
+    bind_hstack,
+    bind_identity,
+    bind_inv,
+    bind_like,
+    bind_linspace,
+    bind_norm,
+    bind_ordering,
+    bind_outer,
+    bind_solve,
+    bind_stack,
+    bind_tensordot,
+    bind_triangle,
+    bind_vstack,
+)
+from ._elementwise import (
+    REDUCTION_SIGNATURES,
+    bind_angle,
+    bind_astype,
+    bind_clip,
+    bind_copy,
+    bind_copyto,
+    bind_fill,
+    bind_max_like,
+    bind_method_astype,
+    bind_method_clip,
+    bind_method_copy,
+    bind_round,
+    bind_scan,
+    bind_where,
+    build_operators,
+    ufunc_binding,
+)
+from ._views import (
+    bind_atleast_1d,
+    bind_atleast_2d,
+    bind_broadcast_arrays,
+    bind_broadcast_to,
+    bind_diagonal,
+    bind_expand_dims,
+    bind_flatten,
+    bind_flip,
+    bind_fliplr,
+    bind_flipud,
+    bind_getitem,
+    bind_imag,
+    bind_matrix_transpose,
+    bind_method_reshape,
+    bind_method_transpose,
+    bind_moveaxis,
+    bind_ravel,
+    bind_real,
+    bind_reshape,
+    bind_setitem,
+    bind_squeeze,
+    bind_swapaxes,
+    bind_trace,
+    bind_transpose,
+)
+
+logger = logging.getLogger("numpile.capture.bindings")
+
+__all__ = [
+    "Binding",
+    "UnsupportedCall",
+    "lookup_attribute",
+    "lookup_function",
+    "lookup_method",
+    "lookup_operator",
+]
+
+# --- tables --------------------------------------------------------------------------------
+
+
+def _build_functions() -> dict[int, tuple[object, Binding]]:
+    entries: list[tuple[object, Binding]] = []
+    for name in (*UFUNC_NAMES, "divmod", "matmul"):
+        ufunc = getattr(np, name)
+        entries.append((ufunc, ufunc_binding(ufunc)))
+    for name, signature in REDUCTION_SIGNATURES.items():
+        entries.append((getattr(np, name), Binding(f"numpy.{name}", signature(name))))
+    entries += [(np.amax, Binding("numpy.amax", bind_max_like("max")))]
+    entries += [(np.amin, Binding("numpy.amin", bind_max_like("min")))]
+    for name in ("cumsum", "cumprod", "nancumsum", "nancumprod"):
+        entries.append((getattr(np, name), Binding(f"numpy.{name}", bind_scan(name))))
+    for name in ("zeros", "ones", "empty"):
+        entries.append((getattr(np, name), Binding(f"numpy.{name}", bind_filled(name))))
+    for name in ("zeros_like", "ones_like", "empty_like"):
+        entries.append((getattr(np, name), Binding(f"numpy.{name}", bind_like(name))))
+    for name in ("tril", "triu"):
+        entries.append((getattr(np, name), Binding(f"numpy.{name}", bind_triangle(name))))
+    functions: list[tuple[object, str, Callable[..., Any]]] = [
+        (np.round, "round", bind_round),
+        (np.around, "around", bind_round),
+        (np.clip, "clip", bind_clip),
+        (np.where, "where", bind_where),
+        (np.astype, "astype", bind_astype),
+        (np.copy, "copy", bind_copy),
+        (np.angle, "angle", bind_angle),
+        (np.real, "real", bind_real),
+        (np.imag, "imag", bind_imag),
+        (np.reshape, "reshape", bind_reshape),
+        (np.ravel, "ravel", bind_ravel),
+        (np.transpose, "transpose", bind_transpose),
+        (np.swapaxes, "swapaxes", bind_swapaxes),
+        (np.moveaxis, "moveaxis", bind_moveaxis),
+        (np.matrix_transpose, "matrix_transpose", bind_matrix_transpose),
+        (np.expand_dims, "expand_dims", bind_expand_dims),
+        (np.squeeze, "squeeze", bind_squeeze),
+        (np.broadcast_to, "broadcast_to", bind_broadcast_to),
+        (np.broadcast_arrays, "broadcast_arrays", bind_broadcast_arrays),
+        (np.flip, "flip", bind_flip),
+        (np.fliplr, "fliplr", bind_fliplr),
+        (np.flipud, "flipud", bind_flipud),
+        (np.atleast_1d, "atleast_1d", bind_atleast_1d),
+        (np.atleast_2d, "atleast_2d", bind_atleast_2d),
+        (np.full, "full", bind_full),
+        (np.arange, "arange", bind_arange),
+        (np.linspace, "linspace", bind_linspace),
+        (np.eye, "eye", bind_eye),
+        (np.identity, "identity", bind_identity),
+        (np.full_like, "full_like", bind_full_like),
+        (np.array, "array", bind_array),
+        (np.asarray, "asarray", bind_asarray),
+        (np.concatenate, "concatenate", bind_concatenate),
+        (np.stack, "stack", bind_stack),
+        (np.hstack, "hstack", bind_hstack),
+        (np.vstack, "vstack", bind_vstack),
+        (np.dot, "dot", bind_dot),
+        (np.outer, "outer", bind_outer),
+        (np.einsum, "einsum", bind_einsum),
+        (np.tensordot, "tensordot", bind_tensordot),
+        (np.copyto, "copyto", bind_copyto),
+        (np.sort, "sort", bind_ordering("sort")),
+        (np.argsort, "argsort", bind_ordering("argsort")),
+        (np.diagonal, "diagonal", bind_diagonal),
+        (np.trace, "trace", bind_trace),
+        (np.linalg.norm, "linalg.norm", bind_norm),
+        (np.linalg.inv, "linalg.inv", bind_inv),
+        (np.linalg.det, "linalg.det", bind_det),
+        (np.linalg.solve, "linalg.solve", bind_solve),
+    ]
+    entries += [(fn, Binding(f"numpy.{name}", apply)) for fn, name, apply in functions]
+    return {id(fn): (fn, binding) for fn, binding in entries}
+
+
+def _method(name: str, apply: Callable[..., Any]) -> Binding:
+    return Binding(f"ndarray.{name}", apply)
+
+
+def _build_methods() -> dict[str, Binding]:
+    table: dict[str, Binding] = {}
+    for name in (
+        "sum",
+        "prod",
+        "max",
+        "min",
+        "argmax",
+        "argmin",
+        "any",
+        "all",
+        "mean",
+        "var",
+        "std",
+    ):
+        table[name] = _method(name, REDUCTION_SIGNATURES[name](name))
+    for name in ("cumsum", "cumprod"):
+        table[name] = _method(name, bind_scan(name))
+    table.update(
+        {
+            "reshape": _method("reshape", bind_method_reshape),
+            "transpose": _method("transpose", bind_method_transpose),
+            "swapaxes": _method("swapaxes", bind_swapaxes),
+            "squeeze": _method("squeeze", bind_squeeze),
+            "ravel": _method("ravel", bind_ravel),
+            "flatten": _method("flatten", bind_flatten),
+            "astype": _method("astype", bind_method_astype),
+            "copy": _method("copy", bind_method_copy),
+            "clip": _method("clip", bind_method_clip),
+            "round": _method("round", bind_round),
+            "dot": _method("dot", bind_dot),
+            "conj": _method("conj", ufunc_binding(np.conjugate).apply),
+            "conjugate": _method("conjugate", ufunc_binding(np.conjugate).apply),
+            "fill": _method("fill", bind_fill),
+            "argsort": _method("argsort", bind_ordering("argsort")),
+            "diagonal": _method("diagonal", bind_diagonal),
+            "trace": _method("trace", bind_trace),
+        }
+    )
+    return table
+
+
+_ATTRIBUTES: dict[str, Binding] = {
+    "T": Binding("ndarray.T", bind_transpose),
+    "mT": Binding("ndarray.mT", bind_matrix_transpose),
+    "real": Binding("ndarray.real", bind_real),
+    "imag": Binding("ndarray.imag", bind_imag),
+}
+
+# NOTE: module-level registries, built once at import; keyed by id() so lookups are by identity.
+_FUNCTIONS = _build_functions()
+_METHODS = _build_methods()
+_OPERATORS = {
+    **build_operators(),
+    "getitem": Binding("operator.getitem", bind_getitem),
+    "setitem": Binding("operator.setitem", bind_setitem),
+}
+
+
+def lookup_function(fn: object) -> Binding | None:
+    """The binding of a NumPy callable (by identity), or None when numpile does not capture it.
+
+    >>> lookup_function(np.sin).name
+    'numpy.sin'
+    >>> lookup_function(np.float32) is None
+    True
+    """
+    entry = _FUNCTIONS.get(id(fn))
+    if entry is None or entry[0] is not fn:
+        return None
+    return entry[1]
+
+
+def lookup_method(name: str) -> Binding | None:
+    """The binding of an ndarray method called on a traced array (the array comes first).
+
+    >>> lookup_method("sum").name
+    'ndarray.sum'
+    """
+    return _METHODS.get(name)
+
+
+def lookup_attribute(name: str) -> Binding | None:
+    """The binding of an array attribute that produces an array: T, mT, real, imag.
+
+    >>> lookup_attribute("T").name
+    'ndarray.T'
+    """
+    return _ATTRIBUTES.get(name)
+
+
+def lookup_operator(name: str) -> Binding:
+    """The binding of a Python operator on arrays, by dunder name without underscores.
+
+    >>> lookup_operator("iadd").name
+    'operator.iadd'
+    """
+    try:
+        return _OPERATORS[name]
+    except KeyError:
+        raise KeyError(f"no binding for operator {name!r}") from None
