@@ -42,6 +42,13 @@ def _ratio(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 
 
+def _note(text: str) -> str:
+    # Table cells stay short; the JSON keeps the whole text.
+    if not text:
+        return "-"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _rate(row: Measurement) -> str:
     if row.gbps is not None:
         return f"{row.gbps:.1f} GB/s"
@@ -115,7 +122,7 @@ def _workload_section(result: SuiteResult) -> str:
         name = row.workload if first else ""
         size = row.size if first else ""
         if row.status != "ok":
-            rows.append([name, size, row.contender, row.status, "", "", "", "", row.reason[:60]])
+            rows.append([name, size, row.contender, row.status, "", "", "", "", _note(row.reason)])
             continue
         percent = f"{row.percent_of_stream:.0f}%" if row.percent_of_stream else "-"
         compile_s = format_seconds(row.compile_s) if row.compile_s is not None else "-"
@@ -162,7 +169,7 @@ def _compile_section(result: SuiteResult) -> str:
                 row.workload,
                 row.contender,
                 format_seconds(row.compile_s),
-                format_seconds(warm.first_call_s) if warm else row.warm_start_note or "-",
+                format_seconds(warm.first_call_s) if warm else _note(row.warm_start_note),
                 format_seconds(warm.second_call_s) if warm else "-",
                 format_seconds(warm.import_s) if warm else "-",
                 format_seconds(row.median_s),
@@ -196,7 +203,7 @@ def _overhead_section(result: SuiteResult) -> str:
     rows = []
     for row in tiny:
         if row.status != "ok" or row.median_s is None:
-            rows.append([row.workload, row.contender, "n/a", "", row.reason[:60]])
+            rows.append([row.workload, row.contender, "n/a", "", _note(row.reason)])
             continue
         extra = row.median_s - numpy_row.median_s
         rows.append(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .capture_result import Unsupported
+from .ops._shapes import broadcast_shapes
 from .operators import binary, check_mutable, iterate, truth, unary
 from .variables import (
     ArrayVar,
@@ -194,6 +195,21 @@ def _to_number(kind: type) -> Handler:
     return handler
 
 
+def _broadcast_shapes(
+    tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]
+) -> Variable:
+    # np.broadcast_shapes on shapes known now, symbolic sizes included.
+    values, keywords = _constants(args, kwargs, "broadcast_shapes")
+    if keywords:
+        raise TypeError("broadcast_shapes() got an unexpected keyword argument")
+    shapes = [tuple(value) if isinstance(value, tuple | list) else (value,) for value in values]
+    try:
+        result = broadcast_shapes(*shapes)
+    except NotImplementedError as exc:
+        raise Unsupported(f"not supported yet: {exc}") from None
+    return tracer.builder.build_unguarded(tuple(result))
+
+
 _BUILTINS: dict[Any, Handler] = {
     builtins.len: _len,
     builtins.range: _fold(range),
@@ -226,6 +242,7 @@ _BUILTINS: dict[Any, Handler] = {
     builtins.type: _type,
     builtins.getattr: _getattr,
     builtins.hasattr: _fold(hasattr),
+    np.broadcast_shapes: _broadcast_shapes,
 }
 
 # NOTE: NumPy callables that are pure on constants (dtype queries) fold when no binding claims them.
@@ -237,6 +254,8 @@ _NUMPY_FOLDABLE: tuple[Any, ...] = (
     np.promote_types,
     np.can_cast,
     np.issubdtype,
+    np.isdtype,
+    np.min_scalar_type,
 )
 
 

@@ -16,8 +16,13 @@ import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
+
 from .capture_result import Unsupported
 from .graph import Graph, Node
+from .meta import ArrayMeta
+from .op import OpKind
+from .ops._shapes import is_c_contiguous, is_f_contiguous
 from .variables import (
     ArrayVar,
     BoundMethodVar,
@@ -39,8 +44,67 @@ if TYPE_CHECKING:
 # NOTE: a for loop (or any unpacking) over more items than this is not unrolled.
 MAX_UNROLL = 1000
 
+# NOTE: view ops whose result NumPy makes read-only.
+_READ_ONLY_VIEWS = frozenset({"broadcast_to", "diagonal"})
+
+
+def _writeable(node: Node) -> bool | None:
+    # Follow views and in-place ops back to the array that owns the memory; None for an input.
+    while node.op is not None and node.op.kind in (OpKind.VIEW, OpKind.MUTATION):
+        if node.op.name in _READ_ONLY_VIEWS:
+            return False
+        node = node.inputs[0]
+    return None if node.op is None else True
+
+
+@attrs.frozen
+class ArrayFlags:
+    """`x.flags` of a traced array: contiguity from its metadata, folded at capture time.
+
+    The array guard checks strides, so contiguity is guarded; whether an input
+    is writeable is not, so `writeable` of an input (or a view of one) is
+    unsupported.
+
+    >>> flags = ArrayFlags.of(ArrayMeta((2, 3), "float32", (1, 2)), True)
+    >>> flags.c_contiguous, flags.f_contiguous, flags["F"]
+    (False, True, True)
+    """
+
+    c_contiguous: bool
+    f_contiguous: bool
+    known_writeable: bool | None
+
+    @classmethod
+    def of(cls, meta: ArrayMeta, writeable: bool | None) -> ArrayFlags:
+        return cls(is_c_contiguous(meta), is_f_contiguous(meta), writeable)
+
+    @property
+    def writeable(self) -> bool:
+        if self.known_writeable is None:
+            raise Unsupported("not supported yet: flags.writeable of an input array (not guarded)")
+        return self.known_writeable
+
+    @property
+    def forc(self) -> bool:
+        return self.c_contiguous or self.f_contiguous
+
+    @property
+    def fnc(self) -> bool:
+        return self.f_contiguous and not self.c_contiguous
+
+    def __getitem__(self, key: str) -> bool:
+        names = {"C": "c_contiguous", "CONTIGUOUS": "c_contiguous", "F": "f_contiguous"}
+        names.update({"FORTRAN": "f_contiguous", "W": "writeable"})
+        attribute = names.get(key, key.lower())
+        if attribute not in ("c_contiguous", "f_contiguous", "writeable", "forc", "fnc"):
+            raise KeyError(f"Unknown flag {key}")
+        value: bool = getattr(self, attribute)
+        return value
+
+
 # NOTE: array attributes computed from metadata at capture time (no graph node).
 STATIC_ARRAY_ATTRIBUTES: dict[str, Callable[[ArrayVar], Any]] = {
+    "flags": lambda var: ArrayFlags.of(var.meta, _writeable(var.node)),
     "shape": lambda var: tuple(var.meta.shape),
     "dtype": lambda var: var.meta.dtype,
     "ndim": lambda var: var.meta.ndim,

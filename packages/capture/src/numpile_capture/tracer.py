@@ -45,6 +45,7 @@ from .frame_state import bind_arguments
 from .graph import Graph
 from .operators import (
     STATIC_ARRAY_ATTRIBUTES,
+    ArrayFlags,
     Bindings,
     apply_binding,
 )
@@ -71,7 +72,19 @@ MAX_INLINE_DEPTH = 64
 _UNSUPPORTED_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 # Immutable constants whose attributes and methods may be used at capture time.
-_INSPECTABLE_CONSTANTS = (int, float, complex, bool, str, bytes, np.dtype, np.generic, slice, range)
+_INSPECTABLE_CONSTANTS = (
+    int,
+    float,
+    complex,
+    bool,
+    str,
+    bytes,
+    np.dtype,
+    np.generic,
+    slice,
+    range,
+    ArrayFlags,
+)
 
 
 def capture_function(
@@ -149,6 +162,9 @@ class Tracer:
             binding = None if fn.fn is None else self.bindings.lookup_function(fn.fn)
             if binding is not None:
                 return apply_binding(self, binding, *args, **kwargs)
+            handler = None if fn.fn is None else builtin_handler(fn.fn)
+            if handler is not None:
+                return handler(self, args, kwargs)
             return self.inline(fn, args, kwargs)
         if isinstance(fn, BoundMethodVar):
             return self._call_method(fn, args, kwargs)
@@ -251,7 +267,10 @@ class Tracer:
         if isinstance(obj, ArrayVar):
             static = STATIC_ARRAY_ATTRIBUTES.get(name)
             if static is not None:
-                return self.builder.build_unguarded(static(obj))
+                value = static(obj)
+                if isinstance(value, ArrayFlags):
+                    return ConstantVar(value)
+                return self.builder.build_unguarded(value)
             binding = self.bindings.lookup_attribute(name)
             if binding is not None:
                 return apply_binding(self, binding, obj)
@@ -268,6 +287,12 @@ class Tracer:
                 getattr(obj.python_type(), name)  # AttributeError as Python raises it
                 raise Unsupported(f"not supported yet: the method .{name} of {obj.describe()}")
             return BoundMethodVar(obj, name)
+        if isinstance(obj, CallableVar) and isinstance(obj.value, np.ufunc):
+            # `np.multiply.outer`: a method of a ufunc, found by the bindings when called.
+            value = getattr(obj.value, name)
+            if isinstance(value, types.BuiltinMethodType):
+                return CallableVar(value)
+            return self.builder.build_unguarded(value)
         if isinstance(obj, ConstantVar | CallableVar) and _inspectable(obj.as_python_constant()):
             value = getattr(obj.as_python_constant(), name)
             if isinstance(value, types.BuiltinMethodType | types.MethodWrapperType):

@@ -248,7 +248,9 @@ class LoweringContext:
         if value.buffer is not None or value.pure_view or value.loader is None:
             return
         n_users = len(self.users[node])
-        if (
+        if node in self.output_set and node.op is not None and node.op.kind is OpKind.VIEW:
+            self.materialize(node)  # now, so a later mutation cannot change its source
+        elif (
             node in self.output_set
             or value.ops > _MAX_INLINE_OPS
             or (n_users > 1 and (value.heavy or value.ops > _MAX_SHARED_OPS))
@@ -596,4 +598,3 @@ def unflatten_static(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
         result.append(flat % size if size else 0)
         flat = flat // size if size else 0
     return tuple(reversed(result))
-

@@ -57,8 +57,15 @@ class FusedKernel:
 
     def __str__(self) -> str:
         origins = ", ".join(o for kernel in self.kernels for o in kernel.origins)
-        body = "\n".join(str(kernel) for kernel in self.kernels)
-        return f"{self.name} (fuses {origins}):\n{body}"
+        kind = "reduction" if self.is_reduction else "pointwise"
+        loops = f"{list(self.ranges)}"
+        if self.reduction_ranges:
+            loops += f" x {list(self.reduction_ranges)}"
+        lines = [f"{self.name}: {kind} over {loops}  # fuses {origins}"]
+        for store in self.stores:
+            note = "  # register only" if store.buffer in self.internal else ""
+            lines.append(f"  {store}{note}")
+        return "\n".join(lines)
 
 
 @attrs.define

@@ -62,6 +62,27 @@ def _typenum(dtype: np.dtype[Any]) -> int:
     return int(dtype.num)
 
 
+def _gives_scalar(node: Node) -> bool:
+    # Whether NumPy returns this 0-d value as a scalar: ufuncs and reductions do; astype
+    # keeps its input's kind (a scalar's astype is a scalar); the others give 0-d arrays.
+    if node.op is None:
+        return False
+    if node.op.name == "astype" and node.inputs and isinstance(node.inputs[0], Node):
+        return _gives_scalar(node.inputs[0])
+    return node.op.name not in _ZERO_D_ARRAY_OPS
+
+
+def _layout_mismatch(array: str, buf: Buffer) -> list[str]:
+    # C conditions under which `array` is not a native-order `buf.dtype` array of `buf.shape`.
+    conds = [
+        f"PyArray_TYPE({array}) != {_typenum(buf.dtype)}",
+        f"PyArray_NDIM({array}) != {len(buf.shape)}",
+        f"!PyArray_ISNOTSWAPPED({array})",
+    ]
+    conds += [f"PyArray_DIMS({array})[{d}] != {size}" for d, size in enumerate(buf.shape)]
+    return conds
+
+
 def _extern_callable(step: ExternCall) -> Callable[..., Any]:
     impl = step.impl
     template = step.args
@@ -94,6 +115,7 @@ class _Emitter:
         self.externs: list[Callable[..., Any]] = []
         self.has_strides: set[str] = set()
         self.kernel_buffers: set[str] = set()
+        self.nodes = {node.name: node for node in sched.program.graph.nodes}
 
     def emit(self) -> list[str]:
         graph = self.program.graph
@@ -109,6 +131,15 @@ class _Emitter:
         out.append("{")
         for name in objects:
             out.append(f"    PyObject *o_{name} = NULL;")
+        converted = [
+            name
+            for name, buf in self.buffers.items()
+            if buf.kind in ("input", "extern") and c_type(buf.dtype) is not None
+        ]
+        for name in converted:
+            out.append(
+                f"    PyObject *k_{name} = NULL;  /* {name} as an array, when it was not one */"
+            )
         out.append("    PyObject *result = NULL;")
         n_inputs = len(graph.placeholders)
         out.append(f"    if (nargs != {n_inputs}) {{")
@@ -129,10 +160,14 @@ class _Emitter:
             for name in last_use.get(index, []):
                 if name in objects:
                     out.append(f"    Py_CLEAR(o_{name});")
+                if name in converted:
+                    out.append(f"    Py_CLEAR(k_{name});")
         self._emit_outputs()
         out.append("fail:")
         for name in objects:
             out.append(f"    Py_XDECREF(o_{name});")
+        for name in converted:
+            out.append(f"    Py_XDECREF(k_{name});")
         out.append("    return result;")
         out.append("}")
         return [*self.statics, "", *out]
@@ -162,35 +197,32 @@ class _Emitter:
                 out.append(f"    const npy_bool {name} = (npy_bool)PyObject_IsTrue(o_{name});")
             else:
                 return
-            out.append("    if (PyErr_Occurred()) { return NULL; }")
+            out.append("    if (PyErr_Occurred()) { goto fail; }")
             return
         if buf.kind != "input":
             return
-        nd = len(buf.shape)
-        conds = [
-            f"!PyArray_Check(o_{name})",
-            f"PyArray_TYPE((PyArrayObject *)o_{name}) != {_typenum(buf.dtype)}",
-            f"PyArray_NDIM((PyArrayObject *)o_{name}) != {nd}",
-            f"!PyArray_ISNOTSWAPPED((PyArrayObject *)o_{name})",
-        ]
-        conds += [
-            f"PyArray_DIMS((PyArrayObject *)o_{name})[{d}] != {size}"
-            for d, size in enumerate(buf.shape)
-        ]
+        out.append(f"    PyArrayObject *a_{name} = NULL;")
+        out.append(f"    if (PyArray_Check(o_{name})) {{")
+        out.append(f"        a_{name} = (PyArrayObject *)o_{name};")
+        out.append(f"    }} else if (PyArray_IsScalar(o_{name}, Generic)) {{")
+        out.append(f"        k_{name} = PyArray_FromScalar(o_{name}, NULL);")
+        out.append(f"        if (k_{name} == NULL) {{ goto fail; }}")
+        out.append(f"        a_{name} = (PyArrayObject *)k_{name};")
+        out.append("    }")
+        conds = [f"a_{name} == NULL", *_layout_mismatch(f"a_{name}", buf)]
         out.append(f"    if ({' || '.join(conds)}) {{")
         out.append(
             f'        PyErr_SetString(PyExc_TypeError, "compiled graph input {position} '
             f"({name}) must be a {buf.dtype.name} array of shape {buf.shape}; recompile for "
             'other inputs");'
         )
-        out.append("        return NULL;")
+        out.append("        goto fail;")
         out.append("    }")
         self._emit_runtime_strides(name, buf)
 
     def _emit_runtime_strides(self, name: str, buf: Buffer) -> None:
         nd = len(buf.shape)
         out = self.lines
-        out.append(f"    PyArrayObject *a_{name} = (PyArrayObject *)o_{name};")
         out.append(f"    int64_t {name}_st[{max(nd, 1)}];")
         for d in range(nd):
             out.append(
@@ -258,7 +290,8 @@ class _Emitter:
         for name in sig.buffers:
             buf = self.buffers[name]
             ct = c_type(buf.dtype)
-            args.append(f"({ct} *)PyArray_DATA((PyArrayObject *)o_{name})")
+            array = f"a_{name}" if buf.kind in ("input", "extern") else f"(PyArrayObject *)o_{name}"
+            args.append(f"({ct} *)PyArray_DATA({array})")
             args.append(f"{name}_st")
         args += list(sig.scalars)
         self.lines.append(f"    {step.name}({', '.join(args)});")
@@ -269,12 +302,27 @@ class _Emitter:
         refs = [arg.name for arg in step.args if isinstance(arg, BufferRef)]
         out = self.lines
         out.append("    {")
-        argv = ", ".join(f"o_{name}" for name in refs) or "NULL"
+        names = []
+        scalars = []
+        for i, name in enumerate(refs):
+            if self._is_numpy_scalar(name):
+                # NumPy would have handed the extern a scalar, not a 0-d array
+                array = f"(PyArrayObject *)o_{name}"
+                out.append(
+                    f"        PyObject *s{i} = PyArray_ToScalar(PyArray_DATA({array}), {array});"
+                )
+                out.append(f"        if (s{i} == NULL) {{ goto fail; }}")
+                names.append(f"s{i}")
+                scalars.append(f"s{i}")
+            else:
+                names.append(f"o_{name}")
+        argv = ", ".join(names) or "NULL"
         out.append(f"        PyObject *argv[{max(len(refs), 1)}] = {{{argv}}};")
         out.append(
             f"        o_{step.buffer} = PyObject_Vectorcall(PyTuple_GET_ITEM(g_externs, {index}), "
             f"argv, {len(refs)}, NULL);"
         )
+        out += [f"        Py_DECREF({s});" for s in scalars]
         out.append("    }")
         out.append(f"    if (o_{step.buffer} == NULL) {{ goto fail; }}")
         buf = self.buffers[step.buffer]
@@ -283,20 +331,13 @@ class _Emitter:
 
     def _emit_extern_check(self, name: str, buf: Buffer) -> None:
         out = self.lines
+        out.append(f"    PyArrayObject *a_{name} = (PyArrayObject *)o_{name};")
         out.append(f"    if (!PyArray_Check(o_{name})) {{")
-        out.append(f"        PyObject *arr = PyArray_FromAny(o_{name}, NULL, 0, 0, 0, NULL);")
-        out.append("        if (arr == NULL) { goto fail; }")
-        out.append(f"        Py_SETREF(o_{name}, arr);")
+        out.append(f"        k_{name} = PyArray_FromAny(o_{name}, NULL, 0, 0, 0, NULL);")
+        out.append(f"        if (k_{name} == NULL) {{ goto fail; }}")
+        out.append(f"        a_{name} = (PyArrayObject *)k_{name};")
         out.append("    }")
-        conds = [
-            f"PyArray_TYPE((PyArrayObject *)o_{name}) != {_typenum(buf.dtype)}",
-            f"PyArray_NDIM((PyArrayObject *)o_{name}) != {len(buf.shape)}",
-            f"!PyArray_ISNOTSWAPPED((PyArrayObject *)o_{name})",
-        ]
-        conds += [
-            f"PyArray_DIMS((PyArrayObject *)o_{name})[{d}] != {size}"
-            for d, size in enumerate(buf.shape)
-        ]
+        conds = _layout_mismatch(f"a_{name}", buf)
         out.append(f"    if ({' || '.join(conds)}) {{")
         out.append(
             f'        PyErr_SetString(PyExc_RuntimeError, "extern call for {name} returned '
@@ -312,7 +353,8 @@ class _Emitter:
         node_leaves = [leaf for leaf in leaves if isinstance(leaf, Node)]
         out = self.lines
         items = [self._output_ref(node) for node in node_leaves]
-        if len(leaves) == 1 and len(node_leaves) == 1:
+        _, spec = tree_flatten(graph.output)
+        if spec.kind == "leaf":
             out.append(f"    result = {items[0]};")
         else:
             out.append(f"    result = PyTuple_New({len(items)});")
@@ -320,17 +362,20 @@ class _Emitter:
             for i, item in enumerate(items):
                 out.append(f"    PyTuple_SET_ITEM(result, {i}, {item});")
 
+    def _is_numpy_scalar(self, name: str) -> bool:
+        # A 0-d kernel result that NumPy returns as a scalar (ufuncs and reductions do).
+        buf = self.buffers[name]
+        node = self.nodes.get(name)
+        if buf.kind != "kernel" or buf.shape != () or node is None:
+            return False
+        return _gives_scalar(node)
+
     def _output_ref(self, node: Node) -> str:
         name = self.program.outputs[node]
         buf = self.buffers[name]
         if buf.kind in ("input", "scalar"):
             return f"Py_NewRef(o_{name})"
-        zero_d = (
-            buf.kind == "kernel"
-            and buf.shape == ()
-            and (node.op is None or node.op.name not in _ZERO_D_ARRAY_OPS)
-        )
-        if zero_d:
+        if self._is_numpy_scalar(name):
             return f"PyArray_Return((PyArrayObject *)Py_NewRef(o_{name}))"
         return f"Py_NewRef(o_{name})"
 
@@ -401,7 +446,7 @@ PyMODINIT_FUNC PyInit_{module_name}(void)
     )
     leaves, spec = tree_flatten(program.graph.output)
     node_leaves = [leaf for leaf in leaves if isinstance(leaf, Node)]
-    direct = (len(leaves) == 1 and len(node_leaves) == 1) or (
+    direct = (spec.kind == "leaf" and len(node_leaves) == 1) or (
         spec.kind == "tuple"
         and len(node_leaves) == len(leaves)
         and all(child.kind == "leaf" for child in spec.children)

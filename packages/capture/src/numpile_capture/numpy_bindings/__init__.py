@@ -23,6 +23,7 @@ operators by dunder name without underscores: "add", "iadd", "getitem").
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +35,21 @@ from ..meta import ArrayMeta as ArrayMeta
 from ..ops.pointwise import UFUNC_NAMES
 from ._arguments import Binding as Binding
 from ._arguments import UnsupportedCall as UnsupportedCall
+from ._compositions import (
+    bind_ascontiguousarray,
+    bind_asfortranarray,
+    bind_column_stack,
+    bind_count_nonzero,
+    bind_dstack,
+    bind_inner,
+    bind_method_view,
+    bind_ptp,
+    bind_repeat,
+    bind_tile,
+    bind_tri,
+    bind_vdot,
+    ufunc_method_binding,
+)
 from ._creation import (
     bind_arange,
     bind_array,
@@ -186,6 +202,17 @@ def _build_functions() -> dict[int, tuple[object, Binding]]:
         (np.linalg.inv, "linalg.inv", bind_inv),
         (np.linalg.det, "linalg.det", bind_det),
         (np.linalg.solve, "linalg.solve", bind_solve),
+        (np.ptp, "ptp", bind_ptp),
+        (np.count_nonzero, "count_nonzero", bind_count_nonzero),
+        (np.tri, "tri", bind_tri),
+        (np.column_stack, "column_stack", bind_column_stack),
+        (np.dstack, "dstack", bind_dstack),
+        (np.inner, "inner", bind_inner),
+        (np.vdot, "vdot", bind_vdot),
+        (np.repeat, "repeat", bind_repeat),
+        (np.tile, "tile", bind_tile),
+        (np.ascontiguousarray, "ascontiguousarray", bind_ascontiguousarray),
+        (np.asfortranarray, "asfortranarray", bind_asfortranarray),
     ]
     entries += [(fn, Binding(f"numpy.{name}", apply)) for fn, name, apply in functions]
     return {id(fn): (fn, binding) for fn, binding in entries}
@@ -232,6 +259,8 @@ def _build_methods() -> dict[str, Binding]:
             "argsort": _method("argsort", bind_ordering("argsort")),
             "diagonal": _method("diagonal", bind_diagonal),
             "trace": _method("trace", bind_trace),
+            "repeat": _method("repeat", bind_repeat),
+            "view": _method("view", bind_method_view),
         }
     )
     return table
@@ -257,15 +286,28 @@ _OPERATORS = {
 def lookup_function(fn: object) -> Binding | None:
     """The binding of a NumPy callable (by identity), or None when numpile does not capture it.
 
+    A method of a ufunc (`np.multiply.outer`, a new object on each access) is
+    looked up by its ufunc and name.
+
     >>> lookup_function(np.sin).name
     'numpy.sin'
+    >>> lookup_function(np.multiply.outer).name
+    'numpy.multiply.outer'
     >>> lookup_function(np.float32) is None
     True
     """
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, np.ufunc) and owner is getattr(np, owner.__name__, None):
+        return _ufunc_method(owner, getattr(fn, "__name__", ""))
     entry = _FUNCTIONS.get(id(fn))
     if entry is None or entry[0] is not fn:
         return None
     return entry[1]
+
+
+@functools.lru_cache(maxsize=256)
+def _ufunc_method(ufunc: np.ufunc, method: str) -> Binding | None:
+    return ufunc_method_binding(ufunc, method)
 
 
 def lookup_method(name: str) -> Binding | None:

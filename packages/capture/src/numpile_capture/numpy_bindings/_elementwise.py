@@ -4,6 +4,7 @@ scans, and the Python operators on arrays.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,7 @@ from ._arguments import (
     static,
     unsupported_if,
 )
+from ._outputs import out_target, write_reduction_out, write_ufunc_out
 
 # --- ufuncs --------------------------------------------------------------------------------
 
@@ -50,7 +52,12 @@ def ufunc_binding(ufunc: np.ufunc) -> Binding:
                 f"{name}() takes from {ufunc.nin} to {ufunc.nin + ufunc.nout} positional "
                 f"arguments but {len(args)} were given"
             )
-        unsupported_if(len(args) > ufunc.nin or out is not None, f"np.{name} with out=")
+        if len(args) > ufunc.nin:
+            if out is not None:
+                raise TypeError("cannot specify 'out' as both a positional and keyword argument")
+            out = args[ufunc.nin :]
+            args = args[: ufunc.nin]
+        unsupported_if(ufunc.nout != 1 and out is not None, f"np.{name} with out=")
         unsupported_if(where is not True, f"np.{name} with where=")
         unsupported_if(dtype is not None or signature is not None, f"np.{name} with dtype=")
         unsupported_if(casting != "same_kind" or order != "K", f"np.{name} with casting/order")
@@ -58,8 +65,13 @@ def ufunc_binding(ufunc: np.ufunc) -> Binding:
         if ufunc is np.divmod:
             return (emit(graph, "floor_divide", *inputs), emit(graph, "remainder", *inputs))
         if ufunc is np.matmul:
+            unsupported_if(out is not None, "np.matmul with out=")
             return emit(graph, "matmul", *(array_input(graph, a) for a in inputs))
-        return emit(graph, name, *inputs)
+        target = out_target(out)
+        result = emit(graph, name, *inputs)
+        if target is None:
+            return result
+        return write_ufunc_out(graph, ufunc, inputs, result, target, casting)
 
     return Binding(f"numpy.{name}", apply)
 
@@ -67,12 +79,28 @@ def ufunc_binding(ufunc: np.ufunc) -> Binding:
 # --- reductions and scans ------------------------------------------------------------------
 
 
-def _reduce(
-    graph: Graph, name: str, a: Any, axis: Any, keepdims: Any, dtype: Any = None, ddof: Any = 0
+def emit_reduction(
+    graph: Graph,
+    name: str,
+    a: Any,
+    axis: Any,
+    keepdims: Any,
+    dtype: Any = None,
+    ddof: Any = 0,
+    *,
+    initial: Any = NO_VALUE,
+    out: Any = None,
 ) -> Node:
+    """The reduction op `name` of `a` as NumPy's function takes it; `out=` copies into out."""
     x = array_input(graph, a)
+    target = out_target(out)
+    info = REDUCTIONS[name]
+    if target is not None and dtype is None and info.takes_dtype:
+        # NOTE: with out= and no dtype=, NumPy reduces in out's dtype when inputs cast same_kind.
+        if np.can_cast(array_meta(x).dtype, array_meta(target).dtype, "same_kind"):
+            dtype = array_meta(target).dtype
     params: dict[str, Any] = {}
-    if REDUCTIONS[name].single_axis:
+    if info.single_axis:
         if axis is not None:
             params["axis"] = normalize_axis(static(axis, "axis"), array_meta(x).ndim)
     elif axis is not None:
@@ -83,14 +111,24 @@ def _reduce(
         params["dtype"] = dtype_param(dtype)
     if ddof != 0:
         params["ddof"] = static(ddof, "ddof")
-    return emit(graph, name, x, **params)
+    if initial is not NO_VALUE:
+        params["initial"] = static(initial, "initial")
+    result = emit(graph, name, x, **params)
+    if target is None:
+        return result
+    probe_params = {key: value for key, value in params.items() if key != "dtype"}
+    return write_reduction_out(
+        graph, functools.partial(info.function, **probe_params), x, result, target
+    )
 
 
-def _check_reduction_args(
-    name: str, out: Any, initial: Any = NO_VALUE, where: Any = NO_VALUE
-) -> None:
+def reduction_binding(name: str) -> Callable[..., Any]:
+    """The apply function of NumPy's reduction `name` (np.sum, np.max, ...)."""
+    return REDUCTION_SIGNATURES[name](name)
+
+
+def _check_reduction_args(name: str, out: Any, where: Any = NO_VALUE) -> None:
     unsupported_if(out is not None, f"np.{name} with out=")
-    unsupported_if(initial is not NO_VALUE, f"np.{name} with initial=")
     unsupported_if(where is not NO_VALUE and where is not True, f"np.{name} with where=")
 
 
@@ -105,8 +143,8 @@ def _sum_like(name: str) -> Callable[..., Any]:
         initial: Any = NO_VALUE,
         where: Any = NO_VALUE,
     ) -> Node:
-        _check_reduction_args(name, out, initial, where)
-        return _reduce(graph, name, a, axis, keepdims, dtype)
+        _check_reduction_args(name, None, where)
+        return emit_reduction(graph, name, a, axis, keepdims, dtype, initial=initial, out=out)
 
     return apply
 
@@ -121,8 +159,8 @@ def bind_max_like(name: str) -> Callable[..., Any]:
         initial: Any = NO_VALUE,
         where: Any = NO_VALUE,
     ) -> Node:
-        _check_reduction_args(name, out, initial, where)
-        return _reduce(graph, name, a, axis, keepdims)
+        _check_reduction_args(name, None, where)
+        return emit_reduction(graph, name, a, axis, keepdims, initial=initial, out=out)
 
     return apply
 
@@ -132,7 +170,7 @@ def _arg_like(name: str) -> Callable[..., Any]:
         graph: Graph, a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = NO_VALUE
     ) -> Node:
         _check_reduction_args(name, out)
-        return _reduce(graph, name, a, axis, keepdims)
+        return emit_reduction(graph, name, a, axis, keepdims)
 
     return apply
 
@@ -149,7 +187,7 @@ def _mean_like(name: str) -> Callable[..., Any]:
         where: Any = NO_VALUE,
     ) -> Node:
         _check_reduction_args(name, out, where=where)
-        return _reduce(graph, name, a, axis, keepdims, dtype)
+        return emit_reduction(graph, name, a, axis, keepdims, dtype)
 
     return apply
 
@@ -174,7 +212,7 @@ def _var_like(name: str) -> Callable[..., Any]:
             if ddof != 0:
                 raise ValueError("ddof and correction can't be provided simultaneously.")
             ddof = correction
-        return _reduce(graph, name, a, axis, keepdims, dtype, ddof)
+        return emit_reduction(graph, name, a, axis, keepdims, dtype, ddof)
 
     return apply
 
@@ -215,7 +253,7 @@ def _any_all(name: str) -> Callable[..., Any]:
         where: Any = NO_VALUE,
     ) -> Node:
         _check_reduction_args(name, out, where=where)
-        return _reduce(graph, name, a, axis, keepdims)
+        return emit_reduction(graph, name, a, axis, keepdims)
 
     return apply
 

@@ -117,6 +117,28 @@ def is_c_contiguous(meta: ArrayMeta) -> bool:
     return all(d == 1 or s == e for d, s, e in zip(meta.shape, meta.strides, expected, strict=True))
 
 
+def is_f_contiguous(meta: ArrayMeta) -> bool:
+    """Whether `meta` is Fortran-contiguous, ignoring the strides of size-1 dims as NumPy does.
+
+    >>> is_f_contiguous(ArrayMeta((2, 3), "float32", (1, 2)))
+    True
+    """
+    if any(d == 0 for d in meta.shape):
+        return True
+    strides = strides_of(meta)
+    expected = tuple(reversed(contiguous_strides(tuple(reversed(meta.shape)))))
+    return all(d == 1 or s == e for d, s, e in zip(meta.shape, strides, expected, strict=True))
+
+
+def fortran_strides(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Element strides of a Fortran-contiguous array of `shape`.
+
+    >>> fortran_strides((2, 3, 4))
+    (1, 2, 6)
+    """
+    return tuple(reversed(contiguous_strides(tuple(reversed(shape)))))
+
+
 def canonical_strides(shape: tuple[Any, ...], strides: tuple[Any, ...]) -> tuple[Any, ...]:
     """`strides` with each size-1 dim given the stride a C-contiguous layout would give it.
 

@@ -1,4 +1,5 @@
-"""Joining arrays: `concatenate` (np.stack, hstack and vstack decompose onto it in the bindings).
+"""Joining arrays: `concatenate` (np.stack, hstack and vstack decompose onto it in the
+bindings), and repeating one: `repeat` and `tile`.
 
 The inputs are the arrays to join, in order; `axis` (an int, or None to
 join flattened arrays), `dtype` and `casting` are static params. Shape
@@ -18,8 +19,14 @@ import numpy as np
 
 from ..meta import ArrayMeta
 from ..op import Op, OpKind, register_op
-from ._probes import probe, result_dtype
-from ._shapes import normalize_axis
+from ._probes import is_static_shape, probe, result_dtype
+from ._shapes import (
+    canonical_strides,
+    is_c_contiguous,
+    k_order_strides,
+    normalize_axis,
+    strides_of,
+)
 
 
 def _concatenate_meta(
@@ -64,3 +71,60 @@ def _concatenate_impl(
 
 
 concatenate = register_op(Op("concatenate", OpKind.EXTERN, _concatenate_meta, _concatenate_impl))
+
+
+# --- repeating -----------------------------------------------------------------------------
+
+
+def _repeated_length(length: Any, repeats: int | tuple[int, ...]) -> Any:
+    # The new length of an axis of `length` items repeated by `repeats`; NumPy's errors.
+    if isinstance(repeats, int):
+        if repeats < 0:
+            raise ValueError("negative dimensions are not allowed")
+        return length * repeats
+    if any(r < 0 for r in repeats):
+        raise ValueError("repeats may not contain negative values.")
+    if len(repeats) == 1:
+        return length * repeats[0]
+    if not isinstance(length, int):
+        raise NotImplementedError("per-item repeats of a symbolic size wait for issue 6")
+    if len(repeats) != length:
+        np.repeat(np.zeros(length), repeats)  # raises NumPy's own broadcast error
+    return sum(repeats)
+
+
+def _repeat_meta(
+    x: ArrayMeta, *, repeats: int | tuple[int, ...], axis: int | None = None
+) -> ArrayMeta:
+    if axis is None:
+        return ArrayMeta((_repeated_length(x.numel, repeats),), x.dtype)
+    axis = normalize_axis(axis, x.ndim)
+    length = _repeated_length(x.shape[axis], repeats)
+    return ArrayMeta(tuple(length if i == axis else d for i, d in enumerate(x.shape)), x.dtype)
+
+
+def _repeat_impl(x: Any, *, repeats: Any, axis: int | None = None) -> Any:
+    return np.repeat(x, repeats, axis=axis)
+
+
+repeat = register_op(Op("repeat", OpKind.EXTERN, _repeat_meta, _repeat_impl))
+
+
+def _tile_meta(x: ArrayMeta, *, reps: tuple[int, ...]) -> ArrayMeta:
+    if any(r < 0 for r in reps):
+        raise ValueError("negative dimensions are not allowed")
+    ndim = max(x.ndim, len(reps))
+    shape = (1,) * (ndim - x.ndim) + tuple(x.shape)
+    full_reps = (1,) * (ndim - len(reps)) + tuple(reps)
+    if all(r == 1 for r in full_reps) and is_static_shape(x) and not is_c_contiguous(x):
+        # NumPy copies in order 'K' when nothing repeats.
+        strides = (0,) * (ndim - x.ndim) + tuple(strides_of(x))
+        return ArrayMeta(shape, x.dtype, canonical_strides(shape, k_order_strides(shape, strides)))
+    return ArrayMeta(tuple(d * r for d, r in zip(shape, full_reps, strict=True)), x.dtype)
+
+
+def _tile_impl(x: Any, *, reps: tuple[int, ...]) -> Any:
+    return np.tile(x, reps)
+
+
+tile = register_op(Op("tile", OpKind.EXTERN, _tile_meta, _tile_impl))

@@ -38,7 +38,7 @@ def format_shape(shape: tuple[Any, ...]) -> str:
     return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
 
-def _check_target_shape(target: ArrayMeta, value: Any) -> None:
+def check_target_shape(target: ArrayMeta, value: Any) -> None:
     if not isinstance(value, ArrayMeta):
         return
     shape = broadcast_shapes(target.shape, value.shape)
@@ -66,7 +66,7 @@ def _inplace_meta(ufunc: np.ufunc) -> Callable[..., ArrayMeta]:
         negative = isinstance(y, int | np.integer) and not isinstance(y, bool) and y < 0
         if ufunc is np.power and x.dtype.kind in "iu" and negative:
             raise ValueError("Integers to negative integer powers are not allowed.")
-        _check_target_shape(x, y)
+        check_target_shape(x, y)
         return x
 
     return meta

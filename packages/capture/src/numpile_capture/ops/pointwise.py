@@ -28,7 +28,15 @@ from ._probes import (
     shaped_probe,
     ufunc_result_dtype,
 )
-from ._shapes import broadcast_shapes, is_c_contiguous, k_order_strides, strides_of
+from ._shapes import (
+    broadcast_shapes,
+    canonical_strides,
+    fortran_strides,
+    is_c_contiguous,
+    is_f_contiguous,
+    k_order_strides,
+    strides_of,
+)
 
 __all__ = ["UFUNC_NAMES", "broadcast_shapes", "dtype_operand", "ufunc_op"]
 
@@ -149,10 +157,14 @@ astype = register_op(Op("astype", OpKind.POINTWISE, _astype_meta, _astype_impl))
 
 
 def _copy_meta(x: ArrayMeta, *, order: str = "K") -> ArrayMeta:
+    if order not in ("C", "F", "A", "K"):
+        raise ValueError(f"copy order {order!r} is not supported")
+    if order == "A":
+        order = "F" if is_f_contiguous(x) and not is_c_contiguous(x) else "C"
     if order == "K" and not is_c_contiguous(x):
         return ArrayMeta(x.shape, x.dtype, k_order_strides(x.shape, strides_of(x)))
-    if order not in ("C", "K"):
-        raise ValueError(f"copy order {order!r} is not supported")
+    if order == "F" and x.ndim > 1:
+        return ArrayMeta(x.shape, x.dtype, canonical_strides(x.shape, fortran_strides(x.shape)))
     return ArrayMeta(x.shape, x.dtype)
 
 

@@ -2,7 +2,9 @@
 
 Static params: `axis` (None, or a tuple of non-negative ints; a single int or
 None for the arg-reductions and the scans), `keepdims`, `dtype` (where NumPy
-takes one) and `ddof` (var, std). Result dtypes come from NumPy on
+takes one), `ddof` (var, std) and `initial` (sum, prod, max, min and their
+nan-aware forms: the starting value, which also lets max/min reduce an
+empty axis). Result dtypes come from NumPy on
 one-element probes; reducing a zero-size axis with no identity raises
 NumPy's ValueError.
 
@@ -39,14 +41,15 @@ class ReductionInfo:
     takes_ddof: bool = False
     identityless: bool = False
     single_axis: bool = False
+    takes_initial: bool = False
 
 
 # NOTE: the table of reductions, as data; ops are registered in this order.
 REDUCTIONS: dict[str, ReductionInfo] = {
-    "sum": ReductionInfo(np.sum),
-    "prod": ReductionInfo(np.prod),
-    "max": ReductionInfo(np.max, takes_dtype=False, identityless=True),
-    "min": ReductionInfo(np.min, takes_dtype=False, identityless=True),
+    "sum": ReductionInfo(np.sum, takes_initial=True),
+    "prod": ReductionInfo(np.prod, takes_initial=True),
+    "max": ReductionInfo(np.max, takes_dtype=False, identityless=True, takes_initial=True),
+    "min": ReductionInfo(np.min, takes_dtype=False, identityless=True, takes_initial=True),
     "argmax": ReductionInfo(np.argmax, takes_dtype=False, identityless=True, single_axis=True),
     "argmin": ReductionInfo(np.argmin, takes_dtype=False, identityless=True, single_axis=True),
     "any": ReductionInfo(np.any, takes_dtype=False),
@@ -54,10 +57,10 @@ REDUCTIONS: dict[str, ReductionInfo] = {
     "mean": ReductionInfo(np.mean),
     "var": ReductionInfo(np.var, takes_ddof=True),
     "std": ReductionInfo(np.std, takes_ddof=True),
-    "nansum": ReductionInfo(np.nansum),
-    "nanprod": ReductionInfo(np.nanprod),
-    "nanmax": ReductionInfo(np.nanmax, takes_dtype=False, identityless=True),
-    "nanmin": ReductionInfo(np.nanmin, takes_dtype=False, identityless=True),
+    "nansum": ReductionInfo(np.nansum, takes_initial=True),
+    "nanprod": ReductionInfo(np.nanprod, takes_initial=True),
+    "nanmax": ReductionInfo(np.nanmax, takes_dtype=False, identityless=True, takes_initial=True),
+    "nanmin": ReductionInfo(np.nanmin, takes_dtype=False, identityless=True, takes_initial=True),
     "nanargmax": ReductionInfo(
         np.nanargmax, takes_dtype=False, identityless=True, single_axis=True
     ),
@@ -67,6 +70,7 @@ REDUCTIONS: dict[str, ReductionInfo] = {
     "nanmean": ReductionInfo(np.nanmean),
     "nanvar": ReductionInfo(np.nanvar, takes_ddof=True),
     "nanstd": ReductionInfo(np.nanstd, takes_ddof=True),
+    "count_nonzero": ReductionInfo(np.count_nonzero, takes_dtype=False),
 }
 
 # NOTE: the table of scans (inclusive prefix reductions along one axis).
@@ -78,20 +82,30 @@ SCANS: dict[str, Callable[..., Any]] = {
 }
 
 
-def _call_kwargs(info: ReductionInfo, dtype: Any, ddof: Any) -> dict[str, Any]:
+# Stands for "no initial= given" (None is a value NumPy accepts for max/min's initial).
+_NO_INITIAL = "<no initial>"
+
+
+def _call_kwargs(info: ReductionInfo, dtype: Any, ddof: Any, initial: Any) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     if info.takes_dtype and dtype is not None:
         kwargs["dtype"] = dtype
     if info.takes_ddof and ddof != 0:
         kwargs["ddof"] = ddof
+    if initial is not _NO_INITIAL:
+        if not info.takes_initial:
+            raise TypeError(f"{info.function.__name__}() got an unexpected keyword 'initial'")
+        kwargs["initial"] = initial
     return kwargs
 
 
 @functools.lru_cache(maxsize=4096)
-def _reduction_dtype(name: str, dtype: np.dtype[Any], out: Any, scalar: bool) -> np.dtype[Any]:
+def _reduction_dtype(
+    name: str, dtype: np.dtype[Any], out: Any, scalar: bool, initial: Any
+) -> np.dtype[Any]:
     # NOTE: var/std cast differently for 0-d results and arrays, so the probe matches that.
     info = REDUCTIONS[name]
-    kwargs = _call_kwargs(info, out, 0)
+    kwargs = _call_kwargs(info, out, 0, initial)
     if scalar:
         return result_dtype(info.function, np.zeros((1,), dtype=dtype), **kwargs)
     return result_dtype(info.function, np.zeros((1, 1), dtype=dtype), axis=0, **kwargs)
@@ -99,7 +113,13 @@ def _reduction_dtype(name: str, dtype: np.dtype[Any], out: Any, scalar: bool) ->
 
 def _reduction_meta(name: str, info: ReductionInfo) -> Callable[..., ArrayMeta]:
     def meta(
-        x: ArrayMeta, *, axis: Any = None, keepdims: bool = False, dtype: Any = None, ddof: Any = 0
+        x: ArrayMeta,
+        *,
+        axis: Any = None,
+        keepdims: bool = False,
+        dtype: Any = None,
+        ddof: Any = 0,
+        initial: Any = _NO_INITIAL,
     ) -> ArrayMeta:
         if dtype is not None and not info.takes_dtype:
             raise TypeError(f"{name}() got an unexpected keyword argument 'dtype'")
@@ -109,14 +129,15 @@ def _reduction_meta(name: str, info: ReductionInfo) -> Callable[..., ArrayMeta]:
             axes = tuple(range(x.ndim))
         else:
             axes = normalize_axes(axis, x.ndim)
-        if info.identityless and is_static_shape(x) and any(x.shape[a] == 0 for a in axes):
+        empty = is_static_shape(x) and any(x.shape[a] == 0 for a in axes)
+        if info.identityless and initial is _NO_INITIAL and empty:
             probe_axis = axis if info.single_axis or axis is None else axes
             info.function(shaped_probe(x), axis=probe_axis)  # raises NumPy's own error
         shape = reduced_shape(x.shape, axes, keepdims)
         if info.single_axis and axis is None and keepdims:
             shape = (1,) * x.ndim
         # NOTE: var/std cast differently for 0-d results and arrays, so the probe matches that.
-        out_dtype = _reduction_dtype(name, x.dtype, dtype, shape == ())
+        out_dtype = _reduction_dtype(name, x.dtype, dtype, shape == (), initial)
         return ArrayMeta(shape, out_dtype)
 
     return meta
@@ -124,9 +145,15 @@ def _reduction_meta(name: str, info: ReductionInfo) -> Callable[..., ArrayMeta]:
 
 def _reduction_impl(info: ReductionInfo) -> Callable[..., Any]:
     def impl(
-        x: Any, *, axis: Any = None, keepdims: bool = False, dtype: Any = None, ddof: Any = 0
+        x: Any,
+        *,
+        axis: Any = None,
+        keepdims: bool = False,
+        dtype: Any = None,
+        ddof: Any = 0,
+        initial: Any = _NO_INITIAL,
     ) -> Any:
-        kwargs = _call_kwargs(info, dtype, ddof)
+        kwargs = _call_kwargs(info, dtype, ddof, initial)
         return info.function(x, axis=axis, keepdims=keepdims, **kwargs)
 
     return impl

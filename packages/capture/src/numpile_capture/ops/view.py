@@ -316,6 +316,21 @@ def _diagonal_impl(x: Any, *, offset: int = 0, axis1: int = 0, axis2: int = 1) -
 diagonal = register_op(Op("diagonal", OpKind.VIEW, _diagonal_meta, _diagonal_impl))
 
 
+# --- a new view of the whole array ---------------------------------------------------------
+
+
+def _alias_meta(x: ArrayMeta) -> ArrayMeta:
+    return ArrayMeta(x.shape, x.dtype, x.strides, x.device)
+
+
+def _alias_impl(x: Any) -> Any:
+    return x.view()
+
+
+# NOTE: `x.view()` and `x.view(x.dtype)`: a new array object over the same memory.
+alias = register_op(Op("alias", OpKind.VIEW, _alias_meta, _alias_impl))
+
+
 # --- complex parts -------------------------------------------------------------------------
 
 

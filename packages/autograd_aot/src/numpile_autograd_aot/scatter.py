@@ -1,0 +1,114 @@
+"""Pure scatter ops: the functional forms of writing into an array, used by functionalization and VJPs.
+
+`view_scatter(base, value, views=...)` is a copy of `base` whose region
+reached through a chain of view ops is `value` (assigned as NumPy assigns:
+broadcast, unsafe cast); `index_scatter` is the pure `index_put`; and
+`index_add` accumulates `value` at an advanced index (`np.add.at`), the
+transpose of advanced indexing. They are EXTERN ops: they run NumPy and
+never mutate their inputs.
+
+A view chain is a tuple of `(op name, params)` pairs, params as a tuple of
+`(key, value)` pairs, so it prints and hashes like any static param.
+
+    >>> from numpile_capture import ArrayMeta
+    >>> str(view_scatter.meta(ArrayMeta((4,), "float64"), 1.0, views=()))
+    'float64[4]'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from numpile_capture import ArrayMeta, IndexArray, Node, Op, OpKind, get_op, register_op
+
+ViewChain = tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
+
+__all__ = ["ViewChain", "apply_views", "chain_of", "index_add", "index_scatter", "view_scatter"]
+
+
+def chain_of(nodes: Sequence[Node]) -> ViewChain:
+    """The view chain that replays the view nodes `nodes` (first applied first).
+
+    >>> chain_of([])
+    ()
+    """
+    steps: list[tuple[str, tuple[tuple[str, Any], ...]]] = []
+    for node in nodes:
+        assert node.op is not None
+        steps.append((node.op.name, node.params))
+    return tuple(steps)
+
+
+def apply_views(value: Any, views: ViewChain) -> Any:
+    """Apply a view chain to a concrete array: the result aliases `value`.
+
+    >>> x = np.arange(6.0)
+    >>> np.shares_memory(apply_views(x, (("getitem", (("index", (slice(None, None, 2),)),)),)), x)
+    True
+    """
+    for name, params in views:
+        value = get_op(name).impl(value, **dict(params))
+    return value
+
+
+def _fresh(base: ArrayMeta) -> ArrayMeta:
+    return ArrayMeta(base.shape, base.dtype, None, base.device)
+
+
+def _view_scatter_meta(base: ArrayMeta, value: Any, *, views: ViewChain) -> ArrayMeta:
+    return _fresh(base)
+
+
+def _view_scatter_impl(base: Any, value: Any, *, views: ViewChain) -> Any:
+    out = np.array(base, copy=True)
+    parent = apply_views(out, views[:-1])
+    if views and views[-1][0] == "getitem":
+        # NOTE: assign through the index: an all-int index gives a scalar, not a view.
+        parent[dict(views[-1][1])["index"]] = value
+    elif views:
+        apply_views(parent, views[-1:])[...] = value
+    else:
+        out[...] = value
+    return out
+
+
+view_scatter = register_op(
+    Op("view_scatter", OpKind.EXTERN, _view_scatter_meta, _view_scatter_impl)
+)
+
+
+def _concrete(index: tuple[Any, ...], arrays: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(arrays[item.position] if isinstance(item, IndexArray) else item for item in index)
+
+
+def _index_scatter_meta(
+    base: ArrayMeta, value: Any, *arrays: ArrayMeta, index: tuple[Any, ...], nnz: Any = None
+) -> ArrayMeta:
+    return _fresh(base)
+
+
+def _index_scatter_impl(
+    base: Any, value: Any, *arrays: Any, index: tuple[Any, ...], nnz: Any = None
+) -> Any:
+    out = np.array(base, copy=True)
+    out[_concrete(index, arrays)] = value
+    return out
+
+
+index_scatter = register_op(
+    Op("index_scatter", OpKind.EXTERN, _index_scatter_meta, _index_scatter_impl)
+)
+
+
+def _index_add_impl(
+    base: Any, value: Any, *arrays: Any, index: tuple[Any, ...], nnz: Any = None
+) -> Any:
+    out = np.array(base, copy=True)
+    np.add.at(out, _concrete(index, arrays), value)
+    return out
+
+
+index_add = register_op(Op("index_add", OpKind.EXTERN, _index_scatter_meta, _index_add_impl))
