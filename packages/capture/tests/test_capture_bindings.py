@@ -170,6 +170,31 @@ CASES: list[Call] = [
     O("setitem", x, slice(None), y), O("setitem", t, (Ellipsis, 0), 0.5),
     O("setitem", x, (slice(None), mask), -1.0), O("setitem", n, ([0, 1], [2, 2]), 9),
     O("setitem", z, (slice(None), 0), 1j),
+    # out=: computed, then copied into the target, which the call returns
+    F(np.add, x, n, out=x), F(np.multiply, n, 2, out=n), F(np.sin, y, out=y),
+    F(np.add, y, y, out=x), F(np.subtract, x, 1, x), F(np.add, x, 1, out=(x,)),
+    F(np.negative, n, out=x), F(np.sum, x, axis=0, out=y), F(np.sum, n, axis=0, out=y),
+    F(np.max, t, axis=(0, 2), out=y), F(np.prod, b, axis=1, out=y), F(np.amin, x, 0, y),
+    # initial=
+    F(np.sum, x, axis=1, initial=10.0), F(np.max, b, axis=0, initial=100),
+    F(np.min, x, initial=-1.0), F(np.nansum, x, initial=1), M("sum", n, initial=5),
+    M("max", x, axis=1, initial=0.0), F(np.prod, b, initial=2),
+    # compositions
+    F(np.ptp, x, axis=1), F(np.ptp, b), F(np.ptp, t, (0, 2), keepdims=True),
+    F(np.count_nonzero, n), F(np.count_nonzero, n, axis=1),
+    F(np.count_nonzero, mask, keepdims=True),
+    F(np.tri, 3), F(np.tri, 3, 4, -1, dtype=int), F(np.tri, 2, k=1, dtype=bool),
+    F(np.column_stack, [y, y]), F(np.column_stack, [fa, y]), F(np.dstack, [x, n]),
+    F(np.dstack, [y, y]), F(np.inner, x, y), F(np.inner, x, x), F(np.inner, y, y),
+    F(np.inner, 2.0, x), F(np.inner, t, fa), F(np.vdot, z, z), F(np.vdot, x, n),
+    F(np.repeat, x, 2), F(np.repeat, x, [1, 0, 2], axis=1), M("repeat", fa, 2, axis=0),
+    M("repeat", neg, 3, 1), F(np.tile, y, 2), F(np.tile, x, (2, 1, 2)), F(np.tile, fa, 1),
+    F(np.ascontiguousarray, x), F(np.ascontiguousarray, fa), F(np.ascontiguousarray, neg),
+    F(np.asfortranarray, fa), F(np.asfortranarray, x), F(np.ascontiguousarray, n, np.float32),
+    F(np.ascontiguousarray, s), F(np.asfortranarray, s), M("view", x), M("view", neg, np.float64),
+    M("view", fa, np.ndarray),
+    F(np.multiply.outer, y, x), F(np.add.outer, n, y), F(np.subtract.outer, 2.0, y),
+    F(np.add.reduce, x), F(np.maximum.reduce, t, axis=1), F(np.multiply.accumulate, n, axis=1),
 ]  # fmt: skip
 
 ERRORS: list[Call] = [
@@ -196,6 +221,10 @@ ERRORS: list[Call] = [
     O("getitem", x, (0, [True, False])),
     O("setitem", x, (0,), t), O("setitem", b, 0, 1000),
     O("setitem", x, 0, 1j),
+    F(np.add, x, 1.5, out=n), F(np.add, x, x, out=y), F(np.sum, x, axis=1, out=y),
+    F(np.add, x, x, out=[1.0]), F(np.add, x, 1, x, out=x), F(np.max, b, initial=1000),
+    F(np.ptp, mask), F(np.repeat, x, -1), F(np.repeat, x, [1, 2], axis=1), F(np.tile, y, -1),
+    F(np.inner, x, fa), F(np.sin.outer, x, x), F(np.count_nonzero, x, axis=2),
 ]  # fmt: skip
 
 
@@ -346,8 +375,9 @@ def test_invalid_programs_raise_at_capture_time() -> None:
 
 
 UNSUPPORTED: list[Call] = [
-    F(np.sum, x, out=y), F(np.add, x, y, out=x), F(np.where, mask), F(np.sum, x, where=mask),
-    F(np.max, x, initial=0.0), F(np.reshape, x, (3, 2), order="F"), F(np.linspace, x, 1),
+    F(np.mean, x, out=y), F(np.divmod, n, 2, out=(n, n)), F(np.where, mask),
+    F(np.sum, x, where=mask), F(np.add, x, y, where=mask), F(np.reshape, x, (3, 2), order="F"),
+    F(np.linspace, x, 1), F(np.repeat, x, n), M("view", x, np.int64),
     F(np.einsum, x, [0, 1]), F(np.zeros, (2,), order="F"),
 ]  # fmt: skip
 

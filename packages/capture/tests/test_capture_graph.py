@@ -44,6 +44,20 @@ def test_structural_hash_is_stable_and_sensitive() -> None:
     assert _sample_graph().structural_hash() != _sample_graph(2.0).structural_hash()
 
 
+def test_numpy_scalar_constants_print_with_their_dtype() -> None:
+    def graph(scalar: object) -> Graph:
+        g = Graph()
+        a = g.placeholder("a", ArrayMeta((3,), "int8"))
+        g.output = g.call(get_op("multiply"), a, scalar)
+        return g
+
+    strong, weak = graph(np.float32(2.0)), graph(2.0)
+    assert "v0 = multiply(a, float32(2.0))  # float32[3]" in str(strong)
+    assert "v0 = multiply(a, 2.0)  # float64[3]" in str(weak)
+    assert "multiply(a, int8(-3))" in str(graph(np.int8(-3)))
+    assert strong.structural_hash() != weak.structural_hash()
+
+
 def test_meta_rule_exception_leaves_graph_unchanged() -> None:
     g = Graph()
     a = g.placeholder("a", ArrayMeta((3,), "float64"))

@@ -1,5 +1,59 @@
-"""numpile_autograd_aot."""
+"""numpile_autograd_aot: functionalization, VJP rules, the joint graph, partitioners, transforms.
+
+>>> import numpy as np
+>>> from numpile_autograd_aot import grad
+>>> grad(lambda x: np.sum(x * x))(np.arange(3.0))
+array([0., 2., 4.])
+"""
+
+from .backend import aot_eager as aot_eager
+from .functionalization import FunctionalGraph as FunctionalGraph
+from .functionalization import OutputAlias as OutputAlias
+from .functionalization import functionalize as functionalize
+from .functionalization import run_functionalized as run_functionalized
+from .joint import JointGraph as JointGraph
+from .joint import build_joint as build_joint
+from .partition import Partition as Partition
+from .partition import default_partition as default_partition
+from .partition import min_cut_partition as min_cut_partition
+from .partition import saved_bytes as saved_bytes
+from .subgraph import eliminate_dead_code as eliminate_dead_code
+from .subgraph import extract_graph as extract_graph
+from .transforms import CaptureError as CaptureError
+from .transforms import Compiler as Compiler
+from .transforms import grad as grad
+from .transforms import run_graph_compiler as run_graph_compiler
+from .transforms import value_and_grad as value_and_grad
+from .transforms import vjp as vjp
+from .vjp import VjpContext as VjpContext
+from .vjp import get_vjp as get_vjp
+from .vjp import register_vjp as register_vjp
+from .vjp import vjp_ops as vjp_ops
 
 __version__ = "0.1.0"
 
-__all__: list[str] = []
+__all__ = [
+    "CaptureError",
+    "Compiler",
+    "FunctionalGraph",
+    "JointGraph",
+    "OutputAlias",
+    "Partition",
+    "VjpContext",
+    "aot_eager",
+    "build_joint",
+    "default_partition",
+    "eliminate_dead_code",
+    "extract_graph",
+    "functionalize",
+    "get_vjp",
+    "grad",
+    "min_cut_partition",
+    "register_vjp",
+    "run_functionalized",
+    "run_graph_compiler",
+    "saved_bytes",
+    "value_and_grad",
+    "vjp",
+    "vjp_ops",
+]

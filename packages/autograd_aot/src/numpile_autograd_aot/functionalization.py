@@ -205,9 +205,7 @@ class _Functionalizer:
         self.cache[node] = (content, storage.version)
         self.cache[target] = (content, storage.version)
 
-    def _new_content(
-        self, op: Op, current: Node, args: list[Any], params: dict[str, Any]
-    ) -> Node:
+    def _new_content(self, op: Op, current: Node, args: list[Any], params: dict[str, Any]) -> Node:
         # The new value of the written array, of its shape and dtype, from pure ops.
         g = self.graph
         meta = current.meta

@@ -1,4 +1,4 @@
-"""Pure scatter ops: the functional forms of writing into an array, used by functionalization and VJPs.
+"""Pure scatter ops: functional forms of writing into an array (functionalization, VJPs).
 
 `view_scatter(base, value, views=...)` is a copy of `base` whose region
 reached through a chain of view ops is `value` (assigned as NumPy assigns:

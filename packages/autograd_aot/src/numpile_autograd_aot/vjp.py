@@ -124,7 +124,7 @@ def vjp_ops() -> list[Op]:
 
 def _ensure_rules() -> None:
     # Late import: the rule modules import this module to register themselves.
-    from . import vjp_rules, vjp_structural  # noqa: F401
+    from . import vjp_linalg, vjp_rules, vjp_structural  # noqa: F401
 
 
 def differentiable(meta: Any) -> bool:
@@ -152,7 +152,8 @@ def fit_cotangent(graph: Graph, cotangent: Node, meta: ArrayMeta) -> Node:
         value = graph.call(get_op("sum"), value, axis=tuple(range(extra)))
         shape = shape[extra:]
     ones = tuple(
-        axis for axis, (dim, want) in enumerate(zip(shape, meta.shape, strict=True))
+        axis
+        for axis, (dim, want) in enumerate(zip(shape, meta.shape, strict=True))
         if want == 1 and dim != 1
     )
     if ones:

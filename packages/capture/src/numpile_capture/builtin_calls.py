@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .capture_result import Unsupported
-from .ops._shapes import broadcast_shapes
 from .operators import binary, check_mutable, iterate, truth, unary
+from .ops._shapes import broadcast_shapes
 from .variables import (
     ArrayVar,
     ConstantVar,

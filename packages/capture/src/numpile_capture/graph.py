@@ -80,8 +80,9 @@ def _format_value(value: Any) -> str:
     if isinstance(value, tuple):
         inner = ", ".join(_format_value(item) for item in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
-    if isinstance(value, float | complex | np.generic):
-        return repr(value.item() if isinstance(value, np.generic) else value)
+    if isinstance(value, np.generic):
+        # A NumPy scalar is a strong operand: its dtype shows, unlike a weak Python `2.0`.
+        return f"{value.dtype.name}({value.item()!r})"
     return repr(value)
 
 

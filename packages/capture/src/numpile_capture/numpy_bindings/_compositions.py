@@ -12,8 +12,8 @@ import numpy as np
 
 from ..graph import Graph, Node
 from ..meta import ScalarMeta
-from ..ops.pointwise import UFUNC_NAMES
 from ..ops._shapes import is_c_contiguous, is_f_contiguous
+from ..ops.pointwise import UFUNC_NAMES
 from ._arguments import (
     NO_VALUE,
     Binding,
@@ -39,7 +39,9 @@ from ._views import emit_reshape
 # --- reductions built from others ----------------------------------------------------------
 
 
-def bind_ptp(graph: Graph, a: Any, axis: Any = None, out: Any = None, keepdims: Any = NO_VALUE) -> Any:
+def bind_ptp(
+    graph: Graph, a: Any, axis: Any = None, out: Any = None, keepdims: Any = NO_VALUE
+) -> Any:
     high = bind_max_like("max")(graph, a, axis, None, keepdims)
     low = bind_max_like("min")(graph, a, axis, None, keepdims)
     result = emit(graph, "subtract", high, low)
@@ -126,14 +128,10 @@ def _is_scalar(value: Any) -> bool:
     return not isinstance(value, list | tuple | np.ndarray)
 
 
-def bind_inner(graph: Graph, a: Any, b: Any) -> Node:
+def bind_inner(graph: Graph, a: Any, b: Any, /) -> Node:
     if _is_scalar(a) or _is_scalar(b):
         return emit(graph, "multiply", operand(graph, a), operand(graph, b))
-    x, y = array_input(graph, a), array_input(graph, b)
-    x_ndim, y_ndim = array_meta(x).ndim, array_meta(y).ndim
-    if x_ndim == 1 and y_ndim == 1:
-        return emit(graph, "dot", x, y)
-    return emit(graph, "tensordot", x, y, axes=((x_ndim - 1,), (y_ndim - 1,)))
+    return emit(graph, "inner", array_input(graph, a), array_input(graph, b))
 
 
 def bind_vdot(graph: Graph, a: Any, b: Any, /) -> Node:

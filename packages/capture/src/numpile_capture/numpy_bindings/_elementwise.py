@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Graph, Node
-from ..meta import ScalarMeta
+from ..meta import ArrayMeta, ScalarMeta
 from ..ops._shapes import normalize_axis
 from ..ops.reduction import REDUCTIONS
 from ._arguments import (
@@ -79,6 +79,25 @@ def ufunc_binding(ufunc: np.ufunc) -> Binding:
 # --- reductions and scans ------------------------------------------------------------------
 
 
+# NOTE: the ufunc whose reduce a dtype-taking reduction is; out= picks its loop (see below).
+_REDUCING_UFUNCS: dict[str, np.ufunc] = {
+    "sum": np.add,
+    "nansum": np.add,
+    "prod": np.multiply,
+    "nanprod": np.multiply,
+}
+
+
+def _out_loop_dtype(ufunc: np.ufunc, dtype: np.dtype[Any], out: ArrayMeta) -> Any:
+    # With out= and no dtype=, NumPy resolves the reduction loop with out's dtype as the
+    # result; when that loop cannot cast to out, it keeps the default loop and casts unsafely.
+    try:
+        resolved = ufunc.resolve_dtypes((out.dtype, dtype, None), reduction=True)
+    except (TypeError, ValueError):
+        return None
+    return resolved[2]
+
+
 def emit_reduction(
     graph: Graph,
     name: str,
@@ -95,10 +114,8 @@ def emit_reduction(
     x = array_input(graph, a)
     target = out_target(out)
     info = REDUCTIONS[name]
-    if target is not None and dtype is None and info.takes_dtype:
-        # NOTE: with out= and no dtype=, NumPy reduces in out's dtype when inputs cast same_kind.
-        if np.can_cast(array_meta(x).dtype, array_meta(target).dtype, "same_kind"):
-            dtype = array_meta(target).dtype
+    if target is not None and dtype is None and name in _REDUCING_UFUNCS:
+        dtype = _out_loop_dtype(_REDUCING_UFUNCS[name], array_meta(x).dtype, array_meta(target))
     params: dict[str, Any] = {}
     if info.single_axis:
         if axis is not None:

@@ -1,4 +1,5 @@
-"""Linear algebra as EXTERN ops that call NumPy (matmul, dot, einsum, tensordot), and tril/triu.
+"""Linear algebra as EXTERN ops that call NumPy (matmul, dot, inner, einsum, tensordot), and
+tril/triu.
 
 Their meta rules compute shapes in pure Python; on an invalid program with
 static shapes they call NumPy on zero-strided probes so the exception is
@@ -75,6 +76,19 @@ def _dot_meta(a: Any, b: Any) -> ArrayMeta:
 
 
 dot = register_op(Op("dot", OpKind.EXTERN, _dot_meta, np.dot))
+
+
+def _inner_meta(a: Any, b: Any) -> ArrayMeta:
+    dtype = result_dtype(np.inner, _core_probe(a), _core_probe(b))
+    if not (isinstance(a, ArrayMeta) and isinstance(b, ArrayMeta)) or 0 in (a.ndim, b.ndim):
+        shapes = [v.shape for v in (a, b) if isinstance(v, ArrayMeta) and v.ndim]
+        return ArrayMeta(shapes[0] if shapes else (), dtype)
+    if a.shape[-1] != b.shape[-1]:
+        _raise_like_numpy(np.inner, a, b)
+    return ArrayMeta((*a.shape[:-1], *b.shape[:-1]), dtype)
+
+
+inner = register_op(Op("inner", OpKind.EXTERN, _inner_meta, np.inner))
 
 
 def normalize_tensordot_axes(axes: Any, a_ndim: int, b_ndim: int) -> tuple[tuple[int, ...], ...]:
