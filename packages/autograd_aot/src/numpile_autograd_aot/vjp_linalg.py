@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from numpile_capture import ArrayMeta, Node, get_op
+from numpile_capture import ArrayMeta, Node, Op, get_op
 
 from .vjp import VjpContext, register_vjp
 
@@ -112,6 +112,29 @@ def _dot_vjp(ctx: VjpContext) -> Sequence[Node | None]:
         return _matmul_grads(ctx, a, b, g)
     contracted = 0 if _ndim(b) == 1 else _ndim(b) - 2
     return _tensordot_grads(ctx, a, b, (_ndim(a) - 1,), (contracted,))
+
+
+def _optional_ops(*names: str) -> list[Op]:
+    # Ops that the capture layer may not define yet.
+    found = []
+    for name in names:
+        try:
+            found.append(get_op(name))
+        except KeyError:
+            continue
+    return found
+
+
+@register_vjp(*_optional_ops("inner"))
+def _inner_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    a, b = ctx.inputs
+    g = ctx.cotangent
+    if not (isinstance(a, Node) and isinstance(b, Node)) or 0 in (_ndim(a), _ndim(b)):
+        return [
+            ctx.call("multiply", g, b) if ctx.wants(0) else None,
+            ctx.call("multiply", g, a) if ctx.wants(1) else None,
+        ]
+    return _tensordot_grads(ctx, a, b, (_ndim(a) - 1,), (_ndim(b) - 1,))
 
 
 @register_vjp(get_op("einsum"))

@@ -337,3 +337,41 @@ def _sort_vjp(ctx: VjpContext) -> Sequence[Node | None]:
     zeros = ctx.call("zeros", shape=shape, dtype=ctx.meta.dtype)
     placed = ctx.graph.call(index_scatter, zeros, ctx.cotangent, *arrays, index=index)
     return [ctx.call("reshape", placed, shape=x.shape)]
+
+
+@register_vjp(*_optional_ops("tile"))
+def _tile_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # out[k * d + j] = x[j] per axis: view the cotangent as (reps, size) pairs and sum the reps.
+    x = ctx.input_meta(0)
+    reps = tuple(ctx.params["reps"])
+    ndim = max(x.ndim, len(reps))
+    shape = (1,) * (ndim - x.ndim) + tuple(x.shape)
+    full_reps = (1,) * (ndim - len(reps)) + reps
+    pairs = tuple(v for r, d in zip(full_reps, shape, strict=True) for v in (r, d))
+    split = ctx.call("reshape", ctx.cotangent, shape=pairs)
+    summed = ctx.call("sum", split, axis=tuple(range(0, 2 * ndim, 2)))
+    return [ctx.call("reshape", summed, shape=x.shape)]
+
+
+@register_vjp(*_optional_ops("repeat"))
+def _repeat_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    x = ctx.input_meta(0)
+    repeats = ctx.params["repeats"]
+    axis = ctx.params.get("axis")
+    g = ctx.cotangent
+    flat_shape = (x.numel,) if axis is None else tuple(x.shape)
+    axis = 0 if axis is None else axis % x.ndim
+    size = flat_shape[axis]
+    if isinstance(repeats, tuple | list) and len(repeats) == 1:
+        repeats = repeats[0]
+    if isinstance(repeats, int | np.integer):
+        # out[j * r + k] = x[j]: view the cotangent as (size, r) and sum over r
+        split = (*flat_shape[:axis], size, int(repeats), *flat_shape[axis + 1 :])
+        summed = ctx.call("sum", ctx.call("reshape", g, shape=split), axis=(axis + 1,))
+        return [ctx.call("reshape", summed, shape=x.shape)]
+    sources = tuple(int(i) for i in np.repeat(np.arange(size), repeats))
+    positions = ctx.call("array", value=sources, dtype=np.dtype("int64"))
+    zeros = ctx.call("zeros", shape=flat_shape, dtype=ctx.meta.dtype)
+    index = (slice(None),) * axis + (IndexArray(0),)
+    placed = ctx.graph.call(index_add, zeros, g, positions, index=index)
+    return [ctx.call("reshape", placed, shape=x.shape)]
