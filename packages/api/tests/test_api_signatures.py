@@ -11,11 +11,14 @@ EXPECTED_ALL = [
     "compile",
     "config",
     "explain",
+    "grad",
     "is_compiling",
     "list_backends",
     "register_backend",
     "reset",
     "set_stance",
+    "value_and_grad",
+    "vjp",
 ]
 
 EXPECTED_SIGNATURES = {
@@ -27,6 +30,20 @@ EXPECTED_SIGNATURES = {
         "disable: 'bool' = False) -> 'Any'"
     ),
     "explain": "(fn: 'Callable[..., Any]') -> 'Callable[..., ExplainOutput]'",
+    "grad": (
+        "(fn: 'Callable[..., Any]', argnums: 'int | Sequence[int]' = 0, has_aux: 'bool' = False, "
+        "*, compiler: 'Compiler | None' = None, partitioner: 'Partitioner | None' = None) "
+        "-> 'Callable[..., Any]'"
+    ),
+    "value_and_grad": (
+        "(fn: 'Callable[..., Any]', argnums: 'int | Sequence[int]' = 0, has_aux: 'bool' = False, "
+        "*, compiler: 'Compiler | None' = None, partitioner: 'Partitioner | None' = None) "
+        "-> 'Callable[..., Any]'"
+    ),
+    "vjp": (
+        "(fn: 'Callable[..., Any]', *primals: 'Any', has_aux: 'bool' = False, "
+        "compiler: 'Compiler | None' = None, partitioner: 'Partitioner | None' = None) -> 'Any'"
+    ),
     "is_compiling": "() -> 'bool'",
     "list_backends": (
         "(exclude_tags: 'Iterable[str] | None' = ('debug', 'experimental')) -> 'list[str]'"
@@ -72,3 +89,8 @@ def test_public_names_have_docstrings_with_an_example() -> None:
     for name in ("compile", "list_backends", "register_backend", "set_stance"):
         doc = inspect.getdoc(getattr(numpile, name)) or ""
         assert ">>>" in doc, name
+
+
+def test_the_full_stack_compiles_with_the_inductor_by_default() -> None:
+    assert numpile.config.default_backend == "inductor"
+    assert "inductor" in numpile.list_backends()

@@ -12,6 +12,9 @@ The public surface, re-exported from the layers below (nothing lives here):
 
 from __future__ import annotations
 
+from numpile_autograd_aot import grad as grad
+from numpile_autograd_aot import value_and_grad as value_and_grad
+from numpile_autograd_aot import vjp as vjp
 from numpile_capture import Unsupported as Unsupported
 from numpile_capture import compile_function as compile
 from numpile_capture import config as config
@@ -24,14 +27,20 @@ from numpile_capture import set_stance as set_stance
 
 __version__ = "0.1.0"
 
+# The full stack compiles with the inductor by default; numpile_capture alone knows only "eager".
+config.default_backend = "inductor"
+
 __all__ = [
     "Unsupported",
     "compile",
     "config",
     "explain",
+    "grad",
     "is_compiling",
     "list_backends",
     "register_backend",
     "reset",
     "set_stance",
+    "value_and_grad",
+    "vjp",
 ]
