@@ -320,7 +320,12 @@ def _build_in_child(cache_dir: str, barrier: Any, queue: Any) -> None:
     queue.put((out.tolist(), rt.counters().get("cache_miss", 0)))
 
 
-def test_concurrent_processes_build_one_kernel_once(tmp_path: Path) -> None:
+def test_concurrent_processes_build_one_kernel_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Spawned children re-import this module by its pytest name (packages.runtime.tests...),
+    # which needs the repository root on the sys.path they inherit.
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[3]))
     context = multiprocessing.get_context("spawn")
     workers = 3
     barrier = context.Barrier(workers)
