@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from .autograd import AutogradResult, autograd_selected, render_autograd, run_autograd
 from .contenders import (
     Contender,
     NumexprContender,
@@ -104,6 +105,7 @@ class SuiteResult:
     measurements: list[Measurement]
     startup_compile_s: dict[str, float | str] = attrs.Factory(dict)
     load_average_end: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    autograd: AutogradResult | None = None
 
 
 def format_ms(seconds: float) -> str:
@@ -294,6 +296,9 @@ def run_suite(options: SuiteOptions) -> SuiteResult:
     workloads = find_workloads(options.patterns)
     threads = _effective_threads(options.threads)
     facts = collect_facts(threads=threads)
+    # Without workloads (``--only autograd``) STREAM and start-up compiles have nothing to serve.
+    if not workloads:
+        options = attrs.evolve(options, stream=False)
     stream = _stream(options, threads=threads, usable=facts.usable_cores, when="start")
     ceiling = stream_ceiling(stream, threads=threads)
     contenders: list[Contender] = [
@@ -303,7 +308,7 @@ def run_suite(options: SuiteOptions) -> SuiteResult:
         TorchContender(enabled=options.torch, threads=options.threads),
     ]
     startup: dict[str, float | str] = {}
-    for contender in contenders:
+    for contender in contenders if workloads else []:
         if contender.compiles:
             _progress(f"{contender.name}: first compile in this process")
             startup[contender.name] = _time_startup(contender)
@@ -315,6 +320,11 @@ def run_suite(options: SuiteOptions) -> SuiteResult:
         )
     if options.warm_start:
         measurements = _add_warm_starts(measurements, options)
+    autograd = None
+    if autograd_selected(options.patterns):
+        autograd = run_autograd(quick=options.quick)
+        # TODO(issue 5): report.render should print this section; until then it goes out here.
+        print(render_autograd(autograd), flush=True)
     if options.stream and not options.quick:
         stream += _stream(options, threads=threads, usable=facts.usable_cores, when="end")
         best = stream_ceiling(stream, threads=threads)
@@ -330,4 +340,5 @@ def run_suite(options: SuiteOptions) -> SuiteResult:
         measurements=measurements,
         startup_compile_s=startup,
         load_average_end=os.getloadavg(),
+        autograd=autograd,
     )

@@ -612,3 +612,57 @@ def count_by_theme(programs: list[Program]) -> dict[str, int]:
     0
     """
     return {theme: sum(p.theme == theme for p in programs) for theme in THEMES}
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph-breaking programs (issue 4): the "breaks" theme, and how many breaks explain() reports.
+
+#: For each graph-breaking program's id, the number of graph breaks ``numpile.explain`` reports
+#: when it runs the program once on the inputs of call 1 (``programs_breaks.py`` says how breaks
+#: are counted).
+EXPECTED_BREAKS: dict[str, int] = {}
+
+THEMES = (*THEMES, "breaks")
+PROGRAM_MODULES = (*PROGRAM_MODULES, "programs_breaks")
+
+
+def breaking_program(
+    inputs: Factory,
+    *,
+    expected_breaks: int,
+    sizes: tuple[int, ...] = (4, 7),
+    rtol: float | None = None,
+    atol: float | None = None,
+    expect_error: bool = False,
+    name: str | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a program that graph-breaks: theme "breaks", compiled with ``fullgraph=False``.
+
+    ``expected_breaks`` is recorded in ``EXPECTED_BREAKS`` under the program's id.
+
+    >>> @breaking_program(lambda rng, n: (np.ones(n),), expected_breaks=1, name="doc_break")
+    ... def shout(x):
+    ...     print("hi")
+    ...     return x
+    >>> EXPECTED_BREAKS.pop(PROGRAMS.pop().id)
+    1
+    """
+    if expected_breaks < 0:
+        raise ValueError(f"expected_breaks must be >= 0, got {expected_breaks}")
+    register = program(
+        "breaks",
+        inputs,
+        sizes=sizes,
+        fullgraph=False,
+        rtol=rtol,
+        atol=atol,
+        expect_error=expect_error,
+        name=name,
+    )
+
+    def record(fn: Callable[..., Any]) -> Callable[..., Any]:
+        register(fn)
+        EXPECTED_BREAKS[PROGRAMS[-1].id] = expected_breaks
+        return fn
+
+    return record

@@ -8,15 +8,22 @@ import numpile
 
 EXPECTED_ALL = [
     "Unsupported",
+    "allow_in_graph",
     "compile",
     "config",
+    "disable",
+    "disallow_in_graph",
     "explain",
     "grad",
+    "graph_break",
     "is_compiling",
     "list_backends",
+    "list_mode_options",
+    "list_options",
     "register_backend",
     "reset",
     "set_stance",
+    "substitute_in_graph",
     "value_and_grad",
     "vjp",
 ]
@@ -32,22 +39,37 @@ EXPECTED_SIGNATURES = {
     "explain": "(fn: 'Callable[..., Any]') -> 'Callable[..., ExplainOutput]'",
     "grad": (
         "(fn: 'Callable[..., Any]', argnums: 'int | Sequence[int]' = 0, has_aux: 'bool' = False, "
-        "*, compiler: 'Compiler | None' = None, partitioner: 'Partitioner | None' = None) "
-        "-> 'Callable[..., Any]'"
+        "*, compiler: 'str | Compiler | None' = None, "
+        "partitioner: 'str | Partitioner | None' = None) -> 'Callable[..., Any]'"
     ),
     "value_and_grad": (
         "(fn: 'Callable[..., Any]', argnums: 'int | Sequence[int]' = 0, has_aux: 'bool' = False, "
-        "*, compiler: 'Compiler | None' = None, partitioner: 'Partitioner | None' = None) "
-        "-> 'Callable[..., Any]'"
+        "*, compiler: 'str | Compiler | None' = None, "
+        "partitioner: 'str | Partitioner | None' = None) -> 'Callable[..., Any]'"
     ),
     "vjp": (
         "(fn: 'Callable[..., Any]', *primals: 'Any', has_aux: 'bool' = False, "
-        "compiler: 'Compiler | None' = None, partitioner: 'Partitioner | None' = None) -> 'Any'"
+        "compiler: 'str | Compiler | None' = None, "
+        "partitioner: 'str | Partitioner | None' = None) -> 'Any'"
     ),
     "is_compiling": "() -> 'bool'",
+    "allow_in_graph": "(fn: '_F') -> '_F'",
+    "disable": (
+        "(fn: 'Callable[..., Any] | None' = None, recursive: 'bool' = True, *, "
+        "reason: 'str | None' = None) -> 'Any'"
+    ),
+    "disallow_in_graph": "(fn: '_F') -> '_F'",
+    "graph_break": "() -> 'None'",
+    "substitute_in_graph": (
+        "(original_fn: 'Callable[..., Any]', *, can_constant_fold_through: 'bool' = False, "
+        "skip_signature_check: 'bool' = False) "
+        "-> 'Callable[[Callable[..., Any]], Callable[..., Any]]'"
+    ),
     "list_backends": (
         "(exclude_tags: 'Iterable[str] | None' = ('debug', 'experimental')) -> 'list[str]'"
     ),
+    "list_mode_options": "(mode: 'str | None' = None) -> 'dict[str, Any]'",
+    "list_options": "() -> 'list[str]'",
     "register_backend": (
         "(compiler_fn: 'BackendFn | None' = None, name: 'str | None' = None, "
         "tags: 'Sequence[str]' = ()) -> 'BackendFn | Callable[[BackendFn], BackendFn]'"
@@ -86,7 +108,10 @@ def test_config_fields_are_the_snapshot() -> None:
 
 
 def test_public_names_have_docstrings_with_an_example() -> None:
-    for name in ("compile", "list_backends", "register_backend", "set_stance"):
+    names = ("compile", "list_backends", "register_backend", "set_stance")
+    names += ("allow_in_graph", "disable", "disallow_in_graph", "graph_break")
+    names += ("substitute_in_graph",)
+    for name in names:
         doc = inspect.getdoc(getattr(numpile, name)) or ""
         assert ">>>" in doc, name
 

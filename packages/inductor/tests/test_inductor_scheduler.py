@@ -24,14 +24,15 @@ def test_post_fusion_ir_prints_as_loops() -> None:
 
     sched = schedule(lower_graph(_graph([np.zeros((4, 3)), np.zeros(3)], build)))
     assert str(sched) == (
-        "kernel0: pointwise over [4, 3]  # fuses v1\n"
-        "  v1[x0, x1] = multiply(sin(a[x0, x1]), b[x1])\n"
-        "kernel1: reduction over [4] x [3]  # fuses v2\n"
-        "  v2[x0] = sum(v1[x0, r0])"
+        "kernel0: rows over [4]\n"
+        "  part0: pointwise over [4, 3]  # fuses v1\n"
+        "    v1[x0, x1] = multiply(sin(a[x0, x1]), b[x1])\n"
+        "  part1: reduction over [4] x [3]  # fuses v2\n"
+        "    v2[x0] = sum(v1[x0, r0])"
     )
 
 
-def test_softmax_needs_four_loop_nests() -> None:
+def test_softmax_is_four_loop_nests_in_one_row_group() -> None:
     def build(g: Graph, x: Any) -> Any:
         peak = g.call(get_op("max"), x, axis=(1,), keepdims=True)
         e = g.call(get_op("exp"), g.call(get_op("subtract"), x, peak))
@@ -39,8 +40,10 @@ def test_softmax_needs_four_loop_nests() -> None:
         return g.call(get_op("divide"), e, total)
 
     sched = schedule(lower_graph(_graph([np.zeros((8, 16))], build)))
-    kinds = [k.is_reduction for k in sched.kernels]
-    assert kinds == [True, False, True, False]
+    (group,) = sched.kernels
+    assert [k.is_reduction for k in group.parts] == [True, False, True, False]
+    assert group.scratch == frozenset({"v0", "v2", "v3"})
+    assert str(group).splitlines()[0] == "kernel0: rows over [8]"
 
 
 def test_multi_output_pointwise_group_shares_one_loop() -> None:

@@ -12,35 +12,51 @@ The public surface, re-exported from the layers below (nothing lives here):
 
 from __future__ import annotations
 
+from numpile_autograd_aot import config as _autograd_config
 from numpile_autograd_aot import grad as grad
 from numpile_autograd_aot import value_and_grad as value_and_grad
 from numpile_autograd_aot import vjp as vjp
 from numpile_capture import Unsupported as Unsupported
+from numpile_capture import allow_in_graph as allow_in_graph
 from numpile_capture import compile_function as compile
 from numpile_capture import config as config
+from numpile_capture import disable as disable
+from numpile_capture import disallow_in_graph as disallow_in_graph
 from numpile_capture import explain as explain
+from numpile_capture import graph_break as graph_break
 from numpile_capture import is_compiling as is_compiling
 from numpile_capture import list_backends as list_backends
 from numpile_capture import register_backend as register_backend
 from numpile_capture import reset as reset
 from numpile_capture import set_stance as set_stance
+from numpile_capture import substitute_in_graph as substitute_in_graph
+from numpile_inductor import list_mode_options as list_mode_options
+from numpile_inductor import list_options as list_options
 
 __version__ = "0.1.0"
 
 # The full stack compiles with the inductor by default; numpile_capture alone knows only "eager".
 config.default_backend = "inductor"
+_autograd_config.compiler = "inductor"
 
 __all__ = [
     "Unsupported",
+    "allow_in_graph",
     "compile",
     "config",
+    "disable",
+    "disallow_in_graph",
     "explain",
+    "graph_break",
     "grad",
     "is_compiling",
     "list_backends",
+    "list_mode_options",
+    "list_options",
     "register_backend",
     "reset",
     "set_stance",
+    "substitute_in_graph",
     "value_and_grad",
     "vjp",
 ]

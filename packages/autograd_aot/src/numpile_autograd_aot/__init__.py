@@ -7,6 +7,13 @@ array([0., 2., 4.])
 """
 
 from .backend import aot_eager as aot_eager
+from .config import AutogradConfig as AutogradConfig
+from .config import Compiler as Compiler
+from .config import Partitioner as Partitioner
+from .config import config as config
+from .config import resolve_compiler as resolve_compiler
+from .config import resolve_partitioner as resolve_partitioner
+from .config import run_graph_compiler as run_graph_compiler
 from .functionalization import FunctionalGraph as FunctionalGraph
 from .functionalization import OutputAlias as OutputAlias
 from .functionalization import functionalize as functionalize
@@ -20,9 +27,8 @@ from .partition import saved_bytes as saved_bytes
 from .subgraph import eliminate_dead_code as eliminate_dead_code
 from .subgraph import extract_graph as extract_graph
 from .transforms import CaptureError as CaptureError
-from .transforms import Compiler as Compiler
 from .transforms import grad as grad
-from .transforms import run_graph_compiler as run_graph_compiler
+from .transforms import trace_joint as trace_joint
 from .transforms import value_and_grad as value_and_grad
 from .transforms import vjp as vjp
 from .vjp import VjpContext as VjpContext
@@ -33,15 +39,18 @@ from .vjp import vjp_ops as vjp_ops
 __version__ = "0.1.0"
 
 __all__ = [
+    "AutogradConfig",
     "CaptureError",
     "Compiler",
     "FunctionalGraph",
     "JointGraph",
     "OutputAlias",
     "Partition",
+    "Partitioner",
     "VjpContext",
     "aot_eager",
     "build_joint",
+    "config",
     "default_partition",
     "eliminate_dead_code",
     "extract_graph",
@@ -50,9 +59,12 @@ __all__ = [
     "grad",
     "min_cut_partition",
     "register_vjp",
+    "resolve_compiler",
+    "resolve_partitioner",
     "run_functionalized",
     "run_graph_compiler",
     "saved_bytes",
+    "trace_joint",
     "value_and_grad",
     "vjp",
     "vjp_ops",

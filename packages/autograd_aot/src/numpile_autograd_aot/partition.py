@@ -170,9 +170,13 @@ def _min_cut(joint: JointGraph, roles: _Roles, recomputable: frozenset[OpKind]) 
     candidate_set = set(candidates)
     users = joint.graph.users()
     grad_leaves = {leaf for leaf in roles.grads if isinstance(leaf, Node)}
+    # NOTE: bytes first; among cuts saving equal bytes, prefer primals (the caller keeps them
+    # alive anyway, and nothing extra runs in the forward), then fewer saved values.
+    scale = len(candidates) + 1
     for node in candidates:
         name = node.name
-        flow.add_edge(f"{name}_in", f"{name}_out", capacity=node_bytes(node))
+        tie_break = 0 if node in primals else 1
+        flow.add_edge(f"{name}_in", f"{name}_out", capacity=node_bytes(node) * scale + tie_break)
         banned = node.op is not None and node.op.kind not in recomputable
         if node in primals or (banned and node in roles.forward_needed):
             flow.add_edge("source", f"{name}_in")

@@ -5,8 +5,9 @@ graph pure (`functionalize`), builds the joint forward/backward graph, cuts it
 with a partitioner, and runs the forward graph at once and the backward graph
 when asked, from the saved values only. The pipeline is cached per transform
 and guarded like a compiled function: a call whose arguments pass the guards
-reuses it. `compiler(graph, example_inputs) -> callable` compiles each half
-(default: `run_graph`), so the inductor can take over.
+reuses it. `compiler(graph, example_inputs) -> callable`, or a backend name,
+compiles each half; the default is `config.compiler` (`"eager"`: `run_graph`;
+the numpile façade sets `"inductor"`, which compiles both halves to C).
 
     >>> import numpy as np
     >>> def loss(w, x):
@@ -33,11 +34,11 @@ import attrs
 import numpy as np
 
 from numpile_capture import (
-    Graph,
+    CaptureResult,
     Node,
+    TreeSpec,
     Unsupported,
     capture_function,
-    run_graph,
     tree_flatten,
     tree_unflatten,
 )
@@ -50,17 +51,15 @@ from numpile_guards import (
     compile_guards,
 )
 
+from .config import Compiler, Partitioner, resolve_compiler, resolve_partitioner
 from .functionalization import FunctionalGraph, apply_epilogue, functionalize
-from .joint import build_joint
-from .partition import Partition, min_cut_partition
+from .joint import JointGraph, build_joint
+from .partition import Partition
 from .vjp import differentiable
 
 log = logging.getLogger("numpile.autograd_aot")
 
-__all__ = ["CaptureError", "Compiler", "grad", "run_graph_compiler", "value_and_grad", "vjp"]
-
-Compiler = Callable[[Graph, Sequence[Any]], Callable[..., Any]]
-Partitioner = Callable[..., Partition]
+__all__ = ["CaptureError", "grad", "trace_joint", "value_and_grad", "vjp"]
 
 
 class CaptureError(TypeError):
@@ -68,18 +67,6 @@ class CaptureError(TypeError):
 
     >>> raise CaptureError("not supported yet: print (model.py:3)")  # doctest: +SKIP
     """
-
-
-def run_graph_compiler(graph: Graph, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-    """The default compiler: run the graph op by op with NumPy.
-
-    >>> run_graph_compiler(graph, [x])(x)  # doctest: +SKIP
-    """
-
-    def run(*inputs: Any) -> Any:
-        return run_graph(graph, inputs)
-
-    return run
 
 
 @attrs.define(eq=False)
@@ -96,6 +83,15 @@ class _Plan:
     backward: Callable[..., Any] | None = None
 
 
+@attrs.frozen(eq=False)
+class _Traced:
+    # What capture and differentiation made of one call, before partitioning and compiling.
+    result: CaptureResult
+    functional: FunctionalGraph
+    joint: JointGraph
+    leaf_inputs: tuple[int | None, ...]
+
+
 @attrs.define(eq=False)
 class _Transform:
     fn: Any  # a types.FunctionType (typed Any: mypy would bind it as a method)
@@ -105,15 +101,22 @@ class _Transform:
     compiler: Compiler
     partitioner: Partitioner
     plans: list[_Plan] = attrs.field(factory=list)
+    signature: inspect.Signature = attrs.field(init=False)
+    positional: tuple[str, ...] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.signature = inspect.signature(self.fn)  # cached: it costs ~10 us per call
+        # Parameter names when all are plain positional ones: binding is then a zip.
+        kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        parameters = self.signature.parameters.values()
+        plain = all(p.kind in kinds for p in parameters)
+        self.positional = tuple(p.name for p in parameters) if plain else ()
 
     def forward(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
-        """Run the forward; return the output tree and a function of the cotangent leaves."""
-        args = tuple(
-            _as_array_tree(arg) if i in self.argnums else arg for i, arg in enumerate(args)
-        )
-        bound = inspect.signature(self.fn).bind(*args, **kwargs)
-        bound.apply_defaults()
-        local = dict(bound.arguments)
+        """Run the forward; return the output tree and `(plan, backward, specs)`: `backward`
+        maps the cotangent leaves to one gradient per differentiated leaf, `specs` are the
+        tree specs of the differentiated arguments."""
+        args, local, leaves, specs = self.prepare(args, kwargs)
         globals_ = self.fn.__globals__
         plan = next((p for p in self.plans if p.check(local, globals_, self.fn)), None)
         if plan is None:
@@ -122,9 +125,15 @@ class _Transform:
         inputs = plan.fetch(local, globals_, self.fn)
         results = plan.forward(*inputs)
         pure_count = len(plan.functional.graph.output)
-        output = apply_epilogue(plan.functional, inputs, results[:pure_count])
         saved = tuple(results[pure_count:])
-        leaves = [leaf for i in self.argnums for leaf in tree_flatten(args[i])[0]]
+        # Saved values that share memory with the caller's arrays (saved primals, views of
+        # them) are copied when those arrays change before the backward runs: always for vjp
+        # (it runs later), else when the function writes to its inputs (the epilogue below).
+        if self.mode == "vjp":
+            saved = _detach(saved, inputs)
+        elif plan.functional.mutated_inputs:
+            saved = _detach(saved, [inputs[i] for i, _ in plan.functional.mutated_inputs])
+        output = apply_epilogue(plan.functional, inputs, results[:pure_count])
 
         def backward(cotangent_leaves: Sequence[Any]) -> list[Any]:
             if plan.backward is None:
@@ -136,17 +145,40 @@ class _Transform:
                 for leaf, index in zip(leaves, plan.leaf_inputs, strict=True)
             ]
 
-        return output, (plan, backward)
+        return output, (plan, backward, specs)
 
-    def _plan(self, args: tuple[Any, ...], kwargs: dict[str, Any], local: dict[str, Any]) -> _Plan:
+    def prepare(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any], list[Any], list[TreeSpec]]:
+        """Python floats among the differentiated leaves made 0-d arrays; the arguments bound
+        to parameter names; the differentiated leaves and the tree spec of each argnum."""
+        converted = list(args)
+        leaves: list[Any] = []
+        specs: list[TreeSpec] = []
+        for argnum in self.argnums:
+            if argnum >= len(args):
+                raise TypeError(f"argnums {argnum} is out of range for {len(args)} arguments")
+            arg_leaves, spec = tree_flatten(args[argnum])
+            if any(type(leaf) is float for leaf in arg_leaves):
+                arg_leaves = [_as_array(leaf) for leaf in arg_leaves]
+                converted[argnum] = tree_unflatten(spec, arg_leaves)
+            leaves += arg_leaves
+            specs.append(spec)
+        if not kwargs and self.positional and len(converted) == len(self.positional):
+            local = dict(zip(self.positional, converted, strict=True))
+            return tuple(converted), local, leaves, specs
+        bound = self.signature.bind(*converted, **kwargs)
+        bound.apply_defaults()
+        return tuple(converted), dict(bound.arguments), leaves, specs
+
+    def trace(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], local: dict[str, Any]
+    ) -> _Traced:
+        """Capture `fn` on these arguments and build its joint graph (nothing is compiled)."""
         try:
             result = capture_function(self.fn, args, kwargs)
         except Unsupported as error:
-            where = f" ({error.filename}:{error.lineno})" if error.filename else ""
-            raise CaptureError(
-                f"cannot differentiate {self.fn.__qualname__}: {error.reason}{where}; "
-                "differentiated functions must be captured whole (no graph breaks)"
-            ) from error
+            raise CaptureError(_graph_break_message(self.fn, error)) from error
         functional = functionalize(result.graph)
         names = [source.name for source in result.input_sources]
         leaf_inputs = tuple(
@@ -154,8 +186,12 @@ class _Transform:
             for name in self._leaf_source_names(args, local)
         )
         diff_inputs = tuple(sorted({i for i in leaf_inputs if i is not None}))
-        tangent_outputs = self._tangent_outputs(functional)
-        joint = build_joint(functional.graph, diff_inputs, tangent_outputs)
+        joint = build_joint(functional.graph, diff_inputs, self._tangent_outputs(functional))
+        return _Traced(result, functional, joint, leaf_inputs)
+
+    def _plan(self, args: tuple[Any, ...], kwargs: dict[str, Any], local: dict[str, Any]) -> _Plan:
+        traced = self.trace(args, kwargs, local)
+        result, joint = traced.result, traced.joint
         partition = self.partitioner(joint)
         inputs = compile_fetch(result.input_sources)(local, self.fn.__globals__, self.fn)
         forward = self.compiler(partition.forward, list(inputs))
@@ -163,11 +199,11 @@ class _Transform:
         return _Plan(
             compile_guards(result.guards),
             compile_fetch(result.input_sources),
-            functional,
+            traced.functional,
             partition,
-            leaf_inputs,
-            diff_inputs,
-            tangent_outputs,
+            traced.leaf_inputs,
+            joint.diff_inputs,
+            joint.tangent_outputs,
             forward,
         )
 
@@ -203,6 +239,15 @@ class _Transform:
         return (position,)
 
 
+def _graph_break_message(fn: Any, error: Unsupported) -> str:
+    where = f" at {error.filename}:{error.lineno}" if error.filename else ""
+    return (
+        f"cannot differentiate {fn.__qualname__}: graph break{where}: {error.reason}. "
+        "A differentiated function is captured whole: move that code out of it "
+        "(run it before calling the transform, or after it returns)"
+    )
+
+
 def _leaf_sources(base: Source, tree: Any) -> list[Source]:
     if type(tree) in (tuple, list):
         return [s for i, item in enumerate(tree) for s in _leaf_sources(ItemSource(base, i), item)]
@@ -211,10 +256,19 @@ def _leaf_sources(base: Source, tree: Any) -> list[Source]:
     return [base]
 
 
-def _as_array_tree(tree: Any) -> Any:
-    leaves, spec = tree_flatten(tree)
-    converted = [np.asarray(leaf, np.float64) if type(leaf) is float else leaf for leaf in leaves]
-    return tree_unflatten(spec, converted)
+def _detach(saved: tuple[Any, ...], inputs: Sequence[Any]) -> tuple[Any, ...]:
+    arrays = [value for value in inputs if isinstance(value, np.ndarray)]
+    return tuple(
+        value.copy()
+        if isinstance(value, np.ndarray)
+        and any(np.may_share_memory(value, array) for array in arrays)
+        else value
+        for value in saved
+    )
+
+
+def _as_array(leaf: Any) -> Any:
+    return np.asarray(leaf, np.float64) if type(leaf) is float else leaf
 
 
 def _leaf_grad(leaf: Any, by_input: dict[int, Any], index: int | None) -> Any:
@@ -237,8 +291,8 @@ def _make(
     argnums: tuple[int, ...],
     mode: str,
     has_aux: bool,
-    compiler: Compiler | None,
-    partitioner: Partitioner | None,
+    compiler: str | Compiler | None,
+    partitioner: str | Partitioner | None,
 ) -> _Transform:
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"can only differentiate Python functions, not {type(fn).__name__}")
@@ -247,8 +301,8 @@ def _make(
         argnums,
         mode,
         has_aux,
-        compiler or run_graph_compiler,
-        partitioner or min_cut_partition,
+        resolve_compiler(compiler),
+        resolve_partitioner(partitioner),
     )
 
 
@@ -257,8 +311,8 @@ def value_and_grad(
     argnums: int | Sequence[int] = 0,
     has_aux: bool = False,
     *,
-    compiler: Compiler | None = None,
-    partitioner: Partitioner | None = None,
+    compiler: str | Compiler | None = None,
+    partitioner: str | Partitioner | None = None,
 ) -> Callable[..., Any]:
     """`fn` returning `(value, grad)`; with `has_aux`, `fn` returns `(value, aux)` and the
     result is `((value, aux), grad)`. `grad` has the structure of the argument (a tuple of
@@ -272,14 +326,13 @@ def value_and_grad(
     transform = _make(fn, numbers, "grad", has_aux, compiler, partitioner)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        output, (_, backward) = transform.forward(args, kwargs)
-        leaves, _ = tree_flatten(output)
-        seed = np.ones((), dtype=np.asarray(leaves[0]).dtype)
+        output, (_, backward, specs) = transform.forward(args, kwargs)
+        value = output[0] if has_aux else output
+        seed = np.ones((), dtype=np.asarray(value).dtype)
         grads = iter(backward([seed]))
-        per_arg = []
-        for argnum in numbers:
-            spec = tree_flatten(_as_array_tree(args[argnum]))[1]
-            per_arg.append(tree_unflatten(spec, [next(grads) for _ in range(spec.num_leaves)]))
+        per_arg = [
+            tree_unflatten(spec, [next(grads) for _ in range(spec.num_leaves)]) for spec in specs
+        ]
         result = per_arg[0] if single else tuple(per_arg)
         return output, result
 
@@ -292,8 +345,8 @@ def grad(
     argnums: int | Sequence[int] = 0,
     has_aux: bool = False,
     *,
-    compiler: Compiler | None = None,
-    partitioner: Partitioner | None = None,
+    compiler: str | Compiler | None = None,
+    partitioner: str | Partitioner | None = None,
 ) -> Callable[..., Any]:
     """The gradient of a scalar-valued NumPy function with respect to argument(s) `argnums`.
 
@@ -310,12 +363,32 @@ def grad(
     return wrapper
 
 
+def trace_joint(
+    fn: Callable[..., Any],
+    *args: Any,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    **kwargs: Any,
+) -> JointGraph:
+    """The joint forward/backward graph that `grad(fn, argnums, has_aux)` builds for these
+    arguments, before partitioning: for inspecting what a partitioner saves.
+
+    >>> joint = trace_joint(lambda x: np.sum(np.sin(x) ** 2), np.ones(3))
+    >>> saved_bytes(min_cut_partition(joint)) < saved_bytes(default_partition(joint))
+    True
+    """
+    numbers, _ = _normalize_argnums(argnums)
+    transform = _make(fn, numbers, "grad", has_aux, "eager", "default")
+    args, local, _, _ = transform.prepare(args, kwargs)
+    return transform.trace(args, kwargs, local).joint
+
+
 def vjp(
     fn: Callable[..., Any],
     *primals: Any,
     has_aux: bool = False,
-    compiler: Compiler | None = None,
-    partitioner: Partitioner | None = None,
+    compiler: str | Compiler | None = None,
+    partitioner: str | Partitioner | None = None,
 ) -> Any:
     """`(fn(*primals), vjp_fn)`: `vjp_fn(cotangent)` maps a cotangent shaped like the output
     to one cotangent per primal, running the backward graph from saved values only.
@@ -327,9 +400,8 @@ def vjp(
     """
     numbers = tuple(range(len(primals)))
     transform = _make(fn, numbers, "vjp", has_aux, compiler, partitioner)
-    output, (plan, backward) = transform.forward(primals, {})
+    output, (plan, backward, specs) = transform.forward(primals, {})
     value = output[0] if has_aux else output
-    specs = [tree_flatten(_as_array_tree(p))[1] for p in primals]
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
         leaves, _ = tree_flatten(cotangent)

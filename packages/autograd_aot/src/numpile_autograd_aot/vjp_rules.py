@@ -168,9 +168,13 @@ def _power_vjp(ctx: VjpContext) -> Sequence[Node | None]:
     gx = gy = None
     if ctx.wants(0):
         op_name = "power" if ctx.node.op is get_op("power") else "float_power"
-        lowered_exponent = ctx.call("subtract", y, 1) if isinstance(y, Node) else y - 1
-        lowered = ctx.call(op_name, x, lowered_exponent)
-        gx = ctx.call("multiply", g, ctx.call("multiply", y, lowered))
+        if type(y) in (int, float) and y == 2 and op_name == "power":
+            # x ** 2 (the common square): d/dx = 2 * x, without a power(x, 1) copy
+            gx = ctx.call("multiply", g, ctx.call("multiply", x, y))
+        else:
+            lowered_exponent = ctx.call("subtract", y, 1) if isinstance(y, Node) else y - 1
+            lowered = ctx.call(op_name, x, lowered_exponent)
+            gx = ctx.call("multiply", g, ctx.call("multiply", y, lowered))
     if ctx.wants(1):
         safe = ctx.call("where", ctx.call("equal", x, 0), 1, x)
         gy = ctx.call("multiply", g, ctx.call("multiply", ctx.node, ctx.call("log", safe)))
@@ -179,10 +183,13 @@ def _power_vjp(ctx: VjpContext) -> Sequence[Node | None]:
 
 def _pick_share(ctx: VjpContext, mine: Any, other: Any) -> Node:
     # The share of the cotangent that goes to `mine`: 1 if it alone is the result, 1/2 on ties.
+    # NOTE: built from the cotangent and weak Python scalars only, so a float32 graph stays
+    # float32 (a `where(.., 0.5, 1.0)` mask would be float64 and double the backward's traffic).
+    g = ctx.cotangent
     mine_is = ctx.call("equal", mine, ctx.node)
     other_is = ctx.call("equal", other, ctx.node)
-    share = ctx.call("where", other_is, 0.5, 1.0)
-    return ctx.call("multiply", ctx.cotangent, ctx.call("where", mine_is, share, 0.0))
+    shared = ctx.call("where", other_is, ctx.call("multiply", g, 0.5), g)
+    return ctx.call("where", mine_is, shared, 0.0)
 
 
 @register_vjp(get_op("maximum"), get_op("minimum"), get_op("fmax"), get_op("fmin"))

@@ -39,6 +39,12 @@ from .pytree import tree_map as tree_map
 from .pytree import tree_unflatten as tree_unflatten
 from .stance import current_stance as current_stance
 from .stance import set_stance as set_stance
+from .trace_rules import allow_in_graph as allow_in_graph
+from .trace_rules import allowed_op_named as allowed_op_named
+from .trace_rules import disable as disable
+from .trace_rules import disallow_in_graph as disallow_in_graph
+from .trace_rules import graph_break as graph_break
+from .trace_rules import substitute_in_graph as substitute_in_graph
 from .tracer import capture_function as capture_function
 
 __version__ = "0.1.0"
@@ -82,4 +88,10 @@ __all__ = [
     "BreakReason",
     "ExplainOutput",
     "explain",
+    "allow_in_graph",
+    "allowed_op_named",
+    "disable",
+    "disallow_in_graph",
+    "graph_break",
+    "substitute_in_graph",
 ]

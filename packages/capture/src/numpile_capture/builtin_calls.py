@@ -157,7 +157,12 @@ def _dict(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> 
 
 def _sum(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
     total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVar(0))
-    for item in iterate(tracer, args[0]):
+    items = iterate(tracer, args[0])
+    if all(isinstance(item, ConstantVar) for item in [total, *items]):
+        # Python's own sum: 3.12+ adds floats with compensated summation.
+        values = [item.as_python_constant() for item in items]
+        return tracer.builder.build_unguarded(sum(values, total.as_python_constant()))
+    for item in items:
         total = binary(tracer, "add", total, item)
     return total
 
@@ -284,34 +289,34 @@ MethodHandler = Callable[["Tracer", Variable, list[Variable], dict[str, Variable
 
 def _list_append(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
     assert isinstance(this, ListVar)
-    check_mutable(this)
+    check_mutable(tracer, this)
     this.items.append(args[0])
     return ConstantVar(None)
 
 
 def _list_extend(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
     assert isinstance(this, ListVar)
-    check_mutable(this)
+    check_mutable(tracer, this)
     this.items.extend(iterate(tracer, args[0]))
     return ConstantVar(None)
 
 
 def _list_insert(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
     assert isinstance(this, ListVar)
-    check_mutable(this)
+    check_mutable(tracer, this)
     this.items.insert(args[0].as_python_constant(), args[1])
     return ConstantVar(None)
 
 
 def _list_pop(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
     assert isinstance(this, ListVar)
-    check_mutable(this)
+    check_mutable(tracer, this)
     return this.items.pop(*(arg.as_python_constant() for arg in args))
 
 
 def _list_reverse(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
     assert isinstance(this, ListVar)
-    check_mutable(this)
+    check_mutable(tracer, this)
     this.items.reverse()
     return ConstantVar(None)
 
@@ -347,7 +352,7 @@ def _dict_get(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> 
 
 def _dict_update(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
     assert isinstance(this, DictVar)
-    check_mutable(this)
+    check_mutable(tracer, this)
     other = _dict(tracer, args, kw)
     assert isinstance(other, DictVar)
     this.items.update(other.items)
@@ -356,7 +361,7 @@ def _dict_update(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) 
 
 def _dict_pop(tracer: Tracer, this: Variable, args: list[Variable], kw: Any) -> Variable:
     assert isinstance(this, DictVar)
-    check_mutable(this)
+    check_mutable(tracer, this)
     key = args[0].as_python_constant()
     if len(args) > 1:
         return this.items.pop(key, args[1])

@@ -28,18 +28,22 @@ NumPy's own exception from their own line.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
 import threading
 import types
 import warnings
-from collections.abc import Callable
-from typing import Any, TypeAlias, overload
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeAlias, overload
+
+import attrs
 
 from numpile_guards import (
     CacheEntry,
     CodeCache,
+    Guard,
     cache_for,
     clear_caches,
     compile_fetch,
@@ -55,14 +59,20 @@ from .backends import (
 )
 from .capture_result import CaptureResult, Unsupported
 from .config import config
+from .graph import Graph
 from .stance import Stance, compiled_region, current_stance
+from .trace_rules import in_disabled_region
+
+if TYPE_CHECKING:
+    from .graph_break import GraphBreak
 
 log = logging.getLogger("numpile.capture")
 recompiles_log = logging.getLogger("numpile.capture.recompiles")
 
 CaptureFn: TypeAlias = Callable[
-    [types.FunctionType, tuple[Any, ...], dict[str, Any]], CaptureResult
+    [types.FunctionType, tuple[Any, ...], dict[str, Any]], "CaptureResult | GraphBreak"
 ]
+CacheProvider: TypeAlias = Callable[[types.CodeType], CodeCache]
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -87,14 +97,65 @@ class InternalCompilerError(RuntimeError):
     """
 
 
-def _capture_with_tracer(
+def _capture_with_breaks(
     fn: types.FunctionType, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> CaptureResult:
-    # Late import: the tracer is heavy and imports most of capture; the dispatcher must
-    # import cheaply (numpile's façade loads it at import time).
-    from .tracer import capture_function
+) -> CaptureResult | GraphBreak:
+    # Late import, as above.
+    from .graph_break import capture_with_breaks
 
-    return capture_function(fn, args, kwargs)
+    return capture_with_breaks(fn, args, kwargs)
+
+
+def _capture_full_graph(
+    fn: types.FunctionType, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> CaptureResult | GraphBreak:
+    # fullgraph=True: any break raises; side effects are still replayed after the graph.
+    from .graph_break import capture_with_breaks
+
+    return capture_with_breaks(fn, args, kwargs, fullgraph=True)
+
+
+@attrs.frozen
+class CaptureEvent:
+    """One capture seen by `recording_captures`: its graph (None if none), guards, break.
+
+    `break_reason` is set when the capture ended at a graph break (`eager` False)
+    or could not be captured at all (`eager` True: the function ran eagerly).
+    """
+
+    name: str
+    graph: Graph | None
+    guards: tuple[Guard, ...]
+    break_reason: str | None = None
+    filename: str | None = None
+    lineno: int | None = None
+    eager: bool = False
+    # NOTE: True for resume functions and callees compiled at a graph break.
+    internal: bool = False
+
+
+@contextlib.contextmanager
+def recording_captures() -> Iterator[list[CaptureEvent]]:
+    """Collect a `CaptureEvent` for every capture on this thread inside the block.
+
+    >>> with recording_captures() as events:
+    ...     pass
+    >>> events
+    []
+    """
+    events: list[CaptureEvent] = []
+    previous = getattr(_capture_state, "events", None)
+    _capture_state.events = events
+    try:
+        yield events
+    finally:
+        _capture_state.events = previous
+
+
+def _record(event: CaptureEvent) -> None:
+    events = getattr(_capture_state, "events", None)
+    if events is not None:
+        events.append(event)
 
 
 def _is_capturing() -> bool:
@@ -173,6 +234,7 @@ class CompiledFunction:
         mode: str | None = None,
         options: dict[str, Any] | None = None,
         capture_fn: CaptureFn | None = None,
+        cache_provider: CacheProvider | None = None,
     ) -> None:
         if not isinstance(fn, types.FunctionType):
             raise TypeError(f"numpile.compile expects a Python function, got {fn!r}")
@@ -189,13 +251,20 @@ class CompiledFunction:
             self._backend_fn, self.backend, mode, options, warn=False
         )
         self._tag = self._make_tag(self._backend_fn)
-        self._capture_fn: CaptureFn = capture_fn or _capture_with_tracer
+        default_capture = _capture_full_graph if fullgraph else _capture_with_breaks
+        self._capture_fn: CaptureFn = capture_fn or default_capture
+        self._cache_provider: CacheProvider = cache_provider or cache_for
+        # NOTE: resume functions and callees compiled at graph breaks log their eager
+        # fallbacks instead of warning: the user did not decorate them.
+        self._quiet = False
+        # NOTE: compiled resume functions and callees made at graph breaks, by code and closure.
+        self._wrapped: dict[Any, tuple[types.FunctionType, CompiledFunction]] = {}
         self._forced: dict[int, tuple[Any, BackendFn, dict[str, Any]]] = {}
         self._code = fn.__code__
         self._defaults = fn.__defaults__
         self._kwdefaults = fn.__kwdefaults__
         self._bind = _make_binder(fn)
-        self._cache = cache_for(fn.__code__)
+        self._cache = self._cache_provider(fn.__code__)
 
     def __repr__(self) -> str:
         return f"<numpile compiled {self._fn.__qualname__} at {_where(self._fn)}>"
@@ -231,13 +300,13 @@ class CompiledFunction:
             self._defaults = fn.__defaults__
             self._kwdefaults = fn.__kwdefaults__
             self._bind = _make_binder(fn)
-            self._cache = cache_for(fn.__code__)
+            self._cache = self._cache_provider(fn.__code__)
         return self._bind(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         stance = current_stance()
         fn = self._fn
-        if stance.name == "force_eager" or _is_capturing():
+        if stance.name == "force_eager" or _is_capturing() or in_disabled_region():
             return fn(*args, **kwargs)
         try:
             L = self._bound_locals(args, kwargs)
@@ -301,7 +370,6 @@ class CompiledFunction:
         backend_kwargs: dict[str, Any],
     ) -> Any:
         fn = self._fn
-        G = fn.__globals__
         capture_error: Exception | None = None
         _capture_state.depth = getattr(_capture_state, "depth", 0) + 1
         try:
@@ -312,6 +380,9 @@ class CompiledFunction:
                 cause = exc if config.verbose else None
                 raise Unsupported(exc.reason, exc.filename, exc.lineno) from cause
             cache.eager_reason = str(exc)
+            name = fn.__code__.co_qualname
+            event = CaptureEvent(name, None, (), exc.reason, exc.filename, exc.lineno, True)
+            _record(attrs.evolve(event, internal=self._quiet))
             self._warn(self._unsupported_message(exc), exc.lineno, exc.filename)
             return self._run_eagerly(stance, args, kwargs)
         except Exception as exc:
@@ -321,20 +392,121 @@ class CompiledFunction:
         if capture_error is not None:
             # Outside the except block, so NumPy's error from eager is not chained to ours.
             return self._eager_after_capture_error(cache, stance, capture_error, args, kwargs)
-
+        if not isinstance(result, CaptureResult):
+            return self._compile_break(cache, stance, L, args, kwargs, tag, backend_fn, result)
         fetch = compile_fetch(result.input_sources)
-        example_inputs = list(fetch(L, G, fn))
-        name = backend_name(self.backend if stance.force_backend is None else stance.force_backend)
+        example_inputs = list(fetch(L, fn.__globals__, fn))
+        compiled = self._backend_compile(
+            backend_fn, result.graph, example_inputs, stance, backend_kwargs
+        )
+        if compiled is None:
+            cache.eager_reason = f"backend failed to compile {fn.__qualname__}"
+            return self._run_eagerly(stance, args, kwargs)
+        check = self._checked_guards(result.guards, L)
+        if check is None:
+            cache.eager_reason = "guards reject the inputs they were built from"
+            return self._run_eagerly(stance, args, kwargs)
+        self._log_compile(result.graph, check.source, stance)
+        has_ops = any(node.op is not None for node in result.graph)
+        graph = result.graph if has_ops else None
+        _record(CaptureEvent(fn.__code__.co_qualname, graph, result.guards))
+        metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
+        metadata["guards"] = result.guards
+        entry = CacheEntry(check, fetch, compiled, tag, metadata)
+        cache.add(entry)
+        return entry.compiled(*example_inputs)
+
+    def _compile_break(
+        self,
+        cache: CodeCache,
+        stance: Stance,
+        L: dict[str, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        tag: Any,
+        backend_fn: BackendFn,
+        result: GraphBreak,
+    ) -> Any:
+        # Late import, as in _capture_with_breaks.
+        from .graph_break import BreakRunner
+
+        fn = self._fn
+        fetch = compile_fetch(result.fetch_sources)
+        fetched = list(fetch(L, fn.__globals__, fn))
+        graph_fn = None
+        if result.op_count:
+            _, _, backend_kwargs = self._backend_for(stance)
+            example_inputs = fetched[: result.input_count]
+            graph_fn = self._backend_compile(
+                backend_fn, result.graph, example_inputs, stance, backend_kwargs
+            )
+            if graph_fn is None:
+                cache.eager_reason = f"backend failed to compile {fn.__qualname__}"
+                return self._run_eagerly(stance, args, kwargs)
+        check = self._checked_guards(result.guards, L)
+        if check is None:
+            cache.eager_reason = "guards reject the inputs they were built from"
+            return self._run_eagerly(stance, args, kwargs)
+        graph = result.graph if result.op_count else None
+        if graph is not None:
+            self._log_compile(graph, check.source, stance)
+        reason = None if result.replay_only else result.reason
+        event = CaptureEvent(
+            fn.__code__.co_qualname, graph, result.guards, reason, result.filename, result.lineno
+        )
+        _record(event)
+        runner = BreakRunner(result, graph_fn, fn, self._wrap)
+        metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
+        metadata.update({"guards": result.guards, "graph_break": result})
+        entry = CacheEntry(check, fetch, runner, tag, metadata)
+        cache.add(entry)
+        return runner(*fetched)
+
+    def _wrap(self, fn: types.FunctionType) -> CompiledFunction:
+        # Resume functions and callees at graph breaks: compiled like this function.
+        key = (fn.__code__, tuple(id(cell) for cell in fn.__closure__ or ()))
+        found = self._wrapped.get(key)
+        if found is None:
+            compiled = CompiledFunction(
+                fn,
+                dynamic=self.dynamic,
+                backend=self.backend,
+                mode=self.mode,
+                options=self.options,
+                cache_provider=self._cache_provider,
+            )
+            compiled._quiet = True
+            found = (fn, compiled)
+            self._wrapped[key] = found
+        return found[1]
+
+    def _backend_label(self, stance: Stance) -> str:
+        return backend_name(self.backend if stance.force_backend is None else stance.force_backend)
+
+    def _backend_compile(
+        self,
+        backend_fn: BackendFn,
+        graph: Graph,
+        example_inputs: list[Any],
+        stance: Stance,
+        backend_kwargs: dict[str, Any],
+    ) -> Callable[..., Any] | None:
+        fn = self._fn
         try:
-            compiled = backend_fn(result.graph, example_inputs, **backend_kwargs)
+            compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
         except Exception as exc:
+            name = self._backend_label(stance)
             message = f"backend {name!r} failed to compile {fn.__qualname__} ({_where(fn)}): {exc}"
             if config.suppress_errors:
                 log.warning("%s; running it eagerly (suppress_errors=True)", message, exc_info=True)
-                cache.eager_reason = message
-                return self._run_eagerly(stance, args, kwargs)
+                return None
             raise BackendCompileError(message) from exc
-        check = compile_guards(result.guards)
+        return compiled
+
+    def _checked_guards(self, guards: tuple[Guard, ...], L: dict[str, Any]) -> Any:
+        fn = self._fn
+        G = fn.__globals__
+        check = compile_guards(guards)
         if not check(L, G, fn):
             failure = check.failure(L, G, fn)
             message = (
@@ -343,17 +515,15 @@ class CompiledFunction:
             )
             if config.suppress_errors:
                 log.warning("%s; running it eagerly (suppress_errors=True)", message)
-                cache.eager_reason = message
-                return self._run_eagerly(stance, args, kwargs)
+                return None
             raise InternalCompilerError(message)
+        return check
+
+    def _log_compile(self, graph: Graph, guard_source: str, stance: Stance) -> None:
         level = logging.INFO if config.verbose else logging.DEBUG
-        log.log(
-            level, "compiled %s with %s:\n%s\n%s", fn.__qualname__, name, result.graph, check.source
-        )
-        metadata = {"graph": result.graph, "backend": name, "guards": result.guards}
-        entry = CacheEntry(check, fetch, compiled, tag, metadata)
-        cache.add(entry)
-        return entry.compiled(*example_inputs)
+        name = self._backend_label(stance)
+        qualname = self._fn.__qualname__
+        log.log(level, "compiled %s with %s:\n%s\n%s", qualname, name, graph, guard_source)
 
     def _eager_after_capture_error(
         self,
@@ -381,6 +551,9 @@ class CompiledFunction:
 
     def _warn(self, message: str, lineno: int | None, filename: str | None = None) -> None:
         code = self._fn.__code__
+        if self._quiet:
+            log.info("%s", message)
+            return
         warnings.warn_explicit(
             message,
             CaptureFallbackWarning,

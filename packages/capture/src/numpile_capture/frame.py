@@ -49,6 +49,7 @@ from .variables import (
     ListVar,
     ModuleVar,
     NullVar,
+    OpaqueVar,
     TupleVar,
     Variable,
 )
@@ -62,6 +63,31 @@ MAX_BACKWARD_JUMPS = 10_000
 _PY313 = sys.version_info >= (3, 13)
 
 
+class BreakAt(Unsupported):
+    """Capture stopped at normalized instruction `index` of the root frame (a graph break).
+
+    `reason`, `filename` and `lineno` say why and where in the user's code (the
+    innermost line, inside an inlined call when the break happened there).
+    """
+
+    def __init__(self, exc: Unsupported, index: int) -> None:
+        super().__init__(exc.reason, exc.filename, exc.lineno)
+        self.index = index
+
+
+class ReturnWithEffects(BreakAt):
+    """The root frame returns with side effects to replay: not a graph break, but the
+    return runs in Python after the graph, as a break's instruction does."""
+
+
+class StopAtBreak(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """The root frame reached the instruction it was told to stop before (see Tracer)."""
+
+    def __init__(self, frame: Frame) -> None:
+        super().__init__("stopped at a graph break")
+        self.frame = frame
+
+
 class Frame:
     """One frame being traced: runs its normalized instructions through the handler table.
 
@@ -70,8 +96,9 @@ class Frame:
         >>> Frame(tracer, function_var).run()  # doctest: +SKIP
     """
 
-    def __init__(self, tracer: Tracer, fn: FunctionVar) -> None:
+    def __init__(self, tracer: Tracer, fn: FunctionVar, *, is_root: bool = False) -> None:
         self.tracer = tracer
+        self.is_root = is_root
         self.fn = fn
         self.code = fn.code
         self.instructions = normalized_instructions(fn.code)
@@ -83,16 +110,23 @@ class Frame:
         self.current: Instruction | None = None
 
     def run(self) -> Variable:
+        stop_at = self.tracer.stop_at if self.is_root else None
         while self.result is None:
+            if self.pc == stop_at:
+                raise StopAtBreak(self)
             inst = self.instructions[self.pc]
             self.current = inst
             self.pc += 1
             try:
                 self._step(inst)
+            except BreakAt:
+                raise
             except Unsupported as exc:
                 if exc.filename is None:
-                    raise Unsupported(exc.reason, self.code.co_filename, inst.lineno) from None
-                raise
+                    exc = Unsupported(exc.reason, self.code.co_filename, inst.lineno)
+                if self.is_root:
+                    raise BreakAt(exc, self.pc - 1) from None
+                raise exc from None
         return self.result
 
     def _step(self, inst: Instruction) -> None:
@@ -113,8 +147,13 @@ class Frame:
 
     def load_global(self, name: str) -> Variable:
         builder = self.tracer.builder
+        written = self.tracer.side_effects.globals.get(name)
+        if written is not None and self.fn.globals is builder.root_globals:
+            return written
         if name in self.fn.globals:
             value = self.fn.globals[name]
+            if self.fn.trusted:
+                return builder.build_unguarded(value)
             if self.fn.globals_base is None and self.fn.globals is not builder.root_globals:
                 raise Unsupported(
                     f"not supported yet: reading global {name!r} of {self.fn.describe()}"
@@ -213,8 +252,32 @@ def _load_global(frame: Frame, inst: Instruction) -> None:
         frame.state.push(NULL)
 
 
+def _store_attr(frame: Frame, inst: Instruction) -> None:
+    obj = frame.state.pop()
+    value = frame.state.pop()
+    if not isinstance(obj, OpaqueVar) or obj.source is None:
+        raise Unsupported(
+            f"not supported yet: setting the attribute .{inst.argval} of {obj.describe()}"
+        )
+    frame.tracer.side_effects.set_attribute(obj, inst.argval, value)
+
+
+def _store_global(frame: Frame, inst: Instruction) -> None:
+    value = frame.state.pop()
+    if frame.fn.globals is not frame.tracer.builder.root_globals:
+        raise Unsupported(f"not supported yet: assigning global {inst.argval!r} of another module")
+    frame.tracer.side_effects.set_global(inst.argval, value)
+
+
 def _load_attr(frame: Frame, inst: Instruction) -> None:
     obj = frame.state.pop()
+    if inst.flag:
+        method = frame.tracer.user_method(obj, inst.argval)
+        if method is not None:
+            # CPython's method layout in 3.11-3.13: [function, self].
+            frame.state.push(method)
+            frame.state.push(obj)
+            return
     if inst.flag and isinstance(obj, ArrayVar) and inst.argval not in STATIC_ARRAY_ATTRIBUTES:
         if frame.tracer.bindings.lookup_attribute(inst.argval) is None:
             value: Variable = BoundMethodVar(obj, inst.argval)
@@ -222,9 +285,12 @@ def _load_attr(frame: Frame, inst: Instruction) -> None:
             value = frame.tracer.load_attr(obj, inst.argval)
     else:
         value = frame.tracer.load_attr(obj, inst.argval)
-    # NOTE: the CALL handler accepts [callable, NULL] in either order, so one layout serves all.
+    # NOTE: CPython's layout: [NULL, callable] before 3.13, [callable, NULL] from 3.13 (the
+    # CALL handler accepts either; graph breaks rebuild the stack as it is here).
+    if inst.flag and not _PY313:
+        frame.state.push(NULL)
     frame.state.push(value)
-    if inst.flag:
+    if inst.flag and _PY313:
         frame.state.push(NULL)
 
 
@@ -565,7 +631,16 @@ def _call_function_ex(frame: Frame, inst: Instruction) -> None:
 def _make_function(frame: Frame, inst: Instruction) -> None:
     code = frame.state.pop()
     assert isinstance(code, ConstantVar) and isinstance(code.value, types.CodeType)
-    fn = FunctionVar(code.value, frame.fn.globals, frame.fn.globals_base, (), {}, (), None)
+    fn = FunctionVar(
+        code.value,
+        frame.fn.globals,
+        frame.fn.globals_base,
+        (),
+        {},
+        (),
+        None,
+        trusted=frame.fn.trusted,
+    )
     flags = 0 if _PY313 else (inst.arg or 0)
     for flag in (0x08, 0x04, 0x02, 0x01):
         if flags & flag:
@@ -689,8 +764,8 @@ _HANDLERS: dict[str, Handler] = {
     "PUSH_EXC_INFO": _unsupported("try/except blocks"),
     "RETURN_GENERATOR": _unsupported("generators"),
     "YIELD_VALUE": _unsupported("generators"),
-    "STORE_GLOBAL": _unsupported("assigning a global variable (side effects)"),
-    "STORE_ATTR": _unsupported("setting an attribute (side effects)"),
+    "STORE_GLOBAL": _store_global,
+    "STORE_ATTR": _store_attr,
     "DELETE_SUBSCR": _unsupported("del of an item"),
     "BUILD_SET": _unsupported("sets"),
     "LOAD_BUILD_CLASS": _unsupported("class definitions"),

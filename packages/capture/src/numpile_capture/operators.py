@@ -252,13 +252,13 @@ def _sequence_binary(
         assert isinstance(right, TupleVar | ListVar)
         if isinstance(left, ListVar):
             if inplace:
-                check_mutable(left)
+                check_mutable(tracer, left)
                 left.items.extend(right.items)
                 return left
             return ListVar([*left.items, *right.items])
         return TupleVar((*left.items, *right.items))
     if isinstance(left, ListVar) and name == "add" and inplace:
-        check_mutable(left)
+        check_mutable(tracer, left)
         left.items.extend(iterate(tracer, right))
         return left
     if isinstance(left, TupleVar | ListVar) and name == "mul":
@@ -267,7 +267,7 @@ def _sequence_binary(
             if isinstance(left, TupleVar):
                 return TupleVar(left.items * count)
             if inplace:
-                check_mutable(left)
+                check_mutable(tracer, left)
                 left.items[:] = left.items * count
                 return left
             return ListVar(left.items * count)
@@ -367,13 +367,10 @@ def getitem(tracer: Tracer, container: Variable, index: Variable) -> Variable:
     raise Unsupported(f"not supported yet: indexing {container.describe()}")
 
 
-def check_mutable(container: Variable) -> None:
-    """Mutating a container the caller passed in is a side effect: not supported yet."""
+def check_mutable(tracer: Tracer, container: Variable) -> None:
+    """Note a mutation of `container`: one the caller passed in is a side effect to replay."""
     if container.source is not None:
-        raise Unsupported(
-            f"not supported yet: mutating a {container.python_type().__name__} that was passed "
-            "in or read from a global (side effects)"
-        )
+        tracer.side_effects.mutate(container)
 
 
 def setitem(tracer: Tracer, container: Variable, index: Variable, value: Variable) -> None:
@@ -386,14 +383,14 @@ def setitem(tracer: Tracer, container: Variable, index: Variable, value: Variabl
     if not known:
         raise Unsupported(f"not supported yet: indexing with {index.describe()}")
     if isinstance(container, ListVar):
-        check_mutable(container)
+        check_mutable(tracer, container)
         if isinstance(key, slice):
             container.items[key] = iterate(tracer, value)
         else:
             container.items[key] = value
         return
     if isinstance(container, DictVar):
-        check_mutable(container)
+        check_mutable(tracer, container)
         container.items[key] = value
         return
     raise Unsupported(f"not supported yet: item assignment on {container.describe()}")

@@ -33,6 +33,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import numpy as np
 
 from numpile_guards import AttrSource, ItemSource, LocalSource
@@ -40,7 +41,7 @@ from numpile_guards import AttrSource, ItemSource, LocalSource
 from .builtin_calls import builtin_handler, container_method
 from .capture_result import CaptureResult, Unsupported
 from .compiling import is_compiling
-from .frame import Frame
+from .frame import BreakAt, Frame, ReturnWithEffects
 from .frame_state import bind_arguments
 from .graph import Graph
 from .operators import (
@@ -48,8 +49,12 @@ from .operators import (
     ArrayFlags,
     Bindings,
     apply_binding,
+    from_graph_value,
+    to_graph_value,
 )
-from .variable_builder import VariableBuilder
+from .side_effects import SideEffects
+from .trace_rules import Rule, RuleKind, rule_for
+from .variable_builder import VariableBuilder, is_constant_value
 from .variables import (
     ArrayVar,
     BoundMethodVar,
@@ -60,6 +65,7 @@ from .variables import (
     ListVar,
     ModuleVar,
     NotConstantError,
+    OpaqueVar,
     TupleVar,
     Variable,
 )
@@ -120,13 +126,18 @@ def _default_bindings() -> Bindings:
 class Tracer:
     """One capture: the graph being built, the variable builder (guards, inputs) and limits."""
 
-    def __init__(self, fn: types.FunctionType, bindings: Bindings) -> None:
+    def __init__(
+        self, fn: types.FunctionType, bindings: Bindings, *, stop_at: int | None = None
+    ) -> None:
         self.fn = fn
+        # NOTE: the root frame stops before this normalized instruction (a graph break).
+        self.stop_at = stop_at
         self.bindings = bindings
         self.graph = Graph()
         self.builder = VariableBuilder(self.graph, fn.__globals__)
         self.depth = 0
         self.backward_jumps = 0
+        self.side_effects = SideEffects()
 
     def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CaptureResult:
         fn = self.fn
@@ -141,11 +152,21 @@ class Tracer:
         bound.apply_defaults()
         root = self.builder.function_var(fn, None)
         root = FunctionVar(root.code, root.globals, None, None, {}, self.builder.root_cells(fn), fn)
-        frame = Frame(self, root)
+        frame = Frame(self, root, is_root=True)
         for name, value in bound.arguments.items():
             frame.state.lazy[name] = self._lazy_argument(name, value)
         result = frame.run()
-        self.graph.output = _output_tree(result)
+        try:
+            self.graph.output = _output_tree(result)
+        except Unsupported as exc:
+            # Break at the return instruction: the value is rebuilt and returned in Python.
+            line = frame.current.lineno if frame.current is not None else code.co_firstlineno
+            raise BreakAt(Unsupported(exc.reason, code.co_filename, line), frame.pc - 1) from None
+        if self.side_effects.pending:
+            # Mutations of inputs, attributes or globals: replayed in Python before returning.
+            line = frame.current.lineno if frame.current is not None else code.co_firstlineno
+            reason = Unsupported("side effects replayed after the graph", code.co_filename, line)
+            raise ReturnWithEffects(reason, frame.pc - 1)
         log.debug("captured %s:\n%s", code.co_qualname, self.graph)
         return CaptureResult(
             self.graph, tuple(self.builder.input_sources), tuple(self.builder.guards)
@@ -157,7 +178,17 @@ class Tracer:
     # -- calls ---------------------------------------------------------------------------
 
     def call(self, fn: Variable, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
-        """Call `fn` on variables: inline Python functions, map NumPy, fold builtins."""
+        """Call `fn` on variables: inline Python functions, map NumPy, fold builtins.
+
+        Functions users marked (`trace_rules`) come first: a disabled or
+        disallowed function, or `graph_break()`, is a graph break; an allowed
+        one becomes one opaque node; a substituted one inlines its polyfill.
+        """
+        target = _call_target(fn)
+        if target is not None:
+            rule = rule_for(target)
+            if rule is not None:
+                return self._call_with_rule(rule, args, kwargs)
         if isinstance(fn, FunctionVar):
             binding = None if fn.fn is None else self.bindings.lookup_function(fn.fn)
             if binding is not None:
@@ -171,6 +202,29 @@ class Tracer:
         if isinstance(fn, CallableVar):
             return self._call_callable(fn, args, kwargs)
         raise Unsupported(f"not supported yet: calling {fn.describe()}")
+
+    def _call_with_rule(
+        self, rule: Rule, args: list[Variable], kwargs: dict[str, Variable]
+    ) -> Variable:
+        if rule.breaks:
+            raise Unsupported(rule.reason)
+        if rule.kind is RuleKind.ALLOW:
+            graph_args = [to_graph_value(arg) for arg in args]
+            graph_kwargs = {key: to_graph_value(value) for key, value in kwargs.items()}
+            return from_graph_value(self.graph.call(rule.op(), *graph_args, **graph_kwargs))
+        if rule.kind is RuleKind.SUBSTITUTE:
+            if rule.can_constant_fold_through:
+                try:
+                    values = [arg.as_python_constant() for arg in args]
+                    keywords = {key: arg.as_python_constant() for key, arg in kwargs.items()}
+                except NotConstantError:
+                    pass
+                else:
+                    return self.builder.build_unguarded(rule.target(*values, **keywords))
+            assert isinstance(rule.polyfill, types.FunctionType)
+            polyfill = attrs.evolve(self.builder.function_var(rule.polyfill, None), trusted=True)
+            return self.inline(polyfill, args, kwargs)
+        raise Unsupported(f"not supported yet: {rule.reason}")
 
     def _call_callable(
         self, fn: CallableVar, args: list[Variable], kwargs: dict[str, Variable]
@@ -262,6 +316,41 @@ class Tracer:
 
     # -- attributes ----------------------------------------------------------------------
 
+    def _user_attribute(self, obj: OpaqueVar, name: str) -> Variable:
+        # An attribute of a user object read from an input or a global: guarded by type.
+        written = self.side_effects.attribute(obj, name)
+        if written is not None:
+            return written
+        value = obj.value
+        cls = type(value)
+        assert obj.source is not None
+        if not _plain_class(cls) or isinstance(value, type):
+            raise Unsupported(f"not supported yet: the attribute .{name} of {obj.describe()}")
+        static = inspect.getattr_static(value, name)  # AttributeError as Python raises it
+        self.builder.guard_type(obj.source, cls)
+        instance = getattr(value, "__dict__", None)
+        if instance is not None and name in instance and not hasattr(type(static), "__set__"):
+            return self.builder.build(instance[name], AttrSource(obj.source, name))
+        if _is_constant_attribute(static):
+            return self.builder.build(static, AttrSource(obj.source, name))
+        raise Unsupported(f"not supported yet: the attribute .{name} of {obj.describe()}")
+
+    def user_method(self, obj: Variable, name: str) -> Variable | None:
+        """The function of `obj.name(...)` for a method of a user object, else None."""
+        if not isinstance(obj, OpaqueVar) or obj.source is None:
+            return None
+        value = obj.value
+        cls = type(value)
+        if not _plain_class(cls) or isinstance(value, type):
+            return None
+        if name in getattr(value, "__dict__", {}):
+            return None
+        static = inspect.getattr_static(cls, name, None)
+        if not isinstance(static, types.FunctionType):
+            return None
+        self.builder.guard_type(obj.source, cls)
+        return self.builder.build(static, AttrSource(AttrSource(obj.source, "__class__"), name))
+
     def load_attr(self, obj: Variable, name: str) -> Variable:
         """`obj.name` as a variable (array metadata folds to constants)."""
         if isinstance(obj, ArrayVar):
@@ -293,12 +382,33 @@ class Tracer:
             if isinstance(value, types.BuiltinMethodType):
                 return CallableVar(value)
             return self.builder.build_unguarded(value)
+        if isinstance(obj, OpaqueVar) and obj.source is not None:
+            return self._user_attribute(obj, name)
         if isinstance(obj, ConstantVar | CallableVar) and _inspectable(obj.as_python_constant()):
             value = getattr(obj.as_python_constant(), name)
             if isinstance(value, types.BuiltinMethodType | types.MethodWrapperType):
                 return BoundMethodVar(obj, name)
             return self.builder.build_unguarded(value)
         raise Unsupported(f"not supported yet: the attribute .{name} of {obj.describe()}")
+
+
+def _plain_class(cls: type) -> bool:
+    # Attribute lookup of instances is the default one: no __getattr__/__getattribute__.
+    lookup: Any = cls.__getattribute__
+    return lookup is object.__getattribute__ and not hasattr(cls, "__getattr__")
+
+
+def _call_target(fn: Variable) -> Any:
+    # The Python object a call goes to, when there is one to look up in the trace rules.
+    if isinstance(fn, FunctionVar):
+        return fn.fn
+    if isinstance(fn, CallableVar):
+        return fn.value
+    return None
+
+
+def _is_constant_attribute(value: Any) -> bool:
+    return is_constant_value(value) and not isinstance(value, np.ndarray)
 
 
 def _library_prefixes() -> tuple[str, ...]:

@@ -150,6 +150,12 @@ class VariableBuilder:
             for index, cell in enumerate(fn.__closure__ or ())
         )
 
+    def guard_type(self, source: Source, cls: type) -> None:
+        """Guard that the value at `source` keeps exactly type `cls` (once per source)."""
+        guard = Guard(GuardKind.TYPE_MATCH, source, cls)
+        if guard not in self.guards:
+            self.guards.append(guard)
+
     def _guard(self, kind: GuardKind, source: Source, expected: Any) -> None:
         self.guards.append(Guard(kind, source, expected))
 

@@ -214,6 +214,8 @@ class FunctionVar(Variable):
     closure: tuple[CellVar, ...]
     # NOTE: a FunctionType or None; typed Any because mypy binds FunctionType attributes.
     fn: Any
+    # NOTE: trusted functions (polyfills) read their globals unguarded: they are library code.
+    trusted: bool = attrs.field(default=False, kw_only=True)
 
     def as_python_constant(self) -> Any:
         if self.fn is None:

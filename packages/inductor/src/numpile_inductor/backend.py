@@ -1,8 +1,11 @@
 """The `inductor` backend: graph in, compiled callable out.
 
-Pipeline: lower the graph to loop IR (decompositions and views included),
-fuse kernels, generate one C extension module (kernels + wrapper), build it
-through numpile_runtime, and return its `call`.
+Pipeline: look the graph up in the graph cache (a hit loads the built module and
+runs: nothing below happens); functionalize graphs with in-place updates (a pure
+graph plus a write-back epilogue, so kernels fuse across the updates); lower to loop
+IR (decompositions and views included); fuse kernels; with `max_autotune`, time
+thread counts and parallel thresholds; generate one C extension module (kernels +
+wrapper); build it through numpile_runtime; store the result in the graph cache.
 
     >>> fn = inductor(graph, [a, b])  # doctest: +SKIP
     >>> fn(a, b)  # same as run_graph(graph, [a, b])  # doctest: +SKIP
@@ -10,84 +13,103 @@ through numpile_runtime, and return its `call`.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from numpile_capture import Graph, run_graph
+import numpile_runtime as rt
+from numpile_capture import Graph
 
-from . import decompositions as _decompositions  # noqa: F401  (registers lowerings)
-from . import reductions as _reductions  # noqa: F401  (registers lowerings)
+from .autotune import AutotuneChoice, autotune
 from .config import InductorConfig
-from .lowering import lower_graph
-from .scheduler import Schedule, schedule
-from .wrapper import GeneratedModule, generate_module, output_rebuilder
+from .debug import debug_folder, graph_dot, write_debug_files
+from .graph_cache import (
+    Epilogue,
+    ExternSpec,
+    GraphArtifact,
+    graph_key,
+    load_artifact,
+    store_artifact,
+)
+from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
+
+if TYPE_CHECKING:
+    import types
+
+    from .scheduler import Schedule
 
 log = logging.getLogger("numpile.inductor")
 output_code_log = logging.getLogger("numpile.inductor.output_code")
 
 _FLAGS = ("-std=gnu11", "-fwrapv", "-fno-math-errno", "-Wno-unused-variable")
+# fast_math is opt-in: contraction into FMA and reassociation change NumPy's results.
+_FAST_MATH_FLAGS = ("-ffast-math", "-ffp-contract=fast")
+
+
+class KernelCompileError(rt.BuildError):
+    """The C compiler rejected code the inductor generated (a numpile bug).
+
+    The message names the kept kernel source and prints the graph it came from;
+    `graph` holds that graph's text.
+
+        >>> err = KernelCompileError("failed", source_path="k.c", command=(), stderr="", graph="")
+        >>> err.source_path
+        'k.c'
+    """
+
+    def __init__(
+        self, message: str, *, source_path: str, command: Sequence[str], stderr: str, graph: str
+    ) -> None:
+        super().__init__(message, source_path=source_path, command=command, stderr=stderr)
+        self.graph = graph
 
 
 @attrs.frozen
 class CompiledGraph:
     """What the inductor made of a graph: the schedule, the module source and the callable.
 
+    `schedule` is None when the module came from the graph cache (lowering was
+    skipped); `kernel_count` and `extern_ops` are known either way. `functional` says
+    whether the graph was functionalized; `autotuned` holds the max_autotune choice.
+
     >>> compiled = compile_graph(graph)  # doctest: +SKIP
-    >>> len(compiled.schedule.kernels)  # doctest: +SKIP
+    >>> compiled.kernel_count  # doctest: +SKIP
     1
     """
 
-    schedule: Schedule
+    schedule: Schedule | None
     generated: GeneratedModule
     fn: Callable[..., Any] = attrs.field(repr=False)
+    kernel_count: int = 0
+    extern_ops: tuple[str, ...] | list[str] = ()
+    functional: bool = False
+    cache_hit: bool = False
+    autotuned: AutotuneChoice | None = None
+    flags: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:
         return self.generated.source
 
-    @property
-    def kernel_count(self) -> int:
-        return len(self.schedule.kernels)
 
-    @property
-    def extern_ops(self) -> list[str]:
-        return [step.op_name for step in self.schedule.steps if not hasattr(step, "kernels")]
+def compile_graph(
+    graph: Graph,
+    *,
+    options: Mapping[str, Any] | None = None,
+    mode: str | None = None,
+    example_inputs: Sequence[Any] | None = None,
+) -> CompiledGraph:
+    """Compile `graph` (through the graph cache); the full result for inspection.
 
-
-def compile_graph(graph: Graph, *, options: Mapping[str, Any] | None = None) -> CompiledGraph:
-    """Lower, fuse, generate and build `graph`; the full result for inspection.
+    `example_inputs` are needed only by `max_autotune` (it times the graph on them).
 
     >>> compile_graph(graph).kernel_count  # doctest: +SKIP
     """
-    import numpile_runtime as rt
-
-    # Idle OpenMP threads sleep instead of spinning: kernels alternate with NumPy and BLAS
-    # calls on the same cores, and spinning threads starve them (3-30x slower measured on
-    # 2 busy cores). libgomp reads this once, when the first kernel module loads; a value
-    # the user set wins.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    config = InductorConfig.from_options(options)
-    program = lower_graph(graph)
-    sched = schedule(program)
-    generated = generate_module(sched, config)
-    output_code_log.debug("%s", generated.source)
-    if config.trace_enabled:
-        _write_debug(config, graph, sched, generated)
-    module = rt.build_extension(
-        generated.source,
-        module_name=generated.module_name,
-        language="c",
-        extra_flags=_FLAGS + config.extra_flags,
-    )
-    module.set_externs(generated.externs)
-    fn = output_rebuilder(generated, module.call)
-    return CompiledGraph(sched, generated, fn)
+    config = InductorConfig.from_options(options, mode=mode)
+    return _compile(graph, config, example_inputs, functionalize=True)
 
 
 def inductor(
@@ -99,42 +121,271 @@ def inductor(
 ) -> Callable[..., Any]:
     """The inductor backend: a callable that evaluates `graph` like `run_graph`.
 
-    It takes the graph inputs positionally. `mode` is accepted for the
-    torch.compile-style API (only the default exists on CPU); `options` are
-    inductor options (see `list_options`).
+    It takes the graph inputs positionally. `mode` is "default" or "max-autotune"
+    (see `list_mode_options`), `options` are inductor options (see `list_options`).
+    Without a C compiler it raises `CompilerNotFoundError` naming what to install.
 
         >>> fn = inductor(graph, [np.ones(3)])  # doctest: +SKIP
     """
-    if mode not in (
-        None,
-        "default",
-        "reduce-overhead",
-        "max-autotune",
-        "max-autotune-no-cudagraphs",
-    ):
-        raise ValueError(f"unknown mode {mode!r}")
-    del example_inputs  # layouts come from the graph's placeholder metadata
-    import numpile_runtime as rt
+    return compile_graph(graph, options=options, mode=mode, example_inputs=example_inputs).fn
+
+
+def _compile(
+    graph: Graph,
+    config: InductorConfig,
+    example_inputs: Sequence[Any] | None,
+    *,
+    functionalize: bool,
+) -> CompiledGraph:
+    # Idle OpenMP threads sleep instead of spinning: kernels alternate with NumPy and BLAS
+    # calls on the same cores, and spinning threads starve them (3-30x slower measured on
+    # 2 busy cores). libgomp reads this once, when the first kernel module loads; a value
+    # the user set wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    toolchain = _toolchain()
+    variant = "functional" if functionalize else "barrier"
+    key = graph_key(graph, config, toolchain.identity, variant=variant)
+    # trace.enabled lowers again so that the loop IR files can be written.
+    if config.graph_cache and not config.trace_enabled:
+        artifact = load_artifact(key)
+        if artifact is not None:
+            try:
+                module = _build(artifact.module_name, artifact.source, artifact.flags, graph)
+            except rt.BuildError as error:  # e.g. a cache folder from another machine
+                log.warning("graph cache entry %s does not build (%s); recompiling", key, error)
+            else:
+                log.debug("graph cache hit %s", key[:16])
+                rt.count("inductor_graph_cache_hit")
+                if config.graph_diagram:
+                    _write_debug(
+                        config, graph, artifact.module_name, {"output_code.c": artifact.source}
+                    )
+                return _finish(graph, config, artifact, module, None, cache_hit=True)
+    rt.count("inductor_graph_cache_miss")
+    # Late imports: code generation pulls in sympy (~0.3 s); a graph cache hit needs none.
+    from . import decompositions as _decompositions  # noqa: F401  (registers lowerings)
+    from . import reductions as _reductions  # noqa: F401  (registers lowerings)
+    from .lowering import lower_graph
+    from .scheduler import FusedKernel, schedule
+    from .wrapper import generate_module
+
+    target, epilogue, functional_text = (
+        _functionalized(graph) if functionalize else (graph, None, "")
+    )
+    with rt.timed("inductor_lowering"):
+        sched = schedule(lower_graph(target))
+    choice = None
+    if config.max_autotune:
+        choice = _autotune(graph, target, sched, config, example_inputs, epilogue, key)
+        if choice is not None:
+            config = attrs.evolve(
+                config, threads=choice.threads, parallel_threshold=choice.parallel_threshold
+            )
+    with rt.timed("inductor_codegen"):
+        generated = generate_module(sched, config)
+    output_code_log.debug("%s", generated.source)
+    if config.trace_enabled or config.graph_diagram:
+        files = {"output_code.c": generated.source}
+        if config.trace_enabled:
+            files["ir_pre_fusion.txt"] = str(sched.program)
+            files["ir_post_fusion.txt"] = str(sched)
+            if functional_text:
+                files["functional_graph.txt"] = functional_text
+        _write_debug(config, graph, generated.module_name, files)
+    flags = _flags(config)
+    module = _build(generated.module_name, generated.source, flags, graph)
+    artifact = GraphArtifact(
+        module_name=generated.module_name,
+        source=generated.source,
+        flags=flags,
+        externs=tuple(ExternSpec.of(step) for step in generated.extern_steps),
+        output_spec=generated.output_spec,
+        output_slots=generated.output_slots,
+        direct=generated.direct,
+        threads=config.threads,
+        epilogue=epilogue,
+        kernel_count=len(sched.kernels),
+        extern_ops=tuple(s.op_name for s in sched.steps if not isinstance(s, FusedKernel)),
+    )
+    if config.graph_cache:
+        store_artifact(key, artifact)
+    return _finish(graph, config, artifact, module, sched, cache_hit=False, autotuned=choice)
+
+
+def _finish(
+    graph: Graph,
+    config: InductorConfig,
+    artifact: GraphArtifact,
+    module: types.ModuleType,
+    sched: Schedule | None,
+    *,
+    cache_hit: bool,
+    autotuned: AutotuneChoice | None = None,
+) -> CompiledGraph:
+    # The callable of a built module: externs handed over, pytree rebuild, epilogue.
+    steps = tuple(spec.callable_step("") for spec in artifact.externs)
+    externs = extern_callables(steps)
+    module.set_externs(externs)
+    generated = GeneratedModule(
+        artifact.module_name,
+        artifact.source,
+        externs,
+        artifact.output_spec,
+        artifact.output_slots,
+        artifact.direct,
+        steps,
+    )
+    fn = output_rebuilder(generated, module.call)
+    if artifact.epilogue is not None:
+
+        def barrier() -> Callable[..., Any]:
+            # Inputs that overlap in memory: the pure graph cannot model them.
+            return _compile(graph, config, None, functionalize=False).fn
+
+        fn = with_epilogue(fn, artifact.epilogue, barrier)
+    return CompiledGraph(
+        sched,
+        generated,
+        fn,
+        kernel_count=artifact.kernel_count,
+        extern_ops=list(artifact.extern_ops),
+        functional=artifact.epilogue is not None,
+        cache_hit=cache_hit,
+        autotuned=autotuned,
+        flags=artifact.flags,
+    )
+
+
+def _functionalized(graph: Graph) -> tuple[Graph, Epilogue | None, str]:
+    # The pure graph and its epilogue when the graph mutates; the graph itself otherwise
+    # or when functionalization refuses (then mutation ops stay barriers).
+    if not any(node.op is not None and node.op.mutates for node in graph.nodes):
+        return graph, None, ""
+    # Late import: only graphs with in-place updates need functionalization.
+    from numpile_autograd_aot import functionalize
 
     try:
-        return compile_graph(graph, options=options).fn
+        fg = functionalize(graph)
+    except NotImplementedError as error:
+        log.debug("not functionalized (%s): mutation ops stay barriers", error)
+        return graph, None, ""
+    epilogue = Epilogue(
+        fg.output_spec,
+        fg.num_outputs,
+        fg.mutated_inputs,
+        tuple((a.output, a.input, tuple(a.views)) for a in fg.output_aliases),
+    )
+    return fg.graph, epilogue, str(fg)
+
+
+def _autotune(
+    graph: Graph,
+    target: Graph,
+    sched: Schedule,
+    config: InductorConfig,
+    example_inputs: Sequence[Any] | None,
+    epilogue: Epilogue | None,
+    key: str,
+) -> AutotuneChoice | None:
+    if example_inputs is None:
+        log.info("max_autotune needs example inputs; using the default threads and threshold")
+        return None
+    if target is graph and any(node.op is not None and node.op.mutates for node in graph.nodes):
+        log.info("max_autotune skipped: the graph mutates its inputs and was not functionalized")
+        return None
+    flags = _flags(config)
+    from .wrapper import generate_module  # late: see _compile
+
+    def build(thresholds: Sequence[int]) -> list[tuple[Callable[..., Any], Callable[[int], Any]]]:
+        variants = [
+            generate_module(sched, attrs.evolve(config, parallel_threshold=t, threads=0))
+            for t in thresholds
+        ]
+        jobs = [rt.BuildJob(g.source, g.module_name, "c", flags) for g in variants]
+        modules = _build_many(jobs, graph)
+        built: list[tuple[Callable[..., Any], Callable[[int], Any]]] = []
+        for generated, module in zip(variants, modules, strict=True):
+            assert not isinstance(module, type(None))
+            module.set_externs(generated.externs)
+            built.append((output_rebuilder(generated, module.call), module.set_threads))
+        return built
+
+    return autotune(build, config, example_inputs, key=key)
+
+
+def _flags(config: InductorConfig) -> tuple[str, ...]:
+    fast = _FAST_MATH_FLAGS if config.fast_math else ()
+    return _FLAGS + fast + config.extra_flags
+
+
+def _toolchain() -> rt.Toolchain:
+    try:
+        return rt.find_toolchain()
     except rt.CompilerNotFoundError as error:
-        log.warning("no C compiler (%s); the graph runs op by op with NumPy", error)
-        return functools.partial(_run_eagerly, graph)
+        raise _no_compiler(error) from error
 
 
-def _run_eagerly(graph: Graph, *inputs: Any) -> Any:
-    return run_graph(graph, inputs)
+def _no_compiler(error: rt.CompilerNotFoundError) -> rt.CompilerNotFoundError:
+    return rt.CompilerNotFoundError(
+        f"the inductor backend compiles graphs to C and needs a C compiler: {error}. "
+        "Without one, compile with backend='eager', or set "
+        "numpile.config.suppress_errors = True to run such functions eagerly with a warning"
+    )
+
+
+def _build(module_name: str, source: str, flags: tuple[str, ...], graph: Graph) -> types.ModuleType:
+    (module,) = _build_many([rt.BuildJob(source, module_name, "c", flags)], graph)
+    return module
+
+
+def _build_many(jobs: Sequence[rt.BuildJob], graph: Graph) -> list[types.ModuleType]:
+    try:
+        with rt.timed("inductor_build"):
+            built = rt.build_many(jobs)
+    except rt.CompilerNotFoundError as error:
+        raise _no_compiler(error) from error
+    except KernelCompileError:
+        raise
+    except rt.BuildError as error:
+        raise _kernel_compile_error(error, graph) from error
+    modules: list[types.ModuleType] = []
+    for module in built:
+        assert not isinstance(module, type(None)) and hasattr(module, "call")
+        modules.append(module)  # type: ignore[arg-type]
+    return modules
+
+
+def _kernel_compile_error(error: rt.BuildError, graph: Graph) -> KernelCompileError:
+    text = str(graph)
+    graph_path = f"{error.source_path}.graph.txt"
+    try:
+        with open(graph_path, "w") as file:
+            file.write(text + "\n")
+    except OSError:
+        graph_path = "(could not be written)"
+    indented = "\n".join(f"    {line}" for line in text.splitlines())
+    stderr = "\n".join(f"    {line}" for line in error.stderr.strip().splitlines()[:40])
+    message = (
+        "the C compiler rejected the code numpile's inductor generated for a graph; this is a "
+        "numpile bug: please report it with the two files below (compile with "
+        "backend='eager' meanwhile)\n"
+        f"  kernel source: {error.source_path}\n"
+        f"  graph: {graph_path}\n{indented}\n"
+        f"  compiler output:\n{stderr}"
+    )
+    return KernelCompileError(
+        message,
+        source_path=error.source_path,
+        command=error.command,
+        stderr=error.stderr,
+        graph=text,
+    )
 
 
 def _write_debug(
-    config: InductorConfig, graph: Graph, sched: Schedule, generated: GeneratedModule
+    config: InductorConfig, graph: Graph, module_name: str, files: dict[str, str]
 ) -> None:
-    root = Path(config.debug_dir or os.path.join(os.getcwd(), "numpile_debug"))
-    folder = root / f"inductor_{generated.module_name}"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "graph.txt").write_text(str(graph) + "\n")
-    (folder / "ir_pre_fusion.txt").write_text(str(sched.program) + "\n")
-    (folder / "ir_post_fusion.txt").write_text(str(sched) + "\n")
-    (folder / "output_code.c").write_text(generated.source)
-    log.info("inductor debug output in %s", folder)
+    named = {"graph.txt": str(graph), **files}
+    if config.graph_diagram:
+        named["graph.dot"] = graph_dot(graph)
+    write_debug_files(debug_folder(config, module_name), named)

@@ -322,8 +322,8 @@ def vector_math_declarations() -> str:
 
 
 _HELPERS_TEMPLATE = """
-static inline T _np_maximum_N(T a, T b) { return ((a >= b) | (a != a)) ? a : b; }
-static inline T _np_minimum_N(T a, T b) { return ((a <= b) | (a != a)) ? a : b; }
+static inline T _np_maximum_N(T a, T b) { return ((a > b) | (a != a)) ? a : b; }
+static inline T _np_minimum_N(T a, T b) { return ((a < b) | (a != a)) ? a : b; }
 static inline T _np_sign_N(T a) { return a > 0 ? (T)1 : (a < 0 ? (T)-1 : (a == 0 ? (T)0 : a)); }
 static inline T _np_remainder_N(T a, T b) {
     T mod;

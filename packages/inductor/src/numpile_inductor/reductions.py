@@ -9,7 +9,11 @@ Accumulation happens in the result dtype, as NumPy does. Float and complex
 sums use blocked pairwise summation (8 accumulators, blocks of 128, a binary
 cascade of block sums): bit-identical to NumPy for a reduced run of at most
 128 contiguous elements or a power-of-two multiple of 128, and otherwise within
-a few ulp times log2(n) of it.
+a few ulp times log2(n) of it. Sums over an outer axis (`sum(axis=0)` of a
+row-major array) add whole rows in NumPy's order: bit-identical. max and min
+compare in 8 lanes and propagate NaN through a separate lane of the NaNs seen:
+exact values; only which of two equal zeros (-0.0 and 0.0) wins may differ
+from NumPy's own SIMD lanes.
 
     >>> LOWERINGS["sum"]  # doctest: +SKIP
 """

@@ -7,6 +7,9 @@ same index for pointwise kernels), and no extern mutation lies in between.
 This fuses pointwise chains that were realized (several users) and puts
 reductions over the same ranges side by side. A buffer written and read only
 inside one fused kernel gets no memory: it becomes a local of the loop body.
+Then `fuse_rows` merges runs of kernels that share leading loops and read
+each other only row by row (softmax, layernorm) into one row group, parallel
+over rows, whose intermediates live in a per-thread scratch row.
 
     >>> [str(k) for k in schedule(program).steps]  # doctest: +SKIP
 """
@@ -14,9 +17,11 @@ inside one fused kernel gets no memory: it becomes a local of the loop body.
 from __future__ import annotations
 
 import logging
+import math
 
 import attrs
 
+from .index import loop_var
 from .loop_ir import ExternCall, Kernel, ReductionStore, Store, loads_of
 from .lowering import Program
 
@@ -27,17 +32,31 @@ _MAX_FUSED_STORES = 32
 
 @attrs.frozen
 class FusedKernel:
-    """Kernels fused into one loop nest; `internal` buffers live in registers only."""
+    """Kernels fused into one loop nest; `internal` buffers live in registers only.
+
+    A *row group* (`parts` non-empty) runs several fused kernels one after the
+    other inside one parallel loop over their common leading `ranges` (the
+    rows): e.g. softmax's max, exp, sum and divide per row while the row is in
+    cache. Its `scratch` buffers hold one row per thread instead of an array;
+    `internal` includes them and the parts' register-only buffers.
+    """
 
     name: str
     ranges: tuple[int, ...]
     reduction_ranges: tuple[int, ...]
     kernels: tuple[Kernel, ...]
     internal: frozenset[str] = frozenset()
+    parts: tuple[FusedKernel, ...] = ()
+    scratch: frozenset[str] = frozenset()
 
     @property
     def is_reduction(self) -> bool:
         return self.kernels[0].is_reduction
+
+    @property
+    def row_dims(self) -> int:
+        """How many leading loops a row group shares (0 for a plain fused kernel)."""
+        return len(self.ranges) if self.parts else 0
 
     @property
     def stores(self) -> list[Store | ReductionStore]:
@@ -56,6 +75,11 @@ class FusedKernel:
         return [name for kernel in self.kernels for name in kernel.writes()]
 
     def __str__(self) -> str:
+        if self.parts:
+            head = f"{self.name}: rows over {list(self.ranges)}"
+            lines = [head, *(f"  {line}" for part in self.parts for line in str(part).split("\n"))]
+            lines += [f"  scratch row: {name}" for name in sorted(self.scratch)]
+            return "\n".join(lines)
         origins = ", ".join(o for kernel in self.kernels for o in kernel.origins)
         kind = "reduction" if self.is_reduction else "pointwise"
         loops = f"{list(self.ranges)}"
@@ -143,7 +167,8 @@ def schedule(program: Program) -> Schedule:
             log.debug("fused %s into group %d", step.name, chosen)
         for name in step.writes():
             writer[name] = chosen
-    return Schedule(program, _finish(program, groups))
+    steps = fuse_rows(program, _finish(program, groups))
+    return Schedule(program, _rename(steps))
 
 
 def _finish(
@@ -180,3 +205,135 @@ def _finish(
         )
         count += 1
     return steps
+
+
+# Scratch rows larger than this stay arrays in memory (they live on each thread's stack).
+_MAX_SCRATCH_BYTES = 65536
+
+
+def _row_prefix(step: FusedKernel | ExternCall) -> tuple[int, ...]:
+    if not isinstance(step, FusedKernel) or step.parts:
+        return ()
+    if step.is_reduction and len(step.ranges) == 0:
+        return ()
+    return step.ranges
+
+
+def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    count = 0
+    while count < min(len(a), len(b)) and a[count] == b[count]:
+        count += 1
+    return a[:count]
+
+
+def _same_row_reads(
+    members: list[FusedKernel], step: FusedKernel, rows: int, program: Program
+) -> bool:
+    # Every load by `step` of a buffer a member wrote reads that buffer's row `rows` loops
+    # deep (the first `rows` indices are the loop variables), so the row is complete.
+    written = {store.buffer: store for member in members for store in member.stores}
+    xs = tuple(loop_var(d) for d in range(rows))
+    for store in step.stores:
+        for load in loads_of(store.value):
+            if load.buffer not in written:
+                continue
+            shape = program.buffers[load.buffer].shape
+            if len(shape) < rows or tuple(load.index[:rows]) != xs:
+                return False
+            if tuple(written[load.buffer].index[:rows]) != xs:
+                return False
+    return True
+
+
+def fuse_rows(
+    program: Program, steps: list[FusedKernel | ExternCall]
+) -> list[FusedKernel | ExternCall]:
+    """Merge consecutive kernels that work row by row into row groups.
+
+    A run of kernels with a common non-empty prefix of loop ranges, containing a
+    reduction, where each reads what the earlier ones wrote only in its own row,
+    becomes one kernel parallel over the rows. Buffers read only inside the
+    group get one row of scratch per thread instead of memory.
+
+    >>> [str(s).split(":")[0] for s in fuse_rows(program, steps)]  # doctest: +SKIP
+    ['kernel0']
+    """
+    runs: list[list[FusedKernel | ExternCall]] = []
+    prefix: tuple[int, ...] = ()
+    for step in steps:
+        own = _row_prefix(step)
+        if runs and prefix and own:
+            candidate = _common_prefix(prefix, own)
+            members = runs[-1]
+            fused = [m for m in members if isinstance(m, FusedKernel)]
+            assert isinstance(step, FusedKernel)
+            # Size-1 dims indexed by 0 (keepdims results) end the row early: try shorter.
+            rows = len(candidate)
+            while rows and not _same_row_reads(fused, step, rows, program):
+                rows -= 1
+            if rows:
+                members.append(step)
+                prefix = candidate[:rows]
+                continue
+        runs.append([step])
+        prefix = own
+    readers: dict[str, set[int]] = {}
+    for position, run in enumerate(runs):
+        for member in run:
+            for name in member.reads():
+                readers.setdefault(name, set()).add(position)
+    outputs = set(program.outputs.values())
+    result: list[FusedKernel | ExternCall] = []
+    for position, run in enumerate(runs):
+        parts = [m for m in run if isinstance(m, FusedKernel)]
+        if len(run) == 1 or not any(part.is_reduction for part in parts):
+            result.extend(run)
+            continue
+        rows = len(_common_rows(parts))
+        scratch: set[str] = set()
+        for part in parts:
+            for name in part.writes():
+                buf = program.buffers[name]
+                row_bytes = math.prod(buf.shape[rows:]) * buf.dtype.itemsize
+                if (
+                    name not in outputs
+                    and name not in part.internal
+                    and readers.get(name, set()) <= {position}
+                    and row_bytes <= _MAX_SCRATCH_BYTES
+                ):
+                    scratch.add(name)
+        internal = set(scratch)
+        for part in parts:
+            internal |= part.internal
+        parts = [attrs.evolve(part, name=f"part{i}") for i, part in enumerate(parts)]
+        result.append(
+            FusedKernel(
+                parts[0].name,
+                _common_rows(parts),
+                (),
+                tuple(kernel for part in parts for kernel in part.kernels),
+                frozenset(internal),
+                tuple(parts),
+                frozenset(scratch),
+            )
+        )
+        log.debug("row group of %d kernels over %s", len(parts), _common_rows(parts))
+    return result
+
+
+def _common_rows(parts: list[FusedKernel]) -> tuple[int, ...]:
+    prefix = parts[0].ranges
+    for part in parts[1:]:
+        prefix = _common_prefix(prefix, part.ranges)
+    return prefix
+
+
+def _rename(steps: list[FusedKernel | ExternCall]) -> list[FusedKernel | ExternCall]:
+    result: list[FusedKernel | ExternCall] = []
+    count = 0
+    for step in steps:
+        if isinstance(step, FusedKernel):
+            step = attrs.evolve(step, name=f"kernel{count}")
+            count += 1
+        result.append(step)
+    return result

@@ -8,8 +8,8 @@ over at load time, drops intermediates after their last use, and returns the
 output leaves. A Python function rebuilds the output pytree only when it is
 not a single array or a flat tuple of arrays.
 
-    >>> fn = build_wrapper(schedule, config)  # doctest: +SKIP
-    >>> fn(a, b)  # doctest: +SKIP
+    >>> generated = generate_module(schedule(program), InductorConfig())  # doctest: +SKIP
+    >>> print(generated.source)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from typing import Any
 import attrs
 import numpy as np
 
-from numpile_capture import ArrayMeta, Node, tree_flatten, tree_unflatten
+from numpile_capture import ArrayMeta, Node, tree_flatten
 
 from .c_kernel import kernel_signature, kernel_source
 from .c_ops import c_type, helper_definitions, vector_math_declarations
 from .config import InductorConfig
+from .launcher import GeneratedModule, extern_callable
 from .loop_ir import Buffer, BufferRef, ExternCall
 from .scheduler import FusedKernel, Schedule
 
@@ -43,19 +44,10 @@ _PRELUDE = """\
 #include <stdint.h>
 #include <math.h>
 #include <complex.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 """
-
-
-@attrs.frozen
-class GeneratedModule:
-    """The C source of a graph's extension module and what its loader needs."""
-
-    module_name: str
-    source: str
-    externs: tuple[Callable[..., Any], ...]
-    output_spec: Any
-    output_slots: tuple[tuple[bool, Any], ...]
-    direct: bool
 
 
 def _typenum(dtype: np.dtype[Any]) -> int:
@@ -81,25 +73,6 @@ def _layout_mismatch(array: str, buf: Buffer) -> list[str]:
     ]
     conds += [f"PyArray_DIMS({array})[{d}] != {size}" for d, size in enumerate(buf.shape)]
     return conds
-
-
-def _extern_callable(step: ExternCall) -> Callable[..., Any]:
-    impl = step.impl
-    template = step.args
-    kwargs = dict(step.kwargs)
-    slots = [i for i, arg in enumerate(template) if isinstance(arg, BufferRef)]
-    if len(slots) == len(template) and not kwargs:
-        return impl
-    if len(slots) == len(template):
-        return lambda *values: impl(*values, **kwargs)
-
-    def call(*values: Any) -> Any:
-        args = list(template)
-        for slot, value in zip(slots, values, strict=True):
-            args[slot] = value
-        return impl(*args, **kwargs)
-
-    return call
 
 
 class _Emitter:
@@ -149,6 +122,13 @@ class _Emitter:
         )
         out.append("        return NULL;")
         out.append("    }")
+        out.append("#ifdef _OPENMP")
+        out.append("    int threads_before = 0;")
+        out.append("    if (g_threads > 0) {")
+        out.append("        threads_before = omp_get_max_threads();")
+        out.append("        omp_set_num_threads(g_threads);")
+        out.append("    }")
+        out.append("#endif")
         for position, name in enumerate(self.program.inputs):
             self._emit_input(position, name)
         last_use = self._last_uses(steps)
@@ -168,6 +148,9 @@ class _Emitter:
             out.append(f"    Py_XDECREF(o_{name});")
         for name in converted:
             out.append(f"    Py_XDECREF(k_{name});")
+        out.append("#ifdef _OPENMP")
+        out.append("    if (g_threads > 0) { omp_set_num_threads(threads_before); }")
+        out.append("#endif")
         out.append("    return result;")
         out.append("}")
         return [*self.statics, "", *out]
@@ -298,7 +281,7 @@ class _Emitter:
 
     def _emit_extern(self, step: ExternCall) -> None:
         index = len(self.externs)
-        self.externs.append(_extern_callable(step))
+        self.externs.append(extern_callable(step))
         refs = [arg.name for arg in step.args if isinstance(arg, BufferRef)]
         out = self.lines
         out.append("    {")
@@ -354,7 +337,7 @@ class _Emitter:
         out = self.lines
         items = [self._output_ref(node) for node in node_leaves]
         _, spec = tree_flatten(graph.output)
-        if spec.kind == "leaf":
+        if spec.kind == "leaf" and items:
             out.append(f"    result = {items[0]};")
         else:
             out.append(f"    result = PyTuple_New({len(items)});")
@@ -406,6 +389,16 @@ def generate_module(sched: Schedule, config: InductorConfig) -> GeneratedModule:
         " */",
     ]
     tail = f"""
+static PyObject *set_threads(PyObject *self, PyObject *arg)
+{{
+    long threads = PyLong_AsLong(arg);
+    if (threads == -1 && PyErr_Occurred()) {{
+        return NULL;
+    }}
+    g_threads = (int)threads;
+    Py_RETURN_NONE;
+}}
+
 static PyObject *set_externs(PyObject *self, PyObject *arg)
 {{
     if (!PyTuple_Check(arg)) {{
@@ -419,6 +412,7 @@ static PyObject *set_externs(PyObject *self, PyObject *arg)
 static PyMethodDef methods[] = {{
     {{"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "Run the compiled graph."}},
     {{"set_externs", set_externs, METH_O, "Hand over the extern callables."}},
+    {{"set_threads", set_threads, METH_O, "OpenMP threads for the kernels (0: default)."}},
     {{NULL, NULL, 0, NULL}}
 }};
 
@@ -437,6 +431,7 @@ PyMODINIT_FUNC PyInit_{module_name}(void)
             vector_math_declarations(),
             helper_definitions(),
             "static PyObject *g_externs = NULL;",
+            f"static int g_threads = {config.threads};  /* OpenMP threads; 0: default */",
             "",
             *kernels,
             "",
@@ -452,22 +447,5 @@ PyMODINIT_FUNC PyInit_{module_name}(void)
         and all(child.kind == "leaf" for child in spec.children)
     )
     slots = tuple((True, None) if isinstance(leaf, Node) else (False, leaf) for leaf in leaves)
-    return GeneratedModule(module_name, source, tuple(emitter.externs), spec, slots, direct)
-
-
-def output_rebuilder(generated: GeneratedModule, call: Callable[..., Any]) -> Callable[..., Any]:
-    """The compiled callable: `call` itself, or `call` followed by the pytree rebuild.
-
-    >>> output_rebuilder(generated, module.call)(a, b)  # doctest: +SKIP
-    """
-    if generated.direct:
-        return call
-    spec = generated.output_spec
-    slots = generated.output_slots
-
-    def run(*args: Any) -> Any:
-        values = iter(call(*args))
-        leaves = [next(values) if is_node else constant for is_node, constant in slots]
-        return tree_unflatten(spec, leaves)
-
-    return run
+    steps = tuple(step for step in sched.steps if isinstance(step, ExternCall))
+    return GeneratedModule(module_name, source, tuple(emitter.externs), spec, slots, direct, steps)

@@ -1,0 +1,470 @@
+"""Code objects for graph breaks: resume functions and the code that runs a breaking instruction.
+
+Both are built with the PyPI `bytecode` library from the original function's
+own instructions, so they run exactly what CPython would have run:
+
+- a *resume function* is a copy of the original code with a prologue that
+  pushes the live stack values back (from parameters `___stack0`, ...) and
+  jumps to the instruction where execution continues; its other parameters
+  are the live locals, by their own names. The dispatcher wraps it as a
+  compiled function, so the rest of the function is captured with its own
+  cache and guards.
+- a *break function* takes the same kind of parameters, pushes the stack,
+  runs the breaking instruction(s) copied from the original code, and at each
+  place execution may continue (the next instruction, a jump target) calls
+  the matching resume function with the stack and locals of that moment.
+
+    >>> def f(x):
+    ...     print(x)
+    ...     return x
+    >>> site = BreakSite.at(f.__code__, 3)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dis
+import inspect
+import sys
+import types
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import bytecode as bc
+
+from .bytecode import normalized_instructions
+from .capture_result import Unsupported
+
+_PY312 = sys.version_info >= (3, 12)
+_PY313 = sys.version_info >= (3, 13)
+
+STACK_PREFIX = "___stack"
+
+# NOTE: raw instructions that belong to no group: they only set up the frame.
+_PROLOGUE = frozenset({"RESUME", "COPY_FREE_VARS", "MAKE_CELL", "NOP", "CACHE", "EXTENDED_ARG"})
+
+_TERMINATORS = frozenset({"RAISE_VARARGS", "RETURN_VALUE", "RETURN_CONST", "RERAISE"})
+
+_CONDITIONAL_JUMPS = frozenset(
+    {
+        "POP_JUMP_IF_TRUE",
+        "POP_JUMP_IF_FALSE",
+        "POP_JUMP_IF_NONE",
+        "POP_JUMP_IF_NOT_NONE",
+        "POP_JUMP_FORWARD_IF_TRUE",
+        "POP_JUMP_FORWARD_IF_FALSE",
+        "POP_JUMP_FORWARD_IF_NONE",
+        "POP_JUMP_FORWARD_IF_NOT_NONE",
+        "POP_JUMP_BACKWARD_IF_TRUE",
+        "POP_JUMP_BACKWARD_IF_FALSE",
+        "POP_JUMP_BACKWARD_IF_NONE",
+        "POP_JUMP_BACKWARD_IF_NOT_NONE",
+    }
+)
+
+
+def _stack_use(name: str, arg: int | None) -> tuple[int, int] | None:
+    # (popped, pushed) of one raw instruction that may break; None: not resumable after it.
+    n = arg or 0
+    fixed: dict[str, tuple[int, int]] = {
+        "KW_NAMES": (0, 0),
+        "PRECALL": (0, 0),
+        "TO_BOOL": (1, 1),
+        "STORE_ATTR": (2, 0),
+        "DELETE_ATTR": (1, 0),
+        "STORE_GLOBAL": (1, 0),
+        "DELETE_GLOBAL": (0, 0),
+        "STORE_DEREF": (1, 0),
+        "STORE_SUBSCR": (3, 0),
+        "DELETE_SUBSCR": (2, 0),
+        "STORE_SLICE": (4, 0),
+        "BINARY_OP": (2, 1),
+        "COMPARE_OP": (2, 1),
+        "CONTAINS_OP": (2, 1),
+        "IS_OP": (2, 1),
+        "UNARY_NEGATIVE": (1, 1),
+        "UNARY_POSITIVE": (1, 1),
+        "UNARY_INVERT": (1, 1),
+        "UNARY_NOT": (1, 1),
+        "BINARY_SUBSCR": (2, 1),
+        "BINARY_SLICE": (3, 1),
+        "FORMAT_SIMPLE": (1, 1),
+        "FORMAT_WITH_SPEC": (2, 1),
+        "CONVERT_VALUE": (1, 1),
+        "CALL_INTRINSIC_1": (1, 1),
+        "IMPORT_NAME": (2, 1),
+        "IMPORT_FROM": (0, 1),
+        "LOAD_BUILD_CLASS": (0, 1),
+        "LOAD_GLOBAL": (0, 1),
+        "LOAD_DEREF": (0, 1),
+        "LOAD_ASSERTION_ERROR": (0, 1),
+        "RETURN_VALUE": (1, 0),
+        "RETURN_CONST": (0, 0),
+        "RAISE_VARARGS": (n, 0),
+    }
+    if name in fixed:
+        return fixed[name]
+    if name in _CONDITIONAL_JUMPS:
+        return (1, 0)
+    if name == "CALL":
+        return (n + 2, 1)
+    if name == "CALL_KW":
+        return (n + 3, 1)
+    if name == "CALL_FUNCTION_EX":
+        return (3 + (n & 1), 1)
+    if name in ("BUILD_SET", "BUILD_STRING", "BUILD_TUPLE", "BUILD_LIST"):
+        return (n, 1)
+    if name == "BUILD_MAP":
+        return (2 * n, 1)
+    if name == "FORMAT_VALUE":
+        return (2 if n & 0x04 else 1, 1)
+    if name == "UNPACK_SEQUENCE":
+        return (1, n)
+    if name in ("LOAD_ATTR", "LOAD_METHOD"):
+        return (1, 1)  # the method form is rewritten to an attribute load (see _copy_group)
+    return None
+
+
+@attrs.frozen
+class Continuation:
+    """Where execution continues after a break: a raw offset and the stack layout there.
+
+    `nulls[j]` is True where stack position j holds CPython's NULL (before a callable).
+    """
+
+    offset: int
+    nulls: tuple[bool, ...]
+
+
+@attrs.frozen
+class BreakSite:
+    """A breaking instruction of `code`: the raw instructions to run and where to continue.
+
+    `group` are the raw instructions (from `bytecode`) that make up normalized
+    instruction `index`; `continuations` are the fall-through and jump
+    targets, each with the stack layout there (given the layout before).
+    Build one with `BreakSite.at(code, index, nulls)`, which raises
+    `Unsupported` when resuming there is not possible.
+    """
+
+    code: types.CodeType
+    index: int
+    nulls: tuple[bool, ...]
+    group: tuple[Any, ...]
+    fallthrough: Continuation | None
+    jump: Continuation | None
+
+    @classmethod
+    def at(cls, code: types.CodeType, index: int, nulls: Sequence[bool]) -> BreakSite:
+        """The break site at normalized instruction `index` with stack layout `nulls`.
+
+        >>> def f(x):
+        ...     print(x)
+        >>> [i.opname for i in BreakSite.at(f.__code__, 2, (True, False, False)).group][-1]
+        'CALL'
+        """
+        return _make_site(code, index, tuple(nulls))
+
+    @classmethod
+    def before(cls, code: types.CodeType, index: int, nulls: Sequence[bool]) -> BreakSite:
+        """A site that runs nothing: execution continues at normalized instruction `index`.
+
+        Used to end a graph before a loop whose body breaks.
+        """
+        return _split_site(code, index, tuple(nulls))
+
+
+def _split_site(code: types.CodeType, index: int, nulls: tuple[bool, ...]) -> BreakSite:
+    normalized = normalized_instructions(code)
+    previous = normalized[index - 1].offset if index > 0 else -1
+    pairs = _raw_pairs(code)
+    following = [
+        raw.offset for raw, _ in pairs if raw.offset > previous and raw.opname not in _PROLOGUE
+    ]
+    if not following:
+        raise Unsupported("not supported yet: resuming at the end of the code")
+    return BreakSite(code, index, nulls, (), Continuation(following[0], nulls), None)
+
+
+def _raw_pairs(code: types.CodeType) -> list[tuple[dis.Instruction, Any]]:
+    found = _PAIRS.get(code)
+    if found is not None:
+        return found
+    raw = [inst for inst in dis.get_instructions(code) if inst.opname != "EXTENDED_ARG"]
+    abstract = [item for item in bc.Bytecode.from_code(code) if isinstance(item, bc.Instr)]
+    if len(raw) != len(abstract):
+        raise Unsupported("not supported yet: resuming in this code object (unaligned bytecode)")
+    pairs = list(zip(raw, abstract, strict=True))
+    for inst, instr in pairs:
+        if instr.name != inst.opname and not instr.name.startswith(("JUMP", "POP_JUMP")):
+            raise Unsupported("not supported yet: resuming in this code object (unaligned)")
+    _PAIRS[code] = pairs
+    return pairs
+
+
+# NOTE: aligned (dis, bytecode) instruction pairs per code object, weakly keyed.
+_PAIRS: weakref.WeakKeyDictionary[types.CodeType, list[tuple[dis.Instruction, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _make_site(code: types.CodeType, index: int, nulls: tuple[bool, ...]) -> BreakSite:
+    normalized = normalized_instructions(code)
+    inst = normalized[index]
+    if index + 1 < len(normalized) and normalized[index + 1].offset == inst.offset:
+        raise Unsupported(f"not supported yet: resuming after {inst.opname}")
+    previous = normalized[index - 1].offset if index > 0 else -1
+    pairs = _raw_pairs(code)
+    group = [
+        (raw, instr)
+        for raw, instr in pairs
+        if previous < raw.offset <= inst.offset and raw.opname not in _PROLOGUE
+    ]
+    if not group:
+        raise Unsupported(f"not supported yet: resuming after {inst.opname}")
+    depth = len(nulls)
+    low = depth
+    after = list(nulls)
+    last_raw = group[-1][0]
+    jump_nulls: list[bool] | None = None
+    for raw, _ in group:
+        use = _stack_use(raw.opname, raw.arg)
+        if use is None:
+            raise Unsupported(f"not supported yet: resuming after {raw.opname}")
+        popped, pushed = use
+        if len(after) < popped:
+            raise Unsupported(f"not supported yet: resuming after {raw.opname} (stack)")
+        if raw.opname in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
+            jump_nulls = list(after)
+        del after[len(after) - popped :]
+        low = min(low, len(after))
+        after.extend([False] * pushed)
+        if raw.opname in ("LOAD_ATTR", "LOAD_METHOD") and _is_method_load(raw):
+            # Rewritten to `LOAD_ATTR name; PUSH_NULL` (+ SWAP before 3.13): [NULL, bound].
+            after.insert(len(after) - (0 if _PY313 else 1), True)
+    fallthrough = None
+    if last_raw.opname not in _TERMINATORS:
+        following = [raw.offset for raw, _ in pairs if raw.offset > last_raw.offset]
+        if following:
+            fallthrough = Continuation(following[0], tuple(after))
+    jump = None
+    if last_raw.opname in _CONDITIONAL_JUMPS:
+        jump = Continuation(int(last_raw.argval), tuple(after))
+    elif jump_nulls is not None:
+        jump = Continuation(int(last_raw.argval), tuple(jump_nulls))
+    elif _is_jump(last_raw):
+        raise Unsupported(f"not supported yet: resuming after {last_raw.opname}")
+    return BreakSite(code, index, nulls, tuple(instr for _, instr in group), fallthrough, jump)
+
+
+def _is_method_load(raw: dis.Instruction) -> bool:
+    if raw.opname == "LOAD_METHOD":
+        return True
+    return raw.opname == "LOAD_ATTR" and _PY312 and bool((raw.arg or 0) & 1)
+
+
+def _is_jump(raw: dis.Instruction) -> bool:
+    return raw.opcode in dis.hasjrel or raw.opcode in dis.hasjabs
+
+
+def stack_names(nulls: Sequence[bool]) -> list[str]:
+    """Parameter names of the non-NULL stack positions.
+
+    >>> stack_names((True, False, False))
+    ['___stack1', '___stack2']
+    """
+    return [f"{STACK_PREFIX}{index}" for index, null in enumerate(nulls) if not null]
+
+
+def _push_stack(nulls: Sequence[bool]) -> list[Any]:
+    return [
+        bc.Instr("PUSH_NULL") if null else bc.Instr("LOAD_FAST", f"{STACK_PREFIX}{index}")
+        for index, null in enumerate(nulls)
+    ]
+
+
+def _configure(code: bc.Bytecode, original: types.CodeType, params: list[str], name: str) -> None:
+    code.argnames = params
+    code.argcount = len(params)
+    code.posonlyargcount = 0
+    code.kwonlyargcount = 0
+    code.name = name
+    if hasattr(code, "qualname"):
+        code.qualname = name
+    code.filename = original.co_filename
+    code.first_lineno = original.co_firstlineno
+    code.freevars = list(original.co_freevars)
+    code.flags = bc.CompilerFlags(
+        original.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+    )
+
+
+# NOTE: resume code objects per original code and (offset, stack layout, local names), so one
+# place of one function always resumes in the same code object (and so the same code cache).
+_RESUMES: weakref.WeakKeyDictionary[types.CodeType, dict[Any, types.CodeType]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def resume_code(
+    original: types.CodeType, target: Continuation, local_names: Sequence[str]
+) -> types.CodeType:
+    """The code of a function that continues `original` at `target`.
+
+    Its parameters are the non-NULL stack values (`stack_names(target.nulls)`)
+    followed by `local_names`.
+
+        >>> def f(x):
+        ...     print(x)
+        ...     return x + 1
+        >>> site = BreakSite.at(f.__code__, 2, (True, False, False))  # doctest: +SKIP
+        >>> resume_code(f.__code__, site.fallthrough, ["x"]).co_varnames[:2]  # doctest: +SKIP
+        ('___stack0', 'x')
+    """
+    if original.co_cellvars:
+        raise Unsupported("not supported yet: resuming in a function whose locals are captured")
+    key = (target, tuple(local_names))
+    per_code = _RESUMES.setdefault(original, {})
+    found = per_code.get(key)
+    if found is not None:
+        return found
+    program = bc.Bytecode.from_code(original)
+    label = bc.Label()
+    placed = False
+    items: list[Any] = []
+    pairs = _raw_pairs(original)
+    position = next((k for k, (raw, _) in enumerate(pairs) if raw.offset == target.offset), None)
+    if position is None:
+        raise Unsupported("not supported yet: resuming at this instruction")
+    count = 0
+    for item in program:
+        if isinstance(item, bc.Instr):
+            if count == position:
+                items.append(label)
+                placed = True
+            count += 1
+        items.append(item)
+    assert placed
+    entry = [*_push_stack(target.nulls), bc.Instr("JUMP_FORWARD", label)]
+    insert_at = next(
+        (
+            i + 1
+            for i, item in enumerate(items)
+            if isinstance(item, bc.Instr) and item.name == "RESUME"
+        ),
+        0,
+    )
+    _strip_locations(entry, original.co_firstlineno)
+    items[insert_at:insert_at] = entry
+    program.clear()
+    program.extend(items)
+    line = _line_of(pairs, target.offset, original.co_firstlineno)
+    params = [*stack_names(target.nulls), *local_names]
+    _configure(program, original, params, f"{original.co_name}__resume_at_line_{line}")
+    stacksize = original.co_stacksize + len(target.nulls) + 2
+    made = program.to_code(stacksize=stacksize)
+    per_code[key] = made
+    return made
+
+
+def _strip_locations(instrs: list[Any], line: int) -> None:
+    for instr in instrs:
+        instr.lineno = line
+
+
+def _line_of(pairs: list[tuple[dis.Instruction, Any]], offset: int, default: int) -> int:
+    line = default
+    for raw, _ in pairs:
+        positions = raw.positions
+        if positions is not None and positions.lineno is not None:
+            line = positions.lineno
+        if raw.offset >= offset:
+            return line
+    return line
+
+
+def _call_resume(
+    resume: Callable[..., Any], nulls: Sequence[bool], locals_: list[str]
+) -> list[Any]:
+    # Store the stack (top first) into the stack parameters, then call `resume(...)`.
+    instrs: list[Any] = []
+    for index in reversed(range(len(nulls))):
+        instrs.append(bc.Instr("STORE_FAST", f"{STACK_PREFIX}{index}"))
+    args = [bc.Instr("LOAD_FAST", name) for name in [*stack_names(nulls), *locals_]]
+    count = len(args)
+    if _PY313:
+        instrs += [bc.Instr("LOAD_CONST", resume), bc.Instr("PUSH_NULL")]
+    else:
+        instrs += [bc.Instr("PUSH_NULL"), bc.Instr("LOAD_CONST", resume)]
+    instrs += args
+    if not _PY312:
+        instrs.append(bc.Instr("PRECALL", count))
+    instrs += [bc.Instr("CALL", count), bc.Instr("RETURN_VALUE")]
+    return instrs
+
+
+def _copy_group(group: Sequence[Any], jump_label: bc.Label | None) -> list[Any]:
+    copied: list[Any] = []
+    for instr in group:
+        truth_jump = instr.name in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE")
+        if _PY313 and truth_jump and not (copied and copied[-1].name == "TO_BOOL"):
+            # 3.13 jumps on exact bools only; COMPARE_OP's own bool conversion was not run.
+            copied.append(bc.Instr("TO_BOOL", location=instr.location))
+        if isinstance(instr.arg, bc.Label):
+            assert jump_label is not None
+            # The copied jump always goes forward, to the code that calls its resume function.
+            name = instr.name.replace("_BACKWARD_", "_FORWARD_")
+            copied.append(bc.Instr(name, jump_label, location=instr.location))
+        elif instr.name == "LOAD_METHOD":
+            copied.append(bc.Instr("LOAD_ATTR", instr.arg, location=instr.location))
+            copied += [bc.Instr("PUSH_NULL"), bc.Instr("SWAP", 2)]
+        elif instr.name == "LOAD_ATTR" and isinstance(instr.arg, tuple) and instr.arg[0]:
+            copied.append(bc.Instr("LOAD_ATTR", (False, instr.arg[1]), location=instr.location))
+            copied.append(bc.Instr("PUSH_NULL"))
+            if not _PY313:
+                copied.append(bc.Instr("SWAP", 2))
+        else:
+            copied.append(instr.copy())
+    return copied
+
+
+def break_code(
+    site: BreakSite,
+    local_names: Sequence[str],
+    resume_next: Callable[..., Any] | None,
+    resume_jump: Callable[..., Any] | None,
+) -> types.CodeType:
+    """The code of a function that runs the breaking instruction(s) of `site`, then resumes.
+
+    Parameters: the non-NULL stack values before the break
+    (`stack_names(site.nulls)`), then `local_names`. It returns what the
+    resume function it calls returns (or what the instruction returns or raises).
+    """
+    original = site.code
+    program = bc.Bytecode()
+    if original.co_freevars:
+        program.append(bc.Instr("COPY_FREE_VARS", len(original.co_freevars)))
+    program.append(bc.Instr("RESUME", 0))
+    jump_label = bc.Label() if site.jump is not None else None
+    prologue = _push_stack(site.nulls)
+    _strip_locations(prologue, original.co_firstlineno)
+    program.extend(prologue)
+    program.extend(_copy_group(site.group, jump_label))
+    if site.fallthrough is not None:
+        assert resume_next is not None
+        program.extend(_call_resume(resume_next, site.fallthrough.nulls, list(local_names)))
+    if site.jump is not None:
+        assert resume_jump is not None and jump_label is not None
+        program.append(jump_label)
+        program.extend(_call_resume(resume_jump, site.jump.nulls, list(local_names)))
+    params = [*stack_names(site.nulls), *local_names]
+    for name in stack_names([False] * (len(site.nulls) + 4)):
+        if name not in params:
+            params.append(name)
+    program.argnames = params
+    _configure(program, original, params, f"{original.co_name}__graph_break")
+    program.argcount = len(stack_names(site.nulls)) + len(local_names)
+    program.flags = bc.CompilerFlags(program.flags & ~(inspect.CO_GENERATOR | inspect.CO_COROUTINE))
+    stacksize = len(site.nulls) + len(local_names) + 16
+    return program.to_code(stacksize=stacksize)

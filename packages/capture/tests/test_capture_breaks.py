@@ -1,0 +1,330 @@
+"""Graph breaks with resume functions, checked against eager: values, prints, mutations."""
+
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from numpile_capture import Unsupported, compile_function, reset
+from numpile_capture.dispatch import CaptureEvent, CaptureFallbackWarning, recording_captures
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Iterator[None]:
+    reset()
+    yield
+    reset()
+
+
+def _same(a: Any, b: Any) -> None:
+    assert type(a) is type(b)
+    if isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+    elif isinstance(a, tuple | list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            _same(x, y)
+    elif isinstance(a, dict):
+        assert list(a) == list(b)
+        for key in a:
+            _same(a[key], b[key])
+    else:
+        assert a == b
+
+
+def differential(
+    fn: Callable[..., Any],
+    make_args: Callable[[], tuple[Any, ...]],
+    capsys: pytest.CaptureFixture[str],
+    *,
+    calls: int = 2,
+    **options: Any,
+) -> list[CaptureEvent]:
+    """Run `fn` eagerly and compiled `calls` times on fresh arguments; compare everything."""
+    compiled = compile_function(fn, backend="eager", **options)
+    events: list[CaptureEvent] = []
+    for _ in range(calls):
+        eager_args = make_args()
+        compiled_args = copy.deepcopy(eager_args)
+        expected = fn(*eager_args)
+        expected_out = capsys.readouterr().out
+        with recording_captures() as seen, warnings.catch_warnings():
+            warnings.simplefilter("error", CaptureFallbackWarning)
+            got = compiled(*compiled_args)
+        events += seen
+        assert capsys.readouterr().out == expected_out
+        _same(got, expected)
+        _same(list(compiled_args), list(eager_args))
+    return events
+
+
+def _breaks(events: list[CaptureEvent]) -> list[str]:
+    return [event.break_reason for event in events if event.break_reason is not None]
+
+
+def _graphs(events: list[CaptureEvent]) -> int:
+    return sum(1 for event in events if event.graph is not None)
+
+
+def _prints_between(x: np.ndarray) -> np.ndarray:
+    y = np.sin(x) * 2
+    print("y is", y.shape, y.dtype)
+    return np.cos(y) + x
+
+
+def test_print_breaks_and_resumes(capsys: pytest.CaptureFixture[str]) -> None:
+    events = differential(_prints_between, lambda: (np.arange(4.0),), capsys)
+    assert _graphs(events) == 2  # before and after the print; the second call hits the cache
+    (reason,) = _breaks(events)
+    assert "print" in reason
+    assert events[0].lineno == _prints_between.__code__.co_firstlineno + 2
+    assert events[0].filename == __file__
+
+
+def _branch(x: np.ndarray) -> np.ndarray:
+    y = x * 2
+    if y.sum() > 3:
+        return y + 1
+    return y - 1
+
+
+def test_data_dependent_branch_takes_both_paths(capsys: pytest.CaptureFixture[str]) -> None:
+    compiled = compile_function(_branch, backend="eager")
+    with recording_captures() as events:
+        for sign in (1.0, -1.0, 1.0, -1.0):
+            x = sign * np.arange(4.0)
+            _same(compiled(x), _branch(x))
+    # the graph before the branch, then one resume function per side, each compiled once
+    assert [event.break_reason is not None for event in events] == [True, False, False]
+    assert "branching on array values" in str(events[0].break_reason)
+    differential(_branch, lambda: (-np.arange(3.0),), capsys)
+
+
+def _item_and_float(x: np.ndarray) -> Any:
+    a = x.max().item()
+    b = float(x.sum())
+    return x * a + b, a, b
+
+
+def test_item_and_float_break(capsys: pytest.CaptureFixture[str]) -> None:
+    events = differential(_item_and_float, lambda: (np.arange(3.0),), capsys)
+    assert len(_breaks(events)) == 2
+
+
+def _shout(x: np.ndarray) -> np.ndarray:
+    print("in callee", x.shape)
+    return x + 1
+
+
+def _calls_a_breaking_function(x: np.ndarray) -> np.ndarray:
+    return np.cos(_shout(x * 2)) + 1
+
+
+def test_break_inside_an_inlined_call_compiles_the_callee(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    events = differential(_calls_a_breaking_function, lambda: (np.ones(3),), capsys)
+    names = [event.name for event in events]
+    assert names[0] == "_calls_a_breaking_function"
+    assert "_shout" in names  # the callee is compiled on its own, and breaks itself
+    assert _graphs(events) >= 3
+
+
+def _live_stack(x: np.ndarray, n: int) -> Any:
+    values = [np.sin(x), print("middle", n, sep="|", end="!\n"), x * n]
+    return np.add(x, _shout(values[2])), values
+
+
+def test_live_stack_values_and_keywords(capsys: pytest.CaptureFixture[str]) -> None:
+    differential(_live_stack, lambda: (np.arange(3.0), 4), capsys)
+
+
+def _nested_call_argument(x: np.ndarray) -> Any:
+    return np.maximum(x * 3, _identity_printing(x + 1))
+
+
+def _identity_printing(value: Any) -> Any:
+    print(value)
+    return value
+
+
+def test_null_below_the_break_on_the_stack(capsys: pytest.CaptureFixture[str]) -> None:
+    differential(_nested_call_argument, lambda: (np.arange(3.0),), capsys)
+
+
+def _library_call(x: np.ndarray) -> Any:
+    y = x * 2
+    text = json.dumps({"n": int(y.shape[0])})
+    return y + len(text), text
+
+
+def test_unknown_library_call_runs_in_python(capsys: pytest.CaptureFixture[str]) -> None:
+    events = differential(_library_call, lambda: (np.ones(2),), capsys)
+    assert any("json" in reason for reason in _breaks(events))
+
+
+def _loop_with_print(x: np.ndarray) -> np.ndarray:
+    for i in range(3):
+        x = x + i
+        print(i)
+    return x
+
+
+def _break_in_try(x: np.ndarray) -> np.ndarray:
+    try:
+        print("inside")
+        return x + 1
+    except ValueError:
+        return x
+
+
+@pytest.mark.parametrize(
+    ("fn", "why"),
+    [(_loop_with_print, "inside a loop body"), (_break_in_try, "try")],
+)
+def test_unresumable_breaks_run_the_frame_eagerly(
+    fn: Callable[..., Any], why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    compiled = compile_function(fn, backend="eager")
+    with pytest.warns(CaptureFallbackWarning, match=why):
+        got = compiled(np.ones(2))
+    printed = capsys.readouterr().out
+    _same(got, fn(np.ones(2)))
+    assert capsys.readouterr().out == printed
+
+
+def _with_block(x: np.ndarray) -> np.ndarray:
+    with warnings.catch_warnings():
+        y = x + 1
+    return y
+
+
+def test_with_block_runs_eagerly_from_the_break_on(capsys: pytest.CaptureFixture[str]) -> None:
+    # The context manager's constructor is a break; the resume function, which would start
+    # a with block, runs eagerly.
+    events = differential(_with_block, lambda: (np.ones(2),), capsys)
+    assert any(event.eager and event.internal for event in events)
+
+
+def test_fullgraph_raises_at_the_first_break_with_the_line() -> None:
+    compiled = compile_function(_prints_between, backend="eager", fullgraph=True)
+    with pytest.raises(Unsupported, match="print") as info:
+        compiled(np.ones(2))
+    assert info.value.filename == __file__
+    assert info.value.lineno == _prints_between.__code__.co_firstlineno + 2
+    assert f"{__file__}:{info.value.lineno}" in str(info.value)
+
+
+def _raises_on_data(x: np.ndarray) -> np.ndarray:
+    y = x - 1
+    if y.min() < 0:
+        raise ValueError(f"negative: {y.shape}")
+    return y
+
+
+def test_exceptions_after_a_break_propagate_as_in_eager() -> None:
+    compiled = compile_function(_raises_on_data, backend="eager")
+    with pytest.raises(ValueError, match=r"negative: \(3,\)"):
+        compiled(np.zeros(3))
+    _same(compiled(np.full(3, 5.0)), _raises_on_data(np.full(3, 5.0)))
+
+
+def _mutates_then_prints(x: np.ndarray) -> np.ndarray:
+    x += 1
+    print("mutated")
+    x *= 2
+    return x[1:]
+
+
+def test_input_mutation_and_views_across_a_break(capsys: pytest.CaptureFixture[str]) -> None:
+    differential(_mutates_then_prints, lambda: (np.arange(4.0),), capsys)
+    x = np.arange(4.0)
+    out = compile_function(_mutates_then_prints, backend="eager")(x)
+    assert np.shares_memory(out, x)
+
+
+def test_closures_resume(capsys: pytest.CaptureFixture[str]) -> None:
+    scale = 3.0
+
+    def scaled(x: np.ndarray) -> np.ndarray:
+        y = x * scale
+        print("scaled")
+        return y + scale
+
+    differential(scaled, lambda: (np.ones(2),), capsys)
+
+
+def _two_breaks(x: np.ndarray) -> np.ndarray:
+    a = x + 1
+    print("one")
+    b = a * 2
+    print("two")
+    return b - x
+
+
+def test_two_breaks_make_three_graphs(capsys: pytest.CaptureFixture[str]) -> None:
+    events = differential(_two_breaks, lambda: (np.ones(3),), capsys)
+    assert _graphs(events) == 3
+    assert len(_breaks(events)) == 2
+
+
+def _returns_a_lambda(x: np.ndarray) -> Any:
+    y = x + 1
+    return y, lambda: 1
+
+
+def test_returning_a_value_the_graph_cannot_hold() -> None:
+    compiled = compile_function(_returns_a_lambda, backend="eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CaptureFallbackWarning)
+        y, made = compiled(np.ones(2))
+    _same(y, np.full(2, 2.0))
+    assert made() == 1
+
+
+def test_recompile_after_a_break_is_recorded() -> None:
+    from numpile_guards import cache_for
+
+    compiled = compile_function(_prints_between, backend="eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled(np.ones(2))
+        compiled(np.ones(3))
+    reasons = cache_for(_prints_between.__code__).recompile_reasons
+    assert len(reasons) == 1
+    assert "L['x']" in str(reasons[0])
+
+
+def _work_then_loop(x: np.ndarray) -> np.ndarray:
+    y = np.exp(x) * 2
+    for i in range(3):
+        y = y + i
+        print("step", i)
+    return y - 1
+
+
+def _while_on_data(x: np.ndarray) -> np.ndarray:
+    y = np.exp(x) * 2
+    while float(y.sum()) < 100:
+        y = y * 2
+    return y
+
+
+@pytest.mark.parametrize("fn", [_work_then_loop, _while_on_data])
+def test_break_in_a_loop_ends_the_graph_before_the_loop(
+    fn: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = differential(fn, lambda: (np.ones(3),), capsys)
+    first = events[0]
+    assert first.graph is not None and first.break_reason is not None
+    ops = [node.op.name for node in first.graph if node.op is not None]
+    assert ops[:2] == ["exp", "multiply"]
+    # the loop itself runs eagerly, in a resume function, without warning
+    assert any(event.eager and event.internal for event in events)

@@ -1,0 +1,127 @@
+"""The text of C loop nests: a loop body emitter and the loops around it.
+
+`LoopBody` turns loop-IR stores into one C statement per scalar operation
+(common subexpressions computed once); `loops` opens `for` loops over runtime
+sizes, `close_loops` closes them, `omp_pragma` parallelizes the outermost.
+
+    >>> loops("x", ["n0", "n1"], "")[0][0]
+    'for (int64_t x0 = 0; x0 < n0; x0++) {'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .c_ops import c_expr, c_literal, c_type
+from .index import c_index, loop_var
+from .loop_ir import Apply, Buffer, Constant, Expr, Load, ScalarArg, Store
+
+
+class LoopBody:
+    """One loop body: CSE'd scalar statements for the stores of a kernel.
+
+    `strides` maps (buffer, dim) to its element stride (a symbol or a constant);
+    `locals_` maps buffers held in registers to their C expressions.
+
+        >>> LoopBody({}, {}, {}, "    ").emit(Constant(1.5, np.dtype("float64")))
+        '((double)1.5)'
+    """
+
+    def __init__(
+        self,
+        buffers: dict[str, Buffer],
+        strides: dict[tuple[str, int], Any],
+        locals_: dict[str, str],
+        indent: str,
+    ) -> None:
+        self.buffers = buffers
+        self.strides = strides
+        self.locals = dict(locals_)
+        self.lines: list[str] = []
+        self.cache: dict[Any, str] = {}
+        self.indent = indent
+        self.counter = 0
+
+    def _tmp(self, dtype: np.dtype[Any], text: str) -> str:
+        name = f"t{self.counter}"
+        self.counter += 1
+        self.lines.append(f"{self.indent}const {c_type(dtype)} {name} = {text};")
+        return name
+
+    def address(self, buffer: str, index: tuple[Any, ...]) -> str:
+        flat: Any = sympy.Integer(0)
+        for dim, idx in enumerate(index):
+            flat = flat + sympy.sympify(idx) * self.strides[(buffer, dim)]
+        return c_index(sympy.expand(flat))
+
+    def emit(self, expr: Expr) -> str:
+        key = expr
+        if key in self.cache:
+            return self.cache[key]
+        if isinstance(expr, Load):
+            if expr.buffer in self.locals:
+                return self.locals[expr.buffer]
+            text = self._tmp(expr.dtype, f"{expr.buffer}[{self.address(expr.buffer, expr.index)}]")
+        elif isinstance(expr, Constant):
+            return c_literal(expr.value, expr.dtype)
+        elif isinstance(expr, ScalarArg):
+            return f"(({c_type(expr.dtype)}){expr.name})"
+        else:
+            assert isinstance(expr, Apply)
+            args = [self.emit(arg) for arg in expr.args]
+            dtypes = [arg.dtype for arg in expr.args]
+            text = self._tmp(expr.dtype, c_expr(expr.fn, args, dtypes, expr.dtype))
+        self.cache[key] = text
+        return text
+
+    def store(self, store: Store, internal: bool) -> None:
+        value = self.emit(store.value)
+        if not internal:
+            addr = self.address(store.buffer, store.index)
+            self.lines.append(f"{self.indent}{store.buffer}[{addr}] = {value};")
+        self.locals[store.buffer] = value
+
+
+def loops(prefix: str, names: list[str], indent: str, first: int = 0) -> tuple[list[str], str]:
+    """`for` lines over `prefix{d} < names[d]` for d >= first, and the inner indent.
+
+    >>> loops("r", ["n2"], "  ")
+    (['  for (int64_t r0 = 0; r0 < n2; r0++) {'], '      ')
+    """
+    lines = []
+    for d in range(first, len(names)):
+        var = loop_var(d, prefix)
+        lines.append(f"{indent}for (int64_t {var} = 0; {var} < {names[d]}; {var}++) {{")
+        indent += "    "
+    return lines, indent
+
+
+def close_loops(indent: str, count: int) -> list[str]:
+    """The closing braces of `count` loops opened at `indent`.
+
+    >>> close_loops("", 2)
+    ['    }', '}']
+    """
+    return [f"{indent}{'    ' * (count - 1 - d)}}}" for d in range(count)]
+
+
+def size_names(count: int) -> list[str]:
+    """The C names of a kernel's size arguments.
+
+    >>> size_names(2)
+    ['n0', 'n1']
+    """
+    return [f"n{i}" for i in range(count)]
+
+
+def omp_pragma(indent: str, collapse: int, threshold: int) -> str:
+    """An OpenMP `parallel for` over `collapse` loops, taken when `work >= threshold`.
+
+    >>> omp_pragma("", 1, 10)
+    '#pragma omp parallel for schedule(static) if(work >= 10)'
+    """
+    clause = f" collapse({collapse})" if collapse > 1 else ""
+    return f"{indent}#pragma omp parallel for{clause} schedule(static) if(work >= {threshold})"

@@ -1,0 +1,484 @@
+"""C loop nests of reduction kernels: row reductions, column reductions, lanes.
+
+A reduction over the innermost (contiguous) axis keeps 8 lanes: float sums
+are NumPy's blocked pairwise summation (lanes over blocks of 128, block sums
+merged as a binary counter), max/min compare lane by lane with a separate
+lane of the NaNs seen. Lanes live in GCC vector types, which compile to SIMD
+where arrays of lanes often stay scalar. A reduction over an outer axis of a
+row-major input (`sum(axis=0)`) accumulates whole rows into the output, one
+block of columns per thread, in NumPy's row order (bit-identical).
+
+    >>> reduction_nest(fused, buffers, strides, 65536, "    ", size_names(2))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .c_loop import LoopBody, close_loops, loops, omp_pragma
+from .c_ops import c_expr, c_literal, c_type
+from .index import loop_var
+from .loop_ir import Apply, Buffer, Expr, Load, ReductionStore, loads_of
+from .scheduler import FusedKernel
+
+_BLOCK = 128
+_LANES = 8
+
+_INIT = {"sum": "0", "prod": "1", "any": "0", "all": "1"}
+
+
+def _init(store: ReductionStore) -> str:
+    ct = c_type(store.dtype)
+    if store.reduction_type in _INIT:
+        return f"(({ct}){_INIT[store.reduction_type]})"
+    high = store.reduction_type == "min"
+    if store.dtype.kind == "f":
+        return f"(({ct}){'' if high else '-'}INFINITY)"
+    if store.dtype.kind == "b":
+        return "1" if high else "0"
+    info = np.iinfo(store.dtype)
+    return c_literal(info.max if high else info.min, store.dtype)
+
+
+def _combine(store: ReductionStore, acc: str, value: str) -> str:
+    ct = c_type(store.dtype)
+    kind = store.reduction_type
+    if kind == "sum":
+        return (
+            f"{acc} = {acc} + {value};" if store.dtype.kind != "b" else f"{acc} = {acc} || {value};"
+        )
+    if kind == "prod":
+        if store.dtype.kind == "b":
+            return f"{acc} = {acc} && {value};"
+        return f"{acc} = ({ct})({acc} * {value});"
+    if kind == "any":
+        return f"{acc} = {acc} || {value};"
+    if kind == "all":
+        return f"{acc} = {acc} && {value};"
+    fn = "maximum" if kind == "max" else "minimum"
+    return f"{acc} = {c_expr(fn, [acc, value], [store.dtype] * 2, store.dtype)};"
+
+
+def _is_pairwise(store: ReductionStore) -> bool:
+    return store.reduction_type == "sum" and store.dtype.kind in "fc"
+
+
+def _is_lanes(store: ReductionStore) -> bool:
+    # max/min reduce in _LANES independent lanes (vectorizable); floats keep NumPy's NaN
+    # propagation through a separate lane of the NaNs seen.
+    return store.reduction_type in ("max", "min") and store.dtype.kind in "fiu"
+
+
+def _finalize(store: ReductionStore, acc: str) -> str:
+    if store.divisor is None:
+        return acc
+    ct = c_type(store.dtype)
+    divisor = repr(float(store.divisor))
+    if store.dtype.kind == "f":
+        return f"(({ct})((double){acc} / {divisor}))"
+    return f"(({ct})({acc} / {divisor}))"
+
+
+def reduction_nest(
+    fused: FusedKernel,
+    buffers: dict[str, Buffer],
+    strides: dict[tuple[str, int], Any],
+    threshold: int,
+    indent: str,
+    names: list[str],
+    skip: int = 0,
+) -> list[str]:
+    """Loops over the kept dims (the first `skip` already open), reduced dims inside.
+
+    >>> reduction_nest(fused, buffers, strides, 1, "", ["n0", "n1"])  # doctest: +SKIP
+    """
+    rstores = [store for store in fused.stores if isinstance(store, ReductionStore)]
+    assert len(rstores) == len(fused.stores)
+    ndim, rdim = len(fused.ranges), len(fused.reduction_ranges)
+    lines: list[str] = []
+    if ndim and not skip:
+        lines.append(omp_pragma(indent, ndim, threshold))
+    opened, inner = loops("x", names[:ndim], indent, skip)
+    lines += opened
+    accs = [f"acc{i}" for i in range(len(rstores))]
+    for acc, store in zip(accs, rstores, strict=True):
+        lines.append(f"{inner}{c_type(store.dtype)} {acc} = {_init(store)};")
+    pairwise = rdim > 0 and any(_is_pairwise(s) or _is_lanes(s) for s in rstores)
+    if rdim == 0:
+        body = LoopBody(buffers, strides, {}, inner)
+        for acc, store in zip(accs, rstores, strict=True):
+            lines_value = body.emit(store.value)
+            body.lines.append(f"{inner}{_combine(store, acc, lines_value)}")
+        lines += body.lines
+    elif not pairwise:
+        rloops, rinner = loops("r", names[ndim:], inner)
+        lines += rloops
+        body = LoopBody(buffers, strides, {}, rinner)
+        for acc, store in zip(accs, rstores, strict=True):
+            value = body.emit(store.value)
+            body.lines.append(f"{rinner}{_combine(store, acc, value)}")
+        lines += body.lines
+        lines += close_loops(inner, rdim)
+    else:
+        lines += _pairwise_rows(rstores, accs, buffers, strides, names[ndim:], inner)
+    for acc, store in zip(accs, rstores, strict=True):
+        body = LoopBody(buffers, strides, {}, inner)
+        addr = body.address(store.buffer, store.index)
+        lines.append(f"{inner}{store.buffer}[{addr}] = {_finalize(store, acc)};")
+    lines += close_loops(indent, ndim - skip)
+    return lines
+
+
+# GCC vector types of _LANES elements (and their comparison masks): lane arithmetic on
+# them compiles to SIMD reliably, where arrays of lanes often stay scalar.
+# Lanes are held as _LANES // width vectors of 32 bytes (wider GCC vectors spill on AVX2).
+_VECTOR_TYPES: dict[str, tuple[str, str]] = {
+    "float32": ("np_f32x8", "np_i32x8"),
+    "float64": ("np_f64x4", "np_i64x4"),
+    "int32": ("np_i32x8", "np_i32x8"),
+    "int64": ("np_i64x4", "np_i64x4"),
+}
+VECTOR_TYPEDEFS = """\
+#ifndef NUMPILE_VECTOR_TYPES
+#define NUMPILE_VECTOR_TYPES
+typedef float np_f32x8 __attribute__((vector_size(32)));
+typedef double np_f64x4 __attribute__((vector_size(32)));
+typedef int32_t np_i32x8 __attribute__((vector_size(32)));
+typedef int64_t np_i64x4 __attribute__((vector_size(32)));
+#endif"""
+
+
+def _vector(store: ReductionStore) -> tuple[str, str] | None:
+    if not (_is_pairwise(store) or _is_lanes(store)):
+        return None
+    return _VECTOR_TYPES.get(store.dtype.name)
+
+
+def _width(store: ReductionStore) -> int:
+    return 32 // store.dtype.itemsize
+
+
+def _lane(store: ReductionStore, name: str, index: str | int) -> str:
+    # Lane `index` of lane set `name` (vectors when the dtype has a vector type).
+    if not _vector(store):
+        return f"{name}[{index}]"
+    width = _width(store)
+    if isinstance(index, int):
+        return f"{name}[{index // width}][{index % width}]"
+    return f"{name}[{index} / {width}][{index} % {width}]"
+
+
+def _lanes_decl(store: ReductionStore, name: str, init: str) -> str:
+    vector = _vector(store)
+    if not vector:
+        return f"{c_type(store.dtype)} {name}[{_LANES}] = {{{', '.join([init] * _LANES)}}};"
+    width = _width(store)
+    one = "{" + ", ".join([init] * width) + "}"
+    return f"{vector[0]} {name}[{_LANES // width}] = {{{', '.join([one] * (_LANES // width))}}};"
+
+
+def _pairwise_rows(
+    stores: list[ReductionStore],
+    accs: list[str],
+    buffers: dict[str, Buffer],
+    strides: dict[tuple[str, int], Any],
+    rnames: list[str],
+    indent: str,
+) -> list[str]:
+    # Outer reduction loops run in order; the innermost one is summed blockwise: 8 lanes
+    # over blocks of 128, block sums merged as a binary counter (a pairwise tree), as
+    # NumPy's pairwise summation does. max/min stores keep 8 lanes for the whole row, and
+    # floats a lane of the NaNs seen (NumPy propagates NaN).
+    lines: list[str] = []
+    pw = [i for i, store in enumerate(stores) if _is_pairwise(store)]
+    ln = [i for i, store in enumerate(stores) if _is_lanes(store)]
+    for i in ln:
+        lines.append(f"{indent}{_lanes_decl(stores[i], f'm{i}', _init(stores[i]))}")
+        if stores[i].dtype.kind == "f":
+            lines.append(f"{indent}{_lanes_decl(stores[i], f'nan{i}', '0')}")
+    rdim = len(rnames)
+    outer, inner = loops("r", rnames[:-1], indent)
+    lines += outer
+    last = loop_var(rdim - 1, "r")
+    size = rnames[-1]
+    for i in pw:
+        ct = c_type(stores[i].dtype)
+        lines.append(f"{inner}{ct} stk{i}[64];")
+    if pw:
+        lines.append(f"{inner}int sp = 0;")
+        lines.append(f"{inner}int64_t blocks = 0;")
+    lines.append(f"{inner}for (int64_t rb = 0; rb < {size}; rb += {_BLOCK}) {{")
+    blk = inner + "    "
+    lines.append(f"{blk}const int64_t re = rb + {_BLOCK} < {size} ? rb + {_BLOCK} : {size};")
+    for i in pw:
+        lines.append(f"{blk}{_lanes_decl(stores[i], f'p{i}', '0')}")
+    lines.append(f"{blk}int64_t rk = rb;")
+    lines.append(f"{blk}for (; rk + {_LANES} <= re; rk += {_LANES}) {{")
+    step = blk + "    "
+    for i, store in enumerate(stores):
+        vector = _vector(store)
+        if vector:
+            lines.append(f"{step}{vector[0]} tv{i}[{_LANES // _width(store)}];")
+    lane = step + "    "
+    lines.append(f"{step}for (int j = 0; j < {_LANES}; j++) {{")
+    lines.append(f"{lane}const int64_t {last} = rk + j;")
+    lines += _accumulate(stores, accs, buffers, strides, lane, lambda i: f"p{i}[j]", "j")
+    lines.append(f"{step}}}")
+    for i, store in enumerate(stores):
+        vector = _vector(store)
+        if vector:
+            lines += [f"{step}{line}" for line in _vector_update(store, i, vector)]
+    lines.append(f"{blk}}}")
+    for i in pw:
+        ct = c_type(stores[i].dtype)
+        p = [_lane(stores[i], f"p{i}", k) for k in range(_LANES)]
+        tree = f"(({p[0]} + {p[1]}) + ({p[2]} + {p[3]})) + (({p[4]} + {p[5]}) + ({p[6]} + {p[7]}))"
+        lines.append(f"{blk}{ct} bs{i} = {tree};")
+    lines.append(f"{blk}for (; rk < re; rk++) {{")
+    tail = blk + "    "
+    lines.append(f"{tail}const int64_t {last} = rk;")
+    lines += _accumulate(stores, accs, buffers, strides, tail, lambda i: f"bs{i}", None)
+    lines.append(f"{blk}}}")
+    if pw:
+        lines.append(f"{blk}int64_t carry = blocks;")
+        lines.append(f"{blk}int depth = sp;")
+        lines.append(f"{blk}while (carry & 1) {{")
+        lines.append(f"{blk}    depth--;")
+        for i in pw:
+            lines.append(f"{blk}    bs{i} = stk{i}[depth] + bs{i};")
+        lines.append(f"{blk}    carry >>= 1;")
+        lines.append(f"{blk}}}")
+        for i in pw:
+            lines.append(f"{blk}stk{i}[depth] = bs{i};")
+        lines.append(f"{blk}sp = depth + 1;")
+        lines.append(f"{blk}blocks++;")
+    lines.append(f"{inner}}}")
+    for i in pw:
+        ct = c_type(stores[i].dtype)
+        lines.append(f"{inner}if (sp > 0) {{")
+        lines.append(f"{inner}    {ct} row{i} = stk{i}[sp - 1];")
+        lines.append(
+            f"{inner}    for (int q = sp - 2; q >= 0; q--) {{ row{i} = stk{i}[q] + row{i}; }}"
+        )
+        lines.append(f"{inner}    {accs[i]} = {accs[i]} + row{i};")
+        lines.append(f"{inner}}}")
+    lines += close_loops(indent, rdim - 1)
+    for i in ln:
+        lines.append(f"{indent}for (int j = 0; j < {_LANES}; j++) {{")
+        lines.append(f"{indent}    {_combine(stores[i], accs[i], _lane(stores[i], f'm{i}', 'j'))}")
+        if stores[i].dtype.kind == "f":
+            nan = _lane(stores[i], f"nan{i}", "j")
+            lines.append(f"{indent}    if ({nan} != {nan}) {{ {accs[i]} = {nan}; }}")
+        lines.append(f"{indent}}}")
+    return lines
+
+
+def _vector_update(store: ReductionStore, i: int, vector: tuple[str, str]) -> list[str]:
+    # Fold the lane vector tv{i} into the store's lanes: a vector add for sums; for
+    # max/min a compare and a blend (and a blend that keeps NaNs for floats).
+    lines: list[str] = []
+    vt, mt = vector
+    # Ties take the new element, as NumPy's maximum(acc, x) does (signed zeros).
+    op = "<" if store.reduction_type == "max" else ">"
+    for v in range(_LANES // _width(store)):
+        t, m, nan = f"tv{i}[{v}]", f"m{i}[{v}]", f"nan{i}[{v}]"
+        if _is_pairwise(store):
+            lines.append(f"p{i}[{v}] += {t};")
+        elif store.dtype.kind == "f":
+            lines.append(f"{{ const {mt} k = {t} {op} {m};")
+            lines.append(f"  {m} = ({vt})((({mt}){m} & k) | (({mt}){t} & ~k));")
+            lines.append(f"  const {mt} n = {t} != {t};")
+            lines.append(f"  {nan} = ({vt})((({mt}){t} & n) | (({mt}){nan} & ~n)); }}")
+        else:
+            lines.append(f"{{ const {mt} k = {t} {op} {m};")
+            lines.append(f"  {m} = ({m} & k) | ({t} & ~k); }}")
+    return lines
+
+
+def _lane_update(store: ReductionStore, i: int, value: str, lane: str) -> list[str]:
+    # One lane step of a max/min without a vector type: a compare and a select per lane.
+    op = ">" if store.reduction_type == "max" else "<"
+    target = f"m{i}[{lane}]"
+    lines = [f"{target} = {target} {op} {value} ? {target} : {value};"]
+    if store.dtype.kind == "f":
+        lines.append(f"nan{i}[{lane}] = {value} != {value} ? {value} : nan{i}[{lane}];")
+    return lines
+
+
+def _accumulate(
+    stores: list[ReductionStore],
+    accs: list[str],
+    buffers: dict[str, Buffer],
+    strides: dict[tuple[str, int], Any],
+    indent: str,
+    target: Any,
+    lane: str | None,
+) -> list[str]:
+    body = LoopBody(buffers, strides, {}, indent)
+    for i, (acc, store) in enumerate(zip(accs, stores, strict=True)):
+        value = body.emit(store.value)
+        if lane is not None and _vector(store):
+            body.lines.append(f"{indent}{_lane(store, f'tv{i}', lane)} = {value};")
+        elif _is_pairwise(store):
+            body.lines.append(f"{indent}{target(i)} += {value};")
+        elif _is_lanes(store) and lane is not None:
+            body.lines += [f"{indent}{line}" for line in _lane_update(store, i, value, lane)]
+        else:
+            body.lines.append(f"{indent}{_combine(store, acc, value)}")
+    return body.lines
+
+
+_COLUMN_BYTES = 32768
+_ROW_UNROLL = 4
+_THREADS = [
+    "#ifdef _OPENMP",
+    "    const int64_t nthreads = omp_get_max_threads();",
+    "#else",
+    "    const int64_t nthreads = 1;",
+    "#endif",
+]
+
+
+def prefers_outer(fused: FusedKernel, buffers: dict[str, Buffer]) -> bool:
+    """Whether `fused` reduces over an outer axis and should accumulate whole rows.
+
+    >>> prefers_outer(sum_over_axis0, buffers)  # doctest: +SKIP
+    True
+    """
+    # Reducing over an outer axis of a row-major input (e.g. sum(axis=0)): walking the
+    # reduced axis innermost would stride through memory. With the example layouts, prefer
+    # accumulating whole rows when some load is contiguous along the last output dim and
+    # none is contiguous along the last reduced dim.
+    if not fused.ranges or not fused.reduction_ranges:
+        return False
+    x_last = loop_var(len(fused.ranges) - 1)
+    r_last = loop_var(len(fused.reduction_ranges) - 1, "r")
+    along_x = False
+    for store in fused.stores:
+        for load in loads_of(store.value):
+            example = buffers[load.buffer].example_strides
+            if example is None:
+                return False
+            address = sum(
+                (sympy.sympify(i) * s for i, s in zip(load.index, example, strict=True)),
+                sympy.Integer(0),
+            )
+            coef_x, coef_r = sympy.diff(address, x_last), sympy.diff(address, r_last)
+            if coef_r in (1, -1):
+                return False
+            along_x = along_x or coef_x in (1, -1)
+    return along_x
+
+
+def outer_reduction_nest(
+    fused: FusedKernel,
+    buffers: dict[str, Buffer],
+    strides: dict[tuple[str, int], Any],
+    threshold: int,
+    indent: str,
+    names: list[str],
+    skip: int = 0,
+) -> list[str]:
+    """Column blocks per thread; reduced dims outside the last kept dim (row order).
+
+    >>> outer_reduction_nest(fused, buffers, strides, 1, "", ["n0", "n1"])  # doctest: +SKIP
+    """
+    # Accumulate straight into the output, a block of columns at a time, walking the
+    # reduced axes outside the last output axis. Sums run in the reduced axes' order,
+    # as NumPy's own outer-axis reductions do.
+    rstores = [store for store in fused.stores if isinstance(store, ReductionStore)]
+    ndim, rdim = len(fused.ranges), len(fused.reduction_ranges)
+    assert not skip
+    last = loop_var(ndim - 1)
+    size = names[ndim - 1]
+    # One block of columns per thread (at most _COLUMN_BYTES of accumulators), so each
+    # thread streams long contiguous runs of every row rather than page-sized pieces.
+    itemsize = max(store.dtype.itemsize for store in rstores)
+    cap = max(16, _COLUMN_BYTES // itemsize)
+    lines = [
+        *_THREADS,
+        f"{indent}int64_t cb = ({size} + nthreads - 1) / nthreads;",
+        f"{indent}cb = (cb + 15) / 16 * 16;",
+        f"{indent}if (cb > {cap}) {{ cb = {cap}; }}",
+        f"{indent}const int64_t nblocks = ({size} + cb - 1) / cb;",
+        omp_pragma(indent, ndim, threshold),
+    ]
+    outer, inner = loops("x", names[: ndim - 1], indent)
+    lines += outer
+    lines.append(f"{inner}for (int64_t xbi = 0; xbi < nblocks; xbi++) {{")
+    blk = inner + "    "
+    lines.append(f"{blk}const int64_t xb = xbi * cb;")
+    lines.append(f"{blk}const int64_t xe = xb + cb < {size} ? xb + cb : {size};")
+    addr = LoopBody(buffers, strides, {}, blk)
+    targets = [f"{s.buffer}[{addr.address(s.buffer, s.index)}]" for s in rstores]
+    column = f"for (int64_t {last} = xb; {last} < xe; {last}++) {{"
+    lines.append(f"{blk}{column}")
+    lines += [f"{blk}    {t} = {_init(s)};" for t, s in zip(targets, rstores, strict=True)]
+    lines.append(f"{blk}}}")
+    # The last reduced loop takes _ROW_UNROLL rows per pass: each output element is loaded
+    # and stored once per pass (same order of additions) and more rows stream at once.
+    rloops, rinner = loops("r", names[ndim:-1], blk)
+    lines += rloops
+    r_last = loop_var(rdim - 1, "r")
+    r_size = names[-1]
+    lines.append(f"{rinner}int64_t {r_last} = 0;")
+    lines.append(
+        f"{rinner}for (; {r_last} + {_ROW_UNROLL} <= {r_size}; {r_last} += {_ROW_UNROLL}) {{"
+    )
+    unrolled = (r_last, _ROW_UNROLL)
+    lines += _row_pass(rstores, targets, buffers, strides, rinner + "    ", column, unrolled)
+    lines.append(f"{rinner}}}")
+    lines.append(f"{rinner}for (; {r_last} < {r_size}; {r_last}++) {{")
+    lines += _row_pass(rstores, targets, buffers, strides, rinner + "    ", column, (r_last, 1))
+    lines.append(f"{rinner}}}")
+    lines += close_loops(blk, rdim - 1)
+    if any(store.divisor is not None for store in rstores):
+        lines.append(f"{blk}{column}")
+        for target, store in zip(targets, rstores, strict=True):
+            if store.divisor is not None:
+                lines.append(f"{blk}    {target} = {_finalize(store, target)};")
+        lines.append(f"{blk}}}")
+    lines.append(f"{inner}}}")
+    lines += [f"{indent}{'    ' * (ndim - 2 - d)}}}" for d in range(ndim - 1)]
+    return lines
+
+
+def _row_pass(
+    stores: list[ReductionStore],
+    targets: list[str],
+    buffers: dict[str, Buffer],
+    strides: dict[tuple[str, int], Any],
+    indent: str,
+    column: str,
+    shift: tuple[Any, int],
+) -> list[str]:
+    # acc = out[x]; acc = combine(acc, value at row r + u) for u < rows; out[x] = acc.
+    symbol, rows = shift
+    lines = [f"{indent}{column}"]
+    body = LoopBody(buffers, strides, {}, indent + "    ")
+    for i, (target, store) in enumerate(zip(targets, stores, strict=True)):
+        acc = f"racc{i}"
+        body.lines.append(f"{indent}    {c_type(store.dtype)} {acc} = {target};")
+        for u in range(rows):
+            value = body.emit(_shift_rows(store.value, symbol, u))
+            body.lines.append(f"{indent}    {_combine(store, acc, value)}")
+        body.lines.append(f"{indent}    {target} = {acc};")
+    lines += body.lines
+    lines.append(f"{indent}}}")
+    return lines
+
+
+def _shift_rows(expr: Expr, symbol: Any, offset: int) -> Expr:
+    # `expr` with loop variable `symbol` advanced by `offset`.
+    if offset == 0:
+        return expr
+    if isinstance(expr, Load):
+        index = tuple(sympy.sympify(i).subs(symbol, symbol + offset) for i in expr.index)
+        return Load(expr.buffer, index, expr.dtype)
+    if isinstance(expr, Apply):
+        args = tuple(_shift_rows(arg, symbol, offset) for arg in expr.args)
+        return Apply(expr.fn, args, expr.dtype)
+    return expr

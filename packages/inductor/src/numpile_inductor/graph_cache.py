@@ -1,0 +1,199 @@
+"""The graph cache: what a warm process needs to run a graph without lowering it again.
+
+A compiled graph is a generated extension module (its C source, built and kept by
+`numpile_runtime`'s `CodeCache`) plus a few Python-side facts: the extern NumPy calls
+the module calls back, how to rebuild the output pytree, and, for graphs with in-place
+updates, the write-back epilogue of the functionalized graph. `GraphArtifact` holds
+exactly those; it is stored as a pickled blob under a key that hashes the graph's
+printed form, the options that change code, the versions and code of the numpile
+packages and the C toolchain. A warm process with a populated cache loads the blob and
+the shared object and runs: no functionalization, lowering, scheduling, code generation
+or compiler process.
+
+    >>> key = graph_key(graph, InductorConfig())  # doctest: +SKIP
+    >>> store_artifact(key, artifact)  # doctest: +SKIP
+    >>> load_artifact(key) == artifact  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import pickle
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from numpile_capture import Graph, Op, TreeSpec, allowed_op_named, get_op
+
+from .config import InductorConfig
+from .loop_ir import ExternCall
+
+log = logging.getLogger("numpile.inductor.graph_cache")
+
+# Bump when GraphArtifact or what it means changes: old entries are then never read.
+_FORMAT = "numpile-inductor-graph-1"
+_PACKAGES = (
+    "numpile_runtime",
+    "numpile_guards",
+    "numpile_capture",
+    "numpile_autograd_aot",
+    "numpile_inductor",
+)
+
+
+@attrs.frozen
+class ExternSpec:
+    """An extern call without its callable: `op_name`'s NumPy implementation is looked up.
+
+    >>> ExternSpec("matmul", (), ()).callable_step("buf0").op_name
+    'matmul'
+    """
+
+    op_name: str
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def of(cls, step: ExternCall) -> ExternSpec:
+        """The spec of a scheduled extern call."""
+        return cls(step.op_name, step.args, step.kwargs)
+
+    def callable_step(self, buffer: str) -> ExternCall:
+        """An `ExternCall` again, with the op's implementation from the registry."""
+        return ExternCall(buffer, self.op_name, _op(self.op_name).impl, self.args, self.kwargs)
+
+
+def _op(name: str) -> Op:
+    # A canonical op, or one made for an `allow_in_graph` function (those are not in
+    # the op registry: they belong to the user's program, which registers them again).
+    allowed = allowed_op_named(name)
+    return allowed if allowed is not None else get_op(name)
+
+
+@attrs.frozen
+class Epilogue:
+    """The write-back of a functionalized graph (see `numpile_autograd_aot.functionalize`).
+
+    The pure graph returns `num_outputs` user leaves, then the new values of mutated
+    inputs: `mutated_inputs` pairs `(input position, output position)`; `output_aliases`
+    are `(output, input, view chain)` for user outputs that are views of inputs.
+
+        >>> Epilogue(TreeSpec("leaf"), 1, ((0, 1),), ()).mutated_inputs
+        ((0, 1),)
+    """
+
+    output_spec: TreeSpec
+    num_outputs: int
+    mutated_inputs: tuple[tuple[int, int], ...]
+    output_aliases: tuple[tuple[int, int, tuple[Any, ...]], ...]
+
+
+@attrs.frozen
+class GraphArtifact:
+    """Everything a warm process needs to run a compiled graph (pickled into the cache).
+
+    >>> artifact.module_name  # doctest: +SKIP
+    'numpile_graph_0123456789abcdef'
+    """
+
+    module_name: str
+    source: str
+    flags: tuple[str, ...]
+    externs: tuple[ExternSpec, ...]
+    output_spec: TreeSpec
+    output_slots: tuple[tuple[bool, Any], ...]
+    direct: bool
+    threads: int
+    epilogue: Epilogue | None
+    kernel_count: int
+    extern_ops: tuple[str, ...]
+
+
+def graph_key(
+    graph: Graph, config: InductorConfig, toolchain_identity: str, *, variant: str = ""
+) -> str:
+    """The cache key of `graph` compiled with `config` by the given toolchain.
+
+    `variant` tells apart compiles of one graph that differ in how, not in options
+    (the functionalized and the barrier form of a graph with in-place updates).
+
+    >>> len(graph_key(graph, InductorConfig(), find_toolchain().identity))  # doctest: +SKIP
+    64
+    """
+    digest = hashlib.sha256(_FORMAT.encode())
+    for part in (
+        graph.structural_hash(),
+        config.key(),
+        _code_fingerprint(),
+        toolchain_identity,
+        np.__version__,
+        sys.implementation.cache_tag or "",
+        variant,
+    ):
+        digest.update(b"\0")
+        digest.update(part.encode())
+    return digest.hexdigest()
+
+
+def load_artifact(key: str) -> GraphArtifact | None:
+    """The artifact stored under `key`, or None (absent, corrupt or unreadable).
+
+    >>> load_artifact("0" * 64) is None  # doctest: +SKIP
+    True
+    """
+    import numpile_runtime as rt
+
+    data = rt.default_cache().get_bytes(f"graph-{key}")
+    if data is None:
+        return None
+    try:
+        artifact = pickle.loads(data)
+    except Exception as error:  # any unpickling failure is a miss
+        log.warning("ignoring an unreadable graph cache entry %s: %s", key[:16], error)
+        return None
+    if not isinstance(artifact, GraphArtifact):
+        return None
+    return artifact
+
+
+def store_artifact(key: str, artifact: GraphArtifact) -> bool:
+    """Store `artifact` under `key`; False when it cannot be serialized (then not cached).
+
+    >>> store_artifact(key, artifact)  # doctest: +SKIP
+    True
+    """
+    import numpile_runtime as rt
+
+    try:
+        data = pickle.dumps(artifact, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as error:  # unpicklable params: not cached
+        log.debug("graph %s is not cached: %s", key[:16], error)
+        return False
+    rt.default_cache().put_bytes(f"graph-{key}", data)
+    return True
+
+
+# NOTE: the fingerprint of the numpile packages' versions and of this package's code,
+# computed once per process (a changed generator must not reuse old modules).
+_FINGERPRINT: list[str] = []
+
+
+def _code_fingerprint() -> str:
+    if _FINGERPRINT:
+        return _FINGERPRINT[0]
+    digest = hashlib.sha256()
+    for name in _PACKAGES:
+        module = sys.modules.get(name)
+        if module is None:
+            module = __import__(name)
+        digest.update(f"{name}={getattr(module, '__version__', '?')}\0".encode())
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    _FINGERPRINT.append(digest.hexdigest())
+    return _FINGERPRINT[0]

@@ -1,0 +1,132 @@
+"""Options and modes: names, errors, trace output, graph diagrams, fast_math flags."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import numpile_runtime as rt
+from numpile_capture import Graph, get_op, meta_of
+from numpile_inductor import (
+    InductorConfig,
+    compile_graph,
+    graph_dot,
+    inductor,
+    list_mode_options,
+    list_options,
+)
+
+
+@pytest.fixture
+def fresh_cache(tmp_path: Path) -> Iterator[Path]:
+    previous = rt.default_cache().root
+    root = tmp_path / "cache"
+    rt.set_cache_dir(root)
+    yield root
+    rt.set_cache_dir(previous)
+
+
+def _graph() -> tuple[Graph, np.ndarray]:
+    a = np.linspace(-1, 1, 40).reshape(8, 5)
+    g = Graph()
+    p = g.placeholder("a", meta_of(a))
+    g.output = g.call(get_op("sum"), g.call(get_op("multiply"), p, p), axis=(1,))
+    return g, a
+
+
+def test_list_options_names_the_cpu_options() -> None:
+    names = list_options()
+    for name in (
+        "max_autotune",
+        "epilogue_fusion",
+        "fast_math",
+        "trace.enabled",
+        "trace.graph_diagram",
+    ):
+        assert name in names
+
+
+def test_list_mode_options() -> None:
+    modes = list_mode_options()
+    assert modes["default"] == {}
+    assert modes["max-autotune"] == {"max_autotune": True}
+    assert list_mode_options("max-autotune") == {"max_autotune": True}
+    with pytest.raises(ValueError, match="valid modes"):
+        list_mode_options("fastest")
+
+
+def test_modes_and_options_combine() -> None:
+    assert InductorConfig.from_options(None, mode="max-autotune").max_autotune
+    assert not InductorConfig.from_options(None).max_autotune
+    assert not InductorConfig.from_options(None).fast_math
+    assert InductorConfig.from_options(None).epilogue_fusion
+    config = InductorConfig.from_options({"max_autotune": False}, mode="max-autotune")
+    assert not config.max_autotune
+
+
+def test_unknown_option_lists_the_valid_ones() -> None:
+    graph, a = _graph()
+    with pytest.raises(ValueError, match=r"unknown inductor option 'max_autotun'.*max_autotune"):
+        inductor(graph, [a], options={"max_autotun": True})
+    with pytest.raises(ValueError, match="unknown mode"):
+        inductor(graph, [a], mode="turbo")
+
+
+def test_option_of_the_wrong_type_is_an_error() -> None:
+    with pytest.raises(TypeError, match=r"cpp\.parallel_threshold"):
+        InductorConfig.from_options({"cpp.parallel_threshold": "big"})
+    with pytest.raises(TypeError, match="fast_math"):
+        InductorConfig.from_options({"fast_math": 1})
+
+
+def test_trace_writes_graph_ir_code_and_diagram(tmp_path: Path, fresh_cache: Path) -> None:
+    graph, _a = _graph()
+    options = {"trace.enabled": True, "trace.debug_dir": str(tmp_path), "trace.graph_diagram": True}
+    compiled = compile_graph(graph, options=options)
+    (folder,) = tmp_path.glob("inductor_*")
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == [
+        "graph.dot",
+        "graph.txt",
+        "ir_post_fusion.txt",
+        "ir_pre_fusion.txt",
+        "output_code.c",
+    ]
+    assert (folder / "output_code.c").read_text().rstrip() == compiled.source.rstrip()
+    assert "multiply" in (folder / "graph.txt").read_text()
+    dot = (folder / "graph.dot").read_text()
+    assert dot.startswith("digraph") and '"a" -> "v0"' in dot
+
+
+def test_graph_diagram_alone_writes_the_dot_file(tmp_path: Path, fresh_cache: Path) -> None:
+    graph, _a = _graph()
+    compile_graph(graph, options={"trace.debug_dir": str(tmp_path), "trace.graph_diagram": True})
+    (folder,) = tmp_path.glob("inductor_*")
+    assert (folder / "graph.dot").exists()
+    assert not (folder / "ir_pre_fusion.txt").exists()
+
+
+def test_graph_dot_has_one_edge_per_use() -> None:
+    graph, _ = _graph()
+    dot = graph_dot(graph)
+    assert dot.count("->") == 3  # a -> v0 twice collapses to one, v0 -> v1, v1 -> output
+    assert dot.rstrip().endswith("}")
+
+
+def test_fast_math_is_opt_in(fresh_cache: Path) -> None:
+    graph, a = _graph()
+    default = compile_graph(graph)
+    fast = compile_graph(graph, options={"fast_math": True})
+    assert "-ffast-math" not in default.flags
+    assert "-ffast-math" in fast.flags
+    np.testing.assert_allclose(fast.fn(a), (a * a).sum(axis=1), rtol=1e-13)
+
+
+def test_threads_option_gives_the_same_values(fresh_cache: Path) -> None:
+    graph, a = _graph()
+    options = {"cpp.threads": 1, "cpp.parallel_threshold": 1}
+    got = compile_graph(graph, options=options).fn(a)
+    np.testing.assert_allclose(got, (a * a).sum(axis=1), rtol=1e-15)
