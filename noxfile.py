@@ -107,6 +107,40 @@ for _layer in LAYERS:
     _layer_session(_layer)
 
 
+@nox.session(name="tests-triton-interpret", python=DEFAULT_PYTHON)
+def tests_triton_interpret(session: nox.Session) -> None:
+    """Generated Triton kernels on the CPU (TRITON_INTERPRET=1): unit tests and the corpus.
+
+    Not tagged ci: it downloads triton (~170 MB), and long interpreted runs crashed while the
+    tree was in flux (see packages/inductor/README.md, "GPU (Triton)").
+    """
+    _install_layers(session, LAYERS)
+    session.install(*TEST_DEPS, "triton>=3.0")
+    env = {"TRITON_INTERPRET": "1"}
+    session.run(
+        "pytest",
+        "-q",
+        "packages/inductor/tests/test_inductor_triton.py",
+        "packages/runtime/tests/test_runtime_cuda.py",
+        env=env,
+    )
+    # A tree-ordered float sum differs from NumPy's pairwise one in the last bit; this
+    # program compares a sum stored on a Python object exactly.
+    deselect = (
+        "integration_tests/test_corpus.py::test_corpus_program"
+        "[breaks/set_attribute_of_input_object-triton]"
+    )
+    session.run(
+        "pytest",
+        "-q",
+        "integration_tests/test_corpus.py",
+        "--deselect",
+        deselect,
+        *session.posargs,
+        env={**env, "NUMPILE_CORPUS_BACKENDS": "triton"},
+    )
+
+
 @nox.session(python=DEFAULT_PYTHON, tags=["ci"])
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on every package."""

@@ -99,6 +99,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{workload.name:22} {workload.bound:9} {workload.fn.__doc__}")
             return 0
         patterns = [p for arg in options.only or [] for p in arg.split(",") if p] or None
+        # benchmarks/guards.py (guard checks, dispatch overhead) runs first when selected.
+        from .guards import run_selected as run_guards
+
+        patterns = run_guards(patterns, quick=options.quick)
+        # benchmarks/dynamic.py (compiles over 100 random batch sizes) runs next when selected.
+        from .dynamic import run_selected as run_dynamic
+
+        patterns = run_dynamic(patterns, quick=options.quick)
+        if patterns == []:
+            return 0
         try:
             find_workloads(patterns)
         except ValueError as error:

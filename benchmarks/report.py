@@ -2,7 +2,8 @@
 
 Tables: machine facts and STREAM; one block per workload with a line per contender; a
 ratio summary (NumPy time / contender time, > 1 is faster); compile costs (cold compile,
-warm start) and the per-call overhead on tiny arrays.
+warm start), the per-call overhead on tiny arrays, and the autograd section (bytes saved
+between forward and backward, the training step) when it ran.
 
     >>> format_seconds(0.0123)
     '12.30 ms'
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import attrs
 
+from .autograd import render_autograd
 from .suite import Measurement, SuiteResult
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -220,21 +222,62 @@ def _overhead_section(result: SuiteResult) -> str:
     return title + "\n" + _table(headers, rows)
 
 
+def _dynamic_section(result: SuiteResult) -> str:
+    # One graph compiled for symbolic sizes against the same graph for its static sizes.
+    row = result.dynamic
+    if row is None:
+        return ""
+    title = (
+        f"== dynamic shapes: chain10 on float32[s0] vs float32[{row.elements:,}] "
+        "(one module serves every length) =="
+    )
+    headers = ["compiled for", "time/call (median)", "min", "vs numpy", "vs static", "check"]
+    rows = [
+        [
+            "static sizes",
+            format_seconds(row.static_s),
+            format_seconds(row.static_min_s),
+            _ratio(row.numpy_s / row.static_s),
+            "1.00x",
+            "ref",
+        ],
+        [
+            "symbolic s0",
+            format_seconds(row.dynamic_s),
+            format_seconds(row.dynamic_min_s),
+            _ratio(row.numpy_s / row.dynamic_s),
+            _ratio(row.dynamic_vs_static),
+            f"{row.check} (sizes {', '.join(str(n) for n in row.sizes_checked)})",
+        ],
+    ]
+    return title + "\n" + _table(headers, rows)
+
+
+def _autograd_section(result: SuiteResult) -> str:
+    # Saved bytes per partitioner and the training step, as benchmarks/autograd.py measured.
+    if result.autograd is None:
+        return ""
+    return render_autograd(result.autograd).rstrip("\n")
+
+
 def render(result: SuiteResult) -> str:
-    """The whole report as text: machine, workloads, speed-ups, compile cost, overhead.
+    """The whole report as text: machine, workloads, speed-ups, compile cost, overhead, autograd.
 
     >>> print(render(run_suite(options)))  # doctest: +SKIP
     == machine ==
     host vm; CPU AMD EPYC; 2 logical cores (2 usable); L3 32768K
     ...
     """
-    sections = [
-        _machine_section(result),
-        _workload_section(result),
-        _summary_section(result),
-        _compile_section(result),
-        _overhead_section(result),
-    ]
+    sections = [_machine_section(result)]
+    if result.measurements:  # `--only autograd` runs no workload
+        sections += [
+            _workload_section(result),
+            _summary_section(result),
+            _compile_section(result),
+            _overhead_section(result),
+        ]
+    sections.append(_dynamic_section(result))
+    sections.append(_autograd_section(result))
     end = ", ".join(f"{x:.2f}" for x in result.load_average_end)
     sections.append(f"load average at end {end} (other work on the machine skews timings)")
     return "\n\n".join(s for s in sections if s) + "\n"

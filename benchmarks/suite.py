@@ -13,6 +13,7 @@ a ratio above 1 means faster than NumPy.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import sys
 import time
@@ -22,7 +23,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from .autograd import AutogradResult, autograd_selected, render_autograd, run_autograd
+from .autograd import AutogradResult, autograd_selected, run_autograd
 from .contenders import (
     Contender,
     NumexprContender,
@@ -34,7 +35,21 @@ from .contenders import (
 from .machine import MachineFacts, StreamResult, collect_facts, measure_stream, stream_ceiling
 from .timer import Timing, measure_interleaved
 from .warm_start import WarmStart, measure_warm_start
-from .workloads import STARTUP_WORKLOAD, Array, Workload, find_workloads, min_bytes
+from .workloads import (
+    STARTUP_WORKLOAD,
+    Array,
+    Workload,
+    find_workloads,
+    min_bytes,
+    ten_op_chain,
+)
+
+# numpile's kernels and torch share one libgomp (whichever loads first; torch's when torch is
+# imported first), and libgomp reads its wait policy once, at load. Spinning idle threads
+# starve the BLAS calls and kernels that follow on 2 cores (a 0.07 ms epilogue kernel took
+# 6-7 ms after `import torch`), so the suite fixes the policy numpile sets for itself before
+# either loads; a value in the environment wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # A fresh process per warm start costs about half a second; --quick keeps its 30 s budget.
 _QUICK_WARM_STARTS = 3
@@ -106,6 +121,115 @@ class SuiteResult:
     startup_compile_s: dict[str, float | str] = attrs.Factory(dict)
     load_average_end: tuple[float, float, float] = (0.0, 0.0, 0.0)
     autograd: AutogradResult | None = None
+    dynamic: DynamicShapes | None = None
+
+
+@attrs.frozen
+class DynamicShapes:
+    """One graph compiled for symbolic sizes against the same graph compiled for its sizes.
+
+    The graph is ``chain10``'s ten ops on float32 vectors; the dynamic module takes
+    ``float32[s0]`` inputs and serves every length. Times are medians of interleaved calls;
+    ``dynamic_vs_static`` is static time / dynamic time (1.0: no cost for the symbolic sizes).
+
+        >>> DynamicShapes(1, 2.0, 2.0, 4.0, 0.5, 1.0, (1,), "ok").dynamic_vs_static
+        1.0
+    """
+
+    elements: int
+    static_s: float
+    dynamic_s: float
+    numpy_s: float
+    static_min_s: float
+    dynamic_min_s: float
+    sizes_checked: tuple[int, ...]
+    check: str
+
+    @property
+    def dynamic_vs_static(self) -> float:
+        return self.static_s / self.dynamic_s
+
+
+DYNAMIC = "dynamic_kernel"
+
+
+def dynamic_selected(patterns: list[str] | None) -> bool:
+    """Whether ``--only`` patterns select the dynamic-shape comparison (all do when none).
+
+    >>> dynamic_selected(["dynamic_k*"]), dynamic_selected(["chain10"]), dynamic_selected(None)
+    (True, False, True)
+    """
+    if not patterns:
+        return True
+    return any(fnmatch.fnmatchcase(DYNAMIC, p) or DYNAMIC.startswith(p) for p in patterns)
+
+
+def _chain10_graph(metas: list[Any]) -> Any:
+    # ten_op_chain as a graph: (a*b + c) * (a - b) / (c*c + 1.0) - sqrt(abs(a))
+    from numpile_capture import Graph, get_op
+
+    graph = Graph()
+    a, b, c = (graph.placeholder(name, meta) for name, meta in zip("abc", metas, strict=True))
+
+    def op(name: str, *args: Any) -> Any:
+        return graph.call(get_op(name), *args)
+
+    left = op("multiply", op("add", op("multiply", a, b), c), op("subtract", a, b))
+    right = op("add", op("multiply", c, c), 1.0)
+    graph.output = op("subtract", op("divide", left, right), op("sqrt", op("absolute", a)))
+    return graph
+
+
+def measure_dynamic(*, quick: bool) -> DynamicShapes | str:
+    """Time chain10 compiled for symbolic sizes against static sizes at 1M float32 elements.
+
+    Returns the reason instead when the inductor cannot run here.
+    """
+    try:
+        import sympy
+
+        from numpile_capture import ArrayMeta, meta_of
+        from numpile_inductor import compile_graph
+    except ImportError as error:
+        return f"numpile is not installed ({error})"
+    n = 65_536 if quick else 1_000_000
+    rng = np.random.default_rng(7)
+    args = tuple(rng.standard_normal(n, dtype=np.float32) for _ in range(3))
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    symbolic = ArrayMeta((s0,), np.dtype("float32"), (sympy.Integer(1),))
+    try:
+        static = compile_graph(_chain10_graph([meta_of(x) for x in args])).fn
+        dynamic = compile_graph(_chain10_graph([symbolic] * 3)).fn
+    except Exception as error:  # a compiler failure is a result, not a crash
+        return f"compile_graph raised {error!r}"
+    sizes = (3, 1000, n + 17)
+    check = "ok"
+    for size in sizes:
+        inputs = tuple(rng.standard_normal(size, dtype=np.float32) for _ in range(3))
+        if not np.array_equal(dynamic(*inputs), ten_op_chain(*inputs)):
+            check = f"differs from NumPy at {size} elements"
+    timings = measure_interleaved(
+        {"numpy": ten_op_chain, "static": static, "dynamic": dynamic},
+        args,
+        budget_s=0.2 if quick else 3.0,
+        min_repeats=5 if quick else 31,
+    )
+    median: dict[str, float] = {}
+    minimum: dict[str, float] = {}
+    for name, timing in timings.items():
+        if isinstance(timing, Exception):
+            return f"{name} raised {timing!r}"
+        median[name], minimum[name] = timing.median_s, timing.min_s
+    return DynamicShapes(
+        elements=n,
+        static_s=median["static"],
+        dynamic_s=median["dynamic"],
+        numpy_s=median["numpy"],
+        static_min_s=minimum["static"],
+        dynamic_min_s=minimum["dynamic"],
+        sizes_checked=sizes,
+        check=check,
+    )
 
 
 def format_ms(seconds: float) -> str:
@@ -320,11 +444,17 @@ def run_suite(options: SuiteOptions) -> SuiteResult:
         )
     if options.warm_start:
         measurements = _add_warm_starts(measurements, options)
+    dynamic = None
+    if dynamic_selected(options.patterns):
+        _progress(DYNAMIC)
+        outcome = measure_dynamic(quick=options.quick)
+        if isinstance(outcome, str):
+            _progress(f"{DYNAMIC}: n/a ({outcome})")
+        else:
+            dynamic = outcome
     autograd = None
     if autograd_selected(options.patterns):
         autograd = run_autograd(quick=options.quick)
-        # TODO(issue 5): report.render should print this section; until then it goes out here.
-        print(render_autograd(autograd), flush=True)
     if options.stream and not options.quick:
         stream += _stream(options, threads=threads, usable=facts.usable_cores, when="end")
         best = stream_ceiling(stream, threads=threads)
@@ -341,4 +471,5 @@ def run_suite(options: SuiteOptions) -> SuiteResult:
         startup_compile_s=startup,
         load_average_end=os.getloadavg(),
         autograd=autograd,
+        dynamic=dynamic,
     )

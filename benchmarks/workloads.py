@@ -337,10 +337,12 @@ def find_workloads(patterns: list[str] | None) -> list[Workload]:
     if not patterns:
         return list(WORKLOADS)
     chosen = [w for w in WORKLOADS if any(_matches(w.name, p) for p in patterns)]
-    # "autograd" selects benchmarks/autograd.py (run by the suite beside the workloads).
-    if not chosen and not any(_matches("autograd", p) for p in patterns):
-        known = ", ".join(w.name for w in WORKLOADS)
-        raise ValueError(f"no workload matches {patterns}; known workloads: {known}, autograd")
+    # "autograd" selects benchmarks/autograd.py and "dynamic_kernel" the symbolic-size
+    # comparison in suite.py; the suite runs them beside the workloads.
+    extras = ("autograd", "dynamic_kernel")
+    if not chosen and not any(_matches(extra, p) for extra in extras for p in patterns):
+        known = ", ".join([*(w.name for w in WORKLOADS), *extras])
+        raise ValueError(f"no workload matches {patterns}; known workloads: {known}")
     return chosen
 
 

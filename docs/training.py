@@ -9,6 +9,7 @@ inductor (the `numpile` default); later steps reuse the compiled pair.
     python docs/training.py                      # 300 steps, hidden width 64
     python docs/training.py --steps 1000 --size 256
     python docs/training.py --compiler eager     # run the graphs op by op with NumPy
+    python docs/training.py --compile-step       # numpile.compile(value_and_grad): one graph
 
 The data are synthetic: `y = sin(x @ a) + 0.5 * cos(x @ b)` for random
 `a`, `b`, fitted by a two-hidden-layer tanh network with Adam.
@@ -98,19 +99,23 @@ def train(
     lr: float = 1e-2,
     seed: int = 0,
     compiler: str | None = None,
+    compile_step: bool = False,
     log_every: int = 0,
 ) -> tuple[list[float], float]:
     """Train from a fixed seed; returns the loss of every step and the seconds per step
     after the first (which holds the capture and compile).
 
     `compiler` picks how numpile runs the forward and backward graphs
-    (`"inductor"`, `"eager"`, ...); None uses numpile's default.
+    (`"inductor"`, `"eager"`, ...); None uses numpile's default. `compile_step` wraps
+    the transform in `numpile.compile`: forward and backward then run as one graph.
     """
     rng = np.random.default_rng(seed)
     x, y = make_data(rng, samples=samples, features=features)
     params = init_params(rng, features=features, size=size)
     optimizer = Adam(params, lr=lr)
     step = numpile.value_and_grad(loss_fn, compiler=compiler)
+    if compile_step:
+        step = numpile.compile(step)
     losses: list[float] = []
     started = time.perf_counter()
     for index in range(steps):
@@ -131,12 +136,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=64, help="hidden width (default 64)")
     parser.add_argument("--samples", type=int, default=256, help="training samples (default 256)")
     parser.add_argument("--compiler", default=None, help="inductor (numpile's default), eager...")
+    parser.add_argument(
+        "--compile-step",
+        action="store_true",
+        help="wrap value_and_grad in numpile.compile: forward and backward in one graph",
+    )
     options = parser.parse_args(argv)
     losses, per_step = train(
         steps=options.steps,
         size=options.size,
         samples=options.samples,
         compiler=options.compiler,
+        compile_step=options.compile_step,
         log_every=max(options.steps // 10, 1),
     )
     print(

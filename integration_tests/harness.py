@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 import warnings
 from collections.abc import Callable, Iterator
@@ -602,7 +603,9 @@ def corpus_backends() -> list[str]:
     list_backends = getattr(numpile, "list_backends", None)
     if list_backends is not None and "inductor" in list_backends():
         backends.append("inductor")
-    return backends
+    # NUMPILE_CORPUS_BACKENDS=triton (nox -s tests-triton-interpret) runs only those backends.
+    chosen = [name for name in os.environ.get("NUMPILE_CORPUS_BACKENDS", "").split(",") if name]
+    return chosen or backends
 
 
 def count_by_theme(programs: list[Program]) -> dict[str, int]:

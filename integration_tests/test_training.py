@@ -165,6 +165,15 @@ def test_training_example_same_trajectory_compiled_and_eager() -> None:
     assert compiled[-1] < compiled[0] / 4
 
 
+def test_training_example_compiled_step_same_trajectory() -> None:
+    # numpile.compile(value_and_grad(...)): forward and backward traced into one graph.
+    training = _load_training_example()
+    one_graph, _ = training.train(steps=40, size=16, samples=64, compile_step=True)
+    eager, _ = training.train(steps=40, size=16, samples=64, compiler="eager")
+    np.testing.assert_allclose(one_graph, eager, rtol=1e-3)
+    assert one_graph[-1] < one_graph[0] / 4
+
+
 def test_training_example_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     training = _load_training_example()
     assert training.main(["--steps", "60", "--size", "8", "--samples", "32"]) == 0

@@ -7,9 +7,11 @@ import inspect
 import numpile
 
 EXPECTED_ALL = [
+    "CompileProfiler",
     "Unsupported",
     "allow_in_graph",
     "compile",
+    "compile_times",
     "config",
     "disable",
     "disallow_in_graph",
@@ -17,12 +19,18 @@ EXPECTED_ALL = [
     "grad",
     "graph_break",
     "is_compiling",
+    "keep_array_guards_unsafe",
     "list_backends",
     "list_mode_options",
     "list_options",
+    "mark_dynamic",
+    "mark_static",
     "register_backend",
     "reset",
+    "set_logs",
     "set_stance",
+    "skip_all_guards_unsafe",
+    "skip_guard_on_globals_unsafe",
     "substitute_in_graph",
     "value_and_grad",
     "vjp",
@@ -79,6 +87,16 @@ EXPECTED_SIGNATURES = {
         "(stance: 'str' = 'default', *, skip_guard_eval_unsafe: 'bool' = False, "
         "force_backend: 'str | BackendFn | None' = None) -> 'None'"
     ),
+    "CompileProfiler": "() -> 'None'",
+    "compile_times": "(repr: \"Literal['str', 'csv']\" = 'str') -> 'str'",
+    "set_logs": "(spec: 'str') -> 'None'",
+    "mark_dynamic": (
+        "(x: 'Any', dim: 'int', *, min: 'int | None' = None, max: 'int | None' = None) -> 'None'"
+    ),
+    "mark_static": "(x: 'Any', dim: 'int') -> 'None'",
+    "keep_array_guards_unsafe": "(entries: 'list[GuardFilterEntry]') -> 'list[bool]'",
+    "skip_all_guards_unsafe": "(entries: 'list[GuardFilterEntry]') -> 'list[bool]'",
+    "skip_guard_on_globals_unsafe": "(entries: 'list[GuardFilterEntry]') -> 'list[bool]'",
 }
 
 EXPECTED_CONFIG_FIELDS = {
@@ -86,6 +104,8 @@ EXPECTED_CONFIG_FIELDS = {
     "default_backend": "eager",
     "suppress_errors": False,
     "verbose": False,
+    "automatic_dynamic_shapes": True,
+    "duck_shape": True,
 }
 
 

@@ -177,6 +177,14 @@ def _loop_with_print(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def _cells_with_print(x: np.ndarray) -> np.ndarray:
+    def inner() -> np.ndarray:
+        return x + 1
+
+    print("inside")
+    return inner()
+
+
 def _break_in_try(x: np.ndarray) -> np.ndarray:
     try:
         print("inside")
@@ -187,7 +195,7 @@ def _break_in_try(x: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize(
     ("fn", "why"),
-    [(_loop_with_print, "inside a loop body"), (_break_in_try, "try")],
+    [(_cells_with_print, "cells")],
 )
 def test_unresumable_breaks_run_the_frame_eagerly(
     fn: Callable[..., Any], why: str, capsys: pytest.CaptureFixture[str]
@@ -206,11 +214,20 @@ def _with_block(x: np.ndarray) -> np.ndarray:
     return y
 
 
-def test_with_block_runs_eagerly_from_the_break_on(capsys: pytest.CaptureFixture[str]) -> None:
-    # The context manager's constructor is a break; the resume function, which would start
-    # a with block, runs eagerly.
+def test_with_block_of_a_library_manager_enters_and_exits_in_python(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The manager's constructor, entering it and leaving it break; the body between is
+    # captured by a resume function that runs inside the entered block.
     events = differential(_with_block, lambda: (np.ones(2),), capsys)
-    assert any(event.eager and event.internal for event in events)
+    assert not any(event.eager and not event.internal for event in events)
+    ops = [node.op.name for e in events if e.graph is not None for node in e.graph if node.op]
+    assert "add" in ops
+
+
+def test_break_in_try_resumes_inside_the_try(capsys: pytest.CaptureFixture[str]) -> None:
+    events = differential(_break_in_try, lambda: (np.ones(2),), capsys)
+    assert not any(event.eager and not event.internal for event in events)
 
 
 def test_fullgraph_raises_at_the_first_break_with_the_line() -> None:
@@ -317,14 +334,18 @@ def _while_on_data(x: np.ndarray) -> np.ndarray:
     return y
 
 
-@pytest.mark.parametrize("fn", [_work_then_loop, _while_on_data])
-def test_break_in_a_loop_ends_the_graph_before_the_loop(
+@pytest.mark.parametrize("fn", [_work_then_loop, _while_on_data, _loop_with_print])
+def test_break_in_a_loop_resumes_inside_the_loop(
     fn: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # The graph runs up to the break in the first iteration; resume functions capture the
+    # rest of the body and each later iteration; nothing falls back to a whole eager frame.
     events = differential(fn, lambda: (np.ones(3),), capsys)
     first = events[0]
     assert first.graph is not None and first.break_reason is not None
     ops = [node.op.name for node in first.graph if node.op is not None]
-    assert ops[:2] == ["exp", "multiply"]
-    # the loop itself runs eagerly, in a resume function, without warning
-    assert any(event.eager and event.internal for event in events)
+    if fn is not _loop_with_print:
+        assert ops[:2] == ["exp", "multiply"]
+    assert not any(event.eager and not event.internal for event in events)
+    later = [event for event in events[1:] if event.graph is not None]
+    assert any(node.op is not None for event in later for node in event.graph)

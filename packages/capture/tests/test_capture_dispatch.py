@@ -95,7 +95,7 @@ def test_wrapper_metadata() -> None:
 def test_recompile_reasons_are_recorded_and_logged(caplog: pytest.LogCaptureFixture) -> None:
     f = compiled(FakeCapture())
     f(np.zeros(3))
-    with caplog.at_level(logging.INFO, logger="numpile.capture.recompiles"):
+    with caplog.at_level(logging.INFO, logger="numpile.recompiles"):
         f(np.zeros(4))
         f(np.zeros(3, np.float32))
     reasons = cache_for(add_k.__code__).recompile_reasons

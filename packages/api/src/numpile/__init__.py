@@ -16,9 +16,11 @@ from numpile_autograd_aot import config as _autograd_config
 from numpile_autograd_aot import grad as grad
 from numpile_autograd_aot import value_and_grad as value_and_grad
 from numpile_autograd_aot import vjp as vjp
+from numpile_capture import CompileProfiler as CompileProfiler
 from numpile_capture import Unsupported as Unsupported
 from numpile_capture import allow_in_graph as allow_in_graph
 from numpile_capture import compile_function as compile
+from numpile_capture import compile_times as compile_times
 from numpile_capture import config as config
 from numpile_capture import disable as disable
 from numpile_capture import disallow_in_graph as disallow_in_graph
@@ -26,12 +28,19 @@ from numpile_capture import explain as explain
 from numpile_capture import graph_break as graph_break
 from numpile_capture import is_compiling as is_compiling
 from numpile_capture import list_backends as list_backends
+from numpile_capture import mark_dynamic as mark_dynamic
+from numpile_capture import mark_static as mark_static
 from numpile_capture import register_backend as register_backend
-from numpile_capture import reset as reset
+from numpile_capture import reset as _capture_reset
 from numpile_capture import set_stance as set_stance
 from numpile_capture import substitute_in_graph as substitute_in_graph
+from numpile_guards import keep_array_guards_unsafe as keep_array_guards_unsafe
+from numpile_guards import skip_all_guards_unsafe as skip_all_guards_unsafe
+from numpile_guards import skip_guard_on_globals_unsafe as skip_guard_on_globals_unsafe
 from numpile_inductor import list_mode_options as list_mode_options
 from numpile_inductor import list_options as list_options
+from numpile_inductor import trim_buffer_pool as _trim_buffer_pool
+from numpile_runtime import set_logs as set_logs
 
 __version__ = "0.1.0"
 
@@ -39,7 +48,23 @@ __version__ = "0.1.0"
 config.default_backend = "inductor"
 _autograd_config.compiler = "inductor"
 
+
+def reset() -> None:
+    """Forget every compiled entry and free the inductor's cached output buffers.
+
+    >>> reset()
+    """
+    _capture_reset()
+    _trim_buffer_pool()
+
+
 __all__ = [
+    "CompileProfiler",
+    "compile_times",
+    "keep_array_guards_unsafe",
+    "set_logs",
+    "skip_all_guards_unsafe",
+    "skip_guard_on_globals_unsafe",
     "Unsupported",
     "allow_in_graph",
     "compile",
@@ -55,6 +80,8 @@ __all__ = [
     "list_options",
     "register_backend",
     "reset",
+    "mark_dynamic",
+    "mark_static",
     "set_stance",
     "substitute_in_graph",
     "value_and_grad",

@@ -19,7 +19,9 @@ from .functionalization import OutputAlias as OutputAlias
 from .functionalization import functionalize as functionalize
 from .functionalization import run_functionalized as run_functionalized
 from .joint import JointGraph as JointGraph
+from .joint import append_backward as append_backward
 from .joint import build_joint as build_joint
+from .joint import input_cotangent as input_cotangent
 from .partition import Partition as Partition
 from .partition import default_partition as default_partition
 from .partition import min_cut_partition as min_cut_partition
@@ -35,12 +37,15 @@ from .vjp import VjpContext as VjpContext
 from .vjp import get_vjp as get_vjp
 from .vjp import register_vjp as register_vjp
 from .vjp import vjp_ops as vjp_ops
+from .vjp_exclusions import EXCLUDED_OPS as EXCLUDED_OPS
+from .vjp_exclusions import no_vjp_table as no_vjp_table
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AutogradConfig",
     "CaptureError",
+    "EXCLUDED_OPS",
     "Compiler",
     "FunctionalGraph",
     "JointGraph",
@@ -49,6 +54,7 @@ __all__ = [
     "Partitioner",
     "VjpContext",
     "aot_eager",
+    "append_backward",
     "build_joint",
     "config",
     "default_partition",
@@ -57,7 +63,9 @@ __all__ = [
     "functionalize",
     "get_vjp",
     "grad",
+    "input_cotangent",
     "min_cut_partition",
+    "no_vjp_table",
     "register_vjp",
     "resolve_compiler",
     "resolve_partitioner",

@@ -58,6 +58,7 @@ from numpile_capture import (
     tree_flatten,
     tree_unflatten,
 )
+from numpile_runtime import timed
 
 from .scatter import ViewChain, apply_views, chain_of, index_scatter, view_scatter
 from .subgraph import eliminate_dead_code
@@ -234,7 +235,8 @@ def functionalize(graph: Graph) -> FunctionalGraph:
     >>> fg = functionalize(graph)  # doctest: +SKIP
     >>> print(fg)  # doctest: +SKIP
     """
-    result = _Functionalizer(graph).run()
+    with timed("aot"):
+        result = _Functionalizer(graph).run()
     log.debug("functionalized:\n%s", result)
     return result
 

@@ -23,7 +23,7 @@ from numpile_capture import ArrayMeta, Graph, Node, get_op
 
 from .vjp import VjpContext, differentiable, fit_cotangent, get_vjp
 
-__all__ = ["JointGraph", "build_joint"]
+__all__ = ["JointGraph", "append_backward", "build_joint", "input_cotangent"]
 
 
 @attrs.frozen(eq=False)
@@ -69,16 +69,39 @@ def build_joint(
             mapping[node] = joint.add_node(node.op, inputs, node.kwargs, node.meta)
     outputs = tuple(mapping[v] if isinstance(v, Node) else v for v in graph.output)
     primals = joint.placeholders
-    targets = {primals[i] for i in diff_inputs if differentiable(primals[i].meta)}
-    active = _active_nodes(joint, targets)
-
-    cotangents: dict[Node, Node] = {}
+    targets = [primals[i] for i in diff_inputs]
+    seeds: list[tuple[Any, Node]] = []
     for position in tangent_outputs:
         leaf = outputs[position]
-        tangent = joint.placeholder(f"tangent_{position}", leaf.meta)
+        seeds.append((leaf, joint.placeholder(f"tangent_{position}", leaf.meta)))
+    copied = set(mapping.values())
+    forward_nodes = [n for n in joint.nodes if n.op is not None and n in copied]
+    cotangents = append_backward(joint, forward_nodes, targets, seeds)
+    results = [input_cotangent(joint, cotangents, primals[index]) for index in diff_inputs]
+    joint.output = (outputs, tuple(results))
+    return JointGraph(joint, len(primals), len(outputs), tuple(tangent_outputs), tuple(diff_inputs))
+
+
+def append_backward(
+    graph: Graph,
+    forward_nodes: Sequence[Node],
+    targets: Sequence[Node],
+    seeds: Sequence[tuple[Any, Node]],
+) -> dict[Node, Node]:
+    """Append to `graph` the reverse sweep over `forward_nodes` (in topological order) from
+    `seeds` (pairs of a forward value and its cotangent) back to `targets`; return the
+    cotangent of every value reached (`input_cotangent` reads a target's).
+
+    Raises NotImplementedError naming the op when a needed VJP rule is missing.
+
+        >>> cotangents = append_backward(graph, graph.nodes, [x], [(loss, one)])  # doctest: +SKIP
+    """
+    wanted_targets = {node for node in targets if differentiable(node.meta)}
+    active = _active_nodes(forward_nodes, wanted_targets)
+    cotangents: dict[Node, Node] = {}
+    for leaf, seed in seeds:
         if isinstance(leaf, Node) and leaf in active and differentiable(leaf.meta):
-            _accumulate(joint, cotangents, leaf, tangent)
-    forward_nodes = [n for n in joint.nodes if n.op is not None and n in mapping.values()]
+            _accumulate(graph, cotangents, leaf, seed)
     for node in reversed(forward_nodes):
         cotangent = cotangents.get(node)
         if cotangent is None:
@@ -95,31 +118,35 @@ def build_joint(
                 f"no VJP rule for op {node.op.name!r} (in `{node.format()}`); "
                 "it cannot be differentiated yet"
             )
-        grads = rule(VjpContext(joint, node, cotangent, wanted))
+        grads = rule(VjpContext(graph, node, cotangent, wanted))
         for value, want, grad in zip(node.inputs, wanted, grads, strict=False):
             if want and grad is not None:
                 meta = value.meta
                 assert isinstance(meta, ArrayMeta)
-                _accumulate(joint, cotangents, value, fit_cotangent(joint, grad, meta))
-    results: list[Any] = []
-    for index in diff_inputs:
-        primal = primals[index]
-        if not differentiable(primal.meta):
-            results.append(None)
-        elif primal in cotangents:
-            results.append(cotangents[primal])
-        else:
-            meta = primal.meta
-            assert isinstance(meta, ArrayMeta)
-            results.append(joint.call(get_op("zeros"), shape=meta.shape, dtype=meta.dtype))
-    joint.output = (outputs, tuple(results))
-    return JointGraph(joint, len(primals), len(outputs), tuple(tangent_outputs), tuple(diff_inputs))
+                _accumulate(graph, cotangents, value, fit_cotangent(graph, grad, meta))
+    return cotangents
 
 
-def _active_nodes(graph: Graph, targets: set[Node]) -> set[Node]:
+def input_cotangent(graph: Graph, cotangents: dict[Node, Node], target: Node) -> Node | None:
+    """The cotangent of `target` after `append_backward`: None for an integer or bool value,
+    zeros (added to `graph`) when no seed depends on it.
+
+        >>> input_cotangent(graph, cotangents, x)  # doctest: +SKIP
+    """
+    if not differentiable(target.meta):
+        return None
+    found = cotangents.get(target)
+    if found is not None:
+        return found
+    meta = target.meta
+    assert isinstance(meta, ArrayMeta)
+    return graph.call(get_op("zeros"), shape=meta.shape, dtype=meta.dtype)
+
+
+def _active_nodes(nodes: Sequence[Node], targets: set[Node]) -> set[Node]:
     # Nodes whose value depends on a differentiated input.
     active = set(targets)
-    for node in graph.nodes:
+    for node in nodes:
         if any(v in active for v in node.input_nodes()):
             active.add(node)
     return active

@@ -16,6 +16,11 @@ the numpile façade sets `"inductor"`, which compiles both halves to C).
     >>> g.shape
     (3,)
 
+Called from code that `numpile.compile` captures (or compiled themselves),
+the wrappers trace into the caller's graph instead (`transform_rules`); a
+function compiled with `numpile.compile` is differentiated through the
+function it wraps, both halves compiled with its backend.
+
 Arguments are pytrees (tuples, lists, dicts) of arrays; Python floats among
 the differentiated arguments are differentiated as 0-d float64 arrays.
 Integer and bool leaves get None. Mutations of the inputs happen as in
@@ -39,6 +44,7 @@ from numpile_capture import (
     TreeSpec,
     Unsupported,
     capture_function,
+    register_transform,
     tree_flatten,
     tree_unflatten,
 )
@@ -55,6 +61,7 @@ from .config import Compiler, Partitioner, resolve_compiler, resolve_partitioner
 from .functionalization import FunctionalGraph, apply_epilogue, functionalize
 from .joint import JointGraph, build_joint
 from .partition import Partition
+from .transform_rules import GradSpec, expand_grad, expand_vjp, fold_transform
 from .vjp import differentiable
 
 log = logging.getLogger("numpile.autograd_aot")
@@ -294,6 +301,14 @@ def _make(
     compiler: str | Compiler | None,
     partitioner: str | Partitioner | None,
 ) -> _Transform:
+    original = getattr(fn, "_numpile_original", None)
+    if isinstance(original, types.FunctionType):
+        # A function compiled with numpile.compile: differentiate the graph its backend
+        # compiles (same capture), and compile both halves with that backend by default.
+        backend = getattr(fn, "backend", None)
+        if compiler is None and backend is not None:
+            compiler = backend
+        fn = original
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"can only differentiate Python functions, not {type(fn).__name__}")
     return _Transform(
@@ -325,7 +340,7 @@ def value_and_grad(
     numbers, single = _normalize_argnums(argnums)
     transform = _make(fn, numbers, "grad", has_aux, compiler, partitioner)
 
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def run(*args: Any, **kwargs: Any) -> Any:
         output, (_, backward, specs) = transform.forward(args, kwargs)
         value = output[0] if has_aux else output
         seed = np.ones((), dtype=np.asarray(value).dtype)
@@ -336,8 +351,8 @@ def value_and_grad(
         result = per_arg[0] if single else tuple(per_arg)
         return output, result
 
-    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
-    return wrapper
+    spec = GradSpec(transform.fn, numbers, single, has_aux, "value_and_grad")
+    return _traceable(run, spec)
 
 
 def grad(
@@ -355,11 +370,31 @@ def grad(
     """
     inner = value_and_grad(fn, argnums, has_aux, compiler=compiler, partitioner=partitioner)
 
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def run(*args: Any, **kwargs: Any) -> Any:
         output, gradient = inner(*args, **kwargs)
         return (gradient, output[1]) if has_aux else gradient
 
-    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+    numbers, single = _normalize_argnums(argnums)
+    wrapped = inner.__wrapped__  # type: ignore[attr-defined]
+    return _traceable(run, GradSpec(wrapped, numbers, single, has_aux, "grad"))
+
+
+def _traceable(run: Callable[..., Any], spec: GradSpec) -> Callable[..., Any]:
+    # The wrapper a transform returns, and the `run` it calls, carry a trace rule: called from
+    # captured code (or compiled itself, through `run`) they add forward and backward nodes to
+    # the graph being captured instead of running (see transform_rules).
+    def expand(call: Any) -> Any:
+        return expand_grad(spec, call)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return run(*args, **kwargs)
+
+    reason = f"{spec.kind} of {spec.fn.__qualname__}"
+    for function in (run, wrapper):
+        function.__wrapped__ = spec.fn  # type: ignore[attr-defined]
+        function.__name__ = f"{spec.kind}_{spec.fn.__name__}"
+        function.__qualname__ = f"{spec.kind}({spec.fn.__qualname__})"
+        register_transform(function, expand, reason)
     return wrapper
 
 
@@ -414,3 +449,11 @@ def vjp(
         )
 
     return (value, vjp_fn, output[1]) if has_aux else (value, vjp_fn)
+
+
+# Called from captured code, the transforms trace into the caller's graph (transform_rules).
+register_transform(vjp, expand_vjp, "numpile.vjp")
+register_transform(grad, lambda call: fold_transform(grad, call), "numpile.grad")
+register_transform(
+    value_and_grad, lambda call: fold_transform(value_and_grad, call), "numpile.value_and_grad"
+)

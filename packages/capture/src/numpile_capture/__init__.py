@@ -15,8 +15,10 @@ from .config import config as config
 from .dispatch import CaptureFallbackWarning as CaptureFallbackWarning
 from .dispatch import CompiledFunction as CompiledFunction
 from .dispatch import InternalCompilerError as InternalCompilerError
-from .dispatch import compile_function as compile_function
 from .dispatch import reset as reset
+from .dynamic_shapes import mark_dynamic as mark_dynamic
+from .dynamic_shapes import mark_static as mark_static
+from .entry_point import compile_function as compile_function
 from .explain import BreakReason as BreakReason
 from .explain import ExplainOutput as ExplainOutput
 from .explain import explain as explain
@@ -33,23 +35,29 @@ from .op import all_ops as all_ops
 from .op import get_op as get_op
 from .op import register_op as register_op
 from .ops.indexing import IndexArray as IndexArray
+from .profiler import CompileProfiler as CompileProfiler
+from .profiler import compile_times as compile_times
 from .pytree import TreeSpec as TreeSpec
 from .pytree import tree_flatten as tree_flatten
 from .pytree import tree_map as tree_map
 from .pytree import tree_unflatten as tree_unflatten
 from .stance import current_stance as current_stance
 from .stance import set_stance as set_stance
+from .trace_rules import TransformCall as TransformCall
 from .trace_rules import allow_in_graph as allow_in_graph
 from .trace_rules import allowed_op_named as allowed_op_named
 from .trace_rules import disable as disable
 from .trace_rules import disallow_in_graph as disallow_in_graph
 from .trace_rules import graph_break as graph_break
+from .trace_rules import register_transform as register_transform
 from .trace_rules import substitute_in_graph as substitute_in_graph
 from .tracer import capture_function as capture_function
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "mark_dynamic",
+    "mark_static",
     "ArrayMeta",
     "Graph",
     "Node",
@@ -88,10 +96,14 @@ __all__ = [
     "BreakReason",
     "ExplainOutput",
     "explain",
+    "CompileProfiler",
+    "compile_times",
     "allow_in_graph",
     "allowed_op_named",
     "disable",
     "disallow_in_graph",
     "graph_break",
+    "TransformCall",
+    "register_transform",
     "substitute_in_graph",
 ]

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .capture_result import Unsupported
-from .operators import binary, check_mutable, iterate, truth, unary
+from .operators import binary, check_mutable, iterate, size_value, truth, unary
 from .ops._shapes import broadcast_shapes
+from .user_classes import store_object_attribute
 from .variables import (
     ArrayVar,
     ConstantVar,
@@ -27,6 +28,7 @@ from .variables import (
     IteratorVar,
     ListVar,
     NotConstantError,
+    ObjectVar,
     TupleVar,
     Variable,
 )
@@ -68,7 +70,7 @@ def _len(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> V
     if isinstance(value, ArrayVar):
         if not value.meta.shape:
             raise TypeError("len() of unsized object")
-        return ConstantVar(value.meta.shape[0])
+        return ConstantVar(size_value(value.meta.shape[0]))
     if isinstance(value, TupleVar | ListVar):
         return ConstantVar(len(value.items))
     if isinstance(value, DictVar):
@@ -138,7 +140,42 @@ def _reversed(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable])
 
 
 def _iter(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    if len(args) == 1 and isinstance(args[0], IteratorVar):
+        return args[0]  # iter() of an iterator is itself: generators stay lazy
+    if len(args) != 1:
+        raise Unsupported("not supported yet: iter() with a sentinel")
     return IteratorVar(iterate(tracer, args[0]))
+
+
+def _next(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    iterator = args[0]
+    if not isinstance(iterator, IteratorVar):
+        raise Unsupported(f"not supported yet: next() of {iterator.describe()}")
+    item = iterator.next_item()
+    if item is not None:
+        return item
+    if len(args) > 1:
+        return args[1]
+    raise StopIteration
+
+
+def _any_all(expected: bool) -> Handler:
+    # any(): the first true item wins; all(): the first false one. Array items need values.
+    def handler(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+        (iterable,) = args
+        if isinstance(iterable, IteratorVar):
+            item = iterable.next_item()
+            while item is not None:
+                if truth(tracer, item) == expected:
+                    return ConstantVar(expected)
+                item = iterable.next_item()
+            return ConstantVar(not expected)
+        for item in iterate(tracer, iterable):
+            if truth(tracer, item) == expected:
+                return ConstantVar(expected)
+        return ConstantVar(not expected)
+
+    return handler
 
 
 def _dict(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
@@ -200,6 +237,15 @@ def _to_number(kind: type) -> Handler:
     return handler
 
 
+def _object_setattr(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    # object.__setattr__(obj, name, value), as frozen dataclasses' __init__ writes fields.
+    obj, name, value = args
+    if not isinstance(obj, ObjectVar):
+        raise Unsupported(f"not supported yet: object.__setattr__ on {obj.describe()}")
+    store_object_attribute(tracer, obj, name.as_python_constant(), value, raw=True)
+    return ConstantVar(None)
+
+
 def _broadcast_shapes(
     tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]
 ) -> Variable:
@@ -232,8 +278,9 @@ _BUILTINS: dict[Any, Handler] = {
     builtins.round: _fold(round),
     builtins.divmod: _fold(divmod),
     builtins.pow: _fold(pow),
-    builtins.all: _fold(all),
-    builtins.any: _fold(any),
+    builtins.all: _any_all(False),
+    builtins.any: _any_all(True),
+    builtins.next: _next,
     builtins.sorted: _fold(sorted),
     builtins.slice: _fold(slice),
     builtins.zip: _zip,
@@ -248,6 +295,7 @@ _BUILTINS: dict[Any, Handler] = {
     builtins.getattr: _getattr,
     builtins.hasattr: _fold(hasattr),
     np.broadcast_shapes: _broadcast_shapes,
+    object.__setattr__: _object_setattr,
 }
 
 # NOTE: NumPy callables that are pure on constants (dtype queries) fold when no binding claims them.

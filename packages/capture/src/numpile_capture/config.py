@@ -34,6 +34,10 @@ class CaptureConfig:
     verbose: when True, internal errors keep numpile's own stack trace and
         each compile logs its graph and guards at INFO level on
         `numpile.capture` (otherwise at DEBUG).
+    automatic_dynamic_shapes: with `compile(dynamic=None)`, make a size
+        symbolic once a recompile sees it change (False: recompile per size).
+    duck_shape: equal sizes of different inputs share one symbol (guarded
+        equal); False gives each size its own symbol.
 
         >>> CaptureConfig().default_backend
         'eager'
@@ -43,6 +47,8 @@ class CaptureConfig:
     default_backend: Any = "eager"
     suppress_errors: bool = False
     verbose: bool = False
+    automatic_dynamic_shapes: bool = True
+    duck_shape: bool = True
 
     @contextlib.contextmanager
     def patch(self, **changes: Any) -> Iterator[CaptureConfig]:

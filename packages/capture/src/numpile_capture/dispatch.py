@@ -10,7 +10,7 @@
    cache; guards on `F` tell them apart): a hit fetches the inputs and runs
    the compiled callable, nothing else;
 4. a miss logs why each entry was rejected (logger
-   "numpile.capture.recompiles"), then captures the function, hands the
+   "numpile.recompiles"), then captures the function, hands the
    graph to the backend, compiles the guards, checks that they accept the
    very inputs they were built from, caches the entry and runs it.
 
@@ -28,15 +28,13 @@ NumPy's own exception from their own line.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import inspect
 import logging
 import threading
 import types
 import warnings
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeAlias, overload
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 
@@ -48,17 +46,49 @@ from numpile_guards import (
     clear_caches,
     compile_fetch,
     compile_guards,
+    filter_guards,
+    split_guard_filter,
 )
+from numpile_runtime import timed
 
 from .backends import (
     BackendCompileError,
     BackendFn,
-    accepted_options,
     backend_name,
     lookup_backend,
 )
+from .binder import make_binder
+from .capture_events import CaptureEvent as CaptureEvent
+from .capture_events import record_event
+from .capture_events import recording_captures as recording_captures
 from .capture_result import CaptureResult, Unsupported
+from .compile_options import MODES as MODES
+from .compile_options import backend_kwargs
 from .config import config
+from .dynamic_shapes import (
+    DynamicPolicy,
+    accepts_dynamic_shapes,
+    capturing_with,
+    forget_observed_sizes,
+    graph_has_symbols,
+    observed_sizes,
+    set_active_shape_env,
+    symbolic_params,
+    used_symbols,
+)
+from .fallbacks import (
+    CaptureFallbackWarning as CaptureFallbackWarning,
+)
+from .fallbacks import (
+    DynamicCompileError,
+    fail_on_recompile_message,
+    limit_message,
+    unsupported_message,
+    where,
+)
+from .fallbacks import (
+    InternalCompilerError as InternalCompilerError,
+)
 from .graph import Graph
 from .stance import Stance, compiled_region, current_stance
 from .trace_rules import in_disabled_region
@@ -67,34 +97,19 @@ if TYPE_CHECKING:
     from .graph_break import GraphBreak
 
 log = logging.getLogger("numpile.capture")
-recompiles_log = logging.getLogger("numpile.capture.recompiles")
+recompiles_log = logging.getLogger("numpile.recompiles")
+dynamic_log = logging.getLogger("numpile.capture.dynamic")
 
 CaptureFn: TypeAlias = Callable[
     [types.FunctionType, tuple[Any, ...], dict[str, Any]], "CaptureResult | GraphBreak"
 ]
 CacheProvider: TypeAlias = Callable[[types.CodeType], CodeCache]
 
-MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-
 # NOTE: one lock for every compile: captures and cache mutations are serialized, guard
 # checks on the hit path are not (they only read an entry list that is swapped whole).
 _COMPILE_LOCK = threading.RLock()
 
 _capture_state = threading.local()
-
-
-class CaptureFallbackWarning(UserWarning):
-    """A compiled function runs eagerly: it could not be captured, or hit the cache limit.
-
-    Silence it with `warnings.filterwarnings("ignore", category=CaptureFallbackWarning)`.
-    """
-
-
-class InternalCompilerError(RuntimeError):
-    """numpile itself failed (e.g. guards rejected the inputs they were built from).
-
-    Set `config.suppress_errors = True` to run such functions eagerly instead.
-    """
 
 
 def _capture_with_breaks(
@@ -115,102 +130,14 @@ def _capture_full_graph(
     return capture_with_breaks(fn, args, kwargs, fullgraph=True)
 
 
-@attrs.frozen
-class CaptureEvent:
-    """One capture seen by `recording_captures`: its graph (None if none), guards, break.
-
-    `break_reason` is set when the capture ended at a graph break (`eager` False)
-    or could not be captured at all (`eager` True: the function ran eagerly).
-    """
-
-    name: str
-    graph: Graph | None
-    guards: tuple[Guard, ...]
-    break_reason: str | None = None
-    filename: str | None = None
-    lineno: int | None = None
-    eager: bool = False
-    # NOTE: True for resume functions and callees compiled at a graph break.
-    internal: bool = False
-
-
-@contextlib.contextmanager
-def recording_captures() -> Iterator[list[CaptureEvent]]:
-    """Collect a `CaptureEvent` for every capture on this thread inside the block.
-
-    >>> with recording_captures() as events:
-    ...     pass
-    >>> events
-    []
-    """
-    events: list[CaptureEvent] = []
-    previous = getattr(_capture_state, "events", None)
-    _capture_state.events = events
-    try:
-        yield events
-    finally:
-        _capture_state.events = previous
-
-
-def _record(event: CaptureEvent) -> None:
-    events = getattr(_capture_state, "events", None)
-    if events is not None:
-        events.append(event)
-
-
 def _is_capturing() -> bool:
     return bool(getattr(_capture_state, "depth", 0))
-
-
-def _binder_source(code: types.CodeType, has_defaults: int, kwdefaults: dict[str, Any]) -> str:
-    # A function with fn's exact parameters that returns them as a dict: CPython binds.
-    positional = code.co_argcount
-    posonly = code.co_posonlyargcount
-    kwonly = code.co_kwonlyargcount
-    names = code.co_varnames
-    params: list[str] = []
-    first_default = positional - has_defaults
-    for index in range(positional):
-        default = f"=_d[{index - first_default}]" if index >= first_default else ""
-        params.append(f"{names[index]}{default}")
-        if posonly and index == posonly - 1:
-            params.append("/")
-    cursor = positional + kwonly
-    if code.co_flags & inspect.CO_VARARGS:
-        params.append(f"*{names[cursor]}")
-        cursor += 1
-    elif kwonly:
-        params.append("*")
-    for index in range(positional, positional + kwonly):
-        name = names[index]
-        params.append(f"{name}=_kd[{name!r}]" if name in kwdefaults else name)
-    if code.co_flags & inspect.CO_VARKEYWORDS:
-        params.append(f"**{names[cursor]}")
-    bound = [name for name in params if name not in ("/", "*")]
-    keys = [name.split("=")[0].lstrip("*") for name in bound]
-    body = ", ".join(f"{key!r}: {key}" for key in keys)
-    return f"def bind({', '.join(params)}):\n    return {{{body}}}\n"
-
-
-def _make_binder(fn: types.FunctionType) -> Callable[..., dict[str, Any]]:
-    defaults = fn.__defaults__ or ()
-    kwdefaults = fn.__kwdefaults__ or {}
-    source = _binder_source(fn.__code__, len(defaults), kwdefaults)
-    namespace: dict[str, Any] = {"_d": defaults, "_kd": kwdefaults}
-    exec(compile(source, f"<numpile binder {fn.__qualname__}>", "exec"), namespace)
-    binder: Callable[..., dict[str, Any]] = namespace["bind"]
-    return binder
 
 
 def _options_key(options: dict[str, Any] | None) -> Any:
     if options is None:
         return None
     return tuple(sorted((str(key), repr(value)) for key, value in options.items()))
-
-
-def _where(fn: types.FunctionType) -> str:
-    code = fn.__code__
-    return f"{code.co_filename}:{code.co_firstlineno}"
 
 
 class CompiledFunction:
@@ -245,9 +172,10 @@ class CompiledFunction:
         self.dynamic = dynamic
         self.mode = mode
         self.options = options
+        self._guard_filter, _ = split_guard_filter(options)
         self.backend = config.default_backend if backend is None else backend
         self._backend_fn = lookup_backend(self.backend)
-        self._backend_kwargs = _backend_kwargs(
+        self._backend_kwargs = backend_kwargs(
             self._backend_fn, self.backend, mode, options, warn=False
         )
         self._tag = self._make_tag(self._backend_fn)
@@ -263,11 +191,11 @@ class CompiledFunction:
         self._code = fn.__code__
         self._defaults = fn.__defaults__
         self._kwdefaults = fn.__kwdefaults__
-        self._bind = _make_binder(fn)
+        self._bind = make_binder(fn)
         self._cache = self._cache_provider(fn.__code__)
 
     def __repr__(self) -> str:
-        return f"<numpile compiled {self._fn.__qualname__} at {_where(self._fn)}>"
+        return f"<numpile compiled {self._fn.__qualname__} at {where(self._fn)}>"
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         # Compiled methods: bind like a function would.
@@ -287,7 +215,7 @@ class CompiledFunction:
         found = self._forced.get(id(forced))
         if found is None:
             backend_fn = lookup_backend(forced)
-            kwargs = _backend_kwargs(backend_fn, forced, self.mode, self.options, warn=False)
+            kwargs = backend_kwargs(backend_fn, forced, self.mode, self.options, warn=False)
             found = (self._make_tag(backend_fn), backend_fn, kwargs)
             self._forced[id(forced)] = found
         return found
@@ -299,7 +227,7 @@ class CompiledFunction:
             self._code = fn.__code__
             self._defaults = fn.__defaults__
             self._kwdefaults = fn.__kwdefaults__
-            self._bind = _make_binder(fn)
+            self._bind = make_binder(fn)
             self._cache = self._cache_provider(fn.__code__)
         return self._bind(*args, **kwargs)
 
@@ -345,14 +273,19 @@ class CompiledFunction:
             return self._run_eagerly(stance, args, kwargs)
         has_entries = bool(cache.entries_for(tag))
         if stance.name == "fail_on_recompile":
-            raise RuntimeError(self._fail_on_recompile_message(cache, L, tag))
+            raise RuntimeError(
+                fail_on_recompile_message(fn, cache.failures(L, fn.__globals__, fn, tag))
+            )
         if has_entries:
             reason = cache.record_recompile(L, G, fn, tag)
             recompiles_log.info("%s", reason)
             if cache.is_full(tag, config.cache_size_limit):
                 if not cache.limit_warned:
                     cache.limit_warned = True
-                    self._warn(self._limit_message(reason.failures), fn.__code__.co_firstlineno)
+                    self._warn(
+                        limit_message(fn, reason.failures, config.cache_size_limit),
+                        fn.__code__.co_firstlineno,
+                    )
                 return self._run_eagerly(stance, args, kwargs)
         return self._compile_and_run(
             cache, stance, L, args, kwargs, tag, backend_fn, backend_kwargs
@@ -368,27 +301,71 @@ class CompiledFunction:
         tag: Any,
         backend_fn: BackendFn,
         backend_kwargs: dict[str, Any],
+        static: bool = False,
+    ) -> Any:
+        try:
+            return self._compile_with_policy(
+                cache, stance, L, args, kwargs, tag, backend_fn, backend_kwargs, static
+            )
+        except DynamicCompileError as failed:
+            # Symbolic sizes tripped capture or the backend: compile this call static instead.
+            dynamic_log.info(
+                "%s: dynamic compile failed (%s); compiling static", self._fn.__qualname__, failed
+            )
+            return self._compile_with_policy(
+                cache, stance, L, args, kwargs, tag, backend_fn, backend_kwargs, True
+            )
+
+    def _policy(self, backend_fn: BackendFn, static: bool) -> DynamicPolicy:
+        mode = self.dynamic if accepts_dynamic_shapes(backend_fn) else False
+        if static:
+            mode = False
+        observed = observed_sizes(self._fn.__code__) if self.dynamic is None else None
+        automatic = config.automatic_dynamic_shapes
+        return DynamicPolicy(mode, observed, automatic=automatic, duck=config.duck_shape)
+
+    def _compile_with_policy(
+        self,
+        cache: CodeCache,
+        stance: Stance,
+        L: dict[str, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        tag: Any,
+        backend_fn: BackendFn,
+        backend_kwargs: dict[str, Any],
+        static: bool,
     ) -> Any:
         fn = self._fn
         capture_error: Exception | None = None
         _capture_state.depth = getattr(_capture_state, "depth", 0) + 1
+        set_active_shape_env(None)
         try:
-            with compiled_region():
+            with (
+                compiled_region(),
+                timed("capture"),
+                capturing_with(self._policy(backend_fn, static)),
+            ):
                 result = self._capture_fn(fn, args, kwargs)
         except Unsupported as exc:
+            if not static and used_symbols():
+                raise DynamicCompileError(str(exc)) from exc
             if self.fullgraph:
                 cause = exc if config.verbose else None
                 raise Unsupported(exc.reason, exc.filename, exc.lineno) from cause
             cache.eager_reason = str(exc)
             name = fn.__code__.co_qualname
             event = CaptureEvent(name, None, (), exc.reason, exc.filename, exc.lineno, True)
-            _record(attrs.evolve(event, internal=self._quiet))
-            self._warn(self._unsupported_message(exc), exc.lineno, exc.filename)
+            record_event(attrs.evolve(event, internal=self._quiet))
+            self._warn(unsupported_message(fn, exc), exc.lineno, exc.filename)
             return self._run_eagerly(stance, args, kwargs)
         except Exception as exc:
+            if not static and used_symbols():
+                raise DynamicCompileError(f"{type(exc).__name__}: {exc}") from exc
             capture_error = exc
         finally:
             _capture_state.depth -= 1
+            set_active_shape_env(None)
         if capture_error is not None:
             # Outside the except block, so NumPy's error from eager is not chained to ours.
             return self._eager_after_capture_error(cache, stance, capture_error, args, kwargs)
@@ -409,7 +386,7 @@ class CompiledFunction:
         self._log_compile(result.graph, check.source, stance)
         has_ops = any(node.op is not None for node in result.graph)
         graph = result.graph if has_ops else None
-        _record(CaptureEvent(fn.__code__.co_qualname, graph, result.guards))
+        record_event(CaptureEvent(fn.__code__.co_qualname, graph, result.guards))
         metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
         metadata["guards"] = result.guards
         entry = CacheEntry(check, fetch, compiled, tag, metadata)
@@ -454,7 +431,7 @@ class CompiledFunction:
         event = CaptureEvent(
             fn.__code__.co_qualname, graph, result.guards, reason, result.filename, result.lineno
         )
-        _record(event)
+        record_event(event)
         runner = BreakRunner(result, graph_fn, fn, self._wrap)
         metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
         metadata.update({"guards": result.guards, "graph_break": result})
@@ -492,11 +469,15 @@ class CompiledFunction:
         backend_kwargs: dict[str, Any],
     ) -> Callable[..., Any] | None:
         fn = self._fn
+        if graph_has_symbols(graph) and symbolic_params(graph):
+            raise DynamicCompileError(f"symbolic parameters in {symbolic_params(graph)}")
         try:
             compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
         except Exception as exc:
+            if graph_has_symbols(graph):
+                raise DynamicCompileError(f"backend: {type(exc).__name__}: {exc}") from exc
             name = self._backend_label(stance)
-            message = f"backend {name!r} failed to compile {fn.__qualname__} ({_where(fn)}): {exc}"
+            message = f"backend {name!r} failed to compile {fn.__qualname__} ({where(fn)}): {exc}"
             if config.suppress_errors:
                 log.warning("%s; running it eagerly (suppress_errors=True)", message, exc_info=True)
                 return None
@@ -506,11 +487,11 @@ class CompiledFunction:
     def _checked_guards(self, guards: tuple[Guard, ...], L: dict[str, Any]) -> Any:
         fn = self._fn
         G = fn.__globals__
-        check = compile_guards(guards)
+        check = compile_guards(filter_guards(guards, self._guard_filter), name=fn.__qualname__)
         if not check(L, G, fn):
             failure = check.failure(L, G, fn)
             message = (
-                f"guards of {fn.__qualname__} ({_where(fn)}) reject the inputs they were built "
+                f"guards of {fn.__qualname__} ({where(fn)}) reject the inputs they were built "
                 f"from: {failure}. This is a numpile bug; please report it with the function."
             )
             if config.suppress_errors:
@@ -541,7 +522,7 @@ class CompiledFunction:
             "capturing %s (%s) raised %s: %s, but the function runs fine eagerly; "
             "running it eagerly from now on",
             fn.__qualname__,
-            _where(fn),
+            where(fn),
             type(error).__name__,
             error,
             exc_info=error if config.verbose else None,
@@ -562,168 +543,6 @@ class CompiledFunction:
             module=self._fn.__module__,
         )
 
-    def _unsupported_message(self, exc: Unsupported) -> str:
-        name = self._fn.__qualname__
-        return (
-            f"numpile could not capture {name}: {exc}; running {name} eagerly from now on "
-            "(numpile.reset() forgets this). Pass fullgraph=True to make this an error, or "
-            "silence it with warnings.filterwarnings('ignore', "
-            "category=numpile_capture.CaptureFallbackWarning)."
-        )
-
-    def _limit_message(self, failures: tuple[str, ...]) -> str:
-        fn = self._fn
-        last = failures[0] if failures else "unknown"
-        return (
-            f"{fn.__qualname__} ({_where(fn)}) hit numpile.config.cache_size_limit "
-            f"({config.cache_size_limit}); new kinds of inputs run eagerly from now on "
-            f"(cached compiled code is still used). Last recompile reason: {last}. Raise "
-            "numpile.config.cache_size_limit, or make the inputs more uniform; the logger "
-            "'numpile.capture.recompiles' shows every recompile."
-        )
-
-    def _fail_on_recompile_message(self, cache: CodeCache, L: dict[str, Any], tag: Any) -> str:
-        fn = self._fn
-        message = (
-            "Detected recompile when numpile.compile stance is 'fail_on_recompile'. "
-            f"function: {fn.__qualname__!r}, file: {fn.__code__.co_filename!r}, "
-            f"line: {fn.__code__.co_firstlineno}"
-        )
-        failures = cache.failures(L, fn.__globals__, fn, tag)
-        if failures:
-            lines = "\n".join(f"    - {text}" for text in failures)
-            message += f"\n  triggered by the following guard failure(s):\n{lines}"
-        return message
-
-
-def _backend_kwargs(
-    backend_fn: BackendFn,
-    backend: str | BackendFn,
-    mode: str | None,
-    options: dict[str, Any] | None,
-    *,
-    warn: bool = True,
-) -> dict[str, Any]:
-    accepted = accepted_options(backend_fn)
-    kwargs: dict[str, Any] = {}
-    name = backend_name(backend)
-    if mode is not None and mode != "default":
-        if "mode" in accepted:
-            kwargs["mode"] = mode
-        elif warn:
-            warnings.warn(
-                f"backend {name!r} takes no mode; mode={mode!r} is ignored",
-                UserWarning,
-                stacklevel=3,
-            )
-    if options is not None:
-        if "options" not in accepted:
-            raise TypeError(f"backend {name!r} takes no options; got options={options!r}")
-        kwargs["options"] = options
-    return kwargs
-
-
-def _validate_mode(mode: str | None, options: dict[str, Any] | None) -> None:
-    if mode is not None and options is not None:
-        raise ValueError(
-            "Either mode or options can be specified, but both can't be specified at the same time."
-        )
-    if mode is not None and mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; valid modes: {', '.join(MODES)}")
-    if options is not None and not isinstance(options, dict):
-        raise TypeError(f"options must be a dict, got {type(options).__name__}")
-
-
-def _unwrap(model: Callable[..., Any]) -> Callable[..., Any]:
-    original = getattr(model, "_numpile_original", None)
-    return original if original is not None else model
-
-
-@overload
-def compile_function(
-    model: None = None,
-    *,
-    fullgraph: bool = False,
-    dynamic: bool | None = None,
-    backend: str | BackendFn | None = None,
-    mode: str | None = None,
-    options: dict[str, Any] | None = None,
-    disable: bool = False,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
-
-
-@overload
-def compile_function(
-    model: Callable[..., Any],
-    *,
-    fullgraph: bool = False,
-    dynamic: bool | None = None,
-    backend: str | BackendFn | None = None,
-    mode: str | None = None,
-    options: dict[str, Any] | None = None,
-    disable: bool = False,
-) -> Callable[..., Any]: ...
-
-
-def compile_function(
-    model: Callable[..., Any] | None = None,
-    *,
-    fullgraph: bool = False,
-    dynamic: bool | None = None,
-    backend: str | BackendFn | None = None,
-    mode: str | None = None,
-    options: dict[str, Any] | None = None,
-    disable: bool = False,
-) -> Any:
-    """Compile a NumPy function: `@compile`, `@compile(...)` or `compile(fn)`.
-
-    fullgraph: raise `Unsupported` instead of running eagerly what cannot be
-        captured.
-    dynamic: None (default), True or False: shape specialization policy
-        (reserved; the tracer specializes shapes today).
-    backend: a registered backend name or a callable `(graph, example_inputs)`;
-        None means `config.default_backend`.
-    mode: "default", "reduce-overhead", "max-autotune" or
-        "max-autotune-no-cudagraphs", passed to backends that accept `mode`.
-    options: a dict of backend options, passed to backends that accept
-        `options`; exclusive with `mode`.
-    disable: return `model` unchanged.
-
-        >>> @compile_function(backend="eager")
-        ... def f(x):
-        ...     return x * 2
-    """
-    _validate_mode(mode, options)
-    chosen = config.default_backend if backend is None else backend
-    # Checked here, at the user's call: unknown names, and mode/options the backend refuses.
-    _backend_kwargs(lookup_backend(chosen), chosen, mode, options)
-
-    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
-        if disable:
-            return fn
-        if isinstance(fn, types.MethodType):
-            compiled = compile_function(
-                fn.__func__,
-                fullgraph=fullgraph,
-                dynamic=dynamic,
-                backend=backend,
-                mode=mode,
-                options=options,
-            )
-            return types.MethodType(compiled, fn.__self__)
-        return CompiledFunction(
-            _unwrap(fn),
-            fullgraph=fullgraph,
-            dynamic=dynamic,
-            backend=backend,
-            mode=mode,
-            options=options,
-        )
-
-    if model is None:
-        return decorate
-    return decorate(model)
-
 
 def reset() -> None:
     """Forget every compiled entry, recompile reason and eager-fallback flag.
@@ -732,4 +551,5 @@ def reset() -> None:
     """
     with _COMPILE_LOCK:
         clear_caches()
+        forget_observed_sizes()
     log.debug("numpile.reset(): every code cache cleared")

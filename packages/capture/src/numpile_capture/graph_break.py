@@ -10,8 +10,13 @@ time the dispatcher runs `BreakRunner`: the compiled graph, the rebuild, then
 a generated *break function* that runs the breaking instruction in plain
 Python and calls a *resume function* (see `resume_code`) compiled on its own.
 
-A break cannot resume everywhere: inside a loop body the tracer unrolls,
-inside a `try` or `with` block, or where a live value cannot be rebuilt,
+Breaks resume inside loops (live iterators are rebuilt over their remaining
+items; the resumed loop then steps in Python, one resume per iteration, up to
+`MAX_NESTED_RESUMES` nested, after which the rest runs uncompiled), and inside
+`try` and `with` blocks (the break function routes an exception raised by the
+breaking instruction to the original handler, run in Python). Where a live
+value cannot be rebuilt (a generator already started, an object made by
+library code) or locals are captured by inner functions (cells),
 `capture_with_breaks` raises `Unsupported` and the whole function runs
 eagerly, with that reason.
 
@@ -29,21 +34,39 @@ from __future__ import annotations
 
 import logging
 import types
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
 from numpile_guards import Guard, LocalSource, Source
 
+from .break_runner import MAX_NESTED_RESUMES as MAX_NESTED_RESUMES
+from .break_runner import BreakRunner as BreakRunner
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import CaptureResult, Unsupported
 from .frame import BreakAt, Frame, ReturnWithEffects, StopAtBreak
 from .graph import Graph, Node
-from .resume_code import STACK_PREFIX, BreakSite, break_code, resume_code
+from .operators import specialized
+from .rebuild_steps import (
+    Build,
+    Call,
+    CompiledCallee,
+    Constant,
+    FromGraph,
+    FromInput,
+    GetAttr,
+    MakeFunction,
+    MakeIterator,
+    NewObject,
+    Replay,
+    SetAttributes,
+    Step,
+)
+from .resume_code import STACK_PREFIX, BreakSite
 from .side_effects import AttributeWrite, ContainerWrite, SideEffects
 from .trace_rules import rule_for
-from .tracer import Tracer, _default_bindings, _is_library_code, capture_function
+from .tracer import Tracer, _default_bindings, capture_function
+from .user_classes import is_library_code
 from .variables import (
     ArrayVar,
     BoundMethodVar,
@@ -52,91 +75,19 @@ from .variables import (
     ConstantVar,
     DictVar,
     FunctionVar,
+    GeneratorVar,
+    IteratorVar,
     ListVar,
+    MethodVar,
     ModuleVar,
     NullVar,
+    ObjectVar,
     OpaqueVar,
     TupleVar,
     Variable,
 )
 
 log = logging.getLogger("numpile.capture.graph_breaks")
-
-# -- the rebuild program: steps that make the live Python values at the break --------------
-
-
-@attrs.frozen
-class FromGraph:
-    """Output `index` of the graph."""
-
-    index: int
-
-
-@attrs.frozen
-class FromInput:
-    """Value `index` of the fetched values that are not graph inputs."""
-
-    index: int
-
-
-@attrs.frozen
-class Constant:
-    """A value known at capture time (and guarded)."""
-
-    value: Any
-
-
-@attrs.frozen
-class Build:
-    """A new tuple, list or dict (`kind`) of earlier slots (`keys` for dicts)."""
-
-    kind: type
-    slots: tuple[int, ...]
-    keys: tuple[Any, ...] = ()
-
-
-@attrs.frozen
-class GetAttr:
-    """`slots[slot].name` (a bound method live at the break)."""
-
-    slot: int
-    name: str
-
-
-@attrs.frozen
-class CompiledCallee:
-    """A user function called at the break: it runs compiled on its own."""
-
-    # NOTE: a FunctionType; typed Any because mypy binds FunctionType attributes.
-    fn: Any
-
-
-@attrs.frozen
-class MakeFunction:
-    """A function the captured code defined (a lambda, a nested def without cells)."""
-
-    code: types.CodeType
-    globals: dict[str, Any] = attrs.field(repr=False)
-    defaults: int | None
-    kwdefaults: int | None
-
-
-Step = FromGraph | FromInput | Constant | Build | GetAttr | CompiledCallee | MakeFunction
-
-
-@attrs.frozen
-class Replay:
-    """One side effect to replay after the graph, on rebuilt values (see `side_effects`).
-
-    kind "contents": `slots[target]` (a list or dict) gets the contents of `slots[value]`;
-    "attribute": `setattr(slots[target], name, slots[value])`; "global":
-    `globals[name] = slots[value]` (`target` unused).
-    """
-
-    kind: str
-    target: int
-    name: str
-    value: int
 
 
 @attrs.frozen
@@ -202,7 +153,7 @@ def capture_with_breaks(
             tracer.run(args, kwargs)
         except StopAtBreak as stopped:
             try:
-                result = _plan(tracer, stopped.frame, exc, replay_only, split=stop != exc.index)
+                result = _plan(tracer, stopped.frame, exc, replay_only)
             except Unsupported as why:
                 if why.filename is not None:
                     raise
@@ -217,7 +168,7 @@ def capture_with_breaks(
 
 
 def _resume_point(code: types.CodeType, exc: BreakAt) -> int:
-    # Where the graph stops: at the breaking instruction, or before the loop around it.
+    # Where the graph stops: at the breaking instruction, when execution can resume after it.
     instructions = normalized_instructions(code)
     index, reason = exc.index, exc.reason
     inst = instructions[index]
@@ -232,28 +183,41 @@ def _resume_point(code: types.CodeType, exc: BreakAt) -> int:
         return index  # nothing resumes after it: loops and cells do not matter
     if code.co_cellvars:
         fail("its locals are captured by an inner function (cells)")
-    loop_start = _loop_start(instructions, index)
-    if loop_start is not None:
-        # The graph ends before the loop; the loop runs in a resume function (eagerly when
-        # nothing before its own break can be captured).
-        before = loop_start - 1
-        if before >= 0 and instructions[before].opname == "GET_ITER":
-            loop_start = before
-        if instructions[loop_start].in_try:
-            fail("the break is inside a loop inside a try or with block")
-        return loop_start
-    if inst.in_try:
-        fail("the break is inside a try or with block")
     return index
 
 
-def _loop_start(instructions: Sequence[Instruction], index: int) -> int | None:
-    # The first instruction of the outermost loop whose body holds `index`, if any.
-    start: int | None = None
-    for position, inst in enumerate(instructions):
-        if inst.target is not None and inst.target <= index <= position:
-            start = inst.target if start is None else min(start, inst.target)
-    return start
+_READS = frozenset({"LOAD_FAST", "LOAD_FAST_AND_CLEAR", "DELETE_FAST"})
+_WRITES = frozenset({"STORE_FAST"})
+_NO_FALLTHROUGH = frozenset({"JUMP", "RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"})
+
+
+def _names_read_after(code: types.CodeType, index: int) -> set[str]:
+    # Locals live at `index`: read on some path from it before being written (backward
+    # dataflow over the normalized instructions, loops included).
+    instructions = normalized_instructions(code)
+    if any(inst.in_try for inst in instructions):
+        # Handlers are reached from anywhere in their block: every local read counts.
+        return {inst.argval for inst in instructions if inst.opname in _READS}
+    count = len(instructions)
+    live: list[set[str]] = [set() for _ in range(count + 1)]
+    changed = True
+    while changed:
+        changed = False
+        for position in reversed(range(count)):
+            inst = instructions[position]
+            after: set[str] = set()
+            if inst.opname not in _NO_FALLTHROUGH:
+                after |= live[position + 1]
+            if inst.target is not None:
+                after |= live[inst.target]
+            if inst.opname in _WRITES:
+                after = after - {inst.argval}
+            if inst.opname in _READS:
+                after = after | {inst.argval}
+            if after != live[position]:
+                live[position] = after
+                changed = True
+    return live[max(index, 0)]
 
 
 def _index_at(code: types.CodeType, offset: int) -> Instruction | None:
@@ -305,7 +269,8 @@ class _Planner:
             self.outputs.append(var.node)
             return self.add(FromGraph(len(self.outputs) - 1))
         if isinstance(var, ConstantVar):
-            return self.add(Constant(var.value))
+            # A symbolic size lives on as the int it is now (guarded).
+            return self.add(Constant(specialized(var.value)))
         if isinstance(var, TupleVar | ListVar | DictVar) and var.source is not None:
             return self.source(var.source)
         if isinstance(var, TupleVar):
@@ -336,7 +301,36 @@ class _Planner:
             return self.add(MakeFunction(var.code, var.globals, defaults, kwdefaults))
         if isinstance(var, BoundMethodVar):
             return self.add(GetAttr(self.slot(var.receiver), var.name))
+        if isinstance(var, MethodVar):
+            return self.add(GetAttr(self.slot(var.this), var.name))
+        if isinstance(var, ObjectVar):
+            return self._object(var)
+        if isinstance(var, GeneratorVar):
+            if var.started or var.call is None:
+                raise Unsupported(
+                    "not supported yet: keeping a running generator live across a graph break"
+                )
+            fn, args, kwargs = var.call
+            return self.add(
+                Call(
+                    self.slot(fn),
+                    tuple(self.slot(arg) for arg in args),
+                    tuple(kwargs),
+                    tuple(self.slot(value) for value in kwargs.values()),
+                )
+            )
+        if isinstance(var, IteratorVar):
+            rest = tuple(self.slot(item) for item in var.items[var.position :])
+            return self.add(MakeIterator(self.add(Build(list, rest))))
         raise Unsupported(f"not supported yet: keeping {var.describe()} live across a graph break")
+
+    def _object(self, var: ObjectVar) -> int:
+        # The object's slot exists before its attributes are made: they may refer back to it.
+        index = self.add(NewObject(var.cls))
+        self._memo[id(var)] = index
+        values = tuple(self.slot(value) for value in var.attributes.values())
+        self.add(SetAttributes(index, tuple(var.attributes), values))
+        return index
 
     def _constant(self, value: Any) -> int:
         return self.add(Constant(value))
@@ -360,41 +354,18 @@ def _callee_position(frame: Frame, site: BreakSite) -> int | None:
     candidate = stack[position]
     if not isinstance(candidate, FunctionVar) or candidate.fn is None:
         return None
-    if _is_library_code(candidate.code) or candidate.code.co_flags & 0x20:  # CO_GENERATOR
+    if is_library_code(candidate.code) or candidate.code.co_flags & 0x20:  # CO_GENERATOR
         return None
     if rule_for(candidate.fn) is not None:
         return None  # disabled, disallowed or graph_break(): it runs as it is
     return position
 
 
-def _plan(
-    tracer: Tracer, frame: Frame, exc: BreakAt, replay_only: bool, *, split: bool
-) -> GraphBreak:
+def _plan(tracer: Tracer, frame: Frame, exc: BreakAt, replay_only: bool) -> GraphBreak:
     state = frame.state
     code = frame.code
     nulls = tuple(isinstance(value, NullVar) for value in state.stack)
-    if split:
-        has_ops = any(node.op is not None for node in tracer.graph)
-        if not has_ops and not tracer.side_effects.pending:
-            raise Unsupported(
-                f"{exc.reason}; the break is inside a loop body with nothing to capture before "
-                "the loop, so the whole function runs eagerly",
-                exc.filename,
-                exc.lineno,
-            )
-        site = BreakSite.before(code, frame.pc, nulls)
-    else:
-        site = BreakSite.at(code, exc.index, nulls)
-    for target in (site.fallthrough, site.jump):
-        if target is not None:
-            inst = _index_at(code, target.offset)
-            if inst is not None and inst.in_try:
-                raise Unsupported(
-                    f"{exc.reason}; execution would resume inside a try or with block, so the "
-                    "whole function runs eagerly",
-                    exc.filename,
-                    exc.lineno,
-                )
+    site = BreakSite.at(code, exc.index, nulls)
     planner = _Planner(tracer)
     callee = _callee_position(frame, site)
     stack_slots: list[int] = []
@@ -409,10 +380,13 @@ def _plan(
     local_names: list[str] = []
     local_slots: list[int] = []
     ordered = [*code.co_varnames, *(name for name in state.locals if name not in code.co_varnames)]
-    terminal = site.fallthrough is None and site.jump is None
+    terminal = site.fallthrough is None and site.jump is None and site.handler is None
+    live = _names_read_after(code, frame.pc)
     for name in [] if terminal else ordered:
         if name.startswith(STACK_PREFIX):
             continue  # stack values a resume function received: dead after its prologue
+        if name not in live:
+            continue  # never read again: not rebuilt (a running generator may stay behind)
         if name in state.lazy:
             local_names.append(name)
             local_slots.append(planner.source(LocalSource(name)))
@@ -464,122 +438,3 @@ def _replays(planner: _Planner, side_effects: SideEffects) -> list[Replay]:
         else:
             replays.append(Replay("global", -1, effect.name, planner.slot(effect.value)))
     return replays
-
-
-# -- at call time --------------------------------------------------------------------------
-
-Wrap = Callable[[types.FunctionType], Callable[..., Any]]
-
-
-class BreakRunner:
-    """The compiled entry of a function that breaks: graph, rebuild, break function.
-
-    `graph_fn` runs the graph (None when it has no operations); `wrap` turns
-    a Python function into a compiled one (for resume functions and callees).
-
-        >>> runner = BreakRunner(graph_break, None, fn, wrap)  # doctest: +SKIP
-        >>> runner(*fetched)  # doctest: +SKIP
-    """
-
-    def __init__(
-        self,
-        graph_break: GraphBreak,
-        graph_fn: Callable[..., Any] | None,
-        fn: types.FunctionType,
-        wrap: Wrap,
-    ) -> None:
-        self.graph_break = graph_break
-        self.graph_fn = graph_fn
-        site = graph_break.site
-        names = graph_break.local_names
-        resume_next = None
-        resume_jump = None
-        if site.fallthrough is not None:
-            resume_next = wrap(_function(fn, resume_code(fn.__code__, site.fallthrough, names)))
-        if site.jump is not None:
-            resume_jump = wrap(_function(fn, resume_code(fn.__code__, site.jump, names)))
-        self.break_fn = _function(fn, break_code(site, names, resume_next, resume_jump))
-        self._values: list[Callable[[list[Any], Any, Sequence[Any]], Any]] = []
-        for step in graph_break.steps:
-            self._values.append(_runtime_step(step, wrap))
-        self._arguments = (*graph_break.stack_slots, *graph_break.local_slots)
-        self._input_count = graph_break.input_count
-        self._effects = graph_break.effects
-        self._globals = fn.__globals__
-
-    def __call__(self, *fetched: Any) -> Any:
-        count = self._input_count
-        outputs: Any = ()
-        if self.graph_fn is not None:
-            outputs = self.graph_fn(*fetched[:count])
-        extras = fetched[count:]
-        slots: list[Any] = []
-        for make in self._values:
-            slots.append(make(slots, outputs, extras))
-        for effect in self._effects:
-            _replay(effect, slots, self._globals)
-        return self.break_fn(*[slots[index] for index in self._arguments])
-
-
-def _replay(effect: Replay, slots: list[Any], globals_: dict[str, Any]) -> None:
-    value = slots[effect.value]
-    if effect.kind == "global":
-        globals_[effect.name] = value
-    elif effect.kind == "attribute":
-        setattr(slots[effect.target], effect.name, value)
-    else:
-        target = slots[effect.target]
-        if isinstance(target, list):
-            target[:] = value
-        else:
-            target.clear()
-            target.update(value)
-
-
-def _function(fn: types.FunctionType, code: types.CodeType) -> types.FunctionType:
-    made = types.FunctionType(code, fn.__globals__, code.co_name, None, fn.__closure__)
-    made.__qualname__ = f"{fn.__qualname__}.<{code.co_name}>"
-    made.__module__ = fn.__module__
-    return made
-
-
-def _function_maker(step: MakeFunction) -> Callable[[list[Any], Any, Sequence[Any]], Any]:
-    code, globals_ = step.code, step.globals
-
-    def make(slots: list[Any], outputs: Any, extras: Sequence[Any]) -> Any:
-        defaults = None if step.defaults is None else slots[step.defaults]
-        made = types.FunctionType(code, globals_, code.co_name, defaults)
-        if step.kwdefaults is not None:
-            made.__kwdefaults__ = slots[step.kwdefaults]
-        made.__qualname__ = code.co_qualname
-        return made
-
-    return make
-
-
-def _runtime_step(step: Step, wrap: Wrap) -> Callable[[list[Any], Any, Sequence[Any]], Any]:
-    if isinstance(step, FromGraph):
-        index = step.index
-        return lambda slots, outputs, extras: outputs[index]
-    if isinstance(step, FromInput):
-        position = step.index
-        return lambda slots, outputs, extras: extras[position]
-    if isinstance(step, Constant):
-        value = step.value
-        return lambda slots, outputs, extras: value
-    if isinstance(step, CompiledCallee):
-        compiled = wrap(step.fn)
-        return lambda slots, outputs, extras: compiled
-    if isinstance(step, MakeFunction):
-        return _function_maker(step)
-    if isinstance(step, GetAttr):
-        slot, name = step.slot, step.name
-        return lambda slots, outputs, extras: getattr(slots[slot], name)
-    items = step.slots
-    if step.kind is dict:
-        keys = step.keys
-        return lambda slots, outputs, extras: {
-            key: slots[i] for key, i in zip(keys, items, strict=True)
-        }
-    kind = step.kind
-    return lambda slots, outputs, extras: kind(slots[i] for i in items)

@@ -17,8 +17,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
+import sympy
+
+from numpile_guards.symbolic import SymInt, wrap_size
 
 from .capture_result import Unsupported
+from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node
 from .meta import ArrayMeta
 from .op import OpKind
@@ -102,15 +106,53 @@ class ArrayFlags:
         return value
 
 
+def size_value(dim: Any) -> Any:
+    """A size as traced Python code sees it: an int, or a `SymInt` over the capture's symbols.
+
+    >>> size_value(3)
+    3
+    """
+    if isinstance(dim, int):
+        return dim
+    env = active_shape_env()
+    known = {info.symbol for info in env.symbols()} if env is not None else set()
+    if env is None or not dim.free_symbols <= known:
+        # An unbacked size (a boolean mask's count): its value exists only at run time.
+        raise Unsupported(f"not supported yet: using the data-dependent size {dim} in Python")
+    return wrap_size(dim, env)
+
+
+def specialized(value: Any) -> Any:
+    """`value` with every `SymInt` inside pinned to its current int (guarded).
+
+    Static parameters of graph nodes must be plain Python values: the graph is
+    reused for every size its guards admit.
+
+        >>> specialized((1, [2]))
+        (1, [2])
+    """
+    if isinstance(value, SymInt):
+        return int(value)
+    if isinstance(value, sympy.Basic):
+        return specialized(size_value(value))
+    if type(value) is tuple:
+        return tuple(specialized(item) for item in value)
+    if type(value) is list:
+        return [specialized(item) for item in value]
+    if isinstance(value, slice):
+        return slice(specialized(value.start), specialized(value.stop), specialized(value.step))
+    return value
+
+
 # NOTE: array attributes computed from metadata at capture time (no graph node).
 STATIC_ARRAY_ATTRIBUTES: dict[str, Callable[[ArrayVar], Any]] = {
     "flags": lambda var: ArrayFlags.of(var.meta, _writeable(var.node)),
-    "shape": lambda var: tuple(var.meta.shape),
+    "shape": lambda var: tuple(size_value(d) for d in var.meta.shape),
     "dtype": lambda var: var.meta.dtype,
     "ndim": lambda var: var.meta.ndim,
-    "size": lambda var: var.meta.numel,
+    "size": lambda var: size_value(var.meta.numel),
     "itemsize": lambda var: var.meta.dtype.itemsize,
-    "nbytes": lambda var: var.meta.numel * var.meta.dtype.itemsize,
+    "nbytes": lambda var: size_value(var.meta.numel * var.meta.dtype.itemsize),
 }
 
 DATA_DEPENDENT = "not supported yet: branching on array values (data-dependent control flow)"
@@ -179,7 +221,9 @@ def to_graph_value(var: Variable) -> Any:
         return [to_graph_value(item) for item in var.items]
     if isinstance(var, DictVar):
         return {key: to_graph_value(item) for key, item in var.items.items()}
-    if isinstance(var, ConstantVar | CallableVar):
+    if isinstance(var, ConstantVar):
+        return specialized(var.value)
+    if isinstance(var, CallableVar):
         return var.value
     raise Unsupported(f"not supported yet: passing a {var.describe()} to NumPy")
 
@@ -408,8 +452,9 @@ def iterate(tracer: Tracer, iterable: Variable) -> list[Variable]:
         shape = iterable.meta.shape
         if not shape:
             raise TypeError("iteration over a 0-d array")
-        _check_unroll(shape[0])
-        return [getitem(tracer, iterable, ConstantVar(i)) for i in range(int(shape[0]))]
+        count = specialized(size_value(shape[0]))
+        _check_unroll(count)
+        return [getitem(tracer, iterable, ConstantVar(i)) for i in range(count)]
     known, value = _constant(iterable)
     if known and isinstance(value, range | tuple | str | bytes | list | dict):
         _check_unroll(len(value))

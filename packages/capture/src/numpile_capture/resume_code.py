@@ -32,6 +32,7 @@ from typing import Any
 
 import attrs
 import bytecode as bc
+from bytecode.instr import TryBegin, TryEnd
 
 from .bytecode import normalized_instructions
 from .capture_result import Unsupported
@@ -99,6 +100,7 @@ def _stack_use(name: str, arg: int | None) -> tuple[int, int] | None:
         "LOAD_GLOBAL": (0, 1),
         "LOAD_DEREF": (0, 1),
         "LOAD_ASSERTION_ERROR": (0, 1),
+        "BEFORE_WITH": (1, 2),
         "RETURN_VALUE": (1, 0),
         "RETURN_CONST": (0, 0),
         "RAISE_VARARGS": (n, 0),
@@ -154,6 +156,10 @@ class BreakSite:
     group: tuple[Any, ...]
     fallthrough: Continuation | None
     jump: Continuation | None
+    # NOTE: where an exception raised by the group goes: the original handler (of a try or
+    # with block around the break), entered with `handler_lasti` as CPython does.
+    handler: Continuation | None = None
+    handler_lasti: bool = False
 
     @classmethod
     def at(cls, code: types.CodeType, index: int, nulls: Sequence[bool]) -> BreakSite:
@@ -161,7 +167,7 @@ class BreakSite:
 
         >>> def f(x):
         ...     print(x)
-        >>> [i.opname for i in BreakSite.at(f.__code__, 2, (True, False, False)).group][-1]
+        >>> [i.name for i in BreakSite.at(f.__code__, 2, (True, False, False)).group][-1]
         'CALL'
         """
         return _make_site(code, index, tuple(nulls))
@@ -227,6 +233,8 @@ def _make_site(code: types.CodeType, index: int, nulls: tuple[bool, ...]) -> Bre
     low = depth
     after = list(nulls)
     last_raw = group[-1][0]
+    if last_raw.opname == "FOR_ITER" and len(group) == 1:
+        return _for_iter_site(code, index, nulls, group[0][1], pairs, last_raw)
     jump_nulls: list[bool] | None = None
     for raw, _ in group:
         use = _stack_use(raw.opname, raw.arg)
@@ -255,7 +263,54 @@ def _make_site(code: types.CodeType, index: int, nulls: tuple[bool, ...]) -> Bre
         jump = Continuation(int(last_raw.argval), tuple(jump_nulls))
     elif _is_jump(last_raw):
         raise Unsupported(f"not supported yet: resuming after {last_raw.opname}")
-    return BreakSite(code, index, nulls, tuple(instr for _, instr in group), fallthrough, jump)
+    site = BreakSite(code, index, nulls, tuple(instr for _, instr in group), fallthrough, jump)
+    return _with_handler(site, [raw.offset for raw, _ in group])
+
+
+def _for_iter_site(
+    code: types.CodeType,
+    index: int,
+    nulls: tuple[bool, ...],
+    instr: Any,
+    pairs: list[tuple[dis.Instruction, Any]],
+    raw: dis.Instruction,
+) -> BreakSite:
+    # FOR_ITER on an iterator from Python: the next item continues the body (pushed on the
+    # iterator), exhaustion pops the iterator and continues after the loop (after END_FOR,
+    # and its POP_TOP on 3.13, which FOR_ITER skips).
+    following = [item.offset for item, _ in pairs if item.offset > raw.offset]
+    offsets = [item.offset for item, _ in pairs]
+    names = [item.opname for item, _ in pairs]
+    position = offsets.index(int(raw.argval))
+    while names[position] == "END_FOR" or (
+        _PY313 and names[position] == "POP_TOP" and names[position - 1] == "END_FOR"
+    ):
+        position += 1
+    body = Continuation(following[0], (*nulls, False))
+    done = Continuation(offsets[position], nulls[:-1])
+    return _with_handler(BreakSite(code, index, nulls, (instr,), body, done), [raw.offset])
+
+
+def _with_handler(site: BreakSite, offsets: list[int]) -> BreakSite:
+    # The exception-table entry covering the group (one, as CPython's entries do not overlap).
+    entries = getattr(dis.Bytecode(site.code), "exception_entries", [])
+    found = {
+        (entry.target, entry.depth, entry.lasti)
+        for offset in offsets
+        for entry in entries
+        if entry.start <= offset < entry.end
+    }
+    if not found:
+        return site
+    if len(found) > 1 or any(
+        not any(entry.start <= offset < entry.end for entry in entries) for offset in offsets
+    ):
+        raise Unsupported("not supported yet: resuming across the edge of a try block")
+    ((target, depth, lasti),) = found
+    if depth > len(site.nulls):
+        raise Unsupported("not supported yet: resuming in this try block (stack)")
+    nulls = (*site.nulls[:depth], *([False] if lasti else []), False)
+    return attrs.evolve(site, handler=Continuation(target, nulls), handler_lasti=bool(lasti))
 
 
 def _is_method_load(raw: dis.Instruction) -> bool:
@@ -329,7 +384,7 @@ def resume_code(
     found = per_code.get(key)
     if found is not None:
         return found
-    program = bc.Bytecode.from_code(original)
+    program = bc.Bytecode.from_code(original, conserve_exception_block_stackdepth=True)
     label = bc.Label()
     placed = False
     items: list[Any] = []
@@ -363,7 +418,7 @@ def resume_code(
     params = [*stack_names(target.nulls), *local_names]
     _configure(program, original, params, f"{original.co_name}__resume_at_line_{line}")
     stacksize = original.co_stacksize + len(target.nulls) + 2
-    made = program.to_code(stacksize=stacksize)
+    made = program.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
     per_code[key] = made
     return made
 
@@ -434,6 +489,7 @@ def break_code(
     local_names: Sequence[str],
     resume_next: Callable[..., Any] | None,
     resume_jump: Callable[..., Any] | None,
+    resume_handler: Callable[..., Any] | None = None,
 ) -> types.CodeType:
     """The code of a function that runs the breaking instruction(s) of `site`, then resumes.
 
@@ -450,14 +506,37 @@ def break_code(
     prologue = _push_stack(site.nulls)
     _strip_locations(prologue, original.co_firstlineno)
     program.extend(prologue)
+    handler_label = None
+    try_begin = None
+    if site.handler is not None:
+        # An exception raised by the breaking instruction goes to the original handler, run
+        # in Python by `resume_handler` (the except clause, or the with block's __exit__).
+        handler_label = bc.Label()
+        depth = len(site.handler.nulls) - 1 - int(site.handler_lasti)
+        try_begin = TryBegin(handler_label, site.handler_lasti, depth)
+        program.append(try_begin)
+        # NOTE: 3.13 looks up the handler of a Python callee's exception at the offset before
+        # the CALL; a NOP in the region keeps that offset covered.
+        program.append(bc.Instr("NOP"))
     program.extend(_copy_group(site.group, jump_label))
+    if try_begin is not None:
+        program.append(TryEnd(try_begin))
     if site.fallthrough is not None:
         assert resume_next is not None
         program.extend(_call_resume(resume_next, site.fallthrough.nulls, list(local_names)))
     if site.jump is not None:
         assert resume_jump is not None and jump_label is not None
         program.append(jump_label)
+        if _PY312 and site.group[-1].name == "FOR_ITER":
+            # Skipped by an exhausted FOR_ITER, as in the original code.
+            program.append(bc.Instr("END_FOR"))
+            if _PY313:
+                program.append(bc.Instr("POP_TOP"))
         program.extend(_call_resume(resume_jump, site.jump.nulls, list(local_names)))
+    if site.handler is not None:
+        assert resume_handler is not None and handler_label is not None
+        program.append(handler_label)
+        program.extend(_call_resume(resume_handler, site.handler.nulls, list(local_names)))
     params = [*stack_names(site.nulls), *local_names]
     for name in stack_names([False] * (len(site.nulls) + 4)):
         if name not in params:
@@ -467,4 +546,4 @@ def break_code(
     program.argcount = len(stack_names(site.nulls)) + len(local_names)
     program.flags = bc.CompilerFlags(program.flags & ~(inspect.CO_GENERATOR | inspect.CO_COROUTINE))
     stacksize = len(site.nulls) + len(local_names) + 16
-    return program.to_code(stacksize=stacksize)
+    return program.to_code(stacksize=stacksize, compute_exception_stack_depths=False)

@@ -59,7 +59,7 @@ class SideEffects:
     def __init__(self) -> None:
         self.effects: list[Effect] = []
         self.globals: dict[str, Variable] = {}
-        # NOTE: attribute values written so far, by (id of the object's variable, name).
+        # NOTE: attribute values written so far, by (identity of the object, name).
         self.attributes: dict[tuple[int, str], Variable] = {}
         self._containers: set[int] = set()
 
@@ -78,14 +78,20 @@ class SideEffects:
 
     def set_attribute(self, obj: Variable, name: str, value: Variable) -> None:
         """Record `obj.name = value`."""
-        self.attributes[(id(obj), name)] = value
+        self.attributes[(_identity(obj), name)] = value
         self.effects.append(AttributeWrite(obj, name, value))
 
     def attribute(self, obj: Variable, name: str) -> Variable | None:
         """The value written to `obj.name` during this capture, if any."""
-        return self.attributes.get((id(obj), name))
+        return self.attributes.get((_identity(obj), name))
 
     def set_global(self, name: str, value: Variable) -> None:
         """Record `global name; name = value`."""
         self.globals[name] = value
         self.effects.append(GlobalWrite(name, value))
+
+
+def _identity(obj: Variable) -> int:
+    # The object itself for inputs (one object may be read from two sources), else the variable.
+    value = getattr(obj, "value", None)
+    return id(value) if obj.source is not None and value is not None else id(obj)

@@ -10,6 +10,7 @@ every call it meets and obeys the `Rule` it gets back:
 | `graph_break()` (called)           | GRAPH_BREAK   | graph break; the call is a no-op     |
 | `allow_in_graph(fn)`               | ALLOW         | one opaque node: `rule.op()`         |
 | `substitute_in_graph(orig)(poly)`  | SUBSTITUTE    | inline `rule.polyfill` instead       |
+| `register_transform(fn, expand)`   | TRANSFORM     | `rule.expand(TransformCall)` adds nodes |
 
 `rule.breaks` is True for the three kinds that break, and `rule.reason` is the
 text for `explain()` and for `Unsupported` under `fullgraph=True`.
@@ -33,6 +34,11 @@ API for the tracer (all thread-safe to read; registration happens at import time
   call's arguments. When `rule.can_constant_fold_through` is True and every
   argument is a constant, the tracer may call `rule.target` (the original) at
   capture time and use the result as a constant.
+- `Rule.expand`: for TRANSFORM (function transforms such as `grad`, registered by the
+  layers above), called with a `TransformCall`: the graph, the call's arguments as trees of
+  graph values (Nodes, constants, functions) and `inline(fn, args, kwargs)`, which traces a
+  call of a Python function on graph values into the same graph. It returns the call's
+  result as such a tree, or raises `Unsupported` (the call is then a graph break).
 - `allowed_op_named(name) -> Op | None`: the op of an allowed function by its name (these
   ops are not in the canonical registry, so `get_op` does not know them; a backend that
   looks ops up by name, e.g. to reload a cached artifact, asks here next).
@@ -65,7 +71,7 @@ import types
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 import numpy as np
@@ -74,12 +80,17 @@ from .capture_result import Unsupported
 from .meta import ArrayMeta, ScalarMeta, contiguous_strides, meta_of
 from .op import Op, OpKind
 
+if TYPE_CHECKING:
+    from .graph import Graph
+
 log = logging.getLogger("numpile.capture.trace_rules")
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 # The attribute a `disable` wrapper carries its rule in (survives `clear()`).
 _DISABLE_ATTRIBUTE = "_numpile_disable_rule"
+# The attribute a function transform's wrapper carries its rule in (dies with the wrapper).
+_TRANSFORM_ATTRIBUTE = "_numpile_transform_rule"
 
 
 class RuleKind(enum.Enum):
@@ -90,6 +101,7 @@ class RuleKind(enum.Enum):
     DISALLOW = "disallow"
     SUBSTITUTE = "substitute"
     GRAPH_BREAK = "graph_break"
+    TRANSFORM = "transform"
 
 
 _BREAKING = (RuleKind.DISABLED, RuleKind.DISALLOW, RuleKind.GRAPH_BREAK)
@@ -114,6 +126,7 @@ class Rule:
     polyfill: Callable[..., Any] | None = attrs.field(default=None, repr=False)
     recursive: bool = True
     can_constant_fold_through: bool = False
+    expand: Callable[[TransformCall], Any] | None = attrs.field(default=None, repr=False)
 
     @property
     def breaks(self) -> bool:
@@ -168,7 +181,7 @@ def rule_for(fn: Any) -> Rule | None:
     if fn is _run_disabled:
         return _RUN_DISABLED_RULE
     if isinstance(fn, types.FunctionType):
-        own = fn.__dict__.get(_DISABLE_ATTRIBUTE)
+        own = fn.__dict__.get(_DISABLE_ATTRIBUTE) or fn.__dict__.get(_TRANSFORM_ATTRIBUTE)
         if isinstance(own, Rule):
             return own
     rule = _RULES.get(id(fn))
@@ -453,6 +466,48 @@ def substitute_in_graph(
         return substituted
 
     return decorate
+
+
+# ---------------------------------------------------------------------------------------------
+# function transforms
+
+
+@attrs.frozen(eq=False)
+class TransformCall:
+    """A call to a transform's function met while tracing, as `Rule.expand` receives it.
+
+    `args` and `kwargs` are trees (tuples, lists, dicts) of graph values: Nodes
+    for arrays, Python constants, functions. `inline(fn, args, kwargs)` traces
+    a call of the Python function `fn` on such trees into `graph` and returns
+    its result as such a tree.
+
+        >>> call = TransformCall(graph, (x_node,), {}, inline)  # doctest: +SKIP
+    """
+
+    graph: Graph
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    inline: Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
+
+
+def register_transform(fn: _F, expand: Callable[[TransformCall], Any], reason: str) -> _F:
+    """Make calls to the Python function `fn` from captured code run `expand(call)` instead.
+
+    `expand` adds nodes to `call.graph` and returns the call's result (see
+    `TransformCall`); it may raise `Unsupported` to make the call a graph break,
+    where `fn` then runs eagerly. The rule lives on `fn` itself. Returns `fn`.
+
+        >>> def double(x):
+        ...     return x * 2
+        >>> _ = register_transform(double, lambda call: call.inline(double, call.args, {}), "x2")
+        >>> rule_for(double).kind.value
+        'transform'
+    """
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"register_transform expects a Python function, got {fn!r}")
+    rule = Rule(RuleKind.TRANSFORM, fn, reason, expand=expand)
+    setattr(fn, _TRANSFORM_ATTRIBUTE, rule)
+    return fn
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,8 +16,10 @@ user functions, which are inlined) runs at capture time and is guarded.
       v1 = multiply(v0, 2)  # float64[3]
       return v1
 
-Anything else (print, unknown libraries, try/except, with, raise, generators,
-side effects on inputs, branching on array values) raises `Unsupported` with
+Generators called inside the function are traced lazily, one `yield` at a time;
+instances of user classes are modelled (see `user_classes`); `try` and `with`
+bodies are traced assuming no exception. Anything else (print, unknown
+libraries, raise, side effects on inputs, branching on array values) raises `Unsupported` with
 the user's file and line. Exceptions of invalid programs (NumPy's own, from
 meta rules, or Python's TypeError/IndexError/... at capture time) propagate
 unchanged: the dispatcher then runs the function eagerly, so the user sees
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import sysconfig
 import types
 from collections.abc import Callable
 from typing import Any
@@ -36,25 +37,27 @@ from typing import Any
 import attrs
 import numpy as np
 
-from numpile_guards import AttrSource, ItemSource, LocalSource
+from numpile_guards import AttrSource, ItemSource, LocalSource, Source
 
+from .attributes import inspectable, load_attribute, plain_class, user_method
 from .builtin_calls import builtin_handler, container_method
 from .capture_result import CaptureResult, Unsupported
 from .compiling import is_compiling
 from .frame import BreakAt, Frame, ReturnWithEffects
 from .frame_state import bind_arguments
-from .graph import Graph
+from .graph import Graph, Node
 from .operators import (
-    STATIC_ARRAY_ATTRIBUTES,
-    ArrayFlags,
     Bindings,
     apply_binding,
     from_graph_value,
+    specialized,
     to_graph_value,
 )
+from .resume_code import STACK_PREFIX
 from .side_effects import SideEffects
-from .trace_rules import Rule, RuleKind, rule_for
-from .variable_builder import VariableBuilder, is_constant_value
+from .trace_rules import Rule, RuleKind, TransformCall, rule_for
+from .user_classes import construct, constructible, is_library_class, is_library_code, object_method
+from .variable_builder import VariableBuilder
 from .variables import (
     ArrayVar,
     BoundMethodVar,
@@ -62,9 +65,12 @@ from .variables import (
     ConstantVar,
     DictVar,
     FunctionVar,
+    GeneratorVar,
     ListVar,
+    MethodVar,
     ModuleVar,
     NotConstantError,
+    ObjectVar,
     OpaqueVar,
     TupleVar,
     Variable,
@@ -76,21 +82,7 @@ log = logging.getLogger("numpile.capture")
 MAX_INLINE_DEPTH = 64
 
 _UNSUPPORTED_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
-
-# Immutable constants whose attributes and methods may be used at capture time.
-_INSPECTABLE_CONSTANTS = (
-    int,
-    float,
-    complex,
-    bool,
-    str,
-    bytes,
-    np.dtype,
-    np.generic,
-    slice,
-    range,
-    ArrayFlags,
-)
+_ASYNC_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
 def capture_function(
@@ -138,6 +130,8 @@ class Tracer:
         self.depth = 0
         self.backward_jumps = 0
         self.side_effects = SideEffects()
+        # NOTE: where functions passed to transforms were read (by id), to guard their globals.
+        self.transform_sources: dict[int, Source] = {}
 
     def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CaptureResult:
         fn = self.fn
@@ -148,7 +142,7 @@ class Tracer:
                 code.co_filename,
                 code.co_firstlineno,
             )
-        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
         bound.apply_defaults()
         root = self.builder.function_var(fn, None)
         root = FunctionVar(root.code, root.globals, None, None, {}, self.builder.root_cells(fn), fn)
@@ -159,9 +153,13 @@ class Tracer:
         try:
             self.graph.output = _output_tree(result)
         except Unsupported as exc:
-            # Break at the return instruction: the value is rebuilt and returned in Python.
+            # Break at the return instruction: the value is rebuilt and returned in Python. A
+            # user object made here is no break: it is rebuilt as side effects are replayed.
             line = frame.current.lineno if frame.current is not None else code.co_firstlineno
-            raise BreakAt(Unsupported(exc.reason, code.co_filename, line), frame.pc - 1) from None
+            where = Unsupported(exc.reason, code.co_filename, line)
+            if _rebuilt_in_python(result):
+                raise ReturnWithEffects(where, frame.pc - 1) from None
+            raise BreakAt(where, frame.pc - 1) from None
         if self.side_effects.pending:
             # Mutations of inputs, attributes or globals: replayed in Python before returning.
             line = frame.current.lineno if frame.current is not None else code.co_firstlineno
@@ -173,7 +171,23 @@ class Tracer:
         )
 
     def _lazy_argument(self, name: str, value: Any) -> Callable[[], Variable]:
-        return lambda: self.builder.build(value, LocalSource(name))
+        source = LocalSource(name)
+        target: Any = getattr(value, "__func__", None)
+        if isinstance(value, types.MethodType) and isinstance(target, types.FunctionType):
+            # A bound method a resume function received (a with block's __exit__): inlined.
+            function = AttrSource(source, "__func__")
+            this = AttrSource(source, "__self__")
+            return lambda: self._bound_method(target, value.__self__, function, this)
+        if name.startswith(STACK_PREFIX) and _passed_through(value):
+            # Iterators and builtin methods on a resume function's stack: used only in Python.
+            return lambda: OpaqueVar(value, source=source)
+        return lambda: self.builder.build(value, source)
+
+    def _bound_method(self, fn: Any, this: Any, function: Source, self_source: Source) -> Variable:
+        found = self.builder.build(fn, function)
+        if not isinstance(found, FunctionVar):
+            raise Unsupported(f"not supported yet: the method {found.describe()}")
+        return MethodVar(found, self.builder.build(this, self_source), fn.__name__)
 
     # -- calls ---------------------------------------------------------------------------
 
@@ -187,6 +201,8 @@ class Tracer:
         target = _call_target(fn)
         if target is not None:
             rule = rule_for(target)
+            if rule is not None and rule.kind is RuleKind.TRANSFORM:
+                return self._call_transform(rule, fn, args, kwargs)
             if rule is not None:
                 return self._call_with_rule(rule, args, kwargs)
         if isinstance(fn, FunctionVar):
@@ -199,6 +215,12 @@ class Tracer:
             return self.inline(fn, args, kwargs)
         if isinstance(fn, BoundMethodVar):
             return self._call_method(fn, args, kwargs)
+        if isinstance(fn, MethodVar):
+            return self.call(fn.fn, [fn.this, *args], kwargs)
+        if isinstance(fn, ObjectVar):
+            method = object_method(self, fn, "__call__")
+            if method is not None:
+                return self.call(method, [fn, *args], kwargs)
         if isinstance(fn, CallableVar):
             return self._call_callable(fn, args, kwargs)
         raise Unsupported(f"not supported yet: calling {fn.describe()}")
@@ -226,6 +248,56 @@ class Tracer:
             return self.inline(polyfill, args, kwargs)
         raise Unsupported(f"not supported yet: {rule.reason}")
 
+    def _call_transform(
+        self, rule: Rule, fn: Variable, args: list[Variable], kwargs: dict[str, Variable]
+    ) -> Variable:
+        # A function transform (e.g. grad): its expand rule adds nodes on graph values.
+        wrapped = getattr(rule.target, "__wrapped__", None)
+        for arg in [*args, *kwargs.values()]:
+            if isinstance(arg, FunctionVar) and arg.fn is not None and arg.source is not None:
+                self.transform_sources[id(arg.fn)] = arg.source
+
+        def inline(inner: Any, values: tuple[Any, ...], keywords: dict[str, Any]) -> Any:
+            if isinstance(inner, FunctionVar):
+                callee = inner  # a function the captured code made
+            elif isinstance(inner, types.FunctionType):
+                # The wrapped function is read through the wrapper (or where it was passed to
+                # the transform's constructor), so that its globals get guarded.
+                source = self.transform_sources.get(id(inner))
+                if inner is wrapped and fn.source is not None:
+                    source = AttrSource(fn.source, "__wrapped__")
+                callee = self.builder.function_var(inner, source)
+            else:
+                raise Unsupported(f"not supported yet: transforming {inner!r}")
+            result = self.inline(
+                callee,
+                [self._from_tree(value) for value in values],
+                {key: self._from_tree(value) for key, value in keywords.items()},
+            )
+            return _graph_tree(result)
+
+        assert rule.expand is not None
+        call = TransformCall(
+            self.graph,
+            tuple(_graph_tree(arg) for arg in args),
+            {key: _graph_tree(value) for key, value in kwargs.items()},
+            inline,
+        )
+        return self._from_tree(rule.expand(call))
+
+    def _from_tree(self, value: Any) -> Variable:
+        if isinstance(value, Variable):
+            return value
+        if isinstance(value, Node):
+            return ArrayVar(value)
+        if type(value) is tuple:
+            return TupleVar(tuple(self._from_tree(item) for item in value))
+        if type(value) is list:
+            return ListVar([self._from_tree(item) for item in value])
+        if type(value) is dict:
+            return DictVar({key: self._from_tree(item) for key, item in value.items()})
+        return self.builder.build_unguarded(value)
+
     def _call_callable(
         self, fn: CallableVar, args: list[Variable], kwargs: dict[str, Variable]
     ) -> Variable:
@@ -238,8 +310,18 @@ class Tracer:
         handler = builtin_handler(value)
         if handler is not None:
             return handler(self, args, kwargs)
+        if constructible(value) and not is_library_class(value):
+            return construct(self, fn, args, kwargs)
         if isinstance(value, type) and issubclass(value, BaseException):
             raise Unsupported(f"not supported yet: raising exceptions ({value.__name__})")
+        method = inspect.getattr_static(type(value), "__call__", None)
+        plain = plain_class(type(value)) and not isinstance(value, type)
+        if fn.source is not None and plain and isinstance(method, types.FunctionType):
+            # A callable user object read from an input or a global: its __call__ inlined.
+            self.builder.guard_type(fn.source, type(value))
+            call_source = AttrSource(AttrSource(fn.source, "__class__"), "__call__")
+            this = OpaqueVar(value, source=fn.source)
+            return self.call(self.builder.build(method, call_source), [this, *args], kwargs)
         raise Unsupported(f"not supported yet: calling {fn.describe()}")
 
     def _call_method(
@@ -254,7 +336,7 @@ class Tracer:
         handler = container_method(receiver, method.name)
         if handler is not None:
             return handler(self, receiver, args, kwargs)
-        if isinstance(receiver, ConstantVar) and _inspectable(receiver.value):
+        if isinstance(receiver, ConstantVar) and inspectable(receiver.value):
             try:
                 values = [arg.as_python_constant() for arg in args]
                 keywords = {key: arg.as_python_constant() for key, arg in kwargs.items()}
@@ -271,18 +353,32 @@ class Tracer:
     ) -> Variable:
         """Trace a call into a Python function as part of the same graph."""
         code = fn.code
-        if code.co_flags & _UNSUPPORTED_FLAGS:
-            raise Unsupported(f"not supported yet: calling a generator function {code.co_name}")
-        if fn.fn is not None and _is_library_code(code):
+        if code.co_flags & _ASYNC_FLAGS:
+            raise Unsupported(f"not supported yet: calling a coroutine function {code.co_name}")
+        if fn.fn is not None and is_library_code(code):
             raise Unsupported(f"not supported yet: calling {_qualified_name(fn.fn)}")
         if self.depth >= MAX_INLINE_DEPTH:
             raise Unsupported("not supported yet: recursion deeper than the inlining limit")
         bound = bind_arguments(fn, args, kwargs, self._default_of(fn), self._kwdefault_of(fn))
         frame = Frame(self, fn)
         frame.state.locals.update(bound)
+        if code.co_flags & inspect.CO_GENERATOR:
+            return GeneratorVar(
+                [], advance=lambda: self._advance(frame), call=(fn, list(args), dict(kwargs))
+            )
         self.depth += 1
         try:
             return frame.run()
+        finally:
+            self.depth -= 1
+
+    def _advance(self, frame: Frame) -> Variable | None:
+        # One step of a generator made during capture: its frame runs to the next yield.
+        if self.depth >= MAX_INLINE_DEPTH:
+            raise Unsupported("not supported yet: recursion deeper than the inlining limit")
+        self.depth += 1
+        try:
+            return frame.next_yield()
         finally:
             self.depth -= 1
 
@@ -314,88 +410,25 @@ class Tracer:
 
         return kwdefault
 
-    # -- attributes ----------------------------------------------------------------------
-
-    def _user_attribute(self, obj: OpaqueVar, name: str) -> Variable:
-        # An attribute of a user object read from an input or a global: guarded by type.
-        written = self.side_effects.attribute(obj, name)
-        if written is not None:
-            return written
-        value = obj.value
-        cls = type(value)
-        assert obj.source is not None
-        if not _plain_class(cls) or isinstance(value, type):
-            raise Unsupported(f"not supported yet: the attribute .{name} of {obj.describe()}")
-        static = inspect.getattr_static(value, name)  # AttributeError as Python raises it
-        self.builder.guard_type(obj.source, cls)
-        instance = getattr(value, "__dict__", None)
-        if instance is not None and name in instance and not hasattr(type(static), "__set__"):
-            return self.builder.build(instance[name], AttrSource(obj.source, name))
-        if _is_constant_attribute(static):
-            return self.builder.build(static, AttrSource(obj.source, name))
-        raise Unsupported(f"not supported yet: the attribute .{name} of {obj.describe()}")
+    # -- attributes (see `attributes`) ------------------------------------------------------
 
     def user_method(self, obj: Variable, name: str) -> Variable | None:
         """The function of `obj.name(...)` for a method of a user object, else None."""
-        if not isinstance(obj, OpaqueVar) or obj.source is None:
-            return None
-        value = obj.value
-        cls = type(value)
-        if not _plain_class(cls) or isinstance(value, type):
-            return None
-        if name in getattr(value, "__dict__", {}):
-            return None
-        static = inspect.getattr_static(cls, name, None)
-        if not isinstance(static, types.FunctionType):
-            return None
-        self.builder.guard_type(obj.source, cls)
-        return self.builder.build(static, AttrSource(AttrSource(obj.source, "__class__"), name))
+        return user_method(self, obj, name)
 
     def load_attr(self, obj: Variable, name: str) -> Variable:
         """`obj.name` as a variable (array metadata folds to constants)."""
-        if isinstance(obj, ArrayVar):
-            static = STATIC_ARRAY_ATTRIBUTES.get(name)
-            if static is not None:
-                value = static(obj)
-                if isinstance(value, ArrayFlags):
-                    return ConstantVar(value)
-                return self.builder.build_unguarded(value)
-            binding = self.bindings.lookup_attribute(name)
-            if binding is not None:
-                return apply_binding(self, binding, obj)
-            if self.bindings.lookup_method(name) is not None:
-                return BoundMethodVar(obj, name)
-            raise Unsupported(f"not supported yet: the array attribute .{name}")
-        if isinstance(obj, ModuleVar):
-            value = getattr(obj.module, name)
-            if obj.source is None:
-                return self.builder.build_unguarded(value)
-            return self.builder.build(value, AttrSource(obj.source, name))
-        if isinstance(obj, TupleVar | ListVar | DictVar):
-            if container_method(obj, name) is None:
-                getattr(obj.python_type(), name)  # AttributeError as Python raises it
-                raise Unsupported(f"not supported yet: the method .{name} of {obj.describe()}")
-            return BoundMethodVar(obj, name)
-        if isinstance(obj, CallableVar) and isinstance(obj.value, np.ufunc):
-            # `np.multiply.outer`: a method of a ufunc, found by the bindings when called.
-            value = getattr(obj.value, name)
-            if isinstance(value, types.BuiltinMethodType):
-                return CallableVar(value)
-            return self.builder.build_unguarded(value)
-        if isinstance(obj, OpaqueVar) and obj.source is not None:
-            return self._user_attribute(obj, name)
-        if isinstance(obj, ConstantVar | CallableVar) and _inspectable(obj.as_python_constant()):
-            value = getattr(obj.as_python_constant(), name)
-            if isinstance(value, types.BuiltinMethodType | types.MethodWrapperType):
-                return BoundMethodVar(obj, name)
-            return self.builder.build_unguarded(value)
-        raise Unsupported(f"not supported yet: the attribute .{name} of {obj.describe()}")
+        return load_attribute(self, obj, name)
 
 
-def _plain_class(cls: type) -> bool:
-    # Attribute lookup of instances is the default one: no __getattr__/__getattribute__.
-    lookup: Any = cls.__getattribute__
-    return lookup is object.__getattribute__ and not hasattr(cls, "__getattr__")
+def _passed_through(value: Any) -> bool:
+    # Bound methods of objects (not functions of modules such as math.isclose) and iterators.
+    if isinstance(value, types.MethodWrapperType | types.MethodType):
+        return True
+    if isinstance(value, types.BuiltinMethodType):
+        owner = getattr(value, "__self__", None)
+        return owner is not None and not isinstance(owner, types.ModuleType)
+    return hasattr(value, "__next__") and not isinstance(value, np.ndarray)
 
 
 def _call_target(fn: Variable) -> Any:
@@ -407,34 +440,35 @@ def _call_target(fn: Variable) -> Any:
     return None
 
 
-def _is_constant_attribute(value: Any) -> bool:
-    return is_constant_value(value) and not isinstance(value, np.ndarray)
-
-
-def _library_prefixes() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    found = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
-    return tuple(sorted(found))
-
-
-# NOTE: functions defined under these folders (the standard library, site-packages) are not
-# inlined: calling them is unsupported until graph breaks run them eagerly.
-_LIBRARY_PREFIXES = _library_prefixes()
-
-
-def _is_library_code(code: types.CodeType) -> bool:
-    filename = code.co_filename
-    return filename.startswith(_LIBRARY_PREFIXES) or filename.startswith("<frozen")
-
-
 def _qualified_name(fn: types.FunctionType) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
-def _inspectable(value: Any) -> bool:
-    if isinstance(value, _INSPECTABLE_CONSTANTS):
+def _graph_tree(value: Variable) -> Any:
+    # A variable as a tree of graph values for a transform: functions stay functions.
+    if isinstance(value, TupleVar):
+        return tuple(_graph_tree(item) for item in value.items)
+    if isinstance(value, ListVar):
+        return [_graph_tree(item) for item in value.items]
+    if isinstance(value, DictVar):
+        return {key: _graph_tree(item) for key, item in value.items.items()}
+    if isinstance(value, FunctionVar):
+        # A function made by the captured code stays a variable: transforms may inline it.
+        return value if value.fn is None else value.fn
+    return _output_tree(value)
+
+
+def _rebuilt_in_python(result: Variable) -> bool:
+    # Return values that hold user objects (made during capture or read from the inputs).
+    if isinstance(result, ObjectVar):
         return True
-    return isinstance(value, type) and issubclass(value, np.generic)
+    if isinstance(result, OpaqueVar):
+        return result.source is not None
+    if isinstance(result, TupleVar | ListVar):
+        return any(_rebuilt_in_python(item) for item in result.items)
+    if isinstance(result, DictVar):
+        return any(_rebuilt_in_python(item) for item in result.items.values())
+    return False
 
 
 def _output_tree(result: Variable) -> Any:
@@ -447,7 +481,7 @@ def _output_tree(result: Variable) -> Any:
     if isinstance(result, DictVar):
         return {key: _output_tree(item) for key, item in result.items.items()}
     if isinstance(result, ConstantVar):
-        return result.value
+        return specialized(result.value)
     if isinstance(result, CallableVar | ModuleVar) or (
         isinstance(result, FunctionVar) and result.fn is not None
     ):

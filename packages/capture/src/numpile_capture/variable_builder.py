@@ -37,10 +37,13 @@ from numpile_guards import (
     LocalSource,
     Source,
 )
+from numpile_guards.shape_env import ShapeEnv
+from numpile_guards.symbolic import SymInt, shape_guard_as_guard
 
 from .compiling import is_compiling
+from .dynamic_shapes import DimChoice, current_policy, set_active_shape_env
 from .graph import Graph
-from .meta import meta_of
+from .meta import ArrayMeta, contiguous_strides, meta_of
 from .variables import (
     ArrayVar,
     CallableVar,
@@ -69,6 +72,7 @@ _CONSTANT_TYPES: tuple[type, ...] = (
     range,
     np.generic,
     np.dtype,
+    SymInt,
 )
 
 
@@ -91,9 +95,19 @@ class VariableBuilder:
     def __init__(self, graph: Graph, root_globals: dict[str, Any]) -> None:
         self.graph = graph
         self.root_globals = root_globals
-        self.guards: list[Guard] = []
+        self._guards: list[Guard] = []
         self.input_sources: list[Source] = []
         self._built: dict[str, Variable] = {}
+        self.policy = current_policy()
+        # NOTE: one shape environment per capture; meta rules find it through the thread.
+        self.shape_env = ShapeEnv(duck=self.policy.duck)
+        set_active_shape_env(self.shape_env)
+
+    @property
+    def guards(self) -> list[Guard]:
+        """Every guard so far: the inputs' own, then the symbolic shape relations."""
+        shape_guards = [shape_guard_as_guard(g) for g in self.shape_env.produce_guards()]
+        return [*self._guards, *shape_guards]
 
     def build(self, value: Any, source: Source) -> Variable:
         """The variable for `value` read from `source` (the same one on every read)."""
@@ -153,11 +167,11 @@ class VariableBuilder:
     def guard_type(self, source: Source, cls: type) -> None:
         """Guard that the value at `source` keeps exactly type `cls` (once per source)."""
         guard = Guard(GuardKind.TYPE_MATCH, source, cls)
-        if guard not in self.guards:
-            self.guards.append(guard)
+        if guard not in self._guards:
+            self._guards.append(guard)
 
     def _guard(self, kind: GuardKind, source: Source, expected: Any) -> None:
-        self.guards.append(Guard(kind, source, expected))
+        self._guards.append(Guard(kind, source, expected))
 
     def _wrap(self, value: Any, source: Source) -> Variable:
         if isinstance(value, np.ndarray):
@@ -198,11 +212,55 @@ class VariableBuilder:
         return OpaqueVar(value, source=source)
 
     def _wrap_array(self, value: np.ndarray[Any, Any], source: Source) -> ArrayVar:
-        spec = ArraySpec(type(value), value.dtype, tuple(value.shape), tuple(value.strides))
+        choices = self.policy.choose(value, source.name)
+        meta: Any = None
+        if any(choice.dynamic for choice in choices):
+            meta = self._symbolic_meta(value, source, choices)
+        if meta is None:
+            spec = ArraySpec(type(value), value.dtype, tuple(value.shape), tuple(value.strides))
+            meta = meta_of(value)
+        else:
+            spec = self._symbolic_spec(value, source, meta)
         self._guard(GuardKind.ARRAY_MATCH, source, spec)
-        node = self.graph.placeholder(placeholder_name(source), meta_of(value))
+        node = self.graph.placeholder(placeholder_name(source), meta)
         self.input_sources.append(source)
         return ArrayVar(node, source=source)
+
+    def _symbolic_meta(
+        self, value: np.ndarray[Any, Any], source: Source, choices: tuple[DimChoice, ...]
+    ) -> ArrayMeta | None:
+        # Only C-contiguous inputs get symbolic sizes (their strides follow from the sizes).
+        itemsize = value.itemsize or 1
+        expected = tuple(itemsize * s for s in contiguous_strides(tuple(value.shape)))
+        if tuple(value.strides) != expected:
+            return None
+        shape: list[Any] = []
+        for axis, (size, choice) in enumerate(zip(value.shape, choices, strict=True)):
+            if not choice.dynamic:
+                shape.append(int(size))
+                continue
+            name = f"{source.name}.shape[{axis}]"
+            shape.append(self.shape_env.create_symbol(size, name, lo=choice.lo, hi=choice.hi))
+        sym_shape = tuple(shape)
+        return ArrayMeta(sym_shape, value.dtype, contiguous_strides(sym_shape))
+
+    def _symbolic_spec(
+        self, value: np.ndarray[Any, Any], source: Source, meta: ArrayMeta
+    ) -> ArraySpec:
+        # Static sizes and strides are matched exactly; symbolic strides become relations.
+        itemsize = value.itemsize or 1
+        shape = tuple(d if isinstance(d, int) else None for d in meta.shape)
+        strides: list[int | None] = []
+        assert meta.strides is not None
+        for axis, stride in enumerate(meta.strides):
+            if isinstance(stride, int):
+                strides.append(stride * itemsize)
+                continue
+            strides.append(None)
+            expected = self.shape_env.render(stride * itemsize)
+            relation = f"{source.name}.strides[{axis}] == {expected}"
+            self.shape_env.add_relation(relation, "contiguous strides")
+        return ArraySpec(type(value), value.dtype, shape, tuple(strides))
 
 
 def placeholder_name(source: Source) -> str:

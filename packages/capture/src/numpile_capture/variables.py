@@ -15,7 +15,8 @@ so guards can name it.
 
 from __future__ import annotations
 
-from types import CellType, CodeType, FunctionType, ModuleType
+from collections.abc import Callable
+from types import CellType, CodeType, FunctionType, GeneratorType, ModuleType
 from typing import Any
 
 import attrs
@@ -185,6 +186,47 @@ class IteratorVar(Variable):
 
 
 @attrs.define(eq=False)
+class GeneratorVar(IteratorVar):
+    """A generator made by calling a user generator function inside the captured code.
+
+    Its frame is traced lazily: `next_item()` runs it to its next `yield`
+    (`advance`, set by the tracer), so the consumer and the generator
+    interleave as in Python. `call` keeps the function and arguments of the
+    call, to make the generator again in Python when it is live, not started,
+    at a graph break.
+
+        >>> gen = GeneratorVar([], advance=lambda: None)
+        >>> gen.next_item() is None, gen.started
+        (True, True)
+    """
+
+    advance: Callable[[], Variable | None] | None = attrs.field(default=None, kw_only=True)
+    call: tuple[Variable, list[Variable], dict[str, Variable]] | None = attrs.field(
+        default=None, kw_only=True
+    )
+    started: bool = attrs.field(default=False, kw_only=True)
+
+    def next_item(self) -> Variable | None:
+        self.started = True
+        assert self.advance is not None
+        return self.advance()
+
+    def remaining(self) -> list[Variable]:
+        rest: list[Variable] = []
+        item = self.next_item()
+        while item is not None:
+            rest.append(item)
+            item = self.next_item()
+        return rest
+
+    def python_type(self) -> type:
+        return GeneratorType
+
+    def describe(self) -> str:
+        return "generator"
+
+
+@attrs.define(eq=False)
 class CellVar(Variable):
     """A closure cell: `contents` once known; `real` is the CPython cell it models, if any.
 
@@ -280,3 +322,43 @@ class OpaqueVar(Variable):
 
     def describe(self) -> str:
         return f"object of type {type(self.value).__qualname__}"
+
+
+@attrs.define(eq=False)
+class ObjectVar(Variable):
+    """An instance of a user class made during capture: its attributes are variables.
+
+    `cls_source` says where the class was read (its attributes are guarded
+    through it). Attribute writes update `attributes` at once; the object is
+    made in Python (`cls.__new__`, then its attributes) only when it outlives
+    the graph: at a graph break, or returned.
+
+        >>> class P: ...
+        >>> ObjectVar(P, {"x": ConstantVar(1)}).python_type().__name__
+        'P'
+    """
+
+    cls: type
+    attributes: dict[str, Variable]
+    cls_source: Source | None = attrs.field(default=None, kw_only=True)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def describe(self) -> str:
+        return f"instance of {self.cls.__qualname__}"
+
+
+@attrs.frozen(eq=False)
+class MethodVar(Variable):
+    """`this.name` where the class defines a Python function: calls inline `fn(this, ...)`.
+
+    `this` is the instance, or the class for a classmethod.
+    """
+
+    fn: FunctionVar
+    this: Variable
+    name: str
+
+    def describe(self) -> str:
+        return f"method {self.name} of {self.this.describe()}"

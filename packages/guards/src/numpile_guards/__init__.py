@@ -14,9 +14,18 @@ from .check import order_guards as order_guards
 from .guard import ArraySpec as ArraySpec
 from .guard import Guard as Guard
 from .guard import GuardKind as GuardKind
+from .guard import ShapeRelation as ShapeRelation
+from .guard_filter import GuardFilterEntry as GuardFilterEntry
+from .guard_filter import GuardFilterFn as GuardFilterFn
+from .guard_filter import filter_guards as filter_guards
+from .guard_filter import keep_array_guards_unsafe as keep_array_guards_unsafe
+from .guard_filter import skip_all_guards_unsafe as skip_all_guards_unsafe
+from .guard_filter import skip_guard_on_globals_unsafe as skip_guard_on_globals_unsafe
+from .guard_filter import split_guard_filter as split_guard_filter
 from .reasons import RecompileReason as RecompileReason
 from .reasons import constants_match as constants_match
 from .reasons import guard_failure as guard_failure
+from .shape_env import ShapeEnv as ShapeEnv
 from .source import AttrSource as AttrSource
 from .source import ClosureSource as ClosureSource
 from .source import FunctionSource as FunctionSource
@@ -24,10 +33,15 @@ from .source import GlobalSource as GlobalSource
 from .source import ItemSource as ItemSource
 from .source import LocalSource as LocalSource
 from .source import Source as Source
+from .symbolic import ShapeGuard as ShapeGuard
+from .symbolic import SymInt as SymInt
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ShapeEnv",
+    "ShapeGuard",
+    "SymInt",
     "DEFAULT_SIZE_LIMIT",
     "ArraySpec",
     "AttrSource",
@@ -38,10 +52,13 @@ __all__ = [
     "GlobalSource",
     "Guard",
     "GuardCheck",
+    "GuardFilterEntry",
+    "GuardFilterFn",
     "GuardKind",
     "ItemSource",
     "LocalSource",
     "RecompileReason",
+    "ShapeRelation",
     "Source",
     "all_caches",
     "cache_for",
@@ -50,6 +67,11 @@ __all__ = [
     "compile_guards",
     "constants_match",
     "differentiating_guards",
+    "filter_guards",
     "guard_failure",
+    "keep_array_guards_unsafe",
     "order_guards",
+    "skip_all_guards_unsafe",
+    "skip_guard_on_globals_unsafe",
+    "split_guard_filter",
 ]

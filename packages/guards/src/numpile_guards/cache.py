@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 
 from .check import FetchFn, GuardCheck, compile_guards
-from .guard import ArraySpec, Guard
+from .guard import ArraySpec, Guard, GuardKind
 from .reasons import RecompileReason
 
 log = logging.getLogger("numpile.guards")
@@ -60,6 +60,8 @@ def _expected_key(guard: Guard) -> Any:
     expected = guard.expected
     if isinstance(expected, ArraySpec):
         return (expected.type, str(expected.dtype), expected.shape, expected.strides)
+    if guard.kind is GuardKind.SHAPE_RELATION:
+        return ("relation", str(expected))
     try:
         hash(expected)
     except TypeError:
@@ -142,7 +144,8 @@ class CodeCache:
         if skip_guards_unsafe:
             return self._lookup_unsafe(L, G, F, tag)
         for entry in self.entries:
-            if entry.tag == tag and entry.check.fn(L, G, F):
+            # NOTE: `is` first: the dispatcher passes the very tag object it stored.
+            if (entry.tag is tag or entry.tag == tag) and entry.check.fn(L, G, F):
                 return entry
         return None
 

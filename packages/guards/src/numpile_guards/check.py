@@ -3,10 +3,10 @@
 `compile_guards` turns a cache entry's guards into the source of one function
 `check(L, G, F) -> bool` whose body is a single `and` chain, and compiles it
 with `compile()`. The chain is ordered cheapest and most discriminating first
-(type checks, then array dtypes, shapes and strides, then lengths, identities
-and values); a value fetched more than once is fetched once, with `:=`. Any
-exception while checking (a missing key, attribute or closure cell) means the
-check fails.
+(types and argument identities, array dtypes, shapes, argument values, strides,
+shape relations, then what is read from globals); a value fetched more than once
+is fetched once, with `:=`. Any exception while checking (a missing key,
+attribute or closure cell) means the check fails.
 
     >>> check = compile_guards([Guard(GuardKind.EQUALS_MATCH, GlobalSource("scale"), 2.0)])
     >>> check({}, {"scale": 2.0}, None), check.failure({}, {"scale": 3.0}, None)
@@ -32,9 +32,11 @@ from typing import Any
 import attrs
 import numpy as np
 
-from .guard import ArraySpec, Guard, GuardKind
+from numpile_runtime import timed
+
+from .guard import ArraySpec, Guard, GuardKind, ShapeRelation
 from .reasons import constants_match, guard_failure
-from .source import AttrSource, ItemSource, Source
+from .source import AttrSource, ItemSource, LocalSource, Source
 
 log = logging.getLogger("numpile.guards")
 
@@ -42,24 +44,42 @@ CheckFn = Callable[[dict[str, Any], dict[str, Any], Any], bool]
 FetchFn = Callable[[dict[str, Any], dict[str, Any], Any], tuple[Any, ...]]
 
 # Clause priorities: lower runs first. A guard's own clauses keep their relative order.
+# NOTE: cheapest and most discriminating first. Exact-type checks (and identities of
+# arguments) reject a wrong kind of input at once; dtypes and shapes are what changes between
+# calls in NumPy code, then the values and lengths of Python arguments; strides differ only
+# for views; shape relations evaluate arithmetic; what is read from globals or the function
+# (lengths, keys, identities, constants) almost never changes and goes last.
 _TYPE = 0
 _DTYPE = 1
 _SHAPE = 2
-_STRIDES = 3
-_LENGTH = 4
-_KEYS = 5
-_IDENTITY = 6
-_VALUE = 7
+_ARGUMENT_VALUE = 3
+_STRIDES = 4
+_RELATION = 5
+_LENGTH = 6
+_KEYS = 7
+_IDENTITY = 8
+_VALUE = 9
 
-# The order `failure` walks guards in, matching the clause order of the fast check.
-_GUARD_ORDER = {
-    GuardKind.TYPE_MATCH: _TYPE,
-    GuardKind.ARRAY_MATCH: _TYPE,
-    GuardKind.LENGTH_MATCH: _LENGTH,
-    GuardKind.DICT_KEYS: _KEYS,
-    GuardKind.ID_MATCH: _IDENTITY,
-    GuardKind.EQUALS_MATCH: _VALUE,
+# Where each kind of guard runs, for a source under the arguments (`L`) and for any other.
+_PRIORITY = {
+    GuardKind.TYPE_MATCH: (_TYPE, _TYPE),
+    GuardKind.ARRAY_MATCH: (_TYPE, _TYPE),
+    GuardKind.ID_MATCH: (_TYPE, _IDENTITY),
+    GuardKind.EQUALS_MATCH: (_ARGUMENT_VALUE, _VALUE),
+    GuardKind.LENGTH_MATCH: (_ARGUMENT_VALUE, _LENGTH),
+    GuardKind.DICT_KEYS: (_KEYS, _KEYS),
+    GuardKind.SHAPE_RELATION: (_RELATION, _RELATION),
 }
+
+
+def _priority(guard: Guard) -> int:
+    # The priority of a guard's first clause; `failure` walks guards in this order.
+    source: Source = guard.source
+    while isinstance(source, AttrSource | ItemSource):
+        source = source.base
+    on_argument, elsewhere = _PRIORITY[guard.kind]
+    return on_argument if isinstance(source, LocalSource) else elsewhere
+
 
 # Types whose constants print as Python literals that compare exactly with `==` after a
 # type check (floats need NaN and signed-zero care, so they are not here).
@@ -72,7 +92,7 @@ def order_guards(guards: Sequence[Guard]) -> tuple[Guard, ...]:
     >>> [g.kind.name for g in order_guards([equals_guard, type_guard])]  # doctest: +SKIP
     ['TYPE_MATCH', 'EQUALS_MATCH']
     """
-    return tuple(sorted(guards, key=lambda guard: _GUARD_ORDER[guard.kind]))
+    return tuple(sorted(guards, key=_priority))
 
 
 @attrs.frozen
@@ -184,25 +204,33 @@ def _equals_clause(emit: _Emitter, source: Source, expected: Any) -> str:
     return f"_constants_match({emit.fetch(source)}, {emit.constant(expected)})"
 
 
+def _relation_clause(relation: ShapeRelation) -> str:
+    # Inlined: the relation's own Python text over L, G and F, in parentheses.
+    return f"({relation.text})"
+
+
 def _clauses(guard: Guard) -> list[Clause]:
     # Each clause renders lazily, so `:=` bindings land where the clause sits in the chain.
     kind = guard.kind
     source = guard.source
     expected = guard.expected
-    if kind is GuardKind.TYPE_MATCH:
-        return [(_TYPE, lambda emit: f"type({emit.fetch(source)}) is {emit.constant(expected)}")]
     if kind is GuardKind.ARRAY_MATCH:
         return _array_clauses(source, expected)
+    if kind not in _PRIORITY:
+        raise ValueError(f"unknown guard kind {kind!r}")
+    priority = _priority(guard)
+    if kind is GuardKind.TYPE_MATCH:
+        return [(priority, lambda emit: f"type({emit.fetch(source)}) is {emit.constant(expected)}")]
     if kind is GuardKind.ID_MATCH:
-        return [(_IDENTITY, lambda emit: f"{emit.fetch(source)} is {emit.constant(expected)}")]
+        return [(priority, lambda emit: f"{emit.fetch(source)} is {emit.constant(expected)}")]
     if kind is GuardKind.EQUALS_MATCH:
-        return [(_VALUE, lambda emit: _equals_clause(emit, source, expected))]
+        return [(priority, lambda emit: _equals_clause(emit, source, expected))]
     if kind is GuardKind.LENGTH_MATCH:
-        return [(_LENGTH, lambda emit: f"len({emit.fetch(source)}) == {int(expected)}")]
+        return [(priority, lambda emit: f"len({emit.fetch(source)}) == {int(expected)}")]
     if kind is GuardKind.DICT_KEYS:
         keys = list(expected)
-        return [(_KEYS, lambda emit: f"list({emit.fetch(source)}) == {emit.constant(keys)}")]
-    raise ValueError(f"unknown guard kind {kind!r}")
+        return [(priority, lambda emit: f"list({emit.fetch(source)}) == {emit.constant(keys)}")]
+    return [(priority, lambda emit: _relation_clause(expected))]
 
 
 def _is_plain_equals(guard: Guard) -> bool:
@@ -257,14 +285,27 @@ def _constants_comment(constants: dict[str, Any]) -> list[str]:
     return [f"# {name} = {value!r}" for name, value in constants.items()]
 
 
-def compile_guards(guards: Sequence[Guard]) -> GuardCheck:
+def compile_guards(guards: Sequence[Guard], *, name: str | None = None) -> GuardCheck:
     """Compile `guards` into one `GuardCheck` (one generated Python function).
+
+    `name` (the compiled function's name) makes the guard listing go to the
+    `numpile.guards` log at INFO (`NUMPILE_LOGS=guards`); the source goes at DEBUG.
 
     >>> spec = ArraySpec(np.ndarray, np.dtype("float64"), (3,), (8,))
     >>> check = compile_guards([Guard(GuardKind.ARRAY_MATCH, LocalSource("x"), spec)])
     >>> check({"x": np.zeros(3)}, {}, None), check({"x": np.zeros(4)}, {}, None)
     (True, False)
     """
+    with timed("guards"):
+        check = _compile_check(guards)
+    if name is not None and log.isEnabledFor(logging.INFO):
+        listing = "\n".join(f"  {guard}" for guard in check.guards) or "  (none)"
+        log.info("GUARDS of %s (%d):\n%s", name, len(check.guards), listing)
+    log.debug("compiled guards:\n%s", check.source)
+    return check
+
+
+def _compile_check(guards: Sequence[Guard]) -> GuardCheck:
     ordered = order_guards(guards)
     texts, constants = _render(ordered)
     lines = _constants_comment(constants)
@@ -282,7 +323,6 @@ def compile_guards(guards: Sequence[Guard]) -> GuardCheck:
         lines.append("    except Exception:")
         lines.append("        return False")
     source = "\n".join(lines) + "\n"
-    log.debug("compiled guards:\n%s", source)
     return GuardCheck(ordered, source, _build("check", source, constants))
 
 

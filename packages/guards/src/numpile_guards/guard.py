@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import types
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -26,6 +26,8 @@ class GuardKind(enum.Enum):
     ARRAY_MATCH: an ndarray with `expected` = `ArraySpec` (dtype, shape, strides).
     LENGTH_MATCH: `len(value) == expected` (lists, tuples, dicts).
     DICT_KEYS: `list(value) == expected` (keys in order).
+    SHAPE_RELATION: `expected` (a `ShapeRelation`) holds for the sizes it reads;
+        `source` names the relation (symbolic shapes: `L['y'].shape[0] == L['x'].shape[0]`).
     """
 
     TYPE_MATCH = "type_match"
@@ -34,6 +36,25 @@ class GuardKind(enum.Enum):
     ARRAY_MATCH = "array_match"
     LENGTH_MATCH = "length_match"
     DICT_KEYS = "dict_keys"
+    SHAPE_RELATION = "shape_relation"
+
+
+@runtime_checkable
+class ShapeRelation(Protocol):
+    """A fact about sizes a dynamic entry relies on (`s0 == s1`, `s0 % 4 == 0`, ...).
+
+    `text` is the relation as a Python expression over sources (`L`, `G`, `F`),
+    e.g. `L['x'].shape[0] % 4 == 0`: the compiled check inlines it in its chain;
+    `evaluate(L, G, F)` is the same test, slowly (False when a source is missing).
+    `numpile_guards.symbolic.ShapeGuard` is one.
+
+        >>> Guard(GuardKind.SHAPE_RELATION, RelationSource(rel.text), rel)  # doctest: +SKIP
+    """
+
+    @property
+    def text(self) -> str: ...
+
+    def evaluate(self, L: dict[str, Any], G: dict[str, Any], F: Any) -> bool: ...
 
 
 @attrs.frozen
@@ -59,6 +80,8 @@ class Guard:
     expected: Any = attrs.field(eq=False)
 
     def __str__(self) -> str:
+        if self.kind is GuardKind.SHAPE_RELATION:
+            return f"{self.kind.name}({self.expected.text})"
         return f"{self.kind.name}({self.source.name}, {_describe(self.expected)})"
 
 
@@ -69,6 +92,8 @@ def _describe(expected: Any) -> str:
         strides = ", ".join("?" if s is None else str(s) for s in expected.strides)
         kind = "" if expected.type.__name__ == "ndarray" else f"{expected.type.__name__} "
         return f"{kind}{expected.dtype}[{dims}] strides=({strides})"
+    if isinstance(expected, ShapeRelation):
+        return expected.text
     if isinstance(expected, types.ModuleType):
         return f"module {expected.__name__}"
     if isinstance(expected, type):

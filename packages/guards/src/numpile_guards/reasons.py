@@ -18,6 +18,7 @@ exactly when the compiled check (`compile_guards`) accepts that guard.
 from __future__ import annotations
 
 import math
+import re
 import reprlib
 from typing import Any
 
@@ -100,6 +101,25 @@ def _array_failure(name: str, fetched: Any, spec: ArraySpec) -> str | None:
     return None
 
 
+# A source expression inside a relation's text: L['x'].shape[0], G['n'], F.__defaults__[1].
+_SOURCE_PATTERN = re.compile(r"\b[LGF](?:\[[^\]\[]+\]|\.[A-Za-z_]\w*)+")
+
+
+def _relation_failure(relation: Any, L: dict[str, Any], G: dict[str, Any], F: Any) -> str | None:
+    if relation.evaluate(L, G, F):
+        return None
+    text = relation.text
+    values: list[str] = []
+    for name in dict.fromkeys(_SOURCE_PATTERN.findall(text)):
+        try:
+            value = eval(name, {"L": L, "G": G, "F": F})
+        except Exception as exc:
+            return f"{text}: {name} not found ({type(exc).__name__}: {exc})"
+        values.append(f"{name} = {_short(value)}")
+    got = f" for {', '.join(values)}" if values else ""
+    return f"{text}: false{got}"
+
+
 def guard_failure(guard: Guard, L: dict[str, Any], G: dict[str, Any], F: Any) -> str | None:
     """Why `guard` fails on (L, G, F), as one readable line; None when it holds.
 
@@ -111,6 +131,8 @@ def guard_failure(guard: Guard, L: dict[str, Any], G: dict[str, Any], F: Any) ->
         ...               {"x": np.zeros(9, np.float32)}, {}, None)
         "L['x'].shape[0]: expected 8, got 9"
     """
+    if guard.kind is GuardKind.SHAPE_RELATION:
+        return _relation_failure(guard.expected, L, G, F)
     name = guard.source.name
     try:
         value = guard.source.get(L, G, F)

@@ -13,6 +13,7 @@ and a warm start stay cheap.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 from .autotune import AutotuneChoice as AutotuneChoice
@@ -20,6 +21,8 @@ from .backend import CompiledGraph as CompiledGraph
 from .backend import KernelCompileError as KernelCompileError
 from .backend import compile_graph as compile_graph
 from .backend import inductor as inductor
+from .buffer_pool import buffer_pool_bytes as buffer_pool_bytes
+from .buffer_pool import trim_buffer_pool as trim_buffer_pool
 from .config import InductorConfig as InductorConfig
 from .config import list_mode_options as list_mode_options
 from .config import list_options as list_options
@@ -31,8 +34,18 @@ if TYPE_CHECKING:
     from .lowering import lower_graph as lower_graph
     from .lowering import register_lowering as register_lowering
     from .scheduler import schedule as schedule
+    from .triton_backend import TritonCompiled as TritonCompiled
+    from .triton_backend import compile_triton as compile_triton
+    from .triton_backend import triton_backend as triton_backend
+    from .triton_kernel import TritonOptions as TritonOptions
 
 __version__ = "0.1.0"
+
+# Idle OpenMP threads sleep instead of spinning: kernels alternate with NumPy and BLAS calls
+# on the same cores. libgomp reads this once, when it loads, and a process has one libgomp
+# (torch's, if torch came first, is the one kernels bind to): set it as early as possible.
+# A value the user set wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __all__ = [
     "DECOMPOSITIONS",
@@ -41,7 +54,11 @@ __all__ = [
     "CompiledGraph",
     "InductorConfig",
     "KernelCompileError",
+    "TritonCompiled",
+    "TritonOptions",
+    "buffer_pool_bytes",
     "compile_graph",
+    "compile_triton",
     "graph_dot",
     "inductor",
     "list_mode_options",
@@ -49,6 +66,8 @@ __all__ = [
     "lower_graph",
     "register_lowering",
     "schedule",
+    "trim_buffer_pool",
+    "triton_backend",
 ]
 
 # NOTE: public names that live in the code generator's modules, imported on first access.
@@ -58,6 +77,10 @@ _LAZY: dict[str, str] = {
     "lower_graph": ".lowering",
     "register_lowering": ".lowering",
     "schedule": ".scheduler",
+    "TritonCompiled": ".triton_backend",
+    "TritonOptions": ".triton_kernel",
+    "compile_triton": ".triton_backend",
+    "triton_backend": ".triton_backend",
 }
 
 

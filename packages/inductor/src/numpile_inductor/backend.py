@@ -24,6 +24,7 @@ import numpile_runtime as rt
 from numpile_capture import Graph
 
 from .autotune import AutotuneChoice, autotune
+from .buffer_pool import pool_handler
 from .config import InductorConfig
 from .debug import debug_folder, graph_dot, write_debug_files
 from .graph_cache import (
@@ -127,6 +128,10 @@ def inductor(
 
         >>> fn = inductor(graph, [np.ones(3)])  # doctest: +SKIP
     """
+    if any(getattr(node.meta, "device", "cpu") == "cuda" for node in graph.placeholders):
+        from .triton_backend import triton_backend  # CuPy inputs: Triton kernels (C options unused)
+
+        return triton_backend(graph, example_inputs, mode=mode)
     return compile_graph(graph, options=options, mode=mode, example_inputs=example_inputs).fn
 
 
@@ -226,6 +231,7 @@ def _finish(
     steps = tuple(spec.callable_step("") for spec in artifact.externs)
     externs = extern_callables(steps)
     module.set_externs(externs)
+    module.set_pool(pool_handler())
     generated = GeneratedModule(
         artifact.module_name,
         artifact.source,
@@ -307,6 +313,7 @@ def _autotune(
         for generated, module in zip(variants, modules, strict=True):
             assert not isinstance(module, type(None))
             module.set_externs(generated.externs)
+            module.set_pool(pool_handler())
             built.append((output_rebuilder(generated, module.call), module.set_threads))
         return built
 

@@ -12,21 +12,27 @@ dropped, writes into memory that is already mapped. Arrays remember their
 handler, so a pooled array is freed back into the pool however it dies; its
 `base` stays None and it owns its data, as a NumPy result does.
 
-The wrapper uses it around the allocation of a large output:
-
-    PyObject *prev = PyDataMem_SetHandler(numpile_pool_handler());
-    out = PyArray_NewFromDescr(...);
-    Py_XDECREF(PyDataMem_SetHandler(prev));
-    Py_XDECREF(prev);
-
-and exports `numpile_pool_trim` (release every cached block) so a reset can
-return the memory.
+One pool serves the whole process: `pool_handler()` builds (through the code
+cache) and loads a small extension module holding it, and every graph module
+gets its handler capsule at load time. The wrapper sets the handler around the
+allocation of each large output or temporary (`pooled_alloc_lines`), so a result
+handed to the user is an ordinary NumPy array that owns its data; its block
+returns to the pool only when the array (and every view of it) is dead.
+`trim_buffer_pool()` (called by `numpile.reset()`) frees the cached blocks.
 
     >>> "numpile_pool_handler" in POOL_SOURCE
     True
 """
 
 from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import numpile_runtime as rt
+
+log = logging.getLogger("numpile.inductor.buffer_pool")
 
 # Blocks below this go straight to malloc (glibc reuses them without faults anyway).
 MIN_POOLED_BYTES = 1 << 20
@@ -192,15 +198,123 @@ static size_t numpile_pool_trim(void)
 """
 
 
-def pooled_alloc_lines(target: str, alloc_expression: str, indent: str = "    ") -> list[str]:
+def pooled_alloc_lines(
+    target: str,
+    alloc_expression: str,
+    indent: str = "    ",
+    *,
+    handler: str = "numpile_pool_handler()",
+) -> list[str]:
     """C lines that run `target = alloc_expression;` with the pool as NumPy's handler.
 
+    Setting the handler can fail (an exception set): `target` is then NULL.
+
     >>> pooled_alloc_lines("o_v1", "PyArray_SimpleNew(1, dims, NPY_DOUBLE)", "")[1]
-    'o_v1 = PyArray_SimpleNew(1, dims, NPY_DOUBLE);'
+    'o_v1 = np_prev == NULL ? NULL : PyArray_SimpleNew(1, dims, NPY_DOUBLE);'
     """
     return [
-        f"{indent}PyObject *np_prev = PyDataMem_SetHandler(numpile_pool_handler());",
-        f"{indent}{target} = {alloc_expression};",
-        f"{indent}Py_XDECREF(PyDataMem_SetHandler(np_prev));",
-        f"{indent}Py_XDECREF(np_prev);",
+        f"{indent}PyObject *np_prev = PyDataMem_SetHandler({handler});",
+        f"{indent}{target} = np_prev == NULL ? NULL : {alloc_expression};",
+        f"{indent}if (np_prev != NULL) {{",
+        f"{indent}    Py_XDECREF(PyDataMem_SetHandler(np_prev));",
+        f"{indent}    Py_DECREF(np_prev);",
+        f"{indent}}}",
     ]
+
+
+_MODULE_NAME = "numpile_buffer_pool"
+
+_MODULE_SOURCE = (
+    """\
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <stdint.h>
+"""
+    + POOL_SOURCE
+    + """
+static PyObject *handler(PyObject *self, PyObject *unused)
+{
+    PyObject *capsule = numpile_pool_handler();
+    return capsule == NULL ? NULL : Py_NewRef(capsule);
+}
+
+static PyObject *trim(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromSize_t(numpile_pool_trim());
+}
+
+static PyObject *cached_bytes(PyObject *self, PyObject *unused)
+{
+    pthread_mutex_lock(&np_pool.lock);
+    size_t cached = np_pool.cached;
+    pthread_mutex_unlock(&np_pool.lock);
+    return PyLong_FromSize_t(cached);
+}
+
+static PyMethodDef methods[] = {
+    {"handler", handler, METH_NOARGS, "The pool's NEP 49 handler capsule."},
+    {"trim", trim, METH_NOARGS, "Free the cached blocks; the bytes released."},
+    {"cached_bytes", cached_bytes, METH_NOARGS, "Bytes held in the free list."},
+    {NULL, NULL, 0, NULL}
+};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "numpile_buffer_pool", NULL, -1,
+                                       methods};
+
+PyMODINIT_FUNC PyInit_numpile_buffer_pool(void)
+{
+    import_array();
+    return PyModule_Create(&moduledef);
+}
+"""
+)
+
+# NOTE: the process-wide pool module, built on first use; None until then, False when it
+# failed to build (allocation then goes through NumPy's own handler).
+_POOL: list[Any] = []
+_POOL_LOCK = threading.Lock()
+
+
+def _pool_module() -> Any:
+    with _POOL_LOCK:
+        if not _POOL:
+            try:
+                _POOL.append(rt.build_extension(_MODULE_SOURCE, module_name=_MODULE_NAME))
+            except rt.BuildError as error:  # e.g. no pthread headers: plain allocation
+                log.warning("the buffer pool did not build (%s); outputs use malloc", error)
+                _POOL.append(None)
+        return _POOL[0]
+
+
+def pool_handler() -> Any:
+    """The pool's NEP 49 handler capsule, handed to each graph module; None without one.
+
+    >>> pool_handler() is not None  # doctest: +SKIP
+    True
+    """
+    module = _pool_module()
+    return None if module is None else module.handler()
+
+
+def trim_buffer_pool() -> int:
+    """Free every block the buffer pool caches; the bytes released (0 before any compile).
+
+    Arrays still alive keep their memory; it is freed when they die.
+
+    >>> trim_buffer_pool() >= 0
+    True
+    """
+    module = _POOL[0] if _POOL else None
+    return 0 if module is None else int(module.trim())
+
+
+def buffer_pool_bytes() -> int:
+    """Bytes the buffer pool holds for reuse (blocks of dead arrays).
+
+    >>> buffer_pool_bytes() >= 0
+    True
+    """
+    module = _POOL[0] if _POOL else None
+    return 0 if module is None else int(module.cached_bytes())

@@ -83,9 +83,15 @@ def _buffer_reads(expr: Expr, scalars: dict[str, None]) -> list[str]:
 
 
 def kernel_source(
-    fused: FusedKernel, buffers: dict[str, Buffer], *, parallel_threshold: int
+    fused: FusedKernel,
+    buffers: dict[str, Buffer],
+    *,
+    parallel_threshold: int,
+    aliased: frozenset[str] = frozenset(),
 ) -> str:
     """The C definition of `fused` (a `static void` function).
+
+    Buffers in `aliased` may share memory (an in-place epilogue): no `restrict` on them.
 
     >>> "#pragma omp parallel for" in kernel_source(fused, buffers, parallel_threshold=1)
     ... # doctest: +SKIP
@@ -100,7 +106,8 @@ def kernel_source(
         buf = buffers[name]
         ct = c_type(buf.dtype)
         qualifier = "" if name in fused.writes() else "const "
-        params.append(f"{qualifier}{ct} *restrict {name}")
+        restrict = "" if name in aliased else "restrict "
+        params.append(f"{qualifier}{ct} *{restrict}{name}")
         params.append(f"const int64_t *restrict {name}_st")
         example = buf.example_strides
         if example is None and buf.kind == "extern":

@@ -46,11 +46,19 @@ def _mean_dtype(node: Node, value: Lowered) -> np.dtype[Any]:
     return dtype
 
 
+def _static_count(value: Lowered, axes: tuple[int, ...]) -> int:
+    # The number of reduced elements; a symbolic count runs the op as an extern call.
+    count = math.prod(value.shape[d] for d in axes)
+    if not isinstance(count, int):
+        raise CannotLower("mean/var over a symbolic size")
+    return count
+
+
 def _lower_mean(ctx: LoweringContext, node: Node) -> Lowered:
     value = reduction_input(ctx, node)
     dtype = _mean_dtype(node, value)
     axes = reduction_axes(node, len(value.shape))
-    count = math.prod(value.shape[d] for d in axes)
+    count = _static_count(value, axes)
     return reduce_value(
         ctx,
         value,
@@ -67,7 +75,7 @@ def _lower_var(ctx: LoweringContext, node: Node, *, root: bool = False) -> Lower
     value = reduction_input(ctx, node)
     dtype = _mean_dtype(node, value)
     axes = reduction_axes(node, len(value.shape))
-    count = math.prod(value.shape[d] for d in axes)
+    count = _static_count(value, axes)
     ddof = node.kwargs.get("ddof", 0)
     mean = reduce_value(
         ctx,

@@ -106,6 +106,67 @@ def c_index(expr: Any) -> str:
     return text
 
 
+class _SizePrinter(_IndexPrinter):
+    # Sizes over symbols in exact int64 arithmetic: sympy writes x[1::3]'s length as
+    # floor(s0/3 + 1/3), which C99 would evaluate in double (2.9999... for s0 = 8).
+    def _quotient(self, arg: Any) -> tuple[str, str]:
+        num, den = sympy.fraction(sympy.together(arg))
+        return self._print(sympy.expand(num)), self._print(den)
+
+    def _print_floor(self, expr: Any) -> str:
+        num, den = self._quotient(expr.args[0])
+        return f"np_floordiv_i64({num}, {den})"
+
+    def _print_ceiling(self, expr: Any) -> str:
+        num, den = self._quotient(expr.args[0])
+        return f"(-np_floordiv_i64(-({num}), {den}))"
+
+    def _print_Max(self, expr: Any) -> str:  # noqa: N802 - sympy's printer naming
+        return self._fold("np_max_i64", expr.args)
+
+    def _print_Min(self, expr: Any) -> str:  # noqa: N802
+        return self._fold("np_min_i64", expr.args)
+
+    def _print_Mod(self, expr: Any) -> str:  # noqa: N802
+        base, modulus = expr.args
+        return f"np_mod_i64({self._print(base)}, {self._print(modulus)})"
+
+    def _print_Rational(self, expr: Any) -> str:  # noqa: N802
+        if expr.q != 1:
+            raise ValueError(f"a size cannot be the fraction {expr}")
+        return str(self._print_Integer(expr))
+
+    def _fold(self, fn: str, args: tuple[Any, ...]) -> str:
+        text = str(self._print(args[0]))
+        for arg in args[1:]:
+            text = f"{fn}({text}, {self._print(arg)})"
+        return text
+
+
+_SIZE_PRINTER = _SizePrinter()
+
+SIZE_HELPERS = """\
+static inline int64_t np_floordiv_i64(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t np_mod_i64(int64_t a, int64_t b) { return a - b * np_floordiv_i64(a, b); }
+static inline int64_t np_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t np_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+"""
+
+
+def c_size(expr: Any) -> str:
+    """The C spelling of a size expression over size symbols, in exact int64 arithmetic.
+
+    >>> c_size(sympy.floor(sympy.Symbol("s0", integer=True) / 3 + sympy.Rational(1, 3)))
+    'np_floordiv_i64(s0 + 1, 3)'
+    """
+    text: str = _SIZE_PRINTER.doprint(sympy.sympify(expr))
+    return text
+
+
 def flatten_index(index: tuple[Any, ...], shape: tuple[int, ...]) -> Any:
     """The C-order flat position of `index` in an array of `shape`.
 

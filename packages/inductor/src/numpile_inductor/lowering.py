@@ -205,8 +205,8 @@ class LoweringContext:
             else:
                 args.append(value)
         meta = node.meta
-        if isinstance(meta, ArrayMeta) and all(isinstance(d, int) for d in meta.shape):
-            shape = tuple(int(d) for d in meta.shape)
+        shape = _extern_shape(meta)
+        if isinstance(meta, ArrayMeta) and shape is not None:
             buffer = self.new_buffer(node.name, shape, meta.dtype, "extern")
             lowered = Lowered(shape, meta.dtype, None, buffer=buffer)
             if c_type(meta.dtype) is not None:
@@ -258,13 +258,43 @@ class LoweringContext:
             self.realize(value, node.name)
 
 
+def _extern_shape(meta: Any) -> tuple[Any, ...] | None:
+    # The shape of an extern call's array result; None when it is no array (or odd dims).
+    if not isinstance(meta, ArrayMeta):
+        return None
+    try:
+        return tuple(as_dim(d) for d in meta.shape)
+    except CannotLower:
+        return None
+
+
 def _lowerable_meta(node: Node) -> bool:
     meta = node.meta
     if not isinstance(meta, ArrayMeta):
         return False
-    if not all(isinstance(d, int) for d in meta.shape):
-        return False
     return c_type(meta.dtype) is not None
+
+
+def as_dim(dim: Any) -> Any:
+    """A dim of a meta as the loop IR holds it: an int, or a sympy expression over sizes.
+
+    >>> as_dim(sympy.Integer(3)), as_dim(sympy.Symbol("s0", integer=True, positive=True))
+    (3, s0)
+    """
+    if isinstance(dim, int | np.integer) or (isinstance(dim, sympy.Expr) and dim.is_Integer):
+        return int(dim)
+    if isinstance(dim, sympy.Expr):
+        return dim
+    raise CannotLower(f"dim {dim!r} is neither an int nor a sympy expression")
+
+
+def is_static(shape: tuple[Any, ...]) -> bool:
+    """Whether every dim of `shape` is an int (no size symbols).
+
+    >>> is_static((2, 3)), is_static((sympy.Symbol("s0"), 3))
+    (True, False)
+    """
+    return all(isinstance(d, int) for d in shape)
 
 
 def lower_graph(graph: Graph) -> Program:
@@ -298,12 +328,11 @@ def _lower_placeholder(ctx: LoweringContext, node: Node) -> str:
         ctx.values[node] = Lowered((), dtype or np.dtype("O"), loader, buffer=name)
         ctx.values[node].pure_view = True
         return name
-    static = all(isinstance(d, int) for d in meta.shape)
-    if not static or c_type(meta.dtype) is None:
+    if c_type(meta.dtype) is None:
         name = ctx.new_buffer(node.name, (), np.dtype("O"), "object")
         ctx.values[node] = Lowered((), np.dtype("O"), None, buffer=name)
         return name
-    shape = tuple(int(d) for d in meta.shape)
+    shape = tuple(as_dim(d) for d in meta.shape)
     name = ctx.new_buffer(node.name, shape, meta.dtype, "input")
     strides = meta.strides if meta.strides is not None else contiguous_strides(shape)
     ctx.buffers[name] = attrs.evolve(ctx.buffers[name], example_strides=tuple(strides))
@@ -387,9 +416,9 @@ def input_cost(ctx: LoweringContext, node: Node) -> tuple[int, bool]:
     return ops, heavy
 
 
-def out_shape(node: Node) -> tuple[int, ...]:
+def out_shape(node: Node) -> tuple[Any, ...]:
     assert isinstance(node.meta, ArrayMeta)
-    return tuple(int(d) for d in node.meta.shape)
+    return tuple(as_dim(d) for d in node.meta.shape)
 
 
 # -- pointwise ---------------------------------------------------------------------------------
@@ -520,6 +549,8 @@ def _lower_view(ctx: LoweringContext, node: Node) -> Lowered:
     if node.meta.dtype != source.dtype:
         raise CannotLower("a view that changes the dtype")
     in_shape = source.shape
+    if not (is_static(shape) and is_static(in_shape)):
+        raise CannotLower("a view of symbolic shape (the stride probe needs sizes)")
     base = np.zeros(max(1, math.prod(in_shape)), np.uint8)
     probe = np.lib.stride_tricks.as_strided(base, in_shape, contiguous_strides(in_shape))
     result = node.op.impl(probe, *node.inputs[1:], **node.kwargs)

@@ -296,7 +296,8 @@ def fuse_rows(
                 buf = program.buffers[name]
                 row_bytes = math.prod(buf.shape[rows:]) * buf.dtype.itemsize
                 if (
-                    name not in outputs
+                    isinstance(row_bytes, int)  # a row of symbolic size stays in memory
+                    and name not in outputs
                     and name not in part.internal
                     and readers.get(name, set()) <= {position}
                     and row_bytes <= _MAX_SCRATCH_BYTES

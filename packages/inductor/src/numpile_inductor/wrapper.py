@@ -21,14 +21,17 @@ from typing import Any
 
 import attrs
 import numpy as np
+import sympy
 
-from numpile_capture import ArrayMeta, Node, tree_flatten
+from numpile_capture import ArrayMeta, Node, contiguous_strides, tree_flatten
 
+from .buffer_pool import MIN_POOLED_BYTES, pooled_alloc_lines
 from .c_kernel import kernel_signature, kernel_source
 from .c_ops import c_type, helper_definitions, vector_math_declarations
 from .config import InductorConfig
+from .index import SIZE_HELPERS, c_size
 from .launcher import GeneratedModule, extern_callable
-from .loop_ir import Buffer, BufferRef, ExternCall
+from .loop_ir import Buffer, BufferRef, ExternCall, loads_of
 from .scheduler import FusedKernel, Schedule
 
 log = logging.getLogger("numpile.inductor.wrapper")
@@ -64,15 +67,38 @@ def _gives_scalar(node: Node) -> bool:
     return node.op.name not in _ZERO_D_ARRAY_OPS
 
 
-def _layout_mismatch(array: str, buf: Buffer) -> list[str]:
-    # C conditions under which `array` is not a native-order `buf.dtype` array of `buf.shape`.
+def _layout_mismatch(array: str, buf: Buffer, dims: dict[int, str]) -> list[str]:
+    # C conditions under which `array` is not a native-order `buf.dtype` array of `buf.shape`;
+    # `dims` holds the C spellings of the sizes to check (the others are checked elsewhere).
     conds = [
         f"PyArray_TYPE({array}) != {_typenum(buf.dtype)}",
         f"PyArray_NDIM({array}) != {len(buf.shape)}",
         f"!PyArray_ISNOTSWAPPED({array})",
     ]
-    conds += [f"PyArray_DIMS({array})[{d}] != {size}" for d, size in enumerate(buf.shape)]
+    conds += [f"PyArray_DIMS({array})[{d}] != {size}" for d, size in dims.items()]
     return conds
+
+
+def _symbol_var(symbol: sympy.Symbol) -> sympy.Symbol:
+    # The C variable holding a size symbol's value (`sym_s0`: clear of the wrapper's names).
+    return sympy.Symbol(f"sym_{symbol.name}", integer=True)
+
+
+def size_bindings(
+    placeholders: list[tuple[str, tuple[Any, ...]]],
+) -> dict[sympy.Symbol, tuple[str, int]]:
+    """Where each size symbol is read at call time: the first input dim that is that symbol.
+
+    >>> s0 = sympy.Symbol("s0", integer=True, positive=True)
+    >>> size_bindings([("x", (s0, 4)), ("y", (s0,))])
+    {s0: ('x', 0)}
+    """
+    result: dict[sympy.Symbol, tuple[str, int]] = {}
+    for name, shape in placeholders:
+        for d, dim in enumerate(shape):
+            if isinstance(dim, sympy.Symbol) and dim not in result:
+                result[dim] = (name, d)
+    return result
 
 
 class _Emitter:
@@ -89,6 +115,21 @@ class _Emitter:
         self.has_strides: set[str] = set()
         self.kernel_buffers: set[str] = set()
         self.nodes = {node.name: node for node in sched.program.graph.nodes}
+        self.last_step: dict[str, int] = {}
+        self.step_index = 0
+        # kernel name -> the buffers it may run on in place (no `restrict` on them)
+        self.aliased: dict[str, frozenset[str]] = {}
+        self.bindings = size_bindings(
+            [
+                (node.name, tuple(node.meta.shape))
+                for node in sched.program.graph.placeholders
+                if isinstance(node.meta, ArrayMeta)
+            ]
+        )
+        self.symbol_vars = {symbol: _symbol_var(symbol) for symbol in self.bindings}
+        self.extern_ops = {
+            step.buffer: step.op_name for step in sched.steps if isinstance(step, ExternCall)
+        }
 
     def emit(self) -> list[str]:
         graph = self.program.graph
@@ -131,8 +172,11 @@ class _Emitter:
         out.append("#endif")
         for position, name in enumerate(self.program.inputs):
             self._emit_input(position, name)
+        self._emit_sizes()
         last_use = self._last_uses(steps)
+        self.last_step = {name: index for index, names in last_use.items() for name in names}
         for index, step in enumerate(steps):
+            self.step_index = index
             if isinstance(step, FusedKernel):
                 self._emit_kernel(step)
             else:
@@ -192,7 +236,8 @@ class _Emitter:
         out.append(f"        if (k_{name} == NULL) {{ goto fail; }}")
         out.append(f"        a_{name} = (PyArrayObject *)k_{name};")
         out.append("    }")
-        conds = [f"a_{name} == NULL", *_layout_mismatch(f"a_{name}", buf)]
+        static = {d: str(size) for d, size in enumerate(buf.shape) if isinstance(size, int)}
+        conds = [f"a_{name} == NULL", *_layout_mismatch(f"a_{name}", buf, static)]
         out.append(f"    if ({' || '.join(conds)}) {{")
         out.append(
             f'        PyErr_SetString(PyExc_TypeError, "compiled graph input {position} '
@@ -202,6 +247,51 @@ class _Emitter:
         out.append("        goto fail;")
         out.append("    }")
         self._emit_runtime_strides(name, buf)
+
+    def c_dim(self, size: Any) -> str:
+        """The C spelling of a size: an int, or an expression over the bound size symbols."""
+        if isinstance(size, int):
+            return str(size)
+        missing = [s for s in size.free_symbols if s not in self.symbol_vars]
+        if missing:
+            raise ValueError(f"size symbols {missing} are no bare dim of any graph input")
+        return f"(npy_intp)({c_size(size.xreplace(self.symbol_vars))})"
+
+    def _emit_sizes(self) -> None:
+        # Bind each size symbol from its input dim, then check the inputs' other symbolic
+        # dims against them: kernels index with these sizes, so a mismatch must not run.
+        out = self.lines
+        for symbol, (name, d) in self.bindings.items():
+            array = f"a_{name}" if self.buffers[name].kind == "input" else f"o_{name}"
+            out.append(
+                f"    if (!PyArray_Check((PyObject *){array}) || "
+                f"PyArray_NDIM((PyArrayObject *){array}) <= {d}) {{"
+            )
+            out.append(
+                f'        PyErr_SetString(PyExc_TypeError, "compiled graph input {name} must '
+                f'be an array of at least {d + 1} dims");'
+            )
+            out.append("        goto fail;")
+            out.append("    }")
+            out.append(
+                f"    const int64_t {self.symbol_vars[symbol]} = "
+                f"PyArray_DIMS((PyArrayObject *){array})[{d}];"
+            )
+        for name in self.program.inputs:
+            buf = self.buffers[name]
+            if buf.kind != "input":
+                continue
+            for d, size in enumerate(buf.shape):
+                if isinstance(size, int) or self.bindings.get(size) == (name, d):
+                    continue
+                out.append(f"    if (PyArray_DIMS(a_{name})[{d}] != {self.c_dim(size)}) {{")
+                out.append(
+                    f'        PyErr_Format(PyExc_ValueError, "compiled graph input {name}: '
+                    f'dim {d} is %zd where the graph has {size} (shapes do not match)", '
+                    f"(Py_ssize_t)PyArray_DIMS(a_{name})[{d}]);"
+                )
+                out.append("        goto fail;")
+                out.append("    }")
 
     def _emit_runtime_strides(self, name: str, buf: Buffer) -> None:
         nd = len(buf.shape)
@@ -214,30 +304,87 @@ class _Emitter:
             )
         self.has_strides.add(name)
 
-    def _emit_alloc(self, name: str) -> None:
+    def _reusable_source(self, step: FusedKernel, name: str) -> str | None:
+        # An extern result this pointwise kernel may overwrite with `name` (an in-place
+        # epilogue: matmul, then bias and relu into the matmul's own result). It must die
+        # here, match `name`'s shape, dtype and C-contiguous layout, and be read only at
+        # the element each iteration writes. The wrapper also checks at run time that it
+        # holds the array's only reference and that the array owns contiguous data.
+        if step.parts or step.is_reduction or self._output_strides(name) is not None:
+            return None
+        buf = self.buffers[name]
+        if buf.example_strides != contiguous_strides(buf.shape):
+            return None
+        outside = [w for w in step.writes() if w not in step.internal]
+        stores = [s for k in step.kernels for s in k.stores if s.buffer == name]
+        if outside != [name] or len(stores) != 1:
+            return None
+        for src in step.reads():
+            other = self.buffers[src]
+            if (
+                other.kind != "extern"
+                or src not in self.extern_ops
+                or other.shape != buf.shape
+                or other.dtype != buf.dtype
+                or self.last_step.get(src) != self.step_index
+                or c_type(other.dtype) is None
+            ):
+                continue
+            loads = [
+                load
+                for k in step.kernels
+                for s in k.stores
+                for load in loads_of(s.value)
+                if load.buffer == src
+            ]
+            if all(load.index == stores[0].index for load in loads):
+                return src
+        return None
+
+    def _emit_alloc(self, name: str, reuse: str | None = None) -> None:
         buf = self.buffers[name]
         nd = len(buf.shape)
-        dims = ", ".join(str(d) for d in buf.shape) or "0"
+        dims = ", ".join(self.c_dim(d) for d in buf.shape) or "0"
         strides = self._output_strides(name)
         out = self.lines
+        if reuse is not None:
+            flags = "NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEABLE | NPY_ARRAY_C_CONTIGUOUS"
+            out.append(
+                f"    if (k_{reuse} == NULL && Py_REFCNT(o_{reuse}) == 1 && "
+                f"PyArray_BASE(a_{reuse}) == NULL && PyArray_CHKFLAGS(a_{reuse}, {flags})) {{"
+            )
+            out.append(f"        o_{name} = Py_NewRef(o_{reuse});  /* written in place */")
+            out.append("    } else")
         out.append("    {")
         out.append(f"        npy_intp dims[{max(nd, 1)}] = {{{dims}}};")
+        nbytes = " * ".join(
+            ["(npy_intp)" + str(buf.dtype.itemsize), *(f"dims[{d}]" for d in range(nd))]
+        )
         stride_arg = "NULL"
         if strides is not None:
             text = ", ".join(str(s * buf.dtype.itemsize) for s in strides)
             out.append(f"        npy_intp bstrides[{max(nd, 1)}] = {{{text}}};")
             stride_arg = "bstrides"
-        out.append(
-            f"        o_{name} = PyArray_NewFromDescr(&PyArray_Type, "
+        alloc = (
+            "PyArray_NewFromDescr(&PyArray_Type, "
             f"PyArray_DescrFromType({_typenum(buf.dtype)}), {nd}, dims, {stride_arg}, "
-            "NULL, 0, NULL);"
+            "NULL, 0, NULL)"
         )
+        # Large blocks come from the buffer pool: memory of dead results, already faulted in.
+        out.append(f"        if (g_pool != NULL && {nbytes} >= {MIN_POOLED_BYTES}) {{")
+        out += pooled_alloc_lines(f"o_{name}", alloc, "            ", handler="g_pool")
+        out.append("        } else {")
+        out.append(f"            o_{name} = {alloc};")
+        out.append("        }")
         out.append("    }")
         out.append(f"    if (o_{name} == NULL) {{ goto fail; }}")
         elem = strides if strides is not None else buf.example_strides
         assert elem is not None
-        values = ", ".join(str(s) for s in elem) or "0"
-        self.statics.append(f"static const int64_t {name}_st[{max(nd, 1)}] = {{{values}}};")
+        values = ", ".join(self.c_dim(s) for s in elem) or "0"
+        if all(isinstance(s, int) for s in elem):
+            self.statics.append(f"static const int64_t {name}_st[{max(nd, 1)}] = {{{values}}};")
+        else:  # strides over size symbols: known once the sizes are bound
+            out.append(f"    const int64_t {name}_st[{max(nd, 1)}] = {{{values}}};")
 
     def _output_strides(self, name: str) -> tuple[int, ...] | None:
         # Outputs keep NumPy's K-order layout when the meta says so (a dense permutation).
@@ -263,13 +410,16 @@ class _Emitter:
         written = set(step.writes())
         for name in sig.buffers:
             if name in written:
-                self._emit_alloc(name)
+                reuse = self._reusable_source(step, name)
+                if reuse is not None:
+                    self.aliased[step.name] = frozenset({name, reuse})
+                self._emit_alloc(name, reuse)
                 self.buffers[name] = attrs.evolve(
                     self.buffers[name],
                     example_strides=self._output_strides(name)
                     or self.buffers[name].example_strides,
                 )
-        args = [str(size) for size in sig.sizes]
+        args = [self.c_dim(size) for size in sig.sizes]
         for name in sig.buffers:
             buf = self.buffers[name]
             ct = c_type(buf.dtype)
@@ -301,10 +451,22 @@ class _Emitter:
                 names.append(f"o_{name}")
         argv = ", ".join(names) or "NULL"
         out.append(f"        PyObject *argv[{max(len(refs), 1)}] = {{{argv}}};")
+        # NumPy allocates the extern's result and temporaries from the buffer pool too.
+        out.append(
+            "        PyObject *np_prev = g_pool == NULL ? NULL : PyDataMem_SetHandler(g_pool);"
+        )
+        out.append("        if (g_pool != NULL && np_prev == NULL) { goto fail; }")
         out.append(
             f"        o_{step.buffer} = PyObject_Vectorcall(PyTuple_GET_ITEM(g_externs, {index}), "
             f"argv, {len(refs)}, NULL);"
         )
+        out.append("        if (np_prev != NULL) {")
+        out.append("            PyObject *et, *ev, *tb;")
+        out.append("            PyErr_Fetch(&et, &ev, &tb);")
+        out.append("            Py_XDECREF(PyDataMem_SetHandler(np_prev));")
+        out.append("            Py_DECREF(np_prev);")
+        out.append("            PyErr_Restore(et, ev, tb);")
+        out.append("        }")
         out += [f"        Py_DECREF({s});" for s in scalars]
         out.append("    }")
         out.append(f"    if (o_{step.buffer} == NULL) {{ goto fail; }}")
@@ -320,7 +482,18 @@ class _Emitter:
         out.append(f"        if (k_{name} == NULL) {{ goto fail; }}")
         out.append(f"        a_{name} = (PyArrayObject *)k_{name};")
         out.append("    }")
-        conds = _layout_mismatch(f"a_{name}", buf)
+        # A bare symbol no input binds (a data-dependent size, e.g. of x[x > 0]) is bound
+        # from the extern's result; every other dim is checked.
+        fresh = {
+            d: size
+            for d, size in enumerate(buf.shape)
+            if isinstance(size, sympy.Symbol) and size not in self.symbol_vars
+        }
+        for size in dict.fromkeys(fresh.values()):
+            self.symbol_vars[size] = _symbol_var(size)
+        first = {size: d for d, size in reversed(fresh.items())}
+        checked = {d: self.c_dim(size) for d, size in enumerate(buf.shape) if first.get(size) != d}
+        conds = _layout_mismatch(f"a_{name}", buf, checked)
         out.append(f"    if ({' || '.join(conds)}) {{")
         out.append(
             f'        PyErr_SetString(PyExc_RuntimeError, "extern call for {name} returned '
@@ -328,6 +501,8 @@ class _Emitter:
         )
         out.append("        goto fail;")
         out.append("    }")
+        for size, d in first.items():
+            out.append(f"    const int64_t {self.symbol_vars[size]} = PyArray_DIMS(a_{name})[{d}];")
         self._emit_runtime_strides(name, buf)
 
     def _emit_outputs(self) -> None:
@@ -363,6 +538,29 @@ class _Emitter:
         return f"Py_NewRef(o_{name})"
 
 
+# Extern ops that call BLAS/LAPACK. OpenBLAS's worker threads busy-wait for a while after
+# each call, so an OpenMP kernel right behind one competes with them for the cores: on 2
+# cores mlp_f32's two bias+relu kernels (2 MB each) cost ~15 ms of CPU time per call on 2
+# threads against ~1 ms on one. Kernels after such a call go parallel only above
+# `AFTER_BLAS_PARALLEL_THRESHOLD` elements of work.
+BLAS_OPS = frozenset(
+    {"matmul", "matmul_", "dot", "vdot", "inner", "tensordot", "einsum", "inv", "solve", "det"}
+)
+AFTER_BLAS_PARALLEL_THRESHOLD = 1 << 22
+
+
+def _kernels_after_blas(sched: Schedule) -> set[str]:
+    # Names of the fused kernels that run after a BLAS extern call in this graph.
+    seen = False
+    names: set[str] = set()
+    for step in sched.steps:
+        if isinstance(step, ExternCall):
+            seen = seen or step.op_name in BLAS_OPS
+        elif seen:
+            names.add(step.name)
+    return names
+
+
 def generate_module(sched: Schedule, config: InductorConfig) -> GeneratedModule:
     """The extension module source for a scheduled program.
 
@@ -371,8 +569,18 @@ def generate_module(sched: Schedule, config: InductorConfig) -> GeneratedModule:
     program = sched.program
     emitter = _Emitter(sched, config)
     call_lines = emitter.emit()
+    after_blas = _kernels_after_blas(sched)
     kernels = [
-        kernel_source(step, emitter.buffers, parallel_threshold=config.parallel_threshold)
+        kernel_source(
+            step,
+            emitter.buffers,
+            parallel_threshold=(
+                max(config.parallel_threshold, AFTER_BLAS_PARALLEL_THRESHOLD)
+                if step.name in after_blas
+                else config.parallel_threshold
+            ),
+            aliased=emitter.aliased.get(step.name, frozenset()),
+        )
         for step in sched.kernels
     ]
     digest = hashlib.sha256(program.graph.structural_hash().encode())
@@ -409,9 +617,20 @@ static PyObject *set_externs(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }}
 
+static PyObject *set_pool(PyObject *self, PyObject *arg)
+{{
+    if (arg == Py_None) {{
+        Py_CLEAR(g_pool);
+    }} else {{
+        Py_XSETREF(g_pool, Py_NewRef(arg));
+    }}
+    Py_RETURN_NONE;
+}}
+
 static PyMethodDef methods[] = {{
     {{"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "Run the compiled graph."}},
     {{"set_externs", set_externs, METH_O, "Hand over the extern callables."}},
+    {{"set_pool", set_pool, METH_O, "The buffer pool's NEP 49 handler (None: malloc)."}},
     {{"set_threads", set_threads, METH_O, "OpenMP threads for the kernels (0: default)."}},
     {{NULL, NULL, 0, NULL}}
 }};
@@ -430,7 +649,9 @@ PyMODINIT_FUNC PyInit_{module_name}(void)
             _PRELUDE,
             vector_math_declarations(),
             helper_definitions(),
+            SIZE_HELPERS,
             "static PyObject *g_externs = NULL;",
+            "static PyObject *g_pool = NULL;  /* the buffer pool's handler capsule */",
             f"static int g_threads = {config.threads};  /* OpenMP threads; 0: default */",
             "",
             *kernels,

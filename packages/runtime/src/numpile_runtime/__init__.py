@@ -26,6 +26,18 @@ from .code_cache import CodeCache as CodeCache
 from .code_cache import cache_key as cache_key
 from .code_cache import default_cache as default_cache
 from .code_cache import set_cache_dir as set_cache_dir
+from .cuda_graphs import CudaGraphRunner as CudaGraphRunner
+from .cuda_launch import KernelArg as KernelArg
+from .cuda_launch import TritonStatus as TritonStatus
+from .cuda_launch import cupy_available as cupy_available
+from .cuda_launch import interpreting as interpreting
+from .cuda_launch import kernel_arg as kernel_arg
+from .cuda_launch import load_triton_module as load_triton_module
+from .cuda_launch import triton_status as triton_status
+from .cuda_launch import use_cupy_stream as use_cupy_stream
+from .logs import CHANNELS as LOG_CHANNELS
+from .logs import _configure_from_env
+from .logs import set_logs as set_logs
 from .metrics import compile_time_calls as compile_time_calls
 from .metrics import compile_times as compile_times
 from .metrics import count as count
@@ -39,12 +51,18 @@ from .toolchain import find_toolchain as find_toolchain
 
 __version__ = "0.1.0"
 
+_configure_from_env()
+
 __all__ = [
     "BuildError",
     "BuildJob",
     "CodeCache",
     "CompilerNotFoundError",
+    "CudaGraphRunner",
+    "KernelArg",
+    "LOG_CHANNELS",
     "Toolchain",
+    "TritonStatus",
     "build_extension",
     "build_library",
     "build_many",
@@ -56,12 +74,19 @@ __all__ = [
     "compile_times",
     "count",
     "counters",
+    "cupy_available",
     "default_cache",
     "find_toolchain",
+    "interpreting",
+    "kernel_arg",
     "load_extension",
     "load_library",
+    "load_triton_module",
     "reset_compile_times",
     "reset_counters",
     "set_cache_dir",
+    "set_logs",
     "timed",
+    "triton_status",
+    "use_cupy_stream",
 ]

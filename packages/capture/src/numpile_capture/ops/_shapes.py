@@ -21,6 +21,114 @@ def _is_static(dim: Any) -> bool:
     return isinstance(dim, int)
 
 
+def _same_size(left: Any, right: Any) -> bool:
+    # Two sizes, one symbolic, neither 1: broadcasting needs them equal (a guard says so).
+    # Late import: the capture's shape environment lives above the op set.
+    from ..dynamic_shapes import active_shape_env
+
+    env = active_shape_env()
+    if env is None:
+        raise NotImplementedError(f"broadcasting symbolic sizes {left} and {right}")
+    import sympy
+
+    return env.evaluate(sympy.Eq(left, right), reason="broadcasting")
+
+
+def symbolic_quotient(numel: Any, known: Any) -> Any:
+    """`numel / known` for a reshape's -1 with symbolic sizes; guards that it divides exactly.
+
+    NumPy's ValueError when it does not divide for the sizes seen now.
+
+        >>> symbolic_quotient(12, 4)
+        3
+    """
+    import sympy
+
+    from numpile_guards.shape_env import has_fraction
+
+    from ..dynamic_shapes import active_shape_env
+
+    if isinstance(numel, int) and isinstance(known, int):
+        return numel // known
+    env = active_shape_env()
+    if env is None:
+        quotient = sympy.sympify(numel) / known
+        if not quotient.is_integer:
+            raise NotImplementedError(f"reshape of symbolic size {numel} outside a capture")
+        return int(quotient) if quotient.is_Integer else quotient
+    if not env.evaluate(sympy.Ne(known, 0), reason="reshape"):
+        raise ValueError(f"cannot reshape array of size {env.hint(numel)} into a -1 dimension")
+    divides = env.evaluate(sympy.Eq(sympy.Mod(numel, known), 0), reason="reshape with -1")
+    if not divides:
+        size = env.hint(numel)
+        raise ValueError(f"cannot reshape array of size {size} into a shape with {known}")
+    quotient = env.simplify(sympy.sympify(numel) / known)
+    if quotient.is_Integer:
+        return int(quotient)
+    if has_fraction(quotient):
+        # Exact by the guard above; floor keeps it an integer expression (`floor(s0/2)`).
+        return sympy.floor(quotient)
+    return quotient
+
+
+def symbolic_slice_length(size: Any, item: slice) -> Any:
+    """The length of `item` applied to a symbolic `size`, with guards on the branches taken.
+
+    Negative steps are not handled (NotImplementedError: the call compiles static).
+
+        >>> symbolic_slice_length(5, slice(1, None))
+        4
+    """
+    import sympy
+
+    from ..dynamic_shapes import active_shape_env
+
+    if isinstance(size, int):
+        return len(range(*item.indices(size)))
+    env = active_shape_env()
+    step = 1 if item.step is None else operator.index(item.step)
+    if env is None or step <= 0:
+        raise NotImplementedError(f"slicing symbolic size {size} with {item}")
+
+    def clamp(bound: Any, default: Any) -> Any:
+        if bound is None:
+            return default
+        value = operator.index(bound)
+        if value < 0:
+            inside = env.evaluate(sympy.Ge(size + value, 0), reason="slice bound")
+            return size + value if inside else 0
+        inside = env.evaluate(sympy.Le(value, size), reason="slice bound")
+        return value if inside else size
+
+    start = clamp(item.start, 0)
+    stop = clamp(item.stop, size)
+    if not env.evaluate(sympy.Gt(stop - start, 0), reason="slice length"):
+        return 0
+    length = env.simplify(
+        sympy.sympify(stop - start)
+        if step == 1
+        else sympy.floor((stop - start + step - 1) / sympy.Integer(step))
+    )
+    return int(length) if length.is_Integer else length
+
+
+def check_symbolic_index(size: Any, index: int) -> None:
+    """Raise NumPy's IndexError unless `index` is inside symbolic `size` (a guard keeps it so).
+
+    >>> check_symbolic_index(3, 2)
+    """
+    import sympy
+
+    from ..dynamic_shapes import active_shape_env
+
+    env = active_shape_env()
+    if isinstance(size, int) or env is None:
+        return
+    bound = index if index >= 0 else -index - 1
+    if not env.evaluate(sympy.Gt(size, bound), reason="index in bounds"):
+        raise IndexError(f"index {index} is out of bounds for size {env.hint(size)}")
+
+
 def broadcast_shapes(*shapes: tuple[Any, ...]) -> tuple[Any, ...]:
     """NumPy's broadcasting of `shapes`; raises NumPy's ValueError when they clash.
 
@@ -49,7 +157,12 @@ def broadcast_shapes(*shapes: tuple[Any, ...]) -> tuple[Any, ...]:
                 if all(_is_static(d) for s in shapes for d in s):
                     np.broadcast_shapes(*shapes)  # raises NumPy's own message
                 raise ValueError(f"shapes {shapes} cannot be broadcast together")
-            raise NotImplementedError(f"broadcasting symbolic sizes {dim} and {other}")
+            if _same_size(dim, other):
+                continue
+            raise ValueError(
+                f"shape mismatch: objects cannot be broadcast to a single shape "
+                f"(sizes {dim} and {other} differ)"
+            )
         result.append(dim)
     return tuple(result)
 
@@ -170,6 +283,31 @@ def k_order_strides(shape: tuple[Any, ...], strides: tuple[Any, ...]) -> tuple[A
     return tuple(result)
 
 
+def resolved_shape(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`shape` with what the capture's guards pinned substituted (a specialized size is an int).
+
+    >>> resolved_shape((2, 3))
+    (2, 3)
+    """
+    if all(_is_static(d) for d in shape):
+        return shape
+    from ..dynamic_shapes import active_shape_env
+
+    env = active_shape_env()
+    if env is None:
+        return shape
+    result = []
+    for dim in shape:
+        value = env.simplify(dim) if not _is_static(dim) else dim
+        result.append(int(value) if getattr(value, "is_Integer", False) else value)
+    return tuple(result)
+
+
+def _contiguous(shape: tuple[Any, ...], strides: tuple[Any, ...]) -> bool:
+    expected = contiguous_strides(shape)
+    return all(d == 1 or s == e for d, s, e in zip(shape, strides, expected, strict=True))
+
+
 def reshape_strides(
     shape: tuple[Any, ...], strides: tuple[Any, ...], new_shape: tuple[Any, ...]
 ) -> tuple[Any, ...] | None:
@@ -181,7 +319,14 @@ def reshape_strides(
     >>> reshape_strides((2, 3), (1, 2), (6,)) is None
     True
     """
+    shape = resolved_shape(shape)
+    strides = resolved_shape(strides)
+    new_shape = resolved_shape(new_shape)
     if any(d == 0 for d in shape) or any(d == 0 for d in new_shape):
+        return contiguous_strides(new_shape)
+    symbolic = not all(_is_static(d) for d in (*shape, *new_shape))
+    if symbolic and _contiguous(shape, strides):
+        # A C-contiguous array reshapes to any shape of its size without a copy.
         return contiguous_strides(new_shape)
     old = [(d, s) for d, s in zip(shape, strides, strict=True) if d != 1]
     result: list[Any] = []

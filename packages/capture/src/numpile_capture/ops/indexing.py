@@ -22,7 +22,7 @@ import attrs
 
 from ..meta import ArrayMeta
 from ..op import Op, OpKind, register_op
-from ._shapes import broadcast_shapes
+from ._shapes import broadcast_shapes, symbolic_slice_length
 from .mutation import check_assignment
 
 
@@ -82,12 +82,7 @@ def advanced_index_shape(
             continue
         if isinstance(item, slice):
             size = x.shape[axis]
-            if not isinstance(size, int):
-                if item != slice(None):
-                    raise NotImplementedError("slicing a symbolic dimension waits for issue 6")
-                basic.append(size)
-            else:
-                basic.append(len(range(*item.indices(size))))
+            basic.append(symbolic_slice_length(size, item))
             axis += 1
             continue
         advanced_at.append(len(basic))

@@ -24,7 +24,17 @@ import numpy as np
 from ..meta import ArrayMeta
 from ..op import Op, OpKind, register_op
 from ._probes import is_static_shape, shaped_probe
-from ._shapes import canonical_strides, normalize_axes, normalize_axis, reshape_strides, strides_of
+from ._shapes import (
+    canonical_strides,
+    check_symbolic_index,
+    normalize_axes,
+    normalize_axis,
+    reshape_strides,
+    resolved_shape,
+    strides_of,
+    symbolic_quotient,
+    symbolic_slice_length,
+)
 
 BasicIndex = tuple[Any, ...]
 
@@ -45,17 +55,18 @@ def infer_reshape(shape: tuple[Any, ...], new_shape: tuple[Any, ...]) -> tuple[A
     new_shape = tuple(
         operator.index(d) if isinstance(d, int | np.integer) else d for d in new_shape
     )
+    shape = resolved_shape(shape)
     unknown = [i for i, d in enumerate(new_shape) if isinstance(d, int) and d < 0]
     if len(unknown) > 1:
         raise ValueError("can only specify one unknown dimension")
     if not is_static_shape(ArrayMeta(shape, "b"), ArrayMeta(new_shape, "b")):
         if not unknown:
             return new_shape
-        quotient = math.prod(shape) / math.prod(
-            d for i, d in enumerate(new_shape) if i != unknown[0]
+        if new_shape[unknown[0]] != -1:
+            raise ValueError(f"cannot reshape array of size {math.prod(shape)} into {new_shape}")
+        quotient = symbolic_quotient(
+            math.prod(shape), math.prod(d for i, d in enumerate(new_shape) if i != unknown[0])
         )
-        if not getattr(quotient, "is_integer", False) or new_shape[unknown[0]] != -1:
-            raise NotImplementedError("reshape with -1 of a symbolic shape waits for issue 6")
         return tuple(quotient if i == unknown[0] else d for i, d in enumerate(new_shape))
     numel = math.prod(shape)
     known = math.prod(d for d in new_shape if d >= 0)
@@ -77,6 +88,9 @@ def _reshape_meta(x: ArrayMeta, *, shape: tuple[Any, ...]) -> ArrayMeta:
 
 
 def _reshape_impl(x: Any, *, shape: tuple[Any, ...]) -> Any:
+    # A symbolic size (at most one; see `symbolic_params`) is the -1 NumPy infers again.
+    if not all(isinstance(d, int) for d in shape):
+        shape = tuple(d if isinstance(d, int) else -1 for d in shape)
     return np.reshape(x, shape)
 
 
@@ -244,6 +258,7 @@ def _getitem_meta(x: ArrayMeta, *, index: BasicIndex) -> ArrayMeta:
         size, stride = x.shape[axis], in_strides[axis]
         axis += 1
         if not isinstance(item, slice):
+            check_symbolic_index(size, item)
             continue
         if isinstance(size, int):
             start, stop, step = item.indices(size)
@@ -253,7 +268,8 @@ def _getitem_meta(x: ArrayMeta, *, index: BasicIndex) -> ArrayMeta:
             shape.append(size)
             strides.append(stride)
         else:
-            raise NotImplementedError("slicing a symbolic dimension waits for issue 6")
+            shape.append(symbolic_slice_length(size, item))
+            strides.append(stride * (1 if item.step is None else item.step))
     shape.extend(x.shape[axis:])
     strides.extend(in_strides[axis:])
     return _view(tuple(shape), x.dtype, tuple(strides), x.device)

@@ -1,0 +1,110 @@
+"""The canonical ops that have no VJP rule, each with the reason: an explicit table.
+
+Every op of capture's canonical set either has a VJP rule (`get_vjp`) or is
+named here; a test checks both directions and that each reason holds for the
+op (its result on float inputs is integer or bool, it refuses float inputs,
+it is a creation or a mutation op). `no_vjp_table()` renders the table that
+the package README shows.
+
+    >>> EXCLUDED_OPS["argmax"]
+    'integer or bool result'
+"""
+
+from __future__ import annotations
+
+__all__ = ["EXCLUDED_OPS", "REASONS", "no_vjp_table"]
+
+INTEGER_RESULT = "integer or bool result"
+INTEGER_INPUTS = "integer and bool inputs only"
+CREATION = "creation from constants"
+MUTATION = "mutation"
+
+# NOTE: why each kind of exclusion needs no rule (shown in the README).
+REASONS: dict[str, str] = {
+    INTEGER_RESULT: (
+        "the result carries no gradient (comparisons, predicates, index results); "
+        "a float input of such an op gets no cotangent from it"
+    ),
+    INTEGER_INPUTS: "NumPy refuses float inputs, so no differentiable value reaches the op",
+    CREATION: ("the inputs are shapes, dtypes and Python constants, never a differentiated array"),
+    MUTATION: (
+        "functionalization replaces in-place ops by pure ones (add_ -> add, setitem -> "
+        "view_scatter, ...) before the joint graph is built; those have rules"
+    ),
+}
+
+_COMPARISONS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+_LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")
+_PREDICATES = ("isnan", "isinf", "isfinite", "signbit")
+_INDEX_RESULTS = ("argsort", "argmax", "argmin", "nanargmax", "nanargmin")
+_BOOL_REDUCTIONS = ("any", "all", "count_nonzero")
+_INTEGER_ONLY = (
+    "gcd",
+    "lcm",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "invert",
+    "left_shift",
+    "right_shift",
+    "bitwise_count",
+)
+_CREATION = ("zeros", "ones", "empty", "linspace", "eye", "array")
+_IN_PLACE_BINARY = (
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "floor_divide",
+    "remainder",
+    "fmod",
+    "power",
+    "float_power",
+    "gcd",
+    "lcm",
+    "heaviside",
+    *_COMPARISONS,
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "left_shift",
+    "right_shift",
+    "logaddexp",
+    "logaddexp2",
+    "ldexp",
+    "arctan2",
+    "hypot",
+    "copysign",
+    "nextafter",
+    "matmul",
+)
+_MUTATION = (*(f"{name}_" for name in _IN_PLACE_BINARY), "setitem", "fill", "copyto", "index_put")
+
+# NOTE: op name -> reason kind; insertion-ordered so the README table is stable.
+EXCLUDED_OPS: dict[str, str] = {
+    **dict.fromkeys(_COMPARISONS + _LOGICAL + _PREDICATES, INTEGER_RESULT),
+    **dict.fromkeys(_INDEX_RESULTS + _BOOL_REDUCTIONS, INTEGER_RESULT),
+    **dict.fromkeys(_INTEGER_ONLY, INTEGER_INPUTS),
+    **dict.fromkeys(_CREATION, CREATION),
+    **dict.fromkeys(_MUTATION, MUTATION),
+}
+
+
+def no_vjp_table() -> str:
+    """The Markdown table of excluded ops, one row per reason (as in the README).
+
+    >>> no_vjp_table().splitlines()[0]
+    '| reason | ops | why no rule |'
+    """
+    lines = ["| reason | ops | why no rule |", "| --- | --- | --- |"]
+    for reason, why in REASONS.items():
+        names = ", ".join(f"`{name}`" for name, kind in EXCLUDED_OPS.items() if kind == reason)
+        lines.append(f"| {reason} | {names} | {why} |")
+    return "\n".join(lines)

@@ -1,0 +1,69 @@
+"""Every canonical op has a VJP rule or a documented exclusion, and each exclusion's reason holds.
+
+The README shows the exclusion table as `no_vjp_table()` renders it; the test
+keeps the two identical.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from numpile_autograd_aot import EXCLUDED_OPS, get_vjp, no_vjp_table
+from numpile_capture import ArrayMeta, Op, OpKind, all_ops, get_op
+
+_README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+_FLOAT = ArrayMeta((3,), np.float64)
+
+
+def _float_result_kinds(op: Op) -> set[str] | None:
+    # The dtype kinds of the op's result on float64 inputs (one or two); None if it refuses.
+    kinds: set[str] = set()
+    for arity in (1, 2):
+        try:
+            meta = op.meta(*[_FLOAT] * arity)
+        except (TypeError, ValueError):
+            continue
+        kinds.add(np.dtype(getattr(meta, "dtype", None) or meta.type).kind)  # type: ignore[union-attr]
+    return kinds or None
+
+
+def test_every_op_has_a_rule_or_an_exclusion() -> None:
+    missing = [op.name for op in all_ops() if get_vjp(op) is None and op.name not in EXCLUDED_OPS]
+    assert missing == [], f"ops with neither a VJP rule nor an exclusion: {missing}"
+
+
+def test_excluded_ops_exist_and_have_no_rule() -> None:
+    names = {op.name for op in all_ops()}
+    assert [name for name in EXCLUDED_OPS if name not in names] == []
+    assert [name for name in EXCLUDED_OPS if get_vjp(get_op(name)) is not None] == []
+
+
+@pytest.mark.parametrize("name", list(EXCLUDED_OPS))
+def test_exclusion_reason_holds(name: str) -> None:
+    op = get_op(name)
+    reason = EXCLUDED_OPS[name]
+    if reason == "mutation":
+        assert op.kind is OpKind.MUTATION
+    elif reason == "creation from constants":
+        assert op.kind is OpKind.CREATION
+    elif reason == "integer or bool result":
+        kinds = _float_result_kinds(op)
+        assert kinds is not None and kinds <= set("biu"), kinds
+    else:
+        assert reason == "integer and bool inputs only"
+        assert _float_result_kinds(op) is None
+
+
+def test_differentiable_kinds_are_never_excluded() -> None:
+    # A pointwise op with a float result on float inputs must have a rule, not an exclusion.
+    for op in all_ops():
+        if op.kind is OpKind.POINTWISE and op.name in EXCLUDED_OPS:
+            kinds = _float_result_kinds(op)
+            assert kinds is None or not kinds & set("fc"), op.name
+
+
+def test_readme_shows_the_generated_table() -> None:
+    assert no_vjp_table() in _README.read_text()

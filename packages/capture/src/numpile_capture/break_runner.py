@@ -1,0 +1,214 @@
+"""At call time: the compiled entry of a function that graph-breaks.
+
+`BreakRunner` runs the graph before the break, the rebuild program (`rebuild_steps`), the
+side-effect replays, then the break function, which runs the breaking instruction in Python
+and calls the resume function (compiled by `wrap`, or plain past `MAX_NESTED_RESUMES`).
+
+    >>> MAX_NESTED_RESUMES > 8
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+import types
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .rebuild_steps import (
+    Call,
+    CompiledCallee,
+    Constant,
+    FromGraph,
+    FromInput,
+    GetAttr,
+    MakeFunction,
+    MakeIterator,
+    NewObject,
+    Replay,
+    SetAttributes,
+    Step,
+)
+from .resume_code import break_code, resume_code
+
+if TYPE_CHECKING:
+    from .graph_break import GraphBreak
+
+Wrap = Callable[[types.FunctionType], Callable[..., Any]]
+
+
+class BreakRunner:
+    """The compiled entry of a function that breaks: graph, rebuild, break function.
+
+    `graph_fn` runs the graph (None when it has no operations); `wrap` turns
+    a Python function into a compiled one (for resume functions and callees).
+
+        >>> runner = BreakRunner(graph_break, None, fn, wrap)  # doctest: +SKIP
+        >>> runner(*fetched)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        graph_break: GraphBreak,
+        graph_fn: Callable[..., Any] | None,
+        fn: types.FunctionType,
+        wrap: Wrap,
+    ) -> None:
+        self.graph_break = graph_break
+        self.graph_fn = graph_fn
+        site = graph_break.site
+        names = graph_break.local_names
+        resume_next = None
+        resume_jump = None
+        if site.fallthrough is not None:
+            resume_next = wrap(_function(fn, resume_code(fn.__code__, site.fallthrough, names)))
+        if site.jump is not None:
+            resume_jump = wrap(_function(fn, resume_code(fn.__code__, site.jump, names)))
+        resume_handler = None
+        if site.handler is not None:
+            # The except clause or __exit__ after an exception runs in plain Python.
+            resume_handler = _function(fn, resume_code(fn.__code__, site.handler, names))
+        self.break_fn = _function(
+            fn, break_code(site, names, resume_next, resume_jump, resume_handler)
+        )
+        # NOTE: past MAX_NESTED_RESUMES nested breaks (a loop that breaks in each iteration
+        # resumes inside the resume before it), the rest runs in plain Python, uncompiled.
+        eager_next = eager_jump = None
+        if site.fallthrough is not None:
+            eager_next = _function(fn, resume_code(fn.__code__, site.fallthrough, names))
+        if site.jump is not None:
+            eager_jump = _function(fn, resume_code(fn.__code__, site.jump, names))
+        self.eager_break_fn = _function(
+            fn, break_code(site, names, eager_next, eager_jump, resume_handler)
+        )
+        self._values: list[Callable[[list[Any], Any, Sequence[Any]], Any]] = []
+        for step in graph_break.steps:
+            self._values.append(_runtime_step(step, wrap))
+        self._arguments = (*graph_break.stack_slots, *graph_break.local_slots)
+        self._input_count = graph_break.input_count
+        self._effects = graph_break.effects
+        self._globals = fn.__globals__
+
+    def __call__(self, *fetched: Any) -> Any:
+        count = self._input_count
+        outputs: Any = ()
+        if self.graph_fn is not None:
+            outputs = self.graph_fn(*fetched[:count])
+        extras = fetched[count:]
+        slots: list[Any] = []
+        for make in self._values:
+            slots.append(make(slots, outputs, extras))
+        for effect in self._effects:
+            _replay(effect, slots, self._globals)
+        depth = _NESTING.depth
+        break_fn = self.break_fn if depth < MAX_NESTED_RESUMES else self.eager_break_fn
+        _NESTING.depth = depth + 1
+        try:
+            return break_fn(*[slots[index] for index in self._arguments])
+        finally:
+            _NESTING.depth = depth
+
+
+class _Nesting(threading.local):
+    depth = 0
+
+
+# NOTE: how many break functions run nested in this thread (see BreakRunner).
+_NESTING = _Nesting()
+
+# NOTE: nested resumes allowed before the rest of a call runs uncompiled (Python's own
+# recursion limit must stay far away: each level costs a few frames).
+MAX_NESTED_RESUMES = 48
+
+
+def _replay(effect: Replay, slots: list[Any], globals_: dict[str, Any]) -> None:
+    value = slots[effect.value]
+    if effect.kind == "global":
+        globals_[effect.name] = value
+    elif effect.kind == "attribute":
+        setattr(slots[effect.target], effect.name, value)
+    else:
+        target = slots[effect.target]
+        if isinstance(target, list):
+            target[:] = value
+        else:
+            target.clear()
+            target.update(value)
+
+
+def _function(fn: types.FunctionType, code: types.CodeType) -> types.FunctionType:
+    made = types.FunctionType(code, fn.__globals__, code.co_name, None, fn.__closure__)
+    made.__qualname__ = f"{fn.__qualname__}.<{code.co_name}>"
+    made.__module__ = fn.__module__
+    return made
+
+
+def _function_maker(step: MakeFunction) -> Callable[[list[Any], Any, Sequence[Any]], Any]:
+    code, globals_ = step.code, step.globals
+
+    def make(slots: list[Any], outputs: Any, extras: Sequence[Any]) -> Any:
+        defaults = None if step.defaults is None else slots[step.defaults]
+        made = types.FunctionType(code, globals_, code.co_name, defaults)
+        if step.kwdefaults is not None:
+            made.__kwdefaults__ = slots[step.kwdefaults]
+        made.__qualname__ = code.co_qualname
+        return made
+
+    return make
+
+
+def _caller(step: Call) -> Callable[[list[Any], Any, Sequence[Any]], Any]:
+    def call(slots: list[Any], outputs: Any, extras: Sequence[Any]) -> Any:
+        args = [slots[index] for index in step.args]
+        kwargs = {key: slots[index] for key, index in zip(step.keys, step.kwargs, strict=True)}
+        return slots[step.fn](*args, **kwargs)
+
+    return call
+
+
+def _attribute_setter(step: SetAttributes) -> Callable[[list[Any], Any, Sequence[Any]], Any]:
+    def fill(slots: list[Any], outputs: Any, extras: Sequence[Any]) -> Any:
+        made = slots[step.target]
+        for name, index in zip(step.names, step.values, strict=True):
+            object.__setattr__(made, name, slots[index])
+        return None
+
+    return fill
+
+
+def _runtime_step(step: Step, wrap: Wrap) -> Callable[[list[Any], Any, Sequence[Any]], Any]:
+    if isinstance(step, FromGraph):
+        index = step.index
+        return lambda slots, outputs, extras: outputs[index]
+    if isinstance(step, FromInput):
+        position = step.index
+        return lambda slots, outputs, extras: extras[position]
+    if isinstance(step, Constant):
+        value = step.value
+        return lambda slots, outputs, extras: value
+    if isinstance(step, CompiledCallee):
+        compiled = wrap(step.fn)
+        return lambda slots, outputs, extras: compiled
+    if isinstance(step, MakeFunction):
+        return _function_maker(step)
+    if isinstance(step, GetAttr):
+        slot, name = step.slot, step.name
+        return lambda slots, outputs, extras: getattr(slots[slot], name)
+    if isinstance(step, MakeIterator):
+        source = step.slot
+        return lambda slots, outputs, extras: iter(slots[source])
+    if isinstance(step, Call):
+        return _caller(step)
+    if isinstance(step, NewObject):
+        cls: Any = step.cls
+        return lambda slots, outputs, extras: cls.__new__(cls)
+    if isinstance(step, SetAttributes):
+        return _attribute_setter(step)
+    items = step.slots
+    if step.kind is dict:
+        keys = step.keys
+        return lambda slots, outputs, extras: {
+            key: slots[i] for key, i in zip(keys, items, strict=True)
+        }
+    kind = step.kind
+    return lambda slots, outputs, extras: kind(slots[i] for i in items)

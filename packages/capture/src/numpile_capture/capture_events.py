@@ -1,0 +1,69 @@
+"""Capture events: what each compile produced, for `explain` and tests.
+
+`recording_captures()` collects one `CaptureEvent` per capture on this
+thread: the graph (None when there was nothing to compile), its guards and,
+for a graph break or an eager fallback, the reason and the user's line.
+
+    >>> with recording_captures() as events:
+    ...     pass
+    >>> events
+    []
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+import attrs
+
+from numpile_guards import Guard
+
+from .graph import Graph
+
+_events_state = threading.local()
+
+
+@attrs.frozen
+class CaptureEvent:
+    """One capture seen by `recording_captures`: its graph (None if none), guards, break.
+
+    `break_reason` is set when the capture ended at a graph break (`eager` False)
+    or could not be captured at all (`eager` True: the function ran eagerly).
+    """
+
+    name: str
+    graph: Graph | None
+    guards: tuple[Guard, ...]
+    break_reason: str | None = None
+    filename: str | None = None
+    lineno: int | None = None
+    eager: bool = False
+    # NOTE: True for resume functions and callees compiled at a graph break.
+    internal: bool = False
+
+
+@contextlib.contextmanager
+def recording_captures() -> Iterator[list[CaptureEvent]]:
+    """Collect a `CaptureEvent` for every capture on this thread inside the block.
+
+    >>> with recording_captures() as events:
+    ...     pass
+    >>> events
+    []
+    """
+    events: list[CaptureEvent] = []
+    previous = getattr(_events_state, "events", None)
+    _events_state.events = events
+    try:
+        yield events
+    finally:
+        _events_state.events = previous
+
+
+def record_event(event: CaptureEvent) -> None:
+    """Append `event` to the list of the innermost `recording_captures` block, if any."""
+    events = getattr(_events_state, "events", None)
+    if events is not None:
+        events.append(event)

@@ -1,0 +1,303 @@
+"""Which sizes are dynamic: marks on arrays, the policy of one capture, automatic dynamic.
+
+`compile(dynamic=...)` picks the policy: False specializes every size; True
+makes every size dynamic from the first compile; None (the default) compiles
+static first and makes a dimension dynamic once a recompile sees it change
+(the observed sizes are kept per code object until `reset()`).
+
+NumPy arrays take no attributes, so marks live in a side table keyed by
+`id(array)` and removed by `weakref.finalize` when the array dies; a mark
+belongs to that array object only (a view or a copy is unmarked).
+
+    >>> x = np.zeros((8, 3))
+    >>> mark_dynamic(x, 0, min=2, max=64)
+    >>> dim_marks(x)
+    {0: (2, 64)}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import types
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import numpy as np
+import sympy
+
+from numpile_guards.shape_env import ShapeEnv
+
+log = logging.getLogger("numpile.capture.dynamic")
+
+# NOTE: id(array) -> (dim -> (min, max) for dynamic marks, dims marked static); entries are
+# removed by weakref.finalize when the array is collected, so ids are never stale.
+_MARKS: dict[int, tuple[dict[int, tuple[int | None, int | None]], set[int]]] = {}
+
+# NOTE: code object -> source name -> last sizes seen (None: seen changing, now dynamic).
+_OBSERVED: dict[types.CodeType, dict[str, tuple[int | None, ...]]] = {}
+
+_state = threading.local()
+
+
+def _marks_of(x: np.ndarray[Any, Any]) -> tuple[dict[int, tuple[int | None, int | None]], set[int]]:
+    key = id(x)
+    found = _MARKS.get(key)
+    if found is None:
+        found = ({}, set())
+        _MARKS[key] = found
+        weakref.finalize(x, _MARKS.pop, key, None)
+    return found
+
+
+def _check_dim(x: Any, dim: int) -> int:
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"mark_dynamic/mark_static take a numpy.ndarray, got {type(x).__name__}")
+    if not -x.ndim <= dim < x.ndim:
+        raise IndexError(f"dimension {dim} is out of range for an array of {x.ndim} dims")
+    return dim % x.ndim
+
+
+def mark_dynamic(x: Any, dim: int, *, min: int | None = None, max: int | None = None) -> None:
+    """Compile `x`'s size `dim` as a symbol (within [min, max]) the next time it is captured.
+
+    Sizes 0 and 1 stay specialized; a size outside the range fails the guard and recompiles.
+
+        >>> mark_dynamic(np.zeros((4, 5)), 1, min=2)
+    """
+    axis = _check_dim(x, dim)
+    size = x.shape[axis]
+    if min is not None and max is not None and min > max:
+        raise ValueError(f"mark_dynamic: min={min} is larger than max={max}")
+    if (min is not None and size < min) or (max is not None and size > max):
+        raise ValueError(
+            f"mark_dynamic: size {size} of dimension {axis} is outside [min={min}, max={max}]"
+        )
+    dynamic, static = _marks_of(x)
+    dynamic[axis] = (min, max)
+    static.discard(axis)
+
+
+def mark_static(x: Any, dim: int) -> None:
+    """Always specialize `x`'s size `dim`, even with `dynamic=True` or after it changed.
+
+    >>> mark_static(np.zeros((4, 5)), 0)
+    """
+    axis = _check_dim(x, dim)
+    dynamic, static = _marks_of(x)
+    static.add(axis)
+    dynamic.pop(axis, None)
+
+
+def dim_marks(x: Any) -> dict[int, tuple[int | None, int | None]]:
+    """The dims of `x` marked dynamic, with their (min, max).
+
+    >>> dim_marks(np.zeros(3))
+    {}
+    """
+    found = _MARKS.get(id(x))
+    return dict(found[0]) if found is not None else {}
+
+
+def static_marks(x: Any) -> set[int]:
+    """The dims of `x` marked static.
+
+    >>> static_marks(np.zeros(3))
+    set()
+    """
+    found = _MARKS.get(id(x))
+    return set(found[1]) if found is not None else set()
+
+
+@attrs.frozen
+class DimChoice:
+    """How one size of an input is captured: static, or a symbol within [lo, hi]."""
+
+    dynamic: bool
+    lo: int | None = None
+    hi: int | None = None
+
+
+_STATIC = DimChoice(False)
+
+
+@attrs.frozen
+class DynamicPolicy:
+    """The dynamic-shape policy of one capture: `mode` (None, True, False) and the sizes seen.
+
+    `observed` is the per-code record automatic dynamic reads and updates.
+
+        >>> DynamicPolicy(False).choose(np.zeros(4), "L['x']")
+        (DimChoice(dynamic=False, lo=None, hi=None),)
+    """
+
+    mode: bool | None
+    observed: dict[str, tuple[int | None, ...]] | None = attrs.field(default=None, eq=False)
+    automatic: bool = True
+    duck: bool = True
+
+    def choose(self, x: np.ndarray[Any, Any], source: str) -> tuple[DimChoice, ...]:
+        """The choice for each dim of input `x` read from `source`; records its sizes."""
+        shape = tuple(int(d) for d in x.shape)
+        changed = self._observe(source, shape)
+        if self.mode is False:
+            return tuple(_STATIC for _ in shape)
+        marks = _MARKS.get(id(x))
+        dynamic, static = marks if marks is not None else ({}, set())
+        choices = []
+        for axis in range(len(shape)):
+            if axis in static:
+                choices.append(_STATIC)
+            elif axis in dynamic:
+                lo, hi = dynamic[axis]
+                choices.append(DimChoice(True, lo, hi))
+            elif self.mode is True or axis in changed:
+                choices.append(DimChoice(True))
+            else:
+                choices.append(_STATIC)
+        return tuple(choices)
+
+    def _observe(self, source: str, shape: tuple[int, ...]) -> set[int]:
+        if self.observed is None or not self.automatic:
+            return set()
+        before = self.observed.get(source)
+        if before is None or len(before) != len(shape):
+            self.observed[source] = shape
+            return set()
+        merged = tuple(b if b == s else None for b, s in zip(before, shape, strict=True))
+        changed = {axis for axis, size in enumerate(merged) if size is None}
+        newly = {axis for axis in changed if before[axis] is not None}
+        if newly:
+            log.info(
+                "automatic dynamic: %s dims %s changed (%s -> %s)",
+                source,
+                sorted(newly),
+                before,
+                shape,
+            )
+        self.observed[source] = merged
+        return changed
+
+
+def observed_sizes(code: types.CodeType) -> dict[str, tuple[int | None, ...]]:
+    """The sizes automatic dynamic has seen for `code` (created empty on first use).
+
+    >>> observed_sizes((lambda: 0).__code__)
+    {}
+    """
+    return _OBSERVED.setdefault(code, {})
+
+
+def forget_observed_sizes() -> None:
+    """Forget every observed size (part of `reset()`)."""
+    _OBSERVED.clear()
+
+
+@contextlib.contextmanager
+def capturing_with(policy: DynamicPolicy) -> Iterator[DynamicPolicy]:
+    """Make `policy` the one captures on this thread use inside the block.
+
+    >>> with capturing_with(DynamicPolicy(False)) as policy:
+    ...     current_policy() is policy
+    True
+    """
+    previous = getattr(_state, "policy", None)
+    _state.policy = policy
+    try:
+        yield policy
+    finally:
+        _state.policy = previous
+
+
+def current_policy() -> DynamicPolicy:
+    """The policy of the capture running on this thread (static when none was set)."""
+    policy: DynamicPolicy | None = getattr(_state, "policy", None)
+    return policy if policy is not None else DynamicPolicy(False)
+
+
+def graph_has_symbols(graph: Any) -> bool:
+    """Whether a placeholder of `graph` has a symbolic size (the graph is dynamic).
+
+    >>> from numpile_capture.graph import Graph
+    >>> graph_has_symbols(Graph())
+    False
+    """
+    for node in graph.placeholders:
+        shape = getattr(node.meta, "shape", ())
+        if any(not isinstance(dim, int) for dim in shape):
+            return True
+    return False
+
+
+def _symbolic_count(value: Any) -> int:
+    if isinstance(value, tuple | list):
+        return sum(_symbolic_count(item) for item in value)
+    if isinstance(value, dict):
+        return sum(_symbolic_count(item) for item in value.values())
+    if isinstance(value, slice):
+        return _symbolic_count((value.start, value.stop, value.step))
+    return 1 if isinstance(value, sympy.Basic) else 0
+
+
+def symbolic_params(graph: Any) -> list[str]:
+    """Nodes whose static parameters hold symbolic sizes an implementation cannot run with.
+
+    A reshape may carry one (its implementation infers it as -1).
+
+        >>> from numpile_capture.graph import Graph
+        >>> symbolic_params(Graph())
+        []
+    """
+    found = []
+    for node in graph.nodes:
+        if node.op is None:
+            continue
+        constants = [value for value in node.inputs if not hasattr(value, "op")]
+        count = _symbolic_count(constants) + _symbolic_count(dict(node.kwargs))
+        allowed = 1 if node.op.name == "reshape" else 0
+        if count > allowed:
+            found.append(node.name)
+    return found
+
+
+def used_symbols() -> bool:
+    """Whether the latest capture on this thread made any size symbolic.
+
+    >>> used_symbols() in (True, False)
+    True
+    """
+    env = active_shape_env()
+    return env is not None and bool(env.symbols())
+
+
+def accepts_dynamic_shapes(backend_fn: Any) -> bool:
+    """Whether a backend is handed graphs with symbolic sizes.
+
+    A backend may say no with `supports_dynamic_shapes = False`; one that raises on
+    a symbolic graph gets the call's static graph instead.
+
+        >>> accepts_dynamic_shapes(lambda graph, inputs: None)
+        True
+    """
+    return bool(getattr(backend_fn, "supports_dynamic_shapes", True))
+
+
+def set_active_shape_env(env: ShapeEnv | None) -> None:
+    """Make `env` the shape environment that meta rules consult (one per capture).
+
+    Held weakly: once its capture is gone, meta rules see no environment.
+    """
+    _state.env = None if env is None else weakref.ref(env)
+
+
+def active_shape_env() -> ShapeEnv | None:
+    """The shape environment of the capture running on this thread, if any.
+
+    >>> active_shape_env() is None or isinstance(active_shape_env(), ShapeEnv)
+    True
+    """
+    ref: weakref.ref[ShapeEnv] | None = getattr(_state, "env", None)
+    return None if ref is None else ref()

@@ -1,0 +1,114 @@
+"""`compile_function`: the `numpile.compile` entry point (decorator or call).
+
+It validates `mode`/`options` and the backend at the user's call, then wraps
+the function in a `CompiledFunction` (see `dispatch`), which does the rest on
+each call.
+
+    >>> @compile_function(backend="eager")
+    ... def f(x):
+    ...     return x * 2
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any, overload
+
+from .backends import BackendFn, lookup_backend
+from .compile_options import backend_kwargs, validate_mode
+from .config import config
+from .dispatch import CompiledFunction
+
+
+def _unwrap(model: Callable[..., Any]) -> Callable[..., Any]:
+    original = getattr(model, "_numpile_original", None)
+    return original if original is not None else model
+
+
+@overload
+def compile_function(
+    model: None = None,
+    *,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    backend: str | BackendFn | None = None,
+    mode: str | None = None,
+    options: dict[str, Any] | None = None,
+    disable: bool = False,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
+
+
+@overload
+def compile_function(
+    model: Callable[..., Any],
+    *,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    backend: str | BackendFn | None = None,
+    mode: str | None = None,
+    options: dict[str, Any] | None = None,
+    disable: bool = False,
+) -> Callable[..., Any]: ...
+
+
+def compile_function(
+    model: Callable[..., Any] | None = None,
+    *,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    backend: str | BackendFn | None = None,
+    mode: str | None = None,
+    options: dict[str, Any] | None = None,
+    disable: bool = False,
+) -> Any:
+    """Compile a NumPy function: `@compile`, `@compile(...)` or `compile(fn)`.
+
+    fullgraph: raise `Unsupported` instead of running eagerly what cannot be
+        captured.
+    dynamic: None (default) compiles static sizes first and makes a size
+        symbolic once a recompile sees it change; True makes every size
+        symbolic from the first compile; False always specializes (see
+        `mark_dynamic` / `mark_static` for single dims).
+    backend: a registered backend name or a callable `(graph, example_inputs)`;
+        None means `config.default_backend`.
+    mode: "default", "reduce-overhead", "max-autotune" or
+        "max-autotune-no-cudagraphs", passed to backends that accept `mode`.
+    options: a dict of backend options, passed to backends that accept
+        `options`; exclusive with `mode`.
+    disable: return `model` unchanged.
+
+        >>> @compile_function(backend="eager")
+        ... def f(x):
+        ...     return x * 2
+    """
+    validate_mode(mode, options)
+    chosen = config.default_backend if backend is None else backend
+    # Checked here, at the user's call: unknown names, and mode/options the backend refuses.
+    backend_kwargs(lookup_backend(chosen), chosen, mode, options)
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if disable:
+            return fn
+        if isinstance(fn, types.MethodType):
+            compiled = compile_function(
+                fn.__func__,
+                fullgraph=fullgraph,
+                dynamic=dynamic,
+                backend=backend,
+                mode=mode,
+                options=options,
+            )
+            return types.MethodType(compiled, fn.__self__)
+        return CompiledFunction(
+            _unwrap(fn),
+            fullgraph=fullgraph,
+            dynamic=dynamic,
+            backend=backend,
+            mode=mode,
+            options=options,
+        )
+
+    if model is None:
+        return decorate
+    return decorate(model)

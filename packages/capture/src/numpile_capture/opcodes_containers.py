@@ -1,0 +1,201 @@
+"""Opcode handlers that build and unpack containers, iterate, and format strings.
+
+>>> "BUILD_LIST" in HANDLERS
+True
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .bytecode import Instruction
+from .capture_result import Unsupported
+from .operators import (
+    iterate,
+)
+from .variables import (
+    ConstantVar,
+    DictVar,
+    IteratorVar,
+    ListVar,
+    TupleVar,
+    Variable,
+)
+
+if TYPE_CHECKING:
+    from .frame import Frame
+
+_PY313 = sys.version_info >= (3, 13)
+
+Handler = Callable[["Frame", Instruction], None]
+
+# -- handlers: containers ----------------------------------------------------------------
+
+
+def _build_tuple(frame: Frame, inst: Instruction) -> None:
+    frame.state.push(TupleVar(tuple(frame.state.pop_n(inst.argval))))
+
+
+def _build_list(frame: Frame, inst: Instruction) -> None:
+    frame.state.push(ListVar(frame.state.pop_n(inst.argval)))
+
+
+def _build_map(frame: Frame, inst: Instruction) -> None:
+    items = frame.state.pop_n(2 * inst.argval)
+    entries = {items[i].as_python_constant(): items[i + 1] for i in range(0, len(items), 2)}
+    frame.state.push(DictVar(entries))
+
+
+def _build_const_key_map(frame: Frame, inst: Instruction) -> None:
+    keys = frame.state.pop().as_python_constant()
+    values = frame.state.pop_n(inst.argval)
+    frame.state.push(DictVar(dict(zip(keys, values, strict=True))))
+
+
+def _list_append(frame: Frame, inst: Instruction) -> None:
+    value = frame.state.pop()
+    target = frame.state.peek(inst.argval)
+    assert isinstance(target, ListVar)
+    target.items.append(value)
+
+
+def _list_extend(frame: Frame, inst: Instruction) -> None:
+    value = frame.state.pop()
+    target = frame.state.peek(inst.argval)
+    assert isinstance(target, ListVar)
+    target.items.extend(iterate(frame.tracer, value))
+
+
+def _map_add(frame: Frame, inst: Instruction) -> None:
+    value = frame.state.pop()
+    key = frame.state.pop()
+    target = frame.state.peek(inst.argval)
+    assert isinstance(target, DictVar)
+    target.items[key.as_python_constant()] = value
+
+
+def _dict_update(frame: Frame, inst: Instruction) -> None:
+    value = frame.state.pop()
+    target = frame.state.peek(inst.argval)
+    assert isinstance(target, DictVar)
+    if not isinstance(value, DictVar):
+        raise Unsupported(f"not supported yet: ** of {value.describe()}")
+    if inst.opname == "DICT_MERGE":
+        for key in value.items:
+            if key in target.items:
+                raise TypeError(f"got multiple values for keyword argument '{key}'")
+    target.items.update(value.items)
+
+
+def _unpack_sequence(frame: Frame, inst: Instruction) -> None:
+    items = iterate(frame.tracer, frame.state.pop())
+    if len(items) != inst.argval:
+        if len(items) > inst.argval:
+            raise ValueError(f"too many values to unpack (expected {inst.argval})")
+        raise ValueError(f"not enough values to unpack (expected {inst.argval}, got {len(items)})")
+    for item in reversed(items):
+        frame.state.push(item)
+
+
+def _unpack_ex(frame: Frame, inst: Instruction) -> None:
+    before = inst.argval & 0xFF
+    after = inst.argval >> 8
+    items = iterate(frame.tracer, frame.state.pop())
+    if len(items) < before + after:
+        raise ValueError(
+            f"not enough values to unpack (expected at least {before + after}, got {len(items)})"
+        )
+    middle = ListVar(items[before : len(items) - after])
+    for item in reversed([*items[:before], middle, *items[len(items) - after :]]):
+        frame.state.push(item)
+
+
+def _get_iter(frame: Frame, inst: Instruction) -> None:
+    iterable = frame.state.pop()
+    if isinstance(iterable, IteratorVar):
+        frame.state.push(iterable)  # iter() of an iterator is itself: generators stay lazy
+    else:
+        frame.state.push(IteratorVar(iterate(frame.tracer, iterable)))
+
+
+def _for_iter(frame: Frame, inst: Instruction) -> None:
+    iterator = frame.state.peek()
+    if not isinstance(iterator, IteratorVar):
+        # A Python iterator a resume function received: each step runs in Python.
+        raise Unsupported(
+            f"a loop over {iterator.describe()} resumed after a graph break: each step runs in "
+            "Python"
+        )
+    item = iterator.next_item()
+    if item is None:
+        frame.state.pop()
+        frame.jump(inst)
+    else:
+        frame.state.push(item)
+
+
+# -- handlers: strings -------------------------------------------------------------------
+
+
+def _constant_of(value: Variable, what: str) -> Any:
+    if not isinstance(value, ConstantVar):
+        raise Unsupported(f"not supported yet: {what} of {value.describe()}")
+    return value.value
+
+
+_CONVERSIONS: dict[int, Callable[[Any], str]] = {1: str, 2: repr, 3: ascii}
+
+
+def _format_value(frame: Frame, inst: Instruction) -> None:
+    flags = inst.arg or 0
+    spec = _constant_of(frame.state.pop(), "formatting") if flags & 0x04 else ""
+    value = _constant_of(frame.state.pop(), "formatting")
+    convert = _CONVERSIONS.get(flags & 0x03)
+    if convert is not None:
+        value = convert(value)
+    frame.state.push(ConstantVar(format(value, spec)))
+
+
+def _convert_value(frame: Frame, inst: Instruction) -> None:
+    value = _constant_of(frame.state.pop(), "formatting")
+    frame.state.push(ConstantVar(_CONVERSIONS[inst.arg or 1](value)))
+
+
+def _format_simple(frame: Frame, inst: Instruction) -> None:
+    value = _constant_of(frame.state.pop(), "formatting")
+    frame.state.push(ConstantVar(format(value)))
+
+
+def _format_with_spec(frame: Frame, inst: Instruction) -> None:
+    spec = _constant_of(frame.state.pop(), "formatting")
+    value = _constant_of(frame.state.pop(), "formatting")
+    frame.state.push(ConstantVar(format(value, spec)))
+
+
+def _build_string(frame: Frame, inst: Instruction) -> None:
+    parts = [_constant_of(part, "a string") for part in frame.state.pop_n(inst.argval)]
+    frame.state.push(ConstantVar("".join(parts)))
+
+
+HANDLERS: dict[str, Handler] = {
+    "BUILD_TUPLE": _build_tuple,
+    "BUILD_LIST": _build_list,
+    "BUILD_MAP": _build_map,
+    "BUILD_CONST_KEY_MAP": _build_const_key_map,
+    "LIST_APPEND": _list_append,
+    "LIST_EXTEND": _list_extend,
+    "MAP_ADD": _map_add,
+    "DICT_UPDATE": _dict_update,
+    "DICT_MERGE": _dict_update,
+    "UNPACK_SEQUENCE": _unpack_sequence,
+    "UNPACK_EX": _unpack_ex,
+    "GET_ITER": _get_iter,
+    "FOR_ITER": _for_iter,
+    "FORMAT_VALUE": _format_value,
+    "CONVERT_VALUE": _convert_value,
+    "FORMAT_SIMPLE": _format_simple,
+    "FORMAT_WITH_SPEC": _format_with_spec,
+    "BUILD_STRING": _build_string,
+}

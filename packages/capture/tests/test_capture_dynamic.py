@@ -1,0 +1,341 @@
+"""Dynamic shapes in capture: symbolic placeholders, automatic dynamic, marks, specialization."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from numpile_capture import compile_function, config, mark_dynamic, mark_static, reset
+from numpile_capture.capture_events import CaptureEvent, recording_captures
+from numpile_capture.dynamic_shapes import DynamicPolicy, dim_marks, static_marks
+from numpile_capture.graph import Graph
+from numpile_guards import cache_for
+
+SIZES = (5, 9, 2, 17, 64, 3)
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Iterator[None]:
+    reset()
+    yield
+    reset()
+
+
+def _graphs(events: list[CaptureEvent]) -> list[Graph]:
+    return [event.graph for event in events if event.graph is not None]
+
+
+def _placeholder_dims(graph: Graph) -> list[tuple[Any, ...]]:
+    return [tuple(node.meta.shape) for node in graph.placeholders]  # type: ignore[union-attr]
+
+
+def _entries(fn: Callable[..., Any]) -> int:
+    return len(cache_for(fn.__code__).entries)
+
+
+def _same(got: Any, want: Any) -> None:
+    got_arr = np.asarray(got)
+    want_arr = np.asarray(want)
+    assert got_arr.dtype == want_arr.dtype
+    assert got_arr.shape == want_arr.shape
+    np.testing.assert_array_equal(got_arr, want_arr)
+
+
+def mlp(x: Any, w: Any, b: Any) -> Any:
+    return np.maximum(x @ w + b, 0.0).sum(axis=1)
+
+
+def test_dynamic_true_compiles_once_for_every_size() -> None:
+    f = compile_function(mlp, backend="eager", dynamic=True)
+    w = np.ones((4, 3))
+    b = np.arange(3.0)
+    with recording_captures() as events:
+        for n in SIZES:
+            x = np.random.default_rng(n).standard_normal((n, 4))
+            _same(f(x, w, b), mlp(x, w, b))
+    graphs = _graphs(events)
+    assert len(graphs) == 1
+    assert str(graphs[0].placeholders[0].meta) == "float64[s0, s1]"
+    assert _entries(mlp) == 1
+
+
+def test_dynamic_none_is_static_first_then_dynamic_on_change() -> None:
+    def f(x: Any) -> Any:
+        return (x * 2.0).sum(axis=0)
+
+    compiled = compile_function(f, backend="eager")
+    with recording_captures() as events:
+        for n in SIZES:
+            x = np.arange(n * 3.0).reshape(n, 3)
+            _same(compiled(x), f(x))
+    graphs = _graphs(events)
+    assert len(graphs) == 2
+    assert _placeholder_dims(graphs[0]) == [(5, 3)]
+    assert str(graphs[1].placeholders[0].meta.shape[0]) == "s0"  # type: ignore[union-attr]
+    assert graphs[1].placeholders[0].meta.shape[1] == 3  # type: ignore[union-attr]
+
+
+def test_dynamic_false_recompiles_per_size_with_a_readable_reason() -> None:
+    def f(x: Any) -> Any:
+        return x + 1
+
+    compiled = compile_function(f, backend="eager", dynamic=False)
+    compiled(np.zeros(8))
+    compiled(np.zeros(9))
+    compiled(np.zeros(10))
+    assert _entries(f) == 3
+    reasons = cache_for(f.__code__).recompile_reasons
+    assert "L['x'].shape[0]: expected 8, got 9" in reasons[0].failures[0]
+
+
+def test_automatic_dynamic_can_be_switched_off() -> None:
+    def f(x: Any) -> Any:
+        return x - 1
+
+    compiled = compile_function(f, backend="eager")
+    with config.patch(automatic_dynamic_shapes=False):
+        for n in (4, 5, 6):
+            compiled(np.zeros(n))
+    assert _entries(f) == 3
+
+
+def test_zero_and_one_are_specialized() -> None:
+    def f(x: Any) -> Any:
+        return x.sum(axis=0) + 1
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    with recording_captures() as events:
+        for n in (0, 1, 4, 7, 0, 1):
+            x = np.ones((n, 2))
+            _same(compiled(x), f(x))
+    dims = [_placeholder_dims(graph)[0][0] for graph in _graphs(events)]
+    assert dims[:2] == [0, 1]
+    assert str(dims[2]) == "s0"
+    assert len(dims) == 3
+
+
+def test_duck_sizing_merges_equal_sizes_and_guards_them() -> None:
+    def f(x: Any, y: Any) -> Any:
+        return x + y
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    with recording_captures() as events:
+        _same(compiled(np.ones(6), np.ones(6)), np.full(6, 2.0))
+    graph = _graphs(events)[0]
+    assert _placeholder_dims(graph) == [(graph.placeholders[0].meta.shape[0],)] * 2  # type: ignore[union-attr]
+    texts = [str(guard) for guard in events[0].guards]
+    assert any("L['y'].shape[0] == L['x'].shape[0]" in text for text in texts)
+    # Different sizes now: the duck-sizing guard fails, and broadcasting raises NumPy's error.
+    with pytest.raises(ValueError):
+        compiled(np.ones(6), np.ones(7))
+
+
+def test_without_duck_sizing_broadcasting_guards_the_equality() -> None:
+    def f(x: Any, y: Any) -> Any:
+        return x * y
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    with config.patch(duck_shape=False), recording_captures() as events:
+        _same(compiled(np.ones(6), np.full(6, 3.0)), np.full(6, 3.0))
+    graph = _graphs(events)[0]
+    x_dim, y_dim = (node.meta.shape[0] for node in graph.placeholders)  # type: ignore[union-attr]
+    assert x_dim != y_dim
+    assert any("L['x'].shape[0] == L['y'].shape[0]" in str(g) for g in events[0].guards)
+
+
+def test_mark_dynamic_range_is_guarded_and_violations_recompile() -> None:
+    def f(x: Any) -> Any:
+        return x.mean(axis=1)
+
+    compiled = compile_function(f, backend="eager", dynamic=False)
+    # dynamic=False never makes sizes symbolic, marks included.
+    x = np.ones((3, 8))
+    mark_dynamic(x, 1, min=4, max=16)
+    compiled(x)
+    assert _placeholder_dims(cache_for(f.__code__).entries[0].metadata["graph"]) == [(3, 8)]
+    reset()
+    compiled = compile_function(f, backend="eager")
+    with recording_captures() as events:
+        compiled(x)
+        for n in (4, 16):
+            y = np.ones((3, n))
+            _same(compiled(y), f(y))
+        _same(compiled(np.ones((3, 17))), np.ones(3))  # above max: recompiles
+    graphs = _graphs(events)
+    assert str(graphs[0].placeholders[0].meta) == "float64[3, s0]"
+    assert len(graphs) == 2
+    texts = [str(guard) for guard in events[0].guards]
+    assert any("L['x'].shape[1] >= 4" in text for text in texts)
+    assert any("L['x'].shape[1] <= 16" in text for text in texts)
+
+
+def test_mark_dynamic_checks_its_arguments() -> None:
+    x = np.ones((3, 8))
+    with pytest.raises(ValueError, match="outside"):
+        mark_dynamic(x, 1, min=10)
+    with pytest.raises(IndexError):
+        mark_dynamic(x, 2)
+    with pytest.raises(TypeError):
+        mark_dynamic([1, 2], 0)
+    mark_dynamic(x, -1)
+    assert dim_marks(x) == {1: (None, None)}
+    mark_static(x, 1)
+    assert dim_marks(x) == {} and static_marks(x) == {1}
+    assert dim_marks(x.copy()) == {}
+
+
+def test_mark_static_wins_over_dynamic_true() -> None:
+    def f(x: Any) -> Any:
+        return x * 3
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    x = np.ones((4, 5))
+    mark_static(x, 0)
+    with recording_captures() as events:
+        compiled(x)
+    dims = _placeholder_dims(_graphs(events)[0])[0]
+    assert dims[0] == 4 and str(dims[1]) == "s0"
+
+
+def test_marks_die_with_the_array() -> None:
+    import gc
+
+    from numpile_capture import dynamic_shapes
+
+    x = np.ones(5)
+    mark_dynamic(x, 0)
+    key = id(x)
+    assert key in dynamic_shapes._MARKS
+    del x
+    gc.collect()
+    assert key not in dynamic_shapes._MARKS
+
+
+def reshape_rows(x: Any) -> Any:
+    return x.reshape(-1, 4).sum(axis=1)
+
+
+def test_reshape_with_minus_one_guards_divisibility() -> None:
+    compiled = compile_function(reshape_rows, backend="eager", dynamic=True)
+    with recording_captures() as events:
+        for n in (8, 12, 40):
+            x = np.arange(float(n))
+            _same(compiled(x), reshape_rows(x))
+    assert len(_graphs(events)) == 1
+    assert any("% 4 == 0" in str(guard) for guard in events[0].guards)
+    with pytest.raises(ValueError):
+        compiled(np.arange(10.0))
+
+
+def test_shape_dependent_python_is_specialized_and_guarded() -> None:
+    def f(x: Any) -> Any:
+        n = x.shape[0]
+        total = x.sum()
+        for i in range(n):
+            total = total + x[i]
+        return total * n
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    with recording_captures() as events:
+        for n in (3, 4, 3, 4):
+            x = np.arange(float(n))
+            _same(compiled(x), f(x))
+    assert len(_graphs(events)) == 2
+    assert any("L['x'].shape[0] == 3" in str(guard) for guard in events[0].guards)
+
+
+def test_branch_on_a_size_becomes_a_guard() -> None:
+    def f(x: Any) -> Any:
+        if x.shape[0] > 4:
+            return x[1:] * 2
+        return x[:-1] + 1
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    with recording_captures() as events:
+        for n in (6, 9, 30, 3, 4, 2):
+            x = np.arange(float(n))
+            _same(compiled(x), f(x))
+    graphs = _graphs(events)
+    assert len(graphs) == 2
+    assert "float64[s0 - 1]" in str(graphs[0])
+    assert any("L['x'].shape[0] >= 5" in str(guard) for guard in events[0].guards)
+
+
+@pytest.mark.parametrize("dynamic", [None, True, False])
+def test_views_reductions_and_matmul_match_numpy(dynamic: bool | None) -> None:
+    def f(x: Any, w: Any) -> Any:
+        y = x @ w
+        z = y.T[::2] + y[:1, :]
+        return z.max(axis=0), y[2:-1].std(), np.concatenate([x, x], axis=0).sum(axis=0), x[-1]
+
+    compiled = compile_function(f, backend="eager", dynamic=dynamic)
+    for n in (4, 7, 11, 4, 32):
+        x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        w = np.random.default_rng(n + 1).standard_normal((3, n)).astype(np.float32)
+        got = compiled(x, w)
+        want = f(x, w)
+        for g, e in zip(got, want, strict=True):
+            _same(g, e)
+    limit = 2 if dynamic is not False else 4
+    assert _entries(f) <= limit
+
+
+def test_non_contiguous_inputs_stay_static() -> None:
+    def f(x: Any) -> Any:
+        return x + 1
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    with recording_captures() as events:
+        base = np.ones((6, 4))
+        _same(compiled(base[:, ::2]), base[:, ::2] + 1)
+    assert _placeholder_dims(_graphs(events)[0]) == [(6, 2)]
+
+
+def test_policy_choices() -> None:
+    observed: dict[str, tuple[int | None, ...]] = {}
+    policy = DynamicPolicy(None, observed)
+    assert [c.dynamic for c in policy.choose(np.ones((2, 3)), "L['x']")] == [False, False]
+    assert [c.dynamic for c in policy.choose(np.ones((5, 3)), "L['x']")] == [True, False]
+    assert observed == {"L['x']": (None, 3)}
+    assert all(c.dynamic for c in DynamicPolicy(True).choose(np.ones((2, 3)), "L['x']"))
+
+
+def test_backend_that_fails_on_symbols_gets_a_static_graph() -> None:
+    seen: list[Graph] = []
+
+    def picky(graph: Graph, example_inputs: list[Any]) -> Callable[..., Any]:
+        seen.append(graph)
+        for node in graph.placeholders:
+            if not all(isinstance(d, int) for d in node.meta.shape):  # type: ignore[union-attr]
+                raise NotImplementedError("static sizes only")
+        from numpile_capture import run_graph
+
+        return lambda *inputs: run_graph(graph, inputs)
+
+    def f(x: Any) -> Any:
+        return x * 2
+
+    compiled = compile_function(f, backend=picky, dynamic=True)
+    _same(compiled(np.ones(5)), np.full(5, 2.0))
+    assert len(seen) == 2
+    assert _placeholder_dims(seen[-1]) == [(5,)]
+
+
+def test_sizes_returned_or_kept_across_a_break_are_right_for_every_size() -> None:
+    from numpile_capture.trace_rules import graph_break
+
+    def f(x: Any) -> Any:
+        n = x.shape[0] * 2
+        y = x + n
+        graph_break()
+        return n, y.sum() + x.shape[0], len(x)
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    for size in (3, 4, 5, 3):
+        x = np.arange(float(size))
+        got = compiled(x)
+        assert got == f(x)
+        assert all(type(a) is type(b) for a, b in zip(got, f(x), strict=True))

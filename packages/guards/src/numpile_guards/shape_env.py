@@ -1,0 +1,377 @@
+"""The symbolic shape environment: sizes as sympy symbols, and the guards capture relied on.
+
+A `ShapeEnv` lives for one capture. Each dynamic size of an input becomes a
+symbol `s0, s1, ...` (integer, positive) with the size seen now as its hint.
+Sizes 0 and 1 are specialized (they change broadcasting and contiguity);
+equal sizes share one symbol (duck sizing), which the guards check as an
+equality between their sources. Branching on a size during capture
+(`evaluate`) records the branch taken as a guard, simplified against what is
+known (ranges, divisibility) and deduplicated; `specialize` pins a size to its
+value where a symbolic value cannot be carried.
+
+    >>> env = ShapeEnv()
+    >>> s0 = env.create_symbol(8, "L['x'].shape[0]")
+    >>> env.create_symbol(8, "L['y'].shape[0]") is s0, env.evaluate(s0 % 4 == 0)
+    (True, True)
+    >>> [guard.text for guard in env.produce_guards()]
+    ["L['x'].shape[0] >= 2", "L['y'].shape[0] == L['x'].shape[0]", "L['x'].shape[0] % 4 == 0"]
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import sympy
+
+from .symbolic import ShapeGuard, bounds, python_text
+
+log = logging.getLogger("numpile.guards.dynamic")
+
+# NOTE: sizes below this are specialized; a dynamic size is at least this (its guard).
+_MIN_DYNAMIC = 2
+
+
+@attrs.frozen
+class SymbolInfo:
+    """What the environment knows of one size symbol: sources, hint, range, divisor.
+
+    `sources[0]` is the canonical source (the first place the size was read);
+    `hi` None means unbounded; every size is a multiple of `divisor`.
+    """
+
+    symbol: sympy.Symbol
+    sources: tuple[str, ...]
+    hint: int
+    lo: int = _MIN_DYNAMIC
+    hi: int | None = None
+    divisor: int = 1
+
+
+class ShapeEnv:
+    """Size symbols, their facts, and the guards recorded while capturing one function.
+
+    `duck` shares one symbol between equal sizes; `specialize_zero_one` keeps 0 and 1 static.
+
+        >>> env = ShapeEnv()
+        >>> env.create_symbol(1, "L['x'].shape[0]")
+        1
+    """
+
+    def __init__(self, *, duck: bool = True, specialize_zero_one: bool = True) -> None:
+        self.duck = duck
+        self.specialize_zero_one = specialize_zero_one
+        self._info: dict[sympy.Symbol, SymbolInfo] = {}
+        self._by_value: dict[int, sympy.Symbol] = {}
+        # NOTE: insertion-ordered, keyed by the simplified relation: dedup keeps the first reason.
+        self._guards: dict[sympy.Basic, ShapeGuard] = {}
+        self._texts: dict[str, ShapeGuard] = {}
+
+    # --- symbols --------------------------------------------------------------------------
+
+    def create_symbol(
+        self, value: int, source: str, *, lo: int | None = None, hi: int | None = None
+    ) -> int | sympy.Expr:
+        """The size `value` read from `source` (a Python expression): a symbol, or `value` itself.
+
+        `lo`/`hi` (from `mark_dynamic(min=, max=)`) bound the symbol; a bounded
+        size never shares another's symbol.
+
+            >>> ShapeEnv().create_symbol(5, "L['x'].shape[0]")
+            s0
+        """
+        value = int(value)
+        if self.specialize_zero_one and value in (0, 1):
+            return value
+        bounded = lo is not None or hi is not None
+        if self.duck and not bounded and value in self._by_value:
+            symbol = self._by_value[value]
+            info = self._info[symbol]
+            self._info[symbol] = attrs.evolve(info, sources=(*info.sources, source))
+            return symbol
+        symbol = sympy.Symbol(f"s{len(self._info)}", integer=True, positive=True)
+        low = max(_MIN_DYNAMIC, lo or 0) if self.specialize_zero_one else max(0, lo or 0)
+        self._info[symbol] = SymbolInfo(symbol, (source,), value, low, hi)
+        if not bounded:
+            self._by_value.setdefault(value, symbol)
+        log.debug("create_symbol %s = %d for %s", symbol, value, source)
+        return symbol
+
+    def symbols(self) -> tuple[SymbolInfo, ...]:
+        """Every symbol created, in creation order."""
+        return tuple(self._info.values())
+
+    def info(self, symbol: sympy.Symbol) -> SymbolInfo:
+        """The facts about `symbol`."""
+        return self._info[symbol]
+
+    def hint(self, expr: Any) -> Any:
+        """The value of `expr` for the sizes seen at capture time (an int, or a bool).
+
+        >>> env = ShapeEnv(); s0 = env.create_symbol(6, "L['x'].shape[0]")
+        >>> env.hint(2 * s0 + 1)
+        13
+        """
+        if isinstance(expr, bool | int):
+            return expr
+        value = sympy.sympify(expr).xreplace(
+            {s: sympy.Integer(i.hint) for s, i in self._info.items()}
+        )
+        if value is sympy.true or value is sympy.false:
+            return bool(value)
+        if value.is_Integer:
+            return int(value)
+        if value.is_Rational:
+            raise ValueError(f"size expression {expr} is not an integer ({value})")
+        return bool(value) if value.is_Relational else int(value)
+
+    # --- simplification -------------------------------------------------------------------
+
+    def simplify(self, expr: Any) -> Any:
+        """`expr` simplified with the divisibility facts (`Mod(s0, 2)` is 0 when 4 divides s0).
+
+        >>> env = ShapeEnv(); s0 = env.create_symbol(8, "L['x'].shape[0]")
+        >>> env.evaluate(sympy.Eq(sympy.Mod(s0, 4), 0)); env.simplify(sympy.Mod(s0, 2))
+        True
+        0
+        """
+        if isinstance(expr, bool | int):
+            return expr
+        expr = sympy.sympify(expr)
+        # Sizes pinned by a guard (specialized) are their value from then on.
+        fixed = {s: sympy.Integer(i.lo) for s, i in self._info.items() if i.hi == i.lo}
+        if fixed and expr.free_symbols & fixed.keys():
+            expr = expr.xreplace(fixed)
+        divided = {s: i.divisor for s, i in self._info.items() if i.divisor > 1}
+        if not divided or not (expr.free_symbols & divided.keys()):
+            return expr
+        quotients = {s: sympy.Symbol(f"_q_{s}", integer=True, positive=True) for s in divided}
+        forward = {s: divided[s] * quotients[s] for s in divided}
+        backward = {quotients[s]: s / divided[s] for s in divided}
+        result = sympy.sympify(expr.xreplace(forward)).xreplace(backward)
+        if has_fraction(result) and not has_fraction(expr):
+            return expr  # keep `floor(s0/2)`: backends print it in exact integer arithmetic
+        return result
+
+    def _decide(self, relation: sympy.Basic, *, divisors: bool = True) -> bool | None:
+        # True/False when the facts decide `relation` for every admitted size, else None.
+        if divisors:
+            relation = self.simplify(relation)
+        if relation is sympy.true or relation is sympy.false:
+            return bool(relation)
+        if not isinstance(relation, sympy.Rel):
+            return None
+        difference = sympy.expand(relation.lhs - relation.rhs)
+        ranges = {s: (i.lo, i.hi) for s, i in self._info.items()}
+        low, high = bounds(difference, ranges)
+        op: str = str(relation.rel_op)
+        if op in (">=", ">"):
+            if low is not None and (low > 0 or (op == ">=" and low >= 0)):
+                return True
+            if high is not None and (high < 0 or (op == ">" and high <= 0)):
+                return False
+        if op in ("<=", "<"):
+            if high is not None and (high < 0 or (op == "<=" and high <= 0)):
+                return True
+            if low is not None and (low > 0 or (op == "<" and low >= 0)):
+                return False
+        if op in ("==", "!=") and low is not None and low == high == 0:
+            return op == "=="
+        if op in ("==", "!="):
+            excluded = (low is not None and low > 0) or (high is not None and high < 0)
+            if excluded:
+                return op == "!="
+        return None
+
+    # --- guards ---------------------------------------------------------------------------
+
+    def evaluate(self, relation: Any, *, reason: str = "") -> bool:
+        """The truth of `relation` for the sizes seen now; a guard keeps it true for reuse.
+
+        Relations the known facts already decide record nothing.
+
+            >>> env = ShapeEnv(); s0 = env.create_symbol(5, "L['x'].shape[0]")
+            >>> env.evaluate(s0 > 1), env.evaluate(s0 > 4), len(env.produce_guards())
+            (True, True, 2)
+        """
+        if isinstance(relation, bool):
+            return relation
+        relation = sympy.sympify(relation)
+        decided = self._decide(relation)
+        if decided is not None:
+            return decided
+        value = self.hint(relation)
+        taken = relation if value else sympy.Not(relation)
+        self._record(sympy.simplify_logic(taken) if not taken.is_Relational else taken, reason)
+        return bool(value)
+
+    def specialize(self, expr: Any, *, reason: str = "") -> int:
+        """Pin `expr` to its value now (guarded): where a size must be a Python int.
+
+        >>> env = ShapeEnv(); s0 = env.create_symbol(5, "L['x'].shape[0]")
+        >>> env.specialize(s0 + 1, reason="range()")
+        6
+        """
+        if isinstance(expr, int):
+            return expr
+        value = self.hint(expr)
+        self.evaluate(sympy.Eq(expr, value), reason=reason or "specialized")
+        log.info("specialized %s = %d (%s)", self.render(expr), value, reason or "a Python int")
+        return int(value)
+
+    def _record(self, relation: sympy.Basic, reason: str) -> None:
+        key = _normalize(relation)
+        if key in self._guards:
+            return
+        self._learn(key)
+        text = python_text(key, self._source_names())
+        self._guards[key] = ShapeGuard(key, text, reason)
+        log.debug("guard %s (%s)", text, reason)
+
+    def add_relation(self, text: str, reason: str) -> None:
+        """Guard a relation given directly as Python text over sources (e.g. a stride).
+
+        >>> env = ShapeEnv(); env.add_relation("L['x'].strides[0] == 8", "strides")
+        >>> [g.text for g in env.produce_guards()]
+        ["L['x'].strides[0] == 8"]
+        """
+        self._texts.setdefault(text, ShapeGuard(sympy.true, text, reason))
+
+    def _learn(self, relation: sympy.Basic) -> None:
+        # Turn a recorded relation into facts: bounds of one symbol, divisibility.
+        if not isinstance(relation, sympy.Rel):
+            return
+        difference = sympy.expand(relation.lhs - relation.rhs)
+        symbols = difference.free_symbols
+        if len(symbols) != 1:
+            return
+        (symbol,) = symbols
+        if symbol not in self._info:
+            return
+        info = self._info[symbol]
+        if relation.rel_op == "==" and isinstance(relation.lhs, sympy.Mod):
+            if relation.rhs == 0 and relation.lhs.args[1].is_Integer:
+                inner, modulus = relation.lhs.args
+                coefficient = inner.coeff(symbol) if inner != symbol else sympy.Integer(1)
+                if coefficient.is_Integer and inner == coefficient * symbol:
+                    need = int(modulus) // math.gcd(int(modulus), int(coefficient))
+                    divisor = math.lcm(info.divisor, need)
+                    self._info[symbol] = attrs.evolve(info, divisor=divisor)
+            return
+        poly = sympy.Poly(difference, symbol) if difference.is_polynomial(symbol) else None
+        if poly is None or poly.degree() != 1:
+            return
+        a, b = (int(c) if c.is_Integer else None for c in poly.all_coeffs())
+        if a is None or b is None:
+            return
+        # a*s + b (op) 0
+        op = relation.rel_op
+        lo, hi = info.lo, info.hi
+        if op == "==" and b % a == 0:
+            lo = hi = -b // a
+        elif (op in (">=", ">") and a > 0) or (op in ("<=", "<") and a < 0):
+            strict = op in (">", "<")
+            lo = max(lo, math.ceil((-b + (1 if strict and a > 0 else 0)) / a))
+        elif op in (">=", ">", "<=", "<"):
+            strict = op in (">", "<")
+            limit = math.floor((-b - (1 if strict else 0)) / a) if a > 0 else None
+            if limit is None:
+                limit = math.floor(-b / a)
+            hi = limit if hi is None else min(hi, limit)
+        self._info[symbol] = attrs.evolve(info, lo=lo, hi=hi)
+
+    def _source_names(self) -> dict[sympy.Symbol, str]:
+        return {symbol: info.sources[0] for symbol, info in self._info.items()}
+
+    def render(self, expr: Any) -> str:
+        """`expr` as Python text over its sources.
+
+        >>> env = ShapeEnv(); s0 = env.create_symbol(5, "L['x'].shape[0]")
+        >>> env.render(2 * s0)
+        "2*L['x'].shape[0]"
+        """
+        return python_text(sympy.sympify(expr), self._source_names())
+
+    def produce_guards(self) -> tuple[ShapeGuard, ...]:
+        """Every shape guard of the capture: ranges, duck-sizing equalities, recorded relations.
+
+        Range guards come first (cheapest, most discriminating), then equalities.
+        """
+        names = self._source_names()
+        result: list[ShapeGuard] = []
+        for symbol, info in self._info.items():
+            fixed = info.hi is not None and info.hi == info.lo
+            if fixed:
+                relation = sympy.Eq(symbol, info.lo)
+                result.append(ShapeGuard(relation, python_text(relation, names), "specialized"))
+                continue
+            if info.lo > 0:
+                relation = sympy.Ge(symbol, info.lo)
+                result.append(ShapeGuard(relation, python_text(relation, names), "size range"))
+            if info.hi is not None:
+                relation = sympy.Le(symbol, info.hi)
+                result.append(ShapeGuard(relation, python_text(relation, names), "size range"))
+        for symbol, info in self._info.items():
+            for other in info.sources[1:]:
+                text = f"{other} == {info.sources[0]}"
+                relation = sympy.Eq(symbol, symbol, evaluate=False)
+                result.append(ShapeGuard(relation, text, "duck sizing"))
+        result += self._texts.values()
+        seen = {guard.text for guard in result}
+        for guard in self._guards.values():
+            if guard.text not in seen and not self._implied_by_range(guard.relation):
+                result.append(guard)
+                seen.add(guard.text)
+        return tuple(result)
+
+    def _implied_by_range(self, relation: sympy.Basic) -> bool:
+        # Single-symbol bounds were folded into the range guards above.
+        if not isinstance(relation, sympy.Rel):
+            return False
+        if len(relation.free_symbols) != 1:
+            return False
+        return self._decide(relation, divisors=False) is True
+
+
+def has_fraction(expr: Any) -> bool:
+    """Whether `expr` has a non-integer rational coefficient (`s0/2`, not `floor(s0/2)`).
+
+    >>> has_fraction(sympy.Symbol("s0") / 2), has_fraction(sympy.floor(sympy.Symbol("s0") / 2))
+    (True, False)
+    """
+    expr = sympy.sympify(expr)
+    if isinstance(expr, sympy.floor | sympy.ceiling | sympy.Mod):
+        return False
+    if expr.is_Rational:
+        return not expr.is_Integer
+    return any(has_fraction(arg) for arg in expr.args)
+
+
+def _normalize(relation: sympy.Basic) -> sympy.Basic:
+    # One spelling per relation: `lhs - rhs (op) 0` with cleared denominators, then tidied.
+    if not isinstance(relation, sympy.Rel):
+        return relation
+    if isinstance(relation.lhs, sympy.Mod) and relation.rhs == 0:
+        return relation
+    difference = sympy.expand(relation.lhs - relation.rhs)
+    numerator, denominator = sympy.fraction(sympy.together(difference))
+    if denominator.is_number and denominator.is_positive:
+        difference = sympy.expand(numerator)
+    # Terms with a positive coefficient on the left, the rest on the right: `s0 == s1`.
+    left: list[sympy.Expr] = []
+    right: list[sympy.Expr] = []
+    for term in sympy.Add.make_args(difference):
+        (right if term.could_extract_minus_sign() else left).append(term)
+    return type(relation)(sympy.Add(*left), -sympy.Add(*right))
+
+
+def relations_text(guards: Sequence[ShapeGuard]) -> list[str]:
+    """The Python texts of `guards`, in order (for listings and logs).
+
+    >>> relations_text([])
+    []
+    """
+    return [guard.text for guard in guards]

@@ -1,0 +1,532 @@
+"""Triton code generation for one fused kernel of the shared loop IR.
+
+The same `FusedKernel`s the C backend compiles become `@triton.jit`
+functions. A program instance handles a block of the flattened output
+(`xindex`, masked by `xmask`); loop variables `x0, x1, ...` are recovered
+from it by division and modulo, then every `Load`/`Store` index (sympy)
+is printed as Python integer arithmetic over them and the buffers' element
+strides, which are kernel arguments (Triton specializes strides equal to 1
+on its own). A reduction kernel works on `[XBLOCK, RBLOCK]` tiles:
+*persistent* (one tile covers the reduced extent, reduced once) when the row
+fits in `max_rblock`, *looped* otherwise (an accumulator tile, combined
+element-wise per step, reduced at the end). Scalar graph inputs arrive as
+one-element buffers so float64 values keep their precision.
+
+    >>> print(kernel_source(fused, buffers, TritonOptions()).source)  # doctest: +SKIP
+    @triton.jit
+    def kernel0(p_in0, p_in0_s0, p_v1, p_v1_s0, xnumel, XBLOCK: tl.constexpr):
+        ...
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import numpy as np
+import sympy
+from sympy.printing.str import StrPrinter
+
+from .loop_ir import (
+    Apply,
+    Buffer,
+    Constant,
+    Expr,
+    Load,
+    ReductionStore,
+    ScalarArg,
+    Store,
+    loads_of,
+)
+from .scheduler import FusedKernel
+from .triton_ops import reduction_identity, tl_type, triton_expr, triton_literal, triton_supports
+
+_MODES: dict[str, dict[str, bool]] = {
+    "default": {},
+    "reduce-overhead": {"cudagraphs": True},
+    "max-autotune": {"autotune": True, "cudagraphs": True},
+    "max-autotune-no-cudagraphs": {"autotune": True},
+}
+
+
+class TritonUnsupported(Exception):  # noqa: N818 - it names the event
+    """A kernel uses an operation or dtype the Triton table lacks (complex, float16, ...)."""
+
+
+@attrs.frozen
+class TritonOptions:
+    """Block-size policy for generated kernels.
+
+    `max_xblock`: elements of the output per program instance (pointwise);
+    `max_rblock`: the longest row a reduction keeps in one tile (persistent);
+    `max_tile`: elements of a reduction tile (`XBLOCK * RBLOCK`);
+    `num_warps`: warps per program on a GPU (ignored by the interpreter);
+    `autotune`: time launch configurations on the first call (`triton_autotune.py`);
+    `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`).
+
+    >>> TritonOptions().max_xblock
+    1024
+    """
+
+    max_xblock: int = 1024
+    max_rblock: int = 2048
+    max_tile: int = 4096
+    num_warps: int = 4
+    autotune: bool = False
+    cudagraphs: bool = False
+
+    @classmethod
+    def from_mode(
+        cls, mode: str | None, options: Mapping[str, Any] | None = None, *, interpret: bool
+    ) -> TritonOptions:
+        """Options for a `numpile.compile` mode, overridden by `options` (field names).
+
+        >>> TritonOptions.from_mode("max-autotune", interpret=False).autotune
+        True
+        """
+        base = cls.for_interpreter() if interpret else cls()
+        flags = _MODES.get(mode or "default")
+        if flags is None:
+            raise ValueError(f"unknown mode {mode!r}; modes: {', '.join(_MODES)}")
+        overrides = {**flags, **dict(options or {})}
+        unknown = set(overrides) - set(attrs.fields_dict(cls))
+        if unknown:
+            known = ", ".join(attrs.fields_dict(cls))
+            raise ValueError(f"unknown Triton options {sorted(unknown)}; known: {known}")
+        return attrs.evolve(base, **overrides)
+
+    @classmethod
+    def for_interpreter(cls) -> TritonOptions:
+        """Few, large blocks: each program instance costs ~2 ms interpreted.
+
+        >>> TritonOptions.for_interpreter().max_xblock
+        65536
+        """
+        return cls(max_xblock=65536, max_rblock=65536, max_tile=65536)
+
+
+@attrs.frozen
+class TritonKernel:
+    """One generated `@triton.jit` function and how to launch it.
+
+    Arguments in order: for each of `buffers` its pointer then its strides of
+    the dims in `stride_dims`, each scalar's one-element buffer, `xnumel`,
+    `rnumel` (reductions), the `size_symbols` (sizes known only at run time,
+    e.g. the length of a boolean-mask selection); constexprs `XBLOCK` (and
+    `RBLOCK`). `xnumel`/`rnumel` are ints or sympy expressions over
+    `size_symbols`. The grid is `ceil(xnumel / xblock)` programs.
+    """
+
+    name: str
+    source: str
+    buffers: tuple[str, ...]
+    stride_dims: tuple[tuple[int, ...], ...]
+    scalars: tuple[str, ...]
+    xnumel: Any
+    rnumel: Any
+    xblock: int
+    rblock: int
+    num_warps: int
+    is_reduction: bool
+    origins: tuple[str, ...] = ()
+    size_symbols: tuple[str, ...] = ()
+
+    def grid(self, xnumel: int) -> tuple[int]:
+        """Program instances for `xnumel` output elements (at least one)."""
+        return (max(1, -(-xnumel // self.xblock)),)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+class _IndexPrinter(StrPrinter):  # type: ignore[misc]
+    def _print_FloorDiv(self, expr: Any) -> str:  # noqa: N802 - sympy's printer naming
+        base, divisor = expr.args
+        return f"(({self._print(base)}) // {self._print(divisor)})"
+
+    def _print_ModularIndexing(self, expr: Any) -> str:  # noqa: N802
+        base, divisor, modulus = expr.args
+        inner = self._print(base)
+        if divisor != 1:
+            inner = f"({inner}) // {self._print(divisor)}"
+        return f"(({inner}) % {self._print(modulus)})"
+
+
+_PRINTER = _IndexPrinter()
+
+
+def triton_index(expr: Any) -> str:
+    """The Python/Triton spelling of an index expression (nonnegative floor division).
+
+    >>> from .index import ModularIndexing, loop_var
+    >>> triton_index(ModularIndexing(loop_var(0), 4, 3) + 1)
+    '((x0) // 4 % 3) + 1'
+    """
+    text: str = _PRINTER.doprint(sympy.sympify(expr))
+    return text
+
+
+def _param(buffer: str) -> str:
+    # Kernel parameter of a buffer: prefixed so no buffer name meets a generated local
+    # (x0, xindex, mask, tmp3) or a module name (tl, triton).
+    return f"p_{buffer}"
+
+
+def _stride_symbol(buffer: str, dim: int) -> sympy.Symbol:
+    return sympy.Symbol(f"{_param(buffer)}_s{dim}", integer=True)
+
+
+def _is_loop_var(symbol: Any) -> bool:
+    name = str(symbol)
+    return name[:1] in ("x", "r") and name[1:].isdigit()
+
+
+class _Body:
+    # CSE'd statements of one kernel body; `shape` is the tile shape (source text) and
+    # `mask` the mask name that loads and stores use.
+    def __init__(self, buffers: dict[str, Buffer], shape: str, mask: str, indent: str) -> None:
+        self.buffers = buffers
+        self.shape = shape
+        self.mask = mask
+        self.indent = indent
+        self.lines: list[str] = []
+        self.cache: dict[Any, str] = {}
+        self.locals: dict[str, str] = {}
+        self.counter = 0
+
+    def _tmp(self, text: str) -> str:
+        name = f"tmp{self.counter}"
+        self.counter += 1
+        self.lines.append(f"{self.indent}{name} = {text}")
+        return name
+
+    def address(self, buffer: str, index: tuple[Any, ...], *, tile: bool = False) -> str:
+        # `tile`: the address must have the tile's shape (a store of a block value), even
+        # when it does not depend on the loop variables (a 0-d output).
+        shape = self.buffers[buffer].shape
+        flat: Any = sympy.Integer(0)
+        for dim, idx in enumerate(index):
+            if shape[dim] != 1:
+                flat = flat + sympy.sympify(idx) * _stride_symbol(buffer, dim)
+        text = triton_index(sympy.expand(flat))
+        if tile and not any(_is_loop_var(s) for s in sympy.sympify(flat).free_symbols):
+            text = f"{text} + 0 * xindex"
+        return text
+
+    def emit(self, expr: Expr) -> str:
+        if expr in self.cache:
+            return self.cache[expr]
+        if isinstance(expr, Load):
+            if expr.buffer in self.locals:
+                return self.locals[expr.buffer]
+            addr = self.address(expr.buffer, expr.index, tile=True)
+            text = self._tmp(
+                f"tl.load({_param(expr.buffer)} + ({addr}), mask={self.mask}, other=0)"
+            )
+        elif isinstance(expr, Constant):
+            return triton_literal(expr.value, expr.dtype, self.shape)
+        elif isinstance(expr, ScalarArg):
+            text = self._tmp(f"tl.load({_param(expr.name)})")
+        else:
+            assert isinstance(expr, Apply)
+            args = [self.emit(arg) for arg in expr.args]
+            dtypes = [arg.dtype for arg in expr.args]
+            text = self._tmp(triton_expr(expr.fn, args, dtypes, expr.dtype))
+        self.cache[expr] = text
+        return text
+
+    def store(self, store: Store, internal: bool) -> None:
+        value = self.emit(store.value)
+        if not internal:
+            addr = self.address(store.buffer, store.index, tile=True)
+            pointer = f"{_param(store.buffer)} + ({addr})"
+            self.lines.append(f"{self.indent}tl.store({pointer}, {value}, mask={self.mask})")
+        self.locals[store.buffer] = value
+
+
+def _check_supported(expr: Expr) -> None:
+    if tl_type(expr.dtype) is None:
+        raise TritonUnsupported(f"dtype {expr.dtype} in {expr}")
+    if isinstance(expr, Apply):
+        loop = expr.args[0].dtype if expr.args else expr.dtype
+        if not triton_supports(expr.fn, loop):
+            raise TritonUnsupported(f"{expr.fn} on {loop}")
+        for arg in expr.args:
+            _check_supported(arg)
+
+
+def _signature(fused: FusedKernel, buffers: dict[str, Buffer]) -> tuple[list[str], list[str]]:
+    names: dict[str, None] = {}
+    scalars: dict[str, None] = {}
+
+    def visit(expr: Expr) -> None:
+        if isinstance(expr, Load):
+            names.setdefault(expr.buffer, None)
+        elif isinstance(expr, ScalarArg):
+            scalars.setdefault(expr.name, None)
+        elif isinstance(expr, Apply):
+            for arg in expr.args:
+                visit(arg)
+
+    for store in fused.stores:
+        _check_supported(store.value)
+        visit(store.value)
+        names.setdefault(store.buffer, None)
+    used = [name for name in names if name not in fused.internal]
+    for name in used:
+        if tl_type(buffers[name].dtype) is None:
+            raise TritonUnsupported(f"buffer {name} of dtype {buffers[name].dtype}")
+    return used, list(scalars)
+
+
+def _unflatten(prefix: str, flat: str, ranges: tuple[Any, ...], indent: str) -> list[str]:
+    lines = []
+    step: Any = sympy.Integer(1)
+    for dim in reversed(range(len(ranges))):
+        size = sympy.sympify(ranges[dim])
+        var = f"{prefix}{dim}"
+        if size == 1:
+            text = "0"
+        elif dim == 0:
+            text = f"{flat} // ({triton_index(step)})" if step != 1 else flat
+        elif step == 1:
+            text = f"{flat} % ({triton_index(size)})"
+        else:
+            text = f"({flat} // ({triton_index(step)})) % ({triton_index(size)})"
+        lines.append(f"{indent}{var} = {text}")
+        step = step * size
+    return list(reversed(lines))
+
+
+def _size_symbols(fused: FusedKernel) -> list[str]:
+    # Free symbols of sizes and indices other than loop variables and strides, by name.
+    found: set[str] = set()
+    exprs: list[Any] = [*fused.ranges, *fused.reduction_ranges]
+    for store in fused.stores:
+        exprs += list(store.index)
+        exprs += [i for load in loads_of(store.value) for i in load.index]
+    for expr in exprs:
+        for symbol in sympy.sympify(expr).free_symbols:
+            if not _is_loop_var(symbol):
+                found.add(str(symbol))
+    return sorted(found)
+
+
+def _pow2_at_most(n: Any, cap: int) -> int:
+    # The block covering `n` elements, capped; sizes unknown until run time take the cap.
+    if not isinstance(n, int | sympy.Integer):
+        return cap
+    return min(_next_pow2(int(n)), cap)
+
+
+def kernel_source(
+    fused: FusedKernel, buffers: dict[str, Buffer], options: TritonOptions
+) -> TritonKernel:
+    """The `@triton.jit` source of a pointwise or reduction kernel, and its launch facts.
+
+    Row groups (`fused.parts`) become one kernel in `triton_rows.py`, or are generated
+    part by part (`triton_backend.generate_triton`).
+
+    >>> kernel_source(fused, buffers, TritonOptions()).grid(4000)  # doctest: +SKIP
+    (4,)
+    """
+    assert not fused.parts, "row groups are split into their parts before code generation"
+    used, scalars = _signature(fused, buffers)
+    stride_dims = tuple(
+        tuple(d for d, size in enumerate(buffers[name].shape) if size != 1) for name in used
+    )
+    params: list[str] = []
+    for name, dims in zip(used, stride_dims, strict=True):
+        params.append(_param(name))
+        params += [f"{_param(name)}_s{d}" for d in dims]
+    params += [_param(name) for name in scalars]
+    symbols = _size_symbols(fused)
+    params += symbols
+    xnumel = _product(fused.ranges)
+    rnumel = _product(fused.reduction_ranges) if fused.is_reduction else 0
+    origins = tuple(o for kernel in fused.kernels for o in kernel.origins)
+    header = [
+        "@triton.jit",
+    ]
+    if not fused.is_reduction:
+        xblock = _pow2_at_most(xnumel, options.max_xblock)
+        params += ["xnumel", "XBLOCK: tl.constexpr"]
+        header.append(f"def {fused.name}({', '.join(params)}):")
+        lines = _pointwise_body(fused, buffers)
+        rblock = 1
+    else:
+        rblock = _pow2_at_most(rnumel, options.max_rblock)
+        xblock = max(1, _pow2_at_most(xnumel, options.max_tile // rblock))
+        params += ["xnumel", "rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+        header.append(f"def {fused.name}({', '.join(params)}):")
+        persistent = isinstance(rnumel, int) and _next_pow2(rnumel) <= options.max_rblock
+        lines = _reduction_body(fused, buffers, persistent=persistent)
+    note = f"    # {'reduction' if fused.is_reduction else 'pointwise'}"
+    note += f" over {list(fused.ranges)}"
+    if fused.is_reduction:
+        note += f" x {list(fused.reduction_ranges)}"
+    if origins:
+        note += f"; fuses {', '.join(origins)}"
+    source = "\n".join([*header, note, *lines]) + "\n"
+    return TritonKernel(
+        fused.name,
+        source,
+        tuple(used),
+        stride_dims,
+        tuple(scalars),
+        xnumel,
+        rnumel,
+        xblock,
+        rblock,
+        options.num_warps,
+        fused.is_reduction,
+        origins,
+        tuple(symbols),
+    )
+
+
+def fit_blocks(
+    kernel: TritonKernel, xnumel: int, rnumel: int, options: TritonOptions
+) -> TritonKernel:
+    """`kernel` with block sizes chosen for sizes known only at run time (dynamic shapes).
+
+    Block sizes are constexprs of the launch, so a kernel compiled for `float32[s0]`
+    gets small blocks for small arrays (a power of two: few Triton specializations).
+
+    >>> fit_blocks(kernel, 100, 0, TritonOptions()).xblock  # doctest: +SKIP
+    128
+    """
+    if not kernel.is_reduction:
+        return attrs.evolve(kernel, xblock=_pow2_at_most(xnumel, options.max_xblock))
+    rblock = _pow2_at_most(rnumel, options.max_rblock)
+    if isinstance(kernel.rnumel, int):
+        rblock = kernel.rblock  # static rows: the code may be persistent over this block
+    xblock = max(1, _pow2_at_most(xnumel, options.max_tile // rblock))
+    return attrs.evolve(kernel, xblock=xblock, rblock=rblock)
+
+
+def _product(sizes: tuple[Any, ...]) -> Any:
+    # An int when every size is one, else a sympy expression over the size symbols.
+    if all(isinstance(size, int | sympy.Integer) for size in sizes):
+        return math.prod(int(size) for size in sizes)
+    return sympy.Mul(*sizes)
+
+
+def _pointwise_body(fused: FusedKernel, buffers: dict[str, Buffer]) -> list[str]:
+    indent = "    "
+    lines = [
+        f"{indent}xoffset = tl.program_id(0).to(tl.int64) * XBLOCK",
+        f"{indent}xindex = xoffset + tl.arange(0, XBLOCK)",
+        f"{indent}xmask = xindex < xnumel",
+        *_unflatten("x", "xindex", fused.ranges, indent),
+    ]
+    body = _Body(buffers, "[XBLOCK]", "xmask", indent)
+    for store in fused.stores:
+        assert isinstance(store, Store)
+        body.store(store, store.buffer in fused.internal)
+    return lines + body.lines
+
+
+def _reduce_kind(store: ReductionStore) -> str:
+    # Booleans reduce as any/all; everything else by its own type.
+    if store.dtype.kind == "b":
+        return "any" if store.reduction_type in ("sum", "max", "any") else "all"
+    return store.reduction_type
+
+
+def _combine(kind: str, dtype: np.dtype[Any], acc: str, value: str) -> str:
+    if kind in ("sum",):
+        return f"{acc} + {value}"
+    if kind == "prod":
+        return f"{acc} * {value}"
+    if kind in ("max", "any"):
+        return (
+            f"_np_max_combine({acc}, {value})"
+            if dtype.kind == "f"
+            else f"tl.maximum({acc}, {value})"
+        )
+    return (
+        f"_np_min_combine({acc}, {value})" if dtype.kind == "f" else f"tl.minimum({acc}, {value})"
+    )
+
+
+def _reduce(kind: str, dtype: np.dtype[Any], tile: str) -> str:
+    if kind == "sum":
+        return f"tl.sum({tile}, axis=1)"
+    if kind == "prod":
+        return f"tl.reduce({tile}, 1, _np_prod_combine)"
+    if dtype.kind == "f":
+        combine = "_np_max_combine" if kind == "max" else "_np_min_combine"
+        return f"tl.reduce({tile}, 1, {combine})"
+    return f"tl.max({tile}, axis=1)" if kind in ("max", "any") else f"tl.min({tile}, axis=1)"
+
+
+def _acc_dtype(kind: str, dtype: np.dtype[Any]) -> np.dtype[Any]:
+    return np.dtype("int32") if kind in ("any", "all") else dtype
+
+
+def _reduction_body(
+    fused: FusedKernel, buffers: dict[str, Buffer], *, persistent: bool
+) -> list[str]:
+    indent = "    "
+    lines = [
+        f"{indent}xoffset = tl.program_id(0).to(tl.int64) * XBLOCK",
+        f"{indent}xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
+        f"{indent}xmask = xindex < xnumel",
+        *_unflatten("x", "xindex", fused.ranges, indent),
+    ]
+    stores = [store for store in fused.stores if isinstance(store, ReductionStore)]
+    assert len(stores) == len(fused.stores)
+    kinds = [_reduce_kind(store) for store in stores]
+    accs = [f"acc{i}" for i in range(len(stores))]
+    inner = indent if persistent else indent + "    "
+    if not persistent:
+        for acc, kind, store in zip(accs, kinds, stores, strict=True):
+            dtype = _acc_dtype(kind, store.dtype)
+            identity = reduction_identity(kind, dtype)
+            lines.append(f"{indent}{acc} = {triton_literal(identity, dtype, '[XBLOCK, RBLOCK]')}")
+        lines.append(f"{indent}for roffset in range(0, rnumel, RBLOCK):")
+        lines.append(f"{inner}rindex = roffset + tl.arange(0, RBLOCK)[None, :]")
+    else:
+        lines.append(f"{inner}rindex = tl.arange(0, RBLOCK)[None, :]")
+    lines.append(f"{inner}rmask = rindex < rnumel")
+    lines.append(f"{inner}mask = xmask & rmask")
+    lines += _unflatten("r", "rindex", fused.reduction_ranges, inner)
+    body = _Body(buffers, "[XBLOCK, RBLOCK]", "mask", inner)
+    values = []
+    for kind, store in zip(kinds, stores, strict=True):
+        value = body.emit(store.value)
+        dtype = _acc_dtype(kind, store.dtype)
+        ty = tl_type(dtype)
+        value = f"({value} != 0).to({ty})" if kind in ("any", "all") else f"{value}.to({ty})"
+        identity = triton_literal(reduction_identity(kind, dtype), dtype, "[XBLOCK, RBLOCK]")
+        values.append(f"tl.where(mask, {value}, {identity})")
+    lines += body.lines
+    results = []
+    for i, (acc, kind, store) in enumerate(zip(accs, kinds, stores, strict=True)):
+        dtype = _acc_dtype(kind, store.dtype)
+        if persistent:
+            lines.append(f"{inner}val{i} = {values[i]}")
+            tile = f"val{i}"
+        else:
+            lines.append(f"{inner}{acc} = {_combine(kind, dtype, acc, values[i])}")
+            tile = acc
+        results.append(_reduce(kind, dtype, tile))
+    out = _Body(buffers, "[XBLOCK, 1]", "xmask", indent)
+    for i, (kind, store) in enumerate(zip(kinds, stores, strict=True)):
+        ty = tl_type(store.dtype)
+        lines.append(f"{indent}res{i} = {results[i]}[:, None]")
+        result = f"res{i}"
+        if kind in ("any", "all"):
+            result = f"({result} != 0)"
+        elif store.divisor is not None:
+            divisor = repr(float(store.divisor))
+            divisor_tile = f"tl.full([XBLOCK, 1], {divisor}, tl.float64)"
+            result = f"({result}.to(tl.float64) / {divisor_tile})"
+        lines.append(f"{indent}out{i} = {result}.to({ty})")
+        addr = out.address(store.buffer, store.index, tile=True)
+        lines.append(f"{indent}tl.store({_param(store.buffer)} + ({addr}), out{i}, mask=xmask)")
+    return lines

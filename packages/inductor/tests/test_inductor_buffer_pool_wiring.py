@@ -1,0 +1,103 @@
+"""Compiled graphs allocate large results from the buffer pool; the user still owns them."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import numpy as np
+
+from numpile_capture import Graph, get_op, meta_of, run_graph
+from numpile_inductor import buffer_pool_bytes, compile_graph, trim_buffer_pool
+from numpile_inductor.buffer_pool import MIN_POOLED_BYTES
+
+_N = MIN_POOLED_BYTES // 8 * 2  # float64 elements: twice the pooling threshold
+
+
+def _handler_name(array: np.ndarray) -> str:
+    from numpy._core.multiarray import get_handler_name  # NumPy 2's home of the NEP 49 query
+
+    return str(get_handler_name(array))
+
+
+def _address(array: np.ndarray) -> int:
+    return int(array.__array_interface__["data"][0])
+
+
+def _chain(n: int) -> tuple[Graph, np.ndarray]:
+    # x * x * 2 + x: one fused kernel, one output of x's shape
+    x = np.linspace(0.0, 1.0, n)
+    graph = Graph()
+    a = graph.placeholder("x", meta_of(x))
+    t = graph.call(get_op("multiply"), graph.call(get_op("multiply"), a, a), 2.0)
+    graph.output = graph.call(get_op("add"), t, a)
+    return graph, x
+
+
+def _compiled(n: int) -> tuple[Any, np.ndarray, Graph]:
+    graph, x = _chain(n)
+    return compile_graph(graph).fn, x, graph
+
+
+def test_large_result_comes_from_the_pool_and_is_an_ordinary_owned_array() -> None:
+    fn, x, graph = _compiled(_N)
+    out = fn(x)
+    np.testing.assert_array_equal(out, run_graph(graph, [x]))
+    assert _handler_name(out) == "numpile_pool"
+    assert out.base is None and out.flags.owndata and out.flags.writeable
+    out[0] = 42.0  # the user may write into it
+    assert out[0] == 42.0
+
+
+def test_outputs_alive_together_never_share_memory() -> None:
+    fn, x, graph = _compiled(_N)
+    outs = [fn(x) for _ in range(4)]
+    for i, first in enumerate(outs):
+        for second in outs[i + 1 :]:
+            assert not np.shares_memory(first, second)
+    outs[0][:] = -1.0  # writing one result leaves the others intact
+    expected = run_graph(graph, [x])
+    for other in outs[1:]:
+        np.testing.assert_array_equal(other, expected)
+
+
+def test_a_dead_result_block_serves_the_next_call() -> None:
+    fn, x, graph = _compiled(_N)
+    trim_buffer_pool()
+    first = fn(x)
+    address = _address(first)
+    del first
+    gc.collect()
+    assert buffer_pool_bytes() >= _N * 8
+    second = fn(x)
+    assert _address(second) == address
+    np.testing.assert_array_equal(second, run_graph(graph, [x]))
+
+
+def test_a_view_keeps_the_block_alive() -> None:
+    fn, x, _ = _compiled(_N)
+    trim_buffer_pool()
+    view = fn(x)[10:20]
+    kept = view.copy()
+    gc.collect()
+    other = fn(x)  # the first result's memory is still in use through `view`
+    assert not np.shares_memory(view, other)
+    other[:] = 0.0
+    np.testing.assert_array_equal(view, kept)
+
+
+def test_trim_releases_every_cached_block() -> None:
+    fn, x, _ = _compiled(_N)
+    fn(x)
+    gc.collect()
+    assert buffer_pool_bytes() > 0
+    assert trim_buffer_pool() > 0
+    assert buffer_pool_bytes() == 0
+    assert trim_buffer_pool() == 0
+
+
+def test_small_results_use_numpys_allocator() -> None:
+    fn, x, graph = _compiled(1000)
+    out = fn(x)
+    assert _handler_name(out) == "default_allocator"
+    np.testing.assert_array_equal(out, run_graph(graph, [x]))

@@ -1,0 +1,426 @@
+"""Generated Triton kernels under Triton's CPU interpreter, against NumPy.
+
+Each test builds a graph, compiles it with the Triton backend, runs the
+kernels in `TRITON_INTERPRET=1` on NumPy memory (through `numpile_runtime`'s
+`KernelArg` adapter) and compares with `run_graph` (NumPy eager).
+
+Tolerances: pointwise kernels call NumPy's own ufuncs under the interpreter
+(libdevice on a GPU) and are compared exactly, except where the interpreter
+computes a float32 intermediate differently (none here). Reductions reduce
+tiles as a tree, not in NumPy's pairwise order: float sums and means within
+rtol = 8 * eps * log2(n) (the C backend's documented bound), max/min/any/all
+and integer sums exactly.
+
+Skipped when triton is not installed. The interpreter is switched on before
+triton is imported (it reads the variable at import), so this module is best
+run in its own process (nox session `tests-triton-interpret`); under a
+process that already imported triton without it, the module skips.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+if "triton" not in sys.modules:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+pytest.importorskip("triton", reason="triton is not installed (pip install triton)")
+
+import numpile_runtime as rt
+from numpile_capture import Graph, get_op, meta_of, run_graph
+from numpile_inductor.triton_backend import compile_triton
+from numpile_inductor.triton_kernel import TritonOptions
+
+if not rt.interpreting():
+    pytest.skip(
+        "triton was imported before TRITON_INTERPRET=1 was set; run this file alone",
+        allow_module_level=True,
+    )
+
+_RNG = np.random.default_rng(11)
+# Small tiles force several program instances and the looped reduction path.
+_SMALL = TritonOptions(max_xblock=64, max_rblock=32, max_tile=256)
+
+
+def _graph(inputs: list[Any], build: Any) -> Graph:
+    graph = Graph()
+    nodes = [graph.placeholder(f"in{i}", meta_of(x)) for i, x in enumerate(inputs)]
+    graph.output = build(graph, *nodes)
+    return graph
+
+
+def _op(g: Graph, name: str, *args: Any, **kwargs: Any) -> Any:
+    return g.call(get_op(name), *args, **kwargs)
+
+
+def _run(inputs: list[Any], build: Any, options: TritonOptions | None = None) -> tuple[Any, Any]:
+    graph = _graph(inputs, build)
+    compiled = compile_triton(graph, options=options)
+    assert compiled.fallback_reason == ""
+    assert compiled.kernel_count >= 1
+    with np.errstate(all="ignore"):
+        want = run_graph(graph, inputs)
+        got = compiled.fn(*inputs)
+    return got, want
+
+
+def _same(got: Any, want: Any) -> None:
+    assert type(got) is type(want), (type(got), type(want))
+    assert got.dtype == want.dtype and np.shape(got) == np.shape(want)
+    np.testing.assert_array_equal(got, want)
+
+
+def _close(got: Any, want: Any, n: int) -> None:
+    assert type(got) is type(want), (type(got), type(want))
+    assert got.dtype == want.dtype and np.shape(got) == np.shape(want)
+    rtol = 8 * float(np.finfo(want.dtype).eps) * max(1.0, math.log2(max(n, 2)))
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+
+
+_FLOATS = ["float32", "float64"]
+
+
+@pytest.mark.parametrize("dtype", _FLOATS)
+@pytest.mark.parametrize("options", [None, _SMALL], ids=["one-block", "small-blocks"])
+def test_pointwise_chain_with_broadcasting(dtype: str, options: TritonOptions | None) -> None:
+    a = _RNG.normal(size=(37, 5)).astype(dtype)
+    b = _RNG.normal(size=5).astype(dtype)
+
+    def build(g: Graph, x: Any, y: Any) -> Any:
+        t = _op(g, "multiply", _op(g, "sin", x), y)
+        return _op(g, "add", _op(g, "exp", t), 1.5)
+
+    _same(*_run([a, b], build, options))
+
+
+@pytest.mark.parametrize("dtype", _FLOATS)
+def test_float_ops_keep_numpy_rules_for_nan_zero_and_signs(dtype: str) -> None:
+    a = (_RNG.normal(size=64) * 10).astype(dtype)
+    b = (_RNG.normal(size=64) * 3).astype(dtype)
+    a[:6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 7.0]
+    b[:8] = [1.0, 2.0, np.nan, -0.0, 0.0, -2.0, 0.0, -3.0]
+
+    def build(g: Graph, x: Any, y: Any) -> Any:
+        names = ["maximum", "minimum", "fmax", "fmin", "floor_divide", "remainder", "divide"]
+        binary = [_op(g, name, x, y) for name in names]
+        unary = [_op(g, name, x) for name in ["sign", "isnan", "isinf", "signbit", "absolute"]]
+        return (*binary, *unary, _op(g, "power", _op(g, "absolute", x), y))
+
+    got, want = _run([a, b], build)
+    assert len(got) == len(want)
+    for g_, w_ in zip(got, want, strict=True):
+        _same(g_, w_)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8", "uint32"])
+def test_integer_ops_wrap_and_divide_like_numpy(dtype: str) -> None:
+    info = np.iinfo(dtype)
+    a = _RNG.integers(info.min, info.max, size=50, dtype=dtype, endpoint=True)
+    b = _RNG.integers(info.min, info.max, size=50, dtype=dtype, endpoint=True)
+    b[:3] = [0, 1, 3]
+    if info.min < 0:
+        a[3], b[3] = info.min, -1
+        b[4] = -7
+
+    def build(g: Graph, x: Any, y: Any) -> Any:
+        names = ["add", "multiply", "floor_divide", "remainder", "maximum", "bitwise_xor"]
+        return (*tuple(_op(g, name, x, y) for name in names), _op(g, "negative", x))
+
+    got, want = _run([a, b], build)
+    for g_, w_ in zip(got, want, strict=True):
+        _same(g_, w_)
+
+
+def test_bool_inputs_casts_and_where() -> None:
+    a = _RNG.normal(size=(6, 7))
+    mask = a > 0.2
+
+    def build(g: Graph, x: Any, m: Any) -> Any:
+        chosen = _op(g, "where", m, x, _op(g, "negative", x))
+        count = _op(g, "astype", _op(g, "logical_not", m), dtype=np.dtype("float32"))
+        return chosen, _op(g, "add", count, chosen), _op(g, "logical_and", m, _op(g, "less", x, 1))
+
+    got, want = _run([a, mask], build)
+    for g_, w_ in zip(got, want, strict=True):
+        _same(g_, w_)
+
+
+def test_non_contiguous_negative_stride_and_python_scalar_inputs() -> None:
+    base = _RNG.normal(size=(12, 10))
+    view = base[::-2, 1::3]  # negative and non-unit strides
+    fortran = np.asfortranarray(_RNG.normal(size=(6, 4)))
+
+    def build(g: Graph, x: Any, y: Any, s: Any) -> Any:
+        return _op(g, "multiply", _op(g, "add", x, s), 2.0), _op(g, "subtract", y, s)
+
+    got, want = _run([view, fortran, 0.1 + 2**-40], build)
+    for g_, w_ in zip(got, want, strict=True):
+        _same(g_, w_)
+
+
+@pytest.mark.parametrize("dtype", _FLOATS)
+@pytest.mark.parametrize("options", [None, _SMALL], ids=["persistent", "looped"])
+def test_row_softmax(dtype: str, options: TritonOptions | None) -> None:
+    x = (_RNG.normal(size=(19, 100)) * 4).astype(dtype)
+
+    def build(g: Graph, a: Any) -> Any:
+        peak = _op(g, "max", a, axis=(1,), keepdims=True)
+        e = _op(g, "exp", _op(g, "subtract", a, peak))
+        return _op(g, "divide", e, _op(g, "sum", e, axis=(1,), keepdims=True))
+
+    _close(*_run([x], build, options), 100)
+
+
+@pytest.mark.parametrize("dtype", _FLOATS)
+@pytest.mark.parametrize("options", [None, _SMALL], ids=["persistent", "looped"])
+def test_layernorm(dtype: str, options: TritonOptions | None) -> None:
+    x = _RNG.normal(size=(20, 96)).astype(dtype)
+    gamma = _RNG.normal(size=96).astype(dtype)
+    beta = _RNG.normal(size=96).astype(dtype)
+
+    def build(g: Graph, a: Any, w: Any, b: Any) -> Any:
+        mean = _op(g, "mean", a, axis=1, keepdims=True)
+        centered = _op(g, "subtract", a, mean)
+        var = _op(g, "mean", _op(g, "multiply", centered, centered), axis=1, keepdims=True)
+        scale = _op(g, "sqrt", _op(g, "add", var, 1e-5))
+        return _op(g, "add", _op(g, "multiply", _op(g, "divide", centered, scale), w), b)
+
+    # the normalized values amplify the sum's rounding by ~1/std: a few more ulps
+    got, want = _run([x, gamma, beta], build, options)
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-5)
+    assert got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("dtype", _FLOATS)
+@pytest.mark.parametrize("options", [None, _SMALL], ids=["persistent", "looped"])
+def test_full_reductions_give_numpy_scalars(dtype: str, options: TritonOptions | None) -> None:
+    x = _RNG.normal(size=(33, 17)).astype(dtype)
+    x[4, 5] = np.nan
+
+    def build(g: Graph, a: Any) -> Any:
+        clean = _op(g, "where", _op(g, "isnan", a), 0.0, a)
+        return (
+            _op(g, "sum", clean),
+            _op(g, "mean", clean),
+            _op(g, "max", a),
+            _op(g, "min", clean),
+            _op(g, "any", _op(g, "greater", a, 2.0)),
+        )
+
+    got, want = _run([x], build, options)
+    _close(got[0], want[0], x.size)
+    _close(got[1], want[1], x.size)
+    for g_, w_ in zip(got[2:], want[2:], strict=True):
+        _same(g_, w_)
+
+
+@pytest.mark.parametrize("options", [None, _SMALL], ids=["persistent", "looped"])
+def test_axis_reductions_of_integers_and_bools(options: TritonOptions | None) -> None:
+    x = _RNG.integers(-1000, 1000, size=(9, 70), dtype=np.int32)
+
+    def build(g: Graph, a: Any) -> Any:
+        return (
+            _op(g, "sum", a, axis=0),
+            _op(g, "max", a, axis=1),
+            _op(g, "prod", _op(g, "remainder", a, 3), axis=1),
+            _op(g, "all", _op(g, "greater", a, -990), axis=1),
+        )
+
+    got, want = _run([x], build, options)
+    for g_, w_ in zip(got, want, strict=True):
+        _same(g_, w_)
+
+
+def test_matmul_runs_as_an_extern_call_with_a_fused_epilogue() -> None:
+    x = _RNG.normal(size=(16, 32)).astype(np.float32)
+    w = _RNG.normal(size=(32, 24)).astype(np.float32)
+    b = _RNG.normal(size=24).astype(np.float32)
+
+    def build(g: Graph, a: Any, m: Any, v: Any) -> Any:
+        return _op(g, "maximum", _op(g, "add", _op(g, "matmul", a, m), v), 0.0)
+
+    graph = _graph([x, w, b], build)
+    compiled = compile_triton(graph)
+    assert compiled.module is not None
+    assert [type(s).__name__ for s in compiled.module.steps] == ["ExternCall", "TritonKernel"]
+    _same(compiled.fn(x, w, b), run_graph(graph, [x, w, b]))
+
+
+def test_in_place_updates_reach_the_caller_arrays() -> None:
+    x = _RNG.normal(size=(8, 3))
+    y = _RNG.normal(size=3)
+
+    def build(g: Graph, a: Any, b: Any) -> Any:
+        updated = _op(g, "add_", a, b)
+        return _op(g, "multiply", updated, 2.0)
+
+    graph = _graph([x, y], build)
+    compiled = compile_triton(graph)
+    mine, theirs = x.copy(), x.copy()
+    got = compiled.fn(mine, y)
+    want = run_graph(graph, [theirs, y])
+    _same(got, want)
+    _same(mine, theirs)
+
+
+def test_generated_source_names_kernels_masks_and_libdevice() -> None:
+    x = _RNG.normal(size=(4, 50)).astype(np.float32)
+
+    def build(g: Graph, a: Any) -> Any:
+        return _op(g, "sum", _op(g, "tanh", a), axis=1)
+
+    compiled = compile_triton(_graph([x], build), options=_SMALL)
+    source = compiled.source
+    assert source.startswith('"""Triton kernels generated by numpile')
+    assert "@triton.jit\ndef kernel0(" in source
+    assert "libdevice.tanh(" in source
+    assert "for roffset in range(0, rnumel, RBLOCK):" in source  # 50 > max_rblock: looped
+    assert "mask=mask" in source and "mask=xmask" in source
+
+
+def test_complex_graphs_fall_back_to_eager_with_a_reason() -> None:
+    z = (_RNG.normal(size=5) + 1j).astype(np.complex64)
+
+    def build(g: Graph, a: Any) -> Any:
+        return _op(g, "multiply", a, a)
+
+    graph = _graph([z], build)
+    compiled = compile_triton(graph)
+    assert compiled.module is None
+    assert "complex64" in compiled.fallback_reason or "multiply" in compiled.fallback_reason
+    _same(compiled.fn(z), run_graph(graph, [z]))
+
+
+def test_mixed_numpy_and_cupy_like_inputs_raise() -> None:
+    class FakeCupyArray:  # what the runner sees of a cupy.ndarray: its module
+        __module__ = "cupy._core.core"
+
+    x = np.ones(3)
+
+    def build(g: Graph, a: Any, b: Any) -> Any:
+        return _op(g, "add", a, b)
+
+    compiled = compile_triton(_graph([x, x], build))
+    with pytest.raises(ValueError, match="NumPy and CuPy"):
+        compiled.fn(x, FakeCupyArray())
+
+
+def test_softmax_is_one_persistent_kernel_when_a_row_fits_and_parts_otherwise() -> None:
+    x = _RNG.normal(size=(6, 40)).astype(np.float32)
+
+    def build(g: Graph, a: Any) -> Any:
+        peak = _op(g, "max", a, axis=(1,), keepdims=True)
+        e = _op(g, "exp", _op(g, "subtract", a, peak))
+        return _op(g, "divide", e, _op(g, "sum", e, axis=(1,), keepdims=True))
+
+    graph = _graph([x], build)
+    whole = compile_triton(graph)
+    assert whole.kernel_count == 1
+    assert "persistent rows over [6] x [40]" in whole.source
+    assert whole.source.count("tl.load(") == 1  # the row is read once
+    parts = compile_triton(graph, options=_SMALL)  # 40 > max_rblock: four kernels
+    assert parts.kernel_count == 4
+    want = run_graph(graph, [x])
+    _close(whole.fn(x), want, 40)
+    _close(parts.fn(x), want, 40)
+
+
+def _pointwise_kernel() -> Any:
+    x = np.ones(3000, np.float32)
+    compiled = compile_triton(_graph([x], lambda g, a: _op(g, "exp", a)))
+    assert compiled.module is not None
+    return compiled.module.kernels[0]
+
+
+def test_autotune_candidates_keep_persistent_rows_and_vary_looped_ones() -> None:
+    from numpile_inductor.triton_autotune import candidates
+
+    kernel = _pointwise_kernel()
+    shapes = {(c.xblock, c.num_warps) for c in candidates(kernel)}
+    assert (2048, 8) in shapes and (256, 4) in shapes
+    assert candidates(kernel)[0] == kernel
+    x = np.ones((64, 300), np.float32)
+    graph = _graph([x], lambda g, a: _op(g, "sum", a, axis=1))
+    (persistent,) = compile_triton(graph).module.kernels  # type: ignore[union-attr]
+    assert {c.rblock for c in candidates(persistent)} == {persistent.rblock}
+    (looped,) = compile_triton(graph, options=_SMALL).module.kernels  # type: ignore[union-attr]
+    assert len({c.rblock for c in candidates(looped)}) > 1
+
+
+def test_autotune_keeps_the_fastest_and_caches_it_on_disk(tmp_path: Any) -> None:
+    from numpile_inductor.triton_autotune import tune
+
+    kernel = _pointwise_kernel()
+    previous = rt.default_cache()
+    rt.set_cache_dir(tmp_path)
+    try:
+        timed: list[int] = []
+
+        def fake_time(candidate: Any) -> float:
+            timed.append(candidate.xblock)
+            return abs(candidate.xblock - 512) + candidate.num_warps / 100
+
+        best = tune(kernel, fake_time, "triton-tune-test")
+        assert (best.xblock, best.num_warps) == (512, 4)
+        count = len(timed)
+        again = tune(kernel, fake_time, "triton-tune-test")  # from disk: nothing re-timed
+        assert (again.xblock, again.num_warps) == (512, 4) and len(timed) == count
+    finally:
+        rt.set_cache_dir(previous.root)
+
+
+def test_max_autotune_mode_gives_numpy_values() -> None:
+    a = _RNG.normal(size=(30, 70))
+
+    def build(g: Graph, x: Any) -> Any:
+        return _op(g, "sum", _op(g, "multiply", x, x), axis=0), _op(g, "tanh", x)
+
+    graph = _graph([a], build)
+    compiled = compile_triton(graph, mode="max-autotune-no-cudagraphs")
+    got, want = compiled.fn(a), run_graph(graph, [a])
+    _close(got[0], want[0], 30)
+    _same(got[1], want[1])
+
+
+def test_unknown_modes_and_options_are_errors_that_list_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="reduce-overhead"):
+        TritonOptions.from_mode("fast", interpret=True)
+    with pytest.raises(ValueError, match="max_xblock"):
+        TritonOptions.from_mode(None, {"xblock": 4}, interpret=True)
+    assert TritonOptions.from_mode("reduce-overhead", interpret=False).cudagraphs
+
+
+def test_the_inductor_sends_graphs_of_cuda_arrays_to_triton() -> None:
+    from numpile_capture import ArrayMeta
+    from numpile_inductor import inductor
+
+    x = _RNG.normal(size=(4, 5)).astype(np.float32)
+    graph = Graph()
+    node = graph.placeholder("x", ArrayMeta(x.shape, x.dtype, (5, 1), device="cuda"))
+    graph.output = _op(graph, "exp", node)
+    fn = inductor(graph, [x])
+    assert type(fn).__name__ == "_Runner"  # the Triton runner, not a C module
+    _same(fn(x), np.exp(x))
+
+
+def test_one_compile_serves_every_size_of_a_dynamic_dim() -> None:
+    import sympy
+
+    from numpile_capture import ArrayMeta
+
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    graph = Graph()
+    node = graph.placeholder("x", ArrayMeta((s0, 6), np.dtype("float64"), None))
+    total = _op(graph, "sum", _op(graph, "exp", node), axis=1, keepdims=True)
+    graph.output = _op(graph, "divide", node, total)
+    compiled = compile_triton(graph)
+    assert compiled.fallback_reason == "" and compiled.kernel_count >= 1
+    assert "s0" in compiled.source  # the row count is a kernel argument
+    for rows in (1, 5, 300):
+        x = _RNG.normal(size=(rows, 6))
+        _close(compiled.fn(x), run_graph(graph, [x]), 6)

@@ -1,0 +1,162 @@
+"""CUDA-graph capture and replay of a compiled call (`mode="reduce-overhead"`), on CuPy.
+
+A compiled call launches several kernels; each launch costs microseconds of
+CPU time. `CudaGraphRunner` records one call into a CUDA graph (CuPy's
+stream capture) on *static* input and output buffers, then serves later
+calls by copying the inputs into the static buffers and replaying the graph:
+one launch. It is skipped, and the call runs normally, when replay could be
+wrong:
+
+- an input is not a CuPy array (NumPy arrays, Python scalars that change),
+- the shapes, dtypes or strides differ from the recorded call (a new graph
+  is recorded per signature, up to `max_graphs`),
+- the function mutates an input in place and `allow_mutation` is False
+  (replay writes the static copy, not the caller's array),
+- capture itself fails (an operation that synchronizes, allocates outside the
+  pool, or calls the host): the reason is kept in `skip_reason`.
+
+Outputs are the static output buffers: as in `torch.compile`'s cudagraph
+trees, a later replay overwrites them, so the runner returns copies unless
+`copy_outputs=False`. Importing this module needs neither CuPy nor a GPU.
+
+    >>> runner = CudaGraphRunner(compiled_fn)  # doctest: +SKIP
+    >>> runner(x_gpu, y_gpu)  # first call records, later calls replay  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+log = logging.getLogger("numpile.runtime.cuda")
+
+
+def _is_cupy(value: Any) -> bool:
+    return type(value).__module__.split(".")[0] == "cupy"
+
+
+def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    # The replay key of a call, or None when some input rules out replay.
+    key: list[Any] = []
+    for arg in args:
+        if _is_cupy(arg):
+            key.append((tuple(arg.shape), arg.dtype.str, tuple(arg.strides), int(arg.device.id)))
+        elif isinstance(arg, bool | int | float | str | type(None)):
+            key.append(("const", type(arg).__name__, arg))
+        else:
+            return None
+    return tuple(key)
+
+
+@attrs.define
+class _Recorded:
+    graph: Any
+    stream: Any
+    static_inputs: list[Any]
+    outputs: Any
+
+
+@attrs.define
+class CudaGraphRunner:
+    """Record `fn` into a CUDA graph per input signature and replay it (see module docstring).
+
+    `skip_reason` says why the last call did not replay (empty when it did).
+
+    >>> CudaGraphRunner(lambda x: x).max_graphs
+    8
+    """
+
+    fn: Callable[..., Any]
+    max_graphs: int = 8
+    copy_outputs: bool = True
+    allow_mutation: bool = False
+    warmup_calls: int = 1
+    skip_reason: str = ""
+    _graphs: dict[tuple[Any, ...], _Recorded] = attrs.field(factory=dict)
+    _seen: dict[tuple[Any, ...], int] = attrs.field(factory=dict)
+    _broken: dict[tuple[Any, ...], str] = attrs.field(factory=dict)
+
+    def __call__(self, *args: Any) -> Any:
+        key = _signature(args)
+        if key is None:
+            self.skip_reason = "an input is not a CuPy array or a constant Python value"
+            return self.fn(*args)
+        if key in self._broken:
+            self.skip_reason = self._broken[key]
+            return self.fn(*args)
+        recorded = self._graphs.get(key)
+        if recorded is None:
+            # Warm up first: Triton compiles and CuPy's pool grows outside the capture.
+            count = self._seen.get(key, 0)
+            if count < self.warmup_calls or len(self._graphs) >= self.max_graphs:
+                self._seen[key] = count + 1
+                self.skip_reason = "warming up" if count < self.warmup_calls else "too many graphs"
+                return self.fn(*args)
+            recorded = self._record(key, args)
+            if recorded is None:
+                return self.fn(*args)
+        self.skip_reason = ""
+        return self._replay(recorded, args)
+
+    def _record(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> _Recorded | None:
+        import cupy  # optional dependency: only reached with CuPy inputs
+
+        static = [arg.copy() if _is_cupy(arg) else arg for arg in args]
+        snapshot = [arg.copy() for arg in static if _is_cupy(arg)]
+        stream = cupy.cuda.Stream(non_blocking=True)
+        try:
+            with stream:
+                stream.begin_capture()
+                try:
+                    outputs = self.fn(*static)
+                finally:
+                    graph = stream.end_capture()
+        except Exception as error:
+            reason = f"CUDA graph capture failed: {type(error).__name__}: {error}"
+            log.info("%s; this signature runs without graphs", reason)
+            self._broken[key] = reason
+            self.skip_reason = reason
+            return None
+        arrays = [arg for arg in static if _is_cupy(arg)]
+        mutated = any(
+            not bool(cupy.array_equal(before, after, equal_nan=True))
+            for before, after in zip(snapshot, arrays, strict=True)
+        )
+        graph.launch(stream)  # the capture did not run the kernels: run them once now
+        stream.synchronize()
+        if mutated and not self.allow_mutation:
+            reason = "the function mutates an input: replay would write the static copy"
+            self._broken[key] = reason
+            self.skip_reason = reason
+            return None
+        recorded = _Recorded(graph, stream, static, outputs)
+        self._graphs[key] = recorded
+        log.debug("recorded a CUDA graph for signature %s", key)
+        return recorded
+
+    def _replay(self, recorded: _Recorded, args: tuple[Any, ...]) -> Any:
+        import cupy
+
+        for static, arg in zip(recorded.static_inputs, args, strict=True):
+            if _is_cupy(static):
+                cupy.copyto(static, arg)
+        recorded.graph.launch(recorded.stream)
+        recorded.stream.synchronize()
+        if not self.copy_outputs:
+            return recorded.outputs
+        return _copy_tree(recorded.outputs)
+
+
+def _copy_tree(value: Any) -> Any:
+    if _is_cupy(value):
+        return value.copy()
+    if isinstance(value, tuple):
+        return tuple(_copy_tree(v) for v in value)
+    if isinstance(value, list):
+        return [_copy_tree(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _copy_tree(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,166 @@
+"""Triton launching helpers and CUDA-graph replay: what runs without a GPU, and GPU tests.
+
+GPU tests are marked `gpu` and skip unless CuPy sees a CUDA device; the
+interpreter test runs a hand-written kernel in a child process with
+`TRITON_INTERPRET=1` (Triton reads it at import) and skips without triton.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import numpy as np
+import pytest
+
+import numpile_runtime as rt
+
+_HAS_TRITON = importlib.util.find_spec("triton") is not None
+_GPU = rt.cupy_available()
+_NO_GPU = "needs CuPy and a CUDA device (this machine has none)"
+
+
+def test_kernel_arg_presents_numpy_memory_as_a_triton_pointer() -> None:
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    arg = rt.kernel_arg(a)
+    assert arg.dtype == "float32"
+    assert arg.data_ptr() == a.ctypes.data
+    assert arg.size() == (3, 4) and arg.stride() == (16, 4)
+    # the interpreter's host-copy protocol is the identity on host memory
+    assert arg.untyped_storage().cpu().data_ptr() == a.ctypes.data
+    assert arg.new_empty(0, device="cpu") is arg
+
+
+def test_kernel_arg_of_a_negative_stride_view_points_at_its_first_element() -> None:
+    a = np.arange(10, dtype=np.int64)
+    view = a[::-1]
+    assert rt.kernel_arg(view).data_ptr() == a.ctypes.data + 9 * 8
+
+
+def test_kernel_arg_rejects_objects_without_device_memory() -> None:
+    with pytest.raises(TypeError, match="not an array Triton can read"):
+        rt.kernel_arg([1.0, 2.0])
+
+
+def test_triton_status_explains_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    status = rt.triton_status()
+    if not _HAS_TRITON:
+        assert status.mode == "unavailable" and "pip install triton" in status.reason
+    elif not _GPU:
+        assert status.mode == "unavailable" and "TRITON_INTERPRET=1" in status.reason
+    else:
+        assert status.mode == "gpu"
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert rt.interpreting()
+    assert rt.triton_status().mode == ("interpret" if _HAS_TRITON else "unavailable")
+
+
+def test_load_triton_module_writes_one_file_per_source() -> None:
+    first = rt.load_triton_module("VALUE = 41 + 1\n", name_hint="probe")
+    again = rt.load_triton_module("VALUE = 41 + 1\n", name_hint="probe")
+    other = rt.load_triton_module("VALUE = 7\n", name_hint="probe")
+    assert first is again and first.VALUE == 42 and other.VALUE == 7
+    assert first.__file__ is not None and os.path.exists(first.__file__)
+    assert str(rt.default_cache().root) in first.__file__
+
+
+def test_a_module_that_fails_to_import_is_not_left_half_loaded() -> None:
+    with pytest.raises(ZeroDivisionError):
+        rt.load_triton_module("X = 1 / 0\n", name_hint="broken")
+    assert not any("broken" in name for name in sys.modules if name.startswith("_numpile_triton"))
+
+
+_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def axpy(x, y, out, n, alpha, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    value = tl.load(x + offsets, mask=mask) * tl.load(alpha) + tl.load(y + offsets, mask=mask)
+    tl.store(out + offsets, value, mask=mask)
+"""
+
+_CHILD = """
+import numpy as np
+import numpile_runtime as rt
+module = rt.load_triton_module({kernel!r}, name_hint="axpy")
+x = np.arange(100, dtype=np.float64)[::-1].copy()
+y = np.linspace(0, 1, 100)
+out = np.full(100, np.nan)
+alpha = np.array([0.25])
+args = [rt.kernel_arg(a) for a in (x, y, out)] + [100, rt.kernel_arg(alpha)]
+module.axpy[(4,)](*args, BLOCK=32)
+assert np.array_equal(out, x * 0.25 + y), out
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not _HAS_TRITON, reason="triton is not installed (pip install triton)")
+def test_interpreted_kernel_reads_and_writes_numpy_memory(tmp_path: Any) -> None:
+    env = {**os.environ, "TRITON_INTERPRET": "1", "NUMPILE_CACHE_DIR": str(tmp_path)}
+    code = _CHILD.format(kernel=textwrap.dedent(_KERNEL))
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().endswith("ok")
+
+
+def test_cuda_graph_runner_runs_plain_calls_for_non_cupy_inputs() -> None:
+    calls: list[int] = []
+
+    def fn(x: np.ndarray) -> np.ndarray:
+        calls.append(1)
+        return x * 2
+
+    runner = rt.CudaGraphRunner(fn)
+    out = runner(np.ones(3))
+    assert np.array_equal(out, np.full(3, 2.0)) and len(calls) == 1
+    assert "not a CuPy array" in runner.skip_reason
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _GPU, reason=_NO_GPU)
+def test_cuda_graph_replays_with_new_input_values() -> None:
+    import cupy
+
+    def fn(x: Any, y: Any) -> Any:
+        return cupy.sin(x) * y + 1.0
+
+    runner = rt.CudaGraphRunner(fn)
+    x, y = cupy.arange(1000, dtype=cupy.float32), cupy.ones(1000, dtype=cupy.float32)
+    first = runner(x, y)  # warm-up
+    assert runner.skip_reason == "warming up"
+    second = runner(x, y)  # recorded
+    third = runner(x + 1, y * 3)  # replayed on new values
+    assert runner.skip_reason == ""
+    cupy.testing.assert_allclose(first, fn(x, y))
+    cupy.testing.assert_allclose(second, fn(x, y))
+    cupy.testing.assert_allclose(third, fn(x + 1, y * 3))
+    assert third is not runner(x, y)  # outputs are copies: a replay does not overwrite them
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _GPU, reason=_NO_GPU)
+def test_cuda_graph_is_skipped_for_functions_that_mutate_inputs() -> None:
+    import cupy
+
+    def fn(x: Any) -> Any:
+        x += 1
+        return x * 2
+
+    runner = rt.CudaGraphRunner(fn)
+    x = cupy.zeros(8)
+    runner(x)
+    runner(x)
+    assert "mutates an input" in runner.skip_reason
+    runner(x)
+    assert float(x[0]) == 3.0  # every call ran on the caller's array
