@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import numpile
+from numpile_capture import CaptureFallbackWarning
 
 SIZES = (4, 9, 16, 2, 33, 64, 5, 0, 1, 12)
 
@@ -99,6 +100,24 @@ def _compare(got: Any, want: Any) -> None:
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.__name__ for p in PROGRAMS])
 def test_program_matches_numpy_at_every_size(program: Callable[..., Any], dynamic: Any) -> None:
     compiled = numpile.compile(program, backend="eager", dynamic=dynamic)
+    if dynamic is False or program in SPECIALIZING:
+        # Ten sizes, each its own entry: the ninth hits the cache size limit, warns once
+        # and runs eagerly, as every later new size does.
+        with pytest.warns(CaptureFallbackWarning, match="cache_size_limit"):
+            _run_every_size(program, compiled)
+        from numpile_guards import cache_for
+
+        assert len(cache_for(program.__code__).entries) == numpile.config.cache_size_limit
+        return
+    _run_every_size(program, compiled)
+    if dynamic is True:
+        from numpile_guards import cache_for
+
+        # Sizes 0 and 1, a duck-sizing coincidence (4 == w.shape[1]), one symbolic entry.
+        assert len(cache_for(program.__code__).entries) <= 4
+
+
+def _run_every_size(program: Callable[..., Any], compiled: Callable[..., Any]) -> None:
     for index, n in enumerate(SIZES):
         x_eager, w_eager = _inputs(n, index)
         x_compiled, w_compiled = _inputs(n, index)
@@ -113,11 +132,6 @@ def test_program_matches_numpy_at_every_size(program: Callable[..., Any], dynami
         np.testing.assert_array_equal(x_compiled, x_eager)  # in-place effects
         if isinstance(want, np.ndarray) and np.shares_memory(want, x_eager):
             assert np.shares_memory(got, x_compiled)
-    if dynamic is True and program not in SPECIALIZING:
-        from numpile_guards import cache_for
-
-        # Sizes 0 and 1, a duck-sizing coincidence (4 == w.shape[1]), one symbolic entry.
-        assert len(cache_for(program.__code__).entries) <= 4
 
 
 def test_automatic_dynamic_compiles_at_most_twice_for_nonzero_sizes() -> None:

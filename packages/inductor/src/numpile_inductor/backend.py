@@ -160,6 +160,7 @@ def _compile(
                 log.warning("graph cache entry %s does not build (%s); recompiling", key, error)
             else:
                 log.debug("graph cache hit %s", key[:16])
+                output_code_log.info("graph cache hit %s:\n%s", key[:16], artifact.source)
                 rt.count("inductor_graph_cache_hit")
                 if config.graph_diagram:
                     _write_debug(
@@ -188,7 +189,7 @@ def _compile(
             )
     with rt.timed("inductor_codegen"):
         generated = generate_module(sched, config)
-    output_code_log.debug("%s", generated.source)
+    output_code_log.info("%s", generated.source)
     if config.trace_enabled or config.graph_diagram:
         files = {"output_code.c": generated.source}
         if config.trace_enabled:
