@@ -16,6 +16,7 @@ in `c_reduction.py`.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -139,11 +140,17 @@ def kernel_source(
         work_sizes = len(first.ranges) + len(first.reduction_ranges)
     work = " * ".join(f"n{i}" for i in range(work_sizes)) or "1"
     prologue = [*header, f"    const int64_t work = {work};", "    (void)work;"]
-    nest: Any = _pointwise_nest
+    # Without aliasing, every buffer is `restrict` and each pointwise iteration reads and
+    # writes only its own elements, so the inner loop may be marked independent.
+    nest: Any = functools.partial(_pointwise_nest, ivdep=not aliased)
     if fused.parts:
         nest = _row_nest
     elif fused.is_reduction:
-        nest = outer_reduction_nest if prefers_outer(fused, buffers) else reduction_nest
+        nest = (
+            functools.partial(outer_reduction_nest, ivdep=not aliased)
+            if prefers_outer(fused, buffers)
+            else reduction_nest
+        )
     names = size_names(len(sig.sizes))
     include = ["#ifdef _OPENMP", "#include <omp.h>", "#endif", VECTOR_TYPEDEFS]
     if not checks:
@@ -176,12 +183,15 @@ def _pointwise_nest(
     indent: str,
     names: list[str],
     skip: int = 0,
+    *,
+    ivdep: bool = False,
 ) -> list[str]:
     ndim = len(fused.ranges)
     lines: list[str] = []
+    innermost_parallel = ndim == 1 and not skip
     if ndim and not skip:
-        lines.append(omp_pragma(indent, max(1, ndim - 1), threshold))
-    opened, inner = loops("x", names[:ndim], indent, skip)
+        lines.append(omp_pragma(indent, max(1, ndim - 1), threshold, simd=ivdep and ndim == 1))
+    opened, inner = loops("x", names[:ndim], indent, skip, ivdep=ivdep and not innermost_parallel)
     lines += opened
     body = LoopBody(buffers, strides, {}, inner)
     for kernel in fused.kernels:

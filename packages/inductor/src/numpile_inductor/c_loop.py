@@ -85,15 +85,25 @@ class LoopBody:
         self.locals[store.buffer] = value
 
 
-def loops(prefix: str, names: list[str], indent: str, first: int = 0) -> tuple[list[str], str]:
+def loops(
+    prefix: str, names: list[str], indent: str, first: int = 0, *, ivdep: bool = False
+) -> tuple[list[str], str]:
     """`for` lines over `prefix{d} < names[d]` for d >= first, and the inner indent.
+
+    `ivdep` puts `#pragma GCC ivdep` on the innermost loop: its iterations touch no element
+    another iteration touches. Use it only when no buffer of the loop aliases another: it
+    restores what `restrict` says, which GCC forgets in OpenMP-outlined loop bodies.
 
     >>> loops("r", ["n2"], "  ")
     (['  for (int64_t r0 = 0; r0 < n2; r0++) {'], '      ')
+    >>> loops("x", ["n0"], "", ivdep=True)[0][0]
+    '#pragma GCC ivdep'
     """
     lines = []
     for d in range(first, len(names)):
         var = loop_var(d, prefix)
+        if ivdep and d == len(names) - 1:
+            lines.append(f"{indent}#pragma GCC ivdep")
         lines.append(f"{indent}for (int64_t {var} = 0; {var} < {names[d]}; {var}++) {{")
         indent += "    "
     return lines, indent
@@ -117,11 +127,21 @@ def size_names(count: int) -> list[str]:
     return [f"n{i}" for i in range(count)]
 
 
-def omp_pragma(indent: str, collapse: int, threshold: int) -> str:
+def omp_pragma(indent: str, collapse: int, threshold: int, *, simd: bool = False) -> str:
     """An OpenMP `parallel for` over `collapse` loops, taken when `work >= threshold`.
+
+    `simd` also marks the loop's iterations independent (the `ivdep` of `loops` for a loop
+    that is both the parallel and the innermost one); the threshold then gates threads only.
 
     >>> omp_pragma("", 1, 10)
     '#pragma omp parallel for schedule(static) if(work >= 10)'
+    >>> omp_pragma("", 1, 10, simd=True)
+    '#pragma omp parallel for simd schedule(static) if(parallel: work >= 10)'
     """
     clause = f" collapse({collapse})" if collapse > 1 else ""
+    if simd:
+        return (
+            f"{indent}#pragma omp parallel for simd{clause} schedule(static)"
+            f" if(parallel: work >= {threshold})"
+        )
     return f"{indent}#pragma omp parallel for{clause} schedule(static) if(work >= {threshold})"

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import sympy
 
+from numpile_capture import contiguous_strides
+
 from .c_loop import LoopBody, close_loops, loops, omp_pragma
 from .c_ops import c_expr, c_literal, c_type
 from .index import loop_var
@@ -359,7 +361,12 @@ def prefers_outer(fused: FusedKernel, buffers: dict[str, Buffer]) -> bool:
     along_x = False
     for store in fused.stores:
         for load in loads_of(store.value):
-            example = buffers[load.buffer].example_strides
+            buf = buffers[load.buffer]
+            example = buf.example_strides
+            if example is None and buf.kind in ("kernel", "extern"):
+                # Kernel results are allocated C-contiguous; extern results (matmul) nearly
+                # always are. A layout choice only: any strides stay correct.
+                example = tuple(contiguous_strides(buf.shape))
             if example is None:
                 return False
             address = sum(
@@ -381,8 +388,12 @@ def outer_reduction_nest(
     indent: str,
     names: list[str],
     skip: int = 0,
+    *,
+    ivdep: bool = False,
 ) -> list[str]:
     """Column blocks per thread; reduced dims outside the last kept dim (row order).
+
+    `ivdep` marks the column loops independent (no buffer aliases another; see `loops`).
 
     >>> outer_reduction_nest(fused, buffers, strides, 1, "", ["n0", "n1"])  # doctest: +SKIP
     """
@@ -429,10 +440,12 @@ def outer_reduction_nest(
         f"{rinner}for (; {r_last} + {_ROW_UNROLL} <= {r_size}; {r_last} += {_ROW_UNROLL}) {{"
     )
     unrolled = (r_last, _ROW_UNROLL)
-    lines += _row_pass(rstores, targets, buffers, strides, rinner + "    ", column, unrolled)
+    lines += _row_pass(rstores, targets, buffers, strides, rinner + "    ", column, unrolled, ivdep)
     lines.append(f"{rinner}}}")
     lines.append(f"{rinner}for (; {r_last} < {r_size}; {r_last}++) {{")
-    lines += _row_pass(rstores, targets, buffers, strides, rinner + "    ", column, (r_last, 1))
+    lines += _row_pass(
+        rstores, targets, buffers, strides, rinner + "    ", column, (r_last, 1), ivdep
+    )
     lines.append(f"{rinner}}}")
     lines += close_loops(blk, rdim - 1)
     if any(store.divisor is not None for store in rstores):
@@ -454,10 +467,12 @@ def _row_pass(
     indent: str,
     column: str,
     shift: tuple[Any, int],
+    ivdep: bool,
 ) -> list[str]:
     # acc = out[x]; acc = combine(acc, value at row r + u) for u < rows; out[x] = acc.
     symbol, rows = shift
-    lines = [f"{indent}{column}"]
+    lines = [f"{indent}#pragma GCC ivdep"] if ivdep else []
+    lines.append(f"{indent}{column}")
     body = LoopBody(buffers, strides, {}, indent + "    ")
     for i, (target, store) in enumerate(zip(targets, stores, strict=True)):
         acc = f"racc{i}"
