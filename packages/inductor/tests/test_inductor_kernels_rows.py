@@ -205,3 +205,30 @@ def test_signed_zeros_in_maximum_minimum_and_their_reductions(n: int) -> None:
     _, got, want = _compile([x, y], build)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+
+
+def test_relu_backward_after_matmul_vectorizes_and_sums_rows_in_order() -> None:
+    # The shape of an MLP's backward: selects on a matmul result, stored as several
+    # outputs, then summed over axis 0. Without aliasing the pointwise loop is marked
+    # independent (GCC keeps selects as branches otherwise), and the axis-0 sum of the
+    # extern and kernel results walks rows in order, bit-identical to NumPy's.
+    x = _RNG.normal(size=(300, 32)).astype(np.float32)
+    w = _RNG.normal(size=(32, 48)).astype(np.float32)
+    pre = _RNG.normal(size=(300, 48)).astype(np.float32)
+
+    def build(g: Graph, a: Any, m: Any, p: Any) -> Any:
+        grad = _op(g, "matmul", a, m)
+        relu = _op(g, "maximum", p, 0.0)
+        half = _op(g, "where", _op(g, "equal", 0.0, relu), _op(g, "multiply", grad, 0.5), grad)
+        masked = _op(g, "where", _op(g, "equal", p, relu), half, 0.0)
+        return relu, masked, _op(g, "sum", masked, axis=(0,))
+
+    sched, got, want = _compile([x, w, pre], build)
+    sources = [kernel_source(k, sched.program.buffers, parallel_threshold=1) for k in sched.kernels]
+    pointwise = [s for s, k in zip(sources, sched.kernels, strict=True) if not k.is_reduction]
+    reduction = [s for s, k in zip(sources, sched.kernels, strict=True) if k.is_reduction]
+    assert pointwise and all("#pragma GCC ivdep" in s for s in pointwise)
+    assert reduction and all("int64_t cb =" in s for s in reduction)  # row-order nest
+    for g, w_ in zip(got, want, strict=True):
+        assert g.dtype == w_.dtype
+        np.testing.assert_array_equal(g, w_)
