@@ -20,7 +20,9 @@ PYTHONS = ["3.11", "3.12", "3.13"]
 DEFAULT_PYTHON = "3.11"
 # Bottom to top; a layer may import only the layers before it.
 LAYERS = ["runtime", "guards", "capture", "autograd_aot", "inductor", "api"]
-TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
+TEST_DEPS = ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6"]
+# Tests spend most of their time waiting on the C++ compiler: one worker per core halves CI.
+PYTEST_PARALLEL = ["-n", "auto"]
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
@@ -90,7 +92,7 @@ def tests(session: nox.Session) -> None:
     session.install(*TEST_DEPS, "import-linter>=2")
     session.run("lint-imports")
     paths = [f"packages/{layer}/tests" for layer in LAYERS] + ["integration_tests"]
-    session.run("pytest", "-q", *paths, *session.posargs)
+    session.run("pytest", "-q", *PYTEST_PARALLEL, *paths, *session.posargs)
 
 
 def _layer_session(layer: str) -> None:
@@ -98,7 +100,7 @@ def _layer_session(layer: str) -> None:
     def layer_tests(session: nox.Session) -> None:
         _install_layers(session, _local_deps(layer))
         session.install(*TEST_DEPS)
-        session.run("pytest", "-q", f"packages/{layer}/tests", *session.posargs)
+        session.run("pytest", "-q", *PYTEST_PARALLEL, f"packages/{layer}/tests", *session.posargs)
 
     layer_tests.__doc__ = f"The {layer} layer alone, with only what it declares installed."
 
