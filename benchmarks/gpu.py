@@ -4,11 +4,13 @@
 CuPy and Triton; elsewhere it prints why it cannot ("no GPU: ...") and exits 0.
 
 Per workload (the same NumPy functions and sizes as ``benchmarks/workloads.py``) it reports
-the median GPU time of NumPy on the CPU, CuPy eager (the function called on CuPy arrays),
-numpile's Triton backend (with and without CUDA-graph replay), the ratio CuPy / numpile, and
-for memory-bound rows the achieved bandwidth against the device-to-device copy bandwidth
-measured in the same run. numpile's graph is captured once from NumPy inputs of the same
-shapes (capture of CuPy arrays lives in the capture layer) and compiled for Triton.
+the median time of NumPy on the CPU, CuPy eager (the function called on CuPy arrays),
+``numpile.compile(fn)`` called on the same CuPy arrays (Triton kernels; and with
+``mode="reduce-overhead"``, CUDA-graph replay), the ratio CuPy / numpile, and for
+memory-bound rows the achieved bandwidth against the device-to-device copy bandwidth
+measured in the same run. Two more columns take NumPy arrays in and give NumPy arrays out
+(one copy each way per call): ``numpile.compile(fn, device="cuda")`` and, when a CUDA build
+of torch is installed, ``torch.compile(fn)`` called under ``torch.device("cuda")``.
 
     python -m benchmarks.gpu --quick
 """
@@ -77,55 +79,72 @@ def copy_bandwidth_gbs(nbytes: int = 1 << 28) -> float:
     return 2 * nbytes / (ms * 1e-3) / 1e9
 
 
-def _captured_graph(workload: Workload, args: tuple[Any, ...]) -> Any:
-    # numpile's capture of the NumPy function on NumPy inputs; the graph goes to Triton.
+def _kernel_count(workload: Workload, device: tuple[Any, ...]) -> int:
+    # The Triton kernels of the graph numpile captures from the CuPy inputs.
     import numpile
-
-    graphs: list[Any] = []
-
-    def record(graph: Any, example_inputs: Any) -> Callable[..., Any]:
-        graphs.append(graph)
-        from numpile_capture import run_graph
-
-        return lambda *inputs: run_graph(graph, inputs)
+    from numpile_inductor.triton_backend import compile_triton
 
     numpile.reset()
-    numpile.compile(workload.fn, backend=record, fullgraph=True)(*args)
-    if len(graphs) != 1:
-        raise RuntimeError(f"{workload.name}: expected one graph, captured {len(graphs)}")
-    return graphs[0]
+    report = numpile.explain(workload.fn)(*device)
+    if len(report.graphs) != 1:
+        raise RuntimeError(f"{workload.name}: expected one graph, captured {len(report.graphs)}")
+    return compile_triton(report.graphs[0]).kernel_count
+
+
+def _torch_cuda(workload: Workload) -> Callable[..., Any] | None:
+    # torch.compile of the NumPy function on the GPU (NumPy in, NumPy out), or None.
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch._dynamo.reset()
+    compiled = torch.compile(workload.fn)
+
+    def call(*host: Any) -> Any:
+        with torch.device("cuda"):
+            return compiled(*host)
+
+    return call
 
 
 def run_workload(workload: Workload, *, quick: bool, bandwidth: float) -> dict[str, Any]:
-    """Time one workload on CPU NumPy, CuPy eager and numpile (Triton, and with CUDA graphs).
+    """Time one workload on CPU NumPy, CuPy eager, numpile (Triton, CUDA graphs) and torch.
 
     >>> run_workload(find_workloads(["chain_sin_f32"])[0], quick=True, bandwidth=1.0)
     ... # doctest: +SKIP
     """
     import cupy
 
-    import numpile_runtime as rt
-    from numpile_inductor.triton_backend import compile_triton
+    import numpile
 
     repeat = 5 if quick else 30
     host = workload.make_inputs(quick=quick)
     device = tuple(cupy.asarray(a) for a in host)
-    compiled = compile_triton(_captured_graph(workload, host))
-    graph_runner = rt.CudaGraphRunner(compiled.fn)
+    kernels = _kernel_count(workload, device)
+    numpile.reset()
+    compiled = numpile.compile(workload.fn, fullgraph=True)
+    replayed = numpile.compile(workload.fn, fullgraph=True, mode="reduce-overhead")
+    from_host = numpile.compile(workload.fn, fullgraph=True, device="cuda")
     want = workload.fn(*device)
-    got = compiled.fn(*device)
-    leaves_want = want if isinstance(want, tuple) else (want,)
-    leaves_got = got if isinstance(got, tuple) else (got,)
-    for g, w in zip(leaves_got, leaves_want, strict=True):
-        cupy.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    for got in (compiled(*device), replayed(*device)):
+        leaves_want = want if isinstance(want, tuple) else (want,)
+        leaves_got = got if isinstance(got, tuple) else (got,)
+        for g, w in zip(leaves_got, leaves_want, strict=True):
+            cupy.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
     row: dict[str, Any] = {
         "workload": workload.name,
-        "kernels": compiled.kernel_count,
+        "kernels": kernels,
         "numpy_cpu_ms": _cpu_ms(lambda: workload.fn(*host), repeat),
         "cupy_ms": _gpu_ms(lambda: workload.fn(*device), repeat),
-        "numpile_ms": _gpu_ms(lambda: compiled.fn(*device), repeat),
-        "numpile_graphs_ms": _gpu_ms(lambda: graph_runner(*device), repeat),
+        "numpile_ms": _gpu_ms(lambda: compiled(*device), repeat),
+        "numpile_graphs_ms": _gpu_ms(lambda: replayed(*device), repeat),
+        "numpile_host_ms": _cpu_ms(lambda: from_host(*host), repeat),
     }
+    torch_fn = _torch_cuda(workload)
+    if torch_fn is not None:
+        row["torch_host_ms"] = _cpu_ms(lambda: torch_fn(*host), repeat)
     row["cupy_over_numpile"] = row["cupy_ms"] / row["numpile_ms"]
     if workload.bound == "memory":
         gbs = min_bytes(host, workload.fn(*host)) / (row["numpile_ms"] * 1e-3) / 1e9
@@ -136,18 +155,22 @@ def run_workload(workload: Workload, *, quick: bool, bandwidth: float) -> dict[s
 
 def _print(rows: list[dict[str, Any]], bandwidth: float, device: str) -> None:
     print(f"device: {device}; device-to-device copy: {bandwidth:.0f} GB/s")
+    print("times in ms; 'host' columns take NumPy arrays and return NumPy arrays")
     head = (
         f"{'workload':<20} {'k':>2} {'numpy cpu':>10} {'cupy':>9} {'numpile':>9} "
-        f"{'+graphs':>9} {'cupy/np':>8} {'GB/s':>7} {'of copy':>7}"
+        f"{'+graphs':>9} {'cupy/np':>8} {'GB/s':>7} {'of copy':>7} "
+        f"{'np host':>9} {'torch host':>10}"
     )
     print(head)
     for row in rows:
         gbs = f"{row['numpile_gbs']:7.0f}" if "numpile_gbs" in row else f"{'-':>7}"
         share = f"{row['of_copy_bw']:7.0%}" if "of_copy_bw" in row else f"{'-':>7}"
+        torch_ms = f"{row['torch_host_ms']:10.3f}" if "torch_host_ms" in row else f"{'-':>10}"
         print(
-            f"{row['workload']:<20} {row['kernels']:>2} {row['numpy_cpu_ms']:9.3f}m "
-            f"{row['cupy_ms']:8.3f}m {row['numpile_ms']:8.3f}m {row['numpile_graphs_ms']:8.3f}m "
-            f"{row['cupy_over_numpile']:7.2f}x {gbs} {share}"
+            f"{row['workload']:<20} {row['kernels']:>2} {row['numpy_cpu_ms']:10.3f} "
+            f"{row['cupy_ms']:9.3f} {row['numpile_ms']:9.3f} {row['numpile_graphs_ms']:9.3f} "
+            f"{row['cupy_over_numpile']:7.2f}x {gbs} {share} {row['numpile_host_ms']:9.3f} "
+            f"{torch_ms}"
         )
 
 

@@ -42,7 +42,7 @@ EXPECTED_SIGNATURES = {
         "(model: 'Callable[..., Any] | None' = None, *, fullgraph: 'bool' = False, "
         "dynamic: 'bool | None' = None, backend: 'str | BackendFn | None' = None, "
         "mode: 'str | None' = None, options: 'dict[str, Any] | None' = None, "
-        "disable: 'bool' = False) -> 'Any'"
+        "disable: 'bool' = False, device: 'str | None' = None) -> 'Any'"
     ),
     "explain": "(fn: 'Callable[..., Any]') -> 'Callable[..., ExplainOutput]'",
     "grad": (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
 
@@ -82,6 +83,34 @@ def test_dynamic_dims_accept_any_size() -> None:
     assert check.failure({"x": np.zeros((5, 4), np.int64)}, {}, None) == (
         "L['x'].shape[1]: expected 3, got 4"
     )
+
+
+class _Device:
+    def __init__(self, id: int) -> None:
+        self.id = id
+
+
+class DeviceArray(np.ndarray):  # an array "on GPU `device.id`", as CuPy's arrays say
+    device = _Device(0)
+
+
+def on_device(shape: tuple[int, ...], device: int) -> DeviceArray:
+    array = np.zeros(shape).view(DeviceArray)
+    array.device = _Device(device)
+    return array
+
+
+def test_device_arrays_are_guarded_on_their_gpu() -> None:
+    spec = attrs.evolve(spec_of(on_device((3,), 0)), device_id=0)
+    guard = Guard(GuardKind.ARRAY_MATCH, X, spec)
+    check = compile_guards([guard])
+    assert check({"x": on_device((3,), 0)}, {}, None)
+    assert not check({"x": on_device((3,), 1)}, {}, None)
+    assert check.failure({"x": on_device((3,), 1)}, {}, None) == (
+        "L['x'].device.id: expected 0, got 1"
+    )
+    assert "device=0" in str(guard)
+    assert "device.id == 0" in check.source
 
 
 def test_zero_dim_and_empty_arrays() -> None:

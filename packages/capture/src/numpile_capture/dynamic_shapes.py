@@ -30,6 +30,7 @@ import numpy as np
 import sympy
 
 from numpile_guards.shape_env import ShapeEnv
+from numpile_runtime import is_device_array
 
 log = logging.getLogger("numpile.capture.dynamic")
 
@@ -54,11 +55,11 @@ def _marks_of(x: np.ndarray[Any, Any]) -> tuple[dict[int, tuple[int | None, int 
 
 
 def _check_dim(x: Any, dim: int) -> int:
-    if not isinstance(x, np.ndarray):
+    if not (isinstance(x, np.ndarray) or is_device_array(x)):
         raise TypeError(f"mark_dynamic/mark_static take a numpy.ndarray, got {type(x).__name__}")
     if not -x.ndim <= dim < x.ndim:
         raise IndexError(f"dimension {dim} is out of range for an array of {x.ndim} dims")
-    return dim % x.ndim
+    return int(dim % x.ndim)
 
 
 def mark_dynamic(x: Any, dim: int, *, min: int | None = None, max: int | None = None) -> None:

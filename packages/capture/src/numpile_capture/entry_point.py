@@ -21,6 +21,21 @@ from .config import config
 from .dispatch import CompiledFunction
 
 
+def _backend_for_device(device: str | None, backend: str | BackendFn | None) -> Any:
+    # device="cuda" is the inductor's Triton backend (registered by numpile_inductor).
+    if device is None:
+        return backend
+    if device != "cuda":
+        raise ValueError(f"unknown device {device!r}; valid devices: None, 'cuda'")
+    chosen = config.default_backend if backend is None else backend
+    if chosen not in ("inductor", "triton"):
+        raise ValueError(
+            f"device='cuda' runs Triton kernels; it needs backend 'inductor' or 'triton', "
+            f"not {chosen!r}"
+        )
+    return "triton"
+
+
 def _unwrap(model: Callable[..., Any]) -> Callable[..., Any]:
     original = getattr(model, "_numpile_original", None)
     return original if original is not None else model
@@ -36,6 +51,7 @@ def compile_function(
     mode: str | None = None,
     options: dict[str, Any] | None = None,
     disable: bool = False,
+    device: str | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
 
 
@@ -49,6 +65,7 @@ def compile_function(
     mode: str | None = None,
     options: dict[str, Any] | None = None,
     disable: bool = False,
+    device: str | None = None,
 ) -> Callable[..., Any]: ...
 
 
@@ -61,6 +78,7 @@ def compile_function(
     mode: str | None = None,
     options: dict[str, Any] | None = None,
     disable: bool = False,
+    device: str | None = None,
 ) -> Any:
     """Compile a NumPy function: `@compile`, `@compile(...)` or `compile(fn)`.
 
@@ -77,12 +95,16 @@ def compile_function(
     options: a dict of backend options, passed to backends that accept
         `options`; exclusive with `mode`.
     disable: return `model` unchanged.
+    device: None (default) runs where the inputs are (NumPy arrays on the CPU,
+        CuPy arrays on their GPU); "cuda" runs NumPy inputs as Triton kernels
+        on the GPU, copying them in and the results out once per call.
 
         >>> @compile_function(backend="eager")
         ... def f(x):
         ...     return x * 2
     """
     validate_mode(mode, options)
+    backend = _backend_for_device(device, backend)
     chosen = config.default_backend if backend is None else backend
     # Checked here, at the user's call: unknown names, and mode/options the backend refuses.
     backend_kwargs(lookup_backend(chosen), chosen, mode, options)

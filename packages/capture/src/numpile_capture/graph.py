@@ -70,6 +70,21 @@ class Node:
         return f"{self.name} = {self.op.name}({', '.join(args)})  # {self.meta}"
 
 
+def array_devices(inputs: Any) -> list[str]:
+    """The devices of the array nodes among `inputs` (searched through lists and tuples)."""
+    leaves, _ = tree_flatten(inputs)
+    return [
+        leaf.meta.device
+        for leaf in leaves
+        if isinstance(leaf, Node) and isinstance(leaf.meta, ArrayMeta)
+    ]
+
+
+def input_device(inputs: Any) -> str:
+    """Where an op on `inputs` runs: the first non-"cpu" device among them, else "cpu"."""
+    return next((device for device in array_devices(inputs) if device != "cpu"), "cpu")
+
+
 def _format_value(value: Any) -> str:
     if isinstance(value, Node):
         return value.name
@@ -120,6 +135,9 @@ class Graph:
         """
         input_metas = [value.meta if isinstance(value, Node) else value for value in inputs]
         meta = op.meta(*input_metas, **params)
+        device = input_device(inputs)
+        if isinstance(meta, ArrayMeta) and device != meta.device:
+            meta = attrs.evolve(meta, device=device)  # meta rules compute on the host's terms
         return self.add_node(op, inputs, params, meta)
 
     def add_node(

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import attrs
 import numpy as np
 
+from numpile_runtime import is_device_array
+
 if TYPE_CHECKING:
     import sympy
 
@@ -93,11 +95,15 @@ def contiguous_strides(shape: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def meta_of(value: Any) -> ArrayMeta | ScalarMeta:
-    """The metadata of a concrete value: an ndarray, a NumPy scalar or a Python scalar.
+    """The metadata of a concrete value: an ndarray (NumPy or CuPy), a NumPy or Python scalar.
 
     >>> str(meta_of(np.zeros((2, 3), np.int8)))
     'int8[2, 3]'
     """
+    if is_device_array(value):
+        itemsize = value.itemsize or 1
+        strides = tuple(s // itemsize for s in value.strides)
+        return ArrayMeta(tuple(value.shape), value.dtype, strides, device="cuda")
     if isinstance(value, np.ndarray | np.generic):
         arr = np.asarray(value)
         itemsize = arr.itemsize or 1

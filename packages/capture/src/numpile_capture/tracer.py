@@ -45,7 +45,7 @@ from .capture_result import CaptureResult, Unsupported
 from .compiling import is_compiling
 from .frame import BreakAt, Frame, ReturnWithEffects
 from .frame_state import bind_arguments
-from .graph import Graph, Node
+from .graph import Graph, Node, array_devices
 from .operators import (
     Bindings,
     apply_binding,
@@ -233,6 +233,10 @@ class Tracer:
         if rule.kind is RuleKind.ALLOW:
             graph_args = [to_graph_value(arg) for arg in args]
             graph_kwargs = {key: to_graph_value(value) for key, value in kwargs.items()}
+            devices = sorted(set(array_devices((graph_args, graph_kwargs))))
+            if len(devices) > 1:
+                # As CuPy: no implicit copies between host and device (eager raises its error).
+                raise TypeError(f"{rule.op().name}: arrays on different devices {devices}")
             return from_graph_value(self.graph.call(rule.op(), *graph_args, **graph_kwargs))
         if rule.kind is RuleKind.SUBSTITUTE:
             if rule.can_constant_fold_through:

@@ -24,6 +24,7 @@ import re
 import types
 from typing import Any
 
+import attrs
 import numpy as np
 
 from numpile_guards import (
@@ -39,6 +40,7 @@ from numpile_guards import (
 )
 from numpile_guards.shape_env import ShapeEnv
 from numpile_guards.symbolic import SymInt, shape_guard_as_guard
+from numpile_runtime import is_device_array
 
 from .compiling import is_compiling
 from .dynamic_shapes import DimChoice, current_policy, set_active_shape_env
@@ -120,7 +122,7 @@ class VariableBuilder:
 
     def build_unguarded(self, value: Any) -> Variable:
         """A variable for a value with no source (a builtin, an attribute of a constant)."""
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) or is_device_array(value):
             raise TypeError("arrays need a source to become graph inputs")
         if type(value) in (tuple, list):
             items = [self.build_unguarded(item) for item in value]
@@ -174,7 +176,7 @@ class VariableBuilder:
         self._guards.append(Guard(kind, source, expected))
 
     def _wrap(self, value: Any, source: Source) -> Variable:
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) or is_device_array(value):
             return self._wrap_array(value, source)
         if value is is_compiling:
             self._guard(GuardKind.ID_MATCH, source, value)
@@ -221,6 +223,11 @@ class VariableBuilder:
             meta = meta_of(value)
         else:
             spec = self._symbolic_spec(value, source, meta)
+        if is_device_array(value):
+            # NOTE: kernels launch on the inputs' GPU; an array on another GPU recompiles.
+            device: Any = value.device  # CuPy's Device, not NumPy's "cpu"
+            spec = attrs.evolve(spec, device_id=int(device.id))
+            meta = attrs.evolve(meta, device="cuda")
         self._guard(GuardKind.ARRAY_MATCH, source, spec)
         node = self.graph.placeholder(placeholder_name(source), meta)
         self.input_sources.append(source)

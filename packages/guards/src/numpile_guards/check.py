@@ -185,12 +185,16 @@ def _array_clauses(source: Source, spec: ArraySpec) -> list[Clause]:
     shape = AttrSource(source, "shape")
     strides = AttrSource(source, "strides")
     dtype = np.dtype(spec.dtype)
-    return [
+    clauses: list[Clause] = [
         (_TYPE, lambda emit: f"type({emit.fetch(source)}) is {emit.constant(spec.type)}"),
         (_DTYPE, lambda emit: f"{emit.fetch(source)}.dtype == {emit.constant(dtype)}"),
         (_SHAPE, lambda emit: _tuple_clause(emit, shape, spec.shape)),
         (_STRIDES, lambda emit: _tuple_clause(emit, strides, spec.strides)),
     ]
+    if spec.device_id is not None:
+        device_id = AttrSource(AttrSource(source, "device"), "id")
+        clauses.append((_SHAPE, lambda emit: f"{emit.fetch(device_id)} == {spec.device_id}"))
+    return clauses
 
 
 def _equals_clause(emit: _Emitter, source: Source, expected: Any) -> str:
@@ -247,6 +251,8 @@ def _guard_fetches(guard: Guard) -> list[Source]:
         shape = AttrSource(guard.source, "shape")
         strides = AttrSource(guard.source, "strides")
         fetches = [guard.source, guard.source, shape, strides]
+        if guard.expected.device_id is not None:
+            fetches.append(AttrSource(AttrSource(guard.source, "device"), "id"))
         if any(item is None for item in guard.expected.shape):
             fetches.append(shape)
         if any(item is None for item in guard.expected.strides):

@@ -23,7 +23,7 @@ class GuardKind(enum.Enum):
     TYPE_MATCH: `type(value) is expected`.
     ID_MATCH: `value is expected` (modules, functions, classes, None, ...).
     EQUALS_MATCH: same type and `value == expected` (Python constants).
-    ARRAY_MATCH: an ndarray with `expected` = `ArraySpec` (dtype, shape, strides).
+    ARRAY_MATCH: an array with `expected` = `ArraySpec` (dtype, shape, strides, device).
     LENGTH_MATCH: `len(value) == expected` (lists, tuples, dicts).
     DICT_KEYS: `list(value) == expected` (keys in order).
     SHAPE_RELATION: `expected` (a `ShapeRelation`) holds for the sizes it reads;
@@ -59,16 +59,19 @@ class ShapeRelation(Protocol):
 
 @attrs.frozen
 class ArraySpec:
-    """What ARRAY_MATCH expects of an ndarray: its type, dtype, shape and byte strides.
+    """What ARRAY_MATCH expects of an array: its type, dtype, shape and byte strides.
 
     `shape` and `strides` entries may be None, meaning "any size" for that
     dimension (dynamic shapes fill these in through the shape environment).
+    `device_id` is the GPU ordinal of a device array (CuPy's `x.device.id`),
+    None for a NumPy array.
     """
 
     type: type
     dtype: Any
     shape: tuple[int | None, ...]
     strides: tuple[int | None, ...]
+    device_id: int | None = None
 
 
 @attrs.frozen
@@ -91,7 +94,11 @@ def _describe(expected: Any) -> str:
         dims = ", ".join("?" if d is None else str(d) for d in expected.shape)
         strides = ", ".join("?" if s is None else str(s) for s in expected.strides)
         kind = "" if expected.type.__name__ == "ndarray" else f"{expected.type.__name__} "
-        return f"{kind}{expected.dtype}[{dims}] strides=({strides})"
+        device = ""
+        if expected.device_id is not None:  # e.g. "cupy.ndarray float32[8] ... device=0"
+            kind = f"{expected.type.__module__}.{expected.type.__name__} "
+            device = f" device={expected.device_id}"
+        return f"{kind}{expected.dtype}[{dims}] strides=({strides}){device}"
     if isinstance(expected, ShapeRelation):
         return expected.text
     if isinstance(expected, types.ModuleType):

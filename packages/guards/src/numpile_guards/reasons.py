@@ -98,6 +98,8 @@ def _array_failure(name: str, fetched: Any, spec: ArraySpec) -> str | None:
         want is not None and got != want for got, want in zip(strides, spec.strides, strict=True)
     ):
         return f"{name}.strides: expected {spec.strides}, got {strides} (byte strides differ)"
+    if spec.device_id is not None and value.device.id != spec.device_id:
+        return f"{name}.device.id: expected {spec.device_id}, got {value.device.id}"
     return None
 
 

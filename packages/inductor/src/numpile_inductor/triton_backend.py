@@ -213,8 +213,8 @@ def triton_backend(
     return compile_triton(graph, mode=mode, option_overrides=options).fn
 
 
-def _is_cupy(value: Any) -> bool:
-    return type(value).__module__.split(".")[0] == "cupy"
+def _is_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) or rt.is_device_array(value)
 
 
 class _Runner:
@@ -249,8 +249,8 @@ class _Runner:
         return buf.kind == "kernel" and buf.shape == () and _gives_scalar(node)
 
     def __call__(self, *args: Any) -> Any:
-        arrays = [a for a in args if isinstance(a, np.ndarray) or _is_cupy(a)]
-        on_cupy = [_is_cupy(a) for a in arrays]
+        arrays = [a for a in args if _is_array(a)]
+        on_cupy = [rt.is_device_array(a) for a in arrays]
         if any(on_cupy) and not all(on_cupy):
             raise ValueError(
                 "a compiled call got NumPy and CuPy arrays together; move every array to one "
@@ -270,7 +270,7 @@ class _Runner:
         moved = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
         result = self._run(cupy, tuple(moved))
         leaves, spec = tree_flatten(result)
-        host = [cupy.asnumpy(x) if _is_cupy(x) else x for x in leaves]
+        host = [cupy.asnumpy(x) if rt.is_device_array(x) else x for x in leaves]
         return tree_unflatten(spec, host)
 
     def _run(self, xp: Any, args: tuple[Any, ...]) -> Any:
@@ -280,7 +280,7 @@ class _Runner:
             buf = self.buffers[name]
             if buf.kind == "scalar" and buf.dtype != np.dtype("O"):
                 env[name] = value
-            elif buf.kind == "input" and not isinstance(value, np.ndarray) and not _is_cupy(value):
+            elif buf.kind == "input" and not _is_array(value):
                 env[name] = xp.asarray(value)  # a NumPy scalar read as a 0-d array
                 env[f"{name}@obj"] = value
             else:
@@ -427,8 +427,7 @@ def _time(xp: Any, launch: Callable[[], None], repeat: int = 3) -> float:
 def _as_kernel_array(xp: Any, value: Any, buf: Buffer, sizes: dict[str, int]) -> Any:
     # What a kernel may read as `buf`: an array of exactly its dtype (native byte order) and
     # shape. Extern calls may return NumPy scalars, Python numbers or other dtypes.
-    is_array = isinstance(value, np.ndarray) or _is_cupy(value)
-    ready = is_array and value.dtype == buf.dtype
+    ready = _is_array(value) and value.dtype == buf.dtype
     array = value if ready else xp.asarray(value, dtype=buf.dtype)
     if tuple(array.shape) != _evaluate(buf.shape, sizes):
         raise RuntimeError(

@@ -31,6 +31,7 @@ from .cuda_launch import KernelArg as KernelArg
 from .cuda_launch import TritonStatus as TritonStatus
 from .cuda_launch import cupy_available as cupy_available
 from .cuda_launch import interpreting as interpreting
+from .cuda_launch import is_device_array as is_device_array
 from .cuda_launch import kernel_arg as kernel_arg
 from .cuda_launch import load_triton_module as load_triton_module
 from .cuda_launch import triton_status as triton_status
@@ -78,6 +79,7 @@ __all__ = [
     "default_cache",
     "find_toolchain",
     "interpreting",
+    "is_device_array",
     "kernel_arg",
     "load_extension",
     "load_library",

@@ -31,18 +31,16 @@ from typing import Any
 
 import attrs
 
+from .cuda_launch import is_device_array
+
 log = logging.getLogger("numpile.runtime.cuda")
-
-
-def _is_cupy(value: Any) -> bool:
-    return type(value).__module__.split(".")[0] == "cupy"
 
 
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
     # The replay key of a call, or None when some input rules out replay.
     key: list[Any] = []
     for arg in args:
-        if _is_cupy(arg):
+        if is_device_array(arg):
             key.append((tuple(arg.shape), arg.dtype.str, tuple(arg.strides), int(arg.device.id)))
         elif isinstance(arg, bool | int | float | str | type(None)):
             key.append(("const", type(arg).__name__, arg))
@@ -104,8 +102,8 @@ class CudaGraphRunner:
     def _record(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> _Recorded | None:
         import cupy  # optional dependency: only reached with CuPy inputs
 
-        static = [arg.copy() if _is_cupy(arg) else arg for arg in args]
-        snapshot = [arg.copy() for arg in static if _is_cupy(arg)]
+        static = [arg.copy() if is_device_array(arg) else arg for arg in args]
+        snapshot = [arg.copy() for arg in static if is_device_array(arg)]
         stream = cupy.cuda.Stream(non_blocking=True)
         try:
             with stream:
@@ -120,7 +118,7 @@ class CudaGraphRunner:
             self._broken[key] = reason
             self.skip_reason = reason
             return None
-        arrays = [arg for arg in static if _is_cupy(arg)]
+        arrays = [arg for arg in static if is_device_array(arg)]
         mutated = any(
             not bool(cupy.array_equal(before, after, equal_nan=True))
             for before, after in zip(snapshot, arrays, strict=True)
@@ -141,7 +139,7 @@ class CudaGraphRunner:
         import cupy
 
         for static, arg in zip(recorded.static_inputs, args, strict=True):
-            if _is_cupy(static):
+            if is_device_array(static):
                 cupy.copyto(static, arg)
         recorded.graph.launch(recorded.stream)
         recorded.stream.synchronize()
@@ -151,7 +149,7 @@ class CudaGraphRunner:
 
 
 def _copy_tree(value: Any) -> Any:
-    if _is_cupy(value):
+    if is_device_array(value):
         return value.copy()
     if isinstance(value, tuple):
         return tuple(_copy_tree(v) for v in value)

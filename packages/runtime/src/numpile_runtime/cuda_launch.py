@@ -53,6 +53,16 @@ def _has_module(name: str) -> bool:
         return False
 
 
+def is_device_array(value: Any) -> bool:
+    """Whether `value` is a CuPy ndarray (a GPU array), recognized by type without importing CuPy.
+
+    >>> is_device_array(np.zeros(3))
+    False
+    """
+    cls = type(value)
+    return cls.__name__ == "ndarray" and cls.__module__.partition(".")[0] == "cupy"
+
+
 def interpreting() -> bool:
     """Whether Triton kernels run under Triton's CPU interpreter (`TRITON_INTERPRET=1`).
 

@@ -1,0 +1,205 @@
+"""CuPy arrays as inputs: captured with device "cuda", guarded on their GPU, never copied.
+
+No GPU is needed: `FakeCupyArray` is a stand-in with CuPy's observable behaviour (type
+`cupy.ndarray`, NumPy functions dispatched through `__array_ufunc__` and
+`__array_function__`, no implicit conversion to NumPy, a TypeError when mixed with NumPy
+arrays, `.device.id`). The eager backend runs the captured graph on it as NumPy would
+run the function. The real CuPy path is exercised on a GPU by the Triton backend's tests.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+import pytest
+
+from numpile_capture import (
+    CaptureFallbackWarning,
+    compile_function,
+    explain,
+    mark_dynamic,
+    reset,
+    run_graph,
+)
+
+
+@attrs.frozen
+class FakeDevice:
+    id: int
+
+
+def _unwrap(value: Any) -> Any:
+    if isinstance(value, FakeCupyArray):
+        return value.data
+    if isinstance(value, np.ndarray):
+        raise TypeError(f"Unsupported type {type(value)}")  # CuPy's message
+    if type(value) in (list, tuple):
+        return type(value)(_unwrap(item) for item in value)
+    return value
+
+
+def _wrap(value: Any, device: int) -> Any:
+    if isinstance(value, np.ndarray):
+        return FakeCupyArray(value, device)
+    if type(value) in (list, tuple):
+        return type(value)(_wrap(item, device) for item in value)
+    return value
+
+
+class FakeCupyArray:
+    """An array "on GPU `device`": NumPy data behind CuPy's interface."""
+
+    def __init__(self, data: np.ndarray[Any, Any], device: int = 0) -> None:
+        self.data = data
+        self.device = FakeDevice(device)
+
+    shape = property(lambda self: self.data.shape)
+    dtype = property(lambda self: self.data.dtype)
+    strides = property(lambda self: self.data.strides)
+    itemsize = property(lambda self: self.data.itemsize)
+    ndim = property(lambda self: self.data.ndim)
+    size = property(lambda self: self.data.size)
+    T = property(lambda self: FakeCupyArray(self.data.T, self.device.id))
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("Implicit conversion to a NumPy array is not allowed")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        result = getattr(ufunc, method)(*_unwrap(inputs), **_unwrap(kwargs))
+        return _wrap(result, self.device.id)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return _wrap(func(*_unwrap(args), **_unwrap(kwargs)), self.device.id)
+
+    def __getattr__(self, name: str) -> Any:
+        # Methods (sum, reshape, astype, ...) run on the data and return device arrays.
+        method = getattr(self.data, name)
+        return lambda *args, **kwargs: _wrap(
+            method(*_unwrap(args), **_unwrap(kwargs)), self.device.id
+        )
+
+    def __getitem__(self, key: Any) -> Any:
+        return _wrap(self.data[_unwrap(key)], self.device.id)
+
+    def get(self) -> np.ndarray[Any, Any]:
+        return self.data.copy()
+
+
+FakeCupyArray.__module__ = "cupy"
+FakeCupyArray.__name__ = "ndarray"
+FakeCupyArray.__qualname__ = "ndarray"
+
+
+def _binary(op: Callable[[Any, Any], Any], *, reflected: bool = False) -> Any:
+    if reflected:
+        return lambda self, other: _ufunc_of(op)(other, self)
+    return lambda self, other: _ufunc_of(op)(self, other)
+
+
+def _ufunc_of(op: Callable[[Any, Any], Any]) -> Any:
+    return {
+        operator.add: np.add,
+        operator.sub: np.subtract,
+        operator.mul: np.multiply,
+        operator.truediv: np.true_divide,
+        operator.matmul: np.matmul,
+        operator.gt: np.greater,
+    }[op]
+
+
+for _name, _op in [
+    ("add", operator.add),
+    ("sub", operator.sub),
+    ("mul", operator.mul),
+    ("truediv", operator.truediv),
+    ("matmul", operator.matmul),
+]:
+    setattr(FakeCupyArray, f"__{_name}__", _binary(_op))
+    setattr(FakeCupyArray, f"__r{_name}__", _binary(_op, reflected=True))
+FakeCupyArray.__gt__ = _binary(operator.gt)  # type: ignore[assignment,operator]
+
+
+def on_gpu(data: np.ndarray[Any, Any], device: int = 0) -> FakeCupyArray:
+    return FakeCupyArray(data, device)
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Any:
+    reset()
+    yield
+    reset()
+
+
+def softmax_plus(x: Any, y: Any) -> Any:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True) + 2.0 * y.T
+
+
+def test_device_array_is_captured_with_device_cuda_and_stays_on_the_device() -> None:
+    x = np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32)
+    y = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
+    compiled = compile_function(softmax_plus, backend="eager", fullgraph=True)
+
+    result = compiled(on_gpu(x), on_gpu(y))
+
+    assert type(result) is FakeCupyArray
+    expected = softmax_plus(x, y)
+    np.testing.assert_array_equal(result.get(), expected)
+    assert result.get().dtype == expected.dtype
+    report = explain(softmax_plus)(on_gpu(x), on_gpu(y))
+    (graph,) = report.graphs
+    assert {node.meta.device for node in graph.nodes} == {"cuda"}
+    assert "float32[4, 5]@cuda" in str(graph)
+    guards = [str(guard) for guard in report.guards]
+    assert any("cupy.ndarray float32[4, 5]" in text and "device=0" in text for text in guards)
+
+
+def test_host_array_or_another_gpu_recompiles() -> None:
+    x = np.arange(6.0).reshape(2, 3)
+    graphs: list[Any] = []
+
+    def counting(graph: Any, example_inputs: Any) -> Any:
+        graphs.append(graph)
+        return lambda *args: run_graph(graph, list(args))
+
+    compiled = compile_function(lambda a: np.sin(a) * 2.0, backend=counting)
+
+    np.testing.assert_array_equal(compiled(on_gpu(x)).get(), np.sin(x) * 2.0)
+    np.testing.assert_array_equal(compiled(on_gpu(x + 1)).get(), np.sin(x + 1) * 2.0)
+    assert len(graphs) == 1
+    np.testing.assert_array_equal(compiled(x), np.sin(x) * 2.0)  # NumPy: a host graph
+    assert len(graphs) == 2
+    assert graphs[1].placeholders[0].meta.device == "cpu"
+    on_second = compiled(on_gpu(x, device=1))
+    assert on_second.device.id == 1
+    assert len(graphs) == 3
+
+
+def test_mixing_host_and_device_arrays_raises_the_eager_error() -> None:
+    def mixed(x: Any, y: Any) -> Any:
+        return np.sin(x) + y
+
+    x = on_gpu(np.ones(3))
+    with pytest.raises(TypeError, match="Unsupported type") as eager:
+        mixed(x, np.ones(3))
+    compiled = compile_function(mixed, backend="eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CaptureFallbackWarning)
+        with pytest.raises(TypeError, match="Unsupported type") as raised:
+            compiled(x, np.ones(3))
+    assert str(raised.value) == str(eager.value)
+
+
+def test_mark_dynamic_takes_device_arrays() -> None:
+    x = on_gpu(np.ones((3, 4)))
+    mark_dynamic(x, 0)
+    report = explain(lambda a: a * 2.0)(x)
+    (graph,) = report.graphs
+    placeholder = graph.placeholders[0]
+    assert placeholder.meta.device == "cuda"
+    assert not isinstance(placeholder.meta.shape[0], int)
