@@ -17,8 +17,9 @@ of call 1 (n=4, seed 0), counted this way:
   nesting limit;
 - a break inside a ``try`` block resumes inside it (an exception raised by the breaking
   instruction goes to the except clause, in Python); a Python exception raised at capture time
-  inside a ``try`` block is a break; a ``with`` block on a library context manager counts three
-  (making the manager, entering it, leaving it); user context managers are inlined;
+  inside a ``try`` block is a break, and so is an op that may raise on some data there (a
+  singular ``inv``, an index out of bounds); a ``with`` block on a library context manager
+  counts three (making the manager, entering it, leaving it); user context managers are inlined;
 - a break while a local is captured by an inner function (a cell) makes the whole frame run
   eagerly: it counts once, whatever follows;
 - a call to a ``numpile.disable``-d or ``disallow_in_graph``-ed function counts once (its body is
@@ -76,6 +77,35 @@ def _positive(rng: np.random.Generator, n: int) -> tuple[Any, ...]:
 
 def _ints(rng: np.random.Generator, n: int) -> tuple[Any, ...]:
     return (rng.integers(-5, 6, n),)
+
+
+def _square_singular_at_4(rng: np.random.Generator, n: int) -> tuple[Any, ...]:
+    # Singular for the first two calls (two equal rows), invertible for the resized third.
+    m = rng.standard_normal((n, n)) + n * np.eye(n)
+    if n == 4:
+        m[1] = m[0]
+    return (m,)
+
+
+def _vec_and_index_out_of_bounds_at_4(rng: np.random.Generator, n: int) -> tuple[Any, ...]:
+    index = rng.integers(0, n, 3)
+    if n == 4:
+        index[1] = n + 2
+    return (rng.standard_normal(n), index)
+
+
+def _rows_one_all_nan_at_4(rng: np.random.Generator, n: int) -> tuple[Any, ...]:
+    x = rng.standard_normal((3, n))
+    if n == 4:
+        x[1] = np.nan
+    return (x,)
+
+
+def _ints_and_exponents(rng: np.random.Generator, n: int) -> tuple[Any, ...]:
+    exponents = rng.integers(0, 3, n)
+    if n == 4:
+        exponents[2] = -1
+    return (rng.integers(1, 5, n), exponents)
 
 
 def _arrays(rng: np.random.Generator, n: int) -> tuple[Any, ...]:
@@ -157,6 +187,10 @@ numpile.allow_in_graph(_allowed_norm)
 
 def _raises_value_error(x: Any) -> Any:
     raise ValueError("bad value")
+
+
+def _solve_ones(m: Any) -> Any:
+    return np.linalg.solve(m, np.ones(m.shape[0]))
 
 
 def _squares(arrays: list[Any]) -> Any:
@@ -856,6 +890,67 @@ def zero_division_caught(x):
     except ZeroDivisionError:
         r = -1.0
     return x * r
+
+
+# A graph runs outside the user's exception table, so inside a try block an op that may raise
+# on some data is a break: it runs in Python, where the handler sees what it raises.
+
+
+@breaks(_square_singular_at_4, expected_breaks=1)
+def inv_of_singular_matrix_caught(m):
+    scaled = m * 2.0
+    try:
+        r = np.linalg.inv(scaled) + 1.0
+    except np.linalg.LinAlgError:
+        r = np.zeros_like(m)
+    return r - scaled
+
+
+@breaks(_square_singular_at_4, expected_breaks=1)  # the call breaks; the helper compiles whole
+def solve_in_helper_caught(m):
+    try:
+        r = _solve_ones(m)
+    except np.linalg.LinAlgError as error:
+        r = np.full(m.shape[0], float(len(str(error))))
+    return r * 3.0
+
+
+@breaks(_vec_and_index_out_of_bounds_at_4, expected_breaks=1)
+def fancy_index_out_of_bounds_caught(x, index):
+    y = np.exp(x)
+    try:
+        picked = y[index] * 2.0
+    except IndexError:
+        picked = np.full(3, -1.0)
+    return picked + y.sum()
+
+
+@breaks(_vec_and_index_out_of_bounds_at_4, expected_breaks=1)
+def fancy_assignment_out_of_bounds_caught(x, index):
+    x = x.copy()
+    try:
+        x[index] = 0.0
+    except IndexError:
+        x[:] = -1.0
+    return x * 2.0
+
+
+@breaks(_rows_one_all_nan_at_4, expected_breaks=1)
+def nanargmax_of_all_nan_row_caught(x):
+    try:
+        best = np.nanargmax(x, axis=1)
+    except ValueError:
+        best = np.full(x.shape[0], -1)
+    return best + 1
+
+
+@breaks(_ints_and_exponents, expected_breaks=1)
+def integer_negative_power_caught(a, k):
+    try:
+        p = a**k + 1
+    except ValueError:
+        p = a * 0
+    return p
 
 
 @breaks(_vec, expected_breaks=3)

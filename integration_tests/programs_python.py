@@ -237,3 +237,13 @@ def append_to_input_list(x, log):
     log.append(x.sum())
     x -= 1.0
     return x.mean()
+
+
+@python(lambda rng, n: (rng.standard_normal(n),))
+def float_power_and_boolean_mask_in_a_try_block(x):
+    # Neither can raise on its data (unlike an integer power or an integer index): no break.
+    try:
+        y = x ** np.arange(x.shape[0]) + x[x > 0].sum()
+    except ValueError:
+        y = x
+    return y

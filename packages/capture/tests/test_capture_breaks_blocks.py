@@ -270,6 +270,90 @@ def test_the_try_body_before_the_break_is_captured(capsys: Any) -> None:
     assert "add" in _ops(events[1:])
 
 
+# -- ops that raise on some data, inside a try block ----------------------------------------
+
+
+def _inv_caught(m: np.ndarray) -> np.ndarray:
+    y = np.sin(m)
+    try:
+        r = np.linalg.inv(m) * 2
+    except np.linalg.LinAlgError:
+        r = np.zeros_like(m)
+    return r + y
+
+
+def _index_caught(x: np.ndarray, index: np.ndarray) -> np.ndarray:
+    y = np.exp(x)
+    try:
+        return y[index] + 1
+    except IndexError as error:
+        print("caught", error)
+        return y * 0
+
+
+def _inv_uncaught(m: np.ndarray) -> np.ndarray:
+    return np.linalg.inv(np.sin(m)) * 2
+
+
+@pytest.mark.parametrize(
+    ("fn", "make_args"),
+    [
+        (_inv_caught, lambda: (np.eye(3) * 2,)),
+        (_inv_caught, lambda: (np.ones((3, 3)),)),
+        (_index_caught, lambda: (np.arange(4.0), np.array([0, 3]))),
+        (_index_caught, lambda: (np.arange(4.0), np.array([0, 4]))),
+        (_index_caught, lambda: (np.arange(4.0), np.array([-5]))),
+    ],
+)
+def test_an_op_that_raises_on_some_data_runs_where_its_handler_sees_it(
+    fn: Callable[..., Any], make_args: Callable[[], tuple[Any, ...]], capsys: Any
+) -> None:
+    # A graph runs outside the user's exception table: without the break, the singular
+    # matrix's LinAlgError would escape the except clause that eager runs.
+    events = _run(fn, make_args, capsys)
+    _no_whole_frame_fallback(events)
+    assert events[0].graph is not None
+    first_ops = [node.op.name for node in events[0].graph if node.op]
+    assert first_ops == ["sin"] if fn is _inv_caught else ["exp"]
+
+
+def test_outside_a_try_block_an_op_that_may_raise_stays_in_the_graph() -> None:
+    report = explain(_inv_uncaught)(np.eye(3))
+    assert report.graph_break_count == 0
+    assert report.op_count == 3
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        compile_function(_inv_uncaught, backend="eager")(np.zeros((3, 3)))
+
+
+def _float_and_mask_ops_in_try(x: np.ndarray, k: np.ndarray) -> np.ndarray:
+    try:
+        y = x**k + x[x > 0].sum() + np.nanargmax(x) * 0
+    except ValueError:
+        y = x
+    return y
+
+
+def _integer_power_in_try(a: np.ndarray, k: np.ndarray) -> np.ndarray:
+    try:
+        return a**k
+    except ValueError:
+        return a * 0
+
+
+def test_only_ops_that_can_raise_on_their_data_break_in_a_try_block() -> None:
+    # Float powers and boolean masks never raise; nanargmax can (an all-NaN slice), integer
+    # powers can (a negative exponent).
+    report = explain(_float_and_mask_ops_in_try)(np.arange(4.0), np.arange(4))
+    assert [reason.reason.split(" may raise ")[0] for reason in report.break_reasons] == [
+        "nanargmax"
+    ]
+    report = explain(_integer_power_in_try)(np.arange(4), np.arange(4))
+    assert report.graph_break_count == 1
+    assert "power may raise ValueError" in report.break_reasons[0].reason
+    compiled = compile_function(_integer_power_in_try, backend="eager")
+    _same(compiled(np.arange(4), np.array([1, 2, -1, 0])), np.zeros(4, dtype=np.int64))
+
+
 # -- with blocks -------------------------------------------------------------------------------
 
 

@@ -31,6 +31,7 @@ from .meta import contiguous_strides as contiguous_strides
 from .meta import meta_of as meta_of
 from .op import Op as Op
 from .op import OpKind as OpKind
+from .op import RaisesWhen as RaisesWhen
 from .op import all_ops as all_ops
 from .op import get_op as get_op
 from .op import register_op as register_op
@@ -63,6 +64,7 @@ __all__ = [
     "Node",
     "Op",
     "OpKind",
+    "RaisesWhen",
     "ScalarMeta",
     "TreeSpec",
     "all_ops",

@@ -22,6 +22,7 @@ from . import opcodes_containers, opcodes_flow, opcodes_stack
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import Unsupported
 from .frame_state import FrameState
+from .graph import Node
 from .variables import ConstantVar, FunctionVar, Variable
 
 if TYPE_CHECKING:
@@ -106,8 +107,11 @@ class Frame:
             inst = self.instructions[self.pc]
             self.current = inst
             self.pc += 1
+            nodes_before = len(self.tracer.graph.nodes)
             try:
                 self._step(inst)
+                if inst.in_try:
+                    _check_no_run_time_error(self.tracer.graph.nodes[nodes_before:])
             except BreakAt:
                 raise
             except Unsupported as exc:
@@ -169,3 +173,16 @@ _HANDLERS: dict[str, Handler] = {
     **opcodes_containers.HANDLERS,
     **opcodes_flow.HANDLERS,
 }
+
+
+def _check_no_run_time_error(nodes: list[Node]) -> None:
+    # A graph runs outside the user's exception table: an op that may raise on some data
+    # (a singular matrix, an index out of bounds) must run in Python inside a try block,
+    # where the handler can see what it raises.
+    for node in nodes:
+        error = node.run_time_error()
+        if error:
+            raise Unsupported(
+                f"{node.op} may raise {error} inside a try block (it runs in Python, "
+                "where the handler sees it)"
+            )

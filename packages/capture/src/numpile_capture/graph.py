@@ -26,7 +26,7 @@ import attrs
 import numpy as np
 
 from .meta import ArrayMeta, ScalarMeta
-from .op import Op
+from .op import Op, RaisesWhen
 from .pytree import tree_flatten, tree_map
 
 
@@ -55,6 +55,18 @@ class Node:
     def input_nodes(self) -> list[Node]:
         return [value for value in self.inputs if isinstance(value, Node)]
 
+    def run_time_error(self) -> str:
+        """The exception this node may raise on some input values (see `Op`), or ""."""
+        if self.op is None or not self.op.run_time_error:
+            return ""
+        if self.op.raises_when is RaisesWhen.INTEGER_RESULT and not _is_integer(self):
+            return ""
+        if self.op.raises_when is RaisesWhen.INTEGER_INDEX and not any(
+            _is_integer(node) for node in self.input_nodes()[1:]
+        ):
+            return ""
+        return self.op.run_time_error
+
     def __str__(self) -> str:
         return self.name
 
@@ -68,6 +80,10 @@ class Node:
         args = [_format_value(value) for value in self.inputs]
         args += [f"{key}={_format_value(value)}" for key, value in self.params]
         return f"{self.name} = {self.op.name}({', '.join(args)})  # {self.meta}"
+
+
+def _is_integer(node: Node) -> bool:
+    return isinstance(node.meta, ArrayMeta) and node.meta.dtype.kind in "iu"
 
 
 def array_devices(inputs: Any) -> list[str]:

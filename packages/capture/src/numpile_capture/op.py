@@ -37,6 +37,14 @@ class OpKind(enum.Enum):
     RANDOM = "random"
 
 
+class RaisesWhen(enum.Enum):
+    """Which nodes of an op can raise its `run_time_error`."""
+
+    ANY_DATA = "any data"
+    INTEGER_RESULT = "an integer result"  # integers to negative integer powers
+    INTEGER_INDEX = "an integer index array"  # an index out of bounds
+
+
 MetaRule = Callable[..., "ArrayMeta | ScalarMeta"]
 Impl = Callable[..., Any]
 
@@ -46,7 +54,10 @@ class Op:
     """One canonical operation. Ops compare and hash by identity.
 
     `mutates` lists the input positions an op writes to (in-place ops); a
-    VIEW op's result aliases its first input.
+    VIEW op's result aliases its first input. `run_time_error` names the
+    exception an op may raise depending on its input values (a singular
+    matrix, an index out of bounds), which capture cannot rule out;
+    `raises_when` narrows which of its nodes can raise it.
     """
 
     name: str
@@ -55,6 +66,8 @@ class Op:
     impl: Impl = attrs.field(repr=False)
     mutates: tuple[int, ...] = ()
     doc: str = ""
+    run_time_error: str = ""
+    raises_when: RaisesWhen = attrs.field(default=RaisesWhen.ANY_DATA, repr=False)
 
     def __str__(self) -> str:
         return self.name

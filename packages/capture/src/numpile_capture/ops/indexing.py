@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 from ..meta import ArrayMeta
-from ..op import Op, OpKind, register_op
+from ..op import Op, OpKind, RaisesWhen, register_op
 from ._shapes import broadcast_shapes, symbolic_slice_length
 from .mutation import check_assignment
 
@@ -140,7 +140,18 @@ def _index_impl(x: Any, *arrays: Any, index: IndexTemplate, nnz: str | None = No
     return x[_concrete_index(index, arrays)]
 
 
-index = register_op(Op("index", OpKind.INDEXING, _index_meta, _index_impl))
+_OUT_OF_BOUNDS = "IndexError (an integer index out of bounds)"
+
+index = register_op(
+    Op(
+        "index",
+        OpKind.INDEXING,
+        _index_meta,
+        _index_impl,
+        run_time_error=_OUT_OF_BOUNDS,
+        raises_when=RaisesWhen.INTEGER_INDEX,
+    )
+)
 
 
 def _index_put_meta(
@@ -164,5 +175,13 @@ def _index_put_impl(
 
 
 index_put = register_op(
-    Op("index_put", OpKind.MUTATION, _index_put_meta, _index_put_impl, mutates=(0,))
+    Op(
+        "index_put",
+        OpKind.MUTATION,
+        _index_put_meta,
+        _index_put_impl,
+        mutates=(0,),
+        run_time_error=_OUT_OF_BOUNDS,
+        raises_when=RaisesWhen.INTEGER_INDEX,
+    )
 )

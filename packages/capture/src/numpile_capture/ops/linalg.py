@@ -226,7 +226,9 @@ def _inv_meta(a: ArrayMeta) -> ArrayMeta:
     return ArrayMeta(a.shape, result_dtype(np.linalg.inv, _linalg_probe(a)))
 
 
-inv = register_op(Op("inv", OpKind.EXTERN, _inv_meta, np.linalg.inv))
+_SINGULAR = "LinAlgError (a singular matrix)"
+
+inv = register_op(Op("inv", OpKind.EXTERN, _inv_meta, np.linalg.inv, run_time_error=_SINGULAR))
 
 
 def _det_meta(a: ArrayMeta) -> ArrayMeta:
@@ -250,7 +252,9 @@ def _solve_meta(a: ArrayMeta, b: ArrayMeta) -> ArrayMeta:
     return ArrayMeta((*batch, a.shape[-1], b.shape[-1]), dtype)
 
 
-solve = register_op(Op("solve", OpKind.EXTERN, _solve_meta, np.linalg.solve))
+solve = register_op(
+    Op("solve", OpKind.EXTERN, _solve_meta, np.linalg.solve, run_time_error=_SINGULAR)
+)
 
 
 def _norm_meta(

@@ -24,7 +24,7 @@ from ..meta import ArrayMeta
 from ..op import Op, OpKind, get_op, register_op
 from ._probes import is_static_shape, probe, shaped_probe
 from ._shapes import broadcast_shapes
-from .pointwise import UFUNC_NAMES
+from .pointwise import UFUNC_NAMES, ufunc_errors
 from .view import BasicIndex, _getitem_meta
 
 
@@ -90,6 +90,7 @@ for _name in UFUNC_NAMES:
                 _inplace_meta(_ufunc),
                 _inplace_impl(_ufunc),
                 mutates=(0,),
+                **ufunc_errors(_ufunc),
             )
         )
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..meta import ArrayMeta
-from ..op import Op, OpKind, get_op, register_op
+from ..op import Op, OpKind, RaisesWhen, get_op, register_op
 from ._probes import (
     dtype_operand,
     is_static_shape,
@@ -38,7 +38,7 @@ from ._shapes import (
     strides_of,
 )
 
-__all__ = ["UFUNC_NAMES", "broadcast_shapes", "dtype_operand", "ufunc_op"]
+__all__ = ["UFUNC_NAMES", "broadcast_shapes", "dtype_operand", "ufunc_errors", "ufunc_op"]
 
 # NOTE: the numeric ufuncs with one output, as data; ops are registered in this order.
 UFUNC_NAMES: tuple[str, ...] = (
@@ -66,6 +66,17 @@ UFUNC_NAMES: tuple[str, ...] = (
     # complex
     "conjugate",
 )  # fmt: skip
+
+
+# The one ufunc whose error depends on the data: NumPy checks each integer exponent.
+INTEGER_POWER_ERROR = "ValueError (an integer to a negative integer power)"
+
+
+def ufunc_errors(ufunc: np.ufunc) -> dict[str, Any]:
+    """The `run_time_error` fields of the op (or in-place op) of `ufunc`."""
+    if ufunc is np.power:
+        return {"run_time_error": INTEGER_POWER_ERROR, "raises_when": RaisesWhen.INTEGER_RESULT}
+    return {}
 
 
 def _check_integer_power(ufunc: np.ufunc, inputs: tuple[Any, ...], dtype: np.dtype[Any]) -> None:
@@ -112,7 +123,15 @@ def ufunc_op(ufunc: np.ufunc) -> Op:
 
 for _name in UFUNC_NAMES:
     _ufunc = getattr(np, _name)
-    register_op(Op(_ufunc.__name__, OpKind.POINTWISE, _ufunc_meta(_ufunc), _ufunc))
+    register_op(
+        Op(
+            _ufunc.__name__,
+            OpKind.POINTWISE,
+            _ufunc_meta(_ufunc),
+            _ufunc,
+            **ufunc_errors(_ufunc),
+        )
+    )
 
 
 def _round_meta(x: Any, *, decimals: int = 0) -> ArrayMeta:

@@ -159,8 +159,22 @@ def _reduction_impl(info: ReductionInfo) -> Callable[..., Any]:
     return impl
 
 
+# nanargmax / nanargmin raise on a slice that is all NaN: only the data tells.
+_RUN_TIME_ERRORS = {
+    "nanargmax": "ValueError (an all-NaN slice)",
+    "nanargmin": "ValueError (an all-NaN slice)",
+}
+
 for _name, _info in REDUCTIONS.items():
-    register_op(Op(_name, OpKind.REDUCTION, _reduction_meta(_name, _info), _reduction_impl(_info)))
+    register_op(
+        Op(
+            _name,
+            OpKind.REDUCTION,
+            _reduction_meta(_name, _info),
+            _reduction_impl(_info),
+            run_time_error=_RUN_TIME_ERRORS.get(_name, ""),
+        )
+    )
 
 
 def _scan_meta(function: Callable[..., Any]) -> Callable[..., ArrayMeta]:
