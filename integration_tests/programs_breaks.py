@@ -108,6 +108,12 @@ def _ints_and_exponents(rng: np.random.Generator, n: int) -> tuple[Any, ...]:
     return (rng.integers(1, 5, n), exponents)
 
 
+def _vec_with_a_zero(rng: np.random.Generator, n: int) -> tuple[Any, ...]:
+    x = rng.standard_normal(n)
+    x[n // 2] = 0.0
+    return (x,)
+
+
 def _arrays(rng: np.random.Generator, n: int) -> tuple[Any, ...]:
     return ([rng.standard_normal(n) for _ in range(3)],)
 
@@ -951,6 +957,24 @@ def integer_negative_power_caught(a, k):
     except ValueError:
         p = a * 0
     return p
+
+
+@breaks(_vec_with_a_zero, expected_breaks=5, expect_error=True)
+def errstate_raises_on_division_by_zero(x):
+    # A with block is a try block: under a raising state each computing op in it breaks.
+    with np.errstate(divide="raise"):
+        y = np.cos(x) / x
+    return y + 1
+
+
+@breaks(_vec, expected_breaks=3)  # sqrt raises (negative inputs): `+ 1` is never reached
+def errstate_raise_caught_in_try(x):
+    with np.errstate(invalid="raise"):
+        try:
+            y = np.sqrt(x) + 1
+        except FloatingPointError:
+            y = np.zeros_like(x)
+    return y * 2
 
 
 @breaks(_vec, expected_breaks=3)

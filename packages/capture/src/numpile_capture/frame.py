@@ -18,11 +18,14 @@ import builtins
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from . import opcodes_containers, opcodes_flow, opcodes_stack
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import Unsupported
 from .frame_state import FrameState
 from .graph import Node
+from .op import OpKind
 from .variables import ConstantVar, FunctionVar, Variable
 
 if TYPE_CHECKING:
@@ -175,12 +178,25 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 
+# Ops that compute values, so set floating-point flags NumPy may turn into exceptions.
+_COMPUTING_KINDS = frozenset(
+    {OpKind.POINTWISE, OpKind.REDUCTION, OpKind.SCAN, OpKind.EXTERN, OpKind.MUTATION}
+)
+
+
 def _check_no_run_time_error(nodes: list[Node]) -> None:
     # A graph runs outside the user's exception table: an op that may raise on some data
     # (a singular matrix, an index out of bounds) must run in Python inside a try block,
-    # where the handler can see what it raises.
+    # where the handler can see what it raises. So must every computing op while NumPy's
+    # error state raises (as in a `with np.errstate(...)` around the try block).
+    raising_state: bool | None = None
     for node in nodes:
         error = node.run_time_error()
+        if not error and node.op is not None and node.op.kind in _COMPUTING_KINDS:
+            if raising_state is None:
+                raising_state = "raise" in np.geterr().values()
+            if raising_state:
+                error = "FloatingPointError (NumPy's error state raises)"
         if error:
             raise Unsupported(
                 f"{node.op} may raise {error} inside a try block (it runs in Python, "

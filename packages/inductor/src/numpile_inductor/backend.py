@@ -27,6 +27,7 @@ from .autotune import AutotuneChoice, autotune
 from .buffer_pool import pool_handler
 from .config import InductorConfig
 from .debug import debug_folder, graph_dot, write_debug_files
+from .errstate import honouring_errstate
 from .graph_cache import (
     Epilogue,
     ExternSpec,
@@ -260,6 +261,7 @@ def _finish(
             return _compile(graph, config, None, functionalize=False).fn
 
         fn = with_epilogue(fn, artifact.epilogue, barrier)
+    fn = honouring_errstate(fn, graph)
     return CompiledGraph(
         sched,
         generated,
