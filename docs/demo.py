@@ -90,7 +90,10 @@ def main() -> None:
         print(f"numpile: {got.dtype}{list(got.shape)}  {got.ravel()[:4]}")
         print(f"max |numpile - NumPy| = {diff:.3g}")
         assert got.dtype == expected.dtype and got.shape == expected.shape
-        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+        # Vector tanh/exp differ from NumPy's by an ulp or so; after a matmul that error is
+        # relative to the output's scale, not to each element (some cancel to near zero).
+        scale = float(np.max(np.abs(expected)))
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5 * scale)
         numpy_time = _best_of(fn, args)
         numpile_time = _best_of(compiled, args)
         print(
