@@ -25,7 +25,6 @@ from .bytecode import Instruction, normalized_instructions
 from .capture_result import Unsupported
 from .frame_state import FrameState
 from .graph import Node
-from .op import OpKind
 from .variables import ConstantVar, FunctionVar, Variable
 
 if TYPE_CHECKING:
@@ -178,12 +177,6 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 
-# Ops that compute values, so set floating-point flags NumPy may turn into exceptions.
-_COMPUTING_KINDS = frozenset(
-    {OpKind.POINTWISE, OpKind.REDUCTION, OpKind.SCAN, OpKind.EXTERN, OpKind.MUTATION}
-)
-
-
 def _check_no_run_time_error(nodes: list[Node]) -> None:
     # A graph runs outside the user's exception table: an op that may raise on some data
     # (a singular matrix, an index out of bounds) must run in Python inside a try block,
@@ -192,7 +185,7 @@ def _check_no_run_time_error(nodes: list[Node]) -> None:
     raising_state: bool | None = None
     for node in nodes:
         error = node.run_time_error()
-        if not error and node.op is not None and node.op.kind in _COMPUTING_KINDS:
+        if not error and node.op is not None and node.op.computes:
             if raising_state is None:
                 raising_state = "raise" in np.geterr().values()
             if raising_state:

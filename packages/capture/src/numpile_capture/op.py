@@ -37,6 +37,11 @@ class OpKind(enum.Enum):
     RANDOM = "random"
 
 
+_COMPUTING_KINDS = frozenset(
+    {OpKind.POINTWISE, OpKind.REDUCTION, OpKind.SCAN, OpKind.EXTERN, OpKind.MUTATION}
+)
+
+
 class RaisesWhen(enum.Enum):
     """Which nodes of an op can raise its `run_time_error`."""
 
@@ -68,6 +73,11 @@ class Op:
     doc: str = ""
     run_time_error: str = ""
     raises_when: RaisesWhen = attrs.field(default=RaisesWhen.ANY_DATA, repr=False)
+
+    @property
+    def computes(self) -> bool:
+        """Whether the op computes values, so may set floating-point flags NumPy checks."""
+        return self.kind in _COMPUTING_KINDS
 
     def __str__(self) -> str:
         return self.name
