@@ -24,6 +24,7 @@ from .explain import ExplainOutput as ExplainOutput
 from .explain import explain as explain
 from .graph import Graph as Graph
 from .graph import Node as Node
+from .graph import SourceLine as SourceLine
 from .interpreter import run_graph as run_graph
 from .meta import ArrayMeta as ArrayMeta
 from .meta import ScalarMeta as ScalarMeta
@@ -66,6 +67,7 @@ __all__ = [
     "OpKind",
     "RaisesWhen",
     "ScalarMeta",
+    "SourceLine",
     "TreeSpec",
     "all_ops",
     "contiguous_strides",

@@ -24,7 +24,7 @@ from . import opcodes_containers, opcodes_flow, opcodes_stack
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import Unsupported
 from .frame_state import FrameState
-from .graph import Node
+from .graph import Node, SourceLine
 from .variables import ConstantVar, FunctionVar, Variable
 
 if TYPE_CHECKING:
@@ -112,6 +112,7 @@ class Frame:
             nodes_before = len(self.tracer.graph.nodes)
             try:
                 self._step(inst)
+                self._locate(nodes_before, inst)
                 if inst.in_try:
                     _check_no_run_time_error(self.tracer.graph.nodes[nodes_before:])
             except BreakAt:
@@ -125,6 +126,16 @@ class Frame:
                 # handler sees the exception.
                 reason = f"{type(error).__name__} raised inside a try block (its handler runs in "
                 self._unsupported(Unsupported(reason + "Python)"), inst)
+
+    def _locate(self, nodes_before: int, inst: Instruction) -> None:
+        # The nodes `inst` added came from its line (an inlined call's frame located
+        # its own nodes first, at the lines inside the callee).
+        graph = self.tracer.graph
+        if inst.lineno is None or len(graph.nodes) == nodes_before:
+            return
+        line = SourceLine(self.code.co_filename, inst.lineno, self.fn.globals)
+        for node in graph.nodes[nodes_before:]:
+            graph.locations.setdefault(node, line)
 
     def _unsupported(self, exc: Unsupported, inst: Instruction) -> None:
         if exc.filename is None:

@@ -31,6 +31,16 @@ from .pytree import tree_flatten, tree_map
 
 
 @attrs.frozen(eq=False)
+class SourceLine:
+    """Where in the user's code a node was captured: its file, line and module globals
+    (for warnings reported there; `module_globals` also holds `__warningregistry__`)."""
+
+    filename: str
+    lineno: int
+    module_globals: dict[str, Any] = attrs.field(repr=False)
+
+
+@attrs.frozen(eq=False)
 class Node:
     """One value of a graph: a placeholder (`op is None`) or an op application.
 
@@ -130,6 +140,8 @@ class Graph:
         # NOTE: a list in topological order; codegen walks it as is.
         self.nodes: list[Node] = []
         self.output: Any = None
+        # Where each captured node came from; not part of the structure (nor the hash).
+        self.locations: dict[Node, SourceLine] = {}
         self._names: set[str] = set()
         self._counter = 0
 

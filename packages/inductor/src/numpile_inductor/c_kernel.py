@@ -5,8 +5,9 @@ strides, then its scalar inputs, all as arguments (nothing about shapes is
 baked in but reshape divisors). Strides that are 0 or 1 in the example inputs
 are specialized in a fast copy of the loop nest, chosen by one runtime test,
 so contiguous inner loops vectorize; the generic copy takes any strides
-(negative, zero, non-contiguous). The outer loops run under
-`#pragma omp parallel for ... if(work >= threshold)`. A row group (see
+(negative, zero, non-contiguous). The outer loops run in an OpenMP parallel
+region taken when `work >= threshold`; each thread's floating-point flags join the
+call's (NumPy's warnings come from them, see `errstate.py`). A row group (see
 `scheduler.fuse_rows`) is one parallel loop over rows holding each part's own
 loops, with its scratch buffers as per-thread row arrays. Reduction nests are
 in `c_reduction.py`.
@@ -25,7 +26,7 @@ import sympy
 
 from numpile_capture import contiguous_strides
 
-from .c_loop import LoopBody, close_loops, loops, omp_pragma, size_names
+from .c_loop import LoopBody, close_loops, loops, parallel_close, parallel_open, size_names
 from .c_ops import c_type
 from .c_reduction import (
     VECTOR_TYPEDEFS,
@@ -94,7 +95,7 @@ def kernel_source(
 
     Buffers in `aliased` may share memory (an in-place epilogue): no `restrict` on them.
 
-    >>> "#pragma omp parallel for" in kernel_source(fused, buffers, parallel_threshold=1)
+    >>> "#pragma omp parallel" in kernel_source(fused, buffers, parallel_threshold=1)
     ... # doctest: +SKIP
     """
     sig = kernel_signature(fused, buffers)
@@ -139,7 +140,16 @@ def kernel_source(
         first = fused.parts[0]
         work_sizes = len(first.ranges) + len(first.reduction_ranges)
     work = " * ".join(f"n{i}" for i in range(work_sizes)) or "1"
-    prologue = [*header, f"    const int64_t work = {work};", "    (void)work;"]
+    # Each kernel gathers the floating-point flags its threads raise (see parallel_open)
+    # into the calling thread's g_fp_flags, which the wrapper checks after the call.
+    prologue = [
+        *header,
+        f"    const int64_t work = {work};",
+        "    (void)work;",
+        "    NP_FP_CLEAR();",
+        "    int np_fp = 0;",
+    ]
+    epilogue = "    g_fp_flags |= np_fp | NP_FP_TEST();"
     # Without aliasing, every buffer is `restrict` and each pointwise iteration reads and
     # writes only its own elements, so the inner loop may be marked independent.
     nest: Any = functools.partial(_pointwise_nest, ivdep=not aliased)
@@ -156,20 +166,20 @@ def kernel_source(
     if not checks:
         lines = [*include, f"static void {fused.name}({param_text})", "{", *prologue]
         lines += nest(fused, buffers, generic, parallel_threshold, "    ", names)
-        return "\n".join([*lines, "}"])
+        return "\n".join([*lines, epilogue, "}"])
     # The generic copy is not vectorized: strided gathers cost GCC most of its compile
     # time and gain little; the fast copy (unit and zero strides) is what vectorizes.
     generic_head = f"static void {fused.name}_generic({param_text})"
     lines = [*include, _NO_VECTORIZE, generic_head, "{", *prologue]
     lines += nest(fused, buffers, generic, parallel_threshold, "    ", names)
-    lines += ["}", f"static void {fused.name}({param_text})", "{", *prologue]
+    lines += [epilogue, "}", f"static void {fused.name}({param_text})", "{", *prologue]
     call_args = [p.rsplit(" ", 1)[-1].lstrip("*") for p in params]
     lines.append(f"    if (!({' && '.join(checks)})) {{")
     lines.append(f"        {fused.name}_generic({', '.join(call_args)});")
     lines.append("        return;")
     lines.append("    }")
     lines += nest(fused, buffers, fast, parallel_threshold, "    ", names)
-    return "\n".join([*lines, "}"])
+    return "\n".join([*lines, epilogue, "}"])
 
 
 _NO_VECTORIZE = '__attribute__((optimize("no-tree-vectorize", "no-unroll-loops")))'
@@ -189,8 +199,9 @@ def _pointwise_nest(
     ndim = len(fused.ranges)
     lines: list[str] = []
     innermost_parallel = ndim == 1 and not skip
-    if ndim and not skip:
-        lines.append(omp_pragma(indent, max(1, ndim - 1), threshold, simd=ivdep and ndim == 1))
+    parallel = bool(ndim) and not skip
+    if parallel:
+        lines += parallel_open(indent, max(1, ndim - 1), threshold, simd=ivdep and ndim == 1)
     opened, inner = loops("x", names[:ndim], indent, skip, ivdep=ivdep and not innermost_parallel)
     lines += opened
     body = LoopBody(buffers, strides, {}, inner)
@@ -200,6 +211,8 @@ def _pointwise_nest(
             body.store(store, store.buffer in fused.internal)
     lines += body.lines
     lines += close_loops(indent, ndim - skip)
+    if parallel:
+        lines += parallel_close(indent)
     return lines
 
 
@@ -215,7 +228,7 @@ def _row_nest(
     # One parallel loop over the rows; inside, each part's own loops, one after the other,
     # in a block of its own (their temporaries share names). Scratch rows are locals.
     rows = fused.row_dims
-    lines = [omp_pragma(indent, rows, threshold)]
+    lines = parallel_open(indent, rows, threshold)
     opened, inner = loops("x", names[:rows], indent)
     lines += opened
     for name in sorted(fused.scratch):
@@ -232,4 +245,5 @@ def _row_nest(
         lines += nest(part, buffers, strides, threshold, inner + "    ", part_names, rows)
         lines.append(f"{inner}}}")
     lines += close_loops(indent, rows)
+    lines += parallel_close(indent)
     return lines

@@ -2,7 +2,8 @@
 
 `LoopBody` turns loop-IR stores into one C statement per scalar operation
 (common subexpressions computed once); `loops` opens `for` loops over runtime
-sizes, `close_loops` closes them, `omp_pragma` parallelizes the outermost.
+sizes, `close_loops` closes them, `parallel_open` / `parallel_close` parallelize the
+outermost.
 
     >>> loops("x", ["n0", "n1"], "")[0][0]
     'for (int64_t x0 = 0; x0 < n0; x0++) {'
@@ -127,21 +128,39 @@ def size_names(count: int) -> list[str]:
     return [f"n{i}" for i in range(count)]
 
 
-def omp_pragma(indent: str, collapse: int, threshold: int, *, simd: bool = False) -> str:
-    """An OpenMP `parallel for` over `collapse` loops, taken when `work >= threshold`.
+def parallel_open(indent: str, collapse: int, threshold: int, *, simd: bool = False) -> list[str]:
+    """Open an OpenMP parallel region, taken when `work >= threshold`, around a `for` over
+    `collapse` loops; close it with `parallel_close`.
 
-    `simd` also marks the loop's iterations independent (the `ivdep` of `loops` for a loop
-    that is both the parallel and the innermost one); the threshold then gates threads only.
+    Each thread clears its floating-point flags on entry and ORs them into the kernel's
+    `np_fp` on exit (the region reduces `np_fp` with `|`). `simd` also marks the loop's
+    iterations independent (the `ivdep` of `loops` for a loop that is both the parallel
+    and the innermost one).
 
-    >>> omp_pragma("", 1, 10)
-    '#pragma omp parallel for schedule(static) if(work >= 10)'
-    >>> omp_pragma("", 1, 10, simd=True)
-    '#pragma omp parallel for simd schedule(static) if(parallel: work >= 10)'
+    >>> print("\\n".join(parallel_open("", 1, 10)))
+    np_fp |= NP_FP_TEST();
+    #pragma omp parallel if(work >= 10) reduction(|:np_fp)
+    {
+    NP_FP_CLEAR();
+    #pragma omp for schedule(static)
+    >>> parallel_open("", 2, 10, simd=True)[-1]
+    '#pragma omp for simd collapse(2) schedule(static)'
     """
     clause = f" collapse({collapse})" if collapse > 1 else ""
-    if simd:
-        return (
-            f"{indent}#pragma omp parallel for simd{clause} schedule(static)"
-            f" if(parallel: work >= {threshold})"
-        )
-    return f"{indent}#pragma omp parallel for{clause} schedule(static) if(work >= {threshold})"
+    simd_clause = " simd" if simd else ""
+    return [
+        f"{indent}np_fp |= NP_FP_TEST();",
+        f"{indent}#pragma omp parallel if(work >= {threshold}) reduction(|:np_fp)",
+        f"{indent}{{",
+        f"{indent}NP_FP_CLEAR();",
+        f"{indent}#pragma omp for{simd_clause}{clause} schedule(static)",
+    ]
+
+
+def parallel_close(indent: str) -> list[str]:
+    """Close a region `parallel_open` opened: the thread's flags join `np_fp`.
+
+    >>> parallel_close("")
+    ['np_fp |= NP_FP_TEST();', '}']
+    """
+    return [f"{indent}np_fp |= NP_FP_TEST();", f"{indent}}}"]

@@ -20,7 +20,7 @@ import sympy
 
 from numpile_capture import contiguous_strides
 
-from .c_loop import LoopBody, close_loops, loops, omp_pragma
+from .c_loop import LoopBody, close_loops, loops, parallel_close, parallel_open
 from .c_ops import c_expr, c_literal, c_type
 from .index import loop_var
 from .loop_ir import Apply, Buffer, Expr, Load, ReductionStore, loads_of
@@ -101,8 +101,9 @@ def reduction_nest(
     assert len(rstores) == len(fused.stores)
     ndim, rdim = len(fused.ranges), len(fused.reduction_ranges)
     lines: list[str] = []
-    if ndim and not skip:
-        lines.append(omp_pragma(indent, ndim, threshold))
+    parallel = bool(ndim) and not skip
+    if parallel:
+        lines += parallel_open(indent, ndim, threshold)
     opened, inner = loops("x", names[:ndim], indent, skip)
     lines += opened
     accs = [f"acc{i}" for i in range(len(rstores))]
@@ -131,6 +132,8 @@ def reduction_nest(
         addr = body.address(store.buffer, store.index)
         lines.append(f"{inner}{store.buffer}[{addr}] = {_finalize(store, acc)};")
     lines += close_loops(indent, ndim - skip)
+    if parallel:
+        lines += parallel_close(indent)
     return lines
 
 
@@ -415,7 +418,7 @@ def outer_reduction_nest(
         f"{indent}cb = (cb + 15) / 16 * 16;",
         f"{indent}if (cb > {cap}) {{ cb = {cap}; }}",
         f"{indent}const int64_t nblocks = ({size} + cb - 1) / cb;",
-        omp_pragma(indent, ndim, threshold),
+        *parallel_open(indent, ndim, threshold),
     ]
     outer, inner = loops("x", names[: ndim - 1], indent)
     lines += outer
@@ -456,6 +459,7 @@ def outer_reduction_nest(
         lines.append(f"{blk}}}")
     lines.append(f"{inner}}}")
     lines += [f"{indent}{'    ' * (ndim - 2 - d)}}}" for d in range(ndim - 1)]
+    lines += parallel_close(indent)
     return lines
 
 

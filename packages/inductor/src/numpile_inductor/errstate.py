@@ -1,26 +1,44 @@
 """NumPy's floating-point error state, as compiled graphs honour it.
 
-NumPy checks the CPU's floating-point flags after each ufunc loop and warns, raises,
-calls a function or logs, as `np.seterr` / `np.errstate` say. Fused kernels do not
-check the flags. So a compiled graph runs op by op with NumPy (`run_graph`) whenever
-the error state asks for more than a warning in some category ("raise", "call",
-"print" or "log"): `FloatingPointError` and error callbacks then come exactly as in
-eager. Under the default state ("warn" / "ignore") the kernels run, and NumPy's
-RuntimeWarnings (division by zero, invalid values) are not emitted.
+NumPy checks the CPU's floating-point flags after each ufunc loop and, as `np.seterr` /
+`np.errstate` say per category (divide, over, under, invalid), ignores them, warns,
+raises, calls a function or logs. Compiled graphs honour the state in two ways:
 
-    >>> fn = honouring_errstate(kernel_fn, graph)  # doctest: +SKIP
+- When some category asks for more than a warning ("raise", "call", "print", "log"),
+  the graph runs op by op with NumPy (`run_graph`): `FloatingPointError` and error
+  callbacks come exactly as in eager.
+- Otherwise the kernels run, and each gathers the flags its threads raise. When a call
+  raised a flag of a category set to "warn" (NumPy's default for all but underflow), the
+  module fails the call with `FloatingPointFlagsError` before any result is written back, and
+  the graph runs again op by op with NumPy, each op's warnings reported at the user's
+  line that made it (`Graph.locations`): the same RuntimeWarnings, messages, categories
+  and locations as eager, so warning filters (including "error") behave the same. Calls
+  that raise no flag pay nothing but the flag reads in the kernels.
+
+A graph whose kernels write its inputs in place (functionalization refused) cannot run
+again; its warnings name the categories and the ops that may have raised them.
+
+    >>> fn = honouring_errstate(kernel_fn, graph, module, replayable=True)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import contextvars
 import importlib
-from collections.abc import Callable
+import types
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
-from numpile_capture import Graph, run_graph
+import numpile_runtime as rt
+from numpile_capture import Graph, Node, SourceLine, run_graph, tree_map
+
+
+class FloatingPointFlagsError(Exception):
+    """A compiled call raised floating-point flags NumPy would warn about (caught here)."""
 
 
 def _state_variable() -> contextvars.ContextVar[Any] | None:
@@ -38,6 +56,16 @@ _state_var = _state_variable()
 
 _STRICT_MODES = frozenset({"raise", "call", "print", "log"})
 
+# NumPy's error categories as the bits a compiled module reports (see wrapper.py).
+_CATEGORY_BITS = {"divide": 1, "over": 2, "under": 4, "invalid": 8}
+
+_MESSAGES = {
+    "divide": "divide by zero",
+    "over": "overflow",
+    "under": "underflow",
+    "invalid": "invalid value",
+}
+
 
 def errstate_is_strict() -> bool:
     """True when NumPy's error state asks for more than a warning in some category.
@@ -51,33 +79,140 @@ def errstate_is_strict() -> bool:
     return any(mode in _STRICT_MODES for mode in np.geterr().values())
 
 
-def honouring_errstate(call: Callable[..., Any], graph: Graph) -> Callable[..., Any]:
-    """`call`, except that `graph` runs op by op with NumPy under a strict error state.
+def warned_categories() -> int:
+    """The bits (divide 1, over 2, under 4, invalid 8) of categories set to "warn".
 
-    The state is read once per change of NumPy's error-state object: a call pays an
-    identity check and one Python frame (about 0.3 us measured).
+    >>> warned_categories()  # NumPy's default: all but underflow warn
+    11
+    >>> with np.errstate(all="ignore"):
+    ...     warned_categories()
+    0
     """
+    return sum(_CATEGORY_BITS[name] for name, mode in np.geterr().items() if mode == "warn")
+
+
+@attrs.define
+class _Report:
+    # What a module was last told, shared by every callable of the module (a module
+    # loaded twice is one object): the error state read and what it asks for.
+    state: Any = None
+    strict: bool = False
+    mask: int = 0
+
+
+def honouring_errstate(
+    call: Callable[..., Any], graph: Graph, module: types.ModuleType, *, replayable: bool
+) -> Callable[..., Any]:
+    """`call`, honouring NumPy's error state as the module docstring says.
+
+    `module` is the compiled module `call` runs; `replayable` says that a failed call
+    left the inputs untouched (the pure graph of a functionalized one, or no mutation),
+    so `graph` may run again with NumPy. The state is read once per change of NumPy's
+    error-state object: a call pays an identity check and one Python frame.
+    """
+    report: _Report = vars(module).setdefault("numpile_errstate", _Report())
+    set_report = module.set_fp_report
+
+    def update() -> None:
+        report.strict = errstate_is_strict()
+        report.mask = warned_categories()
+        set_report(report.mask if replayable else 0, FloatingPointFlagsError)
+
     if _state_var is None:  # pragma: no cover - see the import above
 
-        def run_checking(*args: Any) -> Any:
-            if errstate_is_strict():
+        def read_state() -> Any:
+            return tuple(sorted(np.geterr().items()))
+
+    else:
+        read_state = _state_var.get
+
+    if not replayable:
+
+        def run_reporting(*args: Any) -> Any:
+            state = read_state()
+            if state is not report.state:
+                report.state = state
+                update()
+            if report.strict:
                 return run_graph(graph, args)
-            return call(*args)
+            result = call(*args)
+            if report.mask:
+                raised = module.fp_flags() & report.mask
+                if raised:
+                    _warn_categories(graph, raised)
+            return result
 
-        return run_checking
-
-    get_state = _state_var.get
-    seen_state = get_state()  # held, so its id is never reused while compared
-    strict = errstate_is_strict()
+        return run_reporting
 
     def run(*args: Any) -> Any:
-        nonlocal seen_state, strict
-        state = get_state()
-        if state is not seen_state:
-            seen_state = state
-            strict = errstate_is_strict()
-        if strict:
+        state = read_state()
+        if state is not report.state:
+            report.state = state  # held, so its id is never reused while compared
+            update()
+        if report.strict:
             return run_graph(graph, args)
-        return call(*args)
+        try:
+            return call(*args)
+        except FloatingPointFlagsError:
+            return run_warning(graph, args)
 
     return run
+
+
+def run_warning(graph: Graph, inputs: Sequence[Any]) -> Any:
+    """Evaluate `graph` op by op with NumPy, as `run_graph` does, reporting each op's
+    warnings at the user's line the op was captured from (where eager NumPy reports them).
+
+    >>> run_warning(graph, (np.zeros(3),))  # doctest: +SKIP
+    """
+    rt.count("inductor_errstate_replay")
+    env: dict[Node, Any] = dict(zip(graph.placeholders, inputs, strict=True))
+
+    def read(value: Any) -> Any:
+        return env[value] if isinstance(value, Node) else value
+
+    for node in graph.nodes:
+        if node.op is None:
+            continue
+        args = [read(value) for value in node.inputs]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            env[node] = node.op.impl(*args, **node.kwargs)
+        for caught_warning in caught:
+            _rewarn(graph, node, caught_warning)
+    return tree_map(read, graph.output)
+
+
+def _rewarn(graph: Graph, node: Node, caught: warnings.WarningMessage) -> None:
+    line = graph.locations.get(node)
+    if line is None:
+        warnings.warn_explicit(caught.message, caught.category, caught.filename, caught.lineno)
+    else:
+        _warn_at(line, caught.message, caught.category)
+
+
+def _warn_at(line: SourceLine, message: Warning | str, category: type[Warning]) -> None:
+    # As `warnings.warn` does from the user's frame: their module's registry and filters.
+    module_globals = line.module_globals
+    warnings.warn_explicit(
+        message,
+        category,
+        line.filename,
+        line.lineno,
+        module=module_globals.get("__name__", "<string>"),
+        registry=module_globals.setdefault("__warningregistry__", {}),
+        module_globals=module_globals,
+    )
+
+
+def _warn_categories(graph: Graph, raised: int) -> None:
+    # A graph that cannot run again: NumPy's wording, naming the ops that may have raised.
+    ops = sorted({node.op.name for node in graph.nodes if node.op is not None and node.op.computes})
+    place = next((graph.locations[n] for n in graph.nodes if n in graph.locations), None)
+    for name, bit in _CATEGORY_BITS.items():
+        if raised & bit:
+            message = f"{_MESSAGES[name]} encountered in {' or '.join(ops) or 'a compiled graph'}"
+            if place is None:
+                warnings.warn(message, RuntimeWarning, stacklevel=3)
+            else:
+                _warn_at(place, message, RuntimeWarning)

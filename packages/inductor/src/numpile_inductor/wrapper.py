@@ -50,7 +50,40 @@ _PRELUDE = """\
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+/* Floating-point exception flags, gathered per kernel and thread: NP_FP_CLEAR() clears
+   the calling thread's flags, NP_FP_TEST() reads them (divide, overflow, underflow,
+   invalid), NP_FP_RAISE(bit) sets one (integer division by zero, say). */
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#define NP_FE_INVALID 0x01
+#define NP_FE_DIVBYZERO 0x04
+#define NP_FE_OVERFLOW 0x08
+#define NP_FE_UNDERFLOW 0x10
+#define NP_FP_CLEAR() _mm_setcsr(_mm_getcsr() & ~0x3Fu)
+#define NP_FP_TEST() ((int)(_mm_getcsr() & 0x1Du))
+#define NP_FP_RAISE(bit) _mm_setcsr(_mm_getcsr() | (bit))
+#else
+#include <fenv.h>
+#define NP_FE_INVALID FE_INVALID
+#define NP_FE_DIVBYZERO FE_DIVBYZERO
+#define NP_FE_OVERFLOW FE_OVERFLOW
+#define NP_FE_UNDERFLOW FE_UNDERFLOW
+#define NP_FP_CLEAR() feclearexcept(FE_ALL_EXCEPT)
+#define NP_FP_TEST() fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW)
+#define NP_FP_RAISE(bit) feraiseexcept(bit)
+#endif
+/* The flags the kernels of the running call raised (NP_FE_* bits). */
+static _Thread_local int g_fp_flags = 0;
 """
+
+
+_FP_NUMPY = """\
+/* NP_FE_* bits as NumPy's error categories: divide 1, over 2, under 4, invalid 8. */
+static int np_fp_numpy(int bits)
+{
+    return ((bits & NP_FE_DIVBYZERO) ? 1 : 0) | ((bits & NP_FE_OVERFLOW) ? 2 : 0)
+        | ((bits & NP_FE_UNDERFLOW) ? 4 : 0) | ((bits & NP_FE_INVALID) ? 8 : 0);
+}"""
 
 
 def _typenum(dtype: np.dtype[Any]) -> int:
@@ -163,6 +196,7 @@ class _Emitter:
         )
         out.append("        return NULL;")
         out.append("    }")
+        out.append("    g_fp_flags = 0;")
         out.append("#ifdef _OPENMP")
         out.append("    int threads_before = 0;")
         out.append("    if (g_threads > 0) {")
@@ -187,6 +221,12 @@ class _Emitter:
                 if name in converted:
                     out.append(f"    Py_CLEAR(k_{name});")
         self._emit_outputs()
+        # Floating-point flags NumPy would warn about: the call fails with the error type
+        # the caller chose (see set_fp_report), which runs the graph again op by op.
+        out.append("    if (g_fp_error != NULL && (np_fp_numpy(g_fp_flags) & g_fp_report)) {")
+        out.append("        Py_CLEAR(result);")
+        out.append("        PyErr_SetNone(g_fp_error);")
+        out.append("    }")
         out.append("fail:")
         for name in objects:
             out.append(f"    Py_XDECREF(o_{name});")
@@ -627,11 +667,34 @@ static PyObject *set_pool(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }}
 
+static PyObject *set_fp_report(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{{
+    if (nargs != 2) {{
+        PyErr_SetString(PyExc_TypeError, "set_fp_report takes a mask and an error type");
+        return NULL;
+    }}
+    long mask = PyLong_AsLong(args[0]);
+    if (mask == -1 && PyErr_Occurred()) {{
+        return NULL;
+    }}
+    g_fp_report = (int)mask;
+    Py_XSETREF(g_fp_error, Py_NewRef(args[1]));
+    Py_RETURN_NONE;
+}}
+
+static PyObject *fp_flags(PyObject *self, PyObject *unused)
+{{
+    return PyLong_FromLong(np_fp_numpy(g_fp_flags));
+}}
+
 static PyMethodDef methods[] = {{
     {{"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "Run the compiled graph."}},
     {{"set_externs", set_externs, METH_O, "Hand over the extern callables."}},
     {{"set_pool", set_pool, METH_O, "The buffer pool's NEP 49 handler (None: malloc)."}},
     {{"set_threads", set_threads, METH_O, "OpenMP threads for the kernels (0: default)."}},
+    {{"set_fp_report", (PyCFunction)(void (*)(void))set_fp_report, METH_FASTCALL,
+      "Fail calls raising these categories (1 divide, 2 over, 4 under, 8 invalid)."}},
+    {{"fp_flags", fp_flags, METH_NOARGS, "The NumPy error categories the last call raised."}},
     {{NULL, NULL, 0, NULL}}
 }};
 
@@ -653,6 +716,9 @@ PyMODINIT_FUNC PyInit_{module_name}(void)
             "static PyObject *g_externs = NULL;",
             "static PyObject *g_pool = NULL;  /* the buffer pool's handler capsule */",
             f"static int g_threads = {config.threads};  /* OpenMP threads; 0: default */",
+            "static int g_fp_report = 0;  /* NumPy error categories that fail a call */",
+            "static PyObject *g_fp_error = NULL;  /* the error type they fail it with */",
+            _FP_NUMPY,
             "",
             *kernels,
             "",
