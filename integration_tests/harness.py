@@ -214,6 +214,7 @@ class Outcome:
     error: BaseException | None
     inputs: Inputs
     warnings: tuple[str, ...] = ()
+    numpy_warnings: tuple[str, ...] = ()
 
     @property
     def raised(self) -> bool:
@@ -228,24 +229,42 @@ class Outcome:
 def call(fn: Callable[..., Any], inputs: Inputs) -> Outcome:
     """Call ``fn`` on ``inputs``; keep its result or exception and the (maybe mutated) inputs.
 
-    NumPy's floating-point RuntimeWarnings are silenced on both sides alike.
+    NumPy's floating-point RuntimeWarnings are recorded (every one, with its line), not shown.
 
     >>> call(lambda x: x + 1, Inputs((1,))).result
     2
+    >>> call(lambda x: x / 0.0, Inputs((np.ones(2),))).numpy_warnings[0]
+    'RuntimeWarning: divide by zero encountered in divide (line 1)'
     """
     recorder = _LogRecorder()
     numpile_logger = logging.getLogger("numpile")
     numpile_logger.addHandler(recorder)
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=_NUMPY_FP_WARNING.pattern)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             try:
                 result = fn(*inputs.args, **inputs.kwargs)
             except Exception as error:
-                return Outcome(None, error, inputs, tuple(recorder.messages))
+                result, failure = None, error
+            else:
+                failure = None
     finally:
         numpile_logger.removeHandler(recorder)
-    return Outcome(result, None, inputs, tuple(recorder.messages))
+    return Outcome(result, failure, inputs, tuple(recorder.messages), _numpy_warnings(caught))
+
+
+def _numpy_warnings(caught: list[warnings.WarningMessage]) -> tuple[str, ...]:
+    # NumPy's floating-point warnings. Those of ufunc loops ("... encountered in ...") name
+    # the line that called the ufunc, which compiled code must name too. NumPy's Python-level
+    # ones ("Mean of empty slice") count wrapper frames (stacklevel), which differ between
+    # `x.mean()` and `np.mean(x)`; only their text is compared.
+    texts = []
+    for item in caught:
+        text = str(item.message)
+        if issubclass(item.category, RuntimeWarning) and _NUMPY_FP_WARNING.search(text):
+            line = f" (line {item.lineno})" if " encountered in " in text else ""
+            texts.append(f"{item.category.__name__}: {text}{line}")
+    return tuple(texts)
 
 
 class _LogRecorder(logging.Handler):
@@ -353,6 +372,8 @@ def compare_outcomes(
         problems += [f"numpile logged a warning: {message}" for message in got.warnings]
     if eager.raised or got.raised:
         problems += _compare_errors(eager.error, got.error, check_message=prog.check_message)
+    if eager.numpy_warnings != got.numpy_warnings:
+        problems.append(f"NumPy warnings differ: {eager.numpy_warnings} vs {got.numpy_warnings}")
     else:
         problems += [f"output{p}" for p in compare_trees(eager.result, got.result, comparison)]
         problems += _compare_aliasing(eager, got)

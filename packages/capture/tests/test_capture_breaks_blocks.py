@@ -15,7 +15,7 @@ import pytest
 
 from numpile_capture import compile_function, explain, reset
 from numpile_capture.dispatch import CaptureEvent, CaptureFallbackWarning, recording_captures
-from numpile_capture.graph_break import MAX_NESTED_RESUMES
+from numpile_capture.graph_breaks import MAX_NESTED_RESUMES
 
 
 @pytest.fixture(autouse=True)

@@ -84,7 +84,6 @@ def test_in_place_graphs_mutate_once_under_a_raising_state() -> None:
     np.testing.assert_array_equal(compiled_x, eager_x)
 
 
-@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
 def test_kernels_run_under_the_default_and_warning_states(
     no_eager_under_warn: list[int],
 ) -> None:
@@ -92,24 +91,28 @@ def test_kernels_run_under_the_default_and_warning_states(
     compiled = _compiled(_divide_then_add, x, y)
     with np.errstate(all="ignore"):
         compiled(x, y)
-    with np.errstate(divide="warn", over="ignore"):
+    with np.errstate(divide="ignore", invalid="warn"):
         compiled(x, y)
-    compiled(x, y)
+    compiled(x, np.ones(8))  # warns on division by zero, but divides by none
     assert no_eager_under_warn == []
     with np.errstate(over="raise"):
-        compiled(x, y)  # no overflow here: NumPy does not raise, nor does the graph
+        compiled(x, np.ones(8))  # no overflow here: NumPy does not raise, nor does the graph
     assert no_eager_under_warn == [1]
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        compiled(x, y)  # a flag the state warns about: op by op, for NumPy's warning
+    assert no_eager_under_warn == [1, 1]
 
 
 def test_a_global_seterr_is_seen_by_later_calls(no_eager_under_warn: list[int]) -> None:
     x, y = np.ones(8), np.zeros(8)
     compiled = _compiled(_divide_then_add, x, y)
-    compiled(x, y)
-    old = np.seterr(divide="raise")
-    try:
-        with pytest.raises(FloatingPointError):
-            compiled(x, y)
-    finally:
-        np.seterr(**old)
-    compiled(x, y)
+    with np.errstate(divide="ignore"):
+        compiled(x, y)
+        old = np.seterr(divide="raise")
+        try:
+            with pytest.raises(FloatingPointError):
+                compiled(x, y)
+        finally:
+            np.seterr(**old)
+        compiled(x, y)
     assert no_eager_under_warn == [1]

@@ -24,7 +24,6 @@ from .explain import ExplainOutput as ExplainOutput
 from .explain import explain as explain
 from .graph import Graph as Graph
 from .graph import Node as Node
-from .graph import SourceLine as SourceLine
 from .interpreter import run_graph as run_graph
 from .meta import ArrayMeta as ArrayMeta
 from .meta import ScalarMeta as ScalarMeta
@@ -43,6 +42,7 @@ from .pytree import TreeSpec as TreeSpec
 from .pytree import tree_flatten as tree_flatten
 from .pytree import tree_map as tree_map
 from .pytree import tree_unflatten as tree_unflatten
+from .source_line import SourceLine as SourceLine
 from .stance import current_stance as current_stance
 from .stance import set_stance as set_stance
 from .trace_rules import TransformCall as TransformCall

@@ -32,7 +32,7 @@ from .rebuild_steps import (
 from .resume_code import break_code, resume_code
 
 if TYPE_CHECKING:
-    from .graph_break import GraphBreak
+    from .graph_breaks import GraphBreak
 
 Wrap = Callable[[types.FunctionType], Callable[..., Any]]
 

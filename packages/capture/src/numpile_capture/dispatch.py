@@ -94,7 +94,7 @@ from .stance import Stance, compiled_region, current_stance
 from .trace_rules import in_disabled_region
 
 if TYPE_CHECKING:
-    from .graph_break import GraphBreak
+    from .graph_breaks import GraphBreak
 
 log = logging.getLogger("numpile.capture")
 recompiles_log = logging.getLogger("numpile.recompiles")
@@ -116,7 +116,7 @@ def _capture_with_breaks(
     fn: types.FunctionType, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> CaptureResult | GraphBreak:
     # Late import, as above.
-    from .graph_break import capture_with_breaks
+    from .graph_breaks import capture_with_breaks
 
     return capture_with_breaks(fn, args, kwargs)
 
@@ -125,7 +125,7 @@ def _capture_full_graph(
     fn: types.FunctionType, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> CaptureResult | GraphBreak:
     # fullgraph=True: any break raises; side effects are still replayed after the graph.
-    from .graph_break import capture_with_breaks
+    from .graph_breaks import capture_with_breaks
 
     return capture_with_breaks(fn, args, kwargs, fullgraph=True)
 
@@ -405,7 +405,7 @@ class CompiledFunction:
         result: GraphBreak,
     ) -> Any:
         # Late import, as in _capture_with_breaks.
-        from .graph_break import BreakRunner
+        from .graph_breaks import BreakRunner
 
         fn = self._fn
         fetch = compile_fetch(result.fetch_sources)

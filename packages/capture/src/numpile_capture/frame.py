@@ -24,7 +24,8 @@ from . import opcodes_containers, opcodes_flow, opcodes_stack
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import Unsupported
 from .frame_state import FrameState
-from .graph import Node, SourceLine
+from .graph import Node
+from .source_line import SourceLine
 from .variables import ConstantVar, FunctionVar, Variable
 
 if TYPE_CHECKING:

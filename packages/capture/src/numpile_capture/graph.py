@@ -28,16 +28,7 @@ import numpy as np
 from .meta import ArrayMeta, ScalarMeta
 from .op import Op, RaisesWhen
 from .pytree import tree_flatten, tree_map
-
-
-@attrs.frozen(eq=False)
-class SourceLine:
-    """Where in the user's code a node was captured: its file, line and module globals
-    (for warnings reported there; `module_globals` also holds `__warningregistry__`)."""
-
-    filename: str
-    lineno: int
-    module_globals: dict[str, Any] = attrs.field(repr=False)
+from .source_line import SourceLine
 
 
 @attrs.frozen(eq=False)

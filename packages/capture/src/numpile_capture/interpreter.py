@@ -16,7 +16,8 @@ def run_graph(graph: Graph, inputs: Sequence[Any]) -> Any:
     """Evaluate `graph` on concrete `inputs` (one per placeholder, in order).
 
     Views stay views and in-place ops write to their targets, so the result
-    aliases and mutates exactly as the original NumPy program would.
+    aliases and mutates exactly as the original NumPy program would; each op
+    runs as if called from its `graph.locations` line, so NumPy's warnings name it.
     """
     placeholders = graph.placeholders
     if len(inputs) != len(placeholders):
@@ -26,9 +27,14 @@ def run_graph(graph: Graph, inputs: Sequence[Any]) -> Any:
     def read(value: Any) -> Any:
         return env[value] if isinstance(value, Node) else value
 
+    locations = graph.locations
     for node in graph.nodes:
         if node.op is None:
             continue
         args = [read(value) for value in node.inputs]
-        env[node] = node.op.impl(*args, **node.kwargs)
+        line = locations.get(node)
+        if line is None:
+            env[node] = node.op.impl(*args, **node.kwargs)
+        else:  # from the user's line, where NumPy's warnings point
+            env[node] = line.call(node.op.impl, args, node.kwargs)
     return tree_map(read, graph.output)

@@ -46,15 +46,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("numpile.inductor")
 output_code_log = logging.getLogger("numpile.inductor.output_code")
 
-# -fno-trapping-math changes no value, only whether floating-point exception flags may be
-# raised speculatively (kernels do not report them; NumPy's warnings are not modelled). Without
-# it GCC keeps the branches of selects (`maximum`, `where`) in OpenMP-outlined loops, where
-# `restrict` is lost, and such loops run scalar and mispredicted (~10x slower, MLP backward).
+# GCC's default -ftrapping-math stays on: kernels report the floating-point flags they
+# raise (NumPy's warnings come from them, see errstate.py), and -fno-trapping-math lets GCC
+# fold or drop flag-raising operations (0.0 / 0.0 of an empty mean, say). Selects still
+# vectorize: float orderings are quiet integer compares (c_ops), with no trap to keep.
 _FLAGS = (
     "-std=gnu11",
     "-fwrapv",
     "-fno-math-errno",
-    "-fno-trapping-math",
     "-Wno-unused-variable",
 )
 # fast_math is opt-in: contraction into FMA and reassociation change NumPy's results.

@@ -133,6 +133,10 @@ _FLOAT: dict[str, Spell] = {
     "copysign": _call("copysign"),
     "fmax": _call("fmax"),
     "fmin": _call("fmin"),
+    "less": _helper("less"),
+    "less_equal": _helper("less_equal"),
+    "greater": _helper("greater"),
+    "greater_equal": _helper("greater_equal"),
     "maximum": _helper("maximum"),
     "minimum": _helper("minimum"),
     "floor_divide": _helper("floor_divide"),
@@ -321,10 +325,27 @@ def vector_math_declarations() -> str:
     return "\n".join(lines)
 
 
+# Ordering comparisons of floats are quiet, as NumPy's are: C's `<` raises the invalid
+# flag on a NaN operand (and so would make NumPy's warnings replay). They compare the
+# bits as integers instead, ordered as the floats are (negative floats' magnitude bits
+# flipped); `==` and `!=`, quiet already, settle NaNs and signed zeros.
 _HELPERS_TEMPLATE = """
-static inline T _np_maximum_N(T a, T b) { return ((a > b) | (a != a)) ? a : b; }
-static inline T _np_minimum_N(T a, T b) { return ((a < b) | (a != a)) ? a : b; }
-static inline T _np_sign_N(T a) { return a > 0 ? (T)1 : (a < 0 ? (T)-1 : (a == 0 ? (T)0 : a)); }
+static inline I _np_key_N(T a) {
+    I i;
+    __builtin_memcpy(&i, &a, sizeof i);
+    return i ^ ((i >> SHIFT) & MAGNITUDE);
+}
+static inline npy_bool _np_greater_N(T a, T b) {
+    return (a == a) & (b == b) & (a != b) & (_np_key_N(a) > _np_key_N(b));
+}
+static inline npy_bool _np_less_N(T a, T b) { return _np_greater_N(b, a); }
+static inline npy_bool _np_greater_equal_N(T a, T b) { return (a == b) | _np_greater_N(a, b); }
+static inline npy_bool _np_less_equal_N(T a, T b) { return (a == b) | _np_greater_N(b, a); }
+static inline T _np_maximum_N(T a, T b) { return (_np_greater_N(a, b) | (a != a)) ? a : b; }
+static inline T _np_minimum_N(T a, T b) { return (_np_greater_N(b, a) | (a != a)) ? a : b; }
+static inline T _np_sign_N(T a) {
+    return _np_greater_N(a, 0) ? (T)1 : (_np_greater_N(0, a) ? (T)-1 : (a == 0 ? (T)0 : a));
+}
 static inline T _np_remainder_N(T a, T b) {
     T mod;
     if (!b) { return FMOD(a, b); }
@@ -349,16 +370,21 @@ static inline T _np_floor_divide_N(T a, T b) {
 }
 """
 
+# Integer division by zero gives 0 and raises the divide flag, and MIN // -1 raises the
+# overflow flag, as NumPy's loops do (its warnings come from the flags).
 _INT_HELPERS_TEMPLATE = """
 static inline T _np_floor_divide_N(T a, T b) {
-    if (b == 0) { return 0; }
-    if (SIGNED && b == (T)-1) { return (T)(0 - (UT)a); }
+    if (b == 0) { NP_FP_RAISE(NP_FE_DIVBYZERO); return 0; }
+    if (SIGNED && b == (T)-1) {
+        if (a == MIN) { NP_FP_RAISE(NP_FE_OVERFLOW); }
+        return (T)(0 - (UT)a);
+    }
     T q = a / b;
     if (SIGNED && (a % b != 0) && ((a < 0) != (b < 0))) { q -= 1; }
     return q;
 }
 static inline T _np_remainder_N(T a, T b) {
-    if (b == 0) { return 0; }
+    if (b == 0) { NP_FP_RAISE(NP_FE_DIVBYZERO); return 0; }
     if (SIGNED && b == (T)-1) { return 0; }
     T r = a % b;
     if (SIGNED && r != 0 && ((r < 0) != (b < 0))) { r += b; }
@@ -384,8 +410,9 @@ def helper_definitions() -> str:
     True
     """
     parts = []
-    for ct, suffix in (("float", "f"), ("double", "")):
-        text = _HELPERS_TEMPLATE.replace("_N(", f"_{ct}(")
+    for ct, suffix, bits in (("float", "f", 32), ("double", "", 64)):
+        text = _HELPERS_TEMPLATE.replace("_N(", f"_{ct}(").replace("I ", f"int{bits}_t ")
+        text = text.replace("SHIFT", str(bits - 1)).replace("MAGNITUDE", f"INT{bits}_MAX")
         text = text.replace("FMOD", f"fmod{suffix}").replace("FLOOR", f"floor{suffix}")
         parts.append(text.replace("COPYSIGN", f"copysign{suffix}").replace("T ", f"{ct} "))
         parts[-1] = parts[-1].replace("(T)", f"({ct})")
@@ -394,6 +421,7 @@ def helper_definitions() -> str:
             ct = f"{'' if signed else 'u'}int{bits}_t"
             text = _INT_HELPERS_TEMPLATE.replace("_N(", f"_{ct}(")
             text = text.replace("UT", f"uint{bits}_t").replace("SIGNED", "1" if signed else "0")
+            text = text.replace("MIN", f"INT{bits}_MIN" if signed else "0")
             parts.append(text.replace("(T)", f"({ct})").replace("T ", f"{ct} "))
     for ct, real in (("float _Complex", "float"), ("double _Complex", "double")):
         text = _COMPLEX_HELPERS_TEMPLATE.replace("_N(", f"_{ct.replace(' ', '_')}(")

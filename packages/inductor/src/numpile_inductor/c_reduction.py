@@ -153,6 +153,21 @@ typedef float np_f32x8 __attribute__((vector_size(32)));
 typedef double np_f64x4 __attribute__((vector_size(32)));
 typedef int32_t np_i32x8 __attribute__((vector_size(32)));
 typedef int64_t np_i64x4 __attribute__((vector_size(32)));
+/* a < b lane by lane, quietly (no invalid flag on NaN): see _np_greater_* in c_ops. */
+static inline np_i32x8 np_less_f32x8(np_f32x8 a, np_f32x8 b)
+{
+    np_i32x8 ia = (np_i32x8)a, ib = (np_i32x8)b;
+    ia ^= (ia >> 31) & 0x7fffffff;
+    ib ^= (ib >> 31) & 0x7fffffff;
+    return (a == a) & (b == b) & (a != b) & (ia < ib);
+}
+static inline np_i64x4 np_less_f64x4(np_f64x4 a, np_f64x4 b)
+{
+    np_i64x4 ia = (np_i64x4)a, ib = (np_i64x4)b;
+    ia ^= (ia >> 63) & 0x7fffffffffffffffLL;
+    ib ^= (ib >> 63) & 0x7fffffffffffffffLL;
+    return (a == a) & (b == b) & (a != b) & (ia < ib);
+}
 #endif"""
 
 
@@ -293,7 +308,9 @@ def _vector_update(store: ReductionStore, i: int, vector: tuple[str, str]) -> li
         if _is_pairwise(store):
             lines.append(f"p{i}[{v}] += {t};")
         elif store.dtype.kind == "f":
-            lines.append(f"{{ const {mt} k = {t} {op} {m};")
+            less = f"np_less_{vt.removeprefix('np_')}"  # quiet, as NumPy's max is
+            keep = f"{less}({t}, {m})" if op == "<" else f"{less}({m}, {t})"
+            lines.append(f"{{ const {mt} k = {keep};")
             lines.append(f"  {m} = ({vt})((({mt}){m} & k) | (({mt}){t} & ~k));")
             lines.append(f"  const {mt} n = {t} != {t};")
             lines.append(f"  {nan} = ({vt})((({mt}){t} & n) | (({mt}){nan} & ~n)); }}")
@@ -307,7 +324,11 @@ def _lane_update(store: ReductionStore, i: int, value: str, lane: str) -> list[s
     # One lane step of a max/min without a vector type: a compare and a select per lane.
     op = ">" if store.reduction_type == "max" else "<"
     target = f"m{i}[{lane}]"
-    lines = [f"{target} = {target} {op} {value} ? {target} : {value};"]
+    keep = f"{target} {op} {value}"
+    if store.dtype.kind == "f":  # quiet, as NumPy's max is
+        fn = "greater" if op == ">" else "less"
+        keep = c_expr(fn, [target, value], [store.dtype] * 2, np.dtype(bool))
+    lines = [f"{target} = {keep} ? {target} : {value};"]
     if store.dtype.kind == "f":
         lines.append(f"nan{i}[{lane}] = {value} != {value} ? {value} : nan{i}[{lane}];")
     return lines

@@ -10,10 +10,11 @@ raises, calls a function or logs. Compiled graphs honour the state in two ways:
 - Otherwise the kernels run, and each gathers the flags its threads raise. When a call
   raised a flag of a category set to "warn" (NumPy's default for all but underflow), the
   module fails the call with `FloatingPointFlagsError` before any result is written back, and
-  the graph runs again op by op with NumPy, each op's warnings reported at the user's
-  line that made it (`Graph.locations`): the same RuntimeWarnings, messages, categories
-  and locations as eager, so warning filters (including "error") behave the same. Calls
-  that raise no flag pay nothing but the flag reads in the kernels.
+  the graph runs again op by op with NumPy, each op called from the user's line that
+  made it (`Graph.locations`, `SourceLine`): the same RuntimeWarnings, messages,
+  categories and locations as eager, so warning filters (including "error" and the
+  once-per-line default) behave the same. Calls that raise no flag pay only for the
+  flag reads in the kernels.
 
 A graph whose kernels write its inputs in place (functionalization refused) cannot run
 again; its warnings name the categories and the ops that may have raised them.
@@ -34,7 +35,7 @@ import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import Graph, Node, SourceLine, run_graph, tree_map
+from numpile_capture import Graph, run_graph
 
 
 class FloatingPointFlagsError(Exception):
@@ -160,49 +161,13 @@ def honouring_errstate(
 
 
 def run_warning(graph: Graph, inputs: Sequence[Any]) -> Any:
-    """Evaluate `graph` op by op with NumPy, as `run_graph` does, reporting each op's
-    warnings at the user's line the op was captured from (where eager NumPy reports them).
+    """Evaluate `graph` op by op with NumPy (`run_graph`): each op's warnings come from the
+    user's line the op was captured from, where eager NumPy reports them.
 
     >>> run_warning(graph, (np.zeros(3),))  # doctest: +SKIP
     """
     rt.count("inductor_errstate_replay")
-    env: dict[Node, Any] = dict(zip(graph.placeholders, inputs, strict=True))
-
-    def read(value: Any) -> Any:
-        return env[value] if isinstance(value, Node) else value
-
-    for node in graph.nodes:
-        if node.op is None:
-            continue
-        args = [read(value) for value in node.inputs]
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            env[node] = node.op.impl(*args, **node.kwargs)
-        for caught_warning in caught:
-            _rewarn(graph, node, caught_warning)
-    return tree_map(read, graph.output)
-
-
-def _rewarn(graph: Graph, node: Node, caught: warnings.WarningMessage) -> None:
-    line = graph.locations.get(node)
-    if line is None:
-        warnings.warn_explicit(caught.message, caught.category, caught.filename, caught.lineno)
-    else:
-        _warn_at(line, caught.message, caught.category)
-
-
-def _warn_at(line: SourceLine, message: Warning | str, category: type[Warning]) -> None:
-    # As `warnings.warn` does from the user's frame: their module's registry and filters.
-    module_globals = line.module_globals
-    warnings.warn_explicit(
-        message,
-        category,
-        line.filename,
-        line.lineno,
-        module=module_globals.get("__name__", "<string>"),
-        registry=module_globals.setdefault("__warningregistry__", {}),
-        module_globals=module_globals,
-    )
+    return run_graph(graph, inputs)
 
 
 def _warn_categories(graph: Graph, raised: int) -> None:
@@ -215,4 +180,4 @@ def _warn_categories(graph: Graph, raised: int) -> None:
             if place is None:
                 warnings.warn(message, RuntimeWarning, stacklevel=3)
             else:
-                _warn_at(place, message, RuntimeWarning)
+                place.call(warnings.warn, (message, RuntimeWarning), {})

@@ -14,6 +14,7 @@ otherwise) and must not broadcast the target to a larger shape.
 
 from __future__ import annotations
 
+import operator
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -72,7 +73,29 @@ def _inplace_meta(ufunc: np.ufunc) -> Callable[..., ArrayMeta]:
     return meta
 
 
+# In-place operators NumPy implements in C as `ufunc(x, y, out=x)`: as impls they add no
+# Python frame, so NumPy's warnings name the line that called them (see SourceLine).
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": operator.iadd,
+    "subtract": operator.isub,
+    "multiply": operator.imul,
+    "divide": operator.itruediv,
+    "floor_divide": operator.ifloordiv,
+    "remainder": operator.imod,
+    "power": operator.ipow,
+    "bitwise_and": operator.iand,
+    "bitwise_or": operator.ior,
+    "bitwise_xor": operator.ixor,
+    "left_shift": operator.ilshift,
+    "right_shift": operator.irshift,
+}
+
+
 def _inplace_impl(ufunc: np.ufunc) -> Callable[..., Any]:
+    in_c = _OPERATORS.get(ufunc.__name__)
+    if in_c is not None:
+        return in_c
+
     def impl(x: Any, y: Any) -> Any:
         ufunc(x, y, out=x)
         return x
