@@ -132,8 +132,10 @@ def _compare(x: Any, y: Any) -> Any:
 def test_nan_data_through_comparisons_and_selects_warns_nothing(dtype: str) -> None:
     # NumPy's orderings, maximum, sign and max reductions are quiet on NaN; so are the
     # kernels' (no invalid flag, so no op-by-op run either).
-    x = np.full((8, 64), np.nan, dtype=dtype)
+    x = np.full((8, 67), np.nan, dtype=dtype)  # 67: lanes and a tail
     x[::2] = 1.0
+    x[1, :-1] = 2.0  # a NaN in the tail only
+    x[3, 1:] = -2.0  # a NaN in the lanes only
     before = _replays()
     assert _check_same_warnings(_relu_and_max, x) == []
     assert _check_same_warnings(_compare, x, x[::-1].copy()) == []

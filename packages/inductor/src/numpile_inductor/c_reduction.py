@@ -153,21 +153,6 @@ typedef float np_f32x8 __attribute__((vector_size(32)));
 typedef double np_f64x4 __attribute__((vector_size(32)));
 typedef int32_t np_i32x8 __attribute__((vector_size(32)));
 typedef int64_t np_i64x4 __attribute__((vector_size(32)));
-/* a < b lane by lane, quietly (no invalid flag on NaN): see _np_greater_* in c_ops. */
-static inline np_i32x8 np_less_f32x8(np_f32x8 a, np_f32x8 b)
-{
-    np_i32x8 ia = (np_i32x8)a, ib = (np_i32x8)b;
-    ia ^= (ia >> 31) & 0x7fffffff;
-    ib ^= (ib >> 31) & 0x7fffffff;
-    return (a == a) & (b == b) & (a != b) & (ia < ib);
-}
-static inline np_i64x4 np_less_f64x4(np_f64x4 a, np_f64x4 b)
-{
-    np_i64x4 ia = (np_i64x4)a, ib = (np_i64x4)b;
-    ia ^= (ia >> 63) & 0x7fffffffffffffffLL;
-    ib ^= (ib >> 63) & 0x7fffffffffffffffLL;
-    return (a == a) & (b == b) & (a != b) & (ia < ib);
-}
 #endif"""
 
 
@@ -287,11 +272,21 @@ def _pairwise_rows(
         lines.append(f"{inner}}}")
     lines += close_loops(indent, rdim - 1)
     for i in ln:
+        store, acc = stores[i], accs[i]
+        lane = _lane(store, f"m{i}", "j")
         lines.append(f"{indent}for (int j = 0; j < {_LANES}; j++) {{")
-        lines.append(f"{indent}    {_combine(stores[i], accs[i], _lane(stores[i], f'm{i}', 'j'))}")
-        if stores[i].dtype.kind == "f":
-            nan = _lane(stores[i], f"nan{i}", "j")
-            lines.append(f"{indent}    if ({nan} != {nan}) {{ {accs[i]} = {nan}; }}")
+        if store.dtype.kind == "f":
+            # The lanes hold no NaN (_vector_update) and a NaN acc (from the tail) stays:
+            # the compare never sees a NaN, so raises no flag.
+            op = ">" if store.reduction_type == "max" else "<"
+            keep = f"{acc} != {acc} || {acc} {op} {lane}"
+            lines.append(f"{indent}    {acc} = {keep} ? {acc} : {lane};")
+            lines.append(f"{indent}}}")
+            nan = _lane(store, f"nan{i}", "j")
+            lines.append(f"{indent}for (int j = 0; j < {_LANES}; j++) {{")
+            lines.append(f"{indent}    if ({nan} != {nan}) {{ {acc} = {nan}; }}")
+        else:
+            lines.append(f"{indent}    {_combine(store, acc, lane)}")
         lines.append(f"{indent}}}")
     return lines
 
@@ -308,11 +303,13 @@ def _vector_update(store: ReductionStore, i: int, vector: tuple[str, str]) -> li
         if _is_pairwise(store):
             lines.append(f"p{i}[{v}] += {t};")
         elif store.dtype.kind == "f":
-            less = f"np_less_{vt.removeprefix('np_')}"  # quiet, as NumPy's max is
-            keep = f"{less}({t}, {m})" if op == "<" else f"{less}({m}, {t})"
-            lines.append(f"{{ const {mt} k = {keep};")
-            lines.append(f"  {m} = ({vt})((({mt}){m} & k) | (({mt}){t} & ~k));")
-            lines.append(f"  const {mt} n = {t} != {t};")
+            # NaNs go to their own lanes and, as the init value, to the compare, which so
+            # never sees a NaN: no invalid flag, as NumPy's max raises none.
+            lines.append(f"{{ const {mt} n = {t} != {t};")
+            fill = f"(({mt})(({vt}){{0}} + {_init(store)}) & n)"
+            lines.append(f"  const {vt} c = ({vt})((({mt}){t} & ~n) | {fill});")
+            lines.append(f"  const {mt} k = c {op} {m};")
+            lines.append(f"  {m} = ({vt})((({mt}){m} & k) | (({mt})c & ~k));")
             lines.append(f"  {nan} = ({vt})((({mt}){t} & n) | (({mt}){nan} & ~n)); }}")
         else:
             lines.append(f"{{ const {mt} k = {t} {op} {m};")
@@ -324,14 +321,14 @@ def _lane_update(store: ReductionStore, i: int, value: str, lane: str) -> list[s
     # One lane step of a max/min without a vector type: a compare and a select per lane.
     op = ">" if store.reduction_type == "max" else "<"
     target = f"m{i}[{lane}]"
-    keep = f"{target} {op} {value}"
-    if store.dtype.kind == "f":  # quiet, as NumPy's max is
-        fn = "greater" if op == ">" else "less"
-        keep = c_expr(fn, [target, value], [store.dtype] * 2, np.dtype(bool))
-    lines = [f"{target} = {keep} ? {target} : {value};"]
-    if store.dtype.kind == "f":
-        lines.append(f"nan{i}[{lane}] = {value} != {value} ? {value} : nan{i}[{lane}];")
-    return lines
+    if store.dtype.kind != "f":
+        return [f"{target} = {target} {op} {value} ? {target} : {value};"]
+    # The compare never sees a NaN (see _vector_update): no invalid flag.
+    clean = f"({value} != {value} ? {_init(store)} : {value})"
+    return [
+        f"{target} = {target} {op} {clean} ? {target} : {clean};",
+        f"nan{i}[{lane}] = {value} != {value} ? {value} : nan{i}[{lane}];",
+    ]
 
 
 def _accumulate(
