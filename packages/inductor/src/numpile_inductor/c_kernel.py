@@ -91,7 +91,8 @@ def kernel_source(
     parallel_threshold: int,
     aliased: frozenset[str] = frozenset(),
 ) -> str:
-    """The C definition of `fused` (a `static void` function).
+    """The C definition of `fused`: a `static int` function returning the floating-point
+    flags (NP_FE_* bits) its threads raised.
 
     Buffers in `aliased` may share memory (an in-place epilogue): no `restrict` on them.
 
@@ -140,8 +141,8 @@ def kernel_source(
         first = fused.parts[0]
         work_sizes = len(first.ranges) + len(first.reduction_ranges)
     work = " * ".join(f"n{i}" for i in range(work_sizes)) or "1"
-    # Each kernel gathers the floating-point flags its threads raise (see parallel_open)
-    # into the calling thread's g_fp_flags, which the wrapper checks after the call.
+    # Each kernel returns the floating-point flags its threads raised (see parallel_open);
+    # the wrapper checks them after the call.
     prologue = [
         *header,
         f"    const int64_t work = {work};",
@@ -149,7 +150,7 @@ def kernel_source(
         "    NP_FP_CLEAR();",
         "    int np_fp = 0;",
     ]
-    epilogue = "    g_fp_flags |= np_fp | NP_FP_TEST();"
+    epilogue = "    return np_fp | NP_FP_TEST();"
     # Without aliasing, every buffer is `restrict` and each pointwise iteration reads and
     # writes only its own elements, so the inner loop may be marked independent.
     nest: Any = functools.partial(_pointwise_nest, ivdep=not aliased)
@@ -164,19 +165,18 @@ def kernel_source(
     names = size_names(len(sig.sizes))
     include = ["#ifdef _OPENMP", "#include <omp.h>", "#endif", VECTOR_TYPEDEFS]
     if not checks:
-        lines = [*include, f"static void {fused.name}({param_text})", "{", *prologue]
+        lines = [*include, f"static int {fused.name}({param_text})", "{", *prologue]
         lines += nest(fused, buffers, generic, parallel_threshold, "    ", names)
         return "\n".join([*lines, epilogue, "}"])
     # The generic copy is not vectorized: strided gathers cost GCC most of its compile
     # time and gain little; the fast copy (unit and zero strides) is what vectorizes.
-    generic_head = f"static void {fused.name}_generic({param_text})"
+    generic_head = f"static int {fused.name}_generic({param_text})"
     lines = [*include, _NO_VECTORIZE, generic_head, "{", *prologue]
     lines += nest(fused, buffers, generic, parallel_threshold, "    ", names)
-    lines += [epilogue, "}", f"static void {fused.name}({param_text})", "{", *prologue]
+    lines += [epilogue, "}", f"static int {fused.name}({param_text})", "{", *prologue]
     call_args = [p.rsplit(" ", 1)[-1].lstrip("*") for p in params]
     lines.append(f"    if (!({' && '.join(checks)})) {{")
-    lines.append(f"        {fused.name}_generic({', '.join(call_args)});")
-    lines.append("        return;")
+    lines.append(f"        return {fused.name}_generic({', '.join(call_args)});")
     lines.append("    }")
     lines += nest(fused, buffers, fast, parallel_threshold, "    ", names)
     return "\n".join([*lines, epilogue, "}"])

@@ -142,9 +142,9 @@ def parallel_open(indent: str, collapse: int, threshold: int, *, simd: bool = Fa
     #pragma omp parallel if(work >= 10) reduction(|:np_fp)
     {
     NP_FP_CLEAR();
-    #pragma omp for schedule(static)
+    #pragma omp for schedule(static) nowait
     >>> parallel_open("", 2, 10, simd=True)[-1]
-    '#pragma omp for simd collapse(2) schedule(static)'
+    '#pragma omp for simd collapse(2) schedule(static) nowait'
     """
     clause = f" collapse({collapse})" if collapse > 1 else ""
     simd_clause = " simd" if simd else ""
@@ -153,7 +153,7 @@ def parallel_open(indent: str, collapse: int, threshold: int, *, simd: bool = Fa
         f"{indent}#pragma omp parallel if(work >= {threshold}) reduction(|:np_fp)",
         f"{indent}{{",
         f"{indent}NP_FP_CLEAR();",
-        f"{indent}#pragma omp for{simd_clause}{clause} schedule(static)",
+        f"{indent}#pragma omp for{simd_clause}{clause} schedule(static) nowait",
     ]
 
 

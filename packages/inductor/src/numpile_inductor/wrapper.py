@@ -72,7 +72,7 @@ _PRELUDE = """\
 #define NP_FP_TEST() fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW)
 #define NP_FP_RAISE(bit) feraiseexcept(bit)
 #endif
-/* The flags the kernels of the running call raised (NP_FE_* bits). */
+/* The flags the kernels of this thread's last call raised (NP_FE_* bits). */
 static _Thread_local int g_fp_flags = 0;
 """
 
@@ -196,7 +196,7 @@ class _Emitter:
         )
         out.append("        return NULL;")
         out.append("    }")
-        out.append("    g_fp_flags = 0;")
+        out.append("    int np_fp = 0;  /* the floating-point flags the kernels raised */")
         out.append("#ifdef _OPENMP")
         out.append("    int threads_before = 0;")
         out.append("    if (g_threads > 0) {")
@@ -223,7 +223,8 @@ class _Emitter:
         self._emit_outputs()
         # Floating-point flags NumPy would warn about: the call fails with the error type
         # the caller chose (see set_fp_report), which runs the graph again op by op.
-        out.append("    if (g_fp_error != NULL && (np_fp_numpy(g_fp_flags) & g_fp_report)) {")
+        out.append("    g_fp_flags = np_fp;")
+        out.append("    if (g_fp_error != NULL && (np_fp_numpy(np_fp) & g_fp_report)) {")
         out.append("        Py_CLEAR(result);")
         out.append("        PyErr_SetNone(g_fp_error);")
         out.append("    }")
@@ -467,7 +468,7 @@ class _Emitter:
             args.append(f"({ct} *)PyArray_DATA({array})")
             args.append(f"{name}_st")
         args += list(sig.scalars)
-        self.lines.append(f"    {step.name}({', '.join(args)});")
+        self.lines.append(f"    np_fp |= {step.name}({', '.join(args)});")
 
     def _emit_extern(self, step: ExternCall) -> None:
         index = len(self.externs)
