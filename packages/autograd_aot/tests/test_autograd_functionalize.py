@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from numpile_autograd_aot import aot_eager, functionalize, run_functionalized
+from numpile_autograd_aot import aot_eager, functionalize, run_functionalized, trace_joint
 from numpile_capture import OpKind, capture_function, run_graph, tree_flatten
 
 
@@ -206,3 +206,23 @@ def test_aliased_inputs_fall_back_to_the_original_graph() -> None:
     f(expected_base[1:], expected_base[:-1])
     run_functionalized(functional, [base[1:], base[:-1]])
     np.testing.assert_array_equal(base, expected_base)
+
+
+def f_log_in_place(x):
+    x += 1.0
+    return np.log(x)
+
+
+def test_functionalized_and_joint_nodes_keep_the_users_lines() -> None:
+    # NumPy's warnings from the rewritten graphs name the lines the ops came from.
+    x = np.array([0.5, -3.0])
+    graph = capture_function(f_log_in_place, (x.copy(),), {}).graph
+    pure = functionalize(graph).graph
+    first = f_log_in_place.__code__.co_firstlineno
+    lines = {line.lineno for line in pure.locations.values()}
+    assert lines == {first + 1, first + 2}
+    ops = [node for node in pure.nodes if node.op is not None]
+    assert all(node in pure.locations for node in ops)
+    joint = trace_joint(lambda v: np.log(v).sum(), np.ones(2)).graph
+    log = next(node for node in joint.nodes if node.op is not None and node.op.name == "log")
+    assert joint.locations[log].filename == __file__

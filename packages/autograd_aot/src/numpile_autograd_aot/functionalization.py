@@ -135,7 +135,9 @@ class _Functionalizer:
             self.cache[node] = (new, 0)
         for node in self.source.nodes:
             if node.op is not None:
+                before = len(self.graph.nodes)
                 self._visit(node, node.op)
+                self._locate(node, before)
         leaves, spec = tree_flatten(self.source.output)
         outputs: list[Any] = [self.read(leaf) for leaf in leaves]
         aliases = []
@@ -152,6 +154,13 @@ class _Functionalizer:
         self.graph.output = tuple(outputs)
         pure = eliminate_dead_code(self.graph)
         return FunctionalGraph(pure, spec, len(leaves), tuple(mutated), tuple(aliases), self.source)
+
+    def _locate(self, node: Node, before: int) -> None:
+        # The nodes made for `node` come from its line (NumPy's warnings name it).
+        line = self.source.locations.get(node)
+        if line is not None:
+            for new in self.graph.nodes[before:]:
+                self.graph.locations.setdefault(new, line)
 
     def read(self, value: Any) -> Any:
         """The new-graph value of an original node as of now."""

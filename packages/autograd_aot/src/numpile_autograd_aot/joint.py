@@ -67,6 +67,8 @@ def build_joint(
         else:
             inputs = tuple(mapping[v] if isinstance(v, Node) else v for v in node.inputs)
             mapping[node] = joint.add_node(node.op, inputs, node.kwargs, node.meta)
+            if node in graph.locations:  # NumPy's warnings name the forward's lines
+                joint.locations[mapping[node]] = graph.locations[node]
     outputs = tuple(mapping[v] if isinstance(v, Node) else v for v in graph.output)
     primals = joint.placeholders
     targets = [primals[i] for i in diff_inputs]

@@ -73,6 +73,8 @@ def extract_graph(
             raise ValueError(f"{node.name} is needed but is not an input of the subgraph")
         inputs_copy = tuple(mapping[v] if isinstance(v, Node) else v for v in node.inputs)
         mapping[node] = result.add_node(node.op, inputs_copy, node.kwargs, node.meta)
+        if node in graph.locations:
+            result.locations[mapping[node]] = graph.locations[node]
     result.output = tree_map(
         lambda leaf: mapping[leaf] if isinstance(leaf, Node) else leaf, outputs
     )
