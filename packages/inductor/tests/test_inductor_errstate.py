@@ -33,9 +33,9 @@ def no_eager_under_warn(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     runs: list[int] = []
     eager = errstate.run_graph
 
-    def counting(graph: Any, args: Any) -> Any:
+    def counting(graph: Any, args: Any, quiet: Any = ()) -> Any:
         runs.append(1)
-        return eager(graph, args)
+        return eager(graph, args, quiet)
 
     monkeypatch.setattr(errstate, "run_graph", counting)
     yield runs

@@ -243,3 +243,21 @@ def test_parallel_kernels_gather_every_threads_flags() -> None:
     x = np.ones((512, 512), dtype=np.float32)
     x[-1, -1] = 1e30
     _check_same_warnings(_overflowing_sum, x)
+
+
+def _matmul_then_divide(x: Any, w: Any, y: Any) -> Any:
+    z = x @ w
+    return z + w[0] / y
+
+
+@pytest.mark.parametrize("divisor", [0.0, 1.0])
+def test_extern_ops_warn_from_the_users_line_once(divisor: float) -> None:
+    # matmul runs as an extern NumPy call inside the module: its warning names the user's
+    # line, and the op-by-op run that the division's flag starts does not repeat it.
+    x = np.full((4, 4), np.inf)
+    w = np.ones((4, 4))
+    w[:, 0] = 0.0
+    warned = _check_same_warnings(_matmul_then_divide, x, w, np.full(4, divisor))
+    first = _matmul_then_divide.__code__.co_firstlineno
+    assert ("RuntimeWarning", "invalid value encountered in matmul", first + 1) in warned
+    assert len(warned) == (3 if divisor == 0.0 else 1)

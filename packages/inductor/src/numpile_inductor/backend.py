@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 import numpile_runtime as rt
-from numpile_capture import Graph
+from numpile_capture import Graph, Node
 
 from .autotune import AutotuneChoice, autotune
 from .buffer_pool import pool_handler
@@ -214,7 +214,10 @@ def _compile(
         module_name=generated.module_name,
         source=generated.source,
         flags=flags,
-        externs=tuple(ExternSpec.of(step) for step in generated.extern_steps),
+        externs=tuple(
+            ExternSpec.of(step, _origin(graph, target, step.node_name))
+            for step in generated.extern_steps
+        ),
         output_spec=generated.output_spec,
         output_slots=generated.output_slots,
         direct=generated.direct,
@@ -240,7 +243,10 @@ def _finish(
 ) -> CompiledGraph:
     # The callable of a built module: externs handed over, pytree rebuild, epilogue.
     steps = tuple(spec.callable_step("") for spec in artifact.externs)
-    externs = extern_callables(steps)
+    externs = tuple(
+        _called_from(graph, spec.origin, fn)
+        for spec, fn in zip(artifact.externs, extern_callables(steps), strict=True)
+    )
     module.set_externs(externs)
     module.set_pool(pool_handler())
     generated = GeneratedModule(
@@ -264,7 +270,8 @@ def _finish(
     replayable = artifact.epilogue is not None or not any(
         node.op is not None and node.op.mutates for node in graph.nodes
     )
-    fn = honouring_errstate(fn, graph, module, replayable=replayable)
+    warned = _extern_nodes(graph, artifact.externs)
+    fn = honouring_errstate(fn, graph, module, replayable=replayable, warned=warned)
     return CompiledGraph(
         sched,
         generated,
@@ -276,6 +283,40 @@ def _finish(
         autotuned=autotuned,
         flags=artifact.flags,
     )
+
+
+def _origin(graph: Graph, target: Graph, node_name: str) -> int:
+    # The position in `graph` of a node captured at the line `target`'s node came from
+    # (functionalization keeps the lines): -1 when there is none.
+    node = next((n for n in target.nodes if n.name == node_name), None)
+    line = target.locations.get(node) if node is not None else None
+    if line is None:
+        return -1
+    return next((i for i, n in enumerate(graph.nodes) if graph.locations.get(n) is line), -1)
+
+
+def _extern_nodes(graph: Graph, externs: tuple[ExternSpec, ...]) -> frozenset[Node]:
+    # The nodes of `graph` that ran as extern NumPy calls: their op, at their line.
+    found = set()
+    for spec in externs:
+        if 0 <= spec.origin < len(graph.nodes):
+            line = graph.locations.get(graph.nodes[spec.origin])
+            found |= {
+                node
+                for node in graph.nodes
+                if node.op is not None
+                and node.op.name.rstrip("_") == spec.op_name.rstrip("_")
+                and graph.locations.get(node) is line
+            }
+    return frozenset(found)
+
+
+def _called_from(graph: Graph, origin: int, fn: Callable[..., Any]) -> Callable[..., Any]:
+    # An extern callable that calls NumPy from the user's line (where NumPy warns).
+    line = graph.locations.get(graph.nodes[origin]) if 0 <= origin < len(graph.nodes) else None
+    if line is None:
+        return fn
+    return lambda *values: line.call(fn, values, {})
 
 
 def _functionalized(graph: Graph) -> tuple[Graph, Epilogue | None, str]:

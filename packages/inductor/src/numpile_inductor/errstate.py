@@ -28,14 +28,14 @@ import contextvars
 import importlib
 import types
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import Graph, run_graph
+from numpile_capture import Graph, Node, run_graph
 
 
 class FloatingPointFlagsError(Exception):
@@ -102,14 +102,21 @@ class _Report:
 
 
 def honouring_errstate(
-    call: Callable[..., Any], graph: Graph, module: types.ModuleType, *, replayable: bool
+    call: Callable[..., Any],
+    graph: Graph,
+    module: types.ModuleType,
+    *,
+    replayable: bool,
+    warned: Collection[Node] = (),
 ) -> Callable[..., Any]:
     """`call`, honouring NumPy's error state as the module docstring says.
 
     `module` is the compiled module `call` runs; `replayable` says that a failed call
     left the inputs untouched (the pure graph of a functionalized one, or no mutation),
-    so `graph` may run again with NumPy. The state is read once per change of NumPy's
-    error-state object: a call pays an identity check and one Python frame.
+    so `graph` may run again with NumPy; the ops of `warned` (extern NumPy calls inside
+    the module, which gave their own warnings) then run quietly. The state is read once
+    per change of NumPy's error-state object: a call pays an identity check and one
+    Python frame.
     """
     report: _Report = vars(module).setdefault("numpile_errstate", _Report())
     set_report = module.set_fp_report
@@ -155,19 +162,20 @@ def honouring_errstate(
         try:
             return call(*args)
         except FloatingPointFlagsError:
-            return run_warning(graph, args)
+            return run_warning(graph, args, warned)
 
     return run
 
 
-def run_warning(graph: Graph, inputs: Sequence[Any]) -> Any:
+def run_warning(graph: Graph, inputs: Sequence[Any], warned: Collection[Node] = ()) -> Any:
     """Evaluate `graph` op by op with NumPy (`run_graph`): each op's warnings come from the
-    user's line the op was captured from, where eager NumPy reports them.
+    user's line the op was captured from, where eager NumPy reports them; the ops of
+    `warned` already gave theirs and run quietly.
 
     >>> run_warning(graph, (np.zeros(3),))  # doctest: +SKIP
     """
     rt.count("inductor_errstate_replay")
-    return run_graph(graph, inputs)
+    return run_graph(graph, inputs, warned)
 
 
 def _warn_categories(graph: Graph, raised: int) -> None:

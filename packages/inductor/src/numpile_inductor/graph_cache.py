@@ -50,6 +50,9 @@ _PACKAGES = (
 class ExternSpec:
     """An extern call without its callable: `op_name`'s NumPy implementation is looked up.
 
+    `origin` is the position, among the compiled graph's nodes, of a node captured at the
+    same source line (-1: none), so the call's NumPy warnings name that line.
+
     >>> ExternSpec("matmul", (), ()).callable_step("buf0").op_name
     'matmul'
     """
@@ -57,11 +60,12 @@ class ExternSpec:
     op_name: str
     args: tuple[Any, ...]
     kwargs: tuple[tuple[str, Any], ...]
+    origin: int = -1
 
     @classmethod
-    def of(cls, step: ExternCall) -> ExternSpec:
+    def of(cls, step: ExternCall, origin: int = -1) -> ExternSpec:
         """The spec of a scheduled extern call."""
-        return cls(step.op_name, step.args, step.kwargs)
+        return cls(step.op_name, step.args, step.kwargs, origin)
 
     def callable_step(self, buffer: str) -> ExternCall:
         """An `ExternCall` again, with the op's implementation from the registry."""

@@ -170,7 +170,7 @@ class Kernel:
 
 @attrs.frozen
 class ExternCall:
-    """Node `node_name` runs its op's NumPy implementation; the result is `buffer`.
+    """Graph node `node_name` runs its op's NumPy implementation; the result is `buffer`.
 
     `args` are buffer names (str wrapped in `BufferRef`) or Python constants.
     """
@@ -181,6 +181,7 @@ class ExternCall:
     args: tuple[Any, ...]
     kwargs: tuple[tuple[str, Any], ...]
     is_barrier: bool = False
+    node_name: str = ""
 
     def reads(self) -> list[str]:
         return [arg.name for arg in self.args if isinstance(arg, BufferRef)]

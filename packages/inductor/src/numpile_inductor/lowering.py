@@ -216,7 +216,9 @@ class LoweringContext:
             lowered = Lowered((), np.dtype("O"), None, buffer=buffer)
         self.values[node] = lowered
         self.steps.append(
-            ExternCall(buffer, node.op.name, node.op.impl, tuple(args), node.params, barrier)
+            ExternCall(
+                buffer, node.op.name, node.op.impl, tuple(args), node.params, barrier, node.name
+            )
         )
 
     # -- the walk ---------------------------------------------------------------------------
