@@ -261,3 +261,28 @@ def test_extern_ops_warn_from_the_users_line_once(divisor: float) -> None:
     first = _matmul_then_divide.__code__.co_firstlineno
     assert ("RuntimeWarning", "invalid value encountered in matmul", first + 1) in warned
     assert len(warned) == (3 if divisor == 0.0 else 1)
+
+
+def _add_then_divide(x: Any, y: Any) -> Any:
+    x += y
+    return x / 0.0
+
+
+def test_a_graph_that_cannot_run_again_warns_once_per_category() -> None:
+    # Inputs that overlap in memory run the graph with its in-place ops as barriers: the
+    # kernels write the input, so the graph cannot run again; the warning names the
+    # category and the ops that may have raised it, and the input is written once.
+    base = np.arange(1.0, 9.0)
+    compiled = _compiled(_add_then_divide, base[:4].copy(), base[2:6].copy())
+    eager_base, compiled_base = base.copy(), base.copy()
+    expected, _ = _run(_add_then_divide, eager_base[:4], eager_base[2:6])
+    got, warned = _run(compiled, compiled_base[:4], compiled_base[2:6])
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(compiled_base, eager_base)
+    assert warned == [
+        (
+            "RuntimeWarning",
+            "divide by zero encountered in add_ or divide",
+            _add_then_divide.__code__.co_firstlineno + 1,
+        )
+    ]
