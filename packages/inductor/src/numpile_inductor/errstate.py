@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextvars
 import importlib
+import logging
 import types
 import warnings
 from collections.abc import Callable, Collection, Sequence
@@ -36,6 +37,8 @@ import numpy as np
 
 import numpile_runtime as rt
 from numpile_capture import Graph, Node, run_graph
+
+log = logging.getLogger("numpile.inductor.errstate")
 
 
 class FloatingPointFlagsError(Exception):
@@ -175,6 +178,10 @@ def run_warning(graph: Graph, inputs: Sequence[Any], warned: Collection[Node] = 
     >>> run_warning(graph, (np.zeros(3),))  # doctest: +SKIP
     """
     rt.count("inductor_errstate_replay")
+    log.debug(
+        "kernels raised floating-point flags NumPy warns about: the graph runs op by op with"
+        " NumPy for its warnings (np.errstate(...='ignore') keeps the kernels)"
+    )
     return run_graph(graph, inputs, warned)
 
 
