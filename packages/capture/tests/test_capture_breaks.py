@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from numpile_capture import Unsupported, compile_function, reset
+from numpile_capture import Unsupported, compile_function, explain, reset
 from numpile_capture.dispatch import CaptureEvent, CaptureFallbackWarning, recording_captures
 
 
@@ -349,3 +349,27 @@ def test_break_in_a_loop_resumes_inside_the_loop(
     assert not any(event.eager and not event.internal for event in events)
     later = [event for event in events[1:] if event.graph is not None]
     assert any(node.op is not None for event in later for node in event.graph)
+
+
+def _divide_or_zeros(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    try:
+        r = x / y
+    except FloatingPointError:
+        r = np.zeros_like(x)
+    return r + 1
+
+
+def test_an_entry_is_guarded_on_whether_numpys_error_state_raises() -> None:
+    # Under a raising state the division in the try block breaks (its handler must see the
+    # error); under another state it is captured. A call under the other state than the
+    # capture's fails the entry's guard and captures again, so the handler still sees it.
+    compiled = compile_function(_divide_or_zeros, backend="eager")
+    x, y = np.ones(3), np.zeros(3)
+    for _ in range(2):
+        with np.errstate(divide="ignore"):
+            np.testing.assert_array_equal(compiled(x, y), np.full(3, np.inf))
+        with np.errstate(divide="raise"):
+            np.testing.assert_array_equal(compiled(x, y), np.ones(3))
+    with np.errstate(divide="ignore"):
+        guards = [str(guard) for guard in explain(_divide_or_zeros)(x, y).guards]
+    assert "EQUALS_MATCH(STATE['numpy_errstate_raises'], False)" in guards

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from numpile_guards import StateSource
+
 from . import opcodes_containers, opcodes_flow, opcodes_stack
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import Unsupported
@@ -30,6 +32,7 @@ from .variables import ConstantVar, FunctionVar, Variable
 
 if TYPE_CHECKING:
     from .tracer import Tracer
+    from .variable_builder import VariableBuilder
 
 # NOTE: backward jumps (loop iterations, all loops together) allowed in one capture.
 MAX_BACKWARD_JUMPS = 10_000
@@ -115,7 +118,9 @@ class Frame:
                 self._step(inst)
                 self._locate(nodes_before, inst)
                 if inst.in_try:
-                    _check_no_run_time_error(self.tracer.graph.nodes[nodes_before:])
+                    _check_no_run_time_error(
+                        self.tracer.graph.nodes[nodes_before:], self.tracer.builder
+                    )
             except BreakAt:
                 raise
             except Unsupported as exc:
@@ -189,17 +194,27 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 
-def _check_no_run_time_error(nodes: list[Node]) -> None:
+def numpy_errstate_raises() -> bool:
+    """Whether NumPy's error state raises `FloatingPointError` in some category."""
+    return "raise" in np.geterr().values()
+
+
+_ERRSTATE_RAISES = StateSource("numpy_errstate_raises", numpy_errstate_raises)
+
+
+def _check_no_run_time_error(nodes: list[Node], builder: VariableBuilder) -> None:
     # A graph runs outside the user's exception table: an op that may raise on some data
     # (a singular matrix, an index out of bounds) must run in Python inside a try block,
     # where the handler can see what it raises. So must every computing op while NumPy's
-    # error state raises (as in a `with np.errstate(...)` around the try block).
+    # error state raises (as in a `with np.errstate(...)` around the try block); the
+    # entry is guarded on that state, so a call under the other state captures again.
     raising_state: bool | None = None
     for node in nodes:
         error = node.run_time_error()
         if not error and node.op is not None and node.op.computes:
             if raising_state is None:
-                raising_state = "raise" in np.geterr().values()
+                raising_state = numpy_errstate_raises()
+                builder.guard_state(_ERRSTATE_RAISES, raising_state)
             if raising_state:
                 error = "FloatingPointError (NumPy's error state raises)"
         if error:

@@ -37,6 +37,7 @@ from numpile_guards import (
     ItemSource,
     LocalSource,
     Source,
+    StateSource,
 )
 from numpile_guards.shape_env import ShapeEnv
 from numpile_guards.symbolic import SymInt, shape_guard_as_guard
@@ -169,6 +170,12 @@ class VariableBuilder:
     def guard_type(self, source: Source, cls: type) -> None:
         """Guard that the value at `source` keeps exactly type `cls` (once per source)."""
         guard = Guard(GuardKind.TYPE_MATCH, source, cls)
+        if guard not in self._guards:
+            self._guards.append(guard)
+
+    def guard_state(self, source: StateSource, value: Any) -> None:
+        """Guard that the process state `source` reads keeps reading `value` (once)."""
+        guard = Guard(GuardKind.EQUALS_MATCH, source, value)
         if guard not in self._guards:
             self._guards.append(guard)
 

@@ -33,6 +33,7 @@ from .source import GlobalSource as GlobalSource
 from .source import ItemSource as ItemSource
 from .source import LocalSource as LocalSource
 from .source import Source as Source
+from .source import StateSource as StateSource
 from .symbolic import ShapeGuard as ShapeGuard
 from .symbolic import SymInt as SymInt
 
@@ -60,6 +61,7 @@ __all__ = [
     "RecompileReason",
     "ShapeRelation",
     "Source",
+    "StateSource",
     "all_caches",
     "cache_for",
     "clear_caches",

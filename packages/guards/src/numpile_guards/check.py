@@ -36,7 +36,7 @@ from numpile_runtime import timed
 
 from .guard import ArraySpec, Guard, GuardKind, ShapeRelation
 from .reasons import constants_match, guard_failure
-from .source import AttrSource, ItemSource, LocalSource, Source
+from .source import AttrSource, ItemSource, LocalSource, Source, StateSource
 
 log = logging.getLogger("numpile.guards")
 
@@ -140,6 +140,8 @@ class _Emitter:
             text = f"{self.fetch(source.base)}.{source.attr}"
         elif isinstance(source, ItemSource):
             text = f"{self.fetch(source.base)}[{source.key!r}]"
+        elif isinstance(source, StateSource):
+            text = f"{self.constant(source.probe)}()"
         else:
             text = source.name
         if self.uses.get(source, 0) < 2:

@@ -3,7 +3,8 @@
 A source's `name` is a Python expression over the names a guard check sees:
 `L` (the call's bound arguments, by parameter name), `G` (the compiled
 function's globals) and `F` (the compiled function itself, for closures and
-defaults). Guards and input fetching both read values through it.
+defaults). Guards and input fetching both read values through it. A
+`StateSource` is the exception: process state that a probe function reads.
 
     >>> AttrSource(LocalSource("x"), "shape").name
     "L['x'].shape"
@@ -11,6 +12,7 @@ defaults). Guards and input fetching both read values through it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -101,3 +103,25 @@ class FunctionSource(Source):
     @property
     def name(self) -> str:
         return "F"
+
+
+@attrs.frozen
+class StateSource(Source):
+    """Process state a capture decision read (NumPy's error state, say): `probe()` reads it.
+
+    Sources with the same `label` are the same source; the check calls the probe.
+
+    >>> StateSource("numpy_errstate_raises", lambda: False).name
+    "STATE['numpy_errstate_raises']"
+    """
+
+    label: str
+    probe: Callable[[], Any] = attrs.field(eq=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return f"STATE[{self.label!r}]"
+
+    def get(self, L: dict[str, Any], G: dict[str, Any], F: Any) -> Any:
+        """The state now (the probe's answer)."""
+        return self.probe()
