@@ -372,4 +372,23 @@ def test_an_entry_is_guarded_on_whether_numpys_error_state_raises() -> None:
             np.testing.assert_array_equal(compiled(x, y), np.ones(3))
     with np.errstate(divide="ignore"):
         guards = [str(guard) for guard in explain(_divide_or_zeros)(x, y).guards]
-    assert "EQUALS_MATCH(STATE['numpy_errstate_raises'], False)" in guards
+    assert "EQUALS_MATCH(STATE['numpy_errors_raise'], False)" in guards
+
+
+def _divide_or_caught(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    try:
+        r = x / y
+    except RuntimeWarning:
+        r = np.zeros_like(x)
+    return r + 1
+
+
+def test_an_error_filter_for_runtime_warnings_raises_inside_try_blocks_too() -> None:
+    compiled = compile_function(_divide_or_caught, backend="eager")
+    x, y = np.ones(3), np.zeros(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(compiled(x, y), np.full(3, np.inf))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(compiled(x, y), np.ones(3))

@@ -15,6 +15,7 @@ user's file and line.
 from __future__ import annotations
 
 import builtins
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -194,29 +195,44 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 
-def numpy_errstate_raises() -> bool:
-    """Whether NumPy's error state raises `FloatingPointError` in some category."""
-    return "raise" in np.geterr().values()
+def numpy_errors_raise() -> bool:
+    """Whether a floating-point error in a NumPy op may raise: NumPy's error state raises
+    in some category, or warns in some category while a warnings filter may turn
+    RuntimeWarnings into errors (any "error" filter for them counts)."""
+    modes = np.geterr().values()
+    return "raise" in modes or ("warn" in modes and _runtime_warnings_may_raise())
 
 
-_ERRSTATE_RAISES = StateSource("numpy_errstate_raises", numpy_errstate_raises)
+def _runtime_warnings_may_raise() -> bool:
+    for action, message, category, module, lineno in warnings.filters:
+        if not issubclass(RuntimeWarning, category):
+            continue
+        if action == "error":
+            return True
+        if message is None and module is None and not lineno:
+            return False  # a filter for every RuntimeWarning decides
+    return False
+
+
+_ERRORS_RAISE = StateSource("numpy_errors_raise", numpy_errors_raise)
 
 
 def _check_no_run_time_error(nodes: list[Node], builder: VariableBuilder) -> None:
     # A graph runs outside the user's exception table: an op that may raise on some data
     # (a singular matrix, an index out of bounds) must run in Python inside a try block,
     # where the handler can see what it raises. So must every computing op while NumPy's
-    # error state raises (as in a `with np.errstate(...)` around the try block); the
-    # entry is guarded on that state, so a call under the other state captures again.
+    # floating-point errors raise (a `with np.errstate(...)` or an "error" warnings filter
+    # around the try block); the entry is guarded on that, so a call under the other
+    # state captures again.
     raising_state: bool | None = None
     for node in nodes:
         error = node.run_time_error()
         if not error and node.op is not None and node.op.computes:
             if raising_state is None:
-                raising_state = numpy_errstate_raises()
-                builder.guard_state(_ERRSTATE_RAISES, raising_state)
+                raising_state = numpy_errors_raise()
+                builder.guard_state(_ERRORS_RAISE, raising_state)
             if raising_state:
-                error = "FloatingPointError (NumPy's error state raises)"
+                error = "FloatingPointError or RuntimeWarning (NumPy's errors raise)"
         if error:
             raise Unsupported(
                 f"{node.op} may raise {error} inside a try block (it runs in Python, "
