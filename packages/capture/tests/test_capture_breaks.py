@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import warnings
@@ -354,41 +355,38 @@ def test_break_in_a_loop_resumes_inside_the_loop(
 def _divide_or_zeros(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     try:
         r = x / y
-    except FloatingPointError:
+    except (FloatingPointError, RuntimeWarning):
         r = np.zeros_like(x)
     return r + 1
 
 
-def test_an_entry_is_guarded_on_whether_numpys_error_state_raises() -> None:
-    # Under a raising state the division in the try block breaks (its handler must see the
-    # error); under another state it is captured. A call under the other state than the
-    # capture's fails the entry's guard and captures again, so the handler still sees it.
+@contextlib.contextmanager
+def _warnings_filter(action: str) -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.simplefilter(action)
+        yield
+
+
+_QUIET_AND_RAISING = {
+    "errstate": (lambda: np.errstate(divide="ignore"), lambda: np.errstate(divide="raise")),
+    "warnings filter": (lambda: _warnings_filter("ignore"), lambda: _warnings_filter("error")),
+}
+
+
+@pytest.mark.parametrize("how", list(_QUIET_AND_RAISING))
+def test_an_entry_is_guarded_on_whether_numpys_errors_raise(how: str) -> None:
+    # While NumPy's errors raise (its error state, or an "error" filter on its warnings)
+    # the division in the try block breaks (its handler must see the error); otherwise
+    # it is captured. A call under the other state than the capture's fails the entry's
+    # guard and captures again, so the handler still sees the error.
+    quiet, raising = _QUIET_AND_RAISING[how]
     compiled = compile_function(_divide_or_zeros, backend="eager")
     x, y = np.ones(3), np.zeros(3)
     for _ in range(2):
-        with np.errstate(divide="ignore"):
+        with quiet():
             np.testing.assert_array_equal(compiled(x, y), np.full(3, np.inf))
-        with np.errstate(divide="raise"):
+        with raising():
             np.testing.assert_array_equal(compiled(x, y), np.ones(3))
-    with np.errstate(divide="ignore"):
+    with quiet():
         guards = [str(guard) for guard in explain(_divide_or_zeros)(x, y).guards]
     assert "EQUALS_MATCH(STATE['numpy_errors_raise'], False)" in guards
-
-
-def _divide_or_caught(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    try:
-        r = x / y
-    except RuntimeWarning:
-        r = np.zeros_like(x)
-    return r + 1
-
-
-def test_an_error_filter_for_runtime_warnings_raises_inside_try_blocks_too() -> None:
-    compiled = compile_function(_divide_or_caught, backend="eager")
-    x, y = np.ones(3), np.zeros(3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        np.testing.assert_array_equal(compiled(x, y), np.full(3, np.inf))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        np.testing.assert_array_equal(compiled(x, y), np.ones(3))
