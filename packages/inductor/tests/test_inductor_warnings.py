@@ -286,3 +286,10 @@ def test_a_graph_that_cannot_run_again_warns_once_per_category() -> None:
             _add_then_divide.__code__.co_firstlineno + 1,
         )
     ]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("target", ["int32", "int64", "uint8"])
+def test_casts_of_nan_and_huge_values_warn_as_numpy_does(dtype: str, target: str) -> None:
+    values = np.array(_SPECIAL, dtype=dtype)
+    assert _check_same_warnings(lambda x: x.astype(target) + 1, values)

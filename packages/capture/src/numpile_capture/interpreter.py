@@ -41,6 +41,8 @@ def run_graph(graph: Graph, inputs: Sequence[Any], quiet: Collection[Node] = ())
                 env[node] = node.op.impl(*args, **node.kwargs)
         elif line is None:
             env[node] = node.op.impl(*args, **node.kwargs)
-        else:  # from the user's line, where NumPy's warnings point
+        elif node.op.method:  # from the user's line, where NumPy's warnings point
+            env[node] = line.call_method(node.op.method, args, node.kwargs)
+        else:
             env[node] = line.call(node.op.impl, args, node.kwargs)
     return tree_map(read, graph.output)

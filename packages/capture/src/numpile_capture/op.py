@@ -62,7 +62,9 @@ class Op:
     VIEW op's result aliases its first input. `run_time_error` names the
     exception an op may raise depending on its input values (a singular
     matrix, an index out of bounds), which capture cannot rule out;
-    `raises_when` narrows which of its nodes can raise it.
+    `raises_when` narrows which of its nodes can raise it. `method` names the array
+    method `impl` calls (`x.astype(...)`), which an op-by-op run calls itself from the
+    user's line, so that NumPy's warnings name it (see `SourceLine`).
     """
 
     name: str
@@ -73,6 +75,7 @@ class Op:
     doc: str = ""
     run_time_error: str = ""
     raises_when: RaisesWhen = attrs.field(default=RaisesWhen.ANY_DATA, repr=False)
+    method: str = ""
 
     @property
     def computes(self) -> bool:

@@ -26,8 +26,11 @@ from typing import Any
 import attrs
 
 
-# One line, so the call sits on the code's first line (`SourceLine` moves that line).
+# One line each, so the call sits on the code's first line (`SourceLine` moves that line).
 def _call_here(fn: Any, args: Any, kwargs: Any) -> Any: return fn(*args, **kwargs)  # fmt: skip
+
+
+def _call_method_here(name: str, args: Any, kwargs: Any) -> Any: return getattr(args[0], name)(*args[1:], **kwargs)  # noqa: E501  # fmt: skip
 
 
 @attrs.frozen(eq=False)
@@ -38,10 +41,18 @@ class SourceLine:
     lineno: int
     module_globals: dict[str, Any] = attrs.field(repr=False)
     _call: Callable[[Any, Any, Any], Any] = attrs.field(init=False, repr=False)
+    _call_method: Callable[[Any, Any, Any], Any] = attrs.field(init=False, repr=False)
 
     @_call.default
     def _make_call(self) -> Callable[[Any, Any, Any], Any]:
-        code = _call_here.__code__.replace(
+        return self._here(_call_here)
+
+    @_call_method.default
+    def _make_call_method(self) -> Callable[[Any, Any, Any], Any]:
+        return self._here(_call_method_here)
+
+    def _here(self, template: Callable[[Any, Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+        code = template.__code__.replace(
             co_filename=self.filename,
             co_firstlineno=self.lineno,
             co_name="<numpile graph op>",
@@ -53,3 +64,7 @@ class SourceLine:
     def call(self, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
         """`fn(*args, **kwargs)`, called from a frame at this line (warnings name it)."""
         return self._call(fn, args, kwargs)
+
+    def call_method(self, name: str, args: Any, kwargs: dict[str, Any]) -> Any:
+        """`args[0].<name>(*args[1:], **kwargs)`, called from a frame at this line."""
+        return self._call_method(name, args, kwargs)

@@ -172,7 +172,7 @@ def _astype_impl(x: Any, *, dtype: np.dtype[Any], casting: str = "unsafe") -> An
     return x.astype(dtype, casting=casting)
 
 
-astype = register_op(Op("astype", OpKind.POINTWISE, _astype_meta, _astype_impl))
+astype = register_op(Op("astype", OpKind.POINTWISE, _astype_meta, _astype_impl, method="astype"))
 
 
 def _copy_meta(x: ArrayMeta, *, order: str = "K") -> ArrayMeta:
