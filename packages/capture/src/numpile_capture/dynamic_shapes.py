@@ -27,9 +27,9 @@ from typing import Any
 
 import attrs
 import numpy as np
-import sympy
 
 from numpile_guards.shape_env import ShapeEnv
+from numpile_guards.symbolic import is_size_expr
 from numpile_runtime import is_device_array
 
 log = logging.getLogger("numpile.capture.dynamic")
@@ -240,7 +240,7 @@ def _symbolic_count(value: Any) -> int:
         return sum(_symbolic_count(item) for item in value.values())
     if isinstance(value, slice):
         return _symbolic_count((value.start, value.stop, value.step))
-    return 1 if isinstance(value, sympy.Basic) else 0
+    return 1 if is_size_expr(value) else 0
 
 
 def symbolic_params(graph: Any) -> list[str]:

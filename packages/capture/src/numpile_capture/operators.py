@@ -17,9 +17,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
-import sympy
 
-from numpile_guards.symbolic import SymInt, wrap_size
+from numpile_guards.symbolic import SymInt, is_size_expr, wrap_size
 
 from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
@@ -133,7 +132,7 @@ def specialized(value: Any) -> Any:
     """
     if isinstance(value, SymInt):
         return int(value)
-    if isinstance(value, sympy.Basic):
+    if is_size_expr(value):
         return specialized(size_value(value))
     if type(value) is tuple:
         return tuple(specialized(item) for item in value)

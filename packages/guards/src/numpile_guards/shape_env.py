@@ -22,12 +22,16 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import sympy
 
 from .symbolic import ShapeGuard, bounds, python_text
+
+if TYPE_CHECKING:
+    import sympy
+
+# NOTE: sympy is imported inside the methods that use it: `import numpile` must not pay for it.
 
 log = logging.getLogger("numpile.guards.dynamic")
 
@@ -86,6 +90,8 @@ class ShapeEnv:
         value = int(value)
         if self.specialize_zero_one and value in (0, 1):
             return value
+        import sympy
+
         bounded = lo is not None or hi is not None
         if self.duck and not bounded and value in self._by_value:
             symbol = self._by_value[value]
@@ -117,6 +123,8 @@ class ShapeEnv:
         """
         if isinstance(expr, bool | int):
             return expr
+        import sympy
+
         value = sympy.sympify(expr).xreplace(
             {s: sympy.Integer(i.hint) for s, i in self._info.items()}
         )
@@ -140,6 +148,8 @@ class ShapeEnv:
         """
         if isinstance(expr, bool | int):
             return expr
+        import sympy
+
         expr = sympy.sympify(expr)
         # Sizes pinned by a guard (specialized) are their value from then on.
         fixed = {s: sympy.Integer(i.lo) for s, i in self._info.items() if i.hi == i.lo}
@@ -158,6 +168,8 @@ class ShapeEnv:
 
     def _decide(self, relation: sympy.Basic, *, divisors: bool = True) -> bool | None:
         # True/False when the facts decide `relation` for every admitted size, else None.
+        import sympy
+
         if divisors:
             relation = self.simplify(relation)
         if relation is sympy.true or relation is sympy.false:
@@ -199,6 +211,8 @@ class ShapeEnv:
         """
         if isinstance(relation, bool):
             return relation
+        import sympy
+
         relation = sympy.sympify(relation)
         decided = self._decide(relation)
         if decided is not None:
@@ -217,6 +231,8 @@ class ShapeEnv:
         """
         if isinstance(expr, int):
             return expr
+        import sympy
+
         value = self.hint(expr)
         self.evaluate(sympy.Eq(expr, value), reason=reason or "specialized")
         log.info("specialized %s = %d (%s)", self.render(expr), value, reason or "a Python int")
@@ -238,10 +254,14 @@ class ShapeEnv:
         >>> [g.text for g in env.produce_guards()]
         ["L['x'].strides[0] == 8"]
         """
+        import sympy
+
         self._texts.setdefault(text, ShapeGuard(sympy.true, text, reason))
 
     def _learn(self, relation: sympy.Basic) -> None:
         # Turn a recorded relation into facts: bounds of one symbol, divisibility.
+        import sympy
+
         if not isinstance(relation, sympy.Rel):
             return
         difference = sympy.expand(relation.lhs - relation.rhs)
@@ -293,6 +313,8 @@ class ShapeEnv:
         >>> env.render(2 * s0)
         "2*L['x'].shape[0]"
         """
+        import sympy
+
         return python_text(sympy.sympify(expr), self._source_names())
 
     def produce_guards(self) -> tuple[ShapeGuard, ...]:
@@ -300,6 +322,20 @@ class ShapeEnv:
 
         Range guards come first (cheapest, most discriminating), then equalities.
         """
+        # Without a symbol (static sizes) nothing below needs sympy, so it stays unloaded.
+        result = self._symbol_guards() if self._info else []
+        result += self._texts.values()
+        seen = {guard.text for guard in result}
+        for guard in self._guards.values():
+            if guard.text not in seen and not self._implied_by_range(guard.relation):
+                result.append(guard)
+                seen.add(guard.text)
+        return tuple(result)
+
+    def _symbol_guards(self) -> list[ShapeGuard]:
+        # The range guards of every symbol, then its duck-sizing equalities.
+        import sympy
+
         names = self._source_names()
         result: list[ShapeGuard] = []
         for symbol, info in self._info.items():
@@ -319,16 +355,12 @@ class ShapeEnv:
                 text = f"{other} == {info.sources[0]}"
                 relation = sympy.Eq(symbol, symbol, evaluate=False)
                 result.append(ShapeGuard(relation, text, "duck sizing"))
-        result += self._texts.values()
-        seen = {guard.text for guard in result}
-        for guard in self._guards.values():
-            if guard.text not in seen and not self._implied_by_range(guard.relation):
-                result.append(guard)
-                seen.add(guard.text)
-        return tuple(result)
+        return result
 
     def _implied_by_range(self, relation: sympy.Basic) -> bool:
         # Single-symbol bounds were folded into the range guards above.
+        import sympy
+
         if not isinstance(relation, sympy.Rel):
             return False
         if len(relation.free_symbols) != 1:
@@ -342,6 +374,8 @@ def has_fraction(expr: Any) -> bool:
     >>> has_fraction(sympy.Symbol("s0") / 2), has_fraction(sympy.floor(sympy.Symbol("s0") / 2))
     (True, False)
     """
+    import sympy
+
     expr = sympy.sympify(expr)
     if isinstance(expr, sympy.floor | sympy.ceiling | sympy.Mod):
         return False
@@ -352,6 +386,8 @@ def has_fraction(expr: Any) -> bool:
 
 def _normalize(relation: sympy.Basic) -> sympy.Basic:
     # One spelling per relation: `lhs - rhs (op) 0` with cleared denominators, then tidied.
+    import sympy
+
     if not isinstance(relation, sympy.Rel):
         return relation
     if isinstance(relation.lhs, sympy.Mod) and relation.rhs == 0:

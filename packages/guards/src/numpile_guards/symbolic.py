@@ -17,17 +17,21 @@ plugs it into the guard list as a SHAPE_RELATION guard.
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import sympy
 
 from .guard import Guard, GuardKind
 from .source import Source
 
 if TYPE_CHECKING:
+    import sympy
+
     from .shape_env import ShapeEnv
+
+# NOTE: sympy is imported inside the functions that use it: `import numpile` must not pay for it.
 
 Bound = int | None
 
@@ -98,11 +102,15 @@ def python_text(expr: Any, names: Mapping[sympy.Symbol, str]) -> str:
         >>> python_text(sympy.Eq(sympy.Mod(s0, 4), 0), {s0: "L['x'].shape[0]"})
         "L['x'].shape[0] % 4 == 0"
     """
+    import sympy
+
     return _text(sympy.sympify(expr), names, 0)
 
 
 def _text(expr: Any, names: Mapping[sympy.Symbol, str], outer: int) -> str:
     # `outer` is the binding strength of the enclosing operator: 0 none, 1 +, 2 *, 3 **.
+    import sympy
+
     if expr is sympy.true:
         return "True"
     if expr is sympy.false:
@@ -164,6 +172,8 @@ def bounds(expr: Any, ranges: Mapping[sympy.Symbol, tuple[int, Bound]]) -> tuple
     >>> bounds(3 * s0 - 2, {s0: (2, None)})
     (4, None)
     """
+    import sympy
+
     expr = sympy.sympify(expr)
     if expr.is_Integer:
         return int(expr), int(expr)
@@ -209,6 +219,8 @@ def _scale(factor: int, low: Bound, high: Bound) -> tuple[Bound, Bound]:
 
 
 def _lift(value: Any) -> Any:
+    import sympy
+
     if isinstance(value, SymInt):
         return value.expr
     if isinstance(value, bool):
@@ -233,6 +245,8 @@ class SymInt:
     __slots__ = ("env", "expr")
 
     def __init__(self, expr: Any, env: ShapeEnv) -> None:
+        import sympy
+
         self.expr = sympy.sympify(expr)
         self.env = env
 
@@ -316,27 +330,41 @@ class SymInt:
         return self.env.evaluate(fn(self.expr, right), reason="comparison of sizes")
 
     def __eq__(self, other: object) -> Any:
+        import sympy
+
         return self._compare(other, sympy.Eq)
 
     def __ne__(self, other: object) -> Any:
+        import sympy
+
         return self._compare(other, sympy.Ne)
 
     def __lt__(self, other: Any) -> Any:
+        import sympy
+
         return self._compare(other, sympy.Lt)
 
     def __le__(self, other: Any) -> Any:
+        import sympy
+
         return self._compare(other, sympy.Le)
 
     def __gt__(self, other: Any) -> Any:
+        import sympy
+
         return self._compare(other, sympy.Gt)
 
     def __ge__(self, other: Any) -> Any:
+        import sympy
+
         return self._compare(other, sympy.Ge)
 
     def __hash__(self) -> int:
         return hash(int(self))
 
     def __bool__(self) -> bool:
+        import sympy
+
         return self.env.evaluate(sympy.Ne(self.expr, 0), reason="truth of a size")
 
     def __int__(self) -> int:
@@ -350,11 +378,27 @@ class SymInt:
 
 
 def _floordiv(left: Any, right: Any) -> Any:
+    import sympy
+
     return sympy.floor(left / right)
 
 
 def _mod(left: Any, right: Any) -> Any:
+    import sympy
+
     return sympy.Mod(left, right)
+
+
+def is_size_expr(value: Any) -> bool:
+    """Whether `value` is a sympy expression (a symbolic size), without importing sympy.
+
+    No value can be one before sympy is loaded, so a capture of static sizes never loads it.
+
+        >>> is_size_expr(4)
+        False
+    """
+    sympy = sys.modules.get("sympy")
+    return sympy is not None and isinstance(value, sympy.Basic)
 
 
 def wrap_size(expr: Any, env: ShapeEnv) -> Any:
@@ -363,6 +407,8 @@ def wrap_size(expr: Any, env: ShapeEnv) -> Any:
     >>> wrap_size(sympy.Integer(4), None)
     4
     """
+    import sympy
+
     expr = env.simplify(expr) if env is not None else sympy.sympify(expr)
     if expr.is_Integer:
         return int(expr)
