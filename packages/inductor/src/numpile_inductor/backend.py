@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 import numpile_runtime as rt
-from numpile_capture import Graph, Node
+from numpile_capture import Graph
 
 from .autotune import AutotuneChoice, autotune
 from .buffer_pool import pool_handler
 from .config import InductorConfig
 from .debug import debug_folder, graph_dot, write_debug_files
-from .errstate import honouring_errstate
+from .errstate import called_from_line, extern_nodes, extern_origin, honouring_errstate
 from .graph_cache import (
     Epilogue,
     ExternSpec,
@@ -215,7 +215,7 @@ def _compile(
         source=generated.source,
         flags=flags,
         externs=tuple(
-            ExternSpec.of(step, _origin(graph, target, step.node_name))
+            ExternSpec.of(step, extern_origin(graph, target, step.node_name))
             for step in generated.extern_steps
         ),
         output_spec=generated.output_spec,
@@ -244,7 +244,7 @@ def _finish(
     # The callable of a built module: externs handed over, pytree rebuild, epilogue.
     steps = tuple(spec.callable_step("") for spec in artifact.externs)
     externs = tuple(
-        _called_from(graph, spec.origin, fn)
+        called_from_line(graph, spec.origin, fn)
         for spec, fn in zip(artifact.externs, extern_callables(steps), strict=True)
     )
     module.set_externs(externs)
@@ -270,7 +270,7 @@ def _finish(
     replayable = artifact.epilogue is not None or not any(
         node.op is not None and node.op.mutates for node in graph.nodes
     )
-    warned = _extern_nodes(graph, artifact.externs)
+    warned = extern_nodes(graph, [(spec.op_name, spec.origin) for spec in artifact.externs])
     fn = honouring_errstate(fn, graph, module, replayable=replayable, warned=warned)
     return CompiledGraph(
         sched,
@@ -283,40 +283,6 @@ def _finish(
         autotuned=autotuned,
         flags=artifact.flags,
     )
-
-
-def _origin(graph: Graph, target: Graph, node_name: str) -> int:
-    # The position in `graph` of a node captured at the line `target`'s node came from
-    # (functionalization keeps the lines): -1 when there is none.
-    node = next((n for n in target.nodes if n.name == node_name), None)
-    line = target.locations.get(node) if node is not None else None
-    if line is None:
-        return -1
-    return next((i for i, n in enumerate(graph.nodes) if graph.locations.get(n) is line), -1)
-
-
-def _extern_nodes(graph: Graph, externs: tuple[ExternSpec, ...]) -> frozenset[Node]:
-    # The nodes of `graph` that ran as extern NumPy calls: their op, at their line.
-    found = set()
-    for spec in externs:
-        if 0 <= spec.origin < len(graph.nodes):
-            line = graph.locations.get(graph.nodes[spec.origin])
-            found |= {
-                node
-                for node in graph.nodes
-                if node.op is not None
-                and node.op.name.rstrip("_") == spec.op_name.rstrip("_")
-                and graph.locations.get(node) is line
-            }
-    return frozenset(found)
-
-
-def _called_from(graph: Graph, origin: int, fn: Callable[..., Any]) -> Callable[..., Any]:
-    # An extern callable that calls NumPy from the user's line (where NumPy warns).
-    line = graph.locations.get(graph.nodes[origin]) if 0 <= origin < len(graph.nodes) else None
-    if line is None:
-        return fn
-    return lambda *values: line.call(fn, values, {})
 
 
 def _functionalized(graph: Graph) -> tuple[Graph, Epilogue | None, str]:

@@ -196,3 +196,43 @@ def _warn_categories(graph: Graph, raised: int) -> None:
                 warnings.warn(message, RuntimeWarning, stacklevel=3)
             else:
                 place.call(warnings.warn, (message, RuntimeWarning), {})
+
+
+# -- extern NumPy calls inside a module ---------------------------------------------------
+
+
+def extern_origin(graph: Graph, target: Graph, node_name: str) -> int:
+    """The position in `graph` of a node captured at the line that `target`'s node
+    `node_name` came from (functionalization keeps the lines); -1 when there is none.
+    Stored with the compiled module, it locates the extern call again on a cache hit.
+    """
+    node = next((n for n in target.nodes if n.name == node_name), None)
+    line = target.locations.get(node) if node is not None else None
+    if line is None:
+        return -1
+    return next((i for i, n in enumerate(graph.nodes) if graph.locations.get(n) is line), -1)
+
+
+def called_from_line(graph: Graph, origin: int, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, calling NumPy from the line of `graph`'s node `origin` (where NumPy warns)."""
+    line = graph.locations.get(graph.nodes[origin]) if 0 <= origin < len(graph.nodes) else None
+    if line is None:
+        return fn
+    return lambda *values: line.call(fn, values, {})
+
+
+def extern_nodes(graph: Graph, externs: Sequence[tuple[str, int]]) -> frozenset[Node]:
+    """The nodes of `graph` that ran as the extern calls `(op name, origin)`: that op at
+    the origin's line (an in-place op and its functional twin count as the same op)."""
+    found: set[Node] = set()
+    for op_name, origin in externs:
+        if 0 <= origin < len(graph.nodes):
+            line = graph.locations.get(graph.nodes[origin])
+            found |= {
+                node
+                for node in graph.nodes
+                if node.op is not None
+                and node.op.name.rstrip("_") == op_name.rstrip("_")
+                and graph.locations.get(node) is line
+            }
+    return frozenset(found)
