@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -30,7 +31,8 @@ def run_graph(graph: Graph, inputs: Sequence[Any], quiet: Collection[Node] = ())
         return env[value] if isinstance(value, Node) else value
 
     locations = graph.locations
-    for node in graph.nodes:
+    dead_after = _dead_after(graph)
+    for index, node in enumerate(graph.nodes):
         if node.op is None:
             continue
         args = [read(value) for value in node.inputs]
@@ -45,4 +47,32 @@ def run_graph(graph: Graph, inputs: Sequence[Any], quiet: Collection[Node] = ())
             env[node] = line.call_method(node.op.method, args, node.kwargs)
         else:
             env[node] = line.call(node.op.impl, args, node.kwargs)
+        for value in dead_after.get(index, ()):
+            del env[value]  # as eager code drops its temporaries: NumPy reuses the memory
     return tree_map(read, graph.output)
+
+
+# Per graph, the answer of _dead_after with what it was computed for (nodes, output).
+_DEAD_AFTER: weakref.WeakKeyDictionary[
+    Graph, tuple[tuple[Node, ...], Any, dict[int, list[Node]]]
+] = weakref.WeakKeyDictionary()
+
+
+def _dead_after(graph: Graph) -> dict[int, list[Node]]:
+    # For each node position, the values last read there (outputs are never dead).
+    nodes = tuple(graph.nodes)
+    cached = _DEAD_AFTER.get(graph)
+    if cached is not None and cached[0] == nodes and cached[1] is graph.output:
+        return cached[2]
+    last: dict[Node, int] = {}
+    for index, node in enumerate(graph.nodes):
+        for value in node.inputs:
+            if isinstance(value, Node):
+                last[value] = index
+    for value in graph.output_nodes():
+        last.pop(value, None)
+    dead: dict[int, list[Node]] = {}
+    for value, index in last.items():
+        dead.setdefault(index, []).append(value)
+    _DEAD_AFTER[graph] = (nodes, graph.output, dead)
+    return dead
