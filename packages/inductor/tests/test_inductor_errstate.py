@@ -84,7 +84,7 @@ def test_in_place_graphs_mutate_once_under_a_raising_state() -> None:
     np.testing.assert_array_equal(compiled_x, eager_x)
 
 
-def test_kernels_run_under_the_default_and_warning_states(
+def test_kernels_run_unless_a_flag_the_state_checks_is_raised(
     no_eager_under_warn: list[int],
 ) -> None:
     x, y = np.ones(8), np.zeros(8)
@@ -94,13 +94,34 @@ def test_kernels_run_under_the_default_and_warning_states(
     with np.errstate(divide="ignore", invalid="warn"):
         compiled(x, y)
     compiled(x, np.ones(8))  # warns on division by zero, but divides by none
+    with np.errstate(all="raise"):
+        compiled(x, np.ones(8))  # raises on any error, but meets none
+    with np.errstate(over="raise", divide="ignore"):
+        compiled(x, y)  # the division by zero is ignored: the kernels' result stands
     assert no_eager_under_warn == []
-    with np.errstate(over="raise"):
-        compiled(x, np.ones(8))  # no overflow here: NumPy does not raise, nor does the graph
-    assert no_eager_under_warn == [1]
     with pytest.warns(RuntimeWarning, match="divide by zero"):
         compiled(x, y)  # a flag the state warns about: op by op, for NumPy's warning
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        compiled(x, y)  # and one it raises on: op by op, for NumPy's error
     assert no_eager_under_warn == [1, 1]
+
+
+def _matmul_then_log(a: Any, b: Any) -> Any:
+    return np.log(a @ b)
+
+
+def test_a_module_calling_numpy_itself_runs_op_by_op_under_a_strict_state(
+    no_eager_under_warn: list[int],
+) -> None:
+    # matmul runs inside the module as a NumPy call, which would raise inside it: under a
+    # strict state such a graph runs op by op from the start.
+    a = np.full((2, 2), np.inf)
+    b = np.zeros((2, 2))
+    compiled = _compiled(_matmul_then_log, a, b)
+    raising = np.errstate(invalid="raise")
+    with raising, pytest.raises(FloatingPointError, match="invalid value encountered in matmul"):
+        compiled(a, b)
+    assert no_eager_under_warn == [1]
 
 
 def test_a_global_seterr_is_seen_by_later_calls(no_eager_under_warn: list[int]) -> None:

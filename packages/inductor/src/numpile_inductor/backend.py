@@ -271,7 +271,9 @@ def _finish(
         node.op is not None and node.op.mutates for node in graph.nodes
     )
     warned = extern_nodes(graph, [(spec.op_name, spec.origin) for spec in artifact.externs])
-    fn = honouring_errstate(fn, graph, module, replayable=replayable, warned=warned)
+    fn = honouring_errstate(
+        fn, graph, module, replayable=replayable, externs=bool(artifact.externs), warned=warned
+    )
     return CompiledGraph(
         sched,
         generated,

@@ -4,20 +4,22 @@ NumPy checks the CPU's floating-point flags after each ufunc loop and, as `np.se
 `np.errstate` say per category (divide, over, under, invalid), ignores them, warns,
 raises, calls a function or logs. Compiled graphs honour the state in two ways:
 
-- When some category asks for more than a warning ("raise", "call", "print", "log"),
-  the graph runs op by op with NumPy (`run_graph`): `FloatingPointError` and error
-  callbacks come exactly as in eager.
-- Otherwise the kernels run, and each gathers the flags its threads raise. When a call
-  raised a flag of a category set to "warn" (NumPy's default for all but underflow), the
-  module fails the call with `FloatingPointFlagsError` before any result is written back, and
-  the graph runs again op by op with NumPy, each op called from the user's line that
+- The kernels run, and each gathers the flags its threads raise. When a call raised a
+  flag of a category not set to "ignore" (NumPy's default warns for all but underflow),
+  the module fails the call with `FloatingPointFlagsError` before any result is written
+  back, and the graph runs again op by op with NumPy: `FloatingPointError`, error
+  callbacks and warnings then come exactly as in eager, at the op that raised them, after
+  the in-place writes of the ops before it. Each op is called from the user's line that
   made it (`Graph.locations`, `SourceLine`): the same RuntimeWarnings, messages,
   categories and locations as eager, so warning filters (including "error" and the
   once-per-line default) behave the same. Calls that raise no flag pay only for the
   flag reads in the kernels.
 
 A graph whose kernels write its inputs in place (functionalization refused) cannot run
-again; its warnings name the categories and the ops that may have raised them.
+again; its warnings name the categories and the ops that may have raised them. Such a
+graph, or one whose module calls NumPy itself (matmul, sort...), runs op by op from the
+start whenever some category asks for more than a warning ("raise", "call", "print",
+"log"): a NumPy call inside the module would raise or call back there.
 
     >>> fn = honouring_errstate(kernel_fn, graph, module, replayable=True)  # doctest: +SKIP
 """
@@ -29,7 +31,7 @@ import importlib
 import logging
 import types
 import warnings
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -83,16 +85,9 @@ def errstate_is_strict() -> bool:
     return any(mode in _STRICT_MODES for mode in np.geterr().values())
 
 
-def warned_categories() -> int:
-    """The bits (divide 1, over 2, under 4, invalid 8) of categories set to "warn".
-
-    >>> warned_categories()  # NumPy's default: all but underflow warn
-    11
-    >>> with np.errstate(all="ignore"):
-    ...     warned_categories()
-    0
-    """
-    return sum(_CATEGORY_BITS[name] for name, mode in np.geterr().items() if mode == "warn")
+def _categories(modes: Mapping[str, object], wanted: Collection[str]) -> int:
+    # The bits (divide 1, over 2, under 4, invalid 8) of the categories in a wanted mode.
+    return sum(_CATEGORY_BITS[name] for name, mode in modes.items() if mode in wanted)
 
 
 @attrs.define
@@ -100,8 +95,8 @@ class _Report:
     # What a module was last told, shared by every callable of the module (a module
     # loaded twice is one object): the error state read and what it asks for.
     state: Any = None
-    strict: bool = False
-    mask: int = 0
+    eager: bool = False  # run op by op from the start (a strict state the kernels cannot take)
+    mask: int = 0  # the categories that warn
 
 
 def honouring_errstate(
@@ -110,24 +105,31 @@ def honouring_errstate(
     module: types.ModuleType,
     *,
     replayable: bool,
+    externs: bool = False,
     warned: Collection[Node] = (),
 ) -> Callable[..., Any]:
     """`call`, honouring NumPy's error state as the module docstring says.
 
     `module` is the compiled module `call` runs; `replayable` says that a failed call
     left the inputs untouched (the pure graph of a functionalized one, or no mutation),
-    so `graph` may run again with NumPy; the ops of `warned` (extern NumPy calls inside
-    the module, which gave their own warnings) then run quietly. The state is read once
-    per change of NumPy's error-state object: a call pays an identity check and one
-    Python frame.
+    so `graph` may run again with NumPy; `externs` that the module calls NumPy itself;
+    the ops of `warned` (those extern calls, which gave their own warnings) then run
+    quietly. The state is read once per change of NumPy's error-state object: a call pays
+    an identity check and one Python frame.
     """
     report: _Report = vars(module).setdefault("numpile_errstate", _Report())
     set_report = module.set_fp_report
+    # Under a strict state the kernels still run when a flagged call can run again op by
+    # op, where NumPy raises or calls back at the op that raised: a replayable graph whose
+    # module makes no NumPy call of its own (one would raise or call back inside it).
+    kernels_when_strict = replayable and not externs
 
     def update() -> None:
-        report.strict = errstate_is_strict()
-        report.mask = warned_categories()
-        set_report(report.mask if replayable else 0, FloatingPointFlagsError)
+        modes = np.geterr()
+        report.eager = errstate_is_strict() and not kernels_when_strict
+        report.mask = _categories(modes, ("warn",))
+        checked = _categories(modes, ("warn", *_STRICT_MODES))
+        set_report(checked if replayable else 0, FloatingPointFlagsError)
 
     if _state_var is None:  # pragma: no cover - see the import above
 
@@ -144,7 +146,7 @@ def honouring_errstate(
             if state is not report.state:
                 report.state = state
                 update()
-            if report.strict:
+            if report.eager:
                 return run_graph(graph, args)
             result = call(*args)
             if report.mask:
@@ -160,7 +162,7 @@ def honouring_errstate(
         if state is not report.state:
             report.state = state  # held, so its id is never reused while compared
             update()
-        if report.strict:
+        if report.eager:
             return run_graph(graph, args)
         try:
             return call(*args)
