@@ -297,8 +297,8 @@ def test_complex_graphs_fall_back_to_eager_with_a_reason() -> None:
 
 
 def test_mixed_numpy_and_cupy_like_inputs_raise() -> None:
-    class FakeCupyArray:  # what the runner sees of a cupy.ndarray: its module
-        __module__ = "cupy._core.core"
+    # What the runner sees of a cupy.ndarray: a class named ndarray from a cupy module.
+    fake_cupy_array = type("ndarray", (), {"__module__": "cupy._core.core"})
 
     x = np.ones(3)
 
@@ -307,7 +307,7 @@ def test_mixed_numpy_and_cupy_like_inputs_raise() -> None:
 
     compiled = compile_triton(_graph([x, x], build))
     with pytest.raises(ValueError, match="NumPy and CuPy"):
-        compiled.fn(x, FakeCupyArray())
+        compiled.fn(x, fake_cupy_array())
 
 
 def test_softmax_is_one_persistent_kernel_when_a_row_fits_and_parts_otherwise() -> None:
