@@ -73,18 +73,6 @@ _MESSAGES = {
 }
 
 
-def errstate_is_strict() -> bool:
-    """True when NumPy's error state asks for more than a warning in some category.
-
-    >>> with np.errstate(divide="raise"):
-    ...     errstate_is_strict()
-    True
-    >>> errstate_is_strict()
-    False
-    """
-    return any(mode in _STRICT_MODES for mode in np.geterr().values())
-
-
 def _categories(modes: Mapping[str, object], wanted: Collection[str]) -> int:
     # The bits (divide 1, over 2, under 4, invalid 8) of the categories in a wanted mode.
     return sum(_CATEGORY_BITS[name] for name, mode in modes.items() if mode in wanted)
@@ -126,7 +114,8 @@ def honouring_errstate(
 
     def update() -> None:
         modes = np.geterr()
-        report.eager = errstate_is_strict() and not kernels_when_strict
+        strict = any(mode in _STRICT_MODES for mode in modes.values())
+        report.eager = strict and not kernels_when_strict
         report.mask = _categories(modes, ("warn",))
         checked = _categories(modes, ("warn", *_STRICT_MODES))
         set_report(checked if replayable else 0, FloatingPointFlagsError)
