@@ -57,6 +57,7 @@ THEMES: tuple[str, ...] = (
     "dtypes",
     "special_inputs",
     "python",
+    "scalars",
     "invalid",
 )
 

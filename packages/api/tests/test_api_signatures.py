@@ -106,6 +106,8 @@ EXPECTED_CONFIG_FIELDS = {
     "verbose": False,
     "automatic_dynamic_shapes": True,
     "duck_shape": True,
+    "specialize_int": False,
+    "specialize_float": False,
 }
 
 

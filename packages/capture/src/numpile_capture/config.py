@@ -38,6 +38,12 @@ class CaptureConfig:
         symbolic once a recompile sees it change (False: recompile per size).
     duck_shape: equal sizes of different inputs share one symbol (guarded
         equal); False gives each size its own symbol.
+    specialize_int, specialize_float: when True, Python int (float) inputs
+        are always baked into the graph and guarded by value. When False (the
+        default), they follow `dynamic` as sizes do: with `dynamic=None`, one
+        seen changing becomes a graph input, so an operand of array
+        arithmetic (a learning rate, a step count) no longer recompiles per
+        value; a use that needs the value (a branch, a shape) still guards it.
 
         >>> CaptureConfig().default_backend
         'eager'
@@ -49,6 +55,8 @@ class CaptureConfig:
     verbose: bool = False
     automatic_dynamic_shapes: bool = True
     duck_shape: bool = True
+    specialize_int: bool = False
+    specialize_float: bool = False
 
     @contextlib.contextmanager
     def patch(self, **changes: Any) -> Iterator[CaptureConfig]:

@@ -71,6 +71,7 @@ from .dynamic_shapes import (
     capturing_with,
     forget_observed_sizes,
     graph_has_symbols,
+    observed_scalars,
     observed_sizes,
     set_active_shape_env,
     symbolic_params,
@@ -320,9 +321,22 @@ class CompiledFunction:
         mode = self.dynamic if accepts_dynamic_shapes(backend_fn) else False
         if static:
             mode = False
-        observed = observed_sizes(self._fn.__code__) if self.dynamic is None else None
-        automatic = config.automatic_dynamic_shapes
-        return DynamicPolicy(mode, observed, automatic=automatic, duck=config.duck_shape)
+        code = self._fn.__code__
+        observed = observed_sizes(code) if self.dynamic is None else None
+        scalars = observed_scalars(code) if self.dynamic is None else None
+        scalar_types = tuple(
+            kind
+            for kind, fixed in ((int, config.specialize_int), (float, config.specialize_float))
+            if not fixed
+        )
+        return DynamicPolicy(
+            mode,
+            observed,
+            automatic=config.automatic_dynamic_shapes,
+            duck=config.duck_shape,
+            scalars=scalars,
+            scalar_types=scalar_types,
+        )
 
     def _compile_with_policy(
         self,

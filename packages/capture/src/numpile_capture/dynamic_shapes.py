@@ -1,9 +1,11 @@
-"""Which sizes are dynamic: marks on arrays, the policy of one capture, automatic dynamic.
+"""Which sizes and scalars are dynamic: marks on arrays, the policy of one capture.
 
 `compile(dynamic=...)` picks the policy: False specializes every size; True
 makes every size dynamic from the first compile; None (the default) compiles
 static first and makes a dimension dynamic once a recompile sees it change
-(the observed sizes are kept per code object until `reset()`).
+(the observed sizes are kept per code object until `reset()`). Python int and
+float inputs follow the same policy: a dynamic one becomes a graph input
+instead of a constant the graph bakes in (see `ScalarInputVar`).
 
 NumPy arrays take no attributes, so marks live in a side table keyed by
 `id(array)` and removed by `weakref.finalize` when the array dies; a mark
@@ -40,6 +42,11 @@ _MARKS: dict[int, tuple[dict[int, tuple[int | None, int | None]], set[int]]] = {
 
 # NOTE: code object -> source name -> last sizes seen (None: seen changing, now dynamic).
 _OBSERVED: dict[types.CodeType, dict[str, tuple[int | None, ...]]] = {}
+
+# NOTE: code object -> source name -> (type, value) of the Python scalar seen there
+# (CHANGED once two captures saw different values: it is dynamic from then on).
+_OBSERVED_SCALARS: dict[types.CodeType, dict[str, Any]] = {}
+_CHANGED = "changed"
 
 _state = threading.local()
 
@@ -139,6 +146,38 @@ class DynamicPolicy:
     observed: dict[str, tuple[int | None, ...]] | None = attrs.field(default=None, eq=False)
     automatic: bool = True
     duck: bool = True
+    scalars: dict[str, Any] | None = attrs.field(default=None, eq=False)
+    scalar_types: tuple[type, ...] = (int, float)
+
+    def scalar_is_input(self, value: Any, source: str) -> bool:
+        """Whether the Python scalar `value` read from `source` is compiled as a graph input.
+
+        Only exact ints and floats of `scalar_types` qualify (bools and NumPy scalars stay
+        specialized); with `mode` None, once a recompile has seen `source` change.
+
+            >>> DynamicPolicy(True).scalar_is_input(0.5, "L['lr']")
+            True
+        """
+        if type(value) not in self.scalar_types or self.mode is False:
+            return False
+        changed = self._observe_scalar(source, value)
+        return self.mode is True or changed
+
+    def _observe_scalar(self, source: str, value: Any) -> bool:
+        if self.scalars is None or not self.automatic:
+            return False
+        before = self.scalars.get(source)
+        seen = (type(value), value)
+        if before is None:
+            self.scalars[source] = seen
+            return False
+        if before == _CHANGED:
+            return True
+        if before == seen:
+            return False
+        log.info("automatic dynamic: %s changed (%r -> %r)", source, before[1], value)
+        self.scalars[source] = _CHANGED
+        return True
 
     def choose(self, x: np.ndarray[Any, Any], source: str) -> tuple[DimChoice, ...]:
         """The choice for each dim of input `x` read from `source`; records its sizes."""
@@ -192,9 +231,19 @@ def observed_sizes(code: types.CodeType) -> dict[str, tuple[int | None, ...]]:
     return _OBSERVED.setdefault(code, {})
 
 
+def observed_scalars(code: types.CodeType) -> dict[str, Any]:
+    """The Python scalar inputs automatic dynamic has seen for `code` (created empty).
+
+    >>> observed_scalars((lambda: 0).__code__)
+    {}
+    """
+    return _OBSERVED_SCALARS.setdefault(code, {})
+
+
 def forget_observed_sizes() -> None:
-    """Forget every observed size (part of `reset()`)."""
+    """Forget every observed size and scalar (part of `reset()`)."""
     _OBSERVED.clear()
+    _OBSERVED_SCALARS.clear()
 
 
 @contextlib.contextmanager

@@ -83,6 +83,7 @@ from .variables import (
     NullVar,
     ObjectVar,
     OpaqueVar,
+    ScalarInputVar,
     TupleVar,
     Variable,
 )
@@ -271,6 +272,9 @@ class _Planner:
         if isinstance(var, ConstantVar):
             # A symbolic size lives on as the int it is now (guarded).
             return self.add(Constant(specialized(var.value)))
+        if isinstance(var, ScalarInputVar):
+            assert var.source is not None
+            return self.source(var.source)
         if isinstance(var, TupleVar | ListVar | DictVar) and var.source is not None:
             return self.source(var.source)
         if isinstance(var, TupleVar):

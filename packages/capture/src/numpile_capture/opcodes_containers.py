@@ -22,6 +22,7 @@ from .variables import (
     ListVar,
     TupleVar,
     Variable,
+    known_constant,
 )
 
 if TYPE_CHECKING:
@@ -140,6 +141,7 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
 
 
 def _constant_of(value: Variable, what: str) -> Any:
+    value = known_constant(value)
     if not isinstance(value, ConstantVar):
         raise Unsupported(f"not supported yet: {what} of {value.describe()}")
     return value.value

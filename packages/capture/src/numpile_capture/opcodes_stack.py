@@ -39,6 +39,7 @@ from .variables import (
     OpaqueVar,
     TupleVar,
     Variable,
+    known_constant,
 )
 
 if TYPE_CHECKING:
@@ -261,6 +262,7 @@ def _store_subscr(frame: Frame, inst: Instruction) -> None:
 
 def _slice_of(start: Variable, stop: Variable, step: Variable | None = None) -> Variable:
     parts = [start, stop] if step is None else [start, stop, step]
+    parts = [known_constant(part) for part in parts]
     if not all(isinstance(part, ConstantVar) for part in parts):
         raise Unsupported("not supported yet: slices with bounds that are arrays")
     return ConstantVar(slice(*(part.as_python_constant() for part in parts)))

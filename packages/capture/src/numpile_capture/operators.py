@@ -12,12 +12,15 @@ values of arrays are data: branching on them is not supported yet.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
+import numpy as np
 
+from numpile_guards import ExpressionSource
 from numpile_guards.symbolic import SymInt, is_size_expr, wrap_size
 
 from .capture_result import Unsupported
@@ -37,6 +40,7 @@ from .variables import (
     ListVar,
     ModuleVar,
     NotConstantError,
+    ScalarInputVar,
     TupleVar,
     Variable,
 )
@@ -222,6 +226,8 @@ def to_graph_value(var: Variable) -> Any:
         return {key: to_graph_value(item) for key, item in var.items.items()}
     if isinstance(var, ConstantVar):
         return specialized(var.value)
+    if isinstance(var, ScalarInputVar):
+        return var.as_python_constant()
     if isinstance(var, CallableVar):
         return var.value
     raise Unsupported(f"not supported yet: passing a {var.describe()} to NumPy")
@@ -245,8 +251,15 @@ def from_graph_value(value: Any) -> Variable:
 def apply_binding(
     tracer: Tracer, binding: Binding, *args: Variable, **kwargs: Variable
 ) -> Variable:
-    """Record `binding` applied to variables; UnsupportedCall becomes Unsupported."""
-    graph_args = [to_graph_value(arg) for arg in args]
+    """Record `binding` applied to variables; UnsupportedCall becomes Unsupported.
+
+    A binding with `scalar_operands` (ufuncs, operators) takes int and float
+    inputs next to arrays as weak scalar graph inputs instead of constants.
+    """
+    takes_scalars = getattr(binding, "scalar_operands", False)
+    graph_args = [
+        _scalar_operand(tracer, arg, args) if takes_scalars else to_graph_value(arg) for arg in args
+    ]
     graph_kwargs = {key: to_graph_value(value) for key, value in kwargs.items()}
     try:
         result = binding.apply(tracer.graph, *graph_args, **graph_kwargs)
@@ -256,6 +269,32 @@ def apply_binding(
             reason = f"not supported yet: {reason}"
         raise Unsupported(reason) from None
     return from_graph_value(result)
+
+
+# NOTE: the C wrappers of compiled graphs read an int graph input as a signed 64-bit value.
+_INT64 = np.iinfo(np.int64)
+
+
+def _scalar_operand(tracer: Tracer, var: Variable, args: tuple[Variable, ...]) -> Any:
+    # An unspecialized int or float next to an array: its graph input, guarded for ints to
+    # the range NumPy converts without OverflowError; otherwise what to_graph_value gives.
+    if not isinstance(var, ScalarInputVar):
+        return to_graph_value(var)
+    arrays = [arg.meta.dtype for arg in args if isinstance(arg, ArrayVar)]
+    if not arrays:
+        return var.as_python_constant()
+    if isinstance(var.current, int):
+        lo, hi = int(_INT64.min), int(_INT64.max)
+        target = np.result_type(*arrays, 0)
+        if target.kind in "iu":
+            info = np.iinfo(target)
+            lo, hi = max(lo, int(info.min)), min(hi, int(info.max))
+        if not lo <= var.current <= hi:
+            return var.as_python_constant()  # NumPy raises (or compares) on this value
+        assert var.source is not None
+        text = f"{lo} <= {var.source.name} <= {hi}"
+        tracer.builder.guard_relation(text, f"converted to {target.name}")
+    return var.node()
 
 
 def _constant(var: Variable) -> tuple[bool, Any]:
@@ -278,6 +317,9 @@ def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variab
     sequence = _sequence_binary(tracer, base, inplace, left, right)
     if sequence is not None:
         return sequence
+    derived = _scalar_arithmetic(tracer, base, left, right)
+    if derived is not None:
+        return derived
     left_known, left_value = _constant(left)
     right_known, right_value = _constant(right)
     if left_known and right_known and base in _BINARY:
@@ -285,6 +327,62 @@ def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variab
     raise Unsupported(
         f"not supported yet: operator {base} on {left.describe()} and {right.describe()}"
     )
+
+
+# Python arithmetic that keeps int and float inputs unspecialized (see _scalar_arithmetic).
+_SCALAR_SYMBOLS = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "truediv": "/",
+    "floordiv": "//",
+    "mod": "%",
+    "pow": "**",
+}
+_DIVISIONS = ("truediv", "floordiv", "mod")
+
+
+def _scalar_text(var: Variable) -> str | None:
+    # How an operand of scalar arithmetic reads in an ExpressionSource (None: it cannot).
+    if isinstance(var, ScalarInputVar):
+        assert var.source is not None
+        return var.source.name
+    if isinstance(var, ConstantVar) and type(var.value) in (int, float, bool):
+        value = var.value
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return repr(value)
+    return None
+
+
+def _scalar_arithmetic(
+    tracer: Tracer, name: str, left: Variable, right: Variable
+) -> ScalarInputVar | None:
+    # `lr * 0.5`, `1 - beta ** step` on unspecialized inputs: another unspecialized value,
+    # read on each call by evaluating the same Python expression over the inputs. Guards keep
+    # Python's own behaviour: divisors stay nonzero, a power keeps its result type.
+    if name not in _SCALAR_SYMBOLS:
+        return None
+    if not (isinstance(left, ScalarInputVar) or isinstance(right, ScalarInputVar)):
+        return None
+    left_text, right_text = _scalar_text(left), _scalar_text(right)
+    if left_text is None or right_text is None:
+        return None
+    left_value = left.current if isinstance(left, ScalarInputVar) else left.as_python_constant()
+    right_value = right.current if isinstance(right, ScalarInputVar) else right.as_python_constant()
+    try:
+        value = _BINARY[name](left_value, right_value)
+    except ArithmeticError:
+        return None  # specialized, Python raises it from the user's line
+    if type(value) not in (int, float):
+        return None
+    builder = tracer.builder
+    if name in _DIVISIONS and isinstance(right, ScalarInputVar):
+        builder.guard_relation(f"{right_text} != 0", "a divisor")
+    source = ExpressionSource(f"{left_text} {_SCALAR_SYMBOLS[name]} {right_text}")
+    if name == "pow":
+        builder.guard_type(source, type(value))
+    return builder.scalar_input(value, source)
 
 
 def _sequence_binary(
@@ -326,6 +424,11 @@ def unary(tracer: Tracer, name: str, value: Variable) -> Variable:
     """`-x`, `+x`, `~x`, `abs(x)` ("neg", "pos", "invert", "abs")."""
     if isinstance(value, ArrayVar):
         return apply_binding(tracer, tracer.bindings.lookup_operator(name), value)
+    if isinstance(value, ScalarInputVar) and name in ("neg", "pos"):
+        assert value.source is not None
+        symbol = "-" if name == "neg" else "+"
+        source = ExpressionSource(f"{symbol}{value.source.name}")
+        return tracer.builder.scalar_input(_UNARY[name](value.current), source)
     known, constant = _constant(value)
     if known:
         return tracer.builder.build_unguarded(_UNARY[name](constant))
@@ -343,6 +446,12 @@ def is_same(left: Variable, right: Variable) -> bool:
     mutable = (ArrayVar, TupleVar, ListVar, DictVar, IteratorVar)
     if isinstance(left, mutable) or isinstance(right, mutable):
         return False
+    if isinstance(left, ScalarInputVar) or isinstance(right, ScalarInputVar):
+        # `lr is None`: an int or float (its type is guarded) is never a singleton.
+        other = right if isinstance(left, ScalarInputVar) else left
+        singletons = (None, True, False, Ellipsis)
+        if isinstance(other, ConstantVar) and any(other.value is item for item in singletons):
+            return False
     left_known, left_value = _constant(left)
     right_known, right_value = _constant(right)
     if left_known and right_known:

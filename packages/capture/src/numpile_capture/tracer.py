@@ -72,6 +72,7 @@ from .variables import (
     NotConstantError,
     ObjectVar,
     OpaqueVar,
+    ScalarInputVar,
     TupleVar,
     Variable,
 )
@@ -340,6 +341,8 @@ class Tracer:
         handler = container_method(receiver, method.name)
         if handler is not None:
             return handler(self, receiver, args, kwargs)
+        if isinstance(receiver, ScalarInputVar):
+            receiver = ConstantVar(receiver.as_python_constant())
         if isinstance(receiver, ConstantVar) and inspectable(receiver.value):
             try:
                 values = [arg.as_python_constant() for arg in args]
@@ -486,6 +489,8 @@ def _output_tree(result: Variable) -> Any:
         return {key: _output_tree(item) for key, item in result.items.items()}
     if isinstance(result, ConstantVar):
         return specialized(result.value)
+    if isinstance(result, ScalarInputVar):
+        return result.as_python_constant()
     if isinstance(result, CallableVar | ModuleVar) or (
         isinstance(result, FunctionVar) and result.fn is not None
     ):

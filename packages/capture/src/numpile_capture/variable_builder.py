@@ -4,7 +4,9 @@ The first time the tracer reads a value through a `Source` (an argument, an
 item of a container argument, a global, a closure cell, an attribute of a
 module) the builder wraps it in a variable and records what the capture now
 assumes about it: arrays become graph placeholders guarded by ARRAY_MATCH;
-Python scalars, strings, None and dtypes are specialized (EQUALS_MATCH);
+Python scalars, strings, None and dtypes are specialized (EQUALS_MATCH),
+except ints and floats the dynamic policy makes graph inputs (TYPE_MATCH,
+then EQUALS_MATCH only if capture reads the value, see `ScalarInputVar`);
 tuples, lists and dicts are guarded by type and length (or keys); modules,
 functions and classes by identity. Reading the same source again returns the
 same variable, so each input has one placeholder and one set of guards.
@@ -40,13 +42,13 @@ from numpile_guards import (
     StateSource,
 )
 from numpile_guards.shape_env import ShapeEnv
-from numpile_guards.symbolic import SymInt, shape_guard_as_guard
+from numpile_guards.symbolic import RelationSource, ShapeGuard, SymInt, shape_guard_as_guard
 from numpile_runtime import is_device_array
 
 from .compiling import is_compiling
 from .dynamic_shapes import DimChoice, current_policy, set_active_shape_env
-from .graph import Graph
-from .meta import ArrayMeta, contiguous_strides, meta_of
+from .graph import Graph, Node
+from .meta import ArrayMeta, ScalarMeta, contiguous_strides, meta_of
 from .variables import (
     ArrayVar,
     CallableVar,
@@ -57,6 +59,7 @@ from .variables import (
     ListVar,
     ModuleVar,
     OpaqueVar,
+    ScalarInputVar,
     TupleVar,
     Variable,
 )
@@ -212,6 +215,8 @@ class VariableBuilder:
                 key: self.build(item, ItemSource(source, key)) for key, item in value.items()
             }
             return DictVar(entries, source=source)
+        if self.policy.scalar_is_input(value, source.name):
+            return self._scalar_input(value, source)
         if is_constant_value(value):
             self._guard(GuardKind.EQUALS_MATCH, source, value)
             return ConstantVar(value, source=source)
@@ -219,6 +224,33 @@ class VariableBuilder:
             self._guard(GuardKind.ID_MATCH, source, value)
             return CallableVar(value, source=source)
         return OpaqueVar(value, source=source)
+
+    def _scalar_input(self, value: int | float, source: Source) -> ScalarInputVar:
+        self._guard(GuardKind.TYPE_MATCH, source, type(value))
+        return self.scalar_input(value, source)
+
+    def scalar_input(self, value: int | float, source: Source) -> ScalarInputVar:
+        """An unspecialized scalar read from `source` (whose type is already guarded).
+
+        Arithmetic on scalar inputs gives more of them, read from an `ExpressionSource`.
+        """
+
+        def make_node() -> Node:
+            node = self.graph.placeholder(placeholder_name(source), ScalarMeta(type(value)))
+            self.input_sources.append(source)
+            return node
+
+        def on_read() -> None:
+            self._guard(GuardKind.EQUALS_MATCH, source, value)
+
+        return ScalarInputVar(value, make_node, on_read, source=source)
+
+    def guard_relation(self, text: str, reason: str) -> None:
+        """Guard that the Python expression `text` over sources stays true (once)."""
+        relation = ShapeGuard(None, text, reason)
+        guard = Guard(GuardKind.SHAPE_RELATION, RelationSource(text), relation)
+        if guard not in self._guards:
+            self._guards.append(guard)
 
     def _wrap_array(self, value: np.ndarray[Any, Any], source: Source) -> ArrayVar:
         choices = self.policy.choose(value, source.name)

@@ -85,6 +85,60 @@ class ConstantVar(Variable):
         return repr(self.value)
 
 
+@attrs.define(eq=False)
+class ScalarInputVar(Variable):
+    """A Python int or float input compiled unspecialized: a weak scalar graph input.
+
+    As an operand of a NumPy ufunc or operator it is the placeholder `node()`
+    makes (once); any other use reads its value through `as_python_constant`,
+    which specializes it (`on_read` adds the EQUALS_MATCH guard, once).
+
+        >>> var = ScalarInputVar(0.5, lambda: None, lambda: None)
+        >>> var.python_type(), var.as_python_constant()
+        (<class 'float'>, 0.5)
+    """
+
+    current: int | float
+    make_node: Callable[[], Node] = attrs.field(repr=False)
+    on_read: Callable[[], None] = attrs.field(repr=False)
+    _node: Node | None = attrs.field(default=None, init=False, repr=False)
+    _read: bool = attrs.field(default=False, init=False)
+
+    def node(self) -> Node:
+        """The graph input holding the value at call time (made on first use)."""
+        if self._node is None:
+            self._node = self.make_node()
+        return self._node
+
+    def as_python_constant(self) -> Any:
+        if not self._read:
+            self._read = True
+            self.on_read()
+        return self.current
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def python_type(self) -> type:
+        return type(self.current)
+
+    def describe(self) -> str:
+        return f"{type(self.current).__name__} input {self.current!r}"
+
+
+def known_constant(var: Variable) -> Variable:
+    """`var` as a ConstantVar when it is an unspecialized scalar (specializing it), else itself.
+
+    For code that needs a value known at capture time (slice bounds, formatting).
+
+        >>> known_constant(ScalarInputVar(3, lambda: None, lambda: None)).describe()
+        '3'
+    """
+    if isinstance(var, ScalarInputVar):
+        return ConstantVar(var.as_python_constant())
+    return var
+
+
 @attrs.frozen(eq=False)
 class ArrayVar(Variable):
     """An array computed by the graph: `node` is the node that produces it.

@@ -28,6 +28,7 @@ from .reasons import guard_failure as guard_failure
 from .shape_env import ShapeEnv as ShapeEnv
 from .source import AttrSource as AttrSource
 from .source import ClosureSource as ClosureSource
+from .source import ExpressionSource as ExpressionSource
 from .source import FunctionSource as FunctionSource
 from .source import GlobalSource as GlobalSource
 from .source import ItemSource as ItemSource
@@ -49,6 +50,7 @@ __all__ = [
     "CacheEntry",
     "ClosureSource",
     "CodeCache",
+    "ExpressionSource",
     "FunctionSource",
     "GlobalSource",
     "Guard",

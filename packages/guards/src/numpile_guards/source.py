@@ -93,6 +93,24 @@ class ItemSource(Source):
 
 
 @attrs.frozen
+class ExpressionSource(Source):
+    """A value computed from other sources by Python arithmetic, as `text` spells it.
+
+    Guards and input fetching evaluate the expression on each call, so a graph
+    input derived from arguments (`1 - 0.9 ** step`) follows them.
+
+        >>> ExpressionSource("1 - 0.9 ** L['t']").get({"t": 2}, {}, None)
+        0.18999999999999995
+    """
+
+    text: str
+
+    @property
+    def name(self) -> str:
+        return f"({self.text})"
+
+
+@attrs.frozen
 class FunctionSource(Source):
     """The compiled function itself (`F`): the root for its defaults, closure and code.
 

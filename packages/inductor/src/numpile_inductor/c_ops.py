@@ -11,6 +11,7 @@ not in the table makes the lowering fall back to an extern NumPy call.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -261,8 +262,12 @@ def c_literal(value: Any, dtype: np.dtype[Any]) -> str:
         z = complex(value)
         return f"(({ct})CMPLX({_float_text(z.real)}, {_float_text(z.imag)}))"
     if dtype.kind == "f":
-        scalar = dtype.type(value)
-        return f"(({ct}){_float_text(float(scalar))})"
+        with np.errstate(over="ignore"):
+            narrowed = float(dtype.type(value))
+        if math.isinf(narrowed) and math.isfinite(float(value)):
+            # NumPy's cast of this value overflows and warns on each call: so does the kernel.
+            return f"(NP_FP_RAISE(NP_FE_OVERFLOW), ({ct}){_float_text(narrowed)})"
+        return f"(({ct}){_float_text(narrowed)})"
     if dtype.kind == "b":
         return "1" if value else "0"
     if dtype.kind == "u":

@@ -51,6 +51,9 @@ class Binding:
     as `Node`s and returns the result as NumPy would shape it. Shape logic not
     yet written for symbolic sizes (NotImplementedError) surfaces as
     `UnsupportedCall`, so the tracer breaks the graph instead of failing.
+    `scalar_operands`: the binding takes Python int and float inputs next to
+    arrays as weak scalar graph inputs (`Node`s with a `ScalarMeta`), as
+    ufuncs and operators do.
 
         >>> Binding("operator.add", lambda graph, lhs, rhs: None).name
         'operator.add'
@@ -58,6 +61,7 @@ class Binding:
 
     name: str
     apply: Callable[..., Any] = attrs.field(repr=False, converter=_reporting_unsupported)
+    scalar_operands: bool = False
 
 
 class NoValue:

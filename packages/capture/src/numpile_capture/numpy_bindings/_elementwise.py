@@ -73,7 +73,7 @@ def ufunc_binding(ufunc: np.ufunc) -> Binding:
             return result
         return write_ufunc_out(graph, ufunc, inputs, result, target, casting)
 
-    return Binding(f"numpy.{name}", apply)
+    return Binding(f"numpy.{name}", apply, scalar_operands=ufunc is not np.matmul)
 
 
 # --- reductions and scans ------------------------------------------------------------------
@@ -462,12 +462,18 @@ def _inplace_operator(ufunc_name: str) -> Callable[..., Any]:
 def build_operators() -> dict[str, Binding]:
     table: dict[str, Binding] = {}
     for name, ufunc_name in _BINARY_OPERATORS.items():
-        table[name] = Binding(f"operator.{name}", _binary_operator(ufunc_name))
+        table[name] = Binding(
+            f"operator.{name}", _binary_operator(ufunc_name), scalar_operands=True
+        )
     for name, ufunc_name in _UNARY_OPERATORS.items():
         table[name] = Binding(f"operator.{name}", _unary_operator(ufunc_name))
     table["matmul"] = Binding("operator.matmul", _matmul_operator)
     for name, ufunc_name in [*_BINARY_OPERATORS.items(), ("matmul", "matmul")]:
         if ufunc_name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
             continue
-        table[f"i{name}"] = Binding(f"operator.i{name}", _inplace_operator(ufunc_name))
+        table[f"i{name}"] = Binding(
+            f"operator.i{name}",
+            _inplace_operator(ufunc_name),
+            scalar_operands=ufunc_name != "matmul",
+        )
     return table

@@ -1,0 +1,289 @@
+"""Python int and float inputs compiled unspecialized: weak scalar graph inputs, their guards."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from numpile_capture import ScalarMeta, compile_function, config, reset
+from numpile_capture.capture_events import CaptureEvent, recording_captures
+from numpile_capture.dynamic_shapes import DynamicPolicy
+from numpile_guards import cache_for
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Iterator[None]:
+    reset()
+    yield
+    reset()
+
+
+def _compiles(events: list[CaptureEvent]) -> int:
+    return len(events)
+
+
+def _entries(fn: Callable[..., Any]) -> int:
+    return len(cache_for(fn.__code__).entries)
+
+
+def _same(got: Any, want: Any) -> None:
+    assert type(got) is type(want)
+    if isinstance(got, tuple):
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            _same(g, w)
+        return
+    if isinstance(want, np.ndarray):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        return
+    assert got == want or (got != got and want != want)
+
+
+def sgd(w: Any, g: Any, lr: Any) -> Any:
+    return w - lr * g
+
+
+W = np.linspace(-1, 1, 6, dtype=np.float32)
+G = np.linspace(2, 3, 6, dtype=np.float32)
+RATES = (0.1, 0.05, 0.025, 1e-3, 3.0, -0.5)
+
+
+def _run(compiled: Callable[..., Any], fn: Callable[..., Any], *calls: tuple[Any, ...]) -> int:
+    with recording_captures() as events:
+        for args in calls:
+            _same(compiled(*args), fn(*args))
+    return _compiles(events)
+
+
+def test_a_changing_float_becomes_a_graph_input_after_one_recompile() -> None:
+    compiled = compile_function(sgd, backend="eager")
+    assert _run(compiled, sgd, *[(W, G, lr) for lr in RATES]) == 2
+    guards = [
+        [str(g) for g in entry.metadata["guards"] if "lr" in str(g)]
+        for entry in cache_for(sgd.__code__).entries
+    ]
+    assert sorted(guards) == [["EQUALS_MATCH(L['lr'], 0.1)"], ["TYPE_MATCH(L['lr'], class float)"]]
+    metas = [
+        node.meta
+        for entry in cache_for(sgd.__code__).entries
+        for node in entry.metadata["graph"].placeholders
+    ]
+    assert metas.count(ScalarMeta(float)) == 1
+
+
+def test_dynamic_true_takes_scalars_as_inputs_at_once_and_false_never() -> None:
+    eager_first = compile_function(sgd, backend="eager", dynamic=True)
+    assert _run(eager_first, sgd, *[(W, G, lr) for lr in RATES]) == 1
+    reset()
+    static = compile_function(sgd, backend="eager", dynamic=False)
+    with config.patch(cache_size_limit=len(RATES)):
+        assert _run(static, sgd, *[(W, G, lr) for lr in RATES]) == len(RATES)
+
+
+@pytest.mark.parametrize("field", ["specialize_float", "specialize_int"])
+def test_specialize_config_keeps_that_type_baked_in(field: str) -> None:
+    values = RATES if field == "specialize_float" else (1, 2, 3, 4)
+    with config.patch(**{field: True, "cache_size_limit": 16}):
+        compiled = compile_function(sgd, backend="eager")
+        assert _run(compiled, sgd, *[(W, G, v) for v in values]) == len(values)
+
+
+def test_weak_float_keeps_the_array_dtype() -> None:
+    # NEP 50: a Python float next to a float32 / float16 / int array converts as NumPy does.
+    def f(x: Any, s: Any) -> Any:
+        return x * s, s + x, x / s, x > s
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    for dtype in (np.float16, np.float32, np.float64, np.int32, np.uint8, np.complex64):
+        x = np.arange(5).astype(dtype)
+        for s in (0.5, 2.0, -1.25):
+            _same(compiled(x, s), f(x, s))
+
+
+def test_int_input_is_range_guarded_to_the_array_dtype() -> None:
+    def f(x: Any, k: Any) -> Any:
+        return x + k
+
+    x = np.arange(4, dtype=np.int8)
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    assert _run(compiled, f, (x, 3), (x, -100), (x, 127 - 3)) == 1
+    (entry,) = cache_for(f.__code__).entries
+    relations = [str(g) for g in entry.metadata["guards"] if "L['k']" in str(g)]
+    assert relations == ["TYPE_MATCH(L['k'], class int)", "SHAPE_RELATION(-128 <= L['k'] <= 127)"]
+    with pytest.raises(OverflowError, match="out of bounds for int8"):
+        compiled(x, 300)
+    with pytest.raises(OverflowError, match="out of bounds for int8"):
+        f(x, 300)
+
+
+def test_comparison_with_an_int_outside_the_dtype_is_answered_as_numpy_does() -> None:
+    def f(x: Any, k: Any) -> Any:
+        return x > k, x == k
+
+    x = np.arange(250, 256, dtype=np.uint8)
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    for k in (252, -1, 300, 255, 2**70):
+        _same(compiled(x, k), f(x, k))
+
+
+def test_a_branch_on_the_scalar_specializes_it() -> None:
+    def f(x: Any, s: Any) -> Any:
+        if s > 0:
+            return x * s
+        return x - s
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    with config.patch(cache_size_limit=16):
+        assert _run(compiled, f, *[(W, s) for s in (0.5, -0.5, 0.5, 2.0)]) == 3
+    guards = [str(g) for e in cache_for(f.__code__).entries for g in e.metadata["guards"]]
+    assert "EQUALS_MATCH(L['s'], 0.5)" in guards
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, n: x[:n] * n,
+        lambda x, n: (x * n, n),
+        lambda x, n: (x + n, f"{n}"),
+        lambda x, n: (x * n, n.real, isinstance(n, int)),
+        lambda x, n: np.full(3, n) + x[:3],
+        lambda x, n: np.clip(x, -n, n),
+    ],
+    ids=["slice", "returned", "formatted", "method", "creation", "clip"],
+)
+def test_uses_that_need_the_value_specialize_and_stay_correct(fn: Callable[..., Any]) -> None:
+    x = np.linspace(-3, 3, 7)
+    compiled = compile_function(fn, backend="eager", dynamic=True)
+    for n in (1, 2, 1, 3):
+        _same(compiled(x, n), fn(x, n))
+
+
+def test_is_none_and_isinstance_do_not_specialize() -> None:
+    def f(x: Any, s: Any = None) -> Any:
+        if s is not None and isinstance(s, float):
+            x = x * s
+        return x
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    assert _run(compiled, f, *[(W, s) for s in RATES]) == 1
+
+
+def test_scalars_inside_containers_and_in_place_updates() -> None:
+    def f(w: Any, v: Any, hyper: Any) -> None:
+        lr, beta = hyper["lr"], hyper["beta"]
+        v *= beta
+        v += w
+        w -= lr * v
+
+    with recording_captures() as events:
+        compiled = compile_function(f, backend="eager")
+        for step in range(4):
+            hyper = {"lr": 0.1 / (step + 1), "beta": 0.9 - 0.1 * step}
+            w_c, v_c = W.copy(), G.copy()
+            w_e, v_e = W.copy(), G.copy()
+            compiled(w_c, v_c, hyper)
+            f(w_e, v_e, hyper)
+            _same((w_c, v_c), (w_e, v_e))
+    assert _compiles(events) == 2
+
+
+def test_scalar_live_across_a_graph_break_keeps_its_call_value(capsys: Any) -> None:
+    def f(x: Any, s: Any) -> Any:
+        y = np.sin(x) * s
+        print("between")
+        return y + s * x
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    for s in RATES:
+        _same(compiled(W, s), f(W, s))
+    assert _entries(f) == 1
+
+
+def test_float_overflowing_the_float32_cast_warns_as_numpy_does() -> None:
+    def f(x: Any, s: Any) -> Any:
+        return x * s
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    for s in (2.0, 1e300, float("nan"), float("-inf"), -0.0):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            result = compiled(W, s)
+        with warnings.catch_warnings(record=True) as want:
+            warnings.simplefilter("always")
+            expected = f(W, s)
+        _same(result, expected)
+        assert [str(w.message) for w in got] == [str(w.message) for w in want]
+
+
+def test_policy_records_changes_per_source() -> None:
+    seen: dict[str, Any] = {}
+    policy = DynamicPolicy(None, {}, scalars=seen)
+    assert not policy.scalar_is_input(0.5, "L['lr']")
+    assert not policy.scalar_is_input(0.5, "L['lr']")
+    assert policy.scalar_is_input(0.25, "L['lr']")
+    assert policy.scalar_is_input(0.5, "L['lr']")
+    assert not policy.scalar_is_input(True, "L['flag']")
+    assert not policy.scalar_is_input(np.float64(0.5), "L['np_scalar']")
+    assert not DynamicPolicy(False).scalar_is_input(0.5, "L['lr']")
+
+
+B1, B2 = 0.9, 0.999
+
+
+def adam(w: Any, g: Any, m: Any, v: Any, lr: Any, t: Any) -> Any:
+    m = B1 * m + (1 - B1) * g
+    v = B2 * v + (1 - B2) * g * g
+    mhat = m / (1 - B1**t)
+    vhat = v / (1 - B2**t)
+    return w - lr * mhat / (np.sqrt(vhat) + 1e-8), m, v
+
+
+def test_arithmetic_on_scalar_inputs_stays_unspecialized() -> None:
+    m = np.zeros_like(W)
+    calls = [(W, G, m, m, 1e-3 * 0.99**t, t) for t in range(1, 12)]
+    compiled = compile_function(adam, backend="eager")
+    assert _run(compiled, adam, *calls) == 2
+    guards = {str(g) for e in cache_for(adam.__code__).entries for g in e.metadata["guards"]}
+    assert "TYPE_MATCH((0.9 ** L['t']), class float)" in guards
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, a, b: x * (a / b),
+        lambda x, a, b: x * (a // b) + a % b,
+        lambda x, a, b: x * (-a) + (+b),
+        lambda x, a, b: x * (a**b),
+        lambda x, a, b: x * (2 ** (a - b)),
+    ],
+    ids=["truediv", "floordiv-mod", "unary", "pow", "int-pow"],
+)
+def test_scalar_arithmetic_keeps_python_semantics(fn: Callable[..., Any]) -> None:
+    # Zero divisors, negative exponents and overflowing powers: the same values or the
+    # same exceptions as eager, whichever entry (derived input or specialized) runs.
+    x = np.linspace(-2, 2, 5)
+    compiled = compile_function(fn, backend="eager", dynamic=True)
+    for a, b in [(3, 2), (5, 3), (7, 0), (2, -3), (-2, 5), (4.5, 1.5), (0.5, 0.0), (10.0, 400)]:
+        try:
+            want = fn(x, a, b)
+        except ArithmeticError as error:
+            with pytest.raises(type(error)):
+                compiled(x, a, b)
+            continue
+        _same(compiled(x, a, b), want)
+
+
+def test_derived_scalar_live_across_a_break_and_returned(capsys: Any) -> None:
+    def f(x: Any, lr: Any) -> Any:
+        half = lr * 0.5
+        print("between")
+        return x * half, half
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    for lr in RATES:
+        _same(compiled(W, lr), f(W, lr))
