@@ -107,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         from .dynamic import run_selected as run_dynamic
 
         patterns = run_dynamic(patterns, quick=options.quick)
+        # benchmarks/scalars.py (an optimizer loop with changing Python scalars) runs next.
+        from .scalars import run_selected as run_scalars
+
+        patterns = run_scalars(patterns, quick=options.quick)
         if patterns == []:
             return 0
         try:
