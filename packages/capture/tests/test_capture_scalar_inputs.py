@@ -131,17 +131,24 @@ def test_comparison_with_an_int_outside_the_dtype_is_answered_as_numpy_does() ->
         _same(compiled(x, k), f(x, k))
 
 
-def test_a_branch_on_the_scalar_specializes_it() -> None:
-    def f(x: Any, s: Any) -> Any:
-        if s > 0:
-            return x * s
-        return x - s
+def test_a_branch_on_a_comparison_guards_its_outcome_not_the_value() -> None:
+    def f(x: Any, s: Any, step: Any) -> Any:
+        x = x * s if s > 0 else x - s
+        if step % 10 == 0:
+            x = x + 1.0
+        if s:
+            x = x * 2.0
+        return x
 
     compiled = compile_function(f, backend="eager", dynamic=True)
-    with config.patch(cache_size_limit=16):
-        assert _run(compiled, f, *[(W, s) for s in (0.5, -0.5, 0.5, 2.0)]) == 3
-    guards = [str(g) for e in cache_for(f.__code__).entries for g in e.metadata["guards"]]
-    assert "EQUALS_MATCH(L['s'], 0.5)" in guards
+    calls = [(W, s, step) for step, s in enumerate((0.5, -0.5, 0.25, 2.0, -3.0, 0.0) * 4)]
+    # (s > 0, step % 10 == 0, s != 0) takes five combinations over these calls.
+    assert _run(compiled, f, *calls) == 5
+    guards = {str(g) for e in cache_for(f.__code__).entries for g in e.metadata["guards"]}
+    assert "EQUALS_MATCH((L['s'] > 0), True)" in guards
+    assert "EQUALS_MATCH(((L['step'] % 10) == 0), False)" in guards
+    assert "SHAPE_RELATION(L['s'] != 0)" in guards
+    assert not any(g.startswith("EQUALS_MATCH(L['s']") for g in guards)
 
 
 @pytest.mark.parametrize(

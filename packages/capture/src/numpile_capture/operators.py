@@ -283,6 +283,8 @@ def _scalar_operand(tracer: Tracer, var: Variable, args: tuple[Variable, ...]) -
     arrays = [arg.meta.dtype for arg in args if isinstance(arg, ArrayVar)]
     if not arrays:
         return var.as_python_constant()
+    if isinstance(var.current, bool):
+        return var.as_python_constant()
     if isinstance(var.current, int):
         lo, hi = int(_INT64.min), int(_INT64.max)
         target = np.result_type(*arrays, 0)
@@ -340,6 +342,7 @@ _SCALAR_SYMBOLS = {
     "pow": "**",
 }
 _DIVISIONS = ("truediv", "floordiv", "mod")
+_COMPARISON_SYMBOLS = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
 
 
 def _scalar_text(var: Variable) -> str | None:
@@ -360,8 +363,11 @@ def _scalar_arithmetic(
 ) -> ScalarInputVar | None:
     # `lr * 0.5`, `1 - beta ** step` on unspecialized inputs: another unspecialized value,
     # read on each call by evaluating the same Python expression over the inputs. Guards keep
-    # Python's own behaviour: divisors stay nonzero, a power keeps its result type.
-    if name not in _SCALAR_SYMBOLS:
+    # Python's own behaviour: divisors stay nonzero, a power keeps its result type. A
+    # comparison (`step % 10 == 0`) gives an unspecialized bool: a branch on it guards the
+    # comparison's outcome, not the inputs' values.
+    symbol = _SCALAR_SYMBOLS.get(name) or _COMPARISON_SYMBOLS.get(name)
+    if symbol is None:
         return None
     if not (isinstance(left, ScalarInputVar) or isinstance(right, ScalarInputVar)):
         return None
@@ -374,12 +380,12 @@ def _scalar_arithmetic(
         value = _BINARY[name](left_value, right_value)
     except ArithmeticError:
         return None  # specialized, Python raises it from the user's line
-    if type(value) not in (int, float):
+    if type(value) not in (int, float, bool):
         return None
     builder = tracer.builder
     if name in _DIVISIONS and isinstance(right, ScalarInputVar):
         builder.guard_relation(f"{right_text} != 0", "a divisor")
-    source = ExpressionSource(f"{left_text} {_SCALAR_SYMBOLS[name]} {right_text}")
+    source = ExpressionSource(f"{left_text} {symbol} {right_text}")
     if name == "pow":
         builder.guard_type(source, type(value))
     return builder.scalar_input(value, source)
@@ -487,6 +493,13 @@ def truth(tracer: Tracer | None, value: Variable) -> bool:
         return len(value.items) > 0
     if isinstance(value, FunctionVar | ModuleVar | CallableVar | BoundMethodVar):
         return True
+    if isinstance(value, ScalarInputVar) and type(value.current) is not bool and tracer:
+        # `if lr:` holds for every nonzero value: guard that, not the value.
+        assert value.source is not None
+        result = bool(value.current)
+        relation = "!=" if result else "=="
+        tracer.builder.guard_relation(f"{value.source.name} {relation} 0", "truth value")
+        return result
     known, constant = _constant(value)
     if known:
         return bool(constant)
