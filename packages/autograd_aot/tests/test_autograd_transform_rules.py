@@ -118,3 +118,42 @@ def test_append_backward_on_a_region() -> None:
     got, zeros = run_graph(graph, [value, np.ones(2)])
     np.testing.assert_allclose(got, np.cos(value), rtol=1e-15)
     np.testing.assert_array_equal(zeros, np.zeros(2))
+
+
+def _penalized(w: Any, x: Any, lam: Any) -> Any:
+    return np.sum((x @ w) ** 2) + lam * np.sum(w * w)
+
+
+def test_scalar_inputs_pass_through_a_transform_unspecialized() -> None:
+    # A changing Python float handed to grad inside a compiled step stays a graph input;
+    # differentiating with respect to it reads (specializes) its value.
+    from numpile_capture import compile_function, reset
+    from numpile_capture.capture_events import recording_captures
+
+    reset()
+    w, x = _arrays()
+
+    def step(w: Any, x: Any, lr: Any, lam: Any) -> Any:
+        return w - lr * grad(_penalized)(w, x, lam), grad(_penalized, argnums=2)(w, x, lam)
+
+    compiled = compile_function(step, backend="eager")
+    with recording_captures() as events:
+        for k in range(5):
+            lr, lam = 0.1 / (k + 1), 0.01 * k
+            got, want = compiled(w, x, lr, lam), step(w, x, lr, lam)
+            np.testing.assert_allclose(got[0], want[0], rtol=1e-13)
+            np.testing.assert_allclose(got[1], want[1], rtol=1e-13)
+    assert len(events) == 5  # lam specialized by argnums=2: one entry per value
+    reset()
+
+    def plain_step(w: Any, x: Any, lr: Any, lam: Any) -> Any:
+        return w - lr * grad(_penalized)(w, x, lam)
+
+    compiled = compile_function(plain_step, backend="eager")
+    with recording_captures() as events:
+        for k in range(5):
+            lr, lam = 0.1 / (k + 1), 0.01 * k
+            got = compiled(w, x, lr, lam)
+            np.testing.assert_allclose(got, plain_step(w, x, lr, lam), rtol=1e-13)
+    assert len(events) == 2
+    reset()

@@ -35,6 +35,7 @@ from numpile_capture import (
     Graph,
     Node,
     OpKind,
+    ScalarInputVar,
     TransformCall,
     Unsupported,
     get_op,
@@ -77,6 +78,8 @@ class _Region:
 def _alias_leaf(graph: Graph, leaf: Any) -> tuple[Any, Node | None]:
     # A differentiated leaf as a fresh node of its own, so that only this path is
     # differentiated (a closure reading the same array stays a constant, as in JAX).
+    if isinstance(leaf, ScalarInputVar):
+        leaf = leaf.as_python_constant()  # differentiated: its value becomes a constant
     if isinstance(leaf, Node):
         if differentiable(leaf.meta):
             alias = graph.call(get_op("alias"), leaf)

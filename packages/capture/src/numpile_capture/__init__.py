@@ -54,6 +54,7 @@ from .trace_rules import graph_break as graph_break
 from .trace_rules import register_transform as register_transform
 from .trace_rules import substitute_in_graph as substitute_in_graph
 from .tracer import capture_function as capture_function
+from .variables import ScalarInputVar as ScalarInputVar
 
 __version__ = "0.1.0"
 
@@ -67,6 +68,7 @@ __all__ = [
     "OpKind",
     "RaisesWhen",
     "ScalarMeta",
+    "ScalarInputVar",
     "SourceLine",
     "TreeSpec",
     "all_ops",

@@ -462,6 +462,8 @@ def _graph_tree(value: Variable) -> Any:
     if isinstance(value, FunctionVar):
         # A function made by the captured code stays a variable: transforms may inline it.
         return value if value.fn is None else value.fn
+    if isinstance(value, ScalarInputVar):
+        return value  # passed through unspecialized (a transform differentiating it reads it)
     return _output_tree(value)
 
 
