@@ -351,7 +351,7 @@ def print_then_mutate_input(x):
     return x.sum()
 
 
-@breaks(_vec, expected_breaks=6)
+@breaks(_vec, expected_breaks=4)
 def print_inside_unrolled_loop(x):
     for i in range(3):
         x = x + i
@@ -527,7 +527,7 @@ def branch_then_print(x):
     return x
 
 
-@breaks(_mat, expected_breaks=8)
+@breaks(_mat, expected_breaks=6)
 def loop_over_rows_with_branch(x):
     out = []
     for row in x:
@@ -1361,7 +1361,7 @@ def graph_break_in_helper(x):
     return _break_helper(x) * 2.0
 
 
-@breaks(_vec, expected_breaks=4)
+@breaks(_vec, expected_breaks=3)
 def graph_break_in_unrolled_loop(x):
     for _ in range(2):
         x = x * 1.5
@@ -1501,7 +1501,7 @@ class _Affine:
         return cls(1.0, 0.0)
 
 
-@breaks(_vec, expected_breaks=6)
+@breaks(_vec, expected_breaks=4)
 def print_mid_body_of_range_loop(x):
     y = np.exp(x)
     for i in range(3):
@@ -1511,7 +1511,7 @@ def print_mid_body_of_range_loop(x):
     return y
 
 
-@breaks(_arrays, expected_breaks=6)
+@breaks(_arrays, expected_breaks=3)
 def graph_break_mid_body_of_list_loop(arrays):
     total = arrays[0] * 0.0
     for a in arrays:

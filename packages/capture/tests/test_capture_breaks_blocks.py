@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from numpile_capture import compile_function, explain, reset
+from numpile_capture import compile_function, explain, reset, run_graph
 from numpile_capture.dispatch import CaptureEvent, CaptureFallbackWarning, recording_captures
 from numpile_capture.graph_breaks import MAX_NESTED_RESUMES
 
@@ -166,18 +167,52 @@ def test_a_long_loop_that_breaks_each_iteration_stays_correct(capsys: Any) -> No
         return x
 
     compiled = compile_function(long_loop, backend="eager")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the per-iteration resumes hit the cache size limit
+    with warnings.catch_warnings(), recording_captures() as events:
+        warnings.simplefilter("error")  # no cache-size-limit fallback
         got = compiled(np.zeros(2))
+        again = compiled(np.zeros(2))
     printed = capsys.readouterr().out
     np.testing.assert_array_equal(got, np.full(2, 3.0 * MAX_NESTED_RESUMES))
-    assert printed == "".join(f"{i}\n" for i in range(3 * MAX_NESTED_RESUMES))
+    np.testing.assert_array_equal(again, got)
+    assert printed == 2 * "".join(f"{i}\n" for i in range(3 * MAX_NESTED_RESUMES))
+    # The body resumes in one code object: a few compiles, not one per iteration.
+    assert len(events) <= 6
+    assert all(not event.eager for event in events)
 
 
-def test_explain_counts_each_iteration_of_a_loop_that_breaks() -> None:
+def test_a_loop_that_breaks_each_iteration_runs_at_constant_stack_depth(capsys: Any) -> None:
+    # Resume calls are made by the runner's loop (TailCall), not nested per iteration.
+    def loop(x: np.ndarray, n: int) -> np.ndarray:
+        for i in range(n):
+            x = x * 0.5 + i
+            print(i)
+        return x
+
+    graph_runs: list[int] = []
+
+    def counting(graph: Any, example_inputs: Any) -> Callable[..., Any]:
+        def run(*inputs: Any) -> Any:
+            graph_runs.append(1)
+            return run_graph(graph, list(inputs))
+
+        return run
+
+    compiled = compile_function(loop, backend=counting)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(200)
+    try:
+        got = compiled(np.ones(3), 1000)
+    finally:
+        sys.setrecursionlimit(limit)
+    np.testing.assert_array_equal(got, loop(np.ones(3), 1000))
+    assert len(graph_runs) >= 1000  # every iteration's body ran compiled, none eagerly
+
+
+def test_explain_counts_each_compiled_break_of_a_loop_once() -> None:
     out = explain(_graph_break_in_list_loop)([np.ones(2)] * 3)
-    # one print per item, and the loop's own step after each (the last one ends the loop)
-    assert out.graph_break_count == 3 + 3
+    # The first print; the loop's step in Python after it; the print in the resumed body.
+    # Later iterations resume in those same code objects and hit their cache entries.
+    assert out.graph_break_count == 3
     assert any("resumed after a graph break" in reason.reason for reason in out.break_reasons)
 
 

@@ -2,7 +2,11 @@
 
 `BreakRunner` runs the graph before the break, the rebuild program (`rebuild_steps`), the
 side-effect replays, then the break function, which runs the breaking instruction in Python
-and calls the resume function (compiled by `wrap`, or plain past `MAX_NESTED_RESUMES`).
+and hands back a `TailCall` of the resume function (compiled by `wrap`, or plain past
+`MAX_NESTED_RESUMES` nested breaks). The runner makes that call, and the calls it hands back
+in turn, in a loop: a resume function that breaks again returns its own TailCall to this
+loop (`run_tail`) instead of making it, so a loop that breaks in every iteration runs at
+constant Python stack depth.
 
     >>> MAX_NESTED_RESUMES > 8
     True
@@ -29,7 +33,7 @@ from .rebuild_steps import (
     SetAttributes,
     Step,
 )
-from .resume_code import break_code, resume_code
+from .resume_code import TailCall, break_code, resume_code
 
 if TYPE_CHECKING:
     from .graph_breaks import GraphBreak
@@ -90,6 +94,13 @@ class BreakRunner:
         self._globals = fn.__globals__
 
     def __call__(self, *fetched: Any) -> Any:
+        result = self.run_tail(*fetched)
+        while type(result) is TailCall:
+            result = result.run()
+        return result
+
+    def run_tail(self, *fetched: Any) -> Any:
+        """Run up to the resume call and return it as a `TailCall` (or the result, if none)."""
         count = self._input_count
         outputs: Any = ()
         if self.graph_fn is not None:

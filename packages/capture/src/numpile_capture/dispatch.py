@@ -251,6 +251,25 @@ class CompiledFunction:
         with _COMPILE_LOCK:
             return self._miss(cache, stance, L, args, kwargs, tag, backend_fn, backend_kwargs)
 
+    def call_tail(self, *args: Any) -> Any:
+        """Call it as a break function's resume: a cached entry that breaks again hands its
+        resume call back as a `TailCall` for the caller's loop (see `break_runner`)."""
+        stance = current_stance()
+        if stance.name == "force_eager" or _is_capturing() or in_disabled_region():
+            return self._fn(*args)
+        L = self._bound_locals(args, {})
+        fn = self._fn
+        tag, backend_fn, backend_kwargs = self._backend_for(stance)
+        cache = self._cache
+        skip = stance.skip_guard_eval_unsafe
+        entry = cache.lookup(L, fn.__globals__, fn, tag, skip_guards_unsafe=skip)
+        if entry is None:
+            with _COMPILE_LOCK:
+                return self._miss(cache, stance, L, args, {}, tag, backend_fn, backend_kwargs)
+        run_tail = getattr(entry.compiled, "run_tail", None)
+        fetched = entry.fetch(L, fn.__globals__, fn)
+        return entry.compiled(*fetched) if run_tail is None else run_tail(*fetched)
+
     def _run_eagerly(self, stance: Stance, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if stance.name == "eager_on_recompile":
             return self._fn(*args, **kwargs)

@@ -11,8 +11,10 @@ own instructions, so they run exactly what CPython would have run:
   cache and guards.
 - a *break function* takes the same kind of parameters, pushes the stack,
   runs the breaking instruction(s) copied from the original code, and at each
-  place execution may continue (the next instruction, a jump target) calls
-  the matching resume function with the stack and locals of that moment.
+  place execution may continue (the next instruction, a jump target) returns
+  a `TailCall` of the matching resume function with the stack and locals of
+  that moment; the runner makes the call (`break_runner`), so a loop that
+  breaks in every iteration does not nest one Python call per iteration.
 
     >>> def f(x):
     ...     print(x)
@@ -23,6 +25,7 @@ own instructions, so they run exactly what CPython would have run:
 from __future__ import annotations
 
 import dis
+import functools
 import inspect
 import sys
 import types
@@ -361,6 +364,32 @@ _RESUMES: weakref.WeakKeyDictionary[types.CodeType, dict[Any, types.CodeType]] =
     weakref.WeakKeyDictionary()
 )
 
+# NOTE: resume code -> (the code it resumes, its raw offsets -> that code's raw offsets). A
+# break inside a resume function resumes in a code object made from the original code, so a
+# loop that breaks in every iteration keeps resuming in the same few code objects.
+_ORIGINS: weakref.WeakKeyDictionary[types.CodeType, tuple[types.CodeType, dict[int, int]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _origin_offsets(
+    made: types.CodeType, original: types.CodeType, inserted: int
+) -> dict[int, int]:
+    # `made` is `original` with `inserted` raw instructions after its RESUME: pair the rest.
+    made_pairs, original_pairs = _raw_pairs(made), _raw_pairs(original)
+    names = [raw.opname for raw, _ in original_pairs]
+    if "RESUME" not in names or len(made_pairs) != len(original_pairs) + inserted:
+        return {}
+    start = names.index("RESUME") + 1
+    kept = made_pairs[:start] + made_pairs[start + inserted :]
+    mapping = {}
+    for (raw, _), (base, _) in zip(kept, original_pairs, strict=True):
+        same = raw.opname == base.opname or (_is_jump(raw) and _is_jump(base))
+        if not same:
+            return {}
+        mapping[raw.offset] = base.offset
+    return mapping
+
 
 def resume_code(
     original: types.CodeType, target: Continuation, local_names: Sequence[str]
@@ -379,6 +408,11 @@ def resume_code(
     """
     if original.co_cellvars:
         raise Unsupported("not supported yet: resuming in a function whose locals are captured")
+    origin = _ORIGINS.get(original)
+    if origin is not None and target.offset in origin[1]:
+        base, offsets = origin
+        target = attrs.evolve(target, offset=offsets[target.offset])
+        return resume_code(base, target, local_names)
     key = (target, tuple(local_names))
     per_code = _RESUMES.setdefault(original, {})
     found = per_code.get(key)
@@ -420,6 +454,9 @@ def resume_code(
     stacksize = original.co_stacksize + len(target.nulls) + 2
     made = program.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
     per_code[key] = made
+    offsets = _origin_offsets(made, original, len(entry))
+    if offsets:
+        _ORIGINS[made] = (original, offsets)
     return made
 
 
@@ -439,19 +476,43 @@ def _line_of(pairs: list[tuple[dis.Instruction, Any]], offset: int, default: int
     return line
 
 
+class TailCall:
+    """`fn(*args)`, handed back by a break function for its runner to make.
+
+    >>> TailCall(max, (1, 2)).run()
+    2
+    """
+
+    __slots__ = ("args", "fn")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.fn = fn
+        self.args = args
+
+    def run(self) -> Any:
+        """Make the call (a compiled resume function may hand back another TailCall)."""
+        run_tail = getattr(self.fn, "call_tail", None)
+        return self.fn(*self.args) if run_tail is None else run_tail(*self.args)
+
+
+def _tail_call(fn: Callable[..., Any], *args: Any) -> TailCall:
+    return TailCall(fn, args)
+
+
 def _call_resume(
     resume: Callable[..., Any], nulls: Sequence[bool], locals_: list[str]
 ) -> list[Any]:
-    # Store the stack (top first) into the stack parameters, then call `resume(...)`.
+    # Store the stack (top first) into the stack parameters, then return TailCall(resume, ...).
     instrs: list[Any] = []
     for index in reversed(range(len(nulls))):
         instrs.append(bc.Instr("STORE_FAST", f"{STACK_PREFIX}{index}"))
     args = [bc.Instr("LOAD_FAST", name) for name in [*stack_names(nulls), *locals_]]
     count = len(args)
+    make = functools.partial(_tail_call, resume)
     if _PY313:
-        instrs += [bc.Instr("LOAD_CONST", resume), bc.Instr("PUSH_NULL")]
+        instrs += [bc.Instr("LOAD_CONST", make), bc.Instr("PUSH_NULL")]
     else:
-        instrs += [bc.Instr("PUSH_NULL"), bc.Instr("LOAD_CONST", resume)]
+        instrs += [bc.Instr("PUSH_NULL"), bc.Instr("LOAD_CONST", make)]
     instrs += args
     if not _PY312:
         instrs.append(bc.Instr("PRECALL", count))
@@ -494,8 +555,9 @@ def break_code(
     """The code of a function that runs the breaking instruction(s) of `site`, then resumes.
 
     Parameters: the non-NULL stack values before the break
-    (`stack_names(site.nulls)`), then `local_names`. It returns what the
-    resume function it calls returns (or what the instruction returns or raises).
+    (`stack_names(site.nulls)`), then `local_names`. It returns the `TailCall`
+    of the resume function to continue with (or what the instruction returns
+    or raises).
     """
     original = site.code
     program = bc.Bytecode()
