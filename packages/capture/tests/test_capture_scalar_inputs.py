@@ -294,3 +294,14 @@ def test_derived_scalar_live_across_a_break_and_returned(capsys: Any) -> None:
     compiled = compile_function(f, backend="eager", dynamic=True)
     for lr in RATES:
         _same(compiled(W, lr), f(W, lr))
+
+
+def test_sum_of_scalar_inputs_is_pythons_own_sum() -> None:
+    # Python 3.12+ sums floats with compensated summation; a chain of adds would not.
+    def f(x: Any, values: Any) -> Any:
+        total = sum(values)
+        return x * total, total
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    for values in ([0.1] * 10, [1e16, 1.0, -1e16], [0.5, 0.25, 3]):
+        _same(compiled(W, values), f(W, values))

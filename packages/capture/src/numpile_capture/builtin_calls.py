@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .capture_result import Unsupported
-from .operators import binary, check_mutable, iterate, size_value, truth, unary
+from .operators import binary, check_mutable, iterate, scalar_sum, size_value, truth, unary
 from .ops._shapes import broadcast_shapes
 from .user_classes import store_object_attribute
 from .variables import (
@@ -29,6 +29,7 @@ from .variables import (
     ListVar,
     NotConstantError,
     ObjectVar,
+    ScalarInputVar,
     TupleVar,
     Variable,
 )
@@ -195,7 +196,10 @@ def _dict(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> 
 def _sum(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
     total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVar(0))
     items = iterate(tracer, args[0])
-    if all(isinstance(item, ConstantVar) for item in [total, *items]):
+    derived = scalar_sum(tracer, items, total)
+    if derived is not None:
+        return derived
+    if all(isinstance(item, ConstantVar | ScalarInputVar) for item in [total, *items]):
         # Python's own sum: 3.12+ adds floats with compensated summation.
         values = [item.as_python_constant() for item in items]
         return tracer.builder.build_unguarded(sum(values, total.as_python_constant()))

@@ -391,6 +391,28 @@ def _scalar_arithmetic(
     return builder.scalar_input(value, source)
 
 
+def scalar_sum(tracer: Tracer, items: list[Variable], start: Variable) -> Variable | None:
+    """`sum(items, start)` kept unspecialized when some item is a scalar input (else None).
+
+    Read through `sum(...)` itself: Python 3.12+ adds floats with compensated summation.
+    """
+    if not any(isinstance(var, ScalarInputVar) for var in [*items, start]):
+        return None
+    texts = [_scalar_text(var) for var in [*items, start]]
+    if any(text is None for text in texts):
+        return None
+    values = [
+        var.current if isinstance(var, ScalarInputVar) else var.as_python_constant()
+        for var in [*items, start]
+    ]
+    value = sum(values[:-1], values[-1])
+    if type(value) not in (int, float):
+        return None
+    *parts, start_text = texts
+    source = ExpressionSource(f"sum(({', '.join(str(t) for t in parts)},), {start_text})")
+    return tracer.builder.scalar_input(value, source)
+
+
 def _sequence_binary(
     tracer: Tracer, name: str, inplace: bool, left: Variable, right: Variable
 ) -> Variable | None:
