@@ -305,3 +305,12 @@ def test_sum_of_scalar_inputs_is_pythons_own_sum() -> None:
     compiled = compile_function(f, backend="eager", dynamic=True)
     for values in ([0.1] * 10, [1e16, 1.0, -1e16], [0.5, 0.25, 3]):
         _same(compiled(W, values), f(W, values))
+
+
+def test_returning_a_scalar_input_does_not_specialize_it() -> None:
+    def f(x: Any, lr: Any) -> Any:
+        half = lr * 0.5
+        return x * lr, lr, {"half": half}
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    assert _run(compiled, f, *[(W, lr) for lr in RATES]) == 1

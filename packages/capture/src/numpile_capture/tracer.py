@@ -473,6 +473,8 @@ def _rebuilt_in_python(result: Variable) -> bool:
         return True
     if isinstance(result, OpaqueVar):
         return result.source is not None
+    if isinstance(result, ScalarInputVar):
+        return True  # returned as read on this call, not baked into the graph's output
     if isinstance(result, TupleVar | ListVar):
         return any(_rebuilt_in_python(item) for item in result.items)
     if isinstance(result, DictVar):
@@ -492,7 +494,7 @@ def _output_tree(result: Variable) -> Any:
     if isinstance(result, ConstantVar):
         return specialized(result.value)
     if isinstance(result, ScalarInputVar):
-        return result.as_python_constant()
+        raise Unsupported("returning an unspecialized scalar input")  # rebuilt in Python
     if isinstance(result, CallableVar | ModuleVar) or (
         isinstance(result, FunctionVar) and result.fn is not None
     ):
