@@ -23,7 +23,6 @@ eager calls, all results correct; ``dynamic=False`` compiles 8 times and runs 91
 
 from __future__ import annotations
 
-import fnmatch
 import time
 import warnings
 from collections.abc import Callable
@@ -31,6 +30,8 @@ from typing import Any
 
 import attrs
 import numpy as np
+
+from .selection import run_if_selected
 
 # The name that selects this benchmark (``--only dynamic``).
 DYNAMIC = "dynamic"
@@ -78,11 +79,6 @@ class DynamicRow:
     correct: bool
     compiled_s: float
     numpy_s: float
-
-
-def dynamic_selected(patterns: list[str] | None) -> bool:
-    """Whether `--only` patterns select this benchmark (None: the full suite does)."""
-    return patterns is None or any(fnmatch.fnmatchcase(DYNAMIC, p) for p in patterns)
 
 
 def _sizes(seed: int) -> list[int]:
@@ -168,9 +164,4 @@ def run_selected(patterns: list[str] | None, *, quick: bool) -> list[str] | None
     >>> run_selected(["chain*"], quick=True)
     ['chain*']
     """
-    if not dynamic_selected(patterns):
-        return patterns
-    print(render_dynamic(run_dynamic(quick=quick)), flush=True)
-    if patterns is None:
-        return None
-    return [pattern for pattern in patterns if not fnmatch.fnmatchcase(DYNAMIC, pattern)]
+    return run_if_selected(DYNAMIC, patterns, lambda: render_dynamic(run_dynamic(quick=quick)))

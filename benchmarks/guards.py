@@ -24,7 +24,6 @@ that (a Python call per guard plus one per fetch); dispatch overhead about 4 us 
 
 from __future__ import annotations
 
-import fnmatch
 import gc
 import sys
 import time
@@ -34,6 +33,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from .selection import run_if_selected
 from .timer import Timing, measure_interleaved
 
 # The name that selects these benchmarks (``--only guards``).
@@ -79,27 +79,13 @@ class GuardsResult:
     dispatch: tuple[DispatchRow, ...]
 
 
-def guards_selected(patterns: list[str] | None) -> bool:
-    """Whether ``--only`` patterns select these benchmarks (all do when there are none).
-
-    >>> guards_selected(None), guards_selected(["guard*"]), guards_selected(["chain*"])
-    (True, True, False)
-    """
-    return not patterns or any(fnmatch.fnmatchcase(GUARDS, pattern) for pattern in patterns)
-
-
 def run_selected(patterns: list[str] | None, *, quick: bool) -> list[str] | None:
     """Run and print these benchmarks when selected; the patterns left for the main suite.
 
     >>> run_selected(["chain*"], quick=True)
     ['chain*']
     """
-    if not guards_selected(patterns):
-        return patterns
-    print(render_guards(run_guards(quick=quick)), flush=True)
-    if patterns is None:
-        return None
-    return [pattern for pattern in patterns if not fnmatch.fnmatchcase(GUARDS, pattern)]
+    return run_if_selected(GUARDS, patterns, lambda: render_guards(run_guards(quick=quick)))
 
 
 def _function(inputs: int) -> Callable[..., Any]:

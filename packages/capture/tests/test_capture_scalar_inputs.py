@@ -314,3 +314,15 @@ def test_returning_a_scalar_input_does_not_specialize_it() -> None:
 
     compiled = compile_function(f, backend="eager", dynamic=True)
     assert _run(compiled, f, *[(W, lr) for lr in RATES]) == 1
+
+
+def test_identity_tests_on_scalar_inputs_and_their_comparisons() -> None:
+    def f(x: Any, s: Any) -> Any:
+        positive = s > 0
+        if positive is True and s is not None:
+            return x * s
+        return x - s
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    for s in (0.5, -0.5, 2.0, -3.0):
+        _same(compiled(W, s), f(W, s))

@@ -11,8 +11,8 @@ a generated *break function* that runs the breaking instruction in plain
 Python and calls a *resume function* (see `resume_code`) compiled on its own.
 
 Breaks resume inside loops (live iterators are rebuilt over their remaining
-items; the resumed loop then steps in Python, one resume per iteration, up to
-`MAX_NESTED_RESUMES` nested, after which the rest runs uncompiled), and inside
+items; the resumed loop then steps in Python, resuming in the same code objects
+each iteration, with the runner making each resume call in a loop), and inside
 `try` and `with` blocks (the break function routes an exception raised by the
 breaking instruction to the original handler, run in Python). Where a live
 value cannot be rebuilt (a generator already started, an object made by

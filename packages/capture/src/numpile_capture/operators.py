@@ -474,9 +474,10 @@ def is_same(left: Variable, right: Variable) -> bool:
     mutable = (ArrayVar, TupleVar, ListVar, DictVar, IteratorVar)
     if isinstance(left, mutable) or isinstance(right, mutable):
         return False
-    if isinstance(left, ScalarInputVar) or isinstance(right, ScalarInputVar):
+    scalar = left if isinstance(left, ScalarInputVar) else right
+    if isinstance(scalar, ScalarInputVar) and type(scalar.current) is not bool:
         # `lr is None`: an int or float (its type is guarded) is never a singleton.
-        other = right if isinstance(left, ScalarInputVar) else left
+        other = right if scalar is left else left
         singletons = (None, True, False, Ellipsis)
         if isinstance(other, ConstantVar) and any(other.value is item for item in singletons):
             return False

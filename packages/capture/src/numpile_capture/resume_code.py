@@ -175,26 +175,6 @@ class BreakSite:
         """
         return _make_site(code, index, tuple(nulls))
 
-    @classmethod
-    def before(cls, code: types.CodeType, index: int, nulls: Sequence[bool]) -> BreakSite:
-        """A site that runs nothing: execution continues at normalized instruction `index`.
-
-        Used to end a graph before a loop whose body breaks.
-        """
-        return _split_site(code, index, tuple(nulls))
-
-
-def _split_site(code: types.CodeType, index: int, nulls: tuple[bool, ...]) -> BreakSite:
-    normalized = normalized_instructions(code)
-    previous = normalized[index - 1].offset if index > 0 else -1
-    pairs = _raw_pairs(code)
-    following = [
-        raw.offset for raw, _ in pairs if raw.offset > previous and raw.opname not in _PROLOGUE
-    ]
-    if not following:
-        raise Unsupported("not supported yet: resuming at the end of the code")
-    return BreakSite(code, index, nulls, (), Continuation(following[0], nulls), None)
-
 
 def _raw_pairs(code: types.CodeType) -> list[tuple[dis.Instruction, Any]]:
     found = _PAIRS.get(code)
