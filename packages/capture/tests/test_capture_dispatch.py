@@ -124,6 +124,11 @@ def test_cache_size_limit_warns_once_then_runs_eagerly() -> None:
             np.testing.assert_array_equal(f(np.zeros(4)), -np.ones(4))
         # Cached entries are still used.
         np.testing.assert_array_equal(f(np.zeros(2)), np.ones(2))
+        # Eager calls past the limit are not recompiles: no reason is worked out or kept.
+        reasons = len(cache_for(add_k.__code__).recompile_reasons)
+        for size in range(5, 50):
+            f(np.zeros(size))
+        assert len(cache_for(add_k.__code__).recompile_reasons) == reasons
     assert capture.calls == 2
 
 

@@ -297,16 +297,19 @@ class CompiledFunction:
                 fail_on_recompile_message(fn, cache.failures(L, fn.__globals__, fn, tag))
             )
         if has_entries:
-            reason = cache.record_recompile(L, G, fn, tag)
-            recompiles_log.info("%s", reason)
             if cache.is_full(tag, config.cache_size_limit):
+                # NOTE: past the limit a miss compiles nothing: its reason is worked out (slow
+                # path, every entry) once, for the warning, not again on every eager call.
                 if not cache.limit_warned:
                     cache.limit_warned = True
+                    reason = cache.record_recompile(L, G, fn, tag)
+                    recompiles_log.info("%s", reason)
                     self._warn(
                         limit_message(fn, reason.failures, config.cache_size_limit),
                         fn.__code__.co_firstlineno,
                     )
                 return self._run_eagerly(stance, args, kwargs)
+            recompiles_log.info("%s", cache.record_recompile(L, G, fn, tag))
         return self._compile_and_run(
             cache, stance, L, args, kwargs, tag, backend_fn, backend_kwargs
         )
