@@ -326,3 +326,32 @@ def test_identity_tests_on_scalar_inputs_and_their_comparisons() -> None:
     compiled = compile_function(f, backend="eager", dynamic=True)
     for s in (0.5, -0.5, 2.0, -3.0):
         _same(compiled(W, s), f(W, s))
+
+
+def test_math_functions_and_builtins_on_scalar_inputs_stay_unspecialized() -> None:
+    import math
+
+    def f(w: Any, g: Any, lr: Any, t: Any) -> Any:
+        step = lr * math.sqrt(1 - 0.999**t) / (1 - 0.9**t)
+        floor = max(lr, 0.01) + abs(-lr) + float(t) + round(lr * 100) + math.floor(t / 3)
+        return w - step * g + floor
+
+    compiled = compile_function(f, backend="eager")
+    calls = [(W, G, 0.1 / t, t) for t in range(1, 10)]
+    assert _run(compiled, f, *calls) == 2
+    guards = {str(g) for e in cache_for(f.__code__).entries for g in e.metadata["guards"]}
+    assert "TYPE_MATCH((math.sqrt((1 - (0.999 ** L['t'])))), class float)" in guards
+
+
+def test_a_math_function_that_raises_on_a_later_value_raises_as_eager() -> None:
+    import math
+
+    def f(x: Any, s: Any) -> Any:
+        return x * math.sqrt(s) + math.log(s + 1)
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    for s in (4.0, 9.0, 0.25):
+        _same(compiled(W, s), f(W, s))
+    with pytest.raises(ValueError, match="math domain error"):
+        compiled(W, -4.0)
+    _same(compiled(W, 16.0), f(W, 16.0))

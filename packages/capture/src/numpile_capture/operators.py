@@ -391,6 +391,56 @@ def _scalar_arithmetic(
     return builder.scalar_input(value, source)
 
 
+# Builtins and math functions that keep scalar inputs unspecialized, by how they are spelled.
+_SCALAR_FUNCTIONS: dict[Any, str] = {
+    abs: "abs",
+    float: "float",
+    int: "int",
+    round: "round",
+    min: "min",
+    max: "max",
+    pow: "pow",
+    **{
+        getattr(math, name): f"math.{name}"
+        for name in (
+            "sqrt", "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan",
+            "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "floor", "ceil", "trunc",
+            "fabs", "hypot", "copysign", "erf", "erfc", "pow", "isfinite", "isnan", "isinf",
+        )
+    },
+}  # fmt: skip
+
+
+def scalar_call(
+    tracer: Tracer, fn: Any, args: list[Variable], kwargs: dict[str, Variable]
+) -> Variable | None:
+    """`math.sqrt(1 - 0.999 ** t)`, `max(lr, 1e-4)` on scalar inputs: kept unspecialized.
+
+    The result is read on each call through the same call (an `ExpressionSource`), guarded
+    by its type, which also fails (and so recompiles) where the call would raise. None when
+    `fn` is not such a function or an argument is no scalar.
+    """
+    try:
+        spelled = _SCALAR_FUNCTIONS.get(fn)
+    except TypeError:  # an unhashable callable
+        return None
+    if spelled is None or kwargs or not any(isinstance(a, ScalarInputVar) for a in args):
+        return None
+    texts = [_scalar_text(arg) for arg in args]
+    if not args or any(text is None for text in texts):
+        return None
+    values = [a.current if isinstance(a, ScalarInputVar) else a.as_python_constant() for a in args]
+    try:
+        value = fn(*values)
+    except Exception:
+        return None  # specialized: Python raises it from the user's line
+    if type(value) not in (int, float, bool):
+        return None
+    source = ExpressionSource(f"{spelled}({', '.join(str(text) for text in texts)})")
+    tracer.builder.guard_type(source, type(value))
+    return tracer.builder.scalar_input(value, source)
+
+
 def scalar_sum(tracer: Tracer, items: list[Variable], start: Variable) -> Variable | None:
     """`sum(items, start)` kept unspecialized when some item is a scalar input (else None).
 

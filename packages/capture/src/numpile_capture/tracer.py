@@ -50,6 +50,7 @@ from .operators import (
     Bindings,
     apply_binding,
     from_graph_value,
+    scalar_call,
     specialized,
     to_graph_value,
 )
@@ -309,6 +310,9 @@ class Tracer:
         value = fn.value
         if value is is_compiling:
             return ConstantVar(True)
+        derived = scalar_call(self, value, args, kwargs)
+        if derived is not None:
+            return derived
         binding = self.bindings.lookup_function(value)
         if binding is not None:
             return apply_binding(self, binding, *args, **kwargs)

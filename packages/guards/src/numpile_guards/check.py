@@ -284,6 +284,7 @@ def _render(guards: Sequence[Guard]) -> tuple[list[str], dict[str, Any]]:
 def _build(name: str, source: str, constants: dict[str, Any]) -> Any:
     namespace: dict[str, Any] = dict(constants)
     namespace["_constants_match"] = constants_match
+    namespace["math"] = math  # ExpressionSource texts may call it
     code = compile(source, f"<numpile guards {name}>", "exec")
     exec(code, namespace)
     return namespace[name]

@@ -26,6 +26,7 @@ import attrs
 import numpy as np
 
 from .guard import ArraySpec, Guard, GuardKind
+from .source import evaluation_names
 
 _repr = reprlib.Repr()
 _repr.maxstring = 40
@@ -114,7 +115,7 @@ def _relation_failure(relation: Any, L: dict[str, Any], G: dict[str, Any], F: An
     values: list[str] = []
     for name in dict.fromkeys(_SOURCE_PATTERN.findall(text)):
         try:
-            value = eval(name, {"L": L, "G": G, "F": F})
+            value = eval(name, evaluation_names(L, G, F))
         except Exception as exc:
             return f"{text}: {name} not found ({type(exc).__name__}: {exc})"
         values.append(f"{name} = {_short(value)}")

@@ -12,10 +12,20 @@ defaults). Guards and input fetching both read values through it. A
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import attrs
+
+
+def evaluation_names(L: dict[str, Any], G: dict[str, Any], F: Any) -> dict[str, Any]:
+    """The names a source's or relation's text may use: `L`, `G`, `F`, builtins and `math`.
+
+    >>> eval("math.sqrt(L['x'])", evaluation_names({"x": 4.0}, {}, None))
+    2.0
+    """
+    return {"L": L, "G": G, "F": F, "math": math}
 
 
 @attrs.frozen
@@ -28,7 +38,7 @@ class Source:
 
     def get(self, L: dict[str, Any], G: dict[str, Any], F: Any) -> Any:
         """Fetch the value this source names (slow path; guards compile `name`)."""
-        return eval(self.name, {"L": L, "G": G, "F": F})
+        return eval(self.name, evaluation_names(L, G, F))
 
     def __str__(self) -> str:
         return self.name
@@ -94,7 +104,8 @@ class ItemSource(Source):
 
 @attrs.frozen
 class ExpressionSource(Source):
-    """A value computed from other sources by Python arithmetic, as `text` spells it.
+    """A value computed from other sources by Python arithmetic, as `text` spells it
+    (builtins and the `math` module included).
 
     Guards and input fetching evaluate the expression on each call, so a graph
     input derived from arguments (`1 - 0.9 ** step`) follows them.

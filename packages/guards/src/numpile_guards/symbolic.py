@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .guard import Guard, GuardKind
-from .source import Source
+from .source import Source, evaluation_names
 
 if TYPE_CHECKING:
     import sympy
@@ -54,7 +54,7 @@ class ShapeGuard:
     def evaluate(self, L: dict[str, Any], G: dict[str, Any], F: Any) -> bool:
         """Whether the relation holds for these inputs (a missing source fails)."""
         try:
-            return bool(eval(self.text, {"L": L, "G": G, "F": F}))
+            return bool(eval(self.text, evaluation_names(L, G, F)))
         except Exception:
             return False
 
