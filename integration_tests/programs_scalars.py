@@ -157,3 +157,14 @@ def adam_step_with_bias_correction(w, g, m, v, lr, t):
 def scalar_arithmetic_with_zero_operands(x, k, s):
     # k // 1, s * 2 and k - s never divide by zero; NumPy divides by the zeros in x / s.
     return x * (k // 1 - s * 2), x / s
+
+
+@scalars(_adam_inputs)
+def adam_step_with_math_and_builtins(w, g, m, v, lr, t):
+    import math
+
+    m = 0.9 * m + 0.1 * g
+    v = 0.999 * v + 0.001 * g * g
+    step = max(lr, 1e-4) * math.sqrt(1 - 0.999**t) / (1 - 0.9**t)
+    decay = 1.0 - min(abs(lr) * 0.01, 1e-3)
+    return w * decay - step * m / (np.sqrt(v) + 1e-8), float(t)
