@@ -168,3 +168,15 @@ def adam_step_with_math_and_builtins(w, g, m, v, lr, t):
     step = max(lr, 1e-4) * math.sqrt(1 - 0.999**t) / (1 - 0.9**t)
     decay = 1.0 - min(abs(lr) * 0.01, 1e-3)
     return w * decay - step * m / (np.sqrt(v) + 1e-8), float(t)
+
+
+@scalars(lambda rng, n: (rng.integers(0, 255, n, dtype=np.uint8), _pick(rng, [-129, -1, 0])))
+def clip_with_int_bounds_past_the_dtype(x, low):
+    # NumPy drops an int bound past the dtype's range on its own side.
+    return np.clip(x, low, 2**63 - 1), np.clip(x, None, 300), np.clip(x, low, 200)
+
+
+@scalars(lambda rng, n: (rng.integers(0, 2, n).astype(bool), rng.standard_normal(n)))
+def power_operator_fast_exponents(flags, x):
+    # `** 2` on bools is NumPy's square (int8); `** -1` and `** 0.5` are reciprocal and sqrt.
+    return flags**2, x**2, x**-1, np.abs(x) ** 0.5, x**2.0

@@ -257,8 +257,12 @@ def apply_binding(
     inputs next to arrays as weak scalar graph inputs instead of constants.
     """
     takes_scalars = getattr(binding, "scalar_operands", False)
+    power = getattr(binding, "name", "") in _POWER_OPERATORS
     graph_args = [
-        _scalar_operand(tracer, arg, args) if takes_scalars else to_graph_value(arg) for arg in args
+        _scalar_operand(tracer, arg, args, power and index == 1)
+        if takes_scalars
+        else to_graph_value(arg)
+        for index, arg in enumerate(args)
     ]
     graph_kwargs = {key: to_graph_value(value) for key, value in kwargs.items()}
     try:
@@ -275,16 +279,31 @@ def apply_binding(
 _INT64 = np.iinfo(np.int64)
 
 
-def _scalar_operand(tracer: Tracer, var: Variable, args: tuple[Variable, ...]) -> Any:
+# NOTE: `array ** k` computes a Python int k of -1 or 2 or a Python float k of 0.5 with
+# another ufunc in NumPy (reciprocal, square, sqrt: their result dtype, their warnings); such
+# a k is specialized, and a graph taking k as an input is guarded to other values.
+_POWER_OPERATORS = ("operator.pow", "operator.ipow")
+_FAST_POWERS: dict[type, tuple[int | float, ...]] = {int: (-1, 2), float: (0.5,)}
+
+
+def _scalar_operand(
+    tracer: Tracer, var: Variable, args: tuple[Variable, ...], exponent: bool
+) -> Any:
     # An unspecialized int or float next to an array: its graph input, guarded for ints to
     # the range NumPy converts without OverflowError; otherwise what to_graph_value gives.
     if not isinstance(var, ScalarInputVar):
         return to_graph_value(var)
     arrays = [arg.meta.dtype for arg in args if isinstance(arg, ArrayVar)]
-    if not arrays:
+    if not arrays or isinstance(var.current, bool):
         return var.as_python_constant()
-    if isinstance(var.current, bool):
-        return var.as_python_constant()
+    assert var.source is not None
+    if exponent:
+        fast = _FAST_POWERS[type(var.current)]
+        if var.current in fast:
+            return var.as_python_constant()
+        tracer.builder.guard_relation(
+            f"{var.source.name} not in {fast}", "NumPy's fast scalar powers"
+        )
     if isinstance(var.current, int):
         lo, hi = int(_INT64.min), int(_INT64.max)
         target = np.result_type(*arrays, 0)
@@ -293,7 +312,6 @@ def _scalar_operand(tracer: Tracer, var: Variable, args: tuple[Variable, ...]) -
             lo, hi = max(lo, int(info.min)), min(hi, int(info.max))
         if not lo <= var.current <= hi:
             return var.as_python_constant()  # NumPy raises (or compares) on this value
-        assert var.source is not None
         text = f"{lo} <= {var.source.name} <= {hi}"
         tracer.builder.guard_relation(text, f"converted to {target.name}")
     return var.node()

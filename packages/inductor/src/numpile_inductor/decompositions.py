@@ -131,17 +131,31 @@ def _lower_clip(ctx: LoweringContext, node: Node) -> Lowered:
     if dtype.kind not in "biuf":
         raise CannotLower("clip of this dtype")
     shape = out_shape(node)
-    x, low, high = (operand_loader(ctx, value, shape)[0] for value in node.inputs)
-    bounds = [value for value in node.inputs[1:] if not isinstance(value, Node)]
-    if any(value is None for value in bounds):
-        raise CannotLower("clip with a None bound")
+    x = operand_loader(ctx, node.inputs[0], shape)[0]
+    sides = []
+    for name, bound in (("maximum", node.inputs[1]), ("minimum", node.inputs[2])):
+        if bound is None or _ignored_int_bound(bound, dtype, name):
+            continue
+        sides.append((name, operand_loader(ctx, bound, shape)[0]))
 
     def load(idx: tuple[Any, ...]) -> Expr:
-        lower = Apply("maximum", (cast(x(idx), dtype), cast(low(idx), dtype)), dtype)
-        return Apply("minimum", (lower, cast(high(idx), dtype)), dtype)
+        result = cast(x(idx), dtype)
+        for name, bound_loader in sides:
+            result = Apply(name, (result, cast(bound_loader(idx), dtype)), dtype)
+        return result
 
     ops, heavy = input_cost(ctx, node)
-    return Lowered(shape, dtype, load, ops + 2, heavy=heavy)
+    return Lowered(shape, dtype, load, ops + len(sides), heavy=heavy)
+
+
+def _ignored_int_bound(bound: Any, dtype: np.dtype[Any], side: str) -> bool:
+    # np.clip drops a Python int bound past the integer dtype's range on its own side (a
+    # lower bound under the minimum, an upper bound over the maximum); one past the other
+    # side raised OverflowError at capture.
+    if type(bound) is not int or dtype.kind not in "iu":
+        return False
+    info = np.iinfo(dtype)
+    return bound < info.min if side == "maximum" else bound > info.max
 
 
 # NOTE: the decomposition table, as data; registered into the lowering table below.

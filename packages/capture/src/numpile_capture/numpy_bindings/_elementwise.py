@@ -431,9 +431,28 @@ def _binary_operator(ufunc_name: str) -> Callable[..., Any]:
     def apply(graph: Graph, lhs: Any, rhs: Any) -> Node:
         if lhs is None or rhs is None:
             raise UnsupportedCall(f"comparing an array with None ({ufunc_name})")
+        fast = _fast_power(lhs, rhs) if ufunc_name == "power" else None
+        if fast is not None:
+            return emit(graph, fast, lhs)
         return emit(graph, ufunc_name, operand(graph, lhs), operand(graph, rhs))
 
     return apply
+
+
+def _fast_power(base: Any, exponent: Any) -> str | None:
+    # NumPy's `array ** k` computes a Python int k of 2 with square (a bool array gives int8)
+    # and, on float and complex arrays, -1 with reciprocal and a Python float 0.5 with sqrt:
+    # the same values as power, but their dtypes and warnings.
+    if not isinstance(base, Node) or not isinstance(base.meta, ArrayMeta):
+        return None
+    kind = base.meta.dtype.kind
+    if type(exponent) is int and exponent == 2 and kind in "biufc":
+        return "square"
+    if kind in "fc" and type(exponent) is int and exponent == -1:
+        return "reciprocal"
+    if kind in "fc" and type(exponent) is float and exponent == 0.5:
+        return "sqrt"
+    return None
 
 
 def _unary_operator(ufunc_name: str) -> Callable[..., Any]:
