@@ -87,7 +87,9 @@ def compile_function(
     dynamic: None (default) compiles static sizes first and makes a size
         symbolic once a recompile sees it change; True makes every size
         symbolic from the first compile; False always specializes (see
-        `mark_dynamic` / `mark_static` for single dims).
+        `mark_dynamic` / `mark_static` for single dims). Python int and float
+        inputs follow it too: a dynamic one is a graph input, not a constant
+        (`config.specialize_int` / `specialize_float` opt out).
     backend: a registered backend name or a callable `(graph, example_inputs)`;
         None means `config.default_backend`.
     mode: "default", "reduce-overhead", "max-autotune" or
