@@ -134,9 +134,8 @@ def _lower_clip(ctx: LoweringContext, node: Node) -> Lowered:
     x = operand_loader(ctx, node.inputs[0], shape)[0]
     sides = []
     for name, bound in (("maximum", node.inputs[1]), ("minimum", node.inputs[2])):
-        if bound is None or _ignored_int_bound(bound, dtype, name):
-            continue
-        sides.append((name, operand_loader(ctx, bound, shape)[0]))
+        if bound is not None:
+            sides.append((name, operand_loader(ctx, bound, shape)[0]))
 
     def load(idx: tuple[Any, ...]) -> Expr:
         result = cast(x(idx), dtype)
@@ -146,16 +145,6 @@ def _lower_clip(ctx: LoweringContext, node: Node) -> Lowered:
 
     ops, heavy = input_cost(ctx, node)
     return Lowered(shape, dtype, load, ops + len(sides), heavy=heavy)
-
-
-def _ignored_int_bound(bound: Any, dtype: np.dtype[Any], side: str) -> bool:
-    # np.clip drops a Python int bound past the integer dtype's range on its own side (a
-    # lower bound under the minimum, an upper bound over the maximum); one past the other
-    # side raised OverflowError at capture.
-    if type(bound) is not int or dtype.kind not in "iu":
-        return False
-    info = np.iinfo(dtype)
-    return bound < info.min if side == "maximum" else bound > info.max
 
 
 # NOTE: the decomposition table, as data; registered into the lowering table below.

@@ -322,7 +322,23 @@ def bind_clip(
         raise TypeError("Passed more than one argument for max: a_max and max")
     low = a_min if a_min is not NO_VALUE else (None if min is NO_VALUE else min)
     high = a_max if a_max is not NO_VALUE else (None if max is NO_VALUE else max)
-    return emit(graph, "clip", array_input(graph, a), operand(graph, low), operand(graph, high))
+    x = array_input(graph, a)
+    low, high = _clip_bounds(array_meta(x).dtype, low, high)
+    return emit(graph, "clip", x, operand(graph, low), operand(graph, high))
+
+
+def _clip_bounds(dtype: np.dtype[Any], low: Any, high: Any) -> tuple[Any, Any]:
+    # np.clip ignores a Python int bound past an integer dtype's range on its own side (a
+    # lower bound under the minimum, an upper bound over the maximum, of any size): the op
+    # gets None there, so no backend converts the out-of-range int.
+    if dtype.kind not in "iu":
+        return low, high
+    info = np.iinfo(dtype)
+    if type(low) is int and low < info.min:
+        low = None
+    if type(high) is int and high > info.max:
+        high = None
+    return low, high
 
 
 def bind_method_clip(
