@@ -1609,3 +1609,25 @@ def generator_feeding_loop_with_print(arrays):
         total = total + square
     print("total ready")
     return total
+
+
+# ---------------------------------------------------------------------------------------------
+# locals captured by inner functions (cells): resumed as values in fresh cells
+
+
+@breaks(_vec, expected_breaks=2)
+def closure_over_a_local_made_after_a_print(x):
+    scale = x.sum()
+    print("scale", round(float(scale), 6))
+    shift = lambda y: y * 0.5 + scale  # noqa: E731
+    return shift(x)
+
+
+@breaks(_vec, expected_breaks=4)
+def closure_per_iteration_of_a_breaking_loop(x):
+    acc = x * 0.0
+    for i in range(3):
+        bump = lambda y: y + i * x  # noqa: E731, B023 (a cell per iteration, on purpose)
+        acc = bump(acc)
+        print("iteration", i)
+    return acc

@@ -1,9 +1,10 @@
 """Loops that graph-break, at random: a body of 1-4 statements drawn from prints on a data
-condition, `numpile.graph_break()`, `continue` / `break`, scalar updates and array updates,
-over `range` and list loops, called three times with other trip counts. Printed output,
-returned arrays, floats and lists must match eager; the captures must not fall back to eager.
-This covers resume functions made while running resume functions (mapped back to the
-original code) and the runner's tail-call loop."""
+condition, `numpile.graph_break()`, `continue` / `break`, scalar and array updates, and
+closures over the frame's locals (cells), over `range` and list loops, called three times
+with other trip counts. Printed output, returned arrays, floats and lists must match eager;
+the captures must not fall back to eager. This covers resume functions made while running
+resume functions (mapped back to the original code), the runner's tail-call loop, and
+cells resumed as values."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ STATEMENTS = (
     "numpile.graph_break()",
     "x = np.where(x > lr, x, lr)",
     "lr = lr * 0.99",
+    "x = (lambda v: v * lr + i)(x)",
 )
 LOOPS = ("for i in range(n):", "for i in range(2, n, 2):", "for i in list(range(n)):")
 

@@ -390,3 +390,61 @@ def test_an_entry_is_guarded_on_whether_numpys_errors_raise(how: str) -> None:
     with quiet():
         guards = [str(guard) for guard in explain(_divide_or_zeros)(x, y).guards]
     assert "EQUALS_MATCH(STATE['numpy_errors_raise'], False)" in guards
+
+
+# -- locals captured by inner functions (cells) ------------------------------------------------
+
+
+def _closure_made_after_the_break(x: np.ndarray) -> np.ndarray:
+    scale = x.sum()
+    print("before the closure")
+    scaled = lambda y: y * scale  # noqa: E731
+    return scaled(x)
+
+
+def _closure_dead_at_the_break(x: np.ndarray) -> np.ndarray:
+    scale = x.sum()
+    y = (lambda v: v * scale)(x)
+    print("the closure is gone")
+    scale = scale + 1.0
+    return y + scale
+
+
+def _closure_per_iteration(x: np.ndarray, n: int) -> np.ndarray:
+    acc = x * 0
+    for i in range(n):
+        step = lambda y: y + i  # noqa: E731, B023 (a cell per iteration, on purpose)
+        acc = step(acc)
+        print(i)
+    return acc
+
+
+def _sort_key_over_a_local(values: list[float]) -> list[float]:
+    weight = -2
+    print("sorting")
+    return sorted(values, key=lambda v: v * weight)
+
+
+@pytest.mark.parametrize(
+    ("fn", "args"),
+    [
+        (_closure_made_after_the_break, (np.arange(3.0),)),
+        (_closure_dead_at_the_break, (np.arange(3.0),)),
+        (_closure_per_iteration, (np.arange(3.0), 4)),
+        (_sort_key_over_a_local, ([3.0, 1.0, 2.0],)),
+    ],
+)
+def test_a_frame_with_cells_resumes_after_a_break(
+    fn: Callable[..., Any], args: tuple[Any, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    compiled = compile_function(fn, backend="eager")
+    with warnings.catch_warnings(), recording_captures() as events:
+        warnings.simplefilter("error", CaptureFallbackWarning)
+        got = compiled(*copy.deepcopy(args))
+        again = compiled(*copy.deepcopy(args))
+    printed = capsys.readouterr().out
+    want = fn(*copy.deepcopy(args))
+    _same(got, want)
+    _same(again, want)
+    assert printed == 2 * capsys.readouterr().out
+    assert any(event.break_reason for event in events)  # it did break, and resumed compiled

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from numpile_capture import Unsupported
 from numpile_capture.bytecode import normalized_instructions
 from numpile_capture.resume_code import (
     BreakSite,
@@ -88,19 +87,22 @@ def test_stack_names_skip_null_positions() -> None:
 
 
 def _captures_a_local(x: int) -> Any:
+    print("before", x)
+    x = x + 1
+
     def inner() -> int:
-        return x
+        return x * 10
 
-    print(inner)
-    return inner
+    return inner()
 
 
-def test_cells_cannot_resume() -> None:
+def test_a_captured_local_resumes_as_a_value_in_a_fresh_cell() -> None:
     site = BreakSite.at(
         _captures_a_local.__code__,
         _index_of(_captures_a_local, "CALL"),
-        (*_CALL_LAYOUT, False),
+        (*_CALL_LAYOUT, False, False),
     )
     assert site.fallthrough is not None
-    with pytest.raises(Unsupported, match="captured"):
-        resume_code(_captures_a_local.__code__, site.fallthrough, ["x"])
+    resume = _function(resume_code(_captures_a_local.__code__, site.fallthrough, ["x"]))
+    assert "x" in resume.__code__.co_cellvars
+    assert resume(None, 4) == 50  # the print's result, then x: MAKE_CELL wraps it again

@@ -16,9 +16,10 @@ each iteration, with the runner making each resume call in a loop), and inside
 `try` and `with` blocks (the break function routes an exception raised by the
 breaking instruction to the original handler, run in Python). Where a live
 value cannot be rebuilt (a generator already started, an object made by
-library code) or locals are captured by inner functions (cells),
+library code, an inner function closing over this function's locals),
 `capture_with_breaks` raises `Unsupported` and the whole function runs
-eagerly, with that reason.
+eagerly, with that reason. Locals captured by inner functions (cells) reach a
+resume function as values, and its own MAKE_CELL wraps them again.
 
     >>> import numpy as np
     >>> def f(x):
@@ -32,6 +33,7 @@ eagerly, with that reason.
 
 from __future__ import annotations
 
+import dis
 import logging
 import types
 from typing import Any
@@ -182,13 +184,25 @@ def _resume_point(code: types.CodeType, exc: BreakAt) -> int:
 
     if inst.opname in ("RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS"):
         return index  # nothing resumes after it: loops and cells do not matter
-    if code.co_cellvars:
-        fail("its locals are captured by an inner function (cells)")
+    if code.co_cellvars and any(name in _CELL_OPS for name in _group_names(code, index)):
+        fail("the breaking instruction reads a local captured by an inner function (a cell)")
     return index
 
 
+def _group_names(code: types.CodeType, index: int) -> list[str]:
+    # The raw opnames of normalized instruction `index` (what a break function copies).
+    instructions = normalized_instructions(code)
+    previous = instructions[index - 1].offset if index > 0 else -1
+    offset = instructions[index].offset
+    return [i.opname for i in dis.get_instructions(code) if previous < i.offset <= offset]
+
+
+# NOTE: a cell variable of the frame is live after a break when one of these reads it; a
+# resume function gets its value as a parameter and makes its own cell (MAKE_CELL).
+_CELL_OPS = frozenset({"LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE"})
 _READS = frozenset({"LOAD_FAST", "LOAD_FAST_AND_CLEAR", "DELETE_FAST"})
-_WRITES = frozenset({"STORE_FAST"})
+_READS |= {"LOAD_DEREF", "DELETE_DEREF", "LOAD_CLOSURE"}
+_WRITES = frozenset({"STORE_FAST", "STORE_DEREF"})
 _NO_FALLTHROUGH = frozenset({"JUMP", "RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"})
 
 
@@ -326,6 +340,11 @@ class _Planner:
         if isinstance(var, IteratorVar):
             rest = tuple(self.slot(item) for item in var.items[var.position :])
             return self.add(MakeIterator(self.add(Build(list, rest))))
+        if isinstance(var, FunctionVar):
+            raise Unsupported(
+                "not supported yet: keeping an inner function that closes over locals (cells) "
+                "live across a graph break"
+            )
         raise Unsupported(f"not supported yet: keeping {var.describe()} live across a graph break")
 
     def _object(self, var: ObjectVar) -> int:
@@ -396,6 +415,8 @@ def _plan(tracer: Tracer, frame: Frame, exc: BreakAt, replay_only: bool) -> Grap
             local_slots.append(planner.source(LocalSource(name)))
             continue
         local = state.locals.get(name)
+        if isinstance(local, CellVar) and name in code.co_cellvars:
+            local = local.contents  # the resume function makes its own cell around it
         if local is None or isinstance(local, CellVar):
             continue
         local_names.append(name)

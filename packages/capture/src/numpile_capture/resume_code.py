@@ -386,8 +386,6 @@ def resume_code(
         >>> resume_code(f.__code__, site.fallthrough, ["x"]).co_varnames[:2]  # doctest: +SKIP
         ('___stack0', 'x')
     """
-    if original.co_cellvars:
-        raise Unsupported("not supported yet: resuming in a function whose locals are captured")
     origin = _ORIGINS.get(original)
     if origin is not None and target.offset in origin[1]:
         base, offsets = origin
