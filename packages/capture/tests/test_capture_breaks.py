@@ -178,11 +178,12 @@ def _loop_with_print(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def _cells_with_print(x: np.ndarray) -> np.ndarray:
+def _cells_with_print_then_rebound(x: np.ndarray) -> np.ndarray:
     def inner() -> np.ndarray:
         return x + 1
 
     print("inside")
+    x = x * 2  # rebinds the cell the live closure reads
     return inner()
 
 
@@ -196,7 +197,7 @@ def _break_in_try(x: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize(
     ("fn", "why"),
-    [(_cells_with_print, "cells")],
+    [(_cells_with_print_then_rebound, "cells")],
 )
 def test_unresumable_breaks_run_the_frame_eagerly(
     fn: Callable[..., Any], why: str, capsys: pytest.CaptureFixture[str]
@@ -425,9 +426,31 @@ def _sort_key_over_a_local(values: list[float]) -> list[float]:
     return sorted(values, key=lambda v: v * weight)
 
 
+def _closure_live_across_the_break(x: np.ndarray) -> np.ndarray:
+    scale = x.sum()
+    offsets = (1.0, x * 2)
+
+    def shifted(y: np.ndarray, k: float = 2.0) -> np.ndarray:
+        return y * scale + k + offsets[0] + offsets[1]
+
+    print("the closure lives on")
+    x += 1.0  # in place, after the break; offsets[1] is a copy made before it
+    return shifted(x) + shifted(x, k=0.5) + scale
+
+
+def _recursive_inner_function(x: np.ndarray) -> np.ndarray:
+    def fib(n: int) -> int:
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    print("defined")
+    return x * fib(6)
+
+
 @pytest.mark.parametrize(
     ("fn", "args"),
     [
+        (_closure_live_across_the_break, (np.arange(3.0),)),
+        (_recursive_inner_function, (np.arange(3.0),)),
         (_closure_made_after_the_break, (np.arange(3.0),)),
         (_closure_dead_at_the_break, (np.arange(3.0),)),
         (_closure_per_iteration, (np.arange(3.0), 4)),
@@ -448,3 +471,57 @@ def test_a_frame_with_cells_resumes_after_a_break(
     _same(again, want)
     assert printed == 2 * capsys.readouterr().out
     assert any(event.break_reason for event in events)  # it did break, and resumed compiled
+
+
+def _closure_whose_variable_is_rebound_after_the_break(x: np.ndarray) -> np.ndarray:
+    scale = 2.0
+    scaled = lambda y: y * scale  # noqa: E731
+    print("rebinding next")
+    scale = 3.0
+    return scaled(x)
+
+
+def _closure_that_assigns_its_variable(x: np.ndarray) -> np.ndarray:
+    total = 0.0
+
+    def add(value: float) -> None:
+        nonlocal total
+        total = total + value
+
+    add(1.0)
+    print("then again")
+    add(2.0)
+    return x * total
+
+
+@pytest.mark.parametrize(
+    "fn", [_closure_whose_variable_is_rebound_after_the_break, _closure_that_assigns_its_variable]
+)
+def test_a_live_closure_whose_cell_is_assigned_runs_the_frame_eagerly(
+    fn: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Fresh cells on both sides would not see each other's assignments: eager, and correct.
+    compiled = compile_function(fn, backend="eager")
+    with pytest.warns(CaptureFallbackWarning, match="assigns them again"):
+        got = compiled(np.arange(3.0))
+    _same(got, fn(np.arange(3.0)))
+
+
+def _closure_over_a_list_mutated_after_the_break(x: np.ndarray) -> np.ndarray:
+    offsets = [1.0]
+    shifted = lambda y: y + offsets[0]  # noqa: E731
+    print("mutating next")
+    offsets[0] = 5.0
+    return shifted(x)
+
+
+def test_a_live_closure_over_a_list_runs_the_frame_eagerly(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The list would reach the resume function twice (a local, a closure cell) as two
+    # sources: capture would not see the mutation through one from the other.
+    fn = _closure_over_a_list_mutated_after_the_break
+    compiled = compile_function(fn, backend="eager")
+    with pytest.warns(CaptureFallbackWarning, match="closes over locals"):
+        got = compiled(np.arange(3.0))
+    _same(got, fn(np.arange(3.0)))

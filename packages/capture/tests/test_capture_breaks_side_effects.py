@@ -213,6 +213,7 @@ def test_explain_reports_an_eager_fallback_as_a_break() -> None:
             return x + 1
 
         print("tick")
+        x = x * 2  # rebinds the cell the live closure reads: the frame runs eagerly
         return inner()
 
     out = explain(cells)(np.ones(2))

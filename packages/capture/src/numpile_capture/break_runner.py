@@ -23,9 +23,11 @@ from .rebuild_steps import (
     Call,
     CompiledCallee,
     Constant,
+    FillCell,
     FromGraph,
     FromInput,
     GetAttr,
+    MakeCell,
     MakeFunction,
     MakeIterator,
     NewObject,
@@ -159,13 +161,22 @@ def _function_maker(step: MakeFunction) -> Callable[[list[Any], Any, Sequence[An
 
     def make(slots: list[Any], outputs: Any, extras: Sequence[Any]) -> Any:
         defaults = None if step.defaults is None else slots[step.defaults]
-        made = types.FunctionType(code, globals_, code.co_name, defaults)
+        closure = tuple(slots[index] for index in step.closure) or None
+        made = types.FunctionType(code, globals_, code.co_name, defaults, closure)
         if step.kwdefaults is not None:
             made.__kwdefaults__ = slots[step.kwdefaults]
         made.__qualname__ = code.co_qualname
         return made
 
     return make
+
+
+def _cell_filler(step: FillCell) -> Callable[[list[Any], Any, Sequence[Any]], Any]:
+    def fill(slots: list[Any], outputs: Any, extras: Sequence[Any]) -> Any:
+        slots[step.cell].cell_contents = slots[step.value]
+        return None
+
+    return fill
 
 
 def _caller(step: Call) -> Callable[[list[Any], Any, Sequence[Any]], Any]:
@@ -205,6 +216,13 @@ def _runtime_step(step: Step, wrap: Wrap) -> Callable[[list[Any], Any, Sequence[
     if isinstance(step, GetAttr):
         slot, name = step.slot, step.name
         return lambda slots, outputs, extras: getattr(slots[slot], name)
+    if isinstance(step, MakeCell):
+        value = step.value
+        if value is None:
+            return lambda slots, outputs, extras: types.CellType()
+        return lambda slots, outputs, extras: types.CellType(slots[value])
+    if isinstance(step, FillCell):
+        return _cell_filler(step)
     if isinstance(step, MakeIterator):
         source = step.slot
         return lambda slots, outputs, extras: iter(slots[source])

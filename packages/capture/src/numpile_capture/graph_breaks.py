@@ -54,9 +54,11 @@ from .rebuild_steps import (
     Call,
     CompiledCallee,
     Constant,
+    FillCell,
     FromGraph,
     FromInput,
     GetAttr,
+    MakeCell,
     MakeFunction,
     MakeIterator,
     NewObject,
@@ -235,6 +237,46 @@ def _names_read_after(code: types.CodeType, index: int) -> set[str]:
     return live[max(index, 0)]
 
 
+_CELL_WRITES = frozenset({"STORE_DEREF", "DELETE_DEREF"})
+
+
+def _cells_rebound_after(code: types.CodeType, index: int) -> set[str]:
+    # Cell variables some instruction reachable from `index` assigns (or deletes).
+    instructions = normalized_instructions(code)
+    if any(inst.in_try for inst in instructions):
+        return {inst.argval for inst in instructions if inst.opname in _CELL_WRITES}
+    seen: set[int] = set()
+    todo = [index]
+    while todo:
+        position = todo.pop()
+        if position in seen or position >= len(instructions):
+            continue
+        seen.add(position)
+        inst = instructions[position]
+        if inst.opname not in _NO_FALLTHROUGH:
+            todo.append(position + 1)
+        if inst.target is not None:
+            todo.append(inst.target)
+    return {instructions[i].argval for i in seen if instructions[i].opname in _CELL_WRITES}
+
+
+def _shareable(var: Variable | None) -> bool:
+    # Values a rebuilt closure and a resume function may each hold in their own cell: never
+    # mutated through one and read through the other (arrays alias-check at run time).
+    if var is None or isinstance(var, ConstantVar | ScalarInputVar | ArrayVar | FunctionVar):
+        return True
+    return isinstance(var, TupleVar) and all(_shareable(item) for item in var.items)
+
+
+def _assigns_free_variable(code: types.CodeType, name: str) -> bool:
+    # Whether `code`, or code nested in it, assigns or deletes variable `name` of a closure.
+    for inst in dis.get_instructions(code):
+        if inst.opname in _CELL_WRITES and inst.argval == name:
+            return True
+    nested = (const for const in code.co_consts if isinstance(const, types.CodeType))
+    return any(_assigns_free_variable(inner, name) for inner in nested)
+
+
 def _index_at(code: types.CodeType, offset: int) -> Instruction | None:
     for inst in normalized_instructions(code):
         if inst.offset >= offset:
@@ -243,14 +285,25 @@ def _index_at(code: types.CodeType, offset: int) -> Instruction | None:
 
 
 class _Planner:
-    """Turns variables live at the break into rebuild steps, graph outputs and fetched sources."""
+    """Turns variables live at the break into rebuild steps, graph outputs and fetched sources.
 
-    def __init__(self, tracer: Tracer) -> None:
+    `own_cells` maps the frame's own cells (by id) to their variable names; `rebound` names
+    the cell variables the frame may assign again after the break.
+    """
+
+    def __init__(
+        self,
+        tracer: Tracer,
+        own_cells: dict[int, str] | None = None,
+        rebound: set[str] | None = None,
+    ) -> None:
         self.tracer = tracer
         self.steps: list[Step] = []
         self.outputs: list[Node] = []
         self.extra_sources: list[Source] = []
         self._memo: dict[int, int] = {}
+        self._own_cells = own_cells or {}
+        self._rebound = rebound or set()
         self._placeholder_sources = dict(
             zip(tracer.graph.placeholders, tracer.builder.input_sources, strict=True)
         )
@@ -340,12 +393,50 @@ class _Planner:
         if isinstance(var, IteratorVar):
             rest = tuple(self.slot(item) for item in var.items[var.position :])
             return self.add(MakeIterator(self.add(Build(list, rest))))
+        if isinstance(var, FunctionVar) and self._rebuildable_closure(var):
+            return self._closure(var)
         if isinstance(var, FunctionVar):
             raise Unsupported(
                 "not supported yet: keeping an inner function that closes over locals (cells) "
-                "live across a graph break"
+                "live across a graph break, where the function or the rest of the frame "
+                "assigns them again"
             )
         raise Unsupported(f"not supported yet: keeping {var.describe()} live across a graph break")
+
+    def _rebuildable_closure(self, var: FunctionVar) -> bool:
+        # The rebuilt function gets fresh cells, and the resume function makes its own: safe
+        # when neither side can rebind the variables, so both cells keep the same object.
+        # The contents must not be a list, dict or object the resume function could mutate:
+        # it would read them through two sources that capture does not know are one object.
+        if var.fn is not None:
+            return False
+        for name, cell in zip(var.code.co_freevars, var.closure, strict=True):
+            own = self._own_cells.get(id(cell))
+            if own is None or own in self._rebound or _assigns_free_variable(var.code, name):
+                return False
+            assert isinstance(cell, CellVar)
+            if not _shareable(cell.contents):
+                return False
+        return True
+
+    def _closure(self, var: FunctionVar) -> int:
+        cells = tuple(self.add(MakeCell()) for _ in var.closure)
+        defaults = None
+        if var.defaults:
+            defaults = self.add(Build(tuple, tuple(self.slot(item) for item in var.defaults)))
+        kwdefaults = None
+        if var.kwdefaults:
+            keys = tuple(var.kwdefaults)
+            values = tuple(self.slot(item) for item in var.kwdefaults.values())
+            kwdefaults = self.add(Build(dict, values, keys))
+        index = self.add(MakeFunction(var.code, var.globals, defaults, kwdefaults, cells))
+        # NOTE: registered before the cells are filled: a function may refer to itself.
+        self._memo[id(var)] = index
+        for cell, slot in zip(var.closure, cells, strict=True):
+            assert isinstance(cell, CellVar)
+            if cell.contents is not None:
+                self.add(FillCell(slot, self.slot(cell.contents)))
+        return index
 
     def _object(self, var: ObjectVar) -> int:
         # The object's slot exists before its attributes are made: they may refer back to it.
@@ -389,7 +480,12 @@ def _plan(tracer: Tracer, frame: Frame, exc: BreakAt, replay_only: bool) -> Grap
     code = frame.code
     nulls = tuple(isinstance(value, NullVar) for value in state.stack)
     site = BreakSite.at(code, exc.index, nulls)
-    planner = _Planner(tracer)
+    own_cells = {
+        id(cell): name
+        for name in code.co_cellvars
+        if isinstance(cell := state.locals.get(name), CellVar)
+    }
+    planner = _Planner(tracer, own_cells, _cells_rebound_after(code, frame.pc))
     callee = _callee_position(frame, site)
     stack_slots: list[int] = []
     for position, value in enumerate(state.stack):

@@ -64,12 +64,29 @@ class CompiledCallee:
 
 @attrs.frozen
 class MakeFunction:
-    """A function the captured code defined (a lambda, a nested def without cells)."""
+    """A function the captured code defined (a lambda, a nested def); `closure` are the slots
+    of its cells (`MakeCell`), empty when it closes over nothing."""
 
     code: types.CodeType
     globals: dict[str, Any] = attrs.field(repr=False)
     defaults: int | None
     kwdefaults: int | None
+    closure: tuple[int, ...] = ()
+
+
+@attrs.frozen
+class MakeCell:
+    """A new cell holding `slots[value]` (empty when None: filled by `FillCell`)."""
+
+    value: int | None = None
+
+
+@attrs.frozen
+class FillCell:
+    """`slots[cell].cell_contents = slots[value]` (a function that refers to itself)."""
+
+    cell: int
+    value: int
 
 
 @attrs.frozen
@@ -114,6 +131,8 @@ Step = (
     | GetAttr
     | CompiledCallee
     | MakeFunction
+    | MakeCell
+    | FillCell
     | MakeIterator
     | Call
     | NewObject
