@@ -262,3 +262,22 @@ def test_user_objects_attributes_and_methods_are_captured_and_guarded() -> None:
     compiled(np.ones(2), compiled_obj)  # calls changed: a recompile, not a stale constant
     assert compiled_obj.calls == 2
     np.testing.assert_array_equal(compiled_obj.last, np.full(2, 3.0))
+
+
+def _write_then_read_through_another_source(values: list[float], read: Any) -> float:
+    values[0] = 5.0
+    return float(read())
+
+
+def test_a_list_reached_through_two_sources_is_one_value() -> None:
+    # The list is an argument and a closure's cell: a write through one is seen through the
+    # other; a call where they are two lists misses the aliased entry (`is not` guard).
+    shared = [1.0]
+    reader = lambda: shared[0]  # noqa: E731
+    compiled = compile_function(_write_then_read_through_another_source, backend="eager")
+    assert compiled(shared, reader) == 5.0
+    shared[0] = 1.0
+    assert compiled([1.0], reader) == 1.0
+    assert compiled(shared, reader) == 5.0
+    pair = {"a": 1.0}
+    assert compiled([1.0], lambda: pair["a"]) == 1.0

@@ -82,6 +82,11 @@ _CONSTANT_TYPES: tuple[type, ...] = (
 )
 
 
+# NOTE: lists and dicts per capture whose identities are compared (pairwise `is not` guards);
+# past this many, a further one is not checked against the others.
+_ALIAS_CHECKED = 8
+
+
 def is_constant_value(value: Any) -> bool:
     """Whether `value` is an immutable Python constant the tracer specializes on.
 
@@ -104,6 +109,7 @@ class VariableBuilder:
         self._guards: list[Guard] = []
         self.input_sources: list[Source] = []
         self._built: dict[str, Variable] = {}
+        self._containers: dict[int, tuple[Any, Source, Variable]] = {}
         self.policy = current_policy()
         # NOTE: one shape environment per capture; meta rules find it through the thread.
         self.shape_env = ShapeEnv(duck=self.policy.duck)
@@ -116,13 +122,41 @@ class VariableBuilder:
         return [*self._guards, *shape_guards]
 
     def build(self, value: Any, source: Source) -> Variable:
-        """The variable for `value` read from `source` (the same one on every read)."""
+        """The variable for `value` read from `source` (the same one on every read).
+
+        A list or dict already read through another source is the same variable (a
+        mutation through one is seen through the other), guarded `is`; lists and dicts
+        read through different sources are guarded `is not`.
+        """
         key = source.name
         found = self._built.get(key)
         if found is None:
-            found = self._wrap(value, source)
+            found = self._same_container(value, source)
+            if found is None:
+                found = self._wrap(value, source)
+                self._track_container(value, source, found)
             self._built[key] = found
         return found
+
+    def _same_container(self, value: Any, source: Source) -> Variable | None:
+        if type(value) not in (list, dict):
+            return None
+        seen = self._containers.get(id(value))
+        if seen is None:
+            return None
+        _, first, var = seen
+        self.guard_relation(f"{source.name} is {first.name}", "one object, two sources")
+        return var
+
+    def _track_container(self, value: Any, source: Source, var: Variable) -> None:
+        if type(value) not in (list, dict) or len(self._containers) >= _ALIAS_CHECKED:
+            return
+        for other, other_source, _ in self._containers.values():
+            if type(other) is type(value):
+                text = f"{source.name} is not {other_source.name}"
+                self.guard_relation(text, "two objects, two sources")
+        # NOTE: the value is kept, so its id is not reused while this capture runs.
+        self._containers[id(value)] = (value, source, var)
 
     def build_unguarded(self, value: Any) -> Variable:
         """A variable for a value with no source (a builtin, an attribute of a constant)."""
