@@ -38,6 +38,12 @@ EXPRESSIONS = (
     "x + a if a else x - b",
     "np.clip(x, min(a, b), max(a, b))",
     "x * (-a) + (+b)",
+    # Statements updating the (copied) input in place; the function returns `x`.
+    "do: x += a",
+    "do: x[1:] *= a - b",
+    "do: np.multiply(x, a, out=x)",
+    "do: x[::2] = a",
+    "do: x //= a",
 )
 VALUES = (0, 1, -1, 2, 3, 7, 127, 128, 255, 256, -129, 2**31, 2**63 - 1, -(2**63), 2**64)
 VALUES += (0.0, -0.0, 0.5, -2.5, 1e300, -1e-300, math.inf, -math.inf, math.nan, True, False)
@@ -82,7 +88,11 @@ def _cases(draw: Any) -> tuple[str, str, bool | None, list[tuple[Any, Any]]]:
 def _check(backend: str, case: tuple[str, str, bool | None, list[tuple[Any, Any]]]) -> None:
     expression, dtype, dynamic, calls = case
     namespace: dict[str, Any] = {"np": np, "math": math}
-    exec(f"def f(x, a, b):\n    return {expression}\n", namespace)
+    if expression.startswith("do: "):
+        body = f"    {expression[4:]}\n    return x\n"
+    else:
+        body = f"    return {expression}\n"
+    exec(f"def f(x, a, b):\n{body}", namespace)
     fn = namespace["f"]
     numpile.reset()
     compiled = numpile.compile(fn, backend=backend, dynamic=dynamic)
