@@ -281,3 +281,23 @@ def test_a_list_reached_through_two_sources_is_one_value() -> None:
     assert compiled(shared, reader) == 5.0
     pair = {"a": 1.0}
     assert compiled([1.0], lambda: pair["a"]) == 1.0
+
+
+class _Holder:
+    def __init__(self) -> None:
+        self.value = 1.0
+
+
+def _write_attribute_then_read_through_another_source(holder: _Holder, read: Any) -> float:
+    holder.value = 5.0
+    return float(read())
+
+
+def test_an_object_reached_through_two_sources_sees_its_own_writes() -> None:
+    shared = _Holder()
+    reader = lambda: shared.value  # noqa: E731
+    compiled = compile_function(_write_attribute_then_read_through_another_source, backend="eager")
+    assert compiled(shared, reader) == 5.0
+    shared.value = 1.0
+    assert compiled(_Holder(), reader) == 1.0
+    assert compiled(shared, reader) == 5.0

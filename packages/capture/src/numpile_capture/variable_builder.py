@@ -82,8 +82,8 @@ _CONSTANT_TYPES: tuple[type, ...] = (
 )
 
 
-# NOTE: lists and dicts per capture whose identities are compared (pairwise `is not` guards);
-# past this many, a further one is not checked against the others.
+# NOTE: lists, dicts and user objects per capture whose identities are compared (pairwise
+# `is not` guards among one type); past this many, a further one is not checked.
 _ALIAS_CHECKED = 8
 
 
@@ -109,7 +109,7 @@ class VariableBuilder:
         self._guards: list[Guard] = []
         self.input_sources: list[Source] = []
         self._built: dict[str, Variable] = {}
-        self._containers: dict[int, tuple[Any, Source, Variable]] = {}
+        self._objects: dict[int, tuple[Any, Source, Variable]] = {}
         self.policy = current_policy()
         # NOTE: one shape environment per capture; meta rules find it through the thread.
         self.shape_env = ShapeEnv(duck=self.policy.duck)
@@ -124,39 +124,38 @@ class VariableBuilder:
     def build(self, value: Any, source: Source) -> Variable:
         """The variable for `value` read from `source` (the same one on every read).
 
-        A list or dict already read through another source is the same variable (a
-        mutation through one is seen through the other), guarded `is`; lists and dicts
-        read through different sources are guarded `is not`.
+        A list, dict or user object already read through another source is the same
+        variable (a write through one is seen through the other), guarded `is`; ones of
+        one type read through different sources are guarded `is not`.
         """
         key = source.name
         found = self._built.get(key)
         if found is None:
-            found = self._same_container(value, source)
+            found = self._same_object(value, source)
             if found is None:
                 found = self._wrap(value, source)
-                self._track_container(value, source, found)
+                self._track_object(value, source, found)
             self._built[key] = found
         return found
 
-    def _same_container(self, value: Any, source: Source) -> Variable | None:
-        if type(value) not in (list, dict):
-            return None
-        seen = self._containers.get(id(value))
-        if seen is None:
+    def _same_object(self, value: Any, source: Source) -> Variable | None:
+        seen = self._objects.get(id(value))
+        if seen is None or seen[0] is not value:
             return None
         _, first, var = seen
         self.guard_relation(f"{source.name} is {first.name}", "one object, two sources")
         return var
 
-    def _track_container(self, value: Any, source: Source, var: Variable) -> None:
-        if type(value) not in (list, dict) or len(self._containers) >= _ALIAS_CHECKED:
+    def _track_object(self, value: Any, source: Source, var: Variable) -> None:
+        mutable = isinstance(var, ListVar | DictVar | OpaqueVar)
+        if not mutable or len(self._objects) >= _ALIAS_CHECKED:
             return
-        for other, other_source, _ in self._containers.values():
+        for other, other_source, _ in self._objects.values():
             if type(other) is type(value):
                 text = f"{source.name} is not {other_source.name}"
                 self.guard_relation(text, "two objects, two sources")
         # NOTE: the value is kept, so its id is not reused while this capture runs.
-        self._containers[id(value)] = (value, source, var)
+        self._objects[id(value)] = (value, source, var)
 
     def build_unguarded(self, value: Any) -> Variable:
         """A variable for a value with no source (a builtin, an attribute of a constant)."""
