@@ -361,15 +361,7 @@ class _Planner:
                 return self.source(var.source)
             return self._constant(var.value if isinstance(var, CallableVar) else var.module)
         if isinstance(var, FunctionVar) and not var.closure:
-            defaults = None
-            if var.defaults:
-                defaults = self.add(Build(tuple, tuple(self.slot(item) for item in var.defaults)))
-            kwdefaults = None
-            if var.kwdefaults:
-                keys = tuple(var.kwdefaults)
-                values = tuple(self.slot(item) for item in var.kwdefaults.values())
-                kwdefaults = self.add(Build(dict, values, keys))
-            return self.add(MakeFunction(var.code, var.globals, defaults, kwdefaults))
+            return self._closure(var)  # a function made here that closes over nothing
         if isinstance(var, BoundMethodVar):
             return self.add(GetAttr(self.slot(var.receiver), var.name))
         if isinstance(var, MethodVar):
