@@ -360,7 +360,7 @@ _SCALAR_SYMBOLS = {
     "pow": "**",
 }
 _DIVISIONS = ("truediv", "floordiv", "mod")
-_COMPARISON_SYMBOLS = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
+_COMPARISON_SYMBOLS = {name: symbol for symbol, name in COMPARE_NAMES.items()}
 
 
 def _scalar_text(var: Variable) -> str | None:
