@@ -92,7 +92,9 @@ def _kernel_count(workload: Workload, device: tuple[Any, ...]) -> int:
 
 
 def _torch_cuda(workload: Workload) -> Callable[..., Any] | None:
-    # torch.compile of the NumPy function on the GPU (NumPy in, NumPy out), or None.
+    # torch.compile of the NumPy function on CUDA tensors (PyTorch's documented way to run
+    # NumPy code on the GPU: `.numpy()` on the inputs, `torch.from_numpy` on the results,
+    # inside the compiled function), or None without a CUDA build of torch.
     try:
         import torch
     except ImportError:
@@ -100,16 +102,42 @@ def _torch_cuda(workload: Workload) -> Callable[..., Any] | None:
     if not torch.cuda.is_available():
         return None
     torch._dynamo.reset()
-    compiled = torch.compile(workload.fn)
+    fn = workload.fn
 
-    def call(*host: Any) -> Any:
-        with torch.device("cuda"):
-            return compiled(*host)
+    def on_tensors(*tensors: Any) -> Any:
+        result = fn(*(t.numpy() for t in tensors))
+        if isinstance(result, tuple):
+            return tuple(torch.from_numpy(r) for r in result)
+        return torch.from_numpy(result)
 
-    return call
+    return torch.compile(on_tensors)
 
 
-def run_workload(workload: Workload, *, quick: bool, bandwidth: float) -> dict[str, Any]:
+# Workloads whose leading axis the GPU suite scales (``--scale``): at the CPU suite's sizes a
+# fused elementwise kernel or a row softmax takes tens of microseconds on a large GPU, under
+# the host's cost of a call, and the suite would measure launches instead of kernels.
+SCALED = ("chain_sin_f32", "chain_sin_f64", "chain10_f32", "chain10_f64")
+SCALED_ROWS = ("softmax_rows_f32", "layernorm_rows_f32")
+
+
+def gpu_inputs(workload: Workload, *, quick: bool, scale: int) -> tuple[Any, ...]:
+    """The workload's inputs, with the leading axis of the scaled ones times `scale`.
+
+    >>> [a.shape for a in gpu_inputs(find_workloads(["chain_sin_f32"])[0], quick=True, scale=2)]
+    [(262144,), (262144,), (262144,)]
+    """
+    import numpy as np
+
+    host = workload.make_inputs(quick=quick)
+    if scale == 1 or workload.name not in SCALED + SCALED_ROWS:
+        return host
+    first = host[0].shape
+    return tuple(np.concatenate([a] * scale) if a.shape == first else a for a in host)
+
+
+def run_workload(
+    workload: Workload, *, quick: bool, bandwidth: float, scale: int = 1
+) -> dict[str, Any]:
     """Time one workload on CPU NumPy, CuPy eager, numpile (Triton, CUDA graphs) and torch.
 
     >>> run_workload(find_workloads(["chain_sin_f32"])[0], quick=True, bandwidth=1.0)
@@ -120,7 +148,7 @@ def run_workload(workload: Workload, *, quick: bool, bandwidth: float) -> dict[s
     import numpile
 
     repeat = 5 if quick else 30
-    host = workload.make_inputs(quick=quick)
+    host = gpu_inputs(workload, quick=quick, scale=scale)
     device = tuple(cupy.asarray(a) for a in host)
     kernels = _kernel_count(workload, device)
     numpile.reset()
@@ -136,15 +164,18 @@ def run_workload(workload: Workload, *, quick: bool, bandwidth: float) -> dict[s
     row: dict[str, Any] = {
         "workload": workload.name,
         "kernels": kernels,
-        "numpy_cpu_ms": _cpu_ms(lambda: workload.fn(*host), repeat),
+        "numpy_cpu_ms": _cpu_ms(lambda: workload.fn(*host), 3 if scale > 1 else repeat),
         "cupy_ms": _gpu_ms(lambda: workload.fn(*device), repeat),
         "numpile_ms": _gpu_ms(lambda: compiled(*device), repeat),
         "numpile_graphs_ms": _gpu_ms(lambda: replayed(*device), repeat),
-        "numpile_host_ms": _cpu_ms(lambda: from_host(*host), repeat),
+        "numpile_host_ms": _cpu_ms(lambda: from_host(*host), 3 if scale > 1 else repeat),
     }
     torch_fn = _torch_cuda(workload)
     if torch_fn is not None:
-        row["torch_host_ms"] = _cpu_ms(lambda: torch_fn(*host), repeat)
+        import torch
+
+        tensors = tuple(torch.from_numpy(a).cuda() for a in host)
+        row["torch_ms"] = _gpu_ms(lambda: torch_fn(*tensors), repeat)
     row["cupy_over_numpile"] = row["cupy_ms"] / row["numpile_ms"]
     if workload.bound == "memory":
         gbs = min_bytes(host, workload.fn(*host)) / (row["numpile_ms"] * 1e-3) / 1e9
@@ -159,18 +190,21 @@ def _print(rows: list[dict[str, Any]], bandwidth: float, device: str) -> None:
     head = (
         f"{'workload':<20} {'k':>2} {'numpy cpu':>10} {'cupy':>9} {'numpile':>9} "
         f"{'+graphs':>9} {'cupy/np':>8} {'GB/s':>7} {'of copy':>7} "
-        f"{'np host':>9} {'torch host':>10}"
+        f"{'np host':>9} {'torch':>9} {'torch/np':>8}"
     )
     print(head)
     for row in rows:
         gbs = f"{row['numpile_gbs']:7.0f}" if "numpile_gbs" in row else f"{'-':>7}"
         share = f"{row['of_copy_bw']:7.0%}" if "of_copy_bw" in row else f"{'-':>7}"
-        torch_ms = f"{row['torch_host_ms']:10.3f}" if "torch_host_ms" in row else f"{'-':>10}"
+        torch_ms = f"{row['torch_ms']:9.3f}" if "torch_ms" in row else f"{'-':>9}"
+        torch_ratio = (
+            f"{row['torch_ms'] / row['numpile_ms']:7.2f}x" if "torch_ms" in row else f"{'-':>8}"
+        )
         print(
             f"{row['workload']:<20} {row['kernels']:>2} {row['numpy_cpu_ms']:10.3f} "
             f"{row['cupy_ms']:9.3f} {row['numpile_ms']:9.3f} {row['numpile_graphs_ms']:9.3f} "
             f"{row['cupy_over_numpile']:7.2f}x {gbs} {share} {row['numpile_host_ms']:9.3f} "
-            f"{torch_ms}"
+            f"{torch_ms} {torch_ratio}"
         )
 
 
@@ -183,6 +217,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--only", action="append", metavar="NAME", help="workload pattern")
+    parser.add_argument(
+        "--scale",
+        type=int,
+        default=8,
+        help="leading-axis factor of the elementwise and row "
+        "workloads (default 8; 1 gives the CPU suite's sizes)",
+    )
     options = parser.parse_args(argv)
     reason = _gpu_reason()
     if reason:
@@ -197,7 +238,11 @@ def main(argv: list[str] | None = None) -> int:
         if workload.bound == "overhead" and workload.name != "tiny_call_f64":
             continue
         try:
-            rows.append(run_workload(workload, quick=options.quick, bandwidth=bandwidth))
+            rows.append(
+                run_workload(
+                    workload, quick=options.quick, bandwidth=bandwidth, scale=options.scale
+                )
+            )
         except Exception as error:  # one broken workload must not hide the others
             print(f"{workload.name}: failed: {type(error).__name__}: {error}", file=sys.stderr)
     _print(rows, bandwidth, name)

@@ -30,6 +30,8 @@ import functools
 import logging
 import os
 import re
+import sys
+import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -247,11 +249,94 @@ def call(fn: Callable[..., Any], inputs: Inputs) -> Outcome:
                 result = fn(*inputs.args, **inputs.kwargs)
             except Exception as error:
                 result, failure = None, error
+                if os.environ.get("NUMPILE_CORPUS_TRACEBACK") == "1":
+                    traceback.print_exception(error, file=sys.stderr)
             else:
                 failure = None
     finally:
         numpile_logger.removeHandler(recorder)
     return Outcome(result, failure, inputs, tuple(recorder.messages), _numpy_warnings(caught))
+
+
+def call_on_gpu(fn: Callable[..., Any], inputs: Inputs) -> Outcome:
+    """`call`, with every NumPy array of the inputs on the GPU (a CuPy array of the same
+    layout), and everything brought back as NumPy arrays for the comparison.
+
+    What the call did to the device copies is what it did to the inputs: results that
+    are inputs or views of them come back as the inputs or views of their memory, writes
+    into inputs are copied back, and lists and dicts of the inputs are updated in place.
+    Inputs CuPy cannot hold (object or non-native byte-order arrays) keep every array of
+    the call on the host. Needs CuPy and a GPU (``NUMPILE_CORPUS_DEVICE=cupy``).
+    """
+    import numpile_runtime as rt
+
+    arrays = [leaf for _, leaf in _leaves(inputs) if isinstance(leaf, np.ndarray)]
+    if not all(a.dtype.isnative and a.dtype.kind in "biufc" for a in arrays):
+        return call(fn, inputs)
+    copies = rt.upload(arrays)  # in `_leaves` order, which `upload` below walks again
+    devices = iter(copies)
+
+    def upload(value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return next(devices).device
+        return _map_in_place(value, upload)
+
+    on_device = Inputs(upload(list(inputs.args)), upload(dict(inputs.kwargs)))
+    outcome = call(fn, Inputs(tuple(on_device.args), on_device.kwargs))
+    for copy in copies:
+        copy.write_back()
+    fresh: dict[int, Any] = {}
+
+    def download(value: Any) -> Any:
+        if rt.is_device_array(value):
+            return rt.download(value, copies, fresh)
+        return _map_in_place(value, download)
+
+    for value in (*on_device.args, *on_device.kwargs.values()):
+        download(value)  # lists and dicts of the inputs, in place
+    result = download(outcome.result)
+    return attrs.evolve(outcome, result=result, inputs=inputs)
+
+
+def _map_in_place(value: Any, fn: Callable[[Any], Any]) -> Any:
+    # Lists and dicts are updated in place (the caller may hold them), tuples rebuilt.
+    if isinstance(value, list):
+        value[:] = [fn(v) for v in value]
+    elif isinstance(value, dict):
+        for key in list(value):
+            value[key] = fn(value[key])
+    elif isinstance(value, tuple):
+        return (
+            type(value)(*(fn(v) for v in value))
+            if hasattr(value, "_fields")
+            else tuple(fn(v) for v in value)
+        )
+    return value
+
+
+# Programs whose eager code, run on CuPy arrays, does what CuPy does rather than what NumPy
+# does (CuPy's documented differences), or that mix in host arrays CuPy rejects. The corpus
+# run on CuPy arrays skips them; they run compiled on the GPU from NumPy inputs instead.
+CUPY_DIFFERS = {
+    "breaks/errstate_raise_caught_in_try": "CuPy ignores np.errstate: nothing raises",
+    "breaks/errstate_raises_on_division_by_zero": "CuPy ignores np.errstate: nothing raises",
+    "breaks/integer_negative_power_caught": "CuPy computes integers to negative powers",
+    "breaks/fancy_index_out_of_bounds_caught": "CuPy wraps out-of-bounds indices (eager code)",
+    "breaks/fancy_assignment_out_of_bounds_caught": "CuPy wraps out-of-bounds indices",
+    "breaks/nanargmax_of_all_nan_row_caught": "CuPy's nanargmax does not raise on all-NaN rows",
+    "breaks/numpy_generator_inside": "mixes NumPy's generator's host arrays with CuPy arrays",
+    "breaks/read_global_array_after_break": "mixes a global host array with CuPy arrays",
+}
+
+
+def corpus_device() -> str:
+    """Where compiled calls get their arrays: ``"cpu"``, or ``"cupy"`` (the GPU) when
+    ``NUMPILE_CORPUS_DEVICE=cupy``.
+
+    >>> corpus_device() in ("cpu", "cupy")
+    True
+    """
+    return os.environ.get("NUMPILE_CORPUS_DEVICE", "cpu")
 
 
 def _numpy_warnings(caught: list[warnings.WarningMessage]) -> tuple[str, ...]:
@@ -291,9 +376,15 @@ def run_program(prog: Program, compile_fn: CompileFn, backend: str) -> list[str]
     compiled = compile_fn(prog.fn, backend=backend, fullgraph=prog.fullgraph)
     # GPU kernels follow CuPy, which gives no floating-point warnings: only CPU backends
     # must give NumPy's.
+    on_gpu = corpus_device() == "cupy"
     comparison = _Comparison(
-        exact=backend == "eager", rtol=prog.rtol, atol=prog.atol, warnings=backend != "triton"
+        exact=backend == "eager" and not on_gpu,
+        rtol=prog.rtol,
+        atol=prog.atol,
+        warnings=backend != "triton" and not on_gpu,
+        cupy=on_gpu,
     )
+    call_compiled = call_on_gpu if on_gpu else call
     problems: list[tuple[str, str]] = []
     first: tuple[Outcome, Outcome] | None = None
     for label, n, seed in _call_plan(prog):
@@ -305,7 +396,7 @@ def run_program(prog: Program, compile_fn: CompileFn, backend: str) -> list[str]
             raise AssertionError(f"{prog.id} is marked expect_error but eager did not raise")
         if not prog.expect_error and eager.raised:
             raise AssertionError(f"{prog.id} raised eagerly: {eager.error!r}") from eager.error
-        got = call(compiled, compiled_inputs)
+        got = call_compiled(compiled, compiled_inputs)
         problems += [(label, p) for p in compare_outcomes(eager, got, comparison, prog)]
         first = first or (eager, got)
     if first is not None and not first[0].raised and not first[1].raised:
@@ -361,6 +452,9 @@ class _Comparison:
     rtol: float | None = None
     atol: float | None = None
     warnings: bool = True  # compare NumPy's floating-point warnings
+    # The compiled call ran on CuPy arrays: CuPy gives 0-d arrays where NumPy gives scalars,
+    # has no read-only arrays, and words its errors its own way.
+    cupy: bool = False
 
     def tolerance(self, dtype: np.dtype[Any]) -> tuple[float, float]:
         component = np.empty(0, dtype).real.dtype
@@ -377,12 +471,13 @@ def compare_outcomes(
     if prog.fullgraph:
         problems += [f"numpile logged a warning: {message}" for message in got.warnings]
     if eager.raised or got.raised:
-        problems += _compare_errors(eager.error, got.error, check_message=prog.check_message)
+        check_message = prog.check_message and not comparison.cupy
+        problems += _compare_errors(eager.error, got.error, check_message=check_message)
     if comparison.warnings and eager.numpy_warnings != got.numpy_warnings:
         problems.append(f"NumPy warnings differ: {eager.numpy_warnings} vs {got.numpy_warnings}")
     else:
         problems += [f"output{p}" for p in compare_trees(eager.result, got.result, comparison)]
-        problems += _compare_aliasing(eager, got)
+        problems += _compare_aliasing(eager, got, writeable=not comparison.cupy)
         if comparison.exact:
             problems += _compare_fresh_layout(eager, got)
     problems += [
@@ -436,6 +531,9 @@ def compare_trees(eager: Any, got: Any, comparison: _Comparison, path: str = "")
         return compare_trees(eager.args, got.args, comparison, f"{path}.args") + compare_trees(
             eager.kwargs, got.kwargs, comparison, f"{path}.kwargs"
         )
+    zero_d = isinstance(got, np.ndarray) and got.ndim == 0
+    if comparison.cupy and isinstance(eager, np.generic) and zero_d:
+        got = got[()]
     if type(eager) is not type(got):
         return [f"{where}: type {type(eager).__name__} vs {type(got).__name__}"]
     if isinstance(eager, tuple | list):
@@ -544,7 +642,7 @@ def _relation(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> tuple[Any, ..
     return ("shares memory", _address(x) - _address(y), x.strides)
 
 
-def _compare_aliasing(eager: Outcome, got: Outcome) -> list[str]:
+def _compare_aliasing(eager: Outcome, got: Outcome, *, writeable: bool = True) -> list[str]:
     problems: list[str] = []
     eager_out = _array_leaves(eager.result)
     got_out = _array_leaves(got.result)
@@ -553,7 +651,7 @@ def _compare_aliasing(eager: Outcome, got: Outcome) -> list[str]:
     if len(eager_out) != len(got_out) or len(eager_in) != len(got_in):
         return []  # already reported as a structure difference
     for (out_path, e_out), (_, g_out) in zip(eager_out, got_out, strict=True):
-        if e_out.flags.writeable != g_out.flags.writeable:
+        if writeable and e_out.flags.writeable != g_out.flags.writeable:
             problems.append(
                 f"output{out_path} writeable is {e_out.flags.writeable} eagerly, "
                 f"{g_out.flags.writeable} compiled"

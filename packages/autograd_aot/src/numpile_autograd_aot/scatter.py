@@ -63,7 +63,7 @@ def _view_scatter_meta(base: ArrayMeta, value: Any, *, views: ViewChain) -> Arra
 
 
 def _view_scatter_impl(base: Any, value: Any, *, views: ViewChain) -> Any:
-    out = np.array(base, copy=True)
+    out = np.copy(base)  # dispatches to CuPy for CuPy arrays (np.array does not)
     parent = apply_views(out, views[:-1])
     if views and views[-1][0] == "getitem":
         # NOTE: assign through the index: an all-int index gives a scalar, not a view.
@@ -93,7 +93,7 @@ def _index_scatter_meta(
 def _index_scatter_impl(
     base: Any, value: Any, *arrays: Any, index: tuple[Any, ...], nnz: Any = None
 ) -> Any:
-    out = np.array(base, copy=True)
+    out = np.copy(base)  # dispatches to CuPy for CuPy arrays (np.array does not)
     out[_concrete(index, arrays)] = value
     return out
 
@@ -106,7 +106,7 @@ index_scatter = register_op(
 def _index_add_impl(
     base: Any, value: Any, *arrays: Any, index: tuple[Any, ...], nnz: Any = None
 ) -> Any:
-    out = np.array(base, copy=True)
+    out = np.copy(base)  # dispatches to CuPy for CuPy arrays (np.array does not)
     np.add.at(out, _concrete(index, arrays), value)
     return out
 

@@ -32,11 +32,12 @@ import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import Graph, Node, run_graph, tree_flatten, tree_unflatten
+from numpile_capture import Graph, Node, OpKind, run_graph, tree_flatten, tree_unflatten
 
 from .launcher import extern_callable, with_epilogue
 from .loop_ir import Buffer, BufferRef, ExternCall
 from .triton_autotune import cache_key, tune
+from .triton_externs import device_extern, to_device
 from .triton_kernel import (
     TritonKernel,
     TritonOptions,
@@ -182,7 +183,8 @@ def compile_triton(
         return TritonCompiled(None, lambda *args: run_graph(graph, args), reason)
     with rt.timed("triton_load"):
         loaded = rt.load_triton_module(module.source, name_hint="graph")
-    runner = _Runner(module, program, loaded, status.mode, options)
+    writes_inputs = any(node.op is not None and node.op.mutates for node in target.nodes)
+    runner = _Runner(module, program, loaded, status.mode, options, writes_inputs=writes_inputs)
     fn: Callable[..., Any] = runner
     if epilogue is not None:
 
@@ -220,14 +222,23 @@ def _is_array(value: Any) -> bool:
 class _Runner:
     # Runs a generated module's steps on one call's arrays; see the module docstring.
     def __init__(
-        self, module: TritonModule, program: Any, loaded: Any, mode: str, options: TritonOptions
+        self,
+        module: TritonModule,
+        program: Any,
+        loaded: Any,
+        mode: str,
+        options: TritonOptions,
+        *,
+        writes_inputs: bool = False,
     ) -> None:
         self.module = module
         self.program = program
         self.mode = mode
+        self.writes_inputs = writes_inputs
         self.functions = {k.name: getattr(loaded, k.name) for k in module.kernels}
+        make_extern = extern_callable if mode == "interpret" else device_extern
         self.externs = {
-            id(step): extern_callable(step) for step in module.steps if isinstance(step, ExternCall)
+            id(step): make_extern(step) for step in module.steps if isinstance(step, ExternCall)
         }
         self.buffers = program.buffers
         self.inputs: list[str] = program.inputs
@@ -237,13 +248,41 @@ class _Runner:
         self.scalar_outputs = {
             name for node, name in program.outputs.items() if self._gives_numpy_scalar(node, name)
         }
+        from .wrapper import _gives_scalar  # the C wrapper's rule for 0-d results
+
+        # 0-d results NumPy gives as scalars, whoever computes them (CuPy gives 0-d arrays),
+        # and views NumPy makes read-only (CuPy has no read-only arrays).
+        self.scalar_nodes = {
+            name
+            for node, name in program.outputs.items()
+            if node.op is not None and node.op.kind in _SCALAR_KINDS and _gives_scalar(node)
+        }
+        self.read_only = {name for node, name in program.outputs.items() if _read_only_view(node)}
         self._stream_bound = False
+        # Per buffer: whether its shape has run-time sizes to bind, and whether a value found
+        # in it may need converting before a kernel reads it (extern results, constants;
+        # inputs are guarded and kernel buffers are allocated here, except interpreted).
+        self.dynamic = {
+            name
+            for name, buf in self.buffers.items()
+            if not all(isinstance(d, int) for d in buf.shape)
+        }
+        self.checked = {
+            name
+            for name, buf in self.buffers.items()
+            if mode == "interpret" or buf.kind not in ("input", "kernel")
+        }
+        self.blocks = {
+            k.name: {"XBLOCK": k.xblock, **({"RBLOCK": k.rblock} if k.is_reduction else {})}
+            for k in module.kernels
+        }
         self.options = options
-        self.autotune = options.autotune
+        # Tuning launches a kernel many times: only where that cannot write an input twice.
+        self.autotune = options.autotune and not writes_inputs
         self.tuned: dict[tuple[str, Any], TritonKernel] = {}
 
     def _gives_numpy_scalar(self, node: Node, name: str) -> bool:
-        from .wrapper import _gives_scalar  # the C wrapper's rule for 0-d results
+        from .wrapper import _gives_scalar
 
         buf = self.buffers[name]
         return buf.kind == "kernel" and buf.shape == () and _gives_scalar(node)
@@ -267,13 +306,19 @@ class _Runner:
             self._stream_bound = True
         if any(on_cupy):
             return self._run(cupy, args)
-        moved = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
-        result = self._run(cupy, tuple(moved))
-        leaves, spec = tree_flatten(result)
-        host = [cupy.asnumpy(x) if rt.is_device_array(x) else x for x in leaves]
-        return tree_unflatten(spec, host)
+        done = rt.upload([a for a in args if isinstance(a, np.ndarray)])
+        devices = iter(done)
+        moved = tuple(next(devices).device if isinstance(a, np.ndarray) else a for a in args)
+        fresh: dict[int, Any] = {}
+        result = self._run(cupy, moved, download=lambda value: rt.download(value, done, fresh))
+        if self.writes_inputs:
+            for upload in done:
+                upload.write_back()
+        return result
 
-    def _run(self, xp: Any, args: tuple[Any, ...]) -> Any:
+    def _run(
+        self, xp: Any, args: tuple[Any, ...], download: Callable[[Any], Any] | None = None
+    ) -> Any:
         env: dict[str, Any] = {}
         sizes: dict[str, int] = {}
         for name, value in zip(self.inputs, args, strict=True):
@@ -285,7 +330,7 @@ class _Runner:
                 env[f"{name}@obj"] = value
             else:
                 env[name] = value
-            if buf.kind == "input":
+            if name in self.dynamic and buf.kind == "input":
                 _bind_sizes(buf.shape, env[name], sizes)  # dynamic shapes: s0, s1, ...
         for step in self.module.steps:
             if isinstance(step, ExternCall):
@@ -294,11 +339,15 @@ class _Runner:
                     for ref in step.args
                     if isinstance(ref, BufferRef)
                 ]
-                env[step.buffer] = self.externs[id(step)](*values)
-                _bind_sizes(self.buffers[step.buffer].shape, env[step.buffer], sizes)
+                result = self.externs[id(step)](*values)
+                if xp is not np:
+                    result = _exact_dtype(result, self.buffers[step.buffer].dtype)
+                env[step.buffer] = result
+                if step.buffer in self.dynamic:
+                    _bind_sizes(self.buffers[step.buffer].shape, result, sizes)
             else:
                 self._launch(xp, step, env, sizes)
-        return self._outputs(env, args)
+        return self._outputs(env, download)
 
     def _extern_arg(self, env: dict[str, Any], name: str) -> Any:
         value = env[name]
@@ -318,11 +367,15 @@ class _Runner:
                 buf = self.buffers[name]
                 array = xp.empty(_evaluate(buf.shape, sizes), dtype=buf.dtype)
                 env[name] = array
-            else:
+            elif name in self.checked:
+                if xp is not np and isinstance(array, np.ndarray):
+                    array = env[name] = to_device(array)  # a host constant
                 array = _as_kernel_array(xp, array, self.buffers[name], sizes)
-            call_args.append(rt.kernel_arg(array))
-            itemsize = array.itemsize
-            call_args += [int(array.strides[d]) // itemsize for d in dims]
+            call_args.append(rt.KernelArg(array))
+            if dims:
+                itemsize = array.itemsize
+                strides = array.strides
+                call_args += [strides[d] // itemsize for d in dims]
         for name in kernel.scalars:
             call_args.append(rt.kernel_arg(xp.asarray([env[name]], dtype=self.buffers[name].dtype)))
         call_args += [sizes[name] for name in kernel.size_symbols]
@@ -338,12 +391,21 @@ class _Runner:
         self._call(kernel, call_args, xnumel)
 
     def _call(self, kernel: TritonKernel, call_args: list[Any], xnumel: int) -> None:
-        blocks = {"XBLOCK": kernel.xblock}
-        if kernel.is_reduction:
-            blocks["RBLOCK"] = kernel.rblock
-        fn = self.functions[kernel.name]
+        blocks = self.blocks[kernel.name]
+        if (
+            blocks["XBLOCK"] != kernel.xblock
+            or blocks.get("RBLOCK", kernel.rblock) != kernel.rblock
+        ):
+            blocks = {"XBLOCK": kernel.xblock}  # fitted to run-time sizes, or tuned
+            if kernel.is_reduction:
+                blocks["RBLOCK"] = kernel.rblock
+        launch = self.functions[kernel.name].run
+        grid = kernel.grid(xnumel)
+        if self.mode != "interpret":
+            launch(*call_args, grid=grid, warmup=False, **blocks, num_warps=kernel.num_warps)
+            return
         with np.errstate(all="ignore"):  # masked-off lanes of the interpreter compute garbage
-            fn[kernel.grid(xnumel)](*call_args, **blocks, num_warps=kernel.num_warps)
+            launch(*call_args, grid=grid, warmup=False, **blocks, num_warps=kernel.num_warps)
 
     def _tuned(
         self, xp: Any, kernel: TritonKernel, call_args: list[Any], xnumel: int
@@ -364,7 +426,8 @@ class _Runner:
         self.tuned[(kernel.name, signature)] = best
         return best
 
-    def _outputs(self, env: dict[str, Any], args: tuple[Any, ...]) -> Any:
+    def _outputs(self, env: dict[str, Any], download: Callable[[Any], Any] | None) -> Any:
+        # `download` (NumPy inputs on a GPU) brings each result back to the host.
         by_node = self.program.outputs
         leaves = []
         for leaf in self.output_leaves:
@@ -373,10 +436,40 @@ class _Runner:
                 continue
             name = by_node[leaf]
             value = env.get(f"{name}@obj", env[name])
-            if name in self.scalar_outputs and isinstance(value, np.ndarray):
+            if download is not None:
+                value = download(value)
+                scalar = name in self.scalar_nodes
+                if name in self.read_only and isinstance(value, np.ndarray):
+                    value.flags.writeable = False
+            else:
+                scalar = name in self.scalar_outputs
+            if scalar and isinstance(value, np.ndarray) and value.ndim == 0:
                 value = value[()]
             leaves.append(value)
         return tree_unflatten(self.output_spec, leaves)
+
+
+_SCALAR_KINDS = (OpKind.POINTWISE, OpKind.REDUCTION, OpKind.INDEXING)
+_READ_ONLY_VIEW_OPS = frozenset({"broadcast_to", "diagonal"})
+
+
+def _read_only_view(node: Node) -> bool:
+    # Whether NumPy returns this output as a read-only view (a view of one stays read-only).
+    current: Any = node
+    while isinstance(current, Node) and current.op is not None:
+        if current.op.kind is not OpKind.VIEW:
+            return False
+        if current.op.name in _READ_ONLY_VIEW_OPS:
+            return True
+        current = current.inputs[0] if current.inputs else None
+    return False
+
+
+def _exact_dtype(value: Any, dtype: np.dtype[Any]) -> Any:
+    # CuPy may give an equal dtype of another scalar type (longlong for int64): NumPy's own.
+    if rt.is_device_array(value) and value.dtype == dtype and value.dtype.char != dtype.char:
+        return value.view(dtype)
+    return value
 
 
 def _bind_sizes(shape: tuple[Any, ...], value: Any, sizes: dict[str, int]) -> None:
@@ -427,8 +520,9 @@ def _time(xp: Any, launch: Callable[[], None], repeat: int = 3) -> float:
 def _as_kernel_array(xp: Any, value: Any, buf: Buffer, sizes: dict[str, int]) -> Any:
     # What a kernel may read as `buf`: an array of exactly its dtype (native byte order) and
     # shape. Extern calls may return NumPy scalars, Python numbers or other dtypes.
-    ready = _is_array(value) and value.dtype == buf.dtype
-    array = value if ready else xp.asarray(value, dtype=buf.dtype)
+    dtype = buf.dtype if xp is np else buf.dtype.newbyteorder("=")  # CuPy: native order
+    ready = _is_array(value) and value.dtype == dtype
+    array = value if ready else xp.asarray(value, dtype=dtype)
     if tuple(array.shape) != _evaluate(buf.shape, sizes):
         raise RuntimeError(
             f"extern call for {buf.name} returned shape {tuple(array.shape)}, "

@@ -99,7 +99,8 @@ _FLOAT: dict[str, Spell] = {
     **_LOGICAL,
     "divide": lambda a, t: _div(a[0], a[1], t),
     "true_divide": lambda a, t: _div(a[0], a[1], t),
-    "negative": lambda a, t: f"(-{a[0]})",
+    # Triton spells -x as 0 - x, which loses the sign of zero: multiply instead.
+    "negative": lambda a, t: f"({a[0]} * -1.0)",
     "positive": lambda a, t: f"({a[0]})",
     "square": lambda a, t: f"({a[0]} * {a[0]})",
     "reciprocal": lambda a, t: _div(f"tl.full({a[0]}.shape, 1, {a[0]}.dtype)", a[0], t),
@@ -260,6 +261,8 @@ def reduction_identity(reduction_type: str, dtype: np.dtype[Any]) -> Any:
     >>> reduction_identity("max", np.dtype("float32"))
     -inf
     """
+    if reduction_type == "sum" and dtype.kind == "f":
+        return -0.0  # -0.0 + x is x for every x, -0.0 too (NumPy's sum of -0.0s is -0.0)
     if reduction_type in ("sum", "any"):
         return 0
     if reduction_type in ("prod", "all"):

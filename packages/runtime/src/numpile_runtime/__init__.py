@@ -36,6 +36,9 @@ from .cuda_launch import kernel_arg as kernel_arg
 from .cuda_launch import load_triton_module as load_triton_module
 from .cuda_launch import triton_status as triton_status
 from .cuda_launch import use_cupy_stream as use_cupy_stream
+from .device_copy import DeviceCopy as DeviceCopy
+from .device_copy import download as download
+from .device_copy import upload as upload
 from .logs import CHANNELS as LOG_CHANNELS
 from .logs import _configure_from_env
 from .logs import set_logs as set_logs
@@ -80,6 +83,9 @@ __all__ = [
     "find_toolchain",
     "interpreting",
     "is_device_array",
+    "DeviceCopy",
+    "download",
+    "upload",
     "kernel_arg",
     "load_extension",
     "load_library",

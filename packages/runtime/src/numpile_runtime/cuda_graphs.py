@@ -7,7 +7,8 @@ calls by copying the inputs into the static buffers and replaying the graph:
 one launch. It is skipped, and the call runs normally, when replay could be
 wrong:
 
-- an input is not a CuPy array (NumPy arrays, Python scalars that change),
+- an input is not a CuPy array (NumPy arrays, Python or NumPy scalars: the
+  call uploads them, and a captured upload would replay stale host memory),
 - the shapes, dtypes or strides differ from the recorded call (a new graph
   is recorded per signature, up to `max_graphs`),
 - the function mutates an input in place and `allow_mutation` is False
@@ -15,7 +16,10 @@ wrong:
 - capture itself fails (an operation that synchronizes, allocates outside the
   pool, or calls the host): the reason is kept in `skip_reason`.
 
-Outputs are the static output buffers: as in `torch.compile`'s cudagraph
+Replays run on the caller's current stream, without synchronizing, like the
+kernels of a plain call. Buffers allocated during capture come from a memory
+pool private to the graph (kept alive with it), since every replay writes
+them. Outputs are the static output buffers: as in `torch.compile`'s cudagraph
 trees, a later replay overwrites them, so the runner returns copies unless
 `copy_outputs=False`. Importing this module needs neither CuPy nor a GPU.
 
@@ -37,22 +41,21 @@ log = logging.getLogger("numpile.runtime.cuda")
 
 
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    # The replay key of a call, or None when some input rules out replay.
+    # The replay key of a call, or None when some input rules out replay: a value that is
+    # not a CuPy array is uploaded by the call itself, and a captured upload would replay
+    # stale host memory.
     key: list[Any] = []
     for arg in args:
-        if is_device_array(arg):
-            key.append((tuple(arg.shape), arg.dtype.str, tuple(arg.strides), int(arg.device.id)))
-        elif isinstance(arg, bool | int | float | str | type(None)):
-            key.append(("const", type(arg).__name__, arg))
-        else:
+        if not is_device_array(arg):
             return None
+        key.append((tuple(arg.shape), arg.dtype.str, tuple(arg.strides), int(arg.device.id)))
     return tuple(key)
 
 
 @attrs.define
 class _Recorded:
     graph: Any
-    stream: Any
+    pool: Any  # the private memory pool the graph's buffers live in, kept with it
     static_inputs: list[Any]
     outputs: Any
 
@@ -80,7 +83,7 @@ class CudaGraphRunner:
     def __call__(self, *args: Any) -> Any:
         key = _signature(args)
         if key is None:
-            self.skip_reason = "an input is not a CuPy array or a constant Python value"
+            self.skip_reason = "an input is not a CuPy array (the call would upload it)"
             return self.fn(*args)
         if key in self._broken:
             self.skip_reason = self._broken[key]
@@ -102,11 +105,17 @@ class CudaGraphRunner:
     def _record(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> _Recorded | None:
         import cupy  # optional dependency: only reached with CuPy inputs
 
-        static = [arg.copy() if is_device_array(arg) else arg for arg in args]
-        snapshot = [arg.copy() for arg in static if is_device_array(arg)]
+        caller = cupy.cuda.get_current_stream()
+        static = [arg.copy() for arg in args]
+        snapshot = [arg.copy() for arg in static]
+        # Capture on a side stream (the legacy default stream cannot be captured), after the
+        # caller's stream has made the static copies. Every buffer the call allocates comes
+        # from a pool of this graph's own: the replays write them, so nothing else may.
         stream = cupy.cuda.Stream(non_blocking=True)
+        stream.wait_event(caller.record())
+        pool = cupy.cuda.MemoryPool()
         try:
-            with stream:
+            with cupy.cuda.using_allocator(pool.malloc), stream:
                 stream.begin_capture()
                 try:
                     outputs = self.fn(*static)
@@ -118,31 +127,29 @@ class CudaGraphRunner:
             self._broken[key] = reason
             self.skip_reason = reason
             return None
-        arrays = [arg for arg in static if is_device_array(arg)]
+        caller.wait_event(stream.record())
+        graph.launch(caller)  # the capture did not run the kernels: run them once now
         mutated = any(
             not bool(cupy.array_equal(before, after, equal_nan=True))
-            for before, after in zip(snapshot, arrays, strict=True)
+            for before, after in zip(snapshot, static, strict=True)
         )
-        graph.launch(stream)  # the capture did not run the kernels: run them once now
-        stream.synchronize()
         if mutated and not self.allow_mutation:
             reason = "the function mutates an input: replay would write the static copy"
             self._broken[key] = reason
             self.skip_reason = reason
             return None
-        recorded = _Recorded(graph, stream, static, outputs)
+        recorded = _Recorded(graph, pool, static, outputs)
         self._graphs[key] = recorded
         log.debug("recorded a CUDA graph for signature %s", key)
         return recorded
 
     def _replay(self, recorded: _Recorded, args: tuple[Any, ...]) -> Any:
+        # On the caller's stream, asynchronously, like the kernels of a plain call.
         import cupy
 
         for static, arg in zip(recorded.static_inputs, args, strict=True):
-            if is_device_array(static):
-                cupy.copyto(static, arg)
-        recorded.graph.launch(recorded.stream)
-        recorded.stream.synchronize()
+            cupy.copyto(static, arg)
+        recorded.graph.launch(cupy.cuda.get_current_stream())
         if not self.copy_outputs:
             return recorded.outputs
         return _copy_tree(recorded.outputs)

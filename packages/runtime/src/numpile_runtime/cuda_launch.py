@@ -53,6 +53,9 @@ def _has_module(name: str) -> bool:
         return False
 
 
+_DEVICE_ARRAY_TYPES: set[type] = set()  # CuPy's ndarray classes, once seen
+
+
 def is_device_array(value: Any) -> bool:
     """Whether `value` is a CuPy ndarray (a GPU array), recognized by type without importing CuPy.
 
@@ -60,7 +63,14 @@ def is_device_array(value: Any) -> bool:
     False
     """
     cls = type(value)
-    return cls.__name__ == "ndarray" and cls.__module__.partition(".")[0] == "cupy"
+    if cls in _DEVICE_ARRAY_TYPES:
+        return True
+    if cls is np.ndarray or cls.__name__ != "ndarray":
+        return False
+    if cls.__module__.partition(".")[0] != "cupy":
+        return False
+    _DEVICE_ARRAY_TYPES.add(cls)
+    return True
 
 
 def interpreting() -> bool:
@@ -134,10 +144,16 @@ class KernelArg:
     'int64'
     """
 
+    __slots__ = ("_ptr", "array", "dtype")
+
     def __init__(self, array: Any) -> None:
         self._ptr = _data_ptr(array)
         self.array = array
-        self.dtype = np.dtype(array.dtype).name
+        dtype = array.dtype
+        name = _DTYPE_NAMES.get(dtype)
+        if name is None:
+            name = _DTYPE_NAMES[dtype] = np.dtype(dtype).name
+        self.dtype = name
 
     def data_ptr(self) -> int:
         return self._ptr
@@ -168,7 +184,12 @@ class KernelArg:
         return f"KernelArg({self.dtype}{list(self.array.shape)} @ {self._ptr:#x})"
 
 
+_DTYPE_NAMES: dict[Any, str] = {}  # dtype -> its name (the `name` property is slow)
+
+
 def _data_ptr(array: Any) -> int:
+    if type(array) in _DEVICE_ARRAY_TYPES:
+        return int(array.data.ptr)
     if isinstance(array, np.ndarray):
         return int(array.ctypes.data)
     data = getattr(array, "data", None)

@@ -1,0 +1,214 @@
+"""The Triton backend on a real GPU: CuPy arrays, NumPy arrays with device="cuda", CUDA graphs.
+
+Marked `gpu`; skipped unless CuPy sees a CUDA device and triton is installed
+(and never under `TRITON_INTERPRET=1`). On a GPU machine:
+
+    pytest -m gpu packages/inductor/tests/test_inductor_triton_gpu.py
+
+The differential corpus runs on CuPy arrays with `nox -s tests-gpu`, or
+`NUMPILE_CORPUS_DEVICE=cupy NUMPILE_CORPUS_BACKENDS=inductor pytest
+integration_tests/test_corpus.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pytest
+
+import numpile
+import numpile_runtime as rt
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(
+        rt.triton_status().mode != "gpu", reason=f"no GPU: {rt.triton_status().reason}"
+    ),
+]
+
+_RNG = np.random.default_rng(5)
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> None:
+    numpile.reset()
+
+
+def _cupy() -> Any:
+    import cupy
+
+    return cupy
+
+
+def _f32(*shape: int) -> np.ndarray[Any, Any]:
+    return _RNG.standard_normal(shape).astype(np.float32)
+
+
+def sin_mul_add(a: Any, b: Any) -> Any:
+    return np.sin(a) * b + 1.0
+
+
+def softmax(x: Any) -> Any:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_cupy_arrays_in_give_cupy_arrays_out() -> None:
+    cupy = _cupy()
+    a, b = cupy.asarray(_f32(1000)), cupy.asarray(_f32(1000))
+    out = numpile.compile(sin_mul_add, fullgraph=True)(a, b)
+    assert isinstance(out, cupy.ndarray) and out.dtype == np.float32
+    np.testing.assert_allclose(out.get(), sin_mul_add(a.get(), b.get()), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(64, 100), (16, 5000), (4, 70000)])
+def test_row_softmax_persistent_and_looped(shape: tuple[int, int]) -> None:
+    cupy = _cupy()
+    x = _f32(*shape)
+    out = numpile.compile(softmax, fullgraph=True)(cupy.asarray(x))
+    np.testing.assert_allclose(out.get(), softmax(x), rtol=1e-5, atol=1e-8)
+
+
+def test_kernels_run_on_cupys_current_stream() -> None:
+    cupy = _cupy()
+    a, b = cupy.asarray(_f32(1 << 22)), cupy.asarray(_f32(1 << 22))
+    compiled = numpile.compile(sin_mul_add, fullgraph=True)
+    compiled(a, b)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        b2 = b * 2.0  # queued on `stream` only: a kernel on another stream could race it
+        out = compiled(a, b2)
+    stream.synchronize()
+    np.testing.assert_allclose(out.get(), sin_mul_add(a.get(), b2.get()), rtol=1e-5, atol=1e-6)
+
+
+def test_numpy_inputs_with_device_cuda_give_numpy_results_and_keep_aliasing() -> None:
+    def fn(x: Any) -> Any:
+        return x, x.T[::-1], x.sum(), x * 2
+
+    x = np.arange(12.0).reshape(3, 4)
+    same, view, total, doubled = numpile.compile(fn, fullgraph=True, device="cuda")(x)
+    assert same is x
+    assert np.shares_memory(view, x) and view.strides == x.T[::-1].strides
+    assert type(total) is np.float64 and total == 66.0
+    assert type(doubled) is np.ndarray and np.array_equal(doubled, x * 2)
+
+
+def test_numpy_inputs_written_in_place_on_the_gpu_are_written_back() -> None:
+    def fn(x: Any, y: Any) -> Any:
+        x += 1
+        y[1:] = 0
+        return x.sum()
+
+    x, y = np.arange(6.0), np.arange(6.0)[::-1]
+    total = numpile.compile(fn, fullgraph=True, device="cuda")(x, y)
+    assert np.array_equal(x, np.arange(6.0) + 1) and total == 21.0
+    assert np.array_equal(y, [5.0, 0, 0, 0, 0, 0])
+
+
+def test_numpy_and_cupy_arrays_together_raise() -> None:
+    cupy = _cupy()
+    with pytest.raises(ValueError, match="NumPy and CuPy arrays together"):
+        numpile.compile(sin_mul_add, fullgraph=True)(cupy.ones(3), np.ones(3))
+
+
+def test_extern_cupy_lacks_runs_in_numpy_with_a_hint(caplog: pytest.LogCaptureFixture) -> None:
+    cupy = _cupy()
+
+    def fn(x: Any) -> Any:
+        return np.sort(x * 2, stable=True), np.count_nonzero(x > 0, axis=0, keepdims=True)
+
+    x = _f32(50, 3)
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
+        got = numpile.compile(fn, fullgraph=True)(cupy.asarray(x))
+    want = fn(x)
+    for g, w in zip(got, want, strict=True):
+        assert isinstance(g, cupy.ndarray) and g.dtype == w.dtype
+        np.testing.assert_array_equal(g.get(), w)
+    assert any("runs in NumPy on the host" in r.getMessage() for r in caplog.records)
+
+
+def test_integer_index_out_of_bounds_raises_numpys_error() -> None:
+    cupy = _cupy()
+
+    def fn(x: Any, i: Any) -> Any:
+        return x[i] * 2
+
+    x, i = cupy.arange(5.0), cupy.asarray([1, 7])
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 5"):
+        numpile.compile(fn, fullgraph=True)(x, i)
+
+
+def test_negation_keeps_the_sign_of_zero() -> None:
+    cupy = _cupy()
+    out = numpile.compile(lambda x: -x, fullgraph=True)(cupy.asarray([0.0, -0.0, 1.0]))
+    assert list(np.signbit(out.get())) == [True, False, True]
+
+
+def test_reduce_overhead_replays_on_new_values_and_returns_fresh_outputs() -> None:
+    cupy = _cupy()
+    compiled = numpile.compile(sin_mul_add, fullgraph=True, mode="reduce-overhead")
+    a, b = cupy.asarray(_f32(1000)), cupy.asarray(_f32(1000))
+    outs = [compiled(a + i, b) for i in range(4)]
+    for i, out in enumerate(outs):  # later replays must not overwrite earlier results
+        want = sin_mul_add(a.get() + i, b.get())
+        np.testing.assert_allclose(out.get(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_cuda_graph_runner_replays_and_records_per_signature() -> None:
+    cupy = _cupy()
+    calls: list[int] = []
+
+    def fn(x: Any) -> Any:
+        calls.append(1)
+        return cupy.sin(x) + 1
+
+    runner = rt.CudaGraphRunner(fn)
+    x = cupy.arange(10, dtype=cupy.float32)
+    runner(x)  # warm-up
+    runner(x)  # records (one Python call during capture)
+    assert runner.skip_reason == ""
+    count = len(calls)
+    out = runner(x * 3)
+    assert len(calls) == count  # replayed: fn not called
+    cupy.testing.assert_allclose(out, cupy.sin(x * 3) + 1, rtol=1e-6)
+    runner(cupy.arange(20, dtype=cupy.float32))
+    assert runner.skip_reason == "warming up"  # a new shape is a new signature
+
+
+def test_cuda_graph_is_skipped_for_functions_that_mutate_inputs_and_host_inputs() -> None:
+    cupy = _cupy()
+
+    def fn(x: Any) -> Any:
+        x += 1
+        return x * 2
+
+    runner = rt.CudaGraphRunner(fn)
+    x = cupy.zeros(8)
+    for _ in range(3):
+        runner(x)
+    assert "mutates an input" in runner.skip_reason
+    assert float(x[0]) == 3.0  # every call ran on the caller's array
+    runner(np.zeros(8))
+    assert "not a CuPy array" in runner.skip_reason
+
+
+def test_max_autotune_stores_its_choice_on_disk(tmp_path: Any, monkeypatch: Any) -> None:
+    cupy = _cupy()
+    rt.set_cache_dir(tmp_path)  # an empty cache: nothing tuned yet
+    stored: list[str] = []
+    real_put = rt.CodeCache.put_bytes
+
+    def put_bytes(self: Any, key: str, data: bytes) -> None:
+        stored.append(key)
+        real_put(self, key, data)
+
+    monkeypatch.setattr(rt.CodeCache, "put_bytes", put_bytes)
+    a, b = cupy.asarray(_f32(1 << 20)), cupy.asarray(_f32(1 << 20))
+    compiled = numpile.compile(sin_mul_add, fullgraph=True, mode="max-autotune-no-cudagraphs")
+    got = compiled(a, b).get()
+    np.testing.assert_allclose(got, sin_mul_add(a.get(), b.get()), rtol=1e-5, atol=1e-6)
+    rt.set_cache_dir(None)
+    assert any(key.startswith("triton-tune") for key in stored), stored
