@@ -326,6 +326,15 @@ CUPY_DIFFERS = {
     "breaks/nanargmax_of_all_nan_row_caught": "CuPy's nanargmax does not raise on all-NaN rows",
     "breaks/numpy_generator_inside": "mixes NumPy's generator's host arrays with CuPy arrays",
     "breaks/read_global_array_after_break": "mixes a global host array with CuPy arrays",
+    "breaks/inv_of_singular_matrix_caught": "CuPy's inv does not raise on a singular matrix",
+    "special_inputs/write_into_one_of_overlapping_inputs": (
+        "CuPy does not buffer in-place operands that overlap"
+    ),
+}
+# Differences of numpile's own GPU kernels from NumPy, known and not yet fixed: on a GPU the
+# corpus expects these programs to differ, and fails once one matches (remove it then).
+GPU_KNOWN = {
+    "special_inputs/negative_zero_sum_and_max": ("a Triton sum of -0.0s gives +0.0 (NumPy: -0.0)"),
 }
 
 
@@ -472,7 +481,9 @@ def compare_outcomes(
         problems += [f"numpile logged a warning: {message}" for message in got.warnings]
     if eager.raised or got.raised:
         check_message = prog.check_message and not comparison.cupy
-        problems += _compare_errors(eager.error, got.error, check_message=check_message)
+        problems += _compare_errors(
+            eager.error, got.error, check_message=check_message, base_type=comparison.cupy
+        )
     if comparison.warnings and eager.numpy_warnings != got.numpy_warnings:
         problems.append(f"NumPy warnings differ: {eager.numpy_warnings} vs {got.numpy_warnings}")
     else:
@@ -487,13 +498,20 @@ def compare_outcomes(
 
 
 def _compare_errors(
-    eager: BaseException | None, got: BaseException | None, *, check_message: bool
+    eager: BaseException | None,
+    got: BaseException | None,
+    *,
+    check_message: bool,
+    base_type: bool = False,
 ) -> list[str]:
+    # `base_type`: a base class of NumPy's exception will do (CuPy raises TypeError where
+    # NumPy raises its subclass UFuncTypeError).
     if eager is None:
         return [f"compiled raised {_describe_error(got)} but eager returned normally"]
     if got is None:
         return [f"eager raised {_describe_error(eager)} but compiled returned normally"]
-    if type(eager) is not type(got):
+    same = type(eager) is type(got) or (base_type and isinstance(eager, type(got)))
+    if not same:
         return [f"eager raised {_describe_error(eager)}, compiled raised {_describe_error(got)}"]
     if check_message and str(eager) != str(got):
         return [f"same {type(eager).__name__}, messages differ: {str(eager)!r} vs {str(got)!r}"]

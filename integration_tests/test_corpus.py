@@ -6,7 +6,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from harness import CUPY_DIFFERS, Program, corpus_backends, corpus_device, load_corpus, run_program
+from harness import (
+    CUPY_DIFFERS,
+    GPU_KNOWN,
+    Program,
+    corpus_backends,
+    corpus_device,
+    load_corpus,
+    run_program,
+)
 
 PROGRAMS = load_corpus()
 
@@ -19,5 +27,17 @@ def test_corpus_program(
     if corpus_device() == "cupy" and prog.id in CUPY_DIFFERS:
         pytest.skip(f"on CuPy arrays: {CUPY_DIFFERS[prog.id]}")
     problems = run_program(prog, compile_fn, backend)
+    if prog.id in GPU_KNOWN and _on_gpu(backend):
+        if not problems:
+            pytest.fail(f"{prog.id} matches NumPy on the GPU now: remove it from GPU_KNOWN")
+        pytest.xfail(f"on a GPU: {GPU_KNOWN[prog.id]}")
     if problems:
         pytest.fail(f"{prog.id} [{backend}] differs from NumPy:\n  " + "\n  ".join(problems))
+
+
+def _on_gpu(backend: str) -> bool:
+    # Whether this run's compiled calls launch Triton kernels on a real GPU.
+    import numpile_runtime as rt
+
+    gpu_backend = backend == "triton" or corpus_device() == "cupy"
+    return gpu_backend and rt.triton_status().mode == "gpu"

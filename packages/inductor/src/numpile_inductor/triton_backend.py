@@ -43,6 +43,7 @@ from .triton_kernel import (
     TritonOptions,
     TritonUnsupported,
     fit_blocks,
+    index64,
     kernel_source,
 )
 from .triton_ops import TRITON_HELPERS
@@ -273,7 +274,11 @@ class _Runner:
             if mode == "interpret" or buf.kind not in ("input", "kernel")
         }
         self.blocks = {
-            k.name: {"XBLOCK": k.xblock, **({"RBLOCK": k.rblock} if k.is_reduction else {})}
+            k.name: {
+                "XBLOCK": k.xblock,
+                **({"RBLOCK": k.rblock} if k.is_reduction else {}),
+                "INDEX64": False,
+            }
             for k in module.kernels
         }
         self.options = options
@@ -361,6 +366,7 @@ class _Runner:
         self, xp: Any, kernel: TritonKernel, env: dict[str, Any], sizes: dict[str, int]
     ) -> None:
         call_args: list[Any] = []
+        spans: list[int] = []  # each buffer's largest element offset, for `index64`
         for name, dims in zip(kernel.buffers, kernel.stride_dims, strict=True):
             array = env.get(name)
             if array is None:
@@ -374,8 +380,12 @@ class _Runner:
             call_args.append(rt.KernelArg(array))
             if dims:
                 itemsize = array.itemsize
-                strides = array.strides
-                call_args += [strides[d] // itemsize for d in dims]
+                strides = [array.strides[d] // itemsize for d in dims]
+                call_args += strides
+                shape = array.shape
+                spans.append(
+                    sum((shape[d] - 1) * abs(s) for d, s in zip(dims, strides, strict=True))
+                )
         for name in kernel.scalars:
             call_args.append(rt.kernel_arg(xp.asarray([env[name]], dtype=self.buffers[name].dtype)))
         call_args += [sizes[name] for name in kernel.size_symbols]
@@ -386,17 +396,19 @@ class _Runner:
             call_args.append(rnumel)
         if not isinstance(kernel.xnumel, int) or not isinstance(kernel.rnumel, int):
             kernel = fit_blocks(kernel, xnumel, rnumel, self.options)
+        wide = index64(xnumel, rnumel, spans)
         if self.autotune:
-            kernel = self._tuned(xp, kernel, call_args, xnumel)
-        self._call(kernel, call_args, xnumel)
+            kernel = self._tuned(xp, kernel, call_args, xnumel, wide)
+        self._call(kernel, call_args, xnumel, wide)
 
-    def _call(self, kernel: TritonKernel, call_args: list[Any], xnumel: int) -> None:
+    def _call(self, kernel: TritonKernel, call_args: list[Any], xnumel: int, wide: bool) -> None:
         blocks = self.blocks[kernel.name]
         if (
-            blocks["XBLOCK"] != kernel.xblock
+            wide
+            or blocks["XBLOCK"] != kernel.xblock
             or blocks.get("RBLOCK", kernel.rblock) != kernel.rblock
         ):
-            blocks = {"XBLOCK": kernel.xblock}  # fitted to run-time sizes, or tuned
+            blocks = {"XBLOCK": kernel.xblock, "INDEX64": wide}  # run-time sizes, tuned, wide
             if kernel.is_reduction:
                 blocks["RBLOCK"] = kernel.rblock
         launch = self.functions[kernel.name].run
@@ -408,7 +420,7 @@ class _Runner:
             launch(*call_args, grid=grid, warmup=False, **blocks, num_warps=kernel.num_warps)
 
     def _tuned(
-        self, xp: Any, kernel: TritonKernel, call_args: list[Any], xnumel: int
+        self, xp: Any, kernel: TritonKernel, call_args: list[Any], xnumel: int, wide: bool
     ) -> TritonKernel:
         # max-autotune: the fastest launch configuration for these argument sizes.
         signature = tuple(
@@ -420,7 +432,7 @@ class _Runner:
         device = "interpreter" if xp is np else _device_name()
 
         def time_launch(candidate: TritonKernel) -> float:
-            return _time(xp, lambda: self._call(candidate, call_args, xnumel))
+            return _time(xp, lambda: self._call(candidate, call_args, xnumel, wide))
 
         best = tune(kernel, time_launch, cache_key(kernel, signature, device))
         self.tuned[(kernel.name, signature)] = best
@@ -449,7 +461,7 @@ class _Runner:
         return tree_unflatten(self.output_spec, leaves)
 
 
-_SCALAR_KINDS = (OpKind.POINTWISE, OpKind.REDUCTION, OpKind.INDEXING)
+_SCALAR_KINDS = (OpKind.POINTWISE, OpKind.REDUCTION, OpKind.INDEXING, OpKind.EXTERN)
 _READ_ONLY_VIEW_OPS = frozenset({"broadcast_to", "diagonal"})
 
 

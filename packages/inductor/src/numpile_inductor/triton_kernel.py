@@ -353,14 +353,14 @@ def kernel_source(
     ]
     if not fused.is_reduction:
         xblock = _pow2_at_most(xnumel, options.max_xblock)
-        params += ["xnumel", "XBLOCK: tl.constexpr"]
+        params += ["xnumel", "XBLOCK: tl.constexpr", "INDEX64: tl.constexpr"]
         header.append(f"def {fused.name}({', '.join(params)}):")
         lines = _pointwise_body(fused, buffers)
         rblock = 1
     else:
         rblock = _pow2_at_most(rnumel, options.max_rblock)
         xblock = max(1, _pow2_at_most(xnumel, options.max_tile // rblock))
-        params += ["xnumel", "rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+        params += ["xnumel", "rnumel", *_REDUCTION_CONSTEXPRS]
         header.append(f"def {fused.name}({', '.join(params)}):")
         persistent = isinstance(rnumel, int) and _next_pow2(rnumel) <= options.max_rblock
         lines = _reduction_body(fused, buffers, persistent=persistent)
@@ -415,10 +415,38 @@ def _product(sizes: tuple[Any, ...]) -> Any:
     return sympy.Mul(*sizes)
 
 
+# Block sizes, and whether indices need 64 bits (`index_bits` decides at each launch).
+_REDUCTION_CONSTEXPRS = ("XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr", "INDEX64: tl.constexpr")
+
+
+def xoffset_lines(indent: str) -> list[str]:
+    """The first program index of a kernel: 32-bit, widened when INDEX64 (a constexpr) says
+    an element offset may pass 2**31 - 1.
+
+    >>> xoffset_lines("")[0]
+    'xoffset = tl.program_id(0) * XBLOCK'
+    """
+    return [
+        f"{indent}xoffset = tl.program_id(0) * XBLOCK",
+        f"{indent}if INDEX64:",
+        f"{indent}    xoffset = xoffset.to(tl.int64)",
+    ]
+
+
+def index64(xnumel: int, rnumel: int, spans: list[int]) -> bool:
+    """Whether a launch needs 64-bit indices: an index or an element offset (`spans`: each
+    buffer's largest offset from its first element) past 2**31 - 1.
+
+    >>> index64(1024, 0, [1023]), index64(2**20, 2**12, [])
+    (False, True)
+    """
+    return max([xnumel * max(rnumel, 1), *spans]) >= 2**31 - 1
+
+
 def _pointwise_body(fused: FusedKernel, buffers: dict[str, Buffer]) -> list[str]:
     indent = "    "
     lines = [
-        f"{indent}xoffset = tl.program_id(0).to(tl.int64) * XBLOCK",
+        *xoffset_lines(indent),
         f"{indent}xindex = xoffset + tl.arange(0, XBLOCK)",
         f"{indent}xmask = xindex < xnumel",
         *_unflatten("x", "xindex", fused.ranges, indent),
@@ -473,7 +501,7 @@ def _reduction_body(
 ) -> list[str]:
     indent = "    "
     lines = [
-        f"{indent}xoffset = tl.program_id(0).to(tl.int64) * XBLOCK",
+        *xoffset_lines(indent),
         f"{indent}xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
         f"{indent}xmask = xindex < xnumel",
         *_unflatten("x", "xindex", fused.ranges, indent),
@@ -492,6 +520,7 @@ def _reduction_body(
         lines.append(f"{inner}rindex = roffset + tl.arange(0, RBLOCK)[None, :]")
     else:
         lines.append(f"{inner}rindex = tl.arange(0, RBLOCK)[None, :]")
+    lines += [f"{inner}if INDEX64:", f"{inner}    rindex = rindex.to(tl.int64)"]
     lines.append(f"{inner}rmask = rindex < rnumel")
     lines.append(f"{inner}mask = xmask & rmask")
     lines += _unflatten("r", "rindex", fused.reduction_ranges, inner)

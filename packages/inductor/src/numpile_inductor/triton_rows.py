@@ -35,6 +35,7 @@ from .triton_kernel import (
     _reduce_kind,
     _signature,
     _unflatten,
+    xoffset_lines,
 )
 from .triton_ops import reduction_identity, tl_type, triton_literal
 
@@ -143,6 +144,7 @@ def row_kernel_source(
         params += [f"{_param(name)}_s{d}" for d in dims]
     params += [_param(name) for name in scalars]
     params += ["xnumel", "rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+    params += ["INDEX64: tl.constexpr"]
     xnumel = math.prod(group.ranges)
     rblock = _next_pow2(rnumel)
     xblock = max(1, min(_next_pow2(xnumel), options.max_tile // rblock))
@@ -153,11 +155,13 @@ def row_kernel_source(
         f"def {group.name}({', '.join(params)}):",
         f"{indent}# persistent rows over {list(group.ranges)} x {list(extent)}; "
         f"{len(group.parts)} parts; fuses {', '.join(origins)}",
-        f"{indent}xoffset = tl.program_id(0).to(tl.int64) * XBLOCK",
+        *xoffset_lines(indent),
         f"{indent}xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
         f"{indent}xmask = xindex < xnumel",
         *_unflatten("x", "xindex", group.ranges, indent),
         f"{indent}rindex = tl.arange(0, RBLOCK)[None, :]",
+        f"{indent}if INDEX64:",
+        f"{indent}    rindex = rindex.to(tl.int64)",
         f"{indent}rmask = rindex < rnumel",
         f"{indent}mask = xmask & rmask",
         *_unflatten("r", "rindex", extent, indent),

@@ -52,7 +52,7 @@ class DeviceCopy:
         low = sum((n - 1) * s for n, s in pairs if s < 0)
         high = sum((n - 1) * s for n, s in pairs if s > 0)
         # The element at the lowest address, as bytes; the span starts there.
-        first = host[tuple(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in pairs)]
+        first = host[(..., *(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in pairs))]
         start = first.reshape(-1).view(np.uint8)
         span = np.lib.stride_tricks.as_strided(start, (high - low + host.itemsize,), (1,))
         device_span = cupy.asarray(span)
