@@ -3,14 +3,18 @@
 ``python -m benchmarks.gpu [--quick] [--only NAME]`` runs on a machine with an NVIDIA GPU,
 CuPy and Triton; elsewhere it prints why it cannot ("no GPU: ...") and exits 0.
 
-Per workload (the same NumPy functions and sizes as ``benchmarks/workloads.py``) it reports
+Per workload (the same NumPy functions as ``benchmarks/workloads.py``; the elementwise and
+row workloads with their leading axis ``--scale`` times longer, default 8) it reports
 the median time of NumPy on the CPU, CuPy eager (the function called on CuPy arrays),
 ``numpile.compile(fn)`` called on the same CuPy arrays (Triton kernels; and with
 ``mode="reduce-overhead"``, CUDA-graph replay), the ratio CuPy / numpile, and for
 memory-bound rows the achieved bandwidth against the device-to-device copy bandwidth
-measured in the same run. Two more columns take NumPy arrays in and give NumPy arrays out
-(one copy each way per call): ``numpile.compile(fn, device="cuda")`` and, when a CUDA build
-of torch is installed, ``torch.compile(fn)`` called under ``torch.device("cuda")``.
+measured in the same run. GPU times are per call, in batches of back-to-back calls between
+CUDA events (throughput: a call's host cost counts only where it exceeds its kernels' time).
+``np host`` takes NumPy arrays in and gives NumPy arrays out (one copy each way per call):
+``numpile.compile(fn, device="cuda")``. When a CUDA build of torch is installed, ``torch``
+is ``torch.compile`` of the same NumPy function on CUDA tensors (PyTorch's recipe for NumPy
+code on the GPU), and ``torch/np`` its time over numpile's (above 1: numpile is faster).
 
     python -m benchmarks.gpu --quick
 """
@@ -39,8 +43,10 @@ def _gpu_reason() -> str:
     return status.reason
 
 
-def _gpu_ms(fn: Callable[[], Any], repeat: int) -> float:
-    # Median wall time of `fn` between CUDA events on the current stream, in milliseconds.
+def _gpu_ms(fn: Callable[[], Any], repeat: int, batch: int = 10) -> float:
+    # Milliseconds per call: the median over `repeat` samples, each `batch` back-to-back
+    # calls between CUDA events on the current stream. That is the device's throughput:
+    # the host's cost of a call shows only where it exceeds the kernels' time.
     import cupy
 
     fn()
@@ -49,10 +55,11 @@ def _gpu_ms(fn: Callable[[], Any], repeat: int) -> float:
     for _ in range(repeat):
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
-        fn()
+        for _ in range(batch):
+            fn()
         stop.record()
         stop.synchronize()
-        samples.append(cupy.cuda.get_elapsed_time(start, stop))
+        samples.append(cupy.cuda.get_elapsed_time(start, stop) / batch)
     return statistics.median(samples)
 
 

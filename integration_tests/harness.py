@@ -327,9 +327,6 @@ CUPY_DIFFERS = {
     "breaks/numpy_generator_inside": "mixes NumPy's generator's host arrays with CuPy arrays",
     "breaks/read_global_array_after_break": "mixes a global host array with CuPy arrays",
     "breaks/inv_of_singular_matrix_caught": "CuPy's inv does not raise on a singular matrix",
-    "special_inputs/write_into_one_of_overlapping_inputs": (
-        "CuPy does not buffer in-place operands that overlap"
-    ),
 }
 # Differences of numpile's own GPU kernels from NumPy, known and not yet fixed: on a GPU the
 # corpus expects these programs to differ, and fails once one matches (remove it then).

@@ -236,6 +236,20 @@ def test_axis_reductions_of_integers_and_bools(options: TritonOptions | None) ->
         _same(g_, w_)
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_outer_reductions_tile_along_the_contiguous_kept_axis(order: str) -> None:
+    # Summing over the slow axis (axis 0 of a C array, axis 1 of an F array) loops over
+    # short row blocks with wide column blocks; every sum still matches NumPy.
+    x = np.asarray(_RNG.normal(size=(70, 45)), order=order)
+    axis = 0 if order == "C" else 1
+    graph = _graph([x], lambda g, a: _op(g, "sum", a, axis=axis))
+    compiled = compile_triton(graph, options=_SMALL)
+    assert compiled.module is not None and compiled.module.kernels[0].outer
+    kernel = compiled.module.kernels[0]
+    assert kernel.xblock >= kernel.rblock  # wide along the kept axis
+    _close(compiled.fn(x), run_graph(graph, [x]), x.shape[axis])
+
+
 def test_matmul_runs_as_an_extern_call_with_a_fused_epilogue() -> None:
     x = _RNG.normal(size=(16, 32)).astype(np.float32)
     w = _RNG.normal(size=(32, 24)).astype(np.float32)

@@ -108,6 +108,21 @@ def test_numpy_inputs_written_in_place_on_the_gpu_are_written_back() -> None:
     assert np.array_equal(y, [5.0, 0, 0, 0, 0, 0])
 
 
+def test_in_place_update_of_an_overlapping_cupy_input_reads_the_old_values() -> None:
+    cupy = _cupy()
+
+    def fn(a: Any, b: Any) -> Any:
+        a += b
+        return b.copy()
+
+    host = np.arange(1.0, 18.0)
+    want = fn(host[:-1], host[1:])
+    device = cupy.arange(1.0, 18.0)
+    got = numpile.compile(fn, fullgraph=True)(device[:-1], device[1:])
+    np.testing.assert_array_equal(got.get(), want)
+    np.testing.assert_array_equal(device.get(), host)
+
+
 def test_numpy_and_cupy_arrays_together_raise() -> None:
     cupy = _cupy()
     with pytest.raises(ValueError, match="NumPy and CuPy arrays together"):

@@ -20,6 +20,7 @@ import attrs
 import numpy as np
 
 from numpile_capture import get_op, tree_unflatten
+from numpile_runtime import is_device_array
 
 from .graph_cache import Epilogue
 from .loop_ir import BufferRef, ExternCall
@@ -140,18 +141,32 @@ def with_epilogue(
 
 
 def _overlaps(args: tuple[Any, ...], positions: tuple[int, ...]) -> bool:
-    # Bounds-only test (np.may_share_memory): a false alarm only costs the barrier path.
-    may_share = np.may_share_memory
+    # Bounds-only test (np.may_share_memory; address ranges for CuPy arrays): a false alarm
+    # only costs the barrier path.
     for position in positions:
         target = args[position]
         for other_position, other in enumerate(args):
-            if (
-                other_position != position
-                and isinstance(other, np.ndarray)
-                and may_share(target, other)
-            ):
+            if other_position != position and _may_share(target, other):
                 return True
     return False
+
+
+def _may_share(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return bool(np.may_share_memory(a, b))
+    if not (is_device_array(a) and is_device_array(b)) or a.size == 0 or b.size == 0:
+        return False
+    (a_low, a_high), (b_low, b_high) = _device_bounds(a), _device_bounds(b)
+    return a_low < b_high and b_low < a_high
+
+
+def _device_bounds(array: Any) -> tuple[int, int]:
+    # The byte range a CuPy array's elements occupy.
+    start = int(array.data.ptr)
+    pairs = list(zip(array.shape, array.strides, strict=True))
+    low = start + sum((n - 1) * s for n, s in pairs if s < 0)
+    high = start + sum((n - 1) * s for n, s in pairs if s > 0) + array.itemsize
+    return low, high
 
 
 def _apply_views(value: Any, views: tuple[Any, ...]) -> Any:

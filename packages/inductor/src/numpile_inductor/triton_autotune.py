@@ -41,7 +41,8 @@ def candidates(kernel: TritonKernel) -> list[TritonKernel]:
     """Launch configurations worth timing for `kernel`, the kernel's own first.
 
     Persistent reductions keep their `RBLOCK` (it covers the row); looped ones try
-    several; pointwise kernels try several `XBLOCK`s; each with 4 and 8 warps.
+    several (outer ones: wide `XBLOCK`s, short `RBLOCK`s); pointwise kernels try several
+    `XBLOCK`s; each with 4 and 8 warps.
 
     >>> candidates(kernel)[0] == kernel  # doctest: +SKIP
     True
@@ -54,6 +55,9 @@ def candidates(kernel: TritonKernel) -> list[TritonKernel]:
         shapes = [(x, 1) for x in _XBLOCKS]
     elif persistent:
         shapes = [(x, kernel.rblock) for x in (1, 2, 4, 8, 16) if x * kernel.rblock <= _MAX_TILE]
+    elif kernel.outer:  # contiguous along the kept axes: wide in x, short in r
+        shapes = [(x, r) for x in (8, 16, 32, 64) for r in (16, 32, 64, 128, 256)]
+        shapes = [(x, r) for x, r in shapes if x * r <= _MAX_TILE]
     else:
         shapes = [(x, r) for r in _RBLOCKS for x in (1, 2, 4) if x * r <= _MAX_TILE]
     for xblock, rblock in shapes:

@@ -132,6 +132,7 @@ class TritonKernel:
     is_reduction: bool
     origins: tuple[str, ...] = ()
     size_symbols: tuple[str, ...] = ()
+    outer: bool = False  # a reduction whose loads are contiguous along the kept axes
 
     def grid(self, xnumel: int) -> tuple[int]:
         """Program instances for `xnumel` output elements (at least one)."""
@@ -351,6 +352,7 @@ def kernel_source(
     header = [
         "@triton.jit",
     ]
+    outer = False
     if not fused.is_reduction:
         xblock = _pow2_at_most(xnumel, options.max_xblock)
         params += ["xnumel", "XBLOCK: tl.constexpr", "INDEX64: tl.constexpr"]
@@ -363,6 +365,9 @@ def kernel_source(
         params += ["xnumel", "rnumel", *_REDUCTION_CONSTEXPRS]
         header.append(f"def {fused.name}({', '.join(params)}):")
         persistent = isinstance(rnumel, int) and _next_pow2(rnumel) <= options.max_rblock
+        outer = not persistent and _outer_reduction(fused, buffers)
+        if outer:
+            xblock, rblock = _outer_blocks(xnumel, rnumel, options)
         lines = _reduction_body(fused, buffers, persistent=persistent)
     note = f"    # {'reduction' if fused.is_reduction else 'pointwise'}"
     note += f" over {list(fused.ranges)}"
@@ -385,6 +390,7 @@ def kernel_source(
         fused.is_reduction,
         origins,
         tuple(symbols),
+        fused.is_reduction and outer,
     )
 
 
@@ -401,11 +407,58 @@ def fit_blocks(
     """
     if not kernel.is_reduction:
         return attrs.evolve(kernel, xblock=_pow2_at_most(xnumel, options.max_xblock))
+    if kernel.outer:
+        xblock, rblock = _outer_blocks(xnumel, rnumel, options)
+        return attrs.evolve(kernel, xblock=xblock, rblock=rblock)
     rblock = _pow2_at_most(rnumel, options.max_rblock)
     if isinstance(kernel.rnumel, int):
         rblock = kernel.rblock  # static rows: the code may be persistent over this block
     xblock = max(1, _pow2_at_most(xnumel, options.max_tile // rblock))
     return attrs.evolve(kernel, xblock=xblock, rblock=rblock)
+
+
+# Kept elements per program of an outer reduction: a warp's loads then cover whole cache
+# lines of a row, and programs stay many enough to fill the device.
+OUTER_XBLOCK = 16
+
+
+def _outer_blocks(xnumel: Any, rnumel: Any, options: TritonOptions) -> tuple[int, int]:
+    xblock = _pow2_at_most(xnumel, OUTER_XBLOCK)
+    return xblock, _pow2_at_most(rnumel, max(1, options.max_tile // xblock))
+
+
+def _outer_reduction(fused: FusedKernel, buffers: dict[str, Buffer]) -> bool:
+    # Whether most loads of the reduction are contiguous along the kept (x) axes, as in a
+    # sum over axis 0 of a C-ordered array: then the tile spans many kept elements and few
+    # reduced ones.
+    votes = 0
+    for store in fused.stores:
+        for load in loads_of(store.value):
+            buf = buffers[load.buffer]
+            strides = buf.example_strides or _c_strides(buf.shape)
+            dims = [
+                d
+                for d, (n, s) in enumerate(zip(buf.shape, strides, strict=True))
+                if isinstance(n, int) and isinstance(s, int) and n != 1 and s != 0
+            ]
+            if not dims or len(dims) != sum(1 for n in buf.shape if n != 1):
+                continue
+            fastest = min(dims, key=lambda d: abs(strides[d]))
+            names = {s.name for s in sympy.sympify(load.index[fastest]).free_symbols}
+            if any(name.startswith("r") for name in names):
+                votes -= 1
+            elif any(name.startswith("x") for name in names):
+                votes += 1
+    return votes > 0
+
+
+def _c_strides(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    strides: list[Any] = []
+    step: Any = 1
+    for size in reversed(shape):
+        strides.append(step)
+        step = step * size
+    return tuple(reversed(strides))
 
 
 def _product(sizes: tuple[Any, ...]) -> Any:
