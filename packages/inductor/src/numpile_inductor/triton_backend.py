@@ -494,15 +494,25 @@ def _bind_sizes(shape: tuple[Any, ...], value: Any, sizes: dict[str, int]) -> No
             sizes[str(expected)] = int(got)
 
 
+_STATIC_SHAPES: dict[tuple[Any, ...], tuple[int, ...]] = {}  # sympy Integers -> ints, once
+
+
 def _evaluate(shape: tuple[Any, ...], sizes: dict[str, int]) -> tuple[int, ...]:
     if all(isinstance(d, int) for d in shape):
         return shape
+    static = _STATIC_SHAPES.get(shape)
+    if static is not None:
+        return static
     import sympy  # late: only graphs with run-time sizes get here
 
     result = []
+    constant = True
     for d in shape:
         expr = sympy.sympify(d)
+        constant = constant and not expr.free_symbols
         result.append(int(expr.subs({s: sizes[str(s)] for s in expr.free_symbols})))
+    if constant:
+        _STATIC_SHAPES[shape] = tuple(result)
     return tuple(result)
 
 

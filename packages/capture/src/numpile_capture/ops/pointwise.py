@@ -188,7 +188,7 @@ def _copy_meta(x: ArrayMeta, *, order: str = "K") -> ArrayMeta:
 
 
 def _copy_impl(x: Any, *, order: Any = "K") -> Any:
-    return np.array(x, order=order, copy=True)
+    return np.copy(x, order=order)  # np.copy dispatches to CuPy for CuPy arrays; np.array not
 
 
 copy = register_op(Op("copy", OpKind.POINTWISE, _copy_meta, _copy_impl))
