@@ -109,6 +109,12 @@ for _layer in LAYERS:
     _layer_session(_layer)
 
 
+_CORPUS_TEST = "integration_tests/test_corpus.py::test_corpus_program"
+# A tree-ordered float sum differs from NumPy's pairwise one in the last bit; this program
+# compares a sum stored on a Python object exactly. Runs of Triton kernels deselect it.
+SUM_ORDER_PROGRAM = "breaks/set_attribute_of_input_object"
+
+
 @nox.session(name="tests-triton-interpret", python=DEFAULT_PYTHON, tags=["ci"])
 def tests_triton_interpret(session: nox.Session) -> None:
     """Generated Triton kernels on the CPU (TRITON_INTERPRET=1): unit tests and the corpus.
@@ -126,12 +132,7 @@ def tests_triton_interpret(session: nox.Session) -> None:
         "packages/runtime/tests/test_runtime_cuda.py",
         env=env,
     )
-    # A tree-ordered float sum differs from NumPy's pairwise one in the last bit; this
-    # program compares a sum stored on a Python object exactly.
-    deselect = (
-        "integration_tests/test_corpus.py::test_corpus_program"
-        "[breaks/set_attribute_of_input_object-triton]"
-    )
+    deselect = f"{_CORPUS_TEST}[{SUM_ORDER_PROGRAM}-triton]"
     session.run(
         "pytest",
         "-q",
@@ -141,6 +142,34 @@ def tests_triton_interpret(session: nox.Session) -> None:
         *session.posargs,
         env={**env, "NUMPILE_CORPUS_BACKENDS": "triton"},
     )
+
+
+@nox.session(name="tests-gpu", python=DEFAULT_PYTHON)
+def tests_gpu(session: nox.Session) -> None:
+    """On a machine with an NVIDIA GPU: the GPU tests and the corpus, from NumPy inputs
+    (device copies) and on CuPy arrays. Not in ci (CI has no GPU); posargs name the CuPy
+    wheel for the machine's CUDA (default cupy-cuda12x).
+    """
+    _install_layers(session, LAYERS)
+    session.install(*TEST_DEPS, "triton>=3.0", *(session.posargs or ["cupy-cuda12x"]))
+    session.run(
+        "pytest",
+        "-q",
+        "-m",
+        "gpu",
+        "packages/inductor/tests/test_inductor_triton_gpu.py",
+        "packages/runtime/tests/test_runtime_cuda.py",
+    )
+    for env, backend in (({}, "triton"), ({"NUMPILE_CORPUS_DEVICE": "cupy"}, "inductor")):
+        session.run(
+            "pytest",
+            "-q",
+            *PYTEST_PARALLEL,
+            "integration_tests/test_corpus.py",
+            "--deselect",
+            f"{_CORPUS_TEST}[{SUM_ORDER_PROGRAM}-{backend}]",
+            env={**env, "NUMPILE_CORPUS_BACKENDS": backend},
+        )
 
 
 @nox.session(python=DEFAULT_PYTHON, tags=["ci"])
