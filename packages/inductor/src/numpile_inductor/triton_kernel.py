@@ -29,6 +29,8 @@ import numpy as np
 import sympy
 from sympy.printing.str import StrPrinter
 
+from numpile_capture import contiguous_strides
+
 from .loop_ir import (
     Apply,
     Buffer,
@@ -435,7 +437,7 @@ def _outer_reduction(fused: FusedKernel, buffers: dict[str, Buffer]) -> bool:
     for store in fused.stores:
         for load in loads_of(store.value):
             buf = buffers[load.buffer]
-            strides = buf.example_strides or _c_strides(buf.shape)
+            strides = buf.example_strides or contiguous_strides(buf.shape)
             dims = [
                 d
                 for d, (n, s) in enumerate(zip(buf.shape, strides, strict=True))
@@ -450,15 +452,6 @@ def _outer_reduction(fused: FusedKernel, buffers: dict[str, Buffer]) -> bool:
             elif any(name.startswith("x") for name in names):
                 votes += 1
     return votes > 0
-
-
-def _c_strides(shape: tuple[Any, ...]) -> tuple[Any, ...]:
-    strides: list[Any] = []
-    step: Any = 1
-    for size in reversed(shape):
-        strides.append(step)
-        step = step * size
-    return tuple(reversed(strides))
 
 
 def _product(sizes: tuple[Any, ...]) -> Any:
