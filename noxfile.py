@@ -157,7 +157,7 @@ def tests_gpu(session: nox.Session) -> None:
         "-q",
         "-m",
         "gpu",
-        "packages/inductor/tests/test_inductor_triton_gpu.py",
+        "integration_tests/test_gpu.py",
         "packages/runtime/tests/test_runtime_cuda.py",
     )
     for env, backend in (({}, "triton"), ({"NUMPILE_CORPUS_DEVICE": "cupy"}, "inductor")):

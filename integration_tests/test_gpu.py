@@ -3,7 +3,7 @@
 Marked `gpu`; skipped unless CuPy sees a CUDA device and triton is installed
 (and never under `TRITON_INTERPRET=1`). On a GPU machine:
 
-    pytest -m gpu packages/inductor/tests/test_inductor_triton_gpu.py
+    pytest -m gpu integration_tests/test_gpu.py
 
 The differential corpus runs on CuPy arrays with `nox -s tests-gpu`, or
 `NUMPILE_CORPUS_DEVICE=cupy NUMPILE_CORPUS_BACKENDS=inductor pytest
@@ -29,11 +29,6 @@ pytestmark = [
 ]
 
 _RNG = np.random.default_rng(5)
-
-
-@pytest.fixture(autouse=True)
-def _fresh() -> None:
-    numpile.reset()
 
 
 def _cupy() -> Any:
