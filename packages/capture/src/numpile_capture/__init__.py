@@ -24,6 +24,8 @@ from .explain import ExplainOutput as ExplainOutput
 from .explain import explain as explain
 from .graph import Graph as Graph
 from .graph import Node as Node
+from .graph import gives_scalar as gives_scalar
+from .graph import writeable as writeable
 from .interpreter import run_graph as run_graph
 from .meta import ArrayMeta as ArrayMeta
 from .meta import ScalarMeta as ScalarMeta
@@ -64,6 +66,8 @@ __all__ = [
     "ArrayMeta",
     "Graph",
     "Node",
+    "gives_scalar",
+    "writeable",
     "Op",
     "OpKind",
     "RaisesWhen",

@@ -26,7 +26,7 @@ import attrs
 import numpy as np
 
 from .meta import ArrayMeta, ScalarMeta
-from .op import Op, RaisesWhen
+from .op import Op, OpKind, RaisesWhen
 from .pytree import tree_flatten, tree_map
 from .source_line import SourceLine
 
@@ -85,6 +85,42 @@ class Node:
 
 def _is_integer(node: Node) -> bool:
     return isinstance(node.meta, ArrayMeta) and node.meta.dtype.kind in "iu"
+
+
+def writeable(node: Node) -> bool | None:
+    """Whether NumPy's array for `node` is writeable; None for an input or a view of one
+    (inputs' flags are not guarded). Views follow back to the array owning the memory; a
+    `read_only` view op (`broadcast_to`, `diagonal`) makes the result read-only.
+
+    >>> writeable(Node("x", None, (), (), None))  # a placeholder: an input
+    """
+    while node.op is not None and node.op.kind in (OpKind.VIEW, OpKind.MUTATION):
+        if node.op.read_only:
+            return False
+        node = node.inputs[0]
+    return None if node.op is None else True
+
+
+# Ops whose 0-d results NumPy returns as 0-d arrays although their kind gives scalars.
+_ZERO_D_ARRAY_OPS = frozenset({"astype", "copy", "where"})
+_SCALAR_KINDS = frozenset(
+    {OpKind.POINTWISE, OpKind.REDUCTION, OpKind.INDEXING, OpKind.EXTERN, OpKind.RANDOM}
+)
+
+
+def gives_scalar(node: Node) -> bool:
+    """Whether NumPy returns `node`'s value, when 0-d, as a NumPy scalar rather than a 0-d
+    array: ufuncs, reductions, integer indexing and functions such as `dot` do; creation
+    and views give 0-d arrays; `astype` keeps its input's kind.
+
+    >>> gives_scalar(Node("x", None, (), (), None))
+    False
+    """
+    if node.op is None:
+        return False
+    if node.op.name == "astype" and node.inputs and isinstance(node.inputs[0], Node):
+        return gives_scalar(node.inputs[0])
+    return node.op.kind in _SCALAR_KINDS and node.op.name not in _ZERO_D_ARRAY_OPS
 
 
 def array_devices(inputs: Any) -> list[str]:

@@ -59,7 +59,8 @@ class Op:
     """One canonical operation. Ops compare and hash by identity.
 
     `mutates` lists the input positions an op writes to (in-place ops); a
-    VIEW op's result aliases its first input. `run_time_error` names the
+    VIEW op's result aliases its first input (`read_only`: NumPy makes that view
+    read-only, as `broadcast_to` and `diagonal`). `run_time_error` names the
     exception an op may raise depending on its input values (a singular
     matrix, an index out of bounds), which capture cannot rule out;
     `raises_when` narrows which of its nodes can raise it. `method` names the array
@@ -76,6 +77,7 @@ class Op:
     run_time_error: str = ""
     raises_when: RaisesWhen = attrs.field(default=RaisesWhen.ANY_DATA, repr=False)
     method: str = ""
+    read_only: bool = False
 
     @property
     def computes(self) -> bool:

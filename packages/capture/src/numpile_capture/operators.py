@@ -25,9 +25,8 @@ from numpile_guards.symbolic import SymInt, is_size_expr, wrap_size
 
 from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
-from .graph import Graph, Node
+from .graph import Graph, Node, writeable
 from .meta import ArrayMeta
-from .op import OpKind
 from .ops._shapes import is_c_contiguous, is_f_contiguous
 from .variables import (
     ArrayVar,
@@ -50,18 +49,6 @@ if TYPE_CHECKING:
 
 # NOTE: a for loop (or any unpacking) over more items than this is not unrolled.
 MAX_UNROLL = 1000
-
-# NOTE: view ops whose result NumPy makes read-only.
-_READ_ONLY_VIEWS = frozenset({"broadcast_to", "diagonal"})
-
-
-def _writeable(node: Node) -> bool | None:
-    # Follow views and in-place ops back to the array that owns the memory; None for an input.
-    while node.op is not None and node.op.kind in (OpKind.VIEW, OpKind.MUTATION):
-        if node.op.name in _READ_ONLY_VIEWS:
-            return False
-        node = node.inputs[0]
-    return None if node.op is None else True
 
 
 @attrs.frozen
@@ -149,7 +136,7 @@ def specialized(value: Any) -> Any:
 
 # NOTE: array attributes computed from metadata at capture time (no graph node).
 STATIC_ARRAY_ATTRIBUTES: dict[str, Callable[[ArrayVar], Any]] = {
-    "flags": lambda var: ArrayFlags.of(var.meta, _writeable(var.node)),
+    "flags": lambda var: ArrayFlags.of(var.meta, writeable(var.node)),
     "shape": lambda var: tuple(size_value(d) for d in var.meta.shape),
     "dtype": lambda var: var.meta.dtype,
     "ndim": lambda var: var.meta.ndim,

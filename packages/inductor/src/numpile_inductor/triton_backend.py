@@ -32,7 +32,15 @@ import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import Graph, Node, OpKind, run_graph, tree_flatten, tree_unflatten
+from numpile_capture import (
+    Graph,
+    Node,
+    gives_scalar,
+    run_graph,
+    tree_flatten,
+    tree_unflatten,
+    writeable,
+)
 
 from .launcher import extern_callable, with_epilogue
 from .loop_ir import Buffer, BufferRef, ExternCall
@@ -249,16 +257,11 @@ class _Runner:
         self.scalar_outputs = {
             name for node, name in program.outputs.items() if self._gives_numpy_scalar(node, name)
         }
-        from .wrapper import _gives_scalar  # the C wrapper's rule for 0-d results
-
         # 0-d results NumPy gives as scalars, whoever computes them (CuPy gives 0-d arrays),
         # and views NumPy makes read-only (CuPy has no read-only arrays).
-        self.scalar_nodes = {
-            name
-            for node, name in program.outputs.items()
-            if node.op is not None and node.op.kind in _SCALAR_KINDS and _gives_scalar(node)
-        }
-        self.read_only = {name for node, name in program.outputs.items() if _read_only_view(node)}
+        outputs = program.outputs.items()
+        self.scalar_nodes = {name for node, name in outputs if gives_scalar(node)}
+        self.read_only = {name for node, name in outputs if writeable(node) is False}
         self._stream_bound = False
         # Per buffer: whether its shape has run-time sizes to bind, and whether a value found
         # in it may need converting before a kernel reads it (extern results, constants;
@@ -287,10 +290,8 @@ class _Runner:
         self.tuned: dict[tuple[str, Any], TritonKernel] = {}
 
     def _gives_numpy_scalar(self, node: Node, name: str) -> bool:
-        from .wrapper import _gives_scalar
-
         buf = self.buffers[name]
-        return buf.kind == "kernel" and buf.shape == () and _gives_scalar(node)
+        return buf.kind == "kernel" and buf.shape == () and gives_scalar(node)
 
     def __call__(self, *args: Any) -> Any:
         arrays = [a for a in args if _is_array(a)]
@@ -459,22 +460,6 @@ class _Runner:
                 value = value[()]
             leaves.append(value)
         return tree_unflatten(self.output_spec, leaves)
-
-
-_SCALAR_KINDS = (OpKind.POINTWISE, OpKind.REDUCTION, OpKind.INDEXING, OpKind.EXTERN)
-_READ_ONLY_VIEW_OPS = frozenset({"broadcast_to", "diagonal"})
-
-
-def _read_only_view(node: Node) -> bool:
-    # Whether NumPy returns this output as a read-only view (a view of one stays read-only).
-    current: Any = node
-    while isinstance(current, Node) and current.op is not None:
-        if current.op.kind is not OpKind.VIEW:
-            return False
-        if current.op.name in _READ_ONLY_VIEW_OPS:
-            return True
-        current = current.inputs[0] if current.inputs else None
-    return False
 
 
 def _exact_dtype(value: Any, dtype: np.dtype[Any]) -> Any:

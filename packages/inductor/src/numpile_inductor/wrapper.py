@@ -23,7 +23,7 @@ import attrs
 import numpy as np
 import sympy
 
-from numpile_capture import ArrayMeta, Node, contiguous_strides, tree_flatten
+from numpile_capture import ArrayMeta, Node, contiguous_strides, gives_scalar, tree_flatten
 
 from .buffer_pool import MIN_POOLED_BYTES, pooled_alloc_lines
 from .c_kernel import kernel_signature, kernel_source
@@ -36,8 +36,6 @@ from .scheduler import FusedKernel, Schedule
 
 log = logging.getLogger("numpile.inductor.wrapper")
 
-# Ops whose 0-d results NumPy returns as 0-d arrays rather than scalars.
-_ZERO_D_ARRAY_OPS = frozenset({"astype", "copy", "where", "broadcast_to", "reshape"})
 
 _PRELUDE = """\
 #define PY_SSIZE_T_CLEAN
@@ -88,16 +86,6 @@ static int np_fp_numpy(int bits)
 
 def _typenum(dtype: np.dtype[Any]) -> int:
     return int(dtype.num)
-
-
-def _gives_scalar(node: Node) -> bool:
-    # Whether NumPy returns this 0-d value as a scalar: ufuncs and reductions do; astype
-    # keeps its input's kind (a scalar's astype is a scalar); the others give 0-d arrays.
-    if node.op is None:
-        return False
-    if node.op.name == "astype" and node.inputs and isinstance(node.inputs[0], Node):
-        return _gives_scalar(node.inputs[0])
-    return node.op.name not in _ZERO_D_ARRAY_OPS
 
 
 def _layout_mismatch(array: str, buf: Buffer, dims: dict[int, str]) -> list[str]:
@@ -567,7 +555,7 @@ class _Emitter:
         node = self.nodes.get(name)
         if buf.kind != "kernel" or buf.shape != () or node is None:
             return False
-        return _gives_scalar(node)
+        return gives_scalar(node)
 
     def _output_ref(self, node: Node) -> str:
         name = self.program.outputs[node]

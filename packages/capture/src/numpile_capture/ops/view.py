@@ -188,7 +188,9 @@ def _broadcast_to_impl(x: Any, *, shape: tuple[Any, ...]) -> Any:
     return np.broadcast_to(x, shape)
 
 
-broadcast_to = register_op(Op("broadcast_to", OpKind.VIEW, _broadcast_to_meta, _broadcast_to_impl))
+broadcast_to = register_op(
+    Op("broadcast_to", OpKind.VIEW, _broadcast_to_meta, _broadcast_to_impl, read_only=True)
+)
 
 
 # --- basic indexing ------------------------------------------------------------------------
@@ -328,8 +330,7 @@ def _diagonal_impl(x: Any, *, offset: int = 0, axis1: int = 0, axis2: int = 1) -
     return np.diagonal(x, offset, axis1, axis2)
 
 
-# NOTE: like NumPy's, the diagonal view is read-only.
-diagonal = register_op(Op("diagonal", OpKind.VIEW, _diagonal_meta, _diagonal_impl))
+diagonal = register_op(Op("diagonal", OpKind.VIEW, _diagonal_meta, _diagonal_impl, read_only=True))
 
 
 # --- a new view of the whole array ---------------------------------------------------------
