@@ -20,7 +20,7 @@ import attrs
 import numpy as np
 
 from numpile_capture import get_op, tree_unflatten
-from numpile_runtime import is_device_array
+from numpile_runtime import byte_extent, is_device_array
 
 from .graph_cache import Epilogue
 from .loop_ir import BufferRef, ExternCall
@@ -156,17 +156,9 @@ def _may_share(a: Any, b: Any) -> bool:
         return bool(np.may_share_memory(a, b))
     if not (is_device_array(a) and is_device_array(b)) or a.size == 0 or b.size == 0:
         return False
-    (a_low, a_high), (b_low, b_high) = _device_bounds(a), _device_bounds(b)
+    a_low, a_high = (int(a.data.ptr) + offset for offset in byte_extent(a))
+    b_low, b_high = (int(b.data.ptr) + offset for offset in byte_extent(b))
     return a_low < b_high and b_low < a_high
-
-
-def _device_bounds(array: Any) -> tuple[int, int]:
-    # The byte range a CuPy array's elements occupy.
-    start = int(array.data.ptr)
-    pairs = list(zip(array.shape, array.strides, strict=True))
-    low = start + sum((n - 1) * s for n, s in pairs if s < 0)
-    high = start + sum((n - 1) * s for n, s in pairs if s > 0) + array.itemsize
-    return low, high
 
 
 def _apply_views(value: Any, views: tuple[Any, ...]) -> Any:

@@ -381,12 +381,9 @@ class _Runner:
             call_args.append(rt.KernelArg(array))
             if dims:
                 itemsize = array.itemsize
-                strides = [array.strides[d] // itemsize for d in dims]
-                call_args += strides
-                shape = array.shape
-                spans.append(
-                    sum((shape[d] - 1) * abs(s) for d, s in zip(dims, strides, strict=True))
-                )
+                call_args += [array.strides[d] // itemsize for d in dims]
+                low, high = rt.byte_extent(array)
+                spans.append((high - low) // itemsize - 1)
         for name in kernel.scalars:
             call_args.append(rt.kernel_arg(xp.asarray([env[name]], dtype=self.buffers[name].dtype)))
         call_args += [sizes[name] for name in kernel.size_symbols]

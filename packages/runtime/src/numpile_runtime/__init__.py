@@ -37,6 +37,7 @@ from .cuda_launch import load_triton_module as load_triton_module
 from .cuda_launch import triton_status as triton_status
 from .cuda_launch import use_cupy_stream as use_cupy_stream
 from .device_copy import DeviceCopy as DeviceCopy
+from .device_copy import byte_extent as byte_extent
 from .device_copy import download as download
 from .device_copy import upload as upload
 from .logs import CHANNELS as LOG_CHANNELS
@@ -63,6 +64,7 @@ __all__ = [
     "CodeCache",
     "CompilerNotFoundError",
     "CudaGraphRunner",
+    "DeviceCopy",
     "KernelArg",
     "LOG_CHANNELS",
     "Toolchain",
@@ -70,6 +72,7 @@ __all__ = [
     "build_extension",
     "build_library",
     "build_many",
+    "byte_extent",
     "cache_key",
     "compile_extension",
     "compile_library",
@@ -80,12 +83,10 @@ __all__ = [
     "counters",
     "cupy_available",
     "default_cache",
+    "download",
     "find_toolchain",
     "interpreting",
     "is_device_array",
-    "DeviceCopy",
-    "download",
-    "upload",
     "kernel_arg",
     "load_extension",
     "load_library",
@@ -96,5 +97,6 @@ __all__ = [
     "set_logs",
     "timed",
     "triton_status",
+    "upload",
     "use_cupy_stream",
 ]

@@ -11,7 +11,7 @@ copies the device bytes back, for functions that write their inputs. Needs
 CuPy only when called.
 
     >>> copy = DeviceCopy.of(np.arange(6.0)[::-2])  # doctest: +SKIP
-    >>> download(copy.device, [copy]) is copy.host  # doctest: +SKIP
+    >>> download(copy.device, [copy], {}) is copy.host  # doctest: +SKIP
     True
 """
 
@@ -48,13 +48,12 @@ class DeviceCopy:
         if not host.dtype.isnative:  # CuPy has native byte order only: a converted copy
             native = cls.of(host.astype(host.dtype.newbyteorder("=")))
             return cls(host, None, None, native.device)
-        pairs = list(zip(host.shape, host.strides, strict=True))
-        low = sum((n - 1) * s for n, s in pairs if s < 0)
-        high = sum((n - 1) * s for n, s in pairs if s > 0)
+        low, high = byte_extent(host)
         # The element at the lowest address, as bytes; the span starts there.
+        pairs = zip(host.shape, host.strides, strict=True)
         first = host[(..., *(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in pairs))]
         start = first.reshape(-1).view(np.uint8)
-        span = np.lib.stride_tricks.as_strided(start, (high - low + host.itemsize,), (1,))
+        span = np.lib.stride_tricks.as_strided(start, (high - low,), (1,))
         device_span = cupy.asarray(span)
         device = cupy.ndarray(
             host.shape, host.dtype, memptr=device_span.data - low, strides=host.strides
@@ -92,6 +91,19 @@ class DeviceCopy:
             self.host[...] = self.device.get()
 
 
+def byte_extent(array: Any) -> tuple[int, int]:
+    """The bytes a non-empty NumPy or CuPy array's elements occupy, as offsets from its first
+    element: (lowest, one past the highest).
+
+    >>> byte_extent(np.zeros((2, 3))[:, ::-1])
+    (-16, 32)
+    """
+    pairs = list(zip(array.shape, array.strides, strict=True))
+    low = sum((n - 1) * s for n, s in pairs if s < 0)
+    high = sum((n - 1) * s for n, s in pairs if s > 0) + array.itemsize
+    return low, high
+
+
 def upload(hosts: list[np.ndarray[Any, Any]]) -> list[DeviceCopy]:
     """A `DeviceCopy` of each array; arrays that view one buffer stay views of one copy.
 
@@ -122,13 +134,13 @@ def _root(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return array
 
 
-def download(value: Any, copies: list[DeviceCopy], fresh: dict[int, Any] | None = None) -> Any:
+def download(value: Any, copies: list[DeviceCopy], fresh: dict[int, Any]) -> Any:
     """`value` on the host: an input, a view of an input's memory, or a fresh array.
 
-    `fresh` (shared across the results of one call) maps device buffers already brought
+    `fresh` (one dict for all the results of a call) maps device buffers already brought
     back, so results that view one fresh buffer come back as views of one host buffer.
 
-    >>> download(3, [])
+    >>> download(3, [], {})
     3
     """
     if not is_device_array(value):
@@ -139,7 +151,7 @@ def download(value: Any, copies: list[DeviceCopy], fresh: dict[int, Any] | None 
         if copy.holds(value):
             return copy.host_view(value)
     owner = value if value.base is None else value.base
-    if fresh is None or not is_device_array(owner) or owner.base is not None:
+    if not is_device_array(owner) or owner.base is not None:
         return value.get()
     if id(owner) not in fresh:
         fresh[id(owner)] = (owner, owner.get())  # the owner kept: its id stays unique
