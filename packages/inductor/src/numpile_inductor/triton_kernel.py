@@ -166,7 +166,7 @@ def triton_index(expr: Any) -> str:
 
     >>> from .index import ModularIndexing, loop_var
     >>> triton_index(ModularIndexing(loop_var(0), 4, 3) + 1)
-    '((x0) // 4 % 3) + 1'
+    '(((x0) // 4) % 3) + 1'
     """
     text: str = _PRINTER.doprint(sympy.sympify(expr))
     return text
@@ -364,7 +364,7 @@ def kernel_source(
     else:
         rblock = _pow2_at_most(rnumel, options.max_rblock)
         xblock = max(1, _pow2_at_most(xnumel, options.max_tile // rblock))
-        params += ["xnumel", "rnumel", *_REDUCTION_CONSTEXPRS]
+        params += ["xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
         header.append(f"def {fused.name}({', '.join(params)}):")
         persistent = isinstance(rnumel, int) and _next_pow2(rnumel) <= options.max_rblock
         outer = not persistent and _outer_reduction(fused, buffers)
@@ -392,7 +392,7 @@ def kernel_source(
         fused.is_reduction,
         origins,
         tuple(symbols),
-        fused.is_reduction and outer,
+        outer,
     )
 
 
@@ -461,8 +461,8 @@ def _product(sizes: tuple[Any, ...]) -> Any:
     return sympy.Mul(*sizes)
 
 
-# Block sizes, and whether indices need 64 bits (`index_bits` decides at each launch).
-_REDUCTION_CONSTEXPRS = ("XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr", "INDEX64: tl.constexpr")
+# Block sizes, and whether indices need 64 bits (`index64` decides at each launch).
+REDUCTION_CONSTEXPRS = ("XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr", "INDEX64: tl.constexpr")
 
 
 def xoffset_lines(indent: str) -> list[str]:
@@ -472,11 +472,16 @@ def xoffset_lines(indent: str) -> list[str]:
     >>> xoffset_lines("")[0]
     'xoffset = tl.program_id(0) * XBLOCK'
     """
-    return [
-        f"{indent}xoffset = tl.program_id(0) * XBLOCK",
-        f"{indent}if INDEX64:",
-        f"{indent}    xoffset = xoffset.to(tl.int64)",
-    ]
+    return [f"{indent}xoffset = tl.program_id(0) * XBLOCK", *widen_lines("xoffset", indent)]
+
+
+def widen_lines(var: str, indent: str) -> list[str]:
+    """Lines that make index `var` 64-bit when the launch says INDEX64.
+
+    >>> widen_lines("rindex", "")[1]
+    '    rindex = rindex.to(tl.int64)'
+    """
+    return [f"{indent}if INDEX64:", f"{indent}    {var} = {var}.to(tl.int64)"]
 
 
 def index64(xnumel: int, rnumel: int, spans: list[int]) -> bool:
@@ -566,7 +571,7 @@ def _reduction_body(
         lines.append(f"{inner}rindex = roffset + tl.arange(0, RBLOCK)[None, :]")
     else:
         lines.append(f"{inner}rindex = tl.arange(0, RBLOCK)[None, :]")
-    lines += [f"{inner}if INDEX64:", f"{inner}    rindex = rindex.to(tl.int64)"]
+    lines += widen_lines("rindex", inner)
     lines.append(f"{inner}rmask = rindex < rnumel")
     lines.append(f"{inner}mask = xmask & rmask")
     lines += _unflatten("r", "rindex", fused.reduction_ranges, inner)

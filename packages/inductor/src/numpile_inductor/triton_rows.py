@@ -25,6 +25,7 @@ from .index import loop_var
 from .loop_ir import Apply, Buffer, Expr, Load, ReductionStore, Store, loads_of
 from .scheduler import FusedKernel
 from .triton_kernel import (
+    REDUCTION_CONSTEXPRS,
     TritonKernel,
     TritonOptions,
     _acc_dtype,
@@ -35,6 +36,7 @@ from .triton_kernel import (
     _reduce_kind,
     _signature,
     _unflatten,
+    widen_lines,
     xoffset_lines,
 )
 from .triton_ops import reduction_identity, tl_type, triton_literal
@@ -143,8 +145,7 @@ def row_kernel_source(
         params.append(_param(name))
         params += [f"{_param(name)}_s{d}" for d in dims]
     params += [_param(name) for name in scalars]
-    params += ["xnumel", "rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
-    params += ["INDEX64: tl.constexpr"]
+    params += ["xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
     xnumel = math.prod(group.ranges)
     rblock = _next_pow2(rnumel)
     xblock = max(1, min(_next_pow2(xnumel), options.max_tile // rblock))
@@ -160,8 +161,7 @@ def row_kernel_source(
         f"{indent}xmask = xindex < xnumel",
         *_unflatten("x", "xindex", group.ranges, indent),
         f"{indent}rindex = tl.arange(0, RBLOCK)[None, :]",
-        f"{indent}if INDEX64:",
-        f"{indent}    rindex = rindex.to(tl.int64)",
+        *widen_lines("rindex", indent),
         f"{indent}rmask = rindex < rnumel",
         f"{indent}mask = xmask & rmask",
         *_unflatten("r", "rindex", extent, indent),
