@@ -123,8 +123,14 @@ def _torch_cuda(workload: Workload) -> Callable[..., Any] | None:
 # Workloads whose leading axis the GPU suite scales (``--scale``): at the CPU suite's sizes a
 # fused elementwise kernel or a row softmax takes tens of microseconds on a large GPU, under
 # the host's cost of a call, and the suite would measure launches instead of kernels.
-SCALED = ("chain_sin_f32", "chain_sin_f64", "chain10_f32", "chain10_f64")
-SCALED_ROWS = ("softmax_rows_f32", "layernorm_rows_f32")
+SCALED = (
+    "chain_sin_f32",
+    "chain_sin_f64",
+    "chain10_f32",
+    "chain10_f64",
+    "softmax_rows_f32",
+    "layernorm_rows_f32",
+)
 
 
 def gpu_inputs(workload: Workload, *, quick: bool, scale: int) -> tuple[Any, ...]:
@@ -136,7 +142,7 @@ def gpu_inputs(workload: Workload, *, quick: bool, scale: int) -> tuple[Any, ...
     import numpy as np
 
     host = workload.make_inputs(quick=quick)
-    if scale == 1 or workload.name not in SCALED + SCALED_ROWS:
+    if scale == 1 or workload.name not in SCALED:
         return host
     first = host[0].shape
     return tuple(np.concatenate([a] * scale) if a.shape == first else a for a in host)
