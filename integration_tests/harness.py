@@ -501,13 +501,18 @@ def _compare_errors(
     check_message: bool,
     base_type: bool = False,
 ) -> list[str]:
-    # `base_type`: a base class of NumPy's exception will do (CuPy raises TypeError where
-    # NumPy raises its subclass UFuncTypeError).
+    # `base_type`: a built-in base class of NumPy's exception other than Exception will do
+    # (CuPy raises TypeError where NumPy raises its subclass UFuncTypeError).
     if eager is None:
         return [f"compiled raised {_describe_error(got)} but eager returned normally"]
     if got is None:
         return [f"eager raised {_describe_error(eager)} but compiled returned normally"]
-    same = type(eager) is type(got) or (base_type and isinstance(eager, type(got)))
+    builtin_base = (
+        type(got).__module__ == "builtins"
+        and type(got) is not Exception
+        and isinstance(eager, type(got))
+    )
+    same = type(eager) is type(got) or (base_type and builtin_base)
     if not same:
         return [f"eager raised {_describe_error(eager)}, compiled raised {_describe_error(got)}"]
     if check_message and str(eager) != str(got):

@@ -17,6 +17,7 @@ from harness import (
     THEMES,
     Inputs,
     Program,
+    _compare_errors,
     count_by_theme,
     load_corpus,
     run_program,
@@ -230,3 +231,19 @@ def test_numpile_warning_logged_during_a_fullgraph_call_is_caught() -> None:
     assert any("numpile logged a warning: numpile.capture: capture crashed" in p for p in problems)
     graph_break = _prog(lambda x: x + 1.0, _vec, fullgraph=False)
     assert run_program(graph_break, falling_back_compile, "eager") == []
+
+
+def test_on_cupy_only_a_builtin_base_of_numpys_exception_passes_for_it() -> None:
+    # CuPy raises TypeError where NumPy raises UFuncTypeError: accepted on CuPy only;
+    # Exception itself, another type, or the base class on the CPU are differences.
+    a = np.zeros(2, int)
+    with pytest.raises(TypeError) as caught:
+        a += 1.5
+    numpy_error = caught.value
+    assert _compare_errors(numpy_error, TypeError("x"), check_message=False, base_type=True) == []
+    for got, base_type in (
+        (Exception("x"), True),
+        (ValueError("x"), True),
+        (TypeError("x"), False),
+    ):
+        assert _compare_errors(numpy_error, got, check_message=False, base_type=base_type)
