@@ -407,6 +407,37 @@ def test_unknown_modes_and_options_are_errors_that_list_the_known_ones() -> None
     with pytest.raises(ValueError, match="max_xblock"):
         TritonOptions.from_mode(None, {"xblock": 4}, interpret=True)
     assert TritonOptions.from_mode("reduce-overhead", interpret=False).cudagraphs
+    with pytest.raises(TypeError, match="trace.enabled"):
+        TritonOptions.from_mode(None, {"trace.enabled": "yes"}, interpret=True)
+
+
+def test_inductor_options_mean_the_same_on_triton() -> None:
+    options = TritonOptions.from_mode(
+        None, {"max_autotune": True, "cpp.threads": 2, "max_xblock": 64}, interpret=True
+    )
+    assert options.autotune and options.max_xblock == 64  # cpp.* accepted, no effect
+    assert not TritonOptions.from_mode(
+        "max-autotune", {"max_autotune": False}, interpret=True
+    ).autotune
+
+
+def test_trace_writes_the_graph_ir_and_triton_source(tmp_path: Any, caplog: Any) -> None:
+    x = _RNG.normal(size=(3, 8))
+    graph = _graph([x], lambda g, a: _op(g, "sum", _op(g, "exp", a), axis=1))
+    options = TritonOptions.from_mode(
+        None, {"trace.enabled": True, "trace.debug_dir": str(tmp_path)}, interpret=True
+    )
+    with caplog.at_level("INFO", logger="numpile.inductor.output_code"):
+        compiled = compile_triton(graph, options=options)
+    _close(compiled.fn(x), np.exp(x).sum(axis=1), 8)
+    (folder,) = tmp_path.iterdir()
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["graph.txt", "ir_post_fusion.txt", "ir_pre_fusion.txt", "output_code.py"]
+    source = (folder / "output_code.py").read_text()
+    assert source.strip() == compiled.source.strip()
+    assert "@triton.jit" in source and "tl.sum" in source
+    assert folder.name[len("inductor_triton_") :] in source  # the graph hash it names
+    assert compiled.source in caplog.text
 
 
 def test_the_inductor_sends_graphs_of_cuda_arrays_to_triton() -> None:

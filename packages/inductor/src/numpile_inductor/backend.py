@@ -139,9 +139,9 @@ def inductor(
         >>> fn = inductor(graph, [np.ones(3)])  # doctest: +SKIP
     """
     if any(getattr(node.meta, "device", "cpu") == "cuda" for node in graph.placeholders):
-        from .triton_backend import triton_backend  # CuPy inputs: Triton kernels (C options unused)
+        from .triton_backend import triton_backend  # CuPy inputs: Triton kernels
 
-        return triton_backend(graph, example_inputs, mode=mode)
+        return triton_backend(graph, example_inputs, mode=mode, options=options)
     return compile_graph(graph, options=options, mode=mode, example_inputs=example_inputs).fn
 
 
@@ -420,4 +420,4 @@ def _write_debug(
     named = {"graph.txt": str(graph), **files}
     if config.graph_diagram:
         named["graph.dot"] = graph_dot(graph)
-    write_debug_files(debug_folder(config, module_name), named)
+    write_debug_files(debug_folder(config.debug_dir, module_name), named)

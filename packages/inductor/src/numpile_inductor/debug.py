@@ -1,4 +1,4 @@
-"""Debug output of a compile: the graph, the loop IR, the generated C, a Graphviz diagram.
+"""Debug output of a compile: the graph, the loop IR, the generated code, a Graphviz diagram.
 
 `trace.enabled` (or NUMPILE_COMPILE_DEBUG=1) writes, under `trace.debug_dir`
 (default `./numpile_debug`), one folder per compiled graph:
@@ -7,7 +7,8 @@
     inductor_<module name>/functional_graph.txt the pure graph and its write-back epilogue
     inductor_<module name>/ir_pre_fusion.txt    loop IR before fusion
     inductor_<module name>/ir_post_fusion.txt   the fused schedule
-    inductor_<module name>/output_code.c        the generated extension module
+    inductor_<module name>/output_code.c        the generated extension module (C backend)
+    inductor_triton_<hash>/output_code.py       the generated Triton module (Triton backend)
     inductor_<module name>/graph.dot            with trace.graph_diagram
 
 `graph_dot` writes the Graphviz text itself, so no external program is needed
@@ -26,18 +27,16 @@ from pathlib import Path
 
 from numpile_capture import Graph, Node, tree_flatten
 
-from .config import InductorConfig
-
 log = logging.getLogger("numpile.inductor.debug")
 
 
-def debug_folder(config: InductorConfig, module_name: str) -> Path:
-    """The folder that holds the debug output of the graph built as `module_name`.
+def debug_folder(debug_dir: str | None, module_name: str) -> Path:
+    """The folder under `debug_dir` (`trace.debug_dir`) for the graph built as `module_name`.
 
-    >>> debug_folder(InductorConfig(debug_dir="/tmp/d"), "m").as_posix()
+    >>> debug_folder("/tmp/d", "m").as_posix()
     '/tmp/d/inductor_m'
     """
-    root = Path(config.debug_dir or os.path.join(os.getcwd(), "numpile_debug"))
+    root = Path(debug_dir or os.path.join(os.getcwd(), "numpile_debug"))
     return root / f"inductor_{module_name}"
 
 

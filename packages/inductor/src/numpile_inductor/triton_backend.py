@@ -42,6 +42,7 @@ from numpile_capture import (
     writeable,
 )
 
+from .debug import debug_folder, graph_dot, write_debug_files
 from .launcher import extern_callable, with_epilogue
 from .loop_ir import Buffer, BufferRef, ExternCall
 from .triton_autotune import cache_key, tune
@@ -58,6 +59,7 @@ from .triton_ops import TRITON_HELPERS
 from .triton_rows import row_kernel_source
 
 log = logging.getLogger("numpile.inductor.triton")
+output_code_log = logging.getLogger("numpile.inductor.output_code")
 perf_log = logging.getLogger("numpile.perf_hints")
 
 _MODULE_HEADER = '''\
@@ -93,11 +95,11 @@ class TritonModule:
 
 
 def generate_triton(graph: Graph, options: TritonOptions | None = None) -> tuple[TritonModule, Any]:
-    """Lower, schedule and generate Triton for `graph`; returns the module and the program.
+    """Lower, schedule and generate Triton for `graph`; returns the module and the schedule.
 
     Raises `TritonUnsupported` when a kernel needs an operation Triton lacks.
 
-    >>> module, program = generate_triton(graph)  # doctest: +SKIP
+    >>> module, schedule = generate_triton(graph)  # doctest: +SKIP
     """
     # Late imports: code generation pulls in sympy (see backend._compile).
     from . import decompositions as _decompositions  # noqa: F401  (registers lowerings)
@@ -127,7 +129,7 @@ def generate_triton(graph: Graph, options: TritonOptions | None = None) -> tuple
     listing = "\n".join(f"{k.name}: fuses {', '.join(k.origins) or '-'}" for k in kernels)
     header = _MODULE_HEADER.format(graph_hash=graph.structural_hash()[:16], listing=listing)
     source = "\n\n".join([header, TRITON_HELPERS.strip() + "\n", *(k.source for k in kernels)])
-    return TritonModule(source, kernels, tuple(steps)), program
+    return TritonModule(source, kernels, tuple(steps)), sched
 
 
 def _default_options() -> TritonOptions:
@@ -182,14 +184,18 @@ def compile_triton(
         options = TritonOptions.from_mode(mode, option_overrides, interpret=interpret)
     from .backend import _functionalized  # the C backend's functionalization, shared
 
-    target, epilogue, _ = _functionalized(graph)
+    target, epilogue, functional_text = _functionalized(graph)
     try:
         with rt.timed("triton_codegen"):
-            module, program = generate_triton(target, options)
+            module, sched = generate_triton(target, options)
     except TritonUnsupported as error:
         reason = f"Triton kernels do not handle {error}; the graph runs eagerly"
         perf_log.info("%s", reason)
         return TritonCompiled(None, lambda *args: run_graph(graph, args), reason)
+    output_code_log.info("%s", module.source)
+    if options.trace_enabled or options.graph_diagram:
+        _write_debug(graph, target, module, sched, functional_text, options)
+    program = sched.program
     with rt.timed("triton_load"):
         loaded = rt.load_triton_module(module.source, name_hint="graph")
     writes_inputs = any(node.op is not None and node.op.mutates for node in target.nodes)
@@ -206,6 +212,27 @@ def compile_triton(
         # only for pure graphs; CudaGraphRunner checks the rest (signatures, capture).
         fn = rt.CudaGraphRunner(fn, allow_mutation=False)
     return TritonCompiled(module, fn)
+
+
+def _write_debug(
+    graph: Graph,
+    target: Graph,
+    module: TritonModule,
+    sched: Any,
+    functional_text: str,
+    options: TritonOptions,
+) -> None:
+    # The files the C backend writes (debug.py), with the Triton module as output_code.py.
+    files = {"graph.txt": str(graph), "output_code.py": module.source}
+    if options.trace_enabled:
+        files["ir_pre_fusion.txt"] = str(sched.program)
+        files["ir_post_fusion.txt"] = str(sched)
+        if functional_text:
+            files["functional_graph.txt"] = functional_text
+    if options.graph_diagram:
+        files["graph.dot"] = graph_dot(graph)
+    name = f"triton_{target.structural_hash()[:16]}"  # the hash the module's docstring names
+    write_debug_files(debug_folder(options.debug_dir, name), files)
 
 
 def triton_backend(

@@ -31,6 +31,7 @@ from sympy.printing.str import StrPrinter
 
 from numpile_capture import contiguous_strides
 
+from .config import InductorConfig, list_options
 from .loop_ir import (
     Apply,
     Buffer,
@@ -66,7 +67,9 @@ class TritonOptions:
     `max_tile`: elements of a reduction tile (`XBLOCK * RBLOCK`);
     `num_warps`: warps per program on a GPU (ignored by the interpreter);
     `autotune`: time launch configurations on the first call (`triton_autotune.py`);
-    `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`).
+    `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
+    `trace_enabled`, `debug_dir`, `graph_diagram`: the inductor's `trace.*` options (the
+    graph, the loop IR and `output_code.py` under `debug_dir`; see `debug.py`).
 
     >>> TritonOptions().max_xblock
     1024
@@ -78,25 +81,46 @@ class TritonOptions:
     num_warps: int = 4
     autotune: bool = False
     cudagraphs: bool = False
+    trace_enabled: bool = False
+    debug_dir: str | None = None
+    graph_diagram: bool = False
 
     @classmethod
     def from_mode(
         cls, mode: str | None, options: Mapping[str, Any] | None = None, *, interpret: bool
     ) -> TritonOptions:
-        """Options for a `numpile.compile` mode, overridden by `options` (field names).
+        """Options for a `numpile.compile` mode, overridden by `options`.
+
+        `options` holds field names of this class and the inductor's own option names
+        (`numpile_inductor.list_options()`): `trace.*` apply here, `max_autotune` means
+        `autotune`, and the C compiler's options (`cpp.*`, `fast_math`, ...) are accepted
+        and have no effect on Triton kernels. NUMPILE_COMPILE_DEBUG=1 sets `trace_enabled`.
 
         >>> TritonOptions.from_mode("max-autotune", interpret=False).autotune
+        True
+        >>> TritonOptions.from_mode(None, {"trace.enabled": True}, interpret=False).trace_enabled
         True
         """
         base = cls.for_interpreter() if interpret else cls()
         flags = _MODES.get(mode or "default")
         if flags is None:
             raise ValueError(f"unknown mode {mode!r}; modes: {', '.join(_MODES)}")
-        overrides = {**flags, **dict(options or {})}
-        unknown = set(overrides) - set(attrs.fields_dict(cls))
+        fields = attrs.fields_dict(cls)
+        given = dict(options or {})
+        shared = {key: value for key, value in given.items() if key in list_options()}
+        overrides = {**flags, **{k: v for k, v in given.items() if k not in shared}}
+        unknown = set(overrides) - set(fields)
         if unknown:
-            known = ", ".join(attrs.fields_dict(cls))
+            known = ", ".join([*fields, *list_options()])
             raise ValueError(f"unknown Triton options {sorted(unknown)}; known: {known}")
+        config = InductorConfig.from_options(shared)  # checks their types; reads the env
+        overrides.update(
+            trace_enabled=config.trace_enabled,
+            debug_dir=config.debug_dir,
+            graph_diagram=config.graph_diagram,
+        )
+        if "max_autotune" in shared:
+            overrides["autotune"] = config.max_autotune
         return attrs.evolve(base, **overrides)
 
     @classmethod
