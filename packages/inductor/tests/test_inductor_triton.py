@@ -163,6 +163,28 @@ def test_non_contiguous_negative_stride_and_python_scalar_inputs() -> None:
         _same(g_, w_)
 
 
+def test_scalar_inputs_pass_by_value_with_their_dtype() -> None:
+    # Each would be wrong as Triton's default for a Python number: float64 precision (not
+    # float32), an int past int32, a bool; one kernel is reused across values.
+    x = _RNG.normal(size=(5, 3))
+    n = np.arange(15, dtype=np.int64).reshape(5, 3)
+
+    def build(g: Graph, a: Any, k: Any, lr: Any, big: Any, flag: Any) -> Any:
+        scaled = _op(g, "multiply", a, lr)
+        shifted = _op(g, "add", k, big)
+        return scaled, shifted, _op(g, "logical_and", _op(g, "greater", a, 0.0), flag)
+
+    inputs: list[Any] = [x, n, 0.1 + 2**-40, 2**40 + 1, True]
+    graph = _graph(inputs, build)
+    compiled = compile_triton(graph)
+    assert 'p_in2: "float64"' in compiled.source and 'p_in3: "int64"' in compiled.source
+    assert "do_not_specialize=" in compiled.source
+    for values in (inputs, [x, n, -3.5, 1, False], [x, n, 1e300, -(2**62), True]):
+        got, want = compiled.fn(*values), run_graph(graph, values)
+        for g_, w_ in zip(got, want, strict=True):
+            _same(g_, w_)
+
+
 @pytest.mark.parametrize("dtype", _FLOATS)
 @pytest.mark.parametrize("options", [None, _SMALL], ids=["persistent", "looped"])
 def test_row_softmax(dtype: str, options: TritonOptions | None) -> None:
@@ -407,7 +429,7 @@ def test_unknown_modes_and_options_are_errors_that_list_the_known_ones() -> None
     with pytest.raises(ValueError, match="max_xblock"):
         TritonOptions.from_mode(None, {"xblock": 4}, interpret=True)
     assert TritonOptions.from_mode("reduce-overhead", interpret=False).cudagraphs
-    with pytest.raises(TypeError, match="trace.enabled"):
+    with pytest.raises(TypeError, match=r"trace\.enabled"):
         TritonOptions.from_mode(None, {"trace.enabled": "yes"}, interpret=True)
 
 

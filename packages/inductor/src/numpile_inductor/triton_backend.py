@@ -54,6 +54,7 @@ from .triton_kernel import (
     fit_blocks,
     index64,
     kernel_source,
+    scalar_value,
 )
 from .triton_ops import TRITON_HELPERS
 from .triton_rows import row_kernel_source
@@ -412,7 +413,7 @@ class _Runner:
                 low, high = rt.byte_extent(array)
                 spans.append((high - low) // itemsize - 1)
         for name in kernel.scalars:
-            call_args.append(rt.kernel_arg(xp.asarray([env[name]], dtype=self.buffers[name].dtype)))
+            call_args.append(scalar_value(env[name], self.buffers[name].dtype))
         call_args += [sizes[name] for name in kernel.size_symbols]
         xnumel = _evaluate((kernel.xnumel,), sizes)[0]
         call_args.append(xnumel)

@@ -9,8 +9,9 @@ strides, which are kernel arguments (Triton specializes strides equal to 1
 on its own). A reduction kernel works on `[XBLOCK, RBLOCK]` tiles:
 *persistent* (one tile covers the reduced extent, reduced once) when the row
 fits in `max_rblock`, *looped* otherwise (an accumulator tile, combined
-element-wise per step, reduced at the end). Scalar graph inputs arrive as
-one-element buffers so float64 values keep their precision.
+element-wise per step, reduced at the end). Scalar graph inputs arrive by
+value, each parameter annotated with its dtype (`p_lr: "float64"`: without it
+Triton would take a Python float as float32) and not specialized on its value.
 
     >>> print(kernel_source(fused, buffers, TritonOptions()).source)  # doctest: +SKIP
     @triton.jit
@@ -138,7 +139,7 @@ class TritonKernel:
     """One generated `@triton.jit` function and how to launch it.
 
     Arguments in order: for each of `buffers` its pointer then its strides of
-    the dims in `stride_dims`, each scalar's one-element buffer, `xnumel`,
+    the dims in `stride_dims`, each scalar by value (`scalar_value`), `xnumel`,
     `rnumel` (reductions), the `size_symbols` (sizes known only at run time,
     e.g. the length of a boolean-mask selection); constexprs `XBLOCK` (and
     `RBLOCK`). `xnumel`/`rnumel` are ints or sympy expressions over
@@ -256,7 +257,8 @@ class _Body:
         elif isinstance(expr, Constant):
             return triton_literal(expr.value, expr.dtype, self.shape)
         elif isinstance(expr, ScalarArg):
-            text = self._tmp(f"tl.load({_param(expr.name)})")
+            # A typed 0-d value on a GPU; a Python number under the interpreter.
+            text = self._tmp(f"tl.full([], {_param(expr.name)}, {tl_type(expr.dtype)})")
         else:
             assert isinstance(expr, Apply)
             args = [self.emit(arg) for arg in expr.args]
@@ -369,15 +371,13 @@ def kernel_source(
     for name, dims in zip(used, stride_dims, strict=True):
         params.append(_param(name))
         params += [f"{_param(name)}_s{d}" for d in dims]
-    params += [_param(name) for name in scalars]
+    params += scalar_params(scalars, buffers)
     symbols = _size_symbols(fused)
     params += symbols
     xnumel = _product(fused.ranges)
     rnumel = _product(fused.reduction_ranges) if fused.is_reduction else 0
     origins = tuple(o for kernel in fused.kernels for o in kernel.origins)
-    header = [
-        "@triton.jit",
-    ]
+    header = [jit_decorator(scalars)]
     outer = False
     if not fused.is_reduction:
         xblock = _pow2_at_most(xnumel, options.max_xblock)
@@ -497,6 +497,40 @@ def xoffset_lines(indent: str) -> list[str]:
     'xoffset = tl.program_id(0) * XBLOCK'
     """
     return [f"{indent}xoffset = tl.program_id(0) * XBLOCK", *widen_lines("xoffset", indent)]
+
+
+def scalar_params(scalars: list[str], buffers: dict[str, Buffer]) -> list[str]:
+    """Kernel parameters of scalar inputs, annotated with their dtype (Triton's name for it).
+
+    >>> scalar_params(["lr"], {"lr": Buffer("lr", (), np.dtype("float64"), "scalar")})
+    ['p_lr: "float64"']
+    """
+    return [f'{_param(name)}: "{buffers[name].dtype.name}"' for name in scalars]
+
+
+def jit_decorator(scalars: list[str]) -> str:
+    """`@triton.jit`, told not to specialize on scalar values (a step count would compile
+    again when it reached 1 and at each multiple of 16).
+
+    >>> jit_decorator(["t"])
+    "@triton.jit(do_not_specialize=['p_t'])"
+    """
+    if not scalars:
+        return "@triton.jit"
+    return f"@triton.jit(do_not_specialize={[_param(name) for name in scalars]!r})"
+
+
+def scalar_value(value: Any, dtype: np.dtype[Any]) -> int | float | bool:
+    """The Python number a kernel takes for a scalar input of `dtype`.
+
+    >>> scalar_value(np.float32(0.5), np.dtype("float64")), scalar_value(3, np.dtype("int64"))
+    (0.5, 3)
+    """
+    if dtype.kind == "b":
+        return bool(value)
+    if dtype.kind in "iu":
+        return int(value)
+    return float(value)
 
 
 def widen_lines(var: str, indent: str) -> list[str]:

@@ -36,6 +36,8 @@ from .triton_kernel import (
     _reduce_kind,
     _signature,
     _unflatten,
+    jit_decorator,
+    scalar_params,
     widen_lines,
     xoffset_lines,
 )
@@ -144,7 +146,7 @@ def row_kernel_source(
     for name, dims in zip(used, stride_dims, strict=True):
         params.append(_param(name))
         params += [f"{_param(name)}_s{d}" for d in dims]
-    params += [_param(name) for name in scalars]
+    params += scalar_params(scalars, buffers)
     params += ["xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
     xnumel = math.prod(group.ranges)
     rblock = _next_pow2(rnumel)
@@ -152,7 +154,7 @@ def row_kernel_source(
     origins = tuple(o for kernel in group.kernels for o in kernel.origins)
     indent = "    "
     lines = [
-        "@triton.jit",
+        jit_decorator(scalars),
         f"def {group.name}({', '.join(params)}):",
         f"{indent}# persistent rows over {list(group.ranges)} x {list(extent)}; "
         f"{len(group.parts)} parts; fuses {', '.join(origins)}",
