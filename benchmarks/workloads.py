@@ -64,6 +64,11 @@ def sum_axis1(x: Array) -> Any:
     return x.sum(axis=1)
 
 
+def sum_all(x: Array) -> Any:
+    """The sum of every element: one long row, a scalar out."""
+    return x.sum()
+
+
 def outer_bcast(a: Array, b: Array, c: Array) -> Any:
     """A broadcast outer product plus a row vector: small inputs, one large output."""
     return a[:, None] * b[None, :] + c
@@ -123,6 +128,10 @@ def _ne_sum_axis0(ne: Any, x: Array) -> Any:
 
 def _ne_sum_axis1(ne: Any, x: Array) -> Any:
     return ne.evaluate("sum(x, axis=1)", local_dict={"x": x})
+
+
+def _ne_sum_all(ne: Any, x: Array) -> Any:
+    return ne.evaluate("sum(x)", local_dict={"x": x})
 
 
 def _ne_outer_bcast(ne: Any, a: Array, b: Array, c: Array) -> Any:
@@ -295,6 +304,13 @@ WORKLOADS: tuple[Workload, ...] = (
         inputs=_square(4096, 384),
         bound="memory",
         numexpr_fn=_ne_sum_axis1,
+    ),
+    Workload(
+        name="sum_all_f64",
+        fn=sum_all,
+        inputs=_square(4096, 384),
+        bound="memory",
+        numexpr_fn=_ne_sum_all,
     ),
     Workload(
         name="outer_bcast_f32",

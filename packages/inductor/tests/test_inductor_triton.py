@@ -24,6 +24,7 @@ import os
 import sys
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
 
@@ -258,6 +259,42 @@ def test_axis_reductions_of_integers_and_bools(options: TritonOptions | None) ->
         _same(g_, w_)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_few_long_rows_split_into_two_kernels(dtype: str) -> None:
+    # x.sum() and per-row reductions of 3 rows: each row is cut into chunks reduced by
+    # their own programs (stage 1), then the partials are combined (stage 2).
+    x = (_RNG.normal(size=(3, 40, 25)) * 100).astype(dtype)
+    if dtype != "int64":
+        x[1, 7, 3] = np.nan  # max/min propagate it through the partials
+
+    def build(g: Graph, a: Any) -> Any:
+        flat = _op(g, "absolute", a)
+        return (
+            _op(g, "sum", flat),
+            _op(g, "max", a, axis=(1, 2)),
+            _op(g, "min", a, axis=(1, 2)),
+            _op(g, "all", _op(g, "less", a, 250), axis=(1, 2)),
+            _op(g, "any", _op(g, "greater", a, 280)),
+            _op(g, "prod", _op(g, "sign", a), axis=(1, 2)),
+        ) + ((_op(g, "mean", a, axis=(1, 2)),) if dtype != "int64" else ())
+
+    graph = _graph([x], build)
+    compiled = compile_triton(graph, options=_SMALL)
+    assert compiled.module is not None
+    names = [k.name for k in compiled.module.kernels]
+    assert any(name.endswith("_split") for name in names), names
+    with np.errstate(all="ignore"):
+        got, want = compiled.fn(x), run_graph(graph, [x])
+    for i, (g_, w_) in enumerate(zip(got, want, strict=True)):
+        if dtype.startswith("float") and i in (0, 6):
+            _close(g_, w_, 1000)
+        else:
+            _same(g_, w_)
+    unsplit = compile_triton(graph, options=attrs.evolve(_SMALL, split_reductions=False))
+    assert unsplit.module is not None
+    assert not any(k.name.endswith("_split") for k in unsplit.module.kernels)
+
+
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_outer_reductions_tile_along_the_contiguous_kept_axis(order: str) -> None:
     # Summing over the slow axis (axis 0 of a C array, axis 1 of an F array) loops over
@@ -265,7 +302,7 @@ def test_outer_reductions_tile_along_the_contiguous_kept_axis(order: str) -> Non
     x = np.asarray(_RNG.normal(size=(70, 45)), order=order)
     axis = 0 if order == "C" else 1
     graph = _graph([x], lambda g, a: _op(g, "sum", a, axis=axis))
-    compiled = compile_triton(graph, options=_SMALL)
+    compiled = compile_triton(graph, options=attrs.evolve(_SMALL, split_reductions=False))
     assert compiled.module is not None and compiled.module.kernels[0].outer
     kernel = compiled.module.kernels[0]
     assert kernel.xblock >= kernel.rblock  # wide along the kept axis
@@ -384,7 +421,8 @@ def test_autotune_candidates_keep_persistent_rows_and_vary_looped_ones() -> None
     graph = _graph([x], lambda g, a: _op(g, "sum", a, axis=1))
     (persistent,) = compile_triton(graph).module.kernels  # type: ignore[union-attr]
     assert {c.rblock for c in candidates(persistent)} == {persistent.rblock}
-    (looped,) = compile_triton(graph, options=_SMALL).module.kernels  # type: ignore[union-attr]
+    unsplit = attrs.evolve(_SMALL, split_reductions=False)
+    (looped,) = compile_triton(graph, options=unsplit).module.kernels  # type: ignore[union-attr]
     assert len({c.rblock for c in candidates(looped)}) > 1
 
 

@@ -58,6 +58,7 @@ from .triton_kernel import (
 )
 from .triton_ops import TRITON_HELPERS
 from .triton_rows import row_kernel_source
+from .triton_split import split_reduction
 
 log = logging.getLogger("numpile.inductor.triton")
 output_code_log = logging.getLogger("numpile.inductor.output_code")
@@ -125,7 +126,9 @@ def generate_triton(graph: Graph, options: TritonOptions | None = None) -> tuple
         parts = step.parts or (step,)
         for part in parts:
             name = f"{step.name}_{part.name}" if step.parts else step.name
-            steps.append(kernel_source(attrs.evolve(part, name=name), program.buffers, options))
+            named = attrs.evolve(part, name=name)
+            split = split_reduction(named, program.buffers, options)
+            steps += split or [kernel_source(named, program.buffers, options)]
     kernels = tuple(s for s in steps if isinstance(s, TritonKernel))
     listing = "\n".join(f"{k.name}: fuses {', '.join(k.origins) or '-'}" for k in kernels)
     header = _MODULE_HEADER.format(graph_hash=graph.structural_hash()[:16], listing=listing)
@@ -422,7 +425,7 @@ class _Runner:
             call_args.append(rnumel)
         if not isinstance(kernel.xnumel, int) or not isinstance(kernel.rnumel, int):
             kernel = fit_blocks(kernel, xnumel, rnumel, self.options)
-        wide = index64(xnumel, rnumel, spans)
+        wide = index64(xnumel // kernel.split, rnumel, spans)
         if self.autotune:
             kernel = self._tuned(xp, kernel, call_args, xnumel, wide)
         self._call(kernel, call_args, xnumel, wide)

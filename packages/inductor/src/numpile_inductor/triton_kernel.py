@@ -69,6 +69,7 @@ class TritonOptions:
     `num_warps`: warps per program on a GPU (ignored by the interpreter);
     `autotune`: time launch configurations on the first call (`triton_autotune.py`);
     `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
+    `split_reductions`: reduce few long rows in two kernels (`triton_split.py`);
     `trace_enabled`, `debug_dir`, `graph_diagram`: the inductor's `trace.*` options (the
     graph, the loop IR and `output_code.py` under `debug_dir`; see `debug.py`).
 
@@ -82,6 +83,7 @@ class TritonOptions:
     num_warps: int = 4
     autotune: bool = False
     cudagraphs: bool = False
+    split_reductions: bool = True
     trace_enabled: bool = False
     debug_dir: str | None = None
     graph_diagram: bool = False
@@ -160,6 +162,7 @@ class TritonKernel:
     origins: tuple[str, ...] = ()
     size_symbols: tuple[str, ...] = ()
     outer: bool = False  # a reduction whose loads are contiguous along the kept axes
+    split: int = 1  # the first stage of a split reduction: chunks per row (triton_split.py)
 
     def grid(self, xnumel: int) -> tuple[int]:
         """Program instances for `xnumel` output elements (at least one)."""
@@ -379,6 +382,7 @@ def kernel_source(
     origins = tuple(o for kernel in fused.kernels for o in kernel.origins)
     header = [jit_decorator(scalars)]
     outer = False
+    num_warps = options.num_warps
     if not fused.is_reduction:
         xblock = _pow2_at_most(xnumel, options.max_xblock)
         params += ["xnumel", "XBLOCK: tl.constexpr", "INDEX64: tl.constexpr"]
@@ -394,6 +398,9 @@ def kernel_source(
         outer = not persistent and _outer_reduction(fused, buffers)
         if outer:
             xblock, rblock = _outer_blocks(xnumel, rnumel, options)
+        elif not persistent:
+            xblock = 1
+            num_warps = looped_warps(xblock, rblock, options)
         lines = _reduction_body(fused, buffers, persistent=persistent)
     note = f"    # {'reduction' if fused.is_reduction else 'pointwise'}"
     note += f" over {list(fused.ranges)}"
@@ -412,7 +419,7 @@ def kernel_source(
         rnumel,
         xblock,
         rblock,
-        options.num_warps,
+        num_warps,
         fused.is_reduction,
         origins,
         tuple(symbols),
@@ -439,8 +446,22 @@ def fit_blocks(
     rblock = _pow2_at_most(rnumel, options.max_rblock)
     if isinstance(kernel.rnumel, int):
         rblock = kernel.rblock  # static rows: the code may be persistent over this block
+    if rblock < rnumel:  # looped: one row per program, as kernel_source does
+        return attrs.evolve(
+            kernel, xblock=1, rblock=rblock, num_warps=looped_warps(1, rblock, options)
+        )
     xblock = max(1, _pow2_at_most(xnumel, options.max_tile // rblock))
     return attrs.evolve(kernel, xblock=xblock, rblock=rblock)
+
+
+def looped_warps(xblock: int, rblock: int, options: TritonOptions) -> int:
+    """Warps for a looped reduction tile: one per 256 elements of it, from `num_warps` up
+    to 8 (a 1 x 2048 tile gets 8, as torch's inductor gives its looped reductions).
+
+    >>> looped_warps(1, 2048, TritonOptions()), looped_warps(1, 512, TritonOptions())
+    (8, 4)
+    """
+    return max(options.num_warps, min(8, xblock * rblock // 256))
 
 
 # Kept elements per program of an outer reduction: a warp's loads then cover whole cache
@@ -606,15 +627,26 @@ def _acc_dtype(kind: str, dtype: np.dtype[Any]) -> np.dtype[Any]:
 
 
 def _reduction_body(
-    fused: FusedKernel, buffers: dict[str, Buffer], *, persistent: bool
+    fused: FusedKernel,
+    buffers: dict[str, Buffer],
+    *,
+    persistent: bool,
+    split: tuple[int, int, tuple[str, ...]] | None = None,
 ) -> list[str]:
+    # `split` = (chunks, chunk length, partial buffers): the first stage of a split
+    # reduction (`triton_split.py`): x runs over rows x chunks, each program reduces its
+    # chunks of the rows and stores the partial results, in the accumulator's dtype.
     indent = "    "
     lines = [
         *xoffset_lines(indent),
         f"{indent}xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
         f"{indent}xmask = xindex < xnumel",
-        *_unflatten("x", "xindex", fused.ranges, indent),
     ]
+    if split is None:
+        lines += _unflatten("x", "xindex", fused.ranges, indent)
+    else:
+        lines += [f"{indent}xrow = xindex // {split[0]}", f"{indent}xchunk = xindex % {split[0]}"]
+        lines += _unflatten("x", "xrow", fused.ranges, indent)
     stores = [store for store in fused.stores if isinstance(store, ReductionStore)]
     assert len(stores) == len(fused.stores)
     kinds = [_reduce_kind(store) for store in stores]
@@ -625,12 +657,20 @@ def _reduction_body(
             dtype = _acc_dtype(kind, store.dtype)
             identity = reduction_identity(kind, dtype)
             lines.append(f"{indent}{acc} = {triton_literal(identity, dtype, '[XBLOCK, RBLOCK]')}")
+    if split is not None:
+        lines.append(f"{indent}for roffset in range(0, {split[1]}, RBLOCK):")
+        lines.append(f"{inner}rlocal = roffset + tl.arange(0, RBLOCK)[None, :]")
+        lines.append(f"{inner}rindex = xchunk * {split[1]} + rlocal")
+    elif not persistent:
         lines.append(f"{indent}for roffset in range(0, rnumel, RBLOCK):")
         lines.append(f"{inner}rindex = roffset + tl.arange(0, RBLOCK)[None, :]")
     else:
         lines.append(f"{inner}rindex = tl.arange(0, RBLOCK)[None, :]")
     lines += widen_lines("rindex", inner)
-    lines.append(f"{inner}rmask = rindex < rnumel")
+    if split is not None:
+        lines.append(f"{inner}rmask = (rlocal < {split[1]}) & (rindex < rnumel)")
+    else:
+        lines.append(f"{inner}rmask = rindex < rnumel")
     lines.append(f"{inner}mask = xmask & rmask")
     lines += _unflatten("r", "rindex", fused.reduction_ranges, inner)
     body = _Body(buffers, "[XBLOCK, RBLOCK]", "mask", inner)
@@ -653,8 +693,28 @@ def _reduction_body(
             lines.append(f"{inner}{acc} = {_combine(kind, dtype, acc, values[i])}")
             tile = acc
         results.append(_reduce(kind, dtype, tile))
+    if split is not None:
+        for i, partial in enumerate(split[2]):
+            value = f"{results[i]}[:, None]"
+            lines.append(f"{indent}tl.store({_param(partial)} + xindex, {value}, mask=xmask)")
+        return lines
+    return lines + result_lines(stores, results, buffers, indent)
+
+
+def result_lines(
+    stores: list[ReductionStore], results: list[str], buffers: dict[str, Buffer], indent: str
+) -> list[str]:
+    """Lines that finish each reduction (`results`: its reduced `[XBLOCK]` value, in the
+    accumulator's dtype) and store it: any/all as bools, means divided, cast to the store's
+    dtype, at the store's index over the x loop variables.
+
+    >>> result_lines([], [], {}, "")
+    []
+    """
+    lines = []
     out = _Body(buffers, "[XBLOCK, 1]", "xmask", indent)
-    for i, (kind, store) in enumerate(zip(kinds, stores, strict=True)):
+    for i, store in enumerate(stores):
+        kind = _reduce_kind(store)
         ty = tl_type(store.dtype)
         lines.append(f"{indent}res{i} = {results[i]}[:, None]")
         result = f"res{i}"

@@ -1,0 +1,205 @@
+"""Split reductions: few long rows reduced by many programs, in two kernels.
+
+A reduction kernel runs one program per `XBLOCK` rows, so `x.sum()` of a large
+array (one row) would run on one multiprocessor of the GPU. When the rows are
+too few to fill the device (`SPLIT_PROGRAMS`) and long enough to share out
+(`max_rblock` elements per chunk at least), each row is cut into `chunks`
+contiguous chunks of its flattened reduction index:
+
+1. `<kernel>_split` reduces every (row, chunk) to one partial result, stored in
+   the accumulator's dtype in a scratch buffer `<kernel>_partial<i>` of shape
+   `(rows, chunks)` (one per reduction the kernel holds);
+2. `<kernel>` reduces each row's partials (persistent: `chunks` fits in one tile)
+   and finishes as an unsplit kernel would: any/all as bools, means divided,
+   the cast and the store.
+
+Every reduction of the table splits this way (sum, prod, max, min with NaNs
+propagated, any, all); a float sum is summed in another tree order, within the
+rounding bound the unsplit kernel already has. Sizes must be known at compile
+time. Torch's inductor makes the same transformation ("split reductions").
+
+    >>> kernels = split_reduction(fused, buffers, TritonOptions())  # doctest: +SKIP
+    >>> [k.name for k in kernels]  # doctest: +SKIP
+    ['kernel0_split', 'kernel0']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .loop_ir import Buffer, ReductionStore
+from .scheduler import FusedKernel
+from .triton_kernel import (
+    REDUCTION_CONSTEXPRS,
+    TritonKernel,
+    TritonOptions,
+    _acc_dtype,
+    _next_pow2,
+    _param,
+    _product,
+    _reduce,
+    _reduce_kind,
+    _reduction_body,
+    _signature,
+    _size_symbols,
+    _unflatten,
+    jit_decorator,
+    looped_warps,
+    result_lines,
+    scalar_params,
+    xoffset_lines,
+)
+from .triton_ops import reduction_identity, triton_literal
+
+# Programs the first stage aims at: a few per multiprocessor of a current GPU (132 on an
+# H100), so that every one has work and loads in flight.
+SPLIT_PROGRAMS = 512
+
+
+def split_chunks(xnumel: Any, rnumel: Any, options: TritonOptions) -> int:
+    """How many chunks each row is cut into (1: the reduction is not split).
+
+    >>> split_chunks(1, 10_000_000, TritonOptions()), split_chunks(4096, 4096, TritonOptions())
+    (512, 1)
+    """
+    if not options.split_reductions or not isinstance(xnumel, int) or not isinstance(rnumel, int):
+        return 1
+    return max(1, min(SPLIT_PROGRAMS // max(xnumel, 1), rnumel // options.max_rblock))
+
+
+def split_reduction(
+    fused: FusedKernel, buffers: dict[str, Buffer], options: TritonOptions
+) -> tuple[TritonKernel, TritonKernel] | None:
+    """The two kernels of `fused` split (see the module docstring), or None when it should
+    not be. Adds the scratch buffers of partial results to `buffers`.
+
+    >>> split_reduction(pointwise, buffers, TritonOptions()) is None  # doctest: +SKIP
+    True
+    """
+    if not fused.is_reduction or fused.parts:
+        return None
+    xnumel = _product(fused.ranges)
+    rnumel = _product(fused.reduction_ranges)
+    chunks = split_chunks(xnumel, rnumel, options)
+    if chunks < 2:
+        return None
+    rblock = options.max_rblock
+    chunk = -(-rnumel // chunks)
+    chunk = -(-chunk // rblock) * rblock  # whole tiles per chunk
+    chunks = -(-rnumel // chunk)  # no chunk left empty
+    stores = [store for store in fused.stores if isinstance(store, ReductionStore)]
+    partials = tuple(f"{fused.name}_partial{i}" for i in range(len(stores)))
+    for name, store in zip(partials, stores, strict=True):
+        dtype = _acc_dtype(_reduce_kind(store), store.dtype)
+        buffers[name] = Buffer(name, (xnumel, chunks), dtype, "kernel")
+    first = _first_stage(fused, buffers, partials, (xnumel, rnumel, chunks, chunk, rblock), options)
+    return first, _second_stage(fused, buffers, stores, partials, xnumel, chunks, options)
+
+
+def _first_stage(
+    fused: FusedKernel,
+    buffers: dict[str, Buffer],
+    partials: tuple[str, ...],
+    sizes: tuple[int, int, int, int, int],
+    options: TritonOptions,
+) -> TritonKernel:
+    xnumel, rnumel, chunks, chunk, rblock = sizes
+    used, scalars = _signature(fused, buffers)
+    outputs = {store.buffer for store in fused.stores}
+    inputs = [name for name in used if name not in outputs]
+    stride_dims = [_dims(buffers[name]) for name in inputs]
+    params: list[str] = []
+    for name, dims in zip(inputs, stride_dims, strict=True):
+        params.append(_param(name))
+        params += [f"{_param(name)}_s{d}" for d in dims]
+    params += [_param(name) for name in partials]
+    params += scalar_params(scalars, buffers)
+    symbols = _size_symbols(fused)
+    params += [*symbols, "xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
+    name = f"{fused.name}_split"
+    note = (
+        f"    # split reduction, stage 1 of 2: {list(fused.ranges)} x "
+        f"{list(fused.reduction_ranges)} in {chunks} chunks of {chunk} per row"
+    )
+    body = _reduction_body(fused, buffers, persistent=False, split=(chunks, chunk, partials))
+    source = "\n".join([jit_decorator(scalars), f"def {name}({', '.join(params)}):", note, *body])
+    return TritonKernel(
+        name,
+        source + "\n",
+        (*inputs, *partials),
+        (*stride_dims, *(() for _ in partials)),
+        tuple(scalars),
+        xnumel * chunks,
+        rnumel,
+        1,
+        rblock,
+        looped_warps(1, rblock, options),
+        True,
+        _origins(fused),
+        tuple(symbols),
+        split=chunks,
+    )
+
+
+def _second_stage(
+    fused: FusedKernel,
+    buffers: dict[str, Buffer],
+    stores: list[ReductionStore],
+    partials: tuple[str, ...],
+    xnumel: int,
+    chunks: int,
+    options: TritonOptions,
+) -> TritonKernel:
+    outputs = list(dict.fromkeys(store.buffer for store in stores))
+    stride_dims = [_dims(buffers[name]) for name in outputs]
+    params = [_param(name) for name in partials]
+    for name, dims in zip(outputs, stride_dims, strict=True):
+        params.append(_param(name))
+        params += [f"{_param(name)}_s{d}" for d in dims]
+    params += ["xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
+    indent = "    "
+    lines = [
+        "@triton.jit",
+        f"def {fused.name}({', '.join(params)}):",
+        f"{indent}# split reduction, stage 2 of 2: combines the {chunks} partial results of a row",
+        *xoffset_lines(indent),
+        f"{indent}xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
+        f"{indent}xmask = xindex < xnumel",
+        *_unflatten("x", "xindex", fused.ranges, indent),
+        f"{indent}rindex = tl.arange(0, RBLOCK)[None, :]",
+        f"{indent}mask = xmask & (rindex < rnumel)",
+    ]
+    results = []
+    for i, (partial, store) in enumerate(zip(partials, stores, strict=True)):
+        kind = _reduce_kind(store)
+        dtype = _acc_dtype(kind, store.dtype)
+        identity = triton_literal(reduction_identity(kind, dtype), dtype, "[XBLOCK, RBLOCK]")
+        load = f"tl.load({_param(partial)} + (xindex * {chunks} + rindex), mask=mask, other=0)"
+        lines.append(f"{indent}val{i} = tl.where(mask, {load}, {identity})")
+        results.append(_reduce(kind, dtype, f"val{i}"))
+    lines += result_lines(stores, results, buffers, indent)
+    rblock = _next_pow2(chunks)
+    xblock = max(1, min(_next_pow2(xnumel), options.max_tile // rblock))
+    return TritonKernel(
+        fused.name,
+        "\n".join(lines) + "\n",
+        (*partials, *outputs),
+        (*(() for _ in partials), *stride_dims),
+        (),
+        xnumel,
+        chunks,
+        xblock,
+        rblock,
+        options.num_warps,
+        True,
+        _origins(fused),
+    )
+
+
+def _dims(buf: Buffer) -> tuple[int, ...]:
+    # The dims whose stride a kernel takes: those of size other than 1.
+    return tuple(d for d, size in enumerate(buf.shape) if size != 1)
+
+
+def _origins(fused: FusedKernel) -> tuple[str, ...]:
+    return tuple(o for kernel in fused.kernels for o in kernel.origins)
