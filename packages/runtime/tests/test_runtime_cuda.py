@@ -146,6 +146,29 @@ def test_cuda_graph_replays_with_new_input_values() -> None:
     cupy.testing.assert_allclose(second, fn(x, y))
     cupy.testing.assert_allclose(third, fn(x + 1, y * 3))
     assert third is not runner(x, y)  # outputs are copies: a replay does not overwrite them
+    cupy.testing.assert_allclose(third, fn(x + 1, y * 3))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _GPU, reason=_NO_GPU)
+def test_cuda_graph_replay_copies_strided_inputs_and_recorded_outputs_fed_back() -> None:
+    import cupy
+
+    def fn(x: Any, y: Any) -> Any:
+        return x * 2.0 + y
+
+    base = cupy.arange(40, dtype=cupy.float64).reshape(8, 5)
+    strided = rt.CudaGraphRunner(fn)
+    for shift in (0.0, 0.0, 1.0, 7.0):  # warm-up, record, two replays
+        x = (base + shift)[:, ::2]  # not contiguous: copied by a copy kernel
+        cupy.testing.assert_allclose(strided(x, x), fn(x, x))
+    assert strided.skip_reason == ""
+    fed = rt.CudaGraphRunner(fn, copy_outputs=False)
+    x, y = cupy.ones(6), cupy.arange(6.0)
+    fed(x, y)
+    out = fed(x, y)  # recorded: its output buffer is static
+    again = fed(out, y)  # the static output as an input: copied in before the replay
+    cupy.testing.assert_allclose(again, (1.0 * 2 + cupy.arange(6.0)) * 2 + cupy.arange(6.0))
 
 
 @pytest.mark.gpu

@@ -4,8 +4,9 @@ A compiled call launches several kernels; each launch costs microseconds of
 CPU time. `CudaGraphRunner` records one call into a CUDA graph (CuPy's
 stream capture) on *static* input and output buffers, then serves later
 calls by copying the inputs into the static buffers and replaying the graph:
-one launch. It is skipped, and the call runs normally, when replay could be
-wrong:
+one launch. Contiguous inputs (and outputs) are copied with one
+`cudaMemcpyAsync` each, a driver call instead of a copy kernel's launch. It is
+skipped, and the call runs normally, when replay could be wrong:
 
 - an input is not a CuPy array (NumPy arrays, Python or NumPy scalars: the
   call uploads them, and a captured upload would replay stale host memory),
@@ -58,6 +59,7 @@ class _Recorded:
     pool: Any  # the private memory pool the graph's buffers live in, kept with it
     static_inputs: list[Any]
     outputs: Any
+    flat: list[bool]  # per input: C-contiguous (copied as bytes), fixed by the signature
 
 
 @attrs.define
@@ -138,7 +140,8 @@ class CudaGraphRunner:
             self._broken[key] = reason
             self.skip_reason = reason
             return None
-        recorded = _Recorded(graph, pool, static, outputs)
+        flat = [bool(arg.flags.c_contiguous) for arg in static]
+        recorded = _Recorded(graph, pool, static, outputs, flat)
         self._graphs[key] = recorded
         log.debug("recorded a CUDA graph for signature %s", key)
         return recorded
@@ -147,21 +150,32 @@ class CudaGraphRunner:
         # On the caller's stream, asynchronously, like the kernels of a plain call.
         import cupy
 
-        for static, arg in zip(recorded.static_inputs, args, strict=True):
-            cupy.copyto(static, arg)
-        recorded.graph.launch(cupy.cuda.get_current_stream())
+        stream = cupy.cuda.get_current_stream()
+        for static, arg, flat in zip(recorded.static_inputs, args, recorded.flat, strict=True):
+            if flat and arg.flags.c_contiguous:
+                static.data.copy_from_device_async(arg.data, arg.nbytes, stream)
+            else:
+                cupy.copyto(static, arg)
+        recorded.graph.launch(stream)
         if not self.copy_outputs:
             return recorded.outputs
-        return _copy_tree(recorded.outputs)
+        return _copy_tree(recorded.outputs, stream)
 
 
-def _copy_tree(value: Any) -> Any:
+def _copy_tree(value: Any, stream: Any) -> Any:
+    # Fresh copies of the static outputs (a later replay overwrites them), on `stream`.
     if is_device_array(value):
-        return value.copy()
+        if not value.flags.c_contiguous:
+            return value.copy()
+        import cupy
+
+        fresh = cupy.empty(value.shape, value.dtype)
+        fresh.data.copy_from_device_async(value.data, value.nbytes, stream)
+        return fresh
     if isinstance(value, tuple):
-        return tuple(_copy_tree(v) for v in value)
+        return tuple(_copy_tree(v, stream) for v in value)
     if isinstance(value, list):
-        return [_copy_tree(v) for v in value]
+        return [_copy_tree(v, stream) for v in value]
     if isinstance(value, dict):
-        return {k: _copy_tree(v) for k, v in value.items()}
+        return {k: _copy_tree(v, stream) for k, v in value.items()}
     return value
