@@ -17,6 +17,7 @@ is ``torch.compile`` of the same NumPy function on CUDA tensors (PyTorch's recip
 code on the GPU), and ``torch/np`` its time over numpile's (above 1: numpile is faster).
 
     python -m benchmarks.gpu --quick
+    python -m benchmarks.gpu --profile --only mlp_f32   # where the host time of a call goes
 """
 
 from __future__ import annotations
@@ -197,6 +198,41 @@ def run_workload(
     return row
 
 
+def profile_host(workload: Workload, *, calls: int = 2000, top: int = 25) -> None:
+    """Where a compiled call's host time goes: the wall time per call (device work queued,
+    not awaited) against CuPy eager's, then cProfile's functions by own time.
+
+    >>> profile_host(find_workloads(["tiny_call_f64"])[0])  # doctest: +SKIP
+    """
+    import cProfile
+    import pstats
+
+    import cupy
+
+    import numpile
+
+    device = tuple(cupy.asarray(a) for a in gpu_inputs(workload, quick=True, scale=1))
+    numpile.reset()
+    compiled = numpile.compile(workload.fn, fullgraph=True)
+    contenders: dict[str, Callable[..., Any]] = {"numpile": compiled, "cupy": workload.fn}
+    for name, fn in contenders.items():
+        fn(*device)
+        cupy.cuda.get_current_stream().synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn(*device)
+        host_us = (time.perf_counter() - start) / calls * 1e6
+        cupy.cuda.get_current_stream().synchronize()
+        print(f"{workload.name}: {name} host time per call {host_us:.1f} us (quick sizes)")
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        compiled(*device)
+    profiler.disable()
+    cupy.cuda.get_current_stream().synchronize()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
+
+
 def _print(rows: list[dict[str, Any]], bandwidth: float, device: str) -> None:
     print(f"device: {device}; device-to-device copy: {bandwidth:.0f} GB/s")
     print("times in ms; 'host' columns take NumPy arrays and return NumPy arrays")
@@ -237,10 +273,20 @@ def main(argv: list[str] | None = None) -> int:
         help="leading-axis factor of the elementwise and row "
         "workloads (default 8; 1 gives the CPU suite's sizes)",
     )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="instead of timing: profile the host side of each selected workload's "
+        "compiled call (cProfile, quick sizes)",
+    )
     options = parser.parse_args(argv)
     reason = _gpu_reason()
     if reason:
         print(f"no GPU: {reason}")
+        return 0
+    if options.profile:
+        for workload in find_workloads(options.only or ["tiny_call_f64"]):
+            profile_host(workload)
         return 0
     import cupy
 
