@@ -170,6 +170,16 @@ def adam_step_with_math_and_builtins(w, g, m, v, lr, t):
     return w * decay - step * m / (np.sqrt(v) + 1e-8), float(t)
 
 
+@scalars(_adam_inputs)
+def adam_step_with_numpy_ufuncs_of_scalars(w, g, m, v, lr, t):
+    # np.sqrt / np.maximum of scalars alone give NumPy float64 scalars (strong: the float32
+    # arrays they scale become float64, as in eager).
+    m = 0.9 * m + 0.1 * g
+    v = 0.999 * v + 0.001 * g * g
+    step = np.maximum(lr, 1e-4) * np.sqrt(1 - 0.999**t) / (1 - 0.9**t)
+    return w - step * m / (np.sqrt(v) + 1e-8), np.sqrt(t), np.add(t, 1)
+
+
 @scalars(lambda rng, n: (rng.integers(0, 255, n, dtype=np.uint8), _pick(rng, [-129, -1, 0])))
 def clip_with_int_bounds_past_the_dtype(x, low):
     # NumPy drops an int bound past the dtype's range on its own side.

@@ -355,3 +355,31 @@ def test_a_math_function_that_raises_on_a_later_value_raises_as_eager() -> None:
     with pytest.raises(ValueError, match="math domain error"):
         compiled(W, -4.0)
     _same(compiled(W, 16.0), f(W, 16.0))
+
+
+def test_numpy_ufuncs_of_scalar_inputs_alone_are_computed_in_the_graph() -> None:
+    # Adam's bias correction through np.sqrt: was specialized on each call's value (a
+    # recompile per step until the cache limit, then eager for good).
+    def adam_step(w: Any, g: Any, lr: Any, t: Any) -> Any:
+        corrected = lr * np.sqrt(1 - 0.999**t) / (1 - 0.9**t)
+        return w - corrected * g, np.maximum(lr, 1e-3), np.add(t, 1), np.exp(-lr)
+
+    compiled = compile_function(adam_step, backend="eager")
+    calls = [(W, G, 0.1 / t, t) for t in range(1, 12)]
+    assert _run(compiled, adam_step, *calls) == 2  # NumPy scalars and float64 as in eager
+    texts = [
+        " ".join(str(g) for g in entry.metadata["guards"])
+        for entry in cache_for(adam_step.__code__).entries
+    ]
+    assert any("0.999 ** L['t']" in t and "EQUALS_MATCH(L['t']" not in t for t in texts)
+
+
+def test_a_numpy_ufunc_of_a_scalar_input_warns_as_eager_on_a_bad_value() -> None:
+    def f(x: Any, s: Any) -> Any:
+        return x * np.sqrt(s)
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    _same(compiled(W, 4.0), f(W, 4.0))
+    with pytest.warns(RuntimeWarning, match="invalid value encountered in sqrt"):
+        got = compiled(W, -1.0)
+    assert got.dtype == np.float64 and np.isnan(got).all()

@@ -276,12 +276,14 @@ _FAST_POWERS: dict[type, tuple[int | float, ...]] = {int: (-1, 2), float: (0.5,)
 def _scalar_operand(
     tracer: Tracer, var: Variable, args: tuple[Variable, ...], exponent: bool
 ) -> Any:
-    # An unspecialized int or float next to an array: its graph input, guarded for ints to
-    # the range NumPy converts without OverflowError; otherwise what to_graph_value gives.
+    # An unspecialized int or float operand of a ufunc or operator: its graph input, guarded
+    # for ints to the range NumPy converts without OverflowError; otherwise what
+    # to_graph_value gives. With no array beside it (`np.sqrt(1 - 0.999 ** t)`) the graph
+    # computes NumPy's 0-d result, a NumPy scalar, instead of baking in this call's value.
     if not isinstance(var, ScalarInputVar):
         return to_graph_value(var)
     arrays = [arg.meta.dtype for arg in args if isinstance(arg, ArrayVar)]
-    if not arrays or isinstance(var.current, bool):
+    if isinstance(var.current, bool):
         return var.as_python_constant()
     assert var.source is not None
     if exponent:

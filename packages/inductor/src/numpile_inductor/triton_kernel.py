@@ -260,8 +260,10 @@ class _Body:
         elif isinstance(expr, Constant):
             return triton_literal(expr.value, expr.dtype, self.shape)
         elif isinstance(expr, ScalarArg):
-            # A typed 0-d value on a GPU; a Python number under the interpreter.
-            text = self._tmp(f"tl.full([], {_param(expr.name)}, {tl_type(expr.dtype)})")
+            # A typed 0-d value on a GPU, a Python number under the interpreter: as a tile,
+            # so that an expression of scalars alone (np.maximum(lr, 1e-4)) is one too.
+            param = _param(expr.name)
+            text = self._tmp(f"tl.full({self.shape}, {param}, {tl_type(expr.dtype)})")
         else:
             assert isinstance(expr, Apply)
             args = [self.emit(arg) for arg in expr.args]
