@@ -324,6 +324,71 @@ def test_matmul_runs_as_an_extern_call_with_a_fused_epilogue() -> None:
     _same(compiled.fn(x, w, b), run_graph(graph, [x, w, b]))
 
 
+_TEMPLATE = TritonOptions.from_mode(None, {"gemm_backends": "triton"}, interpret=True)
+
+
+@pytest.mark.parametrize("dtype", _FLOATS)
+def test_matmul_template_fuses_the_epilogue_and_matches_numpy(dtype: str) -> None:
+    # Sizes that fill no tile exactly; w transposed (strided); the product is also returned
+    # (stored besides the epilogue), and a second product has no epilogue at all.
+    x = _RNG.normal(size=(37, 50)).astype(dtype)
+    w = _RNG.normal(size=(70, 50)).astype(dtype)
+    b = _RNG.normal(size=70).astype(dtype)
+
+    def build(g: Graph, a: Any, m: Any, v: Any) -> Any:
+        product = _op(g, "matmul", a, _op(g, "transpose", m, axes=None))
+        hidden = _op(g, "maximum", _op(g, "add", product, v), 0.0)
+        return hidden, product, _op(g, "matmul", hidden, m)
+
+    graph = _graph([x, w, b], build)
+    compiled = compile_triton(graph, options=_TEMPLATE)
+    assert compiled.module is not None
+    templates = [k for k in compiled.module.kernels if k.template == "mm"]
+    assert len(templates) == 2 and "tl.dot" in templates[0].source
+    assert not any(getattr(s, "op_name", "") == "matmul" for s in compiled.module.steps)
+    assert "epilogue fuses" in templates[0].source
+    got, want = compiled.fn(x, w, b), run_graph(graph, [x, w, b])
+    # A dot product of k terms, summed in any order, is within k * eps * (|a| @ |b|) of the
+    # exact one (two computations: twice that); the second product also carries the first's
+    # difference through its input.
+    eps = float(np.finfo(dtype).eps)
+    bound = 2 * 50 * eps * (np.abs(x) @ np.abs(w.T))
+    for g_, w_ in zip(got, want, strict=True):
+        assert g_.dtype == w_.dtype and g_.shape == w_.shape
+    assert np.all(np.abs(got[1] - want[1]) <= bound)
+    assert np.all(np.abs(got[0] - want[0]) <= bound)
+    carried = np.abs(got[0] - want[0]) @ np.abs(w)
+    assert np.all(
+        np.abs(got[2] - want[2]) <= 2 * 70 * eps * (np.abs(want[0]) @ np.abs(w)) + carried
+    )
+
+
+def test_matmul_with_both_gemm_backends_times_them_and_keeps_one(caplog: Any) -> None:
+    x = _RNG.normal(size=(20, 30))
+    w = _RNG.normal(size=(30, 40))
+    graph = _graph([x, w], lambda g, a, m: _op(g, "tanh", _op(g, "matmul", a, m)))
+    options = TritonOptions.from_mode("max-autotune-no-cudagraphs", interpret=True)
+    assert options.gemm_backends == ("extern", "triton")
+    compiled = compile_triton(graph, options=options)
+    assert compiled.module is not None
+    assert [type(s).__name__ for s in compiled.module.steps] == ["MatmulChoice"]
+    with caplog.at_level("INFO", logger="numpile.inductor.triton"):
+        for _ in range(2):
+            _close(compiled.fn(x, w), np.tanh(x @ w), 30)
+    assert caplog.text.count(" -> ") == 1  # timed once, on the first call
+
+
+def test_matmuls_the_template_does_not_cover_stay_extern_calls() -> None:
+    ints = _RNG.integers(-5, 5, size=(6, 7))
+    graph = _graph([ints, ints.T.copy()], lambda g, a, m: _op(g, "matmul", a, m))
+    compiled = compile_triton(graph, options=_TEMPLATE)
+    assert compiled.module is not None
+    assert [type(s).__name__ for s in compiled.module.steps] == ["ExternCall"]
+    _same(compiled.fn(ints, ints.T.copy()), ints @ ints.T)
+    with pytest.raises(ValueError, match="gemm_backends"):
+        TritonOptions.from_mode(None, {"gemm_backends": "cublas"}, interpret=True)
+
+
 def test_in_place_updates_reach_the_caller_arrays() -> None:
     x = _RNG.normal(size=(8, 3))
     y = _RNG.normal(size=3)

@@ -47,16 +47,26 @@ from .loop_ir import (
 from .scheduler import FusedKernel
 from .triton_ops import reduction_identity, tl_type, triton_expr, triton_literal, triton_supports
 
-_MODES: dict[str, dict[str, bool]] = {
+_MODES: dict[str, dict[str, Any]] = {
     "default": {},
     "reduce-overhead": {"cudagraphs": True},
-    "max-autotune": {"autotune": True, "cudagraphs": True},
-    "max-autotune-no-cudagraphs": {"autotune": True},
+    "max-autotune": {"autotune": True, "cudagraphs": True, "gemm_backends": ("extern", "triton")},
+    "max-autotune-no-cudagraphs": {"autotune": True, "gemm_backends": ("extern", "triton")},
 }
 
 
 class TritonUnsupported(Exception):  # noqa: N818 - it names the event
     """A kernel uses an operation or dtype the Triton table lacks (complex, float16, ...)."""
+
+
+def _gemm_backends(value: Any) -> tuple[str, ...]:
+    # "extern,triton" or ("extern", "triton"): each name known, at least one.
+    names = value.split(",") if isinstance(value, str) else list(value)
+    names = [str(name).strip().lower() for name in names if str(name).strip()]
+    unknown = sorted(set(names) - {"extern", "triton"})
+    if unknown or not names:
+        raise ValueError(f"gemm_backends takes 'extern' and/or 'triton', got {value!r}")
+    return tuple(dict.fromkeys(names))
 
 
 @attrs.frozen
@@ -70,6 +80,9 @@ class TritonOptions:
     `autotune`: time launch configurations on the first call (`triton_autotune.py`);
     `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
     `split_reductions`: reduce few long rows in two kernels (`triton_split.py`);
+    `gemm_backends`: how a matmul may run, "extern" (cuBLAS through CuPy) and/or "triton"
+    (a `tl.dot` template with its epilogue fused, `triton_matmul.py`); with both, the first
+    call times them (a tuple, or a comma-separated string as in torch's option);
     `trace_enabled`, `debug_dir`, `graph_diagram`: the inductor's `trace.*` options (the
     graph, the loop IR and `output_code.py` under `debug_dir`; see `debug.py`).
 
@@ -84,6 +97,7 @@ class TritonOptions:
     autotune: bool = False
     cudagraphs: bool = False
     split_reductions: bool = True
+    gemm_backends: tuple[str, ...] = attrs.field(default=("extern",), converter=_gemm_backends)
     trace_enabled: bool = False
     debug_dir: str | None = None
     graph_diagram: bool = False
@@ -163,6 +177,7 @@ class TritonKernel:
     size_symbols: tuple[str, ...] = ()
     outer: bool = False  # a reduction whose loads are contiguous along the kept axes
     split: int = 1  # the first stage of a split reduction: chunks per row (triton_split.py)
+    template: str = ""  # "mm": a matmul template, its blocks fixed in its source
 
     def grid(self, xnumel: int) -> tuple[int]:
         """Program instances for `xnumel` output elements (at least one)."""

@@ -1,0 +1,192 @@
+"""Matmul as a Triton template: `tl.dot` tiles, the next pointwise kernel fused as epilogue.
+
+An extern matmul step (cuBLAS through CuPy) is one launch, and the pointwise
+kernel after it (`relu(x @ w + b)`) another that reads the product back. The
+template computes a `BLOCK_M x BLOCK_N` tile of the product per program
+(`tl.dot` over `BLOCK_K` slices, IEEE float32 or float64 products: no TF32,
+as NumPy's BLAS) and applies that kernel's body to the tile before storing:
+one launch, the product never written unless something else reads it.
+
+Which one runs is `TritonOptions.gemm_backends` (torch's
+`max_autotune_gemm_backends`): "extern" (the default: cuBLAS), "triton" (the
+template), or both, which `max-autotune` sets: the first call times each
+(`MatmulChoice`) and keeps the faster for the graph's life. Only 2-D float32 or
+float64 products of one dtype with static shapes get a template.
+
+    >>> choice = matmul_choice(call, epilogue, buffers, keep_product=False)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import attrs
+import sympy
+
+from .loop_ir import Buffer, BufferRef, ExternCall, Load, Store, loads_of
+from .scheduler import FusedKernel
+from .triton_kernel import (
+    TritonKernel,
+    TritonOptions,
+    _Body,
+    _param,
+    _signature,
+    jit_decorator,
+    scalar_params,
+)
+from .triton_ops import tl_type
+
+# Tile sizes per dtype: (BLOCK_M, BLOCK_N, BLOCK_K). tl.dot needs 16 or more on each.
+_TILES: dict[str, tuple[int, int, int]] = {"float32": (64, 64, 32), "float64": (32, 32, 16)}
+
+
+@attrs.frozen
+class MatmulChoice:
+    """An extern matmul with its epilogue kernel, or the template that replaces both.
+
+    `extern` holds the steps as the schedule has them; `template` the one kernel.
+    """
+
+    extern: tuple[ExternCall | TritonKernel, ...]
+    template: TritonKernel
+
+    @property
+    def name(self) -> str:
+        return self.template.name
+
+
+def template_operands(call: ExternCall, buffers: dict[str, Buffer]) -> tuple[Buffer, Buffer] | None:
+    """The two operand buffers of `call` when the template can compute it, else None.
+
+    >>> template_operands(call, buffers)  # doctest: +SKIP
+    (Buffer(name='x', ...), Buffer(name='w', ...))
+    """
+    if call.op_name != "matmul" or call.kwargs or len(call.args) != 2:
+        return None
+    if not all(isinstance(arg, BufferRef) for arg in call.args):
+        return None
+    a, b = (buffers[arg.name] for arg in call.args)
+    out = buffers[call.buffer]
+    shapes = (a.shape, b.shape, out.shape)
+    if any(len(shape) != 2 or not all(isinstance(d, int) for d in shape) for shape in shapes):
+        return None
+    if not a.dtype == b.dtype == out.dtype or out.dtype.name not in _TILES:
+        return None
+    if tl_type(a.dtype) is None or a.shape[1] != b.shape[0]:
+        return None
+    return a, b
+
+
+def fusable_epilogue(call: ExternCall, kernel: FusedKernel, buffers: dict[str, Buffer]) -> bool:
+    """Whether pointwise `kernel` can run on the product's tiles: over the product's shape,
+    reading the product only at its own element (x0, x1).
+
+    >>> fusable_epilogue(call, kernel, buffers)  # doctest: +SKIP
+    True
+    """
+    if kernel.is_reduction or kernel.parts or kernel.ranges != buffers[call.buffer].shape:
+        return False
+    reads = [
+        load
+        for store in kernel.stores
+        for load in loads_of(store.value)
+        if load.buffer == call.buffer
+    ]
+    if not reads or call.buffer in {store.buffer for store in kernel.stores}:
+        return False
+    return all([str(sympy.sympify(i)) for i in load.index] == ["x0", "x1"] for load in reads)
+
+
+def matmul_template(
+    call: ExternCall,
+    epilogue: FusedKernel | None,
+    buffers: dict[str, Buffer],
+    *,
+    keep_product: bool,
+    options: TritonOptions,
+) -> TritonKernel:
+    """The template kernel for `call` (see `template_operands`), `epilogue` fused when given;
+    `keep_product` also stores the product itself (a graph output, or read elsewhere).
+
+    >>> matmul_template(call, None, buffers, keep_product=True, options=TritonOptions())
+    ... # doctest: +SKIP
+    """
+    operands = template_operands(call, buffers)
+    assert operands is not None
+    a, b = operands
+    m, k = a.shape
+    n = b.shape[1]
+    block_m, block_n, block_k = _TILES[a.dtype.name]
+    ty = tl_type(a.dtype)
+    tile = f"[{block_m}, {block_n}]"
+    indent = "    "
+    name = f"{epilogue.name if epilogue is not None else call.buffer}_mm"
+    stores: list[Store] = []
+    scalars: list[str] = []
+    used = [a.name, b.name]
+    if epilogue is not None:
+        epilogue_used, scalars = _signature(epilogue, buffers)
+        used += [n_ for n_ in epilogue_used if n_ not in used and n_ != call.buffer]
+        stores = [store for store in epilogue.stores if isinstance(store, Store)]
+    if keep_product or epilogue is None:
+        used.append(call.buffer)
+    stride_dims = tuple(
+        tuple(d for d, size in enumerate(buffers[n_].shape) if size != 1) for n_ in used
+    )
+    params: list[str] = []
+    for buffer, dims in zip(used, stride_dims, strict=True):
+        params.append(_param(buffer))
+        params += [f"{_param(buffer)}_s{d}" for d in dims]
+    params += scalar_params(scalars, buffers)
+    params += ["xnumel", "XBLOCK: tl.constexpr", "INDEX64: tl.constexpr"]
+    a_s = [f"{_param(a.name)}_s{d}" if a.shape[d] != 1 else "0" for d in (0, 1)]
+    b_s = [f"{_param(b.name)}_s{d}" if b.shape[d] != 1 else "0" for d in (0, 1)]
+    lines = [
+        jit_decorator(scalars),
+        f"def {name}({', '.join(params)}):",
+        f"{indent}# matmul template [{m}, {k}] @ [{k}, {n}]"
+        + (f"; epilogue fuses {', '.join(_origins(epilogue))}" if epilogue is not None else ""),
+        f"{indent}pid = tl.program_id(0)",
+        f"{indent}x0 = (pid // {-(-n // block_n)}) * {block_m} + tl.arange(0, {block_m})[:, None]",
+        f"{indent}x1 = (pid % {-(-n // block_n)}) * {block_n} + tl.arange(0, {block_n})[None, :]",
+        f"{indent}if INDEX64:",
+        f"{indent}    x0 = x0.to(tl.int64)",
+        f"{indent}    x1 = x1.to(tl.int64)",
+        f"{indent}xindex = x0 * {n} + x1",
+        f"{indent}mask = (x0 < {m}) & (x1 < {n})",
+        f"{indent}acc = tl.zeros({tile}, {ty})",
+        f"{indent}for koffset in range(0, {k}, {block_k}):",
+        f"{indent}    kr = koffset + tl.arange(0, {block_k})",
+        f"{indent}    a = tl.load({_param(a.name)} + (x0 * {a_s[0]} + kr[None, :] * {a_s[1]}), "
+        f"mask=(x0 < {m}) & (kr[None, :] < {k}), other=0)",
+        f"{indent}    b = tl.load({_param(b.name)} + (kr[:, None] * {b_s[0]} + x1 * {b_s[1]}), "
+        f"mask=(kr[:, None] < {k}) & (x1 < {n}), other=0)",
+        f'{indent}    acc += tl.dot(a, b, input_precision="ieee", out_dtype={ty})',
+    ]
+    body = _Body(buffers, tile, "mask", indent)
+    body.locals[call.buffer] = "acc"
+    if keep_product or epilogue is None:
+        here = (sympy.Symbol("x0", integer=True), sympy.Symbol("x1", integer=True))
+        body.store(Store(call.buffer, here, Load(call.buffer, here, a.dtype)), False)
+    for store in stores:
+        assert epilogue is not None
+        body.store(store, store.buffer in epilogue.internal)
+    lines += body.lines
+    tiles = -(-m // block_m) * -(-n // block_n)
+    return TritonKernel(
+        name,
+        "\n".join(lines) + "\n",
+        tuple(used),
+        stride_dims,
+        tuple(scalars),
+        tiles * block_m * block_n,  # one program per tile: grid = xnumel / XBLOCK
+        0,
+        block_m * block_n,
+        1,
+        options.num_warps,
+        False,
+        (call.node_name, *(_origins(epilogue) if epilogue is not None else ())),
+        template="mm",
+    )
+
+
+def _origins(kernel: FusedKernel) -> tuple[str, ...]:
+    return tuple(o for part in kernel.kernels for o in part.origins)
