@@ -184,6 +184,10 @@ def run_workload(
         "numpile_graphs_ms": _gpu_ms(lambda: replayed(*device), repeat),
         "numpile_host_ms": _cpu_ms(lambda: from_host(*host), 3 if scale > 1 else repeat),
     }
+    if workload.flops is not None:
+        # Compute-bound rows: max-autotune also times the tl.dot template against cuBLAS.
+        tuned = numpile.compile(workload.fn, fullgraph=True, mode="max-autotune-no-cudagraphs")
+        row["numpile_tuned_ms"] = _gpu_ms(lambda: tuned(*device), repeat)
     torch_fn = _torch_cuda(workload)
     if torch_fn is not None:
         import torch
@@ -255,6 +259,12 @@ def _print(rows: list[dict[str, Any]], bandwidth: float, device: str) -> None:
             f"{row['cupy_over_numpile']:7.2f}x {gbs} {share} {row['numpile_host_ms']:9.3f} "
             f"{torch_ms} {torch_ratio}"
         )
+    for row in rows:
+        if "numpile_tuned_ms" in row:
+            print(
+                f"{row['workload']}: mode='max-autotune-no-cudagraphs' "
+                f"{row['numpile_tuned_ms']:.3f} ms (tl.dot template or cuBLAS, the faster)"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
