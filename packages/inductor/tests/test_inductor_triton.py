@@ -295,6 +295,18 @@ def test_few_long_rows_split_into_two_kernels(dtype: str) -> None:
     assert not any(k.name.endswith("_split") for k in unsplit.module.kernels)
 
 
+def test_few_columns_summed_over_many_rows_split_chunk_major() -> None:
+    x = _RNG.normal(size=(3000, 3))
+    graph = _graph([x], lambda g, a: (_op(g, "sum", a, axis=0), _op(g, "max", a, axis=0)))
+    compiled = compile_triton(graph, options=_SMALL)
+    assert compiled.module is not None
+    first, _ = compiled.module.kernels
+    assert first.name.endswith("_split") and first.outer and "chunk-major" in first.source
+    got, want = compiled.fn(x), run_graph(graph, [x])
+    _close(got[0], want[0], 3000)
+    _same(got[1], want[1])
+
+
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_outer_reductions_tile_along_the_contiguous_kept_axis(order: str) -> None:
     # Summing over the slow axis (axis 0 of a C array, axis 1 of an F array) loops over

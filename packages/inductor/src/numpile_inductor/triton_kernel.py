@@ -648,11 +648,11 @@ def _reduction_body(
     buffers: dict[str, Buffer],
     *,
     persistent: bool,
-    split: tuple[int, int, tuple[str, ...]] | None = None,
+    split: SplitPlan | None = None,
 ) -> list[str]:
-    # `split` = (chunks, chunk length, partial buffers): the first stage of a split
-    # reduction (`triton_split.py`): x runs over rows x chunks, each program reduces its
-    # chunks of the rows and stores the partial results, in the accumulator's dtype.
+    # `split`: the first stage of a split reduction (`triton_split.py`): x runs over
+    # (row, chunk) pairs, each program reduces its chunks of the rows and stores the partial
+    # results, in the accumulator's dtype.
     indent = "    "
     lines = [
         *xoffset_lines(indent),
@@ -662,7 +662,16 @@ def _reduction_body(
     if split is None:
         lines += _unflatten("x", "xindex", fused.ranges, indent)
     else:
-        lines += [f"{indent}xrow = xindex // {split[0]}", f"{indent}xchunk = xindex % {split[0]}"]
+        if split.rows:  # chunk-major: neighbouring lanes read neighbouring kept elements
+            lines += [
+                f"{indent}xrow = xindex % {split.rows}",
+                f"{indent}xchunk = xindex // {split.rows}",
+            ]
+        else:
+            lines += [
+                f"{indent}xrow = xindex // {split.chunks}",
+                f"{indent}xchunk = xindex % {split.chunks}",
+            ]
         lines += _unflatten("x", "xrow", fused.ranges, indent)
     stores = [store for store in fused.stores if isinstance(store, ReductionStore)]
     assert len(stores) == len(fused.stores)
@@ -675,9 +684,9 @@ def _reduction_body(
             identity = reduction_identity(kind, dtype)
             lines.append(f"{indent}{acc} = {triton_literal(identity, dtype, '[XBLOCK, RBLOCK]')}")
     if split is not None:
-        lines.append(f"{indent}for roffset in range(0, {split[1]}, RBLOCK):")
+        lines.append(f"{indent}for roffset in range(0, {split.chunk}, RBLOCK):")
         lines.append(f"{inner}rlocal = roffset + tl.arange(0, RBLOCK)[None, :]")
-        lines.append(f"{inner}rindex = xchunk * {split[1]} + rlocal")
+        lines.append(f"{inner}rindex = xchunk * {split.chunk} + rlocal")
     elif not persistent:
         lines.append(f"{indent}for roffset in range(0, rnumel, RBLOCK):")
         lines.append(f"{inner}rindex = roffset + tl.arange(0, RBLOCK)[None, :]")
@@ -685,7 +694,7 @@ def _reduction_body(
         lines.append(f"{inner}rindex = tl.arange(0, RBLOCK)[None, :]")
     lines += widen_lines("rindex", inner)
     if split is not None:
-        lines.append(f"{inner}rmask = (rlocal < {split[1]}) & (rindex < rnumel)")
+        lines.append(f"{inner}rmask = (rlocal < {split.chunk}) & (rindex < rnumel)")
     else:
         lines.append(f"{inner}rmask = rindex < rnumel")
     lines.append(f"{inner}mask = xmask & rmask")
@@ -711,11 +720,28 @@ def _reduction_body(
             tile = acc
         results.append(_reduce(kind, dtype, tile))
     if split is not None:
-        for i, partial in enumerate(split[2]):
+        for i, partial in enumerate(split.partials):
             value = f"{results[i]}[:, None]"
             lines.append(f"{indent}tl.store({_param(partial)} + xindex, {value}, mask=xmask)")
         return lines
     return lines + result_lines(stores, results, buffers, indent)
+
+
+@attrs.frozen
+class SplitPlan:
+    """The first stage of a split reduction (`triton_split.py`): every row cut into `chunks`
+    chunks of `chunk` elements, one partial result per (row, chunk) in each of `partials`.
+    The pairs run row-major (`rows` = 0) or, for outer reductions, chunk-major (`rows` =
+    the row count), and the partial buffers are laid out the same way.
+
+    >>> SplitPlan(4, 2048, ("kernel0_partial0",)).rows
+    0
+    """
+
+    chunks: int
+    chunk: int
+    partials: tuple[str, ...]
+    rows: int = 0
 
 
 def result_lines(

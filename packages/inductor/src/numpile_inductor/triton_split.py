@@ -7,8 +7,10 @@ too few to fill the device (`SPLIT_PROGRAMS`) and long enough to share out
 contiguous chunks of its flattened reduction index:
 
 1. `<kernel>_split` reduces every (row, chunk) to one partial result, stored in
-   the accumulator's dtype in a scratch buffer `<kernel>_partial<i>` of shape
-   `(rows, chunks)` (one per reduction the kernel holds);
+   the accumulator's dtype in a scratch buffer `<kernel>_partial<i>` (one per
+   reduction the kernel holds), row-major; for an outer reduction (a sum over
+   axis 0 of a C array with few columns) chunk-major, with the outer tiles:
+   neighbouring lanes read neighbouring columns;
 2. `<kernel>` reduces each row's partials (persistent: `chunks` fits in one tile)
    and finishes as an unsplit kernel would: any/all as bools, means divided,
    the cast and the store.
@@ -31,10 +33,13 @@ from .loop_ir import Buffer, ReductionStore
 from .scheduler import FusedKernel
 from .triton_kernel import (
     REDUCTION_CONSTEXPRS,
+    SplitPlan,
     TritonKernel,
     TritonOptions,
     _acc_dtype,
     _next_pow2,
+    _outer_blocks,
+    _outer_reduction,
     _param,
     _product,
     _reduce,
@@ -83,27 +88,34 @@ def split_reduction(
     chunks = split_chunks(xnumel, rnumel, options)
     if chunks < 2:
         return None
-    rblock = options.max_rblock
+    outer = _outer_reduction(fused, buffers)
+    xblock, rblock = _outer_blocks(xnumel, rnumel, options) if outer else (1, options.max_rblock)
     chunk = -(-rnumel // chunks)
     chunk = -(-chunk // rblock) * rblock  # whole tiles per chunk
     chunks = -(-rnumel // chunk)  # no chunk left empty
     stores = [store for store in fused.stores if isinstance(store, ReductionStore)]
-    partials = tuple(f"{fused.name}_partial{i}" for i in range(len(stores)))
-    for name, store in zip(partials, stores, strict=True):
+    plan = SplitPlan(
+        chunks,
+        chunk,
+        tuple(f"{fused.name}_partial{i}" for i in range(len(stores))),
+        xnumel if outer else 0,
+    )
+    for name, store in zip(plan.partials, stores, strict=True):
         dtype = _acc_dtype(_reduce_kind(store), store.dtype)
-        buffers[name] = Buffer(name, (xnumel, chunks), dtype, "kernel")
-    first = _first_stage(fused, buffers, partials, (xnumel, rnumel, chunks, chunk, rblock), options)
-    return first, _second_stage(fused, buffers, stores, partials, xnumel, chunks, options)
+        buffers[name] = Buffer(name, (xnumel * chunks,), dtype, "kernel")
+    first = _first_stage(fused, buffers, plan, (xnumel, rnumel, xblock, rblock), options)
+    return first, _second_stage(fused, buffers, stores, plan, xnumel, options)
 
 
 def _first_stage(
     fused: FusedKernel,
     buffers: dict[str, Buffer],
-    partials: tuple[str, ...],
-    sizes: tuple[int, int, int, int, int],
+    plan: SplitPlan,
+    sizes: tuple[int, int, int, int],
     options: TritonOptions,
 ) -> TritonKernel:
-    xnumel, rnumel, chunks, chunk, rblock = sizes
+    xnumel, rnumel, xblock, rblock = sizes
+    partials = plan.partials
     used, scalars = _signature(fused, buffers)
     outputs = {store.buffer for store in fused.stores}
     inputs = [name for name in used if name not in outputs]
@@ -119,9 +131,10 @@ def _first_stage(
     name = f"{fused.name}_split"
     note = (
         f"    # split reduction, stage 1 of 2: {list(fused.ranges)} x "
-        f"{list(fused.reduction_ranges)} in {chunks} chunks of {chunk} per row"
+        f"{list(fused.reduction_ranges)} in {plan.chunks} chunks of {plan.chunk} per row"
+        + (", chunk-major" if plan.rows else "")
     )
-    body = _reduction_body(fused, buffers, persistent=False, split=(chunks, chunk, partials))
+    body = _reduction_body(fused, buffers, persistent=False, split=plan)
     source = "\n".join([jit_decorator(scalars), f"def {name}({', '.join(params)}):", note, *body])
     return TritonKernel(
         name,
@@ -129,15 +142,16 @@ def _first_stage(
         (*inputs, *partials),
         (*stride_dims, *(() for _ in partials)),
         tuple(scalars),
-        xnumel * chunks,
+        xnumel * plan.chunks,
         rnumel,
-        1,
+        xblock,
         rblock,
-        looped_warps(1, rblock, options),
+        options.num_warps if plan.rows else looped_warps(xblock, rblock, options),
         True,
         _origins(fused),
         tuple(symbols),
-        split=chunks,
+        outer=bool(plan.rows),
+        split=plan.chunks,
     )
 
 
@@ -145,11 +159,11 @@ def _second_stage(
     fused: FusedKernel,
     buffers: dict[str, Buffer],
     stores: list[ReductionStore],
-    partials: tuple[str, ...],
+    plan: SplitPlan,
     xnumel: int,
-    chunks: int,
     options: TritonOptions,
 ) -> TritonKernel:
+    partials, chunks = plan.partials, plan.chunks
     outputs = list(dict.fromkeys(store.buffer for store in stores))
     stride_dims = [_dims(buffers[name]) for name in outputs]
     params = [_param(name) for name in partials]
@@ -174,7 +188,8 @@ def _second_stage(
         kind = _reduce_kind(store)
         dtype = _acc_dtype(kind, store.dtype)
         identity = triton_literal(reduction_identity(kind, dtype), dtype, "[XBLOCK, RBLOCK]")
-        load = f"tl.load({_param(partial)} + (xindex * {chunks} + rindex), mask=mask, other=0)"
+        at = f"rindex * {plan.rows} + xindex" if plan.rows else f"xindex * {chunks} + rindex"
+        load = f"tl.load({_param(partial)} + ({at}), mask=mask, other=0)"
         lines.append(f"{indent}val{i} = tl.where(mask, {load}, {identity})")
         results.append(_reduce(kind, dtype, f"val{i}"))
     lines += result_lines(stores, results, buffers, indent)
