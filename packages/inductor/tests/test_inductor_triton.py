@@ -375,19 +375,37 @@ def test_matmul_template_fuses_the_epilogue_and_matches_numpy(dtype: str) -> Non
     )
 
 
-def test_matmul_with_both_gemm_backends_times_them_and_keeps_one(caplog: Any) -> None:
+def test_matmul_with_both_gemm_backends_times_them_and_stores_the_choice(
+    caplog: Any, tmp_path: Any
+) -> None:
+    from numpile_inductor.triton_matmul import pick_backend
+
     x = _RNG.normal(size=(20, 30))
     w = _RNG.normal(size=(30, 40))
     graph = _graph([x, w], lambda g, a, m: _op(g, "tanh", _op(g, "matmul", a, m)))
     options = TritonOptions.from_mode("max-autotune-no-cudagraphs", interpret=True)
     assert options.gemm_backends == ("extern", "triton")
-    compiled = compile_triton(graph, options=options)
-    assert compiled.module is not None
-    assert [type(s).__name__ for s in compiled.module.steps] == ["MatmulChoice"]
-    with caplog.at_level("INFO", logger="numpile.inductor.triton"):
-        for _ in range(2):
-            _close(compiled.fn(x, w), np.tanh(x @ w), 30)
-    assert caplog.text.count(" -> ") == 1  # timed once, on the first call
+    previous = rt.default_cache()
+    rt.set_cache_dir(tmp_path)
+    try:
+        with caplog.at_level("INFO", logger="numpile.inductor.triton"):
+            for _ in range(2):  # the second compile finds the stored choice
+                compiled = compile_triton(graph, options=options)
+                assert compiled.module is not None
+                assert [type(s).__name__ for s in compiled.module.steps] == ["MatmulChoice"]
+                for _ in range(2):
+                    _close(compiled.fn(x, w), np.tanh(x @ w), 30)
+        assert caplog.text.count("matmul kernel0_mm") == 1  # timed once, on the first call
+        choice = compiled.module.steps[0]
+
+        def template_fails(index: int) -> float:
+            if index == 1:
+                raise RuntimeError("out of shared memory")
+            return 1.0
+
+        assert pick_backend(choice, template_fails, "another device") == 0
+    finally:
+        rt.set_cache_dir(previous.root)
 
 
 def test_matmuls_the_template_does_not_cover_stay_extern_calls() -> None:

@@ -56,7 +56,13 @@ from .triton_kernel import (
     kernel_source,
     scalar_value,
 )
-from .triton_matmul import MatmulChoice, fusable_epilogue, matmul_template, template_operands
+from .triton_matmul import (
+    MatmulChoice,
+    fusable_epilogue,
+    matmul_template,
+    pick_backend,
+    template_operands,
+)
 from .triton_ops import TRITON_HELPERS
 from .triton_rows import row_kernel_source
 from .triton_split import split_reduction
@@ -459,29 +465,22 @@ class _Runner:
     def _choose(
         self, xp: Any, choice: MatmulChoice, env: dict[str, Any], sizes: dict[str, int]
     ) -> tuple[ExternCall | TritonKernel, ...]:
-        # gemm_backends with both: time the extern call (and its epilogue kernel) against
-        # the template on this first call's arrays and keep the faster (shapes are static).
+        # gemm_backends with both: the extern call (and its epilogue kernel) or the template,
+        # by pick_backend (timed on this first call's arrays; shapes are static).
         known = self.chosen.get(id(choice))
         if known is not None:
             return known
-        variants: list[tuple[ExternCall | TritonKernel, ...]] = [choice.extern, (choice.template,)]
+        variants = (choice.extern, (choice.template,))
 
-        def runner(steps: tuple[ExternCall | TritonKernel, ...]) -> Callable[[], None]:
+        def time_variant(index: int) -> float:
             def run() -> None:
-                for part in steps:
+                for part in variants[index]:
                     self._step(xp, part, env, sizes)
 
-            return run
+            return _time(xp, run)
 
-        timings = [_time(xp, runner(steps)) for steps in variants]
-        best = variants[timings.index(min(timings))]
-        log.info(
-            "matmul %s: extern %.1f us, template %.1f us -> %s",
-            choice.name,
-            timings[0] * 1e6,
-            timings[1] * 1e6,
-            "template" if best is variants[1] else "extern",
-        )
+        device = "interpreter" if xp is np else _device_name()
+        best = variants[pick_backend(choice, time_variant, device)]
         self.chosen[id(choice)] = best
         return best
 

@@ -10,7 +10,8 @@ one launch, the product never written unless something else reads it.
 Which one runs is `TritonOptions.gemm_backends` (torch's
 `max_autotune_gemm_backends`): "extern" (the default: cuBLAS), "triton" (the
 template), or both, which `max-autotune` sets: the first call times each
-(`MatmulChoice`) and keeps the faster for the graph's life. Only 2-D float32 or
+(`MatmulChoice`), keeps the faster and stores the choice in the code cache per
+template source and device (`pick_backend`). Only 2-D float32 or
 float64 products of one dtype with static shapes get a template.
 
     >>> choice = matmul_choice(call, epilogue, buffers, keep_product=False)  # doctest: +SKIP
@@ -18,8 +19,16 @@ float64 products of one dtype with static shapes get a template.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import math
+from collections.abc import Callable
+
 import attrs
 import sympy
+
+import numpile_runtime as rt
 
 from .loop_ir import Buffer, BufferRef, ExternCall, Load, Store, loads_of
 from .scheduler import FusedKernel
@@ -33,6 +42,8 @@ from .triton_kernel import (
     scalar_params,
 )
 from .triton_ops import tl_type
+
+log = logging.getLogger("numpile.inductor.triton")
 
 # Tile sizes per dtype: (BLOCK_M, BLOCK_N, BLOCK_K). tl.dot needs 16 or more on each.
 _TILES: dict[str, tuple[int, int, int]] = {"float32": (64, 64, 32), "float64": (32, 32, 16)}
@@ -51,6 +62,50 @@ class MatmulChoice:
     @property
     def name(self) -> str:
         return self.template.name
+
+
+def choice_key(choice: MatmulChoice, device: str) -> str:
+    """The code-cache key of the backend `max-autotune` chose for `choice` on `device`
+    (the template's source names the shapes, dtypes and epilogue).
+
+    >>> choice_key(choice, "NVIDIA H100 80GB HBM3")[:12]  # doctest: +SKIP
+    'triton-gemm-'
+    """
+    text = json.dumps([choice.template.source, device])
+    return "triton-gemm-" + hashlib.sha256(text.encode()).hexdigest()[:28]
+
+
+def pick_backend(choice: MatmulChoice, time_variant: Callable[[int], float], device: str) -> int:
+    """0 (extern) or 1 (template): stored on disk for `device`, else the faster by
+    `time_variant` (seconds; a template that raises, e.g. out of shared memory on this
+    device, loses), then stored.
+
+    >>> pick_backend(choice, lambda i: [2.0, 1.0][i], "cpu")  # doctest: +SKIP
+    1
+    """
+    key = choice_key(choice, device)
+    stored = rt.default_cache().get_bytes(key)
+    if stored in (b"0", b"1"):
+        return int(stored)
+    timings = []
+    for index in (0, 1):
+        try:
+            timings.append(time_variant(index))
+        except Exception as error:
+            if index == 0:
+                raise  # the extern call's own error: NumPy's, from the user's line
+            log.info("matmul template %s failed (%s); cuBLAS it is", choice.name, error)
+            timings.append(math.inf)
+    best = 0 if timings[0] <= timings[1] else 1
+    log.info(
+        "matmul %s: extern %.1f us, template %.1f us -> %s",
+        choice.name,
+        timings[0] * 1e6,
+        timings[1] * 1e6,
+        ("extern", "template")[best],
+    )
+    rt.default_cache().put_bytes(key, str(best).encode())
+    return best
 
 
 def template_operands(call: ExternCall, buffers: dict[str, Buffer]) -> tuple[Buffer, Buffer] | None:
