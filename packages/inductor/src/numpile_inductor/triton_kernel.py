@@ -384,13 +384,7 @@ def kernel_source(
     """
     assert not fused.parts, "row groups are split into their parts before code generation"
     used, scalars = _signature(fused, buffers)
-    stride_dims = tuple(
-        tuple(d for d, size in enumerate(buffers[name].shape) if size != 1) for name in used
-    )
-    params: list[str] = []
-    for name, dims in zip(used, stride_dims, strict=True):
-        params.append(_param(name))
-        params += [f"{_param(name)}_s{d}" for d in dims]
+    stride_dims, params = buffer_params(used, buffers)
     params += scalar_params(scalars, buffers)
     symbols = _size_symbols(fused)
     params += symbols
@@ -535,6 +529,25 @@ def xoffset_lines(indent: str) -> list[str]:
     'xoffset = tl.program_id(0) * XBLOCK'
     """
     return [f"{indent}xoffset = tl.program_id(0) * XBLOCK", *widen_lines("xoffset", indent)]
+
+
+def buffer_params(
+    names: list[str], buffers: dict[str, Buffer]
+) -> tuple[tuple[tuple[int, ...], ...], list[str]]:
+    """Each buffer's stride dims (those of size other than 1) and the kernel parameters of
+    all of them: a buffer's pointer, then its element stride along each such dim.
+
+    >>> buffer_params(["x"], {"x": Buffer("x", (3, 1), np.dtype("float64"), "input")})
+    (((0,),), ['p_x', 'p_x_s0'])
+    """
+    stride_dims = tuple(
+        tuple(d for d, size in enumerate(buffers[name].shape) if size != 1) for name in names
+    )
+    params: list[str] = []
+    for name, dims in zip(names, stride_dims, strict=True):
+        params.append(_param(name))
+        params += [f"{_param(name)}_s{d}" for d in dims]
+    return stride_dims, params
 
 
 def scalar_params(scalars: list[str], buffers: dict[str, Buffer]) -> list[str]:

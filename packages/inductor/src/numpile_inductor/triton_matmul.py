@@ -38,6 +38,7 @@ from .triton_kernel import (
     _Body,
     _param,
     _signature,
+    buffer_params,
     jit_decorator,
     scalar_params,
 )
@@ -183,13 +184,7 @@ def matmul_template(
         stores = [store for store in epilogue.stores if isinstance(store, Store)]
     if keep_product or epilogue is None:
         used.append(call.buffer)
-    stride_dims = tuple(
-        tuple(d for d, size in enumerate(buffers[n_].shape) if size != 1) for n_ in used
-    )
-    params: list[str] = []
-    for buffer, dims in zip(used, stride_dims, strict=True):
-        params.append(_param(buffer))
-        params += [f"{_param(buffer)}_s{d}" for d in dims]
+    stride_dims, params = buffer_params(used, buffers)
     params += scalar_params(scalars, buffers)
     params += ["xnumel", "XBLOCK: tl.constexpr", "INDEX64: tl.constexpr"]
     a_s = [f"{_param(a.name)}_s{d}" if a.shape[d] != 1 else "0" for d in (0, 1)]

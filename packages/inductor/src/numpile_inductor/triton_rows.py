@@ -36,6 +36,7 @@ from .triton_kernel import (
     _reduce_kind,
     _signature,
     _unflatten,
+    buffer_params,
     jit_decorator,
     scalar_params,
     widen_lines,
@@ -139,13 +140,7 @@ def row_kernel_source(
     if aligned is None:
         return None
     used, scalars = _signature(group, buffers)
-    stride_dims = tuple(
-        tuple(d for d, size in enumerate(buffers[name].shape) if size != 1) for name in used
-    )
-    params: list[str] = []
-    for name, dims in zip(used, stride_dims, strict=True):
-        params.append(_param(name))
-        params += [f"{_param(name)}_s{d}" for d in dims]
+    stride_dims, params = buffer_params(used, buffers)
     params += scalar_params(scalars, buffers)
     params += ["xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
     xnumel = math.prod(group.ranges)

@@ -48,6 +48,7 @@ from .triton_kernel import (
     _signature,
     _size_symbols,
     _unflatten,
+    buffer_params,
     jit_decorator,
     looped_warps,
     result_lines,
@@ -119,11 +120,7 @@ def _first_stage(
     used, scalars = _signature(fused, buffers)
     outputs = {store.buffer for store in fused.stores}
     inputs = [name for name in used if name not in outputs]
-    stride_dims = [_dims(buffers[name]) for name in inputs]
-    params: list[str] = []
-    for name, dims in zip(inputs, stride_dims, strict=True):
-        params.append(_param(name))
-        params += [f"{_param(name)}_s{d}" for d in dims]
+    stride_dims, params = buffer_params(inputs, buffers)
     params += [_param(name) for name in partials]
     params += scalar_params(scalars, buffers)
     symbols = _size_symbols(fused)
@@ -165,11 +162,8 @@ def _second_stage(
 ) -> TritonKernel:
     partials, chunks = plan.partials, plan.chunks
     outputs = list(dict.fromkeys(store.buffer for store in stores))
-    stride_dims = [_dims(buffers[name]) for name in outputs]
-    params = [_param(name) for name in partials]
-    for name, dims in zip(outputs, stride_dims, strict=True):
-        params.append(_param(name))
-        params += [f"{_param(name)}_s{d}" for d in dims]
+    stride_dims, output_params = buffer_params(outputs, buffers)
+    params = [*(_param(name) for name in partials), *output_params]
     params += ["xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
     indent = "    "
     lines = [
@@ -209,11 +203,6 @@ def _second_stage(
         True,
         _origins(fused),
     )
-
-
-def _dims(buf: Buffer) -> tuple[int, ...]:
-    # The dims whose stride a kernel takes: those of size other than 1.
-    return tuple(d for d, size in enumerate(buf.shape) if size != 1)
 
 
 def _origins(fused: FusedKernel) -> tuple[str, ...]:
