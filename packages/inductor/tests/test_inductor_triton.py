@@ -45,7 +45,7 @@ if not rt.interpreting():
 
 _RNG = np.random.default_rng(11)
 # Small tiles force several program instances and the looped reduction path.
-_SMALL = TritonOptions(max_xblock=64, max_rblock=32, max_tile=256)
+_SMALL = TritonOptions(max_xblock=64, max_rblock=32, max_tile=256, split_programs=16)
 
 
 def _graph(inputs: list[Any], build: Any) -> Graph:
@@ -606,6 +606,26 @@ def test_the_inductor_sends_graphs_of_cuda_arrays_to_triton() -> None:
     fn = inductor(graph, [x])
     assert type(fn).__name__ == "_Runner"  # the Triton runner, not a C module
     _same(fn(x), np.exp(x))
+
+
+def test_a_run_time_row_length_splits_with_each_program_working_out_its_chunk() -> None:
+    import sympy
+
+    from numpile_capture import ArrayMeta
+
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    graph = Graph()
+    node = graph.placeholder("x", ArrayMeta((s0,), np.dtype("float64"), None))
+    graph.output = (_op(graph, "sum", node), _op(graph, "max", node))
+    compiled = compile_triton(graph, options=_SMALL)
+    assert compiled.module is not None
+    first = compiled.module.kernels[0]
+    assert first.name.endswith("_split") and "rchunk = tl.cdiv" in first.source
+    for n in (1, 7, 300, 5000):  # chunks hold nothing, a little, or many tiles
+        x = _RNG.normal(size=n)
+        got, want = compiled.fn(x), run_graph(graph, [x])
+        _close(got[0], want[0], n)
+        _same(got[1], want[1])
 
 
 def test_one_compile_serves_every_size_of_a_dynamic_dim() -> None:

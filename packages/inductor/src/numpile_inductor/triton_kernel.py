@@ -79,7 +79,9 @@ class TritonOptions:
     `num_warps`: warps per program on a GPU (ignored by the interpreter);
     `autotune`: time launch configurations on the first call (`triton_autotune.py`);
     `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
-    `split_reductions`: reduce few long rows in two kernels (`triton_split.py`);
+    `split_reductions`: reduce few long rows in two kernels (`triton_split.py`), with
+    about `split_programs` programs in the first (a few per multiprocessor of a current GPU:
+    132 on an H100);
     `gemm_backends`: how a matmul may run, "extern" (cuBLAS through CuPy) and/or "triton"
     (a `tl.dot` template with its epilogue fused, `triton_matmul.py`); with both, the first
     call times them (a tuple, or a comma-separated string as in torch's option);
@@ -97,6 +99,7 @@ class TritonOptions:
     autotune: bool = False
     cudagraphs: bool = False
     split_reductions: bool = True
+    split_programs: int = 512
     gemm_backends: tuple[str, ...] = attrs.field(default=("extern",), converter=_gemm_backends)
     trace_enabled: bool = False
     debug_dir: str | None = None
@@ -147,7 +150,7 @@ class TritonOptions:
         >>> TritonOptions.for_interpreter().max_xblock
         65536
         """
-        return cls(max_xblock=65536, max_rblock=65536, max_tile=65536)
+        return cls(max_xblock=65536, max_rblock=65536, max_tile=65536, split_programs=4)
 
 
 @attrs.frozen
@@ -686,6 +689,11 @@ def _reduction_body(
                 f"{indent}xchunk = xindex % {split.chunks}",
             ]
         lines += _unflatten("x", "xrow", fused.ranges, indent)
+        if not split.chunk:  # a run-time row length: whole tiles of an equal share of it
+            lines.append(
+                f"{indent}rchunk = tl.cdiv(tl.cdiv(rnumel, {split.chunks}), RBLOCK) * RBLOCK"
+            )
+        chunk = str(split.chunk or "rchunk")
     stores = [store for store in fused.stores if isinstance(store, ReductionStore)]
     assert len(stores) == len(fused.stores)
     kinds = [_reduce_kind(store) for store in stores]
@@ -697,9 +705,9 @@ def _reduction_body(
             identity = reduction_identity(kind, dtype)
             lines.append(f"{indent}{acc} = {triton_literal(identity, dtype, '[XBLOCK, RBLOCK]')}")
     if split is not None:
-        lines.append(f"{indent}for roffset in range(0, {split.chunk}, RBLOCK):")
+        lines.append(f"{indent}for roffset in range(0, {chunk}, RBLOCK):")
         lines.append(f"{inner}rlocal = roffset + tl.arange(0, RBLOCK)[None, :]")
-        lines.append(f"{inner}rindex = xchunk * {split.chunk} + rlocal")
+        lines.append(f"{inner}rindex = xchunk * {chunk} + rlocal")
     elif not persistent:
         lines.append(f"{indent}for roffset in range(0, rnumel, RBLOCK):")
         lines.append(f"{inner}rindex = roffset + tl.arange(0, RBLOCK)[None, :]")
@@ -707,7 +715,7 @@ def _reduction_body(
         lines.append(f"{inner}rindex = tl.arange(0, RBLOCK)[None, :]")
     lines += widen_lines("rindex", inner)
     if split is not None:
-        lines.append(f"{inner}rmask = (rlocal < {split.chunk}) & (rindex < rnumel)")
+        lines.append(f"{inner}rmask = (rlocal < {chunk}) & (rindex < rnumel)")
     else:
         lines.append(f"{inner}rmask = rindex < rnumel")
     lines.append(f"{inner}mask = xmask & rmask")
@@ -743,7 +751,8 @@ def _reduction_body(
 @attrs.frozen
 class SplitPlan:
     """The first stage of a split reduction (`triton_split.py`): every row cut into `chunks`
-    chunks of `chunk` elements, one partial result per (row, chunk) in each of `partials`.
+    chunks of `chunk` elements (0: worked out in the kernel from the run-time row length),
+    one partial result per (row, chunk) in each of `partials`.
     The pairs run row-major (`rows` = 0) or, for outer reductions, chunk-major (`rows` =
     the row count), and the partial buffers are laid out the same way.
 

@@ -2,7 +2,7 @@
 
 A reduction kernel runs one program per `XBLOCK` rows, so `x.sum()` of a large
 array (one row) would run on one multiprocessor of the GPU. When the rows are
-too few to fill the device (`SPLIT_PROGRAMS`) and long enough to share out
+too few to fill the device (`TritonOptions.split_programs`) and long enough to share out
 (`max_rblock` elements per chunk at least), each row is cut into `chunks`
 contiguous chunks of its flattened reduction index:
 
@@ -17,8 +17,10 @@ contiguous chunks of its flattened reduction index:
 
 Every reduction of the table splits this way (sum, prod, max, min with NaNs
 propagated, any, all); a float sum is summed in another tree order, within the
-rounding bound the unsplit kernel already has. Sizes must be known at compile
-time. Torch's inductor makes the same transformation ("split reductions").
+rounding bound the unsplit kernel already has. The row count must be known at
+compile time; a row length known only at run time gets the most chunks, each
+program working out its share. Torch's inductor makes the same transformation
+("split reductions").
 
     >>> kernels = split_reduction(fused, buffers, TritonOptions())  # doctest: +SKIP
     >>> [k.name for k in kernels]  # doctest: +SKIP
@@ -57,20 +59,22 @@ from .triton_kernel import (
 )
 from .triton_ops import reduction_identity, triton_literal
 
-# Programs the first stage aims at: a few per multiprocessor of a current GPU (132 on an
-# H100), so that every one has work and loads in flight.
-SPLIT_PROGRAMS = 512
-
 
 def split_chunks(xnumel: Any, rnumel: Any, options: TritonOptions) -> int:
     """How many chunks each row is cut into (1: the reduction is not split).
 
     >>> split_chunks(1, 10_000_000, TritonOptions()), split_chunks(4096, 4096, TritonOptions())
     (512, 1)
+    >>> import sympy
+    >>> split_chunks(2, sympy.Symbol("s0"), TritonOptions())
+    256
     """
-    if not options.split_reductions or not isinstance(xnumel, int) or not isinstance(rnumel, int):
+    if not options.split_reductions or not isinstance(xnumel, int):
         return 1
-    return max(1, min(SPLIT_PROGRAMS // max(xnumel, 1), rnumel // options.max_rblock))
+    most = options.split_programs // max(xnumel, 1)
+    if not isinstance(rnumel, int):  # known at run time: chunks that may hold little
+        return max(1, most)
+    return max(1, min(most, rnumel // options.max_rblock))
 
 
 def split_reduction(
@@ -91,9 +95,11 @@ def split_reduction(
         return None
     outer = _outer_reduction(fused, buffers)
     xblock, rblock = _outer_blocks(xnumel, rnumel, options) if outer else (1, options.max_rblock)
-    chunk = -(-rnumel // chunks)
-    chunk = -(-chunk // rblock) * rblock  # whole tiles per chunk
-    chunks = -(-rnumel // chunk)  # no chunk left empty
+    chunk = 0  # a run-time row length: the kernel works out its chunk
+    if isinstance(rnumel, int):
+        chunk = -(-rnumel // chunks)
+        chunk = -(-chunk // rblock) * rblock  # whole tiles per chunk
+        chunks = -(-rnumel // chunk)  # no chunk left empty
     stores = [store for store in fused.stores if isinstance(store, ReductionStore)]
     plan = SplitPlan(
         chunks,
@@ -128,7 +134,8 @@ def _first_stage(
     name = f"{fused.name}_split"
     note = (
         f"    # split reduction, stage 1 of 2: {list(fused.ranges)} x "
-        f"{list(fused.reduction_ranges)} in {plan.chunks} chunks of {plan.chunk} per row"
+        f"{list(fused.reduction_ranges)} in {plan.chunks} chunks of "
+        f"{plan.chunk or 'rnumel / ' + str(plan.chunks)} per row"
         + (", chunk-major" if plan.rows else "")
     )
     body = _reduction_body(fused, buffers, persistent=False, split=plan)
