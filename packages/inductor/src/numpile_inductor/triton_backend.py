@@ -133,11 +133,7 @@ def generate_triton(graph: Graph, options: TritonOptions | None = None) -> tuple
     kernels = tuple(
         kernel
         for s in steps
-        for kernel in (
-            (*[k for k in s.extern if isinstance(k, TritonKernel)], s.template)
-            if isinstance(s, MatmulChoice)
-            else (s,)
-        )
+        for kernel in (s.kernels if isinstance(s, MatmulChoice) else (s,))
         if isinstance(kernel, TritonKernel)
     )
     listing = "\n".join(f"{k.name}: fuses {', '.join(k.origins) or '-'}" for k in kernels)

@@ -134,11 +134,8 @@ class TritonOptions:
             known = ", ".join([*fields, *list_options()])
             raise ValueError(f"unknown Triton options {sorted(unknown)}; known: {known}")
         config = InductorConfig.from_options(shared)  # checks their types; reads the env
-        overrides.update(
-            trace_enabled=config.trace_enabled,
-            debug_dir=config.debug_dir,
-            graph_diagram=config.graph_diagram,
-        )
+        for field in ("trace_enabled", "debug_dir", "graph_diagram"):
+            overrides.setdefault(field, getattr(config, field))
         if "max_autotune" in shared:
             overrides["autotune"] = config.max_autotune
         return attrs.evolve(base, **overrides)

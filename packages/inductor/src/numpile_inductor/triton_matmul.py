@@ -64,6 +64,11 @@ class MatmulChoice:
     def name(self) -> str:
         return self.template.name
 
+    @property
+    def kernels(self) -> tuple[TritonKernel, ...]:
+        """Every kernel of both variants (the module holds them all)."""
+        return (*(k for k in self.extern if isinstance(k, TritonKernel)), self.template)
+
 
 def choice_key(choice: MatmulChoice, device: str) -> str:
     """The code-cache key of the backend `max-autotune` chose for `choice` on `device`
