@@ -210,6 +210,8 @@ def matmul_template(
         f"{indent}acc = tl.zeros({tile}, {ty})",
         f"{indent}for koffset in range(0, {k}, {block_k}):",
         f"{indent}    kr = koffset + tl.arange(0, {block_k})",
+        f"{indent}    if INDEX64:",
+        f"{indent}        kr = kr.to(tl.int64)",
         f"{indent}    a = tl.load({_param(a.name)} + (x0 * {a_s[0]} + kr[None, :] * {a_s[1]}), "
         f"mask=(x0 < {m}) & (kr[None, :] < {k}), other=0)",
         f"{indent}    b = tl.load({_param(b.name)} + (kr[:, None] * {b_s[0]} + x1 * {b_s[1]}), "
