@@ -27,6 +27,8 @@ from typing import Any
 import attrs
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 if "triton" not in sys.modules:
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -644,3 +646,60 @@ def test_one_compile_serves_every_size_of_a_dynamic_dim() -> None:
     for rows in (1, 5, 300):
         x = _RNG.normal(size=(rows, 6))
         _close(compiled.fn(x), run_graph(graph, [x]), 6)
+
+
+_REDUCTIONS = ["sum", "prod", "max", "min", "any", "all", "mean"]
+
+
+@settings(max_examples=50, deadline=None, derandomize=True)
+@given(
+    shape=st.one_of(
+        st.lists(st.integers(1, 30), min_size=1, max_size=3),
+        st.tuples(st.integers(20, 80), st.integers(1, 6)).map(list),  # tall: outer splits
+    ),
+    data=st.data(),
+    name=st.sampled_from(_REDUCTIONS),
+    dtype=st.sampled_from(["float32", "float64", "int32", "int64", "bool"]),
+    blocks=st.sampled_from([(4, 16, 2), (8, 64, 16), (32, 256, 512)]),
+)
+def test_random_reductions_split_or_not_match_numpy(
+    shape: list[int], data: Any, name: str, dtype: str, blocks: tuple[int, int, int]
+) -> None:
+    # Small blocks and split targets make most of these split (row-major or chunk-major,
+    # static lengths); each must still be NumPy's value, dtype and shape.
+    if name == "mean" and dtype == "bool":
+        dtype = "float64"
+    ndim = len(shape)
+    axis = data.draw(
+        st.one_of(
+            st.none(),
+            st.just(0),
+            st.integers(-ndim, ndim - 1),
+            st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True).map(tuple),
+        )
+    )
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    if dtype == "bool":
+        x = rng.random(shape) < data.draw(st.sampled_from([0.05, 0.5, 0.95]))
+    elif dtype.startswith("int"):
+        x = rng.integers(-3, 4, size=shape).astype(dtype)
+    else:
+        x = rng.normal(size=shape).astype(dtype)
+        if data.draw(st.booleans()) and x.size > 1:
+            x.flat[data.draw(st.integers(0, x.size - 1))] = np.nan
+    rblock, tile, programs = blocks
+    options = TritonOptions(
+        max_xblock=64, max_rblock=rblock, max_tile=tile, split_programs=programs
+    )
+    graph = _graph([x], lambda g, a: _op(g, name, a, axis=axis))
+    compiled = compile_triton(graph, options=options)
+    assert compiled.fallback_reason == ""
+    with np.errstate(all="ignore"):
+        got, want = compiled.fn(x), run_graph(graph, [x])
+    if name in ("sum", "mean") and dtype.startswith("float"):
+        _close(got, want, x.size)
+    elif name == "prod" and dtype.startswith("float"):
+        assert type(got) is type(want) and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == "float32" else 1e-12)
+    else:
+        _same(got, want)
