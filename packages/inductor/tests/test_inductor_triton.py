@@ -703,3 +703,41 @@ def test_random_reductions_split_or_not_match_numpy(
         np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == "float32" else 1e-12)
     else:
         _same(got, want)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(
+    m=st.integers(1, 70),
+    n=st.integers(1, 70),
+    k=st.integers(1, 70),
+    dtype=st.sampled_from(_FLOATS),
+    transposed=st.booleans(),
+    epilogue=st.sampled_from(["none", "bias_relu", "scale"]),
+    seed=st.integers(0, 2**16),
+)
+def test_random_matmul_templates_match_numpy(
+    m: int, n: int, k: int, dtype: str, transposed: bool, epilogue: str, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(m, k)).astype(dtype)
+    w = rng.normal(size=(n, k) if transposed else (k, n)).astype(dtype)
+    b = rng.normal(size=n).astype(dtype)
+
+    def build(g: Graph, a: Any, v: Any, c: Any) -> Any:
+        rhs = _op(g, "transpose", v, axes=None) if transposed else v
+        product = _op(g, "matmul", a, rhs)
+        if epilogue == "bias_relu":
+            return _op(g, "maximum", _op(g, "add", product, c), 0.0)
+        if epilogue == "scale":
+            return _op(g, "multiply", product, 0.5)
+        return product
+
+    graph = _graph([x, w, b], build)
+    compiled = compile_triton(graph, options=_TEMPLATE)
+    assert compiled.module is not None
+    assert any(kernel.template == "mm" for kernel in compiled.module.kernels)
+    got, want = compiled.fn(x, w, b), run_graph(graph, [x, w, b])
+    assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape
+    rhs = w.T if transposed else w
+    bound = 2 * k * float(np.finfo(dtype).eps) * (np.abs(x) @ np.abs(rhs)) + 1e-300
+    assert np.all(np.abs(got - want) <= bound)

@@ -200,23 +200,27 @@ def matmul_template(
         f"{indent}# matmul template [{m}, {k}] @ [{k}, {n}]"
         + (f"; epilogue fuses {', '.join(_origins(epilogue))}" if epilogue is not None else ""),
         f"{indent}pid = tl.program_id(0)",
-        f"{indent}x0 = (pid // {-(-n // block_n)}) * {block_m} + tl.arange(0, {block_m})[:, None]",
-        f"{indent}x1 = (pid % {-(-n // block_n)}) * {block_n} + tl.arange(0, {block_n})[None, :]",
+        f"{indent}rm = (pid // {-(-n // block_n)}) * {block_m} + tl.arange(0, {block_m})[:, None]",
+        f"{indent}rn = (pid % {-(-n // block_n)}) * {block_n} + tl.arange(0, {block_n})[None, :]",
         f"{indent}if INDEX64:",
-        f"{indent}    x0 = x0.to(tl.int64)",
-        f"{indent}    x1 = x1.to(tl.int64)",
-        f"{indent}xindex = x0 * {n} + x1",
-        f"{indent}mask = (x0 < {m}) & (x1 < {n})",
+        f"{indent}    rm = rm.to(tl.int64)",
+        f"{indent}    rn = rn.to(tl.int64)",
+        f"{indent}mask = (rm < {m}) & (rn < {n})",
         f"{indent}acc = tl.zeros({tile}, {ty})",
         f"{indent}for koffset in range(0, {k}, {block_k}):",
         f"{indent}    kr = koffset + tl.arange(0, {block_k})",
         f"{indent}    if INDEX64:",
         f"{indent}        kr = kr.to(tl.int64)",
-        f"{indent}    a = tl.load({_param(a.name)} + (x0 * {a_s[0]} + kr[None, :] * {a_s[1]}), "
-        f"mask=(x0 < {m}) & (kr[None, :] < {k}), other=0)",
-        f"{indent}    b = tl.load({_param(b.name)} + (kr[:, None] * {b_s[0]} + x1 * {b_s[1]}), "
-        f"mask=(kr[:, None] < {k}) & (x1 < {n}), other=0)",
+        f"{indent}    a = tl.load({_param(a.name)} + (rm * {a_s[0]} + kr[None, :] * {a_s[1]}), "
+        f"mask=(rm < {m}) & (kr[None, :] < {k}), other=0)",
+        f"{indent}    b = tl.load({_param(b.name)} + (kr[:, None] * {b_s[0]} + rn * {b_s[1]}), "
+        f"mask=(kr[:, None] < {k}) & (rn < {n}), other=0)",
         f'{indent}    acc += tl.dot(a, b, input_precision="ieee", out_dtype={ty})',
+        # The epilogue's loop variables as whole tiles: an address over one of them alone
+        # (a bias row, a product with one row) still has the tile's shape.
+        f"{indent}x0 = rm + 0 * rn",
+        f"{indent}x1 = rn + 0 * rm",
+        f"{indent}xindex = x0 * {n} + x1",
     ]
     body = _Body(buffers, tile, "mask", indent)
     body.locals[call.buffer] = "acc"
