@@ -222,3 +222,51 @@ def test_max_autotune_stores_its_choice_on_disk(tmp_path: Any, monkeypatch: Any)
     np.testing.assert_allclose(got, sin_mul_add(a.get(), b.get()), rtol=1e-5, atol=1e-6)
     rt.set_cache_dir(None)
     assert any(key.startswith("triton-tune") for key in stored), stored
+
+
+def test_full_and_few_row_reductions_split_across_the_device() -> None:
+    cupy = _cupy()
+    x = _RNG.standard_normal((3, 1 << 20))
+    x[1, 12345] = np.nan
+
+    def reduce(a: Any) -> Any:
+        return a.sum(), a.max(axis=1), (a > 4).any(axis=1)
+
+    got = numpile.compile(reduce, fullgraph=True)(cupy.asarray(x))
+    want = reduce(x)
+    np.testing.assert_allclose(float(got[0]), want[0], rtol=1e-9)
+    np.testing.assert_array_equal(got[1].get(), want[1])  # NaN row stays NaN
+    np.testing.assert_array_equal(got[2].get(), want[2])
+
+
+def test_scalar_inputs_keep_float64_precision_and_int64_range() -> None:
+    cupy = _cupy()
+
+    def step(w: Any, g: Any, lr: Any, t: Any) -> Any:
+        return w - lr * np.sqrt(1 - 0.999**t) * g, w * 0 + t
+
+    compiled = numpile.compile(step, fullgraph=True, dynamic=True)
+    w, g = cupy.asarray(_RNG.standard_normal(1000)), cupy.asarray(_RNG.standard_normal(1000))
+    for lr, t in ((0.1 + 2**-40, 1), (1e-3, 16), (3.0, 2**40 + 1)):
+        got = compiled(w, g, lr, t)
+        want = step(w.get(), g.get(), lr, t)
+        np.testing.assert_allclose(got[0].get(), want[0], rtol=1e-15)
+        np.testing.assert_array_equal(got[1].get(), want[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_template_with_fused_epilogue_matches_cupy(dtype: Any) -> None:
+    cupy = _cupy()
+
+    def layer(x: Any, w: Any, b: Any) -> Any:
+        return np.maximum(x @ w + b, 0.0)
+
+    x, w, b = (
+        cupy.asarray(_RNG.standard_normal(s).astype(dtype)) for s in ((77, 300), (300, 130), (130,))
+    )
+    want = layer(x, w, b)
+    for options in ({"gemm_backends": "triton"}, {"gemm_backends": "extern,triton"}):
+        numpile.reset()
+        got = numpile.compile(layer, fullgraph=True, options=options)(x, w, b)
+        bound = 2 * 300 * float(np.finfo(dtype).eps) * (cupy.abs(x) @ cupy.abs(w))
+        assert bool(cupy.all(cupy.abs(got - want) <= bound + 1e-30))
