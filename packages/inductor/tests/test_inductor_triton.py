@@ -410,13 +410,24 @@ def test_matmul_with_both_gemm_backends_times_them_and_stores_the_choice(
         rt.set_cache_dir(previous.root)
 
 
-def test_matmuls_the_template_does_not_cover_stay_extern_calls() -> None:
-    ints = _RNG.integers(-5, 5, size=(6, 7))
-    graph = _graph([ints, ints.T.copy()], lambda g, a, m: _op(g, "matmul", a, m))
+@pytest.mark.parametrize(
+    "left, right",
+    [
+        (_RNG.integers(-5, 5, size=(6, 7)), _RNG.integers(-5, 5, size=(7, 6))),  # ints
+        (np.ones((0, 4)), np.ones((4, 3))),  # empty
+        (np.ones((3, 4)), np.ones((4, 0))),
+    ],
+    ids=["int64", "no-rows", "no-columns"],
+)
+def test_matmuls_the_template_does_not_cover_stay_extern_calls(left: Any, right: Any) -> None:
+    graph = _graph([left, right], lambda g, a, m: _op(g, "matmul", a, m))
     compiled = compile_triton(graph, options=_TEMPLATE)
     assert compiled.module is not None
     assert [type(s).__name__ for s in compiled.module.steps] == ["ExternCall"]
-    _same(compiled.fn(ints, ints.T.copy()), ints @ ints.T)
+    _same(compiled.fn(left, right), left @ right)
+
+
+def test_an_unknown_gemm_backend_is_an_error() -> None:
     with pytest.raises(ValueError, match="gemm_backends"):
         TritonOptions.from_mode(None, {"gemm_backends": "cublas"}, interpret=True)
 

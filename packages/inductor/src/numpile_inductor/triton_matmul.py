@@ -131,8 +131,8 @@ def template_operands(call: ExternCall, buffers: dict[str, Buffer]) -> tuple[Buf
         return None
     if not a.dtype == b.dtype == out.dtype or out.dtype.name not in _TILES:
         return None
-    if tl_type(a.dtype) is None or a.shape[1] != b.shape[0]:
-        return None
+    if tl_type(a.dtype) is None or a.shape[1] != b.shape[0] or 0 in (*a.shape, *b.shape):
+        return None  # empty products stay extern calls
     return a, b
 
 
