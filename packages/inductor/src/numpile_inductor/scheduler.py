@@ -62,6 +62,11 @@ class FusedKernel:
     def stores(self) -> list[Store | ReductionStore]:
         return [store for kernel in self.kernels for store in kernel.stores]
 
+    @property
+    def origins(self) -> tuple[str, ...]:
+        """The graph nodes this kernel computes, by name, in order."""
+        return tuple(o for kernel in self.kernels for o in kernel.origins)
+
     def reads(self) -> list[str]:
         written = set(self.writes())
         names: dict[str, None] = {}
@@ -80,7 +85,7 @@ class FusedKernel:
             lines = [head, *(f"  {line}" for part in self.parts for line in str(part).split("\n"))]
             lines += [f"  scratch row: {name}" for name in sorted(self.scratch)]
             return "\n".join(lines)
-        origins = ", ".join(o for kernel in self.kernels for o in kernel.origins)
+        origins = ", ".join(self.origins)
         kind = "reduction" if self.is_reduction else "pointwise"
         loops = f"{list(self.ranges)}"
         if self.reduction_ranges:

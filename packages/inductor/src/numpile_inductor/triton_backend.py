@@ -44,7 +44,7 @@ from numpile_capture import (
 
 from .debug import debug_folder, graph_dot, write_debug_files
 from .launcher import extern_callable, with_epilogue
-from .loop_ir import Buffer, BufferRef, ExternCall, loads_of
+from .loop_ir import Buffer, BufferRef, ExternCall
 from .triton_autotune import cache_key, tune
 from .triton_externs import device_extern, to_device
 from .triton_kernel import (
@@ -174,7 +174,7 @@ def _matmul_step(
         and fusable_epilogue(call, pending[0], program.buffers)
     ):
         epilogue = pending.pop(0)
-    readers = [s for s in sched.steps if s is not epilogue and call.buffer in _reads(s)]
+    readers = [s for s in sched.steps if s is not epilogue and call.buffer in s.reads()]
     keep = bool(readers) or call.buffer in program.outputs.values()
     template = matmul_template(call, epilogue, program.buffers, keep_product=keep, options=options)
     if options.gemm_backends == ("triton",):
@@ -183,12 +183,6 @@ def _matmul_step(
     if epilogue is not None:
         extern += _kernels_of(epilogue, program.buffers, options)
     return [MatmulChoice(tuple(extern), template)]
-
-
-def _reads(step: Any) -> set[str]:
-    if isinstance(step, ExternCall):
-        return set(step.reads())
-    return {load.buffer for store in step.stores for load in loads_of(store.value)}
 
 
 def _default_options() -> TritonOptions:

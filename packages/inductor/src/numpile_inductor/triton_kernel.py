@@ -390,7 +390,7 @@ def kernel_source(
     params += symbols
     xnumel = _product(fused.ranges)
     rnumel = _product(fused.reduction_ranges) if fused.is_reduction else 0
-    origins = tuple(o for kernel in fused.kernels for o in kernel.origins)
+    origins = fused.origins
     header = [jit_decorator(scalars)]
     outer = False
     num_warps = options.num_warps

@@ -198,7 +198,7 @@ def matmul_template(
         jit_decorator(scalars),
         f"def {name}({', '.join(params)}):",
         f"{indent}# matmul template [{m}, {k}] @ [{k}, {n}]"
-        + (f"; epilogue fuses {', '.join(_origins(epilogue))}" if epilogue is not None else ""),
+        + (f"; epilogue fuses {', '.join(epilogue.origins)}" if epilogue is not None else ""),
         f"{indent}pid = tl.program_id(0)",
         f"{indent}rm = (pid // {-(-n // block_n)}) * {block_m} + tl.arange(0, {block_m})[:, None]",
         f"{indent}rn = (pid % {-(-n // block_n)}) * {block_n} + tl.arange(0, {block_n})[None, :]",
@@ -244,10 +244,6 @@ def matmul_template(
         1,
         options.num_warps,
         False,
-        (call.node_name, *(_origins(epilogue) if epilogue is not None else ())),
+        (call.node_name, *(epilogue.origins if epilogue is not None else ())),
         template="mm",
     )
-
-
-def _origins(kernel: FusedKernel) -> tuple[str, ...]:
-    return tuple(o for part in kernel.kernels for o in part.origins)

@@ -146,7 +146,7 @@ def row_kernel_source(
     xnumel = math.prod(group.ranges)
     rblock = _next_pow2(rnumel)
     xblock = max(1, min(_next_pow2(xnumel), options.max_tile // rblock))
-    origins = tuple(o for kernel in group.kernels for o in kernel.origins)
+    origins = group.origins
     indent = "    "
     lines = [
         jit_decorator(scalars),

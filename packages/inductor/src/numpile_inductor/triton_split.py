@@ -152,7 +152,7 @@ def _first_stage(
         rblock,
         options.num_warps if plan.rows else looped_warps(xblock, rblock, options),
         True,
-        _origins(fused),
+        fused.origins,
         tuple(symbols),
         outer=bool(plan.rows),
         split=plan.chunks,
@@ -208,9 +208,5 @@ def _second_stage(
         rblock,
         options.num_warps,
         True,
-        _origins(fused),
+        fused.origins,
     )
-
-
-def _origins(fused: FusedKernel) -> tuple[str, ...]:
-    return tuple(o for kernel in fused.kernels for o in kernel.origins)

@@ -619,10 +619,7 @@ def generate_module(sched: Schedule, config: InductorConfig) -> GeneratedModule:
         f"/* numpile inductor: generated for graph {program.graph.structural_hash()[:16]}",
         *[f" *   {line}" for line in str(program.graph).splitlines()],
         " * kernels:",
-        *[
-            f" *   {step.name} fuses {', '.join(o for k in step.kernels for o in k.origins)}"
-            for step in sched.kernels
-        ],
+        *[f" *   {step.name} fuses {', '.join(step.origins)}" for step in sched.kernels],
         " */",
     ]
     tail = f"""
