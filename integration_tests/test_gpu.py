@@ -13,6 +13,9 @@ integration_tests/test_corpus.py`.
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -77,6 +80,36 @@ def test_kernels_run_on_cupys_current_stream() -> None:
         out = compiled(a, b2)
     stream.synchronize()
     np.testing.assert_allclose(out.get(), sin_mul_add(a.get(), b2.get()), rtol=1e-5, atol=1e-6)
+
+
+_WITHOUT_TORCH = """
+import sys
+sys.modules["torch"] = None  # `import torch` raises: Triton's own CUDA driver needs it
+import cupy, numpy as np, numpile
+def f(a, b):
+    return np.sin(a) * b + 1.0
+a = cupy.linspace(0, 1, 1000, dtype=cupy.float32)
+stream = cupy.cuda.Stream(non_blocking=True)
+with stream:
+    out = numpile.compile(f, fullgraph=True)(a, a)
+stream.synchronize()
+expected = f(a.get(), a.get())
+assert np.allclose(out.get(), expected, rtol=1e-5, atol=1e-6), out
+print("ok")
+"""
+
+
+def test_kernels_launch_without_pytorch_installed() -> None:
+    # Triton 3.6's CUDA driver imports torch; numpile's CupyDriver asks CuPy instead.
+    result = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_TORCH],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("ok")
 
 
 def test_numpy_inputs_with_device_cuda_give_numpy_results_and_keep_aliasing() -> None:

@@ -114,6 +114,48 @@ def test_interpreted_kernel_reads_and_writes_numpy_memory(tmp_path: Any) -> None
     assert result.stdout.strip().endswith("ok")
 
 
+# A child process without PyTorch (importing it fails) and without a GPU: CuPy and Triton's
+# compiled CUDA helpers are stand-ins that record what the driver asks of them.
+_DRIVER_CHILD = """
+import sys, types
+sys.modules["torch"] = None  # `import torch` raises ImportError
+cupy = types.ModuleType("cupy")
+cupy.cuda = types.SimpleNamespace(
+    runtime=types.SimpleNamespace(getDevice=lambda: 3, setDevice=lambda d: calls.append(d)),
+    Device=lambda d: types.SimpleNamespace(compute_capability={"3": "90"}[str(d)]),
+    get_current_stream=lambda: types.SimpleNamespace(ptr=0xABC),
+)
+calls = []
+sys.modules["cupy"] = cupy
+from triton.backends.nvidia import driver as nvidia
+nvidia.CudaUtils = lambda: "utils"
+from triton.runtime import driver
+import numpile_runtime as rt
+rt.use_cupy_driver()
+rt.use_cupy_driver()  # once per process
+active = driver.active
+assert type(active).__name__ == "CupyDriver" and active.utils == "utils"
+assert active.launcher_cls is nvidia.CudaLauncher
+assert active.get_current_device() == 3
+assert active.get_current_stream(3) == 0xABC
+target = active.get_current_target()
+assert (target.backend, target.arch, target.warp_size) == ("cuda", 90, 32), target
+active.set_current_device(1)
+assert calls == [1]
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not _HAS_TRITON, reason="triton is not installed (pip install triton)")
+def test_cupy_driver_asks_cupy_for_device_stream_and_capability_never_torch() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    result = subprocess.run(
+        [sys.executable, "-c", _DRIVER_CHILD], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().endswith("ok")
+
+
 def test_cuda_graph_runner_runs_plain_calls_for_non_cupy_inputs() -> None:
     calls: list[int] = []
 

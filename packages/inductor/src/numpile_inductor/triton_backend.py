@@ -348,7 +348,7 @@ class _Runner:
         outputs = program.outputs.items()
         self.scalar_nodes = {name for node, name in outputs if gives_scalar(node)}
         self.read_only = {name for node, name in outputs if writeable(node) is False}
-        self._stream_bound = False
+        self._driver_ready = False
         # Per buffer: whether its shape has run-time sizes to bind, and whether a value found
         # in it may need converting before a kernel reads it (extern results, constants;
         # inputs are guarded and kernel buffers are allocated here, except interpreted).
@@ -393,9 +393,9 @@ class _Runner:
             return self._run(np, args)
         import cupy  # GPU mode: triton_status() found CuPy and a device
 
-        if not self._stream_bound:
-            rt.use_cupy_stream()
-            self._stream_bound = True
+        if not self._driver_ready:
+            rt.use_cupy_driver()
+            self._driver_ready = True
         if any(on_cupy):
             return self._run(cupy, args)
         done = rt.upload([a for a in args if isinstance(a, np.ndarray)])

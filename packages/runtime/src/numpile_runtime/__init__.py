@@ -35,7 +35,7 @@ from .cuda_launch import is_device_array as is_device_array
 from .cuda_launch import kernel_arg as kernel_arg
 from .cuda_launch import load_triton_module as load_triton_module
 from .cuda_launch import triton_status as triton_status
-from .cuda_launch import use_cupy_stream as use_cupy_stream
+from .cuda_launch import use_cupy_driver as use_cupy_driver
 from .device_copy import DeviceCopy as DeviceCopy
 from .device_copy import byte_extent as byte_extent
 from .device_copy import download as download
@@ -98,5 +98,5 @@ __all__ = [
     "timed",
     "triton_status",
     "upload",
-    "use_cupy_stream",
+    "use_cupy_driver",
 ]

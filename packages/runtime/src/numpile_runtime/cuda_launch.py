@@ -237,19 +237,26 @@ def load_triton_module(source: str, *, name_hint: str = "triton_kernels") -> typ
     return module
 
 
-def use_cupy_stream() -> None:
-    """Make Triton launch on CuPy's current stream (Triton's torch-free driver path).
+_driver_installed: list[bool] = []  # once per process
 
-    Without PyTorch, Triton's CUDA driver launches on the device's default
-    stream; numpile's kernels must follow CuPy's current stream instead.
-    Needs triton and cupy; a no-op under the interpreter.
 
-        >>> use_cupy_stream()  # doctest: +SKIP
+def use_cupy_driver() -> None:
+    """Make Triton compile for CuPy's current device and launch on its current stream.
+
+    Installs `triton_driver.CupyDriver` as Triton's active driver, so kernels
+    launch without PyTorch (Triton's own CUDA driver asks PyTorch for the device
+    and stream) and follow CuPy's current stream, CUDA-graph captures included.
+    Process-wide: other Triton kernels in the process launch on CuPy's current
+    stream too. Needs triton and cupy; a no-op under the interpreter.
+
+        >>> use_cupy_driver()  # doctest: +SKIP
     """
-    if interpreting():
+    if _driver_installed or interpreting():
         return
-    import cupy
     from triton.runtime import driver
 
-    active = driver.active
-    active.get_current_stream = lambda device=None: int(cupy.cuda.get_current_stream().ptr)
+    from .triton_driver import CupyDriver  # imports triton and cupy
+
+    driver.set_active(CupyDriver())
+    _driver_installed.append(True)
+    log.debug("Triton's active driver: CupyDriver (CuPy's current device and stream)")
