@@ -130,6 +130,7 @@ SCALED = (
     "chain10_f32",
     "chain10_f64",
     "softmax_rows_f32",
+    "softmax_wide_f32",
     "layernorm_rows_f32",
 )
 

@@ -284,6 +284,15 @@ WORKLOADS: tuple[Workload, ...] = (
         numexpr_note=_PARTIAL,
     ),
     Workload(
+        # rows wider than a Triton tile: the GPU's looped row kernel (triton_rows.py)
+        name="softmax_wide_f32",
+        fn=softmax_rows,
+        inputs=_rows((256, 32768), (16, 4096), affine=False),
+        bound="memory",
+        numexpr_fn=_ne_softmax_rows,
+        numexpr_note=_PARTIAL,
+    ),
+    Workload(
         name="layernorm_rows_f32",
         fn=layernorm_rows,
         inputs=_rows((8192, 1024), (256, 256), affine=True),

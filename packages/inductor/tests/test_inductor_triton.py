@@ -499,24 +499,98 @@ def test_mixed_numpy_and_cupy_like_inputs_raise() -> None:
         compiled.fn(x, fake_cupy_array())
 
 
-def test_softmax_is_one_persistent_kernel_when_a_row_fits_and_parts_otherwise() -> None:
+def _softmax_rows(g: Graph, a: Any) -> Any:
+    peak = _op(g, "max", a, axis=(1,), keepdims=True)
+    e = _op(g, "exp", _op(g, "subtract", a, peak))
+    return _op(g, "divide", e, _op(g, "sum", e, axis=(1,), keepdims=True))
+
+
+def test_softmax_is_one_kernel_persistent_or_looped_and_parts_when_rows_are_few() -> None:
     x = _RNG.normal(size=(6, 40)).astype(np.float32)
-
-    def build(g: Graph, a: Any) -> Any:
-        peak = _op(g, "max", a, axis=(1,), keepdims=True)
-        e = _op(g, "exp", _op(g, "subtract", a, peak))
-        return _op(g, "divide", e, _op(g, "sum", e, axis=(1,), keepdims=True))
-
-    graph = _graph([x], build)
+    graph = _graph([x], _softmax_rows)
     whole = compile_triton(graph)
     assert whole.kernel_count == 1
     assert "persistent rows over [6] x [40]" in whole.source
     assert whole.source.count("tl.load(") == 1  # the row is read once
-    parts = compile_triton(graph, options=_SMALL)  # 40 > max_rblock: four kernels
-    assert parts.kernel_count == 4
+    looped = compile_triton(graph, options=_SMALL)  # 40 > max_rblock: three loops
+    assert looped.kernel_count == 1
+    assert "looped rows over [6] x [40]" in looped.source
+    assert looped.source.count("for roffset in range(0, rnumel, RBLOCK)") == 3
     want = run_graph(graph, [x])
     _close(whole.fn(x), want, 40)
-    _close(parts.fn(x), want, 40)
+    _close(looped.fn(x), want, 40)
+    # two rows cannot fill the device: part by part, the reductions split
+    few = _RNG.normal(size=(2, 300)).astype(np.float32)
+    few_graph = _graph([few], _softmax_rows)
+    parts = compile_triton(few_graph, options=_SMALL)
+    assert parts.kernel_count == 6 and parts.source.count("_split(") == 2
+    _close(parts.fn(few), run_graph(few_graph, [few]), 300)
+
+
+# Row groups looped over rows longer than a tile, never split: one kernel per group.
+_LOOPED_ROWS = TritonOptions(max_xblock=64, max_rblock=16, max_tile=256, split_programs=1)
+
+
+def _softmax_with_parts_returned(g: Graph, a: Any) -> Any:
+    peak = _op(g, "max", a, axis=(1,), keepdims=True)
+    e = _op(g, "exp", _op(g, "subtract", a, peak))
+    total = _op(g, "sum", e, axis=(1,), keepdims=True)
+    return _op(g, "divide", e, total), peak, total, e
+
+
+def _log_softmax(g: Graph, a: Any) -> Any:
+    shifted = _op(g, "subtract", a, _op(g, "max", a, axis=(1,), keepdims=True))
+    total = _op(g, "sum", _op(g, "exp", shifted), axis=(1,), keepdims=True)
+    return _op(g, "subtract", shifted, _op(g, "log", total))
+
+
+def _standardize(g: Graph, a: Any) -> Any:
+    centered = _op(g, "subtract", a, _op(g, "mean", a, axis=1, keepdims=True))
+    var = _op(g, "mean", _op(g, "multiply", centered, centered), axis=1, keepdims=True)
+    return _op(g, "divide", centered, _op(g, "sqrt", _op(g, "add", var, 1e-5))), var
+
+
+def _keep_rows_with_a_positive(g: Graph, a: Any) -> Any:
+    positive = _op(g, "any", _op(g, "greater", a, 0.5), axis=1, keepdims=True)
+    ranged = _op(g, "all", _op(g, "less", a, 3.0), axis=1, keepdims=True)
+    kept = _op(g, "where", _op(g, "logical_and", positive, ranged), a, 0.0)
+    return _op(g, "subtract", kept, _op(g, "min", kept, axis=(1,), keepdims=True))
+
+
+_ROW_PROGRAMS = {
+    "softmax_parts": _softmax_with_parts_returned,
+    "log_softmax": _log_softmax,
+    "standardize": _standardize,
+    "any_all_min": _keep_rows_with_a_positive,
+}
+
+
+@pytest.mark.parametrize("shape", [(5, 37), (3, 64), (1, 100), (40, 17)])
+@pytest.mark.parametrize("dtype", _FLOATS)
+@pytest.mark.parametrize("program", sorted(_ROW_PROGRAMS))
+def test_looped_row_groups_match_numpy(program: str, dtype: str, shape: tuple[int, int]) -> None:
+    x = (_RNG.normal(size=shape) * 2).astype(dtype)
+    x[0, ::3] = -1.0  # ties and a row of the any/all program that keeps and drops elements
+    graph = _graph([x], _ROW_PROGRAMS[program])
+    compiled = compile_triton(graph, options=_LOOPED_ROWS)
+    # one row: the scheduler keeps the parts apart (a GPU would split that row anyway)
+    assert "looped rows over" in compiled.source or shape[0] == 1
+    got, want = compiled.fn(x), run_graph(graph, [x])
+    for g_, w_ in zip(*(v if isinstance(v, tuple) else (v,) for v in (got, want)), strict=True):
+        _close(g_, w_, shape[1] * 4)
+
+
+def test_integer_rows_loop_exactly() -> None:
+    x = _RNG.integers(-50, 50, size=(7, 45)).astype(np.int64)
+
+    def build(g: Graph, a: Any) -> Any:
+        low = _op(g, "subtract", a, _op(g, "min", a, axis=(1,), keepdims=True))
+        return _op(g, "multiply", low, _op(g, "sum", low, axis=(1,), keepdims=True))
+
+    graph = _graph([x], build)
+    compiled = compile_triton(graph, options=_LOOPED_ROWS)
+    assert compiled.kernel_count == 1 and "looped rows over [7] x [45]" in compiled.source
+    _same(compiled.fn(x), run_graph(graph, [x]))
 
 
 def _pointwise_kernel() -> Any:

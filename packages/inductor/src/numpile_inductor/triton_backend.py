@@ -3,9 +3,10 @@
 The graph goes through the same pipeline as the C backend (functionalize,
 `lower_graph`, `schedule`); every fused kernel becomes a `@triton.jit`
 function (`triton_kernel.py`), all of them in one generated module with the
-NumPy-rule helpers. Row groups (softmax, layernorm) run as their parts, one
-persistent kernel when a row fits in one tile (`triton_rows.py`), else part by
-part with the scratch rows as buffers. Extern calls (matmul, ...)
+NumPy-rule helpers. Row groups (softmax, layernorm) run as one kernel
+(`triton_rows.py`: persistent when a row fits in one tile, looped over longer
+rows), or part by part with the scratch rows as buffers when rows are too few
+to fill the device (their reductions split). Extern calls (matmul, ...)
 run their op's NumPy implementation, which CuPy arrays dispatch to CuPy
 (cuBLAS for matmul). The compiled callable runs the steps from Python:
 

@@ -1,14 +1,25 @@
-"""Persistent Triton row kernels: a scheduler row group (softmax, layernorm) as one kernel.
+"""Triton row kernels: a scheduler row group (softmax, layernorm) as one kernel.
 
 `scheduler.fuse_rows` groups kernels that work row by row: e.g. softmax's
 max, exp, sum and divide. When every part of the group spans the same inner
-extent (the columns of a row) and a row fits in one tile (`max_rblock`),
-the group becomes a single `@triton.jit` function over `[XBLOCK, RBLOCK]`
-tiles: each pointwise part's inner loop variables are renamed to the
-reduction variables (`x1 -> r0`), so every part reads and writes the same
-tile; values passed between parts stay in registers (the scratch rows of the
-C backend cost no memory here) and each input row is loaded once. Groups
-that do not qualify run part by part (`triton_backend`).
+extent (the columns of a row), the group becomes a single `@triton.jit`
+function over `[XBLOCK, RBLOCK]` tiles: each pointwise part's inner loop
+variables are renamed to the reduction variables (`x1 -> r0`), so every part
+reads and writes the same elements of a row.
+
+- Persistent, when a row fits in one tile (`max_rblock`): each input row is
+  loaded once and values passed between parts stay in registers (the scratch
+  rows of the C backend cost no memory here).
+- Looped, over longer rows: one program per row and one loop over the row per
+  reduction part, which accumulates it and recomputes the pointwise parts
+  before it; a last loop computes and stores the parts after the last
+  reduction (softmax: max, sum of exp, store; three reads of a row the
+  program has just read, mostly from L2, against four passes over the whole
+  array part by part). Torch's inductor generates the same loops.
+
+Groups that do not qualify run part by part (`triton_backend`): parts of
+different extents, run-time sizes, or rows too few to fill the device
+(`split_chunks`), whose reductions are split instead.
 
     >>> row_kernel_source(group, buffers, TritonOptions()) is None  # doctest: +SKIP
     False
@@ -30,6 +41,7 @@ from .triton_kernel import (
     TritonOptions,
     _acc_dtype,
     _Body,
+    _combine,
     _next_pow2,
     _param,
     _reduce,
@@ -38,11 +50,13 @@ from .triton_kernel import (
     _unflatten,
     buffer_params,
     jit_decorator,
+    looped_warps,
     scalar_params,
     widen_lines,
     xoffset_lines,
 )
 from .triton_ops import reduction_identity, tl_type, triton_literal
+from .triton_split import split_chunks
 
 
 def _rename(expr: Expr, mapping: dict[Any, Any]) -> Expr:
@@ -121,7 +135,8 @@ def _aligned_stores(group: FusedKernel) -> list[tuple[bool, list[Store | Reducti
 def row_kernel_source(
     group: FusedKernel, buffers: dict[str, Buffer], options: TritonOptions
 ) -> TritonKernel | None:
-    """One persistent kernel for row group `group`, or None when it does not qualify.
+    """One kernel for row group `group` (persistent, or looped over long rows), or None
+    when it does not qualify.
 
     >>> row_kernel_source(group, buffers, TritonOptions()).is_reduction  # doctest: +SKIP
     True
@@ -134,8 +149,10 @@ def row_kernel_source(
     if extent is None or not all(isinstance(d, int) for d in (*group.ranges, *extent)):
         return None
     rnumel = math.prod(extent)
-    if _next_pow2(rnumel) > options.max_rblock:
-        return None
+    xnumel = math.prod(group.ranges)
+    persistent = _next_pow2(rnumel) <= options.max_rblock
+    if not persistent and split_chunks(xnumel, rnumel, options) > 1:
+        return None  # rows too few to fill the device: part by part, each reduction split
     aligned = _aligned_stores(group)
     if aligned is None:
         return None
@@ -143,38 +160,31 @@ def row_kernel_source(
     stride_dims, params = buffer_params(used, buffers)
     params += scalar_params(scalars, buffers)
     params += ["xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
-    xnumel = math.prod(group.ranges)
-    rblock = _next_pow2(rnumel)
-    xblock = max(1, min(_next_pow2(xnumel), options.max_tile // rblock))
+    if persistent:
+        rblock = _next_pow2(rnumel)
+        xblock = max(1, min(_next_pow2(xnumel), options.max_tile // rblock))
+        num_warps = 8 if rblock >= 2048 else options.num_warps
+    else:
+        rblock, xblock = options.max_rblock, 1
+        num_warps = looped_warps(xblock, rblock, options)
     origins = group.origins
     indent = "    "
+    kind = "persistent" if persistent else "looped"
     lines = [
         jit_decorator(scalars),
         f"def {group.name}({', '.join(params)}):",
-        f"{indent}# persistent rows over {list(group.ranges)} x {list(extent)}; "
+        f"{indent}# {kind} rows over {list(group.ranges)} x {list(extent)}; "
         f"{len(group.parts)} parts; fuses {', '.join(origins)}",
         *xoffset_lines(indent),
         f"{indent}xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
         f"{indent}xmask = xindex < xnumel",
         *_unflatten("x", "xindex", group.ranges, indent),
-        f"{indent}rindex = tl.arange(0, RBLOCK)[None, :]",
-        *widen_lines("rindex", indent),
-        f"{indent}rmask = rindex < rnumel",
-        f"{indent}mask = xmask & rmask",
-        *_unflatten("r", "rindex", extent, indent),
     ]
-    body = _Body(buffers, "[XBLOCK, RBLOCK]", "mask", indent)
-    count = 0
-    for is_reduction, stores in aligned:
-        for store in stores:
-            if not is_reduction:
-                assert isinstance(store, Store)
-                body.store(store, store.buffer in group.internal)
-                continue
-            assert isinstance(store, ReductionStore)
-            _emit_reduction(body, store, count, store.buffer in group.internal)
-            count += 1
-    source = "\n".join([*lines, *body.lines]) + "\n"
+    if persistent:
+        lines += _persistent_body(aligned, group, buffers, extent, indent)
+    else:
+        lines += _looped_body(aligned, group, buffers, extent, indent)
+    source = "\n".join(lines) + "\n"
     return TritonKernel(
         group.name,
         source,
@@ -185,23 +195,136 @@ def row_kernel_source(
         rnumel,
         xblock,
         rblock,
-        8 if rblock >= 2048 else options.num_warps,
+        num_warps,
         True,
         origins,
     )
 
 
-def _emit_reduction(body: _Body, store: ReductionStore, i: int, internal: bool) -> None:
-    # Reduce the part's value tile along the row; the result stays a [XBLOCK, 1] local.
+_Aligned = list[tuple[bool, list[Store | ReductionStore]]]
+
+
+def _row_lines(rindex: str, extent: tuple[Any, ...], indent: str) -> list[str]:
+    # The tile's reduction indices, masks, and loop variables over the row's extent.
+    return [
+        f"{indent}rindex = {rindex}",
+        *widen_lines("rindex", indent),
+        f"{indent}rmask = rindex < rnumel",
+        f"{indent}mask = xmask & rmask",
+        *_unflatten("r", "rindex", extent, indent),
+    ]
+
+
+def _persistent_body(
+    aligned: _Aligned, group: FusedKernel, buffers: dict[str, Buffer], extent: Any, indent: str
+) -> list[str]:
+    # The whole row in one tile: every part reads and writes it in registers.
+    lines = _row_lines("tl.arange(0, RBLOCK)[None, :]", extent, indent)
+    body = _Body(buffers, "[XBLOCK, RBLOCK]", "mask", indent)
+    count = 0
+    for is_reduction, stores in aligned:
+        for store in stores:
+            if not is_reduction:
+                assert isinstance(store, Store)
+                body.store(store, store.buffer in group.internal)
+                continue
+            assert isinstance(store, ReductionStore)
+            value = body.emit(store.value)
+            body.lines.append(f"{indent}rval{count} = {_masked(store, value)}")
+            reduced = f"{_reduce(*_kind(store), f'rval{count}')}[:, None]"
+            _finish(body, store, count, reduced, store.buffer in group.internal)
+            count += 1
+    return lines + body.lines
+
+
+def _looped_body(
+    aligned: _Aligned, group: FusedKernel, buffers: dict[str, Buffer], extent: Any, indent: str
+) -> list[str]:
+    # Rows longer than a tile: one loop over the row per reduction part, accumulating it and
+    # computing the pointwise parts before it; a last loop for the parts after the last
+    # reduction. Pointwise values are recomputed in each loop that reads them (inlined),
+    # stored once, in their own part's loop; reduced values are [XBLOCK, 1] locals.
+    inner = indent + "    "
+    lines: list[str] = []
+    defs: dict[str, Expr] = {}  # pointwise buffer -> its value, over the row's variables
+    reduced: dict[str, str] = {}  # reduction buffer -> its local
+    pending: list[Store] = []
+    count = 0
+    counter = 0  # tmp names stay unique across loops
+    segments: list[tuple[list[Store], list[ReductionStore]]] = []
+    for is_reduction, stores in aligned:
+        if is_reduction:
+            segments.append((pending, [s for s in stores if isinstance(s, ReductionStore)]))
+            pending = []
+        else:
+            pending += [s for s in stores if isinstance(s, Store)]
+    if pending:
+        segments.append((pending, []))
+    for pointwise, reductions in segments:
+        for i, store in enumerate(reductions, count):
+            dtype = _kind(store)[1]
+            identity = triton_literal(reduction_identity(_kind(store)[0], dtype), dtype, _TILE)
+            lines.append(f"{indent}acc{i} = {identity}")
+        lines.append(f"{indent}for roffset in range(0, rnumel, RBLOCK):")
+        lines += _row_lines("roffset + tl.arange(0, RBLOCK)[None, :]", extent, inner)
+        body = _Body(buffers, _TILE, "mask", inner)
+        body.locals.update(reduced)
+        body.counter = counter
+        for part_store in pointwise:
+            value = _inline(part_store.value, defs)
+            internal = part_store.buffer in group.internal
+            body.store(Store(part_store.buffer, part_store.index, value), internal)
+            defs[part_store.buffer] = value
+        for i, store in enumerate(reductions, count):
+            tile = body.emit(_inline(store.value, defs))
+            combined = _combine(*_kind(store), f"acc{i}", _masked(store, tile))
+            body.lines.append(f"{inner}acc{i} = {combined}")
+        counter = body.counter
+        lines += body.lines
+        after = _Body(buffers, "[XBLOCK, 1]", "xmask", indent)
+        for i, store in enumerate(reductions, count):
+            result = f"{_reduce(*_kind(store), f'acc{i}')}[:, None]"
+            _finish(after, store, i, result, store.buffer in group.internal)
+            reduced[store.buffer] = after.locals[store.buffer]
+        lines += after.lines
+        count += len(reductions)
+    return lines
+
+
+_TILE = "[XBLOCK, RBLOCK]"
+
+
+def _inline(expr: Expr, defs: dict[str, Expr]) -> Expr:
+    # `expr` with loads of the group's pointwise buffers replaced by their values (the
+    # loads read the element the part wrote: `_aligned_stores` checked it).
+    if isinstance(expr, Load) and expr.buffer in defs:
+        return defs[expr.buffer]
+    if isinstance(expr, Apply):
+        return Apply(expr.fn, tuple(_inline(arg, defs) for arg in expr.args), expr.dtype)
+    return expr
+
+
+def _kind(store: ReductionStore) -> tuple[str, Any]:
+    # The reduction's kind and its accumulator's dtype.
     kind = _reduce_kind(store)
-    dtype = _acc_dtype(kind, store.dtype)
+    return kind, _acc_dtype(kind, store.dtype)
+
+
+def _masked(store: ReductionStore, value: str) -> str:
+    # The value tile in the accumulator's type, the reduction's identity where masked off.
+    kind, dtype = _kind(store)
     ty = tl_type(dtype)
-    value = body.emit(store.value)
     value = f"({value} != 0).to({ty})" if kind in ("any", "all") else f"{value}.to({ty})"
-    identity = triton_literal(reduction_identity(kind, dtype), dtype, "[XBLOCK, RBLOCK]")
+    identity = triton_literal(reduction_identity(kind, dtype), dtype, _TILE)
+    return f"tl.where(mask, {value}, {identity})"
+
+
+def _finish(body: _Body, store: ReductionStore, i: int, reduced: str, internal: bool) -> None:
+    # A reduced `[XBLOCK, 1]` value finished (any/all as bools, means divided, cast) into
+    # the local `rout<i>`, stored unless the buffer is internal to the group.
+    kind = _reduce_kind(store)
     indent = body.indent
-    body.lines.append(f"{indent}rval{i} = tl.where(mask, {value}, {identity})")
-    body.lines.append(f"{indent}rres{i} = {_reduce(kind, dtype, f'rval{i}')}[:, None]")
+    body.lines.append(f"{indent}rres{i} = {reduced}")
     result = f"rres{i}"
     if kind in ("any", "all"):
         result = f"({result} != 0)"
