@@ -84,7 +84,12 @@ def test_kernels_run_on_cupys_current_stream() -> None:
 
 _WITHOUT_TORCH = """
 import sys
-sys.modules["torch"] = None  # `import torch` raises: Triton's own CUDA driver needs it
+class NoTorch:  # `import torch` raises ImportError, as where PyTorch is not installed
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "torch":
+            raise ImportError("No module named 'torch'")
+        return None
+sys.meta_path.insert(0, NoTorch())
 import cupy, numpy as np, numpile
 def f(a, b):
     return np.sin(a) * b + 1.0
@@ -95,6 +100,7 @@ with stream:
 stream.synchronize()
 expected = f(a.get(), a.get())
 assert np.allclose(out.get(), expected, rtol=1e-5, atol=1e-6), out
+assert "torch" not in sys.modules
 print("ok")
 """
 
@@ -110,6 +116,20 @@ def test_kernels_launch_without_pytorch_installed() -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().endswith("ok")
+
+
+def test_direct_launches_follow_alignment_and_values_call_after_call() -> None:
+    # After a kernel's first launch through Triton's `run`, launches with the same
+    # specialization key call the compiled launcher directly (TritonLauncher); a view one
+    # element in (another alignment) and another length must each get their own binary.
+    cupy = _cupy()
+    compiled = numpile.compile(sin_mul_add, dynamic=False)
+    base_a, base_b = cupy.asarray(_f32(4097)), cupy.asarray(_f32(4097))
+    cases = [(0, 4096), (0, 4096), (1, 4097), (1, 4097), (0, 4096), (0, 4000), (0, 4000)]
+    for start, stop in cases:
+        a, b = base_a[start:stop], base_b[start:stop] * 2.0
+        want = sin_mul_add(a.get(), b.get())
+        np.testing.assert_allclose(compiled(a, b).get(), want, rtol=1e-5, atol=1e-6)
 
 
 def test_numpy_inputs_with_device_cuda_give_numpy_results_and_keep_aliasing() -> None:

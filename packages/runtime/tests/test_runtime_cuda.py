@@ -118,7 +118,12 @@ def test_interpreted_kernel_reads_and_writes_numpy_memory(tmp_path: Any) -> None
 # compiled CUDA helpers are stand-ins that record what the driver asks of them.
 _DRIVER_CHILD = """
 import sys, types
-sys.modules["torch"] = None  # `import torch` raises ImportError
+class NoTorch:  # `import torch` raises ImportError, as where PyTorch is not installed
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "torch":
+            raise ImportError("No module named 'torch'")
+        return None
+sys.meta_path.insert(0, NoTorch())
 cupy = types.ModuleType("cupy")
 cupy.cuda = types.SimpleNamespace(
     runtime=types.SimpleNamespace(getDevice=lambda: 3, setDevice=lambda d: calls.append(d)),
@@ -142,8 +147,73 @@ target = active.get_current_target()
 assert (target.backend, target.arch, target.warp_size) == ("cuda", 90, 32), target
 active.set_current_device(1)
 assert calls == [1]
+assert "torch" not in sys.modules
 print("ok")
 """
+
+
+# Triton's real `JITFunction.run`, with compilation replaced by a stand-in binary that
+# records its launches: a direct launch must pass what `run` itself passed.
+_DIRECT_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit(do_not_specialize=["p_lr"])
+def scale(p_a, p_a_s0, p_lr: "float64", xnumel, XBLOCK: tl.constexpr, INDEX64: tl.constexpr):
+    pass
+"""
+
+_DIRECT_CHILD = (
+    _DRIVER_CHILD.replace('print("ok")', "")
+    + """
+import numpy as np
+fn = rt.load_triton_module(KERNEL_SOURCE, name_hint="direct").scale
+launches = []
+
+
+class Binary:
+    function = "cufunction"
+    packed_metadata = ("meta",)
+
+    def launch_metadata(self, grid, stream, *args):
+        return None
+
+    def run(self, *args):
+        launches.append(args)
+
+
+def compile_stand_in(key, signature, device, constexprs, options, attrs, warmup):
+    fn.device_caches[device][0][key] = binary = Binary()
+    return binary
+
+
+fn._do_compile = compile_stand_in
+launcher = rt.TritonLauncher(fn, ("ptr", "int", "scalar", "int"))
+assert launcher.launches_direct
+a = np.zeros(64, np.float32)
+for lr in (0.5, 0.25):
+    launcher([a, 1, lr, 64], 2, {"INDEX64": False, "XBLOCK": 32}, 4, 0xABC)
+through_run, direct = launches
+assert direct[:9] == through_run[:9], (through_run, direct)
+assert through_run[9].data_ptr() == direct[9] == a.ctypes.data
+assert through_run[10:] == (1, 0.5, 64, 32, False), through_run
+assert direct[10:] == (1, 0.25, 64, 32, False), direct
+print("ok")
+"""
+)
+
+
+@pytest.mark.skipif(not _HAS_TRITON, reason="triton is not installed (pip install triton)")
+def test_direct_launches_pass_what_tritons_run_passes(tmp_path: Any) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["NUMPILE_CACHE_DIR"] = str(tmp_path)
+    code = _DIRECT_CHILD.replace("KERNEL_SOURCE", repr(textwrap.dedent(_DIRECT_KERNEL)))
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().endswith("ok")
 
 
 @pytest.mark.skipif(not _HAS_TRITON, reason="triton is not installed (pip install triton)")

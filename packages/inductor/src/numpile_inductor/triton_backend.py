@@ -52,6 +52,7 @@ from .triton_kernel import (
     TritonKernel,
     TritonOptions,
     TritonUnsupported,
+    arg_kinds,
     fit_blocks,
     index64,
     kernel_source,
@@ -325,7 +326,9 @@ class _Runner:
         self.program = program
         self.mode = mode
         self.writes_inputs = writes_inputs
-        self.functions = {k.name: getattr(loaded, k.name) for k in module.kernels}
+        self.launchers = {
+            k.name: rt.TritonLauncher(getattr(loaded, k.name), arg_kinds(k)) for k in module.kernels
+        }
         make_extern = extern_callable if mode == "interpret" else device_extern
         flat = [
             part
@@ -371,6 +374,14 @@ class _Runner:
             }
             for k in module.kernels
         }
+        self.static_shapes = {
+            name: tuple(buf.shape) for name, buf in self.buffers.items() if name not in self.dynamic
+        }
+        self.static_numels = {
+            k.name: (k.xnumel, k.rnumel if k.is_reduction else 0)
+            for k in module.kernels
+            if isinstance(k.xnumel, int) and isinstance(k.rnumel, int)
+        }
         self.options = options
         # Tuning launches a kernel many times: only where that cannot write an input twice.
         self.autotune = options.autotune and not writes_inputs
@@ -381,15 +392,19 @@ class _Runner:
         return buf.kind == "kernel" and buf.shape == () and gives_scalar(node)
 
     def __call__(self, *args: Any) -> Any:
-        arrays = [a for a in args if _is_array(a)]
-        on_cupy = [rt.is_device_array(a) for a in arrays]
-        if any(on_cupy) and not all(on_cupy):
+        on_host = on_device = False
+        for arg in args:
+            if isinstance(arg, np.ndarray):
+                on_host = True
+            elif rt.is_device_array(arg):
+                on_device = True
+        if on_host and on_device:
             raise ValueError(
                 "a compiled call got NumPy and CuPy arrays together; move every array to one "
                 "device (cupy.asarray / cupy.asnumpy) before the call"
             )
         if self.mode == "interpret":
-            if any(on_cupy):
+            if on_device:
                 raise ValueError("CuPy arrays cannot run under TRITON_INTERPRET=1")
             return self._run(np, args)
         import cupy  # GPU mode: triton_status() found CuPy and a device
@@ -397,7 +412,7 @@ class _Runner:
         if not self._driver_ready:
             rt.use_cupy_driver()
             self._driver_ready = True
-        if any(on_cupy):
+        if on_device:
             return self._run(cupy, args)
         done = rt.upload([a for a in args if isinstance(a, np.ndarray)])
         devices = iter(done)
@@ -492,24 +507,28 @@ class _Runner:
             array = env.get(name)
             if array is None:
                 buf = self.buffers[name]
-                array = xp.empty(_evaluate(buf.shape, sizes), dtype=buf.dtype)
+                shape = self.static_shapes.get(name) or _evaluate(buf.shape, sizes)
+                array = xp.empty(shape, dtype=buf.dtype)
                 env[name] = array
             elif name in self.checked:
                 if xp is not np and isinstance(array, np.ndarray):
                     array = env[name] = to_device(array)  # a host constant
                 array = _as_kernel_array(xp, array, self.buffers[name], sizes)
-            call_args.append(rt.KernelArg(array))
+            call_args.append(array)
             if dims:
-                itemsize = array.itemsize
-                call_args += [array.strides[d] // itemsize for d in dims]
-                low, high = rt.byte_extent(array)
-                spans.append((high - low) // itemsize - 1)
+                layout = _layout(array.shape, array.strides, array.itemsize)
+                call_args += [layout.strides[d] for d in dims]
+                spans.append(layout.span)
         for name in kernel.scalars:
             call_args.append(scalar_value(env[name], self.buffers[name].dtype))
         call_args += [sizes[name] for name in kernel.size_symbols]
-        xnumel = _evaluate((kernel.xnumel,), sizes)[0]
+        numels = self.static_numels.get(kernel.name)
+        if numels is None:
+            xnumel = _evaluate((kernel.xnumel,), sizes)[0]
+            rnumel = _evaluate((kernel.rnumel,), sizes)[0] if kernel.is_reduction else 0
+        else:
+            xnumel, rnumel = numels
         call_args.append(xnumel)
-        rnumel = _evaluate((kernel.rnumel,), sizes)[0] if kernel.is_reduction else 0
         if kernel.is_reduction:
             call_args.append(rnumel)
         if not isinstance(kernel.xnumel, int) or not isinstance(kernel.rnumel, int):
@@ -529,20 +548,21 @@ class _Runner:
             blocks = {"XBLOCK": kernel.xblock, "INDEX64": wide}  # run-time sizes, tuned, wide
             if kernel.is_reduction:
                 blocks["RBLOCK"] = kernel.rblock
-        launch = self.functions[kernel.name].run
-        grid = kernel.grid(xnumel)
+        launch = self.launchers[kernel.name]
+        (grid,) = kernel.grid(xnumel)
         if self.mode != "interpret":
-            launch(*call_args, grid=grid, warmup=False, **blocks, num_warps=kernel.num_warps)
+            launch(call_args, grid, blocks, kernel.num_warps, _current_stream())
             return
         with np.errstate(all="ignore"):  # masked-off lanes of the interpreter compute garbage
-            launch(*call_args, grid=grid, warmup=False, **blocks, num_warps=kernel.num_warps)
+            launch(call_args, grid, blocks, kernel.num_warps, None)
 
     def _tuned(
         self, xp: Any, kernel: TritonKernel, call_args: list[Any], xnumel: int, wide: bool
     ) -> TritonKernel:
         # max-autotune: the fastest launch configuration for these argument sizes.
         signature = tuple(
-            (a.dtype, a.size(), a.stride()) if isinstance(a, rt.KernelArg) else a for a in call_args
+            (a.dtype.name, tuple(a.shape), tuple(a.strides)) if _is_array(a) else a
+            for a in call_args
         )
         known = self.tuned.get((kernel.name, signature))
         if known is not None:
@@ -596,6 +616,30 @@ def _bind_sizes(shape: tuple[Any, ...], value: Any, sizes: dict[str, int]) -> No
             sizes[str(expected)] = int(got)
 
 
+@attrs.frozen
+class _Layout:
+    # An array's element strides and its largest element offset from its first element.
+    strides: tuple[int, ...]
+    span: int
+
+
+_LAYOUTS: dict[tuple[Any, ...], _Layout] = {}  # (shape, byte strides, itemsize) -> _Layout
+
+
+def _layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> _Layout:
+    # Arrays of a compiled call keep their shapes and strides from call to call (guards).
+    key = (shape, strides, itemsize)
+    known = _LAYOUTS.get(key)
+    if known is not None:
+        return known
+    low = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0)
+    layout = _Layout(tuple(s // itemsize for s in strides), (high - low) // itemsize)
+    if len(_LAYOUTS) < 4096:
+        _LAYOUTS[key] = layout
+    return layout
+
+
 _STATIC_SHAPES: dict[tuple[Any, ...], tuple[int, ...]] = {}  # sympy Integers -> ints, once
 
 
@@ -616,6 +660,12 @@ def _evaluate(shape: tuple[Any, ...], sizes: dict[str, int]) -> tuple[int, ...]:
     if constant:
         _STATIC_SHAPES[shape] = tuple(result)
     return tuple(result)
+
+
+def _current_stream() -> int:
+    import cupy  # GPU runs only
+
+    return int(cupy.cuda.get_current_stream().ptr)
 
 
 def _device_name() -> str:

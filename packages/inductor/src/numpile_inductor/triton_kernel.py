@@ -184,6 +184,23 @@ class TritonKernel:
         return (max(1, -(-xnumel // self.xblock)),)
 
 
+def arg_kinds(kernel: TritonKernel) -> tuple[str, ...]:
+    """What each positional argument of `kernel` is, for `numpile_runtime.TritonLauncher`:
+    "ptr" per buffer, "int" per stride, size and element count, "scalar" per value.
+
+    >>> k = TritonKernel("k", "", ("a",), ((0,),), ("lr",), 8, 0, 8, 1, 4, False)
+    >>> arg_kinds(k)
+    ('ptr', 'int', 'scalar', 'int')
+    """
+    kinds: list[str] = []
+    for dims in kernel.stride_dims:
+        kinds += ["ptr", *("int" for _ in dims)]
+    kinds += ["scalar" for _ in kernel.scalars]
+    kinds += ["int" for _ in kernel.size_symbols]
+    kinds += ["int", "int"] if kernel.is_reduction else ["int"]
+    return tuple(kinds)
+
+
 def _next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 

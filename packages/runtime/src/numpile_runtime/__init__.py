@@ -30,6 +30,7 @@ from .cuda_graphs import CudaGraphRunner as CudaGraphRunner
 from .cuda_launch import KernelArg as KernelArg
 from .cuda_launch import TritonStatus as TritonStatus
 from .cuda_launch import cupy_available as cupy_available
+from .cuda_launch import data_ptr as data_ptr
 from .cuda_launch import interpreting as interpreting
 from .cuda_launch import is_device_array as is_device_array
 from .cuda_launch import kernel_arg as kernel_arg
@@ -53,6 +54,7 @@ from .metrics import timed as timed
 from .toolchain import CompilerNotFoundError as CompilerNotFoundError
 from .toolchain import Toolchain as Toolchain
 from .toolchain import find_toolchain as find_toolchain
+from .triton_launcher import TritonLauncher as TritonLauncher
 
 __version__ = "0.1.0"
 
@@ -68,6 +70,7 @@ __all__ = [
     "KernelArg",
     "LOG_CHANNELS",
     "Toolchain",
+    "TritonLauncher",
     "TritonStatus",
     "build_extension",
     "build_library",
@@ -82,6 +85,7 @@ __all__ = [
     "count",
     "counters",
     "cupy_available",
+    "data_ptr",
     "default_cache",
     "download",
     "find_toolchain",

@@ -147,7 +147,7 @@ class KernelArg:
     __slots__ = ("_ptr", "array", "dtype")
 
     def __init__(self, array: Any) -> None:
-        self._ptr = _data_ptr(array)
+        self._ptr = data_ptr(array)
         self.array = array
         dtype = array.dtype
         name = _DTYPE_NAMES.get(dtype)
@@ -187,7 +187,12 @@ class KernelArg:
 _DTYPE_NAMES: dict[Any, str] = {}  # dtype -> its name (the `name` property is slow)
 
 
-def _data_ptr(array: Any) -> int:
+def data_ptr(array: Any) -> int:
+    """The address of a NumPy or CuPy array's first element.
+
+    >>> a = np.zeros(4); data_ptr(a[1:]) - data_ptr(a)
+    8
+    """
     if type(array) in _DEVICE_ARRAY_TYPES:
         return int(array.data.ptr)
     if isinstance(array, np.ndarray):
