@@ -259,6 +259,7 @@ class _Body:
         self.cache: dict[Any, str] = {}
         self.locals: dict[str, str] = {}
         self.counter = 0
+        self.eviction = ""  # loads' L2 eviction policy ("evict_last": read again soon)
 
     def _tmp(self, text: str) -> str:
         name = f"tmp{self.counter}"
@@ -286,8 +287,9 @@ class _Body:
             if expr.buffer in self.locals:
                 return self.locals[expr.buffer]
             addr = self.address(expr.buffer, expr.index, tile=True)
+            policy = f", eviction_policy={self.eviction!r}" if self.eviction else ""
             text = self._tmp(
-                f"tl.load({_param(expr.buffer)} + ({addr}), mask={self.mask}, other=0)"
+                f"tl.load({_param(expr.buffer)} + ({addr}), mask={self.mask}, other=0{policy})"
             )
         elif isinstance(expr, Constant):
             return triton_literal(expr.value, expr.dtype, self.shape)

@@ -15,7 +15,8 @@ reads and writes the same elements of a row.
   before it; a last loop computes and stores the parts after the last
   reduction (softmax: max, sum of exp, store; three reads of a row the
   program has just read, mostly from L2, against four passes over the whole
-  array part by part). Torch's inductor generates the same loops.
+  array part by part). Loads ask L2 to keep the row (`evict_last`) until the
+  last loop (`evict_first`). Torch's inductor generates the same loops.
 
 Groups that do not qualify run part by part (`triton_backend`): parts of
 different extents, run-time sizes, or rows too few to fill the device
@@ -260,7 +261,7 @@ def _looped_body(
             pending += [s for s in stores if isinstance(s, Store)]
     if pending:
         segments.append((pending, []))
-    for pointwise, reductions in segments:
+    for loop, (pointwise, reductions) in enumerate(segments, 1):
         for i, store in enumerate(reductions, count):
             dtype = _kind(store)[1]
             identity = triton_literal(reduction_identity(_kind(store)[0], dtype), dtype, _TILE)
@@ -270,6 +271,8 @@ def _looped_body(
         body = _Body(buffers, _TILE, "mask", inner)
         body.locals.update(reduced)
         body.counter = counter
+        # The row stays in L2 for the loops after this one; the last loop reads it for good.
+        body.eviction = "evict_first" if loop == len(segments) else "evict_last"
         for part_store in pointwise:
             value = _inline(part_store.value, defs)
             internal = part_store.buffer in group.internal
