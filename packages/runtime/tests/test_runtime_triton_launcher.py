@@ -81,7 +81,7 @@ def test_first_launch_runs_through_triton_then_launches_directly(hooks: Any) -> 
     assert launch[9] == b.ctypes.data and launch[10:] == (1, 0.25, 128, 64, False)
 
 
-def test_a_new_alignment_size_block_or_warp_count_goes_through_triton_again(hooks: Any) -> None:
+def test_new_alignment_size_blocks_warps_or_device_go_through_triton_again(hooks: Any) -> None:
     fn = _JitFunction()
     launcher = rt.TritonLauncher(fn, _KINDS)
     buffer = np.zeros(1024, np.float32)
@@ -95,6 +95,8 @@ def test_a_new_alignment_size_block_or_warp_count_goes_through_triton_again(hook
     assert len(fn.runs) == 5 and fn.launches == []
     _launch(launcher, buffer[1:513], 3.0)
     assert len(fn.runs) == 5 and len(fn.launches) == 1
+    launcher([aligned, 1, 1.0, 512], 2, {"XBLOCK": 128, "INDEX64": False}, 4, 7, 1)  # device 1
+    assert len(fn.runs) == 6 and len(fn.launches) == 1
 
 
 def test_launch_hooks_get_their_metadata(hooks: Any) -> None:

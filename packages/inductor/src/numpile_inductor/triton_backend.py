@@ -551,7 +551,7 @@ class _Runner:
         launch = self.launchers[kernel.name]
         (grid,) = kernel.grid(xnumel)
         if self.mode != "interpret":
-            launch(call_args, grid, blocks, kernel.num_warps, _current_stream())
+            launch(call_args, grid, blocks, kernel.num_warps, *_current_stream())
             return
         with np.errstate(all="ignore"):  # masked-off lanes of the interpreter compute garbage
             launch(call_args, grid, blocks, kernel.num_warps, None)
@@ -662,10 +662,11 @@ def _evaluate(shape: tuple[Any, ...], sizes: dict[str, int]) -> tuple[int, ...]:
     return tuple(result)
 
 
-def _current_stream() -> int:
+def _current_stream() -> tuple[int, int]:
+    # CuPy's current stream and device: where kernels launch.
     import cupy  # GPU runs only
 
-    return int(cupy.cuda.get_current_stream().ptr)
+    return int(cupy.cuda.get_current_stream().ptr), int(cupy.cuda.runtime.getDevice())
 
 
 def _device_name() -> str:

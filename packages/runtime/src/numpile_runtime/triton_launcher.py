@@ -8,7 +8,8 @@ arguments that differ in their pointers only. `TritonLauncher` keeps, per
 specialization key, the `CompiledKernel` that `run` returned, and later
 launches with that key call its launcher itself, as `run` would.
 
-The key holds everything Triton specializes a kernel on: each pointer's
+The key holds the device (Triton loads a binary per device) and everything
+Triton specializes a kernel on: each pointer's
 alignment (its address modulo 16), each integer argument's value (Triton
 specializes integers by type range, divisibility by 16 and equality to 1; the
 value settles all three), the constexprs (block sizes) and `num_warps`.
@@ -89,14 +90,17 @@ class TritonLauncher:
         constexprs: Mapping[str, Any],
         num_warps: int,
         stream: int | None,
+        device: int = 0,
     ) -> None:
-        """Launch `grid` programs of the kernel on `stream` (None: Triton's interpreter)."""
+        """Launch `grid` programs of the kernel on `stream` (None: Triton's interpreter) of
+        CUDA device `device` (the current one: where Triton compiles and loads binaries)."""
         if stream is None or not self.launches_direct:
             self._run(args, grid, constexprs, num_warps)
             return
         blocks = tuple(constexprs[name] for name in self.keywords)
         addresses = [data_ptr(args[i]) for i in self.pointers]
         key = (
+            device,
             blocks,
             num_warps,
             tuple(address & 15 for address in addresses),
