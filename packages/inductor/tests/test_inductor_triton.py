@@ -580,6 +580,30 @@ def test_looped_row_groups_match_numpy(program: str, dtype: str, shape: tuple[in
         _close(g_, w_, shape[1] * 4)
 
 
+@pytest.mark.parametrize("options", [None, _LOOPED_ROWS], ids=["persistent", "looped"])
+def test_row_groups_with_a_run_time_row_count_are_one_kernel(options: TritonOptions | None) -> None:
+    import sympy
+
+    from numpile_capture import ArrayMeta
+
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    graph = Graph()
+    x = graph.placeholder("x", ArrayMeta((s0, 40), np.dtype("float32"), None))
+    gamma = graph.placeholder("gamma", ArrayMeta((40,), np.dtype("float32"), None))
+    out, var = _standardize(graph, _softmax_rows(graph, x))
+    graph.output = (_op(graph, "multiply", out, gamma), var)
+    compiled = compile_triton(graph, options=options)
+    kind = "persistent" if options is None else "looped"
+    assert compiled.kernel_count == 1, compiled.source
+    assert f"{kind} rows over [s0] x [40]" in compiled.source
+    w = _RNG.normal(size=40).astype(np.float32)
+    for rows in (1, 3, 70):  # one program, a partial block, several blocks
+        a = (_RNG.normal(size=(rows, 40)) * 3).astype(np.float32)
+        got, want = compiled.fn(a, w), run_graph(graph, [a, w])
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+        _close(got[1], want[1], 160)
+
+
 def test_integer_rows_loop_exactly() -> None:
     x = _RNG.integers(-50, 50, size=(7, 45)).astype(np.int64)
 

@@ -19,8 +19,9 @@ reads and writes the same elements of a row.
   last loop (`evict_first`). Torch's inductor generates the same loops.
 
 Groups that do not qualify run part by part (`triton_backend`): parts of
-different extents, run-time sizes, or rows too few to fill the device
-(`split_chunks`), whose reductions are split instead.
+different extents, a row length known only at run time, or rows too few to
+fill the device (`split_chunks`), whose reductions are split instead. A row
+count known only at run time (a dynamic batch) is a kernel argument.
 
     >>> row_kernel_source(group, buffers, TritonOptions()) is None  # doctest: +SKIP
     False
@@ -45,9 +46,12 @@ from .triton_kernel import (
     _combine,
     _next_pow2,
     _param,
+    _pow2_at_most,
+    _product,
     _reduce,
     _reduce_kind,
     _signature,
+    _size_symbols,
     _unflatten,
     buffer_params,
     jit_decorator,
@@ -147,10 +151,10 @@ def row_kernel_source(
     if len(extents) != 1:
         return None
     (extent,) = extents
-    if extent is None or not all(isinstance(d, int) for d in (*group.ranges, *extent)):
+    if extent is None or not all(isinstance(d, int) for d in extent):
         return None
     rnumel = math.prod(extent)
-    xnumel = math.prod(group.ranges)
+    xnumel = _product(group.ranges)  # a sympy expression when the row count is dynamic
     persistent = _next_pow2(rnumel) <= options.max_rblock
     if not persistent and split_chunks(xnumel, rnumel, options) > 1:
         return None  # rows too few to fill the device: part by part, each reduction split
@@ -160,10 +164,11 @@ def row_kernel_source(
     used, scalars = _signature(group, buffers)
     stride_dims, params = buffer_params(used, buffers)
     params += scalar_params(scalars, buffers)
-    params += ["xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
+    symbols = sorted({name for part in group.parts for name in _size_symbols(part)})
+    params += [*symbols, "xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
     if persistent:
         rblock = _next_pow2(rnumel)
-        xblock = max(1, min(_next_pow2(xnumel), options.max_tile // rblock))
+        xblock = max(1, _pow2_at_most(xnumel, options.max_tile // rblock))
         num_warps = 8 if rblock >= 2048 else options.num_warps
     else:
         rblock, xblock = options.max_rblock, 1
@@ -199,6 +204,7 @@ def row_kernel_source(
         num_warps,
         True,
         origins,
+        tuple(symbols),
     )
 
 
