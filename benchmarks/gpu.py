@@ -135,6 +135,10 @@ SCALED = (
 )
 
 
+# Row workloads also timed compiled with dynamic=True.
+ROW_WORKLOADS = ("softmax_rows_f32", "softmax_wide_f32", "layernorm_rows_f32")
+
+
 def gpu_inputs(workload: Workload, *, quick: bool, scale: int) -> tuple[Any, ...]:
     """The workload's inputs, with the leading axis of the scaled ones times `scale`.
 
@@ -189,6 +193,10 @@ def run_workload(
         # Compute-bound rows: max-autotune also times the tl.dot template against cuBLAS.
         tuned = numpile.compile(workload.fn, fullgraph=True, mode="max-autotune-no-cudagraphs")
         row["numpile_tuned_ms"] = _gpu_ms(lambda: tuned(*device), repeat)
+    if workload.name in ROW_WORKLOADS:
+        # A dynamic batch: the row count is a kernel argument (one kernel per row group still).
+        dynamic = numpile.compile(workload.fn, fullgraph=True, dynamic=True)
+        row["numpile_dynamic_ms"] = _gpu_ms(lambda: dynamic(*device), repeat)
     torch_fn = _torch_cuda(workload)
     if torch_fn is not None:
         import torch
@@ -261,6 +269,11 @@ def _print(rows: list[dict[str, Any]], bandwidth: float, device: str) -> None:
             f"{torch_ms} {torch_ratio}"
         )
     for row in rows:
+        if "numpile_dynamic_ms" in row:
+            print(
+                f"{row['workload']}: dynamic=True (run-time row count) "
+                f"{row['numpile_dynamic_ms']:.3f} ms"
+            )
         if "numpile_tuned_ms" in row:
             print(
                 f"{row['workload']}: mode='max-autotune-no-cudagraphs' "
