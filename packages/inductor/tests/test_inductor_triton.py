@@ -604,6 +604,25 @@ def test_row_groups_with_a_run_time_row_count_are_one_kernel(options: TritonOpti
         _close(got[1], want[1], 160)
 
 
+@pytest.mark.parametrize("options", [None, _LOOPED_ROWS], ids=["one-tile", "small-tiles"])
+def test_row_groups_with_a_run_time_row_length_are_one_looped_kernel(
+    options: TritonOptions | None,
+) -> None:
+    import sympy
+
+    from numpile_capture import ArrayMeta
+
+    rows, cols = (sympy.Symbol(n, integer=True, positive=True) for n in ("s0", "s1"))
+    graph = Graph()
+    x = graph.placeholder("x", ArrayMeta((rows, cols), np.dtype("float64"), None))
+    graph.output = _softmax_rows(graph, x)
+    compiled = compile_triton(graph, options=options)
+    assert compiled.kernel_count == 1 and "looped rows over [s0] x [s1]" in compiled.source
+    for shape in [(2, 3), (5, 40), (300, 7), (3, 100)]:  # row lengths under and over a tile
+        a = _RNG.normal(size=shape) * 3
+        _close(compiled.fn(a), run_graph(graph, [a]), shape[1])
+
+
 def test_integer_rows_loop_exactly() -> None:
     x = _RNG.integers(-50, 50, size=(7, 45)).astype(np.int64)
 

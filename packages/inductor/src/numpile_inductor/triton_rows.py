@@ -18,10 +18,11 @@ reads and writes the same elements of a row.
   array part by part). Loads ask L2 to keep the row (`evict_last`) until the
   last loop (`evict_first`). Torch's inductor generates the same loops.
 
-Groups that do not qualify run part by part (`triton_backend`): parts of
-different extents, a row length known only at run time, or rows too few to
-fill the device (`split_chunks`), whose reductions are split instead. A row
-count known only at run time (a dynamic batch) is a kernel argument.
+Sizes known only at run time are kernel arguments: a dynamic row count
+(batch), and a dynamic row length, which makes the kernel looped. Groups that
+do not qualify run part by part (`triton_backend`): parts of different
+extents, or rows too few to fill the device (`split_chunks`), whose
+reductions are split instead.
 
     >>> row_kernel_source(group, buffers, TritonOptions()) is None  # doctest: +SKIP
     False
@@ -29,7 +30,6 @@ count known only at run time (a dynamic batch) is a kernel argument.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import sympy
@@ -151,11 +151,13 @@ def row_kernel_source(
     if len(extents) != 1:
         return None
     (extent,) = extents
-    if extent is None or not all(isinstance(d, int) for d in extent):
+    if extent is None:
         return None
-    rnumel = math.prod(extent)
-    xnumel = _product(group.ranges)  # a sympy expression when the row count is dynamic
-    persistent = _next_pow2(rnumel) <= options.max_rblock
+    # Sizes known only at run time are sympy expressions: a run-time row count is an
+    # argument; a run-time row length makes the kernel looped (whatever the length).
+    rnumel = _product(extent)
+    xnumel = _product(group.ranges)
+    persistent = isinstance(rnumel, int) and _next_pow2(rnumel) <= options.max_rblock
     if not persistent and split_chunks(xnumel, rnumel, options) > 1:
         return None  # rows too few to fill the device: part by part, each reduction split
     aligned = _aligned_stores(group)
