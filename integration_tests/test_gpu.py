@@ -61,12 +61,23 @@ def test_cupy_arrays_in_give_cupy_arrays_out() -> None:
     np.testing.assert_allclose(out.get(), sin_mul_add(a.get(), b.get()), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("shape", [(64, 100), (16, 5000), (4, 70000)])
+# (64, 100): one persistent kernel; (600, 5000): one looped kernel (rows longer than a
+# tile, enough of them to fill the device); (16, 5000), (4, 70000): part by part, split.
+@pytest.mark.parametrize("shape", [(64, 100), (600, 5000), (16, 5000), (4, 70000)])
 def test_row_softmax_persistent_and_looped(shape: tuple[int, int]) -> None:
     cupy = _cupy()
     x = _f32(*shape)
     out = numpile.compile(softmax, fullgraph=True)(cupy.asarray(x))
     np.testing.assert_allclose(out.get(), softmax(x), rtol=1e-5, atol=1e-8)
+
+
+def test_row_softmax_with_run_time_rows_and_row_lengths() -> None:
+    cupy = _cupy()
+    compiled = numpile.compile(softmax, fullgraph=True, dynamic=True)
+    for shape in [(3, 7), (700, 100), (530, 4100), (2, 3000)]:
+        x = _f32(*shape)
+        out = compiled(cupy.asarray(x))
+        np.testing.assert_allclose(out.get(), softmax(x), rtol=1e-5, atol=1e-8)
 
 
 def test_kernels_run_on_cupys_current_stream() -> None:
