@@ -120,6 +120,16 @@ def test_a_launcher_that_rejects_the_arguments_falls_back_to_triton(hooks: Any) 
     assert len(fn.runs) == 3  # the failed direct launch ran again through Triton
 
 
+def test_a_compiled_kernel_without_tritons_launch_attributes_is_never_launched_directly(
+    hooks: Any,
+) -> None:
+    fn = _JitFunction()
+    fn.run = lambda *args, **kwargs: object()  # type: ignore[method-assign]
+    launcher = rt.TritonLauncher(fn, _KINDS)
+    _launch(launcher, np.zeros(16, np.float32), 1.0)
+    assert not launcher.launches_direct and not launcher.compiled
+
+
 def test_interpreter_and_missing_knobs_always_run_through_triton(
     monkeypatch: pytest.MonkeyPatch, hooks: Any
 ) -> None:

@@ -106,38 +106,41 @@ class TritonLauncher:
             tuple(address & 15 for address in addresses),
             tuple(args[i] for i in self.ints),
         )
-        kernel = self.compiled.get(key)
-        if kernel is None:
+        binary = self.compiled.get(key)
+        if binary is None:
             if len(blocks) != len(constexprs):  # keywords the signature does not end with
                 self.launches_direct = False
             kernel = self._run(args, grid, constexprs, num_warps)
             if kernel is not None and self.launches_direct:
-                self.compiled[key] = kernel
+                self._record(key, kernel)
             return
+        kernel, launch, function, metadata_pack = binary
         raw = list(args)
         for i, address in zip(self.pointers, addresses, strict=True):
             raw[i] = address
         raw += blocks
         enter = self.knobs.launch_enter_hook
         metadata = None if enter is None else kernel.launch_metadata((grid,), stream, *raw)
+        exit_hook = self.knobs.launch_exit_hook
         try:
-            kernel.run(
-                grid,
-                1,
-                1,
-                stream,
-                kernel.function,
-                kernel.packed_metadata,
-                metadata,
-                enter,
-                self.knobs.launch_exit_hook,
-                *raw,
-            )
+            launch(grid, 1, 1, stream, function, metadata_pack, metadata, enter, exit_hook, *raw)
         except TypeError as error:  # the launcher parses its arguments before launching
-            log.info("direct Triton launches disabled for %s: %s", self._name(), error)
-            self.launches_direct = False
-            self.compiled.clear()
+            self._give_up(error)
             self._run(args, grid, constexprs, num_warps)
+
+    def _record(self, key: tuple[Any, ...], kernel: Any) -> None:
+        # The compiled kernel and what a launch hands its launcher (Triton 3.4+ names).
+        try:
+            binary = (kernel, kernel.run, kernel.function, kernel.packed_metadata)
+        except AttributeError as error:
+            self._give_up(error)
+            return
+        self.compiled[key] = binary
+
+    def _give_up(self, error: Exception) -> None:
+        log.info("direct Triton launches disabled for %s: %s", self._name(), error)
+        self.launches_direct = False
+        self.compiled.clear()
 
     def _run(
         self, args: Sequence[Any], grid: int, constexprs: Mapping[str, Any], num_warps: int
