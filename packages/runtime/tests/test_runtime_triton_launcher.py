@@ -99,15 +99,18 @@ def test_new_alignment_size_blocks_warps_or_device_go_through_triton_again(hooks
     assert len(fn.runs) == 6 and len(fn.launches) == 1
 
 
-def test_launch_hooks_get_their_metadata(hooks: Any) -> None:
+def test_launch_hooks_get_their_metadata_and_empty_hook_chains_are_skipped(hooks: Any) -> None:
     fn = _JitFunction()
     launcher = rt.TritonLauncher(fn, _KINDS)
     a = np.zeros(16, np.float32)
     _launch(launcher, a, 1.0)
-    hooks.launch_enter_hook = enter = object()
+    hooks.launch_enter_hook = types.SimpleNamespace(calls=[])  # Triton 3.6's empty chain
     _launch(launcher, a, 1.0)
-    (launch,) = fn.launches
-    assert launch[6] == ("metadata", (2,), 7) and launch[7] is enter
+    hooks.launch_enter_hook = enter = types.SimpleNamespace(calls=[print])
+    _launch(launcher, a, 1.0)
+    skipped, called = fn.launches
+    assert skipped[6:8] == (None, None)
+    assert called[6] == ("metadata", (2,), 7) and called[7] is enter
 
 
 def test_a_launcher_that_rejects_the_arguments_falls_back_to_triton(hooks: Any) -> None:
