@@ -195,7 +195,10 @@ a = np.zeros(64, np.float32)
 for lr in (0.5, 0.25):
     launcher([a, 1, lr, 64], 2, {"INDEX64": False, "XBLOCK": 32}, 4, 0xABC)
 through_run, direct = launches
-assert direct[:9] == through_run[:9], (through_run, direct)
+assert direct[:6] == through_run[:6], (through_run, direct)
+# launch metadata and hooks: Triton's, or None where Triton passes empty hook chains
+empty = [not getattr(hook, "calls", True) for hook in through_run[7:9]]
+assert direct[6:9] == ((None, None, None) if all(empty) else through_run[6:9]), direct
 assert through_run[9].data_ptr() == direct[9] == a.ctypes.data
 assert through_run[10:] == (1, 0.5, 64, 32, False), through_run
 assert direct[10:] == (1, 0.25, 64, 32, False), direct
