@@ -3,19 +3,21 @@
 Triton's `JITFunction.run` binds and specializes every argument on every
 launch before it calls the compiled kernel's launcher: about 10 us of host time
 per launch with Triton 3.6 (4.5 us of it specializing), on a kernel whose GPU
-time may be 5 us; a direct launch here costs about 4 us (5 pointers, 6 ints). numpile launches the same kernels call after call with
-arguments that differ in their pointers only. `TritonLauncher` keeps, per
-specialization key, the `CompiledKernel` that `run` returned, and later
-launches with that key call its launcher itself, as `run` would.
+time may be 5 us; a direct launch here costs about 4 us (5 pointers, 6 ints).
+numpile launches the same kernels call after call with arguments that differ
+in their pointers only. `TritonLauncher` keeps, per specialization key, the
+`CompiledKernel` that `run` returned, and later launches with that key call its
+launcher itself, as `run` would (launch hooks that are empty chains, Triton
+3.6's default, are passed as None, and then no launch metadata is made).
 
 The key holds the device (Triton loads a binary per device) and everything
-Triton specializes a kernel on: each pointer's
-alignment (its address modulo 16), each integer argument's value (Triton
-specializes integers by type range, divisibility by 16 and equality to 1; the
-value settles all three), the constexprs (block sizes) and `num_warps`.
-Scalars passed by value are left out: numpile annotates them with their type
-and lists them in `do_not_specialize`. A launch with a new key goes through
-`run`, which compiles or finds its cached binary, and records it.
+Triton specializes a kernel on: each pointer's alignment (its address modulo
+16), each integer argument's value (Triton specializes integers by type range,
+divisibility by 16 and equality to 1; the value settles all three), the
+constexprs (block sizes) and `num_warps`. Scalars passed by value are left
+out: numpile annotates them with their type and lists them in
+`do_not_specialize`. A launch with a new key goes through `run`, which
+compiles or finds its cached binary, and records it.
 
 `run` is always used under Triton's interpreter, when `triton.knobs` is
 missing (Triton before 3.4), and, after one failed attempt, when the compiled
