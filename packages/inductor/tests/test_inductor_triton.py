@@ -878,3 +878,72 @@ def test_random_matmul_templates_match_numpy(
     rhs = w.T if transposed else w
     bound = 2 * k * float(np.finfo(dtype).eps) * (np.abs(x) @ np.abs(rhs)) + 1e-300
     assert np.all(np.abs(got - want) <= bound)
+
+
+# One step of a random row program: a pointwise op of the current value, or the current
+# value combined with one of its own row reductions (keepdims), as softmax and layernorm do.
+_ROW_STEPS = {
+    "tanh": lambda g, cur, x: _op(g, "tanh", cur),
+    "exp_neg_abs": lambda g, cur, x: _op(g, "exp", _op(g, "negative", _op(g, "absolute", cur))),
+    "plus_input": lambda g, cur, x: _op(g, "add", cur, x),
+    "minus_row_max": lambda g, cur, x: _op(
+        g, "subtract", cur, _op(g, "max", cur, axis=(1,), keepdims=True)
+    ),
+    "over_row_abs_sum": lambda g, cur, x: _op(
+        g,
+        "divide",
+        cur,
+        _op(g, "add", _op(g, "sum", _op(g, "absolute", cur), axis=(1,), keepdims=True), 1.0),
+    ),
+    "times_row_mean": lambda g, cur, x: _op(
+        g, "multiply", cur, _op(g, "mean", cur, axis=1, keepdims=True)
+    ),
+    "where_row_min_negative": lambda g, cur, x: _op(
+        g,
+        "where",
+        _op(g, "less", _op(g, "min", cur, axis=(1,), keepdims=True), 0.0),
+        cur,
+        _op(g, "negative", cur),
+    ),
+}
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    rows=st.integers(1, 12),
+    cols=st.integers(1, 70),
+    steps=st.lists(st.sampled_from(sorted(_ROW_STEPS)), min_size=1, max_size=5),
+    max_rblock=st.sampled_from([4, 16, 128]),
+    dynamic=st.sampled_from(["static", "rows", "both"]),
+    seed=st.integers(0, 2**16),
+)
+def test_random_row_programs_match_numpy(
+    rows: int, cols: int, steps: list[str], max_rblock: int, dynamic: str, seed: int
+) -> None:
+    # Row kernels, persistent or looped, with static or run-time sizes (and part by part
+    # where the scheduler keeps parts apart): each result within rounding of NumPy's.
+    import sympy
+
+    from numpile_capture import ArrayMeta
+
+    x = np.random.default_rng(seed).normal(size=(rows, cols)) * 2
+    shape: tuple[Any, ...] = x.shape
+    if dynamic != "static":
+        s0, s1 = (sympy.Symbol(n, integer=True, positive=True) for n in ("s0", "s1"))
+        shape = (s0, s1 if dynamic == "both" else cols)
+        if rows < 2 or (dynamic == "both" and cols < 2):
+            return  # sizes 0 and 1 are always specialized, never symbols
+    graph = Graph()
+    node = graph.placeholder("x", ArrayMeta(shape, np.dtype("float64"), None))
+    cur = node
+    for step in steps:
+        cur = _ROW_STEPS[step](graph, cur, node)
+    graph.output = (cur, _op(graph, "sum", cur, axis=(1,)))
+    options = TritonOptions(max_xblock=64, max_rblock=max_rblock, max_tile=256, split_programs=1)
+    compiled = compile_triton(graph, options=options)
+    with np.errstate(all="ignore"):
+        want = run_graph(graph, [x])
+        got = compiled.fn(x)
+    for g_, w_ in zip(got, want, strict=True):
+        assert g_.shape == w_.shape and g_.dtype == w_.dtype
+        np.testing.assert_allclose(g_, w_, rtol=1e-9, atol=1e-9)
