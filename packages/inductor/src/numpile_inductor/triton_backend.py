@@ -66,7 +66,7 @@ from .triton_matmul import (
     template_operands,
 )
 from .triton_ops import TRITON_HELPERS
-from .triton_rows import row_kernel_source
+from .triton_rows import inline_pointwise_parts, row_kernel_source
 from .triton_split import split_reduction
 
 log = logging.getLogger("numpile.inductor.triton")
@@ -154,7 +154,7 @@ def _kernels_of(
         if fused_rows is not None:
             return [fused_rows]
     kernels: list[TritonKernel] = []
-    for part in step.parts or (step,):
+    for part in inline_pointwise_parts(step) if step.parts else (step,):
         name = f"{step.name}_{part.name}" if step.parts else step.name
         named = attrs.evolve(part, name=name)
         split = split_reduction(named, buffers, options)

@@ -520,6 +520,9 @@ def _outer_reduction(fused: FusedKernel, buffers: dict[str, Buffer]) -> bool:
             ]
             if not dims or len(dims) != sum(1 for n in buf.shape if n != 1):
                 continue
+            reduced = {s.name for i in load.index for s in sympy.sympify(i).free_symbols}
+            if not any(name.startswith("r") for name in reduced):
+                continue  # the same element along the whole row (a keepdims row value)
             fastest = min(dims, key=lambda d: abs(strides[d]))
             names = {s.name for s in sympy.sympify(load.index[fastest]).free_symbols}
             if any(name.startswith("r") for name in names):

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import sympy
 
 from .index import loop_var
@@ -135,6 +136,61 @@ def _aligned_stores(group: FusedKernel) -> list[tuple[bool, list[Store | Reducti
                 stores.append(Store(store.buffer, index, value))
         parts.append((part.is_reduction, stores))
     return parts
+
+
+def inline_pointwise_parts(group: FusedKernel) -> tuple[FusedKernel, ...]:
+    """The parts of row group `group` to run one by one, the pointwise parts whose results
+    stay inside the group computed where they are read instead (softmax's `exp(x - max)`
+    inside the sum's and the divide's kernels: never stored, never read back).
+
+    >>> [part.name for part in inline_pointwise_parts(group)]  # doctest: +SKIP
+    ['kernel0', 'kernel2', 'kernel3']
+    """
+    defs: dict[str, tuple[tuple[Any, ...], Expr]] = {}  # buffer -> (store index, value)
+    kept: list[FusedKernel] = []
+    for part in group.parts:
+        if defs:
+            kernels = tuple(
+                attrs.evolve(kernel, stores=tuple(_inline_store(s, defs) for s in kernel.stores))
+                for kernel in part.kernels
+            )
+            part = attrs.evolve(part, kernels=kernels)
+        stores = part.stores
+        if not part.is_reduction and all(
+            store.buffer in group.internal and _plain_index(store.index) for store in stores
+        ):
+            for store in stores:  # in order: a store may read one before it in the part
+                defs[store.buffer] = (tuple(store.index), _inline_defs(store.value, defs))
+            continue
+        kept.append(part)
+    return tuple(kept)
+
+
+def _plain_index(index: tuple[Any, ...]) -> bool:
+    # An element index made of distinct loop variables (and 0 for size-1 dims): a load's
+    # index then says what each variable is at the reader.
+    names = [sympy.sympify(i) for i in index]
+    symbols = [n for n in names if n != 0]
+    return all(n.is_Symbol for n in symbols) and len(set(symbols)) == len(symbols)
+
+
+def _inline_store(store: Store | ReductionStore, defs: dict[str, Any]) -> Store | ReductionStore:
+    return attrs.evolve(store, value=_inline_defs(store.value, defs))
+
+
+def _inline_defs(expr: Expr, defs: dict[str, tuple[tuple[Any, ...], Expr]]) -> Expr:
+    # Loads of pointwise results replaced by their values at the loaded element.
+    if isinstance(expr, Load) and expr.buffer in defs:
+        index, value = defs[expr.buffer]
+        mapping = {
+            sympy.sympify(var): sympy.sympify(at)
+            for var, at in zip(index, expr.index, strict=True)
+            if sympy.sympify(var) != 0
+        }
+        return _rename(value, mapping)
+    if isinstance(expr, Apply):
+        return Apply(expr.fn, tuple(_inline_defs(arg, defs) for arg in expr.args), expr.dtype)
+    return expr
 
 
 def row_kernel_source(
