@@ -22,7 +22,8 @@ Sizes known only at run time are kernel arguments: a dynamic row count
 (batch), and a dynamic row length, which makes the kernel looped. Groups that
 do not qualify run part by part (`triton_backend`): parts of different
 extents, or rows too few to fill the device (`split_chunks`), whose
-reductions are split instead.
+reductions are split instead; their pointwise parts whose results stay in the
+group are computed where they are read (`inline_pointwise_parts`).
 
     >>> row_kernel_source(group, buffers, TritonOptions()) is None  # doctest: +SKIP
     False
