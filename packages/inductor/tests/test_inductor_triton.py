@@ -512,10 +512,12 @@ def test_softmax_is_one_kernel_persistent_or_looped_and_parts_when_rows_are_few(
     assert whole.kernel_count == 1
     assert "persistent rows over [6] x [40]" in whole.source
     assert whole.source.count("tl.load(") == 1  # the row is read once
-    looped = compile_triton(graph, options=_SMALL)  # 40 > max_rblock: three loops
+    looped = compile_triton(graph, options=_SMALL)  # 40 > max_rblock: two loops
     assert looped.kernel_count == 1
     assert "looped rows over [6] x [40]" in looped.source
-    assert looped.source.count("for roffset in range(0, rnumel, RBLOCK)") == 3
+    # max and sum of exp in one online loop (acc1 rescaled as the max grows), then store
+    assert looped.source.count("for roffset in range(0, rnumel, RBLOCK)") == 2
+    assert "acc1 = acc1 * scale0 + term0" in looped.source
     want = run_graph(graph, [x])
     _close(whole.fn(x), want, 40)
     _close(looped.fn(x), want, 40)
@@ -623,6 +625,32 @@ def test_row_groups_with_a_run_time_row_length_are_one_looped_kernel(
     for shape in [(2, 3), (5, 40), (300, 7), (3, 100)]:  # row lengths under and over a tile
         a = _RNG.normal(size=shape) * 3
         _close(compiled.fn(a), run_graph(graph, [a]), shape[1])
+
+
+@pytest.mark.parametrize("dtype", _FLOATS)
+@pytest.mark.parametrize("returns_exp", [False, True], ids=["online", "exp-returned"])
+def test_looped_softmax_with_numpys_edge_values(dtype: str, returns_exp: bool) -> None:
+    # Max and sum of exp share one online loop, unless exp(x - max) is itself a result
+    # (it needs the final max to be stored): then a loop each.
+    x = _RNG.normal(size=(7, 37)).astype(dtype) * 30
+    x[1] = -np.inf  # max -inf: NumPy's exp(-inf - -inf) is NaN
+    x[2, ::5] = -np.inf  # some -inf: exp gives 0 there
+    x[3, 17] = np.inf  # +inf: inf - inf is NaN
+    x[4, 30] = np.nan
+    x[5, :20] = -np.inf  # lanes that see only -inf while the row max is finite
+    graph = _graph([x], _softmax_with_parts_returned if returns_exp else _softmax_rows)
+    compiled = compile_triton(graph, options=_LOOPED_ROWS)
+    assert "looped rows over [7] x [37]" in compiled.source
+    loops = compiled.source.count("for roffset in range(0, rnumel, RBLOCK)")
+    assert loops == (3 if returns_exp else 2)
+    with np.errstate(all="ignore"):
+        want = run_graph(graph, [x])
+        got = compiled.fn(x)
+    pairs = zip(got, want, strict=True) if returns_exp else [(got, want)]
+    for g_, w_ in pairs:
+        assert g_.dtype == w_.dtype and g_.shape == w_.shape
+        np.testing.assert_array_equal(np.isnan(g_), np.isnan(w_))
+        np.testing.assert_allclose(g_, w_, rtol=64 * float(np.finfo(dtype).eps), atol=0)
 
 
 def test_integer_rows_loop_exactly() -> None:
@@ -885,6 +913,8 @@ def test_random_matmul_templates_match_numpy(
 # One step of a random row program: a pointwise op of the current value, or the current
 # value combined with one of its own row reductions (keepdims), as softmax and layernorm do.
 _ROW_STEPS = {
+    "softmax": lambda g, cur, x: _softmax_rows(g, cur),  # online max and sum when looped
+    "log_softmax": lambda g, cur, x: _log_softmax(g, cur),
     "tanh": lambda g, cur, x: _op(g, "tanh", cur),
     "exp_neg_abs": lambda g, cur, x: _op(g, "exp", _op(g, "negative", _op(g, "absolute", cur))),
     "plus_input": lambda g, cur, x: _op(g, "add", cur, x),

@@ -62,7 +62,7 @@ from .triton_kernel import (
     widen_lines,
     xoffset_lines,
 )
-from .triton_ops import reduction_identity, tl_type, triton_literal
+from .triton_ops import reduction_identity, tl_type, triton_expr, triton_literal
 from .triton_split import split_chunks
 
 
@@ -309,15 +309,66 @@ def _looped_body(
     # Rows longer than a tile: one loop over the row per reduction part, accumulating it and
     # computing the pointwise parts before it; a last loop for the parts after the last
     # reduction. Pointwise values are recomputed in each loop that reads them (inlined),
-    # stored once, in their own part's loop; reduced values are [XBLOCK, 1] locals.
+    # stored once, in their own part's loop; reduced values are [XBLOCK, 1] locals. A max
+    # followed by a sum of exp(value - max) shares one loop (`_online_pair`).
     inner = indent + "    "
     lines: list[str] = []
     defs: dict[str, Expr] = {}  # pointwise buffer -> its value, over the row's variables
     reduced: dict[str, str] = {}  # reduction buffer -> its local
-    pending: list[Store] = []
+    segments = _segments(aligned)
+    for pointwise, _ in segments:
+        for part_store in pointwise:
+            defs[part_store.buffer] = _inline(part_store.value, defs)
     count = 0
     counter = 0  # tmp names stay unique across loops
+    loop = 0
+    while loop < len(segments):
+        pointwise, reductions = segments[loop]
+        pair = _online_pair(segments, loop, defs, group)
+        if pair is not None:
+            reductions = [pair[0], pair[1]]
+            loop += 1  # the sum's segment: its pointwise parts are all inside the group
+        last = loop == len(segments) - 1
+        loop += 1
+        for i, store in enumerate(reductions, count):
+            kind, dtype = _kind(store)
+            identity = triton_literal(reduction_identity(kind, dtype), dtype, _TILE)
+            lines.append(f"{indent}acc{i} = {identity}")
+        lines.append(f"{indent}for roffset in range(0, rnumel, RBLOCK):")
+        lines += _row_lines("roffset + tl.arange(0, RBLOCK)[None, :]", extent, inner)
+        body = _Body(buffers, _TILE, "mask", inner)
+        body.locals.update(reduced)
+        body.counter = counter
+        # The row stays in L2 for the loops after this one; the last loop reads it for good.
+        body.eviction = "evict_first" if last else "evict_last"
+        for part_store in pointwise:
+            value = defs[part_store.buffer]
+            internal = part_store.buffer in group.internal
+            body.store(Store(part_store.buffer, part_store.index, value), internal)
+        after = _Body(buffers, "[XBLOCK, 1]", "xmask", indent)
+        if pair is not None:
+            _online_softmax(body, after, pair, count, defs, group)
+        else:
+            for i, store in enumerate(reductions, count):
+                tile = body.emit(_inline(store.value, defs))
+                combined = _combine(*_kind(store), f"acc{i}", _masked(store, tile))
+                body.lines.append(f"{inner}acc{i} = {combined}")
+            for i, store in enumerate(reductions, count):
+                result = f"{_reduce(*_kind(store), f'acc{i}')}[:, None]"
+                _finish(after, store, i, result, store.buffer in group.internal)
+        counter = body.counter
+        lines += body.lines + after.lines
+        for store in reductions:
+            reduced[store.buffer] = after.locals[store.buffer]
+        count += len(reductions)
+    return lines
+
+
+def _segments(aligned: _Aligned) -> list[tuple[list[Store], list[ReductionStore]]]:
+    # The group as (pointwise stores, then the reduction stores they lead to); the last
+    # segment holds the pointwise stores after the last reduction, and no reduction.
     segments: list[tuple[list[Store], list[ReductionStore]]] = []
+    pending: list[Store] = []
     for is_reduction, stores in aligned:
         if is_reduction:
             segments.append((pending, [s for s in stores if isinstance(s, ReductionStore)]))
@@ -326,37 +377,98 @@ def _looped_body(
             pending += [s for s in stores if isinstance(s, Store)]
     if pending:
         segments.append((pending, []))
-    for loop, (pointwise, reductions) in enumerate(segments, 1):
-        for i, store in enumerate(reductions, count):
-            dtype = _kind(store)[1]
-            identity = triton_literal(reduction_identity(_kind(store)[0], dtype), dtype, _TILE)
-            lines.append(f"{indent}acc{i} = {identity}")
-        lines.append(f"{indent}for roffset in range(0, rnumel, RBLOCK):")
-        lines += _row_lines("roffset + tl.arange(0, RBLOCK)[None, :]", extent, inner)
-        body = _Body(buffers, _TILE, "mask", inner)
-        body.locals.update(reduced)
-        body.counter = counter
-        # The row stays in L2 for the loops after this one; the last loop reads it for good.
-        body.eviction = "evict_first" if loop == len(segments) else "evict_last"
-        for part_store in pointwise:
-            value = _inline(part_store.value, defs)
-            internal = part_store.buffer in group.internal
-            body.store(Store(part_store.buffer, part_store.index, value), internal)
-            defs[part_store.buffer] = value
-        for i, store in enumerate(reductions, count):
-            tile = body.emit(_inline(store.value, defs))
-            combined = _combine(*_kind(store), f"acc{i}", _masked(store, tile))
-            body.lines.append(f"{inner}acc{i} = {combined}")
-        counter = body.counter
-        lines += body.lines
-        after = _Body(buffers, "[XBLOCK, 1]", "xmask", indent)
-        for i, store in enumerate(reductions, count):
-            result = f"{_reduce(*_kind(store), f'acc{i}')}[:, None]"
-            _finish(after, store, i, result, store.buffer in group.internal)
-            reduced[store.buffer] = after.locals[store.buffer]
-        lines += after.lines
-        count += len(reductions)
-    return lines
+    return segments
+
+
+def _online_pair(
+    segments: list[tuple[list[Store], list[ReductionStore]]],
+    at: int,
+    defs: dict[str, Expr],
+    group: FusedKernel,
+) -> tuple[ReductionStore, ReductionStore] | None:
+    # (max, sum) when segment `at` reduces `max(v)` and the next one `sum(exp(v - max))`
+    # (softmax, log-softmax) over floats, with nothing between them to store: both then run
+    # in one loop as an online softmax (a running max, and a running sum rescaled by
+    # exp(old max - new max) whenever the max grows).
+    if at + 1 >= len(segments):
+        return None
+    (_, first), (between, second) = segments[at], segments[at + 1]
+    if len(first) != 1 or len(second) != 1:
+        return None
+    peak, total = first[0], second[0]
+    dtype = peak.dtype
+    if dtype.kind != "f" or total.dtype != dtype or peak.divisor or total.divisor:
+        return None
+    if _reduce_kind(peak) != "max" or _reduce_kind(total) != "sum":
+        return None
+    if any(store.buffer not in group.internal for store in between):
+        return None
+    value = _inline(total.value, defs)
+    if not (isinstance(value, Apply) and value.fn == "exp" and value.dtype == dtype):
+        return None
+    (diff,) = value.args
+    if not (isinstance(diff, Apply) and diff.fn == "subtract" and diff.dtype == dtype):
+        return None
+    shifted, subtracted = diff.args
+    is_peak = isinstance(subtracted, Load) and subtracted.buffer == peak.buffer
+    if not is_peak or shifted != _inline(peak.value, defs):
+        return None
+    return peak, total
+
+
+def _online_softmax(
+    body: _Body,
+    after: _Body,
+    pair: tuple[ReductionStore, ReductionStore],
+    i: int,
+    defs: dict[str, Expr],
+    group: FusedKernel,
+) -> None:
+    # The loop body and the finish of an online (max, sum of exp) pair: per lane a running
+    # max acc<i> and a running sum acc<i+1> of exp(v - running max). A lane whose max is
+    # still -inf holds 0 (exp(-inf - -inf) would be NaN); a row whose max is -inf gets a NaN
+    # sum, as NumPy's exp(-inf - -inf) gives; NaN and +inf propagate as in NumPy.
+    peak, total = pair
+    dtype = peak.dtype
+    ty = tl_type(dtype)
+    j = i + 1
+
+    def exp(text: str) -> str:
+        return triton_expr("exp", [text], [dtype], dtype)
+
+    ninf = triton_literal(float("-inf"), dtype, _TILE)
+    zero = triton_literal(0.0, dtype, _TILE)
+    inner = body.indent
+    value = body.emit(_inline(peak.value, defs))
+    body.lines += [
+        f"{inner}val{i} = tl.where(mask, {value}.to({ty}), {ninf})",
+        f"{inner}new{i} = _np_max_combine(acc{i}, val{i})",
+        f"{inner}scale{i} = tl.where(new{i} == {ninf}, {zero}, {exp(f'acc{i} - new{i}')})",
+        f"{inner}term{i} = tl.where(new{i} == {ninf}, {zero}, {exp(f'val{i} - new{i}')})",
+        f"{inner}acc{j} = acc{j} * scale{i} + term{i}",
+        f"{inner}acc{i} = new{i}",
+    ]
+    _finish(
+        after,
+        peak,
+        i,
+        f"tl.reduce(acc{i}, 1, _np_max_combine)[:, None]",
+        peak.buffer in group.internal,
+    )
+    indent = after.indent
+    row_ninf = triton_literal(float("-inf"), dtype, "[XBLOCK, 1]")
+    after.lines.append(
+        f"{indent}rescale{i} = tl.where(acc{i} == {ninf}, {zero}, {exp(f'acc{i} - rres{i}')})"
+    )
+    summed = f"tl.sum(acc{j} * rescale{i}, axis=1)[:, None]"
+    nan = triton_literal(float("nan"), dtype, "[XBLOCK, 1]")
+    _finish(
+        after,
+        total,
+        j,
+        f"tl.where(rres{i} == {row_ninf}, {nan}, {summed})",
+        total.buffer in group.internal,
+    )
 
 
 _TILE = "[XBLOCK, RBLOCK]"
