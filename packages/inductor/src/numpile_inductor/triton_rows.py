@@ -16,7 +16,13 @@ reads and writes the same elements of a row.
   reduction (softmax: max, sum of exp, store; three reads of a row the
   program has just read, mostly from L2, against four passes over the whole
   array part by part). Loads ask L2 to keep the row (`evict_last`) until the
-  last loop (`evict_first`). Torch's inductor generates the same loops.
+  last loop (`evict_first`). Torch's inductor generates the same loops. A max
+  followed by a sum of `exp(v - max)` (softmax, log-softmax) shares one loop as
+  an online softmax: per lane a running max and a running sum of exp, rescaled
+  by `exp(old max - new max)` when the max grows, so a softmax reads its row
+  twice. The sum then rounds differently (each term rescaled once more), within
+  the tolerance fused reductions already have; NumPy's NaN for a row of -inf,
+  and NaN and +inf propagation, are kept.
 
 Sizes known only at run time are kernel arguments: a dynamic row count
 (batch), and a dynamic row length, which makes the kernel looped. Groups that
