@@ -255,21 +255,20 @@ def row_kernel_source(
         lines += _persistent_body(aligned, group, buffers, extent, indent)
     else:
         lines += _looped_body(aligned, group, buffers, extent, indent)
-    source = "\n".join(lines) + "\n"
     return TritonKernel(
-        group.name,
-        source,
-        tuple(used),
-        stride_dims,
-        tuple(scalars),
-        xnumel,
-        rnumel,
-        xblock,
-        rblock,
-        num_warps,
-        True,
-        origins,
-        tuple(symbols),
+        name=group.name,
+        source="\n".join(lines) + "\n",
+        buffers=tuple(used),
+        stride_dims=stride_dims,
+        scalars=tuple(scalars),
+        xnumel=xnumel,
+        rnumel=rnumel,
+        xblock=xblock,
+        rblock=rblock,
+        num_warps=num_warps,
+        is_reduction=True,
+        origins=origins,
+        size_symbols=tuple(symbols),
     )
 
 
