@@ -653,6 +653,19 @@ def test_looped_softmax_with_numpys_edge_values(dtype: str, returns_exp: bool) -
         np.testing.assert_allclose(g_, w_, rtol=64 * float(np.finfo(dtype).eps), atol=0)
 
 
+def test_row_values_do_not_make_a_split_row_reduction_tile_as_a_column_one() -> None:
+    # Few rows: standardize(softmax(x)) runs part by part, split. Its later reductions read
+    # several keepdims row values (max, sum, mean) besides x; those are the same element
+    # along a row and must not vote for column (chunk-major) tiles.
+    few = _RNG.normal(size=(2, 300))
+    graph = _graph([few], lambda g, a: _standardize(g, _softmax_rows(g, a)))
+    compiled = compile_triton(graph, options=_SMALL)
+    assert compiled.source.count("_split(") >= 3 and "chunk-major" not in compiled.source
+    got, want = compiled.fn(few), run_graph(graph, [few])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-9, atol=1e-12)
+    _close(got[1], want[1], 1200)
+
+
 def test_integer_rows_loop_exactly() -> None:
     x = _RNG.integers(-50, 50, size=(7, 45)).astype(np.int64)
 
