@@ -213,7 +213,8 @@ def run_workload(
 
 def profile_host(workload: Workload, *, calls: int = 2000, top: int = 25) -> None:
     """Where a compiled call's host time goes: the wall time per call (device work queued,
-    not awaited) against CuPy eager's, then cProfile's functions by own time.
+    not awaited) against CuPy eager's and against numpile launching every kernel through
+    Triton's `run` (`direct_launch=False`), then cProfile's functions by own time.
 
     >>> profile_host(find_workloads(["tiny_call_f64"])[0])  # doctest: +SKIP
     """
@@ -227,7 +228,12 @@ def profile_host(workload: Workload, *, calls: int = 2000, top: int = 25) -> Non
     device = tuple(cupy.asarray(a) for a in gpu_inputs(workload, quick=True, scale=1))
     numpile.reset()
     compiled = numpile.compile(workload.fn, fullgraph=True)
-    contenders: dict[str, Callable[..., Any]] = {"numpile": compiled, "cupy": workload.fn}
+    through_run = numpile.compile(workload.fn, fullgraph=True, options={"direct_launch": False})
+    contenders: dict[str, Callable[..., Any]] = {
+        "numpile": compiled,
+        "numpile, launches through Triton's run": through_run,
+        "cupy": workload.fn,
+    }
     for name, fn in contenders.items():
         fn(*device)
         cupy.cuda.get_current_stream().synchronize()

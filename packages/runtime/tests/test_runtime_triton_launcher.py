@@ -141,12 +141,15 @@ def test_interpreter_and_missing_knobs_always_run_through_triton(
     a = np.zeros(16, np.float32)
     for _ in range(2):
         _launch(launcher, a, 1.0, stream=None)
+    off = rt.TritonLauncher(fn, _KINDS, direct=False)  # TritonOptions.direct_launch=False
+    for _ in range(2):
+        _launch(off, a, 1.0)
     monkeypatch.setattr(triton_launcher, "_runtime_knobs", lambda: None)
     old = rt.TritonLauncher(fn, _KINDS)
     assert not old.launches_direct
     for _ in range(2):
         _launch(old, a, 1.0)
-    assert len(fn.runs) == 4 and fn.launches == []
+    assert len(fn.runs) == 6 and fn.launches == []
 
 
 def test_no_direct_launches_unless_the_constexprs_come_last(hooks: Any) -> None:

@@ -327,7 +327,10 @@ class _Runner:
         self.mode = mode
         self.writes_inputs = writes_inputs
         self.launchers = {
-            k.name: rt.TritonLauncher(getattr(loaded, k.name), arg_kinds(k)) for k in module.kernels
+            k.name: rt.TritonLauncher(
+                getattr(loaded, k.name), arg_kinds(k), direct=options.direct_launch
+            )
+            for k in module.kernels
         }
         make_extern = extern_callable if mode == "interpret" else device_extern
         flat = [

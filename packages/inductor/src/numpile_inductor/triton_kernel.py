@@ -85,6 +85,8 @@ class TritonOptions:
     `gemm_backends`: how a matmul may run, "extern" (cuBLAS through CuPy) and/or "triton"
     (a `tl.dot` template with its epilogue fused, `triton_matmul.py`); with both, the first
     call times them (a tuple, or a comma-separated string as in torch's option);
+    `direct_launch`: launch compiled kernels without Triton's `run` after their first
+    launch (`numpile_runtime.TritonLauncher`; False: always through `run`, to compare);
     `trace_enabled`, `debug_dir`, `graph_diagram`: the inductor's `trace.*` options (the
     graph, the loop IR and `output_code.py` under `debug_dir`; see `debug.py`).
 
@@ -101,6 +103,7 @@ class TritonOptions:
     split_reductions: bool = True
     split_programs: int = 512
     gemm_backends: tuple[str, ...] = attrs.field(default=("extern",), converter=_gemm_backends)
+    direct_launch: bool = True
     trace_enabled: bool = False
     debug_dir: str | None = None
     graph_diagram: bool = False

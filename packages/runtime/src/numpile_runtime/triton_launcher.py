@@ -82,13 +82,13 @@ class TritonLauncher:
 
     `kinds` says what each positional argument is: "ptr" (an array, passed as its
     first element's address), "int" (a size or stride) or "scalar" (a number
-    passed by value, not specialized).
+    passed by value, not specialized). `direct=False` always launches through `run`.
 
     >>> TritonLauncher(None, ("ptr", "int")).launches_direct
     False
     """
 
-    def __init__(self, fn: Any, kinds: Sequence[str]) -> None:
+    def __init__(self, fn: Any, kinds: Sequence[str], *, direct: bool = True) -> None:
         unknown = set(kinds) - set(ARG_KINDS)
         if unknown:
             raise ValueError(f"argument kinds must be {ARG_KINDS}, not {sorted(unknown)}")
@@ -103,7 +103,9 @@ class TritonLauncher:
         self.keywords = tuple(names[len(kinds) :]) if names else ()
         self._pick_blocks = _picker(self.keywords)
         self.knobs: Any = _runtime_knobs() if names else None
-        self.launches_direct = self.knobs is not None and _constexprs_follow(fn, len(kinds))
+        self.launches_direct = (
+            direct and self.knobs is not None and _constexprs_follow(fn, len(kinds))
+        )
         self.compiled: dict[tuple[Any, ...], Any] = {}
 
     def __call__(
