@@ -1008,3 +1008,16 @@ def test_random_row_programs_match_numpy(
     for g_, w_ in zip(got, want, strict=True):
         assert g_.shape == w_.shape and g_.dtype == w_.dtype
         np.testing.assert_allclose(g_, w_, rtol=1e-9, atol=1e-9)
+
+
+def test_direct_launch_option_reaches_every_kernels_launcher() -> None:
+    x = np.ones((4, 40), np.float32)
+    graph = _graph([x], _softmax_rows)
+    default = compile_triton(graph)
+    off = compile_triton(
+        graph, options=TritonOptions.from_mode(None, {"direct_launch": False}, interpret=True)
+    )
+    launchers = [*default.fn.launchers.values()]  # type: ignore[attr-defined]
+    assert launchers and all(launcher.launches_direct for launcher in launchers)
+    assert not any(launcher.launches_direct for launcher in off.fn.launchers.values())  # type: ignore[attr-defined]
+    _close(off.fn(x), run_graph(graph, [x]), 40)
