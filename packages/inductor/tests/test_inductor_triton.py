@@ -413,9 +413,38 @@ def test_matmul_with_both_gemm_backends_times_them_and_stores_the_choice(
                 raise RuntimeError("out of shared memory")
             return 1.0
 
-        assert pick_backend(choice, template_fails, "another device") == 0
+        assert pick_backend(choice, template_fails, "another device") == 0  # a tie: cuBLAS
+        assert pick_backend(choice, lambda i: [3.0, 2.0, 1.0, 2.0, 5.0, 4.0][i], "third") == 2
     finally:
         rt.set_cache_dir(previous.root)
+
+
+@pytest.mark.parametrize("dtype", _FLOATS)
+def test_every_matmul_template_tile_shape_matches_numpy(dtype: str, monkeypatch: Any) -> None:
+    # max-autotune times the template in each tile shape of TILES; force each in turn.
+    import numpile_inductor.triton_backend as backend
+    from numpile_inductor.triton_matmul import TILES
+
+    x = _RNG.normal(size=(37, 50)).astype(dtype)
+    w = _RNG.normal(size=(50, 70)).astype(dtype)
+    b = _RNG.normal(size=70).astype(dtype)
+
+    def build(g: Graph, a: Any, m: Any, v: Any) -> Any:
+        return _op(g, "maximum", _op(g, "add", _op(g, "matmul", a, m), v), 0.0)
+
+    graph = _graph([x, w, b], build)
+    options = TritonOptions.from_mode(None, {"gemm_backends": "extern,triton"}, interpret=True)
+    bound = 2 * 50 * float(np.finfo(dtype).eps) * (np.abs(x) @ np.abs(w))
+    want = run_graph(graph, [x, w, b])
+    for tile in range(len(TILES[dtype])):
+        monkeypatch.setattr(backend, "pick_backend", lambda *args, tile=tile: 1 + tile)
+        compiled = compile_triton(graph, options=options)
+        (choice,) = compiled.module.steps  # type: ignore[union-attr]
+        assert len(choice.templates) == len(TILES[dtype])  # type: ignore[union-attr]
+        block_m, block_n = TILES[dtype][tile][:2]
+        assert f"tl.zeros([{block_m}, {block_n}]" in choice.templates[tile].source  # type: ignore[union-attr]
+        got = compiled.fn(x, w, b)
+        assert got.dtype == want.dtype and np.all(np.abs(got - want) <= bound)
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,7 @@ from .triton_kernel import (
     scalar_value,
 )
 from .triton_matmul import (
+    TILES,
     MatmulChoice,
     fusable_epilogue,
     matmul_template,
@@ -178,13 +179,17 @@ def _matmul_step(
         epilogue = pending.pop(0)
     readers = [s for s in sched.steps if s is not epilogue and call.buffer in s.reads()]
     keep = bool(readers) or call.buffer in program.outputs.values()
-    template = matmul_template(call, epilogue, program.buffers, keep_product=keep, options=options)
+    dtype = program.buffers[call.buffer].dtype.name
+    templates = tuple(
+        matmul_template(call, epilogue, program.buffers, keep_product=keep, tile=tile)
+        for tile in range(len(TILES[dtype]))
+    )
     if options.gemm_backends == ("triton",):
-        return [template]
+        return [templates[0]]
     extern: list[ExternCall | TritonKernel] = [call]
     if epilogue is not None:
         extern += _kernels_of(epilogue, program.buffers, options)
-    return [MatmulChoice(tuple(extern), template)]
+    return [MatmulChoice(tuple(extern), templates)]
 
 
 def _default_options() -> TritonOptions:
@@ -474,12 +479,12 @@ class _Runner:
     def _choose(
         self, xp: Any, choice: MatmulChoice, env: dict[str, Any], sizes: dict[str, int]
     ) -> tuple[ExternCall | TritonKernel, ...]:
-        # gemm_backends with both: the extern call (and its epilogue kernel) or the template,
-        # by pick_backend (timed on this first call's arrays; shapes are static).
+        # gemm_backends with both: the extern call (and its epilogue kernel) or the template
+        # in one of its tile shapes, by pick_backend (timed on this first call's arrays).
         known = self.chosen.get(id(choice))
         if known is not None:
             return known
-        variants = (choice.extern, (choice.template,))
+        variants = (choice.extern, *((template,) for template in choice.templates))
 
         def time_variant(index: int) -> float:
             def run() -> None:

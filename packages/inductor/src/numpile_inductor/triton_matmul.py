@@ -9,9 +9,10 @@ one launch, the product never written unless something else reads it.
 
 Which one runs is `TritonOptions.gemm_backends` (torch's
 `max_autotune_gemm_backends`): "extern" (the default: cuBLAS), "triton" (the
-template), or both, which `max-autotune` sets: the first call times each
-(`MatmulChoice`), keeps the faster and stores the choice in the code cache per
-template source and device (`pick_backend`). Only 2-D float32 or
+template), or both, which `max-autotune` sets: the first call times the extern call against the
+template in each of its tile shapes (`TILES`: `BLOCK_M x BLOCK_N x BLOCK_K` and
+warps; `MatmulChoice`), keeps the fastest and stores the choice in the code cache
+per template source and device (`pick_backend`). Only 2-D float32 or
 float64 products of one dtype with static shapes get a template.
 
     >>> choice = matmul_choice(call, epilogue, buffers, keep_product=False)  # doctest: +SKIP
@@ -34,7 +35,6 @@ from .loop_ir import Buffer, BufferRef, ExternCall, Load, Store, loads_of
 from .scheduler import FusedKernel
 from .triton_kernel import (
     TritonKernel,
-    TritonOptions,
     _Body,
     _param,
     _signature,
@@ -46,28 +46,45 @@ from .triton_ops import tl_type
 
 log = logging.getLogger("numpile.inductor.triton")
 
-# Tile sizes per dtype: (BLOCK_M, BLOCK_N, BLOCK_K). tl.dot needs 16 or more on each.
-_TILES: dict[str, tuple[int, int, int]] = {"float32": (64, 64, 32), "float64": (32, 32, 16)}
+# Tile shapes per dtype, (BLOCK_M, BLOCK_N, BLOCK_K, num_warps), the first the default;
+# choosing by benchmark times them all. tl.dot needs 16 or more on each side.
+TILES: dict[str, tuple[tuple[int, int, int, int], ...]] = {
+    "float32": (
+        (64, 64, 32, 4),
+        (128, 64, 32, 4),
+        (64, 128, 32, 4),
+        (128, 128, 32, 8),
+        (32, 32, 32, 4),
+    ),
+    "float64": (
+        (32, 32, 16, 4),
+        (64, 32, 16, 4),
+        (32, 64, 16, 4),
+        (64, 64, 16, 8),
+        (16, 16, 16, 2),
+    ),
+}
 
 
 @attrs.frozen
 class MatmulChoice:
-    """An extern matmul with its epilogue kernel, or the template that replaces both.
+    """An extern matmul with its epilogue kernel, or the template that replaces both, in
+    one of its tile shapes.
 
-    `extern` holds the steps as the schedule has them; `template` the one kernel.
+    `extern` holds the steps as the schedule has them; `templates` one kernel per shape.
     """
 
     extern: tuple[ExternCall | TritonKernel, ...]
-    template: TritonKernel
+    templates: tuple[TritonKernel, ...]
 
     @property
     def name(self) -> str:
-        return self.template.name
+        return self.templates[0].name
 
     @property
     def kernels(self) -> tuple[TritonKernel, ...]:
         """Every kernel of both variants (the module holds them all)."""
-        return (*(k for k in self.extern if isinstance(k, TritonKernel)), self.template)
+        return (*(k for k in self.extern if isinstance(k, TritonKernel)), *self.templates)
 
 
 def choice_key(choice: MatmulChoice, device: str) -> str:
@@ -77,38 +94,40 @@ def choice_key(choice: MatmulChoice, device: str) -> str:
     >>> choice_key(choice, "NVIDIA H100 80GB HBM3")[:12]  # doctest: +SKIP
     'triton-gemm-'
     """
-    text = json.dumps([choice.template.source, device])
+    text = json.dumps([[t.source for t in choice.templates], device])
     return "triton-gemm-" + hashlib.sha256(text.encode()).hexdigest()[:28]
 
 
 def pick_backend(choice: MatmulChoice, time_variant: Callable[[int], float], device: str) -> int:
-    """0 (extern) or 1 (template): stored on disk for `device`, else the faster by
-    `time_variant` (seconds; a template that raises, e.g. out of shared memory on this
-    device, loses), then stored.
+    """0 (extern) or 1 + the index of a template tile shape: stored on disk for `device`,
+    else the fastest by `time_variant` (seconds; a template that raises, e.g. out of shared
+    memory on this device, loses; a tie goes to cuBLAS), then stored.
 
     >>> pick_backend(choice, lambda i: [2.0, 1.0][i], "cpu")  # doctest: +SKIP
     1
     """
     key = choice_key(choice, device)
+    variants = 1 + len(choice.templates)
     stored = rt.default_cache().get_bytes(key)
-    if stored in (b"0", b"1"):
+    if stored is not None and stored.isdigit() and int(stored) < variants:
         return int(stored)
     timings = []
-    for index in (0, 1):
+    for index in range(variants):
         try:
             timings.append(time_variant(index))
         except Exception as error:
             if index == 0:
                 raise  # the extern call's own error: NumPy's, from the user's line
-            log.info("matmul template %s failed (%s); cuBLAS it is", choice.name, error)
+            name = choice.templates[index - 1].name
+            log.info("matmul template %s failed (%s); not chosen", name, error)
             timings.append(math.inf)
-    best = 0 if timings[0] <= timings[1] else 1
+    best = min(range(variants), key=lambda i: (timings[i], i))
     log.info(
-        "matmul %s: extern %.1f us, template %.1f us -> %s",
+        "matmul %s: extern %.1f us, templates %s us -> %s",
         choice.name,
         timings[0] * 1e6,
-        timings[1] * 1e6,
-        ("extern", "template")[best],
+        ", ".join(f"{t * 1e6:.1f}" for t in timings[1:]),
+        "extern" if best == 0 else choice.templates[best - 1].name,
     )
     rt.default_cache().put_bytes(key, str(best).encode())
     return best
@@ -129,7 +148,7 @@ def template_operands(call: ExternCall, buffers: dict[str, Buffer]) -> tuple[Buf
     shapes = (a.shape, b.shape, out.shape)
     if any(len(shape) != 2 or not all(isinstance(d, int) for d in shape) for shape in shapes):
         return None
-    if not a.dtype == b.dtype == out.dtype or out.dtype.name not in _TILES:
+    if not a.dtype == b.dtype == out.dtype or out.dtype.name not in TILES:
         return None
     if tl_type(a.dtype) is None or a.shape[1] != b.shape[0] or 0 in (*a.shape, *b.shape):
         return None  # empty products stay extern calls
@@ -162,12 +181,13 @@ def matmul_template(
     buffers: dict[str, Buffer],
     *,
     keep_product: bool,
-    options: TritonOptions,
+    tile: int = 0,
 ) -> TritonKernel:
     """The template kernel for `call` (see `template_operands`), `epilogue` fused when given;
-    `keep_product` also stores the product itself (a graph output, or read elsewhere).
+    `keep_product` also stores the product itself (a graph output, or read elsewhere);
+    `tile` indexes the dtype's `TILES` (its name ends `_mm<tile>` past the first).
 
-    >>> matmul_template(call, None, buffers, keep_product=True, options=TritonOptions())
+    >>> matmul_template(call, None, buffers, keep_product=True)
     ... # doctest: +SKIP
     """
     operands = template_operands(call, buffers)
@@ -175,11 +195,11 @@ def matmul_template(
     a, b = operands
     m, k = a.shape
     n = b.shape[1]
-    block_m, block_n, block_k = _TILES[a.dtype.name]
+    block_m, block_n, block_k, num_warps = TILES[a.dtype.name][tile]
     ty = tl_type(a.dtype)
-    tile = f"[{block_m}, {block_n}]"
+    tile_shape = f"[{block_m}, {block_n}]"
     indent = "    "
-    name = f"{epilogue.name if epilogue is not None else call.buffer}_mm"
+    name = f"{epilogue.name if epilogue is not None else call.buffer}_mm{tile or ''}"
     stores: list[Store] = []
     scalars: list[str] = []
     used = [a.name, b.name]
@@ -206,7 +226,7 @@ def matmul_template(
         f"{indent}    rm = rm.to(tl.int64)",
         f"{indent}    rn = rn.to(tl.int64)",
         f"{indent}mask = (rm < {m}) & (rn < {n})",
-        f"{indent}acc = tl.zeros({tile}, {ty})",
+        f"{indent}acc = tl.zeros({tile_shape}, {ty})",
         f"{indent}for koffset in range(0, {k}, {block_k}):",
         f"{indent}    kr = koffset + tl.arange(0, {block_k})",
         f"{indent}    if INDEX64:",
@@ -222,7 +242,7 @@ def matmul_template(
         f"{indent}x1 = rn + 0 * rm",
         f"{indent}xindex = x0 * {n} + x1",
     ]
-    body = _Body(buffers, tile, "mask", indent)
+    body = _Body(buffers, tile_shape, "mask", indent)
     body.locals[call.buffer] = "acc"
     if keep_product or epilogue is None:
         here = (sympy.Symbol("x0", integer=True), sympy.Symbol("x1", integer=True))
@@ -242,7 +262,7 @@ def matmul_template(
         0,
         block_m * block_n,
         1,
-        options.num_warps,
+        num_warps,
         False,
         (call.node_name, *(epilogue.origins if epilogue is not None else ())),
         template="mm",
