@@ -319,6 +319,29 @@ def test_scalar_inputs_keep_float64_precision_and_int64_range() -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_matmul_template_tile_shape_matches_cupy(dtype: Any, monkeypatch: Any) -> None:
+    import numpile_inductor.triton_backend as backend
+    from numpile_inductor.triton_matmul import TILES
+
+    cupy = _cupy()
+
+    def layer(x: Any, w: Any, b: Any) -> Any:
+        return np.maximum(x @ w + b, 0.0)
+
+    x, w, b = (
+        cupy.asarray(_RNG.standard_normal(s).astype(dtype)) for s in ((200, 300), (300, 150), (150,))
+    )
+    want = layer(x, w, b)
+    bound = 2 * 300 * float(np.finfo(dtype).eps) * (cupy.abs(x) @ cupy.abs(w))
+    for tile in range(len(TILES[np.dtype(dtype).name])):
+        monkeypatch.setattr(backend, "pick_backend", lambda *args, tile=tile: 1 + tile)
+        numpile.reset()
+        options = {"gemm_backends": "extern,triton"}
+        got = numpile.compile(layer, fullgraph=True, options=options)(x, w, b)
+        assert bool(cupy.all(cupy.abs(got - want) <= bound + 1e-30)), TILES[np.dtype(dtype).name][tile]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_matmul_template_with_fused_epilogue_matches_cupy(dtype: Any) -> None:
     cupy = _cupy()
 
