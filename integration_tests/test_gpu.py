@@ -328,17 +328,17 @@ def test_every_matmul_template_tile_shape_matches_cupy(dtype: Any, monkeypatch: 
     def layer(x: Any, w: Any, b: Any) -> Any:
         return np.maximum(x @ w + b, 0.0)
 
-    x, w, b = (
-        cupy.asarray(_RNG.standard_normal(s).astype(dtype)) for s in ((200, 300), (300, 150), (150,))
-    )
+    shapes = ((200, 300), (300, 150), (150,))
+    x, w, b = (cupy.asarray(_RNG.standard_normal(s).astype(dtype)) for s in shapes)
     want = layer(x, w, b)
     bound = 2 * 300 * float(np.finfo(dtype).eps) * (cupy.abs(x) @ cupy.abs(w))
-    for tile in range(len(TILES[np.dtype(dtype).name])):
+    tiles = TILES[np.dtype(dtype).name]
+    for tile in range(len(tiles)):
         monkeypatch.setattr(backend, "pick_backend", lambda *args, tile=tile: 1 + tile)
         numpile.reset()
         options = {"gemm_backends": "extern,triton"}
         got = numpile.compile(layer, fullgraph=True, options=options)(x, w, b)
-        assert bool(cupy.all(cupy.abs(got - want) <= bound + 1e-30)), TILES[np.dtype(dtype).name][tile]
+        assert bool(cupy.all(cupy.abs(got - want) <= bound + 1e-30)), tiles[tile]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
