@@ -179,12 +179,13 @@ def _matmul_step(
         epilogue = pending.pop(0)
     readers = [s for s in sched.steps if s is not epilogue and call.buffer in s.reads()]
     keep = bool(readers) or call.buffer in program.outputs.values()
-    dtype = program.buffers[call.buffer].dtype.name
+    only_triton = options.gemm_backends == ("triton",)
+    tiles = 1 if only_triton else len(TILES[program.buffers[call.buffer].dtype.name])
     templates = tuple(
         matmul_template(call, epilogue, program.buffers, keep_product=keep, tile=tile)
-        for tile in range(len(TILES[dtype]))
+        for tile in range(tiles)
     )
-    if options.gemm_backends == ("triton",):
+    if only_triton:
         return [templates[0]]
     extern: list[ExternCall | TritonKernel] = [call]
     if epilogue is not None:
@@ -360,7 +361,6 @@ class _Runner:
         outputs = program.outputs.items()
         self.scalar_nodes = {name for node, name in outputs if gives_scalar(node)}
         self.read_only = {name for node, name in outputs if writeable(node) is False}
-        self._driver_ready = False
         # Per buffer: whether its shape has run-time sizes to bind, and whether a value found
         # in it may need converting before a kernel reads it (extern results, constants;
         # inputs are guarded and kernel buffers are allocated here, except interpreted).
@@ -417,9 +417,7 @@ class _Runner:
             return self._run(np, args)
         import cupy  # GPU mode: triton_status() found CuPy and a device
 
-        if not self._driver_ready:
-            rt.use_cupy_driver()
-            self._driver_ready = True
+        rt.use_cupy_driver()  # once per process
         if on_device:
             return self._run(cupy, args)
         done = rt.upload([a for a in args if isinstance(a, np.ndarray)])
@@ -524,7 +522,7 @@ class _Runner:
                 array = _as_kernel_array(xp, array, self.buffers[name], sizes)
             call_args.append(array)
             if dims:
-                layout = _layout(array.shape, array.strides, array.itemsize)
+                layout = _layout(array)
                 call_args += [layout.strides[d] for d in dims]
                 spans.append(layout.span)
         for name in kernel.scalars:
@@ -634,15 +632,15 @@ class _Layout:
 _LAYOUTS: dict[tuple[Any, ...], _Layout] = {}  # (shape, byte strides, itemsize) -> _Layout
 
 
-def _layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> _Layout:
+def _layout(array: Any) -> _Layout:
     # Arrays of a compiled call keep their shapes and strides from call to call (guards).
-    key = (shape, strides, itemsize)
+    itemsize = array.itemsize
+    key = (array.shape, array.strides, itemsize)
     known = _LAYOUTS.get(key)
     if known is not None:
         return known
-    low = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
-    high = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0)
-    layout = _Layout(tuple(s // itemsize for s in strides), (high - low) // itemsize)
+    low, high = rt.byte_extent(array)
+    layout = _Layout(tuple(s // itemsize for s in array.strides), (high - low) // itemsize - 1)
     if len(_LAYOUTS) < 4096:
         _LAYOUTS[key] = layout
     return layout
