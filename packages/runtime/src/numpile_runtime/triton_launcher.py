@@ -7,8 +7,8 @@ time may be 5 us; a direct launch here costs about 4 us (5 pointers, 6 ints).
 numpile launches the same kernels call after call with arguments that differ
 in their pointers only. `TritonLauncher` keeps, per specialization key, the
 `CompiledKernel` that `run` returned, and later launches with that key call its
-launcher itself, as `run` would (launch hooks that are empty chains, Triton
-3.6's default, are passed as None, and then no launch metadata is made).
+launcher itself, as `run` would. While a profiler has launch hooks installed
+(Triton 3.6 keeps them as chains, empty by default), launches go through `run`.
 
 The key holds the device (Triton loads a binary per device) and everything
 Triton specializes a kernel on: each pointer's alignment (its address modulo
@@ -119,7 +119,7 @@ class TritonLauncher:
     ) -> None:
         """Launch `grid` programs of the kernel on `stream` (None: Triton's interpreter) of
         CUDA device `device` (the current one: where Triton compiles and loads binaries)."""
-        if stream is None or not self.launches_direct:
+        if stream is None or not self.launches_direct or self._hooked():
             self._run(args, grid, constexprs, num_warps)
             return
         try:
@@ -137,16 +137,13 @@ class TritonLauncher:
             if kernel is not None and self.launches_direct:
                 self._record(key, kernel)
             return
-        kernel, launch, function, metadata_pack = binary
+        launch, function, metadata_pack = binary
         raw = list(args)
         for i, address in zip(self.pointers, addresses, strict=True):
             raw[i] = address
         raw += blocks
-        enter = _hook(self.knobs.launch_enter_hook)
-        exit_hook = _hook(self.knobs.launch_exit_hook)
-        metadata = None if enter is None else kernel.launch_metadata((grid,), stream, *raw)
-        try:
-            launch(grid, 1, 1, stream, function, metadata_pack, metadata, enter, exit_hook, *raw)
+        try:  # no launch metadata, no hooks: `_hooked` sent hooked launches through `run`
+            launch(grid, 1, 1, stream, function, metadata_pack, None, None, None, *raw)
         except TypeError as error:  # the launcher parses its arguments before launching
             self._give_up(error)
             self._run(args, grid, constexprs, num_warps)
@@ -154,11 +151,19 @@ class TritonLauncher:
     def _record(self, key: tuple[Any, ...], kernel: Any) -> None:
         # The compiled kernel and what a launch hands its launcher (Triton 3.4+ names).
         try:
-            binary = (kernel, kernel.run, kernel.function, kernel.packed_metadata)
+            binary = (kernel.run, kernel.function, kernel.packed_metadata)
         except AttributeError as error:
             self._give_up(error)
             return
         self.compiled[key] = binary
+
+    def _hooked(self) -> bool:
+        # Whether a profiler added launch hooks: those launches go through `run`, which
+        # makes the launch metadata the hooks read from its own arguments.
+        knobs = self.knobs
+        return _hook(knobs.launch_enter_hook) is not None or (
+            _hook(knobs.launch_exit_hook) is not None
+        )
 
     def _give_up(self, error: Exception) -> None:
         log.info("direct Triton launches disabled for %s: %s", self._name(), error)
