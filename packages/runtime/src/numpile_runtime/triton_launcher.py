@@ -38,7 +38,7 @@ from .cuda_launch import KernelArg, data_ptr
 
 log = logging.getLogger("numpile.runtime.cuda")
 
-ARG_KINDS = ("ptr", "int", "scalar")
+_ARG_KINDS = ("ptr", "int", "scalar")
 
 
 def _runtime_knobs() -> Any:
@@ -89,9 +89,9 @@ class TritonLauncher:
     """
 
     def __init__(self, fn: Any, kinds: Sequence[str], *, direct: bool = True) -> None:
-        unknown = set(kinds) - set(ARG_KINDS)
+        unknown = set(kinds) - set(_ARG_KINDS)
         if unknown:
-            raise ValueError(f"argument kinds must be {ARG_KINDS}, not {sorted(unknown)}")
+            raise ValueError(f"argument kinds must be {_ARG_KINDS}, not {sorted(unknown)}")
         self.fn = fn
         self.kinds = tuple(kinds)
         self.pointers = tuple(i for i, kind in enumerate(kinds) if kind == "ptr")
