@@ -71,6 +71,9 @@ from .triton_kernel import (
 from .triton_ops import reduction_identity, tl_type, triton_expr, triton_literal
 from .triton_split import split_chunks
 
+# Pointwise results computed where read: buffer -> (its store index, its value).
+_Defs = dict[str, tuple[tuple[Any, ...], Expr]]
+
 
 def _rename(expr: Expr, mapping: dict[Any, Any]) -> Expr:
     if isinstance(expr, Load):
@@ -153,7 +156,7 @@ def inline_pointwise_parts(group: FusedKernel) -> tuple[FusedKernel, ...]:
     >>> [part.name for part in inline_pointwise_parts(group)]  # doctest: +SKIP
     ['kernel0', 'kernel2', 'kernel3']
     """
-    defs: dict[str, tuple[tuple[Any, ...], Expr]] = {}  # buffer -> (store index, value)
+    defs: _Defs = {}
     kept: list[FusedKernel] = []
     for part in group.parts:
         if defs:
@@ -167,7 +170,7 @@ def inline_pointwise_parts(group: FusedKernel) -> tuple[FusedKernel, ...]:
             store.buffer in group.internal and _plain_index(store.index) for store in stores
         ):
             for store in stores:  # in order: a store may read one before it in the part
-                defs[store.buffer] = (tuple(store.index), _inline_defs(store.value, defs))
+                defs[store.buffer] = (tuple(store.index), _inline(store.value, defs))
             continue
         kept.append(part)
     return tuple(kept)
@@ -181,11 +184,11 @@ def _plain_index(index: tuple[Any, ...]) -> bool:
     return all(n.is_Symbol for n in symbols) and len(set(symbols)) == len(symbols)
 
 
-def _inline_store(store: Store | ReductionStore, defs: dict[str, Any]) -> Store | ReductionStore:
-    return attrs.evolve(store, value=_inline_defs(store.value, defs))
+def _inline_store(store: Store | ReductionStore, defs: _Defs) -> Store | ReductionStore:
+    return attrs.evolve(store, value=_inline(store.value, defs))
 
 
-def _inline_defs(expr: Expr, defs: dict[str, tuple[tuple[Any, ...], Expr]]) -> Expr:
+def _inline(expr: Expr, defs: _Defs) -> Expr:
     # Loads of pointwise results replaced by their values at the loaded element.
     if isinstance(expr, Load) and expr.buffer in defs:
         index, value = defs[expr.buffer]
@@ -196,7 +199,7 @@ def _inline_defs(expr: Expr, defs: dict[str, tuple[tuple[Any, ...], Expr]]) -> E
         }
         return _rename(value, mapping)
     if isinstance(expr, Apply):
-        return Apply(expr.fn, tuple(_inline_defs(arg, defs) for arg in expr.args), expr.dtype)
+        return Apply(expr.fn, tuple(_inline(arg, defs) for arg in expr.args), expr.dtype)
     return expr
 
 
@@ -318,12 +321,13 @@ def _looped_body(
     # followed by a sum of exp(value - max) shares one loop (`_online_pair`).
     inner = indent + "    "
     lines: list[str] = []
-    defs: dict[str, Expr] = {}  # pointwise buffer -> its value, over the row's variables
+    defs: _Defs = {}  # over the row's variables
     reduced: dict[str, str] = {}  # reduction buffer -> its local
     segments = _segments(aligned)
     for pointwise, _ in segments:
         for part_store in pointwise:
-            defs[part_store.buffer] = _inline(part_store.value, defs)
+            value = _inline(part_store.value, defs)
+            defs[part_store.buffer] = (tuple(part_store.index), value)
     count = 0
     counter = 0  # tmp names stay unique across loops
     loop = 0
@@ -347,7 +351,7 @@ def _looped_body(
         # The row stays in L2 for the loops after this one; the last loop reads it for good.
         body.eviction = "evict_first" if last else "evict_last"
         for part_store in pointwise:
-            value = defs[part_store.buffer]
+            value = defs[part_store.buffer][1]
             internal = part_store.buffer in group.internal
             body.store(Store(part_store.buffer, part_store.index, value), internal)
         after = _Body(buffers, "[XBLOCK, 1]", "xmask", indent)
@@ -388,7 +392,7 @@ def _segments(aligned: _Aligned) -> list[tuple[list[Store], list[ReductionStore]
 def _online_pair(
     segments: list[tuple[list[Store], list[ReductionStore]]],
     at: int,
-    defs: dict[str, Expr],
+    defs: _Defs,
     group: FusedKernel,
 ) -> tuple[ReductionStore, ReductionStore] | None:
     # (max, sum) when segment `at` reduces `max(v)` and the next one `sum(exp(v - max))`
@@ -426,7 +430,7 @@ def _online_softmax(
     after: _Body,
     pair: tuple[ReductionStore, ReductionStore],
     i: int,
-    defs: dict[str, Expr],
+    defs: _Defs,
     group: FusedKernel,
 ) -> None:
     # The loop body and the finish of an online (max, sum of exp) pair: per lane a running
@@ -477,16 +481,6 @@ def _online_softmax(
 
 
 _TILE = "[XBLOCK, RBLOCK]"
-
-
-def _inline(expr: Expr, defs: dict[str, Expr]) -> Expr:
-    # `expr` with loads of the group's pointwise buffers replaced by their values (the
-    # loads read the element the part wrote: `_aligned_stores` checked it).
-    if isinstance(expr, Load) and expr.buffer in defs:
-        return defs[expr.buffer]
-    if isinstance(expr, Apply):
-        return Apply(expr.fn, tuple(_inline(arg, defs) for arg in expr.args), expr.dtype)
-    return expr
 
 
 def _kind(store: ReductionStore) -> tuple[str, Any]:
