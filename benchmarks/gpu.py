@@ -23,6 +23,7 @@ code on the GPU), and ``torch/np`` its time over numpile's (above 1: numpile is 
 from __future__ import annotations
 
 import argparse
+import ast
 import statistics
 import sys
 import time
@@ -155,7 +156,12 @@ def gpu_inputs(workload: Workload, *, quick: bool, scale: int) -> tuple[Any, ...
 
 
 def run_workload(
-    workload: Workload, *, quick: bool, bandwidth: float, scale: int = 1
+    workload: Workload,
+    *,
+    quick: bool,
+    bandwidth: float,
+    scale: int = 1,
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Time one workload on CPU NumPy, CuPy eager, numpile (Triton, CUDA graphs) and torch.
 
@@ -167,13 +173,14 @@ def run_workload(
     import numpile
 
     repeat = 5 if quick else 30
+    options = options or None  # numpile.compile takes a mode or options, not both
     host = gpu_inputs(workload, quick=quick, scale=scale)
     device = tuple(cupy.asarray(a) for a in host)
     kernels = _kernel_count(workload, device)
     numpile.reset()
-    compiled = numpile.compile(workload.fn, fullgraph=True)
+    compiled = numpile.compile(workload.fn, fullgraph=True, options=options)
     replayed = numpile.compile(workload.fn, fullgraph=True, mode="reduce-overhead")
-    from_host = numpile.compile(workload.fn, fullgraph=True, device="cuda")
+    from_host = numpile.compile(workload.fn, fullgraph=True, device="cuda", options=options)
     want = workload.fn(*device)
     for got in (compiled(*device), replayed(*device)):
         leaves_want = want if isinstance(want, tuple) else (want,)
@@ -195,7 +202,7 @@ def run_workload(
         row["numpile_tuned_ms"] = _gpu_ms(lambda: tuned(*device), repeat)
     if workload.name in ROW_WORKLOADS:
         # A dynamic batch: the row count is a kernel argument (one kernel per row group still).
-        dynamic = numpile.compile(workload.fn, fullgraph=True, dynamic=True)
+        dynamic = numpile.compile(workload.fn, fullgraph=True, dynamic=True, options=options)
         row["numpile_dynamic_ms"] = _gpu_ms(lambda: dynamic(*device), repeat)
     torch_fn = _torch_cuda(workload)
     if torch_fn is not None:
@@ -287,6 +294,19 @@ def _print(rows: list[dict[str, Any]], bandwidth: float, device: str) -> None:
             )
 
 
+def _option(text: str) -> tuple[str, Any]:
+    """`KEY=VALUE` as a compile option, the value a Python literal where it is one.
+
+    >>> _option("split_programs=1024"), _option("direct_launch=False")
+    (('split_programs', 1024), ('direct_launch', False))
+    """
+    key, _, value = text.partition("=")
+    try:
+        return key, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return key, value
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the GPU suite; prints "no GPU: <why>" and returns 0 where there is none.
 
@@ -304,12 +324,21 @@ def main(argv: list[str] | None = None) -> int:
         "workloads (default 8; 1 gives the CPU suite's sizes)",
     )
     parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a numpile.compile option for every compiled call (A/B runs: "
+        "--option split_programs=1024)",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="instead of timing: profile the host side of each selected workload's "
         "compiled call (cProfile, quick sizes)",
     )
     options = parser.parse_args(argv)
+    compile_options = dict(_option(text) for text in options.option)
     reason = _gpu_reason()
     if reason:
         print(f"no GPU: {reason}")
@@ -327,13 +356,24 @@ def main(argv: list[str] | None = None) -> int:
         if workload.bound == "overhead" and workload.name != "tiny_call_f64":
             continue
         try:
-            rows.append(
-                run_workload(
-                    workload, quick=options.quick, bandwidth=bandwidth, scale=options.scale
-                )
+            row = run_workload(
+                workload,
+                quick=options.quick,
+                bandwidth=bandwidth,
+                scale=options.scale,
+                options=compile_options,
             )
         except Exception as error:  # one broken workload must not hide the others
             print(f"{workload.name}: failed: {type(error).__name__}: {error}", file=sys.stderr)
+            continue
+        rows.append(row)
+        # Progress, so that a run stopped part way still leaves its figures.
+        print(
+            " ".join(
+                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
+            ),
+            flush=True,
+        )
     _print(rows, bandwidth, name)
     return 0
 

@@ -314,7 +314,9 @@ def test_scalar_inputs_keep_float64_precision_and_int64_range() -> None:
     for lr, t in ((0.1 + 2**-40, 1), (1e-3, 16), (3.0, 2**40 + 1)):
         got = compiled(w, g, lr, t)
         want = step(w.get(), g.get(), lr, t)
-        np.testing.assert_allclose(got[0].get(), want[0], rtol=1e-15)
+        # float32 scalars would be off by about 1e-9 here; float64 ones within an ulp or
+        # two (the GPU contracts `w - c * g` into one fused multiply-add).
+        np.testing.assert_allclose(got[0].get(), want[0], rtol=1e-14, atol=1e-14)
         np.testing.assert_array_equal(got[1].get(), want[1])
 
 
@@ -336,8 +338,8 @@ def test_every_matmul_template_tile_shape_matches_cupy(dtype: Any, monkeypatch: 
     for tile in range(len(tiles)):
         monkeypatch.setattr(backend, "pick_backend", lambda *args, tile=tile: 1 + tile)
         numpile.reset()
-        options = {"gemm_backends": "extern,triton"}
-        got = numpile.compile(layer, fullgraph=True, options=options)(x, w, b)
+        compiled = numpile.compile(layer, fullgraph=True, mode="max-autotune-no-cudagraphs")
+        got = compiled(x, w, b)
         assert bool(cupy.all(cupy.abs(got - want) <= bound + 1e-30)), tiles[tile]
 
 

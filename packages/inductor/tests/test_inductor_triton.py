@@ -419,6 +419,27 @@ def test_matmul_with_both_gemm_backends_times_them_and_stores_the_choice(
         rt.set_cache_dir(previous.root)
 
 
+def test_default_mode_times_cublas_against_one_template_tile_on_a_gpu() -> None:
+    # The default on a GPU: the first call times cuBLAS (+ its epilogue kernel) against the
+    # template in TILES' first shape; max-autotune against every shape; interpreted, cuBLAS.
+    from numpile_inductor.triton_backend import generate_triton
+    from numpile_inductor.triton_matmul import TILES
+
+    x, w, b = _RNG.normal(size=(20, 30)), _RNG.normal(size=(30, 40)), _RNG.normal(size=40)
+    graph = _graph(
+        [x, w, b],
+        lambda g, a, m, v: _op(g, "maximum", _op(g, "add", _op(g, "matmul", a, m), v), 0.0),
+    )
+    templates = {}
+    for mode in (None, "max-autotune"):
+        module, _ = generate_triton(graph, TritonOptions.from_mode(mode, interpret=False))
+        (choice,) = module.steps
+        templates[mode] = len(choice.templates)  # type: ignore[union-attr]
+    assert templates == {None: 1, "max-autotune": len(TILES["float64"])}
+    module, _ = generate_triton(graph, TritonOptions.from_mode(None, interpret=True))
+    assert [type(s).__name__ for s in module.steps] == ["ExternCall", "TritonKernel"]
+
+
 @pytest.mark.parametrize("dtype", _FLOATS)
 def test_every_matmul_template_tile_shape_matches_numpy(dtype: str, monkeypatch: Any) -> None:
     # max-autotune times the template in each tile shape of TILES; force each in turn.
@@ -433,7 +454,7 @@ def test_every_matmul_template_tile_shape_matches_numpy(dtype: str, monkeypatch:
         return _op(g, "maximum", _op(g, "add", _op(g, "matmul", a, m), v), 0.0)
 
     graph = _graph([x, w, b], build)
-    options = TritonOptions.from_mode(None, {"gemm_backends": "extern,triton"}, interpret=True)
+    options = TritonOptions.from_mode("max-autotune-no-cudagraphs", interpret=True)
     bound = 2 * 50 * float(np.finfo(dtype).eps) * (np.abs(x) @ np.abs(w))
     want = run_graph(graph, [x, w, b])
     for tile in range(len(TILES[dtype])):

@@ -123,8 +123,13 @@ def _reads_at_store_index(kernel: Kernel, group: list[Kernel]) -> bool:
     return True
 
 
-def schedule(program: Program) -> Schedule:
+def schedule(program: Program, *, scratch_rows: bool = True) -> Schedule:
     """Fuse the program's kernels; returns the fused steps in execution order.
+
+    `scratch_rows`: a row group's intermediates live in a per-thread scratch row (the C
+    backend), so only rows of known size up to `_MAX_SCRATCH_BYTES` leave memory; False
+    when intermediates are recomputed where read or kept in registers (Triton), so any
+    intermediate read only inside its group leaves memory.
 
     >>> len(schedule(lower_graph(graph)).kernels)  # doctest: +SKIP
     1
@@ -172,7 +177,7 @@ def schedule(program: Program) -> Schedule:
             log.debug("fused %s into group %d", step.name, chosen)
         for name in step.writes():
             writer[name] = chosen
-    steps = fuse_rows(program, _finish(program, groups))
+    steps = fuse_rows(program, _finish(program, groups), scratch_rows=scratch_rows)
     return Schedule(program, _rename(steps))
 
 
@@ -251,14 +256,15 @@ def _same_row_reads(
 
 
 def fuse_rows(
-    program: Program, steps: list[FusedKernel | ExternCall]
+    program: Program, steps: list[FusedKernel | ExternCall], *, scratch_rows: bool = True
 ) -> list[FusedKernel | ExternCall]:
     """Merge consecutive kernels that work row by row into row groups.
 
     A run of kernels with a common non-empty prefix of loop ranges, containing a
     reduction, where each reads what the earlier ones wrote only in its own row,
     becomes one kernel parallel over the rows. Buffers read only inside the
-    group get one row of scratch per thread instead of memory.
+    group get one row of scratch per thread instead of memory (`scratch_rows`, else they
+    are internal to the group whatever their size).
 
     >>> [str(s).split(":")[0] for s in fuse_rows(program, steps)]  # doctest: +SKIP
     ['kernel0']
@@ -300,12 +306,15 @@ def fuse_rows(
             for name in part.writes():
                 buf = program.buffers[name]
                 row_bytes = math.prod(buf.shape[rows:]) * buf.dtype.itemsize
-                if (
+                fits = not scratch_rows or (
                     isinstance(row_bytes, int)  # a row of symbolic size stays in memory
+                    and row_bytes <= _MAX_SCRATCH_BYTES
+                )
+                if (
+                    fits
                     and name not in outputs
                     and name not in part.internal
                     and readers.get(name, set()) <= {position}
-                    and row_bytes <= _MAX_SCRATCH_BYTES
                 ):
                     scratch.add(name)
         internal = set(scratch)

@@ -123,7 +123,7 @@ def generate_triton(graph: Graph, options: TritonOptions | None = None) -> tuple
 
     options = options or _default_options()
     program = lower_graph(graph)
-    sched = schedule(program)
+    sched = schedule(program, scratch_rows=False)
     steps: list[Step] = []
     pending = list(sched.steps)
     while pending:
@@ -180,7 +180,8 @@ def _matmul_step(
     readers = [s for s in sched.steps if s is not epilogue and call.buffer in s.reads()]
     keep = bool(readers) or call.buffer in program.outputs.values()
     only_triton = options.gemm_backends == ("triton",)
-    tiles = 1 if only_triton else len(TILES[program.buffers[call.buffer].dtype.name])
+    shapes = len(TILES[program.buffers[call.buffer].dtype.name])
+    tiles = 1 if only_triton else min(shapes, options.gemm_tiles or shapes)
     templates = tuple(
         matmul_template(call, epilogue, program.buffers, keep_product=keep, tile=tile)
         for tile in range(tiles)

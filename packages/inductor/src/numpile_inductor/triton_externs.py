@@ -10,6 +10,8 @@ step so that on a GPU:
 - integer-array indexing runs on the host: CuPy wraps out-of-bounds indices
   around where NumPy raises `IndexError`; so do `solve` and `inv`, which in
   CuPy return NaNs for a singular matrix where NumPy raises `LinAlgError`;
+- a 2-D float matmul calls cuBLAS directly (`numpile_runtime.cublas_matmul`, without
+  `cupy.matmul`'s host time around the same cuBLAS call);
 - a call CuPy rejects (a keyword it lacks, a function it does not implement,
   an error with its own wording) runs again in NumPy on host copies, so the
   result, or the exception, is NumPy's; a `numpile.perf_hints` line says so once.
@@ -90,9 +92,15 @@ def device_extern(step: ExternCall) -> Callable[..., Any]:
     def on_host(values: tuple[Any, ...]) -> Any:
         return to_device(fn(*(to_host(v) for v in values)))
 
+    direct_gemm = step.op_name == "matmul" and not step.kwargs and len(step.args) == 2
+
     def call(*values: Any) -> Any:
         if _needs_host(step, values):
             return on_host(values)
+        if direct_gemm and all(rt.is_device_array(v) for v in values):
+            product = rt.cublas_matmul(*values)  # None: not 2-D float operands cuBLAS reads
+            if product is not None:
+                return product
         try:
             return to_device(fn(*values))
         except Exception as error:

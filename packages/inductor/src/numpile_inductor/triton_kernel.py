@@ -47,11 +47,13 @@ from .loop_ir import (
 from .scheduler import FusedKernel
 from .triton_ops import reduction_identity, tl_type, triton_expr, triton_literal, triton_supports
 
+# max-autotune times cuBLAS against the template in every tile shape (also interpreted).
+_EVERY_GEMM: dict[str, Any] = {"gemm_backends": ("extern", "triton"), "gemm_tiles": None}
 _MODES: dict[str, dict[str, Any]] = {
     "default": {},
     "reduce-overhead": {"cudagraphs": True},
-    "max-autotune": {"autotune": True, "cudagraphs": True, "gemm_backends": ("extern", "triton")},
-    "max-autotune-no-cudagraphs": {"autotune": True, "gemm_backends": ("extern", "triton")},
+    "max-autotune": {"autotune": True, "cudagraphs": True, **_EVERY_GEMM},
+    "max-autotune-no-cudagraphs": {"autotune": True, **_EVERY_GEMM},
 }
 
 
@@ -83,8 +85,12 @@ class TritonOptions:
     about `split_programs` programs in the first (a few per multiprocessor of a current GPU:
     132 on an H100);
     `gemm_backends`: how a matmul may run, "extern" (cuBLAS through CuPy) and/or "triton"
-    (a `tl.dot` template with its epilogue fused, `triton_matmul.py`); with both, the first
-    call times them (a tuple, or a comma-separated string as in torch's option);
+    (a `tl.dot` template with its epilogue fused, `triton_matmul.py`); with both (the
+    default on a GPU), the first call times them (a tuple, or a comma-separated string as
+    in torch's option); `gemm_tiles`: how many of the template's tile shapes (`TILES`) are
+    timed against cuBLAS (1 by default, all with None: max-autotune);
+    `online_softmax`: a looped row group's max and sum of exp(v - max) share one loop
+    (`triton_rows.py`; False: a loop each, to compare);
     `direct_launch`: launch compiled kernels without Triton's `run` after their first
     launch (`numpile_runtime.TritonLauncher`; False: always through `run`, to compare);
     `trace_enabled`, `debug_dir`, `graph_diagram`: the inductor's `trace.*` options (the
@@ -102,7 +108,11 @@ class TritonOptions:
     cudagraphs: bool = False
     split_reductions: bool = True
     split_programs: int = 512
-    gemm_backends: tuple[str, ...] = attrs.field(default=("extern",), converter=_gemm_backends)
+    gemm_backends: tuple[str, ...] = attrs.field(
+        default=("extern", "triton"), converter=_gemm_backends
+    )
+    gemm_tiles: int | None = 1
+    online_softmax: bool = True
     direct_launch: bool = True
     trace_enabled: bool = False
     debug_dir: str | None = None
@@ -145,12 +155,20 @@ class TritonOptions:
 
     @classmethod
     def for_interpreter(cls) -> TritonOptions:
-        """Few, large blocks: each program instance costs ~2 ms interpreted.
+        """Few, large blocks: each program instance costs ~2 ms interpreted; matmuls are
+        extern calls unless `gemm_backends` says otherwise (timing a template interpreted
+        against NumPy says nothing about a GPU).
 
         >>> TritonOptions.for_interpreter().max_xblock
         65536
         """
-        return cls(max_xblock=65536, max_rblock=65536, max_tile=65536, split_programs=4)
+        return cls(
+            max_xblock=65536,
+            max_rblock=65536,
+            max_tile=65536,
+            split_programs=4,
+            gemm_backends=("extern",),
+        )
 
 
 @attrs.frozen

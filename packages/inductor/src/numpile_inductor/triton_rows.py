@@ -257,7 +257,7 @@ def row_kernel_source(
     if persistent:
         lines += _persistent_body(aligned, group, buffers, extent, indent)
     else:
-        lines += _looped_body(aligned, group, buffers, extent, indent)
+        lines += _looped_body(aligned, group, buffers, extent, indent, options.online_softmax)
     return TritonKernel(
         name=group.name,
         source="\n".join(lines) + "\n",
@@ -312,7 +312,12 @@ def _persistent_body(
 
 
 def _looped_body(
-    aligned: _Aligned, group: FusedKernel, buffers: dict[str, Buffer], extent: Any, indent: str
+    aligned: _Aligned,
+    group: FusedKernel,
+    buffers: dict[str, Buffer],
+    extent: Any,
+    indent: str,
+    online: bool,
 ) -> list[str]:
     # Rows longer than a tile: one loop over the row per reduction part, accumulating it and
     # computing the pointwise parts before it; a last loop for the parts after the last
@@ -333,7 +338,7 @@ def _looped_body(
     loop = 0
     while loop < len(segments):
         pointwise, reductions = segments[loop]
-        pair = _online_pair(segments, loop, defs, group)
+        pair = _online_pair(segments, loop, defs, group) if online else None
         if pair is not None:
             reductions = [pair[0], pair[1]]
             loop += 1  # the sum's segment: its pointwise parts are all inside the group

@@ -26,6 +26,7 @@ from .code_cache import CodeCache as CodeCache
 from .code_cache import cache_key as cache_key
 from .code_cache import default_cache as default_cache
 from .code_cache import set_cache_dir as set_cache_dir
+from .cublas_matmul import cublas_matmul as cublas_matmul
 from .cuda_graphs import CudaGraphRunner as CudaGraphRunner
 from .cuda_launch import KernelArg as KernelArg
 from .cuda_launch import TritonStatus as TritonStatus
