@@ -679,9 +679,24 @@ def test_row_groups_with_a_run_time_row_length_are_one_looped_kernel(
     graph.output = _softmax_rows(graph, x)
     compiled = compile_triton(graph, options=options)
     assert compiled.kernel_count == 1 and "looped rows over [s0] x [s1]" in compiled.source
+    assert compiled.source.count("tl.store(") == 1  # exp(x - max) is recomputed, not stored
     for shape in [(2, 3), (5, 40), (300, 7), (3, 100)]:  # row lengths under and over a tile
         a = _RNG.normal(size=shape) * 3
         _close(compiled.fn(a), run_graph(graph, [a]), shape[1])
+
+
+def test_intermediates_of_rows_too_long_for_a_scratch_row_are_recomputed_not_stored() -> None:
+    # The C backend keeps a row group's intermediates in a per-thread scratch row of at most
+    # 64 KiB; a Triton kernel recomputes them (looped) or keeps them in registers, so a
+    # softmax over 80 KB rows stores only its result (it stored exp(x - max) before: a
+    # third more memory traffic).
+    x = (_RNG.normal(size=(3, 20000)) * 3).astype(np.float32)
+    graph = _graph([x], _softmax_rows)
+    options = TritonOptions(max_xblock=64, max_rblock=4096, max_tile=4096, split_programs=1)
+    compiled = compile_triton(graph, options=options)
+    assert compiled.kernel_count == 1 and "looped rows over [3] x [20000]" in compiled.source
+    assert compiled.source.count("tl.store(") == 1
+    _close(compiled.fn(x), run_graph(graph, [x]), 64)
 
 
 @pytest.mark.parametrize("dtype", _FLOATS)
