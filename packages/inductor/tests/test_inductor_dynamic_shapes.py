@@ -116,16 +116,43 @@ def test_softmax_over_rows_of_symbolic_size() -> None:
         _check(graph, compiled.fn, [_normal(n, m, dtype="float32")], rtol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_mean_var_and_std_over_symbolic_sizes_are_kernels(dtype: str) -> None:
+    # The count is known only at run time: a sum of ones in the same loop, the division in
+    # float64 as with a static count. Layernorm's two means fuse into one row group.
+    def build(g: Graph, x: Any) -> Any:
+        centered = _op(g, "subtract", x, _op(g, "mean", x, axis=1, keepdims=True))
+        var = _op(g, "mean", _op(g, "multiply", centered, centered), axis=1, keepdims=True)
+        normed = _op(g, "divide", centered, _op(g, "sqrt", _op(g, "add", var, 1e-5)))
+        return (
+            normed,
+            _op(g, "mean", x),
+            _op(g, "var", x, axis=0, ddof=1),
+            _op(g, "std", x, axis=1, keepdims=True),
+        )
+
+    graph = _graph([_meta((S0, S1), dtype)], build)
+    compiled = compile_graph(graph)
+    assert compiled.extern_ops == []
+    for n, m in ((2, 3), (7, 300), (300, 9)):
+        _check(
+            graph,
+            compiled.fn,
+            [_normal(n, m, dtype=dtype)],
+            rtol=1e-5 if dtype == "float32" else 1e-12,
+        )
+
+
 def test_ops_that_need_static_sizes_run_as_extern_calls() -> None:
     def build(g: Graph, x: Any, w: Any) -> Any:
-        mean = _op(g, "mean", x, axis=1)  # symbolic divisor: extern
+        var = _op(g, "var", x, axis=1, ddof=2)  # n - 2 may be 0 at run time: extern
         t = _op(g, "transpose", x, axes=(1, 0))  # a view of symbolic shape: extern
         m = _op(g, "matmul", x, w)
-        return _op(g, "add", mean, 1.0), _op(g, "multiply", t, 2.0), _op(g, "maximum", m, 0.0)
+        return _op(g, "add", var, 1.0), _op(g, "multiply", t, 2.0), _op(g, "maximum", m, 0.0)
 
     graph = _graph([_meta((S0, S1)), _meta((S1, 3))], build)
     compiled = compile_graph(graph)
-    assert sorted(compiled.extern_ops) == ["matmul", "mean", "transpose"]
+    assert sorted(compiled.extern_ops) == ["matmul", "transpose", "var"]
     for n, m in ((2, 3), (19, 40)):
         _check(graph, compiled.fn, [_normal(n, m), _normal(m, 3)], rtol=1e-12)
 

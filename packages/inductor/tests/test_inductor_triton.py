@@ -685,6 +685,29 @@ def test_row_groups_with_a_run_time_row_length_are_one_looped_kernel(
         _close(compiled.fn(a), run_graph(graph, [a]), shape[1])
 
 
+def test_means_over_a_run_time_row_length_fuse_into_one_looped_kernel() -> None:
+    # Layernorm with dynamic rows: each mean is a sum and a count (the sum of ones) in one
+    # loop; before, both means were extern calls between two kernels. (A mean that is
+    # itself a result is a pointwise part over [s0, 1]: then the group runs part by part.)
+    import sympy
+
+    from numpile_capture import ArrayMeta
+
+    rows, cols = (sympy.Symbol(n, integer=True, positive=True) for n in ("s0", "s1"))
+    graph = Graph()
+    x = graph.placeholder("x", ArrayMeta((rows, cols), np.dtype("float32"), None))
+    graph.output = _standardize(graph, x)[0]
+    compiled = compile_triton(graph, options=_LOOPED_ROWS)
+    assert compiled.kernel_count == 1 and "looped rows over [s0] x [s1]" in compiled.source
+    assert compiled.module is not None
+    assert [type(step).__name__ for step in compiled.module.steps] == ["TritonKernel"]
+    assert compiled.source.count("tl.store(") == 1
+    for shape in [(2, 3), (5, 40), (3, 100)]:
+        a = (_RNG.normal(size=shape) * 3 + 1).astype(np.float32)
+        got, want = compiled.fn(a), run_graph(graph, [a])
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
 def test_intermediates_of_rows_too_long_for_a_scratch_row_are_recomputed_not_stored() -> None:
     # The C backend keeps a row group's intermediates in a per-thread scratch row of at most
     # 64 KiB; a Triton kernel recomputes them (looped) or keeps them in registers, so a

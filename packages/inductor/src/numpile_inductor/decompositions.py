@@ -10,6 +10,9 @@ Each entry rewrites one op into core pointwise operations and reductions
 | std | sqrt(var) |
 | clip | minimum(maximum(x, low), high), NaN-propagating like np.clip |
 
+A count known only at run time (dynamic shapes) is a second reduction in the
+same loop, the sum of ones; var then takes ddof 0 or 1 only.
+
     >>> sorted(DECOMPOSITIONS)
     ['clip', 'mean', 'std', 'var']
 """
@@ -23,7 +26,7 @@ import numpy as np
 
 from numpile_capture import ArrayMeta, Node
 
-from .loop_ir import Apply, Expr
+from .loop_ir import Apply, Constant, Expr
 from .lowering import (
     CannotLower,
     Lowered,
@@ -46,47 +49,81 @@ def _mean_dtype(node: Node, value: Lowered) -> np.dtype[Any]:
     return dtype
 
 
-def _static_count(value: Lowered, axes: tuple[int, ...]) -> int:
-    # The number of reduced elements; a symbolic count runs the op as an extern call.
+def _averaged(
+    ctx: LoweringContext,
+    value: Lowered,
+    axes: tuple[int, ...],
+    *,
+    keepdims: bool,
+    dtype: np.dtype[Any],
+    name: str,
+    ddof: Any = 0,
+) -> Lowered:
+    # sum(value) / max(n - ddof, 0) over `axes`, divided in float64 then cast (NumPy's
+    # true_divide of the sum by the count; for float32 the double rounding is exact). A
+    # count known only at run time is a second reduction in the same loop: the sum of
+    # ones, exact in float64 (sizes 0 and 1 are never symbolic, so n - 1 >= 1).
     count = math.prod(value.shape[d] for d in axes)
-    if not isinstance(count, int):
-        raise CannotLower("mean/var over a symbolic size")
-    return count
+    if isinstance(count, int):
+        return reduce_value(
+            ctx,
+            value,
+            axes=axes,
+            keepdims=keepdims,
+            reduction_type="sum",
+            dtype=dtype,
+            name=name,
+            divisor=max(count - ddof, 0),
+        )
+    if ddof not in (0, 1):
+        raise CannotLower("var with ddof other than 0 or 1 over a symbolic size")
+    total = reduce_value(
+        ctx,
+        value,
+        axes=axes,
+        keepdims=keepdims,
+        reduction_type="sum",
+        dtype=dtype,
+        name=f"{name}_sum",  # `name` is left for the quotient, where it is stored
+    )
+    ones = Lowered(value.shape, _F64, lambda idx: Constant(1.0, _F64))
+    counted = reduce_value(
+        ctx,
+        ones,
+        axes=axes,
+        keepdims=keepdims,
+        reduction_type="sum",
+        dtype=_F64,
+        name=f"{name}_count",
+    )
+    assert total.loader is not None and counted.loader is not None
+    total_loader, count_loader = total.loader, counted.loader
+
+    def load(idx: tuple[Any, ...]) -> Expr:
+        n = count_loader(idx)
+        if ddof:
+            n = Apply("subtract", (n, Constant(float(ddof), _F64)), _F64)
+        return cast(Apply("divide", (cast(total_loader(idx), _F64), n), _F64), dtype)
+
+    return Lowered(total.shape, dtype, load, 2, heavy=True)
+
+
+_F64 = np.dtype("float64")
 
 
 def _lower_mean(ctx: LoweringContext, node: Node) -> Lowered:
     value = reduction_input(ctx, node)
     dtype = _mean_dtype(node, value)
     axes = reduction_axes(node, len(value.shape))
-    count = _static_count(value, axes)
-    return reduce_value(
-        ctx,
-        value,
-        axes=axes,
-        keepdims=bool(node.kwargs.get("keepdims", False)),
-        reduction_type="sum",
-        dtype=dtype,
-        name=node.name,
-        divisor=count,
-    )
+    keepdims = bool(node.kwargs.get("keepdims", False))
+    return _averaged(ctx, value, axes, keepdims=keepdims, dtype=dtype, name=node.name)
 
 
 def _lower_var(ctx: LoweringContext, node: Node, *, root: bool = False) -> Lowered:
     value = reduction_input(ctx, node)
     dtype = _mean_dtype(node, value)
     axes = reduction_axes(node, len(value.shape))
-    count = _static_count(value, axes)
-    ddof = node.kwargs.get("ddof", 0)
-    mean = reduce_value(
-        ctx,
-        value,
-        axes=axes,
-        keepdims=True,
-        reduction_type="sum",
-        dtype=dtype,
-        name=f"{node.name}_mean",
-        divisor=count,
-    )
+    mean = _averaged(ctx, value, axes, keepdims=True, dtype=dtype, name=f"{node.name}_mean")
     assert value.loader is not None and mean.loader is not None
     source, mean_loader = value.loader, mean.loader
     mean_index = [d in axes for d in range(len(value.shape))]
@@ -97,16 +134,14 @@ def _lower_var(ctx: LoweringContext, node: Node, *, root: bool = False) -> Lower
         return Apply("multiply", (dev, dev), dtype)
 
     squares = Lowered(value.shape, dtype, deviation_squared, value.ops + 2)
-    divisor = max(count - ddof, 0)
-    result = reduce_value(
+    result = _averaged(
         ctx,
         squares,
-        axes=axes,
+        axes,
         keepdims=bool(node.kwargs.get("keepdims", False)),
-        reduction_type="sum",
         dtype=dtype,
         name=f"{node.name}_var" if root else node.name,
-        divisor=divisor,
+        ddof=node.kwargs.get("ddof", 0),
     )
     if not root:
         return result
