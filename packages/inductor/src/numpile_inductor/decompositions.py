@@ -64,18 +64,8 @@ def _averaged(
     # count known only at run time is a second reduction in the same loop: the sum of
     # ones, exact in float64 (sizes 0 and 1 are never symbolic, so n - 1 >= 1).
     count = math.prod(value.shape[d] for d in axes)
-    if isinstance(count, int):
-        return reduce_value(
-            ctx,
-            value,
-            axes=axes,
-            keepdims=keepdims,
-            reduction_type="sum",
-            dtype=dtype,
-            name=name,
-            divisor=max(count - ddof, 0),
-        )
-    if ddof not in (0, 1):
+    static = isinstance(count, int)
+    if not static and ddof not in (0, 1):
         raise CannotLower("var with ddof other than 0 or 1 over a symbolic size")
     total = reduce_value(
         ctx,
@@ -84,8 +74,12 @@ def _averaged(
         keepdims=keepdims,
         reduction_type="sum",
         dtype=dtype,
-        name=f"{name}_sum",  # `name` is left for the quotient, where it is stored
+        # A symbolic count leaves `name` for the quotient, where it is stored.
+        name=name if static else f"{name}_sum",
+        divisor=max(count - ddof, 0) if static else None,
     )
+    if static:
+        return total
     ones = Lowered(value.shape, _F64, lambda idx: Constant(1.0, _F64))
     counted = reduce_value(
         ctx,
