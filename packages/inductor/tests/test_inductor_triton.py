@@ -685,6 +685,19 @@ def test_row_groups_with_a_run_time_row_length_are_one_looped_kernel(
         _close(compiled.fn(a), run_graph(graph, [a]), shape[1])
 
 
+def test_online_softmax_off_gives_the_max_and_the_sum_a_loop_each() -> None:
+    # The A/B switch benchmarks.gpu uses: same results, three loops instead of two.
+    x = (_RNG.normal(size=(5, 37)) * 3).astype(np.float32)
+    graph = _graph([x], _softmax_rows)
+    loops = {}
+    for online in (True, False):
+        compiled = compile_triton(graph, options=attrs.evolve(_LOOPED_ROWS, online_softmax=online))
+        loops[online] = compiled.source.count("for roffset in range(0, rnumel, RBLOCK):")
+        assert ("scale" in compiled.source) == online
+        _close(compiled.fn(x), run_graph(graph, [x]), 64)
+    assert loops == {True: 2, False: 3}
+
+
 def test_means_over_a_run_time_row_length_fuse_into_one_looped_kernel() -> None:
     # Layernorm with dynamic rows: each mean is a sum and a count (the sum of ones) in one
     # loop; before, both means were extern calls between two kernels. (A mean that is

@@ -84,10 +84,10 @@ class TritonOptions:
     `split_reductions`: reduce few long rows in two kernels (`triton_split.py`), with
     about `split_programs` programs in the first (a few per multiprocessor of a current GPU:
     132 on an H100);
-    `gemm_backends`: how a matmul may run, "extern" (cuBLAS through CuPy) and/or "triton"
-    (a `tl.dot` template with its epilogue fused, `triton_matmul.py`); with both (the
-    default on a GPU), the first call times them (a tuple, or a comma-separated string as
-    in torch's option); `gemm_tiles`: how many of the template's tile shapes (`TILES`) are
+    `gemm_backends`: how a matmul may run, "extern" (cuBLAS, `numpile_runtime.cublas_matmul`)
+    and/or "triton" (a `tl.dot` template with its epilogue fused, `triton_matmul.py`); with
+    both (the default on a GPU), the first call times them (a tuple, or a comma-separated
+    string as in torch's option); `gemm_tiles`: how many of the template's tile shapes (`TILES`) are
     timed against cuBLAS (1 by default, all with None: max-autotune);
     `online_softmax`: a looped row group's max and sum of exp(v - max) share one loop
     (`triton_rows.py`; False: a loop each, to compare);

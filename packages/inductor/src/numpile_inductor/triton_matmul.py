@@ -1,6 +1,6 @@
 """Matmul as a Triton template: `tl.dot` tiles, the next pointwise kernel fused as epilogue.
 
-An extern matmul step (cuBLAS through CuPy) is one launch, and the pointwise
+An extern matmul step (one cuBLAS call) is one launch, and the pointwise
 kernel after it (`relu(x @ w + b)`) another that reads the product back. The
 template computes a `BLOCK_M x BLOCK_N` tile of the product per program
 (`tl.dot` over `BLOCK_K` slices, IEEE float32 or float64 products: no TF32,
@@ -8,14 +8,16 @@ as NumPy's BLAS) and applies that kernel's body to the tile before storing:
 one launch, the product never written unless something else reads it.
 
 Which one runs is `TritonOptions.gemm_backends` (torch's
-`max_autotune_gemm_backends`): "extern" (the default: cuBLAS), "triton" (the
-template), or both, which `max-autotune` sets: the first call times the extern call against the
-template in each of its tile shapes (`TILES`: `BLOCK_M x BLOCK_N x BLOCK_K` and
-warps; `MatmulChoice`), keeps the fastest and stores the choice in the code cache
-per template source and device (`pick_backend`). Only 2-D float32 or
-float64 products of one dtype with static shapes get a template.
+`max_autotune_gemm_backends`): "extern" (cuBLAS), "triton" (the template), or
+both (the default on a GPU): the first call times the extern call against the
+template in `gemm_tiles` of its tile shapes (`TILES`: `BLOCK_M x BLOCK_N x
+BLOCK_K` and warps; the first shape by default, all five in max-autotune;
+`MatmulChoice`), keeps the fastest and stores the choice in the code cache per
+template source and device (`pick_backend`). Only 2-D float32 or float64
+products of one dtype with static shapes get a template.
 
-    >>> choice = matmul_choice(call, epilogue, buffers, keep_product=False)  # doctest: +SKIP
+    >>> kernel = matmul_template(call, epilogue, buffers, keep_product=False, tile=0)
+    ... # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -85,6 +85,7 @@ __all__ = [
     "compile_times",
     "count",
     "counters",
+    "cublas_matmul",
     "cupy_available",
     "data_ptr",
     "default_cache",
