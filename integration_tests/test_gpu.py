@@ -61,9 +61,10 @@ def test_cupy_arrays_in_give_cupy_arrays_out() -> None:
     np.testing.assert_allclose(out.get(), sin_mul_add(a.get(), b.get()), rtol=1e-5, atol=1e-6)
 
 
-# (64, 100): one persistent kernel; (600, 5000): one looped kernel (rows longer than a
-# tile, enough of them to fill the device); (16, 5000), (4, 70000): part by part, split.
-@pytest.mark.parametrize("shape", [(64, 100), (600, 5000), (16, 5000), (4, 70000)])
+# (64, 100): one persistent kernel; (600, 5000), (520, 20000): one looped kernel (rows
+# longer than a tile, enough of them to fill the device; 20000 takes three 8192-element
+# tiles, the last one masked); (16, 5000), (4, 70000): part by part, split.
+@pytest.mark.parametrize("shape", [(64, 100), (600, 5000), (520, 20000), (16, 5000), (4, 70000)])
 def test_row_softmax_persistent_and_looped(shape: tuple[int, int]) -> None:
     cupy = _cupy()
     x = _f32(*shape)

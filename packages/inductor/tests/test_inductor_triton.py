@@ -47,7 +47,9 @@ if not rt.interpreting():
 
 _RNG = np.random.default_rng(11)
 # Small tiles force several program instances and the looped reduction path.
-_SMALL = TritonOptions(max_xblock=64, max_rblock=32, max_tile=256, split_programs=16)
+_SMALL = TritonOptions(
+    max_xblock=64, max_rblock=32, max_tile=256, looped_rblock=32, split_programs=16
+)
 
 
 def _graph(inputs: list[Any], build: Any) -> Graph:
@@ -562,12 +564,12 @@ def test_softmax_is_one_kernel_persistent_or_looped_and_parts_when_rows_are_few(
     assert whole.kernel_count == 1
     assert "persistent rows over [6] x [40]" in whole.source
     assert whole.source.count("tl.load(") == 1  # the row is read once
-    looped = compile_triton(graph, options=_SMALL)  # 40 > max_rblock: two loops
+    looped = compile_triton(graph, options=_SMALL)  # 40 > max_rblock: looped
     assert looped.kernel_count == 1
     assert "looped rows over [6] x [40]" in looped.source
-    # max and sum of exp in one online loop (acc1 rescaled as the max grows), then store
-    assert looped.source.count("for roffset in range(0, rnumel, RBLOCK)") == 2
-    assert "acc1 = acc1 * scale0 + term0" in looped.source
+    # a static row length: a loop each for the max, the sum of exp and the store
+    assert looped.source.count("for roffset in range(0, rnumel, RBLOCK)") == 3
+    assert "scale" not in looped.source
     want = run_graph(graph, [x])
     _close(whole.fn(x), want, 40)
     _close(looped.fn(x), want, 40)
@@ -582,7 +584,9 @@ def test_softmax_is_one_kernel_persistent_or_looped_and_parts_when_rows_are_few(
 
 
 # Row groups looped over rows longer than a tile, never split: one kernel per group.
-_LOOPED_ROWS = TritonOptions(max_xblock=64, max_rblock=16, max_tile=256, split_programs=1)
+_LOOPED_ROWS = TritonOptions(
+    max_xblock=64, max_rblock=16, max_tile=256, looped_rblock=16, split_programs=1
+)
 
 
 def _softmax_with_parts_returned(g: Graph, a: Any) -> Any:
@@ -626,14 +630,17 @@ _ROW_PROGRAMS = {
 }
 
 
+@pytest.mark.parametrize("online", [None, True], ids=["default", "online"])
 @pytest.mark.parametrize("shape", [(5, 37), (3, 64), (1, 100), (40, 17)])
 @pytest.mark.parametrize("dtype", _FLOATS)
 @pytest.mark.parametrize("program", sorted(_ROW_PROGRAMS))
-def test_looped_row_groups_match_numpy(program: str, dtype: str, shape: tuple[int, int]) -> None:
+def test_looped_row_groups_match_numpy(
+    program: str, dtype: str, shape: tuple[int, int], online: bool | None
+) -> None:
     x = (_RNG.normal(size=shape) * 2).astype(dtype)
     x[0, ::3] = -1.0  # ties and a row of the any/all program that keeps and drops elements
     graph = _graph([x], _ROW_PROGRAMS[program])
-    compiled = compile_triton(graph, options=_LOOPED_ROWS)
+    compiled = compile_triton(graph, options=attrs.evolve(_LOOPED_ROWS, online_softmax=online))
     # one row: the scheduler keeps the parts apart (a GPU would split that row anyway)
     assert "looped rows over" in compiled.source or shape[0] == 1
     got, want = compiled.fn(x), run_graph(graph, [x])
@@ -685,17 +692,37 @@ def test_row_groups_with_a_run_time_row_length_are_one_looped_kernel(
         _close(compiled.fn(a), run_graph(graph, [a]), shape[1])
 
 
-def test_online_softmax_off_gives_the_max_and_the_sum_a_loop_each() -> None:
-    # The A/B switch benchmarks.gpu uses: same results, three loops instead of two.
+def test_online_softmax_is_the_default_over_run_time_row_lengths_only() -> None:
+    # True: max and sum of exp share a loop (two loops); False: a loop each (three); None,
+    # the default: a loop each over a static row length, shared over a run-time one.
+    import sympy
+
+    from numpile_capture import ArrayMeta
+
     x = (_RNG.normal(size=(5, 37)) * 3).astype(np.float32)
-    graph = _graph([x], _softmax_rows)
+    static = _graph([x], _softmax_rows)
+    dynamic = Graph()
+    s0, s1 = (sympy.Symbol(n, integer=True, positive=True) for n in ("s0", "s1"))
+    dynamic.output = _softmax_rows(
+        dynamic, dynamic.placeholder("x", ArrayMeta((s0, s1), np.dtype("float32"), None))
+    )
     loops = {}
-    for online in (True, False):
-        compiled = compile_triton(graph, options=attrs.evolve(_LOOPED_ROWS, online_softmax=online))
-        loops[online] = compiled.source.count("for roffset in range(0, rnumel, RBLOCK):")
-        assert ("scale" in compiled.source) == online
-        _close(compiled.fn(x), run_graph(graph, [x]), 64)
-    assert loops == {True: 2, False: 3}
+    for online in (True, False, None):
+        for name, graph in (("static", static), ("dynamic", dynamic)):
+            options = attrs.evolve(_LOOPED_ROWS, online_softmax=online)
+            compiled = compile_triton(graph, options=options)
+            count = compiled.source.count("for roffset in range(0, rnumel, RBLOCK):")
+            loops[online, name] = count
+            assert ("scale" in compiled.source) == (count == 2)
+            _close(compiled.fn(x), run_graph(static, [x]), 64)
+    assert loops == {
+        (True, "static"): 2,
+        (True, "dynamic"): 2,
+        (False, "static"): 3,
+        (False, "dynamic"): 3,
+        (None, "static"): 3,
+        (None, "dynamic"): 2,
+    }
 
 
 def test_means_over_a_run_time_row_length_fuse_into_one_looped_kernel() -> None:
@@ -721,6 +748,40 @@ def test_means_over_a_run_time_row_length_fuse_into_one_looped_kernel() -> None:
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+def test_row_kernels_launch_as_measured_fastest_on_an_h200() -> None:
+    # GPU defaults (compiled, not run): static sizes are constants of the body, and the rows
+    # mask is all true where every program's rows exist (partial blocks of rows: the row
+    # tests above, e.g. 6 rows in blocks of 4, and run-time row counts); rows of
+    # 1024 persistent, one per program with 4 warps; rows of 32768 looped in tiles of 8192
+    # with 16 warps and a loop each for the max, the sum and the store; rows of a run-time
+    # length looped in max_rblock tiles, max and sum online.
+    import sympy
+
+    from numpile_capture import ArrayMeta
+
+    def kernel(shape: tuple[Any, ...]) -> tuple[Any, str]:
+        graph = Graph()
+        x = graph.placeholder("x", ArrayMeta(shape, np.dtype("float32"), None))
+        graph.output = _softmax_rows(graph, x)
+        compiled = compile_triton(graph, options=TritonOptions())
+        assert compiled.module is not None and compiled.kernel_count == 1
+        return compiled.module.steps[0], compiled.source
+
+    loops = "for roffset in range(0, rnumel, RBLOCK):"
+    persistent, source = kernel((65536, 1024))
+    assert (persistent.xblock, persistent.rblock, persistent.num_warps) == (1, 1024, 4)
+    assert "    xnumel = 65536\n    rnumel = 1024\n" in source
+    assert "if 65536 % XBLOCK == 0:\n        xmask = tl.full([XBLOCK, 1], True" in source
+    wide, source = kernel((2048, 32768))
+    assert (wide.xblock, wide.rblock, wide.num_warps) == (1, 8192, 16)
+    assert "    rnumel = 32768\n" in source and source.count(loops) == 3
+    s0, s1 = (sympy.Symbol(n, integer=True, positive=True) for n in ("s0", "s1"))
+    dynamic, source = kernel((s0, s1))
+    assert (dynamic.xblock, dynamic.rblock, dynamic.num_warps) == (1, 2048, 8)
+    assert "numel = " not in source and source.count(loops) == 2
+    assert "if XBLOCK == 1:\n        xmask = tl.full([XBLOCK, 1], True" in source
+
+
 def test_intermediates_of_rows_too_long_for_a_scratch_row_are_recomputed_not_stored() -> None:
     # The C backend keeps a row group's intermediates in a per-thread scratch row of at most
     # 64 KiB; a Triton kernel recomputes them (looped) or keeps them in registers, so a
@@ -735,11 +796,14 @@ def test_intermediates_of_rows_too_long_for_a_scratch_row_are_recomputed_not_sto
     _close(compiled.fn(x), run_graph(graph, [x]), 64)
 
 
+@pytest.mark.parametrize("online", [True, None], ids=["online", "default"])
 @pytest.mark.parametrize("dtype", _FLOATS)
-@pytest.mark.parametrize("returns_exp", [False, True], ids=["online", "exp-returned"])
-def test_looped_softmax_with_numpys_edge_values(dtype: str, returns_exp: bool) -> None:
-    # Max and sum of exp share one online loop, unless exp(x - max) is itself a result
-    # (it needs the final max to be stored): then a loop each.
+@pytest.mark.parametrize("returns_exp", [False, True], ids=["stats", "exp-returned"])
+def test_looped_softmax_with_numpys_edge_values(
+    dtype: str, returns_exp: bool, online: bool | None
+) -> None:
+    # Online, max and sum of exp share one loop, unless exp(x - max) is itself a result
+    # (it needs the final max to be stored): then a loop each, as by default.
     x = _RNG.normal(size=(7, 37)).astype(dtype) * 30
     x[1] = -np.inf  # max -inf: NumPy's exp(-inf - -inf) is NaN
     x[2, ::5] = -np.inf  # some -inf: exp gives 0 there
@@ -747,10 +811,10 @@ def test_looped_softmax_with_numpys_edge_values(dtype: str, returns_exp: bool) -
     x[4, 30] = np.nan
     x[5, :20] = -np.inf  # lanes that see only -inf while the row max is finite
     graph = _graph([x], _softmax_with_parts_returned if returns_exp else _softmax_and_stats)
-    compiled = compile_triton(graph, options=_LOOPED_ROWS)
+    compiled = compile_triton(graph, options=attrs.evolve(_LOOPED_ROWS, online_softmax=online))
     assert "looped rows over [7] x [37]" in compiled.source
     loops = compiled.source.count("for roffset in range(0, rnumel, RBLOCK)")
-    assert loops == (3 if returns_exp else 2)
+    assert loops == (2 if online and not returns_exp else 3)
     with np.errstate(all="ignore"):
         want = run_graph(graph, [x])
         got = compiled.fn(x)
@@ -1122,3 +1186,20 @@ def test_direct_launch_option_reaches_every_kernels_launcher() -> None:
     assert launchers and all(launcher.launches_direct for launcher in launchers)
     assert not any(launcher.launches_direct for launcher in off.fn.launchers.values())  # type: ignore[attr-defined]
     _close(off.fn(x), run_graph(graph, [x]), 40)
+
+
+def test_run_time_shapes_are_evaluated_per_size_values() -> None:
+    # Shapes of run-time sizes are remembered per value of their symbols (any assumptions
+    # on the symbols): a new value gives a new shape, never the remembered one.
+    import sympy
+
+    from numpile_inductor.triton_backend import _evaluate
+
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    n = sympy.Symbol("n", integer=True)
+    shape = (s0, 2 * n + 1, 7)
+    assert _evaluate(shape, {"s0": 3, "n": 4}) == (3, 9, 7)
+    assert _evaluate(shape, {"s0": 3, "n": 5}) == (3, 11, 7)
+    assert _evaluate(shape, {"s0": 2, "n": 4, "s9": 1}) == (2, 9, 7)
+    assert _evaluate(shape, {"s0": 3, "n": 4}) == (3, 9, 7)
+    assert _evaluate((5, 6), {}) == (5, 6)

@@ -78,6 +78,10 @@ class TritonOptions:
     `max_xblock`: elements of the output per program instance (pointwise);
     `max_rblock`: the longest row a reduction keeps in one tile (persistent);
     `max_tile`: elements of a reduction tile (`XBLOCK * RBLOCK`);
+    `row_tile`: elements of a persistent row kernel's tile: rows per program are
+    `row_tile // RBLOCK`, at least one (`triton_rows.py`);
+    `looped_rblock`: the tile of a row kernel looped over rows of a length known at compile
+    time (rows of a run-time length loop in `max_rblock` tiles);
     `num_warps`: warps per program on a GPU (ignored by the interpreter);
     `autotune`: time launch configurations on the first call (`triton_autotune.py`);
     `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
@@ -90,7 +94,8 @@ class TritonOptions:
     string as in torch's option); `gemm_tiles`: how many of the template's tile shapes (`TILES`) are
     timed against cuBLAS (1 by default, all with None: max-autotune);
     `online_softmax`: a looped row group's max and sum of exp(v - max) share one loop
-    (`triton_rows.py`; False: a loop each, to compare);
+    (`triton_rows.py`): True always, False never (a loop each), None (the default) over
+    rows of a run-time length only, the faster form of each on an H200;
     `direct_launch`: launch compiled kernels without Triton's `run` after their first
     launch (`numpile_runtime.TritonLauncher`; False: always through `run`, to compare);
     `trace_enabled`, `debug_dir`, `graph_diagram`: the inductor's `trace.*` options (the
@@ -103,6 +108,8 @@ class TritonOptions:
     max_xblock: int = 1024
     max_rblock: int = 2048
     max_tile: int = 4096
+    row_tile: int = 1024
+    looped_rblock: int = 8192
     num_warps: int = 4
     autotune: bool = False
     cudagraphs: bool = False
@@ -112,7 +119,7 @@ class TritonOptions:
         default=("extern", "triton"), converter=_gemm_backends
     )
     gemm_tiles: int | None = 1
-    online_softmax: bool = True
+    online_softmax: bool | None = None
     direct_launch: bool = True
     trace_enabled: bool = False
     debug_dir: str | None = None
@@ -166,6 +173,8 @@ class TritonOptions:
             max_xblock=65536,
             max_rblock=65536,
             max_tile=65536,
+            row_tile=65536,
+            looped_rblock=65536,
             split_programs=4,
             gemm_backends=("extern",),
         )
