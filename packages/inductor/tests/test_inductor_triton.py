@@ -37,7 +37,7 @@ pytest.importorskip("triton", reason="triton is not installed (pip install trito
 import numpile_runtime as rt
 from numpile_capture import Graph, get_op, meta_of, run_graph
 from numpile_inductor.triton_backend import compile_triton
-from numpile_inductor.triton_kernel import TritonOptions
+from numpile_inductor.triton_kernel import TritonOptions, fit_blocks
 
 if not rt.interpreting():
     pytest.skip(
@@ -776,6 +776,10 @@ def test_row_kernels_launch_as_measured_fastest_on_an_h200() -> None:
     assert (wide.xblock, wide.rblock, wide.num_warps) == (1, 8192, 16)
     assert "    rnumel = 32768\n" in source and source.count(loops) == 3
     s0, s1 = (sympy.Symbol(n, integer=True, positive=True) for n in ("s0", "s1"))
+    # a run-time row count launches as the static count does (fit_blocks, at each call)
+    for shape, launch in [((s0, 1024), (1, 1024, 4)), ((s0, 32768), (1, 8192, 16))]:
+        fitted = fit_blocks(kernel(shape)[0], 2048, shape[1], TritonOptions())
+        assert (fitted.xblock, fitted.rblock, fitted.num_warps) == launch
     dynamic, source = kernel((s0, s1))
     assert (dynamic.xblock, dynamic.rblock, dynamic.num_warps) == (1, 2048, 8)
     assert "numel = " not in source and source.count(loops) == 2
@@ -1203,3 +1207,35 @@ def test_run_time_shapes_are_evaluated_per_size_values() -> None:
     assert _evaluate(shape, {"s0": 2, "n": 4, "s9": 1}) == (2, 9, 7)
     assert _evaluate(shape, {"s0": 3, "n": 4}) == (3, 9, 7)
     assert _evaluate((5, 6), {}) == (5, 6)
+
+
+@pytest.mark.parametrize("options", [None, _LOOPED_ROWS], ids=["persistent", "looped"])
+def test_no_rows_launch_no_kernel(options: TritonOptions | None, monkeypatch: Any) -> None:
+    # A row kernel whose every program has its rows drops the rows mask, so a launch over
+    # zero rows (the grid has at least one program) would touch a row that is not there:
+    # nothing launches when a kernel has no output elements; the results are empty.
+    import sympy
+
+    from numpile_capture import ArrayMeta
+
+    launches: list[Any] = []
+    original = rt.TritonLauncher.__call__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        launches.append(args[1])
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(rt.TritonLauncher, "__call__", counted)
+    empty = np.zeros((0, 40), np.float32)
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    dynamic = Graph()
+    dynamic.output = _softmax_rows(
+        dynamic, dynamic.placeholder("x", ArrayMeta((s0, 40), np.dtype("float32"), None))
+    )
+    for graph in (_graph([empty], _softmax_rows), dynamic):
+        compiled = compile_triton(graph, options=options)
+        got = compiled.fn(empty)
+        assert got.shape == (0, 40) and got.dtype == np.float32 and not launches
+    rows = (_RNG.normal(size=(3, 40)) * 3).astype(np.float32)
+    _close(compiled.fn(rows), run_graph(dynamic, [rows]), 40)
+    assert launches

@@ -535,6 +535,8 @@ class _Runner:
             rnumel = _evaluate((kernel.rnumel,), sizes)[0] if kernel.is_reduction else 0
         else:
             xnumel, rnumel = numels
+        if xnumel == 0:
+            return  # no output elements: every store is masked by xindex < xnumel
         call_args.append(xnumel)
         if kernel.is_reduction:
             call_args.append(rnumel)

@@ -207,6 +207,7 @@ class TritonKernel:
     size_symbols: tuple[str, ...] = ()
     outer: bool = False  # a reduction whose loads are contiguous along the kept axes
     split: int = 1  # the first stage of a split reduction: chunks per row (triton_split.py)
+    rows: bool = False  # a row group's kernel (triton_rows.py): its own tiles and warps
     template: str = ""  # "mm": a matmul template, its blocks fixed in its source
 
     def grid(self, xnumel: int) -> tuple[int]:
@@ -507,10 +508,13 @@ def fit_blocks(
     if isinstance(kernel.rnumel, int):
         rblock = kernel.rblock  # static rows: the code may be persistent over this block
     if rblock < rnumel:  # looped: one row per program, as kernel_source does
+        if kernel.rows and isinstance(kernel.rnumel, int):
+            return kernel  # tiles and warps chosen for this row length (triton_rows.py)
         return attrs.evolve(
             kernel, xblock=1, rblock=rblock, num_warps=looped_warps(1, rblock, options)
         )
-    xblock = max(1, _pow2_at_most(xnumel, options.max_tile // rblock))
+    tile = options.row_tile if kernel.rows else options.max_tile
+    xblock = max(1, _pow2_at_most(xnumel, tile // rblock))
     return attrs.evolve(kernel, xblock=xblock, rblock=rblock)
 
 

@@ -283,6 +283,7 @@ def row_kernel_source(
         is_reduction=True,
         origins=origins,
         size_symbols=tuple(symbols),
+        rows=True,
     )
 
 
