@@ -557,6 +557,23 @@ def _softmax_rows(g: Graph, a: Any) -> Any:
     return _op(g, "divide", e, _op(g, "sum", e, axis=(1,), keepdims=True))
 
 
+def _softmax_graph(shape: tuple[Any, ...], dtype: str = "float32") -> Graph:
+    # A row softmax over an input of `shape`, whose sizes may be sympy symbols (run time).
+    from numpile_capture import ArrayMeta
+
+    graph = Graph()
+    graph.output = _softmax_rows(
+        graph, graph.placeholder("x", ArrayMeta(shape, np.dtype(dtype), None))
+    )
+    return graph
+
+
+def _run_time_sizes(*names: str) -> tuple[Any, ...]:
+    import sympy
+
+    return tuple(sympy.Symbol(name, integer=True, positive=True) for name in names)
+
+
 def test_softmax_is_one_kernel_persistent_or_looped_and_parts_when_rows_are_few() -> None:
     x = _RNG.normal(size=(6, 40)).astype(np.float32)
     graph = _graph([x], _softmax_rows)
@@ -650,11 +667,9 @@ def test_looped_row_groups_match_numpy(
 
 @pytest.mark.parametrize("options", [None, _LOOPED_ROWS], ids=["persistent", "looped"])
 def test_row_groups_with_a_run_time_row_count_are_one_kernel(options: TritonOptions | None) -> None:
-    import sympy
-
     from numpile_capture import ArrayMeta
 
-    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    (s0,) = _run_time_sizes("s0")
     graph = Graph()
     x = graph.placeholder("x", ArrayMeta((s0, 40), np.dtype("float32"), None))
     gamma = graph.placeholder("gamma", ArrayMeta((40,), np.dtype("float32"), None))
@@ -676,14 +691,7 @@ def test_row_groups_with_a_run_time_row_count_are_one_kernel(options: TritonOpti
 def test_row_groups_with_a_run_time_row_length_are_one_looped_kernel(
     options: TritonOptions | None,
 ) -> None:
-    import sympy
-
-    from numpile_capture import ArrayMeta
-
-    rows, cols = (sympy.Symbol(n, integer=True, positive=True) for n in ("s0", "s1"))
-    graph = Graph()
-    x = graph.placeholder("x", ArrayMeta((rows, cols), np.dtype("float64"), None))
-    graph.output = _softmax_rows(graph, x)
+    graph = _softmax_graph(_run_time_sizes("s0", "s1"), "float64")
     compiled = compile_triton(graph, options=options)
     assert compiled.kernel_count == 1 and "looped rows over [s0] x [s1]" in compiled.source
     assert compiled.source.count("tl.store(") == 1  # exp(x - max) is recomputed, not stored
@@ -695,17 +703,9 @@ def test_row_groups_with_a_run_time_row_length_are_one_looped_kernel(
 def test_online_softmax_is_the_default_over_run_time_row_lengths_only() -> None:
     # True: max and sum of exp share a loop (two loops); False: a loop each (three); None,
     # the default: a loop each over a static row length, shared over a run-time one.
-    import sympy
-
-    from numpile_capture import ArrayMeta
-
     x = (_RNG.normal(size=(5, 37)) * 3).astype(np.float32)
     static = _graph([x], _softmax_rows)
-    dynamic = Graph()
-    s0, s1 = (sympy.Symbol(n, integer=True, positive=True) for n in ("s0", "s1"))
-    dynamic.output = _softmax_rows(
-        dynamic, dynamic.placeholder("x", ArrayMeta((s0, s1), np.dtype("float32"), None))
-    )
+    dynamic = _softmax_graph(_run_time_sizes("s0", "s1"))
     loops = {}
     for online in (True, False, None):
         for name, graph in (("static", static), ("dynamic", dynamic)):
@@ -729,13 +729,10 @@ def test_means_over_a_run_time_row_length_fuse_into_one_looped_kernel() -> None:
     # Layernorm with dynamic rows: each mean is a sum and a count (the sum of ones) in one
     # loop; before, both means were extern calls between two kernels. (A mean that is
     # itself a result is a pointwise part over [s0, 1]: then the group runs part by part.)
-    import sympy
-
     from numpile_capture import ArrayMeta
 
-    rows, cols = (sympy.Symbol(n, integer=True, positive=True) for n in ("s0", "s1"))
     graph = Graph()
-    x = graph.placeholder("x", ArrayMeta((rows, cols), np.dtype("float32"), None))
+    x = graph.placeholder("x", ArrayMeta(_run_time_sizes("s0", "s1"), np.dtype("float32"), None))
     graph.output = _standardize(graph, x)[0]
     compiled = compile_triton(graph, options=_LOOPED_ROWS)
     assert compiled.kernel_count == 1 and "looped rows over [s0] x [s1]" in compiled.source
@@ -755,15 +752,8 @@ def test_row_kernels_launch_as_measured_fastest_on_an_h200() -> None:
     # 1024 persistent, one per program with 4 warps; rows of 32768 looped in tiles of 8192
     # with 16 warps and a loop each for the max, the sum and the store; rows of a run-time
     # length looped in max_rblock tiles, max and sum online.
-    import sympy
-
-    from numpile_capture import ArrayMeta
-
     def kernel(shape: tuple[Any, ...]) -> tuple[Any, str]:
-        graph = Graph()
-        x = graph.placeholder("x", ArrayMeta(shape, np.dtype("float32"), None))
-        graph.output = _softmax_rows(graph, x)
-        compiled = compile_triton(graph, options=TritonOptions())
+        compiled = compile_triton(_softmax_graph(shape), options=TritonOptions())
         assert compiled.module is not None and compiled.kernel_count == 1
         return compiled.module.steps[0], compiled.source
 
@@ -775,7 +765,7 @@ def test_row_kernels_launch_as_measured_fastest_on_an_h200() -> None:
     wide, source = kernel((2048, 32768))
     assert (wide.xblock, wide.rblock, wide.num_warps) == (1, 8192, 16)
     assert "    rnumel = 32768\n" in source and source.count(loops) == 3
-    s0, s1 = (sympy.Symbol(n, integer=True, positive=True) for n in ("s0", "s1"))
+    s0, s1 = _run_time_sizes("s0", "s1")
     # a run-time row count launches as the static count does (fit_blocks, at each call)
     for shape, launch in [((s0, 1024), (1, 1024, 4)), ((s0, 32768), (1, 8192, 16))]:
         fitted = fit_blocks(kernel(shape)[0], 2048, shape[1], TritonOptions())
@@ -1214,10 +1204,6 @@ def test_no_rows_launch_no_kernel(options: TritonOptions | None, monkeypatch: An
     # A row kernel whose every program has its rows drops the rows mask, so a launch over
     # zero rows (the grid has at least one program) would touch a row that is not there:
     # nothing launches when a kernel has no output elements; the results are empty.
-    import sympy
-
-    from numpile_capture import ArrayMeta
-
     launches: list[Any] = []
     original = rt.TritonLauncher.__call__
 
@@ -1227,11 +1213,7 @@ def test_no_rows_launch_no_kernel(options: TritonOptions | None, monkeypatch: An
 
     monkeypatch.setattr(rt.TritonLauncher, "__call__", counted)
     empty = np.zeros((0, 40), np.float32)
-    s0 = sympy.Symbol("s0", integer=True, positive=True)
-    dynamic = Graph()
-    dynamic.output = _softmax_rows(
-        dynamic, dynamic.placeholder("x", ArrayMeta((s0, 40), np.dtype("float32"), None))
-    )
+    dynamic = _softmax_graph((*_run_time_sizes("s0"), 40))
     for graph in (_graph([empty], _softmax_rows), dynamic):
         compiled = compile_triton(graph, options=options)
         got = compiled.fn(empty)
