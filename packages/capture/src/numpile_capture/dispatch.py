@@ -92,7 +92,7 @@ from .fallbacks import (
 )
 from .graph import Graph
 from .stance import Stance, compiled_region, current_stance
-from .trace_rules import in_disabled_region
+from .trace_rules import ForbiddenCallError, in_disabled_region
 
 if TYPE_CHECKING:
     from .graph_breaks import GraphBreak
@@ -289,10 +289,14 @@ class CompiledFunction:
     ) -> Any:
         fn = self._fn
         G = fn.__globals__
-        if cache.eager_reason is not None or stance.name == "eager_on_recompile":
+        if cache.eager_reason is not None:
             return self._run_eagerly(stance, args, kwargs)
+        # NOTE: a function without compiled code (never compiled, or since `reset()`) compiles
+        # for the first time under every stance; only a recompile is refused (as documented).
         has_entries = bool(cache.entries_for(tag))
-        if stance.name == "fail_on_recompile":
+        if stance.name == "eager_on_recompile" and has_entries:
+            return self._run_eagerly(stance, args, kwargs)
+        if stance.name == "fail_on_recompile" and has_entries:
             raise RuntimeError(
                 fail_on_recompile_message(fn, cache.failures(L, fn.__globals__, fn, tag))
             )
@@ -383,6 +387,8 @@ class CompiledFunction:
                 capturing_with(self._policy(backend_fn, static)),
             ):
                 result = self._capture_fn(fn, args, kwargs)
+        except ForbiddenCallError:
+            raise  # set_stance inside a compiled function: the user's error, not a fallback
         except Unsupported as exc:
             if not static and used_symbols():
                 raise DynamicCompileError(str(exc)) from exc

@@ -38,7 +38,26 @@ def _backend_for_device(device: str | None, backend: str | BackendFn | None) -> 
 
 def _unwrap(model: Callable[..., Any]) -> Callable[..., Any]:
     original = getattr(model, "_numpile_original", None)
-    return original if original is not None else model
+    if original is not None:
+        return original
+    plain = isinstance(model, types.FunctionType | type) or not callable(model)
+    if not plain and not hasattr(model, "__code__"):
+        return _builtin_caller(model)  # a builtin, a ufunc, a callable object
+    return model
+
+
+def _builtin_caller(builtin: Callable[..., Any]) -> types.FunctionType:
+    # A builtin has no bytecode: compile a Python frame that calls it, as torch does. Capture
+    # then meets the call: a NumPy binding or a `substitute_in_graph` polyfill is traced;
+    # anything else is Unsupported (a graph break, or the error with fullgraph=True).
+    def call_builtin(*args: Any, **kwargs: Any) -> Any:
+        return builtin(*args, **kwargs)
+
+    call_builtin.__name__ = getattr(builtin, "__name__", call_builtin.__name__)
+    call_builtin.__qualname__ = getattr(builtin, "__qualname__", call_builtin.__qualname__)
+    call_builtin.__doc__ = builtin.__doc__
+    call_builtin.__wrapped__ = builtin  # type: ignore[attr-defined]
+    return call_builtin
 
 
 @overload

@@ -31,6 +31,9 @@ from typing import Any, TypeVar
 import attrs
 
 from .backends import BackendFn, lookup_backend
+from .trace_rules import ForbiddenCallError, forbid_in_graph
+
+_INSIDE = "inside a compiled region; set the stance outside the compiled function (around the call)"
 
 STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile")
 
@@ -92,10 +95,7 @@ def compiled_region() -> Iterator[None]:
 def _install(stance: Stance) -> Stance:
     global _current
     if in_compiled_region():
-        raise RuntimeError(
-            "attempted to call numpile.set_stance inside a compiled region; "
-            "set the stance outside the compiled function (around the call)"
-        )
+        raise ForbiddenCallError(f"attempted to call numpile.set_stance {_INSIDE}")
     previous = _current
     _current = stance
     return previous
@@ -162,7 +162,15 @@ class set_stance:  # noqa: N801 - a function-like API that is also a context man
             finally:
                 _install(previous)
 
+        # Called from compiled code it would switch the stance mid-region: forbidden, as torch.
+        forbid_in_graph(
+            with_stance,
+            f"{fn.__qualname__} is decorated with set_stance, which cannot run {_INSIDE}",
+        )
         return with_stance  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         return f"set_stance({self.stance.name!r})"
+
+
+forbid_in_graph(set_stance, f"numpile.set_stance cannot be called {_INSIDE}")

@@ -11,6 +11,7 @@ every call it meets and obeys the `Rule` it gets back:
 | `allow_in_graph(fn)`               | ALLOW         | one opaque node: `rule.op()`         |
 | `substitute_in_graph(orig)(poly)`  | SUBSTITUTE    | inline `rule.polyfill` instead       |
 | `register_transform(fn, expand)`   | TRANSFORM     | `rule.expand(TransformCall)` adds nodes |
+| `forbid_in_graph(fn, reason)`      | FORBIDDEN     | raises `ForbiddenCallError`: never traced |
 
 `rule.breaks` is True for the three kinds that break, and `rule.reason` is the
 text for `explain()` and for `Unsupported` under `fullgraph=True`.
@@ -46,7 +47,7 @@ API for the tracer (all thread-safe to read; registration happens at import time
   wrapper runs on this thread; the dispatcher runs compiled functions eagerly
   then, so nothing called from a disabled function is compiled.
 - `clear()`: forget every registration; `disable` wrappers stay disabled, since
-  their rule lives on the wrapper itself. `scoped_rules()`: a `with` block whose
+  their rule lives on the wrapper itself, and forbidden callables stay forbidden. `scoped_rules()`: a `with` block whose
   registrations are forgotten on exit, earlier ones kept (for tests).
 
     >>> import numpy as np
@@ -91,6 +92,19 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 _DISABLE_ATTRIBUTE = "_numpile_disable_rule"
 # The attribute a function transform's wrapper carries its rule in (dies with the wrapper).
 _TRANSFORM_ATTRIBUTE = "_numpile_transform_rule"
+# The attribute a forbidden function (a `set_stance`-decorated one) carries its rule in.
+_FORBIDDEN_ATTRIBUTE = "_numpile_forbidden_rule"
+
+
+class ForbiddenCallError(RuntimeError):
+    """Compiled code called a function that must never run inside a compiled region.
+
+    `set_stance` is one (the stance cannot change while compiled code runs), and so
+    is every function decorated with it. The error reaches the caller of the
+    compiled function; it is not a graph break.
+
+        >>> raise ForbiddenCallError("set_stance")  # doctest: +SKIP
+    """
 
 
 class RuleKind(enum.Enum):
@@ -102,6 +116,7 @@ class RuleKind(enum.Enum):
     SUBSTITUTE = "substitute"
     GRAPH_BREAK = "graph_break"
     TRANSFORM = "transform"
+    FORBIDDEN = "forbidden"
 
 
 _BREAKING = (RuleKind.DISABLED, RuleKind.DISALLOW, RuleKind.GRAPH_BREAK)
@@ -151,6 +166,8 @@ class Rule:
 # NOTE: registries keyed by id(); each Rule holds its target, so an id is never reused while
 # its entry exists. Insertion-ordered like every table here. Guarded by _LOCK for writes.
 _RULES: dict[int, Rule] = {}
+# NOTE: forbidden callables by id (each Rule holds its target); `clear()` keeps them.
+_FORBIDDEN: dict[int, Rule] = {}
 _ALLOWED_OPS: dict[int, Op] = {}
 _OP_NAMES: set[str] = set()
 _LOCK = threading.Lock()
@@ -181,10 +198,14 @@ def rule_for(fn: Any) -> Rule | None:
     if fn is _run_disabled:
         return _RUN_DISABLED_RULE
     if isinstance(fn, types.FunctionType):
-        own = fn.__dict__.get(_DISABLE_ATTRIBUTE) or fn.__dict__.get(_TRANSFORM_ATTRIBUTE)
+        own = (
+            fn.__dict__.get(_DISABLE_ATTRIBUTE)
+            or fn.__dict__.get(_TRANSFORM_ATTRIBUTE)
+            or fn.__dict__.get(_FORBIDDEN_ATTRIBUTE)
+        )
         if isinstance(own, Rule):
             return own
-    rule = _RULES.get(id(fn))
+    rule = _RULES.get(id(fn)) or _FORBIDDEN.get(id(fn))
     if rule is not None:
         return rule
     func = getattr(fn, "__func__", None) if isinstance(fn, types.MethodType) else None
@@ -315,6 +336,31 @@ def disable(
 
         return decorate
     return _make_disabled(fn, recursive, reason)
+
+
+def forbid_in_graph(fn: _F, reason: str) -> _F:
+    """Make a call to `fn` from captured code raise `ForbiddenCallError` (never a break).
+
+    For functions whose effect is wrong inside a compiled region (`set_stance`).
+    A Python function carries its rule itself; other callables are kept in a
+    table that `clear()` does not empty. Returns `fn`.
+
+        >>> def switch():
+        ...     pass
+        >>> forbid_in_graph(switch, "it switches modes").__name__
+        'switch'
+        >>> rule_for(switch).kind.value
+        'forbidden'
+    """
+    rule = Rule(
+        RuleKind.FORBIDDEN, fn, f"attempt to trace forbidden callable {_name_of(fn)}: {reason}"
+    )
+    if isinstance(fn, types.FunctionType):
+        setattr(fn, _FORBIDDEN_ATTRIBUTE, rule)
+    else:
+        with _LOCK:
+            _FORBIDDEN[id(fn)] = rule
+    return fn
 
 
 # ---------------------------------------------------------------------------------------------

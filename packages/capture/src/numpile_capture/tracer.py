@@ -56,7 +56,7 @@ from .operators import (
 )
 from .resume_code import STACK_PREFIX
 from .side_effects import SideEffects
-from .trace_rules import Rule, RuleKind, TransformCall, rule_for
+from .trace_rules import ForbiddenCallError, Rule, RuleKind, TransformCall, rule_for
 from .user_classes import construct, constructible, is_library_class, is_library_code, object_method
 from .variable_builder import VariableBuilder
 from .variables import (
@@ -232,6 +232,8 @@ class Tracer:
     ) -> Variable:
         if rule.breaks:
             raise Unsupported(rule.reason)
+        if rule.kind is RuleKind.FORBIDDEN:
+            raise ForbiddenCallError(rule.reason)
         if rule.kind is RuleKind.ALLOW:
             graph_args = [to_graph_value(arg) for arg in args]
             graph_kwargs = {key: to_graph_value(value) for key, value in kwargs.items()}
