@@ -37,7 +37,7 @@ def _backend_for_device(device: str | None, backend: str | BackendFn | None) -> 
 
 
 def _unwrap(model: Callable[..., Any]) -> Callable[..., Any]:
-    original = getattr(model, "_numpile_original", None)
+    original: Callable[..., Any] | None = getattr(model, "_numpile_original", None)
     if original is not None:
         return original
     plain = isinstance(model, types.FunctionType | type) or not callable(model)
@@ -46,7 +46,7 @@ def _unwrap(model: Callable[..., Any]) -> Callable[..., Any]:
     return model
 
 
-def _builtin_caller(builtin: Callable[..., Any]) -> types.FunctionType:
+def _builtin_caller(builtin: Callable[..., Any]) -> Callable[..., Any]:
     # A builtin has no bytecode: compile a Python frame that calls it, as torch does. Capture
     # then meets the call: a NumPy binding or a `substitute_in_graph` polyfill is traced;
     # anything else is Unsupported (a graph break, or the error with fullgraph=True).

@@ -47,8 +47,9 @@ API for the tracer (all thread-safe to read; registration happens at import time
   wrapper runs on this thread; the dispatcher runs compiled functions eagerly
   then, so nothing called from a disabled function is compiled.
 - `clear()`: forget every registration; `disable` wrappers stay disabled, since
-  their rule lives on the wrapper itself, and forbidden callables stay forbidden. `scoped_rules()`: a `with` block whose
-  registrations are forgotten on exit, earlier ones kept (for tests).
+  their rule lives on the wrapper itself, and forbidden callables stay forbidden.
+  `scoped_rules()`: a `with` block whose registrations are forgotten on exit,
+  earlier ones kept (for tests).
 
     >>> import numpy as np
     >>> def noisy(x):
