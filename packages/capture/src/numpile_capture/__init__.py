@@ -10,6 +10,8 @@ from .backends import register_backend as register_backend
 from .capture_result import CaptureResult as CaptureResult
 from .capture_result import Unsupported as Unsupported
 from .compiling import is_compiling as is_compiling
+from .compiling import is_dynamo_compiling as is_dynamo_compiling
+from .compiling import is_exporting as is_exporting
 from .config import CaptureConfig as CaptureConfig
 from .config import config as config
 from .dispatch import CaptureFallbackWarning as CaptureFallbackWarning
@@ -102,6 +104,8 @@ __all__ = [
     "current_stance",
     "set_stance",
     "is_compiling",
+    "is_dynamo_compiling",
+    "is_exporting",
     "capture_function",
     "BreakReason",
     "ExplainOutput",

@@ -64,6 +64,7 @@ from .capture_events import recording_captures as recording_captures
 from .capture_result import CaptureResult, Unsupported
 from .compile_options import MODES as MODES
 from .compile_options import backend_kwargs
+from .compiling import backend_compiling
 from .config import config
 from .dynamic_shapes import (
     DynamicPolicy,
@@ -514,7 +515,8 @@ class CompiledFunction:
         if graph_has_symbols(graph) and symbolic_params(graph):
             raise DynamicCompileError(f"symbolic parameters in {symbolic_params(graph)}")
         try:
-            compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
+            with backend_compiling():
+                compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
         except Exception as exc:
             if graph_has_symbols(graph):
                 raise DynamicCompileError(f"backend: {type(exc).__name__}: {exc}") from exc

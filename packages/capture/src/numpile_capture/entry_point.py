@@ -11,12 +11,14 @@ each call.
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable
 from typing import Any, overload
 
 from .backends import BackendFn, lookup_backend
 from .compile_options import backend_kwargs, validate_mode
+from .compiled_callees import compiles_callees, compiling_callees
 from .config import config
 from .dispatch import CompiledFunction
 
@@ -143,7 +145,7 @@ def compile_function(
                 options=options,
             )
             return types.MethodType(compiled, fn.__self__)
-        return CompiledFunction(
+        compiled = CompiledFunction(
             _unwrap(fn),
             fullgraph=fullgraph,
             dynamic=dynamic,
@@ -151,6 +153,10 @@ def compile_function(
             mode=mode,
             options=options,
         )
+        if compiles_callees(fn):
+            # disable(f, recursive=False) compiled: f runs in Python, its callees compile.
+            return functools.wraps(fn)(compiling_callees(fn, compiled._wrap))
+        return compiled
 
     if model is None:
         return decorate

@@ -79,6 +79,7 @@ import attrs
 import numpy as np
 
 from .capture_result import Unsupported
+from .compiling import backend_compiling
 from .meta import ArrayMeta, ScalarMeta, contiguous_strides, meta_of
 from .op import Op, OpKind
 
@@ -596,7 +597,7 @@ def _allowed_op(fn: Callable[..., Any]) -> Op:
 
     def meta(*inputs: Any, **params: Any) -> ArrayMeta | ScalarMeta:
         examples = [_example(value) for value in inputs]
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
+        with warnings.catch_warnings(), np.errstate(all="ignore"), backend_compiling():
             warnings.simplefilter("ignore")
             result = fn(*examples, **params)
         if not isinstance(result, np.ndarray | np.generic):

@@ -42,7 +42,7 @@ from numpile_guards import AttrSource, ItemSource, LocalSource, Source
 from .attributes import inspectable, load_attribute, plain_class, user_method
 from .builtin_calls import builtin_handler, container_method
 from .capture_result import CaptureResult, Unsupported
-from .compiling import is_compiling
+from .compiling import COMPILE_PROBES
 from .frame import BreakAt, Frame, ReturnWithEffects
 from .frame_state import bind_arguments
 from .graph import Graph, Node, array_devices
@@ -310,8 +310,8 @@ class Tracer:
         self, fn: CallableVar, args: list[Variable], kwargs: dict[str, Variable]
     ) -> Variable:
         value = fn.value
-        if value is is_compiling:
-            return ConstantVar(True)
+        if isinstance(value, types.FunctionType) and value in COMPILE_PROBES:
+            return ConstantVar(COMPILE_PROBES[value])
         derived = scalar_call(self, value, args, kwargs)
         if derived is not None:
             return derived

@@ -45,7 +45,7 @@ from numpile_guards.shape_env import ShapeEnv
 from numpile_guards.symbolic import RelationSource, ShapeGuard, SymInt, shape_guard_as_guard
 from numpile_runtime import is_device_array
 
-from .compiling import is_compiling
+from .compiling import COMPILE_PROBES
 from .dynamic_shapes import DimChoice, current_policy, set_active_shape_env
 from .graph import Graph, Node
 from .meta import ArrayMeta, ScalarMeta, contiguous_strides, meta_of
@@ -168,7 +168,7 @@ class VariableBuilder:
             return ConstantVar(value)
         if isinstance(value, types.ModuleType):
             return ModuleVar(value)
-        if isinstance(value, types.FunctionType) and value is not is_compiling:
+        if isinstance(value, types.FunctionType) and value not in COMPILE_PROBES:
             return self.function_var(value, None)
         if callable(value):
             return CallableVar(value)
@@ -221,7 +221,7 @@ class VariableBuilder:
     def _wrap(self, value: Any, source: Source) -> Variable:
         if isinstance(value, np.ndarray) or is_device_array(value):
             return self._wrap_array(value, source)
-        if value is is_compiling:
+        if isinstance(value, types.FunctionType) and value in COMPILE_PROBES:
             self._guard(GuardKind.ID_MATCH, source, value)
             return CallableVar(value, source=source)
         original = getattr(value, "_numpile_original", None)
