@@ -14,6 +14,7 @@ from .bytecode import Instruction
 from .capture_result import Unsupported
 from .operators import (
     iterate,
+    specialized,
 )
 from .variables import (
     ConstantVar,
@@ -144,7 +145,8 @@ def _constant_of(value: Variable, what: str) -> Any:
     value = known_constant(value)
     if not isinstance(value, ConstantVar):
         raise Unsupported(f"not supported yet: {what} of {value.describe()}")
-    return value.value
+    # Text shows numbers, never symbols: a symbolic size is specialized (guarded) here.
+    return specialized(value.value)
 
 
 _CONVERSIONS: dict[int, Callable[[Any], str]] = {1: str, 2: repr, 3: ascii}

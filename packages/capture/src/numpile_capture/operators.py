@@ -280,6 +280,10 @@ def _scalar_operand(
     # for ints to the range NumPy converts without OverflowError; otherwise what
     # to_graph_value gives. With no array beside it (`np.sqrt(1 - 0.999 ** t)`) the graph
     # computes NumPy's 0-d result, a NumPy scalar, instead of baking in this call's value.
+    if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+        # A symbolic size in arithmetic with arrays (`x * x.shape[0]`) stays symbolic: the
+        # graph takes it as an int input, so one entry serves every size.
+        var = tracer.builder.size_input(var.value)
     if not isinstance(var, ScalarInputVar):
         return to_graph_value(var)
     arrays = [arg.meta.dtype for arg in args if isinstance(arg, ArrayVar)]
@@ -326,6 +330,7 @@ def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variab
     sequence = _sequence_binary(tracer, base, inplace, left, right)
     if sequence is not None:
         return sequence
+    left, right = _sizes_as_inputs(tracer, base, left, right)
     derived = _scalar_arithmetic(tracer, base, left, right)
     if derived is not None:
         return derived
@@ -350,6 +355,32 @@ _SCALAR_SYMBOLS = {
 }
 _DIVISIONS = ("truediv", "floordiv", "mod")
 _COMPARISON_SYMBOLS = {name: symbol for symbol, name in COMPARE_NAMES.items()}
+
+
+# Python arithmetic a SymInt can only do on its int (it would specialize the size).
+_SIZE_SPECIALIZING = ("truediv", "pow")
+
+
+def _is_size(var: Variable) -> bool:
+    return isinstance(var, ConstantVar) and isinstance(var.value, SymInt)
+
+
+def _sizes_as_inputs(
+    tracer: Tracer, name: str, left: Variable, right: Variable
+) -> tuple[Variable, Variable]:
+    # `n / 2`, `n ** 2`, `lr * n` on a symbolic size n: the size becomes an int graph input
+    # (see VariableBuilder.size_input) and the result an unspecialized scalar, not a guard.
+    if not (_is_size(left) or _is_size(right)):
+        return left, right
+    scalar = isinstance(left, ScalarInputVar) or isinstance(right, ScalarInputVar)
+    if not scalar and name not in _SIZE_SPECIALIZING:
+        return left, right
+    sides = []
+    for var in (left, right):
+        if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+            var = tracer.builder.size_input(var.value)
+        sides.append(var)
+    return sides[0], sides[1]
 
 
 def _scalar_text(var: Variable) -> str | None:

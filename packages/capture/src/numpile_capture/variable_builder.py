@@ -33,6 +33,7 @@ from numpile_guards import (
     ArraySpec,
     AttrSource,
     ClosureSource,
+    ExpressionSource,
     GlobalSource,
     Guard,
     GuardKind,
@@ -262,14 +263,18 @@ class VariableBuilder:
         self._guard(GuardKind.TYPE_MATCH, source, type(value))
         return self.scalar_input(value, source)
 
-    def scalar_input(self, value: int | float, source: Source) -> ScalarInputVar:
+    def scalar_input(
+        self, value: int | float, source: Source, *, name: str | None = None
+    ) -> ScalarInputVar:
         """An unspecialized scalar read from `source` (whose type is already guarded).
 
         Arithmetic on scalar inputs gives more of them, read from an `ExpressionSource`.
+        `name` names its placeholder (default: after the source).
         """
 
         def make_node() -> Node:
-            node = self.graph.placeholder(placeholder_name(source), ScalarMeta(type(value)))
+            label = name or placeholder_name(source)
+            node = self.graph.placeholder(label, ScalarMeta(type(value)))
             self.input_sources.append(source)
             return node
 
@@ -277,6 +282,21 @@ class VariableBuilder:
             self._guard(GuardKind.EQUALS_MATCH, source, value)
 
         return ScalarInputVar(value, make_node, on_read, source=source)
+
+    def size_input(self, size: SymInt) -> ScalarInputVar:
+        """A symbolic size as an unspecialized int graph input (one per expression).
+
+        Its source is the size expression over the inputs' sizes, e.g.
+        `(L['x'].shape[0] - 1)`, evaluated on each call: the graph computes with the
+        call's size instead of baking in the one seen at capture, as torch's SymInts do.
+        """
+        source = ExpressionSource(size.env.render(size.expr))
+        found = self._built.get(source.name)
+        if not isinstance(found, ScalarInputVar):
+            label = "size_" + re.sub(r"\W+", "_", str(size.expr)).strip("_")
+            found = self.scalar_input(size.hint, source, name=label)
+            self._built[source.name] = found
+        return found
 
     def guard_relation(self, text: str, reason: str) -> None:
         """Guard that the Python expression `text` over sources stays true (once)."""
