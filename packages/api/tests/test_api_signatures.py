@@ -19,6 +19,8 @@ EXPECTED_ALL = [
     "grad",
     "graph_break",
     "is_compiling",
+    "is_dynamo_compiling",
+    "is_exporting",
     "keep_array_guards_unsafe",
     "list_backends",
     "list_mode_options",
@@ -34,6 +36,7 @@ EXPECTED_ALL = [
     "substitute_in_graph",
     "value_and_grad",
     "vjp",
+    "wrap_numpy",
 ]
 
 EXPECTED_SIGNATURES = {
@@ -61,6 +64,9 @@ EXPECTED_SIGNATURES = {
         "partitioner: 'str | Partitioner | None' = None) -> 'Any'"
     ),
     "is_compiling": "() -> 'bool'",
+    "is_dynamo_compiling": "() -> 'bool'",
+    "is_exporting": "() -> 'bool'",
+    "wrap_numpy": "(fn: '_F') -> '_F'",
     "allow_in_graph": "(fn: '_F') -> '_F'",
     "disable": (
         "(fn: 'Callable[..., Any] | None' = None, recursive: 'bool' = True, *, "
@@ -132,10 +138,15 @@ def test_config_fields_are_the_snapshot() -> None:
 def test_public_names_have_docstrings_with_an_example() -> None:
     names = ("compile", "list_backends", "register_backend", "set_stance")
     names += ("allow_in_graph", "disable", "disallow_in_graph", "graph_break")
-    names += ("substitute_in_graph",)
+    names += ("substitute_in_graph", "wrap_numpy", "is_dynamo_compiling", "is_exporting")
     for name in names:
         doc = inspect.getdoc(getattr(numpile, name)) or ""
         assert ">>>" in doc, name
+
+
+def test_compile_reset_is_reset() -> None:
+    # The seeds spell it `torch.compile.reset()`.
+    assert numpile.compile.reset is numpile.reset
 
 
 def test_the_full_stack_compiles_with_the_inductor_by_default() -> None:

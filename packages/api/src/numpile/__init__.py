@@ -27,6 +27,8 @@ from numpile_capture import disallow_in_graph as disallow_in_graph
 from numpile_capture import explain as explain
 from numpile_capture import graph_break as graph_break
 from numpile_capture import is_compiling as is_compiling
+from numpile_capture import is_dynamo_compiling as is_dynamo_compiling
+from numpile_capture import is_exporting as is_exporting
 from numpile_capture import list_backends as list_backends
 from numpile_capture import mark_dynamic as mark_dynamic
 from numpile_capture import mark_static as mark_static
@@ -34,6 +36,7 @@ from numpile_capture import register_backend as register_backend
 from numpile_capture import reset as _capture_reset
 from numpile_capture import set_stance as set_stance
 from numpile_capture import substitute_in_graph as substitute_in_graph
+from numpile_capture import wrap_numpy as wrap_numpy
 from numpile_guards import keep_array_guards_unsafe as keep_array_guards_unsafe
 from numpile_guards import skip_all_guards_unsafe as skip_all_guards_unsafe
 from numpile_guards import skip_guard_on_globals_unsafe as skip_guard_on_globals_unsafe
@@ -52,10 +55,17 @@ _autograd_config.compiler = "inductor"
 def reset() -> None:
     """Forget every compiled entry and free the inductor's cached output buffers.
 
+    The system is back in its initial state: the next call of a compiled function
+    is a first compilation (also `numpile.compile.reset()`, as the seeds spell it).
+
     >>> reset()
     """
     _capture_reset()
     _trim_buffer_pool()
+
+
+# The seeds call `torch.compile.reset()`: the same function, reached through `compile`.
+compile.reset = reset  # type: ignore[attr-defined]
 
 
 __all__ = [
@@ -75,6 +85,8 @@ __all__ = [
     "graph_break",
     "grad",
     "is_compiling",
+    "is_dynamo_compiling",
+    "is_exporting",
     "list_backends",
     "list_mode_options",
     "list_options",
@@ -86,4 +98,5 @@ __all__ = [
     "substitute_in_graph",
     "value_and_grad",
     "vjp",
+    "wrap_numpy",
 ]

@@ -33,6 +33,7 @@ from .meta import ArrayMeta as ArrayMeta
 from .meta import ScalarMeta as ScalarMeta
 from .meta import contiguous_strides as contiguous_strides
 from .meta import meta_of as meta_of
+from .numpy_wrapper import wrap_numpy as wrap_numpy
 from .op import Op as Op
 from .op import OpKind as OpKind
 from .op import RaisesWhen as RaisesWhen
@@ -106,6 +107,7 @@ __all__ = [
     "is_compiling",
     "is_dynamo_compiling",
     "is_exporting",
+    "wrap_numpy",
     "capture_function",
     "BreakReason",
     "ExplainOutput",

@@ -21,6 +21,7 @@ from .compile_options import backend_kwargs, validate_mode
 from .compiled_callees import compiles_callees, compiling_callees
 from .config import config
 from .dispatch import CompiledFunction
+from .numpy_wrapper import WRAPPED_ATTRIBUTE, with_device_results
 
 
 def _backend_for_device(device: str | None, backend: str | BackendFn | None) -> Any:
@@ -156,6 +157,9 @@ def compile_function(
         if compiles_callees(fn):
             # disable(f, recursive=False) compiled: f runs in Python, its callees compile.
             return functools.wraps(fn)(compiling_callees(fn, compiled._wrap))
+        if getattr(fn, WRAPPED_ATTRIBUTE, False):
+            # wrap_numpy(f) compiled: f compiled; NumPy results of CuPy calls go to the GPU.
+            return functools.wraps(fn)(with_device_results(compiled))
         return compiled
 
     if model is None:
