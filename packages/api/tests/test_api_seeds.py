@@ -50,7 +50,7 @@ def test_seed_set_stance_inside_a_compiled_function_raises() -> None:
         with numpile.set_stance("force_eager"):
             return x + 1
 
-    with pytest.raises(RuntimeError, match="forbidden callable .*set_stance"):
+    with pytest.raises(RuntimeError, match=r"forbidden callable .*set_stance"):
         baz(inp)
 
 
@@ -66,7 +66,7 @@ def test_seed_a_function_decorated_with_set_stance_cannot_be_called_from_compile
         # error!
         return inner(x)
 
-    with pytest.raises(RuntimeError, match="forbidden callable .*inner"):
+    with pytest.raises(RuntimeError, match=r"forbidden callable .*inner"):
         outer(inp)
     np.testing.assert_array_equal(inner(inp), [1.0, 1.0, 1.0])  # eagerly it is fine
     assert numpile.set_stance.__name__ == "set_stance"
