@@ -252,12 +252,14 @@ def test_a_size_out_of_the_int8_range_raises_as_numpy_does() -> None:
 def test_sizes_shown_to_python_are_numbers_never_symbols() -> None:
     @numpile.compile(dynamic=True)
     def describe(x: Any) -> Any:
-        return x * 2, f"{x.size} {x.shape} {x.shape[0] - 1}", x.shape[0], x.size
+        n = x.shape[0]
+        text = f"{x.size} {x.shape} {n - 1}", str(n), repr(n), "{}".format(n), format(n, "03")
+        return x * 2, text, n, x.size, {"n": n}
 
     for n in (4, 6, 9):
-        _, text, first, size = describe(np.ones(n))
-        assert text == f"{n} ({n},) {n - 1}"
-        assert (first, size) == (n, n)
+        _, text, first, size, named = describe(np.ones(n))
+        assert text == (f"{n} ({n},) {n - 1}", str(n), str(n), str(n), f"{n:03}")
+        assert (first, size, named) == (n, n, {"n": n})
         assert type(first) is int and type(size) is int
 
 

@@ -129,6 +129,8 @@ def specialized(value: Any) -> Any:
         return tuple(specialized(item) for item in value)
     if type(value) is list:
         return [specialized(item) for item in value]
+    if type(value) is dict:
+        return {key: specialized(item) for key, item in value.items()}
     if isinstance(value, slice):
         return slice(specialized(value.start), specialized(value.stop), specialized(value.step))
     return value

@@ -357,6 +357,9 @@ class Tracer:
                 raise Unsupported(
                     f"not supported yet: {method.describe()} on captured values"
                 ) from None
+            if isinstance(receiver.value, str):
+                # "{}".format(n), "x".join(...): text shows sizes as numbers, never symbols.
+                values, keywords = specialized(values), specialized(keywords)
             bound = getattr(receiver.value, method.name)
             return self.builder.build_unguarded(bound(*values, **keywords))
         raise Unsupported(f"not supported yet: calling {method.describe()}")
