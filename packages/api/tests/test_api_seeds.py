@@ -253,7 +253,7 @@ def test_sizes_shown_to_python_are_numbers_never_symbols() -> None:
     @numpile.compile(dynamic=True)
     def describe(x: Any) -> Any:
         n = x.shape[0]
-        text = f"{x.size} {x.shape} {n - 1}", str(n), repr(n), "{}".format(n), format(n, "03")
+        text = f"{x.size} {x.shape} {n - 1}", str(n), repr(n), "{}".format(n), format(n, "03")  # noqa: UP032
         return x * 2, text, n, x.size, {"n": n}
 
     for n in (4, 6, 9):
