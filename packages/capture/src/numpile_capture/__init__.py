@@ -50,6 +50,7 @@ from .pytree import tree_unflatten as tree_unflatten
 from .source_line import SourceLine as SourceLine
 from .stance import current_stance as current_stance
 from .stance import set_stance as set_stance
+from .trace_rules import ForbiddenCallError as ForbiddenCallError
 from .trace_rules import TransformCall as TransformCall
 from .trace_rules import allow_in_graph as allow_in_graph
 from .trace_rules import allowed_op_named as allowed_op_named
@@ -108,6 +109,7 @@ __all__ = [
     "is_dynamo_compiling",
     "is_exporting",
     "wrap_numpy",
+    "ForbiddenCallError",
     "capture_function",
     "BreakReason",
     "ExplainOutput",
