@@ -72,6 +72,20 @@ def test_seed_a_function_decorated_with_set_stance_cannot_be_called_from_compile
     assert numpile.set_stance.__name__ == "set_stance"
 
 
+def test_set_stance_inside_a_try_block_still_raises_from_the_users_line() -> None:
+    @numpile.compile
+    def guarded(x: Any) -> Any:
+        try:
+            with numpile.set_stance("force_eager"):
+                return x + 1
+        except ValueError:
+            return x
+
+    line = guarded.__wrapped__.__code__.co_firstlineno + 3
+    with pytest.raises(RuntimeError, match=rf"test_api_seeds.py:{line}\)$"):
+        guarded(np.zeros(2))
+
+
 # -- 2. compiling a builtin (004) ----------------------------------------------------------
 
 

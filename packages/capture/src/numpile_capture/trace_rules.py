@@ -103,10 +103,19 @@ class ForbiddenCallError(RuntimeError):
 
     `set_stance` is one (the stance cannot change while compiled code runs), and so
     is every function decorated with it. The error reaches the caller of the
-    compiled function; it is not a graph break.
+    compiled function; it is not a graph break. `filename` and `lineno` say where the
+    user's code made the call.
 
-        >>> raise ForbiddenCallError("set_stance")  # doctest: +SKIP
+        >>> str(ForbiddenCallError("set_stance is forbidden", "model.py", 3))
+        'set_stance is forbidden (model.py:3)'
     """
+
+    def __init__(self, reason: str, filename: str | None = None, lineno: int | None = None):
+        self.reason = reason
+        self.filename = filename
+        self.lineno = lineno
+        where = f" ({filename}:{lineno})" if filename is not None else ""
+        super().__init__(f"{reason}{where}")
 
 
 class RuleKind(enum.Enum):
