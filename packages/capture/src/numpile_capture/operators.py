@@ -282,7 +282,8 @@ def _scalar_operand(
     # for ints to the range NumPy converts without OverflowError; otherwise what
     # to_graph_value gives. With no array beside it (`np.sqrt(1 - 0.999 ** t)`) the graph
     # computes NumPy's 0-d result, a NumPy scalar, instead of baking in this call's value.
-    if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+    size = isinstance(var, ConstantVar) and isinstance(var.value, SymInt)
+    if size:
         # A symbolic size in arithmetic with arrays (`x * x.shape[0]`) stays symbolic: the
         # graph takes it as an int input, so one entry serves every size.
         var = tracer.builder.size_input(var.value)
@@ -307,6 +308,8 @@ def _scalar_operand(
             lo, hi = max(lo, int(info.min)), min(hi, int(info.max))
         if not lo <= var.current <= hi:
             return var.as_python_constant()  # NumPy raises (or compares) on this value
+        if size and lo <= 0 and hi == int(_INT64.max):
+            return var.node()  # a size is in [0, 2**63): nothing to guard
         text = f"{lo} <= {var.source.name} <= {hi}"
         tracer.builder.guard_relation(text, f"converted to {target.name}")
     return var.node()
