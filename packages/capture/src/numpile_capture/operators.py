@@ -283,7 +283,7 @@ def _scalar_operand(
     # to_graph_value gives. With no array beside it (`np.sqrt(1 - 0.999 ** t)`) the graph
     # computes NumPy's 0-d result, a NumPy scalar, instead of baking in this call's value.
     size = isinstance(var, ConstantVar) and isinstance(var.value, SymInt)
-    if size:
+    if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
         # A symbolic size in arithmetic with arrays (`x * x.shape[0]`) stays symbolic: the
         # graph takes it as an int input, so one entry serves every size.
         var = tracer.builder.size_input(var.value)
