@@ -91,6 +91,7 @@ from .fallbacks import (
     InternalCompilerError as InternalCompilerError,
 )
 from .graph import Graph
+from .pickling import reduce_compiled
 from .stance import Stance, compiled_region, current_stance
 from .trace_rules import in_disabled_region
 
@@ -197,6 +198,12 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         return f"<numpile compiled {self._fn.__qualname__} at {where(self._fn)}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # How to compile it again, never what was compiled (see `pickling`).
+        settings: dict[str, Any] = {"fullgraph": self.fullgraph, "dynamic": self.dynamic}
+        settings.update(mode=self.mode, backend=self.backend, options=self.options)
+        return reduce_compiled(self, self._fn, settings)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         # Compiled methods: bind like a function would.
