@@ -22,6 +22,8 @@ from .builder import compile_library as compile_library
 from .builder import compile_many as compile_many
 from .builder import load_extension as load_extension
 from .builder import load_library as load_library
+from .cache_eviction import SweepResult as SweepResult
+from .code_cache import CacheInfo as CacheInfo
 from .code_cache import CodeCache as CodeCache
 from .code_cache import cache_key as cache_key
 from .code_cache import default_cache as default_cache
@@ -64,6 +66,7 @@ _configure_from_env()
 __all__ = [
     "BuildError",
     "BuildJob",
+    "CacheInfo",
     "CodeCache",
     "CompilerNotFoundError",
     "CudaGraphRunner",
@@ -72,6 +75,7 @@ __all__ = [
     "LOG_CHANNELS",
     "Toolchain",
     "TritonLauncher",
+    "SweepResult",
     "TritonStatus",
     "build_extension",
     "build_library",

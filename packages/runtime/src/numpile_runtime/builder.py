@@ -205,16 +205,34 @@ def build_many(jobs: Sequence[BuildJob]) -> list[types.ModuleType | ctypes.CDLL]
             if plan.key in _LOADED:
                 results[plan.key] = _LOADED[plan.key]
     missing = [plan for plan in plans if plan.key not in results]
-    paths = _compile_plans(missing, default_cache())
+    cache = default_cache()
+    paths = _compile_plans(missing, cache)
     for plan, path in zip(missing, paths, strict=True):
         if plan.key in results:
             continue
-        name = plan.job.module_name
-        loaded = load_library(path) if name is None else load_extension(path, name)
+        loaded = _load_planned(plan, path, cache)
         results[plan.key] = loaded
         with _LOADED_LOCK:
             _LOADED.setdefault(plan.key, loaded)
     return [results[plan.key] for plan in plans]
+
+
+def _load_planned(plan: _Plan, path: Path, cache: CodeCache) -> types.ModuleType | ctypes.CDLL:
+    # Loaded under the key's shared lock, so a cache sweep in another process cannot remove
+    # the file between the check and the load; if one removed it before, build it again.
+    name = plan.job.module_name
+    for _ in range(3):
+        with cache.reading(plan.key, kind=_KIND):
+            if path.exists():
+                return load_library(path) if name is None else load_extension(path, name)
+        path = _compile(plan, cache)
+    raise BuildError(
+        f"the cached build of {name or 'a shared library'} kept disappearing from {cache.root} "
+        "(is another process clearing the cache?)",
+        source_path="",
+        command=plan.command,
+        stderr="",
+    )
 
 
 def compile_many(jobs: Sequence[BuildJob]) -> list[Path]:
