@@ -12,7 +12,6 @@ import os
 import sys
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -58,9 +57,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     (helpers / "numpile_dask_helper.py").write_text(HELPER)
     saved = {name: os.environ.get(name) for name in ("NUMPILE_CACHE_DIR", "PYTHONPATH")}
     os.environ["NUMPILE_CACHE_DIR"] = str(cache)
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(helpers), *filter(None, [saved["PYTHONPATH"]])]
-    )
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(helpers), *filter(None, [saved["PYTHONPATH"]])])
     sys.path.insert(0, str(helpers))
     cluster = distributed.LocalCluster(
         n_workers=WORKERS, threads_per_worker=1, processes=True, dashboard_address=None
