@@ -8,6 +8,8 @@ import numpile
 
 EXPECTED_ALL = [
     "CompileProfiler",
+    "NoCompilerWarning",
+    "NumpilePerformanceWarning",
     "Unsupported",
     "allow_in_graph",
     "compile",

@@ -112,8 +112,8 @@ def compiler_report() -> list[str]:
         lines.append("compiler               none found")
         lines.append(f"  {error}")
         lines.append(
-            "  without one, compiled functions run op by op with NumPy (no speed-up); "
-            "numpile_inductor.config explains how to make this an error"
+            "  without one, compiled functions run op by op with NumPy (same results, no "
+            "speed-up) after one NoCompilerWarning; NUMPILE_NO_COMPILER=raise makes it an error"
         )
         lines.append(f"SIMD (CPU)             {simd_level()}")
         return lines
