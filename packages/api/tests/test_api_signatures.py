@@ -110,6 +110,7 @@ EXPECTED_CONFIG_FIELDS = {
     "duck_shape": True,
     "specialize_int": False,
     "specialize_float": False,
+    "performance_warnings": True,
 }
 
 

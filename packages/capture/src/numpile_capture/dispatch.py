@@ -91,6 +91,7 @@ from .fallbacks import (
     InternalCompilerError as InternalCompilerError,
 )
 from .graph import Graph
+from .performance_hints import report_graph_break
 from .pickling import reduce_compiled
 from .stance import Stance, compiled_region, current_stance
 from .trace_rules import in_disabled_region
@@ -475,6 +476,8 @@ class CompiledFunction:
             fn.__code__.co_qualname, graph, result.guards, reason, result.filename, result.lineno
         )
         record_event(event)
+        if reason is not None:
+            report_graph_break(fn, reason, result.filename, result.lineno, quiet=self._quiet)
         runner = BreakRunner(result, graph_fn, fn, self._wrap)
         metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
         metadata.update({"guards": result.guards, "graph_break": result})
