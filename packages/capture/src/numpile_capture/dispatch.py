@@ -49,7 +49,7 @@ from numpile_guards import (
     filter_guards,
     split_guard_filter,
 )
-from numpile_runtime import timed
+from numpile_runtime import compile_progress, timed
 
 from .backends import (
     BackendCompileError,
@@ -518,7 +518,8 @@ class CompiledFunction:
         if graph_has_symbols(graph) and symbolic_params(graph):
             raise DynamicCompileError(f"symbolic parameters in {symbolic_params(graph)}")
         try:
-            compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
+            with compile_progress(f"{fn.__qualname__} ({where(fn)})"):
+                compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
         except Exception as exc:
             if graph_has_symbols(graph):
                 raise DynamicCompileError(f"backend: {type(exc).__name__}: {exc}") from exc

@@ -54,6 +54,7 @@ from .metrics import counters as counters
 from .metrics import reset_compile_times as reset_compile_times
 from .metrics import reset_counters as reset_counters
 from .metrics import timed as timed
+from .progress import compile_progress as compile_progress
 from .toolchain import CompilerNotFoundError as CompilerNotFoundError
 from .toolchain import Toolchain as Toolchain
 from .toolchain import find_toolchain as find_toolchain
@@ -85,6 +86,7 @@ __all__ = [
     "compile_extension",
     "compile_library",
     "compile_many",
+    "compile_progress",
     "compile_time_calls",
     "compile_times",
     "count",

@@ -44,6 +44,7 @@ import attrs
 
 from .code_cache import CodeCache, cache_key, default_cache
 from .metrics import count, timed
+from .progress import build_done, builds_started
 from .toolchain import CompilerNotFoundError, Toolchain, find_toolchain
 
 if TYPE_CHECKING:
@@ -348,17 +349,27 @@ def _compile_plans(plans: Sequence[_Plan], cache: CodeCache) -> list[Path]:
             paths[plan.key] = found
         else:
             todo[plan.key] = plan
+    builds_started(len(todo))
     if len(todo) == 1:
         (plan,) = todo.values()
-        paths[plan.key] = _compile(plan, cache)
+        paths[plan.key] = _compile_counted(plan, cache)
     elif todo:
         import concurrent.futures  # late: only parallel builds need it (import cost)
 
-        futures = {key: _executor().submit(_compile, plan, cache) for key, plan in todo.items()}
+        futures = {
+            key: _executor().submit(_compile_counted, plan, cache) for key, plan in todo.items()
+        }
         concurrent.futures.wait(futures.values())
         for key, future in futures.items():
             paths[key] = future.result()  # the first failure, in job order, raises here
     return [paths[plan.key] for plan in plans]
+
+
+def _compile_counted(plan: _Plan, cache: CodeCache) -> Path:
+    try:
+        return _compile(plan, cache)
+    finally:
+        build_done()
 
 
 def _compile(plan: _Plan, cache: CodeCache) -> Path:
