@@ -369,8 +369,9 @@ def _toolchain() -> rt.Toolchain:
 def _no_compiler(error: rt.CompilerNotFoundError) -> rt.CompilerNotFoundError:
     return rt.CompilerNotFoundError(
         f"the inductor backend compiles graphs to C and needs a C compiler: {error}. "
-        "Without one, compile with backend='eager', or set "
-        "numpile.config.suppress_errors = True to run such functions eagerly with a warning"
+        "Without one, compile with backend='eager', set "
+        "numpile.config.suppress_errors = True to run such functions eagerly with a warning, "
+        "or unset NUMPILE_NO_COMPILER (option cpp.no_compiler) to run graphs op by op"
     )
 
 

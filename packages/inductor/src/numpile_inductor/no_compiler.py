@@ -55,8 +55,10 @@ def no_compiler_message(error: rt.CompilerNotFoundError) -> str:
     >>> "apt-get install gcc" in no_compiler_message(rt.CompilerNotFoundError("none"))
     True
     """
+    # The runtime's own error (what is missing), not the backend's advice for raising it.
+    cause = error.__cause__ if isinstance(error.__cause__, rt.CompilerNotFoundError) else error
     return (
-        f"numpile found no usable C compiler ({error}), so compiled functions run op by op "
+        f"numpile found no usable C compiler ({cause}), so compiled functions run op by op "
         "with NumPy: the same results, without a speed-up. To compile them, install one "
         "(apt-get install gcc, or clang) or point CC at one (CC=/usr/bin/gcc); "
         "`python -m numpile info` shows what numpile finds. To make this an error instead, "
