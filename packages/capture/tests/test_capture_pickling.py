@@ -159,3 +159,21 @@ def test_function_defined_in_main_unpickles_in_another_process(tmp_path: Path, w
         [sys.executable, "-c", RECEIVER], input=sent, capture_output=True, check=True, timeout=120
     )
     assert received.stdout.decode().strip() == "[3. 3. 3.]"
+
+
+def test_functions_of_a_script_run_by_runpy_pickle_by_value(tmp_path: Path):
+    # runpy.run_path puts a temporary "<run_path>" module in sys.modules: not importable.
+    script = tmp_path / "script_for_runpy.py"
+    script.write_text(
+        "import pickle\n"
+        "from numpile_capture import compile_function\n"
+        "@compile_function(backend='eager')\n"
+        "def f(x):\n"
+        "    return x + 1\n"
+        "data = pickle.dumps(f)\n"
+    )
+    import runpy
+
+    data = runpy.run_path(str(script))["data"]
+    assert b"compiled_from_value" in data
+    assert pickle.loads(data)(1) == 2

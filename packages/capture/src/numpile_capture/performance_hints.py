@@ -80,7 +80,7 @@ def graph_break_message(fn: types.FunctionType, reason: str, at: str) -> str:
     name = fn.__qualname__
     return (
         f"numpile runs {name} ({where(fn)}) as more than one compiled graph, with Python in "
-        f"between: graph break at {at}: {reason}. Moving that call out of {name} (or "
+        f"between: graph break at {at}: {reason}. Moving that code out of {name} (or "
         f"replacing it) makes it one graph; numpile.explain({fn.__name__})(...) lists every "
         "break and NUMPILE_LOGS=perf_hints logs each one. Silence this with "
         "numpile.config.performance_warnings = False or a warnings filter on "

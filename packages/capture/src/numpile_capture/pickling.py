@@ -52,11 +52,22 @@ def reduce_compiled(compiled: Any, fn: types.FunctionType, settings: Settings) -
     """
     module = getattr(fn, "__module__", None)
     qualname = getattr(fn, "__qualname__", "")
-    if module and module != "__main__" and "<locals>" not in qualname:
+    if module and _importable(module) and "<locals>" not in qualname:
         found = _lookup(module, qualname)
         if found is compiled or found is fn:
             return (compiled_from_reference, (module, qualname, settings))
     return (compiled_from_value, (_dumps_by_value(fn, settings),))
+
+
+def _importable(module: str) -> bool:
+    # Another process can import it by name: not a script's __main__, nor a module that
+    # runpy or exec made (no import spec, or a name like "<run_path>").
+    if module == "__main__" or not all(part.isidentifier() for part in module.split(".")):
+        return False
+    import sys
+
+    loaded = sys.modules.get(module)
+    return loaded is not None and getattr(loaded, "__spec__", None) is not None
 
 
 def compiled_from_reference(module: str, qualname: str, settings: Settings) -> Callable[..., Any]:
