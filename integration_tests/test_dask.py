@@ -48,7 +48,7 @@ def _reset_counters() -> None:
     numpile_runtime.reset_counters()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     # Workers are spawned processes: they read the cache folder and the helper module's path
     # from the environment they inherit.
@@ -80,7 +80,7 @@ def _workers(client: Any) -> list[str]:
     return sorted(client.scheduler_info()["workers"])
 
 
-def test_a_second_worker_loads_what_the_first_compiled(client: Any):
+def _a_second_worker_loads_what_the_first_compiled(client: Any) -> None:
     @numpile.compile
     def chain(x):
         return np.sin(x) * 2.0 + np.cos(x) ** 2
@@ -100,7 +100,7 @@ def test_a_second_worker_loads_what_the_first_compiled(client: Any):
         assert seen.get("module_load", 0) >= 1, (worker, seen)
 
 
-def test_map_blocks_and_blockwise_run_compiled_functions_on_workers(client: Any):
+def _map_blocks_and_blockwise_run_compiled_functions_on_workers(client: Any) -> None:
     @numpile.compile
     def normalize(block):
         return (block - block.mean()) / (block.std() + 1.0)
@@ -113,7 +113,7 @@ def test_map_blocks_and_blockwise_run_compiled_functions_on_workers(client: Any)
     np.testing.assert_allclose(via_blockwise.compute(), expected, rtol=1e-12)
 
 
-def test_delayed_and_client_map_with_an_importable_function(client: Any):
+def _delayed_and_client_map_with_an_importable_function(client: Any) -> None:
     import numpile_dask_helper
 
     fn = numpile_dask_helper.scaled_tanh
@@ -123,3 +123,10 @@ def test_delayed_and_client_map_with_an_importable_function(client: Any):
         np.testing.assert_allclose(got, np.tanh(x) * 2.0 + 1.0)
     lazy = dask.delayed(fn)(inputs[1], 3.0)
     np.testing.assert_allclose(lazy.compute(), np.tanh(inputs[1]) * 3.0 + 1.0)
+
+
+def test_compiled_functions_on_a_local_cluster_of_processes(client: Any):
+    # One test, so one cluster: pytest-xdist would start one per worker for separate tests.
+    _a_second_worker_loads_what_the_first_compiled(client)
+    _map_blocks_and_blockwise_run_compiled_functions_on_workers(client)
+    _delayed_and_client_map_with_an_importable_function(client)
