@@ -105,7 +105,8 @@ class Program:
     each later one for one resized call (skipped when it produces the shapes of an earlier
     call). ``rtol``/``atol`` override ``INEXACT_TOLERANCE`` for non-eager backends.
     ``expect_error`` marks an invalid program: eager must raise, and compiled must raise the
-    same type (and message unless ``check_message`` is false).
+    same type (and message unless ``check_message`` is false). ``slow`` marks the program's
+    tests with the ``slow`` pytest marker (``-m "not slow"`` leaves them out).
 
     >>> Program("p", "views", lambda x: x.T, lambda rng, n: (np.ones((n, 2)),)).sizes
     (4, 7)
@@ -121,6 +122,7 @@ class Program:
     atol: float | None = None
     expect_error: bool = False
     check_message: bool = True
+    slow: bool = False
 
     @property
     def id(self) -> str:
@@ -155,6 +157,7 @@ def program(
     atol: float | None = None,
     expect_error: bool = False,
     check_message: bool = True,
+    slow: bool = False,
     name: str | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as a corpus program and return it unchanged.
@@ -180,6 +183,7 @@ def program(
             atol=atol,
             expect_error=expect_error,
             check_message=check_message,
+            slow=slow,
         )
         if any(p.id == entry.id for p in PROGRAMS):
             raise ValueError(f"program {entry.id} registered twice")
