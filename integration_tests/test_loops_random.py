@@ -129,7 +129,7 @@ def test_random_loop_nests_behave_as_in_eager(backend: str) -> None:
                  min_size=3, max_size=3),
     )  # fmt: skip
     run = settings(
-        max_examples=30 if backend == "eager" else 6,
+        max_examples=40 if backend == "eager" else 12,
         deadline=None,
         derandomize=True,
         suppress_health_check=[HealthCheck.too_slow],
