@@ -16,28 +16,28 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from .autotune import AutotuneChoice as AutotuneChoice
 from .backend import CompiledGraph as CompiledGraph
 from .backend import KernelCompileError as KernelCompileError
 from .backend import compile_graph as compile_graph
 from .backend import inductor as inductor
-from .buffer_pool import buffer_pool_bytes as buffer_pool_bytes
-from .buffer_pool import trim_buffer_pool as trim_buffer_pool
+from .codegen.c.autotune import AutotuneChoice as AutotuneChoice
+from .codegen.c.buffer_pool import buffer_pool_bytes as buffer_pool_bytes
+from .codegen.c.buffer_pool import trim_buffer_pool as trim_buffer_pool
 from .config import InductorConfig as InductorConfig
 from .config import list_mode_options as list_mode_options
 from .config import list_options as list_options
 from .debug import graph_dot as graph_dot
 
 if TYPE_CHECKING:
+    from .codegen.triton.backend import TritonCompiled as TritonCompiled
+    from .codegen.triton.backend import compile_triton as compile_triton
+    from .codegen.triton.backend import triton_backend as triton_backend
+    from .codegen.triton.kernel import TritonOptions as TritonOptions
     from .decompositions import DECOMPOSITIONS as DECOMPOSITIONS
     from .lowering import LOWERINGS as LOWERINGS
     from .lowering import lower_graph as lower_graph
     from .lowering import register_lowering as register_lowering
     from .scheduler import schedule as schedule
-    from .triton_backend import TritonCompiled as TritonCompiled
-    from .triton_backend import compile_triton as compile_triton
-    from .triton_backend import triton_backend as triton_backend
-    from .triton_kernel import TritonOptions as TritonOptions
 
 __version__ = "0.1.0"
 
@@ -77,10 +77,10 @@ _LAZY: dict[str, str] = {
     "lower_graph": ".lowering",
     "register_lowering": ".lowering",
     "schedule": ".scheduler",
-    "TritonCompiled": ".triton_backend",
-    "TritonOptions": ".triton_kernel",
-    "compile_triton": ".triton_backend",
-    "triton_backend": ".triton_backend",
+    "TritonCompiled": ".codegen.triton.backend",
+    "TritonOptions": ".codegen.triton.kernel",
+    "compile_triton": ".codegen.triton.backend",
+    "triton_backend": ".codegen.triton.backend",
 }
 
 

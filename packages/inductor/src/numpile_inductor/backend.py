@@ -23,8 +23,8 @@ import attrs
 import numpile_runtime as rt
 from numpile_capture import Graph
 
-from .autotune import AutotuneChoice, autotune
-from .buffer_pool import pool_handler
+from .codegen.c.autotune import AutotuneChoice, autotune
+from .codegen.c.buffer_pool import pool_handler
 from .config import InductorConfig
 from .debug import debug_folder, graph_dot, write_debug_files
 from .errstate import called_from_line, extern_nodes, extern_origin, honouring_errstate
@@ -139,7 +139,7 @@ def inductor(
         >>> fn = inductor(graph, [np.ones(3)])  # doctest: +SKIP
     """
     if any(getattr(node.meta, "device", "cpu") == "cuda" for node in graph.placeholders):
-        from .triton_backend import triton_backend  # CuPy inputs: Triton kernels
+        from .codegen.triton.backend import triton_backend  # CuPy inputs: Triton kernels
 
         return triton_backend(graph, example_inputs, mode=mode, options=options)
     return compile_graph(graph, options=options, mode=mode, example_inputs=example_inputs).fn
@@ -181,9 +181,9 @@ def _compile(
     # Late imports: code generation pulls in sympy (~0.3 s); a graph cache hit needs none.
     from . import decompositions as _decompositions  # noqa: F401  (registers lowerings)
     from . import reductions as _reductions  # noqa: F401  (registers lowerings)
+    from .codegen.c.wrapper import generate_module
     from .lowering import lower_graph
     from .scheduler import FusedKernel, schedule
-    from .wrapper import generate_module
 
     target, epilogue, functional_text = (
         _functionalized(graph) if functionalize else (graph, None, "")
@@ -325,7 +325,7 @@ def _autotune(
         log.info("max_autotune skipped: the graph mutates its inputs and was not functionalized")
         return None
     flags = _flags(config)
-    from .wrapper import generate_module  # late: see _compile
+    from .codegen.c.wrapper import generate_module  # late: see _compile
 
     def build(thresholds: Sequence[int]) -> list[tuple[Callable[..., Any], Callable[[int], Any]]]:
         variants = [

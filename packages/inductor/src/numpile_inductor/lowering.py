@@ -27,7 +27,7 @@ import sympy
 
 from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta, contiguous_strides
 
-from .c_ops import c_type, supports
+from .codegen.c.ops import c_type, supports
 from .index import loop_var, unflatten_index
 from .loop_ir import (
     Apply,
@@ -481,7 +481,7 @@ def lower_ufunc(ctx: LoweringContext, node: Node) -> Lowered:
 
 
 def _register_ufuncs() -> None:
-    from .c_ops import _TABLES
+    from .codegen.c.ops import _TABLES
 
     names: dict[str, None] = {}
     for table in _TABLES.values():

@@ -26,7 +26,7 @@ import numpy as np
 
 from numpile_capture import ArrayMeta, Node
 
-from .c_ops import c_type
+from .codegen.c.ops import c_type
 from .index import loop_var
 from .loop_ir import Load, ReductionStore
 from .lowering import CannotLower, Lowered, LoweringContext, cast, out_shape, register_lowering

@@ -1,14 +1,14 @@
 """The Triton op table: how each scalar operation of the loop IR is spelled in Triton.
 
-The twin of `c_ops.py` for the same loop IR. Every entry keeps NumPy 2's
+The twin of `codegen/c/ops.py` for the same loop IR. Every entry keeps NumPy 2's
 semantics for the loop dtypes it accepts: IEEE division (`tl.div_rn`, not
 the approximate `/` of float32 on GPUs), NaN-propagating `maximum`/`minimum`,
 Python's sign rules for floor division and remainder (helpers in
 `TRITON_HELPERS`), integer wrap-around. Transcendental functions call
 CUDA's libdevice, correctly rounded or within a few ulp like glibc; under
 Triton's CPU interpreter the generated module binds `libdevice` to NumPy
-(`triton_interpret.py`). Complex numbers and float16 have no entry: a kernel
-that needs one makes the graph fall back (see `triton_backend`).
+(`codegen/triton/interpret.py`). Complex numbers and float16 have no entry: a kernel
+that needs one makes the graph fall back (see `backend.py`).
 
     >>> triton_expr("add", ["a", "b"], [np.dtype("float32")] * 2, np.dtype("float32"))
     '(a + b)'

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import sympy
 
-from .c_ops import c_expr, c_literal, c_type
-from .index import c_index, loop_var
-from .loop_ir import Apply, Buffer, Constant, Expr, Load, ScalarArg, Store
+from ...index import c_index, loop_var
+from ...loop_ir import Apply, Buffer, Constant, Expr, Load, ScalarArg, Store
+from .ops import c_expr, c_literal, c_type
 
 
 class LoopBody:

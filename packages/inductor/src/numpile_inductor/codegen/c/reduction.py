@@ -20,11 +20,11 @@ import sympy
 
 from numpile_capture import contiguous_strides
 
-from .c_loop import LoopBody, close_loops, loops, parallel_close, parallel_open
-from .c_ops import c_expr, c_literal, c_type
-from .index import loop_var
-from .loop_ir import Apply, Buffer, Expr, Load, ReductionStore, loads_of
-from .scheduler import FusedKernel
+from ...index import loop_var
+from ...loop_ir import Apply, Buffer, Expr, Load, ReductionStore, loads_of
+from ...scheduler import FusedKernel
+from .loop import LoopBody, close_loops, loops, parallel_close, parallel_open
+from .ops import c_expr, c_literal, c_type
 
 _BLOCK = 128
 _LANES = 8

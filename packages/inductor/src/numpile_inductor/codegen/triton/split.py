@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .loop_ir import Buffer, ReductionStore
-from .scheduler import FusedKernel
-from .triton_kernel import (
+from ...loop_ir import Buffer, ReductionStore
+from ...scheduler import FusedKernel
+from .kernel import (
     REDUCTION_CONSTEXPRS,
     SplitPlan,
     TritonKernel,
@@ -57,7 +57,7 @@ from .triton_kernel import (
     scalar_params,
     xoffset_lines,
 )
-from .triton_ops import reduction_identity, triton_literal
+from .ops import reduction_identity, triton_literal
 
 
 def split_chunks(xnumel: Any, rnumel: Any, options: TritonOptions) -> int:

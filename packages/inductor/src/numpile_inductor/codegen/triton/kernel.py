@@ -32,8 +32,8 @@ from sympy.printing.str import StrPrinter
 
 from numpile_capture import contiguous_strides
 
-from .config import InductorConfig, list_options
-from .loop_ir import (
+from ...config import InductorConfig, list_options
+from ...loop_ir import (
     Apply,
     Buffer,
     Constant,
@@ -44,8 +44,8 @@ from .loop_ir import (
     Store,
     loads_of,
 )
-from .scheduler import FusedKernel
-from .triton_ops import reduction_identity, tl_type, triton_expr, triton_literal, triton_supports
+from ...scheduler import FusedKernel
+from .ops import reduction_identity, tl_type, triton_expr, triton_literal, triton_supports
 
 # max-autotune times cuBLAS against the template in every tile shape (also interpreted).
 _EVERY_GEMM: dict[str, Any] = {"gemm_backends": ("extern", "triton"), "gemm_tiles": None}
@@ -79,22 +79,22 @@ class TritonOptions:
     `max_rblock`: the longest row a reduction keeps in one tile (persistent);
     `max_tile`: elements of a reduction tile (`XBLOCK * RBLOCK`);
     `row_tile`: elements of a persistent row kernel's tile: rows per program are
-    `row_tile // RBLOCK`, at least one (`triton_rows.py`);
+    `row_tile // RBLOCK`, at least one (`codegen/triton/rows.py`);
     `looped_rblock`: the tile of a row kernel looped over rows of a length known at compile
     time (rows of a run-time length loop in `max_rblock` tiles);
     `num_warps`: warps per program on a GPU (ignored by the interpreter);
-    `autotune`: time launch configurations on the first call (`triton_autotune.py`);
+    `autotune`: time launch configurations on the first call (`codegen/triton/autotune.py`);
     `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
-    `split_reductions`: reduce few long rows in two kernels (`triton_split.py`), with
+    `split_reductions`: reduce few long rows in two kernels (`codegen/triton/split.py`), with
     about `split_programs` programs in the first (a few per multiprocessor of a current GPU:
     132 on an H100);
     `gemm_backends`: how a matmul may run, "extern" (cuBLAS, `numpile_runtime.cublas_matmul`)
-    and/or "triton" (a `tl.dot` template with its epilogue fused, `triton_matmul.py`); with
+    and/or "triton" (a `tl.dot` template with its epilogue fused, `codegen/triton/matmul.py`); with
     both (the default on a GPU), the first call times them (a tuple, or a comma-separated
     string as in torch's option); `gemm_tiles`: how many of the template's tile shapes (`TILES`) are
     timed against cuBLAS (1 by default, all with None: max-autotune);
     `online_softmax`: a looped row group's max and sum of exp(v - max) share one loop
-    (`triton_rows.py`): True always, False never (a loop each), None (the default) over
+    (`codegen/triton/rows.py`): True always, False never (a loop each), None (the default) over
     rows of a run-time length only, the faster form of each on an H200;
     `direct_launch`: launch compiled kernels without Triton's `run` after their first
     launch (`numpile_runtime.TritonLauncher`; False: always through `run`, to compare);
@@ -206,8 +206,8 @@ class TritonKernel:
     origins: tuple[str, ...] = ()
     size_symbols: tuple[str, ...] = ()
     outer: bool = False  # a reduction whose loads are contiguous along the kept axes
-    split: int = 1  # the first stage of a split reduction: chunks per row (triton_split.py)
-    rows: bool = False  # a row group's kernel (triton_rows.py): its own tiles and warps
+    split: int = 1  # the first stage of a split reduction: chunks per row (codegen/triton/split.py)
+    rows: bool = False  # a row group's kernel (codegen/triton/rows.py): its own tiles and warps
     template: str = ""  # "mm": a matmul template, its blocks fixed in its source
 
     def grid(self, xnumel: int) -> tuple[int]:
@@ -255,7 +255,7 @@ _PRINTER = _IndexPrinter()
 def triton_index(expr: Any) -> str:
     """The Python/Triton spelling of an index expression (nonnegative floor division).
 
-    >>> from .index import ModularIndexing, loop_var
+    >>> from numpile_inductor.index import ModularIndexing, loop_var
     >>> triton_index(ModularIndexing(loop_var(0), 4, 3) + 1)
     '(((x0) // 4) % 3) + 1'
     """
@@ -426,8 +426,8 @@ def kernel_source(
 ) -> TritonKernel:
     """The `@triton.jit` source of a pointwise or reduction kernel, and its launch facts.
 
-    Row groups (`fused.parts`) become one kernel in `triton_rows.py`, or are generated
-    part by part (`triton_backend.generate_triton`).
+    Row groups (`fused.parts`) become one kernel in `codegen/triton/rows.py`, or are generated
+    part by part (`backend.generate_triton`).
 
     >>> kernel_source(fused, buffers, TritonOptions()).grid(4000)  # doctest: +SKIP
     (4,)
@@ -509,7 +509,7 @@ def fit_blocks(
         rblock = kernel.rblock  # static rows: the code may be persistent over this block
     if rblock < rnumel:  # looped: one row per program, as kernel_source does
         if kernel.rows and isinstance(kernel.rnumel, int):
-            return kernel  # tiles and warps chosen for this row length (triton_rows.py)
+            return kernel  # tiles and warps chosen for this row length (codegen/triton/rows.py)
         return attrs.evolve(
             kernel, xblock=1, rblock=rblock, num_warps=looped_warps(1, rblock, options)
         )
@@ -719,7 +719,7 @@ def _reduction_body(
     persistent: bool,
     split: SplitPlan | None = None,
 ) -> list[str]:
-    # `split`: the first stage of a split reduction (`triton_split.py`): x runs over
+    # `split`: the first stage of a split reduction (`codegen/triton/split.py`): x runs over
     # (row, chunk) pairs, each program reduces its chunks of the rows and stores the partial
     # results, in the accumulator's dtype.
     indent = "    "
@@ -803,7 +803,7 @@ def _reduction_body(
 
 @attrs.frozen
 class SplitPlan:
-    """The first stage of a split reduction (`triton_split.py`): every row cut into `chunks`
+    """The first stage of a split reduction (`codegen/triton/split.py`): every row cut into `chunks`
     chunks of `chunk` elements (0: worked out in the kernel from the run-time row length),
     one partial result per (row, chunk) in each of `partials`.
     The pairs run row-major (`rows` = 0) or, for outer reductions, chunk-major (`rows` =

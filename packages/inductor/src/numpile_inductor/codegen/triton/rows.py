@@ -33,7 +33,7 @@ reads and writes the same elements of a row.
 
 Sizes known only at run time are kernel arguments: a dynamic row count
 (batch), and a dynamic row length, which makes the kernel looped. Groups that
-do not qualify run part by part (`triton_backend`): parts of different
+do not qualify run part by part (`codegen/triton/backend.py`): parts of different
 extents, or rows too few to fill the device (`split_chunks`), whose
 reductions are split instead; their pointwise parts whose results stay in the
 group are computed where they are read (`inline_pointwise_parts`).
@@ -49,10 +49,10 @@ from typing import Any
 import attrs
 import sympy
 
-from .index import loop_var
-from .loop_ir import Apply, Buffer, Expr, Load, ReductionStore, Store, loads_of
-from .scheduler import FusedKernel
-from .triton_kernel import (
+from ...index import loop_var
+from ...loop_ir import Apply, Buffer, Expr, Load, ReductionStore, Store, loads_of
+from ...scheduler import FusedKernel
+from .kernel import (
     REDUCTION_CONSTEXPRS,
     TritonKernel,
     TritonOptions,
@@ -75,8 +75,8 @@ from .triton_kernel import (
     widen_lines,
     xoffset_lines,
 )
-from .triton_ops import reduction_identity, tl_type, triton_expr, triton_literal
-from .triton_split import split_chunks
+from .ops import reduction_identity, tl_type, triton_expr, triton_literal
+from .split import split_chunks
 
 # Pointwise results computed where read: buffer -> (its store index, its value).
 _Defs = dict[str, tuple[tuple[Any, ...], Expr]]

@@ -10,7 +10,7 @@ region taken when `work >= threshold`; each thread's floating-point flags join t
 call's (NumPy's warnings come from them, see `errstate.py`). A row group (see
 `scheduler.fuse_rows`) is one parallel loop over rows holding each part's own
 loops, with its scratch buffers as per-thread row arrays. Reduction nests are
-in `c_reduction.py`.
+in `codegen/c/reduction.py`.
 
     >>> print(kernel_source(fused, buffers, parallel_threshold=65536))  # doctest: +SKIP
 """
@@ -26,16 +26,16 @@ import sympy
 
 from numpile_capture import contiguous_strides
 
-from .c_loop import LoopBody, close_loops, loops, parallel_close, parallel_open, size_names
-from .c_ops import c_type
-from .c_reduction import (
+from ...loop_ir import Apply, Buffer, Expr, Load, ScalarArg, Store
+from ...scheduler import FusedKernel
+from .loop import LoopBody, close_loops, loops, parallel_close, parallel_open, size_names
+from .ops import c_type
+from .reduction import (
     VECTOR_TYPEDEFS,
     outer_reduction_nest,
     prefers_outer,
     reduction_nest,
 )
-from .loop_ir import Apply, Buffer, Expr, Load, ScalarArg, Store
-from .scheduler import FusedKernel
 
 
 @attrs.frozen

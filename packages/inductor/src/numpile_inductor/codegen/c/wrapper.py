@@ -25,14 +25,14 @@ import sympy
 
 from numpile_capture import ArrayMeta, Node, contiguous_strides, gives_scalar, tree_flatten
 
+from ...config import InductorConfig
+from ...index import SIZE_HELPERS, c_size
+from ...launcher import GeneratedModule, extern_callable
+from ...loop_ir import Buffer, BufferRef, ExternCall, loads_of
+from ...scheduler import FusedKernel, Schedule
 from .buffer_pool import MIN_POOLED_BYTES, pooled_alloc_lines
-from .c_kernel import kernel_signature, kernel_source
-from .c_ops import c_type, helper_definitions, vector_math_declarations
-from .config import InductorConfig
-from .index import SIZE_HELPERS, c_size
-from .launcher import GeneratedModule, extern_callable
-from .loop_ir import Buffer, BufferRef, ExternCall, loads_of
-from .scheduler import FusedKernel, Schedule
+from .kernel import kernel_signature, kernel_source
+from .ops import c_type, helper_definitions, vector_math_declarations
 
 log = logging.getLogger("numpile.inductor.wrapper")
 

@@ -33,9 +33,9 @@ import sympy
 
 import numpile_runtime as rt
 
-from .loop_ir import Buffer, BufferRef, ExternCall, Load, Store, loads_of
-from .scheduler import FusedKernel
-from .triton_kernel import (
+from ...loop_ir import Buffer, BufferRef, ExternCall, Load, Store, loads_of
+from ...scheduler import FusedKernel
+from .kernel import (
     TritonKernel,
     _Body,
     _param,
@@ -44,7 +44,7 @@ from .triton_kernel import (
     jit_decorator,
     scalar_params,
 )
-from .triton_ops import tl_type
+from .ops import tl_type
 
 log = logging.getLogger("numpile.inductor.triton")
 
