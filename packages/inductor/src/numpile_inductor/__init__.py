@@ -13,7 +13,6 @@ and a warm start stay cheap.
 from __future__ import annotations
 
 import importlib
-import os
 from typing import TYPE_CHECKING, Any
 
 from .backend import CompiledGraph as CompiledGraph
@@ -27,6 +26,7 @@ from .config import InductorConfig as InductorConfig
 from .config import list_mode_options as list_mode_options
 from .config import list_options as list_options
 from .debug import graph_dot as graph_dot
+from .pipeline import set_openmp_defaults
 
 if TYPE_CHECKING:
     from .codegen.triton.backend import TritonCompiled as TritonCompiled
@@ -41,11 +41,7 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# Idle OpenMP threads sleep instead of spinning: kernels alternate with NumPy and BLAS calls
-# on the same cores. libgomp reads this once, when it loads, and a process has one libgomp
-# (torch's, if torch came first, is the one kernels bind to): set it as early as possible.
-# A value the user set wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+set_openmp_defaults()  # before any kernel module loads libgomp (see pipeline.py)
 
 __all__ = [
     "DECOMPOSITIONS",
@@ -87,9 +83,6 @@ _LAZY: dict[str, str] = {
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # decompositions and reductions register lowerings: import them before any use
-    importlib.import_module(".decompositions", __name__)
-    importlib.import_module(".reductions", __name__)
     module = importlib.import_module(_LAZY[name], __name__)
     value = getattr(module, name)
     globals()[name] = value

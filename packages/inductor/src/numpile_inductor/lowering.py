@@ -631,3 +631,9 @@ def unflatten_static(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
         result.append(flat % size if size else 0)
         flat = flat // size if size else 0
     return tuple(reversed(result))
+
+
+# NOTE: the modules that fill LOWERINGS beyond the ufuncs, views, `where` and `astype` above:
+# importing the lowering loads every rule (the registry loads its own rules, in one place).
+from . import decompositions as decompositions  # noqa: E402
+from . import reductions as reductions  # noqa: E402

@@ -46,6 +46,7 @@ from numpile_capture import (
 from ...debug import debug_folder, graph_dot, write_debug_files
 from ...launcher import extern_callable, with_epilogue
 from ...loop_ir import Buffer, BufferRef, ExternCall
+from ...pipeline import functionalized, lower_and_schedule
 from .autotune import cache_key, tune
 from .externs import device_extern, to_device
 from .kernel import (
@@ -115,15 +116,9 @@ def generate_triton(graph: Graph, options: TritonOptions | None = None) -> tuple
 
     >>> module, schedule = generate_triton(graph)  # doctest: +SKIP
     """
-    # Late imports: code generation pulls in sympy (see backend._compile).
-    from ... import decompositions as _decompositions  # noqa: F401  (registers lowerings)
-    from ... import reductions as _reductions  # noqa: F401  (registers lowerings)
-    from ...lowering import lower_graph
-    from ...scheduler import schedule
-
     options = options or _default_options()
-    program = lower_graph(graph)
-    sched = schedule(program, scratch_rows=False)
+    sched = lower_and_schedule(graph, scratch_rows=False)
+    program = sched.program
     steps: list[Step] = []
     pending = list(sched.steps)
     while pending:
@@ -244,9 +239,7 @@ def compile_triton(
     if options is None:
         interpret = status.mode == "interpret"
         options = TritonOptions.from_mode(mode, option_overrides, interpret=interpret)
-    from ...backend import _functionalized  # the C backend's functionalization, shared
-
-    target, epilogue, functional_text = _functionalized(graph)
+    target, epilogue, functional_text = functionalized(graph)
     try:
         with rt.timed("triton_codegen"):
             module, sched = generate_triton(target, options)
