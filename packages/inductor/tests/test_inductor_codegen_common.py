@@ -10,6 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from numpile_inductor.codegen.c import ops as c_ops
 from numpile_inductor.codegen.common import (
     KERNEL_DTYPES,
     OP_TABLES,
@@ -20,6 +21,7 @@ from numpile_inductor.codegen.common import (
     register_op_table,
     supports,
 )
+from numpile_inductor.codegen.triton import ops as triton_ops
 
 _DTYPES = [
     np.dtype(name)
@@ -30,12 +32,14 @@ _NAMES = sorted(set().union(*SCALAR_OPS.values()) | {"cast", "where", "no_such_o
 
 def test_the_c_table_spells_exactly_the_vocabulary() -> None:
     table = OP_TABLES["c"]
+    assert table is c_ops.OP_TABLE
     assert table.dtypes == KERNEL_DTYPES
     assert {kind: frozenset(ops) for kind, ops in table.spellings.items()} == dict(SCALAR_OPS)
 
 
 def test_the_triton_table_spells_the_vocabulary_but_complex() -> None:
     table = OP_TABLES["triton"]
+    assert table is triton_ops.OP_TABLE
     assert table.dtypes == KERNEL_DTYPES - {"complex64", "complex128"}
     expected = {kind: ops for kind, ops in SCALAR_OPS.items() if kind != "c"}
     assert {kind: frozenset(ops) for kind, ops in table.spellings.items()} == expected
