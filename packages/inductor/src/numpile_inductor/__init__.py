@@ -23,6 +23,7 @@ from .codegen.c.autotune import AutotuneChoice as AutotuneChoice
 from .codegen.c.buffer_pool import buffer_pool_bytes as buffer_pool_bytes
 from .codegen.c.buffer_pool import trim_buffer_pool as trim_buffer_pool
 from .config import InductorConfig as InductorConfig
+from .config import TritonOptions as TritonOptions
 from .config import list_mode_options as list_mode_options
 from .config import list_options as list_options
 from .debug import graph_dot as graph_dot
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from .codegen.triton.backend import TritonCompiled as TritonCompiled
     from .codegen.triton.backend import compile_triton as compile_triton
     from .codegen.triton.backend import triton_backend as triton_backend
-    from .codegen.triton.kernel import TritonOptions as TritonOptions
     from .decompositions import DECOMPOSITIONS as DECOMPOSITIONS
     from .lowering import LOWERINGS as LOWERINGS
     from .lowering import lower_graph as lower_graph
@@ -74,7 +74,6 @@ _LAZY: dict[str, str] = {
     "register_lowering": ".lowering",
     "schedule": ".scheduler",
     "TritonCompiled": ".codegen.triton.backend",
-    "TritonOptions": ".codegen.triton.kernel",
     "compile_triton": ".codegen.triton.backend",
     "triton_backend": ".codegen.triton.backend",
 }

@@ -10,8 +10,8 @@ reads and writes the same elements of a row.
 - Persistent, when a row fits in one tile (`max_rblock`): each input row is
   loaded once and values passed between parts stay in registers (the scratch
   rows of the C backend cost no memory here). A program takes `row_tile`
-  elements: one row of 1024 or more (on an H200 a softmax over 65536 x 1024
-  took 131 us one row per program, 136 us four).
+  elements: one row of 1024 or more (one row per program was the faster on a
+  GPU; figures in docs/performance_notes.md).
 - Looped, over longer rows: one program per row and one loop over the row per
   reduction part, which accumulates it and recomputes the pointwise parts
   before it; a last loop computes and stores the parts after the last
@@ -25,11 +25,10 @@ reads and writes the same elements of a row.
   `exp(old max - new max)` when the max grows, so a softmax reads its row
   twice. The sum then rounds differently (each term rescaled once more), within
   the tolerance fused reductions already have; NumPy's NaN for a row of -inf,
-  and NaN and +inf propagation, are kept. On an H200, handwritten kernels of
-  both forms over 2048 x 32768: the online loop won in 2048-element tiles (216
-  against 273 us) and lost in the 8192-element tiles static rows get (242, or
-  164 with a max per tile, against 156 us): its two exps per element then cost
-  more than the third read of a row from L2.
+  and NaN and +inf propagation, are kept. The online loop wins in the short tiles
+  of run-time lengths and loses in the long tiles static rows get: its two exps
+  per element then cost more than the third read of a row from L2 (figures in
+  docs/performance_notes.md).
 
 Sizes known only at run time are kernel arguments: a dynamic row count
 (batch), and a dynamic row length, which makes the kernel looped. Groups that
@@ -49,13 +48,13 @@ from typing import Any
 import attrs
 import sympy
 
+from ...config import TritonOptions
 from ...index import loop_var
 from ...loop_ir import Apply, Buffer, Expr, Load, ReductionStore, Store, loads_of
 from ...scheduler import FusedKernel
 from .kernel import (
     REDUCTION_CONSTEXPRS,
     TritonKernel,
-    TritonOptions,
     _acc_dtype,
     _Body,
     _combine,
@@ -289,11 +288,10 @@ def row_kernel_source(
 
 def _looped_launch(rnumel: Any, options: TritonOptions) -> tuple[int, int]:
     # (RBLOCK, warps) of a looped row kernel. Over a static row length, tiles of up to
-    # `looped_rblock` elements with a warp per 512 of them (at most 16): on an H200 a
-    # handwritten softmax of this form over 2048 x 32768 float32 took 156 us in 8192-element
-    # tiles with 16 warps, against 267 us in 2048 with 8 (torch.compile: 164); the generated
-    # kernel, 159 us. A run-time length may be short, so
-    # its tiles stay `max_rblock` long (masked lanes of a longer tile cost time).
+    # `looped_rblock` elements with a warp per 512 of them (at most 16): long tiles with
+    # many warps stream a long row fastest (as fast as torch.compile's kernel; figures in
+    # docs/performance_notes.md). A run-time length may be short, so its tiles stay
+    # `max_rblock` long (masked lanes of a longer tile cost time).
     if not isinstance(rnumel, int):
         return options.max_rblock, looped_warps(1, options.max_rblock, options)
     rblock = min(options.looped_rblock, _next_pow2(rnumel))
@@ -302,8 +300,8 @@ def _looped_launch(rnumel: Any, options: TritonOptions) -> tuple[int, int]:
 
 def _static_sizes(xnumel: Any, rnumel: Any, indent: str) -> list[str]:
     # Sizes known at compile time as constants of the body (the launch passes them still):
-    # Triton then knows a loop's trip count and the row's alignment. A handwritten looped
-    # softmax over 2048 x 32768 on an H200: 156 us with them constant, 169 us as arguments.
+    # Triton then knows a loop's trip count and the row's alignment, which makes looped
+    # row kernels faster (docs/performance_notes.md).
     sizes = (("xnumel", xnumel), ("rnumel", rnumel))
     return [f"{indent}{name} = {value}" for name, value in sizes if isinstance(value, int)]
 
@@ -313,8 +311,8 @@ def _xmask_lines(xnumel: Any, indent: str) -> list[str]:
     # ceil(xnumel / XBLOCK); a kernel over no rows does not launch): one row per program,
     # or a static row count XBLOCK divides.
     # Triton then masks loads and stores by the row's mask alone (torch's persistent
-    # reductions do the same); the generated looped softmax over 2048 x 32768 on an H200
-    # took 160 us so, 196 us with the rows mask computed.
+    # reductions do the same): computing the rows mask costs a looped softmax about a
+    # fifth of its time (docs/performance_notes.md).
     whole = f"{xnumel} % XBLOCK == 0" if isinstance(xnumel, int) else "XBLOCK == 1"
     return [
         f"{indent}if {whole}:",

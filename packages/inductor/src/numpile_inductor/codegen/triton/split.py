@@ -31,13 +31,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...config import TritonOptions
 from ...loop_ir import Buffer, ReductionStore
 from ...scheduler import FusedKernel
 from .kernel import (
     REDUCTION_CONSTEXPRS,
     SplitPlan,
     TritonKernel,
-    TritonOptions,
     _acc_dtype,
     _next_pow2,
     _outer_blocks,
