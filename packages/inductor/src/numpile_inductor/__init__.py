@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .codegen.triton.backend import TritonCompiled as TritonCompiled
     from .codegen.triton.backend import compile_triton as compile_triton
     from .codegen.triton.backend import triton_backend as triton_backend
-    from .decompositions import DECOMPOSITIONS as DECOMPOSITIONS
+    from .lowering import DECOMPOSITIONS as DECOMPOSITIONS
     from .lowering import LOWERINGS as LOWERINGS
     from .lowering import lower_graph as lower_graph
     from .lowering import register_lowering as register_lowering
@@ -68,7 +68,7 @@ __all__ = [
 
 # NOTE: public names that live in the code generator's modules, imported on first access.
 _LAZY: dict[str, str] = {
-    "DECOMPOSITIONS": ".decompositions",
+    "DECOMPOSITIONS": ".lowering",
     "LOWERINGS": ".lowering",
     "lower_graph": ".lowering",
     "register_lowering": ".lowering",
