@@ -19,9 +19,9 @@ from .backend import CompiledGraph as CompiledGraph
 from .backend import KernelCompileError as KernelCompileError
 from .backend import compile_graph as compile_graph
 from .backend import inductor as inductor
-from .codegen.c.autotune import AutotuneChoice as AutotuneChoice
-from .codegen.c.buffer_pool import buffer_pool_bytes as buffer_pool_bytes
-from .codegen.c.buffer_pool import trim_buffer_pool as trim_buffer_pool
+from .codegen.c import AutotuneChoice as AutotuneChoice
+from .codegen.c import buffer_pool_bytes as buffer_pool_bytes
+from .codegen.c import trim_buffer_pool as trim_buffer_pool
 from .config import InductorConfig as InductorConfig
 from .config import TritonOptions as TritonOptions
 from .config import list_mode_options as list_mode_options
@@ -30,9 +30,9 @@ from .debug import graph_dot as graph_dot
 from .pipeline import set_openmp_defaults
 
 if TYPE_CHECKING:
-    from .codegen.triton.backend import TritonCompiled as TritonCompiled
-    from .codegen.triton.backend import compile_triton as compile_triton
-    from .codegen.triton.backend import triton_backend as triton_backend
+    from .codegen.triton import TritonCompiled as TritonCompiled
+    from .codegen.triton import compile_triton as compile_triton
+    from .codegen.triton import triton_backend as triton_backend
     from .lowering import DECOMPOSITIONS as DECOMPOSITIONS
     from .lowering import LOWERINGS as LOWERINGS
     from .lowering import lower_graph as lower_graph
@@ -73,9 +73,9 @@ _LAZY: dict[str, str] = {
     "lower_graph": ".lowering",
     "register_lowering": ".lowering",
     "schedule": ".scheduler",
-    "TritonCompiled": ".codegen.triton.backend",
-    "compile_triton": ".codegen.triton.backend",
-    "triton_backend": ".codegen.triton.backend",
+    "TritonCompiled": ".codegen.triton",
+    "compile_triton": ".codegen.triton",
+    "triton_backend": ".codegen.triton",
 }
 
 
