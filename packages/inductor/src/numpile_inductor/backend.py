@@ -14,7 +14,6 @@ wrapper); build it through numpile_runtime; store the result in the graph cache.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +22,8 @@ import attrs
 import numpile_runtime as rt
 from numpile_capture import Graph
 
-from .autotune import AutotuneChoice, autotune
-from .buffer_pool import pool_handler
+from .codegen.c.autotune import AutotuneChoice, autotune
+from .codegen.c.buffer_pool import pool_handler
 from .config import InductorConfig
 from .debug import debug_folder, graph_dot, write_debug_files
 from .errstate import called_from_line, extern_nodes, extern_origin, honouring_errstate
@@ -38,6 +37,7 @@ from .graph_cache import (
 )
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
 from .no_compiler import op_by_op
+from .pipeline import device_backend, functionalized, graph_device, lower_and_schedule
 
 if TYPE_CHECKING:
     import types
@@ -141,10 +141,12 @@ def inductor(
 
         >>> fn = inductor(graph, [np.ones(3)])  # doctest: +SKIP
     """
-    if any(getattr(node.meta, "device", "cpu") == "cuda" for node in graph.placeholders):
-        from .triton_backend import triton_backend  # CuPy inputs: Triton kernels
-
-        return triton_backend(graph, example_inputs, mode=mode, options=options)
+    device = graph_device(graph)
+    if device != "cpu":  # CuPy inputs: the device's own code generator (Triton)
+        compiled: Callable[..., Any] = device_backend(device)(
+            graph, example_inputs, mode=mode, options=options
+        )
+        return compiled
     config = InductorConfig.from_options(options, mode=mode)
     try:
         return _compile(graph, config, example_inputs, functionalize=True).fn
@@ -161,11 +163,6 @@ def _compile(
     *,
     functionalize: bool,
 ) -> CompiledGraph:
-    # Idle OpenMP threads sleep instead of spinning: kernels alternate with NumPy and BLAS
-    # calls on the same cores, and spinning threads starve them (3-30x slower measured on
-    # 2 busy cores). libgomp reads this once, when the first kernel module loads; a value
-    # the user set wins.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     toolchain = _toolchain()
     variant = "functional" if functionalize else "barrier"
     key = graph_key(graph, config, toolchain.identity, variant=variant)
@@ -188,17 +185,14 @@ def _compile(
                 return _finish(graph, config, artifact, module, None, cache_hit=True)
     rt.count("inductor_graph_cache_miss")
     # Late imports: code generation pulls in sympy (~0.3 s); a graph cache hit needs none.
-    from . import decompositions as _decompositions  # noqa: F401  (registers lowerings)
-    from . import reductions as _reductions  # noqa: F401  (registers lowerings)
-    from .lowering import lower_graph
-    from .scheduler import FusedKernel, schedule
-    from .wrapper import generate_module
+    from .codegen.c.wrapper import generate_module
+    from .scheduler import FusedKernel
 
     target, epilogue, functional_text = (
-        _functionalized(graph) if functionalize else (graph, None, "")
+        functionalized(graph) if functionalize else (graph, None, "")
     )
     with rt.timed("inductor_lowering"):
-        sched = schedule(lower_graph(target))
+        sched = lower_and_schedule(target)
     choice = None
     if config.max_autotune:
         choice = _autotune(graph, target, sched, config, example_inputs, epilogue, key)
@@ -296,28 +290,6 @@ def _finish(
     )
 
 
-def _functionalized(graph: Graph) -> tuple[Graph, Epilogue | None, str]:
-    # The pure graph and its epilogue when the graph mutates; the graph itself otherwise
-    # or when functionalization refuses (then mutation ops stay barriers).
-    if not any(node.op is not None and node.op.mutates for node in graph.nodes):
-        return graph, None, ""
-    # Late import: only graphs with in-place updates need functionalization.
-    from numpile_autograd_aot import functionalize
-
-    try:
-        fg = functionalize(graph)
-    except NotImplementedError as error:
-        log.debug("not functionalized (%s): mutation ops stay barriers", error)
-        return graph, None, ""
-    epilogue = Epilogue(
-        fg.output_spec,
-        fg.num_outputs,
-        fg.mutated_inputs,
-        tuple((a.output, a.input, tuple(a.views)) for a in fg.output_aliases),
-    )
-    return fg.graph, epilogue, str(fg)
-
-
 def _autotune(
     graph: Graph,
     target: Graph,
@@ -334,7 +306,7 @@ def _autotune(
         log.info("max_autotune skipped: the graph mutates its inputs and was not functionalized")
         return None
     flags = _flags(config)
-    from .wrapper import generate_module  # late: see _compile
+    from .codegen.c.wrapper import generate_module  # late: see _compile
 
     def build(thresholds: Sequence[int]) -> list[tuple[Callable[..., Any], Callable[[int], Any]]]:
         variants = [

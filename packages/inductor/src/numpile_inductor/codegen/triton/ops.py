@@ -1,14 +1,14 @@
 """The Triton op table: how each scalar operation of the loop IR is spelled in Triton.
 
-The twin of `c_ops.py` for the same loop IR. Every entry keeps NumPy 2's
+The twin of `codegen/c/ops.py` for the same loop IR. Every entry keeps NumPy 2's
 semantics for the loop dtypes it accepts: IEEE division (`tl.div_rn`, not
 the approximate `/` of float32 on GPUs), NaN-propagating `maximum`/`minimum`,
 Python's sign rules for floor division and remainder (helpers in
 `TRITON_HELPERS`), integer wrap-around. Transcendental functions call
 CUDA's libdevice, correctly rounded or within a few ulp like glibc; under
 Triton's CPU interpreter the generated module binds `libdevice` to NumPy
-(`triton_interpret.py`). Complex numbers and float16 have no entry: a kernel
-that needs one makes the graph fall back (see `triton_backend`).
+(`codegen/triton/interpret.py`). Complex numbers and float16 have no entry: a kernel
+that needs one makes the graph fall back (see `backend.py`).
 
     >>> triton_expr("add", ["a", "b"], [np.dtype("float32")] * 2, np.dtype("float32"))
     '(a + b)'
@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from ..common import OpTable, kernel_dtype, register_op_table
 
 _TL_TYPES: dict[str, str] = {
     "bool": "tl.int1",
@@ -45,7 +47,7 @@ def tl_type(dtype: np.dtype[Any]) -> str | None:
     >>> tl_type(np.dtype("float64")), tl_type(np.dtype("complex64"))
     ('tl.float64', None)
     """
-    if dtype.byteorder not in "=|" and dtype.byteorder != ("<" if np.little_endian else ">"):
+    if not kernel_dtype(dtype):
         return None
     return _TL_TYPES.get(dtype.name)
 
@@ -202,19 +204,6 @@ _BOOL: dict[str, Spell] = {
 _TABLES: dict[str, dict[str, Spell]] = {"f": _FLOAT, "i": _INT, "u": _INT, "b": _BOOL}
 
 
-def triton_supports(fn: str, loop_dtype: np.dtype[Any]) -> bool:
-    """Whether scalar op `fn` on loop dtype `loop_dtype` has a Triton spelling.
-
-    >>> triton_supports("sin", np.dtype("float32")), triton_supports("add", np.dtype("complex64"))
-    (True, False)
-    """
-    if tl_type(loop_dtype) is None:
-        return False
-    if fn in ("cast", "where"):
-        return True
-    return fn in _TABLES.get(loop_dtype.kind, {})
-
-
 def triton_expr(
     fn: str, args: Sequence[str], arg_dtypes: Sequence[np.dtype[Any]], out_dtype: np.dtype[Any]
 ) -> str:
@@ -360,3 +349,6 @@ def _np_min_combine(a, b):
 def _np_prod_combine(a, b):
     return a * b
 """
+
+
+OP_TABLE = register_op_table(OpTable("triton", frozenset(_TL_TYPES), _TABLES))

@@ -23,7 +23,7 @@ import attrs
 
 import numpile_runtime as rt
 
-from .triton_kernel import TritonKernel
+from .kernel import TritonKernel
 
 log = logging.getLogger("numpile.inductor.triton")
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from .config import InductorConfig
+from ...config import InductorConfig
 
 log = logging.getLogger("numpile.inductor.autotune")
 

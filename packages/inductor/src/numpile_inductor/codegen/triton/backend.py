@@ -2,9 +2,9 @@
 
 The graph goes through the same pipeline as the C backend (functionalize,
 `lower_graph`, `schedule`); every fused kernel becomes a `@triton.jit`
-function (`triton_kernel.py`), all of them in one generated module with the
+function (`codegen/triton/kernel.py`), all of them in one generated module with the
 NumPy-rule helpers. Row groups (softmax, layernorm) run as one kernel
-(`triton_rows.py`: persistent when a row fits in one tile, looped over longer
+(`codegen/triton/rows.py`: persistent when a row fits in one tile, looped over longer
 rows), or part by part with the scratch rows as buffers when rows are too few
 to fill the device (their reductions split). Extern calls (matmul, ...)
 run their op's NumPy implementation, which CuPy arrays dispatch to CuPy
@@ -43,14 +43,15 @@ from numpile_capture import (
     writeable,
 )
 
-from .debug import debug_folder, graph_dot, write_debug_files
-from .launcher import extern_callable, with_epilogue
-from .loop_ir import Buffer, BufferRef, ExternCall
-from .triton_autotune import cache_key, tune
-from .triton_externs import device_extern, to_device
-from .triton_kernel import (
+from ...config import TritonOptions
+from ...debug import debug_folder, graph_dot, write_debug_files
+from ...launcher import extern_callable, with_epilogue
+from ...loop_ir import Buffer, BufferRef, ExternCall
+from ...pipeline import functionalized, lower_and_schedule
+from .autotune import cache_key, tune
+from .externs import device_extern, to_device
+from .kernel import (
     TritonKernel,
-    TritonOptions,
     TritonUnsupported,
     arg_kinds,
     fit_blocks,
@@ -58,7 +59,7 @@ from .triton_kernel import (
     kernel_source,
     scalar_value,
 )
-from .triton_matmul import (
+from .matmul import (
     TILES,
     MatmulChoice,
     fusable_epilogue,
@@ -66,9 +67,9 @@ from .triton_matmul import (
     pick_backend,
     template_operands,
 )
-from .triton_ops import TRITON_HELPERS
-from .triton_rows import inline_pointwise_parts, row_kernel_source
-from .triton_split import split_reduction
+from .ops import TRITON_HELPERS
+from .rows import inline_pointwise_parts, row_kernel_source
+from .split import split_reduction
 
 log = logging.getLogger("numpile.inductor.triton")
 output_code_log = logging.getLogger("numpile.inductor.output_code")
@@ -87,7 +88,7 @@ import triton.language as tl
 from numpile_runtime import interpreting
 
 if interpreting():
-    from numpile_inductor.triton_interpret import LIBDEVICE as libdevice
+    from numpile_inductor.codegen.triton.interpret import LIBDEVICE as libdevice
 else:
     from triton.language.extra import libdevice
 '''
@@ -115,15 +116,9 @@ def generate_triton(graph: Graph, options: TritonOptions | None = None) -> tuple
 
     >>> module, schedule = generate_triton(graph)  # doctest: +SKIP
     """
-    # Late imports: code generation pulls in sympy (see backend._compile).
-    from . import decompositions as _decompositions  # noqa: F401  (registers lowerings)
-    from . import reductions as _reductions  # noqa: F401  (registers lowerings)
-    from .lowering import lower_graph
-    from .scheduler import schedule
-
     options = options or _default_options()
-    program = lower_graph(graph)
-    sched = schedule(program, scratch_rows=False)
+    sched = lower_and_schedule(graph, scratch_rows=False)
+    program = sched.program
     steps: list[Step] = []
     pending = list(sched.steps)
     while pending:
@@ -244,9 +239,7 @@ def compile_triton(
     if options is None:
         interpret = status.mode == "interpret"
         options = TritonOptions.from_mode(mode, option_overrides, interpret=interpret)
-    from .backend import _functionalized  # the C backend's functionalization, shared
-
-    target, epilogue, functional_text = _functionalized(graph)
+    target, epilogue, functional_text = functionalized(graph)
     try:
         with rt.timed("triton_codegen"):
             module, sched = generate_triton(target, options)
@@ -655,8 +648,8 @@ _EVALUATED: dict[tuple[Any, ...], tuple[int, ...]] = {}  # (shape, their values)
 
 def _evaluate(shape: tuple[Any, ...], sizes: dict[str, int]) -> tuple[int, ...]:
     # A shape of sympy sizes at this call's size values, remembered per value: sympy's
-    # `subs` took 60-90 us a shape, several shapes a call (host time of 0.2-0.3 ms that
-    # bounded every dynamic=True call on a GPU), a lookup about 2 us.
+    # `subs` on several shapes a call bounded the host time of every dynamic=True call on
+    # a GPU, and a lookup is some thirty times cheaper (docs/performance_notes.md).
     if all(isinstance(d, int) for d in shape):
         return shape
     import sympy  # late: only graphs with run-time sizes get here

@@ -30,8 +30,8 @@ import numpy as np
 
 import numpile_runtime as rt
 
-from .launcher import extern_callable
-from .loop_ir import ExternCall
+from ...launcher import extern_callable
+from ...loop_ir import ExternCall
 
 perf_log = logging.getLogger("numpile.perf_hints")
 

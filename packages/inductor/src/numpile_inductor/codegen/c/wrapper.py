@@ -25,14 +25,14 @@ import sympy
 
 from numpile_capture import ArrayMeta, Node, contiguous_strides, gives_scalar, tree_flatten
 
+from ...config import InductorConfig
+from ...index import SIZE_HELPERS, c_size
+from ...launcher import GeneratedModule, extern_callable
+from ...loop_ir import Buffer, BufferRef, ExternCall, loads_of
+from ...scheduler import FusedKernel, Schedule
 from .buffer_pool import MIN_POOLED_BYTES, pooled_alloc_lines
-from .c_kernel import kernel_signature, kernel_source
-from .c_ops import c_type, helper_definitions, vector_math_declarations
-from .config import InductorConfig
-from .index import SIZE_HELPERS, c_size
-from .launcher import GeneratedModule, extern_callable
-from .loop_ir import Buffer, BufferRef, ExternCall, loads_of
-from .scheduler import FusedKernel, Schedule
+from .kernel import kernel_signature, kernel_source
+from .ops import c_type, helper_definitions, vector_math_declarations
 
 log = logging.getLogger("numpile.inductor.wrapper")
 
@@ -568,10 +568,9 @@ class _Emitter:
 
 
 # Extern ops that call BLAS/LAPACK. OpenBLAS's worker threads busy-wait for a while after
-# each call, so an OpenMP kernel right behind one competes with them for the cores: on 2
-# cores mlp_f32's two bias+relu kernels (2 MB each) cost ~15 ms of CPU time per call on 2
-# threads against ~1 ms on one. Kernels after such a call go parallel only above
-# `AFTER_BLAS_PARALLEL_THRESHOLD` elements of work.
+# each call, so an OpenMP kernel right behind one competes with them for the cores (on few
+# cores, an order of magnitude more CPU time: docs/performance_notes.md). Kernels after such
+# a call go parallel only above `AFTER_BLAS_PARALLEL_THRESHOLD` elements of work.
 BLAS_OPS = frozenset(
     {"matmul", "matmul_", "dot", "vdot", "inner", "tensordot", "einsum", "inv", "solve", "det"}
 )

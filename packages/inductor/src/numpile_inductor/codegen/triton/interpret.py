@@ -84,4 +84,4 @@ LIBDEVICE = types.SimpleNamespace(
     **{name: _unary(fn) for name, fn in _UNARY.items()},
     **{name: _binary(fn) for name, fn in _BINARY.items()},
 )
-"""NumPy stand-ins for the libdevice functions of `triton_ops.py`, for the interpreter."""
+"""NumPy stand-ins for the libdevice functions of `codegen/triton/ops.py`, for the interpreter."""
