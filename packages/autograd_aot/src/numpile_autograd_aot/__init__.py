@@ -33,12 +33,12 @@ from .transforms import grad as grad
 from .transforms import trace_joint as trace_joint
 from .transforms import value_and_grad as value_and_grad
 from .transforms import vjp as vjp
-from .vjp import VjpContext as VjpContext
-from .vjp import get_vjp as get_vjp
-from .vjp import register_vjp as register_vjp
-from .vjp import vjp_ops as vjp_ops
 from .vjp_exclusions import EXCLUDED_OPS as EXCLUDED_OPS
 from .vjp_exclusions import no_vjp_table as no_vjp_table
+from .vjp_table import VjpContext as VjpContext
+from .vjp_table import get_vjp as get_vjp
+from .vjp_table import register_vjp as register_vjp
+from .vjp_table import vjp_ops as vjp_ops
 
 __version__ = "0.1.0"
 

@@ -21,7 +21,7 @@ import attrs
 
 from numpile_capture import ArrayMeta, Graph, Node, get_op
 
-from .vjp import VjpContext, differentiable, fit_cotangent, get_vjp
+from .vjp_table import VjpContext, differentiable, fit_cotangent, get_vjp
 
 __all__ = ["JointGraph", "append_backward", "build_joint", "input_cotangent"]
 

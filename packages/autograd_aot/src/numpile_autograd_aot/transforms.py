@@ -62,7 +62,7 @@ from .functionalization import FunctionalGraph, apply_epilogue, functionalize
 from .joint import JointGraph, build_joint
 from .partition import Partition
 from .transform_rules import GradSpec, expand_grad, expand_vjp, fold_transform
-from .vjp import differentiable
+from .vjp_table import differentiable
 
 log = logging.getLogger("numpile.autograd_aot")
 

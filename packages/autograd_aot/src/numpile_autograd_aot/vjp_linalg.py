@@ -1,11 +1,11 @@
-"""VJP rules of linear algebra (matmul, dot, tensordot, einsum, inv, det, solve, norm) and creation.
+"""VJP rules of linear algebra (matmul, dot, tensordot, einsum, inv, det, solve, norm, tril, triu).
 
 Contractions transpose into contractions: the cotangent of `matmul(a, b)`
 for `a` is `ct @ b^T`; 1-d operands are lifted to matrices first and the
 added axis squeezed afterwards. No conjugation (JAX's convention).
 
     >>> from numpile_capture import get_op
-    >>> from numpile_autograd_aot.vjp import get_vjp
+    >>> from numpile_autograd_aot.vjp_table import get_vjp
     >>> get_vjp(get_op("solve")) is not None
     True
 """
@@ -19,7 +19,7 @@ import numpy as np
 
 from numpile_capture import ArrayMeta, Node, Op, get_op
 
-from .vjp import VjpContext, register_vjp
+from .vjp_table import VjpContext, register_vjp
 
 
 def _ndim(value: Node) -> int:
@@ -242,3 +242,12 @@ def _full_vjp(ctx: VjpContext) -> Sequence[Node | None]:
 @register_vjp(get_op("full_like"))
 def _full_like_vjp(ctx: VjpContext) -> Sequence[Node | None]:
     return [None, ctx.call("sum", ctx.cotangent)]
+
+
+# --- triangles -------------------------------------------------------------------------------
+
+
+@register_vjp(get_op("tril"), get_op("triu"))
+def _triangle_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    assert ctx.node.op is not None
+    return [ctx.call(ctx.node.op.name, ctx.cotangent, k=ctx.params.get("k", 0))]

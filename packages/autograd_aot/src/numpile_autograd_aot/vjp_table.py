@@ -80,6 +80,10 @@ class VjpContext:
         assert isinstance(value, Node) and isinstance(value.meta, ArrayMeta)
         return value.meta
 
+    def input_zeros(self, position: int) -> Node:
+        """Zeros of input `position`'s shape in the result's dtype, to scatter a cotangent into."""
+        return self.call("zeros", shape=self.input_meta(position).shape, dtype=self.meta.dtype)
+
 
 VjpRule = Callable[[VjpContext], Sequence[Node | None]]
 
@@ -124,7 +128,15 @@ def vjp_ops() -> list[Op]:
 
 def _ensure_rules() -> None:
     # Late import: the rule modules import this module to register themselves.
-    from . import vjp_linalg, vjp_rules, vjp_structural  # noqa: F401
+    from . import (  # noqa: F401
+        vjp_indexing,
+        vjp_join,
+        vjp_linalg,
+        vjp_ordering,
+        vjp_pointwise,
+        vjp_reduction,
+        vjp_view,
+    )
 
 
 def differentiable(meta: Any) -> bool:
