@@ -12,7 +12,6 @@ The public surface, re-exported from the layers below (nothing lives here):
 
 from __future__ import annotations
 
-from numpile_autograd_aot import config as _autograd_config
 from numpile_autograd_aot import grad as grad
 from numpile_autograd_aot import value_and_grad as value_and_grad
 from numpile_autograd_aot import vjp as vjp
@@ -43,10 +42,6 @@ from numpile_inductor import trim_buffer_pool as _trim_buffer_pool
 from numpile_runtime import set_logs as set_logs
 
 __version__ = "0.1.0"
-
-# The full stack compiles with the inductor by default; numpile_capture alone knows only "eager".
-config.default_backend = "inductor"
-_autograd_config.compiler = "inductor"
 
 
 def reset() -> None:

@@ -1,11 +1,14 @@
 """numpile_capture: the graph IR, the canonical op set, and bytecode capture."""
 
 from . import ops as ops
+from .backends import PREFERRED_BACKENDS as PREFERRED_BACKENDS
 from .backends import BackendCompileError as BackendCompileError
 from .backends import InvalidBackendError as InvalidBackendError
+from .backends import default_backend as default_backend
 from .backends import eager as eager
 from .backends import list_backends as list_backends
 from .backends import lookup_backend as lookup_backend
+from .backends import preferred_backend as preferred_backend
 from .backends import register_backend as register_backend
 from .capture_result import CaptureResult as CaptureResult
 from .capture_result import Unsupported as Unsupported
@@ -86,9 +89,12 @@ __all__ = [
     "tree_unflatten",
     "BackendCompileError",
     "InvalidBackendError",
+    "PREFERRED_BACKENDS",
+    "default_backend",
     "eager",
     "list_backends",
     "lookup_backend",
+    "preferred_backend",
     "register_backend",
     "CaptureResult",
     "Unsupported",

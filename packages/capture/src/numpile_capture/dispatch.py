@@ -55,6 +55,7 @@ from .backends import (
     BackendCompileError,
     BackendFn,
     backend_name,
+    default_backend,
     lookup_backend,
 )
 from .binder import make_binder
@@ -174,7 +175,7 @@ class CompiledFunction:
         self.mode = mode
         self.options = options
         self._guard_filter, _ = split_guard_filter(options)
-        self.backend = config.default_backend if backend is None else backend
+        self.backend = default_backend() if backend is None else backend
         self._backend_fn = lookup_backend(self.backend)
         self._backend_kwargs = backend_kwargs(
             self._backend_fn, self.backend, mode, options, warn=False

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import attrs
+
+from numpile_runtime import LayerConfig
 
 # NOTE: option names as users pass them in compile(options=...), mapped to fields, in the
 # order list_options() shows them.
@@ -58,7 +60,7 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 @attrs.frozen
-class InductorConfig:
+class InductorConfig(LayerConfig):
     """Knobs of the CPU inductor.
 
     - `max_autotune`: choose the OpenMP thread count and parallel threshold by timing the
@@ -91,6 +93,11 @@ class InductorConfig:
     parallel_threshold: int = 65536
     threads: int = 0
     extra_flags: tuple[str, ...] = ()
+
+    # NOTE: fields that change neither the generated code nor its build stay out of key().
+    KEY_EXCLUDES: ClassVar[frozenset[str]] = frozenset(
+        {"graph_cache", "trace_enabled", "debug_dir", "graph_diagram"}
+    )
 
     @classmethod
     def from_options(
@@ -126,19 +133,6 @@ class InductorConfig:
                 value = os.fspath(value)
             values[field] = value
         return cls(**values)
-
-    def key(self) -> str:
-        """The fields that change generated code or its build, as text for cache keys.
-
-        >>> "fast_math=False" in InductorConfig().key()
-        True
-        """
-        return (
-            f"max_autotune={self.max_autotune} "
-            f"epilogue_fusion={self.epilogue_fusion} fast_math={self.fast_math} "
-            f"parallel_threshold={self.parallel_threshold} threads={self.threads} "
-            f"extra_flags={list(self.extra_flags)}"
-        )
 
 
 def _type_names(expected: type | tuple[type, ...]) -> str:
