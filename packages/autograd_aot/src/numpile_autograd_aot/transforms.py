@@ -408,6 +408,7 @@ def trace_joint(
     """The joint forward/backward graph that `grad(fn, argnums, has_aux)` builds for these
     arguments, before partitioning: for inspecting what a partitioner saves.
 
+    >>> from numpile_autograd_aot import default_partition, min_cut_partition, saved_bytes
     >>> joint = trace_joint(lambda x: np.sum(np.sin(x) ** 2), np.ones(3))
     >>> saved_bytes(min_cut_partition(joint)) < saved_bytes(default_partition(joint))
     True

@@ -19,6 +19,7 @@ raises `Unsupported` with `fullgraph=True`. A capture that fails for any other
 reason (an invalid NumPy program) runs the function eagerly, so the user sees
 NumPy's own exception from their own line.
 
+    >>> from numpile_capture import compile_function
     >>> @compile_function
     ... def f(x):
     ...     return np.sin(x) + 1

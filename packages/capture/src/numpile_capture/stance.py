@@ -3,7 +3,9 @@
 `set_stance` works as a function, a context manager and a decorator:
 
     >>> set_stance("force_eager")        # from now on, compiled functions run eagerly
+    set_stance('force_eager')
     >>> set_stance("default")
+    set_stance('default')
     >>> with set_stance("force_eager"):  # only inside the block
     ...     pass
     >>> @set_stance("force_eager")       # only while bar runs
