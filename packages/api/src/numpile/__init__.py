@@ -39,9 +39,10 @@ from numpile_guards import skip_guard_on_globals_unsafe as skip_guard_on_globals
 from numpile_inductor import list_mode_options as list_mode_options
 from numpile_inductor import list_options as list_options
 from numpile_inductor import trim_buffer_pool as _trim_buffer_pool
+from numpile_runtime import distribution_version
 from numpile_runtime import set_logs as set_logs
 
-__version__ = "0.1.0"
+__version__ = distribution_version("numpile")
 
 
 def reset() -> None:

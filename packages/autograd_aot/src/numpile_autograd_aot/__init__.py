@@ -6,6 +6,8 @@
 array([0., 2., 4.])
 """
 
+from numpile_runtime import distribution_version
+
 from .backend import aot_eager as aot_eager
 from .config import AutogradConfig as AutogradConfig
 from .config import Compiler as Compiler
@@ -40,7 +42,7 @@ from .vjp_table import get_vjp as get_vjp
 from .vjp_table import register_vjp as register_vjp
 from .vjp_table import vjp_ops as vjp_ops
 
-__version__ = "0.1.0"
+__version__ = distribution_version("numpile-autograd-aot")
 
 __all__ = [
     "AutogradConfig",

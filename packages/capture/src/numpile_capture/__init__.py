@@ -1,5 +1,7 @@
 """numpile_capture: the graph IR, the canonical op set, and bytecode capture."""
 
+from numpile_runtime import distribution_version
+
 from . import ops as ops
 from .backends import PREFERRED_BACKENDS as PREFERRED_BACKENDS
 from .backends import BackendCompileError as BackendCompileError
@@ -61,7 +63,7 @@ from .trace_rules import substitute_in_graph as substitute_in_graph
 from .tracer import capture_function as capture_function
 from .variables import ScalarInputVar as ScalarInputVar
 
-__version__ = "0.1.0"
+__version__ = distribution_version("numpile-capture")
 
 __all__ = [
     "mark_dynamic",

@@ -16,6 +16,8 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
+from numpile_runtime import distribution_version
+
 from .autotune import AutotuneChoice as AutotuneChoice
 from .backend import CompiledGraph as CompiledGraph
 from .backend import KernelCompileError as KernelCompileError
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
     from .triton_backend import triton_backend as triton_backend
     from .triton_kernel import TritonOptions as TritonOptions
 
-__version__ = "0.1.0"
+__version__ = distribution_version("numpile-inductor")
 
 # Idle OpenMP threads sleep instead of spinning: kernels alternate with NumPy and BLAS calls
 # on the same cores. libgomp reads this once, when it loads, and a process has one libgomp

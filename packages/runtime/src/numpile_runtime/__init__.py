@@ -42,6 +42,8 @@ from .device_copy import DeviceCopy as DeviceCopy
 from .device_copy import byte_extent as byte_extent
 from .device_copy import download as download
 from .device_copy import upload as upload
+from .distribution import UNKNOWN_VERSION as UNKNOWN_VERSION
+from .distribution import distribution_version as distribution_version
 from .layer_config import LayerConfig as LayerConfig
 from .logs import CHANNELS as LOG_CHANNELS
 from .logs import _configure_from_env
@@ -60,7 +62,7 @@ from .toolchain import Toolchain as Toolchain
 from .toolchain import find_toolchain as find_toolchain
 from .triton_launcher import TritonLauncher as TritonLauncher
 
-__version__ = "0.1.0"
+__version__ = distribution_version("numpile-runtime")
 
 apply_openmp_defaults()
 _configure_from_env()
@@ -79,6 +81,7 @@ __all__ = [
     "Toolchain",
     "TritonLauncher",
     "TritonStatus",
+    "UNKNOWN_VERSION",
     "apply_openmp_defaults",
     "build_extension",
     "build_library",
@@ -96,6 +99,7 @@ __all__ = [
     "cupy_available",
     "data_ptr",
     "default_cache",
+    "distribution_version",
     "download",
     "find_toolchain",
     "interpreting",
