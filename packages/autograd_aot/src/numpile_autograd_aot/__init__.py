@@ -28,6 +28,12 @@ from .partition import Partition as Partition
 from .partition import default_partition as default_partition
 from .partition import min_cut_partition as min_cut_partition
 from .partition import saved_bytes as saved_bytes
+from .pytree import PyTreeSpec as PyTreeSpec
+from .pytree import register_pytree_node as register_pytree_node
+from .pytree import tree_flatten as tree_flatten
+from .pytree import tree_map as tree_map
+from .pytree import tree_structure as tree_structure
+from .pytree import tree_unflatten as tree_unflatten
 from .subgraph import eliminate_dead_code as eliminate_dead_code
 from .subgraph import extract_graph as extract_graph
 from .transforms import CaptureError as CaptureError
@@ -54,6 +60,7 @@ __all__ = [
     "OutputAlias",
     "Partition",
     "Partitioner",
+    "PyTreeSpec",
     "VjpContext",
     "aot_eager",
     "append_backward",
@@ -68,12 +75,17 @@ __all__ = [
     "input_cotangent",
     "min_cut_partition",
     "no_vjp_table",
+    "register_pytree_node",
     "register_vjp",
     "resolve_compiler",
     "resolve_partitioner",
     "run_functionalized",
     "run_graph_compiler",
     "saved_bytes",
+    "tree_flatten",
+    "tree_map",
+    "tree_structure",
+    "tree_unflatten",
     "trace_joint",
     "value_and_grad",
     "vjp",

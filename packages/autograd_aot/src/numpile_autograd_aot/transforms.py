@@ -41,26 +41,17 @@ import numpy as np
 from numpile_capture import (
     CaptureResult,
     Node,
-    TreeSpec,
     Unsupported,
     capture_function,
     register_transform,
-    tree_flatten,
-    tree_unflatten,
 )
-from numpile_guards import (
-    GuardCheck,
-    ItemSource,
-    LocalSource,
-    Source,
-    compile_fetch,
-    compile_guards,
-)
+from numpile_guards import GuardCheck, compile_fetch, compile_guards
 
 from .config import Compiler, Partitioner, resolve_compiler, resolve_partitioner
 from .functionalization import FunctionalGraph, apply_epilogue, functionalize
 from .joint import JointGraph, build_joint
 from .partition import Partition
+from .pytree import PyTreeSpec, check_leaves, tree_flatten, tree_unflatten
 from .transform_rules import GradSpec, expand_grad, expand_vjp, fold_transform
 from .vjp_table import differentiable
 
@@ -87,6 +78,7 @@ class _Plan:
     diff_inputs: tuple[int, ...]
     tangent_outputs: tuple[int, ...]
     forward: Callable[..., Any]
+    specs: tuple[PyTreeSpec, ...]
     backward: Callable[..., Any] | None = None
 
 
@@ -125,9 +117,12 @@ class _Transform:
         tree specs of the differentiated arguments."""
         args, local, leaves, specs = self.prepare(args, kwargs)
         globals_ = self.fn.__globals__
-        plan = next((p for p in self.plans if p.check(local, globals_, self.fn)), None)
+        key = tuple(specs)
+        plan = next(
+            (p for p in self.plans if p.specs == key and p.check(local, globals_, self.fn)), None
+        )
         if plan is None:
-            plan = self._plan(args, kwargs, local)
+            plan = self._plan(args, kwargs, local, leaves, key)
             self.plans.append(plan)
         inputs = plan.fetch(local, globals_, self.fn)
         results = plan.forward(*inputs)
@@ -156,16 +151,17 @@ class _Transform:
 
     def prepare(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[tuple[Any, ...], dict[str, Any], list[Any], list[TreeSpec]]:
+    ) -> tuple[tuple[Any, ...], dict[str, Any], list[Any], list[PyTreeSpec]]:
         """Python floats among the differentiated leaves made 0-d arrays; the arguments bound
         to parameter names; the differentiated leaves and the tree spec of each argnum."""
         converted = list(args)
         leaves: list[Any] = []
-        specs: list[TreeSpec] = []
+        specs: list[PyTreeSpec] = []
         for argnum in self.argnums:
             if argnum >= len(args):
                 raise TypeError(f"argnums {argnum} is out of range for {len(args)} arguments")
             arg_leaves, spec = tree_flatten(args[argnum])
+            check_leaves(arg_leaves, f"differentiating {self.fn.__qualname__}")
             if any(type(leaf) is float for leaf in arg_leaves):
                 arg_leaves = [_as_array(leaf) for leaf in arg_leaves]
                 converted[argnum] = tree_unflatten(spec, arg_leaves)
@@ -179,25 +175,39 @@ class _Transform:
         return tuple(converted), dict(bound.arguments), leaves, specs
 
     def trace(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], local: dict[str, Any]
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        local: dict[str, Any],
+        leaves: Sequence[Any],
     ) -> _Traced:
         """Capture `fn` on these arguments and build its joint graph (nothing is compiled)."""
+        self._check_argnums(args)
         try:
             result = capture_function(self.fn, args, kwargs)
         except Unsupported as error:
             raise CaptureError(_graph_break_message(self.fn, error)) from error
         functional = functionalize(result.graph)
-        names = [source.name for source in result.input_sources]
+        # Each differentiated leaf is the graph input fetched as that very array, whatever
+        # path the function read it by (an item, a field of a dataclass, an attribute).
+        values = compile_fetch(result.input_sources)(local, self.fn.__globals__, self.fn)
+        by_id = {id(v): i for i, v in enumerate(values) if isinstance(v, np.ndarray)}
         leaf_inputs = tuple(
-            names.index(name) if name in names else None
-            for name in self._leaf_source_names(args, local)
+            by_id.get(id(leaf)) if isinstance(leaf, np.ndarray) else None for leaf in leaves
         )
         diff_inputs = tuple(sorted({i for i in leaf_inputs if i is not None}))
         joint = build_joint(functional.graph, diff_inputs, self._tangent_outputs(functional))
         return _Traced(result, functional, joint, leaf_inputs)
 
-    def _plan(self, args: tuple[Any, ...], kwargs: dict[str, Any], local: dict[str, Any]) -> _Plan:
-        traced = self.trace(args, kwargs, local)
+    def _plan(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        local: dict[str, Any],
+        leaves: Sequence[Any],
+        specs: tuple[PyTreeSpec, ...],
+    ) -> _Plan:
+        traced = self.trace(args, kwargs, local, leaves)
         result, joint = traced.result, traced.joint
         partition = self.partitioner(joint)
         inputs = compile_fetch(result.input_sources)(local, self.fn.__globals__, self.fn)
@@ -212,19 +222,16 @@ class _Transform:
             joint.diff_inputs,
             joint.tangent_outputs,
             forward,
+            specs,
         )
 
-    def _leaf_source_names(self, args: tuple[Any, ...], local: dict[str, Any]) -> list[str]:
-        parameters = list(inspect.signature(self.fn).parameters.values())
-        names: list[str] = []
+    def _check_argnums(self, args: tuple[Any, ...]) -> None:
+        parameters = list(self.signature.parameters.values())
         for argnum in self.argnums:
             if argnum >= len(args) or argnum >= len(parameters):
                 raise TypeError(f"argnums {argnum} is out of range for {len(args)} arguments")
-            parameter = parameters[argnum]
-            if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            if parameters[argnum].kind is inspect.Parameter.VAR_POSITIONAL:
                 raise TypeError("argnums cannot point into *args")
-            names += [s.name for s in _leaf_sources(LocalSource(parameter.name), args[argnum])]
-        return names
 
     def _tangent_outputs(self, functional: FunctionalGraph) -> tuple[int, ...]:
         leaves = functional.graph.output[: functional.num_outputs]
@@ -253,14 +260,6 @@ def _graph_break_message(fn: Any, error: Unsupported) -> str:
         "A differentiated function is captured whole: move that code out of it "
         "(run it before calling the transform, or after it returns)"
     )
-
-
-def _leaf_sources(base: Source, tree: Any) -> list[Source]:
-    if type(tree) in (tuple, list):
-        return [s for i, item in enumerate(tree) for s in _leaf_sources(ItemSource(base, i), item)]
-    if type(tree) is dict:
-        return [s for key, item in tree.items() for s in _leaf_sources(ItemSource(base, key), item)]
-    return [base]
 
 
 def _detach(saved: tuple[Any, ...], inputs: Sequence[Any]) -> tuple[Any, ...]:
@@ -415,8 +414,8 @@ def trace_joint(
     """
     numbers, _ = _normalize_argnums(argnums)
     transform = _make(fn, numbers, "grad", has_aux, "eager", "default")
-    args, local, _, _ = transform.prepare(args, kwargs)
-    return transform.trace(args, kwargs, local).joint
+    args, local, leaves, _ = transform.prepare(args, kwargs)
+    return transform.trace(args, kwargs, local, leaves).joint
 
 
 def vjp(
