@@ -16,6 +16,15 @@ from .config import config as config
 from .config import resolve_compiler as resolve_compiler
 from .config import resolve_partitioner as resolve_partitioner
 from .config import run_graph_compiler as run_graph_compiler
+from .custom_rule import CustomJvp as CustomJvp
+from .custom_rule import CustomVjp as CustomVjp
+from .custom_rule import custom_jvp as custom_jvp
+from .custom_rule import custom_vjp as custom_vjp
+from .forward_transforms import hessian as hessian
+from .forward_transforms import jacfwd as jacfwd
+from .forward_transforms import jacrev as jacrev
+from .forward_transforms import jvp as jvp
+from .forward_transforms import linearize as linearize
 from .functionalization import FunctionalGraph as FunctionalGraph
 from .functionalization import OutputAlias as OutputAlias
 from .functionalization import functionalize as functionalize
@@ -24,6 +33,12 @@ from .joint import JointGraph as JointGraph
 from .joint import append_backward as append_backward
 from .joint import build_joint as build_joint
 from .joint import input_cotangent as input_cotangent
+from .jvp_graph import JvpGraph as JvpGraph
+from .jvp_graph import build_jvp as build_jvp
+from .jvp_table import JvpContext as JvpContext
+from .jvp_table import get_jvp as get_jvp
+from .jvp_table import jvp_ops as jvp_ops
+from .jvp_table import register_jvp as register_jvp
 from .partition import Partition as Partition
 from .partition import default_partition as default_partition
 from .partition import min_cut_partition as min_cut_partition
@@ -53,10 +68,14 @@ __version__ = distribution_version("numpile-autograd-aot")
 __all__ = [
     "AutogradConfig",
     "CaptureError",
-    "EXCLUDED_OPS",
     "Compiler",
+    "CustomJvp",
+    "CustomVjp",
+    "EXCLUDED_OPS",
     "FunctionalGraph",
     "JointGraph",
+    "JvpContext",
+    "JvpGraph",
     "OutputAlias",
     "Partition",
     "Partitioner",
@@ -65,16 +84,27 @@ __all__ = [
     "aot_eager",
     "append_backward",
     "build_joint",
+    "build_jvp",
     "config",
+    "custom_jvp",
+    "custom_vjp",
     "default_partition",
     "eliminate_dead_code",
     "extract_graph",
     "functionalize",
+    "get_jvp",
     "get_vjp",
     "grad",
+    "hessian",
     "input_cotangent",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "jvp_ops",
+    "linearize",
     "min_cut_partition",
     "no_vjp_table",
+    "register_jvp",
     "register_pytree_node",
     "register_vjp",
     "resolve_compiler",
@@ -82,11 +112,11 @@ __all__ = [
     "run_functionalized",
     "run_graph_compiler",
     "saved_bytes",
+    "trace_joint",
     "tree_flatten",
     "tree_map",
     "tree_structure",
     "tree_unflatten",
-    "trace_joint",
     "value_and_grad",
     "vjp",
     "vjp_ops",

@@ -48,8 +48,10 @@ from numpile_capture import (
 from numpile_guards import GuardCheck, compile_fetch, compile_guards
 
 from .config import Compiler, Partitioner, resolve_compiler, resolve_partitioner
+from .custom_rule import CustomJvp, CustomVjp
 from .functionalization import FunctionalGraph, apply_epilogue, functionalize
 from .joint import JointGraph, build_joint
+from .jvp_graph import build_jvp
 from .partition import Partition
 from .pytree import PyTreeSpec, check_leaves, tree_flatten, tree_unflatten
 from .transform_rules import GradSpec, expand_grad, expand_vjp, fold_transform
@@ -95,7 +97,9 @@ class _Traced:
 class _Transform:
     fn: Any  # a types.FunctionType (typed Any: mypy would bind it as a method)
     argnums: tuple[int, ...]
-    mode: str  # "grad" (one scalar output, maybe with aux) or "vjp" (every float output)
+    # "grad" (one scalar output, maybe with aux), "vjp" (every float output) or "jvp" (the
+    # tangent graph: its `diff_inputs` are the primals with tangents, see forward_transforms)
+    mode: str
     has_aux: bool
     compiler: Compiler
     partitioner: Partitioner
@@ -182,6 +186,23 @@ class _Transform:
         leaves: Sequence[Any],
     ) -> _Traced:
         """Capture `fn` on these arguments and build its joint graph (nothing is compiled)."""
+        result, functional, leaf_inputs = self.capture(args, kwargs, local, leaves)
+        diff_inputs = tuple(sorted({i for i in leaf_inputs if i is not None}))
+        if self.mode == "jvp":
+            joint = build_jvp(functional.graph, diff_inputs).joint
+        else:
+            joint = build_joint(functional.graph, diff_inputs, self._tangent_outputs(functional))
+        return _Traced(result, functional, joint, leaf_inputs)
+
+    def capture(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        local: dict[str, Any],
+        leaves: Sequence[Any],
+    ) -> tuple[CaptureResult, FunctionalGraph, tuple[int | None, ...]]:
+        """Capture `fn` on these arguments: the capture, its pure graph, and the graph input
+        of each differentiated leaf (None when the function does not read it)."""
         self._check_argnums(args)
         try:
             result = capture_function(self.fn, args, kwargs)
@@ -195,9 +216,7 @@ class _Transform:
         leaf_inputs = tuple(
             by_id.get(id(leaf)) if isinstance(leaf, np.ndarray) else None for leaf in leaves
         )
-        diff_inputs = tuple(sorted({i for i in leaf_inputs if i is not None}))
-        joint = build_joint(functional.graph, diff_inputs, self._tangent_outputs(functional))
-        return _Traced(result, functional, joint, leaf_inputs)
+        return result, functional, leaf_inputs
 
     def _plan(
         self,
@@ -286,6 +305,40 @@ def _leaf_grad(leaf: Any, by_input: dict[int, Any], index: int | None) -> Any:
     return by_input[index]
 
 
+def as_function(fn: Callable[..., Any]) -> types.FunctionType:
+    """A Python function of fixed arity that calls `fn` (a ufunc, a NumPy function, a
+    `custom_vjp` function, any callable with a signature), so capture traces that call.
+
+    >>> as_function(np.tanh).__qualname__
+    'tanh'
+    """
+    if isinstance(fn, np.ufunc):
+        count = fn.nin
+    else:
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"can only differentiate Python functions and callables with a signature, "
+                f"not {type(fn).__name__}"
+            ) from error
+        kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        count = sum(
+            1
+            for p in signature.parameters.values()
+            if p.kind in kinds and p.default is inspect.Parameter.empty
+        )
+    names = ", ".join(f"arg{i}" for i in range(count))
+    namespace: dict[str, Any] = {"target": fn}
+    # Generated so that the parameters are plain positional ones (argnums points at them).
+    exec(f"def call({names}):\n    return target({names})\n", namespace)
+    call: types.FunctionType = namespace["call"]
+    name = getattr(fn, "__name__", type(fn).__name__)
+    call.__name__ = name
+    call.__qualname__ = getattr(fn, "__qualname__", name)
+    return call
+
+
 def _normalize_argnums(argnums: int | Sequence[int]) -> tuple[tuple[int, ...], bool]:
     if isinstance(argnums, int):
         return (argnums,), True
@@ -301,15 +354,17 @@ def _make(
     partitioner: str | Partitioner | None,
 ) -> _Transform:
     original = getattr(fn, "_numpile_original", None)
-    if isinstance(original, types.FunctionType):
+    if isinstance(original, types.FunctionType) and not isinstance(fn, CustomVjp | CustomJvp):
         # A function compiled with numpile.compile: differentiate the graph its backend
         # compiles (same capture), and compile both halves with that backend by default.
         backend = getattr(fn, "backend", None)
         if compiler is None and backend is not None:
             compiler = backend
         fn = original
-    if not isinstance(fn, types.FunctionType):
-        raise TypeError(f"can only differentiate Python functions, not {type(fn).__name__}")
+    if not isinstance(fn, types.FunctionType) or hasattr(fn, "__wrapped__"):
+        # A ufunc, a custom rule, or a transform's wrapper (`grad(f)`, whose signature is
+        # f's, not its code's): differentiate a plain function calling it.
+        fn = as_function(fn)
     return _Transform(
         fn,
         argnums,
@@ -449,6 +504,34 @@ def vjp(
         )
 
     return (value, vjp_fn, output[1]) if has_aux else (value, vjp_fn)
+
+
+# NOTE: the reverse-mode transforms of linear maps `linear(primals, tangents)` (custom_jvp
+# rules transposed), keyed by the function; each keeps its own plans.
+_LINEAR_TRANSFORMS: dict[Any, _Transform] = {}
+
+
+def linear_pullback(
+    linear: Callable[..., Any], primals: tuple[Any, ...], cotangent: Any
+) -> tuple[Any, ...]:
+    """The transpose of the map `tangents -> linear(primals, tangents)` (linear in the
+    tangents) applied to `cotangent`: one value per primal.
+
+    >>> linear_pullback(lambda p, t: p[0] * t[0], (np.full(2, 3.0),), np.ones(2))
+    (array([3., 3.]),)
+    """
+    transform = _LINEAR_TRANSFORMS.get(linear)
+    if transform is None:
+        transform = _make(linear, (1,), "vjp", False, "eager", "default")
+        _LINEAR_TRANSFORMS[linear] = transform
+    floats = tuple(np.zeros_like(np.asarray(p, dtype=np.result_type(p, 0.0))) for p in primals)
+    _, (plan, backward, specs) = transform.forward((primals, floats), {})
+    chosen = [np.asarray(cotangent)][: len(plan.tangent_outputs)]
+    grads = iter(backward(chosen))
+    (tangents,) = (
+        tree_unflatten(spec, [next(grads) for _ in range(spec.num_leaves)]) for spec in specs
+    )
+    return tuple(tangents)
 
 
 # Called from captured code, the transforms trace into the caller's graph (transform_rules).

@@ -54,6 +54,7 @@ from .stance import current_stance as current_stance
 from .stance import set_stance as set_stance
 from .trace_rules import TransformCall as TransformCall
 from .trace_rules import allow_in_graph as allow_in_graph
+from .trace_rules import allowed_op as allowed_op
 from .trace_rules import allowed_op_named as allowed_op_named
 from .trace_rules import disable as disable
 from .trace_rules import disallow_in_graph as disallow_in_graph
@@ -117,6 +118,7 @@ __all__ = [
     "CompileProfiler",
     "compile_times",
     "allow_in_graph",
+    "allowed_op",
     "allowed_op_named",
     "disable",
     "disallow_in_graph",

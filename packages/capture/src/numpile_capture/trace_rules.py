@@ -514,6 +514,21 @@ def register_transform(fn: _F, expand: Callable[[TransformCall], Any], reason: s
 # the opaque op of an allowed function
 
 
+def allowed_op(fn: Callable[..., Any]) -> Op:
+    """The opaque op of `fn`, marked `allow_in_graph` first if it is not (a rule of another
+    layer that puts a call to `fn` into a graph it builds, as custom derivative rules do).
+
+    >>> def quadruple(x):
+    ...     return x * 4
+    >>> allowed_op(quadruple) is allowed_op_named(allowed_op(quadruple).name)
+    True
+    """
+    rule = rule_for(fn)
+    if rule is None or rule.kind is not RuleKind.ALLOW:
+        allow_in_graph(fn)
+    return _allowed_op(fn)
+
+
 def allowed_op_named(name: str) -> Op | None:
     """The op made for an `allow_in_graph` function, by its name; None if there is none.
 
