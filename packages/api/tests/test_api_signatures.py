@@ -13,19 +13,27 @@ EXPECTED_ALL = [
     "compile",
     "compile_times",
     "config",
+    "custom_jvp",
+    "custom_vjp",
     "disable",
     "disallow_in_graph",
     "explain",
     "grad",
     "graph_break",
+    "hessian",
     "is_compiling",
+    "jacfwd",
+    "jacrev",
+    "jvp",
     "keep_array_guards_unsafe",
+    "linearize",
     "list_backends",
     "list_mode_options",
     "list_options",
     "mark_dynamic",
     "mark_static",
     "register_backend",
+    "register_pytree_node",
     "reset",
     "set_logs",
     "set_stance",
@@ -97,6 +105,35 @@ EXPECTED_SIGNATURES = {
     "keep_array_guards_unsafe": "(entries: 'list[GuardFilterEntry]') -> 'list[bool]'",
     "skip_all_guards_unsafe": "(entries: 'list[GuardFilterEntry]') -> 'list[bool]'",
     "skip_guard_on_globals_unsafe": "(entries: 'list[GuardFilterEntry]') -> 'list[bool]'",
+    "custom_jvp": "(fn: 'Callable[..., Any]') -> 'CustomJvp'",
+    "custom_vjp": "(fn: 'Callable[..., Any]') -> 'CustomVjp'",
+    "hessian": (
+        "(fn: 'Callable[..., Any]', argnums: 'int | Sequence[int]' = 0, *, "
+        "compiler: 'str | Compiler | None' = None) -> 'Callable[..., Any]'"
+    ),
+    "jacfwd": (
+        "(fn: 'Callable[..., Any]', argnums: 'int | Sequence[int]' = 0, *, "
+        "compiler: 'str | Compiler | None' = None) -> 'Callable[..., Any]'"
+    ),
+    "jacrev": (
+        "(fn: 'Callable[..., Any]', argnums: 'int | Sequence[int]' = 0, *, "
+        "compiler: 'str | Compiler | None' = None) -> 'Callable[..., Any]'"
+    ),
+    "jvp": (
+        "(fn: 'Callable[..., Any]', primals: 'Sequence[Any]', tangents: 'Sequence[Any]', "
+        "*, compiler: 'str | Compiler | None' = None, "
+        "partitioner: 'str | Partitioner | None' = None) -> 'tuple[Any, Any]'"
+    ),
+    "linearize": (
+        "(fn: 'Callable[..., Any]', *primals: 'Any', "
+        "compiler: 'str | Compiler | None' = None, "
+        "partitioner: 'str | Partitioner | None' = None) -> 'tuple[Any, Callable[..., "
+        "Any]]'"
+    ),
+    "register_pytree_node": (
+        "(cls: 'type', flatten: 'Callable[[Any], tuple[Iterable[Any], Any]]', "
+        "unflatten: 'Callable[[Any, Iterable[Any]], Any]') -> 'type'"
+    ),
 }
 
 EXPECTED_CONFIG_FIELDS = {

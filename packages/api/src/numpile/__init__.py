@@ -12,7 +12,15 @@ The public surface, re-exported from the layers below (nothing lives here):
 
 from __future__ import annotations
 
+from numpile_autograd_aot import custom_jvp as custom_jvp
+from numpile_autograd_aot import custom_vjp as custom_vjp
 from numpile_autograd_aot import grad as grad
+from numpile_autograd_aot import hessian as hessian
+from numpile_autograd_aot import jacfwd as jacfwd
+from numpile_autograd_aot import jacrev as jacrev
+from numpile_autograd_aot import jvp as jvp
+from numpile_autograd_aot import linearize as linearize
+from numpile_autograd_aot import register_pytree_node as register_pytree_node
 from numpile_autograd_aot import value_and_grad as value_and_grad
 from numpile_autograd_aot import vjp as vjp
 from numpile_capture import CompileProfiler as CompileProfiler
@@ -82,4 +90,12 @@ __all__ = [
     "substitute_in_graph",
     "value_and_grad",
     "vjp",
+    "custom_jvp",
+    "custom_vjp",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "linearize",
+    "register_pytree_node",
 ]
