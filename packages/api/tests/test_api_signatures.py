@@ -42,6 +42,7 @@ EXPECTED_ALL = [
     "substitute_in_graph",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]
 
 EXPECTED_SIGNATURES = {
@@ -133,6 +134,10 @@ EXPECTED_SIGNATURES = {
     "register_pytree_node": (
         "(cls: 'type', flatten: 'Callable[[Any], tuple[Iterable[Any], Any]]', "
         "unflatten: 'Callable[[Any, Iterable[Any]], Any]') -> 'type'"
+    ),
+    "vmap": (
+        "(fn: 'Callable[..., Any]', in_axes: 'InAxes' = 0, out_axes: 'int' = 0, *, "
+        "backend: 'str | None' = None) -> 'Callable[..., Any]'"
     ),
 }
 

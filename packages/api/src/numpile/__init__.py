@@ -23,6 +23,7 @@ from numpile_autograd_aot import linearize as linearize
 from numpile_autograd_aot import register_pytree_node as register_pytree_node
 from numpile_autograd_aot import value_and_grad as value_and_grad
 from numpile_autograd_aot import vjp as vjp
+from numpile_autograd_aot import vmap as vmap
 from numpile_capture import CompileProfiler as CompileProfiler
 from numpile_capture import Unsupported as Unsupported
 from numpile_capture import allow_in_graph as allow_in_graph
@@ -98,4 +99,5 @@ __all__ = [
     "jvp",
     "linearize",
     "register_pytree_node",
+    "vmap",
 ]

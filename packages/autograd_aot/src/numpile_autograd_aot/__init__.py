@@ -9,6 +9,10 @@ array([0., 2., 4.])
 from numpile_runtime import distribution_version
 
 from .backend import aot_eager as aot_eager
+from .batching_table import BatchContext as BatchContext
+from .batching_table import batch_rule_ops as batch_rule_ops
+from .batching_table import get_batch_rule as get_batch_rule
+from .batching_table import register_batch_rule as register_batch_rule
 from .config import AutogradConfig as AutogradConfig
 from .config import Compiler as Compiler
 from .config import Partitioner as Partitioner
@@ -62,11 +66,13 @@ from .vjp_table import VjpContext as VjpContext
 from .vjp_table import get_vjp as get_vjp
 from .vjp_table import register_vjp as register_vjp
 from .vjp_table import vjp_ops as vjp_ops
+from .vmap import vmap as vmap
 
 __version__ = distribution_version("numpile-autograd-aot")
 
 __all__ = [
     "AutogradConfig",
+    "BatchContext",
     "CaptureError",
     "Compiler",
     "CustomJvp",
@@ -83,6 +89,7 @@ __all__ = [
     "VjpContext",
     "aot_eager",
     "append_backward",
+    "batch_rule_ops",
     "build_joint",
     "build_jvp",
     "config",
@@ -92,6 +99,7 @@ __all__ = [
     "eliminate_dead_code",
     "extract_graph",
     "functionalize",
+    "get_batch_rule",
     "get_jvp",
     "get_vjp",
     "grad",
@@ -104,6 +112,7 @@ __all__ = [
     "linearize",
     "min_cut_partition",
     "no_vjp_table",
+    "register_batch_rule",
     "register_jvp",
     "register_pytree_node",
     "register_vjp",
@@ -120,4 +129,5 @@ __all__ = [
     "value_and_grad",
     "vjp",
     "vjp_ops",
+    "vmap",
 ]

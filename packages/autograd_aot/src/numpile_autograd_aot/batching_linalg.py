@@ -1,0 +1,58 @@
+"""Batching rule of `matmul`: NumPy's matmul already broadcasts over leading dims.
+
+1-D operands become matrices first (a row on the left, a column on the
+right) and the extra axis is dropped after; batched operands get their
+example dims padded to a common rank so the batch axis lines up, and
+unbatched operands broadcast against it. Other linalg ops take the fallback.
+
+    >>> from numpile_capture import get_op
+    >>> from numpile_autograd_aot.batching_table import get_batch_rule
+    >>> get_batch_rule(get_op("matmul")) is not None
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numpile_capture import Node, get_op
+
+from .batching_table import BatchContext, register_batch_rule
+
+
+@register_batch_rule(get_op("matmul"))
+def _matmul_batch(ctx: BatchContext) -> Node | None:
+    if len(ctx.inputs) != 2 or ctx.params:
+        return None
+    operands: list[Any] = list(ctx.inputs)
+    ranks = [ctx.example_ndim(0), ctx.example_ndim(1)]
+    if 0 in ranks:
+        return None
+    if ranks[0] == 1:
+        operands[0] = _expand(ctx, 0, operands[0], -2)
+        ranks[0] = 2
+    if ranks[1] == 1:
+        operands[1] = _expand(ctx, 1, operands[1], -1)
+        ranks[1] = 2
+    rank = max(ranks)
+    for position in range(2):
+        missing = rank - ranks[position]
+        if ctx.batched[position] and missing > 0:
+            operands[position] = ctx.call(
+                "expand_dims", operands[position], axis=tuple(range(1, 1 + missing))
+            )
+    result = ctx.graph.call(get_op("matmul"), *operands)
+    drop = []
+    if ctx.example_ndim(0) == 1:
+        drop.append(-2)
+    if ctx.example_ndim(1) == 1:
+        drop.append(-1)
+    if drop:
+        ndim = result.meta.ndim  # type: ignore[union-attr]
+        result = ctx.call("squeeze", result, axis=tuple(sorted(d % ndim for d in drop)))
+    return result
+
+
+def _expand(ctx: BatchContext, position: int, value: Any, axis: int) -> Node:
+    # A 1-D operand as a matrix: with the batch first, the new axis counts from the end.
+    return ctx.call("expand_dims", value, axis=(axis % (2 + int(ctx.batched[position])),))
