@@ -10,6 +10,7 @@ EXPECTED_ALL = [
     "CompileProfiler",
     "Unsupported",
     "allow_in_graph",
+    "checkpoint",
     "compile",
     "compile_times",
     "config",
@@ -139,6 +140,7 @@ EXPECTED_SIGNATURES = {
         "(fn: 'Callable[..., Any]', in_axes: 'InAxes' = 0, out_axes: 'int' = 0, *, "
         "backend: 'str | None' = None) -> 'Callable[..., Any]'"
     ),
+    "checkpoint": "(fn: 'Callable[..., Any]') -> 'Callable[..., Any]'",
 }
 
 EXPECTED_CONFIG_FIELDS = {

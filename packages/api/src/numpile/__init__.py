@@ -12,6 +12,7 @@ The public surface, re-exported from the layers below (nothing lives here):
 
 from __future__ import annotations
 
+from numpile_autograd_aot import checkpoint as checkpoint
 from numpile_autograd_aot import custom_jvp as custom_jvp
 from numpile_autograd_aot import custom_vjp as custom_vjp
 from numpile_autograd_aot import grad as grad
@@ -100,4 +101,5 @@ __all__ = [
     "linearize",
     "register_pytree_node",
     "vmap",
+    "checkpoint",
 ]

@@ -13,6 +13,7 @@ from .batching_table import BatchContext as BatchContext
 from .batching_table import batch_rule_ops as batch_rule_ops
 from .batching_table import get_batch_rule as get_batch_rule
 from .batching_table import register_batch_rule as register_batch_rule
+from .checkpoint import checkpoint as checkpoint
 from .config import AutogradConfig as AutogradConfig
 from .config import Compiler as Compiler
 from .config import Partitioner as Partitioner
@@ -92,6 +93,7 @@ __all__ = [
     "batch_rule_ops",
     "build_joint",
     "build_jvp",
+    "checkpoint",
     "config",
     "custom_jvp",
     "custom_vjp",

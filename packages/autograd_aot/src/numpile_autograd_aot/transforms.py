@@ -47,6 +47,7 @@ from numpile_capture import (
 )
 from numpile_guards import GuardCheck, compile_fetch, compile_guards
 
+from .checkpoint import differentiating
 from .config import Compiler, Partitioner, resolve_compiler, resolve_partitioner
 from .custom_rule import CustomJvp, CustomVjp
 from .functionalization import FunctionalGraph, apply_epilogue, functionalize
@@ -205,7 +206,8 @@ class _Transform:
         of each differentiated leaf (None when the function does not read it)."""
         self._check_argnums(args)
         try:
-            result = capture_function(self.fn, args, kwargs)
+            with differentiating():
+                result = capture_function(self.fn, args, kwargs)
         except Unsupported as error:
             raise CaptureError(_graph_break_message(self.fn, error)) from error
         functional = functionalize(result.graph)
