@@ -34,6 +34,9 @@ def _matmul_batch(ctx: BatchContext) -> Node | None:
     if ranks[1] == 1:
         operands[1] = _expand(ctx, 1, operands[1], -1)
         ranks[1] = 2
+    special = _outer_product(ctx, operands, ranks) or _one_gemm(ctx, operands, ranks)
+    if special is not None:
+        return _dropped(ctx, special)
     rank = max(ranks)
     for position in range(2):
         missing = rank - ranks[position]
@@ -41,7 +44,34 @@ def _matmul_batch(ctx: BatchContext) -> Node | None:
             operands[position] = ctx.call(
                 "expand_dims", operands[position], axis=tuple(range(1, 1 + missing))
             )
-    result = ctx.graph.call(get_op("matmul"), *operands)
+    return _dropped(ctx, ctx.graph.call(get_op("matmul"), *operands))
+
+
+def _outer_product(ctx: BatchContext, operands: list[Any], ranks: list[int]) -> Node | None:
+    # A contraction over one element is a product: pointwise, so the inductor fuses it
+    # (per-example weight gradients are such outer products).
+    if max(ranks) != 2:
+        return None
+    contracted = operands[0].meta.shape[-1]
+    if contracted != 1:
+        return None
+    return ctx.call("multiply", operands[0], operands[1])
+
+
+def _one_gemm(ctx: BatchContext, operands: list[Any], ranks: list[int]) -> Node | None:
+    # A batched left operand times an unbatched matrix: the batch folds into the rows, one
+    # matrix product instead of one per example.
+    if not ctx.batched[0] or ctx.batched[1] or ranks != [2, 2]:
+        return None
+    left = operands[0]
+    shape = left.meta.shape  # (batch, m, k)
+    rows = ctx.call("reshape", left, shape=(shape[0] * shape[1], shape[2]))
+    product = ctx.graph.call(get_op("matmul"), rows, operands[1])
+    columns = product.meta.shape[-1]  # type: ignore[union-attr]
+    return ctx.call("reshape", product, shape=(shape[0], shape[1], columns))
+
+
+def _dropped(ctx: BatchContext, result: Node) -> Node:
     drop = []
     if ctx.example_ndim(0) == 1:
         drop.append(-2)

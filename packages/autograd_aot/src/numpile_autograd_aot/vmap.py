@@ -25,6 +25,7 @@ that do not depend on a batched argument are broadcast along the batch.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -188,6 +189,33 @@ def _loop(fn: Callable[..., Any], in_axes: InAxes, out_axes: int) -> Callable[..
     return run
 
 
+def _forwarding(run: Callable[..., Any]) -> types.FunctionType:
+    def batched(*args: Any, **kwargs: Any) -> Any:
+        return run(*args, **kwargs)
+
+    return batched  # type: ignore[return-value]
+
+
+def _in_namespace_of(fn: Any, function: types.FunctionType) -> types.FunctionType:
+    # `function` with the globals of the user's function under `fn` (through transform
+    # wrappers): compiled as the root, it may then read the globals of the code it inlines.
+    inner = fn
+    while not isinstance(inner, types.FunctionType) or hasattr(inner, "__wrapped__"):
+        following = getattr(inner, "__wrapped__", None) or getattr(inner, "fn", None)
+        if following is None or following is inner:
+            break
+        inner = following
+    if not isinstance(inner, types.FunctionType):
+        return function
+    return types.FunctionType(
+        function.__code__,
+        inner.__globals__,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+
+
 def vmap(
     fn: Callable[..., Any],
     in_axes: InAxes = 0,
@@ -207,10 +235,7 @@ def vmap(
         return _expand(fn, in_axes, out_axes, call)
 
     run = _loop(fn, in_axes, out_axes)
-
-    def batched(*args: Any, **kwargs: Any) -> Any:
-        return run(*args, **kwargs)
-
+    batched = _in_namespace_of(fn, _forwarding(run))
     for function in (run, batched):
         function.__qualname__ = f"vmap({name})"
         register_transform(function, expand, f"vmap of {name}")
