@@ -126,3 +126,14 @@ def test_flatten_rebuilds_nested_containers_and_keeps_none_as_a_leaf() -> None:
 def test_registering_a_class_twice_is_an_error() -> None:
     with pytest.raises(ValueError, match="already"):
         register_pytree_node(Registered, lambda r: ((), None), lambda _, c: Registered({}))
+
+
+def test_a_leaf_repeated_in_the_tree_gets_the_gradient_of_each_place() -> None:
+    w = np.array([1.0, 2.0])
+
+    def loss(ws: list[np.ndarray]) -> Any:
+        return np.sum(ws[0] * 3.0) + np.sum(ws[1] ** 2)
+
+    first, second = grad(loss)([w, w])
+    np.testing.assert_allclose(first, [3.0, 3.0])
+    np.testing.assert_allclose(second, 2 * w)

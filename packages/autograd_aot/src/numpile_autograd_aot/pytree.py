@@ -37,6 +37,7 @@ import optree
 __all__ = [
     "PyTreeSpec",
     "check_leaves",
+    "leaf_paths",
     "register_pytree_node",
     "tree_flatten",
     "tree_map",
@@ -92,13 +93,19 @@ def _flattened(result: tuple[Iterable[Any], Any]) -> tuple[tuple[Any, ...], Any]
 
 def _register_fields(cls: type, names: tuple[str, ...]) -> None:
     # Dataclasses and attrs classes: the `init` fields, by keyword.
-    def flatten(obj: Any) -> tuple[tuple[Any, ...], tuple[str, ...]]:
-        return tuple(getattr(obj, name) for name in names), names
+    def flatten(obj: Any) -> tuple[tuple[Any, ...], tuple[str, ...], tuple[str, ...]]:
+        return tuple(getattr(obj, name) for name in names), names, names
 
     def unflatten(keys: Any, children: Iterable[Any]) -> Any:
         return cls(**dict(zip(keys, children, strict=True)))
 
-    optree.register_pytree_node(cls, flatten, unflatten, namespace=NAMESPACE)
+    optree.register_pytree_node(
+        cls,
+        flatten,
+        unflatten,
+        path_entry_type=optree.GetAttrEntry,
+        namespace=NAMESPACE,
+    )
     _REGISTERED.add(cls)
 
 
@@ -131,6 +138,35 @@ def tree_flatten(tree: Any) -> tuple[list[Any], PyTreeSpec]:
         ]
         if not fresh:
             return leaves, spec
+
+
+def leaf_paths(tree: Any) -> list[tuple[tuple[str, Any], ...] | None]:
+    """How each leaf of `tree` (in `tree_flatten`'s order) is reached: ("item", key) and
+    ("attr", name) steps, or None when a container of the path does not say (a class
+    registered with `register_pytree_node`).
+
+    >>> leaf_paths({"a": [1.0]})
+    [(('item', 'a'), ('item', 0))]
+    """
+    tree_flatten(tree)  # registers dataclasses and attrs classes met for the first time
+    accessors, _, _ = optree.tree_flatten_with_accessor(
+        tree, none_is_leaf=True, namespace=NAMESPACE
+    )
+    paths: list[tuple[tuple[str, Any], ...] | None] = []
+    for accessor in accessors:
+        steps: list[tuple[str, Any]] = []
+        for entry in accessor:
+            if isinstance(entry, optree.GetAttrEntry):
+                steps.append(("attr", entry.name))
+            elif isinstance(entry, optree.SequenceEntry | optree.MappingEntry):
+                steps.append(("item", entry.entry))
+            else:
+                break
+        else:
+            paths.append(tuple(steps))
+            continue
+        paths.append(None)
+    return paths
 
 
 def tree_unflatten(spec: PyTreeSpec, leaves: Iterable[Any]) -> Any:

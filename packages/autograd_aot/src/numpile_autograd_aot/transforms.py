@@ -45,7 +45,15 @@ from numpile_capture import (
     capture_function,
     register_transform,
 )
-from numpile_guards import GuardCheck, compile_fetch, compile_guards
+from numpile_guards import (
+    AttrSource,
+    GuardCheck,
+    ItemSource,
+    LocalSource,
+    Source,
+    compile_fetch,
+    compile_guards,
+)
 
 from .checkpoint import differentiating
 from .config import Compiler, Partitioner, resolve_compiler, resolve_partitioner
@@ -54,7 +62,7 @@ from .functionalization import FunctionalGraph, apply_epilogue, functionalize
 from .joint import JointGraph, build_joint
 from .jvp_graph import build_jvp
 from .partition import Partition
-from .pytree import PyTreeSpec, check_leaves, tree_flatten, tree_unflatten
+from .pytree import PyTreeSpec, check_leaves, leaf_paths, tree_flatten, tree_unflatten
 from .transform_rules import GradSpec, expand_grad, expand_vjp, fold_transform
 from .vjp_table import differentiable
 
@@ -211,12 +219,30 @@ class _Transform:
         except Unsupported as error:
             raise CaptureError(_graph_break_message(self.fn, error)) from error
         functional = functionalize(result.graph)
-        # Each differentiated leaf is the graph input fetched as that very array, whatever
-        # path the function read it by (an item, a field of a dataclass, an attribute).
+        # Each differentiated leaf is the graph input read by its path in the arguments (an
+        # item, a field of a dataclass): as in JAX, a leaf repeated in a tree is one input
+        # per place. A leaf whose path a container does not tell (a registered class) is the
+        # input fetched as that very array, if only one is.
+        names = [source.name for source in result.input_sources]
         values = compile_fetch(result.input_sources)(local, self.fn.__globals__, self.fn)
-        by_id = {id(v): i for i, v in enumerate(values) if isinstance(v, np.ndarray)}
+        counts: dict[int, int] = {}
+        for value in values:
+            counts[id(value)] = counts.get(id(value), 0) + 1
+        by_id = {id(v): i for i, v in enumerate(values) if counts[id(v)] == 1}
+        parameters = list(self.signature.parameters)
+        found: list[int | None] = []
+        for argnum in self.argnums:
+            base: Source = LocalSource(parameters[argnum])
+            for path in leaf_paths(args[argnum]):
+                name = _path_source(base, path).name if path is not None else None
+                found.append(names.index(name) if name in names else None)
         leaf_inputs = tuple(
-            by_id.get(id(leaf)) if isinstance(leaf, np.ndarray) else None for leaf in leaves
+            index if index is not None else by_id.get(id(leaf))
+            for index, leaf in zip(found, leaves, strict=True)
+        )
+        leaf_inputs = tuple(
+            i if isinstance(leaf, np.ndarray) else None
+            for i, leaf in zip(leaf_inputs, leaves, strict=True)
         )
         return result, functional, leaf_inputs
 
@@ -281,6 +307,12 @@ def _graph_break_message(fn: Any, error: Unsupported) -> str:
         "A differentiated function is captured whole: move that code out of it "
         "(run it before calling the transform, or after it returns)"
     )
+
+
+def _path_source(base: Source, path: tuple[tuple[str, Any], ...]) -> Source:
+    for kind, key in path:
+        base = AttrSource(base, key) if kind == "attr" else ItemSource(base, key)
+    return base
 
 
 def _detach(saved: tuple[Any, ...], inputs: Sequence[Any]) -> tuple[Any, ...]:
