@@ -44,6 +44,8 @@ from numpile_capture import (
 )
 
 from .batching_table import batch_nodes
+from .pytree import tree_flatten as user_tree_flatten
+from .pytree import tree_unflatten as user_tree_unflatten
 
 __all__ = ["vmap"]
 
@@ -157,10 +159,11 @@ def _drop_example(graph: Graph, candidates: list[Node]) -> None:
 
 
 def _loop(fn: Callable[..., Any], in_axes: InAxes, out_axes: int) -> Callable[..., Any]:
-    # The eager form (a graph break in `fn`): once per example, the results stacked.
+    # The eager form (a graph break in `fn`): once per example, the results stacked (over
+    # user pytrees: dataclasses of gradients stack field by field).
     def run(*args: Any, **kwargs: Any) -> Any:
         axes = _axes_per_argument(in_axes, len(args))
-        flat = [tree_flatten(arg) for arg in args]
+        flat = [user_tree_flatten(arg) for arg in args]
         sizes = {
             np.shape(leaf)[axis]
             for (leaves, _), axis in zip(flat, axes, strict=True)
@@ -175,16 +178,16 @@ def _loop(fn: Callable[..., Any], in_axes: InAxes, out_axes: int) -> Callable[..
             example_args = [
                 arg
                 if axis is None
-                else tree_unflatten(spec, [np.take(leaf, index, axis) for leaf in leaves])
+                else user_tree_unflatten(spec, [np.take(leaf, index, axis) for leaf in leaves])
                 for arg, (leaves, spec), axis in zip(args, flat, axes, strict=True)
             ]
-            outputs.append(tree_flatten(fn(*example_args, **kwargs)))
+            outputs.append(user_tree_flatten(fn(*example_args, **kwargs)))
         spec = outputs[0][1]
         stacked = [
             np.stack([np.asarray(out[0][i]) for out in outputs], axis=out_axes)
             for i in range(len(outputs[0][0]))
         ]
-        return tree_unflatten(spec, stacked)
+        return user_tree_unflatten(spec, stacked)
 
     return run
 
