@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from numpile_capture import ArrayMeta, Node, Op, get_op
+from numpile_capture import ArrayMeta, Node, get_op
 
 from .vjp_table import VjpContext, register_vjp
 
@@ -114,18 +114,7 @@ def _dot_vjp(ctx: VjpContext) -> Sequence[Node | None]:
     return _tensordot_grads(ctx, a, b, (_ndim(a) - 1,), (contracted,))
 
 
-def _optional_ops(*names: str) -> list[Op]:
-    # Ops that the capture layer may not define yet.
-    found = []
-    for name in names:
-        try:
-            found.append(get_op(name))
-        except KeyError:
-            continue
-    return found
-
-
-@register_vjp(*_optional_ops("inner"))
+@register_vjp(get_op("inner"))
 def _inner_vjp(ctx: VjpContext) -> Sequence[Node | None]:
     a, b = ctx.inputs
     g = ctx.cotangent

@@ -1,9 +1,12 @@
-"""VJP rules of sorting: the cotangent goes back to where each sorted element came from.
+"""VJP rules of sorting.
 
->>> from numpile_capture import get_op
->>> from numpile_autograd_aot.vjp_table import get_vjp
->>> get_vjp(get_op("sort")) is not None
-True
+A sort permutes its input, so the cotangent goes back to where each sorted
+element came from (found with a stable `argsort`).
+
+    >>> from numpile_capture import get_op
+    >>> from numpile_autograd_aot.vjp_table import get_vjp
+    >>> get_vjp(get_op("sort")) is not None
+    True
 """
 
 from __future__ import annotations

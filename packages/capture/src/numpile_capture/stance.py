@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
@@ -33,6 +32,7 @@ from typing import Any, TypeVar
 import attrs
 
 from .backends import BackendFn, lookup_backend
+from .region import ThreadRegion
 
 STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile")
 
@@ -55,7 +55,8 @@ class Stance:
 # NOTE: the process-wide current stance (a module global by design, as in torch).
 _current = Stance()
 
-_region = threading.local()
+# NOTE: how deep this thread is in compiled regions (per thread).
+_region = ThreadRegion()
 
 
 def current_stance() -> Stance:
@@ -73,7 +74,7 @@ def in_compiled_region() -> bool:
     >>> in_compiled_region()
     False
     """
-    return bool(getattr(_region, "depth", 0))
+    return _region.active
 
 
 @contextlib.contextmanager
@@ -84,11 +85,8 @@ def compiled_region() -> Iterator[None]:
     ...     in_compiled_region()
     True
     """
-    _region.depth = getattr(_region, "depth", 0) + 1
-    try:
+    with _region.entered():
         yield
-    finally:
-        _region.depth -= 1
 
 
 def _install(stance: Stance) -> Stance:

@@ -79,6 +79,7 @@ import numpy as np
 from .capture_result import Unsupported
 from .meta import ArrayMeta, ScalarMeta, contiguous_strides, meta_of
 from .op import Op, OpKind
+from .region import ThreadRegion
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -155,7 +156,8 @@ _ALLOWED_OPS: dict[int, Op] = {}
 _OP_NAMES: set[str] = set()
 _LOCK = threading.Lock()
 
-_region = threading.local()
+# NOTE: how deep this thread is in functions wrapped by disable(recursive=True).
+_region = ThreadRegion()
 
 
 def _name_of(fn: Any) -> str:
@@ -240,16 +242,7 @@ def in_disabled_region() -> bool:
     >>> in_disabled_region()
     False
     """
-    return bool(getattr(_region, "depth", 0))
-
-
-@contextmanager
-def _disabled_region() -> Iterator[None]:
-    _region.depth = getattr(_region, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _region.depth -= 1
+    return _region.active
 
 
 def _run_disabled(original: Any, recursive: bool, args: Any, kwargs: Any) -> Any:
@@ -257,7 +250,7 @@ def _run_disabled(original: Any, recursive: bool, args: Any, kwargs: Any) -> Any
     # directly (numpile.compile(numpile.disable(f))) runs `original` in plain Python.
     if not recursive:
         return original(*args, **kwargs)
-    with _disabled_region():
+    with _region.entered():
         return original(*args, **kwargs)
 
 
