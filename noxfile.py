@@ -88,7 +88,8 @@ def _install_layers(session: nox.Session, layers: list[str]) -> None:
 
 @nox.session(python=PYTHONS, tags=["ci"])
 def tests(session: nox.Session) -> None:
-    """Every layer's tests plus the integration tests, and the layering contract."""
+    """Every layer's tests plus the integration tests, the layering contract, and the doctests
+    of every README and module."""
     _install_layers(session, LAYERS)
     # The dask extra: integration_tests/test_dask.py starts a real LocalCluster with it.
     session.install("-e", f"{_package_dir('api')}[dask]")
@@ -96,6 +97,24 @@ def tests(session: nox.Session) -> None:
     session.run("lint-imports")
     paths = [f"packages/{layer}/tests" for layer in LAYERS] + ["integration_tests"]
     session.run("pytest", "-q", *PYTEST_PARALLEL, *paths, *session.posargs)
+    session.run("pytest", "-q", *_doctest_args(LAYERS))
+
+
+# NOTE: layers whose module doctests wait for a fix on another branch: issue 22 moves the
+# inductor's modules (`loop_ir.py`'s example lacks an import); `nox -s doctests-pending` runs
+# them meanwhile. Their README doctests run with the layer as usual.
+MODULE_DOCTESTS_PENDING = frozenset({"inductor"})
+
+
+def _doctest_args(layers: list[str], *, pending: bool = False) -> list[str]:
+    """pytest arguments that run the doctests of the layers' READMEs and modules."""
+    args = ["--doctest-glob=README.md"]
+    for layer in layers:
+        if not pending:
+            args.append(f"packages/{layer}/README.md")
+        if (layer in MODULE_DOCTESTS_PENDING) == pending:
+            args += ["--doctest-modules", f"packages/{layer}/src"]
+    return args
 
 
 def _layer_session(layer: str) -> None:
@@ -104,12 +123,24 @@ def _layer_session(layer: str) -> None:
         _install_layers(session, _local_deps(layer))
         session.install(*TEST_DEPS)
         session.run("pytest", "-q", *PYTEST_PARALLEL, f"packages/{layer}/tests", *session.posargs)
+        session.run("pytest", "-q", *_doctest_args([layer]))
 
-    layer_tests.__doc__ = f"The {layer} layer alone, with only what it declares installed."
+    layer_tests.__doc__ = (
+        f"The {layer} layer alone, with only what it declares installed: its tests, then the "
+        "doctests of its README and modules."
+    )
 
 
 for _layer in LAYERS:
     _layer_session(_layer)
+
+
+@nox.session(name="doctests-pending", python=DEFAULT_PYTHON)
+def doctests_pending(session: nox.Session) -> None:
+    """The module doctests of MODULE_DOCTESTS_PENDING (not in ci until they pass)."""
+    _install_layers(session, LAYERS)
+    session.install(*TEST_DEPS)
+    session.run("pytest", "-q", *_doctest_args(sorted(MODULE_DOCTESTS_PENDING), pending=True))
 
 
 _CORPUS_TEST = "integration_tests/test_corpus.py::test_corpus_program"

@@ -12,10 +12,19 @@ The public surface, re-exported from the layers below (nothing lives here):
 
 from __future__ import annotations
 
-from numpile_autograd_aot import config as _autograd_config
+from numpile_autograd_aot import checkpoint as checkpoint
+from numpile_autograd_aot import custom_jvp as custom_jvp
+from numpile_autograd_aot import custom_vjp as custom_vjp
 from numpile_autograd_aot import grad as grad
+from numpile_autograd_aot import hessian as hessian
+from numpile_autograd_aot import jacfwd as jacfwd
+from numpile_autograd_aot import jacrev as jacrev
+from numpile_autograd_aot import jvp as jvp
+from numpile_autograd_aot import linearize as linearize
+from numpile_autograd_aot import register_pytree_node as register_pytree_node
 from numpile_autograd_aot import value_and_grad as value_and_grad
 from numpile_autograd_aot import vjp as vjp
+from numpile_autograd_aot import vmap as vmap
 from numpile_capture import CompileProfiler as CompileProfiler
 from numpile_capture import NumpilePerformanceWarning as NumpilePerformanceWarning
 from numpile_capture import Unsupported as Unsupported
@@ -45,13 +54,10 @@ from numpile_inductor import NoCompilerWarning as NoCompilerWarning
 from numpile_inductor import list_mode_options as list_mode_options
 from numpile_inductor import list_options as list_options
 from numpile_inductor import trim_buffer_pool as _trim_buffer_pool
+from numpile_runtime import distribution_version
 from numpile_runtime import set_logs as set_logs
 
-__version__ = "0.1.0"
-
-# The full stack compiles with the inductor by default; numpile_capture alone knows only "eager".
-config.default_backend = "inductor"
-_autograd_config.compiler = "inductor"
+__version__ = distribution_version("numpile")
 
 
 def reset() -> None:
@@ -103,4 +109,14 @@ __all__ = [
     "value_and_grad",
     "vjp",
     "wrap_numpy",
+    "custom_jvp",
+    "custom_vjp",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "linearize",
+    "register_pytree_node",
+    "vmap",
+    "checkpoint",
 ]

@@ -1,11 +1,16 @@
 """numpile_capture: the graph IR, the canonical op set, and bytecode capture."""
 
+from numpile_runtime import distribution_version
+
 from . import ops as ops
+from .backends import PREFERRED_BACKENDS as PREFERRED_BACKENDS
 from .backends import BackendCompileError as BackendCompileError
 from .backends import InvalidBackendError as InvalidBackendError
+from .backends import default_backend as default_backend
 from .backends import eager as eager
 from .backends import list_backends as list_backends
 from .backends import lookup_backend as lookup_backend
+from .backends import preferred_backend as preferred_backend
 from .backends import register_backend as register_backend
 from .capture_result import CaptureResult as CaptureResult
 from .capture_result import Unsupported as Unsupported
@@ -54,6 +59,7 @@ from .stance import set_stance as set_stance
 from .trace_rules import ForbiddenCallError as ForbiddenCallError
 from .trace_rules import TransformCall as TransformCall
 from .trace_rules import allow_in_graph as allow_in_graph
+from .trace_rules import allowed_op as allowed_op
 from .trace_rules import allowed_op_named as allowed_op_named
 from .trace_rules import disable as disable
 from .trace_rules import disallow_in_graph as disallow_in_graph
@@ -63,7 +69,7 @@ from .trace_rules import substitute_in_graph as substitute_in_graph
 from .tracer import capture_function as capture_function
 from .variables import ScalarInputVar as ScalarInputVar
 
-__version__ = "0.1.0"
+__version__ = distribution_version("numpile-capture")
 
 __all__ = [
     "mark_dynamic",
@@ -91,9 +97,12 @@ __all__ = [
     "tree_unflatten",
     "BackendCompileError",
     "InvalidBackendError",
+    "PREFERRED_BACKENDS",
+    "default_backend",
     "eager",
     "list_backends",
     "lookup_backend",
+    "preferred_backend",
     "register_backend",
     "CaptureResult",
     "Unsupported",
@@ -119,6 +128,7 @@ __all__ = [
     "CompileProfiler",
     "compile_times",
     "allow_in_graph",
+    "allowed_op",
     "allowed_op_named",
     "disable",
     "disallow_in_graph",

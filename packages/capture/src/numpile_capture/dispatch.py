@@ -19,6 +19,7 @@ raises `Unsupported` with `fullgraph=True`. A capture that fails for any other
 reason (an invalid NumPy program) runs the function eagerly, so the user sees
 NumPy's own exception from their own line.
 
+    >>> from numpile_capture import compile_function
     >>> @compile_function
     ... def f(x):
     ...     return np.sin(x) + 1
@@ -55,6 +56,7 @@ from .backends import (
     BackendCompileError,
     BackendFn,
     backend_name,
+    default_backend,
     lookup_backend,
 )
 from .binder import make_binder
@@ -177,7 +179,7 @@ class CompiledFunction:
         self.mode = mode
         self.options = options
         self._guard_filter, _ = split_guard_filter(options)
-        self.backend = config.default_backend if backend is None else backend
+        self.backend = default_backend() if backend is None else backend
         self._backend_fn = lookup_backend(self.backend)
         self._backend_kwargs = backend_kwargs(
             self._backend_fn, self.backend, mode, options, warn=False

@@ -16,10 +16,9 @@ import types
 from collections.abc import Callable
 from typing import Any, overload
 
-from .backends import BackendFn, lookup_backend
+from .backends import BackendFn, default_backend, lookup_backend
 from .compile_options import backend_kwargs, validate_mode
 from .compiled_callees import compiles_callees, compiling_callees
-from .config import config
 from .dispatch import CompiledFunction
 from .numpy_wrapper import WRAPPED_ATTRIBUTE, with_device_results
 
@@ -30,7 +29,7 @@ def _backend_for_device(device: str | None, backend: str | BackendFn | None) -> 
         return backend
     if device != "cuda":
         raise ValueError(f"unknown device {device!r}; valid devices: None, 'cuda'")
-    chosen = config.default_backend if backend is None else backend
+    chosen = default_backend() if backend is None else backend
     if chosen not in ("inductor", "triton"):
         raise ValueError(
             f"device='cuda' runs Triton kernels; it needs backend 'inductor' or 'triton', "
@@ -113,7 +112,8 @@ def compile_function(
         inputs follow it too: a dynamic one is a graph input, not a constant
         (`config.specialize_int` / `specialize_float` opt out).
     backend: a registered backend name or a callable `(graph, example_inputs)`;
-        None means `config.default_backend`.
+        None means `config.default_backend`, and when that is None the best backend
+        installed (`preferred_backend()`: the inductor when numpile_inductor is).
     mode: "default", "reduce-overhead", "max-autotune" or
         "max-autotune-no-cudagraphs", passed to backends that accept `mode`.
     options: a dict of backend options, passed to backends that accept
@@ -129,7 +129,7 @@ def compile_function(
     """
     validate_mode(mode, options)
     backend = _backend_for_device(device, backend)
-    chosen = config.default_backend if backend is None else backend
+    chosen = default_backend() if backend is None else backend
     # Checked here, at the user's call: unknown names, and mode/options the backend refuses.
     backend_kwargs(lookup_backend(chosen), chosen, mode, options)
 

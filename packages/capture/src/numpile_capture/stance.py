@@ -3,7 +3,9 @@
 `set_stance` works as a function, a context manager and a decorator:
 
     >>> set_stance("force_eager")        # from now on, compiled functions run eagerly
+    set_stance('force_eager')
     >>> set_stance("default")
+    set_stance('default')
     >>> with set_stance("force_eager"):  # only inside the block
     ...     pass
     >>> @set_stance("force_eager")       # only while bar runs
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
@@ -31,6 +32,7 @@ from typing import Any, TypeVar
 import attrs
 
 from .backends import BackendFn, lookup_backend
+from .region import ThreadRegion
 from .trace_rules import ForbiddenCallError, forbid_in_graph
 
 _INSIDE = "inside a compiled region; set the stance outside the compiled function (around the call)"
@@ -56,7 +58,8 @@ class Stance:
 # NOTE: the process-wide current stance (a module global by design, as in torch).
 _current = Stance()
 
-_region = threading.local()
+# NOTE: how deep this thread is in compiled regions (per thread).
+_region = ThreadRegion()
 
 
 def current_stance() -> Stance:
@@ -74,7 +77,7 @@ def in_compiled_region() -> bool:
     >>> in_compiled_region()
     False
     """
-    return bool(getattr(_region, "depth", 0))
+    return _region.active
 
 
 @contextlib.contextmanager
@@ -85,11 +88,8 @@ def compiled_region() -> Iterator[None]:
     ...     in_compiled_region()
     True
     """
-    _region.depth = getattr(_region, "depth", 0) + 1
-    try:
+    with _region.entered():
         yield
-    finally:
-        _region.depth -= 1
 
 
 def _install(stance: Stance) -> Stance:

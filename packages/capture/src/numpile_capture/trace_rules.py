@@ -82,6 +82,7 @@ from .capture_result import Unsupported
 from .compiling import backend_compiling
 from .meta import ArrayMeta, ScalarMeta, contiguous_strides, meta_of
 from .op import Op, OpKind
+from .region import ThreadRegion
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -183,7 +184,8 @@ _ALLOWED_OPS: dict[int, Op] = {}
 _OP_NAMES: set[str] = set()
 _LOCK = threading.Lock()
 
-_region = threading.local()
+# NOTE: how deep this thread is in functions wrapped by disable(recursive=True).
+_region = ThreadRegion()
 
 
 def _name_of(fn: Any) -> str:
@@ -272,16 +274,7 @@ def in_disabled_region() -> bool:
     >>> in_disabled_region()
     False
     """
-    return bool(getattr(_region, "depth", 0))
-
-
-@contextmanager
-def _disabled_region() -> Iterator[None]:
-    _region.depth = getattr(_region, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _region.depth -= 1
+    return _region.active
 
 
 def _run_disabled(original: Any, recursive: bool, args: Any, kwargs: Any) -> Any:
@@ -289,7 +282,7 @@ def _run_disabled(original: Any, recursive: bool, args: Any, kwargs: Any) -> Any
     # directly (numpile.compile(numpile.disable(f))) runs `original` in plain Python.
     if not recursive:
         return original(*args, **kwargs)
-    with _disabled_region():
+    with _region.entered():
         return original(*args, **kwargs)
 
 
@@ -569,6 +562,21 @@ def register_transform(fn: _F, expand: Callable[[TransformCall], Any], reason: s
 
 # ---------------------------------------------------------------------------------------------
 # the opaque op of an allowed function
+
+
+def allowed_op(fn: Callable[..., Any]) -> Op:
+    """The opaque op of `fn`, marked `allow_in_graph` first if it is not (a rule of another
+    layer that puts a call to `fn` into a graph it builds, as custom derivative rules do).
+
+    >>> def quadruple(x):
+    ...     return x * 4
+    >>> allowed_op(quadruple) is allowed_op_named(allowed_op(quadruple).name)
+    True
+    """
+    rule = rule_for(fn)
+    if rule is None or rule.kind is not RuleKind.ALLOW:
+        allow_in_graph(fn)
+    return _allowed_op(fn)
 
 
 def allowed_op_named(name: str) -> Op | None:

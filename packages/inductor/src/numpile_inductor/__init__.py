@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from numpile_runtime import distribution_version
+
 from .backend import CompiledGraph as CompiledGraph
 from .backend import KernelCompileError as KernelCompileError
 from .backend import compile_graph as compile_graph
@@ -28,7 +30,6 @@ from .config import list_mode_options as list_mode_options
 from .config import list_options as list_options
 from .debug import graph_dot as graph_dot
 from .no_compiler import NoCompilerWarning as NoCompilerWarning
-from .pipeline import set_openmp_defaults
 
 if TYPE_CHECKING:
     from .codegen.triton import TritonCompiled as TritonCompiled
@@ -40,9 +41,7 @@ if TYPE_CHECKING:
     from .lowering import register_lowering as register_lowering
     from .scheduler import schedule as schedule
 
-__version__ = "0.1.0"
-
-set_openmp_defaults()  # before any kernel module loads libgomp (see pipeline.py)
+__version__ = distribution_version("numpile-inductor")
 
 __all__ = [
     "NoCompilerWarning",

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import attrs
+
+from numpile_runtime import LayerConfig
 
 # NOTE: option names as users pass them in compile(options=...), mapped to fields, in the
 # order list_options() shows them.
@@ -62,7 +64,7 @@ _NO_COMPILER_CHOICES = ("fallback", "raise")
 
 
 @attrs.frozen
-class InductorConfig:
+class InductorConfig(LayerConfig):
     """Knobs of the CPU inductor.
 
     - `max_autotune`: choose the OpenMP thread count and parallel threshold by timing the
@@ -99,6 +101,11 @@ class InductorConfig:
     threads: int = 0
     extra_flags: tuple[str, ...] = ()
     no_compiler: str = "fallback"
+
+    # NOTE: fields that change neither the generated code nor its build stay out of key().
+    KEY_EXCLUDES: ClassVar[frozenset[str]] = frozenset(
+        {"graph_cache", "trace_enabled", "debug_dir", "graph_diagram"}
+    )
 
     @classmethod
     def from_options(
@@ -142,19 +149,6 @@ class InductorConfig:
                 "use 'fallback' or 'raise'"
             )
         return cls(**values)
-
-    def key(self) -> str:
-        """The fields that change generated code or its build, as text for cache keys.
-
-        >>> "fast_math=False" in InductorConfig().key()
-        True
-        """
-        return (
-            f"max_autotune={self.max_autotune} "
-            f"epilogue_fusion={self.epilogue_fusion} fast_math={self.fast_math} "
-            f"parallel_threshold={self.parallel_threshold} threads={self.threads} "
-            f"extra_flags={list(self.extra_flags)}"
-        )
 
 
 def _type_names(expected: type | tuple[type, ...]) -> str:

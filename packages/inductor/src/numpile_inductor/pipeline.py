@@ -10,18 +10,17 @@ A graph goes through one pipeline whatever its code generator:
    (`codegen/triton/backend.py`).
 
 A new device adds one folder under `codegen/` and one entry in `DEVICE_BACKENDS`.
+OpenMP's environment defaults are set by `numpile_runtime` when it is imported (the one
+place numpile sets `OMP_*` variables), before any kernel module loads libgomp.
 
     >>> DEVICE_BACKENDS["cuda"]
     'numpile_inductor.codegen.triton:triton_backend'
-    >>> sorted(OPENMP_DEFAULTS)
-    ['OMP_WAIT_POLICY']
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -40,23 +39,6 @@ log = logging.getLogger("numpile.inductor")
 DEVICE_BACKENDS: dict[str, str] = {
     "cuda": "numpile_inductor.codegen.triton:triton_backend",
 }
-
-# Idle OpenMP threads sleep instead of spinning: kernels alternate with NumPy and BLAS
-# calls on the same cores, and spinning threads starve them. libgomp reads these once,
-# when it loads, and a process has one libgomp (torch's, if torch came first, is the one
-# kernels bind to): `set_openmp_defaults` runs when numpile_inductor is imported.
-OPENMP_DEFAULTS: dict[str, str] = {"OMP_WAIT_POLICY": "PASSIVE"}
-
-
-def set_openmp_defaults() -> None:
-    """Set each of `OPENMP_DEFAULTS` in the environment, unless the user set it.
-
-    >>> set_openmp_defaults()
-    >>> "OMP_WAIT_POLICY" in os.environ
-    True
-    """
-    for name, value in OPENMP_DEFAULTS.items():
-        os.environ.setdefault(name, value)
 
 
 def graph_device(graph: Graph) -> str:

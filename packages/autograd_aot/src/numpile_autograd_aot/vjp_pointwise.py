@@ -5,7 +5,7 @@ Unary ops whose derivative is an expression of the input `x` and the result
 derivative is zero almost everywhere (floor, sign, ...) give no gradient.
 
     >>> from numpile_capture import get_op
-    >>> from numpile_autograd_aot.vjp import get_vjp
+    >>> from numpile_autograd_aot.vjp_table import get_vjp
     >>> get_vjp(get_op("tanh")) is not None
     True
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from numpile_capture import Node, get_op
 
-from .vjp import VjpContext, register_vjp
+from .vjp_table import VjpContext, register_vjp
 
 # A derivative is a node or, for linear ops, a Python constant.
 Derivative = Callable[[VjpContext, Any, Node], Any]

@@ -36,6 +36,8 @@ __all__ = [
     "differentiable",
     "fit_cotangent",
     "get_vjp",
+    "missing_rule_error",
+    "register_function_vjp",
     "register_vjp",
     "vjp_ops",
 ]
@@ -80,11 +82,28 @@ class VjpContext:
         assert isinstance(value, Node) and isinstance(value.meta, ArrayMeta)
         return value.meta
 
+    def input_zeros(self, position: int) -> Node:
+        """Zeros of input `position`'s shape in the result's dtype, to scatter a cotangent into."""
+        return self.call("zeros", shape=self.input_meta(position).shape, dtype=self.meta.dtype)
+
 
 VjpRule = Callable[[VjpContext], Sequence[Node | None]]
 
 # NOTE: the table of VJP rules keyed by op (ops hash by identity); insertion-ordered.
 _VJP_RULES: dict[Op, VjpRule] = {}
+
+
+# NOTE: VJP rules of the ops of user functions (custom_vjp / custom_jvp), kept apart from
+# the op set's table so that `vjp_ops()` lists the op set's rules only.
+_FUNCTION_VJP_RULES: dict[Op, VjpRule] = {}
+
+
+def register_function_vjp(op: Op, rule: VjpRule) -> None:
+    """Set the VJP rule of the opaque op of a user function (see `custom_rule`).
+
+    >>> register_function_vjp(allowed_op(f), rule)  # doctest: +SKIP
+    """
+    _FUNCTION_VJP_RULES[op] = rule
 
 
 def register_vjp(*ops: Op) -> Callable[[VjpRule], VjpRule]:
@@ -109,7 +128,8 @@ def get_vjp(op: Op) -> VjpRule | None:
     True
     """
     _ensure_rules()
-    return _VJP_RULES.get(op)
+    found = _VJP_RULES.get(op)
+    return found if found is not None else _FUNCTION_VJP_RULES.get(op)
 
 
 def vjp_ops() -> list[Op]:
@@ -122,9 +142,39 @@ def vjp_ops() -> list[Op]:
     return list(_VJP_RULES)
 
 
+def missing_rule_error(node: Node, mode: str) -> NotImplementedError:
+    """The error for a node whose op has no rule in `mode` ("reverse" or "forward"): an
+    `allow_in_graph` function is named, with the decorators that give it a rule.
+
+    >>> str(missing_rule_error(node, "reverse"))  # doctest: +SKIP
+    """
+    op = node.op
+    assert op is not None
+    table = "VJP" if mode == "reverse" else "JVP or VJP"
+    if op.name.startswith("allowed["):
+        function = op.name[len("allowed[") : -1]
+        return NotImplementedError(
+            f"cannot differentiate a call to {function} (in `{node.format()}`): it is marked "
+            "allow_in_graph, so numpile does not trace into it, and it has no derivative rule; "
+            "give it one with numpile.custom_vjp or numpile.custom_jvp"
+        )
+    return NotImplementedError(
+        f"no {table} rule for op {op.name!r} (in `{node.format()}`); "
+        f"it cannot be differentiated in {mode} mode yet"
+    )
+
+
 def _ensure_rules() -> None:
     # Late import: the rule modules import this module to register themselves.
-    from . import vjp_linalg, vjp_rules, vjp_structural  # noqa: F401
+    from . import (  # noqa: F401
+        vjp_indexing,
+        vjp_join,
+        vjp_linalg,
+        vjp_ordering,
+        vjp_pointwise,
+        vjp_reduction,
+        vjp_view,
+    )
 
 
 def differentiable(meta: Any) -> bool:
