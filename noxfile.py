@@ -100,20 +100,11 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-q", *_doctest_args(LAYERS))
 
 
-# NOTE: layers whose module doctests wait for a fix on another branch: issue 22 moves the
-# inductor's modules (`loop_ir.py`'s example lacks an import); `nox -s doctests-pending` runs
-# them meanwhile. Their README doctests run with the layer as usual.
-MODULE_DOCTESTS_PENDING = frozenset({"inductor"})
-
-
-def _doctest_args(layers: list[str], *, pending: bool = False) -> list[str]:
+def _doctest_args(layers: list[str]) -> list[str]:
     """pytest arguments that run the doctests of the layers' READMEs and modules."""
     args = ["--doctest-glob=README.md"]
     for layer in layers:
-        if not pending:
-            args.append(f"packages/{layer}/README.md")
-        if (layer in MODULE_DOCTESTS_PENDING) == pending:
-            args += ["--doctest-modules", f"packages/{layer}/src"]
+        args += [f"packages/{layer}/README.md", "--doctest-modules", f"packages/{layer}/src"]
     return args
 
 
@@ -133,14 +124,6 @@ def _layer_session(layer: str) -> None:
 
 for _layer in LAYERS:
     _layer_session(_layer)
-
-
-@nox.session(name="doctests-pending", python=DEFAULT_PYTHON)
-def doctests_pending(session: nox.Session) -> None:
-    """The module doctests of MODULE_DOCTESTS_PENDING (not in ci until they pass)."""
-    _install_layers(session, LAYERS)
-    session.install(*TEST_DEPS)
-    session.run("pytest", "-q", *_doctest_args(sorted(MODULE_DOCTESTS_PENDING), pending=True))
 
 
 _CORPUS_TEST = "integration_tests/test_corpus.py::test_corpus_program"

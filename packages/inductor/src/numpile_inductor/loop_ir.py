@@ -11,6 +11,7 @@ a list of stores; each stored value is a tree of `Expr`:
 - `Apply(fn, args)`: one scalar operation of the C op table (`codegen/c/ops.py`);
   its args already have the op's loop dtypes.
 
+    >>> from numpile_inductor.index import loop_var
     >>> print(Apply("sin", (Load("a", (loop_var(0),), np.dtype("float64")),),
     ...       np.dtype("float64")))
     sin(a[x0])
