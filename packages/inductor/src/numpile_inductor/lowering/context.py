@@ -19,6 +19,7 @@ importing the lowering loads every rule.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -331,11 +332,41 @@ def lower_graph(graph: Graph) -> Program:
     return Program(graph, ctx.buffers, ctx.steps, outputs, inputs)
 
 
+# NOTE: a graph input's buffer name becomes a C (or Triton) identifier beside the names code
+# generation makes itself (loop variables x0/r0, sizes s0, temporaries t0, strides a_s0) and
+# the names of C and libm; an input whose name could clash is renamed `in_<name>`.
+_GENERATED_NAME = re.compile(r"[a-z]\d+|.*_s\d+|g_.*|np_.*|npy_.*|Py.*|NPY.*|_.*")
+_C_RESERVED = frozenset(
+    """auto break case char const continue default do double else enum extern float for goto
+    if inline int long register restrict return short signed sizeof static struct switch
+    typedef union unsigned void volatile while bool true false complex main call args nargs
+    self out result sin cos tan exp log sqrt pow fabs floor ceil fmin fmax tanh sinh cosh
+    asin acos atan atan2 log1p expm1 log2 log10 exp2 cbrt hypot fmod round trunc rint erf
+    erfc copysign nextafter isnan isinf isfinite signbit tl math libdevice""".split()
+)
+
+
+def input_buffer_name(ctx: LoweringContext, name: str) -> str:
+    """The buffer name of graph input `name`: itself unless it could clash in generated code.
+
+    >>> input_buffer_name(LoweringContext(Graph()), "x0")
+    'in_x0'
+    """
+    if not (_GENERATED_NAME.fullmatch(name) or name in _C_RESERVED):
+        return name
+    candidate = f"in_{name}"
+    while candidate in ctx.buffers:
+        candidate += "_"
+    return candidate
+
+
 def _lower_placeholder(ctx: LoweringContext, node: Node) -> str:
     meta = node.meta
     if isinstance(meta, ScalarMeta):
         dtype = _SCALAR_DTYPES.get(meta.type)
-        name = ctx.new_buffer(node.name, (), dtype or np.dtype("O"), "scalar")
+        name = ctx.new_buffer(
+            input_buffer_name(ctx, node.name), (), dtype or np.dtype("O"), "scalar"
+        )
         loader: Loader | None = None
         if dtype is not None:
             scalar = ScalarArg(name, dtype)
@@ -344,11 +375,11 @@ def _lower_placeholder(ctx: LoweringContext, node: Node) -> str:
         ctx.values[node].pure_view = True
         return name
     if not kernel_dtype(meta.dtype):
-        name = ctx.new_buffer(node.name, (), np.dtype("O"), "object")
+        name = ctx.new_buffer(input_buffer_name(ctx, node.name), (), np.dtype("O"), "object")
         ctx.values[node] = Lowered((), np.dtype("O"), None, buffer=name)
         return name
     shape = tuple(as_dim(d) for d in meta.shape)
-    name = ctx.new_buffer(node.name, shape, meta.dtype, "input")
+    name = ctx.new_buffer(input_buffer_name(ctx, node.name), shape, meta.dtype, "input")
     strides = meta.strides if meta.strides is not None else contiguous_strides(shape)
     ctx.buffers[name] = attrs.evolve(ctx.buffers[name], example_strides=tuple(strides))
     value = Lowered(shape, meta.dtype, None)
