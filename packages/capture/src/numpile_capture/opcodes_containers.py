@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .bytecode import Instruction
 from .capture_result import Unsupported
+from .loop_capture import LoopFallback, RangeIterVar, keep_loop, log, range_iterator, unrolled
 from .operators import (
     iterate,
 )
@@ -115,7 +116,11 @@ def _unpack_ex(frame: Frame, inst: Instruction) -> None:
 
 def _get_iter(frame: Frame, inst: Instruction) -> None:
     iterable = frame.state.pop()
-    if isinstance(iterable, IteratorVar):
+    following = frame.instructions[frame.pc] if frame.pc < len(frame.instructions) else None
+    loop = range_iterator(iterable) if following and following.opname == "FOR_ITER" else None
+    if loop is not None:
+        frame.state.push(loop)  # FOR_ITER keeps the loop (or unrolls it)
+    elif isinstance(iterable, IteratorVar):
         frame.state.push(iterable)  # iter() of an iterator is itself: generators stay lazy
     else:
         frame.state.push(IteratorVar(iterate(frame.tracer, iterable)))
@@ -123,6 +128,21 @@ def _get_iter(frame: Frame, inst: Instruction) -> None:
 
 def _for_iter(frame: Frame, inst: Instruction) -> None:
     iterator = frame.state.peek()
+    if isinstance(iterator, RangeIterVar):
+        try:
+            keep_loop(frame, inst, iterator)
+            return
+        except LoopFallback as exc:
+            reason = str(exc)
+        log.debug("loop at line %s not kept as a loop: %s", inst.lineno, reason)
+        try:
+            iterator = unrolled(iterator)
+        except Unsupported as exc:
+            raise Unsupported(
+                f"a loop not kept as a loop ({reason}) and not unrolled ({exc.reason})"
+            ) from None
+        frame.state.pop()
+        frame.state.push(iterator)
     if not isinstance(iterator, IteratorVar):
         # A Python iterator a resume function received: each step runs in Python.
         raise Unsupported(

@@ -74,6 +74,7 @@ from .variables import (
     ObjectVar,
     OpaqueVar,
     ScalarInputVar,
+    ScalarNodeVar,
     TupleVar,
     Variable,
 )
@@ -487,7 +488,7 @@ def _rebuilt_in_python(result: Variable) -> bool:
 
 
 def _output_tree(result: Variable) -> Any:
-    if isinstance(result, ArrayVar):
+    if isinstance(result, ArrayVar | ScalarNodeVar):
         return result.node
     if isinstance(result, TupleVar):
         return tuple(_output_tree(item) for item in result.items)
