@@ -264,7 +264,16 @@ def _finish(
     replayable = artifact.epilogue is not None or not any(
         node.op is not None and node.op.mutates for node in graph.nodes
     )
-    warned = extern_nodes(graph, [(spec.op_name, spec.origin) for spec in artifact.externs])
+    # Loops that run as C report their flags like kernels: their ops warn on a replay.
+    c_loops = set(module.c_loops())
+    warned = extern_nodes(
+        graph,
+        [
+            (spec.op_name, spec.origin)
+            for index, spec in enumerate(artifact.externs)
+            if index not in c_loops
+        ],
+    )
     fn = honouring_errstate(
         fn, graph, module, replayable=replayable, externs=bool(artifact.externs), warned=warned
     )

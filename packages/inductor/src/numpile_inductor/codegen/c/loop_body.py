@@ -1,0 +1,836 @@
+"""Scalar C for loop bodies: a `for_loop` node of 0-d work becomes one C function.
+
+A loop whose body (and the bodies of the loops nested in it) holds only 0-d work runs
+as a plain C loop nest inside the generated module, as Numba compiles it: no Python
+per iteration. Each body node becomes one C statement on C locals:
+
+- NumPy ops on 0-d values (`add`, `multiply`, `sqrt`, comparisons, `where`, casts) go
+  through the lowering and the C op table the kernels use, so they compute what the
+  kernels compute (wrap-around, NaN handling, integer division by zero);
+- `element_at` loads and `setitem_at` stores of single elements read and write array
+  memory through its strides, after a bounds check that raises NumPy's `IndexError`
+  ("index 7 is out of bounds for axis 0 with size 5") with the writes of earlier
+  iterations kept, as eager leaves them;
+- `py_binary` / `py_unary` on Python ints, floats and bools follow Python: floor
+  division and `%` by Python's signs, shifts of negatives, unbounded ints. An int
+  operation whose operands' bounds do not prove it fits 63 bits is checked
+  (`__builtin_add_overflow` & co.); on overflow, and on a Python `ZeroDivisionError`,
+  the loop *bails*: the arrays it wrote are restored from a copy taken before the loop
+  (only loops that can bail take it) and the loop runs again with NumPy (the
+  `for_loop` op's own implementation), which gives Python's result or error;
+- carried values are C locals assigned at the end of each iteration; nested loops are
+  nested C loops whose `loop_output`s are their carried locals.
+
+The function takes the loop node's array and scalar arguments as Python objects (as the
+extern call would), checks them (dtype, dims, alignment, writability; ints within
++-2**60) and runs eagerly through the extern callable whenever they are not what the
+body was compiled for, when `step` is 0 (NumPy then raises Python's `ValueError`) or
+when the range is empty (the initial values come back untouched).
+
+A body this module cannot compile (`NotScalarLoop`: an op without a scalar form, a
+slice, a carried array) stays an extern call: the `for_loop` implementation runs the
+body per iteration with NumPy.
+
+    >>> scalar_loop_function(node, step, "loop_v0").source  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+
+from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, gives_scalar
+
+from ...loop_ir import ScalarArg
+from .loop import LoopBody
+from .ops import c_expr, c_literal, c_type
+
+
+class NotScalarLoop(Exception):  # noqa: N818 - it names the event
+    """The loop's body holds work this module has no scalar C for (the reason)."""
+
+
+@attrs.frozen
+class LoopFunction:
+    """The C source of one loop function and the facts the wrapper needs about it.
+
+    `bails` says whether a run may restart the loop with NumPy after it began.
+    """
+
+    name: str
+    source: str
+    bails: bool
+
+
+# Python ints in the loop are C int64s. Values are tracked with a bound on their
+# magnitude in bits; an operation whose result provably fits 62 bits is not checked.
+_SAFE_BITS = 62
+# Int arguments of the loop (bounds, invariants) are checked at entry to fit this many
+# bits (else the loop runs with NumPy); loop indices then fit one more.
+_ENTRY_BITS = 60
+# An array's length is at most its size in bytes, below 2**57 on every 64-bit address
+# space (5-level paging).
+_DIM_BITS = 57
+
+_PY_TYPES: dict[type, np.dtype[Any]] = {
+    bool: np.dtype("bool"),
+    int: np.dtype("int64"),
+    float: np.dtype("float64"),
+}
+
+LOOP_HELPERS = r"""
+/* Loop functions (codegen/c/loop_body.py): arguments as C values, element indices. */
+static int np_loop_int(PyObject *o, int64_t *v)
+{
+    if (!PyLong_Check(o)) { return 0; }
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
+    if (x > (1LL << 60) || x < -(1LL << 60)) { return 0; }
+    *v = (int64_t)x;
+    return 1;
+}
+/* A 0-d value of NumPy type `typenum` (a NumPy scalar or 0-d array of exactly that type,
+   or a Python scalar NumPy would take as a weak value of it) into `out`. */
+static int np_loop_value(PyObject *o, int typenum, void *out)
+{
+    PyArray_Descr *descr = PyArray_DescrFromType(typenum);
+    int ok = 0;
+    if (PyArray_Check(o)) {
+        PyArrayObject *a = (PyArrayObject *)o;
+        if (PyArray_NDIM(a) == 0 && PyArray_TYPE(a) == typenum && PyArray_ISNOTSWAPPED(a)) {
+            memcpy(out, PyArray_DATA(a), (size_t)PyArray_ITEMSIZE(a));
+            ok = 1;
+        }
+    } else if (PyArray_IsScalar(o, Generic)) {
+        PyArray_Descr *own = PyArray_DescrFromScalar(o);
+        if (own != NULL && own->type_num == typenum) {
+            PyArray_ScalarAsCtype(o, out);
+            ok = 1;
+        }
+        Py_XDECREF(own);
+    } else if (PyFloat_Check(o) && (PyTypeNum_ISFLOAT(typenum))) {
+        double x = PyFloat_AS_DOUBLE(o);
+        if (typenum == NPY_DOUBLE) { *(double *)out = x; ok = 1; }
+        else if (typenum == NPY_FLOAT && (x != x || fabs(x) <= 3.4028234663852886e38)) {
+            *(float *)out = (float)x; ok = 1;
+        }
+    } else if (PyLong_Check(o) && !PyBool_Check(o)) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); }
+        else if (typenum == NPY_DOUBLE && x > -(1LL << 53) && x < (1LL << 53)) {
+            *(double *)out = (double)x; ok = 1;
+        } else if (typenum == NPY_LONG || typenum == NPY_LONGLONG) {
+            *(int64_t *)out = (int64_t)x; ok = 1;
+        } else if (typenum == NPY_INT && x >= INT32_MIN && x <= INT32_MAX) {
+            *(int32_t *)out = (int32_t)x; ok = 1;
+        }
+    } else if (PyBool_Check(o) && typenum == NPY_BOOL) {
+        *(npy_bool *)out = (npy_bool)(o == Py_True); ok = 1;
+    }
+    Py_DECREF(descr);
+    return ok;
+}
+/* A run-time index normalized as Python does; 0 (and IndexError set) when out of bounds. */
+static inline int np_loop_index(int64_t index, int64_t size, int axis, int64_t *out)
+{
+    int64_t i = index < 0 ? index + size : index;
+    if (__builtin_expect((uint64_t)i >= (uint64_t)size, 0)) {
+        PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for axis %d with size %lld",
+                     (long long)index, axis, (long long)size);
+        return 0;
+    }
+    *out = i;
+    return 1;
+}
+/* A NumPy scalar of type `typenum` holding *data. */
+static PyObject *np_loop_box(void *data, int typenum)
+{
+    PyArray_Descr *descr = PyArray_DescrFromType(typenum);
+    PyObject *item = PyArray_Scalar(data, descr, NULL);
+    Py_DECREF(descr);
+    return item;
+}
+/* Python's // and % on ints (b != 0; MIN // -1 is checked by the caller). */
+static inline int64_t np_py_floordiv(int64_t a, int64_t b)
+{
+    if (b == -1) { return (int64_t)(0 - (uint64_t)a); }
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) { q -= 1; }
+    return q;
+}
+static inline int64_t np_py_mod(int64_t a, int64_t b)
+{
+    if (b == -1) { return 0; }
+    int64_t r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) { r += b; }
+    return r;
+}
+"""
+
+
+@attrs.define
+class _Value:
+    # A 0-d value of the body: its C expression, NumPy dtype (Python scalars: bool, int64,
+    # float64), whether it is a Python scalar, and for Python ints a bound in bits.
+    text: str
+    dtype: np.dtype[Any]
+    python: type | None = None
+    bits: int = 64
+
+
+@attrs.define
+class _Array:
+    # An array the body reads or writes: C names of its data, strides and dims.
+    name: str
+    dtype: np.dtype[Any]
+    ndim: int
+    argument: int  # position among the function's arguments
+    written: bool = False
+
+
+_Env = dict[Node, "_Value | _Array"]
+
+
+class _Writer:
+    # Builds one loop function: the body statements first, then the entry code (which
+    # depends on what the body turned out to need: arrays, writes, bails).
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lines: list[str] = []
+        self.counter = 0
+        self.bails = False
+        self.arrays: list[_Array] = []
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    def line(self, indent: str, text: str) -> None:
+        self.lines.append(f"{indent}{text}")
+
+    # -- values -------------------------------------------------------------------------
+
+    def operand(self, env: _Env, value: Any) -> _Value:
+        if isinstance(value, Node):
+            found = env.get(value)
+            if not isinstance(found, _Value):
+                raise NotScalarLoop(f"{value.name} is not a 0-d value here")
+            return found
+        if isinstance(value, bool | int | float):
+            kind = type(value)
+            if kind is int and not -(2**62) < value < 2**62:
+                raise NotScalarLoop(f"Python int constant {value} is too large")
+            dtype = _PY_TYPES[kind]
+            bits = int(abs(value)).bit_length() if kind is not float else 64
+            return _Value(c_literal(value, dtype), dtype, kind, bits)
+        if isinstance(value, np.generic) and c_type(value.dtype) is not None:
+            return _Value(c_literal(value.item(), value.dtype), value.dtype)
+        raise NotScalarLoop(f"operand {value!r}")
+
+    def define(self, indent: str, dtype: np.dtype[Any], text: str, stem: str = "t") -> str:
+        name = self.fresh(stem)
+        self.line(indent, f"const {c_type(dtype)} {name} = {text};")
+        return name
+
+    # -- the body -------------------------------------------------------------------------
+
+    def body(self, graph: Graph, env: _Env, indent: str) -> list[_Value | None]:
+        # Emit every op node of `graph`; the values of its outputs (None: unchanged).
+        for node in graph.nodes:
+            if node.op is None:
+                continue
+            handler = _NODE_HANDLERS.get(node.op.name)
+            if handler is None:
+                env[node] = self.pointwise(node, env, indent)
+            else:
+                handler(self, node, env, indent)
+        outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+        return [self.operand(env, out) for out in outputs]
+
+    def pointwise(self, node: Node, env: _Env, indent: str) -> _Value:
+        meta = node.meta
+        if not isinstance(meta, ArrayMeta) or meta.shape != () or c_type(meta.dtype) is None:
+            raise NotScalarLoop(f"{node.op.name if node.op else node.name} gives {meta}")
+        # Late import: the lowering (sympy) loads only when a loop is compiled.
+        from ...lowering import LOWERINGS, CannotLower, Lowered, LoweringContext
+
+        assert node.op is not None
+        fn = LOWERINGS.get(node.op.name)
+        if fn is None:
+            raise NotScalarLoop(f"{node.op.name} has no scalar form")
+        ctx = LoweringContext(Graph())
+        for value in node.input_nodes():
+            found = self.operand(env, value)
+            arg = ScalarArg(found.text, found.dtype)
+            ctx.values[value] = Lowered((), found.dtype, _constant_loader(arg), pure_view=True)
+        try:
+            lowered = fn(ctx, node)
+        except CannotLower as reason:
+            raise NotScalarLoop(f"{node.op.name}: {reason}") from reason
+        if ctx.steps or lowered.loader is None:
+            raise NotScalarLoop(f"{node.op.name} needs a kernel of its own")
+        body = LoopBody({}, {}, {}, indent)
+        body.counter = self.counter + 1
+        text = body.emit(lowered.loader(()))
+        self.counter = body.counter
+        self.lines += body.lines
+        return _Value(text, meta.dtype)
+
+    def element(self, array: _Array, index: list[_Value], indent: str) -> str:
+        # The C address expression of array[index] after bounds checks.
+        terms = []
+        for axis, value in enumerate(index):
+            if value.python not in (int, bool) and value.dtype.kind not in "iub":
+                raise NotScalarLoop("a non-integer index")
+            name = self.fresh("ix")
+            self.line(indent, f"int64_t {name};")
+            self.line(
+                indent,
+                f"if (!np_loop_index((int64_t){value.text}, {array.name}_n{axis}, {axis}, "
+                f"&{name})) {{ goto fail; }}",
+            )
+            terms.append(f"{name} * {array.name}_s{axis}")
+        return f"{array.name}_d[{' + '.join(terms) or '0'}]"
+
+
+def _constant_loader(arg: ScalarArg) -> Callable[[tuple[Any, ...]], ScalarArg]:
+    return lambda idx: arg
+
+
+def _index_values(
+    writer: _Writer, node: Node, env: _Env, scalars: tuple[Any, ...], array: _Array
+) -> list[_Value]:
+    # The run-time ints of an element index template, one per axis.
+    from numpile_capture.ops.loop_values import ScalarSlot
+
+    template = dict(node.params)["index"]
+    values = []
+    for item in template:
+        if isinstance(item, ScalarSlot):
+            values.append(writer.operand(env, scalars[item.position]))
+        elif isinstance(item, int | np.integer) and not isinstance(item, bool):
+            values.append(writer.operand(env, int(item)))
+        else:
+            raise NotScalarLoop(f"index item {item!r} is not an int")
+    if len(values) != array.ndim:
+        raise NotScalarLoop("not one int per dimension")
+    return values
+
+
+def _array(env: _Env, value: Any) -> _Array:
+    found = env.get(value) if isinstance(value, Node) else None
+    if not isinstance(found, _Array):
+        raise NotScalarLoop("an indexed value that is no array argument of the loop")
+    return found
+
+
+def _element_at(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+    array = _array(env, node.inputs[0])
+    index = _index_values(writer, node, env, node.inputs[1:], array)
+    address = writer.element(array, index, indent)
+    env[node] = _Value(writer.define(indent, array.dtype, address), array.dtype)
+
+
+def _setitem_at(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+    array = _array(env, node.inputs[0])
+    value = writer.operand(env, node.inputs[1])
+    index = _index_values(writer, node, env, node.inputs[2:], array)
+    if value.python is int and array.dtype != np.dtype("int64") and array.dtype.kind in "iu":
+        raise NotScalarLoop("a Python int stored into a narrower integer array")
+    address = writer.element(array, index, indent)
+    cast = c_expr("cast", [value.text], [value.dtype], array.dtype)
+    writer.line(indent, f"{address} = {cast};")
+    array.written = True
+    env[node] = array
+
+
+def _carried_scalar(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+    source = writer.operand(env, node.inputs[0])
+    meta = node.meta
+    assert isinstance(meta, ArrayMeta)
+    if source.dtype != meta.dtype:
+        text = c_expr("cast", [source.text], [source.dtype], meta.dtype)
+        env[node] = _Value(writer.define(indent, meta.dtype, text), meta.dtype)
+    else:
+        env[node] = _Value(source.text, source.dtype)
+
+
+def _dim(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+    array = _array(env, node.inputs[0])
+    axis = dict(node.params)["axis"]
+    env[node] = _Value(f"{array.name}_n{axis}", np.dtype("int64"), int, _DIM_BITS)
+
+
+_INT_BINARY = {"add": "+", "sub": "-", "mul": "*"}
+_OVERFLOW_BUILTIN = {"add": "__builtin_add_overflow", "sub": "__builtin_sub_overflow",
+                     "mul": "__builtin_mul_overflow"}  # fmt: skip
+_COMPARE = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
+_BITWISE = {"and": "&", "or": "|", "xor": "^"}
+
+
+def _py_binary(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+    operator = dict(node.params)["operator"]
+    left = writer.operand(env, node.inputs[0])
+    right = writer.operand(env, node.inputs[1])
+    if left.python is None or right.python is None:
+        raise NotScalarLoop("py_binary on a NumPy value")
+    meta = node.meta
+    assert isinstance(meta, ScalarMeta)
+    result = _PY_TYPES[meta.type]
+    is_float = float in (left.python, right.python)
+    if operator in _COMPARE:
+        if is_float and left.python is not right.python and max(left.bits, right.bits) > 53:
+            raise NotScalarLoop("an int compared with a float beyond 2**53")
+        text = f"(npy_bool)({left.text} {_COMPARE[operator]} {right.text})"
+        env[node] = _Value(writer.define(indent, result, text), result, bool, 1)
+        return
+    if is_float:
+        env[node] = _py_float(writer, operator, left, right, indent)
+        return
+    a, b = f"(int64_t){left.text}", f"(int64_t){right.text}"
+    bits = max(left.bits, right.bits)
+    if operator in _BITWISE:
+        kind = bool if meta.type is bool else int
+        text = f"({a} {_BITWISE[operator]} {b})"
+        env[node] = _Value(writer.define(indent, result, text), result, kind, bits)
+        return
+    if operator in _INT_BINARY:
+        bound = left.bits + right.bits if operator == "mul" else bits + 1
+        if bound <= _SAFE_BITS:
+            text = f"({a} {_INT_BINARY[operator]} {b})"
+            env[node] = _Value(writer.define(indent, result, text), result, int, bound)
+            return
+        name = writer.fresh("t")
+        writer.line(indent, f"int64_t {name};")
+        writer.line(
+            indent, f"if ({_OVERFLOW_BUILTIN[operator]}({a}, {b}, &{name})) {{ goto bail; }}"
+        )
+        writer.bails = True
+        env[node] = _Value(name, result, int, 63)
+        return
+    if operator in ("floordiv", "mod"):
+        if isinstance(node.inputs[1], Node) or node.inputs[1] == 0:
+            writer.line(indent, f"if ({b} == 0) {{ goto bail; }}")
+            writer.bails = True
+        if operator == "floordiv" and left.bits >= 63:
+            writer.line(indent, f"if ({a} == INT64_MIN && {b} == -1) {{ goto bail; }}")
+            writer.bails = True
+        helper = "np_py_floordiv" if operator == "floordiv" else "np_py_mod"
+        out_bits = left.bits if operator == "floordiv" else right.bits
+        text = f"{helper}({a}, {b})"
+        env[node] = _Value(writer.define(indent, result, text), result, int, out_bits)
+        return
+    if operator == "rshift":
+        name = writer.fresh("t")
+        writer.line(indent, f"int64_t {name};")
+        writer.line(indent, f"if ({b} < 0) {{ goto bail; }}")
+        writer.bails = True
+        writer.line(indent, f"{name} = {b} >= 63 ? ({a} < 0 ? -1 : 0) : ({a} >> {b});")
+        env[node] = _Value(name, result, int, left.bits)
+        return
+    if operator == "lshift":
+        name = writer.fresh("t")
+        writer.line(indent, f"int64_t {name};")
+        writer.line(
+            indent,
+            f"if ({b} < 0 || ({a} != 0 && ({b} >= 63 || (({a} << {b}) >> {b}) != {a}))) "
+            "{ goto bail; }",
+        )
+        writer.line(indent, f"{name} = {a} == 0 ? 0 : ({a} << {b});")
+        writer.bails = True
+        env[node] = _Value(name, result, int, 63)
+        return
+    if operator == "truediv":
+        if max(left.bits, right.bits) > 53:
+            raise NotScalarLoop("int true division beyond 2**53")
+        if isinstance(node.inputs[1], Node) or node.inputs[1] == 0:
+            writer.line(indent, f"if ({b} == 0) {{ goto bail; }}")
+            writer.bails = True
+        text = f"((double){a} / (double){b})"
+        env[node] = _Value(writer.define(indent, result, text), result, float)
+        return
+    raise NotScalarLoop(f"Python operator {operator} on ints")
+
+
+def _py_float(writer: _Writer, operator: str, left: _Value, right: _Value, indent: str) -> _Value:
+    # Python converts an int operand to the nearest float, as C's conversion does.
+    f64 = np.dtype("float64")
+    a, b = f"(double){left.text}", f"(double){right.text}"
+    if operator in ("add", "sub", "mul"):
+        text = f"({a} {_INT_BINARY[operator]} {b})"
+    elif operator in ("truediv", "floordiv", "mod"):
+        writer.line(indent, f"if ({b} == 0.0) {{ goto bail; }}")
+        writer.bails = True
+        helper = {"truediv": None, "floordiv": "_np_floor_divide_double",
+                  "mod": "_np_remainder_double"}[operator]  # fmt: skip
+        text = f"({a} / {b})" if helper is None else f"{helper}({a}, {b})"
+    else:
+        raise NotScalarLoop(f"Python operator {operator} on floats")
+    return _Value(writer.define(indent, f64, text), f64, float)
+
+
+def _py_unary(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+    operator = dict(node.params)["operator"]
+    value = writer.operand(env, node.inputs[0])
+    meta = node.meta
+    assert isinstance(meta, ScalarMeta)
+    result = _PY_TYPES[meta.type]
+    if value.python is float:
+        text = {"neg": f"(-{value.text})", "abs": f"fabs({value.text})"}.get(operator)
+        if text is None:
+            raise NotScalarLoop(f"Python {operator} on a float")
+        env[node] = _Value(writer.define(indent, result, text), result, float)
+        return
+    if value.python not in (int, bool):
+        raise NotScalarLoop("py_unary on a NumPy value")
+    a = f"(int64_t){value.text}"
+    if operator == "invert":
+        env[node] = _Value(writer.define(indent, result, f"(~{a})"), result, int, value.bits)
+        return
+    if operator not in ("neg", "abs"):
+        raise NotScalarLoop(f"Python {operator}")
+    if value.bits >= 63:
+        writer.line(indent, f"if ({a} == INT64_MIN) {{ goto bail; }}")
+        writer.bails = True
+    text = f"(-{a})" if operator == "neg" else f"({a} < 0 ? -{a} : {a})"
+    env[node] = _Value(writer.define(indent, result, text), result, int, value.bits)
+
+
+def _loop_output(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+    loop = node.inputs[0]
+    finals = env.get(loop)
+    if not isinstance(finals, _Finals):
+        raise NotScalarLoop("loop_output of a loop this function did not run")
+    env[node] = finals.values[dict(node.params)["index"]]
+
+
+@attrs.define
+class _Finals:
+    # The carried C locals of a nested loop, after it.
+    values: list[_Value]
+
+
+def _nested_loop(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+    params = dict(node.params)
+    body: Graph = params["body"]
+    carried: int = params["carried"]
+    start, stop, step = (writer.operand(env, value) for value in node.inputs[:3])
+    for bound in (start, stop, step):
+        if bound.python not in (int, bool):
+            raise NotScalarLoop("a loop bound that is no Python int")
+    bits = max(start.bits, stop.bits, step.bits)
+    if bits > _ENTRY_BITS:
+        limit = f"(1LL << {_ENTRY_BITS})"
+        checks = " || ".join(
+            f"{b.text} > {limit} || {b.text} < -{limit}" for b in (start, stop, step)
+        )
+        writer.line(indent, f"if ({checks}) {{ goto bail; }}")
+        writer.bails = True
+        bits = _ENTRY_BITS
+    finals = _emit_loop(writer, node, body, carried, (start, stop, step), bits, env, indent)
+    env[node] = _Finals(finals)  # type: ignore[assignment]
+
+
+def _emit_loop(
+    writer: _Writer,
+    node: Node,
+    body: Graph,
+    carried: int,
+    bounds: tuple[_Value, _Value, _Value],
+    bits: int,
+    env: _Env,
+    indent: str,
+) -> list[_Value]:
+    # A C `for` over range(start, stop, step) whose carried values are C locals declared
+    # before it; returns those locals (the loop's final carried values).
+    start, stop, step = bounds
+    placeholders = body.placeholders
+    inner: _Env = {}
+    index = writer.fresh("i")
+    inner[placeholders[0]] = _Value(index, np.dtype("int64"), int, bits + 1)
+    locals_: list[_Value] = []
+    for k in range(carried):
+        meta = placeholders[1 + k].meta
+        init = writer.operand(env, node.inputs[3 + k])
+        value = _carried_local(writer, meta, init, indent)
+        locals_.append(value)
+        inner[placeholders[1 + k]] = value
+    for k, value in enumerate(node.inputs[3 + carried :]):
+        placeholder = placeholders[1 + carried + k]
+        found = env.get(value) if isinstance(value, Node) else None
+        if isinstance(found, _Array | _Value):
+            inner[placeholder] = found
+        else:
+            inner[placeholder] = writer.operand(env, value)
+    constant_step = _literal_value(step.text)
+    if constant_step is None:
+        condition = f"({step.text} > 0 ? {index} < {stop.text} : {index} > {stop.text})"
+        writer.line(indent, f"if ({step.text} == 0) {{")
+        writer.line(
+            indent, '    PyErr_SetString(PyExc_ValueError, "range() arg 3 must not be zero");'
+        )
+        writer.line(indent, "    goto fail;")
+        writer.line(indent, "}")
+    else:
+        if constant_step == 0:
+            raise NotScalarLoop("range() with a constant step of 0")
+        condition = f"{index} < {stop.text}" if constant_step > 0 else f"{index} > {stop.text}"
+    writer.line(
+        indent,
+        f"for (int64_t {index} = {start.text}; {condition}; {index} += {step.text}) {{",
+    )
+    outputs = writer.body(body, inner, indent + "    ")
+    if len(outputs) != carried:
+        raise NotScalarLoop("the body's outputs are not its carried values")
+    for k, (local, new) in enumerate(zip(locals_, outputs, strict=True)):
+        out = body.output[k] if isinstance(body.output, tuple) else body.output
+        if out is placeholders[1 + k]:
+            continue
+        if isinstance(out, Node) and out.op is None:
+            raise NotScalarLoop("a carried value that is another carried value")
+        assert new is not None
+        cast = c_expr("cast", [new.text], [new.dtype], local.dtype)
+        writer.line(indent + "    ", f"{local.text} = {cast};")
+    writer.line(indent, "}")
+    return locals_
+
+
+def _literal_value(text: str) -> int | None:
+    # The value of an int literal as c_literal spells it ("((int64_t)1LL)").
+    inner = text.replace("(int64_t)", "").strip("()").removesuffix("LL")
+    try:
+        return int(inner)
+    except ValueError:
+        return None
+
+
+def _carried_local(writer: _Writer, meta: Any, init: _Value, indent: str) -> _Value:
+    if isinstance(meta, ScalarMeta):
+        if meta.type not in _PY_TYPES:
+            raise NotScalarLoop(f"a carried {meta.type.__name__}")
+        dtype = _PY_TYPES[meta.type]
+        python: type | None = meta.type
+        bits = 63 if meta.type is int else (1 if meta.type is bool else 64)
+        if meta.type is int and init.python not in (int, bool):
+            raise NotScalarLoop("a carried Python int that starts as a NumPy value")
+    elif isinstance(meta, ArrayMeta) and meta.shape == () and c_type(meta.dtype) is not None:
+        dtype = meta.dtype
+        python = None
+        bits = 64
+    else:
+        raise NotScalarLoop(f"a carried {meta}")
+    name = writer.fresh("c")
+    cast = c_expr("cast", [init.text], [init.dtype], dtype)
+    writer.line(indent, f"{c_type(dtype)} {name} = {cast};")
+    return _Value(name, dtype, python, bits)
+
+
+_NODE_HANDLERS: dict[str, Callable[[_Writer, Node, _Env, str], None]] = {
+    "element_at": _element_at,
+    "setitem_at": _setitem_at,
+    "carried_scalar": _carried_scalar,
+    "dim": _dim,
+    "py_binary": _py_binary,
+    "py_unary": _py_unary,
+    "for_loop": _nested_loop,
+    "loop_output": _loop_output,
+}
+
+
+def scalar_loop_function(node: Node, name: str) -> LoopFunction:
+    """The C function `name` that runs `for_loop` node `node` (raises `NotScalarLoop`).
+
+    Its C signature is `PyObject *name(PyObject *const *argv, Py_ssize_t argc, PyObject
+    *eager, int *np_fp)`: `argv` holds the node's inputs that are graph values, in order
+    (its constant inputs are in the code), `eager` is the extern callable that runs the
+    loop with NumPy, and the floating-point flags the loop raised are ORed into `np_fp`.
+    It returns the tuple of final carried values, as the `for_loop` op does.
+
+    >>> scalar_loop_function(node, "loop_v0").bails  # doctest: +SKIP
+    False
+    """
+    params = dict(node.params)
+    body: Graph = params["body"]
+    carried: int = params["carried"]
+    writer = _Writer(name)
+    placeholders = body.placeholders
+    env: _Env = {}
+    entry: list[str] = []
+    stand_ins: list[Any] = []
+    values: list[Any] = []
+    for position, value in enumerate(node.inputs):
+        if not isinstance(value, Node):
+            values.append(value)
+            stand_ins.append(value)
+            continue
+        argument = sum(isinstance(v, Node) for v in node.inputs[:position])
+        meta = _input_meta(position, carried, placeholders)
+        values.append(_unpack(writer, entry, meta, argument))
+        # A body-level stand-in for the argument, named for its position in argv.
+        stand_ins.append(Node(f"arg{argument}", None, (), (), ScalarMeta(int)))
+    outer = Node(node.name, node.op, tuple(stand_ins), node.params, node.meta)
+    for key, value in zip(outer.inputs, values, strict=True):
+        if isinstance(key, Node):
+            env[key] = value
+    start, stop, step = (writer.operand(env, value) for value in outer.inputs[:3])
+    for bound in (start, stop, step):
+        if bound.python not in (int, bool):
+            raise NotScalarLoop("a loop bound that is no Python int")
+    bits = max(start.bits, stop.bits, step.bits)
+    empty = (
+        f"if ({step.text} == 0 || ({step.text} > 0 ? {start.text} >= {stop.text} : "
+        f"{start.text} <= {stop.text})) {{ goto eager; }}"
+    )
+    finals = _emit_loop(writer, outer, body, carried, (start, stop, step), bits, env, "    ")
+    outputs = body.output if isinstance(body.output, tuple) else (body.output,)
+    boxes = [
+        _box(final, out, placeholders[1 + k], outer.inputs[3 + k], env)
+        for k, (final, out) in enumerate(zip(finals, outputs, strict=True))
+    ]
+    written = [array for array in writer.arrays if array.written]
+    snapshots = [array for array in written if writer.bails]
+    lines = [
+        f"static PyObject *{name}(PyObject *const *argv, Py_ssize_t argc, PyObject *eager, "
+        "int *np_fp)",
+        "{",
+        "    PyObject *result = NULL;",
+        *(f"    PyObject *snap_{array.name} = NULL;" for array in snapshots),
+        *entry,
+        *(f"    if (!PyArray_ISWRITEABLE(a_{array.name})) {{ goto eager; }}" for array in written),
+        f"    {empty}",
+    ]
+    for array in snapshots:
+        lines.append(f"    snap_{array.name} = PyArray_NewCopy(a_{array.name}, NPY_KEEPORDER);")
+        lines.append(f"    if (snap_{array.name} == NULL) {{ goto fail; }}")
+    lines.append("    NP_FP_CLEAR();")
+    lines += writer.lines
+    lines.append("    *np_fp |= NP_FP_TEST();")
+    lines.append(f"    result = PyTuple_New({carried});")
+    lines.append("    if (result == NULL) { goto fail; }")
+    for k, box in enumerate(boxes):
+        lines.append("    {")
+        lines.append(f"        PyObject *item = {box};")
+        lines.append("        if (item == NULL) { Py_CLEAR(result); goto fail; }")
+        lines.append(f"        PyTuple_SET_ITEM(result, {k}, item);")
+        lines.append("    }")
+    lines.append("    goto done;")
+    if writer.bails:
+        lines.append("bail:")
+        lines.append("    NP_FP_CLEAR();")
+        for array in snapshots:
+            lines.append(
+                f"    if (PyArray_CopyInto(a_{array.name}, (PyArrayObject *)snap_{array.name}) "
+                "< 0) { goto fail; }"
+            )
+    lines.append("eager:")
+    lines.append("    result = PyObject_Vectorcall(eager, argv, argc, NULL);")
+    lines.append("    goto done;")
+    lines.append("fail:")
+    lines.append("    result = NULL;")
+    lines.append("done:")
+    lines += [f"    Py_XDECREF(snap_{array.name});" for array in snapshots]
+    lines.append("    return result;")
+    lines.append("}")
+    return LoopFunction(name, "\n".join(lines), writer.bails)
+
+
+def _input_meta(position: int, carried: int, placeholders: list[Node]) -> Any:
+    # What the body expects at input `position` of the loop node.
+    if position < 3:
+        return ScalarMeta(int)
+    return placeholders[1 + position - 3].meta
+
+
+def _unpack(writer: _Writer, entry: list[str], meta: Any, argument: int) -> Any:
+    # C that reads argument `argument` as `meta` says (else runs the loop with NumPy).
+    arg = f"argv[{argument}]"
+    if isinstance(meta, ScalarMeta):
+        if meta.type is int:
+            name = writer.fresh("p")
+            entry.append(f"    int64_t {name};")
+            entry.append(f"    if (!np_loop_int({arg}, &{name})) {{ goto eager; }}")
+            return _Value(name, np.dtype("int64"), int, _ENTRY_BITS)
+        if meta.type is float:
+            name = writer.fresh("p")
+            entry.append(f"    if (!PyFloat_CheckExact({arg})) {{ goto eager; }}")
+            entry.append(f"    const double {name} = PyFloat_AS_DOUBLE({arg});")
+            return _Value(name, np.dtype("float64"), float)
+        if meta.type is bool:
+            name = writer.fresh("p")
+            entry.append(f"    if (!PyBool_Check({arg})) {{ goto eager; }}")
+            entry.append(f"    const npy_bool {name} = (npy_bool)({arg} == Py_True);")
+            return _Value(name, np.dtype("bool"), bool, 1)
+        raise NotScalarLoop(f"a {meta.type.__name__} argument")
+    if not isinstance(meta, ArrayMeta) or c_type(meta.dtype) is None:
+        raise NotScalarLoop(f"an argument {meta}")
+    ct = c_type(meta.dtype)
+    typenum = int(meta.dtype.num)
+    if meta.shape == ():
+        name = writer.fresh("p")
+        entry.append(f"    {ct} {name};")
+        entry.append(f"    if (!np_loop_value({arg}, {typenum}, &{name})) {{ goto eager; }}")
+        return _Value(name, meta.dtype)
+    array = _Array(writer.fresh("A"), meta.dtype, len(meta.shape), argument)
+    writer.arrays.append(array)
+    a = f"a_{array.name}"
+    entry.append(f"    if (!PyArray_Check({arg})) {{ goto eager; }}")
+    entry.append(f"    PyArrayObject *{a} = (PyArrayObject *){arg};")
+    conds = [
+        f"PyArray_TYPE({a}) != {typenum}",
+        f"PyArray_NDIM({a}) != {array.ndim}",
+        f"!PyArray_ISNOTSWAPPED({a})",
+        f"!PyArray_ISALIGNED({a})",
+        *(f"PyArray_STRIDES({a})[{d}] % {meta.dtype.itemsize} != 0" for d in range(array.ndim)),
+    ]
+    entry.append(f"    if ({' || '.join(conds)}) {{ goto eager; }}")
+    entry.append(f"    {ct} *{array.name}_d = ({ct} *)PyArray_DATA({a});")
+    for d in range(array.ndim):
+        entry.append(
+            f"    const int64_t {array.name}_s{d} = "
+            f"(int64_t)(PyArray_STRIDES({a})[{d}] / {meta.dtype.itemsize});"
+        )
+        entry.append(f"    const int64_t {array.name}_n{d} = (int64_t)PyArray_DIMS({a})[{d}];")
+    return array
+
+
+def _box(final: _Value, out: Any, placeholder: Node, init: Any, env: _Env) -> str:
+    # A new reference to the Python object eager NumPy leaves for one carried value.
+    if out is placeholder:  # never reassigned: the initial object itself
+        if isinstance(init, Node):
+            found = env[init]
+            assert isinstance(found, _Value)
+            return f"Py_NewRef(argv[{_argument_of(init)}])"
+        return _box_constant(init)
+    meta = placeholder.meta
+    if isinstance(meta, ScalarMeta):
+        if meta.type is int:
+            return f"PyLong_FromLongLong((long long){final.text})"
+        if meta.type is float:
+            return f"PyFloat_FromDouble({final.text})"
+        return f"PyBool_FromLong((long){final.text})"
+    assert isinstance(meta, ArrayMeta)
+    if not isinstance(out, Node) or not gives_scalar(out) or out.op is None:
+        raise NotScalarLoop("a carried 0-d value NumPy keeps as an array")
+    if out.op.name == "carried_scalar":
+        raise NotScalarLoop("a carried value the body leaves as it came")
+    return f"np_loop_box(&{final.text}, {int(meta.dtype.num)})"
+
+
+def _argument_of(stand_in: Node) -> int:
+    return int(stand_in.name.removeprefix("arg"))
+
+
+def _box_constant(value: Any) -> str:
+    if isinstance(value, bool):
+        return "Py_NewRef(Py_True)" if value else "Py_NewRef(Py_False)"
+    if isinstance(value, int):
+        return f"PyLong_FromLongLong({value}LL)"
+    if isinstance(value, float):
+        return f"PyFloat_FromDouble({c_literal(value, np.dtype('float64'))})"
+    raise NotScalarLoop(f"a carried constant {value!r}")
