@@ -130,7 +130,10 @@ def _get_iter(frame: Frame, inst: Instruction) -> None:
 def _for_iter(frame: Frame, inst: Instruction) -> None:
     iterator = frame.state.peek()
     if isinstance(iterator, RangeIterVar):
+        tracer = frame.tracer
         try:
+            if not tracer.keep_loops or tracer.transform_depth:
+                raise LoopFallback("it is differentiated (loop nodes have no VJP rule yet)")
             keep_loop(frame, inst, iterator)
             return
         except LoopFallback as exc:
