@@ -183,7 +183,7 @@ class _Transform:
     ) -> _Traced:
         """Capture `fn` on these arguments and build its joint graph (nothing is compiled)."""
         try:
-            result = capture_function(self.fn, args, kwargs)
+            result = capture_function(self.fn, args, kwargs, keep_loops=False)
         except Unsupported as error:
             raise CaptureError(_graph_break_message(self.fn, error)) from error
         functional = functionalize(result.graph)

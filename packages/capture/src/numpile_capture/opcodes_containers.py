@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .bytecode import Instruction
+from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
 from .loop_capture import LoopFallback, RangeIterVar, keep_loop, log, range_iterator, unrolled
 from .operators import (
@@ -129,18 +130,21 @@ def _get_iter(frame: Frame, inst: Instruction) -> None:
 def _for_iter(frame: Frame, inst: Instruction) -> None:
     iterator = frame.state.peek()
     if isinstance(iterator, RangeIterVar):
+        tracer = frame.tracer
         try:
+            if not tracer.keep_loops or tracer.transform_depth:
+                raise LoopFallback("it is differentiated (loop nodes have no VJP rule yet)")
             keep_loop(frame, inst, iterator)
             return
         except LoopFallback as exc:
-            reason = str(exc)
-        log.debug("loop at line %s not kept as a loop: %s", inst.lineno, reason)
+            reason = f"loop not kept as a loop: {exc}"
+        filename = frame.code.co_filename
+        log.info("%s (%s:%s); it is unrolled", reason, filename, inst.lineno)
+        record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
         try:
             iterator = unrolled(iterator)
         except Unsupported as exc:
-            raise Unsupported(
-                f"a loop not kept as a loop ({reason}) and not unrolled ({exc.reason})"
-            ) from None
+            raise Unsupported(f"{reason}, and not unrolled: {exc.reason}") from None
         frame.state.pop()
         frame.state.push(iterator)
     if not isinstance(iterator, IteratorVar):

@@ -27,7 +27,7 @@ import sympy
 
 from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta, contiguous_strides
 
-from .codegen.c.ops import c_type, supports
+from .codegen.common import SCALAR_OPS, kernel_dtype, supports
 from .index import loop_var, unflatten_index
 from .loop_ir import (
     Apply,
@@ -209,7 +209,7 @@ class LoweringContext:
         if isinstance(meta, ArrayMeta) and shape is not None:
             buffer = self.new_buffer(node.name, shape, meta.dtype, "extern")
             lowered = Lowered(shape, meta.dtype, None, buffer=buffer)
-            if c_type(meta.dtype) is not None:
+            if kernel_dtype(meta.dtype):
                 self._become_buffer(lowered, buffer)
         else:
             buffer = self.new_buffer(node.name, (), np.dtype("O"), "object")
@@ -274,7 +274,7 @@ def _lowerable_meta(node: Node) -> bool:
     meta = node.meta
     if not isinstance(meta, ArrayMeta):
         return False
-    return c_type(meta.dtype) is not None
+    return kernel_dtype(meta.dtype)
 
 
 def as_dim(dim: Any) -> Any:
@@ -330,7 +330,7 @@ def _lower_placeholder(ctx: LoweringContext, node: Node) -> str:
         ctx.values[node] = Lowered((), dtype or np.dtype("O"), loader, buffer=name)
         ctx.values[node].pure_view = True
         return name
-    if c_type(meta.dtype) is None:
+    if not kernel_dtype(meta.dtype):
         name = ctx.new_buffer(node.name, (), np.dtype("O"), "object")
         ctx.values[node] = Lowered((), np.dtype("O"), None, buffer=name)
         return name
@@ -401,7 +401,7 @@ def operand_loader(ctx: LoweringContext, value: Any, shape: tuple[int, ...]) -> 
     if isinstance(constant, bool | int | float):
         const = constant
         return (lambda idx: Constant(const, _SCALAR_DTYPES[type(const)])), type(const)
-    if isinstance(constant, np.generic) and c_type(constant.dtype) is not None:
+    if isinstance(constant, np.generic) and kernel_dtype(constant.dtype):
         item = constant.item()
         dt = constant.dtype
         return (lambda idx: Constant(item, dt)), dt
@@ -465,7 +465,7 @@ def lower_ufunc(ctx: LoweringContext, node: Node) -> Lowered:
     if result != node.meta.dtype or len(set(in_dtypes)) != 1:
         raise CannotLower("loop dtypes")
     loop_dtype = in_dtypes[0]
-    if not supports(node.op.name, loop_dtype) or c_type(result) is None:  # type: ignore[union-attr]
+    if not supports(node.op.name, loop_dtype) or not kernel_dtype(result):  # type: ignore[union-attr]
         raise CannotLower(f"no C spelling for {ufunc.__name__} on {loop_dtype}")
     for value in node.inputs:
         if not isinstance(value, Node) and not _fits(value, loop_dtype):
@@ -481,13 +481,7 @@ def lower_ufunc(ctx: LoweringContext, node: Node) -> Lowered:
 
 
 def _register_ufuncs() -> None:
-    from .codegen.c.ops import _TABLES
-
-    names: dict[str, None] = {}
-    for table in _TABLES.values():
-        for name in table:
-            names[name] = None
-    for name in names:
+    for name in sorted(set().union(*SCALAR_OPS.values())):
         LOWERINGS.setdefault(name, lower_ufunc)
 
 

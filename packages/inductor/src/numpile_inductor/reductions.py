@@ -26,7 +26,7 @@ import numpy as np
 
 from numpile_capture import ArrayMeta, Node
 
-from .codegen.c.ops import c_type
+from .codegen.common import kernel_dtype
 from .index import loop_var
 from .loop_ir import Load, ReductionStore
 from .lowering import CannotLower, Lowered, LoweringContext, cast, out_shape, register_lowering
@@ -74,7 +74,7 @@ def reduce_value(
     ...              dtype=np.dtype("float64"), name="v3")  # doctest: +SKIP
     """
     loader = value.loader
-    if loader is None or c_type(dtype) is None:
+    if loader is None or not kernel_dtype(dtype):
         raise CannotLower("reduction input")
     in_shape = value.shape
     kept = [d for d in range(len(in_shape)) if d not in axes]

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ..common import OpTable, category, kernel_dtype, register_op_table
+
 _C_TYPES: dict[str, str] = {
     "bool": "npy_bool",
     "int8": "int8_t",
@@ -41,17 +43,9 @@ def c_type(dtype: np.dtype[Any]) -> str | None:
     >>> c_type(np.dtype("float32"))
     'float'
     """
-    if dtype.byteorder not in "=|" and dtype.byteorder != _NATIVE:
+    if not kernel_dtype(dtype):
         return None
     return _C_TYPES.get(dtype.name)
-
-
-_NATIVE = "<" if np.little_endian else ">"
-
-
-def _cat(dtype: np.dtype[Any]) -> str:
-    # b: bool, i: signed int, u: unsigned int, f: float, c: complex
-    return dtype.kind
 
 
 Spell = Callable[[list[str], str, str], str]  # (args, suffix of the loop type, C type)
@@ -211,19 +205,6 @@ _UNSIGNED_OVERRIDES: dict[str, Spell] = {
 }
 
 
-def supports(fn: str, loop_dtype: np.dtype[Any]) -> bool:
-    """Whether scalar op `fn` with loop (input) dtype `loop_dtype` has a C spelling.
-
-    >>> supports("sin", np.dtype("float32")), supports("sin", np.dtype("int64"))
-    (True, False)
-    """
-    if c_type(loop_dtype) is None:
-        return False
-    if fn in ("cast", "where"):
-        return True
-    return fn in _TABLES.get(_cat(loop_dtype), {})
-
-
 def c_expr(
     fn: str, args: Sequence[str], arg_dtypes: Sequence[np.dtype[Any]], out_dtype: np.dtype[Any]
 ) -> str:
@@ -244,7 +225,7 @@ def c_expr(
     loop_ct = c_type(loop)
     assert loop_ct is not None
     suffix = _F if loop.name == "float32" else ""
-    table = _TABLES[_cat(loop)]
+    table = _TABLES[category(loop)]
     spell = table[fn]
     if loop.kind == "u" and fn in _UNSIGNED_OVERRIDES:
         spell = _UNSIGNED_OVERRIDES[fn]
@@ -432,3 +413,6 @@ def helper_definitions() -> str:
         text = _COMPLEX_HELPERS_TEMPLATE.replace("_N(", f"_{ct.replace(' ', '_')}(")
         parts.append(text.replace("R ", f"{real} ").replace("T ", f"{ct} "))
     return "\n".join(parts)
+
+
+OP_TABLE = register_op_table(OpTable("c", frozenset(_C_TYPES), _TABLES))

@@ -45,7 +45,8 @@ from ...loop_ir import (
     loads_of,
 )
 from ...scheduler import FusedKernel
-from .ops import reduction_identity, tl_type, triton_expr, triton_literal, triton_supports
+from ..common import supports
+from .ops import reduction_identity, tl_type, triton_expr, triton_literal
 
 # max-autotune times cuBLAS against the template in every tile shape (also interpreted).
 _EVERY_GEMM: dict[str, Any] = {"gemm_backends": ("extern", "triton"), "gemm_tiles": None}
@@ -351,7 +352,7 @@ def _check_supported(expr: Expr) -> None:
         raise TritonUnsupported(f"dtype {expr.dtype} in {expr}")
     if isinstance(expr, Apply):
         loop = expr.args[0].dtype if expr.args else expr.dtype
-        if not triton_supports(expr.fn, loop):
+        if not supports(expr.fn, loop, backend="triton"):
             raise TritonUnsupported(f"{expr.fn} on {loop}")
         for arg in expr.args:
             _check_supported(arg)

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ..common import OpTable, kernel_dtype, register_op_table
+
 _TL_TYPES: dict[str, str] = {
     "bool": "tl.int1",
     "int8": "tl.int8",
@@ -45,7 +47,7 @@ def tl_type(dtype: np.dtype[Any]) -> str | None:
     >>> tl_type(np.dtype("float64")), tl_type(np.dtype("complex64"))
     ('tl.float64', None)
     """
-    if dtype.byteorder not in "=|" and dtype.byteorder != ("<" if np.little_endian else ">"):
+    if not kernel_dtype(dtype):
         return None
     return _TL_TYPES.get(dtype.name)
 
@@ -202,19 +204,6 @@ _BOOL: dict[str, Spell] = {
 _TABLES: dict[str, dict[str, Spell]] = {"f": _FLOAT, "i": _INT, "u": _INT, "b": _BOOL}
 
 
-def triton_supports(fn: str, loop_dtype: np.dtype[Any]) -> bool:
-    """Whether scalar op `fn` on loop dtype `loop_dtype` has a Triton spelling.
-
-    >>> triton_supports("sin", np.dtype("float32")), triton_supports("add", np.dtype("complex64"))
-    (True, False)
-    """
-    if tl_type(loop_dtype) is None:
-        return False
-    if fn in ("cast", "where"):
-        return True
-    return fn in _TABLES.get(loop_dtype.kind, {})
-
-
 def triton_expr(
     fn: str, args: Sequence[str], arg_dtypes: Sequence[np.dtype[Any]], out_dtype: np.dtype[Any]
 ) -> str:
@@ -360,3 +349,6 @@ def _np_min_combine(a, b):
 def _np_prod_combine(a, b):
     return a * b
 """
+
+
+OP_TABLE = register_op_table(OpTable("triton", frozenset(_TL_TYPES), _TABLES))
