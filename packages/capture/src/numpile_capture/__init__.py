@@ -12,6 +12,8 @@ from .capture_result import Unsupported as Unsupported
 from .compiling import is_compiling as is_compiling
 from .config import CaptureConfig as CaptureConfig
 from .config import config as config
+from .control_flow import add_loop as add_loop
+from .control_flow import is_loop as is_loop
 from .dispatch import CaptureFallbackWarning as CaptureFallbackWarning
 from .dispatch import CompiledFunction as CompiledFunction
 from .dispatch import InternalCompilerError as InternalCompilerError
@@ -38,6 +40,7 @@ from .op import all_ops as all_ops
 from .op import get_op as get_op
 from .op import register_op as register_op
 from .ops.indexing import IndexArray as IndexArray
+from .ops.loop_values import ScalarSlot as ScalarSlot
 from .profiler import CompileProfiler as CompileProfiler
 from .profiler import compile_times as compile_times
 from .pytree import TreeSpec as TreeSpec
@@ -103,6 +106,9 @@ __all__ = [
     "set_stance",
     "is_compiling",
     "capture_function",
+    "add_loop",
+    "is_loop",
+    "ScalarSlot",
     "BreakReason",
     "ExplainOutput",
     "explain",
