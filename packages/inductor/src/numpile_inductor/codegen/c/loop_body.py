@@ -42,7 +42,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, gives_scalar
+from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot, gives_scalar
 
 from ...loop_ir import ScalarArg
 from .loop import LoopBody
@@ -307,8 +307,6 @@ def _index_values(
     writer: _Writer, node: Node, env: _Env, scalars: tuple[Any, ...], array: _Array
 ) -> list[_Value]:
     # The run-time ints of an element index template, one per axis.
-    from numpile_capture.ops.loop_values import ScalarSlot
-
     template = dict(node.params)["index"]
     values = []
     for item in template:
