@@ -36,6 +36,7 @@ body per iteration with NumPy.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -181,6 +182,19 @@ class _Value:
     dtype: np.dtype[Any]
     python: type | None = None
     bits: int = 64
+    # The same at every iteration of every loop (a C name of the function's entry).
+    invariant: bool = False
+    # (loop frame, c): the value is that loop's index plus the constant c.
+    affine: tuple[_Frame, int] | None = None
+
+
+@attrs.define(eq=False)
+class _Frame:
+    # One loop of the nest while its body is emitted: the C names of the least and the
+    # greatest index it runs through, and the bounds conditions hoisted to its entry.
+    low: str
+    high: str
+    conditions: list[str] = attrs.Factory(list)
 
 
 @attrs.define
@@ -206,6 +220,10 @@ class _Writer:
         self.counter = 0
         self.bails = False
         self.arrays: list[_Array] = []
+        self.frames: list[_Frame] = []
+        self.declarations: list[str] = []
+        # Emitting the checked copy of a loop: every index is checked where it is used.
+        self.checked = False
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -228,9 +246,9 @@ class _Writer:
                 raise NotScalarLoop(f"Python int constant {value} is too large")
             dtype = _PY_TYPES[kind]
             bits = int(abs(value)).bit_length() if kind is not float else 64
-            return _Value(c_literal(value, dtype), dtype, kind, bits)
+            return _Value(c_literal(value, dtype), dtype, kind, bits, invariant=True)
         if isinstance(value, np.generic) and c_type(value.dtype) is not None:
-            return _Value(c_literal(value.item(), value.dtype), value.dtype)
+            return _Value(c_literal(value.item(), value.dtype), value.dtype, invariant=True)
         raise NotScalarLoop(f"operand {value!r}")
 
     def define(self, indent: str, dtype: np.dtype[Any], text: str, stem: str = "t") -> str:
@@ -282,12 +300,32 @@ class _Writer:
         self.lines += body.lines
         return _Value(text, meta.dtype)
 
+    def hoisted(self, value: _Value, size: str) -> bool:
+        # Whether `0 <= value < size` is checked once at the entry of an enclosing loop
+        # (for all its iterations) instead of here; the loop's unchecked copy then runs
+        # only when every condition holds, its checked copy otherwise.
+        if self.checked or not self.frames:
+            return False
+        if value.affine is not None and value.affine[0] in self.frames:
+            frame, offset = value.affine
+            frame.conditions.append(
+                f"{frame.low} + {offset} >= 0 && {frame.high} + {offset} < {size}"
+            )
+            return True
+        if value.invariant and value.python in (int, bool):
+            self.frames[0].conditions.append(f"{value.text} >= 0 && {value.text} < {size}")
+            return True
+        return False
+
     def element(self, array: _Array, index: list[_Value], indent: str) -> str:
         # The C address expression of array[index] after bounds checks.
         terms = []
         for axis, value in enumerate(index):
             if value.python not in (int, bool) and value.dtype.kind not in "iub":
                 raise NotScalarLoop("a non-integer index")
+            if self.hoisted(value, f"{array.name}_n{axis}"):
+                terms.append(f"(int64_t){value.text} * {array.name}_s{axis}")
+                continue
             name = self.fresh("ix")
             self.line(indent, f"int64_t {name};")
             self.line(
@@ -362,7 +400,7 @@ def _carried_scalar(writer: _Writer, node: Node, env: _Env, indent: str) -> None
 def _dim(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
     array = _array(env, node.inputs[0])
     axis = dict(node.params)["axis"]
-    env[node] = _Value(f"{array.name}_n{axis}", np.dtype("int64"), int, _DIM_BITS)
+    env[node] = _Value(f"{array.name}_n{axis}", np.dtype("int64"), int, _DIM_BITS, True)
 
 
 _INT_BINARY = {"add": "+", "sub": "-", "mul": "*"}
@@ -402,7 +440,10 @@ def _py_binary(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
         bound = left.bits + right.bits if operator == "mul" else bits + 1
         if bound <= _SAFE_BITS:
             text = f"({a} {_INT_BINARY[operator]} {b})"
-            env[node] = _Value(writer.define(indent, result, text), result, int, bound)
+            value = _Value(writer.define(indent, result, text), result, int, bound)
+            value.affine = _affine(operator, left, right, node.inputs[1])
+            value.invariant = left.invariant and right.invariant and not writer.frames
+            env[node] = value
             return
         name = writer.fresh("t")
         writer.line(indent, f"int64_t {name};")
@@ -454,6 +495,20 @@ def _py_binary(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
         env[node] = _Value(writer.define(indent, result, text), result, float)
         return
     raise NotScalarLoop(f"Python operator {operator} on ints")
+
+
+def _affine(operator: str, left: _Value, right: _Value, constant: Any) -> tuple[_Frame, int] | None:
+    # index + c or index - c stays an index plus a constant.
+    if (
+        operator in ("add", "sub")
+        and left.affine is not None
+        and isinstance(constant, int)
+        and not isinstance(constant, bool)
+        and right.invariant
+    ):
+        frame, offset = left.affine
+        return frame, offset + (constant if operator == "add" else -constant)
+    return None
 
 
 def _py_float(writer: _Writer, operator: str, left: _Value, right: _Value, indent: str) -> _Value:
@@ -551,7 +606,6 @@ def _emit_loop(
     placeholders = body.placeholders
     inner: _Env = {}
     index = writer.fresh("i")
-    inner[placeholders[0]] = _Value(index, np.dtype("int64"), int, bits + 1)
     locals_: list[_Value] = []
     for k in range(carried):
         meta = placeholders[1 + k].meta
@@ -575,16 +629,60 @@ def _emit_loop(
         )
         writer.line(indent, "    goto fail;")
         writer.line(indent, "}")
+    elif constant_step == 0:
+        raise NotScalarLoop("range() with a constant step of 0")
     else:
-        if constant_step == 0:
-            raise NotScalarLoop("range() with a constant step of 0")
         condition = f"{index} < {stop.text}" if constant_step > 0 else f"{index} > {stop.text}"
-    writer.line(
-        indent,
-        f"for (int64_t {index} = {start.text}; {condition}; {index} += {step.text}) {{",
-    )
-    outputs = writer.body(body, inner, indent + "    ")
-    if len(outputs) != carried:
+    frame = _Frame(writer.fresh("lo"), writer.fresh("hi"))
+    a, b, c = start.text, stop.text, step.text
+    if constant_step == 1:
+        low, high = a, f"{b} - 1"
+    else:
+        last = f"{a} + (({b} - {a} - ({c} > 0 ? 1 : -1)) / {c}) * {c}"
+        low, high = f"({c} > 0 ? {a} : {last})", f"({c} > 0 ? {last} : {a})"
+    writer.line(indent, f"const int64_t {frame.low} = {low};")
+    writer.line(indent, f"const int64_t {frame.high} = {high};")
+    head = f"for (int64_t {index} = {a}; {condition}; {index} += {c}) {{"
+    inner[placeholders[0]] = _Value(index, np.dtype("int64"), int, bits + 1, affine=(frame, 0))
+    writer.frames.append(frame)
+    mark = len(writer.lines)
+    _emit_iterations(writer, head, body, inner, locals_, indent + "    ")
+    unchecked = writer.lines[mark:]
+    del writer.lines[mark:]
+    writer.frames.pop()
+    if not frame.conditions:
+        writer.lines += [line[4:] for line in unchecked]
+        return locals_
+    # Two copies: without the bounds checks hoisted here when they all hold (each index
+    # in range at every iteration), else with every check where eager NumPy makes it.
+    checked = writer.checked
+    writer.checked = True
+    _emit_iterations(writer, head, body, inner, locals_, indent + "    ")
+    writer.checked = checked
+    copy = writer.lines[mark:]
+    del writer.lines[mark:]
+    conditions = " && ".join(f"({cond})" for cond in dict.fromkeys(frame.conditions))
+    writer.line(indent, f"if ({conditions}) {{")
+    writer.lines += unchecked
+    writer.line(indent, "} else {")
+    writer.lines += copy
+    writer.line(indent, "}")
+    return locals_
+
+
+def _emit_iterations(
+    writer: _Writer,
+    head: str,
+    body: Graph,
+    inner: _Env,
+    locals_: list[_Value],
+    indent: str,
+) -> None:
+    # The `for` statement: the body, then the carried locals' new values.
+    placeholders = body.placeholders
+    writer.line(indent, head)
+    outputs = writer.body(body, dict(inner), indent + "    ")
+    if len(outputs) != len(locals_):
         raise NotScalarLoop("the body's outputs are not its carried values")
     for k, (local, new) in enumerate(zip(locals_, outputs, strict=True)):
         out = body.output[k] if isinstance(body.output, tuple) else body.output
@@ -596,7 +694,6 @@ def _emit_loop(
         cast = c_expr("cast", [new.text], [new.dtype], local.dtype)
         writer.line(indent + "    ", f"{local.text} = {cast};")
     writer.line(indent, "}")
-    return locals_
 
 
 def _literal_value(text: str) -> int | None:
@@ -625,7 +722,11 @@ def _carried_local(writer: _Writer, meta: Any, init: _Value, indent: str) -> _Va
         raise NotScalarLoop(f"a carried {meta}")
     name = writer.fresh("c")
     cast = c_expr("cast", [init.text], [init.dtype], dtype)
-    writer.line(indent, f"{c_type(dtype)} {name} = {cast};")
+    if writer.frames:
+        writer.line(indent, f"{c_type(dtype)} {name} = {cast};")
+    else:  # the outermost loop's: read after the nest, declared before its copies
+        writer.declarations.append(f"    {c_type(dtype)} {name};")
+        writer.line(indent, f"{name} = {cast};")
     return _Value(name, dtype, python, bits)
 
 
@@ -707,7 +808,8 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
         lines.append(f"    snap_{array.name} = PyArray_NewCopy(a_{array.name}, NPY_KEEPORDER);")
         lines.append(f"    if (snap_{array.name} == NULL) {{ goto fail; }}")
     lines.append("    NP_FP_CLEAR();")
-    lines += writer.lines
+    lines += writer.declarations
+    lines += _unit_stride_copy(writer.lines, writer.arrays)
     lines.append("    *np_fp |= NP_FP_TEST();")
     lines.append(f"    result = PyTuple_New({carried});")
     lines.append("    if (result == NULL) { goto fail; }")
@@ -738,6 +840,25 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
     return LoopFunction(name, "\n".join(lines), writer.bails)
 
 
+def _unit_stride_copy(nest: list[str], arrays: list[_Array]) -> list[str]:
+    # The nest twice: with each array's last stride the constant 1 when they all are (the
+    # common case: GCC then keeps a value stored at one iteration in a register for the
+    # load of the next, as Numba's C-contiguous specialization lets LLVM do), else as is.
+    if not arrays:
+        return nest
+    names = [f"{array.name}_s{array.ndim - 1}" for array in arrays]
+    pattern = re.compile(r"\b(" + "|".join(names) + r")\b")
+    unit = [f"    {pattern.sub('1', line)}" for line in nest]
+    condition = " && ".join(f"{name} == 1" for name in names)
+    return [
+        f"    if ({condition}) {{",
+        *unit,
+        "    } else {",
+        *(f"    {line}" for line in nest),
+        "    }",
+    ]
+
+
 def _input_meta(position: int, carried: int, placeholders: list[Node]) -> Any:
     # What the body expects at input `position` of the loop node.
     if position < 3:
@@ -753,7 +874,7 @@ def _unpack(writer: _Writer, entry: list[str], meta: Any, argument: int) -> Any:
             name = writer.fresh("p")
             entry.append(f"    int64_t {name};")
             entry.append(f"    if (!np_loop_int({arg}, &{name})) {{ goto eager; }}")
-            return _Value(name, np.dtype("int64"), int, _ENTRY_BITS)
+            return _Value(name, np.dtype("int64"), int, _ENTRY_BITS, invariant=True)
         if meta.type is float:
             name = writer.fresh("p")
             entry.append(f"    if (!PyFloat_CheckExact({arg})) {{ goto eager; }}")
