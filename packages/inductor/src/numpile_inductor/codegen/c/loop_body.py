@@ -609,6 +609,8 @@ def _emit_loop(
     locals_: list[_Value] = []
     for k in range(carried):
         meta = placeholders[1 + k].meta
+        if isinstance(meta, ArrayMeta) and meta.shape != ():
+            raise NotScalarLoop(f"a carried array ({meta})")
         init = writer.operand(env, node.inputs[3 + k])
         value = _carried_local(writer, meta, init, indent)
         locals_.append(value)
@@ -938,7 +940,8 @@ def _box(final: _Value, out: Any, placeholder: Node, init: Any, env: _Env) -> st
         raise NotScalarLoop("a carried 0-d value NumPy keeps as an array")
     if out.op.name == "carried_scalar":
         raise NotScalarLoop("a carried value the body leaves as it came")
-    return f"np_loop_box(&{final.text}, {int(meta.dtype.num)})"
+    # A copy: the carried local's address never escapes, so it stays in a register.
+    return f"np_loop_box(&(({c_type(meta.dtype)}[1]){{{final.text}}})[0], {int(meta.dtype.num)})"
 
 
 def _argument_of(stand_in: Node) -> int:
