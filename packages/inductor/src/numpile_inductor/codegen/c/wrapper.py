@@ -467,6 +467,13 @@ class _Emitter:
         self.externs.append(extern_callable(step))
         refs = [arg.name for arg in step.args if isinstance(arg, BufferRef)]
         out = self.lines
+        if step.op_name == "loop_output" and len(refs) == 1:
+            # A loop's final values are a tuple (from C or from NumPy): one item of it.
+            k = dict(step.kwargs)["index"]
+            source = f"o_{refs[0]}"
+            out.append(f"    if (PyTuple_Check({source}) && PyTuple_GET_SIZE({source}) > {k}) {{")
+            out.append(f"        o_{step.buffer} = Py_NewRef(PyTuple_GET_ITEM({source}, {k}));")
+            out.append("    } else")
         out.append("    {")
         names = []
         scalars = []
