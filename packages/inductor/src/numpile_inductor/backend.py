@@ -35,6 +35,7 @@ from .graph_cache import (
     load_artifact,
     store_artifact,
 )
+from .host_loop import host_loop
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
 from .pipeline import device_backend, functionalized, graph_device, lower_and_schedule
 
@@ -236,7 +237,15 @@ def _finish(
     autotuned: AutotuneChoice | None = None,
 ) -> CompiledGraph:
     # The callable of a built module: externs handed over, pytree rebuild, epilogue.
-    steps = tuple(spec.callable_step("") for spec in artifact.externs)
+    # Loops that are not C run their bodies compiled, once per iteration (host_loop.py).
+    c_loops = set(module.c_loops())
+    loop_impl = host_loop(lambda body: _compile(body, config, None, functionalize=False).fn)
+    steps = tuple(
+        attrs.evolve(spec.callable_step(""), impl=loop_impl)
+        if spec.op_name == "for_loop" and index not in c_loops
+        else spec.callable_step("")
+        for index, spec in enumerate(artifact.externs)
+    )
     externs = tuple(
         called_from_line(graph, spec.origin, fn)
         for spec, fn in zip(artifact.externs, extern_callables(steps), strict=True)
@@ -265,7 +274,6 @@ def _finish(
         node.op is not None and node.op.mutates for node in graph.nodes
     )
     # Loops that run as C report their flags like kernels: their ops warn on a replay.
-    c_loops = set(module.c_loops())
     warned = extern_nodes(
         graph,
         [
