@@ -31,8 +31,9 @@ from numpile_capture import ArrayMeta, Graph, run_graph
 perf_log = logging.getLogger("numpile.perf_hints")
 log = logging.getLogger("numpile.inductor")
 
-# Elements computed per iteration from which a compiled body beats NumPy op by op (a
-# 1M-element stencil step: 5.7x; 2,000-element row updates: 0.3x, see docs/status.md).
+# Elements computed per iteration from which a compiled body beats NumPy op by op: large
+# stencil steps gain from fusion, small row updates lose to a call's fixed cost (the
+# measurements are in docs/status.md).
 MIN_COMPILED_ELEMENTS = 1 << 16
 
 # What an input check of a compiled module says when it refuses an argument.
