@@ -36,8 +36,9 @@ pytest.importorskip("triton", reason="triton is not installed (pip install trito
 
 import numpile_runtime as rt
 from numpile_capture import Graph, get_op, meta_of, run_graph
+from numpile_inductor import TritonOptions
 from numpile_inductor.codegen.triton.backend import compile_triton
-from numpile_inductor.codegen.triton.kernel import TritonOptions, fit_blocks
+from numpile_inductor.codegen.triton.kernel import fit_blocks
 
 if not rt.interpreting():
     pytest.skip(

@@ -19,21 +19,21 @@ from .backend import CompiledGraph as CompiledGraph
 from .backend import KernelCompileError as KernelCompileError
 from .backend import compile_graph as compile_graph
 from .backend import inductor as inductor
-from .codegen.c.autotune import AutotuneChoice as AutotuneChoice
-from .codegen.c.buffer_pool import buffer_pool_bytes as buffer_pool_bytes
-from .codegen.c.buffer_pool import trim_buffer_pool as trim_buffer_pool
+from .codegen.c import AutotuneChoice as AutotuneChoice
+from .codegen.c import buffer_pool_bytes as buffer_pool_bytes
+from .codegen.c import trim_buffer_pool as trim_buffer_pool
 from .config import InductorConfig as InductorConfig
+from .config import TritonOptions as TritonOptions
 from .config import list_mode_options as list_mode_options
 from .config import list_options as list_options
 from .debug import graph_dot as graph_dot
 from .pipeline import set_openmp_defaults
 
 if TYPE_CHECKING:
-    from .codegen.triton.backend import TritonCompiled as TritonCompiled
-    from .codegen.triton.backend import compile_triton as compile_triton
-    from .codegen.triton.backend import triton_backend as triton_backend
-    from .codegen.triton.kernel import TritonOptions as TritonOptions
-    from .decompositions import DECOMPOSITIONS as DECOMPOSITIONS
+    from .codegen.triton import TritonCompiled as TritonCompiled
+    from .codegen.triton import compile_triton as compile_triton
+    from .codegen.triton import triton_backend as triton_backend
+    from .lowering import DECOMPOSITIONS as DECOMPOSITIONS
     from .lowering import LOWERINGS as LOWERINGS
     from .lowering import lower_graph as lower_graph
     from .lowering import register_lowering as register_lowering
@@ -68,15 +68,14 @@ __all__ = [
 
 # NOTE: public names that live in the code generator's modules, imported on first access.
 _LAZY: dict[str, str] = {
-    "DECOMPOSITIONS": ".decompositions",
+    "DECOMPOSITIONS": ".lowering",
     "LOWERINGS": ".lowering",
     "lower_graph": ".lowering",
     "register_lowering": ".lowering",
     "schedule": ".scheduler",
-    "TritonCompiled": ".codegen.triton.backend",
-    "TritonOptions": ".codegen.triton.kernel",
-    "compile_triton": ".codegen.triton.backend",
-    "triton_backend": ".codegen.triton.backend",
+    "TritonCompiled": ".codegen.triton",
+    "compile_triton": ".codegen.triton",
+    "triton_backend": ".codegen.triton",
 }
 
 

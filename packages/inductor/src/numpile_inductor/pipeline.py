@@ -12,7 +12,7 @@ A graph goes through one pipeline whatever its code generator:
 A new device adds one folder under `codegen/` and one entry in `DEVICE_BACKENDS`.
 
     >>> DEVICE_BACKENDS["cuda"]
-    'numpile_inductor.codegen.triton.backend:triton_backend'
+    'numpile_inductor.codegen.triton:triton_backend'
     >>> sorted(OPENMP_DEFAULTS)
     ['OMP_WAIT_POLICY']
 """
@@ -38,7 +38,7 @@ log = logging.getLogger("numpile.inductor")
 # `inductor` entry point itself), as "module:function"; imported on first use so that a
 # CPU-only process never loads Triton's code generator.
 DEVICE_BACKENDS: dict[str, str] = {
-    "cuda": "numpile_inductor.codegen.triton.backend:triton_backend",
+    "cuda": "numpile_inductor.codegen.triton:triton_backend",
 }
 
 # Idle OpenMP threads sleep instead of spinning: kernels alternate with NumPy and BLAS

@@ -2,8 +2,8 @@
 
 Memory-bound kernels on fresh outputs spend as long in page faults as in the
 kernel: glibc maps every block over 32 MiB anew and the kernel zeroes each
-page on first touch (a 40 MB result costs ~3 ms of faults against ~2 ms to
-fill memory that is already mapped, measured on 2 cores). NumPy pays the same
+page on first touch (the faults cost more than filling memory that is already
+mapped; figures in docs/performance_notes.md). NumPy pays the same
 on each temporary. `POOL_SOURCE` defines a NumPy memory handler (NEP 49,
 `PyDataMem_Handler`) that keeps freed blocks of at least `MIN_POOLED_BYTES`
 in a small free list and hands them out again for the next array of the same

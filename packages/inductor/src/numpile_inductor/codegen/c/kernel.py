@@ -17,8 +17,8 @@ in `codegen/c/reduction.py`.
 
 from __future__ import annotations
 
-import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -28,7 +28,8 @@ from numpile_capture import contiguous_strides
 
 from ...loop_ir import Apply, Buffer, Expr, Load, ScalarArg, Store
 from ...scheduler import FusedKernel
-from .loop import LoopBody, close_loops, loops, parallel_close, parallel_open, size_names
+from ..common import CodeBuffer, KernelContext
+from .loop import LoopBody, loops, parallel, size_names
 from .ops import c_type
 from .reduction import (
     VECTOR_TYPEDEFS,
@@ -118,7 +119,7 @@ def kernel_source(
             example = tuple(contiguous_strides(buf.shape))
         for dim in range(len(buf.shape)):
             symbol = _stride_symbol(name, dim)
-            header.append(f"    const int64_t {symbol} = {name}_st[{dim}];")
+            header.append(f"const int64_t {symbol} = {name}_st[{dim}];")
             generic[(name, dim)] = symbol
             fast[(name, dim)] = symbol
             if example is not None and example[dim] in (0, 1) and buf.shape[dim] != 1:
@@ -141,109 +142,107 @@ def kernel_source(
         first = fused.parts[0]
         work_sizes = len(first.ranges) + len(first.reduction_ranges)
     work = " * ".join(f"n{i}" for i in range(work_sizes)) or "1"
-    # Each kernel returns the floating-point flags its threads raised (see parallel_open);
+    # Each kernel returns the floating-point flags its threads raised (see `parallel`);
     # the wrapper checks them after the call.
     prologue = [
         *header,
-        f"    const int64_t work = {work};",
-        "    (void)work;",
-        "    NP_FP_CLEAR();",
-        "    int np_fp = 0;",
+        f"const int64_t work = {work};",
+        "(void)work;",
+        "NP_FP_CLEAR();",
+        "int np_fp = 0;",
     ]
-    epilogue = "    return np_fp | NP_FP_TEST();"
     # Without aliasing, every buffer is `restrict` and each pointwise iteration reads and
     # writes only its own elements, so the inner loop may be marked independent.
-    nest: Any = functools.partial(_pointwise_nest, ivdep=not aliased)
-    if fused.parts:
-        nest = _row_nest
-    elif fused.is_reduction:
-        nest = (
-            functools.partial(outer_reduction_nest, ivdep=not aliased)
-            if prefers_outer(fused, buffers)
-            else reduction_nest
-        )
-    names = size_names(len(sig.sizes))
-    include = ["#ifdef _OPENMP", "#include <omp.h>", "#endif", VECTOR_TYPEDEFS]
-    if not checks:
-        lines = [*include, f"static int {fused.name}({param_text})", "{", *prologue]
-        lines += nest(fused, buffers, generic, parallel_threshold, "    ", names)
-        return "\n".join([*lines, epilogue, "}"])
-    # The generic copy is not vectorized: strided gathers cost GCC most of its compile
-    # time and gain little; the fast copy (unit and zero strides) is what vectorizes.
-    generic_head = f"static int {fused.name}_generic({param_text})"
-    lines = [*include, _NO_VECTORIZE, generic_head, "{", *prologue]
-    lines += nest(fused, buffers, generic, parallel_threshold, "    ", names)
-    lines += [epilogue, "}", f"static int {fused.name}({param_text})", "{", *prologue]
-    call_args = [p.rsplit(" ", 1)[-1].lstrip("*") for p in params]
-    lines.append(f"    if (!({' && '.join(checks)})) {{")
-    lines.append(f"        return {fused.name}_generic({', '.join(call_args)});")
-    lines.append("    }")
-    lines += nest(fused, buffers, fast, parallel_threshold, "    ", names)
-    return "\n".join([*lines, epilogue, "}"])
+    ctx = KernelContext(
+        fused,
+        buffers,
+        generic,
+        size_names(len(sig.sizes)),
+        parallel_threshold=parallel_threshold,
+        ivdep=not aliased,
+    )
+    nest = _nest_of(ctx)
+    out = CodeBuffer()
+    out.splice(["#ifdef _OPENMP", "#include <omp.h>", "#endif", VECTOR_TYPEDEFS])
+    if checks:
+        # The generic copy is not vectorized: strided gathers cost GCC most of its compile
+        # time and gain little; the fast copy (unit and zero strides) is what vectorizes.
+        out.writeline(_NO_VECTORIZE)
+        _function(out, f"static int {fused.name}_generic({param_text})", prologue, nest, ctx)
+        call_args = [p.rsplit(" ", 1)[-1].lstrip("*") for p in params]
+        guard = [
+            f"if (!({' && '.join(checks)})) {{",
+            f"    return {fused.name}_generic({', '.join(call_args)});",
+            "}",
+        ]
+        ctx = attrs.evolve(ctx, strides=fast)
+        prologue = [*prologue, *guard]
+    _function(out, f"static int {fused.name}({param_text})", prologue, nest, ctx)
+    return out.getvalue()
 
 
 _NO_VECTORIZE = '__attribute__((optimize("no-tree-vectorize", "no-unroll-loops")))'
 
+Nest = Callable[[KernelContext, CodeBuffer], None]
 
-def _pointwise_nest(
-    fused: FusedKernel,
-    buffers: dict[str, Buffer],
-    strides: dict[tuple[str, int], Any],
-    threshold: int,
-    indent: str,
-    names: list[str],
-    skip: int = 0,
-    *,
-    ivdep: bool = False,
-) -> list[str]:
+
+def _function(
+    out: CodeBuffer, head: str, prologue: list[str], nest: Nest, ctx: KernelContext
+) -> None:
+    out.writelines([head, "{"])
+    with out.indent():
+        out.writelines(prologue)
+        nest(ctx, out)
+        out.writeline("return np_fp | NP_FP_TEST();")
+    out.writeline("}")
+
+
+def _nest_of(ctx: KernelContext) -> Nest:
+    if ctx.fused.parts:
+        return _row_nest
+    if not ctx.fused.is_reduction:
+        return _pointwise_nest
+    return outer_reduction_nest if prefers_outer(ctx.fused, ctx.buffers) else reduction_nest
+
+
+def _pointwise_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
+    fused, skip = ctx.fused, ctx.skip
     ndim = len(fused.ranges)
-    lines: list[str] = []
     innermost_parallel = ndim == 1 and not skip
-    parallel = bool(ndim) and not skip
-    if parallel:
-        lines += parallel_open(indent, max(1, ndim - 1), threshold, simd=ivdep and ndim == 1)
-    opened, inner = loops("x", names[:ndim], indent, skip, ivdep=ivdep and not innermost_parallel)
-    lines += opened
-    body = LoopBody(buffers, strides, {}, inner)
-    for kernel in fused.kernels:
-        for store in kernel.stores:
-            assert isinstance(store, Store)
-            body.store(store, store.buffer in fused.internal)
-    lines += body.lines
-    lines += close_loops(indent, ndim - skip)
-    if parallel:
-        lines += parallel_close(indent)
-    return lines
+    region = parallel(
+        buf,
+        max(1, ndim - 1),
+        ctx.parallel_threshold,
+        simd=ctx.ivdep and ndim == 1,
+        enabled=bool(ndim) and not skip,
+    )
+    ivdep = ctx.ivdep and not innermost_parallel
+    with region, loops(buf, "x", ctx.sizes[:ndim], skip, ivdep=ivdep):
+        body = LoopBody(ctx, buf)
+        for kernel in fused.kernels:
+            for store in kernel.stores:
+                assert isinstance(store, Store)
+                body.store(store, store.buffer in fused.internal)
 
 
-def _row_nest(
-    fused: FusedKernel,
-    buffers: dict[str, Buffer],
-    strides: dict[tuple[str, int], Any],
-    threshold: int,
-    indent: str,
-    names: list[str],
-    skip: int = 0,
-) -> list[str]:
+def _row_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
     # One parallel loop over the rows; inside, each part's own loops, one after the other,
     # in a block of its own (their temporaries share names). Scratch rows are locals.
+    fused, names = ctx.fused, ctx.sizes
     rows = fused.row_dims
-    lines = parallel_open(indent, rows, threshold)
-    opened, inner = loops("x", names[:rows], indent)
-    lines += opened
-    for name in sorted(fused.scratch):
-        buf = buffers[name]
-        size = max(1, math.prod(buf.shape[rows:]))
-        lines.append(f"{inner}{c_type(buf.dtype)} {name}[{size}];")
-    offset = rows
-    for part in fused.parts:
-        count = len(part.ranges) - rows + len(part.reduction_ranges)
-        part_names = names[:rows] + names[offset : offset + count]
-        offset += count
-        lines.append(f"{inner}{{  /* {part.name}: {', '.join(part.writes())} */")
-        nest = reduction_nest if part.is_reduction else _pointwise_nest
-        lines += nest(part, buffers, strides, threshold, inner + "    ", part_names, rows)
-        lines.append(f"{inner}}}")
-    lines += close_loops(indent, rows)
-    lines += parallel_close(indent)
-    return lines
+    with parallel(buf, rows, ctx.parallel_threshold), loops(buf, "x", names[:rows]):
+        for name in sorted(fused.scratch):
+            scratch = ctx.buffers[name]
+            size = max(1, math.prod(scratch.shape[rows:]))
+            buf.writeline(f"{c_type(scratch.dtype)} {name}[{size}];")
+        offset = rows
+        for part in fused.parts:
+            count = len(part.ranges) - rows + len(part.reduction_ranges)
+            part_names = names[:rows] + names[offset : offset + count]
+            offset += count
+            buf.writeline(f"{{  /* {part.name}: {', '.join(part.writes())} */")
+            # Only whole pointwise kernels and outer reductions mark their loops `ivdep`.
+            part_ctx = attrs.evolve(ctx.part(part, part_names, skip=rows), ivdep=False)
+            with buf.indent():
+                (reduction_nest if part.is_reduction else _pointwise_nest)(part_ctx, buf)
+            buf.writeline("}")

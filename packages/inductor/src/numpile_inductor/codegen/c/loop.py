@@ -2,63 +2,69 @@
 
 `LoopBody` turns loop-IR stores into one C statement per scalar operation
 (common subexpressions computed once); `loops` opens `for` loops over runtime
-sizes, `close_loops` closes them, `parallel_open` / `parallel_close` parallelize the
-outermost.
+sizes and closes them, `parallel` parallelizes the outermost. All of them write
+into a `CodeBuffer` at its current indentation.
 
-    >>> loops("x", ["n0", "n1"], "")[0][0]
-    'for (int64_t x0 = 0; x0 < n0; x0++) {'
+    >>> buf = CodeBuffer()
+    >>> with loops(buf, "x", ["n0", "n1"]):
+    ...     buf.writeline("f(x0, x1);")
+    >>> print(buf.getvalue())
+    for (int64_t x0 = 0; x0 < n0; x0++) {
+        for (int64_t x1 = 0; x1 < n1; x1++) {
+            f(x0, x1);
+        }
+    }
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import sympy
 
 from ...index import c_index, loop_var
-from ...loop_ir import Apply, Buffer, Constant, Expr, Load, ScalarArg, Store
+from ...loop_ir import Apply, Constant, Expr, Load, ScalarArg, Store
+from ..common import CodeBuffer, KernelContext
 from .ops import c_expr, c_literal, c_type
 
 
 class LoopBody:
-    """One loop body: CSE'd scalar statements for the stores of a kernel.
+    """One loop body: CSE'd scalar statements for the stores of a kernel, written to `buf`.
 
-    `strides` maps (buffer, dim) to its element stride (a symbol or a constant);
-    `locals_` maps buffers held in registers to their C expressions.
+    It addresses buffers with `ctx.strides` ((buffer, dim) -> element stride, a symbol
+    or a constant); `locals` maps buffers held in registers to their C expressions.
 
-        >>> LoopBody({}, {}, {}, "    ").emit(Constant(1.5, np.dtype("float64")))
+        >>> ctx = KernelContext(None, {}, {}, [])  # doctest: +SKIP
+        >>> LoopBody(ctx, CodeBuffer()).emit(Constant(1.5, np.dtype("float64")))  # doctest: +SKIP
         '((double)1.5)'
     """
 
-    def __init__(
-        self,
-        buffers: dict[str, Buffer],
-        strides: dict[tuple[str, int], Any],
-        locals_: dict[str, str],
-        indent: str,
-    ) -> None:
-        self.buffers = buffers
-        self.strides = strides
-        self.locals = dict(locals_)
-        self.lines: list[str] = []
+    def __init__(self, ctx: KernelContext, buf: CodeBuffer) -> None:
+        self.buffers = ctx.buffers
+        self.strides = ctx.strides
+        self.buf = buf
+        self.locals: dict[str, str] = {}
         self.cache: dict[Any, str] = {}
-        self.indent = indent
         self.counter = 0
 
     def _tmp(self, dtype: np.dtype[Any], text: str) -> str:
         name = f"t{self.counter}"
         self.counter += 1
-        self.lines.append(f"{self.indent}const {c_type(dtype)} {name} = {text};")
+        self.buf.writeline(f"const {c_type(dtype)} {name} = {text};")
         return name
 
     def address(self, buffer: str, index: tuple[Any, ...]) -> str:
+        """The C element offset of `buffer` at loop-IR index `index`."""
         flat: Any = sympy.Integer(0)
         for dim, idx in enumerate(index):
             flat = flat + sympy.sympify(idx) * self.strides[(buffer, dim)]
         return c_index(sympy.expand(flat))
 
     def emit(self, expr: Expr) -> str:
+        """The C expression of `expr`, its operations written as temporaries first."""
         key = expr
         if key in self.cache:
             return self.cache[key]
@@ -79,44 +85,43 @@ class LoopBody:
         return text
 
     def store(self, store: Store, internal: bool) -> None:
+        """Write `store`; an `internal` one only binds its value to the buffer's name."""
         value = self.emit(store.value)
         if not internal:
             addr = self.address(store.buffer, store.index)
-            self.lines.append(f"{self.indent}{store.buffer}[{addr}] = {value};")
+            self.buf.writeline(f"{store.buffer}[{addr}] = {value};")
         self.locals[store.buffer] = value
 
 
+@contextlib.contextmanager
 def loops(
-    prefix: str, names: list[str], indent: str, first: int = 0, *, ivdep: bool = False
-) -> tuple[list[str], str]:
-    """`for` lines over `prefix{d} < names[d]` for d >= first, and the inner indent.
+    buf: CodeBuffer, prefix: str, names: list[str], first: int = 0, *, ivdep: bool = False
+) -> Iterator[None]:
+    """`for` loops over `prefix{d} < names[d]` for d >= first around the `with` block.
 
     `ivdep` puts `#pragma GCC ivdep` on the innermost loop: its iterations touch no element
     another iteration touches. Use it only when no buffer of the loop aliases another: it
     restores what `restrict` says, which GCC forgets in OpenMP-outlined loop bodies.
 
-    >>> loops("r", ["n2"], "  ")
-    (['  for (int64_t r0 = 0; r0 < n2; r0++) {'], '      ')
-    >>> loops("x", ["n0"], "", ivdep=True)[0][0]
-    '#pragma GCC ivdep'
+    >>> buf = CodeBuffer(level=1)
+    >>> with loops(buf, "r", ["n2"], ivdep=True):
+    ...     pass
+    >>> buf.lines
+    ['    #pragma GCC ivdep', '    for (int64_t r0 = 0; r0 < n2; r0++) {', '    }']
     """
-    lines = []
+    count = len(names) - first
     for d in range(first, len(names)):
         var = loop_var(d, prefix)
         if ivdep and d == len(names) - 1:
-            lines.append(f"{indent}#pragma GCC ivdep")
-        lines.append(f"{indent}for (int64_t {var} = 0; {var} < {names[d]}; {var}++) {{")
-        indent += "    "
-    return lines, indent
-
-
-def close_loops(indent: str, count: int) -> list[str]:
-    """The closing braces of `count` loops opened at `indent`.
-
-    >>> close_loops("", 2)
-    ['    }', '}']
-    """
-    return [f"{indent}{'    ' * (count - 1 - d)}}}" for d in range(count)]
+            buf.writeline("#pragma GCC ivdep")
+        buf.writeline(f"for (int64_t {var} = 0; {var} < {names[d]}; {var}++) {{")
+        buf.level += 1
+    try:
+        yield
+    finally:
+        for _ in range(count):
+            buf.level -= 1
+            buf.writeline("}")
 
 
 def size_names(count: int) -> list[str]:
@@ -128,39 +133,49 @@ def size_names(count: int) -> list[str]:
     return [f"n{i}" for i in range(count)]
 
 
-def parallel_open(indent: str, collapse: int, threshold: int, *, simd: bool = False) -> list[str]:
-    """Open an OpenMP parallel region, taken when `work >= threshold`, around a `for` over
-    `collapse` loops; close it with `parallel_close`.
+@contextlib.contextmanager
+def parallel(
+    buf: CodeBuffer, collapse: int, threshold: int, *, simd: bool = False, enabled: bool = True
+) -> Iterator[None]:
+    """An OpenMP parallel region, taken when `work >= threshold`, around the `with` block,
+    whose first statement is a `for` over `collapse` loops (none when not `enabled`).
 
     Each thread clears its floating-point flags on entry and ORs them into the kernel's
     `np_fp` on exit (the region reduces `np_fp` with `|`). `simd` also marks the loop's
     iterations independent (the `ivdep` of `loops` for a loop that is both the parallel
     and the innermost one).
 
-    >>> print("\\n".join(parallel_open("", 1, 10)))
+    >>> buf = CodeBuffer()
+    >>> with parallel(buf, 1, 10):
+    ...     buf.writeline("for (;;) {}")
+    >>> print(buf.getvalue())
     np_fp |= NP_FP_TEST();
     #pragma omp parallel if(work >= 10) reduction(|:np_fp)
     {
     NP_FP_CLEAR();
     #pragma omp for schedule(static) nowait
-    >>> parallel_open("", 2, 10, simd=True)[-1]
+    for (;;) {}
+    np_fp |= NP_FP_TEST();
+    }
+    >>> buf = CodeBuffer()
+    >>> with parallel(buf, 2, 10, simd=True):
+    ...     pass
+    >>> buf.lines[-3]
     '#pragma omp for simd collapse(2) schedule(static) nowait'
     """
+    if not enabled:
+        yield
+        return
     clause = f" collapse({collapse})" if collapse > 1 else ""
     simd_clause = " simd" if simd else ""
-    return [
-        f"{indent}np_fp |= NP_FP_TEST();",
-        f"{indent}#pragma omp parallel if(work >= {threshold}) reduction(|:np_fp)",
-        f"{indent}{{",
-        f"{indent}NP_FP_CLEAR();",
-        f"{indent}#pragma omp for{simd_clause}{clause} schedule(static) nowait",
-    ]
-
-
-def parallel_close(indent: str) -> list[str]:
-    """Close a region `parallel_open` opened: the thread's flags join `np_fp`.
-
-    >>> parallel_close("")
-    ['np_fp |= NP_FP_TEST();', '}']
-    """
-    return [f"{indent}np_fp |= NP_FP_TEST();", f"{indent}}}"]
+    buf.writelines(
+        [
+            "np_fp |= NP_FP_TEST();",
+            f"#pragma omp parallel if(work >= {threshold}) reduction(|:np_fp)",
+            "{",
+            "NP_FP_CLEAR();",
+            f"#pragma omp for{simd_clause}{clause} schedule(static) nowait",
+        ]
+    )
+    yield
+    buf.writelines(["np_fp |= NP_FP_TEST();", "}"])

@@ -8,11 +8,12 @@ where arrays of lanes often stay scalar. A reduction over an outer axis of a
 row-major input (`sum(axis=0)`) accumulates whole rows into the output, one
 block of columns per thread, in NumPy's row order (bit-identical).
 
-    >>> reduction_nest(fused, buffers, strides, 65536, "    ", size_names(2))  # doctest: +SKIP
+    >>> reduction_nest(KernelContext(fused, buffers, strides, ["n0", "n1"]), buf)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,8 @@ from numpile_capture import contiguous_strides
 from ...index import loop_var
 from ...loop_ir import Apply, Buffer, Expr, Load, ReductionStore, loads_of
 from ...scheduler import FusedKernel
-from .loop import LoopBody, close_loops, loops, parallel_close, parallel_open
+from ..common import CodeBuffer, KernelContext
+from .loop import LoopBody, loops, parallel
 from .ops import c_expr, c_literal, c_type
 
 _BLOCK = 128
@@ -84,57 +86,32 @@ def _finalize(store: ReductionStore, acc: str) -> str:
     return f"(({ct})({acc} / {divisor}))"
 
 
-def reduction_nest(
-    fused: FusedKernel,
-    buffers: dict[str, Buffer],
-    strides: dict[tuple[str, int], Any],
-    threshold: int,
-    indent: str,
-    names: list[str],
-    skip: int = 0,
-) -> list[str]:
-    """Loops over the kept dims (the first `skip` already open), reduced dims inside.
+def reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
+    """Loops over the kept dims (the first `ctx.skip` already open), reduced dims inside.
 
-    >>> reduction_nest(fused, buffers, strides, 1, "", ["n0", "n1"])  # doctest: +SKIP
+    >>> reduction_nest(KernelContext(fused, buffers, strides, ["n0", "n1"]), buf)
+    ... # doctest: +SKIP
     """
+    fused, names = ctx.fused, ctx.sizes
     rstores = [store for store in fused.stores if isinstance(store, ReductionStore)]
     assert len(rstores) == len(fused.stores)
     ndim, rdim = len(fused.ranges), len(fused.reduction_ranges)
-    lines: list[str] = []
-    parallel = bool(ndim) and not skip
-    if parallel:
-        lines += parallel_open(indent, ndim, threshold)
-    opened, inner = loops("x", names[:ndim], indent, skip)
-    lines += opened
-    accs = [f"acc{i}" for i in range(len(rstores))]
-    for acc, store in zip(accs, rstores, strict=True):
-        lines.append(f"{inner}{c_type(store.dtype)} {acc} = {_init(store)};")
-    pairwise = rdim > 0 and any(_is_pairwise(s) or _is_lanes(s) for s in rstores)
-    if rdim == 0:
-        body = LoopBody(buffers, strides, {}, inner)
+    region = parallel(buf, ndim, ctx.parallel_threshold, enabled=bool(ndim) and not ctx.skip)
+    with region, loops(buf, "x", names[:ndim], ctx.skip):
+        accs = [f"acc{i}" for i in range(len(rstores))]
         for acc, store in zip(accs, rstores, strict=True):
-            lines_value = body.emit(store.value)
-            body.lines.append(f"{inner}{_combine(store, acc, lines_value)}")
-        lines += body.lines
-    elif not pairwise:
-        rloops, rinner = loops("r", names[ndim:], inner)
-        lines += rloops
-        body = LoopBody(buffers, strides, {}, rinner)
+            buf.writeline(f"{c_type(store.dtype)} {acc} = {_init(store)};")
+        pairwise = rdim > 0 and any(_is_pairwise(s) or _is_lanes(s) for s in rstores)
+        if pairwise:
+            _pairwise_rows(ctx, buf, rstores, accs, names[ndim:])
+        else:
+            with loops(buf, "r", names[ndim:]):
+                body = LoopBody(ctx, buf)
+                for acc, store in zip(accs, rstores, strict=True):
+                    buf.writeline(_combine(store, acc, body.emit(store.value)))
         for acc, store in zip(accs, rstores, strict=True):
-            value = body.emit(store.value)
-            body.lines.append(f"{rinner}{_combine(store, acc, value)}")
-        lines += body.lines
-        lines += close_loops(inner, rdim)
-    else:
-        lines += _pairwise_rows(rstores, accs, buffers, strides, names[ndim:], inner)
-    for acc, store in zip(accs, rstores, strict=True):
-        body = LoopBody(buffers, strides, {}, inner)
-        addr = body.address(store.buffer, store.index)
-        lines.append(f"{inner}{store.buffer}[{addr}] = {_finalize(store, acc)};")
-    lines += close_loops(indent, ndim - skip)
-    if parallel:
-        lines += parallel_close(indent)
-    return lines
+            addr = LoopBody(ctx, buf).address(store.buffer, store.index)
+            buf.writeline(f"{store.buffer}[{addr}] = {_finalize(store, acc)};")
 
 
 # GCC vector types of _LANES elements (and their comparison masks): lane arithmetic on
@@ -186,109 +163,115 @@ def _lanes_decl(store: ReductionStore, name: str, init: str) -> str:
 
 
 def _pairwise_rows(
+    ctx: KernelContext,
+    buf: CodeBuffer,
     stores: list[ReductionStore],
     accs: list[str],
-    buffers: dict[str, Buffer],
-    strides: dict[tuple[str, int], Any],
     rnames: list[str],
-    indent: str,
-) -> list[str]:
+) -> None:
     # Outer reduction loops run in order; the innermost one is summed blockwise: 8 lanes
     # over blocks of 128, block sums merged as a binary counter (a pairwise tree), as
     # NumPy's pairwise summation does. max/min stores keep 8 lanes for the whole row, and
     # floats a lane of the NaNs seen (NumPy propagates NaN).
-    lines: list[str] = []
     pw = [i for i, store in enumerate(stores) if _is_pairwise(store)]
     ln = [i for i, store in enumerate(stores) if _is_lanes(store)]
     for i in ln:
-        lines.append(f"{indent}{_lanes_decl(stores[i], f'm{i}', _init(stores[i]))}")
+        buf.writeline(_lanes_decl(stores[i], f"m{i}", _init(stores[i])))
         if stores[i].dtype.kind == "f":
-            lines.append(f"{indent}{_lanes_decl(stores[i], f'nan{i}', '0')}")
+            buf.writeline(_lanes_decl(stores[i], f"nan{i}", "0"))
     rdim = len(rnames)
-    outer, inner = loops("r", rnames[:-1], indent)
-    lines += outer
     last = loop_var(rdim - 1, "r")
     size = rnames[-1]
-    for i in pw:
-        ct = c_type(stores[i].dtype)
-        lines.append(f"{inner}{ct} stk{i}[64];")
-    if pw:
-        lines.append(f"{inner}int sp = 0;")
-        lines.append(f"{inner}int64_t blocks = 0;")
-    lines.append(f"{inner}for (int64_t rb = 0; rb < {size}; rb += {_BLOCK}) {{")
-    blk = inner + "    "
-    lines.append(f"{blk}const int64_t re = rb + {_BLOCK} < {size} ? rb + {_BLOCK} : {size};")
-    for i in pw:
-        lines.append(f"{blk}{_lanes_decl(stores[i], f'p{i}', '0')}")
-    lines.append(f"{blk}int64_t rk = rb;")
-    lines.append(f"{blk}for (; rk + {_LANES} <= re; rk += {_LANES}) {{")
-    step = blk + "    "
-    for i, store in enumerate(stores):
-        vector = _vector(store)
-        if vector:
-            lines.append(f"{step}{vector[0]} tv{i}[{_LANES // _width(store)}];")
-    lane = step + "    "
-    lines.append(f"{step}for (int j = 0; j < {_LANES}; j++) {{")
-    lines.append(f"{lane}const int64_t {last} = rk + j;")
-    lines += _accumulate(stores, accs, buffers, strides, lane, lambda i: f"p{i}[j]", "j")
-    lines.append(f"{step}}}")
-    for i, store in enumerate(stores):
-        vector = _vector(store)
-        if vector:
-            lines += [f"{step}{line}" for line in _vector_update(store, i, vector)]
-    lines.append(f"{blk}}}")
-    for i in pw:
-        ct = c_type(stores[i].dtype)
-        p = [_lane(stores[i], f"p{i}", k) for k in range(_LANES)]
-        tree = f"(({p[0]} + {p[1]}) + ({p[2]} + {p[3]})) + (({p[4]} + {p[5]}) + ({p[6]} + {p[7]}))"
-        lines.append(f"{blk}{ct} bs{i} = {tree};")
-    lines.append(f"{blk}for (; rk < re; rk++) {{")
-    tail = blk + "    "
-    lines.append(f"{tail}const int64_t {last} = rk;")
-    lines += _accumulate(stores, accs, buffers, strides, tail, lambda i: f"bs{i}", None)
-    lines.append(f"{blk}}}")
-    if pw:
-        lines.append(f"{blk}int64_t carry = blocks;")
-        lines.append(f"{blk}int depth = sp;")
-        lines.append(f"{blk}while (carry & 1) {{")
-        lines.append(f"{blk}    depth--;")
+    with loops(buf, "r", rnames[:-1]):
         for i in pw:
-            lines.append(f"{blk}    bs{i} = stk{i}[depth] + bs{i};")
-        lines.append(f"{blk}    carry >>= 1;")
-        lines.append(f"{blk}}}")
+            buf.writeline(f"{c_type(stores[i].dtype)} stk{i}[64];")
+        if pw:
+            buf.writelines(["int sp = 0;", "int64_t blocks = 0;"])
+        buf.writeline(f"for (int64_t rb = 0; rb < {size}; rb += {_BLOCK}) {{")
+        with buf.indent():
+            _pairwise_block(ctx, buf, stores, accs, pw, last, size)
+        buf.writeline("}")
         for i in pw:
-            lines.append(f"{blk}stk{i}[depth] = bs{i};")
-        lines.append(f"{blk}sp = depth + 1;")
-        lines.append(f"{blk}blocks++;")
-    lines.append(f"{inner}}}")
-    for i in pw:
-        ct = c_type(stores[i].dtype)
-        lines.append(f"{inner}if (sp > 0) {{")
-        lines.append(f"{inner}    {ct} row{i} = stk{i}[sp - 1];")
-        lines.append(
-            f"{inner}    for (int q = sp - 2; q >= 0; q--) {{ row{i} = stk{i}[q] + row{i}; }}"
-        )
-        lines.append(f"{inner}    {accs[i]} = {accs[i]} + row{i};")
-        lines.append(f"{inner}}}")
-    lines += close_loops(indent, rdim - 1)
+            ct = c_type(stores[i].dtype)
+            buf.writeline("if (sp > 0) {")
+            with buf.indent():
+                buf.writeline(f"{ct} row{i} = stk{i}[sp - 1];")
+                buf.writeline(
+                    f"for (int q = sp - 2; q >= 0; q--) {{ row{i} = stk{i}[q] + row{i}; }}"
+                )
+                buf.writeline(f"{accs[i]} = {accs[i]} + row{i};")
+            buf.writeline("}")
     for i in ln:
         store, acc = stores[i], accs[i]
         lane = _lane(store, f"m{i}", "j")
-        lines.append(f"{indent}for (int j = 0; j < {_LANES}; j++) {{")
+        buf.writeline(f"for (int j = 0; j < {_LANES}; j++) {{")
         if store.dtype.kind == "f":
             # The lanes hold no NaN (_vector_update) and a NaN acc (from the tail) stays:
             # the compare never sees a NaN, so raises no flag.
             op = ">" if store.reduction_type == "max" else "<"
             keep = f"{acc} != {acc} || {acc} {op} {lane}"
-            lines.append(f"{indent}    {acc} = {keep} ? {acc} : {lane};")
-            lines.append(f"{indent}}}")
+            buf.writeline(f"    {acc} = {keep} ? {acc} : {lane};")
+            buf.writeline("}")
             nan = _lane(store, f"nan{i}", "j")
-            lines.append(f"{indent}for (int j = 0; j < {_LANES}; j++) {{")
-            lines.append(f"{indent}    if ({nan} != {nan}) {{ {acc} = {nan}; }}")
+            buf.writeline(f"for (int j = 0; j < {_LANES}; j++) {{")
+            buf.writeline(f"    if ({nan} != {nan}) {{ {acc} = {nan}; }}")
         else:
-            lines.append(f"{indent}    {_combine(store, acc, lane)}")
-        lines.append(f"{indent}}}")
-    return lines
+            buf.writeline(f"    {_combine(store, acc, lane)}")
+        buf.writeline("}")
+
+
+def _pairwise_block(
+    ctx: KernelContext,
+    buf: CodeBuffer,
+    stores: list[ReductionStore],
+    accs: list[str],
+    pw: list[int],
+    last: Any,
+    size: str,
+) -> None:
+    # One block of _BLOCK elements of the innermost reduced loop: _LANES at a time, then
+    # the tail one by one, then the block sums merged into the stack of partial sums.
+    buf.writeline(f"const int64_t re = rb + {_BLOCK} < {size} ? rb + {_BLOCK} : {size};")
+    for i in pw:
+        buf.writeline(_lanes_decl(stores[i], f"p{i}", "0"))
+    buf.writeline("int64_t rk = rb;")
+    buf.writeline(f"for (; rk + {_LANES} <= re; rk += {_LANES}) {{")
+    with buf.indent():
+        for i, store in enumerate(stores):
+            vector = _vector(store)
+            if vector:
+                buf.writeline(f"{vector[0]} tv{i}[{_LANES // _width(store)}];")
+        buf.writeline(f"for (int j = 0; j < {_LANES}; j++) {{")
+        with buf.indent():
+            buf.writeline(f"const int64_t {last} = rk + j;")
+            _accumulate(ctx, buf, stores, accs, lambda i: f"p{i}[j]", "j")
+        buf.writeline("}")
+        for i, store in enumerate(stores):
+            vector = _vector(store)
+            if vector:
+                buf.writelines(_vector_update(store, i, vector))
+    buf.writeline("}")
+    for i in pw:
+        ct = c_type(stores[i].dtype)
+        p = [_lane(stores[i], f"p{i}", k) for k in range(_LANES)]
+        tree = f"(({p[0]} + {p[1]}) + ({p[2]} + {p[3]})) + (({p[4]} + {p[5]}) + ({p[6]} + {p[7]}))"
+        buf.writeline(f"{ct} bs{i} = {tree};")
+    buf.writeline("for (; rk < re; rk++) {")
+    with buf.indent():
+        buf.writeline(f"const int64_t {last} = rk;")
+        _accumulate(ctx, buf, stores, accs, lambda i: f"bs{i}", None)
+    buf.writeline("}")
+    if pw:
+        buf.writelines(["int64_t carry = blocks;", "int depth = sp;", "while (carry & 1) {"])
+        with buf.indent():
+            buf.writeline("depth--;")
+            for i in pw:
+                buf.writeline(f"bs{i} = stk{i}[depth] + bs{i};")
+            buf.writeline("carry >>= 1;")
+        buf.writeline("}")
+        for i in pw:
+            buf.writeline(f"stk{i}[depth] = bs{i};")
+        buf.writelines(["sp = depth + 1;", "blocks++;"])
 
 
 def _vector_update(store: ReductionStore, i: int, vector: tuple[str, str]) -> list[str]:
@@ -332,26 +315,24 @@ def _lane_update(store: ReductionStore, i: int, value: str, lane: str) -> list[s
 
 
 def _accumulate(
+    ctx: KernelContext,
+    buf: CodeBuffer,
     stores: list[ReductionStore],
     accs: list[str],
-    buffers: dict[str, Buffer],
-    strides: dict[tuple[str, int], Any],
-    indent: str,
     target: Any,
     lane: str | None,
-) -> list[str]:
-    body = LoopBody(buffers, strides, {}, indent)
+) -> None:
+    body = LoopBody(ctx, buf)
     for i, (acc, store) in enumerate(zip(accs, stores, strict=True)):
         value = body.emit(store.value)
         if lane is not None and _vector(store):
-            body.lines.append(f"{indent}{_lane(store, f'tv{i}', lane)} = {value};")
+            buf.writeline(f"{_lane(store, f'tv{i}', lane)} = {value};")
         elif _is_pairwise(store):
-            body.lines.append(f"{indent}{target(i)} += {value};")
+            buf.writeline(f"{target(i)} += {value};")
         elif _is_lanes(store) and lane is not None:
-            body.lines += [f"{indent}{line}" for line in _lane_update(store, i, value, lane)]
+            buf.writelines(_lane_update(store, i, value, lane))
         else:
-            body.lines.append(f"{indent}{_combine(store, acc, value)}")
-    return body.lines
+            buf.writeline(_combine(store, acc, value))
 
 
 _COLUMN_BYTES = 32768
@@ -365,7 +346,7 @@ _THREADS = [
 ]
 
 
-def prefers_outer(fused: FusedKernel, buffers: dict[str, Buffer]) -> bool:
+def prefers_outer(fused: FusedKernel, buffers: Mapping[str, Buffer]) -> bool:
     """Whether `fused` reduces over an outer axis and should accumulate whole rows.
 
     >>> prefers_outer(sum_over_axis0, buffers)  # doctest: +SKIP
@@ -401,111 +382,96 @@ def prefers_outer(fused: FusedKernel, buffers: dict[str, Buffer]) -> bool:
     return along_x
 
 
-def outer_reduction_nest(
-    fused: FusedKernel,
-    buffers: dict[str, Buffer],
-    strides: dict[tuple[str, int], Any],
-    threshold: int,
-    indent: str,
-    names: list[str],
-    skip: int = 0,
-    *,
-    ivdep: bool = False,
-) -> list[str]:
+def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
     """Column blocks per thread; reduced dims outside the last kept dim (row order).
 
-    `ivdep` marks the column loops independent (no buffer aliases another; see `loops`).
+    `ctx.ivdep` marks the column loops independent (no buffer aliases another; see
+    `loops`).
 
-    >>> outer_reduction_nest(fused, buffers, strides, 1, "", ["n0", "n1"])  # doctest: +SKIP
+    >>> outer_reduction_nest(KernelContext(fused, buffers, strides, ["n0", "n1"]), buf)
+    ... # doctest: +SKIP
     """
     # Accumulate straight into the output, a block of columns at a time, walking the
     # reduced axes outside the last output axis. Sums run in the reduced axes' order,
     # as NumPy's own outer-axis reductions do.
+    fused, names = ctx.fused, ctx.sizes
     rstores = [store for store in fused.stores if isinstance(store, ReductionStore)]
     ndim, rdim = len(fused.ranges), len(fused.reduction_ranges)
-    assert not skip
+    assert not ctx.skip
     last = loop_var(ndim - 1)
     size = names[ndim - 1]
     # One block of columns per thread (at most _COLUMN_BYTES of accumulators), so each
     # thread streams long contiguous runs of every row rather than page-sized pieces.
     itemsize = max(store.dtype.itemsize for store in rstores)
     cap = max(16, _COLUMN_BYTES // itemsize)
-    lines = [
-        *_THREADS,
-        f"{indent}int64_t cb = ({size} + nthreads - 1) / nthreads;",
-        f"{indent}cb = (cb + 15) / 16 * 16;",
-        f"{indent}if (cb > {cap}) {{ cb = {cap}; }}",
-        f"{indent}const int64_t nblocks = ({size} + cb - 1) / cb;",
-        *parallel_open(indent, ndim, threshold),
-    ]
-    outer, inner = loops("x", names[: ndim - 1], indent)
-    lines += outer
-    lines.append(f"{inner}for (int64_t xbi = 0; xbi < nblocks; xbi++) {{")
-    blk = inner + "    "
-    lines.append(f"{blk}const int64_t xb = xbi * cb;")
-    lines.append(f"{blk}const int64_t xe = xb + cb < {size} ? xb + cb : {size};")
-    addr = LoopBody(buffers, strides, {}, blk)
-    targets = [f"{s.buffer}[{addr.address(s.buffer, s.index)}]" for s in rstores]
-    column = f"for (int64_t {last} = xb; {last} < xe; {last}++) {{"
-    lines.append(f"{blk}{column}")
-    lines += [f"{blk}    {t} = {_init(s)};" for t, s in zip(targets, rstores, strict=True)]
-    lines.append(f"{blk}}}")
-    # The last reduced loop takes _ROW_UNROLL rows per pass: each output element is loaded
-    # and stored once per pass (same order of additions) and more rows stream at once.
-    rloops, rinner = loops("r", names[ndim:-1], blk)
-    lines += rloops
-    r_last = loop_var(rdim - 1, "r")
-    r_size = names[-1]
-    lines.append(f"{rinner}int64_t {r_last} = 0;")
-    lines.append(
-        f"{rinner}for (; {r_last} + {_ROW_UNROLL} <= {r_size}; {r_last} += {_ROW_UNROLL}) {{"
+    buf.splice(_THREADS)
+    buf.writelines(
+        [
+            f"int64_t cb = ({size} + nthreads - 1) / nthreads;",
+            "cb = (cb + 15) / 16 * 16;",
+            f"if (cb > {cap}) {{ cb = {cap}; }}",
+            f"const int64_t nblocks = ({size} + cb - 1) / cb;",
+        ]
     )
-    unrolled = (r_last, _ROW_UNROLL)
-    lines += _row_pass(rstores, targets, buffers, strides, rinner + "    ", column, unrolled, ivdep)
-    lines.append(f"{rinner}}}")
-    lines.append(f"{rinner}for (; {r_last} < {r_size}; {r_last}++) {{")
-    lines += _row_pass(
-        rstores, targets, buffers, strides, rinner + "    ", column, (r_last, 1), ivdep
-    )
-    lines.append(f"{rinner}}}")
-    lines += close_loops(blk, rdim - 1)
-    if any(store.divisor is not None for store in rstores):
-        lines.append(f"{blk}{column}")
-        for target, store in zip(targets, rstores, strict=True):
-            if store.divisor is not None:
-                lines.append(f"{blk}    {target} = {_finalize(store, target)};")
-        lines.append(f"{blk}}}")
-    lines.append(f"{inner}}}")
-    lines += [f"{indent}{'    ' * (ndim - 2 - d)}}}" for d in range(ndim - 1)]
-    lines += parallel_close(indent)
-    return lines
+    with parallel(buf, ndim, ctx.parallel_threshold), loops(buf, "x", names[: ndim - 1]):
+        buf.writeline("for (int64_t xbi = 0; xbi < nblocks; xbi++) {")
+        with buf.indent():
+            buf.writeline("const int64_t xb = xbi * cb;")
+            buf.writeline(f"const int64_t xe = xb + cb < {size} ? xb + cb : {size};")
+            addr = LoopBody(ctx, buf)
+            targets = [f"{s.buffer}[{addr.address(s.buffer, s.index)}]" for s in rstores]
+            column = f"for (int64_t {last} = xb; {last} < xe; {last}++) {{"
+            buf.writeline(column)
+            for target, store in zip(targets, rstores, strict=True):
+                buf.writeline(f"    {target} = {_init(store)};")
+            buf.writeline("}")
+            # The last reduced loop takes _ROW_UNROLL rows per pass: each output element is
+            # loaded and stored once per pass (same order of additions) and more rows
+            # stream at once.
+            with loops(buf, "r", names[ndim:-1]):
+                r_last = loop_var(rdim - 1, "r")
+                r_size = names[-1]
+                buf.writeline(f"int64_t {r_last} = 0;")
+                step = f"{r_last} += {_ROW_UNROLL}"
+                buf.writeline(f"for (; {r_last} + {_ROW_UNROLL} <= {r_size}; {step}) {{")
+                with buf.indent():
+                    _row_pass(ctx, buf, rstores, targets, column, (r_last, _ROW_UNROLL))
+                buf.writeline("}")
+                buf.writeline(f"for (; {r_last} < {r_size}; {r_last}++) {{")
+                with buf.indent():
+                    _row_pass(ctx, buf, rstores, targets, column, (r_last, 1))
+                buf.writeline("}")
+            if any(store.divisor is not None for store in rstores):
+                buf.writeline(column)
+                for target, store in zip(targets, rstores, strict=True):
+                    if store.divisor is not None:
+                        buf.writeline(f"    {target} = {_finalize(store, target)};")
+                buf.writeline("}")
+        buf.writeline("}")
 
 
 def _row_pass(
+    ctx: KernelContext,
+    buf: CodeBuffer,
     stores: list[ReductionStore],
     targets: list[str],
-    buffers: dict[str, Buffer],
-    strides: dict[tuple[str, int], Any],
-    indent: str,
     column: str,
     shift: tuple[Any, int],
-    ivdep: bool,
-) -> list[str]:
+) -> None:
     # acc = out[x]; acc = combine(acc, value at row r + u) for u < rows; out[x] = acc.
     symbol, rows = shift
-    lines = [f"{indent}#pragma GCC ivdep"] if ivdep else []
-    lines.append(f"{indent}{column}")
-    body = LoopBody(buffers, strides, {}, indent + "    ")
-    for i, (target, store) in enumerate(zip(targets, stores, strict=True)):
-        acc = f"racc{i}"
-        body.lines.append(f"{indent}    {c_type(store.dtype)} {acc} = {target};")
-        for u in range(rows):
-            value = body.emit(_shift_rows(store.value, symbol, u))
-            body.lines.append(f"{indent}    {_combine(store, acc, value)}")
-        body.lines.append(f"{indent}    {target} = {acc};")
-    lines += body.lines
-    lines.append(f"{indent}}}")
-    return lines
+    if ctx.ivdep:
+        buf.writeline("#pragma GCC ivdep")
+    buf.writeline(column)
+    with buf.indent():
+        body = LoopBody(ctx, buf)
+        for i, (target, store) in enumerate(zip(targets, stores, strict=True)):
+            acc = f"racc{i}"
+            buf.writeline(f"{c_type(store.dtype)} {acc} = {target};")
+            for u in range(rows):
+                buf.writeline(_combine(store, acc, body.emit(_shift_rows(store.value, symbol, u))))
+            buf.writeline(f"{target} = {acc};")
+    buf.writeline("}")
 
 
 def _shift_rows(expr: Expr, symbol: Any, offset: int) -> Expr:

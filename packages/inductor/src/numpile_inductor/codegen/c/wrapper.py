@@ -603,10 +603,9 @@ class _Emitter:
 
 
 # Extern ops that call BLAS/LAPACK. OpenBLAS's worker threads busy-wait for a while after
-# each call, so an OpenMP kernel right behind one competes with them for the cores: on 2
-# cores mlp_f32's two bias+relu kernels (2 MB each) cost ~15 ms of CPU time per call on 2
-# threads against ~1 ms on one. Kernels after such a call go parallel only above
-# `AFTER_BLAS_PARALLEL_THRESHOLD` elements of work.
+# each call, so an OpenMP kernel right behind one competes with them for the cores (on few
+# cores, an order of magnitude more CPU time: docs/performance_notes.md). Kernels after such
+# a call go parallel only above `AFTER_BLAS_PARALLEL_THRESHOLD` elements of work.
 BLAS_OPS = frozenset(
     {"matmul", "matmul_", "dot", "vdot", "inner", "tensordot", "einsum", "inv", "solve", "det"}
 )

@@ -8,4 +8,20 @@ template, `autotune` launch-configuration timing, `externs` extern calls on the 
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from .backend import TritonCompiled as TritonCompiled
+from .backend import TritonModule as TritonModule
+from .backend import compile_triton as compile_triton
+from .backend import generate_triton as generate_triton
+from .backend import triton_backend as triton_backend
+from .kernel import TritonKernel as TritonKernel
+from .kernel import TritonUnsupported as TritonUnsupported
+
+__all__ = [
+    "TritonCompiled",
+    "TritonKernel",
+    "TritonModule",
+    "TritonUnsupported",
+    "compile_triton",
+    "generate_triton",
+    "triton_backend",
+]

@@ -43,6 +43,7 @@ from numpile_capture import (
     writeable,
 )
 
+from ...config import TritonOptions
 from ...debug import debug_folder, graph_dot, write_debug_files
 from ...launcher import extern_callable, with_epilogue
 from ...loop_ir import Buffer, BufferRef, ExternCall
@@ -51,7 +52,6 @@ from .autotune import cache_key, tune
 from .externs import device_extern, to_device
 from .kernel import (
     TritonKernel,
-    TritonOptions,
     TritonUnsupported,
     arg_kinds,
     fit_blocks,
@@ -648,8 +648,8 @@ _EVALUATED: dict[tuple[Any, ...], tuple[int, ...]] = {}  # (shape, their values)
 
 def _evaluate(shape: tuple[Any, ...], sizes: dict[str, int]) -> tuple[int, ...]:
     # A shape of sympy sizes at this call's size values, remembered per value: sympy's
-    # `subs` took 60-90 us a shape, several shapes a call (host time of 0.2-0.3 ms that
-    # bounded every dynamic=True call on a GPU), a lookup about 2 us.
+    # `subs` on several shapes a call bounded the host time of every dynamic=True call on
+    # a GPU, and a lookup is some thirty times cheaper (docs/performance_notes.md).
     if all(isinstance(d, int) for d in shape):
         return shape
     import sympy  # late: only graphs with run-time sizes get here

@@ -22,7 +22,6 @@ Triton would take a Python float as float32) and not specialized on its value.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -32,7 +31,7 @@ from sympy.printing.str import StrPrinter
 
 from numpile_capture import contiguous_strides
 
-from ...config import InductorConfig, list_options
+from ...config import TritonOptions
 from ...loop_ir import (
     Apply,
     Buffer,
@@ -45,140 +44,12 @@ from ...loop_ir import (
     loads_of,
 )
 from ...scheduler import FusedKernel
-from ..common import supports
+from ..common import CodeBuffer, supports
 from .ops import reduction_identity, tl_type, triton_expr, triton_literal
-
-# max-autotune times cuBLAS against the template in every tile shape (also interpreted).
-_EVERY_GEMM: dict[str, Any] = {"gemm_backends": ("extern", "triton"), "gemm_tiles": None}
-_MODES: dict[str, dict[str, Any]] = {
-    "default": {},
-    "reduce-overhead": {"cudagraphs": True},
-    "max-autotune": {"autotune": True, "cudagraphs": True, **_EVERY_GEMM},
-    "max-autotune-no-cudagraphs": {"autotune": True, **_EVERY_GEMM},
-}
 
 
 class TritonUnsupported(Exception):  # noqa: N818 - it names the event
     """A kernel uses an operation or dtype the Triton table lacks (complex, float16, ...)."""
-
-
-def _gemm_backends(value: Any) -> tuple[str, ...]:
-    # "extern,triton" or ("extern", "triton"): each name known, at least one.
-    names = value.split(",") if isinstance(value, str) else list(value)
-    names = [str(name).strip().lower() for name in names if str(name).strip()]
-    unknown = sorted(set(names) - {"extern", "triton"})
-    if unknown or not names:
-        raise ValueError(f"gemm_backends takes 'extern' and/or 'triton', got {value!r}")
-    return tuple(dict.fromkeys(names))
-
-
-@attrs.frozen
-class TritonOptions:
-    """Block-size policy for generated kernels.
-
-    `max_xblock`: elements of the output per program instance (pointwise);
-    `max_rblock`: the longest row a reduction keeps in one tile (persistent);
-    `max_tile`: elements of a reduction tile (`XBLOCK * RBLOCK`);
-    `row_tile`: elements of a persistent row kernel's tile: rows per program are
-    `row_tile // RBLOCK`, at least one (`codegen/triton/rows.py`);
-    `looped_rblock`: the tile of a row kernel looped over rows of a length known at compile
-    time (rows of a run-time length loop in `max_rblock` tiles);
-    `num_warps`: warps per program on a GPU (ignored by the interpreter);
-    `autotune`: time launch configurations on the first call (`codegen/triton/autotune.py`);
-    `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
-    `split_reductions`: reduce few long rows in two kernels (`codegen/triton/split.py`), with
-    about `split_programs` programs in the first (a few per multiprocessor of a current GPU:
-    132 on an H100);
-    `gemm_backends`: how a matmul may run, "extern" (cuBLAS, `numpile_runtime.cublas_matmul`)
-    and/or "triton" (a `tl.dot` template with its epilogue fused, `codegen/triton/matmul.py`); with
-    both (the default on a GPU), the first call times them (a tuple, or a comma-separated
-    string as in torch's option); `gemm_tiles`: how many of the template's tile shapes (`TILES`) are
-    timed against cuBLAS (1 by default, all with None: max-autotune);
-    `online_softmax`: a looped row group's max and sum of exp(v - max) share one loop
-    (`codegen/triton/rows.py`): True always, False never (a loop each), None (the default) over
-    rows of a run-time length only, the faster form of each on an H200;
-    `direct_launch`: launch compiled kernels without Triton's `run` after their first
-    launch (`numpile_runtime.TritonLauncher`; False: always through `run`, to compare);
-    `trace_enabled`, `debug_dir`, `graph_diagram`: the inductor's `trace.*` options (the
-    graph, the loop IR and `output_code.py` under `debug_dir`; see `debug.py`).
-
-    >>> TritonOptions().max_xblock
-    1024
-    """
-
-    max_xblock: int = 1024
-    max_rblock: int = 2048
-    max_tile: int = 4096
-    row_tile: int = 1024
-    looped_rblock: int = 8192
-    num_warps: int = 4
-    autotune: bool = False
-    cudagraphs: bool = False
-    split_reductions: bool = True
-    split_programs: int = 512
-    gemm_backends: tuple[str, ...] = attrs.field(
-        default=("extern", "triton"), converter=_gemm_backends
-    )
-    gemm_tiles: int | None = 1
-    online_softmax: bool | None = None
-    direct_launch: bool = True
-    trace_enabled: bool = False
-    debug_dir: str | None = None
-    graph_diagram: bool = False
-
-    @classmethod
-    def from_mode(
-        cls, mode: str | None, options: Mapping[str, Any] | None = None, *, interpret: bool
-    ) -> TritonOptions:
-        """Options for a `numpile.compile` mode, overridden by `options`.
-
-        `options` holds field names of this class and the inductor's own option names
-        (`numpile_inductor.list_options()`): `trace.*` apply here, `max_autotune` means
-        `autotune`, and the C compiler's options (`cpp.*`, `fast_math`, ...) are accepted
-        and have no effect on Triton kernels. NUMPILE_COMPILE_DEBUG=1 sets `trace_enabled`.
-
-        >>> TritonOptions.from_mode("max-autotune", interpret=False).autotune
-        True
-        >>> TritonOptions.from_mode(None, {"trace.enabled": True}, interpret=False).trace_enabled
-        True
-        """
-        base = cls.for_interpreter() if interpret else cls()
-        flags = _MODES.get(mode or "default")
-        if flags is None:
-            raise ValueError(f"unknown mode {mode!r}; modes: {', '.join(_MODES)}")
-        fields = attrs.fields_dict(cls)
-        given = dict(options or {})
-        shared = {key: value for key, value in given.items() if key in list_options()}
-        overrides = {**flags, **{k: v for k, v in given.items() if k not in shared}}
-        unknown = set(overrides) - set(fields)
-        if unknown:
-            known = ", ".join([*fields, *list_options()])
-            raise ValueError(f"unknown Triton options {sorted(unknown)}; known: {known}")
-        config = InductorConfig.from_options(shared)  # checks their types; reads the env
-        for field in ("trace_enabled", "debug_dir", "graph_diagram"):
-            overrides.setdefault(field, getattr(config, field))
-        if "max_autotune" in shared:
-            overrides["autotune"] = config.max_autotune
-        return attrs.evolve(base, **overrides)
-
-    @classmethod
-    def for_interpreter(cls) -> TritonOptions:
-        """Few, large blocks: each program instance costs ~2 ms interpreted; matmuls are
-        extern calls unless `gemm_backends` says otherwise (timing a template interpreted
-        against NumPy says nothing about a GPU).
-
-        >>> TritonOptions.for_interpreter().max_xblock
-        65536
-        """
-        return cls(
-            max_xblock=65536,
-            max_rblock=65536,
-            max_tile=65536,
-            row_tile=65536,
-            looped_rblock=65536,
-            split_programs=4,
-            gemm_backends=("extern",),
-        )
 
 
 @attrs.frozen
@@ -280,14 +151,13 @@ def _is_loop_var(symbol: Any) -> bool:
 
 
 class _Body:
-    # CSE'd statements of one kernel body; `shape` is the tile shape (source text) and
-    # `mask` the mask name that loads and stores use.
-    def __init__(self, buffers: dict[str, Buffer], shape: str, mask: str, indent: str) -> None:
+    # CSE'd statements of one kernel body, written to `buf`; `shape` is the tile shape
+    # (source text) and `mask` the mask name that loads and stores use.
+    def __init__(self, buffers: dict[str, Buffer], shape: str, mask: str, buf: CodeBuffer) -> None:
         self.buffers = buffers
         self.shape = shape
         self.mask = mask
-        self.indent = indent
-        self.lines: list[str] = []
+        self.buf = buf
         self.cache: dict[Any, str] = {}
         self.locals: dict[str, str] = {}
         self.counter = 0
@@ -296,7 +166,7 @@ class _Body:
     def _tmp(self, text: str) -> str:
         name = f"tmp{self.counter}"
         self.counter += 1
-        self.lines.append(f"{self.indent}{name} = {text}")
+        self.buf.writeline(f"{name} = {text}")
         return name
 
     def address(self, buffer: str, index: tuple[Any, ...], *, tile: bool = False) -> str:
@@ -343,7 +213,7 @@ class _Body:
         if not internal:
             addr = self.address(store.buffer, store.index, tile=True)
             pointer = f"{_param(store.buffer)} + ({addr})"
-            self.lines.append(f"{self.indent}tl.store({pointer}, {value}, mask={self.mask})")
+            self.buf.writeline(f"tl.store({pointer}, {value}, mask={self.mask})")
         self.locals[store.buffer] = value
 
 
@@ -382,7 +252,7 @@ def _signature(fused: FusedKernel, buffers: dict[str, Buffer]) -> tuple[list[str
     return used, list(scalars)
 
 
-def _unflatten(prefix: str, flat: str, ranges: tuple[Any, ...], indent: str) -> list[str]:
+def _unflatten(buf: CodeBuffer, prefix: str, flat: str, ranges: tuple[Any, ...]) -> None:
     lines = []
     step: Any = sympy.Integer(1)
     for dim in reversed(range(len(ranges))):
@@ -396,9 +266,9 @@ def _unflatten(prefix: str, flat: str, ranges: tuple[Any, ...], indent: str) -> 
             text = f"{flat} % ({triton_index(size)})"
         else:
             text = f"({flat} // ({triton_index(step)})) % ({triton_index(size)})"
-        lines.append(f"{indent}{var} = {text}")
+        lines.append(f"{var} = {text}")
         step = step * size
-    return list(reversed(lines))
+    buf.writelines(reversed(lines))
 
 
 def _size_symbols(fused: FusedKernel) -> list[str]:
@@ -443,13 +313,14 @@ def kernel_source(
     rnumel = _product(fused.reduction_ranges) if fused.is_reduction else 0
     origins = fused.origins
     header = [jit_decorator(scalars)]
+    code = CodeBuffer(level=1)
     outer = False
     num_warps = options.num_warps
     if not fused.is_reduction:
         xblock = _pow2_at_most(xnumel, options.max_xblock)
         params += ["xnumel", "XBLOCK: tl.constexpr", "INDEX64: tl.constexpr"]
         header.append(f"def {fused.name}({', '.join(params)}):")
-        lines = _pointwise_body(fused, buffers)
+        _pointwise_body(fused, buffers, code)
         rblock = 1
     else:
         rblock = _pow2_at_most(rnumel, options.max_rblock)
@@ -463,14 +334,14 @@ def kernel_source(
         elif not persistent:
             xblock = 1
             num_warps = looped_warps(xblock, rblock, options)
-        lines = _reduction_body(fused, buffers, persistent=persistent)
+        _reduction_body(fused, buffers, code, persistent=persistent)
     note = f"    # {'reduction' if fused.is_reduction else 'pointwise'}"
     note += f" over {list(fused.ranges)}"
     if fused.is_reduction:
         note += f" x {list(fused.reduction_ranges)}"
     if origins:
         note += f"; fuses {', '.join(origins)}"
-    source = "\n".join([*header, note, *lines]) + "\n"
+    source = "\n".join([*header, note, *code.lines]) + "\n"
     return TritonKernel(
         fused.name,
         source,
@@ -578,14 +449,17 @@ def _product(sizes: tuple[Any, ...]) -> Any:
 REDUCTION_CONSTEXPRS = ("XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr", "INDEX64: tl.constexpr")
 
 
-def xoffset_lines(indent: str) -> list[str]:
+def write_xoffset(buf: CodeBuffer) -> None:
     """The first program index of a kernel: 32-bit, widened when INDEX64 (a constexpr) says
     an element offset may pass 2**31 - 1.
 
-    >>> xoffset_lines("")[0]
+    >>> buf = CodeBuffer()
+    >>> write_xoffset(buf)
+    >>> buf.lines[0]
     'xoffset = tl.program_id(0) * XBLOCK'
     """
-    return [f"{indent}xoffset = tl.program_id(0) * XBLOCK", *widen_lines("xoffset", indent)]
+    buf.writeline("xoffset = tl.program_id(0) * XBLOCK")
+    write_widen(buf, "xoffset")
 
 
 def buffer_params(
@@ -641,13 +515,17 @@ def scalar_value(value: Any, dtype: np.dtype[Any]) -> int | float | bool:
     return float(value)
 
 
-def widen_lines(var: str, indent: str) -> list[str]:
-    """Lines that make index `var` 64-bit when the launch says INDEX64.
+def write_widen(buf: CodeBuffer, var: str) -> None:
+    """Make index `var` 64-bit when the launch says INDEX64.
 
-    >>> widen_lines("rindex", "")[1]
+    >>> buf = CodeBuffer()
+    >>> write_widen(buf, "rindex")
+    >>> buf.lines[1]
     '    rindex = rindex.to(tl.int64)'
     """
-    return [f"{indent}if INDEX64:", f"{indent}    {var} = {var}.to(tl.int64)"]
+    buf.writeline("if INDEX64:")
+    with buf.indent():
+        buf.writeline(f"{var} = {var}.to(tl.int64)")
 
 
 def index64(xnumel: int, rnumel: int, spans: list[int]) -> bool:
@@ -660,19 +538,15 @@ def index64(xnumel: int, rnumel: int, spans: list[int]) -> bool:
     return max([xnumel * max(rnumel, 1), *spans]) >= 2**31 - 1
 
 
-def _pointwise_body(fused: FusedKernel, buffers: dict[str, Buffer]) -> list[str]:
-    indent = "    "
-    lines = [
-        *xoffset_lines(indent),
-        f"{indent}xindex = xoffset + tl.arange(0, XBLOCK)",
-        f"{indent}xmask = xindex < xnumel",
-        *_unflatten("x", "xindex", fused.ranges, indent),
-    ]
-    body = _Body(buffers, "[XBLOCK]", "xmask", indent)
+def _pointwise_body(fused: FusedKernel, buffers: dict[str, Buffer], buf: CodeBuffer) -> None:
+    write_xoffset(buf)
+    buf.writeline("xindex = xoffset + tl.arange(0, XBLOCK)")
+    buf.writeline("xmask = xindex < xnumel")
+    _unflatten(buf, "x", "xindex", fused.ranges)
+    body = _Body(buffers, "[XBLOCK]", "xmask", buf)
     for store in fused.stores:
         assert isinstance(store, Store)
         body.store(store, store.buffer in fused.internal)
-    return lines + body.lines
 
 
 def _reduce_kind(store: ReductionStore) -> str:
@@ -716,90 +590,83 @@ def _acc_dtype(kind: str, dtype: np.dtype[Any]) -> np.dtype[Any]:
 def _reduction_body(
     fused: FusedKernel,
     buffers: dict[str, Buffer],
+    buf: CodeBuffer,
     *,
     persistent: bool,
     split: SplitPlan | None = None,
-) -> list[str]:
+) -> None:
     # `split`: the first stage of a split reduction (`codegen/triton/split.py`): x runs over
     # (row, chunk) pairs, each program reduces its chunks of the rows and stores the partial
     # results, in the accumulator's dtype.
-    indent = "    "
-    lines = [
-        *xoffset_lines(indent),
-        f"{indent}xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
-        f"{indent}xmask = xindex < xnumel",
-    ]
+    write_xoffset(buf)
+    buf.writeline("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
+    buf.writeline("xmask = xindex < xnumel")
     if split is None:
-        lines += _unflatten("x", "xindex", fused.ranges, indent)
+        _unflatten(buf, "x", "xindex", fused.ranges)
     else:
         if split.rows:  # chunk-major: neighbouring lanes read neighbouring kept elements
-            lines += [
-                f"{indent}xrow = xindex % {split.rows}",
-                f"{indent}xchunk = xindex // {split.rows}",
-            ]
+            buf.writeline(f"xrow = xindex % {split.rows}")
+            buf.writeline(f"xchunk = xindex // {split.rows}")
         else:
-            lines += [
-                f"{indent}xrow = xindex // {split.chunks}",
-                f"{indent}xchunk = xindex % {split.chunks}",
-            ]
-        lines += _unflatten("x", "xrow", fused.ranges, indent)
+            buf.writeline(f"xrow = xindex // {split.chunks}")
+            buf.writeline(f"xchunk = xindex % {split.chunks}")
+        _unflatten(buf, "x", "xrow", fused.ranges)
         if not split.chunk:  # a run-time row length: whole tiles of an equal share of it
-            lines.append(
-                f"{indent}rchunk = tl.cdiv(tl.cdiv(rnumel, {split.chunks}), RBLOCK) * RBLOCK"
-            )
+            buf.writeline(f"rchunk = tl.cdiv(tl.cdiv(rnumel, {split.chunks}), RBLOCK) * RBLOCK")
         chunk = str(split.chunk or "rchunk")
     stores = [store for store in fused.stores if isinstance(store, ReductionStore)]
     assert len(stores) == len(fused.stores)
     kinds = [_reduce_kind(store) for store in stores]
     accs = [f"acc{i}" for i in range(len(stores))]
-    inner = indent if persistent else indent + "    "
     if not persistent:
         for acc, kind, store in zip(accs, kinds, stores, strict=True):
             dtype = _acc_dtype(kind, store.dtype)
             identity = reduction_identity(kind, dtype)
-            lines.append(f"{indent}{acc} = {triton_literal(identity, dtype, '[XBLOCK, RBLOCK]')}")
+            buf.writeline(f"{acc} = {triton_literal(identity, dtype, '[XBLOCK, RBLOCK]')}")
     if split is not None:
-        lines.append(f"{indent}for roffset in range(0, {chunk}, RBLOCK):")
-        lines.append(f"{inner}rlocal = roffset + tl.arange(0, RBLOCK)[None, :]")
-        lines.append(f"{inner}rindex = xchunk * {chunk} + rlocal")
+        buf.writeline(f"for roffset in range(0, {chunk}, RBLOCK):")
     elif not persistent:
-        lines.append(f"{indent}for roffset in range(0, rnumel, RBLOCK):")
-        lines.append(f"{inner}rindex = roffset + tl.arange(0, RBLOCK)[None, :]")
-    else:
-        lines.append(f"{inner}rindex = tl.arange(0, RBLOCK)[None, :]")
-    lines += widen_lines("rindex", inner)
-    if split is not None:
-        lines.append(f"{inner}rmask = (rlocal < {chunk}) & (rindex < rnumel)")
-    else:
-        lines.append(f"{inner}rmask = rindex < rnumel")
-    lines.append(f"{inner}mask = xmask & rmask")
-    lines += _unflatten("r", "rindex", fused.reduction_ranges, inner)
-    body = _Body(buffers, "[XBLOCK, RBLOCK]", "mask", inner)
-    values = []
-    for kind, store in zip(kinds, stores, strict=True):
-        value = body.emit(store.value)
-        dtype = _acc_dtype(kind, store.dtype)
-        ty = tl_type(dtype)
-        value = f"({value} != 0).to({ty})" if kind in ("any", "all") else f"{value}.to({ty})"
-        identity = triton_literal(reduction_identity(kind, dtype), dtype, "[XBLOCK, RBLOCK]")
-        values.append(f"tl.where(mask, {value}, {identity})")
-    lines += body.lines
+        buf.writeline("for roffset in range(0, rnumel, RBLOCK):")
     results = []
-    for i, (acc, kind, store) in enumerate(zip(accs, kinds, stores, strict=True)):
-        dtype = _acc_dtype(kind, store.dtype)
-        if persistent:
-            lines.append(f"{inner}val{i} = {values[i]}")
-            tile = f"val{i}"
+    with buf.indent(0 if persistent else 1):  # the loop over the row, unless persistent
+        if split is not None:
+            buf.writeline("rlocal = roffset + tl.arange(0, RBLOCK)[None, :]")
+            buf.writeline(f"rindex = xchunk * {chunk} + rlocal")
+        elif not persistent:
+            buf.writeline("rindex = roffset + tl.arange(0, RBLOCK)[None, :]")
         else:
-            lines.append(f"{inner}{acc} = {_combine(kind, dtype, acc, values[i])}")
-            tile = acc
-        results.append(_reduce(kind, dtype, tile))
+            buf.writeline("rindex = tl.arange(0, RBLOCK)[None, :]")
+        write_widen(buf, "rindex")
+        if split is not None:
+            buf.writeline(f"rmask = (rlocal < {chunk}) & (rindex < rnumel)")
+        else:
+            buf.writeline("rmask = rindex < rnumel")
+        buf.writeline("mask = xmask & rmask")
+        _unflatten(buf, "r", "rindex", fused.reduction_ranges)
+        body = _Body(buffers, "[XBLOCK, RBLOCK]", "mask", buf)
+        values = []
+        for kind, store in zip(kinds, stores, strict=True):
+            value = body.emit(store.value)
+            dtype = _acc_dtype(kind, store.dtype)
+            ty = tl_type(dtype)
+            value = f"({value} != 0).to({ty})" if kind in ("any", "all") else f"{value}.to({ty})"
+            identity = triton_literal(reduction_identity(kind, dtype), dtype, "[XBLOCK, RBLOCK]")
+            values.append(f"tl.where(mask, {value}, {identity})")
+        for i, (acc, kind, store) in enumerate(zip(accs, kinds, stores, strict=True)):
+            dtype = _acc_dtype(kind, store.dtype)
+            if persistent:
+                buf.writeline(f"val{i} = {values[i]}")
+                tile = f"val{i}"
+            else:
+                buf.writeline(f"{acc} = {_combine(kind, dtype, acc, values[i])}")
+                tile = acc
+            results.append(_reduce(kind, dtype, tile))
     if split is not None:
         for i, partial in enumerate(split.partials):
             value = f"{results[i]}[:, None]"
-            lines.append(f"{indent}tl.store({_param(partial)} + xindex, {value}, mask=xmask)")
-        return lines
-    return lines + result_lines(stores, results, buffers, indent)
+            buf.writeline(f"tl.store({_param(partial)} + xindex, {value}, mask=xmask)")
+        return
+    write_results(buf, stores, results, buffers)
 
 
 @attrs.frozen
@@ -820,22 +687,23 @@ class SplitPlan:
     rows: int = 0
 
 
-def result_lines(
-    stores: list[ReductionStore], results: list[str], buffers: dict[str, Buffer], indent: str
-) -> list[str]:
-    """Lines that finish each reduction (`results`: its reduced `[XBLOCK]` value, in the
-    accumulator's dtype) and store it: any/all as bools, means divided, cast to the store's
-    dtype, at the store's index over the x loop variables.
+def write_results(
+    buf: CodeBuffer, stores: list[ReductionStore], results: list[str], buffers: dict[str, Buffer]
+) -> None:
+    """Finish each reduction (`results`: its reduced `[XBLOCK]` value, in the accumulator's
+    dtype) and store it: any/all as bools, means divided, cast to the store's dtype, at the
+    store's index over the x loop variables.
 
-    >>> result_lines([], [], {}, "")
+    >>> buf = CodeBuffer()
+    >>> write_results(buf, [], [], {})
+    >>> buf.lines
     []
     """
-    lines = []
-    out = _Body(buffers, "[XBLOCK, 1]", "xmask", indent)
+    out = _Body(buffers, "[XBLOCK, 1]", "xmask", buf)
     for i, store in enumerate(stores):
         kind = _reduce_kind(store)
         ty = tl_type(store.dtype)
-        lines.append(f"{indent}res{i} = {results[i]}[:, None]")
+        buf.writeline(f"res{i} = {results[i]}[:, None]")
         result = f"res{i}"
         if kind in ("any", "all"):
             result = f"({result} != 0)"
@@ -843,7 +711,6 @@ def result_lines(
             divisor = repr(float(store.divisor))
             divisor_tile = f"tl.full([XBLOCK, 1], {divisor}, tl.float64)"
             result = f"({result}.to(tl.float64) / {divisor_tile})"
-        lines.append(f"{indent}out{i} = {result}.to({ty})")
+        buf.writeline(f"out{i} = {result}.to({ty})")
         addr = out.address(store.buffer, store.index, tile=True)
-        lines.append(f"{indent}tl.store({_param(store.buffer)} + ({addr}), out{i}, mask=xmask)")
-    return lines
+        buf.writeline(f"tl.store({_param(store.buffer)} + ({addr}), out{i}, mask=xmask)")

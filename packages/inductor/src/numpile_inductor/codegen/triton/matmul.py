@@ -35,6 +35,7 @@ import numpile_runtime as rt
 
 from ...loop_ir import Buffer, BufferRef, ExternCall, Load, Store, loads_of
 from ...scheduler import FusedKernel
+from ..common import CodeBuffer
 from .kernel import (
     TritonKernel,
     _Body,
@@ -200,7 +201,6 @@ def matmul_template(
     block_m, block_n, block_k, num_warps = TILES[a.dtype.name][tile]
     ty = tl_type(a.dtype)
     tile_shape = f"[{block_m}, {block_n}]"
-    indent = "    "
     name = f"{epilogue.name if epilogue is not None else call.buffer}_mm{tile or ''}"
     stores: list[Store] = []
     scalars: list[str] = []
@@ -216,47 +216,52 @@ def matmul_template(
     params += ["xnumel", "XBLOCK: tl.constexpr", "INDEX64: tl.constexpr"]
     a_s = [f"{_param(a.name)}_s{d}" if a.shape[d] != 1 else "0" for d in (0, 1)]
     b_s = [f"{_param(b.name)}_s{d}" if b.shape[d] != 1 else "0" for d in (0, 1)]
-    lines = [
-        jit_decorator(scalars),
-        f"def {name}({', '.join(params)}):",
-        f"{indent}# matmul template [{m}, {k}] @ [{k}, {n}]"
-        + (f"; epilogue fuses {', '.join(epilogue.origins)}" if epilogue is not None else ""),
-        f"{indent}pid = tl.program_id(0)",
-        f"{indent}rm = (pid // {-(-n // block_n)}) * {block_m} + tl.arange(0, {block_m})[:, None]",
-        f"{indent}rn = (pid % {-(-n // block_n)}) * {block_n} + tl.arange(0, {block_n})[None, :]",
-        f"{indent}if INDEX64:",
-        f"{indent}    rm = rm.to(tl.int64)",
-        f"{indent}    rn = rn.to(tl.int64)",
-        f"{indent}mask = (rm < {m}) & (rn < {n})",
-        f"{indent}acc = tl.zeros({tile_shape}, {ty})",
-        f"{indent}for koffset in range(0, {k}, {block_k}):",
-        f"{indent}    kr = koffset + tl.arange(0, {block_k})",
-        f"{indent}    if INDEX64:",
-        f"{indent}        kr = kr.to(tl.int64)",
-        f"{indent}    a = tl.load({_param(a.name)} + (rm * {a_s[0]} + kr[None, :] * {a_s[1]}), "
-        f"mask=(rm < {m}) & (kr[None, :] < {k}), other=0)",
-        f"{indent}    b = tl.load({_param(b.name)} + (kr[:, None] * {b_s[0]} + rn * {b_s[1]}), "
-        f"mask=(kr[:, None] < {k}) & (rn < {n}), other=0)",
-        f'{indent}    acc += tl.dot(a, b, input_precision="ieee", out_dtype={ty})',
+    code = CodeBuffer()
+    code.writelines([jit_decorator(scalars), f"def {name}({', '.join(params)}):"])
+    with code.indent():
+        fuses = f"; epilogue fuses {', '.join(epilogue.origins)}" if epilogue is not None else ""
+        code.writeline(f"# matmul template [{m}, {k}] @ [{k}, {n}]{fuses}")
+        code.writeline("pid = tl.program_id(0)")
+        code.writeline(
+            f"rm = (pid // {-(-n // block_n)}) * {block_m} + tl.arange(0, {block_m})[:, None]"
+        )
+        code.writeline(
+            f"rn = (pid % {-(-n // block_n)}) * {block_n} + tl.arange(0, {block_n})[None, :]"
+        )
+        code.writeline("if INDEX64:")
+        code.writelines(["    rm = rm.to(tl.int64)", "    rn = rn.to(tl.int64)"])
+        code.writeline(f"mask = (rm < {m}) & (rn < {n})")
+        code.writeline(f"acc = tl.zeros({tile_shape}, {ty})")
+        code.writeline(f"for koffset in range(0, {k}, {block_k}):")
+        with code.indent():
+            code.writeline(f"kr = koffset + tl.arange(0, {block_k})")
+            code.writelines(["if INDEX64:", "    kr = kr.to(tl.int64)"])
+            a_at = f"rm * {a_s[0]} + kr[None, :] * {a_s[1]}"
+            code.writeline(
+                f"a = tl.load({_param(a.name)} + ({a_at}), mask=(rm < {m}) & (kr[None, :] < {k}), "
+                "other=0)"
+            )
+            b_at = f"kr[:, None] * {b_s[0]} + rn * {b_s[1]}"
+            code.writeline(
+                f"b = tl.load({_param(b.name)} + ({b_at}), mask=(kr[:, None] < {k}) & (rn < {n}), "
+                "other=0)"
+            )
+            code.writeline(f'acc += tl.dot(a, b, input_precision="ieee", out_dtype={ty})')
         # The epilogue's loop variables as whole tiles: an address over one of them alone
         # (a bias row, a product with one row) still has the tile's shape.
-        f"{indent}x0 = rm + 0 * rn",
-        f"{indent}x1 = rn + 0 * rm",
-        f"{indent}xindex = x0 * {n} + x1",
-    ]
-    body = _Body(buffers, tile_shape, "mask", indent)
-    body.locals[call.buffer] = "acc"
-    if keep_product or epilogue is None:
-        here = (sympy.Symbol("x0", integer=True), sympy.Symbol("x1", integer=True))
-        body.store(Store(call.buffer, here, Load(call.buffer, here, a.dtype)), False)
-    for store in stores:
-        assert epilogue is not None
-        body.store(store, store.buffer in epilogue.internal)
-    lines += body.lines
+        code.writelines(["x0 = rm + 0 * rn", "x1 = rn + 0 * rm", f"xindex = x0 * {n} + x1"])
+        body = _Body(buffers, tile_shape, "mask", code)
+        body.locals[call.buffer] = "acc"
+        if keep_product or epilogue is None:
+            here = (sympy.Symbol("x0", integer=True), sympy.Symbol("x1", integer=True))
+            body.store(Store(call.buffer, here, Load(call.buffer, here, a.dtype)), False)
+        for store in stores:
+            assert epilogue is not None
+            body.store(store, store.buffer in epilogue.internal)
     tiles = -(-m // block_m) * -(-n // block_n)
     return TritonKernel(
         name,
-        "\n".join(lines) + "\n",
+        code.getvalue() + "\n",
         tuple(used),
         stride_dims,
         tuple(scalars),

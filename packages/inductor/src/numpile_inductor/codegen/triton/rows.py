@@ -10,8 +10,8 @@ reads and writes the same elements of a row.
 - Persistent, when a row fits in one tile (`max_rblock`): each input row is
   loaded once and values passed between parts stay in registers (the scratch
   rows of the C backend cost no memory here). A program takes `row_tile`
-  elements: one row of 1024 or more (on an H200 a softmax over 65536 x 1024
-  took 131 us one row per program, 136 us four).
+  elements: one row of 1024 or more (one row per program was the faster on a
+  GPU; figures in docs/performance_notes.md).
 - Looped, over longer rows: one program per row and one loop over the row per
   reduction part, which accumulates it and recomputes the pointwise parts
   before it; a last loop computes and stores the parts after the last
@@ -25,11 +25,10 @@ reads and writes the same elements of a row.
   `exp(old max - new max)` when the max grows, so a softmax reads its row
   twice. The sum then rounds differently (each term rescaled once more), within
   the tolerance fused reductions already have; NumPy's NaN for a row of -inf,
-  and NaN and +inf propagation, are kept. On an H200, handwritten kernels of
-  both forms over 2048 x 32768: the online loop won in 2048-element tiles (216
-  against 273 us) and lost in the 8192-element tiles static rows get (242, or
-  164 with a max per tile, against 156 us): its two exps per element then cost
-  more than the third read of a row from L2.
+  and NaN and +inf propagation, are kept. The online loop wins in the short tiles
+  of run-time lengths and loses in the long tiles static rows get: its two exps
+  per element then cost more than the third read of a row from L2 (figures in
+  docs/performance_notes.md).
 
 Sizes known only at run time are kernel arguments: a dynamic row count
 (batch), and a dynamic row length, which makes the kernel looped. Groups that
@@ -49,13 +48,14 @@ from typing import Any
 import attrs
 import sympy
 
+from ...config import TritonOptions
 from ...index import loop_var
 from ...loop_ir import Apply, Buffer, Expr, Load, ReductionStore, Store, loads_of
 from ...scheduler import FusedKernel
+from ..common import CodeBuffer
 from .kernel import (
     REDUCTION_CONSTEXPRS,
     TritonKernel,
-    TritonOptions,
     _acc_dtype,
     _Body,
     _combine,
@@ -72,8 +72,8 @@ from .kernel import (
     jit_decorator,
     looped_warps,
     scalar_params,
-    widen_lines,
-    xoffset_lines,
+    write_widen,
+    write_xoffset,
 )
 from .ops import reduction_identity, tl_type, triton_expr, triton_literal
 from .split import split_chunks
@@ -249,29 +249,29 @@ def row_kernel_source(
         xblock = 1
         rblock, num_warps = _looped_launch(rnumel, options)
     origins = group.origins
-    indent = "    "
     kind = "persistent" if persistent else "looped"
-    lines = [
-        jit_decorator(scalars),
-        f"def {group.name}({', '.join(params)}):",
-        f"{indent}# {kind} rows over {list(group.ranges)} x {list(extent)}; "
-        f"{len(group.parts)} parts; fuses {', '.join(origins)}",
-        *_static_sizes(xnumel, rnumel, indent),
-        *xoffset_lines(indent),
-        f"{indent}xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
-        *_xmask_lines(xnumel, indent),
-        *_unflatten("x", "xindex", group.ranges, indent),
-    ]
-    if persistent:
-        lines += _persistent_body(aligned, group, buffers, extent, indent)
-    else:
-        online = options.online_softmax
-        if online is None:
-            online = not isinstance(rnumel, int)
-        lines += _looped_body(aligned, group, buffers, extent, indent, online)
+    code = CodeBuffer()
+    code.writelines([jit_decorator(scalars), f"def {group.name}({', '.join(params)}):"])
+    with code.indent():
+        code.writeline(
+            f"# {kind} rows over {list(group.ranges)} x {list(extent)}; "
+            f"{len(group.parts)} parts; fuses {', '.join(origins)}"
+        )
+        _static_sizes(code, xnumel, rnumel)
+        write_xoffset(code)
+        code.writeline("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
+        _xmask_lines(code, xnumel)
+        _unflatten(code, "x", "xindex", group.ranges)
+        if persistent:
+            _persistent_body(code, aligned, group, buffers, extent)
+        else:
+            online = options.online_softmax
+            if online is None:
+                online = not isinstance(rnumel, int)
+            _looped_body(code, aligned, group, buffers, extent, online)
     return TritonKernel(
         name=group.name,
-        source="\n".join(lines) + "\n",
+        source=code.getvalue() + "\n",
         buffers=tuple(used),
         stride_dims=stride_dims,
         scalars=tuple(scalars),
@@ -289,61 +289,60 @@ def row_kernel_source(
 
 def _looped_launch(rnumel: Any, options: TritonOptions) -> tuple[int, int]:
     # (RBLOCK, warps) of a looped row kernel. Over a static row length, tiles of up to
-    # `looped_rblock` elements with a warp per 512 of them (at most 16): on an H200 a
-    # handwritten softmax of this form over 2048 x 32768 float32 took 156 us in 8192-element
-    # tiles with 16 warps, against 267 us in 2048 with 8 (torch.compile: 164); the generated
-    # kernel, 159 us. A run-time length may be short, so
-    # its tiles stay `max_rblock` long (masked lanes of a longer tile cost time).
+    # `looped_rblock` elements with a warp per 512 of them (at most 16): long tiles with
+    # many warps stream a long row fastest (as fast as torch.compile's kernel; figures in
+    # docs/performance_notes.md). A run-time length may be short, so its tiles stay
+    # `max_rblock` long (masked lanes of a longer tile cost time).
     if not isinstance(rnumel, int):
         return options.max_rblock, looped_warps(1, options.max_rblock, options)
     rblock = min(options.looped_rblock, _next_pow2(rnumel))
     return rblock, max(options.num_warps, min(16, rblock // 512))
 
 
-def _static_sizes(xnumel: Any, rnumel: Any, indent: str) -> list[str]:
+def _static_sizes(buf: CodeBuffer, xnumel: Any, rnumel: Any) -> None:
     # Sizes known at compile time as constants of the body (the launch passes them still):
-    # Triton then knows a loop's trip count and the row's alignment. A handwritten looped
-    # softmax over 2048 x 32768 on an H200: 156 us with them constant, 169 us as arguments.
+    # Triton then knows a loop's trip count and the row's alignment, which makes looped
+    # row kernels faster (docs/performance_notes.md).
     sizes = (("xnumel", xnumel), ("rnumel", rnumel))
-    return [f"{indent}{name} = {value}" for name, value in sizes if isinstance(value, int)]
+    buf.writelines(f"{name} = {value}" for name, value in sizes if isinstance(value, int))
 
 
-def _xmask_lines(xnumel: Any, indent: str) -> list[str]:
+def _xmask_lines(buf: CodeBuffer, xnumel: Any) -> None:
     # The rows mask, all true when every program's rows exist (the grid is
     # ceil(xnumel / XBLOCK); a kernel over no rows does not launch): one row per program,
     # or a static row count XBLOCK divides.
     # Triton then masks loads and stores by the row's mask alone (torch's persistent
-    # reductions do the same); the generated looped softmax over 2048 x 32768 on an H200
-    # took 160 us so, 196 us with the rows mask computed.
+    # reductions do the same): computing the rows mask costs a looped softmax about a
+    # fifth of its time (docs/performance_notes.md).
     whole = f"{xnumel} % XBLOCK == 0" if isinstance(xnumel, int) else "XBLOCK == 1"
-    return [
-        f"{indent}if {whole}:",
-        f"{indent}    xmask = tl.full([XBLOCK, 1], True, tl.int1)",
-        f"{indent}else:",
-        f"{indent}    xmask = xindex < xnumel",
-    ]
+    buf.writelines(
+        [
+            f"if {whole}:",
+            "    xmask = tl.full([XBLOCK, 1], True, tl.int1)",
+            "else:",
+            "    xmask = xindex < xnumel",
+        ]
+    )
 
 
 _Aligned = list[tuple[bool, list[Store | ReductionStore]]]
 
 
-def _row_lines(rindex: str, extent: tuple[Any, ...], indent: str) -> list[str]:
+def _row_lines(buf: CodeBuffer, rindex: str, extent: tuple[Any, ...]) -> None:
     # The tile's reduction indices, masks, and loop variables over the row's extent.
-    return [
-        f"{indent}rindex = {rindex}",
-        *widen_lines("rindex", indent),
-        f"{indent}rmask = rindex < rnumel",
-        f"{indent}mask = xmask & rmask",
-        *_unflatten("r", "rindex", extent, indent),
-    ]
+    buf.writeline(f"rindex = {rindex}")
+    write_widen(buf, "rindex")
+    buf.writeline("rmask = rindex < rnumel")
+    buf.writeline("mask = xmask & rmask")
+    _unflatten(buf, "r", "rindex", extent)
 
 
 def _persistent_body(
-    aligned: _Aligned, group: FusedKernel, buffers: dict[str, Buffer], extent: Any, indent: str
-) -> list[str]:
+    buf: CodeBuffer, aligned: _Aligned, group: FusedKernel, buffers: dict[str, Buffer], extent: Any
+) -> None:
     # The whole row in one tile: every part reads and writes it in registers.
-    lines = _row_lines("tl.arange(0, RBLOCK)[None, :]", extent, indent)
-    body = _Body(buffers, "[XBLOCK, RBLOCK]", "mask", indent)
+    _row_lines(buf, "tl.arange(0, RBLOCK)[None, :]", extent)
+    body = _Body(buffers, "[XBLOCK, RBLOCK]", "mask", buf)
     count = 0
     for is_reduction, stores in aligned:
         for store in stores:
@@ -353,28 +352,25 @@ def _persistent_body(
                 continue
             assert isinstance(store, ReductionStore)
             value = body.emit(store.value)
-            body.lines.append(f"{indent}rval{count} = {_masked(store, value)}")
+            buf.writeline(f"rval{count} = {_masked(store, value)}")
             reduced = f"{_reduce(*_kind(store), f'rval{count}')}[:, None]"
             _finish(body, store, count, reduced, store.buffer in group.internal)
             count += 1
-    return lines + body.lines
 
 
 def _looped_body(
+    buf: CodeBuffer,
     aligned: _Aligned,
     group: FusedKernel,
     buffers: dict[str, Buffer],
     extent: Any,
-    indent: str,
     online: bool,
-) -> list[str]:
+) -> None:
     # Rows longer than a tile: one loop over the row per reduction part, accumulating it and
     # computing the pointwise parts before it; a last loop for the parts after the last
     # reduction. Pointwise values are recomputed in each loop that reads them (inlined),
     # stored once, in their own part's loop; reduced values are [XBLOCK, 1] locals. A max
     # followed by a sum of exp(value - max) shares one loop (`_online_pair`).
-    inner = indent + "    "
-    lines: list[str] = []
     defs: _Defs = {}  # over the row's variables
     reduced: dict[str, str] = {}  # reduction buffer -> its local
     segments = _segments(aligned)
@@ -396,10 +392,13 @@ def _looped_body(
         for i, store in enumerate(reductions, count):
             kind, dtype = _kind(store)
             identity = triton_literal(reduction_identity(kind, dtype), dtype, _TILE)
-            lines.append(f"{indent}acc{i} = {identity}")
-        lines.append(f"{indent}for roffset in range(0, rnumel, RBLOCK):")
-        lines += _row_lines("roffset + tl.arange(0, RBLOCK)[None, :]", extent, inner)
-        body = _Body(buffers, _TILE, "mask", inner)
+            buf.writeline(f"acc{i} = {identity}")
+        buf.writeline("for roffset in range(0, rnumel, RBLOCK):")
+        # The loop's body, then what follows the loop (`after`): the finish of its
+        # reductions, written once the body is complete.
+        row_loop = CodeBuffer(level=buf.level + 1)
+        _row_lines(row_loop, "roffset + tl.arange(0, RBLOCK)[None, :]", extent)
+        body = _Body(buffers, _TILE, "mask", row_loop)
         body.locals.update(reduced)
         body.counter = counter
         # The row stays in L2 for the loops after this one; the last loop reads it for good.
@@ -408,23 +407,22 @@ def _looped_body(
             value = defs[part_store.buffer][1]
             internal = part_store.buffer in group.internal
             body.store(Store(part_store.buffer, part_store.index, value), internal)
-        after = _Body(buffers, "[XBLOCK, 1]", "xmask", indent)
+        after = _Body(buffers, "[XBLOCK, 1]", "xmask", CodeBuffer(level=buf.level))
         if pair is not None:
             _online_softmax(body, after, pair, count, defs, group)
         else:
             for i, store in enumerate(reductions, count):
                 tile = body.emit(_inline(store.value, defs))
                 combined = _combine(*_kind(store), f"acc{i}", _masked(store, tile))
-                body.lines.append(f"{inner}acc{i} = {combined}")
+                row_loop.writeline(f"acc{i} = {combined}")
             for i, store in enumerate(reductions, count):
                 result = f"{_reduce(*_kind(store), f'acc{i}')}[:, None]"
                 _finish(after, store, i, result, store.buffer in group.internal)
         counter = body.counter
-        lines += body.lines + after.lines
+        buf.splice(row_loop.lines + after.buf.lines)
         for store in reductions:
             reduced[store.buffer] = after.locals[store.buffer]
         count += len(reductions)
-    return lines
 
 
 def _segments(aligned: _Aligned) -> list[tuple[list[Store], list[ReductionStore]]]:
@@ -501,16 +499,17 @@ def _online_softmax(
 
     ninf = triton_literal(float("-inf"), dtype, _TILE)
     zero = triton_literal(0.0, dtype, _TILE)
-    inner = body.indent
     value = body.emit(_inline(peak.value, defs))
-    body.lines += [
-        f"{inner}val{i} = tl.where(mask, {value}.to({ty}), {ninf})",
-        f"{inner}new{i} = _np_max_combine(acc{i}, val{i})",
-        f"{inner}scale{i} = tl.where(new{i} == {ninf}, {zero}, {exp(f'acc{i} - new{i}')})",
-        f"{inner}term{i} = tl.where(new{i} == {ninf}, {zero}, {exp(f'val{i} - new{i}')})",
-        f"{inner}acc{j} = acc{j} * scale{i} + term{i}",
-        f"{inner}acc{i} = new{i}",
-    ]
+    body.buf.writelines(
+        [
+            f"val{i} = tl.where(mask, {value}.to({ty}), {ninf})",
+            f"new{i} = _np_max_combine(acc{i}, val{i})",
+            f"scale{i} = tl.where(new{i} == {ninf}, {zero}, {exp(f'acc{i} - new{i}')})",
+            f"term{i} = tl.where(new{i} == {ninf}, {zero}, {exp(f'val{i} - new{i}')})",
+            f"acc{j} = acc{j} * scale{i} + term{i}",
+            f"acc{i} = new{i}",
+        ]
+    )
     _finish(
         after,
         peak,
@@ -518,10 +517,9 @@ def _online_softmax(
         f"tl.reduce(acc{i}, 1, _np_max_combine)[:, None]",
         peak.buffer in group.internal,
     )
-    indent = after.indent
     row_ninf = triton_literal(float("-inf"), dtype, "[XBLOCK, 1]")
-    after.lines.append(
-        f"{indent}rescale{i} = tl.where(acc{i} == {ninf}, {zero}, {exp(f'acc{i} - rres{i}')})"
+    after.buf.writeline(
+        f"rescale{i} = tl.where(acc{i} == {ninf}, {zero}, {exp(f'acc{i} - rres{i}')})"
     )
     summed = f"tl.sum(acc{j} * rescale{i}, axis=1)[:, None]"
     nan = triton_literal(float("nan"), dtype, "[XBLOCK, 1]")
@@ -556,18 +554,15 @@ def _finish(body: _Body, store: ReductionStore, i: int, reduced: str, internal: 
     # A reduced `[XBLOCK, 1]` value finished (any/all as bools, means divided, cast) into
     # the local `rout<i>`, stored unless the buffer is internal to the group.
     kind = _reduce_kind(store)
-    indent = body.indent
-    body.lines.append(f"{indent}rres{i} = {reduced}")
+    body.buf.writeline(f"rres{i} = {reduced}")
     result = f"rres{i}"
     if kind in ("any", "all"):
         result = f"({result} != 0)"
     elif store.divisor is not None:
         divisor = f"tl.full([XBLOCK, 1], {float(store.divisor)!r}, tl.float64)"
         result = f"({result}.to(tl.float64) / {divisor})"
-    body.lines.append(f"{indent}rout{i} = {result}.to({tl_type(store.dtype)})")
+    body.buf.writeline(f"rout{i} = {result}.to({tl_type(store.dtype)})")
     if not internal:
         addr = body.address(store.buffer, store.index, tile=True)
-        body.lines.append(
-            f"{indent}tl.store({_param(store.buffer)} + ({addr}), rout{i}, mask=xmask)"
-        )
+        body.buf.writeline(f"tl.store({_param(store.buffer)} + ({addr}), rout{i}, mask=xmask)")
     body.locals[store.buffer] = f"rout{i}"

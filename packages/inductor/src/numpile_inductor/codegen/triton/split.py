@@ -31,13 +31,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...config import TritonOptions
 from ...loop_ir import Buffer, ReductionStore
 from ...scheduler import FusedKernel
+from ..common import CodeBuffer
 from .kernel import (
     REDUCTION_CONSTEXPRS,
     SplitPlan,
     TritonKernel,
-    TritonOptions,
     _acc_dtype,
     _next_pow2,
     _outer_blocks,
@@ -53,9 +54,9 @@ from .kernel import (
     buffer_params,
     jit_decorator,
     looped_warps,
-    result_lines,
     scalar_params,
-    xoffset_lines,
+    write_results,
+    write_xoffset,
 )
 from .ops import reduction_identity, triton_literal
 
@@ -138,8 +139,10 @@ def _first_stage(
         f"{plan.chunk or 'rnumel / ' + str(plan.chunks)} per row"
         + (", chunk-major" if plan.rows else "")
     )
-    body = _reduction_body(fused, buffers, persistent=False, split=plan)
-    source = "\n".join([jit_decorator(scalars), f"def {name}({', '.join(params)}):", note, *body])
+    body = CodeBuffer(level=1)
+    _reduction_body(fused, buffers, body, persistent=False, split=plan)
+    head = [jit_decorator(scalars), f"def {name}({', '.join(params)}):", note]
+    source = "\n".join([*head, *body.lines])
     return TritonKernel(
         name,
         source + "\n",
@@ -172,33 +175,34 @@ def _second_stage(
     stride_dims, output_params = buffer_params(outputs, buffers)
     params = [*(_param(name) for name in partials), *output_params]
     params += ["xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
-    indent = "    "
-    lines = [
-        "@triton.jit",
-        f"def {fused.name}({', '.join(params)}):",
-        f"{indent}# split reduction, stage 2 of 2: combines the {chunks} partial results of a row",
-        *xoffset_lines(indent),
-        f"{indent}xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
-        f"{indent}xmask = xindex < xnumel",
-        *_unflatten("x", "xindex", fused.ranges, indent),
-        f"{indent}rindex = tl.arange(0, RBLOCK)[None, :]",
-        f"{indent}mask = xmask & (rindex < rnumel)",
-    ]
-    results = []
-    for i, (partial, store) in enumerate(zip(partials, stores, strict=True)):
-        kind = _reduce_kind(store)
-        dtype = _acc_dtype(kind, store.dtype)
-        identity = triton_literal(reduction_identity(kind, dtype), dtype, "[XBLOCK, RBLOCK]")
-        at = f"rindex * {plan.rows} + xindex" if plan.rows else f"xindex * {chunks} + rindex"
-        load = f"tl.load({_param(partial)} + ({at}), mask=mask, other=0)"
-        lines.append(f"{indent}val{i} = tl.where(mask, {load}, {identity})")
-        results.append(_reduce(kind, dtype, f"val{i}"))
-    lines += result_lines(stores, results, buffers, indent)
+    code = CodeBuffer()
+    code.writeline("@triton.jit")
+    code.writeline(f"def {fused.name}({', '.join(params)}):")
+    with code.indent():
+        code.writeline(
+            f"# split reduction, stage 2 of 2: combines the {chunks} partial results of a row"
+        )
+        write_xoffset(code)
+        code.writeline("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
+        code.writeline("xmask = xindex < xnumel")
+        _unflatten(code, "x", "xindex", fused.ranges)
+        code.writeline("rindex = tl.arange(0, RBLOCK)[None, :]")
+        code.writeline("mask = xmask & (rindex < rnumel)")
+        results = []
+        for i, (partial, store) in enumerate(zip(partials, stores, strict=True)):
+            kind = _reduce_kind(store)
+            dtype = _acc_dtype(kind, store.dtype)
+            identity = triton_literal(reduction_identity(kind, dtype), dtype, "[XBLOCK, RBLOCK]")
+            at = f"rindex * {plan.rows} + xindex" if plan.rows else f"xindex * {chunks} + rindex"
+            load = f"tl.load({_param(partial)} + ({at}), mask=mask, other=0)"
+            code.writeline(f"val{i} = tl.where(mask, {load}, {identity})")
+            results.append(_reduce(kind, dtype, f"val{i}"))
+        write_results(code, stores, results, buffers)
     rblock = _next_pow2(chunks)
     xblock = max(1, min(_next_pow2(xnumel), options.max_tile // rblock))
     return TritonKernel(
         fused.name,
-        "\n".join(lines) + "\n",
+        code.getvalue() + "\n",
         (*partials, *outputs),
         (*(() for _ in partials), *stride_dims),
         (),

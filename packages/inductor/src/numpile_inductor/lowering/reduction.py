@@ -26,10 +26,10 @@ import numpy as np
 
 from numpile_capture import ArrayMeta, Node
 
-from .codegen.common import kernel_dtype
-from .index import loop_var
-from .loop_ir import Load, ReductionStore
-from .lowering import CannotLower, Lowered, LoweringContext, cast, out_shape, register_lowering
+from ..codegen.common import kernel_dtype
+from ..index import loop_var
+from ..loop_ir import Load, ReductionStore
+from .context import CannotLower, Lowered, LoweringContext, cast, out_shape, register_lowering
 
 _REDUCTION_TYPES = {
     "sum": "sum",

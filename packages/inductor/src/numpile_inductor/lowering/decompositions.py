@@ -26,9 +26,9 @@ import numpy as np
 
 from numpile_capture import ArrayMeta, Node
 
-from . import reductions
-from .loop_ir import Apply, Constant, Expr
-from .lowering import (
+from ..loop_ir import Apply, Constant, Expr
+from . import reduction
+from .context import (
     CannotLower,
     Lowered,
     LoweringContext,
@@ -67,7 +67,7 @@ def _averaged(
     static = isinstance(count, int)
     if not static and ddof not in (0, 1):
         raise CannotLower("var with ddof other than 0 or 1 over a symbolic size")
-    total = reductions.reduce_value(
+    total = reduction.reduce_value(
         ctx,
         value,
         axes=axes,
@@ -81,7 +81,7 @@ def _averaged(
     if static:
         return total
     ones = Lowered(value.shape, _F64, lambda idx: Constant(1.0, _F64))
-    counted = reductions.reduce_value(
+    counted = reduction.reduce_value(
         ctx,
         ones,
         axes=axes,
@@ -106,17 +106,17 @@ _F64 = np.dtype("float64")
 
 
 def _lower_mean(ctx: LoweringContext, node: Node) -> Lowered:
-    value = reductions.reduction_input(ctx, node)
+    value = reduction.reduction_input(ctx, node)
     dtype = _mean_dtype(node, value)
-    axes = reductions.reduction_axes(node, len(value.shape))
+    axes = reduction.reduction_axes(node, len(value.shape))
     keepdims = bool(node.kwargs.get("keepdims", False))
     return _averaged(ctx, value, axes, keepdims=keepdims, dtype=dtype, name=node.name)
 
 
 def _lower_var(ctx: LoweringContext, node: Node, *, root: bool = False) -> Lowered:
-    value = reductions.reduction_input(ctx, node)
+    value = reduction.reduction_input(ctx, node)
     dtype = _mean_dtype(node, value)
-    axes = reductions.reduction_axes(node, len(value.shape))
+    axes = reduction.reduction_axes(node, len(value.shape))
     mean = _averaged(ctx, value, axes, keepdims=True, dtype=dtype, name=f"{node.name}_mean")
     assert value.loader is not None and mean.loader is not None
     source, mean_loader = value.loader, mean.loader

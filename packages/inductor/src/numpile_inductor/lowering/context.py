@@ -7,8 +7,10 @@ their consumers and views are index arithmetic, never copies. A value is
 output, an extern call's argument, or too costly to recompute for several
 users. Nodes without a lowering run as extern NumPy calls (`op.impl`).
 
-The lowering table maps op names to functions; the decompositions in
-`decompositions.py` register into the same table.
+The lowering table maps op names to functions, one module per op family
+(`pointwise.py`, `view.py`, `reduction.py`, `decompositions.py`), each registering
+into the table this module defines; this module imports them at its bottom, so
+importing the lowering loads every rule.
 
     >>> program = lower_graph(graph)  # doctest: +SKIP
     >>> [str(step) for step in program.steps]  # doctest: +SKIP
@@ -17,7 +19,6 @@ The lowering table maps op names to functions; the decompositions in
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -27,9 +28,9 @@ import sympy
 
 from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta, contiguous_strides
 
-from .codegen.common import SCALAR_OPS, kernel_dtype, supports
-from .index import loop_var, unflatten_index
-from .loop_ir import (
+from ..codegen.common import kernel_dtype
+from ..index import loop_var
+from ..loop_ir import (
     Apply,
     Buffer,
     BufferRef,
@@ -46,12 +47,6 @@ from .loop_ir import (
 
 log = logging.getLogger("numpile.inductor.lowering")
 
-# Python ops heavier than a few adds: never recomputed for a second user.
-_HEAVY = frozenset(
-    {"sin", "cos", "tan", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "power",
-     "sqrt", "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan", "arctan2", "floor_divide",
-     "remainder", "hypot", "divide", "cbrt"}
-)  # fmt: skip
 _MAX_INLINE_OPS = 48
 _MAX_SHARED_OPS = 6
 
@@ -94,6 +89,24 @@ def register_lowering(*names: str) -> Callable[[LoweringFn], LoweringFn]:
     def wrap(fn: LoweringFn) -> LoweringFn:
         for name in names:
             LOWERINGS[name] = fn
+        return fn
+
+    return wrap
+
+
+# NOTE: lowerings by op kind, for ops of that kind without a lowering of their own (views).
+KIND_LOWERINGS: dict[OpKind, LoweringFn] = {}
+
+
+def register_kind_lowering(kind: OpKind) -> Callable[[LoweringFn], LoweringFn]:
+    """Register the lowering of ops of `kind` that have none by name.
+
+    >>> @register_kind_lowering(OpKind.VIEW)  # doctest: +SKIP
+    ... def lower_view(ctx, node): ...
+    """
+
+    def wrap(fn: LoweringFn) -> LoweringFn:
+        KIND_LOWERINGS[kind] = fn
         return fn
 
     return wrap
@@ -234,8 +247,8 @@ class LoweringContext:
             self._extern(node, barrier=True)
             return
         fn = LOWERINGS.get(op.name)
-        if fn is None and op.kind is OpKind.VIEW:
-            fn = _lower_view
+        if fn is None:
+            fn = KIND_LOWERINGS.get(op.kind)
         if fn is not None and _lowerable_meta(node):
             try:
                 lowered = fn(self, node)
@@ -425,211 +438,9 @@ def out_shape(node: Node) -> tuple[Any, ...]:
     return tuple(as_dim(d) for d in node.meta.shape)
 
 
-# -- pointwise ---------------------------------------------------------------------------------
-
-
-def _ufunc_of(node: Node) -> np.ufunc | None:
-    assert node.op is not None
-    impl = node.op.impl
-    if isinstance(impl, np.ufunc):
-        return impl
-    candidate = getattr(np, node.op.name, None)
-    return candidate if isinstance(candidate, np.ufunc) else None
-
-
-def _fits(value: Any, dtype: np.dtype[Any]) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int) or dtype.kind not in "iu":
-        return True
-    info = np.iinfo(dtype)
-    return bool(info.min <= value <= info.max)
-
-
-def lower_ufunc(ctx: LoweringContext, node: Node) -> Lowered:
-    """A pointwise node applying a NumPy ufunc, in the ufunc's loop dtypes."""
-    ufunc = _ufunc_of(node)
-    if ufunc is None or ufunc.nout != 1 or node.params:
-        raise CannotLower("not a plain ufunc call")
-    shape = out_shape(node)
-    loaders: list[Loader] = []
-    kinds: list[Any] = []
-    for value in node.inputs:
-        loader, kind = operand_loader(ctx, value, shape)
-        loaders.append(loader)
-        kinds.append(kind)
-        if not isinstance(value, Node) and not _fits(value, np.dtype("int64")):
-            raise CannotLower("integer constant out of range")
-    try:
-        loop = ufunc.resolve_dtypes((*kinds, None))
-    except (TypeError, ValueError, np.exceptions.DTypePromotionError) as error:
-        raise CannotLower(str(error)) from error
-    in_dtypes, result = loop[: ufunc.nin], loop[-1]
-    assert isinstance(node.meta, ArrayMeta)
-    if result != node.meta.dtype or len(set(in_dtypes)) != 1:
-        raise CannotLower("loop dtypes")
-    loop_dtype = in_dtypes[0]
-    if not supports(node.op.name, loop_dtype) or not kernel_dtype(result):  # type: ignore[union-attr]
-        raise CannotLower(f"no C spelling for {ufunc.__name__} on {loop_dtype}")
-    for value in node.inputs:
-        if not isinstance(value, Node) and not _fits(value, loop_dtype):
-            raise CannotLower("Python integer out of the loop dtype's range")
-    name = node.op.name  # type: ignore[union-attr]
-
-    def load(idx: tuple[Any, ...]) -> Expr:
-        args = tuple(cast(loader(idx), loop_dtype) for loader in loaders)
-        return Apply(name, args, result)
-
-    ops, heavy = input_cost(ctx, node)
-    return Lowered(shape, result, load, ops + 1, heavy=heavy or name in _HEAVY)
-
-
-def _register_ufuncs() -> None:
-    for name in sorted(set().union(*SCALAR_OPS.values())):
-        LOWERINGS.setdefault(name, lower_ufunc)
-
-
-_register_ufuncs()
-
-
-@register_lowering("where")
-def _lower_where(ctx: LoweringContext, node: Node) -> Lowered:
-    if len(node.inputs) != 3 or node.params:
-        raise CannotLower("where takes three operands here")
-    shape = out_shape(node)
-    assert isinstance(node.meta, ArrayMeta)
-    result = node.meta.dtype
-    cond, x, y = (operand_loader(ctx, value, shape)[0] for value in node.inputs)
-    bool_ = np.dtype("bool")
-
-    def load(idx: tuple[Any, ...]) -> Expr:
-        return Apply(
-            "where", (cast(cond(idx), bool_), cast(x(idx), result), cast(y(idx), result)), result
-        )
-
-    ops, heavy = input_cost(ctx, node)
-    return Lowered(shape, result, load, ops + 1, heavy=heavy)
-
-
-@register_lowering("astype", "copy")
-def _lower_astype(ctx: LoweringContext, node: Node) -> Lowered:
-    if len(node.inputs) != 1 or not isinstance(node.inputs[0], Node):
-        raise CannotLower("astype of a non-array")
-    source = ctx.values[node.inputs[0]]
-    shape = out_shape(node)
-    assert isinstance(node.meta, ArrayMeta)
-    result = node.meta.dtype
-    if source.loader is None or source.shape != shape:
-        raise CannotLower("astype input")
-    if source.dtype.kind == "c" and result.kind != "c":
-        raise CannotLower("complex to real astype")
-    loader = source.loader
-
-    def load(idx: tuple[Any, ...]) -> Expr:
-        return cast(loader(idx), result)
-
-    return Lowered(shape, result, load, source.ops + 1, heavy=source.heavy)
-
-
-# -- views ---------------------------------------------------------------------------------------
-
-
-def _lower_view(ctx: LoweringContext, node: Node) -> Lowered:
-    """Any view op, as index arithmetic found by running the op on a stride probe."""
-    assert node.op is not None
-    if not node.inputs or not isinstance(node.inputs[0], Node):
-        raise CannotLower("view of a non-array")
-    if any(isinstance(value, Node) for value in node.inputs[1:]):
-        raise CannotLower("view with array operands")
-    source = ctx.values[node.inputs[0]]
-    if source.loader is None:
-        raise CannotLower("view input")
-    shape = out_shape(node)
-    assert isinstance(node.meta, ArrayMeta)
-    if node.meta.dtype != source.dtype:
-        raise CannotLower("a view that changes the dtype")
-    in_shape = source.shape
-    if not (is_static(shape) and is_static(in_shape)):
-        raise CannotLower("a view of symbolic shape (the stride probe needs sizes)")
-    base = np.zeros(max(1, math.prod(in_shape)), np.uint8)
-    probe = np.lib.stride_tricks.as_strided(base, in_shape, contiguous_strides(in_shape))
-    result = node.op.impl(probe, *node.inputs[1:], **node.kwargs)
-    if not isinstance(result, np.ndarray) or result.shape != shape or result.itemsize != 1:
-        raise CannotLower("the probe did not give a view of the right shape")
-    if result.size and not np.shares_memory(result, base):
-        raise CannotLower("the op copies")
-    offset = result.__array_interface__["data"][0] - base.__array_interface__["data"][0]
-    remap = _affine_remap(offset, tuple(result.strides), shape, in_shape)
-    loader = source.loader
-
-    def load(idx: tuple[Any, ...]) -> Expr:
-        return loader(remap(idx))
-
-    return Lowered(
-        shape, source.dtype, load, source.ops, pure_view=source.pure_view, heavy=source.heavy
-    )
-
-
-def _affine_remap(
-    offset: int, strides: tuple[int, ...], shape: tuple[int, ...], in_shape: tuple[int, ...]
-) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    # Output index -> input index, given the view's element offset and strides over a
-    # C-contiguous input. Each output dim is matched to one input dim when that keeps every
-    # input index in bounds; otherwise the flat position is unflattened (floor div / mod).
-    in_strides = contiguous_strides(in_shape)
-    start = list(unflatten_static(offset, in_shape))
-    terms: list[list[tuple[int, int]]] = [[] for _ in in_shape]
-    direct = True
-    for d, (size, stride) in enumerate(zip(shape, strides, strict=True)):
-        if size == 1 or stride == 0:
-            continue
-        target = None
-        for j in reversed(range(len(in_shape))):
-            if in_shape[j] > 1 and stride % in_strides[j] == 0:
-                target = j
-                break
-        if target is None:
-            direct = False
-            break
-        terms[target].append((d, stride // in_strides[target]))
-    if direct:
-        for j, dim_terms in enumerate(terms):
-            low = start[j] + sum(min(0, (shape[d] - 1) * m) for d, m in dim_terms)
-            high = start[j] + sum(max(0, (shape[d] - 1) * m) for d, m in dim_terms)
-            if low < 0 or high >= max(in_shape[j], 1):
-                direct = False
-                break
-    if direct:
-
-        def remap(idx: tuple[Any, ...]) -> tuple[Any, ...]:
-            return tuple(
-                start[j] + sum((idx[d] * m for d, m in terms[j]), sympy.Integer(0))
-                for j in range(len(in_shape))
-            )
-
-        return remap
-
-    def remap_flat(idx: tuple[Any, ...]) -> tuple[Any, ...]:
-        flat = offset + sum(
-            (idx[d] * s for d, s in enumerate(strides) if shape[d] != 1), sympy.Integer(0)
-        )
-        return unflatten_index(flat, in_shape)
-
-    return remap_flat
-
-
-def unflatten_static(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The index of flat C-order position `flat` in `shape` (plain ints).
-
-    >>> unflatten_static(5, (2, 3))
-    (1, 2)
-    """
-    result = []
-    for size in reversed(shape):
-        result.append(flat % size if size else 0)
-        flat = flat // size if size else 0
-    return tuple(reversed(result))
-
-
-# NOTE: the modules that fill LOWERINGS beyond the ufuncs, views, `where` and `astype` above:
-# importing the lowering loads every rule (the registry loads its own rules, in one place).
+# NOTE: the op families that fill LOWERINGS and KIND_LOWERINGS: importing the lowering
+# loads every rule (the registry loads its own rules, in one place).
 from . import decompositions as decompositions  # noqa: E402
-from . import reductions as reductions  # noqa: E402
+from . import pointwise as pointwise  # noqa: E402
+from . import reduction as reduction  # noqa: E402
+from . import view as view  # noqa: E402
