@@ -45,8 +45,8 @@ import numpy as np
 
 from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot, gives_scalar
 
-from ...loop_ir import ScalarArg
-from .loop import LoopBody
+from ...loop_ir import Apply, Constant, ScalarArg
+from ..common import CodeBuffer
 from .ops import c_expr, c_literal, c_type
 
 
@@ -216,7 +216,7 @@ class _Writer:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.lines: list[str] = []
+        self.buf = CodeBuffer(level=1)
         self.counter = 0
         self.bails = False
         self.arrays: list[_Array] = []
@@ -229,8 +229,16 @@ class _Writer:
         self.counter += 1
         return f"{stem}{self.counter}"
 
-    def line(self, indent: str, text: str) -> None:
-        self.lines.append(f"{indent}{text}")
+    def capture(self, emit: Callable[[], None], *, deeper: int = 0) -> list[str]:
+        # The lines `emit` writes, at this buffer's indentation plus `deeper` levels, kept
+        # out of the buffer (for a copy of a loop placed under a condition).
+        outer = self.buf
+        self.buf = CodeBuffer(level=outer.level + deeper)
+        try:
+            emit()
+            return self.buf.lines
+        finally:
+            self.buf = outer
 
     # -- values -------------------------------------------------------------------------
 
@@ -251,27 +259,27 @@ class _Writer:
             return _Value(c_literal(value.item(), value.dtype), value.dtype, invariant=True)
         raise NotScalarLoop(f"operand {value!r}")
 
-    def define(self, indent: str, dtype: np.dtype[Any], text: str, stem: str = "t") -> str:
+    def define(self, dtype: np.dtype[Any], text: str, stem: str = "t") -> str:
         name = self.fresh(stem)
-        self.line(indent, f"const {c_type(dtype)} {name} = {text};")
+        self.buf.writeline(f"const {c_type(dtype)} {name} = {text};")
         return name
 
     # -- the body -------------------------------------------------------------------------
 
-    def body(self, graph: Graph, env: _Env, indent: str) -> list[_Value | None]:
+    def body(self, graph: Graph, env: _Env) -> list[_Value | None]:
         # Emit every op node of `graph`; the values of its outputs (None: unchanged).
         for node in graph.nodes:
             if node.op is None:
                 continue
             handler = _NODE_HANDLERS.get(node.op.name)
             if handler is None:
-                env[node] = self.pointwise(node, env, indent)
+                env[node] = self.pointwise(node, env)
             else:
-                handler(self, node, env, indent)
+                handler(self, node, env)
         outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
         return [self.operand(env, out) for out in outputs]
 
-    def pointwise(self, node: Node, env: _Env, indent: str) -> _Value:
+    def pointwise(self, node: Node, env: _Env) -> _Value:
         meta = node.meta
         if not isinstance(meta, ArrayMeta) or meta.shape != () or c_type(meta.dtype) is None:
             raise NotScalarLoop(f"{node.op.name if node.op else node.name} gives {meta}")
@@ -293,12 +301,19 @@ class _Writer:
             raise NotScalarLoop(f"{node.op.name}: {reason}") from reason
         if ctx.steps or lowered.loader is None:
             raise NotScalarLoop(f"{node.op.name} needs a kernel of its own")
-        body = LoopBody({}, {}, {}, indent)
-        body.counter = self.counter + 1
-        text = body.emit(lowered.loader(()))
-        self.counter = body.counter
-        self.lines += body.lines
-        return _Value(text, meta.dtype)
+        return _Value(self.expression(lowered.loader(())), meta.dtype)
+
+    def expression(self, expr: Any) -> str:
+        # A scalar loop-IR expression (Apply, Constant, ScalarArg): one statement per Apply.
+        if isinstance(expr, Constant):
+            return c_literal(expr.value, expr.dtype)
+        if isinstance(expr, ScalarArg):
+            return f"(({c_type(expr.dtype)}){expr.name})"
+        if not isinstance(expr, Apply):
+            raise NotScalarLoop(f"a loop-IR value {expr}")
+        args = [self.expression(arg) for arg in expr.args]
+        dtypes = [arg.dtype for arg in expr.args]
+        return self.define(expr.dtype, c_expr(expr.fn, args, dtypes, expr.dtype))
 
     def hoisted(self, value: _Value, size: str) -> bool:
         # Whether `0 <= value < size` is checked once at the entry of an enclosing loop
@@ -317,7 +332,7 @@ class _Writer:
             return True
         return False
 
-    def element(self, array: _Array, index: list[_Value], indent: str) -> str:
+    def element(self, array: _Array, index: list[_Value]) -> str:
         # The C address expression of array[index] after bounds checks.
         terms = []
         for axis, value in enumerate(index):
@@ -327,9 +342,8 @@ class _Writer:
                 terms.append(f"(int64_t){value.text} * {array.name}_s{axis}")
                 continue
             name = self.fresh("ix")
-            self.line(indent, f"int64_t {name};")
-            self.line(
-                indent,
+            self.buf.writeline(f"int64_t {name};")
+            self.buf.writeline(
                 f"if (!np_loop_index((int64_t){value.text}, {array.name}_n{axis}, {axis}, "
                 f"&{name})) {{ goto fail; }}",
             )
@@ -366,38 +380,38 @@ def _array(env: _Env, value: Any) -> _Array:
     return found
 
 
-def _element_at(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+def _element_at(writer: _Writer, node: Node, env: _Env) -> None:
     array = _array(env, node.inputs[0])
     index = _index_values(writer, node, env, node.inputs[1:], array)
-    address = writer.element(array, index, indent)
-    env[node] = _Value(writer.define(indent, array.dtype, address), array.dtype)
+    address = writer.element(array, index)
+    env[node] = _Value(writer.define(array.dtype, address), array.dtype)
 
 
-def _setitem_at(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+def _setitem_at(writer: _Writer, node: Node, env: _Env) -> None:
     array = _array(env, node.inputs[0])
     value = writer.operand(env, node.inputs[1])
     index = _index_values(writer, node, env, node.inputs[2:], array)
     if value.python is int and array.dtype != np.dtype("int64") and array.dtype.kind in "iu":
         raise NotScalarLoop("a Python int stored into a narrower integer array")
-    address = writer.element(array, index, indent)
+    address = writer.element(array, index)
     cast = c_expr("cast", [value.text], [value.dtype], array.dtype)
-    writer.line(indent, f"{address} = {cast};")
+    writer.buf.writeline(f"{address} = {cast};")
     array.written = True
     env[node] = array
 
 
-def _carried_scalar(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+def _carried_scalar(writer: _Writer, node: Node, env: _Env) -> None:
     source = writer.operand(env, node.inputs[0])
     meta = node.meta
     assert isinstance(meta, ArrayMeta)
     if source.dtype != meta.dtype:
         text = c_expr("cast", [source.text], [source.dtype], meta.dtype)
-        env[node] = _Value(writer.define(indent, meta.dtype, text), meta.dtype)
+        env[node] = _Value(writer.define(meta.dtype, text), meta.dtype)
     else:
         env[node] = _Value(source.text, source.dtype)
 
 
-def _dim(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+def _dim(writer: _Writer, node: Node, env: _Env) -> None:
     array = _array(env, node.inputs[0])
     axis = dict(node.params)["axis"]
     env[node] = _Value(f"{array.name}_n{axis}", np.dtype("int64"), int, _DIM_BITS, True)
@@ -410,7 +424,7 @@ _COMPARE = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="
 _BITWISE = {"and": "&", "or": "|", "xor": "^"}
 
 
-def _py_binary(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+def _py_binary(writer: _Writer, node: Node, env: _Env) -> None:
     operator = dict(node.params)["operator"]
     left = writer.operand(env, node.inputs[0])
     right = writer.operand(env, node.inputs[1])
@@ -424,64 +438,63 @@ def _py_binary(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
         if is_float and left.python is not right.python and max(left.bits, right.bits) > 53:
             raise NotScalarLoop("an int compared with a float beyond 2**53")
         text = f"(npy_bool)({left.text} {_COMPARE[operator]} {right.text})"
-        env[node] = _Value(writer.define(indent, result, text), result, bool, 1)
+        env[node] = _Value(writer.define(result, text), result, bool, 1)
         return
     if is_float:
-        env[node] = _py_float(writer, operator, left, right, indent)
+        env[node] = _py_float(writer, operator, left, right)
         return
     a, b = f"(int64_t){left.text}", f"(int64_t){right.text}"
     bits = max(left.bits, right.bits)
     if operator in _BITWISE:
         kind = bool if meta.type is bool else int
         text = f"({a} {_BITWISE[operator]} {b})"
-        env[node] = _Value(writer.define(indent, result, text), result, kind, bits)
+        env[node] = _Value(writer.define(result, text), result, kind, bits)
         return
     if operator in _INT_BINARY:
         bound = left.bits + right.bits if operator == "mul" else bits + 1
         if bound <= _SAFE_BITS:
             text = f"({a} {_INT_BINARY[operator]} {b})"
-            value = _Value(writer.define(indent, result, text), result, int, bound)
+            value = _Value(writer.define(result, text), result, int, bound)
             value.affine = _affine(operator, left, right, node.inputs[1])
             value.invariant = left.invariant and right.invariant and not writer.frames
             env[node] = value
             return
         name = writer.fresh("t")
-        writer.line(indent, f"int64_t {name};")
-        writer.line(
-            indent, f"if ({_OVERFLOW_BUILTIN[operator]}({a}, {b}, &{name})) {{ goto bail; }}"
+        writer.buf.writeline(f"int64_t {name};")
+        writer.buf.writeline(
+            f"if ({_OVERFLOW_BUILTIN[operator]}({a}, {b}, &{name})) {{ goto bail; }}"
         )
         writer.bails = True
         env[node] = _Value(name, result, int, 63)
         return
     if operator in ("floordiv", "mod"):
         if isinstance(node.inputs[1], Node) or node.inputs[1] == 0:
-            writer.line(indent, f"if ({b} == 0) {{ goto bail; }}")
+            writer.buf.writeline(f"if ({b} == 0) {{ goto bail; }}")
             writer.bails = True
         if operator == "floordiv" and left.bits >= 63:
-            writer.line(indent, f"if ({a} == INT64_MIN && {b} == -1) {{ goto bail; }}")
+            writer.buf.writeline(f"if ({a} == INT64_MIN && {b} == -1) {{ goto bail; }}")
             writer.bails = True
         helper = "np_py_floordiv" if operator == "floordiv" else "np_py_mod"
         out_bits = left.bits if operator == "floordiv" else right.bits
         text = f"{helper}({a}, {b})"
-        env[node] = _Value(writer.define(indent, result, text), result, int, out_bits)
+        env[node] = _Value(writer.define(result, text), result, int, out_bits)
         return
     if operator == "rshift":
         name = writer.fresh("t")
-        writer.line(indent, f"int64_t {name};")
-        writer.line(indent, f"if ({b} < 0) {{ goto bail; }}")
+        writer.buf.writeline(f"int64_t {name};")
+        writer.buf.writeline(f"if ({b} < 0) {{ goto bail; }}")
         writer.bails = True
-        writer.line(indent, f"{name} = {b} >= 63 ? ({a} < 0 ? -1 : 0) : ({a} >> {b});")
+        writer.buf.writeline(f"{name} = {b} >= 63 ? ({a} < 0 ? -1 : 0) : ({a} >> {b});")
         env[node] = _Value(name, result, int, left.bits)
         return
     if operator == "lshift":
         name = writer.fresh("t")
-        writer.line(indent, f"int64_t {name};")
-        writer.line(
-            indent,
+        writer.buf.writeline(f"int64_t {name};")
+        writer.buf.writeline(
             f"if ({b} < 0 || ({a} != 0 && ({b} >= 63 || (({a} << {b}) >> {b}) != {a}))) "
             "{ goto bail; }",
         )
-        writer.line(indent, f"{name} = {a} == 0 ? 0 : ({a} << {b});")
+        writer.buf.writeline(f"{name} = {a} == 0 ? 0 : ({a} << {b});")
         writer.bails = True
         env[node] = _Value(name, result, int, 63)
         return
@@ -489,10 +502,10 @@ def _py_binary(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
         if max(left.bits, right.bits) > 53:
             raise NotScalarLoop("int true division beyond 2**53")
         if isinstance(node.inputs[1], Node) or node.inputs[1] == 0:
-            writer.line(indent, f"if ({b} == 0) {{ goto bail; }}")
+            writer.buf.writeline(f"if ({b} == 0) {{ goto bail; }}")
             writer.bails = True
         text = f"((double){a} / (double){b})"
-        env[node] = _Value(writer.define(indent, result, text), result, float)
+        env[node] = _Value(writer.define(result, text), result, float)
         return
     raise NotScalarLoop(f"Python operator {operator} on ints")
 
@@ -511,24 +524,24 @@ def _affine(operator: str, left: _Value, right: _Value, constant: Any) -> tuple[
     return None
 
 
-def _py_float(writer: _Writer, operator: str, left: _Value, right: _Value, indent: str) -> _Value:
+def _py_float(writer: _Writer, operator: str, left: _Value, right: _Value) -> _Value:
     # Python converts an int operand to the nearest float, as C's conversion does.
     f64 = np.dtype("float64")
     a, b = f"(double){left.text}", f"(double){right.text}"
     if operator in ("add", "sub", "mul"):
         text = f"({a} {_INT_BINARY[operator]} {b})"
     elif operator in ("truediv", "floordiv", "mod"):
-        writer.line(indent, f"if ({b} == 0.0) {{ goto bail; }}")
+        writer.buf.writeline(f"if ({b} == 0.0) {{ goto bail; }}")
         writer.bails = True
         helper = {"truediv": None, "floordiv": "_np_floor_divide_double",
                   "mod": "_np_remainder_double"}[operator]  # fmt: skip
         text = f"({a} / {b})" if helper is None else f"{helper}({a}, {b})"
     else:
         raise NotScalarLoop(f"Python operator {operator} on floats")
-    return _Value(writer.define(indent, f64, text), f64, float)
+    return _Value(writer.define(f64, text), f64, float)
 
 
-def _py_unary(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+def _py_unary(writer: _Writer, node: Node, env: _Env) -> None:
     operator = dict(node.params)["operator"]
     value = writer.operand(env, node.inputs[0])
     meta = node.meta
@@ -538,24 +551,24 @@ def _py_unary(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
         text = {"neg": f"(-{value.text})", "abs": f"fabs({value.text})"}.get(operator)
         if text is None:
             raise NotScalarLoop(f"Python {operator} on a float")
-        env[node] = _Value(writer.define(indent, result, text), result, float)
+        env[node] = _Value(writer.define(result, text), result, float)
         return
     if value.python not in (int, bool):
         raise NotScalarLoop("py_unary on a NumPy value")
     a = f"(int64_t){value.text}"
     if operator == "invert":
-        env[node] = _Value(writer.define(indent, result, f"(~{a})"), result, int, value.bits)
+        env[node] = _Value(writer.define(result, f"(~{a})"), result, int, value.bits)
         return
     if operator not in ("neg", "abs"):
         raise NotScalarLoop(f"Python {operator}")
     if value.bits >= 63:
-        writer.line(indent, f"if ({a} == INT64_MIN) {{ goto bail; }}")
+        writer.buf.writeline(f"if ({a} == INT64_MIN) {{ goto bail; }}")
         writer.bails = True
     text = f"(-{a})" if operator == "neg" else f"({a} < 0 ? -{a} : {a})"
-    env[node] = _Value(writer.define(indent, result, text), result, int, value.bits)
+    env[node] = _Value(writer.define(result, text), result, int, value.bits)
 
 
-def _loop_output(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+def _loop_output(writer: _Writer, node: Node, env: _Env) -> None:
     loop = node.inputs[0]
     finals = env.get(loop)
     if not isinstance(finals, _Finals):
@@ -569,7 +582,7 @@ class _Finals:
     values: list[_Value]
 
 
-def _nested_loop(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
+def _nested_loop(writer: _Writer, node: Node, env: _Env) -> None:
     params = dict(node.params)
     body: Graph = params["body"]
     carried: int = params["carried"]
@@ -583,10 +596,10 @@ def _nested_loop(writer: _Writer, node: Node, env: _Env, indent: str) -> None:
         checks = " || ".join(
             f"{b.text} > {limit} || {b.text} < -{limit}" for b in (start, stop, step)
         )
-        writer.line(indent, f"if ({checks}) {{ goto bail; }}")
+        writer.buf.writeline(f"if ({checks}) {{ goto bail; }}")
         writer.bails = True
         bits = _ENTRY_BITS
-    finals = _emit_loop(writer, node, body, carried, (start, stop, step), bits, env, indent)
+    finals = _emit_loop(writer, node, body, carried, (start, stop, step), bits, env)
     env[node] = _Finals(finals)  # type: ignore[assignment]
 
 
@@ -598,7 +611,6 @@ def _emit_loop(
     bounds: tuple[_Value, _Value, _Value],
     bits: int,
     env: _Env,
-    indent: str,
 ) -> list[_Value]:
     # A C `for` over range(start, stop, step) whose carried values are C locals declared
     # before it; returns those locals (the loop's final carried values).
@@ -612,7 +624,7 @@ def _emit_loop(
         if isinstance(meta, ArrayMeta) and meta.shape != ():
             raise NotScalarLoop(f"a carried array ({meta})")
         init = writer.operand(env, node.inputs[3 + k])
-        value = _carried_local(writer, meta, init, indent)
+        value = _carried_local(writer, meta, init)
         locals_.append(value)
         inner[placeholders[1 + k]] = value
     for k, value in enumerate(node.inputs[3 + carried :]):
@@ -625,12 +637,13 @@ def _emit_loop(
     constant_step = _literal_value(step.text)
     if constant_step is None:
         condition = f"({step.text} > 0 ? {index} < {stop.text} : {index} > {stop.text})"
-        writer.line(indent, f"if ({step.text} == 0) {{")
-        writer.line(
-            indent, '    PyErr_SetString(PyExc_ValueError, "range() arg 3 must not be zero");'
-        )
-        writer.line(indent, "    goto fail;")
-        writer.line(indent, "}")
+        writer.buf.writeline(f"if ({step.text} == 0) {{")
+        with writer.buf.indent():
+            writer.buf.writeline(
+                'PyErr_SetString(PyExc_ValueError, "range() arg 3 must not be zero");'
+            )
+            writer.buf.writeline("goto fail;")
+        writer.buf.writeline("}")
     elif constant_step == 0:
         raise NotScalarLoop("range() with a constant step of 0")
     else:
@@ -642,33 +655,36 @@ def _emit_loop(
     else:
         last = f"{a} + (({b} - {a} - ({c} > 0 ? 1 : -1)) / {c}) * {c}"
         low, high = f"({c} > 0 ? {a} : {last})", f"({c} > 0 ? {last} : {a})"
-    writer.line(indent, f"const int64_t {frame.low} = {low};")
-    writer.line(indent, f"const int64_t {frame.high} = {high};")
+    writer.buf.writeline(f"const int64_t {frame.low} = {low};")
+    writer.buf.writeline(f"const int64_t {frame.high} = {high};")
     head = f"for (int64_t {index} = {a}; {condition}; {index} += {c}) {{"
     inner[placeholders[0]] = _Value(index, np.dtype("int64"), int, bits + 1, affine=(frame, 0))
     writer.frames.append(frame)
-    mark = len(writer.lines)
-    _emit_iterations(writer, head, body, inner, locals_, indent + "    ")
-    unchecked = writer.lines[mark:]
-    del writer.lines[mark:]
-    writer.frames.pop()
-    if not frame.conditions:
-        writer.lines += [line[4:] for line in unchecked]
+    try:
+        unchecked = writer.capture(lambda: _emit_iterations(writer, head, body, inner, locals_))
+        copy = None
+        if frame.conditions:
+            # Two copies: without the bounds checks hoisted here when they all hold (each
+            # index in range at every iteration), else with every check where eager makes it.
+            checked = writer.checked
+            writer.checked = True
+            try:
+                copy = writer.capture(
+                    lambda: _emit_iterations(writer, head, body, inner, locals_), deeper=1
+                )
+            finally:
+                writer.checked = checked
+    finally:
+        writer.frames.pop()
+    if copy is None:
+        writer.buf.splice(unchecked)
         return locals_
-    # Two copies: without the bounds checks hoisted here when they all hold (each index
-    # in range at every iteration), else with every check where eager NumPy makes it.
-    checked = writer.checked
-    writer.checked = True
-    _emit_iterations(writer, head, body, inner, locals_, indent + "    ")
-    writer.checked = checked
-    copy = writer.lines[mark:]
-    del writer.lines[mark:]
     conditions = " && ".join(f"({cond})" for cond in dict.fromkeys(frame.conditions))
-    writer.line(indent, f"if ({conditions}) {{")
-    writer.lines += unchecked
-    writer.line(indent, "} else {")
-    writer.lines += copy
-    writer.line(indent, "}")
+    writer.buf.writeline(f"if ({conditions}) {{")
+    writer.buf.splice(CodeBuffer.UNIT + line for line in unchecked)
+    writer.buf.writeline("} else {")
+    writer.buf.splice(copy)
+    writer.buf.writeline("}")
     return locals_
 
 
@@ -678,12 +694,18 @@ def _emit_iterations(
     body: Graph,
     inner: _Env,
     locals_: list[_Value],
-    indent: str,
 ) -> None:
-    # The `for` statement: the body, then the carried locals' new values.
+    # The `for` statement around one iteration.
+    writer.buf.writeline(head)
+    with writer.buf.indent():
+        _emit_body(writer, body, inner, locals_)
+    writer.buf.writeline("}")
+
+
+def _emit_body(writer: _Writer, body: Graph, inner: _Env, locals_: list[_Value]) -> None:
+    # One iteration: the body's statements, then the carried locals' new values.
     placeholders = body.placeholders
-    writer.line(indent, head)
-    outputs = writer.body(body, dict(inner), indent + "    ")
+    outputs = writer.body(body, dict(inner))
     if len(outputs) != len(locals_):
         raise NotScalarLoop("the body's outputs are not its carried values")
     for k, (local, new) in enumerate(zip(locals_, outputs, strict=True)):
@@ -694,8 +716,7 @@ def _emit_iterations(
             raise NotScalarLoop("a carried value that is another carried value")
         assert new is not None
         cast = c_expr("cast", [new.text], [new.dtype], local.dtype)
-        writer.line(indent + "    ", f"{local.text} = {cast};")
-    writer.line(indent, "}")
+        writer.buf.writeline(f"{local.text} = {cast};")
 
 
 def _literal_value(text: str) -> int | None:
@@ -707,7 +728,7 @@ def _literal_value(text: str) -> int | None:
         return None
 
 
-def _carried_local(writer: _Writer, meta: Any, init: _Value, indent: str) -> _Value:
+def _carried_local(writer: _Writer, meta: Any, init: _Value) -> _Value:
     if isinstance(meta, ScalarMeta):
         if meta.type not in _PY_TYPES:
             raise NotScalarLoop(f"a carried {meta.type.__name__}")
@@ -725,14 +746,14 @@ def _carried_local(writer: _Writer, meta: Any, init: _Value, indent: str) -> _Va
     name = writer.fresh("c")
     cast = c_expr("cast", [init.text], [init.dtype], dtype)
     if writer.frames:
-        writer.line(indent, f"{c_type(dtype)} {name} = {cast};")
+        writer.buf.writeline(f"{c_type(dtype)} {name} = {cast};")
     else:  # the outermost loop's: read after the nest, declared before its copies
         writer.declarations.append(f"    {c_type(dtype)} {name};")
-        writer.line(indent, f"{name} = {cast};")
+        writer.buf.writeline(f"{name} = {cast};")
     return _Value(name, dtype, python, bits)
 
 
-_NODE_HANDLERS: dict[str, Callable[[_Writer, Node, _Env, str], None]] = {
+_NODE_HANDLERS: dict[str, Callable[[_Writer, Node, _Env], None]] = {
     "element_at": _element_at,
     "setitem_at": _setitem_at,
     "carried_scalar": _carried_scalar,
@@ -788,7 +809,7 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
         f"if ({step.text} == 0 || ({step.text} > 0 ? {start.text} >= {stop.text} : "
         f"{start.text} <= {stop.text})) {{ goto eager; }}"
     )
-    finals = _emit_loop(writer, outer, body, carried, (start, stop, step), bits, env, "    ")
+    finals = _emit_loop(writer, outer, body, carried, (start, stop, step), bits, env)
     outputs = body.output if isinstance(body.output, tuple) else (body.output,)
     boxes = [
         _box(final, out, placeholders[1 + k], outer.inputs[3 + k], env)
@@ -811,7 +832,7 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
         lines.append(f"    if (snap_{array.name} == NULL) {{ goto fail; }}")
     lines.append("    NP_FP_CLEAR();")
     lines += writer.declarations
-    lines += _unit_stride_copy(writer.lines, writer.arrays)
+    lines += _unit_stride_copy(writer.buf.lines, writer.arrays)
     lines.append("    *np_fp |= NP_FP_TEST();")
     lines.append(f"    result = PyTuple_New({carried});")
     lines.append("    if (result == NULL) { goto fail; }")
