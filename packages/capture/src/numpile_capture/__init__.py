@@ -12,6 +12,9 @@ from .capture_result import Unsupported as Unsupported
 from .compiling import is_compiling as is_compiling
 from .config import CaptureConfig as CaptureConfig
 from .config import config as config
+from .control_flow import add_loop as add_loop
+from .control_flow import has_loops as has_loops
+from .control_flow import is_loop as is_loop
 from .dispatch import CaptureFallbackWarning as CaptureFallbackWarning
 from .dispatch import CompiledFunction as CompiledFunction
 from .dispatch import InternalCompilerError as InternalCompilerError
@@ -61,6 +64,9 @@ from .variables import ScalarInputVar as ScalarInputVar
 __version__ = "0.1.0"
 
 __all__ = [
+    "add_loop",
+    "has_loops",
+    "is_loop",
     "mark_dynamic",
     "mark_static",
     "ArrayMeta",

@@ -28,13 +28,20 @@ the printed graph cover bodies (they print as indented blocks).
 
 from __future__ import annotations
 
+import operator
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 import attrs
+import numpy as np
 
 from .graph import Graph, Node
 from .meta import ArrayMeta, ScalarMeta
 from .op import Op, OpKind, register_op
+from .ops.loop_values import ScalarSlot
+from .pytree import tree_map
+from .source_line import SourceLine
 
 
 def _for_loop_meta(*inputs: Any, body: Graph, carried: int) -> ScalarMeta:
@@ -49,16 +56,172 @@ def _for_loop_meta(*inputs: Any, body: Graph, carried: int) -> ScalarMeta:
 def _for_loop_impl(
     start: Any, stop: Any, step: Any, *values: Any, body: Graph, carried: int
 ) -> Any:
-    # Late import: the interpreter runs graphs, this module only describes them.
-    from .interpreter import run_graph
-
     if step == 0:
         raise ValueError("range() arg 3 must not be zero")
     state = tuple(values[:carried])
     invariants = values[carried:]
+    run = body_runner(body)
     for index in range(start, stop, step):
-        state = tuple(run_graph(body, (index, *state, *invariants)))
+        state = run((index, *state, *invariants))
     return state
+
+
+# NOTE: per body graph, its runner (bodies are not changed once their loop node is made).
+_RUNNERS: weakref.WeakKeyDictionary[Graph, Callable[[tuple[Any, ...]], tuple[Any, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def body_runner(body: Graph) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A function running `body` once on its inputs, as `run_graph` does (each op called
+    from its user's line, values dropped after their last use), planned once per body:
+    a loop calls it per iteration.
+
+    >>> body_runner(Graph())(())  # an empty body returns its output, None
+    """
+    found = _RUNNERS.get(body)
+    if found is None:
+        found = _plan(body)
+        _RUNNERS[body] = found
+    return found
+
+
+def _plan(body: Graph) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    slots = {node: index for index, node in enumerate(body.placeholders)}
+    size = len(slots)
+    last: dict[Node, int] = {}
+    steps: list[tuple[Callable[..., Any], Callable[..., Any], dict[str, Any], int, list[int]]] = []
+    for node in body.nodes:
+        if node.op is None:
+            continue
+        slots[node] = size
+        size += 1
+    for position, node in enumerate(node for node in body.nodes if node.op is not None):
+        for value in node.inputs:
+            if isinstance(value, Node):
+                last[value] = position
+    kept = {slots[node] for node in body.output_nodes()} if body.output is not None else set()
+    dead: dict[int, list[int]] = {}
+    for value, position in last.items():
+        if slots[value] not in kept:
+            dead.setdefault(position, []).append(slots[value])
+    position = 0
+    for node in body.nodes:
+        if node.op is None:
+            continue
+        line = body.locations.get(node)
+        call = _caller(node, line)
+        steps.append(
+            (call, _gather(node.inputs, slots), node.kwargs, slots[node], dead.get(position, []))
+        )
+        position += 1
+    output = body.output
+    leaves = output if type(output) is tuple else ()
+    all_nodes = bool(leaves) and all(isinstance(leaf, Node) for leaf in leaves)
+    gather_output = _gather(leaves, slots) if all_nodes else None
+
+    def read(values: list[Any]) -> Callable[[Any], Any]:
+        return lambda leaf: values[slots[leaf]] if isinstance(leaf, Node) else leaf
+
+    def run(arguments: tuple[Any, ...]) -> Any:
+        values: list[Any] = [*arguments, *padding]
+        for call, gather, kwargs, target, drop in steps:
+            values[target] = call(gather(values), kwargs)
+            for slot in drop:
+                values[slot] = None  # as eager code drops its temporaries
+        if gather_output is not None:
+            return gather_output(values)
+        return tree_map(read(values), output)
+
+    padding = [None] * (size - len(body.placeholders))
+    return run
+
+
+def _gather(inputs: Any, slots: dict[Node, int]) -> Callable[[list[Any]], tuple[Any, ...]]:
+    # The arguments of a step as a tuple, read from the values list (an itemgetter when
+    # every input is a node: no Python loop per step).
+    if all(isinstance(value, Node) for value in inputs):
+        positions = [slots[value] for value in inputs]
+        if len(positions) == 1:
+            (only,) = positions
+            return lambda values: (values[only],)
+        if not positions:
+            return lambda values: ()
+        getter = operator.itemgetter(*positions)
+        return getter
+    pairs = [
+        (isinstance(value, Node), slots[value] if isinstance(value, Node) else value)
+        for value in inputs
+    ]
+    return lambda values: tuple(values[v] if is_slot else v for is_slot, v in pairs)
+
+
+# NOTE: ufuncs whose Python operator gives the same value, dtype and warnings on NumPy
+# scalars, ~30x faster (NumPy's scalar fast path, not the ufunc machinery). A loop body
+# of scalar work spends its time there.
+_SCALAR_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": operator.add,
+    "subtract": operator.sub,
+    "multiply": operator.mul,
+    "divide": operator.truediv,
+    "true_divide": operator.truediv,
+    "floor_divide": operator.floordiv,
+    "remainder": operator.mod,
+    "bitwise_and": operator.and_,
+    "bitwise_or": operator.or_,
+    "bitwise_xor": operator.xor,
+    "left_shift": operator.lshift,
+    "right_shift": operator.rshift,
+    "less": operator.lt,
+    "less_equal": operator.le,
+    "greater": operator.gt,
+    "greater_equal": operator.ge,
+    "equal": operator.eq,
+    "not_equal": operator.ne,
+}
+
+
+def _scalar_fast(
+    ufunc: Callable[..., Any], scalar_operator: Callable[[Any, Any], Any]
+) -> Callable[..., Any]:
+    def call(left: Any, right: Any) -> Any:
+        if isinstance(left, np.generic) or isinstance(right, np.generic):
+            return scalar_operator(left, right)
+        return ufunc(left, right)  # arrays, or two Python scalars (NumPy's 0-d result)
+
+    return call
+
+
+def _indexer(index: tuple[Any, ...]) -> Callable[..., Any] | None:
+    # x[i] and x[i, j] without building the index item by item (ScalarSlot in order).
+    if all(isinstance(item, ScalarSlot) and item.position == k for k, item in enumerate(index)):
+        if len(index) == 1:
+            return lambda x, i: x[i]
+        return lambda x, *scalars: x[scalars]
+    return None
+
+
+def _caller(node: Node, line: SourceLine | None) -> Callable[[list[Any], dict[str, Any]], Any]:
+    # Each op called from its user's line, where NumPy's warnings point (see SourceLine).
+    op = node.op
+    assert op is not None
+    impl = op.impl
+    fast_operator = _SCALAR_OPERATORS.get(op.name)
+    if fast_operator is not None and len(node.inputs) == 2 and not node.params:
+        impl = _scalar_fast(impl, fast_operator)
+    if op.name in ("element_at", "getitem_at"):
+        indexer = _indexer(node.kwargs["index"])
+        if indexer is not None:
+            fast = indexer
+            if line is None:
+                return lambda args, kwargs: fast(*args)
+            return lambda args, kwargs: line.call(fast, args, {})
+    if line is None:
+        return lambda args, kwargs: impl(*args, **kwargs)
+    if op.method:
+        method = op.method
+        return lambda args, kwargs: line.call_method(method, args, kwargs)
+    return lambda args, kwargs: line.call(impl, args, kwargs)
 
 
 for_loop = register_op(

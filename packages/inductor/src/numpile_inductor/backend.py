@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 import numpile_runtime as rt
-from numpile_capture import Graph
+from numpile_capture import Graph, has_loops
 
 from .autotune import AutotuneChoice, autotune
 from .buffer_pool import pool_handler
@@ -37,6 +37,7 @@ from .graph_cache import (
     store_artifact,
 )
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
+from .loops import compile_loop_bodies
 
 if TYPE_CHECKING:
     import types
@@ -142,6 +143,12 @@ def inductor(
         from .triton_backend import triton_backend  # CuPy inputs: Triton kernels
 
         return triton_backend(graph, example_inputs, mode=mode, options=options)
+    if has_loops(graph):
+        # Each loop body compiled once, run by a host loop (see `loops`).
+        def compile_body(body: Graph) -> Callable[..., Any]:
+            return compile_graph(body, options=options, mode=mode).fn
+
+        graph = compile_loop_bodies(graph, compile_body)
     return compile_graph(graph, options=options, mode=mode, example_inputs=example_inputs).fn
 
 
