@@ -58,12 +58,31 @@ def _for_loop_impl(
 ) -> Any:
     if step == 0:
         raise ValueError("range() arg 3 must not be zero")
+    custom = _LOOP_RUNNERS.get(body)
+    if custom is not None:
+        return custom(range(start, stop, step), values, carried)
     state = tuple(values[:carried])
     invariants = values[carried:]
     run = body_runner(body)
     for index in range(start, stop, step):
         state = run((index, *state, *invariants))
     return state
+
+
+LoopRunner = Callable[[range, tuple[Any, ...], int], tuple[Any, ...]]
+
+# NOTE: per body graph, a backend's way to run its loop (the inductor's host loop calling
+# the compiled body); a backend registers it on a body graph of its own.
+_LOOP_RUNNERS: weakref.WeakKeyDictionary[Graph, LoopRunner] = weakref.WeakKeyDictionary()
+
+
+def set_loop_runner(body: Graph, runner: LoopRunner) -> None:
+    """Run every loop whose body is `body` with `runner(indices, values, carried)`, which
+    returns the final carried values (`values` are the node's carried and invariant inputs).
+
+    >>> set_loop_runner(Graph(), lambda indices, values, carried: values[:carried])
+    """
+    _LOOP_RUNNERS[body] = runner
 
 
 # NOTE: per body graph, its runner (bodies are not changed once their loop node is made).

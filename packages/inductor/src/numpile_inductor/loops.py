@@ -21,7 +21,6 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import attrs
 import numpy as np
 
 from numpile_capture import (
@@ -31,14 +30,17 @@ from numpile_capture import (
     Op,
     OpKind,
     ScalarMeta,
+    body_runner,
     is_loop,
     run_graph,
+    set_loop_runner,
     tree_map,
 )
 
 log = logging.getLogger("numpile.inductor.loops")
 
 BodyCompiler = Callable[[Graph], Callable[..., Any]]
+LoopRunner = Callable[[range, tuple[Any, ...], int], tuple[Any, ...]]
 
 
 def compile_loop_bodies(graph: Graph, compile_body: BodyCompiler) -> Graph:
@@ -59,11 +61,16 @@ def compile_loop_bodies(graph: Graph, compile_body: BodyCompiler) -> Graph:
             mapping[node] = result.placeholder(node.name, node.meta)
             continue
         op = node.op
-        if is_loop(node) and _has_array_work(node.kwargs["body"]):
-            body = compile_loop_bodies(node.kwargs["body"], compile_body)
-            op = attrs.evolve(op, impl=host_loop(body, compile_body(body)))
+        params = dict(node.params)
+        if is_loop(node):
+            # A body graph of the inductor's own, so the runner it registers on it does not
+            # change how other backends run the same captured graph.
+            body = _own_copy(compile_loop_bodies(node.kwargs["body"], compile_body))
+            compiled = compile_body(body) if _has_array_work(body) else None
+            set_loop_runner(body, host_loop(body, compiled))
+            params["body"] = body
         inputs = tuple(tree_map(rename, list(node.inputs)))
-        copy = result.add_node(op, inputs, dict(node.params), node.meta)
+        copy = result.add_node(op, inputs, params, node.meta)
         mapping[node] = copy
         line = graph.locations.get(node)
         if line is not None:
@@ -87,25 +94,48 @@ def _has_array_work(body: Graph) -> bool:
     )
 
 
-def host_loop(body: Graph, compiled: Callable[..., Any]) -> Callable[..., Any]:
-    """The implementation of a `for_loop` node that calls `compiled` (the body) per index."""
-    metas = [node.meta for node in body.placeholders]
+def _own_copy(graph: Graph) -> Graph:
+    copy = Graph()
+    copy.nodes = list(graph.nodes)
+    copy.output = graph.output
+    copy.locations = dict(graph.locations)
+    return copy
 
-    def run(start: Any, stop: Any, step: Any, *values: Any, body: Graph, carried: int) -> Any:
-        if step == 0:
-            raise ValueError("range() arg 3 must not be zero")
+
+def host_loop(body: Graph, compiled: Callable[..., Any] | None) -> LoopRunner:
+    """The implementation of a `for_loop` node that calls `compiled` (the body) per index,
+    or runs the body op by op (`body_runner`) when it was not worth compiling.
+
+    The final carried values have the types of the node's metadata: a loop that ran no
+    iteration gives its initial Python scalar as the NumPy scalar the loop would carry
+    (the compiled module reads metadata types; eager Python keeps the Python scalar).
+    """
+    metas = [node.meta for node in body.placeholders]
+    if compiled is None:
+        runner = body_runner(body)
+
+        def compiled(*arguments: Any) -> Any:
+            return runner(arguments)
+
+    def run(indices: range, values: tuple[Any, ...], carried: int) -> tuple[Any, ...]:
         state = tuple(values[:carried])
         invariants = values[carried:]
         matching = _matches(state, metas[1 : 1 + carried])
-        for index in range(start, stop, step):
+        for index in indices:
             if matching:
                 state = tuple(compiled(index, *state, *invariants))
             else:
                 state = tuple(run_graph(body, (index, *state, *invariants)))
                 matching = _matches(state, metas[1 : 1 + carried])
-        return state
+        return tuple(_as_meta(value, meta) for value, meta in zip(state, metas[1:], strict=False))
 
     return run
+
+
+def _as_meta(value: Any, meta: Any) -> Any:
+    if isinstance(meta, ArrayMeta) and meta.ndim == 0 and type(value) in (bool, int, float):
+        return meta.dtype.type(value)
+    return value
 
 
 def _matches(values: Sequence[Any], metas: Sequence[Any]) -> bool:
