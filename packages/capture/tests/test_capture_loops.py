@@ -219,6 +219,17 @@ def python_ints(x: Any) -> Any:
     return k, m
 
 
+def over_rows(a: Any, w: Any) -> Any:
+    out = np.zeros(a.shape[1])
+    for row in a:
+        out += row * w
+        row[0] = 1.0
+    total = 0
+    for value in a[:, 1]:
+        total = total + value
+    return out, total
+
+
 PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (sum_of_squares, lambda n: (np.arange(n, dtype=np.float64),)),
     (recurrence, lambda n: (np.arange(n, dtype=np.float64),)),
@@ -230,6 +241,7 @@ PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (row_sums, lambda n: (np.arange(n * 3, dtype=np.float32).reshape(n, 3),)),
     (time_steps, lambda n: (np.arange(6.0) ** 2, n)),
     (python_ints, lambda n: (np.zeros(n * 7),)),
+    (over_rows, lambda n: (np.arange(n * 3.0).reshape(n, 3), np.arange(3, dtype=np.int32))),
 ]
 
 

@@ -93,13 +93,15 @@ class RangeVar(Variable):
 
 @attrs.define(eq=False)
 class RangeIterVar(Variable):
-    """The iterator a `for` over a range starts with (GET_ITER right before FOR_ITER).
+    """The iterator a `for` over a range, or over an array's first axis (`over`), starts
+    with (GET_ITER right before FOR_ITER).
 
     It lives only between the two instructions: FOR_ITER keeps the loop, or replaces it
-    by an `IteratorVar` of the range's items and unrolls.
+    by an `IteratorVar` of the items and unrolls.
     """
 
     bounds: tuple[Variable, Variable, Variable]
+    over: ArrayVar | None = None
 
     def describe(self) -> str:
         return "range iterator"
@@ -145,7 +147,19 @@ def _is_int_constant(var: Variable) -> bool:
 
 
 def range_iterator(iterable: Variable) -> RangeIterVar | None:
-    """The iterator to start a `for` over `iterable` with, when it is a range."""
+    """The iterator to start a `for` over `iterable` with, when it is a range or an array."""
+    if isinstance(iterable, ArrayVar) and iterable.meta.ndim > 0:
+        rows = iterable.meta.shape[0]
+        if not isinstance(rows, int) and not is_size_expr(rows):
+            return None
+        # Late import: operators imports this module's RangeVar.
+        from .operators import size_value
+
+        try:
+            count = size_value(rows)
+        except Unsupported:
+            return None  # a data-dependent length (x[x > 0]): iterated as before
+        return RangeIterVar((ConstantVar(0), ConstantVar(count), ConstantVar(1)), iterable)
     if isinstance(iterable, RangeVar):
         return RangeIterVar(iterable.bounds)
     if isinstance(iterable, ConstantVar) and isinstance(iterable.value, range):
@@ -156,11 +170,13 @@ def range_iterator(iterable: Variable) -> RangeIterVar | None:
     return None
 
 
-def unrolled(iterator: RangeIterVar) -> IteratorVar:
+def unrolled(tracer: Tracer, iterator: RangeIterVar) -> IteratorVar:
     """The items of the range, for a loop that is unrolled (its bounds specialized)."""
     # Late import: operators imports this module's RangeVar.
-    from .operators import _check_unroll
+    from .operators import _check_unroll, iterate
 
+    if iterator.over is not None:
+        return IteratorVar(iterate(tracer, iterator.over))
     values = [_specialized_int(bound) for bound in iterator.bounds]
     items = range(*values)
     _check_unroll(len(items))
@@ -201,7 +217,7 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     attempt = 0
     while True:
         try:
-            body, results = _trace_body(frame, extent, metas, scalars)
+            body, results = _trace_body(frame, extent, metas, scalars, iterator.over)
         finally:
             saved.restore(frame)
         widened = _widen(metas, results)
@@ -311,23 +327,30 @@ def _trace_body(
     extent: _Extent,
     metas: dict[str, ArrayMeta | ScalarMeta],
     scalars: set[str],
+    over: ArrayVar | None,
 ) -> tuple[Graph, list[Any]]:
     # One iteration, traced into a graph of its own; the frame is restored by the caller.
     tracer = frame.tracer
     outer = tracer.graph
     body = Graph()
-    index_name = _index_name(frame, extent)
+    index_name = _index_name(frame, extent) if over is None else "i"
     index = body.placeholder(index_name, ScalarMeta(int))
     for name, meta in metas.items():
         placeholder = body.placeholder(name, meta)
         if name in scalars and isinstance(meta, ArrayMeta):
             placeholder = body.call(get_op("carried_scalar"), placeholder)
         frame.state.locals[name] = variable_of(placeholder)
-    frame.state.push(ScalarNodeVar(index))
+    depth = len(frame.state.stack)
     frame.pc = extent.head + 1
-    depth = len(frame.state.stack) - 1
     tracer.graph = body
     try:
+        item: Variable = ScalarNodeVar(index)
+        if over is not None:
+            # Late import: operators imports this module's RangeVar.
+            from .operators import getitem
+
+            item = getitem(tracer, over, item)  # the row, a view (or an element's scalar)
+        frame.state.push(item)
         _run_iteration(frame, extent)
     finally:
         tracer.graph = outer
@@ -340,7 +363,9 @@ def _trace_body(
 
 def _index_name(frame: Frame, extent: _Extent) -> str:
     first = frame.instructions[extent.head + 1]
-    return str(first.argval) if first.opname == "STORE_FAST" else "i"
+    if first.opname == "STORE_FAST" and first.argval != "_":
+        return str(first.argval)
+    return "i"
 
 
 def _run_iteration(frame: Frame, extent: _Extent) -> None:
