@@ -27,6 +27,9 @@ def _fresh() -> Iterator[None]:
 
 
 def _same(got: Any, want: Any, *, weak_as_numpy: bool = False) -> None:
+    if want is None:
+        assert got is None
+        return
     if isinstance(want, tuple):
         assert isinstance(got, tuple) and len(got) == len(want)
         for got_item, want_item in zip(got, want, strict=True):
@@ -89,6 +92,31 @@ def nested_lower_update(a: Any, b: Any) -> Any:
     return a
 
 
+def crc16(data: Any, b: Any) -> Any:
+    crc = 0xFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            if crc & 1:  # noqa: SIM108 - the if statement is what is tested
+                crc = (crc >> 1) ^ 0xA001
+            else:
+                crc = crc >> 1
+    return crc
+
+
+def mandelbrot(c: Any, b: Any) -> Any:
+    out = np.zeros(c.shape[0], dtype=np.int64)
+    for k in range(c.shape[0]):
+        z = 0j
+        n = 30
+        for it in range(30):
+            z = z * z + c[k]
+            if abs(z) > 2.0 and n == 30:
+                n = it
+        out[k] = n
+    return out
+
+
 PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (dot_loop, lambda n: (np.arange(n, dtype=np.float64), np.arange(n, dtype=np.float64) + 1)),
     (prefix_in_place, lambda n: (np.linspace(0, 1, n), np.linspace(1, 2, n))),
@@ -99,6 +127,8 @@ PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (stencil_steps, lambda n: (np.arange(12.0) ** 2, np.full(n, 0.9))),
     (counter_and_float32, lambda n: (np.arange(n, dtype=np.float32), np.ones(n, np.float32))),
     (nested_lower_update, lambda n: (np.ones((n, n)), np.arange(n, dtype=np.float64))),
+    (crc16, lambda n: (np.arange(n * 5, dtype=np.int64) * 37 % 256, None)),
+    (mandelbrot, lambda n: (np.linspace(-2, 1, n * 3) + 0.3j, None)),
 ]
 
 

@@ -200,17 +200,6 @@ _SCALAR_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def _scalar_fast(
-    ufunc: Callable[..., Any], scalar_operator: Callable[[Any, Any], Any]
-) -> Callable[..., Any]:
-    def call(left: Any, right: Any) -> Any:
-        if isinstance(left, np.generic) or isinstance(right, np.generic):
-            return scalar_operator(left, right)
-        return ufunc(left, right)  # arrays, or two Python scalars (NumPy's 0-d result)
-
-    return call
-
-
 def _indexer(index: tuple[Any, ...]) -> Callable[..., Any] | None:
     # x[i] and x[i, j] without building the index item by item (ScalarSlot in order).
     if all(isinstance(item, ScalarSlot) and item.position == k for k, item in enumerate(index)):
@@ -227,7 +216,18 @@ def _caller(node: Node, line: SourceLine | None) -> Callable[[list[Any], dict[st
     impl = op.impl
     fast_operator = _SCALAR_OPERATORS.get(op.name)
     if fast_operator is not None and len(node.inputs) == 2 and not node.params:
-        impl = _scalar_fast(impl, fast_operator)
+        ufunc = impl
+        scalar_operator = fast_operator
+
+        def pick(args: list[Any]) -> Callable[..., Any]:
+            # NumPy scalars: the operator; arrays or two Python scalars: the ufunc.
+            if isinstance(args[0], np.generic) or isinstance(args[1], np.generic):
+                return scalar_operator
+            return ufunc
+
+        if line is None:
+            return lambda args, kwargs: pick(args)(*args)
+        return lambda args, kwargs: line.call(pick(args), args, kwargs)
     if op.name in ("element_at", "getitem_at"):
         indexer = _indexer(node.kwargs["index"])
         if indexer is not None:
@@ -271,6 +271,60 @@ def for_loop_op(mutates: tuple[int, ...]) -> Op:
     return found
 
 
+def _cond_meta(pred: Any, *inputs: Any, then_branch: Graph, else_branch: Graph) -> ScalarMeta:
+    for branch in (then_branch, else_branch):
+        if len(branch.placeholders) != len(inputs):
+            raise ValueError(
+                f"cond: a branch takes {len(branch.placeholders)} inputs, the node gives "
+                f"{len(inputs)}"
+            )
+    return ScalarMeta(tuple)
+
+
+def _cond_impl(pred: Any, *inputs: Any, then_branch: Graph, else_branch: Graph) -> Any:
+    return body_runner(then_branch if pred else else_branch)(inputs)
+
+
+cond = register_op(
+    Op(
+        "cond",
+        OpKind.EXTERN,
+        _cond_meta,
+        _cond_impl,
+        doc="an if on a run-time value: one of two subgraphs, chosen by bool(pred)",
+    )
+)
+
+# NOTE: as for loops, one op per set of written input positions.
+_WRITING_CONDS: dict[tuple[int, ...], Op] = {(): cond}
+
+
+def add_cond(
+    graph: Graph,
+    pred: Any,
+    inputs: list[Any],
+    branches: tuple[Graph, Graph],
+    metas: list[ArrayMeta | ScalarMeta],
+    mutates: tuple[int, ...],
+) -> list[Node]:
+    """Add a `cond` node choosing `branches` (then, else) by `pred`, and one `loop_output`
+    per result (of `metas`, which cover both branches' results); return the outputs.
+
+    Each branch takes `inputs` as its placeholders and returns a tuple of len(metas).
+    """
+    then_branch, else_branch = branches
+    params = {"then_branch": then_branch, "else_branch": else_branch}
+    meta = _cond_meta(pred, *inputs, **params)
+    op = _WRITING_CONDS.get(mutates)
+    if op is None:
+        op = attrs.evolve(cond, mutates=mutates)
+        _WRITING_CONDS[mutates] = op
+    node = graph.add_node(op, (pred, *inputs), params, meta)
+    return [
+        graph.add_node(loop_output, (node,), {"index": k}, meta) for k, meta in enumerate(metas)
+    ]
+
+
 def _loop_output_meta(loop: Any, *, index: int) -> ArrayMeta | ScalarMeta:
     raise TypeError("loop_output's metadata comes from its loop's body (see add_loop)")
 
@@ -285,7 +339,7 @@ loop_output = register_op(
         OpKind.EXTERN,
         _loop_output_meta,
         _loop_output_impl,
-        doc="one final carried value of a loop",
+        doc="one result of a loop or cond node (a final carried value, a merged local)",
     )
 )
 
@@ -296,12 +350,16 @@ def is_loop(node: Node) -> bool:
 
 
 def has_loops(graph: Graph) -> bool:
-    """Whether `graph` holds a loop node (backends that lower op by op check this first).
+    """Whether `graph` holds a control-flow node: a loop, or a cond (only inside a loop's
+    body today); backends that lower op by op check this first.
 
     >>> has_loops(Graph())
     False
     """
-    return any(is_loop(node) for node in graph.nodes)
+    return any(node.op is not None and node.op.name in _CONTROL_FLOW for node in graph.nodes)
+
+
+_CONTROL_FLOW = ("for_loop", "cond")
 
 
 def add_loop(

@@ -62,7 +62,7 @@ log = logging.getLogger("numpile.capture.graph_breaks")
 # NOTE: how many times a body is traced again with widened carried types (NEP 50 fixpoint).
 MAX_RETRACES = 3
 
-_SCALAR_TYPES = (bool, int, float)
+_SCALAR_TYPES = (bool, int, float, complex)
 
 
 class LoopFallback(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -206,7 +206,7 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     for name in _loaded_names(frame, extent):
         if name in state.lazy:
             state.read_local(name)  # root arguments read in the body: built once, outside
-    saved = _Snapshot.take(frame)
+    saved = Snapshot.take(frame)
     metas: dict[str, ArrayMeta | ScalarMeta] = {}
     for name in extent.carried:
         meta = _carried_meta(state.locals[name])
@@ -309,7 +309,7 @@ def variable_of(node: Node) -> Variable:
     return ArrayVar(node) if isinstance(node.meta, ArrayMeta) else ScalarNodeVar(node)
 
 
-def _meta_of_value(value: Any) -> ArrayMeta | ScalarMeta:
+def meta_of_value(value: Any) -> ArrayMeta | ScalarMeta:
     if isinstance(value, Node):
         return value.meta
     return ScalarMeta(type(value))
@@ -369,15 +369,31 @@ def _index_name(frame: Frame, extent: _Extent) -> str:
 
 
 def _run_iteration(frame: Frame, extent: _Extent) -> None:
-    while frame.pc != extent.head:
-        if not extent.head < frame.pc < extent.exit:
-            raise LoopFallback("it leaves the loop early (break or return)")
+    run_until(frame, extent.head, extent.head + 1, extent.exit)
+
+
+# NOTE: the jumps a branch on a run-time value (a loop body's `if x[i] > 0:`) starts with.
+_BRANCHES = ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE")
+
+
+def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
+    """Step `frame` until it reaches instruction `stop`, staying in [low, high): one loop
+    iteration or one branch of an `if`. A branch on a run-time value becomes a `cond`."""
+    while frame.pc != stop:
+        if not low <= frame.pc < high:
+            raise LoopFallback("it leaves the loop early (break, continue or return)")
         inst = frame.instructions[frame.pc]
         frame.current = inst
         frame.pc += 1
         nodes_before = len(frame.tracer.graph.nodes)
         try:
-            frame.step(inst)
+            if inst.opname in _BRANCHES and is_run_time(frame.state.peek()):
+                # Late import: branches trace their blocks with this function.
+                from .branch_capture import capture_branch
+
+                capture_branch(frame, inst, stop, high)
+            else:
+                frame.step(inst)
         except LoopFallback:
             raise
         except Unsupported as exc:
@@ -391,20 +407,29 @@ def _run_iteration(frame: Frame, extent: _Extent) -> None:
             raise LoopFallback("it leaves the loop early (break or return)")
 
 
+def is_run_time(var: Variable) -> bool:
+    """Whether `var`'s value exists only at run time: a run-time scalar or a 0-d array."""
+    if isinstance(var, ScalarNodeVar):
+        return True
+    return isinstance(var, ArrayVar) and var.meta.shape == ()
+
+
 def _widen(
     metas: dict[str, ArrayMeta | ScalarMeta], results: list[Any]
 ) -> dict[str, ArrayMeta | ScalarMeta]:
     widened: dict[str, ArrayMeta | ScalarMeta] = {}
     for (name, before), value in zip(metas.items(), results, strict=True):
-        widened[name] = _join(name, before, _meta_of_value(value))
+        widened[name] = join_metas(name, before, meta_of_value(value))
     return widened
 
 
-def _join(name: str, before: ArrayMeta | ScalarMeta, after: ArrayMeta | ScalarMeta) -> Any:
+def join_metas(name: str, before: ArrayMeta | ScalarMeta, after: ArrayMeta | ScalarMeta) -> Any:
+    """The metadata covering both `before` and `after` (a Python scalar joins the NumPy
+    scalar it becomes); `LoopFallback` when none does (an array changing shape)."""
     if before == after:
         return before
     if isinstance(before, ScalarMeta) and isinstance(after, ScalarMeta):
-        order = (bool, int, float)
+        order = (bool, int, float, complex)
         if before.type in order and after.type in order:
             return max(before, after, key=lambda meta: order.index(meta.type))
         raise LoopFallback(f"{name!r} changes from {before} to {after} in the loop")
@@ -478,9 +503,8 @@ def size_node(tracer: Tracer, expr: Any) -> Any:
     raise LoopFallback(f"the trip count {expr} is not a sum or product of sizes")
 
 
-def lift_body(traced: Graph, own: int) -> tuple[Graph, list[Node]]:
-    """`traced` with every node of an enclosing graph it reads made a placeholder after its
-    first `own` placeholders; returns it with those nodes (the loop-invariant inputs)."""
+def external_nodes(traced: Graph) -> list[Node]:
+    """The nodes of enclosing graphs `traced` reads, in the order it first reads them."""
     inside = set(traced.nodes)
     external: list[Node] = []
     for node in traced.nodes:
@@ -490,6 +514,17 @@ def lift_body(traced: Graph, own: int) -> tuple[Graph, list[Node]]:
     for value in _leaves(traced.output):
         if value not in inside and value not in external:
             external.append(value)
+    return external
+
+
+def lift_body(
+    traced: Graph, own: int, external: list[Node] | None = None
+) -> tuple[Graph, list[Node]]:
+    """`traced` with every node of an enclosing graph it reads (or every node of
+    `external`) made a placeholder after its first `own` placeholders; returns it with
+    those nodes (the loop-invariant inputs)."""
+    if external is None:
+        external = external_nodes(traced)
     body = Graph()
     mapping: dict[Node, Node] = {}
     for placeholder in traced.placeholders[:own]:
@@ -524,6 +559,12 @@ def _leaves(tree: Any) -> Iterator[Node]:
 def _written_inputs(body: Graph) -> tuple[int, ...]:
     # The for_loop input positions whose arrays the body writes in place: the body's
     # placeholders (index first) sit at input position 2 + k (after start, stop, step).
+    return written_inputs(body, 2)
+
+
+def written_inputs(body: Graph, offset: int) -> tuple[int, ...]:
+    """The input positions (a body's placeholder k is input `offset + k`) of the arrays
+    `body` writes in place, through views and the writes of nested loops."""
     placeholders = body.placeholders
     written: list[int] = []
     for node in body.nodes:
@@ -542,7 +583,7 @@ def _written_inputs(body: Graph) -> tuple[int, ...]:
             ):
                 root = root.inputs[0]
             if isinstance(root, Node) and root.op is None:
-                slot = 2 + placeholders.index(root)
+                slot = offset + placeholders.index(root)
                 if slot not in written:
                     written.append(slot)
     return tuple(sorted(written))
@@ -551,7 +592,7 @@ def _written_inputs(body: Graph) -> tuple[int, ...]:
 # -- undoing an abandoned body trace ---------------------------------------------------------
 
 
-class _Snapshot:
+class Snapshot:
     """The frame and the Python containers it reaches, to restore after a body's trace."""
 
     def __init__(self, frame: Frame) -> None:
@@ -569,7 +610,7 @@ class _Snapshot:
             self._visit(var, seen)
 
     @classmethod
-    def take(cls, frame: Frame) -> _Snapshot:
+    def take(cls, frame: Frame) -> Snapshot:
         return cls(frame)
 
     def _visit(self, var: Variable, seen: set[int]) -> None:
