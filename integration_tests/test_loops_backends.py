@@ -117,6 +117,22 @@ def mandelbrot(c: Any, b: Any) -> Any:
     return out
 
 
+def gauss_seidel(a: Any, b: Any) -> Any:
+    x = np.zeros_like(b)
+    err = 1.0
+    sweeps = 0
+    while err > 1e-10:
+        err = 0.0
+        for i in range(b.shape[0]):
+            new = (b[i] - a[i] @ x + a[i, i] * x[i]) / a[i, i]
+            d = abs(new - x[i])
+            if d > err:
+                err = d
+            x[i] = new
+        sweeps += 1
+    return x, sweeps
+
+
 PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (dot_loop, lambda n: (np.arange(n, dtype=np.float64), np.arange(n, dtype=np.float64) + 1)),
     (prefix_in_place, lambda n: (np.linspace(0, 1, n), np.linspace(1, 2, n))),
@@ -129,6 +145,7 @@ PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (nested_lower_update, lambda n: (np.ones((n, n)), np.arange(n, dtype=np.float64))),
     (crc16, lambda n: (np.arange(n * 5, dtype=np.int64) * 37 % 256, None)),
     (mandelbrot, lambda n: (np.linspace(-2, 1, n * 3) + 0.3j, None)),
+    (gauss_seidel, lambda n: (np.eye(n + 1) * 4 + np.ones((n + 1, n + 1)), np.arange(n + 1.0))),
 ]
 
 

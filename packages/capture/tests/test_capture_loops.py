@@ -267,6 +267,31 @@ def mandelbrot(c: Any) -> Any:
     return out
 
 
+def newton_sqrt(a: Any) -> Any:
+    x = a + 1.0
+    k = 0
+    while np.abs(x * x - a).max() > 1e-12:
+        x = 0.5 * (x + a / x)
+        k += 1
+    return x, k
+
+
+def gauss_seidel(a: Any, b: Any) -> Any:
+    x = np.zeros_like(b)
+    err = 1.0
+    sweeps = 0
+    while err > 1e-10:
+        err = 0.0
+        for i in range(b.shape[0]):
+            new = (b[i] - a[i] @ x + a[i, i] * x[i]) / a[i, i]
+            d = abs(new - x[i])
+            if d > err:
+                err = d
+            x[i] = new
+        sweeps += 1
+    return x, sweeps
+
+
 PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (sum_of_squares, lambda n: (np.arange(n, dtype=np.float64),)),
     (recurrence, lambda n: (np.arange(n, dtype=np.float64),)),
@@ -282,6 +307,8 @@ PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (signed_sum, lambda n: (np.sin(np.arange(n * 3.0)),)),
     (crc16, lambda n: (np.arange(n * 5, dtype=np.int64) * 37 % 256,)),
     (mandelbrot, lambda n: (np.linspace(-2, 1, n * 3) + 0.3j,)),
+    (newton_sqrt, lambda n: (np.arange(1.0, n + 2.0),)),
+    (gauss_seidel, lambda n: (np.eye(n + 1) * 4 + np.ones((n + 1, n + 1)), np.arange(n + 1.0))),
 ]
 
 
@@ -300,7 +327,7 @@ def test_loop_matches_eager(fn: Callable[..., Any], make: Callable[[int], tuple[
 @pytest.mark.parametrize("fn,make", PROGRAMS, ids=[fn.__name__ for fn, _ in PROGRAMS])
 def test_loop_is_kept(fn: Callable[..., Any], make: Callable[[int], tuple[Any, ...]]) -> None:
     graph = capture_function(fn, make(4), {}).graph
-    assert "for_loop" in _ops(graph)
+    assert "for_loop" in _ops(graph) or "while_loop" in _ops(graph)
     assert "element" not in _ops(graph)  # nothing unrolled
 
 
@@ -420,3 +447,24 @@ def test_break_falls_back_to_unrolling() -> None:
     out = explain(f)(np.arange(5.0))
     assert "leaves the loop" in out.loops_not_kept[0].reason
     _same(compile_function(f, backend="eager")(np.arange(5.0)), f(np.arange(5.0)))
+
+
+def test_while_loop_is_one_node() -> None:
+    graph = capture_function(newton_sqrt, (np.arange(1.0, 4.0),), {}).graph
+    assert _ops(graph).count("while_loop") == 1
+    text = str(graph)
+    assert "while_loop(v5, v0, 0, a, body=<graph>, carried=2, enter_if=True, again_if=True)" in text
+    assert "    body(x: float64[3], k: int, a: float64[3]):" in text
+
+
+def test_while_on_values_known_now_is_unrolled() -> None:
+    # A loop on Python ints computes shapes at capture time: it stays Python.
+    def f(x: Any) -> Any:
+        n = 1
+        while n < x.shape[0]:
+            n *= 2
+        return np.zeros(n) + x.sum()
+
+    graph = capture_function(f, (np.ones(5),), {}).graph
+    assert "while_loop" not in _ops(graph)
+    assert "float64[8]" in str(graph)

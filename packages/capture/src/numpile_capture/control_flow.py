@@ -325,6 +325,79 @@ def add_cond(
     ]
 
 
+def _while_loop_meta(
+    pred: Any, *inputs: Any, body: Graph, carried: int, enter_if: bool, again_if: bool
+) -> ScalarMeta:
+    if len(body.placeholders) != len(inputs):
+        raise ValueError(
+            f"while_loop: the body takes {len(body.placeholders)} inputs, the node gives "
+            f"{len(inputs)}"
+        )
+    return ScalarMeta(tuple)
+
+
+def _while_loop_impl(
+    pred: Any, *values: Any, body: Graph, carried: int, enter_if: bool, again_if: bool
+) -> Any:
+    state = tuple(values[:carried])
+    invariants = values[carried:]
+    run = body_runner(body)
+    going = bool(pred) == enter_if
+    while going:
+        *new, again = run((*state, *invariants))
+        state = tuple(new)
+        going = bool(again) == again_if
+    return state
+
+
+while_loop = register_op(
+    Op(
+        "while_loop",
+        OpKind.EXTERN,
+        _while_loop_meta,
+        _while_loop_impl,
+        doc="a Python while loop: the body returns the new carried values and the next test",
+    )
+)
+
+# NOTE: as for loops, one op per set of written input positions.
+_WRITING_WHILE_LOOPS: dict[tuple[int, ...], Op] = {(): while_loop}
+
+
+def add_while_loop(
+    graph: Graph,
+    pred: Any,
+    carried: list[Any],
+    invariants: list[Any],
+    body: Graph,
+    tests: tuple[bool, bool],
+    mutates: tuple[int, ...],
+) -> list[Node]:
+    """Add a `while_loop` node and one `loop_output` per carried value; return the outputs.
+
+    `pred` is the first test's value; the loop runs while `bool(test) == ` the test's
+    truth of `tests` (entry, repeat); `body` takes the carried values and the invariants
+    and returns the new carried values and the next test's value.
+    """
+    params = {
+        "body": body,
+        "carried": len(carried),
+        "enter_if": tests[0],
+        "again_if": tests[1],
+    }
+    inputs = (pred, *carried, *invariants)
+    meta = _while_loop_meta(*inputs, **params)  # type: ignore[arg-type]
+    op = _WRITING_WHILE_LOOPS.get(mutates)
+    if op is None:
+        op = attrs.evolve(while_loop, mutates=mutates)
+        _WRITING_WHILE_LOOPS[mutates] = op
+    node = graph.add_node(op, inputs, params, meta)
+    metas = [value.meta for value in body.placeholders[: len(carried)]]
+    return [
+        graph.add_node(loop_output, (node,), {"index": k}, meta) for k, meta in enumerate(metas)
+    ]
+
+
 def _loop_output_meta(loop: Any, *, index: int) -> ArrayMeta | ScalarMeta:
     raise TypeError("loop_output's metadata comes from its loop's body (see add_loop)")
 
@@ -349,6 +422,11 @@ def is_loop(node: Node) -> bool:
     return node.op is not None and node.op.name == "for_loop"
 
 
+def is_while_loop(node: Node) -> bool:
+    """Whether `node` applies a `while_loop` (whichever inputs it writes)."""
+    return node.op is not None and node.op.name == "while_loop"
+
+
 def has_loops(graph: Graph) -> bool:
     """Whether `graph` holds a control-flow node: a loop, or a cond (only inside a loop's
     body today); backends that lower op by op check this first.
@@ -359,7 +437,7 @@ def has_loops(graph: Graph) -> bool:
     return any(node.op is not None and node.op.name in _CONTROL_FLOW for node in graph.nodes)
 
 
-_CONTROL_FLOW = ("for_loop", "cond")
+_CONTROL_FLOW = ("for_loop", "while_loop", "cond")
 
 
 def add_loop(

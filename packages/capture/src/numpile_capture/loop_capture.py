@@ -209,18 +209,18 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     saved = Snapshot.take(frame)
     metas: dict[str, ArrayMeta | ScalarMeta] = {}
     for name in extent.carried:
-        meta = _carried_meta(state.locals[name])
+        meta = carried_meta(state.locals[name])
         if meta is None:
             raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
         metas[name] = meta
-    scalars = {name for name in extent.carried if _scalar_like(state.locals[name])}
+    scalars = {name for name in extent.carried if scalar_like(state.locals[name])}
     attempt = 0
     while True:
         try:
             body, results = _trace_body(frame, extent, metas, scalars, iterator.over)
         finally:
             saved.restore(frame)
-        widened = _widen(metas, results)
+        widened = widen(metas, results)
         if widened == metas:
             break
         attempt += 1
@@ -233,15 +233,26 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
 def _extent(frame: Frame, inst: Instruction) -> _Extent:
     head = frame.pc - 1
     assert inst.target is not None
-    exit_at = inst.target
+    carried, temporaries = body_names(frame, head, head + 1, inst.target, inst.target)
+    return _Extent(head, inst.target, carried, temporaries)
+
+
+def body_names(
+    frame: Frame, head: int, low: int, high: int, exit_at: int, *, exit_from: int = -1
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The carried locals and the temporaries of a loop body [low, high) whose loop spans
+    [head, exit_at); only instruction `exit_from` may jump to `exit_at` (a while loop's
+    bottom test). `LoopFallback` for a body that leaves early or rebinds cells."""
     instructions = frame.instructions
     stored: list[str] = []
     first_store: set[str] = set()
     seen: set[str] = set()
-    for position in range(head + 1, exit_at):
+    for position in range(low, high):
         body_inst = instructions[position]
         name = body_inst.opname
-        if body_inst.target is not None and not head <= body_inst.target < exit_at:
+        target = body_inst.target
+        leaves = target is not None and not head <= target < exit_at
+        if leaves and not (position == exit_from and target == exit_at):
             raise LoopFallback("it leaves the loop early (break or return)")
         if name in ("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RAISE_VARARGS"):
             raise LoopFallback("it leaves the loop early (break or return)")
@@ -271,19 +282,24 @@ def _extent(frame: Frame, inst: Instruction) -> _Extent:
             carried.append(name)
         else:
             temporaries.append(name)
-    return _Extent(head, exit_at, tuple(carried), tuple(temporaries))
+    return tuple(carried), tuple(temporaries)
 
 
 def _loaded_names(frame: Frame, extent: _Extent) -> list[str]:
+    return loaded_names(frame, extent.head + 1, extent.exit)
+
+
+def loaded_names(frame: Frame, low: int, high: int) -> list[str]:
+    """The locals instructions [low, high) read, in order."""
     names: list[str] = []
-    for position in range(extent.head + 1, extent.exit):
+    for position in range(low, high):
         inst = frame.instructions[position]
         if inst.opname == "LOAD_FAST" and inst.argval not in names:
             names.append(inst.argval)
     return names
 
 
-def _carried_meta(var: Variable) -> ArrayMeta | ScalarMeta | None:
+def carried_meta(var: Variable) -> ArrayMeta | ScalarMeta | None:
     if isinstance(var, ArrayVar | ScalarNodeVar):
         return var.node.meta
     if isinstance(var, ScalarInputVar) and type(var.current) in _SCALAR_TYPES:
@@ -315,7 +331,7 @@ def meta_of_value(value: Any) -> ArrayMeta | ScalarMeta:
     return ScalarMeta(type(value))
 
 
-def _scalar_like(var: Variable) -> bool:
+def scalar_like(var: Variable) -> bool:
     # A NumPy or Python scalar (not a 0-d array): `s += v` on it makes a new value.
     if isinstance(var, ArrayVar):
         return var.meta.shape == () and gives_scalar(var.node)
@@ -388,10 +404,15 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
         nodes_before = len(frame.tracer.graph.nodes)
         try:
             if inst.opname in _BRANCHES and is_run_time(frame.state.peek()):
-                # Late import: branches trace their blocks with this function.
+                # Late imports: branches and while loops trace their blocks with this function.
                 from .branch_capture import capture_branch
+                from .while_capture import keep_while, while_shape
 
-                capture_branch(frame, inst, stop, high)
+                shape = while_shape(frame, inst)
+                if shape is not None:
+                    keep_while(frame, inst, shape)
+                else:
+                    capture_branch(frame, inst, stop, high)
             else:
                 frame.step(inst)
         except LoopFallback:
@@ -414,7 +435,7 @@ def is_run_time(var: Variable) -> bool:
     return isinstance(var, ArrayVar) and var.meta.shape == ()
 
 
-def _widen(
+def widen(
     metas: dict[str, ArrayMeta | ScalarMeta], results: list[Any]
 ) -> dict[str, ArrayMeta | ScalarMeta]:
     widened: dict[str, ArrayMeta | ScalarMeta] = {}
