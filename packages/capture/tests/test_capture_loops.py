@@ -219,6 +219,79 @@ def python_ints(x: Any) -> Any:
     return k, m
 
 
+def over_rows(a: Any, w: Any) -> Any:
+    out = np.zeros(a.shape[1])
+    for row in a:
+        out += row * w
+        row[0] = 1.0
+    total = 0
+    for value in a[:, 1]:
+        total = total + value
+    return out, total
+
+
+def signed_sum(x: Any) -> Any:
+    s = 0.0
+    n = 0
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            s += x[i]
+            n += 1
+        else:
+            s -= 1.0
+    return s, n
+
+
+def crc16(data: Any) -> Any:
+    crc = 0xFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            if crc & 1:  # noqa: SIM108 - the if statement is what is tested
+                crc = (crc >> 1) ^ 0xA001
+            else:
+                crc = crc >> 1
+    return crc
+
+
+def mandelbrot(c: Any) -> Any:
+    out = np.zeros(c.shape[0], dtype=np.int64)
+    for k in range(c.shape[0]):
+        z = 0j
+        n = 20
+        for it in range(20):
+            z = z * z + c[k]
+            if abs(z) > 2.0 and n == 20:
+                n = it
+        out[k] = n
+    return out
+
+
+def newton_sqrt(a: Any) -> Any:
+    x = a + 1.0
+    k = 0
+    while np.abs(x * x - a).max() > 1e-12:
+        x = 0.5 * (x + a / x)
+        k += 1
+    return x, k
+
+
+def gauss_seidel(a: Any, b: Any) -> Any:
+    x = np.zeros_like(b)
+    err = 1.0
+    sweeps = 0
+    while err > 1e-10:
+        err = 0.0
+        for i in range(b.shape[0]):
+            new = (b[i] - a[i] @ x + a[i, i] * x[i]) / a[i, i]
+            d = abs(new - x[i])
+            if d > err:
+                err = d
+            x[i] = new
+        sweeps += 1
+    return x, sweeps
+
+
 PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (sum_of_squares, lambda n: (np.arange(n, dtype=np.float64),)),
     (recurrence, lambda n: (np.arange(n, dtype=np.float64),)),
@@ -230,6 +303,12 @@ PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (row_sums, lambda n: (np.arange(n * 3, dtype=np.float32).reshape(n, 3),)),
     (time_steps, lambda n: (np.arange(6.0) ** 2, n)),
     (python_ints, lambda n: (np.zeros(n * 7),)),
+    (over_rows, lambda n: (np.arange(n * 3.0).reshape(n, 3), np.arange(3, dtype=np.int32))),
+    (signed_sum, lambda n: (np.sin(np.arange(n * 3.0)),)),
+    (crc16, lambda n: (np.arange(n * 5, dtype=np.int64) * 37 % 256,)),
+    (mandelbrot, lambda n: (np.linspace(-2, 1, n * 3) + 0.3j,)),
+    (newton_sqrt, lambda n: (np.arange(1.0, n + 2.0),)),
+    (gauss_seidel, lambda n: (np.eye(n + 1) * 4 + np.ones((n + 1, n + 1)), np.arange(n + 1.0))),
 ]
 
 
@@ -248,7 +327,7 @@ def test_loop_matches_eager(fn: Callable[..., Any], make: Callable[[int], tuple[
 @pytest.mark.parametrize("fn,make", PROGRAMS, ids=[fn.__name__ for fn, _ in PROGRAMS])
 def test_loop_is_kept(fn: Callable[..., Any], make: Callable[[int], tuple[Any, ...]]) -> None:
     graph = capture_function(fn, make(4), {}).graph
-    assert "for_loop" in _ops(graph)
+    assert "for_loop" in _ops(graph) or "while_loop" in _ops(graph)
     assert "element" not in _ops(graph)  # nothing unrolled
 
 
@@ -285,17 +364,18 @@ def test_zero_step_raises_value_error() -> None:
         compiled(np.zeros(2), 0)
 
 
-def test_data_dependent_branch_falls_back_and_explains() -> None:
+def test_graph_break_in_body_falls_back_and_explains() -> None:
     def f(x: Any) -> Any:
         s = 0.0
         for i in range(x.shape[0]):
             if x[i] > 0:
+                print(i)
                 s += x[i]
         return s
 
     out = explain(f)(np.arange(-2.0, 2.0))
     assert len(out.loops_not_kept) == 1
-    assert "branching on array values" in out.loops_not_kept[0].reason
+    assert "print" in out.loops_not_kept[0].reason
     assert out.loops_not_kept[0].lineno == f.__code__.co_firstlineno + 2
     assert "Loops not kept as loops:" in str(out)
 
@@ -316,6 +396,18 @@ def test_list_append_falls_back_to_unrolling() -> None:
         _same(got, want)
 
 
+def test_index_dependent_slice_falls_back() -> None:
+    def f(x: Any) -> Any:
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += x[i:].sum()
+        return s
+
+    out = explain(f)(np.arange(4.0))
+    assert "depend on a loop's index" in out.loops_not_kept[0].reason
+    _same(compile_function(f, backend="eager")(np.arange(4.0)), f(np.arange(4.0)))
+
+
 def test_shape_changing_carry_falls_back() -> None:
     def f(x: Any) -> Any:
         for _ in range(3):
@@ -325,3 +417,54 @@ def test_shape_changing_carry_falls_back() -> None:
     out = explain(f)(np.ones(2))
     assert "changes shape" in out.loops_not_kept[0].reason
     _same(compile_function(f, backend="eager")(np.ones(2)), f(np.ones(2)))
+
+
+def test_branch_on_run_time_value_is_one_cond() -> None:
+    graph = capture_function(signed_sum, (np.ones(3),), {}).graph
+    assert str(graph).split("\n")[6:16] == [
+        "      v3 = cond(v2, x, i, v0, n, then_branch=<graph>, else_branch=<graph>)  # tuple",
+        "        then_branch(x: float64[3], i: int, v0: float64[], n: int):",
+        "          v1 = element_at(x, i, index=(scalars[0],))  # float64[]",
+        "          v2 = add(v0, v1)  # float64[]",
+        "          v3 = py_binary(n, 1, operator='add')  # int",
+        "          return (v2, v3)",
+        "        else_branch(x: float64[3], i: int, v0: float64[], n: int):",
+        "          v1 = subtract(v0, 1.0)  # float64[]",
+        "          return (v1, n)",
+        "      v4 = loop_output(v3, index=0)  # float64[]",
+    ]
+
+
+def test_break_falls_back_to_unrolling() -> None:
+    def f(x: Any) -> Any:
+        s = 0.0
+        for i in range(x.shape[0]):
+            if i == 3:
+                break
+            s += x[i]
+        return s
+
+    out = explain(f)(np.arange(5.0))
+    assert "leaves the loop" in out.loops_not_kept[0].reason
+    _same(compile_function(f, backend="eager")(np.arange(5.0)), f(np.arange(5.0)))
+
+
+def test_while_loop_is_one_node() -> None:
+    graph = capture_function(newton_sqrt, (np.arange(1.0, 4.0),), {}).graph
+    assert _ops(graph).count("while_loop") == 1
+    text = str(graph)
+    assert "while_loop(v5, v0, 0, a, body=<graph>, carried=2, enter_if=True, again_if=True)" in text
+    assert "    body(x: float64[3], k: int, a: float64[3]):" in text
+
+
+def test_while_on_values_known_now_is_unrolled() -> None:
+    # A loop on Python ints computes shapes at capture time: it stays Python.
+    def f(x: Any) -> Any:
+        n = 1
+        while n < x.shape[0]:
+            n *= 2
+        return np.zeros(n) + x.sum()
+
+    graph = capture_function(f, (np.ones(5),), {}).graph
+    assert "while_loop" not in _ops(graph)
+    assert "float64[8]" in str(graph)

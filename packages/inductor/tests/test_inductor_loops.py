@@ -263,27 +263,6 @@ def _stencil_steps(a: Any) -> Any:
     return a
 
 
-@pytest.mark.parametrize("n", [10, 70_000])
-def test_array_body_runs_compiled_only_when_large(n: int) -> None:
-    from numpile_inductor.host_loop import MIN_COMPILED_ELEMENTS, host_loop
-
-    graph = capture_function(_stencil_steps, (np.ones(n),), {}).graph
-    (loop,) = [node for node in graph.nodes if node.op is not None and node.op.name == "for_loop"]
-    params = dict(loop.params)
-    bodies: list[Graph] = []
-
-    def compile_body(body: Graph) -> Callable[..., Any]:
-        bodies.append(body)
-        return compile_graph(body, options={"graph_cache": False}).fn
-
-    a = np.random.default_rng(n).random(n)
-    mine, eager = a.copy(), a.copy()
-    host_loop(compile_body)(0, 3, 1, mine, mine.copy(), **params)
-    _stencil_steps(eager)
-    np.testing.assert_allclose(mine, eager, rtol=1e-15)
-    assert len(bodies) == (1 if n >= MIN_COMPILED_ELEMENTS else 0)
-
-
 def test_array_body_through_the_backend_matches_numpy() -> None:
     a = np.random.default_rng(3).random(70_000)
     _compare(_stencil_steps, a)

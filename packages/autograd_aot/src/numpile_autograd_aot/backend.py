@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from numpile_capture import Graph, run_graph
+from numpile_capture import Graph, has_loops, run_graph
 
 from .functionalization import functionalize, run_functionalized
 
@@ -38,7 +38,7 @@ def aot_eager(graph: Graph, example_inputs: Sequence[Any]) -> Callable[..., Any]
     try:
         functional = functionalize(graph)
     except NotImplementedError:
-        if not any(node.op is not None and node.op.name == "for_loop" for node in graph.nodes):
+        if not has_loops(graph):
             raise
         # A loop writing arrays in place keeps them in place (a copy per call would lose
         # the writes of the iterations before an error): the graph runs as captured.

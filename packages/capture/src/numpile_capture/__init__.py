@@ -13,7 +13,10 @@ from .compiling import is_compiling as is_compiling
 from .config import CaptureConfig as CaptureConfig
 from .config import config as config
 from .control_flow import add_loop as add_loop
+from .control_flow import body_runner as body_runner
+from .control_flow import has_loops as has_loops
 from .control_flow import is_loop as is_loop
+from .control_flow import set_loop_runner as set_loop_runner
 from .dispatch import CaptureFallbackWarning as CaptureFallbackWarning
 from .dispatch import CompiledFunction as CompiledFunction
 from .dispatch import InternalCompilerError as InternalCompilerError
@@ -64,6 +67,12 @@ from .variables import ScalarInputVar as ScalarInputVar
 __version__ = "0.1.0"
 
 __all__ = [
+    "add_loop",
+    "body_runner",
+    "has_loops",
+    "is_loop",
+    "ScalarSlot",
+    "set_loop_runner",
     "mark_dynamic",
     "mark_static",
     "ArrayMeta",
@@ -106,9 +115,6 @@ __all__ = [
     "set_stance",
     "is_compiling",
     "capture_function",
-    "add_loop",
-    "is_loop",
-    "ScalarSlot",
     "BreakReason",
     "ExplainOutput",
     "explain",

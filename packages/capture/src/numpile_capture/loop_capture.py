@@ -62,7 +62,7 @@ log = logging.getLogger("numpile.capture.graph_breaks")
 # NOTE: how many times a body is traced again with widened carried types (NEP 50 fixpoint).
 MAX_RETRACES = 3
 
-_SCALAR_TYPES = (bool, int, float)
+_SCALAR_TYPES = (bool, int, float, complex)
 
 
 class LoopFallback(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -93,13 +93,15 @@ class RangeVar(Variable):
 
 @attrs.define(eq=False)
 class RangeIterVar(Variable):
-    """The iterator a `for` over a range starts with (GET_ITER right before FOR_ITER).
+    """The iterator a `for` over a range, or over an array's first axis (`over`), starts
+    with (GET_ITER right before FOR_ITER).
 
     It lives only between the two instructions: FOR_ITER keeps the loop, or replaces it
-    by an `IteratorVar` of the range's items and unrolls.
+    by an `IteratorVar` of the items and unrolls.
     """
 
     bounds: tuple[Variable, Variable, Variable]
+    over: ArrayVar | None = None
 
     def describe(self) -> str:
         return "range iterator"
@@ -145,7 +147,19 @@ def _is_int_constant(var: Variable) -> bool:
 
 
 def range_iterator(iterable: Variable) -> RangeIterVar | None:
-    """The iterator to start a `for` over `iterable` with, when it is a range."""
+    """The iterator to start a `for` over `iterable` with, when it is a range or an array."""
+    if isinstance(iterable, ArrayVar) and iterable.meta.ndim > 0:
+        rows = iterable.meta.shape[0]
+        if not isinstance(rows, int) and not is_size_expr(rows):
+            return None
+        # Late import: operators imports this module's RangeVar.
+        from .operators import size_value
+
+        try:
+            count = size_value(rows)
+        except Unsupported:
+            return None  # a data-dependent length (x[x > 0]): iterated as before
+        return RangeIterVar((ConstantVar(0), ConstantVar(count), ConstantVar(1)), iterable)
     if isinstance(iterable, RangeVar):
         return RangeIterVar(iterable.bounds)
     if isinstance(iterable, ConstantVar) and isinstance(iterable.value, range):
@@ -156,11 +170,13 @@ def range_iterator(iterable: Variable) -> RangeIterVar | None:
     return None
 
 
-def unrolled(iterator: RangeIterVar) -> IteratorVar:
+def unrolled(tracer: Tracer, iterator: RangeIterVar) -> IteratorVar:
     """The items of the range, for a loop that is unrolled (its bounds specialized)."""
     # Late import: operators imports this module's RangeVar.
-    from .operators import _check_unroll
+    from .operators import _check_unroll, iterate
 
+    if iterator.over is not None:
+        return IteratorVar(iterate(tracer, iterator.over))
     values = [_specialized_int(bound) for bound in iterator.bounds]
     items = range(*values)
     _check_unroll(len(items))
@@ -190,21 +206,21 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     for name in _loaded_names(frame, extent):
         if name in state.lazy:
             state.read_local(name)  # root arguments read in the body: built once, outside
-    saved = _Snapshot.take(frame)
+    saved = Snapshot.take(frame)
     metas: dict[str, ArrayMeta | ScalarMeta] = {}
     for name in extent.carried:
-        meta = _carried_meta(state.locals[name])
+        meta = carried_meta(state.locals[name])
         if meta is None:
             raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
         metas[name] = meta
-    scalars = {name for name in extent.carried if _scalar_like(state.locals[name])}
+    scalars = {name for name in extent.carried if scalar_like(state.locals[name])}
     attempt = 0
     while True:
         try:
-            body, results = _trace_body(frame, extent, metas, scalars)
+            body, results = _trace_body(frame, extent, metas, scalars, iterator.over)
         finally:
             saved.restore(frame)
-        widened = _widen(metas, results)
+        widened = widen(metas, results)
         if widened == metas:
             break
         attempt += 1
@@ -217,15 +233,26 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
 def _extent(frame: Frame, inst: Instruction) -> _Extent:
     head = frame.pc - 1
     assert inst.target is not None
-    exit_at = inst.target
+    carried, temporaries = body_names(frame, head, head + 1, inst.target, inst.target)
+    return _Extent(head, inst.target, carried, temporaries)
+
+
+def body_names(
+    frame: Frame, head: int, low: int, high: int, exit_at: int, *, exit_from: int = -1
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The carried locals and the temporaries of a loop body [low, high) whose loop spans
+    [head, exit_at); only instruction `exit_from` may jump to `exit_at` (a while loop's
+    bottom test). `LoopFallback` for a body that leaves early or rebinds cells."""
     instructions = frame.instructions
     stored: list[str] = []
     first_store: set[str] = set()
     seen: set[str] = set()
-    for position in range(head + 1, exit_at):
+    for position in range(low, high):
         body_inst = instructions[position]
         name = body_inst.opname
-        if body_inst.target is not None and not head <= body_inst.target < exit_at:
+        target = body_inst.target
+        leaves = target is not None and not head <= target < exit_at
+        if leaves and not (position == exit_from and target == exit_at):
             raise LoopFallback("it leaves the loop early (break or return)")
         if name in ("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RAISE_VARARGS"):
             raise LoopFallback("it leaves the loop early (break or return)")
@@ -255,19 +282,24 @@ def _extent(frame: Frame, inst: Instruction) -> _Extent:
             carried.append(name)
         else:
             temporaries.append(name)
-    return _Extent(head, exit_at, tuple(carried), tuple(temporaries))
+    return tuple(carried), tuple(temporaries)
 
 
 def _loaded_names(frame: Frame, extent: _Extent) -> list[str]:
+    return loaded_names(frame, extent.head + 1, extent.exit)
+
+
+def loaded_names(frame: Frame, low: int, high: int) -> list[str]:
+    """The locals instructions [low, high) read, in order."""
     names: list[str] = []
-    for position in range(extent.head + 1, extent.exit):
+    for position in range(low, high):
         inst = frame.instructions[position]
         if inst.opname == "LOAD_FAST" and inst.argval not in names:
             names.append(inst.argval)
     return names
 
 
-def _carried_meta(var: Variable) -> ArrayMeta | ScalarMeta | None:
+def carried_meta(var: Variable) -> ArrayMeta | ScalarMeta | None:
     if isinstance(var, ArrayVar | ScalarNodeVar):
         return var.node.meta
     if isinstance(var, ScalarInputVar) and type(var.current) in _SCALAR_TYPES:
@@ -293,13 +325,13 @@ def variable_of(node: Node) -> Variable:
     return ArrayVar(node) if isinstance(node.meta, ArrayMeta) else ScalarNodeVar(node)
 
 
-def _meta_of_value(value: Any) -> ArrayMeta | ScalarMeta:
+def meta_of_value(value: Any) -> ArrayMeta | ScalarMeta:
     if isinstance(value, Node):
         return value.meta
     return ScalarMeta(type(value))
 
 
-def _scalar_like(var: Variable) -> bool:
+def scalar_like(var: Variable) -> bool:
     # A NumPy or Python scalar (not a 0-d array): `s += v` on it makes a new value.
     if isinstance(var, ArrayVar):
         return var.meta.shape == () and gives_scalar(var.node)
@@ -311,23 +343,30 @@ def _trace_body(
     extent: _Extent,
     metas: dict[str, ArrayMeta | ScalarMeta],
     scalars: set[str],
+    over: ArrayVar | None,
 ) -> tuple[Graph, list[Any]]:
     # One iteration, traced into a graph of its own; the frame is restored by the caller.
     tracer = frame.tracer
     outer = tracer.graph
     body = Graph()
-    index_name = _index_name(frame, extent)
+    index_name = _index_name(frame, extent) if over is None else "i"
     index = body.placeholder(index_name, ScalarMeta(int))
     for name, meta in metas.items():
         placeholder = body.placeholder(name, meta)
         if name in scalars and isinstance(meta, ArrayMeta):
             placeholder = body.call(get_op("carried_scalar"), placeholder)
         frame.state.locals[name] = variable_of(placeholder)
-    frame.state.push(ScalarNodeVar(index))
+    depth = len(frame.state.stack)
     frame.pc = extent.head + 1
-    depth = len(frame.state.stack) - 1
     tracer.graph = body
     try:
+        item: Variable = ScalarNodeVar(index)
+        if over is not None:
+            # Late import: operators imports this module's RangeVar.
+            from .operators import getitem
+
+            item = getitem(tracer, over, item)  # the row, a view (or an element's scalar)
+        frame.state.push(item)
         _run_iteration(frame, extent)
     finally:
         tracer.graph = outer
@@ -340,19 +379,42 @@ def _trace_body(
 
 def _index_name(frame: Frame, extent: _Extent) -> str:
     first = frame.instructions[extent.head + 1]
-    return str(first.argval) if first.opname == "STORE_FAST" else "i"
+    if first.opname == "STORE_FAST" and first.argval != "_":
+        return str(first.argval)
+    return "i"
 
 
 def _run_iteration(frame: Frame, extent: _Extent) -> None:
-    while frame.pc != extent.head:
-        if not extent.head < frame.pc < extent.exit:
-            raise LoopFallback("it leaves the loop early (break or return)")
+    run_until(frame, extent.head, extent.head + 1, extent.exit)
+
+
+# NOTE: the jumps a branch on a run-time value (a loop body's `if x[i] > 0:`) starts with.
+_BRANCHES = ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE")
+
+
+def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
+    """Step `frame` until it reaches instruction `stop`, staying in [low, high): one loop
+    iteration or one branch of an `if`. A branch on a run-time value becomes a `cond`."""
+    while frame.pc != stop:
+        if not low <= frame.pc < high:
+            raise LoopFallback("it leaves the loop early (break, continue or return)")
         inst = frame.instructions[frame.pc]
         frame.current = inst
         frame.pc += 1
         nodes_before = len(frame.tracer.graph.nodes)
         try:
-            frame.step(inst)
+            if inst.opname in _BRANCHES and is_run_time(frame.state.peek()):
+                # Late imports: branches and while loops trace their blocks with this function.
+                from .branch_capture import capture_branch
+                from .while_capture import keep_while, while_shape
+
+                shape = while_shape(frame, inst)
+                if shape is not None:
+                    keep_while(frame, inst, shape)
+                else:
+                    capture_branch(frame, inst, stop, high)
+            else:
+                frame.step(inst)
         except LoopFallback:
             raise
         except Unsupported as exc:
@@ -366,20 +428,29 @@ def _run_iteration(frame: Frame, extent: _Extent) -> None:
             raise LoopFallback("it leaves the loop early (break or return)")
 
 
-def _widen(
+def is_run_time(var: Variable) -> bool:
+    """Whether `var`'s value exists only at run time: a run-time scalar or a 0-d array."""
+    if isinstance(var, ScalarNodeVar):
+        return True
+    return isinstance(var, ArrayVar) and var.meta.shape == ()
+
+
+def widen(
     metas: dict[str, ArrayMeta | ScalarMeta], results: list[Any]
 ) -> dict[str, ArrayMeta | ScalarMeta]:
     widened: dict[str, ArrayMeta | ScalarMeta] = {}
     for (name, before), value in zip(metas.items(), results, strict=True):
-        widened[name] = _join(name, before, _meta_of_value(value))
+        widened[name] = join_metas(name, before, meta_of_value(value))
     return widened
 
 
-def _join(name: str, before: ArrayMeta | ScalarMeta, after: ArrayMeta | ScalarMeta) -> Any:
+def join_metas(name: str, before: ArrayMeta | ScalarMeta, after: ArrayMeta | ScalarMeta) -> Any:
+    """The metadata covering both `before` and `after` (a Python scalar joins the NumPy
+    scalar it becomes); `LoopFallback` when none does (an array changing shape)."""
     if before == after:
         return before
     if isinstance(before, ScalarMeta) and isinstance(after, ScalarMeta):
-        order = (bool, int, float)
+        order = (bool, int, float, complex)
         if before.type in order and after.type in order:
             return max(before, after, key=lambda meta: order.index(meta.type))
         raise LoopFallback(f"{name!r} changes from {before} to {after} in the loop")
@@ -453,9 +524,8 @@ def size_node(tracer: Tracer, expr: Any) -> Any:
     raise LoopFallback(f"the trip count {expr} is not a sum or product of sizes")
 
 
-def lift_body(traced: Graph, own: int) -> tuple[Graph, list[Node]]:
-    """`traced` with every node of an enclosing graph it reads made a placeholder after its
-    first `own` placeholders; returns it with those nodes (the loop-invariant inputs)."""
+def external_nodes(traced: Graph) -> list[Node]:
+    """The nodes of enclosing graphs `traced` reads, in the order it first reads them."""
     inside = set(traced.nodes)
     external: list[Node] = []
     for node in traced.nodes:
@@ -465,6 +535,17 @@ def lift_body(traced: Graph, own: int) -> tuple[Graph, list[Node]]:
     for value in _leaves(traced.output):
         if value not in inside and value not in external:
             external.append(value)
+    return external
+
+
+def lift_body(
+    traced: Graph, own: int, external: list[Node] | None = None
+) -> tuple[Graph, list[Node]]:
+    """`traced` with every node of an enclosing graph it reads (or every node of
+    `external`) made a placeholder after its first `own` placeholders; returns it with
+    those nodes (the loop-invariant inputs)."""
+    if external is None:
+        external = external_nodes(traced)
     body = Graph()
     mapping: dict[Node, Node] = {}
     for placeholder in traced.placeholders[:own]:
@@ -499,6 +580,12 @@ def _leaves(tree: Any) -> Iterator[Node]:
 def _written_inputs(body: Graph) -> tuple[int, ...]:
     # The for_loop input positions whose arrays the body writes in place: the body's
     # placeholders (index first) sit at input position 2 + k (after start, stop, step).
+    return written_inputs(body, 2)
+
+
+def written_inputs(body: Graph, offset: int) -> tuple[int, ...]:
+    """The input positions (a body's placeholder k is input `offset + k`) of the arrays
+    `body` writes in place, through views and the writes of nested loops."""
     placeholders = body.placeholders
     written: list[int] = []
     for node in body.nodes:
@@ -517,7 +604,7 @@ def _written_inputs(body: Graph) -> tuple[int, ...]:
             ):
                 root = root.inputs[0]
             if isinstance(root, Node) and root.op is None:
-                slot = 2 + placeholders.index(root)
+                slot = offset + placeholders.index(root)
                 if slot not in written:
                     written.append(slot)
     return tuple(sorted(written))
@@ -526,7 +613,7 @@ def _written_inputs(body: Graph) -> tuple[int, ...]:
 # -- undoing an abandoned body trace ---------------------------------------------------------
 
 
-class _Snapshot:
+class Snapshot:
     """The frame and the Python containers it reaches, to restore after a body's trace."""
 
     def __init__(self, frame: Frame) -> None:
@@ -544,7 +631,7 @@ class _Snapshot:
             self._visit(var, seen)
 
     @classmethod
-    def take(cls, frame: Frame) -> _Snapshot:
+    def take(cls, frame: Frame) -> Snapshot:
         return cls(frame)
 
     def _visit(self, var: Variable, seen: set[int]) -> None:

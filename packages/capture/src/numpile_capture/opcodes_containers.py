@@ -142,7 +142,7 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
         log.info("%s (%s:%s); it is unrolled", reason, filename, inst.lineno)
         record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
         try:
-            iterator = unrolled(iterator)
+            iterator = unrolled(frame.tracer, iterator)
         except Unsupported as exc:
             raise Unsupported(f"{reason}, and not unrolled: {exc.reason}") from None
         frame.state.pop()

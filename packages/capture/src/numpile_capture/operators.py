@@ -512,7 +512,7 @@ def _run_time_operand(var: Variable) -> Any:
         return var.node
     if isinstance(var, ScalarInputVar) and type(var.current) in (bool, int, float):
         return var.node()
-    if isinstance(var, ConstantVar) and type(var.value) in (bool, int, float):
+    if isinstance(var, ConstantVar) and type(var.value) in (bool, int, float, complex):
         return var.value
     raise Unsupported(f"not supported yet: Python arithmetic on {var.describe()} in a loop")
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 import numpile_runtime as rt
-from numpile_capture import Graph
+from numpile_capture import Graph, has_loops
 
 from .codegen.c.autotune import AutotuneChoice, autotune
 from .codegen.c.buffer_pool import pool_handler
@@ -35,8 +35,8 @@ from .graph_cache import (
     load_artifact,
     store_artifact,
 )
-from .host_loop import host_loop
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
+from .loops import compile_loop_bodies
 from .pipeline import device_backend, functionalized, graph_device, lower_and_schedule
 
 if TYPE_CHECKING:
@@ -145,6 +145,12 @@ def inductor(
             graph, example_inputs, mode=mode, options=options
         )
         return compiled
+    if has_loops(graph):
+        # Each loop body compiled once, run by a host loop (see `loops`).
+        def compile_body(body: Graph) -> Callable[..., Any]:
+            return compile_graph(body, options=options, mode=mode).fn
+
+        graph = compile_loop_bodies(graph, compile_body)
     return compile_graph(graph, options=options, mode=mode, example_inputs=example_inputs).fn
 
 
@@ -237,15 +243,8 @@ def _finish(
     autotuned: AutotuneChoice | None = None,
 ) -> CompiledGraph:
     # The callable of a built module: externs handed over, pytree rebuild, epilogue.
-    # Loops that are not C run their bodies compiled, once per iteration (host_loop.py).
     c_loops = set(module.c_loops())
-    loop_impl = host_loop(lambda body: _compile(body, config, None, functionalize=False).fn)
-    steps = tuple(
-        attrs.evolve(spec.callable_step(""), impl=loop_impl)
-        if spec.op_name == "for_loop" and index not in c_loops
-        else spec.callable_step("")
-        for index, spec in enumerate(artifact.externs)
-    )
+    steps = tuple(spec.callable_step("") for spec in artifact.externs)
     externs = tuple(
         called_from_line(graph, spec.origin, fn)
         for spec, fn in zip(artifact.externs, extern_callables(steps), strict=True)

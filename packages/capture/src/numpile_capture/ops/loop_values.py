@@ -67,7 +67,7 @@ PY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
 
 # A representative nonzero value of each Python scalar type (the result type never
 # depends on it, except for `int ** int`, which capture keeps out of the graph).
-_SAMPLES: dict[type, Any] = {bool: True, int: 3, float: 1.5}
+_SAMPLES: dict[type, Any] = {bool: True, int: 3, float: 1.5, complex: 1.5 + 0.5j}
 
 
 def _scalar_type(value: Any) -> type:
@@ -75,7 +75,7 @@ def _scalar_type(value: Any) -> type:
         return value.type
     if type(value) in _SAMPLES:
         return type(value)
-    raise TypeError(f"py_binary takes Python bool, int or float operands, got {value}")
+    raise TypeError(f"py_binary takes Python bool, int, float or complex operands, got {value}")
 
 
 def _py_binary_meta(left: Any, right: Any, *, operator: str) -> ScalarMeta:
