@@ -266,3 +266,53 @@ def _stencil_steps(a: Any) -> Any:
 def test_array_body_through_the_backend_matches_numpy() -> None:
     a = np.random.default_rng(3).random(70_000)
     _compare(_stencil_steps, a)
+
+
+def _signed_sum(x: Any) -> Any:
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            s += x[i]
+        else:
+            s -= 2 * x[i]
+    return s
+
+
+def _crc32(data: Any) -> Any:
+    crc = 0xFFFFFFFF
+    for i in range(data.shape[0]):
+        crc = crc ^ data[i]
+        for _ in range(8):
+            if crc & 1:
+                crc = (crc >> 1) ^ 0xEDB88320
+            else:
+                crc = crc >> 1
+    return crc ^ 0xFFFFFFFF
+
+
+def _collatz_steps(x: Any) -> Any:
+    out = 0
+    for i in range(x.shape[0]):
+        k = x[i]
+        while k > 1:
+            if k % 2 == 0:
+                k = k // 2
+            else:
+                k = 3 * k + 1
+            out += 1
+    return out
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        (_signed_sum, lambda: np.random.default_rng(0).standard_normal(33)),
+        (_crc32, lambda: np.random.default_rng(1).integers(0, 256, 40)),
+        (_collatz_steps, lambda: np.arange(1, 40)),
+    ],
+)
+def test_branches_and_while_loops_in_bodies_are_c(
+    fn: Callable[..., Any], make: Callable[[], Any]
+) -> None:
+    compiled = _compare(fn, make())
+    assert "loop_v" in compiled.source

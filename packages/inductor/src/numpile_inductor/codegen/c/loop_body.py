@@ -222,6 +222,8 @@ class _Writer:
         self.arrays: list[_Array] = []
         self.frames: list[_Frame] = []
         self.declarations: list[str] = []
+        # (cond node, k) -> the metadata of its k-th result (from its loop_output).
+        self.result_metas: dict[tuple[Node, int], Any] = {}
         # Emitting the checked copy of a loop: every index is checked where it is used.
         self.checked = False
 
@@ -268,6 +270,12 @@ class _Writer:
 
     def body(self, graph: Graph, env: _Env) -> list[_Value | None]:
         # Emit every op node of `graph`; the values of its outputs (None: unchanged).
+        for node in graph.nodes:
+            if node.op is not None and node.op.name == "loop_output":
+                source = node.inputs[0]
+                if isinstance(source, Node) and source.op is not None:
+                    key = (source, dict(node.params)["index"])
+                    self.result_metas[key] = node.meta
         for node in graph.nodes:
             if node.op is None:
                 continue
@@ -753,7 +761,100 @@ def _carried_local(writer: _Writer, meta: Any, init: _Value) -> _Value:
     return _Value(name, dtype, python, bits)
 
 
+def _scalar_type(meta: Any) -> tuple[np.dtype[Any], type | None, int]:
+    # The C dtype, Python type and bound in bits of a 0-d value of `meta`.
+    if isinstance(meta, ScalarMeta) and meta.type in _PY_TYPES:
+        bits = 63 if meta.type is int else (1 if meta.type is bool else 64)
+        return _PY_TYPES[meta.type], meta.type, bits
+    if isinstance(meta, ArrayMeta) and meta.shape == () and c_type(meta.dtype) is not None:
+        return meta.dtype, None, 64
+    raise NotScalarLoop(f"a value {meta} is not 0-d")
+
+
+def _assign_outputs(writer: _Writer, outputs: list[_Value | None], targets: list[_Value]) -> None:
+    for target, value in zip(targets, outputs, strict=True):
+        assert value is not None
+        cast = c_expr("cast", [value.text], [value.dtype], target.dtype)
+        writer.buf.writeline(f"{target.text} = {cast};")
+
+
+def _cond(writer: _Writer, node: Node, env: _Env) -> None:
+    # `if` on a run-time value: both branches as C blocks assigning the results.
+    params = dict(node.params)
+    branches: tuple[Graph, Graph] = (params["then_branch"], params["else_branch"])
+    pred = writer.operand(env, node.inputs[0])
+    count = len(branches[0].output) if isinstance(branches[0].output, tuple) else 1
+    results = []
+    for k in range(count):
+        meta = writer.result_metas.get((node, k))
+        if meta is None:
+            raise NotScalarLoop("a cond result without its loop_output")
+        dtype, python, bits = _scalar_type(meta)
+        name = writer.fresh("r")
+        writer.buf.writeline(f"{c_type(dtype)} {name};")
+        results.append(_Value(name, dtype, python, bits))
+    for position, branch in enumerate(branches):
+        writer.buf.writeline(f"if ({pred.text}) {{" if position == 0 else "} else {")
+        inner = _inner_env(writer, env, branch.placeholders, node.inputs[1:])
+        with writer.buf.indent():
+            _assign_outputs(writer, writer.body(branch, inner), results)
+    writer.buf.writeline("}")
+    env[node] = _Finals(results)  # type: ignore[assignment]
+
+
+def _inner_env(writer: _Writer, env: _Env, placeholders: list[Node], inputs: Any) -> _Env:
+    # A subgraph's placeholders bound to the values the node passes it.
+    inner: _Env = {}
+    for placeholder, value in zip(placeholders, inputs, strict=True):
+        found = env.get(value) if isinstance(value, Node) else None
+        inner[placeholder] = found if found is not None else writer.operand(env, value)
+    return inner
+
+
+def _while_loop(writer: _Writer, node: Node, env: _Env) -> None:
+    # `while` on a run-time test: carried values as C locals, the body's last output the
+    # next test.
+    params = dict(node.params)
+    body: Graph = params["body"]
+    carried: int = params["carried"]
+    if not writer.frames:
+        raise NotScalarLoop("a while loop outside a for loop")
+    pred = writer.operand(env, node.inputs[0])
+    placeholders = body.placeholders
+    locals_ = []
+    for k in range(carried):
+        meta = placeholders[k].meta
+        if isinstance(meta, ArrayMeta) and meta.shape != ():
+            raise NotScalarLoop(f"a carried array ({meta})")
+        locals_.append(_carried_local(writer, meta, writer.operand(env, node.inputs[1 + k])))
+    inner = _inner_env(writer, env, placeholders[carried:], node.inputs[1 + carried :])
+    for placeholder, local in zip(placeholders, locals_, strict=False):
+        inner[placeholder] = local
+    going = writer.fresh("going")
+    enter, again = int(params["enter_if"]), int(params["again_if"])
+    writer.buf.writeline(f"int {going} = (!!({pred.text})) == {enter};")
+    writer.buf.writeline(f"while ({going}) {{")
+    with writer.buf.indent():
+        outputs = writer.body(body, inner)
+        if len(outputs) != carried + 1:
+            raise NotScalarLoop("a while body without its test")
+        new = outputs[:carried]
+        out_nodes = body.output if isinstance(body.output, tuple) else (body.output,)
+        for k, value in enumerate(out_nodes[:carried]):
+            if isinstance(value, Node) and value.op is None and value is not placeholders[k]:
+                raise NotScalarLoop("a carried value that is another carried value")
+        test = outputs[carried]
+        assert test is not None
+        # The test first: it may read the carried values of this iteration.
+        writer.buf.writeline(f"{going} = (!!({test.text})) == {again};")
+        _assign_outputs(writer, new, locals_)
+    writer.buf.writeline("}")
+    env[node] = _Finals(locals_)  # type: ignore[assignment]
+
+
 _NODE_HANDLERS: dict[str, Callable[[_Writer, Node, _Env], None]] = {
+    "cond": _cond,
+    "while_loop": _while_loop,
     "element_at": _element_at,
     "setitem_at": _setitem_at,
     "carried_scalar": _carried_scalar,
