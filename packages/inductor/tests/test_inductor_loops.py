@@ -283,7 +283,7 @@ def _crc32(data: Any) -> Any:
     for i in range(data.shape[0]):
         crc = crc ^ data[i]
         for _ in range(8):
-            if crc & 1:
+            if crc & 1:  # noqa: SIM108 - an if statement is what the test compiles
                 crc = (crc >> 1) ^ 0xEDB88320
             else:
                 crc = crc >> 1
@@ -295,7 +295,7 @@ def _collatz_steps(x: Any) -> Any:
     for i in range(x.shape[0]):
         k = x[i]
         while k > 1:
-            if k % 2 == 0:
+            if k % 2 == 0:  # noqa: SIM108 - an if statement is what the test compiles
                 k = k // 2
             else:
                 k = 3 * k + 1
