@@ -91,10 +91,7 @@ def test_loop_matches_numpy_at_every_trip_count_as_c(
             mine = [a.copy() for a in _inputs(fn, n)]
             eager = [a.copy() for a in _inputs(fn, n)]
             got, want = compiled(*mine), fn(*eager)
-            # TODO(issue 23): after an empty range, inductor/loops.py's host loop gives the
-            # initial value the carried metadata's type (np.float64) where eager keeps the
-            # Python scalar; the C loop itself runs no iteration then.
-            assert type(got) is type(want) or n == 0
+            assert type(got) is type(want)
             np.testing.assert_allclose(got, want, rtol=1e-13)
             for a, b in zip(mine, eager, strict=True):
                 np.testing.assert_allclose(a, b, rtol=1e-13)

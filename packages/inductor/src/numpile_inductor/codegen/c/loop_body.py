@@ -906,10 +906,18 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
         if bound.python not in (int, bool):
             raise NotScalarLoop("a loop bound that is no Python int")
     bits = max(start.bits, stop.bits, step.bits)
-    empty = (
-        f"if ({step.text} == 0 || ({step.text} > 0 ? {start.text} >= {stop.text} : "
-        f"{start.text} <= {stop.text})) {{ goto eager; }}"
-    )
+    # step 0 raises Python's ValueError (through NumPy's run); an empty range gives back
+    # the initial objects themselves, as eager does.
+    initial = [_initial(value) for value in outer.inputs[3 : 3 + carried]]
+    empty = [
+        f"    if ({step.text} == 0) {{ goto eager; }}",
+        f"    if ({step.text} > 0 ? {start.text} >= {stop.text} : {start.text} <= {stop.text}) {{",
+        f"        result = PyTuple_New({carried});",
+        "        if (result == NULL) { goto fail; }",
+        *(f"        PyTuple_SET_ITEM(result, {k}, {item});" for k, item in enumerate(initial)),
+        "        goto done;",
+        "    }",
+    ]
     finals = _emit_loop(writer, outer, body, carried, (start, stop, step), bits, env)
     outputs = body.output if isinstance(body.output, tuple) else (body.output,)
     boxes = [
@@ -925,8 +933,8 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
         "    PyObject *result = NULL;",
         *(f"    PyObject *snap_{array.name} = NULL;" for array in snapshots),
         *entry,
+        *empty,
         *(f"    if (!PyArray_ISWRITEABLE(a_{array.name})) {{ goto eager; }}" for array in written),
-        f"    {empty}",
     ]
     for array in snapshots:
         lines.append(f"    snap_{array.name} = PyArray_NewCopy(a_{array.name}, NPY_KEEPORDER);")
@@ -1040,6 +1048,13 @@ def _unpack(writer: _Writer, entry: list[str], meta: Any, argument: int) -> Any:
         )
         entry.append(f"    const int64_t {array.name}_n{d} = (int64_t)PyArray_DIMS({a})[{d}];")
     return array
+
+
+def _initial(value: Any) -> str:
+    # A new reference to a loop's initial carried value (an argument or a constant).
+    if isinstance(value, Node):
+        return f"Py_NewRef(argv[{_argument_of(value)}])"
+    return _box_constant(value)
 
 
 def _box(final: _Value, out: Any, placeholder: Node, init: Any, env: _Env) -> str:
