@@ -146,9 +146,12 @@ def inductor(
         )
         return compiled
     if has_loops(graph):
-        # Each loop body compiled once, run by a host loop (see `loops`).
+        # Each loop body compiled once, run by a host loop (see `loops`). Its mutation ops
+        # stay barriers: functionalizing a body would copy each array it writes back per
+        # iteration (and drops the run-time index of its `getitem_at` views).
         def compile_body(body: Graph) -> Callable[..., Any]:
-            return compile_graph(body, options=options, mode=mode).fn
+            config = InductorConfig.from_options(options, mode=mode)
+            return _compile(body, config, None, functionalize=False).fn
 
         graph = compile_loop_bodies(graph, compile_body)
     return compile_graph(graph, options=options, mode=mode, example_inputs=example_inputs).fn
