@@ -401,6 +401,8 @@ def _setitem_at(writer: _Writer, node: Node, env: _Env) -> None:
     index = _index_values(writer, node, env, node.inputs[2:], array)
     if value.python is int and array.dtype != np.dtype("int64") and array.dtype.kind in "iu":
         raise NotScalarLoop("a Python int stored into a narrower integer array")
+    if value.dtype.kind == "c" and array.dtype.kind != "c":
+        raise NotScalarLoop("a complex value stored into a real array (NumPy warns)")
     address = writer.element(array, index)
     cast = c_expr("cast", [value.text], [value.dtype], array.dtype)
     writer.buf.writeline(f"{address} = {cast};")
