@@ -1,4 +1,4 @@
-"""Scalar C for loop bodies: a `for_loop` node of 0-d work becomes one C function.
+"""Scalar C for loop bodies: the loop nest of a `for_loop` node whose work is all 0-d.
 
 A loop whose body (and the bodies of the loops nested in it) holds only 0-d work runs
 as a plain C loop nest inside the generated module, as Numba compiles it: no Python
@@ -21,29 +21,23 @@ per iteration. Each body node becomes one C statement on C locals:
 - carried values are C locals assigned at the end of each iteration; nested loops are
   nested C loops whose `loop_output`s are their carried locals.
 
-The function takes the loop node's array and scalar arguments as Python objects (as the
-extern call would), checks them (dtype, dims, alignment, writability; ints within
-+-2**60) and runs eagerly through the extern callable whenever they are not what the
-body was compiled for, when `step` is 0 (NumPy then raises Python's `ValueError`) or
-when the range is empty (the initial values come back untouched).
+`loop_function` wraps the nest in the C function the wrapper calls (arguments, the
+empty range, boxing the results). A body this module cannot compile (`NotScalarLoop`: an
+op without a scalar form, a slice, a carried array) stays an extern call.
 
-A body this module cannot compile (`NotScalarLoop`: an op without a scalar form, a
-slice, a carried array) stays an extern call: the `for_loop` implementation runs the
-body per iteration with NumPy.
-
-    >>> scalar_loop_function(node, step, "loop_v0").source  # doctest: +SKIP
+    >>> writer = LoopWriter("loop_v0")  # doctest: +SKIP
+    >>> emit_loop(writer, node, body, carried, bounds, bits, env)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 import numpy as np
 
-from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot, gives_scalar
+from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot
 
 from ...loop_ir import Apply, Constant, ScalarArg
 from ..common import CodeBuffer
@@ -54,24 +48,12 @@ class NotScalarLoop(Exception):  # noqa: N818 - it names the event
     """The loop's body holds work this module has no scalar C for (the reason)."""
 
 
-@attrs.frozen
-class LoopFunction:
-    """The C source of one loop function and the facts the wrapper needs about it.
-
-    `bails` says whether a run may restart the loop with NumPy after it began.
-    """
-
-    name: str
-    source: str
-    bails: bool
-
-
 # Python ints in the loop are C int64s. Values are tracked with a bound on their
 # magnitude in bits; an operation whose result provably fits 62 bits is not checked.
 _SAFE_BITS = 62
 # Int arguments of the loop (bounds, invariants) are checked at entry to fit this many
 # bits (else the loop runs with NumPy); loop indices then fit one more.
-_ENTRY_BITS = 60
+ENTRY_BITS = 60
 # An array's length is at most its size in bytes, below 2**57 on every 64-bit address
 # space (5-level paging).
 _DIM_BITS = 57
@@ -82,102 +64,13 @@ _PY_TYPES: dict[type, np.dtype[Any]] = {
     float: np.dtype("float64"),
 }
 
-LOOP_HELPERS = r"""
-/* Loop functions (codegen/c/loop_body.py): arguments as C values, element indices. */
-static int np_loop_int(PyObject *o, int64_t *v)
-{
-    if (!PyLong_Check(o)) { return 0; }
-    int overflow = 0;
-    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
-    if (x > (1LL << 60) || x < -(1LL << 60)) { return 0; }
-    *v = (int64_t)x;
-    return 1;
-}
-/* A 0-d value of NumPy type `typenum` (a NumPy scalar or 0-d array of exactly that type,
-   or a Python scalar NumPy would take as a weak value of it) into `out`. */
-static int np_loop_value(PyObject *o, int typenum, void *out)
-{
-    PyArray_Descr *descr = PyArray_DescrFromType(typenum);
-    int ok = 0;
-    if (PyArray_Check(o)) {
-        PyArrayObject *a = (PyArrayObject *)o;
-        if (PyArray_NDIM(a) == 0 && PyArray_TYPE(a) == typenum && PyArray_ISNOTSWAPPED(a)) {
-            memcpy(out, PyArray_DATA(a), (size_t)PyArray_ITEMSIZE(a));
-            ok = 1;
-        }
-    } else if (PyArray_IsScalar(o, Generic)) {
-        PyArray_Descr *own = PyArray_DescrFromScalar(o);
-        if (own != NULL && own->type_num == typenum) {
-            PyArray_ScalarAsCtype(o, out);
-            ok = 1;
-        }
-        Py_XDECREF(own);
-    } else if (PyFloat_Check(o) && (PyTypeNum_ISFLOAT(typenum))) {
-        double x = PyFloat_AS_DOUBLE(o);
-        if (typenum == NPY_DOUBLE) { *(double *)out = x; ok = 1; }
-        else if (typenum == NPY_FLOAT && (x != x || fabs(x) <= 3.4028234663852886e38)) {
-            *(float *)out = (float)x; ok = 1;
-        }
-    } else if (PyLong_Check(o) && !PyBool_Check(o)) {
-        int overflow = 0;
-        long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
-        if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); }
-        else if (typenum == NPY_DOUBLE && x > -(1LL << 53) && x < (1LL << 53)) {
-            *(double *)out = (double)x; ok = 1;
-        } else if (typenum == NPY_LONG || typenum == NPY_LONGLONG) {
-            *(int64_t *)out = (int64_t)x; ok = 1;
-        } else if (typenum == NPY_INT && x >= INT32_MIN && x <= INT32_MAX) {
-            *(int32_t *)out = (int32_t)x; ok = 1;
-        }
-    } else if (PyBool_Check(o) && typenum == NPY_BOOL) {
-        *(npy_bool *)out = (npy_bool)(o == Py_True); ok = 1;
-    }
-    Py_DECREF(descr);
-    return ok;
-}
-/* A run-time index normalized as Python does; 0 (and IndexError set) when out of bounds. */
-static inline int np_loop_index(int64_t index, int64_t size, int axis, int64_t *out)
-{
-    int64_t i = index < 0 ? index + size : index;
-    if (__builtin_expect((uint64_t)i >= (uint64_t)size, 0)) {
-        PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for axis %d with size %lld",
-                     (long long)index, axis, (long long)size);
-        return 0;
-    }
-    *out = i;
-    return 1;
-}
-/* A NumPy scalar of type `typenum` holding *data. */
-static PyObject *np_loop_box(void *data, int typenum)
-{
-    PyArray_Descr *descr = PyArray_DescrFromType(typenum);
-    PyObject *item = PyArray_Scalar(data, descr, NULL);
-    Py_DECREF(descr);
-    return item;
-}
-/* Python's // and % on ints (b != 0; MIN // -1 is checked by the caller). */
-static inline int64_t np_py_floordiv(int64_t a, int64_t b)
-{
-    if (b == -1) { return (int64_t)(0 - (uint64_t)a); }
-    int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) { q -= 1; }
-    return q;
-}
-static inline int64_t np_py_mod(int64_t a, int64_t b)
-{
-    if (b == -1) { return 0; }
-    int64_t r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0))) { r += b; }
-    return r;
-}
-"""
-
 
 @attrs.define
-class _Value:
-    # A 0-d value of the body: its C expression, NumPy dtype (Python scalars: bool, int64,
-    # float64), whether it is a Python scalar, and for Python ints a bound in bits.
+class CValue:
+    """A 0-d value of a loop body: its C expression, NumPy dtype (Python scalars: bool,
+    int64, float64), its Python type when it is a Python scalar, and for ints a bound on
+    its magnitude in bits."""
+
     text: str
     dtype: np.dtype[Any]
     python: type | None = None
@@ -198,8 +91,10 @@ class _Frame:
 
 
 @attrs.define
-class _Array:
-    # An array the body reads or writes: C names of its data, strides and dims.
+class CArray:
+    """An array a loop body reads or writes: `{name}_d` its data, `{name}_s{d}` its
+    element strides and `{name}_n{d}` its dims, in C; `argument` its position in argv."""
+
     name: str
     dtype: np.dtype[Any]
     ndim: int
@@ -207,19 +102,20 @@ class _Array:
     written: bool = False
 
 
-_Env = dict[Node, "_Value | _Array"]
+#: What each node of a body stands for in C.
+Env = dict[Node, "CValue | CArray"]
 
 
-class _Writer:
-    # Builds one loop function: the body statements first, then the entry code (which
-    # depends on what the body turned out to need: arrays, writes, bails).
+class LoopWriter:
+    """The C of one loop nest as it is written: statements in `buf`, the arrays it uses,
+    whether it can bail, the loops it is inside of (their hoisted bounds checks)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.buf = CodeBuffer(level=1)
         self.counter = 0
         self.bails = False
-        self.arrays: list[_Array] = []
+        self.arrays: list[CArray] = []
         self.frames: list[_Frame] = []
         self.declarations: list[str] = []
         # (cond node, k) -> the metadata of its k-th result (from its loop_output).
@@ -244,10 +140,10 @@ class _Writer:
 
     # -- values -------------------------------------------------------------------------
 
-    def operand(self, env: _Env, value: Any) -> _Value:
+    def operand(self, env: Env, value: Any) -> CValue:
         if isinstance(value, Node):
             found = env.get(value)
-            if not isinstance(found, _Value):
+            if not isinstance(found, CValue):
                 raise NotScalarLoop(f"{value.name} is not a 0-d value here")
             return found
         if isinstance(value, bool | int | float):
@@ -256,9 +152,9 @@ class _Writer:
                 raise NotScalarLoop(f"Python int constant {value} is too large")
             dtype = _PY_TYPES[kind]
             bits = int(abs(value)).bit_length() if kind is not float else 64
-            return _Value(c_literal(value, dtype), dtype, kind, bits, invariant=True)
+            return CValue(c_literal(value, dtype), dtype, kind, bits, invariant=True)
         if isinstance(value, np.generic) and c_type(value.dtype) is not None:
-            return _Value(c_literal(value.item(), value.dtype), value.dtype, invariant=True)
+            return CValue(c_literal(value.item(), value.dtype), value.dtype, invariant=True)
         raise NotScalarLoop(f"operand {value!r}")
 
     def define(self, dtype: np.dtype[Any], text: str, stem: str = "t") -> str:
@@ -268,7 +164,7 @@ class _Writer:
 
     # -- the body -------------------------------------------------------------------------
 
-    def body(self, graph: Graph, env: _Env) -> list[_Value | None]:
+    def body(self, graph: Graph, env: Env) -> list[CValue | None]:
         # Emit every op node of `graph`; the values of its outputs (None: unchanged).
         for node in graph.nodes:
             if node.op is not None and node.op.name == "loop_output":
@@ -287,7 +183,7 @@ class _Writer:
         outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
         return [self.operand(env, out) for out in outputs]
 
-    def pointwise(self, node: Node, env: _Env) -> _Value:
+    def pointwise(self, node: Node, env: Env) -> CValue:
         meta = node.meta
         if not isinstance(meta, ArrayMeta) or meta.shape != () or c_type(meta.dtype) is None:
             raise NotScalarLoop(f"{node.op.name if node.op else node.name} gives {meta}")
@@ -309,7 +205,7 @@ class _Writer:
             raise NotScalarLoop(f"{node.op.name}: {reason}") from reason
         if ctx.steps or lowered.loader is None:
             raise NotScalarLoop(f"{node.op.name} needs a kernel of its own")
-        return _Value(self.expression(lowered.loader(())), meta.dtype)
+        return CValue(self.expression(lowered.loader(())), meta.dtype)
 
     def expression(self, expr: Any) -> str:
         # A scalar loop-IR expression (Apply, Constant, ScalarArg): one statement per Apply.
@@ -323,7 +219,7 @@ class _Writer:
         dtypes = [arg.dtype for arg in expr.args]
         return self.define(expr.dtype, c_expr(expr.fn, args, dtypes, expr.dtype))
 
-    def hoisted(self, value: _Value, size: str) -> bool:
+    def hoisted(self, value: CValue, size: str) -> bool:
         # Whether `0 <= value < size` is checked once at the entry of an enclosing loop
         # (for all its iterations) instead of here; the loop's unchecked copy then runs
         # only when every condition holds, its checked copy otherwise.
@@ -340,7 +236,7 @@ class _Writer:
             return True
         return False
 
-    def element(self, array: _Array, index: list[_Value]) -> str:
+    def element(self, array: CArray, index: list[CValue]) -> str:
         # The C address expression of array[index] after bounds checks.
         terms = []
         for axis, value in enumerate(index):
@@ -364,8 +260,8 @@ def _constant_loader(arg: ScalarArg) -> Callable[[tuple[Any, ...]], ScalarArg]:
 
 
 def _index_values(
-    writer: _Writer, node: Node, env: _Env, scalars: tuple[Any, ...], array: _Array
-) -> list[_Value]:
+    writer: LoopWriter, node: Node, env: Env, scalars: tuple[Any, ...], array: CArray
+) -> list[CValue]:
     # The run-time ints of an element index template, one per axis.
     template = dict(node.params)["index"]
     values = []
@@ -381,21 +277,21 @@ def _index_values(
     return values
 
 
-def _array(env: _Env, value: Any) -> _Array:
+def _array(env: Env, value: Any) -> CArray:
     found = env.get(value) if isinstance(value, Node) else None
-    if not isinstance(found, _Array):
+    if not isinstance(found, CArray):
         raise NotScalarLoop("an indexed value that is no array argument of the loop")
     return found
 
 
-def _element_at(writer: _Writer, node: Node, env: _Env) -> None:
+def _element_at(writer: LoopWriter, node: Node, env: Env) -> None:
     array = _array(env, node.inputs[0])
     index = _index_values(writer, node, env, node.inputs[1:], array)
     address = writer.element(array, index)
-    env[node] = _Value(writer.define(array.dtype, address), array.dtype)
+    env[node] = CValue(writer.define(array.dtype, address), array.dtype)
 
 
-def _setitem_at(writer: _Writer, node: Node, env: _Env) -> None:
+def _setitem_at(writer: LoopWriter, node: Node, env: Env) -> None:
     array = _array(env, node.inputs[0])
     value = writer.operand(env, node.inputs[1])
     index = _index_values(writer, node, env, node.inputs[2:], array)
@@ -410,21 +306,21 @@ def _setitem_at(writer: _Writer, node: Node, env: _Env) -> None:
     env[node] = array
 
 
-def _carried_scalar(writer: _Writer, node: Node, env: _Env) -> None:
+def _carried_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
     source = writer.operand(env, node.inputs[0])
     meta = node.meta
     assert isinstance(meta, ArrayMeta)
     if source.dtype != meta.dtype:
         text = c_expr("cast", [source.text], [source.dtype], meta.dtype)
-        env[node] = _Value(writer.define(meta.dtype, text), meta.dtype)
+        env[node] = CValue(writer.define(meta.dtype, text), meta.dtype)
     else:
-        env[node] = _Value(source.text, source.dtype)
+        env[node] = CValue(source.text, source.dtype)
 
 
-def _dim(writer: _Writer, node: Node, env: _Env) -> None:
+def _dim(writer: LoopWriter, node: Node, env: Env) -> None:
     array = _array(env, node.inputs[0])
     axis = dict(node.params)["axis"]
-    env[node] = _Value(f"{array.name}_n{axis}", np.dtype("int64"), int, _DIM_BITS, True)
+    env[node] = CValue(f"{array.name}_n{axis}", np.dtype("int64"), int, _DIM_BITS, True)
 
 
 _INT_BINARY = {"add": "+", "sub": "-", "mul": "*"}
@@ -434,7 +330,7 @@ _COMPARE = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="
 _BITWISE = {"and": "&", "or": "|", "xor": "^"}
 
 
-def _py_binary(writer: _Writer, node: Node, env: _Env) -> None:
+def _py_binary(writer: LoopWriter, node: Node, env: Env) -> None:
     operator = dict(node.params)["operator"]
     left = writer.operand(env, node.inputs[0])
     right = writer.operand(env, node.inputs[1])
@@ -448,7 +344,7 @@ def _py_binary(writer: _Writer, node: Node, env: _Env) -> None:
         if is_float and left.python is not right.python and max(left.bits, right.bits) > 53:
             raise NotScalarLoop("an int compared with a float beyond 2**53")
         text = f"(npy_bool)({left.text} {_COMPARE[operator]} {right.text})"
-        env[node] = _Value(writer.define(result, text), result, bool, 1)
+        env[node] = CValue(writer.define(result, text), result, bool, 1)
         return
     if is_float:
         env[node] = _py_float(writer, operator, left, right)
@@ -458,13 +354,13 @@ def _py_binary(writer: _Writer, node: Node, env: _Env) -> None:
     if operator in _BITWISE:
         kind = bool if meta.type is bool else int
         text = f"({a} {_BITWISE[operator]} {b})"
-        env[node] = _Value(writer.define(result, text), result, kind, bits)
+        env[node] = CValue(writer.define(result, text), result, kind, bits)
         return
     if operator in _INT_BINARY:
         bound = left.bits + right.bits if operator == "mul" else bits + 1
         if bound <= _SAFE_BITS:
             text = f"({a} {_INT_BINARY[operator]} {b})"
-            value = _Value(writer.define(result, text), result, int, bound)
+            value = CValue(writer.define(result, text), result, int, bound)
             value.affine = _affine(operator, left, right, node.inputs[1])
             value.invariant = left.invariant and right.invariant and not writer.frames
             env[node] = value
@@ -475,7 +371,7 @@ def _py_binary(writer: _Writer, node: Node, env: _Env) -> None:
             f"if ({_OVERFLOW_BUILTIN[operator]}({a}, {b}, &{name})) {{ goto bail; }}"
         )
         writer.bails = True
-        env[node] = _Value(name, result, int, 63)
+        env[node] = CValue(name, result, int, 63)
         return
     if operator in ("floordiv", "mod"):
         if isinstance(node.inputs[1], Node) or node.inputs[1] == 0:
@@ -487,7 +383,7 @@ def _py_binary(writer: _Writer, node: Node, env: _Env) -> None:
         helper = "np_py_floordiv" if operator == "floordiv" else "np_py_mod"
         out_bits = left.bits if operator == "floordiv" else right.bits
         text = f"{helper}({a}, {b})"
-        env[node] = _Value(writer.define(result, text), result, int, out_bits)
+        env[node] = CValue(writer.define(result, text), result, int, out_bits)
         return
     if operator == "rshift":
         name = writer.fresh("t")
@@ -495,7 +391,7 @@ def _py_binary(writer: _Writer, node: Node, env: _Env) -> None:
         writer.buf.writeline(f"if ({b} < 0) {{ goto bail; }}")
         writer.bails = True
         writer.buf.writeline(f"{name} = {b} >= 63 ? ({a} < 0 ? -1 : 0) : ({a} >> {b});")
-        env[node] = _Value(name, result, int, left.bits)
+        env[node] = CValue(name, result, int, left.bits)
         return
     if operator == "lshift":
         name = writer.fresh("t")
@@ -506,7 +402,7 @@ def _py_binary(writer: _Writer, node: Node, env: _Env) -> None:
         )
         writer.buf.writeline(f"{name} = {a} == 0 ? 0 : ({a} << {b});")
         writer.bails = True
-        env[node] = _Value(name, result, int, 63)
+        env[node] = CValue(name, result, int, 63)
         return
     if operator == "truediv":
         if max(left.bits, right.bits) > 53:
@@ -515,12 +411,12 @@ def _py_binary(writer: _Writer, node: Node, env: _Env) -> None:
             writer.buf.writeline(f"if ({b} == 0) {{ goto bail; }}")
             writer.bails = True
         text = f"((double){a} / (double){b})"
-        env[node] = _Value(writer.define(result, text), result, float)
+        env[node] = CValue(writer.define(result, text), result, float)
         return
     raise NotScalarLoop(f"Python operator {operator} on ints")
 
 
-def _affine(operator: str, left: _Value, right: _Value, constant: Any) -> tuple[_Frame, int] | None:
+def _affine(operator: str, left: CValue, right: CValue, constant: Any) -> tuple[_Frame, int] | None:
     # index + c or index - c stays an index plus a constant.
     if (
         operator in ("add", "sub")
@@ -534,7 +430,7 @@ def _affine(operator: str, left: _Value, right: _Value, constant: Any) -> tuple[
     return None
 
 
-def _py_float(writer: _Writer, operator: str, left: _Value, right: _Value) -> _Value:
+def _py_float(writer: LoopWriter, operator: str, left: CValue, right: CValue) -> CValue:
     # Python converts an int operand to the nearest float, as C's conversion does.
     f64 = np.dtype("float64")
     a, b = f"(double){left.text}", f"(double){right.text}"
@@ -548,10 +444,10 @@ def _py_float(writer: _Writer, operator: str, left: _Value, right: _Value) -> _V
         text = f"({a} / {b})" if helper is None else f"{helper}({a}, {b})"
     else:
         raise NotScalarLoop(f"Python operator {operator} on floats")
-    return _Value(writer.define(f64, text), f64, float)
+    return CValue(writer.define(f64, text), f64, float)
 
 
-def _py_unary(writer: _Writer, node: Node, env: _Env) -> None:
+def _py_unary(writer: LoopWriter, node: Node, env: Env) -> None:
     operator = dict(node.params)["operator"]
     value = writer.operand(env, node.inputs[0])
     meta = node.meta
@@ -561,13 +457,13 @@ def _py_unary(writer: _Writer, node: Node, env: _Env) -> None:
         text = {"neg": f"(-{value.text})", "abs": f"fabs({value.text})"}.get(operator)
         if text is None:
             raise NotScalarLoop(f"Python {operator} on a float")
-        env[node] = _Value(writer.define(result, text), result, float)
+        env[node] = CValue(writer.define(result, text), result, float)
         return
     if value.python not in (int, bool):
         raise NotScalarLoop("py_unary on a NumPy value")
     a = f"(int64_t){value.text}"
     if operator == "invert":
-        env[node] = _Value(writer.define(result, f"(~{a})"), result, int, value.bits)
+        env[node] = CValue(writer.define(result, f"(~{a})"), result, int, value.bits)
         return
     if operator not in ("neg", "abs"):
         raise NotScalarLoop(f"Python {operator}")
@@ -575,10 +471,10 @@ def _py_unary(writer: _Writer, node: Node, env: _Env) -> None:
         writer.buf.writeline(f"if ({a} == INT64_MIN) {{ goto bail; }}")
         writer.bails = True
     text = f"(-{a})" if operator == "neg" else f"({a} < 0 ? -{a} : {a})"
-    env[node] = _Value(writer.define(result, text), result, int, value.bits)
+    env[node] = CValue(writer.define(result, text), result, int, value.bits)
 
 
-def _loop_output(writer: _Writer, node: Node, env: _Env) -> None:
+def _loop_output(writer: LoopWriter, node: Node, env: Env) -> None:
     loop = node.inputs[0]
     finals = env.get(loop)
     if not isinstance(finals, _Finals):
@@ -589,10 +485,10 @@ def _loop_output(writer: _Writer, node: Node, env: _Env) -> None:
 @attrs.define
 class _Finals:
     # The carried C locals of a nested loop, after it.
-    values: list[_Value]
+    values: list[CValue]
 
 
-def _nested_loop(writer: _Writer, node: Node, env: _Env) -> None:
+def _nested_loop(writer: LoopWriter, node: Node, env: Env) -> None:
     params = dict(node.params)
     body: Graph = params["body"]
     carried: int = params["carried"]
@@ -601,34 +497,34 @@ def _nested_loop(writer: _Writer, node: Node, env: _Env) -> None:
         if bound.python not in (int, bool):
             raise NotScalarLoop("a loop bound that is no Python int")
     bits = max(start.bits, stop.bits, step.bits)
-    if bits > _ENTRY_BITS:
-        limit = f"(1LL << {_ENTRY_BITS})"
+    if bits > ENTRY_BITS:
+        limit = f"(1LL << {ENTRY_BITS})"
         checks = " || ".join(
             f"{b.text} > {limit} || {b.text} < -{limit}" for b in (start, stop, step)
         )
         writer.buf.writeline(f"if ({checks}) {{ goto bail; }}")
         writer.bails = True
-        bits = _ENTRY_BITS
-    finals = _emit_loop(writer, node, body, carried, (start, stop, step), bits, env)
+        bits = ENTRY_BITS
+    finals = emit_loop(writer, node, body, carried, (start, stop, step), bits, env)
     env[node] = _Finals(finals)  # type: ignore[assignment]
 
 
-def _emit_loop(
-    writer: _Writer,
+def emit_loop(
+    writer: LoopWriter,
     node: Node,
     body: Graph,
     carried: int,
-    bounds: tuple[_Value, _Value, _Value],
+    bounds: tuple[CValue, CValue, CValue],
     bits: int,
-    env: _Env,
-) -> list[_Value]:
-    # A C `for` over range(start, stop, step) whose carried values are C locals declared
-    # before it; returns those locals (the loop's final carried values).
+    env: Env,
+) -> list[CValue]:
+    """Write the C `for` over range(start, stop, step) of `node`; its carried values are C
+    locals declared before it, returned (the loop's final carried values)."""
     start, stop, step = bounds
     placeholders = body.placeholders
-    inner: _Env = {}
+    inner: Env = {}
     index = writer.fresh("i")
-    locals_: list[_Value] = []
+    locals_: list[CValue] = []
     for k in range(carried):
         meta = placeholders[1 + k].meta
         if isinstance(meta, ArrayMeta) and meta.shape != ():
@@ -640,7 +536,7 @@ def _emit_loop(
     for k, value in enumerate(node.inputs[3 + carried :]):
         placeholder = placeholders[1 + carried + k]
         found = env.get(value) if isinstance(value, Node) else None
-        if isinstance(found, _Array | _Value):
+        if isinstance(found, CArray | CValue):
             inner[placeholder] = found
         else:
             inner[placeholder] = writer.operand(env, value)
@@ -668,7 +564,7 @@ def _emit_loop(
     writer.buf.writeline(f"const int64_t {frame.low} = {low};")
     writer.buf.writeline(f"const int64_t {frame.high} = {high};")
     head = f"for (int64_t {index} = {a}; {condition}; {index} += {c}) {{"
-    inner[placeholders[0]] = _Value(index, np.dtype("int64"), int, bits + 1, affine=(frame, 0))
+    inner[placeholders[0]] = CValue(index, np.dtype("int64"), int, bits + 1, affine=(frame, 0))
     writer.frames.append(frame)
     try:
         unchecked = writer.capture(lambda: _emit_iterations(writer, head, body, inner, locals_))
@@ -699,11 +595,11 @@ def _emit_loop(
 
 
 def _emit_iterations(
-    writer: _Writer,
+    writer: LoopWriter,
     head: str,
     body: Graph,
-    inner: _Env,
-    locals_: list[_Value],
+    inner: Env,
+    locals_: list[CValue],
 ) -> None:
     # The `for` statement around one iteration.
     writer.buf.writeline(head)
@@ -712,7 +608,7 @@ def _emit_iterations(
     writer.buf.writeline("}")
 
 
-def _emit_body(writer: _Writer, body: Graph, inner: _Env, locals_: list[_Value]) -> None:
+def _emit_body(writer: LoopWriter, body: Graph, inner: Env, locals_: list[CValue]) -> None:
     # One iteration: the body's statements, then the carried locals' new values.
     placeholders = body.placeholders
     outputs = writer.body(body, dict(inner))
@@ -738,7 +634,7 @@ def _literal_value(text: str) -> int | None:
         return None
 
 
-def _carried_local(writer: _Writer, meta: Any, init: _Value) -> _Value:
+def _carried_local(writer: LoopWriter, meta: Any, init: CValue) -> CValue:
     if isinstance(meta, ScalarMeta):
         if meta.type not in _PY_TYPES:
             raise NotScalarLoop(f"a carried {meta.type.__name__}")
@@ -760,7 +656,7 @@ def _carried_local(writer: _Writer, meta: Any, init: _Value) -> _Value:
     else:  # the outermost loop's: read after the nest, declared before its copies
         writer.declarations.append(f"    {c_type(dtype)} {name};")
         writer.buf.writeline(f"{name} = {cast};")
-    return _Value(name, dtype, python, bits)
+    return CValue(name, dtype, python, bits)
 
 
 def _scalar_type(meta: Any) -> tuple[np.dtype[Any], type | None, int]:
@@ -773,14 +669,16 @@ def _scalar_type(meta: Any) -> tuple[np.dtype[Any], type | None, int]:
     raise NotScalarLoop(f"a value {meta} is not 0-d")
 
 
-def _assign_outputs(writer: _Writer, outputs: list[_Value | None], targets: list[_Value]) -> None:
+def _assign_outputs(
+    writer: LoopWriter, outputs: list[CValue | None], targets: list[CValue]
+) -> None:
     for target, value in zip(targets, outputs, strict=True):
         assert value is not None
         cast = c_expr("cast", [value.text], [value.dtype], target.dtype)
         writer.buf.writeline(f"{target.text} = {cast};")
 
 
-def _cond(writer: _Writer, node: Node, env: _Env) -> None:
+def _cond(writer: LoopWriter, node: Node, env: Env) -> None:
     # `if` on a run-time value: both branches as C blocks assigning the results.
     params = dict(node.params)
     branches: tuple[Graph, Graph] = (params["then_branch"], params["else_branch"])
@@ -794,7 +692,7 @@ def _cond(writer: _Writer, node: Node, env: _Env) -> None:
         dtype, python, bits = _scalar_type(meta)
         name = writer.fresh("r")
         writer.buf.writeline(f"{c_type(dtype)} {name};")
-        results.append(_Value(name, dtype, python, bits))
+        results.append(CValue(name, dtype, python, bits))
     for position, branch in enumerate(branches):
         writer.buf.writeline(f"if ({pred.text}) {{" if position == 0 else "} else {")
         inner = _inner_env(writer, env, branch.placeholders, node.inputs[1:])
@@ -804,16 +702,16 @@ def _cond(writer: _Writer, node: Node, env: _Env) -> None:
     env[node] = _Finals(results)  # type: ignore[assignment]
 
 
-def _inner_env(writer: _Writer, env: _Env, placeholders: list[Node], inputs: Any) -> _Env:
+def _inner_env(writer: LoopWriter, env: Env, placeholders: list[Node], inputs: Any) -> Env:
     # A subgraph's placeholders bound to the values the node passes it.
-    inner: _Env = {}
+    inner: Env = {}
     for placeholder, value in zip(placeholders, inputs, strict=True):
         found = env.get(value) if isinstance(value, Node) else None
         inner[placeholder] = found if found is not None else writer.operand(env, value)
     return inner
 
 
-def _while_loop(writer: _Writer, node: Node, env: _Env) -> None:
+def _while_loop(writer: LoopWriter, node: Node, env: Env) -> None:
     # `while` on a run-time test: carried values as C locals, the body's last output the
     # next test.
     params = dict(node.params)
@@ -854,7 +752,7 @@ def _while_loop(writer: _Writer, node: Node, env: _Env) -> None:
     env[node] = _Finals(locals_)  # type: ignore[assignment]
 
 
-_NODE_HANDLERS: dict[str, Callable[[_Writer, Node, _Env], None]] = {
+_NODE_HANDLERS: dict[str, Callable[[LoopWriter, Node, Env], None]] = {
     "cond": _cond,
     "while_loop": _while_loop,
     "element_at": _element_at,
@@ -866,232 +764,3 @@ _NODE_HANDLERS: dict[str, Callable[[_Writer, Node, _Env], None]] = {
     "for_loop": _nested_loop,
     "loop_output": _loop_output,
 }
-
-
-def scalar_loop_function(node: Node, name: str) -> LoopFunction:
-    """The C function `name` that runs `for_loop` node `node` (raises `NotScalarLoop`).
-
-    Its C signature is `PyObject *name(PyObject *const *argv, Py_ssize_t argc, PyObject
-    *eager, int *np_fp)`: `argv` holds the node's inputs that are graph values, in order
-    (its constant inputs are in the code), `eager` is the extern callable that runs the
-    loop with NumPy, and the floating-point flags the loop raised are ORed into `np_fp`.
-    It returns the tuple of final carried values, as the `for_loop` op does.
-
-    >>> scalar_loop_function(node, "loop_v0").bails  # doctest: +SKIP
-    False
-    """
-    params = dict(node.params)
-    body: Graph = params["body"]
-    carried: int = params["carried"]
-    writer = _Writer(name)
-    placeholders = body.placeholders
-    env: _Env = {}
-    entry: list[str] = []
-    stand_ins: list[Any] = []
-    values: list[Any] = []
-    for position, value in enumerate(node.inputs):
-        if not isinstance(value, Node):
-            values.append(value)
-            stand_ins.append(value)
-            continue
-        argument = sum(isinstance(v, Node) for v in node.inputs[:position])
-        meta = _input_meta(position, carried, placeholders)
-        values.append(_unpack(writer, entry, meta, argument))
-        # A body-level stand-in for the argument, named for its position in argv.
-        stand_ins.append(Node(f"arg{argument}", None, (), (), ScalarMeta(int)))
-    outer = Node(node.name, node.op, tuple(stand_ins), node.params, node.meta)
-    for key, value in zip(outer.inputs, values, strict=True):
-        if isinstance(key, Node):
-            env[key] = value
-    start, stop, step = (writer.operand(env, value) for value in outer.inputs[:3])
-    for bound in (start, stop, step):
-        if bound.python not in (int, bool):
-            raise NotScalarLoop("a loop bound that is no Python int")
-    bits = max(start.bits, stop.bits, step.bits)
-    # step 0 raises Python's ValueError (through NumPy's run); an empty range gives back
-    # the initial objects themselves, as eager does.
-    initial = [_initial(value) for value in outer.inputs[3 : 3 + carried]]
-    empty = [
-        f"    if ({step.text} == 0) {{ goto eager; }}",
-        f"    if ({step.text} > 0 ? {start.text} >= {stop.text} : {start.text} <= {stop.text}) {{",
-        f"        result = PyTuple_New({carried});",
-        "        if (result == NULL) { goto fail; }",
-        *(f"        PyTuple_SET_ITEM(result, {k}, {item});" for k, item in enumerate(initial)),
-        "        goto done;",
-        "    }",
-    ]
-    finals = _emit_loop(writer, outer, body, carried, (start, stop, step), bits, env)
-    outputs = body.output if isinstance(body.output, tuple) else (body.output,)
-    boxes = [
-        _box(final, out, placeholders[1 + k], outer.inputs[3 + k], env)
-        for k, (final, out) in enumerate(zip(finals, outputs, strict=True))
-    ]
-    written = [array for array in writer.arrays if array.written]
-    snapshots = [array for array in written if writer.bails]
-    lines = [
-        f"static PyObject *{name}(PyObject *const *argv, Py_ssize_t argc, PyObject *eager, "
-        "int *np_fp)",
-        "{",
-        "    PyObject *result = NULL;",
-        *(f"    PyObject *snap_{array.name} = NULL;" for array in snapshots),
-        *entry,
-        *empty,
-        *(f"    if (!PyArray_ISWRITEABLE(a_{array.name})) {{ goto eager; }}" for array in written),
-    ]
-    for array in snapshots:
-        lines.append(f"    snap_{array.name} = PyArray_NewCopy(a_{array.name}, NPY_KEEPORDER);")
-        lines.append(f"    if (snap_{array.name} == NULL) {{ goto fail; }}")
-    lines.append("    NP_FP_CLEAR();")
-    lines += writer.declarations
-    lines += _unit_stride_copy(writer.buf.lines, writer.arrays)
-    lines.append("    *np_fp |= NP_FP_TEST();")
-    lines.append(f"    result = PyTuple_New({carried});")
-    lines.append("    if (result == NULL) { goto fail; }")
-    for k, box in enumerate(boxes):
-        lines.append("    {")
-        lines.append(f"        PyObject *item = {box};")
-        lines.append("        if (item == NULL) { Py_CLEAR(result); goto fail; }")
-        lines.append(f"        PyTuple_SET_ITEM(result, {k}, item);")
-        lines.append("    }")
-    lines.append("    goto done;")
-    if writer.bails:
-        lines.append("bail:")
-        lines.append("    NP_FP_CLEAR();")
-        for array in snapshots:
-            lines.append(
-                f"    if (PyArray_CopyInto(a_{array.name}, (PyArrayObject *)snap_{array.name}) "
-                "< 0) { goto fail; }"
-            )
-    lines.append("eager:")
-    lines.append("    result = PyObject_Vectorcall(eager, argv, argc, NULL);")
-    lines.append("    goto done;")
-    lines.append("fail:")
-    lines.append("    result = NULL;")
-    lines.append("done:")
-    lines += [f"    Py_XDECREF(snap_{array.name});" for array in snapshots]
-    lines.append("    return result;")
-    lines.append("}")
-    return LoopFunction(name, "\n".join(lines), writer.bails)
-
-
-def _unit_stride_copy(nest: list[str], arrays: list[_Array]) -> list[str]:
-    # The nest twice: with each array's last stride the constant 1 when they all are (the
-    # common case: GCC then keeps a value stored at one iteration in a register for the
-    # load of the next, as Numba's C-contiguous specialization lets LLVM do), else as is.
-    if not arrays:
-        return nest
-    names = [f"{array.name}_s{array.ndim - 1}" for array in arrays]
-    pattern = re.compile(r"\b(" + "|".join(names) + r")\b")
-    unit = [f"    {pattern.sub('1', line)}" for line in nest]
-    condition = " && ".join(f"{name} == 1" for name in names)
-    return [
-        f"    if ({condition}) {{",
-        *unit,
-        "    } else {",
-        *(f"    {line}" for line in nest),
-        "    }",
-    ]
-
-
-def _input_meta(position: int, carried: int, placeholders: list[Node]) -> Any:
-    # What the body expects at input `position` of the loop node.
-    if position < 3:
-        return ScalarMeta(int)
-    return placeholders[1 + position - 3].meta
-
-
-def _unpack(writer: _Writer, entry: list[str], meta: Any, argument: int) -> Any:
-    # C that reads argument `argument` as `meta` says (else runs the loop with NumPy).
-    arg = f"argv[{argument}]"
-    if isinstance(meta, ScalarMeta):
-        if meta.type is int:
-            name = writer.fresh("p")
-            entry.append(f"    int64_t {name};")
-            entry.append(f"    if (!np_loop_int({arg}, &{name})) {{ goto eager; }}")
-            return _Value(name, np.dtype("int64"), int, _ENTRY_BITS, invariant=True)
-        if meta.type is float:
-            name = writer.fresh("p")
-            entry.append(f"    if (!PyFloat_CheckExact({arg})) {{ goto eager; }}")
-            entry.append(f"    const double {name} = PyFloat_AS_DOUBLE({arg});")
-            return _Value(name, np.dtype("float64"), float)
-        if meta.type is bool:
-            name = writer.fresh("p")
-            entry.append(f"    if (!PyBool_Check({arg})) {{ goto eager; }}")
-            entry.append(f"    const npy_bool {name} = (npy_bool)({arg} == Py_True);")
-            return _Value(name, np.dtype("bool"), bool, 1)
-        raise NotScalarLoop(f"a {meta.type.__name__} argument")
-    if not isinstance(meta, ArrayMeta) or c_type(meta.dtype) is None:
-        raise NotScalarLoop(f"an argument {meta}")
-    ct = c_type(meta.dtype)
-    typenum = int(meta.dtype.num)
-    if meta.shape == ():
-        name = writer.fresh("p")
-        entry.append(f"    {ct} {name};")
-        entry.append(f"    if (!np_loop_value({arg}, {typenum}, &{name})) {{ goto eager; }}")
-        return _Value(name, meta.dtype)
-    array = _Array(writer.fresh("A"), meta.dtype, len(meta.shape), argument)
-    writer.arrays.append(array)
-    a = f"a_{array.name}"
-    entry.append(f"    if (!PyArray_Check({arg})) {{ goto eager; }}")
-    entry.append(f"    PyArrayObject *{a} = (PyArrayObject *){arg};")
-    conds = [
-        f"PyArray_TYPE({a}) != {typenum}",
-        f"PyArray_NDIM({a}) != {array.ndim}",
-        f"!PyArray_ISNOTSWAPPED({a})",
-        f"!PyArray_ISALIGNED({a})",
-        *(f"PyArray_STRIDES({a})[{d}] % {meta.dtype.itemsize} != 0" for d in range(array.ndim)),
-    ]
-    entry.append(f"    if ({' || '.join(conds)}) {{ goto eager; }}")
-    entry.append(f"    {ct} *{array.name}_d = ({ct} *)PyArray_DATA({a});")
-    for d in range(array.ndim):
-        entry.append(
-            f"    const int64_t {array.name}_s{d} = "
-            f"(int64_t)(PyArray_STRIDES({a})[{d}] / {meta.dtype.itemsize});"
-        )
-        entry.append(f"    const int64_t {array.name}_n{d} = (int64_t)PyArray_DIMS({a})[{d}];")
-    return array
-
-
-def _initial(value: Any) -> str:
-    # A new reference to a loop's initial carried value (an argument or a constant).
-    if isinstance(value, Node):
-        return f"Py_NewRef(argv[{_argument_of(value)}])"
-    return _box_constant(value)
-
-
-def _box(final: _Value, out: Any, placeholder: Node, init: Any, env: _Env) -> str:
-    # A new reference to the Python object eager NumPy leaves for one carried value.
-    if out is placeholder:  # never reassigned: the initial object itself
-        if isinstance(init, Node):
-            found = env[init]
-            assert isinstance(found, _Value)
-            return f"Py_NewRef(argv[{_argument_of(init)}])"
-        return _box_constant(init)
-    meta = placeholder.meta
-    if isinstance(meta, ScalarMeta):
-        if meta.type is int:
-            return f"PyLong_FromLongLong((long long){final.text})"
-        if meta.type is float:
-            return f"PyFloat_FromDouble({final.text})"
-        return f"PyBool_FromLong((long){final.text})"
-    assert isinstance(meta, ArrayMeta)
-    if not isinstance(out, Node) or not gives_scalar(out) or out.op is None:
-        raise NotScalarLoop("a carried 0-d value NumPy keeps as an array")
-    if out.op.name == "carried_scalar":
-        raise NotScalarLoop("a carried value the body leaves as it came")
-    # A copy: the carried local's address never escapes, so it stays in a register.
-    return f"np_loop_box(&(({c_type(meta.dtype)}[1]){{{final.text}}})[0], {int(meta.dtype.num)})"
-
-
-def _argument_of(stand_in: Node) -> int:
-    return int(stand_in.name.removeprefix("arg"))
-
-
-def _box_constant(value: Any) -> str:
-    if isinstance(value, bool):
-        return "Py_NewRef(Py_True)" if value else "Py_NewRef(Py_False)"
-    if isinstance(value, int):
-        return f"PyLong_FromLongLong({value}LL)"
-    if isinstance(value, float):
-        return f"PyFloat_FromDouble({c_literal(value, np.dtype('float64'))})"
-    raise NotScalarLoop(f"a carried constant {value!r}")

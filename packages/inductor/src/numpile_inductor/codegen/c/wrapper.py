@@ -32,7 +32,8 @@ from ...loop_ir import Buffer, BufferRef, ExternCall, loads_of
 from ...scheduler import FusedKernel, Schedule
 from .buffer_pool import MIN_POOLED_BYTES, pooled_alloc_lines
 from .kernel import kernel_signature, kernel_source
-from .loop_body import LOOP_HELPERS, NotScalarLoop, scalar_loop_function
+from .loop_body import NotScalarLoop
+from .loop_function import LOOP_HELPERS, scalar_loop_function
 from .ops import c_type, helper_definitions, vector_math_declarations
 
 log = logging.getLogger("numpile.inductor.wrapper")
