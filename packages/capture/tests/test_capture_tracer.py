@@ -413,13 +413,28 @@ def test_data_dependent_branch_is_unsupported_at_its_line() -> None:
 
 
 def test_unroll_cap() -> None:
+    # A body that cannot be kept as a loop (it grows a list) is unrolled, up to a cap.
+    def f(x):
+        out = []
+        for i in range(5000):
+            out.append(x + i)
+        return out
+
+    with pytest.raises(Unsupported, match="5000 iterations"):
+        capture(f, X)
+
+
+def test_long_loop_stays_a_loop() -> None:
     def f(x):
         for i in range(5000):
             x = x + i
         return x
 
-    with pytest.raises(Unsupported, match="5000 iterations"):
-        capture(f, X)
+    graph = capture(f, X).graph
+    assert [node.op.name for node in graph.nodes if node.op is not None] == [
+        "for_loop",
+        "loop_output",
+    ]
 
 
 def test_runaway_while_loop_is_unsupported() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from numpile_capture import Graph
+from numpile_capture import Graph, has_loops, run_graph
 
 from .functionalization import functionalize, run_functionalized
 
@@ -35,7 +35,18 @@ def aot_eager(graph: Graph, example_inputs: Sequence[Any]) -> Callable[..., Any]
     >>> data.tolist(), out is data
     ([1.0, 1.0], True)
     """
-    functional = functionalize(graph)
+    try:
+        functional = functionalize(graph)
+    except NotImplementedError:
+        if not has_loops(graph):
+            raise
+        # A loop writing arrays in place keeps them in place (a copy per call would lose
+        # the writes of the iterations before an error): the graph runs as captured.
+
+        def run_in_place(*inputs: Any) -> Any:
+            return run_graph(graph, inputs)
+
+        return run_in_place
 
     def run(*inputs: Any) -> Any:
         return run_functionalized(functional, inputs)

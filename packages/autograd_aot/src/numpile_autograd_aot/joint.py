@@ -108,6 +108,8 @@ def append_backward(
         cotangent = cotangents.get(node)
         if cotangent is None:
             continue
+        if node.op is not None and node.op.name == "loop_output":
+            raise NotImplementedError(_loop_gradient_error(graph, node.inputs[0]))
         wanted = tuple(
             isinstance(v, Node) and v in active and differentiable(v.meta) for v in node.inputs
         )
@@ -124,6 +126,17 @@ def append_backward(
                 assert isinstance(meta, ArrayMeta)
                 _accumulate(graph, cotangents, value, fit_cotangent(graph, grad, meta))
     return cotangents
+
+
+def _loop_gradient_error(graph: Graph, loop: Node) -> str:
+    # A loop's carried values depend on its inputs through the body: no VJP rule yet, and
+    # a zero gradient would be wrong, so differentiating through one is an error.
+    line = graph.locations.get(loop)
+    where = f" at {line.filename}:{line.lineno}" if line is not None else ""
+    return (
+        f"grad through the loop{where} (`{loop.format()}`) is not supported yet; "
+        "differentiate a function without the loop, or run it eagerly with numpile.disable()"
+    )
 
 
 def input_cotangent(graph: Graph, cotangents: dict[Node, Node], target: Node) -> Node | None:

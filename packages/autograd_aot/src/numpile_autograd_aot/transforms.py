@@ -215,7 +215,7 @@ class _Transform:
         self._check_argnums(args)
         try:
             with differentiating():
-                result = capture_function(self.fn, args, kwargs)
+                result = capture_function(self.fn, args, kwargs, keep_loops=False)
         except Unsupported as error:
             raise CaptureError(_graph_break_message(self.fn, error)) from error
         functional = functionalize(result.graph)

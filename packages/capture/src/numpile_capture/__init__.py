@@ -19,6 +19,11 @@ from .compiling import is_dynamo_compiling as is_dynamo_compiling
 from .compiling import is_exporting as is_exporting
 from .config import CaptureConfig as CaptureConfig
 from .config import config as config
+from .control_flow import add_loop as add_loop
+from .control_flow import body_runner as body_runner
+from .control_flow import has_loops as has_loops
+from .control_flow import is_loop as is_loop
+from .control_flow import set_loop_runner as set_loop_runner
 from .dispatch import CaptureFallbackWarning as CaptureFallbackWarning
 from .dispatch import CompiledFunction as CompiledFunction
 from .dispatch import InternalCompilerError as InternalCompilerError
@@ -47,6 +52,7 @@ from .op import all_ops as all_ops
 from .op import get_op as get_op
 from .op import register_op as register_op
 from .ops.indexing import IndexArray as IndexArray
+from .ops.loop_values import ScalarSlot as ScalarSlot
 from .profiler import CompileProfiler as CompileProfiler
 from .profiler import compile_times as compile_times
 from .pytree import TreeSpec as TreeSpec
@@ -72,6 +78,12 @@ from .variables import ScalarInputVar as ScalarInputVar
 __version__ = distribution_version("numpile-capture")
 
 __all__ = [
+    "add_loop",
+    "body_runner",
+    "has_loops",
+    "is_loop",
+    "ScalarSlot",
+    "set_loop_runner",
     "mark_dynamic",
     "mark_static",
     "ArrayMeta",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .capture_result import Unsupported
+from .loop_capture import make_range
 from .operators import (
     binary,
     check_mutable,
@@ -101,6 +102,12 @@ def _len(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> V
     if isinstance(value, DictVar):
         return ConstantVar(len(value.items))
     return _fold(len)(tracer, args, kwargs)
+
+
+def _range(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    # A range over symbolic or run-time bounds stays open (a loop over it is kept).
+    kept = None if kwargs else make_range(args)
+    return kept if kept is not None else _fold(range)(tracer, args, kwargs)
 
 
 def _isinstance(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
@@ -291,7 +298,7 @@ def _broadcast_shapes(
 
 _BUILTINS: dict[Any, Handler] = {
     builtins.len: _len,
-    builtins.range: _fold(range),
+    builtins.range: _range,
     builtins.isinstance: _isinstance,
     builtins.issubclass: _fold(issubclass),
     builtins.min: _min_max(min),

@@ -67,3 +67,41 @@ def record_event(event: CaptureEvent) -> None:
     events = getattr(_events_state, "events", None)
     if events is not None:
         events.append(event)
+
+
+@attrs.frozen
+class LoopNotKept:
+    """A loop capture unrolled (or broke at) instead of keeping it as a loop, and why."""
+
+    reason: str
+    filename: str | None
+    lineno: int | None
+
+    def __str__(self) -> str:
+        where = f" ({self.filename}:{self.lineno})" if self.filename is not None else ""
+        return f"{self.reason}{where}"
+
+
+@contextlib.contextmanager
+def recording_loops() -> Iterator[list[LoopNotKept]]:
+    """Collect a `LoopNotKept` for every loop capture did not keep inside the block.
+
+    >>> with recording_loops() as loops:
+    ...     pass
+    >>> loops
+    []
+    """
+    loops: list[LoopNotKept] = []
+    previous = getattr(_events_state, "loops", None)
+    _events_state.loops = loops
+    try:
+        yield loops
+    finally:
+        _events_state.loops = previous
+
+
+def record_loop_not_kept(record: LoopNotKept) -> None:
+    """Append `record` to the list of the innermost `recording_loops` block, if any."""
+    loops = getattr(_events_state, "loops", None)
+    if loops is not None:
+        loops.append(record)

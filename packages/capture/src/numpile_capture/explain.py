@@ -19,6 +19,7 @@ import attrs
 
 from numpile_guards import CodeCache, Guard
 
+from .capture_events import LoopNotKept, recording_loops
 from .dispatch import (
     CaptureEvent,
     CaptureFallbackWarning,
@@ -48,6 +49,8 @@ class ExplainOutput:
     graphs: tuple[Graph, ...]
     break_reasons: tuple[BreakReason, ...]
     guards: tuple[Guard, ...]
+    # NOTE: loops unrolled (or broken at) instead of kept as loop nodes, with the reason.
+    loops_not_kept: tuple[LoopNotKept, ...] = ()
 
     @property
     def graph_count(self) -> int:
@@ -77,6 +80,9 @@ class ExplainOutput:
         if self.break_reasons:
             lines.append("Break reasons:")
             lines += [f"  {index + 1}. {reason}" for index, reason in enumerate(self.break_reasons)]
+        if self.loops_not_kept:
+            lines.append("Loops not kept as loops:")
+            lines += [f"  {index + 1}. {loop}" for index, loop in enumerate(self.loops_not_kept)]
         for index, graph in enumerate(self.graphs):
             lines.append(f"Graph {index}:")
             lines += [f"  {line}" for line in str(graph).splitlines()]
@@ -117,10 +123,11 @@ def explain(fn: Callable[..., Any]) -> Callable[..., ExplainOutput]:
             return found
 
         compiled = CompiledFunction(original, backend="eager", cache_provider=private_cache)
-        with recording_captures() as events, warnings.catch_warnings():
+        with recording_captures() as events, recording_loops() as loops, warnings.catch_warnings():
             warnings.simplefilter("ignore", CaptureFallbackWarning)
             compiled(*args, **kwargs)
-        return _summarize(events)
+        # NOTE: a capture that stops at a break traces the code before it again: one each.
+        return attrs.evolve(_summarize(events), loops_not_kept=tuple(dict.fromkeys(loops)))
 
     return run
 

@@ -157,6 +157,20 @@ class Frame:
             raise BreakAt(exc, self.pc - 1) from None
         raise exc from None
 
+    def step(self, inst: Instruction) -> None:
+        """Run one instruction (a loop's body is traced this way, one iteration)."""
+        self._step(inst)
+
+    def locate(self, nodes_before: int, inst: Instruction) -> None:
+        """Record that the nodes added since `nodes_before` came from `inst`'s line."""
+        self._locate(nodes_before, inst)
+
+    def locate_line(self, inst: Instruction) -> SourceLine | None:
+        """The user's line of `inst` in this frame, if it has one."""
+        if inst.lineno is None:
+            return None
+        return SourceLine(self.code.co_filename, inst.lineno, self.fn.globals)
+
     def _step(self, inst: Instruction) -> None:
         handler = _HANDLERS.get(inst.opname)
         if handler is None:

@@ -141,6 +141,8 @@ def input_device(inputs: Any) -> str:
 def _format_value(value: Any) -> str:
     if isinstance(value, Node):
         return value.name
+    if isinstance(value, Graph):
+        return "<graph>"  # printed below its node as an indented block
     if isinstance(value, np.dtype):
         return f"{value.name}"
     if isinstance(value, type) and issubclass(value, np.generic):
@@ -222,11 +224,22 @@ class Graph:
         return len(self.nodes)
 
     def __str__(self) -> str:
+        return "\n".join(self.format_lines("graph"))
+
+    def format_lines(self, title: str) -> list[str]:
+        """The printed graph as lines, headed `title(...)`; subgraphs (loop bodies) in the
+        params of a node follow its line as indented blocks headed by the param's name."""
         header = ", ".join(node.format() for node in self.placeholders)
-        lines = [f"graph({header}):"]
-        lines += [f"  {node.format()}" for node in self.nodes if node.op is not None]
+        lines = [f"{title}({header}):"]
+        for node in self.nodes:
+            if node.op is None:
+                continue
+            lines.append(f"  {node.format()}")
+            for key, value in node.params:
+                if isinstance(value, Graph):
+                    lines += [f"    {line}" for line in value.format_lines(key)]
         lines.append(f"  return {_format_output(self.output)}")
-        return "\n".join(lines)
+        return lines
 
     def structural_hash(self) -> str:
         """A stable hex digest of the graph's structure, metadata and params."""

@@ -89,6 +89,7 @@ from .variables import (
     ObjectVar,
     OpaqueVar,
     ScalarInputVar,
+    ScalarNodeVar,
     TupleVar,
     Variable,
 )
@@ -331,6 +332,9 @@ class _Planner:
         return found
 
     def _make(self, var: Variable) -> int:
+        if isinstance(var, ScalarNodeVar):
+            self.outputs.append(var.node)  # a Python scalar a loop computed
+            return self.add(FromGraph(len(self.outputs) - 1))
         if isinstance(var, ArrayVar):
             source = self._placeholder_sources.get(var.node)
             if source is not None:

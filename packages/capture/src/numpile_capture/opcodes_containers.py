@@ -11,7 +11,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .bytecode import Instruction
+from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
+from .loop_capture import LoopFallback, RangeIterVar, keep_loop, log, range_iterator, unrolled
 from .operators import (
     iterate,
     specialized,
@@ -116,7 +118,11 @@ def _unpack_ex(frame: Frame, inst: Instruction) -> None:
 
 def _get_iter(frame: Frame, inst: Instruction) -> None:
     iterable = frame.state.pop()
-    if isinstance(iterable, IteratorVar):
+    following = frame.instructions[frame.pc] if frame.pc < len(frame.instructions) else None
+    loop = range_iterator(iterable) if following and following.opname == "FOR_ITER" else None
+    if loop is not None:
+        frame.state.push(loop)  # FOR_ITER keeps the loop (or unrolls it)
+    elif isinstance(iterable, IteratorVar):
         frame.state.push(iterable)  # iter() of an iterator is itself: generators stay lazy
     else:
         frame.state.push(IteratorVar(iterate(frame.tracer, iterable)))
@@ -124,6 +130,24 @@ def _get_iter(frame: Frame, inst: Instruction) -> None:
 
 def _for_iter(frame: Frame, inst: Instruction) -> None:
     iterator = frame.state.peek()
+    if isinstance(iterator, RangeIterVar):
+        tracer = frame.tracer
+        try:
+            if not tracer.keep_loops or tracer.transform_depth:
+                raise LoopFallback("it is differentiated (loop nodes have no VJP rule yet)")
+            keep_loop(frame, inst, iterator)
+            return
+        except LoopFallback as exc:
+            reason = f"loop not kept as a loop: {exc}"
+        filename = frame.code.co_filename
+        log.info("%s (%s:%s); it is unrolled", reason, filename, inst.lineno)
+        record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
+        try:
+            iterator = unrolled(frame.tracer, iterator)
+        except Unsupported as exc:
+            raise Unsupported(f"{reason}, and not unrolled: {exc.reason}") from None
+        frame.state.pop()
+        frame.state.push(iterator)
     if not isinstance(iterator, IteratorVar):
         # A Python iterator a resume function received: each step runs in Python.
         raise Unsupported(

@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING
 import attrs
 
 from .bytecode import Instruction
+from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
 from .frame_state import constant_tuple
+from .loop_capture import LoopFallback, is_run_time
+from .loop_capture import log as loop_log
 from .operators import (
     is_same,
     iterate,
@@ -34,6 +37,7 @@ from .variables import (
     TupleVar,
     Variable,
 )
+from .while_capture import keep_while, tests_at_run_time, while_shape
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -51,10 +55,32 @@ def _jump(frame: Frame, inst: Instruction) -> None:
 
 def _pop_jump_if(expected: bool) -> Handler:
     def handler(frame: Frame, inst: Instruction) -> None:
+        if _kept_while(frame, inst):
+            return
         if truth(frame.tracer, frame.state.pop()) == expected:
             frame.jump(inst)
 
     return handler
+
+
+def _kept_while(frame: Frame, inst: Instruction) -> bool:
+    # A while loop on a run-time test becomes one node (see while_capture); else the test
+    # is data-dependent control flow, as before.
+    shape = while_shape(frame, inst)
+    tracer = frame.tracer
+    if shape is None or not tracer.keep_loops or tracer.transform_depth:
+        return False
+    if not is_run_time(frame.state.peek()) and not tests_at_run_time(frame, shape):
+        return False  # a loop on values known now (shapes, counters) runs now, unrolled
+    try:
+        keep_while(frame, inst, shape)
+    except LoopFallback as exc:
+        reason = f"loop not kept as a loop: {exc}"
+        filename = frame.code.co_filename
+        loop_log.info("%s (%s:%s)", reason, filename, inst.lineno)
+        record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
+        return False
+    return True
 
 
 def _pop_jump_if_none(expected: bool) -> Handler:

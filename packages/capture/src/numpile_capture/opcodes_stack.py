@@ -37,6 +37,7 @@ from .variables import (
     NullVar,
     ObjectVar,
     OpaqueVar,
+    ScalarNodeVar,
     TupleVar,
     Variable,
     known_constant,
@@ -263,6 +264,11 @@ def _store_subscr(frame: Frame, inst: Instruction) -> None:
 def _slice_of(start: Variable, stop: Variable, step: Variable | None = None) -> Variable:
     parts = [start, stop] if step is None else [start, stop, step]
     parts = [known_constant(part) for part in parts]
+    if any(isinstance(part, ScalarNodeVar) for part in parts):
+        # TODO(issue 23): index-dependent shapes (x[i:] has a length of n - i).
+        raise Unsupported(
+            "not supported yet: a slice whose bounds depend on a loop's index (x[i:], A[i, :j])"
+        )
     if not all(isinstance(part, ConstantVar) for part in parts):
         raise Unsupported("not supported yet: slices with bounds that are arrays")
     return ConstantVar(slice(*(part.as_python_constant() for part in parts)))

@@ -27,7 +27,9 @@ from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, writeable
 from .meta import ArrayMeta
+from .op import get_op
 from .ops._shapes import is_c_contiguous, is_f_contiguous
+from .ops.loop_values import PY_OPERATORS, ScalarSlot, python_scalar_type
 from .variables import (
     ArrayVar,
     BoundMethodVar,
@@ -40,6 +42,7 @@ from .variables import (
     ModuleVar,
     NotConstantError,
     ScalarInputVar,
+    ScalarNodeVar,
     TupleVar,
     Variable,
 )
@@ -217,6 +220,8 @@ def to_graph_value(var: Variable) -> Any:
         return specialized(var.value)
     if isinstance(var, ScalarInputVar):
         return var.as_python_constant()
+    if isinstance(var, ScalarNodeVar):
+        return var.node
     if isinstance(var, CallableVar):
         return var.value
     raise Unsupported(f"not supported yet: passing a {var.describe()} to NumPy")
@@ -335,6 +340,8 @@ def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variab
     sequence = _sequence_binary(tracer, base, inplace, left, right)
     if sequence is not None:
         return sequence
+    if isinstance(left, ScalarNodeVar) or isinstance(right, ScalarNodeVar):
+        return run_time_arithmetic(tracer, base, left, right)
     left, right = _sizes_as_inputs(tracer, base, left, right)
     derived = _scalar_arithmetic(tracer, base, left, right)
     if derived is not None:
@@ -536,6 +543,36 @@ def _sequence_binary(
     return None
 
 
+def _run_time_operand(var: Variable) -> Any:
+    if isinstance(var, ScalarNodeVar):
+        return var.node
+    if isinstance(var, ScalarInputVar) and type(var.current) in (bool, int, float):
+        return var.node()
+    if isinstance(var, ConstantVar) and type(var.value) in (bool, int, float, complex):
+        return var.value
+    raise Unsupported(f"not supported yet: Python arithmetic on {var.describe()} in a loop")
+
+
+def run_time_arithmetic(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variable:
+    """`left <name> right` on Python scalars one of which the graph computes at run time
+    (a loop's index): a `py_binary` node, with Python's semantics."""
+    if name not in PY_OPERATORS:
+        raise Unsupported(f"not supported yet: operator {name} on a loop's run-time values")
+    operands = (_run_time_operand(left), _run_time_operand(right))
+    exponent = operands[1]
+    integral = python_scalar_type(right_meta(exponent)) in (int, bool)
+    if name == "pow" and integral and not (isinstance(exponent, int) and exponent >= 0):
+        # int ** int is an int or a float depending on the sign of the exponent.
+        raise Unsupported("not supported yet: int ** a run-time int inside a loop")
+    node = tracer.graph.call(get_op("py_binary"), *operands, operator=name)
+    return ScalarNodeVar(node)
+
+
+def right_meta(value: Any) -> Any:
+    """The metadata of a graph operand (a Node's meta, or the constant itself)."""
+    return value.meta if isinstance(value, Node) else value
+
+
 def compare(tracer: Tracer, symbol: str, left: Variable, right: Variable) -> Variable:
     """A COMPARE_OP ("<", "==", ...)."""
     return binary(tracer, COMPARE_NAMES[symbol], left, right)
@@ -545,6 +582,10 @@ def unary(tracer: Tracer, name: str, value: Variable) -> Variable:
     """`-x`, `+x`, `~x`, `abs(x)` ("neg", "pos", "invert", "abs")."""
     if isinstance(value, ArrayVar):
         return apply_binding(tracer, tracer.bindings.lookup_operator(name), value)
+    if isinstance(value, ScalarNodeVar):
+        if name == "pos":
+            return value
+        return ScalarNodeVar(tracer.graph.call(get_op("py_unary"), value.node, operator=name))
     if isinstance(value, ScalarInputVar) and name in ("neg", "pos"):
         assert value.source is not None
         symbol = "-" if name == "neg" else "+"
@@ -601,7 +642,7 @@ def contains(tracer: Tracer, item: Variable, container: Variable) -> bool:
 
 def truth(tracer: Tracer | None, value: Variable) -> bool:
     """`bool(value)` at capture time; arrays are data, so their truth is unsupported."""
-    if isinstance(value, ArrayVar):
+    if isinstance(value, ArrayVar | ScalarNodeVar):
         raise Unsupported(DATA_DEPENDENT)
     if isinstance(value, TupleVar | ListVar):
         return len(value.items) > 0
@@ -625,6 +666,15 @@ def truth(tracer: Tracer | None, value: Variable) -> bool:
 def getitem(tracer: Tracer, container: Variable, index: Variable) -> Variable:
     """`container[index]`: arrays through the bindings, containers and constants now."""
     if isinstance(container, ArrayVar):
+        at = run_time_index(index)
+        if at is not None:
+            template, scalars = at
+            meta = container.meta
+            ints = [item for item in template if not isinstance(item, slice) and item is not None]
+            whole = len(ints) == len(template) == meta.ndim and Ellipsis not in template
+            name = "element_at" if whole else "getitem_at"
+            node = tracer.graph.call(get_op(name), container.node, *scalars, index=template)
+            return ArrayVar(node)
         binding = tracer.bindings.lookup_operator("getitem")
         return apply_binding(tracer, binding, container, index)
     known, key = _constant(index)
@@ -648,6 +698,35 @@ def getitem(tracer: Tracer, container: Variable, index: Variable) -> Variable:
     raise Unsupported(f"not supported yet: indexing {container.describe()}")
 
 
+def run_time_index(index: Variable) -> tuple[tuple[Any, ...], list[Node]] | None:
+    """A basic index holding run-time ints (a loop's index) as a template of `ScalarSlot`s
+    and its scalars; None when the index has none (or is no basic index)."""
+    items = list(index.items) if isinstance(index, TupleVar) else [index]
+    if not any(isinstance(item, ScalarNodeVar) for item in items):
+        return None
+    template: list[Any] = []
+    scalars: list[Node] = []
+    for item in items:
+        if isinstance(item, ScalarNodeVar):
+            if item.python_type() is float:
+                raise IndexError(
+                    "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) "
+                    "and integer or boolean arrays are valid indices"
+                )
+            template.append(ScalarSlot(len(scalars)))
+            scalars.append(item.node)
+            continue
+        known, value = _constant(item)
+        if not known or isinstance(value, list | tuple | np.ndarray):
+            raise Unsupported(f"not supported yet: indexing with {item.describe()} in a loop")
+        value = specialized(value)
+        if isinstance(value, slice) or value is None or value is Ellipsis:
+            template.append(value)
+        else:
+            template.append(operator.index(value))
+    return tuple(template), scalars
+
+
 def check_mutable(tracer: Tracer, container: Variable) -> None:
     """Note a mutation of `container`: one the caller passed in is a side effect to replay."""
     if container.source is not None:
@@ -657,6 +736,14 @@ def check_mutable(tracer: Tracer, container: Variable) -> None:
 def setitem(tracer: Tracer, container: Variable, index: Variable, value: Variable) -> None:
     """`container[index] = value`: arrays through the in-place binding, new containers now."""
     if isinstance(container, ArrayVar):
+        at = run_time_index(index)
+        if at is not None:
+            template, scalars = at
+            assigned = to_graph_value(value)
+            tracer.graph.call(
+                get_op("setitem_at"), container.node, assigned, *scalars, index=template
+            )
+            return
         binding = tracer.bindings.lookup_operator("setitem")
         apply_binding(tracer, binding, container, index, value)
         return

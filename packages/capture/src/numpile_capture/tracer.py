@@ -74,6 +74,7 @@ from .variables import (
     ObjectVar,
     OpaqueVar,
     ScalarInputVar,
+    ScalarNodeVar,
     TupleVar,
     Variable,
 )
@@ -93,10 +94,13 @@ def capture_function(
     kwargs: dict[str, Any],
     *,
     bindings: Bindings | None = None,
+    keep_loops: bool = True,
 ) -> CaptureResult:
     """Capture `fn` called with `args` and `kwargs` into a graph, with its guards.
 
     `bindings` maps NumPy to graph nodes (default: `numpile_capture.numpy_bindings`).
+    `keep_loops=False` unrolls loops over ranges instead of keeping them as loop nodes
+    (for graphs that are differentiated: loop nodes have no VJP rule yet).
     Raises `Unsupported` for code that cannot be captured yet; exceptions of
     invalid programs propagate as they are.
 
@@ -106,6 +110,7 @@ def capture_function(
         3
     """
     tracer = Tracer(fn, bindings if bindings is not None else _default_bindings())
+    tracer.keep_loops = keep_loops
     return tracer.run(args, kwargs)
 
 
@@ -134,6 +139,10 @@ class Tracer:
         self.side_effects = SideEffects()
         # NOTE: where functions passed to transforms were read (by id), to guard their globals.
         self.transform_sources: dict[int, Source] = {}
+        # NOTE: loops over ranges become loop nodes, except inside a function transform
+        # (grad differentiates the graph; loop nodes have no VJP rule yet): unrolled there.
+        self.keep_loops = True
+        self.transform_depth = 0
 
     def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CaptureResult:
         fn = self.fn
@@ -277,11 +286,15 @@ class Tracer:
                 callee = self.builder.function_var(inner, source)
             else:
                 raise Unsupported(f"not supported yet: transforming {inner!r}")
-            result = self.inline(
-                callee,
-                [self._from_tree(value) for value in values],
-                {key: self._from_tree(value) for key, value in keywords.items()},
-            )
+            self.transform_depth += 1
+            try:
+                result = self.inline(
+                    callee,
+                    [self._from_tree(value) for value in values],
+                    {key: self._from_tree(value) for key, value in keywords.items()},
+                )
+            finally:
+                self.transform_depth -= 1
             return _graph_tree(result)
 
         assert rule.expand is not None
@@ -492,7 +505,7 @@ def _rebuilt_in_python(result: Variable) -> bool:
 
 
 def _output_tree(result: Variable) -> Any:
-    if isinstance(result, ArrayVar):
+    if isinstance(result, ArrayVar | ScalarNodeVar):
         return result.node
     if isinstance(result, TupleVar):
         return tuple(_output_tree(item) for item in result.items)

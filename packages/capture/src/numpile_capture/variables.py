@@ -25,7 +25,7 @@ import numpy as np
 from numpile_guards import Source
 
 from .graph import Node
-from .meta import ArrayMeta
+from .meta import ArrayMeta, ScalarMeta
 
 
 class NotConstantError(Exception):
@@ -162,6 +162,29 @@ class ArrayVar(Variable):
 
     def describe(self) -> str:
         return f"array {self.node.name}: {self.node.meta}"
+
+
+@attrs.frozen(eq=False)
+class ScalarNodeVar(Variable):
+    """A Python bool, int or float the graph computes at run time (a loop's index, `i + 1`).
+
+    Its value is not known at capture time: Python arithmetic on it adds `py_binary`
+    nodes, NumPy treats it as a weak scalar operand, and it may index arrays.
+
+        >>> from numpile_capture import Graph, ScalarMeta
+        >>> ScalarNodeVar(Graph().placeholder("i", ScalarMeta(int))).python_type()
+        <class 'int'>
+    """
+
+    node: Node
+
+    def python_type(self) -> type:
+        meta = self.node.meta
+        assert isinstance(meta, ScalarMeta)
+        return meta.type
+
+    def describe(self) -> str:
+        return f"run-time {self.python_type().__name__} {self.node.name}"
 
 
 @attrs.frozen(eq=False)

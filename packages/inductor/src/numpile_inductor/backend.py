@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 import numpile_runtime as rt
-from numpile_capture import Graph
+from numpile_capture import Graph, has_loops
 
 from .codegen.c.autotune import AutotuneChoice, autotune
 from .codegen.c.buffer_pool import pool_handler
@@ -36,6 +36,7 @@ from .graph_cache import (
     store_artifact,
 )
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
+from .loops import compile_loop_bodies
 from .no_compiler import op_by_op
 from .pipeline import device_backend, functionalized, graph_device, lower_and_schedule
 
@@ -148,8 +149,17 @@ def inductor(
         )
         return compiled
     config = InductorConfig.from_options(options, mode=mode)
+
+    # Loop bodies the C loop nest cannot take are compiled once each and run by a host
+    # loop (see `loops`). Their mutation ops stay barriers: functionalizing a body would
+    # copy each array it writes back per iteration (and drops the run-time index of its
+    # `getitem_at` views).
+    def compile_body(body: Graph) -> Callable[..., Any]:
+        return _compile(body, config, None, functionalize=False).fn
+
     try:
-        return _compile(graph, config, example_inputs, functionalize=True).fn
+        compiled_graph = compile_loop_bodies(graph, compile_body) if has_loops(graph) else graph
+        return _compile(compiled_graph, config, example_inputs, functionalize=True).fn
     except rt.CompilerNotFoundError as error:
         if config.no_compiler == "raise":
             raise
@@ -245,6 +255,7 @@ def _finish(
     autotuned: AutotuneChoice | None = None,
 ) -> CompiledGraph:
     # The callable of a built module: externs handed over, pytree rebuild, epilogue.
+    c_loops = set(module.c_loops())
     steps = tuple(spec.callable_step("") for spec in artifact.externs)
     externs = tuple(
         called_from_line(graph, spec.origin, fn)
@@ -273,7 +284,15 @@ def _finish(
     replayable = artifact.epilogue is not None or not any(
         node.op is not None and node.op.mutates for node in graph.nodes
     )
-    warned = extern_nodes(graph, [(spec.op_name, spec.origin) for spec in artifact.externs])
+    # Loops that run as C report their flags like kernels: their ops warn on a replay.
+    warned = extern_nodes(
+        graph,
+        [
+            (spec.op_name, spec.origin)
+            for index, spec in enumerate(artifact.externs)
+            if index not in c_loops
+        ],
+    )
     fn = honouring_errstate(
         fn, graph, module, replayable=replayable, externs=bool(artifact.externs), warned=warned
     )

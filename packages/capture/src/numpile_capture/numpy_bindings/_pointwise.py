@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..graph import Graph, Node
+from ..graph import Graph, Node, gives_scalar
 from ..meta import ArrayMeta, ScalarMeta
 from ._arguments import (
     NO_VALUE,
@@ -262,8 +262,13 @@ def _matmul_operator(graph: Graph, lhs: Any, rhs: Any) -> Node:
 
 def _inplace_operator(ufunc_name: str) -> Callable[..., Any]:
     def apply(graph: Graph, target: Any, value: Any) -> Node:
-        if not isinstance(target, Node) or isinstance(target.meta, ScalarMeta):
-            # Python falls back to the binary operator when the target is not an array.
+        if (
+            not isinstance(target, Node)
+            or isinstance(target.meta, ScalarMeta)
+            or (target.meta.shape == () and gives_scalar(target))
+        ):
+            # Python falls back to the binary operator when the target is not an array
+            # (a NumPy scalar is immutable: `s += v` makes a new one, of NumPy's result dtype).
             return emit(graph, ufunc_name, operand(graph, target), operand(graph, value))
         if ufunc_name == "matmul":
             return emit(graph, "matmul_", target, array_input(graph, value))

@@ -15,6 +15,7 @@ from . import creation as creation
 from . import indexing as indexing
 from . import join as join
 from . import linalg as linalg
+from . import loop_values as loop_values
 from . import mutation as mutation
 from . import ordering as ordering
 from . import pointwise as pointwise
@@ -26,12 +27,16 @@ __all__ = [
     "indexing",
     "join",
     "linalg",
+    "loop_values",
     "mutation",
     "ordering",
     "pointwise",
     "reduction",
     "view",
 ]
+
+
+from .. import control_flow as control_flow
 
 
 def __getattr__(name: str) -> Op:

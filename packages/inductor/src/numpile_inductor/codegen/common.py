@@ -62,6 +62,8 @@ _COMPARISONS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_
 _LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")
 _ORDERING = ("maximum", "minimum", "fmax", "fmin")
 _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "invert", "bitwise_not")
+# NumPy's shifts by a count outside [0, bits) give 0 (or -1 for a negative signed right shift).
+_SHIFTS = ("left_shift", "right_shift")
 _ARITHMETIC = ("add", "subtract", "multiply", "negative", "positive", "square", "absolute")
 _DIVISION = ("floor_divide", "remainder", "mod")
 _FLOAT_MATH = (
@@ -106,7 +108,7 @@ _FLOAT_MATH = (
     "signbit",
 )
 _INTEGER_OPS = frozenset(
-    (*_ARITHMETIC, *_COMPARISONS, *_LOGICAL, *_ORDERING, *_BITWISE, *_DIVISION, "sign")
+    (*_ARITHMETIC, *_COMPARISONS, *_LOGICAL, *_ORDERING, *_BITWISE, *_SHIFTS, *_DIVISION, "sign")
 )
 
 SCALAR_OPS: Mapping[str, frozenset[str]] = {

@@ -220,7 +220,9 @@ class LoweringContext:
                 args.append(value)
         meta = node.meta
         shape = _extern_shape(meta)
-        if isinstance(meta, ArrayMeta) and shape is not None:
+        # A loop's final value is its initial one after an empty range: a Python scalar
+        # where the meta says a 0-d NumPy value. It stays the object the loop gave.
+        if isinstance(meta, ArrayMeta) and shape is not None and node.op.name != "loop_output":
             buffer = self.new_buffer(node.name, shape, meta.dtype, "extern")
             lowered = Lowered(shape, meta.dtype, None, buffer=buffer)
             if kernel_dtype(meta.dtype):

@@ -160,6 +160,13 @@ _INT: dict[str, Spell] = {
     "bitwise_xor": _binop("^"),
     "invert": lambda a, s, t: f"(({t})~{a[0]})",
     "bitwise_not": lambda a, s, t: f"(({t})~{a[0]})",
+    "left_shift": lambda a, s, t: (
+        f"(((uint64_t)({a[1]}) < sizeof({t}) * 8) ? ({t})({a[0]} << {a[1]}) : ({t})0)"
+    ),
+    "right_shift": lambda a, s, t: (
+        f"(((uint64_t)({a[1]}) < sizeof({t}) * 8) ? ({t})({a[0]} >> {a[1]}) "
+        f": ({a[0]} < 0 ? ({t})-1 : ({t})0))"
+    ),
     "floor_divide": _helper("floor_divide"),
     "remainder": _helper("remainder"),
     "mod": _helper("remainder"),

@@ -32,9 +32,12 @@ from ...loop_ir import Buffer, BufferRef, ExternCall, loads_of
 from ...scheduler import FusedKernel, Schedule
 from .buffer_pool import MIN_POOLED_BYTES, pooled_alloc_lines
 from .kernel import kernel_signature, kernel_source
+from .loop_body import NotScalarLoop
+from .loop_function import LOOP_HELPERS, scalar_loop_function
 from .ops import c_type, helper_definitions, vector_math_declarations
 
 log = logging.getLogger("numpile.inductor.wrapper")
+perf_log = logging.getLogger("numpile.perf_hints")
 
 
 _PRELUDE = """\
@@ -151,6 +154,8 @@ class _Emitter:
         self.extern_ops = {
             step.buffer: step.op_name for step in sched.steps if isinstance(step, ExternCall)
         }
+        # Positions among the externs of the `for_loop` calls that run as C loops.
+        self.c_loops: list[int] = []
 
     def emit(self) -> list[str]:
         graph = self.program.graph
@@ -463,6 +468,13 @@ class _Emitter:
         self.externs.append(extern_callable(step))
         refs = [arg.name for arg in step.args if isinstance(arg, BufferRef)]
         out = self.lines
+        if step.op_name == "loop_output" and len(refs) == 1:
+            # A loop's final values are a tuple (from C or from NumPy): one item of it.
+            k = dict(step.kwargs)["index"]
+            source = f"o_{refs[0]}"
+            out.append(f"    if (PyTuple_Check({source}) && PyTuple_GET_SIZE({source}) > {k}) {{")
+            out.append(f"        o_{step.buffer} = Py_NewRef(PyTuple_GET_ITEM({source}, {k}));")
+            out.append("    } else")
         out.append("    {")
         names = []
         scalars = []
@@ -485,10 +497,15 @@ class _Emitter:
             "        PyObject *np_prev = g_pool == NULL ? NULL : PyDataMem_SetHandler(g_pool);"
         )
         out.append("        if (g_pool != NULL && np_prev == NULL) { goto fail; }")
-        out.append(
-            f"        o_{step.buffer} = PyObject_Vectorcall(PyTuple_GET_ITEM(g_externs, {index}), "
-            f"argv, {len(refs)}, NULL);"
-        )
+        extern = f"PyTuple_GET_ITEM(g_externs, {index})"
+        loop = self._loop_function(step)
+        if loop is not None:
+            self.c_loops.append(index)
+            out.append(f"        o_{step.buffer} = {loop}(argv, {len(refs)}, {extern}, &np_fp);")
+        else:
+            out.append(
+                f"        o_{step.buffer} = PyObject_Vectorcall({extern}, argv, {len(refs)}, NULL);"
+            )
         out.append("        if (np_prev != NULL) {")
         out.append("            PyObject *et, *ev, *tb;")
         out.append("            PyErr_Fetch(&et, &ev, &tb);")
@@ -502,6 +519,25 @@ class _Emitter:
         buf = self.buffers[step.buffer]
         if buf.kind == "extern" and c_type(buf.dtype) is not None:
             self._emit_extern_check(step.buffer, buf)
+
+    def _loop_function(self, step: ExternCall) -> str | None:
+        # The C function that runs a `for_loop` step (see codegen/c/loop_body.py), or None
+        # when its body needs NumPy (then the extern runs it per iteration).
+        node = self.nodes.get(step.node_name)
+        if step.op_name != "for_loop" or node is None:
+            return None
+        name = f"loop_{node.name}"
+        try:
+            function = scalar_loop_function(node, name)
+        except NotScalarLoop as reason:
+            perf_log.info(
+                "loop %s runs its body with NumPy per iteration (not as C): %s", node.name, reason
+            )
+            return None
+        if not self.c_loops:
+            self.statics.append(LOOP_HELPERS)
+        self.statics.append(function.source)
+        return name
 
     def _emit_extern_check(self, name: str, buf: Buffer) -> None:
         out = self.lines
@@ -621,6 +657,7 @@ def generate_module(sched: Schedule, config: InductorConfig) -> GeneratedModule:
         *[f" *   {step.name} fuses {', '.join(step.origins)}" for step in sched.kernels],
         " */",
     ]
+    c_loop_args = "".join(f", {i}" for i in emitter.c_loops)
     tail = f"""
 static PyObject *set_threads(PyObject *self, PyObject *arg)
 {{
@@ -672,6 +709,11 @@ static PyObject *fp_flags(PyObject *self, PyObject *unused)
     return PyLong_FromLong(np_fp_numpy(g_fp_flags));
 }}
 
+static PyObject *c_loops(PyObject *self, PyObject *unused)
+{{
+    return Py_BuildValue("({"i" * len(emitter.c_loops)})"{c_loop_args});
+}}
+
 static PyMethodDef methods[] = {{
     {{"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "Run the compiled graph."}},
     {{"set_externs", set_externs, METH_O, "Hand over the extern callables."}},
@@ -680,6 +722,7 @@ static PyMethodDef methods[] = {{
     {{"set_fp_report", (PyCFunction)(void (*)(void))set_fp_report, METH_FASTCALL,
       "Fail calls raising these categories (1 divide, 2 over, 4 under, 8 invalid)."}},
     {{"fp_flags", fp_flags, METH_NOARGS, "The NumPy error categories the last call raised."}},
+    {{"c_loops", c_loops, METH_NOARGS, "Positions of the extern for_loops that run as C."}},
     {{NULL, NULL, 0, NULL}}
 }};
 

@@ -168,6 +168,13 @@ _INT: dict[str, Spell] = {
     "bitwise_xor": _binop("^"),
     "invert": lambda a, t: f"(~{a[0]})",
     "bitwise_not": lambda a, t: f"(~{a[0]})",
+    "left_shift": lambda a, t: (
+        f"tl.where(({a[1]} >= 0) & ({a[1]} < {t.itemsize * 8}), {a[0]} << {a[1]}, 0)"
+    ),
+    "right_shift": lambda a, t: (
+        f"tl.where(({a[1]} >= 0) & ({a[1]} < {t.itemsize * 8}), {a[0]} >> {a[1]}, "
+        f"tl.where({a[0]} < 0, -1, 0))"
+    ),
     "floor_divide": _helper("floor_divide_int"),
     "remainder": _helper("remainder_int"),
     "mod": _helper("remainder_int"),

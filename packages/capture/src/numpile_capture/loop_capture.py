@@ -1,0 +1,713 @@
+"""Loops that stay loops: a `for` over a `range` captured once as a `for_loop` node.
+
+At a FOR_ITER over a range (constant, symbolic or run-time bounds), the body is traced
+once into its own graph with the index as a run-time int (a `ScalarNodeVar`) and each
+carried local (assigned in the body, live before it) as a placeholder. The carried
+types are iterated to a fixpoint (NEP 50: `s = 0.0` then `s += x[i]` carries a
+float32 scalar for a float32 `x`); arrays the body writes in place stay inputs the
+node writes. Nodes of the enclosing graph the body reads become loop-invariant
+inputs. A trip count is a graph value, so a new one reuses the compiled code.
+
+A body that cannot be kept (a graph break or a branch on values inside it, `break`,
+`return`, a carried array whose shape changes, a Python container it mutates) makes
+`LoopFallback`: the loop is unrolled as before when its trip count is known and
+small, else capture breaks at the loop; the `graph_breaks` log says which loop and why.
+
+    >>> def f(x):
+    ...     s = 0.0
+    ...     for i in range(x.shape[0]):
+    ...         s += x[i] * x[i]
+    ...     return s
+    >>> print(capture_function(f, (np.ones(5),), {}).graph)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from numpile_guards.symbolic import SymInt, is_size_expr
+
+from .bytecode import Instruction
+from .capture_result import Unsupported
+from .control_flow import add_loop
+from .graph import Graph, Node, gives_scalar
+from .meta import ArrayMeta, ScalarMeta
+from .op import OpKind, get_op
+from .pytree import tree_flatten, tree_map
+from .variables import (
+    ArrayVar,
+    CellVar,
+    ConstantVar,
+    DictVar,
+    IteratorVar,
+    ListVar,
+    NotConstantError,
+    ObjectVar,
+    ScalarInputVar,
+    ScalarNodeVar,
+    TupleVar,
+    Variable,
+)
+
+if TYPE_CHECKING:
+    from .frame import Frame
+    from .tracer import Tracer
+
+log = logging.getLogger("numpile.capture.graph_breaks")
+
+# NOTE: how many times a body is traced again with widened carried types (NEP 50 fixpoint).
+MAX_RETRACES = 3
+
+_SCALAR_TYPES = (bool, int, float, complex)
+
+
+class LoopFallback(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """The loop's body cannot be kept as one body: `reason` says why."""
+
+
+@attrs.define(eq=False)
+class RangeVar(Variable):
+    """`range(start, stop, step)` whose bounds are not all plain ints (symbolic sizes,
+    unspecialized or run-time ints). Used as a constant, it specializes its bounds.
+
+        >>> RangeVar((ConstantVar(0), ConstantVar(3), ConstantVar(1))).as_python_constant()
+        range(0, 3)
+    """
+
+    bounds: tuple[Variable, Variable, Variable]
+
+    def as_python_constant(self) -> Any:
+        values = [_specialized_int(bound) for bound in self.bounds]
+        return range(*values)
+
+    def python_type(self) -> type:
+        return range
+
+    def describe(self) -> str:
+        return "range(" + ", ".join(bound.describe() for bound in self.bounds) + ")"
+
+
+@attrs.define(eq=False)
+class RangeIterVar(Variable):
+    """The iterator a `for` over a range, or over an array's first axis (`over`), starts
+    with (GET_ITER right before FOR_ITER).
+
+    It lives only between the two instructions: FOR_ITER keeps the loop, or replaces it
+    by an `IteratorVar` of the items and unrolls.
+    """
+
+    bounds: tuple[Variable, Variable, Variable]
+    over: ArrayVar | None = None
+
+    def describe(self) -> str:
+        return "range iterator"
+
+
+def _specialized_int(var: Variable) -> int:
+    value = var.as_python_constant()
+    if isinstance(value, SymInt):
+        return int(value)
+    return int(value) if is_size_expr(value) else value
+
+
+def make_range(args: list[Variable]) -> Variable | None:
+    """`range(*args)` kept unspecialized when a bound is symbolic or a run-time int, else None.
+
+    >>> make_range([ConstantVar(3)]) is None
+    True
+    """
+    if not 1 <= len(args) <= 3 or not any(_is_open_bound(arg) for arg in args):
+        return None
+    if not all(_is_open_bound(arg) or _is_int_constant(arg) for arg in args):
+        return None
+    bounds: tuple[Variable, Variable, Variable]
+    if len(args) == 1:
+        bounds = (ConstantVar(0), args[0], ConstantVar(1))
+    elif len(args) == 2:
+        bounds = (args[0], args[1], ConstantVar(1))
+    else:
+        bounds = (args[0], args[1], args[2])
+    return RangeVar(bounds)
+
+
+def _is_open_bound(var: Variable) -> bool:
+    if isinstance(var, ScalarNodeVar):
+        return var.python_type() is int
+    if isinstance(var, ScalarInputVar):
+        return type(var.current) is int
+    return isinstance(var, ConstantVar) and isinstance(var.value, SymInt)
+
+
+def _is_int_constant(var: Variable) -> bool:
+    return isinstance(var, ConstantVar) and type(var.value) is int
+
+
+def range_iterator(iterable: Variable) -> RangeIterVar | None:
+    """The iterator to start a `for` over `iterable` with, when it is a range or an array."""
+    if isinstance(iterable, ArrayVar) and iterable.meta.ndim > 0:
+        rows = iterable.meta.shape[0]
+        if not isinstance(rows, int) and not is_size_expr(rows):
+            return None
+        # Late import: operators imports this module's RangeVar.
+        from .operators import size_value
+
+        try:
+            count = size_value(rows)
+        except Unsupported:
+            return None  # a data-dependent length (x[x > 0]): iterated as before
+        return RangeIterVar((ConstantVar(0), ConstantVar(count), ConstantVar(1)), iterable)
+    if isinstance(iterable, RangeVar):
+        return RangeIterVar(iterable.bounds)
+    if isinstance(iterable, ConstantVar) and isinstance(iterable.value, range):
+        value = iterable.value
+        return RangeIterVar(
+            (ConstantVar(value.start), ConstantVar(value.stop), ConstantVar(value.step))
+        )
+    return None
+
+
+def unrolled(tracer: Tracer, iterator: RangeIterVar) -> IteratorVar:
+    """The items of the range, for a loop that is unrolled (its bounds specialized)."""
+    # Late import: operators imports this module's RangeVar.
+    from .operators import _check_unroll, iterate
+
+    if iterator.over is not None:
+        return IteratorVar(iterate(tracer, iterator.over))
+    values = [_specialized_int(bound) for bound in iterator.bounds]
+    items = range(*values)
+    _check_unroll(len(items))
+    return IteratorVar([ConstantVar(item) for item in items])
+
+
+# -- keeping the loop -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class _Extent:
+    # The loop's instructions: FOR_ITER at `head`, the body up to `exit` (exclusive).
+    head: int
+    exit: int
+    carried: tuple[str, ...]
+    temporaries: tuple[str, ...]
+
+
+def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
+    """Capture the loop that starts at `inst` (a FOR_ITER) as one `for_loop` node.
+
+    On success the frame continues after the loop with its carried locals bound to the
+    node's outputs; otherwise raises `LoopFallback` with the frame as it was.
+    """
+    extent = _extent(frame, inst)
+    state = frame.state
+    for name in _loaded_names(frame, extent):
+        if name in state.lazy:
+            state.read_local(name)  # root arguments read in the body: built once, outside
+    saved = Snapshot.take(frame)
+    metas: dict[str, ArrayMeta | ScalarMeta] = {}
+    for name in extent.carried:
+        meta = carried_meta(state.locals[name])
+        if meta is None:
+            raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
+        metas[name] = meta
+    scalars = {name for name in extent.carried if scalar_like(state.locals[name])}
+    attempt = 0
+    while True:
+        try:
+            body, results = _trace_body(frame, extent, metas, scalars, iterator.over)
+        finally:
+            saved.restore(frame)
+        widened = widen(metas, results)
+        if widened == metas:
+            break
+        attempt += 1
+        if attempt > MAX_RETRACES:
+            raise LoopFallback("the carried types do not settle (NEP 50 fixpoint)")
+        metas = widened
+    _emit_loop(frame, extent, iterator, body, metas)
+
+
+def _extent(frame: Frame, inst: Instruction) -> _Extent:
+    head = frame.pc - 1
+    assert inst.target is not None
+    carried, temporaries = body_names(frame, head, head + 1, inst.target, inst.target)
+    return _Extent(head, inst.target, carried, temporaries)
+
+
+def body_names(
+    frame: Frame, head: int, low: int, high: int, exit_at: int, *, exit_from: int = -1
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The carried locals and the temporaries of a loop body [low, high) whose loop spans
+    [head, exit_at); only instruction `exit_from` may jump to `exit_at` (a while loop's
+    bottom test). `LoopFallback` for a body that leaves early or rebinds cells."""
+    instructions = frame.instructions
+    stored: list[str] = []
+    first_store: set[str] = set()
+    seen: set[str] = set()
+    for position in range(low, high):
+        body_inst = instructions[position]
+        name = body_inst.opname
+        target = body_inst.target
+        leaves = target is not None and not head <= target < exit_at
+        if leaves and not (position == exit_from and target == exit_at):
+            raise LoopFallback("it leaves the loop early (break or return)")
+        if name in ("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RAISE_VARARGS"):
+            raise LoopFallback("it leaves the loop early (break or return)")
+        if name in ("DELETE_FAST", "STORE_DEREF", "DELETE_DEREF", "STORE_GLOBAL"):
+            raise LoopFallback(f"{name} inside the loop")
+        if body_inst.in_try:
+            raise LoopFallback("it runs inside a try block")
+        if name == "STORE_FAST":
+            if body_inst.argval not in seen:
+                first_store.add(body_inst.argval)
+            if body_inst.argval not in stored:
+                stored.append(body_inst.argval)
+        if name in ("STORE_FAST", "LOAD_FAST"):
+            seen.add(body_inst.argval)
+    read_outside = {
+        instructions[position].argval
+        for position in range(len(instructions))
+        if not head <= position < exit_at and instructions[position].opname == "LOAD_FAST"
+    }
+    state = frame.state
+    carried: list[str] = []
+    temporaries: list[str] = []
+    for name in stored:
+        if name in read_outside or name not in first_store:
+            if not state.has_local(name):
+                raise LoopFallback(f"{name!r} is assigned in the loop and read after it")
+            carried.append(name)
+        else:
+            temporaries.append(name)
+    return tuple(carried), tuple(temporaries)
+
+
+def _loaded_names(frame: Frame, extent: _Extent) -> list[str]:
+    return loaded_names(frame, extent.head + 1, extent.exit)
+
+
+def loaded_names(frame: Frame, low: int, high: int) -> list[str]:
+    """The locals instructions [low, high) read, in order."""
+    names: list[str] = []
+    for position in range(low, high):
+        inst = frame.instructions[position]
+        if inst.opname == "LOAD_FAST" and inst.argval not in names:
+            names.append(inst.argval)
+    return names
+
+
+def carried_meta(var: Variable) -> ArrayMeta | ScalarMeta | None:
+    if isinstance(var, ArrayVar | ScalarNodeVar):
+        return var.node.meta
+    if isinstance(var, ScalarInputVar) and type(var.current) in _SCALAR_TYPES:
+        return ScalarMeta(type(var.current))
+    if isinstance(var, ConstantVar) and type(var.value) in _SCALAR_TYPES:
+        return ScalarMeta(type(var.value))
+    return None
+
+
+def graph_value(var: Variable) -> Any:
+    """The graph input or constant standing for a scalar or array variable."""
+    if isinstance(var, ArrayVar | ScalarNodeVar):
+        return var.node
+    if isinstance(var, ScalarInputVar):
+        return var.node()
+    if isinstance(var, ConstantVar) and type(var.value) in _SCALAR_TYPES:
+        return var.value
+    raise LoopFallback(f"the loop makes {var.describe()}")
+
+
+def variable_of(node: Node) -> Variable:
+    """An array variable for an array node, a run-time scalar for a Python scalar node."""
+    return ArrayVar(node) if isinstance(node.meta, ArrayMeta) else ScalarNodeVar(node)
+
+
+def meta_of_value(value: Any) -> ArrayMeta | ScalarMeta:
+    if isinstance(value, Node):
+        return value.meta
+    return ScalarMeta(type(value))
+
+
+def scalar_like(var: Variable) -> bool:
+    # A NumPy or Python scalar (not a 0-d array): `s += v` on it makes a new value.
+    if isinstance(var, ArrayVar):
+        return var.meta.shape == () and gives_scalar(var.node)
+    return True
+
+
+def _trace_body(
+    frame: Frame,
+    extent: _Extent,
+    metas: dict[str, ArrayMeta | ScalarMeta],
+    scalars: set[str],
+    over: ArrayVar | None,
+) -> tuple[Graph, list[Any]]:
+    # One iteration, traced into a graph of its own; the frame is restored by the caller.
+    tracer = frame.tracer
+    outer = tracer.graph
+    body = Graph()
+    index_name = _index_name(frame, extent) if over is None else "i"
+    index = body.placeholder(index_name, ScalarMeta(int))
+    for name, meta in metas.items():
+        placeholder = body.placeholder(name, meta)
+        if name in scalars and isinstance(meta, ArrayMeta):
+            placeholder = body.call(get_op("carried_scalar"), placeholder)
+        frame.state.locals[name] = variable_of(placeholder)
+    depth = len(frame.state.stack)
+    frame.pc = extent.head + 1
+    tracer.graph = body
+    try:
+        item: Variable = ScalarNodeVar(index)
+        if over is not None:
+            # Late import: operators imports this module's RangeVar.
+            from .operators import getitem
+
+            item = getitem(tracer, over, item)  # the row, a view (or an element's scalar)
+        frame.state.push(item)
+        _run_iteration(frame, extent)
+    finally:
+        tracer.graph = outer
+    if len(frame.state.stack) != depth:
+        raise LoopFallback("the body leaves values on the stack")
+    results = [graph_value(frame.state.locals[name]) for name in metas]
+    body.output = tuple(results)
+    return body, results
+
+
+def _index_name(frame: Frame, extent: _Extent) -> str:
+    first = frame.instructions[extent.head + 1]
+    if first.opname == "STORE_FAST" and first.argval != "_":
+        return str(first.argval)
+    return "i"
+
+
+def _run_iteration(frame: Frame, extent: _Extent) -> None:
+    run_until(frame, extent.head, extent.head + 1, extent.exit)
+
+
+# NOTE: the jumps a branch on a run-time value (a loop body's `if x[i] > 0:`) starts with.
+_BRANCHES = ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE")
+
+
+def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
+    """Step `frame` until it reaches instruction `stop`, staying in [low, high): one loop
+    iteration or one branch of an `if`. A branch on a run-time value becomes a `cond`."""
+    while frame.pc != stop:
+        if not low <= frame.pc < high:
+            raise LoopFallback("it leaves the loop early (break, continue or return)")
+        inst = frame.instructions[frame.pc]
+        frame.current = inst
+        frame.pc += 1
+        nodes_before = len(frame.tracer.graph.nodes)
+        try:
+            if inst.opname in _BRANCHES and is_run_time(frame.state.peek()):
+                # Late imports: branches and while loops trace their blocks with this function.
+                from .branch_capture import capture_branch
+                from .while_capture import keep_while, while_shape
+
+                shape = while_shape(frame, inst)
+                if shape is not None:
+                    keep_while(frame, inst, shape)
+                else:
+                    capture_branch(frame, inst, stop, high)
+            else:
+                frame.step(inst)
+        except LoopFallback:
+            raise
+        except Unsupported as exc:
+            raise LoopFallback(exc.reason) from None
+        except NotConstantError as exc:
+            raise LoopFallback(f"it needs the value of {exc} at capture time") from None
+        except Exception as exc:
+            raise LoopFallback(f"{type(exc).__name__}: {exc}") from None
+        frame.locate(nodes_before, inst)
+        if frame.result is not None or frame.yielded is not None:
+            raise LoopFallback("it leaves the loop early (break or return)")
+
+
+def is_run_time(var: Variable) -> bool:
+    """Whether `var`'s value exists only at run time: a run-time scalar or a 0-d array."""
+    if isinstance(var, ScalarNodeVar):
+        return True
+    return isinstance(var, ArrayVar) and var.meta.shape == ()
+
+
+def widen(
+    metas: dict[str, ArrayMeta | ScalarMeta], results: list[Any]
+) -> dict[str, ArrayMeta | ScalarMeta]:
+    widened: dict[str, ArrayMeta | ScalarMeta] = {}
+    for (name, before), value in zip(metas.items(), results, strict=True):
+        widened[name] = join_metas(name, before, meta_of_value(value))
+    return widened
+
+
+def join_metas(name: str, before: ArrayMeta | ScalarMeta, after: ArrayMeta | ScalarMeta) -> Any:
+    """The metadata covering both `before` and `after` (a Python scalar joins the NumPy
+    scalar it becomes); `LoopFallback` when none does (an array changing shape)."""
+    if before == after:
+        return before
+    if isinstance(before, ScalarMeta) and isinstance(after, ScalarMeta):
+        order = (bool, int, float, complex)
+        if before.type in order and after.type in order:
+            return max(before, after, key=lambda meta: order.index(meta.type))
+        raise LoopFallback(f"{name!r} changes from {before} to {after} in the loop")
+    if isinstance(after, ScalarMeta):
+        raise LoopFallback(f"{name!r} changes from {before} to a Python {after} in the loop")
+    if isinstance(before, ScalarMeta):
+        if after.shape != ():
+            raise LoopFallback(f"{name!r} changes from a Python {before} to {after}")
+        return attrs.evolve(after, strides=None)
+    if tuple(before.shape) != tuple(after.shape) or before.device != after.device:
+        raise LoopFallback(f"the carried array {name!r} changes shape: {before} to {after}")
+    strides = before.strides if before.strides == after.strides else None
+    return attrs.evolve(after, strides=strides)
+
+
+def _emit_loop(
+    frame: Frame,
+    extent: _Extent,
+    iterator: RangeIterVar,
+    traced: Graph,
+    metas: dict[str, ArrayMeta | ScalarMeta],
+) -> None:
+    tracer = frame.tracer
+    bounds = tuple(_bound_value(tracer, bound) for bound in iterator.bounds)
+    body, invariants = lift_body(traced, 1 + len(metas))
+    state = frame.state
+    initial = [graph_value(state.locals[name]) for name in metas]
+    written = _written_inputs(body)
+    outputs = add_loop(tracer.graph, bounds, initial, invariants, body, written)
+    line = frame.locate_line(frame.instructions[extent.head])
+    if line is not None:
+        for node in tracer.graph.nodes[-1 - len(outputs) :]:
+            tracer.graph.locations.setdefault(node, line)
+    for name, node in zip(metas, outputs, strict=True):
+        state.locals[name] = variable_of(node)
+    state.pop()  # the iterator
+    frame.pc = extent.exit
+    log.debug("loop at line %s kept as one for_loop node", frame.instructions[extent.head].lineno)
+
+
+def _bound_value(tracer: Tracer, var: Variable) -> Any:
+    if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+        return size_node(tracer, var.value.expr)
+    if isinstance(var, ConstantVar) and type(var.value) is int:
+        return var.value
+    if isinstance(var, ScalarInputVar | ScalarNodeVar):
+        return graph_value(var)
+    raise LoopFallback(f"a range bound {var.describe()}")
+
+
+def size_node(tracer: Tracer, expr: Any) -> Any:
+    """A graph value computing the symbolic size `expr` at run time from the inputs' shapes."""
+    import sympy  # late import: only symbolic trip counts need it
+
+    if expr.is_Integer:
+        return int(expr)
+    if expr.is_Symbol:
+        for placeholder in tracer.builder.graph.placeholders:
+            shape = getattr(placeholder.meta, "shape", ())
+            for axis, size in enumerate(shape):
+                if not isinstance(size, int) and size == expr:
+                    return tracer.graph.call(get_op("dim"), placeholder, axis=axis)
+        raise LoopFallback(f"no input has the size {expr}")
+    if isinstance(expr, sympy.Add | sympy.Mul):
+        op = "add" if isinstance(expr, sympy.Add) else "mul"
+        parts = [size_node(tracer, arg) for arg in expr.args]
+        result = parts[0]
+        for part in parts[1:]:
+            result = tracer.graph.call(get_op("py_binary"), result, part, operator=op)
+        return result
+    raise LoopFallback(f"the trip count {expr} is not a sum or product of sizes")
+
+
+def external_nodes(traced: Graph) -> list[Node]:
+    """The nodes of enclosing graphs `traced` reads, in the order it first reads them."""
+    inside = set(traced.nodes)
+    external: list[Node] = []
+    for node in traced.nodes:
+        for value in _leaves((node.inputs, node.kwargs)):
+            if value not in inside and value not in external:
+                external.append(value)
+    for value in _leaves(traced.output):
+        if value not in inside and value not in external:
+            external.append(value)
+    return external
+
+
+def lift_body(
+    traced: Graph, own: int, external: list[Node] | None = None
+) -> tuple[Graph, list[Node]]:
+    """`traced` with every node of an enclosing graph it reads (or every node of
+    `external`) made a placeholder after its first `own` placeholders; returns it with
+    those nodes (the loop-invariant inputs)."""
+    if external is None:
+        external = external_nodes(traced)
+    body = Graph()
+    mapping: dict[Node, Node] = {}
+    for placeholder in traced.placeholders[:own]:
+        mapping[placeholder] = body.placeholder(placeholder.name, placeholder.meta)
+    for value in external:
+        mapping[value] = body.placeholder(value.name, value.meta)
+
+    def rename(value: Any) -> Any:
+        return mapping.get(value, value) if isinstance(value, Node) else value
+
+    for node in traced.nodes:
+        if node.op is None:
+            continue
+        inputs = tuple(tree_map(rename, list(node.inputs)))
+        params = {key: tree_map(rename, value) for key, value in node.params}
+        copy = body.add_node(node.op, inputs, params, node.meta)
+        mapping[node] = copy
+        line = traced.locations.get(node)
+        if line is not None:
+            body.locations[copy] = line
+    body.output = tree_map(rename, traced.output)
+    return body, external
+
+
+def _leaves(tree: Any) -> Iterator[Node]:
+    leaves, _ = tree_flatten(tree)
+    for leaf in leaves:
+        if isinstance(leaf, Node):
+            yield leaf
+
+
+def _written_inputs(body: Graph) -> tuple[int, ...]:
+    # The for_loop input positions whose arrays the body writes in place: the body's
+    # placeholders (index first) sit at input position 2 + k (after start, stop, step).
+    return written_inputs(body, 2)
+
+
+def written_inputs(body: Graph, offset: int) -> tuple[int, ...]:
+    """The input positions (a body's placeholder k is input `offset + k`) of the arrays
+    `body` writes in place, through views and the writes of nested loops."""
+    placeholders = body.placeholders
+    written: list[int] = []
+    for node in body.nodes:
+        if node.op is None:
+            continue
+        for position in node.op.mutates:
+            root = node.inputs[position]
+            while (
+                isinstance(root, Node)
+                and root.op is not None
+                and root.op.kind
+                in (
+                    OpKind.VIEW,
+                    OpKind.MUTATION,
+                )
+            ):
+                root = root.inputs[0]
+            if isinstance(root, Node) and root.op is None:
+                slot = offset + placeholders.index(root)
+                if slot not in written:
+                    written.append(slot)
+    return tuple(sorted(written))
+
+
+# -- undoing an abandoned body trace ---------------------------------------------------------
+
+
+class Snapshot:
+    """The frame and the Python containers it reaches, to restore after a body's trace."""
+
+    def __init__(self, frame: Frame) -> None:
+        state = frame.state
+        self.pc = frame.pc
+        self.stack = list(state.stack)
+        self.locals = dict(state.locals)
+        effects = frame.tracer.side_effects
+        self.effects = len(effects.effects)
+        self.globals = dict(effects.globals)
+        self.attributes = dict(effects.attributes)
+        self.contents: list[tuple[Variable, Any]] = []
+        seen: set[int] = set()
+        for var in [*self.stack, *self.locals.values()]:
+            self._visit(var, seen)
+
+    @classmethod
+    def take(cls, frame: Frame) -> Snapshot:
+        return cls(frame)
+
+    def _visit(self, var: Variable, seen: set[int]) -> None:
+        if id(var) in seen:
+            return
+        seen.add(id(var))
+        if isinstance(var, ListVar):
+            self.contents.append((var, list(var.items)))
+            children: list[Variable] = list(var.items)
+        elif isinstance(var, DictVar):
+            self.contents.append((var, dict(var.items)))
+            children = list(var.items.values())
+        elif isinstance(var, ObjectVar):
+            self.contents.append((var, dict(var.attributes)))
+            children = list(var.attributes.values())
+        elif isinstance(var, CellVar):
+            self.contents.append((var, var.contents))
+            children = [var.contents] if var.contents is not None else []
+        elif isinstance(var, TupleVar):
+            children = list(var.items)
+        elif isinstance(var, IteratorVar):
+            self.contents.append((var, var.position))
+            children = list(var.items)
+        else:
+            children = []
+        for child in children:
+            self._visit(child, seen)
+
+    def changed(self) -> bool:
+        """Whether a container, object, cell or side effect changed since the snapshot."""
+        return any(_content(var) != before for var, before in self.contents)
+
+    def restore(self, frame: Frame) -> None:
+        changed = self.changed()
+        effects = frame.tracer.side_effects
+        grew = len(effects.effects) != self.effects or effects.globals != self.globals
+        state = frame.state
+        frame.pc = self.pc
+        state.stack[:] = self.stack
+        state.locals.clear()
+        state.locals.update(self.locals)
+        del effects.effects[self.effects :]
+        effects.globals.clear()
+        effects.globals.update(self.globals)
+        effects.attributes.clear()
+        effects.attributes.update(self.attributes)
+        for var, before in self.contents:
+            _set_content(var, before)
+        if changed or grew:
+            raise LoopFallback("it changes a Python container, object or global")
+
+
+def _content(var: Variable) -> Any:
+    if isinstance(var, ListVar):
+        return list(var.items)
+    if isinstance(var, DictVar):
+        return dict(var.items)
+    if isinstance(var, ObjectVar):
+        return dict(var.attributes)
+    if isinstance(var, CellVar):
+        return var.contents
+    if isinstance(var, IteratorVar):
+        return var.position
+    return None
+
+
+def _set_content(var: Variable, before: Any) -> None:
+    if isinstance(var, ListVar):
+        var.items[:] = before
+    elif isinstance(var, DictVar):
+        var.items.clear()
+        var.items.update(before)
+    elif isinstance(var, ObjectVar):
+        var.attributes.clear()
+        var.attributes.update(before)
+    elif isinstance(var, CellVar):
+        var.contents = before
+    elif isinstance(var, IteratorVar):
+        var.position = before

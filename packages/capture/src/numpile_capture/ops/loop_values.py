@@ -1,0 +1,270 @@
+"""Values computed per loop iteration: Python scalars in the graph and indexing by them.
+
+Inside a loop body the index is a run-time Python int (a `ScalarMeta` node), and
+so is what the body computes from it with Python arithmetic (`i + 1`, `n - i`).
+`py_binary` applies a Python operator to such scalars with Python's semantics
+(unbounded ints, floor division and `%` as Python defines them); `dim` reads an
+array's size at run time (a symbolic trip count). `getitem_at`, `element_at` and
+`setitem_at` are basic indexing where some ints of the index are run-time scalars:
+the `index` template holds `ScalarSlot(k)` for the k-th scalar input.
+
+    >>> from numpile_capture import ArrayMeta, ScalarMeta, get_op
+    >>> x = ArrayMeta((5, 3), "float32")
+    >>> str(get_op("getitem_at").meta(x, ScalarMeta(int), index=(ScalarSlot(0),)))
+    'float32[3]'
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ..meta import ArrayMeta, ScalarMeta
+from ..op import Op, OpKind, register_op
+from .mutation import check_assignment
+from .view import _getitem_meta, is_element_index
+
+
+@attrs.frozen(repr=False)
+class ScalarSlot:
+    """A slot of an index template standing for the `position`-th scalar input.
+
+    >>> ScalarSlot(1)
+    scalars[1]
+    """
+
+    position: int
+
+    def __repr__(self) -> str:
+        return f"scalars[{self.position}]"
+
+
+# NOTE: Python's own operators, by the names BINARY_OP and COMPARE_OP use in capture.
+PY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "truediv": operator.truediv,
+    "floordiv": operator.floordiv,
+    "mod": operator.mod,
+    "pow": operator.pow,
+    "lshift": operator.lshift,
+    "rshift": operator.rshift,
+    "and": operator.and_,
+    "or": operator.or_,
+    "xor": operator.xor,
+    "lt": operator.lt,
+    "le": operator.le,
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "gt": operator.gt,
+    "ge": operator.ge,
+}
+
+# A representative nonzero value of each Python scalar type (the result type never
+# depends on it, except for `int ** int`, which capture keeps out of the graph).
+_SAMPLES: dict[type, Any] = {bool: True, int: 3, float: 1.5, complex: 1.5 + 0.5j}
+
+
+def _scalar_type(value: Any) -> type:
+    if isinstance(value, ScalarMeta) and value.type in _SAMPLES:
+        return value.type
+    if type(value) in _SAMPLES:
+        return type(value)
+    raise TypeError(f"py_binary takes Python bool, int, float or complex operands, got {value}")
+
+
+def _py_binary_meta(left: Any, right: Any, *, operator: str) -> ScalarMeta:
+    sample = PY_OPERATORS[operator](_SAMPLES[_scalar_type(left)], _SAMPLES[_scalar_type(right)])
+    return ScalarMeta(type(sample))
+
+
+def _py_binary_impl(left: Any, right: Any, *, operator: str) -> Any:
+    return PY_OPERATORS[operator](left, right)
+
+
+py_binary = register_op(
+    Op(
+        "py_binary",
+        OpKind.EXTERN,
+        _py_binary_meta,
+        _py_binary_impl,
+        doc="a Python operator on Python scalars (int, float, bool), with Python's semantics",
+        run_time_error="ZeroDivisionError",
+    )
+)
+
+
+def _py_unary_meta(value: Any, *, operator: str) -> ScalarMeta:
+    kind = _scalar_type(value)
+    return ScalarMeta(int if kind is bool and operator in ("neg", "invert") else kind)
+
+
+_PY_UNARY: dict[str, Callable[[Any], Any]] = {
+    "neg": operator.neg,
+    "invert": operator.invert,
+    "abs": abs,
+}
+
+
+def _py_unary_impl(value: Any, *, operator: str) -> Any:
+    return _PY_UNARY[operator](value)
+
+
+py_unary = register_op(
+    Op("py_unary", OpKind.EXTERN, _py_unary_meta, _py_unary_impl, doc="-x, ~x, abs(x)")
+)
+
+
+def _dim_meta(x: ArrayMeta, *, axis: int) -> ScalarMeta:
+    if not 0 <= axis < x.ndim:
+        raise IndexError(f"axis {axis} is out of range for {x}")
+    return ScalarMeta(int)
+
+
+def _dim_impl(x: Any, *, axis: int) -> int:
+    return int(x.shape[axis])
+
+
+dim = register_op(Op("dim", OpKind.EXTERN, _dim_meta, _dim_impl, doc="x.shape[axis] at run time"))
+
+
+def _with_sample_ints(x: ArrayMeta, index: tuple[Any, ...]) -> tuple[ArrayMeta, tuple[Any, ...]]:
+    # The metadata of x[index] does not depend on the run-time ints: put 0 in each slot (on
+    # a size of at least 1, so the sample is in bounds; NumPy checks the real value).
+    shape = list(x.shape)
+    items: list[Any] = []
+    axis = 0
+    for item in index:
+        if isinstance(item, ScalarSlot):
+            if isinstance(shape[axis], int) and shape[axis] == 0:
+                shape[axis] = 1
+            items.append(0)
+        else:
+            items.append(item)
+        if item is not None and item is not Ellipsis:
+            axis += 1
+    return attrs.evolve(x, shape=tuple(shape)), tuple(items)
+
+
+def _check_scalars(scalars: tuple[Any, ...]) -> None:
+    for value in scalars:
+        kind = value.type if isinstance(value, ScalarMeta) else type(value)
+        if kind not in (int, bool):
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
+                "integer or boolean arrays are valid indices"
+            )
+
+
+def _getitem_at_meta(x: ArrayMeta, *scalars: Any, index: tuple[Any, ...]) -> ArrayMeta:
+    _check_scalars(scalars)
+    sample, items = _with_sample_ints(x, index)
+    return _getitem_meta(sample, index=items)
+
+
+def _element_at_meta(x: ArrayMeta, *scalars: Any, index: tuple[Any, ...]) -> ArrayMeta:
+    _check_scalars(scalars)
+    if not is_element_index(_with_sample_ints(x, index)[1], x.ndim):
+        raise ValueError(f"element_at needs one int per dimension, got {index}")
+    return ArrayMeta((), x.dtype, None, x.device)
+
+
+def concrete_index(index: tuple[Any, ...], scalars: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The index with each `ScalarSlot` replaced by its run-time value.
+
+    >>> concrete_index((ScalarSlot(0), slice(None)), (4,))
+    (4, slice(None, None, None))
+    """
+    return tuple(
+        operator.index(scalars[item.position]) if isinstance(item, ScalarSlot) else item
+        for item in index
+    )
+
+
+def _getitem_at_impl(x: Any, *scalars: Any, index: tuple[Any, ...]) -> Any:
+    return x[concrete_index(index, scalars)]
+
+
+getitem_at = register_op(
+    Op(
+        "getitem_at",
+        OpKind.VIEW,
+        _getitem_at_meta,
+        _getitem_at_impl,
+        doc="x[index] with run-time ints in the index (a view)",
+        run_time_error="IndexError",
+    )
+)
+
+# NOTE: not a VIEW: NumPy returns a fresh scalar for x[i, j] on a 2-d array.
+element_at = register_op(
+    Op(
+        "element_at",
+        OpKind.INDEXING,
+        _element_at_meta,
+        _getitem_at_impl,
+        doc="x[i, j] with run-time ints, one per dimension (a NumPy scalar)",
+        run_time_error="IndexError",
+    )
+)
+
+
+def _setitem_at_meta(x: ArrayMeta, value: Any, *scalars: Any, index: tuple[Any, ...]) -> ArrayMeta:
+    check_assignment(_getitem_at_meta(x, *scalars, index=index), value)
+    return x
+
+
+def _setitem_at_impl(x: Any, value: Any, *scalars: Any, index: tuple[Any, ...]) -> Any:
+    x[concrete_index(index, scalars)] = value
+    return x
+
+
+setitem_at = register_op(
+    Op(
+        "setitem_at",
+        OpKind.MUTATION,
+        _setitem_at_meta,
+        _setitem_at_impl,
+        mutates=(0,),
+        doc="x[index] = value with run-time ints in the index",
+        run_time_error="IndexError",
+    )
+)
+
+
+def python_scalar_type(value: Any) -> type | None:
+    """The Python scalar type a graph value has at run time (bool, int, float), else None.
+
+    >>> python_scalar_type(ScalarMeta(int)), python_scalar_type(np.float64(1.0))
+    (<class 'int'>, None)
+    """
+    if isinstance(value, ScalarMeta):
+        return value.type if value.type in _SAMPLES else None
+    return type(value) if type(value) in _SAMPLES else None
+
+
+def _carried_scalar_meta(x: Any) -> ArrayMeta:
+    if not isinstance(x, ArrayMeta) or x.shape != ():
+        raise ValueError(f"carried_scalar takes a 0-d value, got {x}")
+    return ArrayMeta((), x.dtype, None, x.device)
+
+
+def _carried_scalar_impl(x: Any) -> Any:
+    return x[()] if isinstance(x, np.ndarray) else x
+
+
+# NOTE: INDEXING, so NumPy scalars stay scalars (`s += v` makes a new one, not in place).
+carried_scalar = register_op(
+    Op(
+        "carried_scalar",
+        OpKind.INDEXING,
+        _carried_scalar_meta,
+        _carried_scalar_impl,
+        doc="a loop's carried NumPy scalar (a Python scalar in the first iteration stays one)",
+    )
+)

@@ -1,0 +1,183 @@
+"""While loops on run-time tests, captured once as a `while_loop` node.
+
+`while err > tol:` tests a value that exists only at run time. CPython compiles the test
+twice: at the entry (a jump past the loop when it fails) and again after the body. At
+the entry jump capture traces the body and the bottom test once, into one graph that
+returns the new carried values and the next test's value; the carried types iterate to
+a fixpoint as for `for` loops (see `loop_capture`). The loop is recognized from its
+jumps: the bottom of the loop jumps back to the instruction after the entry test (3.11:
+one conditional jump; 3.12 and 3.13: a conditional jump past the loop, then a jump back).
+
+    >>> def sqrt(a, tol):
+    ...     x = a
+    ...     while abs(x * x - a) > tol:
+    ...         x = 0.5 * (x + a / x)
+    ...     return x
+    >>> print(capture_function(sqrt, (np.float64(2.0), 1e-12), {}).graph)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .bytecode import Instruction
+from .control_flow import add_while_loop
+from .graph import Graph
+from .loop_capture import (
+    MAX_RETRACES,
+    LoopFallback,
+    Snapshot,
+    body_names,
+    carried_meta,
+    graph_value,
+    lift_body,
+    loaded_names,
+    run_until,
+    scalar_like,
+    variable_of,
+    widen,
+    written_inputs,
+)
+from .meta import ArrayMeta, ScalarMeta
+from .op import get_op
+
+if TYPE_CHECKING:
+    from .frame import Frame
+
+
+@attrs.frozen
+class WhileShape:
+    """Where a while loop's parts are: the body starts at `body`, the bottom test's jump
+    is at `test`, the loop exits to `exit`; `again_if` is the bottom test's truth that
+    repeats the loop."""
+
+    body: int
+    test: int
+    exit: int
+    again_if: bool
+
+
+def while_shape(frame: Frame, inst: Instruction) -> WhileShape | None:
+    """The while loop whose entry test jumps at `inst` (already stepped past), or None."""
+    target = inst.target
+    body = frame.pc
+    if target is None or target <= body:
+        return None
+    instructions = frame.instructions
+    tail = instructions[target - 1]
+    if tail.opname == "JUMP" and tail.target == body and target - 2 > body:
+        test = instructions[target - 2]
+        if test.opname in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE") and test.target == target:
+            return WhileShape(body, target - 2, target, test.opname == "POP_JUMP_IF_FALSE")
+    if tail.opname in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE") and tail.target == body:
+        return WhileShape(body, target - 1, target, tail.opname == "POP_JUMP_IF_TRUE")
+    return None
+
+
+def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
+    """Capture the while loop whose entry test is `inst` (its value on the stack, popped
+    here) as one `while_loop` node; the frame continues after the loop.
+
+    Raises `LoopFallback` with the frame as it was (the test's value on the stack).
+    """
+    state = frame.state
+    carried_names, _ = body_names(
+        frame, shape.body, shape.body, shape.test, shape.exit, exit_from=shape.test
+    )
+    for name in loaded_names(frame, shape.body, shape.test):
+        if name in state.lazy:
+            state.read_local(name)
+    pred = state.pop()
+    try:
+        metas: dict[str, ArrayMeta | ScalarMeta] = {}
+        for name in carried_names:
+            meta = carried_meta(state.locals[name])
+            if meta is None:
+                raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
+            metas[name] = meta
+        scalars = {name for name in carried_names if scalar_like(state.locals[name])}
+        saved = Snapshot.take(frame)
+        attempt = 0
+        while True:
+            try:
+                traced, results, test = _trace(frame, shape, metas, scalars)
+            finally:
+                saved.restore(frame)
+            widened = widen(metas, results)
+            if widened == metas:
+                break
+            attempt += 1
+            if attempt > MAX_RETRACES:
+                raise LoopFallback("the carried types do not settle (NEP 50 fixpoint)")
+            metas = widened
+    except LoopFallback:
+        state.push(pred)
+        raise
+    traced.output = (*results, test)
+    body, invariants = lift_body(traced, len(metas))
+    initial = [graph_value(state.locals[name]) for name in metas]
+    tests = (inst.opname == "POP_JUMP_IF_FALSE", shape.again_if)
+    tracer = frame.tracer
+    written = written_inputs(body, 1)
+    outputs = add_while_loop(
+        tracer.graph, graph_value(pred), initial, invariants, body, tests, written
+    )
+    line = frame.locate_line(inst)
+    if line is not None:
+        for node in tracer.graph.nodes[-1 - len(outputs) :]:
+            tracer.graph.locations.setdefault(node, line)
+    for name, node in zip(metas, outputs, strict=True):
+        state.locals[name] = variable_of(node)
+    frame.pc = shape.exit
+
+
+def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
+    """Whether a while loop entered on a test known now (`err = tol + 1` before `while err
+    > tol:`) tests a run-time value after its body: one trace of the body tells; the frame
+    is left as it was."""
+    state = frame.state
+    for name in loaded_names(frame, shape.body, shape.test):
+        if name in state.lazy:
+            state.read_local(name)  # root arguments: built once, outside the probe
+    pred = state.pop()
+    saved = Snapshot.take(frame)
+    test: Any = False
+    try:
+        _, _, test = _trace(frame, shape, {}, set())
+    except LoopFallback:
+        test = False
+    finally:
+        try:
+            saved.restore(frame)
+        except LoopFallback:
+            test = False  # the probe changed containers: restored, and the loop unrolls
+        state.push(pred)
+    return not isinstance(test, bool | int | float)
+
+
+def _trace(
+    frame: Frame, shape: WhileShape, metas: dict[str, ArrayMeta | ScalarMeta], scalars: set[str]
+) -> tuple[Graph, list[Any], Any]:
+    # The body and the bottom test, once, into a graph of their own.
+    tracer = frame.tracer
+    outer = tracer.graph
+    traced = Graph()
+    for name, meta in metas.items():
+        placeholder = traced.placeholder(name, meta)
+        if name in scalars and isinstance(meta, ArrayMeta):
+            placeholder = traced.call(get_op("carried_scalar"), placeholder)
+        frame.state.locals[name] = variable_of(placeholder)
+    depth = len(frame.state.stack)
+    frame.pc = shape.body
+    tracer.graph = traced
+    try:
+        run_until(frame, shape.test, shape.body, shape.test)
+    finally:
+        tracer.graph = outer
+    if len(frame.state.stack) != depth + 1:
+        raise LoopFallback("the body leaves values on the stack")
+    test = graph_value(frame.state.pop())
+    results = [graph_value(frame.state.locals[name]) for name in metas]
+    return traced, results, test

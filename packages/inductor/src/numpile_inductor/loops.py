@@ -1,0 +1,157 @@
+"""Loop nodes in the inductor: the body compiled once, run by a host loop.
+
+A `for_loop` node's body is a graph of its own. `compile_loop_bodies` compiles each body
+once (inner loops first), with the index and the carried values as run-time arguments,
+and gives back the graph with each loop node running a host loop that calls the
+compiled body per iteration: no compile per iteration or per trip count. The loop node
+itself stays an extern call of the outer graph's module (a barrier: it may write its
+inputs in place).
+
+The first iteration may receive carried values of other types than the body was
+compiled for (a Python `0.0` where the body takes the float32 scalar the loop carries
+from then on, NEP 50); such iterations run the body with `run_graph`, which follows
+NumPy on any input, until the types match.
+
+    >>> compiled = compile_loop_bodies(graph, lambda body: compile_graph(body).fn)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from numpile_capture import (
+    ArrayMeta,
+    Graph,
+    Node,
+    Op,
+    OpKind,
+    ScalarMeta,
+    body_runner,
+    is_loop,
+    run_graph,
+    set_loop_runner,
+    tree_map,
+)
+
+log = logging.getLogger("numpile.inductor.loops")
+
+BodyCompiler = Callable[[Graph], Callable[..., Any]]
+LoopRunner = Callable[[range, tuple[Any, ...], int], tuple[Any, ...]]
+
+
+def compile_loop_bodies(graph: Graph, compile_body: BodyCompiler) -> Graph:
+    """`graph` with every `for_loop` node running its body compiled by `compile_body`.
+
+    Returns `graph` itself when it has no loop node.
+    """
+    if not any(is_loop(node) for node in graph.nodes):
+        return graph
+    result = Graph()
+    mapping: dict[Node, Node] = {}
+
+    def rename(value: Any) -> Any:
+        return mapping.get(value, value) if isinstance(value, Node) else value
+
+    for node in graph.nodes:
+        if node.op is None:
+            mapping[node] = result.placeholder(node.name, node.meta)
+            continue
+        op = node.op
+        params = dict(node.params)
+        if is_loop(node):
+            # A body graph of the inductor's own, so the runner it registers on it does not
+            # change how other backends run the same captured graph.
+            body = _own_copy(compile_loop_bodies(node.kwargs["body"], compile_body))
+            compiled = compile_body(body) if _has_array_work(body) else None
+            set_loop_runner(body, host_loop(body, compiled))
+            params["body"] = body
+        inputs = tuple(tree_map(rename, list(node.inputs)))
+        copy = result.add_node(op, inputs, params, node.meta)
+        mapping[node] = copy
+        line = graph.locations.get(node)
+        if line is not None:
+            result.locations[copy] = line
+    result.output = tree_map(rename, graph.output)
+    return result
+
+
+# NOTE: a body of scalar work runs faster op by op (NumPy's scalar fast paths) than as a
+# compiled module calling back into Python for each indexing op; kernels pay off on arrays.
+_ARRAY_WORK = (OpKind.POINTWISE, OpKind.REDUCTION, OpKind.SCAN)
+
+
+def _has_array_work(body: Graph) -> bool:
+    return any(
+        node.op is not None
+        and node.op.kind in _ARRAY_WORK
+        and isinstance(node.meta, ArrayMeta)
+        and node.meta.ndim > 0
+        for node in body.nodes
+    )
+
+
+def _own_copy(graph: Graph) -> Graph:
+    copy = Graph()
+    copy.nodes = list(graph.nodes)
+    copy.output = graph.output
+    copy.locations = dict(graph.locations)
+    return copy
+
+
+def host_loop(body: Graph, compiled: Callable[..., Any] | None) -> LoopRunner:
+    """The implementation of a `for_loop` node that calls `compiled` (the body) per index,
+    or runs the body op by op (`body_runner`) when it was not worth compiling.
+
+    The final carried values have the types of the node's metadata: a loop that ran no
+    iteration gives its initial Python scalar as the NumPy scalar the loop would carry
+    (the compiled module reads metadata types; eager Python keeps the Python scalar).
+    """
+    metas = [node.meta for node in body.placeholders]
+    if compiled is None:
+        runner = body_runner(body)
+
+        def compiled(*arguments: Any) -> Any:
+            return runner(arguments)
+
+    def run(indices: range, values: tuple[Any, ...], carried: int) -> tuple[Any, ...]:
+        state = tuple(values[:carried])
+        invariants = values[carried:]
+        matching = _matches(state, metas[1 : 1 + carried])
+        for index in indices:
+            if matching:
+                state = tuple(compiled(index, *state, *invariants))
+            else:
+                state = tuple(run_graph(body, (index, *state, *invariants)))
+                matching = _matches(state, metas[1 : 1 + carried])
+        return tuple(_as_meta(value, meta) for value, meta in zip(state, metas[1:], strict=False))
+
+    return run
+
+
+def _as_meta(value: Any, meta: Any) -> Any:
+    if isinstance(meta, ArrayMeta) and meta.ndim == 0 and type(value) in (bool, int, float):
+        return meta.dtype.type(value)
+    return value
+
+
+def _matches(values: Sequence[Any], metas: Sequence[Any]) -> bool:
+    # Whether carried values have the types the body was compiled for.
+    for value, meta in zip(values, metas, strict=True):
+        if isinstance(meta, ScalarMeta):
+            if type(value) is not meta.type:
+                return False
+        elif isinstance(meta, ArrayMeta):
+            if not isinstance(value, np.ndarray | np.generic) or value.dtype != meta.dtype:
+                return False
+            if np.ndim(value) != meta.ndim:
+                return False
+    return True
+
+
+def loop_ops(graph: Graph) -> list[Op]:
+    """The loop ops of `graph`'s nodes (for tests: each runs a host loop after compiling)."""
+    return [node.op for node in graph.nodes if node.op is not None and is_loop(node)]
