@@ -89,6 +89,8 @@ def _install_layers(session: nox.Session, layers: list[str]) -> None:
 def tests(session: nox.Session) -> None:
     """Every layer's tests plus the integration tests, and the layering contract."""
     _install_layers(session, LAYERS)
+    # The dask extra: integration_tests/test_dask.py starts a real LocalCluster with it.
+    session.install("-e", f"{_package_dir('api')}[dask]")
     session.install(*TEST_DEPS, "import-linter>=2")
     session.run("lint-imports")
     paths = [f"packages/{layer}/tests" for layer in LAYERS] + ["integration_tests"]

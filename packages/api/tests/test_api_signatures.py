@@ -8,6 +8,8 @@ import numpile
 
 EXPECTED_ALL = [
     "CompileProfiler",
+    "NoCompilerWarning",
+    "NumpilePerformanceWarning",
     "Unsupported",
     "allow_in_graph",
     "compile",
@@ -114,6 +116,7 @@ EXPECTED_CONFIG_FIELDS = {
     "duck_shape": True,
     "specialize_int": False,
     "specialize_float": False,
+    "performance_warnings": True,
 }
 
 

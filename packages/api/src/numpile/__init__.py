@@ -17,6 +17,7 @@ from numpile_autograd_aot import grad as grad
 from numpile_autograd_aot import value_and_grad as value_and_grad
 from numpile_autograd_aot import vjp as vjp
 from numpile_capture import CompileProfiler as CompileProfiler
+from numpile_capture import NumpilePerformanceWarning as NumpilePerformanceWarning
 from numpile_capture import Unsupported as Unsupported
 from numpile_capture import allow_in_graph as allow_in_graph
 from numpile_capture import compile_function as compile
@@ -40,6 +41,7 @@ from numpile_capture import wrap_numpy as wrap_numpy
 from numpile_guards import keep_array_guards_unsafe as keep_array_guards_unsafe
 from numpile_guards import skip_all_guards_unsafe as skip_all_guards_unsafe
 from numpile_guards import skip_guard_on_globals_unsafe as skip_guard_on_globals_unsafe
+from numpile_inductor import NoCompilerWarning as NoCompilerWarning
 from numpile_inductor import list_mode_options as list_mode_options
 from numpile_inductor import list_options as list_options
 from numpile_inductor import trim_buffer_pool as _trim_buffer_pool
@@ -70,6 +72,8 @@ compile.reset = reset  # type: ignore[attr-defined]
 
 __all__ = [
     "CompileProfiler",
+    "NoCompilerWarning",
+    "NumpilePerformanceWarning",
     "compile_times",
     "keep_array_guards_unsafe",
     "set_logs",

@@ -24,6 +24,7 @@ from .entry_point import compile_function as compile_function
 from .explain import BreakReason as BreakReason
 from .explain import ExplainOutput as ExplainOutput
 from .explain import explain as explain
+from .fallbacks import NumpilePerformanceWarning as NumpilePerformanceWarning
 from .graph import Graph as Graph
 from .graph import Node as Node
 from .graph import gives_scalar as gives_scalar
@@ -99,6 +100,7 @@ __all__ = [
     "CaptureConfig",
     "config",
     "CaptureFallbackWarning",
+    "NumpilePerformanceWarning",
     "CompiledFunction",
     "InternalCompilerError",
     "compile_function",

@@ -44,6 +44,10 @@ class CaptureConfig:
         seen changing becomes a graph input, so an operand of array
         arithmetic (a learning rate, a step count) no longer recompiles per
         value; a use that needs the value (a branch, a shape) still guards it.
+    performance_warnings: when True (the default), a decorated function that
+        runs as several graphs (a graph break) gives one
+        `NumpilePerformanceWarning` naming its first break; False silences it
+        (the `perf_hints` log channel still lists every break).
 
         >>> CaptureConfig().default_backend
         'eager'
@@ -57,6 +61,7 @@ class CaptureConfig:
     duck_shape: bool = True
     specialize_int: bool = False
     specialize_float: bool = False
+    performance_warnings: bool = True
 
     @contextlib.contextmanager
     def patch(self, **changes: Any) -> Iterator[CaptureConfig]:

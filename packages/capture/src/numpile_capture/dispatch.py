@@ -49,7 +49,7 @@ from numpile_guards import (
     filter_guards,
     split_guard_filter,
 )
-from numpile_runtime import timed
+from numpile_runtime import compile_progress, timed
 
 from .backends import (
     BackendCompileError,
@@ -92,6 +92,8 @@ from .fallbacks import (
     InternalCompilerError as InternalCompilerError,
 )
 from .graph import Graph
+from .performance_hints import report_graph_break
+from .pickling import reduce_compiled
 from .stance import Stance, compiled_region, current_stance
 from .trace_rules import ForbiddenCallError, in_disabled_region
 
@@ -198,6 +200,12 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         return f"<numpile compiled {self._fn.__qualname__} at {where(self._fn)}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # How to compile it again, never what was compiled (see `pickling`).
+        settings: dict[str, Any] = {"fullgraph": self.fullgraph, "dynamic": self.dynamic}
+        settings.update(mode=self.mode, backend=self.backend, options=self.options)
+        return reduce_compiled(self, self._fn, settings)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         # Compiled methods: bind like a function would.
@@ -475,6 +483,8 @@ class CompiledFunction:
             fn.__code__.co_qualname, graph, result.guards, reason, result.filename, result.lineno
         )
         record_event(event)
+        if reason is not None:
+            report_graph_break(fn, reason, result.filename, result.lineno, quiet=self._quiet)
         runner = BreakRunner(result, graph_fn, fn, self._wrap)
         metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
         metadata.update({"guards": result.guards, "graph_break": result})
@@ -515,7 +525,7 @@ class CompiledFunction:
         if graph_has_symbols(graph) and symbolic_params(graph):
             raise DynamicCompileError(f"symbolic parameters in {symbolic_params(graph)}")
         try:
-            with backend_compiling():
+            with backend_compiling(), compile_progress(f"{fn.__qualname__} ({where(fn)})"):
                 compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
         except Exception as exc:
             if graph_has_symbols(graph):

@@ -27,6 +27,7 @@ from .config import InductorConfig as InductorConfig
 from .config import list_mode_options as list_mode_options
 from .config import list_options as list_options
 from .debug import graph_dot as graph_dot
+from .no_compiler import NoCompilerWarning as NoCompilerWarning
 
 if TYPE_CHECKING:
     from .decompositions import DECOMPOSITIONS as DECOMPOSITIONS
@@ -48,6 +49,7 @@ __version__ = "0.1.0"
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __all__ = [
+    "NoCompilerWarning",
     "DECOMPOSITIONS",
     "LOWERINGS",
     "AutotuneChoice",

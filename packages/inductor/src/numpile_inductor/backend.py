@@ -37,6 +37,7 @@ from .graph_cache import (
     store_artifact,
 )
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
+from .no_compiler import op_by_op
 
 if TYPE_CHECKING:
     import types
@@ -134,7 +135,9 @@ def inductor(
 
     It takes the graph inputs positionally. `mode` is "default" or "max-autotune"
     (see `list_mode_options`), `options` are inductor options (see `list_options`).
-    Without a C compiler it raises `CompilerNotFoundError` naming what to install.
+    Without a C compiler it runs the graph op by op with NumPy and warns once per
+    process (`no_compiler`); with option `cpp.no_compiler="raise"` it raises
+    `CompilerNotFoundError` naming what to install.
 
         >>> fn = inductor(graph, [np.ones(3)])  # doctest: +SKIP
     """
@@ -142,7 +145,13 @@ def inductor(
         from .triton_backend import triton_backend  # CuPy inputs: Triton kernels
 
         return triton_backend(graph, example_inputs, mode=mode, options=options)
-    return compile_graph(graph, options=options, mode=mode, example_inputs=example_inputs).fn
+    config = InductorConfig.from_options(options, mode=mode)
+    try:
+        return _compile(graph, config, example_inputs, functionalize=True).fn
+    except rt.CompilerNotFoundError as error:
+        if config.no_compiler == "raise":
+            raise
+        return op_by_op(graph, error)
 
 
 def _compile(
@@ -360,8 +369,9 @@ def _toolchain() -> rt.Toolchain:
 def _no_compiler(error: rt.CompilerNotFoundError) -> rt.CompilerNotFoundError:
     return rt.CompilerNotFoundError(
         f"the inductor backend compiles graphs to C and needs a C compiler: {error}. "
-        "Without one, compile with backend='eager', or set "
-        "numpile.config.suppress_errors = True to run such functions eagerly with a warning"
+        "Without one, compile with backend='eager', set "
+        "numpile.config.suppress_errors = True to run such functions eagerly with a warning, "
+        "or unset NUMPILE_NO_COMPILER (option cpp.no_compiler) to run graphs op by op"
     )
 
 

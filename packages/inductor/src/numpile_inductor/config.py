@@ -31,6 +31,7 @@ _OPTION_FIELDS: dict[str, str] = {
     "cpp.parallel_threshold": "parallel_threshold",
     "cpp.threads": "threads",
     "cpp.extra_flags": "extra_flags",
+    "cpp.no_compiler": "no_compiler",
 }
 
 # NOTE: what each mode sets before the user's options apply (torch.compile's mode names;
@@ -54,7 +55,10 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "parallel_threshold": int,
     "threads": int,
     "extra_flags": (list, tuple),
+    "no_compiler": str,
 }
+# What `no_compiler` may say: run graphs op by op with NumPy (one warning), or raise.
+_NO_COMPILER_CHOICES = ("fallback", "raise")
 
 
 @attrs.frozen
@@ -76,6 +80,9 @@ class InductorConfig:
       element count reaches this (thread start-up costs a few microseconds).
     - `threads`: OpenMP threads for the graph's kernels (0: OpenMP's default).
     - `extra_flags`: more C compiler flags.
+    - `no_compiler`: without a usable C compiler, "fallback" (the default; env
+      `NUMPILE_NO_COMPILER` sets it) runs graphs op by op with NumPy after one
+      `NoCompilerWarning` per process; "raise" raises `CompilerNotFoundError`.
 
         >>> InductorConfig().fast_math
         False
@@ -91,6 +98,7 @@ class InductorConfig:
     parallel_threshold: int = 65536
     threads: int = 0
     extra_flags: tuple[str, ...] = ()
+    no_compiler: str = "fallback"
 
     @classmethod
     def from_options(
@@ -106,6 +114,8 @@ class InductorConfig:
         values: dict[str, Any] = {}
         if os.environ.get("NUMPILE_COMPILE_DEBUG") == "1":
             values["trace_enabled"] = True
+        if os.environ.get("NUMPILE_NO_COMPILER"):
+            values["no_compiler"] = os.environ["NUMPILE_NO_COMPILER"].strip().lower()
         merged: dict[str, Any] = {**list_mode_options(mode or "default"), **(options or {})}
         for key, value in merged.items():
             if key not in _OPTION_FIELDS:
@@ -125,6 +135,12 @@ class InductorConfig:
             if field == "debug_dir" and value is not None:
                 value = os.fspath(value)
             values[field] = value
+        choice = values.get("no_compiler", "fallback")
+        if choice not in _NO_COMPILER_CHOICES:
+            raise ValueError(
+                f"inductor option 'cpp.no_compiler' (or NUMPILE_NO_COMPILER) is {choice!r}; "
+                "use 'fallback' or 'raise'"
+            )
         return cls(**values)
 
     def key(self) -> str:

@@ -22,6 +22,8 @@ from .builder import compile_library as compile_library
 from .builder import compile_many as compile_many
 from .builder import load_extension as load_extension
 from .builder import load_library as load_library
+from .cache_eviction import SweepResult as SweepResult
+from .code_cache import CacheInfo as CacheInfo
 from .code_cache import CodeCache as CodeCache
 from .code_cache import cache_key as cache_key
 from .code_cache import default_cache as default_cache
@@ -52,6 +54,7 @@ from .metrics import counters as counters
 from .metrics import reset_compile_times as reset_compile_times
 from .metrics import reset_counters as reset_counters
 from .metrics import timed as timed
+from .progress import compile_progress as compile_progress
 from .toolchain import CompilerNotFoundError as CompilerNotFoundError
 from .toolchain import Toolchain as Toolchain
 from .toolchain import find_toolchain as find_toolchain
@@ -64,6 +67,7 @@ _configure_from_env()
 __all__ = [
     "BuildError",
     "BuildJob",
+    "CacheInfo",
     "CodeCache",
     "CompilerNotFoundError",
     "CudaGraphRunner",
@@ -72,6 +76,7 @@ __all__ = [
     "LOG_CHANNELS",
     "Toolchain",
     "TritonLauncher",
+    "SweepResult",
     "TritonStatus",
     "build_extension",
     "build_library",
@@ -81,6 +86,7 @@ __all__ = [
     "compile_extension",
     "compile_library",
     "compile_many",
+    "compile_progress",
     "compile_time_calls",
     "compile_times",
     "count",
