@@ -1,0 +1,99 @@
+"""ndarray subclasses and objects that override NumPy run as NumPy runs them.
+
+numpile models plain ndarrays only: a masked array, an `np.matrix`, a subclass
+with `__array_ufunc__` or `__array_finalize__`, or a duck array with
+`__array_function__` is guarded on its exact type and used eagerly (every use is
+a graph break), so values and result types match eager while plain ndarrays
+passed to the same function still compile.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import numpile
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Iterator[None]:
+    numpile.reset()
+    yield
+    numpile.reset()
+
+
+def masked() -> Any:
+    return np.ma.masked_array(np.arange(5.0), mask=[0, 0, 1, 0, 0])
+
+
+def test_masked_array_sum_keeps_the_mask() -> None:
+    compiled = numpile.compile(lambda x: x.sum())
+    assert compiled(masked()) == masked().sum() == 8.0
+
+
+def test_masked_array_in_place_add_keeps_masked_data() -> None:
+    def f(x: Any) -> Any:
+        x += 1
+        return np.sum(x * 2)
+
+    mine, theirs = masked(), masked()
+    assert numpile.compile(f)(mine) == f(theirs)
+    np.testing.assert_array_equal(mine.data, theirs.data)
+    np.testing.assert_array_equal(mine.mask, theirs.mask)
+
+
+def test_matrix_multiplies_as_a_matrix() -> None:
+    m = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    out = numpile.compile(lambda x: x * x)(m)
+    assert type(out) is np.matrix
+    np.testing.assert_array_equal(out, m * m)
+
+
+class Overriding(np.ndarray):  # type: ignore[type-arg]
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return "overridden"
+
+
+class Tagged(np.ndarray):  # type: ignore[type-arg]
+    def __array_finalize__(self, obj: Any) -> None:
+        self.tag = getattr(obj, "tag", "fresh")
+
+
+class Duck:
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return "duck"
+
+
+def test_subclass_array_ufunc_is_respected() -> None:
+    x = np.arange(3.0).view(Overriding)
+    assert numpile.compile(lambda x: x * x)(x) == "overridden"
+
+
+def test_subclass_comes_back_as_the_subclass() -> None:
+    x = np.arange(3.0).view(Tagged)
+    x.tag = "mine"
+    out = numpile.compile(lambda x: np.sin(x) + 1)(x)
+    assert type(out) is Tagged
+    assert out.tag == "mine"
+    np.testing.assert_array_equal(out.view(np.ndarray), np.sin(np.arange(3.0)) + 1)
+
+
+def test_array_function_override_is_respected() -> None:
+    assert numpile.compile(lambda x: np.sum(x))(Duck()) == "duck"
+
+
+def test_plain_arrays_still_compile_after_a_subclass(caplog: pytest.LogCaptureFixture) -> None:
+    profiler = numpile.CompileProfiler()
+    compiled = numpile.compile(lambda x: np.sin(x) + 1, backend=profiler)
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
+        compiled(masked())
+    assert "ndarray subclass (numpy.ma.MaskedArray)" in caplog.text
+    before = profiler.op_count
+    out = compiled(np.arange(3.0))
+    assert type(out) is np.ndarray
+    assert profiler.op_count >= before + 2
+    np.testing.assert_array_equal(out, np.sin(np.arange(3.0)) + 1)
