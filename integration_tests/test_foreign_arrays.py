@@ -97,3 +97,27 @@ def test_plain_arrays_still_compile_after_a_subclass(caplog: pytest.LogCaptureFi
     assert type(out) is np.ndarray
     assert profiler.op_count >= before + 2
     np.testing.assert_array_equal(out, np.sin(np.arange(3.0)) + 1)
+
+
+@pytest.mark.parametrize("program", ["double", "mean"])
+def test_big_endian_inputs_after_native_ones(program: str) -> None:
+    def double(x: Any) -> Any:
+        return x * 2
+
+    def mean(x: Any) -> Any:
+        return x.mean(axis=0)
+
+    fn = double if program == "double" else mean
+    compiled = numpile.compile(fn)
+    native = np.arange(6.0).reshape(3, 2)
+    swapped = native.astype(">f8")
+    np.testing.assert_array_equal(compiled(native), fn(native))
+    np.testing.assert_array_equal(compiled(swapped), fn(swapped))
+    assert compiled(swapped).dtype == fn(swapped).dtype
+    np.testing.assert_array_equal(compiled(native), fn(native))
+
+
+def test_big_endian_input_first() -> None:
+    compiled = numpile.compile(lambda x: x.mean(axis=0))
+    swapped = np.arange(6.0).reshape(3, 2).astype(">f8")
+    np.testing.assert_array_equal(compiled(swapped), swapped.mean(axis=0))
