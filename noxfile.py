@@ -2,6 +2,7 @@
 
 nox -t ci          # everything CI runs (the README's test command)
 nox -s demo        # compile a few NumPy functions and show graphs, guards, results
+nox -s docs        # the documentation site (mkdocs --strict) into build/site
 nox -s tests-3.12  # the whole test suite on one Python
 nox -s tests-capture  # one layer alone, in a venv holding only it and what it declares
 """
@@ -192,6 +193,17 @@ def lint(session: nox.Session) -> None:
     session.install("ruff>=0.6")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=DEFAULT_PYTHON, tags=["ci"])
+def docs(session: nox.Session) -> None:
+    """The documentation site (mkdocs, Material; the API reference generated from the
+    docstrings) into build/site, warnings as errors. The code blocks of the pages run as
+    tests in integration_tests/test_docs.py.
+    """
+    _install_layers(session, LAYERS)
+    session.install("mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26")
+    session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
 
 
 @nox.session(python=DEFAULT_PYTHON)

@@ -174,10 +174,11 @@ def list_options() -> list[str]:
 def list_mode_options(mode: str | None = None) -> dict[str, Any]:
     """The options each mode sets: all modes as a dict of dicts, or the options of `mode`.
 
-    >>> list_mode_options("max-autotune")
-    {'max_autotune': True}
-    >>> sorted(list_mode_options())[:2]
-    ['default', 'max-autotune']
+    Examples:
+        >>> list_mode_options("max-autotune")
+        {'max_autotune': True}
+        >>> sorted(list_mode_options())[:2]
+        ['default', 'max-autotune']
     """
     if mode is None:
         return {name: dict(values) for name, values in _MODE_OPTIONS.items()}
