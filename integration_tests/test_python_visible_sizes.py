@@ -22,7 +22,7 @@ def _fresh() -> Iterator[None]:
 
 def report(x: Any) -> Any:
     print(f"size={x.size} rows={x.shape[0]}")
-    return x * 2, str(x.shape[0] * 4), x.size, "%d" % x.size, repr(x.shape)
+    return x * 2, str(x.shape[0] * 4), x.size, "%d" % x.size, repr(x.shape)  # noqa: UP031
 
 
 @pytest.mark.parametrize("dynamic", [True, None])

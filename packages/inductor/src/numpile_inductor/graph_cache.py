@@ -164,7 +164,11 @@ def load_artifact(key: str) -> GraphArtifact | None:
     """
     import numpile_runtime as rt
 
-    data = rt.default_cache().get_bytes(f"graph-{key}")
+    try:
+        data = rt.default_cache().get_bytes(f"graph-{key}")
+    except OSError as error:  # an unusable cache is a miss
+        log.warning("could not read graph cache entry %s: %s", key[:16], error)
+        return None
     if data is None:
         return None
     try:
@@ -190,7 +194,11 @@ def store_artifact(key: str, artifact: GraphArtifact) -> bool:
     except ArtifactFormatError as error:  # params the format cannot hold: not cached
         log.debug("graph %s is not cached: %s", key[:16], error)
         return False
-    rt.default_cache().put_bytes(f"graph-{key}", data)
+    try:
+        rt.default_cache().put_bytes(f"graph-{key}", data)
+    except OSError as error:  # an unusable cache: compiled, not cached
+        log.warning("could not store graph cache entry %s: %s", key[:16], error)
+        return False
     return True
 
 

@@ -169,6 +169,9 @@ class CodeCache:
             raw = path.read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as err:  # unreadable: a miss, never an error
+            log.warning("could not read cache blob %s: %s", path, err)
+            return None
         data = _unpack_blob(raw)
         if data is None:
             count("cache_corrupt")

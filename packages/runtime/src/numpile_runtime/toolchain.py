@@ -20,6 +20,7 @@ declares them itself (see research/toolchain.md, section 3.3).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import logging
@@ -249,7 +250,10 @@ def _probe_cached(cc: str) -> dict[str, object]:
         platform.node(),
     )
     cache = default_cache()
-    stored = cache.get_bytes(key)
+    try:
+        stored = cache.get_bytes(key)
+    except OSError:
+        stored = None  # an unusable cache: probe again
     if stored is not None:
         try:
             probe: dict[str, object] = json.loads(stored)
@@ -262,7 +266,8 @@ def _probe_cached(cc: str) -> dict[str, object]:
     with timed("toolchain_probe"):
         probe = _probe(cc)
         probe["version_line"] = _version_line(cc)
-    cache.put_bytes(key, json.dumps(probe).encode())
+    with contextlib.suppress(OSError):
+        cache.put_bytes(key, json.dumps(probe).encode())
     return probe
 
 
