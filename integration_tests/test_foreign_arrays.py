@@ -10,6 +10,7 @@ passed to the same function still compile.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -121,3 +122,54 @@ def test_big_endian_input_first() -> None:
     compiled = numpile.compile(lambda x: x.mean(axis=0))
     swapped = np.arange(6.0).reshape(3, 2).astype(">f8")
     np.testing.assert_array_equal(compiled(swapped), swapped.mean(axis=0))
+
+
+def _broadcast_pair(a: Any, b: Any) -> Any:
+    first, second = np.broadcast_arrays(a, b)
+    return first, second
+
+
+def _broadcast_computed(a: Any, b: Any) -> Any:
+    first, second = np.broadcast_arrays(a * 2, b + 1)
+    return first, second, np.broadcast_to(a, (2, 3))
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize("program", [_broadcast_pair, _broadcast_computed])
+def test_broadcast_arrays_results_are_writeable_as_numpy_makes_them(
+    backend: str, program: Any
+) -> None:
+    a, b = np.arange(3.0), np.ones((2, 3))
+    got = numpile.compile(program, backend=backend)(a, b)
+    want = program(a, b)
+    with pytest.warns(FutureWarning):  # NumPy 2 warns when the flag is read
+        flags = [value.flags.writeable for value in got]
+    assert flags == [value.flags.writeable for value in want]
+    assert flags[:2] == [True, True]
+    for mine, theirs in zip(got, want, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+        assert (mine is a) == (theirs is a) and (mine is b) == (theirs is b)
+
+
+def test_broadcast_arrays_of_one_shape_returns_the_arrays() -> None:
+    a, b = np.arange(3.0), np.ones(3)
+    got = numpile.compile(lambda a, b: np.broadcast_arrays(a, b))(a, b)
+    assert got[0] is a and got[1] is b
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_writing_into_a_broadcast_arrays_view_matches_numpy(backend: str) -> None:
+    def write(a: Any, b: Any) -> Any:
+        first, _ = np.broadcast_arrays(a, b)
+        first[0, 1] = 5.0
+        first += 1
+        return a * 1, first + 0
+
+    mine, theirs = np.arange(3.0), np.arange(3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = numpile.compile(write, backend=backend)(mine, np.ones((2, 3)))
+        want = write(theirs, np.ones((2, 3)))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(mine, theirs)
