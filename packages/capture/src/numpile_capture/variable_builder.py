@@ -385,27 +385,15 @@ class VariableBuilder:
         return ArraySpec(type(value), value.dtype, shape, tuple(strides))
 
 
-def _native_byte_order(dtype: np.dtype[Any]) -> bool:
-    # Structured dtypes are checked field by field; "|" is "not applicable" (bytes, bools).
-    if dtype.fields is not None:
-        return all(_native_byte_order(field[0]) for field in dtype.fields.values())
-    if dtype.subdtype is not None:
-        return _native_byte_order(dtype.subdtype[0])
-    return dtype.byteorder in "=|"
-
-
 def foreign_array_reason(value: Any) -> str | None:
     """Why `value` is an array numpile does not model (None for plain ndarrays and other
     values): an ndarray subclass (masked array, matrix, any user subclass), or an object
-    that overrides NumPy's functions through `__array_ufunc__` / `__array_function__`, or
-    an array whose bytes are not in this machine's order (`>f8` here).
+    that overrides NumPy's functions through `__array_ufunc__` / `__array_function__`.
 
     >>> foreign_array_reason(np.zeros(2)) is None, foreign_array_reason(np.matrix([[1]]))
     (True, 'an ndarray subclass (numpy.matrix)')
     """
     kind = type(value)
-    if kind is np.ndarray and not _native_byte_order(value.dtype):
-        return f"an array of non-native byte order ({value.dtype.str})"
     if kind is np.ndarray or is_device_array(value) or isinstance(value, type):
         return None
     name = f"{kind.__module__}.{kind.__qualname__}"
