@@ -521,6 +521,7 @@ def test_guard_set_of_a_typical_function() -> None:
         ("ARRAY_MATCH", "L['xs'][1]"),
         ("EQUALS_MATCH", "L['n']"),
         ("ID_MATCH", "G['_helper']"),
+        ("ID_MATCH", "G['_helper'].__code__"),  # replaced in place by autoreload
         ("EQUALS_MATCH", "G['_helper'].__kwdefaults__['scale']"),
         ("TYPE_MATCH", "L['opts']"),
         ("DICT_KEYS", "L['opts']"),

@@ -4,6 +4,7 @@ fresh process; corrupt entries are rebuilt; options and graphs get their own ent
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -13,10 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import numpile_inductor
 import numpile_runtime as rt
-from numpile_capture import Graph, get_op, meta_of
+from numpile_capture import Graph, TreeSpec, get_op, meta_of
 from numpile_inductor import compile_graph
 from numpile_inductor import graph_cache as gc
+from numpile_inductor.artifact_format import ArtifactFormatError, decode_artifact, encode_artifact
 
 
 @pytest.fixture
@@ -72,9 +75,77 @@ def test_corrupt_entry_is_ignored_and_rebuilt(fresh_cache: Path) -> None:
     assert compile_graph(graph).cache_hit
 
 
-def test_unpicklable_entry_reads_as_a_miss(fresh_cache: Path) -> None:
-    rt.default_cache().put_bytes("graph-" + "ab" * 32, b"not a pickle")
+def test_unreadable_entry_reads_as_a_miss(fresh_cache: Path) -> None:
+    rt.default_cache().put_bytes("graph-" + "ab" * 32, b"not an artifact")
     assert gc.load_artifact("ab" * 32) is None
+
+
+class _Planted:
+    # What a writer of the cache folder could plant: a pickle that runs code when loaded.
+    def __reduce__(self) -> tuple[object, ...]:
+        return (exec, ("import numpile_inductor; numpile_inductor.PLANTED_RAN = True",))
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        pickle.dumps(_Planted()),
+        b'{"format": 1, "value": {"$": "attrs", "class": "Popen", "v": {"args": "id"}}}',
+        b'{"format": 1, "value": {"$": "type", "v": "builtins.exec"}}',
+    ],
+    ids=["pickle", "foreign-class", "foreign-type"],
+)
+def test_planted_entry_runs_no_code(fresh_cache: Path, payload: bytes) -> None:
+    graph, inputs = _chain(19)
+    expected = compile_graph(graph).fn(*inputs)
+    blobs = list((fresh_cache / "blobs").rglob("graph-*.bin"))
+    assert len(blobs) == 1
+    key = blobs[0].name.removeprefix("graph-").removesuffix(".bin")
+    rt.default_cache().put_bytes(f"graph-{key}", payload)
+    assert gc.load_artifact(key) is None
+    again = compile_graph(graph)
+    assert not again.cache_hit
+    assert not hasattr(numpile_inductor, "PLANTED_RAN")
+    np.testing.assert_array_equal(again.fn(*inputs)[0], expected[0])
+
+
+def test_artifact_values_round_trip_exactly() -> None:
+    values = (
+        None,
+        True,
+        -3,
+        float("nan"),
+        -0.0,
+        1e-310,
+        2j,
+        b"\x00",
+        "s",
+        [1, (2, slice(None, -1, 2), Ellipsis)],
+        {"k": (1,), 3: None},
+        np.dtype(">f4"),
+        np.float32(1.5),
+        np.arange(6, dtype=np.int16).reshape(2, 3),
+        float,
+        np.int64,
+        TreeSpec("tuple", (TreeSpec("leaf"),)),
+    )
+    back = decode_artifact(encode_artifact(values, classes=[TreeSpec]), classes=[TreeSpec])
+    assert repr(back[:3]) == repr(values[:3])
+    assert np.signbit(back[4]) and back[5] == 1e-310 and back[6] == 2j
+    assert back[7:13] == values[7:13]
+    assert type(back[12]) is np.float32
+    np.testing.assert_array_equal(back[13], values[13])
+    assert back[13].dtype == np.int16
+    assert back[14:] == values[14:]
+
+
+def test_artifact_format_refuses_code() -> None:
+    with pytest.raises(ArtifactFormatError):
+        encode_artifact(print, classes=())
+    with pytest.raises(ArtifactFormatError):
+        encode_artifact(np.array([None], dtype=object), classes=())
+    with pytest.raises(ArtifactFormatError):
+        decode_artifact(encode_artifact(TreeSpec("leaf"), classes=[TreeSpec]), classes=())
 
 
 def test_fresh_process_runs_from_the_cache_without_lowering(fresh_cache: Path) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -125,3 +126,34 @@ def test_missing_cxx_is_reported_on_use(monkeypatch: pytest.MonkeyPatch) -> None
     assert tc.cxx == ""
     with pytest.raises(rt.CompilerNotFoundError, match="no C\\+\\+ compiler"):
         tc.compiler("c++")
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        {"march_flag": "-wrapper=/bin/false", "openmp_flags": []},
+        {"march_flag": "-march=native", "openmp_flags": ["-fopenmp", "-fplugin=/tmp/x.so"]},
+        {"target": "x86_64\n-wrapper"},
+    ],
+)
+def test_planted_probe_flags_are_never_used(
+    monkeypatch: pytest.MonkeyPatch, fresh_cache: rt.CodeCache, planted: dict[str, object]
+) -> None:
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("needs gcc")
+    monkeypatch.setattr("numpile_runtime.toolchain._FOUND", {})
+    monkeypatch.setenv("CC", gcc)
+    honest = rt.find_toolchain()
+    probes = 0
+    for blob in (fresh_cache.root / "blobs").rglob("*.bin"):
+        key = blob.name.removesuffix(".bin")
+        probe = json.loads(fresh_cache.get_bytes(key) or b"{}")
+        if "march_flag" in probe:
+            fresh_cache.put_bytes(key, json.dumps({**probe, **planted}).encode())
+            probes += 1
+    assert probes == 1
+    monkeypatch.setattr("numpile_runtime.toolchain._FOUND", {})
+    again = rt.find_toolchain()
+    assert again.flags() == honest.flags()
+    assert again.target == honest.target

@@ -16,6 +16,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+_MISSING = object()  # a keyword-only argument not passed: read from `__kwdefaults__`
+
 
 def _binder_source(code: types.CodeType, has_defaults: int, kwdefaults: dict[str, Any]) -> str:
     # A function with fn's exact parameters that returns them as a dict: CPython binds.
@@ -38,13 +40,21 @@ def _binder_source(code: types.CodeType, has_defaults: int, kwdefaults: dict[str
         params.append("*")
     for index in range(positional, positional + kwonly):
         name = names[index]
-        params.append(f"{name}=_kd[{name!r}]" if name in kwdefaults else name)
+        # NOTE: a marker, replaced by the dict's value on each call: `__kwdefaults__` is a
+        # mutable dict that a user may change in place.
+        params.append(f"{name}=_missing" if name in kwdefaults else name)
     if code.co_flags & inspect.CO_VARKEYWORDS:
         params.append(f"**{names[cursor]}")
     bound = [name for name in params if name not in ("/", "*")]
     keys = [name.split("=")[0].lstrip("*") for name in bound]
+    lines = [f"def bind({', '.join(params)}):"]
+    for key in keys:
+        if key in kwdefaults:
+            lines.append(f"    if {key} is _missing:")
+            lines.append(f"        {key} = _kd[{key!r}]")
     body = ", ".join(f"{key!r}: {key}" for key in keys)
-    return f"def bind({', '.join(params)}):\n    return {{{body}}}\n"
+    lines.append(f"    return {{{body}}}")
+    return "\n".join(lines) + "\n"
 
 
 def make_binder(fn: types.FunctionType) -> Callable[..., dict[str, Any]]:
@@ -52,7 +62,7 @@ def make_binder(fn: types.FunctionType) -> Callable[..., dict[str, Any]]:
     defaults = fn.__defaults__ or ()
     kwdefaults = fn.__kwdefaults__ or {}
     source = _binder_source(fn.__code__, len(defaults), kwdefaults)
-    namespace: dict[str, Any] = {"_d": defaults, "_kd": kwdefaults}
+    namespace: dict[str, Any] = {"_d": defaults, "_kd": kwdefaults, "_missing": _MISSING}
     exec(compile(source, f"<numpile binder {fn.__qualname__}>", "exec"), namespace)
     binder: Callable[..., dict[str, Any]] = namespace["bind"]
     return binder

@@ -95,10 +95,21 @@ def writeable(node: Node) -> bool | None:
     >>> writeable(Node("x", None, (), (), None))  # a placeholder: an input
     """
     while node.op is not None and node.op.kind in (OpKind.VIEW, OpKind.MUTATION):
-        if node.op.read_only:
+        if node.op.read_only and not node.kwargs.get("writeable", False):
             return False
         node = node.inputs[0]
     return None if node.op is None else True
+
+
+def _refuse_broadcast_write(node: Node) -> None:
+    # A write into a writeable broadcast view (`np.broadcast_arrays`) writes one element
+    # through many indices: no backend models that, so it runs in Python.
+    while node.op is not None and node.op.kind in (OpKind.VIEW, OpKind.MUTATION):
+        if node.op.name == "broadcast_to" and node.kwargs.get("writeable", False):
+            from .capture_result import Unsupported  # late: capture_result imports this module
+
+            raise Unsupported("not supported yet: writing into a view from np.broadcast_arrays")
+        node = node.inputs[0]
 
 
 # Ops whose 0-d results NumPy returns as 0-d arrays although their kind gives scalars.
@@ -190,6 +201,8 @@ class Graph:
         Exceptions raised by the meta rule (NumPy's own, for invalid programs)
         propagate to the caller and leave the graph unchanged.
         """
+        if op.kind is OpKind.MUTATION and inputs and isinstance(inputs[0], Node):
+            _refuse_broadcast_write(inputs[0])
         input_metas = [value.meta if isinstance(value, Node) else value for value in inputs]
         meta = op.meta(*input_metas, **params)
         device = input_device(inputs)

@@ -388,6 +388,10 @@ class Tracer:
             raise Unsupported(f"not supported yet: calling {_qualified_name(fn.fn)}")
         if self.depth >= MAX_INLINE_DEPTH:
             raise Unsupported("not supported yet: recursion deeper than the inlining limit")
+        if fn.fn is not None and fn.source is not None:
+            # The function object is guarded by identity; its code can be replaced in place
+            # (IPython's autoreload does), so the code it ran is guarded too.
+            self.builder.guard_identity(AttrSource(fn.source, "__code__"), code)
         bound = bind_arguments(fn, args, kwargs, self._default_of(fn), self._kwdefault_of(fn))
         frame = Frame(self, fn)
         frame.state.locals.update(bound)

@@ -50,6 +50,7 @@ from .compiling import COMPILE_PROBES
 from .dynamic_shapes import DimChoice, current_policy, set_active_shape_env
 from .graph import Graph, Node
 from .meta import ArrayMeta, ScalarMeta, contiguous_strides, meta_of
+from .performance_hints import perf_log
 from .variables import (
     ArrayVar,
     CallableVar,
@@ -210,6 +211,12 @@ class VariableBuilder:
         if guard not in self._guards:
             self._guards.append(guard)
 
+    def guard_identity(self, source: Source, value: Any) -> None:
+        """Guard that `source` keeps reading this very object (once per source)."""
+        guard = Guard(GuardKind.ID_MATCH, source, value)
+        if guard not in self._guards:
+            self._guards.append(guard)
+
     def guard_state(self, source: StateSource, value: Any) -> None:
         """Guard that the process state `source` reads keeps reading `value` (once)."""
         guard = Guard(GuardKind.EQUALS_MATCH, source, value)
@@ -220,6 +227,8 @@ class VariableBuilder:
         self._guards.append(Guard(kind, source, expected))
 
     def _wrap(self, value: Any, source: Source) -> Variable:
+        if foreign_array_reason(value) is not None:
+            return self._wrap_foreign(value, source)
         if isinstance(value, np.ndarray) or is_device_array(value):
             return self._wrap_array(value, source)
         if isinstance(value, types.FunctionType) and value in COMPILE_PROBES:
@@ -305,6 +314,20 @@ class VariableBuilder:
         if guard not in self._guards:
             self._guards.append(guard)
 
+    def _wrap_foreign(self, value: Any, source: Source) -> OpaqueVar:
+        # NOTE: guarded on the exact type, so plain ndarrays still compile; every use of
+        # the object is a graph break, so NumPy's own dispatch (the subclass's methods,
+        # `__array_ufunc__`, `__array_function__`, `__array_wrap__`) runs it as eager would.
+        self._guard(GuardKind.TYPE_MATCH, source, type(value))
+        if isinstance(value, np.ndarray):
+            self._guard(GuardKind.EQUALS_MATCH, AttrSource(source, "dtype"), value.dtype)
+        perf_log.info(
+            "%s is %s: it runs eagerly (numpile models plain ndarrays only)",
+            source.name,
+            foreign_array_reason(value),
+        )
+        return OpaqueVar(value, source=source)
+
     def _wrap_array(self, value: np.ndarray[Any, Any], source: Source) -> ArrayVar:
         choices = self.policy.choose(value, source.name)
         meta: Any = None
@@ -360,6 +383,25 @@ class VariableBuilder:
             relation = f"{source.name}.strides[{axis}] == {expected}"
             self.shape_env.add_relation(relation, "contiguous strides")
         return ArraySpec(type(value), value.dtype, shape, tuple(strides))
+
+
+def foreign_array_reason(value: Any) -> str | None:
+    """Why `value` is an array numpile does not model (None for plain ndarrays and other
+    values): an ndarray subclass (masked array, matrix, any user subclass), or an object
+    that overrides NumPy's functions through `__array_ufunc__` / `__array_function__`.
+
+    >>> foreign_array_reason(np.zeros(2)) is None, foreign_array_reason(np.matrix([[1]]))
+    (True, 'an ndarray subclass (numpy.matrix)')
+    """
+    kind = type(value)
+    if kind is np.ndarray or is_device_array(value) or isinstance(value, type):
+        return None
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    if isinstance(value, np.ndarray):
+        return f"an ndarray subclass ({name})"
+    if hasattr(kind, "__array_ufunc__") or hasattr(kind, "__array_function__"):
+        return f"an object that overrides NumPy functions ({name})"
+    return None
 
 
 def placeholder_name(source: Source) -> str:

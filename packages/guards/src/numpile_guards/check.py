@@ -37,7 +37,16 @@ from numpile_runtime import timed
 
 from .guard import ArraySpec, Guard, GuardKind, ShapeRelation
 from .reasons import constants_match, guard_failure
-from .source import AttrSource, ItemSource, LocalSource, Source, StateSource
+from .source import (
+    KEYS,
+    AttrSource,
+    ItemSource,
+    LocalSource,
+    Source,
+    StateSource,
+    attribute_text,
+    is_literal_constant,
+)
 
 log = logging.getLogger("numpile.guards")
 
@@ -138,9 +147,9 @@ class _Emitter:
         if source in self.bound:
             return self.bound[source]
         if isinstance(source, AttrSource):
-            text = f"{self.fetch(source.base)}.{source.attr}"
+            text = attribute_text(self.fetch(source.base), source.attr)
         elif isinstance(source, ItemSource):
-            text = f"{self.fetch(source.base)}[{source.key!r}]"
+            text = f"{self.fetch(source.base)}[{_key_text(self, source.key)}]"
         elif isinstance(source, StateSource):
             text = f"{self.constant(source.probe)}()"
         else:
@@ -160,6 +169,13 @@ class _Emitter:
             self._constant_names[key] = name
             self.constants[name] = value
         return self._constant_names[key]
+
+
+def _key_text(emit: _Emitter, key: Any) -> str:
+    # A plain literal key is spelled out; any other is a closure constant (never its repr).
+    if is_literal_constant(key):
+        return repr(key)
+    return emit.constant(key)
 
 
 def _count_uses(sources: Sequence[Source], uses: dict[Source, int]) -> None:
@@ -286,13 +302,26 @@ def _build(name: str, source: str, constants: dict[str, Any]) -> Any:
     namespace: dict[str, Any] = dict(constants)
     namespace["_constants_match"] = constants_match
     namespace["math"] = math  # ExpressionSource texts may call it
+    namespace["KEYS"] = KEYS  # source texts name non-literal keys by index
     code = compile(source, f"<numpile guards {name}>", "exec")
     exec(code, namespace)
     return namespace[name]
 
 
 def _constants_comment(constants: dict[str, Any]) -> list[str]:
-    return [f"# {name} = {value!r}" for name, value in constants.items()]
+    # NOTE: a user object's own repr never goes into the source, not even as a comment: a
+    # repr with a newline would end the comment and become code.
+    return [f"# {name} = {_describe_constant(value)}" for name, value in constants.items()]
+
+
+def _describe_constant(value: Any) -> str:
+    if is_literal_constant(value) or isinstance(value, np.dtype):
+        text = repr(value)
+    elif isinstance(value, type):
+        text = f"<class {value.__module__}.{value.__qualname__}>"
+    else:
+        text = f"<{type(value).__module__}.{type(value).__qualname__} object>"
+    return text.encode("unicode_escape").decode("ascii")
 
 
 def compile_guards(guards: Sequence[Guard], *, name: str | None = None) -> GuardCheck:

@@ -12,20 +12,80 @@ defaults). Guards and input fetching both read values through it. A
 
 from __future__ import annotations
 
+import keyword
 import math
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 
+# Constants a source's text refers to by index (`KEYS[3]`) rather than by spelling: user
+# objects (an Enum member, a NaN, an object whose `__repr__` returns code) are never
+# rendered as Python text, so nothing user-made is parsed as code.
+# NOTE: holds strong references, so an index stays valid (and an id is never reused) for the
+# life of the process; keys are few (one per distinct non-literal dict key or attribute name).
+KEYS: list[Any] = []
+_KEY_INDEX: dict[int, int] = {}
+_KEYS_LOCK = threading.Lock()
+
+
+def is_literal_constant(value: Any) -> bool:
+    """True for exact builtin values whose repr is a literal that evaluates back to an
+    equal value (ints, strings, bytes, finite floats, None, tuples of them).
+
+    >>> is_literal_constant(3), is_literal_constant(float("nan"))
+    (True, False)
+    """
+    kind = type(value)
+    if value is None or kind in (bool, int, str, bytes):
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is tuple:
+        return all(is_literal_constant(item) for item in value)
+    return False
+
+
+def constant_text(value: Any) -> str:
+    """Python text for `value` inside a source's name: its literal when it is a plain
+    builtin (int, str, finite float, ...), else a lookup in the `KEYS` registry by index.
+
+    >>> constant_text(3), constant_text("w")
+    ('3', "'w'")
+    >>> constant_text(float("nan"))  # doctest: +SKIP
+    'KEYS[0]'
+    """
+    if is_literal_constant(value):
+        return repr(value)
+    with _KEYS_LOCK:
+        index = _KEY_INDEX.get(id(value))
+        if index is None:
+            index = len(KEYS)
+            KEYS.append(value)
+            _KEY_INDEX[id(value)] = index
+    return f"KEYS[{index}]"
+
+
+def attribute_text(base: str, attr: str) -> str:
+    """`base.attr`, or `getattr(base, ...)` where `attr` is not a plain identifier.
+
+    >>> attribute_text("L['o']", "a-b")
+    "getattr(L['o'], 'a-b')"
+    """
+    if type(attr) is str and attr.isidentifier() and not keyword.iskeyword(attr):
+        return f"{base}.{attr}"
+    return f"getattr({base}, {constant_text(attr)})"
+
 
 def evaluation_names(L: dict[str, Any], G: dict[str, Any], F: Any) -> dict[str, Any]:
-    """The names a source's or relation's text may use: `L`, `G`, `F`, builtins and `math`.
+    """The names a source's or relation's text may use: `L`, `G`, `F`, builtins, `math`
+    and `KEYS` (constants by index).
 
     >>> eval("math.sqrt(L['x'])", evaluation_names({"x": 4.0}, {}, None))
     2.0
     """
-    return {"L": L, "G": G, "F": F, "math": math}
+    return {"L": L, "G": G, "F": F, "math": math, "KEYS": KEYS}
 
 
 @attrs.frozen
@@ -87,7 +147,11 @@ class AttrSource(Source):
 
     @property
     def name(self) -> str:
-        return f"{self.base.name}.{self.attr}"
+        return attribute_text(self.base.name, self.attr)
+
+    def get(self, L: dict[str, Any], G: dict[str, Any], F: Any) -> Any:
+        """`getattr` on the base's value (never text evaluation)."""
+        return getattr(self.base.get(L, G, F), self.attr)
 
 
 @attrs.frozen
@@ -99,7 +163,11 @@ class ItemSource(Source):
 
     @property
     def name(self) -> str:
-        return f"{self.base.name}[{self.key!r}]"
+        return f"{self.base.name}[{constant_text(self.key)}]"
+
+    def get(self, L: dict[str, Any], G: dict[str, Any], F: Any) -> Any:
+        """The base's value indexed by the key object itself (never text evaluation)."""
+        return self.base.get(L, G, F)[self.key]
 
 
 @attrs.frozen

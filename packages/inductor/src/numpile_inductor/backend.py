@@ -18,9 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import Graph, has_loops
+from numpile_capture import Graph, has_loops, run_graph
 
 from .codegen.c.autotune import AutotuneChoice, autotune
 from .codegen.c.buffer_pool import pool_handler
@@ -148,6 +149,11 @@ def inductor(
             graph, example_inputs, mode=mode, options=options
         )
         return compiled
+    if any(_foreign_byte_order(node.meta) for node in graph.placeholders):
+        # NOTE: kernels read native-order numbers only (a `>f8` input would be misread, and
+        # its graph prints like a native one): NumPy runs the graph, op by op.
+        log.info("a graph input is not in native byte order; running the graph with NumPy")
+        return lambda *args: run_graph(graph, list(args))
     config = InductorConfig.from_options(options, mode=mode)
 
     # Loop bodies the C loop nest cannot take are compiled once each and run by a host
@@ -164,6 +170,11 @@ def inductor(
         if config.no_compiler == "raise":
             raise
         return op_by_op(graph, error)
+
+
+def _foreign_byte_order(meta: Any) -> bool:
+    dtype = getattr(meta, "dtype", None)
+    return isinstance(dtype, np.dtype) and dtype.byteorder not in "=|"
 
 
 def _compile(

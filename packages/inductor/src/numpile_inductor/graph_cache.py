@@ -4,7 +4,8 @@ A compiled graph is a generated extension module (its C source, built and kept b
 `numpile_runtime`'s `CodeCache`) plus a few Python-side facts: the extern NumPy calls
 the module calls back, how to rebuild the output pytree, and, for graphs with in-place
 updates, the write-back epilogue of the functionalized graph. `GraphArtifact` holds
-exactly those; it is stored as a pickled blob under a key that hashes the graph's
+exactly those; it is stored as a tagged-JSON blob (`artifact_format`: data only, never
+pickle, so a planted cache file cannot run code) under a key that hashes the graph's
 printed form, the options that change code, the versions and code of the numpile
 packages and the C toolchain. A warm process with a populated cache loads the blob and
 the shared object and runs: no functionalization, lowering, scheduling, code generation
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import pickle
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,15 +28,16 @@ from typing import Any
 import attrs
 import numpy as np
 
-from numpile_capture import Graph, Op, TreeSpec, allowed_op_named, get_op
+from numpile_capture import Graph, IndexArray, Op, TreeSpec, allowed_op_named, get_op
 
+from .artifact_format import ArtifactFormatError, decode_artifact, encode_artifact
 from .config import InductorConfig
-from .loop_ir import ExternCall
+from .loop_ir import BufferRef, ExternCall
 
 log = logging.getLogger("numpile.inductor.graph_cache")
 
 # Bump when GraphArtifact or what it means changes: old entries are then never read.
-_FORMAT = "numpile-inductor-graph-1"
+_FORMAT = "numpile-inductor-graph-2"
 _PACKAGES = (
     "numpile_runtime",
     "numpile_guards",
@@ -99,7 +100,7 @@ class Epilogue:
 
 @attrs.frozen
 class GraphArtifact:
-    """Everything a warm process needs to run a compiled graph (pickled into the cache).
+    """Everything a warm process needs to run a compiled graph (stored in the cache).
 
     >>> artifact.module_name  # doctest: +SKIP
     'numpile_graph_0123456789abcdef'
@@ -116,6 +117,17 @@ class GraphArtifact:
     epilogue: Epilogue | None
     kernel_count: int
     extern_ops: tuple[str, ...]
+
+
+# The only classes a stored artifact may contain (see `artifact_format`).
+_ARTIFACT_CLASSES: tuple[type, ...] = (
+    GraphArtifact,
+    ExternSpec,
+    Epilogue,
+    TreeSpec,
+    BufferRef,
+    IndexArray,
+)
 
 
 def graph_key(
@@ -152,12 +164,16 @@ def load_artifact(key: str) -> GraphArtifact | None:
     """
     import numpile_runtime as rt
 
-    data = rt.default_cache().get_bytes(f"graph-{key}")
+    try:
+        data = rt.default_cache().get_bytes(f"graph-{key}")
+    except OSError as error:  # an unusable cache is a miss
+        log.warning("could not read graph cache entry %s: %s", key[:16], error)
+        return None
     if data is None:
         return None
     try:
-        artifact = pickle.loads(data)
-    except Exception as error:  # any unpickling failure is a miss
+        artifact = decode_artifact(data, classes=_ARTIFACT_CLASSES)
+    except ArtifactFormatError as error:  # any unreadable entry is a miss
         log.warning("ignoring an unreadable graph cache entry %s: %s", key[:16], error)
         return None
     if not isinstance(artifact, GraphArtifact):
@@ -174,11 +190,15 @@ def store_artifact(key: str, artifact: GraphArtifact) -> bool:
     import numpile_runtime as rt
 
     try:
-        data = pickle.dumps(artifact, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as error:  # unpicklable params: not cached
+        data = encode_artifact(artifact, classes=_ARTIFACT_CLASSES)
+    except ArtifactFormatError as error:  # params the format cannot hold: not cached
         log.debug("graph %s is not cached: %s", key[:16], error)
         return False
-    rt.default_cache().put_bytes(f"graph-{key}", data)
+    try:
+        rt.default_cache().put_bytes(f"graph-{key}", data)
+    except OSError as error:  # an unusable cache: compiled, not cached
+        log.warning("could not store graph cache entry %s: %s", key[:16], error)
+        return False
     return True
 
 

@@ -22,6 +22,7 @@ parallel: a thread pool whose threads each wait on one compiler process.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import hashlib
@@ -31,9 +32,11 @@ import logging
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
 import types
 from collections.abc import Sequence
@@ -207,15 +210,53 @@ def build_many(jobs: Sequence[BuildJob]) -> list[types.ModuleType | ctypes.CDLL]
                 results[plan.key] = _LOADED[plan.key]
     missing = [plan for plan in plans if plan.key not in results]
     cache = default_cache()
-    paths = _compile_plans(missing, cache)
+    try:
+        paths = _compile_plans(missing, cache)
+    except OSError as error:
+        cache = _uncached(cache, error)
+        paths = _compile_plans(missing, cache)
     for plan, path in zip(missing, paths, strict=True):
         if plan.key in results:
             continue
-        loaded = _load_planned(plan, path, cache)
+        try:
+            loaded = _load_planned(plan, path, cache)
+        except OSError as error:
+            loaded = _load_planned(plan, _compile(plan, _uncached(cache, error)), _scratch())
         results[plan.key] = loaded
         with _LOADED_LOCK:
             _LOADED.setdefault(plan.key, loaded)
     return [results[plan.key] for plan in plans]
+
+
+# NOTE: the process-private folder builds go to when the code cache fails (a full disk, an
+# unreadable or read-only folder): compiling without the cache, never an error.
+_SCRATCH: list[CodeCache] = []
+_SCRATCH_LOCK = threading.Lock()
+
+
+def _scratch() -> CodeCache:
+    with _SCRATCH_LOCK:
+        if not _SCRATCH:
+            folder = tempfile.mkdtemp(prefix="numpile-uncached-")
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            _SCRATCH.append(CodeCache(folder))
+        return _SCRATCH[0]
+
+
+def _uncached(cache: CodeCache, error: OSError) -> CodeCache:
+    # The cache failed: build in the private scratch folder instead (once more failing there
+    # is a real error and raises).
+    scratch = _scratch()
+    if cache is scratch:
+        raise error
+    count("cache_io_error")
+    log.warning(
+        "the code cache in %s failed (%s); compiling without it in %s",
+        cache.root,
+        error,
+        scratch.root,
+    )
+    return scratch
 
 
 def _load_planned(plan: _Plan, path: Path, cache: CodeCache) -> types.ModuleType | ctypes.CDLL:
@@ -243,7 +284,12 @@ def compile_many(jobs: Sequence[BuildJob]) -> list[Path]:
     ['.so']
     """
     toolchain = find_toolchain()
-    return _compile_plans([_plan(job, toolchain) for job in jobs], default_cache())
+    plans = [_plan(job, toolchain) for job in jobs]
+    cache = default_cache()
+    try:
+        return _compile_plans(plans, cache)
+    except OSError as error:
+        return _compile_plans(plans, _uncached(cache, error))
 
 
 def load_extension(path: str | os.PathLike[str], module_name: str) -> types.ModuleType:

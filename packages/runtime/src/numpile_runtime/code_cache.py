@@ -18,6 +18,9 @@ Invariants:
   the same kernel build it once; readers take no lock on the fast path.
 - Every artifact and blob carries its checksum; a corrupt or truncated file
   reads as a miss (and is rebuilt by whoever asked), never as data.
+- Folders numpile creates are private (0700, whatever the umask). A root not owned by
+  this user, or writable by others, is refused with one `RuntimeWarning`: whoever can
+  write the cache can run code in every process that uses it (`docs/security.md`).
 - The cache holds at most `max_bytes` (`NUMPILE_CACHE_MAX_MB`, default 300 MB):
   a write that would pass it sweeps least recently used entries (hits touch
   their entry). The first write of a process made by other numpile versions
@@ -43,6 +46,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -165,6 +169,9 @@ class CodeCache:
             raw = path.read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as err:  # unreadable: a miss, never an error
+            log.warning("could not read cache blob %s: %s", path, err)
+            return None
         data = _unpack_blob(raw)
         if data is None:
             count("cache_corrupt")
@@ -189,7 +196,7 @@ class CodeCache:
         self._before_write()
         header = b"%s %s %d\n" % (_BLOB_MAGIC, hashlib.sha256(data).hexdigest().encode(), len(data))
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _private_folders(self._root, path.parent)
             _write_atomic(path, header + data)
         except OSError as err:
             log.warning("could not write cache blob %s: %s", path, err)
@@ -208,7 +215,7 @@ class CodeCache:
         _check_key(key)
         _check_key(kind)
         path = self._root / kind / key[:2]
-        path.mkdir(parents=True, exist_ok=True)
+        _private_folders(self._root, path)
         return path
 
     def artifact_path(self, key: str, suffix: str, *, kind: str) -> Path:
@@ -536,24 +543,58 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def _private_folders(root: Path, path: Path) -> None:
+    # Each missing folder from `root` down to `path`, made 0700 (parents=True would use the
+    # umask for the intermediate ones).
+    for folder in (*reversed(path.relative_to(root).parents), path.relative_to(root)):
+        target = root / folder
+        if not target.is_dir():
+            target.mkdir(mode=0o700, exist_ok=True)
+
+
+def untrusted_root_reason(root: Path) -> str | None:
+    """Why `root` may not hold this user's cache (None: it may): a folder owned by another
+    user, or one others can write, lets them plant code that this process would load.
+
+    >>> import tempfile
+    >>> untrusted_root_reason(Path(tempfile.mkdtemp())) is None
+    True
+    """
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return None  # Windows: folder ACLs, not modes; the user's profile is private
+    info = root.stat()
+    if info.st_uid != getuid():
+        return f"it is owned by another user (uid {info.st_uid})"
+    if info.st_mode & stat.S_IWOTH:
+        return f"other users can write it (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
 def _usable_root(root: Path) -> tuple[Path, bool]:
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=root, prefix=".write-probe-")
-        os.close(fd)
-        os.unlink(probe)
-        return root, False
+        if not root.is_dir():
+            root.parent.mkdir(parents=True, exist_ok=True)
+            root.mkdir(mode=0o700, exist_ok=True)
+        reason = untrusted_root_reason(root)
+        if reason is None:
+            fd, probe = tempfile.mkstemp(dir=root, prefix=".write-probe-")
+            os.close(fd)
+            os.unlink(probe)
+            return root, False
+        why = f"refuses the cache folder {root}: {reason}, so others could plant code"
     except OSError as err:
-        fallback = Path(tempfile.mkdtemp(prefix="numpile-cache-"))
-        atexit.register(shutil.rmtree, fallback, ignore_errors=True)
-        warnings.warn(
-            f"numpile cannot write its cache folder {root} ({err.strerror or err}); "
-            f"this process caches compiled code in {fallback} instead, which is removed "
-            "at exit. Set NUMPILE_CACHE_DIR to a writable folder to keep compiled code.",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return fallback, True
+        why = f"cannot write its cache folder {root} ({err.strerror or err})"
+    fallback = Path(tempfile.mkdtemp(prefix="numpile-cache-"))
+    atexit.register(shutil.rmtree, fallback, ignore_errors=True)
+    warnings.warn(
+        f"numpile {why}; this process caches compiled code in {fallback} instead, which "
+        "is removed at exit. Set NUMPILE_CACHE_DIR to a folder only you can write to keep "
+        "compiled code.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return fallback, True
 
 
 # NOTE: the process-wide cache, created on first use so that NUMPILE_CACHE_DIR

@@ -20,6 +20,7 @@ declares them itself (see research/toolchain.md, section 3.3).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import logging
@@ -249,18 +250,57 @@ def _probe_cached(cc: str) -> dict[str, object]:
         platform.node(),
     )
     cache = default_cache()
-    stored = cache.get_bytes(key)
+    try:
+        stored = cache.get_bytes(key)
+    except OSError:
+        stored = None  # an unusable cache: probe again
     if stored is not None:
         try:
             probe: dict[str, object] = json.loads(stored)
-            return probe
         except ValueError:
             log.warning("ignoring an unreadable toolchain probe in the cache")
+        else:
+            if is_valid_probe(probe):
+                return probe
+            log.warning("ignoring a toolchain probe in the cache with flags numpile never sets")
     with timed("toolchain_probe"):
         probe = _probe(cc)
         probe["version_line"] = _version_line(cc)
-    cache.put_bytes(key, json.dumps(probe).encode())
+    with contextlib.suppress(OSError):
+        cache.put_bytes(key, json.dumps(probe).encode())
     return probe
+
+
+# NOTE: a probe read back from the cache goes onto compiler command lines, so each field
+# must be one of the answers `_probe` itself can give (a planted `-wrapper` runs a program).
+_MARCH_FLAGS: tuple[str, ...] = ("", "-march=native", "-mcpu=native")
+_OPENMP_FLAGS: tuple[list[str], ...] = ([], ["-fopenmp"], ["-Xpreprocessor", "-fopenmp", "-lomp"])
+_TARGET = re.compile(r"[A-Za-z0-9_.+-]{1,200}")
+
+
+def is_valid_probe(probe: object) -> bool:
+    """Whether a toolchain probe (as read back from the cache) holds only flags numpile
+    itself chooses: anything else is a corrupt or planted entry, probed again.
+
+    >>> is_valid_probe({"march_flag": "-march=native", "openmp_flags": ["-fopenmp"],
+    ...                 "target": "x86_64-znver3", "version_line": "gcc 12.2.0"})
+    True
+    >>> is_valid_probe({"march_flag": "-wrapper=/tmp/x", "openmp_flags": [],
+    ...                 "target": "x86_64-generic", "version_line": "gcc"})
+    False
+    """
+    if not isinstance(probe, dict):
+        return False
+    version_line = probe.get("version_line")
+    target = probe.get("target")
+    return (
+        probe.get("march_flag") in _MARCH_FLAGS
+        and probe.get("openmp_flags") in _OPENMP_FLAGS
+        and isinstance(target, str)
+        and _TARGET.fullmatch(target) is not None
+        and isinstance(version_line, str)
+        and "\n" not in version_line
+    )
 
 
 def _probe(cc: str) -> dict[str, object]:

@@ -153,8 +153,12 @@ def bind_broadcast_to(graph: Graph, array: Any, shape: Any, subok: bool = False)
 
 def bind_broadcast_arrays(graph: Graph, *args: Any, subok: bool = False) -> tuple[Node, ...]:
     nodes = [array_input(graph, a) for a in args]
-    shape = broadcast_shapes(*(array_meta(n).shape for n in nodes))
-    return tuple(emit(graph, "broadcast_to", n, shape=shape) for n in nodes)
+    shapes = [array_meta(n).shape for n in nodes]
+    if all(shape == shapes[0] for shape in shapes):
+        return tuple(nodes)  # NumPy returns the arrays themselves
+    shape = broadcast_shapes(*shapes)
+    # NOTE: writeable views (NumPy 2 warns on a write), unlike `broadcast_to`'s read-only ones.
+    return tuple(emit(graph, "broadcast_to", n, shape=shape, writeable=True) for n in nodes)
 
 
 def bind_flip(graph: Graph, m: Any, axis: Any = None) -> Node:

@@ -170,7 +170,9 @@ def _squeeze_impl(x: Any, *, axis: tuple[int, ...] | None = None) -> Any:
 squeeze = register_op(Op("squeeze", OpKind.VIEW, _squeeze_meta, _squeeze_impl))
 
 
-def _broadcast_to_meta(x: ArrayMeta, *, shape: tuple[Any, ...]) -> ArrayMeta:
+def _broadcast_to_meta(
+    x: ArrayMeta, *, shape: tuple[Any, ...], writeable: bool = False
+) -> ArrayMeta:
     lead = len(shape) - x.ndim
     valid = lead >= 0 and all(not (isinstance(d, int) and d < 0) for d in shape)
     valid = valid and all(d in (1, shape[lead + i]) for i, d in enumerate(x.shape))
@@ -184,8 +186,14 @@ def _broadcast_to_meta(x: ArrayMeta, *, shape: tuple[Any, ...]) -> ArrayMeta:
     return _view(tuple(shape), x.dtype, tuple(strides), x.device)
 
 
-def _broadcast_to_impl(x: Any, *, shape: tuple[Any, ...]) -> Any:
-    return np.broadcast_to(x, shape)
+def _broadcast_to_impl(x: Any, *, shape: tuple[Any, ...], writeable: bool = False) -> Any:
+    if not writeable:
+        return np.broadcast_to(x, shape)
+    # `np.broadcast_arrays`' own views: writeable, warning on write (NumPy 2). A dummy of
+    # another shape (0-d when `x` has the target shape) makes NumPy build a view of `x`.
+    dummy_shape = () if tuple(np.shape(x)) == tuple(shape) else tuple(shape)
+    dummy = np.broadcast_to(np.empty((), dtype=bool), dummy_shape)
+    return np.broadcast_arrays(x, dummy)[0]
 
 
 broadcast_to = register_op(
