@@ -619,6 +619,7 @@ class Snapshot:
     def __init__(self, frame: Frame) -> None:
         state = frame.state
         self.pc = frame.pc
+        self.ends = (frame.result, frame.yielded)
         self.stack = list(state.stack)
         self.locals = dict(state.locals)
         effects = frame.tracer.side_effects
@@ -670,6 +671,7 @@ class Snapshot:
         grew = len(effects.effects) != self.effects or effects.globals != self.globals
         state = frame.state
         frame.pc = self.pc
+        frame.result, frame.yielded = self.ends
         state.stack[:] = self.stack
         state.locals.clear()
         state.locals.update(self.locals)

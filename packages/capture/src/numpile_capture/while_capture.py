@@ -138,6 +138,10 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
     > tol:`) tests a run-time value after its body: one trace of the body tells; the frame
     is left as it was."""
     state = frame.state
+    try:
+        body_names(frame, shape.body, shape.body, shape.test, shape.exit, exit_from=shape.test)
+    except LoopFallback:
+        return False  # a yield, break or return in the body: it runs now, unrolled
     for name in loaded_names(frame, shape.body, shape.test):
         if name in state.lazy:
             state.read_local(name)  # root arguments: built once, outside the probe
