@@ -292,6 +292,14 @@ def gauss_seidel(a: Any, b: Any) -> Any:
     return x, sweeps
 
 
+def last_index(x: Any) -> Any:
+    i = -1
+    total = 0.0
+    for i in range(x.shape[0] - 1, -1, -2):
+        total = total + x[i] * i
+    return i, total  # the loop variable keeps its last value (-1 when the range is empty)
+
+
 PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (sum_of_squares, lambda n: (np.arange(n, dtype=np.float64),)),
     (recurrence, lambda n: (np.arange(n, dtype=np.float64),)),
@@ -308,6 +316,7 @@ PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (crc16, lambda n: (np.arange(n * 5, dtype=np.int64) * 37 % 256,)),
     (mandelbrot, lambda n: (np.linspace(-2, 1, n * 3) + 0.3j,)),
     (newton_sqrt, lambda n: (np.arange(1.0, n + 2.0),)),
+    (last_index, lambda n: (np.arange(n * 3.0),)),
     (gauss_seidel, lambda n: (np.eye(n + 1) * 4 + np.ones((n + 1, n + 1)), np.arange(n + 1.0))),
 ]
 
