@@ -478,7 +478,7 @@ def _emit_loop(
     body, invariants = lift_body(traced, 1 + len(metas))
     state = frame.state
     initial = [graph_value(state.locals[name]) for name in metas]
-    written = _written_inputs(body)
+    written = written_inputs(body, 2)  # placeholder k is input 2 + k (after the bounds)
     outputs = add_loop(tracer.graph, bounds, initial, invariants, body, written)
     line = frame.locate_line(frame.instructions[extent.head])
     if line is not None:
@@ -575,12 +575,6 @@ def _leaves(tree: Any) -> Iterator[Node]:
     for leaf in leaves:
         if isinstance(leaf, Node):
             yield leaf
-
-
-def _written_inputs(body: Graph) -> tuple[int, ...]:
-    # The for_loop input positions whose arrays the body writes in place: the body's
-    # placeholders (index first) sit at input position 2 + k (after start, stop, step).
-    return written_inputs(body, 2)
 
 
 def written_inputs(body: Graph, offset: int) -> tuple[int, ...]:
