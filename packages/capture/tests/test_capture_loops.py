@@ -130,7 +130,7 @@ def test_range_loop_is_one_node() -> None:
     graph = capture_function(sum_of_squares, (np.arange(5.0),), {}).graph
     assert str(graph) == (
         "graph(x: float64[5]):\n"
-        "  v0 = for_loop(0, 5, 1, 0.0, x, body=<graph>, carried=1)  # tuple\n"
+        "  v0 = for_loop(0, 5, 1, 0.0, x, body=<graph>, carried=1, first=<graph>)  # tuple\n"
         "    body(i: int, s: float64[], x: float64[5]):\n"
         "      v0 = carried_scalar(s)  # float64[]\n"
         "      v1 = element_at(x, i, index=(scalars[0],))  # float64[]\n"
@@ -138,6 +138,12 @@ def test_range_loop_is_one_node() -> None:
         "      v3 = multiply(v1, v2)  # float64[]\n"
         "      v4 = add(v0, v3)  # float64[]\n"
         "      return (v4,)\n"
+        "    first(i: int, s: float, x: float64[5]):\n"
+        "      v0 = element_at(x, i, index=(scalars[0],))  # float64[]\n"
+        "      v1 = element_at(x, i, index=(scalars[0],))  # float64[]\n"
+        "      v2 = multiply(v0, v1)  # float64[]\n"
+        "      v3 = add(s, v2)  # float64[]\n"
+        "      return (v3,)\n"
         "  v1 = loop_output(v0, index=0)  # float64[]\n"
         "  return v1"
     )
