@@ -2,6 +2,7 @@
 
 nox -t ci          # everything CI runs (the README's test command)
 nox -s demo        # compile a few NumPy functions and show graphs, guards, results
+nox -s docs        # the documentation site (mkdocs --strict) into build/site
 nox -s tests-3.12  # the whole test suite on one Python
 nox -s tests-capture  # one layer alone, in a venv holding only it and what it declares
 """
@@ -87,12 +88,24 @@ def _install_layers(session: nox.Session, layers: list[str]) -> None:
 
 @nox.session(python=PYTHONS, tags=["ci"])
 def tests(session: nox.Session) -> None:
-    """Every layer's tests plus the integration tests, and the layering contract."""
+    """Every layer's tests plus the integration tests, the layering contract, and the doctests
+    of every README and module."""
     _install_layers(session, LAYERS)
+    # The dask extra: integration_tests/test_dask.py starts a real LocalCluster with it.
+    session.install("-e", f"{_package_dir('api')}[dask]")
     session.install(*TEST_DEPS, "import-linter>=2")
     session.run("lint-imports")
     paths = [f"packages/{layer}/tests" for layer in LAYERS] + ["integration_tests"]
     session.run("pytest", "-q", *PYTEST_PARALLEL, *paths, *session.posargs)
+    session.run("pytest", "-q", *_doctest_args(LAYERS))
+
+
+def _doctest_args(layers: list[str]) -> list[str]:
+    """pytest arguments that run the doctests of the layers' READMEs and modules."""
+    args = ["--doctest-glob=README.md"]
+    for layer in layers:
+        args += [f"packages/{layer}/README.md", "--doctest-modules", f"packages/{layer}/src"]
+    return args
 
 
 def _layer_session(layer: str) -> None:
@@ -101,8 +114,12 @@ def _layer_session(layer: str) -> None:
         _install_layers(session, _local_deps(layer))
         session.install(*TEST_DEPS)
         session.run("pytest", "-q", *PYTEST_PARALLEL, f"packages/{layer}/tests", *session.posargs)
+        session.run("pytest", "-q", *_doctest_args([layer]))
 
-    layer_tests.__doc__ = f"The {layer} layer alone, with only what it declares installed."
+    layer_tests.__doc__ = (
+        f"The {layer} layer alone, with only what it declares installed: its tests, then the "
+        "doctests of its README and modules."
+    )
 
 
 for _layer in LAYERS:
@@ -190,6 +207,17 @@ def lint(session: nox.Session) -> None:
     session.install("ruff>=0.6")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=DEFAULT_PYTHON, tags=["ci"])
+def docs(session: nox.Session) -> None:
+    """The documentation site (mkdocs, Material; the API reference generated from the
+    docstrings) into build/site, warnings as errors. The code blocks of the pages run as
+    tests in integration_tests/test_docs.py.
+    """
+    _install_layers(session, LAYERS)
+    session.install("mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26")
+    session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
 
 
 @nox.session(python=DEFAULT_PYTHON)

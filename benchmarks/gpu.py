@@ -91,7 +91,7 @@ def copy_bandwidth_gbs(nbytes: int = 1 << 28) -> float:
 def _kernel_count(workload: Workload, device: tuple[Any, ...]) -> int:
     # The Triton kernels of the graph numpile captures from the CuPy inputs.
     import numpile
-    from numpile_inductor.triton_backend import compile_triton
+    from numpile_inductor.codegen.triton.backend import compile_triton
 
     numpile.reset()
     report = numpile.explain(workload.fn)(*device)

@@ -225,7 +225,7 @@ def _measure_dispatch(quick: bool) -> list[DispatchRow]:
         rows.append(
             DispatchRow(
                 inputs=inputs,
-                backend=numpile.config.default_backend,
+                backend=str(compiled.backend),  # the name compile resolved (None: the default)
                 numpy_s=_median_s(timings["numpy"]),
                 compiled_s=_median_s(timings["numpile"]),
                 unsafe_s=_median_s(unsafe_timing["unsafe"]),

@@ -23,6 +23,8 @@ from typing import Any
 import attrs
 import numpy as np
 
+import numpile_runtime
+
 from .autograd import AutogradResult, autograd_selected, run_autograd
 from .contenders import (
     Contender,
@@ -48,8 +50,8 @@ from .workloads import (
 # imported first), and libgomp reads its wait policy once, at load. Spinning idle threads
 # starve the BLAS calls and kernels that follow on 2 cores (a 0.07 ms epilogue kernel took
 # 6-7 ms after `import torch`), so the suite fixes the policy numpile sets for itself before
-# either loads; a value in the environment wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# either loads (numpile_runtime's OpenMP defaults); a value in the environment wins.
+numpile_runtime.apply_openmp_defaults()
 
 # A fresh process per warm start costs about half a second; --quick keeps its 30 s budget.
 _QUICK_WARM_STARTS = 3

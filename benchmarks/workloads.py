@@ -284,7 +284,7 @@ WORKLOADS: tuple[Workload, ...] = (
         numexpr_note=_PARTIAL,
     ),
     Workload(
-        # rows wider than a Triton tile: the GPU's looped row kernel (triton_rows.py)
+        # rows wider than a Triton tile: the GPU's looped row kernel (codegen/triton/rows.py)
         name="softmax_wide_f32",
         fn=softmax_rows,
         inputs=_rows((256, 32768), (16, 4096), affine=False),

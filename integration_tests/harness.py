@@ -61,6 +61,7 @@ THEMES: tuple[str, ...] = (
     "python",
     "scalars",
     "invalid",
+    "loops",
 )
 
 #: Modules that hold the programs, imported by ``load_corpus``.
@@ -101,10 +102,11 @@ class Program:
     """One corpus entry: a NumPy function, its input factory and how to compare it.
 
     ``sizes`` are the values of ``n`` passed to the factory: the first for the first two calls,
-    the second for the resized call (skipped when it produces the same shapes). ``rtol``/``atol``
-    override ``INEXACT_TOLERANCE`` for non-eager backends. ``expect_error`` marks an invalid
-    program: eager must raise, and compiled must raise the same type (and message unless
-    ``check_message`` is false).
+    each later one for one resized call (skipped when it produces the shapes of an earlier
+    call). ``rtol``/``atol`` override ``INEXACT_TOLERANCE`` for non-eager backends.
+    ``expect_error`` marks an invalid program: eager must raise, and compiled must raise the
+    same type (and message unless ``check_message`` is false). ``slow`` marks the program's
+    tests with the ``slow`` pytest marker (``-m "not slow"`` leaves them out).
 
     >>> Program("p", "views", lambda x: x.T, lambda rng, n: (np.ones((n, 2)),)).sizes
     (4, 7)
@@ -120,6 +122,7 @@ class Program:
     atol: float | None = None
     expect_error: bool = False
     check_message: bool = True
+    slow: bool = False
 
     @property
     def id(self) -> str:
@@ -154,6 +157,7 @@ def program(
     atol: float | None = None,
     expect_error: bool = False,
     check_message: bool = True,
+    slow: bool = False,
     name: str | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as a corpus program and return it unchanged.
@@ -179,6 +183,7 @@ def program(
             atol=atol,
             expect_error=expect_error,
             check_message=check_message,
+            slow=slow,
         )
         if any(p.id == entry.id for p in PROGRAMS):
             raise ValueError(f"program {entry.id} registered twice")
@@ -436,11 +441,17 @@ def _layout(inputs: Inputs) -> list[Any]:
 
 def _call_plan(prog: Program) -> list[tuple[str, int, int]]:
     # (label, n, seed): call 2 has the shapes of call 1 but other values (seed 1), so a cache hit
-    # that baked in call 1's data, or a reused output buffer, shows up.
+    # that baked in call 1's data, or a reused output buffer, shows up. Each later size is one
+    # more call, skipped when its shapes are those of an earlier call.
     first = prog.sizes[0]
     plan = [("call 1 (compile)", first, 0), ("call 2 (cache hit, new values)", first, 1)]
-    if len(prog.sizes) > 1 and _shapes(prog.inputs(prog.sizes[1])) != _shapes(prog.inputs(first)):
-        plan.append((f"call 3 (resized, n={prog.sizes[1]})", prog.sizes[1], 2))
+    seen = [_shapes(prog.inputs(first))]
+    for n in prog.sizes[1:]:
+        shapes = _shapes(prog.inputs(n))
+        if shapes in seen:
+            continue
+        seen.append(shapes)
+        plan.append((f"call {len(plan) + 1} (resized, n={n})", n, len(plan)))
     return plan
 
 

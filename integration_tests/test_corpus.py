@@ -17,10 +17,12 @@ from harness import (
 )
 
 PROGRAMS = load_corpus()
+# A program registered with slow=True carries the `slow` marker (-m "not slow" leaves it out).
+PARAMS = [pytest.param(p, id=p.id, marks=[pytest.mark.slow] if p.slow else []) for p in PROGRAMS]
 
 
 @pytest.mark.parametrize("backend", corpus_backends())
-@pytest.mark.parametrize("prog", PROGRAMS, ids=[p.id for p in PROGRAMS])
+@pytest.mark.parametrize("prog", PARAMS)
 def test_corpus_program(
     prog: Program, backend: str, compile_fn: Callable[..., Callable[..., Any]]
 ) -> None:

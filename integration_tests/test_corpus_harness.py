@@ -247,3 +247,22 @@ def test_on_cupy_only_a_builtin_base_of_numpys_exception_passes_for_it() -> None
         (TypeError("x"), False),
     ):
         assert _compare_errors(numpy_error, got, check_message=False, base_type=base_type)
+
+
+def test_every_later_size_is_one_more_call() -> None:
+    # A wrong answer at one trip count only (here: a loop run once, n=1) is caught only when
+    # that size is called; a size repeating earlier shapes is not called again.
+    seen: list[int] = []
+
+    def wrong_once(fn: Callable[..., Any], **_: object) -> Callable[..., Any]:
+        def run(x: np.ndarray) -> Any:
+            seen.append(x.shape[0])
+            return x + 3.0 if x.shape[0] == 1 else fn(x)
+
+        return run
+
+    prog = _prog(lambda x: x * 2.0, lambda rng, n: (np.ones(n),), sizes=(4, 1, 4, 0))
+    problems = run_program(prog, wrong_once, "eager")
+    assert seen == [4, 4, 1, 0]
+    assert len(problems) == 1
+    assert problems[0].startswith("call 3 (resized, n=1): output")

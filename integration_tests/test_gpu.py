@@ -323,8 +323,8 @@ def test_scalar_inputs_keep_float64_precision_and_int64_range() -> None:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_every_matmul_template_tile_shape_matches_cupy(dtype: Any, monkeypatch: Any) -> None:
-    import numpile_inductor.triton_backend as backend
-    from numpile_inductor.triton_matmul import TILES
+    import numpile_inductor.codegen.triton.backend as backend
+    from numpile_inductor.codegen.triton.matmul import TILES
 
     cupy = _cupy()
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import numpile
-import numpile_inductor.triton_backend as triton_backend
+import numpile_inductor.codegen.triton.backend as triton_backend
 from numpile_capture import BackendCompileError, run_graph
 from numpile_runtime import triton_status
 

@@ -8,24 +8,37 @@ import numpile
 
 EXPECTED_ALL = [
     "CompileProfiler",
+    "NoCompilerWarning",
+    "NumpilePerformanceWarning",
     "Unsupported",
     "allow_in_graph",
+    "checkpoint",
     "compile",
     "compile_times",
     "config",
+    "custom_jvp",
+    "custom_vjp",
     "disable",
     "disallow_in_graph",
     "explain",
     "grad",
     "graph_break",
+    "hessian",
     "is_compiling",
+    "is_dynamo_compiling",
+    "is_exporting",
+    "jacfwd",
+    "jacrev",
+    "jvp",
     "keep_array_guards_unsafe",
+    "linearize",
     "list_backends",
     "list_mode_options",
     "list_options",
     "mark_dynamic",
     "mark_static",
     "register_backend",
+    "register_pytree_node",
     "reset",
     "set_logs",
     "set_stance",
@@ -34,6 +47,8 @@ EXPECTED_ALL = [
     "substitute_in_graph",
     "value_and_grad",
     "vjp",
+    "wrap_numpy",
+    "vmap",
 ]
 
 EXPECTED_SIGNATURES = {
@@ -61,6 +76,9 @@ EXPECTED_SIGNATURES = {
         "partitioner: 'str | Partitioner | None' = None) -> 'Any'"
     ),
     "is_compiling": "() -> 'bool'",
+    "is_dynamo_compiling": "() -> 'bool'",
+    "is_exporting": "() -> 'bool'",
+    "wrap_numpy": "(fn: '_F') -> '_F'",
     "allow_in_graph": "(fn: '_F') -> '_F'",
     "disable": (
         "(fn: 'Callable[..., Any] | None' = None, recursive: 'bool' = True, *, "
@@ -97,17 +115,52 @@ EXPECTED_SIGNATURES = {
     "keep_array_guards_unsafe": "(entries: 'list[GuardFilterEntry]') -> 'list[bool]'",
     "skip_all_guards_unsafe": "(entries: 'list[GuardFilterEntry]') -> 'list[bool]'",
     "skip_guard_on_globals_unsafe": "(entries: 'list[GuardFilterEntry]') -> 'list[bool]'",
+    "custom_jvp": "(fn: 'Callable[..., Any]') -> 'CustomJvp'",
+    "custom_vjp": "(fn: 'Callable[..., Any]') -> 'CustomVjp'",
+    "hessian": (
+        "(fn: 'Callable[..., Any]', argnums: 'int | Sequence[int]' = 0, *, "
+        "compiler: 'str | Compiler | None' = None) -> 'Callable[..., Any]'"
+    ),
+    "jacfwd": (
+        "(fn: 'Callable[..., Any]', argnums: 'int | Sequence[int]' = 0, *, "
+        "compiler: 'str | Compiler | None' = None) -> 'Callable[..., Any]'"
+    ),
+    "jacrev": (
+        "(fn: 'Callable[..., Any]', argnums: 'int | Sequence[int]' = 0, *, "
+        "compiler: 'str | Compiler | None' = None) -> 'Callable[..., Any]'"
+    ),
+    "jvp": (
+        "(fn: 'Callable[..., Any]', primals: 'Sequence[Any]', tangents: 'Sequence[Any]', "
+        "*, compiler: 'str | Compiler | None' = None, "
+        "partitioner: 'str | Partitioner | None' = None) -> 'tuple[Any, Any]'"
+    ),
+    "linearize": (
+        "(fn: 'Callable[..., Any]', *primals: 'Any', "
+        "compiler: 'str | Compiler | None' = None, "
+        "partitioner: 'str | Partitioner | None' = None) -> 'tuple[Any, Callable[..., "
+        "Any]]'"
+    ),
+    "register_pytree_node": (
+        "(cls: 'type', flatten: 'Callable[[Any], tuple[Iterable[Any], Any]]', "
+        "unflatten: 'Callable[[Any, Iterable[Any]], Any]') -> 'type'"
+    ),
+    "vmap": (
+        "(fn: 'Callable[..., Any]', in_axes: 'InAxes' = 0, out_axes: 'int' = 0, *, "
+        "backend: 'str | None' = None) -> 'Callable[..., Any]'"
+    ),
+    "checkpoint": "(fn: 'Callable[..., Any]') -> 'Callable[..., Any]'",
 }
 
 EXPECTED_CONFIG_FIELDS = {
     "cache_size_limit": 8,
-    "default_backend": "eager",
+    "default_backend": None,
     "suppress_errors": False,
     "verbose": False,
     "automatic_dynamic_shapes": True,
     "duck_shape": True,
     "specialize_int": False,
     "specialize_float": False,
+    "performance_warnings": True,
 }
 
 
@@ -132,12 +185,21 @@ def test_config_fields_are_the_snapshot() -> None:
 def test_public_names_have_docstrings_with_an_example() -> None:
     names = ("compile", "list_backends", "register_backend", "set_stance")
     names += ("allow_in_graph", "disable", "disallow_in_graph", "graph_break")
-    names += ("substitute_in_graph",)
+    names += ("substitute_in_graph", "wrap_numpy", "is_dynamo_compiling", "is_exporting")
     for name in names:
         doc = inspect.getdoc(getattr(numpile, name)) or ""
         assert ">>>" in doc, name
 
 
+def test_compile_reset_is_reset() -> None:
+    # The seeds spell it `torch.compile.reset()`.
+    assert numpile.compile.reset is numpile.reset
+
+
 def test_the_full_stack_compiles_with_the_inductor_by_default() -> None:
-    assert numpile.config.default_backend == "inductor"
+    # The default comes from the entry points installed (numpile_inductor's), not from an
+    # assignment when numpile is imported.
+    assert numpile.config.default_backend is None
     assert "inductor" in numpile.list_backends()
+    compiled = numpile.compile(lambda x: x + 1)
+    assert compiled.backend == "inductor"  # type: ignore[attr-defined]

@@ -174,10 +174,11 @@ def test_seed_substitute_in_graph_operator_index_of() -> None:
     assert numpile.explain(scale)(np.ones(2), ["a", "b", "c"]).graph_break_count == 0
 
 
-@pytest.mark.xfail(
-    strict=True, reason="numpile.compile accepts only Python functions (dispatch.py), not builtins"
-)
 def test_seed_substitute_in_graph_compiles_the_builtin_itself() -> None:
+    # The Compiler APIs page: Unsupported before the polyfill exists, 2 after.
+    with pytest.raises(numpile.Unsupported, match="indexOf"):
+        numpile.compile(operator.indexOf, fullgraph=True)([1, 2, 3, 4, 5], 3)
+
     @numpile.substitute_in_graph(operator.indexOf)
     def index_of(a: Any, b: Any, /) -> int:
         for i, item in enumerate(a):

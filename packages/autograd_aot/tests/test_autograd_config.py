@@ -26,7 +26,15 @@ from numpile_autograd_aot import (
     value_and_grad,
     vjp,
 )
-from numpile_capture import Graph, InvalidBackendError, register_backend, run_graph
+from numpile_capture import (
+    Graph,
+    InvalidBackendError,
+    lookup_backend,
+    preferred_backend,
+    register_backend,
+    run_graph,
+)
+from numpile_capture import config as capture_config
 
 _names = itertools.count()
 
@@ -49,7 +57,7 @@ def _loss(w: np.ndarray, x: np.ndarray) -> Any:
 
 def test_default_config() -> None:
     fresh = AutogradConfig()
-    assert (fresh.compiler, fresh.partitioner) == ("eager", "min_cut")
+    assert (fresh.compiler, fresh.partitioner) == (None, "min_cut")
     assert resolve_compiler("eager") is run_graph_compiler
     assert resolve_partitioner("default") is default_partition
     assert resolve_partitioner("min_cut") is min_cut_partition
@@ -72,7 +80,7 @@ def test_compiler_by_name_compiles_forward_and_backward() -> None:
 def test_config_compiler_is_the_default_and_patch_restores_it() -> None:
     seen: list[Graph] = []
     name = _recording_backend(seen)
-    before = config.compiler  # "eager" alone; numpile makes it "inductor"
+    before = config.compiler  # None: the best backend installed
     with config.patch(compiler=name):
         transform = value_and_grad(_loss)
         assert config.compiler == name
@@ -197,3 +205,18 @@ def test_gradient_is_at_the_inputs_before_the_function_writes_them(partitioner: 
     np.testing.assert_allclose(gx, np.exp([0.0, 1.0]), rtol=1e-15)
     np.testing.assert_allclose(gw, np.exp([0.0, 1.0]), rtol=1e-15)
     np.testing.assert_array_equal(w, [2.0, 2.0])
+
+
+def test_no_compiler_is_the_best_backend_installed_not_capture_s_default() -> None:
+    # The inductor when its entry point is installed (the full stack), else run_graph.
+    expected = preferred_backend()
+    want = run_graph_compiler if expected == "eager" else lookup_backend(expected)
+    with capture_config.patch(default_backend="aot_eager"):
+        assert resolve_compiler(None) is want
+
+
+def test_config_patch_and_key_come_from_the_shared_base() -> None:
+    fresh = AutogradConfig(compiler="eager", partitioner=default_partition)
+    assert fresh.key() == (
+        "compiler='eager' partitioner=numpile_autograd_aot.partition.default_partition"
+    )

@@ -10,13 +10,17 @@ import numpy as np
 import pytest
 
 from numpile_capture import (
+    PREFERRED_BACKENDS,
     Graph,
     InvalidBackendError,
+    config,
+    default_backend,
     eager,
     get_op,
     list_backends,
     lookup_backend,
     meta_of,
+    preferred_backend,
     register_backend,
 )
 from numpile_capture import backends as backends_module
@@ -130,3 +134,26 @@ def test_accepted_options() -> None:
     assert accepted_options(eager) == frozenset()
     assert accepted_options(both) == {"mode", "options"}
     assert accepted_options(kwargs) == {"mode", "options"}
+
+
+def test_the_default_backend_is_the_first_preferred_one_the_registry_knows(registry: None) -> None:
+    assert config.default_backend is None
+    installed = [name for name in PREFERRED_BACKENDS if name in list_backends(exclude_tags=None)]
+    assert preferred_backend() == installed[0]
+    assert default_backend() == installed[0]
+    with config.patch(default_backend="eager"):
+        assert default_backend() == "eager"
+    backends_module._REGISTRY.pop("inductor", None)
+    assert preferred_backend() == "eager"  # a layer alone runs graphs with NumPy
+
+
+def test_a_preferred_backend_registered_at_run_time_becomes_the_default(registry: None) -> None:
+    backends_module._REGISTRY.pop("inductor", None)
+    assert preferred_backend() == "eager"
+
+    @register_backend(name="inductor")
+    def stand_in(graph: Graph, example_inputs: Any) -> Any:
+        return eager(graph, example_inputs)
+
+    assert preferred_backend() == "inductor"
+    assert lookup_backend(default_backend()) is stand_in

@@ -320,7 +320,11 @@ def test_compile_forms_and_disable() -> None:
     assert compile_function(f, disable=True) is f
     assert compile_function(compile_function(f))._numpile_original is f
     with pytest.raises(TypeError, match="expects a Python function"):
-        compile_function(len)
+        compile_function(3)
+    with pytest.raises(TypeError, match="expects a Python function"):
+        compile_function(Exception)
+    # A builtin is compiled through a Python frame that calls it (as torch does).
+    assert compile_function(len, backend="eager")([1, 2]) == 2
 
 
 def test_mode_and_options_validation() -> None:

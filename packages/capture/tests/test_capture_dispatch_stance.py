@@ -117,13 +117,16 @@ def test_fail_on_recompile() -> None:
     assert len(cache_for(minus_one.__code__).entries) == 1
 
 
-def test_fail_on_recompile_also_refuses_a_first_compile() -> None:
-    # As in torch: the stance forbids compiling at all; cached code still runs.
-    capture = PlusOne()
-    model = make(capture)
-    with set_stance("fail_on_recompile"), pytest.raises(RuntimeError, match="fail_on_recompile"):
-        model(np.zeros(3))
-    assert capture.calls == 0
+def test_recompile_stances_allow_a_first_compile() -> None:
+    # As the seeds document them: only a recompile is refused; a function without
+    # compiled code (never compiled, or since reset()) compiles for the first time.
+    for stance in ("fail_on_recompile", "eager_on_recompile"):
+        capture = PlusOne()
+        model = make(capture)
+        with set_stance(stance):
+            assert values(model(np.zeros(3))) == [1, 1, 1]
+        assert capture.calls == 1
+        reset()
 
 
 def test_set_stance_inside_a_compiled_region_raises() -> None:

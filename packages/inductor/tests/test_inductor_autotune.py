@@ -10,8 +10,8 @@ import pytest
 
 import numpile_runtime as rt
 from numpile_capture import Graph, get_op, meta_of
-from numpile_inductor import autotune as autotune_module
 from numpile_inductor import compile_graph
+from numpile_inductor.codegen.c import autotune as autotune_module
 
 
 @pytest.fixture

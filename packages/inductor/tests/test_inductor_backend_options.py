@@ -130,3 +130,14 @@ def test_threads_option_gives_the_same_values(fresh_cache: Path) -> None:
     options = {"cpp.threads": 1, "cpp.parallel_threshold": 1}
     got = compile_graph(graph, options=options).fn(a)
     np.testing.assert_allclose(got, (a * a).sum(axis=1), rtol=1e-15)
+
+
+def test_config_key_text_is_unchanged_by_the_shared_config_base() -> None:
+    # The text that goes into graph cache keys: the base's key() must give what the
+    # inductor's own key() gave, so entries cached before the change stay valid.
+    config = InductorConfig.from_options({"cpp.extra_flags": ["-g"], "trace.enabled": True})
+    assert config.key() == (
+        "max_autotune=False epilogue_fusion=True fast_math=False "
+        "parallel_threshold=65536 threads=0 extra_flags=['-g']"
+    )
+    assert isinstance(config, rt.LayerConfig)

@@ -9,7 +9,7 @@ import numpy as np
 
 from numpile_capture import Graph, get_op, meta_of, run_graph
 from numpile_inductor import buffer_pool_bytes, compile_graph, trim_buffer_pool
-from numpile_inductor.buffer_pool import MIN_POOLED_BYTES
+from numpile_inductor.codegen.c.buffer_pool import MIN_POOLED_BYTES
 
 _N = MIN_POOLED_BYTES // 8 * 2  # float64 elements: twice the pooling threshold
 

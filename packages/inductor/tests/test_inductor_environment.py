@@ -1,4 +1,5 @@
-"""Bad environments: no C compiler, a compiler that rejects the generated code."""
+"""Bad environments: no C compiler (with NUMPILE_NO_COMPILER=raise; the default fallback is
+tested in test_inductor_no_compiler.py), a compiler that rejects the generated code."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ def test_missing_compiler_raises_one_clear_error(
     fresh_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CC", str(fresh_cache / "no-such-gcc"))
+    monkeypatch.setenv("NUMPILE_NO_COMPILER", "raise")
     graph, a = _graph()
     with pytest.raises(rt.CompilerNotFoundError) as info:
         inductor(graph, [a])
@@ -49,6 +51,7 @@ def test_missing_compiler_with_suppress_errors_runs_eagerly(
     fresh_cache: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("CC", str(fresh_cache / "no-such-gcc"))
+    monkeypatch.setenv("NUMPILE_NO_COMPILER", "raise")
     monkeypatch.setattr(config, "suppress_errors", True)
 
     def f(x: np.ndarray) -> np.ndarray:
@@ -66,6 +69,7 @@ def test_missing_compiler_without_suppress_errors_fails_the_compile(
     fresh_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CC", str(fresh_cache / "no-such-gcc"))
+    monkeypatch.setenv("NUMPILE_NO_COMPILER", "raise")
     monkeypatch.setattr(config, "suppress_errors", False)
 
     def f(x: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from numpile_inductor.index import (
     loop_var,
     unflatten_index,
 )
-from numpile_inductor.lowering import _affine_remap
+from numpile_inductor.lowering.view import _affine_remap
 
 _shapes = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import numpile_runtime as rt
-from numpile_inductor.buffer_pool import MIN_POOLED_BYTES, POOL_SOURCE, pooled_alloc_lines
+from numpile_inductor.codegen.c.buffer_pool import MIN_POOLED_BYTES, POOL_SOURCE, pooled_alloc_lines
 
 _MODULE = "numpile_test_buffer_pool"
 

@@ -13,7 +13,7 @@ import pytest
 
 from numpile_capture import Graph, get_op, meta_of, run_graph
 from numpile_inductor import compile_graph, lower_graph, schedule
-from numpile_inductor.c_kernel import kernel_source
+from numpile_inductor.codegen.c.kernel import kernel_source
 
 _RNG = np.random.default_rng(7)
 

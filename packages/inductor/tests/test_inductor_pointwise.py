@@ -289,3 +289,17 @@ def test_where_astype_clip_copy() -> None:
 
     compiled = _check([a, i], build)
     assert compiled.extern_ops == []
+
+
+@pytest.mark.parametrize(
+    "names", [("x0", "x1"), ("s0", "r0"), ("double", "sin"), ("_k", "a_s0"), ("in_x0", "x0")]
+)
+def test_inputs_named_like_generated_identifiers_compile(names: tuple[str, str]) -> None:
+    # Input names become C identifiers beside the loop variables (x0, r0), sizes (s0),
+    # strides (a_s0), C keywords and libm's functions: those that could clash are renamed.
+    inputs = [np.arange(6.0).reshape(2, 3), np.linspace(-1.0, 1.0, 3)]
+    graph = Graph()
+    a, b = (graph.placeholder(name, meta_of(x)) for name, x in zip(names, inputs, strict=True))
+    graph.output = _call("add", graph, _call("sin", graph, a), b)
+    got = compile_graph(graph).fn(*inputs)
+    _assert_same(got, run_graph(graph, inputs))

@@ -36,8 +36,9 @@ pytest.importorskip("triton", reason="triton is not installed (pip install trito
 
 import numpile_runtime as rt
 from numpile_capture import Graph, get_op, meta_of, run_graph
-from numpile_inductor.triton_backend import compile_triton
-from numpile_inductor.triton_kernel import TritonOptions, fit_blocks
+from numpile_inductor import TritonOptions
+from numpile_inductor.codegen.triton.backend import compile_triton
+from numpile_inductor.codegen.triton.kernel import fit_blocks
 
 if not rt.interpreting():
     pytest.skip(
@@ -390,7 +391,7 @@ def test_matmul_template_fuses_the_epilogue_and_matches_numpy(dtype: str) -> Non
 def test_matmul_with_both_gemm_backends_times_them_and_stores_the_choice(
     caplog: Any, tmp_path: Any
 ) -> None:
-    from numpile_inductor.triton_matmul import pick_backend
+    from numpile_inductor.codegen.triton.matmul import pick_backend
 
     x = _RNG.normal(size=(20, 30))
     w = _RNG.normal(size=(30, 40))
@@ -424,8 +425,8 @@ def test_matmul_with_both_gemm_backends_times_them_and_stores_the_choice(
 def test_default_mode_times_cublas_against_one_template_tile_on_a_gpu() -> None:
     # The default on a GPU: the first call times cuBLAS (+ its epilogue kernel) against the
     # template in TILES' first shape; max-autotune against every shape; interpreted, cuBLAS.
-    from numpile_inductor.triton_backend import generate_triton
-    from numpile_inductor.triton_matmul import TILES
+    from numpile_inductor.codegen.triton.backend import generate_triton
+    from numpile_inductor.codegen.triton.matmul import TILES
 
     x, w, b = _RNG.normal(size=(20, 30)), _RNG.normal(size=(30, 40)), _RNG.normal(size=40)
     graph = _graph(
@@ -445,8 +446,8 @@ def test_default_mode_times_cublas_against_one_template_tile_on_a_gpu() -> None:
 @pytest.mark.parametrize("dtype", _FLOATS)
 def test_every_matmul_template_tile_shape_matches_numpy(dtype: str, monkeypatch: Any) -> None:
     # max-autotune times the template in each tile shape of TILES; force each in turn.
-    import numpile_inductor.triton_backend as backend
-    from numpile_inductor.triton_matmul import TILES
+    import numpile_inductor.codegen.triton.backend as backend
+    from numpile_inductor.codegen.triton.matmul import TILES
 
     x = _RNG.normal(size=(37, 50)).astype(dtype)
     w = _RNG.normal(size=(50, 70)).astype(dtype)
@@ -852,7 +853,7 @@ def _pointwise_kernel() -> Any:
 
 
 def test_autotune_candidates_keep_persistent_rows_and_vary_looped_ones() -> None:
-    from numpile_inductor.triton_autotune import candidates
+    from numpile_inductor.codegen.triton.autotune import candidates
 
     kernel = _pointwise_kernel()
     shapes = {(c.xblock, c.num_warps) for c in candidates(kernel)}
@@ -868,7 +869,7 @@ def test_autotune_candidates_keep_persistent_rows_and_vary_looped_ones() -> None
 
 
 def test_autotune_keeps_the_fastest_and_caches_it_on_disk(tmp_path: Any) -> None:
-    from numpile_inductor.triton_autotune import tune
+    from numpile_inductor.codegen.triton.autotune import tune
 
     kernel = _pointwise_kernel()
     previous = rt.default_cache()
@@ -1187,7 +1188,7 @@ def test_run_time_shapes_are_evaluated_per_size_values() -> None:
     # on the symbols): a new value gives a new shape, never the remembered one.
     import sympy
 
-    from numpile_inductor.triton_backend import _evaluate
+    from numpile_inductor.codegen.triton.backend import _evaluate
 
     s0 = sympy.Symbol("s0", integer=True, positive=True)
     n = sympy.Symbol("n", integer=True)

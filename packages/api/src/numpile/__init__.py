@@ -12,11 +12,21 @@ The public surface, re-exported from the layers below (nothing lives here):
 
 from __future__ import annotations
 
-from numpile_autograd_aot import config as _autograd_config
+from numpile_autograd_aot import checkpoint as checkpoint
+from numpile_autograd_aot import custom_jvp as custom_jvp
+from numpile_autograd_aot import custom_vjp as custom_vjp
 from numpile_autograd_aot import grad as grad
+from numpile_autograd_aot import hessian as hessian
+from numpile_autograd_aot import jacfwd as jacfwd
+from numpile_autograd_aot import jacrev as jacrev
+from numpile_autograd_aot import jvp as jvp
+from numpile_autograd_aot import linearize as linearize
+from numpile_autograd_aot import register_pytree_node as register_pytree_node
 from numpile_autograd_aot import value_and_grad as value_and_grad
 from numpile_autograd_aot import vjp as vjp
+from numpile_autograd_aot import vmap as vmap
 from numpile_capture import CompileProfiler as CompileProfiler
+from numpile_capture import NumpilePerformanceWarning as NumpilePerformanceWarning
 from numpile_capture import Unsupported as Unsupported
 from numpile_capture import allow_in_graph as allow_in_graph
 from numpile_capture import compile_function as compile
@@ -27,6 +37,8 @@ from numpile_capture import disallow_in_graph as disallow_in_graph
 from numpile_capture import explain as explain
 from numpile_capture import graph_break as graph_break
 from numpile_capture import is_compiling as is_compiling
+from numpile_capture import is_dynamo_compiling as is_dynamo_compiling
+from numpile_capture import is_exporting as is_exporting
 from numpile_capture import list_backends as list_backends
 from numpile_capture import mark_dynamic as mark_dynamic
 from numpile_capture import mark_static as mark_static
@@ -34,23 +46,25 @@ from numpile_capture import register_backend as register_backend
 from numpile_capture import reset as _capture_reset
 from numpile_capture import set_stance as set_stance
 from numpile_capture import substitute_in_graph as substitute_in_graph
+from numpile_capture import wrap_numpy as wrap_numpy
 from numpile_guards import keep_array_guards_unsafe as keep_array_guards_unsafe
 from numpile_guards import skip_all_guards_unsafe as skip_all_guards_unsafe
 from numpile_guards import skip_guard_on_globals_unsafe as skip_guard_on_globals_unsafe
+from numpile_inductor import NoCompilerWarning as NoCompilerWarning
 from numpile_inductor import list_mode_options as list_mode_options
 from numpile_inductor import list_options as list_options
 from numpile_inductor import trim_buffer_pool as _trim_buffer_pool
+from numpile_runtime import distribution_version
 from numpile_runtime import set_logs as set_logs
 
-__version__ = "0.1.0"
-
-# The full stack compiles with the inductor by default; numpile_capture alone knows only "eager".
-config.default_backend = "inductor"
-_autograd_config.compiler = "inductor"
+__version__ = distribution_version("numpile")
 
 
 def reset() -> None:
     """Forget every compiled entry and free the inductor's cached output buffers.
+
+    The system is back in its initial state: the next call of a compiled function
+    is a first compilation (also `numpile.compile.reset()`, as the seeds spell it).
 
     >>> reset()
     """
@@ -58,8 +72,14 @@ def reset() -> None:
     _trim_buffer_pool()
 
 
+# The seeds call `torch.compile.reset()`: the same function, reached through `compile`.
+compile.reset = reset  # type: ignore[attr-defined]
+
+
 __all__ = [
     "CompileProfiler",
+    "NoCompilerWarning",
+    "NumpilePerformanceWarning",
     "compile_times",
     "keep_array_guards_unsafe",
     "set_logs",
@@ -75,6 +95,8 @@ __all__ = [
     "graph_break",
     "grad",
     "is_compiling",
+    "is_dynamo_compiling",
+    "is_exporting",
     "list_backends",
     "list_mode_options",
     "list_options",
@@ -86,4 +108,15 @@ __all__ = [
     "substitute_in_graph",
     "value_and_grad",
     "vjp",
+    "wrap_numpy",
+    "custom_jvp",
+    "custom_vjp",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "linearize",
+    "register_pytree_node",
+    "vmap",
+    "checkpoint",
 ]

@@ -6,7 +6,14 @@
 array([0., 2., 4.])
 """
 
+from numpile_runtime import distribution_version
+
 from .backend import aot_eager as aot_eager
+from .batching_table import BatchContext as BatchContext
+from .batching_table import batch_rule_ops as batch_rule_ops
+from .batching_table import get_batch_rule as get_batch_rule
+from .batching_table import register_batch_rule as register_batch_rule
+from .checkpoint import checkpoint as checkpoint
 from .config import AutogradConfig as AutogradConfig
 from .config import Compiler as Compiler
 from .config import Partitioner as Partitioner
@@ -14,6 +21,15 @@ from .config import config as config
 from .config import resolve_compiler as resolve_compiler
 from .config import resolve_partitioner as resolve_partitioner
 from .config import run_graph_compiler as run_graph_compiler
+from .custom_rule import CustomJvp as CustomJvp
+from .custom_rule import CustomVjp as CustomVjp
+from .custom_rule import custom_jvp as custom_jvp
+from .custom_rule import custom_vjp as custom_vjp
+from .forward_transforms import hessian as hessian
+from .forward_transforms import jacfwd as jacfwd
+from .forward_transforms import jacrev as jacrev
+from .forward_transforms import jvp as jvp
+from .forward_transforms import linearize as linearize
 from .functionalization import FunctionalGraph as FunctionalGraph
 from .functionalization import OutputAlias as OutputAlias
 from .functionalization import functionalize as functionalize
@@ -22,10 +38,22 @@ from .joint import JointGraph as JointGraph
 from .joint import append_backward as append_backward
 from .joint import build_joint as build_joint
 from .joint import input_cotangent as input_cotangent
+from .jvp_graph import JvpGraph as JvpGraph
+from .jvp_graph import build_jvp as build_jvp
+from .jvp_table import JvpContext as JvpContext
+from .jvp_table import get_jvp as get_jvp
+from .jvp_table import jvp_ops as jvp_ops
+from .jvp_table import register_jvp as register_jvp
 from .partition import Partition as Partition
 from .partition import default_partition as default_partition
 from .partition import min_cut_partition as min_cut_partition
 from .partition import saved_bytes as saved_bytes
+from .pytree import PyTreeSpec as PyTreeSpec
+from .pytree import register_pytree_node as register_pytree_node
+from .pytree import tree_flatten as tree_flatten
+from .pytree import tree_map as tree_map
+from .pytree import tree_structure as tree_structure
+from .pytree import tree_unflatten as tree_unflatten
 from .subgraph import eliminate_dead_code as eliminate_dead_code
 from .subgraph import extract_graph as extract_graph
 from .transforms import CaptureError as CaptureError
@@ -33,39 +61,62 @@ from .transforms import grad as grad
 from .transforms import trace_joint as trace_joint
 from .transforms import value_and_grad as value_and_grad
 from .transforms import vjp as vjp
-from .vjp import VjpContext as VjpContext
-from .vjp import get_vjp as get_vjp
-from .vjp import register_vjp as register_vjp
-from .vjp import vjp_ops as vjp_ops
 from .vjp_exclusions import EXCLUDED_OPS as EXCLUDED_OPS
 from .vjp_exclusions import no_vjp_table as no_vjp_table
+from .vjp_table import VjpContext as VjpContext
+from .vjp_table import get_vjp as get_vjp
+from .vjp_table import register_vjp as register_vjp
+from .vjp_table import vjp_ops as vjp_ops
+from .vmap import vmap as vmap
 
-__version__ = "0.1.0"
+__version__ = distribution_version("numpile-autograd-aot")
 
 __all__ = [
     "AutogradConfig",
+    "BatchContext",
     "CaptureError",
-    "EXCLUDED_OPS",
     "Compiler",
+    "CustomJvp",
+    "CustomVjp",
+    "EXCLUDED_OPS",
     "FunctionalGraph",
     "JointGraph",
+    "JvpContext",
+    "JvpGraph",
     "OutputAlias",
     "Partition",
     "Partitioner",
+    "PyTreeSpec",
     "VjpContext",
     "aot_eager",
     "append_backward",
+    "batch_rule_ops",
     "build_joint",
+    "build_jvp",
+    "checkpoint",
     "config",
+    "custom_jvp",
+    "custom_vjp",
     "default_partition",
     "eliminate_dead_code",
     "extract_graph",
     "functionalize",
+    "get_batch_rule",
+    "get_jvp",
     "get_vjp",
     "grad",
+    "hessian",
     "input_cotangent",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "jvp_ops",
+    "linearize",
     "min_cut_partition",
     "no_vjp_table",
+    "register_batch_rule",
+    "register_jvp",
+    "register_pytree_node",
     "register_vjp",
     "resolve_compiler",
     "resolve_partitioner",
@@ -73,7 +124,12 @@ __all__ = [
     "run_graph_compiler",
     "saved_bytes",
     "trace_joint",
+    "tree_flatten",
+    "tree_map",
+    "tree_structure",
+    "tree_unflatten",
     "value_and_grad",
     "vjp",
     "vjp_ops",
+    "vmap",
 ]

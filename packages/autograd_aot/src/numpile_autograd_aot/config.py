@@ -6,27 +6,27 @@ the joint graph with `config.partitioner`. Set fields directly, or scope a
 change with `config.patch(...)`:
 
     >>> from numpile_autograd_aot import config
-    >>> config.compiler
-    'eager'
+    >>> config.compiler is None
+    True
     >>> with config.patch(compiler="aot_eager"):
     ...     config.compiler
     'aot_eager'
 
-The `numpile` façade sets `compiler = "inductor"`, so the full stack compiles
-both halves of a training step to C; this layer alone knows only the
-backends of the layers below it, and finds the inductor by name in capture's
-backend registry (`lookup_backend`).
+`compiler` None (the default) is the best backend installed, found in capture's
+backend registry (`preferred_backend()`): with numpile_inductor installed (its
+entry point), both halves of a training step compile to C; this layer alone
+runs them with `run_graph`.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
-from numpile_capture import Graph, lookup_backend, run_graph
+from numpile_capture import Graph, lookup_backend, preferred_backend, run_graph
+from numpile_runtime import LayerConfig
 
 from .partition import Partition, default_partition, min_cut_partition
 
@@ -64,14 +64,15 @@ def run_graph_compiler(graph: Graph, example_inputs: Sequence[Any]) -> Callable[
 
 
 @attrs.define
-class AutogradConfig:
+class AutogradConfig(LayerConfig):
     """Defaults of the transforms `grad`, `value_and_grad` and `vjp`.
 
     compiler: what compiles the forward and the backward graph when a
         transform is given no `compiler`: a backend name of capture's registry
         (`"eager"` runs the graphs with `run_graph`; `"inductor"` compiles them
-        to C when numpile_inductor is installed; `"aot_eager"`; a user's) or a
-        callable `(graph, example_inputs) -> callable`.
+        to C when numpile_inductor is installed; `"aot_eager"`; a user's), a
+        callable `(graph, example_inputs) -> callable`, or None (the default):
+        the best backend installed (`preferred_backend()`).
     partitioner: how the joint graph is cut when a transform is given no
         `partitioner`: `"min_cut"` (recompute cheap ops in the backward),
         `"default"` (save what the backward reads) or a callable
@@ -81,23 +82,8 @@ class AutogradConfig:
         'min_cut'
     """
 
-    compiler: str | Compiler = "eager"
+    compiler: str | Compiler | None = None
     partitioner: str | Partitioner = "min_cut"
-
-    @contextlib.contextmanager
-    def patch(self, **changes: Any) -> Iterator[AutogradConfig]:
-        """Set fields for the duration of a `with` block, then restore them."""
-        unknown = [name for name in changes if not hasattr(self, name)]
-        if unknown:
-            raise AttributeError(f"AutogradConfig has no field(s) {', '.join(unknown)}")
-        saved = {name: getattr(self, name) for name in changes}
-        for name, value in changes.items():
-            setattr(self, name, value)
-        try:
-            yield self
-        finally:
-            for name, value in saved.items():
-                setattr(self, name, value)
 
 
 # NOTE: the one live configuration object of the autograd layer (a module global by design).
@@ -105,7 +91,8 @@ config = AutogradConfig()
 
 
 def resolve_compiler(compiler: str | Compiler | None) -> Compiler:
-    """The compiler callable for a name, a callable, or None (`config.compiler`).
+    """The compiler callable for a name, a callable, or None (`config.compiler`, and
+    when that is None too, the best backend installed: `preferred_backend()`).
 
     `"eager"` is `run_graph_compiler`; any other name is looked up in capture's
     backend registry, so `"inductor"` finds numpile_inductor through its entry point.
@@ -114,6 +101,8 @@ def resolve_compiler(compiler: str | Compiler | None) -> Compiler:
         True
     """
     chosen = config.compiler if compiler is None else compiler
+    if chosen is None:
+        chosen = preferred_backend()
     if chosen == "eager":
         return run_graph_compiler
     if isinstance(chosen, str):

@@ -21,7 +21,7 @@ import attrs
 
 from numpile_capture import ArrayMeta, Graph, Node, get_op
 
-from .vjp import VjpContext, differentiable, fit_cotangent, get_vjp
+from .vjp_table import VjpContext, differentiable, fit_cotangent, get_vjp, missing_rule_error
 
 __all__ = ["JointGraph", "append_backward", "build_joint", "input_cotangent"]
 
@@ -118,10 +118,7 @@ def append_backward(
         assert node.op is not None
         rule = get_vjp(node.op)
         if rule is None:
-            raise NotImplementedError(
-                f"no VJP rule for op {node.op.name!r} (in `{node.format()}`); "
-                "it cannot be differentiated yet"
-            )
+            raise missing_rule_error(node, "reverse")
         grads = rule(VjpContext(graph, node, cotangent, wanted))
         for value, want, grad in zip(node.inputs, wanted, grads, strict=False):
             if want and grad is not None:

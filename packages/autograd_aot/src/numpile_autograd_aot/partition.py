@@ -6,6 +6,8 @@ the input cotangents. What is not saved but needed backward is recomputed
 there from saved values.
 
 - `default_partition` saves every forward value the backward reads.
+- Values of a `checkpoint`ed call are recomputed in the backward by both (see
+  `checkpoint.split_checkpoints`).
 - `min_cut_partition` chooses what to save by a minimum cut (networkx max
   flow): each node costs its size in bytes to save; cheap ops (pointwise,
   views, creation) may be recomputed in the backward, while reductions,
@@ -29,6 +31,7 @@ import attrs
 
 from numpile_capture import ArrayMeta, Graph, Node, OpKind
 
+from .checkpoint import split_checkpoints
 from .joint import JointGraph
 from .subgraph import extract_graph, needed_nodes
 
@@ -122,8 +125,12 @@ def default_partition(joint: JointGraph) -> Partition:
     >>> default_partition(joint).saved_names  # doctest: +SKIP
     ('x', 'v0')
     """
+    joint, recompute = split_checkpoints(joint)
     roles = _roles(joint)
-    backward_part = roles.backward_needed - roles.forward_needed
+    # Checkpointed values the backward reads are recomputed there, not saved.
+    backward_part = (roles.backward_needed - roles.forward_needed) | (
+        recompute & roles.backward_needed
+    )
     grad_leaves = {leaf for leaf in roles.grads if isinstance(leaf, Node)}
     primals = set(joint.primals)
     saved = []
@@ -147,16 +154,22 @@ def min_cut_partition(joint: JointGraph, *, memory_budget: float = 1.0) -> Parti
 
     >>> min_cut_partition(joint, memory_budget=0.5)  # doctest: +SKIP
     """
+    joint, recompute = split_checkpoints(joint)
     roles = _roles(joint)
-    partition = _min_cut(joint, roles, RECOMPUTABLE_KINDS)
+    partition = _min_cut(joint, roles, RECOMPUTABLE_KINDS, recompute)
     if memory_budget < 1.0:
         limit = memory_budget * saved_bytes(default_partition(joint))
         if saved_bytes(partition) > limit:
-            partition = _min_cut(joint, roles, BUDGET_RECOMPUTABLE_KINDS)
+            partition = _min_cut(joint, roles, BUDGET_RECOMPUTABLE_KINDS, recompute)
     return partition
 
 
-def _min_cut(joint: JointGraph, roles: _Roles, recomputable: frozenset[OpKind]) -> Partition:
+def _min_cut(
+    joint: JointGraph,
+    roles: _Roles,
+    recomputable: frozenset[OpKind],
+    recompute: set[Node],
+) -> Partition:
     import networkx as nx  # late import: only training graphs need it, and it is slow to load
 
     flow = nx.DiGraph()
@@ -176,8 +189,12 @@ def _min_cut(joint: JointGraph, roles: _Roles, recomputable: frozenset[OpKind]) 
     for node in candidates:
         name = node.name
         tie_break = 0 if node in primals else 1
-        flow.add_edge(f"{name}_in", f"{name}_out", capacity=node_bytes(node) * scale + tie_break)
-        banned = node.op is not None and node.op.kind not in recomputable
+        if node in recompute:
+            flow.add_edge(f"{name}_in", f"{name}_out")  # checkpointed: never saved
+        else:
+            capacity = node_bytes(node) * scale + tie_break
+            flow.add_edge(f"{name}_in", f"{name}_out", capacity=capacity)
+        banned = node.op is not None and node.op.kind not in recomputable and node not in recompute
         if node in primals or (banned and node in roles.forward_needed):
             flow.add_edge("source", f"{name}_in")
         for user in users[node]:

@@ -45,7 +45,7 @@ from numpile_capture import (
 )
 
 from .joint import append_backward, input_cotangent
-from .vjp import differentiable
+from .vjp_table import differentiable
 
 __all__ = ["GradSpec", "expand_grad", "expand_vjp", "fold_transform"]
 

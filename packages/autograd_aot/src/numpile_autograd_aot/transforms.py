@@ -41,14 +41,12 @@ import numpy as np
 from numpile_capture import (
     CaptureResult,
     Node,
-    TreeSpec,
     Unsupported,
     capture_function,
     register_transform,
-    tree_flatten,
-    tree_unflatten,
 )
 from numpile_guards import (
+    AttrSource,
     GuardCheck,
     ItemSource,
     LocalSource,
@@ -57,12 +55,16 @@ from numpile_guards import (
     compile_guards,
 )
 
+from .checkpoint import differentiating
 from .config import Compiler, Partitioner, resolve_compiler, resolve_partitioner
+from .custom_rule import CustomJvp, CustomVjp
 from .functionalization import FunctionalGraph, apply_epilogue, functionalize
 from .joint import JointGraph, build_joint
+from .jvp_graph import build_jvp
 from .partition import Partition
+from .pytree import PyTreeSpec, check_leaves, leaf_paths, tree_flatten, tree_unflatten
 from .transform_rules import GradSpec, expand_grad, expand_vjp, fold_transform
-from .vjp import differentiable
+from .vjp_table import differentiable
 
 log = logging.getLogger("numpile.autograd_aot")
 
@@ -87,6 +89,7 @@ class _Plan:
     diff_inputs: tuple[int, ...]
     tangent_outputs: tuple[int, ...]
     forward: Callable[..., Any]
+    specs: tuple[PyTreeSpec, ...]
     backward: Callable[..., Any] | None = None
 
 
@@ -103,7 +106,9 @@ class _Traced:
 class _Transform:
     fn: Any  # a types.FunctionType (typed Any: mypy would bind it as a method)
     argnums: tuple[int, ...]
-    mode: str  # "grad" (one scalar output, maybe with aux) or "vjp" (every float output)
+    # "grad" (one scalar output, maybe with aux), "vjp" (every float output) or "jvp" (the
+    # tangent graph: its `diff_inputs` are the primals with tangents, see forward_transforms)
+    mode: str
     has_aux: bool
     compiler: Compiler
     partitioner: Partitioner
@@ -125,9 +130,12 @@ class _Transform:
         tree specs of the differentiated arguments."""
         args, local, leaves, specs = self.prepare(args, kwargs)
         globals_ = self.fn.__globals__
-        plan = next((p for p in self.plans if p.check(local, globals_, self.fn)), None)
+        key = tuple(specs)
+        plan = next(
+            (p for p in self.plans if p.specs == key and p.check(local, globals_, self.fn)), None
+        )
         if plan is None:
-            plan = self._plan(args, kwargs, local)
+            plan = self._plan(args, kwargs, local, leaves, key)
             self.plans.append(plan)
         inputs = plan.fetch(local, globals_, self.fn)
         results = plan.forward(*inputs)
@@ -156,16 +164,17 @@ class _Transform:
 
     def prepare(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[tuple[Any, ...], dict[str, Any], list[Any], list[TreeSpec]]:
+    ) -> tuple[tuple[Any, ...], dict[str, Any], list[Any], list[PyTreeSpec]]:
         """Python floats among the differentiated leaves made 0-d arrays; the arguments bound
         to parameter names; the differentiated leaves and the tree spec of each argnum."""
         converted = list(args)
         leaves: list[Any] = []
-        specs: list[TreeSpec] = []
+        specs: list[PyTreeSpec] = []
         for argnum in self.argnums:
             if argnum >= len(args):
                 raise TypeError(f"argnums {argnum} is out of range for {len(args)} arguments")
             arg_leaves, spec = tree_flatten(args[argnum])
+            check_leaves(arg_leaves, f"differentiating {self.fn.__qualname__}")
             if any(type(leaf) is float for leaf in arg_leaves):
                 arg_leaves = [_as_array(leaf) for leaf in arg_leaves]
                 converted[argnum] = tree_unflatten(spec, arg_leaves)
@@ -179,25 +188,73 @@ class _Transform:
         return tuple(converted), dict(bound.arguments), leaves, specs
 
     def trace(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], local: dict[str, Any]
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        local: dict[str, Any],
+        leaves: Sequence[Any],
     ) -> _Traced:
         """Capture `fn` on these arguments and build its joint graph (nothing is compiled)."""
+        result, functional, leaf_inputs = self.capture(args, kwargs, local, leaves)
+        diff_inputs = tuple(sorted({i for i in leaf_inputs if i is not None}))
+        if self.mode == "jvp":
+            joint = build_jvp(functional.graph, diff_inputs).joint
+        else:
+            joint = build_joint(functional.graph, diff_inputs, self._tangent_outputs(functional))
+        return _Traced(result, functional, joint, leaf_inputs)
+
+    def capture(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        local: dict[str, Any],
+        leaves: Sequence[Any],
+    ) -> tuple[CaptureResult, FunctionalGraph, tuple[int | None, ...]]:
+        """Capture `fn` on these arguments: the capture, its pure graph, and the graph input
+        of each differentiated leaf (None when the function does not read it)."""
+        self._check_argnums(args)
         try:
-            result = capture_function(self.fn, args, kwargs, keep_loops=False)
+            with differentiating():
+                result = capture_function(self.fn, args, kwargs, keep_loops=False)
         except Unsupported as error:
             raise CaptureError(_graph_break_message(self.fn, error)) from error
         functional = functionalize(result.graph)
+        # Each differentiated leaf is the graph input read by its path in the arguments (an
+        # item, a field of a dataclass): as in JAX, a leaf repeated in a tree is one input
+        # per place. A leaf whose path a container does not tell (a registered class) is the
+        # input fetched as that very array, if only one is.
         names = [source.name for source in result.input_sources]
+        values = compile_fetch(result.input_sources)(local, self.fn.__globals__, self.fn)
+        counts: dict[int, int] = {}
+        for value in values:
+            counts[id(value)] = counts.get(id(value), 0) + 1
+        by_id = {id(v): i for i, v in enumerate(values) if counts[id(v)] == 1}
+        parameters = list(self.signature.parameters)
+        found: list[int | None] = []
+        for argnum in self.argnums:
+            base: Source = LocalSource(parameters[argnum])
+            for path in leaf_paths(args[argnum]):
+                name = _path_source(base, path).name if path is not None else None
+                found.append(names.index(name) if name in names else None)
         leaf_inputs = tuple(
-            names.index(name) if name in names else None
-            for name in self._leaf_source_names(args, local)
+            index if index is not None else by_id.get(id(leaf))
+            for index, leaf in zip(found, leaves, strict=True)
         )
-        diff_inputs = tuple(sorted({i for i in leaf_inputs if i is not None}))
-        joint = build_joint(functional.graph, diff_inputs, self._tangent_outputs(functional))
-        return _Traced(result, functional, joint, leaf_inputs)
+        leaf_inputs = tuple(
+            i if isinstance(leaf, np.ndarray) else None
+            for i, leaf in zip(leaf_inputs, leaves, strict=True)
+        )
+        return result, functional, leaf_inputs
 
-    def _plan(self, args: tuple[Any, ...], kwargs: dict[str, Any], local: dict[str, Any]) -> _Plan:
-        traced = self.trace(args, kwargs, local)
+    def _plan(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        local: dict[str, Any],
+        leaves: Sequence[Any],
+        specs: tuple[PyTreeSpec, ...],
+    ) -> _Plan:
+        traced = self.trace(args, kwargs, local, leaves)
         result, joint = traced.result, traced.joint
         partition = self.partitioner(joint)
         inputs = compile_fetch(result.input_sources)(local, self.fn.__globals__, self.fn)
@@ -212,19 +269,16 @@ class _Transform:
             joint.diff_inputs,
             joint.tangent_outputs,
             forward,
+            specs,
         )
 
-    def _leaf_source_names(self, args: tuple[Any, ...], local: dict[str, Any]) -> list[str]:
-        parameters = list(inspect.signature(self.fn).parameters.values())
-        names: list[str] = []
+    def _check_argnums(self, args: tuple[Any, ...]) -> None:
+        parameters = list(self.signature.parameters.values())
         for argnum in self.argnums:
             if argnum >= len(args) or argnum >= len(parameters):
                 raise TypeError(f"argnums {argnum} is out of range for {len(args)} arguments")
-            parameter = parameters[argnum]
-            if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            if parameters[argnum].kind is inspect.Parameter.VAR_POSITIONAL:
                 raise TypeError("argnums cannot point into *args")
-            names += [s.name for s in _leaf_sources(LocalSource(parameter.name), args[argnum])]
-        return names
 
     def _tangent_outputs(self, functional: FunctionalGraph) -> tuple[int, ...]:
         leaves = functional.graph.output[: functional.num_outputs]
@@ -255,12 +309,10 @@ def _graph_break_message(fn: Any, error: Unsupported) -> str:
     )
 
 
-def _leaf_sources(base: Source, tree: Any) -> list[Source]:
-    if type(tree) in (tuple, list):
-        return [s for i, item in enumerate(tree) for s in _leaf_sources(ItemSource(base, i), item)]
-    if type(tree) is dict:
-        return [s for key, item in tree.items() for s in _leaf_sources(ItemSource(base, key), item)]
-    return [base]
+def _path_source(base: Source, path: tuple[tuple[str, Any], ...]) -> Source:
+    for kind, key in path:
+        base = AttrSource(base, key) if kind == "attr" else ItemSource(base, key)
+    return base
 
 
 def _detach(saved: tuple[Any, ...], inputs: Sequence[Any]) -> tuple[Any, ...]:
@@ -287,6 +339,40 @@ def _leaf_grad(leaf: Any, by_input: dict[int, Any], index: int | None) -> Any:
     return by_input[index]
 
 
+def as_function(fn: Callable[..., Any]) -> types.FunctionType:
+    """A Python function of fixed arity that calls `fn` (a ufunc, a NumPy function, a
+    `custom_vjp` function, any callable with a signature), so capture traces that call.
+
+    >>> as_function(np.tanh).__qualname__
+    'tanh'
+    """
+    if isinstance(fn, np.ufunc):
+        count = fn.nin
+    else:
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"can only differentiate Python functions and callables with a signature, "
+                f"not {type(fn).__name__}"
+            ) from error
+        kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        count = sum(
+            1
+            for p in signature.parameters.values()
+            if p.kind in kinds and p.default is inspect.Parameter.empty
+        )
+    names = ", ".join(f"arg{i}" for i in range(count))
+    namespace: dict[str, Any] = {"target": fn}
+    # Generated so that the parameters are plain positional ones (argnums points at them).
+    exec(f"def call({names}):\n    return target({names})\n", namespace)
+    call: types.FunctionType = namespace["call"]
+    name = getattr(fn, "__name__", type(fn).__name__)
+    call.__name__ = name
+    call.__qualname__ = getattr(fn, "__qualname__", name)
+    return call
+
+
 def _normalize_argnums(argnums: int | Sequence[int]) -> tuple[tuple[int, ...], bool]:
     if isinstance(argnums, int):
         return (argnums,), True
@@ -302,15 +388,17 @@ def _make(
     partitioner: str | Partitioner | None,
 ) -> _Transform:
     original = getattr(fn, "_numpile_original", None)
-    if isinstance(original, types.FunctionType):
+    if isinstance(original, types.FunctionType) and not isinstance(fn, CustomVjp | CustomJvp):
         # A function compiled with numpile.compile: differentiate the graph its backend
         # compiles (same capture), and compile both halves with that backend by default.
         backend = getattr(fn, "backend", None)
         if compiler is None and backend is not None:
             compiler = backend
         fn = original
-    if not isinstance(fn, types.FunctionType):
-        raise TypeError(f"can only differentiate Python functions, not {type(fn).__name__}")
+    if not isinstance(fn, types.FunctionType) or hasattr(fn, "__wrapped__"):
+        # A ufunc, a custom rule, or a transform's wrapper (`grad(f)`, whose signature is
+        # f's, not its code's): differentiate a plain function calling it.
+        fn = as_function(fn)
     return _Transform(
         fn,
         argnums,
@@ -408,14 +496,15 @@ def trace_joint(
     """The joint forward/backward graph that `grad(fn, argnums, has_aux)` builds for these
     arguments, before partitioning: for inspecting what a partitioner saves.
 
+    >>> from numpile_autograd_aot import default_partition, min_cut_partition, saved_bytes
     >>> joint = trace_joint(lambda x: np.sum(np.sin(x) ** 2), np.ones(3))
     >>> saved_bytes(min_cut_partition(joint)) < saved_bytes(default_partition(joint))
     True
     """
     numbers, _ = _normalize_argnums(argnums)
     transform = _make(fn, numbers, "grad", has_aux, "eager", "default")
-    args, local, _, _ = transform.prepare(args, kwargs)
-    return transform.trace(args, kwargs, local).joint
+    args, local, leaves, _ = transform.prepare(args, kwargs)
+    return transform.trace(args, kwargs, local, leaves).joint
 
 
 def vjp(
@@ -449,6 +538,34 @@ def vjp(
         )
 
     return (value, vjp_fn, output[1]) if has_aux else (value, vjp_fn)
+
+
+# NOTE: the reverse-mode transforms of linear maps `linear(primals, tangents)` (custom_jvp
+# rules transposed), keyed by the function; each keeps its own plans.
+_LINEAR_TRANSFORMS: dict[Any, _Transform] = {}
+
+
+def linear_pullback(
+    linear: Callable[..., Any], primals: tuple[Any, ...], cotangent: Any
+) -> tuple[Any, ...]:
+    """The transpose of the map `tangents -> linear(primals, tangents)` (linear in the
+    tangents) applied to `cotangent`: one value per primal.
+
+    >>> linear_pullback(lambda p, t: p[0] * t[0], (np.full(2, 3.0),), np.ones(2))
+    (array([3., 3.]),)
+    """
+    transform = _LINEAR_TRANSFORMS.get(linear)
+    if transform is None:
+        transform = _make(linear, (1,), "vjp", False, "eager", "default")
+        _LINEAR_TRANSFORMS[linear] = transform
+    floats = tuple(np.zeros_like(np.asarray(p, dtype=np.result_type(p, 0.0))) for p in primals)
+    _, (plan, backward, specs) = transform.forward((primals, floats), {})
+    chosen = [np.asarray(cotangent)][: len(plan.tangent_outputs)]
+    grads = iter(backward(chosen))
+    (tangents,) = (
+        tree_unflatten(spec, [next(grads) for _ in range(spec.num_leaves)]) for spec in specs
+    )
+    return tuple(tangents)
 
 
 # Called from captured code, the transforms trace into the caller's graph (transform_rules).

@@ -1,11 +1,11 @@
-"""VJP rules of linear algebra (matmul, dot, tensordot, einsum, inv, det, solve, norm) and creation.
+"""VJP rules of linear algebra (matmul, dot, tensordot, einsum, inv, det, solve, norm, tril, triu).
 
 Contractions transpose into contractions: the cotangent of `matmul(a, b)`
 for `a` is `ct @ b^T`; 1-d operands are lifted to matrices first and the
 added axis squeezed afterwards. No conjugation (JAX's convention).
 
     >>> from numpile_capture import get_op
-    >>> from numpile_autograd_aot.vjp import get_vjp
+    >>> from numpile_autograd_aot.vjp_table import get_vjp
     >>> get_vjp(get_op("solve")) is not None
     True
 """
@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from numpile_capture import ArrayMeta, Node, Op, get_op
+from numpile_capture import ArrayMeta, Node, get_op
 
-from .vjp import VjpContext, register_vjp
+from .vjp_table import VjpContext, register_vjp
 
 
 def _ndim(value: Node) -> int:
@@ -114,18 +114,7 @@ def _dot_vjp(ctx: VjpContext) -> Sequence[Node | None]:
     return _tensordot_grads(ctx, a, b, (_ndim(a) - 1,), (contracted,))
 
 
-def _optional_ops(*names: str) -> list[Op]:
-    # Ops that the capture layer may not define yet.
-    found = []
-    for name in names:
-        try:
-            found.append(get_op(name))
-        except KeyError:
-            continue
-    return found
-
-
-@register_vjp(*_optional_ops("inner"))
+@register_vjp(get_op("inner"))
 def _inner_vjp(ctx: VjpContext) -> Sequence[Node | None]:
     a, b = ctx.inputs
     g = ctx.cotangent
@@ -242,3 +231,12 @@ def _full_vjp(ctx: VjpContext) -> Sequence[Node | None]:
 @register_vjp(get_op("full_like"))
 def _full_like_vjp(ctx: VjpContext) -> Sequence[Node | None]:
     return [None, ctx.call("sum", ctx.cotangent)]
+
+
+# --- triangles -------------------------------------------------------------------------------
+
+
+@register_vjp(get_op("tril"), get_op("triu"))
+def _triangle_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    assert ctx.node.op is not None
+    return [ctx.call(ctx.node.op.name, ctx.cotangent, k=ctx.params.get("k", 0))]

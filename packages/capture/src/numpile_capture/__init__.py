@@ -1,15 +1,22 @@
 """numpile_capture: the graph IR, the canonical op set, and bytecode capture."""
 
+from numpile_runtime import distribution_version
+
 from . import ops as ops
+from .backends import PREFERRED_BACKENDS as PREFERRED_BACKENDS
 from .backends import BackendCompileError as BackendCompileError
 from .backends import InvalidBackendError as InvalidBackendError
+from .backends import default_backend as default_backend
 from .backends import eager as eager
 from .backends import list_backends as list_backends
 from .backends import lookup_backend as lookup_backend
+from .backends import preferred_backend as preferred_backend
 from .backends import register_backend as register_backend
 from .capture_result import CaptureResult as CaptureResult
 from .capture_result import Unsupported as Unsupported
 from .compiling import is_compiling as is_compiling
+from .compiling import is_dynamo_compiling as is_dynamo_compiling
+from .compiling import is_exporting as is_exporting
 from .config import CaptureConfig as CaptureConfig
 from .config import config as config
 from .control_flow import add_loop as add_loop
@@ -27,6 +34,7 @@ from .entry_point import compile_function as compile_function
 from .explain import BreakReason as BreakReason
 from .explain import ExplainOutput as ExplainOutput
 from .explain import explain as explain
+from .fallbacks import NumpilePerformanceWarning as NumpilePerformanceWarning
 from .graph import Graph as Graph
 from .graph import Node as Node
 from .graph import gives_scalar as gives_scalar
@@ -36,6 +44,7 @@ from .meta import ArrayMeta as ArrayMeta
 from .meta import ScalarMeta as ScalarMeta
 from .meta import contiguous_strides as contiguous_strides
 from .meta import meta_of as meta_of
+from .numpy_wrapper import wrap_numpy as wrap_numpy
 from .op import Op as Op
 from .op import OpKind as OpKind
 from .op import RaisesWhen as RaisesWhen
@@ -43,6 +52,7 @@ from .op import all_ops as all_ops
 from .op import get_op as get_op
 from .op import register_op as register_op
 from .ops.indexing import IndexArray as IndexArray
+from .ops.loop_values import ScalarSlot as ScalarSlot
 from .profiler import CompileProfiler as CompileProfiler
 from .profiler import compile_times as compile_times
 from .pytree import TreeSpec as TreeSpec
@@ -52,8 +62,10 @@ from .pytree import tree_unflatten as tree_unflatten
 from .source_line import SourceLine as SourceLine
 from .stance import current_stance as current_stance
 from .stance import set_stance as set_stance
+from .trace_rules import ForbiddenCallError as ForbiddenCallError
 from .trace_rules import TransformCall as TransformCall
 from .trace_rules import allow_in_graph as allow_in_graph
+from .trace_rules import allowed_op as allowed_op
 from .trace_rules import allowed_op_named as allowed_op_named
 from .trace_rules import disable as disable
 from .trace_rules import disallow_in_graph as disallow_in_graph
@@ -63,13 +75,14 @@ from .trace_rules import substitute_in_graph as substitute_in_graph
 from .tracer import capture_function as capture_function
 from .variables import ScalarInputVar as ScalarInputVar
 
-__version__ = "0.1.0"
+__version__ = distribution_version("numpile-capture")
 
 __all__ = [
     "add_loop",
     "body_runner",
     "has_loops",
     "is_loop",
+    "ScalarSlot",
     "set_loop_runner",
     "mark_dynamic",
     "mark_static",
@@ -96,15 +109,19 @@ __all__ = [
     "tree_unflatten",
     "BackendCompileError",
     "InvalidBackendError",
+    "PREFERRED_BACKENDS",
+    "default_backend",
     "eager",
     "list_backends",
     "lookup_backend",
+    "preferred_backend",
     "register_backend",
     "CaptureResult",
     "Unsupported",
     "CaptureConfig",
     "config",
     "CaptureFallbackWarning",
+    "NumpilePerformanceWarning",
     "CompiledFunction",
     "InternalCompilerError",
     "compile_function",
@@ -112,6 +129,10 @@ __all__ = [
     "current_stance",
     "set_stance",
     "is_compiling",
+    "is_dynamo_compiling",
+    "is_exporting",
+    "wrap_numpy",
+    "ForbiddenCallError",
     "capture_function",
     "BreakReason",
     "ExplainOutput",
@@ -119,6 +140,7 @@ __all__ = [
     "CompileProfiler",
     "compile_times",
     "allow_in_graph",
+    "allowed_op",
     "allowed_op_named",
     "disable",
     "disallow_in_graph",

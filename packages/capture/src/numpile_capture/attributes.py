@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from numpile_guards import AttrSource
+from numpile_guards import AttrSource, ItemSource
 
 from .builtin_calls import container_method
 from .capture_result import Unsupported
@@ -72,6 +72,12 @@ def _input_attribute(tracer: Tracer, obj: OpaqueVar, name: str) -> Variable:
     value = obj.value
     cls = type(value)
     assert obj.source is not None
+    fields = getattr(cls, "_fields", None)
+    if isinstance(value, tuple) and isinstance(fields, tuple) and name in fields:
+        # A NamedTuple field: the item at its position (pytrees of parameters).
+        tracer.builder.guard_type(obj.source, cls)
+        position = fields.index(name)
+        return tracer.builder.build(value[position], ItemSource(obj.source, position))
     if not plain_class(cls) or isinstance(value, type):
         raise Unsupported(f"not supported yet: the attribute .{name} of {obj.describe()}")
     static = inspect.getattr_static(value, name)  # AttributeError as Python raises it

@@ -26,6 +26,7 @@ from typing import Any, TypeAlias, overload
 
 import attrs
 
+from .config import config
 from .graph import Graph
 from .interpreter import run_graph
 
@@ -39,6 +40,11 @@ ENTRY_POINT_GROUP = "numpile.backends"
 # Built-ins that must resolve even when the distributions' metadata is not installed
 # (running from source with PYTHONPATH); installed entry points take precedence.
 _BUILTIN_ENTRY_POINTS = {"eager": "numpile_capture.backends:eager"}
+
+# NOTE: the backend a compile given none uses (`config.default_backend` None): the first of
+# these names the registry knows, so installing numpile_inductor (its entry point) makes it
+# the default and a layer alone falls back to running graphs with NumPy.
+PREFERRED_BACKENDS: tuple[str, ...] = ("inductor", "eager")
 
 
 class InvalidBackendError(ValueError):
@@ -167,6 +173,35 @@ def lookup_backend(backend: str | BackendFn) -> BackendFn:
     fn = _load(registration).fn
     assert fn is not None
     return fn
+
+
+def preferred_backend() -> str:
+    """The best backend installed: the first of `PREFERRED_BACKENDS` the registry knows.
+
+    `compile` uses it when given no backend and `config.default_backend` is None;
+    so do the autograd transforms given no compiler.
+
+        >>> preferred_backend() in PREFERRED_BACKENDS
+        True
+    """
+    _merge_entry_points()
+    for name in PREFERRED_BACKENDS:
+        if name in _REGISTRY:
+            return name
+    return "eager"
+
+
+def default_backend() -> str | BackendFn:
+    """The backend `compile` uses when given none: `config.default_backend`, else the best
+    installed (`preferred_backend()`).
+
+        >>> from numpile_capture.config import config
+        >>> with config.patch(default_backend="eager"):
+        ...     default_backend()
+        'eager'
+    """
+    chosen: str | BackendFn | None = config.default_backend
+    return preferred_backend() if chosen is None else chosen
 
 
 def list_backends(exclude_tags: Iterable[str] | None = ("debug", "experimental")) -> list[str]:

@@ -19,6 +19,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .compiled_callees import compiles_callees, compiling_callees
 from .rebuild_steps import (
     Call,
     CompiledCallee,
@@ -209,7 +210,9 @@ def _runtime_step(step: Step, wrap: Wrap) -> Callable[[list[Any], Any, Sequence[
         value = step.value
         return lambda slots, outputs, extras: value
     if isinstance(step, CompiledCallee):
-        compiled = wrap(step.fn)
+        # A disable(recursive=False) function runs in Python; the functions it calls compile.
+        disabled = compiles_callees(step.fn)
+        compiled = compiling_callees(step.fn, wrap) if disabled else wrap(step.fn)
         return lambda slots, outputs, extras: compiled
     if isinstance(step, MakeFunction):
         return _function_maker(step)

@@ -19,7 +19,16 @@ import numpy as np
 
 from .capture_result import Unsupported
 from .loop_capture import make_range
-from .operators import binary, check_mutable, iterate, scalar_sum, size_value, truth, unary
+from .operators import (
+    binary,
+    check_mutable,
+    iterate,
+    scalar_sum,
+    size_value,
+    specialized,
+    truth,
+    unary,
+)
 from .ops._shapes import broadcast_shapes
 from .user_classes import store_object_attribute
 from .variables import (
@@ -63,6 +72,21 @@ def _fold(fn: Callable[..., Any]) -> Handler:
             )
         values, keywords = _constants(args, kwargs, name)
         return tracer.builder.build_unguarded(fn(*values, **keywords))
+
+    return handler
+
+
+def _text(fn: Callable[..., Any]) -> Handler:
+    # str(), repr(), format() of sizes show numbers, never symbols: sizes are specialized.
+    name = getattr(fn, "__name__", "builtin")
+
+    def handler(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+        if any(isinstance(arg, ArrayVar) for arg in [*args, *kwargs.values()]):
+            raise Unsupported(
+                f"not supported yet: {name}() of an array (it needs the array's values)"
+            )
+        values, keywords = _constants(args, kwargs, name)
+        return tracer.builder.build_unguarded(fn(*specialized(values), **specialized(keywords)))
 
     return handler
 
@@ -284,8 +308,10 @@ _BUILTINS: dict[Any, Handler] = {
     builtins.float: _to_number(float),
     builtins.complex: _to_number(complex),
     builtins.bool: _bool,
-    builtins.str: _fold(str),
-    builtins.repr: _fold(repr),
+    builtins.str: _text(str),
+    builtins.repr: _text(repr),
+    builtins.format: _text(format),
+    builtins.ascii: _text(ascii),
     builtins.round: _fold(round),
     builtins.divmod: _fold(divmod),
     builtins.pow: _fold(pow),

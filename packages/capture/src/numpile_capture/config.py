@@ -13,21 +13,23 @@ a scoped change (tests do this):
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import attrs
 
+from numpile_runtime import LayerConfig
+
 
 @attrs.define
-class CaptureConfig:
+class CaptureConfig(LayerConfig):
     """Settings of capture and of the call dispatcher.
 
     cache_size_limit: compiled entries kept per function (per code object and
         backend); past it, new kinds of inputs run eagerly, with one warning.
     default_backend: the backend `compile` uses when given none (a registered
-        name or a callable).
+        name or a callable); None (the default) is the best one installed, the
+        first of `PREFERRED_BACKENDS` the backend registry knows (`inductor`
+        when numpile_inductor is installed, else `eager`).
     suppress_errors: when True, a failure inside numpile itself (a backend
         that raises, guards that reject the inputs they were built from) is
         logged and the function runs eagerly, instead of raising.
@@ -44,34 +46,24 @@ class CaptureConfig:
         seen changing becomes a graph input, so an operand of array
         arithmetic (a learning rate, a step count) no longer recompiles per
         value; a use that needs the value (a branch, a shape) still guards it.
+    performance_warnings: when True (the default), a decorated function that
+        runs as several graphs (a graph break) gives one
+        `NumpilePerformanceWarning` naming its first break; False silences it
+        (the `perf_hints` log channel still lists every break).
 
-        >>> CaptureConfig().default_backend
-        'eager'
+        >>> CaptureConfig().default_backend is None
+        True
     """
 
     cache_size_limit: int = 8
-    default_backend: Any = "eager"
+    default_backend: Any = None
     suppress_errors: bool = False
     verbose: bool = False
     automatic_dynamic_shapes: bool = True
     duck_shape: bool = True
     specialize_int: bool = False
     specialize_float: bool = False
-
-    @contextlib.contextmanager
-    def patch(self, **changes: Any) -> Iterator[CaptureConfig]:
-        """Set fields for the duration of a `with` block, then restore them."""
-        unknown = [name for name in changes if not hasattr(self, name)]
-        if unknown:
-            raise AttributeError(f"CaptureConfig has no field(s) {', '.join(unknown)}")
-        saved = {name: getattr(self, name) for name in changes}
-        for name, value in changes.items():
-            setattr(self, name, value)
-        try:
-            yield self
-        finally:
-            for name, value in saved.items():
-                setattr(self, name, value)
+    performance_warnings: bool = True
 
 
 # NOTE: the one live configuration object of the capture layer (a module global by design).

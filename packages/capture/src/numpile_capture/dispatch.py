@@ -19,6 +19,7 @@ raises `Unsupported` with `fullgraph=True`. A capture that fails for any other
 reason (an invalid NumPy program) runs the function eagerly, so the user sees
 NumPy's own exception from their own line.
 
+    >>> from numpile_capture import compile_function
     >>> @compile_function
     ... def f(x):
     ...     return np.sin(x) + 1
@@ -49,12 +50,13 @@ from numpile_guards import (
     filter_guards,
     split_guard_filter,
 )
-from numpile_runtime import timed
+from numpile_runtime import compile_progress, timed
 
 from .backends import (
     BackendCompileError,
     BackendFn,
     backend_name,
+    default_backend,
     lookup_backend,
 )
 from .binder import make_binder
@@ -64,6 +66,7 @@ from .capture_events import recording_captures as recording_captures
 from .capture_result import CaptureResult, Unsupported
 from .compile_options import MODES as MODES
 from .compile_options import backend_kwargs
+from .compiling import backend_compiling
 from .config import config
 from .dynamic_shapes import (
     DynamicPolicy,
@@ -91,8 +94,10 @@ from .fallbacks import (
     InternalCompilerError as InternalCompilerError,
 )
 from .graph import Graph
+from .performance_hints import report_graph_break
+from .pickling import reduce_compiled
 from .stance import Stance, compiled_region, current_stance
-from .trace_rules import in_disabled_region
+from .trace_rules import ForbiddenCallError, in_disabled_region
 
 if TYPE_CHECKING:
     from .graph_breaks import GraphBreak
@@ -174,7 +179,7 @@ class CompiledFunction:
         self.mode = mode
         self.options = options
         self._guard_filter, _ = split_guard_filter(options)
-        self.backend = config.default_backend if backend is None else backend
+        self.backend = default_backend() if backend is None else backend
         self._backend_fn = lookup_backend(self.backend)
         self._backend_kwargs = backend_kwargs(
             self._backend_fn, self.backend, mode, options, warn=False
@@ -197,6 +202,12 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         return f"<numpile compiled {self._fn.__qualname__} at {where(self._fn)}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # How to compile it again, never what was compiled (see `pickling`).
+        settings: dict[str, Any] = {"fullgraph": self.fullgraph, "dynamic": self.dynamic}
+        settings.update(mode=self.mode, backend=self.backend, options=self.options)
+        return reduce_compiled(self, self._fn, settings)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         # Compiled methods: bind like a function would.
@@ -289,10 +300,14 @@ class CompiledFunction:
     ) -> Any:
         fn = self._fn
         G = fn.__globals__
-        if cache.eager_reason is not None or stance.name == "eager_on_recompile":
+        if cache.eager_reason is not None:
             return self._run_eagerly(stance, args, kwargs)
+        # NOTE: a function without compiled code (never compiled, or since `reset()`) compiles
+        # for the first time under every stance; only a recompile is refused (as documented).
         has_entries = bool(cache.entries_for(tag))
-        if stance.name == "fail_on_recompile":
+        if stance.name == "eager_on_recompile" and has_entries:
+            return self._run_eagerly(stance, args, kwargs)
+        if stance.name == "fail_on_recompile" and has_entries:
             raise RuntimeError(
                 fail_on_recompile_message(fn, cache.failures(L, fn.__globals__, fn, tag))
             )
@@ -383,6 +398,8 @@ class CompiledFunction:
                 capturing_with(self._policy(backend_fn, static)),
             ):
                 result = self._capture_fn(fn, args, kwargs)
+        except ForbiddenCallError:
+            raise  # set_stance inside a compiled function: the user's error, not a fallback
         except Unsupported as exc:
             if not static and used_symbols():
                 raise DynamicCompileError(str(exc)) from exc
@@ -468,6 +485,8 @@ class CompiledFunction:
             fn.__code__.co_qualname, graph, result.guards, reason, result.filename, result.lineno
         )
         record_event(event)
+        if reason is not None:
+            report_graph_break(fn, reason, result.filename, result.lineno, quiet=self._quiet)
         runner = BreakRunner(result, graph_fn, fn, self._wrap)
         metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
         metadata.update({"guards": result.guards, "graph_break": result})
@@ -508,7 +527,8 @@ class CompiledFunction:
         if graph_has_symbols(graph) and symbolic_params(graph):
             raise DynamicCompileError(f"symbolic parameters in {symbolic_params(graph)}")
         try:
-            compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
+            with backend_compiling(), compile_progress(f"{fn.__qualname__} ({where(fn)})"):
+                compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
         except Exception as exc:
             if graph_has_symbols(graph):
                 raise DynamicCompileError(f"backend: {type(exc).__name__}: {exc}") from exc

@@ -11,14 +11,16 @@ each call.
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable
 from typing import Any, overload
 
-from .backends import BackendFn, lookup_backend
+from .backends import BackendFn, default_backend, lookup_backend
 from .compile_options import backend_kwargs, validate_mode
-from .config import config
+from .compiled_callees import compiles_callees, compiling_callees
 from .dispatch import CompiledFunction
+from .numpy_wrapper import WRAPPED_ATTRIBUTE, with_device_results
 
 
 def _backend_for_device(device: str | None, backend: str | BackendFn | None) -> Any:
@@ -27,7 +29,7 @@ def _backend_for_device(device: str | None, backend: str | BackendFn | None) -> 
         return backend
     if device != "cuda":
         raise ValueError(f"unknown device {device!r}; valid devices: None, 'cuda'")
-    chosen = config.default_backend if backend is None else backend
+    chosen = default_backend() if backend is None else backend
     if chosen not in ("inductor", "triton"):
         raise ValueError(
             f"device='cuda' runs Triton kernels; it needs backend 'inductor' or 'triton', "
@@ -37,8 +39,27 @@ def _backend_for_device(device: str | None, backend: str | BackendFn | None) -> 
 
 
 def _unwrap(model: Callable[..., Any]) -> Callable[..., Any]:
-    original = getattr(model, "_numpile_original", None)
-    return original if original is not None else model
+    original: Callable[..., Any] | None = getattr(model, "_numpile_original", None)
+    if original is not None:
+        return original
+    plain = isinstance(model, types.FunctionType | type) or not callable(model)
+    if not plain and not hasattr(model, "__code__"):
+        return _builtin_caller(model)  # a builtin, a ufunc, a callable object
+    return model
+
+
+def _builtin_caller(builtin: Callable[..., Any]) -> Callable[..., Any]:
+    # A builtin has no bytecode: compile a Python frame that calls it, as torch does. Capture
+    # then meets the call: a NumPy binding or a `substitute_in_graph` polyfill is traced;
+    # anything else is Unsupported (a graph break, or the error with fullgraph=True).
+    def call_builtin(*args: Any, **kwargs: Any) -> Any:
+        return builtin(*args, **kwargs)
+
+    call_builtin.__name__ = getattr(builtin, "__name__", call_builtin.__name__)
+    call_builtin.__qualname__ = getattr(builtin, "__qualname__", call_builtin.__qualname__)
+    call_builtin.__doc__ = builtin.__doc__
+    call_builtin.__wrapped__ = builtin  # type: ignore[attr-defined]
+    return call_builtin
 
 
 @overload
@@ -91,7 +112,8 @@ def compile_function(
         inputs follow it too: a dynamic one is a graph input, not a constant
         (`config.specialize_int` / `specialize_float` opt out).
     backend: a registered backend name or a callable `(graph, example_inputs)`;
-        None means `config.default_backend`.
+        None means `config.default_backend`, and when that is None the best backend
+        installed (`preferred_backend()`: the inductor when numpile_inductor is).
     mode: "default", "reduce-overhead", "max-autotune" or
         "max-autotune-no-cudagraphs", passed to backends that accept `mode`.
     options: a dict of backend options, passed to backends that accept
@@ -107,7 +129,7 @@ def compile_function(
     """
     validate_mode(mode, options)
     backend = _backend_for_device(device, backend)
-    chosen = config.default_backend if backend is None else backend
+    chosen = default_backend() if backend is None else backend
     # Checked here, at the user's call: unknown names, and mode/options the backend refuses.
     backend_kwargs(lookup_backend(chosen), chosen, mode, options)
 
@@ -124,7 +146,7 @@ def compile_function(
                 options=options,
             )
             return types.MethodType(compiled, fn.__self__)
-        return CompiledFunction(
+        compiled = CompiledFunction(
             _unwrap(fn),
             fullgraph=fullgraph,
             dynamic=dynamic,
@@ -132,6 +154,13 @@ def compile_function(
             mode=mode,
             options=options,
         )
+        if compiles_callees(fn):
+            # disable(f, recursive=False) compiled: f runs in Python, its callees compile.
+            return functools.wraps(fn)(compiling_callees(fn, compiled._wrap))
+        if getattr(fn, WRAPPED_ATTRIBUTE, False):
+            # wrap_numpy(f) compiled: f compiled; NumPy results of CuPy calls go to the GPU.
+            return functools.wraps(fn)(with_device_results(compiled))
+        return compiled
 
     if model is None:
         return decorate

@@ -16,7 +16,19 @@ from collections.abc import Sequence
 from .capture_result import Unsupported
 
 
-class CaptureFallbackWarning(UserWarning):
+class NumpilePerformanceWarning(UserWarning):
+    """Compiled code runs slower than it could: split into several graphs, or eagerly.
+
+    Each kind says once (per function, or per process) what happened, where, and what to
+    do. Every warning numpile gives about speed is one, so one filter silences them all:
+    `warnings.filterwarnings("ignore", category=numpile.NumpilePerformanceWarning)`.
+
+        >>> issubclass(NumpilePerformanceWarning, UserWarning)
+        True
+    """
+
+
+class CaptureFallbackWarning(NumpilePerformanceWarning):
     """A compiled function runs eagerly: it could not be captured, or hit the cache limit.
 
     Silence it with `warnings.filterwarnings("ignore", category=CaptureFallbackWarning)`.

@@ -29,6 +29,7 @@ from .capture_result import Unsupported
 from .frame_state import FrameState
 from .graph import Node
 from .source_line import SourceLine
+from .trace_rules import ForbiddenCallError
 from .variables import ConstantVar, FunctionVar, Variable
 
 if TYPE_CHECKING:
@@ -124,6 +125,11 @@ class Frame:
                     )
             except BreakAt:
                 raise
+            except ForbiddenCallError as exc:
+                if exc.filename is not None:
+                    raise
+                # Never a break, not even inside a try block: the user's error, at their line.
+                raise ForbiddenCallError(exc.reason, self.code.co_filename, inst.lineno) from None
             except Unsupported as exc:
                 self._unsupported(exc, inst)
             except Exception as error:

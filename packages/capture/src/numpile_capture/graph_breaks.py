@@ -46,6 +46,7 @@ from .break_runner import MAX_NESTED_RESUMES as MAX_NESTED_RESUMES
 from .break_runner import BreakRunner as BreakRunner
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import CaptureResult, Unsupported
+from .compiled_callees import compiles_callees
 from .frame import BreakAt, Frame, ReturnWithEffects, StopAtBreak
 from .graph import Graph, Node
 from .operators import specialized
@@ -466,7 +467,7 @@ def _callee_position(frame: Frame, site: BreakSite) -> int | None:
         return None
     if is_library_code(candidate.code) or candidate.code.co_flags & 0x20:  # CO_GENERATOR
         return None
-    if rule_for(candidate.fn) is not None:
+    if rule_for(candidate.fn) is not None and not compiles_callees(candidate.fn):
         return None  # disabled, disallowed or graph_break(): it runs as it is
     return position
 

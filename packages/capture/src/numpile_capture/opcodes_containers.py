@@ -16,6 +16,7 @@ from .capture_result import Unsupported
 from .loop_capture import LoopFallback, RangeIterVar, keep_loop, log, range_iterator, unrolled
 from .operators import (
     iterate,
+    specialized,
 )
 from .variables import (
     ConstantVar,
@@ -168,7 +169,8 @@ def _constant_of(value: Variable, what: str) -> Any:
     value = known_constant(value)
     if not isinstance(value, ConstantVar):
         raise Unsupported(f"not supported yet: {what} of {value.describe()}")
-    return value.value
+    # Text shows numbers, never symbols: a symbolic size is specialized (guarded) here.
+    return specialized(value.value)
 
 
 _CONVERSIONS: dict[int, Callable[[Any], str]] = {1: str, 2: repr, 3: ascii}

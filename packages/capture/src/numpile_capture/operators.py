@@ -132,6 +132,8 @@ def specialized(value: Any) -> Any:
         return tuple(specialized(item) for item in value)
     if type(value) is list:
         return [specialized(item) for item in value]
+    if type(value) is dict:
+        return {key: specialized(item) for key, item in value.items()}
     if isinstance(value, slice):
         return slice(specialized(value.start), specialized(value.stop), specialized(value.step))
     return value
@@ -285,6 +287,11 @@ def _scalar_operand(
     # for ints to the range NumPy converts without OverflowError; otherwise what
     # to_graph_value gives. With no array beside it (`np.sqrt(1 - 0.999 ** t)`) the graph
     # computes NumPy's 0-d result, a NumPy scalar, instead of baking in this call's value.
+    size = isinstance(var, ConstantVar) and isinstance(var.value, SymInt)
+    if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+        # A symbolic size in arithmetic with arrays (`x * x.shape[0]`) stays symbolic: the
+        # graph takes it as an int input, so one entry serves every size.
+        var = tracer.builder.size_input(var.value)
     if not isinstance(var, ScalarInputVar):
         return to_graph_value(var)
     arrays = [arg.meta.dtype for arg in args if isinstance(arg, ArrayVar)]
@@ -306,6 +313,8 @@ def _scalar_operand(
             lo, hi = max(lo, int(info.min)), min(hi, int(info.max))
         if not lo <= var.current <= hi:
             return var.as_python_constant()  # NumPy raises (or compares) on this value
+        if size and lo <= 0 and hi == int(_INT64.max):
+            return var.node()  # a size is in [0, 2**63): nothing to guard
         text = f"{lo} <= {var.source.name} <= {hi}"
         tracer.builder.guard_relation(text, f"converted to {target.name}")
     return var.node()
@@ -333,6 +342,7 @@ def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variab
         return sequence
     if isinstance(left, ScalarNodeVar) or isinstance(right, ScalarNodeVar):
         return run_time_arithmetic(tracer, base, left, right)
+    left, right = _sizes_as_inputs(tracer, base, left, right)
     derived = _scalar_arithmetic(tracer, base, left, right)
     if derived is not None:
         return derived
@@ -357,6 +367,32 @@ _SCALAR_SYMBOLS = {
 }
 _DIVISIONS = ("truediv", "floordiv", "mod")
 _COMPARISON_SYMBOLS = {name: symbol for symbol, name in COMPARE_NAMES.items()}
+
+
+# Python arithmetic a SymInt can only do on its int (it would specialize the size).
+_SIZE_SPECIALIZING = ("truediv", "pow")
+
+
+def _is_size(var: Variable) -> bool:
+    return isinstance(var, ConstantVar) and isinstance(var.value, SymInt)
+
+
+def _sizes_as_inputs(
+    tracer: Tracer, name: str, left: Variable, right: Variable
+) -> tuple[Variable, Variable]:
+    # `n / 2`, `n ** 2`, `lr * n` on a symbolic size n: the size becomes an int graph input
+    # (see VariableBuilder.size_input) and the result an unspecialized scalar, not a guard.
+    if not (_is_size(left) or _is_size(right)):
+        return left, right
+    scalar = isinstance(left, ScalarInputVar) or isinstance(right, ScalarInputVar)
+    if not scalar and name not in _SIZE_SPECIALIZING:
+        return left, right
+    sides = []
+    for var in (left, right):
+        if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+            var = tracer.builder.size_input(var.value)
+        sides.append(var)
+    return sides[0], sides[1]
 
 
 def _scalar_text(var: Variable) -> str | None:

@@ -3,7 +3,9 @@
 `set_stance` works as a function, a context manager and a decorator:
 
     >>> set_stance("force_eager")        # from now on, compiled functions run eagerly
+    set_stance('force_eager')
     >>> set_stance("default")
+    set_stance('default')
     >>> with set_stance("force_eager"):  # only inside the block
     ...     pass
     >>> @set_stance("force_eager")       # only while bar runs
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
@@ -31,6 +32,10 @@ from typing import Any, TypeVar
 import attrs
 
 from .backends import BackendFn, lookup_backend
+from .region import ThreadRegion
+from .trace_rules import ForbiddenCallError, forbid_in_graph
+
+_INSIDE = "inside a compiled region; set the stance outside the compiled function (around the call)"
 
 STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile")
 
@@ -53,7 +58,8 @@ class Stance:
 # NOTE: the process-wide current stance (a module global by design, as in torch).
 _current = Stance()
 
-_region = threading.local()
+# NOTE: how deep this thread is in compiled regions (per thread).
+_region = ThreadRegion()
 
 
 def current_stance() -> Stance:
@@ -71,7 +77,7 @@ def in_compiled_region() -> bool:
     >>> in_compiled_region()
     False
     """
-    return bool(getattr(_region, "depth", 0))
+    return _region.active
 
 
 @contextlib.contextmanager
@@ -82,20 +88,14 @@ def compiled_region() -> Iterator[None]:
     ...     in_compiled_region()
     True
     """
-    _region.depth = getattr(_region, "depth", 0) + 1
-    try:
+    with _region.entered():
         yield
-    finally:
-        _region.depth -= 1
 
 
 def _install(stance: Stance) -> Stance:
     global _current
     if in_compiled_region():
-        raise RuntimeError(
-            "attempted to call numpile.set_stance inside a compiled region; "
-            "set the stance outside the compiled function (around the call)"
-        )
+        raise ForbiddenCallError(f"attempted to call numpile.set_stance {_INSIDE}")
     previous = _current
     _current = stance
     return previous
@@ -162,7 +162,15 @@ class set_stance:  # noqa: N801 - a function-like API that is also a context man
             finally:
                 _install(previous)
 
+        # Called from compiled code it would switch the stance mid-region: forbidden, as torch.
+        forbid_in_graph(
+            with_stance,
+            f"{fn.__qualname__} is decorated with set_stance, which cannot run {_INSIDE}",
+        )
         return with_stance  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         return f"set_stance({self.stance.name!r})"
+
+
+forbid_in_graph(set_stance, f"numpile.set_stance cannot be called {_INSIDE}")

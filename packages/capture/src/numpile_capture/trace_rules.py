@@ -11,6 +11,7 @@ every call it meets and obeys the `Rule` it gets back:
 | `allow_in_graph(fn)`               | ALLOW         | one opaque node: `rule.op()`         |
 | `substitute_in_graph(orig)(poly)`  | SUBSTITUTE    | inline `rule.polyfill` instead       |
 | `register_transform(fn, expand)`   | TRANSFORM     | `rule.expand(TransformCall)` adds nodes |
+| `forbid_in_graph(fn, reason)`      | FORBIDDEN     | raises `ForbiddenCallError`: never traced |
 
 `rule.breaks` is True for the three kinds that break, and `rule.reason` is the
 text for `explain()` and for `Unsupported` under `fullgraph=True`.
@@ -46,8 +47,9 @@ API for the tracer (all thread-safe to read; registration happens at import time
   wrapper runs on this thread; the dispatcher runs compiled functions eagerly
   then, so nothing called from a disabled function is compiled.
 - `clear()`: forget every registration; `disable` wrappers stay disabled, since
-  their rule lives on the wrapper itself. `scoped_rules()`: a `with` block whose
-  registrations are forgotten on exit, earlier ones kept (for tests).
+  their rule lives on the wrapper itself, and forbidden callables stay forbidden.
+  `scoped_rules()`: a `with` block whose registrations are forgotten on exit,
+  earlier ones kept (for tests).
 
     >>> import numpy as np
     >>> def noisy(x):
@@ -77,8 +79,10 @@ import attrs
 import numpy as np
 
 from .capture_result import Unsupported
+from .compiling import backend_compiling
 from .meta import ArrayMeta, ScalarMeta, contiguous_strides, meta_of
 from .op import Op, OpKind
+from .region import ThreadRegion
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -91,6 +95,28 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 _DISABLE_ATTRIBUTE = "_numpile_disable_rule"
 # The attribute a function transform's wrapper carries its rule in (dies with the wrapper).
 _TRANSFORM_ATTRIBUTE = "_numpile_transform_rule"
+# The attribute a forbidden function (a `set_stance`-decorated one) carries its rule in.
+_FORBIDDEN_ATTRIBUTE = "_numpile_forbidden_rule"
+
+
+class ForbiddenCallError(RuntimeError):
+    """Compiled code called a function that must never run inside a compiled region.
+
+    `set_stance` is one (the stance cannot change while compiled code runs), and so
+    is every function decorated with it. The error reaches the caller of the
+    compiled function; it is not a graph break. `filename` and `lineno` say where the
+    user's code made the call.
+
+        >>> str(ForbiddenCallError("set_stance is forbidden", "model.py", 3))
+        'set_stance is forbidden (model.py:3)'
+    """
+
+    def __init__(self, reason: str, filename: str | None = None, lineno: int | None = None):
+        self.reason = reason
+        self.filename = filename
+        self.lineno = lineno
+        where = f" ({filename}:{lineno})" if filename is not None else ""
+        super().__init__(f"{reason}{where}")
 
 
 class RuleKind(enum.Enum):
@@ -102,6 +128,7 @@ class RuleKind(enum.Enum):
     SUBSTITUTE = "substitute"
     GRAPH_BREAK = "graph_break"
     TRANSFORM = "transform"
+    FORBIDDEN = "forbidden"
 
 
 _BREAKING = (RuleKind.DISABLED, RuleKind.DISALLOW, RuleKind.GRAPH_BREAK)
@@ -151,11 +178,14 @@ class Rule:
 # NOTE: registries keyed by id(); each Rule holds its target, so an id is never reused while
 # its entry exists. Insertion-ordered like every table here. Guarded by _LOCK for writes.
 _RULES: dict[int, Rule] = {}
+# NOTE: forbidden callables by id (each Rule holds its target); `clear()` keeps them.
+_FORBIDDEN: dict[int, Rule] = {}
 _ALLOWED_OPS: dict[int, Op] = {}
 _OP_NAMES: set[str] = set()
 _LOCK = threading.Lock()
 
-_region = threading.local()
+# NOTE: how deep this thread is in functions wrapped by disable(recursive=True).
+_region = ThreadRegion()
 
 
 def _name_of(fn: Any) -> str:
@@ -181,10 +211,14 @@ def rule_for(fn: Any) -> Rule | None:
     if fn is _run_disabled:
         return _RUN_DISABLED_RULE
     if isinstance(fn, types.FunctionType):
-        own = fn.__dict__.get(_DISABLE_ATTRIBUTE) or fn.__dict__.get(_TRANSFORM_ATTRIBUTE)
+        own = (
+            fn.__dict__.get(_DISABLE_ATTRIBUTE)
+            or fn.__dict__.get(_TRANSFORM_ATTRIBUTE)
+            or fn.__dict__.get(_FORBIDDEN_ATTRIBUTE)
+        )
         if isinstance(own, Rule):
             return own
-    rule = _RULES.get(id(fn))
+    rule = _RULES.get(id(fn)) or _FORBIDDEN.get(id(fn))
     if rule is not None:
         return rule
     func = getattr(fn, "__func__", None) if isinstance(fn, types.MethodType) else None
@@ -240,16 +274,7 @@ def in_disabled_region() -> bool:
     >>> in_disabled_region()
     False
     """
-    return bool(getattr(_region, "depth", 0))
-
-
-@contextmanager
-def _disabled_region() -> Iterator[None]:
-    _region.depth = getattr(_region, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _region.depth -= 1
+    return _region.active
 
 
 def _run_disabled(original: Any, recursive: bool, args: Any, kwargs: Any) -> Any:
@@ -257,7 +282,7 @@ def _run_disabled(original: Any, recursive: bool, args: Any, kwargs: Any) -> Any
     # directly (numpile.compile(numpile.disable(f))) runs `original` in plain Python.
     if not recursive:
         return original(*args, **kwargs)
-    with _disabled_region():
+    with _region.entered():
         return original(*args, **kwargs)
 
 
@@ -315,6 +340,31 @@ def disable(
 
         return decorate
     return _make_disabled(fn, recursive, reason)
+
+
+def forbid_in_graph(fn: _F, reason: str) -> _F:
+    """Make a call to `fn` from captured code raise `ForbiddenCallError` (never a break).
+
+    For functions whose effect is wrong inside a compiled region (`set_stance`).
+    A Python function carries its rule itself; other callables are kept in a
+    table that `clear()` does not empty. Returns `fn`.
+
+        >>> def switch():
+        ...     pass
+        >>> forbid_in_graph(switch, "it switches modes").__name__
+        'switch'
+        >>> rule_for(switch).kind.value
+        'forbidden'
+    """
+    rule = Rule(
+        RuleKind.FORBIDDEN, fn, f"attempt to trace forbidden callable {_name_of(fn)}: {reason}"
+    )
+    if isinstance(fn, types.FunctionType):
+        setattr(fn, _FORBIDDEN_ATTRIBUTE, rule)
+    else:
+        with _LOCK:
+            _FORBIDDEN[id(fn)] = rule
+    return fn
 
 
 # ---------------------------------------------------------------------------------------------
@@ -514,6 +564,21 @@ def register_transform(fn: _F, expand: Callable[[TransformCall], Any], reason: s
 # the opaque op of an allowed function
 
 
+def allowed_op(fn: Callable[..., Any]) -> Op:
+    """The opaque op of `fn`, marked `allow_in_graph` first if it is not (a rule of another
+    layer that puts a call to `fn` into a graph it builds, as custom derivative rules do).
+
+    >>> def quadruple(x):
+    ...     return x * 4
+    >>> allowed_op(quadruple) is allowed_op_named(allowed_op(quadruple).name)
+    True
+    """
+    rule = rule_for(fn)
+    if rule is None or rule.kind is not RuleKind.ALLOW:
+        allow_in_graph(fn)
+    return _allowed_op(fn)
+
+
 def allowed_op_named(name: str) -> Op | None:
     """The op made for an `allow_in_graph` function, by its name; None if there is none.
 
@@ -549,7 +614,7 @@ def _allowed_op(fn: Callable[..., Any]) -> Op:
 
     def meta(*inputs: Any, **params: Any) -> ArrayMeta | ScalarMeta:
         examples = [_example(value) for value in inputs]
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
+        with warnings.catch_warnings(), np.errstate(all="ignore"), backend_compiling():
             warnings.simplefilter("ignore")
             result = fn(*examples, **params)
         if not isinstance(result, np.ndarray | np.generic):

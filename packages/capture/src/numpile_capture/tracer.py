@@ -42,7 +42,7 @@ from numpile_guards import AttrSource, ItemSource, LocalSource, Source
 from .attributes import inspectable, load_attribute, plain_class, user_method
 from .builtin_calls import builtin_handler, container_method
 from .capture_result import CaptureResult, Unsupported
-from .compiling import is_compiling
+from .compiling import COMPILE_PROBES
 from .frame import BreakAt, Frame, ReturnWithEffects
 from .frame_state import bind_arguments
 from .graph import Graph, Node, array_devices
@@ -56,7 +56,7 @@ from .operators import (
 )
 from .resume_code import STACK_PREFIX
 from .side_effects import SideEffects
-from .trace_rules import Rule, RuleKind, TransformCall, rule_for
+from .trace_rules import ForbiddenCallError, Rule, RuleKind, TransformCall, rule_for
 from .user_classes import construct, constructible, is_library_class, is_library_code, object_method
 from .variable_builder import VariableBuilder
 from .variables import (
@@ -241,6 +241,8 @@ class Tracer:
     ) -> Variable:
         if rule.breaks:
             raise Unsupported(rule.reason)
+        if rule.kind is RuleKind.FORBIDDEN:
+            raise ForbiddenCallError(rule.reason)
         if rule.kind is RuleKind.ALLOW:
             graph_args = [to_graph_value(arg) for arg in args]
             graph_kwargs = {key: to_graph_value(value) for key, value in kwargs.items()}
@@ -321,8 +323,8 @@ class Tracer:
         self, fn: CallableVar, args: list[Variable], kwargs: dict[str, Variable]
     ) -> Variable:
         value = fn.value
-        if value is is_compiling:
-            return ConstantVar(True)
+        if isinstance(value, types.FunctionType) and value in COMPILE_PROBES:
+            return ConstantVar(COMPILE_PROBES[value])
         derived = scalar_call(self, value, args, kwargs)
         if derived is not None:
             return derived
@@ -368,6 +370,9 @@ class Tracer:
                 raise Unsupported(
                     f"not supported yet: {method.describe()} on captured values"
                 ) from None
+            if isinstance(receiver.value, str):
+                # "{}".format(n), "x".join(...): text shows sizes as numbers, never symbols.
+                values, keywords = specialized(values), specialized(keywords)
             bound = getattr(receiver.value, method.name)
             return self.builder.build_unguarded(bound(*values, **keywords))
         raise Unsupported(f"not supported yet: calling {method.describe()}")

@@ -33,6 +33,7 @@ from numpile_guards import (
     ArraySpec,
     AttrSource,
     ClosureSource,
+    ExpressionSource,
     GlobalSource,
     Guard,
     GuardKind,
@@ -45,7 +46,7 @@ from numpile_guards.shape_env import ShapeEnv
 from numpile_guards.symbolic import RelationSource, ShapeGuard, SymInt, shape_guard_as_guard
 from numpile_runtime import is_device_array
 
-from .compiling import is_compiling
+from .compiling import COMPILE_PROBES
 from .dynamic_shapes import DimChoice, current_policy, set_active_shape_env
 from .graph import Graph, Node
 from .meta import ArrayMeta, ScalarMeta, contiguous_strides, meta_of
@@ -168,7 +169,7 @@ class VariableBuilder:
             return ConstantVar(value)
         if isinstance(value, types.ModuleType):
             return ModuleVar(value)
-        if isinstance(value, types.FunctionType) and value is not is_compiling:
+        if isinstance(value, types.FunctionType) and value not in COMPILE_PROBES:
             return self.function_var(value, None)
         if callable(value):
             return CallableVar(value)
@@ -221,7 +222,7 @@ class VariableBuilder:
     def _wrap(self, value: Any, source: Source) -> Variable:
         if isinstance(value, np.ndarray) or is_device_array(value):
             return self._wrap_array(value, source)
-        if value is is_compiling:
+        if isinstance(value, types.FunctionType) and value in COMPILE_PROBES:
             self._guard(GuardKind.ID_MATCH, source, value)
             return CallableVar(value, source=source)
         original = getattr(value, "_numpile_original", None)
@@ -262,14 +263,18 @@ class VariableBuilder:
         self._guard(GuardKind.TYPE_MATCH, source, type(value))
         return self.scalar_input(value, source)
 
-    def scalar_input(self, value: int | float, source: Source) -> ScalarInputVar:
+    def scalar_input(
+        self, value: int | float, source: Source, *, name: str | None = None
+    ) -> ScalarInputVar:
         """An unspecialized scalar read from `source` (whose type is already guarded).
 
         Arithmetic on scalar inputs gives more of them, read from an `ExpressionSource`.
+        `name` names its placeholder (default: after the source).
         """
 
         def make_node() -> Node:
-            node = self.graph.placeholder(placeholder_name(source), ScalarMeta(type(value)))
+            label = name or placeholder_name(source)
+            node = self.graph.placeholder(label, ScalarMeta(type(value)))
             self.input_sources.append(source)
             return node
 
@@ -277,6 +282,21 @@ class VariableBuilder:
             self._guard(GuardKind.EQUALS_MATCH, source, value)
 
         return ScalarInputVar(value, make_node, on_read, source=source)
+
+    def size_input(self, size: SymInt) -> ScalarInputVar:
+        """A symbolic size as an unspecialized int graph input (one per expression).
+
+        Its source is the size expression over the inputs' sizes, e.g.
+        `(L['x'].shape[0] - 1)`, evaluated on each call: the graph computes with the
+        call's size instead of baking in the one seen at capture, as torch's SymInts do.
+        """
+        source = ExpressionSource(size.env.render(size.expr))
+        found = self._built.get(source.name)
+        if not isinstance(found, ScalarInputVar):
+            label = "size_" + re.sub(r"\W+", "_", str(size.expr)).strip("_")
+            found = self.scalar_input(size.hint, source, name=label)
+            self._built[source.name] = found
+        return found
 
     def guard_relation(self, text: str, reason: str) -> None:
         """Guard that the Python expression `text` over sources stays true (once)."""

@@ -1,5 +1,7 @@
 """numpile_guards: sources, guards and their compilation, per-code caches."""
 
+from numpile_runtime import distribution_version
+
 from .cache import DEFAULT_SIZE_LIMIT as DEFAULT_SIZE_LIMIT
 from .cache import CacheEntry as CacheEntry
 from .cache import CodeCache as CodeCache
@@ -38,7 +40,7 @@ from .source import StateSource as StateSource
 from .symbolic import ShapeGuard as ShapeGuard
 from .symbolic import SymInt as SymInt
 
-__version__ = "0.1.0"
+__version__ = distribution_version("numpile-guards")
 
 __all__ = [
     "ShapeEnv",

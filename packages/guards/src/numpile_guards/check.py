@@ -8,6 +8,7 @@ shape relations, then what is read from globals); a value fetched more than once
 is fetched once, with `:=`. Any exception while checking (a missing key,
 attribute or closure cell) means the check fails.
 
+    >>> from numpile_guards import GlobalSource
     >>> check = compile_guards([Guard(GuardKind.EQUALS_MATCH, GlobalSource("scale"), 2.0)])
     >>> check({}, {"scale": 2.0}, None), check.failure({}, {"scale": 3.0}, None)
     (True, "G['scale']: expected 2.0, got 3.0")

@@ -3,7 +3,9 @@
 A `Guard` pairs a `Source` with a `GuardKind` and the expected value. Guards
 are plain data; `compile_guards` turns a list of them into one fast check.
 
-    >>> Guard(GuardKind.TYPE_MATCH, LocalSource("n"), int)
+    >>> from numpile_guards import LocalSource
+    >>> print(Guard(GuardKind.TYPE_MATCH, LocalSource("n"), int))
+    TYPE_MATCH(L['n'], class int)
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ bool per entry, True to keep that guard. Every guard dropped is an assumption
 no longer checked: a call that breaks it runs the compiled code anyway, so the
 helpers are named `..._unsafe`, as in `torch.compiler`.
 
+    >>> import numpy as np
     >>> guards = [Guard(GuardKind.ID_MATCH, GlobalSource("np"), np)]
     >>> filter_guards(guards, skip_guard_on_globals_unsafe)
     ()
@@ -41,6 +42,7 @@ class GuardFilterEntry:
     guard kind's name (`"ARRAY_MATCH"`), `value` what the guard expects,
     `is_global` whether the value is read from the function's globals.
 
+        >>> from numpile_guards import LocalSource
         >>> entry = GuardFilterEntry.of(Guard(GuardKind.TYPE_MATCH, LocalSource("n"), int))
         >>> entry.name, entry.kind, entry.is_global
         ("L['n']", 'TYPE_MATCH', False)
@@ -67,6 +69,8 @@ def filter_guards(guards: Sequence[Guard], fn: GuardFilterFn | None) -> tuple[Gu
 
     `fn` must return one bool per guard; anything else is a TypeError naming it.
 
+        >>> from numpile_guards import GlobalSource
+        >>> guards = [Guard(GuardKind.EQUALS_MATCH, GlobalSource("scale"), 2.0)]
         >>> filter_guards(guards, lambda entries: [True] * len(entries)) == tuple(guards)
         True
     """

@@ -4,6 +4,7 @@
 does not hold, or None when it does. The dispatcher calls it only on a cache
 miss, to say why each existing entry was rejected:
 
+    >>> from numpile_guards import GlobalSource
     >>> guard_failure(Guard(GuardKind.EQUALS_MATCH, GlobalSource("scale"), 2.0),
     ...               {}, {"scale": 3.0}, None)
     "G['scale']: expected 2.0, got 3.0"
@@ -129,6 +130,7 @@ def guard_failure(guard: Guard, L: dict[str, Any], G: dict[str, Any], F: Any) ->
     A source that cannot be fetched (missing key, attribute or closure cell)
     is a failure, never an exception.
 
+        >>> from numpile_guards import LocalSource
         >>> spec = ArraySpec(np.ndarray, np.dtype("float32"), (8,), (4,))
         >>> guard_failure(Guard(GuardKind.ARRAY_MATCH, LocalSource("x"), spec),
         ...               {"x": np.zeros(9, np.float32)}, {}, None)

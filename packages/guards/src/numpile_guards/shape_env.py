@@ -9,9 +9,10 @@ equality between their sources. Branching on a size during capture
 known (ranges, divisibility) and deduplicated; `specialize` pins a size to its
 value where a symbolic value cannot be carried.
 
+    >>> import sympy
     >>> env = ShapeEnv()
     >>> s0 = env.create_symbol(8, "L['x'].shape[0]")
-    >>> env.create_symbol(8, "L['y'].shape[0]") is s0, env.evaluate(s0 % 4 == 0)
+    >>> env.create_symbol(8, "L['y'].shape[0]") is s0, env.evaluate(sympy.Eq(s0 % 4, 0))
     (True, True)
     >>> [guard.text for guard in env.produce_guards()]
     ["L['x'].shape[0] >= 2", "L['y'].shape[0] == L['x'].shape[0]", "L['x'].shape[0] % 4 == 0"]
@@ -141,6 +142,7 @@ class ShapeEnv:
     def simplify(self, expr: Any) -> Any:
         """`expr` simplified with the divisibility facts (`Mod(s0, 2)` is 0 when 4 divides s0).
 
+        >>> import sympy
         >>> env = ShapeEnv(); s0 = env.create_symbol(8, "L['x'].shape[0]")
         >>> env.evaluate(sympy.Eq(sympy.Mod(s0, 4), 0)); env.simplify(sympy.Mod(s0, 2))
         True
@@ -203,11 +205,16 @@ class ShapeEnv:
     def evaluate(self, relation: Any, *, reason: str = "") -> bool:
         """The truth of `relation` for the sizes seen now; a guard keeps it true for reuse.
 
-        Relations the known facts already decide record nothing.
+        Relations the known facts already decide record nothing; a bound on one
+        size tightens that size's range guard. A relation is a sympy relation
+        (`s0 > 4`, `sympy.Eq(s0 % 4, 0)`: Python's `==` on sympy values compares
+        expressions, not sizes).
 
             >>> env = ShapeEnv(); s0 = env.create_symbol(5, "L['x'].shape[0]")
-            >>> env.evaluate(s0 > 1), env.evaluate(s0 > 4), len(env.produce_guards())
-            (True, True, 2)
+            >>> env.evaluate(s0 > 1), env.evaluate(s0 > 4)
+            (True, True)
+            >>> [guard.text for guard in env.produce_guards()]
+            ["L['x'].shape[0] >= 5"]
         """
         if isinstance(relation, bool):
             return relation
@@ -371,6 +378,7 @@ class ShapeEnv:
 def has_fraction(expr: Any) -> bool:
     """Whether `expr` has a non-integer rational coefficient (`s0/2`, not `floor(s0/2)`).
 
+    >>> import sympy
     >>> has_fraction(sympy.Symbol("s0") / 2), has_fraction(sympy.floor(sympy.Symbol("s0") / 2))
     (True, False)
     """

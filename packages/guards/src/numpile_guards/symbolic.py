@@ -42,6 +42,7 @@ class ShapeGuard:
 
     `reason` says why capture needed it (a branch, "duck sizing", "specialized").
 
+        >>> import numpy as np, sympy
         >>> ShapeGuard(sympy.true, "L['x'].shape[0] >= 2", "size range").evaluate(
         ...     {"x": np.zeros(3)}, {}, None)
         True
@@ -82,6 +83,7 @@ class RelationSource(Source):
 def shape_guard_as_guard(guard: ShapeGuard) -> Guard:
     """`guard` as a SHAPE_RELATION guard (inlined in the compiled check as its text).
 
+    >>> import sympy
     >>> str(shape_guard_as_guard(ShapeGuard(sympy.true, "L['n'] > 1")))
     "SHAPE_RELATION(L['n'] > 1)"
     """
@@ -98,6 +100,7 @@ def python_text(expr: Any, names: Mapping[sympy.Symbol, str]) -> str:
 
     Integer semantics are kept: `Mod` is `%`, `floor(a/b)` is `//`.
 
+        >>> import sympy
         >>> s0 = sympy.Symbol("s0", integer=True, positive=True)
         >>> python_text(sympy.Eq(sympy.Mod(s0, 4), 0), {s0: "L['x'].shape[0]"})
         "L['x'].shape[0] % 4 == 0"
@@ -168,6 +171,7 @@ def _wrap(text: str, needed: bool) -> str:
 def bounds(expr: Any, ranges: Mapping[sympy.Symbol, tuple[int, Bound]]) -> tuple[Bound, Bound]:
     """Lower and upper bounds of `expr` over the symbol `ranges` (None: unknown or infinite).
 
+    >>> import sympy
     >>> s0 = sympy.Symbol("s0", integer=True, positive=True)
     >>> bounds(3 * s0 - 2, {s0: (2, None)})
     (4, None)
@@ -404,6 +408,7 @@ def is_size_expr(value: Any) -> bool:
 def wrap_size(expr: Any, env: ShapeEnv) -> Any:
     """A size for traced code: an int when `expr` is a number, else a `SymInt`.
 
+    >>> import sympy
     >>> wrap_size(sympy.Integer(4), None)
     4
     """

@@ -14,7 +14,6 @@ wrapper); build it through numpile_runtime; store the result in the graph cache.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +22,8 @@ import attrs
 import numpile_runtime as rt
 from numpile_capture import Graph, has_loops
 
-from .autotune import AutotuneChoice, autotune
-from .buffer_pool import pool_handler
+from .codegen.c.autotune import AutotuneChoice, autotune
+from .codegen.c.buffer_pool import pool_handler
 from .config import InductorConfig
 from .debug import debug_folder, graph_dot, write_debug_files
 from .errstate import called_from_line, extern_nodes, extern_origin, honouring_errstate
@@ -38,6 +37,8 @@ from .graph_cache import (
 )
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
 from .loops import compile_loop_bodies
+from .no_compiler import op_by_op
+from .pipeline import device_backend, functionalized, graph_device, lower_and_schedule
 
 if TYPE_CHECKING:
     import types
@@ -135,21 +136,34 @@ def inductor(
 
     It takes the graph inputs positionally. `mode` is "default" or "max-autotune"
     (see `list_mode_options`), `options` are inductor options (see `list_options`).
-    Without a C compiler it raises `CompilerNotFoundError` naming what to install.
+    Without a C compiler it runs the graph op by op with NumPy and warns once per
+    process (`no_compiler`); with option `cpp.no_compiler="raise"` it raises
+    `CompilerNotFoundError` naming what to install.
 
         >>> fn = inductor(graph, [np.ones(3)])  # doctest: +SKIP
     """
-    if any(getattr(node.meta, "device", "cpu") == "cuda" for node in graph.placeholders):
-        from .triton_backend import triton_backend  # CuPy inputs: Triton kernels
+    device = graph_device(graph)
+    if device != "cpu":  # CuPy inputs: the device's own code generator (Triton)
+        compiled: Callable[..., Any] = device_backend(device)(
+            graph, example_inputs, mode=mode, options=options
+        )
+        return compiled
+    config = InductorConfig.from_options(options, mode=mode)
 
-        return triton_backend(graph, example_inputs, mode=mode, options=options)
-    if has_loops(graph):
-        # Each loop body compiled once, run by a host loop (see `loops`).
-        def compile_body(body: Graph) -> Callable[..., Any]:
-            return compile_graph(body, options=options, mode=mode).fn
+    # Loop bodies the C loop nest cannot take are compiled once each and run by a host
+    # loop (see `loops`). Their mutation ops stay barriers: functionalizing a body would
+    # copy each array it writes back per iteration (and drops the run-time index of its
+    # `getitem_at` views).
+    def compile_body(body: Graph) -> Callable[..., Any]:
+        return _compile(body, config, None, functionalize=False).fn
 
-        graph = compile_loop_bodies(graph, compile_body)
-    return compile_graph(graph, options=options, mode=mode, example_inputs=example_inputs).fn
+    try:
+        compiled_graph = compile_loop_bodies(graph, compile_body) if has_loops(graph) else graph
+        return _compile(compiled_graph, config, example_inputs, functionalize=True).fn
+    except rt.CompilerNotFoundError as error:
+        if config.no_compiler == "raise":
+            raise
+        return op_by_op(graph, error)
 
 
 def _compile(
@@ -159,11 +173,6 @@ def _compile(
     *,
     functionalize: bool,
 ) -> CompiledGraph:
-    # Idle OpenMP threads sleep instead of spinning: kernels alternate with NumPy and BLAS
-    # calls on the same cores, and spinning threads starve them (3-30x slower measured on
-    # 2 busy cores). libgomp reads this once, when the first kernel module loads; a value
-    # the user set wins.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     toolchain = _toolchain()
     variant = "functional" if functionalize else "barrier"
     key = graph_key(graph, config, toolchain.identity, variant=variant)
@@ -186,17 +195,14 @@ def _compile(
                 return _finish(graph, config, artifact, module, None, cache_hit=True)
     rt.count("inductor_graph_cache_miss")
     # Late imports: code generation pulls in sympy (~0.3 s); a graph cache hit needs none.
-    from . import decompositions as _decompositions  # noqa: F401  (registers lowerings)
-    from . import reductions as _reductions  # noqa: F401  (registers lowerings)
-    from .lowering import lower_graph
-    from .scheduler import FusedKernel, schedule
-    from .wrapper import generate_module
+    from .codegen.c.wrapper import generate_module
+    from .scheduler import FusedKernel
 
     target, epilogue, functional_text = (
-        _functionalized(graph) if functionalize else (graph, None, "")
+        functionalized(graph) if functionalize else (graph, None, "")
     )
     with rt.timed("inductor_lowering"):
-        sched = schedule(lower_graph(target))
+        sched = lower_and_schedule(target)
     choice = None
     if config.max_autotune:
         choice = _autotune(graph, target, sched, config, example_inputs, epilogue, key)
@@ -249,6 +255,7 @@ def _finish(
     autotuned: AutotuneChoice | None = None,
 ) -> CompiledGraph:
     # The callable of a built module: externs handed over, pytree rebuild, epilogue.
+    c_loops = set(module.c_loops())
     steps = tuple(spec.callable_step("") for spec in artifact.externs)
     externs = tuple(
         called_from_line(graph, spec.origin, fn)
@@ -277,7 +284,15 @@ def _finish(
     replayable = artifact.epilogue is not None or not any(
         node.op is not None and node.op.mutates for node in graph.nodes
     )
-    warned = extern_nodes(graph, [(spec.op_name, spec.origin) for spec in artifact.externs])
+    # Loops that run as C report their flags like kernels: their ops warn on a replay.
+    warned = extern_nodes(
+        graph,
+        [
+            (spec.op_name, spec.origin)
+            for index, spec in enumerate(artifact.externs)
+            if index not in c_loops
+        ],
+    )
     fn = honouring_errstate(
         fn, graph, module, replayable=replayable, externs=bool(artifact.externs), warned=warned
     )
@@ -292,28 +307,6 @@ def _finish(
         autotuned=autotuned,
         flags=artifact.flags,
     )
-
-
-def _functionalized(graph: Graph) -> tuple[Graph, Epilogue | None, str]:
-    # The pure graph and its epilogue when the graph mutates; the graph itself otherwise
-    # or when functionalization refuses (then mutation ops stay barriers).
-    if not any(node.op is not None and node.op.mutates for node in graph.nodes):
-        return graph, None, ""
-    # Late import: only graphs with in-place updates need functionalization.
-    from numpile_autograd_aot import functionalize
-
-    try:
-        fg = functionalize(graph)
-    except NotImplementedError as error:
-        log.debug("not functionalized (%s): mutation ops stay barriers", error)
-        return graph, None, ""
-    epilogue = Epilogue(
-        fg.output_spec,
-        fg.num_outputs,
-        fg.mutated_inputs,
-        tuple((a.output, a.input, tuple(a.views)) for a in fg.output_aliases),
-    )
-    return fg.graph, epilogue, str(fg)
 
 
 def _autotune(
@@ -332,7 +325,7 @@ def _autotune(
         log.info("max_autotune skipped: the graph mutates its inputs and was not functionalized")
         return None
     flags = _flags(config)
-    from .wrapper import generate_module  # late: see _compile
+    from .codegen.c.wrapper import generate_module  # late: see _compile
 
     def build(thresholds: Sequence[int]) -> list[tuple[Callable[..., Any], Callable[[int], Any]]]:
         variants = [
@@ -367,8 +360,9 @@ def _toolchain() -> rt.Toolchain:
 def _no_compiler(error: rt.CompilerNotFoundError) -> rt.CompilerNotFoundError:
     return rt.CompilerNotFoundError(
         f"the inductor backend compiles graphs to C and needs a C compiler: {error}. "
-        "Without one, compile with backend='eager', or set "
-        "numpile.config.suppress_errors = True to run such functions eagerly with a warning"
+        "Without one, compile with backend='eager', set "
+        "numpile.config.suppress_errors = True to run such functions eagerly with a warning, "
+        "or unset NUMPILE_NO_COMPILER (option cpp.no_compiler) to run graphs op by op"
     )
 
 

@@ -2,7 +2,7 @@
 
 Option names are the ones `compile(options=...)` takes (torch.compile's names where
 they mean something on a CPU); `list_options()` lists them and `list_mode_options()`
-shows what each mode sets.
+shows what each mode sets. `TritonOptions` is the section the Triton backend reads.
 
 >>> InductorConfig.from_options({"trace.enabled": True}).trace_enabled
 True
@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import attrs
+
+from numpile_runtime import LayerConfig
 
 # NOTE: option names as users pass them in compile(options=...), mapped to fields, in the
 # order list_options() shows them.
@@ -31,6 +33,7 @@ _OPTION_FIELDS: dict[str, str] = {
     "cpp.parallel_threshold": "parallel_threshold",
     "cpp.threads": "threads",
     "cpp.extra_flags": "extra_flags",
+    "cpp.no_compiler": "no_compiler",
 }
 
 # NOTE: what each mode sets before the user's options apply (torch.compile's mode names;
@@ -54,11 +57,14 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "parallel_threshold": int,
     "threads": int,
     "extra_flags": (list, tuple),
+    "no_compiler": str,
 }
+# What `no_compiler` may say: run graphs op by op with NumPy (one warning), or raise.
+_NO_COMPILER_CHOICES = ("fallback", "raise")
 
 
 @attrs.frozen
-class InductorConfig:
+class InductorConfig(LayerConfig):
     """Knobs of the CPU inductor.
 
     - `max_autotune`: choose the OpenMP thread count and parallel threshold by timing the
@@ -76,6 +82,9 @@ class InductorConfig:
       element count reaches this (thread start-up costs a few microseconds).
     - `threads`: OpenMP threads for the graph's kernels (0: OpenMP's default).
     - `extra_flags`: more C compiler flags.
+    - `no_compiler`: without a usable C compiler, "fallback" (the default; env
+      `NUMPILE_NO_COMPILER` sets it) runs graphs op by op with NumPy after one
+      `NoCompilerWarning` per process; "raise" raises `CompilerNotFoundError`.
 
         >>> InductorConfig().fast_math
         False
@@ -91,6 +100,12 @@ class InductorConfig:
     parallel_threshold: int = 65536
     threads: int = 0
     extra_flags: tuple[str, ...] = ()
+    no_compiler: str = "fallback"
+
+    # NOTE: fields that change neither the generated code nor its build stay out of key().
+    KEY_EXCLUDES: ClassVar[frozenset[str]] = frozenset(
+        {"graph_cache", "trace_enabled", "debug_dir", "graph_diagram"}
+    )
 
     @classmethod
     def from_options(
@@ -106,6 +121,8 @@ class InductorConfig:
         values: dict[str, Any] = {}
         if os.environ.get("NUMPILE_COMPILE_DEBUG") == "1":
             values["trace_enabled"] = True
+        if os.environ.get("NUMPILE_NO_COMPILER"):
+            values["no_compiler"] = os.environ["NUMPILE_NO_COMPILER"].strip().lower()
         merged: dict[str, Any] = {**list_mode_options(mode or "default"), **(options or {})}
         for key, value in merged.items():
             if key not in _OPTION_FIELDS:
@@ -125,20 +142,13 @@ class InductorConfig:
             if field == "debug_dir" and value is not None:
                 value = os.fspath(value)
             values[field] = value
+        choice = values.get("no_compiler", "fallback")
+        if choice not in _NO_COMPILER_CHOICES:
+            raise ValueError(
+                f"inductor option 'cpp.no_compiler' (or NUMPILE_NO_COMPILER) is {choice!r}; "
+                "use 'fallback' or 'raise'"
+            )
         return cls(**values)
-
-    def key(self) -> str:
-        """The fields that change generated code or its build, as text for cache keys.
-
-        >>> "fast_math=False" in InductorConfig().key()
-        True
-        """
-        return (
-            f"max_autotune={self.max_autotune} "
-            f"epilogue_fusion={self.epilogue_fusion} fast_math={self.fast_math} "
-            f"parallel_threshold={self.parallel_threshold} threads={self.threads} "
-            f"extra_flags={list(self.extra_flags)}"
-        )
 
 
 def _type_names(expected: type | tuple[type, ...]) -> str:
@@ -158,10 +168,11 @@ def list_options() -> list[str]:
 def list_mode_options(mode: str | None = None) -> dict[str, Any]:
     """The options each mode sets: all modes as a dict of dicts, or the options of `mode`.
 
-    >>> list_mode_options("max-autotune")
-    {'max_autotune': True}
-    >>> sorted(list_mode_options())[:2]
-    ['default', 'max-autotune']
+    Examples:
+        >>> list_mode_options("max-autotune")
+        {'max_autotune': True}
+        >>> sorted(list_mode_options())[:2]
+        ['default', 'max-autotune']
     """
     if mode is None:
         return {name: dict(values) for name, values in _MODE_OPTIONS.items()}
@@ -169,3 +180,137 @@ def list_mode_options(mode: str | None = None) -> dict[str, Any]:
         known = ", ".join(repr(name) for name in _MODE_OPTIONS)
         raise ValueError(f"unknown mode {mode!r}; valid modes: {known}")
     return dict(_MODE_OPTIONS[mode])
+
+
+# The Triton backend's section (codegen/triton/).
+
+# max-autotune times cuBLAS against the template in every tile shape (also interpreted).
+_EVERY_GEMM: dict[str, Any] = {"gemm_backends": ("extern", "triton"), "gemm_tiles": None}
+_TRITON_MODES: dict[str, dict[str, Any]] = {
+    "default": {},
+    "reduce-overhead": {"cudagraphs": True},
+    "max-autotune": {"autotune": True, "cudagraphs": True, **_EVERY_GEMM},
+    "max-autotune-no-cudagraphs": {"autotune": True, **_EVERY_GEMM},
+}
+
+
+def _gemm_backends(value: Any) -> tuple[str, ...]:
+    # "extern,triton" or ("extern", "triton"): each name known, at least one.
+    names = value.split(",") if isinstance(value, str) else list(value)
+    names = [str(name).strip().lower() for name in names if str(name).strip()]
+    unknown = sorted(set(names) - {"extern", "triton"})
+    if unknown or not names:
+        raise ValueError(f"gemm_backends takes 'extern' and/or 'triton', got {value!r}")
+    return tuple(dict.fromkeys(names))
+
+
+@attrs.frozen
+class TritonOptions:
+    """The Triton section of the inductor's options: block sizes and the backend's knobs.
+
+    Used for graphs compiled with `backend="triton"` and for graphs whose inputs live on a
+    GPU (`numpile_inductor.pipeline.DEVICE_BACKENDS`).
+
+    `max_xblock`: elements of the output per program instance (pointwise);
+    `max_rblock`: the longest row a reduction keeps in one tile (persistent);
+    `max_tile`: elements of a reduction tile (`XBLOCK * RBLOCK`);
+    `row_tile`: elements of a persistent row kernel's tile: rows per program are
+    `row_tile // RBLOCK`, at least one (`codegen/triton/rows.py`);
+    `looped_rblock`: the tile of a row kernel looped over rows of a length known at compile
+    time (rows of a run-time length loop in `max_rblock` tiles);
+    `num_warps`: warps per program on a GPU (ignored by the interpreter);
+    `autotune`: time launch configurations on the first call (`codegen/triton/autotune.py`);
+    `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
+    `split_reductions`: reduce few long rows in two kernels (`codegen/triton/split.py`), with
+    about `split_programs` programs in the first (a few per multiprocessor of a current GPU:
+    132 on an H100);
+    `gemm_backends`: how a matmul may run, "extern" (cuBLAS, `numpile_runtime.cublas_matmul`)
+    and/or "triton" (a `tl.dot` template with its epilogue fused, `codegen/triton/matmul.py`); with
+    both (the default on a GPU), the first call times them (a tuple, or a comma-separated
+    string as in torch's option); `gemm_tiles`: how many of the template's tile shapes (`TILES`) are
+    timed against cuBLAS (1 by default, all with None: max-autotune);
+    `online_softmax`: a looped row group's max and sum of exp(v - max) share one loop
+    (`codegen/triton/rows.py`): True always, False never (a loop each), None (the default) over
+    rows of a run-time length only, the faster form of each on an H200;
+    `direct_launch`: launch compiled kernels without Triton's `run` after their first
+    launch (`numpile_runtime.TritonLauncher`; False: always through `run`, to compare);
+    `trace_enabled`, `debug_dir`, `graph_diagram`: the inductor's `trace.*` options (the
+    graph, the loop IR and `output_code.py` under `debug_dir`; see `debug.py`).
+
+    >>> TritonOptions().max_xblock
+    1024
+    """
+
+    max_xblock: int = 1024
+    max_rblock: int = 2048
+    max_tile: int = 4096
+    row_tile: int = 1024
+    looped_rblock: int = 8192
+    num_warps: int = 4
+    autotune: bool = False
+    cudagraphs: bool = False
+    split_reductions: bool = True
+    split_programs: int = 512
+    gemm_backends: tuple[str, ...] = attrs.field(
+        default=("extern", "triton"), converter=_gemm_backends
+    )
+    gemm_tiles: int | None = 1
+    online_softmax: bool | None = None
+    direct_launch: bool = True
+    trace_enabled: bool = False
+    debug_dir: str | None = None
+    graph_diagram: bool = False
+
+    @classmethod
+    def from_mode(
+        cls, mode: str | None, options: Mapping[str, Any] | None = None, *, interpret: bool
+    ) -> TritonOptions:
+        """Options for a `numpile.compile` mode, overridden by `options`.
+
+        `options` holds field names of this class and the inductor's own option names
+        (`numpile_inductor.list_options()`): `trace.*` apply here, `max_autotune` means
+        `autotune`, and the C compiler's options (`cpp.*`, `fast_math`, ...) are accepted
+        and have no effect on Triton kernels. NUMPILE_COMPILE_DEBUG=1 sets `trace_enabled`.
+
+        >>> TritonOptions.from_mode("max-autotune", interpret=False).autotune
+        True
+        >>> TritonOptions.from_mode(None, {"trace.enabled": True}, interpret=False).trace_enabled
+        True
+        """
+        base = cls.for_interpreter() if interpret else cls()
+        flags = _TRITON_MODES.get(mode or "default")
+        if flags is None:
+            raise ValueError(f"unknown mode {mode!r}; modes: {', '.join(_TRITON_MODES)}")
+        fields = attrs.fields_dict(cls)
+        given = dict(options or {})
+        shared = {key: value for key, value in given.items() if key in list_options()}
+        overrides = {**flags, **{k: v for k, v in given.items() if k not in shared}}
+        unknown = set(overrides) - set(fields)
+        if unknown:
+            known = ", ".join([*fields, *list_options()])
+            raise ValueError(f"unknown Triton options {sorted(unknown)}; known: {known}")
+        config = InductorConfig.from_options(shared)  # checks their types; reads the env
+        for field in ("trace_enabled", "debug_dir", "graph_diagram"):
+            overrides.setdefault(field, getattr(config, field))
+        if "max_autotune" in shared:
+            overrides["autotune"] = config.max_autotune
+        return attrs.evolve(base, **overrides)
+
+    @classmethod
+    def for_interpreter(cls) -> TritonOptions:
+        """Few, large blocks: each program instance costs ~2 ms interpreted; matmuls are
+        extern calls unless `gemm_backends` says otherwise (timing a template interpreted
+        against NumPy says nothing about a GPU).
+
+        >>> TritonOptions.for_interpreter().max_xblock
+        65536
+        """
+        return cls(
+            max_xblock=65536,
+            max_rblock=65536,
+            max_tile=65536,
+            row_tile=65536,
+            looped_rblock=65536,
+            split_programs=4,
+            gemm_backends=("extern",),
+        )

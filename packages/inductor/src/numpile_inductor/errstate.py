@@ -62,7 +62,7 @@ _state_var = _state_variable()
 
 _STRICT_MODES = frozenset({"raise", "call", "print", "log"})
 
-# NumPy's error categories as the bits a compiled module reports (see wrapper.py).
+# NumPy's error categories as the bits a compiled module reports (see codegen/c/wrapper.py).
 _CATEGORY_BITS = {"divide": 1, "over": 2, "under": 4, "invalid": 8}
 
 _MESSAGES = {

@@ -3,8 +3,8 @@
 Loop variables are `x0, x1, ...` (output dims) and `r0, r1, ...` (reduced
 dims), all nonnegative integers. Reshapes of a non-contiguous value need
 floor division and modulo of a flat index; `FloorDiv` and `ModularIndexing`
-do only the cheap, sound rewrites (never `simplify()`: it costs 15-40 ms an
-expression and misses the identities that matter).
+do only the cheap, sound rewrites (never `simplify()`: it costs tens of
+milliseconds an expression and misses the identities that matter).
 
     >>> x = loop_var(0)
     >>> c_index(ModularIndexing(x * 12 + 5, 4, 3))

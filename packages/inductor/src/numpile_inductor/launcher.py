@@ -1,6 +1,6 @@
 """The Python side of a built graph module: extern callables, output rebuild, write-back.
 
-A graph's extension module (see `wrapper.py`) returns the array leaves of the
+A graph's extension module (see `codegen/c/wrapper.py`) returns the array leaves of the
 graph's output; `output_rebuilder` puts them back into the output pytree when it is
 not a single array or a flat tuple of them. `with_epilogue` runs a functionalized
 graph with the original graph's in-place effects and aliasing. Nothing here imports

@@ -8,9 +8,10 @@ a list of stores; each stored value is a tree of `Expr`:
   buffer's logical shape) of a buffer; its address comes from the buffer's
   strides at run time, so views and non-contiguous inputs are index arithmetic.
 - `Constant(value)`, `ScalarArg(name)` (a scalar graph input),
-- `Apply(fn, args)`: one scalar operation of the C op table (`c_ops.py`);
+- `Apply(fn, args)`: one scalar operation of the C op table (`codegen/c/ops.py`);
   its args already have the op's loop dtypes.
 
+    >>> from numpile_inductor.index import loop_var
     >>> print(Apply("sin", (Load("a", (loop_var(0),), np.dtype("float64")),),
     ...       np.dtype("float64")))
     sin(a[x0])

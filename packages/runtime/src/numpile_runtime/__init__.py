@@ -22,6 +22,8 @@ from .builder import compile_library as compile_library
 from .builder import compile_many as compile_many
 from .builder import load_extension as load_extension
 from .builder import load_library as load_library
+from .cache_eviction import SweepResult as SweepResult
+from .code_cache import CacheInfo as CacheInfo
 from .code_cache import CodeCache as CodeCache
 from .code_cache import cache_key as cache_key
 from .code_cache import default_cache as default_cache
@@ -42,6 +44,9 @@ from .device_copy import DeviceCopy as DeviceCopy
 from .device_copy import byte_extent as byte_extent
 from .device_copy import download as download
 from .device_copy import upload as upload
+from .distribution import UNKNOWN_VERSION as UNKNOWN_VERSION
+from .distribution import distribution_version as distribution_version
+from .layer_config import LayerConfig as LayerConfig
 from .logs import CHANNELS as LOG_CHANNELS
 from .logs import _configure_from_env
 from .logs import set_logs as set_logs
@@ -52,27 +57,37 @@ from .metrics import counters as counters
 from .metrics import reset_compile_times as reset_compile_times
 from .metrics import reset_counters as reset_counters
 from .metrics import timed as timed
+from .openmp import OPENMP_DEFAULTS as OPENMP_DEFAULTS
+from .openmp import apply_openmp_defaults as apply_openmp_defaults
+from .progress import compile_progress as compile_progress
 from .toolchain import CompilerNotFoundError as CompilerNotFoundError
 from .toolchain import Toolchain as Toolchain
 from .toolchain import find_toolchain as find_toolchain
 from .triton_launcher import TritonLauncher as TritonLauncher
 
-__version__ = "0.1.0"
+__version__ = distribution_version("numpile-runtime")
 
+apply_openmp_defaults()
 _configure_from_env()
 
 __all__ = [
     "BuildError",
     "BuildJob",
+    "CacheInfo",
     "CodeCache",
     "CompilerNotFoundError",
     "CudaGraphRunner",
     "DeviceCopy",
     "KernelArg",
     "LOG_CHANNELS",
+    "LayerConfig",
+    "OPENMP_DEFAULTS",
     "Toolchain",
     "TritonLauncher",
+    "SweepResult",
     "TritonStatus",
+    "UNKNOWN_VERSION",
+    "apply_openmp_defaults",
     "build_extension",
     "build_library",
     "build_many",
@@ -81,6 +96,7 @@ __all__ = [
     "compile_extension",
     "compile_library",
     "compile_many",
+    "compile_progress",
     "compile_time_calls",
     "compile_times",
     "count",
@@ -89,6 +105,7 @@ __all__ = [
     "cupy_available",
     "data_ptr",
     "default_cache",
+    "distribution_version",
     "download",
     "find_toolchain",
     "interpreting",

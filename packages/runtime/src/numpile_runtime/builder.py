@@ -44,6 +44,7 @@ import attrs
 
 from .code_cache import CodeCache, cache_key, default_cache
 from .metrics import count, timed
+from .progress import build_done, builds_started
 from .toolchain import CompilerNotFoundError, Toolchain, find_toolchain
 
 if TYPE_CHECKING:
@@ -205,16 +206,34 @@ def build_many(jobs: Sequence[BuildJob]) -> list[types.ModuleType | ctypes.CDLL]
             if plan.key in _LOADED:
                 results[plan.key] = _LOADED[plan.key]
     missing = [plan for plan in plans if plan.key not in results]
-    paths = _compile_plans(missing, default_cache())
+    cache = default_cache()
+    paths = _compile_plans(missing, cache)
     for plan, path in zip(missing, paths, strict=True):
         if plan.key in results:
             continue
-        name = plan.job.module_name
-        loaded = load_library(path) if name is None else load_extension(path, name)
+        loaded = _load_planned(plan, path, cache)
         results[plan.key] = loaded
         with _LOADED_LOCK:
             _LOADED.setdefault(plan.key, loaded)
     return [results[plan.key] for plan in plans]
+
+
+def _load_planned(plan: _Plan, path: Path, cache: CodeCache) -> types.ModuleType | ctypes.CDLL:
+    # Loaded under the key's shared lock, so a cache sweep in another process cannot remove
+    # the file between the check and the load; if one removed it before, build it again.
+    name = plan.job.module_name
+    for _ in range(3):
+        with cache.reading(plan.key, kind=_KIND):
+            if path.exists():
+                return load_library(path) if name is None else load_extension(path, name)
+        path = _compile(plan, cache)
+    raise BuildError(
+        f"the cached build of {name or 'a shared library'} kept disappearing from {cache.root} "
+        "(is another process clearing the cache?)",
+        source_path="",
+        command=plan.command,
+        stderr="",
+    )
 
 
 def compile_many(jobs: Sequence[BuildJob]) -> list[Path]:
@@ -330,17 +349,27 @@ def _compile_plans(plans: Sequence[_Plan], cache: CodeCache) -> list[Path]:
             paths[plan.key] = found
         else:
             todo[plan.key] = plan
+    builds_started(len(todo))
     if len(todo) == 1:
         (plan,) = todo.values()
-        paths[plan.key] = _compile(plan, cache)
+        paths[plan.key] = _compile_counted(plan, cache)
     elif todo:
         import concurrent.futures  # late: only parallel builds need it (import cost)
 
-        futures = {key: _executor().submit(_compile, plan, cache) for key, plan in todo.items()}
+        futures = {
+            key: _executor().submit(_compile_counted, plan, cache) for key, plan in todo.items()
+        }
         concurrent.futures.wait(futures.values())
         for key, future in futures.items():
             paths[key] = future.result()  # the first failure, in job order, raises here
     return [paths[plan.key] for plan in plans]
+
+
+def _compile_counted(plan: _Plan, cache: CodeCache) -> Path:
+    try:
+        return _compile(plan, cache)
+    finally:
+        build_done()
 
 
 def _compile(plan: _Plan, cache: CodeCache) -> Path:

@@ -7,6 +7,8 @@ folder for "numpile"):
     <root>/<kind>/<key[:2]>/<key><suffix>.meta.json   its size and sha256
     <root>/<kind>/<key[:2]>/<key>.lock                the file lock of the key
     <root>/blobs/<key[:2]>/<key>.bin                  bytes put by other layers
+    <root>/VERSION                                    the numpile versions that last wrote
+    <root>/usage.json                                 the size at the last sweep
 
 Invariants:
 
@@ -16,6 +18,13 @@ Invariants:
   the same kernel build it once; readers take no lock on the fast path.
 - Every artifact and blob carries its checksum; a corrupt or truncated file
   reads as a miss (and is rebuilt by whoever asked), never as data.
+- The cache holds at most `max_bytes` (`NUMPILE_CACHE_MAX_MB`, default 300 MB):
+  a write that would pass it sweeps least recently used entries (hits touch
+  their entry). The first write of a process made by other numpile versions
+  than the last writer's removes the entries written before (they can no longer
+  hit: keys hash the versions). Sweeps skip entries another process holds the
+  lock of: one being built, or one being loaded (`reading`); see
+  `cache_eviction`.
 
     >>> import tempfile
     >>> cache = CodeCache(tempfile.mkdtemp())
@@ -36,18 +45,22 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import platformdirs
 
+from .cache_eviction import SweepResult, sweep, usage
 from .metrics import count
 
 if TYPE_CHECKING:
     import filelock
 
-__all__ = ["CodeCache", "cache_key", "default_cache", "set_cache_dir"]
+__all__ = ["CacheInfo", "CodeCache", "cache_key", "default_cache", "set_cache_dir"]
 
 log = logging.getLogger("numpile.runtime.cache")
 
@@ -55,6 +68,34 @@ _KEY_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
 _BLOB_MAGIC = b"numpile-blob-1"
 # A compile holds a key's lock; waiting longer than this means a stuck peer.
 _LOCK_TIMEOUT_S = 900.0
+DEFAULT_MAX_BYTES = 300 * 1024 * 1024
+# The size recorded in usage.json is trusted for this long after a sweep counted it.
+_USAGE_FRESH_S = 600.0
+# The distributions whose versions cache keys hash (the layers of numpile).
+_DISTRIBUTIONS = (
+    "numpile",
+    "numpile-runtime",
+    "numpile-guards",
+    "numpile-capture",
+    "numpile-autograd-aot",
+    "numpile-inductor",
+)
+
+
+@attrs.frozen
+class CacheInfo:
+    """What `CodeCache.info()` reports: where the cache is, its size and its cap.
+
+    >>> CacheInfo("/tmp/c", 0, 0, {}, 1, "").size_bytes
+    0
+    """
+
+    root: str
+    size_bytes: int
+    entry_count: int
+    by_kind: dict[str, int]
+    max_bytes: int
+    versions: str
 
 
 def cache_key(*parts: str | bytes) -> str:
@@ -86,10 +127,16 @@ class CodeCache:
         True
     """
 
-    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str] | None = None, *, max_bytes: int | None = None
+    ) -> None:
         if root is None:
             root = os.environ.get("NUMPILE_CACHE_DIR") or platformdirs.user_cache_dir("numpile")
         self._root, self._is_fallback = _usable_root(Path(root).expanduser())
+        self.max_bytes = _max_bytes_from_env() if max_bytes is None else max_bytes
+        # NOTE: whether this process compared the cache's VERSION with its own yet.
+        self._checked_versions = False
+        self._sweep_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"CodeCache({str(self._root)!r})"
@@ -122,6 +169,8 @@ class CodeCache:
         if data is None:
             count("cache_corrupt")
             log.warning("cache blob %s is corrupt; ignoring it", path)
+        else:
+            _touch(path)
         return data
 
     def put_bytes(self, key: str, data: bytes) -> None:
@@ -137,12 +186,15 @@ class CodeCache:
             b'2'
         """
         path = self._blob_path(key)
+        self._before_write()
         header = b"%s %s %d\n" % (_BLOB_MAGIC, hashlib.sha256(data).hexdigest().encode(), len(data))
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             _write_atomic(path, header + data)
         except OSError as err:
             log.warning("could not write cache blob %s: %s", path, err)
+            return
+        self._wrote(len(header) + len(data))
 
     # -- file artifacts (shared objects and their sources) -------------------------
 
@@ -181,6 +233,29 @@ class CodeCache:
         path = self.folder(key, kind=kind) / f"{key}.lock"
         return filelock.FileLock(path, timeout=_LOCK_TIMEOUT_S)
 
+    @contextlib.contextmanager
+    def reading(self, key: str, *, kind: str) -> Iterator[None]:
+        """Hold `key`'s lock shared while checking and loading its artifact: sweeps skip it.
+
+        Writers (`lock`) wait for readers; readers wait for a writer. Not POSIX: no lock.
+
+            >>> import tempfile
+            >>> with CodeCache(tempfile.mkdtemp()).reading("ab12", kind="cpp"):
+            ...     pass
+        """
+        try:
+            import fcntl
+        except ImportError:
+            yield
+            return
+        path = self.folder(key, kind=kind) / f"{key}.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
     def get_artifact(self, key: str, suffix: str, *, kind: str) -> Path | None:
         """The path of a stored artifact whose checksum matches, else None.
 
@@ -205,6 +280,7 @@ class CodeCache:
         if expected != (len(data), hashlib.sha256(data).hexdigest()):
             log.debug("cache entry %s is corrupt or incomplete", path)
             return None
+        _touch(path)
         return path
 
     def put_artifact(
@@ -230,6 +306,7 @@ class CodeCache:
             'ab12.so'
         """
         path = self.artifact_path(key, suffix, kind=kind)
+        self._before_write()
         data = produced.read_bytes()
         record = dict(meta or {})
         record.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
@@ -238,6 +315,7 @@ class CodeCache:
         os.replace(produced, path)
         sidecar = path.with_name(path.name + ".meta.json")
         _write_atomic(sidecar, json.dumps(record, indent=1, sort_keys=True).encode())
+        self._wrote(len(data))
         return path
 
     def write_text(self, key: str, suffix: str, text: str, *, kind: str) -> Path:
@@ -248,7 +326,10 @@ class CodeCache:
         'ab12.c'
         """
         path = self.artifact_path(key, suffix, kind=kind)
-        _write_atomic(path, text.encode())
+        self._before_write()
+        encoded = text.encode()
+        _write_atomic(path, encoded)
+        self._wrote(len(encoded))
         return path
 
     def temp_path(self, key: str, suffix: str, *, kind: str) -> Path:
@@ -274,10 +355,151 @@ class CodeCache:
         for child in self._root.iterdir():
             if child.is_dir():
                 shutil.rmtree(child, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            (self._root / "usage.json").unlink()
+
+    def info(self) -> CacheInfo:
+        """Where the cache is, what it holds (bytes per kind) and its cap.
+
+        >>> import tempfile
+        >>> CodeCache(tempfile.mkdtemp(), max_bytes=10).info().max_bytes
+        10
+        """
+        found = usage(self._root)
+        try:
+            versions = (self._root / "VERSION").read_text().strip()
+        except OSError:
+            versions = ""
+        return CacheInfo(
+            str(self._root),
+            found.size_bytes,
+            found.entry_count,
+            found.by_kind,
+            self.max_bytes,
+            versions,
+        )
+
+    def evict(self, max_bytes: int | None = None) -> SweepResult:
+        """Remove least recently used entries until the cache fits `max_bytes` (default: its cap).
+
+        Entries another process is building or loading are kept.
+
+            >>> import tempfile
+            >>> CodeCache(tempfile.mkdtemp()).evict().removed_entries
+            0
+        """
+        with self._sweep_lock, self._usage_lock():
+            return self._sweep(self.max_bytes if max_bytes is None else max_bytes, None)
+
+    def _wrote(self, size: int) -> None:
+        # NOTE: the size is shared through usage.json, read and written back under its file
+        # lock on each write (writes are compiles: rare); a full sweep recounts it every
+        # _USAGE_FRESH_S, since crashed writers and `clear` in other processes skew it.
+        with self._sweep_lock, self._usage_lock():
+            recorded = self._recorded_usage()
+            if recorded is None:
+                self._sweep(self.max_bytes, None)
+                return
+            total, swept = recorded
+            total += size
+            if total > self.max_bytes:
+                self._sweep(self.max_bytes, None)
+            else:
+                self._record_usage(total, swept)
+
+    def _usage_lock(self) -> filelock.BaseFileLock:
+        import filelock  # late: as in `lock`
+
+        return filelock.FileLock(self._root / "usage.lock", timeout=_LOCK_TIMEOUT_S)
+
+    def _before_write(self) -> None:
+        # Once per process, before its first write: remove the entries of other versions.
+        if self._checked_versions:
+            return
+        with self._sweep_lock:
+            if self._checked_versions:
+                return
+            self._checked_versions = True
+            with self._usage_lock():
+                stale_before = self._versions_changed()
+                if stale_before is not None:
+                    self._sweep(self.max_bytes, stale_before)
+
+    def _versions_changed(self) -> float | None:
+        # The time before which entries of other numpile versions were made, if they changed.
+        versions = _installed_versions()
+        marker = self._root / "VERSION"
+        try:
+            previous: str | None = marker.read_text().strip()
+        except OSError:
+            previous = None
+        if previous == versions:
+            return None
+        with contextlib.suppress(OSError):
+            _write_atomic(marker, (versions + "\n").encode())
+        if previous is None:
+            return None
+        log.info("cache %s: written by %s before; removing its entries", self._root, previous)
+        return time.time()
+
+    def _recorded_usage(self) -> tuple[int, float] | None:
+        try:
+            record = json.loads((self._root / "usage.json").read_text())
+            size, swept = int(record["size_bytes"]), float(record["swept"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return (size, swept) if 0 <= time.time() - swept < _USAGE_FRESH_S else None
+
+    def _record_usage(self, size: int, swept: float) -> None:
+        record = {"size_bytes": size, "swept": swept}
+        with contextlib.suppress(OSError):
+            _write_atomic(self._root / "usage.json", json.dumps(record).encode())
+
+    def _sweep(self, max_bytes: int, stale_before: float | None) -> SweepResult:
+        result = sweep(self._root, max_bytes=max_bytes, stale_before=stale_before)
+        if result.removed_entries:
+            count("cache_evicted", result.removed_entries)
+        self._record_usage(result.size_after, time.time())
+        return result
 
     def _blob_path(self, key: str) -> Path:
         _check_key(key)
         return self._root / "blobs" / key[:2] / f"{key}.bin"
+
+
+def _touch(path: Path) -> None:
+    # A hit marks its entry as recently used, for the least-recently-used sweep.
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
+def _max_bytes_from_env() -> int:
+    raw = os.environ.get("NUMPILE_CACHE_MAX_MB", "").strip()
+    if not raw:
+        return DEFAULT_MAX_BYTES
+    try:
+        return int(float(raw) * 1024 * 1024)
+    except ValueError:
+        warnings.warn(
+            f"NUMPILE_CACHE_MAX_MB={raw!r} is not a number of megabytes; using the default "
+            f"({DEFAULT_MAX_BYTES // (1024 * 1024)} MB)",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return DEFAULT_MAX_BYTES
+
+
+def _installed_versions() -> str:
+    # The versions keys hash; a change means older entries can never hit again.
+    from importlib import metadata  # late: only the first write of a process reads them
+
+    parts = []
+    for name in _DISTRIBUTIONS:
+        try:
+            parts.append(f"{name}=={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return " ".join(parts)
 
 
 def _check_key(key: str) -> None:
@@ -353,8 +575,11 @@ def default_cache() -> CodeCache:
         return _DEFAULT
 
 
-def set_cache_dir(path: str | os.PathLike[str] | None) -> CodeCache:
-    """Replace the process-wide cache by one at `path` (None: re-read the env).
+def set_cache_dir(
+    path: str | os.PathLike[str] | None, *, max_bytes: int | None = None
+) -> CodeCache:
+    """Replace the process-wide cache by one at `path` (None: re-read the env), capped at
+    `max_bytes` (None: `NUMPILE_CACHE_MAX_MB`, else 300 MB).
 
     >>> import tempfile
     >>> folder = tempfile.mkdtemp()
@@ -363,5 +588,5 @@ def set_cache_dir(path: str | os.PathLike[str] | None) -> CodeCache:
     """
     global _DEFAULT
     with _DEFAULT_LOCK:
-        _DEFAULT = CodeCache(path)
+        _DEFAULT = CodeCache(path, max_bytes=max_bytes)
         return _DEFAULT

@@ -1,10 +1,8 @@
 """2-D matrix products of CuPy arrays straight through cuBLAS.
 
 `cupy.matmul` wraps one cuBLAS call in its gufunc machinery; a compiled graph
-whose matmuls are small is bound by host time. Calling cuBLAS directly took the
-GPU suite's MLP (two matmuls) from 136 to 126 us of host time per call on an H200,
-in two runs (CuPy eager's own call moved 92 -> 88 us between them, so about half of
-that gain may be run-to-run noise). `cublas_matmul` calls `cublasSgemm` or
+whose matmuls are small is bound by host time, and calling cuBLAS directly saves
+some of it (figures in docs/performance_notes.md). `cublas_matmul` calls `cublasSgemm` or
 `cublasDgemm` for the common case: two 2-D float32 or float64 arrays, each C- or
 Fortran-contiguous (a transposed weight is Fortran-contiguous), on CuPy's current
 stream and cuBLAS handle, so the math mode CuPy chose (`CUPY_TF32`) applies.

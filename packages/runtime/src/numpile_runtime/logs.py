@@ -36,6 +36,7 @@ CHANNELS: dict[str, tuple[str, ...]] = {
     "graph_breaks": ("numpile.capture.graph_breaks",),
     "output_code": ("numpile.inductor.output_code",),
     "perf_hints": ("numpile.perf_hints",),
+    "progress": ("numpile.progress",),
     "runtime": ("numpile.runtime",),
     "capture": ("numpile.capture",),
     "autograd_aot": ("numpile.autograd_aot",),

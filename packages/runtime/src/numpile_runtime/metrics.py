@@ -26,6 +26,8 @@ import threading
 import time
 from collections.abc import Iterator
 
+from .progress import set_stage
+
 __all__ = [
     "compile_time_calls",
     "compile_times",
@@ -57,6 +59,7 @@ def timed(stage: str) -> Iterator[None]:
         >>> compile_times()["cpp_build"] >= 0.0
         True
     """
+    set_stage(stage)
     start = time.perf_counter()
     try:
         yield

@@ -1,10 +1,12 @@
 """One instruction set for 3.11, 3.12 and 3.13: the differences, normalized in one place.
 
-We read code with the standard library's `dis` rather than the PyPI `bytecode`
-package: the tracer only reads (it emits nothing until graph breaks land), and
-`dis` already hides CACHE and EXTENDED_ARG, resolves jump targets, names and
-constants, and gives each instruction its source position for error messages,
-always matching the running interpreter.
+The tracer reads code with the standard library's `dis`: it hides CACHE and
+EXTENDED_ARG, resolves jump targets, names and constants, and gives each
+instruction its source position for error messages, always matching the
+running interpreter. Writing code is another matter: the resume functions of
+graph breaks are generated with the PyPI `bytecode` package
+(`resume_code.py`), which assembles labels, exception tables (`TryBegin` /
+`TryEnd`) and line tables for each version.
 
 What `normalized_instructions` rewrites (everything else passes through):
 
@@ -26,8 +28,10 @@ What `normalized_instructions` rewrites (everything else passes through):
 
 Jump targets become indices into the normalized list. A FOR_ITER that is
 exhausted pops its iterator and continues at its target (the END_FOR it
-skips is gone). Instructions inside a `try` block carry `in_try`, so the
-tracer can refuse them until exception handling is supported.
+skips is gone). Instructions inside a `try` block carry `in_try`: there the
+tracer keeps out of the graph any op that may raise on some data (its handler
+must see the error), and the liveness analyses of graph breaks treat every
+local as read.
 
 The call layout differs too ([NULL, f] before 3.13, [f, NULL] after); the
 tracer's CALL handler accepts either order, so it is not rewritten here.

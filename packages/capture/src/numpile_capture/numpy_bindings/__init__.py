@@ -54,47 +54,59 @@ from ._creation import (
     bind_arange,
     bind_array,
     bind_asarray,
-    bind_concatenate,
-    bind_det,
-    bind_dot,
-    bind_einsum,
     bind_eye,
     bind_filled,
     bind_full,
     bind_full_like,
-    bind_hstack,
     bind_identity,
-    bind_inv,
     bind_like,
     bind_linspace,
-    bind_norm,
-    bind_ordering,
-    bind_outer,
-    bind_solve,
+)
+from ._indexing import (
+    bind_getitem,
+    bind_setitem,
+)
+from ._join import (
+    bind_concatenate,
+    bind_hstack,
     bind_stack,
-    bind_tensordot,
-    bind_triangle,
     bind_vstack,
 )
-from ._elementwise import (
-    REDUCTION_SIGNATURES,
+from ._linalg import (
+    bind_det,
+    bind_dot,
+    bind_einsum,
+    bind_inv,
+    bind_norm,
+    bind_outer,
+    bind_solve,
+    bind_tensordot,
+    bind_triangle,
+)
+from ._ordering import (
+    bind_ordering,
+)
+from ._pointwise import (
     bind_angle,
     bind_astype,
     bind_clip,
     bind_copy,
     bind_copyto,
     bind_fill,
-    bind_max_like,
     bind_method_astype,
     bind_method_clip,
     bind_method_copy,
     bind_round,
-    bind_scan,
     bind_where,
     build_operators,
     ufunc_binding,
 )
-from ._views import (
+from ._reduction import (
+    REDUCTION_SIGNATURES,
+    bind_max_like,
+    bind_scan,
+)
+from ._view import (
     bind_atleast_1d,
     bind_atleast_2d,
     bind_broadcast_arrays,
@@ -105,7 +117,6 @@ from ._views import (
     bind_flip,
     bind_fliplr,
     bind_flipud,
-    bind_getitem,
     bind_imag,
     bind_matrix_transpose,
     bind_method_reshape,
@@ -114,7 +125,6 @@ from ._views import (
     bind_ravel,
     bind_real,
     bind_reshape,
-    bind_setitem,
     bind_squeeze,
     bind_swapaxes,
     bind_trace,

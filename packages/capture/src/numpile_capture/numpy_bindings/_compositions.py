@@ -26,15 +26,10 @@ from ._arguments import (
     static,
     unsupported_if,
 )
-from ._elementwise import (
-    bind_max_like,
-    bind_scan,
-    emit_astype,
-    emit_reduction,
-    reduction_binding,
-)
 from ._outputs import out_target, write_ufunc_out
-from ._views import emit_reshape
+from ._pointwise import emit_astype
+from ._reduction import bind_max_like, bind_scan, emit_reduction, reduction_binding
+from ._view import emit_reshape
 
 # --- reductions built from others ----------------------------------------------------------
 

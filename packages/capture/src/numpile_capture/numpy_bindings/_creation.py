@@ -1,5 +1,5 @@
-"""Bindings of calls that build arrays: creation from shapes and constants, joining, and
-linear algebra.
+"""Bindings of calls that create arrays from shapes and constants: zeros, full, arange,
+linspace, eye, the *_like family, array and asarray.
 """
 
 from __future__ import annotations
@@ -11,13 +11,9 @@ from typing import Any
 import numpy as np
 
 from ..graph import Graph, Node
-from ..meta import ScalarMeta
-from ..ops._shapes import normalize_axis
 from ..ops.creation import normalize_shape
-from ..ops.linalg import normalize_tensordot_axes
 from ._arguments import (
     NO_VALUE,
-    UnsupportedCall,
     array_input,
     array_meta,
     constant_array,
@@ -27,8 +23,7 @@ from ._arguments import (
     static,
     unsupported_if,
 )
-from ._elementwise import emit_astype
-from ._views import bind_atleast_1d, bind_atleast_2d, emit_reshape
+from ._pointwise import emit_astype
 
 # --- creation ------------------------------------------------------------------------------
 
@@ -233,161 +228,3 @@ def bind_asarray(
 ) -> Node:
     _check_creation("asarray", order, like, device)
     return bind_array(graph, a, dtype, copy=False if copy is None else copy)
-
-
-# --- joining -------------------------------------------------------------------------------
-
-
-def bind_concatenate(
-    graph: Graph,
-    arrays: Any,
-    /,
-    axis: Any = 0,
-    out: Any = None,
-    *,
-    dtype: Any = None,
-    casting: str = "same_kind",
-) -> Node:
-    unsupported_if(out is not None, "np.concatenate with out=")
-    unsupported_if(isinstance(arrays, Node), "np.concatenate of one traced array")
-    nodes = [array_input(graph, a) for a in arrays]
-    params: dict[str, Any] = {"axis": static(axis, "axis")}
-    if dtype is not None:
-        params["dtype"] = dtype_param(dtype)
-    if casting != "same_kind":
-        params["casting"] = casting
-    return emit(graph, "concatenate", *nodes, **params)
-
-
-def bind_stack(
-    graph: Graph,
-    arrays: Any,
-    axis: Any = 0,
-    out: Any = None,
-    *,
-    dtype: Any = None,
-    casting: str = "same_kind",
-) -> Node:
-    unsupported_if(isinstance(arrays, Node), "np.stack of one traced array")
-    nodes = [array_input(graph, a) for a in arrays]
-    if not nodes:
-        raise ValueError("need at least one array to stack")
-    shapes = {array_meta(n).shape for n in nodes}
-    if len(shapes) != 1:
-        raise ValueError("all input arrays must have the same shape")
-    result_axis = normalize_axis(static(axis, "axis"), array_meta(nodes[0]).ndim + 1)
-    expanded = [emit(graph, "expand_dims", n, axis=(result_axis,)) for n in nodes]
-    return bind_concatenate(graph, expanded, result_axis, out, dtype=dtype, casting=casting)
-
-
-def bind_hstack(graph: Graph, tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Node:
-    unsupported_if(isinstance(tup, Node), "np.hstack of one traced array")
-    nodes = [bind_atleast_1d(graph, a) for a in tup]
-    axis = 0 if nodes and array_meta(nodes[0]).ndim == 1 else 1
-    return bind_concatenate(graph, nodes, axis, dtype=dtype, casting=casting)
-
-
-def bind_vstack(graph: Graph, tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Node:
-    unsupported_if(isinstance(tup, Node), "np.vstack of one traced array")
-    nodes = [bind_atleast_2d(graph, a) for a in tup]
-    return bind_concatenate(graph, nodes, 0, dtype=dtype, casting=casting)
-
-
-# --- linear algebra ------------------------------------------------------------------------
-
-
-def _is_scalar_operand(value: Any) -> bool:
-    if isinstance(value, Node):
-        return isinstance(value.meta, ScalarMeta) or value.meta.ndim == 0
-    return not isinstance(value, list | tuple | np.ndarray)
-
-
-def bind_dot(graph: Graph, a: Any, b: Any, out: Any = None) -> Node:
-    unsupported_if(out is not None, "np.dot with out=")
-    if _is_scalar_operand(a) or _is_scalar_operand(b):
-        return emit(graph, "multiply", operand(graph, a), operand(graph, b))
-    return emit(graph, "dot", array_input(graph, a), array_input(graph, b))
-
-
-def bind_outer(graph: Graph, a: Any, b: Any, out: Any = None) -> Node:
-    unsupported_if(out is not None, "np.outer with out=")
-    column = emit_reshape(graph, a, (-1, 1))
-    row = emit_reshape(graph, b, (1, -1))
-    return emit(graph, "multiply", column, row)
-
-
-def bind_einsum(
-    graph: Graph, *operands: Any, out: Any = None, optimize: Any = False, **kwargs: Any
-) -> Node:
-    unsupported_if(out is not None or bool(kwargs), "np.einsum with out=/dtype=/casting=")
-    if not operands or not isinstance(operands[0], str):
-        raise UnsupportedCall("np.einsum with sublist operands is not supported yet")
-    subscripts = operands[0]
-    nodes = [array_input(graph, x) for x in operands[1:]]
-    return emit(graph, "einsum", *nodes, subscripts=subscripts)
-
-
-def bind_tensordot(graph: Graph, a: Any, b: Any, axes: Any = 2) -> Node:
-    x, y = array_input(graph, a), array_input(graph, b)
-    normalized = normalize_tensordot_axes(
-        static(axes, "axes"), array_meta(x).ndim, array_meta(y).ndim
-    )
-    return emit(graph, "tensordot", x, y, axes=normalized)
-
-
-def bind_triangle(name: str) -> Callable[..., Any]:
-    def apply(graph: Graph, m: Any, k: Any = 0) -> Node:
-        params = {} if k == 0 else {"k": operator.index(static(k, "k"))}
-        return emit(graph, name, array_input(graph, m), **params)
-
-    return apply
-
-
-def bind_ordering(name: str) -> Callable[..., Any]:
-    def apply(
-        graph: Graph,
-        a: Any,
-        axis: Any = -1,
-        kind: Any = None,
-        order: Any = None,
-        *,
-        stable: Any = None,
-    ) -> Node:
-        unsupported_if(order is not None, f"np.{name} with order=")
-        x = array_input(graph, a)
-        params: dict[str, Any] = {}
-        axis = static(axis, "axis")
-        params["axis"] = None if axis is None else normalize_axis(axis, array_meta(x).ndim)
-        if kind is not None:
-            params["kind"] = static(kind, "kind")
-        if stable is not None:
-            params["stable"] = bool(static(stable, "stable"))
-        return emit(graph, name, x, **params)
-
-    return apply
-
-
-def bind_norm(
-    graph: Graph, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False
-) -> Node:
-    params: dict[str, Any] = {}
-    if ord is not None:
-        params["ord"] = static(ord, "ord")
-    if axis is not None:
-        axis = static(axis, "axis")
-        params["axis"] = tuple(axis) if isinstance(axis, tuple | list) else axis
-    if keepdims:
-        params["keepdims"] = True
-    return emit(graph, "norm", array_input(graph, x), **params)
-
-
-def bind_inv(graph: Graph, a: Any) -> Node:
-    return emit(graph, "inv", array_input(graph, a))
-
-
-def bind_det(graph: Graph, a: Any) -> Node:
-    return emit(graph, "det", array_input(graph, a))
-
-
-def bind_solve(graph: Graph, a: Any, b: Any) -> Node:
-    return emit(graph, "solve", array_input(graph, a), array_input(graph, b))

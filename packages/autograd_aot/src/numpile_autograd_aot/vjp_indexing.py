@@ -1,0 +1,56 @@
+"""VJP rules of advanced indexing and of the scatters that functionalization emits.
+
+The cotangent of `x[arrays]` adds into zeros of `x`'s shape at the indexed
+places (repeated indices accumulate).
+
+    >>> from numpile_capture import get_op
+    >>> from numpile_autograd_aot.vjp_table import get_vjp
+    >>> get_vjp(get_op("index")) is not None
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from numpile_capture import Node, get_op
+
+from .scatter import index_add, index_scatter, view_scatter
+from .vjp_table import VjpContext, register_vjp
+
+# --- indexing ------------------------------------------------------------------------------------
+
+
+@register_vjp(get_op("index"))
+def _index_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    arrays = ctx.inputs[1:]
+    grad = ctx.graph.call(index_add, ctx.input_zeros(0), ctx.cotangent, *arrays, **ctx.params)
+    return [grad, *([None] * len(arrays))]
+
+
+@register_vjp(view_scatter)
+def _view_scatter_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    views = ctx.params["views"]
+    g = ctx.cotangent
+    base = ctx.graph.call(view_scatter, g, 0, views=views) if ctx.wants(0) else None
+    value = None
+    if ctx.wants(1):
+        value = g
+        for name, params in views:
+            value = ctx.call(name, value, **dict(params))
+    return [base, value]
+
+
+@register_vjp(index_scatter, index_add)
+def _index_scatter_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # NOTE: with repeated indices index_scatter keeps the last write; all copies get the cotangent.
+    g = ctx.cotangent
+    arrays = ctx.inputs[2:]
+    params = dict(ctx.params)
+    if params.get("nnz") is None:
+        params["nnz"] = f"{ctx.node.name}_nnz"
+    base: Node | None = g
+    if ctx.node.op is index_scatter and ctx.wants(0):
+        base = ctx.graph.call(index_scatter, g, 0, *arrays, **ctx.params)
+    value = ctx.call("index", g, *arrays, **params) if ctx.wants(1) else None
+    return [base, value, *([None] * len(arrays))]

@@ -1,0 +1,219 @@
+"""The VJP table: one rule per op that builds the backward of a node as graph nodes.
+
+A rule takes a `VjpContext` (the graph being built, the forward node, its
+cotangent) and returns one cotangent per input of the node: a `Node`, or
+None for "no gradient" (a constant input, an integer or bool input, or a
+derivative that is zero almost everywhere such as `floor`). Rules may return
+cotangents with the broadcast shape and promoted dtype of the node's result;
+`fit_cotangent` then sums over broadcast dims and casts back to the input's
+shape and dtype, so every rule stays short.
+
+Complex numbers follow JAX's convention: a rule is the transpose of the
+node's derivative with respect to the bilinear pairing `Re(u * v)` (no
+conjugation). Holomorphic ops give `ct * f'(z)`; `conjugate` gives
+`conj(ct)`; for a real-valued `f` of complex `z` the result is
+`df/dx - i df/dy`, so `grad(lambda z: abs(z) ** 2)(z) == 2 * conj(z)`.
+A real input whose cotangent came out complex keeps its real part.
+
+    >>> @register_vjp(get_op("negative"))
+    ... def _negative_vjp(ctx):
+    ...     return [ctx.call("negative", ctx.cotangent)]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from numpile_capture import ArrayMeta, Graph, Node, Op, get_op
+
+__all__ = [
+    "VjpContext",
+    "VjpRule",
+    "differentiable",
+    "fit_cotangent",
+    "get_vjp",
+    "missing_rule_error",
+    "register_function_vjp",
+    "register_vjp",
+    "vjp_ops",
+]
+
+
+@attrs.frozen(eq=False)
+class VjpContext:
+    """What a VJP rule sees: the graph it adds backward nodes to, the node, its cotangent.
+
+    `wants(i)` says whether input `i` needs a cotangent at all (a rule may skip
+    building nodes for the others).
+    """
+
+    graph: Graph
+    node: Node
+    cotangent: Node
+    wanted: tuple[bool, ...]
+
+    @property
+    def inputs(self) -> tuple[Any, ...]:
+        return self.node.inputs
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.node.kwargs
+
+    @property
+    def meta(self) -> ArrayMeta:
+        meta = self.node.meta
+        assert isinstance(meta, ArrayMeta)
+        return meta
+
+    def wants(self, position: int) -> bool:
+        return position < len(self.wanted) and self.wanted[position]
+
+    def call(self, op_name: str, *inputs: Any, **params: Any) -> Node:
+        """Add a node applying the op called `op_name` (see `Graph.call`)."""
+        return self.graph.call(get_op(op_name), *inputs, **params)
+
+    def input_meta(self, position: int) -> ArrayMeta:
+        value = self.node.inputs[position]
+        assert isinstance(value, Node) and isinstance(value.meta, ArrayMeta)
+        return value.meta
+
+    def input_zeros(self, position: int) -> Node:
+        """Zeros of input `position`'s shape in the result's dtype, to scatter a cotangent into."""
+        return self.call("zeros", shape=self.input_meta(position).shape, dtype=self.meta.dtype)
+
+
+VjpRule = Callable[[VjpContext], Sequence[Node | None]]
+
+# NOTE: the table of VJP rules keyed by op (ops hash by identity); insertion-ordered.
+_VJP_RULES: dict[Op, VjpRule] = {}
+
+
+# NOTE: VJP rules of the ops of user functions (custom_vjp / custom_jvp), kept apart from
+# the op set's table so that `vjp_ops()` lists the op set's rules only.
+_FUNCTION_VJP_RULES: dict[Op, VjpRule] = {}
+
+
+def register_function_vjp(op: Op, rule: VjpRule) -> None:
+    """Set the VJP rule of the opaque op of a user function (see `custom_rule`).
+
+    >>> register_function_vjp(allowed_op(f), rule)  # doctest: +SKIP
+    """
+    _FUNCTION_VJP_RULES[op] = rule
+
+
+def register_vjp(*ops: Op) -> Callable[[VjpRule], VjpRule]:
+    """Register the decorated function as the VJP rule of each op in `ops`.
+
+    >>> @register_vjp(get_op("sin"))  # doctest: +SKIP
+    ... def _sin_vjp(ctx): ...
+    """
+
+    def decorate(rule: VjpRule) -> VjpRule:
+        for op in ops:
+            _VJP_RULES[op] = rule
+        return rule
+
+    return decorate
+
+
+def get_vjp(op: Op) -> VjpRule | None:
+    """The VJP rule of `op`, or None if it has none.
+
+    >>> get_vjp(get_op("sin")) is not None
+    True
+    """
+    _ensure_rules()
+    found = _VJP_RULES.get(op)
+    return found if found is not None else _FUNCTION_VJP_RULES.get(op)
+
+
+def vjp_ops() -> list[Op]:
+    """The ops that have a VJP rule, in registration order.
+
+    >>> get_op("matmul") in vjp_ops()
+    True
+    """
+    _ensure_rules()
+    return list(_VJP_RULES)
+
+
+def missing_rule_error(node: Node, mode: str) -> NotImplementedError:
+    """The error for a node whose op has no rule in `mode` ("reverse" or "forward"): an
+    `allow_in_graph` function is named, with the decorators that give it a rule.
+
+    >>> str(missing_rule_error(node, "reverse"))  # doctest: +SKIP
+    """
+    op = node.op
+    assert op is not None
+    table = "VJP" if mode == "reverse" else "JVP or VJP"
+    if op.name.startswith("allowed["):
+        function = op.name[len("allowed[") : -1]
+        return NotImplementedError(
+            f"cannot differentiate a call to {function} (in `{node.format()}`): it is marked "
+            "allow_in_graph, so numpile does not trace into it, and it has no derivative rule; "
+            "give it one with numpile.custom_vjp or numpile.custom_jvp"
+        )
+    return NotImplementedError(
+        f"no {table} rule for op {op.name!r} (in `{node.format()}`); "
+        f"it cannot be differentiated in {mode} mode yet"
+    )
+
+
+def _ensure_rules() -> None:
+    # Late import: the rule modules import this module to register themselves.
+    from . import (  # noqa: F401
+        vjp_indexing,
+        vjp_join,
+        vjp_linalg,
+        vjp_ordering,
+        vjp_pointwise,
+        vjp_reduction,
+        vjp_view,
+    )
+
+
+def differentiable(meta: Any) -> bool:
+    """Whether values of `meta` carry gradients: arrays of float or complex dtype.
+
+    >>> differentiable(ArrayMeta((2,), "float32")), differentiable(ArrayMeta((2,), "int64"))
+    (True, False)
+    """
+    return isinstance(meta, ArrayMeta) and meta.dtype.kind in "fc"
+
+
+def fit_cotangent(graph: Graph, cotangent: Node, meta: ArrayMeta) -> Node:
+    """`cotangent` summed over the dims broadcasting added and cast to `meta`'s shape and dtype.
+
+    >>> fit_cotangent(graph, ct_of_shape_2_3, ArrayMeta((3,), "float32"))  # doctest: +SKIP
+    """
+    value = cotangent
+    value_meta = value.meta
+    assert isinstance(value_meta, ArrayMeta)
+    if value_meta.dtype.kind == "c" and meta.dtype.kind != "c":
+        value = graph.call(get_op("real"), value)
+    shape = tuple(value.meta.shape)  # type: ignore[union-attr]
+    extra = len(shape) - meta.ndim
+    if extra > 0:
+        value = graph.call(get_op("sum"), value, axis=tuple(range(extra)))
+        shape = shape[extra:]
+    ones = tuple(
+        axis
+        for axis, (dim, want) in enumerate(zip(shape, meta.shape, strict=True))
+        if want == 1 and dim != 1
+    )
+    if ones:
+        value = graph.call(get_op("sum"), value, axis=ones, keepdims=True)
+    if extra < 0:
+        value = graph.call(get_op("broadcast_to"), value, shape=meta.shape)
+    value_meta = value.meta
+    assert isinstance(value_meta, ArrayMeta)
+    if tuple(value_meta.shape) != tuple(meta.shape):
+        value = graph.call(get_op("broadcast_to"), value, shape=meta.shape)
+    if value.meta.dtype != meta.dtype:  # type: ignore[union-attr]
+        value = graph.call(get_op("astype"), value, dtype=np.dtype(meta.dtype))
+    return value

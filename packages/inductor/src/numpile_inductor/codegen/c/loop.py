@@ -1,0 +1,181 @@
+"""The text of C loop nests: a loop body emitter and the loops around it.
+
+`LoopBody` turns loop-IR stores into one C statement per scalar operation
+(common subexpressions computed once); `loops` opens `for` loops over runtime
+sizes and closes them, `parallel` parallelizes the outermost. All of them write
+into a `CodeBuffer` at its current indentation.
+
+    >>> buf = CodeBuffer()
+    >>> with loops(buf, "x", ["n0", "n1"]):
+    ...     buf.writeline("f(x0, x1);")
+    >>> print(buf.getvalue())
+    for (int64_t x0 = 0; x0 < n0; x0++) {
+        for (int64_t x1 = 0; x1 < n1; x1++) {
+            f(x0, x1);
+        }
+    }
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import sympy
+
+from ...index import c_index, loop_var
+from ...loop_ir import Apply, Constant, Expr, Load, ScalarArg, Store
+from ..common import CodeBuffer, KernelContext
+from .ops import c_expr, c_literal, c_type
+
+
+class LoopBody:
+    """One loop body: CSE'd scalar statements for the stores of a kernel, written to `buf`.
+
+    It addresses buffers with `ctx.strides` ((buffer, dim) -> element stride, a symbol
+    or a constant); `locals` maps buffers held in registers to their C expressions.
+
+        >>> ctx = KernelContext(None, {}, {}, [])  # doctest: +SKIP
+        >>> LoopBody(ctx, CodeBuffer()).emit(Constant(1.5, np.dtype("float64")))  # doctest: +SKIP
+        '((double)1.5)'
+    """
+
+    def __init__(self, ctx: KernelContext, buf: CodeBuffer) -> None:
+        self.buffers = ctx.buffers
+        self.strides = ctx.strides
+        self.buf = buf
+        self.locals: dict[str, str] = {}
+        self.cache: dict[Any, str] = {}
+        self.counter = 0
+
+    def _tmp(self, dtype: np.dtype[Any], text: str) -> str:
+        name = f"t{self.counter}"
+        self.counter += 1
+        self.buf.writeline(f"const {c_type(dtype)} {name} = {text};")
+        return name
+
+    def address(self, buffer: str, index: tuple[Any, ...]) -> str:
+        """The C element offset of `buffer` at loop-IR index `index`."""
+        flat: Any = sympy.Integer(0)
+        for dim, idx in enumerate(index):
+            flat = flat + sympy.sympify(idx) * self.strides[(buffer, dim)]
+        return c_index(sympy.expand(flat))
+
+    def emit(self, expr: Expr) -> str:
+        """The C expression of `expr`, its operations written as temporaries first."""
+        key = expr
+        if key in self.cache:
+            return self.cache[key]
+        if isinstance(expr, Load):
+            if expr.buffer in self.locals:
+                return self.locals[expr.buffer]
+            text = self._tmp(expr.dtype, f"{expr.buffer}[{self.address(expr.buffer, expr.index)}]")
+        elif isinstance(expr, Constant):
+            return c_literal(expr.value, expr.dtype)
+        elif isinstance(expr, ScalarArg):
+            return f"(({c_type(expr.dtype)}){expr.name})"
+        else:
+            assert isinstance(expr, Apply)
+            args = [self.emit(arg) for arg in expr.args]
+            dtypes = [arg.dtype for arg in expr.args]
+            text = self._tmp(expr.dtype, c_expr(expr.fn, args, dtypes, expr.dtype))
+        self.cache[key] = text
+        return text
+
+    def store(self, store: Store, internal: bool) -> None:
+        """Write `store`; an `internal` one only binds its value to the buffer's name."""
+        value = self.emit(store.value)
+        if not internal:
+            addr = self.address(store.buffer, store.index)
+            self.buf.writeline(f"{store.buffer}[{addr}] = {value};")
+        self.locals[store.buffer] = value
+
+
+@contextlib.contextmanager
+def loops(
+    buf: CodeBuffer, prefix: str, names: list[str], first: int = 0, *, ivdep: bool = False
+) -> Iterator[None]:
+    """`for` loops over `prefix{d} < names[d]` for d >= first around the `with` block.
+
+    `ivdep` puts `#pragma GCC ivdep` on the innermost loop: its iterations touch no element
+    another iteration touches. Use it only when no buffer of the loop aliases another: it
+    restores what `restrict` says, which GCC forgets in OpenMP-outlined loop bodies.
+
+    >>> buf = CodeBuffer(level=1)
+    >>> with loops(buf, "r", ["n2"], ivdep=True):
+    ...     pass
+    >>> buf.lines
+    ['    #pragma GCC ivdep', '    for (int64_t r0 = 0; r0 < n2; r0++) {', '    }']
+    """
+    count = len(names) - first
+    for d in range(first, len(names)):
+        var = loop_var(d, prefix)
+        if ivdep and d == len(names) - 1:
+            buf.writeline("#pragma GCC ivdep")
+        buf.writeline(f"for (int64_t {var} = 0; {var} < {names[d]}; {var}++) {{")
+        buf.level += 1
+    try:
+        yield
+    finally:
+        for _ in range(count):
+            buf.level -= 1
+            buf.writeline("}")
+
+
+def size_names(count: int) -> list[str]:
+    """The C names of a kernel's size arguments.
+
+    >>> size_names(2)
+    ['n0', 'n1']
+    """
+    return [f"n{i}" for i in range(count)]
+
+
+@contextlib.contextmanager
+def parallel(
+    buf: CodeBuffer, collapse: int, threshold: int, *, simd: bool = False, enabled: bool = True
+) -> Iterator[None]:
+    """An OpenMP parallel region, taken when `work >= threshold`, around the `with` block,
+    whose first statement is a `for` over `collapse` loops (none when not `enabled`).
+
+    Each thread clears its floating-point flags on entry and ORs them into the kernel's
+    `np_fp` on exit (the region reduces `np_fp` with `|`). `simd` also marks the loop's
+    iterations independent (the `ivdep` of `loops` for a loop that is both the parallel
+    and the innermost one).
+
+    >>> buf = CodeBuffer()
+    >>> with parallel(buf, 1, 10):
+    ...     buf.writeline("for (;;) {}")
+    >>> print(buf.getvalue())
+    np_fp |= NP_FP_TEST();
+    #pragma omp parallel if(work >= 10) reduction(|:np_fp)
+    {
+    NP_FP_CLEAR();
+    #pragma omp for schedule(static) nowait
+    for (;;) {}
+    np_fp |= NP_FP_TEST();
+    }
+    >>> buf = CodeBuffer()
+    >>> with parallel(buf, 2, 10, simd=True):
+    ...     pass
+    >>> buf.lines[-3]
+    '#pragma omp for simd collapse(2) schedule(static) nowait'
+    """
+    if not enabled:
+        yield
+        return
+    clause = f" collapse({collapse})" if collapse > 1 else ""
+    simd_clause = " simd" if simd else ""
+    buf.writelines(
+        [
+            "np_fp |= NP_FP_TEST();",
+            f"#pragma omp parallel if(work >= {threshold}) reduction(|:np_fp)",
+            "{",
+            "NP_FP_CLEAR();",
+            f"#pragma omp for{simd_clause}{clause} schedule(static) nowait",
+        ]
+    )
+    yield
+    buf.writelines(["np_fp |= NP_FP_TEST();", "}"])

@@ -1,0 +1,766 @@
+"""Scalar C for loop bodies: the loop nest of a `for_loop` node whose work is all 0-d.
+
+A loop whose body (and the bodies of the loops nested in it) holds only 0-d work runs
+as a plain C loop nest inside the generated module, as Numba compiles it: no Python
+per iteration. Each body node becomes one C statement on C locals:
+
+- NumPy ops on 0-d values (`add`, `multiply`, `sqrt`, comparisons, `where`, casts) go
+  through the lowering and the C op table the kernels use, so they compute what the
+  kernels compute (wrap-around, NaN handling, integer division by zero);
+- `element_at` loads and `setitem_at` stores of single elements read and write array
+  memory through its strides, after a bounds check that raises NumPy's `IndexError`
+  ("index 7 is out of bounds for axis 0 with size 5") with the writes of earlier
+  iterations kept, as eager leaves them;
+- `py_binary` / `py_unary` on Python ints, floats and bools follow Python: floor
+  division and `%` by Python's signs, shifts of negatives, unbounded ints. An int
+  operation whose operands' bounds do not prove it fits 63 bits is checked
+  (`__builtin_add_overflow` & co.); on overflow, and on a Python `ZeroDivisionError`,
+  the loop *bails*: the arrays it wrote are restored from a copy taken before the loop
+  (only loops that can bail take it) and the loop runs again with NumPy (the
+  `for_loop` op's own implementation), which gives Python's result or error;
+- carried values are C locals assigned at the end of each iteration; nested loops are
+  nested C loops whose `loop_output`s are their carried locals.
+
+`loop_function` wraps the nest in the C function the wrapper calls (arguments, the
+empty range, boxing the results). A body this module cannot compile (`NotScalarLoop`: an
+op without a scalar form, a slice, a carried array) stays an extern call.
+
+    >>> writer = LoopWriter("loop_v0")  # doctest: +SKIP
+    >>> emit_loop(writer, node, body, carried, bounds, bits, env)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+
+from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot
+
+from ...loop_ir import Apply, Constant, ScalarArg
+from ..common import CodeBuffer
+from .ops import c_expr, c_literal, c_type
+
+
+class NotScalarLoop(Exception):  # noqa: N818 - it names the event
+    """The loop's body holds work this module has no scalar C for (the reason)."""
+
+
+# Python ints in the loop are C int64s. Values are tracked with a bound on their
+# magnitude in bits; an operation whose result provably fits 62 bits is not checked.
+_SAFE_BITS = 62
+# Int arguments of the loop (bounds, invariants) are checked at entry to fit this many
+# bits (else the loop runs with NumPy); loop indices then fit one more.
+ENTRY_BITS = 60
+# An array's length is at most its size in bytes, below 2**57 on every 64-bit address
+# space (5-level paging).
+_DIM_BITS = 57
+
+_PY_TYPES: dict[type, np.dtype[Any]] = {
+    bool: np.dtype("bool"),
+    int: np.dtype("int64"),
+    float: np.dtype("float64"),
+}
+
+
+@attrs.define
+class CValue:
+    """A 0-d value of a loop body: its C expression, NumPy dtype (Python scalars: bool,
+    int64, float64), its Python type when it is a Python scalar, and for ints a bound on
+    its magnitude in bits."""
+
+    text: str
+    dtype: np.dtype[Any]
+    python: type | None = None
+    bits: int = 64
+    # The same at every iteration of every loop (a C name of the function's entry).
+    invariant: bool = False
+    # (loop frame, c): the value is that loop's index plus the constant c.
+    affine: tuple[_Frame, int] | None = None
+
+
+@attrs.define(eq=False)
+class _Frame:
+    # One loop of the nest while its body is emitted: the C names of the least and the
+    # greatest index it runs through, and the bounds conditions hoisted to its entry.
+    low: str
+    high: str
+    conditions: list[str] = attrs.Factory(list)
+
+
+@attrs.define
+class CArray:
+    """An array a loop body reads or writes: `{name}_d` its data, `{name}_s{d}` its
+    element strides and `{name}_n{d}` its dims, in C; `argument` its position in argv."""
+
+    name: str
+    dtype: np.dtype[Any]
+    ndim: int
+    argument: int  # position among the function's arguments
+    written: bool = False
+
+
+#: What each node of a body stands for in C.
+Env = dict[Node, "CValue | CArray"]
+
+
+class LoopWriter:
+    """The C of one loop nest as it is written: statements in `buf`, the arrays it uses,
+    whether it can bail, the loops it is inside of (their hoisted bounds checks)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.buf = CodeBuffer(level=1)
+        self.counter = 0
+        self.bails = False
+        self.arrays: list[CArray] = []
+        self.frames: list[_Frame] = []
+        self.declarations: list[str] = []
+        # (cond node, k) -> the metadata of its k-th result (from its loop_output).
+        self.result_metas: dict[tuple[Node, int], Any] = {}
+        # Emitting the checked copy of a loop: every index is checked where it is used.
+        self.checked = False
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    def capture(self, emit: Callable[[], None], *, deeper: int = 0) -> list[str]:
+        # The lines `emit` writes, at this buffer's indentation plus `deeper` levels, kept
+        # out of the buffer (for a copy of a loop placed under a condition).
+        outer = self.buf
+        self.buf = CodeBuffer(level=outer.level + deeper)
+        try:
+            emit()
+            return self.buf.lines
+        finally:
+            self.buf = outer
+
+    # -- values -------------------------------------------------------------------------
+
+    def operand(self, env: Env, value: Any) -> CValue:
+        if isinstance(value, Node):
+            found = env.get(value)
+            if not isinstance(found, CValue):
+                raise NotScalarLoop(f"{value.name} is not a 0-d value here")
+            return found
+        if isinstance(value, bool | int | float):
+            kind = type(value)
+            if kind is int and not -(2**62) < value < 2**62:
+                raise NotScalarLoop(f"Python int constant {value} is too large")
+            dtype = _PY_TYPES[kind]
+            bits = int(abs(value)).bit_length() if kind is not float else 64
+            return CValue(c_literal(value, dtype), dtype, kind, bits, invariant=True)
+        if isinstance(value, np.generic) and c_type(value.dtype) is not None:
+            return CValue(c_literal(value.item(), value.dtype), value.dtype, invariant=True)
+        raise NotScalarLoop(f"operand {value!r}")
+
+    def define(self, dtype: np.dtype[Any], text: str, stem: str = "t") -> str:
+        name = self.fresh(stem)
+        self.buf.writeline(f"const {c_type(dtype)} {name} = {text};")
+        return name
+
+    # -- the body -------------------------------------------------------------------------
+
+    def body(self, graph: Graph, env: Env) -> list[CValue | None]:
+        # Emit every op node of `graph`; the values of its outputs (None: unchanged).
+        for node in graph.nodes:
+            if node.op is not None and node.op.name == "loop_output":
+                source = node.inputs[0]
+                if isinstance(source, Node) and source.op is not None:
+                    key = (source, dict(node.params)["index"])
+                    self.result_metas[key] = node.meta
+        for node in graph.nodes:
+            if node.op is None:
+                continue
+            handler = _NODE_HANDLERS.get(node.op.name)
+            if handler is None:
+                env[node] = self.pointwise(node, env)
+            else:
+                handler(self, node, env)
+        outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+        return [self.operand(env, out) for out in outputs]
+
+    def pointwise(self, node: Node, env: Env) -> CValue:
+        meta = node.meta
+        if not isinstance(meta, ArrayMeta) or meta.shape != () or c_type(meta.dtype) is None:
+            raise NotScalarLoop(f"{node.op.name if node.op else node.name} gives {meta}")
+        # Late import: the lowering (sympy) loads only when a loop is compiled.
+        from ...lowering import LOWERINGS, CannotLower, Lowered, LoweringContext
+
+        assert node.op is not None
+        fn = LOWERINGS.get(node.op.name)
+        if fn is None:
+            raise NotScalarLoop(f"{node.op.name} has no scalar form")
+        ctx = LoweringContext(Graph())
+        for value in node.input_nodes():
+            found = self.operand(env, value)
+            arg = ScalarArg(found.text, found.dtype)
+            ctx.values[value] = Lowered((), found.dtype, _constant_loader(arg), pure_view=True)
+        try:
+            lowered = fn(ctx, node)
+        except CannotLower as reason:
+            raise NotScalarLoop(f"{node.op.name}: {reason}") from reason
+        if ctx.steps or lowered.loader is None:
+            raise NotScalarLoop(f"{node.op.name} needs a kernel of its own")
+        return CValue(self.expression(lowered.loader(())), meta.dtype)
+
+    def expression(self, expr: Any) -> str:
+        # A scalar loop-IR expression (Apply, Constant, ScalarArg): one statement per Apply.
+        if isinstance(expr, Constant):
+            return c_literal(expr.value, expr.dtype)
+        if isinstance(expr, ScalarArg):
+            return f"(({c_type(expr.dtype)}){expr.name})"
+        if not isinstance(expr, Apply):
+            raise NotScalarLoop(f"a loop-IR value {expr}")
+        args = [self.expression(arg) for arg in expr.args]
+        dtypes = [arg.dtype for arg in expr.args]
+        return self.define(expr.dtype, c_expr(expr.fn, args, dtypes, expr.dtype))
+
+    def hoisted(self, value: CValue, size: str) -> bool:
+        # Whether `0 <= value < size` is checked once at the entry of an enclosing loop
+        # (for all its iterations) instead of here; the loop's unchecked copy then runs
+        # only when every condition holds, its checked copy otherwise.
+        if self.checked or not self.frames:
+            return False
+        if value.affine is not None and value.affine[0] in self.frames:
+            frame, offset = value.affine
+            frame.conditions.append(
+                f"{frame.low} + {offset} >= 0 && {frame.high} + {offset} < {size}"
+            )
+            return True
+        if value.invariant and value.python in (int, bool):
+            self.frames[0].conditions.append(f"{value.text} >= 0 && {value.text} < {size}")
+            return True
+        return False
+
+    def element(self, array: CArray, index: list[CValue]) -> str:
+        # The C address expression of array[index] after bounds checks.
+        terms = []
+        for axis, value in enumerate(index):
+            if value.python not in (int, bool) and value.dtype.kind not in "iub":
+                raise NotScalarLoop("a non-integer index")
+            if self.hoisted(value, f"{array.name}_n{axis}"):
+                terms.append(f"(int64_t){value.text} * {array.name}_s{axis}")
+                continue
+            name = self.fresh("ix")
+            self.buf.writeline(f"int64_t {name};")
+            self.buf.writeline(
+                f"if (!np_loop_index((int64_t){value.text}, {array.name}_n{axis}, {axis}, "
+                f"&{name})) {{ goto fail; }}",
+            )
+            terms.append(f"{name} * {array.name}_s{axis}")
+        return f"{array.name}_d[{' + '.join(terms) or '0'}]"
+
+
+def _constant_loader(arg: ScalarArg) -> Callable[[tuple[Any, ...]], ScalarArg]:
+    return lambda idx: arg
+
+
+def _index_values(
+    writer: LoopWriter, node: Node, env: Env, scalars: tuple[Any, ...], array: CArray
+) -> list[CValue]:
+    # The run-time ints of an element index template, one per axis.
+    template = dict(node.params)["index"]
+    values = []
+    for item in template:
+        if isinstance(item, ScalarSlot):
+            values.append(writer.operand(env, scalars[item.position]))
+        elif isinstance(item, int | np.integer) and not isinstance(item, bool):
+            values.append(writer.operand(env, int(item)))
+        else:
+            raise NotScalarLoop(f"index item {item!r} is not an int")
+    if len(values) != array.ndim:
+        raise NotScalarLoop("not one int per dimension")
+    return values
+
+
+def _array(env: Env, value: Any) -> CArray:
+    found = env.get(value) if isinstance(value, Node) else None
+    if not isinstance(found, CArray):
+        raise NotScalarLoop("an indexed value that is no array argument of the loop")
+    return found
+
+
+def _element_at(writer: LoopWriter, node: Node, env: Env) -> None:
+    array = _array(env, node.inputs[0])
+    index = _index_values(writer, node, env, node.inputs[1:], array)
+    address = writer.element(array, index)
+    env[node] = CValue(writer.define(array.dtype, address), array.dtype)
+
+
+def _setitem_at(writer: LoopWriter, node: Node, env: Env) -> None:
+    array = _array(env, node.inputs[0])
+    value = writer.operand(env, node.inputs[1])
+    index = _index_values(writer, node, env, node.inputs[2:], array)
+    if value.python is int and array.dtype != np.dtype("int64") and array.dtype.kind in "iu":
+        raise NotScalarLoop("a Python int stored into a narrower integer array")
+    if value.dtype.kind == "c" and array.dtype.kind != "c":
+        raise NotScalarLoop("a complex value stored into a real array (NumPy warns)")
+    address = writer.element(array, index)
+    cast = c_expr("cast", [value.text], [value.dtype], array.dtype)
+    writer.buf.writeline(f"{address} = {cast};")
+    array.written = True
+    env[node] = array
+
+
+def _carried_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
+    source = writer.operand(env, node.inputs[0])
+    meta = node.meta
+    assert isinstance(meta, ArrayMeta)
+    if source.dtype != meta.dtype:
+        text = c_expr("cast", [source.text], [source.dtype], meta.dtype)
+        env[node] = CValue(writer.define(meta.dtype, text), meta.dtype)
+    else:
+        env[node] = CValue(source.text, source.dtype)
+
+
+def _dim(writer: LoopWriter, node: Node, env: Env) -> None:
+    array = _array(env, node.inputs[0])
+    axis = dict(node.params)["axis"]
+    env[node] = CValue(f"{array.name}_n{axis}", np.dtype("int64"), int, _DIM_BITS, True)
+
+
+_INT_BINARY = {"add": "+", "sub": "-", "mul": "*"}
+_OVERFLOW_BUILTIN = {"add": "__builtin_add_overflow", "sub": "__builtin_sub_overflow",
+                     "mul": "__builtin_mul_overflow"}  # fmt: skip
+_COMPARE = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
+_BITWISE = {"and": "&", "or": "|", "xor": "^"}
+
+
+def _py_binary(writer: LoopWriter, node: Node, env: Env) -> None:
+    operator = dict(node.params)["operator"]
+    left = writer.operand(env, node.inputs[0])
+    right = writer.operand(env, node.inputs[1])
+    if left.python is None or right.python is None:
+        raise NotScalarLoop("py_binary on a NumPy value")
+    meta = node.meta
+    assert isinstance(meta, ScalarMeta)
+    result = _PY_TYPES[meta.type]
+    is_float = float in (left.python, right.python)
+    if operator in _COMPARE:
+        if is_float and left.python is not right.python and max(left.bits, right.bits) > 53:
+            raise NotScalarLoop("an int compared with a float beyond 2**53")
+        text = f"(npy_bool)({left.text} {_COMPARE[operator]} {right.text})"
+        env[node] = CValue(writer.define(result, text), result, bool, 1)
+        return
+    if is_float:
+        env[node] = _py_float(writer, operator, left, right)
+        return
+    a, b = f"(int64_t){left.text}", f"(int64_t){right.text}"
+    bits = max(left.bits, right.bits)
+    if operator in _BITWISE:
+        kind = bool if meta.type is bool else int
+        text = f"({a} {_BITWISE[operator]} {b})"
+        env[node] = CValue(writer.define(result, text), result, kind, bits)
+        return
+    if operator in _INT_BINARY:
+        bound = left.bits + right.bits if operator == "mul" else bits + 1
+        if bound <= _SAFE_BITS:
+            text = f"({a} {_INT_BINARY[operator]} {b})"
+            value = CValue(writer.define(result, text), result, int, bound)
+            value.affine = _affine(operator, left, right, node.inputs[1])
+            value.invariant = left.invariant and right.invariant and not writer.frames
+            env[node] = value
+            return
+        name = writer.fresh("t")
+        writer.buf.writeline(f"int64_t {name};")
+        writer.buf.writeline(
+            f"if ({_OVERFLOW_BUILTIN[operator]}({a}, {b}, &{name})) {{ goto bail; }}"
+        )
+        writer.bails = True
+        env[node] = CValue(name, result, int, 63)
+        return
+    if operator in ("floordiv", "mod"):
+        if isinstance(node.inputs[1], Node) or node.inputs[1] == 0:
+            writer.buf.writeline(f"if ({b} == 0) {{ goto bail; }}")
+            writer.bails = True
+        if operator == "floordiv" and left.bits >= 63:
+            writer.buf.writeline(f"if ({a} == INT64_MIN && {b} == -1) {{ goto bail; }}")
+            writer.bails = True
+        helper = "np_py_floordiv" if operator == "floordiv" else "np_py_mod"
+        out_bits = left.bits if operator == "floordiv" else right.bits
+        text = f"{helper}({a}, {b})"
+        env[node] = CValue(writer.define(result, text), result, int, out_bits)
+        return
+    if operator == "rshift":
+        name = writer.fresh("t")
+        writer.buf.writeline(f"int64_t {name};")
+        writer.buf.writeline(f"if ({b} < 0) {{ goto bail; }}")
+        writer.bails = True
+        writer.buf.writeline(f"{name} = {b} >= 63 ? ({a} < 0 ? -1 : 0) : ({a} >> {b});")
+        env[node] = CValue(name, result, int, left.bits)
+        return
+    if operator == "lshift":
+        name = writer.fresh("t")
+        writer.buf.writeline(f"int64_t {name};")
+        writer.buf.writeline(
+            f"if ({b} < 0 || ({a} != 0 && ({b} >= 63 || (({a} << {b}) >> {b}) != {a}))) "
+            "{ goto bail; }",
+        )
+        writer.buf.writeline(f"{name} = {a} == 0 ? 0 : ({a} << {b});")
+        writer.bails = True
+        env[node] = CValue(name, result, int, 63)
+        return
+    if operator == "truediv":
+        if max(left.bits, right.bits) > 53:
+            raise NotScalarLoop("int true division beyond 2**53")
+        if isinstance(node.inputs[1], Node) or node.inputs[1] == 0:
+            writer.buf.writeline(f"if ({b} == 0) {{ goto bail; }}")
+            writer.bails = True
+        text = f"((double){a} / (double){b})"
+        env[node] = CValue(writer.define(result, text), result, float)
+        return
+    raise NotScalarLoop(f"Python operator {operator} on ints")
+
+
+def _affine(operator: str, left: CValue, right: CValue, constant: Any) -> tuple[_Frame, int] | None:
+    # index + c or index - c stays an index plus a constant.
+    if (
+        operator in ("add", "sub")
+        and left.affine is not None
+        and isinstance(constant, int)
+        and not isinstance(constant, bool)
+        and right.invariant
+    ):
+        frame, offset = left.affine
+        return frame, offset + (constant if operator == "add" else -constant)
+    return None
+
+
+def _py_float(writer: LoopWriter, operator: str, left: CValue, right: CValue) -> CValue:
+    # Python converts an int operand to the nearest float, as C's conversion does.
+    f64 = np.dtype("float64")
+    a, b = f"(double){left.text}", f"(double){right.text}"
+    if operator in ("add", "sub", "mul"):
+        text = f"({a} {_INT_BINARY[operator]} {b})"
+    elif operator in ("truediv", "floordiv", "mod"):
+        writer.buf.writeline(f"if ({b} == 0.0) {{ goto bail; }}")
+        writer.bails = True
+        helper = {"truediv": None, "floordiv": "_np_floor_divide_double",
+                  "mod": "_np_remainder_double"}[operator]  # fmt: skip
+        text = f"({a} / {b})" if helper is None else f"{helper}({a}, {b})"
+    else:
+        raise NotScalarLoop(f"Python operator {operator} on floats")
+    return CValue(writer.define(f64, text), f64, float)
+
+
+def _py_unary(writer: LoopWriter, node: Node, env: Env) -> None:
+    operator = dict(node.params)["operator"]
+    value = writer.operand(env, node.inputs[0])
+    meta = node.meta
+    assert isinstance(meta, ScalarMeta)
+    result = _PY_TYPES[meta.type]
+    if value.python is float:
+        text = {"neg": f"(-{value.text})", "abs": f"fabs({value.text})"}.get(operator)
+        if text is None:
+            raise NotScalarLoop(f"Python {operator} on a float")
+        env[node] = CValue(writer.define(result, text), result, float)
+        return
+    if value.python not in (int, bool):
+        raise NotScalarLoop("py_unary on a NumPy value")
+    a = f"(int64_t){value.text}"
+    if operator == "invert":
+        env[node] = CValue(writer.define(result, f"(~{a})"), result, int, value.bits)
+        return
+    if operator not in ("neg", "abs"):
+        raise NotScalarLoop(f"Python {operator}")
+    if value.bits >= 63:
+        writer.buf.writeline(f"if ({a} == INT64_MIN) {{ goto bail; }}")
+        writer.bails = True
+    text = f"(-{a})" if operator == "neg" else f"({a} < 0 ? -{a} : {a})"
+    env[node] = CValue(writer.define(result, text), result, int, value.bits)
+
+
+def _loop_output(writer: LoopWriter, node: Node, env: Env) -> None:
+    loop = node.inputs[0]
+    finals = env.get(loop)
+    if not isinstance(finals, _Finals):
+        raise NotScalarLoop("loop_output of a loop this function did not run")
+    env[node] = finals.values[dict(node.params)["index"]]
+
+
+@attrs.define
+class _Finals:
+    # The carried C locals of a nested loop, after it.
+    values: list[CValue]
+
+
+def _nested_loop(writer: LoopWriter, node: Node, env: Env) -> None:
+    params = dict(node.params)
+    body: Graph = params["body"]
+    carried: int = params["carried"]
+    start, stop, step = (writer.operand(env, value) for value in node.inputs[:3])
+    for bound in (start, stop, step):
+        if bound.python not in (int, bool):
+            raise NotScalarLoop("a loop bound that is no Python int")
+    bits = max(start.bits, stop.bits, step.bits)
+    if bits > ENTRY_BITS:
+        limit = f"(1LL << {ENTRY_BITS})"
+        checks = " || ".join(
+            f"{b.text} > {limit} || {b.text} < -{limit}" for b in (start, stop, step)
+        )
+        writer.buf.writeline(f"if ({checks}) {{ goto bail; }}")
+        writer.bails = True
+        bits = ENTRY_BITS
+    finals = emit_loop(writer, node, body, carried, (start, stop, step), bits, env)
+    env[node] = _Finals(finals)  # type: ignore[assignment]
+
+
+def emit_loop(
+    writer: LoopWriter,
+    node: Node,
+    body: Graph,
+    carried: int,
+    bounds: tuple[CValue, CValue, CValue],
+    bits: int,
+    env: Env,
+) -> list[CValue]:
+    """Write the C `for` over range(start, stop, step) of `node`; its carried values are C
+    locals declared before it, returned (the loop's final carried values)."""
+    start, stop, step = bounds
+    placeholders = body.placeholders
+    inner: Env = {}
+    index = writer.fresh("i")
+    locals_: list[CValue] = []
+    for k in range(carried):
+        meta = placeholders[1 + k].meta
+        if isinstance(meta, ArrayMeta) and meta.shape != ():
+            raise NotScalarLoop(f"a carried array ({meta})")
+        init = writer.operand(env, node.inputs[3 + k])
+        value = _carried_local(writer, meta, init)
+        locals_.append(value)
+        inner[placeholders[1 + k]] = value
+    for k, value in enumerate(node.inputs[3 + carried :]):
+        placeholder = placeholders[1 + carried + k]
+        found = env.get(value) if isinstance(value, Node) else None
+        if isinstance(found, CArray | CValue):
+            inner[placeholder] = found
+        else:
+            inner[placeholder] = writer.operand(env, value)
+    constant_step = _literal_value(step.text)
+    if constant_step is None:
+        condition = f"({step.text} > 0 ? {index} < {stop.text} : {index} > {stop.text})"
+        writer.buf.writeline(f"if ({step.text} == 0) {{")
+        with writer.buf.indent():
+            writer.buf.writeline(
+                'PyErr_SetString(PyExc_ValueError, "range() arg 3 must not be zero");'
+            )
+            writer.buf.writeline("goto fail;")
+        writer.buf.writeline("}")
+    elif constant_step == 0:
+        raise NotScalarLoop("range() with a constant step of 0")
+    else:
+        condition = f"{index} < {stop.text}" if constant_step > 0 else f"{index} > {stop.text}"
+    frame = _Frame(writer.fresh("lo"), writer.fresh("hi"))
+    a, b, c = start.text, stop.text, step.text
+    if constant_step == 1:
+        low, high = a, f"{b} - 1"
+    else:
+        last = f"{a} + (({b} - {a} - ({c} > 0 ? 1 : -1)) / {c}) * {c}"
+        low, high = f"({c} > 0 ? {a} : {last})", f"({c} > 0 ? {last} : {a})"
+    writer.buf.writeline(f"const int64_t {frame.low} = {low};")
+    writer.buf.writeline(f"const int64_t {frame.high} = {high};")
+    head = f"for (int64_t {index} = {a}; {condition}; {index} += {c}) {{"
+    inner[placeholders[0]] = CValue(index, np.dtype("int64"), int, bits + 1, affine=(frame, 0))
+    writer.frames.append(frame)
+    try:
+        unchecked = writer.capture(lambda: _emit_iterations(writer, head, body, inner, locals_))
+        copy = None
+        if frame.conditions:
+            # Two copies: without the bounds checks hoisted here when they all hold (each
+            # index in range at every iteration), else with every check where eager makes it.
+            checked = writer.checked
+            writer.checked = True
+            try:
+                copy = writer.capture(
+                    lambda: _emit_iterations(writer, head, body, inner, locals_), deeper=1
+                )
+            finally:
+                writer.checked = checked
+    finally:
+        writer.frames.pop()
+    if copy is None:
+        writer.buf.splice(unchecked)
+        return locals_
+    conditions = " && ".join(f"({cond})" for cond in dict.fromkeys(frame.conditions))
+    writer.buf.writeline(f"if ({conditions}) {{")
+    writer.buf.splice(CodeBuffer.UNIT + line for line in unchecked)
+    writer.buf.writeline("} else {")
+    writer.buf.splice(copy)
+    writer.buf.writeline("}")
+    return locals_
+
+
+def _emit_iterations(
+    writer: LoopWriter,
+    head: str,
+    body: Graph,
+    inner: Env,
+    locals_: list[CValue],
+) -> None:
+    # The `for` statement around one iteration.
+    writer.buf.writeline(head)
+    with writer.buf.indent():
+        _emit_body(writer, body, inner, locals_)
+    writer.buf.writeline("}")
+
+
+def _emit_body(writer: LoopWriter, body: Graph, inner: Env, locals_: list[CValue]) -> None:
+    # One iteration: the body's statements, then the carried locals' new values.
+    placeholders = body.placeholders
+    outputs = writer.body(body, dict(inner))
+    if len(outputs) != len(locals_):
+        raise NotScalarLoop("the body's outputs are not its carried values")
+    for k, (local, new) in enumerate(zip(locals_, outputs, strict=True)):
+        out = body.output[k] if isinstance(body.output, tuple) else body.output
+        if out is placeholders[1 + k]:
+            continue
+        if isinstance(out, Node) and out.op is None:
+            raise NotScalarLoop("a carried value that is another carried value")
+        assert new is not None
+        cast = c_expr("cast", [new.text], [new.dtype], local.dtype)
+        writer.buf.writeline(f"{local.text} = {cast};")
+
+
+def _literal_value(text: str) -> int | None:
+    # The value of an int literal as c_literal spells it ("((int64_t)1LL)").
+    inner = text.replace("(int64_t)", "").strip("()").removesuffix("LL")
+    try:
+        return int(inner)
+    except ValueError:
+        return None
+
+
+def _carried_local(writer: LoopWriter, meta: Any, init: CValue) -> CValue:
+    if isinstance(meta, ScalarMeta):
+        if meta.type not in _PY_TYPES:
+            raise NotScalarLoop(f"a carried {meta.type.__name__}")
+        dtype = _PY_TYPES[meta.type]
+        python: type | None = meta.type
+        bits = 63 if meta.type is int else (1 if meta.type is bool else 64)
+        if meta.type is int and init.python not in (int, bool):
+            raise NotScalarLoop("a carried Python int that starts as a NumPy value")
+    elif isinstance(meta, ArrayMeta) and meta.shape == () and c_type(meta.dtype) is not None:
+        dtype = meta.dtype
+        python = None
+        bits = 64
+    else:
+        raise NotScalarLoop(f"a carried {meta}")
+    name = writer.fresh("c")
+    cast = c_expr("cast", [init.text], [init.dtype], dtype)
+    if writer.frames:
+        writer.buf.writeline(f"{c_type(dtype)} {name} = {cast};")
+    else:  # the outermost loop's: read after the nest, declared before its copies
+        writer.declarations.append(f"    {c_type(dtype)} {name};")
+        writer.buf.writeline(f"{name} = {cast};")
+    return CValue(name, dtype, python, bits)
+
+
+def _scalar_type(meta: Any) -> tuple[np.dtype[Any], type | None, int]:
+    # The C dtype, Python type and bound in bits of a 0-d value of `meta`.
+    if isinstance(meta, ScalarMeta) and meta.type in _PY_TYPES:
+        bits = 63 if meta.type is int else (1 if meta.type is bool else 64)
+        return _PY_TYPES[meta.type], meta.type, bits
+    if isinstance(meta, ArrayMeta) and meta.shape == () and c_type(meta.dtype) is not None:
+        return meta.dtype, None, 64
+    raise NotScalarLoop(f"a value {meta} is not 0-d")
+
+
+def _assign_outputs(
+    writer: LoopWriter, outputs: list[CValue | None], targets: list[CValue]
+) -> None:
+    for target, value in zip(targets, outputs, strict=True):
+        assert value is not None
+        cast = c_expr("cast", [value.text], [value.dtype], target.dtype)
+        writer.buf.writeline(f"{target.text} = {cast};")
+
+
+def _cond(writer: LoopWriter, node: Node, env: Env) -> None:
+    # `if` on a run-time value: both branches as C blocks assigning the results.
+    params = dict(node.params)
+    branches: tuple[Graph, Graph] = (params["then_branch"], params["else_branch"])
+    pred = writer.operand(env, node.inputs[0])
+    count = len(branches[0].output) if isinstance(branches[0].output, tuple) else 1
+    results = []
+    for k in range(count):
+        meta = writer.result_metas.get((node, k))
+        if meta is None:
+            raise NotScalarLoop("a cond result without its loop_output")
+        dtype, python, bits = _scalar_type(meta)
+        name = writer.fresh("r")
+        writer.buf.writeline(f"{c_type(dtype)} {name};")
+        results.append(CValue(name, dtype, python, bits))
+    for position, branch in enumerate(branches):
+        writer.buf.writeline(f"if ({pred.text}) {{" if position == 0 else "} else {")
+        inner = _inner_env(writer, env, branch.placeholders, node.inputs[1:])
+        with writer.buf.indent():
+            _assign_outputs(writer, writer.body(branch, inner), results)
+    writer.buf.writeline("}")
+    env[node] = _Finals(results)  # type: ignore[assignment]
+
+
+def _inner_env(writer: LoopWriter, env: Env, placeholders: list[Node], inputs: Any) -> Env:
+    # A subgraph's placeholders bound to the values the node passes it.
+    inner: Env = {}
+    for placeholder, value in zip(placeholders, inputs, strict=True):
+        found = env.get(value) if isinstance(value, Node) else None
+        inner[placeholder] = found if found is not None else writer.operand(env, value)
+    return inner
+
+
+def _while_loop(writer: LoopWriter, node: Node, env: Env) -> None:
+    # `while` on a run-time test: carried values as C locals, the body's last output the
+    # next test.
+    params = dict(node.params)
+    body: Graph = params["body"]
+    carried: int = params["carried"]
+    if not writer.frames:
+        raise NotScalarLoop("a while loop outside a for loop")
+    pred = writer.operand(env, node.inputs[0])
+    placeholders = body.placeholders
+    locals_ = []
+    for k in range(carried):
+        meta = placeholders[k].meta
+        if isinstance(meta, ArrayMeta) and meta.shape != ():
+            raise NotScalarLoop(f"a carried array ({meta})")
+        locals_.append(_carried_local(writer, meta, writer.operand(env, node.inputs[1 + k])))
+    inner = _inner_env(writer, env, placeholders[carried:], node.inputs[1 + carried :])
+    for placeholder, local in zip(placeholders, locals_, strict=False):
+        inner[placeholder] = local
+    going = writer.fresh("going")
+    enter, again = int(params["enter_if"]), int(params["again_if"])
+    writer.buf.writeline(f"int {going} = (!!({pred.text})) == {enter};")
+    writer.buf.writeline(f"while ({going}) {{")
+    with writer.buf.indent():
+        outputs = writer.body(body, inner)
+        if len(outputs) != carried + 1:
+            raise NotScalarLoop("a while body without its test")
+        new = outputs[:carried]
+        out_nodes = body.output if isinstance(body.output, tuple) else (body.output,)
+        for k, value in enumerate(out_nodes[:carried]):
+            if isinstance(value, Node) and value.op is None and value is not placeholders[k]:
+                raise NotScalarLoop("a carried value that is another carried value")
+        test = outputs[carried]
+        assert test is not None
+        # The test first: it may read the carried values of this iteration.
+        writer.buf.writeline(f"{going} = (!!({test.text})) == {again};")
+        _assign_outputs(writer, new, locals_)
+    writer.buf.writeline("}")
+    env[node] = _Finals(locals_)  # type: ignore[assignment]
+
+
+_NODE_HANDLERS: dict[str, Callable[[LoopWriter, Node, Env], None]] = {
+    "cond": _cond,
+    "while_loop": _while_loop,
+    "element_at": _element_at,
+    "setitem_at": _setitem_at,
+    "carried_scalar": _carried_scalar,
+    "dim": _dim,
+    "py_binary": _py_binary,
+    "py_unary": _py_unary,
+    "for_loop": _nested_loop,
+    "loop_output": _loop_output,
+}

@@ -1,0 +1,371 @@
+"""The C function that runs one `for_loop` node of the graph (its body is `loop_body`'s).
+
+The wrapper calls `name(argv, argc, eager, &np_fp)` where the extern call would have
+called the `for_loop` callable: `argv` holds the node's graph-value inputs as Python
+objects. The function checks them (dtype, dims, alignment, writability; ints within
++-2**60) and runs the loop with NumPy through `eager` whenever they are not what the body
+was compiled for, or when `step` is 0 (NumPy then raises Python's `ValueError`); an empty
+range gives back the initial objects themselves. A loop that can bail (see `loop_body`)
+copies the arrays it writes first and restores them before running with NumPy. The
+function returns the tuple of final carried values, boxed as eager NumPy leaves them
+(Python scalars for Python ints and floats, NumPy scalars for 0-d NumPy values), and ORs
+the floating-point flags the loop raised into `np_fp`. Two copies of the nest: one with
+every array's last stride the constant 1 (taken when they all are), one with any strides.
+
+    >>> scalar_loop_function(node, "loop_v0").bails  # doctest: +SKIP
+    False
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import attrs
+import numpy as np
+
+from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, gives_scalar
+
+from .loop_body import (
+    ENTRY_BITS,
+    CArray,
+    CValue,
+    Env,
+    LoopWriter,
+    NotScalarLoop,
+    emit_loop,
+)
+from .ops import c_literal, c_type
+
+
+@attrs.frozen
+class LoopFunction:
+    """The C source of one loop function and the facts the wrapper needs about it.
+
+    `bails` says whether a run may restart the loop with NumPy after it began.
+    """
+
+    name: str
+    source: str
+    bails: bool
+
+
+LOOP_HELPERS = r"""
+/* Loop functions (codegen/c/loop_body.py): arguments as C values, element indices. */
+static int np_loop_int(PyObject *o, int64_t *v)
+{
+    if (!PyLong_Check(o)) { return 0; }
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
+    if (x > (1LL << 60) || x < -(1LL << 60)) { return 0; }
+    *v = (int64_t)x;
+    return 1;
+}
+/* A 0-d value of NumPy type `typenum` (a NumPy scalar or 0-d array of exactly that type,
+   or a Python scalar NumPy would take as a weak value of it) into `out`. */
+static int np_loop_value(PyObject *o, int typenum, void *out)
+{
+    PyArray_Descr *descr = PyArray_DescrFromType(typenum);
+    int ok = 0;
+    if (PyArray_Check(o)) {
+        PyArrayObject *a = (PyArrayObject *)o;
+        if (PyArray_NDIM(a) == 0 && PyArray_TYPE(a) == typenum && PyArray_ISNOTSWAPPED(a)) {
+            memcpy(out, PyArray_DATA(a), (size_t)PyArray_ITEMSIZE(a));
+            ok = 1;
+        }
+    } else if (PyArray_IsScalar(o, Generic)) {
+        PyArray_Descr *own = PyArray_DescrFromScalar(o);
+        if (own != NULL && own->type_num == typenum) {
+            PyArray_ScalarAsCtype(o, out);
+            ok = 1;
+        }
+        Py_XDECREF(own);
+    } else if (PyFloat_Check(o) && (PyTypeNum_ISFLOAT(typenum))) {
+        double x = PyFloat_AS_DOUBLE(o);
+        if (typenum == NPY_DOUBLE) { *(double *)out = x; ok = 1; }
+        else if (typenum == NPY_FLOAT && (x != x || fabs(x) <= 3.4028234663852886e38)) {
+            *(float *)out = (float)x; ok = 1;
+        }
+    } else if (PyLong_Check(o) && !PyBool_Check(o)) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); }
+        else if (typenum == NPY_DOUBLE && x > -(1LL << 53) && x < (1LL << 53)) {
+            *(double *)out = (double)x; ok = 1;
+        } else if (typenum == NPY_LONG || typenum == NPY_LONGLONG) {
+            *(int64_t *)out = (int64_t)x; ok = 1;
+        } else if (typenum == NPY_INT && x >= INT32_MIN && x <= INT32_MAX) {
+            *(int32_t *)out = (int32_t)x; ok = 1;
+        }
+    } else if (PyBool_Check(o) && typenum == NPY_BOOL) {
+        *(npy_bool *)out = (npy_bool)(o == Py_True); ok = 1;
+    }
+    Py_DECREF(descr);
+    return ok;
+}
+/* A run-time index normalized as Python does; 0 (and IndexError set) when out of bounds. */
+static inline int np_loop_index(int64_t index, int64_t size, int axis, int64_t *out)
+{
+    int64_t i = index < 0 ? index + size : index;
+    if (__builtin_expect((uint64_t)i >= (uint64_t)size, 0)) {
+        PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for axis %d with size %lld",
+                     (long long)index, axis, (long long)size);
+        return 0;
+    }
+    *out = i;
+    return 1;
+}
+/* A NumPy scalar of type `typenum` holding *data. */
+static PyObject *np_loop_box(void *data, int typenum)
+{
+    PyArray_Descr *descr = PyArray_DescrFromType(typenum);
+    PyObject *item = PyArray_Scalar(data, descr, NULL);
+    Py_DECREF(descr);
+    return item;
+}
+/* Python's // and % on ints (b != 0; MIN // -1 is checked by the caller). */
+static inline int64_t np_py_floordiv(int64_t a, int64_t b)
+{
+    if (b == -1) { return (int64_t)(0 - (uint64_t)a); }
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) { q -= 1; }
+    return q;
+}
+static inline int64_t np_py_mod(int64_t a, int64_t b)
+{
+    if (b == -1) { return 0; }
+    int64_t r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) { r += b; }
+    return r;
+}
+"""
+
+
+def scalar_loop_function(node: Node, name: str) -> LoopFunction:
+    """The C function `name` that runs `for_loop` node `node` (raises `NotScalarLoop`).
+
+    Its C signature is `PyObject *name(PyObject *const *argv, Py_ssize_t argc, PyObject
+    *eager, int *np_fp)`: `argv` holds the node's inputs that are graph values, in order
+    (its constant inputs are in the code), `eager` is the extern callable that runs the
+    loop with NumPy, and the floating-point flags the loop raised are ORed into `np_fp`.
+    It returns the tuple of final carried values, as the `for_loop` op does.
+
+    >>> scalar_loop_function(node, "loop_v0").bails  # doctest: +SKIP
+    False
+    """
+    params = dict(node.params)
+    body: Graph = params["body"]
+    carried: int = params["carried"]
+    writer = LoopWriter(name)
+    placeholders = body.placeholders
+    env: Env = {}
+    entry: list[str] = []
+    stand_ins: list[Any] = []
+    values: list[Any] = []
+    for position, value in enumerate(node.inputs):
+        if not isinstance(value, Node):
+            values.append(value)
+            stand_ins.append(value)
+            continue
+        argument = sum(isinstance(v, Node) for v in node.inputs[:position])
+        meta = _input_meta(position, carried, placeholders)
+        values.append(_unpack(writer, entry, meta, argument))
+        # A body-level stand-in for the argument, named for its position in argv.
+        stand_ins.append(Node(f"arg{argument}", None, (), (), ScalarMeta(int)))
+    outer = Node(node.name, node.op, tuple(stand_ins), node.params, node.meta)
+    for key, value in zip(outer.inputs, values, strict=True):
+        if isinstance(key, Node):
+            env[key] = value
+    start, stop, step = (writer.operand(env, value) for value in outer.inputs[:3])
+    for bound in (start, stop, step):
+        if bound.python not in (int, bool):
+            raise NotScalarLoop("a loop bound that is no Python int")
+    bits = max(start.bits, stop.bits, step.bits)
+    # step 0 raises Python's ValueError (through NumPy's run); an empty range gives back
+    # the initial objects themselves, as eager does.
+    initial = [_initial(value) for value in outer.inputs[3 : 3 + carried]]
+    empty = [
+        f"    if ({step.text} == 0) {{ goto eager; }}",
+        f"    if ({step.text} > 0 ? {start.text} >= {stop.text} : {start.text} <= {stop.text}) {{",
+        f"        result = PyTuple_New({carried});",
+        "        if (result == NULL) { goto fail; }",
+        *(f"        PyTuple_SET_ITEM(result, {k}, {item});" for k, item in enumerate(initial)),
+        "        goto done;",
+        "    }",
+    ]
+    finals = emit_loop(writer, outer, body, carried, (start, stop, step), bits, env)
+    outputs = body.output if isinstance(body.output, tuple) else (body.output,)
+    boxes = [
+        _box(final, out, placeholders[1 + k], outer.inputs[3 + k], env)
+        for k, (final, out) in enumerate(zip(finals, outputs, strict=True))
+    ]
+    written = [array for array in writer.arrays if array.written]
+    snapshots = [array for array in written if writer.bails]
+    lines = [
+        f"static PyObject *{name}(PyObject *const *argv, Py_ssize_t argc, PyObject *eager, "
+        "int *np_fp)",
+        "{",
+        "    PyObject *result = NULL;",
+        *(f"    PyObject *snap_{array.name} = NULL;" for array in snapshots),
+        *entry,
+        *empty,
+        *(f"    if (!PyArray_ISWRITEABLE(a_{array.name})) {{ goto eager; }}" for array in written),
+    ]
+    for array in snapshots:
+        lines.append(f"    snap_{array.name} = PyArray_NewCopy(a_{array.name}, NPY_KEEPORDER);")
+        lines.append(f"    if (snap_{array.name} == NULL) {{ goto fail; }}")
+    lines.append("    NP_FP_CLEAR();")
+    lines += writer.declarations
+    lines += _unit_stride_copy(writer.buf.lines, writer.arrays)
+    lines.append("    *np_fp |= NP_FP_TEST();")
+    lines.append(f"    result = PyTuple_New({carried});")
+    lines.append("    if (result == NULL) { goto fail; }")
+    for k, box in enumerate(boxes):
+        lines.append("    {")
+        lines.append(f"        PyObject *item = {box};")
+        lines.append("        if (item == NULL) { Py_CLEAR(result); goto fail; }")
+        lines.append(f"        PyTuple_SET_ITEM(result, {k}, item);")
+        lines.append("    }")
+    lines.append("    goto done;")
+    if writer.bails:
+        lines.append("bail:")
+        lines.append("    NP_FP_CLEAR();")
+        for array in snapshots:
+            lines.append(
+                f"    if (PyArray_CopyInto(a_{array.name}, (PyArrayObject *)snap_{array.name}) "
+                "< 0) { goto fail; }"
+            )
+    lines.append("eager:")
+    lines.append("    result = PyObject_Vectorcall(eager, argv, argc, NULL);")
+    lines.append("    goto done;")
+    lines.append("fail:")
+    lines.append("    result = NULL;")
+    lines.append("done:")
+    lines += [f"    Py_XDECREF(snap_{array.name});" for array in snapshots]
+    lines.append("    return result;")
+    lines.append("}")
+    return LoopFunction(name, "\n".join(lines), writer.bails)
+
+
+def _unit_stride_copy(nest: list[str], arrays: list[CArray]) -> list[str]:
+    # The nest twice: with each array's last stride the constant 1 when they all are (the
+    # common case: GCC then keeps a value stored at one iteration in a register for the
+    # load of the next, as Numba's C-contiguous specialization lets LLVM do), else as is.
+    if not arrays:
+        return nest
+    names = [f"{array.name}_s{array.ndim - 1}" for array in arrays]
+    pattern = re.compile(r"\b(" + "|".join(names) + r")\b")
+    unit = [f"    {pattern.sub('1', line)}" for line in nest]
+    condition = " && ".join(f"{name} == 1" for name in names)
+    return [
+        f"    if ({condition}) {{",
+        *unit,
+        "    } else {",
+        *(f"    {line}" for line in nest),
+        "    }",
+    ]
+
+
+def _input_meta(position: int, carried: int, placeholders: list[Node]) -> Any:
+    # What the body expects at input `position` of the loop node.
+    if position < 3:
+        return ScalarMeta(int)
+    return placeholders[1 + position - 3].meta
+
+
+def _unpack(writer: LoopWriter, entry: list[str], meta: Any, argument: int) -> Any:
+    # C that reads argument `argument` as `meta` says (else runs the loop with NumPy).
+    arg = f"argv[{argument}]"
+    if isinstance(meta, ScalarMeta):
+        if meta.type is int:
+            name = writer.fresh("p")
+            entry.append(f"    int64_t {name};")
+            entry.append(f"    if (!np_loop_int({arg}, &{name})) {{ goto eager; }}")
+            return CValue(name, np.dtype("int64"), int, ENTRY_BITS, invariant=True)
+        if meta.type is float:
+            name = writer.fresh("p")
+            entry.append(f"    if (!PyFloat_CheckExact({arg})) {{ goto eager; }}")
+            entry.append(f"    const double {name} = PyFloat_AS_DOUBLE({arg});")
+            return CValue(name, np.dtype("float64"), float)
+        if meta.type is bool:
+            name = writer.fresh("p")
+            entry.append(f"    if (!PyBool_Check({arg})) {{ goto eager; }}")
+            entry.append(f"    const npy_bool {name} = (npy_bool)({arg} == Py_True);")
+            return CValue(name, np.dtype("bool"), bool, 1)
+        raise NotScalarLoop(f"a {meta.type.__name__} argument")
+    if not isinstance(meta, ArrayMeta) or c_type(meta.dtype) is None:
+        raise NotScalarLoop(f"an argument {meta}")
+    ct = c_type(meta.dtype)
+    typenum = int(meta.dtype.num)
+    if meta.shape == ():
+        name = writer.fresh("p")
+        entry.append(f"    {ct} {name};")
+        entry.append(f"    if (!np_loop_value({arg}, {typenum}, &{name})) {{ goto eager; }}")
+        return CValue(name, meta.dtype)
+    array = CArray(writer.fresh("A"), meta.dtype, len(meta.shape), argument)
+    writer.arrays.append(array)
+    a = f"a_{array.name}"
+    entry.append(f"    if (!PyArray_Check({arg})) {{ goto eager; }}")
+    entry.append(f"    PyArrayObject *{a} = (PyArrayObject *){arg};")
+    conds = [
+        f"PyArray_TYPE({a}) != {typenum}",
+        f"PyArray_NDIM({a}) != {array.ndim}",
+        f"!PyArray_ISNOTSWAPPED({a})",
+        f"!PyArray_ISALIGNED({a})",
+        *(f"PyArray_STRIDES({a})[{d}] % {meta.dtype.itemsize} != 0" for d in range(array.ndim)),
+    ]
+    entry.append(f"    if ({' || '.join(conds)}) {{ goto eager; }}")
+    entry.append(f"    {ct} *{array.name}_d = ({ct} *)PyArray_DATA({a});")
+    for d in range(array.ndim):
+        entry.append(
+            f"    const int64_t {array.name}_s{d} = "
+            f"(int64_t)(PyArray_STRIDES({a})[{d}] / {meta.dtype.itemsize});"
+        )
+        entry.append(f"    const int64_t {array.name}_n{d} = (int64_t)PyArray_DIMS({a})[{d}];")
+    return array
+
+
+def _initial(value: Any) -> str:
+    # A new reference to a loop's initial carried value (an argument or a constant).
+    if isinstance(value, Node):
+        return f"Py_NewRef(argv[{_argument_of(value)}])"
+    return _box_constant(value)
+
+
+def _box(final: CValue, out: Any, placeholder: Node, init: Any, env: Env) -> str:
+    # A new reference to the Python object eager NumPy leaves for one carried value.
+    if out is placeholder:  # never reassigned: the initial object itself
+        if isinstance(init, Node):
+            found = env[init]
+            assert isinstance(found, CValue)
+            return f"Py_NewRef(argv[{_argument_of(init)}])"
+        return _box_constant(init)
+    meta = placeholder.meta
+    if isinstance(meta, ScalarMeta):
+        if meta.type is int:
+            return f"PyLong_FromLongLong((long long){final.text})"
+        if meta.type is float:
+            return f"PyFloat_FromDouble({final.text})"
+        return f"PyBool_FromLong((long){final.text})"
+    assert isinstance(meta, ArrayMeta)
+    if not isinstance(out, Node) or not gives_scalar(out) or out.op is None:
+        raise NotScalarLoop("a carried 0-d value NumPy keeps as an array")
+    if out.op.name == "carried_scalar":
+        raise NotScalarLoop("a carried value the body leaves as it came")
+    # A copy: the carried local's address never escapes, so it stays in a register.
+    return f"np_loop_box(&(({c_type(meta.dtype)}[1]){{{final.text}}})[0], {int(meta.dtype.num)})"
+
+
+def _argument_of(stand_in: Node) -> int:
+    return int(stand_in.name.removeprefix("arg"))
+
+
+def _box_constant(value: Any) -> str:
+    if isinstance(value, bool):
+        return "Py_NewRef(Py_True)" if value else "Py_NewRef(Py_False)"
+    if isinstance(value, int):
+        return f"PyLong_FromLongLong({value}LL)"
+    if isinstance(value, float):
+        return f"PyFloat_FromDouble({c_literal(value, np.dtype('float64'))})"
+    raise NotScalarLoop(f"a carried constant {value!r}")

@@ -1,0 +1,425 @@
+"""The C op table: how each scalar operation of the loop IR is spelled in C.
+
+Every entry follows NumPy 2 exactly for the loop dtypes it accepts (integer
+wrap-around comes from `-fwrapv`; floor division and remainder follow Python's
+sign rules; `maximum`/`minimum` propagate NaN). An operation or dtype that is
+not in the table makes the lowering fall back to an extern NumPy call.
+
+    >>> c_expr("add", ["a", "b"], [np.dtype("float64")] * 2, np.dtype("float64"))
+    '(a + b)'
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..common import OpTable, category, kernel_dtype, register_op_table
+
+_C_TYPES: dict[str, str] = {
+    "bool": "npy_bool",
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+    "uint8": "uint8_t",
+    "uint16": "uint16_t",
+    "uint32": "uint32_t",
+    "uint64": "uint64_t",
+    "float32": "float",
+    "float64": "double",
+    "complex64": "float _Complex",
+    "complex128": "double _Complex",
+}
+
+
+def c_type(dtype: np.dtype[Any]) -> str | None:
+    """The C type of `dtype`, or None when kernels do not handle it.
+
+    >>> c_type(np.dtype("float32"))
+    'float'
+    """
+    if not kernel_dtype(dtype):
+        return None
+    return _C_TYPES.get(dtype.name)
+
+
+Spell = Callable[[list[str], str, str], str]  # (args, suffix of the loop type, C type)
+
+_F = "f"  # float32 math functions end in f
+
+
+def _binop(symbol: str) -> Spell:
+    return lambda a, suffix, ct: f"({a[0]} {symbol} {a[1]})"
+
+
+def _call(name: str) -> Spell:
+    return lambda a, suffix, ct: f"{name}{suffix}({', '.join(a)})"
+
+
+def _helper(name: str) -> Spell:
+    return lambda a, suffix, ct: f"_np_{name}_{ct.replace(' ', '_')}({', '.join(a)})"
+
+
+_ARITH = {
+    "add": _binop("+"),
+    "subtract": _binop("-"),
+    "multiply": _binop("*"),
+}
+_COMPARE = {
+    "equal": _binop("=="),
+    "not_equal": _binop("!="),
+    "less": _binop("<"),
+    "less_equal": _binop("<="),
+    "greater": _binop(">"),
+    "greater_equal": _binop(">="),
+}
+_LOGICAL = {
+    "logical_and": lambda a, s, t: f"({a[0]} && {a[1]})",
+    "logical_or": lambda a, s, t: f"({a[0]} || {a[1]})",
+    "logical_xor": lambda a, s, t: f"((!{a[0]}) != (!{a[1]}))",
+    "logical_not": lambda a, s, t: f"(!{a[0]})",
+}
+_FLOAT: dict[str, Spell] = {
+    **_ARITH,
+    **_COMPARE,
+    **_LOGICAL,
+    "divide": _binop("/"),
+    "true_divide": _binop("/"),
+    "negative": lambda a, s, t: f"(-{a[0]})",
+    "positive": lambda a, s, t: f"(+{a[0]})",
+    "square": lambda a, s, t: f"({a[0]} * {a[0]})",
+    "reciprocal": lambda a, s, t: f"(({t})1 / {a[0]})",
+    "absolute": _call("fabs"),
+    "fabs": _call("fabs"),
+    "sqrt": _call("sqrt"),
+    "cbrt": _call("cbrt"),
+    "exp": _call("exp"),
+    "exp2": _call("exp2"),
+    "expm1": _call("expm1"),
+    "log": _call("log"),
+    "log2": _call("log2"),
+    "log10": _call("log10"),
+    "log1p": _call("log1p"),
+    "sin": _call("sin"),
+    "cos": _call("cos"),
+    "tan": _call("tan"),
+    "arcsin": _call("asin"),
+    "arccos": _call("acos"),
+    "arctan": _call("atan"),
+    "sinh": _call("sinh"),
+    "cosh": _call("cosh"),
+    "tanh": _call("tanh"),
+    "arcsinh": _call("asinh"),
+    "arccosh": _call("acosh"),
+    "arctanh": _call("atanh"),
+    "arctan2": _call("atan2"),
+    "hypot": _call("hypot"),
+    "power": _call("pow"),
+    "floor": _call("floor"),
+    "ceil": _call("ceil"),
+    "trunc": _call("trunc"),
+    "rint": _call("rint"),
+    "fmod": _call("fmod"),
+    "copysign": _call("copysign"),
+    "fmax": _call("fmax"),
+    "fmin": _call("fmin"),
+    "less": _helper("less"),
+    "less_equal": _helper("less_equal"),
+    "greater": _helper("greater"),
+    "greater_equal": _helper("greater_equal"),
+    "maximum": _helper("maximum"),
+    "minimum": _helper("minimum"),
+    "floor_divide": _helper("floor_divide"),
+    "remainder": _helper("remainder"),
+    "mod": _helper("remainder"),
+    "sign": _helper("sign"),
+    "isnan": lambda a, s, t: f"({a[0]} != {a[0]})",
+    "isinf": lambda a, s, t: f"(isinf({a[0]}) != 0)",
+    "isfinite": lambda a, s, t: f"(isfinite({a[0]}) != 0)",
+    "signbit": lambda a, s, t: f"(signbit({a[0]}) != 0)",
+}
+_INT: dict[str, Spell] = {
+    **_ARITH,
+    **_COMPARE,
+    **_LOGICAL,
+    "negative": lambda a, s, t: f"(({t})-{a[0]})",
+    "positive": lambda a, s, t: f"({a[0]})",
+    "square": lambda a, s, t: f"(({t})({a[0]} * {a[0]}))",
+    "absolute": lambda a, s, t: f"(({t})({a[0]} < 0 ? -{a[0]} : {a[0]}))",
+    "maximum": lambda a, s, t: f"({a[0]} >= {a[1]} ? {a[0]} : {a[1]})",
+    "minimum": lambda a, s, t: f"({a[0]} <= {a[1]} ? {a[0]} : {a[1]})",
+    "fmax": lambda a, s, t: f"({a[0]} >= {a[1]} ? {a[0]} : {a[1]})",
+    "fmin": lambda a, s, t: f"({a[0]} <= {a[1]} ? {a[0]} : {a[1]})",
+    "bitwise_and": _binop("&"),
+    "bitwise_or": _binop("|"),
+    "bitwise_xor": _binop("^"),
+    "invert": lambda a, s, t: f"(({t})~{a[0]})",
+    "bitwise_not": lambda a, s, t: f"(({t})~{a[0]})",
+    "left_shift": lambda a, s, t: (
+        f"(((uint64_t)({a[1]}) < sizeof({t}) * 8) ? ({t})({a[0]} << {a[1]}) : ({t})0)"
+    ),
+    "right_shift": lambda a, s, t: (
+        f"(((uint64_t)({a[1]}) < sizeof({t}) * 8) ? ({t})({a[0]} >> {a[1]}) "
+        f": ({a[0]} < 0 ? ({t})-1 : ({t})0))"
+    ),
+    "floor_divide": _helper("floor_divide"),
+    "remainder": _helper("remainder"),
+    "mod": _helper("remainder"),
+    "sign": lambda a, s, t: f"(({t})(({a[0]} > 0) - ({a[0]} < 0)))",
+}
+_BOOL: dict[str, Spell] = {
+    **_COMPARE,
+    **_LOGICAL,
+    "add": _LOGICAL["logical_or"],
+    "multiply": _LOGICAL["logical_and"],
+    "maximum": _LOGICAL["logical_or"],
+    "minimum": _LOGICAL["logical_and"],
+    "fmax": _LOGICAL["logical_or"],
+    "fmin": _LOGICAL["logical_and"],
+    "bitwise_and": _LOGICAL["logical_and"],
+    "bitwise_or": _LOGICAL["logical_or"],
+    "bitwise_xor": _LOGICAL["logical_xor"],
+    "invert": _LOGICAL["logical_not"],
+    "bitwise_not": _LOGICAL["logical_not"],
+}
+_COMPLEX: dict[str, Spell] = {
+    "add": _binop("+"),
+    "subtract": _binop("-"),
+    "multiply": _helper("cmul"),
+    "negative": lambda a, s, t: f"(-{a[0]})",
+    "positive": lambda a, s, t: f"({a[0]})",
+    "conjugate": _call("conj"),
+    "conj": _call("conj"),
+    "equal": _binop("=="),
+    "not_equal": _binop("!="),
+}
+_TABLES: dict[str, dict[str, Spell]] = {
+    "f": _FLOAT,
+    "i": _INT,
+    "u": _INT,
+    "b": _BOOL,
+    "c": _COMPLEX,
+}
+# Unsigned absolute value and sign are the identity / (x != 0).
+_UNSIGNED_OVERRIDES: dict[str, Spell] = {
+    "absolute": lambda a, s, t: f"({a[0]})",
+    "sign": lambda a, s, t: f"(({t})({a[0]} != 0))",
+}
+
+
+def c_expr(
+    fn: str, args: Sequence[str], arg_dtypes: Sequence[np.dtype[Any]], out_dtype: np.dtype[Any]
+) -> str:
+    """The C expression applying `fn` to `args` (C expressions of `arg_dtypes`).
+
+    >>> c_expr("cast", ["x"], [np.dtype("float64")], np.dtype("bool"))
+    '((npy_bool)((x) != 0))'
+    """
+    out_ct = c_type(out_dtype)
+    assert out_ct is not None
+    if fn == "cast":
+        if out_dtype.kind == "b":
+            return f"(({out_ct})(({args[0]}) != 0))"
+        return f"(({out_ct})({args[0]}))"
+    if fn == "where":
+        return f"({args[0]} ? {args[1]} : {args[2]})"
+    loop = arg_dtypes[0]
+    loop_ct = c_type(loop)
+    assert loop_ct is not None
+    suffix = _F if loop.name == "float32" else ""
+    table = _TABLES[category(loop)]
+    spell = table[fn]
+    if loop.kind == "u" and fn in _UNSIGNED_OVERRIDES:
+        spell = _UNSIGNED_OVERRIDES[fn]
+    return spell(list(args), suffix, loop_ct)
+
+
+def c_literal(value: Any, dtype: np.dtype[Any]) -> str:
+    """A C literal for Python number `value` as a `dtype` value.
+
+    >>> c_literal(0.5, np.dtype("float32"))
+    '((float)0.5)'
+    """
+    ct = c_type(dtype)
+    if dtype.kind == "c":
+        z = complex(value)
+        return f"(({ct})CMPLX({_float_text(z.real)}, {_float_text(z.imag)}))"
+    if dtype.kind == "f":
+        with np.errstate(over="ignore"):
+            narrowed = float(dtype.type(value))
+        if math.isinf(narrowed) and math.isfinite(float(value)):
+            # NumPy's cast of this value overflows and warns on each call: so does the kernel.
+            return f"(NP_FP_RAISE(NP_FE_OVERFLOW), ({ct}){_float_text(narrowed)})"
+        return f"(({ct}){_float_text(narrowed)})"
+    if dtype.kind == "b":
+        return "1" if value else "0"
+    if dtype.kind == "u":
+        return f"(({ct}){int(value) % (1 << (8 * dtype.itemsize))}ULL)"
+    as_int = int(np.array(value).astype(dtype))
+    if as_int == -(2**63):
+        return "((int64_t)(-9223372036854775807LL - 1))"
+    return f"(({ct}){as_int}LL)"
+
+
+def _float_text(value: float) -> str:
+    if value != value:
+        return "NAN"
+    if value in (float("inf"), float("-inf")):
+        return "INFINITY" if value > 0 else "(-INFINITY)"
+    return repr(value)
+
+
+_BASIC_VECTOR_MATH = ("sin", "cos", "exp", "log")
+_EXTENDED_VECTOR_MATH = (
+    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "cosh", "exp10", "exp2",
+    "expm1", "log10", "log1p", "log2", "sinh", "tan", "tanh",
+)  # fmt: skip
+
+
+def _glibc_version() -> tuple[int, int]:
+    try:
+        text = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError):
+        return (0, 0)
+    parts = text.split()
+    if len(parts) != 2 or parts[0] != "glibc":
+        return (0, 0)
+    major, _, minor = parts[1].partition(".")
+    return (int(major), int(minor.split(".")[0] or 0))
+
+
+def vector_math_declarations() -> str:
+    """Declarations that let GCC call glibc's libmvec without -ffast-math.
+
+    Only functions this machine's libmvec exports are declared `simd`.
+
+        >>> "sin(double)" in vector_math_declarations() or _glibc_version() < (2, 22)
+        True
+    """
+    version = _glibc_version()
+    names: list[str] = []
+    if version >= (2, 22):
+        names += _BASIC_VECTOR_MATH
+    if version >= (2, 35):
+        names += _EXTENDED_VECTOR_MATH
+    simd = '__attribute__((__simd__("notinbranch")))'
+    lines = []
+    for name in names:
+        lines.append(f"{simd} extern double {name}(double);")
+        lines.append(f"{simd} extern float {name}f(float);")
+    if version >= (2, 22):
+        lines.append(f"{simd} extern double pow(double, double);")
+        lines.append(f"{simd} extern float powf(float, float);")
+    return "\n".join(lines)
+
+
+# Ordering comparisons of floats are quiet, as NumPy's are: C's `<` raises the invalid
+# flag on a NaN operand (and so would make NumPy's warnings replay). They compare the
+# bits as integers instead, ordered as the floats are (negative floats' magnitude bits
+# flipped); `==` and `!=`, quiet already, settle NaNs and signed zeros.
+_HELPERS_TEMPLATE = """
+static inline I _np_key_N(T a) {
+    I i;
+    __builtin_memcpy(&i, &a, sizeof i);
+    return i ^ ((i >> SHIFT) & MAGNITUDE);
+}
+static inline npy_bool _np_greater_N(T a, T b) {
+    return (a == a) & (b == b) & (a != b) & (_np_key_N(a) > _np_key_N(b));
+}
+static inline npy_bool _np_less_N(T a, T b) { return _np_greater_N(b, a); }
+static inline npy_bool _np_greater_equal_N(T a, T b) { return (a == b) | _np_greater_N(a, b); }
+static inline npy_bool _np_less_equal_N(T a, T b) { return (a == b) | _np_greater_N(b, a); }
+static inline T _np_maximum_N(T a, T b) { return (_np_greater_N(a, b) | (a != a)) ? a : b; }
+static inline T _np_minimum_N(T a, T b) { return (_np_greater_N(b, a) | (a != a)) ? a : b; }
+static inline T _np_sign_N(T a) {
+    return _np_greater_N(a, 0) ? (T)1 : (_np_greater_N(0, a) ? (T)-1 : (a == 0 ? (T)0 : a));
+}
+static inline T _np_remainder_N(T a, T b) {
+    T mod;
+    if (!b) { return FMOD(a, b); }
+    mod = FMOD(a, b);
+    if (mod) { if ((b < 0) != (mod < 0)) { mod += b; } }
+    else { mod = COPYSIGN((T)0, b); }
+    return mod;
+}
+static inline T _np_floor_divide_N(T a, T b) {
+    T mod, div, floordiv;
+    if (!b) { return a / b; }
+    mod = FMOD(a, b);
+    div = (a - mod) / b;
+    if (mod) { if ((b < 0) != (mod < 0)) { div -= (T)1; } }
+    if (div) {
+        floordiv = FLOOR(div);
+        if (div - floordiv > (T)0.5) { floordiv += (T)1; }
+    } else {
+        floordiv = COPYSIGN((T)0, a / b);
+    }
+    return floordiv;
+}
+"""
+
+# Integer division by zero gives 0 and raises the divide flag, and MIN // -1 raises the
+# overflow flag, as NumPy's loops do (its warnings come from the flags).
+_INT_HELPERS_TEMPLATE = """
+static inline T _np_floor_divide_N(T a, T b) {
+    if (b == 0) { NP_FP_RAISE(NP_FE_DIVBYZERO); return 0; }
+    if (SIGNED && b == (T)-1) {
+        if (a == MIN) { NP_FP_RAISE(NP_FE_OVERFLOW); }
+        return (T)(0 - (UT)a);
+    }
+    T q = a / b;
+    if (SIGNED && (a % b != 0) && ((a < 0) != (b < 0))) { q -= 1; }
+    return q;
+}
+static inline T _np_remainder_N(T a, T b) {
+    if (b == 0) { NP_FP_RAISE(NP_FE_DIVBYZERO); return 0; }
+    if (SIGNED && b == (T)-1) { return 0; }
+    T r = a % b;
+    if (SIGNED && r != 0 && ((r < 0) != (b < 0))) { r += b; }
+    return r;
+}
+"""
+
+_COMPLEX_HELPERS_TEMPLATE = """
+static inline T _np_cmul_N(T a, T b) {
+    R ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;
+    T z;
+    __real__ z = ar * br - ai * bi;
+    __imag__ z = ar * bi + ai * br;
+    return z;
+}
+"""
+
+
+def helper_definitions() -> str:
+    """C definitions of the `_np_*` helpers the table refers to (static inline).
+
+    >>> "_np_floor_divide_double" in helper_definitions()
+    True
+    """
+    parts = []
+    for ct, suffix, bits in (("float", "f", 32), ("double", "", 64)):
+        text = _HELPERS_TEMPLATE.replace("_N(", f"_{ct}(").replace("I ", f"int{bits}_t ")
+        text = text.replace("SHIFT", str(bits - 1)).replace("MAGNITUDE", f"INT{bits}_MAX")
+        text = text.replace("FMOD", f"fmod{suffix}").replace("FLOOR", f"floor{suffix}")
+        parts.append(text.replace("COPYSIGN", f"copysign{suffix}").replace("T ", f"{ct} "))
+        parts[-1] = parts[-1].replace("(T)", f"({ct})")
+    for bits in (8, 16, 32, 64):
+        for signed in (True, False):
+            ct = f"{'' if signed else 'u'}int{bits}_t"
+            text = _INT_HELPERS_TEMPLATE.replace("_N(", f"_{ct}(")
+            text = text.replace("UT", f"uint{bits}_t").replace("SIGNED", "1" if signed else "0")
+            text = text.replace("MIN", f"INT{bits}_MIN" if signed else "0")
+            parts.append(text.replace("(T)", f"({ct})").replace("T ", f"{ct} "))
+    for ct, real in (("float _Complex", "float"), ("double _Complex", "double")):
+        text = _COMPLEX_HELPERS_TEMPLATE.replace("_N(", f"_{ct.replace(' ', '_')}(")
+        parts.append(text.replace("R ", f"{real} ").replace("T ", f"{ct} "))
+    return "\n".join(parts)
+
+
+OP_TABLE = register_op_table(OpTable("c", frozenset(_C_TYPES), _TABLES))

@@ -1,0 +1,766 @@
+"""The wrapper: one CPython extension module per graph that runs the whole program.
+
+Its `call` function (METH_FASTCALL) takes the graph inputs, checks each
+array's dtype and shape (cheap field reads), allocates results with
+`PyArray_NewFromDescr` (NumPy's allocator, huge pages included), runs the
+kernels, calls extern NumPy functions back through Python callables handed
+over at load time, drops intermediates after their last use, and returns the
+output leaves. A Python function rebuilds the output pytree only when it is
+not a single array or a flat tuple of arrays.
+
+    >>> generated = generate_module(schedule(program), InductorConfig())  # doctest: +SKIP
+    >>> print(generated.source)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+import sympy
+
+from numpile_capture import ArrayMeta, Node, contiguous_strides, gives_scalar, tree_flatten
+
+from ...config import InductorConfig
+from ...index import SIZE_HELPERS, c_size
+from ...launcher import GeneratedModule, extern_callable
+from ...loop_ir import Buffer, BufferRef, ExternCall, loads_of
+from ...scheduler import FusedKernel, Schedule
+from .buffer_pool import MIN_POOLED_BYTES, pooled_alloc_lines
+from .kernel import kernel_signature, kernel_source
+from .loop_body import NotScalarLoop
+from .loop_function import LOOP_HELPERS, scalar_loop_function
+from .ops import c_type, helper_definitions, vector_math_declarations
+
+log = logging.getLogger("numpile.inductor.wrapper")
+perf_log = logging.getLogger("numpile.perf_hints")
+
+
+_PRELUDE = """\
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <stdint.h>
+#include <math.h>
+#include <complex.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+/* Floating-point exception flags, gathered per kernel and thread: NP_FP_CLEAR() clears
+   the calling thread's flags, NP_FP_TEST() reads them (divide, overflow, underflow,
+   invalid), NP_FP_RAISE(bit) sets one (integer division by zero, say). */
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#define NP_FE_INVALID 0x01
+#define NP_FE_DIVBYZERO 0x04
+#define NP_FE_OVERFLOW 0x08
+#define NP_FE_UNDERFLOW 0x10
+#define NP_FP_CLEAR() _mm_setcsr(_mm_getcsr() & ~0x3Fu)
+#define NP_FP_TEST() ((int)(_mm_getcsr() & 0x1Du))
+#define NP_FP_RAISE(bit) _mm_setcsr(_mm_getcsr() | (bit))
+#else
+#include <fenv.h>
+#define NP_FE_INVALID FE_INVALID
+#define NP_FE_DIVBYZERO FE_DIVBYZERO
+#define NP_FE_OVERFLOW FE_OVERFLOW
+#define NP_FE_UNDERFLOW FE_UNDERFLOW
+#define NP_FP_CLEAR() feclearexcept(FE_ALL_EXCEPT)
+#define NP_FP_TEST() fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW)
+#define NP_FP_RAISE(bit) feraiseexcept(bit)
+#endif
+/* The flags the kernels of this thread's last call raised (NP_FE_* bits). */
+static _Thread_local int g_fp_flags = 0;
+"""
+
+
+_FP_NUMPY = """\
+/* NP_FE_* bits as NumPy's error categories: divide 1, over 2, under 4, invalid 8. */
+static int np_fp_numpy(int bits)
+{
+    return ((bits & NP_FE_DIVBYZERO) ? 1 : 0) | ((bits & NP_FE_OVERFLOW) ? 2 : 0)
+        | ((bits & NP_FE_UNDERFLOW) ? 4 : 0) | ((bits & NP_FE_INVALID) ? 8 : 0);
+}"""
+
+
+def _typenum(dtype: np.dtype[Any]) -> int:
+    return int(dtype.num)
+
+
+def _layout_mismatch(array: str, buf: Buffer, dims: dict[int, str]) -> list[str]:
+    # C conditions under which `array` is not a native-order `buf.dtype` array of `buf.shape`;
+    # `dims` holds the C spellings of the sizes to check (the others are checked elsewhere).
+    conds = [
+        f"PyArray_TYPE({array}) != {_typenum(buf.dtype)}",
+        f"PyArray_NDIM({array}) != {len(buf.shape)}",
+        f"!PyArray_ISNOTSWAPPED({array})",
+    ]
+    conds += [f"PyArray_DIMS({array})[{d}] != {size}" for d, size in dims.items()]
+    return conds
+
+
+def _symbol_var(symbol: sympy.Symbol) -> sympy.Symbol:
+    # The C variable holding a size symbol's value (`sym_s0`: clear of the wrapper's names).
+    return sympy.Symbol(f"sym_{symbol.name}", integer=True)
+
+
+def size_bindings(
+    placeholders: list[tuple[str, tuple[Any, ...]]],
+) -> dict[sympy.Symbol, tuple[str, int]]:
+    """Where each size symbol is read at call time: the first input dim that is that symbol.
+
+    >>> s0 = sympy.Symbol("s0", integer=True, positive=True)
+    >>> size_bindings([("x", (s0, 4)), ("y", (s0,))])
+    {s0: ('x', 0)}
+    """
+    result: dict[sympy.Symbol, tuple[str, int]] = {}
+    for name, shape in placeholders:
+        for d, dim in enumerate(shape):
+            if isinstance(dim, sympy.Symbol) and dim not in result:
+                result[dim] = (name, d)
+    return result
+
+
+class _Emitter:
+    # Builds the body of the `call` function.
+
+    def __init__(self, sched: Schedule, config: InductorConfig) -> None:
+        self.sched = sched
+        self.program = sched.program
+        self.buffers = self.program.buffers
+        self.config = config
+        self.lines: list[str] = []
+        self.statics: list[str] = []
+        self.externs: list[Callable[..., Any]] = []
+        self.has_strides: set[str] = set()
+        self.kernel_buffers: set[str] = set()
+        self.nodes = {node.name: node for node in sched.program.graph.nodes}
+        self.last_step: dict[str, int] = {}
+        self.step_index = 0
+        # kernel name -> the buffers it may run on in place (no `restrict` on them)
+        self.aliased: dict[str, frozenset[str]] = {}
+        self.bindings = size_bindings(
+            [
+                (node.name, tuple(node.meta.shape))
+                for node in sched.program.graph.placeholders
+                if isinstance(node.meta, ArrayMeta)
+            ]
+        )
+        self.symbol_vars = {symbol: _symbol_var(symbol) for symbol in self.bindings}
+        self.extern_ops = {
+            step.buffer: step.op_name for step in sched.steps if isinstance(step, ExternCall)
+        }
+        # Positions among the externs of the `for_loop` calls that run as C loops.
+        self.c_loops: list[int] = []
+
+    def emit(self) -> list[str]:
+        graph = self.program.graph
+        steps = self.sched.steps
+        internal = {name for step in self.sched.kernels for name in step.internal}
+        objects = [
+            name
+            for name, buf in self.buffers.items()
+            if name not in internal and name not in self.program.inputs
+        ]
+        out = self.lines
+        out.append("static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)")
+        out.append("{")
+        for name in objects:
+            out.append(f"    PyObject *o_{name} = NULL;")
+        converted = [
+            name
+            for name, buf in self.buffers.items()
+            if buf.kind in ("input", "extern") and c_type(buf.dtype) is not None
+        ]
+        for name in converted:
+            out.append(
+                f"    PyObject *k_{name} = NULL;  /* {name} as an array, when it was not one */"
+            )
+        out.append("    PyObject *result = NULL;")
+        n_inputs = len(graph.placeholders)
+        out.append(f"    if (nargs != {n_inputs}) {{")
+        out.append(
+            f'        PyErr_Format(PyExc_TypeError, "compiled graph takes {n_inputs} inputs, '
+            'got %zd", nargs);'
+        )
+        out.append("        return NULL;")
+        out.append("    }")
+        out.append("    int np_fp = 0;  /* the floating-point flags the kernels raised */")
+        out.append("#ifdef _OPENMP")
+        out.append("    int threads_before = 0;")
+        out.append("    if (g_threads > 0) {")
+        out.append("        threads_before = omp_get_max_threads();")
+        out.append("        omp_set_num_threads(g_threads);")
+        out.append("    }")
+        out.append("#endif")
+        for position, name in enumerate(self.program.inputs):
+            self._emit_input(position, name)
+        self._emit_sizes()
+        last_use = self._last_uses(steps)
+        self.last_step = {name: index for index, names in last_use.items() for name in names}
+        for index, step in enumerate(steps):
+            self.step_index = index
+            if isinstance(step, FusedKernel):
+                self._emit_kernel(step)
+            else:
+                self._emit_extern(step)
+            for name in last_use.get(index, []):
+                if name in objects:
+                    out.append(f"    Py_CLEAR(o_{name});")
+                if name in converted:
+                    out.append(f"    Py_CLEAR(k_{name});")
+        self._emit_outputs()
+        # Floating-point flags NumPy would warn about: the call fails with the error type
+        # the caller chose (see set_fp_report), which runs the graph again op by op.
+        out.append("    g_fp_flags = np_fp;")
+        out.append("    if (g_fp_error != NULL && (np_fp_numpy(np_fp) & g_fp_report)) {")
+        out.append("        Py_CLEAR(result);")
+        out.append("        PyErr_SetNone(g_fp_error);")
+        out.append("    }")
+        out.append("fail:")
+        for name in objects:
+            out.append(f"    Py_XDECREF(o_{name});")
+        for name in converted:
+            out.append(f"    Py_XDECREF(k_{name});")
+        out.append("#ifdef _OPENMP")
+        out.append("    if (g_threads > 0) { omp_set_num_threads(threads_before); }")
+        out.append("#endif")
+        out.append("    return result;")
+        out.append("}")
+        return [*self.statics, "", *out]
+
+    def _last_uses(self, steps: list[FusedKernel | ExternCall]) -> dict[int, list[str]]:
+        outputs = set(self.program.outputs.values())
+        last: dict[str, int] = {}
+        for index, step in enumerate(steps):
+            for name in [*step.reads(), *step.writes()]:
+                last[name] = index
+        result: dict[int, list[str]] = {}
+        for name, index in last.items():
+            if name not in outputs:
+                result.setdefault(index, []).append(name)
+        return result
+
+    def _emit_input(self, position: int, name: str) -> None:
+        buf = self.buffers[name]
+        out = self.lines
+        out.append(f"    PyObject *o_{name} = args[{position}];")
+        if buf.kind == "scalar":
+            if buf.dtype.kind == "f":
+                out.append(f"    const double {name} = PyFloat_AsDouble(o_{name});")
+            elif buf.dtype.kind == "i":
+                out.append(f"    const int64_t {name} = PyLong_AsLongLong(o_{name});")
+            elif buf.dtype.kind == "b":
+                out.append(f"    const npy_bool {name} = (npy_bool)PyObject_IsTrue(o_{name});")
+            else:
+                return
+            out.append("    if (PyErr_Occurred()) { goto fail; }")
+            return
+        if buf.kind != "input":
+            return
+        out.append(f"    PyArrayObject *a_{name} = NULL;")
+        out.append(f"    if (PyArray_Check(o_{name})) {{")
+        out.append(f"        a_{name} = (PyArrayObject *)o_{name};")
+        out.append(f"    }} else if (PyArray_IsScalar(o_{name}, Generic)) {{")
+        out.append(f"        k_{name} = PyArray_FromScalar(o_{name}, NULL);")
+        out.append(f"        if (k_{name} == NULL) {{ goto fail; }}")
+        out.append(f"        a_{name} = (PyArrayObject *)k_{name};")
+        out.append("    }")
+        static = {d: str(size) for d, size in enumerate(buf.shape) if isinstance(size, int)}
+        conds = [f"a_{name} == NULL", *_layout_mismatch(f"a_{name}", buf, static)]
+        out.append(f"    if ({' || '.join(conds)}) {{")
+        out.append(
+            f'        PyErr_SetString(PyExc_TypeError, "compiled graph input {position} '
+            f"({name}) must be a {buf.dtype.name} array of shape {buf.shape}; recompile for "
+            'other inputs");'
+        )
+        out.append("        goto fail;")
+        out.append("    }")
+        self._emit_runtime_strides(name, buf)
+
+    def c_dim(self, size: Any) -> str:
+        """The C spelling of a size: an int, or an expression over the bound size symbols."""
+        if isinstance(size, int):
+            return str(size)
+        missing = [s for s in size.free_symbols if s not in self.symbol_vars]
+        if missing:
+            raise ValueError(f"size symbols {missing} are no bare dim of any graph input")
+        return f"(npy_intp)({c_size(size.xreplace(self.symbol_vars))})"
+
+    def _emit_sizes(self) -> None:
+        # Bind each size symbol from its input dim, then check the inputs' other symbolic
+        # dims against them: kernels index with these sizes, so a mismatch must not run.
+        out = self.lines
+        for symbol, (name, d) in self.bindings.items():
+            array = f"a_{name}" if self.buffers[name].kind == "input" else f"o_{name}"
+            out.append(
+                f"    if (!PyArray_Check((PyObject *){array}) || "
+                f"PyArray_NDIM((PyArrayObject *){array}) <= {d}) {{"
+            )
+            out.append(
+                f'        PyErr_SetString(PyExc_TypeError, "compiled graph input {name} must '
+                f'be an array of at least {d + 1} dims");'
+            )
+            out.append("        goto fail;")
+            out.append("    }")
+            out.append(
+                f"    const int64_t {self.symbol_vars[symbol]} = "
+                f"PyArray_DIMS((PyArrayObject *){array})[{d}];"
+            )
+        for name in self.program.inputs:
+            buf = self.buffers[name]
+            if buf.kind != "input":
+                continue
+            for d, size in enumerate(buf.shape):
+                if isinstance(size, int) or self.bindings.get(size) == (name, d):
+                    continue
+                out.append(f"    if (PyArray_DIMS(a_{name})[{d}] != {self.c_dim(size)}) {{")
+                out.append(
+                    f'        PyErr_Format(PyExc_ValueError, "compiled graph input {name}: '
+                    f'dim {d} is %zd where the graph has {size} (shapes do not match)", '
+                    f"(Py_ssize_t)PyArray_DIMS(a_{name})[{d}]);"
+                )
+                out.append("        goto fail;")
+                out.append("    }")
+
+    def _emit_runtime_strides(self, name: str, buf: Buffer) -> None:
+        nd = len(buf.shape)
+        out = self.lines
+        out.append(f"    int64_t {name}_st[{max(nd, 1)}];")
+        for d in range(nd):
+            out.append(
+                f"    {name}_st[{d}] = (int64_t)(PyArray_STRIDES(a_{name})[{d}] / "
+                f"{buf.dtype.itemsize});"
+            )
+        self.has_strides.add(name)
+
+    def _reusable_source(self, step: FusedKernel, name: str) -> str | None:
+        # An extern result this pointwise kernel may overwrite with `name` (an in-place
+        # epilogue: matmul, then bias and relu into the matmul's own result). It must die
+        # here, match `name`'s shape, dtype and C-contiguous layout, and be read only at
+        # the element each iteration writes. The wrapper also checks at run time that it
+        # holds the array's only reference and that the array owns contiguous data.
+        if step.parts or step.is_reduction or self._output_strides(name) is not None:
+            return None
+        buf = self.buffers[name]
+        if buf.example_strides != contiguous_strides(buf.shape):
+            return None
+        outside = [w for w in step.writes() if w not in step.internal]
+        stores = [s for k in step.kernels for s in k.stores if s.buffer == name]
+        if outside != [name] or len(stores) != 1:
+            return None
+        for src in step.reads():
+            other = self.buffers[src]
+            if (
+                other.kind != "extern"
+                or src not in self.extern_ops
+                or other.shape != buf.shape
+                or other.dtype != buf.dtype
+                or self.last_step.get(src) != self.step_index
+                or c_type(other.dtype) is None
+            ):
+                continue
+            loads = [
+                load
+                for k in step.kernels
+                for s in k.stores
+                for load in loads_of(s.value)
+                if load.buffer == src
+            ]
+            if all(load.index == stores[0].index for load in loads):
+                return src
+        return None
+
+    def _emit_alloc(self, name: str, reuse: str | None = None) -> None:
+        buf = self.buffers[name]
+        nd = len(buf.shape)
+        dims = ", ".join(self.c_dim(d) for d in buf.shape) or "0"
+        strides = self._output_strides(name)
+        out = self.lines
+        if reuse is not None:
+            flags = "NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEABLE | NPY_ARRAY_C_CONTIGUOUS"
+            out.append(
+                f"    if (k_{reuse} == NULL && Py_REFCNT(o_{reuse}) == 1 && "
+                f"PyArray_BASE(a_{reuse}) == NULL && PyArray_CHKFLAGS(a_{reuse}, {flags})) {{"
+            )
+            out.append(f"        o_{name} = Py_NewRef(o_{reuse});  /* written in place */")
+            out.append("    } else")
+        out.append("    {")
+        out.append(f"        npy_intp dims[{max(nd, 1)}] = {{{dims}}};")
+        nbytes = " * ".join(
+            ["(npy_intp)" + str(buf.dtype.itemsize), *(f"dims[{d}]" for d in range(nd))]
+        )
+        stride_arg = "NULL"
+        if strides is not None:
+            text = ", ".join(str(s * buf.dtype.itemsize) for s in strides)
+            out.append(f"        npy_intp bstrides[{max(nd, 1)}] = {{{text}}};")
+            stride_arg = "bstrides"
+        alloc = (
+            "PyArray_NewFromDescr(&PyArray_Type, "
+            f"PyArray_DescrFromType({_typenum(buf.dtype)}), {nd}, dims, {stride_arg}, "
+            "NULL, 0, NULL)"
+        )
+        # Large blocks come from the buffer pool: memory of dead results, already faulted in.
+        out.append(f"        if (g_pool != NULL && {nbytes} >= {MIN_POOLED_BYTES}) {{")
+        out += pooled_alloc_lines(f"o_{name}", alloc, "            ", handler="g_pool")
+        out.append("        } else {")
+        out.append(f"            o_{name} = {alloc};")
+        out.append("        }")
+        out.append("    }")
+        out.append(f"    if (o_{name} == NULL) {{ goto fail; }}")
+        elem = strides if strides is not None else buf.example_strides
+        assert elem is not None
+        values = ", ".join(self.c_dim(s) for s in elem) or "0"
+        if all(isinstance(s, int) for s in elem):
+            self.statics.append(f"static const int64_t {name}_st[{max(nd, 1)}] = {{{values}}};")
+        else:  # strides over size symbols: known once the sizes are bound
+            out.append(f"    const int64_t {name}_st[{max(nd, 1)}] = {{{values}}};")
+
+    def _output_strides(self, name: str) -> tuple[int, ...] | None:
+        # Outputs keep NumPy's K-order layout when the meta says so (a dense permutation).
+        for node, buffer in self.program.outputs.items():
+            if buffer != name or not isinstance(node.meta, ArrayMeta):
+                continue
+            strides = node.meta.strides
+            shape = self.buffers[name].shape
+            if strides is None or any(not isinstance(s, int) for s in strides):
+                return None
+            order = sorted(range(len(shape)), key=lambda d: -abs(strides[d]))
+            expected = 1
+            dense = {}
+            for d in reversed(order):
+                dense[d] = expected
+                expected *= shape[d]
+            if all(strides[d] == dense[d] or shape[d] <= 1 for d in range(len(shape))):
+                return tuple(int(s) if shape[d] > 1 else dense[d] for d, s in enumerate(strides))
+        return None
+
+    def _emit_kernel(self, step: FusedKernel) -> None:
+        sig = kernel_signature(step, self.buffers)
+        written = set(step.writes())
+        for name in sig.buffers:
+            if name in written:
+                reuse = self._reusable_source(step, name)
+                if reuse is not None:
+                    self.aliased[step.name] = frozenset({name, reuse})
+                self._emit_alloc(name, reuse)
+                self.buffers[name] = attrs.evolve(
+                    self.buffers[name],
+                    example_strides=self._output_strides(name)
+                    or self.buffers[name].example_strides,
+                )
+        args = [self.c_dim(size) for size in sig.sizes]
+        for name in sig.buffers:
+            buf = self.buffers[name]
+            ct = c_type(buf.dtype)
+            array = f"a_{name}" if buf.kind in ("input", "extern") else f"(PyArrayObject *)o_{name}"
+            args.append(f"({ct} *)PyArray_DATA({array})")
+            args.append(f"{name}_st")
+        args += list(sig.scalars)
+        self.lines.append(f"    np_fp |= {step.name}({', '.join(args)});")
+
+    def _emit_extern(self, step: ExternCall) -> None:
+        index = len(self.externs)
+        self.externs.append(extern_callable(step))
+        refs = [arg.name for arg in step.args if isinstance(arg, BufferRef)]
+        out = self.lines
+        if step.op_name == "loop_output" and len(refs) == 1:
+            # A loop's final values are a tuple (from C or from NumPy): one item of it.
+            k = dict(step.kwargs)["index"]
+            source = f"o_{refs[0]}"
+            out.append(f"    if (PyTuple_Check({source}) && PyTuple_GET_SIZE({source}) > {k}) {{")
+            out.append(f"        o_{step.buffer} = Py_NewRef(PyTuple_GET_ITEM({source}, {k}));")
+            out.append("    } else")
+        out.append("    {")
+        names = []
+        scalars = []
+        for i, name in enumerate(refs):
+            if self._is_numpy_scalar(name):
+                # NumPy would have handed the extern a scalar, not a 0-d array
+                array = f"(PyArrayObject *)o_{name}"
+                out.append(
+                    f"        PyObject *s{i} = PyArray_ToScalar(PyArray_DATA({array}), {array});"
+                )
+                out.append(f"        if (s{i} == NULL) {{ goto fail; }}")
+                names.append(f"s{i}")
+                scalars.append(f"s{i}")
+            else:
+                names.append(f"o_{name}")
+        argv = ", ".join(names) or "NULL"
+        out.append(f"        PyObject *argv[{max(len(refs), 1)}] = {{{argv}}};")
+        # NumPy allocates the extern's result and temporaries from the buffer pool too.
+        out.append(
+            "        PyObject *np_prev = g_pool == NULL ? NULL : PyDataMem_SetHandler(g_pool);"
+        )
+        out.append("        if (g_pool != NULL && np_prev == NULL) { goto fail; }")
+        extern = f"PyTuple_GET_ITEM(g_externs, {index})"
+        loop = self._loop_function(step)
+        if loop is not None:
+            self.c_loops.append(index)
+            out.append(f"        o_{step.buffer} = {loop}(argv, {len(refs)}, {extern}, &np_fp);")
+        else:
+            out.append(
+                f"        o_{step.buffer} = PyObject_Vectorcall({extern}, argv, {len(refs)}, NULL);"
+            )
+        out.append("        if (np_prev != NULL) {")
+        out.append("            PyObject *et, *ev, *tb;")
+        out.append("            PyErr_Fetch(&et, &ev, &tb);")
+        out.append("            Py_XDECREF(PyDataMem_SetHandler(np_prev));")
+        out.append("            Py_DECREF(np_prev);")
+        out.append("            PyErr_Restore(et, ev, tb);")
+        out.append("        }")
+        out += [f"        Py_DECREF({s});" for s in scalars]
+        out.append("    }")
+        out.append(f"    if (o_{step.buffer} == NULL) {{ goto fail; }}")
+        buf = self.buffers[step.buffer]
+        if buf.kind == "extern" and c_type(buf.dtype) is not None:
+            self._emit_extern_check(step.buffer, buf)
+
+    def _loop_function(self, step: ExternCall) -> str | None:
+        # The C function that runs a `for_loop` step (see codegen/c/loop_body.py), or None
+        # when its body needs NumPy (then the extern runs it per iteration).
+        node = self.nodes.get(step.node_name)
+        if step.op_name != "for_loop" or node is None:
+            return None
+        name = f"loop_{node.name}"
+        try:
+            function = scalar_loop_function(node, name)
+        except NotScalarLoop as reason:
+            perf_log.info(
+                "loop %s runs its body with NumPy per iteration (not as C): %s", node.name, reason
+            )
+            return None
+        if not self.c_loops:
+            self.statics.append(LOOP_HELPERS)
+        self.statics.append(function.source)
+        return name
+
+    def _emit_extern_check(self, name: str, buf: Buffer) -> None:
+        out = self.lines
+        out.append(f"    PyArrayObject *a_{name} = (PyArrayObject *)o_{name};")
+        out.append(f"    if (!PyArray_Check(o_{name})) {{")
+        out.append(f"        k_{name} = PyArray_FromAny(o_{name}, NULL, 0, 0, 0, NULL);")
+        out.append(f"        if (k_{name} == NULL) {{ goto fail; }}")
+        out.append(f"        a_{name} = (PyArrayObject *)k_{name};")
+        out.append("    }")
+        # A bare symbol no input binds (a data-dependent size, e.g. of x[x > 0]) is bound
+        # from the extern's result; every other dim is checked.
+        fresh = {
+            d: size
+            for d, size in enumerate(buf.shape)
+            if isinstance(size, sympy.Symbol) and size not in self.symbol_vars
+        }
+        for size in dict.fromkeys(fresh.values()):
+            self.symbol_vars[size] = _symbol_var(size)
+        first = {size: d for d, size in reversed(fresh.items())}
+        checked = {d: self.c_dim(size) for d, size in enumerate(buf.shape) if first.get(size) != d}
+        conds = _layout_mismatch(f"a_{name}", buf, checked)
+        out.append(f"    if ({' || '.join(conds)}) {{")
+        out.append(
+            f'        PyErr_SetString(PyExc_RuntimeError, "extern call for {name} returned '
+            f'an array other than its metadata ({buf.dtype.name}{list(buf.shape)})");'
+        )
+        out.append("        goto fail;")
+        out.append("    }")
+        for size, d in first.items():
+            out.append(f"    const int64_t {self.symbol_vars[size]} = PyArray_DIMS(a_{name})[{d}];")
+        self._emit_runtime_strides(name, buf)
+
+    def _emit_outputs(self) -> None:
+        graph = self.program.graph
+        leaves, _ = tree_flatten(graph.output)
+        node_leaves = [leaf for leaf in leaves if isinstance(leaf, Node)]
+        out = self.lines
+        items = [self._output_ref(node) for node in node_leaves]
+        _, spec = tree_flatten(graph.output)
+        if spec.kind == "leaf" and items:
+            out.append(f"    result = {items[0]};")
+        else:
+            out.append(f"    result = PyTuple_New({len(items)});")
+            out.append("    if (result == NULL) { goto fail; }")
+            for i, item in enumerate(items):
+                out.append(f"    PyTuple_SET_ITEM(result, {i}, {item});")
+
+    def _is_numpy_scalar(self, name: str) -> bool:
+        # A 0-d kernel result that NumPy returns as a scalar (ufuncs and reductions do).
+        buf = self.buffers[name]
+        node = self.nodes.get(name)
+        if buf.kind != "kernel" or buf.shape != () or node is None:
+            return False
+        return gives_scalar(node)
+
+    def _output_ref(self, node: Node) -> str:
+        name = self.program.outputs[node]
+        buf = self.buffers[name]
+        if buf.kind in ("input", "scalar"):
+            return f"Py_NewRef(o_{name})"
+        if self._is_numpy_scalar(name):
+            return f"PyArray_Return((PyArrayObject *)Py_NewRef(o_{name}))"
+        return f"Py_NewRef(o_{name})"
+
+
+# Extern ops that call BLAS/LAPACK. OpenBLAS's worker threads busy-wait for a while after
+# each call, so an OpenMP kernel right behind one competes with them for the cores (on few
+# cores, an order of magnitude more CPU time: docs/performance_notes.md). Kernels after such
+# a call go parallel only above `AFTER_BLAS_PARALLEL_THRESHOLD` elements of work.
+BLAS_OPS = frozenset(
+    {"matmul", "matmul_", "dot", "vdot", "inner", "tensordot", "einsum", "inv", "solve", "det"}
+)
+AFTER_BLAS_PARALLEL_THRESHOLD = 1 << 22
+
+
+def _kernels_after_blas(sched: Schedule) -> set[str]:
+    # Names of the fused kernels that run after a BLAS extern call in this graph.
+    seen = False
+    names: set[str] = set()
+    for step in sched.steps:
+        if isinstance(step, ExternCall):
+            seen = seen or step.op_name in BLAS_OPS
+        elif seen:
+            names.add(step.name)
+    return names
+
+
+def generate_module(sched: Schedule, config: InductorConfig) -> GeneratedModule:
+    """The extension module source for a scheduled program.
+
+    >>> generate_module(schedule(lower_graph(graph)), InductorConfig()).source  # doctest: +SKIP
+    """
+    program = sched.program
+    emitter = _Emitter(sched, config)
+    call_lines = emitter.emit()
+    after_blas = _kernels_after_blas(sched)
+    kernels = [
+        kernel_source(
+            step,
+            emitter.buffers,
+            parallel_threshold=(
+                max(config.parallel_threshold, AFTER_BLAS_PARALLEL_THRESHOLD)
+                if step.name in after_blas
+                else config.parallel_threshold
+            ),
+            aliased=emitter.aliased.get(step.name, frozenset()),
+        )
+        for step in sched.kernels
+    ]
+    digest = hashlib.sha256(program.graph.structural_hash().encode())
+    digest.update("\n".join(kernels + call_lines).encode())
+    module_name = f"numpile_graph_{digest.hexdigest()[:16]}"
+    header = [
+        f"/* numpile inductor: generated for graph {program.graph.structural_hash()[:16]}",
+        *[f" *   {line}" for line in str(program.graph).splitlines()],
+        " * kernels:",
+        *[f" *   {step.name} fuses {', '.join(step.origins)}" for step in sched.kernels],
+        " */",
+    ]
+    c_loop_args = "".join(f", {i}" for i in emitter.c_loops)
+    tail = f"""
+static PyObject *set_threads(PyObject *self, PyObject *arg)
+{{
+    long threads = PyLong_AsLong(arg);
+    if (threads == -1 && PyErr_Occurred()) {{
+        return NULL;
+    }}
+    g_threads = (int)threads;
+    Py_RETURN_NONE;
+}}
+
+static PyObject *set_externs(PyObject *self, PyObject *arg)
+{{
+    if (!PyTuple_Check(arg)) {{
+        PyErr_SetString(PyExc_TypeError, "set_externs takes a tuple");
+        return NULL;
+    }}
+    Py_XSETREF(g_externs, Py_NewRef(arg));
+    Py_RETURN_NONE;
+}}
+
+static PyObject *set_pool(PyObject *self, PyObject *arg)
+{{
+    if (arg == Py_None) {{
+        Py_CLEAR(g_pool);
+    }} else {{
+        Py_XSETREF(g_pool, Py_NewRef(arg));
+    }}
+    Py_RETURN_NONE;
+}}
+
+static PyObject *set_fp_report(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{{
+    if (nargs != 2) {{
+        PyErr_SetString(PyExc_TypeError, "set_fp_report takes a mask and an error type");
+        return NULL;
+    }}
+    long mask = PyLong_AsLong(args[0]);
+    if (mask == -1 && PyErr_Occurred()) {{
+        return NULL;
+    }}
+    g_fp_report = (int)mask;
+    Py_XSETREF(g_fp_error, Py_NewRef(args[1]));
+    Py_RETURN_NONE;
+}}
+
+static PyObject *fp_flags(PyObject *self, PyObject *unused)
+{{
+    return PyLong_FromLong(np_fp_numpy(g_fp_flags));
+}}
+
+static PyObject *c_loops(PyObject *self, PyObject *unused)
+{{
+    return Py_BuildValue("({"i" * len(emitter.c_loops)})"{c_loop_args});
+}}
+
+static PyMethodDef methods[] = {{
+    {{"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, "Run the compiled graph."}},
+    {{"set_externs", set_externs, METH_O, "Hand over the extern callables."}},
+    {{"set_pool", set_pool, METH_O, "The buffer pool's NEP 49 handler (None: malloc)."}},
+    {{"set_threads", set_threads, METH_O, "OpenMP threads for the kernels (0: default)."}},
+    {{"set_fp_report", (PyCFunction)(void (*)(void))set_fp_report, METH_FASTCALL,
+      "Fail calls raising these categories (1 divide, 2 over, 4 under, 8 invalid)."}},
+    {{"fp_flags", fp_flags, METH_NOARGS, "The NumPy error categories the last call raised."}},
+    {{"c_loops", c_loops, METH_NOARGS, "Positions of the extern for_loops that run as C."}},
+    {{NULL, NULL, 0, NULL}}
+}};
+
+static struct PyModuleDef moduledef = {{PyModuleDef_HEAD_INIT, "{module_name}", NULL, -1, methods}};
+
+PyMODINIT_FUNC PyInit_{module_name}(void)
+{{
+    import_array();
+    return PyModule_Create(&moduledef);
+}}
+"""
+    source = "\n".join(
+        [
+            *header,
+            _PRELUDE,
+            vector_math_declarations(),
+            helper_definitions(),
+            SIZE_HELPERS,
+            "static PyObject *g_externs = NULL;",
+            "static PyObject *g_pool = NULL;  /* the buffer pool's handler capsule */",
+            f"static int g_threads = {config.threads};  /* OpenMP threads; 0: default */",
+            "static int g_fp_report = 0;  /* NumPy error categories that fail a call */",
+            "static PyObject *g_fp_error = NULL;  /* the error type they fail it with */",
+            _FP_NUMPY,
+            "",
+            *kernels,
+            "",
+            *call_lines,
+            tail,
+        ]
+    )
+    leaves, spec = tree_flatten(program.graph.output)
+    node_leaves = [leaf for leaf in leaves if isinstance(leaf, Node)]
+    direct = (spec.kind == "leaf" and len(node_leaves) == 1) or (
+        spec.kind == "tuple"
+        and len(node_leaves) == len(leaves)
+        and all(child.kind == "leaf" for child in spec.children)
+    )
+    slots = tuple((True, None) if isinstance(leaf, Node) else (False, leaf) for leaf in leaves)
+    steps = tuple(step for step in sched.steps if isinstance(step, ExternCall))
+    return GeneratedModule(module_name, source, tuple(emitter.externs), spec, slots, direct, steps)

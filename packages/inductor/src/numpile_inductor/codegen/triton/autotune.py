@@ -1,0 +1,130 @@
+"""Autotuning of Triton launches (`mode="max-autotune"`): block sizes and warps per kernel.
+
+A generated kernel takes its block sizes as constexprs, so tuning needs no
+new code: each candidate is the same kernel launched with another `XBLOCK`
+(and `RBLOCK` for looped reductions) and `num_warps`. The first call of a
+compiled graph times every candidate on the call's own arrays and keeps the
+fastest; the winner is stored in the code cache under the kernel's source,
+its argument sizes and the device, so a later process starts tuned.
+
+    >>> [c.xblock for c in candidates(kernel)]  # doctest: +SKIP
+    [256, 512, 1024, 2048]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+import numpile_runtime as rt
+
+from .kernel import TritonKernel
+
+log = logging.getLogger("numpile.inductor.triton")
+
+_XBLOCKS = (256, 512, 1024, 2048)
+_RBLOCKS = (256, 512, 1024, 2048)
+_WARPS = (4, 8)
+_MAX_TILE = 16384
+
+
+def _pow2_le(n: int) -> int:
+    return 1 << max(0, int(n).bit_length() - 1) if n >= 1 else 1
+
+
+def candidates(kernel: TritonKernel) -> list[TritonKernel]:
+    """Launch configurations worth timing for `kernel`, the kernel's own first.
+
+    Persistent reductions keep their `RBLOCK` (it covers the row); looped ones try
+    several (outer ones: wide `XBLOCK`s, short `RBLOCK`s); pointwise kernels try several
+    `XBLOCK`s; each with 4 and 8 warps.
+
+    >>> candidates(kernel)[0] == kernel  # doctest: +SKIP
+    True
+    """
+    found: dict[tuple[int, int, int], TritonKernel] = {
+        (kernel.xblock, kernel.rblock, kernel.num_warps): kernel
+    }
+    persistent = isinstance(kernel.rnumel, int) and kernel.rblock >= kernel.rnumel
+    if not kernel.is_reduction:
+        shapes = [(x, 1) for x in _XBLOCKS]
+    elif persistent:
+        shapes = [(x, kernel.rblock) for x in (1, 2, 4, 8, 16) if x * kernel.rblock <= _MAX_TILE]
+    elif kernel.outer:  # contiguous along the kept axes: wide in x, short in r
+        shapes = [(x, r) for x in (8, 16, 32, 64) for r in (16, 32, 64, 128, 256)]
+        shapes = [(x, r) for x, r in shapes if x * r <= _MAX_TILE]
+    else:
+        shapes = [(x, r) for r in _RBLOCKS for x in (1, 2, 4) if x * r <= _MAX_TILE]
+    for xblock, rblock in shapes:
+        if isinstance(kernel.xnumel, int) and xblock > max(1, 2 * kernel.xnumel):
+            continue
+        for warps in _WARPS:
+            key = (xblock, rblock, warps)
+            if key not in found:
+                found[key] = attrs.evolve(kernel, xblock=xblock, rblock=rblock, num_warps=warps)
+    return list(found.values())
+
+
+def cache_key(kernel: TritonKernel, signature: tuple[Any, ...], device: str) -> str:
+    """The code-cache key of `kernel`'s tuned launch for argument `signature` on `device`.
+
+    >>> len(cache_key(kernel, (1024,), "cpu"))  # doctest: +SKIP
+    40
+    """
+    text = json.dumps([kernel.source, [str(s) for s in signature], device])
+    return "triton-tune-" + hashlib.sha256(text.encode()).hexdigest()[:28]
+
+
+def load_choice(key: str, kernel: TritonKernel) -> TritonKernel | None:
+    """The tuned configuration stored under `key`, applied to `kernel`, or None.
+
+    >>> load_choice("triton-tune-missing", kernel)  # doctest: +SKIP
+    """
+    raw = rt.default_cache().get_bytes(key)
+    if raw is None:
+        return None
+    try:
+        choice = json.loads(raw)
+        return attrs.evolve(
+            kernel,
+            xblock=int(choice["xblock"]),
+            rblock=int(choice["rblock"]),
+            num_warps=int(choice["num_warps"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def tune(
+    kernel: TritonKernel,
+    time_launch: Callable[[TritonKernel], float],
+    key: str,
+) -> TritonKernel:
+    """Time each candidate with `time_launch` (seconds), store and return the fastest.
+
+    >>> tune(kernel, lambda k: 1.0 / k.xblock, "triton-tune-x").xblock  # doctest: +SKIP
+    2048
+    """
+    cached = load_choice(key, kernel)
+    if cached is not None:
+        return cached
+    timings: list[tuple[float, int, TritonKernel]] = []
+    for position, candidate in enumerate(candidates(kernel)):
+        try:
+            seconds = time_launch(candidate)
+        except Exception as error:  # e.g. out of registers or shared memory on this device
+            log.debug("autotune: %s xblock=%d failed: %s", kernel.name, candidate.xblock, error)
+            continue
+        timings.append((seconds, position, candidate))
+    if not timings:
+        return kernel
+    best = min(timings, key=lambda item: (item[0], item[1]))[2]
+    choice = {"xblock": best.xblock, "rblock": best.rblock, "num_warps": best.num_warps}
+    rt.default_cache().put_bytes(key, json.dumps(choice).encode())
+    log.info("autotune: %s -> %s (%d candidates)", kernel.name, choice, len(timings))
+    return best

@@ -1,0 +1,140 @@
+"""Lowering of pointwise ops: ufuncs, `where`, `astype` / `copy`.
+
+Every scalar op of the loop-IR vocabulary (`codegen.common.SCALAR_OPS`) lowers as
+`lower_ufunc`: NumPy's loop dtype for the operands (its type resolution), the inputs
+cast to it, one `Apply`. Ops heavier than a few adds (`_HEAVY`) are never recomputed
+for a second user.
+
+    >>> LOWERINGS["sin"] is lower_ufunc  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numpile_capture import ArrayMeta, Node
+
+from ..codegen.common import SCALAR_OPS, kernel_dtype, supports
+from ..loop_ir import Apply, Expr, Loader
+from .context import (
+    LOWERINGS,
+    CannotLower,
+    Lowered,
+    LoweringContext,
+    cast,
+    input_cost,
+    operand_loader,
+    out_shape,
+    register_lowering,
+)
+
+# Python ops heavier than a few adds: never recomputed for a second user.
+_HEAVY = frozenset(
+    {"sin", "cos", "tan", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "power",
+     "sqrt", "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan", "arctan2", "floor_divide",
+     "remainder", "hypot", "divide", "cbrt"}
+)  # fmt: skip
+
+
+def _ufunc_of(node: Node) -> np.ufunc | None:
+    assert node.op is not None
+    impl = node.op.impl
+    if isinstance(impl, np.ufunc):
+        return impl
+    candidate = getattr(np, node.op.name, None)
+    return candidate if isinstance(candidate, np.ufunc) else None
+
+
+def _fits(value: Any, dtype: np.dtype[Any]) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int) or dtype.kind not in "iu":
+        return True
+    info = np.iinfo(dtype)
+    return bool(info.min <= value <= info.max)
+
+
+def lower_ufunc(ctx: LoweringContext, node: Node) -> Lowered:
+    """A pointwise node applying a NumPy ufunc, in the ufunc's loop dtypes."""
+    ufunc = _ufunc_of(node)
+    if ufunc is None or ufunc.nout != 1 or node.params:
+        raise CannotLower("not a plain ufunc call")
+    shape = out_shape(node)
+    loaders: list[Loader] = []
+    kinds: list[Any] = []
+    for value in node.inputs:
+        loader, kind = operand_loader(ctx, value, shape)
+        loaders.append(loader)
+        kinds.append(kind)
+        if not isinstance(value, Node) and not _fits(value, np.dtype("int64")):
+            raise CannotLower("integer constant out of range")
+    try:
+        loop = ufunc.resolve_dtypes((*kinds, None))
+    except (TypeError, ValueError, np.exceptions.DTypePromotionError) as error:
+        raise CannotLower(str(error)) from error
+    in_dtypes, result = loop[: ufunc.nin], loop[-1]
+    assert isinstance(node.meta, ArrayMeta)
+    if result != node.meta.dtype or len(set(in_dtypes)) != 1:
+        raise CannotLower("loop dtypes")
+    loop_dtype = in_dtypes[0]
+    if not supports(node.op.name, loop_dtype) or not kernel_dtype(result):  # type: ignore[union-attr]
+        raise CannotLower(f"no C spelling for {ufunc.__name__} on {loop_dtype}")
+    for value in node.inputs:
+        if not isinstance(value, Node) and not _fits(value, loop_dtype):
+            raise CannotLower("Python integer out of the loop dtype's range")
+    name = node.op.name  # type: ignore[union-attr]
+
+    def load(idx: tuple[Any, ...]) -> Expr:
+        args = tuple(cast(loader(idx), loop_dtype) for loader in loaders)
+        return Apply(name, args, result)
+
+    ops, heavy = input_cost(ctx, node)
+    return Lowered(shape, result, load, ops + 1, heavy=heavy or name in _HEAVY)
+
+
+def _register_ufuncs() -> None:
+    for name in sorted(set().union(*SCALAR_OPS.values())):
+        LOWERINGS.setdefault(name, lower_ufunc)
+
+
+_register_ufuncs()
+
+
+@register_lowering("where")
+def _lower_where(ctx: LoweringContext, node: Node) -> Lowered:
+    if len(node.inputs) != 3 or node.params:
+        raise CannotLower("where takes three operands here")
+    shape = out_shape(node)
+    assert isinstance(node.meta, ArrayMeta)
+    result = node.meta.dtype
+    cond, x, y = (operand_loader(ctx, value, shape)[0] for value in node.inputs)
+    bool_ = np.dtype("bool")
+
+    def load(idx: tuple[Any, ...]) -> Expr:
+        return Apply(
+            "where", (cast(cond(idx), bool_), cast(x(idx), result), cast(y(idx), result)), result
+        )
+
+    ops, heavy = input_cost(ctx, node)
+    return Lowered(shape, result, load, ops + 1, heavy=heavy)
+
+
+@register_lowering("astype", "copy")
+def _lower_astype(ctx: LoweringContext, node: Node) -> Lowered:
+    if len(node.inputs) != 1 or not isinstance(node.inputs[0], Node):
+        raise CannotLower("astype of a non-array")
+    source = ctx.values[node.inputs[0]]
+    shape = out_shape(node)
+    assert isinstance(node.meta, ArrayMeta)
+    result = node.meta.dtype
+    if source.loader is None or source.shape != shape:
+        raise CannotLower("astype input")
+    if source.dtype.kind == "c" and result.kind != "c":
+        raise CannotLower("complex to real astype")
+    loader = source.loader
+
+    def load(idx: tuple[Any, ...]) -> Expr:
+        return cast(loader(idx), result)
+
+    return Lowered(shape, result, load, source.ops + 1, heavy=source.heavy)

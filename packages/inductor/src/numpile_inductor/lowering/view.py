@@ -1,0 +1,135 @@
+"""Lowering of views: every view op whose result is a strided view of its input.
+
+A view is index arithmetic, never a copy: the op runs once on a stride probe (a
+C-contiguous array of bytes of the input's shape), and the probe's offset and strides
+give the map from output to input indices (`_affine_remap`). Views of symbolic shape,
+and ops that copy, run as externs.
+
+    >>> unflatten_static(5, (2, 3))
+    (1, 2)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import sympy
+
+from numpile_capture import ArrayMeta, Node, OpKind, contiguous_strides
+
+from ..index import unflatten_index
+from ..loop_ir import Expr
+from .context import (
+    CannotLower,
+    Lowered,
+    LoweringContext,
+    is_static,
+    out_shape,
+    register_kind_lowering,
+)
+
+
+@register_kind_lowering(OpKind.VIEW)
+def lower_view(ctx: LoweringContext, node: Node) -> Lowered:
+    """Any view op without a lowering of its own, as index arithmetic found by running the
+    op on a stride probe.
+
+    >>> lower_view(ctx, transpose_node).shape  # doctest: +SKIP
+    (4, 3)
+    """
+    assert node.op is not None
+    if not node.inputs or not isinstance(node.inputs[0], Node):
+        raise CannotLower("view of a non-array")
+    if any(isinstance(value, Node) for value in node.inputs[1:]):
+        raise CannotLower("view with array operands")
+    source = ctx.values[node.inputs[0]]
+    if source.loader is None:
+        raise CannotLower("view input")
+    shape = out_shape(node)
+    assert isinstance(node.meta, ArrayMeta)
+    if node.meta.dtype != source.dtype:
+        raise CannotLower("a view that changes the dtype")
+    in_shape = source.shape
+    if not (is_static(shape) and is_static(in_shape)):
+        raise CannotLower("a view of symbolic shape (the stride probe needs sizes)")
+    base = np.zeros(max(1, math.prod(in_shape)), np.uint8)
+    probe = np.lib.stride_tricks.as_strided(base, in_shape, contiguous_strides(in_shape))
+    result = node.op.impl(probe, *node.inputs[1:], **node.kwargs)
+    if not isinstance(result, np.ndarray) or result.shape != shape or result.itemsize != 1:
+        raise CannotLower("the probe did not give a view of the right shape")
+    if result.size and not np.shares_memory(result, base):
+        raise CannotLower("the op copies")
+    offset = result.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    remap = _affine_remap(offset, tuple(result.strides), shape, in_shape)
+    loader = source.loader
+
+    def load(idx: tuple[Any, ...]) -> Expr:
+        return loader(remap(idx))
+
+    return Lowered(
+        shape, source.dtype, load, source.ops, pure_view=source.pure_view, heavy=source.heavy
+    )
+
+
+def _affine_remap(
+    offset: int, strides: tuple[int, ...], shape: tuple[int, ...], in_shape: tuple[int, ...]
+) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    # Output index -> input index, given the view's element offset and strides over a
+    # C-contiguous input. Each output dim is matched to one input dim when that keeps every
+    # input index in bounds; otherwise the flat position is unflattened (floor div / mod).
+    in_strides = contiguous_strides(in_shape)
+    start = list(unflatten_static(offset, in_shape))
+    terms: list[list[tuple[int, int]]] = [[] for _ in in_shape]
+    direct = True
+    for d, (size, stride) in enumerate(zip(shape, strides, strict=True)):
+        if size == 1 or stride == 0:
+            continue
+        target = None
+        for j in reversed(range(len(in_shape))):
+            if in_shape[j] > 1 and stride % in_strides[j] == 0:
+                target = j
+                break
+        if target is None:
+            direct = False
+            break
+        terms[target].append((d, stride // in_strides[target]))
+    if direct:
+        for j, dim_terms in enumerate(terms):
+            low = start[j] + sum(min(0, (shape[d] - 1) * m) for d, m in dim_terms)
+            high = start[j] + sum(max(0, (shape[d] - 1) * m) for d, m in dim_terms)
+            if low < 0 or high >= max(in_shape[j], 1):
+                direct = False
+                break
+    if direct:
+
+        def remap(idx: tuple[Any, ...]) -> tuple[Any, ...]:
+            return tuple(
+                start[j] + sum((idx[d] * m for d, m in terms[j]), sympy.Integer(0))
+                for j in range(len(in_shape))
+            )
+
+        return remap
+
+    def remap_flat(idx: tuple[Any, ...]) -> tuple[Any, ...]:
+        flat = offset + sum(
+            (idx[d] * s for d, s in enumerate(strides) if shape[d] != 1), sympy.Integer(0)
+        )
+        return unflatten_index(flat, in_shape)
+
+    return remap_flat
+
+
+def unflatten_static(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of flat C-order position `flat` in `shape` (plain ints).
+
+    >>> unflatten_static(5, (2, 3))
+    (1, 2)
+    """
+    result = []
+    for size in reversed(shape):
+        result.append(flat % size if size else 0)
+        flat = flat // size if size else 0
+    return tuple(reversed(result))
