@@ -190,7 +190,7 @@ PROGRAMS = [
 
 def _joint(fn, make, argnums):
     args = make()
-    result = capture_function(fn, args, {})
+    result = capture_function(fn, args, {}, keep_loops=False)  # as grad captures
     functional = functionalize(result.graph)
     names = [s.name for s in result.input_sources]
     param_names = fn.__code__.co_varnames

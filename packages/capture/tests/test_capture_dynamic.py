@@ -231,12 +231,14 @@ def test_reshape_with_minus_one_guards_divisibility() -> None:
 
 
 def test_shape_dependent_python_is_specialized_and_guarded() -> None:
+    # A range loop over a size stays a loop (no guard, see test_capture_loops.py); one that
+    # grows a Python list is unrolled, so it needs the size as an int: specialized.
     def f(x: Any) -> Any:
         n = x.shape[0]
-        total = x.sum()
+        parts = []
         for i in range(n):
-            total = total + x[i]
-        return total * n
+            parts.append(x[i])
+        return np.stack(parts) * n
 
     compiled = compile_function(f, backend="eager", dynamic=True)
     with recording_captures() as events:

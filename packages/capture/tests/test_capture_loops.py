@@ -130,7 +130,7 @@ def test_range_loop_is_one_node() -> None:
     graph = capture_function(sum_of_squares, (np.arange(5.0),), {}).graph
     assert str(graph) == (
         "graph(x: float64[5]):\n"
-        "  v0 = for_loop(0, 5, 1, 0.0, x, body=<graph>, carried=1)  # tuple\n"
+        "  v0 = for_loop(0, 5, 1, 0.0, x, body=<graph>, carried=1, first=<graph>)  # tuple\n"
         "    body(i: int, s: float64[], x: float64[5]):\n"
         "      v0 = carried_scalar(s)  # float64[]\n"
         "      v1 = element_at(x, i, index=(scalars[0],))  # float64[]\n"
@@ -138,6 +138,12 @@ def test_range_loop_is_one_node() -> None:
         "      v3 = multiply(v1, v2)  # float64[]\n"
         "      v4 = add(v0, v3)  # float64[]\n"
         "      return (v4,)\n"
+        "    first(i: int, s: float, x: float64[5]):\n"
+        "      v0 = element_at(x, i, index=(scalars[0],))  # float64[]\n"
+        "      v1 = element_at(x, i, index=(scalars[0],))  # float64[]\n"
+        "      v2 = multiply(v0, v1)  # float64[]\n"
+        "      v3 = add(s, v2)  # float64[]\n"
+        "      return (v3,)\n"
         "  v1 = loop_output(v0, index=0)  # float64[]\n"
         "  return v1"
     )
@@ -292,6 +298,14 @@ def gauss_seidel(a: Any, b: Any) -> Any:
     return x, sweeps
 
 
+def last_index(x: Any) -> Any:
+    i = -1
+    total = 0.0
+    for i in range(x.shape[0] - 1, -1, -2):
+        total = total + x[i] * i
+    return i, total  # the loop variable keeps its last value (-1 when the range is empty)
+
+
 PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (sum_of_squares, lambda n: (np.arange(n, dtype=np.float64),)),
     (recurrence, lambda n: (np.arange(n, dtype=np.float64),)),
@@ -308,6 +322,7 @@ PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (crc16, lambda n: (np.arange(n * 5, dtype=np.int64) * 37 % 256,)),
     (mandelbrot, lambda n: (np.linspace(-2, 1, n * 3) + 0.3j,)),
     (newton_sqrt, lambda n: (np.arange(1.0, n + 2.0),)),
+    (last_index, lambda n: (np.arange(n * 3.0),)),
     (gauss_seidel, lambda n: (np.eye(n + 1) * 4 + np.ones((n + 1, n + 1)), np.arange(n + 1.0))),
 ]
 

@@ -297,7 +297,7 @@ def test_returning_an_input_returns_its_placeholder() -> None:
 # -- Python values and control flow --------------------------------------------------------
 
 
-def test_loops_over_range_containers_zip_enumerate_are_unrolled() -> None:
+def test_loops_over_containers_zip_enumerate_are_unrolled_ranges_kept() -> None:
     def f(xs, opts):
         total = xs[0] * 0
         for i in range(len(xs)):
@@ -311,10 +311,13 @@ def test_loops_over_range_containers_zip_enumerate_are_unrolled() -> None:
         return total
 
     result = check(f, [X[0], X[1], X[2]], {"a": 1.0, "b": 2})
-    # xs is a list (indexing it adds no node); iterating the 1-D array xs[0] gives its four
-    # items as NumPy scalars, as NumPy does: one `element` node each, no views.
+    # The loop over range(len(xs)) indexes a list: it is unrolled (a body can index only
+    # arrays by its index). zip/enumerate and dict items unroll. The loop over the 1-D array
+    # xs[0] stays a loop whose item is a NumPy scalar, as NumPy gives: `element_at`.
     ops = [n.op.name for n in result.graph.nodes if n.op]
-    assert ops.count("element") == 4
+    assert ops.count("for_loop") == 1
+    (loop,) = [n for n in result.graph.nodes if n.op and n.op.name == "for_loop"]
+    assert "element_at" in [n.op.name for n in loop.kwargs["body"].nodes if n.op]
     assert "getitem" not in ops
 
 

@@ -18,6 +18,7 @@ INTEGER_RESULT = "integer or bool result"
 INTEGER_INPUTS = "integer and bool inputs only"
 CREATION = "creation from constants"
 MUTATION = "mutation"
+LOOPS = "loop structure"
 
 # NOTE: why each kind of exclusion needs no rule (shown in the README).
 REASONS: dict[str, str] = {
@@ -30,6 +31,10 @@ REASONS: dict[str, str] = {
     MUTATION: (
         "functionalization replaces in-place ops by pure ones (add_ -> add, setitem -> "
         "view_scatter, ...) before the joint graph is built; those have rules"
+    ),
+    LOOPS: (
+        "grad captures loops unrolled, so loop nodes and the ops of their bodies never "
+        "reach a joint graph; a loop node that does is an error naming the loop and its line"
     ),
 }
 
@@ -50,6 +55,19 @@ _INTEGER_ONLY = (
     "bitwise_count",
 )
 _CREATION = ("zeros", "ones", "empty", "linspace", "eye", "array")
+_LOOPS = (
+    "for_loop",
+    "while_loop",
+    "cond",
+    "loop_output",
+    "py_binary",
+    "py_unary",
+    "dim",
+    "getitem_at",
+    "element_at",
+    "setitem_at",
+    "carried_scalar",
+)
 _IN_PLACE_BINARY = (
     "add",
     "subtract",
@@ -94,6 +112,7 @@ EXCLUDED_OPS: dict[str, str] = {
     **dict.fromkeys(_INTEGER_ONLY, INTEGER_INPUTS),
     **dict.fromkeys(_CREATION, CREATION),
     **dict.fromkeys(_MUTATION, MUTATION),
+    **dict.fromkeys(_LOOPS, LOOPS),
 }
 
 

@@ -44,7 +44,9 @@ from .pytree import tree_map
 from .source_line import SourceLine
 
 
-def _for_loop_meta(*inputs: Any, body: Graph, carried: int) -> ScalarMeta:
+def _for_loop_meta(
+    *inputs: Any, body: Graph, carried: int, first: Graph | None = None
+) -> ScalarMeta:
     if len(body.placeholders) != 1 + len(inputs) - 3:
         raise ValueError(
             f"for_loop: the body takes {len(body.placeholders)} inputs, "
@@ -54,10 +56,16 @@ def _for_loop_meta(*inputs: Any, body: Graph, carried: int) -> ScalarMeta:
 
 
 def _for_loop_impl(
-    start: Any, stop: Any, step: Any, *values: Any, body: Graph, carried: int
+    start: Any, stop: Any, step: Any, *values: Any, body: Graph, carried: int, first: Any = None
 ) -> Any:
     if step == 0:
         raise ValueError("range() arg 3 must not be zero")
+    indices = range(start, stop, step)
+    if first is not None and indices:
+        # The first iteration on the initial types (Python scalars), then the body.
+        state = body_runner(first)((indices[0], *values))
+        values = (*state, *values[carried:])
+        start += step
     custom = _LOOP_RUNNERS.get(body)
     if custom is not None:
         return custom(range(start, stop, step), values, carried)
@@ -218,12 +226,20 @@ def _caller(node: Node, line: SourceLine | None) -> Callable[[list[Any], dict[st
     if fast_operator is not None and len(node.inputs) == 2 and not node.params:
         ufunc = impl
         scalar_operator = fast_operator
+        # NOTE: traced on NumPy scalars (ArrayMeta inputs), both operands may still be
+        # Python scalars at run time: a carried `s = 0.0` before the loop made it a NumPy
+        # scalar, or one branch of a cond kept it. Eager applied the Python operator then
+        # (`s * 0.5` stays a Python float); a ufunc on traced Python scalars stays a ufunc.
+        traced_numpy = not any(
+            isinstance(value, Node) and isinstance(value.meta, ScalarMeta) for value in node.inputs
+        )
 
         def pick(args: list[Any]) -> Callable[..., Any]:
-            # NumPy scalars: the operator; arrays or two Python scalars: the ufunc.
-            if isinstance(args[0], np.generic) or isinstance(args[1], np.generic):
+            left, right = args
+            if isinstance(left, np.generic) or isinstance(right, np.generic):
                 return scalar_operator
-            return ufunc
+            python_scalars = not isinstance(left, np.ndarray) and not isinstance(right, np.ndarray)
+            return scalar_operator if traced_numpy and python_scalars else ufunc
 
         if line is None:
             return lambda args, kwargs: pick(args)(*args)
@@ -326,7 +342,13 @@ def add_cond(
 
 
 def _while_loop_meta(
-    pred: Any, *inputs: Any, body: Graph, carried: int, enter_if: bool, again_if: bool
+    pred: Any,
+    *inputs: Any,
+    body: Graph,
+    carried: int,
+    enter_if: bool,
+    again_if: bool,
+    first: Graph | None = None,
 ) -> ScalarMeta:
     if len(body.placeholders) != len(inputs):
         raise ValueError(
@@ -337,12 +359,23 @@ def _while_loop_meta(
 
 
 def _while_loop_impl(
-    pred: Any, *values: Any, body: Graph, carried: int, enter_if: bool, again_if: bool
+    pred: Any,
+    *values: Any,
+    body: Graph,
+    carried: int,
+    enter_if: bool,
+    again_if: bool,
+    first: Graph | None = None,
 ) -> Any:
     state = tuple(values[:carried])
     invariants = values[carried:]
-    run = body_runner(body)
     going = bool(pred) == enter_if
+    if going and first is not None:
+        # The first pass on the initial types (Python scalars), then the body.
+        *new, again = body_runner(first)((*state, *invariants))
+        state = tuple(new)
+        going = bool(again) == again_if
+    run = body_runner(body)
     while going:
         *new, again = run((*state, *invariants))
         state = tuple(new)
@@ -372,6 +405,7 @@ def add_while_loop(
     body: Graph,
     tests: tuple[bool, bool],
     mutates: tuple[int, ...],
+    first: Graph | None = None,
 ) -> list[Node]:
     """Add a `while_loop` node and one `loop_output` per carried value; return the outputs.
 
@@ -385,6 +419,8 @@ def add_while_loop(
         "enter_if": tests[0],
         "again_if": tests[1],
     }
+    if first is not None:
+        params["first"] = first
     inputs = (pred, *carried, *invariants)
     meta = _while_loop_meta(*inputs, **params)  # type: ignore[arg-type]
     op = _WRITING_WHILE_LOOPS.get(mutates)
@@ -447,14 +483,20 @@ def add_loop(
     invariants: list[Any],
     body: Graph,
     mutates: tuple[int, ...],
+    *,
+    first: Graph | None = None,
 ) -> list[Node]:
     """Add a `for_loop` node and one `loop_output` per carried value; return the outputs.
 
     `body`'s output metadata gives the outputs' (the carried placeholders' equal them).
+    `first`, when given, runs the first iteration instead of `body`: the body traced on
+    the initial carried types (Python scalars the loop makes NumPy scalars of).
     """
     inputs = (*bounds, *carried, *invariants)
     meta = _for_loop_meta(*inputs, body=body, carried=len(carried))
-    params = {"body": body, "carried": len(carried)}
+    params: dict[str, Any] = {"body": body, "carried": len(carried)}
+    if first is not None:
+        params["first"] = first
     node = graph.add_node(for_loop_op(mutates), inputs, params, meta)
     metas = [value.meta for value in body.placeholders[1 : 1 + len(carried)]]
     return [

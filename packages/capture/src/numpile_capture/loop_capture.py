@@ -214,6 +214,7 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
             raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
         metas[name] = meta
     scalars = {name for name in extent.carried if scalar_like(state.locals[name])}
+    first: Graph | None = None
     attempt = 0
     while True:
         try:
@@ -223,11 +224,13 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         widened = widen(metas, results)
         if widened == metas:
             break
+        if attempt == 0:
+            first = body  # the first iteration, on the initial types (see peeled_first)
+        elif attempt == 1:
+            raise LoopFallback("the carried types change over more than one iteration")
         attempt += 1
-        if attempt > MAX_RETRACES:
-            raise LoopFallback("the carried types do not settle (NEP 50 fixpoint)")
         metas = widened
-    _emit_loop(frame, extent, iterator, body, metas)
+    _emit_loop(frame, extent, iterator, (first, body), metas)
 
 
 def _extent(frame: Frame, inst: Instruction) -> _Extent:
@@ -470,16 +473,19 @@ def _emit_loop(
     frame: Frame,
     extent: _Extent,
     iterator: RangeIterVar,
-    traced: Graph,
+    traced: tuple[Graph | None, Graph],
     metas: dict[str, ArrayMeta | ScalarMeta],
 ) -> None:
     tracer = frame.tracer
     bounds = tuple(_bound_value(tracer, bound) for bound in iterator.bounds)
-    body, invariants = lift_body(traced, 1 + len(metas))
+    first, body, invariants = peeled_first(traced, 1 + len(metas))
     state = frame.state
     initial = [graph_value(state.locals[name]) for name in metas]
-    written = _written_inputs(body)
-    outputs = add_loop(tracer.graph, bounds, initial, invariants, body, written)
+    # NOTE: placeholder k is input 2 + k (after the bounds).
+    written = tuple(
+        sorted({*written_inputs(body, 2), *(written_inputs(first, 2) if first else ())})
+    )
+    outputs = add_loop(tracer.graph, bounds, initial, invariants, body, written, first=first)
     line = frame.locate_line(frame.instructions[extent.head])
     if line is not None:
         for node in tracer.graph.nodes[-1 - len(outputs) :]:
@@ -489,6 +495,22 @@ def _emit_loop(
     state.pop()  # the iterator
     frame.pc = extent.exit
     log.debug("loop at line %s kept as one for_loop node", frame.instructions[extent.head].lineno)
+
+
+def peeled_first(
+    traced: tuple[Graph | None, Graph], own: int
+) -> tuple[Graph | None, Graph, list[Node]]:
+    """The first iteration's body (None when the types do not change) and the body, lifted
+    over the same invariants. Carried values that start as Python scalars and become NumPy
+    scalars (`s = 0.0; s = s * 0.5 - x[i]`) follow Python in the first iteration and NumPy
+    after it, as eager does: the first body is traced on the initial types."""
+    first, body = traced
+    external = external_nodes(body)
+    if first is not None:
+        external += [node for node in external_nodes(first) if node not in external]
+    lifted, invariants = lift_body(body, own, external)
+    lifted_first = None if first is None else lift_body(first, own, external)[0]
+    return lifted_first, lifted, invariants
 
 
 def _bound_value(tracer: Tracer, var: Variable) -> Any:
@@ -577,12 +599,6 @@ def _leaves(tree: Any) -> Iterator[Node]:
             yield leaf
 
 
-def _written_inputs(body: Graph) -> tuple[int, ...]:
-    # The for_loop input positions whose arrays the body writes in place: the body's
-    # placeholders (index first) sit at input position 2 + k (after start, stop, step).
-    return written_inputs(body, 2)
-
-
 def written_inputs(body: Graph, offset: int) -> tuple[int, ...]:
     """The input positions (a body's placeholder k is input `offset + k`) of the arrays
     `body` writes in place, through views and the writes of nested loops."""
@@ -619,6 +635,7 @@ class Snapshot:
     def __init__(self, frame: Frame) -> None:
         state = frame.state
         self.pc = frame.pc
+        self.ends = (frame.result, frame.yielded)
         self.stack = list(state.stack)
         self.locals = dict(state.locals)
         effects = frame.tracer.side_effects
@@ -670,6 +687,7 @@ class Snapshot:
         grew = len(effects.effects) != self.effects or effects.globals != self.globals
         state = frame.state
         frame.pc = self.pc
+        frame.result, frame.yielded = self.ends
         state.stack[:] = self.stack
         state.locals.clear()
         state.locals.update(self.locals)

@@ -560,7 +560,7 @@ def run_time_arithmetic(tracer: Tracer, name: str, left: Variable, right: Variab
         raise Unsupported(f"not supported yet: operator {name} on a loop's run-time values")
     operands = (_run_time_operand(left), _run_time_operand(right))
     exponent = operands[1]
-    integral = python_scalar_type(right_meta(exponent)) in (int, bool)
+    integral = python_scalar_type(_operand_meta(exponent)) in (int, bool)
     if name == "pow" and integral and not (isinstance(exponent, int) and exponent >= 0):
         # int ** int is an int or a float depending on the sign of the exponent.
         raise Unsupported("not supported yet: int ** a run-time int inside a loop")
@@ -568,8 +568,8 @@ def run_time_arithmetic(tracer: Tracer, name: str, left: Variable, right: Variab
     return ScalarNodeVar(node)
 
 
-def right_meta(value: Any) -> Any:
-    """The metadata of a graph operand (a Node's meta, or the constant itself)."""
+def _operand_meta(value: Any) -> Any:
+    # The metadata of a graph operand: a Node's meta, or the constant itself.
     return value.meta if isinstance(value, Node) else value
 
 

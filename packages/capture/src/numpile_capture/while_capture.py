@@ -26,14 +26,13 @@ from .bytecode import Instruction
 from .control_flow import add_while_loop
 from .graph import Graph
 from .loop_capture import (
-    MAX_RETRACES,
     LoopFallback,
     Snapshot,
     body_names,
     carried_meta,
     graph_value,
-    lift_body,
     loaded_names,
+    peeled_first,
     run_until,
     scalar_like,
     variable_of,
@@ -99,30 +98,35 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
             metas[name] = meta
         scalars = {name for name in carried_names if scalar_like(state.locals[name])}
         saved = Snapshot.take(frame)
+        first: Graph | None = None
         attempt = 0
         while True:
             try:
                 traced, results, test = _trace(frame, shape, metas, scalars)
             finally:
                 saved.restore(frame)
+            traced.output = (*results, test)
             widened = widen(metas, results)
             if widened == metas:
                 break
+            if attempt == 0:
+                first = traced  # the first pass, on the initial types (see peeled_first)
+            else:
+                raise LoopFallback("the carried types change over more than one iteration")
             attempt += 1
-            if attempt > MAX_RETRACES:
-                raise LoopFallback("the carried types do not settle (NEP 50 fixpoint)")
             metas = widened
     except LoopFallback:
         state.push(pred)
         raise
-    traced.output = (*results, test)
-    body, invariants = lift_body(traced, len(metas))
+    first_body, body, invariants = peeled_first((first, traced), len(metas))
     initial = [graph_value(state.locals[name]) for name in metas]
     tests = (inst.opname == "POP_JUMP_IF_FALSE", shape.again_if)
     tracer = frame.tracer
-    written = written_inputs(body, 1)
+    written = tuple(
+        sorted({*written_inputs(body, 1), *(written_inputs(first_body, 1) if first_body else ())})
+    )
     outputs = add_while_loop(
-        tracer.graph, graph_value(pred), initial, invariants, body, tests, written
+        tracer.graph, graph_value(pred), initial, invariants, body, tests, written, first_body
     )
     line = frame.locate_line(inst)
     if line is not None:
@@ -138,6 +142,10 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
     > tol:`) tests a run-time value after its body: one trace of the body tells; the frame
     is left as it was."""
     state = frame.state
+    try:
+        body_names(frame, shape.body, shape.body, shape.test, shape.exit, exit_from=shape.test)
+    except LoopFallback:
+        return False  # a yield, break or return in the body: it runs now, unrolled
     for name in loaded_names(frame, shape.body, shape.test):
         if name in state.lazy:
             state.read_local(name)  # root arguments: built once, outside the probe

@@ -27,7 +27,6 @@ from numpile_capture import (
     ArrayMeta,
     Graph,
     Node,
-    Op,
     OpKind,
     ScalarMeta,
     body_runner,
@@ -150,8 +149,3 @@ def _matches(values: Sequence[Any], metas: Sequence[Any]) -> bool:
             if np.ndim(value) != meta.ndim:
                 return False
     return True
-
-
-def loop_ops(graph: Graph) -> list[Op]:
-    """The loop ops of `graph`'s nodes (for tests: each runs a host loop after compiling)."""
-    return [node.op for node in graph.nodes if node.op is not None and is_loop(node)]
