@@ -316,3 +316,28 @@ def test_branches_and_while_loops_in_bodies_are_c(
 ) -> None:
     compiled = _compare(fn, make())
     assert "loop_v" in compiled.source
+
+
+def _python_arithmetic_before_float32(x: Any) -> Any:
+    s = 0.1
+    for i in range(x.shape[0]):
+        s = s * 3.0 + x[i]  # first iteration: Python float arithmetic, then float32
+    return s
+
+
+def _weak_scalar_meets_float32(x: Any) -> Any:
+    s = 0.5
+    for i in range(x.shape[0]):
+        s = s + x[i] * x[i]  # the Python float meets float32 at once: converted exactly
+    return s
+
+
+def test_a_first_iteration_on_python_floats_keeps_eager_values() -> None:
+    # The first iteration runs on a Python float (double arithmetic) before the carried value
+    # becomes float32: the C loop, whose body is float32 from the start, would round
+    # differently, so such a loop takes the body-per-iteration path.
+    x = np.linspace(0.1, 0.9, 7).astype(np.float32)
+    compiled = _compare(_python_arithmetic_before_float32, x)
+    assert "loop_v" not in compiled.source
+    compiled = _compare(_weak_scalar_meets_float32, x)
+    assert "loop_v" in compiled.source

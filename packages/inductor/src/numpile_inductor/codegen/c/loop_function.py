@@ -157,6 +157,9 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
     params = dict(node.params)
     body: Graph = params["body"]
     carried: int = params["carried"]
+    first: Graph | None = params.get("first")
+    if first is not None:
+        _check_first_iteration(node, body, first, carried)
     writer = LoopWriter(name)
     placeholders = body.placeholders
     env: Env = {}
@@ -355,6 +358,73 @@ def _box(final: CValue, out: Any, placeholder: Node, init: Any, env: Env) -> str
         raise NotScalarLoop("a carried value the body leaves as it came")
     # A copy: the carried local's address never escapes, so it stays in a register.
     return f"np_loop_box(&(({c_type(meta.dtype)}[1]){{{final.text}}})[0], {int(meta.dtype.num)})"
+
+
+# NOTE: a Python scalar meets a NumPy value of these dtypes as that dtype itself (NEP 50's
+# weak scalars, converted exactly), so the body's arithmetic on the converted initial value
+# is the first iteration's arithmetic on the Python scalar.
+_EXACT_CARRY: dict[type, np.dtype[Any]] = {
+    float: np.dtype("float64"),
+    int: np.dtype("int64"),
+    bool: np.dtype("bool"),
+}
+
+
+def _check_first_iteration(node: Node, body: Graph, first: Graph, carried: int) -> None:
+    # A loop whose first iteration runs on other types (a Python `0.0` carried into NumPy
+    # float64s) runs the body from the start in C only where that gives eager's values.
+    first_out = first.output if isinstance(first.output, tuple) else (first.output,)
+    body_out = body.output if isinstance(body.output, tuple) else (body.output,)
+    for k in range(carried):
+        after_first = getattr(first_out[k], "meta", None)
+        if after_first != getattr(body_out[k], "meta", None):
+            raise NotScalarLoop("the first iteration gives other types than the body")
+        meta = body.placeholders[1 + k].meta
+        init = node.inputs[3 + k]
+        if isinstance(init, Node):
+            if not isinstance(init.meta, ScalarMeta):
+                continue  # a NumPy value: the body's types from the start
+            python = init.meta.type
+        else:
+            python = type(init)
+        if isinstance(meta, ScalarMeta) and meta.type is python:
+            continue
+        if not isinstance(meta, ArrayMeta):
+            raise NotScalarLoop("the first iteration runs on Python scalars of another type")
+        if _EXACT_CARRY.get(python) == meta.dtype:
+            continue
+        if not (_exact_in(init, meta.dtype) and _meets_numpy_first(first, 1 + k)):
+            raise NotScalarLoop("the first iteration runs on Python scalars of another type")
+
+
+def _exact_in(value: Any, dtype: np.dtype[Any]) -> bool:
+    # Whether constant `value` converts to `dtype` and back unchanged.
+    if isinstance(value, Node) or dtype.kind not in "iuf" or isinstance(value, bool):
+        return False
+    with np.errstate(all="ignore"):
+        try:
+            converted = np.array(value).astype(dtype)
+        except OverflowError:
+            return False
+        return bool(converted.item() == value)
+
+
+def _meets_numpy_first(first: Graph, position: int) -> bool:
+    # Whether every use of a carried Python scalar in the first iteration combines it with
+    # NumPy values, which convert it to their dtype (NEP 50) before any arithmetic.
+    scalar = first.placeholders[position]
+    uses = [node for node in first.nodes if scalar in node.inputs]
+    return bool(uses) and all(_converts_first(node, scalar) for node in uses)
+
+
+def _converts_first(node: Node, scalar: Node) -> bool:
+    # A plain op (no body of its own) whose other operands are all NumPy values.
+    if any(isinstance(value, Graph) for _, value in node.params):
+        return False
+    others = [value for value in node.inputs if value is not scalar]
+    return bool(others) and all(
+        isinstance(value, Node) and isinstance(value.meta, ArrayMeta) for value in others
+    )
 
 
 def _argument_of(stand_in: Node) -> int:
