@@ -47,8 +47,8 @@ EXPECTED_ALL = [
     "substitute_in_graph",
     "value_and_grad",
     "vjp",
-    "wrap_numpy",
     "vmap",
+    "wrap_numpy",
 ]
 
 EXPECTED_SIGNATURES = {

@@ -104,7 +104,7 @@ class InductorConfig(LayerConfig):
 
     # NOTE: fields that change neither the generated code nor its build stay out of key().
     KEY_EXCLUDES: ClassVar[frozenset[str]] = frozenset(
-        {"graph_cache", "trace_enabled", "debug_dir", "graph_diagram"}
+        {"graph_cache", "trace_enabled", "debug_dir", "graph_diagram", "no_compiler"}
     )
 
     @classmethod
