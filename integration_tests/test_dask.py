@@ -18,7 +18,11 @@ import numpy as np
 import pytest
 
 import numpile
+import numpile_runtime
 
+# NOTE: what runs on the workers is importable there (numpile_runtime's functions, the helper
+# module on their PYTHONPATH) or pickled by value (functions defined inside a test): this
+# test module itself is not importable in a worker process.
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
@@ -34,18 +38,6 @@ HELPER = textwrap.dedent(
         return np.tanh(x) * scale + 1.0
     """
 )
-
-
-def _counters() -> dict[str, int]:
-    import numpile_runtime
-
-    return numpile_runtime.counters()
-
-
-def _reset_counters() -> None:
-    import numpile_runtime
-
-    numpile_runtime.reset_counters()
 
 
 @pytest.fixture
@@ -86,16 +78,16 @@ def _a_second_worker_loads_what_the_first_compiled(client: Any) -> None:
         return np.sin(x) * 2.0 + np.cos(x) ** 2
 
     first, *others = _workers(client)
-    client.run(_reset_counters)
+    client.run(numpile_runtime.reset_counters)
     x = np.linspace(0.0, 1.0, 1000)
     expected = np.sin(x) * 2.0 + np.cos(x) ** 2
     np.testing.assert_allclose(client.submit(chain, x, workers=[first]).result(), expected)
-    compiled_first = client.run(_counters, workers=[first])[first]
+    compiled_first = client.run(numpile_runtime.counters, workers=[first])[first]
     assert compiled_first.get("compiler_invocation", 0) >= 1
     for worker in others:
         result = client.submit(chain, x + 0.0, workers=[worker], pure=False).result()
         np.testing.assert_allclose(result, expected)
-    for worker, seen in client.run(_counters, workers=others).items():
+    for worker, seen in client.run(numpile_runtime.counters, workers=others).items():
         assert seen.get("compiler_invocation", 0) == 0, (worker, seen)
         assert seen.get("module_load", 0) >= 1, (worker, seen)
 
