@@ -104,6 +104,7 @@ def checkpoint(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn`, whose intermediate values a differentiating transform recomputes in the
     backward instead of saving (see the module docstring).
 
+    >>> import numpy as np
     >>> layer = checkpoint(lambda x: np.sin(np.cos(x)))
     >>> float(layer(np.zeros(())))
     0.8414709848078965
