@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-import numpile
 from numpile_autograd_aot import (
     checkpoint,
     default_partition,
@@ -19,6 +18,7 @@ from numpile_autograd_aot import (
     trace_joint,
     vmap,
 )
+from numpile_capture import compile_function
 
 
 def _layer(h: np.ndarray, w: np.ndarray) -> Any:
@@ -83,7 +83,7 @@ def test_checkpoint_outside_differentiation_is_the_function(data: Any) -> None:
     ws, x = data
     want = _layer(x, ws[0])
     np.testing.assert_allclose(_checkpointed(x, ws[0]), want)
-    np.testing.assert_allclose(numpile.compile(_checkpointed)(x, ws[0]), want)
+    np.testing.assert_allclose(compile_function(_checkpointed)(x, ws[0]), want)
     batch = np.stack([x, 2 * x])
     by_example = np.stack([_layer(x, ws[0]), _layer(2 * x, ws[0])])
     np.testing.assert_allclose(vmap(_checkpointed, (0, None))(batch, ws[0]), by_example)

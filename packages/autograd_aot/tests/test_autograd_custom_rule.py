@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from numpile_autograd_aot import custom_jvp, custom_vjp, grad, jacfwd, jvp, value_and_grad, vjp
-from numpile_capture import allow_in_graph
+from numpile_capture import allow_in_graph, compile_function
 
 
 @custom_vjp
@@ -83,11 +83,9 @@ def test_custom_jvp_serves_forward_and_reverse_mode(dtype: type) -> None:
 
 
 def test_custom_rules_inside_a_compiled_function() -> None:
-    import numpile
-
-    @numpile.compile
+    @compile_function
     def step(x: np.ndarray) -> Any:
-        return numpile.grad(_sum_clipped)(x) + numpile.grad(lambda v: np.sum(softplus(v)))(x)
+        return grad(_sum_clipped)(x) + grad(lambda v: np.sum(softplus(v)))(x)
 
     x = np.array([0.0, 1.0, 3.0])
     want = np.clip(2 * np.cos(x), -0.5, 0.5) + 1 / (1 + np.exp(-x))

@@ -15,10 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import numpile
 from numpile_autograd_aot import batch_rule_ops, get_batch_rule, grad, jacfwd, jvp, vjp_ops, vmap
 from numpile_autograd_aot.batching_table import batch_nodes
-from numpile_capture import ArrayMeta, Graph, Op, get_op, run_graph
+from numpile_capture import ArrayMeta, Graph, Op, compile_function, explain, get_op, run_graph
 
 
 def _load_cases() -> Any:
@@ -143,7 +142,7 @@ def test_per_example_gradients_are_one_graph_without_loops(
         want = grad(_loss)(params, x[i], y[i])
         for key in params:
             np.testing.assert_allclose(got[key][i], want[key], rtol=1e-10, atol=1e-12)
-    explained = numpile.explain(lambda p, a, b: per_example(p, a, b))(params, x, y)
+    explained = explain(lambda p, a, b: per_example(p, a, b))(params, x, y)
     assert explained.graph_count == 1
     assert explained.graph_break_count == 0
     names = [node.op.name for node in explained.graphs[0].nodes if node.op is not None]
@@ -161,7 +160,7 @@ def test_compile_of_vmap_matches_eager(dtype: type) -> None:
     eager = np.stack([fn(row, w) for row in x])
     tolerance = 1e-5 if dtype is np.float32 else 1e-12
     np.testing.assert_allclose(vmap(fn, (0, None))(x, w), eager, rtol=tolerance)
-    np.testing.assert_allclose(numpile.compile(vmap(fn, (0, None)))(x, w), eager, rtol=tolerance)
+    np.testing.assert_allclose(compile_function(vmap(fn, (0, None)))(x, w), eager, rtol=tolerance)
 
 
 def test_in_axes_and_out_axes() -> None:
@@ -198,7 +197,7 @@ def test_vmap_of_jacfwd_runs_as_the_looping_fallback() -> None:
 def test_vmap_inside_a_compiled_training_step(mlp: Any) -> None:
     params, x, y = mlp
 
-    @numpile.compile
+    @compile_function
     def clipped_step(p: dict[str, Any], a: np.ndarray, b: np.ndarray) -> Any:
         grads = vmap(grad(_loss), in_axes=(None, 0, 0))(p, a, b)
         return {k: p[k] - 0.1 * np.mean(np.clip(grads[k], -1, 1), axis=0) for k in p}
