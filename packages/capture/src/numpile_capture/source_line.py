@@ -9,7 +9,8 @@ turned into errors) name the user's line, exactly as eager NumPy's do.
 
     >>> import warnings
     >>> import numpy as np
-    >>> line = SourceLine("user.py", 7, {"__name__": "user"})
+    >>> import builtins
+    >>> line = SourceLine("user.py", 7, {"__name__": "user", "__builtins__": builtins})
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     _ = line.call(np.log, (np.zeros(1),), {})
