@@ -86,18 +86,32 @@ def _install_layers(session: nox.Session, layers: list[str]) -> None:
     session.install(*args)
 
 
-@nox.session(python=PYTHONS, tags=["ci"])
+@nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """Every layer's tests plus the integration tests, the layering contract, and the doctests
-    of every README and module."""
+    of every README and module, on one Python."""
+    _run_suite(session, LAYERS)
+
+
+@nox.session(name="tests-ci", python=PYTHONS, tags=["ci"])
+def tests_ci(session: nox.Session) -> None:
+    """CI's share of ``tests``: on the default Python the layer sessions already run every
+    layer's tests and doctests, so this runs the integration tests alone there; on the other
+    Pythons it runs everything."""
+    layers = LAYERS if session.python != DEFAULT_PYTHON else []
+    _run_suite(session, layers)
+
+
+def _run_suite(session: nox.Session, layers: list[str]) -> None:
     _install_layers(session, LAYERS)
     # The dask extra: integration_tests/test_dask.py starts a real LocalCluster with it.
     session.install("-e", f"{_package_dir('api')}[dask]")
     session.install(*TEST_DEPS, "import-linter>=2")
     session.run("lint-imports")
-    paths = [f"packages/{layer}/tests" for layer in LAYERS] + ["integration_tests"]
+    paths = [f"packages/{layer}/tests" for layer in layers] + ["integration_tests"]
     session.run("pytest", "-q", *PYTEST_PARALLEL, *paths, *session.posargs)
-    session.run("pytest", "-q", *_doctest_args(LAYERS))
+    if layers:
+        session.run("pytest", "-q", *_doctest_args(layers))
 
 
 def _doctest_args(layers: list[str]) -> list[str]:
