@@ -30,10 +30,20 @@ from typing import Any
 
 import numpy as np
 
+from numpile_capture import register_transform
 from numpile_capture import tree_unflatten as capture_unflatten
 
 from .config import Compiler, Partitioner
 from .functionalization import apply_epilogue
+from .jacobian_rules import (
+    expand_jacfwd,
+    expand_jacrev,
+    expand_jvp,
+    expand_linearize,
+    fold_hessian,
+    fold_jacobian,
+    traceable_jacobian,
+)
 from .pytree import tree_flatten, tree_unflatten
 from .transforms import _make, _normalize_argnums, grad
 
@@ -235,7 +245,7 @@ def jacfwd(
             blocks.append(per_arg)
         return _nest(output, in_specs, blocks, single)
 
-    return jacobian
+    return traceable_jacobian(jacobian, expand_jacfwd, fn, numbers, single, "jacfwd")
 
 
 def jacrev(
@@ -283,7 +293,7 @@ def jacrev(
             blocks.append(per_arg)
         return _nest(output, in_specs, blocks, single)
 
-    return jacobian
+    return traceable_jacobian(jacobian, expand_jacrev, fn, numbers, single, "jacrev")
 
 
 def _pullback(transform: Any, args: tuple[Any, ...]) -> tuple[Any, Callable[[Any], Any]]:
@@ -314,3 +324,14 @@ def hessian(
            [4., 2.]])
     """
     return jacfwd(grad(fn, argnums), argnums, compiler=compiler)
+
+
+register_transform(jvp, expand_jvp, "numpile.jvp")
+register_transform(linearize, expand_linearize, "numpile.linearize")
+register_transform(
+    jacfwd, lambda call: fold_jacobian(jacfwd, expand_jacfwd, call), "numpile.jacfwd"
+)
+register_transform(
+    jacrev, lambda call: fold_jacobian(jacrev, expand_jacrev, call), "numpile.jacrev"
+)
+register_transform(hessian, lambda call: fold_hessian(hessian, jacfwd, call), "numpile.hessian")

@@ -43,6 +43,7 @@ from numpile_capture import (
     tree_flatten,
     tree_unflatten,
 )
+from numpile_capture.trace_rules import RuleKind, rule_for
 
 from .joint import append_backward, input_cotangent
 from .vjp_table import differentiable
@@ -110,7 +111,7 @@ def _trace_region(
         targets += [target for _, target in aliased]
         replaced[argnum] = tree_unflatten(spec, [value for value, _ in aliased])
         specs.append(spec)
-    output = call.inline(fn, tuple(replaced), dict(call.kwargs))
+    output = _inline(call, fn, tuple(replaced), dict(call.kwargs))
     nodes = tuple(node for node in graph.nodes[start:] if node.op is not None)
     written = [node for node in nodes if node.op is not None and node.op.kind is OpKind.MUTATION]
     if written:
@@ -119,6 +120,15 @@ def _trace_region(
             f"({written[0].op.name}), inside a compiled function; the transform runs eagerly"  # type: ignore[union-attr]
         )
     return _Region(nodes, tuple(targets), output), specs
+
+
+def _inline(call: TransformCall, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    # `fn` traced into the graph; a transform's function (`grad(f)` made in captured code,
+    # under `jacfwd`) by its own rule, since inlining it would trace its eager body.
+    rule = rule_for(fn)
+    if rule is not None and rule.kind is RuleKind.TRANSFORM and rule.expand is not None:
+        return rule.expand(TransformCall(call.graph, args, kwargs, call.inline))
+    return call.inline(fn, args, kwargs)
 
 
 def _cotangents(graph: Graph, region: _Region, seeds: list[tuple[Any, Node]]) -> list[Any]:
