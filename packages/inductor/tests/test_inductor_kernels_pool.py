@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 import numpile_runtime as rt
-from numpile_inductor.codegen.c.buffer_pool import MIN_POOLED_BYTES, POOL_SOURCE, pooled_alloc_lines
+from numpile_inductor.codegen.c.buffer_pool import (
+    MIN_POOLED_BYTES,
+    POOL_SOURCE,
+    write_pooled_alloc,
+)
+from numpile_inductor.codegen.common import CodeBuffer
 
 _MODULE = "numpile_test_buffer_pool"
 
@@ -50,10 +55,11 @@ PyMODINIT_FUNC PyInit_NAME(void)
 
 @pytest.fixture(scope="module")
 def pool() -> Any:
-    lines = pooled_alloc_lines("out", "PyArray_SimpleNew(1, dims, NPY_DOUBLE)", "        ")
+    code = CodeBuffer(level=2)
+    write_pooled_alloc(code, "out", "PyArray_SimpleNew(1, dims, NPY_DOUBLE)")
     source = (
         _TEMPLATE.replace("POOL", POOL_SOURCE)
-        .replace("LINES", "\n".join(lines))
+        .replace("LINES", code.getvalue())
         .replace("NAME", _MODULE)
     )
     try:

@@ -226,8 +226,9 @@ def supports(fn: str, loop_dtype: np.dtype[Any], backend: str | None = None) -> 
 class CodeBuffer:
     """Lines of generated code, each written at the buffer's current indentation.
 
-    `with buf.indent():` nests one level (four spaces); `splice` adds lines as they are
-    (preprocessor lines, text indented by another buffer).
+    `with buf.indent():` nests one level (four spaces), `with buf.block(head):` writes a
+    braced block; `splice` adds lines as they are (preprocessor lines and labels, text
+    indented by another buffer).
 
         >>> buf = CodeBuffer(level=1)
         >>> buf.writeline("return 0;")
@@ -267,6 +268,21 @@ class CodeBuffer:
             yield
         finally:
             self.level -= levels
+
+    @contextlib.contextmanager
+    def block(self, head: str = "", close: str = "}") -> Iterator[None]:
+        """Write `head {`, the `with` block's lines one level deeper, then `close`.
+
+        >>> buf = CodeBuffer()
+        >>> with buf.block("if (x == NULL)"):
+        ...     buf.writeline("goto fail;")
+        >>> buf.lines
+        ['if (x == NULL) {', '    goto fail;', '}']
+        """
+        self.writeline(f"{head} {{" if head else "{")
+        with self.indent():
+            yield
+        self.writeline(close)
 
     def getvalue(self) -> str:
         """The lines joined by newlines."""

@@ -15,7 +15,7 @@ handler, so a pooled array is freed back into the pool however it dies; its
 One pool serves the whole process: `pool_handler()` builds (through the code
 cache) and loads a small extension module holding it, and every graph module
 gets its handler capsule at load time. The wrapper sets the handler around the
-allocation of each large output or temporary (`pooled_alloc_lines`), so a result
+allocation of each large output or temporary (`write_pooled_alloc`), so a result
 handed to the user is an ordinary NumPy array that owns its data; its block
 returns to the pool only when the array (and every view of it) is dead.
 `trim_buffer_pool()` (called by `numpile.reset()`) frees the cached blocks.
@@ -31,6 +31,8 @@ import threading
 from typing import Any
 
 import numpile_runtime as rt
+
+from ..common import CodeBuffer
 
 log = logging.getLogger("numpile.inductor.buffer_pool")
 
@@ -198,28 +200,28 @@ static size_t numpile_pool_trim(void)
 """
 
 
-def pooled_alloc_lines(
+def write_pooled_alloc(
+    code: CodeBuffer,
     target: str,
     alloc_expression: str,
-    indent: str = "    ",
     *,
     handler: str = "numpile_pool_handler()",
-) -> list[str]:
-    """C lines that run `target = alloc_expression;` with the pool as NumPy's handler.
+) -> None:
+    """Write into `code` the C lines that run `target = alloc_expression;` with the pool as
+    NumPy's handler.
 
     Setting the handler can fail (an exception set): `target` is then NULL.
 
-    >>> pooled_alloc_lines("o_v1", "PyArray_SimpleNew(1, dims, NPY_DOUBLE)", "")[1]
+    >>> code = CodeBuffer()
+    >>> write_pooled_alloc(code, "o_v1", "PyArray_SimpleNew(1, dims, NPY_DOUBLE)")
+    >>> code.lines[1]
     'o_v1 = np_prev == NULL ? NULL : PyArray_SimpleNew(1, dims, NPY_DOUBLE);'
     """
-    return [
-        f"{indent}PyObject *np_prev = PyDataMem_SetHandler({handler});",
-        f"{indent}{target} = np_prev == NULL ? NULL : {alloc_expression};",
-        f"{indent}if (np_prev != NULL) {{",
-        f"{indent}    Py_XDECREF(PyDataMem_SetHandler(np_prev));",
-        f"{indent}    Py_DECREF(np_prev);",
-        f"{indent}}}",
-    ]
+    code.writeline(f"PyObject *np_prev = PyDataMem_SetHandler({handler});")
+    code.writeline(f"{target} = np_prev == NULL ? NULL : {alloc_expression};")
+    with code.block("if (np_prev != NULL)"):
+        code.writeline("Py_XDECREF(PyDataMem_SetHandler(np_prev));")
+        code.writeline("Py_DECREF(np_prev);")
 
 
 _MODULE_NAME = "numpile_buffer_pool"

@@ -30,7 +30,8 @@ from ...index import SIZE_HELPERS, c_size
 from ...launcher import GeneratedModule, extern_callable
 from ...loop_ir import Buffer, BufferRef, ExternCall, loads_of
 from ...scheduler import FusedKernel, Schedule
-from .buffer_pool import MIN_POOLED_BYTES, pooled_alloc_lines
+from ..common import CodeBuffer
+from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
 from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
 from .loop_function import LOOP_HELPERS, scalar_loop_function
@@ -133,7 +134,7 @@ class _Emitter:
         self.program = sched.program
         self.buffers = self.program.buffers
         self.config = config
-        self.lines: list[str] = []
+        self.code = CodeBuffer()  # the `call` function
         self.statics: list[str] = []
         self.externs: list[Callable[..., Any]] = []
         self.has_strides: set[str] = set()
@@ -166,72 +167,67 @@ class _Emitter:
             for name, buf in self.buffers.items()
             if name not in internal and name not in self.program.inputs
         ]
-        out = self.lines
-        out.append("static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)")
-        out.append("{")
-        for name in objects:
-            out.append(f"    PyObject *o_{name} = NULL;")
-        converted = [
-            name
-            for name, buf in self.buffers.items()
-            if buf.kind in ("input", "extern") and c_type(buf.dtype) is not None
-        ]
-        for name in converted:
-            out.append(
-                f"    PyObject *k_{name} = NULL;  /* {name} as an array, when it was not one */"
-            )
-        out.append("    PyObject *result = NULL;")
-        n_inputs = len(graph.placeholders)
-        out.append(f"    if (nargs != {n_inputs}) {{")
-        out.append(
-            f'        PyErr_Format(PyExc_TypeError, "compiled graph takes {n_inputs} inputs, '
-            'got %zd", nargs);'
+        code = self.code
+        code.writeline(
+            "static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)"
         )
-        out.append("        return NULL;")
-        out.append("    }")
-        out.append("    int np_fp = 0;  /* the floating-point flags the kernels raised */")
-        out.append("#ifdef _OPENMP")
-        out.append("    int threads_before = 0;")
-        out.append("    if (g_threads > 0) {")
-        out.append("        threads_before = omp_get_max_threads();")
-        out.append("        omp_set_num_threads(g_threads);")
-        out.append("    }")
-        out.append("#endif")
-        for position, name in enumerate(self.program.inputs):
-            self._emit_input(position, name)
-        self._emit_sizes()
-        last_use = self._last_uses(steps)
-        self.last_step = {name: index for index, names in last_use.items() for name in names}
-        for index, step in enumerate(steps):
-            self.step_index = index
-            if isinstance(step, FusedKernel):
-                self._emit_kernel(step)
-            else:
-                self._emit_extern(step)
-            for name in last_use.get(index, []):
-                if name in objects:
-                    out.append(f"    Py_CLEAR(o_{name});")
-                if name in converted:
-                    out.append(f"    Py_CLEAR(k_{name});")
-        self._emit_outputs()
-        # Floating-point flags NumPy would warn about: the call fails with the error type
-        # the caller chose (see set_fp_report), which runs the graph again op by op.
-        out.append("    g_fp_flags = np_fp;")
-        out.append("    if (g_fp_error != NULL && (np_fp_numpy(np_fp) & g_fp_report)) {")
-        out.append("        Py_CLEAR(result);")
-        out.append("        PyErr_SetNone(g_fp_error);")
-        out.append("    }")
-        out.append("fail:")
-        for name in objects:
-            out.append(f"    Py_XDECREF(o_{name});")
-        for name in converted:
-            out.append(f"    Py_XDECREF(k_{name});")
-        out.append("#ifdef _OPENMP")
-        out.append("    if (g_threads > 0) { omp_set_num_threads(threads_before); }")
-        out.append("#endif")
-        out.append("    return result;")
-        out.append("}")
-        return [*self.statics, "", *out]
+        with code.block():
+            code.writelines(f"PyObject *o_{name} = NULL;" for name in objects)
+            converted = [
+                name
+                for name, buf in self.buffers.items()
+                if buf.kind in ("input", "extern") and c_type(buf.dtype) is not None
+            ]
+            code.writelines(
+                f"PyObject *k_{name} = NULL;  /* {name} as an array, when it was not one */"
+                for name in converted
+            )
+            code.writeline("PyObject *result = NULL;")
+            n_inputs = len(graph.placeholders)
+            with code.block(f"if (nargs != {n_inputs})"):
+                code.writeline(
+                    f'PyErr_Format(PyExc_TypeError, "compiled graph takes {n_inputs} inputs, '
+                    'got %zd", nargs);'
+                )
+                code.writeline("return NULL;")
+            code.writeline("int np_fp = 0;  /* the floating-point flags the kernels raised */")
+            code.splice(["#ifdef _OPENMP"])
+            code.writeline("int threads_before = 0;")
+            with code.block("if (g_threads > 0)"):
+                code.writeline("threads_before = omp_get_max_threads();")
+                code.writeline("omp_set_num_threads(g_threads);")
+            code.splice(["#endif"])
+            for position, name in enumerate(self.program.inputs):
+                self._emit_input(position, name)
+            self._emit_sizes()
+            last_use = self._last_uses(steps)
+            self.last_step = {name: index for index, names in last_use.items() for name in names}
+            for index, step in enumerate(steps):
+                self.step_index = index
+                if isinstance(step, FusedKernel):
+                    self._emit_kernel(step)
+                else:
+                    self._emit_extern(step)
+                for name in last_use.get(index, []):
+                    if name in objects:
+                        code.writeline(f"Py_CLEAR(o_{name});")
+                    if name in converted:
+                        code.writeline(f"Py_CLEAR(k_{name});")
+            self._emit_outputs()
+            # Floating-point flags NumPy would warn about: the call fails with the error type
+            # the caller chose (see set_fp_report), which runs the graph again op by op.
+            code.writeline("g_fp_flags = np_fp;")
+            with code.block("if (g_fp_error != NULL && (np_fp_numpy(np_fp) & g_fp_report))"):
+                code.writeline("Py_CLEAR(result);")
+                code.writeline("PyErr_SetNone(g_fp_error);")
+            code.splice(["fail:"])
+            code.writelines(f"Py_XDECREF(o_{name});" for name in objects)
+            code.writelines(f"Py_XDECREF(k_{name});" for name in converted)
+            code.splice(["#ifdef _OPENMP"])
+            code.writeline("if (g_threads > 0) { omp_set_num_threads(threads_before); }")
+            code.splice(["#endif"])
+            code.writeline("return result;")
+        return [*self.statics, "", *code.lines]
 
     def _last_uses(self, steps: list[FusedKernel | ExternCall]) -> dict[int, list[str]]:
         outputs = set(self.program.outputs.values())
@@ -247,39 +243,40 @@ class _Emitter:
 
     def _emit_input(self, position: int, name: str) -> None:
         buf = self.buffers[name]
-        out = self.lines
-        out.append(f"    PyObject *o_{name} = args[{position}];")
+        code = self.code
+        code.writeline(f"PyObject *o_{name} = args[{position}];")
         if buf.kind == "scalar":
             if buf.dtype.kind == "f":
-                out.append(f"    const double {name} = PyFloat_AsDouble(o_{name});")
+                code.writeline(f"const double {name} = PyFloat_AsDouble(o_{name});")
             elif buf.dtype.kind == "i":
-                out.append(f"    const int64_t {name} = PyLong_AsLongLong(o_{name});")
+                code.writeline(f"const int64_t {name} = PyLong_AsLongLong(o_{name});")
             elif buf.dtype.kind == "b":
-                out.append(f"    const npy_bool {name} = (npy_bool)PyObject_IsTrue(o_{name});")
+                code.writeline(f"const npy_bool {name} = (npy_bool)PyObject_IsTrue(o_{name});")
             else:
                 return
-            out.append("    if (PyErr_Occurred()) { goto fail; }")
+            code.writeline("if (PyErr_Occurred()) { goto fail; }")
             return
         if buf.kind != "input":
             return
-        out.append(f"    PyArrayObject *a_{name} = NULL;")
-        out.append(f"    if (PyArray_Check(o_{name})) {{")
-        out.append(f"        a_{name} = (PyArrayObject *)o_{name};")
-        out.append(f"    }} else if (PyArray_IsScalar(o_{name}, Generic)) {{")
-        out.append(f"        k_{name} = PyArray_FromScalar(o_{name}, NULL);")
-        out.append(f"        if (k_{name} == NULL) {{ goto fail; }}")
-        out.append(f"        a_{name} = (PyArrayObject *)k_{name};")
-        out.append("    }")
+        code.writeline(f"PyArrayObject *a_{name} = NULL;")
+        code.writeline(f"if (PyArray_Check(o_{name})) {{")
+        with code.indent():
+            code.writeline(f"a_{name} = (PyArrayObject *)o_{name};")
+        code.writeline(f"}} else if (PyArray_IsScalar(o_{name}, Generic)) {{")
+        with code.indent():
+            code.writeline(f"k_{name} = PyArray_FromScalar(o_{name}, NULL);")
+            code.writeline(f"if (k_{name} == NULL) {{ goto fail; }}")
+            code.writeline(f"a_{name} = (PyArrayObject *)k_{name};")
+        code.writeline("}")
         static = {d: str(size) for d, size in enumerate(buf.shape) if isinstance(size, int)}
         conds = [f"a_{name} == NULL", *_layout_mismatch(f"a_{name}", buf, static)]
-        out.append(f"    if ({' || '.join(conds)}) {{")
-        out.append(
-            f'        PyErr_SetString(PyExc_TypeError, "compiled graph input {position} '
-            f"({name}) must be a {buf.dtype.name} array of shape {buf.shape}; recompile for "
-            'other inputs");'
-        )
-        out.append("        goto fail;")
-        out.append("    }")
+        with code.block(f"if ({' || '.join(conds)})"):
+            code.writeline(
+                f'PyErr_SetString(PyExc_TypeError, "compiled graph input {position} '
+                f"({name}) must be a {buf.dtype.name} array of shape {buf.shape}; recompile for "
+                'other inputs");'
+            )
+            code.writeline("goto fail;")
         self._emit_runtime_strides(name, buf)
 
     def c_dim(self, size: Any) -> str:
@@ -294,21 +291,20 @@ class _Emitter:
     def _emit_sizes(self) -> None:
         # Bind each size symbol from its input dim, then check the inputs' other symbolic
         # dims against them: kernels index with these sizes, so a mismatch must not run.
-        out = self.lines
+        code = self.code
         for symbol, (name, d) in self.bindings.items():
             array = f"a_{name}" if self.buffers[name].kind == "input" else f"o_{name}"
-            out.append(
-                f"    if (!PyArray_Check((PyObject *){array}) || "
-                f"PyArray_NDIM((PyArrayObject *){array}) <= {d}) {{"
-            )
-            out.append(
-                f'        PyErr_SetString(PyExc_TypeError, "compiled graph input {name} must '
-                f'be an array of at least {d + 1} dims");'
-            )
-            out.append("        goto fail;")
-            out.append("    }")
-            out.append(
-                f"    const int64_t {self.symbol_vars[symbol]} = "
+            with code.block(
+                f"if (!PyArray_Check((PyObject *){array}) || "
+                f"PyArray_NDIM((PyArrayObject *){array}) <= {d})"
+            ):
+                code.writeline(
+                    f'PyErr_SetString(PyExc_TypeError, "compiled graph input {name} must '
+                    f'be an array of at least {d + 1} dims");'
+                )
+                code.writeline("goto fail;")
+            code.writeline(
+                f"const int64_t {self.symbol_vars[symbol]} = "
                 f"PyArray_DIMS((PyArrayObject *){array})[{d}];"
             )
         for name in self.program.inputs:
@@ -318,24 +314,21 @@ class _Emitter:
             for d, size in enumerate(buf.shape):
                 if isinstance(size, int) or self.bindings.get(size) == (name, d):
                     continue
-                out.append(f"    if (PyArray_DIMS(a_{name})[{d}] != {self.c_dim(size)}) {{")
-                out.append(
-                    f'        PyErr_Format(PyExc_ValueError, "compiled graph input {name}: '
-                    f'dim {d} is %zd where the graph has {size} (shapes do not match)", '
-                    f"(Py_ssize_t)PyArray_DIMS(a_{name})[{d}]);"
-                )
-                out.append("        goto fail;")
-                out.append("    }")
+                with code.block(f"if (PyArray_DIMS(a_{name})[{d}] != {self.c_dim(size)})"):
+                    code.writeline(
+                        f'PyErr_Format(PyExc_ValueError, "compiled graph input {name}: '
+                        f'dim {d} is %zd where the graph has {size} (shapes do not match)", '
+                        f"(Py_ssize_t)PyArray_DIMS(a_{name})[{d}]);"
+                    )
+                    code.writeline("goto fail;")
 
     def _emit_runtime_strides(self, name: str, buf: Buffer) -> None:
         nd = len(buf.shape)
-        out = self.lines
-        out.append(f"    int64_t {name}_st[{max(nd, 1)}];")
-        for d in range(nd):
-            out.append(
-                f"    {name}_st[{d}] = (int64_t)(PyArray_STRIDES(a_{name})[{d}] / "
-                f"{buf.dtype.itemsize});"
-            )
+        self.code.writeline(f"int64_t {name}_st[{max(nd, 1)}];")
+        self.code.writelines(
+            f"{name}_st[{d}] = (int64_t)(PyArray_STRIDES(a_{name})[{d}] / {buf.dtype.itemsize});"
+            for d in range(nd)
+        )
         self.has_strides.add(name)
 
     def _reusable_source(self, step: FusedKernel, name: str) -> str | None:
@@ -380,45 +373,47 @@ class _Emitter:
         nd = len(buf.shape)
         dims = ", ".join(self.c_dim(d) for d in buf.shape) or "0"
         strides = self._output_strides(name)
-        out = self.lines
+        code = self.code
         if reuse is not None:
             flags = "NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEABLE | NPY_ARRAY_C_CONTIGUOUS"
-            out.append(
-                f"    if (k_{reuse} == NULL && Py_REFCNT(o_{reuse}) == 1 && "
+            code.writeline(
+                f"if (k_{reuse} == NULL && Py_REFCNT(o_{reuse}) == 1 && "
                 f"PyArray_BASE(a_{reuse}) == NULL && PyArray_CHKFLAGS(a_{reuse}, {flags})) {{"
             )
-            out.append(f"        o_{name} = Py_NewRef(o_{reuse});  /* written in place */")
-            out.append("    } else")
-        out.append("    {")
-        out.append(f"        npy_intp dims[{max(nd, 1)}] = {{{dims}}};")
-        nbytes = " * ".join(
-            ["(npy_intp)" + str(buf.dtype.itemsize), *(f"dims[{d}]" for d in range(nd))]
-        )
-        stride_arg = "NULL"
-        if strides is not None:
-            text = ", ".join(str(s * buf.dtype.itemsize) for s in strides)
-            out.append(f"        npy_intp bstrides[{max(nd, 1)}] = {{{text}}};")
-            stride_arg = "bstrides"
-        alloc = (
-            "PyArray_NewFromDescr(&PyArray_Type, "
-            f"PyArray_DescrFromType({_typenum(buf.dtype)}), {nd}, dims, {stride_arg}, "
-            "NULL, 0, NULL)"
-        )
-        # Large blocks come from the buffer pool: memory of dead results, already faulted in.
-        out.append(f"        if (g_pool != NULL && {nbytes} >= {MIN_POOLED_BYTES}) {{")
-        out += pooled_alloc_lines(f"o_{name}", alloc, "            ", handler="g_pool")
-        out.append("        } else {")
-        out.append(f"            o_{name} = {alloc};")
-        out.append("        }")
-        out.append("    }")
-        out.append(f"    if (o_{name} == NULL) {{ goto fail; }}")
+            with code.indent():
+                code.writeline(f"o_{name} = Py_NewRef(o_{reuse});  /* written in place */")
+            code.writeline("} else")
+        with code.block():
+            code.writeline(f"npy_intp dims[{max(nd, 1)}] = {{{dims}}};")
+            nbytes = " * ".join(
+                ["(npy_intp)" + str(buf.dtype.itemsize), *(f"dims[{d}]" for d in range(nd))]
+            )
+            stride_arg = "NULL"
+            if strides is not None:
+                text = ", ".join(str(s * buf.dtype.itemsize) for s in strides)
+                code.writeline(f"npy_intp bstrides[{max(nd, 1)}] = {{{text}}};")
+                stride_arg = "bstrides"
+            alloc = (
+                "PyArray_NewFromDescr(&PyArray_Type, "
+                f"PyArray_DescrFromType({_typenum(buf.dtype)}), {nd}, dims, {stride_arg}, "
+                "NULL, 0, NULL)"
+            )
+            # Large blocks come from the buffer pool: memory of dead results, already faulted in.
+            code.writeline(f"if (g_pool != NULL && {nbytes} >= {MIN_POOLED_BYTES}) {{")
+            with code.indent():
+                write_pooled_alloc(code, f"o_{name}", alloc, handler="g_pool")
+            code.writeline("} else {")
+            with code.indent():
+                code.writeline(f"o_{name} = {alloc};")
+            code.writeline("}")
+        code.writeline(f"if (o_{name} == NULL) {{ goto fail; }}")
         elem = strides if strides is not None else buf.example_strides
         assert elem is not None
         values = ", ".join(self.c_dim(s) for s in elem) or "0"
         if all(isinstance(s, int) for s in elem):
             self.statics.append(f"static const int64_t {name}_st[{max(nd, 1)}] = {{{values}}};")
         else:  # strides over size symbols: known once the sizes are bound
-            out.append(f"    const int64_t {name}_st[{max(nd, 1)}] = {{{values}}};")
+            code.writeline(f"const int64_t {name}_st[{max(nd, 1)}] = {{{values}}};")
 
     def _output_strides(self, name: str) -> tuple[int, ...] | None:
         # Outputs keep NumPy's K-order layout when the meta says so (a dense permutation).
@@ -461,61 +456,60 @@ class _Emitter:
             args.append(f"({ct} *)PyArray_DATA({array})")
             args.append(f"{name}_st")
         args += list(sig.scalars)
-        self.lines.append(f"    np_fp |= {step.name}({', '.join(args)});")
+        self.code.writeline(f"np_fp |= {step.name}({', '.join(args)});")
 
     def _emit_extern(self, step: ExternCall) -> None:
         index = len(self.externs)
         self.externs.append(extern_callable(step))
         refs = [arg.name for arg in step.args if isinstance(arg, BufferRef)]
-        out = self.lines
+        code = self.code
         if step.op_name == "loop_output" and len(refs) == 1:
             # A loop's final values are a tuple (from C or from NumPy): one item of it.
             k = dict(step.kwargs)["index"]
             source = f"o_{refs[0]}"
-            out.append(f"    if (PyTuple_Check({source}) && PyTuple_GET_SIZE({source}) > {k}) {{")
-            out.append(f"        o_{step.buffer} = Py_NewRef(PyTuple_GET_ITEM({source}, {k}));")
-            out.append("    } else")
-        out.append("    {")
-        names = []
-        scalars = []
-        for i, name in enumerate(refs):
-            if self._is_numpy_scalar(name):
-                # NumPy would have handed the extern a scalar, not a 0-d array
-                array = f"(PyArrayObject *)o_{name}"
-                out.append(
-                    f"        PyObject *s{i} = PyArray_ToScalar(PyArray_DATA({array}), {array});"
-                )
-                out.append(f"        if (s{i} == NULL) {{ goto fail; }}")
-                names.append(f"s{i}")
-                scalars.append(f"s{i}")
-            else:
-                names.append(f"o_{name}")
-        argv = ", ".join(names) or "NULL"
-        out.append(f"        PyObject *argv[{max(len(refs), 1)}] = {{{argv}}};")
-        # NumPy allocates the extern's result and temporaries from the buffer pool too.
-        out.append(
-            "        PyObject *np_prev = g_pool == NULL ? NULL : PyDataMem_SetHandler(g_pool);"
-        )
-        out.append("        if (g_pool != NULL && np_prev == NULL) { goto fail; }")
-        extern = f"PyTuple_GET_ITEM(g_externs, {index})"
-        loop = self._loop_function(step)
-        if loop is not None:
-            self.c_loops.append(index)
-            out.append(f"        o_{step.buffer} = {loop}(argv, {len(refs)}, {extern}, &np_fp);")
-        else:
-            out.append(
-                f"        o_{step.buffer} = PyObject_Vectorcall({extern}, argv, {len(refs)}, NULL);"
+            with code.block(
+                f"if (PyTuple_Check({source}) && PyTuple_GET_SIZE({source}) > {k})", "} else"
+            ):
+                code.writeline(f"o_{step.buffer} = Py_NewRef(PyTuple_GET_ITEM({source}, {k}));")
+        with code.block():
+            names = []
+            scalars = []
+            for i, name in enumerate(refs):
+                if self._is_numpy_scalar(name):
+                    # NumPy would have handed the extern a scalar, not a 0-d array
+                    array = f"(PyArrayObject *)o_{name}"
+                    code.writeline(
+                        f"PyObject *s{i} = PyArray_ToScalar(PyArray_DATA({array}), {array});"
+                    )
+                    code.writeline(f"if (s{i} == NULL) {{ goto fail; }}")
+                    names.append(f"s{i}")
+                    scalars.append(f"s{i}")
+                else:
+                    names.append(f"o_{name}")
+            argv = ", ".join(names) or "NULL"
+            code.writeline(f"PyObject *argv[{max(len(refs), 1)}] = {{{argv}}};")
+            # NumPy allocates the extern's result and temporaries from the buffer pool too.
+            code.writeline(
+                "PyObject *np_prev = g_pool == NULL ? NULL : PyDataMem_SetHandler(g_pool);"
             )
-        out.append("        if (np_prev != NULL) {")
-        out.append("            PyObject *et, *ev, *tb;")
-        out.append("            PyErr_Fetch(&et, &ev, &tb);")
-        out.append("            Py_XDECREF(PyDataMem_SetHandler(np_prev));")
-        out.append("            Py_DECREF(np_prev);")
-        out.append("            PyErr_Restore(et, ev, tb);")
-        out.append("        }")
-        out += [f"        Py_DECREF({s});" for s in scalars]
-        out.append("    }")
-        out.append(f"    if (o_{step.buffer} == NULL) {{ goto fail; }}")
+            code.writeline("if (g_pool != NULL && np_prev == NULL) { goto fail; }")
+            extern = f"PyTuple_GET_ITEM(g_externs, {index})"
+            loop = self._loop_function(step)
+            if loop is not None:
+                self.c_loops.append(index)
+                code.writeline(f"o_{step.buffer} = {loop}(argv, {len(refs)}, {extern}, &np_fp);")
+            else:
+                code.writeline(
+                    f"o_{step.buffer} = PyObject_Vectorcall({extern}, argv, {len(refs)}, NULL);"
+                )
+            with code.block("if (np_prev != NULL)"):
+                code.writeline("PyObject *et, *ev, *tb;")
+                code.writeline("PyErr_Fetch(&et, &ev, &tb);")
+                code.writeline("Py_XDECREF(PyDataMem_SetHandler(np_prev));")
+                code.writeline("Py_DECREF(np_prev);")
+                code.writeline("PyErr_Restore(et, ev, tb);")
+            code.writelines(f"Py_DECREF({s});" for s in scalars)
+        code.writeline(f"if (o_{step.buffer} == NULL) {{ goto fail; }}")
         buf = self.buffers[step.buffer]
         if buf.kind == "extern" and c_type(buf.dtype) is not None:
             self._emit_extern_check(step.buffer, buf)
@@ -540,13 +534,12 @@ class _Emitter:
         return name
 
     def _emit_extern_check(self, name: str, buf: Buffer) -> None:
-        out = self.lines
-        out.append(f"    PyArrayObject *a_{name} = (PyArrayObject *)o_{name};")
-        out.append(f"    if (!PyArray_Check(o_{name})) {{")
-        out.append(f"        k_{name} = PyArray_FromAny(o_{name}, NULL, 0, 0, 0, NULL);")
-        out.append(f"        if (k_{name} == NULL) {{ goto fail; }}")
-        out.append(f"        a_{name} = (PyArrayObject *)k_{name};")
-        out.append("    }")
+        code = self.code
+        code.writeline(f"PyArrayObject *a_{name} = (PyArrayObject *)o_{name};")
+        with code.block(f"if (!PyArray_Check(o_{name}))"):
+            code.writeline(f"k_{name} = PyArray_FromAny(o_{name}, NULL, 0, 0, 0, NULL);")
+            code.writeline(f"if (k_{name} == NULL) {{ goto fail; }}")
+            code.writeline(f"a_{name} = (PyArrayObject *)k_{name};")
         # A bare symbol no input binds (a data-dependent size, e.g. of x[x > 0]) is bound
         # from the extern's result; every other dim is checked.
         fresh = {
@@ -559,31 +552,31 @@ class _Emitter:
         first = {size: d for d, size in reversed(fresh.items())}
         checked = {d: self.c_dim(size) for d, size in enumerate(buf.shape) if first.get(size) != d}
         conds = _layout_mismatch(f"a_{name}", buf, checked)
-        out.append(f"    if ({' || '.join(conds)}) {{")
-        out.append(
-            f'        PyErr_SetString(PyExc_RuntimeError, "extern call for {name} returned '
-            f'an array other than its metadata ({buf.dtype.name}{list(buf.shape)})");'
-        )
-        out.append("        goto fail;")
-        out.append("    }")
+        with code.block(f"if ({' || '.join(conds)})"):
+            code.writeline(
+                f'PyErr_SetString(PyExc_RuntimeError, "extern call for {name} returned '
+                f'an array other than its metadata ({buf.dtype.name}{list(buf.shape)})");'
+            )
+            code.writeline("goto fail;")
         for size, d in first.items():
-            out.append(f"    const int64_t {self.symbol_vars[size]} = PyArray_DIMS(a_{name})[{d}];")
+            code.writeline(f"const int64_t {self.symbol_vars[size]} = PyArray_DIMS(a_{name})[{d}];")
         self._emit_runtime_strides(name, buf)
 
     def _emit_outputs(self) -> None:
         graph = self.program.graph
         leaves, _ = tree_flatten(graph.output)
         node_leaves = [leaf for leaf in leaves if isinstance(leaf, Node)]
-        out = self.lines
+        code = self.code
         items = [self._output_ref(node) for node in node_leaves]
         _, spec = tree_flatten(graph.output)
         if spec.kind == "leaf" and items:
-            out.append(f"    result = {items[0]};")
+            code.writeline(f"result = {items[0]};")
         else:
-            out.append(f"    result = PyTuple_New({len(items)});")
-            out.append("    if (result == NULL) { goto fail; }")
-            for i, item in enumerate(items):
-                out.append(f"    PyTuple_SET_ITEM(result, {i}, {item});")
+            code.writeline(f"result = PyTuple_New({len(items)});")
+            code.writeline("if (result == NULL) { goto fail; }")
+            code.writelines(
+                f"PyTuple_SET_ITEM(result, {i}, {item});" for i, item in enumerate(items)
+            )
 
     def _is_numpy_scalar(self, name: str) -> bool:
         # A 0-d kernel result that NumPy returns as a scalar (ufuncs and reductions do).
