@@ -1,4 +1,10 @@
-"""Pytrees: nested tuples, lists and dicts with leaves, flattened and rebuilt.
+"""Pytrees: nested tuples, lists, dicts and field containers with leaves, flattened and
+rebuilt.
+
+Field containers are instances of the user's dataclasses and attrs classes (as parameters
+of a model are often held): their fields, in declaration order, are children; rebuilding
+makes a new instance of the class with those fields set (no `__init__` runs, as a copy).
+numpile's own attrs classes (graph nodes, metadata, variables) are leaves.
 
 >>> leaves, spec = tree_flatten({"a": (1, 2), "b": [3]})
 >>> leaves
@@ -9,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,12 +26,14 @@ import attrs
 class TreeSpec:
     """The structure of a pytree: a container kind, its keys, and child specs.
 
-    `kind` is "leaf", "tuple", "list" or "dict"; `keys` holds dict keys in order.
+    `kind` is "leaf", "tuple", "list", "dict" or "fields"; `keys` holds dict keys or field
+    names in order; `cls` is a field container's class.
     """
 
     kind: str
     children: tuple[TreeSpec, ...] = ()
     keys: tuple[Any, ...] = ()
+    cls: type | None = None
 
     @property
     def num_leaves(self) -> int:
@@ -52,8 +61,34 @@ def _flatten_into(tree: Any, leaves: list[Any]) -> TreeSpec:
         keys = tuple(tree)
         children = tuple(_flatten_into(tree[key], leaves) for key in keys)
         return TreeSpec("dict", children, keys)
+    names = field_names(type(tree))
+    if names is not None:
+        children = tuple(_flatten_into(getattr(tree, name), leaves) for name in names)
+        return TreeSpec("fields", children, names, type(tree))
     leaves.append(tree)
     return LEAF
+
+
+def field_names(cls: type) -> tuple[str, ...] | None:
+    """The field names of a user's dataclass or attrs class, in order; None for any other
+    class (numpile's own classes included).
+
+    >>> @dataclasses.dataclass
+    ... class Params:
+    ...     w: float
+    ...     b: float
+    >>> field_names(Params)
+    ('w', 'b')
+    >>> field_names(TreeSpec) is None
+    True
+    """
+    if cls.__module__.partition(".")[0].startswith("numpile"):
+        return None
+    if dataclasses.is_dataclass(cls):
+        return tuple(field.name for field in dataclasses.fields(cls))
+    if attrs.has(cls):
+        return tuple(field.name for field in attrs.fields(cls))
+    return None
 
 
 def tree_unflatten(spec: TreeSpec, leaves: list[Any]) -> Any:
@@ -69,6 +104,12 @@ def _build(spec: TreeSpec, leaves: Iterator[Any]) -> Any:
         return tuple(children)
     if spec.kind == "list":
         return children
+    if spec.kind == "fields":
+        assert spec.cls is not None
+        made: Any = object.__new__(spec.cls)
+        for name, child in zip(spec.keys, children, strict=True):
+            object.__setattr__(made, name, child)
+        return made
     return dict(zip(spec.keys, children, strict=True))
 
 

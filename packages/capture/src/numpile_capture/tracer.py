@@ -54,6 +54,7 @@ from .operators import (
     specialized,
     to_graph_value,
 )
+from .pytree import field_names
 from .resume_code import STACK_PREFIX
 from .side_effects import SideEffects
 from .trace_rules import ForbiddenCallError, Rule, RuleKind, TransformCall, rule_for
@@ -295,16 +296,41 @@ class Tracer:
                 )
             finally:
                 self.transform_depth -= 1
-            return _graph_tree(result)
+            return self._graph_tree(result)
 
         assert rule.expand is not None
         call = TransformCall(
             self.graph,
-            tuple(_graph_tree(arg) for arg in args),
-            {key: _graph_tree(value) for key, value in kwargs.items()},
+            tuple(self._graph_tree(arg) for arg in args),
+            {key: self._graph_tree(value) for key, value in kwargs.items()},
             inline,
         )
         return self._from_tree(rule.expand(call))
+
+    def _graph_tree(self, value: Variable) -> Any:
+        # A variable as a tree of graph values for a transform: functions stay functions,
+        # a dataclass or attrs instance (an input, or made here) becomes one whose fields
+        # are graph values.
+        if isinstance(value, TupleVar):
+            return tuple(self._graph_tree(item) for item in value.items)
+        if isinstance(value, ListVar):
+            return [self._graph_tree(item) for item in value.items]
+        if isinstance(value, DictVar):
+            return {key: self._graph_tree(item) for key, item in value.items.items()}
+        if isinstance(value, FunctionVar):
+            # A function made by the captured code stays a variable: transforms may inline it.
+            return value if value.fn is None else value.fn
+        if isinstance(value, ScalarInputVar):
+            return value  # passed through unspecialized (a transform differentiating it reads it)
+        container = _field_container(value)
+        if container is not None:
+            cls, names = container
+            made: Any = object.__new__(cls)
+            for name in names:
+                field = load_attribute(self, value, name)
+                object.__setattr__(made, name, self._graph_tree(field))
+            return made
+        return _output_tree(value)
 
     def _from_tree(self, value: Any) -> Variable:
         if isinstance(value, Variable):
@@ -317,6 +343,12 @@ class Tracer:
             return ListVar([self._from_tree(item) for item in value])
         if type(value) is dict:
             return DictVar({key: self._from_tree(item) for key, item in value.items()})
+        names = field_names(type(value))
+        if names is not None:
+            # A field container a transform rebuilt around graph values (a dataclass of
+            # gradients): an object made during capture, built in Python if it outlives it.
+            fields = {name: self._from_tree(getattr(value, name)) for name in names}
+            return ObjectVar(type(value), fields)
         return self.builder.build_unguarded(value)
 
     def _call_callable(
@@ -477,20 +509,17 @@ def _qualified_name(fn: types.FunctionType) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
-def _graph_tree(value: Variable) -> Any:
-    # A variable as a tree of graph values for a transform: functions stay functions.
-    if isinstance(value, TupleVar):
-        return tuple(_graph_tree(item) for item in value.items)
-    if isinstance(value, ListVar):
-        return [_graph_tree(item) for item in value.items]
-    if isinstance(value, DictVar):
-        return {key: _graph_tree(item) for key, item in value.items.items()}
-    if isinstance(value, FunctionVar):
-        # A function made by the captured code stays a variable: transforms may inline it.
-        return value if value.fn is None else value.fn
-    if isinstance(value, ScalarInputVar):
-        return value  # passed through unspecialized (a transform differentiating it reads it)
-    return _output_tree(value)
+def _field_container(value: Variable) -> tuple[type, tuple[str, ...]] | None:
+    # The class and field names of a dataclass or attrs instance a variable holds.
+    if isinstance(value, ObjectVar):
+        cls = value.cls
+        names = field_names(cls)
+    elif isinstance(value, OpaqueVar) and value.source is not None:
+        cls = type(value.value)
+        names = field_names(cls)
+    else:
+        return None
+    return None if names is None else (cls, names)
 
 
 def _rebuilt_in_python(result: Variable) -> bool:
