@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -52,6 +51,8 @@ from .transform_rules import (
     _name,
     _Region,
     _trace_region,
+    argnums_of,
+    fold_constructor,
     fold_transform,
 )
 from .transforms import grad
@@ -339,36 +340,17 @@ def traceable_jacobian(
 
 
 def fold_jacobian(make: Callable[..., Any], expand: Expand, call: TransformCall) -> Any:
-    """The trace rule of `jacfwd` / `jacrev` themselves, called in captured code on constant
-    arguments: the Jacobian function they return carries its own rule. A function the
-    captured code made (a lambda) gets one that exists only in this graph.
+    """The trace rule of `jacfwd` / `jacrev` themselves (see `fold_constructor`).
 
     >>> fold_jacobian(jacfwd, expand_jacfwd, call)  # doctest: +SKIP
     """
-    leaves, _ = tree_flatten((call.args, call.kwargs))
-    if any(isinstance(leaf, Node) for leaf in leaves):
-        raise Unsupported("not supported yet: arrays as arguments of a transform's constructor")
-    bound = inspect.signature(make).bind(*call.args, **call.kwargs)
-    bound.apply_defaults()
-    fn = bound.arguments["fn"]
-    if isinstance(fn, types.FunctionType) or hasattr(fn, "_numpile_original"):
-        return make(*call.args, **call.kwargs)
-    argnums = bound.arguments["argnums"]
-    numbers = (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
-    def traced_only(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(
-            f"a {make.__name__} of a function made inside a compiled function can only be "
-            "called inside it"
-        )
+    def rule(bound: inspect.BoundArguments) -> Callable[[TransformCall], Any]:
+        fn = bound.arguments["fn"]
+        numbers, single = argnums_of(bound)
+        return lambda inner: expand(fn, numbers, single, inner)
 
-    single = isinstance(argnums, int)
-    register_transform(
-        traced_only,
-        lambda inner: expand(fn, numbers, single, inner),
-        f"{make.__name__} of {_name(fn)}",
-    )
-    return traced_only
+    return fold_constructor(make, call, rule)
 
 
 def fold_hessian(

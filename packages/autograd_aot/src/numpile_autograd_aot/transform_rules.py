@@ -48,7 +48,14 @@ from numpile_capture.trace_rules import RuleKind, rule_for
 from .joint import append_backward, input_cotangent
 from .vjp_table import differentiable
 
-__all__ = ["GradSpec", "expand_grad", "expand_vjp", "fold_transform"]
+__all__ = [
+    "GradSpec",
+    "argnums_of",
+    "expand_grad",
+    "expand_vjp",
+    "fold_constructor",
+    "fold_transform",
+]
 
 
 @attrs.frozen
@@ -228,13 +235,17 @@ def _cotangent_node(graph: Graph, cotangent: Any, out: Node) -> Node:
     return cotangent
 
 
-def fold_transform(make: Callable[..., Any], call: TransformCall) -> Any:
-    """The trace rule of `grad` / `value_and_grad` themselves: made at capture time on
-    constant arguments (the function, `argnums`, ...), the wrapper they return is traced by
-    its own rule. A function the captured code made (a lambda) gets a wrapper that exists
-    only in this graph.
+def fold_constructor(
+    make: Callable[..., Any],
+    call: TransformCall,
+    rule: Callable[[inspect.BoundArguments], Callable[[TransformCall], Any]],
+) -> Any:
+    """The trace rule of a transform's constructor (`grad`, `jacfwd`, ...) called in captured
+    code on constant arguments: on a Python function it runs, and the function it returns
+    is traced by its own rule; on a function the captured code made (a lambda) it returns a
+    stand-in that exists only in this graph, traced by `rule(bound arguments)`.
 
-    >>> fold_transform(grad, call)  # doctest: +SKIP
+    >>> fold_constructor(grad, call, lambda bound: expand)  # doctest: +SKIP
     """
     leaves, _ = tree_flatten((call.args, call.kwargs))
     if any(isinstance(leaf, Node) for leaf in leaves):
@@ -244,10 +255,6 @@ def fold_transform(make: Callable[..., Any], call: TransformCall) -> Any:
     fn = bound.arguments["fn"]
     if isinstance(fn, types.FunctionType) or hasattr(fn, "_numpile_original"):
         return make(*call.args, **call.kwargs)
-    argnums = bound.arguments["argnums"]
-    numbers = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    has_aux = bool(bound.arguments["has_aux"])
-    spec = GradSpec(fn, numbers, isinstance(argnums, int), has_aux, make.__name__)
 
     def traced_only(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(
@@ -255,8 +262,36 @@ def fold_transform(make: Callable[..., Any], call: TransformCall) -> Any:
             "called inside it"
         )
 
-    register_transform(traced_only, lambda inner: expand_grad(spec, inner), spec.kind)
+    register_transform(traced_only, rule(bound), f"{make.__name__} of {_name(fn)}")
     return traced_only
+
+
+def argnums_of(bound: inspect.BoundArguments) -> tuple[tuple[int, ...], bool]:
+    """A constructor's `argnums` as a tuple, and whether it was given as one int.
+
+    >>> argnums_of(inspect.signature(lambda fn, argnums=0: None).bind(len))
+    ((0,), True)
+    """
+    bound.apply_defaults()
+    argnums = bound.arguments["argnums"]
+    if isinstance(argnums, int):
+        return (argnums,), True
+    return tuple(argnums), False
+
+
+def fold_transform(make: Callable[..., Any], call: TransformCall) -> Any:
+    """The trace rule of `grad` / `value_and_grad` themselves (see `fold_constructor`).
+
+    >>> fold_transform(grad, call)  # doctest: +SKIP
+    """
+
+    def rule(bound: inspect.BoundArguments) -> Callable[[TransformCall], Any]:
+        numbers, single = argnums_of(bound)
+        has_aux = bool(bound.arguments["has_aux"])
+        spec = GradSpec(bound.arguments["fn"], numbers, single, has_aux, make.__name__)
+        return lambda inner: expand_grad(spec, inner)
+
+    return fold_constructor(make, call, rule)
 
 
 def _name(fn: Any) -> str:
