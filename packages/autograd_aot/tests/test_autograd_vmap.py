@@ -186,8 +186,8 @@ def test_grad_and_jvp_of_vmap() -> None:
     np.testing.assert_allclose(tangent, np.sum(2 * np.tanh(x) * (1 - np.tanh(x) ** 2), axis=1))
 
 
-def test_vmap_of_jacfwd_runs_as_the_looping_fallback() -> None:
-    # jacfwd is not traced into graphs: the vmap call runs eagerly, once per example.
+def test_vmap_of_jacfwd() -> None:
+    # jacfwd's rule joins vmap's graph (test_autograd_forward_in_graph checks it is one).
     x = np.random.default_rng(5).normal(size=(3, 2))
     got = vmap(jacfwd(lambda v: np.sin(v) * v[0]))(x)
     for i, row in enumerate(x):
@@ -202,6 +202,8 @@ def test_vmap_inside_a_compiled_training_step(mlp: Any) -> None:
         grads = vmap(grad(_loss), in_axes=(None, 0, 0))(p, a, b)
         return {k: p[k] - 0.1 * np.mean(np.clip(grads[k], -1, 1), axis=0) for k in p}
 
+    report = explain(clipped_step)(params, x, y)
+    assert report.graph_count == 1 and report.graph_break_count == 0, report.break_reasons
     new = clipped_step(params, x, y)
     for key in params:
         per = np.stack([grad(_loss)(params, x[i], y[i])[key] for i in range(len(x))])
@@ -212,3 +214,52 @@ def test_vmap_inside_a_compiled_training_step(mlp: Any) -> None:
 def test_mismatched_batch_sizes_are_an_error() -> None:
     with pytest.raises(ValueError, match="different sizes"):
         vmap(lambda a, b: a + b)(np.ones((2, 3)), np.ones((3, 3)))
+
+
+def _affine(p: dict[str, Any], x: np.ndarray) -> Any:
+    return {"y": np.tanh(p["w"] @ x + p["b"]), "norm": np.sum(x**2)}
+
+
+def _affine_loop(params: dict[str, Any], xs: np.ndarray) -> dict[str, Any]:
+    rows = [_affine({"w": params["w"], "b": params["b"][i]}, xs[:, i]) for i in range(4)]
+    return {
+        "y": np.stack([r["y"] for r in rows], axis=1),
+        "norm": np.stack([r["norm"] for r in rows]),
+    }
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_in_axes_and_out_axes_as_tree_prefixes(compiled: bool) -> None:
+    rng = np.random.default_rng(7)
+    params = {"w": rng.normal(size=(2, 3)), "b": rng.normal(size=(4, 2))}
+    xs = rng.normal(size=(3, 4))  # batched along axis 1
+    batched = vmap(_affine, in_axes=({"w": None, "b": 0}, 1), out_axes={"y": 1, "norm": 0})
+    want = _affine_loop(params, xs)
+    run = compile_function(lambda p, x: batched(p, x)) if compiled else batched
+    got = run(params, xs)
+    assert set(got) == {"y", "norm"} and got["y"].shape == (2, 4)
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-12)
+    np.testing.assert_allclose(got["norm"], want["norm"], rtol=1e-12)
+
+
+def test_out_axes_none_keeps_an_unbatched_output() -> None:
+    x = np.arange(6.0).reshape(3, 2)
+    out = vmap(lambda r: (r * 2, np.float64(1.0) + 0 * np.sum(r)), out_axes=(0, None))
+    with pytest.raises(ValueError, match="do not match"):
+        vmap(lambda r: r, out_axes=(0, 1))(x)
+    np.testing.assert_allclose(out(x)[0], x * 2)
+
+
+def test_in_axes_prefix_that_does_not_match_the_arguments_raises() -> None:
+    with pytest.raises(ValueError, match="do not match"):
+        vmap(lambda p: p["a"], in_axes=({"b": 0},))({"a": np.ones((2, 2))})
+
+
+def test_vmap_of_a_lambda_made_in_compiled_code_is_one_graph() -> None:
+    def fn(x: np.ndarray, w: np.ndarray) -> Any:
+        return vmap(lambda row: np.tanh(row @ w), in_axes=0)(x) * 2
+
+    x, w = np.linspace(0, 1, 12).reshape(4, 3), np.linspace(-1, 1, 6).reshape(3, 2)
+    report = explain(fn)(x, w)
+    assert report.graph_count == 1 and report.graph_break_count == 0, report.break_reasons
+    np.testing.assert_allclose(compile_function(fn)(x, w), np.tanh(x @ w) * 2, rtol=1e-12)

@@ -35,6 +35,7 @@ import numpy as np
 import optree
 
 __all__ = [
+    "broadcast_prefix",
     "PyTreeSpec",
     "check_leaves",
     "leaf_paths",
@@ -138,6 +139,19 @@ def tree_flatten(tree: Any) -> tuple[list[Any], PyTreeSpec]:
         ]
         if not fresh:
             return leaves, spec
+
+
+def broadcast_prefix(prefix: Any, tree: Any) -> list[Any]:
+    """The value of `prefix` (a tree that is a prefix of `tree`'s structure, as JAX's
+    `in_axes`) for each leaf of `tree`, in `tree_flatten`'s order; None in `prefix` is a value.
+
+    >>> broadcast_prefix({"a": 0, "b": None}, {"a": (1, 2), "b": [3]})
+    [0, 0, None]
+    """
+    tree_flatten(tree)  # registers dataclasses and attrs classes met for the first time
+    full = optree.tree_broadcast_prefix(prefix, tree, none_is_leaf=True, namespace=NAMESPACE)
+    leaves, _ = optree.tree_flatten(full, none_is_leaf=True, namespace=NAMESPACE)
+    return list(leaves)
 
 
 def leaf_paths(tree: Any) -> list[tuple[tuple[str, Any], ...] | None]:

@@ -18,15 +18,23 @@ example, the results stacked.
     (4, 2)
 
 `in_axes` is an int (every argument batched along that axis), None, or a
-tuple with an int or None per positional argument (applied to every leaf of
-that argument's tree); `out_axes` is an int for every output leaf. Outputs
-that do not depend on a batched argument are broadcast along the batch.
+tuple with an entry per positional argument; each entry is an int, None, or a
+tree that is a prefix of that argument's tree (a dict of axes for a dict of
+parameters: `({"w": None, "b": 0}, 0)`), as in JAX. `out_axes` is likewise an
+int or a prefix of the output's tree. Outputs that do not depend on a batched
+argument are broadcast along the batch.
+
+    >>> params = {"w": np.ones(3), "b": np.arange(4.0)}
+    >>> vmap(lambda p, x: p["w"] @ x + p["b"], in_axes=({"w": None, "b": 0}, 0))(
+    ...     params, np.ones((4, 3)))
+    array([3., 4., 5., 6.])
 """
 
 from __future__ import annotations
 
+import inspect
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -36,6 +44,7 @@ from numpile_capture import (
     Graph,
     Node,
     TransformCall,
+    broadcast_prefix,
     compile_function,
     get_op,
     register_transform,
@@ -44,20 +53,35 @@ from numpile_capture import (
 )
 
 from .batching_table import batch_nodes
+from .pytree import broadcast_prefix as user_broadcast_prefix
 from .pytree import tree_flatten as user_tree_flatten
 from .pytree import tree_unflatten as user_tree_unflatten
+from .transform_rules import fold_constructor
 
 __all__ = ["vmap"]
 
-InAxes = int | None | Sequence[int | None]
+InAxes = Any
+"""An int, None, or a tuple/list with an entry per argument: an int, None or a prefix tree."""
 
 
-def _axes_per_argument(in_axes: InAxes, count: int) -> tuple[int | None, ...]:
-    if in_axes is None or isinstance(in_axes, int):
+def _axes_per_argument(in_axes: InAxes, count: int) -> tuple[Any, ...]:
+    if type(in_axes) not in (tuple, list):
         return (in_axes,) * count
     axes = tuple(in_axes)
     if len(axes) != count:
         raise ValueError(f"vmap in_axes has {len(axes)} entries for {count} arguments")
+    return axes
+
+
+def _leaf_axes(prefix: Any, tree: Any, broadcast: Callable[[Any, Any], list[Any]]) -> list[Any]:
+    # The axis of each leaf of `tree`: `prefix` broadcast over it, each an int or None.
+    try:
+        axes = broadcast(prefix, tree)
+    except ValueError as error:
+        raise ValueError(f"vmap axes {prefix!r} do not match the tree {tree!r}") from error
+    for axis in axes:
+        if axis is not None and not isinstance(axis, int):
+            raise ValueError(f"vmap axes must be ints or None, got {axis!r}")
     return axes
 
 
@@ -97,28 +121,32 @@ def _batch_size(leaves: list[tuple[Any, int]]) -> int:
     return sizes.pop()
 
 
-def _expand(fn: Any, in_axes: InAxes, out_axes: int, call: TransformCall) -> Any:
+def _expand(fn: Any, in_axes: InAxes, out_axes: Any, call: TransformCall) -> Any:
     # The trace rule: `fn` inlined on one example, that region batched.
     graph = call.graph
-    axes = _axes_per_argument(in_axes, len(call.args))
+    prefixes = _axes_per_argument(in_axes, len(call.args))
     flat = [tree_flatten(arg) for arg in call.args]
+    axes = [
+        _leaf_axes(prefix, arg, broadcast_prefix)
+        for prefix, arg in zip(prefixes, call.args, strict=True)
+    ]
     batched_leaves = [
         (leaf, axis)
-        for (leaves, _), axis in zip(flat, axes, strict=True)
+        for (leaves, _), leaf_axes in zip(flat, axes, strict=True)
+        for leaf, axis in zip(leaves, leaf_axes, strict=True)
         if axis is not None
-        for leaf in leaves
     ]
     if not batched_leaves:
         raise ValueError("vmap needs at least one batched argument (in_axes all None)")
     size = _batch_size(batched_leaves)
     batched: dict[Node, Node] = {}
     examples = []
-    for (leaves, spec), axis in zip(flat, axes, strict=True):
-        if axis is None:
-            examples.append(tree_unflatten(spec, leaves))
-            continue
+    for (leaves, spec), leaf_axes in zip(flat, axes, strict=True):
         replaced = []
-        for leaf in leaves:
+        for leaf, axis in zip(leaves, leaf_axes, strict=True):
+            if axis is None:
+                replaced.append(leaf)
+                continue
             moved = _moved_to_front(graph, leaf, axis)
             example = graph.call(get_op("getitem"), moved, index=(0,))
             batched[example] = moved
@@ -130,7 +158,7 @@ def _expand(fn: Any, in_axes: InAxes, out_axes: int, call: TransformCall) -> Any
     values, carried = batch_nodes(graph, region, batched, size)
     leaves, spec = tree_flatten(output)
     results = []
-    for leaf in leaves:
+    for leaf, axis in zip(leaves, _leaf_axes(out_axes, output, broadcast_prefix), strict=True):
         if not isinstance(leaf, Node) or not isinstance(leaf.meta, ArrayMeta):
             results.append(leaf)
             continue
@@ -138,7 +166,7 @@ def _expand(fn: Any, in_axes: InAxes, out_axes: int, call: TransformCall) -> Any
         if leaf not in carried:
             meta = leaf.meta
             value = graph.call(get_op("broadcast_to"), value, shape=(size, *meta.shape))
-        results.append(_moved_from_front(graph, value, out_axes))
+        results.append(value if axis is None else _moved_from_front(graph, value, axis))
     _drop_example(graph, [*batched, *(node for node in region if node in carried)])
     return tree_unflatten(spec, results)
 
@@ -158,17 +186,21 @@ def _drop_example(graph: Graph, candidates: list[Node]) -> None:
         graph.locations.pop(node, None)
 
 
-def _loop(fn: Callable[..., Any], in_axes: InAxes, out_axes: int) -> Callable[..., Any]:
+def _loop(fn: Callable[..., Any], in_axes: InAxes, out_axes: Any) -> Callable[..., Any]:
     # The eager form (a graph break in `fn`): once per example, the results stacked (over
     # user pytrees: dataclasses of gradients stack field by field).
     def run(*args: Any, **kwargs: Any) -> Any:
-        axes = _axes_per_argument(in_axes, len(args))
+        prefixes = _axes_per_argument(in_axes, len(args))
         flat = [user_tree_flatten(arg) for arg in args]
+        axes = [
+            _leaf_axes(prefix, arg, user_broadcast_prefix)
+            for prefix, arg in zip(prefixes, args, strict=True)
+        ]
         sizes = {
             np.shape(leaf)[axis]
-            for (leaves, _), axis in zip(flat, axes, strict=True)
+            for (leaves, _), leaf_axes in zip(flat, axes, strict=True)
+            for leaf, axis in zip(leaves, leaf_axes, strict=True)
             if axis is not None
-            for leaf in leaves
         }
         if len(sizes) != 1:
             raise ValueError(f"vmap got batched arguments of different sizes {sorted(sizes)}")
@@ -176,16 +208,24 @@ def _loop(fn: Callable[..., Any], in_axes: InAxes, out_axes: int) -> Callable[..
         outputs = []
         for index in range(size):
             example_args = [
-                arg
-                if axis is None
-                else user_tree_unflatten(spec, [np.take(leaf, index, axis) for leaf in leaves])
-                for arg, (leaves, spec), axis in zip(args, flat, axes, strict=True)
+                user_tree_unflatten(
+                    spec,
+                    [
+                        leaf if axis is None else np.take(leaf, index, axis)
+                        for leaf, axis in zip(leaves, leaf_axes, strict=True)
+                    ],
+                )
+                for (leaves, spec), leaf_axes in zip(flat, axes, strict=True)
             ]
-            outputs.append(user_tree_flatten(fn(*example_args, **kwargs)))
-        spec = outputs[0][1]
+            outputs.append(fn(*example_args, **kwargs))
+        first_leaves, spec = user_tree_flatten(outputs[0])
+        out_leaf_axes = _leaf_axes(out_axes, outputs[0], user_broadcast_prefix)
+        per_example = [user_tree_flatten(out)[0] for out in outputs]
         stacked = [
-            np.stack([np.asarray(out[0][i]) for out in outputs], axis=out_axes)
-            for i in range(len(outputs[0][0]))
+            np.asarray(first_leaves[i])
+            if axis is None
+            else np.stack([np.asarray(leaves[i]) for leaves in per_example], axis=axis)
+            for i, axis in enumerate(out_leaf_axes)
         ]
         return user_tree_unflatten(spec, stacked)
 
@@ -222,7 +262,7 @@ def _in_namespace_of(fn: Any, function: types.FunctionType) -> types.FunctionTyp
 def vmap(
     fn: Callable[..., Any],
     in_axes: InAxes = 0,
-    out_axes: int = 0,
+    out_axes: Any = 0,
     *,
     backend: str | None = None,
 ) -> Callable[..., Any]:
@@ -251,3 +291,16 @@ def vmap(
     vmapped.__wrapped__ = fn  # type: ignore[attr-defined]
     register_transform(vmapped, expand, f"vmap of {name}")
     return vmapped
+
+
+def _fold_vmap(call: TransformCall) -> Any:
+    # vmap(...) called in captured code: made at capture time on a Python function (its
+    # result carries the rule); on a function the captured code made, a graph-only stand-in.
+    def rule(bound: inspect.BoundArguments) -> Callable[[TransformCall], Any]:
+        fn, in_axes, out_axes = (bound.arguments[k] for k in ("fn", "in_axes", "out_axes"))
+        return lambda inner: _expand(fn, in_axes, out_axes, inner)
+
+    return fold_constructor(vmap, call, rule)
+
+
+register_transform(vmap, _fold_vmap, "numpile.vmap")

@@ -56,6 +56,7 @@ from .ops.loop_values import ScalarSlot as ScalarSlot
 from .profiler import CompileProfiler as CompileProfiler
 from .profiler import compile_times as compile_times
 from .pytree import TreeSpec as TreeSpec
+from .pytree import broadcast_prefix as broadcast_prefix
 from .pytree import tree_flatten as tree_flatten
 from .pytree import tree_map as tree_map
 from .pytree import tree_unflatten as tree_unflatten
@@ -99,6 +100,7 @@ __all__ = [
     "SourceLine",
     "TreeSpec",
     "all_ops",
+    "broadcast_prefix",
     "contiguous_strides",
     "get_op",
     "meta_of",

@@ -77,6 +77,7 @@ def field_names(cls: type) -> tuple[str, ...] | None:
     ... class Params:
     ...     w: float
     ...     b: float
+    >>> Params.__module__ = "model"  # a user's module (doctests run in numpile's)
     >>> field_names(Params)
     ('w', 'b')
     >>> field_names(TreeSpec) is None
@@ -111,6 +112,42 @@ def _build(spec: TreeSpec, leaves: Iterator[Any]) -> Any:
             object.__setattr__(made, name, child)
         return made
     return dict(zip(spec.keys, children, strict=True))
+
+
+def broadcast_prefix(prefix: Any, tree: Any) -> list[Any]:
+    """The value of `prefix` (a tree that is a prefix of `tree`'s structure, as `vmap`'s
+    `in_axes`) for each leaf of `tree`, in `tree_flatten`'s order. Raises ValueError when
+    `prefix` is not a prefix of `tree`.
+
+    >>> broadcast_prefix({"a": 0, "b": None}, {"a": (1, 2), "b": [3]})
+    [0, 0, None]
+    """
+    _, spec = tree_flatten(tree)
+    values: list[Any] = []
+    _broadcast_into(prefix, spec, values)
+    return values
+
+
+def _broadcast_into(prefix: Any, spec: TreeSpec, values: list[Any]) -> None:
+    container = type(prefix) in (tuple, list, dict) or field_names(type(prefix)) is not None
+    if not container:
+        values.extend([prefix] * spec.num_leaves)
+        return
+    mismatch = ValueError(f"{prefix!r} is not a prefix of a tree of structure {spec}")
+    if spec.kind in ("tuple", "list"):
+        if type(prefix) not in (tuple, list) or len(prefix) != len(spec.children):
+            raise mismatch
+        children = list(prefix)
+    elif spec.kind == "dict":
+        if type(prefix) is not dict or set(prefix) != set(spec.keys):
+            raise mismatch
+        children = [prefix[key] for key in spec.keys]
+    elif spec.kind == "fields" and type(prefix) is spec.cls:
+        children = [getattr(prefix, name) for name in spec.keys]
+    else:
+        raise mismatch
+    for child_prefix, child in zip(children, spec.children, strict=True):
+        _broadcast_into(child_prefix, child, values)
 
 
 def tree_map(fn: Callable[[Any], Any], tree: Any) -> Any:
