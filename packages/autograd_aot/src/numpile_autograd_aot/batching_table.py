@@ -21,9 +21,12 @@ from typing import Any
 
 import attrs
 
-from numpile_capture import ArrayMeta, Graph, Node, Op, get_op
+from numpile_capture import ArrayMeta, Graph, Node, get_op
+
+from .rule_table import RuleTable
 
 __all__ = [
+    "BATCH_RULES",
     "BatchContext",
     "BatchRule",
     "batch_nodes",
@@ -94,47 +97,8 @@ class BatchContext:
 
 BatchRule = Callable[[BatchContext], Node | None]
 
-# NOTE: the table of batching rules keyed by op (ops hash by identity); insertion-ordered.
-_BATCH_RULES: dict[Op, BatchRule] = {}
 
-
-def register_batch_rule(*ops: Op) -> Callable[[BatchRule], BatchRule]:
-    """Register the decorated function as the batching rule of each op in `ops`. A rule may
-    return None to take the fallback (`loop_batch_rule`) for a node it does not handle.
-
-    >>> @register_batch_rule(get_op("negative"))  # doctest: +SKIP
-    ... def _negative_batch(ctx): ...
-    """
-
-    def decorate(rule: BatchRule) -> BatchRule:
-        for op in ops:
-            _BATCH_RULES[op] = rule
-        return rule
-
-    return decorate
-
-
-def get_batch_rule(op: Op) -> BatchRule | None:
-    """The batching rule of `op`, or None (then `loop_batch_rule` applies).
-
-    >>> get_batch_rule(get_op("matmul")) is not None
-    True
-    """
-    _ensure_rules()
-    return _BATCH_RULES.get(op)
-
-
-def batch_rule_ops() -> list[Op]:
-    """The ops that have a batching rule, in registration order.
-
-    >>> get_op("sum") in batch_rule_ops()
-    True
-    """
-    _ensure_rules()
-    return list(_BATCH_RULES)
-
-
-def _ensure_rules() -> None:
+def _load_rules() -> None:
     # Late import: the rule modules import this module to register themselves.
     from . import (  # noqa: F401
         batching_linalg,
@@ -142,6 +106,15 @@ def _ensure_rules() -> None:
         batching_reduction,
         batching_view,
     )
+
+
+# NOTE: the table of batching rules. A rule may return None to take the fallback
+# (`loop_batch_rule`) for a node it does not handle; an op without a rule always takes it.
+BATCH_RULES: RuleTable[BatchRule] = RuleTable("batching", load=_load_rules)
+
+register_batch_rule = BATCH_RULES.register
+get_batch_rule = BATCH_RULES.get
+batch_rule_ops = BATCH_RULES.ops
 
 
 def loop_batch_rule(ctx: BatchContext) -> Node:

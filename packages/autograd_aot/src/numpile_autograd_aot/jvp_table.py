@@ -25,12 +25,14 @@ from typing import Any
 import attrs
 import numpy as np
 
-from numpile_capture import ArrayMeta, Graph, Node, Op, get_op
+from numpile_capture import ArrayMeta, Graph, Node, get_op
 
 from .joint import append_backward, input_cotangent
+from .rule_table import RuleTable
 from .vjp_table import VjpContext, differentiable, fit_cotangent, get_vjp, missing_rule_error
 
 __all__ = [
+    "JVP_RULES",
     "JvpContext",
     "JvpRule",
     "fit_tangent",
@@ -94,62 +96,19 @@ class JvpContext:
 
 JvpRule = Callable[[JvpContext], Node | None]
 
-# NOTE: the table of JVP rules keyed by op (ops hash by identity); insertion-ordered.
-_JVP_RULES: dict[Op, JvpRule] = {}
 
-
-# NOTE: JVP rules of the ops of user functions (custom_vjp / custom_jvp), kept apart from
-# the op set's table so that `jvp_ops()` lists the op set's rules only.
-_FUNCTION_JVP_RULES: dict[Op, JvpRule] = {}
-
-
-def register_function_jvp(op: Op, rule: JvpRule) -> None:
-    """Set the JVP rule of the opaque op of a user function (see `custom_rule`).
-
-    >>> register_function_jvp(allowed_op(f), rule)  # doctest: +SKIP
-    """
-    _FUNCTION_JVP_RULES[op] = rule
-
-
-def register_jvp(*ops: Op) -> Callable[[JvpRule], JvpRule]:
-    """Register the decorated function as the JVP rule of each op in `ops`.
-
-    >>> @register_jvp(get_op("negative"))  # doctest: +SKIP
-    ... def _negative_jvp(ctx): ...
-    """
-
-    def decorate(rule: JvpRule) -> JvpRule:
-        for op in ops:
-            _JVP_RULES[op] = rule
-        return rule
-
-    return decorate
-
-
-def get_jvp(op: Op) -> JvpRule | None:
-    """The direct JVP rule of `op`, or None (then `transposed_vjp_jvp` applies).
-
-    >>> get_jvp(get_op("tanh")) is not None
-    True
-    """
-    _ensure_rules()
-    found = _JVP_RULES.get(op)
-    return found if found is not None else _FUNCTION_JVP_RULES.get(op)
-
-
-def jvp_ops() -> list[Op]:
-    """The ops that have a direct JVP rule, in registration order.
-
-    >>> get_op("matmul") in jvp_ops()
-    True
-    """
-    _ensure_rules()
-    return list(_JVP_RULES)
-
-
-def _ensure_rules() -> None:
+def _load_rules() -> None:
     # Late import: the rule modules import this module to register themselves.
     from . import jvp_linear, jvp_pointwise  # noqa: F401
+
+
+# NOTE: the table of direct JVP rules; an op without one gets `transposed_vjp_jvp`.
+JVP_RULES: RuleTable[JvpRule] = RuleTable("JVP", load=_load_rules)
+
+register_jvp = JVP_RULES.register
+register_function_jvp = JVP_RULES.register_function
+get_jvp = JVP_RULES.get
+jvp_ops = JVP_RULES.ops
 
 
 def fit_tangent(graph: Graph, tangent: Node, meta: ArrayMeta) -> Node:
