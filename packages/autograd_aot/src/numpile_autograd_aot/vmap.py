@@ -17,16 +17,26 @@ example, the results stacked.
     >>> batched(np.ones((4, 3)), np.ones((3, 2))).shape
     (4, 2)
 
-`in_axes` is an int (every argument batched along that axis), None, or a
-tuple with an int or None per positional argument (applied to every leaf of
-that argument's tree); `out_axes` is an int for every output leaf. Outputs
+`in_axes` is a prefix of the tuple of positional arguments, as in JAX: an int
+(every leaf batched along that axis), None (not batched), or a tuple with one
+entry per argument, each an int, None, or a tuple, list or dict matching that
+argument's containers, down to an int or None for a whole subtree. `out_axes`
+is a prefix of the output the same way; None there marks an output that does
+not depend on a batched argument (an error otherwise). Outputs with an axis
 that do not depend on a batched argument are broadcast along the batch.
+
+    >>> per_leaf = vmap(lambda p: p["w"] * p["b"], in_axes=({"w": 0, "b": None},))
+    >>> per_leaf({"w": np.ones((4, 3)), "b": np.arange(3.0)}).shape
+    (4, 3)
+    >>> both = vmap(lambda x: (x * 2, np.ones(2)), out_axes=(1, None))
+    >>> [a.shape for a in both(np.ones((4, 3)))]
+    [(3, 4), (2,)]
 """
 
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -49,16 +59,62 @@ from .pytree import tree_unflatten as user_tree_unflatten
 
 __all__ = ["vmap"]
 
-InAxes = int | None | Sequence[int | None]
+# NOTE: a pytree prefix (see the module docstring): ints and None at its leaves.
+Axes = Any
 
 
-def _axes_per_argument(in_axes: InAxes, count: int) -> tuple[int | None, ...]:
-    if in_axes is None or isinstance(in_axes, int):
-        return (in_axes,) * count
-    axes = tuple(in_axes)
-    if len(axes) != count:
-        raise ValueError(f"vmap in_axes has {len(axes)} entries for {count} arguments")
+class _Axis:
+    # One axis (an int or None) standing for every leaf of a subtree in an axes tree; a
+    # plain class, so that both flatteners take it as a leaf.
+    __slots__ = ("axis", "count")
+
+    def __init__(self, axis: int | None, count: int) -> None:
+        self.axis = axis
+        self.count = count
+
+
+def _axes_tree(prefix: Axes, tree: Any, flatten: Callable[[Any], tuple[list[Any], Any]]) -> Any:
+    if prefix is None or (isinstance(prefix, int) and not isinstance(prefix, bool)):
+        return _Axis(prefix, len(flatten(tree)[0]))
+    if isinstance(prefix, tuple | list) and isinstance(tree, tuple | list):
+        if len(prefix) == len(tree):
+            return [_axes_tree(p, t, flatten) for p, t in zip(prefix, tree, strict=True)]
+    elif isinstance(prefix, dict) and isinstance(tree, dict) and prefix.keys() == tree.keys():
+        return {key: _axes_tree(prefix[key], tree[key], flatten) for key in tree}
+    raise ValueError(
+        f"vmap axes {prefix!r} do not match the structure of {_described(tree)}: give an int "
+        "or None, or a tuple, list or dict with the same entries"
+    )
+
+
+def _described(tree: Any) -> str:
+    if isinstance(tree, tuple | list | dict):
+        return f"a {type(tree).__name__} of {len(tree)} entries"
+    return f"a leaf of type {type(tree).__name__}"
+
+
+def _leaf_axes(
+    prefix: Axes, tree: Any, flatten: Callable[[Any], tuple[list[Any], Any]]
+) -> list[int | None]:
+    """The axis of each leaf of `tree` (in `flatten`'s order) under the axes `prefix`."""
+    marks, _ = flatten(_axes_tree(prefix, tree, flatten))
+    axes = [mark.axis for mark in marks for _ in range(mark.count)]
+    if len(axes) != len(flatten(tree)[0]):  # a container one flattener takes as a leaf
+        raise ValueError(f"vmap axes {prefix!r} do not match the structure of the value")
     return axes
+
+
+def _argument_axes(
+    in_axes: Axes, args: tuple[Any, ...], flatten: Callable[[Any], tuple[list[Any], Any]]
+) -> list[list[int | None]]:
+    # The axis of each leaf of each positional argument.
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+        raise ValueError(f"vmap in_axes has {len(in_axes)} entries for {len(args)} arguments")
+    if not isinstance(in_axes, tuple):
+        in_axes = (in_axes,) * len(args)
+    return [_leaf_axes(axes, arg, flatten) for axes, arg in zip(in_axes, args, strict=True)]
 
 
 def _moved_to_front(graph: Graph, node: Node, axis: int) -> Node:
@@ -97,28 +153,28 @@ def _batch_size(leaves: list[tuple[Any, int]]) -> int:
     return sizes.pop()
 
 
-def _expand(fn: Any, in_axes: InAxes, out_axes: int, call: TransformCall) -> Any:
+def _expand(fn: Any, in_axes: Axes, out_axes: Axes, call: TransformCall) -> Any:
     # The trace rule: `fn` inlined on one example, that region batched.
     graph = call.graph
-    axes = _axes_per_argument(in_axes, len(call.args))
+    axes = _argument_axes(in_axes, tuple(call.args), tree_flatten)
     flat = [tree_flatten(arg) for arg in call.args]
     batched_leaves = [
         (leaf, axis)
-        for (leaves, _), axis in zip(flat, axes, strict=True)
+        for (leaves, _), leaf_axes in zip(flat, axes, strict=True)
+        for leaf, axis in zip(leaves, leaf_axes, strict=True)
         if axis is not None
-        for leaf in leaves
     ]
     if not batched_leaves:
         raise ValueError("vmap needs at least one batched argument (in_axes all None)")
     size = _batch_size(batched_leaves)
     batched: dict[Node, Node] = {}
     examples = []
-    for (leaves, spec), axis in zip(flat, axes, strict=True):
-        if axis is None:
-            examples.append(tree_unflatten(spec, leaves))
-            continue
+    for (leaves, spec), leaf_axes in zip(flat, axes, strict=True):
         replaced = []
-        for leaf in leaves:
+        for leaf, axis in zip(leaves, leaf_axes, strict=True):
+            if axis is None:
+                replaced.append(leaf)
+                continue
             moved = _moved_to_front(graph, leaf, axis)
             example = graph.call(get_op("getitem"), moved, index=(0,))
             batched[example] = moved
@@ -130,17 +186,28 @@ def _expand(fn: Any, in_axes: InAxes, out_axes: int, call: TransformCall) -> Any
     values, carried = batch_nodes(graph, region, batched, size)
     leaves, spec = tree_flatten(output)
     results = []
-    for leaf in leaves:
+    for leaf, axis in zip(leaves, _leaf_axes(out_axes, output, tree_flatten), strict=True):
         if not isinstance(leaf, Node) or not isinstance(leaf.meta, ArrayMeta):
             results.append(leaf)
             continue
         value = values.get(leaf, leaf)
+        if axis is None:
+            if leaf in carried:
+                raise ValueError(_UNBATCHED_OUTPUT)
+            results.append(value)
+            continue
         if leaf not in carried:
             meta = leaf.meta
             value = graph.call(get_op("broadcast_to"), value, shape=(size, *meta.shape))
-        results.append(_moved_from_front(graph, value, out_axes))
+        results.append(_moved_from_front(graph, value, axis))
     _drop_example(graph, [*batched, *(node for node in region if node in carried)])
     return tree_unflatten(spec, results)
+
+
+_UNBATCHED_OUTPUT = (
+    "vmap out_axes is None for an output that depends on a batched argument: give it an "
+    "axis (an int) to stack the examples along"
+)
 
 
 def _drop_example(graph: Graph, candidates: list[Node]) -> None:
@@ -158,17 +225,17 @@ def _drop_example(graph: Graph, candidates: list[Node]) -> None:
         graph.locations.pop(node, None)
 
 
-def _loop(fn: Callable[..., Any], in_axes: InAxes, out_axes: int) -> Callable[..., Any]:
+def _loop(fn: Callable[..., Any], in_axes: Axes, out_axes: Axes) -> Callable[..., Any]:
     # The eager form (a graph break in `fn`): once per example, the results stacked (over
     # user pytrees: dataclasses of gradients stack field by field).
     def run(*args: Any, **kwargs: Any) -> Any:
-        axes = _axes_per_argument(in_axes, len(args))
+        axes = _argument_axes(in_axes, args, user_tree_flatten)
         flat = [user_tree_flatten(arg) for arg in args]
         sizes = {
             np.shape(leaf)[axis]
-            for (leaves, _), axis in zip(flat, axes, strict=True)
+            for (leaves, _), leaf_axes in zip(flat, axes, strict=True)
+            for leaf, axis in zip(leaves, leaf_axes, strict=True)
             if axis is not None
-            for leaf in leaves
         }
         if len(sizes) != 1:
             raise ValueError(f"vmap got batched arguments of different sizes {sorted(sizes)}")
@@ -176,17 +243,28 @@ def _loop(fn: Callable[..., Any], in_axes: InAxes, out_axes: int) -> Callable[..
         outputs = []
         for index in range(size):
             example_args = [
-                arg
-                if axis is None
-                else user_tree_unflatten(spec, [np.take(leaf, index, axis) for leaf in leaves])
-                for arg, (leaves, spec), axis in zip(args, flat, axes, strict=True)
+                user_tree_unflatten(
+                    spec,
+                    [
+                        leaf if axis is None else np.take(leaf, index, axis)
+                        for leaf, axis in zip(leaves, leaf_axes, strict=True)
+                    ],
+                )
+                for (leaves, spec), leaf_axes in zip(flat, axes, strict=True)
             ]
-            outputs.append(user_tree_flatten(fn(*example_args, **kwargs)))
-        spec = outputs[0][1]
-        stacked = [
-            np.stack([np.asarray(out[0][i]) for out in outputs], axis=out_axes)
-            for i in range(len(outputs[0][0]))
-        ]
+            outputs.append(fn(*example_args, **kwargs))
+        flat_outputs = [user_tree_flatten(output)[0] for output in outputs]
+        spec = user_tree_flatten(outputs[0])[1]
+        stacked = []
+        for i, axis in enumerate(_leaf_axes(out_axes, outputs[0], user_tree_flatten)):
+            if axis is not None:
+                stacked.append(np.stack([np.asarray(out[i]) for out in flat_outputs], axis=axis))
+                continue
+            # An unbatched output (out_axes None) is the same in every example.
+            first = flat_outputs[0][i]
+            if any(not np.array_equal(out[i], first) for out in flat_outputs[1:]):
+                raise ValueError(_UNBATCHED_OUTPUT)
+            stacked.append(first)
         return user_tree_unflatten(spec, stacked)
 
     return run
@@ -221,8 +299,8 @@ def _in_namespace_of(fn: Any, function: types.FunctionType) -> types.FunctionTyp
 
 def vmap(
     fn: Callable[..., Any],
-    in_axes: InAxes = 0,
-    out_axes: int = 0,
+    in_axes: Axes = 0,
+    out_axes: Axes = 0,
     *,
     backend: str | None = None,
 ) -> Callable[..., Any]:
