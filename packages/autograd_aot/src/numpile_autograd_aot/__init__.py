@@ -56,6 +56,7 @@ from .pytree import tree_flatten as tree_flatten
 from .pytree import tree_map as tree_map
 from .pytree import tree_structure as tree_structure
 from .pytree import tree_unflatten as tree_unflatten
+from .rule_table import RuleContext as RuleContext
 from .rule_table import RuleTable as RuleTable
 from .subgraph import eliminate_dead_code as eliminate_dead_code
 from .subgraph import extract_graph as extract_graph
@@ -93,6 +94,7 @@ __all__ = [
     "Partition",
     "Partitioner",
     "PyTreeSpec",
+    "RuleContext",
     "RuleTable",
     "VJP_RULES",
     "VjpContext",

@@ -21,9 +21,9 @@ from typing import Any
 
 import attrs
 
-from numpile_capture import ArrayMeta, Graph, Node, get_op
+from numpile_capture import ArrayMeta, Graph, Node
 
-from .rule_table import RuleTable
+from .rule_table import RuleContext, RuleTable
 
 __all__ = [
     "BATCH_RULES",
@@ -38,38 +38,21 @@ __all__ = [
 
 
 @attrs.frozen(eq=False)
-class BatchContext:
+class BatchContext(RuleContext):
     """What a batching rule sees: the graph it adds nodes to, the example's node, the node's
     new inputs (a batched input has the batch at axis 0), `batched[i]` whether input `i` is,
-    and the batch `size`.
+    and the batch `size`. `meta` is the example's result metadata (without the batch axis).
     """
 
-    graph: Graph
-    node: Node
     inputs: tuple[Any, ...]
     batched: tuple[bool, ...]
     size: int
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return self.node.kwargs
-
-    @property
-    def meta(self) -> ArrayMeta:
-        """The example's result metadata (without the batch axis)."""
-        meta = self.node.meta
-        assert isinstance(meta, ArrayMeta)
-        return meta
 
     def example_ndim(self, position: int) -> int:
         """The number of dims input `position` has in one example."""
         value = self.node.inputs[position]
         meta = value.meta if isinstance(value, Node) else None
         return meta.ndim if isinstance(meta, ArrayMeta) else 0
-
-    def call(self, op_name: str, *inputs: Any, **params: Any) -> Node:
-        """Add a node applying the op called `op_name` (see `Graph.call`)."""
-        return self.graph.call(get_op(op_name), *inputs, **params)
 
     def same(self, *inputs: Any, **params: Any) -> Node:
         """The node's own op on new inputs, its params updated by `params`."""

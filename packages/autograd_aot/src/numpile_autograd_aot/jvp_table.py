@@ -28,7 +28,7 @@ import numpy as np
 from numpile_capture import ArrayMeta, Graph, Node, get_op
 
 from .joint import append_backward, input_cotangent
-from .rule_table import RuleTable
+from .rule_table import RuleContext, RuleTable
 from .vjp_table import VjpContext, differentiable, fit_cotangent, get_vjp, missing_rule_error
 
 __all__ = [
@@ -45,38 +45,22 @@ __all__ = [
 
 
 @attrs.frozen(eq=False)
-class JvpContext:
+class JvpContext(RuleContext):
     """What a JVP rule sees: the graph it adds tangent nodes to, the node, its input tangents.
 
     `tangents[i]` is the tangent of input `i`: a node shaped like that input, or None
     when it is zero (a constant, an integer input, a value no differentiated input reaches).
     """
 
-    graph: Graph
-    node: Node
     tangents: tuple[Node | None, ...]
 
     @property
     def inputs(self) -> tuple[Any, ...]:
         return self.node.inputs
 
-    @property
-    def params(self) -> dict[str, Any]:
-        return self.node.kwargs
-
-    @property
-    def meta(self) -> ArrayMeta:
-        meta = self.node.meta
-        assert isinstance(meta, ArrayMeta)
-        return meta
-
     def tangent(self, position: int) -> Node | None:
         """The tangent of input `position` (None when zero)."""
         return self.tangents[position] if position < len(self.tangents) else None
-
-    def call(self, op_name: str, *inputs: Any, **params: Any) -> Node:
-        """Add a node applying the op called `op_name` (see `Graph.call`)."""
-        return self.graph.call(get_op(op_name), *inputs, **params)
 
     def same(self, *inputs: Any) -> Node:
         """The node's own op applied to other inputs, with the node's params (linear ops)."""

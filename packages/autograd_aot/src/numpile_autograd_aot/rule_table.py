@@ -1,4 +1,5 @@
-"""A table of transform rules keyed by op: what the VJP, JVP and batching tables share.
+"""A table of transform rules keyed by op, and what every rule sees: what the VJP, JVP and
+batching tables share.
 
 Each table holds the op set's rules, registered by decorator from its rule modules, and,
 kept apart, the rules of user functions' opaque ops (`custom_vjp` / `custom_jvp`), so
@@ -18,11 +19,13 @@ import the table to register into it).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from numpile_capture import Op
+import attrs
 
-__all__ = ["RuleTable"]
+from numpile_capture import ArrayMeta, Graph, Node, Op, get_op
+
+__all__ = ["RuleContext", "RuleTable"]
 
 R = TypeVar("R")
 
@@ -81,3 +84,36 @@ class RuleTable(Generic[R]):
 
     def __repr__(self) -> str:
         return f"RuleTable({self.name!r}, {len(self._rules)} rules)"
+
+
+@attrs.frozen(eq=False)
+class RuleContext:
+    """What every rule sees: the graph it adds nodes to and the node it is the rule of; the
+    VJP, JVP and batching contexts add their own fields.
+
+        >>> from numpile_capture import ArrayMeta
+        >>> graph = Graph()
+        >>> x = graph.placeholder("x", ArrayMeta((3,), "float64"))
+        >>> ctx = RuleContext(graph, graph.call(get_op("sum"), x, axis=(0,)))
+        >>> ctx.params, ctx.call("negative", ctx.node).op.name
+        ({'axis': (0,)}, 'negative')
+    """
+
+    graph: Graph
+    node: Node
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The node's parameters (its op's keyword arguments)."""
+        return self.node.kwargs
+
+    @property
+    def meta(self) -> ArrayMeta:
+        """The node's result metadata."""
+        meta = self.node.meta
+        assert isinstance(meta, ArrayMeta)
+        return meta
+
+    def call(self, op_name: str, *inputs: Any, **params: Any) -> Node:
+        """Add a node applying the op called `op_name` (see `Graph.call`)."""
+        return self.graph.call(get_op(op_name), *inputs, **params)

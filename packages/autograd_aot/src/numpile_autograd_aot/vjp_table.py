@@ -35,7 +35,7 @@ import numpy as np
 
 from numpile_capture import ArrayMeta, Graph, Node, get_op
 
-from .rule_table import RuleTable
+from .rule_table import RuleContext, RuleTable
 
 __all__ = [
     "VJP_RULES",
@@ -52,15 +52,13 @@ __all__ = [
 
 
 @attrs.frozen(eq=False)
-class VjpContext:
+class VjpContext(RuleContext):
     """What a VJP rule sees: the graph it adds backward nodes to, the node, its cotangent.
 
     `wants(i)` says whether input `i` needs a cotangent at all (a rule may skip
     building nodes for the others).
     """
 
-    graph: Graph
-    node: Node
     cotangent: Node
     wanted: tuple[bool, ...]
 
@@ -68,22 +66,8 @@ class VjpContext:
     def inputs(self) -> tuple[Any, ...]:
         return self.node.inputs
 
-    @property
-    def params(self) -> dict[str, Any]:
-        return self.node.kwargs
-
-    @property
-    def meta(self) -> ArrayMeta:
-        meta = self.node.meta
-        assert isinstance(meta, ArrayMeta)
-        return meta
-
     def wants(self, position: int) -> bool:
         return position < len(self.wanted) and self.wanted[position]
-
-    def call(self, op_name: str, *inputs: Any, **params: Any) -> Node:
-        """Add a node applying the op called `op_name` (see `Graph.call`)."""
-        return self.graph.call(get_op(op_name), *inputs, **params)
 
     def input_meta(self, position: int) -> ArrayMeta:
         value = self.node.inputs[position]
