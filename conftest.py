@@ -4,6 +4,10 @@
 (`--doctest-modules packages/<layer>/src`). A module that imports an optional
 dependency at its top (the GPU stack) cannot be imported where that dependency
 is missing; its doctests are collected only where it is installed.
+
+The repository root goes on `sys.path` (pytest's importlib mode puts no folder there), so
+tests of any layer can import the plain-NumPy programs the benchmarks run
+(`benchmarks.loop_programs`: NumPy only, no numpile package).
 """
 
 from __future__ import annotations
@@ -12,6 +16,11 @@ import ast
 import functools
 import importlib.util
 import pathlib
+import sys
+
+_ROOT = str(pathlib.Path(__file__).parent)
+if _ROOT not in sys.path:
+    sys.path.append(_ROOT)
 
 # NOTE: optional dependencies (extras) that a module may import at its top.
 OPTIONAL_DEPENDENCIES = ("cupy", "triton", "torch")

@@ -21,31 +21,7 @@ from typing import Any
 
 import numpy as np
 
-
-def sum_of_squares(x: Any) -> Any:
-    s = 0.0
-    for i in range(x.shape[0]):
-        s += x[i] * x[i]
-    return s
-
-
-def gauss_seidel(a: Any) -> Any:
-    n = a.shape[0]
-    for i in range(1, n - 1):
-        for j in range(1, n - 1):
-            a[i, j] = 0.25 * (a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1])
-    return a
-
-
-def forward_substitution(lower: Any, b: Any) -> Any:
-    n = lower.shape[0]
-    x = np.zeros(n)
-    for i in range(n):
-        s = b[i]
-        for j in range(i):
-            s -= lower[i, j] * x[j]
-        x[i] = s / lower[i, i]
-    return x
+from .loop_programs import forward_substitution, gauss_seidel, sum_of_squares
 
 
 def _inputs(name: str) -> tuple[Any, ...]:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import numpile
+from benchmarks.loop_programs import backward_substitution, crc_bits, gauss_seidel, sum_of_squares
 
 
 @pytest.fixture(autouse=True)
@@ -21,41 +22,6 @@ def _fresh() -> Iterator[None]:
     numpile.reset()
     yield
     numpile.reset()
-
-
-def sum_of_squares(x: Any) -> Any:
-    s = 0.0
-    for i in range(x.shape[0]):
-        s += x[i] * x[i]
-    return s
-
-
-def gauss_seidel(a: Any) -> Any:
-    n = a.shape[0]
-    for i in range(1, n - 1):
-        for j in range(1, n - 1):
-            a[i, j] = 0.25 * (a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1])
-    return a
-
-
-def backward_substitution(upper: Any) -> Any:
-    n = upper.shape[0]
-    x = np.ones(n)
-    for i in range(n - 1, -1, -1):
-        s = x[i]
-        for j in range(i + 1, n):
-            s -= upper[i, j] * x[j]
-        x[i] = s / upper[i, i]
-    return x
-
-
-def crc_bits(data: Any) -> Any:
-    crc = 0xFFFFFFFF
-    for i in range(data.shape[0]):
-        crc = crc ^ data[i]
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0xEDB88320 * (crc & 1))
-    return crc ^ 0xFFFFFFFF
 
 
 def _inputs(fn: Callable[..., Any], n: int) -> tuple[Any, ...]:

@@ -145,7 +145,7 @@ EXPECTED_SIGNATURES = {
         "unflatten: 'Callable[[Any, Iterable[Any]], Any]') -> 'type'"
     ),
     "vmap": (
-        "(fn: 'Callable[..., Any]', in_axes: 'InAxes' = 0, out_axes: 'int' = 0, *, "
+        "(fn: 'Callable[..., Any]', in_axes: 'Axes' = 0, out_axes: 'Axes' = 0, *, "
         "backend: 'str | None' = None) -> 'Callable[..., Any]'"
     ),
     "checkpoint": "(fn: 'Callable[..., Any]') -> 'Callable[..., Any]'",

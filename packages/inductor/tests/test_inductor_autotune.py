@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-import numpile_runtime as rt
 from numpile_capture import Graph, get_op, meta_of
 from numpile_inductor import compile_graph
 from numpile_inductor.codegen.c import autotune as autotune_module
-
-
-@pytest.fixture
-def fresh_cache(tmp_path: Path) -> Iterator[Path]:
-    previous = rt.default_cache().root
-    root = tmp_path / "cache"
-    rt.set_cache_dir(root)
-    yield root
-    rt.set_cache_dir(previous)
 
 
 def _graph(n: int) -> tuple[Graph, list[np.ndarray]]:

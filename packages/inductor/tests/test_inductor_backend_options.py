@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,15 +17,6 @@ from numpile_inductor import (
     list_mode_options,
     list_options,
 )
-
-
-@pytest.fixture
-def fresh_cache(tmp_path: Path) -> Iterator[Path]:
-    previous = rt.default_cache().root
-    root = tmp_path / "cache"
-    rt.set_cache_dir(root)
-    yield root
-    rt.set_cache_dir(previous)
 
 
 def _graph() -> tuple[Graph, np.ndarray]:

@@ -8,7 +8,6 @@ import pickle
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,15 +19,6 @@ from numpile_capture import Graph, TreeSpec, get_op, meta_of
 from numpile_inductor import compile_graph
 from numpile_inductor import graph_cache as gc
 from numpile_inductor.artifact_format import ArtifactFormatError, decode_artifact, encode_artifact
-
-
-@pytest.fixture
-def fresh_cache(tmp_path: Path) -> Iterator[Path]:
-    previous = rt.default_cache().root
-    root = tmp_path / "cache"
-    rt.set_cache_dir(root)
-    yield root
-    rt.set_cache_dir(previous)
 
 
 def _chain(n: int, scale: float = 2.0) -> tuple[Graph, list[np.ndarray]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import shutil
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,15 +14,6 @@ import pytest
 import numpile_runtime as rt
 from numpile_capture import Graph, compile_function, config, get_op, meta_of
 from numpile_inductor import KernelCompileError, inductor
-
-
-@pytest.fixture
-def fresh_cache(tmp_path: Path) -> Iterator[Path]:
-    previous = rt.default_cache().root
-    root = tmp_path / "cache"
-    rt.set_cache_dir(root)
-    yield root
-    rt.set_cache_dir(previous)
 
 
 def _graph() -> tuple[Graph, np.ndarray]:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from benchmarks.loop_programs import forward_substitution, gauss_seidel, sum_of_squares
 from numpile_capture import (
     ArrayMeta,
     Graph,
@@ -102,37 +103,11 @@ def _compare(fn: Callable[..., Any], *args: Any) -> Any:
     return compiled
 
 
-def _sum_of_squares(x: Any) -> Any:
-    s = 0.0
-    for i in range(x.shape[0]):
-        s += x[i] * x[i]
-    return s
-
-
-def _gauss_seidel(a: Any) -> Any:
-    n = a.shape[0]
-    for i in range(1, n - 1):
-        for j in range(1, n - 1):
-            a[i, j] = 0.25 * (a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1])
-    return a
-
-
-def _forward_substitution(lower: Any, b: Any) -> Any:
-    n = lower.shape[0]
-    x = np.zeros(n)
-    for i in range(n):
-        s = b[i]
-        for j in range(i):
-            s -= lower[i, j] * x[j]
-        x[i] = s / lower[i, i]
-    return x
-
-
 @pytest.mark.parametrize("n", [0, 1, 2, 9])
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "int64"])
 def test_sum_of_squares_matches_numpy(n: int, dtype: str) -> None:
     x = (np.arange(n) - 3).astype(dtype)
-    compiled = _compare(_sum_of_squares, x)
+    compiled = _compare(sum_of_squares, x)
     if n:
         assert "loop_v" in compiled.source
 
@@ -151,17 +126,17 @@ def test_int32_products_wrap_around_as_numpy_scalars_do() -> None:
 @pytest.mark.parametrize("n", [1, 2, 3, 8])
 def test_gauss_seidel_sweep_in_place(n: int) -> None:
     rng = np.random.default_rng(n)
-    compiled = _compare(_gauss_seidel, rng.random((n, n)))
+    compiled = _compare(gauss_seidel, rng.random((n, n)))
     if n > 2:
         assert "loop_v" in compiled.source
 
 
 def test_gauss_seidel_on_a_strided_view() -> None:
     grid = np.random.default_rng(1).random((12, 12))
-    compiled = _compiled(_gauss_seidel, grid[::2, ::2])
+    compiled = _compiled(gauss_seidel, grid[::2, ::2])
     mine, eager = grid.copy(), grid.copy()
     compiled.fn(mine[::2, ::2])
-    _gauss_seidel(eager[::2, ::2])
+    gauss_seidel(eager[::2, ::2])
     np.testing.assert_array_equal(mine, eager)
 
 
@@ -169,7 +144,7 @@ def test_gauss_seidel_on_a_strided_view() -> None:
 def test_forward_substitution_nested_loop(n: int) -> None:
     rng = np.random.default_rng(n)
     lower = np.tril(rng.random((n, n))) + n * np.eye(n)
-    compiled = _compare(_forward_substitution, lower, rng.random(n))
+    compiled = _compare(forward_substitution, lower, rng.random(n))
     assert "loop_v" in compiled.source
 
 

@@ -9,6 +9,7 @@ array([0., 2., 4.])
 from numpile_runtime import distribution_version
 
 from .backend import aot_eager as aot_eager
+from .batching_table import BATCH_RULES as BATCH_RULES
 from .batching_table import BatchContext as BatchContext
 from .batching_table import batch_rule_ops as batch_rule_ops
 from .batching_table import get_batch_rule as get_batch_rule
@@ -40,6 +41,7 @@ from .joint import build_joint as build_joint
 from .joint import input_cotangent as input_cotangent
 from .jvp_graph import JvpGraph as JvpGraph
 from .jvp_graph import build_jvp as build_jvp
+from .jvp_table import JVP_RULES as JVP_RULES
 from .jvp_table import JvpContext as JvpContext
 from .jvp_table import get_jvp as get_jvp
 from .jvp_table import jvp_ops as jvp_ops
@@ -54,6 +56,8 @@ from .pytree import tree_flatten as tree_flatten
 from .pytree import tree_map as tree_map
 from .pytree import tree_structure as tree_structure
 from .pytree import tree_unflatten as tree_unflatten
+from .rule_table import RuleContext as RuleContext
+from .rule_table import RuleTable as RuleTable
 from .subgraph import eliminate_dead_code as eliminate_dead_code
 from .subgraph import extract_graph as extract_graph
 from .transforms import CaptureError as CaptureError
@@ -63,6 +67,7 @@ from .transforms import value_and_grad as value_and_grad
 from .transforms import vjp as vjp
 from .vjp_exclusions import EXCLUDED_OPS as EXCLUDED_OPS
 from .vjp_exclusions import no_vjp_table as no_vjp_table
+from .vjp_table import VJP_RULES as VJP_RULES
 from .vjp_table import VjpContext as VjpContext
 from .vjp_table import get_vjp as get_vjp
 from .vjp_table import register_vjp as register_vjp
@@ -72,6 +77,7 @@ from .vmap import vmap as vmap
 __version__ = distribution_version("numpile-autograd-aot")
 
 __all__ = [
+    "BATCH_RULES",
     "AutogradConfig",
     "BatchContext",
     "CaptureError",
@@ -80,6 +86,7 @@ __all__ = [
     "CustomVjp",
     "EXCLUDED_OPS",
     "FunctionalGraph",
+    "JVP_RULES",
     "JointGraph",
     "JvpContext",
     "JvpGraph",
@@ -87,6 +94,9 @@ __all__ = [
     "Partition",
     "Partitioner",
     "PyTreeSpec",
+    "RuleContext",
+    "RuleTable",
+    "VJP_RULES",
     "VjpContext",
     "aot_eager",
     "append_backward",

@@ -21,9 +21,12 @@ from typing import Any
 
 import attrs
 
-from numpile_capture import ArrayMeta, Graph, Node, Op, get_op
+from numpile_capture import ArrayMeta, Graph, Node
+
+from .rule_table import RuleContext, RuleTable
 
 __all__ = [
+    "BATCH_RULES",
     "BatchContext",
     "BatchRule",
     "batch_nodes",
@@ -35,38 +38,21 @@ __all__ = [
 
 
 @attrs.frozen(eq=False)
-class BatchContext:
+class BatchContext(RuleContext):
     """What a batching rule sees: the graph it adds nodes to, the example's node, the node's
     new inputs (a batched input has the batch at axis 0), `batched[i]` whether input `i` is,
-    and the batch `size`.
+    and the batch `size`. `meta` is the example's result metadata (without the batch axis).
     """
 
-    graph: Graph
-    node: Node
     inputs: tuple[Any, ...]
     batched: tuple[bool, ...]
     size: int
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return self.node.kwargs
-
-    @property
-    def meta(self) -> ArrayMeta:
-        """The example's result metadata (without the batch axis)."""
-        meta = self.node.meta
-        assert isinstance(meta, ArrayMeta)
-        return meta
 
     def example_ndim(self, position: int) -> int:
         """The number of dims input `position` has in one example."""
         value = self.node.inputs[position]
         meta = value.meta if isinstance(value, Node) else None
         return meta.ndim if isinstance(meta, ArrayMeta) else 0
-
-    def call(self, op_name: str, *inputs: Any, **params: Any) -> Node:
-        """Add a node applying the op called `op_name` (see `Graph.call`)."""
-        return self.graph.call(get_op(op_name), *inputs, **params)
 
     def same(self, *inputs: Any, **params: Any) -> Node:
         """The node's own op on new inputs, its params updated by `params`."""
@@ -94,47 +80,8 @@ class BatchContext:
 
 BatchRule = Callable[[BatchContext], Node | None]
 
-# NOTE: the table of batching rules keyed by op (ops hash by identity); insertion-ordered.
-_BATCH_RULES: dict[Op, BatchRule] = {}
 
-
-def register_batch_rule(*ops: Op) -> Callable[[BatchRule], BatchRule]:
-    """Register the decorated function as the batching rule of each op in `ops`. A rule may
-    return None to take the fallback (`loop_batch_rule`) for a node it does not handle.
-
-    >>> @register_batch_rule(get_op("negative"))  # doctest: +SKIP
-    ... def _negative_batch(ctx): ...
-    """
-
-    def decorate(rule: BatchRule) -> BatchRule:
-        for op in ops:
-            _BATCH_RULES[op] = rule
-        return rule
-
-    return decorate
-
-
-def get_batch_rule(op: Op) -> BatchRule | None:
-    """The batching rule of `op`, or None (then `loop_batch_rule` applies).
-
-    >>> get_batch_rule(get_op("matmul")) is not None
-    True
-    """
-    _ensure_rules()
-    return _BATCH_RULES.get(op)
-
-
-def batch_rule_ops() -> list[Op]:
-    """The ops that have a batching rule, in registration order.
-
-    >>> get_op("sum") in batch_rule_ops()
-    True
-    """
-    _ensure_rules()
-    return list(_BATCH_RULES)
-
-
-def _ensure_rules() -> None:
+def _load_rules() -> None:
     # Late import: the rule modules import this module to register themselves.
     from . import (  # noqa: F401
         batching_linalg,
@@ -142,6 +89,15 @@ def _ensure_rules() -> None:
         batching_reduction,
         batching_view,
     )
+
+
+# NOTE: the table of batching rules. A rule may return None to take the fallback
+# (`loop_batch_rule`) for a node it does not handle; an op without a rule always takes it.
+BATCH_RULES: RuleTable[BatchRule] = RuleTable("batching", load=_load_rules)
+
+register_batch_rule = BATCH_RULES.register
+get_batch_rule = BATCH_RULES.get
+batch_rule_ops = BATCH_RULES.ops
 
 
 def loop_batch_rule(ctx: BatchContext) -> Node:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from numpile_capture import Node, get_op
 
 from .jvp_table import JvpContext, register_jvp
-from .vjp_pointwise import _DERIVATIVES, Derivative
+from .vjp_pointwise import _DERIVATIVES, PIECEWISE_CONSTANT, Derivative
 from .vjp_table import VjpContext
 
 
@@ -39,18 +39,7 @@ for _name, _derivative in _DERIVATIVES.items():
     register_jvp(get_op(_name))(_derivative_rule(_derivative))
 
 
-@register_jvp(
-    get_op("sign"),
-    get_op("floor"),
-    get_op("ceil"),
-    get_op("trunc"),
-    get_op("rint"),
-    get_op("round"),
-    get_op("spacing"),
-    get_op("heaviside"),
-    get_op("floor_divide"),
-    get_op("nextafter"),
-)
+@register_jvp(*(get_op(name) for name in PIECEWISE_CONSTANT))
 def _zero_jvp(ctx: JvpContext) -> Node | None:
     # Piecewise constant: the derivative is zero wherever it exists.
     return None

@@ -25,12 +25,14 @@ from typing import Any
 import attrs
 import numpy as np
 
-from numpile_capture import ArrayMeta, Graph, Node, Op, get_op
+from numpile_capture import ArrayMeta, Graph, Node, get_op
 
 from .joint import append_backward, input_cotangent
+from .rule_table import RuleContext, RuleTable
 from .vjp_table import VjpContext, differentiable, fit_cotangent, get_vjp, missing_rule_error
 
 __all__ = [
+    "JVP_RULES",
     "JvpContext",
     "JvpRule",
     "fit_tangent",
@@ -43,38 +45,22 @@ __all__ = [
 
 
 @attrs.frozen(eq=False)
-class JvpContext:
+class JvpContext(RuleContext):
     """What a JVP rule sees: the graph it adds tangent nodes to, the node, its input tangents.
 
     `tangents[i]` is the tangent of input `i`: a node shaped like that input, or None
     when it is zero (a constant, an integer input, a value no differentiated input reaches).
     """
 
-    graph: Graph
-    node: Node
     tangents: tuple[Node | None, ...]
 
     @property
     def inputs(self) -> tuple[Any, ...]:
         return self.node.inputs
 
-    @property
-    def params(self) -> dict[str, Any]:
-        return self.node.kwargs
-
-    @property
-    def meta(self) -> ArrayMeta:
-        meta = self.node.meta
-        assert isinstance(meta, ArrayMeta)
-        return meta
-
     def tangent(self, position: int) -> Node | None:
         """The tangent of input `position` (None when zero)."""
         return self.tangents[position] if position < len(self.tangents) else None
-
-    def call(self, op_name: str, *inputs: Any, **params: Any) -> Node:
-        """Add a node applying the op called `op_name` (see `Graph.call`)."""
-        return self.graph.call(get_op(op_name), *inputs, **params)
 
     def same(self, *inputs: Any) -> Node:
         """The node's own op applied to other inputs, with the node's params (linear ops)."""
@@ -94,62 +80,19 @@ class JvpContext:
 
 JvpRule = Callable[[JvpContext], Node | None]
 
-# NOTE: the table of JVP rules keyed by op (ops hash by identity); insertion-ordered.
-_JVP_RULES: dict[Op, JvpRule] = {}
 
-
-# NOTE: JVP rules of the ops of user functions (custom_vjp / custom_jvp), kept apart from
-# the op set's table so that `jvp_ops()` lists the op set's rules only.
-_FUNCTION_JVP_RULES: dict[Op, JvpRule] = {}
-
-
-def register_function_jvp(op: Op, rule: JvpRule) -> None:
-    """Set the JVP rule of the opaque op of a user function (see `custom_rule`).
-
-    >>> register_function_jvp(allowed_op(f), rule)  # doctest: +SKIP
-    """
-    _FUNCTION_JVP_RULES[op] = rule
-
-
-def register_jvp(*ops: Op) -> Callable[[JvpRule], JvpRule]:
-    """Register the decorated function as the JVP rule of each op in `ops`.
-
-    >>> @register_jvp(get_op("negative"))  # doctest: +SKIP
-    ... def _negative_jvp(ctx): ...
-    """
-
-    def decorate(rule: JvpRule) -> JvpRule:
-        for op in ops:
-            _JVP_RULES[op] = rule
-        return rule
-
-    return decorate
-
-
-def get_jvp(op: Op) -> JvpRule | None:
-    """The direct JVP rule of `op`, or None (then `transposed_vjp_jvp` applies).
-
-    >>> get_jvp(get_op("tanh")) is not None
-    True
-    """
-    _ensure_rules()
-    found = _JVP_RULES.get(op)
-    return found if found is not None else _FUNCTION_JVP_RULES.get(op)
-
-
-def jvp_ops() -> list[Op]:
-    """The ops that have a direct JVP rule, in registration order.
-
-    >>> get_op("matmul") in jvp_ops()
-    True
-    """
-    _ensure_rules()
-    return list(_JVP_RULES)
-
-
-def _ensure_rules() -> None:
+def _load_rules() -> None:
     # Late import: the rule modules import this module to register themselves.
     from . import jvp_linear, jvp_pointwise  # noqa: F401
+
+
+# NOTE: the table of direct JVP rules; an op without one gets `transposed_vjp_jvp`.
+JVP_RULES: RuleTable[JvpRule] = RuleTable("JVP", load=_load_rules)
+
+register_jvp = JVP_RULES.register
+register_function_jvp = JVP_RULES.register_function
+get_jvp = JVP_RULES.get
+jvp_ops = JVP_RULES.ops
 
 
 def fit_tangent(graph: Graph, tangent: Node, meta: ArrayMeta) -> Node:

@@ -76,18 +76,22 @@ for _name, _derivative in _DERIVATIVES.items():
     register_vjp(get_op(_name))(_derivative_rule(_derivative))
 
 
-@register_vjp(
-    get_op("sign"),
-    get_op("floor"),
-    get_op("ceil"),
-    get_op("trunc"),
-    get_op("rint"),
-    get_op("round"),
-    get_op("spacing"),
-    get_op("heaviside"),
-    get_op("floor_divide"),
-    get_op("nextafter"),
+# NOTE: ops whose derivative is zero wherever it exists (both modes' rules say so).
+PIECEWISE_CONSTANT: tuple[str, ...] = (
+    "sign",
+    "floor",
+    "ceil",
+    "trunc",
+    "rint",
+    "round",
+    "spacing",
+    "heaviside",
+    "floor_divide",
+    "nextafter",
 )
+
+
+@register_vjp(*(get_op(name) for name in PIECEWISE_CONSTANT))
 def _zero_vjp(ctx: VjpContext) -> Sequence[Node | None]:
     # Piecewise constant: the derivative is zero wherever it exists.
     return [None] * len(ctx.inputs)

@@ -15,9 +15,14 @@ conjugation). Holomorphic ops give `ct * f'(z)`; `conjugate` gives
 `df/dx - i df/dy`, so `grad(lambda z: abs(z) ** 2)(z) == 2 * conj(z)`.
 A real input whose cotangent came out complex keeps its real part.
 
+The table is `VJP_RULES` (a `RuleTable`); `register_vjp`, `get_vjp`, `vjp_ops` and
+`register_function_vjp` are its methods.
+
     >>> @register_vjp(get_op("negative"))
     ... def _negative_vjp(ctx):
     ...     return [ctx.call("negative", ctx.cotangent)]  # doctest: +SKIP
+    >>> get_vjp(get_op("sin")) is not None, get_op("matmul") in vjp_ops()
+    (True, True)
 """
 
 from __future__ import annotations
@@ -28,9 +33,12 @@ from typing import Any
 import attrs
 import numpy as np
 
-from numpile_capture import ArrayMeta, Graph, Node, Op, get_op
+from numpile_capture import ArrayMeta, Graph, Node, get_op
+
+from .rule_table import RuleContext, RuleTable
 
 __all__ = [
+    "VJP_RULES",
     "VjpContext",
     "VjpRule",
     "differentiable",
@@ -44,15 +52,13 @@ __all__ = [
 
 
 @attrs.frozen(eq=False)
-class VjpContext:
+class VjpContext(RuleContext):
     """What a VJP rule sees: the graph it adds backward nodes to, the node, its cotangent.
 
     `wants(i)` says whether input `i` needs a cotangent at all (a rule may skip
     building nodes for the others).
     """
 
-    graph: Graph
-    node: Node
     cotangent: Node
     wanted: tuple[bool, ...]
 
@@ -60,22 +66,8 @@ class VjpContext:
     def inputs(self) -> tuple[Any, ...]:
         return self.node.inputs
 
-    @property
-    def params(self) -> dict[str, Any]:
-        return self.node.kwargs
-
-    @property
-    def meta(self) -> ArrayMeta:
-        meta = self.node.meta
-        assert isinstance(meta, ArrayMeta)
-        return meta
-
     def wants(self, position: int) -> bool:
         return position < len(self.wanted) and self.wanted[position]
-
-    def call(self, op_name: str, *inputs: Any, **params: Any) -> Node:
-        """Add a node applying the op called `op_name` (see `Graph.call`)."""
-        return self.graph.call(get_op(op_name), *inputs, **params)
 
     def input_meta(self, position: int) -> ArrayMeta:
         value = self.node.inputs[position]
@@ -89,57 +81,27 @@ class VjpContext:
 
 VjpRule = Callable[[VjpContext], Sequence[Node | None]]
 
-# NOTE: the table of VJP rules keyed by op (ops hash by identity); insertion-ordered.
-_VJP_RULES: dict[Op, VjpRule] = {}
+
+def _load_rules() -> None:
+    # Late import: the rule modules import this module to register themselves.
+    from . import (  # noqa: F401
+        vjp_indexing,
+        vjp_join,
+        vjp_linalg,
+        vjp_ordering,
+        vjp_pointwise,
+        vjp_reduction,
+        vjp_view,
+    )
 
 
-# NOTE: VJP rules of the ops of user functions (custom_vjp / custom_jvp), kept apart from
-# the op set's table so that `vjp_ops()` lists the op set's rules only.
-_FUNCTION_VJP_RULES: dict[Op, VjpRule] = {}
+# NOTE: the table of VJP rules; `vjp_ops()` lists the op set's, not user functions'.
+VJP_RULES: RuleTable[VjpRule] = RuleTable("VJP", load=_load_rules)
 
-
-def register_function_vjp(op: Op, rule: VjpRule) -> None:
-    """Set the VJP rule of the opaque op of a user function (see `custom_rule`).
-
-    >>> register_function_vjp(allowed_op(f), rule)  # doctest: +SKIP
-    """
-    _FUNCTION_VJP_RULES[op] = rule
-
-
-def register_vjp(*ops: Op) -> Callable[[VjpRule], VjpRule]:
-    """Register the decorated function as the VJP rule of each op in `ops`.
-
-    >>> @register_vjp(get_op("sin"))  # doctest: +SKIP
-    ... def _sin_vjp(ctx): ...
-    """
-
-    def decorate(rule: VjpRule) -> VjpRule:
-        for op in ops:
-            _VJP_RULES[op] = rule
-        return rule
-
-    return decorate
-
-
-def get_vjp(op: Op) -> VjpRule | None:
-    """The VJP rule of `op`, or None if it has none.
-
-    >>> get_vjp(get_op("sin")) is not None
-    True
-    """
-    _ensure_rules()
-    found = _VJP_RULES.get(op)
-    return found if found is not None else _FUNCTION_VJP_RULES.get(op)
-
-
-def vjp_ops() -> list[Op]:
-    """The ops that have a VJP rule, in registration order.
-
-    >>> get_op("matmul") in vjp_ops()
-    True
-    """
-    _ensure_rules()
-    return list(_VJP_RULES)
+register_vjp = VJP_RULES.register
+register_function_vjp = VJP_RULES.register_function
+get_vjp = VJP_RULES.get
+vjp_ops = VJP_RULES.ops
 
 
 def missing_rule_error(node: Node, mode: str) -> NotImplementedError:
@@ -161,19 +123,6 @@ def missing_rule_error(node: Node, mode: str) -> NotImplementedError:
     return NotImplementedError(
         f"no {table} rule for op {op.name!r} (in `{node.format()}`); "
         f"it cannot be differentiated in {mode} mode yet"
-    )
-
-
-def _ensure_rules() -> None:
-    # Late import: the rule modules import this module to register themselves.
-    from . import (  # noqa: F401
-        vjp_indexing,
-        vjp_join,
-        vjp_linalg,
-        vjp_ordering,
-        vjp_pointwise,
-        vjp_reduction,
-        vjp_view,
     )
 
 

@@ -64,6 +64,11 @@ InAxes = Any
 """An int, None, or a tuple/list with an entry per argument: an int, None or a prefix tree."""
 
 
+_UNBATCHED = (
+    "vmap out_axes is None for an output that depends on the batched arguments: give it an axis"
+)
+
+
 def _axes_per_argument(in_axes: InAxes, count: int) -> tuple[Any, ...]:
     if type(in_axes) not in (tuple, list):
         return (in_axes,) * count
@@ -78,7 +83,10 @@ def _leaf_axes(prefix: Any, tree: Any, broadcast: Callable[[Any, Any], list[Any]
     try:
         axes = broadcast(prefix, tree)
     except ValueError as error:
-        raise ValueError(f"vmap axes {prefix!r} do not match the tree {tree!r}") from error
+        raise ValueError(
+            f"vmap axes {prefix!r} do not match the structure of the value: give an int, "
+            "None, or a prefix of its tree"
+        ) from error
     for axis in axes:
         if axis is not None and not isinstance(axis, int):
             raise ValueError(f"vmap axes must be ints or None, got {axis!r}")
@@ -163,10 +171,15 @@ def _expand(fn: Any, in_axes: InAxes, out_axes: Any, call: TransformCall) -> Any
             results.append(leaf)
             continue
         value = values.get(leaf, leaf)
+        if axis is None:
+            if leaf in carried:
+                raise ValueError(_UNBATCHED)
+            results.append(leaf)
+            continue
         if leaf not in carried:
             meta = leaf.meta
             value = graph.call(get_op("broadcast_to"), value, shape=(size, *meta.shape))
-        results.append(value if axis is None else _moved_from_front(graph, value, axis))
+        results.append(_moved_from_front(graph, value, axis))
     _drop_example(graph, [*batched, *(node for node in region if node in carried)])
     return tree_unflatten(spec, results)
 
@@ -221,12 +234,16 @@ def _loop(fn: Callable[..., Any], in_axes: InAxes, out_axes: Any) -> Callable[..
         first_leaves, spec = user_tree_flatten(outputs[0])
         out_leaf_axes = _leaf_axes(out_axes, outputs[0], user_broadcast_prefix)
         per_example = [user_tree_flatten(out)[0] for out in outputs]
-        stacked = [
-            np.asarray(first_leaves[i])
-            if axis is None
-            else np.stack([np.asarray(leaves[i]) for leaves in per_example], axis=axis)
-            for i, axis in enumerate(out_leaf_axes)
-        ]
+        stacked = []
+        for i, axis in enumerate(out_leaf_axes):
+            values = [np.asarray(leaves[i]) for leaves in per_example]
+            if axis is not None:
+                stacked.append(np.stack(values, axis=axis))
+            elif all(np.array_equal(v, values[0], equal_nan=True) for v in values):
+                stacked.append(np.asarray(first_leaves[i]))
+            else:
+                raise ValueError(_UNBATCHED)
+
         return user_tree_unflatten(spec, stacked)
 
     return run

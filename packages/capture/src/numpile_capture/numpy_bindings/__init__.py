@@ -103,8 +103,8 @@ from ._pointwise import (
 )
 from ._reduction import (
     REDUCTION_SIGNATURES,
-    bind_max_like,
     bind_scan,
+    reduction_binding,
 )
 from ._view import (
     bind_atleast_1d,
@@ -150,10 +150,10 @@ def _build_functions() -> dict[int, tuple[object, Binding]]:
     for name in (*UFUNC_NAMES, "divmod", "matmul"):
         ufunc = getattr(np, name)
         entries.append((ufunc, ufunc_binding(ufunc)))
-    for name, signature in REDUCTION_SIGNATURES.items():
-        entries.append((getattr(np, name), Binding(f"numpy.{name}", signature(name))))
-    entries += [(np.amax, Binding("numpy.amax", bind_max_like("max")))]
-    entries += [(np.amin, Binding("numpy.amin", bind_max_like("min")))]
+    for name in REDUCTION_SIGNATURES:
+        entries.append((getattr(np, name), Binding(f"numpy.{name}", reduction_binding(name))))
+    entries += [(np.amax, Binding("numpy.amax", reduction_binding("max")))]
+    entries += [(np.amin, Binding("numpy.amin", reduction_binding("min")))]
     for name in ("cumsum", "cumprod", "nancumsum", "nancumprod"):
         entries.append((getattr(np, name), Binding(f"numpy.{name}", bind_scan(name))))
     for name in ("zeros", "ones", "empty"):
@@ -247,7 +247,7 @@ def _build_methods() -> dict[str, Binding]:
         "var",
         "std",
     ):
-        table[name] = _method(name, REDUCTION_SIGNATURES[name](name))
+        table[name] = _method(name, reduction_binding(name))
     for name in ("cumsum", "cumprod"):
         table[name] = _method(name, bind_scan(name))
     table.update(

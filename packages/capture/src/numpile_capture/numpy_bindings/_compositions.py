@@ -28,7 +28,7 @@ from ._arguments import (
 )
 from ._outputs import out_target, write_ufunc_out
 from ._pointwise import emit_astype
-from ._reduction import bind_max_like, bind_scan, emit_reduction, reduction_binding
+from ._reduction import bind_scan, emit_reduction, reduction_binding
 from ._view import emit_reshape
 
 # --- reductions built from others ----------------------------------------------------------
@@ -37,8 +37,8 @@ from ._view import emit_reshape
 def bind_ptp(
     graph: Graph, a: Any, axis: Any = None, out: Any = None, keepdims: Any = NO_VALUE
 ) -> Any:
-    high = bind_max_like("max")(graph, a, axis, None, keepdims)
-    low = bind_max_like("min")(graph, a, axis, None, keepdims)
+    high = reduction_binding("max")(graph, a, axis, None, keepdims)
+    low = reduction_binding("min")(graph, a, axis, None, keepdims)
     result = emit(graph, "subtract", high, low)
     target = out_target(out)
     if target is None:

@@ -5,6 +5,7 @@ axis, keepdims, dtype, ddof and out= arguments, and the scans (cumsum, cumprod).
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -89,144 +90,100 @@ def emit_reduction(
     )
 
 
-def reduction_binding(name: str) -> Callable[..., Any]:
-    """The apply function of NumPy's reduction `name` (np.sum, np.max, ...)."""
-    return REDUCTION_SIGNATURES[name](name)
+def _signature(*names: str) -> inspect.Signature:
+    # NumPy's parameters after `a`, in its order; those after "*" are keyword-only.
+    star = names.index("*") if "*" in names else len(names)
+    parameters = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD
+            if position < star
+            else inspect.Parameter.KEYWORD_ONLY,
+            default=_DEFAULTS.get(name, NO_VALUE),
+        )
+        for position, name in enumerate(names)
+        if name != "*"
+    ]
+    return inspect.Signature(parameters)
 
 
-def _check_reduction_args(name: str, out: Any, where: Any = NO_VALUE) -> None:
-    unsupported_if(out is not None, f"np.{name} with out=")
-    unsupported_if(where is not NO_VALUE and where is not True, f"np.{name} with where=")
+_DEFAULTS: dict[str, Any] = {"axis": None, "dtype": None, "out": None, "ddof": 0}
+_SUM = _signature("axis", "dtype", "out", "keepdims", "initial", "where")
+_MAX = _signature("axis", "out", "keepdims", "initial", "where")
+_ARGMAX = _signature("axis", "out", "*", "keepdims")
+_MEAN = _signature("axis", "dtype", "out", "keepdims", "*", "where")
+_ANY = _signature("axis", "out", "keepdims", "*", "where")
+_VAR = _signature("axis", "dtype", "out", "ddof", "keepdims", "*", "where", "mean", "correction")
 
-
-def _sum_like(name: str) -> Callable[..., Any]:
-    def apply(
-        graph: Graph,
-        a: Any,
-        axis: Any = None,
-        dtype: Any = None,
-        out: Any = None,
-        keepdims: Any = NO_VALUE,
-        initial: Any = NO_VALUE,
-        where: Any = NO_VALUE,
-    ) -> Node:
-        _check_reduction_args(name, None, where)
-        return emit_reduction(graph, name, a, axis, keepdims, dtype, initial=initial, out=out)
-
-    return apply
-
-
-def bind_max_like(name: str) -> Callable[..., Any]:
-    def apply(
-        graph: Graph,
-        a: Any,
-        axis: Any = None,
-        out: Any = None,
-        keepdims: Any = NO_VALUE,
-        initial: Any = NO_VALUE,
-        where: Any = NO_VALUE,
-    ) -> Node:
-        _check_reduction_args(name, None, where)
-        return emit_reduction(graph, name, a, axis, keepdims, initial=initial, out=out)
-
-    return apply
-
-
-def _arg_like(name: str) -> Callable[..., Any]:
-    def apply(
-        graph: Graph, a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = NO_VALUE
-    ) -> Node:
-        _check_reduction_args(name, out)
-        return emit_reduction(graph, name, a, axis, keepdims)
-
-    return apply
-
-
-def _mean_like(name: str) -> Callable[..., Any]:
-    def apply(
-        graph: Graph,
-        a: Any,
-        axis: Any = None,
-        dtype: Any = None,
-        out: Any = None,
-        keepdims: Any = NO_VALUE,
-        *,
-        where: Any = NO_VALUE,
-    ) -> Node:
-        _check_reduction_args(name, out, where=where)
-        return emit_reduction(graph, name, a, axis, keepdims, dtype)
-
-    return apply
-
-
-def _var_like(name: str) -> Callable[..., Any]:
-    def apply(
-        graph: Graph,
-        a: Any,
-        axis: Any = None,
-        dtype: Any = None,
-        out: Any = None,
-        ddof: Any = 0,
-        keepdims: Any = NO_VALUE,
-        *,
-        where: Any = NO_VALUE,
-        mean: Any = NO_VALUE,
-        correction: Any = NO_VALUE,
-    ) -> Node:
-        _check_reduction_args(name, out, where=where)
-        unsupported_if(mean is not NO_VALUE, f"np.{name} with mean=")
-        if correction is not NO_VALUE:
-            if ddof != 0:
-                raise ValueError("ddof and correction can't be provided simultaneously.")
-            ddof = correction
-        return emit_reduction(graph, name, a, axis, keepdims, dtype, ddof)
-
-    return apply
-
-
-# NOTE: which signature each reduction has; ndarray methods share them.
-REDUCTION_SIGNATURES: dict[str, Callable[[str], Callable[..., Any]]] = {
-    "sum": _sum_like,
-    "prod": _sum_like,
-    "max": bind_max_like,
-    "min": bind_max_like,
-    "argmax": _arg_like,
-    "argmin": _arg_like,
-    "any": _mean_like,
-    "all": _mean_like,
-    "mean": _mean_like,
-    "var": _var_like,
-    "std": _var_like,
-    "nansum": _sum_like,
-    "nanprod": _sum_like,
-    "nanmax": bind_max_like,
-    "nanmin": bind_max_like,
-    "nanargmax": _arg_like,
-    "nanargmin": _arg_like,
-    "nanmean": _mean_like,
-    "nanvar": _var_like,
-    "nanstd": _var_like,
+# NOTE: the arguments each reduction takes after the array, as NumPy's function does;
+# ndarray methods take the same.
+REDUCTION_SIGNATURES: dict[str, inspect.Signature] = {
+    "sum": _SUM,
+    "prod": _SUM,
+    "max": _MAX,
+    "min": _MAX,
+    "argmax": _ARGMAX,
+    "argmin": _ARGMAX,
+    "any": _ANY,
+    "all": _ANY,
+    "mean": _MEAN,
+    "var": _VAR,
+    "std": _VAR,
+    "nansum": _SUM,
+    "nanprod": _SUM,
+    "nanmax": _MAX,
+    "nanmin": _MAX,
+    "nanargmax": _ARGMAX,
+    "nanargmin": _ARGMAX,
+    "nanmean": _MEAN,
+    "nanvar": _VAR,
+    "nanstd": _VAR,
 }
 
+# NOTE: the reductions whose out= is captured (a copy into out); the others break the graph.
+_WRITES_OUT = frozenset(("sum", "prod", "max", "min", "nansum", "nanprod", "nanmax", "nanmin"))
 
-def _any_all(name: str) -> Callable[..., Any]:
-    def apply(
-        graph: Graph,
-        a: Any,
-        axis: Any = None,
-        out: Any = None,
-        keepdims: Any = NO_VALUE,
-        *,
-        where: Any = NO_VALUE,
-    ) -> Node:
-        _check_reduction_args(name, out, where=where)
-        return emit_reduction(graph, name, a, axis, keepdims)
+
+def reduction_binding(name: str) -> Callable[..., Any]:
+    """The apply function of NumPy's reduction `name` (np.sum, np.max, ...): it takes the
+    arguments `REDUCTION_SIGNATURES[name]` names after the array.
+
+    >>> from numpile_capture.meta import ArrayMeta
+    >>> graph = Graph()
+    >>> x = graph.placeholder("x", ArrayMeta((2, 3), "float64"))
+    >>> print(reduction_binding("var")(graph, x, 1, correction=1).meta)
+    float64[2]
+    """
+    signature = REDUCTION_SIGNATURES[name]
+    writes_out = name in _WRITES_OUT
+
+    def apply(graph: Graph, a: Any, *args: Any, **kwargs: Any) -> Node:
+        given = signature.bind(*args, **kwargs)
+        given.apply_defaults()
+        arguments = given.arguments
+        out = arguments.get("out")
+        where = arguments.get("where", NO_VALUE)
+        unsupported_if(out is not None and not writes_out, f"np.{name} with out=")
+        unsupported_if(where is not NO_VALUE and where is not True, f"np.{name} with where=")
+        unsupported_if(arguments.get("mean", NO_VALUE) is not NO_VALUE, f"np.{name} with mean=")
+        ddof = arguments.get("ddof", 0)
+        if arguments.get("correction", NO_VALUE) is not NO_VALUE:
+            if ddof != 0:
+                raise ValueError("ddof and correction can't be provided simultaneously.")
+            ddof = arguments["correction"]
+        return emit_reduction(
+            graph,
+            name,
+            a,
+            arguments["axis"],
+            arguments["keepdims"],
+            arguments.get("dtype"),
+            ddof,
+            initial=arguments.get("initial", NO_VALUE),
+            out=out,
+        )
 
     return apply
-
-
-REDUCTION_SIGNATURES["any"] = _any_all
-REDUCTION_SIGNATURES["all"] = _any_all
 
 
 def bind_scan(name: str) -> Callable[..., Any]:
