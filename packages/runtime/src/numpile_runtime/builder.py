@@ -37,7 +37,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 import types
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,6 +45,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from .code_cache import CodeCache, cache_key, default_cache
+from .locks import new_lock
 from .metrics import count, timed
 from .progress import build_done, builds_started
 from .toolchain import CompilerNotFoundError, Toolchain, find_toolchain
@@ -231,7 +231,7 @@ def build_many(jobs: Sequence[BuildJob]) -> list[types.ModuleType | ctypes.CDLL]
 # NOTE: the process-private folder builds go to when the code cache fails (a full disk, an
 # unreadable or read-only folder): compiling without the cache, never an error.
 _SCRATCH: list[CodeCache] = []
-_SCRATCH_LOCK = threading.Lock()
+_SCRATCH_LOCK = new_lock()
 
 
 def _scratch() -> CodeCache:
@@ -335,7 +335,7 @@ def load_library(path: str | os.PathLike[str]) -> ctypes.CDLL:
 # NOTE: process-wide memo of loaded modules and libraries by cache key. A shared
 # object cannot be unloaded safely, so entries live as long as the process.
 _LOADED: dict[str, types.ModuleType | ctypes.CDLL] = {}
-_LOADED_LOCK = threading.Lock()
+_LOADED_LOCK = new_lock()
 
 
 # NOTE: process-wide memo of build plans, so that asking again for a loaded
@@ -509,7 +509,7 @@ def _runtime_fingerprint() -> str:
 # NOTE: the process-wide compile pool, created on first parallel build and
 # dropped in forked children (its threads do not survive a fork).
 _EXECUTOR: concurrent.futures.ThreadPoolExecutor | None = None
-_EXECUTOR_LOCK = threading.Lock()
+_EXECUTOR_LOCK = new_lock()
 
 
 def _executor() -> concurrent.futures.ThreadPoolExecutor:
@@ -528,7 +528,7 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
 def _forget_executor() -> None:
     global _EXECUTOR, _EXECUTOR_LOCK
     _EXECUTOR = None
-    _EXECUTOR_LOCK = threading.Lock()
+    _EXECUTOR_LOCK = new_lock()
 
 
 if hasattr(os, "register_at_fork"):

@@ -48,7 +48,6 @@ import re
 import shutil
 import stat
 import tempfile
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -59,6 +58,7 @@ import attrs
 import platformdirs
 
 from .cache_eviction import SweepResult, sweep, usage
+from .locks import new_lock
 from .metrics import count
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class CodeCache:
         self.max_bytes = _max_bytes_from_env() if max_bytes is None else max_bytes
         # NOTE: whether this process compared the cache's VERSION with its own yet.
         self._checked_versions = False
-        self._sweep_lock = threading.Lock()
+        self._sweep_lock = new_lock()
 
     def __repr__(self) -> str:
         return f"CodeCache({str(self._root)!r})"
@@ -600,7 +600,7 @@ def _usable_root(root: Path) -> tuple[Path, bool]:
 # NOTE: the process-wide cache, created on first use so that NUMPILE_CACHE_DIR
 # is read then, not at import.
 _DEFAULT: CodeCache | None = None
-_DEFAULT_LOCK = threading.Lock()
+_DEFAULT_LOCK = new_lock()
 
 
 def default_cache() -> CodeCache:
