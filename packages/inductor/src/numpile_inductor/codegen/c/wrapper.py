@@ -461,7 +461,9 @@ class _Emitter:
             args.append(f"({ct} *)PyArray_DATA({array})")
             args.append(f"{name}_st")
         args += list(sig.scalars)
-        self.lines.append(f"    np_fp |= {step.name}({', '.join(args)});")
+        call = f"np_fp |= {step.name}({', '.join(args)});"
+        work = [self.c_dim(size) for size in step.ranges + step.reduction_ranges]
+        self.lines += released_gil_call(call, work)
 
     def _emit_extern(self, step: ExternCall) -> None:
         index = len(self.externs)
@@ -611,6 +613,53 @@ BLAS_OPS = frozenset(
     {"matmul", "matmul_", "dot", "vdot", "inner", "tensordot", "einsum", "inv", "solve", "det"}
 )
 AFTER_BLAS_PARALLEL_THRESHOLD = 1 << 22
+
+
+# NOTE: kernels of at least this many iterations run without the GIL (they touch no Python
+# object), so other threads run meanwhile; smaller ones keep it, as NumPy's ufunc loops do
+# below their threshold: handing the GIL over costs a switch interval when others wait.
+GIL_RELEASE_WORK = 16384
+
+
+def released_gil_call(call: str, work: list[str]) -> list[str]:
+    """The C lines of a kernel `call` of `work` iterations (the product of `work`): without
+    the GIL when it is long, then a check for pending signals (Ctrl-C interrupts the graph
+    between kernels, before any output is visible: the call fails and drops them).
+
+    >>> released_gil_call("f();", ["4"])
+    ['    f();']
+    >>> print("\\n".join(released_gil_call("f();", ["n0", "n1"])))
+        {
+            const int64_t np_work = (int64_t)(n0) * (int64_t)(n1);
+            PyThreadState *np_save = np_work >= 16384 ? PyEval_SaveThread() : NULL;
+            f();
+            if (np_save != NULL) {
+                PyEval_RestoreThread(np_save);
+                if (PyErr_CheckSignals() < 0) { goto fail; }
+            }
+        }
+    """
+    constant = 1
+    for size in work:
+        if not size.lstrip("-").isdigit():
+            break
+        constant *= int(size)
+    else:
+        if constant < GIL_RELEASE_WORK:
+            return [f"    {call}"]
+    product = " * ".join(f"(int64_t)({size})" for size in work) or "1"
+    return [
+        "    {",
+        f"        const int64_t np_work = {product};",
+        f"        PyThreadState *np_save = np_work >= {GIL_RELEASE_WORK} ? "
+        "PyEval_SaveThread() : NULL;",
+        f"        {call}",
+        "        if (np_save != NULL) {",
+        "            PyEval_RestoreThread(np_save);",
+        "            if (PyErr_CheckSignals() < 0) { goto fail; }",
+        "        }",
+        "    }",
+    ]
 
 
 def _kernels_after_blas(sched: Schedule) -> set[str]:
