@@ -3,10 +3,10 @@
 `run_stress(seconds, threads=8, seed=0)` makes 200 distinct functions (ten program templates,
 twenty constants each: 200 code objects), then runs `threads` threads that each, until the
 deadline, pick a random function and a random shape, call the compiled function and compare its
-result with the eager one. It returns a summary; `failures` lists every mismatch, exception or
-thread that did not finish, and every warning numpile logged. `test_stress.py` runs it in the test process and in 4 processes at
-once (`python stress.py SECONDS THREADS SEED` prints the summary as JSON), all sharing one fresh
-code cache.
+result with the eager one. It returns a summary; `failures` lists every mismatch, exception,
+thread that did not finish and warning numpile logged. `test_stress.py` runs it in the test
+process and in 4 processes at once (`python stress.py SECONDS THREADS SEED` prints the summary
+as JSON), all sharing one fresh code cache.
 
     >>> run_stress(0.0, threads=1)["failures"]  # doctest: +SKIP
     []
