@@ -33,12 +33,13 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -443,6 +444,7 @@ def _compile(plan: _Plan, cache: CodeCache) -> Path:
                     text=True,
                     timeout=_COMPILE_TIMEOUT_S,
                     check=False,
+                    preexec_fn=_die_with_parent(),
                 )
         except BaseException:
             output.unlink(missing_ok=True)
@@ -473,6 +475,25 @@ def _build_error(
         f"  compiler output:\n{indented}"
     )
     return BuildError(message, source_path=str(source_path), command=command, stderr=done.stderr)
+
+
+@functools.cache
+def _die_with_parent() -> Callable[[], None] | None:
+    # Linux: the compiler gets SIGKILL when the thread that started it dies (a killed Python
+    # process leaves no orphaned compiler). Resolved here, so the child only makes the call.
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+    sigkill = int(signal.SIGKILL)
+
+    def set_death_signal() -> None:
+        prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)
+
+    return set_death_signal
 
 
 @functools.cache
