@@ -127,6 +127,10 @@ _RESET_LOCK = new_rlock()
 # What a miss hands back to run once the compile lock is released.
 Run: TypeAlias = Callable[[], Any]
 
+# NOTE: `resume_code.TailCall`, set by the first graph break compiled (a late import: the
+# bytecode machinery costs import time); entries with a `tail` exist only after it.
+_TailCall: Any = None
+
 _capture_state = threading.local()
 
 
@@ -270,7 +274,13 @@ class CompiledFunction:
         tag, backend_fn, backend_kwargs = self._backend_for(stance)
         entry = cache.lookup(L, G, fn, tag, skip_guards_unsafe=stance.skip_guard_eval_unsafe)
         if entry is not None:
-            return entry.compiled(*entry.fetch(L, G, fn))
+            tail = entry.tail
+            if tail is None:
+                return entry.compiled(*entry.fetch(L, G, fn))
+            result = tail(*entry.fetch(L, G, fn))
+            while type(result) is _TailCall:
+                result = result.run()
+            return result
         if compiling_in_this_thread():
             # A signal handler (or a hook) calling in while this thread compiles: eager, as
             # a compile cannot nest inside a toolchain probe or a half-done import.
@@ -306,9 +316,8 @@ class CompiledFunction:
                     run = self._miss(cache, stance, L, args, {}, tag, backend_fn, backend_kwargs)
             if entry is None:
                 return run()
-        run_tail = getattr(entry.compiled, "run_tail", None)
-        fetched = entry.fetch(L, fn.__globals__, fn)
-        return entry.compiled(*fetched) if run_tail is None else run_tail(*fetched)
+        run_tail = entry.compiled if entry.tail is None else entry.tail
+        return run_tail(*entry.fetch(L, fn.__globals__, fn))
 
     def _run_eagerly(self, stance: Stance, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if stance.name == "eager_on_recompile":
@@ -492,6 +501,10 @@ class CompiledFunction:
     ) -> Run:
         # Late import, as in _capture_with_breaks.
         from .graph_breaks import BreakRunner
+        from .resume_code import TailCall
+
+        global _TailCall
+        _TailCall = TailCall
 
         fn = self._fn
         fetch = compile_fetch(result.fetch_sources)
@@ -523,7 +536,7 @@ class CompiledFunction:
         runner = BreakRunner(result, graph_fn, fn, self._wrap)
         metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
         metadata.update({"guards": result.guards, "graph_break": result})
-        entry = CacheEntry(check, fetch, runner, tag, metadata)
+        entry = CacheEntry(check, fetch, runner, tag, metadata, tail=runner.run_tail)
         cache.add(entry)
         return functools.partial(runner, *fetched)
 
