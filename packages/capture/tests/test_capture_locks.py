@@ -21,6 +21,7 @@ from numpile_capture import Graph, compile_function, eager, reset
 from numpile_guards import cache_for
 
 TIMEOUT_S = 120
+POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="fork and SIGUSR1 are POSIX's")
 
 
 @pytest.fixture(autouse=True)
@@ -133,6 +134,7 @@ def test_a_breaking_first_call_can_wait_on_a_thread_that_compiles() -> None:
     assert out.strip() == "[1.0, 3.0, 5.0]"
 
 
+@POSIX_ONLY
 def test_a_fork_while_another_thread_compiles_leaves_the_child_free() -> None:
     out = _run_script(
         """
@@ -184,6 +186,7 @@ def test_a_fork_while_another_thread_compiles_leaves_the_child_free() -> None:
     assert out.strip() == "child 0"
 
 
+@POSIX_ONLY
 def test_a_signal_handler_calls_a_compiled_function_during_the_toolchain_probe() -> None:
     # The handler interrupts the probe (its lock held by the same thread): the handler's call
     # runs eagerly instead of compiling into the probe's lock.
@@ -223,6 +226,7 @@ def test_a_signal_handler_calls_a_compiled_function_during_the_toolchain_probe()
     assert out.strip() == "[1.0, 1.0] [[10.0, 10.0]]"
 
 
+@POSIX_ONLY
 def test_a_signal_handler_calls_a_compiled_function_during_the_sympy_import() -> None:
     out = _run_script(
         """

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from .code_cache import CodeCache, cache_key, default_cache
-from .locks import new_lock
+from .locks import at_fork_reset, new_lock
 from .metrics import count, timed
 from .progress import build_done, builds_started
 from .toolchain import CompilerNotFoundError, Toolchain, find_toolchain
@@ -547,10 +547,9 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
 
 
 def _forget_executor() -> None:
-    global _EXECUTOR, _EXECUTOR_LOCK
+    # Its lock is reset with every numpile lock (see `locks`).
+    global _EXECUTOR
     _EXECUTOR = None
-    _EXECUTOR_LOCK = new_lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_executor)
+at_fork_reset(_forget_executor)
