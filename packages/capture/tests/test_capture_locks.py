@@ -11,14 +11,25 @@ import sys
 import textwrap
 import threading
 import time
+import types
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 
-from numpile_capture import Graph, compile_function, eager, reset
+from numpile_capture import (
+    CaptureFallbackWarning,
+    CompiledFunction,
+    Graph,
+    Unsupported,
+    compile_function,
+    eager,
+    reset,
+)
 from numpile_guards import cache_for
+from numpile_runtime import compiling_in_this_thread
 
 TIMEOUT_S = 120
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="fork and SIGUSR1 are POSIX's")
@@ -265,3 +276,21 @@ def test_a_signal_handler_calls_a_compiled_function_during_the_sympy_import() ->
         """
     )
     assert out.strip() == "[1.0, 1.0] [[10.0, 10.0]]"
+
+
+def test_warnings_are_issued_after_the_compile_lock_is_released() -> None:
+    # A showwarning hook (or a filter that raises) is user code: it runs outside the lock.
+    def unsupported(fn: types.FunctionType, args: Any, kwargs: Any) -> Any:
+        raise Unsupported("not supported yet: today")
+
+    compiled = CompiledFunction(lambda x: x + 1, capture_fn=unsupported)
+    seen: list[tuple[type[Warning], bool]] = []
+
+    def hook(message: Any, category: type[Warning], *rest: Any, **options: Any) -> None:
+        seen.append((category, compiling_in_this_thread()))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = hook
+        assert compiled(1) == 2
+    assert seen == [(CaptureFallbackWarning, False)]

@@ -285,14 +285,20 @@ class CompiledFunction:
             # A signal handler (or a hook) calling in while this thread compiles: eager, as
             # a compile cannot nest inside a toolchain probe or a half-done import.
             return fn(*args, **kwargs)
-        with compiling(fn.__code__):
-            # Re-check: a thread that held the lock before may have compiled this very call.
-            entry = cache.lookup(L, G, fn, tag, skip_guards_unsafe=stance.skip_guard_eval_unsafe)
-            run: Run
-            if entry is not None:
-                run = functools.partial(entry.compiled, *entry.fetch(L, G, fn))
-            else:
-                run = self._miss(cache, stance, L, args, kwargs, tag, backend_fn, backend_kwargs)
+        try:
+            with compiling(fn.__code__):
+                # Re-check: a thread that held the lock before may have compiled this call.
+                skip = stance.skip_guard_eval_unsafe
+                entry = cache.lookup(L, G, fn, tag, skip_guards_unsafe=skip)
+                run: Run
+                if entry is not None:
+                    run = functools.partial(entry.compiled, *entry.fetch(L, G, fn))
+                else:
+                    run = self._miss(
+                        cache, stance, L, args, kwargs, tag, backend_fn, backend_kwargs
+                    )
+        finally:
+            _emit_deferred()
         return run()
 
     def call_tail(self, *args: Any) -> Any:
@@ -310,10 +316,15 @@ class CompiledFunction:
         if entry is None:
             if compiling_in_this_thread():
                 return self._fn(*args)
-            with compiling(fn.__code__):
-                entry = cache.lookup(L, fn.__globals__, fn, tag, skip_guards_unsafe=skip)
-                if entry is None:
-                    run = self._miss(cache, stance, L, args, {}, tag, backend_fn, backend_kwargs)
+            try:
+                with compiling(fn.__code__):
+                    entry = cache.lookup(L, fn.__globals__, fn, tag, skip_guards_unsafe=skip)
+                    if entry is None:
+                        run = self._miss(
+                            cache, stance, L, args, {}, tag, backend_fn, backend_kwargs
+                        )
+            finally:
+                _emit_deferred()
             if entry is None:
                 return run()
         run_tail = entry.compiled if entry.tail is None else entry.tail
@@ -532,7 +543,8 @@ class CompiledFunction:
         )
         record_event(event)
         if reason is not None:
-            report_graph_break(fn, reason, result.filename, result.lineno, quiet=self._quiet)
+            hint = functools.partial(report_graph_break, fn, reason, quiet=self._quiet)
+            _defer(functools.partial(hint, result.filename, result.lineno))
         runner = BreakRunner(result, graph_fn, fn, self._wrap)
         metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
         metadata.update({"guards": result.guards, "graph_break": result})
@@ -637,13 +649,32 @@ class CompiledFunction:
         if self._quiet:
             log.info("%s", message)
             return
-        warnings.warn_explicit(
+        warn = functools.partial(
+            warnings.warn_explicit,
             message,
             CaptureFallbackWarning,
             filename or code.co_filename,
             lineno or code.co_firstlineno,
-            module=self._fn.__module__,
         )
+        _defer(functools.partial(warn, module=self._fn.__module__))
+
+
+def _defer(emit: Callable[[], Any]) -> None:
+    # Warnings wait until the compile lock is released: a `showwarning` hook or a filter
+    # that raises is user code too.
+    if compiling_in_this_thread():
+        pending: list[Callable[[], Any]] = getattr(_capture_state, "deferred", [])
+        pending.append(emit)
+        _capture_state.deferred = pending
+    else:
+        emit()
+
+
+def _emit_deferred() -> None:
+    pending: list[Callable[[], Any]] = getattr(_capture_state, "deferred", [])
+    _capture_state.deferred = []
+    for emit in pending:
+        emit()
 
 
 def reset() -> None:
