@@ -29,6 +29,8 @@ from typing import Any
 
 import bytecode as bc
 
+from numpile_runtime import new_lock
+
 from .trace_rules import RuleKind, rule_for
 from .user_classes import is_library_code
 
@@ -37,7 +39,7 @@ Wrap = Callable[[types.FunctionType], Callable[..., Any]]
 # NOTE: the code of a disabled frame -> its copy whose global and cell reads pass through the
 # callee compiler; rewritten once per code object, dropped with it.
 _REWRITTEN: weakref.WeakKeyDictionary[types.CodeType, types.CodeType] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
+_LOCK = new_lock()
 _state = threading.local()
 
 # Generators and coroutines are never compiled on their own (as at graph breaks).

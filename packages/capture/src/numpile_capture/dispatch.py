@@ -50,7 +50,13 @@ from numpile_guards import (
     filter_guards,
     split_guard_filter,
 )
-from numpile_runtime import compile_progress, timed
+from numpile_runtime import (
+    compile_progress,
+    compiling,
+    compiling_in_this_thread,
+    new_rlock,
+    timed,
+)
 
 from .backends import (
     BackendCompileError,
@@ -111,9 +117,19 @@ CaptureFn: TypeAlias = Callable[
 ]
 CacheProvider: TypeAlias = Callable[[types.CodeType], CodeCache]
 
-# NOTE: one lock for every compile: captures and cache mutations are serialized, guard
-# checks on the hit path are not (they only read an entry list that is swapped whole).
-_COMPILE_LOCK = threading.RLock()
+# NOTE: a miss takes the compile lock of its code object only (`numpile_runtime.locks`):
+# captures and cache mutations of one code are serialized, guard checks on the hit path are
+# not (they only read an entry list that is swapped whole). Under the lock a miss decides
+# what to run (a `Run`); the caller runs it after releasing the lock, so no user code ever
+# runs under a numpile lock. `reset()` holds `_RESET_LOCK`.
+_RESET_LOCK = new_rlock()
+
+# What a miss hands back to run once the compile lock is released.
+Run: TypeAlias = Callable[[], Any]
+
+# NOTE: `resume_code.TailCall`, set by the first graph break compiled (a late import: the
+# bytecode machinery costs import time); entries with a `tail` exist only after it.
+_TailCall: Any = None
 
 _capture_state = threading.local()
 
@@ -258,9 +274,32 @@ class CompiledFunction:
         tag, backend_fn, backend_kwargs = self._backend_for(stance)
         entry = cache.lookup(L, G, fn, tag, skip_guards_unsafe=stance.skip_guard_eval_unsafe)
         if entry is not None:
-            return entry.compiled(*entry.fetch(L, G, fn))
-        with _COMPILE_LOCK:
-            return self._miss(cache, stance, L, args, kwargs, tag, backend_fn, backend_kwargs)
+            tail = entry.tail
+            if tail is None:
+                return entry.compiled(*entry.fetch(L, G, fn))
+            result = tail(*entry.fetch(L, G, fn))
+            while type(result) is _TailCall:
+                result = result.run()
+            return result
+        if compiling_in_this_thread():
+            # A signal handler (or a hook) calling in while this thread compiles: eager, as
+            # a compile cannot nest inside a toolchain probe or a half-done import.
+            return fn(*args, **kwargs)
+        try:
+            with compiling(fn.__code__):
+                # Re-check: a thread that held the lock before may have compiled this call.
+                skip = stance.skip_guard_eval_unsafe
+                entry = cache.lookup(L, G, fn, tag, skip_guards_unsafe=skip)
+                run: Run
+                if entry is not None:
+                    run = functools.partial(entry.compiled, *entry.fetch(L, G, fn))
+                else:
+                    run = self._miss(
+                        cache, stance, L, args, kwargs, tag, backend_fn, backend_kwargs
+                    )
+        finally:
+            _emit_deferred()
+        return run()
 
     def call_tail(self, *args: Any) -> Any:
         """Call it as a break function's resume: a cached entry that breaks again hands its
@@ -275,17 +314,30 @@ class CompiledFunction:
         skip = stance.skip_guard_eval_unsafe
         entry = cache.lookup(L, fn.__globals__, fn, tag, skip_guards_unsafe=skip)
         if entry is None:
-            with _COMPILE_LOCK:
-                return self._miss(cache, stance, L, args, {}, tag, backend_fn, backend_kwargs)
-        run_tail = getattr(entry.compiled, "run_tail", None)
-        fetched = entry.fetch(L, fn.__globals__, fn)
-        return entry.compiled(*fetched) if run_tail is None else run_tail(*fetched)
+            if compiling_in_this_thread():
+                return self._fn(*args)
+            try:
+                with compiling(fn.__code__):
+                    entry = cache.lookup(L, fn.__globals__, fn, tag, skip_guards_unsafe=skip)
+                    if entry is None:
+                        run = self._miss(
+                            cache, stance, L, args, {}, tag, backend_fn, backend_kwargs
+                        )
+            finally:
+                _emit_deferred()
+            if entry is None:
+                return run()
+        run_tail = entry.compiled if entry.tail is None else entry.tail
+        return run_tail(*entry.fetch(L, fn.__globals__, fn))
 
     def _run_eagerly(self, stance: Stance, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if stance.name == "eager_on_recompile":
             return self._fn(*args, **kwargs)
         with compiled_region():
             return self._fn(*args, **kwargs)
+
+    def _eagerly(self, stance: Stance, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Run:
+        return functools.partial(self._run_eagerly, stance, args, kwargs)
 
     def _miss(
         self,
@@ -297,16 +349,16 @@ class CompiledFunction:
         tag: Any,
         backend_fn: BackendFn,
         backend_kwargs: dict[str, Any],
-    ) -> Any:
+    ) -> Run:
         fn = self._fn
         G = fn.__globals__
         if cache.eager_reason is not None:
-            return self._run_eagerly(stance, args, kwargs)
+            return self._eagerly(stance, args, kwargs)
         # NOTE: a function without compiled code (never compiled, or since `reset()`) compiles
         # for the first time under every stance; only a recompile is refused (as documented).
         has_entries = bool(cache.entries_for(tag))
         if stance.name == "eager_on_recompile" and has_entries:
-            return self._run_eagerly(stance, args, kwargs)
+            return self._eagerly(stance, args, kwargs)
         if stance.name == "fail_on_recompile" and has_entries:
             raise RuntimeError(
                 fail_on_recompile_message(fn, cache.failures(L, fn.__globals__, fn, tag))
@@ -323,7 +375,7 @@ class CompiledFunction:
                         limit_message(fn, reason.failures, config.cache_size_limit),
                         fn.__code__.co_firstlineno,
                     )
-                return self._run_eagerly(stance, args, kwargs)
+                return self._eagerly(stance, args, kwargs)
             recompiles_log.info("%s", cache.record_recompile(L, G, fn, tag))
         return self._compile_and_run(
             cache, stance, L, args, kwargs, tag, backend_fn, backend_kwargs
@@ -340,7 +392,7 @@ class CompiledFunction:
         backend_fn: BackendFn,
         backend_kwargs: dict[str, Any],
         static: bool = False,
-    ) -> Any:
+    ) -> Run:
         try:
             return self._compile_with_policy(
                 cache, stance, L, args, kwargs, tag, backend_fn, backend_kwargs, static
@@ -386,7 +438,7 @@ class CompiledFunction:
         backend_fn: BackendFn,
         backend_kwargs: dict[str, Any],
         static: bool,
-    ) -> Any:
+    ) -> Run:
         fn = self._fn
         capture_error: Exception | None = None
         _capture_state.depth = getattr(_capture_state, "depth", 0) + 1
@@ -411,7 +463,7 @@ class CompiledFunction:
             event = CaptureEvent(name, None, (), exc.reason, exc.filename, exc.lineno, True)
             record_event(attrs.evolve(event, internal=self._quiet))
             self._warn(unsupported_message(fn, exc), exc.lineno, exc.filename)
-            return self._run_eagerly(stance, args, kwargs)
+            return self._eagerly(stance, args, kwargs)
         except Exception as exc:
             if not static and used_symbols():
                 raise DynamicCompileError(f"{type(exc).__name__}: {exc}") from exc
@@ -421,7 +473,8 @@ class CompiledFunction:
             set_active_shape_env(None)
         if capture_error is not None:
             # Outside the except block, so NumPy's error from eager is not chained to ours.
-            return self._eager_after_capture_error(cache, stance, capture_error, args, kwargs)
+            error = capture_error
+            return lambda: self._eager_after_capture_error(cache, stance, error, args, kwargs)
         if not isinstance(result, CaptureResult):
             return self._compile_break(cache, stance, L, args, kwargs, tag, backend_fn, result)
         fetch = compile_fetch(result.input_sources)
@@ -431,11 +484,11 @@ class CompiledFunction:
         )
         if compiled is None:
             cache.eager_reason = f"backend failed to compile {fn.__qualname__}"
-            return self._run_eagerly(stance, args, kwargs)
+            return self._eagerly(stance, args, kwargs)
         check = self._checked_guards(result.guards, L)
         if check is None:
             cache.eager_reason = "guards reject the inputs they were built from"
-            return self._run_eagerly(stance, args, kwargs)
+            return self._eagerly(stance, args, kwargs)
         self._log_compile(result.graph, check.source, stance)
         has_ops = any(node.op is not None for node in result.graph)
         graph = result.graph if has_ops else None
@@ -444,7 +497,7 @@ class CompiledFunction:
         metadata["guards"] = result.guards
         entry = CacheEntry(check, fetch, compiled, tag, metadata)
         cache.add(entry)
-        return entry.compiled(*example_inputs)
+        return functools.partial(entry.compiled, *example_inputs)
 
     def _compile_break(
         self,
@@ -456,9 +509,13 @@ class CompiledFunction:
         tag: Any,
         backend_fn: BackendFn,
         result: GraphBreak,
-    ) -> Any:
+    ) -> Run:
         # Late import, as in _capture_with_breaks.
         from .graph_breaks import BreakRunner
+        from .resume_code import TailCall
+
+        global _TailCall
+        _TailCall = TailCall
 
         fn = self._fn
         fetch = compile_fetch(result.fetch_sources)
@@ -472,11 +529,11 @@ class CompiledFunction:
             )
             if graph_fn is None:
                 cache.eager_reason = f"backend failed to compile {fn.__qualname__}"
-                return self._run_eagerly(stance, args, kwargs)
+                return self._eagerly(stance, args, kwargs)
         check = self._checked_guards(result.guards, L)
         if check is None:
             cache.eager_reason = "guards reject the inputs they were built from"
-            return self._run_eagerly(stance, args, kwargs)
+            return self._eagerly(stance, args, kwargs)
         graph = result.graph if result.op_count else None
         if graph is not None:
             self._log_compile(graph, check.source, stance)
@@ -486,13 +543,14 @@ class CompiledFunction:
         )
         record_event(event)
         if reason is not None:
-            report_graph_break(fn, reason, result.filename, result.lineno, quiet=self._quiet)
+            hint = functools.partial(report_graph_break, fn, reason, quiet=self._quiet)
+            _defer(functools.partial(hint, result.filename, result.lineno))
         runner = BreakRunner(result, graph_fn, fn, self._wrap)
         metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
         metadata.update({"guards": result.guards, "graph_break": result})
-        entry = CacheEntry(check, fetch, runner, tag, metadata)
+        entry = CacheEntry(check, fetch, runner, tag, metadata, tail=runner.run_tail)
         cache.add(entry)
-        return runner(*fetched)
+        return functools.partial(runner, *fetched)
 
     def _wrap(self, fn: types.FunctionType) -> CompiledFunction:
         # Resume functions and callees at graph breaks: compiled like this function.
@@ -591,13 +649,32 @@ class CompiledFunction:
         if self._quiet:
             log.info("%s", message)
             return
-        warnings.warn_explicit(
+        warn = functools.partial(
+            warnings.warn_explicit,
             message,
             CaptureFallbackWarning,
             filename or code.co_filename,
             lineno or code.co_firstlineno,
-            module=self._fn.__module__,
         )
+        _defer(functools.partial(warn, module=self._fn.__module__))
+
+
+def _defer(emit: Callable[[], Any]) -> None:
+    # Warnings wait until the compile lock is released: a `showwarning` hook or a filter
+    # that raises is user code too.
+    if compiling_in_this_thread():
+        pending: list[Callable[[], Any]] = getattr(_capture_state, "deferred", [])
+        pending.append(emit)
+        _capture_state.deferred = pending
+    else:
+        emit()
+
+
+def _emit_deferred() -> None:
+    pending: list[Callable[[], Any]] = getattr(_capture_state, "deferred", [])
+    _capture_state.deferred = []
+    for emit in pending:
+        emit()
 
 
 def reset() -> None:
@@ -605,7 +682,7 @@ def reset() -> None:
 
     >>> reset()
     """
-    with _COMPILE_LOCK:
+    with _RESET_LOCK:
         clear_caches()
         forget_observed_sizes()
     log.debug("numpile.reset(): every code cache cleared")

@@ -16,10 +16,11 @@ the warning (the log stays); so does a `warnings` filter on the category.
 from __future__ import annotations
 
 import logging
-import threading
 import types
 import warnings
 import weakref
+
+from numpile_runtime import new_lock
 
 from .config import config
 from .fallbacks import NumpilePerformanceWarning, where
@@ -31,7 +32,7 @@ perf_log = logging.getLogger("numpile.perf_hints")
 # NOTE: the code objects whose first break was warned about (weak: a function that is gone
 # is forgotten).
 _WARNED: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
-_LOCK = threading.Lock()
+_LOCK = new_lock()
 
 
 def report_graph_break(

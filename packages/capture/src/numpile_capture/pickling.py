@@ -28,10 +28,11 @@ from __future__ import annotations
 import hashlib
 import importlib
 import pickle
-import threading
 import types
 from collections.abc import Callable
 from typing import Any
+
+from numpile_runtime import new_lock
 
 __all__ = ["compiled_from_reference", "compiled_from_value", "reduce_compiled"]
 
@@ -42,7 +43,7 @@ Settings = dict[str, Any]
 # task scheduler that sends the same function with every task gets one compiled function
 # (one in-memory guard cache) per process, not one per task.
 _BY_VALUE: dict[str, Callable[..., Any]] = {}
-_BY_VALUE_LOCK = threading.Lock()
+_BY_VALUE_LOCK = new_lock()
 
 
 def reduce_compiled(compiled: Any, fn: types.FunctionType, settings: Settings) -> tuple[Any, ...]:

@@ -68,7 +68,6 @@ import enum
 import functools
 import inspect
 import logging
-import threading
 import types
 import warnings
 from collections.abc import Callable, Iterator
@@ -77,6 +76,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 import numpy as np
+
+from numpile_runtime import new_lock
 
 from .capture_result import Unsupported
 from .compiling import backend_compiling
@@ -182,7 +183,7 @@ _RULES: dict[int, Rule] = {}
 _FORBIDDEN: dict[int, Rule] = {}
 _ALLOWED_OPS: dict[int, Op] = {}
 _OP_NAMES: set[str] = set()
-_LOCK = threading.Lock()
+_LOCK = new_lock()
 
 # NOTE: how deep this thread is in functions wrapped by disable(recursive=True).
 _region = ThreadRegion()

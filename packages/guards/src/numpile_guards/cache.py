@@ -49,6 +49,10 @@ class CacheEntry:
     compiled: Callable[..., Any] = attrs.field(repr=False)
     tag: Any = None
     metadata: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
+    # NOTE: when set (a graph break), the dispatcher calls `tail(*inputs)` on a hit and
+    # finishes the tail calls it returns itself: one Python frame less per recursion level
+    # than calling `compiled`, which does the same in a frame of its own.
+    tail: Callable[..., Any] | None = attrs.field(default=None, repr=False)
 
     def run(self, L: dict[str, Any], G: dict[str, Any], F: Any) -> Any:
         """Fetch the inputs and call the compiled callable."""

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import keyword
 import math
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import attrs
+
+from numpile_runtime import new_lock
 
 # Constants a source's text refers to by index (`KEYS[3]`) rather than by spelling: user
 # objects (an Enum member, a NaN, an object whose `__repr__` returns code) are never
@@ -27,7 +28,7 @@ import attrs
 # life of the process; keys are few (one per distinct non-literal dict key or attribute name).
 KEYS: list[Any] = []
 _KEY_INDEX: dict[int, int] = {}
-_KEYS_LOCK = threading.Lock()
+_KEYS_LOCK = new_lock()
 
 
 def is_literal_constant(value: Any) -> bool:

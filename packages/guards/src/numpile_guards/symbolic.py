@@ -401,8 +401,10 @@ def is_size_expr(value: Any) -> bool:
         >>> is_size_expr(4)
         False
     """
-    sympy = sys.modules.get("sympy")
-    return sympy is not None and isinstance(value, sympy.Basic)
+    # Another thread may be importing sympy right now: a module without `Basic` yet has
+    # made no expression either.
+    basic = getattr(sys.modules.get("sympy"), "Basic", None)
+    return basic is not None and isinstance(value, basic)
 
 
 def wrap_size(expr: Any, env: ShapeEnv) -> Any:

@@ -13,19 +13,19 @@ speed-up) and warns once per process with the fix. `cpp.no_compiler="raise"`
 
 from __future__ import annotations
 
-import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpile_runtime as rt
 from numpile_capture import Graph, NumpilePerformanceWarning, run_graph
+from numpile_runtime import new_lock
 
 __all__ = ["NoCompilerWarning", "op_by_op"]
 
 # NOTE: whether this process has warned about the missing compiler (once per process).
 _WARNED = False
-_WARNED_LOCK = threading.Lock()
+_WARNED_LOCK = new_lock()
 
 
 class NoCompilerWarning(NumpilePerformanceWarning):

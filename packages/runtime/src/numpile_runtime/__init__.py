@@ -47,6 +47,12 @@ from .device_copy import upload as upload
 from .distribution import UNKNOWN_VERSION as UNKNOWN_VERSION
 from .distribution import distribution_version as distribution_version
 from .layer_config import LayerConfig as LayerConfig
+from .locks import at_fork_reset as at_fork_reset
+from .locks import compile_lock_for as compile_lock_for
+from .locks import compiling as compiling
+from .locks import compiling_in_this_thread as compiling_in_this_thread
+from .locks import new_lock as new_lock
+from .locks import new_rlock as new_rlock
 from .logs import CHANNELS as LOG_CHANNELS
 from .logs import _configure_from_env
 from .logs import set_logs as set_logs
@@ -88,6 +94,7 @@ __all__ = [
     "TritonStatus",
     "UNKNOWN_VERSION",
     "apply_openmp_defaults",
+    "at_fork_reset",
     "build_extension",
     "build_library",
     "build_many",
@@ -95,9 +102,12 @@ __all__ = [
     "cache_key",
     "compile_extension",
     "compile_library",
+    "compile_lock_for",
     "compile_many",
     "compile_progress",
     "compile_time_calls",
+    "compiling",
+    "compiling_in_this_thread",
     "compile_times",
     "count",
     "counters",
@@ -114,6 +124,8 @@ __all__ = [
     "load_extension",
     "load_library",
     "load_triton_module",
+    "new_lock",
+    "new_rlock",
     "reset_compile_times",
     "reset_counters",
     "set_cache_dir",

@@ -33,19 +33,20 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
 
 from .code_cache import CodeCache, cache_key, default_cache
+from .locks import at_fork_reset, new_lock
 from .metrics import count, timed
 from .progress import build_done, builds_started
 from .toolchain import CompilerNotFoundError, Toolchain, find_toolchain
@@ -231,7 +232,7 @@ def build_many(jobs: Sequence[BuildJob]) -> list[types.ModuleType | ctypes.CDLL]
 # NOTE: the process-private folder builds go to when the code cache fails (a full disk, an
 # unreadable or read-only folder): compiling without the cache, never an error.
 _SCRATCH: list[CodeCache] = []
-_SCRATCH_LOCK = threading.Lock()
+_SCRATCH_LOCK = new_lock()
 
 
 def _scratch() -> CodeCache:
@@ -335,7 +336,7 @@ def load_library(path: str | os.PathLike[str]) -> ctypes.CDLL:
 # NOTE: process-wide memo of loaded modules and libraries by cache key. A shared
 # object cannot be unloaded safely, so entries live as long as the process.
 _LOADED: dict[str, types.ModuleType | ctypes.CDLL] = {}
-_LOADED_LOCK = threading.Lock()
+_LOADED_LOCK = new_lock()
 
 
 # NOTE: process-wide memo of build plans, so that asking again for a loaded
@@ -443,6 +444,7 @@ def _compile(plan: _Plan, cache: CodeCache) -> Path:
                     text=True,
                     timeout=_COMPILE_TIMEOUT_S,
                     check=False,
+                    preexec_fn=_die_with_parent(),
                 )
         except BaseException:
             output.unlink(missing_ok=True)
@@ -473,6 +475,25 @@ def _build_error(
         f"  compiler output:\n{indented}"
     )
     return BuildError(message, source_path=str(source_path), command=command, stderr=done.stderr)
+
+
+@functools.cache
+def _die_with_parent() -> Callable[[], None] | None:
+    # Linux: the compiler gets SIGKILL when the thread that started it dies (a killed Python
+    # process leaves no orphaned compiler). Resolved here, so the child only makes the call.
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+    sigkill = int(signal.SIGKILL)
+
+    def set_death_signal() -> None:
+        prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)
+
+    return set_death_signal
 
 
 @functools.cache
@@ -509,7 +530,7 @@ def _runtime_fingerprint() -> str:
 # NOTE: the process-wide compile pool, created on first parallel build and
 # dropped in forked children (its threads do not survive a fork).
 _EXECUTOR: concurrent.futures.ThreadPoolExecutor | None = None
-_EXECUTOR_LOCK = threading.Lock()
+_EXECUTOR_LOCK = new_lock()
 
 
 def _executor() -> concurrent.futures.ThreadPoolExecutor:
@@ -526,10 +547,9 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
 
 
 def _forget_executor() -> None:
-    global _EXECUTOR, _EXECUTOR_LOCK
+    # Its lock is reset with every numpile lock (see `locks`).
+    global _EXECUTOR
     _EXECUTOR = None
-    _EXECUTOR_LOCK = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_executor)
+at_fork_reset(_forget_executor)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import glob
 import hashlib
 import json
 import logging
@@ -48,7 +49,6 @@ import re
 import shutil
 import stat
 import tempfile
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -59,6 +59,7 @@ import attrs
 import platformdirs
 
 from .cache_eviction import SweepResult, sweep, usage
+from .locks import new_lock
 from .metrics import count
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ class CodeCache:
         self.max_bytes = _max_bytes_from_env() if max_bytes is None else max_bytes
         # NOTE: whether this process compared the cache's VERSION with its own yet.
         self._checked_versions = False
-        self._sweep_lock = threading.Lock()
+        self._sweep_lock = new_lock()
 
     def __repr__(self) -> str:
         return f"CodeCache({str(self._root)!r})"
@@ -340,13 +341,19 @@ class CodeCache:
         return path
 
     def temp_path(self, key: str, suffix: str, *, kind: str) -> Path:
-        """A fresh, unused file name in `key`'s folder, for a producer to write to.
+        """A fresh, unused file name in `key`'s folder, for a producer holding `lock(key)`.
+
+        Temporary files of `key` left there are a killed producer's (the lock is exclusive):
+        they are removed first.
 
         >>> import tempfile
         >>> CodeCache(tempfile.mkdtemp()).temp_path("ab12", ".so", kind="cpp").suffix
         '.so'
         """
         folder = self.folder(key, kind=kind)
+        for stale in folder.glob(f".{key}.*{suffix}"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
         fd, name = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=suffix)
         os.close(fd)
         return Path(name)
@@ -531,7 +538,17 @@ def _unpack_blob(raw: bytes) -> bytes | None:
     return data
 
 
+# NOTE: a temporary file older than this was left by a killed writer: the next writer of the
+# same file removes it (a live one writes its few bytes in far less).
+_STALE_TEMP_S = 600
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
+    now = time.time()
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if now - stale.stat().st_mtime > _STALE_TEMP_S:
+                stale.unlink()
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as tmp:
@@ -600,7 +617,7 @@ def _usable_root(root: Path) -> tuple[Path, bool]:
 # NOTE: the process-wide cache, created on first use so that NUMPILE_CACHE_DIR
 # is read then, not at import.
 _DEFAULT: CodeCache | None = None
-_DEFAULT_LOCK = threading.Lock()
+_DEFAULT_LOCK = new_lock()
 
 
 def default_cache() -> CodeCache:

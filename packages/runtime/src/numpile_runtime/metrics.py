@@ -22,10 +22,10 @@ threads add to the same totals.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Iterator
 
+from .locks import new_lock
 from .progress import set_stage
 
 __all__ = [
@@ -41,7 +41,7 @@ __all__ = [
 # NOTE: module globals on purpose (STYLE.md rule 10): the two process-wide
 # metric tables. Insertion-ordered, so reports list stages in the order they
 # first ran. Guarded by _LOCK because build workers update them from threads.
-_LOCK = threading.Lock()
+_LOCK = new_lock()
 _STAGE_SECONDS: dict[str, float] = {}
 _STAGE_CALLS: dict[str, int] = {}
 _COUNTERS: dict[str, int] = {}

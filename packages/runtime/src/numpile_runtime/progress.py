@@ -26,6 +26,8 @@ import time
 from collections.abc import Iterator
 from typing import TextIO
 
+from .locks import new_lock
+
 __all__ = ["DELAY_S", "build_done", "builds_started", "compile_progress", "set_stage"]
 
 # A compile shorter than this prints nothing.
@@ -45,7 +47,7 @@ class _Progress:
         self.builds_done = 0
         self.shown = False
         self.finished = threading.Event()
-        self.lock = threading.Lock()
+        self.lock = new_lock()
 
     def line(self) -> str:
         elapsed = time.perf_counter() - self.started
@@ -83,7 +85,7 @@ class _Progress:
 # NOTE: the compile in progress (one at a time: compiles are serialized by the dispatcher's
 # lock; a nested block is part of the outer compile).
 _CURRENT: _Progress | None = None
-_CURRENT_LOCK = threading.Lock()
+_CURRENT_LOCK = new_lock()
 
 
 @contextlib.contextmanager

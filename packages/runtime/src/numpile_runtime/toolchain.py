@@ -31,12 +31,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import attrs
 
 from .code_cache import cache_key, default_cache
+from .locks import new_rlock
 from .metrics import count, timed
 
 __all__ = ["CompilerNotFoundError", "Toolchain", "find_toolchain"]
@@ -133,7 +133,7 @@ class Toolchain:
 # NOTE: the process-wide table of discovered toolchains, keyed by the values of
 # CC and CXX at lookup time, so a test that changes CC sees a fresh discovery.
 _FOUND: dict[tuple[str | None, str | None], Toolchain] = {}
-_FOUND_LOCK = threading.Lock()
+_FOUND_LOCK = new_rlock()
 
 
 def find_toolchain() -> Toolchain:

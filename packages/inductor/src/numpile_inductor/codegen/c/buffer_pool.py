@@ -27,10 +27,10 @@ returns to the pool only when the array (and every view of it) is dead.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 import numpile_runtime as rt
+from numpile_runtime import new_lock
 
 from ..common import CodeBuffer
 
@@ -276,7 +276,7 @@ PyMODINIT_FUNC PyInit_numpile_buffer_pool(void)
 # NOTE: the process-wide pool module, built on first use; None until then, False when it
 # failed to build (allocation then goes through NumPy's own handler).
 _POOL: list[Any] = []
-_POOL_LOCK = threading.Lock()
+_POOL_LOCK = new_lock()
 
 
 def _pool_module() -> Any:

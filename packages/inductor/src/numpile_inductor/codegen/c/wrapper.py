@@ -456,7 +456,9 @@ class _Emitter:
             args.append(f"({ct} *)PyArray_DATA({array})")
             args.append(f"{name}_st")
         args += list(sig.scalars)
-        self.code.writeline(f"np_fp |= {step.name}({', '.join(args)});")
+        call = f"np_fp |= {step.name}({', '.join(args)});"
+        work = [self.c_dim(size) for size in step.ranges + step.reduction_ranges]
+        write_released_gil_call(self.code, call, work)
 
     def _emit_extern(self, step: ExternCall) -> None:
         index = len(self.externs)
@@ -604,6 +606,54 @@ BLAS_OPS = frozenset(
     {"matmul", "matmul_", "dot", "vdot", "inner", "tensordot", "einsum", "inv", "solve", "det"}
 )
 AFTER_BLAS_PARALLEL_THRESHOLD = 1 << 22
+
+
+# NOTE: kernels of at least this many iterations run without the GIL (they touch no Python
+# object), so other threads run meanwhile; smaller ones keep it, as NumPy's ufunc loops do
+# below their threshold: handing the GIL over costs a switch interval when others wait.
+GIL_RELEASE_WORK = 16384
+
+
+def write_released_gil_call(code: CodeBuffer, call: str, work: list[str]) -> None:
+    """Write the C lines of a kernel `call` of `work` iterations (the product of `work`):
+    without the GIL when it is long, then a check for pending signals (Ctrl-C interrupts the
+    graph between kernels, before any output is visible: the call fails and drops them).
+
+    >>> code = CodeBuffer()
+    >>> write_released_gil_call(code, "f();", ["4"])
+    >>> code.lines
+    ['f();']
+    >>> write_released_gil_call(code, "f();", ["n0", "n1"])
+    >>> print("\\n".join(code.lines[1:]))
+    {
+        const int64_t np_work = (int64_t)(n0) * (int64_t)(n1);
+        PyThreadState *np_save = np_work >= 16384 ? PyEval_SaveThread() : NULL;
+        f();
+        if (np_save != NULL) {
+            PyEval_RestoreThread(np_save);
+            if (PyErr_CheckSignals() < 0) { goto fail; }
+        }
+    }
+    """
+    constant = 1
+    for size in work:
+        if not size.lstrip("-").isdigit():
+            break
+        constant *= int(size)
+    else:
+        if constant < GIL_RELEASE_WORK:
+            code.writeline(call)
+            return
+    product = " * ".join(f"(int64_t)({size})" for size in work) or "1"
+    with code.block():
+        code.writeline(f"const int64_t np_work = {product};")
+        code.writeline(
+            f"PyThreadState *np_save = np_work >= {GIL_RELEASE_WORK} ? PyEval_SaveThread() : NULL;"
+        )
+        code.writeline(call)
+        with code.block("if (np_save != NULL)"):
+            code.writeline("PyEval_RestoreThread(np_save);")
+            code.writeline("if (PyErr_CheckSignals() < 0) { goto fail; }")
 
 
 def _kernels_after_blas(sched: Schedule) -> set[str]:

@@ -1,0 +1,296 @@
+"""Compile locks: one per code object, no user code under them, forks and signal handlers.
+
+Every scenario that could hang runs in a child process with a timeout: a test that failed by
+hanging would otherwise leave a lock held in the test process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import types
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from numpile_capture import (
+    CaptureFallbackWarning,
+    CompiledFunction,
+    Graph,
+    Unsupported,
+    compile_function,
+    eager,
+    reset,
+)
+from numpile_guards import cache_for
+from numpile_runtime import compiling_in_this_thread
+
+TIMEOUT_S = 120
+POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="fork and SIGUSR1 are POSIX's")
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Iterator[None]:
+    reset()
+    yield
+    reset()
+
+
+def _run_script(source: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(source)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_concurrent_first_calls_make_one_entry() -> None:
+    compiles: list[int] = []
+
+    def slow_backend(graph: Graph, example_inputs: Sequence[Any]) -> Any:
+        compiles.append(1)
+        time.sleep(0.2)  # the window in which the other threads miss too
+        return eager(graph, example_inputs)
+
+    def f(x: Any) -> Any:
+        return np.sin(x) + 1
+
+    compiled = compile_function(f, backend=slow_backend)
+    x = np.arange(6.0)
+    barrier = threading.Barrier(8)
+    results: list[Any] = []
+
+    def call() -> None:
+        barrier.wait()
+        results.append(compiled(x))
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT_S)
+    assert len(results) == 8
+    for result in results:
+        np.testing.assert_array_equal(result, np.sin(x) + 1)
+    assert len(compiles) == 1
+    assert len(cache_for(f.__code__).entries) == 1
+
+
+def test_different_functions_compile_at_the_same_time() -> None:
+    # Two compiles of different code objects overlap: neither waits on the other's lock.
+    inside = threading.Barrier(2, timeout=30)
+
+    def meeting_backend(graph: Graph, example_inputs: Sequence[Any]) -> Any:
+        inside.wait()  # raises BrokenBarrierError if the other compile never gets in
+        return eager(graph, example_inputs)
+
+    def f(x: Any) -> Any:
+        return x + 1
+
+    def g(x: Any) -> Any:
+        return x * 2
+
+    cf = compile_function(f, backend=meeting_backend)
+    cg = compile_function(g, backend=meeting_backend)
+    x = np.arange(3.0)
+    out: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: out.setdefault("f", cf(x)))
+    thread.start()
+    out["g"] = cg(x)
+    thread.join(TIMEOUT_S)
+    np.testing.assert_array_equal(out["f"], x + 1)
+    np.testing.assert_array_equal(out["g"], x * 2)
+
+
+def test_a_breaking_first_call_can_wait_on_a_thread_that_compiles() -> None:
+    # The first call of `f` runs its Python part (a thread that compiles `g`, then a join)
+    # with no numpile lock held; before, the process-wide compile lock made it hang.
+    out = _run_script(
+        """
+        import threading
+        import numpy as np
+        from numpile_capture import compile_function, disable
+
+        @compile_function(backend="eager")
+        def g(x):
+            return x * 2
+
+        @disable
+        def wait_for_other_thread(x):
+            box = []
+            thread = threading.Thread(target=lambda: box.append(g(x)))
+            thread.start()
+            thread.join()
+            return box[0]
+
+        @compile_function(backend="eager")
+        def f(x):
+            y = x + 1
+            z = wait_for_other_thread(y)
+            return z - 1
+
+        print(f(np.arange(3.0)).tolist())
+        """
+    )
+    assert out.strip() == "[1.0, 3.0, 5.0]"
+
+
+@POSIX_ONLY
+def test_a_fork_while_another_thread_compiles_leaves_the_child_free() -> None:
+    out = _run_script(
+        """
+        import os, threading, time, warnings
+        import numpy as np
+        from numpile_capture import compile_function, eager
+
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads running
+        parent = os.getpid()
+        entered = threading.Event()
+        release = threading.Event()
+
+        def blocking_backend(graph, example_inputs):
+            if os.getpid() == parent:
+                entered.set()
+                release.wait()
+            return eager(graph, example_inputs)
+
+        @compile_function(backend=blocking_backend)
+        def f(x):
+            return x + 1
+
+        x = np.arange(3.0)
+        thread = threading.Thread(target=f, args=(x,))
+        thread.start()
+        entered.wait()
+        pid = os.fork()
+        if pid == 0:
+            # The child: the same function (its lock was held in the parent) and a new one.
+            ok = f(x).tolist() == [1.0, 2.0, 3.0]
+            h = compile_function(lambda y: y * 3, backend="eager")
+            ok = ok and h(x).tolist() == [0.0, 3.0, 6.0]
+            os._exit(0 if ok else 1)
+        deadline = time.monotonic() + 60
+        status = None
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        release.set()
+        thread.join()
+        print("child", "hung" if status is None else os.waitstatus_to_exitcode(status))
+        """
+    )
+    assert out.strip() == "child 0"
+
+
+@POSIX_ONLY
+def test_a_signal_handler_calls_a_compiled_function_during_the_toolchain_probe() -> None:
+    # The handler interrupts the probe (its lock held by the same thread): the handler's call
+    # runs eagerly instead of compiling into the probe's lock.
+    out = _run_script(
+        """
+        import signal
+        import numpy as np
+        import numpile_runtime
+        from numpile_runtime import toolchain
+        from numpile_capture import compile_function, eager
+
+        def probing_backend(graph, example_inputs):
+            numpile_runtime.find_toolchain()
+            return eager(graph, example_inputs)
+
+        @compile_function(backend=probing_backend)
+        def in_handler(x):
+            return x * 10
+
+        seen = []
+        signal.signal(signal.SIGUSR1, lambda *_: seen.append(in_handler(np.ones(2)).tolist()))
+        discover = toolchain._discover
+
+        def interrupted_discover(*args):
+            signal.raise_signal(signal.SIGUSR1)  # the handler runs right here
+            return discover(*args)
+
+        toolchain._discover = interrupted_discover
+
+        @compile_function(backend=probing_backend)
+        def f(x):
+            return x + 1
+
+        print(f(np.zeros(2)).tolist(), seen)
+        """
+    )
+    assert out.strip() == "[1.0, 1.0] [[10.0, 10.0]]"
+
+
+@POSIX_ONLY
+def test_a_signal_handler_calls_a_compiled_function_during_the_sympy_import() -> None:
+    out = _run_script(
+        """
+        import signal, sys
+        import numpy as np
+        from numpile_capture import compile_function, eager
+
+        def sympy_backend(graph, example_inputs):
+            import sympy  # the lazy import the inductor makes on its first compile
+
+            return eager(graph, example_inputs)
+
+        @compile_function(backend=sympy_backend)
+        def in_handler(x):
+            return x * 10
+
+        seen = []
+        signal.signal(signal.SIGUSR1, lambda *_: seen.append(in_handler(np.ones(2)).tolist()))
+
+        class Interrupt:
+            # A finder that raises the signal while the sympy import holds its module lock.
+            def find_spec(self, name, path=None, target=None):
+                if name == "sympy":
+                    sys.meta_path.remove(self)
+                    signal.raise_signal(signal.SIGUSR1)
+                return None
+
+        assert "sympy" not in sys.modules
+        sys.meta_path.insert(0, Interrupt())
+
+        @compile_function(backend=sympy_backend)
+        def f(x):
+            return x + 1
+
+        print(f(np.zeros(2)).tolist(), seen)
+        """
+    )
+    assert out.strip() == "[1.0, 1.0] [[10.0, 10.0]]"
+
+
+def test_warnings_are_issued_after_the_compile_lock_is_released() -> None:
+    # A showwarning hook (or a filter that raises) is user code: it runs outside the lock.
+    def unsupported(fn: types.FunctionType, args: Any, kwargs: Any) -> Any:
+        raise Unsupported("not supported yet: today")
+
+    compiled = CompiledFunction(lambda x: x + 1, capture_fn=unsupported)
+    seen: list[tuple[type[Warning], bool]] = []
+
+    def hook(message: Any, category: type[Warning], *rest: Any, **options: Any) -> None:
+        seen.append((category, compiling_in_this_thread()))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = hook
+        assert compiled(1) == 2
+    assert seen == [(CaptureFallbackWarning, False)]
