@@ -181,7 +181,7 @@ def list_mode_options(mode: str | None = None) -> dict[str, Any]:
 
     Examples:
         >>> list_mode_options("max-autotune")
-        {'max_autotune': True}
+        {'max_autotune': True, 'tiered': False}
         >>> sorted(list_mode_options())[:2]
         ['default', 'max-autotune']
     """
