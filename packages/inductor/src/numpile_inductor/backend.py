@@ -6,6 +6,8 @@ graph plus a write-back epilogue, so kernels fuse across the updates); lower to 
 IR (decompositions and views included); fuse kernels; with `max_autotune`, time
 thread counts and parallel thresholds; generate one C extension module (kernels +
 wrapper); build it through numpile_runtime; store the result in the graph cache.
+With tiering on (the default), a graph cache miss returns a `TieredGraph` at once: NumPy
+runs the graph op by op while those steps run on a background worker.
 
     >>> fn = inductor(graph, [a, b])  # doctest: +SKIP
     >>> fn(a, b)  # same as run_graph(graph, [a, b])  # doctest: +SKIP
@@ -173,7 +175,9 @@ def inductor(
         if config.tiered and not config.trace_enabled:
             # The graph cache is looked up here unless that needs a compiler probe first
             # (a fresh cache): the background build looks it up again anyway.
-            cached = _cached(graph, config, functionalize=True) if rt.known_toolchain() else None
+            cached = None
+            if rt.known_toolchain() is not None:
+                cached = _cached(graph, config, _key(graph, config, functionalize=True))
             if cached is not None:
                 return cached.fn
             return _tiered(graph, config)
@@ -220,10 +224,10 @@ def _compile(
     *,
     functionalize: bool,
 ) -> CompiledGraph:
-    cached = _cached(graph, config, functionalize=functionalize)
+    key = _key(graph, config, functionalize=functionalize)
+    cached = _cached(graph, config, key)
     if cached is not None:
         return cached
-    key = _key(graph, config, functionalize=functionalize)
     rt.count("inductor_graph_cache_miss")
     # Late imports: code generation pulls in sympy (~0.3 s); a graph cache hit needs none.
     from .codegen.c.wrapper import generate_module
@@ -280,12 +284,11 @@ def _key(graph: Graph, config: InductorConfig, *, functionalize: bool) -> str:
     return graph_key(graph, config, _toolchain().identity, variant=variant)
 
 
-def _cached(graph: Graph, config: InductorConfig, *, functionalize: bool) -> CompiledGraph | None:
-    # The graph cache's built module for `graph`, loaded; None on a miss.
+def _cached(graph: Graph, config: InductorConfig, key: str) -> CompiledGraph | None:
+    # The graph cache's built module for `graph` (under `key`), loaded; None on a miss.
     # trace.enabled lowers again so that the loop IR files can be written.
     if not config.graph_cache or config.trace_enabled:
         return None
-    key = _key(graph, config, functionalize=functionalize)
     artifact = load_artifact(key)
     if artifact is None:
         return None
