@@ -15,12 +15,18 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
+import os
 import pathlib
 import sys
 
 _ROOT = str(pathlib.Path(__file__).parent)
 if _ROOT not in sys.path:
     sys.path.append(_ROOT)
+
+# NOTE: tests run graphs compiled from the first call (tiered compilation would run the
+# first calls with NumPy while a background build runs, and the switch would depend on
+# timing); the tests of the tiered path pass options={"tiered": True}.
+os.environ.setdefault("NUMPILE_TIERED", "0")
 
 # NOTE: optional dependencies (extras) that a module may import at its top.
 OPTIONAL_DEPENDENCIES = ("cupy", "triton", "torch")

@@ -42,8 +42,8 @@ def test_list_options_names_the_cpu_options() -> None:
 def test_list_mode_options() -> None:
     modes = list_mode_options()
     assert modes["default"] == {}
-    assert modes["max-autotune"] == {"max_autotune": True}
-    assert list_mode_options("max-autotune") == {"max_autotune": True}
+    assert modes["max-autotune"] == {"max_autotune": True, "tiered": False}
+    assert list_mode_options("max-autotune") == {"max_autotune": True, "tiered": False}
     with pytest.raises(ValueError, match="valid modes"):
         list_mode_options("fastest")
 

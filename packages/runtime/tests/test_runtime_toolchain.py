@@ -88,6 +88,25 @@ def test_probe_is_cached_on_disk(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (second.march_flag, second.openmp_flags) == (first.march_flag, first.openmp_flags)
 
 
+def test_known_toolchain_never_runs_the_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("needs gcc")
+    monkeypatch.setattr("numpile_runtime.toolchain._FOUND", {})
+    monkeypatch.setenv("CC", gcc)
+    assert rt.known_toolchain() is None  # a fresh cache: finding it would probe
+    assert rt.counters().get("compiler_invocation", 0) == 0
+    found = rt.find_toolchain()  # probes, and stores the probe
+    assert rt.known_toolchain() is found
+    monkeypatch.setattr("numpile_runtime.toolchain._FOUND", {})
+    rt.reset_counters()
+    again = rt.known_toolchain()  # a new process with the probe on disk
+    assert again is not None and again.identity == found.identity
+    assert rt.counters().get("compiler_invocation", 0) == 0
+    monkeypatch.setenv("CC", "/nonexistent/bin/cc-missing")
+    assert rt.known_toolchain() is None
+
+
 def test_missing_cc_names_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CC", "/nonexistent/bin/cc-missing")
     with pytest.raises(rt.CompilerNotFoundError) as info:

@@ -51,6 +51,7 @@ from numpile_guards import keep_array_guards_unsafe as keep_array_guards_unsafe
 from numpile_guards import skip_all_guards_unsafe as skip_all_guards_unsafe
 from numpile_guards import skip_guard_on_globals_unsafe as skip_guard_on_globals_unsafe
 from numpile_inductor import NoCompilerWarning as NoCompilerWarning
+from numpile_inductor import cancel_background_builds as _cancel_background_builds
 from numpile_inductor import list_mode_options as list_mode_options
 from numpile_inductor import list_options as list_options
 from numpile_inductor import trim_buffer_pool as _trim_buffer_pool
@@ -61,7 +62,7 @@ __version__ = distribution_version("numpile")
 
 
 def reset() -> None:
-    """Forget every compiled entry and free the inductor's cached output buffers.
+    """Forget every compiled entry, cancel queued background builds, free cached buffers.
 
     The system is back in its initial state: the next call of a compiled function
     is a first compilation (also `numpile.compile.reset()`, as the seeds spell it).
@@ -69,6 +70,7 @@ def reset() -> None:
     >>> reset()
     """
     _capture_reset()
+    _cancel_background_builds()
     _trim_buffer_pool()
 
 

@@ -21,6 +21,7 @@ from .backend import CompiledGraph as CompiledGraph
 from .backend import KernelCompileError as KernelCompileError
 from .backend import compile_graph as compile_graph
 from .backend import inductor as inductor
+from .background_build import cancel_pending as cancel_background_builds
 from .codegen.c import AutotuneChoice as AutotuneChoice
 from .codegen.c import buffer_pool_bytes as buffer_pool_bytes
 from .codegen.c import trim_buffer_pool as trim_buffer_pool
@@ -30,6 +31,7 @@ from .config import list_mode_options as list_mode_options
 from .config import list_options as list_options
 from .debug import graph_dot as graph_dot
 from .no_compiler import NoCompilerWarning as NoCompilerWarning
+from .tiered_graph import TieredGraph as TieredGraph
 
 if TYPE_CHECKING:
     from .codegen.triton import TritonCompiled as TritonCompiled
@@ -52,8 +54,10 @@ __all__ = [
     "InductorConfig",
     "KernelCompileError",
     "TritonCompiled",
+    "TieredGraph",
     "TritonOptions",
     "buffer_pool_bytes",
+    "cancel_background_builds",
     "compile_graph",
     "compile_triton",
     "graph_dot",

@@ -6,6 +6,8 @@ graph plus a write-back epilogue, so kernels fuse across the updates); lower to 
 IR (decompositions and views included); fuse kernels; with `max_autotune`, time
 thread counts and parallel thresholds; generate one C extension module (kernels +
 wrapper); build it through numpile_runtime; store the result in the graph cache.
+With tiering on (the default), a graph cache miss returns a `TieredGraph` at once: NumPy
+runs the graph op by op while those steps run on a background worker.
 
     >>> fn = inductor(graph, [a, b])  # doctest: +SKIP
     >>> fn(a, b)  # same as run_graph(graph, [a, b])  # doctest: +SKIP
@@ -22,6 +24,7 @@ import numpy as np
 
 import numpile_runtime as rt
 from numpile_capture import Graph, has_loops, run_graph
+from numpile_capture import config as capture_config
 
 from .codegen.c.autotune import AutotuneChoice, autotune
 from .codegen.c.buffer_pool import pool_handler
@@ -40,6 +43,7 @@ from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_
 from .loops import compile_loop_bodies
 from .no_compiler import op_by_op
 from .pipeline import device_backend, functionalized, graph_device, lower_and_schedule
+from .tiered_graph import TieredGraph
 
 if TYPE_CHECKING:
     import types
@@ -164,12 +168,48 @@ def inductor(
         return _compile(body, config, None, functionalize=False).fn
 
     try:
-        compiled_graph = compile_loop_bodies(graph, compile_body) if has_loops(graph) else graph
-        return _compile(compiled_graph, config, example_inputs, functionalize=True).fn
+        if has_loops(graph):
+            # NOTE: never tiered: op by op, a loop runs each iteration's ops from Python.
+            compiled_graph = compile_loop_bodies(graph, compile_body)
+            return _compile(compiled_graph, config, example_inputs, functionalize=True).fn
+        if config.tiered and not config.trace_enabled:
+            # The graph cache is looked up here unless that needs a compiler probe first
+            # (a fresh cache): the background build looks it up again anyway.
+            cached = None
+            if rt.known_toolchain() is not None:
+                cached = _cached(graph, config, _key(graph, config, functionalize=True))
+            if cached is not None:
+                return cached.fn
+            return _tiered(graph, config)
+        return _compile(graph, config, example_inputs, functionalize=True).fn
     except rt.CompilerNotFoundError as error:
         if config.no_compiler == "raise":
             raise
         return op_by_op(graph, error)
+
+
+def _tiered(graph: Graph, config: InductorConfig) -> TieredGraph:
+    # The graph cache missed: calls run op by op with NumPy while the build runs.
+    def build() -> Callable[..., Any]:
+        return _compile(graph, config, None, functionalize=True).fn
+
+    def on_failure(error: BaseException) -> Callable[..., Any]:
+        # As a synchronous compile fails: no compiler means op by op (or raise when asked);
+        # another error raises from the call, or with suppress_errors is logged once and
+        # the graph keeps running with NumPy.
+        if isinstance(error, rt.CompilerNotFoundError) and config.no_compiler != "raise":
+            return op_by_op(graph, error)
+        if capture_config.suppress_errors and isinstance(error, Exception):
+            log.warning(
+                "the background build of a graph failed (%s); it keeps running op by op with "
+                "NumPy (suppress_errors=True)",
+                error,
+            )
+            return lambda *args: run_graph(graph, list(args))
+        raise error
+
+    rt.count("inductor_tiered_graph")
+    return TieredGraph(graph, build, on_failure)
 
 
 def _foreign_byte_order(meta: Any) -> bool:
@@ -184,26 +224,10 @@ def _compile(
     *,
     functionalize: bool,
 ) -> CompiledGraph:
-    toolchain = _toolchain()
-    variant = "functional" if functionalize else "barrier"
-    key = graph_key(graph, config, toolchain.identity, variant=variant)
-    # trace.enabled lowers again so that the loop IR files can be written.
-    if config.graph_cache and not config.trace_enabled:
-        artifact = load_artifact(key)
-        if artifact is not None:
-            try:
-                module = _build(artifact.module_name, artifact.source, artifact.flags, graph)
-            except rt.BuildError as error:  # e.g. a cache folder from another machine
-                log.warning("graph cache entry %s does not build (%s); recompiling", key, error)
-            else:
-                log.debug("graph cache hit %s", key[:16])
-                output_code_log.info("graph cache hit %s:\n%s", key[:16], artifact.source)
-                rt.count("inductor_graph_cache_hit")
-                if config.graph_diagram:
-                    _write_debug(
-                        config, graph, artifact.module_name, {"output_code.c": artifact.source}
-                    )
-                return _finish(graph, config, artifact, module, None, cache_hit=True)
+    key = _key(graph, config, functionalize=functionalize)
+    cached = _cached(graph, config, key)
+    if cached is not None:
+        return cached
     rt.count("inductor_graph_cache_miss")
     # Late imports: code generation pulls in sympy (~0.3 s); a graph cache hit needs none.
     from .codegen.c.wrapper import generate_module
@@ -253,6 +277,32 @@ def _compile(
     if config.graph_cache:
         store_artifact(key, artifact)
     return _finish(graph, config, artifact, module, sched, cache_hit=False, autotuned=choice)
+
+
+def _key(graph: Graph, config: InductorConfig, *, functionalize: bool) -> str:
+    variant = "functional" if functionalize else "barrier"
+    return graph_key(graph, config, _toolchain().identity, variant=variant)
+
+
+def _cached(graph: Graph, config: InductorConfig, key: str) -> CompiledGraph | None:
+    # The graph cache's built module for `graph` (under `key`), loaded; None on a miss.
+    # trace.enabled lowers again so that the loop IR files can be written.
+    if not config.graph_cache or config.trace_enabled:
+        return None
+    artifact = load_artifact(key)
+    if artifact is None:
+        return None
+    try:
+        module = _build(artifact.module_name, artifact.source, artifact.flags, graph)
+    except rt.BuildError as error:  # e.g. a cache folder from another machine
+        log.warning("graph cache entry %s does not build (%s); recompiling", key, error)
+        return None
+    log.debug("graph cache hit %s", key[:16])
+    output_code_log.info("graph cache hit %s:\n%s", key[:16], artifact.source)
+    rt.count("inductor_graph_cache_hit")
+    if config.graph_diagram:
+        _write_debug(config, graph, artifact.module_name, {"output_code.c": artifact.source})
+    return _finish(graph, config, artifact, module, None, cache_hit=True)
 
 
 def _finish(

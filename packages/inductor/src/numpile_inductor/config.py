@@ -27,6 +27,7 @@ _OPTION_FIELDS: dict[str, str] = {
     "epilogue_fusion": "epilogue_fusion",
     "fast_math": "fast_math",
     "graph_cache": "graph_cache",
+    "tiered": "tiered",
     "trace.enabled": "trace_enabled",
     "trace.debug_dir": "debug_dir",
     "trace.graph_diagram": "graph_diagram",
@@ -42,8 +43,8 @@ _OPTION_FIELDS: dict[str, str] = {
 _MODE_OPTIONS: dict[str, dict[str, Any]] = {
     "default": {},
     "reduce-overhead": {},
-    "max-autotune": {"max_autotune": True},
-    "max-autotune-no-cudagraphs": {"max_autotune": True},
+    "max-autotune": {"max_autotune": True, "tiered": False},
+    "max-autotune-no-cudagraphs": {"max_autotune": True, "tiered": False},
 }
 
 _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -51,6 +52,7 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "epilogue_fusion": bool,
     "fast_math": bool,
     "graph_cache": bool,
+    "tiered": bool,
     "trace_enabled": bool,
     "debug_dir": (str, os.PathLike, type(None)),
     "graph_diagram": bool,
@@ -75,6 +77,11 @@ class InductorConfig(LayerConfig):
       NumPy in the last bits, NaN/inf handling may change); off by default.
     - `graph_cache`: reuse the generated module of an identical graph from the on-disk
       cache, skipping lowering and code generation.
+    - `tiered`: a graph the graph cache does not hold runs op by op with NumPy while its
+      C build runs in the background, then its calls switch to the compiled kernels
+      (`tiered_graph.py`; same results either way). On by default; off in the
+      max-autotune modes and with env `NUMPILE_TIERED=0`, for code that wants the
+      compiled kernels from the first call (benchmarks, tests that count compiles).
     - `trace_enabled`: write the graph, loop IR and generated C to `debug_dir`
       (default `./numpile_debug`; NUMPILE_COMPILE_DEBUG=1 turns it on too).
     - `graph_diagram`: also write the graph as Graphviz `graph.dot` there.
@@ -94,6 +101,7 @@ class InductorConfig(LayerConfig):
     epilogue_fusion: bool = True
     fast_math: bool = False
     graph_cache: bool = True
+    tiered: bool = True
     trace_enabled: bool = False
     debug_dir: str | None = None
     graph_diagram: bool = False
@@ -104,7 +112,7 @@ class InductorConfig(LayerConfig):
 
     # NOTE: fields that change neither the generated code nor its build stay out of key().
     KEY_EXCLUDES: ClassVar[frozenset[str]] = frozenset(
-        {"graph_cache", "trace_enabled", "debug_dir", "graph_diagram", "no_compiler"}
+        {"graph_cache", "tiered", "trace_enabled", "debug_dir", "graph_diagram", "no_compiler"}
     )
 
     @classmethod
@@ -121,6 +129,9 @@ class InductorConfig(LayerConfig):
         values: dict[str, Any] = {}
         if os.environ.get("NUMPILE_COMPILE_DEBUG") == "1":
             values["trace_enabled"] = True
+        tiered_env = os.environ.get("NUMPILE_TIERED", "").strip().lower()
+        if tiered_env:
+            values["tiered"] = tiered_env not in ("0", "false", "no", "off")
         if os.environ.get("NUMPILE_NO_COMPILER"):
             values["no_compiler"] = os.environ["NUMPILE_NO_COMPILER"].strip().lower()
         merged: dict[str, Any] = {**list_mode_options(mode or "default"), **(options or {})}
@@ -170,7 +181,7 @@ def list_mode_options(mode: str | None = None) -> dict[str, Any]:
 
     Examples:
         >>> list_mode_options("max-autotune")
-        {'max_autotune': True}
+        {'max_autotune': True, 'tiered': False}
         >>> sorted(list_mode_options())[:2]
         ['default', 'max-autotune']
     """

@@ -69,6 +69,7 @@ from .progress import compile_progress as compile_progress
 from .toolchain import CompilerNotFoundError as CompilerNotFoundError
 from .toolchain import Toolchain as Toolchain
 from .toolchain import find_toolchain as find_toolchain
+from .toolchain import known_toolchain as known_toolchain
 from .triton_launcher import TritonLauncher as TritonLauncher
 
 __version__ = distribution_version("numpile-runtime")
@@ -118,6 +119,7 @@ __all__ = [
     "distribution_version",
     "download",
     "find_toolchain",
+    "known_toolchain",
     "interpreting",
     "is_device_array",
     "kernel_arg",

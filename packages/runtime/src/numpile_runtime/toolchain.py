@@ -235,11 +235,36 @@ def _version_number(version_line: str) -> str:
     return match.group(0) if match else version_line
 
 
-def _probe_cached(cc: str) -> dict[str, object]:
+def known_toolchain() -> Toolchain | None:
+    """The toolchain when finding it runs no compiler process, else None.
+
+    Found in this process already, or probed by an earlier one (the probe is in the
+    on-disk cache): then the same as `find_toolchain()`. None when finding it would
+    probe the compiler (a fresh cache) or finds none; callers that must not wait for a
+    probe (tiered compilation's first call) do without it then.
+
+        >>> known_toolchain() in (None, find_toolchain())
+        True
+    """
+    env = (os.environ.get("CC") or None, os.environ.get("CXX") or None)
+    with _FOUND_LOCK:
+        found = _FOUND.get(env)
+    if found is not None:
+        return found
+    try:
+        cc = _resolve_cc(env[0])
+        if _stored_probe(_probe_key(cc)) is None:
+            return None
+        return find_toolchain()
+    except (CompilerNotFoundError, OSError):
+        return None
+
+
+def _probe_key(cc: str) -> str:
     # Keyed by the compiler file's identity, so a warm start runs no compiler
     # process at all (not even --version); an upgrade changes the stamp.
     stat = os.stat(cc)
-    key = cache_key(
+    return cache_key(
         "toolchain-probe",
         _PROBE_VERSION,
         os.path.realpath(cc),
@@ -249,20 +274,32 @@ def _probe_cached(cc: str) -> dict[str, object]:
         platform.machine(),
         platform.node(),
     )
-    cache = default_cache()
+
+
+def _stored_probe(key: str) -> dict[str, object] | None:
     try:
-        stored = cache.get_bytes(key)
+        stored = default_cache().get_bytes(key)
     except OSError:
-        stored = None  # an unusable cache: probe again
+        return None  # an unusable cache: probe again
+    if stored is None:
+        return None
+    try:
+        probe: dict[str, object] = json.loads(stored)
+    except ValueError:
+        log.warning("ignoring an unreadable toolchain probe in the cache")
+        return None
+    if not is_valid_probe(probe):
+        log.warning("ignoring a toolchain probe in the cache with flags numpile never sets")
+        return None
+    return probe
+
+
+def _probe_cached(cc: str) -> dict[str, object]:
+    key = _probe_key(cc)
+    stored = _stored_probe(key)
     if stored is not None:
-        try:
-            probe: dict[str, object] = json.loads(stored)
-        except ValueError:
-            log.warning("ignoring an unreadable toolchain probe in the cache")
-        else:
-            if is_valid_probe(probe):
-                return probe
-            log.warning("ignoring a toolchain probe in the cache with flags numpile never sets")
+        return stored
+    cache = default_cache()
     with timed("toolchain_probe"):
         probe = _probe(cc)
         probe["version_line"] = _version_line(cc)
