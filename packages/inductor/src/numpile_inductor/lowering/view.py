@@ -87,8 +87,10 @@ def _affine_remap(
     for d, (size, stride) in enumerate(zip(shape, strides, strict=True)):
         if size == 1 or stride == 0:
             continue
+        # The outermost input dim whose stride divides the output stride: a step of a slice
+        # along dim j is a multiple of dim j's stride, and every inner stride divides it too.
         target = None
-        for j in reversed(range(len(in_shape))):
+        for j in range(len(in_shape)):
             if in_shape[j] > 1 and stride % in_strides[j] == 0:
                 target = j
                 break
