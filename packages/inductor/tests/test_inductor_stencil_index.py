@@ -193,3 +193,22 @@ def test_stencil_inner_loops_are_unit_stride_and_vectorize(tmp_path: Path) -> No
         for address in addresses:
             assert "/" not in address and "%" not in address, (name, address)
             assert not re.search(rf"\*{var}\b|\b{var}\*", address), (name, address)
+
+
+def fdtd_update(ex: Array, ey: Array, hz: Array) -> None:
+    ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
+    ex[:, 1:] = ex[:, 1:] - 0.5 * (hz[:, 1:] - hz[:, :-1])
+    hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
+
+
+def test_in_place_slice_updates_scatter_once(tmp_path: Path) -> None:
+    rng = _rng()
+    inputs = [rng.random((9, 7)) for _ in range(3)]
+    want = [a.copy() for a in inputs]
+    got = [a.copy() for a in inputs]
+    fdtd_update(*want)
+    _compiled(fdtd_update, tmp_path)(*got)
+    for w, g in zip(want, got, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=0)
+    # `x[i] -= y` is an in-place subtract and a setitem of the same region: one scatter
+    assert _ir(tmp_path).count("extern view_scatter") == 3, _ir(tmp_path)

@@ -29,6 +29,7 @@ from .context import (
     is_static,
     out_shape,
     register_kind_lowering,
+    register_lowering,
 )
 
 
@@ -135,3 +136,25 @@ def unflatten_static(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
         result.append(flat % size if size else 0)
         flat = flat // size if size else 0
     return tuple(reversed(result))
+
+
+@register_lowering("view_scatter")
+def lower_repeated_view_scatter(ctx: LoweringContext, node: Node) -> Lowered:
+    """A `view_scatter` of the value another one just scattered into the same region of its
+    result is that result: `x[i] -= y` functionalizes into two (the in-place op's, then
+    `setitem`'s), and each runs as a whole-array copy. Any other runs as NumPy.
+
+    >>> lower_repeated_view_scatter(ctx, twice_node) is ctx.values[once_node]  # doctest: +SKIP
+    True
+    """
+    base = node.inputs[0] if node.inputs else None
+    if (
+        isinstance(base, Node)
+        and base.op is node.op
+        and len(node.inputs) == len(base.inputs) == 2
+        and node.inputs[1] is base.inputs[1]
+        and node.kwargs == base.kwargs
+        and base in ctx.values
+    ):
+        return ctx.values[base]
+    raise CannotLower("a view_scatter runs as NumPy")
