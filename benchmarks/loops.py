@@ -31,10 +31,7 @@ import argparse
 import fnmatch
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -44,6 +41,9 @@ from typing import Any, Literal
 import attrs
 import numpy as np
 import numpy.typing as npt
+
+from . import child as _child
+from .child import agree, emit, load_average, machine_header, missing
 
 Array = npt.NDArray[Any]
 Body = Literal["scalar", "mixed", "array"]
@@ -343,43 +343,7 @@ def _prepare(contender: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _missing(contender: str) -> str | None:
-    import importlib.util
-
-    module = "numpile" if contender == "numpile" else contender
-    if importlib.util.find_spec(module) is None:
-        return f"{module} is not installed"
-    return None
-
-
-def agree(want: Any, got: Any) -> str:
-    """``ok`` when ``got`` matches NumPy's ``want`` (type, dtype, shape, values), else why.
-
-    >>> agree(np.float64(1.0), 1.0), agree(np.ones(2), np.ones(2)), agree((1,), 2)
-    ('ok (a Python float)', 'ok', 'structure tuple vs int')
-    """
-    if isinstance(want, tuple):
-        if not isinstance(got, tuple) or len(got) != len(want):
-            return f"structure {type(want).__name__} vs {type(got).__name__}"
-        for a, b in zip(want, got, strict=True):
-            found = agree(a, b)
-            if found != "ok":
-                return found
-        return "ok"
-    if type(want) is not type(got):
-        if isinstance(want, np.generic) and isinstance(got, bool | int | float | complex):
-            # numba hands back Python scalars where NumPy gives NumPy scalars: same values
-            # are reported as such, and the type apart.
-            same = np.allclose(np.asarray(want), np.asarray(got), rtol=1e-9, atol=1e-12)
-            return f"ok (a Python {type(got).__name__})" if same else "values differ"
-        return f"type {type(want).__name__} vs {type(got).__name__}"
-    a, b = np.asarray(want), np.asarray(got)
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return f"{a.dtype}{a.shape} vs {b.dtype}{b.shape}"
-    if a.dtype.kind in "fc":
-        close = np.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True)
-    else:
-        close = np.array_equal(a, b)
-    return "ok" if close else "values differ"
+    return missing("numpile" if contender == "numpile" else contender)
 
 
 class _Compiles:
@@ -405,10 +369,6 @@ class _Compiles:
             self.eager = sum(1 for e in self._events if e.eager)
 
 
-def _emit(record: dict[str, Any]) -> None:
-    print(json.dumps(record), flush=True)
-
-
 def run_child(name: str, contender: str, trips: int, *, quick: bool) -> None:
     """Time one contender on one workload beside NumPy; print one JSON line per stage."""
     from .timer import Timing, measure_interleaved
@@ -418,7 +378,7 @@ def run_child(name: str, contender: str, trips: int, *, quick: bool) -> None:
     args = workload.inputs(trips)
     start = time.perf_counter()
     prepared = _prepare(contender, fn)
-    _emit({"stage": "prepared", "prepare_s": time.perf_counter() - start})
+    emit({"stage": "prepared", "prepare_s": time.perf_counter() - start})
     warnings.simplefilter("ignore")
     with _Compiles(contender) as counted:
         timings = measure_interleaved(
@@ -431,10 +391,10 @@ def run_child(name: str, contender: str, trips: int, *, quick: bool) -> None:
     mine, numpy_timing = timings[contender], timings["numpy"]
     if not isinstance(mine, Timing) or not isinstance(numpy_timing, Timing):
         failed = mine if isinstance(mine, Exception) else numpy_timing
-        _emit({"stage": "failed", "error": f"{type(failed).__name__}: {failed}"[:300]})
+        emit({"stage": "failed", "error": f"{type(failed).__name__}: {failed}"[:300]})
         return
     check = agree(fn(*args), prepared(*args))
-    _emit(
+    emit(
         {
             "stage": "base",
             "first_s": mine.first_s,
@@ -453,7 +413,7 @@ def run_child(name: str, contender: str, trips: int, *, quick: bool) -> None:
     start = time.perf_counter()
     want = fn(*bigger)
     numpy_10x = time.perf_counter() - start
-    _emit(
+    emit(
         {
             "stage": "10x",
             "first_s": first_10x,
@@ -493,50 +453,18 @@ class LoopRow:
         return self.numpy_s / self.warm_s
 
 
-def _child_env(cache_root: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["NUMPILE_CACHE_DIR"] = str(cache_root / "numpile")
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root / "torchinductor")
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    return env
-
-
 def _run_one(
     workload: LoopWorkload, contender: str, trips: int, *, quick: bool, limit_s: float
 ) -> LoopRow:
-    missing = _missing(contender)
-    if missing is not None:
-        return LoopRow(workload.name, trips, contender, "n/a", note=missing)
-    command = [sys.executable, "-m", "benchmarks.loops", "--child", workload.name]
-    command += ["--contender", contender, "--trips", str(trips)] + (["--quick"] if quick else [])
-    cache_root = Path(tempfile.mkdtemp(prefix="numpile-loops-cache-"))
-    root = Path(__file__).resolve().parent.parent
-    timed_out = False
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            timeout=limit_s,
-            cwd=root,
-            env=_child_env(cache_root),
-            check=False,
-        )
-        out, err, code = done.stdout, done.stderr, done.returncode
-    except subprocess.TimeoutExpired as expired:
-        out, err, code, timed_out = expired.stdout or b"", expired.stderr or b"", None, True
-    finally:
-        shutil.rmtree(cache_root, ignore_errors=True)
-    stages: dict[str, dict[str, Any]] = {}
-    for line in out.decode(errors="replace").splitlines():
-        if line.startswith("{"):
-            record = json.loads(line)
-            stages[record["stage"]] = record
-    if timed_out:
-        stopped = f"not done in {limit_s:.0f} s"
-    else:
-        tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-        stopped = f"exit {code}: {tail[0][:200]}"
-    return _row(LoopRow(workload.name, trips, contender, "ok"), stages, timed_out, stopped)
+    why = _missing(contender)
+    if why is not None:
+        return LoopRow(workload.name, trips, contender, "n/a", note=why)
+    args = ["--child", workload.name, "--contender", contender, "--trips", str(trips)]
+    child = _child.run_child(
+        "benchmarks.loops", args + (["--quick"] if quick else []), limit_s=limit_s
+    )
+    row = LoopRow(workload.name, trips, contender, "ok")
+    return _row(row, child.stages, child.timed_out, child.stopped or "exit 0")
 
 
 def _row(row: LoopRow, stages: dict[str, dict[str, Any]], timed_out: bool, stopped: str) -> LoopRow:
@@ -704,25 +632,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _load() -> str:
-    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return load_average()
 
 
 def _header() -> str:
-    import importlib.metadata
-    import platform
-
-    from .machine import _cpu_model
-
-    versions = []
-    for distribution in ("numpy", "numpile", "numba", "torch"):
-        try:
-            versions.append(f"{distribution} {importlib.metadata.version(distribution)}")
-        except importlib.metadata.PackageNotFoundError:
-            versions.append(f"{distribution} absent")
-    return (
-        f"host {platform.node()}; CPU {_cpu_model()}; {os.cpu_count()} logical cores; "
-        f"load average {_load()}\nPython {platform.python_version()}; {', '.join(versions)}\n"
-    )
+    return machine_header(("numpy", "numpile", "numba", "torch"))
 
 
 def _default_path(*, quick: bool) -> Path:

@@ -45,6 +45,7 @@ from ..loop_ir import (
     ScalarArg,
     Store,
 )
+from ..value_range import simplify_kernel_indices
 
 log = logging.getLogger("numpile.inductor.lowering")
 
@@ -189,7 +190,8 @@ class LoweringContext:
     ) -> None:
         name = f"kernel{self._kernel_count}"
         self._kernel_count += 1
-        self.steps.append(Kernel(name, ranges, reduction_ranges, stores, origins))
+        kernel = Kernel(name, ranges, reduction_ranges, stores, origins)
+        self.steps.append(simplify_kernel_indices(kernel))
 
     def materialize(self, node: Node) -> str:
         """The buffer holding `node`'s value as NumPy would return it (views stay views)."""

@@ -29,6 +29,7 @@ from .context import (
     is_static,
     out_shape,
     register_kind_lowering,
+    register_lowering,
 )
 
 
@@ -87,8 +88,10 @@ def _affine_remap(
     for d, (size, stride) in enumerate(zip(shape, strides, strict=True)):
         if size == 1 or stride == 0:
             continue
+        # The outermost input dim whose stride divides the output stride: a step of a slice
+        # along dim j is a multiple of dim j's stride, and every inner stride divides it too.
         target = None
-        for j in reversed(range(len(in_shape))):
+        for j in range(len(in_shape)):
             if in_shape[j] > 1 and stride % in_strides[j] == 0:
                 target = j
                 break
@@ -133,3 +136,25 @@ def unflatten_static(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
         result.append(flat % size if size else 0)
         flat = flat // size if size else 0
     return tuple(reversed(result))
+
+
+@register_lowering("view_scatter")
+def lower_repeated_view_scatter(ctx: LoweringContext, node: Node) -> Lowered:
+    """A `view_scatter` of the value another one just scattered into the same region of its
+    result is that result: `x[i] -= y` functionalizes into two (the in-place op's, then
+    `setitem`'s), and each runs as a whole-array copy. Any other runs as NumPy.
+
+    >>> lower_repeated_view_scatter(ctx, twice_node) is ctx.values[once_node]  # doctest: +SKIP
+    True
+    """
+    base = node.inputs[0] if node.inputs else None
+    if (
+        isinstance(base, Node)
+        and base.op is node.op
+        and len(node.inputs) == len(base.inputs) == 2
+        and node.inputs[1] is base.inputs[1]
+        and node.kwargs == base.kwargs
+        and base in ctx.values
+    ):
+        return ctx.values[base]
+    raise CannotLower("a view_scatter runs as NumPy")
