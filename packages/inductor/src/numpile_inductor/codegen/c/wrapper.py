@@ -30,6 +30,7 @@ from ...index import SIZE_HELPERS, c_size
 from ...launcher import GeneratedModule, extern_callable
 from ...loop_ir import Buffer, BufferRef, ExternCall, loads_of
 from ...scheduler import FusedKernel, Schedule
+from .blas import BLAS_HELPERS, blas_operands
 from .buffer_pool import MIN_POOLED_BYTES, pooled_alloc_lines
 from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
@@ -156,6 +157,8 @@ class _Emitter:
         }
         # Positions among the externs of the `for_loop` calls that run as C loops.
         self.c_loops: list[int] = []
+        # Whether a product calls BLAS from C (codegen/c/blas.py): its helpers are emitted.
+        self.blas_products = 0
 
     def emit(self) -> list[str]:
         graph = self.program.graph
@@ -475,6 +478,10 @@ class _Emitter:
             out.append(f"    if (PyTuple_Check({source}) && PyTuple_GET_SIZE({source}) > {k}) {{")
             out.append(f"        o_{step.buffer} = Py_NewRef(PyTuple_GET_ITEM({source}, {k}));")
             out.append("    } else")
+        operands = blas_operands(step, self.buffers) if self.config.blas else None
+        if operands is not None:
+            self._emit_blas_product(step.buffer, operands)
+            out.append(f"    if (o_{step.buffer} == NULL)  /* NumPy runs what BLAS did not */")
         out.append("    {")
         names = []
         scalars = []
@@ -519,6 +526,43 @@ class _Emitter:
         buf = self.buffers[step.buffer]
         if buf.kind == "extern" and c_type(buf.dtype) is not None:
             self._emit_extern_check(step.buffer, buf)
+
+    def _emit_blas_product(self, name: str, operands: tuple[str, str]) -> None:
+        # The product into an output allocated here, by BLAS from C when the operands'
+        # layouts allow (checked per call); else o_<name> stays NULL and NumPy runs it.
+        if not self.blas_products:
+            self.statics.append(BLAS_HELPERS)
+        self.blas_products += 1
+        buf = self.buffers[name]
+        nd = len(buf.shape)
+        dims = ", ".join(self.c_dim(d) for d in buf.shape)
+        arrays = [
+            f"a_{x}" if self.buffers[x].kind in ("input", "extern") else f"(PyArrayObject *)o_{x}"
+            for x in operands
+        ]
+        nbytes = " * ".join(
+            ["(npy_intp)" + str(buf.dtype.itemsize), *(f"dims[{d}]" for d in range(nd))]
+        )
+        alloc = (
+            "PyArray_NewFromDescr(&PyArray_Type, "
+            f"PyArray_DescrFromType({_typenum(buf.dtype)}), {nd}, dims, NULL, NULL, 0, NULL)"
+        )
+        out = self.lines
+        out.append("    if (np_blas_ready()) {")
+        out.append(f"        npy_intp dims[{nd}] = {{{dims}}};")
+        out.append(f"        if (g_pool != NULL && {nbytes} >= {MIN_POOLED_BYTES}) {{")
+        out += pooled_alloc_lines(f"o_{name}", alloc, "            ", handler="g_pool")
+        out.append("        } else {")
+        out.append(f"            o_{name} = {alloc};")
+        out.append("        }")
+        out.append(f"        if (o_{name} == NULL) {{ goto fail; }}")
+        out.append(
+            f"        if (!np_blas_matmul({arrays[0]}, {arrays[1]}, "
+            f"(PyArrayObject *)o_{name}, &np_fp)) {{"
+        )
+        out.append(f"            Py_CLEAR(o_{name});")
+        out.append("        }")
+        out.append("    }")
 
     def _loop_function(self, step: ExternCall) -> str | None:
         # The C function that runs a `for_loop` step (see codegen/c/loop_body.py), or None
