@@ -61,6 +61,10 @@ def _assert_matches(got: Any, want: np.ndarray) -> None:
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
 
 
+def _with_transpose(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return (x, x.T)
+
+
 # (name, operands): transposed and sliced operands, the 1-D rules, broadcast batches.
 BLAS_CASES: list[tuple[str, Callable[[], tuple[np.ndarray, np.ndarray]]]] = [
     ("gemm", lambda: (_normal(5, 7), _normal(7, 3))),
@@ -76,6 +80,10 @@ BLAS_CASES: list[tuple[str, Callable[[], tuple[np.ndarray, np.ndarray]]]] = [
     ("vector @ matrix", lambda: (_normal(7), _normal(7, 3))),
     ("vector @ matrix.T", lambda: (_normal(7), _normal(3, 7).T)),
     ("one row", lambda: (_normal(1, 7), _normal(7, 3))),
+    ("x @ x.T (syrk)", lambda: _with_transpose(_normal(5, 7))),
+    ("x.T @ x (syrk)", lambda: _with_transpose(_normal(7, 5))[::-1]),
+    ("x @ x.T of a slice (syrk)", lambda: _with_transpose(_normal(6, 9)[1:, 2:])),
+    ("x @ y.T (gemm)", lambda: (_normal(5, 7), _normal(5, 7).T)),
     ("batched", lambda: (_normal(3, 5, 7), _normal(3, 7, 3))),
     ("batched transposed", lambda: (_normal(3, 7, 5).transpose(0, 2, 1), _normal(3, 7, 3))),
     ("batched broadcast", lambda: (_normal(2, 1, 5, 7), _normal(4, 7, 3))),

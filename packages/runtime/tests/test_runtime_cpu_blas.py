@@ -59,7 +59,7 @@ def test_environment_switch_turns_it_off(
 ) -> None:
     monkeypatch.setenv("NUMPILE_CPU_BLAS", "0")
     assert find_cpu_blas() is None
-    assert cpu_blas_addresses() == (0, 0, 0, 0)
+    assert cpu_blas_addresses() == (0,) * 6
 
 
 def test_a_library_without_ilp64_symbols_is_not_taken(

@@ -26,16 +26,16 @@ import numpy as np  # importing it loads the BLAS it links, which is searched fo
 # Name patterns of ILP64 CBLAS symbols, most specific first: NumPy >= 2 wheels (scipy-openblas),
 # then an OpenBLAS built with INTERFACE64 and a symbol suffix.
 _SYMBOL_PATTERNS = ("scipy_cblas_{}64_", "cblas_{}64_")
-_FUNCTIONS = ("sgemm", "dgemm", "sgemv", "dgemv")
+_FUNCTIONS = ("sgemm", "dgemm", "sgemv", "dgemv", "ssyrk", "dsyrk")
 
 
 @attrs.frozen
 class CpuBlas:
-    """Addresses of `cblas_sgemm`, `cblas_dgemm`, `cblas_sgemv` and `cblas_dgemv` (ILP64:
-    every integer argument is an int64) in `library`.
+    """Addresses of `cblas_?gemm`, `cblas_?gemv` and `cblas_?syrk` (single, then double
+    precision; ILP64: every integer argument is an int64) in `library`.
 
-        >>> CpuBlas("libopenblas.so", 1, 2, 3, 4).addresses()
-        (1, 2, 3, 4)
+        >>> CpuBlas("libopenblas.so", 1, 2, 3, 4, 5, 6).addresses()
+        (1, 2, 3, 4, 5, 6)
     """
 
     library: str
@@ -43,10 +43,12 @@ class CpuBlas:
     dgemm: int
     sgemv: int
     dgemv: int
+    ssyrk: int
+    dsyrk: int
 
-    def addresses(self) -> tuple[int, int, int, int]:
-        """The four function addresses, in the order generated code reads them."""
-        return (self.sgemm, self.dgemm, self.sgemv, self.dgemv)
+    def addresses(self) -> tuple[int, ...]:
+        """The function addresses, in the order generated code reads them."""
+        return (self.sgemm, self.dgemm, self.sgemv, self.dgemv, self.ssyrk, self.dsyrk)
 
 
 def _numpy_blas_libraries() -> list[str]:
@@ -102,12 +104,12 @@ def find_cpu_blas() -> CpuBlas | None:
     return None
 
 
-def cpu_blas_addresses() -> tuple[int, int, int, int]:
-    """The addresses `find_cpu_blas` gives, or four zeros: what a generated module reads
-    once, on its first product.
+def cpu_blas_addresses() -> tuple[int, ...]:
+    """The addresses `find_cpu_blas` gives, or zeros: what a generated module reads once,
+    on its first product.
 
         >>> len(cpu_blas_addresses())
-        4
+        6
     """
     blas = find_cpu_blas()
-    return (0, 0, 0, 0) if blas is None else blas.addresses()
+    return (0,) * len(_FUNCTIONS) if blas is None else blas.addresses()

@@ -28,7 +28,8 @@ _BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 BLAS_HELPERS = r"""
 /* Products through the BLAS NumPy loaded (numpile_runtime.cpu_blas): ILP64 CBLAS, every
-   integer argument an int64. g_blas holds sgemm, dgemm, sgemv, dgemv, read once. */
+   integer argument an int64. g_blas holds sgemm, dgemm, sgemv, dgemv, ssyrk, dsyrk, read
+   once. */
 typedef void (*np_dgemm_fn)(int, int, int, int64_t, int64_t, int64_t, double, const double *,
                             int64_t, const double *, int64_t, double, double *, int64_t);
 typedef void (*np_sgemm_fn)(int, int, int, int64_t, int64_t, int64_t, float, const float *,
@@ -37,8 +38,13 @@ typedef void (*np_dgemv_fn)(int, int, int64_t, int64_t, double, const double *, 
                             const double *, int64_t, double, double *, int64_t);
 typedef void (*np_sgemv_fn)(int, int, int64_t, int64_t, float, const float *, int64_t,
                             const float *, int64_t, float, float *, int64_t);
-enum { NP_ROW_MAJOR = 101, NP_NO_TRANS = 111, NP_TRANS = 112 };
-static void *g_blas[4] = {NULL, NULL, NULL, NULL};
+typedef void (*np_dsyrk_fn)(int, int, int, int64_t, int64_t, double, const double *, int64_t,
+                            double, double *, int64_t);
+typedef void (*np_ssyrk_fn)(int, int, int, int64_t, int64_t, float, const float *, int64_t,
+                            float, float *, int64_t);
+enum { NP_ROW_MAJOR = 101, NP_NO_TRANS = 111, NP_TRANS = 112, NP_UPPER = 121 };
+#define NP_BLAS_FUNCTIONS 6
+static void *g_blas[NP_BLAS_FUNCTIONS] = {NULL, NULL, NULL, NULL, NULL, NULL};
 static int g_blas_state = 0;  /* 0: not asked yet; 1: found; -1: none (NumPy runs products) */
 
 static int np_blas_ready(void)
@@ -50,9 +56,9 @@ static int np_blas_ready(void)
     PyObject *found = PyObject_CallMethod(module, "cpu_blas_addresses", NULL);
     Py_DECREF(module);
     if (found == NULL) { PyErr_Clear(); return 0; }
-    if (PyTuple_Check(found) && PyTuple_GET_SIZE(found) == 4) {
+    if (PyTuple_Check(found) && PyTuple_GET_SIZE(found) == NP_BLAS_FUNCTIONS) {
         int ok = 1;
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < NP_BLAS_FUNCTIONS; i++) {
             g_blas[i] = PyLong_AsVoidPtr(PyTuple_GET_ITEM(found, i));
             if (g_blas[i] == NULL) { PyErr_Clear(); ok = 0; }
         }
@@ -95,6 +101,29 @@ static void np_blas_gemv(int type, int trans, int64_t rows, int64_t cols, const 
     }
 }
 
+/* c (n x n, contiguous) = a @ a.T (trans NP_NO_TRANS; a is n x k row-major) or a.T @ a
+   (NP_TRANS; a is k x n row-major): half a gemm's work, the upper triangle by syrk, then
+   mirrored, as NumPy does for a product of a matrix and its own transpose. */
+static void np_blas_syrk(int type, int trans, int64_t n, int64_t k, const char *a,
+                         int64_t lda, char *c)
+{
+    if (type == NPY_DOUBLE) {
+        double *out = (double *)c;
+        ((np_dsyrk_fn)g_blas[5])(NP_ROW_MAJOR, NP_UPPER, trans, n, k, 1.0, (const double *)a,
+                                 lda, 0.0, out, n);
+        for (int64_t i = 0; i < n; i++) {
+            for (int64_t j = i + 1; j < n; j++) { out[j * n + i] = out[i * n + j]; }
+        }
+    } else {
+        float *out = (float *)c;
+        ((np_ssyrk_fn)g_blas[4])(NP_ROW_MAJOR, NP_UPPER, trans, n, k, 1.0f, (const float *)a,
+                                 lda, 0.0f, out, n);
+        for (int64_t i = 0; i < n; i++) {
+            for (int64_t j = i + 1; j < n; j++) { out[j * n + i] = out[i * n + j]; }
+        }
+    }
+}
+
 /* One product of the batch: matrix @ vector, vector @ matrix or matrix @ matrix. A matrix
    in column-major order is its transpose in row-major order, so it is passed transposed. */
 static void np_blas_product(int type, int an, int bn, int la, int lb, int64_t m, int64_t n,
@@ -107,6 +136,9 @@ static void np_blas_product(int type, int an, int bn, int la, int lb, int64_t m,
     } else if (an == 1) {
         if (lb == 0) { np_blas_gemv(type, NP_TRANS, k, n, b, ldb, a, inca, c, n); }
         else { np_blas_gemv(type, NP_NO_TRANS, n, k, b, ldb, a, inca, c, n); }
+    } else if (a == b && m == n && la != lb && lda == ldb) {
+        /* b is a's transpose (one matrix read both ways): a @ a.T or a.T @ a */
+        np_blas_syrk(type, la == 0 ? NP_NO_TRANS : NP_TRANS, m, k, a, lda, c);
     } else if (type == NPY_DOUBLE) {
         ((np_dgemm_fn)g_blas[1])(NP_ROW_MAJOR, la == 0 ? NP_NO_TRANS : NP_TRANS,
                                  lb == 0 ? NP_NO_TRANS : NP_TRANS, m, n, k, 1.0,
