@@ -216,8 +216,10 @@ def _code_fingerprint() -> str:
         if module is None:
             module = __import__(name)
         digest.update(f"{name}={getattr(module, '__version__', '?')}\0".encode())
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.name.encode())
+    # Every module of the package, code generators in subfolders included.
+    root = Path(__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     _FINGERPRINT.append(digest.hexdigest())
     return _FINGERPRINT[0]

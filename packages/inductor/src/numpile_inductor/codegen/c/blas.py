@@ -9,7 +9,8 @@ on that output as one fused kernel (`wrapper._reusable_source`). Batched product
 their broadcast batch dims in C, one BLAS call per matrix. Everything else stays a NumPy
 call, decided at run time per call: integer, bool and complex products (NumPy's own exact
 loops), mixed dtypes, empty operands, negative or non-unit strides inside a row, unaligned
-or byte-swapped data, and any module where no ILP64 CBLAS was found.
+or byte-swapped data, any module where no ILP64 CBLAS was found, and a product whose BLAS
+call raised a floating-point flag (NumPy computes it again and warns as eager does).
 
     >>> "np_blas_matmul" in BLAS_HELPERS
     True
@@ -155,9 +156,10 @@ static void np_blas_product(int type, int an, int bn, int la, int lb, int64_t m,
 #define NP_BLAS_MAXDIMS 32
 
 /* out = a @ b (np.matmul's rules; out C-contiguous, allocated by the caller) through BLAS:
-   1 when done, 0 when NumPy must run it (then out is untouched garbage to drop). The
-   calling thread's floating-point flags join *fp, as NumPy tests them after its BLAS call. */
-static int np_blas_matmul(PyArrayObject *a, PyArrayObject *b, PyArrayObject *out, int *fp)
+   1 when done, 0 when NumPy must run it (then out is garbage to drop). A product that
+   raised a floating-point flag (inf or NaN inside, overflow) also gives 0: NumPy runs it
+   again and warns from the user's line as eager does, with the same values. */
+static int np_blas_matmul(PyArrayObject *a, PyArrayObject *b, PyArrayObject *out)
 {
     int type = PyArray_TYPE(out);
     if ((type != NPY_DOUBLE && type != NPY_FLOAT) || PyArray_TYPE(a) != type
@@ -230,7 +232,10 @@ static int np_blas_matmul(PyArrayObject *a, PyArrayObject *b, PyArrayObject *out
         np_blas_product(type, an, bn, la, lb, m, n, k, pa + oa * item, lda, inca,
                         pb + ob * item, ldb, incb, pc + t * m * n * item);
     }
-    *fp |= NP_FP_TEST();
+    if (NP_FP_TEST()) {
+        NP_FP_CLEAR();
+        return 0;
+    }
     return 1;
 }
 """

@@ -557,8 +557,7 @@ class _Emitter:
         out.append("        }")
         out.append(f"        if (o_{name} == NULL) {{ goto fail; }}")
         out.append(
-            f"        if (!np_blas_matmul({arrays[0]}, {arrays[1]}, "
-            f"(PyArrayObject *)o_{name}, &np_fp)) {{"
+            f"        if (!np_blas_matmul({arrays[0]}, {arrays[1]}, (PyArrayObject *)o_{name})) {{"
         )
         out.append(f"            Py_CLEAR(o_{name});")
         out.append("        }")
