@@ -224,3 +224,27 @@ def test_nan_and_inf_propagate_as_in_numpy() -> None:
         warnings.simplefilter("ignore")
         np.testing.assert_array_equal(np.isnan(compiled.fn(a, b)), np.isnan(a @ b))
         np.testing.assert_array_equal(np.isinf(compiled.fn(a, b)), np.isinf(a @ b))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_dot_product_of_vectors_is_one_fused_reduction(dtype: Any) -> None:
+    x, y = _normal(300, dtype=dtype), _normal(300, dtype=dtype)
+    graph = Graph()
+    px, py = graph.placeholder("x", meta_of(x)), graph.placeholder("y", meta_of(y))
+    dot = graph.call(get_op("matmul"), px, py)
+    graph.output = (dot, graph.call(get_op("multiply"), px, dot))
+    compiled = compile_graph(graph, options={"graph_cache": False})
+    assert compiled.extern_ops == []
+    assert "sum(multiply(x[r0], y[r0]))" in str(compiled.schedule)
+    got_dot, got_scaled = compiled.fn(x, y)
+    assert type(got_dot) is type(x @ y)  # a NumPy scalar, as eager gives
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(got_dot, x @ y, rtol=rtol)
+    np.testing.assert_allclose(got_scaled, x * (x @ y), rtol=rtol)
+
+
+def test_a_dot_product_of_integer_vectors_stays_exact() -> None:
+    x = np.array([2**62, 2**62, 3], dtype=np.int64)
+    y = np.array([2, 2, 1], dtype=np.int64)
+    compiled = compile_graph(_product_graph(x, y), options={"graph_cache": False})
+    assert compiled.fn(x, y) == x @ y  # wraps around as NumPy's integer loop does
