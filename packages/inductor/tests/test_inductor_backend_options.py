@@ -124,10 +124,11 @@ def test_threads_option_gives_the_same_values(fresh_cache: Path) -> None:
 
 def test_config_key_text_is_unchanged_by_the_shared_config_base() -> None:
     # The text that goes into graph cache keys: the base's key() must give what the
-    # inductor's own key() gave, so entries cached before the change stay valid.
+    # inductor's own key() gave, so entries cached before the change stay valid. `blas`
+    # came later: it changes the generated code, so it is part of the key.
     config = InductorConfig.from_options({"cpp.extra_flags": ["-g"], "trace.enabled": True})
     assert config.key() == (
         "max_autotune=False epilogue_fusion=True fast_math=False "
-        "parallel_threshold=65536 threads=0 extra_flags=['-g']"
+        "parallel_threshold=65536 threads=0 extra_flags=['-g'] blas=True"
     )
     assert isinstance(config, rt.LayerConfig)

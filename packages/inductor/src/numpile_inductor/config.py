@@ -35,6 +35,7 @@ _OPTION_FIELDS: dict[str, str] = {
     "cpp.threads": "threads",
     "cpp.extra_flags": "extra_flags",
     "cpp.no_compiler": "no_compiler",
+    "cpp.blas": "blas",
 }
 
 # NOTE: what each mode sets before the user's options apply (torch.compile's mode names;
@@ -60,6 +61,7 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "threads": int,
     "extra_flags": (list, tuple),
     "no_compiler": str,
+    "blas": bool,
 }
 # What `no_compiler` may say: run graphs op by op with NumPy (one warning), or raise.
 _NO_COMPILER_CHOICES = ("fallback", "raise")
@@ -92,6 +94,9 @@ class InductorConfig(LayerConfig):
     - `no_compiler`: without a usable C compiler, "fallback" (the default; env
       `NUMPILE_NO_COMPILER` sets it) runs graphs op by op with NumPy after one
       `NoCompilerWarning` per process; "raise" raises `CompilerNotFoundError`.
+    - `blas`: float32/float64 products (`matmul`, `dot`) call the BLAS NumPy loaded from
+      the generated C, into the graph's own output (`codegen/c/blas.py`); False: they run
+      as NumPy calls.
 
         >>> InductorConfig().fast_math
         False
@@ -109,6 +114,7 @@ class InductorConfig(LayerConfig):
     threads: int = 0
     extra_flags: tuple[str, ...] = ()
     no_compiler: str = "fallback"
+    blas: bool = True
 
     # NOTE: fields that change neither the generated code nor its build stay out of key().
     KEY_EXCLUDES: ClassVar[frozenset[str]] = frozenset(

@@ -28,6 +28,9 @@ from .code_cache import CodeCache as CodeCache
 from .code_cache import cache_key as cache_key
 from .code_cache import default_cache as default_cache
 from .code_cache import set_cache_dir as set_cache_dir
+from .cpu_blas import CpuBlas as CpuBlas
+from .cpu_blas import cpu_blas_addresses as cpu_blas_addresses
+from .cpu_blas import find_cpu_blas as find_cpu_blas
 from .cublas_matmul import cublas_matmul as cublas_matmul
 from .cuda_graphs import CudaGraphRunner as CudaGraphRunner
 from .cuda_launch import KernelArg as KernelArg
@@ -83,6 +86,7 @@ __all__ = [
     "CacheInfo",
     "CodeCache",
     "CompilerNotFoundError",
+    "CpuBlas",
     "CudaGraphRunner",
     "DeviceCopy",
     "KernelArg",
@@ -112,12 +116,14 @@ __all__ = [
     "compile_times",
     "count",
     "counters",
+    "cpu_blas_addresses",
     "cublas_matmul",
     "cupy_available",
     "data_ptr",
     "default_cache",
     "distribution_version",
     "download",
+    "find_cpu_blas",
     "find_toolchain",
     "known_toolchain",
     "interpreting",

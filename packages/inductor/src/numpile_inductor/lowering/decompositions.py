@@ -9,12 +9,15 @@ Each entry rewrites one op into core pointwise operations and reductions
 | var | mean (keepdims), subtract, multiply by itself, sum, divide by max(n - ddof, 0) |
 | std | sqrt(var) |
 | clip | minimum(maximum(x, low), high), NaN-propagating like np.clip |
+| matmul, dot | of two float vectors: sum(multiply(a, b)), a fused reduction |
+
+Other products stay extern steps (BLAS called from the C, `codegen/c/blas.py`).
 
 A count known only at run time (dynamic shapes) is a second reduction in the
 same loop, the sum of ones; var then takes ddof 0 or 1 only.
 
     >>> sorted(DECOMPOSITIONS)
-    ['clip', 'mean', 'std', 'var']
+    ['clip', 'dot', 'matmul', 'mean', 'std', 'var']
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from .context import (
     Lowered,
     LoweringContext,
     LoweringFn,
+    as_dim,
     cast,
     input_cost,
     operand_loader,
@@ -176,9 +180,44 @@ def _lower_clip(ctx: LoweringContext, node: Node) -> Lowered:
     return Lowered(shape, dtype, load, ops + len(sides), heavy=heavy)
 
 
+_VECTOR_DOT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _lower_vector_dot(ctx: LoweringContext, node: Node) -> Lowered:
+    # `x @ y` of two float vectors: a sum of products in the result dtype. NumPy's BLAS
+    # dot sums in another order: results agree within rounding, not bit for bit.
+    if len(node.inputs) != 2 or node.params or node.kwargs:
+        raise CannotLower("a product with options")
+    a, b = node.inputs
+    assert isinstance(node.meta, ArrayMeta)
+    dtype = node.meta.dtype
+    metas = [x.meta if isinstance(x, Node) else None for x in (a, b)]
+    if dtype not in _VECTOR_DOT_DTYPES or not all(
+        isinstance(meta, ArrayMeta) and len(meta.shape) == 1 and meta.dtype == dtype
+        for meta in metas
+    ):
+        raise CannotLower("not a dot product of two float vectors of the result dtype")
+    first = metas[0]
+    assert isinstance(first, ArrayMeta)
+    shape = (as_dim(first.shape[0]),)
+    left = operand_loader(ctx, a, shape)[0]
+    right = operand_loader(ctx, b, shape)[0]
+    ops, heavy = input_cost(ctx, node)
+
+    def products(idx: tuple[Any, ...]) -> Expr:
+        return Apply("multiply", (cast(left(idx), dtype), cast(right(idx), dtype)), dtype)
+
+    value = Lowered(shape, dtype, products, ops + 1, heavy=heavy)
+    return reduction.reduce_value(
+        ctx, value, axes=(0,), keepdims=False, reduction_type="sum", dtype=dtype, name=node.name
+    )
+
+
 # NOTE: the decomposition table, as data; registered into the lowering table below.
 DECOMPOSITIONS: dict[str, LoweringFn] = {
     "clip": _lower_clip,
+    "dot": _lower_vector_dot,
+    "matmul": _lower_vector_dot,
     "mean": _lower_mean,
     "std": _lower_std,
     "var": _lower_var,

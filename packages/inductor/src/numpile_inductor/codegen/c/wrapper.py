@@ -31,6 +31,7 @@ from ...launcher import GeneratedModule, extern_callable
 from ...loop_ir import Buffer, BufferRef, ExternCall, loads_of
 from ...scheduler import FusedKernel, Schedule
 from ..common import CodeBuffer
+from .blas import BLAS_HELPERS, blas_operands
 from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
 from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
@@ -157,6 +158,8 @@ class _Emitter:
         }
         # Positions among the externs of the `for_loop` calls that run as C loops.
         self.c_loops: list[int] = []
+        # Whether a product calls BLAS from C (codegen/c/blas.py): its helpers are emitted.
+        self.blas_products = 0
 
     def emit(self) -> list[str]:
         graph = self.program.graph
@@ -473,6 +476,10 @@ class _Emitter:
                 f"if (PyTuple_Check({source}) && PyTuple_GET_SIZE({source}) > {k})", "} else"
             ):
                 code.writeline(f"o_{step.buffer} = Py_NewRef(PyTuple_GET_ITEM({source}, {k}));")
+        operands = blas_operands(step, self.buffers) if self.config.blas else None
+        if operands is not None:
+            self._emit_blas_product(step.buffer, operands)
+            code.writeline(f"if (o_{step.buffer} == NULL)  /* NumPy runs what BLAS did not */")
         with code.block():
             names = []
             scalars = []
@@ -515,6 +522,39 @@ class _Emitter:
         buf = self.buffers[step.buffer]
         if buf.kind == "extern" and c_type(buf.dtype) is not None:
             self._emit_extern_check(step.buffer, buf)
+
+    def _emit_blas_product(self, name: str, operands: tuple[str, str]) -> None:
+        # The product into an output allocated here, by BLAS from C when the operands'
+        # layouts allow (checked per call); else o_<name> stays NULL and NumPy runs it.
+        if not self.blas_products:
+            self.statics.append(BLAS_HELPERS)
+        self.blas_products += 1
+        buf = self.buffers[name]
+        nd = len(buf.shape)
+        dims = ", ".join(self.c_dim(d) for d in buf.shape)
+        arrays = [
+            f"a_{x}" if self.buffers[x].kind in ("input", "extern") else f"(PyArrayObject *)o_{x}"
+            for x in operands
+        ]
+        nbytes = " * ".join(
+            ["(npy_intp)" + str(buf.dtype.itemsize), *(f"dims[{d}]" for d in range(nd))]
+        )
+        alloc = (
+            "PyArray_NewFromDescr(&PyArray_Type, "
+            f"PyArray_DescrFromType({_typenum(buf.dtype)}), {nd}, dims, NULL, NULL, 0, NULL)"
+        )
+        code = self.code
+        with code.block("if (np_blas_ready())"):
+            code.writeline(f"npy_intp dims[{nd}] = {{{dims}}};")
+            with code.block(f"if (g_pool != NULL && {nbytes} >= {MIN_POOLED_BYTES})", "} else {"):
+                write_pooled_alloc(code, f"o_{name}", alloc, handler="g_pool")
+            with code.indent():
+                code.writeline(f"o_{name} = {alloc};")
+            code.writeline("}")
+            code.writeline(f"if (o_{name} == NULL) {{ goto fail; }}")
+            call = f"np_blas_matmul({arrays[0]}, {arrays[1]}, (PyArrayObject *)o_{name})"
+            with code.block(f"if (!{call})"):
+                code.writeline(f"Py_CLEAR(o_{name});")
 
     def _loop_function(self, step: ExternCall) -> str | None:
         # The C function that runs a `for_loop` step (see codegen/c/loop_body.py), or None

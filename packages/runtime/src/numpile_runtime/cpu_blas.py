@@ -1,0 +1,115 @@
+"""The CBLAS functions of the BLAS NumPy itself loaded, for generated code to call.
+
+NumPy's wheels bundle OpenBLAS built with 64-bit integers (ILP64), its symbols renamed
+with a `scipy_` prefix and a `64_` suffix (`scipy_cblas_dgemm64_`). A compiled graph calls
+the same library NumPy calls, so a product runs at NumPy's BLAS speed and rounds as
+NumPy's does. Only ILP64 symbols are taken (their integer width is known from the name);
+where none is found (a NumPy built against another BLAS, another platform) `find_cpu_blas`
+gives None and products run as NumPy calls.
+
+    >>> blas = find_cpu_blas()
+    >>> blas is None or blas.addresses()[1] != 0
+    True
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import os
+import sys
+
+import attrs
+import numpy as np  # importing it loads the BLAS it links, which is searched for below
+
+# Name patterns of ILP64 CBLAS symbols, most specific first: NumPy >= 2 wheels (scipy-openblas),
+# then an OpenBLAS built with INTERFACE64 and a symbol suffix.
+_SYMBOL_PATTERNS = ("scipy_cblas_{}64_", "cblas_{}64_")
+_FUNCTIONS = ("sgemm", "dgemm", "sgemv", "dgemv", "ssyrk", "dsyrk")
+
+
+@attrs.frozen
+class CpuBlas:
+    """Addresses of `cblas_?gemm`, `cblas_?gemv` and `cblas_?syrk` (single, then double
+    precision; ILP64: every integer argument is an int64) in `library`.
+
+        >>> CpuBlas("libopenblas.so", 1, 2, 3, 4, 5, 6).addresses()
+        (1, 2, 3, 4, 5, 6)
+    """
+
+    library: str
+    sgemm: int
+    dgemm: int
+    sgemv: int
+    dgemv: int
+    ssyrk: int
+    dsyrk: int
+
+    def addresses(self) -> tuple[int, ...]:
+        """The function addresses, in the order generated code reads them."""
+        return (self.sgemm, self.dgemm, self.sgemv, self.dgemv, self.ssyrk, self.dsyrk)
+
+
+def _numpy_blas_libraries() -> list[str]:
+    # The libraries NumPy's extension loaded (Linux: /proc/self/maps), else its wheel's
+    # bundled folder (numpy.libs on Linux, numpy/.dylibs on macOS).
+    found: list[str] = []
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                path = line.split()[-1] if "/" in line else ""
+                name = os.path.basename(path).lower()
+                if "blas" in name and path not in found:
+                    found.append(path)
+    except OSError:
+        pass
+    base = os.path.dirname(os.path.dirname(np.__file__))
+    for pattern in ("numpy.libs/*blas*", "numpy/.dylibs/*blas*"):
+        for path in sorted(glob.glob(os.path.join(base, pattern))):
+            if path not in found:
+                found.append(path)
+    return found
+
+
+def _addresses(library: ctypes.CDLL) -> tuple[int, ...] | None:
+    for pattern in _SYMBOL_PATTERNS:
+        try:
+            functions = [getattr(library, pattern.format(name)) for name in _FUNCTIONS]
+        except AttributeError:
+            continue
+        return tuple(ctypes.cast(fn, ctypes.c_void_p).value or 0 for fn in functions)
+    return None
+
+
+@functools.cache
+def find_cpu_blas() -> CpuBlas | None:
+    """The ILP64 CBLAS of the BLAS NumPy loaded, or None (then products run through NumPy).
+
+    `NUMPILE_CPU_BLAS=0` (read on the first call) disables it.
+
+        >>> find_cpu_blas() is None or find_cpu_blas().library.endswith((".so", ".dylib"))
+        True
+    """
+    if os.environ.get("NUMPILE_CPU_BLAS", "1").strip() == "0" or sys.platform == "win32":
+        return None
+    for path in _numpy_blas_libraries():
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        found = _addresses(library)
+        if found is not None and all(found):
+            return CpuBlas(path, *found)
+    return None
+
+
+def cpu_blas_addresses() -> tuple[int, ...]:
+    """The addresses `find_cpu_blas` gives, or zeros: what a generated module reads once,
+    on its first product.
+
+        >>> len(cpu_blas_addresses())
+        6
+    """
+    blas = find_cpu_blas()
+    return (0,) * len(_FUNCTIONS) if blas is None else blas.addresses()
