@@ -62,6 +62,7 @@ from ._creation import (
     bind_like,
     bind_linspace,
 )
+from ._extern import extern_functions, generator_binding
 from ._indexing import (
     bind_getitem,
     bind_setitem,
@@ -225,6 +226,8 @@ def _build_functions() -> dict[int, tuple[object, Binding]]:
         (np.asfortranarray, "asfortranarray", bind_asfortranarray),
     ]
     entries += [(fn, Binding(f"numpy.{name}", apply)) for fn, name, apply in functions]
+    # NOTE: the extern table first, so a function with its own binding keeps it.
+    entries = [*extern_functions(), *entries]
     return {id(fn): (fn, binding) for fn, binding in entries}
 
 
@@ -307,6 +310,8 @@ def lookup_function(fn: object) -> Binding | None:
     True
     """
     owner = getattr(fn, "__self__", None)
+    if isinstance(owner, np.random.Generator):
+        return generator_binding(owner, getattr(fn, "__name__", ""))
     if isinstance(owner, np.ufunc) and owner is getattr(np, owner.__name__, None):
         return _ufunc_method(owner, getattr(fn, "__name__", ""))
     entry = _FUNCTIONS.get(id(fn))

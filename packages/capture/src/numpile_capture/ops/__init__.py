@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..op import Op, get_op
 from . import creation as creation
+from . import extern as extern
 from . import indexing as indexing
 from . import join as join
 from . import linalg as linalg
@@ -24,6 +25,7 @@ from . import view as view
 
 __all__ = [
     "creation",
+    "extern",
     "indexing",
     "join",
     "linalg",
