@@ -167,6 +167,7 @@ def missing_rule_error(node: Node, mode: str) -> NotImplementedError:
 def _ensure_rules() -> None:
     # Late import: the rule modules import this module to register themselves.
     from . import (  # noqa: F401
+        vjp_extern,
         vjp_indexing,
         vjp_join,
         vjp_linalg,
