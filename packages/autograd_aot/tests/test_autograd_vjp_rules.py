@@ -189,6 +189,8 @@ CASES.update(
         "fft.ifftshift": lambda rng, s: ([_normal(rng, (3, 5))], {"axes": (1,)}),
         "linalg.cholesky": lambda rng, s: ([_spd(rng, s)], {}),
         "linalg.eigvalsh": lambda rng, s: ([_spd(rng, s)], {"UPLO": "U"} if s else {}),
+        "erf": _unary(_normal),
+        "erfc": _unary(_normal),
         "linalg.svdvals": lambda rng, s: ([_normal(rng, (4, 3) if s else (2, 3))], {}),
     }
 )
@@ -305,6 +307,7 @@ MISSING_WITH_REASON: dict[str, str] = dict.fromkeys(
 
 # Extern-table rows without a rule: each row's `no_grad` says why.
 MISSING_WITH_REASON.update(extern_no_grad())
+MISSING_WITH_REASON.update(dict.fromkeys(("gamma", "lgamma"), "needs digamma"))
 
 
 def test_every_differentiable_op_has_a_rule_or_a_reason() -> None:

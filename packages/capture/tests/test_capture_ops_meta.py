@@ -62,6 +62,8 @@ CASES: list[Case] = [(name, _ufunc_inputs(name), {}) for name in UFUNC_NAMES]
 CASES += [
     (f"{name}_", _ufunc_inputs(name), {}) for name in UFUNC_NAMES if getattr(np, name).nin == 2
 ]
+CASES += [(name, lambda: (_f(2, 3),), {}) for name in ("erf", "erfc", "gamma", "lgamma")]
+CASES += [(name, lambda: (_f(4).astype("float32"),), {}) for name in ("erf", "lgamma")]
 CASES += [
     ("add", lambda: (_f(2, 3).T, 1.5), {}),
     ("multiply", lambda: (_i(4, dtype="int8"), np.float32(2.0)), {}),

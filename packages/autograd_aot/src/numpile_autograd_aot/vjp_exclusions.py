@@ -22,6 +22,7 @@ CREATION = "creation from constants"
 MUTATION = "mutation"
 LOOPS = "loop structure"
 EXTERN = "extern row without a rule"
+DIGAMMA = "derivative needs digamma"
 
 # NOTE: why each kind of exclusion needs no rule (shown in the README).
 REASONS: dict[str, str] = {
@@ -43,6 +44,7 @@ REASONS: dict[str, str] = {
         "a row of the extern-op table whose `no_grad` says why (a random draw, counts, a "
         "tuple result, a rule not written yet); `extern_no_grad()` lists each reason"
     ),
+    DIGAMMA: "gamma' = gamma * digamma and lgamma' = digamma: numpile has no digamma op yet",
 }
 
 _COMPARISONS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
@@ -122,6 +124,8 @@ EXCLUDED_OPS: dict[str, str] = {
     **dict.fromkeys(_LOOPS, LOOPS),
     **{row.name: EXTERN for row in extern_rows() if row.no_grad},
     "result_item": EXTERN,
+    "gamma": DIGAMMA,
+    "lgamma": DIGAMMA,
 }
 
 

@@ -1,5 +1,6 @@
 """VJP rules of extern-table ops (`numpile_capture.extern_rows`): FFTs, shifts, cholesky,
-eigvalsh and svdvals; inv, det and solve are in `vjp_linalg.py`.
+eigvalsh and svdvals (inv, det and solve are in `vjp_linalg.py`), and of the special
+functions erf and erfc.
 
 A row without a rule says why in its `no_grad` (the exclusion table reads it). Complex
 numbers follow JAX's convention (see `vjp_table`): the DFT matrix is symmetric, so a complex
@@ -15,6 +16,7 @@ onto it (`tril(G + G.T) - diag(G)`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -150,3 +152,16 @@ def _svdvals_vjp(ctx: VjpContext) -> Sequence[Node | None]:
     left, _, right = _items(ctx, "linalg.svd", ctx.inputs[0], full_matrices=False)
     scaled = ctx.call("multiply", left, ctx.call("expand_dims", ctx.cotangent, axis=(-2,)))
     return [ctx.call("matmul", scaled, right)]
+
+
+@register_vjp(get_op("erf"), get_op("erfc"))
+def _erf_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # d erf(x) / dx = 2 / sqrt(pi) * exp(-x**2); erfc is 1 - erf.
+    x = ctx.inputs[0]
+    scale = 2.0 / math.sqrt(math.pi)
+    if ctx.node.op.name == "erfc":  # type: ignore[union-attr]
+        scale = -scale
+    slope = ctx.call(
+        "multiply", ctx.call("exp", ctx.call("negative", ctx.call("square", x))), scale
+    )
+    return [ctx.call("multiply", ctx.cotangent, slope)]

@@ -62,7 +62,7 @@ from ._creation import (
     bind_like,
     bind_linspace,
 )
-from ._extern import extern_functions, generator_binding
+from ._extern import extern_functions, generator_binding, special_binding
 from ._indexing import (
     bind_getitem,
     bind_setitem,
@@ -316,7 +316,7 @@ def lookup_function(fn: object) -> Binding | None:
         return _ufunc_method(owner, getattr(fn, "__name__", ""))
     entry = _FUNCTIONS.get(id(fn))
     if entry is None or entry[0] is not fn:
-        return None
+        return special_binding(fn) if isinstance(fn, np.ufunc) else None
     return entry[1]
 
 

@@ -10,6 +10,7 @@ its size symbol's name (`nnz`); a generator method gets its generator as input 0
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from ..graph import Graph, Node
 from ..meta import ScalarMeta
 from ..op import get_op
 from ..ops.extern import ExternRow, ExternState, extern_row, extern_rows
+from ..ops.special import SPECIAL_FUNCTIONS
 from ._arguments import Binding, UnsupportedCall, constant_array, freeze, static
 
 
@@ -106,3 +108,29 @@ def extern_functions() -> list[tuple[object, Binding]]:
         for row in extern_rows()
         if row.state is ExternState.PURE
     ]
+
+
+def special_binding(fn: object) -> Binding | None:
+    """The binding of `scipy.special.erf`, `erfc`, `gamma` or `gammaln` (by identity), once
+    the user has imported `scipy.special`; None for anything else.
+
+    >>> special_binding(np.sin) is None
+    True
+    """
+    special = sys.modules.get("scipy.special")
+    if special is None:
+        return None
+    for op_name, (scipy_name, _) in SPECIAL_FUNCTIONS.items():
+        if getattr(special, scipy_name, None) is fn:
+            return Binding(f"scipy.special.{scipy_name}", _special_apply(op_name))
+    return None
+
+
+def _special_apply(op_name: str) -> Any:
+    def apply(graph: Graph, x: Any, /, out: Any = None, **kwargs: Any) -> Node:
+        if out is not None or kwargs:
+            raise UnsupportedCall(f"scipy.special ufunc {op_name} with out=/where=/dtype=")
+        value = x if isinstance(x, Node) else constant_array(graph, x)
+        return graph.call(get_op(op_name), value)
+
+    return apply

@@ -21,6 +21,7 @@ from . import mutation as mutation
 from . import ordering as ordering
 from . import pointwise as pointwise
 from . import reduction as reduction
+from . import special as special
 from . import view as view
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "ordering",
     "pointwise",
     "reduction",
+    "special",
     "view",
 ]
 
