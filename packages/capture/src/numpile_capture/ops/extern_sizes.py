@@ -95,6 +95,10 @@ def _bincount_meta(x: Any, weights: Any = None, minlength: Any = 0, *, nnz: str)
         np.bincount(np.zeros((1, 1), np.intp))  # NumPy's own error
     weight_probe = None if weights is None else np.ones(1, require_array(weights, "weights").dtype)
     probe = np.zeros(1, values.dtype)
+    if values.shape[0] == 0:
+        # NumPy gives integer zeros for an empty x even with float weights.
+        weight_probe = None if weights is None else weight_probe[:0]
+        probe = probe[:0]
     dtype = np.bincount(probe, weight_probe, minlength).dtype
     return ArrayMeta((unbacked_size(nnz),), dtype)
 
