@@ -41,6 +41,7 @@ from .variables import (
     ModuleVar,
     ObjectVar,
     OpaqueVar,
+    RandomGeneratorVar,
     TupleVar,
     Variable,
 )
@@ -96,14 +97,11 @@ def _input_attribute(tracer: Tracer, obj: OpaqueVar, name: str) -> Variable:
 
 
 def _generator_method(tracer: Tracer, obj: OpaqueVar, name: str) -> Variable:
-    # A draw of a np.random.Generator (an extern row): the generator is guarded by identity,
-    # so later calls with the same generator, its state advanced, run the same graph.
+    # A draw of a np.random.Generator (an extern row), called by the tracer's _call_method.
     method = getattr(obj.value, name)  # AttributeError as Python raises it
     if tracer.bindings.lookup_function(method) is None:
         raise Unsupported(f"not supported yet: the method Generator.{name} in a compiled region")
-    assert obj.source is not None
-    tracer.builder.guard_identity(obj.source, obj.value)
-    return CallableVar(method)
+    return BoundMethodVar(obj, name)
 
 
 def user_method(tracer: Tracer, obj: Variable, name: str) -> Variable | None:
@@ -157,7 +155,7 @@ def load_attribute(tracer: Tracer, obj: Variable, name: str) -> Variable:
             return CallableVar(value)
         return tracer.builder.build_unguarded(value)
     if isinstance(obj, OpaqueVar) and obj.source is not None:
-        if isinstance(obj.value, np.random.Generator):
+        if isinstance(obj, RandomGeneratorVar):
             return _generator_method(tracer, obj, name)
         return _input_attribute(tracer, obj, name)
     if isinstance(obj, ObjectVar):

@@ -139,6 +139,7 @@ __all__ = [
     "UnsupportedCall",
     "lookup_attribute",
     "lookup_function",
+    "lookup_generator_method",
     "lookup_method",
     "lookup_operator",
 ]
@@ -323,6 +324,16 @@ def lookup_function(fn: object) -> Binding | None:
 @functools.lru_cache(maxsize=256)
 def _ufunc_method(ufunc: np.ufunc, method: str) -> Binding | None:
     return ufunc_method_binding(ufunc, method)
+
+
+def lookup_generator_method(generator: Any, name: str) -> Binding | None:
+    """The binding of a `np.random.Generator` method (the generator, a graph input, bound in),
+    or None for a method the extern table has no row for.
+
+    >>> lookup_generator_method(np.random.default_rng(0), "normal").name
+    'numpy.random.Generator.normal'
+    """
+    return generator_binding(generator, name)
 
 
 def lookup_method(name: str) -> Binding | None:

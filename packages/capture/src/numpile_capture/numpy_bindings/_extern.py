@@ -83,7 +83,7 @@ def extern_binding(row: ExternRow) -> Binding:
     return Binding(f"numpy.{row.name}", apply)
 
 
-def generator_binding(generator: np.random.Generator, name: str) -> Binding | None:
+def generator_binding(generator: Any, name: str) -> Binding | None:
     """The binding of `generator.name(...)`, the generator bound in, or None for a method the
     table has no row for.
 

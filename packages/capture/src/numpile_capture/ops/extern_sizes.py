@@ -93,12 +93,12 @@ def _bincount_meta(x: Any, weights: Any = None, minlength: Any = 0, *, nnz: str)
     values = require_array(x, "x")
     if values.ndim != 1:
         np.bincount(np.zeros((1, 1), np.intp))  # NumPy's own error
-    weight_probe = None if weights is None else np.ones(1, require_array(weights, "weights").dtype)
-    probe = np.zeros(1, values.dtype)
-    if values.shape[0] == 0:
-        # NumPy gives integer zeros for an empty x even with float weights.
-        weight_probe = None if weights is None else weight_probe[:0]
-        probe = probe[:0]
+    # NOTE: NumPy gives integer zeros for an empty x even with float weights.
+    length = 0 if values.shape[0] == 0 else 1
+    probe = np.zeros(length, values.dtype)
+    weight_probe = None
+    if weights is not None:
+        weight_probe = np.ones(length, require_array(weights, "weights").dtype)
     dtype = np.bincount(probe, weight_probe, minlength).dtype
     return ArrayMeta((unbacked_size(nnz),), dtype)
 
