@@ -151,6 +151,10 @@ def _pad_meta(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any)
     return ArrayMeta(shape, meta.dtype)
 
 
+def _window_meta(M: Any, **_: Any) -> ArrayMeta:
+    return shaped((max(operator.index(M), 0),), np.dtype(np.float64))
+
+
 _INTEGER = "integer or bool result"
 _NOT_YET = "not written yet (TODO issue 24)"
 for _row in (
@@ -189,3 +193,9 @@ for _row in (
     ExternRow("pad", np.pad, _pad_meta, ("array",), no_grad=_NOT_YET),
 ):
     register_extern(_row)
+
+for _name in ("hanning", "hamming", "blackman", "bartlett", "kaiser"):
+    _window = getattr(np, _name)
+    register_extern(
+        ExternRow(_name, _window, _window_meta, (), no_grad="a window from its length: no input")
+    )
