@@ -272,3 +272,8 @@ def monte_carlo_pi(x, gen):
     points = gen.random((x.shape[0] * 100, 2))
     inside = (points**2).sum(axis=1) <= 1.0
     return 4.0 * inside.mean() + x.sum() * 0.0
+
+
+@library(lambda rng, n: (rng.standard_normal((n, 3)),), sizes=(4, 7, 1))
+def diff_orders_and_axes(x):
+    return np.diff(x) * 2.0, np.diff(x, n=2, axis=0), np.diff(x > 0.0, axis=0)

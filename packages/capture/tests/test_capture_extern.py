@@ -103,6 +103,8 @@ CASES: list[Case] = [
     ("polyfit", np.polyfit, lambda: (_f(8), _f(8, 2)), {"deg": 1}),
     ("pad", np.pad, lambda: (_f(3, 4),), {"pad_width": ((1, 2), (0, 3))}),
     ("pad", np.pad, lambda: (_f(5),), {"pad_width": 2, "mode": "reflect"}),
+    ("diff", np.diff, lambda: (_f(4, 6),), {}),
+    ("diff", np.diff, lambda: (_f(4, 6) > 0,), {"n": 2, "axis": 0}),
     ("hanning", np.hanning, lambda: (), {"M": 8}),
     ("hamming", np.hamming, lambda: (), {"M": 1}),
     ("blackman", np.blackman, lambda: (), {"M": 0}),

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..meta import ArrayMeta, ScalarMeta
-from .extern import ExternRow, dtype_of, register_extern, require_array, shaped
+from .extern import ExternRow, axis_of, dtype_of, register_extern, require_array, shaped
 
 
 def _probe(value: Any, length: int = 3) -> Any:
@@ -151,6 +151,24 @@ def _pad_meta(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any)
     return ArrayMeta(shape, meta.dtype)
 
 
+def _diff_meta(
+    a: Any, n: Any = 1, axis: Any = -1, prepend: Any = None, append: Any = None
+) -> ArrayMeta:
+    array = require_array(a, "a")
+    if prepend is not None or append is not None:
+        raise NotImplementedError("np.diff with prepend= or append=")
+    count = operator.index(n)
+    if count < 0:
+        raise ValueError(f"order must be non-negative but got {count!r}")
+    if array.ndim == 0:
+        np.diff(np.zeros(()))  # NumPy's own error
+    ax = axis_of(axis, array.ndim)
+    size = array.shape[ax]
+    length = max(size - count, 0) if isinstance(size, int) else size - count
+    dtype = dtype_of(np.diff, np.zeros(2 + count, array.dtype), count)
+    return shaped(tuple(length if d == ax else dim for d, dim in enumerate(array.shape)), dtype)
+
+
 def _window_meta(M: Any, **_: Any) -> ArrayMeta:
     return shaped((max(operator.index(M), 0),), np.dtype(np.float64))
 
@@ -191,6 +209,7 @@ for _row in (
     ExternRow("polyval", np.polyval, _polyval_meta, ("p", "x"), no_grad=_NOT_YET),
     ExternRow("polyfit", np.polyfit, _polyfit_meta, ("x", "y", "w"), no_grad=_NOT_YET),
     ExternRow("pad", np.pad, _pad_meta, ("array",), no_grad=_NOT_YET),
+    ExternRow("diff", np.diff, _diff_meta, ("a",), no_grad=_NOT_YET),
 ):
     register_extern(_row)
 
