@@ -64,3 +64,17 @@ def test_refused_functions_break_the_graph_with_their_reason() -> None:
     report = numpile.explain(lambda a: np.linalg.eig(a)[0] + 1)(np.eye(3))
     assert report.graph_break_count >= 1
     assert "dtype depends on the values" in str(report.break_reasons[0])
+
+
+def test_two_data_dependent_sizes_combined_break_the_graph() -> None:
+    # Capture cannot prove two bincounts' lengths equal: a graph break, not a whole frame eager.
+    def group_mean(labels: Any, values: Any) -> Any:
+        return np.bincount(labels, weights=values) / np.maximum(np.bincount(labels), 1)
+
+    labels, values = np.array([0, 1, 1, 3]), np.arange(4.0)
+    report = numpile.explain(group_mean)(labels, values)
+    assert report.graph_count >= 1
+    assert "data-dependent sizes" in report.break_reasons[0].reason
+    np.testing.assert_array_equal(
+        numpile.compile(group_mean)(labels, values), group_mean(labels, values)
+    )
