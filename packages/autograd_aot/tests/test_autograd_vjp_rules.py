@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numpile_autograd_aot import build_joint, get_vjp, vjp_ops
+from numpile_autograd_aot import build_joint, extern_no_grad, get_vjp, vjp_ops
 from numpile_autograd_aot.scatter import index_add, index_scatter, view_scatter
 from numpile_capture import Graph, IndexArray, Op, OpKind, all_ops, get_op, meta_of, run_graph
 
@@ -164,6 +164,37 @@ CASES.update(
     }
 )
 
+
+def _spd(rng: Rng, shape: Shape) -> np.ndarray:
+    n = (shape or (2,))[0] + 1
+    a = rng.normal(size=(n, n))
+    return a @ a.T + n * np.eye(n)
+
+
+def _resized(rng: Rng, shape: Shape) -> dict[str, Any]:
+    # n that pads, cuts or keeps the transformed length of a (2, 4) input
+    return {"n": [None, 3, 6][int(rng.integers(0, 3))]} if shape else {}
+
+
+CASES.update(
+    {
+        "fft.fft": lambda rng, s: ([_normal(rng, (2, 4))], {"axis": 1, **_resized(rng, s)}),
+        "fft.ifft": lambda rng, s: ([_normal(rng, (4, 2)) + 1j], {"axis": 0, "norm": "ortho"}),
+        "fft.fft2": lambda rng, s: ([_normal(rng, (3, 4))], {}),
+        "fft.ifft2": lambda rng, s: ([_normal(rng, (3, 4))], {"s": (4, 3)} if s else {}),
+        "fft.fftn": lambda rng, s: ([_normal(rng, (2, 3, 2))], {}),
+        "fft.ifftn": lambda rng, s: ([_normal(rng, (2, 3, 2))], {"axes": (0, 2)}),
+        "fft.rfft": lambda rng, s: ([_normal(rng, (2, 5))], _resized(rng, s)),
+        "fft.fftshift": lambda rng, s: ([_normal(rng, (3, 4))], {}),
+        "fft.ifftshift": lambda rng, s: ([_normal(rng, (3, 5))], {"axes": (1,)}),
+        "linalg.cholesky": lambda rng, s: ([_spd(rng, s)], {}),
+        "linalg.eigvalsh": lambda rng, s: ([_spd(rng, s)], {"UPLO": "U"} if s else {}),
+        "erf": _unary(_normal),
+        "erfc": _unary(_normal),
+        "linalg.svdvals": lambda rng, s: ([_normal(rng, (4, 3) if s else (2, 3))], {}),
+    }
+)
+
 OPTIONAL_CASES: dict[str, Make] = {
     "inner": lambda rng, s: ([_normal(rng, (2, 3)), _normal(rng, (4, 3) if s else (3,))], {}),
     "tile": lambda rng, s: ([_normal(rng, (2, 3))], {"reps": (2, 1, 3) if s else (2,)}),
@@ -272,6 +303,11 @@ MISSING_WITH_REASON: dict[str, str] = dict.fromkeys(
     ),
     "loop structure (see vjp_exclusions)",
 )
+
+
+# Extern-table rows without a rule: each row's `no_grad` says why.
+MISSING_WITH_REASON.update(extern_no_grad())
+MISSING_WITH_REASON.update(dict.fromkeys(("gamma", "lgamma"), "needs digamma"))
 
 
 def test_every_differentiable_op_has_a_rule_or_a_reason() -> None:

@@ -19,6 +19,7 @@ import pytest
 from numpy.exceptions import AxisError
 
 from numpile_capture import ArrayMeta, Graph, OpKind, all_ops, get_op, meta_of, run_graph
+from numpile_capture.ops.extern import extern_rows
 from numpile_capture.ops.indexing import IndexArray
 from numpile_capture.ops.loop_values import ScalarSlot
 from numpile_capture.ops.pointwise import UFUNC_NAMES
@@ -61,6 +62,8 @@ CASES: list[Case] = [(name, _ufunc_inputs(name), {}) for name in UFUNC_NAMES]
 CASES += [
     (f"{name}_", _ufunc_inputs(name), {}) for name in UFUNC_NAMES if getattr(np, name).nin == 2
 ]
+CASES += [(name, lambda: (_f(2, 3),), {}) for name in ("erf", "erfc", "gamma", "lgamma")]
+CASES += [(name, lambda: (_f(4).astype("float32"),), {}) for name in ("erf", "lgamma")]
 CASES += [
     ("add", lambda: (_f(2, 3).T, 1.5), {}),
     ("multiply", lambda: (_i(4, dtype="int8"), np.float32(2.0)), {}),
@@ -280,7 +283,9 @@ def test_every_op_has_a_case() -> None:
     assert len(own) > 150
     # Loop ops and Python-scalar ops: test_capture_loops.py covers them.
     loops = {"for_loop", "while_loop", "cond", "loop_output", "py_binary", "py_unary", "dim"}
-    missing = [op.name for op in own if op.name not in covered | loops]
+    # The extern table's rows and their tuple items: test_capture_extern.py covers them.
+    externs = {row.name for row in extern_rows()} | {"result_item"}
+    missing = [op.name for op in own if op.name not in covered | loops | externs]
     assert not missing
 
 

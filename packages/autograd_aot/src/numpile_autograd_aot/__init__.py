@@ -66,6 +66,7 @@ from .transforms import trace_joint as trace_joint
 from .transforms import value_and_grad as value_and_grad
 from .transforms import vjp as vjp
 from .vjp_exclusions import EXCLUDED_OPS as EXCLUDED_OPS
+from .vjp_exclusions import extern_no_grad as extern_no_grad
 from .vjp_exclusions import no_vjp_table as no_vjp_table
 from .vjp_table import VJP_RULES as VJP_RULES
 from .vjp_table import VjpContext as VjpContext
@@ -123,6 +124,7 @@ __all__ = [
     "jvp_ops",
     "linearize",
     "min_cut_partition",
+    "extern_no_grad",
     "no_vjp_table",
     "register_batch_rule",
     "register_jvp",

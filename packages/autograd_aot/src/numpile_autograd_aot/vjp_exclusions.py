@@ -12,13 +12,17 @@ the package README shows.
 
 from __future__ import annotations
 
-__all__ = ["EXCLUDED_OPS", "REASONS", "no_vjp_table"]
+from numpile_capture import extern_rows
+
+__all__ = ["EXCLUDED_OPS", "REASONS", "extern_no_grad", "no_vjp_table"]
 
 INTEGER_RESULT = "integer or bool result"
 INTEGER_INPUTS = "integer and bool inputs only"
 CREATION = "creation from constants"
 MUTATION = "mutation"
 LOOPS = "loop structure"
+EXTERN = "extern row without a rule"
+DIGAMMA = "derivative needs digamma"
 
 # NOTE: why each kind of exclusion needs no rule (shown in the README).
 REASONS: dict[str, str] = {
@@ -36,6 +40,11 @@ REASONS: dict[str, str] = {
         "grad captures loops unrolled, so loop nodes and the ops of their bodies never "
         "reach a joint graph; a loop node that does is an error naming the loop and its line"
     ),
+    EXTERN: (
+        "a row of the extern-op table whose `no_grad` says why (a random draw, counts, a "
+        "tuple result, a rule not written yet); `extern_no_grad()` lists each reason"
+    ),
+    DIGAMMA: "gamma' = gamma * digamma and lgamma' = digamma: numpile has no digamma op yet",
 }
 
 _COMPARISONS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
@@ -113,7 +122,22 @@ EXCLUDED_OPS: dict[str, str] = {
     **dict.fromkeys(_CREATION, CREATION),
     **dict.fromkeys(_MUTATION, MUTATION),
     **dict.fromkeys(_LOOPS, LOOPS),
+    **{row.name: EXTERN for row in extern_rows() if row.no_grad},
+    "result_item": EXTERN,
+    "gamma": DIGAMMA,
+    "lgamma": DIGAMMA,
 }
+
+
+def extern_no_grad() -> dict[str, str]:
+    """Why each extern row without a VJP rule has none (the rows' own `no_grad`).
+
+    >>> extern_no_grad()["random.normal"]
+    'a random draw: no reparametrized gradient'
+    """
+    reasons = {row.name: row.no_grad for row in extern_rows() if row.no_grad}
+    reasons["result_item"] = "an item of a tuple result: gradients of tuples not modelled yet"
+    return reasons
 
 
 def no_vjp_table() -> str:

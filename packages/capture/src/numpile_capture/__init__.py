@@ -51,6 +51,11 @@ from .op import RaisesWhen as RaisesWhen
 from .op import all_ops as all_ops
 from .op import get_op as get_op
 from .op import register_op as register_op
+from .ops.extern import ExternRow as ExternRow
+from .ops.extern import ExternState as ExternState
+from .ops.extern import extern_row as extern_row
+from .ops.extern import extern_rows as extern_rows
+from .ops.extern import register_extern as register_extern
 from .ops.indexing import IndexArray as IndexArray
 from .ops.loop_values import ScalarSlot as ScalarSlot
 from .profiler import CompileProfiler as CompileProfiler
@@ -101,6 +106,11 @@ __all__ = [
     "TreeSpec",
     "all_ops",
     "broadcast_prefix",
+    "ExternRow",
+    "ExternState",
+    "extern_row",
+    "extern_rows",
+    "register_extern",
     "contiguous_strides",
     "get_op",
     "meta_of",

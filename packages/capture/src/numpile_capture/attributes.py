@@ -41,6 +41,7 @@ from .variables import (
     ModuleVar,
     ObjectVar,
     OpaqueVar,
+    RandomGeneratorVar,
     TupleVar,
     Variable,
 )
@@ -95,6 +96,14 @@ def _input_attribute(tracer: Tracer, obj: OpaqueVar, name: str) -> Variable:
     raise Unsupported(f"not supported yet: the attribute .{name} of {obj.describe()}")
 
 
+def _generator_method(tracer: Tracer, obj: OpaqueVar, name: str) -> Variable:
+    # A draw of a np.random.Generator (an extern row), called by the tracer's _call_method.
+    method = getattr(obj.value, name)  # AttributeError as Python raises it
+    if tracer.bindings.lookup_function(method) is None:
+        raise Unsupported(f"not supported yet: the method Generator.{name} in a compiled region")
+    return BoundMethodVar(obj, name)
+
+
 def user_method(tracer: Tracer, obj: Variable, name: str) -> Variable | None:
     """The function of `obj.name(...)` for a method of a user object, else None."""
     if isinstance(obj, ObjectVar):
@@ -146,6 +155,8 @@ def load_attribute(tracer: Tracer, obj: Variable, name: str) -> Variable:
             return CallableVar(value)
         return tracer.builder.build_unguarded(value)
     if isinstance(obj, OpaqueVar) and obj.source is not None:
+        if isinstance(obj, RandomGeneratorVar):
+            return _generator_method(tracer, obj, name)
         return _input_attribute(tracer, obj, name)
     if isinstance(obj, ObjectVar):
         return object_attribute(tracer, obj, name)

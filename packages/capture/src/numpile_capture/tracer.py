@@ -74,6 +74,7 @@ from .variables import (
     NotConstantError,
     ObjectVar,
     OpaqueVar,
+    RandomGeneratorVar,
     ScalarInputVar,
     ScalarNodeVar,
     TupleVar,
@@ -384,6 +385,14 @@ class Tracer:
         self, method: BoundMethodVar, args: list[Variable], kwargs: dict[str, Variable]
     ) -> Variable:
         receiver = method.receiver
+        if isinstance(receiver, RandomGeneratorVar):
+            # A draw: the generator is a graph input, the binding the table's row.
+            lookup = getattr(self.bindings, "lookup_generator_method", None)
+            generator = self.builder.generator_input(receiver)
+            binding = None if lookup is None else lookup(generator, method.name)
+            if binding is None:
+                raise Unsupported(f"not supported yet: calling {method.describe()}")
+            return apply_binding(self, binding, *args, **kwargs)
         if isinstance(receiver, ArrayVar):
             binding = self.bindings.lookup_method(method.name)
             if binding is None:

@@ -61,6 +61,7 @@ from .variables import (
     ListVar,
     ModuleVar,
     OpaqueVar,
+    RandomGeneratorVar,
     ScalarInputVar,
     TupleVar,
     Variable,
@@ -266,7 +267,19 @@ class VariableBuilder:
         if callable(value):
             self._guard(GuardKind.ID_MATCH, source, value)
             return CallableVar(value, source=source)
+        if isinstance(value, np.random.Generator):
+            return RandomGeneratorVar(value, source=source)
         return OpaqueVar(value, source=source)
+
+    def generator_input(self, var: RandomGeneratorVar) -> Node:
+        """The graph input of a generator (made once, guarded by type): its draws' input 0."""
+        if not var.placeholder:
+            assert var.source is not None
+            self.guard_type(var.source, type(var.value))
+            node = self.graph.placeholder(placeholder_name(var.source), ScalarMeta(type(var.value)))
+            self.input_sources.append(var.source)
+            var.placeholder.append(node)
+        return var.placeholder[0]
 
     def _scalar_input(self, value: int | float, source: Source) -> ScalarInputVar:
         self._guard(GuardKind.TYPE_MATCH, source, type(value))

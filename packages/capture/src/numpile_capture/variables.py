@@ -401,6 +401,18 @@ class OpaqueVar(Variable):
         return f"object of type {type(self.value).__qualname__}"
 
 
+@attrs.frozen(eq=False)
+class RandomGeneratorVar(OpaqueVar):
+    """A `np.random.Generator` read from an input or a global: a graph input (guarded by
+    type, so one compiled graph serves every generator), whose draws are extern nodes that
+    advance it in program order. `placeholder` holds its graph input once made."""
+
+    placeholder: list[Node] = attrs.field(factory=list, repr=False)
+
+    def describe(self) -> str:
+        return "a np.random.Generator"
+
+
 @attrs.define(eq=False)
 class ObjectVar(Variable):
     """An instance of a user class made during capture: its attributes are variables.

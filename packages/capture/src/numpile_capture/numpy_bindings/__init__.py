@@ -62,6 +62,7 @@ from ._creation import (
     bind_like,
     bind_linspace,
 )
+from ._extern import extern_functions, generator_binding, special_binding
 from ._indexing import (
     bind_getitem,
     bind_setitem,
@@ -138,6 +139,7 @@ __all__ = [
     "UnsupportedCall",
     "lookup_attribute",
     "lookup_function",
+    "lookup_generator_method",
     "lookup_method",
     "lookup_operator",
 ]
@@ -225,6 +227,8 @@ def _build_functions() -> dict[int, tuple[object, Binding]]:
         (np.asfortranarray, "asfortranarray", bind_asfortranarray),
     ]
     entries += [(fn, Binding(f"numpy.{name}", apply)) for fn, name, apply in functions]
+    # NOTE: the extern table first, so a function with its own binding keeps it.
+    entries = [*extern_functions(), *entries]
     return {id(fn): (fn, binding) for fn, binding in entries}
 
 
@@ -307,17 +311,29 @@ def lookup_function(fn: object) -> Binding | None:
     True
     """
     owner = getattr(fn, "__self__", None)
+    if isinstance(owner, np.random.Generator):
+        return generator_binding(owner, getattr(fn, "__name__", ""))
     if isinstance(owner, np.ufunc) and owner is getattr(np, owner.__name__, None):
         return _ufunc_method(owner, getattr(fn, "__name__", ""))
     entry = _FUNCTIONS.get(id(fn))
     if entry is None or entry[0] is not fn:
-        return None
+        return special_binding(fn) if isinstance(fn, np.ufunc) else None
     return entry[1]
 
 
 @functools.lru_cache(maxsize=256)
 def _ufunc_method(ufunc: np.ufunc, method: str) -> Binding | None:
     return ufunc_method_binding(ufunc, method)
+
+
+def lookup_generator_method(generator: Any, name: str) -> Binding | None:
+    """The binding of a `np.random.Generator` method (the generator, a graph input, bound in),
+    or None for a method the extern table has no row for.
+
+    >>> lookup_generator_method(np.random.default_rng(0), "normal").name
+    'numpy.random.Generator.normal'
+    """
+    return generator_binding(generator, name)
 
 
 def lookup_method(name: str) -> Binding | None:

@@ -18,6 +18,7 @@ from ._arguments import (
     array_input,
     array_meta,
     emit,
+    freeze,
     operand,
     static,
     unsupported_if,
@@ -55,7 +56,8 @@ def bind_einsum(
         raise UnsupportedCall("np.einsum with sublist operands is not supported yet")
     subscripts = operands[0]
     nodes = [array_input(graph, x) for x in operands[1:]]
-    return emit(graph, "einsum", *nodes, subscripts=subscripts)
+    params = {} if optimize is False else {"optimize": freeze(static(optimize, "optimize"))}
+    return emit(graph, "einsum", *nodes, subscripts=subscripts, **params)
 
 
 def bind_tensordot(graph: Graph, a: Any, b: Any, axes: Any = 2) -> Node:

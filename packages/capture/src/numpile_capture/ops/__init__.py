@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..op import Op, get_op
 from . import creation as creation
+from . import extern as extern
 from . import indexing as indexing
 from . import join as join
 from . import linalg as linalg
@@ -20,10 +21,12 @@ from . import mutation as mutation
 from . import ordering as ordering
 from . import pointwise as pointwise
 from . import reduction as reduction
+from . import special as special
 from . import view as view
 
 __all__ = [
     "creation",
+    "extern",
     "indexing",
     "join",
     "linalg",
@@ -32,6 +35,7 @@ __all__ = [
     "ordering",
     "pointwise",
     "reduction",
+    "special",
     "view",
 ]
 

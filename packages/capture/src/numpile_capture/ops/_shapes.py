@@ -31,7 +31,13 @@ def _same_size(left: Any, right: Any) -> bool:
         raise NotImplementedError(f"broadcasting symbolic sizes {left} and {right}")
     import sympy
 
-    return env.evaluate(sympy.Eq(left, right), reason="broadcasting")
+    try:
+        return env.evaluate(sympy.Eq(left, right), reason="broadcasting")
+    except TypeError as error:
+        # Two data-dependent (unbacked) sizes have no values at capture time: a graph break.
+        raise NotImplementedError(
+            f"broadcasting data-dependent sizes {left} and {right}"
+        ) from error
 
 
 def symbolic_quotient(numel: Any, known: Any) -> Any:

@@ -169,7 +169,7 @@ def _einsum_terms(subscripts: str, operands: tuple[ArrayMeta, ...]) -> tuple[Any
     )
 
 
-def _einsum_meta(*operands: ArrayMeta, subscripts: str) -> ArrayMeta:
+def _einsum_meta(*operands: ArrayMeta, subscripts: str, optimize: Any = False) -> ArrayMeta:
     if not all(isinstance(x, ArrayMeta) for x in operands):
         raise TypeError("einsum operands must be arrays")
     shape = _einsum_terms(subscripts, operands)
@@ -179,8 +179,9 @@ def _einsum_meta(*operands: ArrayMeta, subscripts: str) -> ArrayMeta:
     return ArrayMeta(tuple(shape or ()), dtype)
 
 
-def _einsum_impl(*operands: Any, subscripts: str) -> Any:
-    return np.einsum(subscripts, *operands)
+def _einsum_impl(*operands: Any, subscripts: str, optimize: Any = False) -> Any:
+    # `optimize` picks NumPy's contraction path (tensordot/BLAS): other roundings and layouts.
+    return np.einsum(subscripts, *operands, optimize=optimize)
 
 
 einsum = register_op(Op("einsum", OpKind.EXTERN, _einsum_meta, _einsum_impl))

@@ -106,6 +106,11 @@ _FLOAT_MATH = (
     "isinf",
     "isfinite",
     "signbit",
+    # scipy.special's functions that libm has (capture's ops/special.py)
+    "erf",
+    "erfc",
+    "gamma",
+    "lgamma",
 )
 _INTEGER_OPS = frozenset(
     (*_ARITHMETIC, *_COMPARISONS, *_LOGICAL, *_ORDERING, *_BITWISE, *_SHIFTS, *_DIVISION, "sign")

@@ -105,6 +105,26 @@ def _register_ufuncs() -> None:
 _register_ufuncs()
 
 
+@register_lowering("erf", "erfc", "gamma", "lgamma")
+def _lower_special(ctx: LoweringContext, node: Node) -> Lowered:
+    # scipy.special's functions libm has (capture's ops/special.py): computed in the
+    # result's dtype (float32 stays float32, everything else is float64), as SciPy's loops.
+    if len(node.inputs) != 1 or node.params or not isinstance(node.meta, ArrayMeta):
+        raise CannotLower("not a one-argument special function call")
+    result = node.meta.dtype
+    name = node.op.name  # type: ignore[union-attr]
+    if not supports(name, result):
+        raise CannotLower(f"no spelling of {name} on {result}")
+    shape = out_shape(node)
+    loader, _ = operand_loader(ctx, node.inputs[0], shape)
+
+    def load(idx: tuple[Any, ...]) -> Expr:
+        return Apply(name, (cast(loader(idx), result),), result)
+
+    ops, _heavy = input_cost(ctx, node)
+    return Lowered(shape, result, load, ops + 1, heavy=True)
+
+
 @register_lowering("where")
 def _lower_where(ctx: LoweringContext, node: Node) -> Lowered:
     if len(node.inputs) != 3 or node.params:

@@ -98,6 +98,14 @@ _FLOAT: dict[str, Spell] = {
     "fabs": _call("fabs"),
     "sqrt": _call("sqrt"),
     "cbrt": _call("cbrt"),
+    # SciPy computes its float32 loops in double: so do these, for the same roundings.
+    "erf": lambda a, s, t: f"(({t})erf((double){a[0]}))",
+    "erfc": lambda a, s, t: f"(({t})erfc((double){a[0]}))",
+    "gamma": lambda a, s, t: f"(({t})tgamma((double){a[0]}))",
+    # scipy.special.gammaln(-inf) is -inf where libm's lgamma gives +inf.
+    "lgamma": lambda a, s, t: (
+        f"(({t})(isinf({a[0]}) && {a[0]} < 0 ? -INFINITY : lgamma((double){a[0]})))"
+    ),
     "exp": _call("exp"),
     "exp2": _call("exp2"),
     "expm1": _call("expm1"),

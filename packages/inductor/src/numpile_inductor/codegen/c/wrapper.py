@@ -23,7 +23,14 @@ import attrs
 import numpy as np
 import sympy
 
-from numpile_capture import ArrayMeta, Node, contiguous_strides, gives_scalar, tree_flatten
+from numpile_capture import (
+    ArrayMeta,
+    Node,
+    contiguous_strides,
+    extern_rows,
+    gives_scalar,
+    tree_flatten,
+)
 
 from ...config import InductorConfig
 from ...index import SIZE_HELPERS, c_size
@@ -644,6 +651,10 @@ class _Emitter:
 # a call go parallel only above `AFTER_BLAS_PARALLEL_THRESHOLD` elements of work.
 BLAS_OPS = frozenset(
     {"matmul", "matmul_", "dot", "vdot", "inner", "tensordot", "einsum", "inv", "solve", "det"}
+)
+# The extern-op table's LAPACK rows (np.linalg's decompositions and solvers, polyfit's lstsq).
+BLAS_OPS |= frozenset(
+    row.name for row in extern_rows() if row.name.startswith("linalg.") or row.name == "polyfit"
 )
 AFTER_BLAS_PARALLEL_THRESHOLD = 1 << 22
 

@@ -1,0 +1,167 @@
+"""VJP rules of extern-table ops (`numpile_capture.extern_rows`): FFTs, shifts, cholesky,
+eigvalsh and svdvals (inv, det and solve are in `vjp_linalg.py`), and of the special
+functions erf and erfc.
+
+A row without a rule says why in its `no_grad` (the exclusion table reads it). Complex
+numbers follow JAX's convention (see `vjp_table`): the DFT matrix is symmetric, so a complex
+transform's transpose is the same transform of the cotangent, resized back to the input's
+length along each axis where `n`/`s` padded or cut it. NumPy's Hermitian and Cholesky
+routines read the lower triangle only, so their rules give the symmetric gradient folded
+onto it (`tril(G + G.T) - diag(G)`).
+
+    >>> from numpile_capture import get_op
+    >>> get_vjp(get_op("fft.fft")) is not None
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from numpile_capture import Node, extern_row, get_op
+
+from .vjp_table import VjpContext, get_vjp, register_vjp
+
+__all__ = ["get_vjp"]
+
+
+def _swap(ctx: VjpContext, value: Node) -> Node:
+    ndim = len(value.meta.shape)  # type: ignore[union-attr]
+    return ctx.call("transpose", value, axes=(*range(ndim - 2), ndim - 1, ndim - 2))
+
+
+def _resize(ctx: VjpContext, grad: Node, axes: Sequence[int], sizes: Sequence[Any]) -> Node:
+    # Back to the input's length along `axes`: cut what padding added, pad what a cut removed.
+    for axis, size in zip(axes, sizes, strict=True):
+        current = grad.meta.shape[axis]  # type: ignore[union-attr]
+        if current == size:
+            continue
+        ndim = len(grad.meta.shape)  # type: ignore[union-attr]
+        if isinstance(current, int) and isinstance(size, int) and current < size:
+            widths = tuple((0, size - current) if d == axis else (0, 0) for d in range(ndim))
+            grad = ctx.call("pad", grad, pad_width=widths)
+        else:
+            index = tuple(slice(0, size) if d == axis else slice(None) for d in range(ndim))
+            grad = ctx.call("getitem", grad, index=index)
+    return grad
+
+
+def _transform_axes(ctx: VjpContext, ndim: int) -> list[int]:
+    params = ctx.params
+    if "axis" in params or ctx.node.op.name in ("fft.fft", "fft.ifft", "fft.rfft"):  # type: ignore[union-attr]
+        return [params.get("axis", -1) % ndim]
+    axes = params.get("axes")
+    if axes is None:
+        sizes = params.get("s")
+        if ctx.node.op.name in ("fft.fft2", "fft.ifft2"):  # type: ignore[union-attr]
+            axes = (-2, -1)
+        elif sizes is not None:
+            axes = tuple(range(-len(sizes), 0))
+        else:
+            axes = tuple(range(ndim))
+    return [axis % ndim for axis in axes]
+
+
+@register_vjp(
+    *(get_op(f"fft.{name}") for name in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn"))
+)
+def _complex_fft_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    meta = ctx.input_meta(0)
+    axes = _transform_axes(ctx, meta.ndim)
+    params = {"norm": ctx.params["norm"]} if ctx.params.get("norm") is not None else {}
+    name = ctx.node.op.name  # type: ignore[union-attr]
+    if name in ("fft.fft", "fft.ifft"):
+        grad = ctx.call(name, ctx.cotangent, axis=axes[0], **params)
+    else:
+        grad = ctx.call(name, ctx.cotangent, axes=tuple(axes), **params)
+    grad = _resize(ctx, grad, axes, [meta.shape[axis] for axis in axes])
+    return [grad if meta.dtype.kind == "c" else ctx.call("real", grad)]
+
+
+@register_vjp(get_op("fft.rfft"))
+def _rfft_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # rfft keeps the first n // 2 + 1 outputs of fft: the transpose pads the cotangent.
+    meta = ctx.input_meta(0)
+    axis = _transform_axes(ctx, meta.ndim)[0]
+    points = ctx.params.get("n") or meta.shape[axis]
+    params = {"norm": ctx.params["norm"]} if ctx.params.get("norm") is not None else {}
+    grad = ctx.call("fft.fft", ctx.cotangent, n=points, axis=axis, **params)
+    grad = _resize(ctx, grad, [axis], [meta.shape[axis]])
+    return [ctx.call("real", grad)]
+
+
+@register_vjp(get_op("fft.fftshift"), get_op("fft.ifftshift"))
+def _shift_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    inverse = "fft.ifftshift" if ctx.node.op.name == "fft.fftshift" else "fft.fftshift"  # type: ignore[union-attr]
+    axes = ctx.params.get("axes")
+    params = {} if axes is None else {"axes": axes}
+    return [ctx.call(inverse, ctx.cotangent, **params)]
+
+
+def _fold_lower(ctx: VjpContext, symmetric: Node) -> Node:
+    # The gradient for NumPy's routines that read the lower triangle of a symmetric input.
+    both = ctx.call("add", symmetric, _swap(ctx, symmetric))
+    lower = ctx.call("tril", both)
+    diagonal = ctx.call("subtract", ctx.call("tril", symmetric), ctx.call("tril", symmetric, k=-1))
+    return ctx.call("subtract", lower, diagonal)
+
+
+def _items(ctx: VjpContext, name: str, *inputs: Any, **params: Any) -> tuple[Node, ...]:
+    # The result items of a tuple-valued extern row, as bind_extern builds them.
+    row = extern_row(name)
+    node = ctx.graph.call(row.op, *inputs, **params)
+    metas = row.meta_of_node(*(value.meta for value in inputs), **params)
+    assert isinstance(metas, tuple)
+    item = get_op("result_item")
+    return tuple(
+        ctx.graph.add_node(item, (node,), {"index": k}, meta) for k, meta in enumerate(metas)
+    )
+
+
+@register_vjp(get_op("linalg.cholesky"))
+def _cholesky_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # Murray (2016), as PyTorch's cholesky_backward: A_bar = L^-T P L^-1 with
+    # P = sym(tril(L^T L_bar)) (half diagonal), then folded onto the lower triangle.
+    low = ctx.node
+    product = ctx.call("tril", ctx.call("matmul", _swap(ctx, low), ctx.cotangent))
+    strict = ctx.call("tril", product, k=-1)
+    middle = ctx.call("multiply", ctx.call("add", product, _swap(ctx, strict)), 0.5)
+    left = ctx.call("solve", _swap(ctx, low), middle)
+    grad = _swap(ctx, ctx.call("solve", _swap(ctx, low), _swap(ctx, left)))
+    symmetric = ctx.call("multiply", ctx.call("add", grad, _swap(ctx, grad)), 0.5)
+    return [_fold_lower(ctx, symmetric)]
+
+
+@register_vjp(get_op("linalg.eigvalsh"))
+def _eigvalsh_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # dw_i = v_i^T dA v_i: A_bar = V diag(w_bar) V^T, folded onto the triangle NumPy read.
+    params = {"UPLO": ctx.params["UPLO"]} if "UPLO" in ctx.params else {}
+    _, vectors = _items(ctx, "linalg.eigh", ctx.inputs[0], **params)
+    scaled = ctx.call("multiply", vectors, ctx.call("expand_dims", ctx.cotangent, axis=(-2,)))
+    symmetric = ctx.call("matmul", scaled, _swap(ctx, vectors))
+    if params.get("UPLO") == "U":
+        return [_swap(ctx, _fold_lower(ctx, _swap(ctx, symmetric)))]
+    return [_fold_lower(ctx, symmetric)]
+
+
+@register_vjp(get_op("linalg.svdvals"))
+def _svdvals_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # ds_i = u_i^T dA v_i: A_bar = U diag(s_bar) Vh (distinct singular values).
+    left, _, right = _items(ctx, "linalg.svd", ctx.inputs[0], full_matrices=False)
+    scaled = ctx.call("multiply", left, ctx.call("expand_dims", ctx.cotangent, axis=(-2,)))
+    return [ctx.call("matmul", scaled, right)]
+
+
+@register_vjp(get_op("erf"), get_op("erfc"))
+def _erf_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # d erf(x) / dx = 2 / sqrt(pi) * exp(-x**2); erfc is 1 - erf.
+    x = ctx.inputs[0]
+    scale = 2.0 / math.sqrt(math.pi)
+    if ctx.node.op.name == "erfc":  # type: ignore[union-attr]
+        scale = -scale
+    slope = ctx.call(
+        "multiply", ctx.call("exp", ctx.call("negative", ctx.call("square", x))), scale
+    )
+    return [ctx.call("multiply", ctx.cotangent, slope)]
