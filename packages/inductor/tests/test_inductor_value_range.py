@@ -61,7 +61,7 @@ def _same_everywhere(expr: Any, ranges: dict[Any, int]) -> Any:
 _affine = st.tuples(st.integers(-3, 3), st.sampled_from([1, 2, 3, 4, 6, 12]), st.integers(-30, 60))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     st.lists(_affine, min_size=1, max_size=3),
     st.lists(st.integers(1, 6), min_size=3, max_size=3),
