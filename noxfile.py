@@ -26,6 +26,9 @@ TEST_DEPS = ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6"]
 PYTEST_PARALLEL = ["-n", "auto"]
 
 nox.options.default_venv_backend = "uv|virtualenv"
+# Install compiled bytecode, as pip does (uv does not by default): where PYTHONDONTWRITEBYTECODE
+# is set, every test process would otherwise compile sympy's and NumPy's sources again.
+os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
 nox.options.reuse_venv = "yes"
 # A missing interpreter is an error under CI=true (and nox's own CI detection); skipped locally.
 nox.options.error_on_missing_interpreters = bool(os.environ.get("CI"))
