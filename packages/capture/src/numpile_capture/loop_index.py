@@ -19,7 +19,7 @@ counter, `i // 2`) gets an opaque symbol `r<k>` with no bounds.
     >>> env = ShapeEnv(); n = env.create_symbol(8, "L['x'].shape[0]")
     >>> with index_scope(env, 0, n - 1) as i:  # for i in range(n): x[i:]
     ...     slice_length(n, i, None, 1, env)
-    s0 - i0
+    -i0 + s0
 """
 
 from __future__ import annotations
