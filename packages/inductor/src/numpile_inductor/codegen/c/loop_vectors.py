@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from numpile_capture import ArrayMeta, Node, ScalarSlot, get_op
+from numpile_capture import ArrayMeta, Node, OpKind, ScalarSlot, get_op
 
 from .loop_body import (
     _DEFAULT_HANDLER,
@@ -238,13 +238,16 @@ def _operands(writer: LoopWriter, node: Node, env: Env) -> list[CVector]:
 
 
 def _any_pointwise(writer: LoopWriter, node: Node, env: Env) -> None:
+    assert node.op is not None
     vectors = _operands(writer, node, env)
     meta = node.meta
     if not vectors and isinstance(meta, ArrayMeta) and meta.shape == ():
         _pointwise(writer, node, env)
         return
+    if node.op.kind != OpKind.POINTWISE or node.op.mutates:
+        raise NotScalarLoop(f"{node.op.name} on 1-d values")
     if not vectors or not isinstance(meta, ArrayMeta) or meta.ndim != 1:
-        raise NotScalarLoop(f"{node.op.name if node.op else node.name} gives {meta}")
+        raise NotScalarLoop(f"{node.op.name} gives {meta}")
 
     def element(k: str) -> CValue:
         return writer.pointwise(node, _element_env(writer, node, env, k), elementwise=True)
@@ -259,6 +262,11 @@ def _in_place(writer: LoopWriter, node: Node, env: Env) -> None:
     # and stored back into v element by element.
     assert node.op is not None
     target = _vector(writer, env, node.inputs[0])
+    if isinstance(env.get(node.inputs[0]), CArray):  # `out += row` on a 1-d argument
+        meta = node.meta
+        assert isinstance(meta, ArrayMeta)
+        view = _subview(writer, env, node.inputs[0], (slice(None),))
+        target = _view_vector(view, tuple(meta.shape))
     if target is None or target.view is None:
         raise NotScalarLoop(f"{node.op.name} on a value that is no view of a loop argument")
     base = get_op(node.op.name[:-1])
@@ -276,7 +284,7 @@ def _in_place(writer: LoopWriter, node: Node, env: Env) -> None:
     reads = [view for value in node.inputs for view in _reads(writer, env, value)]
     value = CVector(target.length, target.dtype, target.shape, element, reads)
     _store(writer, target.view, value)
-    env[node] = target
+    env[node] = env[node.inputs[0]]
 
 
 def _reads(writer: LoopWriter, env: Env, value: Any) -> list[CView]:
@@ -409,21 +417,82 @@ def _setitem_view(writer: LoopWriter, node: Node, env: Env) -> None:
         _setitem_at(writer, node, env)
         return
     target = _make_view(writer, env, array, node.inputs[2:], template)
-    vector = _vector(writer, env, node.inputs[1])
+    _store_value(writer, env, target, node.inputs[1])
+    env[node] = array
+
+
+def _subview(writer: LoopWriter, env: Env, value: Any, index: Any) -> CView:
+    # A constant basic index of a 1-d view (`row[::-1]`) or of a 1-d loop argument.
+    array = env.get(value) if isinstance(value, Node) else None
+    if isinstance(array, CArray):
+        return _make_view(writer, env, array, (), index)
+    vector = _vector(writer, env, value)
+    if vector is None or vector.view is None:
+        raise NotScalarLoop("a view of a value that is no view of a loop argument")
+    parent = vector.view
+    items = tuple(index) if isinstance(index, tuple) else (index,)
+    if len(items) != 1 or not isinstance(items[0], slice):
+        raise NotScalarLoop(f"index {index!r} of a 1-d view")
+    item = items[0]
+    parts = (item.start, item.stop, item.step)
+    if not all(part is None or isinstance(part, int) for part in parts) or item.step == 0:
+        raise NotScalarLoop(f"index {index!r} of a 1-d view")
+    step = 1 if item.step is None else item.step
+    first, length, offset = writer.fresh("first"), writer.fresh("len"), writer.fresh("off")
+    writer.buf.writeline(f"int64_t {first};")
+    writer.buf.writeline(
+        f"const int64_t {length} = np_loop_slice({int(item.start is not None)}, "
+        f"{item.start or 0}LL, {int(item.stop is not None)}, {item.stop or 0}LL, {step}LL, "
+        f"{parent.length}, &{first});"
+    )
+    writer.buf.writeline(f"const int64_t {offset} = {parent.offset} + {first} * {parent.stride};")
+    stride = f"({step}LL * {parent.stride})"
+    return CView(parent.array, offset, stride, length, (parent.key, repr(items)))
+
+
+def _getitem(writer: LoopWriter, node: Node, env: Env) -> None:
+    meta = node.meta
+    if not isinstance(meta, ArrayMeta) or meta.ndim != 1:
+        raise NotScalarLoop(f"getitem giving {meta} in a loop body")
+    view = _subview(writer, env, node.inputs[0], dict(node.params)["index"])
+    env[node] = _view_vector(view, tuple(meta.shape))
+
+
+def _setitem(writer: LoopWriter, node: Node, env: Env) -> None:
+    # `row[:] = value` into a view (or a 1-d loop argument) with a constant index.
+    target = _subview(writer, env, node.inputs[0], dict(node.params)["index"])
+    _store_value(writer, env, target, node.inputs[1])
+    env[node] = env[node.inputs[0]]
+
+
+def _copyto(writer: LoopWriter, node: Node, env: Env) -> None:
+    # `np.add(out, row, out=out)`: the value stored into `out` (same_kind casting checked).
+    if set(dict(node.params)) - {"casting"} or len(node.inputs) != 2:
+        raise NotScalarLoop("copyto with a where= mask")
+    target = _subview(writer, env, node.inputs[0], (slice(None),))
+    _store_value(writer, env, target, node.inputs[1])
+    env[node] = env[node.inputs[0]]
+
+
+def _store_value(writer: LoopWriter, env: Env, target: CView, value: Any) -> None:
+    vector = _vector(writer, env, value)
+    array = target.array
     if vector is not None:
         if vector.dtype.kind == "c" and array.dtype.kind != "c":
             raise NotScalarLoop("a complex value stored into a real array (NumPy warns)")
         _store(writer, target, vector)
-    else:
-        value = writer.operand(env, node.inputs[1])
-        if value.python is int and array.dtype != np.dtype("int64") and array.dtype.kind in "iu":
-            raise NotScalarLoop("a Python int stored into a narrower integer array")
-        if value.dtype.kind == "c" and array.dtype.kind != "c":
-            raise NotScalarLoop("a complex value stored into a real array (NumPy warns)")
-        _store(writer, target, value)
-    env[node] = array
+        return
+    scalar = writer.operand(env, value)
+    if scalar.python is int and array.dtype != np.dtype("int64") and array.dtype.kind in "iu":
+        raise NotScalarLoop("a Python int stored into a narrower integer array")
+    if scalar.dtype.kind == "c" and array.dtype.kind != "c":
+        raise NotScalarLoop("a complex value stored into a real array (NumPy warns)")
+    _store(writer, target, scalar)
 
 
+_NODE_HANDLERS["getitem"] = _getitem
+_NODE_HANDLERS["setitem"] = _setitem
+_NODE_HANDLERS["copyto"] = _copyto
 _NODE_HANDLERS["getitem_at"] = _getitem_at
 _NODE_HANDLERS["setitem_at"] = _setitem_view
 _NODE_HANDLERS["matmul"] = _matmul
