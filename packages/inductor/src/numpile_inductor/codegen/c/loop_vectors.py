@@ -479,6 +479,10 @@ def _getitem(writer: LoopWriter, node: Node, env: Env) -> None:
     meta = node.meta
     if not isinstance(meta, ArrayMeta) or meta.ndim != 1:
         raise NotScalarLoop(f"getitem giving {meta} in a loop body")
+    if isinstance(env.get(node.inputs[0]), CArray):
+        # A constant slice of a whole argument (`u[1:-1]` of a time-stepped stencil) is
+        # array-sized work: it stays with the kernels (the extern path).
+        raise NotScalarLoop("array-sized work on a whole loop argument")
     view = _subview(writer, env, node.inputs[0], dict(node.params)["index"])
     env[node] = _view_vector(view, tuple(meta.shape))
 
