@@ -331,8 +331,8 @@ def _accumulate(writer: LoopWriter, node: Node, length: str, term: Callable[[str
     return CValue(acc, meta.dtype)
 
 
-# NOTE: the partial sums of a float reduction, a power of two: 8 let GCC keep two 4-wide
-# vector sums, which hides the add latency on the cores we target.
+# NOTE: the partial sums of a float reduction (a power of two, for the pairwise tree):
+# independent adds in flight instead of one chain of dependent ones.
 _LANES = 8
 
 
