@@ -248,6 +248,9 @@ class ShapeEnv:
         # with an integer coefficient; then the sizes' ranges bound what is left.
         import sympy
 
+        inside = [symbol for symbol in self._indices if symbol in expr.free_symbols]
+        if not expr.is_polynomial(*inside):
+            return None  # Max, Piecewise, floor of an index: no bound by substitution
         for symbol in reversed(self._indices):
             if symbol not in expr.free_symbols:
                 continue
