@@ -7,8 +7,8 @@ inputs and overlapping reads and writes, Python's integer semantics, and invalid
 
 Trip counts follow the input size ``n`` (or a Python int argument made from it), so the
 resized calls run the same loop with other trip counts; ``sizes`` with more than two entries
-add calls at trip counts 0 and 1. Trip counts stay at 12 or below: capture unrolls loops
-today, and every iteration adds compile time. ``slow=True`` marks the programs whose
+add calls at trip counts 0 and 1. Trip counts stay at 12 or below: a loop capture cannot keep
+is unrolled, and every iteration adds compile time. ``slow=True`` marks the programs whose
 unrolled inner products compile slowest with the inductor backend (``-m "not slow"``).
 
 Programs under ``loop_breaking`` branch on array values (``if x[i] > 0``, ``while err >
@@ -860,6 +860,125 @@ def numpy_shifts_of_negative_int64(x):
     for k in range(x.shape[0] // 2):
         x = (x >> 1) + (x << k)
     return x
+
+
+# --- slices bounded by the loop index (the index as a bounded size symbol) ---------------------
+
+
+@loop(_vec, sizes=(4, 0, 1, 7))
+def prefix_sums_by_growing_slices(x):
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        out[i] = x[: i + 1].sum()
+    return out
+
+
+@loop(lambda rng, n: (rng.standard_normal(n), rng.standard_normal(n)), sizes=(4, 0, 1, 7))
+def suffix_times_reversed_prefix_dot(x, y):
+    n = x.shape[0]
+    s = 0.0
+    for i in range(n):
+        s += x[i:] @ y[: n - i][::-1]
+    return s
+
+
+@loop(_spd, sizes=(4, 0, 1, 7))
+def triangular_row_scaling_in_place(A):
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i):
+            A[i, :j] *= 0.5
+            A[j, j + 1 :] -= 0.25 * A[i, j]
+    return A
+
+
+@loop(_spd, sizes=(4, 1, 7))
+def gaussian_elimination_row_updates(A):
+    n = A.shape[0]
+    for k in range(n):
+        for i in range(k + 1, n):
+            A[i, k:] -= (A[i, k] / A[k, k]) * A[k, k:]
+    return A
+
+
+@loop(_vec, sizes=(4, 0, 1, 7))
+def reversed_prefix_overlaps_its_store(x):
+    for k in range(1, x.shape[0]):
+        x[:k] = x[:k] + 0.5 * x[k - 1 :: -1]
+    return x
+
+
+@loop(_mat, sizes=(4, 0, 1, 7))
+def shifted_row_add_in_place_overlaps(A):
+    for i in range(A.shape[0]):
+        A[i, 1:-1] += A[i, :-2]
+    return A
+
+
+@loop(_vec, sizes=(4, 0, 1, 7))
+def shift_right_by_index_overlapping(x):
+    n = x.shape[0]
+    for i in range(1, n):
+        x[i:] = x[: n - i] * 0.5
+    return x
+
+
+@loop(_vec, sizes=(4, 0, 1, 7))
+def negative_step_loop_with_suffix_slices(x):
+    n = x.shape[0]
+    out = np.zeros_like(x)
+    for i in range(n - 1, -1, -2):
+        out[i] = x[i:].sum() - x[:i:-1].sum()
+    return out
+
+
+@loop(_vec, sizes=(4, 0, 1, 7))
+def slices_past_the_end_clamp(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i + 3 :].sum() + x[-i - 1 :].sum() + x[: i - 2].sum() + x[i : i + 100].sum()
+    return s
+
+
+@loop(_lower_system, sizes=(4, 0, 1, 7))
+def forward_substitution_by_slices(L, b):
+    n = b.shape[0]
+    y = np.zeros_like(b)
+    for i in range(n):
+        y[i] = (b[i] - L[i, :i] @ y[:i]) / L[i, i]
+    return y
+
+
+@loop(_upper_system, sizes=(4, 0, 1, 7))
+def back_substitution_by_slices(U, b):
+    n = b.shape[0]
+    x = np.zeros_like(b)
+    for i in range(n - 1, -1, -1):
+        x[i] = (b[i] - U[i, i + 1 :] @ x[i + 1 :]) / U[i, i]
+    return x
+
+
+@loop(lambda rng, n: (rng.integers(-5, 5, (n, n)),), sizes=(4, 0, 1, 7))
+def int_rows_prefix_dot_products(A):
+    n = A.shape[0]
+    out = np.zeros(n, dtype=A.dtype)
+    for i in range(n):
+        out[i] = A[i, :i] @ A[:i, i]
+    return out
+
+
+@loop(_vec, sizes=(4, 0, 1, 7))
+def index_slice_as_scalar_fill(x):
+    for i in range(x.shape[0]):
+        x[i:] = x[i]
+    return x
+
+
+@invalid_loop(lambda rng, n: (np.zeros((3, 5)), rng.standard_normal(n)), sizes=(5, 7))
+def index_out_of_bounds_after_sliced_writes(A, v):
+    for i in range(v.shape[0]):
+        A[i, : i + 1] = v[i]
+    return A
 
 
 # --- invalid loops: errors as eager raises them, with the earlier iterations' writes --------

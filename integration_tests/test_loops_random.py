@@ -1,7 +1,8 @@
 """Loop nests at random (issue 23): a `for` loop over a range drawn from several shapes (a
 Python int trip count, a negative step, symbolic bounds from `A.shape[0]`, a step of 2),
-with a body of 1-4 statements drawn from index-dependent slices (`A[i, :i] @ b[:i]`),
-overlapping in-place writes (`A[i, 1:] += A[i, :-1]`), scalar recurrences on a Python
+with a body of 1-4 statements drawn from index-dependent slices (`A[i, :i] @ b[:i]`, slices
+that clamp past either end, negative steps), overlapping writes (`A[i, 1:] += A[i, :-1]`,
+`b[i:] = b[: n - i] * 0.5`), scalar recurrences on a Python
 float, a Python int, a float32 scalar and an int32 scalar (NEP 50 keeps their dtypes), `if`
 on the index, on a Python int computed in the body and on array values, `continue` /
 `break`, and an inner loop `for j in range(i)`. Each generated function is compiled once and
@@ -45,6 +46,10 @@ STATEMENTS = (
     "acc = acc + A[i, : i + 1].sum()",
     "A[i] = np.where(A[i] > s, A[i], s)",
     "b[: i + 1] = b[i::-1] * 0.5",
+    "b[i:] = b[: b.shape[0] - i] * 0.5",
+    "s = s + b[i + 2 :].sum() - b[: i - 1].sum()",
+    "A[i, i:] -= 0.5 * A[0, i:]",
+    "acc = acc + b[i::-1] @ A[i, : i + 1]",
     "if i % 2 == 0:\n    s = s - 1.0",
     "if k % 3 == 1:\n    b[i] *= 2.0\nelse:\n    k = k - 1",
     "if i == 2:\n    continue",

@@ -411,7 +411,7 @@ def test_list_append_falls_back_to_unrolling() -> None:
         _same(got, want)
 
 
-def test_index_dependent_slice_falls_back() -> None:
+def test_index_dependent_slice_is_kept() -> None:
     def f(x: Any) -> Any:
         s = 0.0
         for i in range(x.shape[0]):
@@ -419,8 +419,22 @@ def test_index_dependent_slice_falls_back() -> None:
         return s
 
     out = explain(f)(np.arange(4.0))
-    assert "depend on a loop's index" in out.loops_not_kept[0].reason
-    _same(compile_function(f, backend="eager")(np.arange(4.0)), f(np.arange(4.0)))
+    assert out.loops_not_kept == ()
+    for n in (0, 1, 2, 7):
+        _same(compile_function(f, backend="eager")(np.arange(float(n))), f(np.arange(float(n))))
+
+
+def test_unprovable_index_guard_falls_back() -> None:
+    def f(x: Any) -> Any:
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += (x[: i + 1] + x[:2]).sum()  # (i + 1,) broadcasts with (2,): a guard on i
+        return s
+
+    x = np.arange(2.0)
+    out = explain(f)(x)
+    assert "loop index i0" in out.loops_not_kept[0].reason
+    _same(compile_function(f, backend="eager")(x), f(x))
 
 
 def test_shape_changing_carry_falls_back() -> None:

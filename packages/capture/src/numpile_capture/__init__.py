@@ -40,6 +40,8 @@ from .graph import Node as Node
 from .graph import gives_scalar as gives_scalar
 from .graph import writeable as writeable
 from .interpreter import run_graph as run_graph
+from .loop_index import is_loop_symbol as is_loop_symbol
+from .loop_index import mentions_loop_symbol as mentions_loop_symbol
 from .meta import ArrayMeta as ArrayMeta
 from .meta import ScalarMeta as ScalarMeta
 from .meta import contiguous_strides as contiguous_strides
@@ -88,6 +90,8 @@ __all__ = [
     "body_runner",
     "has_loops",
     "is_loop",
+    "is_loop_symbol",
+    "mentions_loop_symbol",
     "ScalarSlot",
     "set_loop_runner",
     "mark_dynamic",

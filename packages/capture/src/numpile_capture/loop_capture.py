@@ -24,7 +24,7 @@ small, else capture breaks at the loop; the `graph_breaks` log says which loop a
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -34,7 +34,9 @@ from numpile_guards.symbolic import SymInt, is_size_expr
 from .bytecode import Instruction
 from .capture_result import Unsupported
 from .control_flow import add_loop
+from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, gives_scalar
+from .loop_index import index_scope, range_bounds
 from .meta import ArrayMeta, ScalarMeta
 from .op import OpKind, get_op
 from .pytree import tree_flatten, tree_map
@@ -218,7 +220,9 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     attempt = 0
     while True:
         try:
-            body, results = _trace_body(frame, extent, metas, scalars, iterator.over)
+            body, results = _trace_body(
+                frame, extent, metas, scalars, iterator.over, iterator.bounds
+            )
         finally:
             saved.restore(frame)
         widened = widen(metas, results)
@@ -271,9 +275,7 @@ def body_names(
         if name in ("STORE_FAST", "LOAD_FAST"):
             seen.add(body_inst.argval)
     read_outside = {
-        instructions[position].argval
-        for position in range(len(instructions))
-        if not head <= position < exit_at and instructions[position].opname == "LOAD_FAST"
+        name for name in stored if _read_after(instructions, exit_at, name, head, exit_at)
     }
     state = frame.state
     carried: list[str] = []
@@ -286,6 +288,41 @@ def body_names(
         else:
             temporaries.append(name)
     return tuple(carried), tuple(temporaries)
+
+
+# NOTE: instructions after which execution does not go on to the next one.
+_NO_FALL_THROUGH = ("JUMP", "RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE")
+
+
+def _read_after(
+    instructions: Sequence[Instruction], start: int, name: str, head: int, exit_at: int
+) -> bool:
+    # Whether some path from `start` reads local `name` before storing it (so its value
+    # after the loop [head, exit_at) matters). A function with a try block may read it on an
+    # exception edge: any read outside the loop counts there.
+    if any(inst.in_try for inst in instructions):
+        return any(
+            inst.opname == "LOAD_FAST" and inst.argval == name
+            for position, inst in enumerate(instructions)
+            if not head <= position < exit_at
+        )
+    seen: set[int] = set()
+    pending = [start]
+    while pending:
+        position = pending.pop()
+        if position in seen or not 0 <= position < len(instructions):
+            continue
+        seen.add(position)
+        inst = instructions[position]
+        if inst.argval == name and inst.opname in ("LOAD_FAST", "DELETE_FAST"):
+            return True
+        if inst.argval == name and inst.opname == "STORE_FAST":
+            continue
+        if inst.target is not None:
+            pending.append(inst.target)
+        if inst.opname not in _NO_FALL_THROUGH:
+            pending.append(position + 1)
+    return False
 
 
 def _loaded_names(frame: Frame, extent: _Extent) -> list[str]:
@@ -347,8 +384,34 @@ def _trace_body(
     metas: dict[str, ArrayMeta | ScalarMeta],
     scalars: set[str],
     over: ArrayVar | None,
+    bounds: tuple[Variable, Variable, Variable],
 ) -> tuple[Graph, list[Any]]:
-    # One iteration, traced into a graph of its own; the frame is restored by the caller.
+    # One iteration, traced into a graph of its own with the index a bounded symbol
+    # (loop_index); the frame is restored by the caller.
+    low, high = range_bounds(*(_bound_expr(bound) for bound in bounds))
+    with index_scope(active_shape_env(), low, high) as symbol:
+        return _trace_indexed_body(frame, extent, metas, scalars, over, symbol)
+
+
+def _bound_expr(var: Variable) -> Any:
+    # A range bound as a sympy expression over sizes and outer indices, or None.
+    if isinstance(var, ScalarNodeVar):
+        return var.expr
+    if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+        return var.value.expr
+    if isinstance(var, ConstantVar) and type(var.value) is int:
+        return var.value
+    return None
+
+
+def _trace_indexed_body(
+    frame: Frame,
+    extent: _Extent,
+    metas: dict[str, ArrayMeta | ScalarMeta],
+    scalars: set[str],
+    over: ArrayVar | None,
+    symbol: Any,
+) -> tuple[Graph, list[Any]]:
     tracer = frame.tracer
     outer = tracer.graph
     body = Graph()
@@ -363,7 +426,7 @@ def _trace_body(
     frame.pc = extent.head + 1
     tracer.graph = body
     try:
-        item: Variable = ScalarNodeVar(index)
+        item: Variable = ScalarNodeVar(index, symbol)
         if over is not None:
             # Late import: operators imports this module's RangeVar.
             from .operators import getitem

@@ -38,6 +38,7 @@ from .variables import (
     ObjectVar,
     OpaqueVar,
     ScalarNodeVar,
+    SliceVar,
     TupleVar,
     Variable,
     known_constant,
@@ -265,10 +266,10 @@ def _slice_of(start: Variable, stop: Variable, step: Variable | None = None) -> 
     parts = [start, stop] if step is None else [start, stop, step]
     parts = [known_constant(part) for part in parts]
     if any(isinstance(part, ScalarNodeVar) for part in parts):
-        # TODO(issue 23): index-dependent shapes (x[i:] has a length of n - i).
-        raise Unsupported(
-            "not supported yet: a slice whose bounds depend on a loop's index (x[i:], A[i, :j])"
-        )
+        # A bound computed per iteration (x[i:], A[i, :j]): the index slots it (loop_index).
+        while len(parts) < 3:
+            parts.append(ConstantVar(None))
+        return SliceVar(parts[0], parts[1], parts[2])
     if not all(isinstance(part, ConstantVar) for part in parts):
         raise Unsupported("not supported yet: slices with bounds that are arrays")
     return ConstantVar(slice(*(part.as_python_constant() for part in parts)))

@@ -26,6 +26,7 @@ from numpile_guards.symbolic import SymInt, is_size_expr, wrap_size
 from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, writeable
+from .loop_index import combine, opaque_int
 from .meta import ArrayMeta
 from .op import get_op
 from .ops._shapes import is_c_contiguous, is_f_contiguous
@@ -43,6 +44,7 @@ from .variables import (
     NotConstantError,
     ScalarInputVar,
     ScalarNodeVar,
+    SliceVar,
     TupleVar,
     Variable,
 )
@@ -543,9 +545,14 @@ def _sequence_binary(
     return None
 
 
-def _run_time_operand(var: Variable) -> Any:
+def _run_time_operand(tracer: Tracer, var: Variable) -> Any:
     if isinstance(var, ScalarNodeVar):
         return var.node
+    if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+        # Late import: loop_capture imports this module.
+        from .loop_capture import size_node
+
+        return size_node(tracer, var.value.expr)  # a symbolic size, read at run time
     if isinstance(var, ScalarInputVar) and type(var.current) in (bool, int, float):
         return var.node()
     if isinstance(var, ConstantVar) and type(var.value) in (bool, int, float, complex):
@@ -558,14 +565,28 @@ def run_time_arithmetic(tracer: Tracer, name: str, left: Variable, right: Variab
     (a loop's index): a `py_binary` node, with Python's semantics."""
     if name not in PY_OPERATORS:
         raise Unsupported(f"not supported yet: operator {name} on a loop's run-time values")
-    operands = (_run_time_operand(left), _run_time_operand(right))
+    operands = (_run_time_operand(tracer, left), _run_time_operand(tracer, right))
     exponent = operands[1]
     integral = python_scalar_type(_operand_meta(exponent)) in (int, bool)
     if name == "pow" and integral and not (isinstance(exponent, int) and exponent >= 0):
         # int ** int is an int or a float depending on the sign of the exponent.
         raise Unsupported("not supported yet: int ** a run-time int inside a loop")
     node = tracer.graph.call(get_op("py_binary"), *operands, operator=name)
-    return ScalarNodeVar(node)
+    expr = None
+    if python_scalar_type(node.meta) is int:
+        expr = combine(name, _int_expr(left), _int_expr(right))
+    return ScalarNodeVar(node, expr)
+
+
+def _int_expr(var: Variable) -> Any:
+    # The sympy expression of an int operand of loop arithmetic, or None.
+    if isinstance(var, ScalarNodeVar):
+        return var.expr
+    if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+        return var.value.expr
+    if isinstance(var, ConstantVar) and type(var.value) in (int, bool):
+        return int(var.value)
+    return None
 
 
 def _operand_meta(value: Any) -> Any:
@@ -585,7 +606,9 @@ def unary(tracer: Tracer, name: str, value: Variable) -> Variable:
     if isinstance(value, ScalarNodeVar):
         if name == "pos":
             return value
-        return ScalarNodeVar(tracer.graph.call(get_op("py_unary"), value.node, operator=name))
+        node = tracer.graph.call(get_op("py_unary"), value.node, operator=name)
+        negated = value.expr if name == "neg" and python_scalar_type(node.meta) is int else None
+        return ScalarNodeVar(node, None if negated is None else -negated)
     if isinstance(value, ScalarInputVar) and name in ("neg", "pos"):
         assert value.source is not None
         symbol = "-" if name == "neg" else "+"
@@ -666,7 +689,7 @@ def truth(tracer: Tracer | None, value: Variable) -> bool:
 def getitem(tracer: Tracer, container: Variable, index: Variable) -> Variable:
     """`container[index]`: arrays through the bindings, containers and constants now."""
     if isinstance(container, ArrayVar):
-        at = run_time_index(index)
+        at = run_time_index(tracer, index)
         if at is not None:
             template, scalars = at
             meta = container.meta
@@ -698,11 +721,11 @@ def getitem(tracer: Tracer, container: Variable, index: Variable) -> Variable:
     raise Unsupported(f"not supported yet: indexing {container.describe()}")
 
 
-def run_time_index(index: Variable) -> tuple[tuple[Any, ...], list[Node]] | None:
-    """A basic index holding run-time ints (a loop's index) as a template of `ScalarSlot`s
-    and its scalars; None when the index has none (or is no basic index)."""
+def run_time_index(tracer: Tracer, index: Variable) -> tuple[tuple[Any, ...], list[Node]] | None:
+    """A basic index holding run-time ints (a loop's index, also as a slice bound) as a
+    template of `ScalarSlot`s and its scalars; None when the index has none."""
     items = list(index.items) if isinstance(index, TupleVar) else [index]
-    if not any(isinstance(item, ScalarNodeVar) for item in items):
+    if not any(isinstance(item, ScalarNodeVar | SliceVar) for item in items):
         return None
     template: list[Any] = []
     scalars: list[Node] = []
@@ -713,8 +736,11 @@ def run_time_index(index: Variable) -> tuple[tuple[Any, ...], list[Node]] | None
                     "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) "
                     "and integer or boolean arrays are valid indices"
                 )
-            template.append(ScalarSlot(len(scalars)))
-            scalars.append(item.node)
+            template.append(_slot(tracer, item, scalars))
+            continue
+        if isinstance(item, SliceVar):
+            parts = (item.start, item.stop, item.step)
+            template.append(slice(*(_slice_part(tracer, part, scalars) for part in parts)))
             continue
         known, value = _constant(item)
         if not known or isinstance(value, list | tuple | np.ndarray):
@@ -727,6 +753,37 @@ def run_time_index(index: Variable) -> tuple[tuple[Any, ...], list[Node]] | None
     return tuple(template), scalars
 
 
+def _slot(tracer: Tracer, item: ScalarNodeVar, scalars: list[Node]) -> ScalarSlot:
+    # The slot of a run-time int, with its expression (an opaque symbol when it has none).
+    expr = item.expr
+    if expr is None:
+        expr = opaque_int(active_shape_env())
+    slot = ScalarSlot(len(scalars), expr)
+    scalars.append(item.node)
+    return slot
+
+
+def _slice_part(tracer: Tracer, part: Variable, scalars: list[Node]) -> Any:
+    # A bound of a slice with run-time bounds: a slot for a run-time int or a symbolic
+    # size (read at run time), else the constant.
+    if isinstance(part, ScalarNodeVar):
+        if part.python_type() not in (int, bool):
+            raise TypeError("slice indices must be integers or None or have an __index__ method")
+        return _slot(tracer, part, scalars)
+    if isinstance(part, ConstantVar) and isinstance(part.value, SymInt):
+        # Late import: loop_capture imports this module.
+        from .loop_capture import size_node
+
+        node = size_node(tracer, part.value.expr)
+        if not isinstance(node, Node):
+            return int(node)
+        return _slot(tracer, ScalarNodeVar(node, part.value.expr), scalars)
+    known, value = _constant(part)
+    if not known or not (value is None or isinstance(value, int)):
+        raise Unsupported(f"not supported yet: a slice bound {part.describe()} in a loop")
+    return value
+
+
 def check_mutable(tracer: Tracer, container: Variable) -> None:
     """Note a mutation of `container`: one the caller passed in is a side effect to replay."""
     if container.source is not None:
@@ -736,7 +793,7 @@ def check_mutable(tracer: Tracer, container: Variable) -> None:
 def setitem(tracer: Tracer, container: Variable, index: Variable, value: Variable) -> None:
     """`container[index] = value`: arrays through the in-place binding, new containers now."""
     if isinstance(container, ArrayVar):
-        at = run_time_index(index)
+        at = run_time_index(tracer, index)
         if at is not None:
             template, scalars = at
             assigned = to_graph_value(value)

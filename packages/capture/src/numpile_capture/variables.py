@@ -177,6 +177,9 @@ class ScalarNodeVar(Variable):
     """
 
     node: Node
+    # The int's value as a sympy expression over loop indices and sizes (`i0 + 1`), when
+    # it has one (see loop_index): slices bounded by it get symbolic lengths.
+    expr: Any = None
 
     def python_type(self) -> type:
         meta = self.node.meta
@@ -185,6 +188,26 @@ class ScalarNodeVar(Variable):
 
     def describe(self) -> str:
         return f"run-time {self.python_type().__name__} {self.node.name}"
+
+
+@attrs.frozen(eq=False)
+class SliceVar(Variable):
+    """A slice with a bound computed at run time (`x[i:]`, `A[i, :j]` in a loop body).
+
+    >>> SliceVar(ConstantVar(None), ConstantVar(2), ConstantVar(None)).python_type()
+    <class 'slice'>
+    """
+
+    start: Variable
+    stop: Variable
+    step: Variable
+
+    def python_type(self) -> type:
+        return slice
+
+    def describe(self) -> str:
+        parts = (self.start.describe(), self.stop.describe(), self.step.describe())
+        return "slice(" + ", ".join(parts) + ")"
 
 
 @attrs.frozen(eq=False)

@@ -74,6 +74,10 @@ class ShapeEnv:
         # NOTE: insertion-ordered, keyed by the simplified relation: dedup keeps the first reason.
         self._guards: dict[sympy.Basic, ShapeGuard] = {}
         self._texts: dict[str, ShapeGuard] = {}
+        # NOTE: the loop indices whose bodies are being traced, innermost last: symbol ->
+        # (least, greatest) value as expressions over sizes and outer indices (None: not
+        # known). They have no hint, so no guard is ever recorded on them.
+        self._indices: dict[sympy.Symbol, tuple[Any, Any]] = {}
 
     # --- symbols --------------------------------------------------------------------------
 
@@ -107,6 +111,38 @@ class ShapeEnv:
         log.debug("create_symbol %s = %d for %s", symbol, value, source)
         return symbol
 
+    def push_index(self, symbol: sympy.Symbol, low: Any, high: Any) -> None:
+        """Bound a loop index (or an int known only at run time) while its body is traced:
+        `low <= symbol <= high`, expressions over sizes and outer indices (None: unknown).
+
+            >>> import sympy
+            >>> env = ShapeEnv(); s0 = env.create_symbol(5, "L['x'].shape[0]")
+            >>> i0, i1 = sympy.symbols("i0 i1", integer=True)
+            >>> env.push_index(i0, 0, s0 - 1); env.push_index(i1, 0, i0 - 1)
+            >>> env.evaluate(sympy.Le(i1, s0)), env.decide(sympy.Le(i1, 2))
+            (True, None)
+        """
+        self._indices[symbol] = (low, high)
+
+    def pop_index(self, symbol: sympy.Symbol) -> None:
+        """Forget a loop index once its body is traced."""
+        self._indices.pop(symbol, None)
+
+    def decide(self, relation: Any) -> bool | None:
+        """True/False when the known facts (ranges, divisors, loop index bounds) decide
+        `relation` for every admitted value, else None; records no guard.
+
+            >>> import sympy
+            >>> env = ShapeEnv(); s0 = env.create_symbol(5, "L['x'].shape[0]")
+            >>> env.decide(s0 > 1), env.decide(s0 > 4)
+            (True, None)
+        """
+        if isinstance(relation, bool):
+            return relation
+        import sympy
+
+        return self._decide(sympy.sympify(relation))
+
     def symbols(self) -> tuple[SymbolInfo, ...]:
         """Every symbol created, in creation order."""
         return tuple(self._info.values())
@@ -126,9 +162,9 @@ class ShapeEnv:
             return expr
         import sympy
 
-        value = sympy.sympify(expr).xreplace(
-            {s: sympy.Integer(i.hint) for s, i in self._info.items()}
-        )
+        expr = sympy.sympify(expr)
+        _check_no_index(expr, self._indices)
+        value = expr.xreplace({s: sympy.Integer(i.hint) for s, i in self._info.items()})
         if value is sympy.true or value is sympy.false:
             return bool(value)
         if value.is_Integer:
@@ -180,7 +216,11 @@ class ShapeEnv:
             return None
         difference = sympy.expand(relation.lhs - relation.rhs)
         ranges = {s: (i.lo, i.hi) for s, i in self._info.items()}
-        low, high = bounds(difference, ranges)
+        if difference.free_symbols & self._indices.keys():
+            low = self._index_extreme(difference, ranges, least=True)
+            high = self._index_extreme(difference, ranges, least=False)
+        else:
+            low, high = bounds(difference, ranges)
         op: str = str(relation.rel_op)
         if op in (">=", ">"):
             if low is not None and (low > 0 or (op == ">=" and low >= 0)):
@@ -199,6 +239,33 @@ class ShapeEnv:
             if excluded:
                 return op == "!="
         return None
+
+    def _index_extreme(
+        self, expr: Any, ranges: dict[sympy.Symbol, tuple[int, int | None]], *, least: bool
+    ) -> int | None:
+        # A bound on `expr` over the loop indices' bounds: each index (innermost first) is
+        # replaced by the bound that moves `expr` the way asked, while `expr` is linear in it
+        # with an integer coefficient; then the sizes' ranges bound what is left.
+        import sympy
+
+        inside = [symbol for symbol in self._indices if symbol in expr.free_symbols]
+        if not expr.is_polynomial(*inside):
+            return None  # Max, Piecewise, floor of an index: no bound by substitution
+        for symbol in reversed(self._indices):
+            if symbol not in expr.free_symbols:
+                continue
+            coefficient = sympy.diff(expr, symbol)
+            if not coefficient.is_Integer:
+                return None
+            low, high = self._indices[symbol]
+            bound = low if (coefficient > 0) == least else high
+            if bound is None:
+                return None
+            expr = sympy.expand(expr.xreplace({symbol: sympy.sympify(bound)}))
+        if expr.free_symbols & self._indices.keys():
+            return None
+        low, high = bounds(expr, ranges)
+        return low if least else high
 
     # --- guards ---------------------------------------------------------------------------
 
@@ -224,6 +291,7 @@ class ShapeEnv:
         decided = self._decide(relation)
         if decided is not None:
             return decided
+        _check_no_index(relation, self._indices)
         value = self.hint(relation)
         taken = relation if value else sympy.Not(relation)
         self._record(sympy.simplify_logic(taken) if not taken.is_Relational else taken, reason)
@@ -373,6 +441,19 @@ class ShapeEnv:
         if len(relation.free_symbols) != 1:
             return False
         return self._decide(relation, divisors=False) is True
+
+
+class LoopIndexGuard(Exception):  # noqa: N818 - it names the event
+    """A relation on a loop index that its bounds do not decide: capture cannot guard it
+    (the index changes per iteration), so the loop is not kept."""
+
+
+def _check_no_index(expr: Any, indices: dict[Any, Any]) -> None:
+    found = sorted(str(symbol) for symbol in expr.free_symbols if symbol in indices)
+    if found:
+        raise LoopIndexGuard(
+            f"a guard on the loop index {', '.join(found)} that its bounds do not prove: {expr}"
+        )
 
 
 def has_fraction(expr: Any) -> bool:

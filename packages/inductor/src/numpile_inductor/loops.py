@@ -31,6 +31,7 @@ from numpile_capture import (
     ScalarMeta,
     body_runner,
     is_loop,
+    mentions_loop_symbol,
     run_graph,
     set_loop_runner,
     tree_map,
@@ -65,7 +66,7 @@ def compile_loop_bodies(graph: Graph, compile_body: BodyCompiler) -> Graph:
             # A body graph of the inductor's own, so the runner it registers on it does not
             # change how other backends run the same captured graph.
             body = _own_copy(compile_loop_bodies(node.kwargs["body"], compile_body))
-            compiled = compile_body(body) if _has_array_work(body) else None
+            compiled = compile_body(body) if _compiles(body) else None
             set_loop_runner(body, host_loop(body, compiled))
             params["body"] = body
         inputs = tuple(tree_map(rename, list(node.inputs)))
@@ -89,6 +90,17 @@ def _has_array_work(body: Graph) -> bool:
         and node.op.kind in _ARRAY_WORK
         and isinstance(node.meta, ArrayMeta)
         and node.meta.ndim > 0
+        for node in body.nodes
+    )
+
+
+def _compiles(body: Graph) -> bool:
+    # Array work whose shapes do not depend on a loop index (`A[i, :j]` has shape (i1,)):
+    # kernels take sizes from their inputs' shapes, and an index is no input's size.
+    if not _has_array_work(body):
+        return False
+    return not any(
+        isinstance(node.meta, ArrayMeta) and mentions_loop_symbol(node.meta.shape)
         for node in body.nodes
     )
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..meta import ArrayMeta, ScalarMeta
 from ..op import Op, OpKind, register_op
+from ._shapes import strides_of
 from .mutation import check_assignment
 from .view import _getitem_meta, is_element_index
 
@@ -38,6 +39,9 @@ class ScalarSlot:
     """
 
     position: int
+    # The value as a sympy expression over loop indices and sizes (`i0 + 1`; an opaque
+    # symbol when it has none): what a slice bounded by it is simplified with.
+    expr: Any = attrs.field(default=None, eq=False)
 
     def __repr__(self) -> str:
         return f"scalars[{self.position}]"
@@ -163,8 +167,66 @@ def _check_scalars(scalars: tuple[Any, ...]) -> None:
 
 def _getitem_at_meta(x: ArrayMeta, *scalars: Any, index: tuple[Any, ...]) -> ArrayMeta:
     _check_scalars(scalars)
-    sample, items = _with_sample_ints(x, index)
-    return _getitem_meta(sample, index=items)
+    if not any(_is_slot_slice(item) for item in index):
+        sample, items = _with_sample_ints(x, index)
+        return _getitem_meta(sample, index=items)
+    return _slot_slices_meta(x, index)
+
+
+def _is_slot_slice(item: Any) -> bool:
+    return isinstance(item, slice) and any(
+        isinstance(part, ScalarSlot) for part in (item.start, item.stop, item.step)
+    )
+
+
+def _slot_slices_meta(x: ArrayMeta, index: tuple[Any, ...]) -> ArrayMeta:
+    # Slices bounded by run-time ints: the view of whole axes, then each such axis gets
+    # its symbolic length (simplified under the loop indices' bounds) and stride.
+    if Ellipsis in index:
+        raise NotImplementedError("an Ellipsis beside a slice bounded by a loop's index")
+    # Late imports: the shape environment lives above the op set.
+    from ..dynamic_shapes import active_shape_env
+    from ..loop_index import slice_length
+
+    whole = tuple(slice(None) if _is_slot_slice(item) else item for item in index)
+    sample, items = _with_sample_ints(x, whole)
+    meta = _getitem_meta(sample, index=items)
+    shape = list(meta.shape)
+    strides = list(strides_of(meta))
+    in_strides = strides_of(x)
+    env = active_shape_env()
+    axis = 0
+    out = 0
+    for item in index:
+        if item is None:
+            out += 1
+            continue
+        if not isinstance(item, slice):
+            axis += 1
+            continue
+        if _is_slot_slice(item):
+            step = item.step
+            if isinstance(step, ScalarSlot):
+                raise NotImplementedError("a slice step computed at run time")
+            step = 1 if step is None else operator.index(step)
+            if step == 0:
+                raise ValueError("slice step cannot be zero")
+            start, stop = (_slot_expr(part) for part in (item.start, item.stop))
+            shape[out] = slice_length(x.shape[axis], start, stop, step, env)
+            strides[out] = in_strides[axis] * step
+        axis += 1
+        out += 1
+    return ArrayMeta(tuple(shape), meta.dtype, tuple(strides), meta.device)
+
+
+def _slot_expr(part: Any) -> Any:
+    if isinstance(part, ScalarSlot):
+        if part.expr is None:
+            import sympy
+
+            return sympy.Dummy("r", integer=True)
+        return part.expr
+    return None if part is None else operator.index(part)
 
 
 def _element_at_meta(x: ArrayMeta, *scalars: Any, index: tuple[Any, ...]) -> ArrayMeta:
@@ -180,10 +242,17 @@ def concrete_index(index: tuple[Any, ...], scalars: tuple[Any, ...]) -> tuple[An
     >>> concrete_index((ScalarSlot(0), slice(None)), (4,))
     (4, slice(None, None, None))
     """
-    return tuple(
-        operator.index(scalars[item.position]) if isinstance(item, ScalarSlot) else item
-        for item in index
-    )
+    return tuple(_concrete(item, scalars) for item in index)
+
+
+def _concrete(item: Any, scalars: tuple[Any, ...]) -> Any:
+    if isinstance(item, ScalarSlot):
+        return operator.index(scalars[item.position])
+    if isinstance(item, slice):
+        parts = (item.start, item.stop, item.step)
+        if any(isinstance(part, ScalarSlot) for part in parts):
+            return slice(*(_concrete(part, scalars) for part in parts))
+    return item
 
 
 def _getitem_at_impl(x: Any, *scalars: Any, index: tuple[Any, ...]) -> Any:

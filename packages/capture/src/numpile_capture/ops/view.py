@@ -278,11 +278,27 @@ def _getitem_meta(x: ArrayMeta, *, index: BasicIndex) -> ArrayMeta:
             shape.append(size)
             strides.append(stride)
         else:
-            shape.append(symbolic_slice_length(size, item))
+            shape.append(_slice_length(size, item))
             strides.append(stride * (1 if item.step is None else item.step))
     shape.extend(x.shape[axis:])
     strides.extend(in_strides[axis:])
     return _view(tuple(shape), x.dtype, tuple(strides), x.device)
+
+
+def _slice_length(size: Any, item: slice) -> Any:
+    # A length that depends on a loop index (`x[i:][::-1]`) is simplified under the index's
+    # bounds, never guarded; other symbolic sizes guard the branches they take.
+    # Late import: loop_index reads the capture's shape environment.
+    from ..dynamic_shapes import active_shape_env
+    from ..loop_index import mentions_loop_symbol, slice_length
+
+    if not mentions_loop_symbol((size,)):
+        return symbolic_slice_length(size, item)
+    step = 1 if item.step is None else operator.index(item.step)
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    start, stop = (None if v is None else operator.index(v) for v in (item.start, item.stop))
+    return slice_length(size, start, stop, step, active_shape_env())
 
 
 def _getitem_impl(x: Any, *, index: BasicIndex) -> Any:

@@ -102,8 +102,8 @@ class CArray:
     written: bool = False
 
 
-#: What each node of a body stands for in C.
-Env = dict[Node, "CValue | CArray"]
+#: What each node of a body stands for in C (`CVector`: a 1-d value, see loop_vectors).
+Env = dict[Node, Any]
 
 
 class LoopWriter:
@@ -122,6 +122,13 @@ class LoopWriter:
         self.result_metas: dict[tuple[Node, int], Any] = {}
         # Emitting the checked copy of a loop: every index is checked where it is used.
         self.checked = False
+        # How many nodes that may write memory were emitted: a 1-d value computed before
+        # one (loop_vectors) is not recomputed after it.
+        self.stores = 0
+        # C lines at the function's top (pointers set to NULL) and after its `done:` label
+        # (freeing what the entry allocated): temporaries allocated once, at their largest.
+        self.prelude: list[str] = []
+        self.cleanup: list[str] = []
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -175,17 +182,20 @@ class LoopWriter:
         for node in graph.nodes:
             if node.op is None:
                 continue
-            handler = _NODE_HANDLERS.get(node.op.name)
-            if handler is None:
-                env[node] = self.pointwise(node, env)
-            else:
-                handler(self, node, env)
+            handler = _NODE_HANDLERS.get(node.op.name, _DEFAULT_HANDLER[0])
+            handler(self, node, env)
+            if node.op.mutates or any(isinstance(value, Graph) for _, value in node.params):
+                self.stores += 1
         outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
         return [self.operand(env, out) for out in outputs]
 
-    def pointwise(self, node: Node, env: Env) -> CValue:
+    def pointwise(self, node: Node, env: Env, *, elementwise: bool = False) -> CValue:
+        # A 0-d NumPy op, or (`elementwise`) one element of a 1-d one whose operands `env`
+        # maps to that element's values.
         meta = node.meta
-        if not isinstance(meta, ArrayMeta) or meta.shape != () or c_type(meta.dtype) is None:
+        if not isinstance(meta, ArrayMeta) or not (meta.shape == () or elementwise):
+            raise NotScalarLoop(f"{node.op.name if node.op else node.name} gives {meta}")
+        if c_type(meta.dtype) is None:
             raise NotScalarLoop(f"{node.op.name if node.op else node.name} gives {meta}")
         # Late import: the lowering (sympy) loads only when a loop is compiled.
         from ...lowering import LOWERINGS, CannotLower, Lowered, LoweringContext
@@ -506,7 +516,7 @@ def _nested_loop(writer: LoopWriter, node: Node, env: Env) -> None:
         writer.bails = True
         bits = ENTRY_BITS
     finals = emit_loop(writer, node, body, carried, (start, stop, step), bits, env)
-    env[node] = _Finals(finals)  # type: ignore[assignment]
+    env[node] = _Finals(finals)
 
 
 def emit_loop(
@@ -699,7 +709,7 @@ def _cond(writer: LoopWriter, node: Node, env: Env) -> None:
         with writer.buf.indent():
             _assign_outputs(writer, writer.body(branch, inner), results)
     writer.buf.writeline("}")
-    env[node] = _Finals(results)  # type: ignore[assignment]
+    env[node] = _Finals(results)
 
 
 def _inner_env(writer: LoopWriter, env: Env, placeholders: list[Node], inputs: Any) -> Env:
@@ -749,7 +759,11 @@ def _while_loop(writer: LoopWriter, node: Node, env: Env) -> None:
         writer.buf.writeline(f"{going} = (!!({test.text})) == {again};")
         _assign_outputs(writer, new, locals_)
     writer.buf.writeline("}")
-    env[node] = _Finals(locals_)  # type: ignore[assignment]
+    env[node] = _Finals(locals_)
+
+
+def _pointwise(writer: LoopWriter, node: Node, env: Env) -> None:
+    env[node] = writer.pointwise(node, env)
 
 
 _NODE_HANDLERS: dict[str, Callable[[LoopWriter, Node, Env], None]] = {
@@ -764,3 +778,9 @@ _NODE_HANDLERS: dict[str, Callable[[LoopWriter, Node, Env], None]] = {
     "for_loop": _nested_loop,
     "loop_output": _loop_output,
 }
+
+# NOTE: the handler of nodes without an entry above (0-d NumPy ops); loop_vectors, loaded
+# below, widens it to 1-d values and adds its entries (views, reductions, in-place ops).
+_DEFAULT_HANDLER: list[Callable[[LoopWriter, Node, Env], None]] = [_pointwise]
+
+from . import loop_vectors  # noqa: E402, F401 - fills the tables above

@@ -35,6 +35,7 @@ from .loop_body import (
     NotScalarLoop,
     emit_loop,
 )
+from .loop_vectors import VECTOR_HELPERS
 from .ops import c_literal, c_type
 
 
@@ -142,6 +143,9 @@ static inline int64_t np_py_mod(int64_t a, int64_t b)
 """
 
 
+LOOP_HELPERS += VECTOR_HELPERS
+
+
 def scalar_loop_function(node: Node, name: str) -> LoopFunction:
     """The C function `name` that runs `for_loop` node `node` (raises `NotScalarLoop`).
 
@@ -210,6 +214,7 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
         "int *np_fp)",
         "{",
         "    PyObject *result = NULL;",
+        *writer.prelude,
         *(f"    PyObject *snap_{array.name} = NULL;" for array in snapshots),
         *entry,
         *empty,
@@ -246,6 +251,7 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
     lines.append("    result = NULL;")
     lines.append("done:")
     lines += [f"    Py_XDECREF(snap_{array.name});" for array in snapshots]
+    lines += writer.cleanup
     lines.append("    return result;")
     lines.append("}")
     return LoopFunction(name, "\n".join(lines), writer.bails)
