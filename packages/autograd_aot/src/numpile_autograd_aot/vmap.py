@@ -60,8 +60,9 @@ from .transform_rules import fold_constructor
 
 __all__ = ["vmap"]
 
-InAxes = Any
-"""An int, None, or a tuple/list with an entry per argument: an int, None or a prefix tree."""
+Axes = Any
+"""vmap's axes: an int, None, or a tree that is a prefix of the value's (per argument for
+`in_axes`: a tuple/list with an entry per argument)."""
 
 
 _UNBATCHED = (
@@ -69,7 +70,7 @@ _UNBATCHED = (
 )
 
 
-def _axes_per_argument(in_axes: InAxes, count: int) -> tuple[Any, ...]:
+def _axes_per_argument(in_axes: Axes, count: int) -> tuple[Any, ...]:
     if type(in_axes) not in (tuple, list):
         return (in_axes,) * count
     axes = tuple(in_axes)
@@ -129,7 +130,7 @@ def _batch_size(leaves: list[tuple[Any, int]]) -> int:
     return sizes.pop()
 
 
-def _expand(fn: Any, in_axes: InAxes, out_axes: Any, call: TransformCall) -> Any:
+def _expand(fn: Any, in_axes: Axes, out_axes: Axes, call: TransformCall) -> Any:
     # The trace rule: `fn` inlined on one example, that region batched.
     graph = call.graph
     prefixes = _axes_per_argument(in_axes, len(call.args))
@@ -199,7 +200,7 @@ def _drop_example(graph: Graph, candidates: list[Node]) -> None:
         graph.locations.pop(node, None)
 
 
-def _loop(fn: Callable[..., Any], in_axes: InAxes, out_axes: Any) -> Callable[..., Any]:
+def _loop(fn: Callable[..., Any], in_axes: Axes, out_axes: Axes) -> Callable[..., Any]:
     # The eager form (a graph break in `fn`): once per example, the results stacked (over
     # user pytrees: dataclasses of gradients stack field by field).
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -278,8 +279,8 @@ def _in_namespace_of(fn: Any, function: types.FunctionType) -> types.FunctionTyp
 
 def vmap(
     fn: Callable[..., Any],
-    in_axes: InAxes = 0,
-    out_axes: Any = 0,
+    in_axes: Axes = 0,
+    out_axes: Axes = 0,
     *,
     backend: str | None = None,
 ) -> Callable[..., Any]:
