@@ -38,6 +38,16 @@ _LINEAR_IN_FIRST = (
     "triu",
     "tile",
     "repeat",
+    # the Fourier transforms (their sizes, axes and norm are parameters)
+    "fft.fft",
+    "fft.ifft",
+    "fft.fft2",
+    "fft.ifft2",
+    "fft.fftn",
+    "fft.ifftn",
+    "fft.rfft",
+    "fft.fftshift",
+    "fft.ifftshift",
 )
 
 # NOTE: ops linear in each array operand when the others are held fixed.

@@ -13,6 +13,7 @@ interpreter; it needs triton.
 
 from __future__ import annotations
 
+import math
 import types
 from collections.abc import Callable
 from typing import Any
@@ -71,6 +72,10 @@ _UNARY: dict[str, Callable[..., Any]] = {
     "ceil": np.ceil,
     "trunc": np.trunc,
     "rint": np.rint,
+    "erf": np.vectorize(math.erf, otypes=[np.float64]),
+    "erfc": np.vectorize(math.erfc, otypes=[np.float64]),
+    "tgamma": np.vectorize(math.gamma, otypes=[np.float64]),
+    "lgamma": np.vectorize(math.lgamma, otypes=[np.float64]),
 }
 _BINARY: dict[str, Callable[..., Any]] = {
     "atan2": np.arctan2,

@@ -126,6 +126,11 @@ _FLOAT: dict[str, Spell] = {
     "sinh": _lib("sinh"),
     "cosh": _lib("cosh"),
     "tanh": _lib("tanh"),
+    "erf": _lib("erf"),
+    "erfc": _lib("erfc"),
+    "gamma": _lib("tgamma"),
+    # scipy.special.gammaln(-inf) is -inf where libdevice's lgamma gives +inf.
+    "lgamma": lambda a, t: f"tl.where({a[0]} == -float('inf'), {a[0]}, libdevice.lgamma({a[0]}))",
     "arcsinh": _lib("asinh"),
     "arccosh": _lib("acosh"),
     "arctanh": _lib("atanh"),
