@@ -35,6 +35,16 @@ from .bytecode import Instruction
 from .capture_result import Unsupported
 from .control_flow import add_loop
 from .graph import Graph, Node, gives_scalar
+from .loop_exit import (
+    BROKE,
+    Escape,
+    LoopExit,
+    exit_block,
+    exit_targets,
+    innermost,
+    tracing_body,
+)
+from .loop_exit import LoopFallback as LoopFallback
 from .meta import ArrayMeta, ScalarMeta
 from .op import OpKind, get_op
 from .pytree import tree_flatten, tree_map
@@ -63,10 +73,6 @@ log = logging.getLogger("numpile.capture.graph_breaks")
 MAX_RETRACES = 3
 
 _SCALAR_TYPES = (bool, int, float, complex)
-
-
-class LoopFallback(Exception):  # noqa: N818 - a control-flow signal, not an error
-    """The loop's body cannot be kept as one body: `reason` says why."""
 
 
 @attrs.define(eq=False)
@@ -214,11 +220,21 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
             raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
         metas[name] = meta
     scalars = {name for name in extent.carried if scalar_like(state.locals[name])}
+    loop = LoopExit(
+        extent.head,
+        extent.head + 1,
+        extent.exit,
+        extent.exit,
+        state.peek(),
+        extent.carried,
+        after=exit_block(frame, extent.exit),
+    )
     first: Graph | None = None
     attempt = 0
     while True:
         try:
-            body, results = _trace_body(frame, extent, metas, scalars, iterator.over)
+            with tracing_body(frame, loop):
+                body, results = _trace_body(frame, extent, metas, scalars, iterator.over)
         finally:
             saved.restore(frame)
         widened = widen(metas, results)
@@ -254,11 +270,13 @@ def body_names(
         body_inst = instructions[position]
         name = body_inst.opname
         target = body_inst.target
-        leaves = target is not None and not head <= target < exit_at
-        if leaves and not (position == exit_from and target == exit_at):
-            raise LoopFallback("it leaves the loop early (break or return)")
-        if name in ("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RAISE_VARARGS"):
-            raise LoopFallback("it leaves the loop early (break or return)")
+        # A jump to the exit is a break and a return may copy the code after the loop
+        # (3.12+): the trace tells them apart (see loop_exit).
+        breaks_to = target in exit_targets(instructions, exit_at)
+        if target is not None and not head <= target <= exit_at and not breaks_to:
+            raise LoopFallback("it leaves the loop early (a jump past its exit)")
+        if name in ("YIELD_VALUE", "RAISE_VARARGS"):
+            raise LoopFallback("it leaves the loop early (yield or raise)")
         if name in ("DELETE_FAST", "STORE_DEREF", "DELETE_DEREF", "STORE_GLOBAL"):
             raise LoopFallback(f"{name} inside the loop")
         if body_inst.in_try:
@@ -361,6 +379,7 @@ def _trace_body(
         frame.state.locals[name] = variable_of(placeholder)
     depth = len(frame.state.stack)
     frame.pc = extent.head + 1
+    frame.state.locals[BROKE] = ConstantVar(False)
     tracer.graph = body
     try:
         item: Variable = ScalarNodeVar(index)
@@ -376,7 +395,11 @@ def _trace_body(
     if len(frame.state.stack) != depth:
         raise LoopFallback("the body leaves values on the stack")
     results = [graph_value(frame.state.locals[name]) for name in metas]
-    body.output = tuple(results)
+    broke = frame.state.locals.pop(BROKE)
+    if isinstance(broke, ConstantVar) and broke.value is False:
+        body.output = tuple(results)
+    else:
+        body.output = (*results, graph_value(broke))  # the stop flag (see loop_exit)
     return body, results
 
 
@@ -397,9 +420,19 @@ _BRANCHES = ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE")
 
 def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
     """Step `frame` until it reaches instruction `stop`, staying in [low, high): one loop
-    iteration or one branch of an `if`. A branch on a run-time value becomes a `cond`."""
+    iteration or one branch of an `if`. A branch on a run-time value becomes a `cond`;
+    a `break` or `continue` ends the iteration (see `loop_exit`), or raises `Escape` in a
+    block traced only to its `if`'s join."""
+    loop = innermost(frame)
     while frame.pc != stop:
+        if loop is not None and loop.is_break(frame):
+            if stop != loop.stop:
+                raise Escape("a break inside an if")
+            loop.take_break(frame)
+            return
         if not low <= frame.pc < high:
+            if loop is not None and frame.pc == loop.stop:
+                raise Escape("a continue inside an if")
             raise LoopFallback("it leaves the loop early (break, continue or return)")
         inst = frame.instructions[frame.pc]
         frame.current = inst
@@ -478,6 +511,10 @@ def _emit_loop(
 ) -> None:
     tracer = frame.tracer
     bounds = tuple(_bound_value(tracer, bound) for bound in iterator.bounds)
+    breaks = any(len(graph.output) > len(metas) for graph in traced if graph is not None)
+    for graph in traced:
+        if breaks and graph is not None and len(graph.output) == len(metas):
+            graph.output = (*graph.output, False)  # a trace that never reached its break
     first, body, invariants = peeled_first(traced, 1 + len(metas))
     state = frame.state
     initial = [graph_value(state.locals[name]) for name in metas]
@@ -485,7 +522,9 @@ def _emit_loop(
     written = tuple(
         sorted({*written_inputs(body, 2), *(written_inputs(first, 2) if first else ())})
     )
-    outputs = add_loop(tracer.graph, bounds, initial, invariants, body, written, first=first)
+    outputs = add_loop(
+        tracer.graph, bounds, initial, invariants, body, written, first=first, breaks=breaks
+    )
     line = frame.locate_line(frame.instructions[extent.head])
     if line is not None:
         for node in tracer.graph.nodes[-1 - len(outputs) :]:

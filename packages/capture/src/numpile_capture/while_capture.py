@@ -39,6 +39,7 @@ from .loop_capture import (
     widen,
     written_inputs,
 )
+from .loop_exit import LoopExit, exit_block, tracing_body
 from .meta import ArrayMeta, ScalarMeta
 from .op import get_op
 
@@ -180,8 +181,19 @@ def _trace(
     depth = len(frame.state.stack)
     frame.pc = shape.body
     tracer.graph = traced
+    loop = LoopExit(
+        shape.test,
+        shape.body,
+        shape.test,
+        shape.exit,
+        None,
+        tuple(metas),
+        again_if=shape.again_if,
+        after=exit_block(frame, shape.exit),
+    )
     try:
-        run_until(frame, shape.test, shape.body, shape.test)
+        with tracing_body(frame, loop):
+            run_until(frame, shape.test, shape.body, shape.test)
     finally:
         tracer.graph = outer
     if len(frame.state.stack) != depth + 1:

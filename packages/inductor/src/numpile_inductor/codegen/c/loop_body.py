@@ -612,6 +612,14 @@ def _emit_body(writer: LoopWriter, body: Graph, inner: Env, locals_: list[CValue
     # One iteration: the body's statements, then the carried locals' new values.
     placeholders = body.placeholders
     outputs = writer.body(body, dict(inner))
+    stop_flag = None
+    if len(outputs) == len(locals_) + 1:
+        # A body that breaks returns its stop flag last (numpile_capture.loop_exit): read
+        # before the carried locals change, tested after they hold this iteration's values.
+        flag = outputs.pop()
+        assert flag is not None
+        stop_flag = writer.fresh("brk")
+        writer.buf.writeline(f"const int {stop_flag} = !!({flag.text});")
     if len(outputs) != len(locals_):
         raise NotScalarLoop("the body's outputs are not its carried values")
     for k, (local, new) in enumerate(zip(locals_, outputs, strict=True)):
@@ -623,6 +631,8 @@ def _emit_body(writer: LoopWriter, body: Graph, inner: Env, locals_: list[CValue
         assert new is not None
         cast = c_expr("cast", [new.text], [new.dtype], local.dtype)
         writer.buf.writeline(f"{local.text} = {cast};")
+    if stop_flag is not None:
+        writer.buf.writeline(f"if ({stop_flag}) {{ break; }}")
 
 
 def _literal_value(text: str) -> int | None:
