@@ -122,6 +122,9 @@ class LoopWriter:
         self.result_metas: dict[tuple[Node, int], Any] = {}
         # Emitting the checked copy of a loop: every index is checked where it is used.
         self.checked = False
+        # The C test of "the outermost loop's first iteration" when a break there must run
+        # the loop with NumPy instead (see _emit_body), else None.
+        self.first_break: str | None = None
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -564,6 +567,9 @@ def emit_loop(
     writer.buf.writeline(f"const int64_t {frame.low} = {low};")
     writer.buf.writeline(f"const int64_t {frame.high} = {high};")
     head = f"for (int64_t {index} = {a}; {condition}; {index} += {c}) {{"
+    params = dict(node.params)
+    if not writer.frames and params.get("breaks") and params.get("first") is not None:
+        writer.first_break = f"{index} == {a}"
     inner[placeholders[0]] = CValue(index, np.dtype("int64"), int, bits + 1, affine=(frame, 0))
     writer.frames.append(frame)
     try:
@@ -611,7 +617,9 @@ def _emit_iterations(
 def _emit_body(writer: LoopWriter, body: Graph, inner: Env, locals_: list[CValue]) -> None:
     # One iteration: the body's statements, then the carried locals' new values.
     placeholders = body.placeholders
+    first_break, writer.first_break = writer.first_break, None  # this body's, not inner ones'
     outputs = writer.body(body, dict(inner))
+    writer.first_break = first_break
     stop_flag = None
     if len(outputs) == len(locals_) + 1:
         # A body that breaks returns its stop flag last (numpile_capture.loop_exit): read
@@ -620,6 +628,12 @@ def _emit_body(writer: LoopWriter, body: Graph, inner: Env, locals_: list[CValue
         assert flag is not None
         stop_flag = writer.fresh("brk")
         writer.buf.writeline(f"const int {stop_flag} = !!({flag.text});")
+        if first_break is not None:
+            # A break in the first iteration, which ran on Python scalars in eager: the
+            # carried values it left untouched are Python scalars there, not C's NumPy
+            # ones; that one iteration runs again with NumPy (its writes undone first).
+            writer.buf.writeline(f"if ({stop_flag} && {first_break}) {{ goto bail; }}")
+            writer.bails = True
     if len(outputs) != len(locals_):
         raise NotScalarLoop("the body's outputs are not its carried values")
     for k, (local, new) in enumerate(zip(locals_, outputs, strict=True)):
