@@ -6,8 +6,9 @@ graph of its own, from the same frame state; the locals (and stack values, for
 `a if c else b`) either block assigns become the node's results, their metadata joined
 (a Python scalar joins the NumPy scalar it becomes). The blocks are found from the
 jump: `if c: A` jumps over A to the join; `if c: A else: B` ends A with a jump over B.
-`elif` chains and `and`/`or` in conditions nest. A block that leaves the loop (`break`,
-`continue`, `return`), changes Python containers, or gives a local different shapes
+`elif` chains and `and`/`or` in conditions nest. An `if` whose block breaks or
+continues is traced, both ways, to the end of the iteration (see `loop_exit`). A block
+that returns other code, changes Python containers, or gives a local different shapes
 makes `LoopFallback`: the enclosing loop is then unrolled as before.
 
     >>> def f(x):

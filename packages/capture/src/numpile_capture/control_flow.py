@@ -21,6 +21,8 @@ the carried placeholders' (capture iterates the types to a fixpoint). Arrays the
 writes in place are inputs the node declares in its op's `mutates`: they stay in place,
 never copied per iteration. The node's value is the tuple of the final carried values
 (the initial ones, untouched, for an empty range); `loop_output` projects one of them.
+A loop whose body may `break` has `breaks=True`: the body returns one more value after
+the carried ones, a bool that stops the loop after that iteration (see `loop_exit`).
 
 Invariants: a body reads only its own placeholders and nodes; the structural hash and
 the printed graph cover bodies (they print as indented blocks).

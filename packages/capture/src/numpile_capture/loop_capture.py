@@ -8,8 +8,9 @@ float32 scalar for a float32 `x`); arrays the body writes in place stay inputs t
 node writes. Nodes of the enclosing graph the body reads become loop-invariant
 inputs. A trip count is a graph value, so a new one reuses the compiled code.
 
-A body that cannot be kept (a graph break or a branch on values inside it, `break`,
-`return`, a carried array whose shape changes, a Python container it mutates) makes
+`break` and `continue` are kept (see `loop_exit`). A body that cannot be kept (a graph
+break inside it, a `return` of other code than after the loop, a carried array whose
+shape changes, a Python container it mutates) makes
 `LoopFallback`: the loop is unrolled as before when its trip count is known and
 small, else capture breaks at the loop; the `graph_breaks` log says which loop and why.
 
@@ -45,6 +46,7 @@ from .loop_exit import (
     tracing_body,
 )
 from .loop_exit import LoopFallback as LoopFallback
+from .loop_sources import ZipVar, item_at, zip_length
 from .meta import ArrayMeta, ScalarMeta
 from .op import OpKind, get_op
 from .pytree import tree_flatten, tree_map
@@ -107,7 +109,7 @@ class RangeIterVar(Variable):
     """
 
     bounds: tuple[Variable, Variable, Variable]
-    over: ArrayVar | None = None
+    over: ArrayVar | ZipVar | None = None
 
     def describe(self) -> str:
         return "range iterator"
@@ -165,6 +167,17 @@ def range_iterator(iterable: Variable) -> RangeIterVar | None:
             count = size_value(rows)
         except Unsupported:
             return None  # a data-dependent length (x[x > 0]): iterated as before
+        return RangeIterVar((ConstantVar(0), ConstantVar(count), ConstantVar(1)), iterable)
+    if isinstance(iterable, ZipVar):
+        length = zip_length(iterable)
+        if length is None:
+            return None
+        from .operators import size_value  # late import, as above
+
+        try:
+            count = size_value(length) if is_size_expr(length) else length
+        except Unsupported:
+            return None
         return RangeIterVar((ConstantVar(0), ConstantVar(count), ConstantVar(1)), iterable)
     if isinstance(iterable, RangeVar):
         return RangeIterVar(iterable.bounds)
@@ -364,7 +377,7 @@ def _trace_body(
     extent: _Extent,
     metas: dict[str, ArrayMeta | ScalarMeta],
     scalars: set[str],
-    over: ArrayVar | None,
+    over: ArrayVar | ZipVar | None,
 ) -> tuple[Graph, list[Any]]:
     # One iteration, traced into a graph of its own; the frame is restored by the caller.
     tracer = frame.tracer
@@ -384,10 +397,8 @@ def _trace_body(
     try:
         item: Variable = ScalarNodeVar(index)
         if over is not None:
-            # Late import: operators imports this module's RangeVar.
-            from .operators import getitem
-
-            item = getitem(tracer, over, item)  # the row, a view (or an element's scalar)
+            # The row, a view (or an element's scalar), or enumerate's / zip's tuple.
+            item = item_at(tracer, over, ScalarNodeVar(index))
         frame.state.push(item)
         _run_iteration(frame, extent)
     finally:

@@ -26,6 +26,7 @@ from numpile_guards.symbolic import SymInt, is_size_expr, wrap_size
 from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, writeable
+from .loop_sources import ZipVar, materialize
 from .meta import ArrayMeta
 from .op import get_op
 from .ops._shapes import is_c_contiguous, is_f_contiguous
@@ -772,6 +773,8 @@ def iterate(tracer: Tracer, iterable: Variable) -> list[Variable]:
         return [ConstantVar(key) for key in iterable.items]
     if isinstance(iterable, IteratorVar):
         return iterable.remaining()
+    if isinstance(iterable, ZipVar):
+        return materialize(tracer, iterable)
     if isinstance(iterable, ArrayVar):
         shape = iterable.meta.shape
         if not shape:
