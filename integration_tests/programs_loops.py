@@ -967,10 +967,7 @@ def index_out_of_bounds_in_fifth_iteration(x):
     return x
 
 
-# NOTE: one size only. Compiled for a symbolic length (the resized call, or dynamic=True), the
-# inductor backend raises this IndexError but loses the writes of the earlier iterations (the
-# input comes back unchanged); put sizes back to (4, 7) once it keeps them.
-@invalid_loop(_vec, sizes=(4,))
+@invalid_loop(_vec)
 def index_out_of_bounds_with_symbolic_trip_count(x):
     for i in range(x.shape[0]):
         x[i] = x[i] + x[i + 1]
