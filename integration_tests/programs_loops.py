@@ -299,7 +299,7 @@ def while_on_python_ints_collatz(x):
     return x * steps, steps
 
 
-@loop_breaking(lambda rng, n: (rng.uniform(1.0, 4.0, n),))
+@loop(lambda rng, n: (rng.uniform(1.0, 4.0, n),))
 def while_newton_sqrt_converges(a):
     x = a.copy()
     err = 1.0
@@ -312,7 +312,7 @@ def while_newton_sqrt_converges(a):
     return x, it
 
 
-@loop_breaking(lambda rng, n: (rng.standard_normal(n) * 8.0,))
+@loop(lambda rng, n: (rng.standard_normal(n) * 8.0,))
 def while_halving_until_small(x):
     count = 0
     while np.abs(x).max() > 1.0:
@@ -624,7 +624,7 @@ def branch_on_python_value_from_the_body(x):
     return x, state
 
 
-@loop_breaking(_vec)
+@loop(_vec)
 def branch_on_element_value(x):
     pos = 0.0
     count = 0
@@ -736,7 +736,7 @@ def early_return_on_data(x):
     return -1, None
 
 
-@loop_breaking(_vec)
+@loop(_vec)
 def continue_on_data(x):
     total = 0.0
     for v in x:
@@ -746,7 +746,7 @@ def continue_on_data(x):
     return total
 
 
-@loop_breaking(lambda rng, n: (rng.uniform(-2.0, 0.5, n), rng.uniform(-1.0, 1.0, n)))
+@loop(lambda rng, n: (rng.uniform(-2.0, 0.5, n), rng.uniform(-1.0, 1.0, n)))
 def mandelbrot_points_break_on_escape(cr, ci):
     counts = np.zeros(cr.shape[0], dtype=np.int64)
     for k in range(cr.shape[0]):
@@ -759,6 +759,101 @@ def mandelbrot_points_break_on_escape(cr, ci):
                 break
         counts[k] = it
     return counts
+
+
+@loop(_vec, sizes=(4, 0, 1, 7))
+def break_on_data_keeps_earlier_sum(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 1.0:
+            break
+        total += x[i] * x[i]
+    return total
+
+
+@loop(_vec, sizes=(4, 0, 1, 7))
+def continue_then_break_on_data(x):
+    total = 0.0
+    count = 0
+    for i in range(x.shape[0]):
+        if x[i] < -0.5:
+            continue
+        if x[i] > 1.5:
+            break
+        total += x[i]
+        count += 1
+    return total, count
+
+
+@loop(_vec, sizes=(4, 0, 1, 7))
+def first_index_above_then_break(x):
+    found = -1
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            found = i
+            break
+    return found
+
+
+@loop(lambda rng, n: (rng.standard_normal((n, 5)) + 0.7,), sizes=(4, 1, 7))
+def nested_break_on_data_writes_rows(A):
+    for r in range(A.shape[0]):
+        for c in range(A.shape[1]):
+            if A[r, c] < 0.0:
+                break
+            A[r, c] = A[r, c] * 10.0
+    return A
+
+
+@loop(_vec, sizes=(4, 0, 1, 7))
+def break_in_else_block_after_nested_if(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > -1.0:
+            if x[i] > 1.0:
+                total += 100.0
+            total += x[i]
+        else:
+            break
+    return total
+
+
+@loop(lambda rng, n: (rng.uniform(0.5, 2.0, n),), sizes=(4, 1, 7))
+def while_convergence_with_break_at_the_end(x):
+    s = x[0] * 0.0
+    k = 0
+    while s < 6.0:
+        if k >= x.shape[0]:
+            break
+        s += x[k]
+        k += 1
+    return s, k
+
+
+@loop(lambda rng, n: (rng.uniform(-2.0, 0.5, n), rng.uniform(-1.0, 1.0, n)), sizes=(4, 1, 7))
+def mandelbrot_escape_test_before_the_step(cr, ci):
+    counts = np.zeros(cr.shape[0], dtype=np.int64)
+    for p in range(cr.shape[0]):
+        zr = 0.0
+        zi = 0.0
+        n = 0
+        for _ in range(30):
+            if zr * zr + zi * zi > 4.0:
+                break
+            zr, zi = zr * zr - zi * zi + cr[p], 2.0 * zr * zi + ci[p]
+            n += 1
+        counts[p] = n
+    return counts
+
+
+@loop(_mat, sizes=(4, 1, 7))
+def break_out_of_a_loop_over_rows(A):
+    acc = np.zeros(A.shape[1])
+    for row in A:
+        if row[0] > 1.0:
+            break
+        acc = acc + row * 2.0
+    return acc
 
 
 # --- in-place writes, aliasing, overlapping reads and writes -------------------------------
@@ -991,10 +1086,7 @@ def index_out_of_bounds_in_fifth_iteration(x):
     return x
 
 
-# NOTE: one size only. Compiled for a symbolic length (the resized call, or dynamic=True), the
-# inductor backend raises this IndexError but loses the writes of the earlier iterations (the
-# input comes back unchanged); put sizes back to (4, 7) once it keeps them.
-@invalid_loop(_vec, sizes=(4,))
+@invalid_loop(_vec)
 def index_out_of_bounds_with_symbolic_trip_count(x):
     for i in range(x.shape[0]):
         x[i] = x[i] + x[i + 1]

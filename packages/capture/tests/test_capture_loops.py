@@ -464,20 +464,6 @@ def test_branch_on_run_time_value_is_one_cond() -> None:
     ]
 
 
-def test_break_falls_back_to_unrolling() -> None:
-    def f(x: Any) -> Any:
-        s = 0.0
-        for i in range(x.shape[0]):
-            if i == 3:
-                break
-            s += x[i]
-        return s
-
-    out = explain(f)(np.arange(5.0))
-    assert "leaves the loop" in out.loops_not_kept[0].reason
-    _same(compile_function(f, backend="eager")(np.arange(5.0)), f(np.arange(5.0)))
-
-
 def test_while_loop_is_one_node() -> None:
     graph = capture_function(newton_sqrt, (np.arange(1.0, 4.0),), {}).graph
     assert _ops(graph).count("while_loop") == 1

@@ -2,7 +2,8 @@
 
 Each program is generated as source: a `for` over a range with random bounds and step,
 a body of scalar recurrences, index arithmetic, in-place writes, an `if` on a run-time
-value, and optionally an inner loop whose bounds depend on the outer index. Values,
+value, `break` and `continue`, and optionally an inner loop whose bounds depend on the
+outer index (which may break). Values,
 dtypes and the input's in-place effects must match eager at every generated trip count.
 """
 
@@ -27,6 +28,9 @@ _STATEMENTS: tuple[tuple[tuple[int, str], ...], ...] = (
     ((0, "if x[i] > {c}:"), (1, "s = s - x[i]"), (0, "else:"), (1, "k = k + 1")),
     ((0, "if k % 3 == 0:"), (1, "s = s + 1.0")),
     ((0, "for j in range(i):"), (1, "s = s + x[j] * {c}")),
+    ((0, "if x[i] < {c}:"), (1, "break")),
+    ((0, "if k % 4 == 1:"), (1, "continue")),
+    ((0, "for j in range(i):"), (1, "if x[j] > {c}:"), (2, "break"), (1, "s = s + x[j]")),
 )
 
 

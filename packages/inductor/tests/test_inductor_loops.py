@@ -7,7 +7,6 @@ implementation) on values, dtypes and in-place effects.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -285,16 +284,7 @@ def _collatz_steps(x: Any) -> Any:
     [
         (_signed_sum, lambda: np.random.default_rng(0).standard_normal(33)),
         (_crc32, lambda: np.random.default_rng(1).integers(0, 256, 40)),
-        pytest.param(
-            _collatz_steps,
-            lambda: np.arange(1, 40),
-            marks=pytest.mark.xfail(
-                sys.version_info >= (3, 12),
-                reason="TODO(issue 23): on 3.12+ capture does not keep a while loop whose "
-                "entry test is a run-time value (3.12 lays the test out differently)",
-                strict=False,
-            ),
-        ),
+        (_collatz_steps, lambda: np.arange(1, 40)),
     ],
 )
 def test_branches_and_while_loops_in_bodies_are_c(

@@ -6,8 +6,9 @@ graph of its own, from the same frame state; the locals (and stack values, for
 `a if c else b`) either block assigns become the node's results, their metadata joined
 (a Python scalar joins the NumPy scalar it becomes). The blocks are found from the
 jump: `if c: A` jumps over A to the join; `if c: A else: B` ends A with a jump over B.
-`elif` chains and `and`/`or` in conditions nest. A block that leaves the loop (`break`,
-`continue`, `return`), changes Python containers, or gives a local different shapes
+`elif` chains and `and`/`or` in conditions nest. An `if` whose block breaks or
+continues is traced, both ways, to the end of the iteration (see `loop_exit`). A block
+that returns other code, changes Python containers, or gives a local different shapes
 makes `LoopFallback`: the enclosing loop is then unrolled as before.
 
     >>> def f(x):
@@ -38,6 +39,7 @@ from .loop_capture import (
     variable_of,
     written_inputs,
 )
+from .loop_exit import BROKE, Escape, innermost
 from .meta import ArrayMeta, ScalarMeta
 from .variables import Variable
 
@@ -58,6 +60,28 @@ def capture_branch(frame: Frame, inst: Instruction, stop: int, high: int) -> Non
     target = inst.target
     if target is None or target < start:
         raise LoopFallback("a branch jumps backward (continue)")
+    kept: set[str] | None = None
+    try:
+        fall, jumped, join = _trace_to_join(frame, start, target, stop, high)
+    except Escape:
+        loop = innermost(frame)
+        if loop is None or stop != loop.stop:
+            raise  # an enclosing block is traced to its join: it goes to the iteration's end
+        # A block breaks or continues: both ways run to the iteration's end (see loop_exit).
+        join = loop.stop
+        fall = _trace_block(frame, start, join, loop.high)
+        jumped = _trace_block(frame, target, join, loop.high)
+        kept = {*loop.carried, BROKE}
+    taken_on_true = inst.opname == "POP_JUMP_IF_TRUE"
+    then_block, else_block = (jumped, fall) if taken_on_true else (fall, jumped)
+    _emit(frame, pred, then_block, else_block, (start, join), kept)
+
+
+def _trace_to_join(
+    frame: Frame, start: int, target: int, stop: int, high: int
+) -> tuple[_Block, _Block, int]:
+    # Both blocks of the `if` traced to where they join (or to `stop`, as CPython ends
+    # each block of an `if` at the end of a loop body with the loop's back jump).
     tail = frame.instructions[target - 1] if target > start else None
     tail_target = tail.target if tail is not None and tail.opname == "JUMP" else None
     if tail_target is not None and tail_target == stop:
@@ -71,12 +95,10 @@ def capture_branch(frame: Frame, inst: Instruction, stop: int, high: int) -> Non
         else:
             fall_end, join = target, target  # if ... (no else)
         if join > high:
-            raise LoopFallback("a branch leaves the loop (break or return)")
+            raise Escape("a branch leaves the loop (break or return)")
         fall = _trace_block(frame, start, fall_end, max(fall_end, start + 1))
         jumped = _trace_block(frame, target, join, max(join, target + 1))
-    taken_on_true = inst.opname == "POP_JUMP_IF_TRUE"
-    then_block, else_block = (jumped, fall) if taken_on_true else (fall, jumped)
-    _emit(frame, pred, then_block, else_block, start, join)
+    return fall, jumped, join
 
 
 class _Block:
@@ -104,12 +126,22 @@ def _trace_block(frame: Frame, start: int, stop: int, high: int) -> _Block:
 
 
 def _emit(
-    frame: Frame, pred: Variable, then_block: _Block, else_block: _Block, start: int, join: int
+    frame: Frame,
+    pred: Variable,
+    then_block: _Block,
+    else_block: _Block,
+    span: tuple[int, int],
+    kept: set[str] | None,
 ) -> None:
+    # `kept`: the locals live at the join when it is the iteration's end (the carried
+    # ones and the stop flag), None to merge every local the blocks assign.
+    start, join = span
     state = frame.state
     before = dict(state.locals)
     results: list[tuple[str | int, Variable, Variable]] = []
     for name in dict.fromkeys([*then_block.locals, *else_block.locals]):
+        if kept is not None and name not in kept:
+            continue
         then_value = then_block.locals.get(name)
         else_value = else_block.locals.get(name)
         if then_value is None or else_value is None:

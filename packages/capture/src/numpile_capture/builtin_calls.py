@@ -19,6 +19,7 @@ import numpy as np
 
 from .capture_result import Unsupported
 from .loop_capture import make_range
+from .loop_sources import ZipVar, keepable
 from .operators import (
     binary,
     check_mutable,
@@ -144,6 +145,8 @@ def _bool(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> 
 
 def _zip(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
     strict = kwargs.get("strict", ConstantVar(False)).as_python_constant()
+    if args and tracer.keep_loops and all(keepable(arg) for arg in args):
+        return ZipVar(tuple(args), strict=bool(strict))  # a loop over it stays a loop
     columns = [iterate(tracer, arg) for arg in args]
     if strict and len({len(column) for column in columns}) > 1:
         raise ValueError("zip() arguments have different lengths")
@@ -154,6 +157,8 @@ def _zip(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> V
 def _enumerate(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
     start_var = args[1] if len(args) > 1 else kwargs.get("start", ConstantVar(0))
     start = start_var.as_python_constant()
+    if type(start) is int and tracer.keep_loops and keepable(args[0]):
+        return ZipVar((args[0],), start=start)  # a loop over it stays a loop
     items = iterate(tracer, args[0])
     rows = [TupleVar((ConstantVar(start + i), item)) for i, item in enumerate(items)]
     return IteratorVar(list(rows))

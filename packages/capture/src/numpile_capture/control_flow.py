@@ -21,6 +21,8 @@ the carried placeholders' (capture iterates the types to a fixpoint). Arrays the
 writes in place are inputs the node declares in its op's `mutates`: they stay in place,
 never copied per iteration. The node's value is the tuple of the final carried values
 (the initial ones, untouched, for an empty range); `loop_output` projects one of them.
+A loop whose body may `break` has `breaks=True`: the body returns one more value after
+the carried ones, a bool that stops the loop after that iteration (see `loop_exit`).
 
 Invariants: a body reads only its own placeholders and nodes; the structural hash and
 the printed graph cover bodies (they print as indented blocks).
@@ -45,7 +47,7 @@ from .source_line import SourceLine
 
 
 def _for_loop_meta(
-    *inputs: Any, body: Graph, carried: int, first: Graph | None = None
+    *inputs: Any, body: Graph, carried: int, first: Graph | None = None, breaks: bool = False
 ) -> ScalarMeta:
     if len(body.placeholders) != 1 + len(inputs) - 3:
         raise ValueError(
@@ -56,7 +58,14 @@ def _for_loop_meta(
 
 
 def _for_loop_impl(
-    start: Any, stop: Any, step: Any, *values: Any, body: Graph, carried: int, first: Any = None
+    start: Any,
+    stop: Any,
+    step: Any,
+    *values: Any,
+    body: Graph,
+    carried: int,
+    first: Any = None,
+    breaks: bool = False,
 ) -> Any:
     if step == 0:
         raise ValueError("range() arg 3 must not be zero")
@@ -64,7 +73,9 @@ def _for_loop_impl(
     if first is not None and indices:
         # The first iteration on the initial types (Python scalars), then the body.
         state = body_runner(first)((indices[0], *values))
-        values = (*state, *values[carried:])
+        if breaks and state[carried]:
+            return tuple(state[:carried])
+        values = (*state[:carried], *values[carried:])
         start += step
     custom = _LOOP_RUNNERS.get(body)
     if custom is not None:
@@ -72,6 +83,13 @@ def _for_loop_impl(
     state = tuple(values[:carried])
     invariants = values[carried:]
     run = body_runner(body)
+    if breaks:
+        for index in range(start, stop, step):
+            *new, stop_now = run((index, *state, *invariants))
+            state = tuple(new)
+            if stop_now:
+                break
+        return state
     for index in range(start, stop, step):
         state = run((index, *state, *invariants))
     return state
@@ -485,18 +503,23 @@ def add_loop(
     mutates: tuple[int, ...],
     *,
     first: Graph | None = None,
+    breaks: bool = False,
 ) -> list[Node]:
     """Add a `for_loop` node and one `loop_output` per carried value; return the outputs.
 
     `body`'s output metadata gives the outputs' (the carried placeholders' equal them).
     `first`, when given, runs the first iteration instead of `body`: the body traced on
     the initial carried types (Python scalars the loop makes NumPy scalars of).
+    `breaks`: the body (and `first`) return one more value after the carried ones, a
+    bool that stops the loop after that iteration when true (a `break`).
     """
     inputs = (*bounds, *carried, *invariants)
     meta = _for_loop_meta(*inputs, body=body, carried=len(carried))
     params: dict[str, Any] = {"body": body, "carried": len(carried)}
     if first is not None:
         params["first"] = first
+    if breaks:
+        params["breaks"] = True
     node = graph.add_node(for_loop_op(mutates), inputs, params, meta)
     metas = [value.meta for value in body.placeholders[1 : 1 + len(carried)]]
     return [

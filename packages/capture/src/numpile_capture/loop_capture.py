@@ -8,8 +8,9 @@ float32 scalar for a float32 `x`); arrays the body writes in place stay inputs t
 node writes. Nodes of the enclosing graph the body reads become loop-invariant
 inputs. A trip count is a graph value, so a new one reuses the compiled code.
 
-A body that cannot be kept (a graph break or a branch on values inside it, `break`,
-`return`, a carried array whose shape changes, a Python container it mutates) makes
+`break` and `continue` are kept (see `loop_exit`). A body that cannot be kept (a graph
+break inside it, a `return` of other code than after the loop, a carried array whose
+shape changes, a Python container it mutates) makes
 `LoopFallback`: the loop is unrolled as before when its trip count is known and
 small, else capture breaks at the loop; the `graph_breaks` log says which loop and why.
 
@@ -36,7 +37,18 @@ from .capture_result import Unsupported
 from .control_flow import add_loop
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, gives_scalar
+from .loop_exit import (
+    BROKE,
+    Escape,
+    LoopExit,
+    exit_block,
+    exit_targets,
+    innermost,
+    tracing_body,
+)
+from .loop_exit import LoopFallback as LoopFallback
 from .loop_index import index_scope, range_bounds
+from .loop_sources import ZipVar, item_at, zip_length
 from .meta import ArrayMeta, ScalarMeta
 from .op import OpKind, get_op
 from .pytree import tree_flatten, tree_map
@@ -65,10 +77,6 @@ log = logging.getLogger("numpile.capture.graph_breaks")
 MAX_RETRACES = 3
 
 _SCALAR_TYPES = (bool, int, float, complex)
-
-
-class LoopFallback(Exception):  # noqa: N818 - a control-flow signal, not an error
-    """The loop's body cannot be kept as one body: `reason` says why."""
 
 
 @attrs.define(eq=False)
@@ -103,7 +111,7 @@ class RangeIterVar(Variable):
     """
 
     bounds: tuple[Variable, Variable, Variable]
-    over: ArrayVar | None = None
+    over: ArrayVar | ZipVar | None = None
 
     def describe(self) -> str:
         return "range iterator"
@@ -162,6 +170,17 @@ def range_iterator(iterable: Variable) -> RangeIterVar | None:
         except Unsupported:
             return None  # a data-dependent length (x[x > 0]): iterated as before
         return RangeIterVar((ConstantVar(0), ConstantVar(count), ConstantVar(1)), iterable)
+    if isinstance(iterable, ZipVar):
+        length = zip_length(iterable)
+        if length is None:
+            return None
+        from .operators import size_value  # late import, as above
+
+        try:
+            count = size_value(length) if is_size_expr(length) else length
+        except Unsupported:
+            return None
+        return RangeIterVar((ConstantVar(0), ConstantVar(count), ConstantVar(1)), iterable)
     if isinstance(iterable, RangeVar):
         return RangeIterVar(iterable.bounds)
     if isinstance(iterable, ConstantVar) and isinstance(iterable.value, range):
@@ -216,13 +235,23 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
             raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
         metas[name] = meta
     scalars = {name for name in extent.carried if scalar_like(state.locals[name])}
+    loop = LoopExit(
+        extent.head,
+        extent.head + 1,
+        extent.exit,
+        extent.exit,
+        state.peek(),
+        extent.carried,
+        after=exit_block(frame, extent.exit),
+    )
     first: Graph | None = None
     attempt = 0
     while True:
         try:
-            body, results = _trace_body(
-                frame, extent, metas, scalars, iterator.over, iterator.bounds
-            )
+            with tracing_body(frame, loop):
+                body, results = _trace_body(
+                    frame, extent, metas, scalars, iterator.over, iterator.bounds
+                )
         finally:
             saved.restore(frame)
         widened = widen(metas, results)
@@ -258,11 +287,13 @@ def body_names(
         body_inst = instructions[position]
         name = body_inst.opname
         target = body_inst.target
-        leaves = target is not None and not head <= target < exit_at
-        if leaves and not (position == exit_from and target == exit_at):
-            raise LoopFallback("it leaves the loop early (break or return)")
-        if name in ("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RAISE_VARARGS"):
-            raise LoopFallback("it leaves the loop early (break or return)")
+        # A jump to the exit is a break and a return may copy the code after the loop
+        # (3.12+): the trace tells them apart (see loop_exit).
+        breaks_to = target in exit_targets(instructions, exit_at)
+        if target is not None and not head <= target <= exit_at and not breaks_to:
+            raise LoopFallback("it leaves the loop early (a jump past its exit)")
+        if name in ("YIELD_VALUE", "RAISE_VARARGS"):
+            raise LoopFallback("it leaves the loop early (yield or raise)")
         if name in ("DELETE_FAST", "STORE_DEREF", "DELETE_DEREF", "STORE_GLOBAL"):
             raise LoopFallback(f"{name} inside the loop")
         if body_inst.in_try:
@@ -383,7 +414,7 @@ def _trace_body(
     extent: _Extent,
     metas: dict[str, ArrayMeta | ScalarMeta],
     scalars: set[str],
-    over: ArrayVar | None,
+    over: ArrayVar | ZipVar | None,
     bounds: tuple[Variable, Variable, Variable],
 ) -> tuple[Graph, list[Any]]:
     # One iteration, traced into a graph of its own with the index a bounded symbol
@@ -409,7 +440,7 @@ def _trace_indexed_body(
     extent: _Extent,
     metas: dict[str, ArrayMeta | ScalarMeta],
     scalars: set[str],
-    over: ArrayVar | None,
+    over: ArrayVar | ZipVar | None,
     symbol: Any,
 ) -> tuple[Graph, list[Any]]:
     tracer = frame.tracer
@@ -424,14 +455,14 @@ def _trace_indexed_body(
         frame.state.locals[name] = variable_of(placeholder)
     depth = len(frame.state.stack)
     frame.pc = extent.head + 1
+    frame.state.locals[BROKE] = ConstantVar(False)
     tracer.graph = body
     try:
-        item: Variable = ScalarNodeVar(index, symbol)
+        position = ScalarNodeVar(index, symbol)
+        item: Variable = position
         if over is not None:
-            # Late import: operators imports this module's RangeVar.
-            from .operators import getitem
-
-            item = getitem(tracer, over, item)  # the row, a view (or an element's scalar)
+            # The row, a view (or an element's scalar), or enumerate's / zip's tuple.
+            item = item_at(tracer, over, position)
         frame.state.push(item)
         _run_iteration(frame, extent)
     finally:
@@ -439,7 +470,11 @@ def _trace_indexed_body(
     if len(frame.state.stack) != depth:
         raise LoopFallback("the body leaves values on the stack")
     results = [graph_value(frame.state.locals[name]) for name in metas]
-    body.output = tuple(results)
+    broke = frame.state.locals.pop(BROKE)
+    if isinstance(broke, ConstantVar) and broke.value is False:
+        body.output = tuple(results)
+    else:
+        body.output = (*results, graph_value(broke))  # the stop flag (see loop_exit)
     return body, results
 
 
@@ -460,9 +495,19 @@ _BRANCHES = ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE")
 
 def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
     """Step `frame` until it reaches instruction `stop`, staying in [low, high): one loop
-    iteration or one branch of an `if`. A branch on a run-time value becomes a `cond`."""
+    iteration or one branch of an `if`. A branch on a run-time value becomes a `cond`;
+    a `break` or `continue` ends the iteration (see `loop_exit`), or raises `Escape` in a
+    block traced only to its `if`'s join."""
+    loop = innermost(frame)
     while frame.pc != stop:
+        if loop is not None and loop.is_break(frame):
+            if stop != loop.stop:
+                raise Escape("a break inside an if")
+            loop.take_break(frame)
+            return
         if not low <= frame.pc < high:
+            if loop is not None and frame.pc == loop.stop:
+                raise Escape("a continue inside an if")
             raise LoopFallback("it leaves the loop early (break, continue or return)")
         inst = frame.instructions[frame.pc]
         frame.current = inst
@@ -541,6 +586,10 @@ def _emit_loop(
 ) -> None:
     tracer = frame.tracer
     bounds = tuple(_bound_value(tracer, bound) for bound in iterator.bounds)
+    breaks = any(len(graph.output) > len(metas) for graph in traced if graph is not None)
+    for graph in traced:
+        if breaks and graph is not None and len(graph.output) == len(metas):
+            graph.output = (*graph.output, False)  # a trace that never reached its break
     first, body, invariants = peeled_first(traced, 1 + len(metas))
     state = frame.state
     initial = [graph_value(state.locals[name]) for name in metas]
@@ -548,7 +597,9 @@ def _emit_loop(
     written = tuple(
         sorted({*written_inputs(body, 2), *(written_inputs(first, 2) if first else ())})
     )
-    outputs = add_loop(tracer.graph, bounds, initial, invariants, body, written, first=first)
+    outputs = add_loop(
+        tracer.graph, bounds, initial, invariants, body, written, first=first, breaks=breaks
+    )
     line = frame.locate_line(frame.instructions[extent.head])
     if line is not None:
         for node in tracer.graph.nodes[-1 - len(outputs) :]:

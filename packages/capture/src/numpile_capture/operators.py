@@ -27,6 +27,7 @@ from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, writeable
 from .loop_index import combine, opaque_int
+from .loop_sources import ZipVar, materialize
 from .meta import ArrayMeta
 from .op import get_op
 from .ops._shapes import is_c_contiguous, is_f_contiguous
@@ -829,6 +830,8 @@ def iterate(tracer: Tracer, iterable: Variable) -> list[Variable]:
         return [ConstantVar(key) for key in iterable.items]
     if isinstance(iterable, IteratorVar):
         return iterable.remaining()
+    if isinstance(iterable, ZipVar):
+        return materialize(tracer, iterable)
     if isinstance(iterable, ArrayVar):
         shape = iterable.meta.shape
         if not shape:

@@ -18,6 +18,7 @@ one conditional jump; 3.12 and 3.13: a conditional jump past the loop, then a ju
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -39,6 +40,7 @@ from .loop_capture import (
     widen,
     written_inputs,
 )
+from .loop_exit import LoopExit, exit_block, tracing_body
 from .meta import ArrayMeta, ScalarMeta
 from .op import get_op
 
@@ -56,6 +58,7 @@ class WhileShape:
     test: int
     exit: int
     again_if: bool
+    enter_if: bool = True
 
 
 def while_shape(frame: Frame, inst: Instruction) -> WhileShape | None:
@@ -65,14 +68,38 @@ def while_shape(frame: Frame, inst: Instruction) -> WhileShape | None:
     if target is None or target <= body:
         return None
     instructions = frame.instructions
+    enter_if = inst.opname == "POP_JUMP_IF_FALSE"
+    if target == body + 1 and instructions[body].opname == "JUMP":
+        # 3.12+ inside a loop body: the entry test jumps into the body, the instruction
+        # after it leaves (`while k > 1:` nested in a `for`); the bottom test skips the
+        # back jump to the body, onto a copy of that exit.
+        shape = _bottom_of(instructions, target)
+        return None if shape is None else attrs.evolve(shape, enter_if=not enter_if)
     tail = instructions[target - 1]
     if tail.opname == "JUMP" and tail.target == body and target - 2 > body:
         test = instructions[target - 2]
         if test.opname in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE") and test.target == target:
-            return WhileShape(body, target - 2, target, test.opname == "POP_JUMP_IF_FALSE")
+            again_if = test.opname == "POP_JUMP_IF_FALSE"
+            return WhileShape(body, target - 2, target, again_if, enter_if)
     if tail.opname in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE") and tail.target == body:
-        return WhileShape(body, target - 1, target, tail.opname == "POP_JUMP_IF_TRUE")
+        return WhileShape(body, target - 1, target, tail.opname == "POP_JUMP_IF_TRUE", enter_if)
     return None
+
+
+def _bottom_of(instructions: Sequence[Instruction], body: int) -> WhileShape | None:
+    # The loop whose body starts at `body`: its back jump is the last jump to `body`.
+    backs = [
+        position
+        for position, inst in enumerate(instructions)
+        if position > body and inst.opname == "JUMP" and inst.target == body
+    ]
+    if not backs:
+        return None
+    back = backs[-1]
+    test = instructions[back - 1]
+    if test.opname not in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE") or test.target != back + 1:
+        return None
+    return WhileShape(body, back - 1, back + 1, test.opname == "POP_JUMP_IF_FALSE")
 
 
 def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
@@ -120,7 +147,7 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         raise
     first_body, body, invariants = peeled_first((first, traced), len(metas))
     initial = [graph_value(state.locals[name]) for name in metas]
-    tests = (inst.opname == "POP_JUMP_IF_FALSE", shape.again_if)
+    tests = (shape.enter_if, shape.again_if)
     tracer = frame.tracer
     written = tuple(
         sorted({*written_inputs(body, 1), *(written_inputs(first_body, 1) if first_body else ())})
@@ -180,8 +207,19 @@ def _trace(
     depth = len(frame.state.stack)
     frame.pc = shape.body
     tracer.graph = traced
+    loop = LoopExit(
+        shape.test,
+        shape.body,
+        shape.test,
+        shape.exit,
+        None,
+        tuple(metas),
+        again_if=shape.again_if,
+        after=exit_block(frame, shape.exit),
+    )
     try:
-        run_until(frame, shape.test, shape.body, shape.test)
+        with tracing_body(frame, loop):
+            run_until(frame, shape.test, shape.body, shape.test)
     finally:
         tracer.graph = outer
     if len(frame.state.stack) != depth + 1:

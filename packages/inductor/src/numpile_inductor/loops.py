@@ -134,9 +134,13 @@ def host_loop(body: Graph, compiled: Callable[..., Any] | None) -> LoopRunner:
         matching = _matches(state, metas[1 : 1 + carried])
         for index in indices:
             if matching:
-                state = tuple(compiled(index, *state, *invariants))
+                new = tuple(compiled(index, *state, *invariants))
             else:
-                state = tuple(run_graph(body, (index, *state, *invariants)))
+                new = tuple(run_graph(body, (index, *state, *invariants)))
+            state = new[:carried]
+            if len(new) > carried and new[carried]:
+                break  # the body's stop flag: a `break` (see numpile_capture.loop_exit)
+            if not matching:
                 matching = _matches(state, metas[1 : 1 + carried])
         return tuple(_as_meta(value, meta) for value, meta in zip(state, metas[1:], strict=False))
 

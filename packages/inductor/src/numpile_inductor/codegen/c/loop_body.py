@@ -129,6 +129,9 @@ class LoopWriter:
         # (freeing what the entry allocated): temporaries allocated once, at their largest.
         self.prelude: list[str] = []
         self.cleanup: list[str] = []
+        # The C test of "the outermost loop's first iteration" when a break there must run
+        # the loop with NumPy instead (see _emit_body), else None.
+        self.first_break: str | None = None
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -574,6 +577,9 @@ def emit_loop(
     writer.buf.writeline(f"const int64_t {frame.low} = {low};")
     writer.buf.writeline(f"const int64_t {frame.high} = {high};")
     head = f"for (int64_t {index} = {a}; {condition}; {index} += {c}) {{"
+    params = dict(node.params)
+    if not writer.frames and params.get("breaks") and params.get("first") is not None:
+        writer.first_break = f"{index} == {a}"
     inner[placeholders[0]] = CValue(index, np.dtype("int64"), int, bits + 1, affine=(frame, 0))
     writer.frames.append(frame)
     try:
@@ -621,7 +627,23 @@ def _emit_iterations(
 def _emit_body(writer: LoopWriter, body: Graph, inner: Env, locals_: list[CValue]) -> None:
     # One iteration: the body's statements, then the carried locals' new values.
     placeholders = body.placeholders
+    first_break, writer.first_break = writer.first_break, None  # this body's, not inner ones'
     outputs = writer.body(body, dict(inner))
+    writer.first_break = first_break
+    stop_flag = None
+    if len(outputs) == len(locals_) + 1:
+        # A body that breaks returns its stop flag last (numpile_capture.loop_exit): read
+        # before the carried locals change, tested after they hold this iteration's values.
+        flag = outputs.pop()
+        assert flag is not None
+        stop_flag = writer.fresh("brk")
+        writer.buf.writeline(f"const int {stop_flag} = !!({flag.text});")
+        if first_break is not None:
+            # A break in the first iteration, which ran on Python scalars in eager: the
+            # carried values it left untouched are Python scalars there, not C's NumPy
+            # ones; that one iteration runs again with NumPy (its writes undone first).
+            writer.buf.writeline(f"if ({stop_flag} && {first_break}) {{ goto bail; }}")
+            writer.bails = True
     if len(outputs) != len(locals_):
         raise NotScalarLoop("the body's outputs are not its carried values")
     for k, (local, new) in enumerate(zip(locals_, outputs, strict=True)):
@@ -633,6 +655,8 @@ def _emit_body(writer: LoopWriter, body: Graph, inner: Env, locals_: list[CValue
         assert new is not None
         cast = c_expr("cast", [new.text], [new.dtype], local.dtype)
         writer.buf.writeline(f"{local.text} = {cast};")
+    if stop_flag is not None:
+        writer.buf.writeline(f"if ({stop_flag}) {{ break; }}")
 
 
 def _literal_value(text: str) -> int | None:

@@ -203,6 +203,7 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
     ]
     finals = emit_loop(writer, outer, body, carried, (start, stop, step), bits, env)
     outputs = body.output if isinstance(body.output, tuple) else (body.output,)
+    outputs = outputs[:carried]  # without a breaking body's stop flag
     boxes = [
         _box(final, out, placeholders[1 + k], outer.inputs[3 + k], env)
         for k, (final, out) in enumerate(zip(finals, outputs, strict=True))
