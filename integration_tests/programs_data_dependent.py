@@ -73,3 +73,16 @@ def mask_assign(x):
 def all_false_mask(x):
     (index,) = np.nonzero(x > 0.0)
     return index, x[x > 0.0] + 1.0
+
+
+@data_dependent(_vector, sizes=(4, 7, 1, 0))
+def mask_sum_scan_and_max(x):
+    selected = x[np.abs(x) < 1.0]
+    return selected.sum(), np.cumsum(selected) * 2.0, np.abs(selected).max(initial=0.0)
+
+
+@data_dependent(_labels, sizes=(4, 7, 1, 0))
+def unique_then_searchsorted(labels, values):
+    keys = np.unique(labels)
+    positions = np.searchsorted(keys, labels)
+    return positions * 2, keys[positions] == labels, values[labels > 2] - 1.0

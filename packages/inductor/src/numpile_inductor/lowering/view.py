@@ -92,7 +92,8 @@ def _affine_remap(
         # along dim j is a multiple of dim j's stride, and every inner stride divides it too.
         target = None
         for j in range(len(in_shape)):
-            if in_shape[j] > 1 and stride % in_strides[j] == 0:
+            # (an input with an empty dim has zero strides: nothing to match there)
+            if in_shape[j] > 1 and in_strides[j] != 0 and stride % in_strides[j] == 0:
                 target = j
                 break
         if target is None:
