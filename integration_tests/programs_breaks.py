@@ -793,27 +793,6 @@ def str_format_with_array(x):
     return text
 
 
-# No break since the extern-op table (issue 24): the calls are graph nodes.
-@breaks(_vec, expected_breaks=0)
-def np_unique_values(x):
-    u = np.unique(np.round(x))
-    return u * 2.0
-
-
-# No break since the extern-op table (issue 24): the calls are graph nodes.
-@breaks(_vec, expected_breaks=0)
-def np_argwhere_positive(x):
-    idx = np.argwhere(x > 0)
-    return idx
-
-
-# No break since the extern-op table (issue 24): the calls are graph nodes.
-@breaks(_vec, expected_breaks=0)
-def np_flatnonzero_then_take(x):
-    idx = np.flatnonzero(x > 0)
-    return x[idx], idx
-
-
 @breaks(_vec, expected_breaks=2)
 def timing_with_perf_counter(x):
     start = time.perf_counter()

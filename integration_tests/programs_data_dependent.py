@@ -86,3 +86,22 @@ def unique_then_searchsorted(labels, values):
     keys = np.unique(labels)
     positions = np.searchsorted(keys, labels)
     return positions * 2, keys[positions] == labels, values[labels > 2] - 1.0
+
+
+# Moved from the breaks theme: graph breaks until the extern-op table kept them in the graph.
+@data_dependent(_vector, sizes=(4, 7, 1, 0))
+def np_unique_values(x):
+    u = np.unique(np.round(x))
+    return u * 2.0
+
+
+@data_dependent(_vector, sizes=(4, 7, 1, 0))
+def np_argwhere_positive(x):
+    idx = np.argwhere(x > 0)
+    return idx
+
+
+@data_dependent(_vector, sizes=(4, 7, 1, 0))
+def np_flatnonzero_then_take(x):
+    idx = np.flatnonzero(x > 0)
+    return x[idx], idx
