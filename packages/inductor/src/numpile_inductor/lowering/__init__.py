@@ -6,12 +6,13 @@ op family.
 - `pointwise`: ufuncs (the scalar-op vocabulary of `codegen.common`), `where`, `astype`;
 - `view`: view ops as index arithmetic;
 - `reduction`: sum, prod, max, min, any, all;
-- `decompositions`: mean, var, std, clip as compositions of the above.
+- `decompositions`: mean, var, std, clip as compositions of the above; float vector dot
+  products as one sum reduction (`dot`, `matmul` of two vectors).
 
     >>> "sin" in LOWERINGS and "transpose" not in LOWERINGS
     True
     >>> sorted(DECOMPOSITIONS)
-    ['clip', 'mean', 'std', 'var']
+    ['clip', 'dot', 'matmul', 'mean', 'std', 'var']
 """
 
 from __future__ import annotations
