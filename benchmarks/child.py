@@ -44,6 +44,34 @@ class ChildRun:
     stopped: str
 
 
+class AgainstNumpy:
+    """What a benchmark row with ``warm_s`` and ``numpy_s`` fields (seconds, or None where
+    not measured) derives from them: its speed-up over NumPy."""
+
+    warm_s: float | None
+    numpy_s: float | None
+
+    @property
+    def vs_numpy(self) -> float | None:
+        """NumPy's warm time / this contender's (> 1 is faster)."""
+        if self.warm_s is None or self.numpy_s is None or self.warm_s <= 0:
+            return None
+        return self.numpy_s / self.warm_s
+
+
+def timed_pair(timings: dict[str, Any], contender: str) -> tuple[Any, Any] | None:
+    """The contender's and NumPy's ``Timing`` from ``measure_interleaved``'s result; None
+    (after emitting a ``failed`` stage with the error) where either raised."""
+    from .timer import Timing
+
+    mine, numpy_timing = timings[contender], timings["numpy"]
+    if isinstance(mine, Timing) and isinstance(numpy_timing, Timing):
+        return mine, numpy_timing
+    failed = mine if isinstance(mine, Exception) else numpy_timing
+    emit({"stage": "failed", "error": f"{type(failed).__name__}: {failed}"[:300]})
+    return None
+
+
 def emit(record: dict[str, Any]) -> None:
     """Print one stage of a child as a JSON line (the parent reads every line with ``{``)."""
     print(json.dumps(record), flush=True)

@@ -43,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import child as _child
-from .child import agree, emit, load_average, machine_header, missing
+from .child import AgainstNumpy, agree, emit, load_average, machine_header, missing, timed_pair
 
 Array = npt.NDArray[Any]
 Body = Literal["scalar", "mixed", "array"]
@@ -371,7 +371,7 @@ class _Compiles:
 
 def run_child(name: str, contender: str, trips: int, *, quick: bool) -> None:
     """Time one contender on one workload beside NumPy; print one JSON line per stage."""
-    from .timer import Timing, measure_interleaved
+    from .timer import measure_interleaved
 
     workload = find_loop_workloads([name])[0]
     fn = workload.fn
@@ -388,11 +388,10 @@ def run_child(name: str, contender: str, trips: int, *, quick: bool) -> None:
             min_repeats=3 if quick else 7,
             max_repeats=20 if quick else 100,
         )
-    mine, numpy_timing = timings[contender], timings["numpy"]
-    if not isinstance(mine, Timing) or not isinstance(numpy_timing, Timing):
-        failed = mine if isinstance(mine, Exception) else numpy_timing
-        emit({"stage": "failed", "error": f"{type(failed).__name__}: {failed}"[:300]})
+    pair = timed_pair(timings, contender)
+    if pair is None:
         return
+    mine, numpy_timing = pair
     check = agree(fn(*args), prepared(*args))
     emit(
         {
@@ -429,7 +428,7 @@ def run_child(name: str, contender: str, trips: int, *, quick: bool) -> None:
 
 
 @attrs.frozen
-class LoopRow:
+class LoopRow(AgainstNumpy):
     """One contender on one workload: what its child process finished within the limit."""
 
     workload: str
@@ -444,13 +443,6 @@ class LoopRow:
     compiles_10x: int | None = None
     check: str = ""
     note: str = ""
-
-    @property
-    def vs_numpy(self) -> float | None:
-        """NumPy's warm time / this contender's (> 1 is faster)."""
-        if self.warm_s is None or self.numpy_s is None or self.warm_s <= 0:
-            return None
-        return self.numpy_s / self.warm_s
 
 
 def _run_one(

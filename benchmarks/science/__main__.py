@@ -37,7 +37,7 @@ import attrs
 import numpy as np
 
 from .. import child as _child
-from ..child import agree, emit, load_average, machine_header, missing
+from ..child import AgainstNumpy, agree, emit, load_average, machine_header, missing, timed_pair
 from . import all_kernels
 from .kernel import ScienceKernel
 
@@ -162,11 +162,10 @@ def run_child(name: str, contender: str, *, quick: bool) -> None:
         min_repeats=3 if quick else 7,
         max_repeats=20 if quick else 60,
     )
-    mine, numpy_timing = timings[contender], timings["numpy"]
-    if not isinstance(mine, Timing) or not isinstance(numpy_timing, Timing):
-        failed = mine if isinstance(mine, Exception) else numpy_timing
-        emit({"stage": "failed", "error": f"{type(failed).__name__}: {failed}"[:300]})
+    pair = timed_pair(timings, contender)
+    if pair is None:
         return
+    mine, numpy_timing = pair
     copy_s = 0.0
     copy_timing = timings.get("copy")
     if isinstance(copy_timing, Timing):
@@ -200,7 +199,7 @@ def _copies_only(*args: Any) -> Any:
 
 
 @attrs.frozen
-class ScienceRow:
+class ScienceRow(AgainstNumpy):
     """One contender on one kernel: what its child process finished within the limit."""
 
     kernel: str
@@ -213,13 +212,6 @@ class ScienceRow:
     numpy_s: float | None = None
     check: str = ""
     note: str = ""
-
-    @property
-    def vs_numpy(self) -> float | None:
-        """NumPy's warm time / this contender's (> 1 is faster)."""
-        if self.warm_s is None or self.numpy_s is None or self.warm_s <= 0:
-            return None
-        return self.numpy_s / self.warm_s
 
 
 def _not_run(kernel: ScienceKernel, contender: str) -> str | None:

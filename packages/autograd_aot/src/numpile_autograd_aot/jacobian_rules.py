@@ -44,19 +44,22 @@ from numpile_capture import (
 )
 
 from .batching_table import batch_nodes
+from .eager_entry import forwarding_function, in_namespace_of
 from .jvp_graph import append_tangents, output_tangent
+from .transform_region import (
+    Region,
+    cotangent_node,
+    drop_replaced,
+    function_name,
+    region_cotangents,
+    trace_region,
+)
 from .transform_rules import (
-    _cotangent_node,
-    _cotangents,
-    _name,
-    _Region,
-    _trace_region,
     argnums_of,
     fold_constructor,
     fold_transform,
 )
 from .transforms import grad
-from .vmap import _drop_example, _forwarding, _in_namespace_of
 
 __all__ = [
     "expand_jacfwd",
@@ -76,7 +79,7 @@ def _check_keywords(name: str, kwargs: dict[str, Any], allowed: set[str]) -> Non
 
 
 def _seed_tangents(
-    graph: Graph, region: _Region, tangent_trees: Sequence[Any], specs: Sequence[Any]
+    graph: Graph, region: Region, tangent_trees: Sequence[Any], specs: Sequence[Any]
 ) -> dict[Node, Node]:
     # The tangent of each differentiated alias, from trees shaped like the primals.
     leaves: list[Any] = []
@@ -86,13 +89,13 @@ def _seed_tangents(
             raise ValueError(f"a tangent's structure {found_spec} differs from its primal's {spec}")
         leaves += found
     return {
-        target: _cotangent_node(graph, leaf, target)
+        target: cotangent_node(graph, leaf, target)
         for target, leaf in zip(region.targets, leaves, strict=True)
         if target is not None
     }
 
 
-def _tangent_tree(graph: Graph, region: _Region, tangents: dict[Node, Node]) -> Any:
+def _tangent_tree(graph: Graph, region: Region, tangents: dict[Node, Node]) -> Any:
     leaves, spec = tree_flatten(region.output)
     return tree_unflatten(spec, [output_tangent(graph, tangents, leaf) for leaf in leaves])
 
@@ -109,7 +112,7 @@ def expand_jvp(call: TransformCall) -> Any:
     if len(primals) != len(tangents):
         raise ValueError(f"jvp got {len(primals)} primals and {len(tangents)} tangents")
     inner = TransformCall(call.graph, primals, {}, call.inline)
-    region, specs = _trace_region(inner, fn, primals, range(len(primals)))
+    region, specs = trace_region(inner, fn, primals, range(len(primals)))
     seeds = _seed_tangents(call.graph, region, tangents, specs)
     append_tangents(call.graph, region.nodes, seeds)
     return region.output, _tangent_tree(call.graph, region, seeds)
@@ -126,7 +129,7 @@ def expand_linearize(call: TransformCall) -> Any:
     _check_keywords("linearize", call.kwargs, {"compiler", "partitioner"})
     fn, primals = call.args[0], call.args[1:]
     inner = TransformCall(call.graph, tuple(primals), {}, call.inline)
-    region, specs = _trace_region(inner, fn, primals, range(len(primals)))
+    region, specs = trace_region(inner, fn, primals, range(len(primals)))
 
     def f_jvp(*tangents: Any) -> Any:
         raise RuntimeError(
@@ -140,7 +143,7 @@ def expand_linearize(call: TransformCall) -> Any:
         append_tangents(use.graph, region.nodes, seeds)
         return _tangent_tree(use.graph, region, seeds)
 
-    register_transform(f_jvp, expand_f_jvp, f"the f_jvp of {_name(fn)}")
+    register_transform(f_jvp, expand_f_jvp, f"the f_jvp of {function_name(fn)}")
     return region.output, f_jvp
 
 
@@ -199,7 +202,7 @@ def _nest(out_tree: Any, specs: Sequence[Any], blocks: list[list[Node]], single:
     return tree_unflatten(out_spec, nested)
 
 
-def _float_targets(region: _Region) -> list[tuple[Node, ArrayMeta, int]]:
+def _float_targets(region: Region) -> list[tuple[Node, ArrayMeta, int]]:
     targets = []
     for target in region.targets:
         if target is None:
@@ -215,7 +218,7 @@ def expand_jacfwd(fn: Any, argnums: tuple[int, ...], single: bool, call: Transfo
     >>> expand_jacfwd(f, (0,), True, call)  # doctest: +SKIP
     """
     graph = call.graph
-    region, specs = _trace_region(call, fn, call.args, argnums)
+    region, specs = trace_region(call, fn, call.args, argnums)
     targets = _float_targets(region)
     total = sum(size for _, _, size in targets)
     batched: dict[Node, Node] = {}
@@ -253,7 +256,7 @@ def expand_jacfwd(fn: Any, argnums: tuple[int, ...], single: bool, call: Transfo
             )
             offset += size
         blocks.append(per_input)
-    _drop_example(graph, [*batched, *(node for node in tangent_region if node in carried)])
+    drop_replaced(graph, [*batched, *(node for node in tangent_region if node in carried)])
     return _nest(region.output, specs, blocks, single)
 
 
@@ -263,7 +266,7 @@ def expand_jacrev(fn: Any, argnums: tuple[int, ...], single: bool, call: Transfo
     >>> expand_jacrev(f, (0,), True, call)  # doctest: +SKIP
     """
     graph = call.graph
-    region, specs = _trace_region(call, fn, call.args, argnums)
+    region, specs = trace_region(call, fn, call.args, argnums)
     targets = _float_targets(region)
     out_leaves, _ = tree_flatten(region.output)
     outputs = []
@@ -281,7 +284,7 @@ def expand_jacrev(fn: Any, argnums: tuple[int, ...], single: bool, call: Transfo
         seeds.append((leaf, example))
         offset += size
     start = len(graph.nodes)
-    cotangents = _cotangents(graph, region, seeds)
+    cotangents = region_cotangents(graph, region, seeds)
     backward_region = [node for node in graph.nodes[start:] if node.op is not None]
     values, carried = batch_nodes(graph, backward_region, batched, total)
     gradients = []
@@ -298,7 +301,7 @@ def expand_jacrev(fn: Any, argnums: tuple[int, ...], single: bool, call: Transfo
             ]
         )
         offset += out_size
-    _drop_example(graph, [*batched, *(node for node in backward_region if node in carried)])
+    drop_replaced(graph, [*batched, *(node for node in backward_region if node in carried)])
     return _nest(region.output, specs, blocks, single)
 
 
@@ -321,15 +324,15 @@ def traceable_jacobian(
 
     >>> traceable_jacobian(jacobian, expand_jacfwd, f, (0,), True, "jacfwd")  # doctest: +SKIP
     """
-    name = _name(fn)
-    forwarding = _in_namespace_of(fn, _forwarding(jacobian))
+    name = function_name(fn)
+    forwarding = in_namespace_of(fn, forwarding_function(jacobian))
     compiled = compile_function(forwarding, dynamic=False)
 
     def run_compiled(*args: Any) -> Any:
         return compiled(*args)
 
     # In the user's namespace too: compiled as a root, it reads the globals of `fn`.
-    public = _in_namespace_of(fn, run_compiled)  # type: ignore[arg-type]
+    public = in_namespace_of(fn, run_compiled)  # type: ignore[arg-type]
     for function in (jacobian, forwarding, public):
         function.__wrapped__ = fn  # type: ignore[attr-defined]
         function.__qualname__ = f"{kind}({name})"

@@ -29,13 +29,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
-import numpy as np
 
 from numpile_capture import (
-    Graph,
     Node,
-    OpKind,
-    ScalarInputVar,
     TransformCall,
     Unsupported,
     get_op,
@@ -43,9 +39,13 @@ from numpile_capture import (
     tree_flatten,
     tree_unflatten,
 )
-from numpile_capture.trace_rules import RuleKind, rule_for
 
-from .joint import append_backward, input_cotangent
+from .transform_region import (
+    cotangent_node,
+    function_name,
+    region_cotangents,
+    trace_region,
+)
 from .vjp_table import differentiable
 
 __all__ = [
@@ -74,78 +74,6 @@ class GradSpec:
     kind: str
 
 
-@attrs.frozen(eq=False)
-class _Region:
-    # The inlined forward of one transform call: its op nodes, the aliases standing for the
-    # differentiated leaves (None for a leaf without gradient), and the output tree.
-    nodes: tuple[Node, ...]
-    targets: tuple[Node | None, ...]
-    output: Any
-
-
-def _alias_leaf(graph: Graph, leaf: Any) -> tuple[Any, Node | None]:
-    # A differentiated leaf as a fresh node of its own, so that only this path is
-    # differentiated (a closure reading the same array stays a constant, as in JAX).
-    if isinstance(leaf, ScalarInputVar):
-        leaf = leaf.as_python_constant()  # differentiated: its value becomes a constant
-    if isinstance(leaf, Node):
-        if differentiable(leaf.meta):
-            alias = graph.call(get_op("alias"), leaf)
-            return alias, alias
-        return leaf, None
-    if type(leaf) is float:
-        node = graph.call(get_op("full"), leaf, shape=(), dtype=np.float64)
-        return node, node
-    if leaf is None or type(leaf) in (bool, int):
-        return leaf, None
-    raise Unsupported(f"not supported yet: differentiating a {type(leaf).__name__} in a graph")
-
-
-def _trace_region(
-    call: TransformCall, fn: Any, args: Sequence[Any], argnums: Sequence[int]
-) -> tuple[_Region, list[Any]]:
-    # Inline `fn` with its differentiated arguments aliased; the specs of those arguments.
-    graph = call.graph
-    start = len(graph.nodes)
-    replaced = list(args)
-    targets: list[Node | None] = []
-    specs = []
-    for argnum in argnums:
-        if argnum >= len(args):
-            raise TypeError(f"argnums {argnum} is out of range for {len(args)} arguments")
-        leaves, spec = tree_flatten(args[argnum])
-        aliased = [_alias_leaf(graph, leaf) for leaf in leaves]
-        targets += [target for _, target in aliased]
-        replaced[argnum] = tree_unflatten(spec, [value for value, _ in aliased])
-        specs.append(spec)
-    output = _inline(call, fn, tuple(replaced), dict(call.kwargs))
-    nodes = tuple(node for node in graph.nodes[start:] if node.op is not None)
-    written = [node for node in nodes if node.op is not None and node.op.kind is OpKind.MUTATION]
-    if written:
-        raise Unsupported(
-            f"not supported yet: differentiating {_name(fn)}, which writes to arrays "
-            f"({written[0].op.name}), inside a compiled function; the transform runs eagerly"  # type: ignore[union-attr]
-        )
-    return _Region(nodes, tuple(targets), output), specs
-
-
-def _inline(call: TransformCall, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    # `fn` traced into the graph; a transform's function (`grad(f)` made in captured code,
-    # under `jacfwd`) by its own rule, since inlining it would trace its eager body.
-    rule = rule_for(fn)
-    if rule is not None and rule.kind is RuleKind.TRANSFORM and rule.expand is not None:
-        return rule.expand(TransformCall(call.graph, args, kwargs, call.inline))
-    return call.inline(fn, args, kwargs)
-
-
-def _cotangents(graph: Graph, region: _Region, seeds: list[tuple[Any, Node]]) -> list[Any]:
-    cotangents = append_backward(graph, region.nodes, [t for t in region.targets if t], seeds)
-    return [
-        None if target is None else input_cotangent(graph, cotangents, target)
-        for target in region.targets
-    ]
-
-
 def _per_argument(specs: Sequence[Any], grads: list[Any]) -> list[Any]:
     found = iter(grads)
     return [tree_unflatten(spec, [next(found) for _ in range(spec.num_leaves)]) for spec in specs]
@@ -157,18 +85,18 @@ def expand_grad(spec: GradSpec, call: TransformCall) -> Any:
     >>> expand_grad(GradSpec(loss, (0,), True, False, "grad"), call)  # doctest: +SKIP
     """
     graph = call.graph
-    region, specs = _trace_region(call, spec.fn, call.args, spec.argnums)
+    region, specs = trace_region(call, spec.fn, call.args, spec.argnums)
     output = region.output
     value = output[0] if spec.has_aux and isinstance(output, tuple | list) else output
     meta = value.meta if isinstance(value, Node) else None
     if meta is None or not differentiable(meta) or tuple(getattr(meta, "shape", ())) != ():
         raise TypeError(
-            f"grad of {_name(spec.fn)} needs a scalar float output, got {meta or value}"
+            f"grad of {function_name(spec.fn)} needs a scalar float output, got {meta or value}"
         )
     if meta.dtype.kind == "c":  # type: ignore[union-attr]
         raise TypeError("grad needs a real scalar output; use vjp for complex outputs")
     seed = graph.call(get_op("ones"), shape=(), dtype=meta.dtype)  # type: ignore[union-attr]
-    per_arg = _per_argument(specs, _cotangents(graph, region, [(value, seed)]))
+    per_arg = _per_argument(specs, region_cotangents(graph, region, [(value, seed)]))
     gradient = per_arg[0] if spec.single else tuple(per_arg)
     if spec.kind == "value_and_grad":
         return (output, gradient)
@@ -189,7 +117,7 @@ def expand_vjp(call: TransformCall) -> Any:
         raise TypeError(f"vjp() got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
     has_aux = bool(call.kwargs.get("has_aux", False))
     inner = TransformCall(call.graph, tuple(primals), {}, call.inline)
-    region, specs = _trace_region(inner, fn, primals, range(len(primals)))
+    region, specs = trace_region(inner, fn, primals, range(len(primals)))
     output = region.output
     value = output[0] if has_aux else output
     value_leaves, _ = tree_flatten(value)
@@ -207,32 +135,18 @@ def expand_vjp(call: TransformCall) -> Any:
         if len(leaves) != len(value_leaves):
             raise ValueError(
                 f"the cotangent has {len(leaves)} leaves; the output of "
-                f"{_name(fn)} has {len(value_leaves)}"
+                f"{function_name(fn)} has {len(value_leaves)}"
             )
         seeds = [
-            (out, _cotangent_node(pull.graph, ct, out))
+            (out, cotangent_node(pull.graph, ct, out))
             for out, ct in zip(value_leaves, leaves, strict=True)
             if isinstance(out, Node) and differentiable(out.meta)
         ]
-        return tuple(_per_argument(specs, _cotangents(pull.graph, region, seeds)))
+        return tuple(_per_argument(specs, region_cotangents(pull.graph, region, seeds)))
 
-    reason = f"the vjp function of {_name(fn)}"
+    reason = f"the vjp function of {function_name(fn)}"
     register_transform(pullback, expand_pullback, reason)
     return (value, pullback, output[1]) if has_aux else (value, pullback)
-
-
-def _cotangent_node(graph: Graph, cotangent: Any, out: Node) -> Node:
-    meta = out.meta
-    if not isinstance(cotangent, Node):
-        return graph.call(get_op("full"), cotangent, shape=meta.shape, dtype=meta.dtype)  # type: ignore[union-attr]
-    if tuple(cotangent.meta.shape) != tuple(meta.shape):  # type: ignore[union-attr]
-        raise ValueError(
-            f"the cotangent has shape {tuple(cotangent.meta.shape)}; "  # type: ignore[union-attr]
-            f"the output has shape {tuple(meta.shape)}"  # type: ignore[union-attr]
-        )
-    if cotangent.meta.dtype != meta.dtype:  # type: ignore[union-attr]
-        return graph.call(get_op("astype"), cotangent, dtype=meta.dtype)  # type: ignore[union-attr]
-    return cotangent
 
 
 def fold_constructor(
@@ -262,7 +176,7 @@ def fold_constructor(
             "called inside it"
         )
 
-    register_transform(traced_only, rule(bound), f"{make.__name__} of {_name(fn)}")
+    register_transform(traced_only, rule(bound), f"{make.__name__} of {function_name(fn)}")
     return traced_only
 
 
@@ -292,9 +206,3 @@ def fold_transform(make: Callable[..., Any], call: TransformCall) -> Any:
         return lambda inner: expand_grad(spec, inner)
 
     return fold_constructor(make, call, rule)
-
-
-def _name(fn: Any) -> str:
-    # A function's qualified name; a function made by captured code is a variable with code.
-    code = getattr(fn, "code", None)
-    return str(getattr(fn, "__qualname__", None) or getattr(code, "co_qualname", fn))

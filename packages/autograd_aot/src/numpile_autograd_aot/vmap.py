@@ -33,7 +33,6 @@ argument are broadcast along the batch.
 from __future__ import annotations
 
 import inspect
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -53,9 +52,11 @@ from numpile_capture import (
 )
 
 from .batching_table import batch_nodes
+from .eager_entry import forwarding_function, in_namespace_of
 from .pytree import broadcast_prefix as user_broadcast_prefix
 from .pytree import tree_flatten as user_tree_flatten
 from .pytree import tree_unflatten as user_tree_unflatten
+from .transform_region import drop_replaced
 from .transform_rules import fold_constructor
 
 __all__ = ["vmap"]
@@ -181,23 +182,8 @@ def _expand(fn: Any, in_axes: Axes, out_axes: Axes, call: TransformCall) -> Any:
             meta = leaf.meta
             value = graph.call(get_op("broadcast_to"), value, shape=(size, *meta.shape))
         results.append(_moved_from_front(graph, value, axis))
-    _drop_example(graph, [*batched, *(node for node in region if node in carried)])
+    drop_replaced(graph, [*batched, *(node for node in region if node in carried)])
     return tree_unflatten(spec, results)
-
-
-def _drop_example(graph: Graph, candidates: list[Node]) -> None:
-    # The example's nodes that the batched ones replaced: nothing reads them any more (the
-    # inlined function has returned), so they leave the graph rather than run for nothing.
-    dead = set(candidates)
-    users = graph.users()
-    for node in reversed(graph.nodes):
-        if node in dead and any(user not in dead for user in users[node]):
-            dead.discard(node)
-    # A node read only by dead nodes is dead; one read by a live node was kept above, and
-    # the reverse walk keeps the readers of each kept node too.
-    graph.nodes[:] = [node for node in graph.nodes if node not in dead]
-    for node in dead:
-        graph.locations.pop(node, None)
 
 
 def _loop(fn: Callable[..., Any], in_axes: Axes, out_axes: Axes) -> Callable[..., Any]:
@@ -250,33 +236,6 @@ def _loop(fn: Callable[..., Any], in_axes: Axes, out_axes: Axes) -> Callable[...
     return run
 
 
-def _forwarding(run: Callable[..., Any]) -> types.FunctionType:
-    def batched(*args: Any, **kwargs: Any) -> Any:
-        return run(*args, **kwargs)
-
-    return batched  # type: ignore[return-value]
-
-
-def _in_namespace_of(fn: Any, function: types.FunctionType) -> types.FunctionType:
-    # `function` with the globals of the user's function under `fn` (through transform
-    # wrappers): compiled as the root, it may then read the globals of the code it inlines.
-    inner = fn
-    while not isinstance(inner, types.FunctionType) or hasattr(inner, "__wrapped__"):
-        following = getattr(inner, "__wrapped__", None) or getattr(inner, "fn", None)
-        if following is None or following is inner:
-            break
-        inner = following
-    if not isinstance(inner, types.FunctionType):
-        return function
-    return types.FunctionType(
-        function.__code__,
-        inner.__globals__,
-        function.__name__,
-        function.__defaults__,
-        function.__closure__,
-    )
-
-
 def vmap(
     fn: Callable[..., Any],
     in_axes: Axes = 0,
@@ -296,7 +255,7 @@ def vmap(
         return _expand(fn, in_axes, out_axes, call)
 
     run = _loop(fn, in_axes, out_axes)
-    batched = _in_namespace_of(fn, _forwarding(run))
+    batched = in_namespace_of(fn, forwarding_function(run))
     for function in (run, batched):
         function.__qualname__ = f"vmap({name})"
         register_transform(function, expand, f"vmap of {name}")
