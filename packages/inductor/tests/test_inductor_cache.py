@@ -252,3 +252,18 @@ def test_artifact_names_loop_bodies_by_node_and_parameter() -> None:
     assert decode_artifact(data, classes=[gc.ExternSpec, gc.SubgraphRef]) == ref
     with pytest.raises(ArtifactFormatError):
         ref.resolved(graph)  # node 0 is a placeholder: no body there
+
+
+def test_index_templates_are_stored_without_their_symbolic_value() -> None:
+    import sympy
+
+    from numpile_capture import ScalarSlot
+
+    i = sympy.Symbol("i0", integer=True)
+    index = (ScalarSlot(0, i), slice(ScalarSlot(1, i + 1), None, None))
+    spec = gc.ExternSpec("getitem_at", (), (("index", index),)).stored(Graph())
+    classes = [gc.ExternSpec, ScalarSlot]
+    back = decode_artifact(encode_artifact(spec, classes=classes), classes=classes)
+    ((_, stored),) = back.kwargs
+    assert stored == (ScalarSlot(0), slice(ScalarSlot(1), None, None))
+    assert stored[0].expr is None

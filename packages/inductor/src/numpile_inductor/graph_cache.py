@@ -28,7 +28,15 @@ from typing import Any
 import attrs
 import numpy as np
 
-from numpile_capture import Graph, IndexArray, Op, TreeSpec, allowed_op_named, get_op
+from numpile_capture import (
+    Graph,
+    IndexArray,
+    Op,
+    ScalarSlot,
+    TreeSpec,
+    allowed_op_named,
+    get_op,
+)
 
 from .artifact_format import ArtifactFormatError, decode_artifact, encode_artifact
 from .config import InductorConfig
@@ -77,8 +85,8 @@ class ExternSpec:
         bodies = _bodies(graph)
         return attrs.evolve(
             self,
-            args=tuple(_as_ref(value, bodies) for value in self.args),
-            kwargs=tuple((name, _as_ref(value, bodies)) for name, value in self.kwargs),
+            args=tuple(_storable(_as_ref(value, bodies)) for value in self.args),
+            kwargs=tuple((name, _storable(_as_ref(value, bodies))) for name, value in self.kwargs),
         )
 
     def resolved(self, graph: Graph) -> ExternSpec:
@@ -120,6 +128,18 @@ def _as_ref(value: Any, bodies: dict[int, SubgraphRef]) -> Any:
     # A body the graph does not hold stays a Graph: storing the artifact then fails (a
     # graph that is compiled but not cached), as any other value the format cannot hold.
     return bodies.get(id(value), value) if isinstance(value, Graph) else value
+
+
+def _storable(value: Any) -> Any:
+    # An index template's `ScalarSlot` keeps its position only: its sympy `expr` serves
+    # capture's shape rules, never the run-time call.
+    if isinstance(value, ScalarSlot):
+        return ScalarSlot(value.position)
+    if type(value) is tuple:
+        return tuple(_storable(item) for item in value)
+    if type(value) is slice:
+        return slice(_storable(value.start), _storable(value.stop), _storable(value.step))
+    return value
 
 
 def _resolve(value: Any, graph: Graph) -> Any:
@@ -186,6 +206,7 @@ _ARTIFACT_CLASSES: tuple[type, ...] = (
     TreeSpec,
     BufferRef,
     IndexArray,
+    ScalarSlot,
     SubgraphRef,
 )
 
