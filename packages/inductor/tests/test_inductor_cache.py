@@ -169,3 +169,101 @@ def test_fresh_process_runs_from_the_cache_without_lowering(fresh_cache: Path) -
         runs.append(done.stdout.split())
     assert runs[0][1] == runs[1][1]
     np.testing.assert_allclose(float(runs[1][1]), float((np.exp(np.linspace(0, 1, 64)) + 1).sum()))
+
+
+_LOOP_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import numpile_inductor
+    import numpile_runtime as rt
+    from numpile_capture import capture_function, has_loops
+
+    def scalar_body(x, n):
+        s = 0.0
+        for i in range(n):
+            s += x[i] * x[i]
+        return s
+
+    def array_body(a, steps):
+        a = a.copy()
+        for _ in range(steps):
+            a[1:-1] = 0.5 * (a[:-2] + a[2:])
+        return a
+
+    def branchy(x):
+        out = np.zeros_like(x)
+        for i in range(x.shape[0]):
+            if x[i] > 0.5:
+                out[i] = x[i] * 2.0
+            else:
+                out[i] = -x[i]
+        return out
+
+    x = np.linspace(0.0, 1.0, 40)
+    results = []
+    for fn, args in ((scalar_body, (x, 25)), (array_body, (x, 7)), (branchy, (x,))):
+        graph = capture_function(fn, args, {}).graph
+        assert has_loops(graph), fn.__name__
+        inputs = [a for a in args if isinstance(a, np.ndarray)]  # ints are baked in
+        out = numpile_inductor.inductor(graph, inputs)(*inputs)
+        results.append(np.asarray(out).tolist())
+    print(json.dumps({"results": results, "counters": rt.counters()}))
+    """
+)
+
+
+def test_loop_graphs_are_cache_hits_in_a_second_process(fresh_cache: Path) -> None:
+    # Loop bodies are subgraphs: the artifact names them by node and parameter, so a second
+    # process with the same cache folder builds nothing.
+    import json
+
+    env = {**os.environ, "NUMPILE_CACHE_DIR": str(fresh_cache), "NUMPILE_TIERED": "0"}
+    runs = []
+    for _ in ("cold", "warm"):
+        done = subprocess.run(
+            [sys.executable, "-c", _LOOP_SCRIPT], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    cold, warm = runs
+    assert cold["counters"].get("compiler_invocation", 0) > 0
+    assert warm["counters"].get("compiler_invocation", 0) == 0
+    assert warm["counters"].get("inductor_graph_cache_miss", 0) == 0
+    assert warm["counters"]["inductor_graph_cache_hit"] >= 3
+    assert warm["results"] == cold["results"]
+    x = np.linspace(0.0, 1.0, 40)
+    np.testing.assert_allclose(warm["results"][0], float((x[:25] ** 2).sum()))
+    np.testing.assert_allclose(warm["results"][2], np.where(x > 0.5, 2.0 * x, -x))
+
+
+def test_artifact_names_loop_bodies_by_node_and_parameter() -> None:
+    body = Graph()
+    body.output = ()
+    graph = Graph()
+    graph.placeholder("a", meta_of(np.zeros(3)))
+    spec = gc.ExternSpec("for_loop", (1,), (("body", body),))
+    # A body the graph does not hold stays a graph: that artifact cannot be stored.
+    assert spec.stored(graph).kwargs == (("body", body),)
+    with pytest.raises(ArtifactFormatError):
+        encode_artifact(spec.stored(graph), classes=[gc.ExternSpec])
+    ref = gc.ExternSpec("for_loop", (1,), (("body", gc.SubgraphRef(0, "body")),))
+    data = encode_artifact(ref, classes=[gc.ExternSpec, gc.SubgraphRef])
+    assert decode_artifact(data, classes=[gc.ExternSpec, gc.SubgraphRef]) == ref
+    with pytest.raises(ArtifactFormatError):
+        ref.resolved(graph)  # node 0 is a placeholder: no body there
+
+
+def test_index_templates_are_stored_without_their_symbolic_value() -> None:
+    import sympy
+
+    from numpile_capture import ScalarSlot
+
+    i = sympy.Symbol("i0", integer=True)
+    index = (ScalarSlot(0, i), slice(ScalarSlot(1, i + 1), None, None))
+    spec = gc.ExternSpec("getitem_at", (), (("index", index),)).stored(Graph())
+    classes = [gc.ExternSpec, ScalarSlot]
+    back = decode_artifact(encode_artifact(spec, classes=classes), classes=classes)
+    ((_, stored),) = back.kwargs
+    assert stored == (ScalarSlot(0), slice(ScalarSlot(1), None, None))
+    assert stored[0].expr is None

@@ -19,6 +19,7 @@ import numpy as np
 
 from numpile_guards import AttrSource, ItemSource
 
+from .bound_origins import size_var
 from .builtin_calls import container_method
 from .capture_result import Unsupported
 from .operators import STATIC_ARRAY_ATTRIBUTES, ArrayFlags, apply_binding
@@ -131,6 +132,8 @@ def load_attribute(tracer: Tracer, obj: Variable, name: str) -> Variable:
             value = static(obj)
             if isinstance(value, ArrayFlags):
                 return ConstantVar(value)
+            if name == "shape":  # sizes remember they are sizes (see bound_origins)
+                return TupleVar(tuple(size_var(size) for size in value))
             return tracer.builder.build_unguarded(value)
         binding = tracer.bindings.lookup_attribute(name)
         if binding is not None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .bound_origins import size_var, with_origins
 from .capture_result import Unsupported
 from .loop_capture import make_range
 from .loop_sources import ZipVar, keepable
@@ -97,7 +98,7 @@ def _len(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> V
     if isinstance(value, ArrayVar):
         if not value.meta.shape:
             raise TypeError("len() of unsized object")
-        return ConstantVar(size_value(value.meta.shape[0]))
+        return size_var(size_value(value.meta.shape[0]))
     if isinstance(value, TupleVar | ListVar):
         return ConstantVar(len(value.items))
     if isinstance(value, DictVar):
@@ -108,7 +109,7 @@ def _len(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> V
 def _range(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
     # A range over symbolic or run-time bounds stays open (a loop over it is kept).
     kept = None if kwargs else make_range(args)
-    return kept if kept is not None else _fold(range)(tracer, args, kwargs)
+    return kept if kept is not None else with_origins(_fold(range)(tracer, args, kwargs), *args)
 
 
 def _isinstance(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:

@@ -66,6 +66,7 @@ from .backends import (
     lookup_backend,
 )
 from .binder import make_binder
+from .bound_origins import widen_loop_bounds
 from .capture_events import CaptureEvent as CaptureEvent
 from .capture_events import record_event
 from .capture_events import recording_captures as recording_captures
@@ -444,12 +445,15 @@ class CompiledFunction:
         _capture_state.depth = getattr(_capture_state, "depth", 0) + 1
         set_active_shape_env(None)
         try:
-            with (
-                compiled_region(),
-                timed("capture"),
-                capturing_with(self._policy(backend_fn, static)),
-            ):
-                result = self._capture_fn(fn, args, kwargs)
+            with compiled_region(), timed("capture"):
+                policy = self._policy(backend_fn, static)
+                with capturing_with(policy):
+                    result = self._capture_fn(fn, args, kwargs)
+                if widen_loop_bounds(policy):
+                    # Inputs that bound kept loops were baked in: once more with them dynamic.
+                    set_active_shape_env(None)
+                    with capturing_with(self._policy(backend_fn, static)):
+                        result = self._capture_fn(fn, args, kwargs)
         except ForbiddenCallError:
             raise  # set_stance inside a compiled function: the user's error, not a fallback
         except Unsupported as exc:

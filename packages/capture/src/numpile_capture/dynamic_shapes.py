@@ -46,7 +46,7 @@ _OBSERVED: dict[types.CodeType, dict[str, tuple[int | None, ...]]] = {}
 # NOTE: code object -> source name -> (type, value) of the Python scalar seen there
 # (CHANGED once two captures saw different values: it is dynamic from then on).
 _OBSERVED_SCALARS: dict[types.CodeType, dict[str, Any]] = {}
-_CHANGED = "changed"
+CHANGED = "changed"
 
 _state = threading.local()
 
@@ -148,6 +148,8 @@ class DynamicPolicy:
     duck: bool = True
     scalars: dict[str, Any] | None = attrs.field(default=None, eq=False)
     scalar_types: tuple[type, ...] = (int, float)
+    # Origins of the bounds of loops the capture kept (see bound_origins).
+    loop_bounds: set[Any] = attrs.field(factory=set, eq=False)
 
     def scalar_is_input(self, value: Any, source: str) -> bool:
         """Whether the Python scalar `value` read from `source` is compiled as a graph input.
@@ -171,12 +173,12 @@ class DynamicPolicy:
         if before is None:
             self.scalars[source] = seen
             return False
-        if before == _CHANGED:
+        if before == CHANGED:
             return True
         if before == seen:
             return False
         log.info("automatic dynamic: %s changed (%r -> %r)", source, before[1], value)
-        self.scalars[source] = _CHANGED
+        self.scalars[source] = CHANGED
         return True
 
     def choose(self, x: np.ndarray[Any, Any], source: str) -> tuple[DimChoice, ...]:

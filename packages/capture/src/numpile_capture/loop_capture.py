@@ -32,6 +32,7 @@ import attrs
 
 from numpile_guards.symbolic import SymInt, is_size_expr
 
+from .bound_origins import note_loop_bounds, size_var, with_origins
 from .bytecode import Instruction
 from .capture_result import Unsupported
 from .control_flow import add_loop
@@ -169,7 +170,7 @@ def range_iterator(iterable: Variable) -> RangeIterVar | None:
             count = size_value(rows)
         except Unsupported:
             return None  # a data-dependent length (x[x > 0]): iterated as before
-        return RangeIterVar((ConstantVar(0), ConstantVar(count), ConstantVar(1)), iterable)
+        return RangeIterVar((ConstantVar(0), size_var(count), ConstantVar(1)), iterable)
     if isinstance(iterable, ZipVar):
         length = zip_length(iterable)
         if length is None:
@@ -185,9 +186,10 @@ def range_iterator(iterable: Variable) -> RangeIterVar | None:
         return RangeIterVar(iterable.bounds)
     if isinstance(iterable, ConstantVar) and isinstance(iterable.value, range):
         value = iterable.value
-        return RangeIterVar(
-            (ConstantVar(value.start), ConstantVar(value.stop), ConstantVar(value.step))
+        start, stop, step = (
+            with_origins(ConstantVar(b), iterable) for b in (value.start, value.stop, value.step)
         )
+        return RangeIterVar((start, stop, step))
     return None
 
 
@@ -264,6 +266,7 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         attempt += 1
         metas = widened
     _emit_loop(frame, extent, iterator, (first, body), metas)
+    note_loop_bounds(iterator.bounds)  # a new trip count must not compile again
 
 
 def _extent(frame: Frame, inst: Instruction) -> _Extent:

@@ -23,6 +23,7 @@ import numpy as np
 from numpile_guards import ExpressionSource
 from numpile_guards.symbolic import SymInt, is_size_expr, wrap_size
 
+from .bound_origins import with_origins
 from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, writeable
@@ -352,7 +353,8 @@ def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variab
     left_known, left_value = _constant(left)
     right_known, right_value = _constant(right)
     if left_known and right_known and base in _BINARY:
-        return tracer.builder.build_unguarded(_BINARY[base](left_value, right_value))
+        folded = tracer.builder.build_unguarded(_BINARY[base](left_value, right_value))
+        return with_origins(folded, left, right)
     raise Unsupported(
         f"not supported yet: operator {base} on {left.describe()} and {right.describe()}"
     )

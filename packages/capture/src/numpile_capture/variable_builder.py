@@ -46,6 +46,7 @@ from numpile_guards.shape_env import ShapeEnv
 from numpile_guards.symbolic import RelationSource, ShapeGuard, SymInt, shape_guard_as_guard
 from numpile_runtime import is_device_array
 
+from .bound_origins import scalar_input_var
 from .compiling import COMPILE_PROBES
 from .dynamic_shapes import DimChoice, current_policy, set_active_shape_env
 from .graph import Graph, Node
@@ -263,7 +264,7 @@ class VariableBuilder:
             return self._scalar_input(value, source)
         if is_constant_value(value):
             self._guard(GuardKind.EQUALS_MATCH, source, value)
-            return ConstantVar(value, source=source)
+            return scalar_input_var(value, source, self.policy)
         if callable(value):
             self._guard(GuardKind.ID_MATCH, source, value)
             return CallableVar(value, source=source)

@@ -26,6 +26,7 @@ import numpile_runtime as rt
 from numpile_capture import Graph, has_loops, run_graph
 from numpile_capture import config as capture_config
 
+from .artifact_format import ArtifactFormatError
 from .codegen.c.autotune import AutotuneChoice, autotune
 from .codegen.c.buffer_pool import pool_handler
 from .config import InductorConfig
@@ -263,7 +264,7 @@ def _compile(
         source=generated.source,
         flags=flags,
         externs=tuple(
-            ExternSpec.of(step, extern_origin(graph, target, step.node_name))
+            ExternSpec.of(step, extern_origin(graph, target, step.node_name)).stored(graph)
             for step in generated.extern_steps
         ),
         output_spec=generated.output_spec,
@@ -299,10 +300,15 @@ def _cached(graph: Graph, config: InductorConfig, key: str) -> CompiledGraph | N
         return None
     log.debug("graph cache hit %s", key[:16])
     output_code_log.info("graph cache hit %s:\n%s", key[:16], artifact.source)
-    rt.count("inductor_graph_cache_hit")
     if config.graph_diagram:
         _write_debug(config, graph, artifact.module_name, {"output_code.c": artifact.source})
-    return _finish(graph, config, artifact, module, None, cache_hit=True)
+    try:
+        found = _finish(graph, config, artifact, module, None, cache_hit=True)
+    except ArtifactFormatError as error:  # a loop body the graph does not have: a miss
+        log.warning("graph cache entry %s does not fit its graph (%s)", key[:16], error)
+        return None
+    rt.count("inductor_graph_cache_hit")
+    return found
 
 
 def _finish(
@@ -317,10 +323,11 @@ def _finish(
 ) -> CompiledGraph:
     # The callable of a built module: externs handed over, pytree rebuild, epilogue.
     c_loops = set(module.c_loops())
-    steps = tuple(spec.callable_step("") for spec in artifact.externs)
+    specs = tuple(spec.resolved(graph) for spec in artifact.externs)
+    steps = tuple(spec.callable_step("") for spec in specs)
     externs = tuple(
         called_from_line(graph, spec.origin, fn)
-        for spec, fn in zip(artifact.externs, extern_callables(steps), strict=True)
+        for spec, fn in zip(specs, extern_callables(steps), strict=True)
     )
     module.set_externs(externs)
     module.set_pool(pool_handler())
@@ -348,11 +355,7 @@ def _finish(
     # Loops that run as C report their flags like kernels: their ops warn on a replay.
     warned = extern_nodes(
         graph,
-        [
-            (spec.op_name, spec.origin)
-            for index, spec in enumerate(artifact.externs)
-            if index not in c_loops
-        ],
+        [(spec.op_name, spec.origin) for index, spec in enumerate(specs) if index not in c_loops],
     )
     fn = honouring_errstate(
         fn, graph, module, replayable=replayable, externs=bool(artifact.externs), warned=warned

@@ -28,7 +28,15 @@ from typing import Any
 import attrs
 import numpy as np
 
-from numpile_capture import Graph, IndexArray, Op, TreeSpec, allowed_op_named, get_op
+from numpile_capture import (
+    Graph,
+    IndexArray,
+    Op,
+    ScalarSlot,
+    TreeSpec,
+    allowed_op_named,
+    get_op,
+)
 
 from .artifact_format import ArtifactFormatError, decode_artifact, encode_artifact
 from .config import InductorConfig
@@ -37,7 +45,7 @@ from .loop_ir import BufferRef, ExternCall
 log = logging.getLogger("numpile.inductor.graph_cache")
 
 # Bump when GraphArtifact or what it means changes: old entries are then never read.
-_FORMAT = "numpile-inductor-graph-2"
+_FORMAT = "numpile-inductor-graph-3"
 _PACKAGES = (
     "numpile_runtime",
     "numpile_guards",
@@ -71,6 +79,77 @@ class ExternSpec:
     def callable_step(self, buffer: str) -> ExternCall:
         """An `ExternCall` again, with the op's implementation from the registry."""
         return ExternCall(buffer, self.op_name, _op(self.op_name).impl, self.args, self.kwargs)
+
+    def stored(self, graph: Graph) -> ExternSpec:
+        """This spec with each loop body it names as a `SubgraphRef` into `graph`."""
+        bodies = _bodies(graph)
+        return attrs.evolve(
+            self,
+            args=tuple(_storable(_as_ref(value, bodies)) for value in self.args),
+            kwargs=tuple((name, _storable(_as_ref(value, bodies))) for name, value in self.kwargs),
+        )
+
+    def resolved(self, graph: Graph) -> ExternSpec:
+        """This spec with each `SubgraphRef` replaced by the body it names in `graph`."""
+        return attrs.evolve(
+            self,
+            args=tuple(_resolve(value, graph) for value in self.args),
+            kwargs=tuple((name, _resolve(value, graph)) for name, value in self.kwargs),
+        )
+
+
+@attrs.frozen
+class SubgraphRef:
+    """A loop body (`for_loop`'s `body`, `cond`'s branches) named in an extern call.
+
+    Bodies are graphs, which the artifact format does not hold: an artifact names
+    parameter `param` of node number `node` of the graph it was compiled from. The graph
+    at hand on a cache hit has the same bodies there, since the key hashes the graph with
+    its bodies.
+
+        >>> SubgraphRef(3, "body")
+        SubgraphRef(node=3, param='body')
+    """
+
+    node: int
+    param: str
+
+
+def _bodies(graph: Graph) -> dict[int, SubgraphRef]:
+    found: dict[int, SubgraphRef] = {}
+    for position, node in enumerate(graph.nodes):
+        for name, value in node.params:
+            if isinstance(value, Graph):
+                found.setdefault(id(value), SubgraphRef(position, name))
+    return found
+
+
+def _as_ref(value: Any, bodies: dict[int, SubgraphRef]) -> Any:
+    # A body the graph does not hold stays a Graph: storing the artifact then fails (a
+    # graph that is compiled but not cached), as any other value the format cannot hold.
+    return bodies.get(id(value), value) if isinstance(value, Graph) else value
+
+
+def _storable(value: Any) -> Any:
+    # An index template's `ScalarSlot` keeps its position only: its sympy `expr` serves
+    # capture's shape rules, never the run-time call.
+    if isinstance(value, ScalarSlot):
+        return ScalarSlot(value.position)
+    if type(value) is tuple:
+        return tuple(_storable(item) for item in value)
+    if type(value) is slice:
+        return slice(_storable(value.start), _storable(value.stop), _storable(value.step))
+    return value
+
+
+def _resolve(value: Any, graph: Graph) -> Any:
+    if not isinstance(value, SubgraphRef):
+        return value
+    nodes = graph.nodes
+    body = nodes[value.node].kwargs.get(value.param) if 0 <= value.node < len(nodes) else None
+    if not isinstance(body, Graph):
+        raise ArtifactFormatError(f"no loop body at node {value.node}, {value.param!r}")
+    return body
 
 
 def _op(name: str) -> Op:
@@ -127,6 +206,8 @@ _ARTIFACT_CLASSES: tuple[type, ...] = (
     TreeSpec,
     BufferRef,
     IndexArray,
+    ScalarSlot,
+    SubgraphRef,
 )
 
 

@@ -152,11 +152,12 @@ class _Emitter:
         self.step_index = 0
         # kernel name -> the buffers it may run on in place (no `restrict` on them)
         self.aliased: dict[str, frozenset[str]] = {}
+        # By buffer name: an input whose name a node of the graph also has is `in_<name>`.
         self.bindings = size_bindings(
             [
-                (node.name, tuple(node.meta.shape))
-                for node in sched.program.graph.placeholders
-                if isinstance(node.meta, ArrayMeta)
+                (name, tuple(self.buffers[name].shape))
+                for name in self.program.inputs
+                if self.buffers[name].kind == "input"
             ]
         )
         self.symbol_vars = {symbol: _symbol_var(symbol) for symbol in self.bindings}

@@ -1,0 +1,158 @@
+"""Ints that only bound kept loops never specialize (`bound_origins`), under the default
+`dynamic=None` policy: a Python int trip count becomes a graph input and a size that bounds
+a loop a symbol from the first compile; ints whose value matters still specialize.
+
+Each program runs compiled and eagerly on the same inputs (values, dtypes, in-place effects).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from numpile_capture import compile_function, reset
+from numpile_capture.capture_events import recording_captures
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Iterator[None]:
+    reset()
+    yield
+    reset()
+
+
+def _same(got: Any, want: Any) -> None:
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            _same(g, w)
+        return
+    assert type(got) is type(want) or np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+
+
+def _compiles(
+    fn: Callable[..., Any], calls: list[tuple[Any, ...]], **options: Any
+) -> tuple[int, list[Any]]:
+    """How many graphs compiling `fn` made over `calls`; the compiled results match eager."""
+    compiled = compile_function(fn, backend="eager", **options)
+    results = []
+    with recording_captures() as events:
+        for args in calls:
+            fresh = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            got = compiled(*fresh)
+            eager_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            want = fn(*eager_args)
+            _same(got, want)
+            for g, w in zip(fresh, eager_args, strict=True):  # in-place effects
+                if isinstance(w, np.ndarray):
+                    np.testing.assert_allclose(g, w, rtol=1e-12)
+            results.append(got)
+    assert not any(event.eager for event in events)
+    return sum(1 for event in events if event.graph is not None), results
+
+
+def gauss_seidel(A: Any, b: Any, sweeps: int) -> Any:
+    n = b.shape[0]
+    x = np.zeros_like(b)
+    for _ in range(sweeps):
+        for i in range(n):
+            x[i] = (b[i] - A[i, :i] @ x[:i] - A[i, i + 1 :] @ x[i + 1 :]) / A[i, i]
+    return x
+
+
+def stencil_steps(u: Any, steps: int) -> Any:
+    u = u.copy()
+    for _ in range(steps):
+        u[1:-1] = 0.25 * u[:-2] + 0.5 * u[1:-1] + 0.25 * u[2:]
+    return u
+
+
+def decay(x: Any, steps: int, rate: float) -> Any:
+    s = 0.0
+    for k in range(1, steps + 1):
+        s = s * rate + x[k % x.shape[0]]
+    return s
+
+
+def back_substitution(U: Any, b: Any) -> Any:
+    n = b.shape[0]
+    x = np.zeros_like(b)
+    for i in range(n - 1, -1, -1):
+        x[i] = (b[i] - U[i, i + 1 :] @ x[i + 1 :]) / U[i, i]
+    return x
+
+
+def lu_in_place(A: Any) -> Any:
+    A = A.copy()
+    n = len(A)
+    for i in range(n):
+        for j in range(i):
+            A[i, j] = (A[i, j] - A[i, :j] @ A[:j, j]) / A[j, j]
+        for j in range(i, n):
+            A[i, j] = A[i, j] - A[i, :i] @ A[:i, j]
+    return A
+
+
+def _dominant(n: int) -> Any:
+    rng = np.random.default_rng(n)
+    A = rng.standard_normal((n, n))
+    A[np.diag_indices(n)] = np.abs(A).sum(axis=1) + 1.0
+    return A
+
+
+@pytest.mark.parametrize("counts", [(0, 1, 5, 50), (5, 0, 50, 1)])
+def test_python_int_trip_counts_compile_once(counts: tuple[int, ...]) -> None:
+    A, b = _dominant(6), np.linspace(1.0, 2.0, 6)
+    x = np.linspace(-1.0, 1.0, 9)
+    assert _compiles(gauss_seidel, [(A, b, t) for t in counts])[0] == 1
+    assert _compiles(stencil_steps, [(x, t) for t in counts])[0] == 1
+    assert _compiles(decay, [(x, t, 0.5) for t in counts])[0] == 1
+
+
+def test_sizes_that_bound_loops_compile_once() -> None:
+    calls = [(np.triu(_dominant(n)), np.linspace(1.0, 2.0, n)) for n in (5, 50, 17)]
+    assert _compiles(back_substitution, calls)[0] == 1
+    # `len(A)` of a square matrix: both dims become one symbol (duck sizing).
+    assert _compiles(lu_in_place, [(_dominant(n),) for n in (4, 40, 9)])[0] == 1
+
+
+def _zeros_of(x: Any, n: int) -> Any:
+    out = np.zeros(n)
+    for i in range(n):
+        out[i] = x[i] * 2.0
+    return out
+
+
+def _branch_on(x: Any, n: int) -> Any:
+    s = 0.0
+    for i in range(n):
+        s += x[i]
+    if n > 3:
+        s = s * 2.0
+    return s
+
+
+def test_ints_whose_value_matters_still_specialize() -> None:
+    x = np.linspace(0.0, 1.0, 12)
+    # A created array's shape needs the value: each new n is a new graph.
+    assert _compiles(_zeros_of, [(x, 5), (x, 5), (x, 7)])[0] == 2
+    # A branch guards its outcome only: 5 and 9 share a graph, 2 takes the other branch.
+    assert _compiles(_branch_on, [(x, 5), (x, 9), (x, 2)])[0] == 2
+
+
+def _scaled(x: Any, k: int) -> Any:
+    return x * k
+
+
+def test_ints_that_bound_no_loop_and_dynamic_false_are_unchanged() -> None:
+    x = np.linspace(0.0, 1.0, 8)
+    # No loop: baked in first, a graph input once it changes (automatic dynamic).
+    count, _ = _compiles(_scaled, [(x, 2), (x, 3), (x, 4)])
+    assert count == 2
+    # dynamic=False specializes every int, loop bounds included.
+    count, _ = _compiles(stencil_steps, [(x, 2), (x, 3)], dynamic=False)
+    assert count == 2
