@@ -41,12 +41,18 @@ log = logging.getLogger("numpile.inductor.loops")
 
 BodyCompiler = Callable[[Graph], Callable[..., Any]]
 LoopRunner = Callable[[range, tuple[Any, ...], int], tuple[Any, ...]]
+# A whole loop of scalar work as one program of a backend's own (Triton's device-side loop),
+# or None when that backend cannot take the loop; given the loop node and its own body copy.
+LoopCompiler = Callable[[Node, Graph], LoopRunner | None]
 
 
-def compile_loop_bodies(graph: Graph, compile_body: BodyCompiler) -> Graph:
+def compile_loop_bodies(
+    graph: Graph, compile_body: BodyCompiler, *, compile_loop: LoopCompiler | None = None
+) -> Graph:
     """`graph` with every `for_loop` node running its body compiled by `compile_body`.
 
-    Returns `graph` itself when it has no loop node.
+    A body without array work runs op by op, or as the runner `compile_loop` makes for the
+    whole loop where it makes one. Returns `graph` itself when it has no loop node.
     """
     if not any(is_loop(node) for node in graph.nodes):
         return graph
@@ -65,9 +71,15 @@ def compile_loop_bodies(graph: Graph, compile_body: BodyCompiler) -> Graph:
         if is_loop(node):
             # A body graph of the inductor's own, so the runner it registers on it does not
             # change how other backends run the same captured graph.
-            body = _own_copy(compile_loop_bodies(node.kwargs["body"], compile_body))
+            inner = compile_loop_bodies(
+                node.kwargs["body"], compile_body, compile_loop=compile_loop
+            )
+            body = _own_copy(inner)
             compiled = compile_body(body) if _compiles(body) else None
-            set_loop_runner(body, host_loop(body, compiled))
+            whole = None
+            if compiled is None and compile_loop is not None and not _has_array_work(body):
+                whole = compile_loop(node, body)
+            set_loop_runner(body, whole or host_loop(body, compiled))
             params["body"] = body
         inputs = tuple(tree_map(rename, list(node.inputs)))
         copy = result.add_node(op, inputs, params, node.meta)

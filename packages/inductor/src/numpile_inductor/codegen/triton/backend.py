@@ -37,6 +37,7 @@ from numpile_capture import (
     Graph,
     Node,
     gives_scalar,
+    has_loops,
     run_graph,
     tree_flatten,
     tree_unflatten,
@@ -47,6 +48,7 @@ from ...config import TritonOptions
 from ...debug import debug_folder, graph_dot, write_debug_files
 from ...launcher import extern_callable, with_epilogue
 from ...loop_ir import Buffer, BufferRef, ExternCall
+from ...loops import compile_loop_bodies
 from ...pipeline import functionalized, lower_and_schedule
 from .autotune import cache_key, tune
 from .externs import device_extern, to_device
@@ -59,6 +61,7 @@ from .kernel import (
     kernel_source,
     scalar_value,
 )
+from .loop_program import loop_program
 from .matmul import (
     TILES,
     MatmulChoice,
@@ -239,6 +242,14 @@ def compile_triton(
     if options is None:
         interpret = status.mode == "interpret"
         options = TritonOptions.from_mode(mode, option_overrides, interpret=interpret)
+    if has_loops(graph):
+        # Loop bodies of array work compiled once each (the index is a kernel argument) and
+        # run by a host loop of launches; loops of scalar work as one device-side program.
+        graph = compile_loop_bodies(
+            graph,
+            lambda body: compile_triton(body, options=options).fn,
+            compile_loop=lambda node, body: loop_program(node, body, status.mode),
+        )
     target, epilogue, functional_text = functionalized(graph)
     try:
         with rt.timed("triton_codegen"):
