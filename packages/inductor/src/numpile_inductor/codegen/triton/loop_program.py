@@ -68,6 +68,7 @@ class _Array:
     name: str
     dtype: np.dtype[Any]
     ndim: int
+    written: bool = False
 
 
 _PYTHON_DTYPES: dict[type, np.dtype[Any]] = {
@@ -200,6 +201,7 @@ def _setitem_at(writer: _ProgramWriter, node: Node, env: Env) -> None:
     address, ok = writer.element(array, index)
     stored = writer.cast(value, array.dtype)
     writer.buf.writeline(f"tl.store({address}, {stored.text}, mask={ok})")
+    array.written = True
     env[node] = array
 
 
@@ -364,6 +366,7 @@ class LoopSource:
     cell_dtypes: tuple[np.dtype[Any], ...]
     arrays: tuple[int, ...]
     array_ndims: tuple[int, ...]
+    written: tuple[int, ...]  # positions in `arrays` of the arrays the loop stores into
     carried: int
     breaks: bool
 
@@ -462,8 +465,20 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
             "",
         ]
     )
+    stored = tuple(
+        k
+        for k, p in enumerate(arrays)
+        if isinstance(a := env[placeholders[1 + p]], _Array) and a.written
+    )
     return LoopSource(
-        source, tuple(cells), tuple(cell_dtypes), tuple(arrays), tuple(ndims), carried, breaks
+        source,
+        tuple(cells),
+        tuple(cell_dtypes),
+        tuple(arrays),
+        tuple(ndims),
+        stored,
+        carried,
+        breaks,
     )
 
 
@@ -518,12 +533,14 @@ def loop_program(node: Node, body: Graph, mode: str) -> LoopRunner | None:
         for array in arrays:
             for axis in range(array.ndim):
                 sizes += [array.shape[axis], array.strides[axis] // array.itemsize]
-        cells = [
-            xp.asarray(np.array([values[p]], dtype=dtype))
-            for p, dtype in zip(generated.cells, generated.cell_dtypes, strict=True)
-        ]
+        cells = []
+        for position, dtype in zip(generated.cells, generated.cell_dtypes, strict=True):
+            cell = xp.empty(1, dtype=dtype)
+            cell[0] = values[position]
+            cells.append(cell)
         bad = xp.zeros(1, dtype=np.int32)
-        written = [array.copy() for array in arrays]  # put back if an index is out of bounds
+        # What the loop writes, put back if an index is out of bounds (then eager runs it).
+        saved = {k: arrays[k].copy() for k in generated.written}
         args = [xp.asarray(np.array(sizes, dtype=np.int64)), *cells, *arrays, bad]
         if mode == "interpret":
             with np.errstate(all="ignore"):  # masked-off loads compute on zeros
@@ -532,8 +549,8 @@ def loop_program(node: Node, body: Graph, mode: str) -> LoopRunner | None:
             stream = xp.cuda.get_current_stream()
             launcher(args, 1, {}, 1, int(stream.ptr), int(xp.cuda.runtime.getDevice()))
         if int(bad[0]):
-            for array, saved in zip(arrays, written, strict=True):
-                array[...] = saved
+            for k, copy in saved.items():
+                arrays[k][...] = copy
             return fallback(indices, values, carried)
         return tuple(_final(cells[k], metas[k]) for k in range(carried))
 
@@ -547,9 +564,16 @@ def _typed(values: tuple[Any, ...], metas: list[Any], cells: tuple[int, ...]) ->
         if isinstance(meta, ScalarMeta):
             if type(value) is not meta.type:
                 return False
-        elif not isinstance(value, np.generic | np.ndarray) or value.dtype != meta.dtype:
+        elif not _zero_d_of(value, meta.dtype):
             return False
     return True
+
+
+def _zero_d_of(value: Any, dtype: np.dtype[Any]) -> bool:
+    # A NumPy scalar, 0-d array or 0-d device array of `dtype`.
+    if not isinstance(value, np.generic | np.ndarray) and not rt.is_device_array(value):
+        return False
+    return bool(value.dtype == dtype and value.ndim == 0)
 
 
 def _addressable(arrays: list[Any], ndims: tuple[int, ...]) -> bool:
