@@ -227,12 +227,14 @@ def compile_triton(
     options: TritonOptions | None = None,
     mode: str | None = None,
     option_overrides: Mapping[str, Any] | None = None,
+    functionalize: bool = True,
 ) -> TritonCompiled:
     """Compile `graph` for Triton; needs triton (and CuPy with a GPU, or `TRITON_INTERPRET=1`).
 
     `options` sets every field; otherwise `mode` ("default", "reduce-overhead",
     "max-autotune", "max-autotune-no-cudagraphs") and `option_overrides` (field names
-    of `TritonOptions`) choose them. CUDA graphs apply on a GPU only.
+    of `TritonOptions`) choose them. CUDA graphs apply on a GPU only. `functionalize=False`
+    keeps in-place ops as barriers (loop bodies: each iteration writes the arrays it is given).
 
     >>> compile_triton(graph, mode="max-autotune").fn(*inputs)  # doctest: +SKIP
     """
@@ -247,10 +249,13 @@ def compile_triton(
         # run by a host loop of launches; loops of scalar work as one device-side program.
         graph = compile_loop_bodies(
             graph,
-            lambda body: compile_triton(body, options=options).fn,
+            lambda body: compile_triton(body, options=options, functionalize=False).fn,
             compile_loop=lambda node, body: loop_program(node, body, status.mode),
+            typed_results=False,
         )
-    target, epilogue, functional_text = functionalized(graph)
+    target, epilogue, functional_text = (
+        functionalized(graph) if functionalize else (graph, None, "")
+    )
     try:
         with rt.timed("triton_codegen"):
             module, sched = generate_triton(target, options)

@@ -511,7 +511,7 @@ def loop_program(node: Node, body: Graph, mode: str) -> LoopRunner | None:
     launcher = rt.TritonLauncher(
         kernel, ("ptr",) * (2 + len(generated.cells) + len(generated.arrays))
     )
-    fallback = host_loop(body, None)
+    fallback = host_loop(body, None, typed=False)
     metas = [placeholder.meta for placeholder in body.placeholders[1:]]
     rt.count("triton_loop_program")
 
