@@ -41,11 +41,23 @@ log = logging.getLogger("numpile.inductor.loops")
 
 BodyCompiler = Callable[[Graph], Callable[..., Any]]
 LoopRunner = Callable[[range, tuple[Any, ...], int], tuple[Any, ...]]
+# A whole loop of scalar work as one program of a backend's own (Triton's device-side loop),
+# or None when that backend cannot take the loop; given the loop node and its own body copy.
+LoopCompiler = Callable[[Node, Graph], LoopRunner | None]
 
 
-def compile_loop_bodies(graph: Graph, compile_body: BodyCompiler) -> Graph:
+def compile_loop_bodies(
+    graph: Graph,
+    compile_body: BodyCompiler,
+    *,
+    compile_loop: LoopCompiler | None = None,
+    typed_results: bool = True,
+) -> Graph:
     """`graph` with every `for_loop` node running its body compiled by `compile_body`.
 
+    A body without array work runs op by op, or as the runner `compile_loop` makes for the
+    whole loop where it makes one. `typed_results=False` keeps a carried Python scalar that
+    no iteration changed as it is (for backends that run the loop node as a Python call).
     Returns `graph` itself when it has no loop node.
     """
     if not any(is_loop(node) for node in graph.nodes):
@@ -65,9 +77,18 @@ def compile_loop_bodies(graph: Graph, compile_body: BodyCompiler) -> Graph:
         if is_loop(node):
             # A body graph of the inductor's own, so the runner it registers on it does not
             # change how other backends run the same captured graph.
-            body = _own_copy(compile_loop_bodies(node.kwargs["body"], compile_body))
+            inner = compile_loop_bodies(
+                node.kwargs["body"],
+                compile_body,
+                compile_loop=compile_loop,
+                typed_results=typed_results,
+            )
+            body = _own_copy(inner)
             compiled = compile_body(body) if _compiles(body) else None
-            set_loop_runner(body, host_loop(body, compiled))
+            whole = None
+            if compiled is None and compile_loop is not None and not _has_array_work(body):
+                whole = compile_loop(node, body)
+            set_loop_runner(body, whole or host_loop(body, compiled, typed=typed_results))
             params["body"] = body
         inputs = tuple(tree_map(rename, list(node.inputs)))
         copy = result.add_node(op, inputs, params, node.meta)
@@ -113,13 +134,15 @@ def _own_copy(graph: Graph) -> Graph:
     return copy
 
 
-def host_loop(body: Graph, compiled: Callable[..., Any] | None) -> LoopRunner:
+def host_loop(
+    body: Graph, compiled: Callable[..., Any] | None, *, typed: bool = True
+) -> LoopRunner:
     """The implementation of a `for_loop` node that calls `compiled` (the body) per index,
     or runs the body op by op (`body_runner`) when it was not worth compiling.
 
-    The final carried values have the types of the node's metadata: a loop that ran no
-    iteration gives its initial Python scalar as the NumPy scalar the loop would carry
-    (the compiled module reads metadata types; eager Python keeps the Python scalar).
+    With `typed`, the final carried values have the types of the node's metadata: a loop
+    that ran no iteration gives its initial Python scalar as the NumPy scalar the loop would
+    carry (the compiled module reads metadata types; eager Python keeps the Python scalar).
     """
     metas = [node.meta for node in body.placeholders]
     if compiled is None:
@@ -142,6 +165,8 @@ def host_loop(body: Graph, compiled: Callable[..., Any] | None) -> LoopRunner:
                 break  # the body's stop flag: a `break` (see numpile_capture.loop_exit)
             if not matching:
                 matching = _matches(state, metas[1 : 1 + carried])
+        if not typed:
+            return state
         return tuple(_as_meta(value, meta) for value, meta in zip(state, metas[1:], strict=False))
 
     return run

@@ -37,6 +37,7 @@ from numpile_capture import (
     Graph,
     Node,
     gives_scalar,
+    has_loops,
     run_graph,
     tree_flatten,
     tree_unflatten,
@@ -47,6 +48,7 @@ from ...config import TritonOptions
 from ...debug import debug_folder, graph_dot, write_debug_files
 from ...launcher import extern_callable, with_epilogue
 from ...loop_ir import Buffer, BufferRef, ExternCall
+from ...loops import compile_loop_bodies
 from ...pipeline import functionalized, lower_and_schedule
 from .autotune import cache_key, tune
 from .externs import device_extern, to_device
@@ -59,6 +61,7 @@ from .kernel import (
     kernel_source,
     scalar_value,
 )
+from .loop_program import loop_program
 from .matmul import (
     TILES,
     MatmulChoice,
@@ -224,12 +227,14 @@ def compile_triton(
     options: TritonOptions | None = None,
     mode: str | None = None,
     option_overrides: Mapping[str, Any] | None = None,
+    functionalize: bool = True,
 ) -> TritonCompiled:
     """Compile `graph` for Triton; needs triton (and CuPy with a GPU, or `TRITON_INTERPRET=1`).
 
     `options` sets every field; otherwise `mode` ("default", "reduce-overhead",
     "max-autotune", "max-autotune-no-cudagraphs") and `option_overrides` (field names
-    of `TritonOptions`) choose them. CUDA graphs apply on a GPU only.
+    of `TritonOptions`) choose them. CUDA graphs apply on a GPU only. `functionalize=False`
+    keeps in-place ops as barriers (loop bodies: each iteration writes the arrays it is given).
 
     >>> compile_triton(graph, mode="max-autotune").fn(*inputs)  # doctest: +SKIP
     """
@@ -239,7 +244,18 @@ def compile_triton(
     if options is None:
         interpret = status.mode == "interpret"
         options = TritonOptions.from_mode(mode, option_overrides, interpret=interpret)
-    target, epilogue, functional_text = functionalized(graph)
+    if has_loops(graph):
+        # Loop bodies of array work compiled once each (the index is a kernel argument) and
+        # run by a host loop of launches; loops of scalar work as one device-side program.
+        graph = compile_loop_bodies(
+            graph,
+            lambda body: compile_triton(body, options=options, functionalize=False).fn,
+            compile_loop=lambda node, body: loop_program(node, body, status.mode),
+            typed_results=False,
+        )
+    target, epilogue, functional_text = (
+        functionalized(graph) if functionalize else (graph, None, "")
+    )
     try:
         with rt.timed("triton_codegen"):
             module, sched = generate_triton(target, options)

@@ -1,0 +1,254 @@
+"""Loops on the Triton backend (issue 23, item 5), under Triton's CPU interpreter.
+
+A loop whose body does array work runs as a host loop of kernel launches: the body is
+compiled once and each iteration launches its kernels with the index as an argument. A
+loop of 0-d work runs as one Triton program: one launch for the whole loop. Each program
+runs at several trip counts (0 and 1 among them) and is compared with eager: values,
+dtypes, result types, the inputs afterwards (in-place writes) and exceptions; the launches
+are counted through `numpile_runtime.TritonLauncher`.
+
+Skipped when triton is not installed. The interpreter is switched on before triton is
+imported (it reads the variable at import); under a process that imported triton
+without it, the module skips (run it alone, as `nox -s tests-triton-interpret` does).
+On a GPU (`pytest -m gpu`), `test_loops_on_a_gpu` runs the same programs on the device.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import numpile_runtime as rt
+
+if "triton" not in sys.modules and not rt.cupy_available():
+    # NOTE: not on a GPU machine, where the GPU tests of the same process need real kernels.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+pytest.importorskip("triton", reason="triton is not installed (pip install triton)")
+
+import numpile
+
+_MODE = rt.triton_status().mode
+
+
+def rows_recurrence(A: Any, n: int) -> Any:
+    s = np.zeros(A.shape[1])
+    for i in range(n):
+        s = s * 0.5 + np.sin(A[i]) * i
+    return s
+
+
+def columns_in_place(A: Any, n: int) -> Any:
+    for i in range(1, n):
+        A[:, i] += A[:, i - 1] * 0.5
+    return A.sum()
+
+
+def rows_with_break(A: Any, n: int) -> Any:
+    s = np.ones(A.shape[1], dtype=np.float32)
+    for i in range(n):
+        s = s * A[i] + 1.0
+        if i == 3:
+            break
+    return s
+
+
+def sum_of_squares(x: Any, n: int) -> Any:
+    s = 0.0
+    for i in range(n):
+        s = s + x[i] * x[i]
+    return s
+
+
+def float32_recurrence(x: Any, n: int) -> Any:
+    acc = np.float32(1.0) * x[0]
+    for i in range(1, n):
+        acc = acc * np.float32(0.75) + x[i] * i
+    return acc
+
+
+def backward_sweep(x: Any, n: int) -> Any:
+    for i in range(n - 1, 0, -2):
+        x[i] = np.sqrt(x[i]) + x[i - 1] * 0.5
+    return x
+
+
+def branch_and_break(x: Any, n: int) -> Any:
+    s = 0.0
+    for i in range(1, n):
+        if i % 3 == 1:
+            x[i] = x[i - 1] * 0.5 + x[i]
+        else:
+            s = s + x[i] * i
+        if i == 9:
+            break
+    return s
+
+
+def mixed_dtypes(x: Any, n: int) -> Any:
+    w = (np.arange(x.shape[0]) % 5).astype(np.int64)
+    t = 0.0
+    for i in range(n):
+        t = t + np.exp(-x[i]) * w[i] - np.maximum(x[i], 0.5)
+    return t
+
+
+def out_of_bounds(x: Any, n: int) -> Any:
+    s = 0.0
+    for i in range(n):
+        x[i] = x[i] + 1.0
+        s = s + x[i + 2]
+    return s
+
+
+ARRAY_BODIES: dict[str, Callable[..., Any]] = {
+    "rows_recurrence": rows_recurrence,
+    "columns_in_place": columns_in_place,
+    "rows_with_break": rows_with_break,
+}
+SCALAR_BODIES: dict[str, Callable[..., Any]] = {
+    "sum_of_squares": sum_of_squares,
+    "float32_recurrence": float32_recurrence,
+    "backward_sweep": backward_sweep,
+    "branch_and_break": branch_and_break,
+    "mixed_dtypes": mixed_dtypes,
+    "out_of_bounds": out_of_bounds,
+}
+TRIPS = (0, 1, 2, 7, 23)
+# How many times each array body runs at trip count n.
+ITERATIONS: dict[str, Callable[[int], int]] = {
+    "rows_recurrence": lambda n: n,
+    "columns_in_place": lambda n: max(n - 1, 0),
+    "rows_with_break": lambda n: min(n, 4),
+}
+
+
+def _inputs(name: str, n: int) -> tuple[Any, ...]:
+    rng = np.random.default_rng(n)
+    if name in ARRAY_BODIES:
+        dtype = np.float32 if name == "rows_with_break" else np.float64
+        return (rng.random((max(n, 1), max(n, 1) + 2)).astype(dtype), n)
+    dtype = np.float32 if name == "float32_recurrence" else np.float64
+    return (rng.random(max(n, 1) + 1).astype(dtype), n)
+
+
+class _Launches:
+    # The kernel launches of compiled calls: each kernel's name, and how often each kernel
+    # (the jitted function object) was launched.
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.names: list[str] = []
+        self.per_kernel: dict[int, int] = {}
+        original = rt.TritonLauncher.__call__
+
+        def counting(launcher: Any, *args: Any, **kwargs: Any) -> Any:
+            self.names.append(getattr(launcher.fn, "__name__", "?"))
+            key = id(launcher.fn)
+            self.per_kernel[key] = self.per_kernel.get(key, 0) + 1
+            return original(launcher, *args, **kwargs)
+
+        monkeypatch.setattr(rt.TritonLauncher, "__call__", counting)
+
+    def clear(self) -> None:
+        self.names.clear()
+        self.per_kernel.clear()
+
+
+def _outcome(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Any]:
+    try:
+        return fn(*args), None
+    except Exception as error:
+        return None, error
+
+
+def _same(got: Any, want: Any) -> None:
+    assert type(got) is type(want), (type(got), type(want))
+    if isinstance(want, np.ndarray | np.generic):
+        assert got.dtype == want.dtype and np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def _check(name: str, fn: Callable[..., Any], n: int, compiled: Callable[..., Any]) -> None:
+    eager_args, compiled_args = _inputs(name, n), _inputs(name, n)
+    want, want_error = _outcome(fn, eager_args)
+    got, got_error = _outcome(compiled, compiled_args)
+    if want_error is not None:
+        assert type(got_error) is type(want_error) and str(got_error) == str(want_error)
+    else:
+        assert got_error is None, got_error
+        if type(want) is float and type(got) is np.float64:
+            # A loop whose iterations left its initial Python float unchanged gives it as the
+            # NumPy scalar the loop carries (docs/status.md, "Loops that stay loops").
+            assert got == want
+        else:
+            _same(got, want)
+    for before, after in zip(eager_args, compiled_args, strict=True):
+        if isinstance(before, np.ndarray):
+            np.testing.assert_array_equal(after, before)  # the same in-place writes
+
+
+pytestmark = pytest.mark.skipif(
+    _MODE != "interpret",
+    reason="needs TRITON_INTERPRET=1 set before triton is imported: run this file alone",
+)
+
+
+@pytest.mark.parametrize("name", list(ARRAY_BODIES))
+def test_array_body_is_a_host_loop_of_one_compiled_body(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fn = ARRAY_BODIES[name]
+    compiled = numpile.compile(fn, backend="triton", dynamic=True)
+    launches = _Launches(monkeypatch)
+    for n in TRIPS:
+        launches.clear()
+        _check(name, fn, n, compiled)
+        # One launch of the body's kernel per iteration, the same kernel every time (the
+        # index is a kernel argument); the code around the loop launches its own kernels.
+        most = max(launches.per_kernel.values(), default=0)
+        iterations = ITERATIONS[name](n)
+        assert most == iterations if iterations >= 2 else most <= 1, launches.names
+        assert "loop_program" not in launches.names
+
+
+@pytest.mark.parametrize("name", list(SCALAR_BODIES))
+def test_scalar_body_is_one_device_program(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fn = SCALAR_BODIES[name]
+    compiled = numpile.compile(fn, backend="triton", dynamic=True)
+    launches = _Launches(monkeypatch)
+    for n in TRIPS:
+        launches.clear()
+        _check(name, fn, n, compiled)
+        programs = launches.names.count("loop_program")
+        # Iterations after the first run in one program (the first runs on the host when
+        # it carries a Python float that NEP 50 turns into the loop's NumPy scalar).
+        assert programs == (1 if n >= 3 else programs), launches.names
+        assert programs <= 1
+
+
+def test_a_new_trip_count_launches_the_same_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = numpile.compile(sum_of_squares, backend="triton", dynamic=True)
+    x = np.random.default_rng(0).random(400)
+    launches = _Launches(monkeypatch)
+    rt.reset_counters()
+    for n in (5, 50, 400):
+        assert compiled(x, n) == pytest.approx(sum_of_squares(x, n), rel=1e-12)
+    assert launches.names == ["loop_program"] * 3
+    assert rt.counters().get("triton_loop_program", 0) <= 1  # generated at most once
+
+
+def test_loop_not_expressible_as_one_program_still_matches_eager() -> None:
+    # A carried Python int (unbounded in Python) keeps the loop on the host.
+    def collatz_steps(x: Any, n: int) -> Any:
+        k = 1
+        for i in range(n):
+            k = k * 3 + int(i)
+        return k + x[0]
+
+    compiled = numpile.compile(collatz_steps, backend="triton", dynamic=True)
+    x = np.ones(3)
+    for n in (0, 1, 40):
+        assert compiled(x, n) == collatz_steps(x, n)

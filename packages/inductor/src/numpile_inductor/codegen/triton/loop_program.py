@@ -1,0 +1,600 @@
+"""A loop of scalar work as one Triton program: the whole `for_loop` runs on the device.
+
+A `for_loop` whose body does only 0-d work (loads `x[i]`, stores `x[i] = v`, NumPy ops on
+0-d values, Python arithmetic on the index, `if` on run-time values, `break`) becomes one
+`@triton.jit` kernel launched once, with one program instance: the index is the kernel's
+own loop variable and the carried values stay in registers across iterations. Bodies of
+array work are not taken here: they run as a host loop of kernel launches
+(`numpile_inductor.loops`).
+
+Every number the kernel reads from the host is passed in memory, never as a scalar
+argument: Triton would specialize an int equal to 1 and pass a Python float as float32.
+So the trip count, start, step, shapes and strides come in one int64 array (a new trip
+count launches the same binary), and carried values and scalar invariants in one-element
+arrays the kernel reads at entry and writes back at exit.
+
+Python semantics the device cannot give are handled around the launch: an index out of
+bounds sets an error flag (the load or store is masked off), and the call then puts back
+the arrays the loop writes (copied before the launch) and runs the loop again op by op,
+which raises NumPy's `IndexError` from the user's line with earlier iterations' writes as
+eager left them. The first iteration on other carried types (NEP 50), empty ranges and
+carried values of other types run on the host as `host_loop` does. Not taken (the loop
+then runs as a host loop): carried Python ints and bools (unbounded ints), nested loops,
+`while` loops, Python `/`, `//` and `%` other than by a positive constant, bool,
+complex and float16 values.
+
+    >>> runner = loop_program(node, body, "interpret")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+
+import numpile_runtime as rt
+from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot, run_graph
+
+from ...loop_ir import Apply, Constant, ScalarArg
+from ...loops import LoopRunner, host_loop
+from ..common import CodeBuffer
+from .ops import TRITON_HELPERS, tl_type, triton_expr, triton_literal
+
+log = logging.getLogger("numpile.inductor.triton")
+
+__all__ = ["NotDeviceLoop", "loop_program", "loop_program_source"]
+
+
+class NotDeviceLoop(Exception):  # noqa: N818 - it names the event
+    """The loop's body has something one Triton program does not compute; it runs as a
+    host loop."""
+
+
+@attrs.define
+class _Scalar:
+    # A 0-d value of the kernel: its Triton expression (a name), its dtype, and the Python
+    # type when it is a Python scalar (int, float, bool), else None.
+    text: str
+    dtype: np.dtype[Any]
+    python: type | None = None
+
+
+@attrs.define
+class _Array:
+    # An array argument: `name_ptr`, `name_n<axis>` and `name_s<axis>` in the kernel.
+    name: str
+    dtype: np.dtype[Any]
+    ndim: int
+    written: bool = False
+
+
+_PYTHON_DTYPES: dict[type, np.dtype[Any]] = {
+    int: np.dtype("int64"),
+    float: np.dtype("float64"),
+    bool: np.dtype("bool"),
+}
+_PY_ARITH = {"add": "+", "sub": "-", "mul": "*"}
+_PY_COMPARE = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
+
+Env = dict[Node, "_Scalar | _Array"]
+
+
+class _ProgramWriter:
+    # Writes the kernel body: one statement per line, values as fresh names.
+    def __init__(self) -> None:
+        self.buf = CodeBuffer(level=1)
+        self.count = 0
+        self.result_metas: dict[tuple[Node, int], Any] = {}
+        self.cond_results: dict[tuple[Node, int], _Scalar] = {}
+
+    def fresh(self, stem: str) -> str:
+        self.count += 1
+        return f"{stem}{self.count}"
+
+    def define(self, dtype: np.dtype[Any], text: str, python: type | None = None) -> _Scalar:
+        name = self.fresh("t")
+        self.buf.writeline(f"{name} = {text}")
+        return _Scalar(name, dtype, python)
+
+    def operand(self, env: Env, value: Any) -> _Scalar:
+        if isinstance(value, Node):
+            found = env.get(value)
+            if not isinstance(found, _Scalar):
+                raise NotDeviceLoop(f"{value.name} is not a 0-d value")
+            return found
+        kind = type(value)
+        if kind in _PYTHON_DTYPES:
+            dtype = _PYTHON_DTYPES[kind]
+            return _Scalar(triton_literal(value, dtype, "[]"), dtype, kind)
+        if isinstance(value, np.generic) and tl_type(value.dtype) is not None:
+            return _Scalar(triton_literal(value.item(), value.dtype, "[]"), value.dtype)
+        raise NotDeviceLoop(f"a constant {value!r}")
+
+    def body(self, graph: Graph, env: Env) -> list[_Scalar]:
+        for node in graph.nodes:
+            if node.op is not None and node.op.name == "loop_output":
+                source = node.inputs[0]
+                if isinstance(source, Node):
+                    self.result_metas[(source, dict(node.params)["index"])] = node.meta
+        for node in graph.nodes:
+            if node.op is None:
+                continue
+            handler = _HANDLERS.get(node.op.name, _pointwise)
+            handler(self, node, env)
+        outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+        return [self.operand(env, out) for out in outputs]
+
+    def expression(self, expr: Any) -> _Scalar:
+        if isinstance(expr, Constant):
+            return _Scalar(triton_literal(expr.value, expr.dtype, "[]"), expr.dtype)
+        if isinstance(expr, ScalarArg):
+            return _Scalar(expr.name, expr.dtype)
+        if not isinstance(expr, Apply):
+            raise NotDeviceLoop(f"a loop-IR value {expr}")
+        args = [self.expression(arg) for arg in expr.args]
+        text = triton_expr(expr.fn, [a.text for a in args], [a.dtype for a in args], expr.dtype)
+        return self.define(expr.dtype, text)
+
+    def cast(self, value: _Scalar, dtype: np.dtype[Any]) -> _Scalar:
+        if value.dtype == dtype and value.python is None:
+            return value
+        return self.define(dtype, triton_expr("cast", [value.text], [value.dtype], dtype))
+
+    def element(self, array: _Array, index: list[_Scalar]) -> tuple[str, str]:
+        # The address of array[index] and its in-bounds mask; an index out of bounds sets the
+        # error flag (NumPy's negative indices wrap first).
+        terms, masks = [], []
+        for axis, value in enumerate(index):
+            if value.dtype.kind not in "iu" or value.python is bool:
+                raise NotDeviceLoop("a non-integer index")
+            size = f"{array.name}_n{axis}"
+            raw = self.define(np.dtype("int64"), f"{value.text}.to(tl.int64)").text
+            wrapped = self.define(
+                np.dtype("int64"), f"tl.where({raw} < 0, {raw} + {size}, {raw})"
+            ).text
+            ok = self.define(np.dtype("bool"), f"({wrapped} >= 0) & ({wrapped} < {size})").text
+            terms.append(f"{wrapped} * {array.name}_s{axis}")
+            masks.append(ok)
+        mask = " & ".join(masks) if masks else "bad == 0"
+        ok_all = self.define(np.dtype("bool"), mask).text
+        self.buf.writeline(f"bad = bad | ({ok_all} == 0)")
+        return f"{array.name}_ptr + {' + '.join(terms) or '0'}", ok_all
+
+
+def _index_values(writer: _ProgramWriter, node: Node, env: Env, scalars: Any) -> list[_Scalar]:
+    values = []
+    for item in dict(node.params)["index"]:
+        if isinstance(item, ScalarSlot):
+            values.append(writer.operand(env, scalars[item.position]))
+        elif isinstance(item, int | np.integer) and not isinstance(item, bool):
+            values.append(writer.operand(env, int(item)))
+        else:
+            raise NotDeviceLoop(f"index item {item!r} is not an int")
+    return values
+
+
+def _array(env: Env, value: Any, ndim: int) -> _Array:
+    found = env.get(value) if isinstance(value, Node) else None
+    if not isinstance(found, _Array):
+        raise NotDeviceLoop("an indexed value that is no array argument of the loop")
+    if found.ndim != ndim:
+        raise NotDeviceLoop("not one int per dimension")
+    return found
+
+
+def _element_at(writer: _ProgramWriter, node: Node, env: Env) -> None:
+    index = _index_values(writer, node, env, node.inputs[1:])
+    array = _array(env, node.inputs[0], len(index))
+    address, ok = writer.element(array, index)
+    env[node] = writer.define(array.dtype, f"tl.load({address}, mask={ok})")
+
+
+def _setitem_at(writer: _ProgramWriter, node: Node, env: Env) -> None:
+    value = writer.operand(env, node.inputs[1])
+    index = _index_values(writer, node, env, node.inputs[2:])
+    array = _array(env, node.inputs[0], len(index))
+    if value.python is int and array.dtype != np.dtype("int64") and array.dtype.kind in "iu":
+        raise NotDeviceLoop("a Python int stored into a narrower integer array")
+    address, ok = writer.element(array, index)
+    stored = writer.cast(value, array.dtype)
+    writer.buf.writeline(f"tl.store({address}, {stored.text}, mask={ok})")
+    array.written = True
+    env[node] = array
+
+
+def _carried_scalar(writer: _ProgramWriter, node: Node, env: Env) -> None:
+    meta = node.meta
+    assert isinstance(meta, ArrayMeta)
+    env[node] = writer.cast(writer.operand(env, node.inputs[0]), meta.dtype)
+
+
+def _dim(writer: _ProgramWriter, node: Node, env: Env) -> None:
+    axis = dict(node.params)["axis"]
+    found = env.get(node.inputs[0]) if isinstance(node.inputs[0], Node) else None
+    if not isinstance(found, _Array):
+        raise NotDeviceLoop("the size of a value that is no array argument")
+    env[node] = _Scalar(f"{found.name}_n{axis}", np.dtype("int64"), int)
+
+
+def _py_binary(writer: _ProgramWriter, node: Node, env: Env) -> None:
+    operator = dict(node.params)["operator"]
+    left, right = (writer.operand(env, value) for value in node.inputs)
+    if left.python is None or right.python is None or bool in (left.python, right.python):
+        raise NotDeviceLoop(f"py_binary {operator} on {left.python} and {right.python}")
+    floats = float in (left.python, right.python)
+    dtype = np.dtype("float64") if floats else np.dtype("int64")
+    a, b = writer.cast(left, dtype).text, writer.cast(right, dtype).text
+    if operator in _PY_COMPARE:
+        env[node] = writer.define(np.dtype("bool"), f"({a} {_PY_COMPARE[operator]} {b})", bool)
+        return
+    kind = float if floats else int
+    if operator in _PY_ARITH:
+        env[node] = writer.define(dtype, f"({a} {_PY_ARITH[operator]} {b})", kind)
+        return
+    divisor = node.inputs[1]
+    if operator in ("floordiv", "mod") and not floats and type(divisor) is int and divisor > 0:
+        helper = "_np_floor_divide_int" if operator == "floordiv" else "_np_remainder_int"
+        env[node] = writer.define(dtype, f"{helper}({a}, {b})", int)
+        return
+    raise NotDeviceLoop(f"Python {operator} (ZeroDivisionError or unbounded ints)")
+
+
+def _py_unary(writer: _ProgramWriter, node: Node, env: Env) -> None:
+    operator = dict(node.params)["operator"]
+    value = writer.operand(env, node.inputs[0])
+    if operator != "neg" or value.python not in (int, float):
+        raise NotDeviceLoop(f"py_unary {operator}")
+    env[node] = writer.define(value.dtype, f"(-{value.text})", value.python)
+
+
+def _cond(writer: _ProgramWriter, node: Node, env: Env) -> None:
+    # Both branches assign the same result names, cast to the types `loop_output` gives.
+    pred = writer.operand(env, node.inputs[0])
+    params = dict(node.params)
+    slots: dict[int, _Scalar] = {}
+    for (source, position), meta in writer.result_metas.items():
+        if source is node:
+            dtype, python = _meta_type(meta)
+            slots[position] = _Scalar(writer.fresh("r"), dtype, python)
+    truth = triton_expr("cast", [pred.text], [pred.dtype], np.dtype("bool"))
+    for branch_name, head in (("then_branch", f"if {truth}:"), ("else_branch", "else:")):
+        writer.buf.writeline(head)
+        branch: Graph = params[branch_name]
+        inner: Env = dict(env)
+        for placeholder, value in zip(branch.placeholders, node.inputs[1:], strict=True):
+            inner[placeholder] = _input_value(writer, env, value)
+        with writer.buf.indent():
+            writer.buf.writeline("pass")
+            outputs = writer.body(branch, inner)
+            for position, slot in slots.items():
+                cast = writer.cast(outputs[position], slot.dtype)
+                writer.buf.writeline(f"{slot.text} = {cast.text}")
+    for position, slot in slots.items():
+        writer.cond_results[(node, position)] = slot
+
+
+def _loop_output(writer: _ProgramWriter, node: Node, env: Env) -> None:
+    source = node.inputs[0]
+    found = writer.cond_results.get((source, dict(node.params)["index"]))
+    if found is None:
+        raise NotDeviceLoop("a result of a nested loop")
+    env[node] = found
+
+
+def _pointwise(writer: _ProgramWriter, node: Node, env: Env) -> None:
+    # A 0-d NumPy op through its lowering (NumPy's promotion and casts), spelled in Triton.
+    meta = node.meta
+    name = node.op.name if node.op is not None else node.name
+    if not isinstance(meta, ArrayMeta) or meta.shape != () or tl_type(meta.dtype) is None:
+        raise NotDeviceLoop(f"{name} gives {meta}")
+    if meta.dtype.kind == "b":
+        raise NotDeviceLoop(f"{name} gives a bool value")
+    # Late import: the lowering (sympy) loads only when a loop is compiled.
+    from ...lowering import LOWERINGS, CannotLower, Lowered, LoweringContext
+
+    fn = LOWERINGS.get(name)
+    if fn is None:
+        raise NotDeviceLoop(f"{name} has no scalar form")
+    ctx = LoweringContext(Graph())
+    for value in node.input_nodes():
+        found = writer.operand(env, value)
+        arg = ScalarArg(found.text, found.dtype)
+        ctx.values[value] = Lowered((), found.dtype, _constant_loader(arg), pure_view=True)
+    try:
+        lowered = fn(ctx, node)
+    except CannotLower as reason:
+        raise NotDeviceLoop(f"{name}: {reason}") from reason
+    if ctx.steps or lowered.loader is None:
+        raise NotDeviceLoop(f"{name} needs a kernel of its own")
+    result = writer.expression(lowered.loader(()))
+    env[node] = writer.cast(result, meta.dtype)
+
+
+def _constant_loader(arg: ScalarArg) -> Callable[[tuple[Any, ...]], ScalarArg]:
+    return lambda idx: arg
+
+
+def _input_value(writer: _ProgramWriter, env: Env, value: Any) -> _Scalar | _Array:
+    if isinstance(value, Node) and isinstance(env.get(value), _Array):
+        found = env[value]
+        assert isinstance(found, _Array)
+        return found
+    return writer.operand(env, value)
+
+
+def _meta_type(meta: Any) -> tuple[np.dtype[Any], type | None]:
+    # The kernel dtype and Python type of a 0-d value with metadata `meta`.
+    if isinstance(meta, ScalarMeta):
+        if meta.type not in (int, float, bool):
+            raise NotDeviceLoop(f"a Python {meta.type.__name__} value")
+        return _PYTHON_DTYPES[meta.type], meta.type
+    if isinstance(meta, ArrayMeta) and meta.shape == () and tl_type(meta.dtype) is not None:
+        if meta.dtype.kind == "b":
+            raise NotDeviceLoop("a bool value")
+        return meta.dtype, None
+    raise NotDeviceLoop(f"a value {meta} that is not 0-d")
+
+
+_HANDLERS: dict[str, Callable[[_ProgramWriter, Node, Env], None]] = {
+    "element_at": _element_at,
+    "setitem_at": _setitem_at,
+    "carried_scalar": _carried_scalar,
+    "dim": _dim,
+    "py_binary": _py_binary,
+    "py_unary": _py_unary,
+    "cond": _cond,
+    "loop_output": _loop_output,
+}
+
+
+@attrs.frozen
+class LoopSource:
+    """The generated kernel of one loop and how to call it: `cells` are the positions in the
+    node's carried and invariant values passed as one-element arrays (carried first, read
+    at entry, the carried ones written at exit), `arrays` the positions passed as arrays
+    (their sizes and strides follow start, step and the trip count in the int64 `meta`
+    argument), `cell_dtypes` the dtype of each cell.
+
+    >>> print(loop_program_source(node, body).source)  # doctest: +SKIP
+    """
+
+    source: str
+    cells: tuple[int, ...]
+    cell_dtypes: tuple[np.dtype[Any], ...]
+    arrays: tuple[int, ...]
+    array_ndims: tuple[int, ...]
+    written: tuple[int, ...]  # positions in `arrays` of the arrays the loop stores into
+    carried: int
+    breaks: bool
+
+
+def loop_program_source(node: Node, body: Graph) -> LoopSource:
+    """The Triton source of the `for_loop` `node` (with `body`) as one program.
+
+    Raises `NotDeviceLoop` naming what the body has that one program does not compute.
+
+    >>> loop_program_source(node, body).cells  # doctest: +SKIP
+    (0,)
+    """
+    params = dict(node.params)
+    carried: int = params["carried"]
+    breaks: bool = params.get("breaks", False)
+    if any(n.op is not None and n.op.name in ("for_loop", "while_loop") for n in body.nodes):
+        raise NotDeviceLoop("a nested loop")
+    writer = _ProgramWriter()
+    env: Env = {}
+    placeholders = body.placeholders
+    index = placeholders[0]
+    env[index] = _Scalar("i", np.dtype("int64"), int)
+    cells: list[int] = []
+    cell_dtypes: list[np.dtype[Any]] = []
+    arrays: list[int] = []
+    ndims: list[int] = []
+    entry = CodeBuffer(level=1)
+    entry.writeline("start = tl.load(meta_ptr + 0)")
+    entry.writeline("step = tl.load(meta_ptr + 1)")
+    entry.writeline("trips = tl.load(meta_ptr + 2)")
+    offset = 3
+    for position, placeholder in enumerate(placeholders[1:]):
+        meta = placeholder.meta
+        if position < carried or not (isinstance(meta, ArrayMeta) and meta.ndim > 0):
+            dtype, python = _meta_type(meta)
+            if position < carried and python is int:
+                raise NotDeviceLoop("a carried Python int (unbounded)")
+            if dtype.kind == "b":
+                raise NotDeviceLoop("a bool carried or loop-invariant value")
+            name = f"c{len(cells)}"
+            entry.writeline(f"{name} = tl.load({name}_ptr)")
+            env[placeholder] = _Scalar(name, dtype, python)
+            cells.append(position)
+            cell_dtypes.append(dtype)
+            continue
+        assert isinstance(meta, ArrayMeta)
+        if tl_type(meta.dtype) is None or meta.dtype.kind == "b":
+            raise NotDeviceLoop(f"an array of {meta.dtype}")
+        name = f"a{len(arrays)}"
+        for axis in range(meta.ndim):
+            entry.writeline(f"{name}_n{axis} = tl.load(meta_ptr + {offset})")
+            entry.writeline(f"{name}_s{axis} = tl.load(meta_ptr + {offset + 1})")
+            offset += 2
+        env[placeholder] = _Array(name, meta.dtype, meta.ndim)
+        arrays.append(position)
+        ndims.append(meta.ndim)
+    entry.writeline("bad = trips < 0")
+    writer.buf.level = 2
+    outputs = writer.body(body, env)
+    loop = CodeBuffer(level=1)
+    carried_names = [f"c{k}" for k in range(carried)]
+    updates = [
+        f"{name} = {writer.cast(value, env[placeholders[1 + k]].dtype).text}"
+        for k, (name, value) in enumerate(zip(carried_names, outputs, strict=False))
+    ]
+    if breaks:
+        flag = writer.cast(outputs[carried], np.dtype("bool")).text
+        loop.writeline("t = trips * 0")
+        loop.writeline("going = trips > 0")
+        loop.writeline("while going:")
+        tail = ["t = t + 1", f"going = (t < trips) & ({flag} == 0) & (bad == 0)"]
+    else:
+        loop.writeline("for t in range(0, trips):")
+        tail = []
+    with loop.indent():
+        loop.writeline("i = start + t * step")
+        loop.lines += writer.buf.lines
+        loop.writelines(updates)
+        loop.writelines(tail)
+    exit_lines = [f"tl.store(c{k}_ptr, c{k})" for k in range(carried)]
+    exit_lines.append("tl.store(bad_ptr, bad.to(tl.int32))")
+    args = ["meta_ptr", *(f"c{k}_ptr" for k in range(len(cells)))]
+    args += [f"a{k}_ptr" for k in range(len(arrays))]
+    args.append("bad_ptr")
+    source = "\n".join(
+        [
+            _HEADER,
+            TRITON_HELPERS.strip(),
+            "",
+            "",
+            "@triton.jit",
+            f"def loop_program({', '.join(args)}):",
+            *entry.lines,
+            *loop.lines,
+            *("    " + line for line in exit_lines),
+            "",
+        ]
+    )
+    stored = tuple(
+        k
+        for k, p in enumerate(arrays)
+        if isinstance(a := env[placeholders[1 + p]], _Array) and a.written
+    )
+    return LoopSource(
+        source,
+        tuple(cells),
+        tuple(cell_dtypes),
+        tuple(arrays),
+        tuple(ndims),
+        stored,
+        carried,
+        breaks,
+    )
+
+
+_HEADER = '''"""One loop as one Triton program, generated by numpile (loop_program.py)."""
+import triton
+import triton.language as tl
+
+from numpile_runtime import interpreting
+
+if interpreting():
+    from numpile_inductor.codegen.triton.interpret import LIBDEVICE as libdevice
+else:
+    from triton.language.extra import libdevice
+
+'''
+
+
+def loop_program(node: Node, body: Graph, mode: str) -> LoopRunner | None:
+    """The runner of the `for_loop` `node` as one Triton program, or None (logged) when its
+    body has something one program does not compute. `mode` is `triton_status().mode`.
+
+    >>> set_loop_runner(body, loop_program(node, body, "interpret"))  # doctest: +SKIP
+    """
+    try:
+        generated = loop_program_source(node, body)
+    except NotDeviceLoop as reason:
+        log.info("the loop at node %s runs as a host loop: %s", node.name, reason)
+        return None
+    kernel = rt.load_triton_module(generated.source, name_hint="loop").loop_program
+    launcher = rt.TritonLauncher(
+        kernel, ("ptr",) * (2 + len(generated.cells) + len(generated.arrays))
+    )
+    fallback = host_loop(body, None, typed=False)
+    metas = [placeholder.meta for placeholder in body.placeholders[1:]]
+    rt.count("triton_loop_program")
+
+    def run(indices: range, values: tuple[Any, ...], carried: int) -> tuple[Any, ...]:
+        arrays = [values[p] for p in generated.arrays]
+        if not _addressable(arrays, generated.array_ndims):
+            return fallback(indices, values, carried)
+        while indices and not _typed(values, metas, generated.cells):
+            # The first iterations on other carried types (NEP 50) run on the host.
+            new = run_graph(body, (indices[0], *values))
+            if generated.breaks and new[carried]:
+                return fallback(range(0), (*new[:carried], *values[carried:]), carried)
+            values = (*new[:carried], *values[carried:])
+            indices = indices[1:]
+        if not indices:
+            return fallback(indices, values, carried)
+        xp = np if mode == "interpret" else _cupy()
+        sizes = [len(indices) and indices.start, indices.step, len(indices)]
+        for array in arrays:
+            for axis in range(array.ndim):
+                sizes += [array.shape[axis], array.strides[axis] // array.itemsize]
+        cells = []
+        for position, dtype in zip(generated.cells, generated.cell_dtypes, strict=True):
+            cell = xp.empty(1, dtype=dtype)
+            cell[0] = values[position]
+            cells.append(cell)
+        bad = xp.zeros(1, dtype=np.int32)
+        # What the loop writes, put back if an index is out of bounds (then eager runs it).
+        saved = {k: arrays[k].copy() for k in generated.written}
+        args = [xp.asarray(np.array(sizes, dtype=np.int64)), *cells, *arrays, bad]
+        if mode == "interpret":
+            with np.errstate(all="ignore"):  # masked-off loads compute on zeros
+                launcher(args, 1, {}, 1, None)
+        else:
+            stream = xp.cuda.get_current_stream()
+            launcher(args, 1, {}, 1, int(stream.ptr), int(xp.cuda.runtime.getDevice()))
+        if int(bad[0]):
+            for k, copy in saved.items():
+                arrays[k][...] = copy
+            return fallback(indices, values, carried)
+        return tuple(_final(cells[k], metas[k]) for k in range(carried))
+
+    return run
+
+
+def _typed(values: tuple[Any, ...], metas: list[Any], cells: tuple[int, ...]) -> bool:
+    # Whether the values have the types the kernel was generated for.
+    for position in cells:
+        value, meta = values[position], metas[position]
+        if isinstance(meta, ScalarMeta):
+            if type(value) is not meta.type:
+                return False
+        elif not _zero_d_of(value, meta.dtype):
+            return False
+    return True
+
+
+def _zero_d_of(value: Any, dtype: np.dtype[Any]) -> bool:
+    # A NumPy scalar, 0-d array or 0-d device array of `dtype`.
+    if not isinstance(value, np.generic | np.ndarray) and not rt.is_device_array(value):
+        return False
+    return bool(value.dtype == dtype and value.ndim == 0)
+
+
+def _addressable(arrays: list[Any], ndims: tuple[int, ...]) -> bool:
+    # Arrays the kernel can address: the rank it was generated for, native byte order,
+    # strides in whole elements.
+    for array, ndim in zip(arrays, ndims, strict=True):
+        if getattr(array, "ndim", None) != ndim or not array.dtype.isnative:
+            return False
+        if any(stride % array.itemsize for stride in array.strides):
+            return False
+    return True
+
+
+def _final(cell: Any, meta: Any) -> Any:
+    value = cell[0].item() if hasattr(cell[0], "item") else cell[0]
+    if isinstance(meta, ScalarMeta):
+        return meta.type(value)
+    return meta.dtype.type(value)
+
+
+def _cupy() -> Any:
+    import cupy  # GPU runs only
+
+    return cupy
