@@ -40,6 +40,41 @@ def _same_size(left: Any, right: Any) -> bool:
         ) from error
 
 
+def unbacked_size(name: str, low: Any = 0, high: Any = None) -> Any:
+    """The size symbol of a data-dependent length (`u<k>`), with the bounds its op implies
+    (`low <= u <= high`, ints or size expressions; None: unbounded) recorded in the
+    capture's shape environment, where the simplifier uses them.
+
+    >>> unbacked_size("u3", 0, 8)
+    u3
+    """
+    import sympy
+
+    from ..dynamic_shapes import active_shape_env
+
+    symbol = sympy.Symbol(name, integer=True, nonnegative=True)
+    env = active_shape_env()
+    if env is not None:
+        env.create_unbacked(symbol, low, high)
+    return symbol
+
+
+def is_unbacked(size: Any) -> bool:
+    """Whether a size mentions a data-dependent symbol (no value at capture time).
+
+    >>> is_unbacked(3)
+    False
+    """
+    if isinstance(size, int):
+        return False
+    from ..dynamic_shapes import active_shape_env
+
+    env = active_shape_env()
+    if env is None:
+        return any(str(s).startswith("u") for s in getattr(size, "free_symbols", ()))
+    return env.is_unbacked(size)
+
+
 def symbolic_quotient(numel: Any, known: Any) -> Any:
     """`numel / known` for a reshape's -1 with symbolic sizes; guards that it divides exactly.
 
@@ -93,6 +128,15 @@ def symbolic_slice_length(size: Any, item: slice) -> Any:
         return len(range(*item.indices(size)))
     env = active_shape_env()
     step = 1 if item.step is None else operator.index(item.step)
+    if env is not None and env.is_unbacked(size):
+        # A data-dependent size has no value to guard a branch on: the exact clamp
+        # expression, simplified under its bounds (`u[1:]` of unique's `u >= 1` is `u - 1`).
+        from ..loop_index import slice_length
+
+        if step == 0:
+            raise ValueError("slice step cannot be zero")
+        start, stop = (None if v is None else operator.index(v) for v in (item.start, item.stop))
+        return slice_length(size, start, stop, step, env)
     if env is None or step <= 0:
         raise NotImplementedError(f"slicing symbolic size {size} with {item}")
 
