@@ -216,7 +216,7 @@ def _clamped(value: Any, size: Any, default: Any, limits: tuple[Any, Any], decid
 def _at_least(value: Any, low: Any, decide: Any) -> Any:
     import sympy
 
-    below = decide(sympy.Lt(value, low))
+    below = True if decide(sympy.Le(value, low)) is True else decide(sympy.Lt(value, low))
     if below is True:
         return sympy.sympify(low)
     if below is False:
@@ -227,7 +227,7 @@ def _at_least(value: Any, low: Any, decide: Any) -> Any:
 def _at_most(value: Any, high: Any, decide: Any) -> Any:
     import sympy
 
-    above = decide(sympy.Gt(value, high))
+    above = True if decide(sympy.Ge(value, high)) is True else decide(sympy.Gt(value, high))
     if above is True:
         return sympy.sympify(high)
     if above is False:

@@ -31,13 +31,24 @@ def _same_size(left: Any, right: Any) -> bool:
         raise NotImplementedError(f"broadcasting symbolic sizes {left} and {right}")
     import sympy
 
-    try:
-        return env.evaluate(sympy.Eq(left, right), reason="broadcasting")
-    except TypeError as error:
-        # Two data-dependent (unbacked) sizes have no values at capture time: a graph break.
-        raise NotImplementedError(
-            f"broadcasting data-dependent sizes {left} and {right}"
-        ) from error
+    if env.is_unbacked(left) or env.is_unbacked(right):
+        # A data-dependent size has no value at capture time: equal where its bounds prove
+        # it, else a run-time check in the graph (`Graph.call` catches this).
+        if env.decide(sympy.Eq(left, right)) is True:
+            return True
+        raise UnbackedBroadcast(left, right)
+    return env.evaluate(sympy.Eq(left, right), reason="broadcasting")
+
+
+class UnbackedBroadcast(NotImplementedError):  # noqa: N818 - it names the event
+    """Broadcasting sizes `left` and `right`, one data-dependent, that capture cannot prove
+    equal: the graph checks them at run time (`ops/unbacked_broadcast.py`); where no such
+    check fits, a graph break as before."""
+
+    def __init__(self, left: Any, right: Any) -> None:
+        super().__init__(f"broadcasting data-dependent sizes {left} and {right}")
+        self.left = left
+        self.right = right
 
 
 def unbacked_size(name: str, low: Any = 0, high: Any = None) -> Any:
