@@ -124,6 +124,7 @@ EXCLUDED_OPS: dict[str, str] = {
     **dict.fromkeys(_LOOPS, LOOPS),
     **{row.name: EXTERN for row in extern_rows() if row.no_grad},
     "result_item": EXTERN,
+    "broadcast_unbacked": EXTERN,
     "gamma": DIGAMMA,
     "lgamma": DIGAMMA,
 }
@@ -137,6 +138,10 @@ def extern_no_grad() -> dict[str, str]:
     """
     reasons = {row.name: row.no_grad for row in extern_rows() if row.no_grad}
     reasons["result_item"] = "an item of a tuple result: gradients of tuples not modelled yet"
+    reasons["broadcast_unbacked"] = (
+        "the run-time broadcast check of two data-dependent sizes: a tuple result "
+        "(gradients of tuples not modelled yet)"
+    )
     return reasons
 
 
