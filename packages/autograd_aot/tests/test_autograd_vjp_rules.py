@@ -185,6 +185,16 @@ CASES.update(
         "fft.fftn": lambda rng, s: ([_normal(rng, (2, 3, 2))], {}),
         "fft.ifftn": lambda rng, s: ([_normal(rng, (2, 3, 2))], {"axes": (0, 2)}),
         "fft.rfft": lambda rng, s: ([_normal(rng, (2, 5))], _resized(rng, s)),
+        "fft.irfft": lambda rng, s: ([_normal(rng, (2, 4))], {"n": [None, 5, 8, 3][len(s)]}),
+        "fft.hfft": lambda rng, s: ([_normal(rng, (3, 4))], {"norm": "ortho"} if s else {}),
+        "fft.ihfft": lambda rng, s: ([_normal(rng, (2, 5))], _resized(rng, s)),
+        "fft.rfft2": lambda rng, s: ([_normal(rng, (3, 4))], {"s": (3, 5)} if s else {}),
+        "fft.rfftn": lambda rng, s: ([_normal(rng, (2, 3, 4))], {"axes": (0, 2)}),
+        "fft.irfft2": lambda rng, s: ([_normal(rng, (3, 4))], {"s": (3, 7)} if s else {}),
+        "fft.irfftn": lambda rng, s: (
+            [_normal(rng, (2, 3, 4))],
+            {"axes": (0, 2), "norm": "forward"} if s else {},
+        ),
         "fft.fftshift": lambda rng, s: ([_normal(rng, (3, 4))], {}),
         "fft.ifftshift": lambda rng, s: ([_normal(rng, (3, 5))], {"axes": (1,)}),
         "linalg.cholesky": lambda rng, s: ([_spd(rng, s)], {}),
@@ -414,3 +424,36 @@ def test_complex_input_rules_match_finite_differences(name: str) -> None:
             delta = _pairing(graph, [plus], cotangent) - _pairing(graph, [minus], cotangent)
             expected[i] += weight * delta / (2 * step)
     np.testing.assert_allclose(gz, expected, rtol=1e-5, atol=1e-6)
+
+
+_COMPLEX_IN = [
+    ("fft.fft", {}),
+    ("fft.irfft", {}),
+    ("fft.irfft", {"n": 5}),
+    ("fft.hfft", {"n": 7, "norm": "ortho"}),
+    ("fft.irfftn", {}),
+    ("fft.irfft2", {"s": (3, 5), "norm": "forward"}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), _COMPLEX_IN, ids=[str(c) for c in _COMPLEX_IN])
+def test_complex_inputs_follow_the_complex_convention(name: str, params: dict[str, Any]) -> None:
+    # The gradient of a complex input is dL/du - i dL/dv (JAX's convention, the fft rule's),
+    # checked by central differences along the real and the imaginary directions.
+    rng = np.random.default_rng(11)
+    a = rng.normal(size=(2, 4)) + 1j * rng.normal(size=(2, 4))
+    graph = Graph()
+    graph.output = (graph.call(get_op(name), graph.placeholder("a", meta_of(a)), **params),)
+    (out,) = run_graph(graph, [a])
+    cotangent = rng.normal(size=np.shape(out)).astype(np.asarray(out).dtype)
+    _, (grad,) = run_graph(build_joint(graph, [0], (0,)).graph, [a, cotangent])
+    expected = np.zeros_like(a)
+    step = 1e-6
+    for flat in range(a.size):
+        delta = np.zeros_like(a)
+        delta.flat[flat] = step
+        du = _pairing(graph, [a + delta], cotangent) - _pairing(graph, [a - delta], cotangent)
+        dv = _pairing(graph, [a + 1j * delta], cotangent)
+        dv -= _pairing(graph, [a - 1j * delta], cotangent)
+        expected.flat[flat] = (du - 1j * dv) / (2 * step)
+    np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)

@@ -48,14 +48,19 @@ def _resize(ctx: VjpContext, grad: Node, axes: Sequence[int], sizes: Sequence[An
     return grad
 
 
+_ONE_AXIS = frozenset(f"fft.{n}" for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"))
+_TWO_AXES = frozenset(f"fft.{n}" for n in ("fft2", "ifft2", "rfft2", "irfft2"))
+
+
 def _transform_axes(ctx: VjpContext, ndim: int) -> list[int]:
     params = ctx.params
-    if "axis" in params or ctx.node.op.name in ("fft.fft", "fft.ifft", "fft.rfft"):  # type: ignore[union-attr]
+    name = ctx.node.op.name  # type: ignore[union-attr]
+    if "axis" in params or name in _ONE_AXIS:
         return [params.get("axis", -1) % ndim]
     axes = params.get("axes")
     if axes is None:
         sizes = params.get("s")
-        if ctx.node.op.name in ("fft.fft2", "fft.ifft2"):  # type: ignore[union-attr]
+        if name in _TWO_AXES:
             axes = (-2, -1)
         elif sizes is not None:
             axes = tuple(range(-len(sizes), 0))
@@ -88,6 +93,102 @@ def _rfft_vjp(ctx: VjpContext) -> Sequence[Node | None]:
     points = ctx.params.get("n") or meta.shape[axis]
     params = {"norm": ctx.params["norm"]} if ctx.params.get("norm") is not None else {}
     grad = ctx.call("fft.fft", ctx.cotangent, n=points, axis=axis, **params)
+    grad = _resize(ctx, grad, [axis], [meta.shape[axis]])
+    return [ctx.call("real", grad)]
+
+
+# NOTE: the norm whose scale is the other direction's: the transpose of a transform scaled
+# by `norm` is the opposite-direction transform with the same scale.
+_SWAPPED = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def _norm(ctx: VjpContext, *, swap: bool = False) -> dict[str, Any]:
+    norm = ctx.params.get("norm")
+    if swap:
+        return {"norm": _SWAPPED[norm]}
+    return {} if norm is None else {"norm": norm}
+
+
+def _real_in_axes(ctx: VjpContext, ndim: int) -> tuple[list[int], list[Any]]:
+    # The axes of an r2c transform and the points it takes along each (`n` / `s` or the
+    # input's own lengths); the last axis is the half-spectrum one.
+    meta = ctx.input_meta(0)
+    axes = _transform_axes(ctx, ndim)
+    given = ctx.params.get("s")
+    if ctx.params.get("n") is not None:
+        given = (ctx.params["n"],)
+    points = list(given) if given is not None else [meta.shape[axis] for axis in axes]
+    return axes, points
+
+
+@register_vjp(get_op("fft.rfft2"), get_op("fft.rfftn"))
+def _rfftn_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # rfftn is fftn keeping the first half (plus one) of the last axis's outputs: its
+    # transpose zero-pads the cotangent back to the full length (fftn's `s`), then fftn.
+    meta = ctx.input_meta(0)
+    axes, points = _real_in_axes(ctx, meta.ndim)
+    grad = ctx.call("fft.fftn", ctx.cotangent, s=tuple(points), axes=tuple(axes), **_norm(ctx))
+    grad = _resize(ctx, grad, axes, [meta.shape[axis] for axis in axes])
+    return [ctx.call("real", grad)]
+
+
+def _half_spectrum_weights(ctx: VjpContext, length: Any, points: Any, axis: int, ndim: int) -> Node:
+    # The c2r transforms read bins 1 .. (points - 1) // 2 twice (as themselves and as their
+    # conjugate mirror), bin 0 and an even `points`'s middle bin once: weights 1, 2, ..., 2, 1.
+    if not isinstance(length, int) or not isinstance(points, int):
+        raise NotImplementedError("the gradient of a c2r FFT of a symbolic length")
+    weights = [1.0 if k == 0 or 2 * k == points else 2.0 for k in range(length)]
+    node = ctx.call("array", value=tuple(weights), dtype=None)
+    trailing = tuple(range(1, ndim - axis))
+    return ctx.call("expand_dims", node, axis=trailing) if trailing else node
+
+
+def _c2r_vjp(ctx: VjpContext, axes: list[int], points: list[Any], *, swap: bool) -> Node:
+    # y = c2r(a): the transpose is the r2c transform of the cotangent (same scale, so the
+    # swapped norm), the doubly read bins weighted 2, conjugated (JAX's convention for a
+    # real-linear map of a complex input), resized back to the input's lengths.
+    meta = ctx.input_meta(0)
+    norm = _norm(ctx, swap=not swap)
+    grad = ctx.call("fft.rfftn", ctx.cotangent, s=tuple(points), axes=tuple(axes), **norm)
+    last = axes[-1]
+    length = grad.meta.shape[last]  # type: ignore[union-attr]
+    weights = _half_spectrum_weights(ctx, length, points[-1], last, meta.ndim)
+    grad = ctx.call("conjugate", ctx.call("multiply", grad, weights))
+    grad = _resize(ctx, grad, axes, [meta.shape[axis] for axis in axes])
+    return grad if meta.dtype.kind == "c" else ctx.call("real", grad)
+
+
+def _c2r_points(ctx: VjpContext) -> tuple[list[int], list[Any]]:
+    # The axes and output lengths of a c2r transform: `n` / `s`, else 2 * (length - 1).
+    meta = ctx.input_meta(0)
+    axes = _transform_axes(ctx, meta.ndim)
+    out = ctx.node.meta.shape  # type: ignore[union-attr]
+    return axes, [out[axis] for axis in axes]
+
+
+@register_vjp(get_op("fft.irfft"), get_op("fft.irfft2"), get_op("fft.irfftn"))
+def _irfft_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    axes, points = _c2r_points(ctx)
+    return [_c2r_vjp(ctx, axes, points, swap=False)]
+
+
+@register_vjp(get_op("fft.hfft"))
+def _hfft_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # hfft(a) = irfft(conj(a)) with the swapped norm: the conjugate of irfft's rule.
+    axes, points = _c2r_points(ctx)
+    grad = _c2r_vjp(ctx, axes, points, swap=True)
+    meta = ctx.input_meta(0)
+    return [ctx.call("conjugate", grad) if meta.dtype.kind == "c" else grad]
+
+
+@register_vjp(get_op("fft.ihfft"))
+def _ihfft_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # ihfft(a) = conj(rfft(a)) with the swapped norm: rfft's rule on the conjugate cotangent.
+    meta = ctx.input_meta(0)
+    axis = _transform_axes(ctx, meta.ndim)[0]
+    points = ctx.params.get("n") or meta.shape[axis]
+    cotangent = ctx.call("conjugate", ctx.cotangent)
+    grad = ctx.call("fft.fft", cotangent, n=points, axis=axis, **_norm(ctx, swap=True))
     grad = _resize(ctx, grad, [axis], [meta.shape[axis]])
     return [ctx.call("real", grad)]
 
