@@ -196,6 +196,28 @@ CASES.update(
             {"axes": (0, 2), "norm": "forward"} if s else {},
         ),
         "fft.fftshift": lambda rng, s: ([_normal(rng, (3, 4))], {}),
+        "pad": lambda rng, s: (
+            [_normal(rng, (3, 4))],
+            {"pad_width": ((1, 2), (0, 3)), "mode": ["constant", "edge", "reflect"][len(s)]},
+        ),
+        "convolve": lambda rng, s: (
+            [_normal(rng, (5,)), _normal(rng, (2 + len(s),))],
+            {"mode": ["full", "same", "valid"][len(s)]},
+        ),
+        "correlate": lambda rng, s: (
+            [_normal(rng, (2 + 2 * len(s),)), _normal(rng, (4,))],
+            {"mode": ["valid", "same", "full"][len(s)]},
+        ),
+        "interp": lambda rng, s: (
+            [
+                _normal(rng, (2, 3)) * 2,
+                np.arange(-2, 3),
+                _normal(rng, (5,)),
+                -1.0 if s else None,
+                None,
+            ],
+            {},
+        ),
         "fft.ifftshift": lambda rng, s: ([_normal(rng, (3, 5))], {"axes": (1,)}),
         "linalg.cholesky": lambda rng, s: ([_spd(rng, s)], {}),
         "linalg.eigvalsh": lambda rng, s: ([_spd(rng, s)], {"UPLO": "U"} if s else {}),

@@ -89,6 +89,7 @@ def _load_rules() -> None:
         vjp_indexing,
         vjp_join,
         vjp_linalg,
+        vjp_numeric,
         vjp_ordering,
         vjp_pointwise,
         vjp_reduction,
