@@ -376,6 +376,7 @@ def _bool_or_int_result(op: Op) -> bool:
 
 def test_every_rule_is_tested() -> None:
     tested = {op for op, _ in ALL_CASES}
+    tested |= {get_op(f"linalg.{case[0].__name__}") for case in _TUPLE_CASES}
     untested_zero = {"sign", "floor", "ceil", "trunc", "rint", "round", "spacing", "heaviside"}
     untested = [
         op.name
@@ -479,3 +480,60 @@ def test_complex_inputs_follow_the_complex_convention(name: str, params: dict[st
         dv -= _pairing(graph, [a - 1j * delta], cotangent)
         expected.flat[flat] = (du - 1j * dv) / (2 * step)
     np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
+
+
+def _spd_of(rng: Rng, n: int) -> np.ndarray:
+    a = rng.normal(size=(n, n))
+    return a @ a.T + np.diag(np.arange(1.0, n + 1.0))
+
+
+# (function, input factory, keyword arguments): tuple-valued decompositions (distinct
+# eigen- and singular values), every item's cotangent random.
+_TUPLE_CASES: list[tuple[Any, Callable[[Rng], np.ndarray], dict[str, Any]]] = [
+    (np.linalg.eigh, lambda rng: _spd_of(rng, 4), {}),
+    (np.linalg.eigh, lambda rng: _spd_of(rng, 3), {"UPLO": "U"}),
+    (np.linalg.svd, lambda rng: rng.normal(size=(4, 3)), {"full_matrices": False}),
+    (np.linalg.svd, lambda rng: rng.normal(size=(2, 5)), {"full_matrices": False}),
+    (np.linalg.svd, lambda rng: rng.normal(size=(3, 3)), {}),
+    (np.linalg.qr, lambda rng: rng.normal(size=(4, 3)), {}),
+    (np.linalg.qr, lambda rng: rng.normal(size=(3, 3)), {"mode": "complete"}),
+    (np.linalg.qr, lambda rng: rng.normal(size=(5, 2)), {"mode": "r"}),
+    (np.linalg.svd, lambda rng: rng.normal(size=(3, 4)), {"compute_uv": False}),
+    (np.linalg.slogdet, lambda rng: rng.normal(size=(3, 3)) + 3 * np.eye(3), {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("function", "make", "params"),
+    _TUPLE_CASES,
+    ids=[f"{c[0].__name__}{c[2]}" for c in _TUPLE_CASES],
+)
+def test_tuple_valued_decompositions_match_finite_differences(
+    function: Any, make: Callable[[Rng], np.ndarray], params: dict[str, Any]
+) -> None:
+    from numpile_capture.numpy_bindings import lookup_function
+
+    rng = np.random.default_rng(21)
+    a = make(rng)
+    graph = Graph()
+    binding = lookup_function(function)
+    assert binding is not None
+    items = binding.apply(graph, graph.placeholder("a", meta_of(a)), **params)
+    items = items if isinstance(items, tuple) else (items,)
+    graph.output = tuple(items)
+    outs = run_graph(graph, [a])
+    cotangents = [rng.normal(size=np.shape(out)) for out in outs]
+    joint = build_joint(graph, [0], tuple(range(len(items))))
+    _, (grad,) = run_graph(joint.graph, [a, *cotangents])
+
+    def pairing(value: np.ndarray) -> float:
+        results = run_graph(graph, [value])
+        return float(sum(np.sum(r * c) for r, c in zip(results, cotangents, strict=True)))
+
+    expected = np.zeros_like(a)
+    step = 1e-6
+    for flat in range(a.size):
+        delta = np.zeros_like(a)
+        delta.flat[flat] = step
+        expected.flat[flat] = (pairing(a + delta) - pairing(a - delta)) / (2 * step)
+    np.testing.assert_allclose(grad, expected, rtol=1e-4, atol=1e-5)

@@ -266,3 +266,161 @@ def _erf_vjp(ctx: VjpContext) -> Sequence[Node | None]:
         "multiply", ctx.call("exp", ctx.call("negative", ctx.call("square", x))), scale
     )
     return [ctx.call("multiply", ctx.cotangent, slope)]
+
+
+def _own_items(ctx: VjpContext) -> tuple[Node, ...]:
+    # The items of the tuple node the rule is for (new `result_item` nodes reading it).
+    row = extern_row(ctx.node.op.name)  # type: ignore[union-attr]
+    metas = row.meta_of_node(
+        *(v.meta if isinstance(v, Node) else v for v in ctx.inputs), **ctx.params
+    )
+    assert isinstance(metas, tuple)
+    item = get_op("result_item")
+    return tuple(
+        ctx.graph.add_node(item, (ctx.node,), {"index": k}, meta) for k, meta in enumerate(metas)
+    )
+
+
+def _off_diagonal_inverse(ctx: VjpContext, values: Node, *, squared: bool = False) -> Node:
+    # F[..., i, j] = 1 / (v_j - v_i) off the diagonal (of v**2 when `squared`), 0 on it:
+    # the coupling of two eigen- (or singular) vectors (distinct values assumed).
+    size = values.meta.shape[-1]  # type: ignore[union-attr]
+    if not isinstance(size, int):
+        raise NotImplementedError("the gradient of a decomposition of a symbolic size")
+    if squared:
+        values = ctx.call("multiply", values, values)
+    gaps = ctx.call(
+        "subtract",
+        ctx.call("expand_dims", values, axis=(-2,)),
+        ctx.call("expand_dims", values, axis=(-1,)),
+    )
+    eye = ctx.call("eye", n=size, dtype=values.meta.dtype)  # type: ignore[union-attr]
+    off = ctx.call("subtract", 1.0, eye)
+    return ctx.call("divide", off, ctx.call("add", gaps, eye))
+
+
+def _diagonal_matrix(ctx: VjpContext, values: Node) -> Node:
+    size = values.meta.shape[-1]  # type: ignore[union-attr]
+    eye = ctx.call("eye", n=size, dtype=values.meta.dtype)  # type: ignore[union-attr]
+    return ctx.call("multiply", ctx.call("expand_dims", values, axis=(-2,)), eye)
+
+
+@register_vjp(get_op("linalg.eigh"))
+def _eigh_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # A = V diag(w) V^T (distinct eigenvalues): A_bar = V (diag(w_bar) + F o V^T V_bar) V^T,
+    # symmetrized, then folded onto the triangle NumPy read (as eigvalsh's rule).
+    values, vectors = _own_items(ctx)
+    middle: Node | None = None
+    if 0 in ctx.items:
+        middle = _diagonal_matrix(ctx, ctx.items[0])
+    if 1 in ctx.items:
+        coupling = ctx.call("matmul", _swap(ctx, vectors), ctx.items[1])
+        weighted = ctx.call("multiply", _off_diagonal_inverse(ctx, values), coupling)
+        middle = weighted if middle is None else ctx.call("add", middle, weighted)
+    assert middle is not None
+    full = ctx.call("matmul", ctx.call("matmul", vectors, middle), _swap(ctx, vectors))
+    symmetric = ctx.call("multiply", ctx.call("add", full, _swap(ctx, full)), 0.5)
+    if ctx.params.get("UPLO") == "U":
+        return [_swap(ctx, _fold_lower(ctx, _swap(ctx, symmetric)))]
+    return [_fold_lower(ctx, symmetric)]
+
+
+def _projector_off(ctx: VjpContext, basis: Node) -> Node:
+    # I - B B^T: the projection off the columns of `basis` (static row count).
+    rows = basis.meta.shape[-2]  # type: ignore[union-attr]
+    if not isinstance(rows, int):
+        raise NotImplementedError("the gradient of a decomposition of a symbolic size")
+    eye = ctx.call("eye", n=rows, dtype=basis.meta.dtype)  # type: ignore[union-attr]
+    return ctx.call("subtract", eye, ctx.call("matmul", basis, _swap(ctx, basis)))
+
+
+@register_vjp(get_op("linalg.svd"))
+def _svd_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # Townsend (2016), distinct nonzero singular values, A = U diag(s) V^T:
+    # A_bar = U (J S + diag(s_bar) + S K) V^T + (I - U U^T) U_bar S^-1 V^T
+    #       + U S^-1 V_bar^T (I - V V^T), J = F o (U^T U_bar - U_bar^T U),
+    #       K = F o (V^T V_bar - V_bar^T V), F_ij = 1 / (s_j^2 - s_i^2).
+    if ctx.params.get("compute_uv") is False:
+        left, _, right = _items(ctx, "linalg.svd", ctx.inputs[0], full_matrices=False)
+        scaled = ctx.call("multiply", left, ctx.call("expand_dims", ctx.cotangent, axis=(-2,)))
+        return [ctx.call("matmul", scaled, right)]
+    meta = ctx.input_meta(0)
+    if ctx.params.get("full_matrices", True) and meta.shape[-1] != meta.shape[-2]:
+        raise NotImplementedError(
+            "the gradient of np.linalg.svd with full_matrices=True of a non-square matrix "
+            "(the extra singular vectors are not unique): pass full_matrices=False"
+        )
+    left, values, right_h = _own_items(ctx)
+    right = _swap(ctx, right_h)
+    row = ctx.call("expand_dims", values, axis=(-2,))  # s_j along columns
+    column = ctx.call("expand_dims", values, axis=(-1,))  # s_i along rows
+    coupling = _off_diagonal_inverse(ctx, values, squared=True)
+    middle: Node | None = None
+    extra: list[Node] = []
+    if 1 in ctx.items:
+        middle = _diagonal_matrix(ctx, ctx.items[1])
+    if 0 in ctx.items:
+        bar = ctx.items[0]
+        product = ctx.call("matmul", _swap(ctx, left), bar)
+        skew = ctx.call("subtract", product, _swap(ctx, product))
+        term = ctx.call("multiply", ctx.call("multiply", coupling, skew), row)
+        middle = term if middle is None else ctx.call("add", middle, term)
+        outside = ctx.call("matmul", _projector_off(ctx, left), ctx.call("divide", bar, row))
+        extra.append(ctx.call("matmul", outside, right_h))
+    if 2 in ctx.items:
+        bar = _swap(ctx, ctx.items[2])
+        product = ctx.call("matmul", _swap(ctx, right), bar)
+        skew = ctx.call("subtract", product, _swap(ctx, product))
+        term = ctx.call("multiply", column, ctx.call("multiply", coupling, skew))
+        middle = term if middle is None else ctx.call("add", middle, term)
+        outside = ctx.call("divide", _swap(ctx, bar), column)
+        outside = ctx.call("matmul", outside, _projector_off(ctx, right))
+        extra.append(ctx.call("matmul", left, outside))
+    grad = None
+    if middle is not None:
+        grad = ctx.call("matmul", ctx.call("matmul", left, middle), right_h)
+    for term in extra:
+        grad = term if grad is None else ctx.call("add", grad, term)
+    return [grad]
+
+
+@register_vjp(get_op("linalg.qr"))
+def _qr_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # A = QR with m >= n (Liao et al. 2019): M = R R_bar^T - Q_bar^T Q,
+    # A_bar = (Q_bar + Q copyltu(M)) R^-T, copyltu(M) the symmetric matrix of M's lower part.
+    meta = ctx.input_meta(0)
+    mode = ctx.params.get("mode", "reduced")
+    rows, columns = meta.shape[-2], meta.shape[-1]
+    if mode not in ("reduced", "complete", "r") or not isinstance(rows, int):
+        raise NotImplementedError(f"the gradient of np.linalg.qr with mode={mode!r}")
+    if not isinstance(columns, int) or rows < columns or (mode == "complete" and rows != columns):
+        raise NotImplementedError("the gradient of np.linalg.qr of a wide matrix")
+    if mode == "r":
+        q, r = _items(ctx, "linalg.qr", ctx.inputs[0])
+        bars: dict[int, Node] = {1: ctx.cotangent}
+    else:
+        q, r = _own_items(ctx)
+        bars = ctx.items
+    m: Node | None = None
+    if 1 in bars:
+        m = ctx.call("matmul", r, _swap(ctx, bars[1]))
+    if 0 in bars:
+        product = ctx.call("matmul", _swap(ctx, bars[0]), q)
+        m = ctx.call("negative", product) if m is None else ctx.call("subtract", m, product)
+    assert m is not None
+    lower = ctx.call("tril", m)
+    symmetric = ctx.call("add", lower, _swap(ctx, ctx.call("tril", m, k=-1)))
+    b = ctx.call("matmul", q, symmetric)
+    if 0 in bars:
+        b = ctx.call("add", b, bars[0])
+    # B R^-T = (R^-1 B^T)^T
+    return [_swap(ctx, ctx.call("solve", r, _swap(ctx, b)))]
+
+
+@register_vjp(get_op("linalg.slogdet"))
+def _slogdet_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # d log|det A| = tr(A^-1 dA): A_bar = logabsdet_bar * A^-T; the sign carries none.
+    if 1 not in ctx.items:
+        return [None]
+    scale = ctx.call("expand_dims", ctx.items[1], axis=(-2, -1))
+    return [ctx.call("multiply", scale, _swap(ctx, ctx.call("inv", ctx.inputs[0])))]
