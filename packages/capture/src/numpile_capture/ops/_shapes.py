@@ -70,22 +70,6 @@ def unbacked_size(name: str, low: Any = 0, high: Any = None) -> Any:
     return symbol
 
 
-def is_unbacked(size: Any) -> bool:
-    """Whether a size mentions a data-dependent symbol (no value at capture time).
-
-    >>> is_unbacked(3)
-    False
-    """
-    if isinstance(size, int):
-        return False
-    from ..dynamic_shapes import active_shape_env
-
-    env = active_shape_env()
-    if env is None:
-        return any(str(s).startswith("u") for s in getattr(size, "free_symbols", ()))
-    return env.is_unbacked(size)
-
-
 def symbolic_quotient(numel: Any, known: Any) -> Any:
     """`numel / known` for a reshape's -1 with symbolic sizes; guards that it divides exactly.
 
