@@ -212,8 +212,8 @@ class Graph:
             from .ops._shapes import UnbackedBroadcast
             from .ops.unbacked_broadcast import unify_operands
 
-            if not isinstance(clash, UnbackedBroadcast):
-                raise
+            if not isinstance(clash, UnbackedBroadcast) or op.kind is OpKind.MUTATION:
+                raise  # an in-place op keeps its operands: a graph break, as before
             return self.call(op, *unify_operands(self, inputs, clash), **params)
         device = input_device(inputs)
         if isinstance(meta, ArrayMeta) and device != meta.device:
