@@ -141,3 +141,21 @@ def test_grad_through_decompositions_matches_central_differences() -> None:
         delta.flat[flat] = step
         expected.flat[flat] = (_spectral_loss(a + delta) - _spectral_loss(a - delta)) / (2 * step)
     np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
+
+
+def _masked_update(x: Any, y: Any) -> Any:
+    z = x.copy()
+    z[z > 0] += y[y > 0]
+    return z
+
+
+def test_an_in_place_op_on_two_masks_keeps_numpys_results() -> None:
+    # An in-place op keeps its operands (no run-time check node in front of it): NumPy's
+    # values, and NumPy's error where the counts differ.
+    compiled = numpile.compile(_masked_update, options={"tiered": False})
+    for y in ([1.0, 2, -3, 4], [1.0, -2, -3, -4]):
+        args = (np.array([1.0, -1, 2, 3]), np.array(y))
+        np.testing.assert_array_equal(compiled(*args), _masked_update(*args))
+    args = (np.array([1.0, -1, 2, 3]), np.array([1.0, 2, -3, -4]))
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        compiled(*args)
