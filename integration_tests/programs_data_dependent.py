@@ -44,10 +44,30 @@ def unique_counts_and_inverse(labels, values):
 
 @data_dependent(_labels, sizes=(4, 7, 1, 0))
 def bincount_weighted_and_minlength(labels, values):
-    # NOTE: two bincounts' lengths are two unbacked symbols; combining them elementwise
-    # (sums / counts) needs a run-time size check capture does not emit yet: not done here.
     sums = np.bincount(labels, weights=values)
     return sums * 0.5 + 1.0, np.bincount(labels, minlength=8) * 2
+
+
+@data_dependent(_labels, sizes=(4, 7, 1, 0))
+def bincount_group_mean(labels, values):
+    # Two bincounts' lengths are two unbacked sizes: a run-time check unifies them.
+    return np.bincount(labels, weights=values) / np.maximum(np.bincount(labels), 1)
+
+
+@data_dependent(lambda rng, n: (rng.standard_normal(n), rng.standard_normal(n)), sizes=(4, 7, 1))
+def two_masks_combined(x, y):
+    # Two masks' counts: equal here (one mask pattern, computed twice), 1 when n is 1.
+    keep = np.abs(x) > 0.5
+    scaled = np.where(keep, y, 0.0)
+    return x[keep] * 2.0 + scaled[np.abs(x) > 0.5], x[x > 0.0].sum()
+
+
+@data_dependent(_vector, sizes=(4, 7, 1, 0))
+def gaps_between_selected(x):
+    # Slices of an unbacked size: `idx[1:] - idx[:-1]` have the same length, Max(0, u - 1).
+    idx = np.flatnonzero(x > -0.3)
+    keys = np.unique(np.round(x))
+    return idx[1:] - idx[:-1], keys[1:] - keys[:-1], idx[: x.shape[0]] + 1
 
 
 @data_dependent(lambda rng, n: (rng.standard_normal((n, 4)),), sizes=(4, 7, 1, 0))

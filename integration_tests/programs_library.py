@@ -277,3 +277,61 @@ def monte_carlo_pi(x, gen):
 @library(lambda rng, n: (rng.standard_normal((n, 3)),), sizes=(4, 7, 1))
 def diff_orders_and_axes(x):
     return np.diff(x) * 2.0, np.diff(x, n=2, axis=0), np.diff(x > 0.0, axis=0)
+
+
+# -- edge inputs the functions above define (issue 24: random, 1-element, empty, NaN) ----------
+
+
+@library(_vector, sizes=(4, 1, 0))
+def window_functions(x):
+    # A window of the signal's own length (0 and 1 included: NumPy gives [] and [1.]).
+    n = x.shape[0]
+    return (
+        x * np.hanning(n) + np.hamming(n),
+        np.blackman(n) - np.bartlett(n),
+        np.kaiser(n, 5.0) * x.sum(),
+    )
+
+
+@library(_matrix, sizes=(4, 1), fullgraph=False)
+def eig_and_eigvals_break(a):
+    # A real matrix's eigenvalues are real or complex depending on the values: np.linalg.eig
+    # and eigvals are graph breaks (the refuse rule), the code around them still compiles.
+    w = np.linalg.eigvals(a * 2.0)
+    values, vectors = np.linalg.eig(a)
+    return np.sort_complex(w) + 1.0, np.abs(vectors).sum(axis=0) * np.abs(values)
+
+
+@library(_vector, sizes=(0,), expect_error=True)
+def fft_of_an_empty_signal(x):
+    return np.fft.rfft(x * 2.0)
+
+
+@library(lambda rng, n: (np.full((n, n), np.nan),), sizes=(3,), expect_error=True)
+def svd_of_nan_does_not_converge(a):
+    return np.linalg.svd(a + 1.0)[1]
+
+
+@library(_with_nan, sizes=(4,), expect_error=True)
+def histogram_of_nan_without_a_range(x):
+    return np.histogram(x * 2.0, bins=4)[0]
+
+
+def _sorted_with_nan(rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
+    v = rng.standard_normal(n + 1)
+    v[-1] = np.nan
+    return np.append(np.sort(rng.standard_normal(n)), np.nan), v
+
+
+@library(_sorted_with_nan, sizes=(4, 1))
+def searchsorted_with_nan(a, v):
+    # NaN sorts last: searching for it gives its place at the end, on both sides.
+    return np.searchsorted(a, v), np.searchsorted(a, v * 2.0, side="right")
+
+
+@library(_with_generator, sizes=(4, 1, 0))
+def generator_draws_of_size_one_and_zero(x, gen):
+    # Draws whose size is the input's (1 and 0 included) and draws of size 0 (the state
+    # does not move) between ones that do.
+    empty = gen.standard_normal(0)
+    return gen.normal(0.0, 1.0, size=x.shape) + x, empty, gen.integers(0, 5, size=(x.shape[0], 2))

@@ -5,9 +5,11 @@ eager bit for bit, and code after a data-dependent size compiles once for all it
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 import numpile
 
@@ -66,15 +68,94 @@ def test_refused_functions_break_the_graph_with_their_reason() -> None:
     assert "dtype depends on the values" in str(report.break_reasons[0])
 
 
-def test_two_data_dependent_sizes_combined_break_the_graph() -> None:
-    # Capture cannot prove two bincounts' lengths equal: a graph break, not a whole frame eager.
-    def group_mean(labels: Any, values: Any) -> Any:
-        return np.bincount(labels, weights=values) / np.maximum(np.bincount(labels), 1)
+def _group_mean(labels: Any, values: Any) -> Any:
+    return np.bincount(labels, weights=values) / np.maximum(np.bincount(labels), 1)
 
-    labels, values = np.array([0, 1, 1, 3]), np.arange(4.0)
-    report = numpile.explain(group_mean)(labels, values)
-    assert report.graph_count >= 1
-    assert "data-dependent sizes" in report.break_reasons[0].reason
-    np.testing.assert_array_equal(
-        numpile.compile(group_mean)(labels, values), group_mean(labels, values)
+
+def _masked_sum(x: Any, y: Any) -> Any:
+    return x[x > 0] + y[y > 0] * 2.0
+
+
+def test_two_data_dependent_sizes_combined_compile_once() -> None:
+    # Two bincounts' lengths (two masks' counts) are two unbacked symbols: one graph with a
+    # run-time check between them, compiled once for every count (no graph break).
+    rng = np.random.default_rng(5)
+    calls = [(rng.integers(0, k, 9), rng.standard_normal(9)) for k in (3, 6, 9, 1)]
+    assert _graphs(_group_mean, *calls) == 1
+    compiled = numpile.compile(_group_mean, fullgraph=True, options={"tiered": False})
+    for labels, values in calls:
+        np.testing.assert_array_equal(compiled(labels, values), _group_mean(labels, values))
+
+
+def test_two_masks_broadcast_as_numpy_does_at_run_time() -> None:
+    # Equal counts, a count of 1 (broadcasts), 1 against 0, 0 and 0: NumPy's results; other
+    # counts: NumPy's ValueError with NumPy's message, raised from the user's line.
+    compiled = numpile.compile(_masked_sum, fullgraph=True, options={"tiered": False})
+    cases = [
+        ([1.0, -1, 2, 3], [1.0, 2, -3, 4]),
+        ([1.0, -1, -2, -3], [1.0, 2, -3, 4]),
+        ([-1.0, -1, -2, 3], [-1.0, -2, -3, -4]),
+        ([-1.0, -1, -2, -3], [-1.0, -2, -3, -4]),
+        ([1.0, 2, 3, 4], [1.0, 2, 3, 4]),
+    ]
+    for x, y in cases:
+        args = (np.array(x), np.array(y))
+        np.testing.assert_array_equal(compiled(*args), _masked_sum(*args))
+    args = (np.array([1.0, 2, -2, 3]), np.array([1.0, 2, -3, -4]))
+    with pytest.raises(ValueError) as eager:
+        _masked_sum(*args)
+    with pytest.raises(ValueError) as raised:
+        compiled(*args)
+    assert str(raised.value) == str(eager.value)
+    lines = [entry.lineno + 1 for entry in raised.traceback if entry.path == Path(__file__)]
+    assert _masked_sum.__code__.co_firstlineno + 1 in lines
+    assert _graphs(_masked_sum, *[(np.array(x), np.array(y)) for x, y in cases]) == 1
+
+
+def _spectral_loss(a: Any) -> Any:
+    w, v = np.linalg.eigh(a)
+    u, s, _ = np.linalg.svd(a, full_matrices=False)
+    q, r = np.linalg.qr(a)
+    spectrum = np.fft.irfft(a[0], n=3) + np.convolve(a[1], a[2], mode="same")
+    return (
+        (w * np.arange(3.0)).sum()
+        + (v[:, 0] ** 3).sum()
+        + (s**2).sum()
+        + np.abs(u[0]).sum()
+        + (q * r).sum()
+        + (spectrum**2).sum()
     )
+
+
+def test_grad_through_decompositions_matches_central_differences() -> None:
+    # numpile.grad through tuple-valued decompositions (every item used), a c2r FFT and a
+    # convolution: one compiled joint graph, checked against central differences.
+    rng = np.random.default_rng(0)
+    m = rng.normal(size=(3, 3))
+    a = m @ m.T + np.diag([1.0, 2.0, 3.0])
+    grad = numpile.grad(_spectral_loss)(a)
+    expected = np.zeros_like(a)
+    step = 1e-6
+    for flat in range(a.size):
+        delta = np.zeros_like(a)
+        delta.flat[flat] = step
+        expected.flat[flat] = (_spectral_loss(a + delta) - _spectral_loss(a - delta)) / (2 * step)
+    np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
+
+
+def _masked_update(x: Any, y: Any) -> Any:
+    z = x.copy()
+    z[z > 0] += y[y > 0]
+    return z
+
+
+def test_an_in_place_op_on_two_masks_keeps_numpys_results() -> None:
+    # An in-place op keeps its operands (no run-time check node in front of it): NumPy's
+    # values, and NumPy's error where the counts differ.
+    compiled = numpile.compile(_masked_update, options={"tiered": False})
+    for y in ([1.0, 2, -3, 4], [1.0, -2, -3, -4]):
+        args = (np.array([1.0, -1, 2, 3]), np.array(y))
+        np.testing.assert_array_equal(compiled(*args), _masked_update(*args))
+    args = (np.array([1.0, -1, 2, 3]), np.array([1.0, 2, -3, -4]))
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        compiled(*args)

@@ -91,6 +91,23 @@ def test_jvp_matches_finite_differences(
 _ZERO = ("sign", "floor", "ceil", "trunc", "rint", "round", "spacing", "heaviside")
 _ZERO += ("floor_divide", "nextafter")
 _NOT_WALKED = {*_ZERO, "zeros_like", "ones_like", "empty_like", "arange", "imag", "angle"}
+# Tuple-valued decompositions: reverse mode only (forward mode raises, see the test below).
+_TUPLE_VALUED = {"linalg.eigh", "linalg.svd", "linalg.qr", "linalg.slogdet"}
+_NOT_WALKED |= _TUPLE_VALUED
+
+
+@pytest.mark.parametrize("name", sorted(_TUPLE_VALUED))
+def test_forward_mode_through_a_tuple_valued_op_raises(name: str) -> None:
+    from numpile_capture.numpy_bindings import lookup_function
+
+    graph = Graph()
+    a = graph.placeholder("a", meta_of(np.eye(3)))
+    binding = lookup_function(getattr(np.linalg, name.split(".")[1]))
+    assert binding is not None
+    items = binding.apply(graph, a)
+    graph.output = (items[-1],)
+    with pytest.raises(NotImplementedError, match="tuple-valued op"):
+        build_jvp(graph, (0,))
 
 
 def test_every_op_with_a_vjp_rule_is_walked() -> None:

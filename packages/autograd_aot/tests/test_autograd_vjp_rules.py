@@ -185,7 +185,39 @@ CASES.update(
         "fft.fftn": lambda rng, s: ([_normal(rng, (2, 3, 2))], {}),
         "fft.ifftn": lambda rng, s: ([_normal(rng, (2, 3, 2))], {"axes": (0, 2)}),
         "fft.rfft": lambda rng, s: ([_normal(rng, (2, 5))], _resized(rng, s)),
+        "fft.irfft": lambda rng, s: ([_normal(rng, (2, 4))], {"n": [None, 5, 8, 3][len(s)]}),
+        "fft.hfft": lambda rng, s: ([_normal(rng, (3, 4))], {"norm": "ortho"} if s else {}),
+        "fft.ihfft": lambda rng, s: ([_normal(rng, (2, 5))], _resized(rng, s)),
+        "fft.rfft2": lambda rng, s: ([_normal(rng, (3, 4))], {"s": (3, 5)} if s else {}),
+        "fft.rfftn": lambda rng, s: ([_normal(rng, (2, 3, 4))], {"axes": (0, 2)}),
+        "fft.irfft2": lambda rng, s: ([_normal(rng, (3, 4))], {"s": (3, 7)} if s else {}),
+        "fft.irfftn": lambda rng, s: (
+            [_normal(rng, (2, 3, 4))],
+            {"axes": (0, 2), "norm": "forward"} if s else {},
+        ),
         "fft.fftshift": lambda rng, s: ([_normal(rng, (3, 4))], {}),
+        "pad": lambda rng, s: (
+            [_normal(rng, (3, 4))],
+            {"pad_width": ((1, 2), (0, 3)), "mode": ["constant", "edge", "reflect"][len(s)]},
+        ),
+        "convolve": lambda rng, s: (
+            [_normal(rng, (5,)), _normal(rng, (2 + len(s),))],
+            {"mode": ["full", "same", "valid"][len(s)]},
+        ),
+        "correlate": lambda rng, s: (
+            [_normal(rng, (2 + 2 * len(s),)), _normal(rng, (4,))],
+            {"mode": ["valid", "same", "full"][len(s)]},
+        ),
+        "interp": lambda rng, s: (
+            [
+                _normal(rng, (2, 3)) * 2,
+                np.arange(-2, 3),
+                _normal(rng, (5,)),
+                -1.0 if s else None,
+                None,
+            ],
+            {},
+        ),
         "fft.ifftshift": lambda rng, s: ([_normal(rng, (3, 5))], {"axes": (1,)}),
         "linalg.cholesky": lambda rng, s: ([_spd(rng, s)], {}),
         "linalg.eigvalsh": lambda rng, s: ([_spd(rng, s)], {"UPLO": "U"} if s else {}),
@@ -344,6 +376,7 @@ def _bool_or_int_result(op: Op) -> bool:
 
 def test_every_rule_is_tested() -> None:
     tested = {op for op, _ in ALL_CASES}
+    tested |= {get_op(f"linalg.{case[0].__name__}") for case in _TUPLE_CASES}
     untested_zero = {"sign", "floor", "ceil", "trunc", "rint", "round", "spacing", "heaviside"}
     untested = [
         op.name
@@ -414,3 +447,93 @@ def test_complex_input_rules_match_finite_differences(name: str) -> None:
             delta = _pairing(graph, [plus], cotangent) - _pairing(graph, [minus], cotangent)
             expected[i] += weight * delta / (2 * step)
     np.testing.assert_allclose(gz, expected, rtol=1e-5, atol=1e-6)
+
+
+_COMPLEX_IN = [
+    ("fft.fft", {}),
+    ("fft.irfft", {}),
+    ("fft.irfft", {"n": 5}),
+    ("fft.hfft", {"n": 7, "norm": "ortho"}),
+    ("fft.irfftn", {}),
+    ("fft.irfft2", {"s": (3, 5), "norm": "forward"}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), _COMPLEX_IN, ids=[str(c) for c in _COMPLEX_IN])
+def test_complex_inputs_follow_the_complex_convention(name: str, params: dict[str, Any]) -> None:
+    # The gradient of a complex input is dL/du - i dL/dv (JAX's convention, the fft rule's),
+    # checked by central differences along the real and the imaginary directions.
+    rng = np.random.default_rng(11)
+    a = rng.normal(size=(2, 4)) + 1j * rng.normal(size=(2, 4))
+    graph = Graph()
+    graph.output = (graph.call(get_op(name), graph.placeholder("a", meta_of(a)), **params),)
+    (out,) = run_graph(graph, [a])
+    cotangent = rng.normal(size=np.shape(out)).astype(np.asarray(out).dtype)
+    _, (grad,) = run_graph(build_joint(graph, [0], (0,)).graph, [a, cotangent])
+    expected = np.zeros_like(a)
+    step = 1e-6
+    for flat in range(a.size):
+        delta = np.zeros_like(a)
+        delta.flat[flat] = step
+        du = _pairing(graph, [a + delta], cotangent) - _pairing(graph, [a - delta], cotangent)
+        dv = _pairing(graph, [a + 1j * delta], cotangent)
+        dv -= _pairing(graph, [a - 1j * delta], cotangent)
+        expected.flat[flat] = (du - 1j * dv) / (2 * step)
+    np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
+
+
+def _spd_of(rng: Rng, n: int) -> np.ndarray:
+    a = rng.normal(size=(n, n))
+    return a @ a.T + np.diag(np.arange(1.0, n + 1.0))
+
+
+# (function, input factory, keyword arguments): tuple-valued decompositions (distinct
+# eigen- and singular values), every item's cotangent random.
+_TUPLE_CASES: list[tuple[Any, Callable[[Rng], np.ndarray], dict[str, Any]]] = [
+    (np.linalg.eigh, lambda rng: _spd_of(rng, 4), {}),
+    (np.linalg.eigh, lambda rng: _spd_of(rng, 3), {"UPLO": "U"}),
+    (np.linalg.svd, lambda rng: rng.normal(size=(4, 3)), {"full_matrices": False}),
+    (np.linalg.svd, lambda rng: rng.normal(size=(2, 5)), {"full_matrices": False}),
+    (np.linalg.svd, lambda rng: rng.normal(size=(3, 3)), {}),
+    (np.linalg.qr, lambda rng: rng.normal(size=(4, 3)), {}),
+    (np.linalg.qr, lambda rng: rng.normal(size=(3, 3)), {"mode": "complete"}),
+    (np.linalg.qr, lambda rng: rng.normal(size=(5, 2)), {"mode": "r"}),
+    (np.linalg.svd, lambda rng: rng.normal(size=(3, 4)), {"compute_uv": False}),
+    (np.linalg.slogdet, lambda rng: rng.normal(size=(3, 3)) + 3 * np.eye(3), {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("function", "make", "params"),
+    _TUPLE_CASES,
+    ids=[f"{c[0].__name__}{c[2]}" for c in _TUPLE_CASES],
+)
+def test_tuple_valued_decompositions_match_finite_differences(
+    function: Any, make: Callable[[Rng], np.ndarray], params: dict[str, Any]
+) -> None:
+    from numpile_capture.numpy_bindings import lookup_function
+
+    rng = np.random.default_rng(21)
+    a = make(rng)
+    graph = Graph()
+    binding = lookup_function(function)
+    assert binding is not None
+    items = binding.apply(graph, graph.placeholder("a", meta_of(a)), **params)
+    items = items if isinstance(items, tuple) else (items,)
+    graph.output = tuple(items)
+    outs = run_graph(graph, [a])
+    cotangents = [rng.normal(size=np.shape(out)) for out in outs]
+    joint = build_joint(graph, [0], tuple(range(len(items))))
+    _, (grad,) = run_graph(joint.graph, [a, *cotangents])
+
+    def pairing(value: np.ndarray) -> float:
+        results = run_graph(graph, [value])
+        return float(sum(np.sum(r * c) for r, c in zip(results, cotangents, strict=True)))
+
+    expected = np.zeros_like(a)
+    step = 1e-6
+    for flat in range(a.size):
+        delta = np.zeros_like(a)
+        delta.flat[flat] = step
+        expected.flat[flat] = (pairing(a + delta) - pairing(a - delta)) / (2 * step)
+    np.testing.assert_allclose(grad, expected, rtol=1e-4, atol=1e-5)

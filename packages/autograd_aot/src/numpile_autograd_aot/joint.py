@@ -101,11 +101,20 @@ def append_backward(
     wanted_targets = {node for node in targets if differentiable(node.meta)}
     active = _active_nodes(forward_nodes, wanted_targets)
     cotangents: dict[Node, Node] = {}
+    # NOTE: a tuple-valued node (np.linalg.svd) -> item index -> the cotangent of that item
+    # (its `result_item` nodes pass theirs on; the tuple's rule reads them as `items`).
+    items: dict[Node, dict[int, Node]] = {}
     for leaf, seed in seeds:
         if isinstance(leaf, Node) and leaf in active and differentiable(leaf.meta):
             _accumulate(graph, cotangents, leaf, seed)
     for node in reversed(forward_nodes):
         cotangent = cotangents.get(node)
+        if cotangent is not None and _is_item(node) and node.inputs[0] in active:
+            slot = items.setdefault(node.inputs[0], {})
+            _accumulate(graph, slot, node.kwargs["index"], cotangent)
+            continue
+        if cotangent is None and node in items:
+            cotangent = next(iter(items[node].values()))
         if cotangent is None:
             continue
         if node.op is not None and node.op.name == "loop_output":
@@ -119,7 +128,7 @@ def append_backward(
         rule = get_vjp(node.op)
         if rule is None:
             raise missing_rule_error(node, "reverse")
-        grads = rule(VjpContext(graph, node, cotangent, wanted))
+        grads = rule(VjpContext(graph, node, cotangent, wanted, items.get(node, {})))
         for value, want, grad in zip(node.inputs, wanted, grads, strict=False):
             if want and grad is not None:
                 meta = value.meta
@@ -164,6 +173,11 @@ def _active_nodes(nodes: Sequence[Node], targets: set[Node]) -> set[Node]:
     return active
 
 
-def _accumulate(graph: Graph, cotangents: dict[Node, Node], node: Node, value: Node) -> None:
+def _is_item(node: Node) -> bool:
+    # An item of a tuple-valued node (its cotangent goes to the tuple's rule).
+    return node.op is not None and node.op.name == "result_item"
+
+
+def _accumulate(graph: Graph, cotangents: dict[Any, Node], node: Any, value: Node) -> None:
     previous = cotangents.get(node)
     cotangents[node] = value if previous is None else graph.call(get_op("add"), previous, value)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from numpile_capture import ArrayMeta, Graph, Node, get_op
+from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, extern_row, get_op
 
 from .joint import JointGraph
 from .jvp_table import JvpContext, fit_tangent, get_jvp, transposed_vjp_jvp
@@ -117,9 +117,32 @@ def output_tangent(graph: Graph, tangents: dict[Node, Node], leaf: object) -> No
     return graph.call(get_op("zeros"), shape=meta.shape, dtype=meta.dtype)
 
 
+def _differentiable_items(node: Node) -> bool:
+    # Whether `node` is a tuple-valued extern op with an item that carries a tangent.
+    if not (isinstance(node.meta, ScalarMeta) and node.meta.type is tuple):
+        return False
+    try:
+        row = extern_row(node.op.name)  # type: ignore[union-attr]
+    except KeyError:
+        return False
+    metas = row.meta_of_node(
+        *(v.meta if isinstance(v, Node) else v for v in node.inputs), **node.kwargs
+    )
+    return any(differentiable(meta) for meta in metas)  # type: ignore[union-attr]
+
+
 def _add_tangent(graph: Graph, node: Node, tangents: dict[Node, Node]) -> None:
     inputs = tuple(tangents.get(v) if isinstance(v, Node) else None for v in node.inputs)
-    if not any(t is not None for t in inputs) or not differentiable(node.meta):
+    if not any(t is not None for t in inputs):
+        return
+    if _differentiable_items(node):
+        # A tuple-valued op (np.linalg.svd): its items' tangents are not modelled; an
+        # error, never a zero tangent.
+        raise NotImplementedError(
+            f"forward mode through the tuple-valued op {node.op} (in `{node.format()}`) is "
+            "not supported yet; reverse mode (grad, vjp) is"
+        )
+    if not differentiable(node.meta):
         return
     assert node.op is not None
     context = JvpContext(graph, node, inputs)

@@ -124,6 +124,7 @@ EXCLUDED_OPS: dict[str, str] = {
     **dict.fromkeys(_LOOPS, LOOPS),
     **{row.name: EXTERN for row in extern_rows() if row.no_grad},
     "result_item": EXTERN,
+    "broadcast_unbacked": EXTERN,
     "gamma": DIGAMMA,
     "lgamma": DIGAMMA,
 }
@@ -136,7 +137,14 @@ def extern_no_grad() -> dict[str, str]:
     'a random draw: no reparametrized gradient'
     """
     reasons = {row.name: row.no_grad for row in extern_rows() if row.no_grad}
-    reasons["result_item"] = "an item of a tuple result: gradients of tuples not modelled yet"
+    reasons["result_item"] = (
+        "an item of a tuple result: the reverse sweep passes its cotangent on to the tuple's "
+        "rule (svd, eigh, qr, slogdet), which reads every item's"
+    )
+    reasons["broadcast_unbacked"] = (
+        "the run-time broadcast check of two data-dependent sizes: a tuple result "
+        "(gradients of tuples not modelled yet)"
+    )
     return reasons
 
 

@@ -48,14 +48,19 @@ def _resize(ctx: VjpContext, grad: Node, axes: Sequence[int], sizes: Sequence[An
     return grad
 
 
+_ONE_AXIS = frozenset(f"fft.{n}" for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"))
+_TWO_AXES = frozenset(f"fft.{n}" for n in ("fft2", "ifft2", "rfft2", "irfft2"))
+
+
 def _transform_axes(ctx: VjpContext, ndim: int) -> list[int]:
     params = ctx.params
-    if "axis" in params or ctx.node.op.name in ("fft.fft", "fft.ifft", "fft.rfft"):  # type: ignore[union-attr]
+    name = ctx.node.op.name  # type: ignore[union-attr]
+    if "axis" in params or name in _ONE_AXIS:
         return [params.get("axis", -1) % ndim]
     axes = params.get("axes")
     if axes is None:
         sizes = params.get("s")
-        if ctx.node.op.name in ("fft.fft2", "fft.ifft2"):  # type: ignore[union-attr]
+        if name in _TWO_AXES:
             axes = (-2, -1)
         elif sizes is not None:
             axes = tuple(range(-len(sizes), 0))
@@ -88,6 +93,102 @@ def _rfft_vjp(ctx: VjpContext) -> Sequence[Node | None]:
     points = ctx.params.get("n") or meta.shape[axis]
     params = {"norm": ctx.params["norm"]} if ctx.params.get("norm") is not None else {}
     grad = ctx.call("fft.fft", ctx.cotangent, n=points, axis=axis, **params)
+    grad = _resize(ctx, grad, [axis], [meta.shape[axis]])
+    return [ctx.call("real", grad)]
+
+
+# NOTE: the norm whose scale is the other direction's: the transpose of a transform scaled
+# by `norm` is the opposite-direction transform with the same scale.
+_SWAPPED = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def _norm(ctx: VjpContext, *, swap: bool = False) -> dict[str, Any]:
+    norm = ctx.params.get("norm")
+    if swap:
+        return {"norm": _SWAPPED[norm]}
+    return {} if norm is None else {"norm": norm}
+
+
+def _real_in_axes(ctx: VjpContext, ndim: int) -> tuple[list[int], list[Any]]:
+    # The axes of an r2c transform and the points it takes along each (`n` / `s` or the
+    # input's own lengths); the last axis is the half-spectrum one.
+    meta = ctx.input_meta(0)
+    axes = _transform_axes(ctx, ndim)
+    given = ctx.params.get("s")
+    if ctx.params.get("n") is not None:
+        given = (ctx.params["n"],)
+    points = list(given) if given is not None else [meta.shape[axis] for axis in axes]
+    return axes, points
+
+
+@register_vjp(get_op("fft.rfft2"), get_op("fft.rfftn"))
+def _rfftn_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # rfftn is fftn keeping the first half (plus one) of the last axis's outputs: its
+    # transpose zero-pads the cotangent back to the full length (fftn's `s`), then fftn.
+    meta = ctx.input_meta(0)
+    axes, points = _real_in_axes(ctx, meta.ndim)
+    grad = ctx.call("fft.fftn", ctx.cotangent, s=tuple(points), axes=tuple(axes), **_norm(ctx))
+    grad = _resize(ctx, grad, axes, [meta.shape[axis] for axis in axes])
+    return [ctx.call("real", grad)]
+
+
+def _half_spectrum_weights(ctx: VjpContext, length: Any, points: Any, axis: int, ndim: int) -> Node:
+    # The c2r transforms read bins 1 .. (points - 1) // 2 twice (as themselves and as their
+    # conjugate mirror), bin 0 and an even `points`'s middle bin once: weights 1, 2, ..., 2, 1.
+    if not isinstance(length, int) or not isinstance(points, int):
+        raise NotImplementedError("the gradient of a c2r FFT of a symbolic length")
+    weights = [1.0 if k == 0 or 2 * k == points else 2.0 for k in range(length)]
+    node = ctx.call("array", value=tuple(weights), dtype=None)
+    trailing = tuple(range(1, ndim - axis))
+    return ctx.call("expand_dims", node, axis=trailing) if trailing else node
+
+
+def _c2r_vjp(ctx: VjpContext, axes: list[int], points: list[Any], *, swap: bool) -> Node:
+    # y = c2r(a): the transpose is the r2c transform of the cotangent (same scale, so the
+    # swapped norm), the doubly read bins weighted 2, conjugated (JAX's convention for a
+    # real-linear map of a complex input), resized back to the input's lengths.
+    meta = ctx.input_meta(0)
+    norm = _norm(ctx, swap=not swap)
+    grad = ctx.call("fft.rfftn", ctx.cotangent, s=tuple(points), axes=tuple(axes), **norm)
+    last = axes[-1]
+    length = grad.meta.shape[last]  # type: ignore[union-attr]
+    weights = _half_spectrum_weights(ctx, length, points[-1], last, meta.ndim)
+    grad = ctx.call("conjugate", ctx.call("multiply", grad, weights))
+    grad = _resize(ctx, grad, axes, [meta.shape[axis] for axis in axes])
+    return grad if meta.dtype.kind == "c" else ctx.call("real", grad)
+
+
+def _c2r_points(ctx: VjpContext) -> tuple[list[int], list[Any]]:
+    # The axes and output lengths of a c2r transform: `n` / `s`, else 2 * (length - 1).
+    meta = ctx.input_meta(0)
+    axes = _transform_axes(ctx, meta.ndim)
+    out = ctx.node.meta.shape  # type: ignore[union-attr]
+    return axes, [out[axis] for axis in axes]
+
+
+@register_vjp(get_op("fft.irfft"), get_op("fft.irfft2"), get_op("fft.irfftn"))
+def _irfft_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    axes, points = _c2r_points(ctx)
+    return [_c2r_vjp(ctx, axes, points, swap=False)]
+
+
+@register_vjp(get_op("fft.hfft"))
+def _hfft_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # hfft(a) = irfft(conj(a)) with the swapped norm: the conjugate of irfft's rule.
+    axes, points = _c2r_points(ctx)
+    grad = _c2r_vjp(ctx, axes, points, swap=True)
+    meta = ctx.input_meta(0)
+    return [ctx.call("conjugate", grad) if meta.dtype.kind == "c" else grad]
+
+
+@register_vjp(get_op("fft.ihfft"))
+def _ihfft_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # ihfft(a) = conj(rfft(a)) with the swapped norm: rfft's rule on the conjugate cotangent.
+    meta = ctx.input_meta(0)
+    axis = _transform_axes(ctx, meta.ndim)[0]
+    points = ctx.params.get("n") or meta.shape[axis]
+    cotangent = ctx.call("conjugate", ctx.cotangent)
+    grad = ctx.call("fft.fft", cotangent, n=points, axis=axis, **_norm(ctx, swap=True))
     grad = _resize(ctx, grad, [axis], [meta.shape[axis]])
     return [ctx.call("real", grad)]
 
@@ -165,3 +266,161 @@ def _erf_vjp(ctx: VjpContext) -> Sequence[Node | None]:
         "multiply", ctx.call("exp", ctx.call("negative", ctx.call("square", x))), scale
     )
     return [ctx.call("multiply", ctx.cotangent, slope)]
+
+
+def _own_items(ctx: VjpContext) -> tuple[Node, ...]:
+    # The items of the tuple node the rule is for (new `result_item` nodes reading it).
+    row = extern_row(ctx.node.op.name)  # type: ignore[union-attr]
+    metas = row.meta_of_node(
+        *(v.meta if isinstance(v, Node) else v for v in ctx.inputs), **ctx.params
+    )
+    assert isinstance(metas, tuple)
+    item = get_op("result_item")
+    return tuple(
+        ctx.graph.add_node(item, (ctx.node,), {"index": k}, meta) for k, meta in enumerate(metas)
+    )
+
+
+def _off_diagonal_inverse(ctx: VjpContext, values: Node, *, squared: bool = False) -> Node:
+    # F[..., i, j] = 1 / (v_j - v_i) off the diagonal (of v**2 when `squared`), 0 on it:
+    # the coupling of two eigen- (or singular) vectors (distinct values assumed).
+    size = values.meta.shape[-1]  # type: ignore[union-attr]
+    if not isinstance(size, int):
+        raise NotImplementedError("the gradient of a decomposition of a symbolic size")
+    if squared:
+        values = ctx.call("multiply", values, values)
+    gaps = ctx.call(
+        "subtract",
+        ctx.call("expand_dims", values, axis=(-2,)),
+        ctx.call("expand_dims", values, axis=(-1,)),
+    )
+    eye = ctx.call("eye", n=size, dtype=values.meta.dtype)  # type: ignore[union-attr]
+    off = ctx.call("subtract", 1.0, eye)
+    return ctx.call("divide", off, ctx.call("add", gaps, eye))
+
+
+def _diagonal_matrix(ctx: VjpContext, values: Node) -> Node:
+    size = values.meta.shape[-1]  # type: ignore[union-attr]
+    eye = ctx.call("eye", n=size, dtype=values.meta.dtype)  # type: ignore[union-attr]
+    return ctx.call("multiply", ctx.call("expand_dims", values, axis=(-2,)), eye)
+
+
+@register_vjp(get_op("linalg.eigh"))
+def _eigh_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # A = V diag(w) V^T (distinct eigenvalues): A_bar = V (diag(w_bar) + F o V^T V_bar) V^T,
+    # symmetrized, then folded onto the triangle NumPy read (as eigvalsh's rule).
+    values, vectors = _own_items(ctx)
+    middle: Node | None = None
+    if 0 in ctx.items:
+        middle = _diagonal_matrix(ctx, ctx.items[0])
+    if 1 in ctx.items:
+        coupling = ctx.call("matmul", _swap(ctx, vectors), ctx.items[1])
+        weighted = ctx.call("multiply", _off_diagonal_inverse(ctx, values), coupling)
+        middle = weighted if middle is None else ctx.call("add", middle, weighted)
+    assert middle is not None
+    full = ctx.call("matmul", ctx.call("matmul", vectors, middle), _swap(ctx, vectors))
+    symmetric = ctx.call("multiply", ctx.call("add", full, _swap(ctx, full)), 0.5)
+    if ctx.params.get("UPLO") == "U":
+        return [_swap(ctx, _fold_lower(ctx, _swap(ctx, symmetric)))]
+    return [_fold_lower(ctx, symmetric)]
+
+
+def _projector_off(ctx: VjpContext, basis: Node) -> Node:
+    # I - B B^T: the projection off the columns of `basis` (static row count).
+    rows = basis.meta.shape[-2]  # type: ignore[union-attr]
+    if not isinstance(rows, int):
+        raise NotImplementedError("the gradient of a decomposition of a symbolic size")
+    eye = ctx.call("eye", n=rows, dtype=basis.meta.dtype)  # type: ignore[union-attr]
+    return ctx.call("subtract", eye, ctx.call("matmul", basis, _swap(ctx, basis)))
+
+
+@register_vjp(get_op("linalg.svd"))
+def _svd_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # Townsend (2016), distinct nonzero singular values, A = U diag(s) V^T:
+    # A_bar = U (J S + diag(s_bar) + S K) V^T + (I - U U^T) U_bar S^-1 V^T
+    #       + U S^-1 V_bar^T (I - V V^T), J = F o (U^T U_bar - U_bar^T U),
+    #       K = F o (V^T V_bar - V_bar^T V), F_ij = 1 / (s_j^2 - s_i^2).
+    if ctx.params.get("compute_uv") is False:
+        left, _, right = _items(ctx, "linalg.svd", ctx.inputs[0], full_matrices=False)
+        scaled = ctx.call("multiply", left, ctx.call("expand_dims", ctx.cotangent, axis=(-2,)))
+        return [ctx.call("matmul", scaled, right)]
+    meta = ctx.input_meta(0)
+    if ctx.params.get("full_matrices", True) and meta.shape[-1] != meta.shape[-2]:
+        raise NotImplementedError(
+            "the gradient of np.linalg.svd with full_matrices=True of a non-square matrix "
+            "(the extra singular vectors are not unique): pass full_matrices=False"
+        )
+    left, values, right_h = _own_items(ctx)
+    right = _swap(ctx, right_h)
+    row = ctx.call("expand_dims", values, axis=(-2,))  # s_j along columns
+    column = ctx.call("expand_dims", values, axis=(-1,))  # s_i along rows
+    coupling = _off_diagonal_inverse(ctx, values, squared=True)
+    middle: Node | None = None
+    extra: list[Node] = []
+    if 1 in ctx.items:
+        middle = _diagonal_matrix(ctx, ctx.items[1])
+    if 0 in ctx.items:
+        bar = ctx.items[0]
+        product = ctx.call("matmul", _swap(ctx, left), bar)
+        skew = ctx.call("subtract", product, _swap(ctx, product))
+        term = ctx.call("multiply", ctx.call("multiply", coupling, skew), row)
+        middle = term if middle is None else ctx.call("add", middle, term)
+        outside = ctx.call("matmul", _projector_off(ctx, left), ctx.call("divide", bar, row))
+        extra.append(ctx.call("matmul", outside, right_h))
+    if 2 in ctx.items:
+        bar = _swap(ctx, ctx.items[2])
+        product = ctx.call("matmul", _swap(ctx, right), bar)
+        skew = ctx.call("subtract", product, _swap(ctx, product))
+        term = ctx.call("multiply", column, ctx.call("multiply", coupling, skew))
+        middle = term if middle is None else ctx.call("add", middle, term)
+        outside = ctx.call("divide", _swap(ctx, bar), column)
+        outside = ctx.call("matmul", outside, _projector_off(ctx, right))
+        extra.append(ctx.call("matmul", left, outside))
+    grad = None
+    if middle is not None:
+        grad = ctx.call("matmul", ctx.call("matmul", left, middle), right_h)
+    for term in extra:
+        grad = term if grad is None else ctx.call("add", grad, term)
+    return [grad]
+
+
+@register_vjp(get_op("linalg.qr"))
+def _qr_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # A = QR with m >= n (Liao et al. 2019): M = R R_bar^T - Q_bar^T Q,
+    # A_bar = (Q_bar + Q copyltu(M)) R^-T, copyltu(M) the symmetric matrix of M's lower part.
+    meta = ctx.input_meta(0)
+    mode = ctx.params.get("mode", "reduced")
+    rows, columns = meta.shape[-2], meta.shape[-1]
+    if mode not in ("reduced", "complete", "r") or not isinstance(rows, int):
+        raise NotImplementedError(f"the gradient of np.linalg.qr with mode={mode!r}")
+    if not isinstance(columns, int) or rows < columns or (mode == "complete" and rows != columns):
+        raise NotImplementedError("the gradient of np.linalg.qr of a wide matrix")
+    if mode == "r":
+        q, r = _items(ctx, "linalg.qr", ctx.inputs[0])
+        bars: dict[int, Node] = {1: ctx.cotangent}
+    else:
+        q, r = _own_items(ctx)
+        bars = ctx.items
+    m: Node | None = None
+    if 1 in bars:
+        m = ctx.call("matmul", r, _swap(ctx, bars[1]))
+    if 0 in bars:
+        product = ctx.call("matmul", _swap(ctx, bars[0]), q)
+        m = ctx.call("negative", product) if m is None else ctx.call("subtract", m, product)
+    assert m is not None
+    lower = ctx.call("tril", m)
+    symmetric = ctx.call("add", lower, _swap(ctx, ctx.call("tril", m, k=-1)))
+    b = ctx.call("matmul", q, symmetric)
+    if 0 in bars:
+        b = ctx.call("add", b, bars[0])
+    # B R^-T = (R^-1 B^T)^T
+    return [_swap(ctx, ctx.call("solve", r, _swap(ctx, b)))]
+
+
+@register_vjp(get_op("linalg.slogdet"))
+def _slogdet_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # d log|det A| = tr(A^-1 dA): A_bar = logabsdet_bar * A^-T; the sign carries none.
+    if 1 not in ctx.items:
+        return [None]
+    scale = ctx.call("expand_dims", ctx.items[1], axis=(-2, -1))
+    return [ctx.call("multiply", scale, _swap(ctx, ctx.call("inv", ctx.inputs[0])))]

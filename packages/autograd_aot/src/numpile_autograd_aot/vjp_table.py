@@ -61,6 +61,9 @@ class VjpContext(RuleContext):
 
     cotangent: Node
     wanted: tuple[bool, ...]
+    # NOTE: for a tuple-valued node (np.linalg.svd's U, S, Vh): the cotangent of each item
+    # that has one, by index (`cotangent` is then one of them; the rule reads these).
+    items: dict[int, Node] = attrs.field(factory=dict)
 
     @property
     def inputs(self) -> tuple[Any, ...]:
@@ -89,6 +92,7 @@ def _load_rules() -> None:
         vjp_indexing,
         vjp_join,
         vjp_linalg,
+        vjp_numeric,
         vjp_ordering,
         vjp_pointwise,
         vjp_reduction,

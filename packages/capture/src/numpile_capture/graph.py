@@ -204,7 +204,17 @@ class Graph:
         if op.kind is OpKind.MUTATION and inputs and isinstance(inputs[0], Node):
             _refuse_broadcast_write(inputs[0])
         input_metas = [value.meta if isinstance(value, Node) else value for value in inputs]
-        meta = op.meta(*input_metas, **params)
+        try:
+            meta = op.meta(*input_metas, **params)
+        except NotImplementedError as clash:
+            # Two data-dependent sizes to broadcast: a run-time check node in front, then
+            # the op on its checked operands (see ops/unbacked_broadcast.py).
+            from .ops._shapes import UnbackedBroadcast
+            from .ops.unbacked_broadcast import unify_operands
+
+            if not isinstance(clash, UnbackedBroadcast) or op.kind is OpKind.MUTATION:
+                raise  # an in-place op keeps its operands: a graph break, as before
+            return self.call(op, *unify_operands(self, inputs, clash), **params)
         device = input_device(inputs)
         if isinstance(meta, ArrayMeta) and device != meta.device:
             meta = attrs.evolve(meta, device=device)  # meta rules compute on the host's terms

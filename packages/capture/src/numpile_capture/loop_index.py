@@ -170,12 +170,15 @@ def slice_length(size: Any, start: Any, stop: Any, step: int, env: ShapeEnv | No
         return None if env is None else env.decide(relation)
 
     size = sympy.sympify(size)
+    # NOTE: the bound the slice starts from needs no clamp toward the far end: the other
+    # bound is inside the axis, so the span past it is negative and the length 0 anyway
+    # (`x[1:]` of a size that may be 0 is `Max(0, n - 1)`, not `Max(0, n - Min(1, n))`).
     if step > 0:
-        first = _clamped(start, size, 0, (0, size), decide)
+        first = _clamped(start, size, 0, (0, None), decide)
         last = _clamped(stop, size, size, (0, size), decide)
         span = last - first
     else:
-        first = _clamped(start, size, size - 1, (-1, size - 1), decide)
+        first = _clamped(start, size, size - 1, (None, size - 1), decide)
         last = _clamped(stop, size, -1, (-1, size - 1), decide)
         span = first - last
     magnitude = abs(step)
@@ -201,8 +204,8 @@ def _clamped(value: Any, size: Any, default: Any, limits: tuple[Any, Any], decid
     low, high = limits
     negative = decide(sympy.Lt(value, 0))
     wrapped = value + size
-    from_end = _at_least(wrapped, low, decide)
-    from_start = _at_most(value, high, decide)
+    from_end = wrapped if low is None else _at_least(wrapped, low, decide)
+    from_start = value if high is None else _at_most(value, high, decide)
     if negative is True:
         return from_end
     if negative is False:
@@ -213,7 +216,7 @@ def _clamped(value: Any, size: Any, default: Any, limits: tuple[Any, Any], decid
 def _at_least(value: Any, low: Any, decide: Any) -> Any:
     import sympy
 
-    below = decide(sympy.Lt(value, low))
+    below = True if decide(sympy.Le(value, low)) is True else decide(sympy.Lt(value, low))
     if below is True:
         return sympy.sympify(low)
     if below is False:
@@ -224,7 +227,7 @@ def _at_least(value: Any, low: Any, decide: Any) -> Any:
 def _at_most(value: Any, high: Any, decide: Any) -> Any:
     import sympy
 
-    above = decide(sympy.Gt(value, high))
+    above = True if decide(sympy.Ge(value, high)) is True else decide(sympy.Gt(value, high))
     if above is True:
         return sympy.sympify(high)
     if above is False:

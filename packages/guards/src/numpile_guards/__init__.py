@@ -27,6 +27,7 @@ from .guard_filter import split_guard_filter as split_guard_filter
 from .reasons import RecompileReason as RecompileReason
 from .reasons import constants_match as constants_match
 from .reasons import guard_failure as guard_failure
+from .shape_env import DataDependentGuard as DataDependentGuard
 from .shape_env import LoopIndexGuard as LoopIndexGuard
 from .shape_env import ShapeEnv as ShapeEnv
 from .source import AttrSource as AttrSource
@@ -44,6 +45,7 @@ from .symbolic import SymInt as SymInt
 __version__ = distribution_version("numpile-guards")
 
 __all__ = [
+    "DataDependentGuard",
     "LoopIndexGuard",
     "ShapeEnv",
     "ShapeGuard",

@@ -78,6 +78,9 @@ class ShapeEnv:
         # (least, greatest) value as expressions over sizes and outer indices (None: not
         # known). They have no hint, so no guard is ever recorded on them.
         self._indices: dict[sympy.Symbol, tuple[Any, Any]] = {}
+        # NOTE: the unbacked (data-dependent) sizes: symbol -> (least, greatest) value as
+        # expressions over sizes (None: unbounded). No hint either; they live for the capture.
+        self._unbacked: dict[sympy.Symbol, tuple[Any, Any]] = {}
 
     # --- symbols --------------------------------------------------------------------------
 
@@ -124,6 +127,39 @@ class ShapeEnv:
         """
         self._indices[symbol] = (low, high)
 
+    def create_unbacked(self, symbol: sympy.Symbol, low: Any = 0, high: Any = None) -> None:
+        """Record a data-dependent size (`u<k>`, known only at run time) with the bounds its
+        op implies: `low <= symbol <= high`, expressions over sizes (None: unbounded).
+
+        The simplifier uses them (`x[m][: x.shape[0]]` needs no clamp); a relation they do
+        not decide cannot be guarded (`evaluate` raises `DataDependentGuard`).
+
+            >>> import sympy
+            >>> env = ShapeEnv(); s0 = env.create_symbol(5, "L['x'].shape[0]")
+            >>> u0 = sympy.Symbol("u0", integer=True, nonnegative=True)
+            >>> env.create_unbacked(u0, 0, 2 * s0)
+            >>> env.decide(sympy.Le(u0, 2 * s0)), env.decide(sympy.Le(u0, s0))
+            (True, None)
+        """
+        known = self._unbacked.get(symbol)
+        if known is not None and known != (low, high):
+            low, high = _tighter(known[0], low, least=True), _tighter(known[1], high, least=False)
+        self._unbacked[symbol] = (low, high)
+
+    def unbacked_bounds(self, symbol: sympy.Symbol) -> tuple[Any, Any] | None:
+        """The bounds recorded for the unbacked size `symbol`, or None if it is not one."""
+        return self._unbacked.get(symbol)
+
+    def is_unbacked(self, expr: Any) -> bool:
+        """Whether `expr` mentions a data-dependent size (one with no value at capture time).
+
+        >>> import sympy
+        >>> ShapeEnv().is_unbacked(sympy.Symbol("u0") + 1)
+        True
+        """
+        free = getattr(expr, "free_symbols", ())
+        return any(s not in self._info and s not in self._indices for s in free)
+
     def pop_index(self, symbol: sympy.Symbol) -> None:
         """Forget a loop index once its body is traced."""
         self._indices.pop(symbol, None)
@@ -164,6 +200,7 @@ class ShapeEnv:
 
         expr = sympy.sympify(expr)
         _check_no_index(expr, self._indices)
+        _check_backed(expr, self._unbacked)
         value = expr.xreplace({s: sympy.Integer(i.hint) for s, i in self._info.items()})
         if value is sympy.true or value is sympy.false:
             return bool(value)
@@ -216,7 +253,7 @@ class ShapeEnv:
             return None
         difference = sympy.expand(relation.lhs - relation.rhs)
         ranges = {s: (i.lo, i.hi) for s, i in self._info.items()}
-        if difference.free_symbols & self._indices.keys():
+        if difference.free_symbols & (self._indices.keys() | self._unbacked.keys()):
             low = self._index_extreme(difference, ranges, least=True)
             high = self._index_extreme(difference, ranges, least=False)
         else:
@@ -248,21 +285,24 @@ class ShapeEnv:
         # with an integer coefficient; then the sizes' ranges bound what is left.
         import sympy
 
-        inside = [symbol for symbol in self._indices if symbol in expr.free_symbols]
+        bounded = {**self._unbacked, **self._indices}
+        inside = [symbol for symbol in bounded if symbol in expr.free_symbols]
         if not expr.is_polynomial(*inside):
             return None  # Max, Piecewise, floor of an index: no bound by substitution
-        for symbol in reversed(self._indices):
+        # Innermost index first, then outer ones, then the unbacked sizes (their bounds
+        # mention sizes only).
+        for symbol in reversed(bounded):
             if symbol not in expr.free_symbols:
                 continue
             coefficient = sympy.diff(expr, symbol)
             if not coefficient.is_Integer:
                 return None
-            low, high = self._indices[symbol]
+            low, high = bounded[symbol]
             bound = low if (coefficient > 0) == least else high
             if bound is None:
                 return None
             expr = sympy.expand(expr.xreplace({symbol: sympy.sympify(bound)}))
-        if expr.free_symbols & self._indices.keys():
+        if expr.free_symbols & bounded.keys():
             return None
         low, high = bounds(expr, ranges)
         return low if least else high
@@ -441,6 +481,33 @@ class ShapeEnv:
         if len(relation.free_symbols) != 1:
             return False
         return self._decide(relation, divisors=False) is True
+
+
+class DataDependentGuard(TypeError):  # noqa: N818 - it names the event
+    """A relation on a data-dependent size that its bounds do not decide: it has no value
+    at capture time, so no guard can record a branch on it (the caller emits a run-time
+    check, or the code around it is not captured). A TypeError, as sympy's own
+    "cannot determine truth value" was."""
+
+
+def _check_backed(expr: Any, unbacked: dict[Any, Any]) -> None:
+    found = sorted(str(symbol) for symbol in expr.free_symbols if symbol in unbacked)
+    if found:
+        raise DataDependentGuard(
+            f"a guard on the data-dependent size {', '.join(found)} that its bounds do not "
+            f"prove: {expr}"
+        )
+
+
+def _tighter(old: Any, new: Any, *, least: bool) -> Any:
+    # Two bounds recorded for one unbacked size: keep both (Max of lower, Min of upper).
+    if old is None:
+        return new
+    if new is None:
+        return old
+    import sympy
+
+    return sympy.Max(old, new) if least else sympy.Min(old, new)
 
 
 class LoopIndexGuard(Exception):  # noqa: N818 - it names the event

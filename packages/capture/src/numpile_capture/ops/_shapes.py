@@ -31,13 +31,43 @@ def _same_size(left: Any, right: Any) -> bool:
         raise NotImplementedError(f"broadcasting symbolic sizes {left} and {right}")
     import sympy
 
-    try:
-        return env.evaluate(sympy.Eq(left, right), reason="broadcasting")
-    except TypeError as error:
-        # Two data-dependent (unbacked) sizes have no values at capture time: a graph break.
-        raise NotImplementedError(
-            f"broadcasting data-dependent sizes {left} and {right}"
-        ) from error
+    if env.is_unbacked(left) or env.is_unbacked(right):
+        # A data-dependent size has no value at capture time: equal where its bounds prove
+        # it, else a run-time check in the graph (`Graph.call` catches this).
+        if env.decide(sympy.Eq(left, right)) is True:
+            return True
+        raise UnbackedBroadcast(left, right)
+    return env.evaluate(sympy.Eq(left, right), reason="broadcasting")
+
+
+class UnbackedBroadcast(NotImplementedError):  # noqa: N818 - it names the event
+    """Broadcasting sizes `left` and `right`, one data-dependent, that capture cannot prove
+    equal: the graph checks them at run time (`ops/unbacked_broadcast.py`); where no such
+    check fits, a graph break as before."""
+
+    def __init__(self, left: Any, right: Any) -> None:
+        super().__init__(f"broadcasting data-dependent sizes {left} and {right}")
+        self.left = left
+        self.right = right
+
+
+def unbacked_size(name: str, low: Any = 0, high: Any = None) -> Any:
+    """The size symbol of a data-dependent length (`u<k>`), with the bounds its op implies
+    (`low <= u <= high`, ints or size expressions; None: unbounded) recorded in the
+    capture's shape environment, where the simplifier uses them.
+
+    >>> unbacked_size("u3", 0, 8)
+    u3
+    """
+    import sympy
+
+    from ..dynamic_shapes import active_shape_env
+
+    symbol = sympy.Symbol(name, integer=True, nonnegative=True)
+    env = active_shape_env()
+    if env is not None:
+        env.create_unbacked(symbol, low, high)
+    return symbol
 
 
 def symbolic_quotient(numel: Any, known: Any) -> Any:
@@ -93,6 +123,15 @@ def symbolic_slice_length(size: Any, item: slice) -> Any:
         return len(range(*item.indices(size)))
     env = active_shape_env()
     step = 1 if item.step is None else operator.index(item.step)
+    if env is not None and env.is_unbacked(size):
+        # A data-dependent size has no value to guard a branch on: the exact clamp
+        # expression, simplified under its bounds (`u[1:]` of unique's `u >= 1` is `u - 1`).
+        from ..loop_index import slice_length
+
+        if step == 0:
+            raise ValueError("slice step cannot be zero")
+        start, stop = (None if v is None else operator.index(v) for v in (item.start, item.stop))
+        return slice_length(size, start, stop, step, env)
     if env is None or step <= 0:
         raise NotImplementedError(f"slicing symbolic size {size} with {item}")
 

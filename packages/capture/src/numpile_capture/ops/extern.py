@@ -38,6 +38,7 @@ import numpy as np
 from ..meta import ArrayMeta, ScalarMeta
 from ..op import Op, OpKind, register_op
 from ._shapes import normalize_axis
+from ._shapes import unbacked_size as _unbacked_size
 
 __all__ = [
     "ExternRow",
@@ -174,15 +175,14 @@ def extern_rows() -> list[ExternRow]:
     return list(_ROWS.values())
 
 
-def unbacked_size(name: str) -> Any:
-    """The size symbol of a data-dependent length (bounds 0 <= n <= the input's size).
+def unbacked_size(name: str, low: Any = 0, high: Any = None) -> Any:
+    """The size symbol of a data-dependent length, `low <= n <= high` (recorded in the
+    capture's shape environment; None: unbounded).
 
-    >>> unbacked_size("u3")
+    >>> unbacked_size("u3", 0, 6)
     u3
     """
-    import sympy  # late import: only data-dependent sizes need a symbol
-
-    return sympy.Symbol(name, integer=True, nonnegative=True)
+    return _unbacked_size(name, low, high)
 
 
 # -- helpers the family modules share ---------------------------------------------------------

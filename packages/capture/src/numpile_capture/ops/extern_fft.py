@@ -111,7 +111,6 @@ def _frequencies(real: bool) -> Callable[..., ArrayMeta]:
 
 
 # NOTE: complex transforms, rfft and the shifts have VJP rules (autograd's vjp_extern.py).
-_HERMITIAN = "not written yet: a transform with Hermitian symmetry (TODO issue 24)"
 
 for _name, _kind in (
     ("fft", _COMPLEX),
@@ -122,7 +121,7 @@ for _name, _kind in (
     ("ihfft", _REAL_IN),
 ):
     _function = getattr(np.fft, _name)
-    _no_grad = _HERMITIAN if _name in ("irfft", "hfft", "ihfft") else ""
+    _no_grad = ""
     _meta1 = _one_axis(_function, _kind)
     register_extern(ExternRow(f"fft.{_name}", _function, _meta1, ("a",), no_grad=_no_grad))
 
@@ -138,8 +137,7 @@ for _name, _kind, _default in (
 ):
     _function = getattr(np.fft, _name)
     _meta = _many_axes(_function, _kind, _default)
-    _no_grad = _HERMITIAN if _kind != _COMPLEX else ""
-    register_extern(ExternRow(f"fft.{_name}", _function, _meta, ("a",), no_grad=_no_grad))
+    register_extern(ExternRow(f"fft.{_name}", _function, _meta, ("a",)))
 
 register_extern(ExternRow("fft.fftshift", np.fft.fftshift, _shift_meta, ("x",)))
 register_extern(ExternRow("fft.ifftshift", np.fft.ifftshift, _shift_meta, ("x",)))

@@ -227,19 +227,18 @@ def _refuse_eig(**_: Any) -> str:
     return "np.linalg.eig/eigvals: the result dtype depends on the values (real or complex)"
 
 
-_TUPLE = "a tuple result: gradients of its items are not modelled yet"
+_TUPLE = "not written yet: the rule of this tuple result (TODO issue 24)"
 _INTEGER = "integer or bool result"
 _ROWS = [
     ExternRow(
         "linalg.cholesky", np.linalg.cholesky, _cholesky_meta, ("a",), run_time_error=_SINGULAR
     ),
-    ExternRow("linalg.qr", np.linalg.qr, _qr_meta, ("a",), no_grad=_TUPLE),
+    ExternRow("linalg.qr", np.linalg.qr, _qr_meta, ("a",)),
     ExternRow(
         "linalg.svd",
         np.linalg.svd,
         _svd_meta,
         ("a",),
-        no_grad=_TUPLE,
         run_time_error=_NO_CONVERGENCE,
     ),
     ExternRow(
@@ -250,7 +249,6 @@ _ROWS = [
         np.linalg.eigh,
         _eigh_meta,
         ("a",),
-        no_grad=_TUPLE,
         run_time_error=_NO_CONVERGENCE,
     ),
     ExternRow(
@@ -277,7 +275,7 @@ _ROWS = [
         no_grad="not written yet: the pseudo-inverse (TODO issue 24)",
         run_time_error=_NO_CONVERGENCE,
     ),
-    ExternRow("linalg.slogdet", np.linalg.slogdet, _slogdet_meta, ("a",), no_grad=_TUPLE),
+    ExternRow("linalg.slogdet", np.linalg.slogdet, _slogdet_meta, ("a",)),
     ExternRow(
         "linalg.lstsq",
         np.linalg.lstsq,

@@ -181,7 +181,6 @@ for _row in (
         np.interp,
         _interp_meta,
         ("x", "xp", "fp", "left", "right"),
-        no_grad="piecewise linear in fp: not written yet (TODO issue 24)",
     ),
     ExternRow(
         "histogram",
@@ -197,18 +196,14 @@ for _row in (
         ("x", "y", "weights"),
         no_grad="counts are piecewise constant: no gradient almost everywhere",
     ),
-    ExternRow(
-        "convolve", np.convolve, _convolution(np.convolve, "full"), ("a", "v"), no_grad=_NOT_YET
-    ),
-    ExternRow(
-        "correlate", np.correlate, _convolution(np.correlate, "valid"), ("a", "v"), no_grad=_NOT_YET
-    ),
+    ExternRow("convolve", np.convolve, _convolution(np.convolve, "full"), ("a", "v")),
+    ExternRow("correlate", np.correlate, _convolution(np.correlate, "valid"), ("a", "v")),
     ExternRow(
         "searchsorted", np.searchsorted, _searchsorted_meta, ("a", "v", "sorter"), no_grad=_INTEGER
     ),
     ExternRow("polyval", np.polyval, _polyval_meta, ("p", "x"), no_grad=_NOT_YET),
     ExternRow("polyfit", np.polyfit, _polyfit_meta, ("x", "y", "w"), no_grad=_NOT_YET),
-    ExternRow("pad", np.pad, _pad_meta, ("array",), no_grad=_NOT_YET),
+    ExternRow("pad", np.pad, _pad_meta, ("array",)),
     ExternRow("diff", np.diff, _diff_meta, ("a",), no_grad=_NOT_YET),
 ):
     register_extern(_row)

@@ -2,7 +2,10 @@
 compress and bincount.
 
 Each length is a fresh unbacked size symbol named by the node's `nnz` param (`u<k>`),
-nonnegative and at most the input's size (bincount's: at least `minlength`). Code after the
+with the bounds the op implies recorded in the capture's shape environment: `0 <= u <=
+x.size` (nonzero, flatnonzero, argwhere, masks), `1 <= u <= x.size` for unique of a
+non-empty array, `u <= min(len(condition), a.shape[axis])` for compress, and bincount's
+`u >= max(minlength, 1)` (no upper bound: it is `max(x) + 1`). Code after the
 node takes it as a run-time size, so the graph compiles once for all values; the compiled
 wrapper binds the symbol from the extern's result (as for `x[mask]`).
 
@@ -28,17 +31,18 @@ def _nonzero_meta(a: Any, *, nnz: str) -> tuple[ArrayMeta, ...]:
     array = require_array(a, "a")
     if array.ndim == 0:
         np.nonzero(np.zeros(()))  # NumPy's own error
-    return tuple(ArrayMeta((unbacked_size(nnz),), _INDEX) for _ in range(array.ndim))
+    size = unbacked_size(nnz, 0, array.numel)
+    return tuple(ArrayMeta((size,), _INDEX) for _ in range(array.ndim))
 
 
 def _flatnonzero_meta(a: Any, *, nnz: str) -> ArrayMeta:
-    require_array(a, "a")
-    return ArrayMeta((unbacked_size(nnz),), _INDEX)
+    array = require_array(a, "a")
+    return ArrayMeta((unbacked_size(nnz, 0, array.numel),), _INDEX)
 
 
 def _argwhere_meta(a: Any, *, nnz: str) -> ArrayMeta:
     array = require_array(a, "a")
-    return shaped((unbacked_size(nnz), array.ndim), _INDEX)
+    return shaped((unbacked_size(nnz, 0, array.numel), array.ndim), _INDEX)
 
 
 def _unique_meta(
@@ -55,7 +59,8 @@ def _unique_meta(
     array = require_array(ar, "ar")
     if axis is not None:
         raise NotImplementedError("np.unique with axis=")
-    size = unbacked_size(nnz)
+    # Every distinct value once: at least one when there is any, at most one per element.
+    size = unbacked_size(nnz, _at_least_one(array.numel), array.numel)
     probe = np.zeros(
         array.shape if all(isinstance(d, int) for d in array.shape) else (1,) * array.ndim,
         array.dtype,
@@ -82,10 +87,12 @@ def _compress_meta(
     array = require_array(a, "a")
     if out is not None:
         raise NotImplementedError("np.compress with out=")
+    kept = require_array(condition, "condition").numel
     if axis is None:
-        return ArrayMeta((unbacked_size(nnz),), array.dtype)
+        return ArrayMeta((unbacked_size(nnz, 0, _least(kept, array.numel)),), array.dtype)
     ax = axis_of(axis, array.ndim)
-    shape = tuple(unbacked_size(nnz) if d == ax else dim for d, dim in enumerate(array.shape))
+    size = unbacked_size(nnz, 0, _least(kept, array.shape[ax]))
+    shape = tuple(size if d == ax else dim for d, dim in enumerate(array.shape))
     return ArrayMeta(shape, array.dtype)
 
 
@@ -100,7 +107,32 @@ def _bincount_meta(x: Any, weights: Any = None, minlength: Any = 0, *, nnz: str)
     if weights is not None:
         weight_probe = np.ones(length, require_array(weights, "weights").dtype)
     dtype = np.bincount(probe, weight_probe, minlength).dtype
-    return ArrayMeta((unbacked_size(nnz),), dtype)
+    # max(x) + 1 (at least 1 unless x is empty) and at least minlength; no upper bound.
+    low = minlength if isinstance(minlength, int) else 0
+    if _at_least_one(values.shape[0]) == 1:
+        low = max(low, 1)
+    return ArrayMeta((unbacked_size(nnz, low, None),), dtype)
+
+
+def _at_least_one(numel: Any) -> int:
+    # 1 when an array of `numel` elements is known to be non-empty (a dynamic size is >= 2).
+    if isinstance(numel, int):
+        return 1 if numel > 0 else 0
+    from ..dynamic_shapes import active_shape_env
+
+    env = active_shape_env()
+    return 1 if env is not None and env.decide(numel >= 1) is True else 0
+
+
+def _least(left: Any, right: Any) -> Any:
+    # The smaller of two sizes, without a Min where they are ints.
+    if isinstance(left, int) and isinstance(right, int):
+        return min(left, right)
+    if left == right:
+        return left
+    import sympy
+
+    return sympy.Min(left, right)
 
 
 _INTEGER = "integer or bool result"

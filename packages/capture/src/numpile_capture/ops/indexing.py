@@ -22,7 +22,7 @@ import attrs
 
 from ..meta import ArrayMeta
 from ..op import Op, OpKind, RaisesWhen, register_op
-from ._shapes import broadcast_shapes, symbolic_slice_length
+from ._shapes import broadcast_shapes, symbolic_slice_length, unbacked_size
 from .mutation import check_assignment
 
 
@@ -41,12 +41,6 @@ class IndexArray:
 
 
 IndexTemplate = tuple[Any, ...]
-
-
-def _size_symbol(name: str) -> Any:
-    import sympy  # late import: only boolean masks need a symbol
-
-    return sympy.Symbol(name, integer=True, nonnegative=True)
 
 
 def advanced_index_shape(
@@ -122,7 +116,7 @@ def _check_mask(x: ArrayMeta, axis: int, mask: ArrayMeta, nnz: str | None) -> An
             )
     if nnz is None:
         raise ValueError("a boolean mask index needs an `nnz` size symbol name")
-    return _size_symbol(nnz)
+    return unbacked_size(nnz, 0, mask.numel)
 
 
 def _concrete_index(index: IndexTemplate, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
