@@ -4,7 +4,8 @@
 reached through a chain of view ops is `value` (assigned as NumPy assigns:
 broadcast, unsafe cast); `index_scatter` is the pure `index_put`; and
 `index_add` accumulates `value` at an advanced index (`np.add.at`), the
-transpose of advanced indexing. They are EXTERN ops: they run NumPy and
+transpose of advanced indexing; `index_accumulate` is the pure `ufunc_at` (any binary
+ufunc's `.at`, its `ufunc` param naming it). They are EXTERN ops: they run NumPy and
 never mutate their inputs.
 
 A view chain is a tuple of `(op name, params)` pairs, params as a tuple of
@@ -22,11 +23,29 @@ from typing import Any
 
 import numpy as np
 
-from numpile_capture import ArrayMeta, IndexArray, Node, Op, OpKind, get_op, register_op
+from numpile_capture import (
+    ArrayMeta,
+    IndexArray,
+    Node,
+    Op,
+    OpKind,
+    RaisesWhen,
+    get_op,
+    register_op,
+)
+
 
 ViewChain = tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
 
-__all__ = ["ViewChain", "apply_views", "chain_of", "index_add", "index_scatter", "view_scatter"]
+__all__ = [
+    "ViewChain",
+    "apply_views",
+    "chain_of",
+    "index_accumulate",
+    "index_add",
+    "index_scatter",
+    "view_scatter",
+]
 
 
 def chain_of(nodes: Sequence[Node]) -> ViewChain:
@@ -112,3 +131,34 @@ def _index_add_impl(
 
 
 index_add = register_op(Op("index_add", OpKind.EXTERN, _index_scatter_meta, _index_add_impl))
+
+
+def _index_accumulate_meta(
+    base: ArrayMeta,
+    value: Any,
+    *arrays: ArrayMeta,
+    ufunc: str,
+    index: tuple[Any, ...],
+    nnz: Any = None,
+) -> ArrayMeta:
+    return _fresh(base)
+
+
+def _index_accumulate_impl(
+    base: Any, value: Any, *arrays: Any, ufunc: str, index: tuple[Any, ...], nnz: Any = None
+) -> Any:
+    out = np.copy(base)  # dispatches to CuPy for CuPy arrays (np.array does not)
+    getattr(np, ufunc).at(out, _concrete(index, arrays), value)
+    return out
+
+
+index_accumulate = register_op(
+    Op(
+        "index_accumulate",
+        OpKind.EXTERN,
+        _index_accumulate_meta,
+        _index_accumulate_impl,
+        run_time_error="IndexError (an integer index out of bounds)",
+        raises_when=RaisesWhen.INTEGER_INDEX,
+    )
+)
