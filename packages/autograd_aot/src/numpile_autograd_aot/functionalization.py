@@ -9,8 +9,8 @@ the graph on values instead of memory:
   and is reached from it by a chain of view ops;
 - a mutation computes the new content of the written view with pure ops
   (`add_` -> `add` + `astype`, `setitem` -> `view_scatter`, `index_put` ->
-  `index_scatter`, `ufunc_at` -> `index_accumulate`, ...) and writes it back into a new value of the storage's
-  base with `view_scatter`;
+  `index_scatter`, `ufunc_at` -> `index_accumulate`, ...) and writes it back
+  into a new value of the storage's base with `view_scatter`;
 - a read of a view after its storage changed replays the view chain on the
   storage's newest value.
 

@@ -34,7 +34,6 @@ from numpile_capture import (
     register_op,
 )
 
-
 ViewChain = tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
 
 __all__ = [

@@ -54,12 +54,12 @@ def _ufunc_at_meta(
     if ufunc not in AT_UFUNCS:
         raise ValueError(f"ufunc_at of {ufunc!r}: not a binary numeric ufunc")
     shape = advanced_index_shape(x, arrays, index, nnz or "nnz")
-    if isinstance(value, ArrayMeta) and all(isinstance(d, int) for d in shape):
-        if broadcast_shapes(shape, value.shape) != shape:
-            raise ValueError(
-                f"operands could not be broadcast together with remapped shapes "
-                f"{format_shape(shape)} {format_shape(value.shape)}"
-            )
+    static = all(isinstance(d, int) for d in shape)
+    if isinstance(value, ArrayMeta) and static and broadcast_shapes(shape, value.shape) != shape:
+        raise ValueError(
+            f"operands could not be broadcast together with remapped shapes "
+            f"{format_shape(shape)} {format_shape(value.shape)}"
+        )
     # The ufunc must have a loop for the operands (NumPy's UFuncTypeError otherwise).
     if isinstance(value, ScalarMeta):
         value_dtype = np.dtype(value.type)
