@@ -4,9 +4,10 @@
 reached through a chain of view ops is `value` (assigned as NumPy assigns:
 broadcast, unsafe cast); `index_scatter` is the pure `index_put`; and
 `index_add` accumulates `value` at an advanced index (`np.add.at`), the
-transpose of advanced indexing; `index_accumulate` is the pure `ufunc_at` (any binary
-ufunc's `.at`, its `ufunc` param naming it). They are EXTERN ops: they run NumPy and
-never mutate their inputs.
+transpose of advanced indexing; `index_accumulate` is the pure `ufunc_at` (any
+binary ufunc's `.at`, its `ufunc` param naming it). They are EXTERN ops: they
+run NumPy and never mutate their inputs. `view_scatter_` is the one exception:
+`view_scatter` storing into `base` itself, made by the inductor's reinplacing.
 
 A view chain is a tuple of `(op name, params)` pairs, params as a tuple of
 `(key, value)` pairs, so it prints and hashes like any static param.
@@ -44,6 +45,7 @@ __all__ = [
     "index_add",
     "index_scatter",
     "view_scatter",
+    "view_scatter_",
 ]
 
 
@@ -82,19 +84,40 @@ def _view_scatter_meta(base: ArrayMeta, value: Any, *, views: ViewChain) -> Arra
 
 def _view_scatter_impl(base: Any, value: Any, *, views: ViewChain) -> Any:
     out = np.copy(base)  # dispatches to CuPy for CuPy arrays (np.array does not)
-    parent = apply_views(out, views[:-1])
+    return _view_scatter_inplace_impl(out, value, views=views)
+
+
+def _view_scatter_inplace_impl(base: Any, value: Any, *, views: ViewChain) -> Any:
+    # NumPy's assignment: the value is read in full before the store when the two overlap.
+    parent = apply_views(base, views[:-1])
     if views and views[-1][0] == "getitem":
         # NOTE: assign through the index: an all-int index gives a scalar, not a view.
         parent[dict(views[-1][1])["index"]] = value
     elif views:
         apply_views(parent, views[-1:])[...] = value
     else:
-        out[...] = value
-    return out
+        base[...] = value
+    return base
+
+
+def _view_scatter_inplace_meta(base: ArrayMeta, value: Any, *, views: ViewChain) -> ArrayMeta:
+    return base
 
 
 view_scatter = register_op(
     Op("view_scatter", OpKind.EXTERN, _view_scatter_meta, _view_scatter_impl)
+)
+
+# `view_scatter` storing into `base` itself: what the inductor's reinplacing makes of a
+# `view_scatter` whose base is not read afterwards (numpile_inductor.reinplace).
+view_scatter_ = register_op(
+    Op(
+        "view_scatter_",
+        OpKind.MUTATION,
+        _view_scatter_inplace_meta,
+        _view_scatter_inplace_impl,
+        mutates=(0,),
+    )
 )
 
 

@@ -114,7 +114,7 @@ _IN_PLACE_BINARY = (
 )
 _MUTATION = (
     *(f"{name}_" for name in _IN_PLACE_BINARY),
-    *("setitem", "fill", "copyto", "index_put", "ufunc_at"),
+    *("setitem", "fill", "copyto", "index_put", "ufunc_at", "view_scatter_"),
 )
 
 # NOTE: op name -> reason kind; insertion-ordered so the README table is stable.
