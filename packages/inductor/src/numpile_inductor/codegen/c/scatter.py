@@ -39,23 +39,43 @@ _C_TYPES: dict[np.dtype[Any], tuple[str, str]] = {
 
 _LOOP = r"""
 #define NP_AT_{name}(OP) \
-    for (npy_intp i = 0; i < n; i++) {{ \
-        npy_intp r = *(const npy_intp *)(ip + i * is); \
-        {t} *dst = o + (r < 0 ? r + rows : r) * inner; \
-        const {t} *src = v + i * vi; \
-        if (inner == 1) {{ dst[0] = ({t})(({u})dst[0] OP ({u})src[0]); continue; }} \
-        for (npy_intp j = 0; j < inner; j++) {{ \
-            dst[j] = ({t})(({u})dst[j] OP ({u})src[j * vj]); \
+    if (inner == 1 && vi == 0) {{ \
+        const {t} c = v[0]; \
+        for (npy_intp i = 0; i < n; i++) {{ \
+            npy_intp r = *(const npy_intp *)(ip + i * is); \
+            r += r < 0 ? rows : 0; \
+            if ((npy_uintp)r >= (npy_uintp)rows) {{ return 0; }} \
+            o[r] = ({t})(({u})o[r] OP ({u})c); \
+        }} \
+    }} else if (inner == 1) {{ \
+        for (npy_intp i = 0; i < n; i++) {{ \
+            npy_intp r = *(const npy_intp *)(ip + i * is); \
+            r += r < 0 ? rows : 0; \
+            if ((npy_uintp)r >= (npy_uintp)rows) {{ return 0; }} \
+            o[r] = ({t})(({u})o[r] OP ({u})v[i * vi]); \
+        }} \
+    }} else {{ \
+        for (npy_intp i = 0; i < n; i++) {{ \
+            npy_intp r = *(const npy_intp *)(ip + i * is); \
+            r += r < 0 ? rows : 0; \
+            if ((npy_uintp)r >= (npy_uintp)rows) {{ return 0; }} \
+            {t} *dst = o + r * inner; \
+            const {t} *src = v + i * vi; \
+            for (npy_intp j = 0; j < inner; j++) {{ \
+                dst[j] = ({t})(({u})dst[j] OP ({u})src[j * vj]); \
+            }} \
         }} \
     }}
-static void np_scatter_at_{name}(int op, char *out, npy_intp rows, npy_intp inner,
-                                 const char *ip, npy_intp is, npy_intp n, const {t} *v,
-                                 npy_intp vi, npy_intp vj)
+/* 0 when an index is out of bounds (out is then partly written: the caller drops it). */
+static int np_scatter_at_{name}(int op, char *out, npy_intp rows, npy_intp inner,
+                                const char *ip, npy_intp is, npy_intp n, const {t} *v,
+                                npy_intp vi, npy_intp vj)
 {{
     {t} *o = ({t} *)out;
     if (op == 0) {{ NP_AT_{name}(+) }}
     else if (op == 1) {{ NP_AT_{name}(-) }}
     else {{ NP_AT_{name}(*) }}
+    return 1;
 }}
 """
 
@@ -106,22 +126,19 @@ static PyObject *np_scatter_at(int op, PyArrayObject *base, PyArrayObject *index
         }
         v = PyArray_DATA(value);
     }
-    for (npy_intp i = 0; i < n; i++) {
-        npy_intp r = *(const npy_intp *)(ip + i * is);
-        if (r < -rows || r >= rows) { return NULL; }
-    }
     PyObject *out = PyArray_NewCopy(base, NPY_CORDER);
     if (out == NULL) { PyErr_Clear(); return NULL; }
     char *o = PyArray_BYTES((PyArrayObject *)out);
     NP_FP_CLEAR();
+    int done = 0;
     switch (type) {
-    case NPY_DOUBLE: np_scatter_at_float64(op, o, rows, inner, ip, is, n, v, vi, vj); break;
-    case NPY_FLOAT: np_scatter_at_float32(op, o, rows, inner, ip, is, n, v, vi, vj); break;
-    case NPY_INT64: np_scatter_at_int64(op, o, rows, inner, ip, is, n, v, vi, vj); break;
-    case NPY_INT32: np_scatter_at_int32(op, o, rows, inner, ip, is, n, v, vi, vj); break;
-    default: Py_DECREF(out); return NULL;
+    case NPY_DOUBLE: done = np_scatter_at_float64(op, o, rows, inner, ip, is, n, v, vi, vj); break;
+    case NPY_FLOAT: done = np_scatter_at_float32(op, o, rows, inner, ip, is, n, v, vi, vj); break;
+    case NPY_INT64: done = np_scatter_at_int64(op, o, rows, inner, ip, is, n, v, vi, vj); break;
+    case NPY_INT32: done = np_scatter_at_int32(op, o, rows, inner, ip, is, n, v, vi, vj); break;
+    default: break;
     }
-    if (NP_FP_TEST()) {
+    if (!done || NP_FP_TEST()) {
         NP_FP_CLEAR();
         Py_DECREF(out);
         return NULL;
