@@ -83,3 +83,12 @@ def add_at_boolean_mask(x):
 def add_at_out_of_bounds(x, index):
     np.add.at(x, index, 1.0)
     return x
+
+
+@scatter(lambda rng, n: (rng.standard_normal((n, 4)), rng.integers(-n, n, 3 * n)))
+def add_at_through_a_view_of_an_input(x, index):
+    # The target is a column of an input: the update reaches the input through the view.
+    column = x[:, 1]
+    np.add.at(column, index, 2.0)
+    np.multiply.at(x[::-1, 3], index, 0.5)
+    return column * 1.0

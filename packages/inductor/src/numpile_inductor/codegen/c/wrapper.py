@@ -169,6 +169,7 @@ class _Emitter:
         # Whether a product calls BLAS from C (codegen/c/blas.py): its helpers are emitted.
         self.blas_products = 0
         self.scatter_loops = 0
+        self.stores_in_place = False
 
     def emit(self) -> list[str]:
         graph = self.program.graph
@@ -473,6 +474,14 @@ class _Emitter:
         write_released_gil_call(self.code, call, work)
 
     def _emit_extern(self, step: ExternCall) -> None:
+        if step.op_name == "view_scatter_" and not self.stores_in_place:
+            # The in-place scatters run last (reinplace.py); a flag NumPy would report fails
+            # the call before them, so its op-by-op replay finds the inputs untouched.
+            self.stores_in_place = True
+            with self.code.block("if (g_fp_error != NULL && (np_fp_numpy(np_fp) & g_fp_report))"):
+                self.code.writeline("g_fp_flags = np_fp;")
+                self.code.writeline("PyErr_SetNone(g_fp_error);")
+                self.code.writeline("goto fail;")
         index = len(self.externs)
         self.externs.append(extern_callable(step))
         refs = [arg.name for arg in step.args if isinstance(arg, BufferRef)]
