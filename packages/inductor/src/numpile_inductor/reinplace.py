@@ -47,7 +47,7 @@ def _reinplaceable(
         and isinstance(step.args[0], BufferRef)
     }
     # A scatter's result is a fresh array (a copy, or an input it stored into in place).
-    fresh = {steps[i].buffer for i in chosen}
+    fresh = {name for i in chosen for name in steps[i].writes()}
     while True:
         storages = set(mutated) | fresh
         keep = set()
