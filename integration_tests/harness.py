@@ -64,6 +64,7 @@ THEMES: tuple[str, ...] = (
     "loops",
     "library",
     "data_dependent",
+    "scatter",
 )
 
 #: Modules that hold the programs, imported by ``load_corpus``.

@@ -165,7 +165,7 @@ def _spmv_inputs(size: int) -> tuple[Any, ...]:
 
 
 def scatter_add_at(values: Any, index: Any, n: int) -> Any:
-    """A scatter-add with np.add.at (a graph break in numpile today), then a normalization."""
+    """A scatter-add with np.add.at (one `ufunc_at` node in numpile), then a normalization."""
     out = np.zeros(n)
     np.add.at(out, index, values * values)
     return np.sqrt(out) / n

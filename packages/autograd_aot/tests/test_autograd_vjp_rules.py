@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numpile_autograd_aot import build_joint, extern_no_grad, get_vjp, vjp_ops
-from numpile_autograd_aot.scatter import index_add, index_scatter, view_scatter
+from numpile_autograd_aot.scatter import index_accumulate, index_add, index_scatter, view_scatter
 from numpile_capture import Graph, IndexArray, Op, OpKind, all_ops, get_op, meta_of, run_graph
 
 Rng = np.random.Generator
@@ -255,6 +255,11 @@ SCATTER_CASES: dict[Op, Make] = {
     index_add: lambda rng, s: (
         [_normal(rng, (5,)), _normal(rng, (3,)), np.array([4, 1, 4])],
         {"index": (IndexArray(0),)},
+    ),
+    # np.subtract.at with a repeated and a negative index, rows of a 2-D target
+    index_accumulate: lambda rng, s: (
+        [_normal(rng, (5, 2)), _normal(rng, (4, 2)), np.array([4, 1, -1, 0])],
+        {"ufunc": "subtract", "index": (IndexArray(0),)},
     ),
 }
 

@@ -162,6 +162,10 @@ CASES += [
         "index": (slice(None), IndexArray(0)), "nnz": "u0"}),
     ("index_put", lambda: (_f(5, 3), 0.0, _f(5, 3) > 0), {"index": (IndexArray(0),), "nnz": "u0"}),
     ("index_put", lambda: (_f(5, 3), _f(3), np.array([1, 3])), {"index": (IndexArray(0),)}),
+    ("ufunc_at", lambda: (_f(5, 3), _f(3), np.array([1, 3, 1, -1])), {
+        "ufunc": "add", "index": (IndexArray(0),)}),
+    ("ufunc_at", lambda: (_i(4), 2.5, np.array([0, 0, 3])), {
+        "ufunc": "multiply", "index": (IndexArray(0),)}),
 ]  # fmt: skip
 for _name in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std"):
     CASES.append((_name, lambda: (_f(2, 3, 4),), {"axis": (0, 2), "keepdims": True}))

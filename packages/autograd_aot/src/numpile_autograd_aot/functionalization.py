@@ -9,8 +9,8 @@ the graph on values instead of memory:
   and is reached from it by a chain of view ops;
 - a mutation computes the new content of the written view with pure ops
   (`add_` -> `add` + `astype`, `setitem` -> `view_scatter`, `index_put` ->
-  `index_scatter`, ...) and writes it back into a new value of the storage's
-  base with `view_scatter`;
+  `index_scatter`, `ufunc_at` -> `index_accumulate`, ...) and writes it back
+  into a new value of the storage's base with `view_scatter`;
 - a read of a view after its storage changed replays the view chain on the
   storage's newest value.
 
@@ -60,7 +60,14 @@ from numpile_capture import (
 )
 from numpile_runtime import timed
 
-from .scatter import ViewChain, apply_views, chain_of, index_scatter, view_scatter
+from .scatter import (
+    ViewChain,
+    apply_views,
+    chain_of,
+    index_accumulate,
+    index_scatter,
+    view_scatter,
+)
 from .subgraph import eliminate_dead_code
 
 log = logging.getLogger("numpile.autograd_aot")
@@ -228,6 +235,8 @@ class _Functionalizer:
             return g.call(view_scatter, current, args[0], views=())
         if name == "index_put":
             return g.call(index_scatter, current, *args, **params)
+        if name == "ufunc_at":
+            return g.call(index_accumulate, current, *args, **params)
         if name.endswith("_"):
             pure = get_op(name[:-1])
             result = g.call(pure, current, *args, **params)

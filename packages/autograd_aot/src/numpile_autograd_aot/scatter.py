@@ -4,8 +4,10 @@
 reached through a chain of view ops is `value` (assigned as NumPy assigns:
 broadcast, unsafe cast); `index_scatter` is the pure `index_put`; and
 `index_add` accumulates `value` at an advanced index (`np.add.at`), the
-transpose of advanced indexing. They are EXTERN ops: they run NumPy and
-never mutate their inputs.
+transpose of advanced indexing; `index_accumulate` is the pure `ufunc_at` (any
+binary ufunc's `.at`, its `ufunc` param naming it). They are EXTERN ops: they
+run NumPy and never mutate their inputs. `view_scatter_` is the one exception:
+`view_scatter` storing into `base` itself, made by the inductor's reinplacing.
 
 A view chain is a tuple of `(op name, params)` pairs, params as a tuple of
 `(key, value)` pairs, so it prints and hashes like any static param.
@@ -22,11 +24,29 @@ from typing import Any
 
 import numpy as np
 
-from numpile_capture import ArrayMeta, IndexArray, Node, Op, OpKind, get_op, register_op
+from numpile_capture import (
+    ArrayMeta,
+    IndexArray,
+    Node,
+    Op,
+    OpKind,
+    RaisesWhen,
+    get_op,
+    register_op,
+)
 
 ViewChain = tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
 
-__all__ = ["ViewChain", "apply_views", "chain_of", "index_add", "index_scatter", "view_scatter"]
+__all__ = [
+    "ViewChain",
+    "apply_views",
+    "chain_of",
+    "index_accumulate",
+    "index_add",
+    "index_scatter",
+    "view_scatter",
+    "view_scatter_",
+]
 
 
 def chain_of(nodes: Sequence[Node]) -> ViewChain:
@@ -64,19 +84,40 @@ def _view_scatter_meta(base: ArrayMeta, value: Any, *, views: ViewChain) -> Arra
 
 def _view_scatter_impl(base: Any, value: Any, *, views: ViewChain) -> Any:
     out = np.copy(base)  # dispatches to CuPy for CuPy arrays (np.array does not)
-    parent = apply_views(out, views[:-1])
+    return _view_scatter_inplace_impl(out, value, views=views)
+
+
+def _view_scatter_inplace_impl(base: Any, value: Any, *, views: ViewChain) -> Any:
+    # NumPy's assignment: the value is read in full before the store when the two overlap.
+    parent = apply_views(base, views[:-1])
     if views and views[-1][0] == "getitem":
         # NOTE: assign through the index: an all-int index gives a scalar, not a view.
         parent[dict(views[-1][1])["index"]] = value
     elif views:
         apply_views(parent, views[-1:])[...] = value
     else:
-        out[...] = value
-    return out
+        base[...] = value
+    return base
+
+
+def _view_scatter_inplace_meta(base: ArrayMeta, value: Any, *, views: ViewChain) -> ArrayMeta:
+    return base
 
 
 view_scatter = register_op(
     Op("view_scatter", OpKind.EXTERN, _view_scatter_meta, _view_scatter_impl)
+)
+
+# `view_scatter` storing into `base` itself: what the inductor's reinplacing makes of a
+# `view_scatter` whose base is not read afterwards (numpile_inductor.reinplace).
+view_scatter_ = register_op(
+    Op(
+        "view_scatter_",
+        OpKind.MUTATION,
+        _view_scatter_inplace_meta,
+        _view_scatter_inplace_impl,
+        mutates=(0,),
+    )
 )
 
 
@@ -112,3 +153,34 @@ def _index_add_impl(
 
 
 index_add = register_op(Op("index_add", OpKind.EXTERN, _index_scatter_meta, _index_add_impl))
+
+
+def _index_accumulate_meta(
+    base: ArrayMeta,
+    value: Any,
+    *arrays: ArrayMeta,
+    ufunc: str,
+    index: tuple[Any, ...],
+    nnz: Any = None,
+) -> ArrayMeta:
+    return _fresh(base)
+
+
+def _index_accumulate_impl(
+    base: Any, value: Any, *arrays: Any, ufunc: str, index: tuple[Any, ...], nnz: Any = None
+) -> Any:
+    out = np.copy(base)  # dispatches to CuPy for CuPy arrays (np.array does not)
+    getattr(np, ufunc).at(out, _concrete(index, arrays), value)
+    return out
+
+
+index_accumulate = register_op(
+    Op(
+        "index_accumulate",
+        OpKind.EXTERN,
+        _index_accumulate_meta,
+        _index_accumulate_impl,
+        run_time_error="IndexError (an integer index out of bounds)",
+        raises_when=RaisesWhen.INTEGER_INDEX,
+    )
+)

@@ -112,7 +112,10 @@ _IN_PLACE_BINARY = (
     "nextafter",
     "matmul",
 )
-_MUTATION = (*(f"{name}_" for name in _IN_PLACE_BINARY), "setitem", "fill", "copyto", "index_put")
+_MUTATION = (
+    *(f"{name}_" for name in _IN_PLACE_BINARY),
+    *("setitem", "fill", "copyto", "index_put", "ufunc_at", "view_scatter_"),
+)
 
 # NOTE: op name -> reason kind; insertion-ordered so the README table is stable.
 EXCLUDED_OPS: dict[str, str] = {

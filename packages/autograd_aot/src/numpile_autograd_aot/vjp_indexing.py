@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from numpile_capture import Node, get_op
 
-from .scatter import index_add, index_scatter, view_scatter
+from .scatter import index_accumulate, index_add, index_scatter, view_scatter
 from .vjp_table import VjpContext, register_vjp
 
 # --- indexing ------------------------------------------------------------------------------------
@@ -54,3 +54,27 @@ def _index_scatter_vjp(ctx: VjpContext) -> Sequence[Node | None]:
         base = ctx.graph.call(index_scatter, g, 0, *arrays, **ctx.params)
     value = ctx.call("index", g, *arrays, **params) if ctx.wants(1) else None
     return [base, value, *([None] * len(arrays))]
+
+
+# NOTE: the sign of the value's cotangent for each `ufunc.at` with a rule (linear in both).
+_LINEAR_AT = {"add": 1, "subtract": -1}
+
+
+@register_vjp(index_accumulate)
+def _index_accumulate_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # np.add.at / np.subtract.at: the base passes the cotangent through, the value gets the
+    # gather of it at the indices (each repeated index gets its own copy).
+    sign = _LINEAR_AT.get(ctx.params["ufunc"])
+    if sign is None:
+        raise NotImplementedError(
+            f"no VJP rule for np.{ctx.params['ufunc']}.at: only add.at and subtract.at are linear"
+        )
+    g = ctx.cotangent
+    arrays = ctx.inputs[2:]
+    params = {key: value for key, value in ctx.params.items() if key != "ufunc"}
+    if params.get("nnz") is None:
+        params["nnz"] = f"{ctx.node.name}_nnz"
+    value = ctx.call("index", g, *arrays, **params) if ctx.wants(1) else None
+    if value is not None and sign < 0:
+        value = ctx.call("negative", value)
+    return [g if ctx.wants(0) else None, value, *([None] * len(arrays))]

@@ -131,7 +131,9 @@ def with_epilogue(
             return fallback[0](*args)
         results = call(*args)
         for position, output in mutated:
-            copyto(args[position], results[output], casting="unsafe")
+            # (an input a scatter stored into in place is already its new value)
+            if results[output] is not args[position]:
+                copyto(args[position], results[output], casting="unsafe")
         leaves = list(results[:count])
         for output, position, views in aliases:
             leaves[output] = _apply_views(args[position], views)

@@ -14,6 +14,7 @@ from ..graph import Graph, Node
 from ..meta import ScalarMeta
 from ..ops._shapes import is_c_contiguous, is_f_contiguous
 from ..ops.pointwise import UFUNC_NAMES
+from ..ops.ufunc_at import AT_UFUNCS
 from ._arguments import (
     NO_VALUE,
     Binding,
@@ -26,6 +27,7 @@ from ._arguments import (
     static,
     unsupported_if,
 )
+from ._indexing import bind_ufunc_at
 from ._outputs import out_target, write_ufunc_out
 from ._pointwise import emit_astype
 from ._reduction import bind_scan, emit_reduction, reduction_binding
@@ -184,7 +186,8 @@ def _ufunc_accumulate(name: str) -> Callable[..., Any]:
 
 
 def ufunc_method_binding(ufunc: np.ufunc, method: str) -> Binding | None:
-    """The binding of `ufunc.<method>` (outer; reduce and accumulate of the common ufuncs)."""
+    """The binding of `ufunc.<method>` (outer; reduce and accumulate of the common ufuncs;
+    `at` of the binary ones)."""
     name = ufunc.__name__
     if method == "outer" and name in UFUNC_NAMES:
         return Binding(f"numpy.{name}.outer", _ufunc_outer(ufunc))
@@ -192,6 +195,8 @@ def ufunc_method_binding(ufunc: np.ufunc, method: str) -> Binding | None:
         return Binding(f"numpy.{name}.reduce", _ufunc_reduce(_UFUNC_REDUCTIONS[name]))
     if method == "accumulate" and name in _UFUNC_SCANS:
         return Binding(f"numpy.{name}.accumulate", _ufunc_accumulate(_UFUNC_SCANS[name]))
+    if method == "at" and name in AT_UFUNCS:
+        return Binding(f"numpy.{name}.at", bind_ufunc_at(name))
     return None
 
 

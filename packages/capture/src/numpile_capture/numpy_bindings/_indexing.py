@@ -1,4 +1,4 @@
-"""Bindings of indexing: basic, integer and boolean `x[key]` and `x[key] = value`."""
+"""Bindings of indexing: basic, integer and boolean `x[key]`, `x[key] = value` and `ufunc.at`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Graph, Node
-from ..meta import ScalarMeta
+from ..meta import ArrayMeta, ScalarMeta
 from ..ops.indexing import IndexArray
 from ..ops.view import is_element_index, normalize_index
 from ._arguments import (
@@ -112,3 +112,22 @@ def bind_setitem(graph: Graph, x: Any, key: Any, value: Any) -> Node:
     if nnz is not None:
         params["nnz"] = nnz
     return emit(graph, "index_put", x, assigned, *arrays, **params)
+
+
+def bind_ufunc_at(ufunc_name: str) -> Any:
+    """The binding of `np.<ufunc>.at(a, indices, b)`: one `ufunc_at` mutation node."""
+
+    def apply(graph: Graph, a: Any, indices: Any, b: Any = None, /) -> None:
+        if not isinstance(a, Node) or not isinstance(a.meta, ArrayMeta):
+            raise UnsupportedCall(f"np.{ufunc_name}.at into a value that is not a traced array")
+        if b is None:
+            raise UnsupportedCall(f"np.{ufunc_name}.at without a second operand")
+        template, arrays = _index_items(graph, indices)
+        template = _expand_ellipsis(template, arrays, a.meta.ndim)
+        params: dict[str, Any] = {"ufunc": ufunc_name, "index": template}
+        nnz = _nnz_name(graph, arrays)
+        if nnz is not None:
+            params["nnz"] = nnz
+        emit(graph, "ufunc_at", a, operand(graph, b), *arrays, **params)
+
+    return apply

@@ -22,6 +22,7 @@ from . import ordering as ordering
 from . import pointwise as pointwise
 from . import reduction as reduction
 from . import special as special
+from . import ufunc_at as ufunc_at
 from . import unbacked_broadcast as unbacked_broadcast
 from . import view as view
 
@@ -37,6 +38,7 @@ __all__ = [
     "pointwise",
     "reduction",
     "special",
+    "ufunc_at",
     "unbacked_broadcast",
     "view",
 ]

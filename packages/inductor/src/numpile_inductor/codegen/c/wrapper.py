@@ -44,6 +44,7 @@ from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
 from .loop_function import LOOP_HELPERS, scalar_loop_function
 from .ops import c_type, helper_definitions, vector_math_declarations
+from .scatter import SCATTER_HELPERS, ScatterAt, scatter_operands
 
 log = logging.getLogger("numpile.inductor.wrapper")
 perf_log = logging.getLogger("numpile.perf_hints")
@@ -168,6 +169,8 @@ class _Emitter:
         self.c_loops: list[int] = []
         # Whether a product calls BLAS from C (codegen/c/blas.py): its helpers are emitted.
         self.blas_products = 0
+        self.scatter_loops = 0
+        self.stores_in_place = False
 
     def emit(self) -> list[str]:
         graph = self.program.graph
@@ -472,6 +475,14 @@ class _Emitter:
         write_released_gil_call(self.code, call, work)
 
     def _emit_extern(self, step: ExternCall) -> None:
+        if step.op_name == "view_scatter_" and not self.stores_in_place:
+            # The in-place scatters run last (reinplace.py); a flag NumPy would report fails
+            # the call before them, so its op-by-op replay finds the inputs untouched.
+            self.stores_in_place = True
+            with self.code.block("if (g_fp_error != NULL && (np_fp_numpy(np_fp) & g_fp_report))"):
+                self.code.writeline("g_fp_flags = np_fp;")
+                self.code.writeline("PyErr_SetNone(g_fp_error);")
+                self.code.writeline("goto fail;")
         index = len(self.externs)
         self.externs.append(extern_callable(step))
         refs = [arg.name for arg in step.args if isinstance(arg, BufferRef)]
@@ -485,9 +496,13 @@ class _Emitter:
             ):
                 code.writeline(f"o_{step.buffer} = Py_NewRef(PyTuple_GET_ITEM({source}, {k}));")
         operands = blas_operands(step, self.buffers) if self.config.blas else None
+        scatter = scatter_operands(step, self.buffers)
         if operands is not None:
             self._emit_blas_product(step.buffer, operands)
             code.writeline(f"if (o_{step.buffer} == NULL)  /* NumPy runs what BLAS did not */")
+        elif scatter is not None:
+            self._emit_scatter_at(step.buffer, scatter)
+            code.writeline(f"if (o_{step.buffer} == NULL)  /* NumPy runs what C did not */")
         with code.block():
             names = []
             scalars = []
@@ -563,6 +578,27 @@ class _Emitter:
             call = f"np_blas_matmul({arrays[0]}, {arrays[1]}, (PyArrayObject *)o_{name})"
             with code.block(f"if (!{call})"):
                 code.writeline(f"Py_CLEAR(o_{name});")
+
+    def _array(self, name: str) -> str:
+        kind = self.buffers[name].kind
+        return f"a_{name}" if kind in ("input", "extern") else f"(PyArrayObject *)o_{name}"
+
+    def _emit_scatter_at(self, name: str, at: ScatterAt) -> None:
+        # ufunc.at as a C loop into a copy of the target; o_<name> stays NULL when the
+        # layouts or indices need NumPy (checked per call).
+        if not self.scatter_loops:
+            self.statics.append(SCATTER_HELPERS)
+        self.scatter_loops += 1
+        base, index = self._array(at.base), self._array(at.index)
+        with self.code.block():
+            if at.value is None:
+                self.code.writeline(f"const {at.c_type} np_c = ({at.c_type}){at.constant};")
+                value, constant = "NULL", "&np_c"
+            else:
+                value, constant = self._array(at.value), "NULL"
+            self.code.writeline(
+                f"o_{name} = np_scatter_at({at.op}, {base}, {index}, {value}, {constant});"
+            )
 
     def _loop_function(self, step: ExternCall) -> str | None:
         # The C function that runs a `for_loop` step (see codegen/c/loop_body.py), or None
