@@ -97,7 +97,8 @@ def kernel_loop_function(node: Node, name: str, *, parallel_threshold: int) -> K
     params = dict(node.params)
     body: Graph = params["body"]
     carried: int = params["carried"]
-    if params.get("first") is not None:
+    first = params.get("first")
+    if first is not None and not _same_computation(first, body):
         raise NotKernelLoop("the first iteration runs on other types than the body")
     if params.get("breaks"):
         raise NotKernelLoop("a body that breaks")
@@ -110,11 +111,17 @@ def kernel_loop_function(node: Node, name: str, *, parallel_threshold: int) -> K
     from ...lowering import lower_graph
 
     program = lower_graph(body)
-    steps, renamed = stores_as_kernels(program)
+    stores = stores_as_kernels(program)
+    renamed = stores.renamed
     # Inputs count as outputs: a store into one is never kept in registers only.
     outputs = {node: renamed.get(name, name) for node, name in program.outputs.items()}
     outputs.update(zip(body.placeholders, program.inputs, strict=True))
-    program = attrs.evolve(program, steps=steps, outputs=outputs)
+    named_views = set(outputs.values()) | {
+        name for step in stores.steps if isinstance(step, ExternCall) for name in step.reads()
+    }
+    if named_views & stores.views:
+        raise NotKernelLoop("a view of an input that the body returns or hands to NumPy")
+    program = attrs.evolve(program, steps=stores.steps, outputs=outputs, buffers=stores.buffers)
     sched = schedule(program)
     inputs = set(program.inputs)
     split = [
@@ -129,6 +136,21 @@ def kernel_loop_function(node: Node, name: str, *, parallel_threshold: int) -> K
     named = iter(kernels)
     ordered = [next(named) if isinstance(s, FusedKernel) else s for s in split]
     return _Writer(node, body, carried, program, renamed, name).write(ordered, parallel_threshold)
+
+
+def _same_computation(first: Graph, body: Graph) -> bool:
+    # Whether the first iteration's graph is the body's on arguments of the same kinds
+    # (array arguments of other strides: the kernels read any strides).
+    def kinds(graph: Graph) -> list[Any]:
+        return [
+            (meta.dtype, tuple(meta.shape)) if isinstance(meta, ArrayMeta) else meta
+            for meta in (node.meta for node in graph.placeholders)
+        ]
+
+    def ops(graph: Graph) -> list[str]:
+        return str(graph).splitlines()[1:]
+
+    return kinds(first) == kinds(body) and ops(first) == ops(body)
 
 
 def _ufunc_name(step: ExternCall) -> str | None:
@@ -149,19 +171,30 @@ def _ufunc_name(step: ExternCall) -> str | None:
 
 
 def _split_after_stores(fused: FusedKernel, inputs: set[str]) -> list[FusedKernel]:
-    # A kernel fused after one that stores into an input reads that input from memory:
-    # `pos += dt * vel; vel -= dt * pos` fuse, but the C of one nest would reuse the
-    # `pos` it loaded before the store. Such a kernel starts a fused kernel of its own.
+    # Stores into inputs inside one fused nest must read what NumPy reads:
+    # - a kernel fused after one that stores into an input reads that input from memory
+    #   (`pos += dt * vel; vel -= dt * pos`: one nest would reuse the `pos` it loaded
+    #   before the store);
+    # - a store into an input that kernels before it in the nest read at other elements
+    #   (`A[1:] = A[:-1] + 1`) must wait for the whole value (NumPy computes it first).
+    # Such a kernel starts a fused kernel of its own; what crosses the cut gets memory.
     if fused.parts or fused.is_reduction:
         return [fused]
     groups: list[list[Any]] = [[]]
     stored: set[str] = set()
+    loaded: dict[str, set[Any]] = {}
     for kernel in fused.kernels:
-        if stored & set(kernel.reads()):
+        targets = {s.buffer: s.index for s in kernel.stores if s.buffer in inputs}
+        before = any(loaded.get(name, set()) - {index} for name, index in targets.items())
+        if before or stored & set(kernel.reads()):
             groups.append([])
             stored = set()
+            loaded = {}
         groups[-1].append(kernel)
-        stored |= {store.buffer for store in kernel.stores if store.buffer in inputs}
+        for store in kernel.stores:
+            for load in loads_of(store.value):
+                loaded.setdefault(load.buffer, set()).add(load.index)
+        stored |= set(targets)
     if len(groups) == 1:
         return [fused]
     reads = [{name for kernel in group for name in kernel.reads()} for group in groups]

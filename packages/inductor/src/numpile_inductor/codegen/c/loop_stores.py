@@ -13,19 +13,21 @@ and its shape broadcasts to the view's; anything else stays an extern (the calle
 keeps the host loop). Whether a fused kernel reads its target at other elements than it
 writes is `loop_kernels`' check, after fusion.
 
-    >>> steps, renamed = stores_as_kernels(program)  # doctest: +SKIP
+    >>> stores_as_kernels(program).renamed  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import numpy as np
 import sympy
 
 from ...index import loop_var
 from ...loop_ir import (
     Apply,
+    Buffer,
     BufferRef,
     Constant,
     Expr,
@@ -35,71 +37,167 @@ from ...loop_ir import (
     ReductionStore,
     ScalarArg,
     Store,
+    loads_of,
 )
 from ...lowering import Program
 
 
-def stores_as_kernels(program: Program) -> tuple[list[Kernel | ExternCall], dict[str, str]]:
-    """The program's steps with its stores into inputs as kernels, and the rename map
-    (the buffer of each rewritten op's result -> the input it wrote).
+@attrs.frozen
+class BodyStores:
+    """A body program's steps with its stores into inputs as kernels.
 
-    Later steps read the renamed buffers under their inputs' names.
+    `renamed`: the buffer of each rewritten op's result -> the input it wrote (later steps
+    read it under the input's name). `views`: the buffers of the basic-index views of
+    inputs the kernels now read and write through (no step computes them: a step or output
+    that still names one cannot run from C). `buffers`: the program's, with the
+    temporaries an overlapping store needs.
     """
-    renamed: dict[str, str] = {}
-    steps: list[Kernel | ExternCall] = []
-    for step in program.steps:
-        step = _renamed(step, renamed)
-        if isinstance(step, ExternCall):
-            kernel = _store_kernel(program, step, len(steps))
-            if kernel is not None:
-                target = step.args[0]
-                assert isinstance(target, BufferRef)
-                renamed[step.buffer] = target.name
-                steps.append(kernel)
+
+    steps: list[Kernel | ExternCall]
+    renamed: dict[str, str]
+    views: frozenset[str]
+    buffers: dict[str, Buffer]
+
+
+def stores_as_kernels(program: Program) -> BodyStores:
+    """The program's stores into its inputs (and views of them) as kernels."""
+    return _Rewriter(program).run()
+
+
+# A view of an input: the input and the element it shows at each view position (over the
+# view's loop variables x0, x1, ...).
+_View = tuple[str, tuple[Any, ...]]
+
+
+class _Rewriter:
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.buffers = dict(program.buffers)
+        self.renamed: dict[str, str] = {}
+        self.views: dict[str, _View] = {}
+        self.steps: list[Kernel | ExternCall] = []
+
+    def run(self) -> BodyStores:
+        for step in self.program.steps:
+            step = _renamed(step, self.renamed, self.views)
+            if isinstance(step, ExternCall) and self._rewrite(step):
                 continue
-        steps.append(step)
-    return steps, renamed
+            self.steps.append(step)
+        return BodyStores(self.steps, self.renamed, frozenset(self.views), self.buffers)
 
+    def _target(self, arg: Any) -> tuple[Buffer, tuple[Any, ...], tuple[int, ...]] | None:
+        # The input an op writes (directly or through a view), the element at each position
+        # of what it writes, and that shape.
+        if not isinstance(arg, BufferRef):
+            return None
+        if arg.name in self.views:
+            base, element = self.views[arg.name]
+            shape = self.buffers[arg.name].shape
+            if not all(isinstance(d, int) for d in shape):
+                return None
+            return self.buffers[base], element, tuple(int(d) for d in shape)
+        buf = self.buffers[arg.name]
+        if buf.kind != "input" or not all(isinstance(d, int) for d in buf.shape):
+            return None
+        shape = tuple(int(d) for d in buf.shape)
+        return buf, tuple(loop_var(d) for d in range(len(shape))), shape
 
-def _store_kernel(program: Program, step: ExternCall, position: int) -> Kernel | None:
-    if not step.args or not isinstance(step.args[0], BufferRef):
-        return None
-    target = program.buffers[step.args[0].name]
-    if target.kind != "input" or not all(isinstance(d, int) for d in target.shape):
-        return None
-    name = f"kernel_store{position}"
-    origins = (step.node_name,)
-    if step.op_name == "setitem" and len(step.args) == 2:
+    def _rewrite(self, step: ExternCall) -> bool:
+        found = self._target(step.args[0]) if step.args else None
+        if found is None:
+            return False
+        target, element, shape = found
         kwargs = dict(step.kwargs)
-        if set(kwargs) != {"index"}:
-            return None
-        view = _basic_view(kwargs["index"], target.shape)
-        if view is None:
-            return None
-        index, shape = view
-        value = _operand(program, step.args[1], target.dtype, shape, exact=False)
-        if value is None:
-            return None
-        return Kernel(name, shape, (), (Store(target.name, index, value),), origins)
-    base = step.op_name.removesuffix("_")
-    ufunc = getattr(np, base, None)
-    if (
-        base == step.op_name
-        or not isinstance(ufunc, np.ufunc)
-        or ufunc.nin != 2
-        or ufunc.nout != 1
-        or len(step.args) != 2
-        or step.kwargs
-    ):
-        return None
-    shape = tuple(int(d) for d in target.shape)
-    operand = _operand(program, step.args[1], target.dtype, shape, exact=True)
-    if operand is None or not _same_loop(ufunc, target.dtype):
-        return None
-    index = tuple(loop_var(d) for d in range(len(shape)))
-    own = Load(target.name, index, target.dtype)
-    value = Apply(base, (own, operand), target.dtype)
-    return Kernel(name, shape, (), (Store(target.name, index, value),), origins)
+        if step.op_name == "getitem" and len(step.args) == 1 and set(kwargs) == {"index"}:
+            view = _basic_view(kwargs["index"], shape)
+            if view is None:
+                return False
+            inner, _ = view
+            # The view of a view: compose the element maps.
+            self.views[step.buffer] = (target.name, _compose(element, inner))
+            return True
+        if step.op_name == "setitem" and len(step.args) == 2 and set(kwargs) == {"index"}:
+            view = _basic_view(kwargs["index"], shape)
+            if view is None:
+                return False
+            inner, shape = view
+            element = _compose(element, inner)
+            value = _operand(self.buffers, step.args[1], target.dtype, shape, exact=False)
+            if value is None:
+                return False
+            value = _rename_expr(value, self.renamed, self.views)
+            value = self._first(value, target, element, shape, step)
+            store = Store(target.name, element, value)
+            self._result(step, self._kernel(shape, store, step))
+            return True
+        base = step.op_name.removesuffix("_")
+        ufunc = getattr(np, base, None)
+        if (
+            base == step.op_name
+            or not isinstance(ufunc, np.ufunc)
+            or ufunc.nin != 2
+            or ufunc.nout != 1
+            or len(step.args) != 2
+            or step.kwargs
+            or not _same_loop(ufunc, target.dtype)
+        ):
+            return False
+        operand = _operand(self.buffers, step.args[1], target.dtype, shape, exact=True)
+        if operand is None:
+            return False
+        operand = _rename_expr(operand, self.renamed, self.views)
+        operand = self._first(operand, target, element, shape, step)
+        own = Load(target.name, element, target.dtype)
+        store = Store(target.name, element, Apply(base, (own, operand), target.dtype))
+        self._result(step, self._kernel(shape, store, step))
+        return True
+
+    def _first(
+        self,
+        value: Expr,
+        target: Buffer,
+        element: tuple[Any, ...],
+        shape: tuple[int, ...],
+        step: ExternCall,
+    ) -> Expr:
+        # A value that reads the target at other elements than it is stored to is computed
+        # whole first, into a temporary (NumPy's result for overlapping operands).
+        if all(load.index == element for load in loads_of(value) if load.buffer == target.name):
+            return value
+        name = f"{step.buffer}_value"
+        self.buffers[name] = Buffer(name, shape, target.dtype, "kernel", _contiguous(shape))
+        index = tuple(loop_var(d) for d in range(len(shape)))
+        self.steps.append(self._kernel(shape, Store(name, index, value), step))
+        return Load(name, index, target.dtype)
+
+    def _kernel(self, shape: tuple[int, ...], store: Store, step: ExternCall) -> Kernel:
+        return Kernel(f"kernel_store{len(self.steps)}", shape, (), (store,), (step.node_name,))
+
+    def _result(self, step: ExternCall, kernel: Kernel) -> None:
+        # The op's result is what it wrote: the input, or the view it wrote through.
+        self.steps.append(kernel)
+        first = step.args[0]
+        assert isinstance(first, BufferRef)
+        if first.name in self.views:
+            self.views[step.buffer] = self.views[first.name]
+        else:
+            self.renamed[step.buffer] = first.name
+
+
+def _compose(outer: tuple[Any, ...], inner: tuple[Any, ...]) -> tuple[Any, ...]:
+    # `outer` maps view positions (x0, x1, ...) to elements of an input; `inner` maps the
+    # positions of a view of that view to positions of it.
+    swap = {loop_var(d): index for d, index in enumerate(inner)}
+    return tuple(sympy.sympify(e).xreplace(swap) for e in outer)
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides: list[int] = []
+    step = 1
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= dim
+    return tuple(reversed(strides))
 
 
 def _same_loop(ufunc: np.ufunc, dtype: np.dtype[Any]) -> bool:
@@ -112,12 +210,20 @@ def _same_loop(ufunc: np.ufunc, dtype: np.dtype[Any]) -> bool:
 
 
 def _operand(
-    program: Program, value: Any, dtype: np.dtype[Any], shape: tuple[int, ...], *, exact: bool
+    buffers: dict[str, Buffer],
+    value: Any,
+    dtype: np.dtype[Any],
+    shape: tuple[int, ...],
+    *,
+    exact: bool,
 ) -> Expr | None:
     # The value stored (or combined) at each element of a view of `shape`, in `dtype`.
     # `exact`: an in-place ufunc (a number must be one NumPy's weak scalars give exactly).
     if isinstance(value, BufferRef):
-        buf = program.buffers[value.name]
+        buf = buffers[value.name]
+        if buf.kind == "scalar" and buf.dtype.kind == "i" and dtype == np.dtype("float64"):
+            # A Python int meets a float64 array as float64 (NEP 50: a weak scalar).
+            return Apply("cast", (ScalarArg(buf.name, buf.dtype),), dtype)
         if buf.dtype != dtype:
             return None
         if buf.kind == "scalar":
@@ -194,68 +300,33 @@ def _basic_view(
     return tuple(element), tuple(view)
 
 
-def loads_of_target(step: Kernel, target: str) -> list[Any]:
-    """The indices at which `step` reads buffer `target`.
-
-    >>> loads_of_target(kernel, "a")  # doctest: +SKIP
-    [(x0, x1)]
-    """
-    found: list[Any] = []
-    for store in step.stores:
-        value = store.value
-        _collect(value, target, found)
-    return found
-
-
-def _collect(expr: Expr, target: str, found: list[Any]) -> None:
-    if isinstance(expr, Load):
-        if expr.buffer == target:
-            found.append(expr.index)
-    elif isinstance(expr, Apply):
-        for arg in expr.args:
-            _collect(arg, target, found)
-
-
-def _renamed(step: Kernel | ExternCall, renamed: dict[str, str]) -> Kernel | ExternCall:
-    # `step` reading each renamed buffer under its new name.
-    if not renamed:
+def _renamed(
+    step: Kernel | ExternCall, renamed: dict[str, str], views: dict[str, _View]
+) -> Kernel | ExternCall:
+    # `step` reading each renamed buffer under its new name, and each view as its input.
+    if not renamed and not views:
         return step
     if isinstance(step, ExternCall):
         args = tuple(
             BufferRef(renamed.get(arg.name, arg.name)) if isinstance(arg, BufferRef) else arg
             for arg in step.args
         )
-        return ExternCall(
-            step.buffer,
-            step.op_name,
-            step.impl,
-            args,
-            step.kwargs,
-            step.is_barrier,
-            step.node_name,
-        )
+        return attrs.evolve(step, args=args)
     stores: list[Store | ReductionStore] = []
     for store in step.stores:
-        value = _rename_expr(store.value, renamed)
-        if isinstance(store, Store):
-            stores.append(Store(store.buffer, store.index, value))
-        else:
-            stores.append(
-                ReductionStore(
-                    store.buffer,
-                    store.index,
-                    store.reduction_type,
-                    value,
-                    store.dtype,
-                    store.divisor,
-                )
-            )
-    return Kernel(step.name, step.ranges, step.reduction_ranges, tuple(stores), step.origins)
+        value = _rename_expr(store.value, renamed, views)
+        stores.append(attrs.evolve(store, value=value))
+    return attrs.evolve(step, stores=tuple(stores))
 
 
-def _rename_expr(expr: Expr, renamed: dict[str, str]) -> Expr:
+def _rename_expr(expr: Expr, renamed: dict[str, str], views: dict[str, _View]) -> Expr:
+    if isinstance(expr, Load) and expr.buffer in views:
+        base, element = views[expr.buffer]
+        swap = {loop_var(d): index for d, index in enumerate(expr.index)}
+        return Load(base, tuple(sympy.sympify(e).xreplace(swap) for e in element), expr.dtype)
     if isinstance(expr, Load) and expr.buffer in renamed:
         return Load(renamed[expr.buffer], expr.index, expr.dtype)
     if isinstance(expr, Apply):
-        return Apply(expr.fn, tuple(_rename_expr(arg, renamed) for arg in expr.args), expr.dtype)
+        args = tuple(_rename_expr(arg, renamed, views) for arg in expr.args)
+        return Apply(expr.fn, args, expr.dtype)
     return expr
