@@ -178,7 +178,14 @@ def _split_after_stores(fused: FusedKernel, inputs: set[str]) -> list[FusedKerne
     # - a store into an input that kernels before it in the nest read at other elements
     #   (`A[1:] = A[:-1] + 1`) must wait for the whole value (NumPy computes it first).
     # Such a kernel starts a fused kernel of its own; what crosses the cut gets memory.
-    if fused.parts or fused.is_reduction:
+    if fused.parts:
+        # A row group runs each row's parts in turn: a part storing into an input would
+        # let the next rows read it written. Its parts run one after the other instead
+        # (what they handed each other per row gets memory).
+        if not any(name in inputs for name in fused.writes()):
+            return [fused]
+        return [piece for part in fused.parts for piece in _split_after_stores(part, inputs)]
+    if fused.is_reduction:
         return [fused]
     groups: list[list[Any]] = [[]]
     stored: set[str] = set()
@@ -338,19 +345,21 @@ class _Writer:
                 lines.append(f"        *np_fp |= {self._kernel_call(item)};")
             else:
                 lines += self._ufunc_call(item, doubled)
-        # The carried arrays the body computed anew: the next iteration reads them.
-        for k, (kind, out) in enumerate(outputs):
-            if kind != "fresh":
-                continue
+        # The carried arrays of the next iteration: computed anew or swapped.
+        moved = [(k, kind, out) for k, (kind, out) in enumerate(outputs) if kind != "same"]
+        for k, kind, out in moved:
+            value = f"o_{out}[np_t & 1]" if kind == "fresh" else f"a_{out}"
+            lines.append(f"        PyArrayObject *np_next{k} = (PyArrayObject *){value};")
+        for k, _, _ in moved:
             own = self.program.inputs[1 + k]
-            lines.append(f"        a_{own} = (PyArrayObject *)o_{out}[np_t & 1];")
+            lines.append(f"        a_{own} = np_next{k};")
             lines += self._bind_array(own, "        ")
         lines.append("    }")
         lines.append(f"    result = PyTuple_New({self.carried});")
         lines.append("    if (result == NULL) { goto fail; }")
-        for k, (kind, out) in enumerate(outputs):
-            final = f"Py_NewRef(o_{out}[(trips - 1) & 1])" if kind == "fresh" else self._initial(k)
-            lines.append(f"    PyTuple_SET_ITEM(result, {k}, {final});")
+        for k in range(self.carried):
+            own = self.program.inputs[1 + k]
+            lines.append(f"    PyTuple_SET_ITEM(result, {k}, Py_NewRef((PyObject *)a_{own}));")
         lines += [
             "    goto done;",
             "eager:",
@@ -487,6 +496,9 @@ class _Writer:
             if buffer == own:
                 result.append(("same", own))
                 continue
+            if buffer in self.program.inputs[1 : 1 + self.carried]:
+                result.append(("carried", buffer))  # `u, v = v, u`
+                continue
             buf = self.buffers[buffer]
             mine = self.buffers[own]
             if buf.kind != "kernel" or buffer in fresh:
@@ -495,6 +507,10 @@ class _Writer:
                 raise NotKernelLoop("a carried array whose shape or dtype changes")
             fresh.add(buffer)
             result.append(("fresh", buffer))
+        kinds = {kind for kind, _ in result}
+        if {"carried", "fresh"} <= kinds:
+            # A swapped slot could hold the buffer the next iteration writes.
+            raise NotKernelLoop("carried arrays both swapped and computed anew")
         return result
 
     def _local_buffers(self, steps: list[FusedKernel | ExternCall], inputs: set[str]) -> list[str]:

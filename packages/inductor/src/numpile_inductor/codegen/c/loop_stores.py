@@ -105,7 +105,7 @@ class _Rewriter:
     def _rewrite(self, step: ExternCall) -> bool:
         found = self._target(step.args[0]) if step.args else None
         if found is None:
-            return False
+            return self._copied_view(step)
         target, element, shape = found
         kwargs = dict(step.kwargs)
         if step.op_name == "getitem" and len(step.args) == 1 and set(kwargs) == {"index"}:
@@ -150,6 +150,34 @@ class _Rewriter:
         own = Load(target.name, element, target.dtype)
         store = Store(target.name, element, Apply(base, (own, operand), target.dtype))
         self._result(step, self._kernel(shape, store, step))
+        return True
+
+    def _copied_view(self, step: ExternCall) -> bool:
+        # A basic-index view of a buffer the body computed (`r2[:, :, None]` handed to a
+        # ufunc NumPy runs): its values copied by a kernel. Nothing writes through it (an
+        # in-place op on it stays an extern, which the C loop refuses).
+        if step.op_name != "getitem" or len(step.args) != 1:
+            return False
+        source = step.args[0]
+        kwargs = dict(step.kwargs)
+        if not isinstance(source, BufferRef) or set(kwargs) != {"index"}:
+            return False
+        buf = self.buffers[source.name]
+        if buf.kind not in ("kernel", "extern") or not all(isinstance(d, int) for d in buf.shape):
+            return False
+        view = _basic_view(kwargs["index"], tuple(int(d) for d in buf.shape))
+        if view is None:
+            return False
+        element, shape = view
+        result = self.buffers[step.buffer]
+        if result.dtype != buf.dtype or tuple(result.shape) != shape:
+            return False
+        self.buffers[step.buffer] = Buffer(
+            step.buffer, shape, buf.dtype, "kernel", _contiguous(shape)
+        )
+        index = tuple(loop_var(d) for d in range(len(shape)))
+        store = Store(step.buffer, index, Load(source.name, element, buf.dtype))
+        self.steps.append(self._kernel(shape, store, step))
         return True
 
     def _first(
@@ -221,17 +249,21 @@ def _operand(
     # `exact`: an in-place ufunc (a number must be one NumPy's weak scalars give exactly).
     if isinstance(value, BufferRef):
         buf = buffers[value.name]
-        if buf.kind == "scalar" and buf.dtype.kind == "i" and dtype == np.dtype("float64"):
-            # A Python int meets a float64 array as float64 (NEP 50: a weak scalar).
-            return Apply("cast", (ScalarArg(buf.name, buf.dtype),), dtype)
-        if buf.dtype != dtype:
-            return None
         if buf.kind == "scalar":
-            return ScalarArg(buf.name, dtype)
-        if buf.kind not in ("input", "kernel", "extern"):
+            if buf.dtype.kind == "i" and dtype == np.dtype("float64"):
+                # A Python int meets a float64 array as float64 (NEP 50: a weak scalar).
+                return Apply("cast", (ScalarArg(buf.name, buf.dtype),), dtype)
+            return ScalarArg(buf.name, dtype) if buf.dtype == dtype else None
+        if buf.kind not in ("input", "kernel", "extern") or buf.dtype.kind not in "biuf":
+            return None
+        # Safe casts only (`counts += mask`): their values are exact in any C spelling.
+        if buf.dtype != dtype and not np.can_cast(buf.dtype, dtype, "safe"):
             return None
         index = _broadcast_index(buf.shape, shape)
-        return None if index is None else Load(buf.name, index, dtype)
+        if index is None:
+            return None
+        load: Expr = Load(buf.name, index, buf.dtype)
+        return load if buf.dtype == dtype else Apply("cast", (load,), dtype)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if dtype.kind == "f" or (
@@ -267,26 +299,30 @@ def _broadcast_index(source: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[A
 def _basic_view(
     index: Any, shape: tuple[int, ...]
 ) -> tuple[tuple[Any, ...], tuple[int, ...]] | None:
-    # For a basic index of ints and slices (and one Ellipsis) into an array of static
+    # For a basic index of ints, slices, `None`s and one Ellipsis into an array of static
     # `shape`: the element of the array at each view position and the view's shape.
     items = index if isinstance(index, tuple) else (index,)
     if sum(item is Ellipsis for item in items) > 1:
         return None
-    if any(not (item is Ellipsis or isinstance(item, slice | int)) for item in items):
+    allowed = (slice, int, type(None))
+    if any(not (item is Ellipsis or isinstance(item, allowed)) for item in items):
         return None
     if any(isinstance(item, bool) for item in items):
         return None
-    explicit = sum(item is not Ellipsis for item in items)
+    explicit = sum(item is not Ellipsis and item is not None for item in items)
     if explicit > len(shape):
         return None
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
-        fill = (slice(None),) * (len(shape) - explicit)
-        items = (*items[:at], *fill, *items[at + 1 :])
-    items = (*items, *(slice(None),) * (len(shape) - len(items)))
+    at = next((k for k, item in enumerate(items) if item is Ellipsis), len(items))
+    fill = (slice(None),) * (len(shape) - explicit)
+    items = (*items[:at], *fill, *items[at + 1 :])
     element: list[Any] = []
     view: list[int] = []
-    for item, size in zip(items, shape, strict=True):
+    sizes = iter(shape)
+    for item in items:
+        if item is None:
+            view.append(1)
+            continue
+        size = next(sizes)
         if isinstance(item, int):
             position = item + size if item < 0 else item
             if not 0 <= position < size:
