@@ -30,6 +30,12 @@ KERNEL_LOOPS = (
     "heat_1d_swapping_buffers",
     "particles_time_steps",
     "mandelbrot_escape_counts",
+    # rows by the loop index (`A[i]`, `for x in xs`): views moved per iteration
+    "rows_accumulate_squares",
+    "blocks_of_a_3d_array",
+    "rows_of_a_reversed_view",
+    "int8_array_accumulator_wraps",
+    "rnn_state_carried",
 )
 
 

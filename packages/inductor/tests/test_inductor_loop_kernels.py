@@ -209,3 +209,46 @@ def test_kernels_keep_their_own_parallel_threshold() -> None:
     source = _Compiled(jacobi, _grid()).source
     kernels = source[source.index("static int loop_") : source.index("static PyObject *loop_")]
     assert "#pragma omp parallel if(work >= " in kernels
+
+
+def test_rows_by_the_index_are_views_moved_per_iteration() -> None:
+    def rows(A: Any, w: Any) -> Any:
+        acc = np.zeros(A.shape[1])
+        for i in range(A.shape[0]):
+            acc = acc * 0.5 + A[i] * w + i
+        return acc
+
+    compiled = _check(rows, np.random.default_rng(4).standard_normal((6, 4)), np.arange(4.0))
+    assert compiled.kernel_loop
+    assert "np_loop_index(np_i" in compiled.source  # the row's bounds check, in C
+
+
+def test_loop_over_the_first_axis() -> None:
+    def over(xs: Any) -> Any:
+        acc = np.zeros(xs.shape[1:])
+        for x in xs:
+            acc = acc + np.sqrt(x * x)
+        return acc
+
+    compiled = _check(over, np.random.default_rng(5).standard_normal((5, 3, 2)))
+    assert compiled.kernel_loop
+
+
+def test_row_out_of_bounds_raises_numpys_index_error_after_the_writes_before_it() -> None:
+    def steps(A: Any, B: Any) -> Any:
+        acc = np.zeros(A.shape[1])
+        for i in range(A.shape[0] + 2):
+            B[0, :] += 1.0
+            acc = acc + A[i]
+        return acc
+
+    A, B = np.ones((3, 2)), np.zeros((3, 2))
+    compiled = _Compiled(steps, (A, B))
+    assert compiled.kernel_loop
+    ours, theirs = B.copy(), B.copy()
+    with pytest.raises(IndexError) as mine:
+        compiled.fn(A, ours)
+    with pytest.raises(IndexError) as eager:
+        steps(A, theirs)
+    assert str(mine.value) == str(eager.value)
+    np.testing.assert_array_equal(ours, theirs)  # four writes: the failing iteration's too

@@ -35,6 +35,7 @@ from numpile_capture import (
     Graph,
     Node,
     ScalarMeta,
+    ScalarSlot,
     has_loops,
     mentions_loop_symbol,
 )
@@ -267,12 +268,17 @@ class _Writer:
 
     def write(self, steps: list[FusedKernel | ExternCall], threshold: int) -> KernelLoop:
         inputs = set(self.program.inputs)
+        rows = {
+            s.buffer: s for s in steps if isinstance(s, ExternCall) and s.op_name == "getitem_at"
+        }
         for step in steps:
             if isinstance(step, FusedKernel):
                 _check_in_place(step, inputs)
-            elif _ufunc_name(step) is None:
+            elif step.buffer not in rows and _ufunc_name(step) is None:
                 raise NotKernelLoop(f"an extern {step.op_name} in the body")
         self._unpack_inputs()
+        self._check_rows(rows, steps)
+        ufuncs = [s for s in steps if isinstance(s, ExternCall) and s.buffer not in rows]
         bounds = [self._bound(value) for value in self.node.inputs[:3]]
         outputs = self._carried_outputs()
         written_inputs = sorted(
@@ -298,7 +304,7 @@ class _Writer:
             "    PyObject *np_ufuncs = NULL;",
             *(f"    PyObject *o_{b} = NULL;" for b in local if b not in doubled),
             *(f"    PyObject *o_{b}[2] = {{NULL, NULL}};" for b in doubled),
-            *(f"    PyObject *u_{s.buffer} = NULL;" for s in steps if isinstance(s, ExternCall)),
+            *(f"    PyObject *u_{s.buffer} = NULL;" for s in ufuncs),
             *self.entry,
         ]
         start, stop, stride = bounds
@@ -326,7 +332,6 @@ class _Writer:
             copies = [f"o_{buffer}[0]", f"o_{buffer}[1]"] if buffer in doubled else [f"o_{buffer}"]
             for target in copies:
                 lines += self._alloc(target, self.buffers[buffer])
-        ufuncs = [s for s in steps if isinstance(s, ExternCall)]
         if ufuncs:
             lines.append('    np_ufuncs = PyImport_ImportModule("numpy");')
             lines.append("    if (np_ufuncs == NULL) { goto fail; }")
@@ -343,6 +348,8 @@ class _Writer:
         for item in steps:
             if isinstance(item, FusedKernel):
                 lines.append(f"        *np_fp |= {self._kernel_call(item)};")
+            elif item.buffer in rows:
+                lines += self._row_view(item)
             else:
                 lines += self._ufunc_call(item, doubled)
         # The carried arrays of the next iteration: computed anew or swapped.
@@ -354,6 +361,8 @@ class _Writer:
             own = self.program.inputs[1 + k]
             lines.append(f"        a_{own} = np_next{k};")
             lines += self._bind_array(own, "        ")
+        # Ctrl-C stops the loop between iterations (one flag read; the GIL stays held).
+        lines.append("        if (PyErr_CheckSignals() < 0) { goto fail; }")
         lines.append("    }")
         lines.append(f"    result = PyTuple_New({self.carried});")
         lines.append("    if (result == NULL) { goto fail; }")
@@ -517,6 +526,8 @@ class _Writer:
         # Buffers the kernels and ufunc calls write that are not inputs or registers.
         names: dict[str, None] = {}
         for step in steps:
+            if isinstance(step, ExternCall) and step.op_name == "getitem_at":
+                continue  # a view of an argument (see _row_view)
             internal = step.internal if isinstance(step, FusedKernel) else frozenset()
             for name in step.writes():
                 if name in inputs or name in internal:
@@ -552,6 +563,97 @@ class _Writer:
             f"        {ct} *d_{name} = ({ct} *)PyArray_DATA((PyArrayObject *){obj});",
             f"        const int64_t st_{name}[{max(nd, 1)}] = {{{strides}}};",
         ]
+
+    # -- views by the loop index --------------------------------------------------------
+
+    def _check_rows(self, rows: dict[str, ExternCall], steps: list[Any]) -> None:
+        # `xs[i]`, `A[i, 1:]`: views of a read-only argument at the loop index, passed to
+        # the kernels as a pointer moved per iteration (no copy, no NumPy call).
+        if not rows:
+            return
+        written = {name for step in steps for name in step.writes() if name not in rows}
+        handed = {
+            name
+            for step in steps
+            if isinstance(step, ExternCall) and step.buffer not in rows
+            for name in step.reads()
+        }
+        outputs = set(self.program.outputs.values())
+        index = self.program.inputs[0]
+        for name, step in rows.items():
+            base = step.args[0]
+            scalars = step.args[1:]
+            if not isinstance(base, BufferRef) or base.name not in self.arrays:
+                raise NotKernelLoop("a view by the index of no argument")
+            if base.name in written or name in written:
+                raise NotKernelLoop("a view by the index of an array the body writes")
+            if name in handed or name in outputs:
+                raise NotKernelLoop("a view by the index that NumPy or the caller gets")
+            if any(not (isinstance(v, BufferRef) and v.name == index) for v in scalars):
+                raise NotKernelLoop("a view at another run-time int than the loop index")
+            self._row_items(step)  # raises for what the pointer arithmetic does not cover
+            buf = self.buffers[name]
+            if any(not isinstance(d, int) for d in buf.shape):
+                raise NotKernelLoop("a view by the index of symbolic shape")
+            self.buffers[name] = attrs.evolve(
+                buf, kind="input", example_strides=_contiguous(buf.shape)
+            )
+            ct = c_type(buf.dtype)
+            self.entry.append(f"    {ct} *d_{name} = NULL;")
+            self.entry.append(f"    int64_t st_{name}[{max(len(buf.shape), 1)}] = {{0}};")
+
+    def _row_items(self, step: ExternCall) -> list[Any]:
+        index = dict(step.kwargs).get("index")
+        base = step.args[0]
+        assert isinstance(base, BufferRef)
+        shape = self.buffers[base.name].shape
+        if not isinstance(index, tuple) or len(index) > len(shape):
+            raise NotKernelLoop("a view by the index with another index")
+        items = [*index, *(slice(None),) * (len(shape) - len(index))]
+        for item, size in zip(items, shape, strict=True):
+            if isinstance(item, ScalarSlot):
+                if item.position != 0:
+                    raise NotKernelLoop("a view at two run-time ints")
+            elif isinstance(item, slice):
+                parts = (item.start, item.stop, item.step)
+                if any(not (p is None or isinstance(p, int)) for p in parts):
+                    raise NotKernelLoop("a view by the index with run-time slice bounds")
+                if not isinstance(size, int) and item != slice(None):
+                    raise NotKernelLoop("a sliced axis of symbolic size")
+            elif isinstance(item, bool) or not isinstance(item, int):
+                raise NotKernelLoop("a view by the index with None or an Ellipsis")
+        return items
+
+    def _row_view(self, step: ExternCall) -> list[str]:
+        # The view's pointer and strides at this iteration's index, checked as NumPy does
+        # (IndexError, with the writes before it kept).
+        base = step.args[0]
+        assert isinstance(base, BufferRef)
+        name = step.buffer
+        shape = self.buffers[base.name].shape
+        lines = ["        {", "            int64_t np_r;", "            int64_t np_off = 0;"]
+        out = 0
+        for axis, (item, size) in enumerate(zip(self._row_items(step), shape, strict=True)):
+            dim = f"(int64_t)PyArray_DIMS(a_{base.name})[{axis}]"
+            if isinstance(item, ScalarSlot | int):
+                value = "np_i" if isinstance(item, ScalarSlot) else f"(int64_t){item}LL"
+                lines.append(
+                    f"            if (!np_loop_index({value}, {dim}, {axis}, &np_r)) "
+                    "{ goto fail; }"
+                )
+                lines.append(f"            np_off += np_r * st_{base.name}[{axis}];")
+                continue
+            start, _, stride = item.indices(size if isinstance(size, int) else 1)
+            if item == slice(None):
+                start, stride = 0, 1
+            lines.append(f"            np_off += (int64_t){start} * st_{base.name}[{axis}];")
+            lines.append(
+                f"            st_{name}[{out}] = (int64_t){stride} * st_{base.name}[{axis}];"
+            )
+            out += 1
+        lines.append(f"            d_{name} = d_{base.name} + np_off;")
+        lines.append("        }")
+        return lines
 
     # -- the body ------------------------------------------------------------------------
 
