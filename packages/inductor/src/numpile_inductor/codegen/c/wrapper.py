@@ -584,10 +584,13 @@ class _Emitter:
 
     def _kernel_loop_function(self, node: Node, name: str, scalar_reason: str) -> str | None:
         # A body of array work: its kernels called from a C loop (codegen/c/loop_kernels.py).
+        threshold = self.config.parallel_threshold
+        body = dict(node.params)["body"]
+        if any(inner.op is not None and inner.op.name in BLAS_OPS for inner in body.nodes):
+            # OpenBLAS's threads spin after each product in the body (see BLAS_OPS).
+            threshold = max(threshold, AFTER_BLAS_PARALLEL_THRESHOLD)
         try:
-            function = kernel_loop_function(
-                node, name, parallel_threshold=self.config.parallel_threshold
-            )
+            function = kernel_loop_function(node, name, parallel_threshold=threshold)
         except NotKernelLoop as reason:
             perf_log.info(
                 "loop %s runs its body with NumPy per iteration (not as C): %s; %s",
