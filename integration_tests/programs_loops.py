@@ -1076,6 +1076,98 @@ def index_out_of_bounds_after_sliced_writes(A, v):
     return A
 
 
+# --- array-sized bodies: fused kernels called from the C loop (the trip count is an argument:
+# the calls at sizes 0 and 1 run the same compiled loop with 0 and 1 iterations) ----------
+
+
+def _grid_and_steps(rng, n):
+    return (rng.standard_normal((6, 7)), n)
+
+
+def _bodies_and_steps(rng, n):
+    return (rng.standard_normal((5, 2)), rng.standard_normal((5, 2)) * 0.1, n)
+
+
+@loop(_grid_and_steps, sizes=(4, 0, 1, 7))
+def jacobi_2d_steps_argument(A, steps):
+    A = A.copy()
+    B = A.copy()
+    for _ in range(steps):
+        B[1:-1, 1:-1] = 0.2 * (
+            A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1]
+        )
+        A[1:-1, 1:-1] = 0.2 * (
+            B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1]
+        )
+    return A, B
+
+
+@loop(_grid_and_steps, sizes=(4, 0, 1, 7))
+def stencil_into_the_argument_in_place(A, steps):
+    for _ in range(steps):
+        A[1:-1, 1:-1] += 0.1 * (A[:-2, 1:-1] + A[2:, 1:-1] - 2.0 * A[1:-1, 1:-1])
+    return A
+
+
+@loop(_grid_and_steps, sizes=(4, 0, 1, 7))
+def heat_2d_swapping_buffers(u, steps):
+    v = u.copy()
+    for _ in range(steps):
+        v[1:-1, 1:-1] = u[1:-1, 1:-1] + 0.2 * (u[:-2, 1:-1] + u[2:, 1:-1] - 2.0 * u[1:-1, 1:-1])
+        u, v = v, u
+    return u, v
+
+
+@loop(_bodies_and_steps, sizes=(4, 0, 1, 7))
+def leapfrog_in_place_with_the_index(pos, vel, steps):
+    for t in range(steps):
+        pos += 0.05 * vel
+        vel -= 0.05 * pos
+        vel[0] = 0.0
+        pos[-1, :] += t
+    return pos, vel
+
+
+@loop(_bodies_and_steps, sizes=(4, 0, 1, 7), rtol=1e-12)
+def particles_carried_anew(pos, vel, steps):
+    n = pos.shape[0]
+    for _ in range(steps):
+        d = pos.reshape(n, 1, 2) - pos.reshape(1, n, 2)
+        r2 = (d * d).sum(axis=2) + 0.01
+        acc = -(d * (r2**-1.5).reshape(n, n, 1)).sum(axis=1)
+        vel = vel + acc * 0.001
+        pos = pos + vel * 0.001
+    return pos, vel
+
+
+@loop(_grid_and_steps, sizes=(4, 0, 1, 7))
+def stores_overlapping_their_reads(A, steps):
+    for _ in range(steps):
+        A[1:, :] = A[:-1, :] * 0.5 + 1.0
+        A[:, :-1] += A[:, 1:]
+    return A
+
+
+@loop(
+    lambda rng, n: (rng.integers(-5, 5, (4, 3)), rng.standard_normal((4, 3)) > 0, n),
+    sizes=(4, 0, 1, 7),
+)
+def int_counts_with_mask_and_index(counts, mask, steps):
+    total = counts * 0
+    for t in range(steps):
+        counts += mask
+        total = total + counts * t
+    return counts, total
+
+
+@loop(lambda rng, n: (rng.standard_normal(8), n), sizes=(4, 0, 1, 7))
+def time_loop_with_index_sized_slices(x, steps):
+    for t in range(steps):
+        x[: t + 1] += 1.0
+        x = x * 0.5
+    return x
+
+
 # --- invalid loops: errors as eager raises them, with the earlier iterations' writes --------
 
 

@@ -43,6 +43,7 @@ from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
 from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
 from .loop_function import LOOP_HELPERS, scalar_loop_function
+from .loop_kernels import KERNEL_LOOP_HELPERS, NotKernelLoop, kernel_loop_function
 from .ops import c_type, helper_definitions, vector_math_declarations
 from .scatter import SCATTER_HELPERS, ScatterAt, scatter_operands
 
@@ -167,6 +168,8 @@ class _Emitter:
         }
         # Positions among the externs of the `for_loop` calls that run as C loops.
         self.c_loops: list[int] = []
+        # How many `for_loop` calls run as C loops of kernels (codegen/c/loop_kernels.py).
+        self.kernel_loops = 0
         # Whether a product calls BLAS from C (codegen/c/blas.py): its helpers are emitted.
         self.blas_products = 0
         self.scatter_loops = 0
@@ -610,12 +613,35 @@ class _Emitter:
         try:
             function = scalar_loop_function(node, name)
         except NotScalarLoop as reason:
+            return self._kernel_loop_function(node, name, str(reason))
+        if not self.c_loops:
+            self.statics.append(LOOP_HELPERS)
+        self.statics.append(function.source)
+        return name
+
+    def _kernel_loop_function(self, node: Node, name: str, scalar_reason: str) -> str | None:
+        # A body of array work: its kernels called from a C loop (codegen/c/loop_kernels.py).
+        threshold = self.config.parallel_threshold
+        body = dict(node.params)["body"]
+        if any(inner.op is not None and inner.op.name in BLAS_OPS for inner in body.nodes):
+            # OpenBLAS's threads spin after each product in the body (see BLAS_OPS).
+            threshold = max(threshold, AFTER_BLAS_PARALLEL_THRESHOLD)
+        try:
+            function = kernel_loop_function(node, name, parallel_threshold=threshold)
+        except NotKernelLoop as reason:
             perf_log.info(
-                "loop %s runs its body with NumPy per iteration (not as C): %s", node.name, reason
+                "loop %s runs its body with NumPy per iteration (not as C): %s; %s",
+                node.name,
+                scalar_reason,
+                reason,
             )
             return None
         if not self.c_loops:
             self.statics.append(LOOP_HELPERS)
+        if not self.kernel_loops:
+            self.statics.append(KERNEL_LOOP_HELPERS)
+        self.kernel_loops += 1
+        self.statics.extend(function.kernels)
         self.statics.append(function.source)
         return name
 

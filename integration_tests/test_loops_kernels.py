@@ -1,0 +1,84 @@
+"""Loops with array-sized bodies (time-stepped stencils, particle steps, in-place updates)
+run as one C loop calling the body's fused kernels: no body run with NumPy per iteration,
+and one compiled loop for every trip count. Values, in-place effects and errors are the
+corpus' checks (programs_loops.py); these tests check the path.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import programs_loops
+import pytest
+from harness import PROGRAMS
+
+import numpile
+
+# NOTE: corpus programs of the loops theme whose loops have array-sized bodies.
+KERNEL_LOOPS = (
+    "jacobi_2d_steps_argument",
+    "stencil_into_the_argument_in_place",
+    "heat_2d_swapping_buffers",
+    "leapfrog_in_place_with_the_index",
+    "particles_carried_anew",
+    "stores_overlapping_their_reads",
+    "int_counts_with_mask_and_index",
+    "jacobi_2d_time_steps",
+    "heat_1d_swapping_buffers",
+    "particles_time_steps",
+    "mandelbrot_escape_counts",
+    # rows by the loop index (`A[i]`, `for x in xs`): views moved per iteration
+    "rows_accumulate_squares",
+    "blocks_of_a_3d_array",
+    "rows_of_a_reversed_view",
+    "int8_array_accumulator_wraps",
+    "rnn_state_carried",
+)
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Iterator[None]:
+    numpile.reset()
+    yield
+    numpile.reset()
+
+
+def _args(name: str, n: int) -> tuple[Any, ...]:
+    fn = getattr(programs_loops, name)
+    (program,) = [p for p in PROGRAMS if p.fn is fn and p.theme == "loops"]
+    inputs = program.make_inputs(np.random.default_rng(n), n)
+    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs)
+
+
+@pytest.mark.parametrize("name", KERNEL_LOOPS)
+def test_array_body_runs_as_a_c_loop_of_kernels(
+    name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    fn = getattr(programs_loops, name)
+    assert numpile.explain(fn)(*_args(name, 5)).loops_not_kept == ()
+    compiled = numpile.compile(fn, fullgraph=True)
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
+        compiled(*_args(name, 5))
+    assert not [r for r in caplog.records if "per iteration" in r.getMessage()]
+
+
+def test_new_trip_counts_reuse_the_compiled_loop() -> None:
+    # The trip count is a Python int: baked in at the first call, a graph input once it
+    # changes (0 and 1 are specialized, as sizes are); later counts reuse that entry.
+    from numpile_guards import cache_for
+
+    fn = programs_loops.jacobi_2d_steps_argument
+    compiled = numpile.compile(fn)
+    grid = np.random.default_rng(0).standard_normal((6, 7))
+    entries = 0
+    for steps in (3, 5, 7, 12, 2):
+        got = compiled(grid.copy(), steps)
+        want = fn(grid.copy(), steps)
+        for mine, eager in zip(got, want, strict=True):
+            np.testing.assert_array_equal(mine, eager)
+        if steps == 5:
+            entries = len(cache_for(fn.__code__).entries)
+    assert len(cache_for(fn.__code__).entries) == entries
