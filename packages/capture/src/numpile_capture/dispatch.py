@@ -193,8 +193,12 @@ def _no_entry(L: dict[str, Any], G: dict[str, Any], F: Any) -> bool:
     return False
 
 
+def _no_inputs(L: dict[str, Any], G: dict[str, Any], F: Any) -> tuple[Any, ...]:
+    return ()
+
+
 # NOTE: what a function remembers before its first hit: its epoch is no epoch at all.
-_NO_HIT = _Hit(object(), None, None, None, dict, {}, _no_entry, tuple, tuple, None)
+_NO_HIT = _Hit(object(), None, None, None, dict, {}, _no_entry, _no_inputs, tuple, None)
 
 
 class CompiledFunction:

@@ -257,4 +257,5 @@ def clear_caches() -> None:
     """
     for cache in list(_CACHES.values()):
         cache.clear()
+    advance_epoch()
     log.debug("cleared %d code caches", len(_CACHES))
