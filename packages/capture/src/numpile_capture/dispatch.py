@@ -615,7 +615,7 @@ class CompiledFunction:
         result: GraphBreak,
     ) -> Run:
         # Late import, as in _capture_with_breaks.
-        from .graph_breaks import BreakRunner
+        from .break_runner import BreakRunner
         from .resume_code import TailCall
 
         global _TailCall
