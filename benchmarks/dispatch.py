@@ -1,13 +1,19 @@
 """What a warm compiled call costs on tiny arrays: the dispatcher against Numba and Python.
 
-    python -m benchmarks.dispatch [--calls N] [--repeats R]
+    python -m benchmarks.dispatch [--calls N] [--repeats R] [--matvec]
 
 For ``f2(a, b) = a * b + 1.0`` and ``f4(a, b, c, d) = a * b + c * d`` on 8 float64
-elements, one process times, in interleaved rounds (best round of ``R``, ``N`` calls each):
+elements, one process times, in interleaved rounds (best round of ``R``, ``N`` calls each;
+short rounds, so that some of them run without being preempted on a loaded machine):
 a plain Python call of a function of as many arguments, NumPy eager, ``numba.njit`` (when
 installed), the numpile-compiled call, and the compiled entry's callable alone (the
 generated module: what is left without binding, guards and input fetching). The
 dispatcher's cost is the compiled call minus its kernel.
+
+``--matvec`` adds the matrix-vector chains of the science set (``matvec_chain``,
+``bicg_products``, ``cg_step`` at their small size): NumPy and the compiled call
+alternate, one call each, and each keeps its fastest of 400 calls, a figure that a loaded
+machine spoils less than a median.
 
 Prediction written before the fast path was measured (per layer, 2 arrays, load ~2): the
 old path was about 9 us against a kernel of about 1.9 us: stance and region checks 1.2 us,
@@ -95,7 +101,7 @@ def _best(calls: dict[str, Callable[[], Any]], count: int, repeats: int) -> dict
     return best
 
 
-def run_dispatch(*, calls: int = 20_000, repeats: int = 7) -> dict[str, dict[str, float]]:
+def run_dispatch(*, calls: int = 1_000, repeats: int = 60) -> dict[str, dict[str, float]]:
     """Seconds per call of each contender, for `f2` and `f4` on 8 float64 elements."""
     results: dict[str, dict[str, float]] = {}
     for fn in (f2, f4):
@@ -103,6 +109,51 @@ def run_dispatch(*, calls: int = 20_000, repeats: int = 7) -> dict[str, dict[str
         args = tuple(np.full(_SIZE, 1.5 + index) for index in range(arity))
         results[fn.__name__] = _best(_contenders(fn, args), calls, repeats)
     return results
+
+
+_MATVEC = ("matvec_chain", "bicg_products", "cg_step")
+
+
+def run_matvec(*, calls: int = 400) -> dict[str, tuple[float, float]]:
+    """Fastest single call (seconds) of NumPy and of numpile for each matrix-vector chain."""
+    import numpile
+
+    from .science import all_kernels
+
+    results: dict[str, tuple[float, float]] = {}
+    for kernel in all_kernels():
+        if kernel.name not in _MATVEC:
+            continue
+        args = kernel.make_inputs(kernel.sizes[0])
+        compiled = numpile.compile(kernel.fn, options={"tiered": False})
+        compiled(*args)
+        compiled(*args)
+        contenders = {"numpy": kernel.fn, "numpile": compiled}
+        best = dict.fromkeys(contenders, float("inf"))
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for _ in range(calls):
+                for name, fn in contenders.items():
+                    start = time.perf_counter()
+                    fn(*args)
+                    best[name] = min(best[name], time.perf_counter() - start)
+        finally:
+            if enabled:
+                gc.enable()
+        results[kernel.name] = (best["numpy"], best["numpile"])
+    return results
+
+
+def render_matvec(results: dict[str, tuple[float, float]]) -> str:
+    """One line per kernel: the fastest calls and NumPy time / numpile time."""
+    lines = ["matrix-vector chains, fastest call, us:"]
+    for name, (numpy_s, numpile_s) in results.items():
+        ratio = numpy_s / numpile_s
+        lines.append(
+            f"  {name:<15} numpy {numpy_s * 1e6:8.2f}  numpile {numpile_s * 1e6:8.2f}  {ratio:.3f}x"
+        )
+    return "\n".join(lines)
 
 
 def render(results: dict[str, dict[str, float]]) -> str:
@@ -122,10 +173,13 @@ def render(results: dict[str, dict[str, float]]) -> str:
 def main(argv: list[str] | None = None) -> None:
     """The command line: ``[--calls N] [--repeats R]``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.dispatch")
-    parser.add_argument("--calls", type=int, default=20_000)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=1_000)
+    parser.add_argument("--repeats", type=int, default=60)
+    parser.add_argument("--matvec", action="store_true", help="also the matvec chains")
     options = parser.parse_args(argv)
     print(render(run_dispatch(calls=options.calls, repeats=options.repeats)))
+    if options.matvec:
+        print(render_matvec(run_matvec()))
 
 
 if __name__ == "__main__":
