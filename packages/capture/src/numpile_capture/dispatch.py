@@ -3,6 +3,13 @@
 `compile_function(fn)` (the `numpile.compile` entry point) returns a
 `CompiledFunction`. Calling it:
 
+0. takes the fast path when it can: the entry the last call hit is remembered with
+   the dispatch epoch it was found in (`numpile_guards.EPOCH`, advanced by a new
+   stance, `reset()` and every entry added); while the epoch is the same, this
+   thread is in no region that runs compiled functions as plain Python
+   (`region.PLAIN_CALLS`) and `fn`'s code and defaults are the ones bound, the
+   call binds its arguments, runs that entry's guard check and, when it passes,
+   fetches the inputs and runs the compiled code. Anything else takes steps 1-4;
 1. reads the stance ("force_eager" runs `fn` as is);
 2. binds the arguments into `L` (defaults applied), with `G = fn.__globals__`
    and `F = fn`;
@@ -40,8 +47,11 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import attrs
 
 from numpile_guards import (
+    EPOCH,
     CacheEntry,
+    CheckFn,
     CodeCache,
+    FetchFn,
     Guard,
     cache_for,
     clear_caches,
@@ -103,6 +113,7 @@ from .fallbacks import (
 from .graph import Graph
 from .performance_hints import report_graph_break
 from .pickling import reduce_compiled
+from .region import PLAIN_CALLS
 from .stance import Stance, compiled_region, current_stance
 from .trace_rules import ForbiddenCallError, in_disabled_region
 
@@ -163,6 +174,34 @@ def _options_key(options: dict[str, Any] | None) -> Any:
     return tuple(sorted((str(key), repr(value)) for key, value in options.items()))
 
 
+@attrs.frozen
+class _Hit:
+    # The entry a function's last call hit, with everything that made it the answer:
+    # valid while `epoch` is the current one and `fn` still has this code and defaults.
+    epoch: object
+    code: types.CodeType | None
+    defaults: Any
+    kwdefaults: Any
+    bind: Callable[..., dict[str, Any]]
+    globals: dict[str, Any]
+    check: CheckFn
+    fetch: FetchFn
+    compiled: Callable[..., Any]
+    tail: Callable[..., Any] | None
+
+
+def _no_entry(L: dict[str, Any], G: dict[str, Any], F: Any) -> bool:
+    return False
+
+
+def _no_inputs(L: dict[str, Any], G: dict[str, Any], F: Any) -> tuple[Any, ...]:
+    return ()
+
+
+# NOTE: what a function remembers before its first hit: its epoch is no epoch at all.
+_NO_HIT = _Hit(object(), None, None, None, dict, {}, _no_entry, _no_inputs, tuple, None)
+
+
 class CompiledFunction:
     """A Python function wrapped by `numpile.compile`; calling it dispatches (see module doc).
 
@@ -216,6 +255,7 @@ class CompiledFunction:
         self._kwdefaults = fn.__kwdefaults__
         self._bind = make_binder(fn)
         self._cache = self._cache_provider(fn.__code__)
+        self._hit = _NO_HIT
 
     def __repr__(self) -> str:
         return f"<numpile compiled {self._fn.__qualname__} at {where(self._fn)}>"
@@ -261,6 +301,49 @@ class CompiledFunction:
         return self._bind(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        hit = self._hit
+        fn = self._fn
+        if (
+            hit.epoch is EPOCH.current
+            and not PLAIN_CALLS.depth
+            and fn.__code__ is hit.code
+            and fn.__defaults__ is hit.defaults
+            and fn.__kwdefaults__ is hit.kwdefaults
+        ):
+            try:
+                L = hit.bind(*args, **kwargs)
+            except TypeError:
+                # Wrong arguments: let Python raise its own error from the function itself.
+                return fn(*args, **kwargs)
+            G = hit.globals
+            if hit.check(L, G, fn):
+                if hit.tail is None:
+                    return hit.compiled(*hit.fetch(L, G, fn))
+                result = hit.tail(*hit.fetch(L, G, fn))
+                while type(result) is _TailCall:
+                    result = result.run()
+                return result
+        return self._dispatch(args, kwargs)
+
+    def _remember(self, epoch: object, entry: CacheEntry, skip_guards_unsafe: bool) -> None:
+        # Called right after `lookup` found `entry` for this call, the epoch read before it.
+        check = self._cache.hit_check(entry, skip_guards_unsafe=skip_guards_unsafe)
+        self._hit = _Hit(
+            epoch,
+            self._code,
+            self._defaults,
+            self._kwdefaults,
+            self._bind,
+            self._fn.__globals__,
+            check,
+            entry.fetch,
+            entry.compiled,
+            entry.tail,
+        )
+
+    def _dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        # Steps 1-4 of the module doc: the stance, the regions, a full lookup, a miss.
+        epoch = EPOCH.current
         stance = current_stance()
         fn = self._fn
         if stance.name == "force_eager" or _is_capturing() or in_disabled_region():
@@ -273,8 +356,10 @@ class CompiledFunction:
         G = fn.__globals__
         cache = self._cache
         tag, backend_fn, backend_kwargs = self._backend_for(stance)
-        entry = cache.lookup(L, G, fn, tag, skip_guards_unsafe=stance.skip_guard_eval_unsafe)
+        skip_unsafe = stance.skip_guard_eval_unsafe
+        entry = cache.lookup(L, G, fn, tag, skip_guards_unsafe=skip_unsafe)
         if entry is not None:
+            self._remember(epoch, entry, skip_unsafe)
             tail = entry.tail
             if tail is None:
                 return entry.compiled(*entry.fetch(L, G, fn))
@@ -305,6 +390,21 @@ class CompiledFunction:
     def call_tail(self, *args: Any) -> Any:
         """Call it as a break function's resume: a cached entry that breaks again hands its
         resume call back as a `TailCall` for the caller's loop (see `break_runner`)."""
+        hit = self._hit
+        fn = self._fn
+        if (
+            hit.epoch is EPOCH.current
+            and not PLAIN_CALLS.depth
+            and fn.__code__ is hit.code
+            and fn.__defaults__ is hit.defaults
+            and fn.__kwdefaults__ is hit.kwdefaults
+        ):
+            L = hit.bind(*args)
+            G = hit.globals
+            if hit.check(L, G, fn):
+                run_hit = hit.compiled if hit.tail is None else hit.tail
+                return run_hit(*hit.fetch(L, G, fn))
+        epoch = EPOCH.current
         stance = current_stance()
         if stance.name == "force_eager" or _is_capturing() or in_disabled_region():
             return self._fn(*args)
@@ -314,6 +414,8 @@ class CompiledFunction:
         cache = self._cache
         skip = stance.skip_guard_eval_unsafe
         entry = cache.lookup(L, fn.__globals__, fn, tag, skip_guards_unsafe=skip)
+        if entry is not None:
+            self._remember(epoch, entry, skip)
         if entry is None:
             if compiling_in_this_thread():
                 return self._fn(*args)
@@ -443,6 +545,7 @@ class CompiledFunction:
         fn = self._fn
         capture_error: Exception | None = None
         _capture_state.depth = getattr(_capture_state, "depth", 0) + 1
+        PLAIN_CALLS.depth += 1
         set_active_shape_env(None)
         try:
             with compiled_region(), timed("capture"):
@@ -474,6 +577,7 @@ class CompiledFunction:
             capture_error = exc
         finally:
             _capture_state.depth -= 1
+            PLAIN_CALLS.depth -= 1
             set_active_shape_env(None)
         if capture_error is not None:
             # Outside the except block, so NumPy's error from eager is not chained to ours.
@@ -515,7 +619,7 @@ class CompiledFunction:
         result: GraphBreak,
     ) -> Run:
         # Late import, as in _capture_with_breaks.
-        from .graph_breaks import BreakRunner
+        from .break_runner import BreakRunner
         from .resume_code import TailCall
 
         global _TailCall

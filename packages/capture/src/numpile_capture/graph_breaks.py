@@ -34,39 +34,21 @@ resume function as values, and its own MAKE_CELL wraps them again.
 from __future__ import annotations
 
 import dis
+import importlib
 import logging
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from numpile_guards import Guard, LocalSource, Source
 
-from .break_runner import MAX_NESTED_RESUMES as MAX_NESTED_RESUMES
-from .break_runner import BreakRunner as BreakRunner
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import CaptureResult, Unsupported
 from .compiled_callees import compiles_callees
 from .frame import BreakAt, Frame, ReturnWithEffects, StopAtBreak
 from .graph import Graph, Node
 from .operators import specialized
-from .rebuild_steps import (
-    Build,
-    Call,
-    CompiledCallee,
-    Constant,
-    FillCell,
-    FromGraph,
-    FromInput,
-    GetAttr,
-    MakeCell,
-    MakeFunction,
-    MakeIterator,
-    NewObject,
-    Replay,
-    SetAttributes,
-    Step,
-)
 from .resume_code import STACK_PREFIX, BreakSite
 from .side_effects import AttributeWrite, ContainerWrite, SideEffects
 from .trace_rules import rule_for
@@ -94,7 +76,32 @@ from .variables import (
     Variable,
 )
 
+if TYPE_CHECKING:
+    from .rebuild_steps import Replay, Step
+
 log = logging.getLogger("numpile.capture.graph_breaks")
+
+_LAZY = {"BreakRunner": "break_runner", "MAX_NESTED_RESUMES": "break_runner"}
+
+
+def __getattr__(name: str) -> Any:
+    # NOTE: re-exported lazily, as `rebuild_steps` is imported by the first planned break:
+    # their attrs classes cost milliseconds that the first call of a function without a
+    # break (a warm start) need not pay.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+
+
+class _StepKinds:
+    # The classes of `rebuild_steps`, imported when the first break is planned.
+    def __getattr__(self, name: str) -> Any:
+        return getattr(importlib.import_module(f"{__package__}.rebuild_steps"), name)
+
+
+# NOTE: `make.Build(...)` builds a rebuild step (a late import, see `__getattr__` above).
+make = _StepKinds()
 
 
 @attrs.frozen
@@ -317,10 +324,10 @@ class _Planner:
     def source(self, source: Source) -> int:
         index = len(self.extra_sources)
         self.extra_sources.append(source)
-        return self.add(FromInput(index))
+        return self.add(make.FromInput(index))
 
     def callee(self, fn: types.FunctionType) -> int:
-        return self.add(CompiledCallee(fn))
+        return self.add(make.CompiledCallee(fn))
 
     def slot(self, var: Variable) -> int:
         # NOTE: one slot per variable (per node for arrays), so aliases stay the same object.
@@ -334,29 +341,29 @@ class _Planner:
     def _make(self, var: Variable) -> int:
         if isinstance(var, ScalarNodeVar):
             self.outputs.append(var.node)  # a Python scalar a loop computed
-            return self.add(FromGraph(len(self.outputs) - 1))
+            return self.add(make.FromGraph(len(self.outputs) - 1))
         if isinstance(var, ArrayVar):
             source = self._placeholder_sources.get(var.node)
             if source is not None:
                 return self.source(source)
             self.outputs.append(var.node)
-            return self.add(FromGraph(len(self.outputs) - 1))
+            return self.add(make.FromGraph(len(self.outputs) - 1))
         if isinstance(var, ConstantVar):
             # A symbolic size lives on as the int it is now (guarded).
-            return self.add(Constant(specialized(var.value)))
+            return self.add(make.Constant(specialized(var.value)))
         if isinstance(var, ScalarInputVar):
             assert var.source is not None
             return self.source(var.source)
         if isinstance(var, TupleVar | ListVar | DictVar) and var.source is not None:
             return self.source(var.source)
         if isinstance(var, TupleVar):
-            return self.add(Build(tuple, tuple(self.slot(item) for item in var.items)))
+            return self.add(make.Build(tuple, tuple(self.slot(item) for item in var.items)))
         if isinstance(var, ListVar):
-            return self.add(Build(list, tuple(self.slot(item) for item in var.items)))
+            return self.add(make.Build(list, tuple(self.slot(item) for item in var.items)))
         if isinstance(var, DictVar):
             keys = tuple(var.items)
             slots = tuple(self.slot(item) for item in var.items.values())
-            return self.add(Build(dict, slots, keys))
+            return self.add(make.Build(dict, slots, keys))
         if isinstance(var, FunctionVar) and var.fn is not None:
             return self.source(var.source) if var.source is not None else self._constant(var.fn)
         if isinstance(var, OpaqueVar) and var.source is not None:
@@ -368,9 +375,9 @@ class _Planner:
         if isinstance(var, FunctionVar) and not var.closure:
             return self._closure(var)  # a function made here that closes over nothing
         if isinstance(var, BoundMethodVar):
-            return self.add(GetAttr(self.slot(var.receiver), var.name))
+            return self.add(make.GetAttr(self.slot(var.receiver), var.name))
         if isinstance(var, MethodVar):
-            return self.add(GetAttr(self.slot(var.this), var.name))
+            return self.add(make.GetAttr(self.slot(var.this), var.name))
         if isinstance(var, ObjectVar):
             return self._object(var)
         if isinstance(var, GeneratorVar):
@@ -380,7 +387,7 @@ class _Planner:
                 )
             fn, args, kwargs = var.call
             return self.add(
-                Call(
+                make.Call(
                     self.slot(fn),
                     tuple(self.slot(arg) for arg in args),
                     tuple(kwargs),
@@ -389,7 +396,7 @@ class _Planner:
             )
         if isinstance(var, IteratorVar):
             rest = tuple(self.slot(item) for item in var.items[var.position :])
-            return self.add(MakeIterator(self.add(Build(list, rest))))
+            return self.add(make.MakeIterator(self.add(make.Build(list, rest))))
         if isinstance(var, FunctionVar) and self._rebuildable_closure(var):
             return self._closure(var)
         if isinstance(var, FunctionVar):
@@ -417,34 +424,34 @@ class _Planner:
         return True
 
     def _closure(self, var: FunctionVar) -> int:
-        cells = tuple(self.add(MakeCell()) for _ in var.closure)
+        cells = tuple(self.add(make.MakeCell()) for _ in var.closure)
         defaults = None
         if var.defaults:
-            defaults = self.add(Build(tuple, tuple(self.slot(item) for item in var.defaults)))
+            defaults = self.add(make.Build(tuple, tuple(self.slot(item) for item in var.defaults)))
         kwdefaults = None
         if var.kwdefaults:
             keys = tuple(var.kwdefaults)
             values = tuple(self.slot(item) for item in var.kwdefaults.values())
-            kwdefaults = self.add(Build(dict, values, keys))
-        index = self.add(MakeFunction(var.code, var.globals, defaults, kwdefaults, cells))
+            kwdefaults = self.add(make.Build(dict, values, keys))
+        index = self.add(make.MakeFunction(var.code, var.globals, defaults, kwdefaults, cells))
         # NOTE: registered before the cells are filled: a function may refer to itself.
         self._memo[id(var)] = index
         for cell, slot in zip(var.closure, cells, strict=True):
             assert isinstance(cell, CellVar)
             if cell.contents is not None:
-                self.add(FillCell(slot, self.slot(cell.contents)))
+                self.add(make.FillCell(slot, self.slot(cell.contents)))
         return index
 
     def _object(self, var: ObjectVar) -> int:
         # The object's slot exists before its attributes are made: they may refer back to it.
-        index = self.add(NewObject(var.cls))
+        index = self.add(make.NewObject(var.cls))
         self._memo[id(var)] = index
         values = tuple(self.slot(value) for value in var.attributes.values())
-        self.add(SetAttributes(index, tuple(var.attributes), values))
+        self.add(make.SetAttributes(index, tuple(var.attributes), values))
         return index
 
     def _constant(self, value: Any) -> int:
-        return self.add(Constant(value))
+        return self.add(make.Constant(value))
 
 
 def _callee_position(frame: Frame, site: BreakSite) -> int | None:
@@ -544,15 +551,16 @@ def _replays(planner: _Planner, side_effects: SideEffects) -> list[Replay]:
             target = planner.slot(container)
             if isinstance(container, ListVar):
                 items = tuple(planner.slot(item) for item in container.items)
-                contents = planner.add(Build(list, items))
+                contents = planner.add(make.Build(list, items))
             else:
                 keys = tuple(container.items)
                 values = tuple(planner.slot(item) for item in container.items.values())
-                contents = planner.add(Build(dict, values, keys))
-            replays.append(Replay("contents", target, "", contents))
+                contents = planner.add(make.Build(dict, values, keys))
+            replays.append(make.Replay("contents", target, "", contents))
         elif isinstance(effect, AttributeWrite):
             target = planner.slot(effect.obj)
-            replays.append(Replay("attribute", target, effect.name, planner.slot(effect.value)))
+            value = planner.slot(effect.value)
+            replays.append(make.Replay("attribute", target, effect.name, value))
         else:
-            replays.append(Replay("global", -1, effect.name, planner.slot(effect.value)))
+            replays.append(make.Replay("global", -1, effect.name, planner.slot(effect.value)))
     return replays

@@ -17,7 +17,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
-__all__ = ["ThreadRegion"]
+__all__ = ["PLAIN_CALLS", "ThreadRegion"]
 
 
 class ThreadRegion(threading.local):
@@ -41,3 +41,9 @@ class ThreadRegion(threading.local):
             yield
         finally:
             self.depth -= 1
+
+
+# NOTE: per thread, how deep it is in code where compiled functions run as plain Python:
+# a capture in progress, a function under `disable(recursive=True)`. The dispatcher's fast
+# path reads this one counter instead of asking each region.
+PLAIN_CALLS = ThreadRegion()

@@ -31,6 +31,8 @@ from typing import Any, TypeVar
 
 import attrs
 
+from numpile_guards import advance_epoch
+
 from .backends import BackendFn, lookup_backend
 from .region import ThreadRegion
 from .trace_rules import ForbiddenCallError, forbid_in_graph
@@ -98,6 +100,8 @@ def _install(stance: Stance) -> Stance:
         raise ForbiddenCallError(f"attempted to call numpile.set_stance {_INSIDE}")
     previous = _current
     _current = stance
+    # Compiled functions look their entries up again under the new stance.
+    advance_epoch()
     return previous
 
 

@@ -83,7 +83,7 @@ from .capture_result import Unsupported
 from .compiling import backend_compiling
 from .meta import ArrayMeta, ScalarMeta, contiguous_strides, meta_of
 from .op import Op, OpKind
-from .region import ThreadRegion
+from .region import PLAIN_CALLS, ThreadRegion
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -283,7 +283,7 @@ def _run_disabled(original: Any, recursive: bool, args: Any, kwargs: Any) -> Any
     # directly (numpile.compile(numpile.disable(f))) runs `original` in plain Python.
     if not recursive:
         return original(*args, **kwargs)
-    with _region.entered():
+    with _region.entered(), PLAIN_CALLS.entered():
         return original(*args, **kwargs)
 
 

@@ -9,10 +9,15 @@ from .cache import all_caches as all_caches
 from .cache import cache_for as cache_for
 from .cache import clear_caches as clear_caches
 from .cache import differentiating_guards as differentiating_guards
+from .check import CheckFn as CheckFn
+from .check import FetchFn as FetchFn
 from .check import GuardCheck as GuardCheck
 from .check import compile_fetch as compile_fetch
 from .check import compile_guards as compile_guards
 from .check import order_guards as order_guards
+from .epoch import EPOCH as EPOCH
+from .epoch import DispatchEpoch as DispatchEpoch
+from .epoch import advance_epoch as advance_epoch
 from .guard import ArraySpec as ArraySpec
 from .guard import Guard as Guard
 from .guard import GuardKind as GuardKind
@@ -51,6 +56,10 @@ __all__ = [
     "ShapeGuard",
     "SymInt",
     "DEFAULT_SIZE_LIMIT",
+    "EPOCH",
+    "CheckFn",
+    "DispatchEpoch",
+    "FetchFn",
     "ArraySpec",
     "AttrSource",
     "CacheEntry",
@@ -70,6 +79,7 @@ __all__ = [
     "ShapeRelation",
     "Source",
     "StateSource",
+    "advance_epoch",
     "all_caches",
     "cache_for",
     "clear_caches",

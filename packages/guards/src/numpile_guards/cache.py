@@ -25,7 +25,8 @@ from typing import Any
 
 import attrs
 
-from .check import FetchFn, GuardCheck, compile_guards
+from .check import CheckFn, FetchFn, GuardCheck, compile_guards
+from .epoch import advance_epoch
 from .guard import ArraySpec, Guard, GuardKind
 from .reasons import RecompileReason
 
@@ -94,6 +95,11 @@ def differentiating_guards(guard_lists: Sequence[Sequence[Guard]]) -> list[tuple
     for keys in keyed[1:]:
         common &= set(keys)
     return [tuple(guard for key, guard in keys.items() if key not in common) for keys in keyed]
+
+
+def _accept(L: dict[str, Any], G: dict[str, Any], F: Any) -> bool:
+    # The hit check of a lone entry under `skip_guards_unsafe`.
+    return True
 
 
 class CodeCache:
@@ -172,12 +178,21 @@ class CodeCache:
                 return entry
         return None
 
+    def hit_check(self, entry: CacheEntry, *, skip_guards_unsafe: bool = False) -> CheckFn:
+        """What decides that `entry`, found by `lookup`, still fits the next call (checked
+        first on that call): its guards, or, with `skip_guards_unsafe` and `entry` alone for
+        its tag, nothing (as `lookup` itself would check nothing)."""
+        if skip_guards_unsafe and len(self.entries_for(entry.tag)) == 1:
+            return _accept
+        return entry.check.fn
+
     def add(self, entry: CacheEntry) -> None:
         """Put `entry` first (newest)."""
         # NOTE: a new list, swapped in whole, so a lookup running on another thread
         # iterates a consistent snapshot.
         self.entries = [entry, *self.entries]
         self._diff_checks.clear()
+        advance_epoch()
 
     def is_full(self, tag: Any = None, limit: int | None = None) -> bool:
         """True when `tag` already has `limit` (default `size_limit`) entries."""
@@ -209,6 +224,7 @@ class CodeCache:
         self.eager_reason = None
         self.limit_warned = False
         self._diff_checks.clear()
+        advance_epoch()
 
 
 # NOTE: the registry of every CodeCache, keyed weakly by code object so a function that
@@ -241,4 +257,5 @@ def clear_caches() -> None:
     """
     for cache in list(_CACHES.values()):
         cache.clear()
+    advance_epoch()
     log.debug("cleared %d code caches", len(_CACHES))
