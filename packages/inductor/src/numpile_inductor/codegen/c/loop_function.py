@@ -146,6 +146,13 @@ static inline int64_t np_py_mod(int64_t a, int64_t b)
 LOOP_HELPERS += VECTOR_HELPERS
 
 
+OUT_OF_LINE = "__attribute__((noinline))"
+"""How a loop function is declared. Inlined into the graph's `call`, GCC's guessed profile
+gives the loop nest the call site's frequency, which a chain of error branches makes low: it
+marks the loops cold and does not vectorize them (with symbolic sizes, where no constant
+trip count says otherwise)."""
+
+
 def scalar_loop_function(node: Node, name: str) -> LoopFunction:
     """The C function `name` that runs `for_loop` node `node` (raises `NotScalarLoop`).
 
@@ -211,8 +218,8 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
     written = [array for array in writer.arrays if array.written]
     snapshots = [array for array in written if writer.bails]
     lines = [
-        f"static PyObject *{name}(PyObject *const *argv, Py_ssize_t argc, PyObject *eager, "
-        "int *np_fp)",
+        f"{OUT_OF_LINE} static PyObject *{name}(PyObject *const *argv, Py_ssize_t argc, "
+        "PyObject *eager, int *np_fp)",
         "{",
         "    PyObject *result = NULL;",
         *writer.prelude,

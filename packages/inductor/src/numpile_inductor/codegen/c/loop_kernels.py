@@ -44,6 +44,7 @@ from ...index import c_size
 from ...loop_ir import Buffer, BufferRef, ExternCall, Store, loads_of
 from ...scheduler import FusedKernel, schedule
 from .kernel import kernel_signature, kernel_source
+from .loop_function import OUT_OF_LINE
 from .loop_stores import stores_as_kernels
 from .ops import c_type
 
@@ -297,7 +298,7 @@ class _Writer:
             if isinstance(step, FusedKernel)
         )
         lines = [
-            f"static PyObject *{self.name}(PyObject *const *argv, Py_ssize_t argc, "
+            f"{OUT_OF_LINE} static PyObject *{self.name}(PyObject *const *argv, Py_ssize_t argc, "
             "PyObject *eager, int *np_fp)",
             "{",
             "    PyObject *result = NULL;",

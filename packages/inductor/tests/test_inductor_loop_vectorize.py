@@ -1,0 +1,75 @@
+"""A C loop nest with symbolic sizes vectorizes as one with constant sizes does: the loop
+function stays out of line (`OUT_OF_LINE`), so GCC's guessed profile does not mark its loops
+cold after inlining them into the graph's `call` (Floyd-Warshall ran 15x slower so)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import numpile_runtime as rt
+from numpile_capture import compile_function
+
+
+def floyd_warshall(D: Any) -> Any:
+    D = D.copy()
+    n = D.shape[0]
+    for k in range(n):
+        for i in range(n):
+            D[i, :] = np.minimum(D[i, :], D[i, k] + D[k, :])
+    return D
+
+
+def _vectorized_lines(source_path: Path, tmp_path: Path) -> set[int]:
+    toolchain = rt.find_toolchain()
+    includes = [f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}"]
+    command = [
+        toolchain.compiler("c"),
+        *toolchain.flags(),
+        *includes,
+        "-fopt-info-vec-optimized",
+        "-c",
+        str(source_path),
+        "-o",
+        str(tmp_path / "module.o"),
+    ]
+    report = subprocess.run(command, capture_output=True, text=True, check=True).stderr
+    return {
+        int(m.group(1))
+        for m in re.finditer(r"output_code\.c:(\d+):\d+: optimized: loop vec", report)
+    }
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="the report is GCC's")
+def test_symbolic_loop_nest_vectorizes_its_row_updates(tmp_path: Path) -> None:
+    options = {"trace.enabled": True, "trace.debug_dir": str(tmp_path / "debug")}
+    fn = compile_function(floyd_warshall, backend="inductor", options=options, dynamic=True)
+    rng = np.random.default_rng(5)
+    for n in (7, 12):
+        D = rng.uniform(1.0, 10.0, (n, n))
+        np.testing.assert_array_equal(fn(D), floyd_warshall(D))
+    sources = [p for p in tmp_path.glob("debug/*/output_code.c") if "loop_" in p.read_text()]
+    assert sources
+    source_path = sources[-1]
+    lines = source_path.read_text().splitlines()
+    declaration = "__attribute__((noinline)) static PyObject *loop_"
+    assert any(line.startswith(declaration) for line in lines)
+    # The row update's loops over the row (`np.minimum` element by element) in the loop
+    # nest's first form (unit strides, bounds proven outside the nest): through a
+    # temporary where the row overlaps what it reads, straight into the row where not.
+    row_loops = [
+        number
+        for number, line in enumerate(lines, start=1)
+        if re.search(r"for \(int64_t k\d+ = 0;", line)
+        and "_np_minimum_double" in "\n".join(lines[number : number + 3])
+    ]
+    assert len(row_loops) >= 2, row_loops
+    vectorized = _vectorized_lines(source_path, tmp_path)
+    assert set(row_loops[:2]) <= vectorized, (row_loops, sorted(vectorized))
