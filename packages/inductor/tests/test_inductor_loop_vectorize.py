@@ -73,3 +73,34 @@ def test_symbolic_loop_nest_vectorizes_its_row_updates(tmp_path: Path) -> None:
     assert len(row_loops) >= 2, row_loops
     vectorized = _vectorized_lines(source_path, tmp_path)
     assert set(row_loops[:2]) <= vectorized, (row_loops, sorted(vectorized))
+
+
+def forward_substitution(L: Any, b: Any) -> Any:
+    n = b.shape[0]
+    y = np.zeros_like(b)
+    for i in range(n):
+        y[i] = (b[i] - L[i, :i] @ y[:i]) / L[i, i]
+    return y
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="the report is GCC's")
+def test_symbolic_loop_nest_vectorizes_its_inner_products(tmp_path: Path) -> None:
+    # The checked fast form sits behind a chain of stride and bounds tests, which GCC's
+    # guessed profile would make cold without `NP_LIKELY`.
+    options = {"trace.enabled": True, "trace.debug_dir": str(tmp_path / "debug")}
+    fn = compile_function(forward_substitution, backend="inductor", options=options, dynamic=True)
+    rng = np.random.default_rng(6)
+    for n in (9, 20):
+        L = np.tril(rng.uniform(0.5, 1.0, (n, n))) + n * np.eye(n)
+        b = rng.uniform(-1.0, 1.0, n)
+        np.testing.assert_allclose(fn(L, b), forward_substitution(L, b), rtol=1e-14)
+    sources = [p for p in tmp_path.glob("debug/*/output_code.c") if "loop_" in p.read_text()]
+    source_path = sources[-1]
+    lines = source_path.read_text().splitlines()
+    accumulators = [
+        number
+        for number, line in enumerate(lines, start=1)
+        if re.search(r"for \(; k\d+ \+ 8 <= len\d+;", line)
+    ]
+    assert accumulators
+    assert accumulators[0] in _vectorized_lines(source_path, tmp_path), accumulators

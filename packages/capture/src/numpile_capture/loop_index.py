@@ -216,20 +216,22 @@ def _clamped(value: Any, size: Any, default: Any, limits: tuple[Any, Any], decid
 def _at_least(value: Any, low: Any, decide: Any) -> Any:
     import sympy
 
-    below = True if decide(sympy.Le(value, low)) is True else decide(sympy.Lt(value, low))
-    if below is True:
-        return sympy.sympify(low)
+    # `value` where it is proven inside (it keeps the loop index, so shapes of one body stay
+    # comparable); `low` where it is proven at or past it; else the clamp.
+    below = decide(sympy.Lt(value, low))
     if below is False:
         return value
+    if below is True or decide(sympy.Le(value, low)) is True:
+        return sympy.sympify(low)
     return sympy.Max(value, low)
 
 
 def _at_most(value: Any, high: Any, decide: Any) -> Any:
     import sympy
 
-    above = True if decide(sympy.Ge(value, high)) is True else decide(sympy.Gt(value, high))
-    if above is True:
-        return sympy.sympify(high)
+    above = decide(sympy.Gt(value, high))
     if above is False:
         return value
+    if above is True or decide(sympy.Ge(value, high)) is True:
+        return sympy.sympify(high)
     return sympy.Min(value, high)

@@ -602,7 +602,7 @@ def emit_loop(
         writer.buf.splice(unchecked)
         return locals_
     conditions = " && ".join(f"({cond})" for cond in dict.fromkeys(frame.conditions))
-    writer.buf.writeline(f"if ({conditions}) {{")
+    writer.buf.writeline(f"if (NP_LIKELY({conditions})) {{")  # LOOP_HELPERS' macro
     writer.buf.splice(CodeBuffer.UNIT + line for line in unchecked)
     writer.buf.writeline("} else {")
     writer.buf.splice(copy)
