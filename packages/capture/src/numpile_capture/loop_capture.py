@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import numpy as np
 
 from numpile_guards.symbolic import SymInt, is_size_expr
 
@@ -377,7 +378,14 @@ def carried_meta(var: Variable) -> ArrayMeta | ScalarMeta | None:
         return ScalarMeta(type(var.current))
     if isinstance(var, ConstantVar) and type(var.value) in _SCALAR_TYPES:
         return ScalarMeta(type(var.value))
+    if isinstance(var, ConstantVar) and _is_numpy_number(var.value):
+        return ArrayMeta((), var.value.dtype)  # `crc = np.uint32(0xFFFFFFFF)` before the loop
     return None
+
+
+def _is_numpy_number(value: Any) -> bool:
+    # A NumPy scalar of a bool, integer, float or complex dtype: a 0-d value the loop carries.
+    return isinstance(value, np.generic) and value.dtype.kind in "biufc"
 
 
 def graph_value(var: Variable) -> Any:
@@ -387,6 +395,8 @@ def graph_value(var: Variable) -> Any:
     if isinstance(var, ScalarInputVar):
         return var.node()
     if isinstance(var, ConstantVar) and type(var.value) in _SCALAR_TYPES:
+        return var.value
+    if isinstance(var, ConstantVar) and _is_numpy_number(var.value):
         return var.value
     raise LoopFallback(f"the loop makes {var.describe()}")
 
@@ -517,8 +527,15 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
             if inst.opname in _BRANCHES and is_run_time(frame.state.peek()):
                 # Late imports: branches and while loops trace their blocks with this function.
                 from .branch_capture import capture_branch
+                from .short_circuit import fold_condition
                 from .while_capture import keep_while, while_shape
 
+                folded = fold_condition(frame, inst, high)
+                if folded is not None:
+                    inst = folded
+                    if frame.pc - 1 == stop:
+                        frame.pc = stop  # a while loop's bottom test: its value is the result
+                        continue
                 shape = while_shape(frame, inst)
                 if shape is not None:
                     keep_while(frame, inst, shape)

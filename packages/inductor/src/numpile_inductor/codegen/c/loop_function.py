@@ -445,4 +445,9 @@ def _box_constant(value: Any) -> str:
         return f"PyLong_FromLongLong({value}LL)"
     if isinstance(value, float):
         return f"PyFloat_FromDouble({c_literal(value, np.dtype('float64'))})"
+    if isinstance(value, np.generic) and c_type(value.dtype) is not None:
+        # A NumPy scalar constant (`crc = np.uint32(0xFFFFFFFF)`): boxed as that scalar.
+        literal = c_literal(value.item(), value.dtype)
+        ct = c_type(value.dtype)
+        return f"np_loop_box(&(({ct}[1]){{{literal}}})[0], {int(value.dtype.num)})"
     raise NotScalarLoop(f"a carried constant {value!r}")
