@@ -197,7 +197,7 @@ def _as_condition(
     fall = max(blocks.values()) + 1
     if len(exits) != 2 or fall not in frontier:
         return None
-    covered = set()
+    covered: set[int] = set()
     for start, end in blocks.items():
         covered.update(range(start, end + 1))
     if covered != set(range(first, fall)):
