@@ -44,6 +44,7 @@ from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
 from .loop_function import LOOP_HELPERS, scalar_loop_function
 from .ops import c_type, helper_definitions, vector_math_declarations
+from .while_function import scalar_while_function
 
 log = logging.getLogger("numpile.inductor.wrapper")
 perf_log = logging.getLogger("numpile.perf_hints")
@@ -567,11 +568,14 @@ class _Emitter:
         # The C function that runs a `for_loop` step (see codegen/c/loop_body.py), or None
         # when its body needs NumPy (then the extern runs it per iteration).
         node = self.nodes.get(step.node_name)
-        if step.op_name != "for_loop" or node is None:
+        if step.op_name not in ("for_loop", "while_loop") or node is None:
             return None
         name = f"loop_{node.name}"
         try:
-            function = scalar_loop_function(node, name)
+            if step.op_name == "while_loop":
+                function = scalar_while_function(node, name)
+            else:
+                function = scalar_loop_function(node, name)
         except NotScalarLoop as reason:
             perf_log.info(
                 "loop %s runs its body with NumPy per iteration (not as C): %s", node.name, reason
