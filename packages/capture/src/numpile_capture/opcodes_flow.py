@@ -66,10 +66,11 @@ def _pop_jump_if(expected: bool) -> Handler:
 
 
 def _folded_while_test(frame: Frame, inst: Instruction) -> Instruction:
-    # A while loop's entry test of several operands on run-time values (`while i < n and
-    # x[i] > 0:`) as one value at its last jump (see short_circuit); else `inst` as it is.
+    # A while loop's entry test of several operands (`while i < n and x[i] > 0:`) as one
+    # value at its last jump (see short_circuit), so the loop is found there whether the
+    # test is known now or only at run time; else `inst` as it is.
     tracer = frame.tracer
-    if not tracer.keep_loops or tracer.transform_depth or not is_run_time(frame.state.peek()):
+    if not tracer.keep_loops or tracer.transform_depth:
         return inst
     condition = find_condition(frame.instructions, frame.pc - 1, len(frame.instructions))
     if condition is None or condition.carrier is None:
