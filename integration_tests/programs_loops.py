@@ -993,7 +993,7 @@ def escape_while_or_keeps_going(cr, ci):
     for p in range(cr.shape[0]):
         zr = cr[p] * 0.0
         k = 0
-        while zr * zr <= 4.0 and k < 25 or k < 3:
+        while (zr * zr <= 4.0 and k < 25) or k < 3:
             zr = zr * zr + cr[p] + 0.1 * ci[p]
             k += 1
         out[p] = zr + k
@@ -1098,7 +1098,7 @@ def while_two_sided_bounds_walks(x):
     n = x.shape[0]
     i = 0
     s = 0.0
-    while 0 <= i and i < n:
+    while i >= 0 and i < n:
         s += x[i]
         i += 2 if x[i] > 0.0 else 3
     return s, i
