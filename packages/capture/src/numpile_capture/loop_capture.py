@@ -40,8 +40,11 @@ from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, gives_scalar
 from .loop_exit import (
     BROKE,
+    RETURNED,
+    RETVAL,
     Escape,
     LoopExit,
+    ReturnSlot,
     exit_block,
     exit_targets,
     innermost,
@@ -221,8 +224,17 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     """Capture the loop that starts at `inst` (a FOR_ITER) as one `for_loop` node.
 
     On success the frame continues after the loop with its carried locals bound to the
-    node's outputs; otherwise raises `LoopFallback` with the frame as it was.
+    node's outputs (or, for a loop that returns early, has returned: see `loop_return`);
+    otherwise raises `LoopFallback` with the frame as it was.
     """
+    try:
+        _keep_loop(frame, inst, iterator)
+    finally:
+        for name in (RETURNED, RETVAL):
+            frame.state.locals.pop(name, None)
+
+
+def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     extent = _extent(frame, inst)
     state = frame.state
     for name in _loaded_names(frame, extent):
@@ -236,6 +248,8 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
             raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
         metas[name] = meta
     scalars = {name for name in extent.carried if scalar_like(state.locals[name])}
+    # A loop nested in a kept body does not return early (the body around it would have to).
+    returns = ReturnSlot() if innermost(frame) is None else None
     loop = LoopExit(
         extent.head,
         extent.head + 1,
@@ -244,6 +258,7 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         state.peek(),
         extent.carried,
         after=exit_block(frame, extent.exit),
+        returns=returns,
     )
     first: Graph | None = None
     attempt = 0
@@ -255,6 +270,14 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
                 )
         finally:
             saved.restore(frame)
+        if returns is not None and returns.found is not None and not returns.carried:
+            # Late import: loop_return traces the code after the loop with run_until.
+            from .loop_return import carry_return
+
+            carry_return(frame, loop, returns.found, metas, scalars)
+            saved = Snapshot.take(frame)
+            first, attempt = None, 0
+            continue
         widened = widen(metas, results)
         if widened == metas:
             break
@@ -264,7 +287,21 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
             raise LoopFallback("the carried types change over more than one iteration")
         attempt += 1
         metas = widened
+    if returns is None or not returns.carried:
+        _emit_loop(frame, extent, iterator, (first, body), metas)
+        return
+    from .loop_return import return_after_loop  # late import, as above
+
+    graph = frame.tracer.graph
+    count = len(graph.nodes)
+    before = Snapshot.take(frame)
     _emit_loop(frame, extent, iterator, (first, body), metas)
+    try:
+        return_after_loop(frame)
+    except LoopFallback:
+        del graph.nodes[count:]  # the loop node and its outputs: nothing reads them yet
+        before.restore(frame)
+        raise
 
 
 def _extent(frame: Frame, inst: Instruction) -> _Extent:
