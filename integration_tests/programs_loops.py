@@ -1369,6 +1369,240 @@ def fixed_point_cosine_python_floats(x0, tol):
     return x, k
 
 
+@loop(lambda rng, n: (np.array([6.0, 3.0, 9.0, -2.0, 1.5])[: n % 6],), sizes=(4, 0, 1, 7))
+def while_running_product_python_float(x):
+    # A top-level `while` on a Python float carried with NumPy float64s read from `x`.
+    p = 1.0
+    i = 0
+    while i < x.shape[0] and p < 50.0:
+        p = p * abs(x[i]) + 1.0
+        i += 1
+    return p, i
+
+
+@loop(lambda rng, n: (np.array([n * 91 + 7], dtype=np.int64),), sizes=(4, 0, 1, 7))
+def digit_sum_of_an_int64_element(x):
+    m = x[0]
+    total = np.int64(0)
+    while m > 0:
+        total += m % 10
+        m //= 10
+    return total, m
+
+
+@loop(lambda rng, n: (float(n) + 0.25,), sizes=(4, 0, 1, 7))
+def geometric_series_until_small(r):
+    term = 1.0
+    total = 0.0
+    k = 0
+    while term > 1e-9 and k < 500:
+        total += term
+        term = term * 0.5 / (1.0 + r)
+        k += 1
+    return total, k
+
+
+# --- issue 23, while and early exits compiled whole: a return inside the loop ------------
+# `for ...: if ...: return v` then other code: the loop carries whether it returned and
+# what (numpile_capture.loop_return); the code after it runs only when it did not.
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_first_index_above(x):
+    for i in range(x.shape[0]):
+        if x[i] > 1.0:
+            return i
+    return -1
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_first_index_in_band(x):
+    for i in range(x.shape[0]):
+        if x[i] > 0.5 and x[i] < 2.0:
+            return i
+    return -1
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_last_positive_index_reversed(x):
+    for i in range(x.shape[0] - 1, -1, -1):
+        if x[i] > 0.0:
+            return i
+    return -1
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_index_from_enumerate(x):
+    for i, v in enumerate(x):
+        if v < -1.0:
+            return i
+    return -1
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_element_over_the_array(x):
+    for v in x:
+        if v > 1.5:
+            return v
+    return np.float64(-1.0)
+
+
+@loop(_two_signals, sizes=(4, 0, 1, 7))
+def return_difference_over_zip(x, y):
+    for a, b in zip(x, y, strict=True):
+        if a > b + 1.0:
+            return a - b
+    return np.float64(0.0)
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_true_on_a_zero(x):
+    for i in range(x.shape[0]):  # noqa: SIM110 - the loop is what is tested
+        if x[i] == 0.0:
+            return True
+    return False
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_false_when_not_sorted(x):
+    for i in range(x.shape[0] - 1):  # noqa: SIM110 - the loop is what is tested
+        if x[i] > x[i + 1]:
+            return False
+    return True
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_computed_int(x):
+    for i in range(x.shape[0]):
+        if x[i] < -0.5:
+            return i * 10 + 1
+    return x.shape[0] * 100
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_running_sum_when_large(x):
+    s = np.float64(0.0)
+    for i in range(x.shape[0]):
+        s += x[i]
+        if s > 2.0:
+            return s * 2.0
+    return s
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_after_writes_keeps_them(x):
+    # The writes of the iterations before the return stay, as eager leaves them.
+    for i in range(x.shape[0]):
+        x[i] = x[i] * 2.0
+        if x[i] > 2.0:
+            return i
+    return -1
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_skips_the_writes_after_the_loop(x):
+    # The code after the loop (an in-place write) runs only when the loop did not return.
+    for i in range(x.shape[0]):
+        if x[i] < -2.0:
+            return i
+    x *= 2.0
+    return -1
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_and_break_in_one_loop(x):
+    total = np.float64(0.0)
+    for i in range(x.shape[0]):
+        if x[i] > 2.5:
+            return i
+        if x[i] < -2.5:
+            break
+        total += x[i]
+    return -2 if total > 0.0 else -3
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_with_continue(x):
+    count = 0
+    for i in range(x.shape[0]):
+        if x[i] < 0.0:
+            continue
+        count += 1
+        if count == 3:
+            return i
+    return -count
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_from_an_elif(x):
+    for i in range(x.shape[0]):
+        if x[i] > 2.0:
+            return 1
+        elif x[i] < -2.0:
+            return 2
+    return 0
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_element_plus_one(x):
+    for i in range(x.shape[0]):
+        if abs(x[i]) > 1.0:
+            return x[i] + 1.0
+    return np.float64(-1.0)
+
+
+@loop(_bytes, sizes=(4, 0, 1, 7))
+def return_uint32_checksum_on_zero_byte(data):
+    h = np.uint32(7)
+    for i in range(data.shape[0]):
+        if data[i] == 0:
+            return h
+        h = (h ^ data[i]) & np.uint32(0xFFFF)
+    return h + np.uint32(1)
+
+
+@loop(lambda rng, n: (np.arange(n, dtype=np.int64) * 3 - 5,), sizes=(4, 0, 1, 7))
+def return_first_multiple_of_four(x):
+    for i in range(x.shape[0]):
+        if x[i] > 0 and x[i] % 4 == 0:
+            return x[i]
+    return np.int64(-1)
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_count_at_threshold(x):
+    count = 0
+    for v in x:
+        if v > 0.0:
+            count += 1
+            if count == 2:
+                return count * 100
+    return count
+
+
+@loop(lambda rng, n: (np.sort(np.round(rng.standard_normal(n) * 3.0, 1)), 0.4), sizes=(4, 0, 1, 7))
+def return_insertion_point_linear_search(x, v):
+    for i in range(x.shape[0]):
+        if x[i] >= v:
+            return i
+    return x.shape[0]
+
+
+@loop(_grid_points, sizes=(4, 0, 1, 7))
+def return_first_escaping_point(cr, ci):
+    # A `while` with a compound test nested in a `for` that returns early.
+    for p in range(cr.shape[0]):
+        zr = 0.0
+        zi = 0.0
+        k = 0
+        while k < 30 and zr * zr + zi * zi <= 4.0:
+            zr, zi = zr * zr - zi * zi + cr[p], 2.0 * zr * zi + ci[p]
+            k += 1
+        if k < 5:
+            return p
+    return -1
+
+
 # --- Python integer semantics inside loops --------------------------------------------------
 
 

@@ -156,6 +156,9 @@ class LoopWriter:
             if not isinstance(found, CValue):
                 raise NotScalarLoop(f"{value.name} is not a 0-d value here")
             return found
+        if isinstance(value, np.generic) and c_type(value.dtype) is not None:
+            # Before the Python types: np.float64 is a float subclass.
+            return CValue(c_literal(value.item(), value.dtype), value.dtype, invariant=True)
         if isinstance(value, bool | int | float):
             kind = type(value)
             if kind is int and not -(2**62) < value < 2**62:
