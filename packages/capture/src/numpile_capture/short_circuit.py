@@ -141,6 +141,8 @@ def _block_end(instructions: Sequence[Instruction], start: int, limit: int) -> i
     # The last instruction of the expression block at `start` (a conditional jump or a
     # jump), or None when the code there is not a condition's.
     position = start
+    if position < len(instructions) and instructions[position].opname == "JUMP":
+        return None  # a jump alone leads on to an exit: it is where the region leaves
     while position <= limit and position < len(instructions):
         inst = instructions[position]
         if inst.opname in BRANCHES or inst.opname == "JUMP":
@@ -187,33 +189,33 @@ def _frontier(instructions: Sequence[Instruction], blocks: dict[int, int]) -> li
 def _as_condition(
     instructions: Sequence[Instruction], first: int, blocks: dict[int, int]
 ) -> Condition | None:
-    # The region of `blocks` as a condition: two exits (through jumps), its code one span
-    # ending at one of them, at least two operands.
+    # The region of `blocks` as a condition: two exits (through jumps), at least two
+    # operands, and a conditional jump to read the whole test at: one whose two ways lead
+    # to the two exits (the carrier), else one made up at the end of one span of code.
     branches = [end for end in blocks.values() if instructions[end].opname in BRANCHES]
     if len(branches) < 2:
         return None
     frontier = _frontier(instructions, blocks)
     exits = list(dict.fromkeys(resolve(instructions, position) for position in frontier))
-    fall = max(blocks.values()) + 1
-    if len(exits) != 2 or fall not in frontier:
+    if len(exits) != 2:
         return None
+    last = max(branches)
+    target = instructions[last].target
+    assert target is not None
+    ways = {resolve(instructions, last + 1), resolve(instructions, target)}
+    if ways == set(exits):
+        return Condition(first, last + 1, target, last, dict(blocks))
+    fall = max(blocks.values()) + 1
     covered: set[int] = set()
     for start, end in blocks.items():
         covered.update(range(start, end + 1))
-    if covered != set(range(first, fall)):
+    if covered != set(range(first, fall)) or fall not in frontier:
         return None
     other = exits[0] if exits[1] == resolve(instructions, fall) else exits[1]
-    if other == resolve(instructions, fall):
-        return None
-    # The jump exit as a position the region jumps to (forward where it can).
-    ways = [p for p in frontier if p != fall and resolve(instructions, p) == other]
-    forward = [p for p in ways if p > first]
-    jump = max(forward) if forward else ways[0]
-    carrier = None
-    last = max(branches)
-    if last + 1 == fall and instructions[last].target == jump:
-        carrier = last
-    return Condition(first, fall, jump, carrier, dict(blocks))
+    forward = [p for p in frontier if p > fall and resolve(instructions, p) == other]
+    if not forward:
+        return None  # the other way goes back (to a loop's head): no jump can stand for it
+    return Condition(first, fall, min(forward), None, dict(blocks))
 
 
 def fold_condition(frame: Frame, inst: Instruction, limit: int) -> Instruction | None:
