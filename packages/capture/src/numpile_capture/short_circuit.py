@@ -230,6 +230,12 @@ def fold_condition(frame: Frame, inst: Instruction, limit: int) -> Instruction |
     condition = find_condition(frame.instructions, first, limit)
     if condition is None:
         return None
+    state = frame.state
+    for start, end in condition.blocks.items():
+        for position in range(start, end):
+            name = frame.instructions[position].argval
+            if frame.instructions[position].opname == "LOAD_FAST" and name in state.lazy:
+                state.read_local(name)  # a root argument: built once, outside the branches
     carrier = condition.carrier
     # The value is the truth that the carrier's jump is taken.
     polarity = carrier is None or frame.instructions[carrier].opname == "POP_JUMP_IF_TRUE"

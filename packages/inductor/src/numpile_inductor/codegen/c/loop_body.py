@@ -797,6 +797,7 @@ _NODE_HANDLERS: dict[str, Callable[[LoopWriter, Node, Env], None]] = {
     "cond": _cond,
     "while_loop": _while_loop,
     "element_at": _element_at,
+    "element": _element_at,  # a constant index (`a[0]` in a body): the same load
     "setitem_at": _setitem_at,
     "carried_scalar": _carried_scalar,
     "dim": _dim,
