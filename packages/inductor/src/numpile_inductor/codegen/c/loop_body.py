@@ -779,7 +779,11 @@ def _while_loop(writer: LoopWriter, node: Node, env: Env) -> None:
         out_nodes = body.output if isinstance(body.output, tuple) else (body.output,)
         for k, value in enumerate(out_nodes[:carried]):
             if isinstance(value, Node) and value.op is None and value is not placeholders[k]:
-                raise NotScalarLoop("a carried value that is another carried value")
+                # Another carried value (`a, b = b, a % b`): read before any is assigned.
+                local = new[k]
+                assert local is not None
+                copy = writer.define(local.dtype, local.text)
+                new[k] = CValue(copy, local.dtype, local.python, local.bits)
         test = outputs[carried]
         assert test is not None
         # The test first: it may read the carried values of this iteration.
