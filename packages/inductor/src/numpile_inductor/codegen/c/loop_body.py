@@ -780,10 +780,10 @@ def _while_loop(writer: LoopWriter, node: Node, env: Env) -> None:
         for k, value in enumerate(out_nodes[:carried]):
             if isinstance(value, Node) and value.op is None and value is not placeholders[k]:
                 # Another carried value (`a, b = b, a % b`): read before any is assigned.
-                local = new[k]
-                assert local is not None
-                copy = writer.define(local.dtype, local.text)
-                new[k] = CValue(copy, local.dtype, local.python, local.bits)
+                other = new[k]
+                assert other is not None
+                copy = writer.define(other.dtype, other.text)
+                new[k] = CValue(copy, other.dtype, other.python, other.bits)
         test = outputs[carried]
         assert test is not None
         # The test first: it may read the carried values of this iteration.
