@@ -46,7 +46,6 @@ WHILE_AND_EXITS = (
     "collatz_steps_of_a_python_int",
     "collatz_steps_of_an_int64_element",
     "gcd_by_euclid_python_ints",
-    "bisection_for_a_cube_root",
     "newton_sqrt_of_a_float64_element",
     "digit_sum_while_python_int",
     "power_by_squaring_overflows_int64",
