@@ -923,6 +923,686 @@ def swap_rows_in_place(A):
     return A
 
 
+# --- issue 23, while and early exits compiled whole: compound conditions -------------------
+# `and` / `or` / `not` and chained comparisons on run-time values, in `while` and `if`,
+# inside and outside kept loops (numpile_capture.short_circuit); NumPy scalars carried.
+
+
+def _signal(rng, n):
+    return (np.round(rng.standard_normal(n) * 2.0, 1),)
+
+
+def _two_signals(rng, n):
+    return (np.round(rng.standard_normal(n) * 2.0, 1), np.round(rng.standard_normal(n), 1))
+
+
+def _grid_points(rng, n):
+    return (np.linspace(-2.0, 0.6, n), np.linspace(-1.2, 1.2, n))
+
+
+def _bytes(rng, n):
+    return (rng.integers(0, 256, n).astype(np.uint32),)
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_and_guards_the_index(x):
+    # `x[i]` is read only while `i < n`: the second operand must not run past the end.
+    i = 0
+    while i < x.shape[0] and abs(x[i]) < 1.5:
+        i += 1
+    return i
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_not_or_stops_at_first_large(x):
+    i = 0
+    while not (i >= x.shape[0] or x[i] > 1.0):
+        i += 1
+    return i
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_and_three_operands_accumulates(x):
+    i = 0
+    total = 0.0
+    while i < x.shape[0] and total < 3.0 and x[i] > -2.5:
+        total += abs(x[i])
+        i += 1
+    return total, i
+
+
+@loop(_grid_points, sizes=(4, 0, 1, 7))
+def mandelbrot_while_and_escape_test(cr, ci):
+    # The benchmark's form: a `while` on two run-time tests inside a `for` over points.
+    counts = np.zeros(cr.shape[0], dtype=np.int64)
+    for p in range(cr.shape[0]):
+        zr = 0.0
+        zi = 0.0
+        k = 0
+        while k < 40 and zr * zr + zi * zi <= 4.0:
+            zr, zi = zr * zr - zi * zi + cr[p], 2.0 * zr * zi + ci[p]
+            k += 1
+        counts[p] = k
+    return counts
+
+
+@loop(_grid_points, sizes=(4, 0, 1, 7))
+def escape_while_or_keeps_going(cr, ci):
+    # `(a and b) or c`: the escape test, or a minimum of iterations.
+    out = np.zeros(cr.shape[0])
+    for p in range(cr.shape[0]):
+        zr = cr[p] * 0.0
+        k = 0
+        while (zr * zr <= 4.0 and k < 25) or k < 3:
+            zr = zr * zr + cr[p] + 0.1 * ci[p]
+            k += 1
+        out[p] = zr + k
+    return out
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def if_or_outside_band(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 1.0 or x[i] < -1.0:
+            s += x[i]
+    return s
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def if_not_and_inside_band(x):
+    count = 0
+    for i in range(x.shape[0]):
+        if not (x[i] > -0.5 and x[i] < 0.5):
+            count += 1
+    return count
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def if_chained_comparison_counts(x):
+    count = 0
+    for i in range(x.shape[0]):
+        if -0.5 <= x[i] < 1.0:
+            count += 1
+    return count
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def if_chained_comparison_with_else(x):
+    for i in range(x.shape[0]):
+        if 0.0 < x[i] <= 2.0:
+            x[i] = x[i] * 10.0
+        else:
+            x[i] = -1.0
+    return x
+
+
+@loop(_two_signals, sizes=(4, 0, 1, 7))
+def if_mixed_and_or_two_arrays(x, y):
+    s = 0.0
+    for i in range(x.shape[0]):
+        if (x[i] > 0.0 and y[i] > 0.0) or x[i] * y[i] < -1.0:
+            s += x[i] - y[i]
+    return s
+
+
+@loop(_two_signals, sizes=(4, 0, 1, 7))
+def elif_with_or_and_not(x, y):
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        if x[i] > 1.0 or y[i] > 1.0:
+            out[i] = 1.0
+        elif not (x[i] < -1.0 and y[i] < -1.0):
+            out[i] = 2.0
+        else:
+            out[i] = 3.0
+    return out
+
+
+@loop(lambda rng, n: (np.arange(n, dtype=np.int64),), sizes=(4, 0, 1, 7, 16))
+def if_not_or_on_python_ints(x):
+    # FizzBuzz's test on the index: Python ints, `not (a or b)`.
+    s = np.int64(0)
+    for i in range(x.shape[0]):
+        if not (i % 3 == 0 or i % 5 == 0):
+            s += x[i]
+    return s
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def insertion_sort_while_and(x):
+    # The inner `while j > 0 and x[j - 1] > key:` reads x[j - 1] only while j > 0.
+    for i in range(1, x.shape[0]):
+        key = x[i]
+        j = i
+        while j > 0 and x[j - 1] > key:
+            x[j] = x[j - 1]
+            j -= 1
+        x[j] = key
+    return x
+
+
+@loop(lambda rng, n: (np.repeat(rng.integers(0, 3, (n + 1) // 2), 2)[:n].astype(np.int64),))
+def run_lengths_while_and_equal(x):
+    out = np.zeros(x.shape[0], dtype=np.int64)
+    for i in range(x.shape[0]):
+        j = i
+        while j < x.shape[0] and x[j] == x[i]:
+            j += 1
+        out[i] = j - i
+    return out
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_two_sided_bounds_walks(x):
+    n = x.shape[0]
+    i = 0
+    s = 0.0
+    while i >= 0 and i < n:
+        s += x[i]
+        i += 2 if x[i] > 0.0 else 3
+    return s, i
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_bottom_test_or_in_for(x):
+    out = np.zeros(x.shape[0], dtype=np.int64)
+    for i in range(x.shape[0]):
+        v = abs(x[i]) + 1.0
+        k = 0
+        while v > 1.5 or k < 2:
+            v = v * 0.5
+            k += 1
+        out[i] = k
+    return out
+
+
+@loop(lambda rng, n: (rng.integers(0, 4, n).astype(np.int64),), sizes=(4, 0, 1, 7))
+def while_int_truthiness_and_limit(x):
+    # `while m and k < 6`: the truth of a run-time int (nonzero) as one operand.
+    total = 0
+    for i in range(x.shape[0]):
+        m = x[i]
+        k = 0
+        while m and k < 6:
+            m = m // 2
+            k += 1
+        total += k
+    return total
+
+
+@loop(_bytes, sizes=(4, 0, 1, 7))
+def crc32_uint32_bitwise(data):
+    # NumPy uint32 scalars carried through `>>`, `&`, `*` and `^` (wrap-around).
+    crc = np.uint32(0xFFFFFFFF)
+    poly = np.uint32(0xEDB88320)
+    one = np.uint32(1)
+    for i in range(data.shape[0]):
+        crc = crc ^ data[i]
+        for _ in range(8):
+            crc = (crc >> one) ^ ((crc & one) * poly)
+    return crc ^ np.uint32(0xFFFFFFFF)
+
+
+@loop(lambda rng, n: (rng.integers(0, 256, n).astype(np.uint16),), sizes=(4, 0, 1, 7))
+def crc16_uint16_branchy(data):
+    crc = np.uint16(0xFFFF)
+    for i in range(data.shape[0]):
+        crc = crc ^ data[i]
+        for _ in range(8):
+            if crc & np.uint16(1):
+                crc = (crc >> np.uint16(1)) ^ np.uint16(0xA001)
+            else:
+                crc = crc >> np.uint16(1)
+    return crc
+
+
+@loop(_bytes, sizes=(4, 0, 1, 7))
+def adler32_uint32_modulo(data):
+    a = np.uint32(1)
+    b = np.uint32(0)
+    for i in range(data.shape[0]):
+        a = (a + data[i]) % np.uint32(65521)
+        b = (b + a) % np.uint32(65521)
+    return (b << np.uint32(16)) | a
+
+
+@loop(_bytes, sizes=(4, 0, 1, 7))
+def fnv1a_uint64_state_masked_to_32_bits(data):
+    # NumPy warns when a scalar multiply wraps; masked uint64 state never does.
+    h = np.uint64(2166136261)
+    for i in range(data.shape[0]):
+        h = ((h ^ data[i]) * np.uint64(16777619)) & np.uint64(0xFFFFFFFF)
+    return h
+
+
+@loop(lambda rng, n: (n,), sizes=(4, 0, 1, 7))
+def xorshift_uint64_state(n):
+    s = np.uint64(88172645463325252)
+    total = np.uint64(0)
+    for _ in range(n):
+        s = s ^ (s << np.uint64(13))
+        s = s ^ (s >> np.uint64(7))
+        s = s ^ (s << np.uint64(17))
+        total = total + (s & np.uint64(255))
+    return s, total
+
+
+# --- issue 23, while and early exits compiled whole: a `while` outside any `for` -----------
+
+
+@loop(lambda rng, n: (n + 27,), sizes=(4, 0, 1, 7))
+def collatz_steps_of_a_python_int(n):
+    steps = 0
+    while n != 1:
+        if n % 2 == 0:  # noqa: SIM108 - the if statement is what is tested
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps += 1
+    return steps
+
+
+@loop(lambda rng, n: (np.array([n + 6, n + 27], dtype=np.int64),), sizes=(4, 0, 1, 7))
+def collatz_steps_of_an_int64_element(x):
+    m = x[1]
+    steps = 0
+    while m != 1:
+        m = m // 2 if m % 2 == 0 else 3 * m + 1
+        steps += 1
+    return m, steps
+
+
+@loop(lambda rng, n: (12 * n + 18, 8 * n + 12), sizes=(4, 0, 1, 7))
+def gcd_by_euclid_python_ints(a, b):
+    while b != 0:
+        a, b = b, a % b
+    return a
+
+
+@loop(lambda rng, n: (float(n) + 2.0,), sizes=(4, 0, 1, 7))
+def bisection_for_a_cube_root(target):
+    lo = 0.0
+    hi = target + 1.0
+    steps = 0
+    while hi - lo > 1e-12 and steps < 200:
+        mid = 0.5 * (lo + hi)
+        if mid * mid * mid < target:
+            lo = mid
+        else:
+            hi = mid
+        steps += 1
+    return lo, hi, steps
+
+
+@loop(lambda rng, n: (np.array([float(n) + 2.0, 3.0]),), sizes=(4, 0, 1, 7))
+def newton_sqrt_of_a_float64_element(a):
+    c = a[0]
+    x = c
+    k = 0
+    while abs(x * x - c) > 1e-12 * c and k < 60:
+        x = 0.5 * (x + c / x)
+        k += 1
+    return x, k
+
+
+@loop(lambda rng, n: (n * 7919 + 12345,), sizes=(4, 0, 1, 7))
+def digit_sum_while_python_int(m):
+    total = 0
+    while m > 0:
+        total += m % 10
+        m //= 10
+    return total
+
+
+@loop(lambda rng, n: (n + 3, 45), sizes=(4, 0, 1, 7))
+def power_by_squaring_overflows_int64(b, e):
+    # b ** 45 passes 2**63: checked int64 overflows and the loop runs with Python ints.
+    r = 1
+    while e > 0:
+        if e & 1:
+            r = r * b
+        b = b * b
+        e >>= 1
+    return r
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_writes_every_third_element(x):
+    i = 0
+    while i < x.shape[0]:
+        x[i] = x[i] * 2.0 + 1.0
+        i += 3
+    return x, i
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_and_or_running_sum(x):
+    i = 0
+    s = 0.0
+    while i < x.shape[0] and (s <= 2.0 or i < 2):
+        s += abs(x[i])
+        i += 1
+    return s, i
+
+
+@loop(lambda rng, n: (np.uint8(100 + n),), sizes=(4, 0, 1, 7))
+def uint8_counter_keeps_its_dtype(c):
+    steps = 0
+    while c != np.uint8(200):
+        c = c + np.uint8(1)
+        steps += 1
+    return c, steps
+
+
+@loop(lambda rng, n: (np.int32(n + 2),), sizes=(4, 0, 1, 7))
+def int32_tripling_keeps_its_dtype(v):
+    k = 0
+    while v < 100000:
+        v = v * 3
+        k += 1
+    return v, k
+
+
+@loop(lambda rng, n: (np.float32(n + 1.5),), sizes=(4, 0, 1, 7))
+def float32_halving_keeps_its_dtype(v):
+    k = 0
+    while v > np.float32(1e-3):
+        v = v * np.float32(0.5)
+        k += 1
+    return v, k
+
+
+@loop(lambda rng, n: (n,), sizes=(4, 0, 1, 7))
+def while_that_runs_no_iteration(n):
+    k = 0.5
+    i = 0
+    while i < n - 20:
+        k = k * 2.0
+        i += 1
+    return k, i
+
+
+@loop(_dominant_system, sizes=(4, 1, 7))
+def gauss_seidel_while_around_a_for(A, b):
+    # A `while` on the change around `for` loops of 0-d work: one C function.
+    n = b.shape[0]
+    x = np.zeros(n)
+    change = 1.0
+    sweeps = 0
+    while change > 1e-10 and sweeps < 100:
+        change = 0.0
+        for i in range(n):
+            s = b[i]
+            for j in range(n):
+                if j != i:
+                    s -= A[i, j] * x[j]
+            new = s / A[i, i]
+            if abs(new - x[i]) > change:
+                change = abs(new - x[i])
+            x[i] = new
+        sweeps += 1
+    return x, sweeps
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_around_a_for_counts_passes(x):
+    passes = 0
+    swapped = True
+    while swapped:
+        swapped = False
+        for i in range(x.shape[0] - 1):
+            if x[i] > x[i + 1]:
+                x[i], x[i + 1] = x[i + 1], x[i]
+                swapped = True
+        passes += 1
+    return x, passes
+
+
+@loop(lambda rng, n: (float(n) + 0.5, 1e-9), sizes=(4, 0, 1, 7))
+def fixed_point_cosine_python_floats(x0, tol):
+    x = x0
+    k = 0
+    while abs(np.cos(x) - x) > tol and k < 200:
+        x = np.cos(x)
+        k += 1
+    return x, k
+
+
+@loop(lambda rng, n: (np.array([6.0, 3.0, 9.0, -2.0, 1.5])[: n % 6],), sizes=(4, 0, 1, 7))
+def while_running_product_python_float(x):
+    # A top-level `while` on a Python float carried with NumPy float64s read from `x`.
+    p = 1.0
+    i = 0
+    while i < x.shape[0] and p < 50.0:
+        p = p * abs(x[i]) + 1.0
+        i += 1
+    return p, i
+
+
+@loop(lambda rng, n: (np.array([n * 91 + 7], dtype=np.int64),), sizes=(4, 0, 1, 7))
+def digit_sum_of_an_int64_element(x):
+    m = x[0]
+    total = np.int64(0)
+    while m > 0:
+        total += m % 10
+        m //= 10
+    return total, m
+
+
+@loop(lambda rng, n: (float(n) + 0.25,), sizes=(4, 0, 1, 7))
+def geometric_series_until_small(r):
+    term = 1.0
+    total = 0.0
+    k = 0
+    while term > 1e-9 and k < 500:
+        total += term
+        term = term * 0.5 / (1.0 + r)
+        k += 1
+    return total, k
+
+
+# --- issue 23, while and early exits compiled whole: a return inside the loop ------------
+# `for ...: if ...: return v` then other code: the loop carries whether it returned and
+# what (numpile_capture.loop_return); the code after it runs only when it did not.
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_first_index_above(x):
+    for i in range(x.shape[0]):
+        if x[i] > 1.0:
+            return i
+    return -1
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_first_index_in_band(x):
+    for i in range(x.shape[0]):
+        if x[i] > 0.5 and x[i] < 2.0:
+            return i
+    return -1
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_last_positive_index_reversed(x):
+    for i in range(x.shape[0] - 1, -1, -1):
+        if x[i] > 0.0:
+            return i
+    return -1
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_index_from_enumerate(x):
+    for i, v in enumerate(x):
+        if v < -1.0:
+            return i
+    return -1
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_element_over_the_array(x):
+    for v in x:
+        if v > 1.5:
+            return v
+    return np.float64(-1.0)
+
+
+@loop(_two_signals, sizes=(4, 0, 1, 7))
+def return_difference_over_zip(x, y):
+    for a, b in zip(x, y, strict=True):
+        if a > b + 1.0:
+            return a - b
+    return np.float64(0.0)
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_true_on_a_zero(x):
+    for i in range(x.shape[0]):  # noqa: SIM110 - the loop is what is tested
+        if x[i] == 0.0:
+            return True
+    return False
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_false_when_not_sorted(x):
+    for i in range(x.shape[0] - 1):  # noqa: SIM110 - the loop is what is tested
+        if x[i] > x[i + 1]:
+            return False
+    return True
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_computed_int(x):
+    for i in range(x.shape[0]):
+        if x[i] < -0.5:
+            return i * 10 + 1
+    return x.shape[0] * 100
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_running_sum_when_large(x):
+    s = np.float64(0.0)
+    for i in range(x.shape[0]):
+        s += x[i]
+        if s > 2.0:
+            return s * 2.0
+    return s
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_after_writes_keeps_them(x):
+    # The writes of the iterations before the return stay, as eager leaves them.
+    for i in range(x.shape[0]):
+        x[i] = x[i] * 2.0
+        if x[i] > 2.0:
+            return i
+    return -1
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_skips_the_writes_after_the_loop(x):
+    # The code after the loop (an in-place write) runs only when the loop did not return.
+    for i in range(x.shape[0]):
+        if x[i] < -2.0:
+            return i
+    x *= 2.0
+    return -1
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_and_break_in_one_loop(x):
+    total = np.float64(0.0)
+    for i in range(x.shape[0]):
+        if x[i] > 2.5:
+            return i
+        if x[i] < -2.5:
+            break
+        total += x[i]
+    return -2 if total > 0.0 else -3
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_with_continue(x):
+    count = 0
+    for i in range(x.shape[0]):
+        if x[i] < 0.0:
+            continue
+        count += 1
+        if count == 3:
+            return i
+    return -count
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_from_an_elif(x):
+    for i in range(x.shape[0]):
+        if x[i] > 2.0:
+            return 1
+        elif x[i] < -2.0:
+            return 2
+    return 0
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_element_plus_one(x):
+    for i in range(x.shape[0]):
+        if abs(x[i]) > 1.0:
+            return x[i] + 1.0
+    return np.float64(-1.0)
+
+
+@loop(_bytes, sizes=(4, 0, 1, 7))
+def return_uint32_checksum_on_zero_byte(data):
+    h = np.uint32(7)
+    for i in range(data.shape[0]):
+        if data[i] == 0:
+            return h
+        h = (h ^ data[i]) & np.uint32(0xFFFF)
+    return h + np.uint32(1)
+
+
+@loop(lambda rng, n: (np.arange(n, dtype=np.int64) * 3 - 5,), sizes=(4, 0, 1, 7))
+def return_first_multiple_of_four(x):
+    for i in range(x.shape[0]):
+        if x[i] > 0 and x[i] % 4 == 0:
+            return x[i]
+    return np.int64(-1)
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_count_at_threshold(x):
+    count = 0
+    for v in x:
+        if v > 0.0:
+            count += 1
+            if count == 2:
+                return count * 100
+    return count
+
+
+@loop(lambda rng, n: (np.sort(np.round(rng.standard_normal(n) * 3.0, 1)), 0.4), sizes=(4, 0, 1, 7))
+def return_insertion_point_linear_search(x, v):
+    for i in range(x.shape[0]):
+        if x[i] >= v:
+            return i
+    return x.shape[0]
+
+
+@loop(_grid_points, sizes=(4, 0, 1, 7))
+def return_first_escaping_point(cr, ci):
+    # A `while` with a compound test nested in a `for` that returns early.
+    for p in range(cr.shape[0]):
+        zr = 0.0
+        zi = 0.0
+        k = 0
+        while k < 30 and zr * zr + zi * zi <= 4.0:
+            zr, zi = zr * zr - zi * zi + cr[p], 2.0 * zr * zi + ci[p]
+            k += 1
+        if k < 5:
+            return p
+    return -1
+
+
 # --- Python integer semantics inside loops --------------------------------------------------
 
 

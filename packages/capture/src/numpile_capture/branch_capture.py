@@ -79,7 +79,7 @@ def capture_branch(frame: Frame, inst: Instruction, stop: int, high: int) -> Non
 
 def _trace_to_join(
     frame: Frame, start: int, target: int, stop: int, high: int
-) -> tuple[_Block, _Block, int]:
+) -> tuple[Block, Block, int]:
     # Both blocks of the `if` traced to where they join (or to `stop`, as CPython ends
     # each block of an `if` at the end of a loop body with the loop's back jump).
     tail = frame.instructions[target - 1] if target > start else None
@@ -101,15 +101,16 @@ def _trace_to_join(
     return fall, jumped, join
 
 
-class _Block:
-    # One traced block: its graph and the frame's locals and stack after it.
+class Block:
+    """One traced block of a branch: its graph and the frame's locals and stack after it."""
+
     def __init__(self, graph: Graph, locals_after: dict[str, Variable], stack: list[Variable]):
         self.graph = graph
         self.locals = locals_after
         self.stack = stack
 
 
-def _trace_block(frame: Frame, start: int, stop: int, high: int) -> _Block:
+def _trace_block(frame: Frame, start: int, stop: int, high: int) -> Block:
     tracer = frame.tracer
     saved = Snapshot.take(frame)
     outer = tracer.graph
@@ -118,7 +119,7 @@ def _trace_block(frame: Frame, start: int, stop: int, high: int) -> _Block:
     frame.pc = start
     try:
         run_until(frame, stop, start, high)
-        block = _Block(graph, dict(frame.state.locals), list(frame.state.stack))
+        block = Block(graph, dict(frame.state.locals), list(frame.state.stack))
     finally:
         tracer.graph = outer
         saved.restore(frame)
@@ -128,8 +129,8 @@ def _trace_block(frame: Frame, start: int, stop: int, high: int) -> _Block:
 def _emit(
     frame: Frame,
     pred: Variable,
-    then_block: _Block,
-    else_block: _Block,
+    then_block: Block,
+    else_block: Block,
     span: tuple[int, int],
     kept: set[str] | None,
 ) -> None:
@@ -191,6 +192,14 @@ def _emit(
         else:
             state.push(variable_of(node))
     frame.pc = join
+
+
+def emit_cond(
+    frame: Frame, pred: Variable, then_block: Block, else_block: Block, span: tuple[int, int]
+) -> None:
+    """Add the `cond` node choosing `then_block` or `else_block` by `pred`: the locals and
+    stack values they leave differently become its results, bound in the frame."""
+    _emit(frame, pred, then_block, else_block, span, None)
 
 
 def _join(name: str, one: ArrayMeta | ScalarMeta, other: ArrayMeta | ScalarMeta) -> Any:

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import numpy as np
 
 from numpile_guards.symbolic import SymInt, is_size_expr
 
@@ -40,8 +41,11 @@ from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, gives_scalar
 from .loop_exit import (
     BROKE,
+    RETURNED,
+    RETVAL,
     Escape,
     LoopExit,
+    ReturnSlot,
     exit_block,
     exit_targets,
     innermost,
@@ -222,8 +226,17 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     """Capture the loop that starts at `inst` (a FOR_ITER) as one `for_loop` node.
 
     On success the frame continues after the loop with its carried locals bound to the
-    node's outputs; otherwise raises `LoopFallback` with the frame as it was.
+    node's outputs (or, for a loop that returns early, has returned: see `loop_return`);
+    otherwise raises `LoopFallback` with the frame as it was.
     """
+    try:
+        _keep_loop(frame, inst, iterator)
+    finally:
+        for name in (RETURNED, RETVAL):
+            frame.state.locals.pop(name, None)
+
+
+def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     extent = _extent(frame, inst)
     state = frame.state
     for name in _loaded_names(frame, extent):
@@ -237,6 +250,8 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
             raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
         metas[name] = meta
     scalars = {name for name in extent.carried if scalar_like(state.locals[name])}
+    # A loop nested in a kept body does not return early (the body around it would have to).
+    returns = ReturnSlot() if innermost(frame) is None else None
     loop = LoopExit(
         extent.head,
         extent.head + 1,
@@ -245,6 +260,7 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         state.peek(),
         extent.carried,
         after=exit_block(frame, extent.exit),
+        returns=returns,
     )
     first: Graph | None = None
     attempt = 0
@@ -256,6 +272,14 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
                 )
         finally:
             saved.restore(frame)
+        if returns is not None and returns.found is not None and not returns.carried:
+            # Late import: loop_return traces the code after the loop with run_until.
+            from .loop_return import carry_return
+
+            carry_return(frame, loop, returns.found, metas, scalars)
+            saved = Snapshot.take(frame)
+            first, attempt = None, 0
+            continue
         widened = widen(metas, results)
         if widened == metas:
             break
@@ -265,8 +289,23 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
             raise LoopFallback("the carried types change over more than one iteration")
         attempt += 1
         metas = widened
+    if returns is None or not returns.carried:
+        _emit_loop(frame, extent, iterator, (first, body), metas)
+        note_loop_bounds(iterator.bounds)  # a new trip count must not compile again
+        return
+    from .loop_return import return_after_loop  # late import, as above
+
+    graph = frame.tracer.graph
+    count = len(graph.nodes)
+    before = Snapshot.take(frame)
     _emit_loop(frame, extent, iterator, (first, body), metas)
-    note_loop_bounds(iterator.bounds)  # a new trip count must not compile again
+    try:
+        return_after_loop(frame)
+    except LoopFallback:
+        del graph.nodes[count:]  # the loop node and its outputs: nothing reads them yet
+        before.restore(frame)
+        raise
+    note_loop_bounds(iterator.bounds)
 
 
 def _extent(frame: Frame, inst: Instruction) -> _Extent:
@@ -380,7 +419,14 @@ def carried_meta(var: Variable) -> ArrayMeta | ScalarMeta | None:
         return ScalarMeta(type(var.current))
     if isinstance(var, ConstantVar) and type(var.value) in _SCALAR_TYPES:
         return ScalarMeta(type(var.value))
+    if isinstance(var, ConstantVar) and _is_numpy_number(var.value):
+        return ArrayMeta((), var.value.dtype)  # `crc = np.uint32(0xFFFFFFFF)` before the loop
     return None
+
+
+def _is_numpy_number(value: Any) -> bool:
+    # A NumPy scalar of a bool, integer, float or complex dtype: a 0-d value the loop carries.
+    return isinstance(value, np.generic) and value.dtype.kind in "biufc"
 
 
 def graph_value(var: Variable) -> Any:
@@ -390,6 +436,8 @@ def graph_value(var: Variable) -> Any:
     if isinstance(var, ScalarInputVar):
         return var.node()
     if isinstance(var, ConstantVar) and type(var.value) in _SCALAR_TYPES:
+        return var.value
+    if isinstance(var, ConstantVar) and _is_numpy_number(var.value):
         return var.value
     raise LoopFallback(f"the loop makes {var.describe()}")
 
@@ -520,8 +568,15 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
             if inst.opname in _BRANCHES and is_run_time(frame.state.peek()):
                 # Late imports: branches and while loops trace their blocks with this function.
                 from .branch_capture import capture_branch
+                from .short_circuit import fold_condition
                 from .while_capture import keep_while, while_shape
 
+                folded = fold_condition(frame, inst, high)
+                if folded is not None:
+                    inst = folded
+                    if frame.pc - 1 == stop:
+                        frame.pc = stop  # a while loop's bottom test: its value is the result
+                        continue
                 shape = while_shape(frame, inst)
                 if shape is not None:
                     keep_while(frame, inst, shape)

@@ -44,11 +44,19 @@ if TYPE_CHECKING:
 # name, so no user local collides; branches merge it as they merge locals.
 BROKE = ".broke"
 
+# NOTE: the pseudo-locals a `for` body that returns early carries (see loop_return): whether
+# it returned, and the value it returned.
+RETURNED = ".returned"
+RETVAL = ".retval"
+
 # NOTE: the longest exit block CPython copies into a body that is looked for (3.12+ copy
 # blocks of a few instructions without a line of their own).
 _MAX_EXIT_BLOCK = 8
 
 _RETURNS = ("RETURN_VALUE", "RETURN_CONST")
+
+# NOTE: what may load a returned value between the iterator's POP_TOP and the return.
+_RETURN_VALUE_LOADS = ("LOAD_CONST", "LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF")
 
 
 class LoopFallback(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -73,6 +81,9 @@ class LoopExit:
     carried: tuple[str, ...]
     again_if: bool = True
     after: tuple[tuple[str, Any], ...] = ()
+    # A loop that may return early (see loop_return): the returned value's variable from
+    # the trace that found one, and whether the trace carries RETURNED / RETVAL.
+    returns: ReturnSlot | None = None
 
     def is_break(self, frame: Frame) -> bool:
         """Whether the instruction at the frame's pc starts a `break` (`LoopFallback` when it
@@ -83,6 +94,8 @@ class LoopExit:
             if inst.opname != "POP_TOP" or frame.state.peek() is not self.iterator:
                 return False
             if self._continues_after(frame, frame.pc + 1):
+                return True
+            if self.returns is not None and self._returns_at(frame, frame.pc + 1):
                 return True
             raise LoopFallback("it returns from inside the loop (a return other than a break)")
         if inst.opname == "JUMP" and inst.target in exit_targets(instructions, self.exit):
@@ -95,6 +108,18 @@ class LoopExit:
             return True
         return bool(self.after) and self._copies_exit(frame, position)
 
+    def _returns_at(self, frame: Frame, position: int) -> bool:
+        # After the iterator's POP_TOP: a return, maybe after loads of its value (3.11
+        # loads a constant it returns there).
+        if self._continues_after(frame, position):
+            return False
+        for inst in frame.instructions[position : position + _MAX_EXIT_BLOCK]:
+            if inst.opname in _RETURNS:
+                return True
+            if inst.opname not in _RETURN_VALUE_LOADS:
+                return False
+        return False
+
     def _copies_exit(self, frame: Frame, position: int) -> bool:
         code = frame.instructions[position : position + len(self.after)]
         return tuple((inst.opname, inst.argval) for inst in code) == self.after
@@ -103,10 +128,39 @@ class LoopExit:
         """End the iteration at a break: the stop flag set (`for`) or a failing test pushed
         (`while`); the frame's pc at the iteration's end."""
         if self.iterator is not None:
+            if self.returns is not None and self._returns_at(frame, frame.pc + 1):
+                self._take_return(frame)
             frame.state.locals[BROKE] = ConstantVar(True)
         else:
             frame.state.push(ConstantVar(not self.again_if))
         frame.pc = self.stop
+
+    def _take_return(self, frame: Frame) -> None:
+        # `return value` inside the body (the iterator popped, then a return): the loop
+        # stops, and with RETURNED set the code after it is not run (see loop_return).
+        assert self.returns is not None
+        state = frame.state
+        iterator = state.pop()
+        pc = frame.pc + 1
+        while frame.instructions[pc].opname not in _RETURNS:
+            frame.step(frame.instructions[pc])
+            pc += 1
+        inst = frame.instructions[pc]
+        value = ConstantVar(inst.argval) if inst.opname == "RETURN_CONST" else state.pop()
+        state.push(iterator)
+        self.returns.found = value
+        if self.returns.carried:
+            state.locals[RETURNED] = ConstantVar(True)
+            state.locals[RETVAL] = value
+
+
+@attrs.define(eq=False)
+class ReturnSlot:
+    """What a `for` body that may return early found: the value of a return its trace
+    reached (`found`), and whether the trace carries RETURNED and RETVAL."""
+
+    found: Variable | None = None
+    carried: bool = False
 
 
 def exit_targets(instructions: Sequence[Instruction], exit_at: int) -> tuple[int, ...]:

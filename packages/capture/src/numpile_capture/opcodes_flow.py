@@ -17,13 +17,14 @@ from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
 from .frame_state import constant_tuple
-from .loop_capture import LoopFallback, is_run_time
+from .loop_capture import LoopFallback, Snapshot, is_run_time
 from .loop_capture import log as loop_log
 from .operators import (
     is_same,
     iterate,
     truth,
 )
+from .short_circuit import find_condition, fold_condition
 from .variables import (
     CallableVar,
     CellVar,
@@ -55,12 +56,39 @@ def _jump(frame: Frame, inst: Instruction) -> None:
 
 def _pop_jump_if(expected: bool) -> Handler:
     def handler(frame: Frame, inst: Instruction) -> None:
+        inst = _folded_while_test(frame, inst)
         if _kept_while(frame, inst):
             return
-        if truth(frame.tracer, frame.state.pop()) == expected:
+        if truth(frame.tracer, frame.state.pop()) == (inst.opname == "POP_JUMP_IF_TRUE"):
             frame.jump(inst)
 
     return handler
+
+
+def _folded_while_test(frame: Frame, inst: Instruction) -> Instruction:
+    # A while loop's entry test of several operands (`while i < n and x[i] > 0:`) as one
+    # value at its last jump (see short_circuit), so the loop is found there whether the
+    # test is known now or only at run time; else `inst` as it is.
+    tracer = frame.tracer
+    if not tracer.keep_loops or tracer.transform_depth:
+        return inst
+    condition = find_condition(frame.instructions, frame.pc - 1, len(frame.instructions))
+    if condition is None or condition.carrier is None:
+        return inst
+    carrier = frame.instructions[condition.carrier]
+    pc = frame.pc
+    frame.pc = condition.carrier + 1
+    shape = while_shape(frame, carrier)
+    frame.pc = pc
+    if shape is None:
+        return inst
+    saved = Snapshot.take(frame)
+    try:
+        folded = fold_condition(frame, inst, len(frame.instructions))
+    except Exception:
+        saved.restore(frame)
+        return inst  # data-dependent control flow at the first jump, as before
+    return inst if folded is None else folded
 
 
 def _kept_while(frame: Frame, inst: Instruction) -> bool:

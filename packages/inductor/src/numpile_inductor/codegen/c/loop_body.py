@@ -156,6 +156,9 @@ class LoopWriter:
             if not isinstance(found, CValue):
                 raise NotScalarLoop(f"{value.name} is not a 0-d value here")
             return found
+        if isinstance(value, np.generic) and c_type(value.dtype) is not None:
+            # Before the Python types: np.float64 is a float subclass.
+            return CValue(c_literal(value.item(), value.dtype), value.dtype, invariant=True)
         if isinstance(value, bool | int | float):
             kind = type(value)
             if kind is int and not -(2**62) < value < 2**62:
@@ -776,7 +779,11 @@ def _while_loop(writer: LoopWriter, node: Node, env: Env) -> None:
         out_nodes = body.output if isinstance(body.output, tuple) else (body.output,)
         for k, value in enumerate(out_nodes[:carried]):
             if isinstance(value, Node) and value.op is None and value is not placeholders[k]:
-                raise NotScalarLoop("a carried value that is another carried value")
+                # Another carried value (`a, b = b, a % b`): read before any is assigned.
+                other = new[k]
+                assert other is not None
+                copy = writer.define(other.dtype, other.text)
+                new[k] = CValue(copy, other.dtype, other.python, other.bits)
         test = outputs[carried]
         assert test is not None
         # The test first: it may read the carried values of this iteration.
@@ -794,6 +801,7 @@ _NODE_HANDLERS: dict[str, Callable[[LoopWriter, Node, Env], None]] = {
     "cond": _cond,
     "while_loop": _while_loop,
     "element_at": _element_at,
+    "element": _element_at,  # a constant index (`a[0]` in a body): the same load
     "setitem_at": _setitem_at,
     "carried_scalar": _carried_scalar,
     "dim": _dim,

@@ -450,6 +450,12 @@ def _argument_of(stand_in: Node) -> int:
 
 
 def _box_constant(value: Any) -> str:
+    if isinstance(value, np.generic) and c_type(value.dtype) is not None:
+        # A NumPy scalar constant (`crc = np.uint32(0xFFFFFFFF)`), before the Python types
+        # (np.float64 is a float subclass): boxed as that scalar.
+        literal = c_literal(value.item(), value.dtype)
+        ct = c_type(value.dtype)
+        return f"np_loop_box(&(({ct}[1]){{{literal}}})[0], {int(value.dtype.num)})"
     if isinstance(value, bool):
         return "Py_NewRef(Py_True)" if value else "Py_NewRef(Py_False)"
     if isinstance(value, int):

@@ -96,6 +96,8 @@ def kernel_loop_function(node: Node, name: str, *, parallel_threshold: int) -> K
     """The C function `name` running `for_loop` node `node` by calling its body's kernels
     (raises `NotKernelLoop`); same C signature as `loop_function.scalar_loop_function`'s.
     """
+    if node.op is None or node.op.name != "for_loop":
+        raise NotKernelLoop("a while loop of array work (only for loops call kernels)")
     params = dict(node.params)
     body: Graph = params["body"]
     carried: int = params["carried"]

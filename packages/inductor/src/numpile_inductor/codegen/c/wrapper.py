@@ -46,6 +46,7 @@ from .loop_function import LOOP_HELPERS, scalar_loop_function
 from .loop_kernels import KERNEL_LOOP_HELPERS, NotKernelLoop, kernel_loop_function
 from .ops import c_type, helper_definitions, vector_math_declarations
 from .scatter import SCATTER_HELPERS, ScatterAt, scatter_operands
+from .while_function import scalar_while_function
 
 log = logging.getLogger("numpile.inductor.wrapper")
 perf_log = logging.getLogger("numpile.perf_hints")
@@ -607,11 +608,14 @@ class _Emitter:
         # The C function that runs a `for_loop` step (see codegen/c/loop_body.py), or None
         # when its body needs NumPy (then the extern runs it per iteration).
         node = self.nodes.get(step.node_name)
-        if step.op_name != "for_loop" or node is None:
+        if step.op_name not in ("for_loop", "while_loop") or node is None:
             return None
         name = f"loop_{node.name}"
         try:
-            function = scalar_loop_function(node, name)
+            if step.op_name == "while_loop":
+                function = scalar_while_function(node, name)
+            else:
+                function = scalar_loop_function(node, name)
         except NotScalarLoop as reason:
             return self._kernel_loop_function(node, name, str(reason))
         if not self.c_loops:

@@ -1,0 +1,166 @@
+"""The C function that runs one top-level `while_loop` node whose body is 0-d work.
+
+A `while` outside any `for` (Collatz steps, bisection, Newton iterations on scalars, a
+`while` around a `for` over an array's elements) runs as one C function inside the
+graph's module, as a `for_loop` does (`loop_function`): the same calling convention
+(`name(argv, argc, eager, &np_fp)`), the same argument checks (else the loop runs with
+NumPy through `eager`), the same checked int64 arithmetic for Python ints (a loop that
+overflows restores what it wrote and runs with NumPy), and the same boxing of the final
+carried values. A loop whose entry test fails gives back the initial objects themselves,
+as eager does. The body's nodes are `loop_body`'s; every index into an array is checked
+where it is used (a `while` has no range to hoist bounds checks to).
+
+A first pass traced on other types (`x = 1.0` then `x = x * 0.5 + a[0]` carries a NumPy
+float64 after it) runs in C only where the Python scalar converts exactly to the body's
+dtype (NEP 50: float to float64, int to int64, bool to bool), so C's arithmetic is
+eager's from the start.
+
+    >>> scalar_while_function(node, "loop_v0").bails  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta
+
+from .loop_body import LoopWriter, NotScalarLoop, _Finals, _Frame, _while_loop
+from .loop_function import _EXACT_CARRY, LoopFunction, _box, _initial, _unpack
+
+
+def scalar_while_function(node: Node, name: str) -> LoopFunction:
+    """The C function `name` that runs `while_loop` node `node` (raises `NotScalarLoop`).
+
+    Its C signature and result are `scalar_loop_function`'s: `argv` holds the node's
+    inputs that are graph values (the first test, the initial carried values, the
+    invariants), and it returns the tuple of final carried values.
+
+    >>> scalar_while_function(node, "loop_v0").name  # doctest: +SKIP
+    'loop_v0'
+    """
+    params = dict(node.params)
+    body: Graph = params["body"]
+    carried: int = params["carried"]
+    first: Graph | None = params.get("first")
+    if first is not None:
+        _check_first_pass(node, body, first, carried)
+    writer = LoopWriter(name)
+    placeholders = body.placeholders
+    entry: list[str] = []
+    stand_ins: list[Any] = []
+    values: list[Any] = []
+    for position, value in enumerate(node.inputs):
+        if not isinstance(value, Node):
+            stand_ins.append(value)
+            continue
+        argument = sum(isinstance(v, Node) for v in node.inputs[:position])
+        meta = value.meta if position == 0 else placeholders[position - 1].meta
+        values.append(_unpack(writer, entry, meta, argument))
+        stand_ins.append(Node(f"arg{argument}", None, (), (), ScalarMeta(int)))
+    outer = Node(node.name, node.op, tuple(stand_ins), node.params, node.meta)
+    env = dict(zip([s for s in stand_ins if isinstance(s, Node)], values, strict=True))
+    pred = writer.operand(env, outer.inputs[0])
+    initial = [_initial(value) for value in outer.inputs[1 : 1 + carried]]
+    enter = int(params["enter_if"])
+    empty = [
+        f"    if ((!!({pred.text})) != {enter}) {{",
+        f"        result = PyTuple_New({carried});",
+        "        if (result == NULL) { goto fail; }",
+        *(f"        PyTuple_SET_ITEM(result, {k}, {item});" for k, item in enumerate(initial)),
+        "        goto done;",
+        "    }",
+    ]
+    # A loop frame for the nest (loop_body emits `while` loops inside one), with every
+    # bounds check where its index is used: no range bounds them.
+    writer.frames.append(_Frame(writer.fresh("lo"), writer.fresh("hi")))
+    writer.checked = True
+    try:
+        _while_loop(writer, outer, env)
+    finally:
+        writer.frames.pop()
+    finals = env[outer]
+    assert isinstance(finals, _Finals)
+    outputs = body.output if isinstance(body.output, tuple) else (body.output,)
+    boxes = [
+        _box(final, out, placeholders[k], outer.inputs[1 + k], env)
+        for k, (final, out) in enumerate(zip(finals.values, outputs[:carried], strict=True))
+    ]
+    return LoopFunction(name, _function(writer, name, entry, empty, boxes, carried), writer.bails)
+
+
+def _function(
+    writer: LoopWriter, name: str, entry: list[str], empty: list[str], boxes: list[str], n: int
+) -> str:
+    written = [array for array in writer.arrays if array.written]
+    snapshots = [array for array in written if writer.bails]
+    lines = [
+        f"static PyObject *{name}(PyObject *const *argv, Py_ssize_t argc, PyObject *eager, "
+        "int *np_fp)",
+        "{",
+        "    PyObject *result = NULL;",
+        *writer.prelude,
+        *(f"    PyObject *snap_{array.name} = NULL;" for array in snapshots),
+        *entry,
+        *empty,
+        *(f"    if (!PyArray_ISWRITEABLE(a_{array.name})) {{ goto eager; }}" for array in written),
+    ]
+    for array in snapshots:
+        lines.append(f"    snap_{array.name} = PyArray_NewCopy(a_{array.name}, NPY_KEEPORDER);")
+        lines.append(f"    if (snap_{array.name} == NULL) {{ goto fail; }}")
+    lines.append("    NP_FP_CLEAR();")
+    lines += writer.declarations
+    lines += writer.buf.lines
+    lines.append("    *np_fp |= NP_FP_TEST();")
+    lines.append(f"    result = PyTuple_New({n});")
+    lines.append("    if (result == NULL) { goto fail; }")
+    for k, box in enumerate(boxes):
+        lines.append("    {")
+        lines.append(f"        PyObject *item = {box};")
+        lines.append("        if (item == NULL) { Py_CLEAR(result); goto fail; }")
+        lines.append(f"        PyTuple_SET_ITEM(result, {k}, item);")
+        lines.append("    }")
+    lines.append("    goto done;")
+    if writer.bails:
+        lines.append("bail:")
+        lines.append("    NP_FP_CLEAR();")
+        for array in snapshots:
+            lines.append(
+                f"    if (PyArray_CopyInto(a_{array.name}, (PyArrayObject *)snap_{array.name}) "
+                "< 0) { goto fail; }"
+            )
+    lines.append("eager:")
+    lines.append("    result = PyObject_Vectorcall(eager, argv, argc, NULL);")
+    lines.append("    goto done;")
+    lines.append("fail:")
+    lines.append("    result = NULL;")
+    lines.append("done:")
+    lines += [f"    Py_XDECREF(snap_{array.name});" for array in snapshots]
+    lines += writer.cleanup
+    lines.append("    return result;")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _check_first_pass(node: Node, body: Graph, first: Graph, carried: int) -> None:
+    # The first pass ran on the initial types in eager: C runs the body from the start
+    # only where that gives eager's values (each initial Python scalar exact in the dtype
+    # the body carries it as).
+    first_out = first.output if isinstance(first.output, tuple) else (first.output,)
+    body_out = body.output if isinstance(body.output, tuple) else (body.output,)
+    for k in range(carried):
+        if getattr(first_out[k], "meta", None) != getattr(body_out[k], "meta", None):
+            raise NotScalarLoop("the first pass gives other types than the body")
+        meta = body.placeholders[k].meta
+        init = node.inputs[1 + k]
+        if isinstance(init, Node):
+            if not isinstance(init.meta, ScalarMeta):
+                continue  # a NumPy value: the body's types from the start
+            python = init.meta.type
+        else:
+            python = type(init)
+        if isinstance(meta, ScalarMeta) and meta.type is python:
+            continue
+        if isinstance(meta, ArrayMeta) and _EXACT_CARRY.get(python) == meta.dtype:
+            continue
+        raise NotScalarLoop("the first pass runs on Python scalars of another type")
