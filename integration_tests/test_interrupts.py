@@ -14,8 +14,12 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 
+import numpy as np
 import pytest
+
+import numpile
 
 TIMEOUT_S = 240
 # Generous for a loaded 2-core machine: the kernel itself would run for tens of seconds.
@@ -90,3 +94,51 @@ def test_ctrl_c_interrupts_one_long_kernel(name: str, tmp_path: os.PathLike[str]
     assert line.startswith("interrupted"), line + out + err
     assert seen < INTERRUPT_BOUND_S, f"KeyboardInterrupt came {seen:.2f} s after SIGINT"
     assert out.strip().endswith("ok"), out + err
+
+
+class _AlarmError(Exception):
+    pass
+
+
+def _raise_alarm(signum: int, frame: object) -> None:
+    raise _AlarmError
+
+
+def _flat_loop(a: np.ndarray, n: int) -> float:
+    s = 0.0
+    for i in range(n):
+        s += a[i % 1000] * i
+    return s
+
+
+def _nested_loop(a: np.ndarray, n: int) -> float:
+    s = 0.0
+    for i in range(n):
+        for j in range(a.shape[0]):
+            s += a[j] * i
+    return s
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+@pytest.mark.parametrize(("program", "long_n"), [(_flat_loop, 4 * 10**9), (_nested_loop, 10**7)])
+def test_a_signal_interrupts_a_long_loop_that_runs_as_c(
+    program: Callable[[np.ndarray, int], float], long_n: int
+) -> None:
+    # A loop compiled to C holds the GIL; its outermost loop runs pending signal handlers
+    # between iterations, so a handler's exception stops it (it would run for seconds).
+    compiled = numpile.compile(program)
+    a = np.linspace(0.0, 1.0, 1000)
+    assert compiled(a, 50) == program(a, 50)
+    assert compiled(a, 60) == program(a, 60)  # the trip count is no guard from here on
+    before = signal.signal(signal.SIGALRM, _raise_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        start = time.perf_counter()
+        with pytest.raises(_AlarmError):
+            compiled(a, long_n)
+        took = time.perf_counter() - start
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+    assert took < 0.3 + INTERRUPT_BOUND_S, f"the handler's exception came after {took:.2f} s"
+    assert compiled(a, 70) == program(a, 70)
