@@ -22,6 +22,8 @@ from .builder import compile_library as compile_library
 from .builder import compile_many as compile_many
 from .builder import load_extension as load_extension
 from .builder import load_library as load_library
+from .builder import release_modules as release_modules
+from .builder import set_max_loaded_modules as set_max_loaded_modules
 from .cache_eviction import SweepResult as SweepResult
 from .code_cache import CacheInfo as CacheInfo
 from .code_cache import CodeCache as CodeCache
@@ -130,6 +132,8 @@ __all__ = [
     "is_device_array",
     "kernel_arg",
     "load_extension",
+    "release_modules",
+    "set_max_loaded_modules",
     "load_library",
     "load_triton_module",
     "new_lock",

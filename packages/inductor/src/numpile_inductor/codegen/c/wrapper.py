@@ -833,6 +833,15 @@ static PyMethodDef methods[] = {{
     {{NULL, NULL, 0, NULL}}
 }};
 
+/* Called by numpile's loader before it unloads this library (numpile_runtime's
+   extension_loader): the Python objects the statics hold. */
+__attribute__((visibility("default"))) void numpile_release(void)
+{{
+    Py_CLEAR(g_externs);
+    Py_CLEAR(g_pool);
+    Py_CLEAR(g_fp_error);
+}}
+
 static struct PyModuleDef moduledef = {{PyModuleDef_HEAD_INIT, "{module_name}", NULL, -1, methods}};
 
 PyMODINIT_FUNC PyInit_{module_name}(void)
