@@ -58,6 +58,7 @@ from .locks import compiling as compiling
 from .locks import compiling_in_this_thread as compiling_in_this_thread
 from .locks import new_lock as new_lock
 from .locks import new_rlock as new_rlock
+from .locks import running_user_code as running_user_code
 from .logs import CHANNELS as LOG_CHANNELS
 from .logs import _configure_from_env
 from .logs import set_logs as set_logs
@@ -133,6 +134,7 @@ __all__ = [
     "kernel_arg",
     "load_extension",
     "release_modules",
+    "running_user_code",
     "set_max_loaded_modules",
     "load_library",
     "load_triton_module",
