@@ -16,7 +16,7 @@ the first time they appear: unloading libgomp while its worker threads sleep in 
 crash the process.
 
     >>> module = open_extension(path, "numpile_graph_0123")  # doctest: +SKIP
-    >>> del module
+    >>> del module  # doctest: +SKIP
     >>> close_unused()  # doctest: +SKIP
     1
 """
