@@ -294,3 +294,71 @@ def test_warnings_are_issued_after_the_compile_lock_is_released() -> None:
         warnings.showwarning = hook
         assert compiled(1) == 2
     assert seen == [(CaptureFallbackWarning, False)]
+
+
+def test_a_user_backend_can_wait_on_a_thread_that_calls_the_same_function() -> None:
+    # The backend runs while its thread holds f's compile lock; the other thread's call of f
+    # does not wait for that lock (its holder runs user code): it runs eagerly.
+    out = _run_script(
+        """
+        import threading
+        import numpy as np
+        from numpile_capture import compile_function, eager
+
+        box = []
+
+        def waiting_backend(graph, example_inputs):
+            thread = threading.Thread(target=lambda: box.append(f(np.arange(2.0))))
+            thread.start()
+            thread.join()
+            return eager(graph, example_inputs)
+
+        @compile_function(backend=waiting_backend)
+        def f(x):
+            return x * 3
+
+        print(f(np.arange(3.0)).tolist(), box[0].tolist())
+        """
+    )
+    assert out.strip() == "[0.0, 3.0, 6.0] [0.0, 3.0]"
+
+
+def test_a_user_hash_during_capture_can_wait_on_a_thread_that_calls_the_same_function() -> None:
+    # Capture guards a dict keyed by a user object and calls its __hash__ under f's compile
+    # lock; a thread that __hash__ waits on calls f too.
+    out = _run_script(
+        """
+        import threading
+        import numpy as np
+        from numpile_capture import compile_function
+
+        box = []
+
+        class Key:
+            armed = False
+
+            def __hash__(self):
+                if Key.armed:
+                    Key.armed = False
+                    thread = threading.Thread(
+                        target=lambda: box.append(f(np.arange(2.0), table))
+                    )
+                    thread.start()
+                    thread.join()
+                return 7
+
+            def __eq__(self, other):
+                return self is other
+
+        key = Key()
+        table = {key: 2.0}
+
+        @compile_function(backend="eager")
+        def f(x, t):
+            return x * t[key]
+
+        Key.armed = True
+        print(f(np.arange(3.0), table).tolist(), box[0].tolist())
+        """
+    )
+    assert out.strip() == "[0.0, 2.0, 4.0] [0.0, 2.0]"

@@ -36,6 +36,7 @@ NumPy's own exception from their own line.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -65,6 +66,7 @@ from numpile_runtime import (
     compiling,
     compiling_in_this_thread,
     new_rlock,
+    running_user_code,
     timed,
 )
 
@@ -372,11 +374,13 @@ class CompiledFunction:
             # a compile cannot nest inside a toolchain probe or a half-done import.
             return fn(*args, **kwargs)
         try:
-            with compiling(fn.__code__):
+            with compiling(fn.__code__, give_way=True) as held:
                 # Re-check: a thread that held the lock before may have compiled this call.
                 skip = stance.skip_guard_eval_unsafe
-                entry = cache.lookup(L, G, fn, tag, skip_guards_unsafe=skip)
                 run: Run
+                if not held:  # the lock's holder runs user code, which may wait on us
+                    return fn(*args, **kwargs)
+                entry = cache.lookup(L, G, fn, tag, skip_guards_unsafe=skip)
                 if entry is not None:
                     run = functools.partial(entry.compiled, *entry.fetch(L, G, fn))
                 else:
@@ -420,7 +424,9 @@ class CompiledFunction:
             if compiling_in_this_thread():
                 return self._fn(*args)
             try:
-                with compiling(fn.__code__):
+                with compiling(fn.__code__, give_way=True) as held:
+                    if not held:  # the lock's holder runs user code, which may wait on us
+                        return self._fn(*args)
                     entry = cache.lookup(L, fn.__globals__, fn, tag, skip_guards_unsafe=skip)
                     if entry is None:
                         run = self._miss(
@@ -548,7 +554,11 @@ class CompiledFunction:
         PLAIN_CALLS.depth += 1
         set_active_shape_env(None)
         try:
-            with compiled_region(), timed("capture"):
+            with (
+                compiled_region(),
+                timed("capture"),
+                running_user_code(fn.__code__),  # a user's __hash__, property, __eq__
+            ):
                 policy = self._policy(backend_fn, static)
                 with capturing_with(policy):
                     result = self._capture_fn(fn, args, kwargs)
@@ -693,7 +703,11 @@ class CompiledFunction:
         if graph_has_symbols(graph) and symbolic_params(graph):
             raise DynamicCompileError(f"symbolic parameters in {symbolic_params(graph)}")
         try:
-            with backend_compiling(), compile_progress(f"{fn.__qualname__} ({where(fn)})"):
+            with (
+                backend_compiling(),
+                compile_progress(f"{fn.__qualname__} ({where(fn)})"),
+                _user_backend(backend_fn, fn.__code__),
+            ):
                 compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
         except Exception as exc:
             if graph_has_symbols(graph):
@@ -765,6 +779,14 @@ class CompiledFunction:
             lineno or code.co_firstlineno,
         )
         _defer(functools.partial(warn, module=self._fn.__module__))
+
+
+def _user_backend(backend_fn: BackendFn, code: types.CodeType) -> Any:
+    # A backend that is not numpile's own is user code (see `running_user_code`).
+    module = getattr(backend_fn, "__module__", None) or ""
+    if module.split(".")[0].startswith("numpile"):
+        return contextlib.nullcontext()
+    return running_user_code(code)
 
 
 def _defer(emit: Callable[[], Any]) -> None:

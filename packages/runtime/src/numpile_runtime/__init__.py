@@ -22,6 +22,8 @@ from .builder import compile_library as compile_library
 from .builder import compile_many as compile_many
 from .builder import load_extension as load_extension
 from .builder import load_library as load_library
+from .builder import release_modules as release_modules
+from .builder import set_max_loaded_modules as set_max_loaded_modules
 from .cache_eviction import SweepResult as SweepResult
 from .code_cache import CacheInfo as CacheInfo
 from .code_cache import CodeCache as CodeCache
@@ -56,6 +58,7 @@ from .locks import compiling as compiling
 from .locks import compiling_in_this_thread as compiling_in_this_thread
 from .locks import new_lock as new_lock
 from .locks import new_rlock as new_rlock
+from .locks import running_user_code as running_user_code
 from .logs import CHANNELS as LOG_CHANNELS
 from .logs import _configure_from_env
 from .logs import set_logs as set_logs
@@ -130,6 +133,9 @@ __all__ = [
     "is_device_array",
     "kernel_arg",
     "load_extension",
+    "release_modules",
+    "running_user_code",
+    "set_max_loaded_modules",
     "load_library",
     "load_triton_module",
     "new_lock",

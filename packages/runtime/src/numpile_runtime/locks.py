@@ -43,6 +43,7 @@ __all__ = [
     "compiling_in_this_thread",
     "new_lock",
     "new_rlock",
+    "running_user_code",
 ]
 
 # NOTE: every lock made by `new_lock`/`new_rlock`, re-initialised (unlocked) in a forked
@@ -107,22 +108,66 @@ def compile_lock_for(code: object) -> threading.RLock:
 
 
 @contextlib.contextmanager
-def compiling(code: object) -> Iterator[None]:
-    """Hold the compile lock of `code` and mark this thread as compiling.
+def compiling(code: object, *, give_way: bool = False) -> Iterator[bool]:
+    """Hold the compile lock of `code` and mark this thread as compiling; yields True.
+
+    With `give_way`, a thread that would wait for the lock while its holder runs user code
+    (`running_user_code`: capture calling a user's `__hash__`, a user's backend) does not
+    wait: it yields False without the lock, and the caller runs the function eagerly. That
+    user code may itself wait on this thread, which would otherwise never return.
 
     >>> def h():
     ...     pass
-    >>> with compiling(h.__code__):
-    ...     pass
+    >>> with compiling(h.__code__) as held:
+    ...     held
+    True
     """
     lock = compile_lock_for(code)
-    with lock:
+    if give_way:
+        while not lock.acquire(timeout=_GIVE_WAY_POLL_S):
+            if _USER_CODE.get(code):
+                yield False
+                return
+    else:
+        lock.acquire()
+    try:
         depth = getattr(_thread_state, "depth", 0)
         _thread_state.depth = depth + 1
         try:
-            yield
+            yield True
         finally:
             _thread_state.depth = depth
+    finally:
+        lock.release()
+
+
+# NOTE: how often a thread waiting for a compile lock looks whether its holder runs user code.
+_GIVE_WAY_POLL_S = 0.01
+# NOTE: code objects whose compile lock's holder runs user code now (a count per code).
+_USER_CODE: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
+
+
+@contextlib.contextmanager
+def running_user_code(code: object) -> Iterator[None]:
+    """Mark that the holder of `code`'s compile lock runs user code in the `with` block:
+    threads that call the same function meanwhile run it eagerly (see `compiling`).
+
+    >>> def k():
+    ...     pass
+    >>> with compiling(k.__code__), running_user_code(k.__code__):
+    ...     pass
+    """
+    with _COMPILE_LOCKS_GUARD:
+        _USER_CODE[code] = _USER_CODE.get(code, 0) + 1
+    try:
+        yield
+    finally:
+        with _COMPILE_LOCKS_GUARD:
+            left = _USER_CODE.get(code, 1) - 1
+            if left:
+                _USER_CODE[code] = left
+            else:
+                _USER_CODE.pop(code, None)
 
 
 def compiling_in_this_thread() -> bool:
@@ -147,6 +192,7 @@ def _reset_in_child() -> None:
     # The forking thread is the child's only thread: nothing can hold these locks now.
     _COMPILE_LOCKS_GUARD = threading.Lock()
     _COMPILE_LOCKS.clear()
+    _USER_CODE.clear()
     for lock in list(_FORK_LOCKS):
         reinit = getattr(lock, "_at_fork_reinit", None)
         if reinit is not None:

@@ -215,9 +215,11 @@ def _pointwise_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
         ctx.parallel_threshold,
         simd=ctx.ivdep and ndim == 1,
         enabled=bool(ndim) and not skip,
+        chunk=ctx.sizes[0] if ndim and not skip else None,
     )
     ivdep = ctx.ivdep and not innermost_parallel
-    with region, loops(buf, "x", ctx.sizes[:ndim], skip, ivdep=ivdep):
+    chunked = bool(ndim) and not skip
+    with region, loops(buf, "x", ctx.sizes[:ndim], skip, ivdep=ivdep, chunked=chunked):
         body = LoopBody(ctx, buf)
         for kernel in fused.kernels:
             for store in kernel.stores:
@@ -230,7 +232,8 @@ def _row_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
     # in a block of its own (their temporaries share names). Scratch rows are locals.
     fused, names = ctx.fused, ctx.sizes
     rows = fused.row_dims
-    with parallel(buf, rows, ctx.parallel_threshold), loops(buf, "x", names[:rows]):
+    region = parallel(buf, rows, ctx.parallel_threshold, chunk=names[0] if rows else None)
+    with region, loops(buf, "x", names[:rows], chunked=rows > 0):
         for name in sorted(fused.scratch):
             scratch = ctx.buffers[name]
             size = max(1, math.prod(scratch.shape[rows:]))

@@ -95,13 +95,20 @@ class LoopBody:
 
 @contextlib.contextmanager
 def loops(
-    buf: CodeBuffer, prefix: str, names: list[str], first: int = 0, *, ivdep: bool = False
+    buf: CodeBuffer,
+    prefix: str,
+    names: list[str],
+    first: int = 0,
+    *,
+    ivdep: bool = False,
+    chunked: bool = False,
 ) -> Iterator[None]:
     """`for` loops over `prefix{d} < names[d]` for d >= first around the `with` block.
 
     `ivdep` puts `#pragma GCC ivdep` on the innermost loop: its iterations touch no element
     another iteration touches. Use it only when no buffer of the loop aliases another: it
     restores what `restrict` says, which GCC forgets in OpenMP-outlined loop bodies.
+    `chunked` runs the first loop over the current chunk of a `parallel(chunk=...)` region.
 
     >>> buf = CodeBuffer(level=1)
     >>> with loops(buf, "r", ["n2"], ivdep=True):
@@ -114,7 +121,8 @@ def loops(
         var = loop_var(d, prefix)
         if ivdep and d == len(names) - 1:
             buf.writeline("#pragma GCC ivdep")
-        buf.writeline(f"for (int64_t {var} = 0; {var} < {names[d]}; {var}++) {{")
+        low, high = (f"{var}_lo", f"{var}_hi") if chunked and d == first else ("0", names[d])
+        buf.writeline(f"for (int64_t {var} = {low}; {var} < {high}; {var}++) {{")
         buf.level += 1
     try:
         yield
@@ -135,7 +143,13 @@ def size_names(count: int) -> list[str]:
 
 @contextlib.contextmanager
 def parallel(
-    buf: CodeBuffer, collapse: int, threshold: int, *, simd: bool = False, enabled: bool = True
+    buf: CodeBuffer,
+    collapse: int,
+    threshold: int,
+    *,
+    simd: bool = False,
+    enabled: bool = True,
+    chunk: str | None = None,
 ) -> Iterator[None]:
     """An OpenMP parallel region, taken when `work >= threshold`, around the `with` block,
     whose first statement is a `for` over `collapse` loops (none when not `enabled`).
@@ -144,6 +158,12 @@ def parallel(
     `np_fp` on exit (the region reduces `np_fp` with `|`). `simd` also marks the loop's
     iterations independent (the `ivdep` of `loops` for a loop that is both the parallel
     and the innermost one).
+
+    `chunk` (the size of the outermost loop, which must then be opened with `loops(...,
+    chunked=True)`) runs that loop in chunks of rows, one region per chunk, polling for
+    signals between chunks (`np_chunk_rows` and `np_poll`, see codegen/c/interrupts.py):
+    Ctrl-C stops a long kernel within a chunk. The kernel then returns `NP_INTERRUPTED`
+    with the exception set; earlier chunks' outputs stay written.
 
     >>> buf = CodeBuffer()
     >>> with parallel(buf, 1, 10):
@@ -168,6 +188,16 @@ def parallel(
         return
     clause = f" collapse({collapse})" if collapse > 1 else ""
     simd_clause = " simd" if simd else ""
+    if chunk is not None:
+        var = loop_var(0)
+        buf.writelines(
+            [
+                f"const int64_t {var}_rows = np_chunk_rows(work, {chunk});",
+                f"for (int64_t {var}_lo = 0; {var}_lo < {chunk}; {var}_lo += {var}_rows) {{",
+                f"const int64_t {var}_hi = {chunk} - {var}_lo > {var}_rows ? "
+                f"{var}_lo + {var}_rows : {chunk};",
+            ]
+        )
     buf.writelines(
         [
             "np_fp |= NP_FP_TEST();",
@@ -179,3 +209,7 @@ def parallel(
     )
     yield
     buf.writelines(["np_fp |= NP_FP_TEST();", "}"])
+    if chunk is not None:
+        var = loop_var(0)
+        buf.writeline(f"if ({var}_hi < {chunk} && np_poll()) {{ return NP_INTERRUPTED; }}")
+        buf.writeline("}")

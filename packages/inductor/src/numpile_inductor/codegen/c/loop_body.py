@@ -580,6 +580,8 @@ def emit_loop(
     writer.buf.writeline(f"const int64_t {frame.low} = {low};")
     writer.buf.writeline(f"const int64_t {frame.high} = {high};")
     head = f"for (int64_t {index} = {a}; {condition}; {index} += {c}) {{"
+    if not writer.frames:
+        head += _signal_poll(writer, body)
     params = dict(node.params)
     if not writer.frames and params.get("breaks") and params.get("first") is not None:
         writer.first_break = f"{index} == {a}"
@@ -613,6 +615,23 @@ def emit_loop(
     return locals_
 
 
+def _signal_poll(writer: LoopWriter, body: Graph) -> str:
+    # Ctrl-C: the outermost loop runs pending signal handlers (a few nanoseconds with the GIL
+    # held) before each iteration when its body holds loops or array work, else every 4096.
+    ticks = writer.fresh("ticks")
+    writer.buf.writeline(f"uint32_t {ticks} = 0;")
+    inner = any(
+        node.op is not None
+        and (
+            node.op.name in ("for_loop", "while_loop")
+            or (isinstance(node.meta, ArrayMeta) and node.meta.shape != ())
+        )
+        for node in body.nodes
+    )
+    mask = 0 if inner else 4095
+    return f"\nif ((++{ticks} & {mask}u) == 0 && PyErr_CheckSignals() < 0) {{ goto fail; }}"
+
+
 def _emit_iterations(
     writer: LoopWriter,
     head: str,
@@ -620,9 +639,11 @@ def _emit_iterations(
     inner: Env,
     locals_: list[CValue],
 ) -> None:
-    # The `for` statement around one iteration.
+    # The `for` statement around one iteration (its first statements after the head's line).
+    head, *first = head.split("\n")
     writer.buf.writeline(head)
     with writer.buf.indent():
+        writer.buf.writelines(first)
         _emit_body(writer, body, inner, locals_)
     writer.buf.writeline("}")
 

@@ -96,8 +96,10 @@ def reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
     rstores = [store for store in fused.stores if isinstance(store, ReductionStore)]
     assert len(rstores) == len(fused.stores)
     ndim, rdim = len(fused.ranges), len(fused.reduction_ranges)
-    region = parallel(buf, ndim, ctx.parallel_threshold, enabled=bool(ndim) and not ctx.skip)
-    with region, loops(buf, "x", names[:ndim], ctx.skip):
+    top = bool(ndim) and not ctx.skip
+    chunk = names[0] if top else None
+    region = parallel(buf, ndim, ctx.parallel_threshold, enabled=top, chunk=chunk)
+    with region, loops(buf, "x", names[:ndim], ctx.skip, chunked=top):
         accs = [f"acc{i}" for i in range(len(rstores))]
         for acc, store in zip(accs, rstores, strict=True):
             buf.writeline(f"{c_type(store.dtype)} {acc} = {_init(store)};")
@@ -413,7 +415,10 @@ def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
             f"const int64_t nblocks = ({size} + cb - 1) / cb;",
         ]
     )
-    with parallel(buf, ndim, ctx.parallel_threshold), loops(buf, "x", names[: ndim - 1]):
+    # Chunked along the first kept dim when it is not the column dim (see `parallel`).
+    chunk = names[0] if ndim > 1 else None
+    region = parallel(buf, ndim, ctx.parallel_threshold, chunk=chunk)
+    with region, loops(buf, "x", names[: ndim - 1], chunked=chunk is not None):
         buf.writeline("for (int64_t xbi = 0; xbi < nblocks; xbi++) {")
         with buf.indent():
             buf.writeline("const int64_t xb = xbi * cb;")

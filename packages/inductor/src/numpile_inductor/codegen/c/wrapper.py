@@ -40,6 +40,7 @@ from ...scheduler import FusedKernel, Schedule
 from ..common import CodeBuffer
 from .blas import BLAS_HELPERS, blas_operands
 from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
+from .interrupts import INTERRUPT_HELPERS, main_thread_init
 from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
 from .loop_function import LOOP_HELPERS, scalar_loop_function
@@ -736,6 +737,8 @@ def write_released_gil_call(code: CodeBuffer, call: str, work: list[str]) -> Non
     """Write the C lines of a kernel `call` of `work` iterations (the product of `work`):
     without the GIL when it is long, then a check for pending signals (Ctrl-C interrupts the
     graph between kernels, before any output is visible: the call fails and drops them).
+    The released thread state goes to the kernel in `g_released`, so a long kernel polls for
+    signals between its chunks too (codegen/c/interrupts.py).
 
     >>> code = CodeBuffer()
     >>> write_released_gil_call(code, "f();", ["4"])
@@ -746,10 +749,13 @@ def write_released_gil_call(code: CodeBuffer, call: str, work: list[str]) -> Non
     {
         const int64_t np_work = (int64_t)(n0) * (int64_t)(n1);
         PyThreadState *np_save = np_work >= 16384 ? PyEval_SaveThread() : NULL;
+        PyThreadState *np_outer = g_released;
+        g_released = np_save;
         f();
+        g_released = np_outer;
         if (np_save != NULL) {
             PyEval_RestoreThread(np_save);
-            if (PyErr_CheckSignals() < 0) { goto fail; }
+            if (PyErr_Occurred() || PyErr_CheckSignals() < 0) { goto fail; }
         }
     }
     """
@@ -768,10 +774,16 @@ def write_released_gil_call(code: CodeBuffer, call: str, work: list[str]) -> Non
         code.writeline(
             f"PyThreadState *np_save = np_work >= {GIL_RELEASE_WORK} ? PyEval_SaveThread() : NULL;"
         )
+        # A signal handler run between chunks may call this module again: keep the outer
+        # call's released state.
+        code.writeline("PyThreadState *np_outer = g_released;")
+        code.writeline("g_released = np_save;")
         code.writeline(call)
+        code.writeline("g_released = np_outer;")
         with code.block("if (np_save != NULL)"):
             code.writeline("PyEval_RestoreThread(np_save);")
-            code.writeline("if (PyErr_CheckSignals() < 0) { goto fail; }")
+            # the kernel stopped between chunks for a handler's exception, or one is pending
+            code.writeline("if (PyErr_Occurred() || PyErr_CheckSignals() < 0) { goto fail; }")
 
 
 def _kernels_after_blas(sched: Schedule) -> set[str]:
@@ -819,6 +831,7 @@ def generate_module(sched: Schedule, config: InductorConfig) -> GeneratedModule:
         " */",
     ]
     c_loop_args = "".join(f", {i}" for i in emitter.c_loops)
+    main_thread = "\n".join(f"    {line}" for line in main_thread_init())
     tail = f"""
 static PyObject *set_threads(PyObject *self, PyObject *arg)
 {{
@@ -887,11 +900,21 @@ static PyMethodDef methods[] = {{
     {{NULL, NULL, 0, NULL}}
 }};
 
+/* Called by numpile's loader before it unloads this library (numpile_runtime's
+   extension_loader): the Python objects the statics hold. */
+__attribute__((visibility("default"))) void numpile_release(void)
+{{
+    Py_CLEAR(g_externs);
+    Py_CLEAR(g_pool);
+    Py_CLEAR(g_fp_error);
+}}
+
 static struct PyModuleDef moduledef = {{PyModuleDef_HEAD_INIT, "{module_name}", NULL, -1, methods}};
 
 PyMODINIT_FUNC PyInit_{module_name}(void)
 {{
     import_array();
+{main_thread}
     return PyModule_Create(&moduledef);
 }}
 """
@@ -899,6 +922,7 @@ PyMODINIT_FUNC PyInit_{module_name}(void)
         [
             *header,
             _PRELUDE,
+            INTERRUPT_HELPERS,
             vector_math_declarations(),
             helper_definitions(),
             SIZE_HELPERS,

@@ -1,0 +1,144 @@
+"""Ctrl-C inside one long compiled kernel raises `KeyboardInterrupt` within a chunk.
+
+A kernel of many iterations runs its outermost loop in chunks and, in the main thread,
+runs pending signal handlers between them (codegen/c/interrupts.py in the inductor): a
+SIGINT during a kernel that would run for tens of seconds stops it at once, leaves the
+inputs as they were, and the compiled function still works afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import numpile
+
+TIMEOUT_S = 240
+# Generous for a loaded 2-core machine: the kernel itself would run for tens of seconds.
+INTERRUPT_BOUND_S = 2.0
+
+_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    import numpy as np
+    import numpile
+
+    @numpile.compile(dynamic=True)
+    def {name}(x, y):
+        {body}
+
+    def eager(x, y):
+        {body}
+
+    # Compiled once on small inputs (sizes are symbols): the big call runs the same code.
+    small = np.linspace(0.0, 1.0, 300), np.linspace(1.0, 2.0, 300)
+    np.testing.assert_allclose({name}(*small), eager(*small))
+    n = {n}
+    x, y = np.linspace(0.0, 1.0, n), np.linspace(1.0, 2.0, n)
+    x0, y0 = x.copy(), y.copy()
+    print("ready", flush=True)
+    start = time.perf_counter()
+    try:
+        {name}(x, y)
+    except KeyboardInterrupt:
+        print("interrupted", time.perf_counter() - start, flush=True)
+    else:
+        print("finished", time.perf_counter() - start, flush=True)
+    assert np.array_equal(x, x0) and np.array_equal(y, y0), "an input was written"
+    np.testing.assert_allclose({name}(*small), eager(*small))
+    print("ok", flush=True)
+    """
+)
+
+# Each body is one kernel of n * n iterations (n rows of n): about 4e10 operations.
+_KERNELS = {
+    "row_sums": "return (x[:, None] * y[None, :] + x[:, None]).sum(axis=1)",
+    "outer_max": "return np.maximum(x[:, None] - y[None, :], 0.0).max(axis=1)",
+}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
+@pytest.mark.parametrize("name", list(_KERNELS))
+def test_ctrl_c_interrupts_one_long_kernel(name: str, tmp_path: os.PathLike[str]) -> None:
+    script = _CHILD.format(name=name, body=_KERNELS[name], n=200_000)
+    env = {**os.environ, "NUMPILE_CACHE_DIR": str(tmp_path)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line.strip() == "ready", line + child.stderr.read() if child.stderr else ""
+        time.sleep(1.0)  # well inside the kernel
+        sent = time.perf_counter()
+        child.send_signal(signal.SIGINT)
+        line = child.stdout.readline()
+        seen = time.perf_counter() - sent
+        out, err = child.communicate(timeout=TIMEOUT_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert line.startswith("interrupted"), line + out + err
+    assert seen < INTERRUPT_BOUND_S, f"KeyboardInterrupt came {seen:.2f} s after SIGINT"
+    assert out.strip().endswith("ok"), out + err
+
+
+class _AlarmError(Exception):
+    pass
+
+
+def _raise_alarm(signum: int, frame: object) -> None:
+    raise _AlarmError
+
+
+def _flat_loop(a: np.ndarray, n: int) -> float:
+    s = 0.0
+    for i in range(n):
+        s += a[i % 1000] * i
+    return s
+
+
+def _nested_loop(a: np.ndarray, n: int) -> float:
+    s = 0.0
+    for i in range(n):
+        for j in range(a.shape[0]):
+            s += a[j] * i
+    return s
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+@pytest.mark.parametrize(("program", "long_n"), [(_flat_loop, 4 * 10**9), (_nested_loop, 10**7)])
+def test_a_signal_interrupts_a_long_loop_that_runs_as_c(
+    program: Callable[[np.ndarray, int], float], long_n: int
+) -> None:
+    # A loop compiled to C holds the GIL; its outermost loop runs pending signal handlers
+    # between iterations, so a handler's exception stops it (it would run for seconds).
+    compiled = numpile.compile(program)
+    a = np.linspace(0.0, 1.0, 1000)
+    assert compiled(a, 50) == program(a, 50)
+    assert compiled(a, 60) == program(a, 60)  # the trip count is no guard from here on
+    before = signal.signal(signal.SIGALRM, _raise_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        start = time.perf_counter()
+        with pytest.raises(_AlarmError):
+            compiled(a, long_n)
+        took = time.perf_counter() - start
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+    assert took < 0.3 + INTERRUPT_BOUND_S, f"the handler's exception came after {took:.2f} s"
+    assert compiled(a, 70) == program(a, 70)
