@@ -400,6 +400,13 @@ def _sizes_as_inputs(
     return sides[0], sides[1]
 
 
+_MAX_EXPRESSION_CHARS = 2000
+"""The longest expression an unspecialized scalar is read by (its guard and fetch code)."""
+
+_MAX_EXPRESSION_NESTING = 64
+"""The most parentheses in such an expression (Python's parser stops at 200 levels)."""
+
+
 def _scalar_text(var: Variable) -> str | None:
     # How an operand of scalar arithmetic reads in an ExpressionSource (None: it cannot).
     if isinstance(var, ScalarInputVar):
@@ -428,6 +435,12 @@ def _scalar_arithmetic(
         return None
     left_text, right_text = _scalar_text(left), _scalar_text(right)
     if left_text is None or right_text is None:
+        return None
+    text = left_text + right_text
+    if len(text) > _MAX_EXPRESSION_CHARS or text.count("(") > _MAX_EXPRESSION_NESTING:
+        # A recurrence (`mid = 0.5 * (lo + hi)` in an unrolled loop) would double its text,
+        # or nest it past Python's parser, at each step: past the bounds the value is
+        # specialized (guarded) instead.
         return None
     left_value = left.current if isinstance(left, ScalarInputVar) else left.as_python_constant()
     right_value = right.current if isinstance(right, ScalarInputVar) else right.as_python_constant()
