@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from numpile_capture import Graph, capture_function, compile_function, explain, reset
+from numpile_capture import capture_function, compile_function, explain, reset
+from numpile_capture.testing import assert_same_as_eager as _same
+from numpile_capture.testing import op_names as _ops
 
 TRIP_COUNTS = (0, 1, 2, 7)
 
@@ -23,17 +25,6 @@ def _fresh() -> Iterator[None]:
     reset()
     yield
     reset()
-
-
-def _ops(graph: Graph) -> list[str]:
-    return [node.op.name for node in graph.nodes if node.op is not None]
-
-
-def _same(got: Any, want: Any) -> None:
-    assert type(got) is type(want), (type(got), type(want))
-    got_arr, want_arr = np.asarray(got), np.asarray(want)
-    assert got_arr.dtype == want_arr.dtype
-    np.testing.assert_array_equal(got_arr, want_arr)
 
 
 def first_above(x: Any) -> Any:

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from numpile_capture import Graph, capture_function, compile_function, explain, reset
+from numpile_capture import capture_function, compile_function, explain, reset
+from numpile_capture.testing import assert_same_as_eager as _same
+from numpile_capture.testing import op_names as _ops
 
 TRIP_COUNTS = (0, 1, 2, 7)
 
@@ -23,21 +25,6 @@ def _fresh() -> Iterator[None]:
     reset()
     yield
     reset()
-
-
-def _ops(graph: Graph) -> list[str]:
-    return [node.op.name for node in graph.nodes if node.op is not None]
-
-
-def _same(got: Any, want: Any) -> None:
-    if isinstance(want, tuple | list):
-        assert type(got) is type(want) and len(got) == len(want)
-        for got_item, want_item in zip(got, want, strict=True):
-            _same(got_item, want_item)
-        return
-    assert type(got) is type(want), (type(got), type(want))
-    assert np.asarray(got).dtype == np.asarray(want).dtype
-    np.testing.assert_array_equal(got, want)
 
 
 def enumerate_rows(a: Any) -> Any:

@@ -15,9 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from numpile_capture import Graph, capture_function, compile_function, explain, reset
+from numpile_capture import capture_function, compile_function, explain, reset
 from numpile_capture.bytecode import normalized_instructions
 from numpile_capture.short_circuit import BRANCHES, find_condition
+from numpile_capture.testing import assert_same_as_eager as _same
+from numpile_capture.testing import op_names as _ops
 
 TRIP_COUNTS = (0, 1, 2, 7)
 
@@ -27,22 +29,6 @@ def _fresh() -> Iterator[None]:
     reset()
     yield
     reset()
-
-
-def _ops(graph: Graph) -> list[str]:
-    return [node.op.name for node in graph.nodes if node.op is not None]
-
-
-def _same(got: Any, want: Any) -> None:
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want)
-        for got_item, want_item in zip(got, want, strict=True):
-            _same(got_item, want_item)
-        return
-    assert type(got) is type(want), (type(got), type(want))
-    got_arr, want_arr = np.asarray(got), np.asarray(want)
-    assert got_arr.dtype == want_arr.dtype
-    np.testing.assert_array_equal(got_arr, want_arr)
 
 
 def leading_small(x: Any) -> Any:

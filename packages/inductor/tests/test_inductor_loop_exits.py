@@ -14,18 +14,8 @@ import numpy as np
 import pytest
 
 from numpile_capture import capture_function
+from numpile_capture.testing import assert_same_as_eager as _same
 from numpile_inductor import compile_graph
-
-
-def _same(got: Any, want: Any) -> None:
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want)
-        for got_item, want_item in zip(got, want, strict=True):
-            _same(got_item, want_item)
-        return
-    assert type(got) is type(want), (type(got), type(want))
-    assert np.asarray(got).dtype == np.asarray(want).dtype
-    np.testing.assert_array_equal(got, want)
 
 
 def _compare(fn: Callable[..., Any], *args: Any) -> Any:
