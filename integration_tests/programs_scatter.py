@@ -92,3 +92,13 @@ def add_at_through_a_view_of_an_input(x, index):
     np.add.at(column, index, 2.0)
     np.multiply.at(x[::-1, 3], index, 0.5)
     return column * 1.0
+
+
+@scatter(lambda rng, n: (rng.integers(0, 5, 4 * n), rng.integers(-3, 4, 4 * n)))
+def integer_histogram_by_add_at(keys, counts):
+    # Integer accumulation (no rounding): per-key sums and counts, then a masked mean.
+    total = np.zeros(5, dtype=np.int64)
+    seen = np.zeros(5, dtype=np.int64)
+    np.add.at(total, keys, counts)
+    np.add.at(seen, keys, 1)
+    return total, seen, np.where(seen > 0, total / np.maximum(seen, 1), 0.0)

@@ -163,8 +163,8 @@ def _emit(
         if position < depth:
             raise LoopFallback("a branch of an if changes the stack below it")
         results.append((position, then_item, else_item))
-    then_values = [graph_value(then_value) for _, then_value, _ in results]
-    else_values = [graph_value(else_value) for _, _, else_value in results]
+    then_values = [graph_value(then_value, frame.tracer) for _, then_value, _ in results]
+    else_values = [graph_value(else_value, frame.tracer) for _, _, else_value in results]
     metas = [
         _join(str(key), meta_of_value(a), meta_of_value(b))
         for (key, _, _), a, b in zip(results, then_values, else_values, strict=True)

@@ -429,8 +429,11 @@ def _is_numpy_number(value: Any) -> bool:
     return isinstance(value, np.generic) and value.dtype.kind in "biufc"
 
 
-def graph_value(var: Variable) -> Any:
-    """The graph input or constant standing for a scalar or array variable."""
+def graph_value(var: Variable, tracer: Tracer | None = None) -> Any:
+    """The graph input or constant standing for a scalar or array variable (a symbolic
+    size computed from the inputs' shapes where `tracer` is given)."""
+    if tracer is not None and isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+        return size_node(tracer, var.value.expr)
     if isinstance(var, ArrayVar | ScalarNodeVar):
         return var.node
     if isinstance(var, ScalarInputVar):
@@ -520,12 +523,12 @@ def _trace_indexed_body(
         tracer.graph = outer
     if len(frame.state.stack) != depth:
         raise LoopFallback("the body leaves values on the stack")
-    results = [graph_value(frame.state.locals[name]) for name in metas]
+    results = [graph_value(frame.state.locals[name], frame.tracer) for name in metas]
     broke = frame.state.locals.pop(BROKE)
     if isinstance(broke, ConstantVar) and broke.value is False:
         body.output = tuple(results)
     else:
-        body.output = (*results, graph_value(broke))  # the stop flag (see loop_exit)
+        body.output = (*results, graph_value(broke, frame.tracer))  # the stop flag (see loop_exit)
     return body, results
 
 
@@ -650,7 +653,7 @@ def _emit_loop(
             graph.output = (*graph.output, False)  # a trace that never reached its break
     first, body, invariants = peeled_first(traced, 1 + len(metas))
     state = frame.state
-    initial = [graph_value(state.locals[name]) for name in metas]
+    initial = [graph_value(state.locals[name], frame.tracer) for name in metas]
     # NOTE: placeholder k is input 2 + k (after the bounds).
     written = tuple(
         sorted({*written_inputs(body, 2), *(written_inputs(first, 2) if first else ())})
@@ -708,6 +711,18 @@ def size_node(tracer: Tracer, expr: Any) -> Any:
                 if not isinstance(size, int) and size == expr:
                     return tracer.graph.call(get_op("dim"), placeholder, axis=axis)
         raise LoopFallback(f"no input has the size {expr}")
+    if isinstance(expr, sympy.floor | sympy.Mod):
+        # `n // k` (sympy's floor(n/k)) and `n % k` of a size by a positive constant.
+        if isinstance(expr, sympy.floor):
+            numerator, denominator = expr.args[0].as_numer_denom()
+            op = "floordiv"
+        else:
+            numerator, denominator = expr.args
+            op = "mod"
+        if denominator.is_Integer and denominator > 0:
+            return tracer.graph.call(
+                get_op("py_binary"), size_node(tracer, numerator), int(denominator), operator=op
+            )
     if isinstance(expr, sympy.Add | sympy.Mul):
         op = "add" if isinstance(expr, sympy.Add) else "mul"
         parts = [size_node(tracer, arg) for arg in expr.args]
