@@ -7,7 +7,6 @@ corpus' checks (programs_loops.py); these tests check the path.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -54,19 +53,10 @@ def _args(name: str, n: int) -> tuple[Any, ...]:
     return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs)
 
 
-# On 3.12 these bodies reach the C backend in a form the kernel loop refuses (found at the
-# third session's stop; values match eager): they run as host loops there.
-HOST_LOOPS_ON_312 = frozenset(
-    {"jacobi_2d_time_steps", "heat_1d_swapping_buffers", "particles_time_steps"}
-)
-
-
 @pytest.mark.parametrize("name", KERNEL_LOOPS)
 def test_array_body_runs_as_a_c_loop_of_kernels(
     name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    if name in HOST_LOOPS_ON_312 and sys.version_info[:2] == (3, 12):
-        pytest.xfail("on 3.12 this body runs as a host loop, not a C loop of kernels, yet")
     fn = getattr(programs_loops, name)
     assert numpile.explain(fn)(*_args(name, 5)).loops_not_kept == ()
     compiled = numpile.compile(fn, fullgraph=True)

@@ -285,6 +285,33 @@ def test_views_reductions_and_matmul_match_numpy(dynamic: bool | None) -> None:
     assert _entries(f) <= limit
 
 
+@pytest.mark.parametrize(
+    "item",
+    [
+        slice(None, None, -1),
+        slice(5, 1, -1),
+        slice(-2, None, -2),
+        slice(1, None, -1),
+        slice(100, None, -2),
+        slice(None, -100, -1),
+        slice(-1, -4, -1),
+    ],
+)
+def test_negative_steps_of_symbolic_sizes_compile_once(item: slice) -> None:
+    # Python's clamps of a negative step ([-1, size - 1]) are guarded like a positive one's.
+    def f(x: Any) -> Any:
+        return x[item] * 2.0
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    with recording_captures() as events:
+        for n in (2, 3, 7, 10, 31):
+            x = np.arange(float(n))
+            _same(compiled(x), f(x))
+    graphs = _graphs(events)
+    assert 1 <= len(graphs) <= 3
+    assert all(not isinstance(g.placeholders[0].meta.shape[0], int) for g in graphs)
+
+
 def test_non_contiguous_inputs_stay_static() -> None:
     def f(x: Any) -> Any:
         return x + 1

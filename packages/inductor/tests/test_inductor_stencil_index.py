@@ -112,6 +112,29 @@ def test_slices_of_symbolic_sizes(tmp_path: Path) -> None:
         np.testing.assert_allclose(fn(a), jacobi_3d(a), rtol=1e-13, atol=0)
 
 
+@pytest.mark.parametrize(
+    ("fn", "shapes"),
+    [
+        (views_of_views, [[(9, 8)], [(12, 7)]]),
+        (negative_steps, [[(9, 8)], [(6, 11)]]),
+        (broadcast_slices, [[(6, 5), (4, 7)], [(9, 3), (5, 5)]]),
+        (jacobi_3d, [[(5, 6, 7)], [(8, 4, 9)]]),
+    ],
+)
+def test_slices_of_symbolic_sizes_are_index_arithmetic(
+    fn: Callable[..., Any], shapes: list[list[tuple[int, ...]]], tmp_path: Path
+) -> None:
+    # Under symbolic sizes each slice's start is an expression of them (`a[s0 - x0 - 1]`),
+    # not a view NumPy computes before the kernel.
+    compiled = _compiled(fn, tmp_path, dynamic=True)
+    for arg_shapes in shapes:
+        args = [_rng().random(shape) for shape in arg_shapes]
+        np.testing.assert_allclose(compiled(*args), fn(*args), rtol=1e-13, atol=0)
+    ir = _ir(tmp_path)
+    assert "s0" in ir and "kernel" in ir, ir
+    assert "extern getitem" not in ir, ir
+
+
 def test_non_contiguous_inputs_take_the_generic_strides(tmp_path: Path) -> None:
     a = _rng().random((10, 12, 14))
     fn = _compiled(jacobi_3d, tmp_path)

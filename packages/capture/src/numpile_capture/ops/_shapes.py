@@ -110,8 +110,6 @@ def symbolic_quotient(numel: Any, known: Any) -> Any:
 def symbolic_slice_length(size: Any, item: slice) -> Any:
     """The length of `item` applied to a symbolic `size`, with guards on the branches taken.
 
-    Negative steps are not handled (NotImplementedError: the call compiles static).
-
         >>> symbolic_slice_length(5, slice(1, None))
         4
     """
@@ -132,27 +130,37 @@ def symbolic_slice_length(size: Any, item: slice) -> Any:
             raise ValueError("slice step cannot be zero")
         start, stop = (None if v is None else operator.index(v) for v in (item.start, item.stop))
         return slice_length(size, start, stop, step, env)
-    if env is None or step <= 0:
+    if env is None:
         raise NotImplementedError(f"slicing symbolic size {size} with {item}")
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    # Python's clamps: into [0, size] for a positive step, into [-1, size - 1] for a
+    # negative one.
+    low, high = (0, size) if step > 0 else (-1, size - 1)
 
     def clamp(bound: Any, default: Any) -> Any:
         if bound is None:
             return default
         value = operator.index(bound)
         if value < 0:
-            inside = env.evaluate(sympy.Ge(size + value, 0), reason="slice bound")
-            return size + value if inside else 0
-        inside = env.evaluate(sympy.Le(value, size), reason="slice bound")
-        return value if inside else size
+            inside = env.evaluate(sympy.Ge(size + value, low), reason="slice bound")
+            return size + value if inside else low
+        inside = env.evaluate(sympy.Le(value, high), reason="slice bound")
+        return value if inside else high
 
-    start = clamp(item.start, 0)
-    stop = clamp(item.stop, size)
-    if not env.evaluate(sympy.Gt(stop - start, 0), reason="slice length"):
+    if step > 0:
+        start, stop = clamp(item.start, 0), clamp(item.stop, size)
+        span = stop - start
+    else:
+        start, stop = clamp(item.start, size - 1), clamp(item.stop, -1)
+        span = start - stop
+    if not env.evaluate(sympy.Gt(span, 0), reason="slice length"):
         return 0
+    stride = abs(step)
     length = env.simplify(
-        sympy.sympify(stop - start)
-        if step == 1
-        else sympy.floor((stop - start + step - 1) / sympy.Integer(step))
+        sympy.sympify(span)
+        if stride == 1
+        else sympy.floor((span + stride - 1) / sympy.Integer(stride))
     )
     return int(length) if length.is_Integer else length
 

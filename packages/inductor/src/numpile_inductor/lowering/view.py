@@ -2,8 +2,10 @@
 
 A view is index arithmetic, never a copy: the op runs once on a stride probe (a
 C-contiguous array of bytes of the input's shape), and the probe's offset and strides
-give the map from output to input indices (`_affine_remap`). Views of symbolic shape,
-and ops that copy, run as externs.
+give the map from output to input indices (`_affine_remap`). A basic index (`getitem`)
+of symbolic shape is index arithmetic too (`lower_symbolic_getitem`): each slice's start is
+the one clamp consistent with the length capture gave the view. Other views of symbolic
+shape, and ops that copy, run as externs.
 
     >>> unflatten_static(5, (2, 3))
     (1, 2)
@@ -19,6 +21,7 @@ import numpy as np
 import sympy
 
 from numpile_capture import ArrayMeta, Node, OpKind, contiguous_strides
+from numpile_capture import ops as capture_ops
 
 from ..index import unflatten_index
 from ..loop_ir import Expr
@@ -73,6 +76,131 @@ def lower_view(ctx: LoweringContext, node: Node) -> Lowered:
     return Lowered(
         shape, source.dtype, load, source.ops, pure_view=source.pure_view, heavy=source.heavy
     )
+
+
+@register_lowering("getitem")
+def lower_getitem(ctx: LoweringContext, node: Node) -> Lowered:
+    """A basic index: the stride probe where sizes are static, else symbolic index
+    arithmetic (`x[1:-1]` of `float64[s0]` loads `x[i + 1]`).
+
+    >>> lower_getitem(ctx, getitem_node).shape  # doctest: +SKIP
+    (s0 - 2,)
+    """
+    source = ctx.values[node.inputs[0]] if isinstance(node.inputs[0], Node) else None
+    if source is not None and is_static(source.shape) and is_static(out_shape(node)):
+        return lower_view(ctx, node)
+    return lower_symbolic_getitem(ctx, node)
+
+
+def lower_symbolic_getitem(ctx: LoweringContext, node: Node) -> Lowered:
+    """A basic index of symbolic shape as a map from output to input indices."""
+    if len(node.inputs) != 1 or not isinstance(node.inputs[0], Node):
+        raise CannotLower("getitem with array operands")
+    source = ctx.values[node.inputs[0]]
+    if source.loader is None:
+        raise CannotLower("view input")
+    assert isinstance(node.meta, ArrayMeta)
+    if node.meta.dtype != source.dtype:
+        raise CannotLower("a view that changes the dtype")
+    shape = out_shape(node)
+    maps = index_map(node.kwargs["index"], source.shape, shape)
+    loader = source.loader
+
+    def load(idx: tuple[Any, ...]) -> Expr:
+        return loader(
+            tuple(start if dim is None else start + step * idx[dim] for start, step, dim in maps)
+        )
+
+    return Lowered(
+        shape, source.dtype, load, source.ops, pure_view=source.pure_view, heavy=source.heavy
+    )
+
+
+IndexMap = tuple[tuple[Any, int, "int | None"], ...]
+
+
+def index_map(index: Any, in_shape: tuple[Any, ...], shape: tuple[Any, ...]) -> IndexMap:
+    """For a basic index of an array of `in_shape` giving a view of `shape`: per input dim,
+    `(start, step, view dim)` (the input index is `start + step * i` at view index `i` of
+    that dim), or `(index, 0, None)` for a dim an int picks.
+
+    Capture guarded each slice bound it clamped (`_shapes.symbolic_slice_length`); of the
+    clamps Python could have taken, the start kept is the one whose length equals the
+    view's, and a slice two starts would fit raises CannotLower.
+
+        >>> s0 = sympy.Symbol("s0", integer=True, positive=True)
+        >>> index_map((slice(1, -1), 2), (s0, 4), (s0 - 2,))
+        ((1, 1, 0), (2, 0, None))
+    """
+    items = capture_ops.view.normalize_index(
+        index if isinstance(index, tuple) else (index,), in_shape
+    )
+    maps: list[tuple[Any, int, int | None]] = []
+    out_dim = 0
+    for item in items:
+        if item is Ellipsis:
+            continue
+        if item is None:
+            out_dim += 1
+            continue
+        if out_dim > len(shape) or len(maps) >= len(in_shape):
+            raise CannotLower("an index the lowering does not follow")
+        size = in_shape[len(maps)]
+        if isinstance(item, slice):
+            if out_dim >= len(shape):
+                raise CannotLower("an index the lowering does not follow")
+            start, step = _slice_start(size, item, shape[out_dim])
+            maps.append((start, step, out_dim))
+            out_dim += 1
+        else:
+            value = int(item)
+            maps.append((sympy.Integer(value) if value >= 0 else size + value, 0, None))
+    for _ in range(len(maps), len(in_shape)):
+        maps.append((sympy.Integer(0), 1, out_dim))
+        out_dim += 1
+    if out_dim != len(shape):
+        raise CannotLower("an index the lowering does not follow")
+    return tuple(maps)
+
+
+def _slice_start(size: Any, item: slice, length: Any) -> tuple[Any, int]:
+    # The start and step of `item` on an axis of `size` whose slice has `length`. Python
+    # clamps each bound into the axis; the start kept is the one clamp whose length (with
+    # any clamp of the stop) is the view's length.
+    step = 1 if item.step is None else int(item.step)
+    if length == 0:
+        return sympy.Integer(0), step  # an empty view reads nothing
+    if step > 0:
+        starts = _clamps(item.start, size, low=0, high=size, default=0)
+        stops = _clamps(item.stop, size, low=0, high=size, default=size)
+    else:
+        starts = _clamps(item.start, size, low=-1, high=size - 1, default=size - 1)
+        stops = _clamps(item.stop, size, low=-1, high=size - 1, default=-1)
+    fitting = {
+        start
+        for start in starts
+        for stop in stops
+        if sympy.expand(_length(start, stop, step) - length) == 0
+    }
+    if len(fitting) != 1:
+        raise CannotLower(f"the start of {item} on an axis of {size}")
+    return fitting.pop(), step
+
+
+def _clamps(bound: Any, size: Any, *, low: Any, high: Any, default: Any) -> set[Any]:
+    # The values Python may give a slice bound on an axis of `size`: the bound itself
+    # (wrapped once when negative) or either clamp.
+    if bound is None:
+        return {sympy.sympify(default)}
+    value = int(bound)
+    wrapped = size + value if value < 0 else sympy.Integer(value)
+    return {sympy.sympify(wrapped), sympy.sympify(low), sympy.sympify(high)}
+
+
+def _length(start: Any, stop: Any, step: int) -> Any:
+    if step > 0:
+        return sympy.floor((stop - start + step - 1) / sympy.Integer(step))
+    return sympy.floor((start - stop - step - 1) / sympy.Integer(-step))
 
 
 def _affine_remap(

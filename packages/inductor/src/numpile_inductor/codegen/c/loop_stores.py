@@ -24,6 +24,8 @@ import attrs
 import numpy as np
 import sympy
 
+from numpile_capture import ops as capture_ops
+
 from ...index import loop_var
 from ...loop_ir import (
     Apply,
@@ -40,6 +42,8 @@ from ...loop_ir import (
     loads_of,
 )
 from ...lowering import Program
+from ...lowering.context import CannotLower
+from ...lowering.view import index_map
 
 
 @attrs.frozen
@@ -92,14 +96,11 @@ class _Rewriter:
             return None
         if arg.name in self.views:
             base, element = self.views[arg.name]
-            shape = self.buffers[arg.name].shape
-            if not all(isinstance(d, int) for d in shape):
-                return None
-            return self.buffers[base], element, tuple(int(d) for d in shape)
+            return self.buffers[base], element, tuple(self.buffers[arg.name].shape)
         buf = self.buffers[arg.name]
-        if buf.kind != "input" or not all(isinstance(d, int) for d in buf.shape):
+        if buf.kind != "input":
             return None
-        shape = tuple(int(d) for d in buf.shape)
+        shape = tuple(buf.shape)
         return buf, tuple(loop_var(d) for d in range(len(shape))), shape
 
     def _rewrite(self, step: ExternCall) -> bool:
@@ -109,7 +110,7 @@ class _Rewriter:
         target, element, shape = found
         kwargs = dict(step.kwargs)
         if step.op_name == "getitem" and len(step.args) == 1 and set(kwargs) == {"index"}:
-            view = _basic_view(kwargs["index"], shape)
+            view = _basic_view(kwargs["index"], shape, self.buffers[step.buffer].shape)
             if view is None:
                 return False
             inner, _ = view
@@ -117,7 +118,8 @@ class _Rewriter:
             self.views[step.buffer] = (target.name, _compose(element, inner))
             return True
         if step.op_name == "setitem" and len(step.args) == 2 and set(kwargs) == {"index"}:
-            view = _basic_view(kwargs["index"], shape)
+            view_shape = _view_shape(kwargs["index"], shape, self._shape_of(step.args[1]))
+            view = None if view_shape is None else _basic_view(kwargs["index"], shape, view_shape)
             if view is None:
                 return False
             inner, shape = view
@@ -163,9 +165,9 @@ class _Rewriter:
         if not isinstance(source, BufferRef) or set(kwargs) != {"index"}:
             return False
         buf = self.buffers[source.name]
-        if buf.kind not in ("kernel", "extern") or not all(isinstance(d, int) for d in buf.shape):
+        if buf.kind not in ("kernel", "extern"):
             return False
-        view = _basic_view(kwargs["index"], tuple(int(d) for d in buf.shape))
+        view = _basic_view(kwargs["index"], tuple(buf.shape), self.buffers[step.buffer].shape)
         if view is None:
             return False
         element, shape = view
@@ -179,6 +181,10 @@ class _Rewriter:
         store = Store(step.buffer, index, Load(source.name, element, buf.dtype))
         self.steps.append(self._kernel(shape, store, step))
         return True
+
+    def _shape_of(self, value: Any) -> tuple[Any, ...]:
+        # The shape of a stored value: a buffer's, or () for a number.
+        return tuple(self.buffers[value.name].shape) if isinstance(value, BufferRef) else ()
 
     def _first(
         self,
@@ -219,9 +225,9 @@ def _compose(outer: tuple[Any, ...], inner: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(sympy.sympify(e).xreplace(swap) for e in outer)
 
 
-def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides: list[int] = []
-    step = 1
+def _contiguous(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    strides: list[Any] = []
+    step: Any = 1
     for dim in reversed(shape):
         strides.append(step)
         step *= dim
@@ -282,7 +288,7 @@ def _holds(dtype: np.dtype[Any], value: int) -> bool:
 
 def _broadcast_index(source: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[Any, ...] | None:
     # The index into an array of shape `source` broadcast to `shape` (NumPy's rules).
-    if len(source) > len(shape) or not all(isinstance(d, int) for d in source):
+    if len(source) > len(shape):
         return None
     lead = len(shape) - len(source)
     index = []
@@ -297,43 +303,70 @@ def _broadcast_index(source: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[A
 
 
 def _basic_view(
-    index: Any, shape: tuple[int, ...]
-) -> tuple[tuple[Any, ...], tuple[int, ...]] | None:
-    # For a basic index of ints, slices, `None`s and one Ellipsis into an array of static
-    # `shape`: the element of the array at each view position and the view's shape.
+    index: Any, shape: tuple[Any, ...], view_shape: tuple[Any, ...]
+) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+    # For a basic index of ints, slices, `None`s and one Ellipsis into an array of `shape`
+    # giving a view of `view_shape`: the element of the array at each view position, and
+    # the view's shape. None where the lowering cannot follow it (the extern then raises
+    # NumPy's IndexError, or runs it).
     items = index if isinstance(index, tuple) else (index,)
-    if sum(item is Ellipsis for item in items) > 1:
+    if any(isinstance(item, bool | np.bool_) for item in items):
         return None
     allowed = (slice, int, type(None))
     if any(not (item is Ellipsis or isinstance(item, allowed)) for item in items):
         return None
-    if any(isinstance(item, bool) for item in items):
+    try:
+        maps = index_map(items, shape, tuple(view_shape))
+    except (CannotLower, IndexError, ValueError, TypeError):
         return None
-    explicit = sum(item is not Ellipsis and item is not None for item in items)
-    if explicit > len(shape):
+    for (start, _step, dim), size in zip(maps, shape, strict=True):
+        if dim is None and isinstance(size, int) and not 0 <= int(start) < size:
+            return None  # NumPy's IndexError: the extern raises it
+    element = tuple(
+        sympy.sympify(start) if dim is None else start + step * loop_var(dim)
+        for start, step, dim in maps
+    )
+    return element, tuple(view_shape)
+
+
+def _view_shape(
+    index: Any, shape: tuple[Any, ...], value_shape: tuple[Any, ...]
+) -> tuple[Any, ...] | None:
+    # The shape of the view `index` picks out of an array of `shape`, for a store of a
+    # value of `value_shape`: a slice of a symbolic size has the value's length there (a
+    # value broadcasts to the view, and capture checked it does). None where neither says.
+    items = index if isinstance(index, tuple) else (index,)
+    try:
+        items = capture_ops.view.normalize_index(items, shape)
+    except (IndexError, ValueError, TypeError):
         return None
-    at = next((k for k, item in enumerate(items) if item is Ellipsis), len(items))
-    fill = (slice(None),) * (len(shape) - explicit)
-    items = (*items[:at], *fill, *items[at + 1 :])
-    element: list[Any] = []
-    view: list[int] = []
-    sizes = iter(shape)
+    dims: list[Any] = []
+    axis = 0
     for item in items:
+        if item is Ellipsis:
+            continue
         if item is None:
-            view.append(1)
+            dims.append(1)
             continue
-        size = next(sizes)
-        if isinstance(item, int):
-            position = item + size if item < 0 else item
-            if not 0 <= position < size:
-                return None  # NumPy's IndexError: the extern raises it
-            element.append(sympy.Integer(position))
+        size = shape[axis]
+        axis += 1
+        if not isinstance(item, slice):
             continue
-        start, _, step = item.indices(size)
-        length = len(range(*item.indices(size)))
-        element.append(start + step * loop_var(len(view)))
-        view.append(length)
-    return tuple(element), tuple(view)
+        if isinstance(size, int):
+            dims.append(len(range(*item.indices(size))))
+        elif item == slice(None):
+            dims.append(size)
+        else:
+            dims.append(None)
+    dims.extend(shape[axis:])
+    lead = len(dims) - len(value_shape)
+    for d, dim in enumerate(dims):
+        if dim is None:
+            k = d - lead
+            if k < 0 or value_shape[k] == 1:
+                return None
+            dims[d] = value_shape[k]
+    return tuple(dims)
 
 
 def _renamed(
