@@ -755,6 +755,19 @@ def standin_compile(
     return run
 
 
+def skip_unless_chosen(backend: str) -> None:
+    """Skip a test of generated programs on `backend` when ``NUMPILE_CORPUS_BACKENDS`` leaves
+    it out (on 3.12 and 3.13 CI runs them through capture alone, as it runs the corpus).
+
+    >>> skip_unless_chosen("eager") if "eager" in corpus_backends() else None
+    """
+    chosen = [name for name in os.environ.get("NUMPILE_CORPUS_BACKENDS", "").split(",") if name]
+    if chosen and backend not in chosen:
+        import pytest
+
+        pytest.skip(f"NUMPILE_CORPUS_BACKENDS={','.join(chosen)} leaves out {backend}")
+
+
 def corpus_backends() -> list[str]:
     """``["eager"]``, plus ``"inductor"`` when ``numpile.list_backends()`` lists it.
 

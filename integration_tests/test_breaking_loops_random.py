@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from harness import skip_unless_chosen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -72,6 +73,7 @@ def _check(backend: str, loop: str, statements: list[str], calls: list[tuple[int
 
 @pytest.mark.parametrize("backend", ["eager", "inductor"])
 def test_breaking_loops_behave_as_in_eager(backend: str) -> None:
+    skip_unless_chosen(backend)
     cases = st.tuples(
         st.sampled_from(LOOPS),
         st.lists(st.sampled_from(STATEMENTS), min_size=1, max_size=4),

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from harness import skip_unless_chosen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -147,6 +148,7 @@ def _triton_interpreting() -> bool:
     ],
 )
 def test_random_loop_nests_behave_as_in_eager(backend: str) -> None:
+    skip_unless_chosen(backend)
     cases = st.tuples(
         st.sampled_from(LOOPS),
         st.lists(st.sampled_from(STATEMENTS), min_size=1, max_size=4),
