@@ -235,7 +235,9 @@ def _child(workload_set: str, name: str, *, sync: bool, quick: bool) -> None:
     pairs = zip(_flat((result, first_args)), _flat((want, want_args)), strict=True)
     for got, expected in pairs:
         if isinstance(expected, np.ndarray | np.generic | int | float | complex):
-            np.testing.assert_allclose(got, expected, rtol=workload.rtol, atol=workload.atol)
+            np.testing.assert_allclose(
+                got, np.asarray(expected), rtol=workload.rtol, atol=workload.atol
+            )
     report = {
         "import_s": import_s,
         "first_s": first,
@@ -281,7 +283,7 @@ def _run(
 
 
 def _median(runs: list[dict[str, Any]], key: str) -> float:
-    return statistics.median(run[key] for run in runs)
+    return float(statistics.median(run[key] for run in runs))
 
 
 def _stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
