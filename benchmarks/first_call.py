@@ -1,25 +1,36 @@
-"""First call of small kernels: where the time goes, cold (empty cache) and warm (filled cache).
+"""First calls, warm starts and warm calls: where a new function's time goes.
 
-Each kernel runs in a fresh interpreter, so the import and every first-use cost are in the
-figure, as a user's first call pays them. A cold run gets an empty ``NUMPILE_CACHE_DIR``;
-the warm run after it reuses that folder (a new process, the on-disk cache filled). The
-child reports the import, the first call, the second call, and the compile stages that
-``numpile_runtime.compile_times()`` recorded during the first call (capture, guards,
-lowering, codegen, the C build, module loads)::
+Each workload runs in a fresh interpreter, so the import and every first-use cost are in
+the figure, as a user's first call pays them. A cold run gets an empty
+``NUMPILE_CACHE_DIR``; the warm start after it reuses that folder (a new process, the
+on-disk cache filled). Per workload the report gives the import, the cold first call, the
+cold second call, the warm call (the median of calls once every background build ended),
+and the warm start: the first call of a new process with the cache filled, alone and with
+the import before it. ``--stages`` adds the
+compile stages ``numpile_runtime.compile_times()`` recorded during the first call
+(capture, guards, lowering, codegen, the C build, module loads)::
 
-    python -m benchmarks.first_call                  # every kernel, default (tiered) mode
+    python -m benchmarks.first_call                  # the small kernels, default (tiered)
+    python -m benchmarks.first_call --set loops      # issue 23's loop workloads
+    python -m benchmarks.first_call --set science    # issue 24's science set
     python -m benchmarks.first_call --sync           # compiled code from the first call
-    python -m benchmarks.first_call --only softmax --repeats 5
+    python -m benchmarks.first_call --set loops --only 'lu*' --repeats 5
 
-A kernel's figure is the median over ``--repeats`` fresh processes.
+Sets: ``small`` (seven small kernels), ``loops`` (``benchmarks.loops`` at its full trip
+counts, ``--quick`` for the quick ones) and ``science`` (``benchmarks.science`` at its full
+sizes, ``--quick`` for the quick ones). A figure is the median over ``--repeats`` fresh
+processes.
 
     >>> sorted(KERNELS)[:2]
     ['chain10', 'layernorm']
+    >>> find_workloads("loops", ["crc*"], quick=True)[0].name
+    'crc32'
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -27,9 +38,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -101,7 +114,90 @@ KERNELS: dict[str, Callable[..., Any]] = {
 }
 
 
-def _child(name: str, *, sync: bool) -> None:
+@attrs.frozen
+class FirstCallWorkload:
+    """A function and its inputs, as the child process builds them.
+
+    ``mutates`` marks a function that writes into its inputs: every call gets fresh ones.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    inputs: Callable[[], tuple[Any, ...]]
+    rtol: float = 1e-12
+    atol: float = 1e-12
+    mutates: bool = False
+
+
+SETS = ("small", "loops", "science")
+
+
+def _small_workloads() -> list[FirstCallWorkload]:
+    return [
+        FirstCallWorkload(name, fn, lambda name=name: _inputs(name))  # type: ignore[misc]
+        for name, fn in KERNELS.items()
+    ]
+
+
+def _loop_workloads(*, quick: bool) -> list[FirstCallWorkload]:
+    from .loops import LOOP_WORKLOADS
+
+    return [
+        FirstCallWorkload(
+            w.name,
+            w.fn,
+            lambda w=w: w.inputs(w.quick_trips if quick else w.full_trips),  # type: ignore[misc]
+            rtol=1e-9,
+            atol=1e-9,
+        )
+        for w in LOOP_WORKLOADS
+    ]
+
+
+def _science_workloads(*, quick: bool) -> list[FirstCallWorkload]:
+    from .science import all_kernels
+
+    return [
+        FirstCallWorkload(
+            k.name,
+            k.fn,
+            lambda k=k: k.make_inputs(k.sizes[0] if quick else k.sizes[1]),  # type: ignore[misc]
+            rtol=k.rtol,
+            atol=k.atol,
+            mutates=k.mutates,
+        )
+        for k in all_kernels()
+    ]
+
+
+def find_workloads(
+    workload_set: str, patterns: Sequence[str], *, quick: bool
+) -> list[FirstCallWorkload]:
+    """The workloads of one set whose names match any shell pattern (all for none)."""
+    import fnmatch
+
+    if workload_set == "small":
+        workloads = _small_workloads()
+    elif workload_set == "loops":
+        workloads = _loop_workloads(quick=quick)
+    elif workload_set == "science":
+        workloads = _science_workloads(quick=quick)
+    else:
+        raise ValueError(f"unknown set {workload_set!r}; use one of {SETS}")
+    if not patterns:
+        return workloads
+    return [w for w in workloads if any(fnmatch.fnmatchcase(w.name, p) for p in patterns)]
+
+
+def _fresh(workload: FirstCallWorkload, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    if not workload.mutates:
+        return args
+    import copy
+
+    return copy.deepcopy(args)
+
+
+def _child(workload_set: str, name: str, *, sync: bool, quick: bool) -> None:
     started = time.perf_counter()
     import numpy as np
 
@@ -109,31 +205,77 @@ def _child(name: str, *, sync: bool) -> None:
     import numpile_runtime as rt
 
     import_s = time.perf_counter() - started
-    args = _inputs(name)
-    options = {"tiered": not sync}
-    fn = numpile.compile(KERNELS[name], options=options)
+    workload = find_workloads(workload_set, [name], quick=quick)[0]
+    args = workload.inputs()
+    want_args = _fresh(workload, args)
+    want = workload.fn(*want_args)
+    fn = numpile.compile(workload.fn, options={"tiered": not sync})
     rt.reset_compile_times()
+    first_args = call_args = _fresh(workload, args)
     start = time.perf_counter()
-    result = fn(*args)
+    result = fn(*call_args)
     first = time.perf_counter() - start
     stages = rt.compile_times()
+    call_args = _fresh(workload, args)
     start = time.perf_counter()
-    fn(*args)
+    fn(*call_args)
     second = time.perf_counter() - start
-    np.testing.assert_allclose(result, KERNELS[name](*args), rtol=1e-12, atol=1e-12)
-    report = {"import_s": import_s, "first_s": first, "second_s": second, "stages": stages}
+    # The warm call: once every background build ended, the compiled code's median time.
+    from numpile_inductor import wait_for_background_builds
+
+    wait_for_background_builds()
+    warm: list[float] = []
+    deadline = time.perf_counter() + 1.0
+    while len(warm) < 3 or (len(warm) < 30 and time.perf_counter() < deadline):
+        call_args = _fresh(workload, args)
+        start = time.perf_counter()
+        fn(*call_args)
+        warm.append(time.perf_counter() - start)
+    # The first call's result and its in-place writes, against eager's.
+    pairs = zip(_flat((result, first_args)), _flat((want, want_args)), strict=True)
+    for got, expected in pairs:
+        if isinstance(expected, np.ndarray | np.generic | int | float | complex):
+            np.testing.assert_allclose(
+                got, np.asarray(expected), rtol=workload.rtol, atol=workload.atol
+            )
+    report = {
+        "import_s": import_s,
+        "first_s": first,
+        "second_s": second,
+        "warm_s": statistics.median(warm),
+        "stages": stages,
+    }
     print(json.dumps(report))
 
 
-def _run(name: str, cache_dir: str, *, sync: bool) -> dict[str, Any]:
-    command = [sys.executable, "-m", "benchmarks.first_call", "--child", name]
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, tuple | list):
+        return [item for part in value for item in _flat(part)]
+    return [value]
+
+
+def _run(
+    workload_set: str, name: str, cache_dir: str, *, sync: bool, quick: bool, limit_s: float
+) -> dict[str, Any] | None:
+    command = [sys.executable, "-m", "benchmarks.first_call", "--child", f"{workload_set}:{name}"]
     if sync:
         command.append("--sync")
+    if quick:
+        command.append("--quick")
     env = {**os.environ, "NUMPILE_CACHE_DIR": cache_dir}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    done = subprocess.run(
-        command, capture_output=True, text=True, cwd=_REPO_ROOT, env=env, check=False
-    )
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            cwd=_REPO_ROOT,
+            env=env,
+            check=False,
+            timeout=limit_s,
+        )
+    except subprocess.TimeoutExpired:
+        return None
     if done.returncode != 0:
         raise SystemExit(f"{name}: child failed:\n{done.stderr[-2000:]}")
     report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -141,7 +283,7 @@ def _run(name: str, cache_dir: str, *, sync: bool) -> dict[str, Any]:
 
 
 def _median(runs: list[dict[str, Any]], key: str) -> float:
-    return statistics.median(run[key] for run in runs)
+    return float(statistics.median(run[key] for run in runs))
 
 
 def _stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
@@ -149,53 +291,84 @@ def _stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
     return {n: statistics.median(run["stages"].get(n, 0.0) for run in runs) for n in names}
 
 
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:8.1f}ms" if seconds < 10.0 else f"{seconds:8.1f}s "
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run every kernel cold then warm in fresh processes; print one line per kernel."""
+    """Run each workload cold then warm in fresh processes; print one line per workload."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.first_call")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--set", dest="workload_set", choices=SETS, default="small")
     parser.add_argument("--sync", action="store_true", help="options={'tiered': False}")
-    parser.add_argument("--only", action="append", default=[])
+    parser.add_argument("--quick", action="store_true", help="the sets' quick sizes")
+    parser.add_argument("--only", action="append", default=[], help="shell pattern")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--limit", type=float, default=300.0, help="seconds per process")
     parser.add_argument("--stages", action="store_true", help="print the compile stages")
     options = parser.parse_args(argv)
     if options.child:
-        _child(options.child, sync=options.sync)
+        workload_set, name = options.child.split(":", 1)
+        _child(workload_set, name, sync=options.sync, quick=options.quick)
         return
-    names = [n for n in KERNELS if not options.only or any(n.startswith(o) for o in options.only)]
+    workloads = find_workloads(options.workload_set, options.only, quick=options.quick)
     colds: list[float] = []
-    warms: list[float] = []
+    warm_firsts: list[float] = []
+    starts: list[float] = []
     mode = "sync" if options.sync else "default"
-    print(f"mode {mode}; load {os.getloadavg()[0]:.2f}; median of {options.repeats} processes")
-    print(f"{'kernel':14} {'import':>8} {'cold 1st':>9} {'cold 2nd':>9} {'warm 1st':>9}")
-    for name in names:
+    print(
+        f"set {options.workload_set}; mode {mode}; load {os.getloadavg()[0]:.2f};"
+        f" median of {options.repeats} processes"
+    )
+    print(
+        f"{'workload':22} {'import':>10} {'cold 1st':>10} {'cold 2nd':>10} {'warm call':>10}"
+        f" {'warm 1st':>10} {'+import':>10}"
+    )
+    for workload in workloads:
         cold_runs: list[dict[str, Any]] = []
         warm_runs: list[dict[str, Any]] = []
         for _ in range(options.repeats):
             with tempfile.TemporaryDirectory(prefix="numpile-first-call-") as cache_dir:
-                cold_runs.append(_run(name, cache_dir, sync=options.sync))
-                if options.sync:
-                    warm_runs.append(_run(name, cache_dir, sync=True))
-                else:
-                    # The background build of the cold run may still be writing the cache.
-                    _run(name, cache_dir, sync=True)
-                    warm_runs.append(_run(name, cache_dir, sync=False))
-        cold = _median(cold_runs, "first_s")
-        warm = _median(warm_runs, "first_s")
-        colds.append(cold)
-        warms.append(warm)
+                run = functools.partial(
+                    _run,
+                    options.workload_set,
+                    workload.name,
+                    cache_dir,
+                    quick=options.quick,
+                    limit_s=options.limit,
+                )
+                cold = run(sync=options.sync)
+                if cold is None:
+                    break
+                cold_runs.append(cold)
+                warm = run(sync=options.sync)
+                if warm is not None:
+                    warm_runs.append(warm)
+        if not cold_runs or not warm_runs:
+            print(f"{workload.name:22} timed out after {options.limit:.0f} s")
+            continue
+        colds.append(_median(cold_runs, "first_s"))
+        warm_firsts.append(_median(warm_runs, "first_s"))
+        start_s = statistics.median(run["import_s"] + run["first_s"] for run in warm_runs)
+        starts.append(start_s)
         print(
-            f"{name:14} {_median(cold_runs, 'import_s') * 1e3:7.0f}ms {cold * 1e3:8.1f}ms"
-            f" {_median(cold_runs, 'second_s') * 1e3:8.2f}ms {warm * 1e3:8.1f}ms"
+            f"{workload.name:22} {_ms(_median(cold_runs, 'import_s'))} {_ms(colds[-1])}"
+            f" {_ms(_median(cold_runs, 'second_s'))} {_ms(_median(cold_runs, 'warm_s'))}"
+            f" {_ms(warm_firsts[-1])} {_ms(start_s)}"
         )
         if options.stages:
             stages = _stage_medians(cold_runs)
             print("   cold stages: " + ", ".join(f"{k} {v * 1e3:.0f}" for k, v in stages.items()))
             stages = _stage_medians(warm_runs)
             print("   warm stages: " + ", ".join(f"{k} {v * 1e3:.0f}" for k, v in stages.items()))
-    print(
-        f"median first call: cold {statistics.median(colds) * 1e3:.1f} ms,"
-        f" warm {statistics.median(warms) * 1e3:.1f} ms"
-    )
+    if colds:
+        print(
+            f"median over {len(colds)} workloads: cold first call"
+            f" {statistics.median(colds) * 1e3:.1f} ms; warm start: first call"
+            f" {statistics.median(warm_firsts) * 1e3:.1f} ms, with the import"
+            f" {statistics.median(starts) * 1e3:.1f} ms; load"
+            f" {os.getloadavg()[0]:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import numpy as np
+import pytest
 
 import numpile
 
@@ -38,3 +39,36 @@ def test_calls_across_the_switch_match_eager() -> None:
             built += 1  # the build is done: the next calls run the kernels
         time.sleep(0.01)
     assert built >= 3, "the background build did not finish in 90 s"
+
+
+def _relax(u: Any, sweeps: int) -> Any:
+    # A kept loop nest: a carried Python float and elements written in place.
+    change = 0.0
+    for _ in range(sweeps):
+        for i in range(1, u.shape[0] - 1):
+            new = 0.5 * (u[i - 1] + u[i + 1])
+            change = change + abs(new - u[i])
+            u[i] = new
+    return change
+
+
+@pytest.mark.filterwarnings("error::numpile.NumpilePerformanceWarning")  # the loop is kept
+def test_loop_calls_across_the_switch_match_eager() -> None:
+    # Before the switch the function's own Python runs (the eager tier); after it, C.
+    numpile.reset()
+    compiled = numpile.compile(_relax, options={"tiered": True, "graph_cache": False})
+    rng = np.random.default_rng(5)
+    deadline = time.monotonic() + 120
+    calls = built = 0
+    while calls < 3 or (time.monotonic() < deadline and built < 3):
+        base = rng.random(int(rng.integers(3, 40)))
+        eager_u, mine = base.copy(), base.copy()
+        expected = _relax(eager_u, 3)
+        got = compiled(mine, 3)
+        np.testing.assert_array_equal(mine, eager_u)
+        assert type(got) is type(expected) and got == expected
+        calls += 1
+        if "inductor_build" in numpile.compile_times():
+            built += 1
+        time.sleep(0.01)
+    assert built >= 3, "the background build did not finish in 120 s"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import numpile_runtime as rt
-from numpile_capture import capture_function
+from numpile_capture import capture_function, compile_function, has_loops, reset
 from numpile_capture import config as capture_config
 from numpile_inductor import InductorConfig, NoCompilerWarning, TieredGraph, inductor
 from numpile_inductor import backend as backend_module
@@ -189,3 +189,85 @@ def test_the_option_the_modes_and_the_environment_choose_tiering(
     assert InductorConfig.from_options(None).tiered
     with pytest.raises(TypeError, match="'tiered' takes bool"):
         InductorConfig.from_options({"tiered": "yes"})
+
+
+# -- graphs with kept loops: the function's own Python before the switch --------------------
+
+
+def _squares_into(x: Any, out: Any) -> Any:
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i]
+        out[i] = s
+    return s
+
+
+def _loop_graph(x: Any) -> Any:
+    graph = capture_function(_squares_into, (x, np.zeros_like(x)), {}).graph
+    assert has_loops(graph)
+    return graph
+
+
+def _eager_and_mine(fn: Callable[..., Any], x: Any) -> None:
+    want_out, out = np.zeros_like(x), np.zeros_like(x)
+    want = _squares_into(x, want_out)
+    got = fn(x, out)
+    assert type(got) is type(want) and got == want
+    assert out.tobytes() == want_out.tobytes()
+
+
+def test_a_loop_graphs_calls_run_the_function_until_its_build_is_done(
+    held_worker: threading.Event,
+) -> None:
+    # The first calls do not wait for the C build (the worker is held: it cannot run).
+    reset()  # the capture cache holds compiled code per function: none from another test
+    compiled = compile_function(_squares_into, backend="inductor", options=TIERED)
+    x = RNG.random(50)
+    counters = rt.counters()
+    eager_before = counters.get("inductor_tiered_eager_call", 0)
+    switch_before = counters.get("inductor_tiered_switch", 0)
+    for _ in range(3):
+        _eager_and_mine(compiled, x)
+    assert rt.counters()["inductor_tiered_eager_call"] == eager_before + 3
+    held_worker.set()
+    assert bb.wait_idle(120)
+    for _ in range(2):
+        _eager_and_mine(compiled, x)
+    assert rt.counters()["inductor_tiered_eager_call"] == eager_before + 3
+    assert rt.counters()["inductor_tiered_switch"] == switch_before + 1
+
+
+def test_a_loop_graph_not_offered_the_eager_tier_waits_for_its_build() -> None:
+    x = RNG.random(20)
+    fn = inductor(_loop_graph(x), [x, np.zeros_like(x)], options=TIERED)
+    assert isinstance(fn, TieredGraph)
+    assert not fn.eager_tier
+    _eager_and_mine(fn, x)
+    assert fn.tier == "compiled"
+
+
+def test_a_loop_graph_in_the_graph_cache_is_compiled_from_the_first_call() -> None:
+    x = RNG.random(12)
+    graph = _loop_graph(x)
+    inductor(graph, [x, np.zeros_like(x)], options={"tiered": False})  # fills the cache
+    again = inductor(graph, [x, np.zeros_like(x)], options={"tiered": True})
+    assert not isinstance(again, TieredGraph)
+    _eager_and_mine(again, x)
+
+
+def test_a_failed_loop_build_keeps_running_the_function_eagerly(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise rt.BuildError("the compiler crashed", source_path="k.c", command=(), stderr="")
+
+    monkeypatch.setattr(backend_module, "_compile", broken)
+    reset()  # the capture cache holds compiled code per function: none from another test
+    compiled = compile_function(_squares_into, backend="inductor", options=TIERED)
+    x = RNG.random(9)
+    with caplog.at_level("WARNING", logger="numpile.inductor"):
+        _eager_and_mine(compiled, x)
+        assert bb.wait_idle(120)
+        _eager_and_mine(compiled, x)
+        _eager_and_mine(compiled, x)
+    assert "keeps running eagerly" in caplog.text

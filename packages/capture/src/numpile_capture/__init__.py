@@ -30,6 +30,8 @@ from .dispatch import InternalCompilerError as InternalCompilerError
 from .dispatch import reset as reset
 from .dynamic_shapes import mark_dynamic as mark_dynamic
 from .dynamic_shapes import mark_static as mark_static
+from .eager_tier import NotCompiledYet as NotCompiledYet
+from .eager_tier import offer_eager_tier as offer_eager_tier
 from .entry_point import compile_function as compile_function
 from .explain import BreakReason as BreakReason
 from .explain import ExplainOutput as ExplainOutput
@@ -137,6 +139,8 @@ __all__ = [
     "CaptureConfig",
     "config",
     "CaptureFallbackWarning",
+    "NotCompiledYet",
+    "offer_eager_tier",
     "NumpilePerformanceWarning",
     "CompiledFunction",
     "InternalCompilerError",

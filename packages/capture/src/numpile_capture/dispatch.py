@@ -99,6 +99,7 @@ from .dynamic_shapes import (
     symbolic_params,
     used_symbols,
 )
+from .eager_tier import NotCompiledYet, offer_eager_tier
 from .fallbacks import (
     CaptureFallbackWarning as CaptureFallbackWarning,
 )
@@ -320,7 +321,10 @@ class CompiledFunction:
             G = hit.globals
             if hit.check(L, G, fn):
                 if hit.tail is None:
-                    return hit.compiled(*hit.fetch(L, G, fn))
+                    try:
+                        return hit.compiled(*hit.fetch(L, G, fn))
+                    except NotCompiledYet:  # tiered: the function's own Python this call
+                        return self._run_eagerly(current_stance(), args, kwargs)
                 result = hit.tail(*hit.fetch(L, G, fn))
                 while type(result) is _TailCall:
                     result = result.run()
@@ -364,7 +368,10 @@ class CompiledFunction:
             self._remember(epoch, entry, skip_unsafe)
             tail = entry.tail
             if tail is None:
-                return entry.compiled(*entry.fetch(L, G, fn))
+                try:
+                    return entry.compiled(*entry.fetch(L, G, fn))
+                except NotCompiledYet:
+                    return self._run_eagerly(stance, args, kwargs)
             result = tail(*entry.fetch(L, G, fn))
             while type(result) is _TailCall:
                 result = result.run()
@@ -389,7 +396,10 @@ class CompiledFunction:
                     )
         finally:
             _emit_deferred()
-        return run()
+        try:
+            return run()
+        except NotCompiledYet:
+            return self._run_eagerly(stance, args, kwargs)
 
     def call_tail(self, *args: Any) -> Any:
         """Call it as a break function's resume: a cached entry that breaks again hands its
@@ -407,7 +417,10 @@ class CompiledFunction:
             G = hit.globals
             if hit.check(L, G, fn):
                 run_hit = hit.compiled if hit.tail is None else hit.tail
-                return run_hit(*hit.fetch(L, G, fn))
+                try:
+                    return run_hit(*hit.fetch(L, G, fn))
+                except NotCompiledYet:
+                    return self._fn(*args)
         epoch = EPOCH.current
         stance = current_stance()
         if stance.name == "force_eager" or _is_capturing() or in_disabled_region():
@@ -434,10 +447,13 @@ class CompiledFunction:
                         )
             finally:
                 _emit_deferred()
+        try:
             if entry is None:
                 return run()
-        run_tail = entry.compiled if entry.tail is None else entry.tail
-        return run_tail(*entry.fetch(L, fn.__globals__, fn))
+            run_tail = entry.compiled if entry.tail is None else entry.tail
+            return run_tail(*entry.fetch(L, fn.__globals__, fn))
+        except NotCompiledYet:
+            return self._fn(*args)
 
     def _run_eagerly(self, stance: Stance, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if stance.name == "eager_on_recompile":
@@ -613,6 +629,7 @@ class CompiledFunction:
         record_event(CaptureEvent(fn.__code__.co_qualname, graph, result.guards))
         metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
         metadata["guards"] = result.guards
+        offer_eager_tier(compiled)  # the graph is the whole function (see eager_tier)
         entry = CacheEntry(check, fetch, compiled, tag, metadata)
         cache.add(entry)
         return functools.partial(entry.compiled, *example_inputs)

@@ -22,6 +22,7 @@ from .backend import KernelCompileError as KernelCompileError
 from .backend import compile_graph as compile_graph
 from .backend import inductor as inductor
 from .background_build import cancel_pending as cancel_background_builds
+from .background_build import wait_idle as wait_for_background_builds
 from .codegen.c import AutotuneChoice as AutotuneChoice
 from .codegen.c import buffer_pool_bytes as buffer_pool_bytes
 from .codegen.c import trim_buffer_pool as trim_buffer_pool
@@ -58,6 +59,7 @@ __all__ = [
     "TritonOptions",
     "buffer_pool_bytes",
     "cancel_background_builds",
+    "wait_for_background_builds",
     "compile_graph",
     "compile_triton",
     "graph_dot",

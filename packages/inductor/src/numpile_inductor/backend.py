@@ -168,11 +168,20 @@ def inductor(
     def compile_body(body: Graph) -> Callable[..., Any]:
         return _compile(body, config, None, functionalize=False).fn
 
+    def compile_loops(inputs: Sequence[Any] | None) -> Callable[..., Any]:
+        compiled_graph = compile_loop_bodies(graph, compile_body)
+        return _compile(compiled_graph, config, inputs, functionalize=True).fn
+
     try:
         if has_loops(graph):
-            # NOTE: never tiered: op by op, a loop runs each iteration's ops from Python.
-            compiled_graph = compile_loop_bodies(graph, compile_body)
-            return _compile(compiled_graph, config, example_inputs, functionalize=True).fn
+            if not config.tiered or config.trace_enabled:
+                return compile_loops(example_inputs)
+            # NOTE: tiered without op by op: each iteration's ops would run from Python. The
+            # calls before the switch run the function itself where the dispatcher lets them.
+            cached_loops = _cached_loop_graph(graph, config)
+            if cached_loops is not None:
+                return cached_loops
+            return _tiered(graph, config, lambda: compile_loops(None), numpy_tier=False)
         if config.tiered and not config.trace_enabled:
             # The graph cache is looked up here unless that needs a compiler probe first
             # (a fresh cache): the background build looks it up again anyway.
@@ -181,7 +190,11 @@ def inductor(
                 cached = _cached(graph, config, _key(graph, config, functionalize=True))
             if cached is not None:
                 return cached.fn
-            return _tiered(graph, config)
+
+            def build() -> Callable[..., Any]:
+                return _compile(graph, config, None, functionalize=True).fn
+
+            return _tiered(graph, config, build)
         return _compile(graph, config, example_inputs, functionalize=True).fn
     except rt.CompilerNotFoundError as error:
         if config.no_compiler == "raise":
@@ -189,17 +202,54 @@ def inductor(
         return op_by_op(graph, error)
 
 
-def _tiered(graph: Graph, config: InductorConfig) -> TieredGraph:
-    # The graph cache missed: calls run op by op with NumPy while the build runs.
-    def build() -> Callable[..., Any]:
-        return _compile(graph, config, None, functionalize=True).fn
+class _BodyNotCachedError(Exception):
+    pass
 
+
+def _cached_loop_graph(graph: Graph, config: InductorConfig) -> Callable[..., Any] | None:
+    # A loop graph from the graph cache, its host-loop bodies included; None on any miss
+    # (or before the toolchain is known: the background build probes it).
+    if rt.known_toolchain() is None:
+        return None
+
+    def cached_body(body: Graph) -> Callable[..., Any]:
+        found = _cached(body, config, _key(body, config, functionalize=False))
+        if found is None:
+            raise _BodyNotCachedError
+        return found.fn
+
+    try:
+        compiled_graph = compile_loop_bodies(graph, cached_body)
+    except _BodyNotCachedError:
+        return None
+    found = _cached(compiled_graph, config, _key(compiled_graph, config, functionalize=True))
+    return None if found is None else found.fn
+
+
+def _tiered(
+    graph: Graph,
+    config: InductorConfig,
+    build: Callable[[], Callable[..., Any]],
+    *,
+    numpy_tier: bool = True,
+) -> TieredGraph:
+    # The graph cache missed: calls run op by op with NumPy (or the function eagerly, see
+    # `TieredGraph`) while `build` runs on the background worker.
     def on_failure(error: BaseException) -> Callable[..., Any]:
         # As a synchronous compile fails: no compiler means op by op (or raise when asked);
         # another error raises from the call, or with suppress_errors is logged once and
-        # the graph keeps running with NumPy.
+        # the graph keeps running with NumPy. A loop graph whose calls ran the function
+        # eagerly keeps doing so: a synchronous compile of a graph with symbolic sizes
+        # would have been retried static by the dispatcher, which a late failure cannot do.
         if isinstance(error, rt.CompilerNotFoundError) and config.no_compiler != "raise":
             return op_by_op(graph, error)
+        if tiered.eager_tier and isinstance(error, Exception):
+            log.warning(
+                "the background build of a loop graph failed (%s); its function keeps running "
+                "eagerly",
+                error,
+            )
+            return tiered.not_compiled
         if capture_config.suppress_errors and isinstance(error, Exception):
             log.warning(
                 "the background build of a graph failed (%s); it keeps running op by op with "
@@ -210,7 +260,8 @@ def _tiered(graph: Graph, config: InductorConfig) -> TieredGraph:
         raise error
 
     rt.count("inductor_tiered_graph")
-    return TieredGraph(graph, build, on_failure)
+    tiered = TieredGraph(graph, build, on_failure, op_by_op=numpy_tier)
+    return tiered
 
 
 def _foreign_byte_order(meta: Any) -> bool:

@@ -35,7 +35,14 @@ from typing import Any
 
 import attrs
 
-__all__ = ["EXIT_WAIT_S", "BuildTicket", "cancel_pending", "generation", "submit"]
+__all__ = [
+    "EXIT_WAIT_S",
+    "BuildTicket",
+    "cancel_pending",
+    "generation",
+    "submit",
+    "wait_idle",
+]
 
 log = logging.getLogger("numpile.inductor.background_build")
 
@@ -164,6 +171,19 @@ def cancel_pending() -> int:
     if dropped:
         log.debug("cancelled %d background builds", len(dropped))
     return len(dropped)
+
+
+def wait_idle(timeout: float | None = None) -> bool:
+    """Block until no build is queued or running (benchmarks, tests); whether that happened.
+
+    >>> wait_idle(10.0)
+    True
+    """
+    state = _STATE
+    with state.lock:
+        return state.ready.wait_for(
+            lambda: not state.queue and state.running is None, timeout=timeout
+        )
 
 
 def _work(state: _WorkerState) -> None:
