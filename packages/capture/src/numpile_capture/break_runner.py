@@ -36,6 +36,7 @@ from .rebuild_steps import (
     SetAttributes,
     Step,
 )
+from .recursion_allowance import narrow, widen
 from .resume_code import TailCall, break_code, resume_code
 
 if TYPE_CHECKING:
@@ -117,9 +118,11 @@ class BreakRunner:
         depth = _NESTING.depth
         break_fn = self.break_fn if depth < MAX_NESTED_RESUMES else self.eager_break_fn
         _NESTING.depth = depth + 1
+        widen()  # the user's break code may recurse: numpile's frames are not theirs
         try:
             return break_fn(*[slots[index] for index in self._arguments])
         finally:
+            narrow()
             _NESTING.depth = depth
 
 

@@ -755,6 +755,8 @@ class CompiledFunction:
         # An invalid program: eager raises NumPy's own error from the user's line. If eager
         # succeeds, capture was wrong; never return a wrong result: keep running eagerly.
         result = self._run_eagerly(stance, args, kwargs)
+        if isinstance(error, RecursionError):
+            return result  # capture ran deep in a recursion: a shallower call compiles
         fn = self._fn
         log.warning(
             "capturing %s (%s) raised %s: %s, but the function runs fine eagerly; "
