@@ -429,10 +429,16 @@ def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
             f"const int64_t nblocks = ({size} + cb - 1) / cb;",
         ]
     )
-    # Chunked along the first kept dim when it is not the column dim (see `parallel`).
+    # Chunked along the first kept dim when it is not the column dim (see `parallel`); a 1-d
+    # result has only the column dim, so its outermost reduced loop runs in chunks instead,
+    # one region per chunk (`sequential_chunks`): the first chunk sets the outputs up, the
+    # last one finalizes them, and each adds its rows in order (the same bits).
     chunk = names[0] if ndim > 1 else None
+    by_rows = chunk is None
+    r0, r0_size = loop_var(0, "r"), names[ndim]
+    rows = sequential_chunks(buf, r0, r0_size) if by_rows else contextlib.nullcontext()
     region = parallel(buf, ndim, ctx.parallel_threshold, chunk=chunk)
-    with region, loops(buf, "x", names[: ndim - 1], chunked=chunk is not None):
+    with rows, region, loops(buf, "x", names[: ndim - 1], chunked=chunk is not None):
         buf.writeline("for (int64_t xbi = 0; xbi < nblocks; xbi++) {")
         with buf.indent():
             buf.writeline("const int64_t xb = xbi * cb;")
@@ -440,17 +446,21 @@ def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
             addr = LoopBody(ctx, buf)
             targets = [f"{s.buffer}[{addr.address(s.buffer, s.index)}]" for s in rstores]
             column = f"for (int64_t {last} = xb; {last} < xe; {last}++) {{"
+            buf.writeline(f"if ({r0}_lo == 0) {{" if by_rows else "{")
             buf.writeline(column)
             for target, store in zip(targets, rstores, strict=True):
                 buf.writeline(f"    {target} = {_init(store)};")
             buf.writeline("}")
+            buf.writeline("}")
             # The last reduced loop takes _ROW_UNROLL rows per pass: each output element is
             # loaded and stored once per pass (same order of additions) and more rows
             # stream at once.
-            with loops(buf, "r", names[ndim:-1]):
+            with loops(buf, "r", names[ndim:-1], chunked=by_rows):
                 r_last = loop_var(rdim - 1, "r")
-                r_size = names[-1]
-                buf.writeline(f"int64_t {r_last} = 0;")
+                first, r_size = ("0", names[-1])
+                if by_rows and rdim == 1:
+                    first, r_size = f"{r0}_lo", f"{r0}_hi"
+                buf.writeline(f"int64_t {r_last} = {first};")
                 step = f"{r_last} += {_ROW_UNROLL}"
                 buf.writeline(f"for (; {r_last} + {_ROW_UNROLL} <= {r_size}; {step}) {{")
                 with buf.indent():
@@ -461,10 +471,12 @@ def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
                     _row_pass(ctx, buf, rstores, targets, column, (r_last, 1))
                 buf.writeline("}")
             if any(store.divisor is not None for store in rstores):
+                buf.writeline(f"if ({r0}_hi == {r0_size}) {{" if by_rows else "{")
                 buf.writeline(column)
                 for target, store in zip(targets, rstores, strict=True):
                     if store.divisor is not None:
                         buf.writeline(f"    {target} = {_finalize(store, target)};")
+                buf.writeline("}")
                 buf.writeline("}")
         buf.writeline("}")
 
