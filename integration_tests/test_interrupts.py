@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable
 
@@ -62,6 +63,8 @@ _CHILD = textwrap.dedent(
 _KERNELS = {
     "row_sums": "return (x[:, None] * y[None, :] + x[:, None]).sum(axis=1)",
     "outer_max": "return np.maximum(x[:, None] - y[None, :], 0.0).max(axis=1)",
+    # A reduction over every element: no kept dim, its outermost reduced loop is chunked.
+    "full_sum": "return (x[:, None] * y[None, :] + x[:, None]).sum()",
 }
 
 
@@ -142,3 +145,73 @@ def test_a_signal_interrupts_a_long_loop_that_runs_as_c(
         signal.signal(signal.SIGALRM, before)
     assert took < 0.3 + INTERRUPT_BOUND_S, f"the handler's exception came after {took:.2f} s"
     assert compiled(a, 70) == program(a, 70)
+
+
+def _count_handler_runs(call: Callable[[], object]) -> tuple[object, int]:
+    # A timer signal every 0.1 ms: its handler runs once per poll of the kernel (Python
+    # runs pending handlers when polled, coalescing the signals in between), and once more
+    # after the call; a graph of two kernels runs it after each. Four runs or more during the
+    # call mean the kernel polled between its chunks.
+    runs: list[float] = []
+    before = signal.signal(signal.SIGALRM, lambda signum, frame: runs.append(0.0))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 1e-4, 1e-4)
+        result = call()
+        during = len(runs)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+    return result, during
+
+
+def _scaled_sum(x: np.ndarray) -> object:
+    return (x * 3).sum()
+
+
+def _scaled_max(x: np.ndarray) -> object:
+    return (x * 1.5).max()
+
+
+def _column_sums(x: np.ndarray) -> object:
+    return (x * 1.5).sum(axis=0)
+
+
+def _column_means(x: np.ndarray) -> object:
+    return (x * 1.5).mean(axis=0)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+@pytest.mark.parametrize(
+    ("program", "shape", "dtype", "dynamic"),
+    [
+        (_scaled_sum, (10_000_003,), np.float64, True),  # pairwise blocks of one row
+        (_scaled_sum, (10_000_003,), np.int64, True),  # one plain loop
+        (_scaled_max, (10_000_003,), np.float64, True),  # lanes
+        (_scaled_sum, (4001, 2503), np.float64, True),  # rows of pairwise sums
+        # A 1-d result of a reduction over rows: the rows are chunked, columns in parallel.
+        (_column_sums, (4001, 2503), np.float64, False),
+        (_column_means, (4001, 2503), np.float64, False),
+    ],
+)
+def test_a_reduction_without_kept_rows_polls_between_chunks_and_keeps_its_bits(
+    program: Callable[[np.ndarray], object], shape: tuple[int, ...], dtype: type, dynamic: bool
+) -> None:
+    compiled = numpile.compile(program, dynamic=dynamic, options={"tiered": False})
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(shape) * 1000).astype(dtype)
+    if dynamic:
+        for rows in (300, 301):  # sizes are symbols from the second call on
+            np.testing.assert_allclose(compiled(x[:rows]), program(x[:rows]), rtol=1e-12)  # type: ignore[arg-type]
+    else:
+        compiled(x)
+    result, runs = _count_handler_runs(lambda: compiled(x))
+    assert runs >= 4, f"the handler ran {runs} times during the call (5 chunks or more)"
+    # Chunks run the same operations in the same order as one chunk: the same bits. Only
+    # the main thread runs handlers, so another thread's call is one chunk.
+    one_chunk: list[object] = []
+    thread = threading.Thread(target=lambda: one_chunk.append(compiled(x)))
+    thread.start()
+    thread.join(TIMEOUT_S)
+    assert len(one_chunk) == 1
+    np.testing.assert_array_equal(one_chunk[0], result, strict=True)
+    np.testing.assert_allclose(result, program(x), rtol=1e-12)  # type: ignore[arg-type]

@@ -362,3 +362,83 @@ def test_a_user_hash_during_capture_can_wait_on_a_thread_that_calls_the_same_fun
         """
     )
     assert out.strip() == "[0.0, 2.0, 4.0] [0.0, 2.0]"
+
+
+def test_user_hashes_in_guards_can_wait_on_threads_that_call_the_same_function() -> None:
+    # Every `__hash__` of the key in the main thread (capture, the guards' compile and their
+    # checks) waits on a thread that calls f. The guards of a first call used to run under
+    # f's compile lock, unmarked: the other thread waited for that lock, forever.
+    out = _run_script(
+        """
+        import threading
+        import numpy as np
+        from numpile_capture import compile_function
+
+        main = threading.main_thread()
+        box = []
+
+        class Key:
+            def __hash__(self):
+                if threading.current_thread() is main:
+                    value = float(len(box) + 10)
+                    thread = threading.Thread(
+                        target=lambda: box.append(f(np.arange(2.0), {key: value})[1])
+                    )
+                    thread.start()
+                    thread.join()
+                return 7
+
+            def __eq__(self, other):
+                return self is other
+
+        key = Key()
+
+        @compile_function(backend="eager")
+        def f(x, t):
+            return x * t[key]
+
+        first = f(np.arange(3.0), {key: 2.0}).tolist()
+        again = f(np.arange(3.0), {key: 3.0}).tolist()
+        print(first, again, box == [10.0 + i for i in range(len(box))], len(box) > 2)
+        """
+    )
+    assert out.strip() == "[0.0, 2.0, 4.0] [0.0, 3.0, 6.0] True True"
+
+
+def test_a_caller_waits_for_a_numpile_backend_and_runs_its_entry() -> None:
+    # One compile serves the callers that miss while numpile's own backend runs: they wait
+    # for its entry instead of running eagerly or compiling again.
+    inside = threading.Event()
+    compiles: list[int] = []
+    runs: list[int] = []
+
+    def slow_backend(graph: Graph, example_inputs: Sequence[Any]) -> Any:
+        compiles.append(1)
+        inside.set()
+        time.sleep(0.3)
+        run = eager(graph, example_inputs)
+
+        def counted(*inputs: Any) -> Any:
+            runs.append(1)
+            return run(*inputs)
+
+        return counted
+
+    # Stands in for a backend of numpile's own (the dispatcher trusts their module names).
+    slow_backend.__module__ = "numpile_capture.test_stand_in"
+
+    def f(x: Any) -> Any:
+        return np.sin(x) + 1
+
+    compiled = compile_function(f, backend=slow_backend)
+    x = np.arange(6.0)
+    out: list[Any] = []
+    thread = threading.Thread(target=lambda: out.append(compiled(x)))
+    thread.start()
+    assert inside.wait(TIMEOUT_S)
+    out.append(compiled(x))
+    thread.join(TIMEOUT_S)
+    assert len(out) == 2
+    for result in out:
+        np.testing.assert_array_equal(result, np.sin(x) + 1)
+    assert (len(compiles), len(runs)) == (1, 2)

@@ -36,6 +36,7 @@ from .rebuild_steps import (
     SetAttributes,
     Step,
 )
+from .recursion_allowance import DEEP, narrow, units_at, widen
 from .resume_code import TailCall, break_code, resume_code
 
 if TYPE_CHECKING:
@@ -117,9 +118,16 @@ class BreakRunner:
         depth = _NESTING.depth
         break_fn = self.break_fn if depth < MAX_NESTED_RESUMES else self.eager_break_fn
         _NESTING.depth = depth + 1
+        # A deep nesting is a recursion through compiled code: numpile's frames are not the
+        # user's, so they do not count against the user's recursion limit.
+        units = 0 if depth < DEEP else units_at(depth)
+        if units:
+            widen(units)
         try:
             return break_fn(*[slots[index] for index in self._arguments])
         finally:
+            if units:
+                narrow(units)
             _NESTING.depth = depth
 
 

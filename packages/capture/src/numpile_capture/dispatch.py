@@ -36,7 +36,6 @@ NumPy's own exception from their own line.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import threading
@@ -66,7 +65,7 @@ from numpile_runtime import (
     compiling,
     compiling_in_this_thread,
     new_rlock,
-    running_user_code,
+    numpile_code_only,
     timed,
 )
 
@@ -132,11 +131,13 @@ CaptureFn: TypeAlias = Callable[
 ]
 CacheProvider: TypeAlias = Callable[[types.CodeType], CodeCache]
 
-# NOTE: a miss takes the compile lock of its code object only (`numpile_runtime.locks`):
+# NOTE: a miss owns the compile turn of its code object only (`numpile_runtime.locks`):
 # captures and cache mutations of one code are serialized, guard checks on the hit path are
-# not (they only read an entry list that is swapped whole). Under the lock a miss decides
-# what to run (a `Run`); the caller runs it after releasing the lock, so no user code ever
-# runs under a numpile lock. `reset()` holds `_RESET_LOCK`.
+# not (they only read an entry list that is swapped whole). Owning a turn holds no lock, and
+# other callers wait for it only while the backend of numpile's own and the cache insertion
+# run (`numpile_code_only`); anything of the user's (capture, guards, fetches, a user
+# backend) makes them run eagerly instead. With its turn a miss decides what to run (a
+# `Run`); the caller runs it after the turn ends. `reset()` holds `_RESET_LOCK`.
 _RESET_LOCK = new_rlock()
 
 # What a miss hands back to run once the compile lock is released.
@@ -381,11 +382,11 @@ class CompiledFunction:
             # a compile cannot nest inside a toolchain probe or a half-done import.
             return fn(*args, **kwargs)
         try:
-            with compiling(fn.__code__, give_way=True) as held:
-                # Re-check: a thread that held the lock before may have compiled this call.
+            with compiling(fn.__code__) as owned:
+                # Re-check: a thread that owned the turn before may have compiled this call.
                 skip = stance.skip_guard_eval_unsafe
                 run: Run
-                if not held:  # the lock's holder runs user code, which may wait on us
+                if not owned:  # the turn's owner runs user code, which may wait on us
                     return fn(*args, **kwargs)
                 entry = cache.lookup(L, G, fn, tag, skip_guards_unsafe=skip)
                 if entry is not None:
@@ -437,8 +438,8 @@ class CompiledFunction:
             if compiling_in_this_thread():
                 return self._fn(*args)
             try:
-                with compiling(fn.__code__, give_way=True) as held:
-                    if not held:  # the lock's holder runs user code, which may wait on us
+                with compiling(fn.__code__) as owned:
+                    if not owned:  # the turn's owner runs user code, which may wait on us
                         return self._fn(*args)
                     entry = cache.lookup(L, fn.__globals__, fn, tag, skip_guards_unsafe=skip)
                     if entry is None:
@@ -570,11 +571,7 @@ class CompiledFunction:
         PLAIN_CALLS.depth += 1
         set_active_shape_env(None)
         try:
-            with (
-                compiled_region(),
-                timed("capture"),
-                running_user_code(fn.__code__),  # a user's __hash__, property, __eq__
-            ):
+            with compiled_region(), timed("capture"):
                 policy = self._policy(backend_fn, static)
                 with capturing_with(policy):
                     result = self._capture_fn(fn, args, kwargs)
@@ -611,17 +608,19 @@ class CompiledFunction:
             return lambda: self._eager_after_capture_error(cache, stance, error, args, kwargs)
         if not isinstance(result, CaptureResult):
             return self._compile_break(cache, stance, L, args, kwargs, tag, backend_fn, result)
+        # Fetches and guards may run user code (properties, `__hash__`): before the backend,
+        # the part of a compile that other callers may wait for (see `numpile_code_only`).
         fetch = compile_fetch(result.input_sources)
         example_inputs = list(fetch(L, fn.__globals__, fn))
+        check = self._checked_guards(result.guards, L)
+        if check is None:
+            cache.eager_reason = "guards reject the inputs they were built from"
+            return self._eagerly(stance, args, kwargs)
         compiled = self._backend_compile(
             backend_fn, result.graph, example_inputs, stance, backend_kwargs
         )
         if compiled is None:
             cache.eager_reason = f"backend failed to compile {fn.__qualname__}"
-            return self._eagerly(stance, args, kwargs)
-        check = self._checked_guards(result.guards, L)
-        if check is None:
-            cache.eager_reason = "guards reject the inputs they were built from"
             return self._eagerly(stance, args, kwargs)
         self._log_compile(result.graph, check.source, stance)
         has_ops = any(node.op is not None for node in result.graph)
@@ -655,6 +654,10 @@ class CompiledFunction:
         fn = self._fn
         fetch = compile_fetch(result.fetch_sources)
         fetched = list(fetch(L, fn.__globals__, fn))
+        check = self._checked_guards(result.guards, L)  # before the backend, as above
+        if check is None:
+            cache.eager_reason = "guards reject the inputs they were built from"
+            return self._eagerly(stance, args, kwargs)
         graph_fn = None
         if result.op_count:
             _, _, backend_kwargs = self._backend_for(stance)
@@ -665,10 +668,6 @@ class CompiledFunction:
             if graph_fn is None:
                 cache.eager_reason = f"backend failed to compile {fn.__qualname__}"
                 return self._eagerly(stance, args, kwargs)
-        check = self._checked_guards(result.guards, L)
-        if check is None:
-            cache.eager_reason = "guards reject the inputs they were built from"
-            return self._eagerly(stance, args, kwargs)
         graph = result.graph if result.op_count else None
         if graph is not None:
             self._log_compile(graph, check.source, stance)
@@ -723,7 +722,7 @@ class CompiledFunction:
             with (
                 backend_compiling(),
                 compile_progress(f"{fn.__qualname__} ({where(fn)})"),
-                _user_backend(backend_fn, fn.__code__),
+                numpile_code_only(fn.__code__, waitable=_is_numpile_own(backend_fn)),
             ):
                 compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
         except Exception as exc:
@@ -732,7 +731,8 @@ class CompiledFunction:
             name = self._backend_label(stance)
             message = f"backend {name!r} failed to compile {fn.__qualname__} ({where(fn)}): {exc}"
             if config.suppress_errors:
-                log.warning("%s; running it eagerly (suppress_errors=True)", message, exc_info=True)
+                note = "%s; running it eagerly (suppress_errors=True)"
+                _defer(functools.partial(log.warning, note, message, exc_info=exc))
                 return None
             raise BackendCompileError(message) from exc
         return compiled
@@ -757,7 +757,9 @@ class CompiledFunction:
         level = logging.INFO if config.verbose else logging.DEBUG
         name = self._backend_label(stance)
         qualname = self._fn.__qualname__
-        log.log(level, "compiled %s with %s:\n%s\n%s", qualname, name, graph, guard_source)
+        # Deferred: a logging handler is user code, and this runs inside the compile's turn.
+        note = "compiled %s with %s:\n%s\n%s"
+        _defer(functools.partial(log.log, level, note, qualname, name, graph, guard_source))
 
     def _eager_after_capture_error(
         self,
@@ -770,6 +772,8 @@ class CompiledFunction:
         # An invalid program: eager raises NumPy's own error from the user's line. If eager
         # succeeds, capture was wrong; never return a wrong result: keep running eagerly.
         result = self._run_eagerly(stance, args, kwargs)
+        if isinstance(error, RecursionError):
+            return result  # capture ran deep in a recursion: a shallower call compiles
         fn = self._fn
         log.warning(
             "capturing %s (%s) raised %s: %s, but the function runs fine eagerly; "
@@ -798,17 +802,15 @@ class CompiledFunction:
         _defer(functools.partial(warn, module=self._fn.__module__))
 
 
-def _user_backend(backend_fn: BackendFn, code: types.CodeType) -> Any:
-    # A backend that is not numpile's own is user code (see `running_user_code`).
+def _is_numpile_own(backend_fn: BackendFn) -> bool:
+    # A backend that is not numpile's own is user code: nobody may wait for it.
     module = getattr(backend_fn, "__module__", None) or ""
-    if module.split(".")[0].startswith("numpile"):
-        return contextlib.nullcontext()
-    return running_user_code(code)
+    return module.split(".")[0].startswith("numpile")
 
 
 def _defer(emit: Callable[[], Any]) -> None:
-    # Warnings wait until the compile lock is released: a `showwarning` hook or a filter
-    # that raises is user code too.
+    # Warnings and logs wait until the compile's turn ends: other callers may be waiting
+    # for it, and a `showwarning` hook, a filter that raises or a log handler is user code.
     if compiling_in_this_thread():
         pending: list[Callable[[], Any]] = getattr(_capture_state, "deferred", [])
         pending.append(emit)

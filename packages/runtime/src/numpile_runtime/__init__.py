@@ -53,12 +53,12 @@ from .distribution import UNKNOWN_VERSION as UNKNOWN_VERSION
 from .distribution import distribution_version as distribution_version
 from .layer_config import LayerConfig as LayerConfig
 from .locks import at_fork_reset as at_fork_reset
-from .locks import compile_lock_for as compile_lock_for
+from .locks import compile_owner as compile_owner
 from .locks import compiling as compiling
 from .locks import compiling_in_this_thread as compiling_in_this_thread
 from .locks import new_lock as new_lock
 from .locks import new_rlock as new_rlock
-from .locks import running_user_code as running_user_code
+from .locks import numpile_code_only as numpile_code_only
 from .logs import CHANNELS as LOG_CHANNELS
 from .logs import _configure_from_env
 from .logs import set_logs as set_logs
@@ -110,7 +110,7 @@ __all__ = [
     "cache_key",
     "compile_extension",
     "compile_library",
-    "compile_lock_for",
+    "compile_owner",
     "compile_many",
     "compile_progress",
     "compile_time_calls",
@@ -134,12 +134,12 @@ __all__ = [
     "kernel_arg",
     "load_extension",
     "release_modules",
-    "running_user_code",
     "set_max_loaded_modules",
     "load_library",
     "load_triton_module",
     "new_lock",
     "new_rlock",
+    "numpile_code_only",
     "reset_compile_times",
     "reset_counters",
     "set_cache_dir",

@@ -189,15 +189,7 @@ def parallel(
     clause = f" collapse({collapse})" if collapse > 1 else ""
     simd_clause = " simd" if simd else ""
     if chunk is not None:
-        var = loop_var(0)
-        buf.writelines(
-            [
-                f"const int64_t {var}_rows = np_chunk_rows(work, {chunk});",
-                f"for (int64_t {var}_lo = 0; {var}_lo < {chunk}; {var}_lo += {var}_rows) {{",
-                f"const int64_t {var}_hi = {chunk} - {var}_lo > {var}_rows ? "
-                f"{var}_lo + {var}_rows : {chunk};",
-            ]
-        )
+        buf.writelines(_chunk_header(loop_var(0), chunk))
     buf.writelines(
         [
             "np_fp |= NP_FP_TEST();",
@@ -210,6 +202,44 @@ def parallel(
     yield
     buf.writelines(["np_fp |= NP_FP_TEST();", "}"])
     if chunk is not None:
-        var = loop_var(0)
-        buf.writeline(f"if ({var}_hi < {chunk} && np_poll()) {{ return NP_INTERRUPTED; }}")
-        buf.writeline("}")
+        buf.writelines(_chunk_footer(loop_var(0), chunk))
+
+
+@contextlib.contextmanager
+def sequential_chunks(buf: CodeBuffer, var: str, size: str, *, align: int = 1) -> Iterator[None]:
+    """The loop of `var` over `size`, run in chunks with a poll for signals between them,
+    outside any parallel region (a reduction over every element runs in one thread).
+
+    The `with` block opens `var`'s own loop over `{var}_lo` to `{var}_hi` (`loops(...,
+    chunked=True)`, or by hand). Iterations run in the same order as one loop would run them,
+    with the same accumulators, so results are the same to the bit. A chunk is about
+    `CHUNK_WORK` iterations of the kernel's `work`, rounded up to a multiple of `align` (the
+    block size of a pairwise sum, whose blocks so stay the same).
+
+    >>> buf = CodeBuffer()
+    >>> with sequential_chunks(buf, "r0", "n0"):
+    ...     buf.writeline("for (int64_t r0 = r0_lo; r0 < r0_hi; r0++) {}")
+    >>> buf.lines[-3]
+    'np_fp |= NP_FP_TEST();'
+    """
+    buf.writelines(_chunk_header(var, size, align))
+    yield
+    # `np_poll` clears the floating-point flags: keep the ones this thread raised so far.
+    buf.writeline("np_fp |= NP_FP_TEST();")
+    buf.writelines(_chunk_footer(var, size))
+
+
+def _chunk_header(var: str, size: str, align: int = 1) -> list[str]:
+    rows = f"np_chunk_rows(work, {size})"
+    if align > 1:
+        rows = f"({rows} + {align - 1}) / {align} * {align}"
+    return [
+        f"const int64_t {var}_rows = {rows};",
+        f"for (int64_t {var}_lo = 0; {var}_lo < {size}; {var}_lo += {var}_rows) {{",
+        f"const int64_t {var}_hi = {size} - {var}_lo > {var}_rows ? "
+        f"{var}_lo + {var}_rows : {size};",
+    ]
+
+
+def _chunk_footer(var: str, size: str) -> list[str]:
+    return [f"if ({var}_hi < {size} && np_poll()) {{ return NP_INTERRUPTED; }}", "}"]

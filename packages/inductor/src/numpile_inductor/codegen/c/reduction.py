@@ -13,6 +13,7 @@ block of columns per thread, in NumPy's row order (bit-identical).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +26,7 @@ from ...index import loop_var
 from ...loop_ir import Apply, Buffer, Expr, Load, ReductionStore, loads_of
 from ...scheduler import FusedKernel
 from ..common import CodeBuffer, KernelContext
-from .loop import LoopBody, loops, parallel
+from .loop import LoopBody, loops, parallel, sequential_chunks
 from .ops import c_expr, c_literal, c_type
 
 _BLOCK = 128
@@ -104,10 +105,14 @@ def reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
         for acc, store in zip(accs, rstores, strict=True):
             buf.writeline(f"{c_type(store.dtype)} {acc} = {_init(store)};")
         pairwise = rdim > 0 and any(_is_pairwise(s) or _is_lanes(s) for s in rstores)
+        # A reduction over every element has no kept loop to chunk: its outermost reduced
+        # loop runs in chunks instead (Ctrl-C, see `sequential_chunks`).
+        chunked = ndim == 0 and rdim > 0
         if pairwise:
-            _pairwise_rows(ctx, buf, rstores, accs, names[ndim:])
+            _pairwise_rows(ctx, buf, rstores, accs, names[ndim:], chunked=chunked)
         else:
-            with loops(buf, "r", names[ndim:]):
+            chunks = sequential_chunks(buf, loop_var(0, "r"), names[ndim]) if chunked else None
+            with chunks or contextlib.nullcontext(), loops(buf, "r", names[ndim:], chunked=chunked):
                 body = LoopBody(ctx, buf)
                 for acc, store in zip(accs, rstores, strict=True):
                     buf.writeline(_combine(store, acc, body.emit(store.value)))
@@ -170,11 +175,14 @@ def _pairwise_rows(
     stores: list[ReductionStore],
     accs: list[str],
     rnames: list[str],
+    *,
+    chunked: bool = False,
 ) -> None:
     # Outer reduction loops run in order; the innermost one is summed blockwise: 8 lanes
     # over blocks of 128, block sums merged as a binary counter (a pairwise tree), as
     # NumPy's pairwise summation does. max/min stores keep 8 lanes for the whole row, and
-    # floats a lane of the NaNs seen (NumPy propagates NaN).
+    # floats a lane of the NaNs seen (NumPy propagates NaN). `chunked` runs the outermost
+    # reduced loop (the blocks' loop of a 1-d reduction) in `sequential_chunks`.
     pw = [i for i, store in enumerate(stores) if _is_pairwise(store)]
     ln = [i for i, store in enumerate(stores) if _is_lanes(store)]
     for i in ln:
@@ -184,15 +192,21 @@ def _pairwise_rows(
     rdim = len(rnames)
     last = loop_var(rdim - 1, "r")
     size = rnames[-1]
-    with loops(buf, "r", rnames[:-1]):
+    outer = chunked and rdim > 1
+    chunks = sequential_chunks(buf, loop_var(0, "r"), rnames[0]) if outer else None
+    with chunks or contextlib.nullcontext(), loops(buf, "r", rnames[:-1], chunked=outer):
         for i in pw:
             buf.writeline(f"{c_type(stores[i].dtype)} stk{i}[64];")
         if pw:
             buf.writelines(["int sp = 0;", "int64_t blocks = 0;"])
-        buf.writeline(f"for (int64_t rb = 0; rb < {size}; rb += {_BLOCK}) {{")
-        with buf.indent():
-            _pairwise_block(ctx, buf, stores, accs, pw, last, size)
-        buf.writeline("}")
+        whole = chunked and rdim == 1
+        blocks = sequential_chunks(buf, "rb", size, align=_BLOCK) if whole else None
+        with blocks or contextlib.nullcontext():
+            low, high = ("rb_lo", "rb_hi") if blocks else ("0", size)
+            buf.writeline(f"for (int64_t rb = {low}; rb < {high}; rb += {_BLOCK}) {{")
+            with buf.indent():
+                _pairwise_block(ctx, buf, stores, accs, pw, last, size)
+            buf.writeline("}")
         for i in pw:
             ct = c_type(stores[i].dtype)
             buf.writeline("if (sp > 0) {")
@@ -415,10 +429,16 @@ def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
             f"const int64_t nblocks = ({size} + cb - 1) / cb;",
         ]
     )
-    # Chunked along the first kept dim when it is not the column dim (see `parallel`).
+    # Chunked along the first kept dim when it is not the column dim (see `parallel`); a 1-d
+    # result has only the column dim, so its outermost reduced loop runs in chunks instead,
+    # one region per chunk (`sequential_chunks`): the first chunk sets the outputs up, the
+    # last one finalizes them, and each adds its rows in order (the same bits).
     chunk = names[0] if ndim > 1 else None
+    by_rows = chunk is None
+    r0, r0_size = loop_var(0, "r"), names[ndim]
+    rows = sequential_chunks(buf, r0, r0_size) if by_rows else contextlib.nullcontext()
     region = parallel(buf, ndim, ctx.parallel_threshold, chunk=chunk)
-    with region, loops(buf, "x", names[: ndim - 1], chunked=chunk is not None):
+    with rows, region, loops(buf, "x", names[: ndim - 1], chunked=chunk is not None):
         buf.writeline("for (int64_t xbi = 0; xbi < nblocks; xbi++) {")
         with buf.indent():
             buf.writeline("const int64_t xb = xbi * cb;")
@@ -426,17 +446,21 @@ def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
             addr = LoopBody(ctx, buf)
             targets = [f"{s.buffer}[{addr.address(s.buffer, s.index)}]" for s in rstores]
             column = f"for (int64_t {last} = xb; {last} < xe; {last}++) {{"
+            buf.writeline(f"if ({r0}_lo == 0) {{" if by_rows else "{")
             buf.writeline(column)
             for target, store in zip(targets, rstores, strict=True):
                 buf.writeline(f"    {target} = {_init(store)};")
             buf.writeline("}")
+            buf.writeline("}")
             # The last reduced loop takes _ROW_UNROLL rows per pass: each output element is
             # loaded and stored once per pass (same order of additions) and more rows
             # stream at once.
-            with loops(buf, "r", names[ndim:-1]):
+            with loops(buf, "r", names[ndim:-1], chunked=by_rows):
                 r_last = loop_var(rdim - 1, "r")
-                r_size = names[-1]
-                buf.writeline(f"int64_t {r_last} = 0;")
+                first, r_size = ("0", names[-1])
+                if by_rows and rdim == 1:
+                    first, r_size = f"{r0}_lo", f"{r0}_hi"
+                buf.writeline(f"int64_t {r_last} = {first};")
                 step = f"{r_last} += {_ROW_UNROLL}"
                 buf.writeline(f"for (; {r_last} + {_ROW_UNROLL} <= {r_size}; {step}) {{")
                 with buf.indent():
@@ -447,10 +471,12 @@ def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
                     _row_pass(ctx, buf, rstores, targets, column, (r_last, 1))
                 buf.writeline("}")
             if any(store.divisor is not None for store in rstores):
+                buf.writeline(f"if ({r0}_hi == {r0_size}) {{" if by_rows else "{")
                 buf.writeline(column)
                 for target, store in zip(targets, rstores, strict=True):
                     if store.divisor is not None:
                         buf.writeline(f"    {target} = {_finalize(store, target)};")
+                buf.writeline("}")
                 buf.writeline("}")
         buf.writeline("}")
 
