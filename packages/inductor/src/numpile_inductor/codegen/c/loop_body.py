@@ -41,6 +41,7 @@ from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot
 
 from ...loop_ir import Apply, Constant, ScalarArg
 from ..common import CodeBuffer
+from .loop_scalar_forms import quiet_compare, select_multiply, zero_one_result
 from .ops import c_expr, c_literal, c_type
 
 
@@ -132,6 +133,8 @@ class LoopWriter:
         # The C test of "the outermost loop's first iteration" when a break there must run
         # the loop with NumPy instead (see _emit_body), else None.
         self.first_break: str | None = None
+        # C names and literals whose value is 0 or 1 (loop_scalar_forms' select multiply).
+        self.zero_one: set[str] = set()
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -158,14 +161,20 @@ class LoopWriter:
             return found
         if isinstance(value, np.generic) and c_type(value.dtype) is not None:
             # Before the Python types: np.float64 is a float subclass.
-            return CValue(c_literal(value.item(), value.dtype), value.dtype, invariant=True)
+            text = c_literal(value.item(), value.dtype)
+            if value.dtype.kind in "biu" and value in (0, 1):
+                self.zero_one.add(text)
+            return CValue(text, value.dtype, invariant=True)
         if isinstance(value, bool | int | float):
             kind = type(value)
             if kind is int and not -(2**62) < value < 2**62:
                 raise NotScalarLoop(f"Python int constant {value} is too large")
             dtype = _PY_TYPES[kind]
             bits = int(abs(value)).bit_length() if kind is not float else 64
-            return CValue(c_literal(value, dtype), dtype, kind, bits, invariant=True)
+            text = c_literal(value, dtype)
+            if kind is not float and value in (0, 1):
+                self.zero_one.add(text)
+            return CValue(text, dtype, kind, bits, invariant=True)
         if isinstance(value, np.generic) and c_type(value.dtype) is not None:
             return CValue(c_literal(value.item(), value.dtype), value.dtype, invariant=True)
         raise NotScalarLoop(f"operand {value!r}")
@@ -221,19 +230,37 @@ class LoopWriter:
             raise NotScalarLoop(f"{node.op.name}: {reason}") from reason
         if ctx.steps or lowered.loader is None:
             raise NotScalarLoop(f"{node.op.name} needs a kernel of its own")
-        return CValue(self.expression(lowered.loader(())), meta.dtype)
+        text, _ = self.expression(lowered.loader(()), scalar=not elementwise)
+        return CValue(text, meta.dtype)
 
-    def expression(self, expr: Any) -> str:
-        # A scalar loop-IR expression (Apply, Constant, ScalarArg): one statement per Apply.
+    def expression(self, expr: Any, *, scalar: bool) -> tuple[str, bool]:
+        # A scalar loop-IR expression (Apply, Constant, ScalarArg): one statement per Apply;
+        # its C text and whether its value is 0 or 1. `scalar`: computed one element at a
+        # time (the scalar forms of loop_scalar_forms), not in a loop GCC may vectorize.
         if isinstance(expr, Constant):
-            return c_literal(expr.value, expr.dtype)
+            zero_one = expr.dtype.kind in "biu" and expr.value in (0, 1)
+            return c_literal(expr.value, expr.dtype), zero_one
         if isinstance(expr, ScalarArg):
-            return f"(({c_type(expr.dtype)}){expr.name})"
+            zero_one = expr.dtype.kind == "b" or expr.name in self.zero_one
+            return f"(({c_type(expr.dtype)}){expr.name})", zero_one
         if not isinstance(expr, Apply):
             raise NotScalarLoop(f"a loop-IR value {expr}")
-        args = [self.expression(arg) for arg in expr.args]
+        values = [self.expression(arg, scalar=scalar) for arg in expr.args]
+        args = [text for text, _ in values]
+        flags = [flag for _, flag in values]
         dtypes = [arg.dtype for arg in expr.args]
-        return self.define(expr.dtype, c_expr(expr.fn, args, dtypes, expr.dtype))
+        text = None
+        if scalar:
+            text = quiet_compare(expr.fn, args, dtypes)
+        if text is None and expr.fn == "multiply":
+            text = select_multiply(args, flags, expr.dtype)
+        if text is None:
+            text = c_expr(expr.fn, args, dtypes, expr.dtype)
+        name = self.define(expr.dtype, text)
+        zero_one = expr.dtype.kind == "b" or zero_one_result(expr.fn, flags)
+        if zero_one:
+            self.zero_one.add(name)
+        return name, zero_one
 
     def hoisted(self, value: CValue, size: str) -> bool:
         # Whether `0 <= value < size` is checked once at the entry of an enclosing loop
