@@ -148,6 +148,8 @@ class _Emitter:
         self.config = config
         self.code = CodeBuffer()  # the `call` function
         self.statics: list[str] = []
+        # Scalar loop functions: they set the buffer pool themselves where they call NumPy.
+        self.self_pooled: set[str | None] = set()
         self.externs: list[Callable[..., Any]] = []
         self.has_strides: set[str] = set()
         self.kernel_buffers: set[str] = set()
@@ -492,6 +494,13 @@ class _Emitter:
         self.externs.append(extern_callable(step))
         refs = [arg.name for arg in step.args if isinstance(arg, BufferRef)]
         code = self.code
+        if step.op_name == "dim" and len(refs) == 1 and self._has_array(refs[0]):
+            # `x.shape[axis]` (a kept loop's bound): read in C, no Python call per run.
+            axis = dict(step.kwargs)["axis"]
+            dims = f"PyArray_DIMS({self._array(refs[0])})"
+            code.writeline(f"o_{step.buffer} = PyLong_FromSsize_t((Py_ssize_t){dims}[{axis}]);")
+            code.writeline(f"if (o_{step.buffer} == NULL) {{ goto fail; }}")
+            return
         if step.op_name == "loop_output" and len(refs) == 1:
             # A loop's final values are a tuple (from C or from NumPy): one item of it.
             k = dict(step.kwargs)["index"]
@@ -525,13 +534,17 @@ class _Emitter:
                     names.append(f"o_{name}")
             argv = ", ".join(names) or "NULL"
             code.writeline(f"PyObject *argv[{max(len(refs), 1)}] = {{{argv}}};")
-            # NumPy allocates the extern's result and temporaries from the buffer pool too.
-            code.writeline(
-                "PyObject *np_prev = g_pool == NULL ? NULL : PyDataMem_SetHandler(g_pool);"
-            )
-            code.writeline("if (g_pool != NULL && np_prev == NULL) { goto fail; }")
             extern = f"PyTuple_GET_ITEM(g_externs, {index})"
             loop = self._loop_function(step)
+            # NumPy allocates the extern's result and temporaries from the buffer pool too
+            # (a scalar loop function sets the pool itself, where it calls NumPy: setting it
+            # costs more than a short loop).
+            pooled = loop not in self.self_pooled
+            if pooled:
+                code.writeline(
+                    "PyObject *np_prev = g_pool == NULL ? NULL : PyDataMem_SetHandler(g_pool);"
+                )
+                code.writeline("if (g_pool != NULL && np_prev == NULL) { goto fail; }")
             if loop is not None:
                 self.c_loops.append(index)
                 code.writeline(f"o_{step.buffer} = {loop}(argv, {len(refs)}, {extern}, &np_fp);")
@@ -539,12 +552,13 @@ class _Emitter:
                 code.writeline(
                     f"o_{step.buffer} = PyObject_Vectorcall({extern}, argv, {len(refs)}, NULL);"
                 )
-            with code.block("if (np_prev != NULL)"):
-                code.writeline("PyObject *et, *ev, *tb;")
-                code.writeline("PyErr_Fetch(&et, &ev, &tb);")
-                code.writeline("Py_XDECREF(PyDataMem_SetHandler(np_prev));")
-                code.writeline("Py_DECREF(np_prev);")
-                code.writeline("PyErr_Restore(et, ev, tb);")
+            if pooled:
+                with code.block("if (np_prev != NULL)"):
+                    code.writeline("PyObject *et, *ev, *tb;")
+                    code.writeline("PyErr_Fetch(&et, &ev, &tb);")
+                    code.writeline("Py_XDECREF(PyDataMem_SetHandler(np_prev));")
+                    code.writeline("Py_DECREF(np_prev);")
+                    code.writeline("PyErr_Restore(et, ev, tb);")
             code.writelines(f"Py_DECREF({s});" for s in scalars)
         code.writeline(f"if (o_{step.buffer} == NULL) {{ goto fail; }}")
         buf = self.buffers[step.buffer]
@@ -584,6 +598,13 @@ class _Emitter:
             with code.block(f"if (!{call})"):
                 code.writeline(f"Py_CLEAR(o_{name});")
 
+    def _has_array(self, name: str) -> bool:
+        # Whether buffer `name` is an array the call holds as a PyArrayObject (`_array`).
+        buf = self.buffers[name]
+        if buf.kind == "extern":
+            return c_type(buf.dtype) is not None
+        return buf.kind in ("input", "kernel")
+
     def _array(self, name: str) -> str:
         kind = self.buffers[name].kind
         return f"a_{name}" if kind in ("input", "extern") else f"(PyArrayObject *)o_{name}"
@@ -622,6 +643,7 @@ class _Emitter:
         if not self.c_loops:
             self.statics.append(LOOP_HELPERS)
         self.statics.append(function.source)
+        self.self_pooled.add(name)
         return name
 
     def _kernel_loop_function(self, node: Node, name: str, scalar_reason: str) -> str | None:
