@@ -1,10 +1,13 @@
-"""What a call of a graph with a C loop costs around the loop: `x.shape[0]` is read in C (no
-Python call), the wrapper leaves NumPy's allocator alone around a scalar loop function (which
-sets the buffer pool itself where it calls NumPy: its snapshots and its run with NumPy)."""
+"""What a call of a graph with a C loop costs around the loop's work: `x.shape[0]` is read in C
+(no Python call), the wrapper leaves NumPy's allocator alone around a scalar loop function
+(which sets the buffer pool itself where it calls NumPy: its snapshots and its run with
+NumPy), and a nest of scalar work polls for signals once per `POLL_WORK` iterations of its
+loops, inner ones included, not at every outer iteration."""
 
 from __future__ import annotations
 
 import gc
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +18,7 @@ import numpy as np
 from numpile_capture import compile_function
 from numpile_inductor import buffer_pool_bytes, trim_buffer_pool
 from numpile_inductor.codegen.c.buffer_pool import MIN_POOLED_BYTES
+from numpile_inductor.codegen.c.loop_body import POLL_WORK
 
 
 def _compiled(fn: Callable[..., Any], tmp_path: Path) -> Any:
@@ -108,3 +112,43 @@ def test_a_bailing_loop_takes_its_snapshot_from_the_buffer_pool(tmp_path: Path) 
     gc.collect()
     assert buffer_pool_bytes() >= x.nbytes  # the snapshot's block, back in the pool
     trim_buffer_pool()
+
+
+def _escape_counts(cr: Any) -> Any:
+    counts = np.zeros(cr.shape[0], dtype=np.int64)
+    for p in range(cr.shape[0]):
+        z = 0.0
+        k = 0
+        while k < 16 and z * z <= 4.0:
+            z = z * z + cr[p]
+            k += 1
+        counts[p] = k
+    return counts
+
+
+def _row_sums(A: Any) -> Any:
+    out = np.zeros(A.shape[0])
+    for i in range(A.shape[0]):
+        s = 0.0
+        for j in range(A.shape[1]):
+            s = s + A[i, j]
+        out[i] = s
+    return out
+
+
+def test_a_scalar_nest_polls_for_signals_by_its_work(tmp_path: Path) -> None:
+    cases = [
+        (_escape_counts, np.linspace(-2.0, 0.5, 9)),
+        (_row_sums, np.arange(12.0).reshape(3, 4)),
+    ]
+    for k, (fn, x) in enumerate(cases):
+        np.testing.assert_array_equal(_compiled(fn, tmp_path / str(k))(x), fn(x))
+        lines = _loop_source(tmp_path / str(k)).splitlines()
+        polls = [n for n, line in enumerate(lines) if "PyErr_CheckSignals() < 0) { goto" in line]
+        assert polls
+        for n in polls:  # each poll under the work counter's test, none per iteration
+            assert f">= {POLL_WORK}u" in lines[n - 2], lines[n - 3 : n + 1]
+        source = "\n".join(lines)
+        assert re.search(
+            r"ticks\d+ \+= hi\d+ >= lo\d+" if fn is _row_sums else r"\+\+ticks\d+;", source
+        )
