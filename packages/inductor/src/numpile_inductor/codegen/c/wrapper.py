@@ -40,6 +40,7 @@ from ...scheduler import FusedKernel, Schedule
 from ..common import CodeBuffer
 from .blas import BLAS_HELPERS, blas_operands
 from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
+from .extern_forms import FALLBACK, write_extern_form
 from .interrupts import INTERRUPT_HELPERS, main_thread_init
 from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
@@ -494,13 +495,13 @@ class _Emitter:
         self.externs.append(extern_callable(step))
         refs = [arg.name for arg in step.args if isinstance(arg, BufferRef)]
         code = self.code
-        if step.op_name == "dim" and len(refs) == 1 and self._has_array(refs[0]):
-            # `x.shape[axis]` (a kept loop's bound): read in C, no Python call per run.
-            axis = dict(step.kwargs)["axis"]
-            dims = f"PyArray_DIMS({self._array(refs[0])})"
-            code.writeline(f"o_{step.buffer} = PyLong_FromSsize_t((Py_ssize_t){dims}[{axis}]);")
-            code.writeline(f"if (o_{step.buffer} == NULL) {{ goto fail; }}")
-            return
+        # Small externs around kept loops (`x.shape[0]`, `n - 1`, `np.zeros_like(b)`) in C.
+        arrays = [self._array(name) if self._has_array(name) else None for name in refs]
+        if write_extern_form(code, step.buffer, step.op_name, arrays, step.args, step.kwargs):
+            if step.op_name not in FALLBACK:
+                self._after_extern(step)
+                return
+            code.writeline(f"if (o_{step.buffer} == NULL)  /* Python runs what C did not */")
         if step.op_name == "loop_output" and len(refs) == 1:
             # A loop's final values are a tuple (from C or from NumPy): one item of it.
             k = dict(step.kwargs)["index"]
@@ -561,6 +562,9 @@ class _Emitter:
                     code.writeline("PyErr_Restore(et, ev, tb);")
             code.writelines(f"Py_DECREF({s});" for s in scalars)
         code.writeline(f"if (o_{step.buffer} == NULL) {{ goto fail; }}")
+        self._after_extern(step)
+
+    def _after_extern(self, step: ExternCall) -> None:
         buf = self.buffers[step.buffer]
         if buf.kind == "extern" and c_type(buf.dtype) is not None:
             self._emit_extern_check(step.buffer, buf)
