@@ -122,8 +122,22 @@ def _nested_loop(a: np.ndarray, n: int) -> float:
     return s
 
 
+def _nested_while(a: np.ndarray, n: int) -> float:
+    # Polled by the work of its inner `while` (loop_body's POLL_WORK), not per outer step.
+    s = 0.0
+    for i in range(n):
+        k = 0
+        while k < 3:
+            s += a[k] * i
+            k += 1
+    return s
+
+
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
-@pytest.mark.parametrize(("program", "long_n"), [(_flat_loop, 4 * 10**9), (_nested_loop, 10**7)])
+@pytest.mark.parametrize(
+    ("program", "long_n"),
+    [(_flat_loop, 4 * 10**9), (_nested_loop, 10**7), (_nested_while, 10**10)],
+)
 def test_a_signal_interrupts_a_long_loop_that_runs_as_c(
     program: Callable[[np.ndarray, int], float], long_n: int
 ) -> None:

@@ -41,12 +41,16 @@ from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot
 
 from ...loop_ir import Apply, Constant, ScalarArg
 from ..common import CodeBuffer
+from .loop_scalar_forms import quiet_compare, select_multiply, zero_one_result
 from .ops import c_expr, c_literal, c_type
 
 
 class NotScalarLoop(Exception):  # noqa: N818 - it names the event
     """The loop's body holds work this module has no scalar C for (the reason)."""
 
+
+#: Iterations of a scalar loop nest between two polls for signals (Ctrl-C).
+POLL_WORK = 4096
 
 # Python ints in the loop are C int64s. Values are tracked with a bound on their
 # magnitude in bits; an operation whose result provably fits 62 bits is not checked.
@@ -125,6 +129,9 @@ class LoopWriter:
         # How many nodes that may write memory were emitted: a 1-d value computed before
         # one (loop_vectors) is not recomputed after it.
         self.stores = 0
+        # The outermost loop's work counter between signal polls (see _signal_poll), while
+        # its nest is written and it counts work; else None.
+        self.ticks: str | None = None
         # C lines at the function's top (pointers set to NULL) and after its `done:` label
         # (freeing what the entry allocated): temporaries allocated once, at their largest.
         self.prelude: list[str] = []
@@ -132,6 +139,8 @@ class LoopWriter:
         # The C test of "the outermost loop's first iteration" when a break there must run
         # the loop with NumPy instead (see _emit_body), else None.
         self.first_break: str | None = None
+        # C names and literals whose value is 0 or 1 (loop_scalar_forms' select multiply).
+        self.zero_one: set[str] = set()
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -158,14 +167,20 @@ class LoopWriter:
             return found
         if isinstance(value, np.generic) and c_type(value.dtype) is not None:
             # Before the Python types: np.float64 is a float subclass.
-            return CValue(c_literal(value.item(), value.dtype), value.dtype, invariant=True)
+            text = c_literal(value.item(), value.dtype)
+            if value.dtype.kind in "biu" and value in (0, 1):
+                self.zero_one.add(text)
+            return CValue(text, value.dtype, invariant=True)
         if isinstance(value, bool | int | float):
             kind = type(value)
             if kind is int and not -(2**62) < value < 2**62:
                 raise NotScalarLoop(f"Python int constant {value} is too large")
             dtype = _PY_TYPES[kind]
             bits = int(abs(value)).bit_length() if kind is not float else 64
-            return CValue(c_literal(value, dtype), dtype, kind, bits, invariant=True)
+            text = c_literal(value, dtype)
+            if kind is not float and value in (0, 1):
+                self.zero_one.add(text)
+            return CValue(text, dtype, kind, bits, invariant=True)
         if isinstance(value, np.generic) and c_type(value.dtype) is not None:
             return CValue(c_literal(value.item(), value.dtype), value.dtype, invariant=True)
         raise NotScalarLoop(f"operand {value!r}")
@@ -221,19 +236,37 @@ class LoopWriter:
             raise NotScalarLoop(f"{node.op.name}: {reason}") from reason
         if ctx.steps or lowered.loader is None:
             raise NotScalarLoop(f"{node.op.name} needs a kernel of its own")
-        return CValue(self.expression(lowered.loader(())), meta.dtype)
+        text, _ = self.expression(lowered.loader(()), scalar=not elementwise)
+        return CValue(text, meta.dtype)
 
-    def expression(self, expr: Any) -> str:
-        # A scalar loop-IR expression (Apply, Constant, ScalarArg): one statement per Apply.
+    def expression(self, expr: Any, *, scalar: bool) -> tuple[str, bool]:
+        # A scalar loop-IR expression (Apply, Constant, ScalarArg): one statement per Apply;
+        # its C text and whether its value is 0 or 1. `scalar`: computed one element at a
+        # time (the scalar forms of loop_scalar_forms), not in a loop GCC may vectorize.
         if isinstance(expr, Constant):
-            return c_literal(expr.value, expr.dtype)
+            zero_one = expr.dtype.kind in "biu" and expr.value in (0, 1)
+            return c_literal(expr.value, expr.dtype), zero_one
         if isinstance(expr, ScalarArg):
-            return f"(({c_type(expr.dtype)}){expr.name})"
+            zero_one = expr.dtype.kind == "b" or expr.name in self.zero_one
+            return f"(({c_type(expr.dtype)}){expr.name})", zero_one
         if not isinstance(expr, Apply):
             raise NotScalarLoop(f"a loop-IR value {expr}")
-        args = [self.expression(arg) for arg in expr.args]
+        values = [self.expression(arg, scalar=scalar) for arg in expr.args]
+        args = [text for text, _ in values]
+        flags = [flag for _, flag in values]
         dtypes = [arg.dtype for arg in expr.args]
-        return self.define(expr.dtype, c_expr(expr.fn, args, dtypes, expr.dtype))
+        text = None
+        if scalar:
+            text = quiet_compare(expr.fn, args, dtypes)
+        if text is None and expr.fn == "multiply":
+            text = select_multiply(args, flags, expr.dtype)
+        if text is None:
+            text = c_expr(expr.fn, args, dtypes, expr.dtype)
+        name = self.define(expr.dtype, text)
+        zero_one = expr.dtype.kind == "b" or zero_one_result(expr.fn, flags)
+        if zero_one:
+            self.zero_one.add(name)
+        return name, zero_one
 
     def hoisted(self, value: CValue, size: str) -> bool:
         # Whether `0 <= value < size` is checked once at the entry of an enclosing loop
@@ -582,6 +615,11 @@ def emit_loop(
     head = f"for (int64_t {index} = {a}; {condition}; {index} += {c}) {{"
     if not writer.frames:
         head += _signal_poll(writer, body)
+    elif writer.ticks is not None:
+        # An inner loop's work counts towards the outermost loop's next poll (its index
+        # range: at least its trip count).
+        lo, hi = frame.low, frame.high
+        writer.buf.writeline(f"{writer.ticks} += {hi} >= {lo} ? (uint64_t)({hi} - {lo}) + 1 : 0;")
     params = dict(node.params)
     if not writer.frames and params.get("breaks") and params.get("first") is not None:
         writer.first_break = f"{index} == {a}"
@@ -603,6 +641,8 @@ def emit_loop(
                 writer.checked = checked
     finally:
         writer.frames.pop()
+        if not writer.frames:
+            writer.ticks = None
     if copy is None:
         writer.buf.splice(unchecked)
         return locals_
@@ -617,19 +657,47 @@ def emit_loop(
 
 def _signal_poll(writer: LoopWriter, body: Graph) -> str:
     # Ctrl-C: the outermost loop runs pending signal handlers (a few nanoseconds with the GIL
-    # held) before each iteration when its body holds loops or array work, else every 4096.
+    # held) before each iteration when its nest holds array work, else once per POLL_WORK
+    # iterations of the nest's loops (`writer.ticks` counts them; inner loops add theirs).
+    # A poll per outer iteration of a short inner loop cost Mandelbrot's escape loop 4 %.
+    if _holds_array_work(body):
+        return "\nif (PyErr_CheckSignals() < 0) { goto fail; }"
     ticks = writer.fresh("ticks")
-    writer.buf.writeline(f"uint32_t {ticks} = 0;")
-    inner = any(
-        node.op is not None
-        and (
-            node.op.name in ("for_loop", "while_loop")
-            or (isinstance(node.meta, ArrayMeta) and node.meta.shape != ())
-        )
-        for node in body.nodes
+    writer.buf.writeline(f"uint64_t {ticks} = 0;")
+    writer.ticks = ticks
+    return (
+        f"\nif (++{ticks} >= {POLL_WORK}u) {{\n"
+        f"{CodeBuffer.UNIT}{ticks} = 0;\n"
+        f"{CodeBuffer.UNIT}if (PyErr_CheckSignals() < 0) {{ goto fail; }}\n"
+        "}"
     )
-    mask = 0 if inner else 4095
-    return f"\nif ((++{ticks} & {mask}u) == 0 && PyErr_CheckSignals() < 0) {{ goto fail; }}"
+
+
+# Ops of one element whose node stands for the whole array (the store's result).
+_ELEMENT_OPS = frozenset({"setitem_at", "setitem"})
+
+
+def _holds_array_work(body: Graph) -> bool:
+    # Whether `body` or a body nested in it computes a value that is not 0-d.
+    for node in body.nodes:
+        if node.op is None:
+            continue
+        one_element = node.op.name in _ELEMENT_OPS and _stores_one_element(node)
+        if isinstance(node.meta, ArrayMeta) and node.meta.shape != () and not one_element:
+            return True
+        if any(isinstance(value, Graph) and _holds_array_work(value) for _, value in node.params):
+            return True
+    return False
+
+
+def _stores_one_element(node: Node) -> bool:
+    # A store through an index template of one int per axis (`A[i, j] = v`).
+    meta = node.inputs[0].meta if isinstance(node.inputs[0], Node) else None
+    template = dict(node.params).get("index")
+    if not isinstance(meta, ArrayMeta) or not isinstance(template, tuple):
+        return False
+    ints = [item for item in template if isinstance(item, ScalarSlot | int | np.integer)]
+    return len(ints) == len(template) == len(meta.shape)
 
 
 def _emit_iterations(
@@ -793,6 +861,8 @@ def _while_loop(writer: LoopWriter, node: Node, env: Env) -> None:
     writer.buf.writeline(f"int {going} = (!!({pred.text})) == {enter};")
     writer.buf.writeline(f"while ({going}) {{")
     with writer.buf.indent():
+        if writer.ticks is not None:
+            writer.buf.writeline(f"++{writer.ticks};")
         outputs = writer.body(body, inner)
         if len(outputs) != carried + 1:
             raise NotScalarLoop("a while body without its test")

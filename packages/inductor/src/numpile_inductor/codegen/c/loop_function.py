@@ -121,6 +121,42 @@ static inline int np_loop_index(int64_t index, int64_t size, int axis, int64_t *
     *out = i;
     return 1;
 }
+/* NumPy allocating from the buffer pool (the wrapper's g_pool) around a loop function's own
+   calls into NumPy that may allocate: its snapshots and its run with NumPy. The wrapper does
+   not set the pool around a scalar loop function: that costs more than a short loop. */
+static PyObject *np_loop_pool_enter(int *failed)
+{
+    PyObject *prev = g_pool == NULL ? NULL : PyDataMem_SetHandler(g_pool);
+    *failed = g_pool != NULL && prev == NULL;
+    return prev;
+}
+static void np_loop_pool_exit(PyObject *prev)
+{
+    if (prev == NULL) { return; }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    Py_XDECREF(PyDataMem_SetHandler(prev));
+    Py_DECREF(prev);
+    PyErr_Restore(et, ev, tb);
+}
+static PyObject *np_loop_eager(PyObject *eager, PyObject *const *argv, Py_ssize_t argc)
+{
+    int failed;
+    PyObject *prev = np_loop_pool_enter(&failed);
+    if (failed) { return NULL; }
+    PyObject *result = PyObject_Vectorcall(eager, argv, argc, NULL);
+    np_loop_pool_exit(prev);
+    return result;
+}
+static PyObject *np_loop_snapshot(PyArrayObject *a)
+{
+    int failed;
+    PyObject *prev = np_loop_pool_enter(&failed);
+    if (failed) { return NULL; }
+    PyObject *copy = PyArray_NewCopy(a, NPY_KEEPORDER);
+    np_loop_pool_exit(prev);
+    return copy;
+}
 /* A NumPy scalar of type `typenum` holding *data. */
 static PyObject *np_loop_box(void *data, int typenum)
 {
@@ -233,7 +269,7 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
         *(f"    if (!PyArray_ISWRITEABLE(a_{array.name})) {{ goto eager; }}" for array in written),
     ]
     for array in snapshots:
-        lines.append(f"    snap_{array.name} = PyArray_NewCopy(a_{array.name}, NPY_KEEPORDER);")
+        lines.append(f"    snap_{array.name} = np_loop_snapshot(a_{array.name});")
         lines.append(f"    if (snap_{array.name} == NULL) {{ goto fail; }}")
     lines.append("    NP_FP_CLEAR();")
     lines += writer.declarations
@@ -257,7 +293,7 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
                 "< 0) { goto fail; }"
             )
     lines.append("eager:")
-    lines.append("    result = PyObject_Vectorcall(eager, argv, argc, NULL);")
+    lines.append("    result = np_loop_eager(eager, argv, argc);")
     lines.append("    goto done;")
     lines.append("fail:")
     lines.append("    result = NULL;")

@@ -106,7 +106,7 @@ def _function(
         *(f"    if (!PyArray_ISWRITEABLE(a_{array.name})) {{ goto eager; }}" for array in written),
     ]
     for array in snapshots:
-        lines.append(f"    snap_{array.name} = PyArray_NewCopy(a_{array.name}, NPY_KEEPORDER);")
+        lines.append(f"    snap_{array.name} = np_loop_snapshot(a_{array.name});")
         lines.append(f"    if (snap_{array.name} == NULL) {{ goto fail; }}")
     lines.append("    NP_FP_CLEAR();")
     lines += writer.declarations
@@ -130,7 +130,7 @@ def _function(
                 "< 0) { goto fail; }"
             )
     lines.append("eager:")
-    lines.append("    result = PyObject_Vectorcall(eager, argv, argc, NULL);")
+    lines.append("    result = np_loop_eager(eager, argv, argc);")
     lines.append("    goto done;")
     lines.append("fail:")
     lines.append("    result = NULL;")

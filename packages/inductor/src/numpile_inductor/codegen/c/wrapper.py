@@ -40,6 +40,7 @@ from ...scheduler import FusedKernel, Schedule
 from ..common import CodeBuffer
 from .blas import BLAS_HELPERS, blas_operands
 from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
+from .extern_forms import FALLBACK, write_extern_form
 from .interrupts import INTERRUPT_HELPERS, main_thread_init
 from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
@@ -148,6 +149,8 @@ class _Emitter:
         self.config = config
         self.code = CodeBuffer()  # the `call` function
         self.statics: list[str] = []
+        # Scalar loop functions: they set the buffer pool themselves where they call NumPy.
+        self.self_pooled: set[str | None] = set()
         self.externs: list[Callable[..., Any]] = []
         self.has_strides: set[str] = set()
         self.kernel_buffers: set[str] = set()
@@ -492,6 +495,13 @@ class _Emitter:
         self.externs.append(extern_callable(step))
         refs = [arg.name for arg in step.args if isinstance(arg, BufferRef)]
         code = self.code
+        # Small externs around kept loops (`x.shape[0]`, `n - 1`, `np.zeros_like(b)`) in C.
+        arrays = [self._array(name) if self._has_array(name) else None for name in refs]
+        if write_extern_form(code, step.buffer, step.op_name, arrays, step.args, step.kwargs):
+            if step.op_name not in FALLBACK:
+                self._after_extern(step)
+                return
+            code.writeline(f"if (o_{step.buffer} == NULL)  /* Python runs what C did not */")
         if step.op_name == "loop_output" and len(refs) == 1:
             # A loop's final values are a tuple (from C or from NumPy): one item of it.
             k = dict(step.kwargs)["index"]
@@ -525,13 +535,17 @@ class _Emitter:
                     names.append(f"o_{name}")
             argv = ", ".join(names) or "NULL"
             code.writeline(f"PyObject *argv[{max(len(refs), 1)}] = {{{argv}}};")
-            # NumPy allocates the extern's result and temporaries from the buffer pool too.
-            code.writeline(
-                "PyObject *np_prev = g_pool == NULL ? NULL : PyDataMem_SetHandler(g_pool);"
-            )
-            code.writeline("if (g_pool != NULL && np_prev == NULL) { goto fail; }")
             extern = f"PyTuple_GET_ITEM(g_externs, {index})"
             loop = self._loop_function(step)
+            # NumPy allocates the extern's result and temporaries from the buffer pool too
+            # (a scalar loop function sets the pool itself, where it calls NumPy: setting it
+            # costs more than a short loop).
+            pooled = loop not in self.self_pooled
+            if pooled:
+                code.writeline(
+                    "PyObject *np_prev = g_pool == NULL ? NULL : PyDataMem_SetHandler(g_pool);"
+                )
+                code.writeline("if (g_pool != NULL && np_prev == NULL) { goto fail; }")
             if loop is not None:
                 self.c_loops.append(index)
                 code.writeline(f"o_{step.buffer} = {loop}(argv, {len(refs)}, {extern}, &np_fp);")
@@ -539,14 +553,18 @@ class _Emitter:
                 code.writeline(
                     f"o_{step.buffer} = PyObject_Vectorcall({extern}, argv, {len(refs)}, NULL);"
                 )
-            with code.block("if (np_prev != NULL)"):
-                code.writeline("PyObject *et, *ev, *tb;")
-                code.writeline("PyErr_Fetch(&et, &ev, &tb);")
-                code.writeline("Py_XDECREF(PyDataMem_SetHandler(np_prev));")
-                code.writeline("Py_DECREF(np_prev);")
-                code.writeline("PyErr_Restore(et, ev, tb);")
+            if pooled:
+                with code.block("if (np_prev != NULL)"):
+                    code.writeline("PyObject *et, *ev, *tb;")
+                    code.writeline("PyErr_Fetch(&et, &ev, &tb);")
+                    code.writeline("Py_XDECREF(PyDataMem_SetHandler(np_prev));")
+                    code.writeline("Py_DECREF(np_prev);")
+                    code.writeline("PyErr_Restore(et, ev, tb);")
             code.writelines(f"Py_DECREF({s});" for s in scalars)
         code.writeline(f"if (o_{step.buffer} == NULL) {{ goto fail; }}")
+        self._after_extern(step)
+
+    def _after_extern(self, step: ExternCall) -> None:
         buf = self.buffers[step.buffer]
         if buf.kind == "extern" and c_type(buf.dtype) is not None:
             self._emit_extern_check(step.buffer, buf)
@@ -583,6 +601,13 @@ class _Emitter:
             call = f"np_blas_matmul({arrays[0]}, {arrays[1]}, (PyArrayObject *)o_{name})"
             with code.block(f"if (!{call})"):
                 code.writeline(f"Py_CLEAR(o_{name});")
+
+    def _has_array(self, name: str) -> bool:
+        # Whether buffer `name` is an array the call holds as a PyArrayObject (`_array`).
+        buf = self.buffers[name]
+        if buf.kind == "extern":
+            return c_type(buf.dtype) is not None
+        return buf.kind in ("input", "kernel")
 
     def _array(self, name: str) -> str:
         kind = self.buffers[name].kind
@@ -622,6 +647,7 @@ class _Emitter:
         if not self.c_loops:
             self.statics.append(LOOP_HELPERS)
         self.statics.append(function.source)
+        self.self_pooled.add(name)
         return name
 
     def _kernel_loop_function(self, node: Node, name: str, scalar_reason: str) -> str | None:

@@ -1,0 +1,117 @@
+"""Extern forms: C for the small extern ops around kept loops, run without calling Python.
+
+A graph with a C loop (issue 23) often has a few extern steps around it that do almost no
+work: `x.shape[0]` read for the loop's bound (`dim`), `n - 1` on Python ints (`py_binary`),
+the `np.zeros_like(b)` the loop writes into. Each one called through Python costs about a
+microsecond, as much as a short loop itself (a triangular solve of order 8). The wrapper
+writes these forms instead; each sets `o_<buffer>` to a new reference, or leaves it NULL
+with no exception set where its operands are not what it handles, and then the extern runs
+as before (`FALLBACK`):
+
+- `dim(x, axis)` of an array the call holds: `PyLong_FromSsize_t` of its dim, always;
+- `py_binary` add / sub / mul of two exact Python ints that fit int64, when the result does
+  too (`__builtin_*_overflow`);
+- `zeros_like(x)` of an exact ndarray: `PyArray_NewLikeArray` in x's memory order (NumPy's
+  `order="K"`) filled with zero bytes (0 of every numeric dtype), from the buffer pool when
+  it is large.
+
+    >>> code = CodeBuffer()
+    >>> write_extern_form(code, "v3", "dim", ["a_x"], (BufferRef("x"),), (("axis", 0),))
+    True
+    >>> code.lines[0]
+    'o_v3 = PyLong_FromSsize_t((Py_ssize_t)PyArray_DIMS(a_x)[0]);'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...loop_ir import BufferRef
+from ..common import CodeBuffer
+from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
+
+__all__ = ["FALLBACK", "write_extern_form"]
+
+#: The extern forms that leave `o_<buffer>` NULL on operands they do not handle.
+FALLBACK = frozenset({"py_binary", "zeros_like"})
+
+_INT_OVERFLOW = {
+    "add": "__builtin_add_overflow",
+    "sub": "__builtin_sub_overflow",
+    "mul": "__builtin_mul_overflow",
+}
+
+
+def write_extern_form(
+    code: CodeBuffer,
+    buffer: str,
+    op_name: str,
+    operands: Sequence[str | None],
+    args: tuple[Any, ...],
+    kwargs: tuple[tuple[str, Any], ...],
+) -> bool:
+    """Write the C form of extern `op_name` into `code`, setting `o_<buffer>`; False (and
+    nothing written) when it has none for these arguments. `operands` holds, per
+    `BufferRef` argument, the C `PyArrayObject *` expression of that buffer, or None where
+    the call holds it as a Python object only."""
+    keywords = dict(kwargs)
+    refs = [arg for arg in args if isinstance(arg, BufferRef)]
+    target = f"o_{buffer}"
+    if op_name == "dim" and len(args) == 1 and refs and operands[0] is not None:
+        dims = f"PyArray_DIMS({operands[0]})"
+        code.writeline(f"{target} = PyLong_FromSsize_t((Py_ssize_t){dims}[{keywords['axis']}]);")
+        code.writeline(f"if ({target} == NULL) {{ goto fail; }}")
+        return True
+    if op_name == "zeros_like" and len(args) == 1 and refs and not kwargs:
+        if operands[0] is None:
+            return False
+        _zeros_like(code, target, operands[0])
+        return True
+    if op_name == "py_binary" and keywords.get("operator") in _INT_OVERFLOW and len(args) == 2:
+        if not all(isinstance(arg, BufferRef) or _small_int(arg) for arg in args):
+            return False
+        _py_int_binary(code, target, args, _INT_OVERFLOW[keywords["operator"]])
+        return True
+    return False
+
+
+def _small_int(value: Any) -> bool:
+    return type(value) is int and -(2**62) < value < 2**62
+
+
+def _zeros_like(code: CodeBuffer, target: str, array: str) -> None:
+    with code.block(f"if (PyArray_CheckExact({array}))"):
+        nbytes = f"PyArray_NBYTES({array})"
+        alloc = f"PyArray_NewLikeArray({array}, NPY_KEEPORDER, NULL, 1)"
+        with code.block(f"if (g_pool != NULL && {nbytes} >= {MIN_POOLED_BYTES})", "} else {"):
+            write_pooled_alloc(code, target, alloc, handler="g_pool")
+        with code.indent():
+            code.writeline(f"{target} = {alloc};")
+        code.writeline("}")
+        code.writeline(f"if ({target} == NULL) {{ goto fail; }}")
+        # A new array is one dense block, in whatever axis order.
+        data = f"PyArray_DATA((PyArrayObject *){target})"
+        code.writeline(f"memset({data}, 0, (size_t)PyArray_NBYTES((PyArrayObject *){target}));")
+
+
+def _py_int_binary(code: CodeBuffer, target: str, args: tuple[Any, ...], builtin: str) -> None:
+    # Leaves `target` NULL (the extern runs) unless both operands are exact ints of int64.
+    with code.block():
+        code.writeline("int ok = 1, overflow = 0;")
+        for k, arg in enumerate(args):
+            if isinstance(arg, BufferRef):
+                obj = f"o_{arg.name}"
+                code.writeline(f"long long x{k} = 0;")
+                with code.block(f"if (PyLong_CheckExact({obj}))", "} else {"):
+                    code.writeline(f"x{k} = PyLong_AsLongLongAndOverflow({obj}, &overflow);")
+                    code.writeline("ok = ok && !overflow;")
+                with code.indent():
+                    code.writeline("ok = 0;")
+                code.writeline("}")
+            else:
+                code.writeline(f"const long long x{k} = {arg}LL;")
+        code.writeline("long long r;")
+        with code.block(f"if (ok && !{builtin}(x0, x1, &r))"):
+            code.writeline(f"{target} = PyLong_FromLongLong(r);")
+            code.writeline(f"if ({target} == NULL) {{ goto fail; }}")

@@ -1,0 +1,93 @@
+"""Extern forms (`codegen/c/extern_forms.py`): `np.zeros_like` and int `n - 1` around kept
+loops run as C in the wrapper, with eager's values, dtypes, memory order and Python ints, and
+fall back to the extern (Python) where C does not handle the operands."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from numpile_capture import Graph, ScalarMeta, compile_function, get_op, run_graph
+from numpile_inductor import compile_graph
+from numpile_inductor.codegen.c.buffer_pool import MIN_POOLED_BYTES
+
+
+def _python_calls(fn: Callable[..., Any], *args: Any) -> tuple[Any, list[str]]:
+    names: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            names.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        result = fn(*args)
+    finally:
+        sys.setprofile(None)
+    return result, names
+
+
+def _first_column_doubled(A: Any) -> Any:
+    y = np.zeros_like(A)
+    for i in range(A.shape[0]):
+        y[i, 0] = A[i, 0] * 2.0
+    return y
+
+
+def test_zeros_like_runs_as_c_in_the_input_memory_order() -> None:
+    compiled = compile_function(_first_column_doubled, backend="inductor", dynamic=True)
+    rng = np.random.default_rng(0)
+    inputs = [
+        rng.standard_normal((5, 3)),
+        np.asfortranarray(rng.standard_normal((4, 6))),
+        rng.standard_normal((6, 8))[::2, 1::3],
+        rng.standard_normal((MIN_POOLED_BYTES // 8, 2)),
+    ]
+    for A in inputs:
+        compiled(A)  # compiles
+        got, called = _python_calls(compiled, A)
+        want = _first_column_doubled(A)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype and got.strides == want.strides
+        assert got.flags.owndata and got.base is None
+        assert "zeros_like" not in called, called
+
+
+def _reverse_total(x: Any) -> Any:
+    n = x.shape[0]
+    total = 0.0
+    for i in range(n - 1, -1, -1):  # `n - 1`: a py_binary on the dim's Python int
+        total = total + x[i]
+    return total
+
+
+def test_python_int_arithmetic_before_a_loop_is_c() -> None:
+    compiled = compile_function(_reverse_total, backend="inductor", dynamic=True)
+    for n in (8, 3, 1, 5):
+        x = np.arange(1.0, n + 1.0)
+        compiled(x)
+        got, called = _python_calls(compiled, x)
+        want = _reverse_total(x)
+        assert got == want and type(got) is type(want)
+        assert "_py_binary_impl" not in called, called
+
+
+@pytest.mark.parametrize("operator", ["add", "sub", "mul"])
+def test_python_ints_beyond_int64_fall_back_to_python(operator: str) -> None:
+    graph = Graph()
+    a = graph.placeholder("a", ScalarMeta(int))
+    b = graph.placeholder("b", ScalarMeta(int))
+    graph.output = graph.call(get_op("py_binary"), a, b, operator=operator)
+    compiled = compile_graph(graph)
+    assert f"__builtin_{operator}_overflow(x0, x1, &r)" in compiled.source
+    # Graph inputs are int64s; results beyond it are Python's (the extern's).
+    cases = [(3, 4), (-7, 2), (2**62, 2**62), (-(2**63), 1), (2**63 - 1, -1), (-(2**63), -1),
+             (2**40, 2**40), (True, 2)]  # fmt: skip
+    for left, right in cases:
+        want = run_graph(graph, [left, right])
+        got = compiled.fn(left, right)
+        assert got == want and type(got) is type(want), (left, right)

@@ -1,0 +1,154 @@
+"""What a call of a graph with a C loop costs around the loop's work: `x.shape[0]` is read in C
+(no Python call), the wrapper leaves NumPy's allocator alone around a scalar loop function
+(which sets the buffer pool itself where it calls NumPy: its snapshots and its run with
+NumPy), and a nest of scalar work polls for signals once per `POLL_WORK` iterations of its
+loops, inner ones included, not at every outer iteration."""
+
+from __future__ import annotations
+
+import gc
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from numpile_capture import compile_function
+from numpile_inductor import buffer_pool_bytes, trim_buffer_pool
+from numpile_inductor.codegen.c.buffer_pool import MIN_POOLED_BYTES
+from numpile_inductor.codegen.c.loop_body import POLL_WORK
+
+
+def _compiled(fn: Callable[..., Any], tmp_path: Path) -> Any:
+    # `fn` compiled with symbolic sizes, its generated C written under tmp_path.
+    options = {"trace.enabled": True, "trace.debug_dir": str(tmp_path / "debug")}
+    return compile_function(fn, backend="inductor", options=options, dynamic=True)
+
+
+def _loop_source(tmp_path: Path) -> str:
+    sources = [p.read_text() for p in sorted(tmp_path.glob("debug/*/output_code.c"))]
+    found = [source for source in sources if "loop_v" in source]
+    assert found, "no C loop function"
+    return found[-1]
+
+
+def _python_calls(fn: Callable[..., Any], *args: Any) -> tuple[Any, list[str]]:
+    # fn(*args) and the names of the Python functions it called.
+    names: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            names.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        result = fn(*args)
+    finally:
+        sys.setprofile(None)
+    return result, names
+
+
+def _total(x: Any) -> Any:
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i] * x[i]
+    return s
+
+
+def _column_total(A: Any) -> Any:
+    B = A * 2.0  # a kernel's result: its dims are read in C too
+    s = 0.0
+    for i in range(B.shape[1]):
+        s = s + B[0, i]
+    return s
+
+
+def test_shape_reads_that_bound_loops_run_as_c(tmp_path: Path) -> None:
+    cases = [
+        (_total, [np.arange(7.0), np.arange(5.0)[::-1], np.arange(9.0)]),
+        (_column_total, [np.arange(12.0).reshape(3, 4), np.arange(10.0).reshape(2, 5)]),
+    ]
+    for k, (fn, inputs) in enumerate(cases):
+        compiled = _compiled(fn, tmp_path / str(k))
+        for x in inputs:
+            compiled(x)  # compiles (once for the sizes, dynamic)
+            got, called = _python_calls(compiled, x)
+            assert got == fn(x)
+            assert type(got) is type(fn(x))
+            assert "_dim_impl" not in called, called
+        assert "PyArray_DIMS(" in _loop_source(tmp_path / str(k))
+
+
+def test_the_wrapper_sets_no_allocator_around_a_scalar_loop_function(tmp_path: Path) -> None:
+    assert _compiled(_total, tmp_path)(np.arange(7.0)) == _total(np.arange(7.0))
+    lines = _loop_source(tmp_path).splitlines()
+    calls = [k for k, line in enumerate(lines) if "= loop_v" in line and "(argv" in line]
+    assert calls
+    for k in calls:
+        assert not any("PyDataMem_SetHandler" in line for line in lines[k - 3 : k + 3])
+
+
+def _overflowing(x: Any, n: int) -> Any:
+    # A Python int that leaves int64 after ~40 steps: the C loop bails, restores x from its
+    # snapshot and runs with NumPy.
+    c = 7
+    for i in range(n):
+        c = c * 3
+        x[i] = x[i] + 1.0
+    return c
+
+
+def test_a_bailing_loop_takes_its_snapshot_from_the_buffer_pool(tmp_path: Path) -> None:
+    x = np.zeros(MIN_POOLED_BYTES // 8 * 2)
+    compiled = _compiled(_overflowing, tmp_path)
+    assert compiled(x.copy(), 3) == _overflowing(x.copy(), 3)
+    assert "np_loop_snapshot(" in _loop_source(tmp_path)
+    trim_buffer_pool()
+    mine, eager = x.copy(), x.copy()
+    assert compiled(mine, 50) == _overflowing(eager, 50)
+    np.testing.assert_array_equal(mine, eager)
+    gc.collect()
+    assert buffer_pool_bytes() >= x.nbytes  # the snapshot's block, back in the pool
+    trim_buffer_pool()
+
+
+def _escape_counts(cr: Any) -> Any:
+    counts = np.zeros(cr.shape[0], dtype=np.int64)
+    for p in range(cr.shape[0]):
+        z = 0.0
+        k = 0
+        while k < 16 and z * z <= 4.0:
+            z = z * z + cr[p]
+            k += 1
+        counts[p] = k
+    return counts
+
+
+def _row_sums(A: Any) -> Any:
+    out = np.zeros(A.shape[0])
+    for i in range(A.shape[0]):
+        s = 0.0
+        for j in range(A.shape[1]):
+            s = s + A[i, j]
+        out[i] = s
+    return out
+
+
+def test_a_scalar_nest_polls_for_signals_by_its_work(tmp_path: Path) -> None:
+    cases = [
+        (_escape_counts, np.linspace(-2.0, 0.5, 9)),
+        (_row_sums, np.arange(12.0).reshape(3, 4)),
+    ]
+    for k, (fn, x) in enumerate(cases):
+        np.testing.assert_array_equal(_compiled(fn, tmp_path / str(k))(x), fn(x))
+        lines = _loop_source(tmp_path / str(k)).splitlines()
+        polls = [n for n, line in enumerate(lines) if "PyErr_CheckSignals() < 0) { goto" in line]
+        assert polls
+        for n in polls:  # each poll under the work counter's test, none per iteration
+            assert f">= {POLL_WORK}u" in lines[n - 2], lines[n - 3 : n + 1]
+        source = "\n".join(lines)
+        assert re.search(
+            r"ticks\d+ \+= hi\d+ >= lo\d+" if fn is _row_sums else r"\+\+ticks\d+;", source
+        )
