@@ -20,7 +20,6 @@ capture keeps ``cond`` and ``while_loop`` in the graph (issue 23), they belong u
 from __future__ import annotations
 
 import functools
-import sys
 
 import numpy as np
 from harness import program
@@ -1510,9 +1509,8 @@ def return_skips_the_writes_after_the_loop(x):
     return -1
 
 
-# On 3.12+ CPython lays a loop that both returns and breaks out so that capture does not
-# keep it yet: there the loop graph-breaks (values still match eager).
-@loop(_signal, sizes=(4, 0, 1, 7), fullgraph=sys.version_info < (3, 12))
+# 3.12+ copy the return of `-2 if total > 0.0 else -3` into both ways of the `if`.
+@loop(_signal, sizes=(4, 0, 1, 7))
 def return_and_break_in_one_loop(x):
     total = np.float64(0.0)
     for i in range(x.shape[0]):

@@ -546,6 +546,9 @@ def _run_iteration(frame: Frame, extent: _Extent) -> None:
 # NOTE: the jumps a branch on a run-time value (a loop body's `if x[i] > 0:`) starts with.
 _BRANCHES = ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE")
 
+# NOTE: the `stop` of `run_until` for code traced to the frame's return (no instruction).
+TO_RETURN = -1
+
 
 def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
     """Step `frame` until it reaches instruction `stop`, staying in [low, high): one loop
