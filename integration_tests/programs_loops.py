@@ -1912,3 +1912,92 @@ def while_index_runs_past_the_end(x):
     while True:
         x[i] += 1.0
         i += 1
+
+
+# -- issue 23, loops kept on 3.11-3.13 (loopcf26): `while True:` with breaks on run-time ----
+# values (3.12+ copy the code after such a loop into each break), `continue` in nested loops.
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_true_breaks_on_running_sum(x):
+    i = 0
+    s = np.float64(0.0)
+    while True:
+        if i >= x.shape[0]:
+            break
+        s += x[i]
+        if s > 2.0:
+            break
+        i += 1
+    return s, i
+
+
+@loop(lambda rng, n: (np.abs(rng.standard_normal(n + 1)) + 0.5,), sizes=(4, 0, 1, 7))
+def while_true_newton_sqrt_of_an_element(a):
+    x = a[0] + 2.0
+    y = x
+    steps = 0
+    while True:
+        y = 0.5 * (x + a[a.shape[0] - 1] / x)
+        steps += 1
+        if abs(y - x) < 1e-12:
+            break
+        x = y
+    a[0] = y
+    return a, steps
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_true_halvings_per_element(x):
+    out = np.zeros(x.shape[0], dtype=np.int64)
+    for j in range(x.shape[0]):
+        v = abs(x[j]) * 10.0 + 1.0
+        n = 0
+        while True:
+            v = v * 0.5
+            n += 1
+            if v < 1.0:
+                break
+        out[j] = n
+    return out
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_true_skips_negatives_with_continue(x):
+    i = -1
+    s = np.float64(0.0)
+    while True:
+        i += 1
+        if i >= x.shape[0]:
+            break
+        if x[i] < 0.0:
+            continue
+        s += x[i]
+        if s > 3.0:
+            break
+    return s, i
+
+
+@loop(lambda rng, n: (np.round(rng.standard_normal((n, 3)) * 2.0, 1),), sizes=(4, 0, 1, 7))
+def continue_in_an_inner_loop(a):
+    s = 0.0
+    for r in range(a.shape[0]):
+        for c in range(a.shape[1]):
+            if a[r, c] < 0.0:
+                continue
+            s += a[r, c]
+    return s
+
+
+@loop(lambda rng, n: (np.round(rng.standard_normal((n, 3)) * 2.0, 1),), sizes=(4, 0, 1, 7))
+def continue_outer_loop_before_its_inner_loop(a):
+    s = 0.0
+    for r in range(a.shape[0]):
+        if a[r, 0] < 0.0:
+            continue
+        for c in range(a.shape[1]):
+            if a[r, c] > 2.0:
+                continue
+            a[r, c] += 1.0
+            s += a[r, c]
+    return a, s

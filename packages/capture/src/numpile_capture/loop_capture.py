@@ -38,6 +38,7 @@ from .bytecode import Instruction
 from .capture_result import Unsupported
 from .control_flow import add_loop
 from .dynamic_shapes import active_shape_env
+from .forever_loop import keep_forever
 from .graph import Graph, Node, gives_scalar
 from .loop_exit import (
     BROKE,
@@ -316,12 +317,22 @@ def _extent(frame: Frame, inst: Instruction) -> _Extent:
 
 
 def body_names(
-    frame: Frame, head: int, low: int, high: int, exit_at: int, *, exit_from: int = -1
+    frame: Frame,
+    head: int,
+    low: int,
+    high: int,
+    exit_at: int,
+    *,
+    exit_from: int = -1,
+    span_end: int | None = None,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The carried locals and the temporaries of a loop body [low, high) whose loop spans
-    [head, exit_at); only instruction `exit_from` may jump to `exit_at` (a while loop's
-    bottom test). `LoopFallback` for a body that leaves early or rebinds cells."""
+    [head, exit_at) (or [head, span_end) where the code after it, at `exit_at`, is a copy
+    inside the body: a `while True:` on 3.12+); only instruction `exit_from` may jump to
+    `exit_at` (a while loop's bottom test). `LoopFallback` for a body that leaves early or
+    rebinds cells."""
     instructions = frame.instructions
+    span = exit_at if span_end is None else span_end
     stored: list[str] = []
     first_store: set[str] = set()
     seen: set[str] = set()
@@ -332,7 +343,7 @@ def body_names(
         # A jump to the exit is a break and a return may copy the code after the loop
         # (3.12+): the trace tells them apart (see loop_exit).
         breaks_to = target in exit_targets(instructions, exit_at)
-        if target is not None and not head <= target <= exit_at and not breaks_to:
+        if target is not None and not head <= target <= span and not breaks_to:
             raise LoopFallback("it leaves the loop early (a jump past its exit)")
         if name in ("YIELD_VALUE", "RAISE_VARARGS"):
             raise LoopFallback("it leaves the loop early (yield or raise)")
@@ -347,9 +358,7 @@ def body_names(
                 stored.append(body_inst.argval)
         if name in ("STORE_FAST", "LOAD_FAST"):
             seen.add(body_inst.argval)
-    read_outside = {
-        name for name in stored if _read_after(instructions, exit_at, name, head, exit_at)
-    }
+    read_outside = {name for name in stored if _read_after(instructions, exit_at, name, head, span)}
     state = frame.state
     carried: list[str] = []
     temporaries: list[str] = []
@@ -557,6 +566,11 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
     block traced only to its `if`'s join."""
     loop = innermost(frame)
     while frame.pc != stop:
+        if loop is not None and loop.forever and frame.pc == loop.low and frame.pc != low:
+            frame.pc = loop.stop  # a `while True:` body's back jump (or `continue`)
+            continue
+        if frame.pc != low and keep_forever(frame):
+            continue  # a `while True:` loop that breaks on run-time values, kept
         if loop is not None and loop.is_break(frame):
             if stop != loop.stop:
                 raise Escape("a break inside an if")
@@ -601,6 +615,8 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
         frame.locate(nodes_before, inst)
         if frame.result is not None or frame.yielded is not None:
             raise LoopFallback("it leaves the loop early (break or return)")
+    if loop is not None and loop.ends_forever(frame, stop):
+        frame.state.push(ConstantVar(True))  # a `while True:` body's test: go on
 
 
 def is_run_time(var: Variable) -> bool:

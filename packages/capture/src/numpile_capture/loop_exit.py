@@ -84,6 +84,10 @@ class LoopExit:
     # A loop that may return early (see loop_return): the returned value's variable from
     # the trace that found one, and whether the trace carries RETURNED / RETVAL.
     returns: ReturnSlot | None = None
+    # A `while True:` loop (see forever_loop): no test in the bytecode, its body's end
+    # tests True; `depth` is the stack's depth in its body.
+    forever: bool = False
+    depth: int = 0
 
     def is_break(self, frame: Frame) -> bool:
         """Whether the instruction at the frame's pc starts a `break` (`LoopFallback` when it
@@ -101,6 +105,11 @@ class LoopExit:
         if inst.opname == "JUMP" and inst.target in exit_targets(instructions, self.exit):
             return True
         return bool(self.after) and self._copies_exit(frame, frame.pc)
+
+    def ends_forever(self, frame: Frame, stop: int) -> bool:
+        """Whether a trace of this `while True:` body reached its end at `stop` without a
+        test on the stack (not by a break, which pushes a failing one)."""
+        return self.forever and stop == self.stop and len(frame.state.stack) == self.depth
 
     def _continues_after(self, frame: Frame, position: int) -> bool:
         inst = frame.instructions[position]
