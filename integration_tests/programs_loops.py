@@ -2001,3 +2001,56 @@ def continue_outer_loop_before_its_inner_loop(a):
             a[r, c] += 1.0
             s += a[r, c]
     return a, s
+
+
+# -- issue 23, rows at a shifted index (loopcf26): `A[i - 1]`, `A[i + 1]`, `A[i - 1, j]` -----
+# in loop bodies run as C; an index past the end raises eager's IndexError with the
+# writes of the earlier iterations kept.
+
+
+def _rows(rng, n):
+    return (np.round(rng.standard_normal((n, 6)), 2),)
+
+
+@loop(_rows, sizes=(4, 0, 1, 7))
+def rows_smoothed_by_the_previous_row(A):
+    for i in range(1, A.shape[0]):
+        A[i] = A[i - 1] * 0.5 + np.tanh(A[i])
+    return A
+
+
+@loop(lambda rng, n: (np.round(rng.standard_normal((n, 5)), 2), np.zeros((n, 5))), sizes=(4, 1, 7))
+def rows_differenced_with_the_next_row(A, D):
+    for i in range(A.shape[0] - 1):
+        D[i] = A[i + 1] - A[i]
+    return D
+
+
+@loop(_rows, sizes=(4, 0, 1, 7))
+def dot_of_neighbouring_rows(A):
+    s = np.zeros(A.shape[0])
+    for i in range(1, A.shape[0]):
+        s[i] = A[i - 1] @ A[i]
+    return s
+
+
+@loop(_rows, sizes=(4, 0, 1, 7))
+def elements_accumulated_down_columns(A):
+    for i in range(1, A.shape[0]):
+        for j in range(A.shape[1]):
+            A[i, j] += 0.5 * A[i - 1, j]
+    return A
+
+
+@loop(lambda rng, n: (np.round(rng.standard_normal((n + 2, 6)), 2),), sizes=(4, 0, 1, 7))
+def gauss_seidel_rows_by_slices(A):
+    for i in range(1, A.shape[0] - 1):
+        A[i, 1:-1] = 0.25 * (A[i - 1, 1:-1] + A[i + 1, 1:-1] + A[i, :-2] + A[i, 2:])
+    return A
+
+
+@invalid_loop(lambda rng, n: (np.round(rng.standard_normal((n, 3)), 2), np.zeros((n, 3))))
+def next_row_past_the_end_keeps_earlier_writes(A, D):
+    for i in range(A.shape[0]):
+        D[i] = A[i + 1] - A[i]
+    return D
