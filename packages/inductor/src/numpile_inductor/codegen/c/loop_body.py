@@ -132,6 +132,9 @@ class LoopWriter:
         # The C test of "the outermost loop's first iteration" when a break there must run
         # the loop with NumPy instead (see _emit_body), else None.
         self.first_break: str | None = None
+        # Whether the outermost loop may run with OpenMP (see loop_parallel): the function
+        # around it numbers its labels and defines its helpers.
+        self.threads = False
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -593,7 +596,8 @@ def emit_loop(
         # Late import: loop_parallel imports this module's CArray.
         from .loop_parallel import independent_iterations, parallel_nest
 
-        if outermost and constant_step is not None and independent_iterations(node):
+        threads = outermost and writer.threads and constant_step is not None
+        if threads and independent_iterations(node):
             trips = f"({frame.high} - {frame.low}) / {abs(constant_step)} + 1"
             unchecked, bails = parallel_nest(unchecked, writer.arrays, trips)
             writer.bails = writer.bails or bails

@@ -177,6 +177,7 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
     if first is not None:
         _check_first_iteration(node, body, first, carried)
     writer = LoopWriter(name)
+    writer.threads = True  # labels numbered and helpers defined below (loop_parallel)
     placeholders = body.placeholders
     env: Env = {}
     entry: list[str] = []

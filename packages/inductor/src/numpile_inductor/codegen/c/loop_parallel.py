@@ -180,7 +180,7 @@ def parallel_nest(lines: list[str], arrays: list[CArray], trips: str) -> tuple[l
         f"{indent}np_par_fp |= NP_FP_TEST();",
         f"{indent}}}",
         f"{indent}*np_fp |= np_par_fp;",
-        f"{indent}if (np_par_failed) {{ goto bail; }}",
+        *([f"{indent}if (np_par_failed) {{ goto bail; }}"] if bails else []),
         f"{indent}}}",
     ], bails
 
