@@ -596,8 +596,8 @@ def emit_loop(
         # Late import: loop_parallel imports this module's CArray.
         from .loop_parallel import independent_iterations, parallel_nest
 
-        threads = outermost and writer.threads and constant_step is not None
-        if threads and independent_iterations(node):
+        threads = outermost and writer.threads
+        if threads and constant_step is not None and independent_iterations(node):
             trips = f"({frame.high} - {frame.low}) / {abs(constant_step)} + 1"
             unchecked, bails = parallel_nest(unchecked, writer.arrays, trips)
             writer.bails = writer.bails or bails
