@@ -2054,3 +2054,32 @@ def next_row_past_the_end_keeps_earlier_writes(A, D):
     for i in range(A.shape[0]):
         D[i] = A[i + 1] - A[i]
     return D
+
+
+# -- issue 23, `for ... else` with a break (loopcf26): the clause runs only without a break --
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def for_else_gives_a_default_index(x):
+    k = -1
+    for i in range(x.shape[0]):
+        if x[i] > 2.0:
+            k = i
+            break
+    else:
+        k = -7
+    return k
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def for_else_writes_only_without_a_break(x):
+    total = np.float64(0.0)
+    for i in range(x.shape[0]):
+        if x[i] < -2.5:
+            break
+        total += x[i]
+        x[i] = total
+    else:
+        x *= 2.0
+        total = total + 100.0
+    return total

@@ -1,9 +1,10 @@
 """Issue 23's loops kept on 3.11, 3.12 and 3.13 alike: `while True:` loops that break on
 run-time values (3.12+ copy the code after such a loop into each break), `continue` in
-nested loops, a loop that both returns and breaks, rows at a shifted index (`A[i - 1]`,
-`A[i + 1]`, `A[i - 1, j]`; past the end: eager's IndexError). Capture keeps each loop (no graph
-break, nothing unrolled) and the inductor runs it as C (no body run with NumPy per
-iteration). Values, dtypes and in-place effects are the corpus' checks (programs_loops.py).
+nested loops, `for ... else` with a break, a loop that both returns and breaks, rows at a
+shifted index (`A[i - 1]`, `A[i + 1]`, `A[i - 1, j]`; past the end: eager's IndexError).
+Capture keeps each loop (no graph break, nothing unrolled) and the inductor runs it as C
+(no body run with NumPy per iteration). Values, dtypes and in-place effects are the
+corpus' checks (programs_loops.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ KEPT_EVERYWHERE = (
     "continue_in_an_inner_loop",
     "continue_outer_loop_before_its_inner_loop",
     "return_and_break_in_one_loop",
+    "for_else_gives_a_default_index",
+    "for_else_writes_only_without_a_break",
     "rows_smoothed_by_the_previous_row",
     "rows_differenced_with_the_next_row",
     "dot_of_neighbouring_rows",

@@ -145,6 +145,12 @@ def trace_to_return(frame: Frame, start: int) -> Block:
     return block
 
 
+def trace_block(frame: Frame, start: int, stop: int) -> Block:
+    """The code [start, stop) traced into a graph of its own, to `stop` (the frame
+    restored after)."""
+    return _trace_block(frame, start, stop, max(stop, start + 1))
+
+
 class Block:
     """One traced block of a branch: its graph and the frame's locals and stack after it."""
 
