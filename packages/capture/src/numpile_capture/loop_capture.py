@@ -297,6 +297,10 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
             raise LoopFallback("the carried types change over more than one iteration")
         attempt += 1
         metas = widened
+    if extent.else_end is not None and first is not None:
+        # After 0 iterations (or a break in the first) a carried value keeps its Python
+        # type, after more it is a NumPy value: the clause traced once cannot be both.
+        raise LoopFallback("its else clause reads values whose type depends on the trip count")
     if returns is None or not returns.carried:
         graph = frame.tracer.graph
         count = len(graph.nodes)
