@@ -20,7 +20,6 @@ capture keeps ``cond`` and ``while_loop`` in the graph (issue 23), they belong u
 from __future__ import annotations
 
 import functools
-import sys
 
 import numpy as np
 from harness import program
@@ -1510,9 +1509,8 @@ def return_skips_the_writes_after_the_loop(x):
     return -1
 
 
-# On 3.12+ CPython lays a loop that both returns and breaks out so that capture does not
-# keep it yet: there the loop graph-breaks (values still match eager).
-@loop(_signal, sizes=(4, 0, 1, 7), fullgraph=sys.version_info < (3, 12))
+# 3.12+ copy the return of `-2 if total > 0.0 else -3` into both ways of the `if`.
+@loop(_signal, sizes=(4, 0, 1, 7))
 def return_and_break_in_one_loop(x):
     total = np.float64(0.0)
     for i in range(x.shape[0]):
@@ -1914,3 +1912,174 @@ def while_index_runs_past_the_end(x):
     while True:
         x[i] += 1.0
         i += 1
+
+
+# -- issue 23, loops kept on 3.11-3.13 (loopcf26): `while True:` with breaks on run-time ----
+# values (3.12+ copy the code after such a loop into each break), `continue` in nested loops.
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_true_breaks_on_running_sum(x):
+    i = 0
+    s = np.float64(0.0)
+    while True:
+        if i >= x.shape[0]:
+            break
+        s += x[i]
+        if s > 2.0:
+            break
+        i += 1
+    return s, i
+
+
+@loop(lambda rng, n: (np.abs(rng.standard_normal(n + 1)) + 0.5,), sizes=(4, 0, 1, 7))
+def while_true_newton_sqrt_of_an_element(a):
+    x = a[0] + 2.0
+    y = x
+    steps = 0
+    while True:
+        y = 0.5 * (x + a[a.shape[0] - 1] / x)
+        steps += 1
+        if abs(y - x) < 1e-12:
+            break
+        x = y
+    a[0] = y
+    return a, steps
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_true_halvings_per_element(x):
+    out = np.zeros(x.shape[0], dtype=np.int64)
+    for j in range(x.shape[0]):
+        v = abs(x[j]) * 10.0 + 1.0
+        n = 0
+        while True:
+            v = v * 0.5
+            n += 1
+            if v < 1.0:
+                break
+        out[j] = n
+    return out
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_true_skips_negatives_with_continue(x):
+    i = -1
+    s = np.float64(0.0)
+    while True:
+        i += 1
+        if i >= x.shape[0]:
+            break
+        if x[i] < 0.0:
+            continue
+        s += x[i]
+        if s > 3.0:
+            break
+    return s, i
+
+
+@loop(lambda rng, n: (np.round(rng.standard_normal((n, 3)) * 2.0, 1),), sizes=(4, 0, 1, 7))
+def continue_in_an_inner_loop(a):
+    s = 0.0
+    for r in range(a.shape[0]):
+        for c in range(a.shape[1]):
+            if a[r, c] < 0.0:
+                continue
+            s += a[r, c]
+    return s
+
+
+@loop(lambda rng, n: (np.round(rng.standard_normal((n, 3)) * 2.0, 1),), sizes=(4, 0, 1, 7))
+def continue_outer_loop_before_its_inner_loop(a):
+    s = 0.0
+    for r in range(a.shape[0]):
+        if a[r, 0] < 0.0:
+            continue
+        for c in range(a.shape[1]):
+            if a[r, c] > 2.0:
+                continue
+            a[r, c] += 1.0
+            s += a[r, c]
+    return a, s
+
+
+# -- issue 23, rows at a shifted index (loopcf26): `A[i - 1]`, `A[i + 1]`, `A[i - 1, j]` -----
+# in loop bodies run as C; an index past the end raises eager's IndexError with the
+# writes of the earlier iterations kept.
+
+
+def _rows(rng, n):
+    return (np.round(rng.standard_normal((n, 6)), 2),)
+
+
+@loop(_rows, sizes=(4, 0, 1, 7))
+def rows_smoothed_by_the_previous_row(A):
+    for i in range(1, A.shape[0]):
+        A[i] = A[i - 1] * 0.5 + np.tanh(A[i])
+    return A
+
+
+@loop(lambda rng, n: (np.round(rng.standard_normal((n, 5)), 2), np.zeros((n, 5))), sizes=(4, 1, 7))
+def rows_differenced_with_the_next_row(A, D):
+    for i in range(A.shape[0] - 1):
+        D[i] = A[i + 1] - A[i]
+    return D
+
+
+@loop(_rows, sizes=(4, 0, 1, 7))
+def dot_of_neighbouring_rows(A):
+    s = np.zeros(A.shape[0])
+    for i in range(1, A.shape[0]):
+        s[i] = A[i - 1] @ A[i]
+    return s
+
+
+@loop(_rows, sizes=(4, 0, 1, 7))
+def elements_accumulated_down_columns(A):
+    for i in range(1, A.shape[0]):
+        for j in range(A.shape[1]):
+            A[i, j] += 0.5 * A[i - 1, j]
+    return A
+
+
+@loop(lambda rng, n: (np.round(rng.standard_normal((n + 2, 6)), 2),), sizes=(4, 0, 1, 7))
+def gauss_seidel_rows_by_slices(A):
+    for i in range(1, A.shape[0] - 1):
+        A[i, 1:-1] = 0.25 * (A[i - 1, 1:-1] + A[i + 1, 1:-1] + A[i, :-2] + A[i, 2:])
+    return A
+
+
+@invalid_loop(lambda rng, n: (np.round(rng.standard_normal((n, 3)), 2), np.zeros((n, 3))))
+def next_row_past_the_end_keeps_earlier_writes(A, D):
+    for i in range(A.shape[0]):
+        D[i] = A[i + 1] - A[i]
+    return D
+
+
+# -- issue 23, `for ... else` with a break (loopcf26): the clause runs only without a break --
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def for_else_gives_a_default_index(x):
+    k = -1
+    for i in range(x.shape[0]):
+        if x[i] > 2.0:
+            k = i
+            break
+    else:
+        k = -7
+    return k
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def for_else_writes_only_without_a_break(x):
+    total = np.float64(0.0)
+    for i in range(x.shape[0]):
+        if x[i] < -2.5:
+            break
+        total += x[i]
+        x[i] = total
+    else:
+        x *= 2.0
+        total = total + 100.0
+    return total

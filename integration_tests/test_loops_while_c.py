@@ -8,7 +8,6 @@ run with NumPy per iteration). Values, in-place effects and errors are the corpu
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -103,14 +102,8 @@ def _args(name: str, n: int) -> tuple[Any, ...]:
     return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs)
 
 
-# Loops capture does not keep on 3.12+ yet (CPython lays them out differently there).
-NOT_KEPT_ON_312 = frozenset({"return_and_break_in_one_loop"})
-
-
 @pytest.mark.parametrize("name", WHILE_AND_EXITS)
 def test_loop_is_kept_and_runs_as_c(name: str, caplog: pytest.LogCaptureFixture) -> None:
-    if name in NOT_KEPT_ON_312 and sys.version_info >= (3, 12):
-        pytest.xfail("a loop that both returns and breaks is not kept on 3.12+ yet")
     fn = getattr(programs_loops, name)
     out = numpile.explain(fn)(*_args(name, 7))
     assert out.loops_not_kept == ()

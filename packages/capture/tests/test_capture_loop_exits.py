@@ -189,6 +189,8 @@ def test_return_of_other_code_keeps_the_loop() -> None:
 
 
 def test_break_skipping_an_else_clause_is_not_kept() -> None:
+    # `s` starts a Python float and becomes a NumPy one in the loop: the clause would see
+    # either type (loop_else keeps clauses only where the carried types do not change).
     def f(x: Any) -> Any:
         s = 0.0
         for i in range(x.shape[0]):
@@ -203,3 +205,26 @@ def test_break_skipping_an_else_clause_is_not_kept() -> None:
     assert out.loops_not_kept
     for n in TRIP_COUNTS:
         _same(compile_function(f, backend="eager")(*_data(n)), f(*_data(n)))
+
+
+def test_break_skipping_an_else_clause_is_kept() -> None:
+    # The clause runs after the loop node, in a cond on whether the body left by the break.
+    def f(x: Any) -> Any:
+        s = np.float64(0.0)
+        for i in range(x.shape[0]):
+            if x[i] > 4.0:
+                s = s + 100.0 * i
+                break
+            s += x[i]
+        else:
+            s = -s
+            x *= 2.0
+        return s
+
+    out = explain(f)(*_data(7))
+    assert not out.loops_not_kept, out.loops_not_kept
+    assert out.graph_break_count == 0
+    for n in TRIP_COUNTS:
+        args, expected = _data(n), _data(n)
+        _same(compile_function(f, backend="eager", dynamic=True)(*args), f(*expected))
+        np.testing.assert_array_equal(args[0], expected[0])

@@ -68,6 +68,32 @@ def return_or_break(x: Any) -> Any:
     return 100
 
 
+def return_or_break_then_choose(x: Any) -> Any:
+    # 3.12+ copy the return of the conditional expression into both ways of its `if`.
+    total = np.float64(0.0)
+    for i in range(x.shape[0]):
+        if x[i] > 1.5:
+            return i
+        if x[i] < -2.5:
+            break
+        total += x[i]
+    return -2 if total > 0.0 else -3
+
+
+def if_returns_after_the_loop(x: Any) -> Any:
+    # An `if` on a run-time value whose one way returns, in the code after the loop.
+    s = np.float64(0.0)
+    for i in range(x.shape[0]):
+        if x[i] > 1.5:
+            return i
+        s += x[i]
+    if s < 0.0:
+        x *= 2.0
+        return -1
+    x += 1.0
+    return 99
+
+
 def _data(n: int) -> tuple[Any, ...]:
     return (np.array([0.5, -1.5, 0.25, 2.0, -3.0, 1.75, 0.0])[:n],)
 
@@ -78,6 +104,8 @@ PROGRAMS: list[Callable[..., Any]] = [
     writes_after_the_loop,
     return_constant_inside,
     return_or_break,
+    return_or_break_then_choose,
+    if_returns_after_the_loop,
 ]
 
 

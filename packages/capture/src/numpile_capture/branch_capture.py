@@ -28,6 +28,7 @@ from .bytecode import Instruction
 from .control_flow import add_cond
 from .graph import Graph
 from .loop_capture import (
+    TO_RETURN,
     LoopFallback,
     Snapshot,
     external_nodes,
@@ -60,6 +61,9 @@ def capture_branch(frame: Frame, inst: Instruction, stop: int, high: int) -> Non
     target = inst.target
     if target is None or target < start:
         raise LoopFallback("a branch jumps backward (continue)")
+    if stop == TO_RETURN:
+        _branch_to_return(frame, inst, pred, start, target)
+        return
     kept: set[str] | None = None
     try:
         fall, jumped, join = _trace_to_join(frame, start, target, stop, high)
@@ -99,6 +103,52 @@ def _trace_to_join(
         fall = _trace_block(frame, start, fall_end, max(fall_end, start + 1))
         jumped = _trace_block(frame, target, join, max(join, target + 1))
     return fall, jumped, join
+
+
+def _branch_to_return(
+    frame: Frame, inst: Instruction, pred: Variable, start: int, target: int
+) -> None:
+    # Code traced to the function's return (after a loop that may return): each way of the
+    # `if` is traced to its own return (3.12+ copy the return into both blocks of
+    # `return a if c else b`, 3.11 join them first); the `cond` gives the returned value.
+    fall = trace_to_return(frame, start)
+    jumped = trace_to_return(frame, target)
+    locals_now = dict(frame.state.locals)
+    fall.locals = jumped.locals = locals_now  # only the result merges: the function ends
+    taken_on_true = inst.opname == "POP_JUMP_IF_TRUE"
+    then_block, else_block = (jumped, fall) if taken_on_true else (fall, jumped)
+    _emit(frame, pred, then_block, else_block, (start, len(frame.instructions)), None)
+    frame.result = frame.state.pop()
+
+
+def trace_to_return(frame: Frame, start: int) -> Block:
+    """The code from instruction `start` traced to the frame's return into a graph of its
+    own: a Block whose stack ends with the returned value (the frame restored after)."""
+    tracer = frame.tracer
+    saved = Snapshot.take(frame)
+    outer = tracer.graph
+    graph = Graph()
+    tracer.graph = graph
+    frame.pc = start
+    try:
+        try:
+            run_until(frame, TO_RETURN, start, len(frame.instructions))
+        except LoopFallback:
+            if frame.result is None:
+                raise  # not its return: something the code cannot keep
+        result = frame.result
+        assert result is not None
+        block = Block(graph, dict(frame.state.locals), [*frame.state.stack, result])
+    finally:
+        tracer.graph = outer
+        saved.restore(frame)
+    return block
+
+
+def trace_block(frame: Frame, start: int, stop: int) -> Block:
+    """The code [start, stop) traced into a graph of its own, to `stop` (the frame
+    restored after)."""
+    return _trace_block(frame, start, stop, max(stop, start + 1))
 
 
 class Block:

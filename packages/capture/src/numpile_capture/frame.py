@@ -26,6 +26,7 @@ from numpile_guards import StateSource
 from . import opcodes_containers, opcodes_flow, opcodes_stack
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import Unsupported
+from .forever_loop import forever_heads, keep_forever
 from .frame_state import FrameState
 from .graph import Node
 from .source_line import SourceLine
@@ -109,9 +110,12 @@ class Frame:
 
     def _loop(self) -> None:
         stop_at = self.tracer.stop_at if self.is_root else None
+        heads = forever_heads(self)
         while self.result is None and self.yielded is None:
             if self.pc == stop_at:
                 raise StopAtBreak(self)
+            if self.pc in heads and keep_forever(self):
+                continue  # a `while True:` loop that breaks on run-time values, kept
             inst = self.instructions[self.pc]
             self.current = inst
             self.pc += 1

@@ -38,9 +38,12 @@ from .bytecode import Instruction
 from .capture_result import Unsupported
 from .control_flow import add_loop
 from .dynamic_shapes import active_shape_env
+from .forever_loop import keep_forever
 from .graph import Graph, Node, gives_scalar
+from .loop_else import carry_left, else_end, run_else_clause
 from .loop_exit import (
     BROKE,
+    LEFT,
     RETURNED,
     RETVAL,
     Escape,
@@ -220,6 +223,7 @@ class _Extent:
     exit: int
     carried: tuple[str, ...]
     temporaries: tuple[str, ...]
+    else_end: int | None = None  # where an `else:` clause a break skips ends (loop_else)
 
 
 def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
@@ -232,7 +236,7 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     try:
         _keep_loop(frame, inst, iterator)
     finally:
-        for name in (RETURNED, RETVAL):
+        for name in (RETURNED, RETVAL, LEFT):
             frame.state.locals.pop(name, None)
 
 
@@ -261,7 +265,11 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         extent.carried,
         after=exit_block(frame, extent.exit),
         returns=returns,
+        else_end=extent.else_end,
     )
+    if extent.else_end is not None:
+        carry_left(frame, loop, metas, scalars)
+        saved = Snapshot.take(frame)
     first: Graph | None = None
     attempt = 0
     while True:
@@ -289,10 +297,26 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
             raise LoopFallback("the carried types change over more than one iteration")
         attempt += 1
         metas = widened
+    if extent.else_end is not None and first is not None:
+        # After 0 iterations (or a break in the first) a carried value keeps its Python
+        # type, after more it is a NumPy value: the clause traced once cannot be both.
+        raise LoopFallback("its else clause reads values whose type depends on the trip count")
     if returns is None or not returns.carried:
+        graph = frame.tracer.graph
+        count = len(graph.nodes)
+        before = Snapshot.take(frame)
         _emit_loop(frame, extent, iterator, (first, body), metas)
+        if extent.else_end is not None:
+            try:
+                run_else_clause(frame, extent.exit, extent.else_end)
+            except LoopFallback:
+                del graph.nodes[count:]  # the loop node and its outputs: nothing reads them
+                before.restore(frame)
+                raise
         note_loop_bounds(iterator.bounds)  # a new trip count must not compile again
         return
+    if extent.else_end is not None:
+        raise LoopFallback("it returns from a loop whose break skips an else clause")
     from .loop_return import return_after_loop  # late import, as above
 
     graph = frame.tracer.graph
@@ -311,17 +335,30 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
 def _extent(frame: Frame, inst: Instruction) -> _Extent:
     head = frame.pc - 1
     assert inst.target is not None
-    carried, temporaries = body_names(frame, head, head + 1, inst.target, inst.target)
-    return _Extent(head, inst.target, carried, temporaries)
+    end = else_end(frame.instructions, head, inst.target)
+    carried, temporaries = body_names(frame, head, head + 1, inst.target, inst.target, else_at=end)
+    return _Extent(head, inst.target, carried, temporaries, end)
 
 
 def body_names(
-    frame: Frame, head: int, low: int, high: int, exit_at: int, *, exit_from: int = -1
+    frame: Frame,
+    head: int,
+    low: int,
+    high: int,
+    exit_at: int,
+    *,
+    exit_from: int = -1,
+    span_end: int | None = None,
+    else_at: int | None = None,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The carried locals and the temporaries of a loop body [low, high) whose loop spans
-    [head, exit_at); only instruction `exit_from` may jump to `exit_at` (a while loop's
-    bottom test). `LoopFallback` for a body that leaves early or rebinds cells."""
+    [head, exit_at) (or [head, span_end) where the code after it, at `exit_at`, is a copy
+    inside the body: a `while True:` on 3.12+); only instruction `exit_from` may jump to
+    `exit_at` (a while loop's bottom test). `LoopFallback` for a body that leaves early or
+    rebinds cells. `else_at`: where an `else:` clause a break skips ends (a jump there is a
+    break too)."""
     instructions = frame.instructions
+    span = exit_at if span_end is None else span_end
     stored: list[str] = []
     first_store: set[str] = set()
     seen: set[str] = set()
@@ -331,8 +368,10 @@ def body_names(
         target = body_inst.target
         # A jump to the exit is a break and a return may copy the code after the loop
         # (3.12+): the trace tells them apart (see loop_exit).
-        breaks_to = target in exit_targets(instructions, exit_at)
-        if target is not None and not head <= target <= exit_at and not breaks_to:
+        breaks_to = target in exit_targets(instructions, exit_at) or (
+            target is not None and target == else_at
+        )
+        if target is not None and not head <= target <= span and not breaks_to:
             raise LoopFallback("it leaves the loop early (a jump past its exit)")
         if name in ("YIELD_VALUE", "RAISE_VARARGS"):
             raise LoopFallback("it leaves the loop early (yield or raise)")
@@ -347,8 +386,11 @@ def body_names(
                 stored.append(body_inst.argval)
         if name in ("STORE_FAST", "LOAD_FAST"):
             seen.add(body_inst.argval)
+    starts = (exit_at,) if else_at is None else (exit_at, else_at)  # after a break too
     read_outside = {
-        name for name in stored if _read_after(instructions, exit_at, name, head, exit_at)
+        name
+        for name in stored
+        if any(_read_after(instructions, start, name, head, span) for start in starts)
     }
     state = frame.state
     carried: list[str] = []
@@ -546,6 +588,9 @@ def _run_iteration(frame: Frame, extent: _Extent) -> None:
 # NOTE: the jumps a branch on a run-time value (a loop body's `if x[i] > 0:`) starts with.
 _BRANCHES = ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE")
 
+# NOTE: the `stop` of `run_until` for code traced to the frame's return (no instruction).
+TO_RETURN = -1
+
 
 def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
     """Step `frame` until it reaches instruction `stop`, staying in [low, high): one loop
@@ -554,6 +599,11 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
     block traced only to its `if`'s join."""
     loop = innermost(frame)
     while frame.pc != stop:
+        if loop is not None and loop.forever and frame.pc == loop.low and frame.pc != low:
+            frame.pc = loop.stop  # a `while True:` body's back jump (or `continue`)
+            continue
+        if frame.pc != low and keep_forever(frame):
+            continue  # a `while True:` loop that breaks on run-time values, kept
         if loop is not None and loop.is_break(frame):
             if stop != loop.stop:
                 raise Escape("a break inside an if")
@@ -598,6 +648,8 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
         frame.locate(nodes_before, inst)
         if frame.result is not None or frame.yielded is not None:
             raise LoopFallback("it leaves the loop early (break or return)")
+    if loop is not None and loop.ends_forever(frame, stop):
+        frame.state.push(ConstantVar(True))  # a `while True:` body's test: go on
 
 
 def is_run_time(var: Variable) -> bool:

@@ -49,6 +49,10 @@ BROKE = ".broke"
 RETURNED = ".returned"
 RETVAL = ".retval"
 
+# NOTE: the pseudo-local a `for` body whose break skips an `else:` clause carries: whether
+# it left by that break (see loop_else).
+LEFT = ".left"
+
 # NOTE: the longest exit block CPython copies into a body that is looked for (3.12+ copy
 # blocks of a few instructions without a line of their own).
 _MAX_EXIT_BLOCK = 8
@@ -84,6 +88,12 @@ class LoopExit:
     # A loop that may return early (see loop_return): the returned value's variable from
     # the trace that found one, and whether the trace carries RETURNED / RETVAL.
     returns: ReturnSlot | None = None
+    # A `while True:` loop (see forever_loop): no test in the bytecode, its body's end
+    # tests True; `depth` is the stack's depth in its body.
+    forever: bool = False
+    depth: int = 0
+    # Where the loop's `else:` clause ends, for a break that skips it (see loop_else).
+    else_end: int | None = None
 
     def is_break(self, frame: Frame) -> bool:
         """Whether the instruction at the frame's pc starts a `break` (`LoopFallback` when it
@@ -102,9 +112,16 @@ class LoopExit:
             return True
         return bool(self.after) and self._copies_exit(frame, frame.pc)
 
+    def ends_forever(self, frame: Frame, stop: int) -> bool:
+        """Whether a trace of this `while True:` body reached its end at `stop` without a
+        test on the stack (not by a break, which pushes a failing one)."""
+        return self.forever and stop == self.stop and len(frame.state.stack) == self.depth
+
     def _continues_after(self, frame: Frame, position: int) -> bool:
         inst = frame.instructions[position]
         if inst.opname == "JUMP" and inst.target in exit_targets(frame.instructions, self.exit):
+            return True
+        if inst.opname == "JUMP" and self.else_end is not None and inst.target == self.else_end:
             return True
         return bool(self.after) and self._copies_exit(frame, position)
 
@@ -130,6 +147,9 @@ class LoopExit:
         if self.iterator is not None:
             if self.returns is not None and self._returns_at(frame, frame.pc + 1):
                 self._take_return(frame)
+            after = frame.instructions[frame.pc + 1]
+            if self.else_end is not None and after.target == self.else_end:
+                frame.state.locals[LEFT] = ConstantVar(True)  # the `else:` clause is skipped
             frame.state.locals[BROKE] = ConstantVar(True)
         else:
             frame.state.push(ConstantVar(not self.again_if))

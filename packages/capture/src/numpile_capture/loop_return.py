@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .branch_capture import Block, emit_cond
+from .branch_capture import Block, emit_cond, trace_to_return
 from .graph import Graph
-from .loop_capture import LoopFallback, Snapshot, carried_meta, run_until
+from .loop_capture import LoopFallback, carried_meta
 from .loop_exit import RETURNED, RETVAL, LoopExit
 from .meta import ArrayMeta, ScalarMeta
 from .variables import ConstantVar, Variable
@@ -67,30 +67,8 @@ def return_after_loop(frame: Frame) -> None:
     returned = state.locals[RETURNED]
     value = state.locals[RETVAL]
     locals_now = dict(state.locals)
-    rest = _trace_rest(frame)
+    rest = trace_to_return(frame, frame.pc)
     stay = Block(Graph(), locals_now, [*state.stack, value])
     rest.locals = locals_now  # only the result is merged: the function ends here
     emit_cond(frame, returned, stay, rest, (frame.pc, len(frame.instructions)))
     frame.result = state.pop()
-
-
-def _trace_rest(frame: Frame) -> Block:
-    # The code after the loop, traced to the frame's return into a graph of its own.
-    tracer = frame.tracer
-    saved = Snapshot.take(frame)
-    outer = tracer.graph
-    graph = Graph()
-    tracer.graph = graph
-    try:
-        try:
-            run_until(frame, -1, frame.pc, len(frame.instructions))
-        except LoopFallback:
-            if frame.result is None:
-                raise  # not its return: something the code after the loop cannot keep
-        result = frame.result
-        assert result is not None
-        block = Block(graph, dict(frame.state.locals), [*frame.state.stack, result])
-    finally:
-        tracer.graph = outer
-        saved.restore(frame)
-    return block

@@ -59,6 +59,13 @@ class WhileShape:
     exit: int
     again_if: bool
     enter_if: bool = True
+    # A `while True:` loop (see forever_loop): `test` is its jump back, no test there.
+    forever: bool = False
+
+    @property
+    def span_end(self) -> int | None:
+        """Where the loop's instructions end when its exit is a copy inside it (3.12+)."""
+        return self.test + 1 if self.forever else None
 
 
 def while_shape(frame: Frame, inst: Instruction) -> WhileShape | None:
@@ -110,7 +117,13 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     """
     state = frame.state
     carried_names, _ = body_names(
-        frame, shape.body, shape.body, shape.test, shape.exit, exit_from=shape.test
+        frame,
+        shape.body,
+        shape.body,
+        shape.test,
+        shape.exit,
+        exit_from=shape.test,
+        span_end=shape.span_end,
     )
     for name in loaded_names(frame, shape.body, shape.test):
         if name in state.lazy:
@@ -170,7 +183,15 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
     is left as it was."""
     state = frame.state
     try:
-        body_names(frame, shape.body, shape.body, shape.test, shape.exit, exit_from=shape.test)
+        body_names(
+            frame,
+            shape.body,
+            shape.body,
+            shape.test,
+            shape.exit,
+            exit_from=shape.test,
+            span_end=shape.span_end,
+        )
     except LoopFallback:
         return False  # a yield, break or return in the body: it runs now, unrolled
     for name in loaded_names(frame, shape.body, shape.test):
@@ -216,6 +237,8 @@ def _trace(
         tuple(metas),
         again_if=shape.again_if,
         after=exit_block(frame, shape.exit),
+        forever=shape.forever,
+        depth=depth,
     )
     try:
         with tracing_body(frame, loop):

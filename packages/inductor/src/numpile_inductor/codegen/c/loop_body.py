@@ -141,6 +141,9 @@ class LoopWriter:
         self.first_break: str | None = None
         # C names and literals whose value is 0 or 1 (loop_scalar_forms' select multiply).
         self.zero_one: set[str] = set()
+        # Whether the outermost loop may run with OpenMP (see loop_parallel): the function
+        # around it numbers its labels and defines its helpers.
+        self.threads = False
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -624,9 +627,18 @@ def emit_loop(
     if not writer.frames and params.get("breaks") and params.get("first") is not None:
         writer.first_break = f"{index} == {a}"
     inner[placeholders[0]] = CValue(index, np.dtype("int64"), int, bits + 1, affine=(frame, 0))
+    outermost = not writer.frames
     writer.frames.append(frame)
     try:
         unchecked = writer.capture(lambda: _emit_iterations(writer, head, body, inner, locals_))
+        # Late import: loop_parallel imports this module's CArray.
+        from .loop_parallel import independent_iterations, parallel_nest
+
+        threads = outermost and writer.threads
+        if threads and constant_step is not None and independent_iterations(node):
+            trips = f"({frame.high} - {frame.low}) / {abs(constant_step)} + 1"
+            unchecked, bails = parallel_nest(unchecked, writer.arrays, trips)
+            writer.bails = writer.bails or bails
         copy = None
         if frame.conditions:
             # Two copies: without the bounds checks hoisted here when they all hold (each

@@ -35,6 +35,7 @@ from .loop_body import (
     NotScalarLoop,
     emit_loop,
 )
+from .loop_parallel import PARALLEL_HELPERS, number_labels
 from .loop_vectors import VECTOR_HELPERS
 from .ops import c_literal, c_type
 
@@ -212,6 +213,7 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
     if first is not None:
         _check_first_iteration(node, body, first, carried)
     writer = LoopWriter(name)
+    writer.threads = True  # labels numbered and helpers defined below (loop_parallel)
     placeholders = body.placeholders
     env: Env = {}
     entry: list[str] = []
@@ -273,7 +275,7 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
         lines.append(f"    if (snap_{array.name} == NULL) {{ goto fail; }}")
     lines.append("    NP_FP_CLEAR();")
     lines += writer.declarations
-    lines += _unit_stride_copy(writer.buf.lines, writer.arrays)
+    lines += number_labels(_unit_stride_copy(writer.buf.lines, writer.arrays))
     lines.append("    *np_fp |= NP_FP_TEST();")
     lines.append(f"    result = PyTuple_New({carried});")
     lines.append("    if (result == NULL) { goto fail; }")
@@ -302,7 +304,10 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
     lines += writer.cleanup
     lines.append("    return result;")
     lines.append("}")
-    return LoopFunction(name, "\n".join(lines), writer.bails)
+    source = "\n".join(lines)
+    if "np_par_disjoint(" in source:  # an outer loop with OpenMP (loop_parallel)
+        source = PARALLEL_HELPERS + source
+    return LoopFunction(name, source, writer.bails)
 
 
 def _unit_stride_copy(nest: list[str], arrays: list[CArray]) -> list[str]:
