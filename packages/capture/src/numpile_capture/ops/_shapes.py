@@ -110,8 +110,8 @@ def symbolic_quotient(numel: Any, known: Any) -> Any:
 def symbolic_slice_length(size: Any, item: slice) -> Any:
     """The length of `item` applied to a symbolic `size`, with guards on the branches taken.
 
-        >>> symbolic_slice_length(5, slice(1, None))
-        4
+    >>> symbolic_slice_length(5, slice(1, None))
+    4
     """
     import sympy
 
