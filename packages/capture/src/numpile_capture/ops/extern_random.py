@@ -132,6 +132,7 @@ for _name, _arrays in _DRAWS.items():
             _arrays,
             no_grad=_RANDOM,
             state=ExternState.GENERATOR,
+            sizes=("size",),
         )
     )
 for _name in _SIZED:
@@ -144,6 +145,7 @@ for _name in _SIZED:
             (),
             no_grad=_RANDOM,
             state=ExternState.GENERATOR,
+            sizes=("size",),
         )
     )
 _ROWS += [
@@ -154,6 +156,7 @@ _ROWS += [
         ("low", "high"),
         no_grad=_RANDOM,
         state=ExternState.GENERATOR,
+        sizes=("size",),
     ),
     ExternRow(
         "random.permutation",
@@ -170,6 +173,7 @@ _ROWS += [
         ("a", "p"),
         no_grad=_RANDOM,
         state=ExternState.GENERATOR,
+        sizes=("size",),
     ),
 ]
 for _row in _ROWS:
