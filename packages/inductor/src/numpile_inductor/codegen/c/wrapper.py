@@ -47,6 +47,7 @@ from .loop_function import LOOP_HELPERS, scalar_loop_function
 from .loop_kernels import KERNEL_LOOP_HELPERS, NotKernelLoop, kernel_loop_function
 from .ops import c_type, helper_definitions, vector_math_declarations
 from .scatter import SCATTER_HELPERS, ScatterAt, scatter_operands
+from .threads import THREAD_HELPERS
 from .while_function import scalar_while_function
 
 log = logging.getLogger("numpile.inductor.wrapper")
@@ -211,10 +212,15 @@ class _Emitter:
                 code.writeline("return NULL;")
             code.writeline("int np_fp = 0;  /* the floating-point flags the kernels raised */")
             code.splice(["#ifdef _OPENMP"])
-            code.writeline("int threads_before = 0;")
-            with code.block("if (g_threads > 0)"):
-                code.writeline("threads_before = omp_get_max_threads();")
-                code.writeline("omp_set_num_threads(g_threads);")
+            # threads=N as given; otherwise OpenMP's maximum less the busy cores (threads.py).
+            code.writeline("const int threads_before = omp_get_max_threads();")
+            code.writeline(
+                "const int threads_now = g_threads > 0 ? g_threads : "
+                "np_idle_threads(threads_before);"
+            )
+            code.writeline(
+                "if (threads_now != threads_before) { omp_set_num_threads(threads_now); }"
+            )
             code.splice(["#endif"])
             for position, name in enumerate(self.program.inputs):
                 self._emit_input(position, name)
@@ -243,7 +249,9 @@ class _Emitter:
             code.writelines(f"Py_XDECREF(o_{name});" for name in objects)
             code.writelines(f"Py_XDECREF(k_{name});" for name in converted)
             code.splice(["#ifdef _OPENMP"])
-            code.writeline("if (g_threads > 0) { omp_set_num_threads(threads_before); }")
+            code.writeline(
+                "if (threads_now != threads_before) { omp_set_num_threads(threads_before); }"
+            )
             code.splice(["#endif"])
             code.writeline("return result;")
         return [*self.statics, "", *code.lines]
@@ -923,6 +931,7 @@ PyMODINIT_FUNC PyInit_{module_name}(void)
             *header,
             _PRELUDE,
             INTERRUPT_HELPERS,
+            THREAD_HELPERS,
             vector_math_declarations(),
             helper_definitions(),
             SIZE_HELPERS,
