@@ -168,5 +168,7 @@ def test_calls_take_idle_cores_unless_threads_are_given(fresh_cache: Path) -> No
     default = compile_graph(graph, options={"cpp.parallel_threshold": 1})
     pinned = compile_graph(graph, options={"cpp.threads": 2, "cpp.parallel_threshold": 1})
     assert "np_idle_threads(threads_before)" in default.source
+    # Below the threshold no region starts: such a call does not read the busy cores.
+    assert "np_idle_threads(threads_before)" not in compile_graph(graph).source
     for compiled in (default, pinned):
         np.testing.assert_allclose(compiled.fn(a), (a * a).sum(axis=1), rtol=1e-15)

@@ -178,6 +178,22 @@ class _Emitter:
         self.scatter_loops = 0
         self.stores_in_place = False
 
+    def _may_run_parallel(self) -> bool:
+        # Whether a kernel of the graph may reach the parallel threshold (a symbolic size
+        # may), or the graph runs loops whose bodies hold kernels.
+        for step in self.sched.steps:
+            if isinstance(step, FusedKernel):
+                work = 1
+                for dim in (*step.ranges, *step.reduction_ranges):
+                    if not isinstance(dim, int):
+                        return True
+                    work *= dim
+                if work >= self.config.parallel_threshold:
+                    return True
+            elif step.op_name in ("for_loop", "while_loop"):
+                return True
+        return False
+
     def emit(self) -> list[str]:
         graph = self.program.graph
         steps = self.sched.steps
@@ -212,12 +228,13 @@ class _Emitter:
                 code.writeline("return NULL;")
             code.writeline("int np_fp = 0;  /* the floating-point flags the kernels raised */")
             code.splice(["#ifdef _OPENMP"])
-            # threads=N as given; otherwise OpenMP's maximum less the busy cores (threads.py).
-            code.writeline("const int threads_before = omp_get_max_threads();")
-            code.writeline(
-                "const int threads_now = g_threads > 0 ? g_threads : "
-                "np_idle_threads(threads_before);"
+            # threads=N as given; otherwise OpenMP's maximum less the busy cores (threads.py),
+            # read only by graphs that may start a parallel region (small ones never do).
+            idle = (
+                "np_idle_threads(threads_before)" if self._may_run_parallel() else "threads_before"
             )
+            code.writeline("const int threads_before = omp_get_max_threads();")
+            code.writeline(f"const int threads_now = g_threads > 0 ? g_threads : {idle};")
             code.writeline(
                 "if (threads_now != threads_before) { omp_set_num_threads(threads_now); }"
             )
