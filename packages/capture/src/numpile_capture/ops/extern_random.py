@@ -4,7 +4,8 @@ The generator object is the node's first input (a constant of the graph, guarded
 identity, so later calls with the same generator run the same compiled code); the inductor
 runs the nodes in program order and never drops one, so the generator's state advances
 exactly as in eager and the results are bit-identical. A draw's shape is `size`, or the
-broadcast shape of its array parameters.
+broadcast shape of its array parameters; `size` may be symbolic (`size=x.shape`: the rows'
+`sizes`, see `ExternRow`), so one graph serves every size.
 
     >>> from numpile_capture.ops.extern import extern_row
     >>> str(extern_row("random.normal").meta(loc=0.0, scale=1.0, size=(3, 2)))
