@@ -159,3 +159,28 @@ def test_an_in_place_op_on_two_masks_keeps_numpys_results() -> None:
     args = (np.array([1.0, -1, 2, 3]), np.array([1.0, 2, -3, -4]))
     with pytest.raises(ValueError, match="could not be broadcast"):
         compiled(*args)
+
+
+def _noisy(x: Any, gen: Any) -> Any:
+    scale = gen.uniform(0.5, 1.0, size=x.shape[0])
+    noise = gen.normal(size=x.shape)
+    picks = gen.integers(0, 3, size=(x.shape[0] * 2 + 1,))
+    return x * scale[:, None] + noise, picks + gen.random(x.shape[1]).sum()
+
+
+@pytest.mark.parametrize("backend", ["inductor", "eager"])
+def test_a_draw_sized_by_an_input_shape_compiles_once_for_every_size(backend: str) -> None:
+    # size=x.shape (and sizes computed from it) stays symbolic: after the first (static)
+    # graph, one dynamic graph serves every size; draws and generator states as eager's.
+    numpile.reset()
+    shapes = [(3, 2), (5, 2), (8, 2), (13, 2)]
+    assert _graphs(_noisy, *[(np.ones(shape), np.random.default_rng(0)) for shape in shapes]) == 2
+    compiled = numpile.compile(_noisy, backend=backend, fullgraph=True)
+    for seed, shape in enumerate([*shapes, (4, 3), (1, 5), (0, 2)]):
+        x = np.arange(float(np.prod(shape))).reshape(shape)
+        eager_gen, compiled_gen = np.random.default_rng(seed), np.random.default_rng(seed)
+        want, got = _noisy(x, eager_gen), compiled(x, compiled_gen)
+        for w, g in zip(want, got, strict=True):
+            np.testing.assert_array_equal(g, w)
+            assert g.dtype == w.dtype and g.shape == w.shape
+        assert compiled_gen.bit_generator.state == eager_gen.bit_generator.state

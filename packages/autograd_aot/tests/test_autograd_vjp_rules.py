@@ -224,6 +224,20 @@ CASES.update(
         "erf": _unary(_normal),
         "erfc": _unary(_normal),
         "linalg.svdvals": lambda rng, s: ([_normal(rng, (4, 3) if s else (2, 3))], {}),
+        "diff": lambda rng, s: ([_normal(rng, (3, 5))], {"n": 1 + len(s) % 3, "axis": len(s) % 2}),
+        "polyval": lambda rng, s: ([_normal(rng, (4,)), _normal(rng, s)], {}),
+        "polyfit": lambda rng, s: (
+            [
+                np.linspace(-1.0, 1.0, 7) + 0.05 * _normal(rng, (7,)),
+                _normal(rng, (7, 2) if s else (7,)),
+                1.0 + rng.uniform(size=7) if len(s) % 2 else None,
+            ],
+            {"deg": 2},
+        ),
+        "linalg.pinv": lambda rng, s: (
+            [_normal(rng, [(4, 3), (2, 5), (2, 3, 2)][len(s) % 3]) if s else _spd(rng, (2,))],
+            {} if s else {"hermitian": True},
+        ),
     }
 )
 
@@ -382,6 +396,7 @@ def _bool_or_int_result(op: Op) -> bool:
 def test_every_rule_is_tested() -> None:
     tested = {op for op, _ in ALL_CASES}
     tested |= {get_op(f"linalg.{case[0].__name__}") for case in _TUPLE_CASES}
+    tested.add(get_op("linalg.lstsq"))  # two inputs: its own test below
     untested_zero = {"sign", "floor", "ceil", "trunc", "rint", "round", "spacing", "heaviside"}
     untested = [
         op.name
@@ -542,3 +557,83 @@ def test_tuple_valued_decompositions_match_finite_differences(
         delta.flat[flat] = step
         expected.flat[flat] = (pairing(a + delta) - pairing(a - delta)) / (2 * step)
     np.testing.assert_allclose(grad, expected, rtol=1e-4, atol=1e-5)
+
+
+# Every layout of the pseudo-inverse's rule (each of its three terms vanishes for some),
+# deterministic: tall and wide, a batch, a rank-deficient-free Hermitian input, and the
+# fits whose rule goes through it (weights, several right-hand sides, a high degree).
+_LEAST_SQUARES_CASES: list[tuple[str, Make]] = [
+    ("linalg.pinv", lambda rng, s: ([_normal(rng, (4, 3))], {})),
+    ("linalg.pinv", lambda rng, s: ([_normal(rng, (2, 5))], {})),
+    ("linalg.pinv", lambda rng, s: ([_normal(rng, (2, 3, 2))], {})),
+    ("linalg.pinv", lambda rng, s: ([_spd(rng, (2,))], {"hermitian": True})),
+    ("polyfit", lambda rng, s: ([np.linspace(-1, 1, 6), _normal(rng, (6, 2)), None], {"deg": 3})),
+    (
+        "polyfit",
+        lambda rng, s: (
+            [np.linspace(0, 2, 5), _normal(rng, (5,)), 1 + rng.uniform(size=5)],
+            {"deg": 1},
+        ),
+    ),
+    ("polyval", lambda rng, s: ([_normal(rng, (1,)), _normal(rng, (3,))], {})),
+    ("diff", lambda rng, s: ([_normal(rng, (2, 6))], {"n": 3})),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "make"),
+    _LEAST_SQUARES_CASES,
+    ids=[f"{name}-{k}" for k, (name, _) in enumerate(_LEAST_SQUARES_CASES)],
+)
+def test_least_squares_and_polynomial_rules_match_finite_differences(name: str, make: Make) -> None:
+    _check_against_finite_differences(get_op(name), make, 7, ())
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape", "items"),
+    [((5, 3), (5,), (0,)), ((5, 3), (5, 2), (0, 3)), ((2, 4), (2,), (0, 3))],
+)
+def test_lstsq_solution_and_singular_values_match_finite_differences(
+    a_shape: Shape, b_shape: Shape, items: tuple[int, ...]
+) -> None:
+    from numpile_capture.numpy_bindings import lookup_function
+
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=a_shape), rng.normal(size=b_shape)
+    graph = Graph()
+    binding = lookup_function(np.linalg.lstsq)
+    assert binding is not None
+    placeholders = (graph.placeholder("a", meta_of(a)), graph.placeholder("b", meta_of(b)))
+    results = binding.apply(graph, *placeholders, rcond=None)
+    graph.output = tuple(results[k] for k in items)
+    outs = run_graph(graph, [a, b])
+    cotangents = [rng.normal(size=np.shape(out)) for out in outs]
+    joint = build_joint(graph, [0, 1], tuple(range(len(items))))
+    _, grads = run_graph(joint.graph, [a, b, *cotangents])
+
+    def pairing(values: list[np.ndarray]) -> float:
+        found = run_graph(graph, values)
+        return float(sum(np.sum(r * c) for r, c in zip(found, cotangents, strict=True)))
+
+    step = 1e-6
+    for position, grad in enumerate(grads):
+        expected = np.zeros_like([a, b][position])
+        for flat in range(expected.size):
+            plus, minus = [a.copy(), b.copy()], [a.copy(), b.copy()]
+            plus[position].flat[flat] += step
+            minus[position].flat[flat] -= step
+            expected.flat[flat] = (pairing(plus) - pairing(minus)) / (2 * step)
+        np.testing.assert_allclose(grad, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_lstsq_residuals_have_no_rule_and_say_so() -> None:
+    from numpile_capture.numpy_bindings import lookup_function
+
+    a, b = np.ones((4, 2)) + np.eye(4, 2), np.arange(4.0)
+    graph = Graph()
+    binding = lookup_function(np.linalg.lstsq)
+    assert binding is not None
+    placeholders = (graph.placeholder("a", meta_of(a)), graph.placeholder("b", meta_of(b)))
+    graph.output = (binding.apply(graph, *placeholders)[1],)
+    with pytest.raises(NotImplementedError, match="residuals"):
+        build_joint(graph, [0, 1], (0,))

@@ -132,3 +132,43 @@ def test_config_key_text_is_unchanged_by_the_shared_config_base() -> None:
         "parallel_threshold=65536 threads=0 extra_flags=['-g'] blas=True"
     )
     assert isinstance(config, rt.LayerConfig)
+
+
+def test_busy_cores_are_read_from_the_runnable_tasks(tmp_path: Path) -> None:
+    # The helper every module carries (codegen/c/threads.py), built alone: the runnable
+    # tasks other than the caller, and a thread count within [1, OpenMP's maximum].
+    import ctypes
+    import subprocess
+
+    from numpile_inductor.codegen.c.threads import THREAD_HELPERS
+
+    toolchain = rt.find_toolchain()
+    if not toolchain.openmp_flags:
+        pytest.skip("no OpenMP")
+    source = tmp_path / "threads.c"
+    source.write_text(
+        "#include <stdint.h>\n#include <stdlib.h>\n#include <omp.h>\n"
+        + THREAD_HELPERS
+        + "int busy(const char *t) { return np_busy_tasks(t); }\n"
+        + "int idle(int max) { return np_idle_threads(max); }\n"
+    )
+    library = tmp_path / "threads.so"
+    command = [toolchain.cc, "-shared", "-fPIC", *toolchain.openmp_flags, str(source)]
+    subprocess.run([*command, "-o", str(library)], check=True)
+    helpers = ctypes.CDLL(str(library))
+    assert helpers.busy(b"0.65 1.01 1.70 3/450 12345\n") == 2
+    assert helpers.busy(b"7.10 6.90 5.80 1/812 99\n") == 0
+    assert helpers.busy(b"garbage") == 0
+    assert 1 <= helpers.idle(64) <= 64
+    assert helpers.idle(1) == 1
+
+
+def test_calls_take_idle_cores_unless_threads_are_given(fresh_cache: Path) -> None:
+    graph, a = _graph()
+    default = compile_graph(graph, options={"cpp.parallel_threshold": 1})
+    pinned = compile_graph(graph, options={"cpp.threads": 2, "cpp.parallel_threshold": 1})
+    assert "np_idle_threads(threads_before)" in default.source
+    # Below the threshold no region starts: such a call does not read the busy cores.
+    assert "np_idle_threads(threads_before)" not in compile_graph(graph).source
+    for compiled in (default, pinned):
+        np.testing.assert_allclose(compiled.fn(a), (a * a).sum(axis=1), rtol=1e-15)

@@ -137,6 +137,26 @@ def test_bool_and_complex_ops() -> None:
     _check([p, q, z, w], build)
 
 
+def test_python_complex_constants_fuse_and_match_numpy_bit_for_bit() -> None:
+    # `1j * k` (a spectral derivative's factor) is a kernel, not a NumPy call: a weak complex
+    # scalar takes the arrays' complex type (complex64 beside float32), signs of zeros,
+    # infinities and NaNs as NumPy's complex multiply gives them.
+    k = _special_floats("float64", 40)
+    z = (_RNG.normal(size=40) + 1j * _RNG.normal(size=40)).astype(np.complex64)
+
+    def build(g: Graph, k_: Any, z_: Any) -> Any:
+        k32 = _call("astype", g, k_, dtype=np.dtype("float32"))
+        return (
+            _call("multiply", g, 1j, k_),
+            _call("multiply", g, k_, 2.0 - 3.0j),
+            _call("add", g, k32, 1.5j),
+            _call("subtract", g, z_, -0.0 - 1j),
+        )
+
+    compiled = _check([k, z], build)
+    assert compiled.extern_ops == []
+
+
 def test_mixed_dtypes_and_weak_scalars_follow_nep50() -> None:
     f32 = _RNG.normal(size=(4, 5)).astype(np.float32)
     i16 = _RNG.integers(-100, 100, size=(5,), dtype=np.int16)

@@ -24,7 +24,7 @@ from numpile_capture import Node, extern_row, get_op
 
 from .vjp_table import VjpContext, get_vjp, register_vjp
 
-__all__ = ["get_vjp"]
+__all__ = ["get_vjp", "singular_values_transpose"]
 
 
 def _swap(ctx: VjpContext, value: Node) -> Node:
@@ -247,12 +247,17 @@ def _eigvalsh_vjp(ctx: VjpContext) -> Sequence[Node | None]:
     return [_fold_lower(ctx, symmetric)]
 
 
+def singular_values_transpose(ctx: VjpContext, a: Node, values_bar: Node) -> Node:
+    """A_bar of the singular values of `a` from their cotangent: ds_i = u_i^T dA v_i, so
+    A_bar = U diag(s_bar) Vh (distinct singular values)."""
+    left, _, right = _items(ctx, "linalg.svd", a, full_matrices=False)
+    scaled = ctx.call("multiply", left, ctx.call("expand_dims", values_bar, axis=(-2,)))
+    return ctx.call("matmul", scaled, right)
+
+
 @register_vjp(get_op("linalg.svdvals"))
 def _svdvals_vjp(ctx: VjpContext) -> Sequence[Node | None]:
-    # ds_i = u_i^T dA v_i: A_bar = U diag(s_bar) Vh (distinct singular values).
-    left, _, right = _items(ctx, "linalg.svd", ctx.inputs[0], full_matrices=False)
-    scaled = ctx.call("multiply", left, ctx.call("expand_dims", ctx.cotangent, axis=(-2,)))
-    return [ctx.call("matmul", scaled, right)]
+    return [singular_values_transpose(ctx, ctx.inputs[0], ctx.cotangent)]
 
 
 @register_vjp(get_op("erf"), get_op("erfc"))

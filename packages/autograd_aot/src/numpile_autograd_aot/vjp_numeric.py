@@ -183,3 +183,55 @@ def _interp_vjp(ctx: VjpContext) -> Sequence[Node | None]:
         grad = ctx.call("multiply", ctx.call("multiply", cotangent, slope), inside)
         grads[0] = _as_input(ctx, ctx.call("reshape", grad, shape=shape), 0)
     return grads
+
+
+@register_vjp(get_op("diff"))
+def _diff_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # y[i] = a[i + 1] - a[i] along `axis`, n times: each step's transpose pads the cotangent
+    # by one on either side and subtracts, a_bar[i] = g[i - 1] - g[i] (0 past the ends).
+    meta = ctx.input_meta(0)
+    axis = ctx.params.get("axis", -1) % meta.ndim
+    grad = ctx.cotangent
+    for _ in range(int(ctx.params.get("n", 1))):
+        before = tuple((1, 0) if d == axis else (0, 0) for d in range(meta.ndim))
+        after = tuple((0, 1) if d == axis else (0, 0) for d in range(meta.ndim))
+        padded = ctx.call("pad", grad, pad_width=before)
+        grad = ctx.call("subtract", padded, ctx.call("pad", grad, pad_width=after))
+    return [grad]
+
+
+def _powers(ctx: VjpContext, x: Node, top: int) -> Node:
+    # x[..., None] ** (top, top - 1, ..., 0): the Vandermonde columns of polyval's terms.
+    dtype = x.meta.dtype  # type: ignore[union-attr]
+    exponents = ctx.call("array", value=tuple(float(k) for k in range(top, -1, -1)), dtype=dtype)
+    return ctx.call("power", ctx.call("expand_dims", x, axis=(-1,)), exponents)
+
+
+@register_vjp(get_op("polyval"))
+def _polyval_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # y = sum_k p[k] x ** (N - 1 - k): p_bar[k] = sum(g x ** (N - 1 - k)) over x's elements,
+    # x_bar = g polyval(p', x) with p' the derivative's coefficients.
+    p, x = ctx.inputs
+    (count,) = _static_shape(ctx, 0, "np.polyval") if isinstance(p, Node) else (len(p),)
+    grads: list[Node | None] = [None, None]
+    if not isinstance(x, Node):
+        x = ctx.call("array", value=x, dtype=None)
+    x = ctx.call("astype", x, dtype=ctx.meta.dtype) if x.meta.dtype != ctx.meta.dtype else x  # type: ignore[union-attr]
+    ndim = x.meta.ndim  # type: ignore[union-attr]
+    if ctx.wants(0) and isinstance(p, Node):
+        terms = ctx.call(
+            "multiply",
+            ctx.call("expand_dims", ctx.cotangent, axis=(-1,)),
+            _powers(ctx, x, count - 1),
+        )
+        grads[0] = ctx.call("sum", terms, axis=tuple(range(ndim))) if ndim else terms
+    if ctx.wants(1):
+        if count < 2:
+            grads[1] = ctx.call("multiply", ctx.cotangent, 0.0)
+        else:
+            p_node = p if isinstance(p, Node) else ctx.call("array", value=tuple(p), dtype=None)
+            head = ctx.call("getitem", p_node, index=(slice(0, count - 1),))
+            scale = ctx.call("array", value=tuple(float(k) for k in range(count - 1, 0, -1)))
+            slope = ctx.graph.call(get_op("polyval"), ctx.call("multiply", head, scale), x)
+            grads[1] = ctx.call("multiply", ctx.cotangent, slope)
+    return grads

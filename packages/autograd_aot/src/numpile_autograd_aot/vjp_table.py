@@ -91,6 +91,7 @@ def _load_rules() -> None:
         vjp_extern,
         vjp_indexing,
         vjp_join,
+        vjp_least_squares,
         vjp_linalg,
         vjp_numeric,
         vjp_ordering,

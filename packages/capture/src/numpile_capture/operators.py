@@ -32,6 +32,7 @@ from .loop_sources import ZipVar, materialize
 from .meta import ArrayMeta
 from .op import get_op
 from .ops._shapes import is_c_contiguous, is_f_contiguous
+from .ops.extern import RunTimeSize
 from .ops.loop_values import PY_OPERATORS, ScalarSlot, python_scalar_type
 from .variables import (
     ArrayVar,
@@ -256,13 +257,12 @@ def apply_binding(
     """
     takes_scalars = getattr(binding, "scalar_operands", False)
     power = getattr(binding, "name", "") in _POWER_OPERATORS
+    plain = _sizes_kept(tracer) if getattr(binding, "run_time_sizes", False) else to_graph_value
     graph_args = [
-        _scalar_operand(tracer, arg, args, power and index == 1)
-        if takes_scalars
-        else to_graph_value(arg)
+        _scalar_operand(tracer, arg, args, power and index == 1) if takes_scalars else plain(arg)
         for index, arg in enumerate(args)
     ]
-    graph_kwargs = {key: to_graph_value(value) for key, value in kwargs.items()}
+    graph_kwargs = {key: plain(value) for key, value in kwargs.items()}
     try:
         result = binding.apply(tracer.graph, *graph_args, **graph_kwargs)
     except tracer.bindings.UnsupportedCall as exc:
@@ -271,6 +271,39 @@ def apply_binding(
             reason = f"not supported yet: {reason}"
         raise Unsupported(reason) from None
     return from_graph_value(result)
+
+
+def _sizes_kept(tracer: Tracer) -> Callable[[Variable], Any]:
+    # to_graph_value, but a symbolic size stays a `RunTimeSize` (the binding pins or keeps it).
+    def kept(value: Any) -> Any:
+        if isinstance(value, SymInt):
+            return RunTimeSize(value, lambda: _size_value_node(tracer, value))
+        if is_size_expr(value):
+            return kept(size_value(value))
+        if type(value) in (tuple, list):
+            return type(value)(kept(item) for item in value)
+        return value
+
+    def convert(var: Variable) -> Any:
+        if isinstance(var, ConstantVar):
+            return kept(var.value)
+        if isinstance(var, TupleVar):
+            return tuple(convert(item) for item in var.items)
+        if isinstance(var, ListVar):
+            return [convert(item) for item in var.items]
+        return to_graph_value(var)
+
+    return convert
+
+
+def _size_value_node(tracer: Tracer, value: SymInt) -> Any:
+    # The graph value computing `value` at run time; None when no input's shape gives it.
+    from .loop_capture import LoopFallback, size_node  # late: loop capture imports this module
+
+    try:
+        return size_node(tracer, value.expr)
+    except LoopFallback:
+        return None
 
 
 # NOTE: the C wrappers of compiled graphs read an int graph input as a signed 64-bit value.

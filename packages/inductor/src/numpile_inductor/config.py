@@ -89,7 +89,8 @@ class InductorConfig(LayerConfig):
     - `graph_diagram`: also write the graph as Graphviz `graph.dot` there.
     - `parallel_threshold`: a loop nest runs on OpenMP threads only when its
       element count reaches this (thread start-up costs a few microseconds).
-    - `threads`: OpenMP threads for the graph's kernels (0: OpenMP's default).
+    - `threads`: OpenMP threads for the graph's kernels (0: OpenMP's maximum less
+      the cores other runnable tasks hold, per call; see codegen/c/threads.py).
     - `extra_flags`: more C compiler flags.
     - `no_compiler`: without a usable C compiler, "fallback" (the default; env
       `NUMPILE_NO_COMPILER` sets it) runs graphs op by op with NumPy after one

@@ -53,7 +53,8 @@ class Binding:
     `UnsupportedCall`, so the tracer breaks the graph instead of failing.
     `scalar_operands`: the binding takes Python int and float inputs next to
     arrays as weak scalar graph inputs (`Node`s with a `ScalarMeta`), as
-    ufuncs and operators do.
+    ufuncs and operators do. `run_time_sizes`: the binding receives symbolic sizes
+    unspecialized, as `RunTimeSize`s (it pins, and so guards, those it cannot keep).
 
         >>> Binding("operator.add", lambda graph, lhs, rhs: None).name
         'operator.add'
@@ -62,6 +63,7 @@ class Binding:
     name: str
     apply: Callable[..., Any] = attrs.field(repr=False, converter=_reporting_unsupported)
     scalar_operands: bool = False
+    run_time_sizes: bool = False
 
 
 class NoValue:

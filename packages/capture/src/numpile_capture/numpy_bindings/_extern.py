@@ -4,7 +4,9 @@ The call is matched against the library function's own signature; the row's arra
 parameters become node inputs (traced arrays as they are, lists as constant arrays,
 scalars and None as constants) and every other argument a static param. A tuple result is
 one node holding the tuple and one `result_item` node per item. A data-dependent row gets
-its size symbol's name (`nnz`); a generator method gets its generator as input 0.
+its size symbol's name (`nnz`); a generator method gets its generator as input 0. A symbolic
+size (`RunTimeSize`) in one of the row's `sizes` params stays symbolic: a `ScalarSlot` over
+a trailing input that computes it at run time; anywhere else it is pinned to its int.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import numpy as np
 from ..graph import Graph, Node
 from ..meta import ScalarMeta
 from ..op import get_op
-from ..ops.extern import ExternRow, ExternState, extern_row, extern_rows
+from ..ops.extern import ExternRow, ExternState, RunTimeSize, extern_row, extern_rows
+from ..ops.loop_values import ScalarSlot
 from ..ops.special import SPECIAL_FUNCTIONS
 from ._arguments import Binding, UnsupportedCall, constant_array, freeze, static
 
@@ -46,7 +49,9 @@ def bind_extern(
     inputs: list[Any] = []
     for name in row.arrays:
         default = signature.parameters[name].default
-        value = arguments.pop(name, None if default is inspect.Parameter.empty else default)
+        value = _pinned(
+            arguments.pop(name, None if default is inspect.Parameter.empty else default)
+        )
         if name == row.variadic:
             if not isinstance(value, list | tuple):
                 raise UnsupportedCall(f"numpy.{row.name} with {name} that is not a sequence")
@@ -55,7 +60,11 @@ def bind_extern(
             inputs.append(_input(graph, value))
     if arguments.pop("out", None) is not None:
         raise UnsupportedCall(f"numpy.{row.name} with out= is not supported yet")
-    params = {name: freeze(static(value, name)) for name, value in arguments.items()}
+    sizes: list[Any] = []
+    params = {
+        name: freeze(static(_sized(value, sizes) if name in row.sizes else _pinned(value), name))
+        for name, value in arguments.items()
+    }
     if row.refuse is not None:
         reason = row.refuse(**params)
         if reason:
@@ -64,6 +73,7 @@ def bind_extern(
         params["nnz"] = f"u{len(graph.nodes)}"
     if row.state is ExternState.GENERATOR:
         inputs.insert(0, generator)
+    inputs += sizes
     node = graph.call(row.op, *inputs, **params)
     if not (isinstance(node.meta, ScalarMeta) and node.meta.type is tuple):
         return node
@@ -74,13 +84,37 @@ def bind_extern(
     return tuple(graph.add_node(item, (node,), {"index": k}, meta) for k, meta in enumerate(metas))
 
 
+def _pinned(value: Any) -> Any:
+    # Every run-time size inside `value` as its int (which guards it).
+    if isinstance(value, RunTimeSize):
+        return int(value.value)
+    if isinstance(value, list | tuple):
+        return type(value)(_pinned(item) for item in value)
+    return value
+
+
+def _sized(value: Any, sizes: list[Any]) -> Any:
+    # Run-time sizes as slots over the graph values that compute them (appended to `sizes`).
+    if isinstance(value, list | tuple):
+        return type(value)(_sized(item, sizes) for item in value)
+    if not isinstance(value, RunTimeSize):
+        return value
+    computed = value.node()
+    if computed is None:
+        return int(value.value)
+    if not isinstance(computed, Node):
+        return computed
+    sizes.append(computed)
+    return ScalarSlot(len(sizes) - 1, expr=value.value.expr)
+
+
 def extern_binding(row: ExternRow) -> Binding:
     """The binding of a library function's row (not a generator method's)."""
 
     def apply(graph: Graph, *args: Any, **kwargs: Any) -> Any:
         return bind_extern(row, graph, args, kwargs, None)
 
-    return Binding(f"numpy.{row.name}", apply)
+    return Binding(f"numpy.{row.name}", apply, run_time_sizes=bool(row.sizes))
 
 
 def generator_binding(generator: Any, name: str) -> Binding | None:
@@ -98,7 +132,7 @@ def generator_binding(generator: Any, name: str) -> Binding | None:
     def apply(graph: Graph, *args: Any, **kwargs: Any) -> Any:
         return bind_extern(row, graph, args, kwargs, generator)
 
-    return Binding(f"numpy.random.Generator.{name}", apply)
+    return Binding(f"numpy.random.Generator.{name}", apply, run_time_sizes=bool(row.sizes))
 
 
 def extern_functions() -> list[tuple[object, Binding]]:

@@ -5,7 +5,10 @@ rule that gives its result's shape and dtype (symbolic where the inputs are), wh
 parameters take arrays (graph inputs; every other argument is a static param), what it
 does to state (a `np.random.Generator` method advances its generator), whether its result
 sizes depend on the data (a fresh unbacked size symbol, `u<k>`, named by the `nnz` param),
-and why it has no VJP rule when it has none (autograd registers the rules, keyed by op).
+and why it has no VJP rule when it has none (autograd registers the rules, keyed by op),
+and which of its params are sizes that may stay symbolic (`sizes`: a draw's `size=x.shape`
+is `ScalarSlot` templates over trailing int inputs that compute the sizes at run time, so
+one graph serves every size).
 Registering a row registers its `Op`; capture binds the callable by identity (see
 `numpy_bindings/_extern.py`), autograd reads `no_grad`, and the inductor runs the node as
 an extern call between its kernels, so the graph is not cut and the kernels around fuse.
@@ -39,10 +42,12 @@ from ..meta import ArrayMeta, ScalarMeta
 from ..op import Op, OpKind, register_op
 from ._shapes import normalize_axis
 from ._shapes import unbacked_size as _unbacked_size
+from .loop_values import ScalarSlot
 
 __all__ = [
     "ExternRow",
     "ExternState",
+    "RunTimeSize",
     "call_by_name",
     "extern_row",
     "extern_rows",
@@ -71,6 +76,9 @@ class ExternRow:
     a sequence of arrays (`multi_dot`). `no_grad` says why no VJP rule exists ("" when
     autograd has one: a test checks both directions). `refuse` is a predicate on the static
     params that returns a reason for a call numpile does not capture (a graph break).
+    `sizes` names the params whose ints may be `ScalarSlot`s: the k-th slot is the k-th of
+    the node's inputs after the arrays (an int computed at run time; its `expr`, the size
+    symbolically, is what the meta rule sees).
     """
 
     name: str
@@ -83,6 +91,7 @@ class ExternRow:
     variadic: str = ""
     run_time_error: str = ""
     refuse: Callable[..., str] | None = attrs.field(default=None, repr=False)
+    sizes: tuple[str, ...] = ()
 
     @property
     def signature(self) -> inspect.Signature:
@@ -97,6 +106,7 @@ class ExternRow:
     def call(self, *inputs: Any, **params: Any) -> Any:
         """Run the library function on a node's inputs (in `arrays` order) and params."""
         params.pop("nnz", None)
+        inputs, params = self._filled(inputs, params, run_time=True)
         if self.state is ExternState.GENERATOR:
             generator, *rest = inputs
             return call_by_name(self.function, {**self._by_name(rest), **params}, generator)
@@ -104,9 +114,27 @@ class ExternRow:
 
     def meta_of_node(self, *inputs: Any, **params: Any) -> ArrayMeta | tuple[ArrayMeta, ...]:
         """The meta rule applied to a node's input metadata (in `arrays` order) and params."""
+        inputs, params = self._filled(inputs, params, run_time=False)
         if self.state is ExternState.GENERATOR:
             inputs = inputs[1:]
         return self.meta(**self._by_name(inputs), **params)
+
+    def _filled(
+        self, inputs: tuple[Any, ...], params: dict[str, Any], *, run_time: bool
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        # The size params with their slots filled: by the trailing inputs' values at run
+        # time, by the slots' expressions for the meta rule; the trailing inputs dropped.
+        slots = [slot for name in self.sizes for slot in _slots(params.get(name))]
+        if not slots:
+            return inputs, params
+        count = max(slot.position for slot in slots) + 1
+        inputs, scalars = inputs[:-count], inputs[-count:]
+
+        def fill(slot: ScalarSlot) -> Any:
+            return int(scalars[slot.position]) if run_time else slot.expr
+
+        filled = {name: _replace_slots(params[name], fill) for name in self.sizes if name in params}
+        return inputs, {**params, **filled}
 
     def _by_name(self, inputs: Any) -> dict[str, Any]:
         if not self.variadic:
@@ -117,6 +145,34 @@ class ExternRow:
         values[self.variadic] = list(inputs[at : at + count])
         values.update(zip(self.arrays[at + 1 :], inputs[at + count :], strict=True))
         return values
+
+
+def _slots(value: Any) -> list[ScalarSlot]:
+    if isinstance(value, ScalarSlot):
+        return [value]
+    if isinstance(value, tuple | list):
+        return [slot for item in value for slot in _slots(item)]
+    return []
+
+
+def _replace_slots(value: Any, fill: Callable[[ScalarSlot], Any]) -> Any:
+    if isinstance(value, ScalarSlot):
+        return fill(value)
+    if isinstance(value, tuple | list):
+        return tuple(_replace_slots(item, fill) for item in value)
+    return value
+
+
+@attrs.frozen
+class RunTimeSize:
+    """A symbolic size (a `SymInt`) handed to a binding that may keep it symbolic.
+
+    `node()` gives the graph value that computes it at run time (an int node, or a plain int),
+    or None when capture cannot compute it (then `int(value)` pins it, with its guard).
+    """
+
+    value: Any
+    node: Callable[[], Any] = attrs.field(repr=False)
 
 
 @functools.cache

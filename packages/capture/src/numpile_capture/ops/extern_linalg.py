@@ -227,7 +227,14 @@ def _refuse_eig(**_: Any) -> str:
     return "np.linalg.eig/eigvals: the result dtype depends on the values (real or complex)"
 
 
-_TUPLE = "not written yet: the rule of this tuple result (TODO issue 24)"
+# NOTE: as JAX decides: eigenvalues of a general matrix have a derivative (Giles 2008, eq.
+# 4.60), its eigenvectors none (each is defined up to a complex phase, the gauge, which no
+# normalization fixes continuously). Capture breaks before either anyway (`_refuse_eig`).
+_EIG = (
+    "not in the graph (a break: the result is real or complex by the values); eigenvectors "
+    "of a general matrix have no derivative (their complex phase is arbitrary, as in JAX), "
+    "eigenvalues would take Giles's rule"
+)
 _INTEGER = "integer or bool result"
 _ROWS = [
     ExternRow(
@@ -258,13 +265,13 @@ _ROWS = [
         ("a",),
         run_time_error=_NO_CONVERGENCE,
     ),
-    ExternRow("linalg.eig", np.linalg.eig, _eigh_meta, ("a",), no_grad=_TUPLE, refuse=_refuse_eig),
+    ExternRow("linalg.eig", np.linalg.eig, _eigh_meta, ("a",), no_grad=_EIG, refuse=_refuse_eig),
     ExternRow(
         "linalg.eigvals",
         np.linalg.eigvals,
         _eigvalsh_meta,
         ("a",),
-        no_grad=_TUPLE,
+        no_grad=_EIG,
         refuse=_refuse_eig,
     ),
     ExternRow(
@@ -272,7 +279,6 @@ _ROWS = [
         np.linalg.pinv,
         _pinv_meta,
         ("a",),
-        no_grad="not written yet: the pseudo-inverse (TODO issue 24)",
         run_time_error=_NO_CONVERGENCE,
     ),
     ExternRow("linalg.slogdet", np.linalg.slogdet, _slogdet_meta, ("a",)),
@@ -281,7 +287,6 @@ _ROWS = [
         np.linalg.lstsq,
         _lstsq_meta,
         ("a", "b"),
-        no_grad=_TUPLE,
         data_dependent=True,
         run_time_error=_NO_CONVERGENCE,
     ),

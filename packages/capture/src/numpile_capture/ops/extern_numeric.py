@@ -174,7 +174,6 @@ def _window_meta(M: Any, **_: Any) -> ArrayMeta:
 
 
 _INTEGER = "integer or bool result"
-_NOT_YET = "not written yet (TODO issue 24)"
 for _row in (
     ExternRow(
         "interp",
@@ -201,10 +200,10 @@ for _row in (
     ExternRow(
         "searchsorted", np.searchsorted, _searchsorted_meta, ("a", "v", "sorter"), no_grad=_INTEGER
     ),
-    ExternRow("polyval", np.polyval, _polyval_meta, ("p", "x"), no_grad=_NOT_YET),
-    ExternRow("polyfit", np.polyfit, _polyfit_meta, ("x", "y", "w"), no_grad=_NOT_YET),
+    ExternRow("polyval", np.polyval, _polyval_meta, ("p", "x")),
+    ExternRow("polyfit", np.polyfit, _polyfit_meta, ("x", "y", "w")),
     ExternRow("pad", np.pad, _pad_meta, ("array",)),
-    ExternRow("diff", np.diff, _diff_meta, ("a",), no_grad=_NOT_YET),
+    ExternRow("diff", np.diff, _diff_meta, ("a",)),
 ):
     register_extern(_row)
 

@@ -4,7 +4,8 @@ The generator object is the node's first input (a constant of the graph, guarded
 identity, so later calls with the same generator run the same compiled code); the inductor
 runs the nodes in program order and never drops one, so the generator's state advances
 exactly as in eager and the results are bit-identical. A draw's shape is `size`, or the
-broadcast shape of its array parameters.
+broadcast shape of its array parameters; `size` may be symbolic (`size=x.shape`: the rows'
+`sizes`, see `ExternRow`), so one graph serves every size.
 
     >>> from numpile_capture.ops.extern import extern_row
     >>> str(extern_row("random.normal").meta(loc=0.0, scale=1.0, size=(3, 2)))
@@ -132,6 +133,7 @@ for _name, _arrays in _DRAWS.items():
             _arrays,
             no_grad=_RANDOM,
             state=ExternState.GENERATOR,
+            sizes=("size",),
         )
     )
 for _name in _SIZED:
@@ -144,6 +146,7 @@ for _name in _SIZED:
             (),
             no_grad=_RANDOM,
             state=ExternState.GENERATOR,
+            sizes=("size",),
         )
     )
 _ROWS += [
@@ -154,6 +157,7 @@ _ROWS += [
         ("low", "high"),
         no_grad=_RANDOM,
         state=ExternState.GENERATOR,
+        sizes=("size",),
     ),
     ExternRow(
         "random.permutation",
@@ -170,6 +174,7 @@ _ROWS += [
         ("a", "p"),
         no_grad=_RANDOM,
         state=ExternState.GENERATOR,
+        sizes=("size",),
     ),
 ]
 for _row in _ROWS:

@@ -479,6 +479,9 @@ _SCALAR_DTYPES: dict[type, np.dtype[Any]] = {
     int: np.dtype("int64"),
     float: np.dtype("float64"),
 }
+# NOTE: Python constants of a pointwise op (weak scalars: the loop dtype comes from the
+# arrays); a complex one (`1j * k`) is a C complex literal cast to the loop's type.
+_CONSTANT_DTYPES: dict[type, np.dtype[Any]] = {**_SCALAR_DTYPES, complex: np.dtype("complex128")}
 
 
 # -- helpers shared by the lowerings ---------------------------------------------------------
@@ -528,9 +531,9 @@ def operand_loader(ctx: LoweringContext, value: Any, shape: tuple[int, ...]) -> 
                 raise CannotLower("a scalar input of an unsupported type")
             return lowered.loader, value.meta.type
         return broadcast_loader(lowered, shape), lowered.dtype
-    if isinstance(constant, bool | int | float):
+    if isinstance(constant, bool | int | float | complex):
         const = constant
-        return (lambda idx: Constant(const, _SCALAR_DTYPES[type(const)])), type(const)
+        return (lambda idx: Constant(const, _CONSTANT_DTYPES[type(const)])), type(const)
     if isinstance(constant, np.generic) and kernel_dtype(constant.dtype):
         item = constant.item()
         dt = constant.dtype

@@ -48,6 +48,7 @@ from .loop_function import LOOP_HELPERS, scalar_loop_function
 from .loop_kernels import KERNEL_LOOP_HELPERS, NotKernelLoop, kernel_loop_function
 from .ops import c_type, helper_definitions, vector_math_declarations
 from .scatter import SCATTER_HELPERS, ScatterAt, scatter_operands
+from .threads import THREAD_HELPERS
 from .while_function import scalar_while_function
 
 log = logging.getLogger("numpile.inductor.wrapper")
@@ -180,6 +181,22 @@ class _Emitter:
         self.scatter_loops = 0
         self.stores_in_place = False
 
+    def _may_run_parallel(self) -> bool:
+        # Whether a kernel of the graph may reach the parallel threshold (a symbolic size
+        # may), or the graph runs loops whose bodies hold kernels.
+        for step in self.sched.steps:
+            if isinstance(step, FusedKernel):
+                work = 1
+                for dim in (*step.ranges, *step.reduction_ranges):
+                    if not isinstance(dim, int):
+                        return True
+                    work *= dim
+                if work >= self.config.parallel_threshold:
+                    return True
+            elif step.op_name in ("for_loop", "while_loop"):
+                return True
+        return False
+
     def emit(self) -> list[str]:
         graph = self.program.graph
         steps = self.sched.steps
@@ -214,10 +231,16 @@ class _Emitter:
                 code.writeline("return NULL;")
             code.writeline("int np_fp = 0;  /* the floating-point flags the kernels raised */")
             code.splice(["#ifdef _OPENMP"])
-            code.writeline("int threads_before = 0;")
-            with code.block("if (g_threads > 0)"):
-                code.writeline("threads_before = omp_get_max_threads();")
-                code.writeline("omp_set_num_threads(g_threads);")
+            # threads=N as given; otherwise OpenMP's maximum less the busy cores (threads.py),
+            # read only by graphs that may start a parallel region (small ones never do).
+            idle = (
+                "np_idle_threads(threads_before)" if self._may_run_parallel() else "threads_before"
+            )
+            code.writeline("const int threads_before = omp_get_max_threads();")
+            code.writeline(f"const int threads_now = g_threads > 0 ? g_threads : {idle};")
+            code.writeline(
+                "if (threads_now != threads_before) { omp_set_num_threads(threads_now); }"
+            )
             code.splice(["#endif"])
             for position, name in enumerate(self.program.inputs):
                 self._emit_input(position, name)
@@ -246,7 +269,9 @@ class _Emitter:
             code.writelines(f"Py_XDECREF(o_{name});" for name in objects)
             code.writelines(f"Py_XDECREF(k_{name});" for name in converted)
             code.splice(["#ifdef _OPENMP"])
-            code.writeline("if (g_threads > 0) { omp_set_num_threads(threads_before); }")
+            code.writeline(
+                "if (threads_now != threads_before) { omp_set_num_threads(threads_before); }"
+            )
             code.splice(["#endif"])
             code.writeline("return result;")
         return [*self.statics, "", *code.lines]
@@ -949,6 +974,7 @@ PyMODINIT_FUNC PyInit_{module_name}(void)
             *header,
             _PRELUDE,
             INTERRUPT_HELPERS,
+            THREAD_HELPERS,
             vector_math_declarations(),
             helper_definitions(),
             SIZE_HELPERS,
