@@ -6,6 +6,8 @@
 array([0., 2., 4.])
 """
 
+from typing import TYPE_CHECKING, Any
+
 from numpile_runtime import distribution_version
 
 from .backend import aot_eager as aot_eager
@@ -50,7 +52,6 @@ from .partition import Partition as Partition
 from .partition import default_partition as default_partition
 from .partition import min_cut_partition as min_cut_partition
 from .partition import saved_bytes as saved_bytes
-from .pytree import PyTreeSpec as PyTreeSpec
 from .pytree import register_pytree_node as register_pytree_node
 from .pytree import tree_flatten as tree_flatten
 from .pytree import tree_map as tree_map
@@ -76,6 +77,19 @@ from .vjp_table import vjp_ops as vjp_ops
 from .vmap import vmap as vmap
 
 __version__ = distribution_version("numpile-autograd-aot")
+
+if TYPE_CHECKING:
+    from .pytree import PyTreeSpec as PyTreeSpec
+else:
+
+    def __getattr__(name: str) -> Any:
+        # `PyTreeSpec` is optree's class: optree is imported by its first use.
+        if name == "PyTreeSpec":
+            from . import pytree
+
+            return pytree.PyTreeSpec
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BATCH_RULES",

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
-import optree
+
+if TYPE_CHECKING:
+    from optree import PyTreeSpec
 
 __all__ = [
     "broadcast_prefix",
@@ -46,7 +48,17 @@ __all__ = [
     "tree_unflatten",
 ]
 
-PyTreeSpec = optree.PyTreeSpec
+# NOTE: optree is imported by the first pytree operation, not with the package (about
+# 70 ms of `import numpile` on a loaded machine; a compile without a transform needs none).
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        if name == "PyTreeSpec":
+            import optree
+
+            return optree.PyTreeSpec
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # NOTE: the optree namespace of numpile's registrations, so they do not leak into other
 # users of optree in the same process.
@@ -75,6 +87,8 @@ def register_pytree_node(
     >>> tree_flatten(Pair(1.0, 2.0))[0]
     [1.0, 2.0]
     """
+    import optree
+
     if cls in _REGISTERED:
         raise ValueError(f"{cls.__qualname__} is already a registered pytree node")
     optree.register_pytree_node(
@@ -94,6 +108,8 @@ def _flattened(result: tuple[Iterable[Any], Any]) -> tuple[tuple[Any, ...], Any]
 
 def _register_fields(cls: type, names: tuple[str, ...]) -> None:
     # Dataclasses and attrs classes: the `init` fields, by keyword.
+    import optree
+
     def flatten(obj: Any) -> tuple[tuple[Any, ...], tuple[str, ...], tuple[str, ...]]:
         return tuple(getattr(obj, name) for name in names), names, names
 
@@ -132,6 +148,8 @@ def tree_flatten(tree: Any) -> tuple[list[Any], PyTreeSpec]:
     >>> tree_flatten([1, (2, None)])[0]
     [1, 2, None]
     """
+    import optree
+
     while True:
         leaves, spec = optree.tree_flatten(tree, none_is_leaf=True, namespace=NAMESPACE)
         fresh = [
@@ -148,6 +166,8 @@ def broadcast_prefix(prefix: Any, tree: Any) -> list[Any]:
     >>> broadcast_prefix({"a": 0, "b": None}, {"a": (1, 2), "b": [3]})
     [0, 0, None]
     """
+    import optree
+
     tree_flatten(tree)  # registers dataclasses and attrs classes met for the first time
     full = optree.tree_broadcast_prefix(prefix, tree, none_is_leaf=True, namespace=NAMESPACE)
     leaves, _ = optree.tree_flatten(full, none_is_leaf=True, namespace=NAMESPACE)
@@ -162,6 +182,8 @@ def leaf_paths(tree: Any) -> list[tuple[tuple[str, Any], ...] | None]:
     >>> leaf_paths({"a": [1.0]})
     [(('item', 'a'), ('item', 0))]
     """
+    import optree
+
     tree_flatten(tree)  # registers dataclasses and attrs classes met for the first time
     accessors, _, _ = optree.tree_flatten_with_accessor(
         tree, none_is_leaf=True, namespace=NAMESPACE
@@ -190,6 +212,8 @@ def tree_unflatten(spec: PyTreeSpec, leaves: Iterable[Any]) -> Any:
     >>> tree_unflatten(spec, [10, 20])
     {'a': 10, 'b': [20]}
     """
+    import optree
+
     return optree.tree_unflatten(spec, list(leaves))
 
 

@@ -33,7 +33,7 @@ import inspect
 import logging
 import types
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -62,7 +62,10 @@ from .functionalization import FunctionalGraph, apply_epilogue, functionalize
 from .joint import JointGraph, build_joint
 from .jvp_graph import build_jvp
 from .partition import Partition
-from .pytree import PyTreeSpec, check_leaves, leaf_paths, tree_flatten, tree_unflatten
+from .pytree import check_leaves, leaf_paths, tree_flatten, tree_unflatten
+
+if TYPE_CHECKING:
+    from .pytree import PyTreeSpec
 from .transform_rules import GradSpec, expand_grad, expand_vjp, fold_transform
 from .vjp_table import differentiable
 
