@@ -196,6 +196,16 @@ def program(
     return register
 
 
+def loop_inputs(name: str, n: int) -> tuple[Any, ...]:
+    """Fresh inputs (arrays copied) of the loops-theme program `name` at size `n`."""
+    import programs_loops  # late: the corpus modules register into this one
+
+    fn = getattr(programs_loops, name)
+    (prog,) = [p for p in PROGRAMS if p.fn is fn and p.theme == "loops"]
+    inputs = prog.make_inputs(np.random.default_rng(n), n)
+    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs)
+
+
 def load_corpus() -> list[Program]:
     """Import every program module once and return the registry.
 

@@ -7,13 +7,11 @@ effects and errors are the corpus' checks (programs_loops.py); these tests check
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import programs_loops
 import pytest
-from harness import PROGRAMS
+from harness import loop_inputs
 
 import numpile
 
@@ -39,29 +37,15 @@ KEPT_AS_C = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    numpile.reset()
-    yield
-    numpile.reset()
-
-
-def _args(name: str, n: int) -> tuple[Any, ...]:
-    fn = getattr(programs_loops, name)
-    (program,) = [p for p in PROGRAMS if p.fn is fn and p.theme == "loops"]
-    inputs = program.make_inputs(np.random.default_rng(n), n)
-    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs)
-
-
 @pytest.mark.parametrize("name", KEPT_AS_C)
 def test_index_sliced_loop_is_kept_and_runs_as_c(
     name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     fn = getattr(programs_loops, name)
-    assert numpile.explain(fn)(*_args(name, 5)).loops_not_kept == ()
+    assert numpile.explain(fn)(*loop_inputs(name, 5)).loops_not_kept == ()
     compiled = numpile.compile(fn, fullgraph=True)
     with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
-        compiled(*_args(name, 5))
+        compiled(*loop_inputs(name, 5))
     assert not [r for r in caplog.records if "per iteration" in r.getMessage()]
 
 
@@ -71,6 +55,6 @@ def test_new_trip_counts_reuse_one_dynamic_entry() -> None:
     fn = programs_loops.lu_row_by_row_in_place
     compiled = numpile.compile(fn, dynamic=True)
     for n in (3, 6, 11):
-        got = compiled(*_args("lu_row_by_row_in_place", n))
-        np.testing.assert_allclose(got, fn(*_args("lu_row_by_row_in_place", n)))
+        got = compiled(*loop_inputs("lu_row_by_row_in_place", n))
+        np.testing.assert_allclose(got, fn(*loop_inputs("lu_row_by_row_in_place", n)))
     assert len(cache_for(fn.__code__).entries) == 1

@@ -10,13 +10,12 @@ corpus' checks (programs_loops.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import programs_loops
 import pytest
-from harness import PROGRAMS
+from harness import loop_inputs
 
 import numpile
 
@@ -39,33 +38,20 @@ KEPT_EVERYWHERE = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    numpile.reset()
-    yield
-    numpile.reset()
-
-
-def _args(name: str, n: int) -> tuple[Any, ...]:
-    fn = getattr(programs_loops, name)
-    (program,) = [p for p in PROGRAMS if p.fn is fn and p.theme == "loops"]
-    return tuple(program.make_inputs(np.random.default_rng(n), n))
-
-
 @pytest.mark.parametrize("name", KEPT_EVERYWHERE)
 def test_loop_is_kept_and_runs_as_c(name: str, caplog: pytest.LogCaptureFixture) -> None:
     fn = getattr(programs_loops, name)
     try:
-        out = numpile.explain(fn)(*_args(name, 7))
+        out = numpile.explain(fn)(*loop_inputs(name, 7))
     except IndexError:
-        return _kept_until_the_error(fn, _args(name, 7))
+        return _kept_until_the_error(fn, loop_inputs(name, 7))
     assert out.loops_not_kept == ()
     assert out.graph_break_count == 0
     compiled = numpile.compile(fn, fullgraph=True, dynamic=True)
     with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
         for n in (7, 4):
             try:
-                compiled(*_args(name, n))
+                compiled(*loop_inputs(name, n))
             except IndexError:
                 assert name.endswith("keeps_earlier_writes")  # the corpus compares the error
     slow = [r.getMessage() for r in caplog.records if "per iteration" in r.getMessage()]

@@ -7,13 +7,11 @@ corpus' checks (programs_loops.py); these tests check the path.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import programs_loops
 import pytest
-from harness import PROGRAMS
+from harness import loop_inputs
 
 import numpile
 
@@ -39,29 +37,15 @@ KERNEL_LOOPS = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    numpile.reset()
-    yield
-    numpile.reset()
-
-
-def _args(name: str, n: int) -> tuple[Any, ...]:
-    fn = getattr(programs_loops, name)
-    (program,) = [p for p in PROGRAMS if p.fn is fn and p.theme == "loops"]
-    inputs = program.make_inputs(np.random.default_rng(n), n)
-    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs)
-
-
 @pytest.mark.parametrize("name", KERNEL_LOOPS)
 def test_array_body_runs_as_a_c_loop_of_kernels(
     name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     fn = getattr(programs_loops, name)
-    assert numpile.explain(fn)(*_args(name, 5)).loops_not_kept == ()
+    assert numpile.explain(fn)(*loop_inputs(name, 5)).loops_not_kept == ()
     compiled = numpile.compile(fn, fullgraph=True)
     with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
-        compiled(*_args(name, 5))
+        compiled(*loop_inputs(name, 5))
     assert not [r for r in caplog.records if "per iteration" in r.getMessage()]
 
 

@@ -8,13 +8,10 @@ run with NumPy per iteration). Values, in-place effects and errors are the corpu
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from typing import Any
 
-import numpy as np
 import programs_loops
 import pytest
-from harness import PROGRAMS
+from harness import loop_inputs
 
 import numpile
 
@@ -88,30 +85,16 @@ WHILE_AND_EXITS = (
 NOT_C: dict[str, str] = {}
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    numpile.reset()
-    yield
-    numpile.reset()
-
-
-def _args(name: str, n: int) -> tuple[Any, ...]:
-    fn = getattr(programs_loops, name)
-    (program,) = [p for p in PROGRAMS if p.fn is fn and p.theme == "loops"]
-    inputs = program.make_inputs(np.random.default_rng(n), n)
-    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs)
-
-
 @pytest.mark.parametrize("name", WHILE_AND_EXITS)
 def test_loop_is_kept_and_runs_as_c(name: str, caplog: pytest.LogCaptureFixture) -> None:
     fn = getattr(programs_loops, name)
-    out = numpile.explain(fn)(*_args(name, 7))
+    out = numpile.explain(fn)(*loop_inputs(name, 7))
     assert out.loops_not_kept == ()
     assert out.graph_break_count == 0
     compiled = numpile.compile(fn, fullgraph=True, dynamic=True)
     with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
         for n in (7, 4):
-            compiled(*_args(name, n))
+            compiled(*loop_inputs(name, n))
     slow = [r.getMessage() for r in caplog.records if "per iteration" in r.getMessage()]
     if name in NOT_C:
         assert slow, f"{name} runs as C now: remove it from NOT_C"
