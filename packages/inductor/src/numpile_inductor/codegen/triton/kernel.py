@@ -259,7 +259,9 @@ def _unflatten(buf: CodeBuffer, prefix: str, flat: str, ranges: tuple[Any, ...])
         size = sympy.sympify(ranges[dim])
         var = f"{prefix}{dim}"
         if size == 1:
-            text = "0"
+            # Zero with the block's shape: an address of it alone is a block too, as
+            # the block mask of its load needs.
+            text = f"0 * {flat}"
         elif dim == 0:
             text = f"{flat} // ({triton_index(step)})" if step != 1 else flat
         elif step == 1:
