@@ -765,6 +765,17 @@ def standin_compile(
     return run
 
 
+def examples(count: int) -> int:
+    """How many examples a hypothesis test of generated programs draws: `count`, scaled by
+    ``NUMPILE_EXAMPLES_FRACTION`` (CI's runs on 3.12 and 3.13 draw a third).
+
+    >>> examples(30) if "NUMPILE_EXAMPLES_FRACTION" not in os.environ else 30
+    30
+    """
+    fraction = float(os.environ.get("NUMPILE_EXAMPLES_FRACTION", "1"))
+    return max(1, round(count * fraction))
+
+
 def skip_unless_chosen(backend: str) -> None:
     """Skip a test of generated programs on `backend` when ``NUMPILE_CORPUS_BACKENDS`` leaves
     it out (on 3.12 and 3.13 CI runs them through capture alone, as it runs the corpus).

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from harness import skip_unless_chosen
+from harness import examples, skip_unless_chosen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -156,7 +156,7 @@ def test_random_loop_nests_behave_as_in_eager(backend: str) -> None:
                  min_size=3, max_size=3),
     )  # fmt: skip
     run = settings(
-        max_examples=40 if backend == "eager" else 12,
+        max_examples=examples(40 if backend == "eager" else 12),
         deadline=None,
         derandomize=True,
         suppress_health_check=[HealthCheck.too_slow],

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from harness import skip_unless_chosen
+from harness import examples, skip_unless_chosen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -105,9 +105,8 @@ def _check(backend: str, case: tuple[str, str, bool | None, list[tuple[Any, Any]
 @pytest.mark.parametrize("backend", ["eager", "inductor"])
 def test_scalar_inputs_behave_as_in_eager(backend: str) -> None:
     skip_unless_chosen(backend)
-    examples = 150 if backend == "eager" else 30
     run = settings(
-        max_examples=examples,
+        max_examples=examples(150 if backend == "eager" else 30),
         deadline=None,
         derandomize=True,
         suppress_health_check=[HealthCheck.too_slow],
