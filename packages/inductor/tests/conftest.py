@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,3 +21,29 @@ def fresh_cache(tmp_path: Path) -> Iterator[Path]:
     rt.set_cache_dir(root)
     yield root
     rt.set_cache_dir(previous)
+
+
+PythonCalls = Callable[..., tuple[Any, list[str]]]
+
+
+def _python_calls(fn: Callable[..., Any], *args: Any) -> tuple[Any, list[str]]:
+    # fn(*args) and the names of the Python functions it called.
+    names: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            names.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        result = fn(*args)
+    finally:
+        sys.setprofile(None)
+    return result, names
+
+
+@pytest.fixture
+def python_calls() -> PythonCalls:
+    """A function that calls fn(*args) and returns its result and the names of the Python
+    functions the call ran (a C path runs none)."""
+    return _python_calls

@@ -4,8 +4,6 @@ fall back to the extern (Python) where C does not handle the operands."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,21 +14,6 @@ from numpile_inductor import compile_graph
 from numpile_inductor.codegen.c.buffer_pool import MIN_POOLED_BYTES
 
 
-def _python_calls(fn: Callable[..., Any], *args: Any) -> tuple[Any, list[str]]:
-    names: list[str] = []
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call":
-            names.append(frame.f_code.co_name)
-
-    sys.setprofile(profile)
-    try:
-        result = fn(*args)
-    finally:
-        sys.setprofile(None)
-    return result, names
-
-
 def _first_column_doubled(A: Any) -> Any:
     y = np.zeros_like(A)
     for i in range(A.shape[0]):
@@ -38,7 +21,7 @@ def _first_column_doubled(A: Any) -> Any:
     return y
 
 
-def test_zeros_like_runs_as_c_in_the_input_memory_order() -> None:
+def test_zeros_like_runs_as_c_in_the_input_memory_order(python_calls: Any) -> None:
     compiled = compile_function(_first_column_doubled, backend="inductor", dynamic=True)
     rng = np.random.default_rng(0)
     inputs = [
@@ -49,7 +32,7 @@ def test_zeros_like_runs_as_c_in_the_input_memory_order() -> None:
     ]
     for A in inputs:
         compiled(A)  # compiles
-        got, called = _python_calls(compiled, A)
+        got, called = python_calls(compiled, A)
         want = _first_column_doubled(A)
         np.testing.assert_array_equal(got, want)
         assert got.dtype == want.dtype and got.strides == want.strides
@@ -65,12 +48,12 @@ def _reverse_total(x: Any) -> Any:
     return total
 
 
-def test_python_int_arithmetic_before_a_loop_is_c() -> None:
+def test_python_int_arithmetic_before_a_loop_is_c(python_calls: Any) -> None:
     compiled = compile_function(_reverse_total, backend="inductor", dynamic=True)
     for n in (8, 3, 1, 5):
         x = np.arange(1.0, n + 1.0)
         compiled(x)
-        got, called = _python_calls(compiled, x)
+        got, called = python_calls(compiled, x)
         want = _reverse_total(x)
         assert got == want and type(got) is type(want)
         assert "_py_binary_impl" not in called, called

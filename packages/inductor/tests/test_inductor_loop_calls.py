@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,22 +33,6 @@ def _loop_source(tmp_path: Path) -> str:
     return found[-1]
 
 
-def _python_calls(fn: Callable[..., Any], *args: Any) -> tuple[Any, list[str]]:
-    # fn(*args) and the names of the Python functions it called.
-    names: list[str] = []
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call":
-            names.append(frame.f_code.co_name)
-
-    sys.setprofile(profile)
-    try:
-        result = fn(*args)
-    finally:
-        sys.setprofile(None)
-    return result, names
-
-
 def _total(x: Any) -> Any:
     s = 0.0
     for i in range(x.shape[0]):
@@ -65,7 +48,7 @@ def _column_total(A: Any) -> Any:
     return s
 
 
-def test_shape_reads_that_bound_loops_run_as_c(tmp_path: Path) -> None:
+def test_shape_reads_that_bound_loops_run_as_c(tmp_path: Path, python_calls: Any) -> None:
     cases = [
         (_total, [np.arange(7.0), np.arange(5.0)[::-1], np.arange(9.0)]),
         (_column_total, [np.arange(12.0).reshape(3, 4), np.arange(10.0).reshape(2, 5)]),
@@ -74,7 +57,7 @@ def test_shape_reads_that_bound_loops_run_as_c(tmp_path: Path) -> None:
         compiled = _compiled(fn, tmp_path / str(k))
         for x in inputs:
             compiled(x)  # compiles (once for the sizes, dynamic)
-            got, called = _python_calls(compiled, x)
+            got, called = python_calls(compiled, x)
             assert got == fn(x)
             assert type(got) is type(fn(x))
             assert "_dim_impl" not in called, called
