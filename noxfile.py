@@ -200,6 +200,7 @@ def tests_triton_interpret(session: nox.Session) -> None:
     session.run(
         "pytest",
         "-q",
+        *PYTEST_PARALLEL,
         "packages/inductor/tests/test_inductor_triton.py",
         "packages/runtime/tests/test_runtime_cuda.py",
         "integration_tests/test_loops_triton.py",
@@ -210,6 +211,7 @@ def tests_triton_interpret(session: nox.Session) -> None:
     session.run(
         "pytest",
         "-q",
+        *PYTEST_PARALLEL,
         "integration_tests/test_corpus.py",
         "--deselect",
         deselect,
