@@ -38,7 +38,7 @@ from ...launcher import GeneratedModule, extern_callable
 from ...loop_ir import Buffer, BufferRef, ExternCall, loads_of
 from ...scheduler import FusedKernel, Schedule
 from ..common import CodeBuffer
-from .blas import BLAS_HELPERS, blas_operands
+from .blas import BLAS_HELPERS, BLAS_LIBRARY_HELPERS, blas_operands
 from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
 from .extern_forms import FALLBACK, write_extern_form
 from .interrupts import INTERRUPT_HELPERS, main_thread_init
@@ -178,6 +178,7 @@ class _Emitter:
         self.kernel_loops = 0
         # Whether a product calls BLAS from C (codegen/c/blas.py): its helpers are emitted.
         self.blas_products = 0
+        self.blas_helpers = False
         self.scatter_loops = 0
         self.stores_in_place = False
 
@@ -574,6 +575,14 @@ class _Emitter:
             if loop is not None:
                 self.c_loops.append(index)
                 code.writeline(f"o_{step.buffer} = {loop}(argv, {len(refs)}, {extern}, &np_fp);")
+            elif step.op_name in BLAS_OPS:
+                # NumPy's BLAS and LAPACK calls on OpenBLAS threads by idle cores too.
+                self._need_blas_helpers()
+                code.writeline("const int np_bt = np_blas_threads_enter(NP_BLAS_THREADED_WORK);")
+                code.writeline(
+                    f"o_{step.buffer} = PyObject_Vectorcall({extern}, argv, {len(refs)}, NULL);"
+                )
+                code.writeline("np_blas_threads_exit(np_bt);")
             else:
                 code.writeline(
                     f"o_{step.buffer} = PyObject_Vectorcall({extern}, argv, {len(refs)}, NULL);"
@@ -597,6 +606,7 @@ class _Emitter:
     def _emit_blas_product(self, name: str, operands: tuple[str, str]) -> None:
         # The product into an output allocated here, by BLAS from C when the operands'
         # layouts allow (checked per call); else o_<name> stays NULL and NumPy runs it.
+        self._need_blas_helpers()
         if not self.blas_products:
             self.statics.append(BLAS_HELPERS)
         self.blas_products += 1
@@ -626,6 +636,11 @@ class _Emitter:
             call = f"np_blas_matmul({arrays[0]}, {arrays[1]}, (PyArrayObject *)o_{name})"
             with code.block(f"if (!{call})"):
                 code.writeline(f"Py_CLEAR(o_{name});")
+
+    def _need_blas_helpers(self) -> None:
+        if not self.blas_helpers:
+            self.statics.append(BLAS_LIBRARY_HELPERS)
+        self.blas_helpers = True
 
     def _has_array(self, name: str) -> bool:
         # Whether buffer `name` is an array the call holds as a PyArrayObject (`_array`).
