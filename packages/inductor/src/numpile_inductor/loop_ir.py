@@ -27,15 +27,37 @@ import numpy as np
 
 
 @attrs.frozen
+class Indirect:
+    """An index read from data (a gather): `symbol`, in the index expressions of a `Load`,
+    stands for the integer value `value` (itself an `Expr` over loop variables), a negative
+    one counted from the end of dim `axis` of the gathered array, of `size` elements, as
+    NumPy's indices are. Code generators check it against the dim: out of bounds, the call
+    fails with NumPy's IndexError."""
+
+    symbol: Any
+    value: Expr
+    size: int
+    axis: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.symbol}={self.value}"
+
+
+@attrs.frozen
 class Load:
-    """Element `index` of buffer `buffer`."""
+    """Element `index` of buffer `buffer`; `indirect` binds the data-read symbols of
+    `index` (a gather, `x[idx[x0]]`)."""
 
     buffer: str
     index: tuple[Any, ...]
     dtype: np.dtype[Any]
+    indirect: tuple[Indirect, ...] = ()
 
     def __str__(self) -> str:
-        return f"{self.buffer}[{', '.join(str(i) for i in self.index)}]"
+        text = f"{self.buffer}[{', '.join(str(i) for i in self.index)}]"
+        if self.indirect:
+            text += "{" + ", ".join(str(bound) for bound in self.indirect) + "}"
+        return text
 
 
 @attrs.frozen
@@ -94,10 +116,37 @@ def loads_of(expr: Expr) -> list[Load]:
     []
     """
     if isinstance(expr, Load):
-        return [expr]
+        return [load for bound in expr.indirect for load in loads_of(bound.value)] + [expr]
     if isinstance(expr, Apply):
         return [load for arg in expr.args for load in loads_of(arg)]
     return []
+
+
+def map_indices(expr: Expr, fn: Callable[[Any], Any]) -> Expr:
+    """`expr` with `fn` applied to every index expression of its loads, those that compute
+    gather indices included.
+
+    >>> from numpile_inductor.index import loop_var
+    >>> print(map_indices(Load("a", (loop_var(0),), np.dtype("float64")), lambda i: i + 1))
+    a[x0 + 1]
+    """
+    if isinstance(expr, Load):
+        indirect = tuple(
+            attrs.evolve(bound, value=map_indices(bound.value, fn)) for bound in expr.indirect
+        )
+        return attrs.evolve(expr, index=tuple(fn(i) for i in expr.index), indirect=indirect)
+    if isinstance(expr, Apply):
+        return attrs.evolve(expr, args=tuple(map_indices(arg, fn) for arg in expr.args))
+    return expr
+
+
+def has_indirect(expr: Expr) -> bool:
+    """Whether `expr` loads through an index read from data (a gather).
+
+    >>> has_indirect(Constant(1, np.dtype("int64")))
+    False
+    """
+    return any(load.indirect for load in loads_of(expr))
 
 
 @attrs.frozen

@@ -28,7 +28,7 @@ import attrs
 import sympy
 
 from .index import FloorDiv, ModularIndexing, loop_var
-from .loop_ir import Apply, Expr, Kernel, Load, ReductionStore, Store
+from .loop_ir import Expr, Kernel, ReductionStore, Store, map_indices
 
 Bound: TypeAlias = "int | None"
 Ranges: TypeAlias = "Mapping[sympy.Symbol, Any]"
@@ -225,11 +225,7 @@ def simplify_kernel_indices(kernel: Kernel) -> Kernel:
         return tuple(result)
 
     def value(expr: Expr) -> Expr:
-        if isinstance(expr, Load):
-            return attrs.evolve(expr, index=index(expr.index))
-        if isinstance(expr, Apply):
-            return attrs.evolve(expr, args=tuple(value(arg) for arg in expr.args))
-        return expr
+        return map_indices(expr, lambda item: index((item,))[0])
 
     stores: list[Store | ReductionStore] = []
     for store in kernel.stores:

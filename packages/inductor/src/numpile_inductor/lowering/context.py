@@ -559,6 +559,7 @@ def out_shape(node: Node) -> tuple[Any, ...]:
 # NOTE: the op families that fill LOWERINGS and KIND_LOWERINGS: importing the lowering
 # loads every rule (the registry loads its own rules, in one place).
 from . import decompositions as decompositions  # noqa: E402
+from . import gather as gather  # noqa: E402
 from . import pointwise as pointwise  # noqa: E402
 from . import reduction as reduction  # noqa: E402
 from . import view as view  # noqa: E402

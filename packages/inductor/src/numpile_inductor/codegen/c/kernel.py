@@ -76,7 +76,8 @@ def kernel_signature(fused: FusedKernel, buffers: dict[str, Buffer]) -> KernelSi
 
 def _buffer_reads(expr: Expr, scalars: dict[str, None]) -> list[str]:
     if isinstance(expr, Load):
-        return [expr.buffer]
+        gathers = [name for bound in expr.indirect for name in _buffer_reads(bound.value, scalars)]
+        return [*gathers, expr.buffer]
     if isinstance(expr, ScalarArg):
         scalars[expr.name] = None
         return []

@@ -26,8 +26,9 @@ import numpy as np
 import sympy
 
 from ...index import c_index, loop_var
-from ...loop_ir import Apply, Constant, Expr, Load, ScalarArg, Store
+from ...loop_ir import Apply, Constant, Expr, Indirect, Load, ScalarArg, Store
 from ..common import CodeBuffer, KernelContext
+from .gather import indirect_index_lines
 from .ops import c_expr, c_literal, c_type
 
 
@@ -63,6 +64,17 @@ class LoopBody:
             flat = flat + sympy.sympify(idx) * self.strides[(buffer, dim)]
         return c_index(sympy.expand(flat))
 
+    def _gather_index(self, bound: Indirect) -> sympy.Symbol:
+        # The checked C local holding a gather index (codegen/c/gather.py), once per body.
+        key = ("indirect", bound)
+        if key not in self.cache:
+            value = self.emit(bound.value)
+            name = f"gx{self.counter}"
+            self.counter += 1
+            self.buf.writelines(indirect_index_lines(name, value, bound.size, bound.axis))
+            self.cache[key] = name
+        return sympy.Symbol(self.cache[key], integer=True, nonnegative=True)
+
     def emit(self, expr: Expr) -> str:
         """The C expression of `expr`, its operations written as temporaries first."""
         key = expr
@@ -70,8 +82,14 @@ class LoopBody:
             return self.cache[key]
         if isinstance(expr, Load):
             if expr.buffer in self.locals:
+                # the scheduler fuses no gather with its source's kernel
+                assert not expr.indirect, f"a gather from register {expr.buffer}"
                 return self.locals[expr.buffer]
-            text = self._tmp(expr.dtype, f"{expr.buffer}[{self.address(expr.buffer, expr.index)}]")
+            index = expr.index
+            if expr.indirect:
+                swap = {bound.symbol: self._gather_index(bound) for bound in expr.indirect}
+                index = tuple(sympy.sympify(i).xreplace(swap) for i in index)
+            text = self._tmp(expr.dtype, f"{expr.buffer}[{self.address(expr.buffer, index)}]")
         elif isinstance(expr, Constant):
             return c_literal(expr.value, expr.dtype)
         elif isinstance(expr, ScalarArg):

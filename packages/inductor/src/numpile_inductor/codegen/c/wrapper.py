@@ -35,12 +35,13 @@ from numpile_capture import (
 from ...config import InductorConfig
 from ...index import SIZE_HELPERS, c_size
 from ...launcher import GeneratedModule, extern_callable
-from ...loop_ir import Buffer, BufferRef, ExternCall, loads_of
+from ...loop_ir import Buffer, BufferRef, ExternCall, has_indirect, loads_of
 from ...scheduler import FusedKernel, Schedule
 from ..common import CodeBuffer
 from .blas import BLAS_HELPERS, BLAS_LIBRARY_HELPERS, blas_operands
 from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
 from .extern_forms import FALLBACK, write_extern_form
+from .gather import GATHER_HELPERS
 from .interrupts import INTERRUPT_HELPERS, main_thread_init
 from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
@@ -507,6 +508,11 @@ class _Emitter:
         call = f"np_fp |= {step.name}({', '.join(args)});"
         work = [self.c_dim(size) for size in step.ranges + step.reduction_ranges]
         write_released_gil_call(self.code, call, work)
+        if any(has_indirect(store.value) for store in step.stores):
+            # a gather's index out of bounds (codegen/c/gather.py): NumPy's IndexError
+            with self.code.block("if (np_fp & NP_BAD_INDEX)"):
+                self.code.writeline("np_bad_index_error();")
+                self.code.writeline("goto fail;")
 
     def _emit_extern(self, step: ExternCall) -> None:
         if step.op_name == "view_scatter_" and not self.stores_in_place:
@@ -989,6 +995,7 @@ PyMODINIT_FUNC PyInit_{module_name}(void)
             *header,
             _PRELUDE,
             INTERRUPT_HELPERS,
+            GATHER_HELPERS,
             THREAD_HELPERS,
             vector_math_declarations(),
             helper_definitions(),

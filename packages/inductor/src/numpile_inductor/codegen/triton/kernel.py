@@ -186,6 +186,8 @@ class _Body:
         if expr in self.cache:
             return self.cache[expr]
         if isinstance(expr, Load):
+            if expr.indirect:
+                raise TritonUnsupported(f"a gather (an index read from data) in {expr}")
             if expr.buffer in self.locals:
                 return self.locals[expr.buffer]
             addr = self.address(expr.buffer, expr.index, tile=True)

@@ -1,0 +1,151 @@
+"""Lowering of gathers: `x[idx]` with integer index arrays as a load whose index is read
+from data, so the gather fuses into the kernel that consumes it (no `x[idx]` array).
+
+An `index` node whose template holds integer index arrays side by side (broadcast
+together, their dims where NumPy puts them) and full slices lowers to a loader: each index
+array's element becomes a symbol of the loaded index, bound by an `Indirect` to the index
+array's loader (`loop_ir.Indirect`; code generators wrap negative indices and check the
+bounds, failing the call with NumPy's IndexError). Boolean masks, integers and `None` in
+the template, advanced indices apart, unsigned 64-bit indices and gathered dims of symbolic
+size stay extern NumPy calls.
+
+    >>> "index" in LOWERINGS
+    True
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import attrs
+import sympy
+
+from numpile_capture import ArrayMeta, IndexArray, Node
+
+from ..index import loop_var
+from ..loop_ir import Apply, Expr, Indirect, Load
+from .context import LOWERINGS, CannotLower, Lowered, LoweringContext, out_shape, register_lowering
+
+__all__ = ["LOWERINGS", "bind_indirect", "lower_index"]
+
+# Gather symbols are unique in the process: two gathers in one kernel never share one.
+_SYMBOLS = itertools.count()
+
+
+def _gather_symbol() -> sympy.Symbol:
+    return sympy.Symbol(f"ind{next(_SYMBOLS)}", integer=True, nonnegative=True)
+
+
+def bind_indirect(expr: Expr, bounds: tuple[Indirect, ...]) -> Expr:
+    """`expr` with each load whose index (or whose gather indices' loads) mentions a symbol
+    of `bounds` bound to it.
+
+    >>> s = sympy.Symbol("ind", integer=True, nonnegative=True)
+    >>> i = Load("idx", (loop_var(0),), np.dtype("int64"))
+    >>> print(bind_indirect(Load("x", (s,), np.dtype("float64")), (Indirect(s, i, 8),)))
+    x[ind]{ind=idx[x0]}
+    """
+    if isinstance(expr, Load):
+        inner = tuple(
+            attrs.evolve(bound, value=bind_indirect(bound.value, bounds)) for bound in expr.indirect
+        )
+        free = set().union(*(sympy.sympify(i).free_symbols for i in expr.index))
+        added = tuple(bound for bound in bounds if bound.symbol in free)
+        return attrs.evolve(expr, indirect=inner + added)
+    if isinstance(expr, Apply):
+        return attrs.evolve(expr, args=tuple(bind_indirect(arg, bounds) for arg in expr.args))
+    return expr
+
+
+def _bound_symbols(expr: Expr) -> set[Any]:
+    if isinstance(expr, Load):
+        found = {bound.symbol for bound in expr.indirect}
+        for bound in expr.indirect:
+            found |= _bound_symbols(bound.value)
+        return found
+    if isinstance(expr, Apply):
+        return set().union(*(_bound_symbols(arg) for arg in expr.args))
+    return set()
+
+
+def _index_array(ctx: LoweringContext, value: Any) -> Lowered:
+    if not isinstance(value, Node):
+        raise CannotLower("an index that is no array")
+    lowered = ctx.values[value]
+    kind, size = lowered.dtype.kind, lowered.dtype.itemsize
+    if lowered.loader is None or kind not in "iu" or (kind == "u" and size >= 8):
+        raise CannotLower(f"an index array of dtype {lowered.dtype}")
+    return lowered
+
+
+@register_lowering("index")
+def lower_index(ctx: LoweringContext, node: Node) -> Lowered:
+    """`x[idx]` (integer index arrays, full slices) as a gathering loader.
+
+    >>> lower_index(ctx, index_node).shape  # doctest: +SKIP
+    (8000,)
+    """
+    if not node.inputs or not isinstance(node.inputs[0], Node):
+        raise CannotLower("index of a non-array")
+    if node.kwargs.get("nnz") is not None:
+        raise CannotLower("a boolean mask (a data-dependent size)")
+    source = ctx.values[node.inputs[0]]
+    if source.loader is None:
+        raise CannotLower("index of a value kernels cannot read")
+    assert isinstance(node.meta, ArrayMeta)
+    if node.meta.dtype != source.dtype:
+        raise CannotLower("an index that changes the dtype")
+    template = tuple(node.kwargs["index"])
+    ndim = len(source.shape)
+    if len(template) > ndim:
+        raise CannotLower("more indices than dims")
+    template += (slice(None),) * (ndim - len(template))
+    arrays = [_index_array(ctx, value) for value in node.inputs[1:]]
+    at = [axis for axis, item in enumerate(template) if isinstance(item, IndexArray)]
+    if not at or at != list(range(at[0], at[-1] + 1)):
+        raise CannotLower("no index arrays, or index arrays apart")
+    if any(not isinstance(item, IndexArray) and item != slice(None) for item in template):
+        raise CannotLower("an index with integers, None or partial slices")
+    for axis in at:
+        if not isinstance(source.shape[axis], int):
+            raise CannotLower("a gathered dim of symbolic size")
+    shape = out_shape(node)
+    first = at[0]
+    width = len(shape) - (ndim - len(at))
+    loader = source.loader
+
+    def load(idx: tuple[Any, ...]) -> Expr:
+        advanced = idx[first : first + width]
+        basic = iter((*idx[:first], *idx[first + width :]))
+        index: list[Any] = []
+        bounds: list[Indirect] = []
+        for axis, item in enumerate(template):
+            if not isinstance(item, IndexArray):
+                index.append(next(basic))
+                continue
+            array = arrays[item.position]
+            lead = width - len(array.shape)
+            element = tuple(
+                0 if size == 1 else advanced[lead + d] for d, size in enumerate(array.shape)
+            )
+            assert array.loader is not None
+            symbol = _gather_symbol()
+            index.append(symbol)
+            bounds.append(Indirect(symbol, array.loader(element), source.shape[axis], axis))
+        return bind_indirect(loader(tuple(index)), tuple(bounds))
+
+    # Every index must be checked: a source whose value does not depend on the gathered
+    # element (a broadcast, a constant) would lose the bounds check.
+    probe = load(tuple(loop_var(d) for d in range(len(shape))))
+    if len(_bound_symbols(probe)) < len(at) + _nested_gathers(source):
+        raise CannotLower("a gather whose source does not read the gathered element")
+    ops = source.ops + sum(array.ops for array in arrays) + 1
+    return Lowered(shape, source.dtype, load, ops, heavy=True)
+
+
+def _nested_gathers(source: Lowered) -> int:
+    # How many gather symbols the source's own loads bind (a gather of a gather).
+    assert source.loader is not None
+    idx = tuple(loop_var(d) for d in range(len(source.shape)))
+    return len(_bound_symbols(source.loader(idx)))
