@@ -36,7 +36,7 @@ class Indirect:
 
     symbol: Any
     value: Expr
-    size: int
+    size: Any
     axis: int = 0
 
     def __str__(self) -> str:
@@ -183,6 +183,59 @@ class ReductionStore:
 
 
 @attrs.frozen
+class AccumulateStore:
+    """`buffer[index] = op(buffer[index], value)` once per loop iteration, in iteration
+    order (`ufunc.at`, `bincount`'s weights): a scatter-accumulate. `indirect` binds the
+    data-read symbols of `index` (their `size` the target's dim). Before the loop the
+    kernel stores `init` (an `Expr` over the target's own loop variables `x0, x1, ...`) into
+    every element of the target, so the kernel alone makes the target's value.
+
+    Its kernel runs sequentially and fuses with no other (repeated indices accumulate in
+    NumPy's order, so float sums are bit-identical)."""
+
+    buffer: str
+    index: tuple[Any, ...]
+    value: Expr
+    op: str
+    init: Expr
+    target_shape: tuple[Any, ...]
+    indirect: tuple[Indirect, ...] = ()
+
+    def __str__(self) -> str:
+        idx = ", ".join(str(i) for i in self.index)
+        bound = ", ".join(str(b) for b in self.indirect)
+        return (
+            f"{self.buffer}[{idx}] {self.op}= {self.value}{{{bound}}}"
+            f" (from {self.buffer} = {self.init})"
+        )
+
+
+def store_loads(store: Store | ReductionStore | AccumulateStore) -> list[Load]:
+    """Every `Load` a store reads: its value's, and a scatter's init and index loads.
+
+    >>> store_loads(Store("b", (), Constant(1, np.dtype("int64"))))
+    []
+    """
+    loads = loads_of(store.value)
+    if isinstance(store, AccumulateStore):
+        loads = loads_of(store.init) + loads
+        loads += [load for bound in store.indirect for load in loads_of(bound.value)]
+    return loads
+
+
+def has_data_index(store: Store | ReductionStore | AccumulateStore) -> bool:
+    """Whether `store` loads or stores at an index read from data (its kernel may fail
+    with an IndexError).
+
+    >>> has_data_index(Store("b", (), Constant(1, np.dtype("int64"))))
+    False
+    """
+    if isinstance(store, AccumulateStore) and store.indirect:
+        return True
+    return any(load.indirect for load in store_loads(store))
+
+
+@attrs.frozen
 class Kernel:
     """One loop nest: pointwise (`reduction_ranges == ()`, `Store`s) or reduction.
 
@@ -193,17 +246,22 @@ class Kernel:
     name: str
     ranges: tuple[int, ...]
     reduction_ranges: tuple[int, ...]
-    stores: tuple[Store | ReductionStore, ...]
+    stores: tuple[Store | ReductionStore | AccumulateStore, ...]
     origins: tuple[str, ...] = ()
 
     @property
     def is_reduction(self) -> bool:
         return any(isinstance(store, ReductionStore) for store in self.stores)
 
+    @property
+    def is_scatter(self) -> bool:
+        """Whether the kernel scatter-accumulates (`AccumulateStore`): it fuses with none."""
+        return any(isinstance(store, AccumulateStore) for store in self.stores)
+
     def reads(self) -> list[str]:
         names: dict[str, None] = {}
         for store in self.stores:
-            for load in loads_of(store.value):
+            for load in store_loads(store):
                 names[load.buffer] = None
         return list(names)
 

@@ -28,7 +28,7 @@ import attrs
 import sympy
 
 from .index import FloorDiv, ModularIndexing, loop_var
-from .loop_ir import Expr, Kernel, ReductionStore, Store, map_indices
+from .loop_ir import AccumulateStore, Expr, Kernel, ReductionStore, Store, map_indices
 
 Bound: TypeAlias = "int | None"
 Ranges: TypeAlias = "Mapping[sympy.Symbol, Any]"
@@ -227,7 +227,7 @@ def simplify_kernel_indices(kernel: Kernel) -> Kernel:
     def value(expr: Expr) -> Expr:
         return map_indices(expr, lambda item: index((item,))[0])
 
-    stores: list[Store | ReductionStore] = []
+    stores: list[Store | ReductionStore | AccumulateStore] = []
     for store in kernel.stores:
         stores.append(attrs.evolve(store, index=index(store.index), value=value(store.value)))
     return attrs.evolve(kernel, stores=tuple(stores))

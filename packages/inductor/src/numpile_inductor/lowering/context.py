@@ -32,6 +32,7 @@ from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta, contiguo
 from ..codegen.common import kernel_dtype
 from ..index import loop_var
 from ..loop_ir import (
+    AccumulateStore,
     Apply,
     Buffer,
     BufferRef,
@@ -185,7 +186,7 @@ class LoweringContext:
         self,
         ranges: tuple[int, ...],
         reduction_ranges: tuple[int, ...],
-        stores: tuple[Store | ReductionStore, ...],
+        stores: tuple[Store | ReductionStore | AccumulateStore, ...],
         origins: tuple[str, ...],
     ) -> None:
         name = f"kernel{self._kernel_count}"
@@ -562,4 +563,5 @@ from . import decompositions as decompositions  # noqa: E402
 from . import gather as gather  # noqa: E402
 from . import pointwise as pointwise  # noqa: E402
 from . import reduction as reduction  # noqa: E402
+from . import scatter as scatter  # noqa: E402
 from . import view as view  # noqa: E402

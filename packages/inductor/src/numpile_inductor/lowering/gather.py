@@ -27,13 +27,25 @@ from ..index import loop_var
 from ..loop_ir import Apply, Expr, Indirect, Load
 from .context import LOWERINGS, CannotLower, Lowered, LoweringContext, out_shape, register_lowering
 
-__all__ = ["LOWERINGS", "bind_indirect", "lower_index"]
+__all__ = [
+    "LOWERINGS",
+    "AdvancedIndex",
+    "bind_indirect",
+    "gather_symbol",
+    "index_array",
+    "lower_index",
+]
 
 # Gather symbols are unique in the process: two gathers in one kernel never share one.
 _SYMBOLS = itertools.count()
 
 
-def _gather_symbol() -> sympy.Symbol:
+def gather_symbol() -> sympy.Symbol:
+    """A fresh symbol for an index read from data (`Indirect.symbol`).
+
+    >>> gather_symbol().is_nonnegative
+    True
+    """
     return sympy.Symbol(f"ind{next(_SYMBOLS)}", integer=True, nonnegative=True)
 
 
@@ -69,7 +81,58 @@ def _bound_symbols(expr: Expr) -> set[Any]:
     return set()
 
 
-def _index_array(ctx: LoweringContext, value: Any) -> Lowered:
+@attrs.frozen
+class AdvancedIndex:
+    """An index template of integer index arrays side by side and full slices, over an
+    array of `len(template)` dims: which element of it an element of `x[index]` reads."""
+
+    template: tuple[Any, ...]
+    axes: tuple[int, ...]
+    arrays: tuple[Lowered, ...]
+
+    @classmethod
+    def of(cls, template: tuple[Any, ...], ndim: int, arrays: list[Lowered]) -> AdvancedIndex:
+        """The index `template` over `ndim` dims (raises `CannotLower` for what it is not)."""
+        if len(template) > ndim:
+            raise CannotLower("more indices than dims")
+        template += (slice(None),) * (ndim - len(template))
+        at = [axis for axis, item in enumerate(template) if isinstance(item, IndexArray)]
+        if not at or at != list(range(at[0], at[-1] + 1)):
+            raise CannotLower("no index arrays, or index arrays apart")
+        if any(not isinstance(item, IndexArray) and item != slice(None) for item in template):
+            raise CannotLower("an index with integers, None or partial slices")
+        return cls(template, tuple(at), tuple(arrays))
+
+    def element(
+        self, idx: tuple[Any, ...], out_ndim: int, sizes: tuple[Any, ...]
+    ) -> tuple[tuple[Any, ...], tuple[Indirect, ...]]:
+        """The indexed array's index read by element `idx` of the result (`out_ndim` dims),
+        and the bindings of its data-read symbols (`sizes`: the indexed array's dims)."""
+        first = self.axes[0]
+        width = out_ndim - (len(self.template) - len(self.axes))
+        advanced = idx[first : first + width]
+        basic = iter((*idx[:first], *idx[first + width :]))
+        index: list[Any] = []
+        bounds: list[Indirect] = []
+        for axis, item in enumerate(self.template):
+            if not isinstance(item, IndexArray):
+                index.append(next(basic))
+                continue
+            array = self.arrays[item.position]
+            lead = width - len(array.shape)
+            element = tuple(
+                0 if size == 1 else advanced[lead + d] for d, size in enumerate(array.shape)
+            )
+            assert array.loader is not None
+            symbol = gather_symbol()
+            index.append(symbol)
+            bounds.append(Indirect(symbol, array.loader(element), sizes[axis], axis))
+        return tuple(index), tuple(bounds)
+
+
+def index_array(ctx: LoweringContext, value: Any) -> Lowered:
+    """The lowered index array `value` (integer, at most 32-bit unsigned: an int64 in C
+    holds every value), or `CannotLower`."""
     if not isinstance(value, Node):
         raise CannotLower("an index that is no array")
     lowered = ctx.values[value]
@@ -96,49 +159,23 @@ def lower_index(ctx: LoweringContext, node: Node) -> Lowered:
     assert isinstance(node.meta, ArrayMeta)
     if node.meta.dtype != source.dtype:
         raise CannotLower("an index that changes the dtype")
-    template = tuple(node.kwargs["index"])
     ndim = len(source.shape)
-    if len(template) > ndim:
-        raise CannotLower("more indices than dims")
-    template += (slice(None),) * (ndim - len(template))
-    arrays = [_index_array(ctx, value) for value in node.inputs[1:]]
-    at = [axis for axis, item in enumerate(template) if isinstance(item, IndexArray)]
-    if not at or at != list(range(at[0], at[-1] + 1)):
-        raise CannotLower("no index arrays, or index arrays apart")
-    if any(not isinstance(item, IndexArray) and item != slice(None) for item in template):
-        raise CannotLower("an index with integers, None or partial slices")
-    for axis in at:
+    arrays = [index_array(ctx, value) for value in node.inputs[1:]]
+    indexing = AdvancedIndex.of(tuple(node.kwargs["index"]), ndim, arrays)
+    for axis in indexing.axes:
         if not isinstance(source.shape[axis], int):
             raise CannotLower("a gathered dim of symbolic size")
     shape = out_shape(node)
-    first = at[0]
-    width = len(shape) - (ndim - len(at))
     loader = source.loader
 
     def load(idx: tuple[Any, ...]) -> Expr:
-        advanced = idx[first : first + width]
-        basic = iter((*idx[:first], *idx[first + width :]))
-        index: list[Any] = []
-        bounds: list[Indirect] = []
-        for axis, item in enumerate(template):
-            if not isinstance(item, IndexArray):
-                index.append(next(basic))
-                continue
-            array = arrays[item.position]
-            lead = width - len(array.shape)
-            element = tuple(
-                0 if size == 1 else advanced[lead + d] for d, size in enumerate(array.shape)
-            )
-            assert array.loader is not None
-            symbol = _gather_symbol()
-            index.append(symbol)
-            bounds.append(Indirect(symbol, array.loader(element), source.shape[axis], axis))
-        return bind_indirect(loader(tuple(index)), tuple(bounds))
+        index, bounds = indexing.element(idx, len(shape), source.shape)
+        return bind_indirect(loader(index), bounds)
 
     # Every index must be checked: a source whose value does not depend on the gathered
     # element (a broadcast, a constant) would lose the bounds check.
     probe = load(tuple(loop_var(d) for d in range(len(shape))))
-    if len(_bound_symbols(probe)) < len(at) + _nested_gathers(source):
+    if len(_bound_symbols(probe)) < len(indexing.axes) + _nested_gathers(source):
         raise CannotLower("a gather whose source does not read the gathered element")
     ops = source.ops + sum(array.ops for array in arrays) + 1
     return Lowered(shape, source.dtype, load, ops, heavy=True)

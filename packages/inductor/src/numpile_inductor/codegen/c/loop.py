@@ -22,11 +22,12 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 import numpy as np
 import sympy
 
 from ...index import c_index, loop_var
-from ...loop_ir import Apply, Constant, Expr, Indirect, Load, ScalarArg, Store
+from ...loop_ir import AccumulateStore, Apply, Constant, Expr, Indirect, Load, ScalarArg, Store
 from ..common import CodeBuffer, KernelContext
 from .gather import indirect_index_lines
 from .ops import c_expr, c_literal, c_type
@@ -102,6 +103,31 @@ class LoopBody:
         self.cache[key] = text
         return text
 
+    def accumulate(self, store: AccumulateStore, sizes: list[str]) -> None:
+        """Write scatter-accumulate `store`; `sizes` are the C names of its target's dims
+        (what its gathered indices are checked against)."""
+        value = self.emit(store.value)
+        swap = {
+            bound.symbol: self._gather_index(attrs.evolve(bound, size=sizes[bound.axis]))
+            for bound in store.indirect
+        }
+        index = tuple(sympy.sympify(i).xreplace(swap) for i in store.index)
+        address = self.address(store.buffer, index)
+        dtype = self.buffers[store.buffer].dtype
+        ct = c_type(dtype)
+        # integers wrap as NumPy's do: the operation in the unsigned type of the same width
+        wide = f"u{ct}" if dtype.kind == "i" else ct
+        op = _ACCUMULATE_OPS[store.op]
+        # The element last written stays in a register (np_acc at np_at) while the index
+        # repeats: the same operations in the same order, without a store and a load per
+        # element on the critical path (see accumulate.py).
+        at = self._tmp(np.dtype(np.int64), address)
+        with self.buf.block(f"if ({at} != np_at)"):
+            self.buf.writeline(f"if (np_at >= 0) {{ {store.buffer}[np_at] = np_acc; }}")
+            self.buf.writeline(f"np_at = {at};")
+            self.buf.writeline(f"np_acc = {store.buffer}[{at}];")
+        self.buf.writeline(f"np_acc = ({ct})(({wide})np_acc {op} ({wide}){value});")
+
     def store(self, store: Store, internal: bool) -> None:
         """Write `store`; an `internal` one only binds its value to the buffer's name."""
         value = self.emit(store.value)
@@ -109,6 +135,10 @@ class LoopBody:
             addr = self.address(store.buffer, store.index)
             self.buf.writeline(f"{store.buffer}[{addr}] = {value};")
         self.locals[store.buffer] = value
+
+
+# NOTE: the ufuncs a scatter-accumulate applies, as C operators.
+_ACCUMULATE_OPS = {"add": "+", "subtract": "-", "multiply": "*"}
 
 
 @contextlib.contextmanager

@@ -35,9 +35,11 @@ from numpile_capture import (
 from ...config import InductorConfig
 from ...index import SIZE_HELPERS, c_size
 from ...launcher import GeneratedModule, extern_callable
-from ...loop_ir import Buffer, BufferRef, ExternCall, has_indirect, loads_of
+from ...loop_ir import Buffer, BufferRef, ExternCall, has_data_index, loads_of
+from ...lowering.scatter import BINCOUNT_LENGTH
 from ...scheduler import FusedKernel, Schedule
 from ..common import CodeBuffer
+from .accumulate import BINCOUNT_LENGTH_HELPERS, bincount_length_call
 from .blas import BLAS_HELPERS, BLAS_LIBRARY_HELPERS, blas_operands
 from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
 from .extern_forms import FALLBACK, write_extern_form
@@ -180,6 +182,7 @@ class _Emitter:
         # Whether a product calls BLAS from C (codegen/c/blas.py): its helpers are emitted.
         self.blas_products = 0
         self.blas_helpers = False
+        self.bincount_lengths = 0
         self.scatter_loops = 0
         self.stores_in_place = False
 
@@ -508,7 +511,7 @@ class _Emitter:
         call = f"np_fp |= {step.name}({', '.join(args)});"
         work = [self.c_dim(size) for size in step.ranges + step.reduction_ranges]
         write_released_gil_call(self.code, call, work)
-        if any(has_indirect(store.value) for store in step.stores):
+        if any(has_data_index(store) for store in step.stores):
             # a gather's index out of bounds (codegen/c/gather.py): NumPy's IndexError
             with self.code.block("if (np_fp & NP_BAD_INDEX)"):
                 self.code.writeline("np_bad_index_error();")
@@ -550,6 +553,8 @@ class _Emitter:
         elif scatter is not None:
             self._emit_scatter_at(step.buffer, scatter)
             code.writeline(f"if (o_{step.buffer} == NULL)  /* NumPy runs what C did not */")
+        elif self._bincount_length(step):
+            code.writeline(f"if (o_{step.buffer} == NULL)  /* NumPy counts what C did not */")
         with code.block():
             names = []
             scalars = []
@@ -642,6 +647,26 @@ class _Emitter:
             call = f"np_blas_matmul({arrays[0]}, {arrays[1]}, (PyArrayObject *)o_{name})"
             with code.block(f"if (!{call})"):
                 code.writeline(f"Py_CLEAR(o_{name});")
+
+    def _bincount_length(self, step: ExternCall) -> bool:
+        # The length-only count of a weighted bincount (lowering/scatter.py) in C: o_<name>
+        # stays NULL when NumPy must count (checked per call).
+        x = step.args[0] if step.args else None
+        minlength = dict(step.kwargs).get("minlength", 0)
+        if (
+            step.op_name != "bincount"
+            or not step.buffer.endswith(BINCOUNT_LENGTH)
+            or not isinstance(x, BufferRef)
+            or not self._has_array(x.name)
+            or not isinstance(minlength, int)
+        ):
+            return False
+        if not self.bincount_lengths:
+            self.statics.append(BINCOUNT_LENGTH_HELPERS)
+        self.bincount_lengths += 1
+        call = bincount_length_call(self._array(x.name), minlength)
+        self.code.writeline(f"o_{step.buffer} = {call};")
+        return True
 
     def _need_blas_helpers(self) -> None:
         if not self.blas_helpers:

@@ -243,6 +243,8 @@ def _signature(fused: FusedKernel, buffers: dict[str, Buffer]) -> tuple[list[str
             for arg in expr.args:
                 visit(arg)
 
+    if fused.is_scatter:
+        raise TritonUnsupported(f"a scatter-accumulate ({fused.name})")
     for store in fused.stores:
         _check_supported(store.value)
         visit(store.value)
