@@ -195,3 +195,71 @@ def test_the_gather_is_fused_into_its_consumer() -> None:
     assert compiled.kernel_count == 1
     assert "x[ind" in str(compiled.schedule)
     np.testing.assert_array_equal(compiled.fn(data, x, cols), data * x[cols])
+
+
+def bincount_weighted(x: Array, w: Array) -> Array:
+    return np.bincount(x, weights=w * 2.0, minlength=5)
+
+
+BINCOUNT_CASES: list[tuple[str, Callable[[], tuple[Any, ...]]]] = [
+    ("minlength below the largest bin", lambda: (_RNG.integers(0, 40, 300), _RNG.random(300))),
+    ("minlength above it", lambda: (_RNG.integers(0, 3, 50), _RNG.random(50))),
+    ("int32 bins", lambda: (_RNG.integers(0, 30, 90).astype(np.int32), _RNG.random(90))),
+    ("one bin", lambda: (np.zeros(7, np.int64), _RNG.standard_normal(7))),
+]
+
+
+@pytest.mark.parametrize("make", [c[1] for c in BINCOUNT_CASES], ids=[c[0] for c in BINCOUNT_CASES])
+def test_weighted_bincounts_match_numpy_to_the_bit(make: Callable[[], tuple[Any, ...]]) -> None:
+    x, w = make()
+    got, want = _compiled(bincount_weighted)(x, w), bincount_weighted(x, w)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)  # the weights added in NumPy's order
+
+
+def test_a_negative_bin_raises_numpys_value_error() -> None:
+    x, w = _RNG.integers(0, 9, 40), _RNG.random(40)
+    compiled = _compiled(bincount_weighted)
+    compiled(x, w)
+    x[11] = -2
+    with pytest.raises(ValueError) as eager:
+        bincount_weighted(x, w)
+    with pytest.raises(ValueError) as got:
+        compiled(x, w)
+    assert str(got.value) == str(eager.value)
+
+
+def test_an_add_at_index_out_of_bounds_raises_numpys_index_error() -> None:
+    x, values = _RNG.standard_normal(n), _RNG.standard_normal(30)
+    index, cols = _RNG.integers(0, n, 30), _RNG.integers(0, n, 30)
+    compiled = _compiled(add_at)
+    compiled(x, values, index, cols)
+    index[4] = n + 3
+    with pytest.raises(IndexError) as eager:
+        add_at(x, values, index, cols)
+    with pytest.raises(IndexError) as got:
+        compiled(x, values, index, cols)
+    assert str(got.value) == str(eager.value)
+
+
+def test_the_gather_is_fused_into_the_scatter_add() -> None:
+    # spmv's bincount(rows, weights=data * x[cols]): one scatter kernel reads data, x and
+    # both index arrays; no `x[cols]` or `data * x[cols]` array, NumPy only for the length.
+    data, rows = _RNG.standard_normal(800), np.sort(_RNG.integers(0, 100, 800))
+    cols, x = _RNG.integers(0, 100, 800), _RNG.standard_normal(100)
+    graph = Graph()
+    pd, pr, pc, px = (
+        graph.placeholder(k, meta_of(v))
+        for k, v in (("data", data), ("rows", rows), ("cols", cols), ("x", x))
+    )
+    gathered = graph.call(get_op("index"), px, pc, index=(IndexArray(0),))
+    products = graph.call(get_op("multiply"), pd, gathered)
+    graph.output = graph.call(get_op("bincount"), pr, products, minlength=100, nnz="u0")
+    compiled = compile_graph(graph, options={"graph_cache": False})
+    assert compiled.extern_ops == ["bincount"]  # the length: NumPy's checks, or C's
+    assert compiled.kernel_count == 1
+    schedule = str(compiled.schedule)
+    assert "scatter over [800]" in schedule and "x[ind" in schedule
+    assert len(compiled.schedule.program.buffers) == 6  # inputs, the length, the result
+    got = compiled.fn(data, rows, cols, x)
+    np.testing.assert_array_equal(got, np.bincount(rows, weights=data * x[cols], minlength=100))
