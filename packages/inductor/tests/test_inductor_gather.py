@@ -263,3 +263,16 @@ def test_the_gather_is_fused_into_the_scatter_add() -> None:
     assert len(compiled.schedule.program.buffers) == 6  # inputs, the length, the result
     got = compiled.fn(data, rows, cols, x)
     np.testing.assert_array_equal(got, np.bincount(rows, weights=data * x[cols], minlength=100))
+
+
+def test_backends_without_data_indices_keep_gathers_extern() -> None:
+    # The Triton backend and C loop bodies lower with data_indices=False: `index` stays
+    # NumPy's call there, the rest of the graph still fuses.
+    from numpile_inductor.pipeline import lower_and_schedule
+
+    data, x, cols = _RNG.standard_normal(10), _RNG.standard_normal(5), _RNG.integers(0, 5, 10)
+    graph = _gather_graph(data, x, cols)
+    assert [s.op_name for s in lower_and_schedule(graph).steps if hasattr(s, "op_name")] == []
+    kept = lower_and_schedule(graph, data_indices=False)
+    assert [s.op_name for s in kept.steps if hasattr(s, "op_name")] == ["index"]
+    assert len(kept.kernels) == 1

@@ -135,8 +135,10 @@ class Program:
 class LoweringContext:
     """State of one lowering: lowered values, buffers and steps so far."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, *, data_indices: bool = True) -> None:
         self.graph = graph
+        # whether gathers and scatter-accumulates lower to kernels (lowering/gather.py)
+        self.data_indices = data_indices
         self.users = graph.users()
         self.output_set = set(graph.output_nodes())
         self.values: dict[Node, Lowered] = {}
@@ -318,12 +320,15 @@ def is_static(shape: tuple[Any, ...]) -> bool:
     return all(isinstance(d, int) for d in shape)
 
 
-def lower_graph(graph: Graph) -> Program:
+def lower_graph(graph: Graph, *, data_indices: bool = True) -> Program:
     """Lower every node of `graph`; the graph's outputs end up in buffers.
+
+    `data_indices=False` keeps gathers and scatter-accumulates extern calls (for code
+    generators without loads and stores at indices read from data).
 
     >>> lower_graph(graph).steps  # doctest: +SKIP
     """
-    ctx = LoweringContext(graph)
+    ctx = LoweringContext(graph, data_indices=data_indices)
     inputs: list[str] = []
     for node in graph.placeholders:
         inputs.append(_lower_placeholder(ctx, node))

@@ -132,7 +132,9 @@ class AdvancedIndex:
 
 def index_array(ctx: LoweringContext, value: Any) -> Lowered:
     """The lowered index array `value` (integer, at most 32-bit unsigned: an int64 in C
-    holds every value), or `CannotLower`."""
+    holds every value), or `CannotLower` (also when `ctx` lowers no data-read indices)."""
+    if not ctx.data_indices:
+        raise CannotLower("indices read from data are extern calls for this code generator")
     if not isinstance(value, Node):
         raise CannotLower("an index that is no array")
     lowered = ctx.values[value]

@@ -41,7 +41,7 @@ from numpile_capture import (
 )
 
 from ...index import c_size
-from ...loop_ir import Buffer, BufferRef, ExternCall, Kernel, Store, has_indirect, loads_of
+from ...loop_ir import Buffer, BufferRef, ExternCall, Store, loads_of
 from ...scheduler import FusedKernel, schedule
 from .kernel import kernel_signature, kernel_source
 from .loop_function import OUT_OF_LINE
@@ -114,10 +114,8 @@ def kernel_loop_function(node: Node, name: str, *, parallel_threshold: int) -> K
     # Late import: lowering registers every op's lowering on import.
     from ...lowering import lower_graph
 
-    program = lower_graph(body)
-    for step in program.steps:
-        if isinstance(step, Kernel) and any(has_indirect(s.value) for s in step.stores):
-            raise NotKernelLoop("a gather in the body (an index read from data)")
+    # A body's gathers stay extern calls (its stores are rewritten by loop_stores.py).
+    program = lower_graph(body, data_indices=False)
     stores = stores_as_kernels(program)
     renamed = stores.renamed
     # Inputs count as outputs: a store into one is never kept in registers only.
