@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -248,3 +249,73 @@ def test_a_dot_product_of_integer_vectors_stays_exact() -> None:
     y = np.array([2, 2, 1], dtype=np.int64)
     compiled = compile_graph(_product_graph(x, y), options={"graph_cache": False})
     assert compiled.fn(x, y) == x @ y  # wraps around as NumPy's integer loop does
+
+
+def _openblas_threads() -> tuple[Callable[[], int], Callable[[int], None]] | None:
+    # OpenBLAS's own get/set of its thread count, where NumPy's BLAS is OpenBLAS.
+    blas = rt.find_cpu_blas()
+    if blas is None or not all(blas.thread_addresses()):
+        return None
+    setter, getter = blas.thread_addresses()
+    get = ctypes.CFUNCTYPE(ctypes.c_int)(getter)
+    put = ctypes.CFUNCTYPE(None, ctypes.c_int)(setter)
+    return get, put
+
+
+@pytest.mark.parametrize("pinned", [1, 0], ids=["cpp.threads=1", "by idle cores"])
+def test_lapack_calls_run_on_the_blas_threads_the_call_chose(pinned: int) -> None:
+    # The module sets OpenBLAS's thread count around a LAPACK extern (as around its own
+    # BLAS products): cpp.threads=1 pins one thread, and the count is given back after.
+    threads = _openblas_threads()
+    if threads is None:
+        pytest.skip("NumPy's BLAS is not an OpenBLAS with a thread-count setter")
+    get, put = threads
+    before = get()
+    put(2)
+    try:
+        a, b = _normal(6, 6) + 6 * np.eye(6), _normal(6)
+        graph = Graph()
+        pa, pb = graph.placeholder("a", meta_of(a)), graph.placeholder("b", meta_of(b))
+        graph.output = graph.call(get_op("solve"), pa, pb)
+        options = {"graph_cache": False, "cpp.threads": pinned}
+        compiled = compile_graph(graph, options=options)
+        generated = compiled.generated
+        assert generated is not None
+        assert "np_blas_threads_enter(" in generated.source
+        module = rt.build_extension(generated.source, module_name=generated.module_name)
+        seen: list[int] = []
+
+        def solve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            seen.append(get())
+            return np.linalg.solve(x, y)
+
+        module.set_externs((solve,))
+        _assert_matches(module.call(a, b), np.linalg.solve(a, b))
+        assert get() == 2  # given back
+        if pinned:
+            assert seen == [1]
+        else:
+            assert 1 <= seen[0] <= 2
+    finally:
+        put(before)
+
+
+@needs_blas
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (_normal(4, 64, 64), _normal(64, 48)),
+        lambda: (_normal(2, 3, 64, 64), _normal(64)),
+        lambda: (_normal(4, 70, 64)[:, :64], _normal(64, 48)),
+        lambda: (_normal(64, 4, 64).transpose(1, 0, 2), _normal(64, 48)),
+    ],
+    ids=["stack @ matrix", "stack @ vector", "rows sliced", "batch dim not outermost"],
+)
+def test_a_stack_of_matrices_times_one_matrix_is_one_product(
+    make: Callable[[], tuple[Any, Any]],
+) -> None:
+    # A stack laid out as one tall matrix runs as one gemm/gemv of all its rows; others
+    # one per matrix: the same values either way.
+    a, b = make()
+    _, module = _compiled(a, b)
+    _assert_matches(module.call(a, b), np.matmul(a, b))

@@ -27,15 +27,37 @@ import numpy as np
 
 
 @attrs.frozen
+class Indirect:
+    """An index read from data (a gather): `symbol`, in the index expressions of a `Load`,
+    stands for the integer value `value` (itself an `Expr` over loop variables), a negative
+    one counted from the end of dim `axis` of the gathered array, of `size` elements, as
+    NumPy's indices are. Code generators check it against the dim: out of bounds, the call
+    fails with NumPy's IndexError."""
+
+    symbol: Any
+    value: Expr
+    size: Any
+    axis: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.symbol}={self.value}"
+
+
+@attrs.frozen
 class Load:
-    """Element `index` of buffer `buffer`."""
+    """Element `index` of buffer `buffer`; `indirect` binds the data-read symbols of
+    `index` (a gather, `x[idx[x0]]`)."""
 
     buffer: str
     index: tuple[Any, ...]
     dtype: np.dtype[Any]
+    indirect: tuple[Indirect, ...] = ()
 
     def __str__(self) -> str:
-        return f"{self.buffer}[{', '.join(str(i) for i in self.index)}]"
+        text = f"{self.buffer}[{', '.join(str(i) for i in self.index)}]"
+        if self.indirect:
+            text += "{" + ", ".join(str(bound) for bound in self.indirect) + "}"
+        return text
 
 
 @attrs.frozen
@@ -94,10 +116,37 @@ def loads_of(expr: Expr) -> list[Load]:
     []
     """
     if isinstance(expr, Load):
-        return [expr]
+        return [load for bound in expr.indirect for load in loads_of(bound.value)] + [expr]
     if isinstance(expr, Apply):
         return [load for arg in expr.args for load in loads_of(arg)]
     return []
+
+
+def map_indices(expr: Expr, fn: Callable[[Any], Any]) -> Expr:
+    """`expr` with `fn` applied to every index expression of its loads, those that compute
+    gather indices included.
+
+    >>> from numpile_inductor.index import loop_var
+    >>> print(map_indices(Load("a", (loop_var(0),), np.dtype("float64")), lambda i: i + 1))
+    a[x0 + 1]
+    """
+    if isinstance(expr, Load):
+        indirect = tuple(
+            attrs.evolve(bound, value=map_indices(bound.value, fn)) for bound in expr.indirect
+        )
+        return attrs.evolve(expr, index=tuple(fn(i) for i in expr.index), indirect=indirect)
+    if isinstance(expr, Apply):
+        return attrs.evolve(expr, args=tuple(map_indices(arg, fn) for arg in expr.args))
+    return expr
+
+
+def has_indirect(expr: Expr) -> bool:
+    """Whether `expr` loads through an index read from data (a gather).
+
+    >>> has_indirect(Constant(1, np.dtype("int64")))
+    False
+    """
+    return any(load.indirect for load in loads_of(expr))
 
 
 @attrs.frozen
@@ -134,6 +183,59 @@ class ReductionStore:
 
 
 @attrs.frozen
+class AccumulateStore:
+    """`buffer[index] = op(buffer[index], value)` once per loop iteration, in iteration
+    order (`ufunc.at`, `bincount`'s weights): a scatter-accumulate. `indirect` binds the
+    data-read symbols of `index` (their `size` the target's dim). Before the loop the
+    kernel stores `init` (an `Expr` over the target's own loop variables `x0, x1, ...`) into
+    every element of the target, so the kernel alone makes the target's value.
+
+    Its kernel runs sequentially and fuses with no other (repeated indices accumulate in
+    NumPy's order, so float sums are bit-identical)."""
+
+    buffer: str
+    index: tuple[Any, ...]
+    value: Expr
+    op: str
+    init: Expr
+    target_shape: tuple[Any, ...]
+    indirect: tuple[Indirect, ...] = ()
+
+    def __str__(self) -> str:
+        idx = ", ".join(str(i) for i in self.index)
+        bound = ", ".join(str(b) for b in self.indirect)
+        return (
+            f"{self.buffer}[{idx}] {self.op}= {self.value}{{{bound}}}"
+            f" (from {self.buffer} = {self.init})"
+        )
+
+
+def store_loads(store: Store | ReductionStore | AccumulateStore) -> list[Load]:
+    """Every `Load` a store reads: its value's, and a scatter's init and index loads.
+
+    >>> store_loads(Store("b", (), Constant(1, np.dtype("int64"))))
+    []
+    """
+    loads = loads_of(store.value)
+    if isinstance(store, AccumulateStore):
+        loads = loads_of(store.init) + loads
+        loads += [load for bound in store.indirect for load in loads_of(bound.value)]
+    return loads
+
+
+def has_data_index(store: Store | ReductionStore | AccumulateStore) -> bool:
+    """Whether `store` loads or stores at an index read from data (its kernel may fail
+    with an IndexError).
+
+    >>> has_data_index(Store("b", (), Constant(1, np.dtype("int64"))))
+    False
+    """
+    if isinstance(store, AccumulateStore) and store.indirect:
+        return True
+    return any(load.indirect for load in store_loads(store))
+
+
+@attrs.frozen
 class Kernel:
     """One loop nest: pointwise (`reduction_ranges == ()`, `Store`s) or reduction.
 
@@ -144,17 +246,22 @@ class Kernel:
     name: str
     ranges: tuple[int, ...]
     reduction_ranges: tuple[int, ...]
-    stores: tuple[Store | ReductionStore, ...]
+    stores: tuple[Store | ReductionStore | AccumulateStore, ...]
     origins: tuple[str, ...] = ()
 
     @property
     def is_reduction(self) -> bool:
         return any(isinstance(store, ReductionStore) for store in self.stores)
 
+    @property
+    def is_scatter(self) -> bool:
+        """Whether the kernel scatter-accumulates (`AccumulateStore`): it fuses with none."""
+        return any(isinstance(store, AccumulateStore) for store in self.stores)
+
     def reads(self) -> list[str]:
         names: dict[str, None] = {}
         for store in self.stores:
-            for load in loads_of(store.value):
+            for load in store_loads(store):
                 names[load.buffer] = None
         return list(names)
 

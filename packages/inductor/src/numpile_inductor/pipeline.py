@@ -92,8 +92,13 @@ def functionalized(graph: Graph) -> tuple[Graph, Epilogue | None, str]:
     return fg.graph, epilogue, str(fg)
 
 
-def lower_and_schedule(graph: Graph, *, scratch_rows: bool = True) -> Schedule:
+def lower_and_schedule(
+    graph: Graph, *, scratch_rows: bool = True, data_indices: bool = True
+) -> Schedule:
     """Lower `graph` to loop IR and fuse its kernels (see `scheduler.schedule`).
+
+    `data_indices`: gathers and scatter-accumulates lower to kernels (a backend whose
+    kernels read indices from data); False keeps them extern calls.
 
     >>> lower_and_schedule(graph).kernels  # doctest: +SKIP
     """
@@ -101,4 +106,4 @@ def lower_and_schedule(graph: Graph, *, scratch_rows: bool = True) -> Schedule:
     from .lowering import lower_graph
     from .scheduler import schedule
 
-    return schedule(lower_graph(graph), scratch_rows=scratch_rows)
+    return schedule(lower_graph(graph, data_indices=data_indices), scratch_rows=scratch_rows)

@@ -22,7 +22,7 @@ import math
 import attrs
 
 from .index import loop_var
-from .loop_ir import ExternCall, Kernel, ReductionStore, Store, loads_of
+from .loop_ir import AccumulateStore, ExternCall, Kernel, ReductionStore, Store, loads_of
 from .lowering import Program
 
 log = logging.getLogger("numpile.inductor.scheduler")
@@ -54,12 +54,17 @@ class FusedKernel:
         return self.kernels[0].is_reduction
 
     @property
+    def is_scatter(self) -> bool:
+        """Whether the kernel scatter-accumulates (`loop_ir.AccumulateStore`)."""
+        return self.kernels[0].is_scatter
+
+    @property
     def row_dims(self) -> int:
         """How many leading loops a row group shares (0 for a plain fused kernel)."""
         return len(self.ranges) if self.parts else 0
 
     @property
-    def stores(self) -> list[Store | ReductionStore]:
+    def stores(self) -> list[Store | ReductionStore | AccumulateStore]:
         return [store for kernel in self.kernels for store in kernel.stores]
 
     @property
@@ -87,6 +92,7 @@ class FusedKernel:
             return "\n".join(lines)
         origins = ", ".join(self.origins)
         kind = "reduction" if self.is_reduction else "pointwise"
+        kind = "scatter" if self.is_scatter else kind
         loops = f"{list(self.ranges)}"
         if self.reduction_ranges:
             loops += f" x {list(self.reduction_ranges)}"
@@ -149,11 +155,16 @@ def schedule(program: Program, *, scratch_rows: bool = True) -> Schedule:
         reads = step.reads()
         ready = max([writer.get(name, -1) for name in reads] + [barrier])
         chosen = None
+        # A scatter-accumulate runs alone (sequential, in index order): nothing joins it.
         for position in range(len(groups) - 1, max(ready, 0) - 1, -1):
+            if step.is_scatter:
+                break
             group = groups[position]
             if isinstance(group, ExternCall) or position < ready:
                 continue
             head = group[0]
+            if head.is_scatter:
+                continue
             if (head.ranges, head.reduction_ranges, head.is_reduction) != (
                 step.ranges,
                 step.reduction_ranges,
@@ -198,7 +209,7 @@ def _finish(
             steps.append(group)
             continue
         internal: set[str] = set()
-        if not group[0].is_reduction:
+        if not group[0].is_reduction and not group[0].is_scatter:
             for kernel in group:
                 for name in kernel.writes():
                     if name not in outputs and readers.get(name, set()) <= {position}:
@@ -222,7 +233,7 @@ _MAX_SCRATCH_BYTES = 65536
 
 
 def _row_prefix(step: FusedKernel | ExternCall) -> tuple[int, ...]:
-    if not isinstance(step, FusedKernel) or step.parts:
+    if not isinstance(step, FusedKernel) or step.parts or step.is_scatter:
         return ()
     if step.is_reduction and len(step.ranges) == 0:
         return ()

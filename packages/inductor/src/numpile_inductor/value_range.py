@@ -28,7 +28,7 @@ import attrs
 import sympy
 
 from .index import FloorDiv, ModularIndexing, loop_var
-from .loop_ir import Apply, Expr, Kernel, Load, ReductionStore, Store
+from .loop_ir import AccumulateStore, Expr, Kernel, ReductionStore, Store, map_indices
 
 Bound: TypeAlias = "int | None"
 Ranges: TypeAlias = "Mapping[sympy.Symbol, Any]"
@@ -225,13 +225,9 @@ def simplify_kernel_indices(kernel: Kernel) -> Kernel:
         return tuple(result)
 
     def value(expr: Expr) -> Expr:
-        if isinstance(expr, Load):
-            return attrs.evolve(expr, index=index(expr.index))
-        if isinstance(expr, Apply):
-            return attrs.evolve(expr, args=tuple(value(arg) for arg in expr.args))
-        return expr
+        return map_indices(expr, lambda item: index((item,))[0])
 
-    stores: list[Store | ReductionStore] = []
+    stores: list[Store | ReductionStore | AccumulateStore] = []
     for store in kernel.stores:
         stores.append(attrs.evolve(store, index=index(store.index), value=value(store.value)))
     return attrs.evolve(kernel, stores=tuple(stores))

@@ -32,6 +32,7 @@ from .code_cache import default_cache as default_cache
 from .code_cache import set_cache_dir as set_cache_dir
 from .cpu_blas import CpuBlas as CpuBlas
 from .cpu_blas import cpu_blas_addresses as cpu_blas_addresses
+from .cpu_blas import cpu_blas_thread_addresses as cpu_blas_thread_addresses
 from .cpu_blas import find_cpu_blas as find_cpu_blas
 from .cublas_matmul import cublas_matmul as cublas_matmul
 from .cuda_graphs import CudaGraphRunner as CudaGraphRunner
@@ -120,6 +121,7 @@ __all__ = [
     "count",
     "counters",
     "cpu_blas_addresses",
+    "cpu_blas_thread_addresses",
     "cublas_matmul",
     "cupy_available",
     "data_ptr",

@@ -27,6 +27,13 @@ import numpy as np  # importing it loads the BLAS it links, which is searched fo
 # then an OpenBLAS built with INTERFACE64 and a symbol suffix.
 _SYMBOL_PATTERNS = ("scipy_cblas_{}64_", "cblas_{}64_")
 _FUNCTIONS = ("sgemm", "dgemm", "sgemv", "dgemv", "ssyrk", "dsyrk")
+# OpenBLAS's thread-count setter and getter, by the same renaming rules (scipy-openblas, an
+# ILP64 OpenBLAS with a suffix, a plain OpenBLAS).
+_THREAD_SYMBOLS = (
+    ("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
+    ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
+    ("openblas_set_num_threads", "openblas_get_num_threads"),
+)
 
 
 @attrs.frozen
@@ -45,10 +52,21 @@ class CpuBlas:
     dgemv: int
     ssyrk: int
     dsyrk: int
+    set_threads: int = 0
+    get_threads: int = 0
 
     def addresses(self) -> tuple[int, ...]:
         """The function addresses, in the order generated code reads them."""
         return (self.sgemm, self.dgemm, self.sgemv, self.dgemv, self.ssyrk, self.dsyrk)
+
+    def thread_addresses(self) -> tuple[int, int]:
+        """`void set_num_threads(int)` and `int get_num_threads(void)` of the library, or
+        zeros where it has none (a BLAS other than OpenBLAS): its thread count per call.
+
+            >>> CpuBlas("libopenblas.so", 1, 2, 3, 4, 5, 6, 7, 8).thread_addresses()
+            (7, 8)
+        """
+        return (self.set_threads, self.get_threads)
 
 
 def _numpy_blas_libraries() -> list[str]:
@@ -82,6 +100,18 @@ def _addresses(library: ctypes.CDLL) -> tuple[int, ...] | None:
     return None
 
 
+def _thread_addresses(library: ctypes.CDLL) -> tuple[int, int]:
+    for setter, getter in _THREAD_SYMBOLS:
+        try:
+            functions = (getattr(library, setter), getattr(library, getter))
+        except AttributeError:
+            continue
+        found = tuple(ctypes.cast(fn, ctypes.c_void_p).value or 0 for fn in functions)
+        if all(found):
+            return found[0], found[1]
+    return 0, 0
+
+
 @functools.cache
 def find_cpu_blas() -> CpuBlas | None:
     """The ILP64 CBLAS of the BLAS NumPy loaded, or None (then products run through NumPy).
@@ -100,7 +130,8 @@ def find_cpu_blas() -> CpuBlas | None:
             continue
         found = _addresses(library)
         if found is not None and all(found):
-            return CpuBlas(path, *found)
+            setter, getter = _thread_addresses(library)
+            return attrs.evolve(CpuBlas(path, *found), set_threads=setter, get_threads=getter)
     return None
 
 
@@ -113,3 +144,14 @@ def cpu_blas_addresses() -> tuple[int, ...]:
     """
     blas = find_cpu_blas()
     return (0,) * len(_FUNCTIONS) if blas is None else blas.addresses()
+
+
+def cpu_blas_thread_addresses() -> tuple[int, int]:
+    """`CpuBlas.thread_addresses` of `find_cpu_blas`, or zeros: read once by a generated
+    module that sets OpenBLAS's thread count per call (inductor's `codegen/c/blas.py`).
+
+        >>> len(cpu_blas_thread_addresses())
+        2
+    """
+    blas = find_cpu_blas()
+    return (0, 0) if blas is None else blas.thread_addresses()

@@ -32,6 +32,7 @@ from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta, contiguo
 from ..codegen.common import kernel_dtype
 from ..index import loop_var
 from ..loop_ir import (
+    AccumulateStore,
     Apply,
     Buffer,
     BufferRef,
@@ -134,8 +135,10 @@ class Program:
 class LoweringContext:
     """State of one lowering: lowered values, buffers and steps so far."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, *, data_indices: bool = True) -> None:
         self.graph = graph
+        # whether gathers and scatter-accumulates lower to kernels (lowering/gather.py)
+        self.data_indices = data_indices
         self.users = graph.users()
         self.output_set = set(graph.output_nodes())
         self.values: dict[Node, Lowered] = {}
@@ -185,7 +188,7 @@ class LoweringContext:
         self,
         ranges: tuple[int, ...],
         reduction_ranges: tuple[int, ...],
-        stores: tuple[Store | ReductionStore, ...],
+        stores: tuple[Store | ReductionStore | AccumulateStore, ...],
         origins: tuple[str, ...],
     ) -> None:
         name = f"kernel{self._kernel_count}"
@@ -317,12 +320,15 @@ def is_static(shape: tuple[Any, ...]) -> bool:
     return all(isinstance(d, int) for d in shape)
 
 
-def lower_graph(graph: Graph) -> Program:
+def lower_graph(graph: Graph, *, data_indices: bool = True) -> Program:
     """Lower every node of `graph`; the graph's outputs end up in buffers.
+
+    `data_indices=False` keeps gathers and scatter-accumulates extern calls (for code
+    generators without loads and stores at indices read from data).
 
     >>> lower_graph(graph).steps  # doctest: +SKIP
     """
-    ctx = LoweringContext(graph)
+    ctx = LoweringContext(graph, data_indices=data_indices)
     inputs: list[str] = []
     for node in graph.placeholders:
         inputs.append(_lower_placeholder(ctx, node))
@@ -559,6 +565,8 @@ def out_shape(node: Node) -> tuple[Any, ...]:
 # NOTE: the op families that fill LOWERINGS and KIND_LOWERINGS: importing the lowering
 # loads every rule (the registry loads its own rules, in one place).
 from . import decompositions as decompositions  # noqa: E402
+from . import gather as gather  # noqa: E402
 from . import pointwise as pointwise  # noqa: E402
 from . import reduction as reduction  # noqa: E402
+from . import scatter as scatter  # noqa: E402
 from . import view as view  # noqa: E402

@@ -12,8 +12,8 @@ loops), mixed dtypes, empty operands, negative or non-unit strides inside a row,
 or byte-swapped data, any module where no ILP64 CBLAS was found, and a product whose BLAS
 call raised a floating-point flag (NumPy computes it again and warns as eager does).
 
-    >>> "np_blas_matmul" in BLAS_HELPERS
-    True
+    >>> "np_blas_matmul" in BLAS_HELPERS, "np_blas_threads_enter" in BLAS_LIBRARY_HELPERS
+    (True, True)
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ...loop_ir import Buffer, BufferRef, ExternCall
 BLAS_PRODUCT_OPS = frozenset({"matmul", "dot"})
 _BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
-BLAS_HELPERS = r"""
+BLAS_LIBRARY_HELPERS = r"""
 /* Products through the BLAS NumPy loaded (numpile_runtime.cpu_blas): ILP64 CBLAS, every
    integer argument an int64. g_blas holds sgemm, dgemm, sgemv, dgemv, ssyrk, dsyrk, read
    once. */
@@ -47,6 +47,27 @@ enum { NP_ROW_MAJOR = 101, NP_NO_TRANS = 111, NP_TRANS = 112, NP_UPPER = 121 };
 #define NP_BLAS_FUNCTIONS 6
 static void *g_blas[NP_BLAS_FUNCTIONS] = {NULL, NULL, NULL, NULL, NULL, NULL};
 static int g_blas_state = 0;  /* 0: not asked yet; 1: found; -1: none (NumPy runs products) */
+typedef void (*np_blas_set_threads_fn)(int);
+typedef int (*np_blas_get_threads_fn)(void);
+static void *g_blas_threads[2] = {NULL, NULL};  /* OpenBLAS's set/get_num_threads, or NULL */
+/* Multiply-adds below which OpenBLAS runs a call on one thread whatever its count. */
+#define NP_BLAS_THREADED_WORK 65536.0
+
+static void np_blas_find_threads(void)
+{
+    PyObject *module = PyImport_ImportModule("numpile_runtime.cpu_blas");
+    if (module == NULL) { PyErr_Clear(); return; }
+    PyObject *found = PyObject_CallMethod(module, "cpu_blas_thread_addresses", NULL);
+    Py_DECREF(module);
+    if (found == NULL) { PyErr_Clear(); return; }
+    if (PyTuple_Check(found) && PyTuple_GET_SIZE(found) == 2) {
+        void *set = PyLong_AsVoidPtr(PyTuple_GET_ITEM(found, 0));
+        void *get = PyLong_AsVoidPtr(PyTuple_GET_ITEM(found, 1));
+        if (PyErr_Occurred()) { PyErr_Clear(); }
+        else if (set != NULL && get != NULL) { g_blas_threads[0] = set; g_blas_threads[1] = get; }
+    }
+    Py_DECREF(found);
+}
 
 static int np_blas_ready(void)
 {
@@ -66,9 +87,45 @@ static int np_blas_ready(void)
         g_blas_state = ok ? 1 : -1;
     }
     Py_DECREF(found);
+    if (g_blas_state > 0) {
+        np_blas_find_threads();
+    }
     return g_blas_state > 0;
 }
 
+/* OpenBLAS threads by idle cores, as OpenMP's (codegen/c/threads.py): a BLAS call of
+   `work` multiply-adds runs on the library's thread count less the cores other runnable
+   tasks hold now, or on the count cpp.threads pinned (never more than the library's own).
+   The previous count to give back to np_blas_threads_exit, or 0 when nothing changed:
+   small calls (OpenBLAS runs them on one thread anyway), a library without the setter, an
+   idle machine. */
+static int np_blas_threads_enter(double work)
+{
+    if (work < NP_BLAS_THREADED_WORK || !np_blas_ready() || g_blas_threads[0] == NULL) {
+        return 0;
+    }
+    const int before = ((np_blas_get_threads_fn)g_blas_threads[1])();
+    int now = before;
+    if (g_threads > 0) {
+        now = g_threads < before ? g_threads : before;
+    } else {
+#if defined(_OPENMP) && defined(__linux__)
+        now = np_idle_threads(before);
+#endif
+    }
+    if (now == before || now < 1) { return 0; }
+    ((np_blas_set_threads_fn)g_blas_threads[0])(now);
+    return before;
+}
+
+static void np_blas_threads_exit(int before)
+{
+    if (before > 0) { ((np_blas_set_threads_fn)g_blas_threads[0])(before); }
+}
+
+"""
+
+BLAS_HELPERS = r"""
 /* How BLAS reads a rows x cols matrix with element strides rs, cs: 0 row-major, 1
    column-major (leading dimension *ld either way), -1 neither (NumPy runs the product). */
 static int np_blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int64_t *ld)
@@ -218,8 +275,23 @@ static int np_blas_matmul(PyArrayObject *a, PyArrayObject *b, PyArrayObject *out
         incb = bst[0];
         if (incb < 1) { return 0; }
     }
+    if (count > 1 && an > 2 && la == 0) {
+        /* a stack of row-major matrices laid one after the other, times one matrix or
+           vector: one product of count * m rows (one BLAS call, one thread fork) */
+        int one = 1;
+        int64_t next = m * lda;
+        for (int d = nb - 1; d >= 0 && one; d--) {
+            one = step_b[d] == 0 && step_a[d] == next;
+            next *= od[d];
+        }
+        if (one) {
+            m *= count;
+            count = 1;
+        }
+    }
     const char *pa = PyArray_BYTES(a), *pb = PyArray_BYTES(b);
     char *pc = PyArray_BYTES(out);
+    const int threads = np_blas_threads_enter((double)count * (double)m * (double)n * (double)k);
     NP_FP_CLEAR();
     for (int64_t t = 0; t < count; t++) {
         int64_t oa = 0, ob = 0, rest = t;
@@ -232,6 +304,7 @@ static int np_blas_matmul(PyArrayObject *a, PyArrayObject *b, PyArrayObject *out
         np_blas_product(type, an, bn, la, lb, m, n, k, pa + oa * item, lda, inca,
                         pb + ob * item, ldb, incb, pc + t * m * n * item);
     }
+    np_blas_threads_exit(threads);
     if (NP_FP_TEST()) {
         NP_FP_CLEAR();
         return 0;

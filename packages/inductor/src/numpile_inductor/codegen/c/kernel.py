@@ -26,9 +26,10 @@ import sympy
 
 from numpile_capture import contiguous_strides
 
-from ...loop_ir import Apply, Buffer, Expr, Load, ScalarArg, Store
+from ...loop_ir import AccumulateStore, Apply, Buffer, Expr, Load, ScalarArg, Store
 from ...scheduler import FusedKernel
 from ..common import CodeBuffer, KernelContext
+from .accumulate import scatter_nest
 from .loop import LoopBody, loops, parallel, size_names
 from .ops import c_type
 from .reduction import (
@@ -63,11 +64,18 @@ def kernel_signature(fused: FusedKernel, buffers: dict[str, Buffer]) -> KernelSi
     scalars: dict[str, None] = {}
     for kernel in fused.kernels:
         for store in kernel.stores:
-            for name in _buffer_reads(store.value, scalars):
-                names.setdefault(name, None)
+            values = [store.value]
+            if isinstance(store, AccumulateStore):
+                values = [store.init, *(bound.value for bound in store.indirect), store.value]
+            for value in values:
+                for name in _buffer_reads(value, scalars):
+                    names.setdefault(name, None)
             names.setdefault(store.buffer, None)
     used = tuple(name for name in names if name not in fused.internal)
     sizes = fused.ranges + fused.reduction_ranges
+    for store in fused.stores:
+        if isinstance(store, AccumulateStore):
+            sizes += store.target_shape  # the init loop's
     rows = fused.row_dims
     for part in fused.parts:
         sizes += part.ranges[rows:] + part.reduction_ranges
@@ -76,7 +84,8 @@ def kernel_signature(fused: FusedKernel, buffers: dict[str, Buffer]) -> KernelSi
 
 def _buffer_reads(expr: Expr, scalars: dict[str, None]) -> list[str]:
     if isinstance(expr, Load):
-        return [expr.buffer]
+        gathers = [name for bound in expr.indirect for name in _buffer_reads(bound.value, scalars)]
+        return [*gathers, expr.buffer]
     if isinstance(expr, ScalarArg):
         scalars[expr.name] = None
         return []
@@ -198,6 +207,8 @@ def _function(
 
 
 def _nest_of(ctx: KernelContext) -> Nest:
+    if ctx.fused.is_scatter:
+        return scatter_nest
     if ctx.fused.parts:
         return _row_nest
     if not ctx.fused.is_reduction:

@@ -22,12 +22,14 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 import numpy as np
 import sympy
 
 from ...index import c_index, loop_var
-from ...loop_ir import Apply, Constant, Expr, Load, ScalarArg, Store
+from ...loop_ir import AccumulateStore, Apply, Constant, Expr, Indirect, Load, ScalarArg, Store
 from ..common import CodeBuffer, KernelContext
+from .gather import indirect_index_lines
 from .ops import c_expr, c_literal, c_type
 
 
@@ -63,6 +65,17 @@ class LoopBody:
             flat = flat + sympy.sympify(idx) * self.strides[(buffer, dim)]
         return c_index(sympy.expand(flat))
 
+    def _gather_index(self, bound: Indirect) -> sympy.Symbol:
+        # The checked C local holding a gather index (codegen/c/gather.py), once per body.
+        key = ("indirect", bound)
+        if key not in self.cache:
+            value = self.emit(bound.value)
+            name = f"gx{self.counter}"
+            self.counter += 1
+            self.buf.writelines(indirect_index_lines(name, value, bound.size, bound.axis))
+            self.cache[key] = name
+        return sympy.Symbol(self.cache[key], integer=True, nonnegative=True)
+
     def emit(self, expr: Expr) -> str:
         """The C expression of `expr`, its operations written as temporaries first."""
         key = expr
@@ -70,8 +83,14 @@ class LoopBody:
             return self.cache[key]
         if isinstance(expr, Load):
             if expr.buffer in self.locals:
+                # the scheduler fuses no gather with its source's kernel
+                assert not expr.indirect, f"a gather from register {expr.buffer}"
                 return self.locals[expr.buffer]
-            text = self._tmp(expr.dtype, f"{expr.buffer}[{self.address(expr.buffer, expr.index)}]")
+            index = expr.index
+            if expr.indirect:
+                swap = {bound.symbol: self._gather_index(bound) for bound in expr.indirect}
+                index = tuple(sympy.sympify(i).xreplace(swap) for i in index)
+            text = self._tmp(expr.dtype, f"{expr.buffer}[{self.address(expr.buffer, index)}]")
         elif isinstance(expr, Constant):
             return c_literal(expr.value, expr.dtype)
         elif isinstance(expr, ScalarArg):
@@ -84,6 +103,31 @@ class LoopBody:
         self.cache[key] = text
         return text
 
+    def accumulate(self, store: AccumulateStore, sizes: list[str]) -> None:
+        """Write scatter-accumulate `store`; `sizes` are the C names of its target's dims
+        (what its gathered indices are checked against)."""
+        value = self.emit(store.value)
+        swap = {
+            bound.symbol: self._gather_index(attrs.evolve(bound, size=sizes[bound.axis]))
+            for bound in store.indirect
+        }
+        index = tuple(sympy.sympify(i).xreplace(swap) for i in store.index)
+        address = self.address(store.buffer, index)
+        dtype = self.buffers[store.buffer].dtype
+        ct = c_type(dtype)
+        # integers wrap as NumPy's do: the operation in the unsigned type of the same width
+        wide = f"u{ct}" if dtype.kind == "i" else ct
+        op = _ACCUMULATE_OPS[store.op]
+        # The element last written stays in a register (np_acc at np_at) while the index
+        # repeats: the same operations in the same order, without a store and a load per
+        # element on the critical path (see accumulate.py).
+        at = self._tmp(np.dtype(np.int64), address)
+        with self.buf.block(f"if ({at} != np_at)"):
+            self.buf.writeline(f"if (np_at >= 0) {{ {store.buffer}[np_at] = np_acc; }}")
+            self.buf.writeline(f"np_at = {at};")
+            self.buf.writeline(f"np_acc = {store.buffer}[{at}];")
+        self.buf.writeline(f"np_acc = ({ct})(({wide})np_acc {op} ({wide}){value});")
+
     def store(self, store: Store, internal: bool) -> None:
         """Write `store`; an `internal` one only binds its value to the buffer's name."""
         value = self.emit(store.value)
@@ -91,6 +135,10 @@ class LoopBody:
             addr = self.address(store.buffer, store.index)
             self.buf.writeline(f"{store.buffer}[{addr}] = {value};")
         self.locals[store.buffer] = value
+
+
+# NOTE: the ufuncs a scatter-accumulate applies, as C operators.
+_ACCUMULATE_OPS = {"add": "+", "subtract": "-", "multiply": "*"}
 
 
 @contextlib.contextmanager

@@ -114,7 +114,8 @@ def kernel_loop_function(node: Node, name: str, *, parallel_threshold: int) -> K
     # Late import: lowering registers every op's lowering on import.
     from ...lowering import lower_graph
 
-    program = lower_graph(body)
+    # A body's gathers stay extern calls (its stores are rewritten by loop_stores.py).
+    program = lower_graph(body, data_indices=False)
     stores = stores_as_kernels(program)
     renamed = stores.renamed
     # Inputs count as outputs: a store into one is never kept in registers only.

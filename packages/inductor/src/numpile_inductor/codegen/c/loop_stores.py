@@ -28,6 +28,7 @@ from numpile_capture import ops as capture_ops
 
 from ...index import loop_var
 from ...loop_ir import (
+    AccumulateStore,
     Apply,
     Buffer,
     BufferRef,
@@ -381,7 +382,7 @@ def _renamed(
             for arg in step.args
         )
         return attrs.evolve(step, args=args)
-    stores: list[Store | ReductionStore] = []
+    stores: list[Store | ReductionStore | AccumulateStore] = []
     for store in step.stores:
         value = _rename_expr(store.value, renamed, views)
         stores.append(attrs.evolve(store, value=value))

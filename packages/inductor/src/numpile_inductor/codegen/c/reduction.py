@@ -23,7 +23,7 @@ import sympy
 from numpile_capture import contiguous_strides
 
 from ...index import loop_var
-from ...loop_ir import Apply, Buffer, Expr, Load, ReductionStore, loads_of
+from ...loop_ir import Buffer, Expr, ReductionStore, loads_of, map_indices
 from ...scheduler import FusedKernel
 from ..common import CodeBuffer, KernelContext
 from .loop import LoopBody, loops, parallel, sequential_chunks
@@ -509,10 +509,4 @@ def _shift_rows(expr: Expr, symbol: Any, offset: int) -> Expr:
     # `expr` with loop variable `symbol` advanced by `offset`.
     if offset == 0:
         return expr
-    if isinstance(expr, Load):
-        index = tuple(sympy.sympify(i).subs(symbol, symbol + offset) for i in expr.index)
-        return Load(expr.buffer, index, expr.dtype)
-    if isinstance(expr, Apply):
-        args = tuple(_shift_rows(arg, symbol, offset) for arg in expr.args)
-        return Apply(expr.fn, args, expr.dtype)
-    return expr
+    return map_indices(expr, lambda i: sympy.sympify(i).subs(symbol, symbol + offset))

@@ -35,12 +35,15 @@ from numpile_capture import (
 from ...config import InductorConfig
 from ...index import SIZE_HELPERS, c_size
 from ...launcher import GeneratedModule, extern_callable
-from ...loop_ir import Buffer, BufferRef, ExternCall, loads_of
+from ...loop_ir import Buffer, BufferRef, ExternCall, has_data_index, loads_of
+from ...lowering.scatter import BINCOUNT_LENGTH
 from ...scheduler import FusedKernel, Schedule
 from ..common import CodeBuffer
-from .blas import BLAS_HELPERS, blas_operands
+from .accumulate import BINCOUNT_LENGTH_HELPERS, bincount_length_call
+from .blas import BLAS_HELPERS, BLAS_LIBRARY_HELPERS, blas_operands
 from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
 from .extern_forms import FALLBACK, write_extern_form
+from .gather import GATHER_HELPERS
 from .interrupts import INTERRUPT_HELPERS, main_thread_init
 from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
@@ -178,6 +181,8 @@ class _Emitter:
         self.kernel_loops = 0
         # Whether a product calls BLAS from C (codegen/c/blas.py): its helpers are emitted.
         self.blas_products = 0
+        self.blas_helpers = False
+        self.bincount_lengths = 0
         self.scatter_loops = 0
         self.stores_in_place = False
 
@@ -506,6 +511,11 @@ class _Emitter:
         call = f"np_fp |= {step.name}({', '.join(args)});"
         work = [self.c_dim(size) for size in step.ranges + step.reduction_ranges]
         write_released_gil_call(self.code, call, work)
+        if any(has_data_index(store) for store in step.stores):
+            # a gather's index out of bounds (codegen/c/gather.py): NumPy's IndexError
+            with self.code.block("if (np_fp & NP_BAD_INDEX)"):
+                self.code.writeline("np_bad_index_error();")
+                self.code.writeline("goto fail;")
 
     def _emit_extern(self, step: ExternCall) -> None:
         if step.op_name == "view_scatter_" and not self.stores_in_place:
@@ -543,6 +553,8 @@ class _Emitter:
         elif scatter is not None:
             self._emit_scatter_at(step.buffer, scatter)
             code.writeline(f"if (o_{step.buffer} == NULL)  /* NumPy runs what C did not */")
+        elif self._bincount_length(step):
+            code.writeline(f"if (o_{step.buffer} == NULL)  /* NumPy counts what C did not */")
         with code.block():
             names = []
             scalars = []
@@ -574,6 +586,14 @@ class _Emitter:
             if loop is not None:
                 self.c_loops.append(index)
                 code.writeline(f"o_{step.buffer} = {loop}(argv, {len(refs)}, {extern}, &np_fp);")
+            elif step.op_name in BLAS_OPS:
+                # NumPy's BLAS and LAPACK calls on OpenBLAS threads by idle cores too.
+                self._need_blas_helpers()
+                code.writeline("const int np_bt = np_blas_threads_enter(NP_BLAS_THREADED_WORK);")
+                code.writeline(
+                    f"o_{step.buffer} = PyObject_Vectorcall({extern}, argv, {len(refs)}, NULL);"
+                )
+                code.writeline("np_blas_threads_exit(np_bt);")
             else:
                 code.writeline(
                     f"o_{step.buffer} = PyObject_Vectorcall({extern}, argv, {len(refs)}, NULL);"
@@ -597,6 +617,7 @@ class _Emitter:
     def _emit_blas_product(self, name: str, operands: tuple[str, str]) -> None:
         # The product into an output allocated here, by BLAS from C when the operands'
         # layouts allow (checked per call); else o_<name> stays NULL and NumPy runs it.
+        self._need_blas_helpers()
         if not self.blas_products:
             self.statics.append(BLAS_HELPERS)
         self.blas_products += 1
@@ -626,6 +647,31 @@ class _Emitter:
             call = f"np_blas_matmul({arrays[0]}, {arrays[1]}, (PyArrayObject *)o_{name})"
             with code.block(f"if (!{call})"):
                 code.writeline(f"Py_CLEAR(o_{name});")
+
+    def _bincount_length(self, step: ExternCall) -> bool:
+        # The length-only count of a weighted bincount (lowering/scatter.py) in C: o_<name>
+        # stays NULL when NumPy must count (checked per call).
+        x = step.args[0] if step.args else None
+        minlength = dict(step.kwargs).get("minlength", 0)
+        if (
+            step.op_name != "bincount"
+            or not step.buffer.endswith(BINCOUNT_LENGTH)
+            or not isinstance(x, BufferRef)
+            or not self._has_array(x.name)
+            or not isinstance(minlength, int)
+        ):
+            return False
+        if not self.bincount_lengths:
+            self.statics.append(BINCOUNT_LENGTH_HELPERS)
+        self.bincount_lengths += 1
+        call = bincount_length_call(self._array(x.name), minlength)
+        self.code.writeline(f"o_{step.buffer} = {call};")
+        return True
+
+    def _need_blas_helpers(self) -> None:
+        if not self.blas_helpers:
+            self.statics.append(BLAS_LIBRARY_HELPERS)
+        self.blas_helpers = True
 
     def _has_array(self, name: str) -> bool:
         # Whether buffer `name` is an array the call holds as a PyArrayObject (`_array`).
@@ -974,6 +1020,7 @@ PyMODINIT_FUNC PyInit_{module_name}(void)
             *header,
             _PRELUDE,
             INTERRUPT_HELPERS,
+            GATHER_HELPERS,
             THREAD_HELPERS,
             vector_math_declarations(),
             helper_definitions(),

@@ -120,7 +120,8 @@ def generate_triton(graph: Graph, options: TritonOptions | None = None) -> tuple
     >>> module, schedule = generate_triton(graph)  # doctest: +SKIP
     """
     options = options or _default_options()
-    sched = lower_and_schedule(graph, scratch_rows=False)
+    # Triton kernels do not load or store at indices read from data: gathers stay externs.
+    sched = lower_and_schedule(graph, scratch_rows=False, data_indices=False)
     program = sched.program
     steps: list[Step] = []
     pending = list(sched.steps)

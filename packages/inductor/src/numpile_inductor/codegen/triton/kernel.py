@@ -186,6 +186,8 @@ class _Body:
         if expr in self.cache:
             return self.cache[expr]
         if isinstance(expr, Load):
+            if expr.indirect:
+                raise TritonUnsupported(f"a gather (an index read from data) in {expr}")
             if expr.buffer in self.locals:
                 return self.locals[expr.buffer]
             addr = self.address(expr.buffer, expr.index, tile=True)
@@ -241,6 +243,8 @@ def _signature(fused: FusedKernel, buffers: dict[str, Buffer]) -> tuple[list[str
             for arg in expr.args:
                 visit(arg)
 
+    if fused.is_scatter:
+        raise TritonUnsupported(f"a scatter-accumulate ({fused.name})")
     for store in fused.stores:
         _check_supported(store.value)
         visit(store.value)

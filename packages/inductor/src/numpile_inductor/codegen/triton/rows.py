@@ -50,7 +50,16 @@ import sympy
 
 from ...config import TritonOptions
 from ...index import loop_var
-from ...loop_ir import Apply, Buffer, Expr, Load, ReductionStore, Store, loads_of
+from ...loop_ir import (
+    AccumulateStore,
+    Apply,
+    Buffer,
+    Expr,
+    Load,
+    ReductionStore,
+    Store,
+    loads_of,
+)
 from ...scheduler import FusedKernel
 from ..common import CodeBuffer
 from .kernel import (
@@ -191,7 +200,9 @@ def _plain_index(index: tuple[Any, ...]) -> bool:
     return all(n.is_Symbol for n in symbols) and len(set(symbols)) == len(symbols)
 
 
-def _inline_store(store: Store | ReductionStore, defs: _Defs) -> Store | ReductionStore:
+def _inline_store(
+    store: Store | ReductionStore | AccumulateStore, defs: _Defs
+) -> Store | ReductionStore | AccumulateStore:
     return attrs.evolve(store, value=_inline(store.value, defs))
 
 
