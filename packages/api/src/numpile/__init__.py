@@ -12,6 +12,8 @@ The public surface, re-exported from the layers below (nothing lives here):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from numpile_autograd_aot import checkpoint as checkpoint
 from numpile_autograd_aot import custom_jvp as custom_jvp
 from numpile_autograd_aot import custom_vjp as custom_vjp
@@ -59,7 +61,15 @@ from numpile_runtime import distribution_version
 from numpile_runtime import release_modules as _release_modules
 from numpile_runtime import set_logs as set_logs
 
-__version__ = distribution_version("numpile")
+if TYPE_CHECKING:
+    __version__: str
+else:
+
+    def __getattr__(name: str) -> str:
+        # `__version__` reads the installed metadata when first asked (see `distribution`).
+        if name == "__version__":
+            return distribution_version("numpile")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def reset() -> None:

@@ -283,24 +283,17 @@ def store_artifact(key: str, artifact: GraphArtifact) -> bool:
     return True
 
 
-# NOTE: the fingerprint of the numpile packages' versions and of this package's code,
-# computed once per process (a changed generator must not reuse old modules).
-_FINGERPRINT: list[str] = []
-
-
 def _code_fingerprint() -> str:
-    if _FINGERPRINT:
-        return _FINGERPRINT[0]
-    digest = hashlib.sha256()
+    # The code of the numpile packages below the inductor and of the inductor itself (a
+    # changed generator or op rule must not reuse old modules), hashed once per state of
+    # the files (`source_fingerprint`), not once per process. Their versions are not in
+    # it: `__version__` reads the installed metadata, which a warm start does not import.
+    import numpile_runtime as rt
+
+    folders = []
     for name in _PACKAGES:
         module = sys.modules.get(name)
         if module is None:
             module = __import__(name)
-        digest.update(f"{name}={getattr(module, '__version__', '?')}\0".encode())
-    # Every module of the package, the code generators in subfolders included.
-    root = Path(__file__).parent
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
-    _FINGERPRINT.append(digest.hexdigest())
-    return _FINGERPRINT[0]
+        folders.append(Path(str(module.__file__)).parent)
+    return rt.source_fingerprint(*folders)
