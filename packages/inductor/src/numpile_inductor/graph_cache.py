@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import sys
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -288,12 +287,15 @@ def _code_fingerprint() -> str:
     # changed generator or op rule must not reuse old modules), hashed once per state of
     # the files (`source_fingerprint`), not once per process. Their versions are not in
     # it: `__version__` reads the installed metadata, which a warm start does not import.
+    import importlib.util
+
     import numpile_runtime as rt
 
     folders = []
     for name in _PACKAGES:
-        module = sys.modules.get(name)
-        if module is None:
-            module = __import__(name)
-        folders.append(Path(str(module.__file__)).parent)
+        # Found, not imported: a warm start need not import the autograd layer.
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError(f"numpile_inductor needs {name}, which cannot be found")
+        folders.append(spec.submodule_search_locations[0])
     return rt.source_fingerprint(*folders)
