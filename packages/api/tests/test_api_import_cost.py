@@ -105,3 +105,24 @@ def test_versions_and_transforms_still_resolve_on_first_use(tmp_path: Path) -> N
     assert report["import"] == ["False"]
     assert report["first call"][0] == report["first call"][1] != "0+unknown"
     assert report["sources"] == ["6.0"]
+
+
+def test_a_warm_start_of_a_graph_with_in_place_updates_loads_their_ops(tmp_path: Path) -> None:
+    # The functionalization's ops (view_scatter_) live in numpile_autograd_aot: the cached
+    # graph's first use imports that layer, it does not fail.
+    program = (
+        "import json, sys, numpy as np, numpile\n"
+        "def f(u):\n"
+        "    out = u.copy()\n"
+        "    out[1:-1] = 0.5 * (u[:-2] + u[2:])\n"
+        "    return out\n"
+        "u = np.arange(8.0) ** 2\n"
+        "got = numpile.compile(f)(u)\n"
+        "np.testing.assert_array_equal(got, f(u))\n"
+        "print(json.dumps({'import': [], 'first call': sorted(set(sys.modules)),\n"
+        "                  'sources': []}))\n"
+    )
+    cold = _run(tmp_path, program)
+    warm = _run(tmp_path, program)
+    assert "numpile_autograd_aot" in cold["first call"]
+    assert "numpile_autograd_aot" in warm["first call"]

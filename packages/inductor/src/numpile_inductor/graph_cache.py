@@ -155,7 +155,16 @@ def _op(name: str) -> Op:
     # A canonical op, or one made for an `allow_in_graph` function (those are not in
     # the op registry: they belong to the user's program, which registers them again).
     allowed = allowed_op_named(name)
-    return allowed if allowed is not None else get_op(name)
+    if allowed is not None:
+        return allowed
+    try:
+        return get_op(name)
+    except KeyError:
+        # The functionalization's ops (view_scatter_, index_add, ...) are registered by
+        # numpile_autograd_aot, which a warm start imports only for a graph that has one.
+        import numpile_autograd_aot  # noqa: F401
+
+        return get_op(name)
 
 
 @attrs.frozen
