@@ -6,7 +6,8 @@ the figure, as a user's first call pays them. A cold run gets an empty
 on-disk cache filled). Per workload the report gives the import, the cold first call, the
 cold second call, the warm call (the median of calls once every background build ended),
 and the warm start: the first call of a new process with the cache filled, alone and with
-the import before it. ``--stages`` adds the
+the import before it, and the CPU time of the warm start (its import and first call: on a
+loaded machine the wall time is mostly waiting for a core). ``--stages`` adds the
 compile stages ``numpile_runtime.compile_times()`` recorded during the first call
 (capture, guards, lowering, codegen, the C build, module loads)::
 
@@ -230,6 +231,7 @@ def _child(
     threads: int | None,
 ) -> None:
     started = time.perf_counter()
+    started_cpu = _cpu_s()
     # Imported here, after the process started, because their import is part of what is timed.
     import numpy as np
 
@@ -242,6 +244,7 @@ def _child(
     else:
         import numpile
     import_s = time.perf_counter() - started
+    import_cpu_s = _cpu_s() - started_cpu
     workload = next(w for w in find_workloads(workload_set, [name], quick=quick) if w.name == name)
     start = time.perf_counter()
     if workload_set == "suite":
@@ -263,9 +266,11 @@ def _child(
     if rt is not None:
         rt.reset_compile_times()
     first_args = call_args = _fresh(workload, args)
+    start_cpu = _cpu_s()
     start = time.perf_counter()
     result = fn(*call_args)
     first = time.perf_counter() - start
+    first_cpu_s = _cpu_s() - start_cpu
     stages = rt.compile_times() if rt is not None else {}
     call_args = _fresh(workload, args)
     start = time.perf_counter()
@@ -293,12 +298,23 @@ def _child(
                 )
     report = {
         "import_s": import_s,
+        "import_cpu_s": import_cpu_s,
         "first_s": first,
+        "first_cpu_s": first_cpu_s,
         "second_s": second,
         "warm_s": statistics.median(warm),
         "stages": stages,
     }
     print(json.dumps(report))
+
+
+def _cpu_s() -> float:
+    # CPU seconds of the whole process, every thread: on a loaded machine the wall time is
+    # mostly waiting for a core, the CPU time is the work.
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _prefault(args: tuple[object, ...]) -> None:
@@ -429,6 +445,8 @@ def main(argv: list[str] | None = None) -> None:
     workloads = find_workloads(options.workload_set, options.only, quick=options.quick)
     colds: list[float] = []
     warm_firsts: list[float] = []
+    warm_cpus: list[float] = []
+    import_cpus: list[float] = []
     starts: list[float] = []
     mode = "sync" if options.sync else "default"
     print(
@@ -465,6 +483,8 @@ def main(argv: list[str] | None = None) -> None:
         if not cold_runs or not warm_runs:
             print(f"{workload.name:22} timed out after {options.limit:.0f} s")
             continue
+        warm_cpus.append(_median(warm_runs, "first_cpu_s"))
+        import_cpus.append(_median(warm_runs, "import_cpu_s"))
         colds.append(_median(cold_runs, "first_s"))
         warm_firsts.append(_median(warm_runs, "first_s"))
         start_s = statistics.median(run["import_s"] + run["first_s"] for run in warm_runs)
@@ -486,6 +506,10 @@ def main(argv: list[str] | None = None) -> None:
             f" {statistics.median(warm_firsts) * 1e3:.1f} ms, with the import"
             f" {statistics.median(starts) * 1e3:.1f} ms; load"
             f" {os.getloadavg()[0]:.2f}"
+        )
+        print(
+            f"CPU time of the warm start: import {statistics.median(import_cpus) * 1e3:.1f} ms,"
+            f" first call {statistics.median(warm_cpus) * 1e3:.1f} ms"
         )
 
 
