@@ -1,4 +1,4 @@
-"""First calls, warm starts and warm calls: where a new function's time goes.
+"""First calls, warm starts and warm calls in fresh processes: the one runner for both.
 
 Each workload runs in a fresh interpreter, so the import and every first-use cost are in
 the figure, as a user's first call pays them. A cold run gets an empty
@@ -6,7 +6,8 @@ the figure, as a user's first call pays them. A cold run gets an empty
 on-disk cache filled). Per workload the report gives the import, the cold first call, the
 cold second call, the warm call (the median of calls once every background build ended),
 and the warm start: the first call of a new process with the cache filled, alone and with
-the import before it. ``--stages`` adds the
+the import before it, and the CPU time of the warm start (its import and first call: on a
+loaded machine the wall time is mostly waiting for a core). ``--stages`` adds the
 compile stages ``numpile_runtime.compile_times()`` recorded during the first call
 (capture, guards, lowering, codegen, the C build, module loads)::
 
@@ -15,11 +16,15 @@ compile stages ``numpile_runtime.compile_times()`` recorded during the first cal
     python -m benchmarks.first_call --set science    # issue 24's science set
     python -m benchmarks.first_call --sync           # compiled code from the first call
     python -m benchmarks.first_call --set loops --only 'lu*' --repeats 5
+    python -m benchmarks.first_call --set suite --only chain_sin_f32 --contender numexpr
 
 Sets: ``small`` (seven small kernels), ``loops`` (``benchmarks.loops`` at its full trip
-counts, ``--quick`` for the quick ones) and ``science`` (``benchmarks.science`` at its full
-sizes, ``--quick`` for the quick ones). A figure is the median over ``--repeats`` fresh
-processes.
+counts, ``--quick`` for the quick ones), ``science`` (``benchmarks.science`` at its full
+sizes, ``--quick`` for the quick ones) and ``suite`` (``benchmarks.workloads``, the
+workloads of ``python -m benchmarks``, run by any contender: ``--contender numpy``,
+``numpile[eager]``, ``numexpr``, ``torch``). A figure is the median over ``--repeats``
+fresh processes. ``benchmarks.warm_start`` (the suite's warm-start column) runs its
+children through this module (`run_fresh`, ``--child suite:NAME``).
 
     >>> sorted(KERNELS)[:2]
     ['chain10', 'layernorm']
@@ -119,6 +124,8 @@ class FirstCallWorkload:
     """A function and its inputs, as the child process builds them.
 
     ``mutates`` marks a function that writes into its inputs: every call gets fresh ones.
+    ``suite`` is the ``benchmarks.workloads`` workload it stands for (set ``suite``): a
+    contender prepares that, and its result is not checked here (the suite checks it).
     """
 
     name: str
@@ -127,9 +134,10 @@ class FirstCallWorkload:
     rtol: float = 1e-12
     atol: float = 1e-12
     mutates: bool = False
+    suite: Any = None
 
 
-SETS = ("small", "loops", "science")
+SETS = ("small", "loops", "science", "suite")
 
 
 def _small_workloads() -> list[FirstCallWorkload]:
@@ -170,13 +178,29 @@ def _science_workloads(*, quick: bool) -> list[FirstCallWorkload]:
     ]
 
 
+def _suite_workloads(*, quick: bool) -> list[FirstCallWorkload]:
+    from .workloads import WORKLOADS
+
+    return [
+        FirstCallWorkload(
+            w.name,
+            w.fn,
+            lambda w=w: w.make_inputs(quick=quick),  # type: ignore[misc]
+            suite=w,
+        )
+        for w in WORKLOADS
+    ]
+
+
 def find_workloads(
     workload_set: str, patterns: Sequence[str], *, quick: bool
 ) -> list[FirstCallWorkload]:
     """The workloads of one set whose names match any shell pattern (all for none)."""
     import fnmatch
 
-    if workload_set == "small":
+    if workload_set == "suite":
+        workloads = _suite_workloads(quick=quick)
+    elif workload_set == "small":
         workloads = _small_workloads()
     elif workload_set == "loops":
         workloads = _loop_workloads(quick=quick)
@@ -197,33 +221,66 @@ def _fresh(workload: FirstCallWorkload, args: tuple[Any, ...]) -> tuple[Any, ...
     return copy.deepcopy(args)
 
 
-def _child(workload_set: str, name: str, *, sync: bool, quick: bool) -> None:
+def _child(
+    workload_set: str,
+    name: str,
+    *,
+    contender: str,
+    sync: bool,
+    quick: bool,
+    threads: int | None,
+) -> None:
     started = time.perf_counter()
+    started_cpu = _cpu_s()
+    # Imported here, after the process started, because their import is part of what is timed.
     import numpy as np
 
-    import numpile
-    import numpile_runtime as rt
+    if workload_set == "suite":
+        from .contenders import Unavailable, contender_named
 
+        chosen = contender_named(contender, threads=threads)
+    elif contender != "numpile":
+        raise SystemExit(f"--contender {contender} needs --set suite")
+    else:
+        import numpile
     import_s = time.perf_counter() - started
-    workload = find_workloads(workload_set, [name], quick=quick)[0]
+    import_cpu_s = _cpu_s() - started_cpu
+    workload = next(w for w in find_workloads(workload_set, [name], quick=quick) if w.name == name)
+    start = time.perf_counter()
+    if workload_set == "suite":
+        prepared = chosen.prepare(workload.suite)
+        if isinstance(prepared, Unavailable):
+            raise SystemExit(f"{contender} unavailable: {prepared.reason}")
+        fn = prepared
+    else:
+        fn = numpile.compile(workload.fn, options={"tiered": not sync})
+    import_s += time.perf_counter() - start
     args = workload.inputs()
-    want_args = _fresh(workload, args)
-    want = workload.fn(*want_args)
-    fn = numpile.compile(workload.fn, options={"tiered": not sync})
-    rt.reset_compile_times()
+    checked = workload_set != "suite"
+    if checked:
+        want_args = _fresh(workload, args)
+        want = workload.fn(*want_args)
+    else:
+        _prefault(args)
+    rt = sys.modules.get("numpile_runtime")
+    if rt is not None:
+        rt.reset_compile_times()
     first_args = call_args = _fresh(workload, args)
+    start_cpu = _cpu_s()
     start = time.perf_counter()
     result = fn(*call_args)
     first = time.perf_counter() - start
-    stages = rt.compile_times()
+    first_cpu_s = _cpu_s() - start_cpu
+    stages = rt.compile_times() if rt is not None else {}
     call_args = _fresh(workload, args)
     start = time.perf_counter()
     fn(*call_args)
     second = time.perf_counter() - start
     # The warm call: once every background build ended, the compiled code's median time.
-    from numpile_inductor import wait_for_background_builds
+    if "numpile_inductor" in sys.modules:
+        from numpile_inductor import wait_for_background_builds
 
-    wait_for_background_builds()
+        wait_for_background_builds()
     warm: list[float] = []
     deadline = time.perf_counter() + 1.0
     while len(warm) < 3 or (len(warm) < 30 and time.perf_counter() < deadline):
@@ -232,20 +289,45 @@ def _child(workload_set: str, name: str, *, sync: bool, quick: bool) -> None:
         fn(*call_args)
         warm.append(time.perf_counter() - start)
     # The first call's result and its in-place writes, against eager's.
-    pairs = zip(_flat((result, first_args)), _flat((want, want_args)), strict=True)
-    for got, expected in pairs:
-        if isinstance(expected, np.ndarray | np.generic | int | float | complex):
-            np.testing.assert_allclose(
-                got, np.asarray(expected), rtol=workload.rtol, atol=workload.atol
-            )
+    if checked:
+        pairs = zip(_flat((result, first_args)), _flat((want, want_args)), strict=True)
+        for got, expected in pairs:
+            if isinstance(expected, np.ndarray | np.generic | int | float | complex):
+                np.testing.assert_allclose(
+                    got, np.asarray(expected), rtol=workload.rtol, atol=workload.atol
+                )
     report = {
         "import_s": import_s,
+        "import_cpu_s": import_cpu_s,
         "first_s": first,
+        "first_cpu_s": first_cpu_s,
         "second_s": second,
         "warm_s": statistics.median(warm),
         "stages": stages,
     }
     print(json.dumps(report))
+
+
+def _cpu_s() -> float:
+    # CPU seconds of the whole process, every thread: on a loaded machine the wall time is
+    # mostly waiting for a core, the CPU time is the work.
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _prefault(args: tuple[object, ...]) -> None:
+    # A fresh process's first touch of memory it never used is slow on a VM (3-12 us per
+    # 4 KiB page measured here: the host backs the page), and any first call pays it for
+    # its outputs, NumPy's included. Touching and freeing four times the inputs' bytes first
+    # lets the figure measure the contender's start-up rather than the hypervisor (the
+    # suite's warm-start column does; the sets of this module keep the page touches).
+    import numpy as np
+
+    total = sum(int(getattr(arg, "nbytes", 0)) for arg in args)
+    scratch = np.ones(max(1, 4 * total // 8))
+    del scratch
 
 
 def _flat(value: Any) -> list[Any]:
@@ -254,31 +336,69 @@ def _flat(value: Any) -> list[Any]:
     return [value]
 
 
-def _run(
-    workload_set: str, name: str, cache_dir: str, *, sync: bool, quick: bool, limit_s: float
-) -> dict[str, Any] | None:
-    command = [sys.executable, "-m", "benchmarks.first_call", "--child", f"{workload_set}:{name}"]
-    if sync:
-        command.append("--sync")
-    if quick:
-        command.append("--quick")
-    env = {**os.environ, "NUMPILE_CACHE_DIR": cache_dir}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+def run_fresh(
+    child: Sequence[str], *, env: dict[str, str] | None = None, limit_s: float
+) -> dict[str, Any] | str:
+    """Run ``python -m benchmarks.first_call --child ...`` in a fresh interpreter; its JSON
+    report, or why it gave none (a timeout, an exit status).
+
+    The child may write Python bytecode caches (``PYTHONDONTWRITEBYTECODE`` is dropped from
+    its environment): a user's second process finds them, and without them every import
+    compiles from source and the figure measures the sandbox, not the contender.
+
+    >>> run_fresh(["suite:tiny_call_f64", "--contender", "numpy", "--quick"], limit_s=300)[
+    ...     "first_s"
+    ... ] > 0
+    True
+    """
+    command = [sys.executable, "-m", "benchmarks.first_call", "--child", *child]
+    environment = {**os.environ, **(env or {})}
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
     try:
         done = subprocess.run(
             command,
             capture_output=True,
             text=True,
             cwd=_REPO_ROOT,
-            env=env,
+            env=environment,
             check=False,
             timeout=limit_s,
         )
     except subprocess.TimeoutExpired:
-        return None
+        return f"timed out after {limit_s:.0f} s"
     if done.returncode != 0:
-        raise SystemExit(f"{name}: child failed:\n{done.stderr[-2000:]}")
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
+        return f"child exited {done.returncode}: {tail[0][:200]}\n{done.stderr[-2000:]}"
+    lines = done.stdout.strip().splitlines()
+    if not lines:
+        return "child printed nothing"
+    report: dict[str, Any] = json.loads(lines[-1])
+    return report
+
+
+def _run(
+    workload_set: str,
+    name: str,
+    cache_dir: str,
+    *,
+    contender: str,
+    sync: bool,
+    quick: bool,
+    threads: int | None,
+    limit_s: float,
+) -> dict[str, Any] | None:
+    child = [f"{workload_set}:{name}", "--contender", contender]
+    if threads is not None:
+        child += ["--threads", str(threads)]
+    if sync:
+        child.append("--sync")
+    if quick:
+        child.append("--quick")
+    report = run_fresh(child, env={"NUMPILE_CACHE_DIR": cache_dir}, limit_s=limit_s)
+    if isinstance(report, str):
+        if report.startswith("timed out"):
+            return None
+        raise SystemExit(f"{name}: child failed: {report}")
     return report
 
 
@@ -306,18 +426,32 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--limit", type=float, default=300.0, help="seconds per process")
     parser.add_argument("--stages", action="store_true", help="print the compile stages")
+    parser.add_argument(
+        "--contender", default="numpile", help="with --set suite: numpy, numpile[BACKEND], ..."
+    )
+    parser.add_argument("--threads", type=int, default=None, help="the contender's threads")
     options = parser.parse_args(argv)
     if options.child:
         workload_set, name = options.child.split(":", 1)
-        _child(workload_set, name, sync=options.sync, quick=options.quick)
+        _child(
+            workload_set,
+            name,
+            contender=options.contender,
+            sync=options.sync,
+            quick=options.quick,
+            threads=options.threads,
+        )
         return
     workloads = find_workloads(options.workload_set, options.only, quick=options.quick)
     colds: list[float] = []
     warm_firsts: list[float] = []
+    warm_cpus: list[float] = []
+    import_cpus: list[float] = []
     starts: list[float] = []
     mode = "sync" if options.sync else "default"
     print(
-        f"set {options.workload_set}; mode {mode}; load {os.getloadavg()[0]:.2f};"
+        f"set {options.workload_set}; contender {options.contender}; mode {mode};"
+        f" load {os.getloadavg()[0]:.2f};"
         f" median of {options.repeats} processes"
     )
     print(
@@ -334,7 +468,9 @@ def main(argv: list[str] | None = None) -> None:
                     options.workload_set,
                     workload.name,
                     cache_dir,
+                    contender=options.contender,
                     quick=options.quick,
+                    threads=options.threads,
                     limit_s=options.limit,
                 )
                 cold = run(sync=options.sync)
@@ -347,6 +483,8 @@ def main(argv: list[str] | None = None) -> None:
         if not cold_runs or not warm_runs:
             print(f"{workload.name:22} timed out after {options.limit:.0f} s")
             continue
+        warm_cpus.append(_median(warm_runs, "first_cpu_s"))
+        import_cpus.append(_median(warm_runs, "import_cpu_s"))
         colds.append(_median(cold_runs, "first_s"))
         warm_firsts.append(_median(warm_runs, "first_s"))
         start_s = statistics.median(run["import_s"] + run["first_s"] for run in warm_runs)
@@ -368,6 +506,10 @@ def main(argv: list[str] | None = None) -> None:
             f" {statistics.median(warm_firsts) * 1e3:.1f} ms, with the import"
             f" {statistics.median(starts) * 1e3:.1f} ms; load"
             f" {os.getloadavg()[0]:.2f}"
+        )
+        print(
+            f"CPU time of the warm start: import {statistics.median(import_cpus) * 1e3:.1f} ms,"
+            f" first call {statistics.median(warm_cpus) * 1e3:.1f} ms"
         )
 
 

@@ -1,9 +1,10 @@
 """Warm start: the first call of a compiled workload in a fresh process whose cache is full.
 
 The parent run has compiled every workload into its cache folders (``NUMPILE_CACHE_DIR``,
-``TORCHINDUCTOR_CACHE_DIR``); this module starts a new interpreter that inherits them,
-builds the same inputs, and times its first call from start to return. It is both the
-parent's helper (``measure_warm_start``) and the child's entry point::
+``TORCHINDUCTOR_CACHE_DIR``); a new interpreter inherits them, builds the same inputs, and
+times its first call from start to return. The process is run by ``benchmarks.first_call``
+(its ``suite`` set, ``run_fresh``), the one runner of fresh-process timings; this module is
+the suite's helper (``measure_warm_start``) and keeps the child's command line::
 
     python -m benchmarks.warm_start chain_sin_f32 numpile --quick
 
@@ -15,15 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import attrs
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+from .first_call import main as first_call_main
+from .first_call import run_fresh
 
 
 @attrs.frozen
@@ -54,10 +51,8 @@ def measure_warm_start(
     """Run the child ``repeats`` times for ``workload`` and ``contender``; the run with the
     median first call, or why a run failed.
 
-    The children may write Python bytecode caches (``PYTHONDONTWRITEBYTECODE`` is dropped
-    from their environment): a user's second process finds them, and without them every
-    import compiles from source and the figure measures the sandbox, not numpile. The first
-    child writes them; the median of three hides one slow first touch of fresh memory.
+    The first child writes the bytecode caches (see ``run_fresh``); the median of three
+    hides one slow first touch of fresh memory.
 
     >>> result = measure_warm_start("tiny_call_f64", "numpy", quick=True, threads=None)
     >>> isinstance(result, WarmStart)
@@ -65,89 +60,41 @@ def measure_warm_start(
     """
     runs: list[WarmStart] = []
     for _ in range(repeats):
-        outcome = _run_child(workload, contender, quick=quick, threads=threads, timeout_s=timeout_s)
-        if isinstance(outcome, str):
-            return outcome
-        runs.append(outcome)
+        report = run_fresh(_child_args(workload, contender, quick, threads), limit_s=timeout_s)
+        if isinstance(report, str):
+            return report.splitlines()[0]
+        runs.append(WarmStart(report["import_s"], report["first_s"], report["second_s"]))
     runs.sort(key=lambda run: run.first_call_s)
     return runs[len(runs) // 2]
 
 
-def _run_child(
-    workload: str, contender: str, *, quick: bool, threads: int | None, timeout_s: float
-) -> WarmStart | str:
-    command = [sys.executable, "-m", "benchmarks.warm_start", workload, contender]
+def _child_args(workload: str, contender: str, quick: bool, threads: int | None) -> list[str]:
+    args = [f"suite:{workload}", "--contender", contender]
     if quick:
-        command.append("--quick")
+        args.append("--quick")
     if threads is not None:
-        command += ["--threads", str(threads)]
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            cwd=_REPO_ROOT,
-            env=env,
-            timeout=timeout_s,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return f"timed out after {timeout_s:.0f} s"
-    if done.returncode != 0:
-        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
-        return f"child exited {done.returncode}: {tail[0][:200]}"
-    lines = done.stdout.strip().splitlines()
-    if not lines:
-        return "child printed nothing"
-    return WarmStart(**json.loads(lines[-1]))
-
-
-def _child(workload_name: str, contender_name: str, *, quick: bool, threads: int | None) -> None:
-    started = time.perf_counter()
-    # Imported here, after the process started, because their import is part of what is timed.
-    from .contenders import Unavailable, contender_named
-    from .workloads import find_workloads
-
-    contender = contender_named(contender_name, threads=threads)
-    workload = find_workloads([workload_name])[0]
-    fn = contender.prepare(workload)
-    if isinstance(fn, Unavailable):
-        raise SystemExit(f"{contender_name} unavailable: {fn.reason}")
-    import_s = time.perf_counter() - started
-    args = workload.make_inputs(quick=quick)
-    _prefault(args)
-    start = time.perf_counter()
-    fn(*args)
-    first = time.perf_counter() - start
-    start = time.perf_counter()
-    fn(*args)
-    second = time.perf_counter() - start
-    print(json.dumps(attrs.asdict(WarmStart(import_s, first, second))))
-
-
-def _prefault(args: tuple[object, ...]) -> None:
-    # A fresh process's first touch of memory it never used is slow on a VM (3-12 us per
-    # 4 KiB page measured here: the host backs the page), and any first call pays it for
-    # its outputs, NumPy's included. Touching and freeing four times the inputs' bytes first
-    # lets the figure measure the compiler's start-up rather than the hypervisor.
-    import numpy as np
-
-    total = sum(int(getattr(arg, "nbytes", 0)) for arg in args)
-    scratch = np.ones(max(1, 4 * total // 8))
-    del scratch
+        args += ["--threads", str(threads)]
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The child's command line: ``WORKLOAD CONTENDER [--quick] [--threads N]``."""
+    """The child's command line: ``WORKLOAD CONTENDER [--quick] [--threads N]``; prints the
+    ``WarmStart`` of one fresh process as JSON (this process is that fresh process)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.warm_start")
     parser.add_argument("workload")
     parser.add_argument("contender", help="numpy, numpile, numpile[BACKEND], numexpr or torch")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--threads", type=int, default=None)
     options = parser.parse_args(argv)
-    _child(options.workload, options.contender, quick=options.quick, threads=options.threads)
+    args = _child_args(options.workload, options.contender, options.quick, options.threads)
+    import contextlib
+    import io
+
+    report = io.StringIO()
+    with contextlib.redirect_stdout(report):
+        first_call_main(["--child", *args])
+    run = json.loads(report.getvalue().strip().splitlines()[-1])
+    print(json.dumps(attrs.asdict(WarmStart(run["import_s"], run["first_s"], run["second_s"]))))
 
 
 if __name__ == "__main__":

@@ -115,13 +115,35 @@ def test_callables_pass_through_and_bad_types_fail() -> None:
         lookup_backend(3)  # type: ignore[arg-type]
 
 
-def test_entry_points_without_metadata_fall_back_to_builtins(
+def test_registered_names_resolve_without_reading_entry_points(
     registry: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(backends_module, "entry_points", lambda group: [])
-    backends_module._REGISTRY.clear()
+    # Running from source without metadata, or a warm start that must not import
+    # importlib.metadata: numpile's own backends are registered by their packages.
+    def no_metadata() -> list[Any]:
+        raise AssertionError("entry points read for a registered name")
+
+    monkeypatch.setattr(backends_module, "_entry_points", no_metadata)
     monkeypatch.setattr(backends_module, "_entry_points_merged", False)
+    backends_module.register_backend_path("by_path", "numpile_capture.backends:eager")
     assert lookup_backend("eager") is eager
+    assert lookup_backend("by_path") is eager
+    assert backends_module._entry_points_merged is False
+
+
+def test_a_name_no_package_registers_is_looked_up_in_the_entry_points(
+    registry: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def plugin(graph: Graph, example_inputs: list[Any]) -> Any:
+        return eager(graph, example_inputs)
+
+    monkeypatch.setattr(backends_module, "_entry_points", lambda: [("plugin", lambda: plugin)])
+    monkeypatch.setattr(backends_module, "_entry_points_merged", False)
+    assert lookup_backend("plugin") is plugin
+    assert backends_module._entry_points_merged is True
+    # A path registration never replaces a name registered before it.
+    backends_module.register_backend_path("plugin", "numpile_capture.backends:eager")
+    assert lookup_backend("plugin") is plugin
 
 
 def test_accepted_options() -> None:

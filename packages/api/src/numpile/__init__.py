@@ -12,19 +12,8 @@ The public surface, re-exported from the layers below (nothing lives here):
 
 from __future__ import annotations
 
-from numpile_autograd_aot import checkpoint as checkpoint
-from numpile_autograd_aot import custom_jvp as custom_jvp
-from numpile_autograd_aot import custom_vjp as custom_vjp
-from numpile_autograd_aot import grad as grad
-from numpile_autograd_aot import hessian as hessian
-from numpile_autograd_aot import jacfwd as jacfwd
-from numpile_autograd_aot import jacrev as jacrev
-from numpile_autograd_aot import jvp as jvp
-from numpile_autograd_aot import linearize as linearize
-from numpile_autograd_aot import register_pytree_node as register_pytree_node
-from numpile_autograd_aot import value_and_grad as value_and_grad
-from numpile_autograd_aot import vjp as vjp
-from numpile_autograd_aot import vmap as vmap
+from typing import TYPE_CHECKING, Any
+
 from numpile_capture import CompileProfiler as CompileProfiler
 from numpile_capture import NumpilePerformanceWarning as NumpilePerformanceWarning
 from numpile_capture import Unsupported as Unsupported
@@ -59,7 +48,56 @@ from numpile_runtime import distribution_version
 from numpile_runtime import release_modules as _release_modules
 from numpile_runtime import set_logs as set_logs
 
-__version__ = distribution_version("numpile")
+if TYPE_CHECKING:
+    from numpile_autograd_aot import checkpoint as checkpoint
+    from numpile_autograd_aot import custom_jvp as custom_jvp
+    from numpile_autograd_aot import custom_vjp as custom_vjp
+    from numpile_autograd_aot import grad as grad
+    from numpile_autograd_aot import hessian as hessian
+    from numpile_autograd_aot import jacfwd as jacfwd
+    from numpile_autograd_aot import jacrev as jacrev
+    from numpile_autograd_aot import jvp as jvp
+    from numpile_autograd_aot import linearize as linearize
+    from numpile_autograd_aot import register_pytree_node as register_pytree_node
+    from numpile_autograd_aot import value_and_grad as value_and_grad
+    from numpile_autograd_aot import vjp as vjp
+    from numpile_autograd_aot import vmap as vmap
+
+    __version__: str
+else:
+
+    def __getattr__(name: str) -> Any:
+        # `__version__` reads the installed metadata when first asked (see `distribution`).
+        if name == "__version__":
+            return distribution_version("numpile")
+        if name in _AUTOGRAD_NAMES:
+            import numpile_autograd_aot  # late: see _AUTOGRAD_NAMES
+
+            value = getattr(numpile_autograd_aot, name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# NOTE: the autograd transforms are imported by the first use of one of these names: a
+# process that only compiles functions (a warm start) does not import numpile_autograd_aot.
+_AUTOGRAD_NAMES = frozenset(
+    {
+        "checkpoint",
+        "custom_jvp",
+        "custom_vjp",
+        "grad",
+        "hessian",
+        "jacfwd",
+        "jacrev",
+        "jvp",
+        "linearize",
+        "register_pytree_node",
+        "value_and_grad",
+        "vjp",
+        "vmap",
+    }
+)
 
 
 def reset() -> None:

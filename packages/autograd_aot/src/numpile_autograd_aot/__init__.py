@@ -8,6 +8,7 @@ array([0., 2., 4.])
 
 from typing import TYPE_CHECKING, Any
 
+from numpile_capture import register_backend_path
 from numpile_runtime import distribution_version
 
 from .backend import aot_eager as aot_eager
@@ -76,10 +77,13 @@ from .vjp_table import register_vjp as register_vjp
 from .vjp_table import vjp_ops as vjp_ops
 from .vmap import vmap as vmap
 
-__version__ = distribution_version("numpile-autograd-aot")
+# The package's backend, as its entry point names it: no metadata read to find it.
+register_backend_path("aot_eager", "numpile_autograd_aot.backend:aot_eager")
 
 if TYPE_CHECKING:
     from .pytree import PyTreeSpec as PyTreeSpec
+
+    __version__: str
 else:
 
     def __getattr__(name: str) -> Any:
@@ -88,6 +92,9 @@ else:
             from . import pytree
 
             return pytree.PyTreeSpec
+        # `__version__` reads the installed metadata when first asked (see `distribution`).
+        if name == "__version__":
+            return distribution_version("numpile-autograd-aot")
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -1,5 +1,7 @@
 """numpile_capture: the graph IR, the canonical op set, and bytecode capture."""
 
+from typing import TYPE_CHECKING
+
 from numpile_runtime import distribution_version
 
 from . import ops as ops
@@ -12,6 +14,7 @@ from .backends import list_backends as list_backends
 from .backends import lookup_backend as lookup_backend
 from .backends import preferred_backend as preferred_backend
 from .backends import register_backend as register_backend
+from .backends import register_backend_path as register_backend_path
 from .capture_result import CaptureResult as CaptureResult
 from .capture_result import Unsupported as Unsupported
 from .compiling import is_compiling as is_compiling
@@ -85,7 +88,16 @@ from .trace_rules import substitute_in_graph as substitute_in_graph
 from .tracer import capture_function as capture_function
 from .variables import ScalarInputVar as ScalarInputVar
 
-__version__ = distribution_version("numpile-capture")
+if TYPE_CHECKING:
+    __version__: str
+else:
+
+    def __getattr__(name: str) -> str:
+        # `__version__` reads the installed metadata when first asked (see `distribution`).
+        if name == "__version__":
+            return distribution_version("numpile-capture")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "add_loop",
@@ -134,6 +146,7 @@ __all__ = [
     "lookup_backend",
     "preferred_backend",
     "register_backend",
+    "register_backend_path",
     "CaptureResult",
     "Unsupported",
     "CaptureConfig",

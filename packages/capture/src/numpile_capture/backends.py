@@ -5,9 +5,13 @@ A backend is a callable `backend(graph, example_inputs) -> compiled` where
 `graph.output` evaluated (the same pytree). Backends that accept `mode` or
 `options` keyword arguments receive the ones given to `compile`.
 
-Built-in backends are found through the `numpile.backends` entry-point group
-(a swapped-in inductor, or a user's package, registers the same way);
-`register_backend` adds one at run time:
+numpile's own backends register themselves when their package is imported
+(`register_backend_path`: a name and where the function lives, loaded on first use).
+Other packages' backends are found through the `numpile.backends` entry-point group,
+read only when a name is asked for that no registration provides, or when backends are
+listed: `importlib.metadata` costs about 20 ms of CPU to import and more to scan, which
+a process compiling with numpile's own backends does not pay. `register_backend` adds
+one at run time:
 
     >>> @register_backend(name="my_backend")
     ... def my_backend(graph, example_inputs):
@@ -18,10 +22,10 @@ Built-in backends are found through the `numpile.backends` entry-point group
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeAlias, overload
 
 import attrs
@@ -37,12 +41,8 @@ BackendFn: TypeAlias = Callable[..., CompiledFn]
 
 ENTRY_POINT_GROUP = "numpile.backends"
 
-# Built-ins that must resolve even when the distributions' metadata is not installed
-# (running from source with PYTHONPATH); installed entry points take precedence.
-_BUILTIN_ENTRY_POINTS = {"eager": "numpile_capture.backends:eager"}
-
 # NOTE: the backend a compile given none uses (`config.default_backend` None): the first of
-# these names the registry knows, so installing numpile_inductor (its entry point) makes it
+# these names the registry knows, so installing numpile_inductor (which registers it) makes it
 # the default and a layer alone falls back to running graphs with NumPy.
 PREFERRED_BACKENDS: tuple[str, ...] = ("inductor", "eager")
 
@@ -64,17 +64,26 @@ class BackendCompileError(RuntimeError):
 
 @attrs.frozen
 class _Registration:
-    # One known backend: loaded (`fn` set) or an entry point still to load.
+    # One known backend: loaded (`fn` set), or `load` still to call (a "module:attribute"
+    # path or an entry point's `load`).
     name: str
     fn: BackendFn | None
     tags: tuple[str, ...]
-    entry_point: EntryPoint | None = None
+    load: Callable[[], Any] | None = None
 
 
-# NOTE: the registry of backends by name, insertion-ordered; entry points are merged in
-# lazily on the first lookup or listing, and loaded only when used or listed.
+# NOTE: the registry of backends by name, insertion-ordered; paths and entry points are
+# loaded only when used or listed; entry points are merged in on the first lookup of a name
+# the registry does not hold, or the first listing.
 _REGISTRY: dict[str, _Registration] = {}
 _entry_points_merged = False
+
+
+def _entry_points() -> list[tuple[str, Callable[[], Any]]]:
+    # Late import: only a name numpile's packages do not register reads the metadata.
+    from importlib.metadata import entry_points
+
+    return [(ep.name, ep.load) for ep in entry_points(group=ENTRY_POINT_GROUP)]
 
 
 def _merge_entry_points() -> None:
@@ -82,22 +91,38 @@ def _merge_entry_points() -> None:
     if _entry_points_merged:
         return
     _entry_points_merged = True
-    found: dict[str, EntryPoint] = {
-        name: EntryPoint(name=name, value=value, group=ENTRY_POINT_GROUP)
-        for name, value in _BUILTIN_ENTRY_POINTS.items()
-    }
-    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-        found[entry_point.name] = entry_point
-    for name, entry_point in found.items():
+    for name, load in _entry_points():
         if name not in _REGISTRY:
-            _REGISTRY[name] = _Registration(name, None, (), entry_point)
+            _REGISTRY[name] = _Registration(name, None, (), load)
+
+
+def _import_path(path: str) -> Any:
+    module_name, _, attribute = path.partition(":")
+    value: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def register_backend_path(name: str, path: str) -> None:
+    """Register the backend `name` as the function at `path` (`"module:attribute"`), imported
+    on first use; numpile's packages register their own backends so, at import.
+
+    A name registered already (by a function or a path) keeps its registration.
+
+        >>> register_backend_path("eager", "numpile_capture.backends:eager")
+        >>> lookup_backend("eager") is eager
+        True
+    """
+    if name not in _REGISTRY:
+        _REGISTRY[name] = _Registration(name, None, (), lambda: _import_path(path))
 
 
 def _load(registration: _Registration) -> _Registration:
     if registration.fn is not None:
         return registration
-    assert registration.entry_point is not None
-    fn = registration.entry_point.load()
+    assert registration.load is not None
+    fn = registration.load()
     # Loading the module may itself have called register_backend (with tags): keep that.
     current = _REGISTRY.get(registration.name)
     if current is not None and current.fn is not None:
@@ -143,7 +168,6 @@ def register_backend(
     key = name if name is not None else getattr(compiler_fn, "__name__", None)
     if not key:
         raise ValueError("register_backend needs a name for a callable without __name__")
-    _merge_entry_points()
     existing = _REGISTRY.get(key)
     if existing is not None and existing.fn is not None and existing.fn is not compiler_fn:
         raise ValueError(f"a backend named {key!r} is already registered ({existing.fn!r})")
@@ -161,7 +185,8 @@ def lookup_backend(backend: str | BackendFn) -> BackendFn:
         return backend
     if not isinstance(backend, str):
         raise TypeError(f"a backend is a name or a callable, got {type(backend).__name__}")
-    _merge_entry_points()
+    if backend not in _REGISTRY:
+        _merge_entry_points()
     registration = _REGISTRY.get(backend)
     if registration is None:
         known = ", ".join(sorted(_REGISTRY))
@@ -184,8 +209,9 @@ def preferred_backend() -> str:
         >>> preferred_backend() in PREFERRED_BACKENDS
         True
     """
-    _merge_entry_points()
     for name in PREFERRED_BACKENDS:
+        if name not in _REGISTRY:
+            _merge_entry_points()
         if name in _REGISTRY:
             return name
     return "eager"
@@ -270,3 +296,6 @@ def eager(graph: Graph, example_inputs: Sequence[Any]) -> CompiledFn:
         return run_graph(graph, inputs)
 
     return run_eager
+
+
+_REGISTRY["eager"] = _Registration("eager", eager, ())

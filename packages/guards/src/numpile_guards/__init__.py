@@ -1,5 +1,7 @@
 """numpile_guards: sources, guards and their compilation, per-code caches."""
 
+from typing import TYPE_CHECKING
+
 from numpile_runtime import distribution_version
 
 from .cache import DEFAULT_SIZE_LIMIT as DEFAULT_SIZE_LIMIT
@@ -47,7 +49,16 @@ from .source import StateSource as StateSource
 from .symbolic import ShapeGuard as ShapeGuard
 from .symbolic import SymInt as SymInt
 
-__version__ = distribution_version("numpile-guards")
+if TYPE_CHECKING:
+    __version__: str
+else:
+
+    def __getattr__(name: str) -> str:
+        # `__version__` reads the installed metadata when first asked (see `distribution`).
+        if name == "__version__":
+            return distribution_version("numpile-guards")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DataDependentGuard",

@@ -321,7 +321,9 @@ def _describe_constant(value: Any) -> str:
         text = f"<class {value.__module__}.{value.__qualname__}>"
     else:
         text = f"<{type(value).__module__}.{type(value).__qualname__} object>"
-    return text.encode("unicode_escape").decode("ascii")
+    # ascii() escapes line breaks and non-ASCII as the unicode_escape codec would, without
+    # importing that codec in each process (its first use costs a module import).
+    return ascii(text)[1:-1]
 
 
 def compile_guards(guards: Sequence[Guard], *, name: str | None = None) -> GuardCheck:

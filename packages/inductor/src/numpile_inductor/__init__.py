@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from numpile_capture import register_backend_path
 from numpile_runtime import distribution_version
 
 from .backend import CompiledGraph as CompiledGraph
@@ -34,6 +35,10 @@ from .debug import graph_dot as graph_dot
 from .no_compiler import NoCompilerWarning as NoCompilerWarning
 from .tiered_graph import TieredGraph as TieredGraph
 
+# The package's backends, as its entry points name them: no metadata read to find them.
+register_backend_path("inductor", "numpile_inductor.backend:inductor")
+register_backend_path("triton", "numpile_inductor.codegen.triton:triton_backend")
+
 if TYPE_CHECKING:
     from .codegen.triton import TritonCompiled as TritonCompiled
     from .codegen.triton import compile_triton as compile_triton
@@ -44,7 +49,7 @@ if TYPE_CHECKING:
     from .lowering import register_lowering as register_lowering
     from .scheduler import schedule as schedule
 
-__version__ = distribution_version("numpile-inductor")
+    __version__: str
 
 __all__ = [
     "NoCompilerWarning",
@@ -87,6 +92,9 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
+    # `__version__` reads the installed metadata when first asked (see `distribution`).
+    if name == "__version__":
+        return distribution_version("numpile-inductor")
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module = importlib.import_module(_LAZY[name], __name__)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import sys
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -156,7 +155,16 @@ def _op(name: str) -> Op:
     # A canonical op, or one made for an `allow_in_graph` function (those are not in
     # the op registry: they belong to the user's program, which registers them again).
     allowed = allowed_op_named(name)
-    return allowed if allowed is not None else get_op(name)
+    if allowed is not None:
+        return allowed
+    try:
+        return get_op(name)
+    except KeyError:
+        # The functionalization's ops (view_scatter_, index_add, ...) are registered by
+        # numpile_autograd_aot, which a warm start imports only for a graph that has one.
+        import numpile_autograd_aot  # noqa: F401
+
+        return get_op(name)
 
 
 @attrs.frozen
@@ -283,24 +291,20 @@ def store_artifact(key: str, artifact: GraphArtifact) -> bool:
     return True
 
 
-# NOTE: the fingerprint of the numpile packages' versions and of this package's code,
-# computed once per process (a changed generator must not reuse old modules).
-_FINGERPRINT: list[str] = []
-
-
 def _code_fingerprint() -> str:
-    if _FINGERPRINT:
-        return _FINGERPRINT[0]
-    digest = hashlib.sha256()
+    # The code of the numpile packages below the inductor and of the inductor itself (a
+    # changed generator or op rule must not reuse old modules), hashed once per state of
+    # the files (`source_fingerprint`), not once per process. Their versions are not in
+    # it: `__version__` reads the installed metadata, which a warm start does not import.
+    import importlib.util
+
+    import numpile_runtime as rt
+
+    folders = []
     for name in _PACKAGES:
-        module = sys.modules.get(name)
-        if module is None:
-            module = __import__(name)
-        digest.update(f"{name}={getattr(module, '__version__', '?')}\0".encode())
-    # Every module of the package, the code generators in subfolders included.
-    root = Path(__file__).parent
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
-    _FINGERPRINT.append(digest.hexdigest())
-    return _FINGERPRINT[0]
+        # Found, not imported: a warm start need not import the autograd layer.
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError(f"numpile_inductor needs {name}, which cannot be found")
+        folders.append(spec.submodule_search_locations[0])
+    return rt.source_fingerprint(*folders)

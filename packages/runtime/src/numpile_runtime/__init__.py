@@ -12,6 +12,8 @@ concurrent processes, and it keeps per-stage compile timings.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .builder import BuildError as BuildError
 from .builder import BuildJob as BuildJob
 from .builder import build_extension as build_extension
@@ -73,13 +75,23 @@ from .metrics import timed as timed
 from .openmp import OPENMP_DEFAULTS as OPENMP_DEFAULTS
 from .openmp import apply_openmp_defaults as apply_openmp_defaults
 from .progress import compile_progress as compile_progress
+from .source_fingerprint import source_fingerprint as source_fingerprint
 from .toolchain import CompilerNotFoundError as CompilerNotFoundError
 from .toolchain import Toolchain as Toolchain
 from .toolchain import find_toolchain as find_toolchain
 from .toolchain import known_toolchain as known_toolchain
 from .triton_launcher import TritonLauncher as TritonLauncher
 
-__version__ = distribution_version("numpile-runtime")
+if TYPE_CHECKING:
+    __version__: str
+else:
+
+    def __getattr__(name: str) -> str:
+        # `__version__` reads the installed metadata when first asked (see `distribution`).
+        if name == "__version__":
+            return distribution_version("numpile-runtime")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 apply_openmp_defaults()
 _configure_from_env()
@@ -146,6 +158,7 @@ __all__ = [
     "reset_counters",
     "set_cache_dir",
     "set_logs",
+    "source_fingerprint",
     "timed",
     "triton_status",
     "upload",

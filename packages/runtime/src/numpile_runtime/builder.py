@@ -26,7 +26,6 @@ import atexit
 import collections
 import ctypes
 import functools
-import hashlib
 import importlib.machinery
 import importlib.util
 import logging
@@ -589,16 +588,12 @@ def _numpy_include() -> tuple[str, str]:
     return numpy.get_include(), numpy.__version__
 
 
-@functools.cache
 def _runtime_fingerprint() -> str:
-    # This package's version and code: a change to how we build invalidates entries.
-    from . import __version__  # late: the package façade imports this module
+    # This package's code: a change to how we build invalidates entries (read once per state
+    # of the files, not once per process).
+    from .source_fingerprint import source_fingerprint  # late: it imports the code cache
 
-    digest = hashlib.sha256(__version__.encode())
-    for module in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(module.name.encode())
-        digest.update(module.read_bytes())
-    return digest.hexdigest()
+    return source_fingerprint(Path(__file__).parent)
 
 
 # NOTE: the process-wide compile pool, created on first parallel build and

@@ -7,7 +7,6 @@ become constant `array` nodes; anything else a binding cannot capture raises
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -33,13 +32,15 @@ class UnsupportedCall(Exception):  # noqa: N818 - it names the event, like Unsup
 
 
 def _reporting_unsupported(apply: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(apply)
     def checked(*args: Any, **kwargs: Any) -> Any:
         try:
             return apply(*args, **kwargs)
         except NotImplementedError as exc:
             raise UnsupportedCall(f"not supported yet for these shapes: {exc}") from exc
 
+    # Only the link to `apply`: functools.wraps costs each process's first capture about
+    # 0.4 ms over the table's 320 bindings.
+    checked.__wrapped__ = apply  # type: ignore[attr-defined]
     return checked
 
 
