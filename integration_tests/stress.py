@@ -5,9 +5,9 @@ twenty constants each: 200 code objects), then runs `threads` threads that each,
 deadline, pick a random function and a random shape, call the compiled function and compare its
 result with the eager one. It returns a summary; `failures` lists every mismatch, exception,
 thread that did not finish and warning numpile logged, and `reloads` the graphs loaded again
-after the bound on loaded libraries (`NUMPILE_MAX_LOADED_MODULES`) unloaded them. `test_stress.py` runs it in the test
-process and in 4 processes at once (`python stress.py SECONDS THREADS SEED` prints the summary
-as JSON), all sharing one fresh code cache.
+after the bound on loaded libraries (`NUMPILE_MAX_LOADED_MODULES`) unloaded them.
+`test_stress.py` runs it in the test process and in 4 processes at once (`python stress.py
+SECONDS THREADS SEED` prints the summary as JSON), all sharing one fresh code cache.
 
     >>> run_stress(0.0, threads=1)["failures"]  # doctest: +SKIP
     []
