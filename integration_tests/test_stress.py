@@ -3,9 +3,9 @@
 Every result is compared with eager (`stress.py`). All of them share one fresh code cache, so
 processes race to build the same kernels while threads race to compile the same functions.
 The default run is short, for CI; `NUMPILE_STRESS_SECONDS=600` runs it for ten minutes. It runs
-twice: with the default bound on loaded kernel libraries, and with a bound of 4, far below the
-graphs the run makes, so that libraries of graphs in use are unloaded and loaded again while
-threads call them.
+twice: with the default bound on loaded kernel libraries, and with a bound of 1, so that
+every load unloads the library of another graph in use, which loads again on its next call
+while threads call it.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def shared_cache(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     numpile.reset()
 
 
-@pytest.fixture(params=[None, 4], ids=["default_bound", "library_bound_4"])
+@pytest.fixture(params=[None, 1], ids=["default_bound", "library_bound_1"])
 def library_bound(request: pytest.FixtureRequest) -> Iterator[int | None]:
     bound: int | None = request.param
     previous = rt.set_max_loaded_modules(bound) if bound is not None else None
