@@ -119,7 +119,7 @@ def test_a_graph_loaded_again_warns_as_numpy_does(small_bound: int) -> None:
 
 
 def test_four_threads_call_rotating_graphs_past_the_bound(small_bound: int) -> None:
-    programs = [_program(k) for k in range(8)]
+    programs = [_program(k) for k in range(16)]
     compiled = [numpile.compile(fn, options={"tiered": False}) for fn in programs]
     failures: list[str] = []
     most = [0]
@@ -127,7 +127,7 @@ def test_four_threads_call_rotating_graphs_past_the_bound(small_bound: int) -> N
     def worker(seed: int) -> None:
         rng = np.random.default_rng(seed)
         try:
-            for step in range(24):
+            for step in range(2 * len(programs)):
                 k = (seed + step) % len(programs)
                 x = rng.random(int(rng.integers(1, 3000)))
                 _check(programs[k], compiled[k], x)
@@ -142,5 +142,10 @@ def test_four_threads_call_rotating_graphs_past_the_bound(small_bound: int) -> N
         thread.join(timeout=300)
     assert not any(thread.is_alive() for thread in threads), "a thread is stuck"
     assert failures == []
-    # Each thread may be inside one library the memo no longer holds.
-    assert most[0] <= small_bound + SLACK + 3
+    # While threads run, libraries past the bound are those a thread is inside (evicted
+    # under it), modules loaded but not yet trimmed, and modules that died after their call
+    # and wait for the next eviction's collection: a few per thread, never all 16 graphs.
+    assert most[0] <= small_bound + 1 + 3 * len(threads)
+    # Once quiet, the next load's eviction collects them: the bound and the pool's module.
+    _check(_program(99), numpile.compile(_program(99), options={"tiered": False}), np.ones(5))
+    assert _mapped_libraries() <= small_bound + 1
