@@ -4,9 +4,10 @@
 twenty constants each: 200 code objects), then runs `threads` threads that each, until the
 deadline, pick a random function and a random shape, call the compiled function and compare its
 result with the eager one. It returns a summary; `failures` lists every mismatch, exception,
-thread that did not finish and warning numpile logged. `test_stress.py` runs it in the test
-process and in 4 processes at once (`python stress.py SECONDS THREADS SEED` prints the summary
-as JSON), all sharing one fresh code cache.
+thread that did not finish and warning numpile logged, and `reloads` the graphs loaded again
+after the bound on loaded libraries (`NUMPILE_MAX_LOADED_MODULES`) unloaded them.
+`test_stress.py` runs it in the test process and in 4 processes at once (`python stress.py
+SECONDS THREADS SEED` prints the summary as JSON), all sharing one fresh code cache.
 
     >>> run_stress(0.0, threads=1)["failures"]  # doctest: +SKIP
     []
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 import numpile
+import numpile_runtime
 
 # NOTE: ten small programs over one float64 array `x` and a constant `C`: elementwise,
 # reductions, broadcasting, a graph break, a Python loop; each becomes twenty functions.
@@ -125,7 +127,15 @@ def run_stress(seconds: float, *, threads: int = 8, seed: int = 0) -> dict[str, 
             failures.append(f"thread {thread.name} still running 600 s after the deadline")
     logging.getLogger("numpile").removeHandler(warnings)
     failures += warnings.messages
-    return {"calls": sum(calls), "failures": failures, "threads": threads, "seed": seed}
+    # Graphs whose library was unloaded by the bound on loaded libraries, then loaded again.
+    reloads = numpile_runtime.counters().get("inductor_module_reload", 0)
+    return {
+        "calls": sum(calls),
+        "failures": failures,
+        "threads": threads,
+        "seed": seed,
+        "reloads": reloads,
+    }
 
 
 if __name__ == "__main__":

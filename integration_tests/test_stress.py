@@ -2,7 +2,10 @@
 
 Every result is compared with eager (`stress.py`). All of them share one fresh code cache, so
 processes race to build the same kernels while threads race to compile the same functions.
-The default run is short, for CI; `NUMPILE_STRESS_SECONDS=600` runs it for ten minutes.
+The default run is short, for CI; `NUMPILE_STRESS_SECONDS=600` runs it for ten minutes. It runs
+twice: with the default bound on loaded kernel libraries, and with a bound of 1, so that
+every load unloads the library of another graph in use, which loads again on its next call
+while threads call it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Iterator
 import pytest
 
 import numpile
+import numpile_runtime as rt
 
 HERE = pathlib.Path(__file__).parent
 SECONDS = float(os.environ.get("NUMPILE_STRESS_SECONDS", "5"))
@@ -34,10 +38,23 @@ def shared_cache(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     numpile.reset()
 
 
-def test_threads_and_processes_compile_and_call_together(shared_cache: str) -> None:
+@pytest.fixture(params=[None, 1], ids=["default_bound", "library_bound_1"])
+def library_bound(request: pytest.FixtureRequest) -> Iterator[int | None]:
+    bound: int | None = request.param
+    previous = rt.set_max_loaded_modules(bound) if bound is not None else None
+    yield bound
+    if previous is not None:
+        rt.set_max_loaded_modules(previous)
+
+
+def test_threads_and_processes_compile_and_call_together(
+    shared_cache: str, library_bound: int | None
+) -> None:
     from stress import run_stress  # the helper module beside this file (see conftest)
 
     env = {**os.environ, "NUMPILE_CACHE_DIR": shared_cache}
+    if library_bound is not None:
+        env["NUMPILE_MAX_LOADED_MODULES"] = str(library_bound)
     workers = [
         subprocess.Popen(
             [sys.executable, str(HERE / "stress.py"), str(SECONDS), "2", str(seed)],
@@ -59,11 +76,17 @@ def test_threads_and_processes_compile_and_call_together(shared_cache: str) -> N
     assert summary["failures"] == []
     assert summary["calls"] >= THREADS
     calls = [summary["calls"]]
+    reloads = [summary["reloads"]]
     for worker, (stdout, stderr) in zip(workers, outputs, strict=True):
         assert worker.returncode == 0, stderr
         result = json.loads(stdout.strip().splitlines()[-1])
         assert result["failures"] == []
         assert result["calls"] >= 2
         calls.append(result["calls"])
-    # Shown with -s: the calls checked against eager, in this process and in each worker.
-    print(f"stress: {SECONDS:g} s, calls checked per process {calls}, no failure")
+        reloads.append(result["reloads"])
+    # Shown with -s: the calls checked against eager, in this process and in each worker, and
+    # the graphs loaded again after the library bound unloaded them.
+    print(
+        f"stress: {SECONDS:g} s, bound {library_bound}, calls checked per process {calls}, "
+        f"graphs loaded again {reloads}, no failure"
+    )

@@ -15,6 +15,7 @@ runs the graph op by op while those steps run on a background worker.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -386,8 +387,6 @@ def _finish(
         called_from_line(graph, spec.origin, fn)
         for spec, fn in zip(specs, extern_callables(steps), strict=True)
     )
-    module.set_externs(externs)
-    module.set_pool(pool_handler())
     generated = GeneratedModule(
         artifact.module_name,
         artifact.source,
@@ -397,14 +396,29 @@ def _finish(
         artifact.direct,
         steps,
     )
-    fn = output_rebuilder(generated, module.call)
-    if artifact.epilogue is not None:
+    epilogue = artifact.epilogue
 
-        def barrier() -> Callable[..., Any]:
-            # Inputs that overlap in memory: the pure graph cannot model them.
-            return _compile(graph, config, None, functionalize=False).fn
+    @functools.cache
+    def barrier() -> Callable[..., Any]:
+        # Inputs that overlap in memory: the pure graph cannot model them.
+        return _compile(graph, config, None, functionalize=False).fn
 
-        fn = with_epilogue(fn, artifact.epilogue, barrier)
+    def bind(loaded: types.ModuleType) -> Callable[..., Any]:
+        # The graph's call over a loaded module, its statics set up (a module unloaded to
+        # keep the bound on loaded libraries loads again with them zeroed).
+        loaded.set_externs(externs)
+        loaded.set_pool(pool_handler())
+        fn = output_rebuilder(generated, loaded.call)
+        if epilogue is not None:
+            fn = with_epilogue(fn, epilogue, barrier)
+        return fn
+
+    def reload() -> tuple[Callable[..., Any], types.ModuleType]:
+        loaded = _build(artifact.module_name, artifact.source, artifact.flags, graph)
+        rt.count("inductor_module_reload")
+        return bind(loaded), loaded
+
+    fn = bind(module)
     # A failed call may run again with NumPy when the kernels left the inputs untouched.
     replayable = artifact.epilogue is not None or not any(
         node.op is not None and node.op.mutates for node in graph.nodes
@@ -415,7 +429,13 @@ def _finish(
         [(spec.op_name, spec.origin) for index, spec in enumerate(specs) if index not in c_loops],
     )
     fn = honouring_errstate(
-        fn, graph, module, replayable=replayable, externs=bool(artifact.externs), warned=warned
+        fn,
+        graph,
+        module,
+        replayable=replayable,
+        externs=bool(artifact.externs),
+        warned=warned,
+        reload=reload,
     )
     return CompiledGraph(
         sched,

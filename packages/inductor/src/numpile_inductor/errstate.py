@@ -32,7 +32,7 @@ import logging
 import types
 import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 import numpy as np
@@ -59,6 +59,9 @@ def _state_variable() -> contextvars.ContextVar[Any] | None:
 
 
 _state_var = _state_variable()
+
+# What loads a compiled graph's module again: the call over it (set-up replayed), and it.
+Reload: TypeAlias = Callable[[], tuple[Callable[..., Any], types.ModuleType]]
 
 _STRICT_MODES = frozenset({"raise", "call", "print", "log"})
 
@@ -95,6 +98,7 @@ def honouring_errstate(
     replayable: bool,
     externs: bool = False,
     warned: Collection[Node] = (),
+    reload: Reload | None = None,
 ) -> Callable[..., Any]:
     """`call`, honouring NumPy's error state as the module docstring says.
 
@@ -104,9 +108,17 @@ def honouring_errstate(
     the ops of `warned` (those extern calls, which gave their own warnings) then run
     quietly. The state is read once per change of NumPy's error-state object: a call pays
     an identity check and one Python frame.
+
+    With `reload`, the runtime may unload `module` while the callable lives (the bound on
+    loaded libraries, `numpile_runtime.make_evictable`): the eviction swaps what the
+    callable holds of the module for a stub, and the next call loads the module again
+    with `reload()` (the call over the loaded module, its set-up replayed), tells it the
+    error state and runs; a module that cannot load again runs `graph` with NumPy. Calls
+    pay nothing for it.
     """
-    report: _Report = vars(module).setdefault("numpile_errstate", _Report())
+    report = _report_of(module)
     set_report = module.set_fp_report
+    fp_flags = module.fp_flags
     # Under a strict state the kernels still run when a flagged call can run again op by
     # op, where NumPy raises or calls back at the op that raised: a replayable graph whose
     # module makes no NumPy call of its own (one would raise or call back inside it).
@@ -128,6 +140,34 @@ def honouring_errstate(
     else:
         read_state = _state_var.get
 
+    if reload is not None:
+        # NOTE: `call`, `set_report` and `fp_flags` are all that hold the module (and
+        # `reloading` while it runs): the eviction swaps them, so that the module can die.
+
+        def evict() -> None:
+            nonlocal call, set_report, fp_flags
+            call = reloading
+            set_report = _unloaded_report
+            fp_flags = _no_flags
+
+        def reloading(*args: Any) -> Any:
+            nonlocal call, set_report, fp_flags, report
+            try:
+                loaded_call, loaded = reload()
+            except Exception as error:  # any failure: NumPy runs the graph, never an error
+                log.warning("a graph's module did not load again (%s): NumPy runs the graph", error)
+                return run_graph(graph, args)
+            report = _report_of(loaded)
+            set_report = loaded.set_fp_report
+            fp_flags = loaded.fp_flags
+            report.state = read_state()
+            update()
+            call = loaded_call
+            rt.make_evictable(loaded, evict)  # after the swap: see `make_evictable`
+            return loaded_call(*args)
+
+        rt.make_evictable(module, evict)
+
     if not replayable:
 
         def run_reporting(*args: Any) -> Any:
@@ -139,7 +179,7 @@ def honouring_errstate(
                 return run_graph(graph, args)
             result = call(*args)
             if report.mask:
-                raised = module.fp_flags() & report.mask
+                raised = fp_flags() & report.mask
                 if raised:
                     _warn_categories(graph, raised)
             return result
@@ -159,6 +199,21 @@ def honouring_errstate(
             return run_warning(graph, args, warned)
 
     return run
+
+
+def _report_of(module: types.ModuleType) -> _Report:
+    report: _Report = vars(module).setdefault("numpile_errstate", _Report())
+    return report
+
+
+def _unloaded_report(mask: int, error: type[BaseException]) -> None:
+    # The module is unloaded: the stub that loads it again tells it the state.
+    return None
+
+
+def _no_flags() -> int:
+    # The module was unloaded after a call: its flags are gone with it.
+    return 0
 
 
 def run_warning(graph: Graph, inputs: Sequence[Any], warned: Collection[Node] = ()) -> Any:

@@ -24,8 +24,6 @@ from .builder import compile_library as compile_library
 from .builder import compile_many as compile_many
 from .builder import load_extension as load_extension
 from .builder import load_library as load_library
-from .builder import release_modules as release_modules
-from .builder import set_max_loaded_modules as set_max_loaded_modules
 from .cache_eviction import SweepResult as SweepResult
 from .code_cache import CacheInfo as CacheInfo
 from .code_cache import CodeCache as CodeCache
@@ -55,6 +53,9 @@ from .device_copy import upload as upload
 from .distribution import UNKNOWN_VERSION as UNKNOWN_VERSION
 from .distribution import distribution_version as distribution_version
 from .layer_config import LayerConfig as LayerConfig
+from .loaded_modules import make_evictable as make_evictable
+from .loaded_modules import release_modules as release_modules
+from .loaded_modules import set_max_loaded_modules as set_max_loaded_modules
 from .locks import at_fork_reset as at_fork_reset
 from .locks import compile_owner as compile_owner
 from .locks import compiling as compiling
@@ -147,6 +148,7 @@ __all__ = [
     "is_device_array",
     "kernel_arg",
     "load_extension",
+    "make_evictable",
     "release_modules",
     "set_max_loaded_modules",
     "load_library",

@@ -23,7 +23,6 @@ parallel: a thread pool whose threads each wait on one compiler process.
 from __future__ import annotations
 
 import atexit
-import collections
 import ctypes
 import functools
 import importlib.machinery
@@ -39,7 +38,6 @@ import sys
 import sysconfig
 import tempfile
 import types
-import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,7 +45,8 @@ from typing import TYPE_CHECKING
 import attrs
 
 from .code_cache import CodeCache, cache_key, default_cache
-from .extension_loader import can_unload, close_unused, open_extension
+from .extension_loader import can_unload, open_extension
+from .loaded_modules import memo_get, memo_put, trim
 from .locks import at_fork_reset, new_lock
 from .metrics import count, timed
 from .progress import build_done, builds_started
@@ -67,8 +66,6 @@ __all__ = [
     "compile_many",
     "load_extension",
     "load_library",
-    "release_modules",
-    "set_max_loaded_modules",
 ]
 
 log = logging.getLogger("numpile.runtime.build")
@@ -198,8 +195,9 @@ def build_library(
 def build_many(jobs: Sequence[BuildJob]) -> list[types.ModuleType | ctypes.CDLL]:
     """Build `jobs` in parallel and load each; results in the order of `jobs`.
 
-    Loaded objects are memoized per cache key for the life of the process,
-    so building the same source again costs one hash. If any job fails, the
+    Loaded objects are memoized per cache key (`loaded_modules`: ctypes libraries for
+    the life of the process, modules up to a bound), so building the same source again
+    costs one hash. If any job fails, the
     others still finish (and are cached) before its `BuildError` is raised.
 
         >>> lib, = build_many([BuildJob("int two(void) { return 2; }")])
@@ -209,11 +207,10 @@ def build_many(jobs: Sequence[BuildJob]) -> list[types.ModuleType | ctypes.CDLL]
     toolchain = find_toolchain()
     plans = [_plan(job, toolchain) for job in jobs]
     results: dict[str, types.ModuleType | ctypes.CDLL] = {}
-    with _LOADED_LOCK:
-        for plan in plans:
-            found = _memo_get(plan.key)
-            if found is not None:
-                results[plan.key] = found
+    for plan in plans:
+        found = memo_get(plan.key)
+        if found is not None:
+            results[plan.key] = found
     missing = [plan for plan in plans if plan.key not in results]
     cache = default_cache()
     try:
@@ -228,8 +225,9 @@ def build_many(jobs: Sequence[BuildJob]) -> list[types.ModuleType | ctypes.CDLL]
             loaded = _load_planned(plan, path, cache)
         except OSError as error:
             loaded = _load_planned(plan, _compile(plan, _uncached(cache, error)), _scratch())
-        with _LOADED_LOCK:
-            results[plan.key] = _memo_put(plan.key, loaded)
+        results[plan.key] = memo_put(plan.key, loaded)
+    if missing:
+        trim()  # after every load, so that none of them is unloaded before it is returned
     return [results[plan.key] for plan in plans]
 
 
@@ -340,76 +338,6 @@ def load_library(path: str | os.PathLike[str]) -> ctypes.CDLL:
         library = ctypes.CDLL(os.fspath(path))
     count("module_load")
     return library
-
-
-# NOTE: process-wide memo of loaded modules by cache key: the most recently used
-# `_MAX_LOADED[0]` are held here (least recently used dropped first), and any module still
-# alive elsewhere is found through the weak map, so one library is never loaded twice while
-# in use. A module nothing holds is unloaded (`extension_loader`). ctypes libraries (the
-# debug path) are kept for the life of the process.
-_LOADED: collections.OrderedDict[str, types.ModuleType] = collections.OrderedDict()
-_LOADED_WEAK: weakref.WeakValueDictionary[str, types.ModuleType] = weakref.WeakValueDictionary()
-_LIBRARIES: dict[str, ctypes.CDLL] = {}
-_LOADED_LOCK = new_lock()
-_MAX_LOADED = [int(os.environ.get("NUMPILE_MAX_LOADED_MODULES") or 256)]
-
-
-def _memo_get(key: str) -> types.ModuleType | ctypes.CDLL | None:
-    if key in _LIBRARIES:
-        return _LIBRARIES[key]
-    module = _LOADED.get(key)
-    if module is not None:
-        _LOADED.move_to_end(key)
-        return module
-    module = _LOADED_WEAK.get(key)
-    if module is not None:
-        _memo_put(key, module)
-    return module
-
-
-def _memo_put(key: str, loaded: types.ModuleType | ctypes.CDLL) -> types.ModuleType | ctypes.CDLL:
-    # The memoized object for `key` (the first one, when two threads loaded it at once).
-    if isinstance(loaded, ctypes.CDLL):
-        return _LIBRARIES.setdefault(key, loaded)
-    loaded = _LOADED_WEAK.setdefault(key, loaded)
-    _LOADED[key] = loaded
-    _LOADED.move_to_end(key)
-    while len(_LOADED) > _MAX_LOADED[0]:
-        _LOADED.popitem(last=False)
-    return loaded
-
-
-def set_max_loaded_modules(count: int) -> int:
-    """Hold at most `count` loaded modules in the memo (least recently used dropped first;
-    `NUMPILE_MAX_LOADED_MODULES`, default 256); the previous bound.
-
-    Modules the memo drops stay loaded while a compiled function uses them and are unloaded
-    once nothing does (`release_modules`, or the next load).
-
-        >>> previous = set_max_loaded_modules(64)
-        >>> set_max_loaded_modules(previous)
-        64
-    """
-    if count < 0:
-        raise ValueError(f"count must be >= 0, not {count}")
-    with _LOADED_LOCK:
-        previous = _MAX_LOADED[0]
-        _MAX_LOADED[0] = count
-        while len(_LOADED) > count:
-            _LOADED.popitem(last=False)
-    return previous
-
-
-def release_modules() -> int:
-    """Drop the memo of loaded modules and unload every module nothing else uses (after a
-    garbage collection); how many libraries were unloaded. `numpile.reset()` calls it.
-
-        >>> release_modules() >= 0
-        True
-    """
-    with _LOADED_LOCK:
-        _LOADED.clear()
-    return close_unused()
 
 
 # NOTE: process-wide memo of build plans, so that asking again for a loaded
