@@ -135,3 +135,40 @@ def test_a_loop_result_of_another_type_falls_back_to_the_ufunc(python_calls: Any
         want = fn(data)
         assert got == want and type(got) is type(want)
         assert "<numpile graph op>" in called, called
+
+
+def _allocations(x: Any) -> Any:
+    n = x.shape[0]
+    counts = np.zeros(n, dtype=np.int64)
+    rows = np.zeros((n, 3), dtype=np.float32)
+    scratch = np.empty((2, n))
+    for i in range(n):
+        counts[i] = i * 2
+        rows[i, 1] = x[i]
+        scratch[0, i] = x[i]
+        scratch[1, i] = -x[i]
+    return counts, rows, scratch
+
+
+def test_allocations_of_symbolic_sizes_are_c(python_calls: Any) -> None:
+    compiled = compile_function(_allocations, backend="inductor", dynamic=True)
+    for n in (4, 7, 0, 3):
+        x = np.arange(float(n))
+        compiled(x)
+        got, called = python_calls(compiled, x)
+        want = _allocations(x)
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype and g.shape == w.shape and g.flags.c_contiguous
+            np.testing.assert_array_equal(g, w)
+        assert "<numpile graph op>" not in called, called
+
+
+def test_a_negative_symbolic_size_falls_back_to_numpys_error() -> None:
+    def fn(x: Any) -> Any:
+        return np.zeros(x.shape[0] - 4) + 1.0
+
+    compiled = compile_function(fn, backend="inductor", dynamic=True)
+    for n in (6, 9):
+        np.testing.assert_array_equal(compiled(np.ones(n)), fn(np.ones(n)))
+    with pytest.raises(ValueError, match="negative dimensions are not allowed"):
+        compiled(np.ones(2))
