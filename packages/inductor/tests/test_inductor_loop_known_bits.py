@@ -100,6 +100,19 @@ def _two_bit_mask(data: Any) -> Any:
     return c
 
 
+def _invariant_source(data: Any) -> Any:
+    # The carried value becomes a loop invariant xored with the select, and the carried
+    # value itself xored with one: sources that are not computed from the shift.
+    base = data[0] ^ np.uint32(5)
+    c = np.uint32(0xFFFFFFFF)
+    d = np.uint32(3)
+    one = np.uint32(1)
+    for _ in range(data.shape[0]):
+        c = base ^ ((c & one) * np.uint32(0xEDB88320))
+        d = d ^ ((d & one) * np.uint32(0x10))
+    return c, d
+
+
 def _compare(fn: Callable[..., Any], data: Any) -> Graph:
     captured = capture_function(fn, (data.copy(),), {}).graph
     compiled = compile_graph(captured)
@@ -154,7 +167,7 @@ def test_bit_loops_match_eager(dtype: Any, poly: int, init: int) -> None:
         assert bit_select(masks[0]) is not None
 
 
-@pytest.mark.parametrize("fn", [_or_bits, _shared_test, _two_bit_mask])
+@pytest.mark.parametrize("fn", [_or_bits, _shared_test, _two_bit_mask, _invariant_source])
 def test_other_forwarded_bit_tests_match_eager(fn: Callable[..., Any]) -> None:
     dtype = np.uint16 if fn is _or_bits else np.uint32
     for data in _inputs(dtype):

@@ -174,7 +174,9 @@ def _source(out: Node, constant: int, dtype: np.dtype[Any]) -> Node | None:
     width = dtype.itemsize * 8
     bits = constant & ((1 << width) - 1)
     for x, y in (out.inputs, out.inputs[::-1]):
-        if _zero_d(x, dtype) and bits & ~known_zeros(y, dtype) == 0:
+        # `x` computed in the body (a placeholder may stand for an array of the caller)
+        computed = isinstance(x, Node) and x.op is not None
+        if computed and _zero_d(x, dtype) and bits & ~known_zeros(y, dtype) == 0:
             assert isinstance(x, Node)
             return x
     return None
