@@ -61,6 +61,21 @@ def concat_and_stack(x: Any, w: Any) -> Any:
     return np.concatenate([x, x * 2], axis=0).sum(axis=1), np.stack([x, x]).shape
 
 
+def allocations_of_sizes(x: Any, w: Any) -> Any:
+    # Sizes that reach np.zeros/ones/empty/full stay symbolic (no guard on their values).
+    n, m = x.shape
+    out = np.zeros(n)
+    out[:] = x[:, 0]
+    filled = np.empty(x.shape, dtype=np.float32)
+    filled[...] = x * 2
+    return (
+        out + np.ones((n, m), dtype=np.float32).sum(axis=1),
+        filled,
+        np.full(n + 1, 2, dtype=np.int16),
+        np.full((2, n), m).sum(axis=0),
+    )
+
+
 PROGRAMS: list[Callable[..., Any]] = [
     relu_matmul,
     broadcast_rows,
@@ -70,6 +85,7 @@ PROGRAMS: list[Callable[..., Any]] = [
     shape_arithmetic,
     reductions,
     concat_and_stack,
+    allocations_of_sizes,
 ]
 
 
@@ -158,3 +174,13 @@ def test_dynamic_entries_with_the_inductor_match_numpy() -> None:
             assert got.dtype == want.dtype and got.shape == want.shape
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     assert len(cache_for(f.__code__).entries) == 1
+
+
+def test_allocations_of_symbolic_sizes_with_the_inductor_compile_once() -> None:
+    from numpile_guards import cache_for
+
+    compiled = numpile.compile(allocations_of_sizes, dynamic=True)
+    for n in (4, 18, 64):
+        x, w = _inputs(n, n)
+        _compare(compiled(x, w), allocations_of_sizes(x, w))
+    assert len(cache_for(allocations_of_sizes.__code__).entries) == 1

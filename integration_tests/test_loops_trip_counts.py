@@ -1,6 +1,8 @@
 """Trip counts never specialize (issue 23): the benchmark's loop workloads, compiled with
 the default options (`dynamic=None`, the inductor), run at trip counts 0, 1, 5 and 50 (or
-matrix orders 5, 50, 17) from one compiled graph, with NumPy's values.
+matrix orders 5, 50, 17) from one compiled graph, with NumPy's values; every workload
+called at its trip count and then at 10x compiles once (a size that bounds a loop and
+reaches an allocation, `np.zeros(cr.shape[0])`, stays symbolic).
 """
 
 from __future__ import annotations
@@ -47,6 +49,18 @@ def test_one_compile_across_trip_counts(name: str, trips: tuple[int, ...]) -> No
     compiled = numpile.compile(workload.fn)
     with recording_captures() as events:
         for trip in trips:
+            args = workload.inputs(trip)
+            _check(compiled(*args), workload.fn(*args))
+    assert not any(event.eager for event in events)
+    assert sum(1 for event in events if event.graph is not None) == 1
+
+
+@pytest.mark.parametrize("name", [workload.name for workload in find_loop_workloads(None)])
+def test_ten_times_the_trip_count_hits_the_same_entry(name: str) -> None:
+    workload = find_loop_workloads([name])[0]
+    compiled = numpile.compile(workload.fn)
+    with recording_captures() as events:
+        for trip in (workload.quick_trips, workload.quick_trips * 10):
             args = workload.inputs(trip)
             _check(compiled(*args), workload.fn(*args))
     assert not any(event.eager for event in events)

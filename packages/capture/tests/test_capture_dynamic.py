@@ -368,3 +368,46 @@ def test_sizes_returned_or_kept_across_a_break_are_right_for_every_size() -> Non
         got = compiled(x)
         assert got == f(x)
         assert all(type(a) is type(b) for a, b in zip(got, f(x), strict=True))
+
+
+def zeros_of_shape(x: Any) -> Any:
+    return np.zeros(x.shape) + x
+
+
+def constructors_of_sizes(x: Any) -> Any:
+    n, m = x.shape
+    parts = (
+        np.ones((n, 3), dtype=np.int32).sum(axis=1),
+        np.empty(n * m).shape[0] + np.zeros(m, dtype=np.float32).sum(),
+        np.full(n + 1, 7, dtype=np.int16)[1:],
+        np.full((2, m), n).sum(axis=0),
+    )
+    return parts
+
+
+@pytest.mark.parametrize("fn", [zeros_of_shape, constructors_of_sizes])
+def test_constructors_of_symbolic_sizes_compile_once(fn: Callable[..., Any]) -> None:
+    # A size that reaches an allocation stays symbolic: no guard on its value.
+    compiled = compile_function(fn, backend="eager", dynamic=True)
+    with recording_captures() as events:
+        for shape in ((3, 4), (7, 2), (5, 5), (2, 9)):
+            x = np.arange(float(np.prod(shape))).reshape(shape)
+            got, want = compiled(x), fn(x)
+            for g, w in zip(
+                got if isinstance(got, tuple) else (got,),
+                want if isinstance(want, tuple) else (want,),
+                strict=True,
+            ):
+                _same(g, w)
+    assert len(_graphs(events)) == 1
+    assert not any("shape[0] ==" in str(guard) for guard in events[0].guards)
+
+
+def test_a_negative_symbolic_size_raises_numpys_error() -> None:
+    def f(x: Any) -> Any:
+        return np.zeros(x.shape[0] - 5)
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    _same(compiled(np.ones(8)), f(np.ones(8)))
+    with pytest.raises(ValueError, match="negative dimensions"):
+        compiled(np.ones(3))

@@ -74,3 +74,101 @@ def test_python_ints_beyond_int64_fall_back_to_python(operator: str) -> None:
         want = run_graph(graph, [left, right])
         got = compiled.fn(left, right)
         assert got == want and type(got) is type(want), (left, right)
+
+
+def _bits_then(op: str, constant: Any) -> Any:
+    def fn(data: Any) -> Any:
+        c = data.dtype.type(0) | constant  # a NumPy scalar of the data's type
+        for i in range(data.shape[0]):
+            c = c ^ data[i]
+        if op == "xor":
+            return c ^ constant
+        if op == "and":
+            return c & constant
+        if op == "or":
+            return constant | c
+        if op == "lshift":
+            return c << constant
+        return c >> constant
+
+    return fn
+
+
+@pytest.mark.parametrize(
+    ("op", "constant"),
+    [
+        ("xor", np.uint32(0xFFFFFFFF)),
+        ("and", np.uint8(0x0F)),
+        ("or", np.int16(-32768)),
+        ("lshift", np.uint64(63)),
+        ("rshift", np.int8(3)),
+        ("rshift", np.uint32(40)),  # past the width: 0, as NumPy gives
+        ("lshift", np.int64(70)),
+    ],
+)
+def test_bitwise_ops_of_a_loop_result_and_a_constant_are_c(
+    op: str, constant: Any, python_calls: Any
+) -> None:
+    fn = _bits_then(op, constant)
+    compiled = compile_function(fn, backend="inductor", dynamic=True)
+    info = np.iinfo(constant.dtype)
+    rng = np.random.default_rng(5)
+    for data in (
+        np.full(7, info.max, dtype=constant.dtype),
+        np.array([info.min, -1 if info.min else 1, info.max], dtype=constant.dtype),
+        rng.integers(-128 if info.min else 0, 256, 9).astype(constant.dtype),
+    ):
+        compiled(data)
+        got, called = python_calls(compiled, data)
+        want = fn(data)
+        assert got == want and type(got) is type(want)
+        assert "<numpile graph op>" not in called, called  # the extern's frame at the line
+
+
+def test_a_loop_result_of_another_type_falls_back_to_the_ufunc(python_calls: Any) -> None:
+    # An int64 loop result with a uint8 constant: not the constant's type, so NumPy runs it.
+    fn = _bits_then("xor", np.uint8(3))
+    compiled = compile_function(fn, backend="inductor", dynamic=True)
+    for data in (np.arange(4, dtype=np.int64), np.arange(3, dtype=np.int64) - 7):
+        compiled(data)
+        got, called = python_calls(compiled, data)
+        want = fn(data)
+        assert got == want and type(got) is type(want)
+        assert "<numpile graph op>" in called, called
+
+
+def _allocations(x: Any) -> Any:
+    n = x.shape[0]
+    counts = np.zeros(n, dtype=np.int64)
+    rows = np.zeros((n, 3), dtype=np.float32)
+    scratch = np.empty((2, n))
+    for i in range(n):
+        counts[i] = i * 2
+        rows[i, 1] = x[i]
+        scratch[0, i] = x[i]
+        scratch[1, i] = -x[i]
+    return counts, rows, scratch
+
+
+def test_allocations_of_symbolic_sizes_are_c(python_calls: Any) -> None:
+    compiled = compile_function(_allocations, backend="inductor", dynamic=True)
+    for n in (4, 7, 0, 3):
+        x = np.arange(float(n))
+        compiled(x)
+        got, called = python_calls(compiled, x)
+        want = _allocations(x)
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype and g.shape == w.shape and g.flags.c_contiguous
+            np.testing.assert_array_equal(g, w)
+        assert "<numpile graph op>" not in called, called
+
+
+def test_a_negative_symbolic_size_falls_back_to_numpys_error() -> None:
+    def fn(x: Any) -> Any:
+        return np.zeros(x.shape[0] - 4) + 1.0
+
+    compiled = compile_function(fn, backend="inductor", dynamic=True)
+    for n in (6, 9):
+        np.testing.assert_array_equal(compiled(np.ones(n)), fn(np.ones(n)))
+    with pytest.raises(ValueError, match="negative dimensions are not allowed"):
+        compiled(np.ones(2))

@@ -159,7 +159,8 @@ def _build_functions() -> dict[int, tuple[object, Binding]]:
     for name in ("cumsum", "cumprod", "nancumsum", "nancumprod"):
         entries.append((getattr(np, name), Binding(f"numpy.{name}", bind_scan(name))))
     for name in ("zeros", "ones", "empty"):
-        entries.append((getattr(np, name), Binding(f"numpy.{name}", bind_filled(name))))
+        binding = Binding(f"numpy.{name}", bind_filled(name), run_time_sizes=True)
+        entries.append((getattr(np, name), binding))
     for name in ("zeros_like", "ones_like", "empty_like"):
         entries.append((getattr(np, name), Binding(f"numpy.{name}", bind_like(name))))
     for name in ("tril", "triu"):
@@ -189,7 +190,6 @@ def _build_functions() -> dict[int, tuple[object, Binding]]:
         (np.flipud, "flipud", bind_flipud),
         (np.atleast_1d, "atleast_1d", bind_atleast_1d),
         (np.atleast_2d, "atleast_2d", bind_atleast_2d),
-        (np.full, "full", bind_full),
         (np.arange, "arange", bind_arange),
         (np.linspace, "linspace", bind_linspace),
         (np.eye, "eye", bind_eye),
@@ -227,6 +227,7 @@ def _build_functions() -> dict[int, tuple[object, Binding]]:
         (np.asfortranarray, "asfortranarray", bind_asfortranarray),
     ]
     entries += [(fn, Binding(f"numpy.{name}", apply)) for fn, name, apply in functions]
+    entries.append((np.full, Binding("numpy.full", bind_full, run_time_sizes=True)))
     # NOTE: the extern table first, so a function with its own binding keeps it.
     entries = [*extern_functions(), *entries]
     return {id(fn): (fn, binding) for fn, binding in entries}

@@ -17,6 +17,8 @@ from ..graph import Graph, Node
 from ..meta import ArrayMeta
 from ..op import get_op
 from ..ops._shapes import normalize_axes
+from ..ops.extern import RunTimeSize
+from ..ops.loop_values import ScalarSlot
 
 
 class UnsupportedCall(Exception):  # noqa: N818 - it names the event, like Unsupported
@@ -126,6 +128,31 @@ def array_input(graph: Graph, value: Any) -> Node:
     if isinstance(value, bool | int | float | complex | np.generic | list | tuple):
         return constant_array(graph, value)
     raise UnsupportedCall(f"an argument of type {type(value).__name__} is not supported yet")
+
+
+def pinned_sizes(value: Any) -> Any:
+    """Every `RunTimeSize` inside `value` as its int (which guards it)."""
+    if isinstance(value, RunTimeSize):
+        return int(value.value)
+    if isinstance(value, list | tuple):
+        return type(value)(pinned_sizes(item) for item in value)
+    return value
+
+
+def slotted_sizes(value: Any, sizes: list[Any]) -> Any:
+    """`value` with each `RunTimeSize` as a `ScalarSlot` over the graph value that computes
+    it (appended to `sizes`), or as its int where capture cannot compute it at run time."""
+    if isinstance(value, list | tuple):
+        return type(value)(slotted_sizes(item, sizes) for item in value)
+    if not isinstance(value, RunTimeSize):
+        return value
+    computed = value.node()
+    if computed is None:
+        return int(value.value)
+    if not isinstance(computed, Node):
+        return computed
+    sizes.append(computed)
+    return ScalarSlot(len(sizes) - 1, expr=value.value.expr)
 
 
 def static(value: Any, what: str) -> Any:

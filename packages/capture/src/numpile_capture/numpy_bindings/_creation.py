@@ -12,6 +12,8 @@ import numpy as np
 
 from ..graph import Graph, Node
 from ..ops.creation import normalize_shape
+from ..ops.extern import RunTimeSize
+from ..ops.loop_values import ScalarSlot
 from ._arguments import (
     NO_VALUE,
     array_input,
@@ -20,6 +22,8 @@ from ._arguments import (
     dtype_param,
     emit,
     operand,
+    pinned_sizes,
+    slotted_sizes,
     static,
     unsupported_if,
 )
@@ -34,8 +38,13 @@ def _check_creation(name: str, order: Any, like: Any = None, device: Any = None)
     unsupported_if(device not in (None, "cpu"), f"np.{name} with device=")
 
 
-def _shape_param(shape: Any) -> tuple[Any, ...]:
-    return normalize_shape(static(shape, "a shape"))
+def _shape_param(shape: Any, sizes: list[Any]) -> tuple[Any, ...]:
+    # A symbolic size stays a slot over the int input computing it (appended to `sizes`).
+    shape = static(shape, "a shape")
+    items = tuple(shape) if isinstance(shape, tuple | list) else (shape,)
+    kept = tuple(slotted_sizes(item, sizes) for item in items)
+    plain = normalize_shape(tuple(0 if isinstance(d, ScalarSlot) else d for d in kept))
+    return tuple(d if isinstance(d, ScalarSlot) else p for d, p in zip(kept, plain, strict=True))
 
 
 def bind_filled(name: str) -> Callable[..., Any]:
@@ -49,7 +58,9 @@ def bind_filled(name: str) -> Callable[..., Any]:
         like: Any = None,
     ) -> Node:
         _check_creation(name, order, like, device)
-        return emit(graph, name, shape=_shape_param(shape), dtype=np.dtype(static(dtype, "dtype")))
+        sizes: list[Any] = []
+        params = {"shape": _shape_param(shape, sizes), "dtype": np.dtype(static(dtype, "dtype"))}
+        return emit(graph, name, *sizes, **params)
 
     return apply
 
@@ -65,8 +76,12 @@ def bind_full(
     like: Any = None,
 ) -> Node:
     _check_creation("full", order, like, device)
-    params = {"shape": _shape_param(shape), "dtype": dtype_param(dtype)}
-    return emit(graph, "full", operand(graph, fill_value), **params)
+    sizes: list[Any] = []
+    params = {"shape": _shape_param(shape, sizes), "dtype": dtype_param(dtype)}
+    value = fill_value.node() if isinstance(fill_value, RunTimeSize) else None
+    if not isinstance(value, Node):  # a size as the fill value is an int input where it can be
+        value = operand(graph, pinned_sizes(fill_value))
+    return emit(graph, "full", value, *sizes, **params)
 
 
 def bind_arange(
@@ -165,7 +180,7 @@ def bind_like(name: str) -> Callable[..., Any]:
         if dtype is not None:
             params["dtype"] = dtype_param(dtype)
         if shape is not None:
-            params["shape"] = _shape_param(shape)
+            params["shape"] = _shape_param(shape, [])  # sizes arrive as ints here
         return emit(graph, name, array_input(graph, a), **params)
 
     return apply
@@ -187,7 +202,7 @@ def bind_full_like(
     if dtype is not None:
         params["dtype"] = dtype_param(dtype)
     if shape is not None:
-        params["shape"] = _shape_param(shape)
+        params["shape"] = _shape_param(shape, [])  # sizes arrive as ints here
     return emit(graph, "full_like", array_input(graph, a), operand(graph, fill_value), **params)
 
 

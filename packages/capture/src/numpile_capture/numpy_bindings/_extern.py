@@ -20,10 +20,17 @@ import numpy as np
 from ..graph import Graph, Node
 from ..meta import ScalarMeta
 from ..op import get_op
-from ..ops.extern import ExternRow, ExternState, RunTimeSize, extern_row, extern_rows
-from ..ops.loop_values import ScalarSlot
+from ..ops.extern import ExternRow, ExternState, extern_row, extern_rows
 from ..ops.special import SPECIAL_FUNCTIONS
-from ._arguments import Binding, UnsupportedCall, constant_array, freeze, static
+from ._arguments import (
+    Binding,
+    UnsupportedCall,
+    constant_array,
+    freeze,
+    pinned_sizes,
+    slotted_sizes,
+    static,
+)
 
 
 def _input(graph: Graph, value: Any) -> Any:
@@ -49,7 +56,7 @@ def bind_extern(
     inputs: list[Any] = []
     for name in row.arrays:
         default = signature.parameters[name].default
-        value = _pinned(
+        value = pinned_sizes(
             arguments.pop(name, None if default is inspect.Parameter.empty else default)
         )
         if name == row.variadic:
@@ -62,7 +69,9 @@ def bind_extern(
         raise UnsupportedCall(f"numpy.{row.name} with out= is not supported yet")
     sizes: list[Any] = []
     params = {
-        name: freeze(static(_sized(value, sizes) if name in row.sizes else _pinned(value), name))
+        name: freeze(
+            static(slotted_sizes(value, sizes) if name in row.sizes else pinned_sizes(value), name)
+        )
         for name, value in arguments.items()
     }
     if row.refuse is not None:
@@ -82,30 +91,6 @@ def bind_extern(
     assert isinstance(metas, tuple)
     item = get_op("result_item")
     return tuple(graph.add_node(item, (node,), {"index": k}, meta) for k, meta in enumerate(metas))
-
-
-def _pinned(value: Any) -> Any:
-    # Every run-time size inside `value` as its int (which guards it).
-    if isinstance(value, RunTimeSize):
-        return int(value.value)
-    if isinstance(value, list | tuple):
-        return type(value)(_pinned(item) for item in value)
-    return value
-
-
-def _sized(value: Any, sizes: list[Any]) -> Any:
-    # Run-time sizes as slots over the graph values that compute them (appended to `sizes`).
-    if isinstance(value, list | tuple):
-        return type(value)(_sized(item, sizes) for item in value)
-    if not isinstance(value, RunTimeSize):
-        return value
-    computed = value.node()
-    if computed is None:
-        return int(value.value)
-    if not isinstance(computed, Node):
-        return computed
-    sizes.append(computed)
-    return ScalarSlot(len(sizes) - 1, expr=value.value.expr)
 
 
 def extern_binding(row: ExternRow) -> Binding:

@@ -1,9 +1,11 @@
 """Creation ops: fresh arrays from static params (zeros, arange, eye, ...) or shaped like an input.
 
-Shapes are static params (tuples of ints, or symbolic sizes later); `dtype`
-params are NumPy dtypes or None for NumPy's default. The `*_like` ops keep
-the prototype's layout as NumPy's order='K' does. `array` holds a small
-constant (a Python list written in the program) as nested tuples.
+Shapes are static params: tuples of ints where a size is `ScalarSlot(k)` when it is
+symbolic (`np.zeros(x.shape[0])` of a dynamic size): the k-th int input after the
+fill value computes it at run time and the slot's `expr` is what the meta rule sees, so
+one graph serves every size. `dtype` params are NumPy dtypes or None for NumPy's default.
+The `*_like` ops keep the prototype's layout as NumPy's order='K' does. `array` holds a
+small constant (a Python list written in the program) as nested tuples.
 
     >>> from numpile_capture import ArrayMeta, get_op
     >>> str(get_op("arange").meta(start=0, stop=5, step=2, dtype=None))
@@ -19,10 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from ..meta import ArrayMeta
+from ..meta import ArrayMeta, ScalarMeta
 from ..op import Op, OpKind, register_op
 from ._probes import probe, result_dtype
 from ._shapes import is_c_contiguous, k_order_strides, strides_of
+from .loop_values import ScalarSlot
 
 
 def normalize_shape(shape: Any) -> tuple[Any, ...]:
@@ -38,18 +41,34 @@ def normalize_shape(shape: Any) -> tuple[Any, ...]:
     return result
 
 
+def filled_shape(shape: Any, sizes: tuple[Any, ...]) -> Any:
+    """`shape` with each `ScalarSlot` replaced: by its `expr` when `sizes` are metas (the meta
+    rule), by the int of its input otherwise (run time).
+
+    >>> filled_shape((ScalarSlot(0), 3), (5,))
+    (5, 3)
+    """
+    if isinstance(shape, ScalarSlot):
+        size = sizes[shape.position]
+        return shape.expr if isinstance(size, ScalarMeta) else operator.index(size)
+    if isinstance(shape, tuple):
+        return tuple(filled_shape(item, sizes) for item in shape)
+    return shape
+
+
 def _filled_meta(
     default: Callable[..., Any],
 ) -> Callable[..., ArrayMeta]:
-    def meta(*, shape: tuple[Any, ...], dtype: Any = None) -> ArrayMeta:
+    def meta(*sizes: Any, shape: tuple[Any, ...], dtype: Any = None) -> ArrayMeta:
+        shape = filled_shape(shape, sizes)
         return ArrayMeta(normalize_shape(shape), result_dtype(default, (0,), dtype))
 
     return meta
 
 
 def _filled_impl(function: Callable[..., Any]) -> Callable[..., Any]:
-    def impl(*, shape: tuple[Any, ...], dtype: Any = None) -> Any:
-        return function(shape, dtype)
+    def impl(*sizes: Any, shape: tuple[Any, ...], dtype: Any = None) -> Any:
+        return function(filled_shape(shape, sizes), dtype)
 
     return impl
 
@@ -58,12 +77,15 @@ for _name, _function in (("zeros", np.zeros), ("ones", np.ones), ("empty", np.em
     register_op(Op(_name, OpKind.CREATION, _filled_meta(_function), _filled_impl(_function)))
 
 
-def _full_meta(fill_value: Any, *, shape: tuple[Any, ...], dtype: Any = None) -> ArrayMeta:
-    return ArrayMeta(normalize_shape(shape), result_dtype(np.full, (0,), probe(fill_value), dtype))
+def _full_meta(
+    fill_value: Any, *sizes: Any, shape: tuple[Any, ...], dtype: Any = None
+) -> ArrayMeta:
+    out_dtype = result_dtype(np.full, (0,), probe(fill_value), dtype)
+    return ArrayMeta(normalize_shape(filled_shape(shape, sizes)), out_dtype)
 
 
-def _full_impl(fill_value: Any, *, shape: tuple[Any, ...], dtype: Any = None) -> Any:
-    return np.full(shape, fill_value, dtype)
+def _full_impl(fill_value: Any, *sizes: Any, shape: tuple[Any, ...], dtype: Any = None) -> Any:
+    return np.full(filled_shape(shape, sizes), fill_value, dtype)
 
 
 full = register_op(Op("full", OpKind.CREATION, _full_meta, _full_impl))

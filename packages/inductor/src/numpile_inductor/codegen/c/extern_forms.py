@@ -13,7 +13,15 @@ as before (`FALLBACK`):
   too (`__builtin_*_overflow`);
 - `zeros_like(x)` of an exact ndarray: `PyArray_NewLikeArray` in x's memory order (NumPy's
   `order="K"`) filled with zero bytes (0 of every numeric dtype), from the buffer pool when
-  it is large.
+  it is large;
+- `zeros(...)` / `empty(...)` of a numeric dtype whose sizes are constants or int inputs
+  (`np.zeros(cr.shape[0])` of a symbolic size): `PyArray_SimpleNew` (zero bytes for
+  zeros), from the buffer pool when it is large; a negative size leaves it to NumPy's
+  error;
+- a bitwise op (`&`, `|`, `^`, shifts: none of them warns) of a NumPy integer scalar and a
+  constant of its type, as a loop's result meets one after the loop (`crc ^
+  np.uint32(0xFFFFFFFF)`): the C op on the scalar's value, boxed as that type's scalar,
+  where the ufunc called on scalars costs microseconds.
 
     >>> code = CodeBuffer()
     >>> write_extern_form(code, "v3", "dim", ["a_x"], (BufferRef("x"),), (("axis", 0),))
@@ -27,14 +35,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from numpile_capture import ScalarSlot
+
 from ...loop_ir import BufferRef
 from ..common import CodeBuffer
 from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
+from .ops import c_expr, c_literal, c_type
 
-__all__ = ["FALLBACK", "write_extern_form"]
+__all__ = ["BITWISE", "FALLBACK", "write_extern_form"]
+
+#: The bitwise ops with a C form on a NumPy integer scalar and a constant.
+BITWISE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"})
+
+# NumPy's scalar type names in its C API (`PyUInt32ArrType_Type` is `UInt`), by type char.
+_SCALAR_NAMES = {
+    "b": "Byte", "B": "UByte", "h": "Short", "H": "UShort", "i": "Int", "I": "UInt",
+    "l": "Long", "L": "ULong", "q": "LongLong", "Q": "ULongLong",
+}  # fmt: skip
 
 #: The extern forms that leave `o_<buffer>` NULL on operands they do not handle.
-FALLBACK = frozenset({"py_binary", "zeros_like"})
+FALLBACK = frozenset({"py_binary", "zeros_like", "zeros", "empty", *BITWISE})
 
 _INT_OVERFLOW = {
     "add": "__builtin_add_overflow",
@@ -68,12 +90,81 @@ def write_extern_form(
             return False
         _zeros_like(code, target, operands[0])
         return True
+    if op_name in ("zeros", "empty") and set(keywords) == {"shape", "dtype"}:
+        return _filled(code, target, op_name == "zeros", args, keywords)
+    if op_name in BITWISE and len(args) == 2 and len(refs) == 1 and not kwargs:
+        return _bitwise_on_scalar(code, target, op_name, args)
     if op_name == "py_binary" and keywords.get("operator") in _INT_OVERFLOW and len(args) == 2:
         if not all(isinstance(arg, BufferRef) or _small_int(arg) for arg in args):
             return False
         _py_int_binary(code, target, args, _INT_OVERFLOW[keywords["operator"]])
         return True
     return False
+
+
+def _filled(
+    code: CodeBuffer, target: str, zero: bool, args: tuple[Any, ...], keywords: dict[str, Any]
+) -> bool:
+    # Leaves `target` NULL (the extern runs) unless every size is an exact int >= 0.
+    dtype = np.dtype(keywords["dtype"])
+    shape = keywords["shape"]
+    if c_type(dtype) is None or not isinstance(shape, tuple) or not shape:
+        return False
+    if not all(isinstance(arg, BufferRef) for arg in args):
+        return False
+    with code.block():
+        code.writeline(f"npy_intp dims[{len(shape)}];")
+        code.writeline("int ok = 1;")
+        for axis, size in enumerate(shape):
+            if isinstance(size, ScalarSlot):
+                obj = f"o_{args[size.position].name}"
+                value = f"PyLong_CheckExact({obj}) ? PyLong_AsSsize_t({obj}) : -1"
+                code.writeline(f"dims[{axis}] = {value};")
+                code.writeline(f"if (dims[{axis}] < 0) {{ PyErr_Clear(); ok = 0; }}")
+            elif isinstance(size, int) and size >= 0:
+                code.writeline(f"dims[{axis}] = {size};")
+            else:
+                return False
+        alloc = f"PyArray_SimpleNew({len(shape)}, dims, {dtype.num})"
+        nbytes = " * ".join([f"(size_t)dims[{axis}]" for axis in range(len(shape))])
+        with code.block("if (ok)"):
+            code.writeline(f"const size_t nbytes = {nbytes} * {dtype.itemsize};")
+            with code.block(f"if (g_pool != NULL && nbytes >= {MIN_POOLED_BYTES})", "} else {"):
+                write_pooled_alloc(code, target, alloc, handler="g_pool")
+            with code.indent():
+                code.writeline(f"{target} = {alloc};")
+            code.writeline("}")
+            code.writeline(f"if ({target} == NULL) {{ goto fail; }}")
+            if zero:
+                code.writeline(f"memset(PyArray_DATA((PyArrayObject *){target}), 0, nbytes);")
+    return True
+
+
+def _bitwise_on_scalar(code: CodeBuffer, target: str, op_name: str, args: tuple[Any, ...]) -> bool:
+    # Leaves `target` NULL (the extern runs) unless the operand is a scalar of the constant's
+    # exact type, so the result has that type too.
+    constant = next(arg for arg in args if not isinstance(arg, BufferRef))
+    ref = next(arg for arg in args if isinstance(arg, BufferRef))
+    if not isinstance(constant, np.integer):
+        return False
+    dtype = constant.dtype
+    name = _SCALAR_NAMES.get(dtype.char)
+    if name is None:
+        return False
+    obj = f"o_{ref.name}"
+    ct = c_type(dtype)
+    literal = c_literal(constant.item(), dtype)
+    operands = ["x" if isinstance(arg, BufferRef) else literal for arg in args]
+    result = c_expr(op_name, operands, [dtype, dtype], dtype)
+    with code.block(f"if (Py_TYPE({obj}) == &Py{name}ArrType_Type)"):
+        code.writeline(f"{ct} x;")
+        code.writeline(f"PyArray_ScalarAsCtype({obj}, &x);")
+        code.writeline(f"{ct} r = {result};")
+        code.writeline(f"PyArray_Descr *descr = PyArray_DescrFromType({dtype.num});")
+        code.writeline(f"{target} = PyArray_Scalar(&r, descr, NULL);")
+        code.writeline("Py_DECREF(descr);")
+        code.writeline(f"if ({target} == NULL) {{ goto fail; }}")
+    return True
 
 
 def _small_int(value: Any) -> bool:

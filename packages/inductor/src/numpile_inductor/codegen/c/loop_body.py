@@ -41,6 +41,7 @@ from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot
 
 from ...loop_ir import Apply, Constant, ScalarArg
 from ..common import CodeBuffer
+from .loop_known_bits import ForwardedMask, bit_select, forwarded_masks
 from .loop_scalar_forms import quiet_compare, select_multiply, zero_one_result
 from .ops import c_expr, c_literal, c_type
 
@@ -204,7 +205,7 @@ class LoopWriter:
                     key = (source, dict(node.params)["index"])
                     self.result_metas[key] = node.meta
         for node in graph.nodes:
-            if node.op is None:
+            if node.op is None or node in env:  # in env: computed an iteration early
                 continue
             handler = _NODE_HANDLERS.get(node.op.name, _DEFAULT_HANDLER[0])
             handler(self, node, env)
@@ -592,6 +593,9 @@ def emit_loop(
             inner[placeholder] = found
         else:
             inner[placeholder] = writer.operand(env, value)
+    outermost = not writer.frames
+    forwards = [] if outermost and writer.threads else forwarded_masks(body, carried)
+    forwarded = [(fm, _forward_start(writer, fm, locals_[fm.carried])) for fm in forwards]
     constant_step = _literal_value(step.text)
     if constant_step is None:
         condition = f"({step.text} > 0 ? {index} < {stop.text} : {index} > {stop.text})"
@@ -627,10 +631,11 @@ def emit_loop(
     if not writer.frames and params.get("breaks") and params.get("first") is not None:
         writer.first_break = f"{index} == {a}"
     inner[placeholders[0]] = CValue(index, np.dtype("int64"), int, bits + 1, affine=(frame, 0))
-    outermost = not writer.frames
     writer.frames.append(frame)
     try:
-        unchecked = writer.capture(lambda: _emit_iterations(writer, head, body, inner, locals_))
+        unchecked = writer.capture(
+            lambda: _emit_iterations(writer, head, body, inner, locals_, forwarded)
+        )
         # Late import: loop_parallel imports this module's CArray.
         from .loop_parallel import independent_iterations, parallel_nest
 
@@ -647,7 +652,8 @@ def emit_loop(
             writer.checked = True
             try:
                 copy = writer.capture(
-                    lambda: _emit_iterations(writer, head, body, inner, locals_), deeper=1
+                    lambda: _emit_iterations(writer, head, body, inner, locals_, forwarded),
+                    deeper=1,
                 )
             finally:
                 writer.checked = checked
@@ -712,28 +718,93 @@ def _stores_one_element(node: Node) -> bool:
     return len(ints) == len(template) == len(meta.shape)
 
 
+# A forwarded bit test (loop_known_bits) and the C locals holding its cone's values.
+_Forwarded = tuple[ForwardedMask, list[CValue]]
+
+
+def _forward_cone(writer: LoopWriter, fm: ForwardedMask, value: CValue) -> list[CValue]:
+    # The cone of `fm` computed from `value & K` (`value`: the carried value, or the source).
+    dtype = fm.mask.meta.dtype  # type: ignore[union-attr]
+    literal = c_literal(fm.constant, dtype)
+    text = c_expr("bitwise_and", [value.text, literal], [value.dtype, dtype], dtype)
+    mask = writer.define(dtype, text)
+    if fm.constant in (0, 1):
+        writer.zero_one.add(mask)
+    env: Env = {fm.mask: CValue(mask, dtype)}
+    for node in fm.cone[1:]:
+        assert node.op is not None
+        _NODE_HANDLERS.get(node.op.name, _DEFAULT_HANDLER[0])(writer, node, env)
+    return [env[node] for node in fm.cone]
+
+
+def _sign_mask(base: CValue, bit: int, value: int) -> str:
+    # `value` where bit `bit` of `base` is set, else 0: the bit shifted into the sign and
+    # shifted back arithmetically (all ones or zero), and `value` masked with it.
+    width = base.dtype.itemsize * 8
+    unsigned = c_type(base.dtype)
+    signed = c_type(np.dtype(f"int{width}"))
+    literal = c_literal(value, base.dtype)
+    moved = f"({unsigned})((({unsigned}){base.text}) << {width - 1 - bit})"
+    return f"(({unsigned})((({signed}){moved}) >> {width - 1}) & {literal})"
+
+
+def _forward_start(writer: LoopWriter, fm: ForwardedMask, init: CValue) -> list[CValue]:
+    # Before the loop: the cone of the first iteration, in C locals the iterations update.
+    locals_ = []
+    for value in _forward_cone(writer, fm, init):
+        name = writer.fresh("f")
+        writer.buf.writeline(f"{c_type(value.dtype)} {name} = {value.text};")
+        if value.text in writer.zero_one:
+            writer.zero_one.add(name)
+        locals_.append(CValue(name, value.dtype))
+    return locals_
+
+
 def _emit_iterations(
     writer: LoopWriter,
     head: str,
     body: Graph,
     inner: Env,
     locals_: list[CValue],
+    forwarded: list[_Forwarded],
 ) -> None:
     # The `for` statement around one iteration (its first statements after the head's line).
     head, *first = head.split("\n")
     writer.buf.writeline(head)
     with writer.buf.indent():
         writer.buf.writelines(first)
-        _emit_body(writer, body, inner, locals_)
+        _emit_body(writer, body, inner, locals_, forwarded)
     writer.buf.writeline("}")
 
 
-def _emit_body(writer: LoopWriter, body: Graph, inner: Env, locals_: list[CValue]) -> None:
-    # One iteration: the body's statements, then the carried locals' new values.
+def _emit_body(
+    writer: LoopWriter,
+    body: Graph,
+    inner: Env,
+    locals_: list[CValue],
+    forwarded: list[_Forwarded],
+) -> None:
+    # One iteration: the body's statements, then the carried locals' new values (and the
+    # forwarded bit tests' values for the next iteration, from their sources).
     placeholders = body.placeholders
     first_break, writer.first_break = writer.first_break, None  # this body's, not inner ones'
-    outputs = writer.body(body, dict(inner))
+    env = dict(inner)
+    for fm, cone_locals in forwarded:
+        env.update(zip(fm.cone, cone_locals, strict=True))
+    outputs: list[CValue | None] = writer.body(body, env)
     writer.first_break = first_break
+    for fm, cone_locals in forwarded:
+        source = env[fm.source]
+        assert isinstance(source, CValue)
+        news = _forward_cone(writer, fm, source)
+        select = bit_select(fm)
+        if select is not None:
+            bit, value, base = select
+            found = source if base is None else env.get(base)
+            if isinstance(found, CValue):
+                news[1] = CValue(_sign_mask(found, bit, value), source.dtype)
+        for local, forward in zip(cone_locals, news, strict=True):
+            writer.buf.writeline(f"{local.text} = {forward.text};")
     stop_flag = None
     if len(outputs) == len(locals_) + 1:
         # A body that breaks returns its stop flag last (numpile_capture.loop_exit): read
