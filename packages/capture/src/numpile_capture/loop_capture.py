@@ -350,13 +350,15 @@ def body_names(
     exit_from: int = -1,
     span_end: int | None = None,
     else_at: int | None = None,
+    entered: bool = False,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The carried locals and the temporaries of a loop body [low, high) whose loop spans
     [head, exit_at) (or [head, span_end) where the code after it, at `exit_at`, is a copy
     inside the body: a `while True:` on 3.12+); only instruction `exit_from` may jump to
     `exit_at` (a while loop's bottom test). `LoopFallback` for a body that leaves early or
     rebinds cells. `else_at`: where an `else:` clause a break skips ends (a jump there is a
-    break too)."""
+    break too). `entered`: the body runs at least once (`while True:`), so a local first
+    bound in it and read after it is carried too (see `while_capture.late_seeds`)."""
     instructions = frame.instructions
     span = exit_at if span_end is None else span_end
     stored: list[str] = []
@@ -397,7 +399,7 @@ def body_names(
     temporaries: list[str] = []
     for name in stored:
         if name in read_outside or name not in first_store:
-            if not state.has_local(name):
+            if not state.has_local(name) and not (entered and name in read_outside):
                 raise LoopFallback(f"{name!r} is assigned in the loop and read after it")
             carried.append(name)
         else:

@@ -94,6 +94,9 @@ class LoopExit:
     depth: int = 0
     # Where the loop's `else:` clause ends, for a break that skips it (see loop_else).
     else_end: int | None = None
+    # Locals first bound in a `while True:` body and read after it, with the variable each
+    # starts an iteration as (None: unbound): a break must come after the iteration binds them.
+    unbound: dict[str, Variable | None] = attrs.field(factory=dict)
 
     def is_break(self, frame: Frame) -> bool:
         """Whether the instruction at the frame's pc starts a `break` (`LoopFallback` when it
@@ -152,6 +155,10 @@ class LoopExit:
                 frame.state.locals[LEFT] = ConstantVar(True)  # the `else:` clause is skipped
             frame.state.locals[BROKE] = ConstantVar(True)
         else:
+            for name, start in self.unbound.items():
+                if frame.state.locals.get(name) is start:
+                    reason = f"{name!r} may be unbound after the loop (a break before it)"
+                    raise LoopFallback(reason)
             frame.state.push(ConstantVar(not self.again_if))
         frame.pc = self.stop
 

@@ -43,9 +43,15 @@ from .loop_capture import (
 from .loop_exit import LoopExit, exit_block, tracing_body
 from .meta import ArrayMeta, ScalarMeta
 from .op import get_op
+from .variables import ConstantVar
 
 if TYPE_CHECKING:
     from .frame import Frame
+
+
+# NOTE: how many iterations on values known at capture time a probe traces before it
+# decides that the loop runs now, unrolled (see tests_at_run_time).
+PROBED_ITERATIONS = 8
 
 
 @attrs.frozen
@@ -124,12 +130,16 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         shape.exit,
         exit_from=shape.test,
         span_end=shape.span_end,
+        entered=shape.forever,
     )
     for name in loaded_names(frame, shape.body, shape.test):
         if name in state.lazy:
             state.read_local(name)
     pred = state.pop()
+    late = tuple(name for name in carried_names if not state.has_local(name))
     try:
+        if late:
+            late_seeds(frame, shape, carried_names, late)
         metas: dict[str, ArrayMeta | ScalarMeta] = {}
         for name in carried_names:
             meta = carried_meta(state.locals[name])
@@ -137,12 +147,13 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
                 raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
             metas[name] = meta
         scalars = {name for name in carried_names if scalar_like(state.locals[name])}
+        scalars.update(name for name in late if isinstance(metas[name], ArrayMeta))
         saved = Snapshot.take(frame)
         first: Graph | None = None
         attempt = 0
         while True:
             try:
-                traced, results, test = _trace(frame, shape, metas, scalars)
+                traced, results, test = _trace(frame, shape, metas, scalars, late)
             finally:
                 saved.restore(frame)
             traced.output = (*results, test)
@@ -156,6 +167,8 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
             attempt += 1
             metas = widened
     except LoopFallback:
+        for name in late:
+            state.locals.pop(name, None)
         state.push(pred)
         raise
     first_body, body, invariants = peeled_first((first, traced), len(metas))
@@ -179,8 +192,8 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
 
 def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
     """Whether a while loop entered on a test known now (`err = tol + 1` before `while err
-    > tol:`) tests a run-time value after its body: one trace of the body tells; the frame
-    is left as it was."""
+    > tol:`) tests a run-time value after its body in one of its first `PROBED_ITERATIONS`
+    iterations: traces of the body tell; the frame is left as it was."""
     state = frame.state
     try:
         body_names(
@@ -191,6 +204,7 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
             shape.exit,
             exit_from=shape.test,
             span_end=shape.span_end,
+            entered=shape.forever,
         )
     except LoopFallback:
         return False  # a yield, break or return in the body: it runs now, unrolled
@@ -201,7 +215,14 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
     saved = Snapshot.take(frame)
     test: Any = False
     try:
-        _, _, test = _trace(frame, shape, {}, set())
+        # Iterations on known values are probed one after another (the values they make
+        # stay known) until one tests a run-time value, or the loop ends on a known test:
+        # `if i >= n or s > tol: break` before `s` is computed tests only known values in
+        # the first iteration, and a run-time one from the second on.
+        for _ in range(PROBED_ITERATIONS):
+            _, _, test = _trace(frame, shape, {}, set())
+            if not isinstance(test, bool | int | float) or bool(test) != shape.again_if:
+                break
     except LoopFallback:
         test = False
     finally:
@@ -213,8 +234,49 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
     return not isinstance(test, bool | int | float)
 
 
+def late_seeds(
+    frame: Frame, shape: WhileShape, carried: tuple[str, ...], late: tuple[str, ...]
+) -> None:
+    """Bind each local of `late` (first bound in the `while True:` body of `shape`, read
+    after the loop) to a zero of the type one trace of the body gives it: the value it is
+    carried in with. The body runs at least once and binds it before each break (checked
+    where the breaks are traced), so the zero is never seen. `LoopFallback` when the type
+    is no scalar or 0-d value."""
+    state = frame.state
+    known = tuple(name for name in carried if name not in late)
+    metas: dict[str, ArrayMeta | ScalarMeta] = {}
+    for name in known:
+        meta = carried_meta(state.locals[name])
+        if meta is None:
+            raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
+        metas[name] = meta
+    scalars = {name for name in known if scalar_like(state.locals[name])}
+    saved = Snapshot.take(frame)
+    found: dict[str, Any] = {}
+    try:
+        _trace(frame, shape, metas, scalars, late)
+        for name in late:
+            value = state.locals.get(name)
+            found[name] = None if value is None else carried_meta(value)
+    finally:
+        saved.restore(frame)
+    for name in late:
+        meta = found[name]
+        if isinstance(meta, ScalarMeta) and meta.type in (bool, int, float, complex):
+            state.locals[name] = ConstantVar(meta.type(0))
+        elif isinstance(meta, ArrayMeta) and meta.shape == () and meta.dtype.kind in "biufc":
+            state.locals[name] = ConstantVar(meta.dtype.type(0))
+        else:
+            reason = f"{name!r} is first bound in the loop to no scalar and read after it"
+            raise LoopFallback(reason)
+
+
 def _trace(
-    frame: Frame, shape: WhileShape, metas: dict[str, ArrayMeta | ScalarMeta], scalars: set[str]
+    frame: Frame,
+    shape: WhileShape,
+    metas: dict[str, ArrayMeta | ScalarMeta],
+    scalars: set[str],
+    late: tuple[str, ...] = (),
 ) -> tuple[Graph, list[Any], Any]:
     # The body and the bottom test, once, into a graph of their own.
     tracer = frame.tracer
@@ -234,11 +296,12 @@ def _trace(
         shape.test,
         shape.exit,
         None,
-        tuple(metas),
+        (*metas, *(name for name in late if name not in metas)),
         again_if=shape.again_if,
         after=exit_block(frame, shape.exit),
         forever=shape.forever,
         depth=depth,
+        unbound={name: frame.state.locals.get(name) for name in late},
     )
     try:
         with tracing_body(frame, loop):
