@@ -34,13 +34,15 @@ from .loop_capture import (
     graph_value,
     loaded_names,
     peeled_first,
+    return_slot,
     run_until,
     scalar_like,
     variable_of,
     widen,
     written_inputs,
 )
-from .loop_exit import LoopExit, exit_block, tracing_body
+from .loop_else import else_end, run_else_clause
+from .loop_exit import LEFT, LoopExit, NestedReturn, ReturnSlot, exit_block, tracing_body
 from .meta import ArrayMeta, ScalarMeta
 from .op import get_op
 from .variables import ConstantVar
@@ -67,6 +69,9 @@ class WhileShape:
     enter_if: bool = True
     # A `while True:` loop (see forever_loop): `test` is its jump back, no test there.
     forever: bool = False
+    # Whether the loop may end other than by a `return` (a `while True:` without a break
+    # ends only by its returns: `exit` is then no code it reaches).
+    exits: bool = True
 
     @property
     def span_end(self) -> int | None:
@@ -117,11 +122,31 @@ def _bottom_of(instructions: Sequence[Instruction], body: int) -> WhileShape | N
 
 def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     """Capture the while loop whose entry test is `inst` (its value on the stack, popped
-    here) as one `while_loop` node; the frame continues after the loop.
+    here) as one `while_loop` node; the frame continues after the loop (or, for a loop
+    that returns early, has returned: see `loop_return`).
 
     Raises `LoopFallback` with the frame as it was (the test's value on the stack).
     """
     state = frame.state
+    before = {name for name in state.locals if name.startswith(".")}
+    graph = frame.tracer.graph
+    count = len(graph.nodes)
+    try:
+        _keep_while(frame, inst, shape)
+    except LoopFallback:
+        # The zeros a returned array starts as (see loop_return); placeholders of the
+        # arguments the body reads stay.
+        graph.nodes[count:] = [node for node in graph.nodes[count:] if node.op is None]
+        raise
+    finally:
+        # The pseudo-locals this loop made: not those of an enclosing body it carried on.
+        for name in [name for name in state.locals if name.startswith(".") and name not in before]:
+            state.locals.pop(name, None)
+
+
+def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
+    state = frame.state
+    clause_end = else_end(frame.instructions, shape.body - 1, shape.exit)
     carried_names, _ = body_names(
         frame,
         shape.body,
@@ -130,6 +155,7 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         shape.exit,
         exit_from=shape.test,
         span_end=shape.span_end,
+        else_at=clause_end,
         entered=shape.forever,
     )
     for name in loaded_names(frame, shape.body, shape.test):
@@ -137,6 +163,16 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
             state.read_local(name)
     pred = state.pop()
     late = tuple(name for name in carried_names if not state.has_local(name))
+    returns = return_slot(frame, shape.body, shape.test + 1)
+    # Late import: loop_return traces the code after the loop with run_until.
+    from .loop_return import (
+        carry_return,
+        inherit_return,
+        propagate_return,
+        return_after_loop,
+        unflatten_value,
+    )
+
     try:
         if late:
             late_seeds(frame, shape, carried_names, late)
@@ -148,14 +184,35 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
             metas[name] = meta
         scalars = {name for name in carried_names if scalar_like(state.locals[name])}
         scalars.update(name for name in late if isinstance(metas[name], ArrayMeta))
+        if clause_end is not None:
+            state.locals[LEFT] = ConstantVar(False)
+            metas[LEFT] = ScalarMeta(bool)
+            scalars.add(LEFT)
+        if returns is not None and returns.parent is not None and returns.parent.carried:
+            inherit_return(frame, returns, metas, scalars)  # the trace carries all of metas
         saved = Snapshot.take(frame)
         first: Graph | None = None
         attempt = 0
         while True:
             try:
-                traced, results, test = _trace(frame, shape, metas, scalars, late)
+                traced, results, test = _trace(
+                    frame, shape, metas, scalars, late, returns=returns, else_at=clause_end
+                )
+            except NestedReturn:
+                if returns is None or returns.found is None:
+                    raise
+                traced, results, test = Graph(), [], False
             finally:
                 saved.restore(frame)
+            if returns is not None and returns.found is not None and not returns.carried:
+                if returns.parent is not None:
+                    if returns.parent.found is None:
+                        returns.parent.found = returns.found
+                    raise NestedReturn("it returns from inside a loop two levels deep")
+                carry_return(frame, returns, returns.found, metas, scalars)
+                saved = Snapshot.take(frame)
+                first, attempt = None, 0
+                continue
             traced.output = (*results, test)
             widened = widen(metas, results)
             if widened == metas:
@@ -166,6 +223,10 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
                 raise LoopFallback("the carried types change over more than one iteration")
             attempt += 1
             metas = widened
+        if clause_end is not None and first is not None:
+            raise LoopFallback("its else clause reads values whose type depends on the trip count")
+        if clause_end is not None and returns is not None and returns.carried:
+            raise LoopFallback("it returns from a loop whose break skips an else clause")
     except LoopFallback:
         for name in late:
             state.locals.pop(name, None)
@@ -188,6 +249,16 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     for name, node in zip(metas, outputs, strict=True):
         state.locals[name] = variable_of(node)
     frame.pc = shape.exit
+    if clause_end is not None:
+        run_else_clause(frame, shape.exit, clause_end)
+    elif returns is not None and returns.carried:
+        if returns.parent is not None:
+            propagate_return(frame)
+        elif shape.exits:
+            return_after_loop(frame, returns)
+        else:
+            leaves = [state.locals[name] for name in returns.names]
+            frame.result = unflatten_value(leaves, returns.spec)
 
 
 def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
@@ -195,6 +266,7 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
     > tol:`) tests a run-time value after its body in one of its first `PROBED_ITERATIONS`
     iterations: traces of the body tell; the frame is left as it was."""
     state = frame.state
+    clause_end = else_end(frame.instructions, shape.body - 1, shape.exit)
     try:
         body_names(
             frame,
@@ -204,6 +276,7 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
             shape.exit,
             exit_from=shape.test,
             span_end=shape.span_end,
+            else_at=clause_end,
             entered=shape.forever,
         )
     except LoopFallback:
@@ -220,7 +293,7 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
         # `if i >= n or s > tol: break` before `s` is computed tests only known values in
         # the first iteration, and a run-time one from the second on.
         for _ in range(PROBED_ITERATIONS):
-            _, _, test = _trace(frame, shape, {}, set())
+            _, _, test = _trace(frame, shape, {}, set(), returns=ReturnSlot(), else_at=clause_end)
             if not isinstance(test, bool | int | float) or bool(test) != shape.again_if:
                 break
     except LoopFallback:
@@ -277,6 +350,9 @@ def _trace(
     metas: dict[str, ArrayMeta | ScalarMeta],
     scalars: set[str],
     late: tuple[str, ...] = (),
+    *,
+    returns: ReturnSlot | None = None,
+    else_at: int | None = None,
 ) -> tuple[Graph, list[Any], Any]:
     # The body and the bottom test, once, into a graph of their own.
     tracer = frame.tracer
@@ -298,10 +374,13 @@ def _trace(
         None,
         (*metas, *(name for name in late if name not in metas)),
         again_if=shape.again_if,
-        after=exit_block(frame, shape.exit),
+        after=exit_block(frame, shape.exit) if shape.exits else (),
         forever=shape.forever,
         depth=depth,
         unbound={name: frame.state.locals.get(name) for name in late},
+        returns=returns,
+        else_end=else_at,
+        base=list(frame.state.stack),
     )
     try:
         with tracing_body(frame, loop):
