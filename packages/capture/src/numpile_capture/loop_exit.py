@@ -13,8 +13,8 @@ jumps past the loop; 3.12 and 3.13 copy a short exit block (`return s` after the
 loop) into the body instead of jumping to it. A break is recognized by both: the
 iterator popped then a jump to the loop's exit or a copy of the code there, or (for
 `while`) a jump to the exit or a copy of its code. A `return` whose code differs from
-what follows the loop, and a break that skips an `else:` clause, are not breaks: the
-loop is not kept (`LoopFallback`).
+what follows the loop ends the iteration at its RETURN as a break does, recording the
+value (see `loop_return`); a break that skips an `else:` clause sets LEFT (`loop_else`).
 
     >>> def f(x):
     ...     s = 0.0
@@ -121,7 +121,7 @@ class LoopExit:
             if self._continues_after(frame, frame.pc + 1):
                 return True
             if self.returns is not None and return_follows(frame, frame.pc + 1):
-                return False  # a return: the pop is skipped, the return taken at its end
+                return False  # a return: taken at its RETURN (see take_return)
             raise LoopFallback("it returns from inside the loop (a return other than a break)")
         if inst.opname == "JUMP" and inst.target in exit_targets(instructions, self.exit):
             return True
