@@ -12,12 +12,36 @@ times 50 calls per sample (the fixed cost of a call). numba is a benchmark-only 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-from .loops import find_loop_workloads
+import numpy as np
+
+from .loops import LoopWorkload, find_loop_workloads
+
+
+def rnn_rows(H: Any, W: Any, b: Any) -> Any:
+    """An RNN-like recurrence: each row ``tanh(W @ previous row + b)``, written in place
+    (a matrix-vector product on a shifted row, in a C loop since loopcf27)."""
+    for i in range(1, H.shape[0]):
+        H[i] = np.tanh(W @ H[i - 1] + b)
+    return H
+
+
+def _rnn_inputs(steps: int, hidden: int = 64) -> tuple[Any, Any, Any]:
+    rng = np.random.default_rng(0)
+    H = np.zeros((steps + 1, hidden))
+    H[0] = rng.standard_normal(hidden)
+    return H, rng.standard_normal((hidden, hidden)) / np.sqrt(hidden), rng.standard_normal(hidden)
+
+
+#: Workloads timed here only (not in `benchmarks.loops`' child-process runs).
+SAME_PROCESS_WORKLOADS = (
+    LoopWorkload("rnn_rows", rnn_rows, _rnn_inputs, 8, 400, "mixed", "time steps, 64 units"),
+)
 
 
 def _best(
@@ -46,7 +70,18 @@ def main() -> None:
     import numpile
 
     print(f"load average {os.getloadavg()}")
-    for workload in find_loop_workloads(options.patterns or None):
+    extra = [
+        w
+        for w in SAME_PROCESS_WORKLOADS
+        if not options.patterns or any(fnmatch.fnmatchcase(w.name, p) for p in options.patterns)
+    ]
+    try:
+        chosen = find_loop_workloads(options.patterns or None)
+    except ValueError:
+        if not extra:
+            raise
+        chosen = []  # only workloads of this module match
+    for workload in [*chosen, *extra]:
         args = workload.inputs(workload.quick_trips if options.small else workload.full_trips)
         fns = {"numpy": workload.fn, "numpile": numpile.compile(workload.fn),
                "numba": numba.njit(workload.fn)}  # fmt: skip

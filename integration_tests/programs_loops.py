@@ -2083,3 +2083,188 @@ def for_else_writes_only_without_a_break(x):
         x *= 2.0
         total = total + 100.0
     return total
+
+
+# -- issue 23, constructs kept on 3.11-3.13 (loopcf27): returns two levels deep and from
+# `while` bodies, `while ... else` with a break, `or` / `and` / `not` break tests and locals
+# first bound inside `while True:`, matrix-vector products on a shifted row --
+
+
+def _grid(rng, n):
+    return (np.round(rng.standard_normal((n, 3)) * 2.0, 1),)
+
+
+@loop(_grid, sizes=(4, 0, 1, 7))
+def return_from_a_nested_loop(A):
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            if A[i, j] > 2.5:
+                return i * 100 + j
+    return -1
+
+
+@loop(_grid, sizes=(4, 0, 1, 7))
+def return_a_row_sum_from_a_nested_loop(A):
+    total = np.float64(0.0)
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            if A[i, j] < -2.5:
+                return total * 2.0
+        total += A[i, 0]
+    return -total
+
+
+@loop(_grid, sizes=(4, 0, 1, 7))
+def return_an_array_from_a_nested_loop(A):
+    acc = np.zeros(A.shape[1])
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            if A[i, j] > 2.5:
+                return acc * 2.0
+        acc += A[i]
+    return acc
+
+
+@loop(_grid, sizes=(4, 0, 1, 7))
+def return_a_pair_from_a_nested_loop(A):
+    count = 0
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            count += 1
+            if A[i, j] > 2.5:
+                return i, count
+    return -1, count
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_from_a_while_body(x):
+    i = 0
+    s = np.float64(0.0)
+    while i < x.shape[0]:
+        s += x[i]
+        if s > 2.0:
+            return s * 10.0
+        i += 1
+    return -s
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def return_an_index_from_while_true(x):
+    i = 0
+    while True:
+        if i >= x.shape[0]:
+            return -1
+        if x[i] < -2.0:
+            return i
+        i += 1
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_else_with_a_break(x):
+    i = 0
+    s = np.float64(0.0)
+    while i < x.shape[0]:
+        if x[i] > 2.0:
+            break
+        s += x[i]
+        i += 1
+    else:
+        s = s + 100.0
+    return s, i
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_else_writes_only_without_a_break(x):
+    i = 0
+    while i < x.shape[0]:
+        if x[i] < -2.5:
+            break
+        x[i] = x[i] * 2.0
+        i += 1
+    else:
+        x[:] = x + 1.0
+    return x, i
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_true_breaks_on_an_or(x):
+    i = 0
+    s = np.float64(0.0)
+    while True:
+        if i >= x.shape[0] or s > 2.0:
+            break
+        s += x[i]
+        i += 1
+    return s, i
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_true_breaks_on_an_and(x):
+    i = 0
+    s = np.float64(0.0)
+    while True:
+        if i >= x.shape[0]:
+            break
+        s += abs(x[i])
+        i += 1
+        if i >= 2 and s > 3.0:
+            break
+    return s, i
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_true_breaks_on_a_not(x):
+    i = 0
+    s = np.float64(0.0)
+    while True:
+        if not (i < x.shape[0] and s < 2.0):
+            break
+        s += abs(x[i]) + 0.25
+        i += 1
+    return s, i
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_true_binds_a_local_read_after(x):
+    y = np.concatenate([x, [5.0]])
+    i = 0
+    while True:
+        v = y[i] * 2.0
+        i += 1
+        if v > 1.0 or i >= y.shape[0]:
+            break
+    return v, i
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_true_binds_an_int_read_after(x):
+    k = 0
+    while True:
+        last = k * k
+        k += 1
+        if k >= x.shape[0] or x[k - 1] > 1.5:
+            break
+    return last, k
+
+
+def _recurrence(rng, n):
+    hidden = 5
+    return (
+        np.concatenate([rng.standard_normal((1, hidden)), np.zeros((n, hidden))]),
+        rng.standard_normal((hidden, hidden)) * 0.5,
+        rng.standard_normal(hidden),
+    )
+
+
+@loop(_recurrence, sizes=(4, 0, 1, 7), rtol=1e-12, atol=1e-12)
+def rnn_rows_by_a_matrix_product(H, W, b):
+    for i in range(1, H.shape[0]):
+        H[i] = np.tanh(W @ H[i - 1] + b)
+    return H
+
+
+@loop(_recurrence, sizes=(4, 0, 1, 7), rtol=1e-12, atol=1e-12)
+def rnn_rows_by_a_transposed_product(H, W, b):
+    for i in range(1, H.shape[0]):
+        H[i] = np.maximum(H[i - 1] @ W, 0.0) - 0.5 * b
+    return H

@@ -94,6 +94,50 @@ def if_returns_after_the_loop(x: Any) -> Any:
     return 99
 
 
+def first_far_pair(x: Any) -> Any:
+    # A return two loops deep, of a tuple.
+    for i in range(x.shape[0]):
+        for j in range(i):
+            if x[i] - x[j] > 3.0:
+                return i, j
+    return -1, -1
+
+
+def prefix_before_a_far_pair(x: Any) -> Any:
+    # A return two loops deep, of an array made before the loops (carried leaf by leaf).
+    out = np.zeros(3)
+    for i in range(x.shape[0]):
+        for j in range(i):
+            if x[j] - x[i] > 3.0:
+                return out + x[j]
+        out += x[i]
+    return out
+
+
+def while_sum_until(x: Any) -> Any:
+    # A return inside a `while` body; the code after the loop runs only without it.
+    i = 0
+    s = np.float64(0.0)
+    while i < x.shape[0]:
+        s += x[i]
+        if s < -1.0:
+            return s * 10.0
+        i += 1
+    x *= 2.0
+    return s
+
+
+def while_inside_a_for(x: Any) -> Any:
+    # A return from a `while` nested in a `for`: CPython pops the `for`'s iterator first.
+    for i in range(x.shape[0]):
+        k = i
+        while k > 0:
+            k -= 1
+            if x[k] + x[i] > 3.5:
+                return i * 10 + k
+    return -1
+
+
 def _data(n: int) -> tuple[Any, ...]:
     return (np.array([0.5, -1.5, 0.25, 2.0, -3.0, 1.75, 0.0])[:n],)
 
@@ -107,6 +151,14 @@ PROGRAMS: list[Callable[..., Any]] = [
     return_or_break_then_choose,
     if_returns_after_the_loop,
 ]
+
+#: Programs that return from two loops deep or from a `while` body, and their loop nodes.
+DEEP: dict[Callable[..., Any], str] = {
+    first_far_pair: "for_loop",
+    prefix_before_a_far_pair: "for_loop",
+    while_sum_until: "while_loop",
+    while_inside_a_for: "for_loop",
+}
 
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])
@@ -136,7 +188,8 @@ def test_code_after_the_loop_runs_in_the_else_branch() -> None:
     assert top.index("for_loop") < top.index("cond")
 
 
-def test_returned_tuple_is_not_kept() -> None:
+def test_returned_tuple_with_none_after_the_loop_is_not_kept() -> None:
+    # A tuple is carried leaf by leaf; None after the loop is no graph value.
     def f(x: Any) -> Any:
         for i in range(x.shape[0]):
             if x[i] > 1.0:
@@ -144,7 +197,7 @@ def test_returned_tuple_is_not_kept() -> None:
         return -1, None
 
     out = explain(f)(*_data(7))
-    assert out.loops_not_kept and "returns" in out.loops_not_kept[0].reason
+    assert out.loops_not_kept and "None" in out.loops_not_kept[0].reason
     compiled = compile_function(f, backend="eager")
     got, want = compiled(*_data(7)), f(*_data(7))
     assert got[0] == want[0] and got[1] == want[1]
@@ -162,3 +215,26 @@ def test_return_inside_a_nested_loop_is_not_kept_as_a_return() -> None:
     a = np.arange(12.0).reshape(3, 4) - 9.0
     compiled = compile_function(f, backend="eager")
     assert compiled(a.copy()) == f(a.copy())
+
+
+@pytest.mark.parametrize("fn", list(DEEP), ids=[fn.__name__ for fn in DEEP])
+def test_deep_and_while_returns_match_eager(fn: Callable[..., Any]) -> None:
+    compiled = compile_function(fn, backend="eager", dynamic=True)
+    for n in TRIP_COUNTS:
+        args, expected_args = _data(n), _data(n)
+        _same(compiled(*args), fn(*expected_args))
+        np.testing.assert_array_equal(args[0], expected_args[0])
+
+
+@pytest.mark.parametrize("fn", list(DEEP), ids=[fn.__name__ for fn in DEEP])
+def test_deep_and_while_returns_keep_every_loop(fn: Callable[..., Any]) -> None:
+    out = explain(fn)(*_data(7))
+    assert not out.loops_not_kept, out.loops_not_kept
+    assert out.graph_count == 1 and out.graph_break_count == 0
+    graph = capture_function(fn, _data(7), {}).graph
+    assert DEEP[fn] in _ops(graph) and "cond" in _ops(graph)
+    text = str(graph)
+    loops = text.count("= for_loop(") + text.count("= while_loop(")
+    assert loops == (1 if fn is while_sum_until else 2)  # the nested loop is a node too
+    smaller = capture_function(fn, _data(4), {}).graph
+    assert len(str(smaller).splitlines()) == len(text.splitlines())  # nothing unrolled

@@ -145,10 +145,11 @@ def trace_to_return(frame: Frame, start: int) -> Block:
     return block
 
 
-def trace_block(frame: Frame, start: int, stop: int) -> Block:
+def trace_block(frame: Frame, start: int, stop: int, *, high: int | None = None) -> Block:
     """The code [start, stop) traced into a graph of its own, to `stop` (the frame
-    restored after)."""
-    return _trace_block(frame, start, stop, max(stop, start + 1))
+    restored after); `high`: where it may jump to at most, when past `stop` (a loop's
+    instructions, for a block traced to its iteration's end)."""
+    return _trace_block(frame, start, stop, max(stop, start + 1) if high is None else high)
 
 
 class Block:
@@ -245,11 +246,18 @@ def _emit(
 
 
 def emit_cond(
-    frame: Frame, pred: Variable, then_block: Block, else_block: Block, span: tuple[int, int]
+    frame: Frame,
+    pred: Variable,
+    then_block: Block,
+    else_block: Block,
+    span: tuple[int, int],
+    *,
+    kept: set[str] | None = None,
 ) -> None:
     """Add the `cond` node choosing `then_block` or `else_block` by `pred`: the locals and
-    stack values they leave differently become its results, bound in the frame."""
-    _emit(frame, pred, then_block, else_block, span, None)
+    stack values they leave differently become its results, bound in the frame (only the
+    locals of `kept`, when given: at a loop iteration's end)."""
+    _emit(frame, pred, then_block, else_block, span, kept)
 
 
 def _join(name: str, one: ArrayMeta | ScalarMeta, other: ArrayMeta | ScalarMeta) -> Any:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
-from .loop_exit import LoopFallback, exit_block
+from .loop_exit import LoopFallback, NestedReturn, exit_block
 from .variables import ConstantVar
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .while_capture import WhileShape
 
 _CONDITIONAL = ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE")
+_RETURNS = ("RETURN_VALUE", "RETURN_CONST")
 
 # NOTE: per code object, where its `while True:` loops start and their shapes (None: not
 # one), computed once.
@@ -67,6 +68,9 @@ def keep_forever(frame: Frame) -> bool:
             _TRIED.setdefault(frame, set()).add(frame.pc)
             return False  # it breaks on values known now: it runs now, unrolled
         keep_while(frame, head, shape)
+    except NestedReturn:
+        frame.state.pop()
+        raise  # the enclosing kept loop traces its body again (see loop_return)
     except LoopFallback as exc:
         frame.state.pop()
         _TRIED.setdefault(frame, set()).add(frame.pc)
@@ -128,6 +132,11 @@ def _forever_shape(
         if instructions[position - 1].opname in _CONDITIONAL and exit_block(frame, position)
     ]
     blocks = {exit_block(frame, position) for position in copies}
-    if len(blocks) != 1:
-        return None  # no break, or returns of different code (not breaks)
-    return WhileShape(head, back, copies[0], True, forever=True)
+    if len(blocks) == 1:
+        return WhileShape(head, back, copies[0], True, forever=True)
+    if any(inst.opname in _RETURNS for inst in body):
+        # No break, or returns of different code: it leaves by its returns only (see
+        # loop_return; a break that is a copy of a return is that return), never to the
+        # code after it.
+        return WhileShape(head, back, back + 1, True, forever=True, exits=False)
+    return None

@@ -43,11 +43,9 @@ from .graph import Graph, Node, gives_scalar
 from .loop_else import carry_left, else_end, run_else_clause
 from .loop_exit import (
     BROKE,
-    LEFT,
-    RETURNED,
-    RETVAL,
     Escape,
     LoopExit,
+    NestedReturn,
     ReturnSlot,
     exit_block,
     exit_targets,
@@ -233,11 +231,22 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     node's outputs (or, for a loop that returns early, has returned: see `loop_return`);
     otherwise raises `LoopFallback` with the frame as it was.
     """
+    locals_ = frame.state.locals
+    before = {name for name in locals_ if name.startswith(".")}
+    graph = frame.tracer.graph
+    count = len(graph.nodes)
     try:
         _keep_loop(frame, inst, iterator)
+    except LoopFallback:
+        # The zeros a returned array starts as (see loop_return); placeholders of the
+        # arguments the body reads stay.
+        graph.nodes[count:] = [node for node in graph.nodes[count:] if node.op is None]
+        raise
     finally:
-        for name in (RETURNED, RETVAL, LEFT):
-            frame.state.locals.pop(name, None)
+        # The pseudo-locals this loop made (RETURNED, RETVAL..., LEFT): not those of an
+        # enclosing body it carried on.
+        for name in [name for name in locals_ if name.startswith(".") and name not in before]:
+            locals_.pop(name, None)
 
 
 def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
@@ -254,8 +263,7 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
             raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
         metas[name] = meta
     scalars = {name for name in extent.carried if scalar_like(state.locals[name])}
-    # A loop nested in a kept body does not return early (the body around it would have to).
-    returns = ReturnSlot() if innermost(frame) is None else None
+    returns = return_slot(frame, extent.head, extent.exit)
     loop = LoopExit(
         extent.head,
         extent.head + 1,
@@ -266,9 +274,16 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         after=exit_block(frame, extent.exit),
         returns=returns,
         else_end=extent.else_end,
+        base=list(state.stack),
     )
     if extent.else_end is not None:
         carry_left(frame, loop, metas, scalars)
+        saved = Snapshot.take(frame)
+    # Late import: loop_return traces the code after the loop with run_until.
+    from .loop_return import carry_return, inherit_return
+
+    if returns is not None and returns.parent is not None and returns.parent.carried:
+        loop.carried = (*loop.carried, *inherit_return(frame, returns, metas, scalars))
         saved = Snapshot.take(frame)
     first: Graph | None = None
     attempt = 0
@@ -278,13 +293,18 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
                 body, results = _trace_body(
                     frame, extent, metas, scalars, iterator.over, iterator.bounds
                 )
+        except NestedReturn:
+            if returns is None or returns.found is None:
+                raise
         finally:
             saved.restore(frame)
         if returns is not None and returns.found is not None and not returns.carried:
-            # Late import: loop_return traces the code after the loop with run_until.
-            from .loop_return import carry_return
-
-            carry_return(frame, loop, returns.found, metas, scalars)
+            if returns.parent is not None:
+                if returns.parent.found is None:
+                    returns.parent.found = returns.found
+                raise NestedReturn("it returns from inside a loop two levels deep")
+            added = carry_return(frame, returns, returns.found, metas, scalars)
+            loop.carried = (*loop.carried, *added)
             saved = Snapshot.take(frame)
             first, attempt = None, 0
             continue
@@ -317,19 +337,37 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         return
     if extent.else_end is not None:
         raise LoopFallback("it returns from a loop whose break skips an else clause")
-    from .loop_return import return_after_loop  # late import, as above
+    from .loop_return import propagate_return, return_after_loop  # late import, as above
 
     graph = frame.tracer.graph
     count = len(graph.nodes)
     before = Snapshot.take(frame)
     _emit_loop(frame, extent, iterator, (first, body), metas)
     try:
-        return_after_loop(frame)
+        if returns.parent is None:
+            return_after_loop(frame, returns)
+        else:
+            propagate_return(frame)
     except LoopFallback:
         del graph.nodes[count:]  # the loop node and its outputs: nothing reads them yet
         before.restore(frame)
         raise
     note_loop_bounds(iterator.bounds)
+
+
+def return_slot(frame: Frame, head: int, exit_at: int) -> ReturnSlot | None:
+    """Where a loop [head, exit_at) records a `return` in its body: a slot of its own at
+    the top of the frame, one under the enclosing body's when nested in a kept body and
+    holding a return (see loop_return), else None."""
+    outer = innermost(frame)
+    if outer is None:
+        return ReturnSlot()
+    if outer.returns is None:
+        return None
+    code = frame.instructions[head:exit_at]
+    if not any(inst.opname in ("RETURN_VALUE", "RETURN_CONST") for inst in code):
+        return None
+    return ReturnSlot(parent=outer.returns)
 
 
 def _extent(frame: Frame, inst: Instruction) -> _Extent:
@@ -350,13 +388,15 @@ def body_names(
     exit_from: int = -1,
     span_end: int | None = None,
     else_at: int | None = None,
+    entered: bool = False,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The carried locals and the temporaries of a loop body [low, high) whose loop spans
     [head, exit_at) (or [head, span_end) where the code after it, at `exit_at`, is a copy
     inside the body: a `while True:` on 3.12+); only instruction `exit_from` may jump to
     `exit_at` (a while loop's bottom test). `LoopFallback` for a body that leaves early or
     rebinds cells. `else_at`: where an `else:` clause a break skips ends (a jump there is a
-    break too)."""
+    break too). `entered`: the body runs at least once (`while True:`), so a local first
+    bound in it and read after it is carried too (see `while_capture.late_seeds`)."""
     instructions = frame.instructions
     span = exit_at if span_end is None else span_end
     stored: list[str] = []
@@ -397,7 +437,7 @@ def body_names(
     temporaries: list[str] = []
     for name in stored:
         if name in read_outside or name not in first_store:
-            if not state.has_local(name):
+            if not state.has_local(name) and not (entered and name in read_outside):
                 raise LoopFallback(f"{name!r} is assigned in the loop and read after it")
             carried.append(name)
         else:
@@ -608,6 +648,11 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
             if stop != loop.stop:
                 raise Escape("a break inside an if")
             loop.take_break(frame)
+            return
+        if loop is not None and loop.returns_here(frame):
+            if stop != loop.stop:
+                raise Escape("a return inside an if")
+            loop.take_return(frame)
             return
         if not low <= frame.pc < high:
             if loop is not None and frame.pc == loop.stop:

@@ -13,8 +13,8 @@ jumps past the loop; 3.12 and 3.13 copy a short exit block (`return s` after the
 loop) into the body instead of jumping to it. A break is recognized by both: the
 iterator popped then a jump to the loop's exit or a copy of the code there, or (for
 `while`) a jump to the exit or a copy of its code. A `return` whose code differs from
-what follows the loop, and a break that skips an `else:` clause, are not breaks: the
-loop is not kept (`LoopFallback`).
+what follows the loop ends the iteration at its RETURN as a break does, recording the
+value (see `loop_return`); a break that skips an `else:` clause sets LEFT (`loop_else`).
 
     >>> def f(x):
     ...     s = 0.0
@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 # name, so no user local collides; branches merge it as they merge locals.
 BROKE = ".broke"
 
-# NOTE: the pseudo-locals a `for` body that returns early carries (see loop_return): whether
-# it returned, and the value it returned.
+# NOTE: the pseudo-locals a body that returns early carries (see loop_return): whether it
+# returned, and the value it returned (one pseudo-local per leaf of a tuple: RETVAL + "0" ...).
 RETURNED = ".returned"
 RETVAL = ".retval"
 
@@ -59,12 +59,22 @@ _MAX_EXIT_BLOCK = 8
 
 _RETURNS = ("RETURN_VALUE", "RETURN_CONST")
 
-# NOTE: what may load a returned value between the iterator's POP_TOP and the return.
-_RETURN_VALUE_LOADS = ("LOAD_CONST", "LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF")
+# NOTE: the longest code computing a returned value in a body that is looked for.
+_MAX_RETURN_BLOCK = 32
+
+# NOTE: what the code computing a returned value in a body does not hold (besides jumps,
+# stores and deletes); it may pop loops' iterators (POP_TOP, after SWAPs on 3.11).
+_NOT_IN_RETURN = ("FOR_ITER", "GET_ITER", "YIELD_VALUE", "RAISE_VARARGS")
 
 
 class LoopFallback(Exception):  # noqa: N818 - a control-flow signal, not an error
     """The loop's body cannot be kept as one body: `reason` says why."""
+
+
+class NestedReturn(LoopFallback):
+    """A loop nested in a kept body found a `return`: the enclosing loops carry the
+    returned values and trace their bodies again (see `ReturnSlot.parent`); never a
+    reason to unroll the nested loop."""
 
 
 class Escape(LoopFallback):
@@ -94,6 +104,11 @@ class LoopExit:
     depth: int = 0
     # Where the loop's `else:` clause ends, for a break that skips it (see loop_else).
     else_end: int | None = None
+    # Locals first bound in a `while True:` body and read after it, with the variable each
+    # starts an iteration as (None: unbound): a break must come after the iteration binds them.
+    unbound: dict[str, Variable | None] = attrs.field(factory=dict)
+    # The stack as an iteration starts (and ends).
+    base: list[Variable] = attrs.field(factory=list)
 
     def is_break(self, frame: Frame) -> bool:
         """Whether the instruction at the frame's pc starts a `break` (`LoopFallback` when it
@@ -105,11 +120,13 @@ class LoopExit:
                 return False
             if self._continues_after(frame, frame.pc + 1):
                 return True
-            if self.returns is not None and self._returns_at(frame, frame.pc + 1):
-                return True
+            if self.returns is not None and return_follows(frame, frame.pc + 1):
+                return False  # a return: taken at its RETURN (see take_return)
             raise LoopFallback("it returns from inside the loop (a return other than a break)")
         if inst.opname == "JUMP" and inst.target in exit_targets(instructions, self.exit):
             return True
+        if inst.opname == "JUMP" and self.else_end is not None and inst.target == self.else_end:
+            return True  # a break that skips the `while ... else:` clause
         return bool(self.after) and self._copies_exit(frame, frame.pc)
 
     def ends_forever(self, frame: Frame, stop: int) -> bool:
@@ -125,18 +142,6 @@ class LoopExit:
             return True
         return bool(self.after) and self._copies_exit(frame, position)
 
-    def _returns_at(self, frame: Frame, position: int) -> bool:
-        # After the iterator's POP_TOP: a return, maybe after loads of its value (3.11
-        # loads a constant it returns there).
-        if self._continues_after(frame, position):
-            return False
-        for inst in frame.instructions[position : position + _MAX_EXIT_BLOCK]:
-            if inst.opname in _RETURNS:
-                return True
-            if inst.opname not in _RETURN_VALUE_LOADS:
-                return False
-        return False
-
     def _copies_exit(self, frame: Frame, position: int) -> bool:
         code = frame.instructions[position : position + len(self.after)]
         return tuple((inst.opname, inst.argval) for inst in code) == self.after
@@ -145,42 +150,71 @@ class LoopExit:
         """End the iteration at a break: the stop flag set (`for`) or a failing test pushed
         (`while`); the frame's pc at the iteration's end."""
         if self.iterator is not None:
-            if self.returns is not None and self._returns_at(frame, frame.pc + 1):
-                self._take_return(frame)
             after = frame.instructions[frame.pc + 1]
             if self.else_end is not None and after.target == self.else_end:
                 frame.state.locals[LEFT] = ConstantVar(True)  # the `else:` clause is skipped
             frame.state.locals[BROKE] = ConstantVar(True)
         else:
+            inst = frame.instructions[frame.pc]
+            if self.else_end is not None and inst.target == self.else_end:
+                frame.state.locals[LEFT] = ConstantVar(True)  # the `else:` clause is skipped
+            for name, start in self.unbound.items():
+                if frame.state.locals.get(name) is start:
+                    reason = f"{name!r} may be unbound after the loop (a break before it)"
+                    raise LoopFallback(reason)
             frame.state.push(ConstantVar(not self.again_if))
         frame.pc = self.stop
 
-    def _take_return(self, frame: Frame) -> None:
-        # `return value` inside the body (the iterator popped, then a return): the loop
-        # stops, and with RETURNED set the code after it is not run (see loop_return).
+    def returns_here(self, frame: Frame) -> bool:
+        """Whether the frame stands at a `return` of this body, which may return."""
+        inst = frame.instructions[frame.pc]
+        return self.returns is not None and inst.opname in _RETURNS
+
+    def take_return(self, frame: Frame) -> None:
+        """End the iteration at a `return` in the body: the value recorded (see
+        loop_return), the stop flag set (`for`) or a failing test pushed (`while`), the
+        frame's pc at the iteration's end, its stack as the iteration started (CPython pops
+        every loop's iterator before a return)."""
         assert self.returns is not None
-        state = frame.state
-        iterator = state.pop()
-        pc = frame.pc + 1
-        while frame.instructions[pc].opname not in _RETURNS:
-            frame.step(frame.instructions[pc])
-            pc += 1
-        inst = frame.instructions[pc]
-        value = ConstantVar(inst.argval) if inst.opname == "RETURN_CONST" else state.pop()
-        state.push(iterator)
-        self.returns.found = value
-        if self.returns.carried:
-            state.locals[RETURNED] = ConstantVar(True)
-            state.locals[RETVAL] = value
+        inst = frame.instructions[frame.pc]
+        value = ConstantVar(inst.argval) if inst.opname == "RETURN_CONST" else frame.state.pop()
+        frame.state.stack[:] = self.base  # the loops' iterators CPython popped before it
+        self.returns.record(frame, value)
+        if self.iterator is not None:
+            frame.state.locals[BROKE] = ConstantVar(True)
+        else:
+            frame.state.push(ConstantVar(not self.again_if))
+        frame.pc = self.stop
 
 
 @attrs.define(eq=False)
 class ReturnSlot:
-    """What a `for` body that may return early found: the value of a return its trace
-    reached (`found`), and whether the trace carries RETURNED and RETVAL."""
+    """What a body that may return early found: the value of a return its trace reached
+    (`found`), and whether the trace carries RETURNED and the RETVAL leaves (`names`, the
+    value's tuple structure `spec`). A loop nested in a body that may return has the
+    enclosing loop's slot as `parent`: its return leaves both loops (see loop_return)."""
 
     found: Variable | None = None
     carried: bool = False
+    parent: ReturnSlot | None = None
+    names: tuple[str, ...] = ()
+    spec: Any = None
+
+    def record(self, frame: Frame, value: Variable) -> None:
+        """A return of `value` taken in the trace: RETURNED and the leaves set when carried."""
+        if self.found is None:
+            self.found = value
+        if not self.carried:
+            return
+        # Late import: loop_return imports loop_capture, which imports this module.
+        from .loop_return import flatten_value
+
+        leaves, spec = flatten_value(value)
+        if spec != self.spec:
+            raise LoopFallback("it returns values of different structures from inside the loop")
+        frame.state.locals[RETURNED] = ConstantVar(True)
+        for name, leaf in zip(self.names, leaves, strict=True):
+            frame.state.locals[name] = leaf
 
 
 def exit_targets(instructions: Sequence[Instruction], exit_at: int) -> tuple[int, ...]:
@@ -208,6 +242,18 @@ def exit_block(frame: Frame, exit_at: int) -> tuple[tuple[str, Any], ...]:
 
 # NOTE: per frame, the loops whose bodies are being traced, innermost last.
 _ACTIVE: weakref.WeakKeyDictionary[Frame, list[LoopExit]] = weakref.WeakKeyDictionary()
+
+
+def return_follows(frame: Frame, position: int) -> bool:
+    """Whether straight code from `position` (no jump, store or delete) reaches a return."""
+    for inst in frame.instructions[position : position + _MAX_RETURN_BLOCK]:
+        if inst.opname in _RETURNS:
+            return True
+        if inst.target is not None or inst.opname in _NOT_IN_RETURN:
+            return False
+        if inst.opname.startswith(("STORE_", "DELETE_")):
+            return False
+    return False
 
 
 def innermost(frame: Frame) -> LoopExit | None:

@@ -14,6 +14,7 @@ from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
 from .loop_capture import LoopFallback, RangeIterVar, keep_loop, log, range_iterator, unrolled
+from .loop_exit import NestedReturn
 from .operators import (
     iterate,
     specialized,
@@ -137,6 +138,8 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
                 raise LoopFallback("it is differentiated (loop nodes have no VJP rule yet)")
             keep_loop(frame, inst, iterator)
             return
+        except NestedReturn:
+            raise  # the enclosing kept loop traces its body again (see loop_return)
         except LoopFallback as exc:
             reason = f"loop not kept as a loop: {exc}"
         filename = frame.code.co_filename

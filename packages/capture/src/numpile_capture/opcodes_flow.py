@@ -19,6 +19,7 @@ from .capture_result import Unsupported
 from .frame_state import constant_tuple
 from .loop_capture import LoopFallback, Snapshot, is_run_time
 from .loop_capture import log as loop_log
+from .loop_exit import NestedReturn
 from .operators import (
     is_same,
     iterate,
@@ -102,6 +103,8 @@ def _kept_while(frame: Frame, inst: Instruction) -> bool:
         return False  # a loop on values known now (shapes, counters) runs now, unrolled
     try:
         keep_while(frame, inst, shape)
+    except NestedReturn:
+        raise  # the enclosing kept loop traces its body again (see loop_return)
     except LoopFallback as exc:
         reason = f"loop not kept as a loop: {exc}"
         filename = frame.code.co_filename

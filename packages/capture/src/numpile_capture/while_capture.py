@@ -34,18 +34,26 @@ from .loop_capture import (
     graph_value,
     loaded_names,
     peeled_first,
+    return_slot,
     run_until,
     scalar_like,
     variable_of,
     widen,
     written_inputs,
 )
-from .loop_exit import LoopExit, exit_block, tracing_body
+from .loop_else import else_end, run_else_clause
+from .loop_exit import LEFT, LoopExit, NestedReturn, ReturnSlot, exit_block, tracing_body
 from .meta import ArrayMeta, ScalarMeta
 from .op import get_op
+from .variables import ConstantVar
 
 if TYPE_CHECKING:
     from .frame import Frame
+
+
+# NOTE: how many iterations on values known at capture time a probe traces before it
+# decides that the loop runs now, unrolled (see tests_at_run_time).
+PROBED_ITERATIONS = 8
 
 
 @attrs.frozen
@@ -61,6 +69,9 @@ class WhileShape:
     enter_if: bool = True
     # A `while True:` loop (see forever_loop): `test` is its jump back, no test there.
     forever: bool = False
+    # Whether the loop may end other than by a `return` (a `while True:` without a break
+    # ends only by its returns: `exit` is then no code it reaches).
+    exits: bool = True
 
     @property
     def span_end(self) -> int | None:
@@ -111,11 +122,31 @@ def _bottom_of(instructions: Sequence[Instruction], body: int) -> WhileShape | N
 
 def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     """Capture the while loop whose entry test is `inst` (its value on the stack, popped
-    here) as one `while_loop` node; the frame continues after the loop.
+    here) as one `while_loop` node; the frame continues after the loop (or, for a loop
+    that returns early, has returned: see `loop_return`).
 
     Raises `LoopFallback` with the frame as it was (the test's value on the stack).
     """
     state = frame.state
+    before = {name for name in state.locals if name.startswith(".")}
+    graph = frame.tracer.graph
+    count = len(graph.nodes)
+    try:
+        _keep_while(frame, inst, shape)
+    except LoopFallback:
+        # The zeros a returned array starts as (see loop_return); placeholders of the
+        # arguments the body reads stay.
+        graph.nodes[count:] = [node for node in graph.nodes[count:] if node.op is None]
+        raise
+    finally:
+        # The pseudo-locals this loop made: not those of an enclosing body it carried on.
+        for name in [name for name in state.locals if name.startswith(".") and name not in before]:
+            state.locals.pop(name, None)
+
+
+def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
+    state = frame.state
+    clause_end = else_end(frame.instructions, shape.body - 1, shape.exit)
     carried_names, _ = body_names(
         frame,
         shape.body,
@@ -124,12 +155,27 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         shape.exit,
         exit_from=shape.test,
         span_end=shape.span_end,
+        else_at=clause_end,
+        entered=shape.forever,
     )
     for name in loaded_names(frame, shape.body, shape.test):
         if name in state.lazy:
             state.read_local(name)
     pred = state.pop()
+    late = tuple(name for name in carried_names if not state.has_local(name))
+    returns = return_slot(frame, shape.body, shape.test + 1)
+    # Late import: loop_return traces the code after the loop with run_until.
+    from .loop_return import (
+        carry_return,
+        inherit_return,
+        propagate_return,
+        return_after_loop,
+        unflatten_value,
+    )
+
     try:
+        if late:
+            late_seeds(frame, shape, carried_names, late)
         metas: dict[str, ArrayMeta | ScalarMeta] = {}
         for name in carried_names:
             meta = carried_meta(state.locals[name])
@@ -137,14 +183,36 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
                 raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
             metas[name] = meta
         scalars = {name for name in carried_names if scalar_like(state.locals[name])}
+        scalars.update(name for name in late if isinstance(metas[name], ArrayMeta))
+        if clause_end is not None:
+            state.locals[LEFT] = ConstantVar(False)
+            metas[LEFT] = ScalarMeta(bool)
+            scalars.add(LEFT)
+        if returns is not None and returns.parent is not None and returns.parent.carried:
+            inherit_return(frame, returns, metas, scalars)  # the trace carries all of metas
         saved = Snapshot.take(frame)
         first: Graph | None = None
         attempt = 0
         while True:
             try:
-                traced, results, test = _trace(frame, shape, metas, scalars)
+                traced, results, test = _trace(
+                    frame, shape, metas, scalars, late, returns=returns, else_at=clause_end
+                )
+            except NestedReturn:
+                if returns is None or returns.found is None:
+                    raise
+                traced, results, test = Graph(), [], False
             finally:
                 saved.restore(frame)
+            if returns is not None and returns.found is not None and not returns.carried:
+                if returns.parent is not None:
+                    if returns.parent.found is None:
+                        returns.parent.found = returns.found
+                    raise NestedReturn("it returns from inside a loop two levels deep")
+                carry_return(frame, returns, returns.found, metas, scalars)
+                saved = Snapshot.take(frame)
+                first, attempt = None, 0
+                continue
             traced.output = (*results, test)
             widened = widen(metas, results)
             if widened == metas:
@@ -155,7 +223,13 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
                 raise LoopFallback("the carried types change over more than one iteration")
             attempt += 1
             metas = widened
+        if clause_end is not None and first is not None:
+            raise LoopFallback("its else clause reads values whose type depends on the trip count")
+        if clause_end is not None and returns is not None and returns.carried:
+            raise LoopFallback("it returns from a loop whose break skips an else clause")
     except LoopFallback:
+        for name in late:
+            state.locals.pop(name, None)
         state.push(pred)
         raise
     first_body, body, invariants = peeled_first((first, traced), len(metas))
@@ -175,13 +249,24 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     for name, node in zip(metas, outputs, strict=True):
         state.locals[name] = variable_of(node)
     frame.pc = shape.exit
+    if clause_end is not None:
+        run_else_clause(frame, shape.exit, clause_end)
+    elif returns is not None and returns.carried:
+        if returns.parent is not None:
+            propagate_return(frame)
+        elif shape.exits:
+            return_after_loop(frame, returns)
+        else:
+            leaves = [state.locals[name] for name in returns.names]
+            frame.result = unflatten_value(leaves, returns.spec)
 
 
 def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
     """Whether a while loop entered on a test known now (`err = tol + 1` before `while err
-    > tol:`) tests a run-time value after its body: one trace of the body tells; the frame
-    is left as it was."""
+    > tol:`) tests a run-time value after its body in one of its first `PROBED_ITERATIONS`
+    iterations: traces of the body tell; the frame is left as it was."""
     state = frame.state
+    clause_end = else_end(frame.instructions, shape.body - 1, shape.exit)
     try:
         body_names(
             frame,
@@ -191,6 +276,8 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
             shape.exit,
             exit_from=shape.test,
             span_end=shape.span_end,
+            else_at=clause_end,
+            entered=shape.forever,
         )
     except LoopFallback:
         return False  # a yield, break or return in the body: it runs now, unrolled
@@ -201,7 +288,14 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
     saved = Snapshot.take(frame)
     test: Any = False
     try:
-        _, _, test = _trace(frame, shape, {}, set())
+        # Iterations on known values are probed one after another (the values they make
+        # stay known) until one tests a run-time value, or the loop ends on a known test:
+        # `if i >= n or s > tol: break` before `s` is computed tests only known values in
+        # the first iteration, and a run-time one from the second on.
+        for _ in range(PROBED_ITERATIONS):
+            _, _, test = _trace(frame, shape, {}, set(), returns=ReturnSlot(), else_at=clause_end)
+            if not isinstance(test, bool | int | float) or bool(test) != shape.again_if:
+                break
     except LoopFallback:
         test = False
     finally:
@@ -213,8 +307,52 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
     return not isinstance(test, bool | int | float)
 
 
+def late_seeds(
+    frame: Frame, shape: WhileShape, carried: tuple[str, ...], late: tuple[str, ...]
+) -> None:
+    """Bind each local of `late` (first bound in the `while True:` body of `shape`, read
+    after the loop) to a zero of the type one trace of the body gives it: the value it is
+    carried in with. The body runs at least once and binds it before each break (checked
+    where the breaks are traced), so the zero is never seen. `LoopFallback` when the type
+    is no scalar or 0-d value."""
+    state = frame.state
+    known = tuple(name for name in carried if name not in late)
+    metas: dict[str, ArrayMeta | ScalarMeta] = {}
+    for name in known:
+        meta = carried_meta(state.locals[name])
+        if meta is None:
+            raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
+        metas[name] = meta
+    scalars = {name for name in known if scalar_like(state.locals[name])}
+    saved = Snapshot.take(frame)
+    found: dict[str, Any] = {}
+    try:
+        _trace(frame, shape, metas, scalars, late)
+        for name in late:
+            value = state.locals.get(name)
+            found[name] = None if value is None else carried_meta(value)
+    finally:
+        saved.restore(frame)
+    for name in late:
+        meta = found[name]
+        if isinstance(meta, ScalarMeta) and meta.type in (bool, int, float, complex):
+            state.locals[name] = ConstantVar(meta.type(0))
+        elif isinstance(meta, ArrayMeta) and meta.shape == () and meta.dtype.kind in "biufc":
+            state.locals[name] = ConstantVar(meta.dtype.type(0))
+        else:
+            reason = f"{name!r} is first bound in the loop to no scalar and read after it"
+            raise LoopFallback(reason)
+
+
 def _trace(
-    frame: Frame, shape: WhileShape, metas: dict[str, ArrayMeta | ScalarMeta], scalars: set[str]
+    frame: Frame,
+    shape: WhileShape,
+    metas: dict[str, ArrayMeta | ScalarMeta],
+    scalars: set[str],
+    late: tuple[str, ...] = (),
+    *,
+    returns: ReturnSlot | None = None,
+    else_at: int | None = None,
 ) -> tuple[Graph, list[Any], Any]:
     # The body and the bottom test, once, into a graph of their own.
     tracer = frame.tracer
@@ -234,11 +372,15 @@ def _trace(
         shape.test,
         shape.exit,
         None,
-        tuple(metas),
+        (*metas, *(name for name in late if name not in metas)),
         again_if=shape.again_if,
-        after=exit_block(frame, shape.exit),
+        after=exit_block(frame, shape.exit) if shape.exits else (),
         forever=shape.forever,
         depth=depth,
+        unbound={name: frame.state.locals.get(name) for name in late},
+        returns=returns,
+        else_end=else_at,
+        base=list(frame.state.stack),
     )
     try:
         with tracing_body(frame, loop):

@@ -989,4 +989,5 @@ _NODE_HANDLERS: dict[str, Callable[[LoopWriter, Node, Env], None]] = {
 # below, widens it to 1-d values and adds its entries (views, reductions, in-place ops).
 _DEFAULT_HANDLER: list[Callable[[LoopWriter, Node, Env], None]] = [_pointwise]
 
-from . import loop_vectors  # noqa: E402, F401 - fills the tables above
+# loop_products imports loop_vectors first, then widens its handlers.
+from . import loop_products, loop_vectors  # noqa: E402, F401 - fills the tables above

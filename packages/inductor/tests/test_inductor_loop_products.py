@@ -1,0 +1,101 @@
+"""Matrix-vector products in loop bodies (codegen/c/loop_products.py): `W @ H[i - 1]` and
+`H[i - 1] @ W` as inline accumulator loops of the C loop, with NumPy's values (within the
+usual tolerance of a reordered sum) and in-place effects. (A product of other inner sizes
+is NumPy's ValueError at capture: integration_tests/test_loops_kept_constructs.py.)"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from numpile_capture import capture_function
+from numpile_inductor import compile_graph
+
+
+def _compiled(fn: Callable[..., Any], *args: Any) -> Any:
+    # The function's graph compiled by the inductor; its C source; a caller taking the
+    # function's arguments (the graph takes them in the order it first reads them).
+    graph = capture_function(fn, tuple(a.copy() for a in args), {}).graph
+    compiled = compile_graph(graph)
+    names = list(inspect.signature(fn).parameters)
+    order = [names.index(p.name) for p in graph.placeholders]
+
+    def call(*values: Any) -> Any:
+        return compiled.fn(*(values[k] for k in order))
+
+    return call, compiled.source
+
+
+def _check(fn: Callable[..., Any], *args: Any, tol: float = 1e-12) -> str:
+    call, source = _compiled(fn, *args)
+    ours = [a.copy() for a in args]
+    theirs = [a.copy() for a in args]
+    got, want = call(*ours), fn(*theirs)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    for mine, eager in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(mine, eager, rtol=tol, atol=tol)
+    return source
+
+
+def _rnn(H: Any, W: Any, b: Any) -> Any:
+    for i in range(1, H.shape[0]):
+        H[i] = np.tanh(W @ H[i - 1] + b)
+    return H
+
+
+def _rows_times_matrix(H: Any, W: Any, b: Any) -> Any:
+    for i in range(1, H.shape[0]):
+        H[i] = np.maximum(H[i - 1] @ W, 0.0) - b
+    return H
+
+
+def _inputs(steps: int, hidden: int, dtype: Any = np.float64) -> tuple[Any, Any, Any]:
+    rng = np.random.default_rng(steps * 31 + hidden)
+    H = np.zeros((steps, hidden), dtype)
+    H[0] = rng.standard_normal(hidden)
+    W = (rng.standard_normal((hidden, hidden)) / np.sqrt(hidden)).astype(dtype)
+    return H, W, rng.standard_normal(hidden).astype(dtype)
+
+
+@pytest.mark.parametrize("fn", [_rnn, _rows_times_matrix])
+@pytest.mark.parametrize("steps,hidden", [(1, 4), (2, 4), (9, 5), (30, 19)])
+def test_products_on_a_shifted_row_run_as_one_c_loop(fn: Any, steps: int, hidden: int) -> None:
+    source = _check(fn, *_inputs(steps, hidden))
+    assert "static PyObject *loop_" in source
+    assert "PyObject_Vectorcall(u_" not in source  # no NumPy ufunc called per iteration
+
+
+def test_float32_products() -> None:
+    _check(_rnn, *_inputs(12, 7, np.float32), tol=1e-5)  # float32 sums in another order
+
+
+def test_integer_products_are_exact() -> None:
+    def f(H: Any, W: Any) -> Any:
+        for i in range(1, H.shape[0]):
+            H[i] = (W @ H[i - 1]) % 7
+        return H
+
+    rng = np.random.default_rng(3)
+    H = rng.integers(0, 7, (6, 5))
+    W = rng.integers(-3, 4, (5, 5))
+    call, _ = _compiled(f, H, W)
+    mine = H.copy()
+    np.testing.assert_array_equal(call(mine, W), f(H.copy(), W))
+
+
+def test_a_matrix_that_is_a_view_of_the_rows_written() -> None:
+    # W overlaps the rows the loop writes: each row's value is computed whole first, as
+    # NumPy computes W @ H[i - 1] before it stores it.
+    def f(H: Any) -> Any:
+        W = H[:4, :4]
+        for i in range(1, H.shape[0]):
+            H[i, :4] = W @ H[i - 1, :4] * 0.5
+        return H
+
+    H = np.random.default_rng(5).standard_normal((7, 4))
+    _check(f, H)
