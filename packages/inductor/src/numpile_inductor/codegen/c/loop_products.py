@@ -117,15 +117,16 @@ def _matmul(writer: LoopWriter, node: Node, env: Env) -> None:
 
 
 def _with_argument_rows(handler: Handler) -> Handler:
-    # An element-wise op of a 1-d value of the body and a whole 1-d argument (`+ b`):
-    # the argument as a view, so both are taken element by element.
+    # An element-wise op of whole 1-d arguments (`+ b`, `0.5 * b`), alone or with 1-d
+    # values of the body: each argument as a view, so all are taken element by element.
     def run(writer: LoopWriter, node: Node, env: Env) -> None:
         rows = [
             value
             for value in node.input_nodes()
             if isinstance(env.get(value), CArray) and env[value].ndim == 1
         ]
-        if not rows or not any(_vector(writer, env, v) for v in node.input_nodes()):
+        meta = node.meta
+        if not rows or not isinstance(meta, ArrayMeta) or meta.ndim != 1:
             handler(writer, node, env)
             return
         local = dict(env)
