@@ -28,9 +28,11 @@ INTERRUPT_BOUND_S = 2.0
 
 _CHILD = textwrap.dedent(
     """
-    import sys, time
+    import faulthandler, sys, time
     import numpy as np
     import numpile
+
+    faulthandler.enable()  # a crash after the interrupt reports its stack on stderr
 
     @numpile.compile(dynamic=True)
     def {name}(x, y):
@@ -96,7 +98,7 @@ def test_ctrl_c_interrupts_one_long_kernel(name: str, tmp_path: os.PathLike[str]
             child.wait()
     assert line.startswith("interrupted"), line + out + err
     assert seen < INTERRUPT_BOUND_S, f"KeyboardInterrupt came {seen:.2f} s after SIGINT"
-    assert out.strip().endswith("ok"), out + err
+    assert out.strip().endswith("ok"), f"exit status {child.returncode}: {out}{err}"
 
 
 class _AlarmError(Exception):

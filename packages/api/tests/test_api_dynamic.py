@@ -59,8 +59,10 @@ def test_explain_lists_symbolic_guards() -> None:
 
 
 def test_specialization_is_visible_in_the_guards() -> None:
+    # A Python list as long as the array needs its length as an int: the size specializes.
+    # (`np.zeros(x.shape[0])` keeps it symbolic.)
     def f(x: Any) -> Any:
-        return np.zeros(x.shape[0]) + x
+        return np.array([1.0] * x.shape[0]) + x
 
     x = np.ones(6)
     numpile.mark_dynamic(x, 0)

@@ -53,6 +53,7 @@ def bind_indirect(expr: Expr, bounds: tuple[Indirect, ...]) -> Expr:
     """`expr` with each load whose index (or whose gather indices' loads) mentions a symbol
     of `bounds` bound to it.
 
+    >>> import numpy as np
     >>> s = sympy.Symbol("ind", integer=True, nonnegative=True)
     >>> i = Load("idx", (loop_var(0),), np.dtype("int64"))
     >>> print(bind_indirect(Load("x", (s,), np.dtype("float64")), (Indirect(s, i, 8),)))
