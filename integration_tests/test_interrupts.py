@@ -91,7 +91,11 @@ def test_ctrl_c_interrupts_one_long_kernel(name: str, tmp_path: os.PathLike[str]
         child.send_signal(signal.SIGINT)
         line = child.stdout.readline()
         seen = time.perf_counter() - sent
-        out, err = child.communicate(timeout=TIMEOUT_S)
+        # NOTE: not communicate(): with two pipes it reads the file descriptors and skips
+        # what readline() already buffered ("ok" when it came in the same read).
+        child.wait(timeout=TIMEOUT_S)
+        out = child.stdout.read()
+        err = child.stderr.read() if child.stderr else ""
     finally:
         if child.poll() is None:
             child.kill()
