@@ -557,6 +557,20 @@ def input_cost(ctx: LoweringContext, node: Node) -> tuple[int, bool]:
     return ops, heavy
 
 
+def readable_source(ctx: LoweringContext, node: Node) -> tuple[Lowered, Loader]:
+    """The lowered first input of a view or index `node` and its loader, where kernels read
+    it element by element at the node's own dtype; CannotLower otherwise."""
+    if not node.inputs or not isinstance(node.inputs[0], Node):
+        raise CannotLower("a view or index of a non-array")
+    source = ctx.values[node.inputs[0]]
+    if source.loader is None:
+        raise CannotLower("a view or index of a value kernels cannot read")
+    assert isinstance(node.meta, ArrayMeta)
+    if node.meta.dtype != source.dtype:
+        raise CannotLower("a view or index that changes the dtype")
+    return source, source.loader
+
+
 def out_shape(node: Node) -> tuple[Any, ...]:
     assert isinstance(node.meta, ArrayMeta)
     return tuple(as_dim(d) for d in node.meta.shape)

@@ -21,11 +21,19 @@ from typing import Any
 import attrs
 import sympy
 
-from numpile_capture import ArrayMeta, IndexArray, Node
+from numpile_capture import IndexArray, Node
 
 from ..index import loop_var
 from ..loop_ir import Apply, Expr, Indirect, Load
-from .context import LOWERINGS, CannotLower, Lowered, LoweringContext, out_shape, register_lowering
+from .context import (
+    LOWERINGS,
+    CannotLower,
+    Lowered,
+    LoweringContext,
+    out_shape,
+    readable_source,
+    register_lowering,
+)
 
 __all__ = [
     "LOWERINGS",
@@ -152,16 +160,9 @@ def lower_index(ctx: LoweringContext, node: Node) -> Lowered:
     >>> lower_index(ctx, index_node).shape  # doctest: +SKIP
     (8000,)
     """
-    if not node.inputs or not isinstance(node.inputs[0], Node):
-        raise CannotLower("index of a non-array")
     if node.kwargs.get("nnz") is not None:
         raise CannotLower("a boolean mask (a data-dependent size)")
-    source = ctx.values[node.inputs[0]]
-    if source.loader is None:
-        raise CannotLower("index of a value kernels cannot read")
-    assert isinstance(node.meta, ArrayMeta)
-    if node.meta.dtype != source.dtype:
-        raise CannotLower("an index that changes the dtype")
+    source, loader = readable_source(ctx, node)
     ndim = len(source.shape)
     arrays = [index_array(ctx, value) for value in node.inputs[1:]]
     indexing = AdvancedIndex.of(tuple(node.kwargs["index"]), ndim, arrays)
@@ -169,7 +170,6 @@ def lower_index(ctx: LoweringContext, node: Node) -> Lowered:
         if not isinstance(source.shape[axis], int):
             raise CannotLower("a gathered dim of symbolic size")
     shape = out_shape(node)
-    loader = source.loader
 
     def load(idx: tuple[Any, ...]) -> Expr:
         index, bounds = indexing.element(idx, len(shape), source.shape)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from numpile_capture import ArrayMeta, Node, OpKind, contiguous_strides
+from numpile_capture import Node, OpKind, contiguous_strides
 from numpile_capture import ops as capture_ops
 
 from ..index import unflatten_index
@@ -31,6 +31,7 @@ from .context import (
     LoweringContext,
     is_static,
     out_shape,
+    readable_source,
     register_kind_lowering,
     register_lowering,
 )
@@ -45,17 +46,10 @@ def lower_view(ctx: LoweringContext, node: Node) -> Lowered:
     (4, 3)
     """
     assert node.op is not None
-    if not node.inputs or not isinstance(node.inputs[0], Node):
-        raise CannotLower("view of a non-array")
     if any(isinstance(value, Node) for value in node.inputs[1:]):
         raise CannotLower("view with array operands")
-    source = ctx.values[node.inputs[0]]
-    if source.loader is None:
-        raise CannotLower("view input")
+    source, loader = readable_source(ctx, node)
     shape = out_shape(node)
-    assert isinstance(node.meta, ArrayMeta)
-    if node.meta.dtype != source.dtype:
-        raise CannotLower("a view that changes the dtype")
     in_shape = source.shape
     if not (is_static(shape) and is_static(in_shape)):
         raise CannotLower("a view of symbolic shape (the stride probe needs sizes)")
@@ -68,7 +62,6 @@ def lower_view(ctx: LoweringContext, node: Node) -> Lowered:
         raise CannotLower("the op copies")
     offset = result.__array_interface__["data"][0] - base.__array_interface__["data"][0]
     remap = _affine_remap(offset, tuple(result.strides), shape, in_shape)
-    loader = source.loader
 
     def load(idx: tuple[Any, ...]) -> Expr:
         return loader(remap(idx))
@@ -94,17 +87,11 @@ def lower_getitem(ctx: LoweringContext, node: Node) -> Lowered:
 
 def lower_symbolic_getitem(ctx: LoweringContext, node: Node) -> Lowered:
     """A basic index of symbolic shape as a map from output to input indices."""
-    if len(node.inputs) != 1 or not isinstance(node.inputs[0], Node):
+    if len(node.inputs) != 1:
         raise CannotLower("getitem with array operands")
-    source = ctx.values[node.inputs[0]]
-    if source.loader is None:
-        raise CannotLower("view input")
-    assert isinstance(node.meta, ArrayMeta)
-    if node.meta.dtype != source.dtype:
-        raise CannotLower("a view that changes the dtype")
+    source, loader = readable_source(ctx, node)
     shape = out_shape(node)
     maps = index_map(node.kwargs["index"], source.shape, shape)
-    loader = source.loader
 
     def load(idx: tuple[Any, ...]) -> Expr:
         return loader(
