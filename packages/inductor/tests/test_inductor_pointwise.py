@@ -335,4 +335,7 @@ def test_inputs_named_like_generated_identifiers_compile(names: tuple[str, str])
     a, b = (graph.placeholder(name, meta_of(x)) for name, x in zip(names, inputs, strict=True))
     graph.output = _call("add", graph, _call("sin", graph, a), b)
     got = compile_graph(graph).fn(*inputs)
-    _assert_same(got, run_graph(graph, inputs))
+    want = run_graph(graph, inputs)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    # sin may run as libmvec's vector version: within the README's tolerance (Numerics).
+    np.testing.assert_allclose(got, want, rtol=4e-15, atol=0)

@@ -303,7 +303,8 @@ class KernelContext:
     constant in a specialized copy), `sizes` the names of the loop sizes (`x` dims, then
     `r` dims), `skip` how many outer `x` loops an enclosing nest already opened,
     `parallel_threshold` the work from which a parallel region is taken, `ivdep` whether
-    no buffer aliases another (loop iterations are independent).
+    no buffer aliases another (loop iterations are independent), `static_work` the
+    kernel's work (the product of its sizes) when all of them are constants.
 
         >>> ctx = KernelContext(None, {}, {}, ["n0"], parallel_threshold=10)  # doctest: +SKIP
         >>> ctx.part(row_part, ["n0", "n2"], skip=1).skip  # doctest: +SKIP
@@ -317,6 +318,7 @@ class KernelContext:
     skip: int = 0
     parallel_threshold: int = 0
     ivdep: bool = False
+    static_work: int | None = None
 
     def part(self, fused: FusedKernel, sizes: list[str], *, skip: int) -> KernelContext:
         """The context of `fused`, emitted inside this one's first `skip` loops."""

@@ -151,6 +151,8 @@ def kernel_source(
         first = fused.parts[0]
         work_sizes = len(first.ranges) + len(first.reduction_ranges)
     work = " * ".join(f"n{i}" for i in range(work_sizes)) or "1"
+    work_dims = sig.sizes[:work_sizes]
+    static = all(isinstance(dim, int | sympy.Integer) for dim in work_dims)
     # Each kernel returns the floating-point flags its threads raised (see `parallel`);
     # the wrapper checks them after the call.
     prologue = [
@@ -169,6 +171,7 @@ def kernel_source(
         size_names(len(sig.sizes)),
         parallel_threshold=parallel_threshold,
         ivdep=not aliased,
+        static_work=math.prod(int(dim) for dim in work_dims) if static else None,
     )
     nest = _nest_of(ctx)
     out = CodeBuffer()
@@ -227,6 +230,7 @@ def _pointwise_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
         simd=ctx.ivdep and ndim == 1,
         enabled=bool(ndim) and not skip,
         chunk=ctx.sizes[0] if ndim and not skip else None,
+        work=ctx.static_work,
     )
     ivdep = ctx.ivdep and not innermost_parallel
     chunked = bool(ndim) and not skip
@@ -243,7 +247,8 @@ def _row_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
     # in a block of its own (their temporaries share names). Scratch rows are locals.
     fused, names = ctx.fused, ctx.sizes
     rows = fused.row_dims
-    region = parallel(buf, rows, ctx.parallel_threshold, chunk=names[0] if rows else None)
+    chunk = names[0] if rows else None
+    region = parallel(buf, rows, ctx.parallel_threshold, chunk=chunk, work=ctx.static_work)
     with region, loops(buf, "x", names[:rows], chunked=rows > 0):
         for name in sorted(fused.scratch):
             scratch = ctx.buffers[name]

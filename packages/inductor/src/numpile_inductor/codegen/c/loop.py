@@ -198,6 +198,7 @@ def parallel(
     simd: bool = False,
     enabled: bool = True,
     chunk: str | None = None,
+    work: int | None = None,
 ) -> Iterator[None]:
     """An OpenMP parallel region, taken when `work >= threshold`, around the `with` block,
     whose first statement is a `for` over `collapse` loops (none when not `enabled`).
@@ -206,6 +207,11 @@ def parallel(
     `np_fp` on exit (the region reduces `np_fp` with `|`). `simd` also marks the loop's
     iterations independent (the `ivdep` of `loops` for a loop that is both the parallel
     and the innermost one).
+
+    Below the threshold the block runs as a plain serial copy, outside any region: an
+    OpenMP region costs its team's set-up even when its `if` clause is false (a third of
+    a microsecond with libgomp, more than a small kernel's whole work). `work`, the
+    kernel's work when its sizes are constants, leaves only the copy that runs.
 
     `chunk` (the size of the outermost loop, which must then be opened with `loops(...,
     chunked=True)`) runs that loop in chunks of rows, one region per chunk, polling for
@@ -218,18 +224,28 @@ def parallel(
     ...     buf.writeline("for (;;) {}")
     >>> print(buf.getvalue())
     np_fp |= NP_FP_TEST();
-    #pragma omp parallel if(work >= 10) reduction(|:np_fp)
-    {
-    NP_FP_CLEAR();
-    #pragma omp for schedule(static) nowait
-    for (;;) {}
-    np_fp |= NP_FP_TEST();
+    if (work >= 10) {
+        #pragma omp parallel reduction(|:np_fp)
+        {
+        NP_FP_CLEAR();
+        #pragma omp for schedule(static) nowait
+        for (;;) {}
+        np_fp |= NP_FP_TEST();
+        }
+    } else {
+        for (;;) {}
+        np_fp |= NP_FP_TEST();
     }
     >>> buf = CodeBuffer()
-    >>> with parallel(buf, 2, 10, simd=True):
+    >>> with parallel(buf, 2, 10, simd=True, work=100):
     ...     pass
     >>> buf.lines[-3]
     '#pragma omp for simd collapse(2) schedule(static) nowait'
+    >>> buf = CodeBuffer()
+    >>> with parallel(buf, 1, 10, simd=True, work=8):
+    ...     buf.writeline("for (;;) {}")
+    >>> buf.lines
+    ['#pragma omp simd', 'for (;;) {}', 'np_fp |= NP_FP_TEST();']
     """
     if not enabled:
         yield
@@ -238,19 +254,47 @@ def parallel(
     simd_clause = " simd" if simd else ""
     if chunk is not None:
         buf.writelines(_chunk_header(loop_var(0), chunk))
-    buf.writelines(
-        [
-            "np_fp |= NP_FP_TEST();",
-            f"#pragma omp parallel if(work >= {threshold}) reduction(|:np_fp)",
-            "{",
-            "NP_FP_CLEAR();",
-            f"#pragma omp for{simd_clause}{clause} schedule(static) nowait",
-        ]
-    )
+    start = len(buf.lines)
     yield
-    buf.writelines(["np_fp |= NP_FP_TEST();", "}"])
+    # The block's lines, already indented: moved into the copies written below.
+    body = buf.lines[start:]
+    del buf.lines[start:]
+    region: list[str | list[str]] = [
+        "#pragma omp parallel reduction(|:np_fp)",
+        "{",
+        "NP_FP_CLEAR();",
+        f"#pragma omp for{simd_clause}{clause} schedule(static) nowait",
+        body,
+        "np_fp |= NP_FP_TEST();",
+        "}",
+    ]
+    # A lone loop keeps its iterations independent in the serial copy too (`omp simd`).
+    pragma = ["#pragma omp simd"] if simd and collapse == 1 else []
+    serial: list[str | list[str]] = [*pragma, body, "np_fp |= NP_FP_TEST();"]
+    if work is not None and work < threshold:
+        _write(buf, serial)
+    elif work is not None:
+        _write(buf, ["np_fp |= NP_FP_TEST();", *region])
+    else:
+        _write(buf, ["np_fp |= NP_FP_TEST();", f"if (work >= {threshold}) {{"])
+        with buf.indent():
+            _write(buf, region, 1)
+        buf.writeline("} else {")
+        with buf.indent():
+            _write(buf, serial, 1)
+        buf.writeline("}")
     if chunk is not None:
         buf.writelines(_chunk_footer(loop_var(0), chunk))
+
+
+def _write(buf: CodeBuffer, lines: list[str | list[str]], deeper: int = 0) -> None:
+    # Strings at the buffer's indentation; a list holds lines the buffer wrote already, at
+    # `deeper` levels less than it is at now.
+    for line in lines:
+        if isinstance(line, str):
+            buf.writeline(line)
+        else:
+            buf.splice(CodeBuffer.UNIT * deeper + text for text in line)
 
 
 @contextlib.contextmanager

@@ -11,7 +11,8 @@ gets `#pragma omp for` when its body proves that:
   every other use of an array it writes reads it at that same first index;
 - it holds no other node that writes memory, and no `while` (not analysed).
 
-Run time decides the rest, in the pragma's `if` clause: the fast form of the nest (every
+Run time decides the rest, in an `if` around the region (the nest runs serially, outside
+any region, where it fails): the fast form of the nest (every
 bounds check hoisted, no `goto` left in it: an error or a bail needs the serial order),
 at least two iterations, at least `PARALLEL_WORK` elements in the arrays the nest uses
 (below, a parallel region costs more than it saves), and no array it writes sharing
@@ -147,11 +148,13 @@ def _is_array(value: Any) -> bool:
 
 def parallel_nest(lines: list[str], arrays: list[CArray], trips: str) -> tuple[list[str], bool]:
     """The outer loop `lines` (its `for` head first, then its signal poll) as an OpenMP
-    loop whose `if` clause holds the run-time conditions, and whether it may bail: an
+    loop taken when the run-time conditions hold (else `lines` as they are), and whether
+    it may bail: an
     iteration that would leave the function (an index out of bounds, an int overflow)
     ends its own iteration and makes the nest bail after the loop (the arrays restored,
     the loop run with NumPy, which raises as eager does)."""
     head, *rest = lines
+    serial = lines
     rest = [line for line in rest if "PyErr_CheckSignals" not in line]
     bails = any(_LEAVE.search(line) for line in rest)
     if bails:
@@ -168,11 +171,13 @@ def parallel_nest(lines: list[str], arrays: list[CArray], trips: str) -> tuple[l
         if other is not one
     ]
     clause = " && ".join([f"({trips}) >= 2", f"({sizes}) >= {PARALLEL_WORK}", *disjoint])
+    # NOTE: the serial copy runs outside any region (the nest as it was): a region whose
+    # `if` clause is false still sets a team up, which costs more than a short nest.
     return [
-        f"{indent}{{",
+        f"{indent}if ({clause}) {{",
         f"{indent}int np_par_fp = 0;",
         f"{indent}int np_par_failed = 0;",
-        f"{indent}#pragma omp parallel if({clause}) reduction(|:np_par_fp, np_par_failed)",
+        f"{indent}#pragma omp parallel reduction(|:np_par_fp, np_par_failed)",
         f"{indent}{{",
         f"{indent}#pragma omp for schedule(static)",
         head,
@@ -181,6 +186,8 @@ def parallel_nest(lines: list[str], arrays: list[CArray], trips: str) -> tuple[l
         f"{indent}}}",
         f"{indent}*np_fp |= np_par_fp;",
         *([f"{indent}if (np_par_failed) {{ goto bail; }}"] if bails else []),
+        f"{indent}}} else {{",
+        *serial,
         f"{indent}}}",
     ], bails
 

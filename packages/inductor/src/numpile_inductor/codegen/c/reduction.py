@@ -99,7 +99,8 @@ def reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
     ndim, rdim = len(fused.ranges), len(fused.reduction_ranges)
     top = bool(ndim) and not ctx.skip
     chunk = names[0] if top else None
-    region = parallel(buf, ndim, ctx.parallel_threshold, enabled=top, chunk=chunk)
+    threshold = ctx.parallel_threshold
+    region = parallel(buf, ndim, threshold, enabled=top, chunk=chunk, work=ctx.static_work)
     with region, loops(buf, "x", names[:ndim], ctx.skip, chunked=top):
         accs = [f"acc{i}" for i in range(len(rstores))]
         for acc, store in zip(accs, rstores, strict=True):
@@ -437,7 +438,7 @@ def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
     by_rows = chunk is None
     r0, r0_size = loop_var(0, "r"), names[ndim]
     rows = sequential_chunks(buf, r0, r0_size) if by_rows else contextlib.nullcontext()
-    region = parallel(buf, ndim, ctx.parallel_threshold, chunk=chunk)
+    region = parallel(buf, ndim, ctx.parallel_threshold, chunk=chunk, work=ctx.static_work)
     with rows, region, loops(buf, "x", names[: ndim - 1], chunked=chunk is not None):
         buf.writeline("for (int64_t xbi = 0; xbi < nblocks; xbi++) {")
         with buf.indent():
