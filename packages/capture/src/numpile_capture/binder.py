@@ -16,11 +16,16 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from numpile_guards import EntryParameters
+
 _MISSING = object()  # a keyword-only argument not passed: read from `__kwdefaults__`
 
 
-def _binder_source(code: types.CodeType, has_defaults: int, kwdefaults: dict[str, Any]) -> str:
-    # A function with fn's exact parameters that returns them as a dict: CPython binds.
+def _parameters(
+    code: types.CodeType, has_defaults: int, kwdefaults: dict[str, Any]
+) -> tuple[list[str], list[str], list[str]]:
+    # fn's exact parameters as a `def` spells them (defaults read from `_d`, keyword-only
+    # ones marked `_missing`), the bound names in order, and the lines resolving the marks.
     positional = code.co_argcount
     posonly = code.co_posonlyargcount
     kwonly = code.co_kwonlyargcount
@@ -47,11 +52,19 @@ def _binder_source(code: types.CodeType, has_defaults: int, kwdefaults: dict[str
         params.append(f"**{names[cursor]}")
     bound = [name for name in params if name not in ("/", "*")]
     keys = [name.split("=")[0].lstrip("*") for name in bound]
-    lines = [f"def bind({', '.join(params)}):"]
+    prologue: list[str] = []
     for key in keys:
         if key in kwdefaults:
-            lines.append(f"    if {key} is _missing:")
-            lines.append(f"        {key} = _kd[{key!r}]")
+            prologue.append(f"if {key} is _missing:")
+            prologue.append(f"    {key} = _kd[{key!r}]")
+    return params, keys, prologue
+
+
+def _binder_source(code: types.CodeType, has_defaults: int, kwdefaults: dict[str, Any]) -> str:
+    # A function with fn's exact parameters that returns them as a dict: CPython binds.
+    params, keys, prologue = _parameters(code, has_defaults, kwdefaults)
+    lines = [f"def bind({', '.join(params)}):"]
+    lines += [f"    {line}" for line in prologue]
     body = ", ".join(f"{key!r}: {key}" for key in keys)
     lines.append(f"    return {{{body}}}")
     return "\n".join(lines) + "\n"
@@ -66,3 +79,17 @@ def make_binder(fn: types.FunctionType) -> Callable[..., dict[str, Any]]:
     exec(compile(source, f"<numpile binder {fn.__qualname__}>", "exec"), namespace)
     binder: Callable[..., dict[str, Any]] = namespace["bind"]
     return binder
+
+
+def entry_parameters(fn: types.FunctionType) -> EntryParameters:
+    """`fn`'s parameters for an entry function (`numpile_guards.compile_entry`): bound as
+    `make_binder` binds them, defaults as they are now.
+
+    >>> entry_parameters(lambda a, b=2: None).text
+    'a, b=_d[0]'
+    """
+    defaults = fn.__defaults__ or ()
+    kwdefaults = fn.__kwdefaults__ or {}
+    params, keys, prologue = _parameters(fn.__code__, len(defaults), kwdefaults)
+    namespace = {"_d": defaults, "_kd": kwdefaults, "_missing": _MISSING}
+    return EntryParameters(", ".join(params), tuple(keys), tuple(prologue), namespace)

@@ -9,7 +9,11 @@
    thread is in no region that runs compiled functions as plain Python
    (`region.PLAIN_CALLS`) and `fn`'s code and defaults are the ones bound, the
    call binds its arguments, runs that entry's guard check and, when it passes,
-   fetches the inputs and runs the compiled code. Anything else takes steps 1-4;
+   fetches the inputs and runs the compiled code. Those four are one generated
+   function per entry (`numpile_guards.compile_entry`: `fn`'s own parameters, the
+   guards over them as local variables, the compiled callable called with the
+   inputs spelled out), made when the entry is first remembered. Anything else
+   takes steps 1-4;
 1. reads the stance ("force_eager" runs `fn` as is);
 2. binds the arguments into `L` (defaults applied), with `G = fn.__globals__`
    and `F = fn`;
@@ -55,9 +59,11 @@ from numpile_guards import (
     Guard,
     cache_for,
     clear_caches,
+    compile_entry,
     compile_fetch,
     compile_guards,
     filter_guards,
+    fusable,
     split_guard_filter,
 )
 from numpile_runtime import (
@@ -76,7 +82,7 @@ from .backends import (
     default_backend,
     lookup_backend,
 )
-from .binder import make_binder
+from .binder import entry_parameters, make_binder
 from .bound_origins import widen_loop_bounds
 from .capture_events import CaptureEvent as CaptureEvent
 from .capture_events import record_event
@@ -192,6 +198,9 @@ class _Hit:
     fetch: FetchFn
     compiled: Callable[..., Any]
     tail: Callable[..., Any] | None
+    # The entry's check, fetch and call fused (`numpile_guards.compile_entry`), taking the
+    # call's arguments as `fn` does; None where the parts above run one by one.
+    enter: Callable[..., Any] | None = None
 
 
 def _no_entry(L: dict[str, Any], G: dict[str, Any], F: Any) -> bool:
@@ -204,6 +213,19 @@ def _no_inputs(L: dict[str, Any], G: dict[str, Any], F: Any) -> tuple[Any, ...]:
 
 # NOTE: what a function remembers before its first hit: its epoch is no epoch at all.
 _NO_HIT = _Hit(object(), None, None, None, dict, {}, _no_entry, _no_inputs, tuple, None)
+
+# What an entry function returns when the entry's guards reject the call.
+_MISS = object()
+
+# Entry functions a compiled function keeps (by entry): past this many, it starts again.
+_MAX_ENTRY_FUNCTIONS = 16
+
+
+def _raised_by_the_call(error: BaseException) -> bool:
+    # A TypeError of the call itself (arguments that do not bind) has no frame of the
+    # callee in its traceback: CPython raises it before the function runs.
+    traceback = error.__traceback__
+    return traceback is not None and traceback.tb_next is None
 
 
 class CompiledFunction:
@@ -260,6 +282,9 @@ class CompiledFunction:
         self._bind = make_binder(fn)
         self._cache = self._cache_provider(fn.__code__)
         self._hit = _NO_HIT
+        # NOTE: entry functions made for this function, by id of their entry (which they
+        # hold): made once per entry, code and defaults, not on every remembered hit.
+        self._enters: dict[int, tuple[Any, ...]] = {}
 
     def __repr__(self) -> str:
         return f"<numpile compiled {self._fn.__qualname__} at {where(self._fn)}>"
@@ -314,6 +339,20 @@ class CompiledFunction:
             and fn.__defaults__ is hit.defaults
             and fn.__kwdefaults__ is hit.kwdefaults
         ):
+            enter = hit.enter
+            if enter is not None:
+                try:
+                    result = enter(*args, **kwargs)
+                except TypeError as error:
+                    if not _raised_by_the_call(error):
+                        raise
+                    # Wrong arguments: let Python raise its own error from the function.
+                    return fn(*args, **kwargs)
+                except NotCompiledYet:  # tiered: the function's own Python this call
+                    return self._run_eagerly(current_stance(), args, kwargs)
+                if result is not _MISS:
+                    return result
+                return self._dispatch(args, kwargs)
             try:
                 L = hit.bind(*args, **kwargs)
             except TypeError:
@@ -346,7 +385,41 @@ class CompiledFunction:
             entry.fetch,
             entry.compiled,
             entry.tail,
+            self._entry_function(entry, skip_guards_unsafe),
         )
+
+    def _entry_function(
+        self, entry: CacheEntry, skip_guards_unsafe: bool
+    ) -> Callable[..., Any] | None:
+        # `entry`'s check, fetch and call as one function, made once per entry, guards
+        # checked, code and defaults (the hit path compares their identities); None where the parts
+        # must run one by one (a graph break's tail, sources unknown, clashing names).
+        if entry.tail is not None or entry.inputs is None:
+            return None
+        fn = self._fn
+        guards = self._cache.hit_guards(entry, skip_guards_unsafe=skip_guards_unsafe)
+        key = (entry, guards, self._code, self._defaults, self._kwdefaults)
+        found = self._enters.get(id(entry))
+        if found is not None and all(a is b for a, b in zip(found[:-1], key, strict=True)):
+            enter: Callable[..., Any] | None = found[-1]
+            return enter
+        parameters = entry_parameters(fn)
+        enter = None
+        if fusable(parameters):
+            enter = compile_entry(
+                guards,
+                entry.inputs,
+                parameters,
+                run=entry.compiled,
+                miss=_MISS,
+                G=fn.__globals__,
+                F=fn,
+                name=fn.__code__.co_name if fn.__code__.co_name.isidentifier() else "entry",
+            )
+        if len(self._enters) >= _MAX_ENTRY_FUNCTIONS:
+            self._enters.clear()
+        self._enters[id(entry)] = (*key, enter)
+        return enter
 
     def _dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         # Steps 1-4 of the module doc: the stance, the regions, a full lookup, a miss.
@@ -629,7 +702,7 @@ class CompiledFunction:
         metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
         metadata["guards"] = result.guards
         offer_eager_tier(compiled)  # the graph is the whole function (see eager_tier)
-        entry = CacheEntry(check, fetch, compiled, tag, metadata)
+        entry = CacheEntry(check, fetch, compiled, tag, metadata, inputs=result.input_sources)
         cache.add(entry)
         return functools.partial(entry.compiled, *example_inputs)
 

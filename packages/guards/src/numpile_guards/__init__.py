@@ -17,6 +17,9 @@ from .check import GuardCheck as GuardCheck
 from .check import compile_fetch as compile_fetch
 from .check import compile_guards as compile_guards
 from .check import order_guards as order_guards
+from .entry import EntryParameters as EntryParameters
+from .entry import compile_entry as compile_entry
+from .entry import fusable as fusable
 from .epoch import EPOCH as EPOCH
 from .epoch import DispatchEpoch as DispatchEpoch
 from .epoch import advance_epoch as advance_epoch
@@ -70,6 +73,9 @@ __all__ = [
     "EPOCH",
     "CheckFn",
     "DispatchEpoch",
+    "EntryParameters",
+    "compile_entry",
+    "fusable",
     "FetchFn",
     "ArraySpec",
     "AttrSource",

@@ -29,6 +29,7 @@ from .check import CheckFn, FetchFn, GuardCheck, compile_guards
 from .epoch import advance_epoch
 from .guard import ArraySpec, Guard, GuardKind
 from .reasons import RecompileReason
+from .source import Source
 
 log = logging.getLogger("numpile.guards")
 
@@ -54,6 +55,9 @@ class CacheEntry:
     # finishes the tail calls it returns itself: one Python frame less per recursion level
     # than calling `compiled`, which does the same in a frame of its own.
     tail: Callable[..., Any] | None = attrs.field(default=None, repr=False)
+    # NOTE: the sources `fetch` reads, in order, when known: the dispatcher then fuses the
+    # check, the fetch and the call into one function (`compile_entry`).
+    inputs: tuple[Source, ...] | None = attrs.field(default=None, repr=False)
 
     def run(self, L: dict[str, Any], G: dict[str, Any], F: Any) -> Any:
         """Fetch the inputs and call the compiled callable."""
@@ -185,6 +189,18 @@ class CodeCache:
         if skip_guards_unsafe and len(self.entries_for(entry.tag)) == 1:
             return _accept
         return entry.check.fn
+
+    def hit_guards(
+        self, entry: CacheEntry, *, skip_guards_unsafe: bool = False
+    ) -> tuple[Guard, ...]:
+        """The guards `hit_check` checks, in its order (none where it checks nothing).
+
+        >>> CodeCache("f", "m.py", 1).hit_guards(entry)  # doctest: +SKIP
+        (Guard(...),)
+        """
+        if skip_guards_unsafe and len(self.entries_for(entry.tag)) == 1:
+            return ()
+        return entry.check.guards
 
     def add(self, entry: CacheEntry) -> None:
         """Put `entry` first (newest)."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -134,14 +134,27 @@ class GuardCheck:
         return None
 
 
+def _same_text(text: str) -> str:
+    return text
+
+
 class _Emitter:
     # Renders sources and constants into Python text, binding repeated fetches with `:=`.
+    # With `local_names`, an argument is the variable it names (the entry function's
+    # parameter) instead of `L[...]`; `rewrite` applies the same to texts written over `L`.
 
-    def __init__(self, uses: dict[Source, int]) -> None:
+    def __init__(
+        self,
+        uses: dict[Source, int],
+        local_names: Mapping[str, str] | None = None,
+        rewrite: Callable[[str], str] = _same_text,
+    ) -> None:
         self.uses = uses
         self.bound: dict[Source, str] = {}
         self.constants: dict[str, Any] = {}
         self._constant_names: dict[int, str] = {}
+        self.local_names = local_names or {}
+        self.rewrite = rewrite
 
     def fetch(self, source: Source) -> str:
         if source in self.bound:
@@ -152,8 +165,10 @@ class _Emitter:
             text = f"{self.fetch(source.base)}[{_key_text(self, source.key)}]"
         elif isinstance(source, StateSource):
             text = f"{self.constant(source.probe)}()"
+        elif isinstance(source, LocalSource) and source.local in self.local_names:
+            return self.local_names[source.local]  # a variable: nothing to bind
         else:
-            text = source.name
+            text = self.rewrite(source.name)
         if self.uses.get(source, 0) < 2:
             return text
         name = f"_v{len(self.bound)}"
@@ -253,7 +268,7 @@ def _clauses(guard: Guard) -> list[Clause]:
     if kind is GuardKind.DICT_KEYS:
         keys = list(expected)
         return [(priority, lambda emit: f"list({emit.fetch(source)}) == {emit.constant(keys)}")]
-    return [(priority, lambda emit: _relation_clause(expected))]
+    return [(priority, lambda emit: emit.rewrite(_relation_clause(expected)))]
 
 
 def _is_plain_equals(guard: Guard) -> bool:
@@ -283,9 +298,35 @@ def _guard_fetches(guard: Guard) -> list[Source]:
 
 
 def _render(guards: Sequence[Guard]) -> tuple[list[str], dict[str, Any]]:
+    texts, _, constants = render_chain(guards, ())
+    return texts, constants
+
+
+def render_chain(
+    guards: Sequence[Guard],
+    inputs: Sequence[Source],
+    *,
+    local_names: Mapping[str, str] | None = None,
+    rewrite: Callable[[str], str] = _same_text,
+) -> tuple[list[str], list[str], dict[str, Any]]:
+    """The clauses of `guards`' check, in the order given (`order_guards` sorts), then
+    the texts of `inputs` as they read after a check that passed (a value both read is
+    bound once, with `:=`), and the constants the texts name (`_c0`, ...).
+
+    `local_names` spells an argument as a variable (`{"x": "x"}`: `L['x']` is `x`);
+    `rewrite` does the same to the texts of relations and expressions.
+
+    >>> clauses, fetches, _ = render_chain(
+    ...     [Guard(GuardKind.TYPE_MATCH, LocalSource("n"), int)], [LocalSource("n")],
+    ...     local_names={"n": "n"},
+    ... )
+    >>> clauses, fetches
+    (['type(n) is _c0'], ['n'])
+    """
     uses: dict[Source, int] = {}
     for guard in guards:
         _count_uses(_guard_fetches(guard), uses)
+    _count_uses(inputs, uses)
     pending: list[tuple[int, int, int, Callable[[_Emitter], str]]] = []
     for position, guard in enumerate(guards):
         for index, (priority, render) in enumerate(_clauses(guard)):
@@ -293,9 +334,20 @@ def _render(guards: Sequence[Guard]) -> tuple[list[str], dict[str, Any]]:
     # NOTE: sorted on (priority, guard position, clause index): deterministic, and a
     # guard's own clauses keep their order (its type check runs before its dtype check).
     pending.sort(key=lambda item: item[:3])
-    emit = _Emitter(uses)
+    emit = _Emitter(uses, local_names, rewrite)
     texts = [render(emit) for *_, render in pending]
-    return texts, emit.constants
+    fetches = [emit.fetch(source) for source in inputs]
+    return texts, fetches, emit.constants
+
+
+def build_function(name: str, source: str, constants: dict[str, Any]) -> Any:
+    """Compile generated `source` and return its function `name`; `constants` (and the
+    names every check may use: `math`, `KEYS`) are its globals.
+
+    >>> build_function("f", "def f(): return math.pi", {})() > 3
+    True
+    """
+    return _build(name, source, constants)
 
 
 def _build(name: str, source: str, constants: dict[str, Any]) -> Any:
