@@ -84,3 +84,17 @@ def test_constant_sizes_past_the_threshold_keep_only_the_region() -> None:
         got = compiled.fn(x, y)
         want = run_graph(graph, [x, y])
     np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_the_idle_thread_count_reads_the_core_count_once_per_sample() -> None:
+    # omp_get_num_procs() is a system call (sched_getaffinity): a call of a small graph
+    # pays it only when the load sample is taken again, not on every call.
+    from numpile_inductor.codegen.c.threads import THREAD_HELPERS
+
+    body = THREAD_HELPERS[THREAD_HELPERS.index("static int np_idle_threads") :]
+    sample = body[body.index("if (g_busy_at == 0") : body.index("const int idle")]
+    per_call = body.replace(sample, "")
+    assert "omp_get_num_procs()" in sample
+    # Outside the sample, only the first call's check of the process's cpuset reads it.
+    assert per_call.count("omp_get_num_procs()") == 1
+    assert "whole_machine = omp_get_num_procs()" in per_call

@@ -8,9 +8,10 @@ loops are single-threaded and never wait so; a compiled program must not be slow
 them. So unless the graph was compiled with `threads=N` (`cpp.threads`), each call runs its
 kernels on at most `omp_get_num_procs()` minus the other runnable tasks (Linux's
 `/proc/loadavg`, which counts this one; sampled at most every `SAMPLE_MS` milliseconds, a few
-microseconds per sample), never more than OpenMP's own maximum (`OMP_NUM_THREADS`) and at
-least one. A process confined to fewer cores than the machine has (a cpuset) keeps OpenMP's
-maximum: the machine-wide count says nothing about its own cores.
+microseconds per sample, with the count of cores: `omp_get_num_procs()` is a system call,
+which a call of a small graph must not pay each time), never more than OpenMP's own maximum
+(`OMP_NUM_THREADS`) and at least one. A process confined to fewer cores than the machine has
+(a cpuset) keeps OpenMP's maximum: the machine-wide count says nothing about its own cores.
 
     >>> "np_idle_threads" in THREAD_HELPERS
     True
@@ -43,6 +44,7 @@ static int np_busy_tasks(const char *text)
     return running > 1 ? running - 1 : 0;
 }}
 static volatile int g_busy_tasks = 0;
+static volatile int g_procs = 1;
 static volatile int64_t g_busy_at = 0;
 static int np_idle_threads(int max)
 {{
@@ -58,6 +60,8 @@ static int np_idle_threads(int max)
     const int64_t ns = (int64_t)now.tv_sec * 1000000000 + (int64_t)now.tv_nsec;
     if (g_busy_at == 0 || ns - g_busy_at > (int64_t){SAMPLE_MS} * 1000000) {{
         g_busy_at = ns;
+        /* omp_get_num_procs() asks the kernel (sched_getaffinity): once per sample. */
+        g_procs = omp_get_num_procs();
         char text[160];
         int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
         ssize_t got = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
@@ -67,7 +71,7 @@ static int np_idle_threads(int max)
             g_busy_tasks = np_busy_tasks(text);
         }}
     }}
-    const int idle = omp_get_num_procs() - g_busy_tasks;
+    const int idle = g_procs - g_busy_tasks;
     return idle < 1 ? 1 : idle < max ? idle : max;
 }}
 #elif defined(_OPENMP)
