@@ -105,6 +105,24 @@ static int np_fp_numpy(int bits)
 }"""
 
 
+_SCALAR_CHECK = """\
+/* Whether `o` is a NumPy scalar of type number `typenum`, in native byte order. */
+static int np_is_scalar_of(PyObject *o, int typenum)
+{
+    if (!PyArray_IsScalar(o, Generic)) {
+        return 0;
+    }
+    PyArray_Descr *descr = PyArray_DescrFromScalar(o);
+    if (descr == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    const int same = descr->type_num == typenum && PyArray_ISNBO(descr->byteorder);
+    Py_DECREF(descr);
+    return same;
+}"""
+
+
 def _typenum(dtype: np.dtype[Any]) -> int:
     return int(dtype.num)
 
@@ -185,6 +203,8 @@ class _Emitter:
         self.bincount_lengths = 0
         self.scatter_loops = 0
         self.stores_in_place = False
+        # Whether an extern's 0-d result is checked as a NumPy scalar (`np_is_scalar_of`).
+        self.scalar_checks = False
 
     def _may_run_parallel(self) -> bool:
         # Whether a kernel of the graph may reach the parallel threshold (a symbolic size
@@ -750,6 +770,20 @@ class _Emitter:
     def _emit_extern_check(self, name: str, buf: Buffer) -> None:
         code = self.code
         code.writeline(f"PyArrayObject *a_{name} = (PyArrayObject *)o_{name};")
+        if buf.shape == () and not any(name in step.reads() for step in self.sched.steps):
+            # A 0-d result no step reads (a returned value, say) may stay a NumPy scalar of
+            # its dtype: no 0-d array is made only to read its dtype back.
+            if not self.scalar_checks:
+                self.statics.append(_SCALAR_CHECK)
+            self.scalar_checks = True
+            with code.block(f"if (!np_is_scalar_of(o_{name}, {_typenum(buf.dtype)}))"):
+                self._emit_extern_layout_check(name, buf)
+        else:
+            self._emit_extern_layout_check(name, buf)
+        self._emit_runtime_strides(name, buf)
+
+    def _emit_extern_layout_check(self, name: str, buf: Buffer) -> None:
+        code = self.code
         with code.block(f"if (!PyArray_Check(o_{name}))"):
             code.writeline(f"k_{name} = PyArray_FromAny(o_{name}, NULL, 0, 0, 0, NULL);")
             code.writeline(f"if (k_{name} == NULL) {{ goto fail; }}")
@@ -774,7 +808,6 @@ class _Emitter:
             code.writeline("goto fail;")
         for size, d in first.items():
             code.writeline(f"const int64_t {self.symbol_vars[size]} = PyArray_DIMS(a_{name})[{d}];")
-        self._emit_runtime_strides(name, buf)
 
     def _emit_outputs(self) -> None:
         graph = self.program.graph
