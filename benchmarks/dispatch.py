@@ -21,8 +21,12 @@ binding 0.9, backend lookup 0.2, guard lookup 1.1, the rest frames and argument 
 The fast path (one epoch identity check, one per-thread counter, the code/defaults
 identities, the remembered entry's generated check, the fetch) should leave about 1 us
 over the kernel: 0.1 epoch and region, 0.1 binding, 0.3-0.5 the check, 0.1 the fetch,
-0.3 the call of a class instance with ``*args``. Measured figures and their load go to
-``docs/performance_notes.md``.
+0.3 the call of a class instance with ``*args``. Second prediction (callcost28), for one
+generated entry function per remembered entry (binding, check, fetch and call fused) and
+no OpenMP region below the parallel threshold: the binder's and the fetch's calls, the dict
+of arguments and the tuple of inputs (0.25-0.3 us) and the region whose ``if`` is false
+(0.33 us of the module's call) gone, about 0.9-1.0 us a call. Measured figures and their
+load go to ``docs/performance_notes.md``.
 
     >>> rows = run_dispatch(calls=200, repeats=2)  # doctest: +SKIP
 """
