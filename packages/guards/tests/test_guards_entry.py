@@ -86,3 +86,14 @@ def test_parameters_that_clash_with_generated_names_are_refused(name: str) -> No
     assert not fusable(params)
     with pytest.raises(ValueError, match="clash"):
         compile_entry([], [X], params, run=print, miss=MISS, G={}, F=None)
+
+
+@pytest.mark.parametrize("name", ["_run", "_miss", "G", "_c0", "_d", "KEYS"])
+def test_an_entry_named_like_a_name_it_reads_is_renamed(name: str) -> None:
+    guards = [Guard(GuardKind.TYPE_MATCH, X, int)]
+    params = EntryParameters("x", ("x",), namespace={"_d": ()})
+    enter = compile_entry(
+        guards, [X], params, run=lambda x: x + 1, miss=MISS, G={}, F=None, name=name
+    )
+    assert enter(1) == 2
+    assert enter(1.0) is MISS

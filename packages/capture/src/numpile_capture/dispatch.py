@@ -406,16 +406,19 @@ class CompiledFunction:
         parameters = entry_parameters(fn)
         enter = None
         if fusable(parameters):
-            enter = compile_entry(
-                guards,
-                entry.inputs,
-                parameters,
-                run=entry.compiled,
-                miss=_MISS,
-                G=fn.__globals__,
-                F=fn,
-                name=fn.__code__.co_name if fn.__code__.co_name.isidentifier() else "entry",
-            )
+            try:
+                enter = compile_entry(
+                    guards,
+                    entry.inputs,
+                    parameters,
+                    run=entry.compiled,
+                    miss=_MISS,
+                    G=fn.__globals__,
+                    F=fn,
+                    name=fn.__code__.co_name,
+                )
+            except Exception as error:  # never fail a call over it: the parts run one by one
+                log.debug("no entry function for %s: %s", fn.__qualname__, error)
         if len(self._enters) >= _MAX_ENTRY_FUNCTIONS:
             self._enters.clear()
         self._enters[id(entry)] = (*key, enter)

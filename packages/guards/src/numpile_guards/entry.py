@@ -86,6 +86,10 @@ def fusable(parameters: EntryParameters) -> bool:
     return True
 
 
+def _plain_name(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
 def _locals_text(text: str, names: tuple[str, ...]) -> str:
     # `L['x']` as the parameter `x` in texts written over `L` (relations, expressions).
     def replace(match: re.Match[str]) -> str:
@@ -114,6 +118,8 @@ def compile_entry(
     """
     if not fusable(parameters):
         raise ValueError(f"parameters {parameters.names} clash with the entry's own names")
+    if name in _RESERVED or _GENERATED.fullmatch(name) or not _plain_name(name):
+        name = "_numpile_entry"  # the def binds its name among the names the body reads
     local_names = {local: local for local in parameters.names}
     clauses, fetches, constants = render_chain(
         guards, inputs, local_names=local_names, rewrite=_rewriter(parameters.names)
@@ -139,6 +145,8 @@ def compile_entry(
     source = "\n".join(lines) + "\n"
     namespace: dict[str, Any] = {**constants, **parameters.namespace}
     namespace.update(G=G, F=F, _run=run, _miss=miss)
+    if name in namespace:
+        raise ValueError(f"the entry's name {name!r} is one of the names it reads")
     fn = build_function(name, source, namespace)
     fn.source = source
     result: Callable[..., Any] = fn
