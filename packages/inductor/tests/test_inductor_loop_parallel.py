@@ -103,7 +103,12 @@ CARRIED = [
 @pytest.mark.parametrize(("fn", "make"), INDEPENDENT, ids=[fn.__name__ for fn, _ in INDEPENDENT])
 def test_independent_rows_get_the_pragma(fn: Callable[..., Any], make: Callable[[], Any]) -> None:
     assert independent_iterations(_outer_loop(fn, make()))
-    assert "#pragma omp for schedule(static)" in _source(fn, make())
+    source = _source(fn, make())
+    assert "#pragma omp for schedule(static)" in source
+    # Below the run-time conditions the nest runs outside any region (a region whose `if`
+    # is false still sets up a team): the pragma sits in one branch of a plain `if`.
+    assert "#pragma omp parallel reduction" in source and "#pragma omp parallel if" not in source
+    assert "} else {" in source[source.index("#pragma omp parallel reduction") :]
 
 
 @pytest.mark.parametrize(("fn", "make"), CARRIED, ids=[fn.__name__ for fn, _ in CARRIED])
