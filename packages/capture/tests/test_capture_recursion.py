@@ -92,10 +92,6 @@ print(compiled(np.zeros(3), 900).tolist(), sys.getrecursionlimit() == limit == 1
 """
 
 
-@pytest.mark.skipif(
-    sys.version_info[:2] == (3, 12),
-    reason="3.12 bounds C recursion separately (~1500 C calls, not settable): ~296 levels",
-)
 def test_a_compiled_function_recurses_900_levels_under_the_default_limit() -> None:
     # numpile widens the recursion limit by its own frames while the user's code at a
     # break runs, and narrows it back after (eager reaches ~997 levels in a fresh process).

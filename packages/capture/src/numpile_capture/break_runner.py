@@ -96,6 +96,8 @@ class BreakRunner:
         self._input_count = graph_break.input_count
         self._effects = graph_break.effects
         self._globals = fn.__globals__
+        # Run up to the resume call and return it as a `TailCall` (or the result, if none).
+        self.run_tail = _tail_runner(self)
 
     def __call__(self, *fetched: Any) -> Any:
         result = self.run_tail(*fetched)
@@ -103,20 +105,32 @@ class BreakRunner:
             result = result.run()
         return result
 
-    def run_tail(self, *fetched: Any) -> Any:
-        """Run up to the resume call and return it as a `TailCall` (or the result, if none)."""
-        count = self._input_count
+
+def _tail_runner(runner: BreakRunner) -> Callable[..., Any]:
+    # `run_tail` is a plain function, not a bound method, and the break function's callee is
+    # called through its bound `__call__` (`_direct_callee`): CPython 3.12 makes such calls in
+    # the caller's C frame, where a bound method called with `*args`, or an object with
+    # `__call__`, costs 2-3 units of its C recursion limit, which Python code cannot raise (a
+    # compiled recursion then stops at about 300 levels instead of eager's 990).
+    graph_fn = runner.graph_fn
+    count = runner._input_count
+    values = runner._values
+    effects = runner._effects
+    globals_ = runner._globals
+    arguments = runner._arguments
+
+    def run_tail(*fetched: Any) -> Any:
         outputs: Any = ()
-        if self.graph_fn is not None:
-            outputs = self.graph_fn(*fetched[:count])
+        if graph_fn is not None:
+            outputs = graph_fn(*fetched[:count])
         extras = fetched[count:]
         slots: list[Any] = []
-        for make in self._values:
+        for make in values:
             slots.append(make(slots, outputs, extras))
-        for effect in self._effects:
-            _replay(effect, slots, self._globals)
+        for effect in effects:
+            _replay(effect, slots, globals_)
         depth = _NESTING.depth
-        break_fn = self.break_fn if depth < MAX_NESTED_RESUMES else self.eager_break_fn
+        break_fn = runner.break_fn if depth < MAX_NESTED_RESUMES else runner.eager_break_fn
         _NESTING.depth = depth + 1
         # A deep nesting is a recursion through compiled code: numpile's frames are not the
         # user's, so they do not count against the user's recursion limit.
@@ -124,11 +138,13 @@ class BreakRunner:
         if units:
             widen(units)
         try:
-            return break_fn(*[slots[index] for index in self._arguments])
+            return break_fn(*[slots[index] for index in arguments])
         finally:
             if units:
                 narrow(units)
             _NESTING.depth = depth
+
+    return run_tail
 
 
 class _Nesting(threading.local):
@@ -163,6 +179,15 @@ def _function(fn: types.FunctionType, code: types.CodeType) -> types.FunctionTyp
     made.__qualname__ = f"{fn.__qualname__}.<{code.co_name}>"
     made.__module__ = fn.__module__
     return made
+
+
+def _direct_callee(compiled: Callable[..., Any]) -> Callable[..., Any]:
+    # The breaking CALL's callee (only ever called there), as its class's `__call__` bound to
+    # it: the same call, made without entering C on CPython 3.12 (see `_tail_runner`).
+    call = type(compiled).__dict__.get("__call__")
+    if isinstance(call, types.FunctionType):
+        return types.MethodType(call, compiled)
+    return compiled
 
 
 def _function_maker(step: MakeFunction) -> Callable[[list[Any], Any, Sequence[Any]], Any]:
@@ -220,7 +245,7 @@ def _runtime_step(step: Step, wrap: Wrap) -> Callable[[list[Any], Any, Sequence[
     if isinstance(step, CompiledCallee):
         # A disable(recursive=False) function runs in Python; the functions it calls compile.
         disabled = compiles_callees(step.fn)
-        compiled = compiling_callees(step.fn, wrap) if disabled else wrap(step.fn)
+        compiled = compiling_callees(step.fn, wrap) if disabled else _direct_callee(wrap(step.fn))
         return lambda slots, outputs, extras: compiled
     if isinstance(step, MakeFunction):
         return _function_maker(step)

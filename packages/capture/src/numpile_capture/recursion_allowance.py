@@ -1,20 +1,20 @@
 """The recursion allowance: Python's recursion limit widened by the frames numpile adds.
 
 A compiled function that calls itself graph-breaks at the call, so each level of the user's
-recursion runs through numpile's own frames as well: the dispatcher's `__call__` (a call
-through a class, which CPython 3.11 counts twice against the limit), `_dispatch` on a slow
-path, and the break runner's `run_tail`. Left alone, those cost 3 to 4 of the limit's units
-per level where eager costs 1, and a recursion that eager runs 990 levels deep would fail at
-about 246. The break runner widens the limit by `units_at(depth)` while it runs the
-user's break code and narrows it back after, so the user's recursion meets the limit about
-where eager does. Shallow breaks, the common case, pay nothing: a change of the limit costs
-about a microsecond, so the first `DEEP` nested levels are granted at once when the nesting
-reaches `DEEP`, and each level after that its own units. Changes are relative and made
-under a lock, so threads that recurse at the same time leave the limit where they found it.
+recursion runs through numpile's own frames as well: the dispatcher's `__call__`,
+`_dispatch` on a slow path, and the break runner's `run_tail`. Left alone, those cost 2 to 3
+of the limit's units per level where eager costs 1, and a recursion that eager runs 990
+levels deep would fail at about 330. The break runner widens the limit by `units_at(depth)`
+while it runs the user's break code and narrows it back after, so the user's recursion meets
+the limit about where eager does. Shallow breaks, the common case, pay nothing: a change of
+the limit costs about a microsecond, so the first `DEEP` nested levels are granted at once
+when the nesting reaches `DEEP`, and each level after that its own units. Changes are
+relative and made under a lock, so threads that recurse at the same time leave the limit
+where they found it.
 
     >>> units_at(0), units_at(DEEP) == (DEEP + 1) * NUMPILE_UNITS
     (0, True)
-    >>> units_at(DEEP + 1) == NUMPILE_UNITS  # 3 on 3.11, 2 on 3.12+
+    >>> units_at(DEEP + 1) == NUMPILE_UNITS
     True
     >>> before = sys.getrecursionlimit()
     >>> widen(units_at(DEEP))
@@ -34,10 +34,12 @@ from numpile_runtime import new_lock
 __all__ = ["DEEP", "NUMPILE_UNITS", "narrow", "units_at", "widen"]
 
 # NOTE: the limit's units numpile's frames take per compiled recursion level on the fast
-# path: `__call__` through `tp_call` (2 on 3.11, where the C call counts too; 1 after) and
-# `run_tail` (1). A slow-path level also runs `_dispatch`, not counted: granting more than
-# numpile takes would let a runaway recursion outgrow the C stack before the limit stops it.
-NUMPILE_UNITS = 3 if sys.version_info < (3, 12) else 2
+# path: `__call__` (1: the break function calls it as a bound method, see `break_runner`) and
+# `run_tail` (1). A slow-path level also runs `_dispatch`, and a callee called another way
+# (`obj.method(...)`) goes through `tp_call`, which 3.11 counts once more: not counted, as
+# granting more than numpile takes would let a runaway recursion outgrow the C stack before
+# the limit stops it.
+NUMPILE_UNITS = 2
 
 # NOTE: the nesting of break functions in one thread from which the limit is widened: a
 # recursion reaching it gets the levels below it at once, then each level its own.
