@@ -108,7 +108,7 @@ def test_versions_and_transforms_still_resolve_on_first_use(tmp_path: Path) -> N
     assert report["sources"] == ["6.0"]
 
 
-def test_a_warm_start_of_a_graph_with_in_place_updates_runs_without_the_autograd_layer(
+def test_a_warm_start_of_a_graph_with_in_place_updates_runs_without_autograd_or_sympy(
     tmp_path: Path,
 ) -> None:
     # The functionalization's scatter ops (view_scatter_, index_scatter) are canonical ops of
@@ -120,6 +120,7 @@ def test_a_warm_start_of_a_graph_with_in_place_updates_runs_without_the_autograd
         "    out = u.copy()\n"
         "    out[1:-1] = 0.5 * (u[:-2] + u[2:])\n"
         "    out[i] = -1.0\n"
+        "    out[0] = 3.0\n"
         "    u[::3] *= 2.0\n"
         "    return out\n"
         "u, i = np.arange(8.0) ** 2, np.array([0, 5])\n"
@@ -135,3 +136,5 @@ def test_a_warm_start_of_a_graph_with_in_place_updates_runs_without_the_autograd
     warm = _run(tmp_path, program)
     assert "numpile_autograd_aot" in cold["first call"]
     assert "numpile_autograd_aot" not in warm["first call"]
+    # An integer index into a static size is checked without sympy.
+    assert "sympy" not in warm["first call"]
