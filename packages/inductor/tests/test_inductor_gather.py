@@ -208,7 +208,7 @@ BINCOUNT_CASES: list[tuple[str, Callable[[], tuple[Any, ...]]]] = [
     ("one bin", lambda: (np.zeros(7, np.int64), _RNG.standard_normal(7))),
     # The length pass reads contiguous bins in a loop of its own; strided ones element-wise.
     ("strided bins", lambda: (_RNG.integers(0, 40, 600)[::2], _RNG.random(300))),
-    ("strided int32 bins", lambda: (_RNG.integers(0, 9, 120).astype(np.int32)[::3], _RNG.random(40))),
+    ("strided int32 bins", lambda: (_RNG.integers(0, 9, 120, np.int32)[::3], _RNG.random(40))),
 ]
 
 
