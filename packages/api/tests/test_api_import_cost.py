@@ -5,7 +5,8 @@
 - importlib.metadata (about 20 ms of CPU): `__version__` is resolved when asked, and backend
   entry points are read only for a name no numpile package registers;
 - numpile_autograd_aot (about 16 ms of CPU): `numpile.grad` and the other transforms import
-  it on first use;
+  it on first use, and a cached graph with in-place updates runs its scatter ops (capture's)
+  without it;
 - the unicode_escape codec (the guards' comments escape with `ascii`);
 - the packages' Python sources: their fingerprint is read from the cache while their sizes
   and modification times are unchanged.
@@ -107,22 +108,33 @@ def test_versions_and_transforms_still_resolve_on_first_use(tmp_path: Path) -> N
     assert report["sources"] == ["6.0"]
 
 
-def test_a_warm_start_of_a_graph_with_in_place_updates_loads_their_ops(tmp_path: Path) -> None:
-    # The functionalization's ops (view_scatter_) live in numpile_autograd_aot: the cached
-    # graph's first use imports that layer, it does not fail.
+def test_a_warm_start_of_a_graph_with_in_place_updates_runs_without_autograd_or_sympy(
+    tmp_path: Path,
+) -> None:
+    # The functionalization's scatter ops (view_scatter_, index_scatter) are canonical ops of
+    # capture: the cached graph runs them without importing numpile_autograd_aot, whose
+    # import the cold compile needed (it functionalizes the graph).
     program = (
         "import json, sys, numpy as np, numpile\n"
-        "def f(u):\n"
+        "def f(u, i):\n"
         "    out = u.copy()\n"
         "    out[1:-1] = 0.5 * (u[:-2] + u[2:])\n"
+        "    out[i] = -1.0\n"
+        "    out[0] = 3.0\n"
+        "    u[::3] *= 2.0\n"
         "    return out\n"
-        "u = np.arange(8.0) ** 2\n"
-        "got = numpile.compile(f)(u)\n"
-        "np.testing.assert_array_equal(got, f(u))\n"
+        "u, i = np.arange(8.0) ** 2, np.array([0, 5])\n"
+        "mine, eager = u.copy(), u.copy()\n"
+        "got = numpile.compile(f)(mine, i)\n"
+        "want = f(eager, i)\n"
+        "np.testing.assert_array_equal(got, want)\n"
+        "np.testing.assert_array_equal(mine, eager)\n"
         "print(json.dumps({'import': [], 'first call': sorted(set(sys.modules)),\n"
         "                  'sources': []}))\n"
     )
     cold = _run(tmp_path, program)
     warm = _run(tmp_path, program)
     assert "numpile_autograd_aot" in cold["first call"]
-    assert "numpile_autograd_aot" in warm["first call"]
+    assert "numpile_autograd_aot" not in warm["first call"]
+    # An integer index into a static size is checked without sympy.
+    assert "sympy" not in warm["first call"]

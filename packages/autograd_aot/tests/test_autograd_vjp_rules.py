@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numpile_autograd_aot import build_joint, extern_no_grad, get_vjp, vjp_ops
-from numpile_autograd_aot.scatter import index_accumulate, index_add, index_scatter, view_scatter
 from numpile_capture import Graph, IndexArray, Op, OpKind, all_ops, get_op, meta_of, run_graph
+from numpile_capture.ops.scatter import index_accumulate, index_add, index_scatter, view_scatter
 
 Rng = np.random.Generator
 Shape = tuple[int, ...]

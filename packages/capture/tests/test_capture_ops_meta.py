@@ -58,6 +58,8 @@ def _ufunc_inputs(name: str) -> Callable[[], tuple[Any, ...]]:
 
 Case = tuple[str, Callable[[], tuple[Any, ...]], dict[str, Any]]
 
+# A view chain (`view_scatter`'s `views`): rows 1 and 2.
+_SECOND_ROWS = (("getitem", (("index", (slice(1, 3),)),)),)
 CASES: list[Case] = [(name, _ufunc_inputs(name), {}) for name in UFUNC_NAMES]
 CASES += [
     (f"{name}_", _ufunc_inputs(name), {}) for name in UFUNC_NAMES if getattr(np, name).nin == 2
@@ -165,6 +167,15 @@ CASES += [
     ("ufunc_at", lambda: (_f(5, 3), _f(3), np.array([1, 3, 1, -1])), {
         "ufunc": "add", "index": (IndexArray(0),)}),
     ("ufunc_at", lambda: (_i(4), 2.5, np.array([0, 0, 3])), {
+        "ufunc": "multiply", "index": (IndexArray(0),)}),
+    # The pure scatters functionalization makes of the writes above (numpile_autograd_aot).
+    ("view_scatter", lambda: (_f(4, 3), _f(3)), {"views": _SECOND_ROWS}),
+    ("view_scatter", lambda: (_f(4, 3), 7.0), {"views": ()}),
+    ("view_scatter_", lambda: (_f(4, 3), _f(2, 3)), {"views": _SECOND_ROWS}),
+    ("index_scatter", lambda: (_f(5, 3), _f(3), np.array([1, 3])), {"index": (IndexArray(0),)}),
+    ("index_add", lambda: (_f(5, 3), _f(3, 3), np.array([1, 3, 1])), {
+        "index": (IndexArray(0),)}),
+    ("index_accumulate", lambda: (_i(4), 3, np.array([0, 0, 3])), {
         "ufunc": "multiply", "index": (IndexArray(0),)}),
 ]  # fmt: skip
 for _name in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std"):
@@ -280,8 +291,8 @@ def _check_graph_run(
 
 
 def test_every_op_has_a_case() -> None:
-    # Only capture's own op set: other layers may register ops of theirs (autograd_aot's
-    # scatters) when they are imported in the same process.
+    # Only capture's own op set: other layers may register ops of theirs when they are
+    # imported in the same process.
     covered = {case[0] for case in CASES}
     own = [op for op in all_ops() if op.meta.__module__.startswith("numpile_capture.")]
     assert len(own) > 150

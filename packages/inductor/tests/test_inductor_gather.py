@@ -206,6 +206,9 @@ BINCOUNT_CASES: list[tuple[str, Callable[[], tuple[Any, ...]]]] = [
     ("minlength above it", lambda: (_RNG.integers(0, 3, 50), _RNG.random(50))),
     ("int32 bins", lambda: (_RNG.integers(0, 30, 90).astype(np.int32), _RNG.random(90))),
     ("one bin", lambda: (np.zeros(7, np.int64), _RNG.standard_normal(7))),
+    # The length pass reads contiguous bins in a loop of its own; strided ones element-wise.
+    ("strided bins", lambda: (_RNG.integers(0, 40, 600)[::2], _RNG.random(300))),
+    ("strided int32 bins", lambda: (_RNG.integers(0, 9, 120, np.int32)[::3], _RNG.random(40))),
 ]
 
 
@@ -217,8 +220,9 @@ def test_weighted_bincounts_match_numpy_to_the_bit(make: Callable[[], tuple[Any,
     np.testing.assert_array_equal(got, want)  # the weights added in NumPy's order
 
 
-def test_a_negative_bin_raises_numpys_value_error() -> None:
-    x, w = _RNG.integers(0, 9, 40), _RNG.random(40)
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_a_negative_bin_raises_numpys_value_error(dtype: type) -> None:
+    x, w = _RNG.integers(0, 9, 40).astype(dtype), _RNG.random(40)
     compiled = _compiled(bincount_weighted)
     compiled(x, w)
     x[11] = -2

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import numpile_runtime as rt
-from numpile_autograd_aot.scatter import index_accumulate
 from numpile_capture import Graph, IndexArray, meta_of
+from numpile_capture.ops.scatter import index_accumulate
 from numpile_inductor import compile_graph
 
 _RNG = np.random.default_rng(2024)

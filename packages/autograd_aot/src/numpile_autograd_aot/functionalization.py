@@ -58,9 +58,7 @@ from numpile_capture import (
     tree_flatten,
     tree_unflatten,
 )
-from numpile_runtime import timed
-
-from .scatter import (
+from numpile_capture.ops.scatter import (
     ViewChain,
     apply_views,
     chain_of,
@@ -68,6 +66,8 @@ from .scatter import (
     index_scatter,
     view_scatter,
 )
+from numpile_runtime import timed
+
 from .subgraph import eliminate_dead_code
 
 log = logging.getLogger("numpile.autograd_aot")

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from numpile_capture import Node, get_op
+from numpile_capture.ops.scatter import index_accumulate, index_add, index_scatter, view_scatter
 
-from .scatter import index_accumulate, index_add, index_scatter, view_scatter
 from .vjp_table import VjpContext, register_vjp
 
 # --- indexing ------------------------------------------------------------------------------------

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from numpile_capture import IndexArray, Node, extern_row, get_op
+from numpile_capture.ops.scatter import index_add
 
-from .scatter import index_add
 from .vjp_table import VjpContext, get_vjp, register_vjp
 
 __all__ = ["get_vjp"]

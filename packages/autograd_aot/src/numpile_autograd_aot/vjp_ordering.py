@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from numpile_capture import ArrayMeta, IndexArray, Node, get_op
+from numpile_capture.ops.scatter import index_scatter
 
-from .scatter import index_scatter
 from .vjp_table import VjpContext, register_vjp
 
 # --- sorting -------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from numpile_capture import IndexArray, Node, get_op
+from numpile_capture.ops.scatter import index_scatter, view_scatter
 
-from .scatter import index_scatter, view_scatter
 from .vjp_table import VjpContext, register_vjp
 
 # --- views ---------------------------------------------------------------------------------------

@@ -157,14 +157,7 @@ def _op(name: str) -> Op:
     allowed = allowed_op_named(name)
     if allowed is not None:
         return allowed
-    try:
-        return get_op(name)
-    except KeyError:
-        # The functionalization's ops (view_scatter_, index_add, ...) are registered by
-        # numpile_autograd_aot, which a warm start imports only for a graph that has one.
-        import numpile_autograd_aot  # noqa: F401
-
-        return get_op(name)
+    return get_op(name)
 
 
 @attrs.frozen

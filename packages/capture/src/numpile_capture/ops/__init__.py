@@ -21,6 +21,7 @@ from . import mutation as mutation
 from . import ordering as ordering
 from . import pointwise as pointwise
 from . import reduction as reduction
+from . import scatter as scatter
 from . import special as special
 from . import ufunc_at as ufunc_at
 from . import unbacked_broadcast as unbacked_broadcast
@@ -37,6 +38,7 @@ __all__ = [
     "ordering",
     "pointwise",
     "reduction",
+    "scatter",
     "special",
     "ufunc_at",
     "unbacked_broadcast",

@@ -170,13 +170,15 @@ def check_symbolic_index(size: Any, index: int) -> None:
 
     >>> check_symbolic_index(3, 2)
     """
-    import sympy
-
+    if isinstance(size, int):
+        return  # a static size: NumPy's own check of the concrete index is the one
     from ..dynamic_shapes import active_shape_env
 
     env = active_shape_env()
-    if isinstance(size, int) or env is None:
+    if env is None:
         return
+    import sympy  # late: a symbolic size needs it, a static one must not import it (warm start)
+
     bound = index if index >= 0 else -index - 1
     if not env.evaluate(sympy.Gt(size, bound), reason="index in bounds"):
         raise IndexError(f"index {index} is out of bounds for size {env.hint(size)}")

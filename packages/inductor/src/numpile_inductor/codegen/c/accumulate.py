@@ -27,8 +27,9 @@ __all__ = ["BINCOUNT_LENGTH_HELPERS", "bincount_length_call", "scatter_nest"]
 BINCOUNT_LENGTH_HELPERS = r"""
 /* The length of np.bincount(x, minlength=m) (codegen/c/accumulate.py): an array of that
    length (its values unset: only its length is read), or NULL with no error set when NumPy
-   must count (another dtype or layout, a negative value: NumPy raises its ValueError). */
-static PyObject *np_bincount_length(PyArrayObject *x, npy_intp minlength)
+   must count (another dtype or layout, a negative value: NumPy raises its ValueError).
+   Out of line: inlined into the graph's `call`, its loops would not vectorize (kernel.py). */
+__attribute__((noinline)) static PyObject *np_bincount_length(PyArrayObject *x, npy_intp minlength)
 {
     int type = PyArray_TYPE(x);
     if (PyArray_NDIM(x) != 1 || (type != NPY_INT64 && type != NPY_INT32)
@@ -38,7 +39,23 @@ static PyObject *np_bincount_length(PyArrayObject *x, npy_intp minlength)
     npy_intp n = PyArray_DIM(x, 0), stride = PyArray_STRIDE(x, 0);
     const char *p = PyArray_BYTES(x);
     int64_t low = 0, high = -1;
-    if (type == NPY_INT64) {
+    if (type == NPY_INT64 && stride == sizeof(int64_t)) {
+        /* contiguous: a loop the compiler vectorizes (a reduction over a known stride) */
+        const int64_t *q = (const int64_t *)p;
+        for (npy_intp i = 0; i < n; i++) {
+            low = q[i] < low ? q[i] : low;
+            high = q[i] > high ? q[i] : high;
+        }
+    } else if (type == NPY_INT32 && stride == sizeof(int32_t)) {
+        const int32_t *q = (const int32_t *)p;
+        int32_t low32 = 0, high32 = -1;
+        for (npy_intp i = 0; i < n; i++) {
+            low32 = q[i] < low32 ? q[i] : low32;
+            high32 = q[i] > high32 ? q[i] : high32;
+        }
+        low = low32;
+        high = high32;
+    } else if (type == NPY_INT64) {
         for (npy_intp i = 0; i < n; i++) {
             const int64_t v = *(const int64_t *)(p + i * stride);
             low = v < low ? v : low;

@@ -189,11 +189,18 @@ def kernel_source(
         ]
         ctx = attrs.evolve(ctx, strides=fast)
         prologue = [*prologue, *guard]
+    out.writeline(_OWN_FUNCTION)
     _function(out, f"static int {fused.name}({param_text})", prologue, nest, ctx)
     return out.getvalue()
 
 
 _NO_VECTORIZE = '__attribute__((optimize("no-tree-vectorize", "no-unroll-loops")))'
+# NOTE: a kernel stays a function of its own, never inlined into the graph's `call` (as loop
+# functions, `loop_function.OUT_OF_LINE`): there GCC's guessed profile gives its loops the
+# call site's low frequency (the chain of error branches before it), so they are not
+# vectorized, and `call`'s many live values spill the hot loop's registers to the stack (a
+# CSR product's gather-accumulate reloaded its pointers from the stack every element).
+_OWN_FUNCTION = "__attribute__((noinline))"
 
 Nest = Callable[[KernelContext, CodeBuffer], None]
 

@@ -1,5 +1,9 @@
 """Pure scatter ops: functional forms of writing into an array (functionalization, VJPs).
 
+They are canonical ops like any other, registered here with the rest of the op set:
+numpile_autograd_aot emits them (functionalization, VJP rules), the inductor lowers or
+calls them, and a cached graph that holds one runs without importing the autograd layer.
+
 `view_scatter(base, value, views=...)` is a copy of `base` whose region
 reached through a chain of view ops is `value` (assigned as NumPy assigns:
 broadcast, unsafe cast); `index_scatter` is the pure `index_put`; and
@@ -24,16 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from numpile_capture import (
-    ArrayMeta,
-    IndexArray,
-    Node,
-    Op,
-    OpKind,
-    RaisesWhen,
-    get_op,
-    register_op,
-)
+from ..graph import Node
+from ..meta import ArrayMeta
+from ..op import Op, OpKind, RaisesWhen, get_op, register_op
+from .indexing import IndexArray
 
 ViewChain = tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
 
