@@ -135,6 +135,39 @@ def test_slices_of_symbolic_sizes_are_index_arithmetic(
     assert "extern getitem" not in ir, ir
 
 
+def every_other_from_one(x: Array) -> Array:
+    return x[1:2:2] * 2.0
+
+
+def clamped_start(x: Array) -> Array:
+    return x[-6:-4:3] * 2.0
+
+
+def test_a_slice_two_starts_would_fit_is_index_arithmetic(tmp_path: Path) -> None:
+    # `x[1:2:2]` is one element; by its length alone it could start at 1 or at 0 (to a
+    # stop of 2), so the lowering used to refuse it: capture recorded that it starts at 1.
+    compiled = _compiled(every_other_from_one, tmp_path, dynamic=True)
+    for size in (4, 7, 10):
+        x = _rng().random(size)
+        np.testing.assert_array_equal(compiled(x), every_other_from_one(x))
+    ir = _ir(tmp_path)
+    assert "x[2*x0 + 1]" in ir, ir
+    assert "extern getitem" not in ir, ir
+
+
+def test_a_start_clamped_to_zero_reads_from_zero(tmp_path: Path) -> None:
+    # `x[-6:-4:3]` is one element at size 5 (from 0: -6 clamps) and at sizes from 6 (from
+    # s0 - 6): by its length alone the lowering took s0 - 6 for both, before the array at
+    # size 5, and the two graphs printed alike (one cache key).
+    compiled = _compiled(clamped_start, tmp_path, dynamic=True)
+    for size in (5, 8, 9):
+        x = _rng().random(size)
+        np.testing.assert_array_equal(compiled(x), clamped_start(x))
+    ir = _ir(tmp_path)
+    assert "x[3*x0]" in ir and "x[s0 + 3*x0 - 6]" in ir, ir
+    assert "extern getitem" not in ir, ir
+
+
 def test_non_contiguous_inputs_take_the_generic_strides(tmp_path: Path) -> None:
     a = _rng().random((10, 12, 14))
     fn = _compiled(jacobi_3d, tmp_path)
