@@ -143,28 +143,27 @@ def clamped_start(x: Array) -> Array:
     return x[-6:-4:3] * 2.0
 
 
-def test_a_slice_two_starts_would_fit_is_index_arithmetic(tmp_path: Path) -> None:
-    # `x[1:2:2]` is one element; by its length alone it could start at 1 or at 0 (to a
-    # stop of 2), so the lowering used to refuse it: capture recorded that it starts at 1.
-    compiled = _compiled(every_other_from_one, tmp_path, dynamic=True)
-    for size in (4, 7, 10):
+# `x[1:2:2]` is one element; by its length alone it could start at 1 or at 0 (to a stop of
+# 2), so the lowering refused it. `x[-6:-4:3]` is one element at size 5 (from 0: -6 clamps)
+# and at sizes from 6 (from s0 - 6): by its length alone the lowering took s0 - 6 for both,
+# before the array at size 5, and the two graphs printed alike (one cache key). Capture
+# records where each starts.
+@pytest.mark.parametrize(
+    ("fn", "sizes", "loads"),
+    [
+        (every_other_from_one, (4, 7, 10), ["x[2*x0 + 1]"]),
+        (clamped_start, (5, 8, 9), ["x[3*x0]", "x[s0 + 3*x0 - 6]"]),
+    ],
+)
+def test_slices_start_where_capture_resolved_them(
+    fn: Callable[..., Any], sizes: tuple[int, ...], loads: list[str], tmp_path: Path
+) -> None:
+    compiled = _compiled(fn, tmp_path, dynamic=True)
+    for size in sizes:
         x = _rng().random(size)
-        np.testing.assert_array_equal(compiled(x), every_other_from_one(x))
+        np.testing.assert_array_equal(compiled(x), fn(x))
     ir = _ir(tmp_path)
-    assert "x[2*x0 + 1]" in ir, ir
-    assert "extern getitem" not in ir, ir
-
-
-def test_a_start_clamped_to_zero_reads_from_zero(tmp_path: Path) -> None:
-    # `x[-6:-4:3]` is one element at size 5 (from 0: -6 clamps) and at sizes from 6 (from
-    # s0 - 6): by its length alone the lowering took s0 - 6 for both, before the array at
-    # size 5, and the two graphs printed alike (one cache key).
-    compiled = _compiled(clamped_start, tmp_path, dynamic=True)
-    for size in (5, 8, 9):
-        x = _rng().random(size)
-        np.testing.assert_array_equal(compiled(x), clamped_start(x))
-    ir = _ir(tmp_path)
-    assert "x[3*x0]" in ir and "x[s0 + 3*x0 - 6]" in ir, ir
+    assert all(load in ir for load in loads), ir
     assert "extern getitem" not in ir, ir
 
 
