@@ -117,6 +117,8 @@ def jacobi_2d(A: Array, tsteps: int) -> Array:
 
 def crc32(data: Array) -> Any:
     """CRC-32 (zlib's polynomial) over bytes held in a uint32 array, bit by bit, branch-free."""
+    # The inductor's tests have their own copy (tests/crc_programs.py): benchmarks import no
+    # tests, and tests import no benchmarks.
     crc = np.uint32(0xFFFFFFFF)
     poly = np.uint32(0xEDB88320)
     one = np.uint32(1)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
 import numpy as np
 import pytest
+import sympy
 
-from numpile_capture import Graph, meta_of
+from numpile_capture import ArrayMeta, Graph, get_op, meta_of
+from numpile_capture.dynamic_shapes import set_active_shape_env
 from numpile_capture.numpy_bindings import lookup_operator
 from numpile_capture.ops._shapes import reshape_strides, strides_of
+from numpile_guards import ShapeEnv
 
 
 def _layout(rng: np.random.Generator) -> np.ndarray[Any, Any]:
@@ -110,3 +114,64 @@ def test_basic_indexing_metadata_agrees_with_numpy(seed: int) -> None:
                 expected.shape, actual
             )
             assert np.shares_memory(expected, array)
+
+
+# -- where a view of a symbolic size starts (ArrayMeta.starts) ------------------------------
+
+_BOUNDS = [None, -7, -6, -4, -3, -1, 0, 1, 2, 3, 5, 8]
+
+
+@pytest.mark.parametrize("size", [2, 3, 5, 8])
+def test_symbolic_slices_start_where_python_starts_them(size: int) -> None:
+    # Brute force over slices: the start capture records (its clamps decided under the
+    # guards of a size seen as `size`) is Python's start at that size, on every non-empty view.
+    for start, stop, step in itertools.product(_BOUNDS, _BOUNDS, [None, 2, 3, -1, -2]):
+        item = slice(start, stop, step)
+        env = ShapeEnv()
+        s0 = env.create_symbol(size, "L['x'].shape[0]")
+        set_active_shape_env(env)
+        try:
+            meta = get_op("getitem").meta(ArrayMeta((s0, 4), "float64"), index=(item, 1))
+        finally:
+            set_active_shape_env(None)
+        assert meta.starts is not None
+        first, stop_at, stride = item.indices(size)
+        if len(range(first, stop_at, stride)):
+            assert sympy.sympify(meta.starts[0]).subs(s0, size) == first, item
+        assert meta.starts[1] == 1
+
+
+def test_views_that_start_elsewhere_under_other_guards_print_apart() -> None:
+    # `x[-6:-4:3]` is one element at size 5 (from 0) and at size 8 (from s0 - 6): the printed
+    # graphs, the cache key, tell them apart.
+    printed = []
+    for size in (5, 8):
+        env = ShapeEnv()
+        s0 = env.create_symbol(size, "L['x'].shape[0]")
+        set_active_shape_env(env)
+        try:
+            graph = Graph()
+            x = graph.placeholder("x", ArrayMeta((s0,), "float64"))
+            graph.output = graph.call(get_op("getitem"), x, index=(slice(-6, -4, 3),))
+        finally:
+            set_active_shape_env(None)
+        printed.append(str(graph))
+    assert "# float64[1]\n" in printed[0]
+    assert "# float64[1] from [s0 - 6]\n" in printed[1]
+
+
+def test_a_slice_of_a_data_dependent_size_starts_at_its_clamp_expression() -> None:
+    env = ShapeEnv()
+    u0 = sympy.Symbol("u0", integer=True, nonnegative=True)
+    env.create_unbacked(u0, 1)
+    set_active_shape_env(env)
+    try:
+        meta = get_op("getitem").meta(ArrayMeta((u0,), "float64"), index=(slice(-3, None),))
+    finally:
+        set_active_shape_env(None)
+    assert meta.starts == (sympy.Max(0, u0 - 3),)
+
+
+def test_static_views_record_no_start() -> None:
+    meta = get_op("getitem").meta(ArrayMeta((6,), "float64"), index=(slice(1, None),))
+    assert meta.starts is None

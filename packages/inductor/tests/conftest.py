@@ -11,6 +11,10 @@ import pytest
 
 import numpile_runtime as rt
 
+# pytest runs with --import-mode=importlib, which does not put test folders on sys.path:
+# the tests import the programs they share (crc_programs) from here.
+sys.path.insert(0, str(Path(__file__).parent))
+
 
 @pytest.fixture
 def fresh_cache(tmp_path: Path) -> Iterator[Path]:

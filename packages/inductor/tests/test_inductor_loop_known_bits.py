@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from crc_programs import crc
 
 from numpile_capture import Graph, Node, capture_function
 from numpile_inductor import compile_graph
@@ -53,20 +54,6 @@ def test_known_zero_bits_find_an_even_polynomial_select() -> None:
     select = _output(lambda c: (c & _ONE) * np.uint8(0xB8))
     assert known_zeros(select, np.dtype("uint8")) == 0x47
     assert known_zeros(_output(lambda c: c + np.uint8(1)), np.dtype("uint8")) == 0
-
-
-def _crc(dtype: Any, poly: int, init: int) -> Callable[[Any], Any]:
-    def crc(data: Any) -> Any:
-        c = dtype(init)
-        p = dtype(poly)
-        one = dtype(1)
-        for i in range(data.shape[0]):
-            c = c ^ data[i]
-            for _ in range(8):
-                c = (c >> one) ^ ((c & one) * p)
-        return c
-
-    return crc
 
 
 def _or_bits(data: Any) -> Any:
@@ -153,7 +140,7 @@ def _inputs(dtype: Any) -> list[Any]:
     ],
 )
 def test_bit_loops_match_eager(dtype: Any, poly: int, init: int) -> None:
-    fn = _crc(dtype, poly, init)
+    fn = crc(dtype, poly, init)
     for data in _inputs(dtype):
         graph = _compare(fn, data)
     loops = [node for node in graph.nodes if node.op is not None and node.op.name == "for_loop"]

@@ -135,6 +135,38 @@ def test_slices_of_symbolic_sizes_are_index_arithmetic(
     assert "extern getitem" not in ir, ir
 
 
+def every_other_from_one(x: Array) -> Array:
+    return x[1:2:2] * 2.0
+
+
+def clamped_start(x: Array) -> Array:
+    return x[-6:-4:3] * 2.0
+
+
+# `x[1:2:2]` is one element; by its length alone it could start at 1 or at 0 (to a stop of
+# 2), so the lowering refused it. `x[-6:-4:3]` is one element at size 5 (from 0: -6 clamps)
+# and at sizes from 6 (from s0 - 6): by its length alone the lowering took s0 - 6 for both,
+# before the array at size 5, and the two graphs printed alike (one cache key). Capture
+# records where each starts.
+@pytest.mark.parametrize(
+    ("fn", "sizes", "loads"),
+    [
+        (every_other_from_one, (4, 7, 10), ["x[2*x0 + 1]"]),
+        (clamped_start, (5, 8, 9), ["x[3*x0]", "x[s0 + 3*x0 - 6]"]),
+    ],
+)
+def test_slices_start_where_capture_resolved_them(
+    fn: Callable[..., Any], sizes: tuple[int, ...], loads: list[str], tmp_path: Path
+) -> None:
+    compiled = _compiled(fn, tmp_path, dynamic=True)
+    for size in sizes:
+        x = _rng().random(size)
+        np.testing.assert_array_equal(compiled(x), fn(x))
+    ir = _ir(tmp_path)
+    assert all(load in ir for load in loads), ir
+    assert "extern getitem" not in ir, ir
+
+
 def test_non_contiguous_inputs_take_the_generic_strides(tmp_path: Path) -> None:
     a = _rng().random((10, 12, 14))
     fn = _compiled(jacobi_3d, tmp_path)

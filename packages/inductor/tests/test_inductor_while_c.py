@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from crc_programs import crc32
 
 from numpile_capture import capture_function, compile_function, reset
 from numpile_capture.testing import assert_same_as_eager as _same
@@ -120,17 +121,6 @@ def mandelbrot(cr: Any, ci: Any) -> Any:
             k += 1
         counts[p] = k
     return counts
-
-
-def crc32(data: Any) -> Any:
-    crc = np.uint32(0xFFFFFFFF)
-    poly = np.uint32(0xEDB88320)
-    one = np.uint32(1)
-    for i in range(data.shape[0]):
-        crc = crc ^ data[i]
-        for _ in range(8):
-            crc = (crc >> one) ^ ((crc & one) * poly)
-    return crc ^ np.uint32(0xFFFFFFFF)
 
 
 def first_above(x: Any) -> Any:

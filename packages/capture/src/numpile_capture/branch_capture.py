@@ -24,24 +24,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .block_trace import TO_RETURN, run_until
+from .body_graph import external_nodes, lift_body, written_inputs
 from .bytecode import Instruction
+from .carried_values import graph_value, join_metas, meta_of_value, variable_of
 from .control_flow import add_cond
 from .graph import Graph
-from .loop_capture import (
-    TO_RETURN,
-    LoopFallback,
-    Snapshot,
-    external_nodes,
-    graph_value,
-    join_metas,
-    lift_body,
-    meta_of_value,
-    run_until,
-    variable_of,
-    written_inputs,
-)
-from .loop_exit import BROKE, Escape, innermost
+from .loop_exit import BROKE, Escape, LoopFallback, innermost
 from .meta import ArrayMeta, ScalarMeta
+from .trace_snapshot import Snapshot
 from .variables import Variable
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ import numpy as np
 
 from .bound_origins import size_var, with_origins
 from .capture_result import Unsupported
-from .loop_capture import make_range
+from .loop_ranges import make_range
 from .loop_sources import ZipVar, keepable
 from .operators import (
     binary,

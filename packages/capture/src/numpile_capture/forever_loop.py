@@ -57,7 +57,7 @@ def keep_forever(frame: Frame) -> bool:
     shape = _shapes(frame).get(frame.pc)
     if shape is None or frame.pc in _TRIED.get(frame, ()):
         return False
-    # Late import: while_capture imports loop_capture, which calls this module.
+    # Late import: while_capture imports block_trace, which calls this module.
     from .while_capture import keep_while, tests_at_run_time
 
     head = frame.instructions[frame.pc]
@@ -74,7 +74,8 @@ def keep_forever(frame: Frame) -> bool:
     except LoopFallback as exc:
         frame.state.pop()
         _TRIED.setdefault(frame, set()).add(frame.pc)
-        # Late import: loop_capture's log, as for the loops it does not keep.
+        # Late import: loop_capture's log, as for the loops it does not keep (loop_capture
+        # imports block_trace, which calls this module).
         from .loop_capture import log
 
         reason = f"loop not kept as a loop: {exc}"

@@ -80,7 +80,19 @@ class Node:
             return f"{self.name}: {self.meta}"
         args = [_format_value(value) for value in self.inputs]
         args += [f"{key}={_format_value(value)}" for key, value in self.params]
-        return f"{self.name} = {self.op.name}({', '.join(args)})  # {self.meta}"
+        return f"{self.name} = {self.op.name}({', '.join(args)})  # {self.meta}{_starts(self)}"
+
+
+def _starts(node: Node) -> str:
+    # A view's start in its input when it depends on sizes: the same printed index and
+    # shape may start elsewhere under other guards (`x[-6:-4:3]` is `float64[1]` from 0
+    # at size 5, from s0 - 6 above), and the printed graph is the cache key.
+    starts = getattr(node.meta, "starts", None)
+    if node.op is None or node.op.kind is not OpKind.VIEW or starts is None:
+        return ""
+    if all(isinstance(start, int) for start in starts):
+        return ""
+    return " from [" + ", ".join(str(start) for start in starts) + "]"
 
 
 def _is_integer(node: Node) -> bool:

@@ -25,7 +25,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .branch_capture import Block, emit_cond, trace_block
 from .bytecode import Instruction
+from .graph import Graph
 from .loop_exit import LEFT, LoopExit
 from .meta import ArrayMeta, ScalarMeta
 from .variables import ConstantVar
@@ -68,10 +70,6 @@ def carry_left(
 def run_else_clause(frame: Frame, start: int, end: int) -> None:
     """The frame stands after a kept loop whose break skips its `else:` clause [start,
     end): run the clause in a `cond` on LEFT (`LoopFallback` when it cannot)."""
-    # Late import: branch_capture imports loop_capture, which imports this module.
-    from .branch_capture import Block, emit_cond, trace_block
-    from .graph import Graph
-
     state = frame.state
     left = state.locals[LEFT]
     stay = Block(Graph(), dict(state.locals), list(state.stack))

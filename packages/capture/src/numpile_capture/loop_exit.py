@@ -206,7 +206,7 @@ class ReturnSlot:
             self.found = value
         if not self.carried:
             return
-        # Late import: loop_return imports loop_capture, which imports this module.
+        # Late import: loop_return imports carried_values, which imports this module.
         from .loop_return import flatten_value
 
         leaves, spec = flatten_value(value)

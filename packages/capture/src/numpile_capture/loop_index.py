@@ -161,6 +161,18 @@ def slice_length(size: Any, start: Any, stop: Any, step: int, env: ShapeEnv | No
     >>> slice_length(10, 2, 7, 2, None), slice_length(10, None, None, -3, None)
     (3, 4)
     """
+    return slice_span(size, start, stop, step, env)[1]
+
+
+def slice_span(
+    size: Any, start: Any, stop: Any, step: int, env: ShapeEnv | None
+) -> tuple[Any, Any]:
+    """Where `slice(start, stop, step)` on an axis of `size` starts (the index of its first
+    element, where it has one) and its length, as in `slice_length`.
+
+    >>> slice_span(10, -3, None, 1, None), slice_span(10, None, None, -1, None)
+    ((7, 3), (9, 10))
+    """
     import sympy
 
     def decide(relation: Any) -> bool | None:
@@ -190,7 +202,10 @@ def slice_length(size: Any, start: Any, stop: Any, step: int, env: ShapeEnv | No
         length = sympy.expand(count)
     else:
         length = sympy.Max(0, sympy.expand(count))
-    return int(length) if length.is_Integer else length
+    first = sympy.expand(first)
+    return (int(first) if first.is_Integer else first), (
+        int(length) if length.is_Integer else length
+    )
 
 
 def _clamped(value: Any, size: Any, default: Any, limits: tuple[Any, Any], decide: Any) -> Any:

@@ -34,9 +34,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .branch_capture import Block, emit_cond, trace_block, trace_to_return
+from .carried_values import carried_meta, join_metas, scalar_like
 from .graph import Graph
-from .loop_capture import LoopFallback, carried_meta, join_metas, scalar_like
-from .loop_exit import BROKE, RETURNED, RETVAL, ReturnSlot, innermost
+from .loop_exit import BROKE, RETURNED, RETVAL, LoopFallback, ReturnSlot, innermost
 from .loop_index import mentions_loop_symbol
 from .meta import ArrayMeta, ScalarMeta
 from .op import get_op

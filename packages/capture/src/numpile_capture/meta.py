@@ -39,12 +39,17 @@ class ArrayMeta:
 
     `strides` are in elements, not bytes; `None` means the op produces a fresh
     array in NumPy's default (C-contiguous) layout or the layout is not tracked.
+    `starts`: for a basic-index view (`getitem`) of an input of symbolic shape, the index
+    of the input where the view starts, per input axis, with each slice bound clamped as
+    capture decided it (its guards keep it so); None otherwise. It does not take part in
+    equality and prints with the node (`Node.format`), not here.
     """
 
     shape: tuple[Any, ...] = attrs.field(converter=tuple)
     dtype: np.dtype[Any] = attrs.field(converter=_to_dtype)
     strides: tuple[Any, ...] | None = None
     device: str = "cpu"
+    starts: tuple[Any, ...] | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def ndim(self) -> int:

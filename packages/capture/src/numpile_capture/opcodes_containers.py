@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
-from .loop_capture import LoopFallback, RangeIterVar, keep_loop, log, range_iterator, unrolled
+from .loop_capture import LoopFallback, keep_loop, log
 from .loop_exit import NestedReturn
+from .loop_ranges import RangeIterVar, range_iterator, unrolled
 from .operators import (
     iterate,
     specialized,

@@ -13,19 +13,20 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from .block_trace import is_run_time
 from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
 from .frame_state import constant_tuple
-from .loop_capture import LoopFallback, Snapshot, is_run_time
 from .loop_capture import log as loop_log
-from .loop_exit import NestedReturn
+from .loop_exit import LoopFallback, NestedReturn
 from .operators import (
     is_same,
     iterate,
     truth,
 )
 from .short_circuit import find_condition, fold_condition
+from .trace_snapshot import Snapshot
 from .variables import (
     CallableVar,
     CellVar,

@@ -27,6 +27,8 @@ from .bound_origins import with_origins
 from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, writeable
+from .loop_bounds import size_node
+from .loop_exit import LoopFallback
 from .loop_index import combine, opaque_int
 from .loop_sources import ZipVar, materialize
 from .meta import ArrayMeta
@@ -298,8 +300,6 @@ def _sizes_kept(tracer: Tracer) -> Callable[[Variable], Any]:
 
 def _size_value_node(tracer: Tracer, value: SymInt) -> Any:
     # The graph value computing `value` at run time; None when no input's shape gives it.
-    from .loop_capture import LoopFallback, size_node  # late: loop capture imports this module
-
     try:
         return size_node(tracer, value.expr)
     except LoopFallback:
@@ -598,9 +598,6 @@ def _run_time_operand(tracer: Tracer, var: Variable) -> Any:
     if isinstance(var, ScalarNodeVar):
         return var.node
     if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
-        # Late import: loop_capture imports this module.
-        from .loop_capture import size_node
-
         return size_node(tracer, var.value.expr)  # a symbolic size, read at run time
     if isinstance(var, ScalarInputVar) and type(var.current) in (bool, int, float):
         return var.node()
@@ -820,9 +817,6 @@ def _slice_part(tracer: Tracer, part: Variable, scalars: list[Node]) -> Any:
             raise TypeError("slice indices must be integers or None or have an __index__ method")
         return _slot(tracer, part, scalars)
     if isinstance(part, ConstantVar) and isinstance(part.value, SymInt):
-        # Late import: loop_capture imports this module.
-        from .loop_capture import size_node
-
         node = size_node(tracer, part.value.expr)
         if not isinstance(node, Node):
             return int(node)

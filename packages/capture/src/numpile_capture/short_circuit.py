@@ -36,12 +36,14 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
+from .block_trace import is_run_time
 from .branch_capture import Block, emit_cond
 from .bytecode import Instruction
 from .graph import Graph
-from .loop_capture import LoopFallback, Snapshot, is_run_time
+from .loop_exit import LoopFallback
 from .meta import ArrayMeta, ScalarMeta
 from .operators import truth
+from .trace_snapshot import Snapshot
 from .variables import ConstantVar, Variable
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@
 twice: at the entry (a jump past the loop when it fails) and again after the body. At
 the entry jump capture traces the body and the bottom test once, into one graph that
 returns the new carried values and the next test's value; the carried types iterate to
-a fixpoint as for `for` loops (see `loop_capture`). The loop is recognized from its
+a fixpoint as for `for` loops (see `kept_loop`). The loop is recognized from its
 jumps: the bottom of the loop jumps back to the instruction after the entry test (3.11:
 one conditional jump; 3.12 and 3.13: a conditional jump past the loop, then a jump back).
 
@@ -23,28 +23,18 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .block_trace import run_until
+from .body_graph import peeled_first, written_by
 from .bytecode import Instruction
+from .carried_values import bind_carried, carried_meta, carried_metas, graph_value
 from .control_flow import add_while_loop
 from .graph import Graph
-from .loop_capture import (
-    LoopFallback,
-    Snapshot,
-    body_names,
-    carried_meta,
-    graph_value,
-    loaded_names,
-    peeled_first,
-    return_slot,
-    run_until,
-    scalar_like,
-    variable_of,
-    widen,
-    written_inputs,
-)
+from .kept_loop import bind_outputs, return_slot, trace_to_fixpoint, undone_on_fallback
 from .loop_else import else_end, run_else_clause
-from .loop_exit import LEFT, LoopExit, NestedReturn, ReturnSlot, exit_block, tracing_body
+from .loop_exit import LEFT, LoopExit, LoopFallback, ReturnSlot, exit_block, tracing_body
+from .loop_locals import body_names, read_lazy_locals
 from .meta import ArrayMeta, ScalarMeta
-from .op import get_op
+from .trace_snapshot import Snapshot
 from .variables import ConstantVar
 
 if TYPE_CHECKING:
@@ -127,62 +117,32 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
 
     Raises `LoopFallback` with the frame as it was (the test's value on the stack).
     """
-    state = frame.state
-    before = {name for name in state.locals if name.startswith(".")}
-    graph = frame.tracer.graph
-    count = len(graph.nodes)
-    try:
+    with undone_on_fallback(frame):
         _keep_while(frame, inst, shape)
-    except LoopFallback:
-        # The zeros a returned array starts as (see loop_return); placeholders of the
-        # arguments the body reads stay.
-        graph.nodes[count:] = [node for node in graph.nodes[count:] if node.op is None]
-        raise
-    finally:
-        # The pseudo-locals this loop made: not those of an enclosing body it carried on.
-        for name in [name for name in state.locals if name.startswith(".") and name not in before]:
-            state.locals.pop(name, None)
 
 
 def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     state = frame.state
     clause_end = else_end(frame.instructions, shape.body - 1, shape.exit)
-    carried_names, _ = body_names(
-        frame,
-        shape.body,
-        shape.body,
-        shape.test,
-        shape.exit,
-        exit_from=shape.test,
-        span_end=shape.span_end,
-        else_at=clause_end,
-        entered=shape.forever,
-    )
-    for name in loaded_names(frame, shape.body, shape.test):
-        if name in state.lazy:
-            state.read_local(name)
+    carried_names = _carried_names(frame, shape, clause_end)
+    read_lazy_locals(frame, shape.body, shape.test)
     pred = state.pop()
     late = tuple(name for name in carried_names if not state.has_local(name))
     returns = return_slot(frame, shape.body, shape.test + 1)
     # Late import: loop_return traces the code after the loop with run_until.
-    from .loop_return import (
-        carry_return,
-        inherit_return,
-        propagate_return,
-        return_after_loop,
-        unflatten_value,
-    )
+    from .loop_return import inherit_return, propagate_return, return_after_loop, unflatten_value
+
+    def trace(metas: dict[str, ArrayMeta | ScalarMeta]) -> tuple[Graph, list[Any]]:
+        traced, results, test = _trace(
+            frame, shape, metas, scalars, late, returns=returns, else_at=clause_end
+        )
+        traced.output = (*results, test)
+        return traced, results
 
     try:
         if late:
             late_seeds(frame, shape, carried_names, late)
-        metas: dict[str, ArrayMeta | ScalarMeta] = {}
-        for name in carried_names:
-            meta = carried_meta(state.locals[name])
-            if meta is None:
-                raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
-            metas[name] = meta
-        scalars = {name for name in carried_names if scalar_like(state.locals[name])}
+        metas, scalars = carried_metas(frame, carried_names)
         scalars.update(name for name in late if isinstance(metas[name], ArrayMeta))
         if clause_end is not None:
             state.locals[LEFT] = ConstantVar(False)
@@ -190,39 +150,7 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
             scalars.add(LEFT)
         if returns is not None and returns.parent is not None and returns.parent.carried:
             inherit_return(frame, returns, metas, scalars)  # the trace carries all of metas
-        saved = Snapshot.take(frame)
-        first: Graph | None = None
-        attempt = 0
-        while True:
-            try:
-                traced, results, test = _trace(
-                    frame, shape, metas, scalars, late, returns=returns, else_at=clause_end
-                )
-            except NestedReturn:
-                if returns is None or returns.found is None:
-                    raise
-                traced, results, test = Graph(), [], False
-            finally:
-                saved.restore(frame)
-            if returns is not None and returns.found is not None and not returns.carried:
-                if returns.parent is not None:
-                    if returns.parent.found is None:
-                        returns.parent.found = returns.found
-                    raise NestedReturn("it returns from inside a loop two levels deep")
-                carry_return(frame, returns, returns.found, metas, scalars)
-                saved = Snapshot.take(frame)
-                first, attempt = None, 0
-                continue
-            traced.output = (*results, test)
-            widened = widen(metas, results)
-            if widened == metas:
-                break
-            if attempt == 0:
-                first = traced  # the first pass, on the initial types (see peeled_first)
-            else:
-                raise LoopFallback("the carried types change over more than one iteration")
-            attempt += 1
-            metas = widened
+        first, traced, metas = trace_to_fixpoint(frame, trace, metas, scalars, returns)
         if clause_end is not None and first is not None:
             raise LoopFallback("its else clause reads values whose type depends on the trip count")
         if clause_end is not None and returns is not None and returns.carried:
@@ -236,18 +164,11 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     initial = [graph_value(state.locals[name]) for name in metas]
     tests = (shape.enter_if, shape.again_if)
     tracer = frame.tracer
-    written = tuple(
-        sorted({*written_inputs(body, 1), *(written_inputs(first_body, 1) if first_body else ())})
-    )
+    written = written_by((body, first_body), 1)
     outputs = add_while_loop(
         tracer.graph, graph_value(pred), initial, invariants, body, tests, written, first_body
     )
-    line = frame.locate_line(inst)
-    if line is not None:
-        for node in tracer.graph.nodes[-1 - len(outputs) :]:
-            tracer.graph.locations.setdefault(node, line)
-    for name, node in zip(metas, outputs, strict=True):
-        state.locals[name] = variable_of(node)
+    bind_outputs(frame, inst, outputs, tuple(metas))
     frame.pc = shape.exit
     if clause_end is not None:
         run_else_clause(frame, shape.exit, clause_end)
@@ -268,22 +189,10 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
     state = frame.state
     clause_end = else_end(frame.instructions, shape.body - 1, shape.exit)
     try:
-        body_names(
-            frame,
-            shape.body,
-            shape.body,
-            shape.test,
-            shape.exit,
-            exit_from=shape.test,
-            span_end=shape.span_end,
-            else_at=clause_end,
-            entered=shape.forever,
-        )
+        _carried_names(frame, shape, clause_end)
     except LoopFallback:
         return False  # a yield, break or return in the body: it runs now, unrolled
-    for name in loaded_names(frame, shape.body, shape.test):
-        if name in state.lazy:
-            state.read_local(name)  # root arguments: built once, outside the probe
+    read_lazy_locals(frame, shape.body, shape.test)  # built once, outside the probes
     pred = state.pop()
     saved = Snapshot.take(frame)
     test: Any = False
@@ -307,6 +216,22 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
     return not isinstance(test, bool | int | float)
 
 
+def _carried_names(frame: Frame, shape: WhileShape, clause_end: int | None) -> tuple[str, ...]:
+    # The locals the loop of `shape` carries (see loop_locals.body_names).
+    carried, _ = body_names(
+        frame,
+        shape.body,
+        shape.body,
+        shape.test,
+        shape.exit,
+        exit_from=shape.test,
+        span_end=shape.span_end,
+        else_at=clause_end,
+        entered=shape.forever,
+    )
+    return carried
+
+
 def late_seeds(
     frame: Frame, shape: WhileShape, carried: tuple[str, ...], late: tuple[str, ...]
 ) -> None:
@@ -316,14 +241,7 @@ def late_seeds(
     where the breaks are traced), so the zero is never seen. `LoopFallback` when the type
     is no scalar or 0-d value."""
     state = frame.state
-    known = tuple(name for name in carried if name not in late)
-    metas: dict[str, ArrayMeta | ScalarMeta] = {}
-    for name in known:
-        meta = carried_meta(state.locals[name])
-        if meta is None:
-            raise LoopFallback(f"it carries {state.locals[name].describe()} in {name!r}")
-        metas[name] = meta
-    scalars = {name for name in known if scalar_like(state.locals[name])}
+    metas, scalars = carried_metas(frame, (name for name in carried if name not in late))
     saved = Snapshot.take(frame)
     found: dict[str, Any] = {}
     try:
@@ -358,11 +276,7 @@ def _trace(
     tracer = frame.tracer
     outer = tracer.graph
     traced = Graph()
-    for name, meta in metas.items():
-        placeholder = traced.placeholder(name, meta)
-        if name in scalars and isinstance(meta, ArrayMeta):
-            placeholder = traced.call(get_op("carried_scalar"), placeholder)
-        frame.state.locals[name] = variable_of(placeholder)
+    bind_carried(frame, traced, metas, scalars)
     depth = len(frame.state.stack)
     frame.pc = shape.body
     tracer.graph = traced

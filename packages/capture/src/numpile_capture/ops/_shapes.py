@@ -113,23 +113,35 @@ def symbolic_slice_length(size: Any, item: slice) -> Any:
     >>> symbolic_slice_length(5, slice(1, None))
     4
     """
+    return symbolic_slice(size, item)[1]
+
+
+def symbolic_slice(size: Any, item: slice) -> tuple[Any, Any]:
+    """Where `item` applied to a symbolic `size` starts (the index of its first element,
+    where it has one) and its length, with guards on the branches taken: the clamps
+    Python makes, decided once for both.
+
+    >>> symbolic_slice(5, slice(-2, None))
+    (3, 2)
+    """
     import sympy
 
     from ..dynamic_shapes import active_shape_env
 
     if isinstance(size, int):
-        return len(range(*item.indices(size)))
+        first, _, _ = item.indices(size)
+        return first, len(range(*item.indices(size)))
     env = active_shape_env()
     step = 1 if item.step is None else operator.index(item.step)
     if env is not None and env.is_unbacked(size):
         # A data-dependent size has no value to guard a branch on: the exact clamp
         # expression, simplified under its bounds (`u[1:]` of unique's `u >= 1` is `u - 1`).
-        from ..loop_index import slice_length
+        from ..loop_index import slice_span
 
         if step == 0:
             raise ValueError("slice step cannot be zero")
         start, stop = (None if v is None else operator.index(v) for v in (item.start, item.stop))
-        return slice_length(size, start, stop, step, env)
+        return slice_span(size, start, stop, step, env)
     if env is None:
         raise NotImplementedError(f"slicing symbolic size {size} with {item}")
     if step == 0:
@@ -155,14 +167,17 @@ def symbolic_slice_length(size: Any, item: slice) -> Any:
         start, stop = clamp(item.start, size - 1), clamp(item.stop, -1)
         span = start - stop
     if not env.evaluate(sympy.Gt(span, 0), reason="slice length"):
-        return 0
+        return 0, 0  # an empty view: it starts nowhere
     stride = abs(step)
     length = env.simplify(
         sympy.sympify(span)
         if stride == 1
         else sympy.floor((span + stride - 1) / sympy.Integer(stride))
     )
-    return int(length) if length.is_Integer else length
+    first = sympy.sympify(start)
+    return (int(first) if first.is_Integer else first), (
+        int(length) if length.is_Integer else length
+    )
 
 
 def check_symbolic_index(size: Any, index: int) -> None:

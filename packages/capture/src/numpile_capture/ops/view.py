@@ -19,6 +19,7 @@ import math
 import operator
 from typing import Any
 
+import attrs
 import numpy as np
 
 from ..meta import ArrayMeta
@@ -33,7 +34,7 @@ from ._shapes import (
     resolved_shape,
     strides_of,
     symbolic_quotient,
-    symbolic_slice_length,
+    symbolic_slice,
 )
 
 BasicIndex = tuple[Any, ...]
@@ -257,6 +258,7 @@ def _getitem_meta(x: ArrayMeta, *, index: BasicIndex) -> ArrayMeta:
     in_strides = strides_of(x)
     shape: list[Any] = []
     strides: list[Any] = []
+    starts: list[Any] = []  # per input axis, where the view starts (see ArrayMeta.starts)
     axis = 0
     for item in items:
         if item is Ellipsis:
@@ -269,36 +271,46 @@ def _getitem_meta(x: ArrayMeta, *, index: BasicIndex) -> ArrayMeta:
         axis += 1
         if not isinstance(item, slice):
             check_symbolic_index(size, item)
+            starts.append(item if item >= 0 else size + item)
             continue
         if isinstance(size, int):
             start, stop, step = item.indices(size)
             shape.append(len(range(start, stop, step)))
             strides.append(stride * step)
+            starts.append(start)
         elif item.start is None and item.stop is None and item.step in (None, 1):
             shape.append(size)
             strides.append(stride)
+            starts.append(0)
         else:
-            shape.append(_slice_length(size, item))
+            start, length = _slice_span(size, item)
+            shape.append(length)
             strides.append(stride * (1 if item.step is None else item.step))
+            starts.append(start)
     shape.extend(x.shape[axis:])
     strides.extend(in_strides[axis:])
-    return _view(tuple(shape), x.dtype, tuple(strides), x.device)
+    meta = _view(tuple(shape), x.dtype, tuple(strides), x.device)
+    if all(isinstance(size, int) for size in x.shape):
+        return meta  # the stride probe finds a static view's start
+    starts.extend(0 for _ in x.shape[axis:])
+    return attrs.evolve(meta, starts=tuple(starts))
 
 
-def _slice_length(size: Any, item: slice) -> Any:
-    # A length that depends on a loop index (`x[i:][::-1]`) is simplified under the index's
-    # bounds, never guarded; other symbolic sizes guard the branches they take.
+def _slice_span(size: Any, item: slice) -> tuple[Any, Any]:
+    # Where a slice of a symbolic size starts and its length. A length that depends on a
+    # loop index (`x[i:][::-1]`) is simplified under the index's bounds, never guarded;
+    # other symbolic sizes guard the branches they take.
     # Late import: loop_index reads the capture's shape environment.
     from ..dynamic_shapes import active_shape_env
-    from ..loop_index import mentions_loop_symbol, slice_length
+    from ..loop_index import mentions_loop_symbol, slice_span
 
     if not mentions_loop_symbol((size,)):
-        return symbolic_slice_length(size, item)
+        return symbolic_slice(size, item)
     step = 1 if item.step is None else operator.index(item.step)
     if step == 0:
         raise ValueError("slice step cannot be zero")
     start, stop = (None if v is None else operator.index(v) for v in (item.start, item.stop))
-    return slice_length(size, start, stop, step, active_shape_env())
+    return slice_span(size, start, stop, step, active_shape_env())
 
 
 def _getitem_impl(x: Any, *, index: BasicIndex) -> Any:

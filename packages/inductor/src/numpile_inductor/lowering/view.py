@@ -3,9 +3,9 @@
 A view is index arithmetic, never a copy: the op runs once on a stride probe (a
 C-contiguous array of bytes of the input's shape), and the probe's offset and strides
 give the map from output to input indices (`_affine_remap`). A basic index (`getitem`)
-of symbolic shape is index arithmetic too (`lower_symbolic_getitem`): each slice's start is
-the one clamp consistent with the length capture gave the view. Other views of symbolic
-shape, and ops that copy, run as externs.
+of symbolic shape is index arithmetic too (`lower_symbolic_getitem`): each slice starts
+where capture resolved it (`ArrayMeta.starts`, its clamps decided under its guards).
+Other views of symbolic shape, and ops that copy, run as externs.
 
     >>> unflatten_static(5, (2, 3))
     (1, 2)
@@ -91,7 +91,10 @@ def lower_symbolic_getitem(ctx: LoweringContext, node: Node) -> Lowered:
         raise CannotLower("getitem with array operands")
     source, loader = readable_source(ctx, node)
     shape = out_shape(node)
-    maps = index_map(node.kwargs["index"], source.shape, shape)
+    starts = getattr(node.meta, "starts", None)
+    if starts is None:
+        raise CannotLower("a view whose start capture did not record")
+    maps = index_map(node.kwargs["index"], source.shape, shape, starts=starts)
 
     def load(idx: tuple[Any, ...]) -> Expr:
         return loader(
@@ -106,19 +109,31 @@ def lower_symbolic_getitem(ctx: LoweringContext, node: Node) -> Lowered:
 IndexMap = tuple[tuple[Any, int, "int | None"], ...]
 
 
-def index_map(index: Any, in_shape: tuple[Any, ...], shape: tuple[Any, ...]) -> IndexMap:
+def index_map(
+    index: Any,
+    in_shape: tuple[Any, ...],
+    shape: tuple[Any, ...],
+    *,
+    starts: tuple[Any, ...] | None = None,
+) -> IndexMap:
     """For a basic index of an array of `in_shape` giving a view of `shape`: per input dim,
     `(start, step, view dim)` (the input index is `start + step * i` at view index `i` of
     that dim), or `(index, 0, None)` for a dim an int picks.
 
-    Capture guarded each slice bound it clamped (`_shapes.symbolic_slice_length`); of the
-    clamps Python could have taken, the start kept is the one whose length equals the
-    view's, and a slice two starts would fit raises CannotLower.
+    `starts`: where capture resolved the view to start, per input dim (a getitem node's
+    `ArrayMeta.starts`). Without them (a store into a view, which records none), capture
+    guarded each slice bound it clamped (`_shapes.symbolic_slice`); of the clamps Python
+    could have taken, the start kept is the one whose length equals the view's, and a
+    slice two starts would fit raises CannotLower.
 
         >>> s0 = sympy.Symbol("s0", integer=True, positive=True)
         >>> index_map((slice(1, -1), 2), (s0, 4), (s0 - 2,))
         ((1, 1, 0), (2, 0, None))
+        >>> index_map((slice(1, 2, 2),), (s0,), (1,), starts=(1,))
+        ((1, 2, 0),)
     """
+    if starts is not None and len(starts) != len(in_shape):
+        raise CannotLower("a view whose starts do not match its input")
     items = capture_ops.view.normalize_index(
         index if isinstance(index, tuple) else (index,), in_shape
     )
@@ -136,7 +151,10 @@ def index_map(index: Any, in_shape: tuple[Any, ...], shape: tuple[Any, ...]) -> 
         if isinstance(item, slice):
             if out_dim >= len(shape):
                 raise CannotLower("an index the lowering does not follow")
-            start, step = _slice_start(size, item, shape[out_dim])
+            if starts is None:
+                start, step = _slice_start(size, item, shape[out_dim])
+            else:
+                start, step = sympy.sympify(starts[len(maps)]), _step(item)
             maps.append((start, step, out_dim))
             out_dim += 1
         else:
@@ -150,11 +168,15 @@ def index_map(index: Any, in_shape: tuple[Any, ...], shape: tuple[Any, ...]) -> 
     return tuple(maps)
 
 
+def _step(item: slice) -> int:
+    return 1 if item.step is None else int(item.step)
+
+
 def _slice_start(size: Any, item: slice, length: Any) -> tuple[Any, int]:
     # The start and step of `item` on an axis of `size` whose slice has `length`. Python
     # clamps each bound into the axis; the start kept is the one clamp whose length (with
     # any clamp of the stop) is the view's length.
-    step = 1 if item.step is None else int(item.step)
+    step = _step(item)
     if length == 0:
         return sympy.Integer(0), step  # an empty view reads nothing
     if step > 0:
