@@ -29,7 +29,7 @@ from numpile_capture import config as capture_config
 
 from .artifact_format import ArtifactFormatError
 from .codegen.c.autotune import AutotuneChoice, autotune
-from .codegen.c.buffer_pool import pool_handler
+from .codegen.c.buffer_pool import pool_handler, start_pool_build
 from .config import InductorConfig
 from .debug import debug_folder, graph_dot, write_debug_files
 from .errstate import called_from_line, extern_nodes, extern_origin, honouring_errstate
@@ -565,6 +565,8 @@ def _build(module_name: str, source: str, flags: tuple[str, ...], graph: Graph) 
 def _build_many(jobs: Sequence[rt.BuildJob], graph: Graph) -> list[types.ModuleType]:
     try:
         with rt.timed("inductor_build"):
+            rt.find_toolchain()
+            start_pool_build()  # beside the graph's module: a second compiler process
             built = rt.build_many(jobs)
     except rt.CompilerNotFoundError as error:
         raise _no_compiler(error) from error
