@@ -110,3 +110,61 @@ def test_forcing_a_body_raises_its_compile_error() -> None:
     else:
         raise AssertionError("force() must raise the compile's error")
     assert not body.compiled
+
+
+_WARM_START = """
+import json
+import numpy as np
+import numpile_runtime as rt
+from numpile_capture import capture_function
+from numpile_inductor import inductor
+
+
+def jacobi(A, B):
+    for _ in range(3):
+        B[1:-1, 1:-1] = 0.25 * (A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1])
+        A[1:-1, 1:-1] = 0.25 * (B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1])
+    return A, B
+
+
+A = np.random.default_rng(0).standard_normal((9, 9))
+B = np.zeros((9, 9))
+graph = capture_function(jacobi, (A.copy(), B.copy()), {}).graph
+compiled = inductor(graph, [A, B], options={"tiered": %s})
+names = ["A", "B"]
+order = [names.index(p.name) for p in graph.placeholders]
+args = (A, B)
+got = compiled(*(args[k] for k in order))
+print(json.dumps({"result": np.asarray(got[0]).tolist(), "counters": rt.counters()}))
+"""
+
+
+def test_a_second_process_runs_a_loop_of_kernels_from_the_cache(tmp_path: Path) -> None:
+    # The cold process builds the graph's module only; a second one, tiered (the default),
+    # finds it in the cache: the body nobody compiled is no miss.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMPILE_CACHE_DIR": str(tmp_path / "cache")}
+    runs = []
+    for tiered in ("False", "True"):
+        done = subprocess.run(
+            [sys.executable, "-c", _WARM_START % tiered],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    cold, warm = runs
+    assert cold["counters"]["inductor_graph_cache_miss"] == 1
+    assert warm["counters"].get("compiler_invocation", 0) == 0
+    assert warm["counters"].get("inductor_tiered_graph", 0) == 0  # no build in the background
+    assert warm["counters"]["inductor_graph_cache_hit"] >= 1
+    A, B = np.random.default_rng(0).standard_normal((9, 9)), np.zeros((9, 9))
+    np.testing.assert_array_equal(warm["result"], _jacobi(A, B)[0])
+    assert warm["result"] == cold["result"]
