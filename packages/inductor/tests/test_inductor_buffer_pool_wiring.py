@@ -101,3 +101,44 @@ def test_small_results_use_numpys_allocator() -> None:
     out = fn(x)
     assert _handler_name(out) == "default_allocator"
     np.testing.assert_array_equal(out, run_graph(graph, [x]))
+
+
+_COLD_PROCESS = """
+import numpy as np
+import numpile_runtime as rt
+from numpile_capture import Graph, get_op, meta_of
+from numpile_inductor import compile_graph
+from numpile_inductor.codegen.c.buffer_pool import start_pool_build
+
+x = np.linspace(0.0, 1.0, {n})
+graph = Graph()
+a = graph.placeholder("x", meta_of(x))
+graph.output = graph.call(get_op("add"), graph.call(get_op("multiply"), a, a), a)
+start_pool_build()
+start_pool_build()
+fn = compile_graph(graph).fn  # starts it a third time: beside the graph's module
+out = fn(x)
+from numpy._core.multiarray import get_handler_name
+assert get_handler_name(out) == "numpile_pool", get_handler_name(out)
+np.testing.assert_array_equal(out, x * x + x)
+assert rt.counters()["cache_miss"] == 2, rt.counters()  # the pool and the graph, once each
+"""
+
+
+def test_a_cold_process_builds_the_pool_once_beside_the_graph(tmp_path: Any) -> None:
+    # The pool module builds on a thread of its own while the graph's module builds; a graph
+    # module loaded after it gets its handler, and no build runs twice.
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMPILE_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", _COLD_PROCESS.format(n=_N)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr

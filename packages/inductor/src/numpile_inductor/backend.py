@@ -24,12 +24,12 @@ import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import Graph, has_loops, run_graph
+from numpile_capture import Graph, body_runner, has_loops, run_graph
 from numpile_capture import config as capture_config
 
 from .artifact_format import ArtifactFormatError
 from .codegen.c.autotune import AutotuneChoice, autotune
-from .codegen.c.buffer_pool import pool_handler
+from .codegen.c.buffer_pool import pool_handler, start_pool_build
 from .config import InductorConfig
 from .debug import debug_folder, graph_dot, write_debug_files
 from .errstate import called_from_line, extern_nodes, extern_origin, honouring_errstate
@@ -42,6 +42,7 @@ from .graph_cache import (
     store_artifact,
 )
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
+from .lazy_body import LazyBody
 from .loops import compile_loop_bodies
 from .no_compiler import op_by_op
 from .pipeline import device_backend, functionalized, graph_device, lower_and_schedule
@@ -109,6 +110,8 @@ class CompiledGraph:
     cache_hit: bool = False
     autotuned: AutotuneChoice | None = None
     flags: tuple[str, ...] = ()
+    # The bodies of the graph's loops that run as host loops (not as C): see `lazy_body`.
+    host_loop_bodies: tuple[Graph, ...] = ()
 
     @property
     def source(self) -> str:
@@ -166,12 +169,25 @@ def inductor(
     # loop (see `loops`). Their mutation ops stay barriers: functionalizing a body would
     # copy each array it writes back per iteration (and drops the run-time index of its
     # `getitem_at` views).
+    # A body is compiled once the graph's module shows that its loop runs as a host loop,
+    # not as C (`lazy_body`): a loop of kernels called from C builds one module, not two.
+    bodies: dict[int, LazyBody] = {}
+
     def compile_body(body: Graph) -> Callable[..., Any]:
-        return _compile(body, config, None, functionalize=False).fn
+        def build() -> Callable[..., Any]:
+            compiled = _compile(body, config, None, functionalize=False)
+            _force_host_loops(compiled, bodies)
+            return compiled.fn
+
+        lazy = LazyBody(build, fallback=lambda: _op_by_op_body(body))
+        bodies[id(body)] = lazy
+        return lazy
 
     def compile_loops(inputs: Sequence[Any] | None) -> Callable[..., Any]:
         compiled_graph = compile_loop_bodies(graph, compile_body)
-        return _compile(compiled_graph, config, inputs, functionalize=True).fn
+        compiled = _compile(compiled_graph, config, inputs, functionalize=True)
+        _force_host_loops(compiled, bodies)
+        return compiled.fn
 
     try:
         if has_loops(graph):
@@ -213,18 +229,45 @@ def _cached_loop_graph(graph: Graph, config: InductorConfig) -> Callable[..., An
     if rt.known_toolchain() is None:
         return None
 
+    # A body that is not in the cache is a miss only if its loop runs as a host loop: the
+    # body of a loop that runs as C was never compiled (see `lazy_body`).
+    missing: dict[int, LazyBody] = {}
+
     def cached_body(body: Graph) -> Callable[..., Any]:
         found = _cached(body, config, _key(body, config, functionalize=False))
-        if found is None:
-            raise _BodyNotCachedError
-        return found.fn
+        if found is not None:
+            if any(id(inner) in missing for inner in found.host_loop_bodies):
+                raise _BodyNotCachedError
+            return found.fn
+
+        def build() -> Callable[..., Any]:
+            return _compile(body, config, None, functionalize=False).fn
+
+        lazy = LazyBody(build, fallback=lambda: _op_by_op_body(body))
+        missing[id(body)] = lazy
+        return lazy
 
     try:
         compiled_graph = compile_loop_bodies(graph, cached_body)
     except _BodyNotCachedError:
         return None
     found = _cached(compiled_graph, config, _key(compiled_graph, config, functionalize=True))
-    return None if found is None else found.fn
+    if found is None or any(id(body) in missing for body in found.host_loop_bodies):
+        return None
+    return found.fn
+
+
+def _force_host_loops(compiled: CompiledGraph, bodies: dict[int, LazyBody]) -> None:
+    # Compile the bodies of `compiled`'s host loops now, as part of the compile step.
+    for body in compiled.host_loop_bodies:
+        lazy = bodies.get(id(body))
+        if lazy is not None:
+            lazy.force()
+
+
+def _op_by_op_body(body: Graph) -> Callable[..., Any]:
+    runner = body_runner(body)
+    return lambda *arguments: runner(arguments)
 
 
 def _tiered(
@@ -447,6 +490,13 @@ def _finish(
         cache_hit=cache_hit,
         autotuned=autotuned,
         flags=artifact.flags,
+        host_loop_bodies=tuple(
+            value
+            for index, spec in enumerate(specs)
+            if index not in c_loops
+            for value in (*spec.args, *(v for _, v in spec.kwargs))
+            if isinstance(value, Graph)
+        ),
     )
 
 
@@ -515,6 +565,8 @@ def _build(module_name: str, source: str, flags: tuple[str, ...], graph: Graph) 
 def _build_many(jobs: Sequence[rt.BuildJob], graph: Graph) -> list[types.ModuleType]:
     try:
         with rt.timed("inductor_build"):
+            rt.find_toolchain()
+            start_pool_build()  # beside the graph's module: a second compiler process
             built = rt.build_many(jobs)
     except rt.CompilerNotFoundError as error:
         raise _no_compiler(error) from error

@@ -31,7 +31,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -302,7 +305,6 @@ def _probe_cached(cc: str) -> dict[str, object]:
     cache = default_cache()
     with timed("toolchain_probe"):
         probe = _probe(cc)
-        probe["version_line"] = _version_line(cc)
     with contextlib.suppress(OSError):
         cache.put_bytes(key, json.dumps(probe).encode())
     return probe
@@ -341,25 +343,60 @@ def is_valid_probe(probe: object) -> bool:
 
 
 def _probe(cc: str) -> dict[str, object]:
+    # The first answer of each question (gcc's and clang's) is asked at once, each a
+    # compiler process of its own: a cold start waits for the slowest, not for their sum.
     with tempfile.TemporaryDirectory(prefix="numpile-probe-") as tmp:
         folder = Path(tmp)
-        march = ""
-        for flag in ("-march=native", "-mcpu=native"):
-            if _compiles(cc, folder, _MARCH_PROBE, [flag, "-c"], "march.o"):
-                march = flag
-                break
-        openmp: list[str] = []
-        for flags in (["-fopenmp"], ["-Xpreprocessor", "-fopenmp", "-lomp"]):
-            if _openmp_works(cc, folder, flags):
-                openmp = flags
-                break
-    target = f"{platform.machine()}-{_native_cpu(cc, march) or 'generic'}"
+        first = _at_once(
+            lambda: _compiles(cc, folder, _MARCH_PROBE, ["-march=native", "-c"], "march.o"),
+            lambda: _openmp_works(cc, folder, ["-fopenmp"]),
+            lambda: _native_cpu(cc, "-march=native"),
+            lambda: _version_line(cc),
+        )
+        march_native, openmp_plain, native_cpu, version_line = first
+        march = "-march=native" if march_native else ""
+        if not march and _compiles(cc, folder, _MARCH_PROBE, ["-mcpu=native", "-c"], "mcpu.o"):
+            march = "-mcpu=native"
+        openmp: list[str] = ["-fopenmp"] if openmp_plain else []
+        if not openmp and _openmp_works(cc, folder, _OPENMP_FLAGS[2]):
+            openmp = list(_OPENMP_FLAGS[2])
+    if march != "-march=native":
+        native_cpu = _native_cpu(cc, march)
+    target = f"{platform.machine()}-{native_cpu or 'generic'}"
     log.info("probed %s: march=%r openmp=%r target=%s", cc, march, openmp, target)
-    return {"march_flag": march, "openmp_flags": openmp, "target": target}
+    return {
+        "march_flag": march,
+        "openmp_flags": openmp,
+        "target": target,
+        "version_line": version_line,
+    }
+
+
+def _at_once(*calls: Callable[[], Any]) -> list[Any]:
+    # Each call on a thread of its own (they wait on compiler processes); their results in
+    # order, or the first call's exception, in order, raised once all have ended.
+    results: list[Any] = [None] * len(calls)
+    errors: list[BaseException | None] = [None] * len(calls)
+
+    def run(position: int) -> None:
+        try:
+            results[position] = calls[position]()
+        except BaseException as error:  # re-raised below, in the calling thread
+            errors[position] = error
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for error in errors:
+        if error is not None:
+            raise error
+    return results
 
 
 def _compiles(cc: str, folder: Path, source: str, flags: list[str], output: str) -> bool:
-    src = folder / "probe.c"
+    src = folder / f"{Path(output).stem}.c"  # one source per probe: probes run at once
     src.write_text(source)
     command = [cc, *flags, str(src), "-o", str(folder / output)]
     count("compiler_invocation")

@@ -27,6 +27,7 @@ returns to the pool only when the array (and every view of it) is dead.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import numpile_runtime as rt
@@ -277,17 +278,49 @@ PyMODINIT_FUNC PyInit_numpile_buffer_pool(void)
 # failed to build (allocation then goes through NumPy's own handler).
 _POOL: list[Any] = []
 _POOL_LOCK = new_lock()
+# NOTE: a free list and a mutex around malloc: nothing for -O3 to speed up, and it builds in
+# half the compiler time at -O1 (the last -O on the command line wins).
+_POOL_FLAGS = ("-O1",)
+# NOTE: the thread `start_pool_build` started, if any (at most one per process).
+_POOL_BUILDS: list[threading.Thread] = []
+rt.at_fork_reset(_POOL_BUILDS.clear)
 
 
 def _pool_module() -> Any:
     with _POOL_LOCK:
         if not _POOL:
             try:
-                _POOL.append(rt.build_extension(_MODULE_SOURCE, module_name=_MODULE_NAME))
+                _POOL.append(
+                    rt.build_extension(
+                        _MODULE_SOURCE, module_name=_MODULE_NAME, extra_flags=_POOL_FLAGS
+                    )
+                )
             except rt.BuildError as error:  # e.g. no pthread headers: plain allocation
                 log.warning("the buffer pool did not build (%s); outputs use malloc", error)
                 _POOL.append(None)
         return _POOL[0]
+
+
+def start_pool_build() -> None:
+    """Start building the pool module on a thread of its own, unless it is built or being
+    built: a cold compile builds it beside the first graph's module (two compiler processes
+    at once) instead of after it. `pool_handler()` waits for that build.
+
+    >>> start_pool_build()
+    """
+    with _POOL_LOCK:
+        if _POOL or _POOL_BUILDS:
+            return
+        thread = threading.Thread(target=_build_quietly, name="numpile-buffer-pool", daemon=True)
+        _POOL_BUILDS.append(thread)
+    thread.start()
+
+
+def _build_quietly() -> None:
+    try:
+        _pool_module()
+    except Exception as error:  # pool_handler() builds again, and raises it to its caller
+        log.debug("the buffer pool's background build failed: %s", error)
 
 
 def pool_handler() -> Any:
