@@ -12,7 +12,7 @@ import pytest
 import numpile_runtime as rt
 
 # pytest runs with --import-mode=importlib, which does not put test folders on sys.path:
-# the tests import the programs they share (crc_programs) from here.
+# the tests import the modules they share (crc_programs, vectorization_report) from here.
 sys.path.insert(0, str(Path(__file__).parent))
 
 

@@ -10,41 +10,19 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sysconfig
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from vectorization_report import vectorized_lines
 
-import numpile_runtime as rt
 from numpile_capture import compile_function
 
 
 def csr_product(data: Any, rows: Any, cols: Any, x: Any) -> Any:
     y = np.bincount(rows, weights=data * x[cols], minlength=x.shape[0])
     return y / (np.abs(y).max() + 1e-12)
-
-
-def _vectorized_lines(source_path: Path, tmp_path: Path) -> set[int]:
-    toolchain = rt.find_toolchain()
-    includes = [f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}"]
-    command = [
-        toolchain.compiler("c"),
-        *toolchain.flags(),
-        *includes,
-        "-fopt-info-vec-optimized",
-        "-c",
-        str(source_path),
-        "-o",
-        str(tmp_path / "module.o"),
-    ]
-    report = subprocess.run(command, capture_output=True, text=True, check=True).stderr
-    return {
-        int(m.group(1))
-        for m in re.finditer(r"output_code\.c:(\d+):\d+: optimized: loop vec", report)
-    }
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="the report is GCC's")
@@ -66,4 +44,4 @@ def test_a_csr_product_s_kernels_stay_out_of_line_and_vectorize(tmp_path: Path) 
     # The length pass over contiguous int64 bins: the first loop after its stride test.
     test = next(i for i, line in enumerate(lines) if "stride == sizeof(int64_t)" in line)
     loop = next(i for i in range(test, len(lines)) if lines[i].lstrip().startswith("for ("))
-    assert loop + 1 in _vectorized_lines(source_path, tmp_path), loop + 1
+    assert loop + 1 in vectorized_lines(source_path, tmp_path), loop + 1

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sysconfig
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from vectorization_report import vectorized_lines
 
-import numpile_runtime as rt
 from numpile_capture import compile_function
 
 
@@ -25,26 +23,6 @@ def floyd_warshall(D: Any) -> Any:
         for i in range(n):
             D[i, :] = np.minimum(D[i, :], D[i, k] + D[k, :])
     return D
-
-
-def _vectorized_lines(source_path: Path, tmp_path: Path) -> set[int]:
-    toolchain = rt.find_toolchain()
-    includes = [f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}"]
-    command = [
-        toolchain.compiler("c"),
-        *toolchain.flags(),
-        *includes,
-        "-fopt-info-vec-optimized",
-        "-c",
-        str(source_path),
-        "-o",
-        str(tmp_path / "module.o"),
-    ]
-    report = subprocess.run(command, capture_output=True, text=True, check=True).stderr
-    return {
-        int(m.group(1))
-        for m in re.finditer(r"output_code\.c:(\d+):\d+: optimized: loop vec", report)
-    }
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="the report is GCC's")
@@ -71,7 +49,7 @@ def test_symbolic_loop_nest_vectorizes_its_row_updates(tmp_path: Path) -> None:
         and "_np_minimum_double" in "\n".join(lines[number : number + 3])
     ]
     assert len(row_loops) >= 2, row_loops
-    vectorized = _vectorized_lines(source_path, tmp_path)
+    vectorized = vectorized_lines(source_path, tmp_path)
     assert set(row_loops[:2]) <= vectorized, (row_loops, sorted(vectorized))
 
 
@@ -103,4 +81,4 @@ def test_symbolic_loop_nest_vectorizes_its_inner_products(tmp_path: Path) -> Non
         if re.search(r"for \(; k\d+ \+ 8 <= len\d+;", line)
     ]
     assert accumulators
-    assert accumulators[0] in _vectorized_lines(source_path, tmp_path), accumulators
+    assert accumulators[0] in vectorized_lines(source_path, tmp_path), accumulators
