@@ -116,7 +116,7 @@ def tests_ci(session: nox.Session) -> None:
     # graphs, and the runtime's tests (threads, signals, unloading, docs, training) do not
     # read bytecode: their runs on the default Python cover them.
     session.env["NUMPILE_CORPUS_BACKENDS"] = "eager"
-    session.env["NUMPILE_EXAMPLES_FRACTION"] = "0.25"  # the default Python draws them all
+    session.env["NUMPILE_EXAMPLES_FRACTION"] = "0.34"  # the default Python draws them all
     tests = [f"integration_tests/{name}" for name in CAPTURE_INTEGRATION_TESTS]
     _run_suite(session, BYTECODE_LAYERS, tests)
 

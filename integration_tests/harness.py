@@ -767,7 +767,7 @@ def standin_compile(
 
 def examples(count: int) -> int:
     """How many examples a hypothesis test of generated programs draws: `count`, scaled by
-    ``NUMPILE_EXAMPLES_FRACTION`` (CI's runs on 3.12 and 3.13 draw a quarter).
+    ``NUMPILE_EXAMPLES_FRACTION`` (CI's runs on 3.12 and 3.13 draw a third).
 
     >>> examples(30) if "NUMPILE_EXAMPLES_FRACTION" not in os.environ else 30
     30
