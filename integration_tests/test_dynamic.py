@@ -184,3 +184,32 @@ def test_allocations_of_symbolic_sizes_with_the_inductor_compile_once() -> None:
         x, w = _inputs(n, n)
         _compare(compiled(x, w), allocations_of_sizes(x, w))
     assert len(cache_for(allocations_of_sizes.__code__).entries) == 1
+
+
+def collatz_of_a_size(x: Any) -> Any:
+    c = x.shape[0]
+    steps = 0
+    while c != 1:
+        c = c // 2 if c % 2 == 0 else 3 * c + 1
+        steps += 1
+    return x * steps, steps
+
+
+def test_a_loop_of_size_arithmetic_pins_the_size_instead_of_reasoning_on_deep_expressions() -> None:
+    # Each iteration nests the size's expression one floor deeper, and sympy's reasoning on
+    # it grows with the depth: 111 iterations at size 27 never finished before such an
+    # expression pinned its size (a guard on its value).
+    from numpile_guards import cache_for
+
+    compiled = numpile.compile(collatz_of_a_size, backend="eager", dynamic=True)
+    for n in (27, 9):
+        x = np.arange(float(n))
+        got, want = compiled(x), collatz_of_a_size(x)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1] and type(got[1]) is type(want[1])
+    texts = [
+        str(guard)
+        for entry in cache_for(collatz_of_a_size.__code__).entries
+        for guard in entry.check.guards
+    ]
+    assert any("L['x'].shape[0] == 27" in text for text in texts), texts

@@ -38,6 +38,10 @@ log = logging.getLogger("numpile.guards.dynamic")
 
 # NOTE: sizes below this are specialized; a dynamic size is at least this (its guard).
 _MIN_DYNAMIC = 2
+# A size expression with more nodes than this pins its sizes to their values (guarded): sympy's
+# reasoning on deep nests, such as a while loop's repeated floor divisions of a size, costs
+# seconds per comparison and grows with every iteration.
+COMPLEX_SIZE_NODES = 20
 
 
 @attrs.frozen
@@ -240,6 +244,30 @@ class ShapeEnv:
         if has_fraction(result) and not has_fraction(expr):
             return expr  # keep `floor(s0/2)`: backends print it in exact integer arithmetic
         return result
+
+    def pin_if_complex(self, expr: Any) -> Any:
+        """`expr` as an int, its sizes pinned (guarded), once it has more than
+        `COMPLEX_SIZE_NODES` nodes; else `expr` unchanged (as where a loop index is in it).
+
+        >>> import sympy
+        >>> env = ShapeEnv(); s0 = env.create_symbol(7, "L['x'].shape[0]")
+        >>> deep = s0
+        >>> for _ in range(12): deep = sympy.floor(3 * deep / 2) + 1
+        >>> env.pin_if_complex(s0 + 1), env.pin_if_complex(deep)
+        (s0 + 1, 1064)
+        >>> [guard.text for guard in env.produce_guards()]
+        ["L['x'].shape[0] == 7"]
+        """
+        import sympy
+
+        if isinstance(expr, bool | int) or not _more_nodes_than(expr, COMPLEX_SIZE_NODES):
+            return expr
+        free = expr.free_symbols
+        if not free <= self._info.keys():
+            return expr
+        for symbol in sorted(free, key=str):
+            self.specialize(symbol, reason="a size expression too deep to reason about")
+        return int(sympy.sympify(expr).xreplace({s: self._info[s].hint for s in free}))
 
     def _decide(self, relation: sympy.Basic, *, divisors: bool = True) -> bool | None:
         # True/False when the facts decide `relation` for every admitted size, else None.
@@ -567,3 +595,10 @@ def relations_text(guards: Sequence[ShapeGuard]) -> list[str]:
     []
     """
     return [guard.text for guard in guards]
+
+
+def _more_nodes_than(expr: Any, limit: int) -> bool:
+    # Whether `expr`'s tree has more than `limit` nodes, without walking past the limit.
+    import sympy
+
+    return any(count >= limit for count, _ in enumerate(sympy.preorder_traversal(expr)))

@@ -416,7 +416,12 @@ def wrap_size(expr: Any, env: ShapeEnv) -> Any:
     """
     import sympy
 
-    expr = env.simplify(expr) if env is not None else sympy.sympify(expr)
+    if env is None:
+        expr = sympy.sympify(expr)
+    else:
+        expr = env.pin_if_complex(env.simplify(expr))
+        if isinstance(expr, int):
+            return expr
     if expr.is_Integer:
         return int(expr)
     return SymInt(expr, env)
