@@ -15,6 +15,12 @@ from typing import Any
 
 import pytest
 
+# The tests compare the compiled kernels with eager, so no call may run on the tiered path
+# (NumPy op by op, or the function's own Python, while the build runs in the background):
+# without this, nearly every call of a test with a cold cache ran NumPy against NumPy.
+# `test_tiered.py` turns tiering on through the `tiered` option, which overrides this.
+os.environ["NUMPILE_TIERED"] = "0"
+
 # pytest runs with --import-mode=importlib, which does not put test folders on sys.path.
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,6 +11,10 @@ from typing import Any
 import pytest
 
 import numpile_runtime as rt
+
+# Tests compare compiled kernels with NumPy: no call may run NumPy op by op while the build
+# runs in the background (tiering). Tests of tiering turn it on with the `tiered` option.
+os.environ["NUMPILE_TIERED"] = "0"
 
 # pytest runs with --import-mode=importlib, which does not put test folders on sys.path:
 # the tests import the modules they share (crc_programs, vectorization_report) from here.
