@@ -81,6 +81,7 @@ from .backends import (
     backend_name,
     default_backend,
     lookup_backend,
+    prepare_backend,
 )
 from .binder import entry_parameters, make_binder
 from .bound_origins import widen_loop_bounds
@@ -646,6 +647,7 @@ class CompiledFunction:
         _capture_state.depth = getattr(_capture_state, "depth", 0) + 1
         PLAIN_CALLS.depth += 1
         set_active_shape_env(None)
+        prepare_backend(backend_fn, backend_kwargs)  # e.g. a compiler probe, beside capture
         try:
             with compiled_region(), timed("capture"):
                 policy = self._policy(backend_fn, static)
