@@ -296,9 +296,11 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
         checked_nest = [line.replace("NP_LIKELY(", "NP_CHECKED_ONLY(") for line in writer.buf.lines]
         source = "\n".join(
             [
-                _function(checked, number_labels(checked_nest), None, attribute=CHECKED_COPY),
-                "",
+                f"static PyObject *{checked}(PyObject *const *argv, Py_ssize_t argc, "
+                "PyObject *eager, int *np_fp);",
                 _function(name, number_labels(fast), checked),
+                "",
+                _function(checked, number_labels(checked_nest), None, attribute=CHECKED_COPY),
             ]
         )
     if "np_par_disjoint(" in source:  # an outer loop with OpenMP (loop_parallel)
