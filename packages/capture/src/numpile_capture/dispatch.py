@@ -644,10 +644,10 @@ class CompiledFunction:
     ) -> Run:
         fn = self._fn
         capture_error: Exception | None = None
+        prepare_backend(backend_fn, backend_kwargs)  # e.g. a compiler probe, beside capture
         _capture_state.depth = getattr(_capture_state, "depth", 0) + 1
         PLAIN_CALLS.depth += 1
         set_active_shape_env(None)
-        prepare_backend(backend_fn, backend_kwargs)  # e.g. a compiler probe, beside capture
         try:
             with compiled_region(), timed("capture"):
                 # Inputs that bound kept loops are made dynamic, at the loop's head where it
