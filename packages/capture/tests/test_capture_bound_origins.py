@@ -156,3 +156,55 @@ def test_ints_that_bound_no_loop_and_dynamic_false_are_unchanged() -> None:
     # dynamic=False specializes every int, loop bounds included.
     count, _ = _compiles(stencil_steps, [(x, 2), (x, 3)], dynamic=False)
     assert count == 2
+
+
+def _kept_loops(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    # The loops capture kept (their bodies traced to the end), counted as it keeps them.
+    from numpile_capture import loop_capture
+
+    kept: list[int] = []
+    keep = loop_capture._keep_loop
+
+    def counting(frame: Any, inst: Any, iterator: Any) -> None:
+        keep(frame, inst, iterator)
+        kept.append(inst.offset)
+
+    monkeypatch.setattr(loop_capture, "_keep_loop", counting)
+    return kept
+
+
+def test_a_loop_bounded_by_inputs_is_traced_in_one_capture(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The static capture stops at the loop's head (its graph would be thrown away): the
+    # body is traced by the capture with the bounds dynamic only, and compiles once.
+    kept = _kept_loops(monkeypatch)
+    x = np.linspace(-1.0, 1.0, 9)
+    assert _compiles(stencil_steps, [(x, 3), (x, 30)])[0] == 1
+    assert len(kept) == 1
+    kept.clear()
+    # Nested loops, bounded by a size that a matrix read only inside them has too.
+    assert _compiles(lu_in_place, [(_dominant(n),) for n in (4, 40)])[0] == 1
+    assert len(kept) == 3  # the outer loop and its two inner ones, once each
+    kept.clear()
+    # Back substitution reads U after the loop's head: its dims of that size widen too.
+    calls = [(np.triu(_dominant(n)), np.linspace(1.0, 2.0, n)) for n in (5, 50)]
+    assert _compiles(back_substitution, calls)[0] == 1
+    assert len(kept) == 1
+
+
+def test_a_loop_that_falls_back_after_widening_keeps_its_static_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A loop that falls back whatever its bounds (here: every body trace does) was
+    # unrolled with its static trip count before the shortcut: its widening ahead is
+    # undone, and the trip count stays specialized, as then.
+    from numpile_capture import loop_capture
+    from numpile_capture.dynamic_shapes import observed_scalars
+    from numpile_capture.loop_exit import LoopFallback
+
+    def falls_back(*args: Any, **kwargs: Any) -> Any:
+        raise LoopFallback("a test's body that is never kept")
+
+    monkeypatch.setattr(loop_capture, "trace_to_fixpoint", falls_back)
+    x = np.linspace(-1.0, 1.0, 9)
+    assert _compiles(decay, [(x, 4, 0.5)])[0] == 1
+    assert observed_scalars(decay.__code__)["L['steps']"] == (int, 4)

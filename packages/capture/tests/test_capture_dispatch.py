@@ -355,3 +355,33 @@ def test_mode_and_options_reach_backends_that_accept_them() -> None:
         {"mode": "max-autotune", "options": None},
         {"mode": None, "options": {"cpp.threads": 2}},
     ]
+
+
+def test_a_backend_prepares_before_capture_with_its_own_options() -> None:
+    # The inductor probes the compiler while capture runs (`prepare_backend`); a hit,
+    # which captures nothing, prepares nothing, and a prepare that raises is ignored.
+    events: list[Any] = []
+    capture = FakeCapture()
+
+    class Recording(FakeCapture):
+        def __call__(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            events.append("capture")
+            return capture(fn, args, kwargs)
+
+    def backend(graph: Graph, example_inputs: list[Any], *, options: Any = None) -> Any:
+        events.append("compile")
+        return lambda x: x + 1
+
+    def prepare(*, options: Any = None) -> None:
+        events.append(("prepare", options))
+        if options.get("fail"):
+            raise RuntimeError("no compiler")
+
+    backend.prepare = prepare  # type: ignore[attr-defined]
+    f = compiled(Recording(), backend=backend, options={"cpp.threads": 2})
+    f(np.zeros(2))
+    f(np.zeros(2))
+    assert events == [("prepare", {"cpp.threads": 2}), "capture", "compile"]
+    g = compiled(Recording(), backend=backend, options={"fail": True})
+    np.testing.assert_array_equal(g(np.zeros(3)), np.ones(3))
+    assert events[3:] == [("prepare", {"fail": True}), "capture", "compile"]

@@ -142,3 +142,21 @@ def test_a_cold_process_builds_the_pool_once_beside_the_graph(tmp_path: Any) -> 
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_a_synchronous_compile_starts_the_pool_and_probe_before_capture(
+    monkeypatch: Any,
+) -> None:
+    # The dispatcher calls the backend's `prepare` before capture: a synchronous compile
+    # starts the pool's build (and so the compiler probe) on its thread then; a tiered one
+    # builds in the background anyway and starts nothing.
+    from numpile_inductor import backend
+
+    started: list[str] = []
+    monkeypatch.setattr(backend, "start_pool_build", lambda: started.append("pool"))
+    assert backend.inductor.prepare is backend.prepare  # type: ignore[attr-defined]
+    backend.prepare(options={"tiered": True})
+    assert started == []
+    backend.prepare(options={"tiered": False})
+    backend.prepare(mode="max-autotune")
+    assert started == ["pool", "pool"]

@@ -1,7 +1,9 @@
 """A C loop nest is written twice: for arrays whose last strides are all 1 (each loop with
 its bounds checks hoisted where they hold, else checked), and for any strides, checked only
 (`NP_CHECKED_ONLY`: the unchecked forms of that copy were half of what GCC compiled for the
-rare case). Both copies give NumPy's values, in-place writes and errors."""
+rare case). Where the outermost loop's bounds are tested before it, the checked copy is a
+function of its own built at -O1 (`loop_vN_checked`), called when the test fails or a stride
+is not 1. Both copies give NumPy's values, in-place writes and errors."""
 
 from __future__ import annotations
 
@@ -42,14 +44,25 @@ def _compiled(fn: Any, example: Any) -> Any:
     return compile_graph(capture_function(fn, (example.copy(),), {}).graph)
 
 
+def _function(source: str, name: str) -> str:
+    # The C function `name` of a module's source, from its declaration to its closing brace.
+    start = source.index(f" static PyObject *{name}(")
+    start = source.rindex("\n", 0, start) + 1
+    return source[start : source.index("\n}\n", start)]
+
+
 def test_the_strided_copy_keeps_only_the_checked_forms() -> None:
     source = _compiled(_lu_in_place, _matrix(6, 6)).source
-    loop = source[source.index("static PyObject *loop_") :]
-    loop = loop[: loop.index("\n}\n")]  # the loop function alone
-    unit, strided = loop.split("\n    } else {\n", 1)  # the test of the last strides
-    assert "NP_LIKELY(" in unit  # hoisted bounds checks in the contiguous copy
-    assert "NP_CHECKED_ONLY(" in strided
-    assert "NP_LIKELY(" not in strided
+    fast = _function(source, "loop_v0")
+    checked = _function(source, "loop_v0_checked")
+    # The unit-stride copy hoists bounds checks; the outermost loop's checked form and the
+    # copy for any strides are the checked function's, built at -O1.
+    assert "NP_LIKELY(" in fast and "NP_CHECKED_ONLY(" not in fast
+    assert fast.count("goto checked;") == 2  # a failed test of the bounds, or of the strides
+    assert "result = loop_v0_checked(argv, argc, eager, np_fp);" in fast
+    assert checked.startswith('__attribute__((noinline, cold, optimize("O1"')
+    assert "NP_CHECKED_ONLY(" in checked
+    assert "NP_LIKELY(" not in checked
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 9])
@@ -84,4 +97,27 @@ def test_an_index_error_keeps_the_earlier_writes_on_any_layout(layout: str) -> N
     with pytest.raises(IndexError) as our_error:
         compiled.fn(mine)
     assert str(our_error.value) == str(eager_error.value)
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def _wrapped_neighbours(A: Any) -> Any:
+    # Row i - 1 of row 0 is the last row (it wraps): the outermost loop's bounds test fails,
+    # and the whole nest runs in the checked function.
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            A[i, j] = A[i - 1, j] * 0.5 + A[i, j]
+    return A
+
+
+@pytest.mark.parametrize("layout", ["C", "every other column"])
+def test_an_index_that_wraps_runs_the_checked_function_with_numpys_values(layout: str) -> None:
+    compiled = _compiled(_wrapped_neighbours, _matrix(4, 4))
+    assert "loop_v0_checked(" in compiled.source
+    if layout == "C":
+        ours, theirs = _matrix(4, 4), _matrix(4, 4)
+        got, want = compiled.fn(ours), _wrapped_neighbours(theirs)
+    else:
+        ours, theirs = _matrix(4, 8), _matrix(4, 8)
+        got, want = compiled.fn(ours[:, ::2]), _wrapped_neighbours(theirs[:, ::2])
+    np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(ours, theirs)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias, overload
 
 import attrs
@@ -283,6 +283,26 @@ def accepted_options(backend: BackendFn) -> frozenset[str]:
     keyword_kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     names = {parameter.name for parameter in parameters if parameter.kind in keyword_kinds}
     return frozenset(names & {"mode", "options"})
+
+
+def prepare_backend(backend: BackendFn, backend_kwargs: Mapping[str, Any]) -> None:
+    """Let `backend` start, before capture runs, the work its compile will need.
+
+    A backend may carry a `prepare` attribute, called with the keyword arguments the
+    backend itself will get (`mode`, `options`): the inductor starts probing the C compiler
+    and building its support module on a thread of their own, so that they run beside
+    capture instead of after it. A preparation that raises is logged and ignored (the
+    compile does the same work itself, and reports its errors).
+
+        >>> prepare_backend(eager, {})
+    """
+    prepare = getattr(backend, "prepare", None)
+    if prepare is None:
+        return
+    try:
+        prepare(**backend_kwargs)
+    except Exception as error:
+        log.debug("preparing backend %s failed: %s", backend_name(backend), error)
 
 
 def eager(graph: Graph, example_inputs: Sequence[Any]) -> CompiledFn:

@@ -12,6 +12,13 @@ uses that need the value still guard on it: a created array's shape, a branch's
 outcome) and every input dimension of the size becomes a symbol (duck sizing: a square
 matrix whose order bounds the loop is symbolic in both dimensions).
 
+The static capture would be thrown away, so it stops at the head of the first loop about
+to be kept whose bounds have such origins, before its body is traced (`widen_ahead`
+raises `WidenAhead`): `capture_widening` widens them and captures again. A loop whose
+widened bounds then make it fall back (`fell_back`) would have been kept or unrolled
+with its static bounds: the records are restored and the frame is captured as before
+this shortcut, static first.
+
     >>> var = with_origins(ConstantVar(7), size_var(8))
     >>> sorted(var.origins) if isinstance(var, OriginVar) else None
     [SizeOrigin(size=8)]
@@ -20,8 +27,8 @@ matrix whose order bounds the loop is symbolic in both dimensions).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import attrs
 
@@ -29,6 +36,8 @@ from .dynamic_shapes import CHANGED, DynamicPolicy, current_policy
 from .variables import ConstantVar, Variable
 
 log = logging.getLogger("numpile.capture.dynamic")
+
+_T = TypeVar("_T")
 
 
 @attrs.frozen(order=True)
@@ -119,6 +128,95 @@ def note_loop_bounds(bounds: Iterable[Variable]) -> None:
         current_policy().loop_bounds.update(origins)
 
 
+class WidenAhead(BaseException):
+    """A loop about to be kept has bounds computed from baked-in inputs: stop the capture,
+    whose graph would be thrown away, and capture again with them dynamic.
+
+    A `BaseException`, as no handler between the loop and `capture_widening` (a graph
+    break, a `try` block in the user's code, a loop falling back) may take it for a
+    capture error.
+    """
+
+
+class FellBackWidened(BaseException):
+    """A loop with bounds widened ahead fell back: capture again without the shortcut."""
+
+
+def widen_ahead(bounds: Iterable[Variable]) -> None:
+    """At the head of a loop about to be kept: raise `WidenAhead` when its bounds come from
+    inputs that widening would make dynamic (the capture's policy allows it).
+
+        >>> widen_ahead([ConstantVar(3)])
+    """
+    policy = current_policy()
+    if not policy.ahead:
+        return
+    origins = origins_of(bounds)
+    if origins and _widen(policy, origins, apply=False):
+        policy.loop_bounds.update(origins)
+        raise WidenAhead
+
+
+def fell_back(bounds: Iterable[Variable]) -> None:
+    """A loop fell back (it is unrolled or breaks the graph): raise `FellBackWidened` when
+    this capture widened loop bounds ahead and this loop's bounds are not constants.
+
+        >>> fell_back([ConstantVar(3)])
+    """
+    policy = current_policy()
+    static = (isinstance(b, ConstantVar) and type(b.value) in (int, bool) for b in bounds)
+    if policy.widened_ahead and not all(static):
+        raise FellBackWidened
+
+
+def capture_widening(
+    capture: Callable[[DynamicPolicy], _T], make_policy: Callable[[], DynamicPolicy]
+) -> _T:
+    """`capture(policy)` with the inputs that bound kept loops dynamic: captured again each
+    time widening changed a record, whether at a loop's head (`WidenAhead`) or after the
+    capture (`widen_loop_bounds`, the loops kept once the shortcut is off).
+
+        >>> capture_widening(lambda policy: policy.mode, lambda: DynamicPolicy(False))
+        False
+    """
+    ahead = True
+    saved: tuple[dict[str, Any], dict[str, Any]] | None = None
+    sizes: set[int] = set()
+    while True:
+        policy = make_policy()
+        policy = attrs.evolve(
+            policy,
+            ahead=ahead and _widens(policy),
+            widened_ahead=ahead and saved is not None,
+            dynamic_sizes=frozenset(sizes) if ahead else frozenset(),
+        )
+        try:
+            result = capture(policy)
+        except WidenAhead:
+            if saved is None:
+                saved = (dict(policy.observed or {}), dict(policy.scalars or {}))
+            sizes.update(o.size for o in policy.loop_bounds if isinstance(o, SizeOrigin))
+            widen_loop_bounds(policy)
+            continue
+        except FellBackWidened:
+            assert saved is not None
+            log.info("a loop with widened bounds fell back: capturing static first")
+            _restore(policy, saved)
+            ahead = False
+            continue
+        if widen_loop_bounds(policy):
+            continue
+        return result
+
+
+def _restore(policy: DynamicPolicy, saved: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    # The per-code records as they were before the first widening ahead.
+    for record, before in zip((policy.observed, policy.scalars), saved, strict=True):
+        if record is not None:
+            record.clear()
+            record.update(before)
+
+
 def _widens(policy: DynamicPolicy) -> bool:
     return policy.mode is None and policy.automatic and policy.observed is not None
 
@@ -134,22 +232,32 @@ def widen_loop_bounds(policy: DynamicPolicy) -> bool:
     """
     if not policy.loop_bounds or not _widens(policy):
         return False
+    return _widen(policy, policy.loop_bounds, apply=True)
+
+
+def _widen(policy: DynamicPolicy, origins: Iterable[Origin], *, apply: bool) -> bool:
+    # Whether making `origins` dynamic changes the policy's records; with `apply`, do it.
     observed = policy.observed
     scalars = policy.scalars
-    assert observed is not None
+    if observed is None:
+        return False
     changed = False
-    for origin in sorted(policy.loop_bounds, key=repr):
+    for origin in sorted(origins, key=repr):
         if isinstance(origin, ScalarOrigin):
             if scalars is not None and scalars.get(origin.source) != CHANGED:
-                scalars[origin.source] = CHANGED
                 changed = True
-                log.info("automatic dynamic: %s bounds a loop", origin.source)
+                if apply:
+                    scalars[origin.source] = CHANGED
+                    log.info("automatic dynamic: %s bounds a loop", origin.source)
             continue
         for source, shape in list(observed.items()):
             if origin.size in shape:
-                observed[source] = tuple(None if d == origin.size else d for d in shape)
                 changed = True
-                log.info(
-                    "automatic dynamic: %s has a size %d that bounds a loop", source, origin.size
-                )
+                if apply:
+                    observed[source] = tuple(None if d == origin.size else d for d in shape)
+                    log.info(
+                        "automatic dynamic: %s has a size %d that bounds a loop",
+                        source,
+                        origin.size,
+                    )
     return changed

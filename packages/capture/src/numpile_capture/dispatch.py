@@ -81,9 +81,10 @@ from .backends import (
     backend_name,
     default_backend,
     lookup_backend,
+    prepare_backend,
 )
 from .binder import entry_parameters, make_binder
-from .bound_origins import widen_loop_bounds
+from .bound_origins import capture_widening
 from .capture_events import CaptureEvent as CaptureEvent
 from .capture_events import record_event
 from .capture_events import recording_captures as recording_captures
@@ -643,19 +644,21 @@ class CompiledFunction:
     ) -> Run:
         fn = self._fn
         capture_error: Exception | None = None
+        prepare_backend(backend_fn, backend_kwargs)  # e.g. a compiler probe, beside capture
         _capture_state.depth = getattr(_capture_state, "depth", 0) + 1
         PLAIN_CALLS.depth += 1
         set_active_shape_env(None)
         try:
             with compiled_region(), timed("capture"):
-                policy = self._policy(backend_fn, static)
-                with capturing_with(policy):
-                    result = self._capture_fn(fn, args, kwargs)
-                if widen_loop_bounds(policy):
-                    # Inputs that bound kept loops were baked in: once more with them dynamic.
+                # Inputs that bound kept loops are made dynamic, at the loop's head where it
+                # can be (the static capture stops there): see bound_origins.
+
+                def capture(policy: DynamicPolicy) -> Any:
                     set_active_shape_env(None)
-                    with capturing_with(self._policy(backend_fn, static)):
-                        result = self._capture_fn(fn, args, kwargs)
+                    with capturing_with(policy):
+                        return self._capture_fn(fn, args, kwargs)
+
+                result = capture_widening(capture, lambda: self._policy(backend_fn, static))
         except ForbiddenCallError:
             raise  # set_stance inside a compiled function: the user's error, not a fallback
         except Unsupported as exc:

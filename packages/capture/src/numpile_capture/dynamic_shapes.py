@@ -150,6 +150,14 @@ class DynamicPolicy:
     scalar_types: tuple[type, ...] = (int, float)
     # Origins of the bounds of loops the capture kept (see bound_origins).
     loop_bounds: set[Any] = attrs.field(factory=set, eq=False)
+    # Whether a loop about to be kept widens its bounds' origins at its head, before its
+    # body is traced, and whether this capture follows such a widening (see
+    # bound_origins.capture_widening).
+    ahead: bool = attrs.field(default=False, eq=False)
+    widened_ahead: bool = attrs.field(default=False, eq=False)
+    # Sizes widened ahead: an input first read after the widening has its dims of these
+    # sizes dynamic from the start, as the widening would have made them had it been read.
+    dynamic_sizes: frozenset[int] = attrs.field(default=frozenset(), eq=False)
 
     def scalar_is_input(self, value: Any, source: str) -> bool:
         """Whether the Python scalar `value` read from `source` is compiled as a graph input.
@@ -207,8 +215,9 @@ class DynamicPolicy:
             return set()
         before = self.observed.get(source)
         if before is None or len(before) != len(shape):
-            self.observed[source] = shape
-            return set()
+            widened = {axis for axis, size in enumerate(shape) if size in self.dynamic_sizes}
+            self.observed[source] = tuple(None if a in widened else d for a, d in enumerate(shape))
+            return widened
         merged = tuple(b if b == s else None for b, s in zip(before, shape, strict=True))
         changed = {axis for axis, size in enumerate(merged) if size is None}
         newly = {axis for axis in changed if before[axis] is not None}

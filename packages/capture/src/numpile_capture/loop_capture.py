@@ -36,7 +36,7 @@ import attrs
 
 from .block_trace import run_until
 from .body_graph import peeled_first, written_by
-from .bound_origins import note_loop_bounds
+from .bound_origins import note_loop_bounds, widen_ahead
 from .bytecode import Instruction
 from .carried_values import bind_carried, carried_metas, graph_value
 from .control_flow import add_loop
@@ -84,6 +84,7 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
 
 def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     extent = _extent(frame, inst)
+    widen_ahead(iterator.bounds)  # before the body is traced with bounds that would change
     state = frame.state
     read_lazy_locals(frame, extent.head + 1, extent.exit)
     metas, scalars = carried_metas(frame, extent.carried)

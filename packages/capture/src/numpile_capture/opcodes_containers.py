@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .bound_origins import fell_back
 from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
@@ -142,6 +143,7 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
         except NestedReturn:
             raise  # the enclosing kept loop traces its body again (see loop_return)
         except LoopFallback as exc:
+            fell_back(iterator.bounds)  # kept, or unrolled, with its static bounds instead
             reason = f"loop not kept as a loop: {exc}"
         filename = frame.code.co_filename
         log.info("%s (%s:%s); it is unrolled", reason, filename, inst.lineno)

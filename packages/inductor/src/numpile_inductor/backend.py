@@ -219,6 +219,23 @@ def inductor(
         return op_by_op(graph, error)
 
 
+def prepare(*, mode: str | None = None, options: Mapping[str, Any] | None = None) -> None:
+    """Start what a synchronous compile will need before its graph exists: the C compiler's
+    probe and the buffer pool's module, on a thread of their own (`start_pool_build`), so
+    that they run while capture and lowering use the other core. The dispatcher calls it
+    before capture (`prepare_backend`); a tiered compile builds in the background anyway.
+
+        >>> prepare(options={"tiered": True})
+    """
+    config = InductorConfig.from_options(options, mode=mode)
+    if config.tiered and not config.trace_enabled:
+        return
+    start_pool_build()
+
+
+inductor.prepare = prepare  # type: ignore[attr-defined]
+
+
 class _BodyNotCachedError(Exception):
     pass
 

@@ -11,6 +11,10 @@ function returns the tuple of final carried values, boxed as eager NumPy leaves 
 (Python scalars for Python ints and floats, NumPy scalars for 0-d NumPy values), and ORs
 the floating-point flags the loop raised into `np_fp`. Two copies of the nest: one with
 every array's last stride the constant 1 (taken when they all are), one with any strides.
+Where the outermost loop tests its index bounds before it runs, the copy for any strides
+and the checked form of the outermost loop are a second function, `<name>_checked`, built
+at -O1, which the first calls when the test fails or a stride is not 1: a cold build
+compiles at -O3 only the form that runs.
 
     >>> scalar_loop_function(node, "loop_v0").bails  # doctest: +SKIP
     False
@@ -262,8 +266,64 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
     ]
     written = [array for array in writer.arrays if array.written]
     snapshots = [array for array in written if writer.bails]
+
+    def _function(
+        fn_name: str, nest: list[str], checked: str | None, *, attribute: str = OUT_OF_LINE
+    ) -> str:
+        return _function_lines(
+            fn_name,
+            nest,
+            checked,
+            attribute=attribute,
+            writer=writer,
+            entry=entry,
+            empty=empty,
+            snapshots=snapshots,
+            written=written,
+            carried=carried,
+            boxes=boxes,
+        )
+
+    fast = _fast_copy(writer.buf.lines, writer.arrays)
+    if fast is None:
+        source = _function(
+            name, number_labels(_unit_stride_copy(writer.buf.lines, writer.arrays)), None
+        )
+    else:
+        # The checked form of the nest, for any strides, is a function of its own built at
+        # -O1 (see `_fast_copy`); the function the wrapper calls runs the unchecked form.
+        checked = f"{name}_checked"
+        checked_nest = [line.replace("NP_LIKELY(", "NP_CHECKED_ONLY(") for line in writer.buf.lines]
+        source = "\n".join(
+            [
+                f"static PyObject *{checked}(PyObject *const *argv, Py_ssize_t argc, "
+                "PyObject *eager, int *np_fp);",
+                _function(name, number_labels(fast), checked),
+                "",
+                _function(checked, number_labels(checked_nest), None, attribute=CHECKED_COPY),
+            ]
+        )
+    if "np_par_disjoint(" in source:  # an outer loop with OpenMP (loop_parallel)
+        source = PARALLEL_HELPERS + source
+    return LoopFunction(name, source, writer.bails)
+
+
+def _function_lines(
+    name: str,
+    nest: list[str],
+    checked: str | None,
+    *,
+    attribute: str = OUT_OF_LINE,
+    writer: LoopWriter,
+    entry: list[str],
+    empty: list[str],
+    snapshots: list[CArray],
+    written: list[CArray],
+    carried: int,
+    boxes: list[str],
+) -> str:
     lines = [
-        f"{OUT_OF_LINE} static PyObject *{name}(PyObject *const *argv, Py_ssize_t argc, "
+        f"{attribute} static PyObject *{name}(PyObject *const *argv, Py_ssize_t argc, "
         "PyObject *eager, int *np_fp)",
         "{",
         "    PyObject *result = NULL;",
@@ -278,7 +338,7 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
         lines.append(f"    if (snap_{array.name} == NULL) {{ goto fail; }}")
     lines.append("    NP_FP_CLEAR();")
     lines += writer.declarations
-    lines += number_labels(_unit_stride_copy(writer.buf.lines, writer.arrays))
+    lines += nest
     lines.append("    *np_fp |= NP_FP_TEST();")
     lines.append(f"    result = PyTuple_New({carried});")
     lines.append("    if (result == NULL) { goto fail; }")
@@ -300,6 +360,11 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
     lines.append("eager:")
     lines.append("    result = np_loop_eager(eager, argv, argc);")
     lines.append("    goto done;")
+    if checked is not None:
+        # Nothing ran yet: the checked function starts over (its own snapshots).
+        lines.append("checked:")
+        lines.append(f"    result = {checked}(argv, argc, eager, np_fp);")
+        lines.append("    goto done;")
     lines.append("fail:")
     lines.append("    result = NULL;")
     lines.append("done:")
@@ -307,10 +372,61 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
     lines += writer.cleanup
     lines.append("    return result;")
     lines.append("}")
-    source = "\n".join(lines)
-    if "np_par_disjoint(" in source:  # an outer loop with OpenMP (loop_parallel)
-        source = PARALLEL_HELPERS + source
-    return LoopFunction(name, source, writer.bails)
+    return "\n".join(lines)
+
+
+CHECKED_COPY = '__attribute__((noinline, cold, optimize("O1", "no-tree-vectorize")))'
+"""How the checked copy of a loop nest is declared (see `_fast_copy`): it runs when the
+bounds of the outermost loop's indices are not proven before the loop (an index that wraps
+or is out of bounds: an error) or when an array's last stride is not 1; -O3 on it cost a
+third of a cold build of a row-by-row LU and bought nothing for the common case."""
+
+
+def _fast_copy(nest: list[str], arrays: list[CArray]) -> list[str] | None:
+    # The nest's unit-stride copy (`_unit_stride_copy`) without its checked forms at the
+    # top level: each `if (NP_LIKELY(bounds)) { ... } else { checked ... }` at the nest's
+    # top jumps to `checked` (the function's checked copy) instead, as do strides that are
+    # not 1. None when the nest's top level has no such test (nothing to split off).
+    top = "    "
+    out: list[str] = []
+    skipping = False
+    split = False
+    for line in nest:
+        at_top = line.startswith(top) and not line.startswith(top + " ")
+        if skipping:
+            if at_top and line == top + "}":
+                skipping = False
+                out.append(top + "}")
+            continue
+        if at_top and line == top + "} else {" and _opens_bounds_test(out):
+            out.append(line)
+            out.append(top + "    goto checked;")
+            skipping = True
+            split = True
+            continue
+        out.append(line)
+    if not split:
+        return None
+    if not arrays:
+        return out
+    names = [f"{array.name}_s{array.ndim - 1}" for array in arrays]
+    pattern = re.compile(r"\b(" + "|".join(names) + r")\b")
+    condition = " && ".join(f"{name} == 1" for name in names)
+    return [
+        f"    if (NP_LIKELY({condition})) {{",
+        *(f"    {pattern.sub('1', line)}" for line in out),
+        "    } else {",
+        "        goto checked;",
+        "    }",
+    ]
+
+
+def _opens_bounds_test(lines: list[str]) -> bool:
+    # Whether the last top-level line of a nest's `lines` opens a bounds test (NP_LIKELY).
+    for line in reversed(lines):
+        if line.startswith("    ") and not line.startswith("     "):
+            return line.startswith("    if (NP_LIKELY(")
+    return False
 
 
 def _unit_stride_copy(nest: list[str], arrays: list[CArray]) -> list[str]:
