@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import numpile_runtime as rt
+from numpile_runtime import builder
 
 # A METH_FASTCALL extension over float64 arrays, in the shape of generated kernels:
 # checks in C, then one loop (OpenMP-parallel when the toolchain has OpenMP).
@@ -259,7 +260,7 @@ def test_build_many_compiles_in_parallel(monkeypatch: pytest.MonkeyPatch) -> Non
     running = 0
     peak = 0
     guard = threading.Lock()
-    real_run = subprocess.run
+    real_run = builder.run_compiler
 
     def counting_run(*args: Any, **kwargs: Any) -> Any:
         nonlocal running, peak
@@ -272,7 +273,7 @@ def test_build_many_compiles_in_parallel(monkeypatch: pytest.MonkeyPatch) -> Non
             with guard:
                 running -= 1
 
-    monkeypatch.setattr(subprocess, "run", counting_run)
+    monkeypatch.setattr(builder, "run_compiler", counting_run)
     rt.find_toolchain()
     rt.reset_counters()
     jobs = [rt.BuildJob(_returns(i, "many")) for i in range(4)]

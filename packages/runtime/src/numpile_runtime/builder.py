@@ -23,6 +23,7 @@ parallel: a thread pool whose threads each wait on one compiler process.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import functools
 import importlib.machinery
@@ -439,14 +440,7 @@ def _compile(plan: _Plan, cache: CodeCache) -> Path:
         count("compiler_invocation")
         try:
             with timed("cpp_build"):
-                done = subprocess.run(
-                    command,
-                    capture_output=True,
-                    text=True,
-                    timeout=_COMPILE_TIMEOUT_S,
-                    check=False,
-                    preexec_fn=_die_with_parent(),
-                )
+                done = run_compiler(command, _COMPILE_TIMEOUT_S)
         except BaseException:
             output.unlink(missing_ok=True)
             raise
@@ -457,6 +451,39 @@ def _compile(plan: _Plan, cache: CodeCache) -> Path:
             log.debug("compiler warnings for %s:\n%s", source_path, done.stderr)
         meta = {"command": command, "module_name": plan.job.module_name}
         return cache.put_artifact(plan.key, ".so", output, kind=_KIND, meta=meta)
+
+
+def run_compiler(command: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run a compiler command; past `timeout` seconds (or on any exception, such as a
+    KeyboardInterrupt) kill it with every process it started, then re-raise.
+
+    The compiler runs in a process group of its own: killing the driver alone (`cc`) would
+    leave its compiler proper (`cc1`) running, gigabytes of memory for as long as it takes.
+
+        >>> run_compiler(["true"], 10).returncode
+        0
+    """
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_die_with_parent(),
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except BaseException:
+        _kill_group(process)
+        raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.kill()
+    process.communicate()
 
 
 def _build_error(
