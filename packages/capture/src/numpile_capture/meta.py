@@ -99,6 +99,40 @@ def contiguous_strides(shape: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(reversed(strides))
 
 
+def laid_out_strides(
+    strides: tuple[int, ...], shape: tuple[int, ...], sizes: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    """The element `strides` of an array of concrete `shape`, in terms of its `sizes` (the
+    same shape, some dimensions symbolic).
+
+    Taking the axes from the smallest stride out, while the array is dense (each stride,
+    whatever its sign, the product of the sizes laid out inside it: any transpose of a
+    C-contiguous array, Fortran order, reversed axes) a stride is that signed product of
+    `sizes`; past the first gap (a slice with a step, a sub-block of a larger array) and
+    on axes of one element the strides stay the ints they are (guarded exactly).
+
+    >>> import sympy
+    >>> n, m = sympy.symbols("n m")
+    >>> laid_out_strides((1, 5), (5, 5), (n, n))  # Fortran order
+    (1, n)
+    >>> laid_out_strides((-4, 1), (3, 4), (3, m))  # rows reversed
+    (-m, 1)
+    >>> laid_out_strides((20, 2), (4, 6), (n, m))  # every other column of a 4x20 array
+    (20, 2)
+    """
+    result: list[Any] = list(strides)
+    dense: Any = 1
+    expected = 1
+    order = sorted((a for a, size in enumerate(shape) if size > 1), key=lambda a: abs(strides[a]))
+    for axis in order:
+        if abs(strides[axis]) != expected:
+            break
+        result[axis] = dense if strides[axis] > 0 else -dense
+        dense = dense * sizes[axis]
+        expected *= shape[axis]
+    return tuple(result)
+
+
 def meta_of(value: Any) -> ArrayMeta | ScalarMeta:
     """The metadata of a concrete value: an ndarray (NumPy or CuPy), a NumPy or Python scalar.
 
