@@ -199,18 +199,24 @@ class Frame:
         added = self.unroll.back_jump(graph, source=self.pc - 1, head=head)
         if added is None or self.tracer.transform_depth:
             return
-        line = self.instructions[head].lineno
+        at_head = self.is_root and self.instructions[head].opname == "FOR_ITER"
+        line = self.instructions[head if at_head else self.pc - 1].lineno  # the for / while
         why = self.unroll.reason(head)
         exc = Unsupported(
             f"loop at line {line} {why}unrolled at capture until its iterations added {added} "
             f"graph nodes, past the unroll budget of {MAX_UNROLLED_NODES}: it runs in Python, "
-            "its body compiled once with the index a run-time input",
+            "its body compiled as a resume function whose index is a run-time input",
             self.code.co_filename,
             line,
         )
-        if self.is_root:
-            raise BreakAt(exc, head)
-        raise exc
+        if at_head:
+            raise BreakAt(exc, head)  # the whole loop runs in Python
+        test = self.instructions[self.pc - 2] if self.pc >= 2 else None
+        if self.is_root and test is not None and test.opname.startswith("POP_JUMP"):
+            # 3.12+ end a while loop's body with its test and an unconditional jump back,
+            # where no resume function can start: the break is at the test.
+            raise BreakAt(exc, self.pc - 2)
+        raise exc  # a break at the jump (3.11's test jumps back itself), after one iteration
 
     def load_global(self, name: str) -> Variable:
         builder = self.tracer.builder
