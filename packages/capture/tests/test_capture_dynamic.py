@@ -338,6 +338,19 @@ def test_non_contiguous_inputs_get_symbolic_sizes(layout: str) -> None:
     assert not isinstance(_placeholder_dims(graphs[0])[0][0], int)
 
 
+def test_reshape_of_strided_rows_of_symbolic_count_is_a_view() -> None:
+    # `x[:, ::2]` of an (n, 8) array flattens without a copy for every n (NumPy's view).
+    def f(x: Any) -> Any:
+        return x.reshape(-1)
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    for n in (3, 5):
+        x = np.arange(n * 8.0).reshape(n, 8)[:, ::2]
+        got = compiled(x)
+        _same(got, f(x))
+        assert np.shares_memory(got, x)
+
+
 def test_strides_of_a_sub_block_are_guarded_exactly() -> None:
     # A view into a larger array: its row stride is the parent's width, which no size of
     # the view gives, so a view of a wider parent compiles again.

@@ -105,11 +105,12 @@ def laid_out_strides(
     """The element `strides` of an array of concrete `shape`, in terms of its `sizes` (the
     same shape, some dimensions symbolic).
 
-    Taking the axes from the smallest stride out, while the array is dense (each stride,
-    whatever its sign, the product of the sizes laid out inside it: any transpose of a
-    C-contiguous array, Fortran order, reversed axes) a stride is that signed product of
-    `sizes`; past the first gap (a slice with a step, a sub-block of a larger array) and
-    on axes of one element the strides stay the ints they are (guarded exactly).
+    Taking the axes from the smallest stride out: that stride is the array's step and stays
+    the int it is; while the array is uniformly strided (each next stride, whatever its
+    sign, the step times the sizes laid out inside it: any transpose of a C-contiguous
+    array, Fortran order, reversed axes, every other column) a stride is that signed
+    product of `sizes`; past the first gap (a sub-block of a larger array) and on axes of
+    one element the strides stay the ints they are (guarded exactly).
 
     >>> import sympy
     >>> n, m = sympy.symbols("n m")
@@ -117,18 +118,23 @@ def laid_out_strides(
     (1, n)
     >>> laid_out_strides((-4, 1), (3, 4), (3, m))  # rows reversed
     (-m, 1)
-    >>> laid_out_strides((20, 2), (4, 6), (n, m))  # every other column of a 4x20 array
-    (20, 2)
+    >>> laid_out_strides((8, 2), (4, 4), (n, m))  # every other column of a 4x8 array
+    (2*m, 2)
+    >>> laid_out_strides((20, 1), (4, 6), (n, m))  # six columns of a 4x20 array
+    (20, 1)
     """
     result: list[Any] = list(strides)
-    dense: Any = 1
-    expected = 1
     order = sorted((a for a, size in enumerate(shape) if size > 1), key=lambda a: abs(strides[a]))
-    for axis in order:
+    if not order or strides[order[0]] == 0:
+        return tuple(result)
+    step = abs(strides[order[0]])
+    inside: Any = step * sizes[order[0]]
+    expected = step * shape[order[0]]
+    for axis in order[1:]:
         if abs(strides[axis]) != expected:
             break
-        result[axis] = dense if strides[axis] > 0 else -dense
-        dense = dense * sizes[axis]
+        result[axis] = inside if strides[axis] > 0 else -inside
+        inside = inside * sizes[axis]
         expected *= shape[axis]
     return tuple(result)
 
