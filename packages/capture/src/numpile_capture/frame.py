@@ -195,9 +195,9 @@ class Frame:
     def _within_unroll_budget(self, head: int) -> None:
         # A loop run at capture time past the budget breaks the graph at its head (see
         # unroll_budget); a differentiated loop must unroll (grad has no loop VJP yet).
-        graph = self.tracer.graph
-        added = self.unroll.back_jump(graph, source=self.pc - 1, head=head)
-        if added is None or self.tracer.transform_depth:
+        tracer = self.tracer
+        added = self.unroll.back_jump(tracer.graph, source=self.pc - 1, head=head)
+        if added is None or tracer.transform_depth or not tracer.keep_loops:
             return
         at_head = self.is_root and self.instructions[head].opname == "FOR_ITER"
         line = self.instructions[head if at_head else self.pc - 1].lineno  # the for / while
