@@ -96,7 +96,7 @@ def test_loop_over_any_layout_is_kept_and_matches_eager(
 @pytest.mark.parametrize(
     ("name", "layout"),
     [
-        ("lu_row_by_row_in_place", "strided"),
+        ("back_substitution_by_slices", "strided"),
         ("floyd_warshall_rows_in_place", "reversed"),
         ("gauss_seidel_rows_by_slices", "transposed"),
     ],
