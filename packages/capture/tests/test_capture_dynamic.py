@@ -312,15 +312,57 @@ def test_negative_steps_of_symbolic_sizes_compile_once(item: slice) -> None:
     assert all(not isinstance(g.placeholders[0].meta.shape[0], int) for g in graphs)
 
 
-def test_non_contiguous_inputs_stay_static() -> None:
+_LAYOUTS: dict[str, Callable[[Any], Any]] = {
+    "fortran": np.asfortranarray,
+    "transposed": lambda a: np.ascontiguousarray(a.T).T,
+    "rows_reversed": lambda a: a[::-1].copy()[::-1],
+    "every_other_column": lambda a: np.repeat(a, 2, axis=1)[:, ::2],
+}
+
+
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+def test_non_contiguous_inputs_get_symbolic_sizes(layout: str) -> None:
+    # Strides follow the sizes where the layout is dense (Fortran order, a transpose,
+    # reversed rows); a column step keeps its strides exact. One graph serves every order.
+    def f(x: Any) -> Any:
+        return x * 2.0 + x[0]
+
+    relayout = _LAYOUTS[layout]
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    with recording_captures() as events:
+        for n in (3, 5, 9):
+            x = relayout(np.arange(n * 4.0).reshape(n, 4))
+            _same(compiled(x), f(x))
+    graphs = _graphs(events)
+    assert len(graphs) == 1
+    assert not isinstance(_placeholder_dims(graphs[0])[0][0], int)
+
+
+def test_reshape_of_strided_rows_of_symbolic_count_is_a_view() -> None:
+    # `x[:, ::2]` of an (n, 8) array flattens without a copy for every n (NumPy's view).
+    def f(x: Any) -> Any:
+        return x.reshape(-1)
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    for n in (3, 5):
+        x = np.arange(n * 8.0).reshape(n, 8)[:, ::2]
+        got = compiled(x)
+        _same(got, f(x))
+        assert np.shares_memory(got, x)
+
+
+def test_strides_of_a_sub_block_are_guarded_exactly() -> None:
+    # A view into a larger array: its row stride is the parent's width, which no size of
+    # the view gives, so a view of a wider parent compiles again.
     def f(x: Any) -> Any:
         return x + 1
 
     compiled = compile_function(f, backend="eager", dynamic=True)
     with recording_captures() as events:
-        base = np.ones((6, 4))
-        _same(compiled(base[:, ::2]), base[:, ::2] + 1)
-    assert _placeholder_dims(_graphs(events)[0]) == [(6, 2)]
+        for width in (8, 8, 12):
+            base = np.arange(6.0 * width).reshape(6, width)
+            _same(compiled(base[:, 1:5]), base[:, 1:5] + 1)
+    assert len(_graphs(events)) == 2
 
 
 def test_policy_choices() -> None:

@@ -466,3 +466,90 @@ def test_while_on_values_known_now_is_unrolled() -> None:
     graph = capture_function(f, (np.ones(5),), {}).graph
     assert "while_loop" not in _ops(graph)
     assert "float64[8]" in str(graph)
+
+
+# -- the unroll budget: a loop run at capture time never grows the graph without limit ------
+
+
+def _growing(x: Any, n: int) -> Any:
+    out = x[:1]
+    for i in range(n):  # not kept: the carried array changes shape
+        out = np.concatenate([out, x[i : i + 1] * 2.0])
+    return out
+
+
+def _counted_while(x: Any) -> Any:
+    i = 0
+    s = x[0]
+    while i < x.shape[0]:  # a while on values known now runs at capture time
+        s = s + x[i] * 2.0
+        i += 1
+    return s
+
+
+def _layers(x: Any, ws: Any) -> Any:
+    for w in ws:  # a loop over a list: unrolled
+        x = np.tanh(x @ w)
+    return x
+
+
+def _triangular_with_static_matrix(L: Any, b: Any) -> Any:
+    y = np.zeros_like(b)
+    for i in range(b.shape[0]):  # L static, b symbolic: `L[i, :i] @ y[:i]` is not proven
+        y[i] = (b[i] - L[i, :i] @ y[:i]) / L[i, i]
+    return y
+
+
+def _static_triangle(n: int) -> tuple[Any, Any]:
+    L = np.tril(np.random.default_rng(n).standard_normal((n, n))) + n * np.eye(n)
+    from numpile_capture import mark_static
+
+    mark_static(L, 0)
+    mark_static(L, 1)
+    return L, np.random.default_rng(n + 1).standard_normal(n)
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "head"),
+    [
+        (_growing, lambda: (np.arange(400.0), 300), 2),
+        (_counted_while, lambda: (np.arange(300.0) / 300,), 3),
+        (_layers, lambda: (np.ones(3), [np.eye(3) * 0.5] * 100), 1),
+        (_triangular_with_static_matrix, lambda: _static_triangle(300), 2),
+    ],
+    ids=["carried_shape_changes", "while_on_known_values", "list_of_layers", "static_matrix"],
+)
+def test_unrolling_past_the_budget_breaks_at_the_loop(
+    fn: Callable[..., Any], args: Callable[[], tuple[Any, ...]], head: int
+) -> None:
+    from numpile_capture.unroll_budget import MAX_UNROLLED_NODES
+
+    out = explain(fn)(*args())
+    line = fn.__code__.co_firstlineno + head
+    budget = next(b for b in out.break_reasons if "unroll budget" in b.reason)
+    assert budget.lineno == line
+    assert f"loop at line {line}" in budget.reason
+    # Every graph stays small: what came before the loop, or one iteration of it.
+    assert max(len(g.nodes) for g in out.graphs) < MAX_UNROLLED_NODES
+    compiled = compile_function(fn, backend="eager")
+    for _ in range(2):
+        _same(compiled(*args()), fn(*args()))
+
+
+def test_the_budget_break_names_why_the_loop_was_not_kept(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("INFO", logger="numpile.capture.graph_breaks"):
+        out = explain(_growing)(np.arange(400.0), 300)
+    budget = next(b for b in out.break_reasons if "unroll budget" in b.reason)
+    assert "the carried array 'out' changes shape" in budget.reason
+    logged = [r.getMessage() for r in caplog.records if "unroll budget" in r.getMessage()]
+    assert logged
+    assert f"loop at line {_growing.__code__.co_firstlineno + 2}" in logged[0]
+
+
+def test_a_short_unrolled_loop_stays_one_graph() -> None:
+    # Under the budget nothing changes: 30 iterations of 3 nodes unroll into the graph.
+    out = explain(_growing)(np.arange(40.0), 30)
+    assert out.graph_break_count == 0
+    assert len(out.loops_not_kept) == 1

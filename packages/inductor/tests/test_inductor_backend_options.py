@@ -172,3 +172,20 @@ def test_calls_take_idle_cores_unless_threads_are_given(fresh_cache: Path) -> No
     assert "np_idle_threads(threads_before)" not in compile_graph(graph).source
     for compiled in (default, pinned):
         np.testing.assert_allclose(compiled.fn(a), (a * a).sum(axis=1), rtol=1e-15)
+
+
+def test_a_long_call_function_is_built_without_optimization(
+    fresh_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GCC's time grows faster than a function's size: past UNOPTIMIZED_CALL_LINES the
+    # graph's `call` glue is -O0 (its kernels keep -O3); a short one is optimized.
+    from numpile_inductor.codegen.c import wrapper
+
+    graph, a = _graph()
+    short = Graph()
+    short.output = short.call(get_op("sin"), short.placeholder("a", meta_of(a)))
+    assert 'optimize("O0")' not in compile_graph(short).source
+    monkeypatch.setattr(wrapper, "UNOPTIMIZED_CALL_LINES", 10)
+    long = compile_graph(graph)
+    assert 'optimize("O0")' in long.source
+    np.testing.assert_allclose(long.fn(a), (a * a).sum(axis=1), rtol=1e-15)

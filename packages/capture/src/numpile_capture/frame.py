@@ -31,6 +31,7 @@ from .frame_state import FrameState
 from .graph import Node
 from .source_line import SourceLine
 from .trace_rules import ForbiddenCallError
+from .unroll_budget import MAX_UNROLLED_NODES, UnrollBudget
 from .variables import ConstantVar, FunctionVar, Variable
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ class Frame:
         # NOTE: a generator's frame stops at each `yield` with the value here (see next_yield).
         self.yielded: Variable | None = None
         self.suspended = False
+        self.unroll = UnrollBudget()
 
     def run(self) -> Variable:
         self._loop()
@@ -187,7 +189,34 @@ class Frame:
             self.tracer.backward_jumps += 1
             if self.tracer.backward_jumps > MAX_BACKWARD_JUMPS:
                 raise Unsupported("not supported yet: a loop that runs too many iterations")
+            self._within_unroll_budget(inst.target)
         self.pc = inst.target
+
+    def _within_unroll_budget(self, head: int) -> None:
+        # A loop run at capture time past the budget breaks the graph at its head (see
+        # unroll_budget); a differentiated loop must unroll (grad has no loop VJP yet).
+        tracer = self.tracer
+        added = self.unroll.back_jump(tracer.graph, source=self.pc - 1, head=head)
+        if added is None or tracer.transform_depth or not tracer.keep_loops:
+            return
+        at_head = self.is_root and self.instructions[head].opname == "FOR_ITER"
+        line = self.instructions[head if at_head else self.pc - 1].lineno  # the for / while
+        why = self.unroll.reason(head)
+        exc = Unsupported(
+            f"loop at line {line} {why}unrolled at capture until its iterations added {added} "
+            f"graph nodes, past the unroll budget of {MAX_UNROLLED_NODES}: it runs in Python, "
+            "its body compiled as a resume function whose index is a run-time input",
+            self.code.co_filename,
+            line,
+        )
+        if at_head:
+            raise BreakAt(exc, head)  # the whole loop runs in Python
+        test = self.instructions[self.pc - 2] if self.pc >= 2 else None
+        if self.is_root and test is not None and test.opname.startswith("POP_JUMP"):
+            # 3.12+ end a while loop's body with its test and an unconditional jump back,
+            # where no resume function can start: the break is at the test.
+            raise BreakAt(exc, self.pc - 2)
+        raise exc  # a break at the jump (3.11's test jumps back itself), after one iteration
 
     def load_global(self, name: str) -> Variable:
         builder = self.tracer.builder

@@ -48,6 +48,8 @@ from .capture_result import CaptureResult, Unsupported
 from .compiled_callees import compiles_callees
 from .frame import BreakAt, Frame, ReturnWithEffects, StopAtBreak
 from .graph import Graph, Node
+from .loop_ranges import RangeIterVar
+from .loop_sources import ZipVar
 from .operators import specialized
 from .resume_code import STACK_PREFIX, BreakSite
 from .side_effects import AttributeWrite, ContainerWrite, SideEffects
@@ -394,6 +396,13 @@ class _Planner:
                     tuple(self.slot(value) for value in kwargs.values()),
                 )
             )
+        if isinstance(var, RangeIterVar) and not isinstance(var.over, ZipVar):
+            # A loop not kept breaks at its head past the unroll budget (unroll_budget):
+            # its iterator is made again, over the range or the array's rows.
+            if var.over is not None:
+                return self.add(make.MakeIterator(self.slot(var.over)))
+            bounds = tuple(self.slot(bound) for bound in var.bounds)
+            return self.add(make.MakeIterator(self.add(make.Call(self._constant(range), bounds))))
         if isinstance(var, IteratorVar):
             rest = tuple(self.slot(item) for item in var.items[var.position :])
             return self.add(make.MakeIterator(self.add(make.Build(list, rest))))

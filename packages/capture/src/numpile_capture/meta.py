@@ -99,6 +99,46 @@ def contiguous_strides(shape: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(reversed(strides))
 
 
+def laid_out_strides(
+    strides: tuple[int, ...], shape: tuple[int, ...], sizes: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    """The element `strides` of an array of concrete `shape`, in terms of its `sizes` (the
+    same shape, some dimensions symbolic).
+
+    Taking the axes from the smallest stride out: that stride is the array's step and stays
+    the int it is; while the array is uniformly strided (each next stride, whatever its
+    sign, the step times the sizes laid out inside it: any transpose of a C-contiguous
+    array, Fortran order, reversed axes, every other column) a stride is that signed
+    product of `sizes`; past the first gap (a sub-block of a larger array) and on axes of
+    one element the strides stay the ints they are (guarded exactly).
+
+    >>> import sympy
+    >>> n, m = sympy.symbols("n m")
+    >>> laid_out_strides((1, 5), (5, 5), (n, n))  # Fortran order
+    (1, n)
+    >>> laid_out_strides((-4, 1), (3, 4), (3, m))  # rows reversed
+    (-m, 1)
+    >>> laid_out_strides((8, 2), (4, 4), (n, m))  # every other column of a 4x8 array
+    (2*m, 2)
+    >>> laid_out_strides((20, 1), (4, 6), (n, m))  # six columns of a 4x20 array
+    (20, 1)
+    """
+    result: list[Any] = list(strides)
+    order = sorted((a for a, size in enumerate(shape) if size > 1), key=lambda a: abs(strides[a]))
+    if not order or strides[order[0]] == 0:
+        return tuple(result)
+    step = abs(strides[order[0]])
+    inside: Any = step * sizes[order[0]]
+    expected = step * shape[order[0]]
+    for axis in order[1:]:
+        if abs(strides[axis]) != expected:
+            break
+        result[axis] = inside if strides[axis] > 0 else -inside
+        inside = inside * sizes[axis]
+        expected *= shape[axis]
+    return tuple(result)
+
+
 def meta_of(value: Any) -> ArrayMeta | ScalarMeta:
     """The metadata of a concrete value: an ndarray (NumPy or CuPy), a NumPy or Python scalar.
 

@@ -148,6 +148,7 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
         filename = frame.code.co_filename
         log.info("%s (%s:%s); it is unrolled", reason, filename, inst.lineno)
         record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
+        frame.unroll.not_kept(frame.pc - 1, reason)
         try:
             iterator = unrolled(frame.tracer, iterator)
         except Unsupported as exc:

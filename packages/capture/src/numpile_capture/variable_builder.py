@@ -50,7 +50,7 @@ from .bound_origins import scalar_input_var
 from .compiling import COMPILE_PROBES
 from .dynamic_shapes import DimChoice, current_policy, set_active_shape_env
 from .graph import Graph, Node
-from .meta import ArrayMeta, ScalarMeta, contiguous_strides, meta_of
+from .meta import ArrayMeta, ScalarMeta, contiguous_strides, laid_out_strides, meta_of
 from .performance_hints import perf_log
 from .variables import (
     ArrayVar,
@@ -365,10 +365,9 @@ class VariableBuilder:
     def _symbolic_meta(
         self, value: np.ndarray[Any, Any], source: Source, choices: tuple[DimChoice, ...]
     ) -> ArrayMeta | None:
-        # Only C-contiguous inputs get symbolic sizes (their strides follow from the sizes).
+        # Strides follow from the sizes where the layout is dense (see laid_out_strides).
         itemsize = value.itemsize or 1
-        expected = tuple(itemsize * s for s in contiguous_strides(tuple(value.shape)))
-        if tuple(value.strides) != expected:
+        if any(stride % itemsize for stride in value.strides):
             return None
         shape: list[Any] = []
         for axis, (size, choice) in enumerate(zip(value.shape, choices, strict=True)):
@@ -378,7 +377,11 @@ class VariableBuilder:
             name = f"{source.name}.shape[{axis}]"
             shape.append(self.shape_env.create_symbol(size, name, lo=choice.lo, hi=choice.hi))
         sym_shape = tuple(shape)
-        return ArrayMeta(sym_shape, value.dtype, contiguous_strides(sym_shape))
+        strides = tuple(stride // itemsize for stride in value.strides)
+        if tuple(itemsize * s for s in contiguous_strides(tuple(value.shape))) == value.strides:
+            return ArrayMeta(sym_shape, value.dtype, contiguous_strides(sym_shape))
+        laid_out = laid_out_strides(strides, tuple(value.shape), sym_shape)
+        return ArrayMeta(sym_shape, value.dtype, laid_out)
 
     def _symbolic_spec(
         self, value: np.ndarray[Any, Any], source: Source, meta: ArrayMeta

@@ -378,6 +378,22 @@ def _contiguous(shape: tuple[Any, ...], strides: tuple[Any, ...]) -> bool:
     return all(d == 1 or s == e for d, s, e in zip(shape, strides, expected, strict=True))
 
 
+def _multiple_of(big: Any, small: Any) -> bool:
+    # Whether the size `big` is `small` times a whole number of at least 2 for every value
+    # the capture's bounds allow (a symbolic size's run of dims grows until the two meet).
+    from ..dynamic_shapes import active_shape_env
+
+    env = active_shape_env()
+    if env is None:
+        return False
+    import sympy
+
+    ratio = sympy.cancel(sympy.sympify(big) / small)
+    if sympy.fraction(ratio)[1] != 1:
+        return False
+    return env.decide(sympy.Ge(ratio, 2)) is True
+
+
 def reshape_strides(
     shape: tuple[Any, ...], strides: tuple[Any, ...], new_shape: tuple[Any, ...]
 ) -> tuple[Any, ...] | None:
@@ -413,9 +429,15 @@ def reshape_strides(
         old_start, new_start = oi, ni
         old_size, new_size = old[oi][0], new[ni]
         while old_size != new_size:
-            if not (_is_static(old_size) and _is_static(new_size)):
+            if _is_static(old_size) and _is_static(new_size):
+                old_smaller = old_size < new_size
+            elif _multiple_of(new_size, old_size):
+                old_smaller = True
+            elif _multiple_of(old_size, new_size):
+                old_smaller = False
+            else:
                 return None
-            if old_size < new_size:
+            if old_smaller:
                 oi += 1
                 if oi >= len(old):
                     return None

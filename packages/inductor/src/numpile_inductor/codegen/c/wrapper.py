@@ -57,6 +57,19 @@ from .while_function import scalar_while_function
 log = logging.getLogger("numpile.inductor.wrapper")
 perf_log = logging.getLogger("numpile.perf_hints")
 
+# NOTE: a `call` function of more lines is built without optimization; the kernels and
+# loop functions it calls keep -O3. GCC's time grows faster than a function's
+# size: a 2,899-line `call` (162 nodes, 120 steps) took 9.6 CPU-s at -O3 and 3.6 with
+# `call` alone at -O0 (docs/status.md, issue 23). The glue it would optimize is Python
+# C-API calls and checks, a small part of such a graph's time.
+UNOPTIMIZED_CALL_LINES = 600
+_UNOPTIMIZED = """\
+#if defined(__clang__)
+__attribute__((optnone, noinline))
+#elif defined(__GNUC__)
+__attribute__((optimize("O0")))
+#endif"""
+
 
 _PRELUDE = """\
 #define PY_SSIZE_T_CLEAN
@@ -232,6 +245,7 @@ class _Emitter:
             if name not in internal and name not in self.program.inputs
         ]
         code = self.code
+        start = len(code.lines)
         code.writeline(
             "static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)"
         )
@@ -299,6 +313,8 @@ class _Emitter:
             )
             code.splice(["#endif"])
             code.writeline("return result;")
+        if len(code.lines) - start > UNOPTIMIZED_CALL_LINES:
+            code.lines[start:start] = _UNOPTIMIZED.splitlines()
         return [*self.statics, "", *code.lines]
 
     def _last_uses(self, steps: list[FusedKernel | ExternCall]) -> dict[int, list[str]]:
