@@ -272,7 +272,7 @@ def test_not_compiled_yet_runs_the_function_once_eagerly() -> None:
     def tiered(graph: Graph, example_inputs: Any) -> Any:
         def run(x: Any) -> Any:
             calls.append(1)
-            if len(calls) in (3, 4):  # the third call of the compiled code is not ready
+            if len(calls) == 4:  # the fourth call of the compiled code is not ready
                 raise NotCompiledYet
             return x + 1
 
@@ -280,10 +280,16 @@ def test_not_compiled_yet_runs_the_function_once_eagerly() -> None:
 
     f = CompiledFunction(minus_one, capture_fn=PlusOne(), backend=tiered)
     x = np.zeros(2)
-    f(x)
-    f(x)
-    np.testing.assert_array_equal(f(x), x - 1)  # gate: raised, declined, Python: eager
+    warm(f, x)
+    assert len(calls) == 3
+    hits = gate_hits(f)
+    # Through the gate: the compiled callable raises once, and the function runs eagerly
+    # (not the compiled callable a second time).
+    np.testing.assert_array_equal(f(x), x - 1)
+    assert len(calls) == 4
     np.testing.assert_array_equal(f(x), x + 1)
+    assert len(calls) == 5
+    assert gate_hits(f) == hits + 1
 
 
 def test_an_error_of_the_compiled_code_propagates_once() -> None:

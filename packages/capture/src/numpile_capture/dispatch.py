@@ -396,7 +396,8 @@ class CompiledFunction:
         made = self._enters.get(id(entry))
         gate = made[-1] if made is not None and made[0] is entry else None
         generation = gate_generation(epoch) if gate is not None else None
-        if gate is None or generation is None or not install_caller(CompiledFunction):
+        installed = gate is not None and install_caller(CompiledFunction, _not_compiled_yet)
+        if gate is None or generation is None or not installed:
             self._gate = None
             return
         gate.arm(generation)
@@ -892,6 +893,11 @@ class CompiledFunction:
             lineno or code.co_firstlineno,
         )
         _defer(functools.partial(warn, module=self._fn.__module__))
+
+
+def _not_compiled_yet(compiled: CompiledFunction, *args: Any) -> Any:
+    # A gate's call whose compiled callable raised `NotCompiledYet`: as the Python hit path.
+    return compiled._run_eagerly(current_stance(), args, {})
 
 
 def _is_numpile_own(backend_fn: BackendFn) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import logging
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from numpile_guards import VALIDITY, CacheEntry, GateRefusedError, Guard, gate_plan
@@ -58,11 +58,12 @@ def make_gate(
         return None
 
 
-def install_caller(cls: type) -> bool:
+def install_caller(cls: type, retry: Callable[..., Any]) -> bool:
     """Make `cls.__call__` the extension's `Caller` over the Python one (once); whether it
-    is installed now.
+    is installed now. `retry(self, *args)` runs a call whose compiled callable raised the
+    gate's retry exception.
 
-    >>> install_caller(type("C", (), {"__call__": lambda self: 1}))  # doctest: +SKIP
+    >>> install_caller(type("C", (), {"__call__": lambda self: 1}), print)  # doctest: +SKIP
     True
     """
     module = gate_module()
@@ -73,6 +74,6 @@ def install_caller(cls: type) -> bool:
         return True
     if not isinstance(current, types.FunctionType):
         return False
-    caller = module.Caller(current, GATE_ATTRIBUTE)
+    caller = module.Caller(current, GATE_ATTRIBUTE, retry)
     type.__setattr__(cls, "__call__", caller)
     return True

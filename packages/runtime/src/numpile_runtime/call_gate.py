@@ -45,6 +45,11 @@ build fails, or `NUMPILE_CALL_GATE=0`.
 
     >>> module = gate_module()  # doctest: +SKIP
     >>> gate = module.Gate(fn, target, program, (0,), words, argcount=1)  # doctest: +SKIP
+    >>> cls.__call__ = module.Caller(cls.__call__, "_gate", retry)  # doctest: +SKIP
+
+A `Caller` is a class's `__call__` (a method descriptor): it reads the instance's gate
+attribute and runs the gate; declined, it calls the Python `__call__` it holds, and when
+the compiled callable raised the gate's `retry` exception, `retry(self, *args)`.
 """
 
 from __future__ import annotations
@@ -139,7 +144,7 @@ static PyTypeObject GateType;
 /* Calls every gate of the process answered (`total_hits()`), for tests and profiles. */
 static unsigned long long total_hits = 0;
 
-enum { DECLINED = 0, DONE = 1 };
+enum { DECLINED = 0, DONE = 1, RETRY = 2 };
 
 static int
 kind_of(PyObject *name, const char *const *names, int count)
@@ -593,7 +598,8 @@ run_program(Gate *self, PyObject *const *args, PyObject **regs)
     return 1;
 }
 
-/* DONE with *result set (NULL: an exception), or DECLINED. */
+/* DONE with *result set (NULL: an exception), DECLINED, or RETRY (the compiled callable
+   raised the gate's `retry` exception: the caller's retry path runs the call). */
 static int
 gate_enter(Gate *self, PyObject *const *args, Py_ssize_t nargs, PyObject **result)
 {
@@ -631,7 +637,7 @@ gate_enter(Gate *self, PyObject *const *args, Py_ssize_t nargs, PyObject **resul
         self->hits--;
         total_hits--;
         self->declines++;
-        return DECLINED;
+        return RETRY;
     }
     *result = value;
     return DONE;
@@ -651,7 +657,7 @@ gate_call_method(Gate *self, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *result = NULL;
     if (gate_enter(self, args, nargs, &result) == DONE) return result;
-    return Py_NewRef(Py_NotImplemented);
+    return Py_NewRef(Py_NotImplemented);  /* declined, or raised the retry exception */
 }
 
 static PyMethodDef gate_methods[] = {
@@ -686,12 +692,14 @@ static PyTypeObject GateType = {
     .tp_members = gate_members,
 };
 
-/* The method a class's __call__ is: it reads the instance's gate attribute. */
+/* The method a class's __call__ is: it reads the instance's gate attribute; `retry(self,
+   *args)` runs a call whose compiled callable raised the gate's retry exception. */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *slow;
     PyObject *attr;
+    PyObject *retry;
 } Caller;
 
 static PyTypeObject CallerType;
@@ -712,6 +720,7 @@ caller_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
                 int status = gate_enter((Gate *)gate, args + 1, nargs - 1, &result);
                 Py_DECREF(gate);
                 if (status == DONE) return result;
+                if (status == RETRY) return PyObject_Vectorcall(self->retry, args, nargs, NULL);
             } else {
                 Py_DECREF(gate);
             }
@@ -723,13 +732,15 @@ caller_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
 static PyObject *
 caller_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *keywords[] = {"slow", "attr", NULL};
-    PyObject *slow, *attr;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OU", keywords, &slow, &attr)) return NULL;
+    static char *keywords[] = {"slow", "attr", "retry", NULL};
+    PyObject *slow, *attr, *retry;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OUO", keywords, &slow, &attr, &retry))
+        return NULL;
     Caller *self = (Caller *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     self->vectorcall = caller_vectorcall;
     self->slow = Py_NewRef(slow);
+    self->retry = Py_NewRef(retry);
     Py_INCREF(attr);
     PyUnicode_InternInPlace(&attr);
     self->attr = attr;
@@ -742,6 +753,7 @@ caller_dealloc(Caller *self)
     PyObject_GC_UnTrack(self);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->attr);
+    Py_CLEAR(self->retry);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -749,6 +761,7 @@ static int
 caller_traverse(Caller *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->slow);
+    Py_VISIT(self->retry);
     return 0;
 }
 
