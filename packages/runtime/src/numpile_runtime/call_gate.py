@@ -605,7 +605,7 @@ gate_enter(Gate *self, PyObject *const *args, Py_ssize_t nargs, PyObject **resul
 {
     const long long *words = (const long long *)self->words.buf;
     PyObject *fn = self->fn;
-    if (self->generation != words[0] || words[1] != 0 || nargs != self->argcount
+    if (fn == NULL || self->generation != words[0] || words[1] != 0 || nargs != self->argcount
         || PyFunction_GET_CODE(fn) != self->code
         || PyFunction_GET_DEFAULTS(fn) != self->defaults
         || PyFunction_GET_KW_DEFAULTS(fn) != self->kwdefaults) {
