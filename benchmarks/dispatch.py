@@ -25,8 +25,12 @@ over the kernel: 0.1 epoch and region, 0.1 binding, 0.3-0.5 the check, 0.1 the f
 generated entry function per remembered entry (binding, check, fetch and call fused) and
 no OpenMP region below the parallel threshold: the binder's and the fetch's calls, the dict
 of arguments and the tuple of inputs (0.25-0.3 us) and the region whose ``if`` is false
-(0.33 us of the module's call) gone, about 0.9-1.0 us a call. Measured figures and their
-load go to ``docs/performance_notes.md``.
+(0.33 us of the module's call) gone, about 0.9-1.0 us a call. Third prediction (dispatch29),
+for the hit path in C (a call gate: the checks and the call of the compiled callable with
+no Python frame of the dispatcher's): the dispatch over the compiled callable down from
+0.7-1.2 us to 0.1-0.2 us, the whole tiny call below numba's. ``NUMPILE_CALL_GATE=0`` times
+the Python path. Measured figures and their load: ``docs/performance_notes.md`` (earlier
+sessions), ``docs/status.md`` (the call gate).
 
     >>> rows = run_dispatch(calls=200, repeats=2)  # doctest: +SKIP
 """

@@ -34,6 +34,9 @@ PROGRAM = textwrap.dedent(
     assert np.array_equal(first, np.sin(x) * y + np.cos(y) ** 2)
     assert np.array_equal(second, (x * 2).sum(axis=0) / 3)
     assert np.array_equal(again, np.sin(x + 1) * y + np.cos(y) ** 2)
+    for _ in range(3):  # warm calls: the Python hit path, as no call gate can be built
+        assert np.array_equal(chain(x, y), first)
+    assert chain._gate is None and type(type(chain).__dict__["__call__"]).__name__ == "function"
     mine = [w for w in caught if issubclass(w.category, numpile.NumpilePerformanceWarning)]
     assert len(mine) == 1, [str(w.message) for w in caught]
     assert type(mine[0].message).__name__ == "NoCompilerWarning"

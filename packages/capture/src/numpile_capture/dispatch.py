@@ -64,6 +64,7 @@ from numpile_guards import (
     compile_guards,
     filter_guards,
     fusable,
+    gate_generation,
     split_guard_filter,
 )
 from numpile_runtime import (
@@ -106,6 +107,7 @@ from .dynamic_shapes import (
     used_symbols,
 )
 from .eager_tier import NotCompiledYet, offer_eager_tier
+from .entry_gate import install_caller, make_gate
 from .fallbacks import (
     CaptureFallbackWarning as CaptureFallbackWarning,
 )
@@ -283,8 +285,11 @@ class CompiledFunction:
         self._bind = make_binder(fn)
         self._cache = self._cache_provider(fn.__code__)
         self._hit = _NO_HIT
-        # NOTE: entry functions made for this function, by id of their entry (which they
-        # hold): made once per entry, code and defaults, not on every remembered hit.
+        # NOTE: the remembered entry's call gate (`entry_gate`), armed in `_remember`: what
+        # the class's `__call__` runs first once the gate extension is installed.
+        self._gate: Any = None
+        # NOTE: entry functions and gates made for this function, by id of their entry
+        # (which they hold): made once per entry, code and defaults, not on every hit.
         self._enters: dict[int, tuple[Any, ...]] = {}
 
     def __repr__(self) -> str:
@@ -388,6 +393,16 @@ class CompiledFunction:
             entry.tail,
             self._entry_function(entry, skip_guards_unsafe),
         )
+        # The same entry for the C hit path: armed with the generation of `epoch`, if any.
+        made = self._enters.get(id(entry))
+        gate = made[-1] if made is not None and made[0] is entry else None
+        generation = gate_generation(epoch) if gate is not None else None
+        installed = gate is not None and install_caller(CompiledFunction, _not_compiled_yet)
+        if gate is None or generation is None or not installed:
+            self._gate = None
+            return
+        gate.arm(generation)
+        self._gate = gate
 
     def _entry_function(
         self, entry: CacheEntry, skip_guards_unsafe: bool
@@ -396,13 +411,14 @@ class CompiledFunction:
         # checked, code and defaults (the hit path compares their identities); None where the parts
         # must run one by one (a graph break's tail, sources unknown, clashing names).
         if entry.tail is not None or entry.inputs is None:
+            self._enters.pop(id(entry), None)
             return None
         fn = self._fn
         guards = self._cache.hit_guards(entry, skip_guards_unsafe=skip_guards_unsafe)
         key = (entry, guards, self._code, self._defaults, self._kwdefaults)
         found = self._enters.get(id(entry))
-        if found is not None and all(a is b for a, b in zip(found[:-1], key, strict=True)):
-            enter: Callable[..., Any] | None = found[-1]
+        if found is not None and all(a is b for a, b in zip(found[:-2], key, strict=True)):
+            enter: Callable[..., Any] | None = found[-2]
             return enter
         parameters = entry_parameters(fn)
         enter = None
@@ -422,7 +438,8 @@ class CompiledFunction:
                 log.debug("no entry function for %s: %s", fn.__qualname__, error)
         if len(self._enters) >= _MAX_ENTRY_FUNCTIONS:
             self._enters.clear()
-        self._enters[id(entry)] = (*key, enter)
+        gate = make_gate(fn, entry, guards, NotCompiledYet)
+        self._enters[id(entry)] = (*key, enter, gate)
         return enter
 
     def _dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -646,7 +663,7 @@ class CompiledFunction:
         capture_error: Exception | None = None
         prepare_backend(backend_fn, backend_kwargs)  # e.g. a compiler probe, beside capture
         _capture_state.depth = getattr(_capture_state, "depth", 0) + 1
-        PLAIN_CALLS.depth += 1
+        PLAIN_CALLS.enter()
         set_active_shape_env(None)
         try:
             with compiled_region(), timed("capture"):
@@ -679,7 +696,7 @@ class CompiledFunction:
             capture_error = exc
         finally:
             _capture_state.depth -= 1
-            PLAIN_CALLS.depth -= 1
+            PLAIN_CALLS.leave()
             set_active_shape_env(None)
         if capture_error is not None:
             # Outside the except block, so NumPy's error from eager is not chained to ours.
@@ -879,6 +896,11 @@ class CompiledFunction:
             lineno or code.co_firstlineno,
         )
         _defer(functools.partial(warn, module=self._fn.__module__))
+
+
+def _not_compiled_yet(compiled: CompiledFunction, *args: Any) -> Any:
+    # A gate's call whose compiled callable raised `NotCompiledYet`: as the Python hit path.
+    return compiled._run_eagerly(current_stance(), args, {})
 
 
 def _is_numpile_own(backend_fn: BackendFn) -> bool:

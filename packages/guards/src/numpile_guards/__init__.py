@@ -21,8 +21,16 @@ from .entry import EntryParameters as EntryParameters
 from .entry import compile_entry as compile_entry
 from .entry import fusable as fusable
 from .epoch import EPOCH as EPOCH
+from .epoch import VALIDITY as VALIDITY
 from .epoch import DispatchEpoch as DispatchEpoch
 from .epoch import advance_epoch as advance_epoch
+from .epoch import gate_generation as gate_generation
+from .epoch import resume_gates as resume_gates
+from .epoch import suspend_gates as suspend_gates
+from .gate_plan import GATE_KINDS as GATE_KINDS
+from .gate_plan import GatePlan as GatePlan
+from .gate_plan import GateRefusedError as GateRefusedError
+from .gate_plan import gate_plan as gate_plan
 from .guard import ArraySpec as ArraySpec
 from .guard import Guard as Guard
 from .guard import GuardKind as GuardKind
@@ -71,6 +79,14 @@ __all__ = [
     "SymInt",
     "DEFAULT_SIZE_LIMIT",
     "EPOCH",
+    "GATE_KINDS",
+    "GatePlan",
+    "GateRefusedError",
+    "VALIDITY",
+    "gate_generation",
+    "gate_plan",
+    "resume_gates",
+    "suspend_gates",
     "CheckFn",
     "DispatchEpoch",
     "EntryParameters",

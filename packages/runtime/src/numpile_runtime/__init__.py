@@ -25,6 +25,9 @@ from .builder import compile_many as compile_many
 from .builder import load_extension as load_extension
 from .builder import load_library as load_library
 from .cache_eviction import SweepResult as SweepResult
+from .call_gate import GATE_ENV as GATE_ENV
+from .call_gate import gate_module as gate_module
+from .call_gate import gate_source as gate_source
 from .code_cache import CacheInfo as CacheInfo
 from .code_cache import CodeCache as CodeCache
 from .code_cache import cache_key as cache_key
@@ -118,6 +121,9 @@ __all__ = [
     "apply_openmp_defaults",
     "at_fork_reset",
     "build_extension",
+    "GATE_ENV",
+    "gate_module",
+    "gate_source",
     "build_library",
     "build_many",
     "byte_extent",
