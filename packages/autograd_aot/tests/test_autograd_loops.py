@@ -83,3 +83,22 @@ def test_grad_through_a_kept_loop_equals_the_unrolled_one(steps: int) -> None:
         unrolled = grad(recurrence, argnums=(0, 1), compiler="eager")(x, w)
     for mine, want in zip(kept, unrolled, strict=True):
         np.testing.assert_allclose(mine, want, rtol=1e-12, atol=1e-14)
+
+
+def test_a_loop_writing_an_array_in_place_is_unrolled() -> None:
+    # Functionalization does not take a loop that writes an outer array in place: grad
+    # captures the function again with the loop unrolled (the gradient of eager's program).
+    def rows_in_place(a: Any) -> Any:
+        b = a * 1.0
+        for i in range(3):
+            b[i + 1] = b[i] * 2.0 + b[i + 1]
+        return (b * b).sum()
+
+    a = np.random.default_rng(5).uniform(-1, 1, (4, 2))
+    got = grad(rows_in_place, compiler="eager")(a)
+    eps, want = 1e-6, np.zeros_like(a)
+    for k in np.ndindex(a.shape):
+        step = np.zeros_like(a)
+        step[k] = eps
+        want[k] = (rows_in_place(a + step) - rows_in_place(a - step)) / (2 * eps)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)

@@ -43,7 +43,6 @@ from numpile_capture import (
     Node,
     Unsupported,
     capture_function,
-    has_loops,
     register_transform,
 )
 from numpile_guards import (
@@ -203,21 +202,31 @@ class _Transform:
         Reverse mode keeps the loops it can differentiate as loops (`vjp_loop`); a loop
         whose VJP is not built makes it capture again with every loop unrolled.
         """
-        keep_loops = self.mode != "jvp" and config.keep_loops
-        result, functional, leaf_inputs = self.capture(args, kwargs, local, leaves, keep_loops)
-        diff_inputs = tuple(sorted({i for i in leaf_inputs if i is not None}))
         if self.mode == "jvp":
+            result, functional, leaf_inputs = self.capture(args, kwargs, local, leaves)
+            diff_inputs = tuple(sorted({i for i in leaf_inputs if i is not None}))
             joint = build_jvp(functional.graph, diff_inputs).joint
             return _Traced(result, functional, joint, leaf_inputs)
-        try:
-            joint = build_joint(functional.graph, diff_inputs, self._tangent_outputs(functional))
-        except NotImplementedError as error:
-            if not has_loops(result.graph):
-                raise
-            log.debug("%s: loops unrolled: %s", self.fn.__qualname__, error)
-            result, functional, leaf_inputs = self.capture(args, kwargs, local, leaves, False)
-            diff_inputs = tuple(sorted({i for i in leaf_inputs if i is not None}))
-            joint = build_joint(functional.graph, diff_inputs, self._tangent_outputs(functional))
+        if config.keep_loops:
+            try:
+                return self._reverse(args, kwargs, local, leaves, keep_loops=True)
+            except NotImplementedError as error:
+                # A loop without a VJP (or one functionalization cannot take): unrolled.
+                log.debug("%s: loops unrolled: %s", self.fn.__qualname__, error)
+        return self._reverse(args, kwargs, local, leaves, keep_loops=False)
+
+    def _reverse(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        local: dict[str, Any],
+        leaves: Sequence[Any],
+        *,
+        keep_loops: bool,
+    ) -> _Traced:
+        result, functional, leaf_inputs = self.capture(args, kwargs, local, leaves, keep_loops)
+        diff_inputs = tuple(sorted({i for i in leaf_inputs if i is not None}))
+        joint = build_joint(functional.graph, diff_inputs, self._tangent_outputs(functional))
         return _Traced(result, functional, joint, leaf_inputs)
 
     def capture(
