@@ -1,11 +1,14 @@
 """Gradients through loops (issue 23, item 6): `numpile.grad` and `compile` of a function
 calling it, through `for` loops with array carries.
 
-`grad` captures the loops it differentiates unrolled (up to 1000 iterations, the capture's
-unroll limit), so the gradient is the one of the straight-line program: it is checked
-against central differences at trip counts 0, 1, 2, 7 (and 300, run op by op), and
-against the same program written out by hand. A loop too long to unroll is an error that
-names the loop and its line, never a wrong or zero gradient.
+`grad` keeps a `for` loop with array (and NumPy scalar) carries as a loop: its VJP is a
+loop that stacks the carried values and a reverse loop over them (vjp_loop.py), so the
+graphs do not grow with the trip count. A loop without such a VJP (one that breaks, a
+condition in its body) is unrolled, up to 1000 iterations (the capture's unroll limit).
+Gradients are checked against central differences at trip counts 0, 1, 2, 7 (and 300, run
+op by op), and against the same program written out by hand. A loop too long to unroll
+and without a VJP is an error that names the loop and its line, never a wrong or zero
+gradient.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 import pytest
 
 import numpile
+from numpile_autograd_aot.config import run_graph_compiler
 
 
 def tanh_recurrence(x: Any, w: float, n: int) -> Any:
@@ -127,9 +131,39 @@ def test_compiled_function_calling_grad_through_a_loop() -> None:
         np.testing.assert_allclose(gradient, 2.0 * want, rtol=1e-5, atol=1e-7)
 
 
-def test_grad_through_a_loop_too_long_to_unroll_names_the_loop() -> None:
+def branch_on_the_index(x: Any, n: int) -> Any:
+    h = x * 1.0
+    for i in range(n):
+        if i % 2 == 0:  # noqa: SIM108 - a condition in the body: no loop VJP
+            h = h * np.cos(h)
+        else:
+            h = h + 0.5 * h * h
+    return h.sum()
+
+
+def test_grad_through_a_loop_without_a_vjp_too_long_to_unroll_names_the_loop() -> None:
     x = np.linspace(-1, 1, 3)
-    line = tanh_recurrence.__code__.co_firstlineno + 2
+    line = branch_on_the_index.__code__.co_firstlineno + 2
     with pytest.raises(TypeError, match=rf"test_loops_grad.py:{line}: loop not kept") as info:
-        numpile.grad(tanh_recurrence)(x, 0.5, 1500)
+        numpile.grad(branch_on_the_index)(x, 1500)
     assert "1500 iterations" in str(info.value)
+
+
+def test_grad_through_thousands_of_iterations_is_one_reverse_loop() -> None:
+    # Past the unroll limit, and with graphs of the same size at 10 and 3000 iterations:
+    # the loop and its reverse stay loops (what a 100,000-step recurrence compiles).
+    sizes: dict[int, list[int]] = {}
+
+    def counting(steps: int) -> Any:
+        def compiler(graph: Any, example_inputs: Any) -> Any:
+            sizes.setdefault(steps, []).append(len(graph.nodes))
+            return run_graph_compiler(graph, example_inputs)
+
+        return compiler
+
+    x = np.random.default_rng(3).uniform(-0.8, 0.8, 4)
+    for steps in (10, 3000):
+        got = numpile.grad(tanh_recurrence, compiler=counting(steps))(x, 0.9, steps)
+        want = _central_differences(lambda v, steps=steps: tanh_recurrence(v, 0.9, steps), x)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-9)
+    assert sizes[10] == sizes[3000]

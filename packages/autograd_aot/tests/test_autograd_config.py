@@ -218,5 +218,6 @@ def test_no_compiler_is_the_best_backend_installed_not_capture_s_default() -> No
 def test_config_patch_and_key_come_from_the_shared_base() -> None:
     fresh = AutogradConfig(compiler="eager", partitioner=default_partition)
     assert fresh.key() == (
-        "compiler='eager' partitioner=numpile_autograd_aot.partition.default_partition"
+        "compiler='eager' partitioner=numpile_autograd_aot.partition.default_partition "
+        "keep_loops=True"
     )

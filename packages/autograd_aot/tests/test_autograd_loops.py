@@ -1,5 +1,7 @@
-"""Gradients and loops: grad unrolls the loops it differentiates; a loop node in a graph
-that is differentiated is an error naming the loop and its line, never a wrong gradient."""
+"""Gradients and loops: a `for_loop` with array carries has a VJP (a loop stacking the
+carried values, then a reverse loop: numpile_autograd_aot/vjp_loop.py); a loop without one
+(a while loop, a loop that breaks) makes grad unroll, and a loop node whose VJP is not
+built is an error naming the loop and its line, never a wrong gradient."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from numpile_autograd_aot import build_joint, functionalize, grad
-from numpile_capture import capture_function
+from numpile_autograd_aot import build_joint, config, functionalize, grad
+from numpile_capture import ArrayMeta, capture_function
 
 
 def polynomial(x: Any) -> Any:
@@ -24,10 +26,79 @@ def test_grad_through_a_range_loop_is_exact() -> None:
     np.testing.assert_allclose(grad(polynomial)(x), 4 * x**3 + 2 * x + 1)
 
 
-def test_joint_graph_of_a_loop_node_names_the_loop() -> None:
+def _loop_ops(graph: Any) -> list[str]:
+    return [n.op.name for n in graph.nodes if n.op is not None and n.op.name == "for_loop"]
+
+
+def test_joint_graph_of_a_loop_has_a_reverse_loop() -> None:
+    # The joint graph of a kept loop holds the forward loop, the loop that stacks its
+    # carried values and the reverse loop: three loop nodes, whatever the trip count.
     graph = capture_function(polynomial, (np.arange(3.0),), {}).graph
-    assert any(node.op is not None and node.op.name == "for_loop" for node in graph.nodes)
-    functional = functionalize(graph)
-    line = polynomial.__code__.co_firstlineno + 2
-    with pytest.raises(NotImplementedError, match=rf"grad through the loop at .*:{line} "):
-        build_joint(functional.graph, (0,), (0,))
+    assert _loop_ops(graph) == ["for_loop"]
+    joint = build_joint(functionalize(graph).graph, (0,), (0,))
+    assert _loop_ops(joint.graph) == ["for_loop"] * 3
+
+
+def while_polynomial(x: Any) -> Any:
+    y = x
+    k = 0
+    while k < 3:
+        y = y * x + 1.0
+        k += 1
+    return y.sum()
+
+
+def test_joint_graph_of_a_loop_without_a_vjp_names_the_loop() -> None:
+    # A while loop kept on a run-time test (its count is a graph value): no VJP built.
+    from numpile_capture import Graph, ScalarMeta, add_loop, get_op
+
+    body = Graph()
+    index = body.placeholder("i", ScalarMeta(int))
+    y = body.placeholder("y", ArrayMeta((3,), "float64"))
+    body.output = (body.call(get_op("multiply"), y, 2.0),)
+    graph = Graph()
+    x = graph.placeholder("x", ArrayMeta((3,), "float64"))
+    n = graph.placeholder("n", ScalarMeta(int))
+    (out,) = add_loop(graph, (0, n, 1), [x], [], body, ())
+    graph.output = (graph.call(get_op("sum"), out),)
+    assert index.meta == ScalarMeta(int)
+    with pytest.raises(NotImplementedError, match=r"grad through the loop .* a trip count known"):
+        build_joint(graph, (0,), (0,))
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 7])
+def test_grad_through_a_kept_loop_equals_the_unrolled_one(steps: int) -> None:
+    def recurrence(x: Any, w: Any) -> Any:
+        h = x
+        s = 0.0
+        for i in range(1, 1 + 2 * steps, 2):
+            h = np.tanh(h * w[i % 3] + x[i % 3])
+            s = s + h[0] * i
+        return h.sum() + s
+
+    rng = np.random.default_rng(steps)
+    x, w = rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 3)
+    kept = grad(recurrence, argnums=(0, 1), compiler="eager")(x, w)
+    with config.patch(keep_loops=False):
+        unrolled = grad(recurrence, argnums=(0, 1), compiler="eager")(x, w)
+    for mine, want in zip(kept, unrolled, strict=True):
+        np.testing.assert_allclose(mine, want, rtol=1e-12, atol=1e-14)
+
+
+def test_a_loop_writing_an_array_in_place_is_unrolled() -> None:
+    # Functionalization does not take a loop that writes an outer array in place: grad
+    # captures the function again with the loop unrolled (the gradient of eager's program).
+    def rows_in_place(a: Any) -> Any:
+        b = a * 1.0
+        for i in range(3):
+            b[i + 1] = b[i] * 2.0 + b[i + 1]
+        return (b * b).sum()
+
+    a = np.random.default_rng(5).uniform(-1, 1, (4, 2))
+    got = grad(rows_in_place, compiler="eager")(a)
+    eps, want = 1e-6, np.zeros_like(a)
+    for k in np.ndindex(a.shape):
+        step = np.zeros_like(a)
+        step[k] = eps
+        want[k] = (rows_in_place(a + step) - rows_in_place(a - step)) / (2 * eps)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)

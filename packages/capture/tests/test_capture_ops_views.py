@@ -175,3 +175,27 @@ def test_a_slice_of_a_data_dependent_size_starts_at_its_clamp_expression() -> No
 def test_static_views_record_no_start() -> None:
     meta = get_op("getitem").meta(ArrayMeta((6,), "float64"), index=(slice(1, None),))
     assert meta.starts is None
+
+
+def test_stores_record_and_print_where_their_view_starts() -> None:
+    # `A[-6:-4:3, 1] = v` writes row 0 at size 5 and row s0 - 6 from size 6: the store's
+    # result records the start of the view it writes, and prints it (the cache key).
+    printed = []
+    for size in (5, 8):
+        env = ShapeEnv()
+        s0 = env.create_symbol(size, "L['A'].shape[0]")
+        set_active_shape_env(env)
+        try:
+            graph = Graph()
+            A = graph.placeholder("A", ArrayMeta((s0, 3), "float64"))
+            stored = graph.call(get_op("setitem"), A, 1.0, index=(slice(-6, -4, 3), 1))
+            graph.output = stored
+        finally:
+            set_active_shape_env(None)
+        assert stored.meta == A.meta
+        assert stored.meta.starts == ((0, 1) if size == 5 else (s0 - 6, 1))
+        printed.append(str(graph))
+    assert "# float64[s0, 3]\n" in printed[0]
+    assert "# float64[s0, 3] from [s0 - 6, 1]\n" in printed[1]
+    static = get_op("setitem").meta(ArrayMeta((6, 3), "float64"), 1.0, index=(slice(1, None),))
+    assert static.starts is None

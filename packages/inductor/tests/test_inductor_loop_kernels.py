@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -256,3 +257,133 @@ def test_row_out_of_bounds_raises_numpys_index_error_after_the_writes_before_it(
         steps(A, theirs)
     assert str(mine.value) == str(eager.value)
     np.testing.assert_array_equal(ours, theirs)  # four writes: the failing iteration's too
+
+
+# -- stores into views of a symbolic size start where capture resolved them ----------------
+
+_BOUNDS = [None, -6, -3, -1, 0, 1, 3, 8]
+
+
+def _store_through_view(size: int, item: slice, form: str) -> tuple[Any, list[Any]]:
+    # A body graph storing into `A[item, 1]` of `A: float64[s0, 3]` (s0 seen as `size`):
+    # `A[item, 1] = A[item, 1] * 2.0` (form "setitem") or `v = A[item, 1]; v += 1.0`
+    # ("in_place"). The symbol, and the stores into A its kernels make.
+    from numpile_capture import ArrayMeta, Graph, get_op
+    from numpile_capture.dynamic_shapes import set_active_shape_env
+    from numpile_guards import ShapeEnv
+    from numpile_inductor.codegen.c.loop_stores import stores_as_kernels
+    from numpile_inductor.lowering import lower_graph
+
+    index = (item, 1)
+    env = ShapeEnv()
+    s0 = env.create_symbol(size, "L['A'].shape[0]")
+    set_active_shape_env(env)
+    try:
+        graph = Graph()
+        A = graph.placeholder("A", ArrayMeta((s0, 3), "float64"))
+        view = graph.call(get_op("getitem"), A, index=index)
+        if form == "setitem":
+            value = graph.call(get_op("multiply"), view, 2.0)
+            graph.call(get_op("setitem"), A, value, index=index)
+        else:
+            graph.call(get_op("add_"), view, 1.0)
+        graph.output = A
+    finally:
+        set_active_shape_env(None)
+    program = lower_graph(graph, data_indices=False)
+    starts = {
+        node.name: node.meta.starts
+        for node in graph.nodes
+        if isinstance(node.meta, ArrayMeta) and node.meta.starts is not None
+    }
+    stores = stores_as_kernels(program, starts)
+    return s0, [
+        store
+        for step in stores.steps
+        for store in getattr(step, "stores", ())
+        if store.buffer == program.inputs[0]
+    ]
+
+
+@pytest.mark.parametrize("size", [2, 3, 5, 8])
+def test_stores_into_symbolic_views_write_where_python_writes(size: int) -> None:
+    # Brute force over slices (negative, stepped, clamped bounds): each store kernel a
+    # body's store into a view of a symbolic size becomes writes the elements Python's
+    # slice picks at that size. A store derived by matching lengths wrote `A[s0 - 6, 1]`
+    # for `A[-6:-4:3, 1] += 1.0` at size 5 (before the array); now it reads the start
+    # capture recorded. A value of length 1 stored into a symbolic slice stays an extern:
+    # it could broadcast, so it does not tell the view's length.
+    import itertools
+
+    import sympy
+
+    from numpile_inductor.index import loop_var
+
+    kernels = 0
+    for start, stop, step in itertools.product(_BOUNDS, _BOUNDS, [None, 2, 3, -1, -2]):
+        item = slice(start, stop, step)
+        want = list(range(*item.indices(size)))
+        if not want:
+            continue
+        for form in ("setitem", "in_place"):
+            s0, found = _store_through_view(size, item, form)
+            if not found:
+                assert form == "setitem" and len(want) == 1, (item, form)
+                continue
+            (store,) = found
+            rows = [
+                sympy.sympify(store.index[0]).subs({s0: size, loop_var(0): k})
+                for k in range(len(want))
+            ]
+            assert rows == want, (item, form)
+            assert store.index[1] == 1
+            kernels += 1
+    assert kernels > 0
+
+
+def _compiled_dynamic(fn: Callable[..., Any], tmp_path: Path) -> Callable[..., Any]:
+    from numpile_capture import compile_function
+
+    options = {"trace.enabled": True, "trace.debug_dir": str(tmp_path)}
+    return compile_function(fn, backend="inductor", options=options, dynamic=True)
+
+
+def _sources(tmp_path: Path) -> list[str]:
+    return [p.read_text() for p in sorted(tmp_path.glob("*/output_code.c"))]
+
+
+def _in_place_views(A: Any, steps: int) -> Any:
+    for _ in range(steps):
+        v = A[-6:-4:3, 1]
+        v += 1.0
+        w = A[-3::-2, 1:]
+        w *= 0.5
+    return A
+
+
+def _stores_by_the_index(A: Any) -> Any:
+    for i in range(A.shape[0]):
+        A[i, -6:-4:3] = A[i, -6:-4:3] * 0.5 + 1.0
+        A[-3::-2, i] += 2.0
+    return A
+
+
+@pytest.mark.parametrize(
+    ("fn", "args"), [(_in_place_views, (3,)), (_stores_by_the_index, ())], ids=["views", "index"]
+)
+def test_stores_into_symbolic_views_in_kept_loops_match_eager(
+    fn: Callable[..., Any], args: tuple[Any, ...], tmp_path: Path
+) -> None:
+    # One compile per guard branch of the slices' clamps, sizes through the symbol: values
+    # and in-place writes as eager, each loop run from C (the in-place views were a host
+    # loop at size 5, where `-6` clamps: the old derivation found no start).
+    compiled = _compiled_dynamic(fn, tmp_path)
+    for size in (9, 12, 5, 2):
+        A = np.arange(size * size, dtype=np.float64).reshape(size, size) + 1.0
+        ours, theirs = A.copy(), A.copy()
+        np.testing.assert_array_equal(compiled(ours, *args), fn(theirs, *args))
+        np.testing.assert_array_equal(ours, theirs)
+    sources = _sources(tmp_path)
+    assert sources
+    for source in sources:
+        assert "static PyObject *loop_" in source

@@ -78,12 +78,18 @@ class AutogradConfig(LayerConfig):
         `"default"` (save what the backward reads) or a callable
         `joint -> Partition`.
 
-        >>> AutogradConfig().partitioner
-        'min_cut'
+    keep_loops: reverse mode keeps the `for` loops it can differentiate as loops (their
+        VJP is a reverse loop, `vjp_loop`; compile time does not grow with the trip
+        count); False unrolls every loop it differentiates (up to capture's limit of
+        1000 iterations), as before loops had a VJP. Read when a function is traced.
+
+        >>> AutogradConfig().partitioner, AutogradConfig().keep_loops
+        ('min_cut', True)
     """
 
     compiler: str | Compiler | None = None
     partitioner: str | Partitioner = "min_cut"
+    keep_loops: bool = True
 
 
 # NOTE: the one live configuration object of the autograd layer (a module global by design).

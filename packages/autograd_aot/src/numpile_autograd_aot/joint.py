@@ -117,8 +117,6 @@ def append_backward(
             cotangent = next(iter(items[node].values()))
         if cotangent is None:
             continue
-        if node.op is not None and node.op.name == "loop_output":
-            raise NotImplementedError(_loop_gradient_error(graph, node.inputs[0]))
         wanted = tuple(
             isinstance(v, Node) and v in active and differentiable(v.meta) for v in node.inputs
         )
@@ -126,6 +124,11 @@ def append_backward(
             continue
         assert node.op is not None
         rule = get_vjp(node.op)
+        if rule is None and node.op.name in _LOOPS:
+            # Late import: vjp_loop registers the for_loop rule and imports this module.
+            from .vjp_loop import loop_error
+
+            raise loop_error(graph, node, f"no VJP for a {node.op.name} of this kind")
         if rule is None:
             raise missing_rule_error(node, "reverse")
         grads = rule(VjpContext(graph, node, cotangent, wanted, items.get(node, {})))
@@ -135,17 +138,6 @@ def append_backward(
                 assert isinstance(meta, ArrayMeta)
                 _accumulate(graph, cotangents, value, fit_cotangent(graph, grad, meta))
     return cotangents
-
-
-def _loop_gradient_error(graph: Graph, loop: Node) -> str:
-    # A loop's carried values depend on its inputs through the body: no VJP rule yet, and
-    # a zero gradient would be wrong, so differentiating through one is an error.
-    line = graph.locations.get(loop)
-    where = f" at {line.filename}:{line.lineno}" if line is not None else ""
-    return (
-        f"grad through the loop{where} (`{loop.format()}`) is not supported yet; "
-        "differentiate a function without the loop, or run it eagerly with numpile.disable()"
-    )
 
 
 def input_cotangent(graph: Graph, cotangents: dict[Node, Node], target: Node) -> Node | None:
@@ -174,8 +166,14 @@ def _active_nodes(nodes: Sequence[Node], targets: set[Node]) -> set[Node]:
 
 
 def _is_item(node: Node) -> bool:
-    # An item of a tuple-valued node (its cotangent goes to the tuple's rule).
-    return node.op is not None and node.op.name == "result_item"
+    # An item of a tuple-valued node (its cotangent goes to the tuple's rule): a loop's
+    # carried values are the items of the loop node.
+    return node.op is not None and node.op.name in ("result_item", "loop_output")
+
+
+# NOTE: control-flow ops; one without a VJP rule (a while loop, a for loop writing its
+# inputs in place) is an error naming the loop (vjp_loop.loop_error).
+_LOOPS = ("for_loop", "while_loop", "cond")
 
 
 def _accumulate(graph: Graph, cotangents: dict[Any, Node], node: Any, value: Node) -> None:

@@ -56,7 +56,7 @@ from numpile_guards import (
 )
 
 from .checkpoint import differentiating
-from .config import Compiler, Partitioner, resolve_compiler, resolve_partitioner
+from .config import Compiler, Partitioner, config, resolve_compiler, resolve_partitioner
 from .custom_rule import CustomJvp, CustomVjp
 from .functionalization import FunctionalGraph, apply_epilogue, functionalize
 from .joint import JointGraph, build_joint
@@ -197,13 +197,36 @@ class _Transform:
         local: dict[str, Any],
         leaves: Sequence[Any],
     ) -> _Traced:
-        """Capture `fn` on these arguments and build its joint graph (nothing is compiled)."""
-        result, functional, leaf_inputs = self.capture(args, kwargs, local, leaves)
-        diff_inputs = tuple(sorted({i for i in leaf_inputs if i is not None}))
+        """Capture `fn` on these arguments and build its joint graph (nothing is compiled).
+
+        Reverse mode keeps the loops it can differentiate as loops (`vjp_loop`); a loop
+        whose VJP is not built makes it capture again with every loop unrolled.
+        """
         if self.mode == "jvp":
+            result, functional, leaf_inputs = self.capture(args, kwargs, local, leaves)
+            diff_inputs = tuple(sorted({i for i in leaf_inputs if i is not None}))
             joint = build_jvp(functional.graph, diff_inputs).joint
-        else:
-            joint = build_joint(functional.graph, diff_inputs, self._tangent_outputs(functional))
+            return _Traced(result, functional, joint, leaf_inputs)
+        if config.keep_loops:
+            try:
+                return self._reverse(args, kwargs, local, leaves, keep_loops=True)
+            except NotImplementedError as error:
+                # A loop without a VJP (or one functionalization cannot take): unrolled.
+                log.debug("%s: loops unrolled: %s", self.fn.__qualname__, error)
+        return self._reverse(args, kwargs, local, leaves, keep_loops=False)
+
+    def _reverse(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        local: dict[str, Any],
+        leaves: Sequence[Any],
+        *,
+        keep_loops: bool,
+    ) -> _Traced:
+        result, functional, leaf_inputs = self.capture(args, kwargs, local, leaves, keep_loops)
+        diff_inputs = tuple(sorted({i for i in leaf_inputs if i is not None}))
+        joint = build_joint(functional.graph, diff_inputs, self._tangent_outputs(functional))
         return _Traced(result, functional, joint, leaf_inputs)
 
     def capture(
@@ -212,13 +235,15 @@ class _Transform:
         kwargs: dict[str, Any],
         local: dict[str, Any],
         leaves: Sequence[Any],
+        keep_loops: bool = False,
     ) -> tuple[CaptureResult, FunctionalGraph, tuple[int | None, ...]]:
         """Capture `fn` on these arguments: the capture, its pure graph, and the graph input
-        of each differentiated leaf (None when the function does not read it)."""
+        of each differentiated leaf (None when the function does not read it).
+        `keep_loops`: loops stay loop nodes (else they are unrolled)."""
         self._check_argnums(args)
         try:
             with differentiating():
-                result = capture_function(self.fn, args, kwargs, keep_loops=False)
+                result = capture_function(self.fn, args, kwargs, keep_loops=keep_loops)
         except Unsupported as error:
             raise CaptureError(_graph_break_message(self.fn, error)) from error
         functional = functionalize(result.graph)

@@ -37,8 +37,11 @@ REASONS: dict[str, str] = {
         "view_scatter, ...) before the joint graph is built; those have rules"
     ),
     LOOPS: (
-        "grad captures loops unrolled, so loop nodes and the ops of their bodies never "
-        "reach a joint graph; a loop node that does is an error naming the loop and its line"
+        "`for_loop` has a VJP (vjp_loop: a loop stacking the carried values, then a reverse "
+        "loop); `loop_output` passes its cotangent to its loop's rule; Python scalars carry "
+        "no gradient; a `while_loop`, a `cond` or a `setitem_at` in a differentiated loop "
+        "makes grad capture the function again with its loops unrolled (up to 1000 "
+        "iterations), and past that it is an error naming the loop and its line"
     ),
     EXTERN: (
         "a row of the extern-op table whose `no_grad` says why (a random draw, counts, a "
@@ -65,17 +68,13 @@ _INTEGER_ONLY = (
 )
 _CREATION = ("zeros", "ones", "empty", "linspace", "eye", "array")
 _LOOPS = (
-    "for_loop",
     "while_loop",
     "cond",
     "loop_output",
     "py_binary",
     "py_unary",
     "dim",
-    "getitem_at",
-    "element_at",
     "setitem_at",
-    "carried_scalar",
 )
 _IN_PLACE_BINARY = (
     "add",

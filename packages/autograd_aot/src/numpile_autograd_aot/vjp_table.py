@@ -93,6 +93,7 @@ def _load_rules() -> None:
         vjp_join,
         vjp_least_squares,
         vjp_linalg,
+        vjp_loop,
         vjp_numeric,
         vjp_ordering,
         vjp_pointwise,

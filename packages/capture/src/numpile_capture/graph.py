@@ -83,12 +83,20 @@ class Node:
         return f"{self.name} = {self.op.name}({', '.join(args)})  # {self.meta}{_starts(self)}"
 
 
+# Ops whose result records where the view they write starts (`ArrayMeta.starts`).
+_STORES_THROUGH_VIEWS = frozenset({"setitem"})
+
+
 def _starts(node: Node) -> str:
     # A view's start in its input when it depends on sizes: the same printed index and
     # shape may start elsewhere under other guards (`x[-6:-4:3]` is `float64[1]` from 0
-    # at size 5, from s0 - 6 above), and the printed graph is the cache key.
+    # at size 5, from s0 - 6 above), and the printed graph is the cache key. A store into
+    # a view prints where it writes (its result is its target, whose start it does not
+    # print).
     starts = getattr(node.meta, "starts", None)
-    if node.op is None or node.op.kind is not OpKind.VIEW or starts is None:
+    if node.op is None or starts is None:
+        return ""
+    if node.op.kind is not OpKind.VIEW and node.op.name not in _STORES_THROUGH_VIEWS:
         return ""
     if all(isinstance(start, int) for start in starts):
         return ""

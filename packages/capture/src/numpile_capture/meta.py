@@ -41,8 +41,9 @@ class ArrayMeta:
     array in NumPy's default (C-contiguous) layout or the layout is not tracked.
     `starts`: for a basic-index view (`getitem`) of an input of symbolic shape, the index
     of the input where the view starts, per input axis, with each slice bound clamped as
-    capture decided it (its guards keep it so); None otherwise. It does not take part in
-    equality and prints with the node (`Node.format`), not here.
+    capture decided it (its guards keep it so); for a store into such a view (`setitem`,
+    whose result is its target), where the view it writes starts; None otherwise. It does
+    not take part in equality and prints with the node (`Node.format`), not here.
     """
 
     shape: tuple[Any, ...] = attrs.field(converter=tuple)

@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import numpy as np
 
 from ..meta import ArrayMeta
@@ -172,8 +173,11 @@ def check_assignment(target: ArrayMeta, value: Any) -> None:
 
 
 def _setitem_meta(x: ArrayMeta, value: Any, *, index: BasicIndex) -> ArrayMeta:
-    check_assignment(_getitem_meta(x, index=index), value)
-    return x
+    # The result is `x`, with the start of the view the store writes (`ArrayMeta.starts`,
+    # None unless `x` has a symbolic size): a lowering of the store reads it.
+    view = _getitem_meta(x, index=index)
+    check_assignment(view, value)
+    return x if x.starts is view.starts else attrs.evolve(x, starts=view.starts)
 
 
 def _setitem_impl(x: Any, value: Any, *, index: BasicIndex) -> Any:

@@ -120,17 +120,19 @@ def index_map(
     `(start, step, view dim)` (the input index is `start + step * i` at view index `i` of
     that dim), or `(index, 0, None)` for a dim an int picks.
 
-    `starts`: where capture resolved the view to start, per input dim (a getitem node's
-    `ArrayMeta.starts`). Without them (a store into a view, which records none), capture
-    guarded each slice bound it clamped (`_shapes.symbolic_slice`); of the clamps Python
-    could have taken, the start kept is the one whose length equals the view's, and a
-    slice two starts would fit raises CannotLower.
+    `starts`: where capture resolved the view to start, per input dim (the
+    `ArrayMeta.starts` of a getitem node, or of a setitem node for the view it writes).
+    Without them a slice starts where Python starts it on a static size, and a slice of a
+    symbolic size raises CannotLower: which clamp Python takes depends on the size, and
+    only capture's guards decided it.
 
         >>> s0 = sympy.Symbol("s0", integer=True, positive=True)
-        >>> index_map((slice(1, -1), 2), (s0, 4), (s0 - 2,))
+        >>> index_map((slice(1, -1), 2), (s0, 4), (s0 - 2,), starts=(1, 2))
         ((1, 1, 0), (2, 0, None))
         >>> index_map((slice(1, 2, 2),), (s0,), (1,), starts=(1,))
         ((1, 2, 0),)
+        >>> index_map((slice(-6, -4, 3),), (5,), (1,))
+        ((0, 3, 0),)
     """
     if starts is not None and len(starts) != len(in_shape):
         raise CannotLower("a view whose starts do not match its input")
@@ -151,10 +153,13 @@ def index_map(
         if isinstance(item, slice):
             if out_dim >= len(shape):
                 raise CannotLower("an index the lowering does not follow")
-            if starts is None:
-                start, step = _slice_start(size, item, shape[out_dim])
-            else:
+            if starts is not None:
                 start, step = sympy.sympify(starts[len(maps)]), _step(item)
+            elif isinstance(size, int):
+                first, _, step = item.indices(size)
+                start = sympy.Integer(first)
+            else:
+                raise CannotLower(f"the start of {item} on an axis of {size} (none recorded)")
             maps.append((start, step, out_dim))
             out_dim += 1
         else:
@@ -170,46 +175,6 @@ def index_map(
 
 def _step(item: slice) -> int:
     return 1 if item.step is None else int(item.step)
-
-
-def _slice_start(size: Any, item: slice, length: Any) -> tuple[Any, int]:
-    # The start and step of `item` on an axis of `size` whose slice has `length`. Python
-    # clamps each bound into the axis; the start kept is the one clamp whose length (with
-    # any clamp of the stop) is the view's length.
-    step = _step(item)
-    if length == 0:
-        return sympy.Integer(0), step  # an empty view reads nothing
-    if step > 0:
-        starts = _clamps(item.start, size, low=0, high=size, default=0)
-        stops = _clamps(item.stop, size, low=0, high=size, default=size)
-    else:
-        starts = _clamps(item.start, size, low=-1, high=size - 1, default=size - 1)
-        stops = _clamps(item.stop, size, low=-1, high=size - 1, default=-1)
-    fitting = {
-        start
-        for start in starts
-        for stop in stops
-        if sympy.expand(_length(start, stop, step) - length) == 0
-    }
-    if len(fitting) != 1:
-        raise CannotLower(f"the start of {item} on an axis of {size}")
-    return fitting.pop(), step
-
-
-def _clamps(bound: Any, size: Any, *, low: Any, high: Any, default: Any) -> set[Any]:
-    # The values Python may give a slice bound on an axis of `size`: the bound itself
-    # (wrapped once when negative) or either clamp.
-    if bound is None:
-        return {sympy.sympify(default)}
-    value = int(bound)
-    wrapped = size + value if value < 0 else sympy.Integer(value)
-    return {sympy.sympify(wrapped), sympy.sympify(low), sympy.sympify(high)}
-
-
-def _length(start: Any, stop: Any, step: int) -> Any:
-    if step > 0:
-        return sympy.floor((stop - start + step - 1) / sympy.Integer(step))
-    return sympy.floor((start - stop - step - 1) / sympy.Integer(-step))
 
 
 def _affine_remap(

@@ -116,7 +116,12 @@ def kernel_loop_function(node: Node, name: str, *, parallel_threshold: int) -> K
 
     # A body's gathers stay extern calls (its stores are rewritten by loop_stores.py).
     program = lower_graph(body, data_indices=False)
-    stores = stores_as_kernels(program)
+    starts = {
+        inner.name: inner.meta.starts
+        for inner in body.nodes
+        if isinstance(inner.meta, ArrayMeta) and inner.meta.starts is not None
+    }
+    stores = stores_as_kernels(program, starts)
     renamed = stores.renamed
     # Inputs count as outputs: a store into one is never kept in registers only.
     outputs = {node: renamed.get(name, name) for node, name in program.outputs.items()}

@@ -18,6 +18,7 @@ writes is `loop_kernels`' check, after fusion.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -64,9 +65,16 @@ class BodyStores:
     buffers: dict[str, Buffer]
 
 
-def stores_as_kernels(program: Program) -> BodyStores:
-    """The program's stores into its inputs (and views of them) as kernels."""
-    return _Rewriter(program).run()
+def stores_as_kernels(
+    program: Program, starts: Mapping[str, tuple[Any, ...]] | None = None
+) -> BodyStores:
+    """The program's stores into its inputs (and views of them) as kernels.
+
+    `starts`: by graph node name, where capture resolved each view of a symbolic size to
+    start (`ArrayMeta.starts` of its getitem and setitem nodes); a view of a symbolic size
+    without one stays an extern.
+    """
+    return _Rewriter(program, starts or {}).run()
 
 
 # A view of an input: the input and the element it shows at each view position (over the
@@ -75,8 +83,9 @@ _View = tuple[str, tuple[Any, ...]]
 
 
 class _Rewriter:
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, starts: Mapping[str, tuple[Any, ...]]) -> None:
         self.program = program
+        self.starts = starts
         self.buffers = dict(program.buffers)
         self.renamed: dict[str, str] = {}
         self.views: dict[str, _View] = {}
@@ -111,7 +120,12 @@ class _Rewriter:
         target, element, shape = found
         kwargs = dict(step.kwargs)
         if step.op_name == "getitem" and len(step.args) == 1 and set(kwargs) == {"index"}:
-            view = _basic_view(kwargs["index"], shape, self.buffers[step.buffer].shape)
+            view = _basic_view(
+                kwargs["index"],
+                shape,
+                self.buffers[step.buffer].shape,
+                self.starts.get(step.node_name),
+            )
             if view is None:
                 return False
             inner, _ = view
@@ -120,7 +134,12 @@ class _Rewriter:
             return True
         if step.op_name == "setitem" and len(step.args) == 2 and set(kwargs) == {"index"}:
             view_shape = _view_shape(kwargs["index"], shape, self._shape_of(step.args[1]))
-            view = None if view_shape is None else _basic_view(kwargs["index"], shape, view_shape)
+            starts = self.starts.get(step.node_name)
+            view = (
+                None
+                if view_shape is None
+                else _basic_view(kwargs["index"], shape, view_shape, starts)
+            )
             if view is None:
                 return False
             inner, shape = view
@@ -168,7 +187,12 @@ class _Rewriter:
         buf = self.buffers[source.name]
         if buf.kind not in ("kernel", "extern"):
             return False
-        view = _basic_view(kwargs["index"], tuple(buf.shape), self.buffers[step.buffer].shape)
+        view = _basic_view(
+            kwargs["index"],
+            tuple(buf.shape),
+            self.buffers[step.buffer].shape,
+            self.starts.get(step.node_name),
+        )
         if view is None:
             return False
         element, shape = view
@@ -304,12 +328,16 @@ def _broadcast_index(source: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[A
 
 
 def _basic_view(
-    index: Any, shape: tuple[Any, ...], view_shape: tuple[Any, ...]
+    index: Any,
+    shape: tuple[Any, ...],
+    view_shape: tuple[Any, ...],
+    starts: tuple[Any, ...] | None,
 ) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
     # For a basic index of ints, slices, `None`s and one Ellipsis into an array of `shape`
-    # giving a view of `view_shape`: the element of the array at each view position, and
-    # the view's shape. None where the lowering cannot follow it (the extern then raises
-    # NumPy's IndexError, or runs it).
+    # giving a view of `view_shape` that starts at `starts` (capture's record; None for a
+    # static shape): the element of the array at each view position, and the view's shape.
+    # None where the lowering cannot follow it (the extern then raises NumPy's IndexError,
+    # or runs it).
     items = index if isinstance(index, tuple) else (index,)
     if any(isinstance(item, bool | np.bool_) for item in items):
         return None
@@ -317,7 +345,7 @@ def _basic_view(
     if any(not (item is Ellipsis or isinstance(item, allowed)) for item in items):
         return None
     try:
-        maps = index_map(items, shape, tuple(view_shape))
+        maps = index_map(items, shape, tuple(view_shape), starts=starts)
     except (CannotLower, IndexError, ValueError, TypeError):
         return None
     for (start, _step, dim), size in zip(maps, shape, strict=True):

@@ -13,6 +13,22 @@ which a call of a small graph must not pay each time), never more than OpenMP's 
 (`OMP_NUM_THREADS`) and at least one. A process confined to fewer cores than the machine has
 (a cpuset) keeps OpenMP's maximum: the machine-wide count says nothing about its own cores.
 
+Why not libgomp's own `OMP_DYNAMIC=true`, which also lowers a team's size by the load
+(`gomp_dynamic_max_threads` in libgomp's `config/linux/proc.c`):
+
+- it subtracts the *15-minute* load average (`getloadavg`'s third value), so it follows a
+  neighbour's burst minutes late: two threads while the burst runs (the straggler wait
+  above), one for minutes after the cores are free again. This rule reads the runnable
+  tasks now (the fourth field of `/proc/loadavg`), refreshed every `SAMPLE_MS`;
+- it asks again at every region's start: `sched_getaffinity` and `getloadavg` (open, read
+  and close of `/proc/loadavg`), about a microsecond per region even when the answer is
+  one thread; this rule reads the file at most once per `SAMPLE_MS`;
+- it is a process-wide setting of the user's environment, which a library should not
+  change for them.
+
+Under a steady overload the two agree (one thread), and only the cost per region differs;
+docs/status.md (issue 23, branch leftover29) has the measurement.
+
     >>> "np_idle_threads" in THREAD_HELPERS
     True
 """

@@ -1,0 +1,352 @@
+"""The VJP of a `for_loop`: a loop that stacks the carried values, then a reverse loop.
+
+`grad` keeps the loops it differentiates when their VJP is one of this shape (see
+`LoopVjpUnsupported` for what is not): the backward of a loop over `range(start, stop,
+step)` (T iterations) with carried arrays `c` and loop invariants `w` is
+
+- a forward loop like the original that also writes each iteration's carried values, as
+  they enter it, into one stack per carried value (`stack[k] = c`, shape `(T, *c.shape)`);
+- a loop over `k = T - 1, ..., 0` carrying the cotangent of each float carried value and a
+  sum per invariant: its body reads `c = stack[k]`, runs the forward body again on it
+  (recomputing that iteration's intermediates) and appends the body's reverse sweep, which
+  gives the cotangent of `c` and of `w` for that iteration.
+
+Both are `for_loop` nodes: the graph does not grow with T, so compiling the gradient of a
+100,000-step recurrence costs what 10 steps cost. Memory is T times the carried values
+(what JAX's `scan` saves), not T times every intermediate.
+
+    >>> grad(lambda x: recurrence(x, 100_000))(x)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from numpile_capture import ArrayMeta, Graph, Node, add_loop, get_op, mentions_loop_symbol
+from numpile_capture.ops.loop_values import ScalarSlot
+
+from .joint import append_backward, input_cotangent
+from .vjp_table import VjpContext, differentiable, register_vjp
+
+__all__ = ["LoopVjpUnsupported", "loop_error"]
+
+
+class LoopVjpUnsupported(NotImplementedError):  # noqa: N818 - it names the event
+    """A loop whose VJP this module does not build (the message names the loop, its line
+    and why); `grad` then captures the function again with its loops unrolled."""
+
+
+def loop_error(graph: Graph, loop: Node, reason: str) -> LoopVjpUnsupported:
+    """The error for `loop`, whose gradient is not built because of `reason`.
+
+    >>> str(loop_error(graph, node, "a while loop"))  # doctest: +SKIP
+    'grad through the loop at f.py:3 (`v0 = while_loop(...)`): a while loop'
+    """
+    line = graph.locations.get(loop)
+    where = f" at {line.filename}:{line.lineno}" if line is not None else ""
+    return LoopVjpUnsupported(
+        f"grad through the loop{where} (`{loop.format()}`) is not supported yet: {reason}; "
+        "differentiate a function without the loop, or run it eagerly with numpile.disable()"
+    )
+
+
+@register_vjp(get_op("for_loop"))
+def _for_loop_vjp(ctx: VjpContext) -> list[Node | None]:
+    node, graph = ctx.node, ctx.graph
+    params = dict(node.params)
+    body: Graph = params["body"]
+    carried: int = params["carried"]
+    start, stop, step = node.inputs[:3]
+    _check(graph, node, params, body, carried)
+    init = list(node.inputs[3 : 3 + carried])
+    invariants = list(node.inputs[3 + carried :])
+    metas = [p.meta for p in body.placeholders[1 : 1 + carried]]
+    floats = [k for k, meta in enumerate(metas) if differentiable(meta)]
+    summed = [
+        m for m, value in enumerate(invariants) if ctx.wants(3 + carried + m) and _is_array(value)
+    ]
+    grads: list[Node | None] = [None] * len(node.inputs)
+    indices = range(start, stop, step)
+    if not indices:
+        for k in floats:
+            grads[3 + k] = ctx.items.get(k) if ctx.wants(3 + k) else None
+        return grads
+    first = params.get("first")
+    entered: list[Any] = init
+    first_nodes: list[Node] = []
+    if first is not None and not _same_computation(first, body):
+        # The first iteration runs on other types (a Python float the loop makes a NumPy
+        # scalar): inlined here, and the loop runs from the second.
+        before = len(graph.nodes)
+        entered = _inline(graph, first, [indices[0], *init, *invariants])
+        first_nodes = [n for n in graph.nodes[before:] if n.op is not None]
+        indices = indices[1:]
+    seeds = {k: ctx.items[k] for k in floats if k in ctx.items}
+    sums: dict[int, Node] = {}
+    if indices and seeds:
+        bounds = (indices.start, indices.stop, indices.step)
+        seeds, sums = _through_loop(graph, body, bounds, entered, invariants, seeds, summed)
+    if first_nodes:
+        # The first iteration's sweep gives each input node's whole cotangent (through
+        # every place it enters the loop): it goes to the node's first position only.
+        targets = [v for v in (*init, *invariants) if _is_array(v)]
+        pairs = [(entered[k], ct) for k, ct in seeds.items() if isinstance(entered[k], Node)]
+        found = append_backward(graph, first_nodes, targets, pairs)
+        for m, total in sums.items():
+            _accumulate(graph, found, invariants[m], total)
+        given: set[Node] = set()
+        for position, value in enumerate(node.inputs):
+            if isinstance(value, Node) and value in found and value not in given:
+                given.add(value)
+                grads[position] = found[value] if ctx.wants(position) else None
+        return grads
+    for k, ct in seeds.items():
+        if ctx.wants(3 + k):
+            grads[3 + k] = ct
+    for m, total in sums.items():
+        grads[3 + carried + m] = total
+    return grads
+
+
+def _accumulate(graph: Graph, found: dict[Node, Node], value: Node, cotangent: Node) -> None:
+    previous = found.get(value)
+    found[value] = cotangent if previous is None else graph.call(get_op("add"), previous, cotangent)
+
+
+def _through_loop(
+    graph: Graph,
+    body: Graph,
+    bounds: tuple[int, int, int],
+    init: list[Any],
+    invariants: list[Any],
+    seeds: dict[int, Node],
+    summed: list[int],
+) -> tuple[dict[int, Node], dict[int, Node]]:
+    # The cotangents of the carried values entering the loop over range(*bounds), from
+    # those of its final ones (`seeds`, by carried position), and the invariants' sums.
+    start, stop, step = bounds
+    trips = len(range(start, stop, step))
+    metas = [p.meta for p in body.placeholders[1 : 1 + len(init)]]
+    floats = [k for k, meta in enumerate(metas) if differentiable(meta)]
+    stacks = _stacking_loop(graph, bounds, body, init, invariants)
+    reverse = _reverse_body(body, (start, step), metas, floats, invariants, summed, stacks)
+    cotangents = [seeds[k] if k in seeds else _zeros(graph, metas[k]) for k in floats]
+    sums = [_zeros(graph, invariants[m].meta) for m in summed]
+    outputs = add_loop(
+        graph, (trips - 1, -1, -1), [*cotangents, *sums], [*stacks, *invariants], reverse, ()
+    )
+    found = dict(zip(floats, outputs, strict=False))
+    return found, dict(zip(summed, outputs[len(floats) :], strict=True))
+
+
+def _check(graph: Graph, node: Node, params: dict[str, Any], body: Graph, carried: int) -> None:
+    # What the VJP below does not cover raises, naming the loop.
+    assert node.op is not None
+    if node.op.mutates:
+        raise loop_error(graph, node, "the loop writes arrays in place")
+    if params.get("breaks"):
+        raise loop_error(graph, node, "a loop that breaks")
+    if not all(type(bound) is int for bound in node.inputs[:3]):
+        raise loop_error(graph, node, "a trip count known only at run time")
+    for placeholder in body.placeholders[1 : 1 + carried]:
+        if not isinstance(placeholder.meta, ArrayMeta):
+            raise loop_error(graph, node, f"a carried Python {placeholder.meta}")
+    for inner in body.nodes:
+        if isinstance(inner.meta, ArrayMeta) and mentions_loop_symbol(inner.meta.shape):
+            raise loop_error(graph, node, "a shape that depends on the loop index")
+
+
+def _same_computation(first: Graph, body: Graph) -> bool:
+    # Whether the first iteration's graph is the body's on arguments of the same dtypes and
+    # shapes (it differs in the strides of an argument array, say): the body stands for it.
+    def kinds(graph: Graph) -> list[Any]:
+        return [
+            (meta.dtype, tuple(meta.shape)) if isinstance(meta, ArrayMeta) else meta
+            for meta in (node.meta for node in graph.placeholders)
+        ]
+
+    return kinds(first) == kinds(body) and str(first).splitlines()[1:] == str(body).splitlines()[1:]
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, Node) and differentiable(value.meta)
+
+
+def _zeros(graph: Graph, meta: Any) -> Node:
+    assert isinstance(meta, ArrayMeta)
+    return graph.call(get_op("zeros"), shape=tuple(meta.shape), dtype=meta.dtype)
+
+
+def _stacking_loop(
+    graph: Graph,
+    bounds: tuple[int, int, int],
+    body: Graph,
+    init: list[Any],
+    invariants: list[Any],
+) -> list[Node]:
+    # The forward loop again, writing each carried value as it enters iteration k into
+    # `stack[k]`; its stacks (carried, written in place).
+    start, stop, step = bounds
+    trips = len(range(start, stop, step))
+    carried = len(init)
+    metas = [p.meta for p in body.placeholders[1 : 1 + carried]]
+    stack_metas = [
+        ArrayMeta(_stacked(trips, meta.shape), meta.dtype)
+        for meta in metas
+        if isinstance(meta, ArrayMeta)
+    ]
+    new = Graph()
+    index = new.placeholder("i", body.placeholders[0].meta)
+    carries = [new.placeholder(p.name, p.meta) for p in body.placeholders[1 : 1 + carried]]
+    held = [new.placeholder(f"stack{k}", meta) for k, meta in enumerate(stack_metas)]
+    kept = [new.placeholder(p.name, p.meta) for p in body.placeholders[1 + carried :]]
+    position = _iteration(new, index, start, step)
+    written = [
+        _set_row(new, stack, carry, position) for stack, carry in zip(held, carries, strict=True)
+    ]
+    outs = _inline(new, body, [index, *carries, *kept])
+    new.output = (*outs, *written)
+    zeros = [_zeros(graph, meta) for meta in stack_metas]
+    results = add_loop(graph, (start, stop, step), [*init, *zeros], invariants, new, ())
+    return results[carried:]
+
+
+def _stacked(trips: int, shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (trips, *shape)
+
+
+def _reverse_body(
+    body: Graph,
+    bounds: tuple[int, int],
+    metas: Sequence[Any],
+    floats: Sequence[int],
+    invariants: Sequence[Any],
+    summed: Sequence[int],
+    stacks: Sequence[Node],
+) -> Graph:
+    # One backward iteration k: the cotangents of the float carried values entering
+    # iteration k + 1 (and the sums of the invariants' so far) -> those entering k.
+    start, step = bounds
+    new = Graph()
+    position = new.placeholder("k", body.placeholders[0].meta)
+    cotangents = [new.placeholder(f"ct{k}", metas[k]) for k in floats]
+    sums = [new.placeholder(f"sum{m}", invariants[m].meta) for m in summed]
+    held = [new.placeholder(f"stack{k}", stack.meta) for k, stack in enumerate(stacks)]
+    carried = len(metas)
+    kept = [new.placeholder(p.name, p.meta) for p in body.placeholders[1 + carried :]]
+    index = _forward_index(new, position, start, step)
+    carries = [_row(new, stack, position) for stack in held]
+    before = len(new.nodes)
+    outs = _inline(new, body, [index, *carries, *kept])
+    copied = [n for n in new.nodes[before:] if n.op is not None]
+    # Reads of a summed invariant at the index (`x[i]`, `x[i : i + 2]`) add their
+    # cotangent into the sum where they read, in place: a dense cotangent per iteration
+    # would cost the invariant's size each time.
+    sparse = {
+        n: summed.index(kept.index(n.inputs[0]))
+        for n in copied
+        if n.op is not None
+        and n.op.name in _READS
+        and n.inputs[0] in kept
+        and kept.index(n.inputs[0]) in summed
+    }
+    sweep = [n for n in copied if n not in sparse]
+    targets = [carries[k] for k in floats] + [kept[m] for m in summed] + list(sparse)
+    seeds = [(outs[k], ct) for k, ct in zip(floats, cotangents, strict=True)]
+    found = append_backward(new, sweep, targets, seeds)
+    results: list[Node] = []
+    for k in floats:
+        result = input_cotangent(new, found, carries[k])
+        assert result is not None
+        results.append(result)
+    totals = list(sums)
+    for slot, (m, total) in enumerate(zip(summed, sums, strict=True)):
+        if kept[m] in found:
+            totals[slot] = new.call(get_op("add"), total, found[kept[m]])
+    for read, slot in sparse.items():
+        if read in found:
+            totals[slot] = _add_at(new, totals[slot], read, found[read])
+    new.output = (*results, *totals)
+    return new
+
+
+# NOTE: ops reading an array at the loop's run-time index: (read op, its write op).
+_READS = {"getitem_at": "setitem_at", "element_at": "setitem_at"}
+
+
+def _add_at(graph: Graph, total: Node, read: Node, cotangent: Node) -> Node:
+    # total[index of `read`] += cotangent, in place (the sum is the loop's own array).
+    assert read.op is not None
+    scalars = read.inputs[1:]
+    index = read.kwargs["index"]
+    current = graph.add_node(read.op, (total, *scalars), {"index": index}, read.meta)
+    meta = read.meta
+    assert isinstance(meta, ArrayMeta)
+    fresh = ArrayMeta(meta.shape, meta.dtype)
+    summed = graph.add_node(get_op("add"), (current, cotangent), {}, fresh)
+    write = get_op(_READS[read.op.name])
+    return graph.add_node(write, (total, summed, *scalars), {"index": index}, total.meta)
+
+
+def _iteration(graph: Graph, index: Node, start: int, step: int) -> Any:
+    # The iteration number of loop index `index`: (index - start) // step.
+    if (start, step) == (0, 1):
+        return index
+    shifted = graph.call(get_op("py_binary"), index, start, operator="sub")
+    return graph.call(get_op("py_binary"), shifted, step, operator="floordiv")
+
+
+def _forward_index(graph: Graph, position: Node, start: int, step: int) -> Any:
+    # The loop index of iteration `position`: start + position * step.
+    if (start, step) == (0, 1):
+        return position
+    scaled = graph.call(get_op("py_binary"), position, step, operator="mul")
+    return graph.call(get_op("py_binary"), scaled, start, operator="add")
+
+
+def _row(graph: Graph, stack: Node, position: Any) -> Node:
+    # stack[position]: a view of the row, or the element of a stack of 0-d values.
+    meta = stack.meta
+    assert isinstance(meta, ArrayMeta)
+    name = "element_at" if len(meta.shape) == 1 else "getitem_at"
+    return graph.call(get_op(name), stack, position, index=(ScalarSlot(0),))
+
+
+def _set_row(graph: Graph, stack: Node, value: Node, position: Any) -> Node:
+    return graph.call(get_op("setitem_at"), stack, value, position, index=(ScalarSlot(0),))
+
+
+def _inline(graph: Graph, body: Graph, values: Sequence[Any]) -> list[Any]:
+    # Copy `body`'s nodes into `graph` with its placeholders bound to `values`; its outputs.
+    mapping: dict[Node, Any] = dict(zip(body.placeholders, values, strict=True))
+    for inner in body.nodes:
+        if inner.op is None:
+            continue
+        inputs = tuple(mapping[v] if isinstance(v, Node) else v for v in inner.inputs)
+        mapping[inner] = graph.add_node(inner.op, inputs, inner.kwargs, inner.meta)
+    return [mapping[v] if isinstance(v, Node) else v for v in body.output]
+
+
+@register_vjp(get_op("getitem_at"), get_op("element_at"))
+def _read_at_vjp(ctx: VjpContext) -> list[Node | None]:
+    # x[i] (or x[i, 1:], x[i : i + 2]) at the loop's run-time index: the cotangent where
+    # it was read, zeros elsewhere. (A reverse loop body adds reads of an invariant into
+    # its sum in place instead, see _add_at.)
+    node, graph = ctx.node, ctx.graph
+    source = ctx.input_meta(0)
+    cotangent = ctx.cotangent.meta
+    assert isinstance(cotangent, ArrayMeta)
+    meta = ArrayMeta(source.shape, cotangent.dtype)
+    zeros = graph.add_node(get_op("zeros"), (), {"shape": meta.shape, "dtype": meta.dtype}, meta)
+    index = node.kwargs["index"]
+    scalars = node.inputs[1:]
+    write = get_op("setitem_at")
+    written = graph.add_node(write, (zeros, ctx.cotangent, *scalars), {"index": index}, meta)
+    return [written, *(None for _ in scalars)]
+
+
+@register_vjp(get_op("carried_scalar"))
+def _carried_scalar_vjp(ctx: VjpContext) -> list[Node | None]:
+    # A 0-d value as the NumPy scalar a loop carries: the identity.
+    return [ctx.cotangent]
