@@ -15,20 +15,19 @@ from typing import Any
 
 import numpy as np
 import pytest
+from plus_one_backend import PlusOne, minus_one
 
 from numpile_capture import (
     CaptureResult,
     CompiledFunction,
     Graph,
     disable,
-    get_op,
-    meta_of,
     register_backend,
     reset,
     run_graph,
     set_stance,
 )
-from numpile_guards import EPOCH, ArraySpec, Guard, GuardKind, LocalSource, cache_for
+from numpile_guards import EPOCH, cache_for
 
 
 @pytest.fixture(autouse=True)
@@ -37,28 +36,6 @@ def _fresh() -> Iterator[None]:
     yield
     reset()
     set_stance("default")
-
-
-class PlusOne:
-    """Captures any f(x) as `x + 1`, guarded on x's metadata; counts captures."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def __call__(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CaptureResult:
-        self.calls += 1
-        x = args[0]
-        graph = Graph()
-        node = graph.placeholder("x", meta_of(x))
-        graph.output = graph.call(get_op("add"), node, 1)
-        spec = ArraySpec(type(x), x.dtype, tuple(x.shape), tuple(x.strides))
-        return CaptureResult(
-            graph, (LocalSource("x"),), (Guard(GuardKind.ARRAY_MATCH, LocalSource("x"), spec),)
-        )
-
-
-def minus_one(x: Any) -> Any:
-    return x - 1
 
 
 @register_backend(name="fast_path_second_backend")

@@ -7,19 +7,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from plus_one_backend import PlusOne, minus_one
 
 from numpile_capture import (
     CaptureResult,
     CompiledFunction,
     Graph,
     current_stance,
-    get_op,
-    meta_of,
     reset,
     set_stance,
 )
 from numpile_capture.stance import compiled_region, in_compiled_region
-from numpile_guards import ArraySpec, Guard, GuardKind, LocalSource, cache_for
+from numpile_guards import cache_for
 
 
 @pytest.fixture(autouse=True)
@@ -28,28 +27,6 @@ def _fresh() -> Iterator[None]:
     yield
     reset()
     set_stance("default")
-
-
-class PlusOne:
-    """Captures any f(x) as `x + 1`, guarded on x's metadata; counts captures."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def __call__(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CaptureResult:
-        self.calls += 1
-        x = args[0]
-        graph = Graph()
-        node = graph.placeholder("x", meta_of(x))
-        graph.output = graph.call(get_op("add"), node, 1)
-        spec = ArraySpec(type(x), x.dtype, tuple(x.shape), tuple(x.strides))
-        return CaptureResult(
-            graph, (LocalSource("x"),), (Guard(GuardKind.ARRAY_MATCH, LocalSource("x"), spec),)
-        )
-
-
-def minus_one(x: Any) -> Any:
-    return x - 1
 
 
 def make(capture: PlusOne | None = None) -> Any:

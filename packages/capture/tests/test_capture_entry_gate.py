@@ -14,20 +14,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from plus_one_backend import PlusOne, minus_one
 
 import numpile_runtime as rt
 from numpile_capture import (
-    CaptureResult,
     CompiledFunction,
     Graph,
     disable,
-    get_op,
-    meta_of,
     reset,
     set_stance,
 )
 from numpile_capture.eager_tier import NotCompiledYet
-from numpile_guards import ArraySpec, Guard, GuardKind, LocalSource, cache_for
+from numpile_guards import cache_for
 
 
 @pytest.fixture(scope="module")
@@ -45,28 +43,6 @@ def _fresh(gates: Any) -> Iterator[None]:
     yield
     reset()
     set_stance("default")
-
-
-class PlusOne:
-    """Captures any f(x) as `x + 1`, guarded on x's metadata; counts captures."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def __call__(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CaptureResult:
-        self.calls += 1
-        x = args[0]
-        graph = Graph()
-        node = graph.placeholder("x", meta_of(x))
-        graph.output = graph.call(get_op("add"), node, 1)
-        spec = ArraySpec(type(x), x.dtype, tuple(x.shape), tuple(x.strides))
-        return CaptureResult(
-            graph, (LocalSource("x"),), (Guard(GuardKind.ARRAY_MATCH, LocalSource("x"), spec),)
-        )
-
-
-def minus_one(x: Any) -> Any:
-    return x - 1
 
 
 def gate_hits(f: Any) -> int:
