@@ -271,7 +271,7 @@ def _store_through_view(size: int, item: slice, form: str) -> tuple[Any, list[An
     from numpile_capture import ArrayMeta, Graph, get_op
     from numpile_capture.dynamic_shapes import set_active_shape_env
     from numpile_guards import ShapeEnv
-    from numpile_inductor.codegen.c.loop_stores import stores_as_kernels
+    from numpile_inductor.codegen.c.loop_stores import recorded_starts, stores_as_kernels
     from numpile_inductor.lowering import lower_graph
 
     index = (item, 1)
@@ -291,12 +291,7 @@ def _store_through_view(size: int, item: slice, form: str) -> tuple[Any, list[An
     finally:
         set_active_shape_env(None)
     program = lower_graph(graph, data_indices=False)
-    starts = {
-        node.name: node.meta.starts
-        for node in graph.nodes
-        if isinstance(node.meta, ArrayMeta) and node.meta.starts is not None
-    }
-    stores = stores_as_kernels(program, starts)
+    stores = stores_as_kernels(program, recorded_starts(graph))
     return s0, [
         store
         for step in stores.steps

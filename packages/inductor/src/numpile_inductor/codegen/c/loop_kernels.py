@@ -45,7 +45,7 @@ from ...loop_ir import Buffer, BufferRef, ExternCall, Store, loads_of
 from ...scheduler import FusedKernel, schedule
 from .kernel import kernel_signature, kernel_source
 from .loop_function import OUT_OF_LINE
-from .loop_stores import stores_as_kernels
+from .loop_stores import recorded_starts, stores_as_kernels
 from .ops import c_type
 
 
@@ -116,12 +116,7 @@ def kernel_loop_function(node: Node, name: str, *, parallel_threshold: int) -> K
 
     # A body's gathers stay extern calls (its stores are rewritten by loop_stores.py).
     program = lower_graph(body, data_indices=False)
-    starts = {
-        inner.name: inner.meta.starts
-        for inner in body.nodes
-        if isinstance(inner.meta, ArrayMeta) and inner.meta.starts is not None
-    }
-    stores = stores_as_kernels(program, starts)
+    stores = stores_as_kernels(program, recorded_starts(body))
     renamed = stores.renamed
     # Inputs count as outputs: a store into one is never kept in registers only.
     outputs = {node: renamed.get(name, name) for node, name in program.outputs.items()}

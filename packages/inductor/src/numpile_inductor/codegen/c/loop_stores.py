@@ -25,6 +25,7 @@ import attrs
 import numpy as np
 import sympy
 
+from numpile_capture import ArrayMeta, Graph
 from numpile_capture import ops as capture_ops
 
 from ...index import loop_var
@@ -75,6 +76,16 @@ def stores_as_kernels(
     without one stays an extern.
     """
     return _Rewriter(program, starts or {}).run()
+
+
+def recorded_starts(graph: Graph) -> dict[str, tuple[Any, ...]]:
+    """Where capture recorded each view of `graph` to start (`ArrayMeta.starts`), by node
+    name: the `starts` that `stores_as_kernels` reads."""
+    return {
+        node.name: node.meta.starts
+        for node in graph.nodes
+        if isinstance(node.meta, ArrayMeta) and node.meta.starts is not None
+    }
 
 
 # A view of an input: the input and the element it shows at each view position (over the
