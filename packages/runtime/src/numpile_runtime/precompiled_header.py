@@ -47,13 +47,13 @@ _LANGUAGE = {"c": "c-header", "c++": "c++-header"}
 _VERSION = "1"
 _TIMEOUT_S = 300
 
-# NOTE: process-wide memo of precompiled headers: by key, the header path that was checked
-# beside a `.gch` whose checksum matched (a build checks 17 MB once per process, not once per
-# module); and the keys the compiler refused to precompile (not asked again).
-_READY: dict[str, Path] = {}
-_REFUSED: set[str] = set()
-# NOTE: the keys being precompiled on a thread `start_precompile` started.
-_STARTED: set[str] = set()
+# NOTE: process-wide memo of precompiled headers, by cache folder and key: the header path
+# checked beside a `.gch` whose checksum matched (a build checks 17 MB once per process, not
+# once per module); and the keys the compiler refused to precompile (not asked again).
+_READY: dict[tuple[Path, str], Path] = {}
+_REFUSED: set[tuple[Path, str]] = set()
+# NOTE: the (cache folder, key) pairs being precompiled on a thread `start_precompile` started.
+_STARTED: set[tuple[Path, str]] = set()
 _LOCK = new_lock()
 
 
@@ -83,20 +83,21 @@ def ready_header(cache: CodeCache, key: str) -> Path | None:
     >>> ready_header(CodeCache(tempfile.mkdtemp()), "ab12") is None
     True
     """
+    memo = (cache.root, key)
     with _LOCK:
-        path = _READY.get(key)
+        path = _READY.get(memo)
     if path is not None:
         if _gch(path).exists():
             return path
         with _LOCK:
-            _READY.pop(key, None)  # removed by a cache sweep: look again
+            _READY.pop(memo, None)  # removed by a cache sweep: look again
     if cache.get_artifact(key, ".h.gch", kind=_KIND) is None:
         return None
     path = cache.artifact_path(key, ".h", kind=_KIND)
     if not path.exists():
         return None
     with _LOCK:
-        _READY[key] = path
+        _READY[memo] = path
     return path
 
 
@@ -130,7 +131,8 @@ def precompile(
     True
     """
     found = ready_header(cache, key)
-    if found is not None or key in _REFUSED:
+    memo = (cache.root, key)
+    if found is not None or memo in _REFUSED:
         return found
     from .builder import run_compiler  # late: the builder imports this module
 
@@ -156,12 +158,12 @@ def precompile(
             count("pch_refused")
             log.debug("the compiler did not precompile %s: %s", path, done.stderr[-2000:])
             with _LOCK:
-                _REFUSED.add(key)
+                _REFUSED.add(memo)
             return None
         cache.put_artifact(key, ".h.gch", output, kind=_KIND, meta={"command": compile_command})
         count("pch_build")
     with _LOCK:
-        _READY[key] = path
+        _READY[memo] = path
     return path
 
 
@@ -173,10 +175,11 @@ def start_precompile(
     >>> import tempfile
     >>> start_precompile(CodeCache(tempfile.mkdtemp()), "ab12", ("true",), "c", "")
     """
+    memo = (cache.root, key)
     with _LOCK:
-        if key in _READY or key in _REFUSED or key in _STARTED:
+        if memo in _READY or memo in _REFUSED or memo in _STARTED:
             return
-        _STARTED.add(key)
+        _STARTED.add(memo)
 
     def build() -> None:
         try:
@@ -185,7 +188,7 @@ def start_precompile(
             log.debug("precompiling a header failed: %s", error)
         finally:
             with _LOCK:
-                _STARTED.discard(key)
+                _STARTED.discard(memo)
 
     threading.Thread(target=build, name="numpile-precompile", daemon=True).start()
 
@@ -201,7 +204,7 @@ def remove_precompiled(cache: CodeCache, key: str) -> None:
     >>> remove_precompiled(CodeCache(tempfile.mkdtemp()), "ab12")
     """
     with _LOCK:
-        _READY.pop(key, None)
+        _READY.pop((cache.root, key), None)
     path = cache.artifact_path(key, ".h.gch", kind=_KIND)
     with cache.lock(key, kind=_KIND), contextlib.suppress(OSError):
         os.unlink(path)

@@ -46,8 +46,14 @@ PRELUDE_END = "/* End of the prelude. */"
 ENTRY_POINTS = "/* The module's entry points. */"
 
 # NOTE: a second unit costs a compiler process, its header and a link step (about 40 ms of
-# CPU here): worth it only when it takes at least this many lines off the first.
+# CPU): worth it only when it takes at least this many (weighted) lines off the first.
 MIN_SPLIT_LINES = 150
+
+# NOTE: GCC's time per line relative to a line of a loop function at -O3, measured per
+# function on the loop workloads' modules (docs/performance_notes.md): a line of `call`
+# costs about two (it inlines NumPy's and Python's helpers), one at -O1 about half.
+_CALL_LINE = 2.0
+_O1_LINE = 0.5
 
 _HIDDEN = "NP_HIDDEN "
 # A top-level static variable: `static <type> <name>[...] = <value>;` (one declarator).
@@ -57,6 +63,8 @@ _STATIC_VARIABLE = re.compile(
 )
 _ATTRIBUTE = re.compile(r"__attribute__\(\((?:[^()]|\([^()]*\))*\)\)\s*")
 _LABEL = re.compile(r"[A-Za-z_]\w*:")
+# A function's declaration on one line: `static <type> <name>(<parameters>);`.
+_PROTOTYPE = re.compile(r"^static [A-Za-z_][\w \*]*?\b(?P<name>[A-Za-z_]\w*)\([^()]*\);$")
 # A function's name on its signature's first line: the identifier before the first '('.
 _FUNCTION_NAME = re.compile(r"\b(?P<name>[A-Za-z_]\w*)\(")
 
@@ -80,6 +88,7 @@ class _Function:
     end: int  # the line '}' that closes it
     name: str
     noinline: bool
+    weight: float  # its lines, times what a line costs GCC at its -O level (see _O1_LINE)
 
 
 def split_module(source: str, *, parts: int, min_lines: int) -> ModuleUnits:
@@ -104,8 +113,8 @@ def split_module(source: str, *, parts: int, min_lines: int) -> ModuleUnits:
     functions = _functions(lines[:entry])
     if functions is None:
         return whole
-    movable = [f for f in functions if f.noinline]
-    owner = _assign(movable, len(lines) - entry, parts, min_lines)
+    movable = _with_helpers(functions, lines, entry)
+    owner = _assign(movable, _entry_weight(lines[entry:]), parts, min_lines)
     if not any(owner.values()):
         return whole
     units = _units(lines, entry, functions, owner, parts)
@@ -129,8 +138,11 @@ def _functions(lines: list[str]) -> list[_Function] | None:
         first = index
         while first > 0 and lines[first - 1].startswith("__attribute__(("):
             first -= 1
-        noinline = any("noinline" in head for head in lines[first : index + 1])
-        found.append(_Function(first, index + 1, end, name.group("name"), noinline))
+        heads = lines[first : index + 1]
+        noinline = any("noinline" in head for head in heads)
+        cheap = any('optimize("O1"' in head or 'optimize("O0"' in head for head in heads)
+        weight = (end - first + 1) * (_O1_LINE if cheap else 1.0)
+        found.append(_Function(first, index + 1, end, name.group("name"), noinline, weight))
         index = end + 1
     return found
 
@@ -153,17 +165,43 @@ def _closing(lines: list[str], opening: int) -> int | None:
     return None
 
 
+def _with_helpers(functions: list[_Function], lines: list[str], entry: int) -> list[_Function]:
+    # The movable (noinline) functions, each weighing too the static functions only it calls
+    # (a kernel's generic copy, say): GCC compiles those in whichever unit it goes to.
+    movable = [f for f in functions if f.noinline]
+    text = {f.name: "\n".join(lines[f.body : f.end]) for f in movable}
+    entry_text = "\n".join(lines[entry:])
+    extra = dict.fromkeys(text, 0.0)
+    for helper in functions:
+        if helper.noinline or f"{helper.name}(" in entry_text:
+            continue
+        callers = [name for name, body in text.items() if f"{helper.name}(" in body]
+        if len(callers) == 1:
+            extra[callers[0]] += helper.weight
+    return [attrs.evolve(f, weight=f.weight + extra[f.name]) for f in movable]
+
+
+def _entry_weight(lines: list[str]) -> float:
+    # What the entry points weigh: `call` (dense with inlined C-API helpers) counts twice,
+    # the method table and module boilerplate not at all.
+    functions = _functions(lines)
+    calls = [f for f in functions or () if f.name == "call"]
+    if not calls:
+        return float(len(lines))
+    return sum(_CALL_LINE * f.weight for f in calls)
+
+
 def _assign(
-    movable: list[_Function], entry_lines: int, parts: int, min_lines: int
+    movable: list[_Function], entry_weight: float, parts: int, min_lines: int
 ) -> dict[str, int]:
-    # Which unit defines each movable function: the longest first, each into the unit with
-    # the fewest lines so far (the first starts with its entry points' lines).
-    load = [entry_lines] + [0] * (parts - 1)
+    # Which unit defines each movable function: the heaviest first, each into the unit with
+    # the least weight so far (the first starts with its entry points' weight).
+    load = [entry_weight] + [0.0] * (parts - 1)
     owner: dict[str, int] = {}
-    for function in sorted(movable, key=lambda f: (f.start - f.end, f.start)):
+    for function in sorted(movable, key=lambda f: (-f.weight, f.start)):
         unit = min(range(parts), key=lambda u: (load[u], u))
         owner[function.name] = unit
-        load[unit] += function.end - function.start + 1
+        load[unit] += function.weight
     if not any(load[unit] >= min_lines for unit in range(1, parts)):
         return dict.fromkeys(owner, 0)
     return owner
@@ -205,18 +243,17 @@ def _units(
             units[0].append(f"{declaration}{variable.group('value') or ''};")
             for unit in units[1:]:
                 unit.append(f"extern {declaration};")
-        elif line.startswith("static ") and line.endswith(");"):
-            name = _FUNCTION_NAME.search(_ATTRIBUTE.sub("", line))
-            if name is not None and name.group("name") in shared:
+        elif line.startswith(("static inline ", "static const ")):
+            for unit in units:
+                unit.append(line)
+        elif line.startswith("static "):
+            prototype = _PROTOTYPE.match(_ATTRIBUTE.sub("", line))
+            if prototype is None:
+                return None  # a static that is not one plain variable: not shared safely
+            if prototype.group("name") in shared:
                 line = line.replace("static ", _HIDDEN, 1)
             for unit in units:
                 unit.append(line)
-        elif (
-            line.startswith("static ")
-            and "(" not in line
-            and not line.startswith(("static inline ", "static const "))
-        ):
-            return None  # a static that is not one plain variable: not shared safely
         else:
             for unit in units:
                 unit.append(line)
