@@ -247,10 +247,10 @@ def _units(
             for unit in units:
                 unit.append(line)
         elif line.startswith("static "):
-            prototype = _PROTOTYPE.match(_ATTRIBUTE.sub("", line))
-            if prototype is None:
+            declared = _PROTOTYPE.match(_ATTRIBUTE.sub("", line))
+            if declared is None:
                 return None  # a static that is not one plain variable: not shared safely
-            if prototype.group("name") in shared:
+            if declared.group("name") in shared:
                 line = line.replace("static ", _HIDDEN, 1)
             for unit in units:
                 unit.append(line)
