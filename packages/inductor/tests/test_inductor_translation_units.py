@@ -4,10 +4,17 @@ and test_inductor_cache in a second process)."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
+import numpile_runtime as rt
+from numpile_capture import Graph, get_op, meta_of
+from numpile_inductor import compile_graph
 from numpile_inductor.codegen.c.translation_units import (
     ENTRY_POINTS,
     PRELUDE_BEGIN,
     PRELUDE_END,
+    ModuleUnits,
     split_module,
 )
 
@@ -75,3 +82,27 @@ def test_text_it_cannot_share_safely_stays_one_unit() -> None:
     # No prelude markers: the source as it is.
     plain = "int f(void) { return 1; }\n"
     assert split_module(plain, parts=2, min_lines=0).sources == (plain,)
+
+
+def test_a_split_the_compiler_rejects_is_built_as_one_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Should the splitter cut a module where the compiler disagrees, the module is built
+    # whole: a warning and a counter, never a failed compile.
+    from numpile_inductor import backend
+
+    real = backend.split_module
+
+    def broken(source: str, *, parts: int, min_lines: int) -> ModuleUnits:
+        units = real(source, parts=parts, min_lines=min_lines)
+        if parts < 2:
+            return units
+        return ModuleUnits(units.header, (*units.sources, "this is not C;\n"))
+
+    monkeypatch.setattr(backend, "split_module", broken)
+    a = np.linspace(0.0, 1.0, 16)
+    graph = Graph()
+    x = graph.placeholder("a", meta_of(a))
+    graph.output = graph.call(get_op("add"), graph.call(get_op("exp"), x), 1.0)
+    rt.reset_counters()
+    compiled = compile_graph(graph, options={"cpp.translation_units": 2, "graph_cache": False})
+    np.testing.assert_allclose(compiled.fn(a), np.exp(a) + 1.0, rtol=1e-15)
+    assert rt.counters()["inductor_split_fallback"] == 1

@@ -549,7 +549,9 @@ def _autotune(
             for t in thresholds
         ]
         jobs = [_job(g.module_name, g.source, flags, config) for g in variants]
-        modules = _build_many(jobs, graph)
+        one = attrs.evolve(config, translation_units=1)
+        whole = [_job(g.module_name, g.source, flags, one) for g in variants]
+        modules = _build_many(jobs, graph, whole)
         built: list[tuple[Callable[..., Any], Callable[[int], Any]]] = []
         for generated, module in zip(variants, modules, strict=True):
             assert not isinstance(module, type(None))
@@ -589,7 +591,9 @@ def _build(
     graph: Graph,
     config: InductorConfig,
 ) -> types.ModuleType:
-    (module,) = _build_many([_job(module_name, source, flags, config)], graph)
+    job = _job(module_name, source, flags, config)
+    whole = _job(module_name, source, flags, attrs.evolve(config, translation_units=1))
+    (module,) = _build_many([job], graph, [whole])
     return module
 
 
@@ -613,12 +617,23 @@ def _job(
     )
 
 
-def _build_many(jobs: Sequence[rt.BuildJob], graph: Graph) -> list[types.ModuleType]:
+def _build_many(
+    jobs: Sequence[rt.BuildJob], graph: Graph, whole: Sequence[rt.BuildJob] = ()
+) -> list[types.ModuleType]:
+    # `whole`: the same modules as one translation unit each, built where a split one fails.
     try:
         with rt.timed("inductor_build"):
             rt.find_toolchain()
             start_pool_build()  # beside the graph's module: a second compiler process
-            built = rt.build_many(jobs)
+            try:
+                built = rt.build_many(jobs)
+            except rt.BuildError as error:
+                if not whole or not any(job.more_sources for job in jobs):
+                    raise
+                # A module cut where the compiler disagrees with the splitter: built whole.
+                log.warning("a module split into translation units did not build (%s)", error)
+                rt.count("inductor_split_fallback")
+                built = rt.build_many(whole)
     except rt.CompilerNotFoundError as error:
         raise _no_compiler(error) from error
     except KernelCompileError:
