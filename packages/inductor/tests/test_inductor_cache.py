@@ -206,7 +206,9 @@ _LOOP_SCRIPT = textwrap.dedent(
         graph = capture_function(fn, args, {}).graph
         assert has_loops(graph), fn.__name__
         inputs = [a for a in args if isinstance(a, np.ndarray)]  # ints are baked in
-        out = numpile_inductor.inductor(graph, inputs)(*inputs)
+        # Each module as two C files compiled at once, linked (the graph cache holds the text).
+        options = {"cpp.translation_units": 2}
+        out = numpile_inductor.compile_graph(graph, options=options).fn(*inputs)
         results.append(np.asarray(out).tolist())
     print(json.dumps({"results": results, "counters": rt.counters()}))
     """
@@ -228,6 +230,7 @@ def test_loop_graphs_are_cache_hits_in_a_second_process(fresh_cache: Path) -> No
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     cold, warm = runs
     assert cold["counters"].get("compiler_invocation", 0) > 0
+    assert list(fresh_cache.rglob("*.1.c"))  # a module's second translation unit
     assert warm["counters"].get("compiler_invocation", 0) == 0
     assert warm["counters"].get("inductor_graph_cache_miss", 0) == 0
     assert warm["counters"]["inductor_graph_cache_hit"] >= 3

@@ -14,6 +14,7 @@ import pytest
 
 from numpile_capture import capture_function
 from numpile_inductor import compile_graph
+from numpile_inductor.codegen.c.translation_units import split_module
 
 
 def _lu_in_place(A: Any) -> Any:
@@ -40,8 +41,9 @@ def _matrix(n: int, columns: int) -> Any:
     return A
 
 
-def _compiled(fn: Any, example: Any) -> Any:
-    return compile_graph(capture_function(fn, (example.copy(),), {}).graph)
+def _compiled(fn: Any, example: Any, units: int = 0) -> Any:
+    options = {"cpp.translation_units": units} if units else None
+    return compile_graph(capture_function(fn, (example.copy(),), {}).graph, options=options)
 
 
 def _function(source: str, name: str) -> str:
@@ -65,10 +67,13 @@ def test_the_strided_copy_keeps_only_the_checked_forms() -> None:
     assert "NP_LIKELY(" not in checked
 
 
+@pytest.mark.parametrize("units", [1, 2])
 @pytest.mark.parametrize("n", [1, 2, 5, 9])
 @pytest.mark.parametrize("layout", ["C", "F", "every other column"])
-def test_lu_in_place_on_any_layout_gives_numpys_values(n: int, layout: str) -> None:
-    compiled = _compiled(_lu_in_place, _matrix(n, n))
+def test_lu_in_place_on_any_layout_gives_numpys_values(n: int, layout: str, units: int) -> None:
+    # One C file, or two compiled at once (the loop function in one, `call` in the other).
+    compiled = _compiled(_lu_in_place, _matrix(n, n), units)
+    assert len(split_module(compiled.source, parts=units, min_lines=0).sources) == units
     if layout == "every other column":
         ours, theirs = _matrix(n, 2 * n), _matrix(n, 2 * n)
         got = compiled.fn(ours[:, ::2])
@@ -83,9 +88,11 @@ def test_lu_in_place_on_any_layout_gives_numpys_values(n: int, layout: str) -> N
     np.testing.assert_allclose(ours, theirs, rtol=1e-12)  # the writes, the untouched columns
 
 
+@pytest.mark.parametrize("units", [1, 2])
 @pytest.mark.parametrize("layout", ["C", "every other column"])
-def test_an_index_error_keeps_the_earlier_writes_on_any_layout(layout: str) -> None:
-    compiled = _compiled(_past_the_diagonal, _matrix(5, 5))
+def test_an_index_error_keeps_the_earlier_writes_on_any_layout(layout: str, units: int) -> None:
+    # Two units: the loop raises NumPy's IndexError from the other file than `call`.
+    compiled = _compiled(_past_the_diagonal, _matrix(5, 5), units)
     if layout == "C":
         ours, theirs = _matrix(5, 5), _matrix(5, 5)
         mine, eager = ours, theirs

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from numpile_capture import config as capture_config
 from .artifact_format import ArtifactFormatError
 from .codegen.c.autotune import AutotuneChoice, autotune
 from .codegen.c.buffer_pool import pool_handler, start_pool_build
+from .codegen.c.translation_units import MIN_SPLIT_LINES, split_module
 from .config import InductorConfig
 from .debug import debug_folder, graph_dot, write_debug_files
 from .errstate import called_from_line, extern_nodes, extern_origin, honouring_errstate
@@ -60,14 +62,20 @@ output_code_log = logging.getLogger("numpile.inductor.output_code")
 # raise (NumPy's warnings come from them, see errstate.py), and -fno-trapping-math lets GCC
 # fold or drop flag-raising operations (0.0 / 0.0 of an empty mean, say). Selects still
 # vectorize: float orderings are quiet integer compares (c_ops), with no trap to keep.
+# -fcommon: each translation unit of a module defines NumPy's API table without a value (see
+# the prelude in codegen/c/wrapper.py); the linker merges them into one.
 _FLAGS = (
     "-std=gnu11",
     "-fwrapv",
     "-fno-math-errno",
+    "-fcommon",
     "-Wno-unused-variable",
 )
 # fast_math is opt-in: contraction into FMA and reassociation change NumPy's results.
 _FAST_MATH_FLAGS = ("-ffast-math", "-ffp-contract=fast")
+# NOTE: at most this many translation units per module: a unit costs a compiler process and
+# its share of the link, and a module has only a few functions worth moving.
+_MAX_UNITS = 4
 
 
 class KernelCompileError(rt.BuildError):
@@ -376,7 +384,7 @@ def _compile(
                 files["functional_graph.txt"] = functional_text
         _write_debug(config, graph, generated.module_name, files)
     flags = _flags(config)
-    module = _build(generated.module_name, generated.source, flags, graph)
+    module = _build(generated.module_name, generated.source, flags, graph, config)
     artifact = GraphArtifact(
         module_name=generated.module_name,
         source=generated.source,
@@ -412,7 +420,7 @@ def _cached(graph: Graph, config: InductorConfig, key: str) -> CompiledGraph | N
     if artifact is None:
         return None
     try:
-        module = _build(artifact.module_name, artifact.source, artifact.flags, graph)
+        module = _build(artifact.module_name, artifact.source, artifact.flags, graph, config)
     except rt.BuildError as error:  # e.g. a cache folder from another machine
         log.warning("graph cache entry %s does not build (%s); recompiling", key, error)
         return None
@@ -474,7 +482,7 @@ def _finish(
         return fn
 
     def reload() -> tuple[Callable[..., Any], types.ModuleType]:
-        loaded = _build(artifact.module_name, artifact.source, artifact.flags, graph)
+        loaded = _build(artifact.module_name, artifact.source, artifact.flags, graph, config)
         rt.count("inductor_module_reload")
         return bind(loaded), loaded
 
@@ -540,8 +548,10 @@ def _autotune(
             generate_module(sched, attrs.evolve(config, parallel_threshold=t, threads=0))
             for t in thresholds
         ]
-        jobs = [rt.BuildJob(g.source, g.module_name, "c", flags) for g in variants]
-        modules = _build_many(jobs, graph)
+        jobs = [_job(g.module_name, g.source, flags, config) for g in variants]
+        one = attrs.evolve(config, translation_units=1)
+        whole = [_job(g.module_name, g.source, flags, one) for g in variants]
+        modules = _build_many(jobs, graph, whole)
         built: list[tuple[Callable[..., Any], Callable[[int], Any]]] = []
         for generated, module in zip(variants, modules, strict=True):
             assert not isinstance(module, type(None))
@@ -574,17 +584,56 @@ def _no_compiler(error: rt.CompilerNotFoundError) -> rt.CompilerNotFoundError:
     )
 
 
-def _build(module_name: str, source: str, flags: tuple[str, ...], graph: Graph) -> types.ModuleType:
-    (module,) = _build_many([rt.BuildJob(source, module_name, "c", flags)], graph)
+def _build(
+    module_name: str,
+    source: str,
+    flags: tuple[str, ...],
+    graph: Graph,
+    config: InductorConfig,
+) -> types.ModuleType:
+    job = _job(module_name, source, flags, config)
+    whole = _job(module_name, source, flags, attrs.evolve(config, translation_units=1))
+    (module,) = _build_many([job], graph, [whole])
     return module
 
 
-def _build_many(jobs: Sequence[rt.BuildJob], graph: Graph) -> list[types.ModuleType]:
+def _job(
+    module_name: str, source: str, flags: tuple[str, ...], config: InductorConfig
+) -> rt.BuildJob:
+    # The module as a precompiled prelude and translation units built at once: as many as
+    # the option asks, else one per core (up to 4) where a unit gets enough lines to gain.
+    if config.translation_units > 0:
+        units = split_module(source, parts=config.translation_units, min_lines=0)
+    else:
+        parts = min(os.cpu_count() or 1, _MAX_UNITS)
+        units = split_module(source, parts=parts, min_lines=MIN_SPLIT_LINES)
+    return rt.BuildJob(
+        units.sources[0],
+        module_name,
+        "c",
+        flags,
+        header=units.header,
+        more_sources=units.sources[1:],
+    )
+
+
+def _build_many(
+    jobs: Sequence[rt.BuildJob], graph: Graph, whole: Sequence[rt.BuildJob] = ()
+) -> list[types.ModuleType]:
+    # `whole`: the same modules as one translation unit each, built where a split one fails.
     try:
         with rt.timed("inductor_build"):
             rt.find_toolchain()
             start_pool_build()  # beside the graph's module: a second compiler process
-            built = rt.build_many(jobs)
+            try:
+                built = rt.build_many(jobs)
+            except rt.BuildError as error:
+                if not whole or not any(job.more_sources for job in jobs):
+                    raise
+                # A module cut where the compiler disagrees with the splitter: built whole.
+                log.warning("a module split into translation units did not build (%s)", error)
+                rt.count("inductor_split_fallback")
+                built = rt.build_many(whole)
     except rt.CompilerNotFoundError as error:
         raise _no_compiler(error) from error
     except KernelCompileError:

@@ -36,6 +36,7 @@ _OPTION_FIELDS: dict[str, str] = {
     "cpp.extra_flags": "extra_flags",
     "cpp.no_compiler": "no_compiler",
     "cpp.blas": "blas",
+    "cpp.translation_units": "translation_units",
 }
 
 # NOTE: what each mode sets before the user's options apply (torch.compile's mode names;
@@ -62,6 +63,7 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "extra_flags": (list, tuple),
     "no_compiler": str,
     "blas": bool,
+    "translation_units": int,
 }
 # What `no_compiler` may say: run graphs op by op with NumPy (one warning), or raise.
 _NO_COMPILER_CHOICES = ("fallback", "raise")
@@ -98,6 +100,9 @@ class InductorConfig(LayerConfig):
     - `blas`: float32/float64 products (`matmul`, `dot`) call the BLAS NumPy loaded from
       the generated C, into the graph's own output (`codegen/c/blas.py`); False: they run
       as NumPy calls.
+    - `translation_units`: compile a graph's module as up to this many C files at once,
+      linked into one library (`codegen/c/translation_units.py`); 0 (the default): one per
+      core, up to 4, where a file gets enough code to gain; 1: one file.
 
         >>> InductorConfig().fast_math
         False
@@ -116,10 +121,19 @@ class InductorConfig(LayerConfig):
     extra_flags: tuple[str, ...] = ()
     no_compiler: str = "fallback"
     blas: bool = True
+    translation_units: int = 0
 
     # NOTE: fields that change neither the generated code nor its build stay out of key().
     KEY_EXCLUDES: ClassVar[frozenset[str]] = frozenset(
-        {"graph_cache", "tiered", "trace_enabled", "debug_dir", "graph_diagram", "no_compiler"}
+        {
+            "graph_cache",
+            "tiered",
+            "trace_enabled",
+            "debug_dir",
+            "graph_diagram",
+            "no_compiler",
+            "translation_units",
+        }
     )
 
     @classmethod

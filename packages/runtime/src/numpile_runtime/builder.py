@@ -38,6 +38,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -50,6 +51,13 @@ from .extension_loader import can_unload, open_extension
 from .loaded_modules import memo_get, memo_put, trim
 from .locks import at_fork_reset, new_lock
 from .metrics import count, timed
+from .precompiled_header import (
+    header_key,
+    plain_header,
+    ready_header,
+    remove_precompiled,
+    start_precompile,
+)
 from .progress import build_done, builds_started
 from .toolchain import CompilerNotFoundError, Toolchain, find_toolchain
 
@@ -102,13 +110,25 @@ def _as_flags(flags: Sequence[str]) -> tuple[str, ...]:
     return tuple(flags)
 
 
+def _as_sources(sources: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(sources, str):
+        raise TypeError("more_sources must be a sequence of sources, not one string")
+    return tuple(sources)
+
+
 @attrs.frozen(cache_hash=True)
 class BuildJob:
     """One source to build: an extension module when `module_name` is set,
     else a plain shared library.
 
+    `header` is text that `source` and each of `more_sources` start with, included as a
+    precompiled header once one is built for it (`precompiled_header`); `more_sources` are
+    further translation units, compiled at the same time as `source` and linked with it.
+
         >>> BuildJob("int f(void) { return 1; }").module_name is None
         True
+        >>> BuildJob("int g(void) { return f(); }", header="int f(void);").header
+        'int f(void);'
     """
 
     source: str
@@ -116,6 +136,8 @@ class BuildJob:
     language: str = "c"
     extra_flags: tuple[str, ...] = attrs.field(default=(), converter=_as_flags)
     numpy_headers: bool = True
+    header: str = ""
+    more_sources: tuple[str, ...] = attrs.field(default=(), converter=_as_sources)
 
 
 @attrs.frozen
@@ -382,6 +404,7 @@ def _make_plan(job: BuildJob, toolchain: Toolchain) -> _Plan:
         "\0".join(command),
         "\0".join(libraries),
         job.source,
+        *(("header", job.header, *job.more_sources) if job.header or job.more_sources else ()),
     )
     return _Plan(key, job, tuple(command), libraries)
 
@@ -432,25 +455,96 @@ def _compile(plan: _Plan, cache: CodeCache) -> Path:
             log.warning("cache entry %s failed its checksum; rebuilding it", plan.key)
         else:
             count("cache_miss")
-        suffix = _SUFFIXES[plan.job.language]
-        source_path = cache.write_text(plan.key, suffix, plan.job.source, kind=_KIND)
         output = cache.temp_path(plan.key, ".so", kind=_KIND)
-        command = [*plan.command, str(source_path), "-o", str(output), *plan.libraries]
-        log.debug("compiling: %s", shlex.join(command))
-        count("compiler_invocation")
         try:
             with timed("cpp_build"):
-                done = run_compiler(command, _COMPILE_TIMEOUT_S)
+                command = _compile_units(plan, cache, output)
         except BaseException:
             output.unlink(missing_ok=True)
             raise
-        if done.returncode != 0:
-            output.unlink(missing_ok=True)
-            raise _build_error(plan, source_path, command, done)
-        if done.stderr.strip():
-            log.debug("compiler warnings for %s:\n%s", source_path, done.stderr)
         meta = {"command": command, "module_name": plan.job.module_name}
         return cache.put_artifact(plan.key, ".so", output, kind=_KIND, meta=meta)
+
+
+def _compile_units(plan: _Plan, cache: CodeCache, output: Path) -> list[str]:
+    # Compile the job's translation units into `output`; the (last) compiler command. A job
+    # with a header includes its precompiled copy when one is ready, and otherwise its text
+    # (then starts precompiling it for the builds after this one); a unit that fails with the
+    # precompiled copy is compiled again with the text, and that copy removed.
+    job = plan.job
+    suffix = _SUFFIXES[job.language]
+    units = (job.source, *job.more_sources)
+    paths = [
+        cache.write_text(plan.key, f".{n}{suffix}" if n else suffix, text, kind=_KIND)
+        for n, text in enumerate(units)
+    ]
+    if not job.header:
+        return _run_units(plan, paths, output, ())
+    hkey = header_key(plan.command, job.language, job.header)
+    header = ready_header(cache, hkey)
+    if header is not None:
+        count("pch_use")
+        try:
+            return _run_units(plan, paths, output, ("-include", str(header)))
+        except BuildError as error:
+            count("pch_fallback")
+            log.warning("a build failed with the precompiled header (%s); without it", error)
+            remove_precompiled(cache, hkey)
+    plain = plain_header(cache, hkey, job.header)
+    command = _run_units(plan, paths, output, ("-include", str(plain)))
+    if header is None:
+        start_precompile(cache, hkey, plan.command, job.language, job.header)
+    return command
+
+
+def _run_units(
+    plan: _Plan, paths: Sequence[Path], output: Path, include: tuple[str, ...]
+) -> list[str]:
+    # One unit: compile and link in one command. Several: each to an object file at once
+    # (a thread per compiler process), then one link.
+    if len(paths) == 1:
+        command = [*plan.command, *include, str(paths[0]), "-o", str(output), *plan.libraries]
+        _run_checked(plan, paths[0], command)
+        return command
+    objects = [path.with_name(f".{path.name}.{os.getpid()}.o") for path in paths]
+    commands = [
+        [*plan.command, "-c", *include, str(path), "-o", str(obj)]
+        for path, obj in zip(paths, objects, strict=True)
+    ]
+    try:
+        errors: list[BaseException | None] = [None] * len(paths)
+
+        def run(n: int) -> None:
+            try:
+                _run_checked(plan, paths[n], commands[n])
+            except BaseException as error:  # raised below, in the calling thread
+                errors[n] = error
+
+        threads = [threading.Thread(target=run, args=(n,)) for n in range(1, len(paths))]
+        for thread in threads:
+            thread.start()
+        run(0)
+        for thread in threads:
+            thread.join()
+        for error in errors:
+            if error is not None:
+                raise error
+        link = [*plan.command, *map(str, objects), "-o", str(output), *plan.libraries]
+        _run_checked(plan, paths[0], link)
+        return link
+    finally:
+        for obj in objects:
+            obj.unlink(missing_ok=True)
+
+
+def _run_checked(plan: _Plan, source_path: Path, command: list[str]) -> None:
+    log.debug("compiling: %s", shlex.join(command))
+    count("compiler_invocation")
+    done = run_compiler(command, _COMPILE_TIMEOUT_S)
+    if done.returncode != 0:
+        raise _build_error(plan, source_path, command, done)
+    if done.stderr.strip():
+        log.debug("compiler warnings for %s:\n%s", source_path, done.stderr)
 
 
 def run_compiler(command: list[str], timeout: float) -> subprocess.CompletedProcess[str]:

@@ -15,12 +15,12 @@ the message names is the one a thread recorded last.
 
 from __future__ import annotations
 
-__all__ = ["GATHER_HELPERS", "indirect_index_lines"]
+__all__ = ["GATHER_GLOBALS", "GATHER_HELPERS", "indirect_index_lines"]
 
 GATHER_HELPERS = r"""
 /* Gathers (codegen/c/gather.py): an index out of bounds, as the kernel flags it. */
 #define NP_BAD_INDEX (1 << 29)
-static int64_t g_bad_index = 0, g_bad_axis = 0, g_bad_size = 0;
+extern NP_HIDDEN int64_t g_bad_index, g_bad_axis, g_bad_size;
 static void np_bad_index(int64_t index, int64_t axis, int64_t size)
 {
     g_bad_index = index;
@@ -34,6 +34,13 @@ static void np_bad_index_error(void)
                  (long long)g_bad_index, (long long)g_bad_axis, (long long)g_bad_size);
 }
 """
+
+# The definitions of the globals GATHER_HELPERS declares: once per module, in the translation
+# unit that holds its entry points (codegen/c/translation_units.py).
+GATHER_GLOBALS = """\
+NP_HIDDEN int64_t g_bad_index = 0;
+NP_HIDDEN int64_t g_bad_axis = 0;
+NP_HIDDEN int64_t g_bad_size = 0;"""
 
 
 def indirect_index_lines(name: str, value: str, size: int, axis: int) -> list[str]:

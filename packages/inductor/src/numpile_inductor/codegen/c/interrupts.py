@@ -18,7 +18,7 @@ the GIL, a kernel is one chunk (the code of before).
 
 from __future__ import annotations
 
-__all__ = ["CHUNK_WORK", "INTERRUPT_HELPERS", "main_thread_init"]
+__all__ = ["CHUNK_WORK", "INTERRUPT_GLOBALS", "INTERRUPT_HELPERS", "main_thread_init"]
 
 # NOTE: iterations of work per chunk: a few milliseconds of the cheapest elementwise loop
 # on one core, and a GIL round trip (well under a microsecond without contention) per chunk.
@@ -28,9 +28,9 @@ INTERRUPT_HELPERS = f"""
 /* Ctrl-C inside long kernels (codegen/c/interrupts.py). */
 #define NP_INTERRUPTED (1 << 30)
 /* The thread state this thread released for the kernel it runs (NULL: it holds the GIL). */
-static _Thread_local PyThreadState *g_released = NULL;
+extern NP_HIDDEN _Thread_local PyThreadState *g_released;
 /* Python's main thread, the only one that runs signal handlers (set at module init). */
-static unsigned long g_main_thread = 0;
+extern NP_HIDDEN unsigned long g_main_thread;
 /* Rows of the outermost loop per chunk, for a kernel of `work` iterations over `rows` rows:
    all of them unless this thread released the GIL and can run signal handlers. */
 static int64_t np_chunk_rows(int64_t work, int64_t rows)
@@ -52,6 +52,12 @@ static int np_poll(void)
     return failed;
 }}
 """
+
+# The definitions of the globals INTERRUPT_HELPERS declares: once per module, in the
+# translation unit that holds its entry points (codegen/c/translation_units.py).
+INTERRUPT_GLOBALS = """\
+NP_HIDDEN _Thread_local PyThreadState *g_released = NULL;
+NP_HIDDEN unsigned long g_main_thread = 0;"""
 
 
 def main_thread_init() -> list[str]:

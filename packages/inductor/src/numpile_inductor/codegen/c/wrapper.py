@@ -14,6 +14,7 @@ not a single array or a flat tuple of arrays.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections.abc import Callable
@@ -43,8 +44,8 @@ from .accumulate import BINCOUNT_LENGTH_HELPERS, bincount_length_call
 from .blas import BLAS_HELPERS, BLAS_LIBRARY_HELPERS, blas_operands
 from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
 from .extern_forms import FALLBACK, write_extern_form
-from .gather import GATHER_HELPERS
-from .interrupts import INTERRUPT_HELPERS, main_thread_init
+from .gather import GATHER_GLOBALS, GATHER_HELPERS
+from .interrupts import INTERRUPT_GLOBALS, INTERRUPT_HELPERS, main_thread_init
 from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
 from .loop_function import LOOP_HELPERS, scalar_loop_function
@@ -52,6 +53,7 @@ from .loop_kernels import KERNEL_LOOP_HELPERS, NotKernelLoop, kernel_loop_functi
 from .ops import c_type, helper_definitions, vector_math_declarations
 from .scatter import SCATTER_HELPERS, ScatterAt, scatter_operands
 from .threads import THREAD_HELPERS
+from .translation_units import ENTRY_POINTS, PRELUDE_BEGIN, PRELUDE_END
 from .while_function import scalar_while_function
 
 log = logging.getLogger("numpile.inductor.wrapper")
@@ -75,6 +77,12 @@ _PRELUDE = """\
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+/* A module may be built from several translation units (codegen/c/translation_units.py):
+   what they share is NP_HIDDEN, global to the library and invisible outside it. NumPy's
+   API table too: import_array() in the first unit fills the one every unit reads (each
+   unit's header defines it without a value, which -fcommon merges). */
+#define NP_HIDDEN __attribute__((visibility("hidden")))
+#define PY_ARRAY_UNIQUE_SYMBOL np_array_api
 #include <numpy/arrayobject.h>
 #include <stdint.h>
 #include <math.h>
@@ -105,8 +113,10 @@ _PRELUDE = """\
 #define NP_FP_RAISE(bit) feraiseexcept(bit)
 #endif
 /* The flags the kernels of this thread's last call raised (NP_FE_* bits). */
-static _Thread_local int g_fp_flags = 0;
+extern NP_HIDDEN _Thread_local int g_fp_flags;
 """
+# The definitions of the prelude's globals: in the module's entry-point unit only.
+_PRELUDE_GLOBALS = "NP_HIDDEN _Thread_local int g_fp_flags = 0;"
 
 
 _FP_NUMPY = """\
@@ -315,7 +325,16 @@ class _Emitter:
             code.writeline("return result;")
         if len(code.lines) - start > UNOPTIMIZED_CALL_LINES:
             code.lines[start:start] = _UNOPTIMIZED.splitlines()
-        return [*self.statics, "", *code.lines]
+        return [
+            *self.statics,
+            "",
+            ENTRY_POINTS,
+            _PRELUDE_GLOBALS,
+            INTERRUPT_GLOBALS,
+            GATHER_GLOBALS,
+            "",
+            *code.lines,
+        ]
 
     def _last_uses(self, steps: list[FusedKernel | ExternCall]) -> dict[int, list[str]]:
         outputs = set(self.program.outputs.values())
@@ -944,6 +963,29 @@ def _kernels_after_blas(sched: Schedule) -> set[str]:
     return names
 
 
+@functools.cache
+def module_prelude() -> str:
+    """The text every generated module starts with, after its header comment: the same for
+    every graph, so it is the precompiled header of a module's translation units.
+
+    >>> "#include <Python.h>" in module_prelude()
+    True
+    """
+    return "\n".join(
+        [
+            PRELUDE_BEGIN,
+            _PRELUDE,
+            INTERRUPT_HELPERS,
+            GATHER_HELPERS,
+            THREAD_HELPERS,
+            vector_math_declarations(),
+            helper_definitions(),
+            SIZE_HELPERS,
+            PRELUDE_END,
+        ]
+    )
+
+
 def generate_module(sched: Schedule, config: InductorConfig) -> GeneratedModule:
     """The extension module source for a scheduled program.
 
@@ -1067,13 +1109,7 @@ PyMODINIT_FUNC PyInit_{module_name}(void)
     source = "\n".join(
         [
             *header,
-            _PRELUDE,
-            INTERRUPT_HELPERS,
-            GATHER_HELPERS,
-            THREAD_HELPERS,
-            vector_math_declarations(),
-            helper_definitions(),
-            SIZE_HELPERS,
+            module_prelude(),
             "static PyObject *g_externs = NULL;",
             "static PyObject *g_pool = NULL;  /* the buffer pool's handler capsule */",
             f"static int g_threads = {config.threads};  /* OpenMP threads; 0: default */",
