@@ -276,6 +276,8 @@ class CompiledFunction:
         # NOTE: resume functions and callees compiled at graph breaks log their eager
         # fallbacks instead of warning: the user did not decorate them.
         self._quiet = False
+        # A resume function inside a loop: its int and float locals are inputs from the start.
+        self._loop_locals = False
         # NOTE: compiled resume functions and callees made at graph breaks, by code and closure.
         self._wrapped: dict[Any, tuple[types.FunctionType, CompiledFunction]] = {}
         self._forced: dict[int, tuple[Any, BackendFn, dict[str, Any]]] = {}
@@ -645,6 +647,7 @@ class CompiledFunction:
             duck=config.duck_shape,
             scalars=scalars,
             scalar_types=scalar_types,
+            loop_locals=self._loop_locals,
         )
 
     def _compile_with_policy(
@@ -784,6 +787,9 @@ class CompiledFunction:
 
     def _wrap(self, fn: types.FunctionType) -> CompiledFunction:
         # Resume functions and callees at graph breaks: compiled like this function.
+        # Late import: only the break machinery (imported at the first break) wraps.
+        from .resume_code import resumes_in_loop
+
         key = (fn.__code__, tuple(id(cell) for cell in fn.__closure__ or ()))
         found = self._wrapped.get(key)
         if found is None:
@@ -796,6 +802,7 @@ class CompiledFunction:
                 cache_provider=self._cache_provider,
             )
             compiled._quiet = True
+            compiled._loop_locals = resumes_in_loop(fn.__code__)
             found = (fn, compiled)
             self._wrapped[key] = found
         return found[1]

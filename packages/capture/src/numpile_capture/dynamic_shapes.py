@@ -158,6 +158,10 @@ class DynamicPolicy:
     # Sizes widened ahead: an input first read after the widening has its dims of these
     # sizes dynamic from the start, as the widening would have made them had it been read.
     dynamic_sizes: frozenset[int] = attrs.field(default=frozenset(), eq=False)
+    # A resume function inside a loop (see resume_code.resumes_in_loop): its int and float
+    # locals (the index, counters, carried scalars) change every iteration, so they are
+    # graph inputs from the first compile, not after a recompile sees them change.
+    loop_locals: bool = attrs.field(default=False, eq=False)
 
     def scalar_is_input(self, value: Any, source: str) -> bool:
         """Whether the Python scalar `value` read from `source` is compiled as a graph input.
@@ -171,7 +175,7 @@ class DynamicPolicy:
         if type(value) not in self.scalar_types or self.mode is False:
             return False
         changed = self._observe_scalar(source, value)
-        return self.mode is True or changed
+        return self.mode is True or changed or (self.loop_locals and source.startswith("L["))
 
     def _observe_scalar(self, source: str, value: Any) -> bool:
         if self.scalars is None or not self.automatic:
