@@ -175,7 +175,21 @@ class DynamicPolicy:
         if type(value) not in self.scalar_types or self.mode is False:
             return False
         changed = self._observe_scalar(source, value)
-        return self.mode is True or changed or (self.loop_locals and source.startswith("L["))
+        return self.mode is True or changed or self._loop_local(source)
+
+    def _loop_local(self, source: str) -> bool:
+        return self.loop_locals and source.startswith("L[")
+
+    def numpy_scalar_is_input(self, value: Any, source: str) -> bool:
+        """Whether the NumPy scalar `value` read from `source` is compiled as a 0-d graph input:
+        only a local of a resume function inside a loop (`loop_locals`), else it is baked in.
+
+            >>> policy = DynamicPolicy(None, loop_locals=True)
+            >>> policy.numpy_scalar_is_input(np.float64(1), "L['s']")
+            True
+        """
+        numeric = isinstance(value, np.number | np.bool_)
+        return numeric and self.mode is not False and self._loop_local(source)
 
     def _observe_scalar(self, source: str, value: Any) -> bool:
         if self.scalars is None or not self.automatic:
@@ -208,7 +222,7 @@ class DynamicPolicy:
             elif axis in dynamic:
                 lo, hi = dynamic[axis]
                 choices.append(DimChoice(True, lo, hi))
-            elif self.mode is True or axis in changed:
+            elif self.mode is True or axis in changed or self._loop_local(source):
                 choices.append(DimChoice(True))
             else:
                 choices.append(_STATIC)

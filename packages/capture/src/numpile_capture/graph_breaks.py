@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from numpile_guards import Guard, GuardKind, LocalSource, Source
+from numpile_guards import ExpressionSource, Guard, GuardKind, LocalSource, Source
+from numpile_guards.symbolic import SymInt
 
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import CaptureResult, Unsupported
@@ -355,6 +356,10 @@ class _Planner:
             return self.add(make.FromGraph(len(self.outputs) - 1))
         if isinstance(var, ConstantVar) and self._fetch_constants and var.source is not None:
             return self.source(var.source)
+        if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+            # A symbolic size (a loop's trip count) is read from the inputs' sizes on each
+            # call, not pinned to the int it is now.
+            return self.source(ExpressionSource(var.value.env.render(var.value.expr)))
         if isinstance(var, ConstantVar):
             # A symbolic size lives on as the int it is now (guarded).
             return self.add(make.Constant(specialized(var.value)))
@@ -401,7 +406,15 @@ class _Planner:
                     tuple(self.slot(value) for value in kwargs.values()),
                 )
             )
-        if isinstance(var, RangeIterVar) and not isinstance(var.over, ZipVar):
+        if isinstance(var, ZipVar):
+            # `enumerate` / `zip` of arrays a loop not kept iterates: made again, lazily.
+            sources = tuple(self.slot(source) for source in var.sources)
+            if var.start is not None:
+                start = self._constant(var.start)
+                return self.add(make.Call(self._constant(enumerate), sources, ("start",), (start,)))
+            keys, values = (("strict",), (self._constant(True),)) if var.strict else ((), ())
+            return self.add(make.Call(self._constant(zip), sources, keys, values))
+        if isinstance(var, RangeIterVar):
             # A loop not kept breaks at its head past the unroll budget (unroll_budget):
             # its iterator is made again, over the range or the array's rows.
             if var.over is not None:

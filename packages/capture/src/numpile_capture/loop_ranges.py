@@ -72,6 +72,18 @@ class RangeIterVar(Variable):
         return "range iterator"
 
 
+def _hint(var: Variable) -> int | None:
+    # A bound's value now, read without a guard (None: a form this does not read).
+    if isinstance(var, ScalarInputVar):
+        return int(var.current) if type(var.current) is int else None
+    if isinstance(var, ConstantVar):
+        value = var.value
+        if isinstance(value, SymInt):
+            return value.hint
+        return value if type(value) is int else None
+    return None
+
+
 def _specialized_int(var: Variable) -> int:
     value = var.as_python_constant()
     if isinstance(value, SymInt):
@@ -146,6 +158,11 @@ def unrolled(tracer: Tracer, iterator: RangeIterVar) -> IteratorVar:
     """The items of the range, for a loop that is unrolled (its bounds specialized)."""
     if iterator.over is not None:
         return IteratorVar(iterate(tracer, iterator.over))
+    hints = [_hint(bound) for bound in iterator.bounds]
+    if None not in hints:
+        # Too long to unroll whatever its bounds: nothing is guarded, so the graph break at
+        # the loop serves every trip count (a symbolic size stays one, see graph_breaks).
+        _check_unroll(len(range(*hints)))
     values = [_specialized_int(bound) for bound in iterator.bounds]
     items = range(*values)
     _check_unroll(len(items))

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .bound_origins import fell_back
+from .bound_origins import fell_back, note_loop_bounds
 from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
@@ -152,6 +152,9 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
         try:
             iterator = unrolled(frame.tracer, iterator)
         except Unsupported as exc:
+            # It breaks the graph at its head and runs in Python: a new trip count must not
+            # compile again (its bounds' inputs are made dynamic, as a kept loop's are).
+            note_loop_bounds(iterator.bounds)
             raise Unsupported(f"{reason}, and not unrolled: {exc.reason}") from None
         frame.state.pop()
         frame.state.push(iterator)

@@ -455,6 +455,16 @@ def _in_loop(code: types.CodeType, offset: int) -> bool:
     )
 
 
+def mark_loop_exit(code: types.CodeType) -> None:
+    """Count resume function `code` as inside its loop: it continues after a loop that ran in
+    Python (its FOR_ITER broke), with the values the iterations left.
+
+        >>> mark_loop_exit((lambda: 0).__code__)
+    """
+    if code in _MADE:
+        _MADE[code] = True
+
+
 def resumes_in_loop(code: types.CodeType) -> bool:
     """Whether `code` is a resume function that continues inside a loop of its function.
 
