@@ -159,10 +159,11 @@ def unrolled(tracer: Tracer, iterator: RangeIterVar) -> IteratorVar:
     if iterator.over is not None:
         return IteratorVar(iterate(tracer, iterator.over))
     hints = [_hint(bound) for bound in iterator.bounds]
-    if None not in hints:
+    known = [hint for hint in hints if hint is not None]
+    if len(known) == len(hints):
         # Too long to unroll whatever its bounds: nothing is guarded, so the graph break at
         # the loop serves every trip count (a symbolic size stays one, see graph_breaks).
-        _check_unroll(len(range(*hints)))
+        _check_unroll(len(range(*known)))
     values = [_specialized_int(bound) for bound in iterator.bounds]
     items = range(*values)
     _check_unroll(len(items))

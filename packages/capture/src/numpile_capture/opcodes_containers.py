@@ -149,12 +149,13 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
         log.info("%s (%s:%s); it is unrolled", reason, filename, inst.lineno)
         record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
         frame.unroll.not_kept(frame.pc - 1, reason)
+        bounds = iterator.bounds
         try:
             iterator = unrolled(frame.tracer, iterator)
         except Unsupported as exc:
             # It breaks the graph at its head and runs in Python: a new trip count must not
             # compile again (its bounds' inputs are made dynamic, as a kept loop's are).
-            note_loop_bounds(iterator.bounds)
+            note_loop_bounds(bounds)
             raise Unsupported(f"{reason}, and not unrolled: {exc.reason}") from None
         frame.state.pop()
         frame.state.push(iterator)
