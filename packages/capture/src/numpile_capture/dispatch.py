@@ -99,6 +99,7 @@ from .dynamic_shapes import (
     accepts_dynamic_shapes,
     capturing_with,
     forget_observed_sizes,
+    graph_has_scalar_inputs,
     graph_has_symbols,
     observed_scalars,
     observed_sizes,
@@ -829,7 +830,8 @@ class CompiledFunction:
             ):
                 compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
         except Exception as exc:
-            if graph_has_symbols(graph):
+            if graph_has_symbols(graph) or graph_has_scalar_inputs(graph):
+                # Compiled static, the sizes and scalars are constants the backend may take.
                 raise DynamicCompileError(f"backend: {type(exc).__name__}: {exc}") from exc
             name = self._backend_label(stance)
             message = f"backend {name!r} failed to compile {fn.__qualname__} ({where(fn)}): {exc}"

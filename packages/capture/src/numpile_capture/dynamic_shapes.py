@@ -311,6 +311,17 @@ def graph_has_symbols(graph: Any) -> bool:
     return False
 
 
+def graph_has_scalar_inputs(graph: Any) -> bool:
+    """Whether a placeholder of `graph` is an unspecialized Python scalar (an int or float
+    input, a resumed loop's index): compiled static, it would be a constant.
+
+    >>> from numpile_capture.graph import Graph
+    >>> graph_has_scalar_inputs(Graph())
+    False
+    """
+    return any(getattr(node.meta, "type", None) in (int, float) for node in graph.placeholders)
+
+
 def _symbolic_count(value: Any) -> int:
     if isinstance(value, tuple | list):
         return sum(_symbolic_count(item) for item in value)
