@@ -1497,6 +1497,15 @@ def print_mid_body_of_range_loop(x):
     return y
 
 
+@breaks(_vec, expected_breaks=5)  # each piece of the body once, not once per iteration
+def library_call_in_every_iteration(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        y = np.sin(x[i]) * 2.0
+        s = s + json.loads(json.dumps(float(y)))
+    return s
+
+
 @breaks(_arrays, expected_breaks=3)
 def graph_break_mid_body_of_list_loop(arrays):
     total = arrays[0] * 0.0
