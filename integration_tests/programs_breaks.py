@@ -351,7 +351,7 @@ def print_then_mutate_input(x):
     return x.sum()
 
 
-@breaks(_vec, expected_breaks=4)
+@breaks(_vec, expected_breaks=3)  # the loop's index is a run-time input: one resume
 def print_inside_unrolled_loop(x):
     for i in range(3):
         x = x + i
@@ -1487,7 +1487,7 @@ class _Affine:
         return cls(1.0, 0.0)
 
 
-@breaks(_vec, expected_breaks=4)
+@breaks(_vec, expected_breaks=3)  # the loop's index is a run-time input: one resume
 def print_mid_body_of_range_loop(x):
     y = np.exp(x)
     for i in range(3):
@@ -1495,6 +1495,15 @@ def print_mid_body_of_range_loop(x):
         print("step", i)
         y = np.tanh(y)
     return y
+
+
+@breaks(_vec, expected_breaks=5)  # each piece of the body once, not once per iteration
+def library_call_in_every_iteration(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        y = np.sin(x[i]) * 2.0
+        s = s + json.loads(json.dumps(float(y)))
+    return s
 
 
 @breaks(_arrays, expected_breaks=3)
@@ -1507,7 +1516,7 @@ def graph_break_mid_body_of_list_loop(arrays):
     return total
 
 
-@breaks(_vec, expected_breaks=3)
+@breaks(_vec, expected_breaks=2)  # the loop's counter is a run-time input: one resume
 def while_loop_with_data_branch(x):
     k = 0
     while k < 3:
@@ -1609,7 +1618,7 @@ def closure_over_a_local_made_after_a_print(x):
     return shift(x)
 
 
-@breaks(_vec, expected_breaks=4)
+@breaks(_vec, expected_breaks=3)  # the loop's index is a run-time input: one resume
 def closure_per_iteration_of_a_breaking_loop(x):
     acc = x * 0.0
     for i in range(3):

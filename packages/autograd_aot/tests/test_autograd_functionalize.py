@@ -226,3 +226,44 @@ def test_functionalized_and_joint_nodes_keep_the_users_lines() -> None:
     joint = trace_joint(lambda v: np.log(v).sum(), np.ones(2)).graph
     log = next(node for node in joint.nodes if node.op is not None and node.op.name == "log")
     assert joint.locations[log].filename == __file__
+
+
+def f_write_at(x, v, i):
+    x[i] = v * 2
+    return x.sum() + x[i - 1] * 3
+
+
+@pytest.mark.parametrize("i", [0, 2, -1])
+def test_a_write_at_a_run_time_index_is_functionalized(i: int) -> None:
+    # `x[i] = ...` with an unspecialized int (a resumed loop's index): `setitem_at`, whose
+    # pure form is `setitem_at_scatter`; a read after it sees the write (the view's scalars
+    # are replayed); the input is written back as eager writes it.
+    from numpile_capture.dynamic_shapes import DynamicPolicy, capturing_with
+
+    def make() -> tuple[Any, ...]:
+        return (np.arange(8.0).reshape(4, 2), np.array([1.0, -1.0]), 1)
+
+    with capturing_with(DynamicPolicy(True)):
+        result = capture_function(f_write_at, make(), {})
+    functional = functionalize(result.graph)
+    assert "setitem_at_scatter" in str(functional.graph)
+    eager_args = (*make()[:2], i)
+    expected = f_write_at(*eager_args)
+    args = (*make()[:2], i)
+    inputs = _inputs(result, f_write_at, args)
+    got = aot_eager(result.graph, inputs)(*inputs)
+    _check_same(expected, got, list(eager_args[:2]), list(args[:2]))
+
+
+def f_add_at(x, i):
+    x[i] += 1  # an in-place op on a view by a run-time index: no pure form yet
+    return x[i] * 2
+
+
+def test_an_in_place_op_on_a_view_by_a_run_time_index_compiles_static() -> None:
+    from numpile_capture import compile_function
+
+    compiled = compile_function(f_add_at, backend="aot_eager")
+    for i in (0, 1, 2, -1):
+        got_x, want_x = np.arange(4.0), np.arange(4.0)
+        _check_same(f_add_at(want_x, i), compiled(got_x, i), [want_x], [got_x])

@@ -351,6 +351,7 @@ MISSING_WITH_REASON: dict[str, str] = dict.fromkeys(
         "getitem_at",
         "element_at",
         "carried_scalar",
+        "setitem_at_scatter",
     ),
     "loop structure (see vjp_exclusions)",
 )

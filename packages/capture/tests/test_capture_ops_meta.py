@@ -156,6 +156,7 @@ CASES += [
     ("element_at", lambda: (_f(4, 3), 1, -2), {"index": (ScalarSlot(0), ScalarSlot(1))}),
     ("setitem_at", lambda: (_f(4, 3), _f(3), 2), {"index": (ScalarSlot(0),)}),
     ("setitem_at", lambda: (_f(4, 3), 7, 1), {"index": (slice(1, 3), ScalarSlot(0))}),
+    ("setitem_at_scatter", lambda: (_f(4, 3), _f(3), -1), {"index": (ScalarSlot(0),)}),
     ("carried_scalar", lambda: (_f(1).reshape(()),), {}),
     ("copyto", lambda: (_f(2, 3), _i(3)), {}),
     ("index", lambda: (_f(5, 3), np.array([4, 0, -1])), {"index": (IndexArray(0),)}),

@@ -8,8 +8,9 @@ the graph on values instead of memory:
 - every array value belongs to a *storage* (a placeholder or a fresh result)
   and is reached from it by a chain of view ops;
 - a mutation computes the new content of the written view with pure ops
-  (`add_` -> `add` + `astype`, `setitem` -> `view_scatter`, `index_put` ->
-  `index_scatter`, `ufunc_at` -> `index_accumulate`, ...) and writes it back
+  (`add_` -> `add` + `astype`, `setitem` -> `view_scatter`, `setitem_at` ->
+  `setitem_at_scatter`, `index_put` -> `index_scatter`, `ufunc_at` ->
+  `index_accumulate`, ...) and writes it back
   into a new value of the storage's base with `view_scatter`;
 - a read of a view after its storage changed replays the view chain on the
   storage's newest value.
@@ -182,7 +183,8 @@ class _Functionalizer:
         current = storage.value
         for view in views:
             assert view.op is not None
-            current = self.graph.add_node(view.op, (current,), view.kwargs, view.meta)
+            scalars = tuple(self.read(scalar) for scalar in view.inputs[1:])  # getitem_at's
+            current = self.graph.add_node(view.op, (current, *scalars), view.kwargs, view.meta)
         self.cache[value] = (current, storage.version)
         return current
 
@@ -231,6 +233,8 @@ class _Functionalizer:
         if name == "setitem":
             step = (("getitem", (("index", params["index"]),)),)
             return g.call(view_scatter, current, args[0], views=step)
+        if name == "setitem_at":  # run-time ints in the index: a resumed loop's writes
+            return g.call(get_op("setitem_at_scatter"), current, *args, **params)
         if name in ("fill", "copyto"):
             return g.call(view_scatter, current, args[0], views=())
         if name == "index_put":

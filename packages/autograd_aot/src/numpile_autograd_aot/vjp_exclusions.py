@@ -39,7 +39,8 @@ REASONS: dict[str, str] = {
     LOOPS: (
         "`for_loop` has a VJP (vjp_loop: a loop stacking the carried values, then a reverse "
         "loop); `loop_output` passes its cotangent to its loop's rule; Python scalars carry "
-        "no gradient; a `while_loop`, a `cond` or a `setitem_at` in a differentiated loop "
+        "no gradient; a `while_loop`, a `cond` or a `setitem_at` (`setitem_at_scatter`, "
+        "its pure form in a resumed loop's graph) in a differentiated loop "
         "makes grad capture the function again with its loops unrolled (up to 1000 "
         "iterations), and past that it is an error naming the loop and its line"
     ),
@@ -75,6 +76,7 @@ _LOOPS = (
     "py_unary",
     "dim",
     "setitem_at",
+    "setitem_at_scatter",
 )
 _IN_PLACE_BINARY = (
     "add",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from .capture_result import Unsupported
 from .forever_loop import keep_forever
-from .loop_exit import Escape, LoopFallback, innermost
+from .loop_exit import BodyBreaks, Escape, LoopFallback, innermost
 from .variables import ArrayVar, ConstantVar, NotConstantError, ScalarNodeVar, Variable
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
         except LoopFallback:
             raise
         except Unsupported as exc:
-            raise LoopFallback(exc.reason) from None
+            raise BodyBreaks(exc.reason) from None
         except NotConstantError as exc:
             raise LoopFallback(f"it needs the value of {exc} at capture time") from None
         except Exception as exc:

@@ -37,7 +37,7 @@ from .rebuild_steps import (
     Step,
 )
 from .recursion_allowance import DEEP, narrow, units_at, widen
-from .resume_code import TailCall, break_code, resume_code
+from .resume_code import TailCall, break_code, mark_loop_exit, resume_code
 
 if TYPE_CHECKING:
     from .graph_breaks import GraphBreak
@@ -71,7 +71,10 @@ class BreakRunner:
         if site.fallthrough is not None:
             resume_next = wrap(_function(fn, resume_code(fn.__code__, site.fallthrough, names)))
         if site.jump is not None:
-            resume_jump = wrap(_function(fn, resume_code(fn.__code__, site.jump, names)))
+            code = resume_code(fn.__code__, site.jump, names)
+            if any(instr.name == "FOR_ITER" for instr in site.group):
+                mark_loop_exit(code)  # after a loop run in Python (before it is wrapped)
+            resume_jump = wrap(_function(fn, code))
         resume_handler = None
         if site.handler is not None:
             # The except clause or __exit__ after an exception runs in plain Python.

@@ -99,6 +99,7 @@ from .dynamic_shapes import (
     accepts_dynamic_shapes,
     capturing_with,
     forget_observed_sizes,
+    graph_has_scalar_inputs,
     graph_has_symbols,
     observed_scalars,
     observed_sizes,
@@ -276,6 +277,8 @@ class CompiledFunction:
         # NOTE: resume functions and callees compiled at graph breaks log their eager
         # fallbacks instead of warning: the user did not decorate them.
         self._quiet = False
+        # A resume function inside a loop: its int and float locals are inputs from the start.
+        self._loop_locals = False
         # NOTE: compiled resume functions and callees made at graph breaks, by code and closure.
         self._wrapped: dict[Any, tuple[types.FunctionType, CompiledFunction]] = {}
         self._forced: dict[int, tuple[Any, BackendFn, dict[str, Any]]] = {}
@@ -645,6 +648,7 @@ class CompiledFunction:
             duck=config.duck_shape,
             scalars=scalars,
             scalar_types=scalar_types,
+            loop_locals=self._loop_locals,
         )
 
     def _compile_with_policy(
@@ -784,6 +788,9 @@ class CompiledFunction:
 
     def _wrap(self, fn: types.FunctionType) -> CompiledFunction:
         # Resume functions and callees at graph breaks: compiled like this function.
+        # Late import: only the break machinery (imported at the first break) wraps.
+        from .resume_code import resumes_in_loop
+
         key = (fn.__code__, tuple(id(cell) for cell in fn.__closure__ or ()))
         found = self._wrapped.get(key)
         if found is None:
@@ -796,6 +803,7 @@ class CompiledFunction:
                 cache_provider=self._cache_provider,
             )
             compiled._quiet = True
+            compiled._loop_locals = resumes_in_loop(fn.__code__)
             found = (fn, compiled)
             self._wrapped[key] = found
         return found[1]
@@ -822,7 +830,8 @@ class CompiledFunction:
             ):
                 compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
         except Exception as exc:
-            if graph_has_symbols(graph):
+            if graph_has_symbols(graph) or graph_has_scalar_inputs(graph):
+                # Compiled static, the sizes and scalars are constants the backend may take.
                 raise DynamicCompileError(f"backend: {type(exc).__name__}: {exc}") from exc
             name = self._backend_label(stance)
             message = f"backend {name!r} failed to compile {fn.__qualname__} ({where(fn)}): {exc}"

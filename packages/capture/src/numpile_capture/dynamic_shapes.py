@@ -158,6 +158,10 @@ class DynamicPolicy:
     # Sizes widened ahead: an input first read after the widening has its dims of these
     # sizes dynamic from the start, as the widening would have made them had it been read.
     dynamic_sizes: frozenset[int] = attrs.field(default=frozenset(), eq=False)
+    # A resume function inside a loop (see resume_code.resumes_in_loop): its int and float
+    # locals (the index, counters, carried scalars) change every iteration, so they are
+    # graph inputs from the first compile, not after a recompile sees them change.
+    loop_locals: bool = attrs.field(default=False, eq=False)
 
     def scalar_is_input(self, value: Any, source: str) -> bool:
         """Whether the Python scalar `value` read from `source` is compiled as a graph input.
@@ -171,7 +175,21 @@ class DynamicPolicy:
         if type(value) not in self.scalar_types or self.mode is False:
             return False
         changed = self._observe_scalar(source, value)
-        return self.mode is True or changed
+        return self.mode is True or changed or self._loop_local(source)
+
+    def _loop_local(self, source: str) -> bool:
+        return self.loop_locals and source.startswith("L[")
+
+    def numpy_scalar_is_input(self, value: Any, source: str) -> bool:
+        """Whether the NumPy scalar `value` read from `source` is compiled as a 0-d graph input:
+        only a local of a resume function inside a loop (`loop_locals`), else it is baked in.
+
+            >>> policy = DynamicPolicy(None, loop_locals=True)
+            >>> policy.numpy_scalar_is_input(np.float64(1), "L['s']")
+            True
+        """
+        numeric = isinstance(value, np.number | np.bool_)
+        return numeric and self.mode is not False and self._loop_local(source)
 
     def _observe_scalar(self, source: str, value: Any) -> bool:
         if self.scalars is None or not self.automatic:
@@ -204,7 +222,7 @@ class DynamicPolicy:
             elif axis in dynamic:
                 lo, hi = dynamic[axis]
                 choices.append(DimChoice(True, lo, hi))
-            elif self.mode is True or axis in changed:
+            elif self.mode is True or axis in changed or self._loop_local(source):
                 choices.append(DimChoice(True))
             else:
                 choices.append(_STATIC)
@@ -291,6 +309,17 @@ def graph_has_symbols(graph: Any) -> bool:
         if any(not isinstance(dim, int) for dim in shape):
             return True
     return False
+
+
+def graph_has_scalar_inputs(graph: Any) -> bool:
+    """Whether a placeholder of `graph` is an unspecialized Python scalar (an int or float
+    input, a resumed loop's index): compiled static, it would be a constant.
+
+    >>> from numpile_capture.graph import Graph
+    >>> graph_has_scalar_inputs(Graph())
+    False
+    """
+    return any(getattr(node.meta, "type", None) in (int, float) for node in graph.placeholders)
 
 
 def _symbolic_count(value: Any) -> int:

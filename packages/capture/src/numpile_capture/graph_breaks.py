@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from numpile_guards import Guard, LocalSource, Source
+from numpile_guards import ExpressionSource, Guard, GuardKind, LocalSource, Source
+from numpile_guards.symbolic import SymInt
 
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import CaptureResult, Unsupported
@@ -51,7 +52,7 @@ from .graph import Graph, Node
 from .loop_ranges import RangeIterVar
 from .loop_sources import ZipVar
 from .operators import specialized
-from .resume_code import STACK_PREFIX, BreakSite
+from .resume_code import STACK_PREFIX, BreakSite, resumes_in_loop
 from .side_effects import AttributeWrite, ContainerWrite, SideEffects
 from .trace_rules import rule_for
 from .tracer import Tracer, _default_bindings, capture_function
@@ -307,6 +308,7 @@ class _Planner:
         tracer: Tracer,
         own_cells: dict[int, str] | None = None,
         rebound: set[str] | None = None,
+        fetch_constants: bool = False,
     ) -> None:
         self.tracer = tracer
         self.steps: list[Step] = []
@@ -315,6 +317,8 @@ class _Planner:
         self._memo: dict[int, int] = {}
         self._own_cells = own_cells or {}
         self._rebound = rebound or set()
+        # Constants read from a source are fetched again at call time (not baked in).
+        self._fetch_constants = fetch_constants
         self._placeholder_sources = dict(
             zip(tracer.graph.placeholders, tracer.builder.input_sources, strict=True)
         )
@@ -350,6 +354,12 @@ class _Planner:
                 return self.source(source)
             self.outputs.append(var.node)
             return self.add(make.FromGraph(len(self.outputs) - 1))
+        if isinstance(var, ConstantVar) and self._fetch_constants and var.source is not None:
+            return self.source(var.source)
+        if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+            # A symbolic size (a loop's trip count) is read from the inputs' sizes on each
+            # call, not pinned to the int it is now.
+            return self.source(ExpressionSource(var.value.env.render(var.value.expr)))
         if isinstance(var, ConstantVar):
             # A symbolic size lives on as the int it is now (guarded).
             return self.add(make.Constant(specialized(var.value)))
@@ -396,7 +406,15 @@ class _Planner:
                     tuple(self.slot(value) for value in kwargs.values()),
                 )
             )
-        if isinstance(var, RangeIterVar) and not isinstance(var.over, ZipVar):
+        if isinstance(var, ZipVar):
+            # `enumerate` / `zip` of arrays a loop not kept iterates: made again, lazily.
+            sources = tuple(self.slot(source) for source in var.sources)
+            if var.start is not None:
+                start = self._constant(var.start)
+                return self.add(make.Call(self._constant(enumerate), sources, ("start",), (start,)))
+            keys, values = (("strict",), (self._constant(True),)) if var.strict else ((), ())
+            return self.add(make.Call(self._constant(zip), sources, keys, values))
+        if isinstance(var, RangeIterVar):
             # A loop not kept breaks at its head past the unroll budget (unroll_budget):
             # its iterator is made again, over the range or the array's rows.
             if var.over is not None:
@@ -498,7 +516,8 @@ def _plan(tracer: Tracer, frame: Frame, exc: BreakAt, replay_only: bool) -> Grap
         for name in code.co_cellvars
         if isinstance(cell := state.locals.get(name), CellVar)
     }
-    planner = _Planner(tracer, own_cells, _cells_rebound_after(code, frame.pc))
+    at_entry = not replay_only and _breaks_at_resume_entry(tracer, frame, exc)
+    planner = _Planner(tracer, own_cells, _cells_rebound_after(code, frame.pc), at_entry)
     callee = _callee_position(frame, site)
     stack_slots: list[int] = []
     for position, value in enumerate(state.stack):
@@ -539,7 +558,7 @@ def _plan(tracer: Tracer, frame: Frame, exc: BreakAt, replay_only: bool) -> Grap
         filename=exc.filename,
         lineno=exc.lineno,
         graph=graph,
-        guards=tuple(tracer.builder.guards),
+        guards=_by_type(tracer.builder.guards) if at_entry else tuple(tracer.builder.guards),
         fetch_sources=(*inputs, *planner.extra_sources),
         input_count=len(inputs),
         steps=tuple(planner.steps),
@@ -550,6 +569,36 @@ def _plan(tracer: Tracer, frame: Frame, exc: BreakAt, replay_only: bool) -> Grap
         effects=effects,
         replay_only=replay_only,
     )
+
+
+def _breaks_at_resume_entry(tracer: Tracer, frame: Frame, exc: BreakAt) -> bool:
+    # A resume function inside a loop that breaks at the very instruction it resumes at,
+    # before any operation: nothing was decided on the values of its parameters, and the
+    # instruction runs in Python whatever they are, so they need not be guarded equal (a
+    # string `json.dumps` made, passed on to `json.loads`, differs in every iteration).
+    if not frame.is_root or not resumes_in_loop(frame.code) or tracer.side_effects.effects:
+        return False
+    if any(node.op is not None for node in tracer.graph):
+        return False
+    instructions = normalized_instructions(frame.code)
+    entry = next((inst.target for inst in instructions if inst.target is not None), None)
+    return entry == exc.index
+
+
+# NOTE: constants a break at a resume function's entry passes on, guarded by type only.
+_PASSED_ON = (str, bytes, int, float, complex)
+
+
+def _by_type(guards: list[Guard]) -> tuple[Guard, ...]:
+    # The guards of a break at a resume function's entry: its parameters' values by type.
+    kept: list[Guard] = []
+    for guard in guards:
+        expected = guard.expected
+        if guard.kind is GuardKind.EQUALS_MATCH and type(expected) in _PASSED_ON:
+            guard = Guard(GuardKind.TYPE_MATCH, guard.source, type(expected))
+        if guard not in kept:
+            kept.append(guard)
+    return tuple(kept)
 
 
 def _replays(planner: _Planner, side_effects: SideEffects) -> list[Replay]:

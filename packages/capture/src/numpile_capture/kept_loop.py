@@ -41,8 +41,9 @@ def undone_on_fallback(frame: Frame) -> Iterator[None]:
         yield
     except LoopFallback:
         # The zeros a returned array starts as (see loop_return); placeholders of the
-        # arguments the body reads stay.
-        graph.nodes[count:] = [node for node in graph.nodes[count:] if node.op is None]
+        # arguments the body reads stay, and the nodes that read them in (input_nodes).
+        made = frame.tracer.builder.input_nodes
+        graph.nodes[count:] = [n for n in graph.nodes[count:] if n.op is None or n in made]
         raise
     finally:
         for name in [name for name in locals_ if name.startswith(".") and name not in before]:

@@ -71,6 +71,11 @@ class LoopFallback(Exception):  # noqa: N818 - a control-flow signal, not an err
     """The loop's body cannot be kept as one body: `reason` says why."""
 
 
+class BodyBreaks(LoopFallback):
+    """The body has a graph break: unrolled, the loop would break in its first iteration and
+    run the rest in Python all the same, so a symbolic trip count is not pinned to unroll it."""
+
+
 class NestedReturn(LoopFallback):
     """A loop nested in a kept body found a `return`: the enclosing loops carry the
     returned values and trace their bodies again (see `ReturnSlot.parent`); never a

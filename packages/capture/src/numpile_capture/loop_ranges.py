@@ -72,6 +72,23 @@ class RangeIterVar(Variable):
         return "range iterator"
 
 
+def _hint(var: Variable) -> int | None:
+    # A bound's value now, read without a guard (None: a form this does not read).
+    if isinstance(var, ScalarInputVar):
+        return int(var.current) if type(var.current) is int else None
+    if isinstance(var, ConstantVar):
+        value = var.value
+        if isinstance(value, SymInt):
+            return value.hint
+        return value if type(value) is int else None
+    return None
+
+
+def _static(var: Variable) -> bool:
+    # A bound known now whatever the inputs: a plain int constant.
+    return isinstance(var, ConstantVar) and type(var.value) is int
+
+
 def _specialized_int(var: Variable) -> int:
     value = var.as_python_constant()
     if isinstance(value, SymInt):
@@ -142,10 +159,29 @@ def range_iterator(iterable: Variable) -> RangeIterVar | None:
     return None
 
 
-def unrolled(tracer: Tracer, iterator: RangeIterVar) -> IteratorVar:
-    """The items of the range, for a loop that is unrolled (its bounds specialized)."""
+def unrolled(tracer: Tracer, iterator: RangeIterVar, *, pin: bool = True) -> IteratorVar:
+    """The items of the range, for a loop that is unrolled (its bounds specialized).
+
+    A loop too long to unroll, or with `pin=False` (its body breaks the graph anyway) one
+    whose trip count is not static (a symbolic size, an unspecialized int), raises
+    `Unsupported` with nothing guarded, so the graph break at its head serves every trip
+    count: its body then compiles once, as resume functions whose index is a run-time
+    input (a symbolic bound is read from the inputs' sizes at call time, see graph_breaks).
+    """
     if iterator.over is not None:
+        rows = zip_length(iterator.over)
+        if not pin and rows is not None and not isinstance(rows, int):
+            raise Unsupported(f"not supported yet: unrolling a loop over {rows} rows (symbolic)")
         return IteratorVar(iterate(tracer, iterator.over))
+    hints = [_hint(bound) for bound in iterator.bounds]
+    known = [hint for hint in hints if hint is not None]
+    if len(known) == len(hints):
+        _check_unroll(len(range(*known)))
+        if not pin and not all(_static(bound) for bound in iterator.bounds):
+            count = len(range(*known))
+            raise Unsupported(
+                f"not supported yet: unrolling a loop of a symbolic trip count ({count} now)"
+            )
     values = [_specialized_int(bound) for bound in iterator.bounds]
     items = range(*values)
     _check_unroll(len(items))

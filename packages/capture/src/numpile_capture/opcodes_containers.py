@@ -10,12 +10,12 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .bound_origins import fell_back
+from .bound_origins import fell_back, note_loop_bounds
 from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
 from .loop_capture import LoopFallback, keep_loop, log
-from .loop_exit import NestedReturn
+from .loop_exit import BodyBreaks, NestedReturn
 from .loop_ranges import RangeIterVar, range_iterator, unrolled
 from .operators import (
     iterate,
@@ -145,13 +145,18 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
         except LoopFallback as exc:
             fell_back(iterator.bounds)  # kept, or unrolled, with its static bounds instead
             reason = f"loop not kept as a loop: {exc}"
+            pin = not isinstance(exc, BodyBreaks)
         filename = frame.code.co_filename
         log.info("%s (%s:%s); it is unrolled", reason, filename, inst.lineno)
         record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
         frame.unroll.not_kept(frame.pc - 1, reason)
+        bounds = iterator.bounds
         try:
-            iterator = unrolled(frame.tracer, iterator)
+            iterator = unrolled(frame.tracer, iterator, pin=pin)
         except Unsupported as exc:
+            # It breaks the graph at its head and runs in Python: a new trip count must not
+            # compile again (its bounds' inputs are made dynamic, as a kept loop's are).
+            note_loop_bounds(bounds)
             raise Unsupported(f"{reason}, and not unrolled: {exc.reason}") from None
         frame.state.pop()
         frame.state.push(iterator)

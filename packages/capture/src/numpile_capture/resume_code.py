@@ -432,10 +432,49 @@ def resume_code(
     stacksize = original.co_stacksize + len(target.nulls) + 2
     made = program.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
     per_code[key] = made
+    _MADE[made] = _in_loop(original, target.offset)
     offsets = _origin_offsets(made, original, len(entry))
     if offsets:
         _ORIGINS[made] = (original, offsets)
     return made
+
+
+# NOTE: resume code objects made here -> whether their target lies inside a loop of the code
+# they resume.
+_MADE: weakref.WeakKeyDictionary[types.CodeType, bool] = weakref.WeakKeyDictionary()
+
+_JUMPS = frozenset({*dis.hasjrel, *dis.hasjabs, *getattr(dis, "hasjump", ())})
+
+
+def _in_loop(code: types.CodeType, offset: int) -> bool:
+    # Inside a loop: some backward jump at or after `offset` goes back to or before it.
+    return any(
+        inst.opcode in _JUMPS and isinstance(inst.argval, int) and inst.argval <= offset
+        for inst in dis.get_instructions(code)
+        if inst.offset >= offset
+    )
+
+
+def mark_loop_exit(code: types.CodeType) -> None:
+    """Count resume function `code` as inside its loop: it continues after a loop that ran in
+    Python (its FOR_ITER broke), with the values the iterations left.
+
+        >>> mark_loop_exit((lambda: 0).__code__)
+    """
+    if code in _MADE:
+        _MADE[code] = True
+
+
+def resumes_in_loop(code: types.CodeType) -> bool:
+    """Whether `code` is a resume function that continues inside a loop of its function.
+
+    Such a function runs once per iteration of a loop that was not kept (its body breaks):
+    the dispatcher compiles its int and float locals as graph inputs from the start.
+
+        >>> resumes_in_loop((lambda: 0).__code__)
+        False
+    """
+    return _MADE.get(code, False)
 
 
 def _strip_locations(instrs: list[Any], line: int) -> None:

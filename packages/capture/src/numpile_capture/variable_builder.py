@@ -51,6 +51,7 @@ from .compiling import COMPILE_PROBES
 from .dynamic_shapes import DimChoice, current_policy, set_active_shape_env
 from .graph import Graph, Node
 from .meta import ArrayMeta, ScalarMeta, contiguous_strides, laid_out_strides, meta_of
+from .op import get_op
 from .performance_hints import perf_log
 from .variables import (
     ArrayVar,
@@ -112,6 +113,9 @@ class VariableBuilder:
         self.root_globals = root_globals
         self._guards: list[Guard] = []
         self.input_sources: list[Source] = []
+        # NOTE: operations that read an input in (a NumPy scalar's `carried_scalar`): they stay
+        # when a loop's trace is undone, as the placeholders do.
+        self.input_nodes: set[Node] = set()
         self._built: dict[str, Variable] = {}
         self._objects: dict[int, tuple[Any, Source, Variable]] = {}
         self.policy = current_policy()
@@ -262,6 +266,8 @@ class VariableBuilder:
             return DictVar(entries, source=source)
         if self.policy.scalar_is_input(value, source.name):
             return self._scalar_input(value, source)
+        if self.policy.numpy_scalar_is_input(value, source.name):
+            return self._numpy_scalar_input(value, source)
         if is_constant_value(value):
             self._guard(GuardKind.EQUALS_MATCH, source, value)
             return scalar_input_var(value, source, self.policy)
@@ -271,6 +277,18 @@ class VariableBuilder:
         if isinstance(value, np.random.Generator):
             return RandomGeneratorVar(value, source=source)
         return OpaqueVar(value, source=source)
+
+    def _numpy_scalar_input(self, value: np.generic, source: Source) -> ArrayVar:
+        # A NumPy scalar a resumed loop carries (`s = s + x[i]`): a 0-d graph input (fetched
+        # as a 0-d array) made the NumPy scalar it was by `carried_scalar`, as a kept loop's
+        # body does; guarded by its type, which holds its dtype.
+        self._guard(GuardKind.TYPE_MATCH, source, type(value))
+        meta = ArrayMeta((), value.dtype, ())
+        node = self.graph.placeholder(placeholder_name(source), meta)
+        self.input_sources.append(ExpressionSource(f"{source.name}.__array__()"))
+        scalar = self.graph.call(get_op("carried_scalar"), node)
+        self.input_nodes.add(scalar)
+        return ArrayVar(scalar)
 
     def generator_input(self, var: RandomGeneratorVar) -> Node:
         """The graph input of a generator (made once, guarded by type): its draws' input 0."""

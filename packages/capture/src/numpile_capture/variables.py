@@ -110,6 +110,11 @@ class ScalarInputVar(Variable):
             self._node = self.make_node()
         return self._node
 
+    @property
+    def read(self) -> bool:
+        """Whether capture has read the value (it is then specialized, guarded equal)."""
+        return self._read
+
     def as_python_constant(self) -> Any:
         if not self._read:
             self._read = True

@@ -306,6 +306,32 @@ setitem_at = register_op(
 )
 
 
+def _setitem_at_scatter_meta(
+    x: ArrayMeta, value: Any, *scalars: Any, index: tuple[Any, ...]
+) -> ArrayMeta:
+    _setitem_at_meta(x, value, *scalars, index=index)
+    return ArrayMeta(x.shape, x.dtype, None, x.device)
+
+
+def _setitem_at_scatter_impl(x: Any, value: Any, *scalars: Any, index: tuple[Any, ...]) -> Any:
+    out = x.copy()
+    out[concrete_index(index, scalars)] = value
+    return out
+
+
+# NOTE: the pure form functionalization gives `setitem_at` (as `view_scatter` is `setitem`'s).
+setitem_at_scatter = register_op(
+    Op(
+        "setitem_at_scatter",
+        OpKind.EXTERN,
+        _setitem_at_scatter_meta,
+        _setitem_at_scatter_impl,
+        doc="a copy of x with x[index] = value, run-time ints in the index",
+        run_time_error="IndexError",
+    )
+)
+
+
 def python_scalar_type(value: Any) -> type | None:
     """The Python scalar type a graph value has at run time (bool, int, float), else None.
 

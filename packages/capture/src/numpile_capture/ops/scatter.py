@@ -56,6 +56,9 @@ def chain_of(nodes: Sequence[Node]) -> ViewChain:
     steps: list[tuple[str, tuple[tuple[str, Any], ...]]] = []
     for node in nodes:
         assert node.op is not None
+        if len(node.inputs) > 1:
+            # A view by a run-time index (`getitem_at`): its scalars are graph values.
+            raise NotImplementedError(f"no static view chain for {node.op.name} ({node.name})")
         steps.append((node.op.name, node.params))
     return tuple(steps)
 
