@@ -221,7 +221,8 @@ class _Emitter:
 
     def _may_run_parallel(self) -> bool:
         # Whether a kernel of the graph may reach the parallel threshold (a symbolic size
-        # may), or the graph runs loops whose bodies hold kernels.
+        # may), or a loop function written for the graph opens a region (a serial C loop
+        # nest never does: its calls then make no thread decision, see `emit`).
         for step in self.sched.steps:
             if isinstance(step, FusedKernel):
                 work = 1
@@ -231,9 +232,7 @@ class _Emitter:
                     work *= dim
                 if work >= self.config.parallel_threshold:
                     return True
-            elif step.op_name in ("for_loop", "while_loop"):
-                return True
-        return False
+        return any(_OPENS_REGION in text for text in self.statics)
 
     def emit(self) -> list[str]:
         graph = self.program.graph
@@ -269,18 +268,9 @@ class _Emitter:
                 )
                 code.writeline("return NULL;")
             code.writeline("int np_fp = 0;  /* the floating-point flags the kernels raised */")
-            code.splice(["#ifdef _OPENMP"])
-            # threads=N as given; otherwise OpenMP's maximum less the busy cores (threads.py),
-            # read only by graphs that may start a parallel region (small ones never do).
-            idle = (
-                "np_idle_threads(threads_before)" if self._may_run_parallel() else "threads_before"
-            )
-            code.writeline("const int threads_before = omp_get_max_threads();")
-            code.writeline(f"const int threads_now = g_threads > 0 ? g_threads : {idle};")
-            code.writeline(
-                "if (threads_now != threads_before) { omp_set_num_threads(threads_now); }"
-            )
-            code.splice(["#endif"])
+            # NOTE: the thread decision goes here once the steps are written: they tell
+            # whether the call may open a parallel region at all.
+            threads_at = len(code.lines)
             for position, name in enumerate(self.program.inputs):
                 self._emit_input(position, name)
             self._emit_sizes()
@@ -298,6 +288,8 @@ class _Emitter:
                     if name in converted:
                         code.writeline(f"Py_CLEAR(k_{name});")
             self._emit_outputs()
+            parallel = self._may_run_parallel()
+            code.lines[threads_at:threads_at] = _thread_decision(code.prefix, parallel=parallel)
             # Floating-point flags NumPy would warn about: the call fails with the error type
             # the caller chose (see set_fp_report), which runs the graph again op by op.
             code.writeline("g_fp_flags = np_fp;")
@@ -307,11 +299,12 @@ class _Emitter:
             code.splice(["fail:"])
             code.writelines(f"Py_XDECREF(o_{name});" for name in objects)
             code.writelines(f"Py_XDECREF(k_{name});" for name in converted)
-            code.splice(["#ifdef _OPENMP"])
-            code.writeline(
-                "if (threads_now != threads_before) { omp_set_num_threads(threads_before); }"
-            )
-            code.splice(["#endif"])
+            if parallel:
+                code.splice(["#ifdef _OPENMP"])
+                code.writeline(
+                    "if (threads_now != threads_before) { omp_set_num_threads(threads_before); }"
+                )
+                code.splice(["#endif"])
             code.writeline("return result;")
         if len(code.lines) - start > UNOPTIMIZED_CALL_LINES:
             code.lines[start:start] = _UNOPTIMIZED.splitlines()
@@ -877,6 +870,27 @@ AFTER_BLAS_PARALLEL_THRESHOLD = 1 << 22
 # object), so other threads run meanwhile; smaller ones keep it, as NumPy's ufunc loops do
 # below their threshold: handing the GIL over costs a switch interval when others wait.
 GIL_RELEASE_WORK = 16384
+
+
+# What a region's start looks like in generated C (kernels, loop functions, helpers).
+_OPENS_REGION = "#pragma omp parallel"
+
+
+def _thread_decision(prefix: str, *, parallel: bool) -> list[str]:
+    # The lines at the top of `call` that set the OpenMP threads of a call that may open a
+    # parallel region: `threads=N` as given, otherwise OpenMP's maximum less the busy cores
+    # (threads.py). A call that opens none makes no decision: no `/proc/loadavg` read or
+    # `sched_getaffinity` in the call after an idle spell.
+    if not parallel:
+        return []
+    return [
+        "#ifdef _OPENMP",
+        f"{prefix}const int threads_before = omp_get_max_threads();",
+        f"{prefix}const int threads_now = g_threads > 0 ? g_threads"
+        " : np_idle_threads(threads_before);",
+        f"{prefix}if (threads_now != threads_before) {{ omp_set_num_threads(threads_now); }}",
+        "#endif",
+    ]
 
 
 def write_released_gil_call(code: CodeBuffer, call: str, work: list[str]) -> None:
