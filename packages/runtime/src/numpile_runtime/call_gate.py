@@ -50,6 +50,11 @@ build fails, or `NUMPILE_CALL_GATE=0`.
 A `Caller` is a class's `__call__` (a method descriptor): it reads the instance's gate
 attribute and runs the gate; declined, it calls the Python `__call__` it holds, and when
 the compiled callable raised the gate's `retry` exception, `retry(self, *args)`.
+
+The extension also holds `ErrstateCall` (`numpile_runtime.errstate_call`): a compiled
+module's call checking NumPy's error state in C. A compiled callable offers such a form
+through its `GATE_FORM` attribute, and the layer that makes a gate asks for it with
+`gate_form(target)`: the gate then reaches the module with no Python frame.
 """
 
 from __future__ import annotations
@@ -57,18 +62,24 @@ from __future__ import annotations
 import logging
 import os
 import types
+from collections.abc import Callable
+from typing import Any, cast
 
 from .builder import BuildError, build_extension
+from .errstate_call import ERRSTATE_CALL_SOURCE
 from .locks import new_lock
 from .metrics import timed
 from .toolchain import CompilerNotFoundError, known_toolchain
 
-__all__ = ["GATE_ENV", "gate_module", "gate_source"]
+__all__ = ["GATE_ENV", "GATE_FORM", "gate_form", "gate_module", "gate_source"]
 
 log = logging.getLogger("numpile.runtime.call_gate")
 
 # Set to "0" to keep every compiled function on its Python hit path.
 GATE_ENV = "NUMPILE_CALL_GATE"
+
+#: The attribute of a compiled callable that makes its form for a gate (see `gate_form`).
+GATE_FORM = "numpile_gate_form"
 
 _MODULE_NAME = "numpile_call_gate"
 # NOTE: -O1 (the last -O wins): a fifth less compiler time than -O2 (0.29 against 0.37
@@ -79,7 +90,8 @@ _FLAGS = ("-O1",)
 _LOADED: list[types.ModuleType | bool] = []
 _LOCK = new_lock()
 
-_SOURCE = r"""
+_SOURCE = (
+    r"""
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -799,9 +811,13 @@ module_total_hits(PyObject *module, PyObject *unused)
 {
     return PyLong_FromUnsignedLongLong(total_hits);
 }
-
+"""
+    + ERRSTATE_CALL_SOURCE
+    + r"""
 static PyMethodDef module_methods[] = {
     {"total_hits", module_total_hits, METH_NOARGS, "calls every gate answered"},
+    {"errstate_total_hits", module_errstate_total_hits, METH_NOARGS,
+     "calls every ErrstateCall answered without its Python path"},
     {NULL}
 };
 
@@ -813,17 +829,36 @@ PyMODINIT_FUNC
 PyInit_numpile_call_gate(void)
 {
     import_array();
-    if (PyType_Ready(&GateType) < 0 || PyType_Ready(&CallerType) < 0) return NULL;
+    if (PyType_Ready(&GateType) < 0 || PyType_Ready(&CallerType) < 0
+        || PyType_Ready(&ErrstateCallType) < 0)
+        return NULL;
     PyObject *module = PyModule_Create(&moduledef);
     if (module == NULL) return NULL;
     if (PyModule_AddObjectRef(module, "Gate", (PyObject *)&GateType) < 0
-        || PyModule_AddObjectRef(module, "Caller", (PyObject *)&CallerType) < 0) {
+        || PyModule_AddObjectRef(module, "Caller", (PyObject *)&CallerType) < 0
+        || PyModule_AddObjectRef(module, "ErrstateCall", (PyObject *)&ErrstateCallType) < 0) {
         Py_DECREF(module);
         return NULL;
     }
     return module;
 }
 """
+)
+
+
+def gate_form(target: Callable[..., Any]) -> Callable[..., Any]:
+    """What a gate calls for the compiled callable `target`: the callable its `GATE_FORM`
+    attribute (a function of no arguments) makes, where it has one and it makes one (a C
+    form of the same call, an `ErrstateCall` say, with no Python frame); else `target`.
+
+    >>> gate_form(len) is len
+    True
+    """
+    make = getattr(target, GATE_FORM, None)
+    if make is None:
+        return target
+    made = make()
+    return target if made is None else cast("Callable[..., Any]", made)
 
 
 def gate_source() -> str:
