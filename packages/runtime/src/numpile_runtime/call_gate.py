@@ -28,7 +28,7 @@ The program is a tuple of operations; each reads and writes numbered registers:
 | `("rel", op, left, right)` | two integer programs compared by `op` (`==`, `<`, ...) |
 
 Shape and stride entries that are None match any size. An integer program is a tuple of
-steps on a stack: `("const", c)`, `("dim", r, axis)` (an
+steps on a stack: `("const", c)`, `("dim", r, axis)` and `("stride", r, axis)` (of an
 array register that an `array` operation checked before), `("int", r)` (an exact `int`),
 `("+",)`, `("-",)`, `("*",)`, `("//",)`, `("%",)` (Python's floor semantics), `("neg",)`.
 Overflow, a zero divisor or an exception a check raises (an `Exception`) declines; any
@@ -106,7 +106,7 @@ enum {
     OP_ARG, OP_GLOBAL, OP_CELL, OP_FUNC, OP_ATTR, OP_ITEM, OP_PROBE,
     OP_TYPE, OP_IS, OP_EQ, OP_LEN, OP_ARRAY, OP_REL
 };
-enum { I_CONST, I_DIM, I_INT, I_ADD, I_SUB, I_MUL, I_FLOORDIV, I_MOD, I_NEG };
+enum { I_CONST, I_DIM, I_INT, I_ADD, I_SUB, I_MUL, I_FLOORDIV, I_MOD, I_NEG, I_STRIDE };
 enum { C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE };
 
 typedef struct { int kind; int reg; long long value; } IStep;
@@ -172,7 +172,9 @@ static const char *const OP_NAMES[] = {
     "arg", "global", "cell", "func", "attr", "item", "probe",
     "type", "is", "eq", "len", "array", "rel"
 };
-static const char *const I_NAMES[] = {"const", "dim", "int", "+", "-", "*", "//", "%", "neg"};
+static const char *const I_NAMES[] = {
+    "const", "dim", "int", "+", "-", "*", "//", "%", "neg", "stride"
+};
 static const char *const C_NAMES[] = {"==", "!=", "<", "<=", ">", ">="};
 
 static int
@@ -203,7 +205,7 @@ parse_ints(PyObject *program, IStep **out, int *count)
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *step = PyTuple_GET_ITEM(program, i);
         if (!PyTuple_Check(step) || PyTuple_GET_SIZE(step) < 1) goto bad;
-        int kind = kind_of(PyTuple_GET_ITEM(step, 0), I_NAMES, 9);
+        int kind = kind_of(PyTuple_GET_ITEM(step, 0), I_NAMES, 10);
         if (kind < 0) goto bad;
         steps[i].kind = kind;
         if (kind == I_CONST) {
@@ -211,7 +213,7 @@ parse_ints(PyObject *program, IStep **out, int *count)
             steps[i].value = PyLong_AsLongLong(PyTuple_GET_ITEM(step, 1));
             if (PyErr_Occurred()) goto fail;
             depth++;
-        } else if (kind == I_DIM) {
+        } else if (kind == I_DIM || kind == I_STRIDE) {
             if (PyTuple_GET_SIZE(step) != 3) goto bad;
             steps[i].reg = reg_of(PyTuple_GET_ITEM(step, 1), MAX_REGS);
             if (steps[i].reg < 0) goto fail;
@@ -465,6 +467,14 @@ run_ints(const IStep *steps, int count, PyObject **regs, long long *out)
             PyArrayObject *array = (PyArrayObject *)o;
             if (s->value >= PyArray_NDIM(array)) return 0;
             stack[top++] = (long long)PyArray_DIM(array, (int)s->value);
+            break;
+        }
+        case I_STRIDE: {
+            PyObject *o = regs[s->reg];
+            if (o == NULL || !PyArray_Check(o)) return 0;
+            PyArrayObject *array = (PyArrayObject *)o;
+            if (s->value >= PyArray_NDIM(array)) return 0;
+            stack[top++] = (long long)PyArray_STRIDE(array, (int)s->value);
             break;
         }
         case I_INT: {
