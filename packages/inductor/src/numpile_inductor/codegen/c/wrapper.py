@@ -47,7 +47,7 @@ from .gather import GATHER_HELPERS
 from .interrupts import INTERRUPT_HELPERS, main_thread_init
 from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
-from .loop_function import LOOP_HELPERS, scalar_loop_function
+from .loop_function import LOOP_HELPERS, scalar_loop_function, zero_filled
 from .loop_kernels import KERNEL_LOOP_HELPERS, NotKernelLoop, kernel_loop_function
 from .ops import c_type, helper_definitions, vector_math_declarations
 from .scatter import SCATTER_HELPERS, ScatterAt, scatter_operands
@@ -741,7 +741,8 @@ class _Emitter:
             if step.op_name == "while_loop":
                 function = scalar_while_function(node, name)
             else:
-                function = scalar_loop_function(node, name)
+                zeroed = zero_filled(self.program.graph, node)
+                function = scalar_loop_function(node, name, zeroed=zeroed)
         except NotScalarLoop as reason:
             return self._kernel_loop_function(node, name, str(reason))
         if not self.c_loops:
