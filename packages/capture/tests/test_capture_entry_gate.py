@@ -288,3 +288,30 @@ def test_an_error_of_the_compiled_code_propagates_once() -> None:
     with pytest.raises(ZeroDivisionError, match="compiled code"):
         f(x)
     assert len(calls) == 3
+
+
+def test_the_gate_calls_the_form_a_compiled_callable_offers() -> None:
+    # A compiled callable with a `GATE_FORM` attribute: the gate calls the form it makes
+    # (the inductor's error-state check in C, say), the Python path the callable itself.
+    ran: list[str] = []
+
+    def backend(graph: Graph, example_inputs: Any) -> Any:
+        def compiled(x: Any) -> Any:
+            ran.append("callable")
+            return x + 1
+
+        def form(x: Any) -> Any:
+            ran.append("form")
+            return x + 1
+
+        setattr(compiled, rt.GATE_FORM, lambda: form)
+        return compiled
+
+    f = CompiledFunction(minus_one, capture_fn=PlusOne(), backend=backend)
+    x = np.arange(3.0)
+    warm(f, x)
+    assert ran[-1] == "form"
+    np.testing.assert_array_equal(f(x=x), x + 1)  # keywords: the Python path
+    assert ran[-1] == "callable"
+    np.testing.assert_array_equal(f(x), x + 1)
+    assert ran[-1] == "form"

@@ -100,6 +100,7 @@ GUARDS = [
     relation("L['x'].shape[0] % 2 == 0"),
     relation("-9223372036854775808 <= L['n'] <= 9223372036854775807"),
     relation("(L['n'] - 7) // 3 >= -(L['x'].shape[0] * 2)"),
+    relation("L['x'].strides[0] == 8*L['x'].shape[1]"),  # a symbolic stride: rows
     Guard(GuardKind.EQUALS_MATCH, GlobalSource("SCALE"), 2.0),
     Guard(GuardKind.ID_MATCH, GlobalSource("np"), np),
 ]
@@ -122,6 +123,7 @@ def _calls() -> list[tuple[Any, Any, Any]]:
         (x, np.zeros(6, dtype=np.int32), 0),  # y's length
         (np.zeros((4, 4)), y, 0),  # x's columns
         (np.zeros((4, 6))[:, ::2], y, 0),  # x's strides
+        (np.zeros((4, 5))[:, :3], y, 0),  # x's row stride (40, not 8 * 3)
         (np.asfortranarray(x), y, 0),
         (x.astype(np.float32), y, 0),
         (x, y.astype(np.int64), 0),

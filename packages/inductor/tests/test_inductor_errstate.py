@@ -1,4 +1,9 @@
-"""NumPy's floating-point error state: "raise", "call", "print" and "log" behave as in eager."""
+"""NumPy's floating-point error state: "raise", "call", "print" and "log" behave as in eager.
+
+Each test runs a compiled graph's callable in both its forms: the Python one (what the
+Python hit path calls) and the C one a call gate calls (`numpile_runtime.gate_form`, an
+`ErrstateCall`), which must behave the same.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from numpile_capture import capture_function
+import numpile_runtime as rt
+from numpile_capture import CompiledFunction, capture_function
 from numpile_inductor import compile_graph, errstate
 
 
@@ -22,9 +28,22 @@ def _log_in_place(x: Any) -> Any:
     return np.log(x).sum()
 
 
-def _compiled(fn: Callable[..., Any], *args: Any) -> Callable[..., Any]:
+@pytest.fixture(params=["python", "c"])
+def form(request: pytest.FixtureRequest) -> str:
+    # Which form of a compiled callable a test calls: the Python one or the C one.
+    if request.param == "c" and rt.gate_module() is None:
+        pytest.skip("no call gate extension here (no C compiler, or NUMPILE_CALL_GATE=0)")
+    return str(request.param)
+
+
+def _compiled(fn: Callable[..., Any], *args: Any, form: str = "python") -> Callable[..., Any]:
     copies = [a.copy() for a in args]
-    return compile_graph(capture_function(fn, tuple(copies), {}).graph).fn
+    compiled = compile_graph(capture_function(fn, tuple(copies), {}).graph).fn
+    if form == "python":
+        return compiled
+    c_form = rt.gate_form(compiled)
+    assert c_form is not compiled
+    return c_form
 
 
 @pytest.fixture
@@ -42,9 +61,9 @@ def no_eager_under_warn(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
 
 @pytest.mark.parametrize("setting", ["divide", "all"])
-def test_a_raising_error_state_raises_numpys_floating_point_error(setting: str) -> None:
+def test_a_raising_error_state_raises_numpys_floating_point_error(setting: str, form: str) -> None:
     x, y = np.ones(8), np.zeros(8)
-    compiled = _compiled(_divide_then_add, x, y)
+    compiled = _compiled(_divide_then_add, x, y, form=form)
     with np.errstate(**{setting: "raise"}):
         with pytest.raises(FloatingPointError) as expected:
             _divide_then_add(x, y)
@@ -54,9 +73,9 @@ def test_a_raising_error_state_raises_numpys_floating_point_error(setting: str) 
     assert str(got.value) == str(expected.value) == "divide by zero encountered in divide"
 
 
-def test_error_callbacks_see_what_eager_reports() -> None:
+def test_error_callbacks_see_what_eager_reports(form: str) -> None:
     x, y = np.ones(8), np.zeros(8)
-    compiled = _compiled(_divide_then_add, x, y)
+    compiled = _compiled(_divide_then_add, x, y, form=form)
     seen: list[tuple[str, int]] = []
     old = np.seterrcall(lambda kind, flag: seen.append((kind, flag)))
     try:
@@ -71,9 +90,9 @@ def test_error_callbacks_see_what_eager_reports() -> None:
     assert seen == eager_calls == [("divide by zero", 1)]
 
 
-def test_in_place_graphs_mutate_once_under_a_raising_state() -> None:
+def test_in_place_graphs_mutate_once_under_a_raising_state(form: str) -> None:
     x = np.array([-2.0, 0.5, 3.0])
-    compiled = _compiled(_log_in_place, x)
+    compiled = _compiled(_log_in_place, x, form=form)
     eager_x, compiled_x = x.copy(), x.copy()
     with np.errstate(invalid="raise"):
         with pytest.raises(FloatingPointError, match="invalid value encountered in log"):
@@ -85,10 +104,10 @@ def test_in_place_graphs_mutate_once_under_a_raising_state() -> None:
 
 
 def test_kernels_run_unless_a_flag_the_state_checks_is_raised(
-    no_eager_under_warn: list[int],
+    no_eager_under_warn: list[int], form: str
 ) -> None:
     x, y = np.ones(8), np.zeros(8)
-    compiled = _compiled(_divide_then_add, x, y)
+    compiled = _compiled(_divide_then_add, x, y, form=form)
     with np.errstate(all="ignore"):
         compiled(x, y)
     with np.errstate(divide="ignore", invalid="warn"):
@@ -111,22 +130,22 @@ def _matmul_then_log(a: Any, b: Any) -> Any:
 
 
 def test_a_module_calling_numpy_itself_runs_op_by_op_under_a_strict_state(
-    no_eager_under_warn: list[int],
+    no_eager_under_warn: list[int], form: str
 ) -> None:
     # matmul runs inside the module as a NumPy call, which would raise inside it: under a
     # strict state such a graph runs op by op from the start.
     a = np.full((2, 2), np.inf)
     b = np.zeros((2, 2))
-    compiled = _compiled(_matmul_then_log, a, b)
+    compiled = _compiled(_matmul_then_log, a, b, form=form)
     raising = np.errstate(invalid="raise")
     with raising, pytest.raises(FloatingPointError, match="invalid value encountered in matmul"):
         compiled(a, b)
     assert no_eager_under_warn == [1]
 
 
-def test_a_global_seterr_is_seen_by_later_calls(no_eager_under_warn: list[int]) -> None:
+def test_a_global_seterr_is_seen_by_later_calls(no_eager_under_warn: list[int], form: str) -> None:
     x, y = np.ones(8), np.zeros(8)
-    compiled = _compiled(_divide_then_add, x, y)
+    compiled = _compiled(_divide_then_add, x, y, form=form)
     with np.errstate(divide="ignore"):
         compiled(x, y)
         old = np.seterr(divide="raise")
@@ -137,3 +156,84 @@ def test_a_global_seterr_is_seen_by_later_calls(no_eager_under_warn: list[int]) 
             np.seterr(**old)
         compiled(x, y)
     assert no_eager_under_warn == [1]
+
+
+def _overflowing_rows(x: Any) -> Any:
+    # A loop writing a fresh array: a graph that cannot run again after its module ran
+    # (its flags give the module's own warning, after the call).
+    out = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = x[i] * 1e300 * 1e300
+    return out
+
+
+def test_a_graph_that_cannot_run_again_warns_ignores_and_raises_as_eager(form: str) -> None:
+    x = np.array([1.0, 0.0, -2.0])
+    compiled = _compiled(_overflowing_rows, x, form=form)
+    with np.errstate(over="ignore"):
+        want = _overflowing_rows(x)
+        for _ in range(2):  # the second call of a state is the C form's own
+            np.testing.assert_array_equal(compiled(x), want)
+    for _ in range(2):
+        with pytest.warns(RuntimeWarning, match="overflow"):
+            np.testing.assert_array_equal(compiled(x), want)
+    with np.errstate(over="raise"):
+        for _ in range(2):
+            with pytest.raises(FloatingPointError, match="overflow"):
+                compiled(x)
+
+
+def test_the_c_form_answers_calls_and_the_python_path_each_new_state() -> None:
+    # The C form runs the module with no Python frame while NumPy's error state is the one
+    # the module was told about; a new state goes through the Python path once, which tells
+    # the module; the results are the Python form's, bit for bit.
+    if rt.gate_module() is None:
+        pytest.skip("no call gate extension here (no C compiler, or NUMPILE_CALL_GATE=0)")
+    x, y = np.linspace(-3.0, 3.0, 8), np.linspace(0.5, 2.0, 8)
+    python = _compiled(_divide_then_add, x, y)
+    c_form = _compiled(_divide_then_add, x, y, form="c")
+    for setting in ("ignore", "warn", "raise"):
+        with np.errstate(all=setting):
+            hits = c_form.hits
+            first = c_form(x, y)
+            assert c_form.hits == hits  # a state the module was not told: the Python path
+            second = c_form(x, y)
+            assert c_form.hits == hits + 1
+            np.testing.assert_array_equal(first, python(x, y))
+            np.testing.assert_array_equal(second, first)
+    np.testing.assert_allclose(c_form(x, y), _divide_then_add(x, y), rtol=1e-15)  # sin's ulp
+    c_form.disarm()  # what unloading the module does: the Python path from then on
+    hits = c_form.hits
+    np.testing.assert_array_equal(c_form(x, y), python(x, y))
+    assert c_form.hits == hits
+
+
+def _sum_of_squares(x: Any) -> Any:
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i]
+    return s
+
+
+def test_compiled_functions_reach_the_module_through_the_c_form() -> None:
+    # A compiled function's hits go through its call gate to the C form (no Python frame),
+    # with NumPy's error state still honoured on every call.
+    gates = rt.gate_module()
+    if gates is None:
+        pytest.skip("no call gate extension here (no C compiler, or NUMPILE_CALL_GATE=0)")
+    f = CompiledFunction(_sum_of_squares, backend="inductor")
+    x = np.linspace(0.0, 1.0, 50)
+    for _ in range(3):  # compile, remember (the gate armed), through the gate
+        f(x)
+    hits = gates.errstate_total_hits()
+    assert f(x) == _sum_of_squares(x)
+    assert gates.errstate_total_hits() == hits + 1
+    big = np.full(4, 1e200)
+    with np.errstate(over="raise"):
+        for _ in range(2):
+            with pytest.raises(FloatingPointError, match="overflow"):
+                f(big)
+    with np.errstate(over="ignore"):
+        assert f(big) == _sum_of_squares(big) == np.inf
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        assert f(big) == np.inf

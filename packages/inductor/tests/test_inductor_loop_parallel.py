@@ -161,3 +161,16 @@ def test_index_error_keeps_eager_writes() -> None:
         compiled(x, out)
     assert str(got.value) == str(want.value)
     np.testing.assert_array_equal(out, want_out)
+
+
+def test_only_calls_that_may_open_a_region_decide_their_threads() -> None:
+    # A serial C loop nest opens no parallel region, so its call neither reads the busy
+    # cores (a /proc/loadavg read and a sched_getaffinity after each idle spell) nor sets
+    # OpenMP's threads; a nest of independent rows may open one and decides them.
+    x = _rows(8, 5)
+    serial = compile_graph(capture_function(running_total, (x,), {}).graph)
+    threaded = compile_graph(capture_function(row_norms, (x, np.zeros(8)), {}).graph)
+    assert "omp_get_max_threads" not in serial.source
+    assert "np_idle_threads(threads_before)" in threaded.source
+    assert serial.fn(x) == running_total(x)
+    np.testing.assert_array_equal(threaded.fn(x, np.zeros(8)), row_norms(x, np.zeros(8)))

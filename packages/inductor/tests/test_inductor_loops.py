@@ -173,6 +173,25 @@ def test_python_int_overflow_gives_python_result_and_writes_once(n: int) -> None
     assert "__builtin_mul_overflow" in compiled.source
 
 
+def _growing_int_into_zeros(x: Any) -> Any:
+    # Adds into a fresh np.zeros: a loop that bails must give NumPy's run zeros again.
+    out = np.zeros(3)
+    k = 1
+    for i in range(x.shape[0]):
+        out[i % 3] += k % 10 + x[i]
+        k = k * 3 + 1
+    return out
+
+
+@pytest.mark.parametrize("n", [5, 70])
+def test_a_bailing_loop_refills_a_fresh_zeros_instead_of_copying_it(n: int) -> None:
+    # At 70 steps `k` leaves int64: the C loop bails after writing `out`, fills it with
+    # zeros again (no copy of it taken before the loop) and NumPy runs the loop.
+    compiled = _compare(_growing_int_into_zeros, np.arange(n) * 0.5)
+    assert "np_loop_zero(a_" in compiled.source
+    assert "np_loop_snapshot(a_" not in compiled.source
+
+
 def test_index_error_keeps_the_writes_of_earlier_iterations() -> None:
     body = Graph()
     index = body.placeholder("i", ScalarMeta(int))

@@ -8,7 +8,9 @@ with the generation of the epoch the hit was found in. `install_caller` makes a 
 `__call__` the extension's `Caller`: a call reads the instance's `_gate` and, when the gate
 is armed, valid and its checks hold, runs the compiled callable with no Python frame;
 anything else (keywords, a guard miss, a stale generation, a region of plain calls) runs
-the class's Python `__call__`, the reference, as before.
+the class's Python `__call__`, the reference, as before. The gate calls the entry's
+compiled callable in the form `numpile_runtime.gate_form` gives (a C form where it offers
+one).
 
     >>> make_gate(fn, entry, guards, NotCompiledYet)  # doctest: +SKIP
     <numpile_call_gate.Gate object at ...>
@@ -23,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from numpile_guards import VALIDITY, CacheEntry, GateRefusedError, Guard, gate_plan
-from numpile_runtime import gate_module
+from numpile_runtime import gate_form, gate_module
 
 __all__ = ["GATE_ATTRIBUTE", "install_caller", "make_gate"]
 
@@ -50,9 +52,10 @@ def make_gate(
     parameters = code.co_varnames[: code.co_argcount]
     try:
         plan = gate_plan(guards, entry.inputs, parameters)
-        return module.Gate(
-            fn, entry.compiled, plan.program, plan.inputs, VALIDITY, code.co_argcount, retry
-        )
+        # The compiled callable's form for a gate: its C form where it has one (the
+        # inductor's error-state check, say), so that no Python frame runs between.
+        target = gate_form(entry.compiled)
+        return module.Gate(fn, target, plan.program, plan.inputs, VALIDITY, code.co_argcount, retry)
     except (GateRefusedError, ValueError, TypeError, OverflowError) as refused:
         log.debug("%s keeps the Python hit path: %s", fn.__qualname__, refused)
         return None

@@ -205,11 +205,11 @@ def _integers(program: _Program, node: ast.expr) -> tuple[tuple[Any, ...], ...]:
         return (*left, *right, (_OPERATORS[type(node.op)],))
     size = _array_size(node)
     if size is not None:
-        array, axis = size
+        array, attribute, axis = size
         register = program.registers.get(LocalSource(array))
         if register is None or register not in program.arrays:
             raise GateRefusedError(f"a size of {array!r}, which no array guard checks first")
-        return (("dim", register, axis),)
+        return ((_ARRAY_TERMS[attribute], register, axis),)
     local = _local_name(node)
     if local is not None:
         return (("int", program.register(LocalSource(local))),)
@@ -251,18 +251,22 @@ def _local_name(node: ast.expr) -> str | None:
     return None
 
 
-def _array_size(node: ast.expr) -> tuple[str, int] | None:
-    # `L['x'].shape[k]`
+# The array attributes a relation may read, as the gate's integer steps.
+_ARRAY_TERMS = {"shape": "dim", "strides": "stride"}
+
+
+def _array_size(node: ast.expr) -> tuple[str, str, int] | None:
+    # `L['x'].shape[k]` or `L['x'].strides[k]` (symbolic strides: any layout of a size)
     if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)):
         return None
     axis = node.slice.value
-    shape = node.value
+    attribute = node.value
     if type(axis) is not int or axis < 0 or axis >= _MAX_DIMS:
         return None
-    if not (isinstance(shape, ast.Attribute) and shape.attr == "shape"):
+    if not (isinstance(attribute, ast.Attribute) and attribute.attr in _ARRAY_TERMS):
         return None
-    local = _local_name(shape.value)
-    return None if local is None else (local, axis)
+    local = _local_name(attribute.value)
+    return None if local is None else (local, attribute.attr, axis)
 
 
 # NOTE: the guard kinds a gate checks, and how; a kind missing here (DICT_KEYS) refuses.

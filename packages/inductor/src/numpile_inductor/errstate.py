@@ -31,6 +31,7 @@ import importlib
 import logging
 import types
 import warnings
+from array import array
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeAlias
 
@@ -88,6 +89,14 @@ class _Report:
     state: Any = None
     eager: bool = False  # run op by op from the start (a strict state the kernels cannot take)
     mask: int = 0  # the categories that warn
+    # The same for the C forms (numpile_runtime.errstate_call): id(state), eager, mask.
+    words: array[int] = attrs.field(factory=lambda: array("q", bytes(8 * rt.ERRSTATE_WORDS)))
+
+    def told(self) -> None:
+        """Publish `state`, `eager` and `mask` to the C forms (the state's id last)."""
+        self.words[1] = int(self.eager)
+        self.words[2] = self.mask
+        self.words[0] = id(self.state)
 
 
 def honouring_errstate(
@@ -125,12 +134,14 @@ def honouring_errstate(
     kernels_when_strict = replayable and not externs
 
     def update() -> None:
+        report.words[0] = 0  # the C forms take the Python path until the module is told
         modes = np.geterr()
         strict = any(mode in _STRICT_MODES for mode in modes.values())
         report.eager = strict and not kernels_when_strict
         report.mask = _categories(modes, ("warn",))
         checked = _categories(modes, ("warn", *_STRICT_MODES))
         set_report(checked if replayable else 0, FloatingPointFlagsError)
+        report.told()
 
     if _state_var is None:  # pragma: no cover - see the import above
 
@@ -140,15 +151,23 @@ def honouring_errstate(
     else:
         read_state = _state_var.get
 
+    # The C forms made for call gates (`gate_form` below), disarmed when the module goes.
+    forms: list[Any] = []
+    unloaded = False
+
     if reload is not None:
         # NOTE: `call`, `set_report` and `fp_flags` are all that hold the module (and
         # `reloading` while it runs): the eviction swaps them, so that the module can die.
 
         def evict() -> None:
-            nonlocal call, set_report, fp_flags
+            nonlocal call, set_report, fp_flags, unloaded
             call = reloading
             set_report = _unloaded_report
             fp_flags = _no_flags
+            unloaded = True  # no C form from now on: it would call the module directly
+            for form in forms:
+                form.disarm()  # the Python path from now on: it loads the module again
+            forms.clear()
 
         def reloading(*args: Any) -> Any:
             nonlocal call, set_report, fp_flags, report
@@ -168,6 +187,13 @@ def honouring_errstate(
 
         rt.make_evictable(module, evict)
 
+    def warn(raised: int) -> None:
+        # Called from C: the same depth of Python frames as `run_reporting`'s call.
+        _warn_categories(graph, raised)
+
+    def replay(*args: Any) -> Any:
+        return run_warning(graph, args, warned)
+
     if not replayable:
 
         def run_reporting(*args: Any) -> Any:
@@ -184,21 +210,48 @@ def honouring_errstate(
                     _warn_categories(graph, raised)
             return result
 
-        return run_reporting
+        run_python: Callable[..., Any] = run_reporting
+    else:
 
-    def run(*args: Any) -> Any:
-        state = read_state()
-        if state is not report.state:
-            report.state = state  # held, so its id is never reused while compared
-            update()
-        if report.eager:
-            return run_graph(graph, args)
+        def run(*args: Any) -> Any:
+            state = read_state()
+            if state is not report.state:
+                report.state = state  # held, so its id is never reused while compared
+                update()
+            if report.eager:
+                return run_graph(graph, args)
+            try:
+                return call(*args)
+            except FloatingPointFlagsError:
+                return run_warning(graph, args, warned)
+
+        run_python = run
+
+    def gate_form() -> Any:
+        # The same call as an `ErrstateCall` (numpile_runtime.errstate_call): the state's
+        # check in C, `run_python` where it fails. None without the gate extension, with
+        # another layout of NumPy's state, or once the module was unloaded.
+        gates = rt.gate_module()
+        if gates is None or _state_var is None or unloaded:
+            return None
         try:
-            return call(*args)
-        except FloatingPointFlagsError:
-            return run_warning(graph, args, warned)
+            form = gates.ErrstateCall(
+                call,
+                run_python,
+                _state_var,
+                report.words,
+                FloatingPointFlagsError,
+                warn if not replayable else replay,
+                fp_flags if not replayable else None,
+            )
+        except (TypeError, ValueError) as error:  # never fail a gate over it
+            log.debug("no C form of a compiled call (%s): the Python one runs", error)
+            return None
+        forms.append(form)
+        return form
 
-    return run
+    setattr(run_python, rt.GATE_FORM, gate_form)
+    return run_python
 
 
 def _report_of(module: types.ModuleType) -> _Report:

@@ -26,6 +26,8 @@ from .builder import load_extension as load_extension
 from .builder import load_library as load_library
 from .cache_eviction import SweepResult as SweepResult
 from .call_gate import GATE_ENV as GATE_ENV
+from .call_gate import GATE_FORM as GATE_FORM
+from .call_gate import gate_form as gate_form
 from .call_gate import gate_module as gate_module
 from .call_gate import gate_source as gate_source
 from .code_cache import CacheInfo as CacheInfo
@@ -55,6 +57,7 @@ from .device_copy import download as download
 from .device_copy import upload as upload
 from .distribution import UNKNOWN_VERSION as UNKNOWN_VERSION
 from .distribution import distribution_version as distribution_version
+from .errstate_call import ERRSTATE_WORDS as ERRSTATE_WORDS
 from .layer_config import LayerConfig as LayerConfig
 from .loaded_modules import make_evictable as make_evictable
 from .loaded_modules import release_modules as release_modules
@@ -122,6 +125,9 @@ __all__ = [
     "at_fork_reset",
     "build_extension",
     "GATE_ENV",
+    "GATE_FORM",
+    "ERRSTATE_WORDS",
+    "gate_form",
     "gate_module",
     "gate_source",
     "build_library",

@@ -28,7 +28,7 @@ The program is a tuple of operations; each reads and writes numbered registers:
 | `("rel", op, left, right)` | two integer programs compared by `op` (`==`, `<`, ...) |
 
 Shape and stride entries that are None match any size. An integer program is a tuple of
-steps on a stack: `("const", c)`, `("dim", r, axis)` (an
+steps on a stack: `("const", c)`, `("dim", r, axis)` and `("stride", r, axis)` (of an
 array register that an `array` operation checked before), `("int", r)` (an exact `int`),
 `("+",)`, `("-",)`, `("*",)`, `("//",)`, `("%",)` (Python's floor semantics), `("neg",)`.
 Overflow, a zero divisor or an exception a check raises (an `Exception`) declines; any
@@ -50,6 +50,11 @@ build fails, or `NUMPILE_CALL_GATE=0`.
 A `Caller` is a class's `__call__` (a method descriptor): it reads the instance's gate
 attribute and runs the gate; declined, it calls the Python `__call__` it holds, and when
 the compiled callable raised the gate's `retry` exception, `retry(self, *args)`.
+
+The extension also holds `ErrstateCall` (`numpile_runtime.errstate_call`): a compiled
+module's call checking NumPy's error state in C. A compiled callable offers such a form
+through its `GATE_FORM` attribute, and the layer that makes a gate asks for it with
+`gate_form(target)`: the gate then reaches the module with no Python frame.
 """
 
 from __future__ import annotations
@@ -57,18 +62,24 @@ from __future__ import annotations
 import logging
 import os
 import types
+from collections.abc import Callable
+from typing import Any, cast
 
 from .builder import BuildError, build_extension
+from .errstate_call import ERRSTATE_CALL_SOURCE
 from .locks import new_lock
 from .metrics import timed
 from .toolchain import CompilerNotFoundError, known_toolchain
 
-__all__ = ["GATE_ENV", "gate_module", "gate_source"]
+__all__ = ["GATE_ENV", "GATE_FORM", "gate_form", "gate_module", "gate_source"]
 
 log = logging.getLogger("numpile.runtime.call_gate")
 
 # Set to "0" to keep every compiled function on its Python hit path.
 GATE_ENV = "NUMPILE_CALL_GATE"
+
+#: The attribute of a compiled callable that makes its form for a gate (see `gate_form`).
+GATE_FORM = "numpile_gate_form"
 
 _MODULE_NAME = "numpile_call_gate"
 # NOTE: -O1 (the last -O wins): a fifth less compiler time than -O2 (0.29 against 0.37
@@ -79,7 +90,8 @@ _FLAGS = ("-O1",)
 _LOADED: list[types.ModuleType | bool] = []
 _LOCK = new_lock()
 
-_SOURCE = r"""
+_SOURCE = (
+    r"""
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -94,7 +106,7 @@ enum {
     OP_ARG, OP_GLOBAL, OP_CELL, OP_FUNC, OP_ATTR, OP_ITEM, OP_PROBE,
     OP_TYPE, OP_IS, OP_EQ, OP_LEN, OP_ARRAY, OP_REL
 };
-enum { I_CONST, I_DIM, I_INT, I_ADD, I_SUB, I_MUL, I_FLOORDIV, I_MOD, I_NEG };
+enum { I_CONST, I_DIM, I_INT, I_ADD, I_SUB, I_MUL, I_FLOORDIV, I_MOD, I_NEG, I_STRIDE };
 enum { C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE };
 
 typedef struct { int kind; int reg; long long value; } IStep;
@@ -160,7 +172,9 @@ static const char *const OP_NAMES[] = {
     "arg", "global", "cell", "func", "attr", "item", "probe",
     "type", "is", "eq", "len", "array", "rel"
 };
-static const char *const I_NAMES[] = {"const", "dim", "int", "+", "-", "*", "//", "%", "neg"};
+static const char *const I_NAMES[] = {
+    "const", "dim", "int", "+", "-", "*", "//", "%", "neg", "stride"
+};
 static const char *const C_NAMES[] = {"==", "!=", "<", "<=", ">", ">="};
 
 static int
@@ -191,7 +205,7 @@ parse_ints(PyObject *program, IStep **out, int *count)
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *step = PyTuple_GET_ITEM(program, i);
         if (!PyTuple_Check(step) || PyTuple_GET_SIZE(step) < 1) goto bad;
-        int kind = kind_of(PyTuple_GET_ITEM(step, 0), I_NAMES, 9);
+        int kind = kind_of(PyTuple_GET_ITEM(step, 0), I_NAMES, 10);
         if (kind < 0) goto bad;
         steps[i].kind = kind;
         if (kind == I_CONST) {
@@ -199,7 +213,7 @@ parse_ints(PyObject *program, IStep **out, int *count)
             steps[i].value = PyLong_AsLongLong(PyTuple_GET_ITEM(step, 1));
             if (PyErr_Occurred()) goto fail;
             depth++;
-        } else if (kind == I_DIM) {
+        } else if (kind == I_DIM || kind == I_STRIDE) {
             if (PyTuple_GET_SIZE(step) != 3) goto bad;
             steps[i].reg = reg_of(PyTuple_GET_ITEM(step, 1), MAX_REGS);
             if (steps[i].reg < 0) goto fail;
@@ -453,6 +467,14 @@ run_ints(const IStep *steps, int count, PyObject **regs, long long *out)
             PyArrayObject *array = (PyArrayObject *)o;
             if (s->value >= PyArray_NDIM(array)) return 0;
             stack[top++] = (long long)PyArray_DIM(array, (int)s->value);
+            break;
+        }
+        case I_STRIDE: {
+            PyObject *o = regs[s->reg];
+            if (o == NULL || !PyArray_Check(o)) return 0;
+            PyArrayObject *array = (PyArrayObject *)o;
+            if (s->value >= PyArray_NDIM(array)) return 0;
+            stack[top++] = (long long)PyArray_STRIDE(array, (int)s->value);
             break;
         }
         case I_INT: {
@@ -799,9 +821,13 @@ module_total_hits(PyObject *module, PyObject *unused)
 {
     return PyLong_FromUnsignedLongLong(total_hits);
 }
-
+"""
+    + ERRSTATE_CALL_SOURCE
+    + r"""
 static PyMethodDef module_methods[] = {
     {"total_hits", module_total_hits, METH_NOARGS, "calls every gate answered"},
+    {"errstate_total_hits", module_errstate_total_hits, METH_NOARGS,
+     "calls every ErrstateCall answered without its Python path"},
     {NULL}
 };
 
@@ -813,17 +839,36 @@ PyMODINIT_FUNC
 PyInit_numpile_call_gate(void)
 {
     import_array();
-    if (PyType_Ready(&GateType) < 0 || PyType_Ready(&CallerType) < 0) return NULL;
+    if (PyType_Ready(&GateType) < 0 || PyType_Ready(&CallerType) < 0
+        || PyType_Ready(&ErrstateCallType) < 0)
+        return NULL;
     PyObject *module = PyModule_Create(&moduledef);
     if (module == NULL) return NULL;
     if (PyModule_AddObjectRef(module, "Gate", (PyObject *)&GateType) < 0
-        || PyModule_AddObjectRef(module, "Caller", (PyObject *)&CallerType) < 0) {
+        || PyModule_AddObjectRef(module, "Caller", (PyObject *)&CallerType) < 0
+        || PyModule_AddObjectRef(module, "ErrstateCall", (PyObject *)&ErrstateCallType) < 0) {
         Py_DECREF(module);
         return NULL;
     }
     return module;
 }
 """
+)
+
+
+def gate_form(target: Callable[..., Any]) -> Callable[..., Any]:
+    """What a gate calls for the compiled callable `target`: the callable its `GATE_FORM`
+    attribute (a function of no arguments) makes, where it has one and it makes one (a C
+    form of the same call, an `ErrstateCall` say, with no Python frame); else `target`.
+
+    >>> gate_form(len) is len
+    True
+    """
+    make = getattr(target, GATE_FORM, None)
+    if make is None:
+        return target
+    made = make()
+    return target if made is None else cast("Callable[..., Any]", made)
 
 
 def gate_source() -> str:

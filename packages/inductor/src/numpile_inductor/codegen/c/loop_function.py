@@ -23,6 +23,7 @@ compiles at -O3 only the form that runs.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import attrs
@@ -156,6 +157,15 @@ static PyObject *np_loop_eager(PyObject *eager, PyObject *const *argv, Py_ssize_
     np_loop_pool_exit(prev);
     return result;
 }
+/* Zeros into every element of `a` (what a bail restores a fresh np.zeros with). */
+static int np_loop_zero(PyArrayObject *a)
+{
+    PyObject *zero = PyLong_FromLong(0);
+    if (zero == NULL) { return -1; }
+    const int failed = PyArray_FillWithScalar(a, zero);
+    Py_DECREF(zero);
+    return failed;
+}
 static PyObject *np_loop_snapshot(PyArrayObject *a)
 {
     int failed;
@@ -201,14 +211,39 @@ marks the loops cold and does not vectorize them (with symbolic sizes, where no 
 trip count says otherwise)."""
 
 
-def scalar_loop_function(node: Node, name: str) -> LoopFunction:
+def zero_filled(graph: Graph, node: Node) -> frozenset[Node]:
+    """The inputs of loop node `node` that `graph` makes with `np.zeros` and uses in no
+    node before `node`: they still hold zeros when the loop starts, so a loop that bails
+    restores them by filling zeros in, not from a copy taken on every call.
+
+    >>> zero_filled(graph, graph.nodes[-2])  # doctest: +SKIP
+    frozenset({v1})
+    """
+    order = {n: k for k, n in enumerate(graph.nodes)}
+    users = graph.users()
+    return frozenset(
+        value
+        for value in node.inputs
+        if isinstance(value, Node)
+        and value.op is not None
+        and value.op.name == "zeros"
+        and value in order
+        and all(user is node or order[user] > order[node] for user in users.get(value, ()))
+    )
+
+
+def scalar_loop_function(
+    node: Node, name: str, *, zeroed: Collection[Node] = frozenset()
+) -> LoopFunction:
     """The C function `name` that runs `for_loop` node `node` (raises `NotScalarLoop`).
 
     Its C signature is `PyObject *name(PyObject *const *argv, Py_ssize_t argc, PyObject
     *eager, int *np_fp)`: `argv` holds the node's inputs that are graph values, in order
     (its constant inputs are in the code), `eager` is the extern callable that runs the
     loop with NumPy, and the floating-point flags the loop raised are ORed into `np_fp`.
-    It returns the tuple of final carried values, as the `for_loop` op does.
+    It returns the tuple of final carried values, as the `for_loop` op does. A nest that
+    may bail restores the arrays it writes from copies taken before it runs, except those
+    of `zeroed` (`zero_filled`), which it fills with zeros again.
 
     >>> scalar_loop_function(node, "loop_v0").bails  # doctest: +SKIP
     False
@@ -265,7 +300,9 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
         for k, (final, out) in enumerate(zip(finals, outputs, strict=True))
     ]
     written = [array for array in writer.arrays if array.written]
-    snapshots = [array for array in written if writer.bails]
+    arguments = [value for value in node.inputs if isinstance(value, Node)]
+    refills = [a for a in written if writer.bails and arguments[a.argument] in zeroed]
+    snapshots = [a for a in written if writer.bails and a not in refills]
 
     def _function(
         fn_name: str, nest: list[str], checked: str | None, *, attribute: str = OUT_OF_LINE
@@ -279,6 +316,7 @@ def scalar_loop_function(node: Node, name: str) -> LoopFunction:
             entry=entry,
             empty=empty,
             snapshots=snapshots,
+            refills=refills,
             written=written,
             carried=carried,
             boxes=boxes,
@@ -319,6 +357,7 @@ def _function_lines(
     empty: list[str],
     snapshots: list[CArray],
     written: list[CArray],
+    refills: Sequence[CArray] = (),
     carried: int,
     boxes: list[str],
 ) -> str:
@@ -357,6 +396,8 @@ def _function_lines(
                 f"    if (PyArray_CopyInto(a_{array.name}, (PyArrayObject *)snap_{array.name}) "
                 "< 0) { goto fail; }"
             )
+        for array in refills:
+            lines.append(f"    if (np_loop_zero(a_{array.name}) < 0) {{ goto fail; }}")
     lines.append("eager:")
     lines.append("    result = np_loop_eager(eager, argv, argc);")
     lines.append("    goto done;")

@@ -48,7 +48,7 @@ from .gather import GATHER_GLOBALS, GATHER_HELPERS
 from .interrupts import INTERRUPT_GLOBALS, INTERRUPT_HELPERS, main_thread_init
 from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
-from .loop_function import LOOP_HELPERS, scalar_loop_function
+from .loop_function import LOOP_HELPERS, scalar_loop_function, zero_filled
 from .loop_kernels import KERNEL_LOOP_HELPERS, NotKernelLoop, kernel_loop_function
 from .ops import c_type, helper_definitions, vector_math_declarations
 from .scatter import SCATTER_HELPERS, ScatterAt, scatter_operands
@@ -231,7 +231,8 @@ class _Emitter:
 
     def _may_run_parallel(self) -> bool:
         # Whether a kernel of the graph may reach the parallel threshold (a symbolic size
-        # may), or the graph runs loops whose bodies hold kernels.
+        # may), or a loop function written for the graph opens a region (a serial C loop
+        # nest never does: its calls then make no thread decision, see `emit`).
         for step in self.sched.steps:
             if isinstance(step, FusedKernel):
                 work = 1
@@ -241,9 +242,7 @@ class _Emitter:
                     work *= dim
                 if work >= self.config.parallel_threshold:
                     return True
-            elif step.op_name in ("for_loop", "while_loop"):
-                return True
-        return False
+        return any(_OPENS_REGION in text for text in self.statics)
 
     def emit(self) -> list[str]:
         graph = self.program.graph
@@ -279,18 +278,9 @@ class _Emitter:
                 )
                 code.writeline("return NULL;")
             code.writeline("int np_fp = 0;  /* the floating-point flags the kernels raised */")
-            code.splice(["#ifdef _OPENMP"])
-            # threads=N as given; otherwise OpenMP's maximum less the busy cores (threads.py),
-            # read only by graphs that may start a parallel region (small ones never do).
-            idle = (
-                "np_idle_threads(threads_before)" if self._may_run_parallel() else "threads_before"
-            )
-            code.writeline("const int threads_before = omp_get_max_threads();")
-            code.writeline(f"const int threads_now = g_threads > 0 ? g_threads : {idle};")
-            code.writeline(
-                "if (threads_now != threads_before) { omp_set_num_threads(threads_now); }"
-            )
-            code.splice(["#endif"])
+            # NOTE: the thread decision goes here once the steps are written: they tell
+            # whether the call may open a parallel region at all.
+            threads_at = len(code.lines)
             for position, name in enumerate(self.program.inputs):
                 self._emit_input(position, name)
             self._emit_sizes()
@@ -308,6 +298,8 @@ class _Emitter:
                     if name in converted:
                         code.writeline(f"Py_CLEAR(k_{name});")
             self._emit_outputs()
+            parallel = self._may_run_parallel()
+            code.lines[threads_at:threads_at] = _thread_decision(code.prefix, parallel=parallel)
             # Floating-point flags NumPy would warn about: the call fails with the error type
             # the caller chose (see set_fp_report), which runs the graph again op by op.
             code.writeline("g_fp_flags = np_fp;")
@@ -317,11 +309,12 @@ class _Emitter:
             code.splice(["fail:"])
             code.writelines(f"Py_XDECREF(o_{name});" for name in objects)
             code.writelines(f"Py_XDECREF(k_{name});" for name in converted)
-            code.splice(["#ifdef _OPENMP"])
-            code.writeline(
-                "if (threads_now != threads_before) { omp_set_num_threads(threads_before); }"
-            )
-            code.splice(["#endif"])
+            if parallel:
+                code.splice(["#ifdef _OPENMP"])
+                code.writeline(
+                    "if (threads_now != threads_before) { omp_set_num_threads(threads_before); }"
+                )
+                code.splice(["#endif"])
             code.writeline("return result;")
         if len(code.lines) - start > UNOPTIMIZED_CALL_LINES:
             code.lines[start:start] = _UNOPTIMIZED.splitlines()
@@ -767,7 +760,8 @@ class _Emitter:
             if step.op_name == "while_loop":
                 function = scalar_while_function(node, name)
             else:
-                function = scalar_loop_function(node, name)
+                zeroed = zero_filled(self.program.graph, node)
+                function = scalar_loop_function(node, name, zeroed=zeroed)
         except NotScalarLoop as reason:
             return self._kernel_loop_function(node, name, str(reason))
         if not self.c_loops:
@@ -896,6 +890,27 @@ AFTER_BLAS_PARALLEL_THRESHOLD = 1 << 22
 # object), so other threads run meanwhile; smaller ones keep it, as NumPy's ufunc loops do
 # below their threshold: handing the GIL over costs a switch interval when others wait.
 GIL_RELEASE_WORK = 16384
+
+
+# What a region's start looks like in generated C (kernels, loop functions, helpers).
+_OPENS_REGION = "#pragma omp parallel"
+
+
+def _thread_decision(prefix: str, *, parallel: bool) -> list[str]:
+    # The lines at the top of `call` that set the OpenMP threads of a call that may open a
+    # parallel region: `threads=N` as given, otherwise OpenMP's maximum less the busy cores
+    # (threads.py). A call that opens none makes no decision: no `/proc/loadavg` read or
+    # `sched_getaffinity` in the call after an idle spell.
+    if not parallel:
+        return []
+    return [
+        "#ifdef _OPENMP",
+        f"{prefix}const int threads_before = omp_get_max_threads();",
+        f"{prefix}const int threads_now = g_threads > 0 ? g_threads"
+        " : np_idle_threads(threads_before);",
+        f"{prefix}if (threads_now != threads_before) {{ omp_set_num_threads(threads_now); }}",
+        "#endif",
+    ]
 
 
 def write_released_gil_call(code: CodeBuffer, call: str, work: list[str]) -> None:
