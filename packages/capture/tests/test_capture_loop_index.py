@@ -36,7 +36,9 @@ def test_symbolic_slice_length_is_python_slice_length(
             for index in range(size):
                 item = slice(_value(start, index), _value(stop, index), step)
                 want = len(range(*item.indices(size)))
-                got = sympy.sympify(length).subs({n: size, i: index})
+                got = sympy.sympify(length).xreplace(
+                    {n: sympy.Integer(size), i: sympy.Integer(index)}
+                )
                 assert int(got) == want, (item, size, length)
 
 
