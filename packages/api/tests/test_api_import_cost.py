@@ -1,7 +1,8 @@
 """What a warm start (a new process whose disk cache holds the graph) must not import or read.
 
 - sympy (0.3-6 s on a loaded machine; only symbolic sizes, loop indices the code reads
-  and the C lowering need it; the program's time-step loop reads none) and optree (about 70 ms; only the transforms' pytrees need it);
+  and the C lowering need it; the program's time-step loop reads none) and optree (about
+  70 ms; only the transforms' pytrees need it);
 - importlib.metadata (about 20 ms of CPU): `__version__` is resolved when asked, and backend
   entry points are read only for a name no numpile package registers;
 - numpile_autograd_aot (about 16 ms of CPU): `numpile.grad` and the other transforms import
