@@ -1,7 +1,8 @@
 """What a warm start (a new process whose disk cache holds the graph) must not import or read.
 
-- sympy (0.3-6 s on a loaded machine; only symbolic sizes, loop indices and the C lowering
-  need it) and optree (about 70 ms; only the transforms' pytrees need it);
+- sympy (0.3-6 s on a loaded machine; only symbolic sizes, loop indices the code reads
+  and the C lowering need it; the program's time-step loop reads none) and optree (about
+  70 ms; only the transforms' pytrees need it);
 - importlib.metadata (about 20 ms of CPU): `__version__` is resolved when asked, and backend
   entry points are read only for a name no numpile package registers;
 - numpile_autograd_aot (about 16 ms of CPU): `numpile.grad` and the other transforms import
@@ -45,6 +46,14 @@ after_import = set(sys.modules)
 f = numpile.compile(lambda x: x * 2.0 + 1.0)
 x = np.arange(5.0)
 assert (f(x) == x * 2.0 + 1.0).all()
+
+def steps(u, n):
+    # A time-step loop kept as a loop whose index nothing reads: no index symbol.
+    for _ in range(n):
+        u = 0.5 * (u + 1.0)
+    return u
+
+assert numpile.compile(steps)(x, 3).tolist() == steps(x, 3).tolist()
 print(json.dumps({
     "import": sorted(after_import), "first call": sorted(set(sys.modules)),
     "sources": sorted({p for p in opened if "numpile" in p}),

@@ -36,7 +36,9 @@ def test_symbolic_slice_length_is_python_slice_length(
             for index in range(size):
                 item = slice(_value(start, index), _value(stop, index), step)
                 want = len(range(*item.indices(size)))
-                got = sympy.sympify(length).subs({n: size, i: index})
+                got = sympy.sympify(length).xreplace(
+                    {n: sympy.Integer(size), i: sympy.Integer(index)}
+                )
                 assert int(got) == want, (item, size, length)
 
 
@@ -97,3 +99,32 @@ def test_index_sliced_loops_match_eager(n: int) -> None:
                                _triangular(a.copy()))  # fmt: skip
     x = np.arange(float(n))
     assert compile_function(_suffixes, backend="eager")(x) == _suffixes(x)
+
+
+def _time_steps(x: Any, steps: int) -> Any:
+    acc = x.copy()
+    for _ in range(steps):  # an index nothing reads: no symbol
+        for j in range(x.shape[0]):  # read: i1, as at depth 1 before
+            acc[j] = acc[j] * 0.5 + x[:j].sum()
+    return acc
+
+
+@pytest.mark.parametrize("steps", [0, 1, 3])
+def test_a_loop_whose_index_is_never_read_is_kept_and_inner_indices_keep_their_depth(
+    steps: int,
+) -> None:
+    x = np.arange(5.0)
+    assert explain(_time_steps)(x, steps).loops_not_kept == ()
+    text = str(capture_function(_time_steps, (x, steps), {}).graph)
+    assert "getitem_at(x, j, index=(slice(None, scalars[0], None),))  # float64[i1]" in text
+    got = compile_function(_time_steps, backend="eager")(x, steps)
+    np.testing.assert_array_equal(got, _time_steps(x, steps))
+
+
+def test_an_unread_index_scope_makes_no_symbol_and_pushes_nothing() -> None:
+    env = ShapeEnv()
+    n = env.create_symbol(8, "L['x'].shape[0]")
+    with index_scope(env, 0, n - 1, read=False) as unread, index_scope(env, 0, n - 1) as j:
+        assert unread is None and str(j) == "i1"
+        assert env.decide(sympy.Lt(j, n)) is True
+    assert env.decide(sympy.Lt(j, n)) is None  # popped with its scope

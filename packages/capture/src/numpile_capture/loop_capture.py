@@ -169,8 +169,29 @@ def _trace_body(
     # One iteration, traced into a graph of its own with the index a bounded symbol
     # (loop_index); the frame is restored by the caller.
     low, high = range_bounds(*(bound_expr(bound) for bound in bounds))
-    with index_scope(active_shape_env(), low, high) as symbol:
+    read = over is not None or _index_read(frame, extent)
+    with index_scope(active_shape_env(), low, high, read=read) as symbol:
         return _trace_indexed_body(frame, extent, metas, scalars, over, symbol)
+
+
+def _index_read(frame: Frame, extent: _Extent) -> bool:
+    # Whether the code may read the loop's index: anything but a local that no instruction
+    # of the function loads (`for _ in range(steps)`, a time step's unused `t`). Such an
+    # index needs no symbol (and no sympy).
+    first = frame.instructions[extent.head + 1]
+    if first.opname != "STORE_FAST":
+        return True
+    name = first.argval
+    if _DYNAMIC_LOCALS & set(frame.code.co_names):
+        return True
+    return any(
+        inst.opname in ("LOAD_FAST", "DELETE_FAST") and inst.argval == name
+        for inst in frame.instructions
+    )
+
+
+# NOTE: builtins that read locals by name, behind the bytecode's back.
+_DYNAMIC_LOCALS = frozenset(("locals", "vars", "eval", "exec"))
 
 
 def _trace_indexed_body(

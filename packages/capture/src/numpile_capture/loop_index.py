@@ -41,7 +41,8 @@ _LOOP_SYMBOL = re.compile(r"[ir]\d+")
 # NOTE: a process-wide counter: opaque symbols must never meet another's name in one graph.
 _OPAQUE = itertools.count()
 
-# NOTE: the index symbols of the bodies being traced on this capture, innermost last.
+# NOTE: the index symbols of the bodies being traced on this capture, innermost last (None
+# for a body that never reads its index).
 _ACTIVE: list[Any] = []
 
 
@@ -88,18 +89,28 @@ def _is_int(value: Any) -> bool:
 
 
 @contextmanager
-def index_scope(env: ShapeEnv | None, low: Any, high: Any) -> Iterator[sympy.Symbol]:
+def index_scope(
+    env: ShapeEnv | None, low: Any, high: Any, *, read: bool = True
+) -> Iterator[sympy.Symbol | None]:
     """A new index symbol bounded by `low <= symbol <= high` while a body is traced.
+
+    `read=False` (the body never reads its index: `for _ in range(steps)`) makes no
+    symbol: None, and sympy is not imported for it; inner loops keep their depth's name.
 
     >>> with index_scope(None, 0, 4) as symbol:
     ...     symbol
     i0
+    >>> with index_scope(None, 0, 4, read=False) as unread, index_scope(None, 0, 2) as inner:
+    ...     unread, inner
+    (None, i1)
     """
-    import sympy
+    symbol = None
+    if read:
+        import sympy
 
-    symbol = sympy.Symbol(f"i{len(_ACTIVE)}", integer=True)
+        symbol = sympy.Symbol(f"i{len(_ACTIVE)}", integer=True)
     _ACTIVE.append(symbol)
-    if env is not None:
+    if env is not None and symbol is not None:
         env.push_index(symbol, low, high)
     opaque_before = len(_OPAQUE_LIVE)
     try:
@@ -107,7 +118,8 @@ def index_scope(env: ShapeEnv | None, low: Any, high: Any) -> Iterator[sympy.Sym
     finally:
         _ACTIVE.pop()
         if env is not None:
-            env.pop_index(symbol)
+            if symbol is not None:
+                env.pop_index(symbol)
             for extra in _OPAQUE_LIVE[opaque_before:]:
                 env.pop_index(extra)
         del _OPAQUE_LIVE[opaque_before:]
