@@ -186,6 +186,28 @@ def test_allocations_of_symbolic_sizes_with_the_inductor_compile_once() -> None:
     assert len(cache_for(allocations_of_sizes.__code__).entries) == 1
 
 
+def reversed_views(x: Any, index: Any) -> Any:
+    column = x[::-1, 3]  # starts at row s0 - 1: a size the kernels do not loop over
+    np.multiply.at(column, index, 0.5)
+    return x[::-1] * 2.0, column * 1.0
+
+
+def test_views_starting_at_a_symbolic_size_compile_once_with_the_inductor() -> None:
+    # A kernel indexing from `s0 - 1` takes `s0` as an argument. Without it the C build of
+    # every symbolic entry failed and each size fell back to a static compile of its own.
+    from numpile_guards import cache_for
+
+    compiled = numpile.compile(reversed_views, dynamic=True)
+    index = np.array([0, 2, 2, 1])
+    for n in (6, 9, 13):  # never 4 or 5: a size equal to another input's is its symbol
+        x = np.arange(n * 5.0).reshape(n, 5)
+        x_compiled = x.copy()
+        for got, want in zip(compiled(x_compiled, index), reversed_views(x, index), strict=True):
+            _compare(got, want)
+        np.testing.assert_array_equal(x_compiled, x)
+    assert len(cache_for(reversed_views.__code__).entries) == 1
+
+
 def collatz_of_a_size(x: Any) -> Any:
     c = x.shape[0]
     steps = 0

@@ -18,6 +18,7 @@ in `codegen/c/reduction.py`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -42,12 +43,18 @@ from .reduction import (
 
 @attrs.frozen
 class KernelSignature:
-    """What the wrapper passes: sizes, then (pointer, strides) per buffer, then scalars."""
+    """What the wrapper passes: sizes, then the graph's size symbols its indices read
+    (`symbols`), then (pointer, strides) per buffer, then scalars."""
 
     name: str
     sizes: tuple[int, ...]
     buffers: tuple[str, ...]
     scalars: tuple[str, ...]
+    symbols: tuple[sympy.Symbol, ...] = ()
+
+
+# A graph's size symbols (`s0`, `s1`, ...), as the guards' shape environment names them.
+_SIZE_SYMBOL = re.compile(r"s\d+")
 
 
 def _stride_symbol(buffer: str, dim: int) -> sympy.Symbol:
@@ -79,7 +86,40 @@ def kernel_signature(fused: FusedKernel, buffers: dict[str, Buffer]) -> KernelSi
     rows = fused.row_dims
     for part in fused.parts:
         sizes += part.ranges[rows:] + part.reduction_ranges
-    return KernelSignature(fused.name, sizes, used, tuple(scalars))
+    # An index may read a size the loops do not run over: a view's start (`x[::-1]` starts
+    # at `s0 - 1`). The kernel takes each such symbol as an argument of its own name.
+    symbols: dict[sympy.Symbol, None] = {}
+    for store in [*fused.stores, *(store for part in fused.parts for store in part.stores)]:
+        _store_symbols(store, symbols)
+    ordered = tuple(sorted(symbols, key=lambda symbol: symbol.name))
+    return KernelSignature(fused.name, sizes, used, tuple(scalars), ordered)
+
+
+def _store_symbols(store: Any, found: dict[sympy.Symbol, None]) -> None:
+    _index_symbols(getattr(store, "index", ()), found)
+    for part in ("value", "init"):
+        value = getattr(store, part, None)
+        if value is not None:
+            _expr_symbols(value, found)
+    for bound in getattr(store, "indirect", ()):
+        _expr_symbols(bound.value, found)
+
+
+def _expr_symbols(expr: Expr, found: dict[sympy.Symbol, None]) -> None:
+    if isinstance(expr, Load):
+        _index_symbols(expr.index, found)
+        for bound in expr.indirect:
+            _expr_symbols(bound.value, found)
+    elif isinstance(expr, Apply):
+        for arg in expr.args:
+            _expr_symbols(arg, found)
+
+
+def _index_symbols(index: tuple[Any, ...], found: dict[sympy.Symbol, None]) -> None:
+    for item in index:
+        for symbol in sympy.sympify(item).free_symbols:
+            if _SIZE_SYMBOL.fullmatch(symbol.name):
+                found.setdefault(symbol, None)
 
 
 def _buffer_reads(expr: Expr, scalars: dict[str, None]) -> list[str]:
@@ -111,6 +151,7 @@ def kernel_source(
     """
     sig = kernel_signature(fused, buffers)
     params = [f"const int64_t n{i}" for i in range(len(sig.sizes))]
+    params += [f"const int64_t {symbol.name}" for symbol in sig.symbols]
     header: list[str] = []
     fast: dict[tuple[str, int], Any] = {}
     generic: dict[tuple[str, int], Any] = {}

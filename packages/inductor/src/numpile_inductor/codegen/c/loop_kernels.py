@@ -663,7 +663,7 @@ class _Writer:
 
     def _kernel_call(self, fused: FusedKernel) -> str:
         sig = kernel_signature(fused, self.buffers)
-        args = [self._size(size) for size in sig.sizes]
+        args = [self._size(size) for size in (*sig.sizes, *sig.symbols)]
         for name in sig.buffers:
             args.append(f"d_{name}")
             args.append(f"st_{name}")

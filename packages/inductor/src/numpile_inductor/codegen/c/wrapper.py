@@ -548,7 +548,7 @@ class _Emitter:
                     example_strides=self._output_strides(name)
                     or self.buffers[name].example_strides,
                 )
-        args = [self.c_dim(size) for size in sig.sizes]
+        args = [self.c_dim(size) for size in (*sig.sizes, *sig.symbols)]
         for name in sig.buffers:
             buf = self.buffers[name]
             ct = c_type(buf.dtype)
