@@ -453,3 +453,33 @@ def test_a_negative_symbolic_size_raises_numpys_error() -> None:
     _same(compiled(np.ones(8)), f(np.ones(8)))
     with pytest.raises(ValueError, match="negative dimensions"):
         compiled(np.ones(3))
+
+
+def test_a_failed_build_of_a_symbolic_graph_warns_and_compiles_static(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A backend whose compiler refuses the graph with symbolic sizes (generated code with a
+    # bug): the call compiles static and gives NumPy's result, and the failure is said.
+    from numpile_capture.backends import lookup_backend
+    from numpile_capture.dynamic_shapes import graph_has_symbols
+    from numpile_runtime import BuildError
+
+    builds: list[bool] = []
+
+    def refusing(graph: Graph, example_inputs: list[Any]) -> Callable[..., Any]:
+        builds.append(graph_has_symbols(graph))
+        if graph_has_symbols(graph):
+            raise BuildError("status 1", source_path="k.c", command=(), stderr="")
+        compiled: Callable[..., Any] = lookup_backend("eager")(graph, example_inputs)
+        return compiled
+
+    def f(x: Any) -> Any:
+        return x[::-1] * 2.0
+
+    compiled = compile_function(f, backend=refusing, dynamic=True)
+    x = np.arange(7.0)
+    with caplog.at_level("WARNING", logger="numpile"):
+        np.testing.assert_array_equal(compiled(x), f(x))
+    assert builds == [True, False]
+    said = [record.getMessage() for record in caplog.records]
+    assert any("with symbolic sizes failed, a numpile bug" in message for message in said)

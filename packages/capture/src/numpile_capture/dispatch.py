@@ -68,6 +68,7 @@ from numpile_guards import (
     split_guard_filter,
 )
 from numpile_runtime import (
+    BuildError,
     compile_progress,
     compiling,
     compiling_in_this_thread,
@@ -831,6 +832,14 @@ class CompiledFunction:
                 compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
         except Exception as exc:
             if graph_has_symbols(graph) or graph_has_scalar_inputs(graph):
+                if isinstance(exc, BuildError):
+                    # Generated code its compiler refused is a numpile bug: said, not only
+                    # worked around by the static compile that follows.
+                    note = (
+                        "the backend's build of %s (%s) with symbolic sizes failed, a numpile "
+                        "bug; compiling it static instead: %s"
+                    )
+                    _defer(functools.partial(log.warning, note, fn.__qualname__, where(fn), exc))
                 # Compiled static, the sizes and scalars are constants the backend may take.
                 raise DynamicCompileError(f"backend: {type(exc).__name__}: {exc}") from exc
             name = self._backend_label(stance)
