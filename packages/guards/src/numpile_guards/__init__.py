@@ -48,6 +48,7 @@ from .reasons import guard_failure as guard_failure
 from .shape_env import DataDependentGuard as DataDependentGuard
 from .shape_env import LoopIndexGuard as LoopIndexGuard
 from .shape_env import ShapeEnv as ShapeEnv
+from .shape_env import is_size_symbol as is_size_symbol
 from .source import AttrSource as AttrSource
 from .source import ClosureSource as ClosureSource
 from .source import ExpressionSource as ExpressionSource
@@ -75,6 +76,7 @@ __all__ = [
     "DataDependentGuard",
     "LoopIndexGuard",
     "ShapeEnv",
+    "is_size_symbol",
     "ShapeGuard",
     "SymInt",
     "DEFAULT_SIZE_LIMIT",

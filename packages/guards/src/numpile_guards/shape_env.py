@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,20 @@ if TYPE_CHECKING:
 # NOTE: sympy is imported inside the methods that use it: `import numpile` must not pay for it.
 
 log = logging.getLogger("numpile.guards.dynamic")
+
+# The names `create_symbol` gives input sizes: `s0`, `s1`, ...
+_SIZE_NAME = re.compile(r"s\d+")
+
+
+def is_size_symbol(symbol: Any) -> bool:
+    """Whether `symbol` is an input size a shape environment created (`s<k>`), as opposed to
+    a loop index (`i<k>`), a data-dependent size (`u<k>`) or a code generator's own name.
+
+    >>> is_size_symbol(ShapeEnv().create_symbol(5, "L['x'].shape[0]"))
+    True
+    """
+    return _SIZE_NAME.fullmatch(str(symbol)) is not None
+
 
 # NOTE: sizes below this are specialized; a dynamic size is at least this (its guard).
 _MIN_DYNAMIC = 2

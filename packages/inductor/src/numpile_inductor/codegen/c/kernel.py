@@ -18,7 +18,6 @@ in `codegen/c/reduction.py`.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +25,7 @@ import attrs
 import sympy
 
 from numpile_capture import contiguous_strides
+from numpile_guards import is_size_symbol
 
 from ...loop_ir import AccumulateStore, Apply, Buffer, Expr, Load, ScalarArg, Store
 from ...scheduler import FusedKernel
@@ -51,10 +51,6 @@ class KernelSignature:
     buffers: tuple[str, ...]
     scalars: tuple[str, ...]
     symbols: tuple[sympy.Symbol, ...] = ()
-
-
-# A graph's size symbols (`s0`, `s1`, ...), as the guards' shape environment names them.
-_SIZE_SYMBOL = re.compile(r"s\d+")
 
 
 def _stride_symbol(buffer: str, dim: int) -> sympy.Symbol:
@@ -118,7 +114,7 @@ def _expr_symbols(expr: Expr, found: dict[sympy.Symbol, None]) -> None:
 def _index_symbols(index: tuple[Any, ...], found: dict[sympy.Symbol, None]) -> None:
     for item in index:
         for symbol in sympy.sympify(item).free_symbols:
-            if _SIZE_SYMBOL.fullmatch(symbol.name):
+            if is_size_symbol(symbol):
                 found.setdefault(symbol, None)
 
 
