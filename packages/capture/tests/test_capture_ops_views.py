@@ -11,7 +11,7 @@ import pytest
 import sympy
 
 from numpile_capture import ArrayMeta, Graph, get_op, meta_of
-from numpile_capture.dynamic_shapes import set_active_shape_env
+from numpile_capture.dynamic_shapes import shape_env_in_use
 from numpile_capture.numpy_bindings import lookup_operator
 from numpile_capture.ops._shapes import reshape_strides, strides_of
 from numpile_guards import ShapeEnv
@@ -129,11 +129,8 @@ def test_symbolic_slices_start_where_python_starts_them(size: int) -> None:
         item = slice(start, stop, step)
         env = ShapeEnv()
         s0 = env.create_symbol(size, "L['x'].shape[0]")
-        set_active_shape_env(env)
-        try:
+        with shape_env_in_use(env):
             meta = get_op("getitem").meta(ArrayMeta((s0, 4), "float64"), index=(item, 1))
-        finally:
-            set_active_shape_env(None)
         assert meta.starts is not None
         first, stop_at, stride = item.indices(size)
         if len(range(first, stop_at, stride)):
@@ -148,13 +145,10 @@ def test_views_that_start_elsewhere_under_other_guards_print_apart() -> None:
     for size in (5, 8):
         env = ShapeEnv()
         s0 = env.create_symbol(size, "L['x'].shape[0]")
-        set_active_shape_env(env)
-        try:
+        with shape_env_in_use(env):
             graph = Graph()
             x = graph.placeholder("x", ArrayMeta((s0,), "float64"))
             graph.output = graph.call(get_op("getitem"), x, index=(slice(-6, -4, 3),))
-        finally:
-            set_active_shape_env(None)
         printed.append(str(graph))
     assert "# float64[1]\n" in printed[0]
     assert "# float64[1] from [s0 - 6]\n" in printed[1]
@@ -164,11 +158,8 @@ def test_a_slice_of_a_data_dependent_size_starts_at_its_clamp_expression() -> No
     env = ShapeEnv()
     u0 = sympy.Symbol("u0", integer=True, nonnegative=True)
     env.create_unbacked(u0, 1)
-    set_active_shape_env(env)
-    try:
+    with shape_env_in_use(env):
         meta = get_op("getitem").meta(ArrayMeta((u0,), "float64"), index=(slice(-3, None),))
-    finally:
-        set_active_shape_env(None)
     assert meta.starts == (sympy.Max(0, u0 - 3),)
 
 
@@ -184,14 +175,11 @@ def test_stores_record_and_print_where_their_view_starts() -> None:
     for size in (5, 8):
         env = ShapeEnv()
         s0 = env.create_symbol(size, "L['A'].shape[0]")
-        set_active_shape_env(env)
-        try:
+        with shape_env_in_use(env):
             graph = Graph()
             A = graph.placeholder("A", ArrayMeta((s0, 3), "float64"))
             stored = graph.call(get_op("setitem"), A, 1.0, index=(slice(-6, -4, 3), 1))
             graph.output = stored
-        finally:
-            set_active_shape_env(None)
         assert stored.meta == A.meta
         assert stored.meta.starts == ((0, 1) if size == 5 else (s0 - 6, 1))
         printed.append(str(graph))

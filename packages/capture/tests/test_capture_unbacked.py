@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numpile_capture import ArrayMeta, Graph, run_graph
-from numpile_capture.dynamic_shapes import set_active_shape_env
+from numpile_capture.dynamic_shapes import shape_env_in_use
 from numpile_capture.numpy_bindings import lookup_function
 from numpile_capture.ops._shapes import symbolic_slice_length
 from numpile_guards import DataDependentGuard, ShapeEnv
@@ -24,11 +24,8 @@ from numpile_guards import DataDependentGuard, ShapeEnv
 @pytest.fixture
 def env() -> Iterator[ShapeEnv]:
     shape_env = ShapeEnv()
-    set_active_shape_env(shape_env)
-    try:
+    with shape_env_in_use(shape_env):
         yield shape_env
-    finally:
-        set_active_shape_env(None)
 
 
 def _bind(graph: Graph, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -77,13 +74,10 @@ def test_slice_lengths_of_unbacked_sizes_match_python(
     n: int, start: int | None, stop: int | None, step: int
 ) -> None:
     shape_env = ShapeEnv()
-    set_active_shape_env(shape_env)
-    try:
+    with shape_env_in_use(shape_env):
         u = sympy.Symbol("u9", integer=True, nonnegative=True)
         shape_env.create_unbacked(u, 0, 8)
         length = symbolic_slice_length(u, slice(start, stop, step))
-    finally:
-        set_active_shape_env(None)
     value = sympy.sympify(length).subs(u, n)
     assert int(value) == len(range(n)[start:stop:step])
 

@@ -269,7 +269,7 @@ def _store_through_view(size: int, item: slice, form: str) -> tuple[Any, list[An
     # `A[item, 1] = A[item, 1] * 2.0` (form "setitem") or `v = A[item, 1]; v += 1.0`
     # ("in_place"). The symbol, and the stores into A its kernels make.
     from numpile_capture import ArrayMeta, Graph, get_op
-    from numpile_capture.dynamic_shapes import set_active_shape_env
+    from numpile_capture.dynamic_shapes import shape_env_in_use
     from numpile_guards import ShapeEnv
     from numpile_inductor.codegen.c.loop_stores import recorded_starts, stores_as_kernels
     from numpile_inductor.lowering import lower_graph
@@ -277,8 +277,7 @@ def _store_through_view(size: int, item: slice, form: str) -> tuple[Any, list[An
     index = (item, 1)
     env = ShapeEnv()
     s0 = env.create_symbol(size, "L['A'].shape[0]")
-    set_active_shape_env(env)
-    try:
+    with shape_env_in_use(env):
         graph = Graph()
         A = graph.placeholder("A", ArrayMeta((s0, 3), "float64"))
         view = graph.call(get_op("getitem"), A, index=index)
@@ -288,8 +287,6 @@ def _store_through_view(size: int, item: slice, form: str) -> tuple[Any, list[An
         else:
             graph.call(get_op("add_"), view, 1.0)
         graph.output = A
-    finally:
-        set_active_shape_env(None)
     program = lower_graph(graph, data_indices=False)
     stores = stores_as_kernels(program, recorded_starts(graph))
     return s0, [

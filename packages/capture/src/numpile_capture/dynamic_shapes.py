@@ -383,6 +383,23 @@ def set_active_shape_env(env: ShapeEnv | None) -> None:
     _state.env = None if env is None else weakref.ref(env)
 
 
+@contextlib.contextmanager
+def shape_env_in_use(env: ShapeEnv) -> Iterator[ShapeEnv]:
+    """Make `env` the active shape environment inside the block (meta rules outside a capture).
+
+    >>> with shape_env_in_use(ShapeEnv()) as env:
+    ...     active_shape_env() is env
+    True
+    >>> active_shape_env() is None
+    True
+    """
+    set_active_shape_env(env)
+    try:
+        yield env
+    finally:
+        set_active_shape_env(None)
+
+
 def active_shape_env() -> ShapeEnv | None:
     """The shape environment of the capture running on this thread, if any.
 
