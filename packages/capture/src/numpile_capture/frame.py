@@ -24,11 +24,13 @@ import numpy as np
 from numpile_guards import StateSource
 
 from . import opcodes_containers, opcodes_flow, opcodes_stack
+from .body_work import array_work
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import Unsupported
 from .forever_loop import forever_heads, keep_forever
 from .frame_state import FrameState
 from .graph import Node
+from .loop_region import LoopInPython
 from .source_line import SourceLine
 from .trace_rules import ForbiddenCallError
 from .unroll_budget import MAX_UNROLLED_NODES, UnrollBudget
@@ -52,6 +54,8 @@ class BreakAt(Unsupported):
     def __init__(self, exc: Unsupported, index: int) -> None:
         super().__init__(exc.reason, exc.filename, exc.lineno)
         self.index = index
+        # NOTE: the break is at a loop's head and the whole loop runs in Python (loop_region).
+        self.whole_loop = isinstance(exc, LoopInPython)
 
 
 class ReturnWithEffects(BreakAt):
@@ -150,7 +154,10 @@ class Frame:
         # The nodes `inst` added came from its line (an inlined call's frame located
         # its own nodes first, at the lines inside the callee).
         graph = self.tracer.graph
-        if inst.lineno is None or len(graph.nodes) == nodes_before:
+        if len(graph.nodes) == nodes_before:
+            return
+        self.tracer.array_work += array_work(graph.nodes[nodes_before:])
+        if inst.lineno is None:
             return
         line = SourceLine(self.code.co_filename, inst.lineno, self.fn.globals)
         for node in graph.nodes[nodes_before:]:

@@ -14,8 +14,10 @@ from .bound_origins import fell_back, note_loop_bounds
 from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
+from .config import config
 from .loop_capture import LoopFallback, keep_loop, log
 from .loop_exit import BodyBreaks, NestedReturn
+from .loop_region import LoopInPython
 from .loop_ranges import RangeIterVar, range_iterator, unrolled
 from .operators import (
     iterate,
@@ -135,6 +137,7 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
     iterator = frame.state.peek()
     if isinstance(iterator, RangeIterVar):
         tracer = frame.tracer
+        work = tracer.array_work
         try:
             if not tracer.keep_loops or tracer.transform_depth:
                 raise LoopFallback("it is differentiated (loop nodes have no VJP rule yet)")
@@ -146,7 +149,21 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
             fell_back(iterator.bounds)  # kept, or unrolled, with its static bounds instead
             reason = f"loop not kept as a loop: {exc}"
             pin = not isinstance(exc, BodyBreaks)
+            in_python = (
+                config.small_loops_in_python
+                and not pin
+                and frame.is_root
+                and tracer.array_work == work  # nothing in the body traced did array work
+            )
         filename = frame.code.co_filename
+        if in_python:
+            # Compiled pieces per iteration would cost more than the body's Python: the
+            # whole loop runs in Python (body_work, loop_region), at any trip count.
+            note_loop_bounds(iterator.bounds)
+            reason = f"{reason}; its body does no array work, so the whole loop runs in Python"
+            log.info("%s (%s:%s)", reason, filename, inst.lineno)
+            record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
+            raise LoopInPython(reason, filename, inst.lineno)
         log.info("%s (%s:%s); it is unrolled", reason, filename, inst.lineno)
         record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
         frame.unroll.not_kept(frame.pc - 1, reason)
