@@ -23,6 +23,7 @@ from .operators import (
     getitem,
     is_same,
     iterate,
+    run_time_int,
     setitem,
     truth,
     unary,
@@ -264,9 +265,10 @@ def _store_subscr(frame: Frame, inst: Instruction) -> None:
 
 def _slice_of(start: Variable, stop: Variable, step: Variable | None = None) -> Variable:
     parts = [start, stop] if step is None else [start, stop, step]
-    parts = [known_constant(part) for part in parts]
+    parts = [known_constant(run_time_int(part)) for part in parts]
     if any(isinstance(part, ScalarNodeVar) for part in parts):
-        # A bound computed per iteration (x[i:], A[i, :j]): the index slots it (loop_index).
+        # A bound computed per iteration (x[i:], A[i, :j], x[: i + 1] on a resumed loop's
+        # index): the index slots it (loop_index, operators.run_time_index).
         while len(parts) < 3:
             parts.append(ConstantVar(None))
         return SliceVar(parts[0], parts[1], parts[2])
