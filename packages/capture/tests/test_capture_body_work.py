@@ -9,10 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from numpile_capture import ArrayMeta, get_op
+from numpile_capture import ArrayMeta, compile_function, get_op, reset
 from numpile_capture.body_work import SMALL_NUMEL, array_work
 from numpile_capture.capture_events import recording_captures
-from numpile_capture import compile_function, reset
 from numpile_capture.graph import Graph
 from numpile_guards import ShapeEnv
 

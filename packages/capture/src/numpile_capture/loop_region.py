@@ -126,7 +126,7 @@ def _plan_region(
     stored = {name for raw in region if raw.opname in _STORES for name in _names(raw)}
     deleted = {name for raw in region if raw.opname in _DELETES for name in _names(raw)}
     exits = [RegionExit(site.jump, (), exhausted=True)]
-    for target, depth in _outside_targets(pairs, start, end, depths):
+    for target, depth in _outside_targets(start, end, depths):
         if depth >= len(site.nulls):
             raise Unsupported("not supported yet: running a loop in Python (a deep exit)")
         exits.append(RegionExit(Continuation(target, site.nulls[:depth]), ()))
@@ -159,8 +159,6 @@ _UNCONDITIONAL = frozenset(
         "JUMP_FORWARD",
         "JUMP_BACKWARD",
         "JUMP_BACKWARD_NO_INTERRUPT",
-        "JUMP_ABSOLUTE",
-        "JUMP",
         "RETURN_VALUE",
         "RETURN_CONST",
         "RAISE_VARARGS",
@@ -188,12 +186,15 @@ def _depths(
         edges: list[tuple[int | None, bool]] = []
         if raw.opname not in _UNCONDITIONAL:
             edges.append((following[offset], False))
-        if _is_jump(raw) and raw.opname != "FOR_ITER":
-            edges.append((int(raw.argval), True))
+        if _is_jump(raw) and offset != start:
+            edges.append((int(raw.argval), True))  # the head's own exit is the site's `jump`
         for target, jump in edges:
             if target is None:
                 continue
-            after = here + dis.stack_effect(raw.opcode, raw.arg, jump=jump)
+            try:
+                after = here + dis.stack_effect(raw.opcode, raw.arg, jump=jump)
+            except ValueError:
+                raise Unsupported(f"not supported yet: running {raw.opname} in Python") from None
             if target in depths:
                 if depths[target] != after:
                     raise Unsupported("not supported yet: running a loop in Python (stack)")
@@ -204,17 +205,12 @@ def _depths(
     return depths
 
 
-def _outside_targets(
-    pairs: list[tuple[dis.Instruction, Any]], start: int, end: int, depths: dict[int, int]
-) -> list[tuple[int, int]]:
+def _outside_targets(start: int, end: int, depths: dict[int, int]) -> list[tuple[int, int]]:
     # Raw offsets outside the region that its instructions jump or fall through to, in
-    # order, with the stack depth there (the FOR_ITER's own exit is the site's `jump`).
-    found: list[tuple[int, int]] = []
-    for offset in sorted(depths):
-        if start <= offset <= end or any(offset == known for known, _ in found):
-            continue
-        found.append((offset, depths[offset]))
-    return found
+    # order, with the stack depth there.
+    return [
+        (offset, depth) for offset, depth in sorted(depths.items()) if not start <= offset <= end
+    ]
 
 
 def _normalized_index(code: types.CodeType, offset: int) -> int:
@@ -237,7 +233,6 @@ def _region_code(region: LoopRegion, resumes: Sequence[Callable[..., Any]]) -> t
     label_offsets = _label_offsets(program, pairs)
     items: list[Any] = []
     count = 0
-    last_falls_out = False
     for item in program:
         if not isinstance(item, bc.Instr):
             items.append(item)
@@ -256,15 +251,19 @@ def _region_code(region: LoopRegion, resumes: Sequence[Callable[..., Any]]) -> t
             if target in exit_labels:
                 item = bc.Instr(item.name, exit_labels[target], location=item.location)
         items.append(item)
-        last_falls_out = offset == region.end and item.name not in _UNCONDITIONAL
-    if last_falls_out:
-        following = next(raw.offset for raw, _ in pairs if raw.offset > region.end)
-        insert_at = _position_after(items, region.end, pairs)
-        items.insert(insert_at, bc.Instr("JUMP_FORWARD", exit_labels[following]))
+        if offset == region.end and item.name not in _UNCONDITIONAL:
+            # The loop's last instruction may fall through out of it (3.11's conditional
+            # jump back): to that exit.
+            following = pairs[count][0].offset
+            items.append(bc.Instr("JUMP_FORWARD", exit_labels[following]))
     prologue = [*_push_stack(site.nulls), bc.Instr("JUMP_FORWARD", entry)]
     _strip_locations(prologue, original.co_firstlineno)
     insert_at = next(
-        (k + 1 for k, item in enumerate(items) if isinstance(item, bc.Instr) and item.name == "RESUME"),
+        (
+            k + 1
+            for k, item in enumerate(items)
+            if isinstance(item, bc.Instr) and item.name == "RESUME"
+        ),
         0,
     )
     items[insert_at:insert_at] = prologue
@@ -308,14 +307,3 @@ def _label_offsets(
             pending = []
             count += 1
     return offsets
-
-
-def _position_after(items: list[Any], offset: int, pairs: list[tuple[dis.Instruction, Any]]) -> int:
-    # The position in `items` just after the instruction at raw `offset`.
-    count = 0
-    for position, item in enumerate(items):
-        if isinstance(item, bc.Instr):
-            if count < len(pairs) and pairs[count][0].offset == offset:
-                return position + 1
-            count += 1
-    raise AssertionError(f"no instruction at offset {offset}")

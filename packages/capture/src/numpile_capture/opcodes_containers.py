@@ -17,8 +17,8 @@ from .capture_result import Unsupported
 from .config import config
 from .loop_capture import LoopFallback, keep_loop, log
 from .loop_exit import BodyBreaks, NestedReturn
-from .loop_region import LoopInPython
 from .loop_ranges import RangeIterVar, range_iterator, unrolled
+from .loop_region import LoopInPython
 from .operators import (
     iterate,
     specialized,
