@@ -285,3 +285,26 @@ def test_explain_and_the_log_name_the_loop_that_runs_in_python(
     assert reason.lineno == _json_roundtrip.__code__.co_firstlineno + 2  # the `for`
     assert len(out.loops_not_kept) == 1
     assert any("the whole loop runs in Python" in r.getMessage() for r in caplog.records)
+
+
+def _list_of_large_arrays(xs: list[Any]) -> Any:
+    total = 0.0
+    for i in range(len(xs)):
+        y = xs[i] * 2.0  # a list indexed by the index: traced only unrolled, then array work
+        print(i)
+        total = total + float(y[0])
+    return total
+
+
+def test_array_work_in_the_unrolled_body_before_its_break_keeps_the_pieces() -> None:
+    xs = [np.full(4 * 1024, float(k)) for k in range(3)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        out = explain(_list_of_large_arrays)(xs)
+    reasons = [reason.reason for reason in out.break_reasons]
+    assert reasons and not any("the whole loop runs in Python" in r for r in reasons)
+    reset()  # else the sizes changed and are symbolic: run-time sizes count as work
+    small = [x[:8].copy() for x in xs]
+    with contextlib.redirect_stdout(io.StringIO()):
+        out = explain(_list_of_large_arrays)(small)
+    (reason,) = out.break_reasons
+    assert "the whole loop runs in Python" in reason.reason

@@ -30,7 +30,7 @@ from .capture_result import Unsupported
 from .forever_loop import forever_heads, keep_forever
 from .frame_state import FrameState
 from .graph import Node
-from .loop_region import LoopInPython
+from .loop_region import LoopInPython, SmallBodies, in_python
 from .source_line import SourceLine
 from .trace_rules import ForbiddenCallError
 from .unroll_budget import MAX_UNROLLED_NODES, UnrollBudget
@@ -95,6 +95,7 @@ class Frame:
         self.yielded: Variable | None = None
         self.suspended = False
         self.unroll = UnrollBudget()
+        self.small_bodies = SmallBodies()
 
     def run(self) -> Variable:
         self._loop()
@@ -167,6 +168,13 @@ class Frame:
         if exc.filename is None:
             exc = Unsupported(exc.reason, self.code.co_filename, inst.lineno)
         if self.is_root:
+            loop = self.small_bodies.enclosing(self.pc - 1, self.tracer.array_work)
+            if loop is not None:
+                # A break in the unrolled body of a loop whose body does no array work: the
+                # whole loop runs in Python instead (loop_region).
+                head, reason = loop
+                line = self.instructions[head].lineno
+                raise BreakAt(in_python(reason, self.code.co_filename, line), head) from None
             raise BreakAt(exc, self.pc - 1) from None
         raise exc from None
 

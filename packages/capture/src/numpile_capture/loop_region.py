@@ -63,6 +63,44 @@ class LoopInPython(Unsupported):
     whole loop runs in Python (`LoopRegion`)."""
 
 
+def in_python(reason: str, filename: str | None, lineno: int | None) -> LoopInPython:
+    """The break at the head of a loop not kept for `reason` that runs whole in Python."""
+    text = f"{reason}; its body does no array work, so the whole loop runs in Python"
+    return LoopInPython(text, filename, lineno)
+
+
+@attrs.define
+class SmallBodies:
+    """Per root frame: the loops not kept because their body breaks, whose body traced up to
+    the break did no array work (`body_work`), while they are unrolled.
+
+    A body that could not be traced with a symbolic index may unroll all the same (`xs[i]`
+    on a list): only a break that happens in such a loop's unrolled body, with still no
+    array work traced since, sends the whole loop to Python (`enclosing`).
+
+        >>> bodies = SmallBodies()
+        >>> bodies.note(4, 20, "why", 0)
+        >>> bodies.enclosing(9, 0), bodies.enclosing(9, 1), bodies.enclosing(25, 0)
+        ((4, 'why'), None, None)
+    """
+
+    _loops: dict[int, tuple[int, str, int]] = attrs.field(factory=dict)
+
+    def note(self, head: int, exit_at: int, reason: str, work: int) -> None:
+        """The loop [head, exit_at) of normalized instructions is unrolled from now, when
+        `Tracer.array_work` is `work`."""
+        self._loops[head] = (exit_at, reason, work)
+
+    def enclosing(self, index: int, work: int) -> tuple[int, str] | None:
+        """The head and reason of the outermost noted loop whose body holds instruction
+        `index`, if no array work was traced since it was noted (`work` is the count now)."""
+        for head in sorted(self._loops):
+            exit_at, reason, noted = self._loops[head]
+            if head < index < exit_at and noted == work:
+                return head, reason
+        return None
+
+
 @attrs.frozen
 class RegionExit:
     """Where execution leaves a loop run in Python: the continuation (raw offset and stack

@@ -18,7 +18,7 @@ from .config import config
 from .loop_capture import LoopFallback, keep_loop, log
 from .loop_exit import BodyBreaks, NestedReturn
 from .loop_ranges import RangeIterVar, range_iterator, unrolled
-from .loop_region import LoopInPython
+from .loop_region import in_python
 from .operators import (
     iterate,
     specialized,
@@ -149,24 +149,21 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
             fell_back(iterator.bounds)  # kept, or unrolled, with its static bounds instead
             reason = f"loop not kept as a loop: {exc}"
             pin = not isinstance(exc, BodyBreaks)
-            in_python = (
+            # Compiled pieces per iteration would cost more than the body's Python: if the
+            # body breaks (unrolled too), the whole loop runs in Python (body_work,
+            # loop_region), at any trip count.
+            small = (
                 config.small_loops_in_python
                 and not pin
                 and frame.is_root
                 and tracer.array_work == work  # nothing in the body traced did array work
             )
         filename = frame.code.co_filename
-        if in_python:
-            # Compiled pieces per iteration would cost more than the body's Python: the
-            # whole loop runs in Python (body_work, loop_region), at any trip count.
-            note_loop_bounds(iterator.bounds)
-            reason = f"{reason}; its body does no array work, so the whole loop runs in Python"
-            log.info("%s (%s:%s)", reason, filename, inst.lineno)
-            record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
-            raise LoopInPython(reason, filename, inst.lineno)
         log.info("%s (%s:%s); it is unrolled", reason, filename, inst.lineno)
         record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
         frame.unroll.not_kept(frame.pc - 1, reason)
+        if small:
+            frame.small_bodies.note(frame.pc - 1, inst.target or 0, reason, tracer.array_work)
         bounds = iterator.bounds
         try:
             iterator = unrolled(frame.tracer, iterator, pin=pin)
@@ -174,6 +171,8 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
             # It breaks the graph at its head and runs in Python: a new trip count must not
             # compile again (its bounds' inputs are made dynamic, as a kept loop's are).
             note_loop_bounds(bounds)
+            if small:
+                raise in_python(reason, filename, inst.lineno) from None
             raise Unsupported(f"{reason}, and not unrolled: {exc.reason}") from None
         frame.state.pop()
         frame.state.push(iterator)
