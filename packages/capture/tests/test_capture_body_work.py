@@ -1,16 +1,19 @@
-"""Which nodes count as array work (`body_work`): what decides that a breaking loop runs in
-Python. Operations on 0-d values and on small arrays of static size do none; an operation
-on a larger array, or on one whose size is only known at run time, and a kept loop do."""
+"""How much array work a node counts (`body_work`): what decides that a breaking loop runs
+in Python. Operations on 0-d values and on small arrays of static size do too little to pay
+for compiled pieces; large arrays, transcendental functions on mid-size ones, arrays whose
+size is only known at run time, and a kept loop do enough."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from typing import Any
 
 import numpy as np
 import pytest
 
 from numpile_capture import ArrayMeta, compile_function, get_op, reset
-from numpile_capture.body_work import SMALL_NUMEL, array_work
+from numpile_capture.body_work import EXPENSIVE_WEIGHT, PIECES_PAY_AT, array_work, pays_for_pieces
 from numpile_capture.capture_events import recording_captures
 from numpile_capture.graph import Graph
 from numpile_guards import ShapeEnv
@@ -21,30 +24,40 @@ def _placeholder(graph: Graph, shape: tuple[Any, ...]) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("shape", "work"),
-    [((), 0), ((3,), 0), ((SMALL_NUMEL,), 0), ((SMALL_NUMEL + 1,), 1), ((40, 40), 1)],
+    ("op", "shape", "pays"),
+    [
+        ("add", (), False),
+        ("add", (1024,), False),
+        ("add", (PIECES_PAY_AT,), True),
+        ("add", (100, 100), True),
+        ("sin", (PIECES_PAY_AT // EXPENSIVE_WEIGHT - 1,), False),
+        ("sin", (PIECES_PAY_AT // EXPENSIVE_WEIGHT,), True),
+    ],
 )
-def test_a_pointwise_op_works_on_arrays_past_the_small_size(
-    shape: tuple[int, ...], work: int
+def test_an_elementwise_op_pays_past_the_work_line(
+    op: str, shape: tuple[int, ...], pays: bool
 ) -> None:
     graph = Graph()
-    assert array_work([graph.call(get_op("sin"), _placeholder(graph, shape))]) == work
+    a = _placeholder(graph, shape)
+    node = graph.call(get_op(op), a, a) if op == "add" else graph.call(get_op(op), a)
+    assert pays_for_pieces(array_work([node])) is pays
 
 
 def test_picking_an_element_of_a_large_array_is_no_work_but_reducing_it_is() -> None:
     graph = Graph()
-    large = _placeholder(graph, (SMALL_NUMEL * 4,))
+    large = _placeholder(graph, (PIECES_PAY_AT * 4,))
     element = graph.call(get_op("element"), large, index=(3,))
     total = graph.call(get_op("sum"), large)
-    assert array_work([large, element]) == 0
-    assert array_work([total]) == 1
+    assert array_work([large, element]) == 1
+    assert pays_for_pieces(array_work([total]))
 
 
-def test_an_array_of_run_time_size_counts_as_work() -> None:
+def test_an_array_of_run_time_size_counts_as_enough_work() -> None:
     env = ShapeEnv()
     size = env.create_symbol(5, "L['x'].shape[0]")
     graph = Graph()
-    assert array_work([graph.call(get_op("sin"), _placeholder(graph, (size,)))]) == 1
+    node = graph.call(get_op("negative"), _placeholder(graph, (size,)))
+    assert pays_for_pieces(array_work([node]))
 
 
 def _kept_inner_loop(x: Any) -> Any:
@@ -56,11 +69,15 @@ def _kept_inner_loop(x: Any) -> Any:
     return s
 
 
-def test_a_loop_kept_inside_a_breaking_body_is_work() -> None:
+def test_a_loop_kept_inside_a_breaking_body_is_enough_work() -> None:
     reset()
     compiled = compile_function(_kept_inner_loop, backend="eager")
     x = np.arange(36.0)  # small: only the kept loop is work
-    with recording_captures() as events, pytest.warns(Warning):
+    with (
+        contextlib.redirect_stdout(io.StringIO()),
+        recording_captures() as events,
+        pytest.warns(Warning),
+    ):
         got = compiled(x)
     reset()
     np.testing.assert_allclose(got, _kept_inner_loop(x))

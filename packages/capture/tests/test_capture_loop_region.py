@@ -1,4 +1,4 @@
-"""A loop not kept whose breaking body does no array work runs whole in Python.
+"""A loop not kept whose breaking body does little array work runs whole in Python.
 
 Its body's compiled pieces would cost more per iteration than the body's own Python, so
 capture breaks at the loop's head and the loop runs as CPython runs it (`loop_region`):
@@ -297,7 +297,7 @@ def _list_of_large_arrays(xs: list[Any]) -> Any:
 
 
 def test_array_work_in_the_unrolled_body_before_its_break_keeps_the_pieces() -> None:
-    xs = [np.full(4 * 1024, float(k)) for k in range(3)]
+    xs = [np.full(16 * 1024, float(k)) for k in range(3)]
     with contextlib.redirect_stdout(io.StringIO()):
         out = explain(_list_of_large_arrays)(xs)
     reasons = [reason.reason for reason in out.break_reasons]

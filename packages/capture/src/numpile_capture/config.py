@@ -51,11 +51,12 @@ class CaptureConfig(LayerConfig):
         `NumpilePerformanceWarning` naming its first break; False silences it
         (the `perf_hints` log channel still lists every break).
     small_loops_in_python: when True (the default), a loop not kept because
-        its body graph-breaks, whose body traced up to its break does no array
-        work (only 0-d values and arrays of at most `body_work.SMALL_NUMEL`
-        elements of static size), runs whole in plain Python, at eager's speed,
-        and the code after it continues compiled; False compiles such a body's
-        pieces once as resume functions, as a body with array work always is.
+        its body graph-breaks, whose body traced up to its break does too little
+        array work to pay for compiled pieces (`body_work.pays_for_pieces`: 0-d
+        values, small arrays of static size), runs whole in plain Python, at
+        eager's speed, and the code after it continues compiled; False compiles
+        such a body's pieces once as resume functions, as a body with enough
+        array work always is.
 
         >>> CaptureConfig().default_backend is None
         True

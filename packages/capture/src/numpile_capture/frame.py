@@ -170,8 +170,8 @@ class Frame:
         if self.is_root:
             loop = self.small_bodies.enclosing(self.pc - 1, self.tracer.array_work)
             if loop is not None:
-                # A break in the unrolled body of a loop whose body does no array work: the
-                # whole loop runs in Python instead (loop_region).
+                # A break in the unrolled body of a loop whose body does little array work:
+                # the whole loop runs in Python instead (loop_region).
                 head, reason = loop
                 line = self.instructions[head].lineno
                 raise BreakAt(in_python(reason, self.code.co_filename, line), head) from None

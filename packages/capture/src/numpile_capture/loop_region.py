@@ -1,14 +1,15 @@
 """A `for` loop run whole in plain Python, its exits continuing in compiled code.
 
-A loop that capture does not keep because its body breaks, and whose body does no array
-work (`body_work`), breaks the graph at its `FOR_ITER` with `LoopInPython`: the break
-function is then not the `FOR_ITER` alone but the whole loop (`LoopRegion`), copied from
-the function's own bytecode. Each place where execution leaves the loop (the iterator
-exhausted, a `break`, a jump past an `else:` clause) returns the `TailCall` of a
-compiled resume function there, as a break function's continuations do; a `return`
-inside the loop returns, and an exception propagates from the user's line. So every
-iteration runs as CPython runs it, with nothing compiled per iteration and nothing
-captured again at another trip count, and the code after the loop is compiled once.
+A loop that capture does not keep because its body breaks, and whose body does too little
+array work to pay for compiled pieces (`body_work`), breaks the graph at its `FOR_ITER`
+with `LoopInPython`: the break function is then not the `FOR_ITER` alone but the whole
+loop (`LoopRegion`), copied from the function's own bytecode. Each place where execution
+leaves the loop (the iterator exhausted, a `break`, a jump past an `else:` clause) returns
+the `TailCall` of a compiled resume function there, as a break function's continuations
+do; a `return` inside the loop returns, and an exception propagates from the user's line.
+So every iteration runs as CPython runs it, with nothing compiled per iteration and
+nothing captured again at another trip count, and the code after the loop is compiled
+once.
 
 The code is a copy of the whole function (as a resume function's is) entered at the
 `FOR_ITER` with the loop's iterator and the live locals, with the jumps out of the loop
@@ -38,6 +39,7 @@ from typing import Any
 import attrs
 import bytecode as bc
 
+from .body_work import pays_for_pieces
 from .bytecode import normalized_instructions
 from .capture_result import Unsupported
 
@@ -59,28 +61,29 @@ from .resume_code import (
 
 
 class LoopInPython(Unsupported):
-    """A loop not kept whose body does no array work: the graph breaks at its head and the
-    whole loop runs in Python (`LoopRegion`)."""
+    """A loop not kept whose body does too little array work to pay for compiled pieces: the
+    graph breaks at its head and the whole loop runs in Python (`LoopRegion`)."""
 
 
 def in_python(reason: str, filename: str | None, lineno: int | None) -> LoopInPython:
     """The break at the head of a loop not kept for `reason` that runs whole in Python."""
-    text = f"{reason}; its body does no array work, so the whole loop runs in Python"
+    text = f"{reason}; its body does little array work, so the whole loop runs in Python"
     return LoopInPython(text, filename, lineno)
 
 
 @attrs.define
 class SmallBodies:
     """Per root frame: the loops not kept because their body breaks, whose body traced up to
-    the break did no array work (`body_work`), while they are unrolled.
+    the break did too little array work to pay for compiled pieces (`body_work`), while
+    they are unrolled.
 
     A body that could not be traced with a symbolic index may unroll all the same (`xs[i]`
-    on a list): only a break that happens in such a loop's unrolled body, with still no
-    array work traced since, sends the whole loop to Python (`enclosing`).
+    on a list): only a break that happens in such a loop's unrolled body, with still too
+    little array work traced since, sends the whole loop to Python (`enclosing`).
 
         >>> bodies = SmallBodies()
         >>> bodies.note(4, 20, "why", 0)
-        >>> bodies.enclosing(9, 0), bodies.enclosing(9, 1), bodies.enclosing(25, 0)
+        >>> bodies.enclosing(9, 10), bodies.enclosing(9, 10**6), bodies.enclosing(25, 10)
         ((4, 'why'), None, None)
     """
 
@@ -93,10 +96,11 @@ class SmallBodies:
 
     def enclosing(self, index: int, work: int) -> tuple[int, str] | None:
         """The head and reason of the outermost noted loop whose body holds instruction
-        `index`, if no array work was traced since it was noted (`work` is the count now)."""
+        `index`, if the array work traced since it was noted does not pay for compiled pieces
+        (`work` is `Tracer.array_work` now)."""
         for head in sorted(self._loops):
             exit_at, reason, noted = self._loops[head]
-            if head < index < exit_at and noted == work:
+            if head < index < exit_at and not pays_for_pieces(work - noted):
                 return head, reason
         return None
 

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .body_work import pays_for_pieces
 from .bound_origins import fell_back, note_loop_bounds
 from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
@@ -156,7 +157,7 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
                 config.small_loops_in_python
                 and not pin
                 and frame.is_root
-                and tracer.array_work == work  # nothing in the body traced did array work
+                and not pays_for_pieces(tracer.array_work - work)  # in the body traced
             )
         filename = frame.code.co_filename
         log.info("%s (%s:%s); it is unrolled", reason, filename, inst.lineno)

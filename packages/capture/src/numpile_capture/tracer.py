@@ -145,8 +145,8 @@ class Tracer:
         # (grad differentiates the graph; loop nodes have no VJP rule yet): unrolled there.
         self.keep_loops = True
         self.transform_depth = 0
-        # NOTE: nodes added so far that do array work (`body_work`); only ever grows, so a
-        # loop compares it before and after tracing its body.
+        # NOTE: the array work of the nodes added so far, in element-operations (`body_work`);
+        # only ever grows, so a loop compares it before and after tracing its body.
         self.array_work = 0
 
     def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CaptureResult:
