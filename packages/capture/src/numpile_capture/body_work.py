@@ -84,11 +84,16 @@ def _work(node: Node) -> int:
     metas = [node.meta]
     if node.op.kind not in _SELECTING:
         metas += [value.meta for value in node.inputs if isinstance(value, Node)]
-    sizes = [meta.numel for meta in metas if isinstance(meta, ArrayMeta)]
-    if any(not isinstance(size, int) for size in sizes):
-        return PIECES_PAY_AT  # a size known only at run time
+    largest = 1
+    for meta in metas:
+        if not isinstance(meta, ArrayMeta):
+            continue
+        size = meta.numel
+        if not isinstance(size, int):
+            return PIECES_PAY_AT  # a size known only at run time
+        largest = max(largest, size)
     weight = EXPENSIVE_WEIGHT if _is_expensive(node) else 1
-    return branches + weight * max([1, *sizes])
+    return branches + weight * largest
 
 
 def _is_expensive(node: Node) -> bool:
