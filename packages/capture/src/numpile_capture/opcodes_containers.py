@@ -164,7 +164,8 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
         record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
         frame.unroll.not_kept(frame.pc - 1, reason)
         if small:
-            frame.small_bodies.note(frame.pc - 1, inst.target or 0, reason, tracer.array_work)
+            assert inst.target is not None  # where the loop exits
+            frame.small_bodies.note(frame.pc - 1, inst.target, reason, tracer.array_work)
         bounds = iterator.bounds
         try:
             iterator = unrolled(frame.tracer, iterator, pin=pin)
