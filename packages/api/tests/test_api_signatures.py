@@ -161,6 +161,7 @@ EXPECTED_CONFIG_FIELDS = {
     "specialize_int": False,
     "specialize_float": False,
     "performance_warnings": True,
+    "small_loops_in_python": True,
 }
 
 

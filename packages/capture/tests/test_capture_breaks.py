@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from numpile_capture import Unsupported, compile_function, explain, reset
+from numpile_capture.config import config
 from numpile_capture.dispatch import CaptureEvent, CaptureFallbackWarning, recording_captures
 from numpile_capture.fallbacks import NumpilePerformanceWarning
 
@@ -343,7 +344,9 @@ def test_break_in_a_loop_resumes_inside_the_loop(
 ) -> None:
     # The graph runs up to the break in the first iteration; resume functions capture the
     # rest of the body and each later iteration; nothing falls back to a whole eager frame.
-    events = differential(fn, lambda: (np.ones(3),), capsys)
+    # (A body this small would run whole in Python by default: see loop_region.)
+    with config.patch(small_loops_in_python=False):
+        events = differential(fn, lambda: (np.ones(3),), capsys)
     first = events[0]
     assert first.graph is not None and first.break_reason is not None
     ops = [node.op.name for node in first.graph if node.op is not None]

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from numpile_capture import compile_function, explain, reset, run_graph
+from numpile_capture.config import config
 from numpile_capture.dispatch import CaptureEvent, CaptureFallbackWarning, recording_captures
 from numpile_capture.graph_breaks import MAX_NESTED_RESUMES
 
@@ -151,7 +152,9 @@ def test_a_break_in_a_loop_resumes_inside_the_loop(
 
 
 def test_the_loop_body_after_the_break_is_captured(capsys: Any) -> None:
-    events = _run(_print_in_range_loop, lambda: (np.ones(3),), capsys)
+    # A body this small would run whole in Python by default (loop_region).
+    with config.patch(small_loops_in_python=False):
+        events = _run(_print_in_range_loop, lambda: (np.ones(3),), capsys)
     first = events[0]
     assert first.graph is not None
     assert [node.op.name for node in first.graph if node.op] == ["exp", "add"]
@@ -201,7 +204,9 @@ def test_a_loop_that_breaks_each_iteration_runs_at_constant_stack_depth(capsys: 
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(200)
     try:
-        got = compiled(np.ones(3), 1000)
+        # A body this small would run whole in Python by default (loop_region).
+        with config.patch(small_loops_in_python=False):
+            got = compiled(np.ones(3), 1000)
     finally:
         sys.setrecursionlimit(limit)
     np.testing.assert_array_equal(got, loop(np.ones(3), 1000))

@@ -7,7 +7,9 @@ carried scalars of a resume function inside a loop are graph inputs from the sta
 run-time int indexes arrays through `element_at` / `getitem_at`, and a break at a resume
 function's entry guards the values it passes on by type. Each program runs eagerly and
 compiled (the eager backend) and the compile count is bounded; at 10x the trip count the
-pieces compile nothing new.
+pieces compile nothing new. These bodies are small, so by default the whole loop would run
+in Python (`test_capture_loop_region.py`); here `small_loops_in_python` is off, as it is in
+effect for a body that does array work.
 """
 
 from __future__ import annotations
@@ -25,13 +27,15 @@ import pytest
 
 from numpile_capture import compile_function, explain, reset
 from numpile_capture.capture_events import CaptureEvent, recording_captures
+from numpile_capture.config import config
 from numpile_capture.testing import assert_same_as_eager as _same
 
 
 @pytest.fixture(autouse=True)
 def _fresh() -> Iterator[None]:
     reset()
-    yield
+    with config.patch(small_loops_in_python=False):
+        yield
     reset()
 
 

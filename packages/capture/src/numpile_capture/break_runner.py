@@ -41,6 +41,7 @@ from .resume_code import TailCall, break_code, mark_loop_exit, resume_code
 
 if TYPE_CHECKING:
     from .graph_breaks import GraphBreak
+    from .loop_region import LoopRegion
 
 Wrap = Callable[[types.FunctionType], Callable[..., Any]]
 
@@ -66,6 +67,13 @@ class BreakRunner:
         self.graph_fn = graph_fn
         site = graph_break.site
         names = graph_break.local_names
+        region = graph_break.region
+        if region is not None:
+            # The whole loop runs in Python; each exit continues in a compiled resume function.
+            self.break_fn = _function(fn, region.code(_exit_resumes(fn, region, wrap)))
+            self.eager_break_fn = _function(fn, region.code(_exit_resumes(fn, region, None)))
+            self._prepare(graph_break, fn, wrap)
+            return
         resume_next = None
         resume_jump = None
         if site.fallthrough is not None:
@@ -92,6 +100,10 @@ class BreakRunner:
         self.eager_break_fn = _function(
             fn, break_code(site, names, eager_next, eager_jump, resume_handler)
         )
+        self._prepare(graph_break, fn, wrap)
+
+    def _prepare(self, graph_break: GraphBreak, fn: types.FunctionType, wrap: Wrap) -> None:
+        # What runs before the break function: the rebuild steps and the replays.
         self._values: list[Callable[[list[Any], Any, Sequence[Any]], Any]] = []
         for step in graph_break.steps:
             self._values.append(_runtime_step(step, wrap))
@@ -107,6 +119,20 @@ class BreakRunner:
         while type(result) is TailCall:
             result = result.run()
         return result
+
+
+def _exit_resumes(
+    fn: types.FunctionType, region: LoopRegion, wrap: Wrap | None
+) -> list[Callable[..., Any]]:
+    # One resume function per exit of a loop run in Python, compiled unless `wrap` is None;
+    # each counts as inside the loop (it continues with the values the iterations left).
+    resumes: list[Callable[..., Any]] = []
+    for exit_ in region.exits:
+        code = resume_code(fn.__code__, exit_.continuation, exit_.local_names)
+        mark_loop_exit(code)
+        made = _function(fn, code)
+        resumes.append(made if wrap is None else wrap(made))
+    return resumes
 
 
 def _tail_runner(runner: BreakRunner) -> Callable[..., Any]:

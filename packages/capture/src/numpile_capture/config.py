@@ -50,6 +50,13 @@ class CaptureConfig(LayerConfig):
         runs as several graphs (a graph break) gives one
         `NumpilePerformanceWarning` naming its first break; False silences it
         (the `perf_hints` log channel still lists every break).
+    small_loops_in_python: when True (the default), a loop not kept because
+        its body graph-breaks, whose body traced up to its break does too little
+        array work to pay for compiled pieces (`body_work.pays_for_pieces`: 0-d
+        values, small arrays of static size), runs whole in plain Python, at
+        eager's speed, and the code after it continues compiled; False compiles
+        such a body's pieces once as resume functions, as a body with enough
+        array work always is.
 
         >>> CaptureConfig().default_backend is None
         True
@@ -64,6 +71,7 @@ class CaptureConfig(LayerConfig):
     specialize_int: bool = False
     specialize_float: bool = False
     performance_warnings: bool = True
+    small_loops_in_python: bool = True
 
 
 # NOTE: the one live configuration object of the capture layer (a module global by design).

@@ -24,11 +24,13 @@ import numpy as np
 from numpile_guards import StateSource
 
 from . import opcodes_containers, opcodes_flow, opcodes_stack
+from .body_work import array_work
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import Unsupported
 from .forever_loop import forever_heads, keep_forever
 from .frame_state import FrameState
 from .graph import Node
+from .loop_region import LoopInPython, SmallBodies, in_python
 from .source_line import SourceLine
 from .trace_rules import ForbiddenCallError
 from .unroll_budget import MAX_UNROLLED_NODES, UnrollBudget
@@ -52,6 +54,8 @@ class BreakAt(Unsupported):
     def __init__(self, exc: Unsupported, index: int) -> None:
         super().__init__(exc.reason, exc.filename, exc.lineno)
         self.index = index
+        # NOTE: the break is at a loop's head and the whole loop runs in Python (loop_region).
+        self.whole_loop = isinstance(exc, LoopInPython)
 
 
 class ReturnWithEffects(BreakAt):
@@ -91,6 +95,7 @@ class Frame:
         self.yielded: Variable | None = None
         self.suspended = False
         self.unroll = UnrollBudget()
+        self.small_bodies = SmallBodies()
 
     def run(self) -> Variable:
         self._loop()
@@ -150,7 +155,10 @@ class Frame:
         # The nodes `inst` added came from its line (an inlined call's frame located
         # its own nodes first, at the lines inside the callee).
         graph = self.tracer.graph
-        if inst.lineno is None or len(graph.nodes) == nodes_before:
+        if len(graph.nodes) == nodes_before:
+            return
+        self.tracer.array_work += array_work(graph.nodes[nodes_before:])
+        if inst.lineno is None:
             return
         line = SourceLine(self.code.co_filename, inst.lineno, self.fn.globals)
         for node in graph.nodes[nodes_before:]:
@@ -160,6 +168,13 @@ class Frame:
         if exc.filename is None:
             exc = Unsupported(exc.reason, self.code.co_filename, inst.lineno)
         if self.is_root:
+            loop = self.small_bodies.enclosing(self.pc - 1, self.tracer.array_work)
+            if loop is not None:
+                # A break in the unrolled body of a loop whose body does little array work:
+                # the whole loop runs in Python instead (loop_region).
+                head, reason = loop
+                line = self.instructions[head].lineno
+                raise BreakAt(in_python(reason, self.code.co_filename, line), head) from None
             raise BreakAt(exc, self.pc - 1) from None
         raise exc from None
 

@@ -50,6 +50,7 @@ from .compiled_callees import compiles_callees
 from .frame import BreakAt, Frame, ReturnWithEffects, StopAtBreak
 from .graph import Graph, Node
 from .loop_ranges import RangeIterVar
+from .loop_region import LoopRegion
 from .loop_sources import ZipVar
 from .operators import specialized
 from .resume_code import STACK_PREFIX, BreakSite, resumes_in_loop
@@ -132,6 +133,8 @@ class GraphBreak:
     effects: tuple[Replay, ...] = ()
     # NOTE: True when the "break" is only a return that replays side effects first.
     replay_only: bool = False
+    # NOTE: the loop run whole in Python when the break is at its head (`loop_region`).
+    region: LoopRegion | None = None
 
     @property
     def op_count(self) -> int:
@@ -549,12 +552,20 @@ def _plan(tracer: Tracer, frame: Frame, exc: BreakAt, replay_only: bool) -> Grap
             continue
         local_names.append(name)
         local_slots.append(planner.slot(local))
+    region = None
+    reason = exc.reason
+    if exc.whole_loop:
+        try:
+            region = LoopRegion.at(site, local_names, lambda at: _names_read_after(code, at))
+        except Unsupported as why:
+            # Its FOR_ITER breaks alone: the body's pieces compile, as for array work.
+            reason = f"{reason} (it cannot: {why.reason}; its body compiles instead)"
     effects = tuple(_replays(planner, tracer.side_effects))
     graph = tracer.graph
     graph.output = tuple(planner.outputs)
     inputs = tuple(tracer.builder.input_sources)
     return GraphBreak(
-        reason=exc.reason,
+        reason=reason,
         filename=exc.filename,
         lineno=exc.lineno,
         graph=graph,
@@ -568,6 +579,7 @@ def _plan(tracer: Tracer, frame: Frame, exc: BreakAt, replay_only: bool) -> Grap
         site=site,
         effects=effects,
         replay_only=replay_only,
+        region=region,
     )
 
 

@@ -10,13 +10,16 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .body_work import pays_for_pieces
 from .bound_origins import fell_back, note_loop_bounds
 from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
+from .config import config
 from .loop_capture import LoopFallback, keep_loop, log
 from .loop_exit import BodyBreaks, NestedReturn
 from .loop_ranges import RangeIterVar, range_iterator, unrolled
+from .loop_region import in_python
 from .operators import (
     iterate,
     specialized,
@@ -135,6 +138,7 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
     iterator = frame.state.peek()
     if isinstance(iterator, RangeIterVar):
         tracer = frame.tracer
+        work = tracer.array_work
         try:
             if not tracer.keep_loops or tracer.transform_depth:
                 raise LoopFallback("it is differentiated (loop nodes have no VJP rule yet)")
@@ -146,10 +150,22 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
             fell_back(iterator.bounds)  # kept, or unrolled, with its static bounds instead
             reason = f"loop not kept as a loop: {exc}"
             pin = not isinstance(exc, BodyBreaks)
+            # Compiled pieces per iteration would cost more than the body's Python: if the
+            # body breaks (unrolled too), the whole loop runs in Python (body_work,
+            # loop_region), at any trip count.
+            small = (
+                config.small_loops_in_python
+                and not pin
+                and frame.is_root
+                and not pays_for_pieces(tracer.array_work - work)  # in the body traced
+            )
         filename = frame.code.co_filename
         log.info("%s (%s:%s); it is unrolled", reason, filename, inst.lineno)
         record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
         frame.unroll.not_kept(frame.pc - 1, reason)
+        if small:
+            assert inst.target is not None  # where the loop exits
+            frame.small_bodies.note(frame.pc - 1, inst.target, reason, tracer.array_work)
         bounds = iterator.bounds
         try:
             iterator = unrolled(frame.tracer, iterator, pin=pin)
@@ -157,6 +173,8 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
             # It breaks the graph at its head and runs in Python: a new trip count must not
             # compile again (its bounds' inputs are made dynamic, as a kept loop's are).
             note_loop_bounds(bounds)
+            if small:
+                raise in_python(reason, filename, inst.lineno) from None
             raise Unsupported(f"{reason}, and not unrolled: {exc.reason}") from None
         frame.state.pop()
         frame.state.push(iterator)

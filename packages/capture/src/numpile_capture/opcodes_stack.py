@@ -23,6 +23,7 @@ from .operators import (
     getitem,
     is_same,
     iterate,
+    run_time_int,
     setitem,
     truth,
     unary,
@@ -37,6 +38,7 @@ from .variables import (
     NullVar,
     ObjectVar,
     OpaqueVar,
+    ScalarInputVar,
     ScalarNodeVar,
     SliceVar,
     TupleVar,
@@ -46,6 +48,7 @@ from .variables import (
 
 if TYPE_CHECKING:
     from .frame import Frame
+    from .tracer import Tracer
 
 _PY313 = sys.version_info >= (3, 13)
 
@@ -262,11 +265,14 @@ def _store_subscr(frame: Frame, inst: Instruction) -> None:
     setitem(frame.tracer, container, index, value)
 
 
-def _slice_of(start: Variable, stop: Variable, step: Variable | None = None) -> Variable:
+def _slice_of(
+    tracer: Tracer, start: Variable, stop: Variable, step: Variable | None = None
+) -> Variable:
     parts = [start, stop] if step is None else [start, stop, step]
-    parts = [known_constant(part) for part in parts]
+    parts = [_slice_bound(tracer, part) for part in parts]
     if any(isinstance(part, ScalarNodeVar) for part in parts):
-        # A bound computed per iteration (x[i:], A[i, :j]): the index slots it (loop_index).
+        # A bound computed per iteration (x[i:], A[i, :j], x[: i + 1] on a resumed loop's
+        # index): the index slots it (loop_index, operators.run_time_index).
         while len(parts) < 3:
             parts.append(ConstantVar(None))
         return SliceVar(parts[0], parts[1], parts[2])
@@ -275,11 +281,23 @@ def _slice_of(start: Variable, stop: Variable, step: Variable | None = None) -> 
     return ConstantVar(slice(*(part.as_python_constant() for part in parts)))
 
 
+def _slice_bound(tracer: Tracer, part: Variable) -> Variable:
+    # An unspecialized int input (a resumed loop's index, `i + 1`) bounds the slice at run
+    # time, guarded nonnegative: a slot's slice length assumes it (a negative one is
+    # specialized, guarded equal, as before).
+    bound = run_time_int(part)
+    if bound is part or not isinstance(part, ScalarInputVar) or part.current < 0:
+        return known_constant(part)
+    assert part.source is not None
+    tracer.builder.guard_relation(f"{part.source.name} >= 0", "a slice bound")
+    return bound
+
+
 def _binary_slice(frame: Frame, inst: Instruction) -> None:
     stop = frame.state.pop()
     start = frame.state.pop()
     container = frame.state.pop()
-    frame.state.push(getitem(frame.tracer, container, _slice_of(start, stop)))
+    frame.state.push(getitem(frame.tracer, container, _slice_of(frame.tracer, start, stop)))
 
 
 def _store_slice(frame: Frame, inst: Instruction) -> None:
@@ -287,12 +305,12 @@ def _store_slice(frame: Frame, inst: Instruction) -> None:
     start = frame.state.pop()
     container = frame.state.pop()
     value = frame.state.pop()
-    setitem(frame.tracer, container, _slice_of(start, stop), value)
+    setitem(frame.tracer, container, _slice_of(frame.tracer, start, stop), value)
 
 
 def _build_slice(frame: Frame, inst: Instruction) -> None:
     parts = frame.state.pop_n(inst.argval)
-    frame.state.push(_slice_of(*parts))
+    frame.state.push(_slice_of(frame.tracer, *parts))
 
 
 HANDLERS: dict[str, Handler] = {

@@ -771,7 +771,7 @@ def run_time_index(tracer: Tracer, index: Variable) -> tuple[tuple[Any, ...], li
     """A basic index holding run-time ints (a loop's index, also as a slice bound) as a
     template of `ScalarSlot`s and its scalars; None when the index has none."""
     items = list(index.items) if isinstance(index, TupleVar) else [index]
-    items = [_run_time_int(item) for item in items]
+    items = [run_time_int(item) for item in items]
     if not any(isinstance(item, ScalarNodeVar | SliceVar) for item in items):
         return None
     template: list[Any] = []
@@ -800,9 +800,15 @@ def run_time_index(tracer: Tracer, index: Variable) -> tuple[tuple[Any, ...], li
     return tuple(template), scalars
 
 
-def _run_time_int(item: Variable) -> Variable:
-    # An unspecialized int input (automatic dynamic: a resumed loop's index) indexes by its
-    # value at run time, as a loop's index does, instead of being specialized (guarded equal).
+def run_time_int(item: Variable) -> Variable:
+    """`item` as a run-time int when it is an unspecialized int input not read yet (automatic
+    dynamic: a resumed loop's index, `i + 1` of it), else itself: an index or a slice bound
+    then reads its value at run time, as a kept loop's index does, instead of specializing
+    it (guarded equal) per value.
+
+        >>> run_time_int(ConstantVar(3)).describe()
+        '3'
+    """
     if isinstance(item, ScalarInputVar) and type(item.current) is int and not item.read:
         return ScalarNodeVar(item.node())
     return item

@@ -145,6 +145,9 @@ class Tracer:
         # (grad differentiates the graph; loop nodes have no VJP rule yet): unrolled there.
         self.keep_loops = True
         self.transform_depth = 0
+        # NOTE: the array work of the nodes added so far, in element-operations (`body_work`);
+        # only ever grows, so a loop compares it before and after tracing its body.
+        self.array_work = 0
 
     def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CaptureResult:
         fn = self.fn
