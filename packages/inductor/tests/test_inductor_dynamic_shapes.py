@@ -238,3 +238,27 @@ def test_strided_slice_lengths_are_exact_integer_arithmetic() -> None:
     fn = compile_graph(graph).fn
     for n in range(2, 14):
         _check(graph, fn, [_normal(n)])
+
+
+def _prefix_and_suffix(x: Any, i: int) -> Any:
+    return x[: i + 1].sum() + x[i:].sum()
+
+
+def test_an_extern_result_sized_by_a_run_time_int_binds_its_whole_dim() -> None:
+    # `x[: i + 1]` of a run-time int `i` (capture reads it at run time, not pinned per
+    # value) has length `Max(0, Min(r0 + 1, s0))`: no input binds `r0`, so the wrapper binds
+    # the whole dim from the extern's result. Before, that dim failed the C build and each
+    # value of `i` compiled static.
+    from numpile_capture import compile_function
+    from numpile_capture.capture_events import recording_captures
+
+    compiled = compile_function(_prefix_and_suffix, backend="inductor")
+    x = np.arange(10.0)
+    with recording_captures() as events:
+        for i in (0, 1, 2, 3, 9, 12, 40):
+            got, want = compiled(x, i), _prefix_and_suffix(x, i)
+            assert type(got) is type(want) and got == want, i
+    graphs = [event.graph for event in events if event.graph is not None]
+    assert len(graphs) <= 2
+    dims = [str(dim) for g in graphs for node in g.nodes for dim in getattr(node.meta, "shape", ())]
+    assert any(dim.startswith("Max(") for dim in dims), dims

@@ -383,10 +383,12 @@ class _Emitter:
         """The C spelling of a size: an int, or an expression over the bound size symbols."""
         if isinstance(size, int):
             return str(size)
-        missing = [s for s in size.free_symbols if s not in self.symbol_vars]
+        spelled = size.xreplace(self.symbol_vars)
+        bound = set(self.symbol_vars.values())
+        missing = [s for s in spelled.free_symbols if s not in bound]
         if missing:
             raise ValueError(f"size symbols {missing} are no bare dim of any graph input")
-        return f"(npy_intp)({c_size(size.xreplace(self.symbol_vars))})"
+        return f"(npy_intp)({c_size(spelled)})"
 
     def _emit_sizes(self) -> None:
         # Bind each size symbol from its input dim, then check the inputs' other symbolic
@@ -811,21 +813,32 @@ class _Emitter:
             self._emit_extern_layout_check(name, buf)
         self._emit_runtime_strides(name, buf)
 
+    def _binds(self, size: Any) -> bool:
+        # Whether the bound size variables spell `size` (its symbols, or it whole).
+        bound = set(self.symbol_vars.values())
+        return all(s in bound for s in sympy.sympify(size).xreplace(self.symbol_vars).free_symbols)
+
     def _emit_extern_layout_check(self, name: str, buf: Buffer) -> None:
         code = self.code
         with code.block(f"if (!PyArray_Check(o_{name}))"):
             code.writeline(f"k_{name} = PyArray_FromAny(o_{name}, NULL, 0, 0, 0, NULL);")
             code.writeline(f"if (k_{name} == NULL) {{ goto fail; }}")
             code.writeline(f"a_{name} = (PyArrayObject *)k_{name};")
-        # A bare symbol no input binds (a data-dependent size, e.g. of x[x > 0]) is bound
-        # from the extern's result; every other dim is checked.
+        # A dim over symbols no input binds is bound from the extern's result: a bare one (a
+        # data-dependent size, e.g. of x[x > 0]) as its symbol, a compound one (`x[: i + 1]`
+        # of a run-time int `r0`: `Max(0, Min(r0, s0))`) as the whole expression, which
+        # `c_dim` spells wherever it occurs. Every other dim is checked.
         fresh = {
             d: size
             for d, size in enumerate(buf.shape)
-            if isinstance(size, sympy.Symbol) and size not in self.symbol_vars
+            if not isinstance(size, int) and not self._binds(size)
         }
         for size in dict.fromkeys(fresh.values()):
-            self.symbol_vars[size] = _symbol_var(size)
+            self.symbol_vars[size] = (
+                _symbol_var(size)
+                if isinstance(size, sympy.Symbol)
+                else sympy.Symbol(f"sym_dim{len(self.symbol_vars)}", integer=True)
+            )
         first = {size: d for d, size in reversed(fresh.items())}
         checked = {d: self.c_dim(size) for d, size in enumerate(buf.shape) if first.get(size) != d}
         conds = _layout_mismatch(f"a_{name}", buf, checked)
