@@ -132,3 +132,34 @@ def test_a_flag_after_an_update_replays_on_untouched_inputs() -> None:
     assert [str(w.message) for w in caught] == [str(w.message) for w in expected]
     for a, b in zip(mine, theirs, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_store_at_a_run_time_int_into_an_input_writes_it_in_place() -> None:
+    # A resumed loop's piece `out[i] = x[i] * 2.0` with `i` a run-time int: functionalized,
+    # the store is a `setitem_at_scatter` (a copy of all of `out` per call, written back);
+    # reinplaced, it stores into `out` itself.
+    from numpile_capture import ArrayMeta, Graph, ScalarMeta, ScalarSlot, get_op
+    from numpile_capture.loop_index import opaque_int
+
+    graph = Graph()
+    x = graph.placeholder("x", ArrayMeta((9,), "float64"))
+    out = graph.placeholder("out", ArrayMeta((9,), "float64"))
+    i = graph.placeholder("i", ScalarMeta(int))
+    slot = (ScalarSlot(0, opaque_int(None)),)
+    value = graph.call(get_op("multiply"), graph.call(get_op("getitem_at"), x, i, index=slot), 2.0)
+    graph.call(get_op("setitem_at"), out, value, i, index=slot)
+    graph.output = ()
+    compiled = compile_graph(graph, options={"graph_cache": False})
+    assert "setitem_at" in compiled.extern_ops
+    assert "setitem_at_scatter" not in compiled.extern_ops
+    x_value, mine = RNG.random(9), np.zeros(9)
+    address = mine.__array_interface__["data"][0]
+    for k in (0, 4, 8, -1):
+        compiled.fn(x_value, mine, k)
+    want = np.zeros(9)
+    for k in (0, 4, 8, -1):
+        want[k] = x_value[k] * 2.0
+    np.testing.assert_array_equal(mine, want)
+    assert mine.__array_interface__["data"][0] == address
+    with pytest.raises(IndexError):
+        compiled.fn(x_value, mine, 9)

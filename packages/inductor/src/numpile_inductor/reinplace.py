@@ -1,4 +1,5 @@
-"""Reinplacing: a `view_scatter` whose base nothing reads afterwards stores into the base.
+"""Reinplacing: a `view_scatter` (or `setitem_at_scatter`) whose base nothing reads afterwards
+stores into the base.
 
 Functionalization turns `E[:, 1:] -= c * dH` on an input into a pure `view_scatter`: a copy
 of all of `E` with the region replaced, written back into `E` by the epilogue (two
@@ -33,6 +34,11 @@ from .scheduler import FusedKernel, Schedule
 
 __all__ = ["reinplace_scatters"]
 
+# NOTE: each pure scatter (functionalization's form) -> the op that stores into its base (the
+# same operands; its result is the base itself). `setitem_at_scatter` is a resumed loop's
+# `out[i] = v`: made in place, a store into a mutated input copies no array per iteration.
+_IN_PLACE_FORMS = {"view_scatter": "view_scatter_", "setitem_at_scatter": "setitem_at"}
+
 
 def _reinplaceable(
     steps: list[FusedKernel | ExternCall], mutated: frozenset[str], outputs: set[str]
@@ -42,7 +48,7 @@ def _reinplaceable(
         i
         for i, step in enumerate(steps)
         if isinstance(step, ExternCall)
-        and step.op_name == "view_scatter"
+        and step.op_name in _IN_PLACE_FORMS
         and step.args
         and isinstance(step.args[0], BufferRef)
     }
@@ -81,11 +87,11 @@ def reinplace_scatters(sched: Schedule, mutated: frozenset[str]) -> Schedule:
     chosen = _reinplaceable(steps, mutated, set(sched.program.outputs.values()))
     if not chosen:
         return sched
-    in_place = get_op("view_scatter_")
     moved = []
     for i in sorted(chosen):
         step = steps[i]
         assert isinstance(step, ExternCall)
+        in_place = get_op(_IN_PLACE_FORMS[step.op_name])
         moved.append(attrs.evolve(step, op_name=in_place.name, impl=in_place.impl))
     rest = [step for i, step in enumerate(steps) if i not in chosen]
     return attrs.evolve(sched, steps=[*rest, *moved])
