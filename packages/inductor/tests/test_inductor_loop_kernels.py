@@ -462,3 +462,31 @@ def test_a_store_at_the_index_of_an_array_the_body_reads_stays_on_the_host_loop(
 
     compiled = _check(shifted, np.arange(3.0), np.ones((5, 3)))
     assert not compiled.kernel_loop
+
+
+def test_a_row_read_and_stored_at_the_index_is_updated_in_place() -> None:
+    # `S[i] = S[i] * 0.5 + h` (what a reverse loop does to sum a row's cotangent): the
+    # row view read and the one stored are the same memory, read before the store.
+    def update(x: Any, S: Any) -> Any:
+        h = x
+        for i in range(S.shape[0]):
+            S[i] = S[i] * 0.5 + h
+            h = h * 0.75
+        return h
+
+    compiled = _check(update, np.arange(3.0), np.arange(12.0).reshape(4, 3))
+    assert compiled.kernel_loop
+
+
+def test_a_row_read_at_other_elements_than_stored_gives_numpys_result() -> None:
+    # `S[i] = S[i, ::-1] + h` reads elements of the row the store writes: NumPy computes
+    # the value first; so does the host loop the body then runs on.
+    def reverse(x: Any, S: Any) -> Any:
+        h = x
+        for i in range(S.shape[0]):
+            S[i] = S[i, ::-1] + h
+            h = h * 0.5
+        return S, h
+
+    compiled = _check(reverse, np.arange(3.0), np.arange(12.0).reshape(4, 3))
+    assert not compiled.kernel_loop

@@ -617,14 +617,26 @@ class _Writer:
     def _check_written_row(
         self, name: str, base: str, rows: dict[str, ExternCall], steps: list[Any]
     ) -> None:
-        # Nothing but stores through rows touches their argument, and nothing reads the
-        # rows: the kernels then need no order between a store and reads of that memory
+        # Stores through rows are the only writes of their argument, and the body reads it
+        # only through views by the index that show the elements a store writes (`total[i]
+        # += ct`: the same memory), before that store or in the kernel storing at the same
+        # element: no kernel then reads an element another one wrote out of NumPy's order
         # (each row view is a barrier, so the stores run in the body's order).
+        write = rows[name]
+        same = {other for other, step in rows.items() if step.args[0] == BufferRef(base)}
+        for other in same - set(self.written_rows):
+            if rows[other].args != write.args or rows[other].kwargs != write.kwargs:
+                raise NotKernelLoop("views by the index of an array the body writes elsewhere")
+        after = False
         for step in steps:
+            if step is write:
+                after = True
             if isinstance(step, ExternCall) and step.buffer in rows:
                 continue
             if base in step.reads() or base in step.writes() or name in step.reads():
                 raise NotKernelLoop("an array the body stores a row of and reads")
+            if after and same & set(step.reads()) and not _reads_where_stored(step, same):
+                raise NotKernelLoop("a row read after a store into it at other elements")
 
     def _row_items(self, step: ExternCall) -> list[Any]:
         index = dict(step.kwargs).get("index")
@@ -730,6 +742,18 @@ class _Writer:
         lines.append("            Py_DECREF(np_r);")
         lines.append("        }")
         return lines
+
+
+def _reads_where_stored(step: Any, rows: set[str]) -> bool:
+    # Whether kernel `step` reads `rows` only where it stores into one of them, at the
+    # element it stores (`total[i] = total[i] + ct` as one kernel).
+    if not isinstance(step, FusedKernel):
+        return False
+    for store in _all_stores(step):
+        for load in loads_of(store.value):
+            if load.buffer in rows and (store.buffer not in rows or load.index != store.index):
+                return False
+    return True
 
 
 def _contiguous(shape: tuple[Any, ...]) -> tuple[Any, ...]:
