@@ -34,9 +34,9 @@ def share_forward_loops(graph: Graph, shared: Mapping[Node, Node]) -> Graph:
     for loop, twin in shared.items():
         if loop not in position or twin not in position:
             continue
-        moved = _moved_with(graph, twin, position[loop], position)
-        if moved is not None:
-            moves[loop] = moved
+        found = _moved_with(graph, twin, position[loop], position)
+        if found is not None:
+            moves[loop] = found
     if not moves:
         return graph
     # The twin's output standing for each carried output of an original loop.
@@ -58,8 +58,8 @@ def share_forward_loops(graph: Graph, shared: Mapping[Node, Node]) -> Graph:
         if node in skipped:
             continue
         if node in moves:
-            for moved in moves[node]:
-                copy(moved)
+            for each in moves[node]:
+                copy(each)
             if node in graph.locations:  # warnings of the loop name the user's line
                 result.locations.setdefault(mapping[shared[node]], graph.locations[node])
             mapping[node] = mapping[shared[node]]
