@@ -3,8 +3,9 @@ calling it, through `for` loops with array carries.
 
 `grad` keeps a `for` loop with array (and NumPy scalar) carries as a loop: its VJP is a
 loop that stacks the carried values and a reverse loop over them (vjp_loop.py), so the
-graphs do not grow with the trip count. A loop without such a VJP (one that breaks, a
-condition in its body) is unrolled, up to 1000 iterations (the capture's unroll limit).
+graphs do not grow with the trip count; an `if` in the body is a `cond` with a VJP of its
+own (vjp_cond.py). A loop without such a VJP (one that breaks) is unrolled, up to 1000
+iterations (the capture's unroll limit).
 Gradients are checked against central differences at trip counts 0, 1, 2, 7 (and 300, run
 op by op), and against the same program written out by hand. A loop too long to unroll
 and without a VJP is an error that names the loop and its line, never a wrong or zero
@@ -135,19 +136,38 @@ def test_compiled_function_calling_grad_through_a_loop() -> None:
 def branch_on_the_index(x: Any, n: int) -> Any:
     h = x * 1.0
     for i in range(n):
-        if i % 2 == 0:  # noqa: SIM108 - a condition in the body: no loop VJP
+        if i % 2 == 0:  # noqa: SIM108 - a condition in the body: a `cond` of VJPs
             h = h * np.cos(h)
         else:
             h = h + 0.5 * h * h
     return h.sum()
 
 
+def break_late(x: Any, n: int) -> Any:
+    h = x * 1.0
+    for i in range(n):
+        h = h * np.cos(h)
+        if i == n - 2:  # a loop that breaks: no loop VJP
+            break
+    return h.sum()
+
+
 def test_grad_through_a_loop_without_a_vjp_too_long_to_unroll_names_the_loop() -> None:
     x = np.linspace(-1, 1, 3)
-    line = branch_on_the_index.__code__.co_firstlineno + 2
+    line = break_late.__code__.co_firstlineno + 2
     with pytest.raises(TypeError, match=rf"test_loops_grad.py:{line}: loop not kept") as info:
-        numpile.grad(branch_on_the_index)(x, 1500)
+        numpile.grad(break_late)(x, 1500)
     assert "1500 iterations" in str(info.value)
+
+
+@pytest.mark.parametrize("compiler", ["eager", "inductor"])
+def test_grad_through_a_loop_with_an_if_past_the_unroll_limit(compiler: str) -> None:
+    # A `cond` in the body has a VJP: the loop is kept, at any trip count (this raised
+    # "loop not kept" past 1000 iterations before).
+    x = np.linspace(-1, 1, 3)
+    got = numpile.grad(branch_on_the_index, compiler=compiler)(x, 1500)
+    want = _central_differences(lambda v: branch_on_the_index(v, 1500), x)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
 
 
 def test_grad_through_thousands_of_iterations_is_one_reverse_loop() -> None:

@@ -92,6 +92,7 @@ VjpRule = Callable[[VjpContext], Sequence[Node | None]]
 def _load_rules() -> None:
     # Late import: the rule modules import this module to register themselves.
     from . import (  # noqa: F401
+        vjp_cond,
         vjp_extern,
         vjp_indexing,
         vjp_join,
