@@ -578,7 +578,7 @@ class _Writer:
         # `xs[i]`, `A[i, 1:]`: views of a read-only argument at the loop index, passed to
         # the kernels as a pointer moved per iteration (no copy, no NumPy call). A row a
         # kernel stores into (`stack[i] = h`, `written_rows`) is one too: its argument is
-        # written through that row only, and read nowhere in the body.
+        # written through such rows only, and read only as `_check_written_row` allows.
         if not rows:
             return
         written = {name for step in steps for name in step.writes() if name not in rows}

@@ -16,7 +16,8 @@ writes is `loop_kernels`' check, after fusion.
 A store at the loop's run-time index (`setitem_at`: `stack[i] = h`, `A[i, 1:] = v`) into an
 input becomes a row view of the input (a `getitem_at` step, whose pointer the C loop moves
 to row `i` per iteration, checking `i` as NumPy does) and a kernel storing the value into
-that view (`written_rows`); the body must read the input nowhere else.
+that view (`written_rows`); `loop_kernels` then checks that the body reads the input only
+through views of the same row, where NumPy's order of reads and writes is kept.
 
     >>> stores_as_kernels(program).renamed  # doctest: +SKIP
 """
