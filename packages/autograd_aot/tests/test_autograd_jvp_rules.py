@@ -97,7 +97,7 @@ _NOT_WALKED |= _TUPLE_VALUED
 # Tuple-valued with two inputs (a, b): reverse mode only, tested in test_autograd_vjp_rules.
 _NOT_WALKED.add("linalg.lstsq")
 # Loop ops: reverse mode only (forward mode unrolls loops), tested in test_autograd_loops.
-_NOT_WALKED |= {"for_loop", "getitem_at", "element_at", "carried_scalar"}
+_NOT_WALKED |= {"for_loop", "cond", "getitem_at", "element_at", "carried_scalar"}
 
 
 @pytest.mark.parametrize("name", sorted(_TUPLE_VALUED))

@@ -31,12 +31,13 @@ def _loop_ops(graph: Any) -> list[str]:
 
 
 def test_joint_graph_of_a_loop_has_a_reverse_loop() -> None:
-    # The joint graph of a kept loop holds the forward loop, the loop that stacks its
-    # carried values and the reverse loop: three loop nodes, whatever the trip count.
+    # The joint graph of a kept loop holds the loop that stacks its carried values (and
+    # gives the forward's results: the forward loop runs once) and the reverse loop: two
+    # loop nodes, whatever the trip count.
     graph = capture_function(polynomial, (np.arange(3.0),), {}).graph
     assert _loop_ops(graph) == ["for_loop"]
     joint = build_joint(functionalize(graph).graph, (0,), (0,))
-    assert _loop_ops(joint.graph) == ["for_loop"] * 3
+    assert _loop_ops(joint.graph) == ["for_loop"] * 2
 
 
 def while_polynomial(x: Any) -> Any:
@@ -101,4 +102,61 @@ def test_a_loop_writing_an_array_in_place_is_unrolled() -> None:
         step = np.zeros_like(a)
         step[k] = eps
         want[k] = (rows_in_place(a + step) - rows_in_place(a - step)) / (2 * eps)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+def _branch_on_the_index(x: Any, steps: int) -> Any:
+    h = x * 1.0
+    for i in range(steps):
+        if i % 3 == 0:  # noqa: SIM108 - the if statement is the construct tested
+            h = h * np.cos(h) + x
+        else:
+            h = h + 0.5 * h * h
+    return h.sum()
+
+
+def _branch_on_a_value(x: Any, steps: int) -> Any:
+    h = x * 1.0
+    for _ in range(steps):
+        if h.sum() > 0:  # noqa: SIM108 - the if statement is the construct tested
+            h = np.sin(h) * x - 0.3
+        else:
+            h = h + 0.25
+    return (h * h).sum()
+
+
+def _central_differences(f: Any, x: Any, eps: float = 1e-6) -> Any:
+    want = np.zeros_like(x)
+    for k in range(x.size):
+        step = np.zeros_like(x)
+        step[k] = eps
+        want[k] = (f(x + step) - f(x - step)) / (2 * eps)
+    return want
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 7])
+def test_grad_through_a_loop_with_an_if_keeps_the_loop_and_equals_the_unrolled_one(
+    steps: int,
+) -> None:
+    # `cond` has a VJP (a `cond` of its branches' VJPs): the loop stays a loop.
+    x = np.random.default_rng(steps).uniform(-0.8, 0.8, 3)
+    graph = capture_function(_branch_on_the_index, (x, steps), {}).graph
+    joint = build_joint(functionalize(graph).graph, (0,), (0,))
+    assert 1 <= len(_loop_ops(joint.graph)) <= 2  # kept (stacking and reverse loop)
+    kept = grad(_branch_on_the_index, compiler="eager")(x, steps)
+    with config.patch(keep_loops=False):
+        unrolled = grad(_branch_on_the_index, compiler="eager")(x, steps)
+    np.testing.assert_allclose(kept, unrolled, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 7, 1200])
+def test_grad_through_a_loop_branching_on_a_value_matches_central_differences(
+    steps: int,
+) -> None:
+    # An `if` on an array value cannot be unrolled (capture breaks on it): before `cond`
+    # had a VJP, grad of this loop raised at any trip count.
+    x = np.random.default_rng(steps).uniform(-0.8, 0.8, 3)
+    got = grad(_branch_on_a_value, compiler="eager")(x, steps)
+    want = _central_differences(lambda v: _branch_on_a_value(v, steps), x)
+    assert got.dtype == np.float64 and got.shape == x.shape
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)

@@ -379,3 +379,111 @@ def test_stores_into_symbolic_views_in_kept_loops_match_eager(
     assert sources
     for source in sources:
         assert "static PyObject *loop_" in source
+
+
+# -- stores at the loop index (`stack[i] = h`): a row view and a kernel, no NumPy call --------
+
+
+def _stack_rows(x: Any, S: Any) -> Any:
+    h = x
+    for i in range(S.shape[0]):
+        S[i] = h
+        h = np.tanh(h * 0.7 + 0.1)
+    return h
+
+
+def _stack_parts(x: Any, S: Any, C: Any) -> Any:
+    h = x
+    for i in range(S.shape[0]):
+        S[i, 1:] = h[:-1] * 2.0
+        C[:, i] = h[:3]
+        S[i, 0] = 1.5
+        h = np.sin(h) + 0.25
+    return h
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 7])
+def test_stores_at_the_index_are_kernels_into_row_views(steps: int) -> None:
+    x = np.random.default_rng(steps).uniform(-1, 1, 5)
+    # tanh and sin in C may differ from NumPy's in the last bit: values compared close.
+    compiled = _check(_stack_rows, x, np.zeros((steps, 5)), exact=False)
+    assert compiled.kernel_loop
+    assert "np_loop_index(np_i" in compiled.source  # the row's bounds check, in C
+    S, C = np.full((steps, 5), -1.0), np.zeros((3, steps))
+    compiled = _check(_stack_parts, x, S, C, exact=False)
+    assert compiled.kernel_loop
+
+
+def test_a_store_at_the_index_casts_and_broadcasts_as_numpy() -> None:
+    def stores(x: Any, k: Any, S: Any) -> Any:
+        h = x
+        for i in range(S.shape[0]):
+            S[i] = h[:1]  # one element broadcast over the row
+            S[i, 1:] = k  # int32 into float64
+            S[i, 2] = 7  # a Python int
+            h = h * 1.5
+        return h
+
+    k = np.array([3, -4], dtype=np.int32)
+    compiled = _check(stores, np.arange(1.0, 4.0), k, np.zeros((4, 3)))
+    assert compiled.kernel_loop
+
+
+def test_a_store_at_the_index_out_of_bounds_raises_after_the_writes_before_it() -> None:
+    def past(x: Any, S: Any) -> Any:
+        h = x
+        for i in range(S.shape[0] + 2):
+            S[i] = h
+            h = h + 1.0
+        return h
+
+    x, S = np.arange(3.0), np.zeros((4, 3))
+    compiled = _Compiled(past, (x, S))
+    assert compiled.kernel_loop
+    ours, theirs = S.copy(), S.copy()
+    with pytest.raises(IndexError) as mine:
+        compiled.fn(x, ours)
+    with pytest.raises(IndexError) as eager:
+        past(x, theirs)
+    assert str(mine.value) == str(eager.value)
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_a_store_at_the_index_of_an_array_the_body_reads_stays_on_the_host_loop() -> None:
+    # `S[i] = S[i - 1] + x`: the body reads the array it stores a row of; NumPy's result
+    # (the host loop runs it) and no row view.
+    def shifted(x: Any, S: Any) -> Any:
+        for i in range(1, S.shape[0]):
+            S[i] = S[i - 1] * 0.5 + x
+        return S
+
+    compiled = _check(shifted, np.arange(3.0), np.ones((5, 3)))
+    assert not compiled.kernel_loop
+
+
+def test_a_row_read_and_stored_at_the_index_is_updated_in_place() -> None:
+    # `S[i] = S[i] * 0.5 + h` (what a reverse loop does to sum a row's cotangent): the
+    # row view read and the one stored are the same memory, read before the store.
+    def update(x: Any, S: Any) -> Any:
+        h = x
+        for i in range(S.shape[0]):
+            S[i] = S[i] * 0.5 + h
+            h = h * 0.75
+        return h
+
+    compiled = _check(update, np.arange(3.0), np.arange(12.0).reshape(4, 3))
+    assert compiled.kernel_loop
+
+
+def test_a_row_read_at_other_elements_than_stored_gives_numpys_result() -> None:
+    # `S[i] = S[i, ::-1] + h` reads elements of the row the store writes: NumPy computes
+    # the value first; so does the host loop the body then runs on.
+    def reverse(x: Any, S: Any) -> Any:
+        h = x
+        for i in range(S.shape[0]):
+            S[i] = S[i, ::-1] + h
+            h = h * 0.5
+        return S, h
+
+    compiled = _check(reverse, np.arange(3.0), np.arange(12.0).reshape(4, 3))
+    assert not compiled.kernel_loop

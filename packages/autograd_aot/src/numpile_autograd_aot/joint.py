@@ -21,6 +21,7 @@ import attrs
 
 from numpile_capture import ArrayMeta, Graph, Node, get_op
 
+from .loop_sharing import share_forward_loops
 from .vjp_table import VjpContext, differentiable, fit_cotangent, get_vjp, missing_rule_error
 
 __all__ = ["JointGraph", "append_backward", "build_joint", "input_cotangent"]
@@ -78,9 +79,12 @@ def build_joint(
         seeds.append((leaf, joint.placeholder(f"tangent_{position}", leaf.meta)))
     copied = set(mapping.values())
     forward_nodes = [n for n in joint.nodes if n.op is not None and n in copied]
-    cotangents = append_backward(joint, forward_nodes, targets, seeds)
+    shared: dict[Node, Node] = {}
+    cotangents = append_backward(joint, forward_nodes, targets, seeds, shared_loops=shared)
     results = [input_cotangent(joint, cotangents, primals[index]) for index in diff_inputs]
     joint.output = (outputs, tuple(results))
+    # A loop whose VJP stacks its carried values runs once: the stacking loop stands for it.
+    joint = share_forward_loops(joint, shared)
     return JointGraph(joint, len(primals), len(outputs), tuple(tangent_outputs), tuple(diff_inputs))
 
 
@@ -89,10 +93,15 @@ def append_backward(
     forward_nodes: Sequence[Node],
     targets: Sequence[Node],
     seeds: Sequence[tuple[Any, Node]],
+    *,
+    shared_loops: dict[Node, Node] | None = None,
 ) -> dict[Node, Node]:
     """Append to `graph` the reverse sweep over `forward_nodes` (in topological order) from
     `seeds` (pairs of a forward value and its cotangent) back to `targets`; return the
     cotangent of every value reached (`input_cotangent` reads a target's).
+
+    `shared_loops` collects the forward loops a backward loop also computes (forward loop
+    -> that loop, see `VjpContext.shared_loops`) for `share_forward_loops`.
 
     Raises NotImplementedError naming the op when a needed VJP rule is missing.
 
@@ -131,7 +140,8 @@ def append_backward(
             raise loop_error(graph, node, f"no VJP for a {node.op.name} of this kind")
         if rule is None:
             raise missing_rule_error(node, "reverse")
-        grads = rule(VjpContext(graph, node, cotangent, wanted, items.get(node, {})))
+        shared = {} if shared_loops is None else shared_loops
+        grads = rule(VjpContext(graph, node, cotangent, wanted, items.get(node, {}), shared))
         for value, want, grad in zip(node.inputs, wanted, grads, strict=False):
             if want and grad is not None:
                 meta = value.meta

@@ -38,8 +38,9 @@ REASONS: dict[str, str] = {
     ),
     LOOPS: (
         "`for_loop` has a VJP (vjp_loop: a loop stacking the carried values, then a reverse "
-        "loop); `loop_output` passes its cotangent to its loop's rule; Python scalars carry "
-        "no gradient; a `while_loop`, a `cond` or a `setitem_at` (`setitem_at_scatter`, "
+        "loop), and so has `cond` (vjp_cond: a `cond` of its branches' VJPs); `loop_output` "
+        "passes its cotangent to its loop's rule; Python scalars carry "
+        "no gradient; a `while_loop`, a `break` or a `setitem_at` (`setitem_at_scatter`, "
         "its pure form in a resumed loop's graph) in a differentiated loop "
         "makes grad capture the function again with its loops unrolled (up to 1000 "
         "iterations), and past that it is an error naming the loop and its line"
@@ -70,7 +71,6 @@ _INTEGER_ONLY = (
 _CREATION = ("zeros", "ones", "empty", "linspace", "eye", "array")
 _LOOPS = (
     "while_loop",
-    "cond",
     "loop_output",
     "py_binary",
     "py_unary",

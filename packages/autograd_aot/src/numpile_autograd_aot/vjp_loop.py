@@ -86,7 +86,10 @@ def _for_loop_vjp(ctx: VjpContext) -> list[Node | None]:
     sums: dict[int, Node] = {}
     if indices and seeds:
         bounds = (indices.start, indices.stop, indices.step)
-        seeds, sums = _through_loop(graph, body, bounds, entered, invariants, seeds, summed)
+        stacking, stacks = _stacking_loop(graph, bounds, body, entered, invariants)
+        # The stacking loop computes the carried values too: the forward runs it alone.
+        ctx.shared_loops[node] = stacking
+        seeds, sums = _through_loop(graph, body, bounds, stacks, invariants, seeds, summed)
     if first_nodes:
         # The first iteration's sweep gives each input node's whole cotangent (through
         # every place it enters the loop): it goes to the node's first position only.
@@ -118,18 +121,18 @@ def _through_loop(
     graph: Graph,
     body: Graph,
     bounds: tuple[int, int, int],
-    init: list[Any],
+    stacks: list[Node],
     invariants: list[Any],
     seeds: dict[int, Node],
     summed: list[int],
 ) -> tuple[dict[int, Node], dict[int, Node]]:
     # The cotangents of the carried values entering the loop over range(*bounds), from
-    # those of its final ones (`seeds`, by carried position), and the invariants' sums.
+    # those of its final ones (`seeds`, by carried position), and the invariants' sums;
+    # `stacks` hold the carried values entering each iteration (`_stacking_loop`).
     start, stop, step = bounds
     trips = len(range(start, stop, step))
-    metas = [p.meta for p in body.placeholders[1 : 1 + len(init)]]
+    metas = [p.meta for p in body.placeholders[1 : 1 + len(stacks)]]
     floats = [k for k, meta in enumerate(metas) if differentiable(meta)]
-    stacks = _stacking_loop(graph, bounds, body, init, invariants)
     reverse = _reverse_body(body, (start, step), metas, floats, invariants, summed, stacks)
     cotangents = [seeds[k] if k in seeds else _zeros(graph, metas[k]) for k in floats]
     sums = [_zeros(graph, invariants[m].meta) for m in summed]
@@ -184,9 +187,10 @@ def _stacking_loop(
     body: Graph,
     init: list[Any],
     invariants: list[Any],
-) -> list[Node]:
+) -> tuple[Node, list[Node]]:
     # The forward loop again, writing each carried value as it enters iteration k into
-    # `stack[k]`; its stacks (carried, written in place).
+    # `stack[k]`: the loop node and its stacks (carried, written in place). Its first
+    # outputs are the forward loop's (`share_forward_loops` keeps this loop alone).
     start, stop, step = bounds
     trips = len(range(start, stop, step))
     carried = len(init)
@@ -209,7 +213,9 @@ def _stacking_loop(
     new.output = (*outs, *written)
     zeros = [_zeros(graph, meta) for meta in stack_metas]
     results = add_loop(graph, (start, stop, step), [*init, *zeros], invariants, new, ())
-    return results[carried:]
+    loop = results[0].inputs[0]
+    assert isinstance(loop, Node)
+    return loop, results[carried:]
 
 
 def _stacked(trips: int, shape: tuple[Any, ...]) -> tuple[Any, ...]:

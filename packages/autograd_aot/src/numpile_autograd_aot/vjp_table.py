@@ -64,6 +64,10 @@ class VjpContext(RuleContext):
     # NOTE: for a tuple-valued node (np.linalg.svd's U, S, Vh): the cotangent of each item
     # that has one, by index (`cotangent` is then one of them; the rule reads these).
     items: dict[int, Node] = attrs.field(factory=dict)
+    # NOTE: a forward loop node -> a loop the rule added that computes its carried values
+    # too (`vjp_loop`'s stacking loop); the caller of `append_backward` may keep only the
+    # latter (`share_forward_loops`). Rules add to it; nobody else reads it before then.
+    shared_loops: dict[Node, Node] = attrs.field(factory=dict)
 
     @property
     def inputs(self) -> tuple[Any, ...]:
@@ -88,6 +92,7 @@ VjpRule = Callable[[VjpContext], Sequence[Node | None]]
 def _load_rules() -> None:
     # Late import: the rule modules import this module to register themselves.
     from . import (  # noqa: F401
+        vjp_cond,
         vjp_extern,
         vjp_indexing,
         vjp_join,

@@ -129,13 +129,17 @@ def _reads_at_store_index(kernel: Kernel, group: list[Kernel]) -> bool:
     return True
 
 
-def schedule(program: Program, *, scratch_rows: bool = True) -> Schedule:
+def schedule(
+    program: Program, *, scratch_rows: bool = True, keep: frozenset[str] = frozenset()
+) -> Schedule:
     """Fuse the program's kernels; returns the fused steps in execution order.
 
     `scratch_rows`: a row group's intermediates live in a per-thread scratch row (the C
     backend), so only rows of known size up to `_MAX_SCRATCH_BYTES` leave memory; False
     when intermediates are recomputed where read or kept in registers (Triton), so any
-    intermediate read only inside its group leaves memory.
+    intermediate read only inside its group leaves memory. `keep`: buffers stored to memory
+    though no step reads them and no output names them (a loop body's stores through a row
+    view of an input, `loop_stores`).
 
     >>> len(schedule(lower_graph(graph)).kernels)  # doctest: +SKIP
     1
@@ -188,12 +192,13 @@ def schedule(program: Program, *, scratch_rows: bool = True) -> Schedule:
             log.debug("fused %s into group %d", step.name, chosen)
         for name in step.writes():
             writer[name] = chosen
-    steps = fuse_rows(program, _finish(program, groups), scratch_rows=scratch_rows)
+    finished = _finish(program, groups, keep)
+    steps = fuse_rows(program, finished, scratch_rows=scratch_rows, keep=keep)
     return Schedule(program, _rename(steps))
 
 
 def _finish(
-    program: Program, groups: list[list[Kernel] | ExternCall]
+    program: Program, groups: list[list[Kernel] | ExternCall], keep: frozenset[str]
 ) -> list[FusedKernel | ExternCall]:
     readers: dict[str, set[int]] = {}
     for position, group in enumerate(groups):
@@ -201,7 +206,7 @@ def _finish(
         for member in members:
             for name in member.reads():
                 readers.setdefault(name, set()).add(position)
-    outputs = set(program.outputs.values())
+    outputs = set(program.outputs.values()) | keep
     steps: list[FusedKernel | ExternCall] = []
     count = 0
     for position, group in enumerate(groups):
@@ -267,7 +272,11 @@ def _same_row_reads(
 
 
 def fuse_rows(
-    program: Program, steps: list[FusedKernel | ExternCall], *, scratch_rows: bool = True
+    program: Program,
+    steps: list[FusedKernel | ExternCall],
+    *,
+    scratch_rows: bool = True,
+    keep: frozenset[str] = frozenset(),
 ) -> list[FusedKernel | ExternCall]:
     """Merge consecutive kernels that work row by row into row groups.
 
@@ -275,7 +284,7 @@ def fuse_rows(
     reduction, where each reads what the earlier ones wrote only in its own row,
     becomes one kernel parallel over the rows. Buffers read only inside the
     group get one row of scratch per thread instead of memory (`scratch_rows`, else they
-    are internal to the group whatever their size).
+    are internal to the group whatever their size); `keep` stays in memory, as `schedule`'s.
 
     >>> [str(s).split(":")[0] for s in fuse_rows(program, steps)]  # doctest: +SKIP
     ['kernel0']
@@ -304,7 +313,7 @@ def fuse_rows(
         for member in run:
             for name in member.reads():
                 readers.setdefault(name, set()).add(position)
-    outputs = set(program.outputs.values())
+    outputs = set(program.outputs.values()) | keep
     result: list[FusedKernel | ExternCall] = []
     for position, run in enumerate(runs):
         parts = [m for m in run if isinstance(m, FusedKernel)]

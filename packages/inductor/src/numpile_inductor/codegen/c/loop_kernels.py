@@ -127,7 +127,7 @@ def kernel_loop_function(node: Node, name: str, *, parallel_threshold: int) -> K
     if named_views & stores.views:
         raise NotKernelLoop("a view of an input that the body returns or hands to NumPy")
     program = attrs.evolve(program, steps=stores.steps, outputs=outputs, buffers=stores.buffers)
-    sched = schedule(program)
+    sched = schedule(program, keep=frozenset(stores.written_rows))
     inputs = set(program.inputs)
     split = [
         part
@@ -140,7 +140,8 @@ def kernel_loop_function(node: Node, name: str, *, parallel_threshold: int) -> K
     ]
     named = iter(kernels)
     ordered = [next(named) if isinstance(s, FusedKernel) else s for s in split]
-    return _Writer(node, body, carried, program, renamed, name).write(ordered, parallel_threshold)
+    writer = _Writer(node, body, carried, program, renamed, name, stores.written_rows)
+    return writer.write(ordered, parallel_threshold)
 
 
 def _same_computation(first: Graph, body: Graph) -> bool:
@@ -257,6 +258,7 @@ class _Writer:
         program: Any,
         renamed: dict[str, str],
         name: str,
+        written_rows: dict[str, str],
     ) -> None:
         self.node = node
         self.body = body
@@ -265,6 +267,7 @@ class _Writer:
         self.buffers: dict[str, Buffer] = dict(program.buffers)
         self.renamed = renamed
         self.name = name
+        self.written_rows = written_rows  # row view -> the input it is a row of
         self.entry: list[str] = []
         self.symbols: dict[sympy.Symbol, str] = {}
         self.arrays: list[str] = []  # input array buffers (C: a_<name>, d_<name>, st_<name>)
@@ -292,6 +295,7 @@ class _Writer:
                 for name in step.writes()
                 if name in inputs and isinstance(step, FusedKernel)
             }
+            | set(self.written_rows.values())
         )
         local = self._local_buffers(steps, inputs)
         doubled = [out for kind, out in outputs if kind == "fresh"]
@@ -534,7 +538,7 @@ class _Writer:
                 continue  # a view of an argument (see _row_view)
             internal = step.internal if isinstance(step, FusedKernel) else frozenset()
             for name in step.writes():
-                if name in inputs or name in internal:
+                if name in inputs or name in internal or name in self.written_rows:
                     continue
                 buf = self.buffers[name]
                 if c_type(buf.dtype) is None:
@@ -572,7 +576,9 @@ class _Writer:
 
     def _check_rows(self, rows: dict[str, ExternCall], steps: list[Any]) -> None:
         # `xs[i]`, `A[i, 1:]`: views of a read-only argument at the loop index, passed to
-        # the kernels as a pointer moved per iteration (no copy, no NumPy call).
+        # the kernels as a pointer moved per iteration (no copy, no NumPy call). A row a
+        # kernel stores into (`stack[i] = h`, `written_rows`) is one too: its argument is
+        # written through such rows only, and read only as `_check_written_row` allows.
         if not rows:
             return
         written = {name for step in steps for name in step.writes() if name not in rows}
@@ -589,7 +595,9 @@ class _Writer:
             scalars = step.args[1:]
             if not isinstance(base, BufferRef) or base.name not in self.arrays:
                 raise NotKernelLoop("a view by the index of no argument")
-            if base.name in written or name in written:
+            if name in self.written_rows:
+                self._check_written_row(name, base.name, rows, steps)
+            elif base.name in written or name in written:
                 raise NotKernelLoop("a view by the index of an array the body writes")
             if name in handed or name in outputs:
                 raise NotKernelLoop("a view by the index that NumPy or the caller gets")
@@ -605,6 +613,30 @@ class _Writer:
             ct = c_type(buf.dtype)
             self.entry.append(f"    {ct} *d_{name} = NULL;")
             self.entry.append(f"    int64_t st_{name}[{max(len(buf.shape), 1)}] = {{0}};")
+
+    def _check_written_row(
+        self, name: str, base: str, rows: dict[str, ExternCall], steps: list[Any]
+    ) -> None:
+        # Stores through rows are the only writes of their argument, and the body reads it
+        # only through views by the index that show the elements a store writes (`total[i]
+        # += ct`: the same memory), before that store or in the kernel storing at the same
+        # element: no kernel then reads an element another one wrote out of NumPy's order
+        # (each row view is a barrier, so the stores run in the body's order).
+        write = rows[name]
+        same = {other for other, step in rows.items() if step.args[0] == BufferRef(base)}
+        for other in same - set(self.written_rows):
+            if rows[other].args != write.args or rows[other].kwargs != write.kwargs:
+                raise NotKernelLoop("views by the index of an array the body writes elsewhere")
+        after = False
+        for step in steps:
+            if step is write:
+                after = True
+            if isinstance(step, ExternCall) and step.buffer in rows:
+                continue
+            if base in step.reads() or base in step.writes() or name in step.reads():
+                raise NotKernelLoop("an array the body stores a row of and reads")
+            if after and same & set(step.reads()) and not _reads_where_stored(step, same):
+                raise NotKernelLoop("a row read after a store into it at other elements")
 
     def _row_items(self, step: ExternCall) -> list[Any]:
         index = dict(step.kwargs).get("index")
@@ -710,6 +742,18 @@ class _Writer:
         lines.append("            Py_DECREF(np_r);")
         lines.append("        }")
         return lines
+
+
+def _reads_where_stored(step: Any, rows: set[str]) -> bool:
+    # Whether kernel `step` reads `rows` only where it stores into one of them, at the
+    # element it stores (`total[i] = total[i] + ct` as one kernel).
+    if not isinstance(step, FusedKernel):
+        return False
+    for store in _all_stores(step):
+        for load in loads_of(store.value):
+            if load.buffer in rows and (store.buffer not in rows or load.index != store.index):
+                return False
+    return True
 
 
 def _contiguous(shape: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -13,6 +13,12 @@ and its shape broadcasts to the view's; anything else stays an extern (the calle
 keeps the host loop). Whether a fused kernel reads its target at other elements than it
 writes is `loop_kernels`' check, after fusion.
 
+A store at the loop's run-time index (`setitem_at`: `stack[i] = h`, `A[i, 1:] = v`) into an
+input becomes a row view of the input (a `getitem_at` step, whose pointer the C loop moves
+to row `i` per iteration, checking `i` as NumPy does) and a kernel storing the value into
+that view (`written_rows`); `loop_kernels` then checks that the body reads the input only
+through views of the same row, where NumPy's order of reads and writes is kept.
+
     >>> stores_as_kernels(program).renamed  # doctest: +SKIP
 """
 
@@ -25,7 +31,7 @@ import attrs
 import numpy as np
 import sympy
 
-from numpile_capture import ArrayMeta, Graph
+from numpile_capture import ArrayMeta, Graph, ScalarSlot, get_op
 from numpile_capture import ops as capture_ops
 
 from ...index import loop_var
@@ -57,13 +63,15 @@ class BodyStores:
     read it under the input's name). `views`: the buffers of the basic-index views of
     inputs the kernels now read and write through (no step computes them: a step or output
     that still names one cannot run from C). `buffers`: the program's, with the
-    temporaries an overlapping store needs.
+    temporaries an overlapping store needs. `written_rows`: each row view a kernel stores
+    into (a `setitem_at` at the loop index) -> the input it is a row of.
     """
 
     steps: list[Kernel | ExternCall]
     renamed: dict[str, str]
     views: frozenset[str]
     buffers: dict[str, Buffer]
+    written_rows: dict[str, str] = attrs.field(factory=dict)
 
 
 def stores_as_kernels(
@@ -101,6 +109,7 @@ class _Rewriter:
         self.renamed: dict[str, str] = {}
         self.views: dict[str, _View] = {}
         self.steps: list[Kernel | ExternCall] = []
+        self.rows: dict[str, str] = {}
 
     def run(self) -> BodyStores:
         for step in self.program.steps:
@@ -108,7 +117,8 @@ class _Rewriter:
             if isinstance(step, ExternCall) and self._rewrite(step):
                 continue
             self.steps.append(step)
-        return BodyStores(self.steps, self.renamed, frozenset(self.views), self.buffers)
+        views = frozenset(self.views)
+        return BodyStores(self.steps, self.renamed, views, self.buffers, self.rows)
 
     def _target(self, arg: Any) -> tuple[Buffer, tuple[Any, ...], tuple[int, ...]] | None:
         # The input an op writes (directly or through a view), the element at each position
@@ -130,6 +140,8 @@ class _Rewriter:
             return self._copied_view(step)
         target, element, shape = found
         kwargs = dict(step.kwargs)
+        if step.op_name == "setitem_at":
+            return self._row_store(step, target)
         if step.op_name == "getitem" and len(step.args) == 1 and set(kwargs) == {"index"}:
             view = _basic_view(
                 kwargs["index"],
@@ -183,6 +195,42 @@ class _Rewriter:
         own = Load(target.name, element, target.dtype)
         store = Store(target.name, element, Apply(base, (own, operand), target.dtype))
         self._result(step, self._kernel(shape, store, step))
+        return True
+
+    def _row_store(self, step: ExternCall, target: Buffer) -> bool:
+        # `target[i, ...] = value` at run-time ints: a row view of the target (its pointer
+        # set per iteration, a barrier so that no kernel before it stores through it) and a
+        # kernel storing the value into the view. Only into the input itself, and with a
+        # value that does not read it (the view is not a graph value anything else reads).
+        first = step.args[0]
+        kwargs = dict(step.kwargs)
+        if not isinstance(first, BufferRef) or first.name in self.views or set(kwargs) != {"index"}:
+            return False
+        shape = _row_shape(kwargs["index"], tuple(target.shape))
+        if shape is None:
+            return False
+        value = _operand(self.buffers, step.args[1], target.dtype, shape, exact=False)
+        if value is None:
+            return False
+        value = _rename_expr(value, self.renamed, self.views)
+        if any(load.buffer == target.name for load in loads_of(value)):
+            return False
+        row = f"{step.buffer}_row"
+        self.buffers[row] = Buffer(row, shape, target.dtype, "extern")
+        view = ExternCall(
+            row,
+            "getitem_at",
+            get_op("getitem_at").impl,
+            (first, *step.args[2:]),
+            step.kwargs,
+            is_barrier=True,
+            node_name=step.node_name,
+        )
+        self.steps.append(view)
+        index = tuple(loop_var(d) for d in range(len(shape)))
+        self.steps.append(self._kernel(shape, Store(row, index, value), step))
+        self.rows[row] = target.name
+        self.renamed[step.buffer] = target.name
         return True
 
     def _copied_view(self, step: ExternCall) -> bool:
@@ -367,6 +415,30 @@ def _basic_view(
         for start, step, dim in maps
     )
     return element, tuple(view_shape)
+
+
+def _row_shape(index: Any, shape: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    # The shape of the view a `getitem_at` index of ints, `ScalarSlot`s (an axis each) and
+    # slices of constant bounds picks out of an array of `shape`; None for anything else.
+    items = index if isinstance(index, tuple) else (index,)
+    if len(items) > len(shape):
+        return None
+    dims: list[Any] = []
+    for item, size in zip(items, shape, strict=False):
+        if isinstance(item, ScalarSlot) or (isinstance(item, int) and not isinstance(item, bool)):
+            continue
+        if not isinstance(item, slice):
+            return None
+        parts = (item.start, item.stop, item.step)
+        if any(not (p is None or (isinstance(p, int) and not isinstance(p, bool))) for p in parts):
+            return None
+        if item == slice(None):
+            dims.append(size)
+        elif isinstance(size, int):
+            dims.append(len(range(*item.indices(size))))
+        else:
+            return None
+    return (*dims, *shape[len(items) :])
 
 
 def _view_shape(
