@@ -31,6 +31,7 @@ from numpile_capture import config as capture_config
 from .artifact_format import ArtifactFormatError
 from .codegen.c.autotune import AutotuneChoice, autotune
 from .codegen.c.buffer_pool import pool_handler, start_pool_build
+from .codegen.c.prelude import module_prelude
 from .codegen.c.translation_units import MIN_SPLIT_LINES, split_module
 from .config import InductorConfig
 from .debug import debug_folder, graph_dot, write_debug_files
@@ -76,6 +77,9 @@ _FAST_MATH_FLAGS = ("-ffast-math", "-ffp-contract=fast")
 # NOTE: at most this many translation units per module: a unit costs a compiler process and
 # its share of the link, and a module has only a few functions worth moving.
 _MAX_UNITS = 4
+# NOTE: the module name of the job `prepare` asks a precompiled header for: any C name will
+# do (the header's key holds the command and the header, not the module's name or source).
+_HEADER_JOB_NAME = "numpile_prelude"
 
 
 class KernelCompileError(rt.BuildError):
@@ -228,16 +232,20 @@ def inductor(
 
 
 def prepare(*, mode: str | None = None, options: Mapping[str, Any] | None = None) -> None:
-    """Start what a synchronous compile will need before its graph exists: the C compiler's
-    probe and the buffer pool's module, on a thread of their own (`start_pool_build`), so
-    that they run while capture and lowering use the other core. The dispatcher calls it
+    """Start what a synchronous compile will need before its graph exists, on the runtime's
+    build queue (`numpile_runtime.queue_build`): the C compiler's probe, the precompiled
+    prelude every module includes (`prepare_header`: the first module of a fresh cache
+    folder then compiles with it) and the buffer pool's module (`start_pool_build`), one
+    after the other on one core while capture runs on the other. The dispatcher calls it
     before capture (`prepare_backend`); a tiered compile builds in the background anyway.
+    Nothing waits for them and nothing fails for them: without a compiler they do nothing.
 
         >>> prepare(options={"tiered": True})
     """
     config = InductorConfig.from_options(options, mode=mode)
     if config.tiered and not config.trace_enabled:
         return
+    rt.prepare_header(_job(_HEADER_JOB_NAME, module_prelude() + "\n", _flags(config), config))
     start_pool_build()
 
 

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from .build_queue import idle_compiles, queue_build
 from .code_cache import CodeCache, cache_key, default_cache
 from .extension_loader import can_unload, open_extension
 from .loaded_modules import memo_get, memo_put, trim
@@ -54,6 +55,7 @@ from .metrics import count, timed
 from .precompiled_header import (
     header_key,
     plain_header,
+    precompile,
     ready_header,
     remove_precompiled,
     start_precompile,
@@ -75,6 +77,7 @@ __all__ = [
     "compile_many",
     "load_extension",
     "load_library",
+    "prepare_header",
 ]
 
 log = logging.getLogger("numpile.runtime.build")
@@ -316,6 +319,27 @@ def compile_many(jobs: Sequence[BuildJob]) -> list[Path]:
         return _compile_plans(plans, cache)
     except OSError as error:
         return _compile_plans(plans, _uncached(cache, error))
+
+
+def prepare_header(job: BuildJob) -> None:
+    """Queue the precompiling of `job`'s header (`BuildJob.header`) for the compiler command
+    `job` gets, so that a build of a fresh cache folder finds it ready; its source is not
+    read. Returns at once: finding the compiler (a probe, in a fresh cache) and the build
+    run on the build queue (`build_queue`); without a compiler, nothing happens.
+
+    >>> prepare_header(BuildJob("", "m", header="#include <math.h>\\n"))
+    """
+    if not job.header:
+        return
+    shape = (job.language, str(job.module_name is None), str(job.numpy_headers))
+    name = "precompiled header " + cache_key(*shape, job.header, *job.extra_flags)[:16]
+    queue_build(name, functools.partial(_precompile_header, job))
+
+
+def _precompile_header(job: BuildJob) -> None:
+    plan = _plan(job, find_toolchain())
+    key = header_key(plan.command, job.language, job.header)
+    precompile(default_cache(), key, plan.command, job.language, job.header)
 
 
 def load_extension(path: str | os.PathLike[str], module_name: str) -> types.ModuleType:
@@ -563,7 +587,7 @@ def run_compiler(command: list[str], timeout: float) -> subprocess.CompletedProc
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        preexec_fn=_die_with_parent(),
+        preexec_fn=_child_setup(idle=idle_compiles()),
     )
     try:
         stdout, stderr = process.communicate(timeout=timeout)
@@ -600,22 +624,31 @@ def _build_error(
 
 
 @functools.cache
-def _die_with_parent() -> Callable[[], None] | None:
+def _child_setup(*, idle: bool) -> Callable[[], None] | None:
     # Linux: the compiler gets SIGKILL when the thread that started it dies (a killed Python
-    # process leaves no orphaned compiler). Resolved here, so the child only makes the call.
+    # process leaves no orphaned compiler). A build the queue runs as idle work runs at the
+    # lowest CPU priority, so it takes only a core nothing else wants. Resolved here, so the
+    # child only makes the calls.
     if not sys.platform.startswith("linux"):
-        return None
+        return _lowest_priority if idle else None
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        return None
+        return _lowest_priority if idle else None
     pr_set_pdeathsig = 1
     sigkill = int(signal.SIGKILL)
 
     def set_death_signal() -> None:
         prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)
+        if idle:
+            _lowest_priority()
 
     return set_death_signal
+
+
+def _lowest_priority() -> None:
+    with contextlib.suppress(OSError):
+        os.nice(19)
 
 
 @functools.cache

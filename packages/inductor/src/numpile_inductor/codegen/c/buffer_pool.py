@@ -27,7 +27,6 @@ returns to the pool only when the array (and every view of it) is dead.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 import numpile_runtime as rt
@@ -281,9 +280,6 @@ _POOL_LOCK = new_lock()
 # NOTE: a free list and a mutex around malloc: nothing for -O3 to speed up, and it builds in
 # half the compiler time at -O1 (the last -O on the command line wins).
 _POOL_FLAGS = ("-O1",)
-# NOTE: the thread `start_pool_build` started, if any (at most one per process).
-_POOL_BUILDS: list[threading.Thread] = []
-rt.at_fork_reset(_POOL_BUILDS.clear)
 
 
 def _pool_module() -> Any:
@@ -302,25 +298,15 @@ def _pool_module() -> Any:
 
 
 def start_pool_build() -> None:
-    """Start building the pool module on a thread of its own, unless it is built or being
-    built: a cold compile builds it beside the first graph's module (two compiler processes
-    at once) instead of after it. `pool_handler()` waits for that build.
+    """Queue the pool module's build on the runtime's build queue (`rt.queue_build`),
+    unless it is built or queued: a cold compile builds it beside the first graph's module
+    (two compiler processes at once) instead of after it. `pool_handler()` builds it itself
+    where the queue has not got to it yet.
 
     >>> start_pool_build()
     """
-    with _POOL_LOCK:
-        if _POOL or _POOL_BUILDS:
-            return
-        thread = threading.Thread(target=_build_quietly, name="numpile-buffer-pool", daemon=True)
-        _POOL_BUILDS.append(thread)
-    thread.start()
-
-
-def _build_quietly() -> None:
-    try:
-        _pool_module()
-    except Exception as error:  # pool_handler() builds again, and raises it to its caller
-        log.debug("the buffer pool's background build failed: %s", error)
+    if not _POOL:
+        rt.queue_build("buffer pool", _pool_module)
 
 
 def pool_handler() -> Any:

@@ -1,0 +1,154 @@
+"""The build queue: fixed-cost builds run ahead of need, one at a time, on a thread of their own.
+
+A cold first call pays for more than its graph's module: probing the compiler, precompiling
+the header every module includes, the support extensions (the buffer pool, the call gate).
+None of them depends on the graph, so the layers above queue them here when a function is
+first called (`queue_build`), and they run on the second core while capture runs Python on
+the first. One worker runs them in order, never two at once, so that they take one core and
+leave the other to the caller; tasks queued `idle` run after every other task, and their
+compiler processes at the lowest CPU priority (`idle_compiles`), so they only take a core
+nothing else wants.
+
+A task is a function of no arguments that does its work into the code cache or into its own
+module's state; the caller that needs the result does not wait for the queue: it does the
+work itself if it is not done yet (under the same locks), or goes without. A task that
+raises is logged and forgotten (the caller that needs it will meet the error itself).
+
+    >>> done = []
+    >>> queue_build("example", lambda: done.append(1))
+    True
+    >>> wait_for_queued_builds(timeout=10.0)
+    True
+    >>> done
+    [1]
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import attrs
+
+from .locks import at_fork_reset, new_lock
+
+__all__ = ["idle_compiles", "queue_build", "queued_builds", "wait_for_queued_builds"]
+
+log = logging.getLogger("numpile.runtime.build")
+
+
+@attrs.frozen
+class _Task:
+    name: str
+    run: Callable[[], object]
+    idle: bool
+
+
+# NOTE: the process-wide queue (module globals by design: one worker per process, started
+# by the first task). `_TODO` holds the tasks not started, `_RUNNING` the name of the one
+# the worker runs; both change under `_CHANGED`, which wakes the worker when a task is
+# queued and the waiters of `wait_for_queued_builds` when one ends.
+_LOCK = new_lock()
+_CHANGED = threading.Condition(_LOCK)
+_TODO: list[_Task] = []
+_RUNNING: list[str] = []
+_WORKER: list[threading.Thread] = []
+_thread_state = threading.local()
+
+
+def _forget() -> None:
+    global _CHANGED
+    _CHANGED = threading.Condition(_LOCK)
+    _TODO.clear()
+    _RUNNING.clear()
+    _WORKER.clear()
+
+
+at_fork_reset(_forget)
+
+
+def queue_build(name: str, task: Callable[[], object], *, idle: bool = False) -> bool:
+    """Queue `task` under `name` unless a task of that name is queued or running; whether
+    it was queued. `idle` tasks run after all others, their compilers at the lowest
+    priority.
+
+    >>> queue_build("nothing", lambda: None)
+    True
+    """
+    with _CHANGED:
+        if name in _RUNNING or any(queued.name == name for queued in _TODO):
+            return False
+        _TODO.append(_Task(name, task, idle))
+        _CHANGED.notify_all()
+        if not _WORKER:
+            worker = threading.Thread(target=_work, name="numpile-build-queue", daemon=True)
+            _WORKER.append(worker)
+            worker.start()
+    return True
+
+
+def queued_builds() -> tuple[str, ...]:
+    """The names of the tasks queued or running, the running one first.
+
+    >>> wait_for_queued_builds(timeout=10.0); queued_builds()
+    True
+    ()
+    """
+    with _CHANGED:
+        return (*_RUNNING, *(task.name for task in _TODO))
+
+
+def wait_for_queued_builds(timeout: float | None = None) -> bool:
+    """Wait until the queue is empty and its worker idle; False if `timeout` seconds passed
+    first.
+
+    >>> wait_for_queued_builds(timeout=10.0)
+    True
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with _CHANGED:
+        while _TODO or _RUNNING:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            _CHANGED.wait(left)
+    return True
+
+
+def idle_compiles() -> bool:
+    """Whether the current thread runs an idle task (its compilers then run niced).
+
+    >>> idle_compiles()
+    False
+    """
+    return bool(getattr(_thread_state, "idle", False))
+
+
+def _next() -> _Task:
+    # Called under the lock, with a task queued: the first that is not idle, else the first.
+    for position, task in enumerate(_TODO):
+        if not task.idle:
+            return _TODO.pop(position)
+    return _TODO.pop(0)
+
+
+def _work() -> None:
+    # NOTE: the worker stays, waiting, once the queue is empty: a task queued during a call
+    # (the call gate's, on a compiled function's second call) costs no thread start.
+    while True:
+        with _CHANGED:
+            _RUNNING.clear()
+            _CHANGED.notify_all()
+            while not _TODO:
+                _CHANGED.wait()
+            task = _next()
+            _RUNNING.append(task.name)
+        _thread_state.idle = task.idle
+        try:
+            task.run()
+        except Exception as error:  # the caller that needs the result meets it itself
+            log.debug("the queued build %r failed: %s", task.name, error)
+        finally:
+            _thread_state.idle = False
