@@ -245,8 +245,15 @@ def prepare(*, mode: str | None = None, options: Mapping[str, Any] | None = None
     config = InductorConfig.from_options(options, mode=mode)
     if config.tiered and not config.trace_enabled:
         return
-    rt.prepare_header(_job(_HEADER_JOB_NAME, module_prelude() + "\n", _flags(config), config))
+    rt.prepare_header(_header_job(_flags(config)))
     start_pool_build()
+
+
+@functools.cache
+def _header_job(flags: tuple[str, ...]) -> rt.BuildJob:
+    # A module of no graph: its header is every module's prelude as `_job` cuts it out of
+    # the wrapper's text, its command that of a module built with `flags`.
+    return _job(_HEADER_JOB_NAME, module_prelude() + "\n", flags, InductorConfig())
 
 
 inductor.prepare = prepare  # type: ignore[attr-defined]

@@ -329,11 +329,20 @@ def prepare_header(job: BuildJob) -> None:
 
     >>> prepare_header(BuildJob("", "m", header="#include <math.h>\\n"))
     """
-    if not job.header:
-        return
+    with _PREPARED_LOCK:
+        if not job.header or job in _PREPARED:
+            return
+        _PREPARED.add(job)
     shape = (job.language, str(job.module_name is None), str(job.numpy_headers))
     name = "precompiled header " + cache_key(*shape, job.header, *job.extra_flags)[:16]
     queue_build(name, functools.partial(_precompile_header, job))
+
+
+# NOTE: the jobs whose header `prepare_header` queued in this process: asked once (a build
+# that finds its precompiled header gone queues it again itself).
+_PREPARED: set[BuildJob] = set()
+_PREPARED_LOCK = new_lock()
+at_fork_reset(_PREPARED.clear)
 
 
 def _precompile_header(job: BuildJob) -> None:
