@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import subprocess
 import sys
 import threading
 import types
@@ -188,3 +189,34 @@ def test_a_call_gate_that_cannot_build_leaves_the_python_path(
     assert rt.gate_module() is None  # not built again, waiting or not
     assert announced == []
     assert rt.queued_builds() == ()
+
+
+def test_a_build_a_caller_waits_for_lowers_the_queues_running_compilers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The queue's compiler (a precompiled header that was not ready in time, say) yields
+    # its core to a build a caller waits for: it goes on at the lowest priority.
+    started = threading.Event()
+    pids: list[int] = []
+    niceness: list[int] = []
+    real_popen = subprocess.Popen
+
+    def slow_compiler() -> None:
+        command = [sys.executable, "-c", "import os, time; time.sleep(2); print(os.nice(0))"]
+        done = builder.run_compiler(command, 60)
+        niceness.append(int(done.stdout))
+
+    class Noting(real_popen):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            pids.append(self.pid)
+            started.set()
+
+    with monkeypatch.context() as patched:
+        patched.setattr(subprocess, "Popen", Noting)
+        rt.queue_build("slow", slow_compiler)
+        assert started.wait(60)
+    assert os.getpriority(os.PRIO_PROCESS, pids[0]) == os.nice(0)
+    rt.build_many([rt.BuildJob("int caller_waits(void) { return 1; }\n", numpy_headers=False)])
+    assert rt.wait_for_queued_builds(timeout=60)
+    assert niceness == [19]

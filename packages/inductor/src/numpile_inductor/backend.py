@@ -30,7 +30,7 @@ from numpile_capture import config as capture_config
 
 from .artifact_format import ArtifactFormatError
 from .codegen.c.autotune import AutotuneChoice, autotune
-from .codegen.c.buffer_pool import pool_handler, start_pool_build
+from .codegen.c.buffer_pool import hand_pool, start_pool_build
 from .codegen.c.prelude import module_prelude
 from .codegen.c.translation_units import MIN_SPLIT_LINES, split_module
 from .config import InductorConfig
@@ -233,12 +233,13 @@ def inductor(
 
 def prepare(*, mode: str | None = None, options: Mapping[str, Any] | None = None) -> None:
     """Start what a synchronous compile will need before its graph exists, on the runtime's
-    build queue (`numpile_runtime.queue_build`): the C compiler's probe, the precompiled
+    build queue (`numpile_runtime.queue_build`): the C compiler's probe and the precompiled
     prelude every module includes (`prepare_header`: the first module of a fresh cache
-    folder then compiles with it) and the buffer pool's module (`start_pool_build`), one
-    after the other on one core while capture runs on the other. The dispatcher calls it
-    before capture (`prepare_backend`); a tiered compile builds in the background anyway.
-    Nothing waits for them and nothing fails for them: without a compiler they do nothing.
+    folder then compiles with it), one after the other on one core while capture runs on
+    the other; then, as idle work, the buffer pool's module (`start_pool_build`: modules
+    get it when it loads). The dispatcher calls it before capture (`prepare_backend`); a
+    tiered compile builds in the background anyway. Nothing waits for them and nothing
+    fails for them: without a compiler they do nothing.
 
         >>> prepare(options={"tiered": True})
     """
@@ -490,7 +491,7 @@ def _finish(
         # The graph's call over a loaded module, its statics set up (a module unloaded to
         # keep the bound on loaded libraries loads again with them zeroed).
         loaded.set_externs(externs)
-        loaded.set_pool(pool_handler())
+        hand_pool(loaded)
         fn = output_rebuilder(generated, loaded.call)
         if epilogue is not None:
             fn = with_epilogue(fn, epilogue, barrier)
@@ -571,7 +572,7 @@ def _autotune(
         for generated, module in zip(variants, modules, strict=True):
             assert not isinstance(module, type(None))
             module.set_externs(generated.externs)
-            module.set_pool(pool_handler())
+            hand_pool(module)
             built.append((output_rebuilder(generated, module.call), module.set_threads))
         return built
 
@@ -639,7 +640,6 @@ def _build_many(
     try:
         with rt.timed("inductor_build"):
             rt.find_toolchain()
-            start_pool_build()  # beside the graph's module: a second compiler process
             try:
                 built = rt.build_many(jobs)
             except rt.BuildError as error:

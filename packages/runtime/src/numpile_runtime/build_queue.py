@@ -25,7 +25,9 @@ raises is logged and forgotten (the caller that needs it will meet the error its
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -34,7 +36,15 @@ import attrs
 
 from .locks import at_fork_reset, new_lock
 
-__all__ = ["idle_compiles", "queue_build", "queued_builds", "wait_for_queued_builds"]
+__all__ = [
+    "compiler_ended",
+    "compiler_started",
+    "idle_compiles",
+    "queue_build",
+    "queued_builds",
+    "wait_for_queued_builds",
+    "yield_to_callers",
+]
 
 log = logging.getLogger("numpile.runtime.build")
 
@@ -56,6 +66,9 @@ _TODO: list[_Task] = []
 _RUNNING: list[str] = []
 _WORKER: list[threading.Thread] = []
 _thread_state = threading.local()
+# NOTE: the compiler processes (each the leader of its own process group) the worker runs
+# for a task that is not idle: `yield_to_callers` lowers their priority.
+_COMPILERS: set[int] = set()
 
 
 def _forget() -> None:
@@ -64,6 +77,7 @@ def _forget() -> None:
     _TODO.clear()
     _RUNNING.clear()
     _WORKER.clear()
+    _COMPILERS.clear()
 
 
 at_fork_reset(_forget)
@@ -124,6 +138,47 @@ def idle_compiles() -> bool:
     False
     """
     return bool(getattr(_thread_state, "idle", False))
+
+
+def compiler_started(pid: int) -> None:
+    """Note a compiler process the current thread started (the builder calls it): one the
+    worker runs for a task that is not idle is lowered by `yield_to_callers`.
+
+    >>> compiler_started(0)
+    """
+    if _on_worker() and not idle_compiles():
+        with _LOCK:
+            _COMPILERS.add(pid)
+
+
+def compiler_ended(pid: int) -> None:
+    """Forget a compiler process `compiler_started` noted.
+
+    >>> compiler_ended(0)
+    """
+    with _LOCK:
+        _COMPILERS.discard(pid)
+
+
+def yield_to_callers() -> None:
+    """Lower the compilers the queue runs now to the lowest CPU priority: a build a caller
+    waits for has started, and the queued work (a precompiled header that was not ready
+    in time, say) must not slow it down; it goes on with the cores the caller leaves.
+
+    >>> yield_to_callers()
+    """
+    if _on_worker():
+        return
+    with _LOCK:
+        groups = list(_COMPILERS)
+        _COMPILERS.clear()
+    for group in groups:
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PGRP, group, 19)
+
+
+def _on_worker() -> bool:
+    return bool(_WORKER) and threading.current_thread() is _WORKER[0]
 
 
 def _next() -> _Task:

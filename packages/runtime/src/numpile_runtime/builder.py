@@ -46,7 +46,13 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from .build_queue import idle_compiles, queue_build
+from .build_queue import (
+    compiler_ended,
+    compiler_started,
+    idle_compiles,
+    queue_build,
+    yield_to_callers,
+)
 from .code_cache import CodeCache, cache_key, default_cache
 from .extension_loader import can_unload, open_extension
 from .loaded_modules import memo_get, memo_put, trim
@@ -488,6 +494,7 @@ def _compile(plan: _Plan, cache: CodeCache) -> Path:
             log.warning("cache entry %s failed its checksum; rebuilding it", plan.key)
         else:
             count("cache_miss")
+        yield_to_callers()  # this build is waited for: queued work takes what cores it leaves
         output = cache.temp_path(plan.key, ".so", kind=_KIND)
         try:
             with timed("cpp_build"):
@@ -598,11 +605,14 @@ def run_compiler(command: list[str], timeout: float) -> subprocess.CompletedProc
         start_new_session=True,
         preexec_fn=_child_setup(idle=idle_compiles()),
     )
+    compiler_started(process.pid)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except BaseException:
         _kill_group(process)
         raise
+    finally:
+        compiler_ended(process.pid)
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
