@@ -6,7 +6,6 @@ import gc
 from typing import Any
 
 import numpy as np
-
 import pytest
 
 from numpile_capture import Graph, get_op, meta_of, run_graph
