@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .build_queue import IDLE_NICE as IDLE_NICE
 from .build_queue import queue_build as queue_build
 from .build_queue import queued_builds as queued_builds
 from .build_queue import wait_for_queued_builds as wait_for_queued_builds
@@ -130,6 +131,7 @@ __all__ = [
     "at_fork_reset",
     "build_extension",
     "GATE_ENV",
+    "IDLE_NICE",
     "GATE_FORM",
     "ERRSTATE_WORDS",
     "gate_form",

@@ -6,8 +6,9 @@ None of them depends on the graph, so the layers above queue them here when a fu
 first called (`queue_build`), and they run on the second core while capture runs Python on
 the first. One worker runs them in order, never two at once, so that they take one core and
 leave the other to the caller; tasks queued `idle` run after every other task, and their
-compiler processes at the lowest CPU priority (`idle_compiles`), so they only take a core
-nothing else wants.
+compiler processes at a low CPU priority (`idle_compiles`, `IDLE_NICE`), so they take
+little of a core something else wants. A build a caller waits for lowers the queue's
+running compilers the same way (`yield_to_callers`).
 
 A task is a function of no arguments that does its work into the code cache or into its own
 module's state; the caller that needs the result does not wait for the queue: it does the
@@ -37,9 +38,11 @@ import attrs
 from .locks import at_fork_reset, new_lock
 
 __all__ = [
+    "IDLE_NICE",
     "compiler_ended",
     "compiler_started",
     "idle_compiles",
+    "low_priority",
     "queue_build",
     "queued_builds",
     "wait_for_queued_builds",
@@ -47,6 +50,12 @@ __all__ = [
 ]
 
 log = logging.getLogger("numpile.runtime.build")
+
+#: The nice value of idle work's compilers. NOTE: low, not the lowest (19): against a busy
+#: machine's other work a compile at 19 gets a hundredth of a core and waits for minutes,
+#: and so does whatever waits for the queue (a benchmark's warm call, a test); at 10 it
+#: gets about a tenth of a core that others want, and all of an idle one.
+IDLE_NICE = 10
 
 
 @attrs.frozen
@@ -85,8 +94,7 @@ at_fork_reset(_forget)
 
 def queue_build(name: str, task: Callable[[], object], *, idle: bool = False) -> bool:
     """Queue `task` under `name` unless a task of that name is queued or running; whether
-    it was queued. `idle` tasks run after all others, their compilers at the lowest
-    priority.
+    it was queued. `idle` tasks run after all others, their compilers at a low priority.
 
     >>> queue_build("nothing", lambda: None)
     True
@@ -161,7 +169,7 @@ def compiler_ended(pid: int) -> None:
 
 
 def yield_to_callers() -> None:
-    """Lower the compilers the queue runs now to the lowest CPU priority: a build a caller
+    """Lower the compilers the queue runs now to a low CPU priority: a build a caller
     waits for has started, and the queued work (a precompiled header that was not ready
     in time, say) must not slow it down; it goes on with the cores the caller leaves.
 
@@ -173,8 +181,26 @@ def yield_to_callers() -> None:
         groups = list(_COMPILERS)
         _COMPILERS.clear()
     for group in groups:
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PGRP, group, 19)
+        low_priority(group)
+
+
+def low_priority(group: int = 0) -> None:
+    """Give process group `group` (0: the calling process) a low CPU priority (`IDLE_NICE`),
+    its scheduler autogroup too: on Linux each compiler the builder starts leads a session
+    of its own, and autogroups share the CPU equally whatever the nice value of their
+    processes. Never fails: where it cannot, the priority stays.
+
+    >>> low_priority(-1)
+    """
+    if group < 0:
+        return
+    which = os.PRIO_PGRP if group else os.PRIO_PROCESS
+    with contextlib.suppress(OSError):
+        os.setpriority(which, group, max(IDLE_NICE, os.getpriority(which, group)))
+    with contextlib.suppress(OSError), open(f"/proc/{group or 'self'}/autogroup", "r+") as file:
+        now = int(file.read().rsplit(" ", 1)[-1])
+        file.seek(0)
+        file.write(str(max(IDLE_NICE, now)))
 
 
 def _on_worker() -> bool:

@@ -50,6 +50,7 @@ from .build_queue import (
     compiler_ended,
     compiler_started,
     idle_compiles,
+    low_priority,
     queue_build,
     yield_to_callers,
 )
@@ -645,29 +646,24 @@ def _build_error(
 @functools.cache
 def _child_setup(*, idle: bool) -> Callable[[], None] | None:
     # Linux: the compiler gets SIGKILL when the thread that started it dies (a killed Python
-    # process leaves no orphaned compiler). A build the queue runs as idle work runs at the
-    # lowest CPU priority, so it takes only a core nothing else wants. Resolved here, so the
-    # child only makes the calls.
+    # process leaves no orphaned compiler). A build the queue runs as idle work runs at a low
+    # CPU priority (`build_queue.low_priority`). Resolved here, so the child only makes the
+    # calls.
     if not sys.platform.startswith("linux"):
-        return _lowest_priority if idle else None
+        return low_priority if idle else None
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        return _lowest_priority if idle else None
+        return low_priority if idle else None
     pr_set_pdeathsig = 1
     sigkill = int(signal.SIGKILL)
 
     def set_death_signal() -> None:
         prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)
         if idle:
-            _lowest_priority()
+            low_priority()
 
     return set_death_signal
-
-
-def _lowest_priority() -> None:
-    with contextlib.suppress(OSError):
-        os.nice(19)
 
 
 @functools.cache
