@@ -297,6 +297,10 @@ class CompiledFunction:
         # also says whether the gate extension was loaded then (if not, the gate is made
         # again once it is: see `entry_gate`).
         self._enters: dict[int, tuple[Any, ...]] = {}
+        # What the backend's first compile will need (a compiler probe, a precompiled
+        # header) starts now, beside whatever runs before the first call; again before
+        # each capture, where it costs nothing once started.
+        prepare_backend(self._backend_fn, self._backend_kwargs)
 
     def __repr__(self) -> str:
         return f"<numpile compiled {self._fn.__qualname__} at {where(self._fn)}>"

@@ -63,6 +63,7 @@ from .precompiled_header import (
     header_key,
     plain_header,
     precompile,
+    precompiled_exists,
     ready_header,
     remove_precompiled,
     start_precompile,
@@ -355,7 +356,9 @@ at_fork_reset(_PREPARED.clear)
 def _precompile_header(job: BuildJob) -> None:
     plan = _plan(job, find_toolchain())
     key = header_key(plan.command, job.language, job.header)
-    precompile(default_cache(), key, plan.command, job.language, job.header)
+    cache = default_cache()
+    if not precompiled_exists(cache, key):  # a warm start reads no 17 MB file it may not need
+        precompile(cache, key, plan.command, job.language, job.header)
 
 
 def load_extension(path: str | os.PathLike[str], module_name: str) -> types.ModuleType:

@@ -37,6 +37,7 @@ __all__ = [
     "header_key",
     "plain_header",
     "precompile",
+    "precompiled_exists",
     "ready_header",
     "remove_precompiled",
     "start_precompile",
@@ -100,6 +101,17 @@ def ready_header(cache: CodeCache, key: str) -> Path | None:
     with _LOCK:
         _READY[memo] = path
     return path
+
+
+def precompiled_exists(cache: CodeCache, key: str) -> bool:
+    """Whether `key`'s precompiled header has a file in the cache (unchecked: a build that
+    includes it checks it whole, `ready_header`).
+
+    >>> import tempfile
+    >>> precompiled_exists(CodeCache(tempfile.mkdtemp()), "ab12")
+    False
+    """
+    return cache.artifact_path(key, ".h.gch", kind=_KIND).exists()
 
 
 def plain_header(cache: CodeCache, key: str, header: str) -> Path:
