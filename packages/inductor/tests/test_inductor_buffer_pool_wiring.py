@@ -173,5 +173,7 @@ def test_a_synchronous_compile_queues_the_prelude_and_the_pool_before_capture(
     assert started == []
     backend.prepare(options={"tiered": False})
     backend.prepare(mode="max-autotune")
-    prelude = backend.module_prelude()[:40]
+    from numpile_inductor.codegen.c.prelude import module_prelude
+
+    prelude = module_prelude()[:40]
     assert started == [prelude, "pool", prelude, "pool"]

@@ -31,7 +31,6 @@ from numpile_capture import config as capture_config
 from .artifact_format import ArtifactFormatError
 from .codegen.c.autotune import AutotuneChoice, autotune
 from .codegen.c.buffer_pool import hand_pool, start_pool_build
-from .codegen.c.prelude import module_prelude
 from .codegen.c.translation_units import MIN_SPLIT_LINES, split_module
 from .config import InductorConfig
 from .debug import debug_folder, graph_dot, write_debug_files
@@ -254,6 +253,8 @@ def prepare(*, mode: str | None = None, options: Mapping[str, Any] | None = None
 def _header_job(flags: tuple[str, ...]) -> rt.BuildJob:
     # A module of no graph: its header is every module's prelude as `_job` cuts it out of
     # the wrapper's text, its command that of a module built with `flags`.
+    from .codegen.c.prelude import module_prelude  # late: the C spellings, not at import
+
     return _job(_HEADER_JOB_NAME, module_prelude() + "\n", flags, InductorConfig())
 
 
