@@ -292,8 +292,8 @@ def prepare_backend(backend: BackendFn, backend_kwargs: Mapping[str, Any]) -> No
     backend itself will get (`mode`, `options`), when a function is compiled with it
     (`numpile.compile`) and again before each capture: the inductor queues the C
     compiler's probe and its precompiled header on a thread of their own, so that they run
-    beside the program and capture instead of after them. A preparation that raises is logged and ignored (the
-    compile does the same work itself, and reports its errors).
+    beside the program and capture instead of after them. A preparation that raises is
+    logged and ignored (the compile does the same work itself, and reports its errors).
 
         >>> prepare_backend(eager, {})
     """
