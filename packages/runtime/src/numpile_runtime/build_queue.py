@@ -3,8 +3,8 @@
 A cold first call pays for more than its graph's module: probing the compiler, precompiling
 the header every module includes, the support extensions (the buffer pool, the call gate).
 None of them depends on the graph, so the layers above queue them here when a function is
-first called (`queue_build`), and they run on the second core while capture runs Python on
-the first. One worker runs them in order, never two at once, so that they take one core and
+compiled or first called (`queue_build`), and they run on the second core while the program
+and capture run Python on the first. One worker runs them in order, never two at once, so that they take one core and
 leave the other to the caller; tasks queued `idle` run after every other task, and their
 compiler processes at a low CPU priority (`idle_compiles`, `IDLE_NICE`), so they take
 little of a core something else wants. A build a caller waits for lowers the queue's
