@@ -4,11 +4,11 @@ A cold first call pays for more than its graph's module: probing the compiler, p
 the header every module includes, the support extensions (the buffer pool, the call gate).
 None of them depends on the graph, so the layers above queue them here when a function is
 compiled or first called (`queue_build`), and they run on the second core while the program
-and capture run Python on the first. One worker runs them in order, never two at once, so that they take one core and
-leave the other to the caller; tasks queued `idle` run after every other task, and their
-compiler processes at a low CPU priority (`idle_compiles`, `IDLE_NICE`), so they take
-little of a core something else wants. A build a caller waits for lowers the queue's
-running compilers the same way (`yield_to_callers`).
+and capture run Python on the first. One worker runs them in order, never two at once, so
+that they take one core and leave the other to the caller; tasks queued `idle` run after
+every other task, and their compiler processes at a low CPU priority (`idle_compiles`,
+`IDLE_NICE`), so they take little of a core something else wants. A build a caller waits
+for lowers the queue's running compilers the same way (`yield_to_callers`).
 
 A task is a function of no arguments that does its work into the code cache or into its own
 module's state; the caller that needs the result does not wait for the queue: it does the
