@@ -9,7 +9,9 @@ and the warm start: the first call of a new process with the cache filled, alone
 the import before it, and the CPU time of the warm start (its import and first call: on a
 loaded machine the wall time is mostly waiting for a core). ``--stages`` adds the
 compile stages ``numpile_runtime.compile_times()`` recorded during the first call
-(capture, guards, lowering, codegen, the C build, module loads)::
+(capture, guards, lowering, codegen, the C build, module loads) and the runtime's event
+counters of the first call (``numpile_runtime.counters()``: compiler processes, whether the
+module's build used the precompiled header, ``pch_use``)::
 
     python -m benchmarks.first_call                  # the small kernels, default (tiered)
     python -m benchmarks.first_call --set loops      # issue 23's loop workloads
@@ -246,6 +248,16 @@ def _child(
     import_s = time.perf_counter() - started
     import_cpu_s = _cpu_s() - started_cpu
     workload = next(w for w in find_workloads(workload_set, [name], quick=quick) if w.name == name)
+    args = workload.inputs()
+    checked = workload_set != "suite"
+    if checked:
+        want_args = _fresh(workload, args)
+        want = workload.fn(*want_args)
+    else:
+        _prefault(args)
+    # Compiled right before the first call: a backend that starts work when a function is
+    # compiled (the inductor's compiler probe and precompiled header) gets no head start
+    # from the eager run above; a program that does anything between the two gets one.
     start = time.perf_counter()
     if workload_set == "suite":
         prepared = chosen.prepare(workload.suite)
@@ -255,16 +267,10 @@ def _child(
     else:
         fn = numpile.compile(workload.fn, options={"tiered": not sync})
     import_s += time.perf_counter() - start
-    args = workload.inputs()
-    checked = workload_set != "suite"
-    if checked:
-        want_args = _fresh(workload, args)
-        want = workload.fn(*want_args)
-    else:
-        _prefault(args)
     rt = sys.modules.get("numpile_runtime")
     if rt is not None:
         rt.reset_compile_times()
+        rt.reset_counters()
     first_args = call_args = _fresh(workload, args)
     start_cpu = _cpu_s()
     start = time.perf_counter()
@@ -272,6 +278,7 @@ def _child(
     first = time.perf_counter() - start
     first_cpu_s = _cpu_s() - start_cpu
     stages = rt.compile_times() if rt is not None else {}
+    events = rt.counters() if rt is not None else {}
     call_args = _fresh(workload, args)
     start = time.perf_counter()
     fn(*call_args)
@@ -304,6 +311,7 @@ def _child(
         "second_s": second,
         "warm_s": statistics.median(warm),
         "stages": stages,
+        "events": events,
     }
     print(json.dumps(report))
 
@@ -411,6 +419,11 @@ def _stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
     return {n: statistics.median(run["stages"].get(n, 0.0) for run in runs) for n in names}
 
 
+def _event_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
+    names = dict.fromkeys(event for run in runs for event in run.get("events", {}))
+    return {n: statistics.median(run["events"].get(n, 0) for run in runs) for n in names}
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:8.1f}ms" if seconds < 10.0 else f"{seconds:8.1f}s "
 
@@ -499,6 +512,8 @@ def main(argv: list[str] | None = None) -> None:
             print("   cold stages: " + ", ".join(f"{k} {v * 1e3:.0f}" for k, v in stages.items()))
             stages = _stage_medians(warm_runs)
             print("   warm stages: " + ", ".join(f"{k} {v * 1e3:.0f}" for k, v in stages.items()))
+            events = _event_medians(cold_runs)
+            print("   cold events: " + ", ".join(f"{k} {v:g}" for k, v in events.items()))
     if colds:
         print(
             f"median over {len(colds)} workloads: cold first call"

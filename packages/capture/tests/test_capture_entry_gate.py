@@ -315,3 +315,42 @@ def test_the_gate_calls_the_form_a_compiled_callable_offers() -> None:
     assert ran[-1] == "callable"
     np.testing.assert_array_equal(f(x), x + 1)
     assert ran[-1] == "form"
+
+
+def test_calls_take_the_python_path_while_the_gate_builds_then_the_gate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A process whose gate extension is not loaded yet (a fresh cache folder builds it with
+    # the compiler): no call waits for it. Calls take the Python path while the build waits
+    # on the build queue; once it is loaded, the next call makes the gate and the one after
+    # goes through it.
+    import threading
+
+    from numpile_runtime import call_gate
+
+    gates = rt.gate_module()
+    monkeypatch.setattr(call_gate, "_LOADED", [])
+    release = threading.Event()
+    started = threading.Event()
+
+    def hold() -> None:
+        started.set()
+        assert release.wait(60)
+
+    rt.queue_build("hold the queue", hold)
+    assert started.wait(60)
+    capture = PlusOne()
+    f = CompiledFunction(minus_one, capture_fn=capture, backend="eager")
+    x = np.arange(3.0)
+    hits = int(gates.total_hits())
+    for _ in range(3):
+        np.testing.assert_array_equal(f(x), x + 1)
+    assert f._gate is None
+    assert "call gate" in rt.queued_builds()
+    assert int(gates.total_hits()) == hits
+    release.set()
+    assert rt.wait_for_queued_builds(timeout=120)
+    np.testing.assert_array_equal(f(x), x + 1)  # a new epoch: looked up, its gate made
+    np.testing.assert_array_equal(f(x), x + 1)
+    assert int(gates.total_hits()) == hits + 1
+    assert capture.calls == 1

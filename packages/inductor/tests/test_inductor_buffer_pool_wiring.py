@@ -6,12 +6,20 @@ import gc
 from typing import Any
 
 import numpy as np
+import pytest
 
 from numpile_capture import Graph, get_op, meta_of, run_graph
 from numpile_inductor import buffer_pool_bytes, compile_graph, trim_buffer_pool
-from numpile_inductor.codegen.c.buffer_pool import MIN_POOLED_BYTES
+from numpile_inductor.codegen.c.buffer_pool import MIN_POOLED_BYTES, pool_handler
 
 _N = MIN_POOLED_BYTES // 8 * 2  # float64 elements: twice the pooling threshold
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _pool_loaded() -> None:
+    # The pool builds in the background and reaches modules when it loads (the test of a
+    # cold process below): these tests check modules loaded once it is there.
+    assert pool_handler() is not None
 
 
 def _handler_name(array: np.ndarray) -> str:
@@ -107,7 +115,7 @@ _COLD_PROCESS = """
 import numpy as np
 import numpile_runtime as rt
 from numpile_capture import Graph, get_op, meta_of
-from numpile_inductor import compile_graph
+from numpile_inductor import compile_graph, wait_for_background_builds
 from numpile_inductor.codegen.c.buffer_pool import start_pool_build
 
 x = np.linspace(0.0, 1.0, {n})
@@ -116,18 +124,22 @@ a = graph.placeholder("x", meta_of(x))
 graph.output = graph.call(get_op("add"), graph.call(get_op("multiply"), a, a), a)
 start_pool_build()
 start_pool_build()
-fn = compile_graph(graph).fn  # starts it a third time: beside the graph's module
-out = fn(x)
+compiled = compile_graph(graph)
+first = compiled.fn(x)
+np.testing.assert_array_equal(first, x * x + x)
+wait_for_background_builds()  # the pool, built once, reaches the module loaded before it
 from numpy._core.multiarray import get_handler_name
+out = compiled.fn(x)
 assert get_handler_name(out) == "numpile_pool", get_handler_name(out)
 np.testing.assert_array_equal(out, x * x + x)
+np.testing.assert_array_equal(first, x * x + x)  # an output made before is untouched
 assert rt.counters()["cache_miss"] == 2, rt.counters()  # the pool and the graph, once each
 """
 
 
 def test_a_cold_process_builds_the_pool_once_beside_the_graph(tmp_path: Any) -> None:
-    # The pool module builds on a thread of its own while the graph's module builds; a graph
-    # module loaded after it gets its handler, and no build runs twice.
+    # The pool module builds on the build queue as idle work, never waited for: a graph
+    # module loaded before it gets its handler when it loads, and no build runs twice.
     import os
     import subprocess
     import sys
@@ -144,19 +156,24 @@ def test_a_cold_process_builds_the_pool_once_beside_the_graph(tmp_path: Any) -> 
     assert done.returncode == 0, done.stderr
 
 
-def test_a_synchronous_compile_starts_the_pool_and_probe_before_capture(
+def test_a_synchronous_compile_queues_the_prelude_and_the_pool_before_capture(
     monkeypatch: Any,
 ) -> None:
     # The dispatcher calls the backend's `prepare` before capture: a synchronous compile
-    # starts the pool's build (and so the compiler probe) on its thread then; a tiered one
-    # builds in the background anyway and starts nothing.
+    # queues the precompiled prelude (and so the compiler probe) and the pool's build then;
+    # a tiered one builds in the background anyway and starts nothing.
+    import numpile_runtime as rt
     from numpile_inductor import backend
 
     started: list[str] = []
     monkeypatch.setattr(backend, "start_pool_build", lambda: started.append("pool"))
+    monkeypatch.setattr(rt, "prepare_header", lambda job: started.append(job.header[:40]))
     assert backend.inductor.prepare is backend.prepare  # type: ignore[attr-defined]
     backend.prepare(options={"tiered": True})
     assert started == []
     backend.prepare(options={"tiered": False})
     backend.prepare(mode="max-autotune")
-    assert started == ["pool", "pool"]
+    from numpile_inductor.codegen.c.prelude import module_prelude
+
+    prelude = module_prelude()[:40]
+    assert started == [prelude, "pool", prelude, "pool"]

@@ -36,9 +36,7 @@ def _no_precompile_left() -> Iterator[None]:
     # A test's background precompile ends within it (its counters are not the next test's).
     precompiled_header._forget()
     yield
-    deadline = time.monotonic() + 60
-    while precompiled_header._STARTED and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert rt.wait_for_queued_builds(timeout=60)
 
 
 def _job(tag: int = 0) -> builder.BuildJob:
@@ -56,7 +54,7 @@ def _answer(tag: int = 0) -> int:
 
 
 def _precompiled(cache: rt.CodeCache) -> tuple[str, Path]:
-    # Precompile the jobs' header now (a build starts it on a thread; tests do not wait).
+    # Precompile the jobs' header now (a build queues it; tests do not wait).
     plan = builder._plan(_job(), rt.find_toolchain())
     key = precompiled_header.header_key(plan.command, "c", _HEADER)
     header = precompiled_header.precompile(cache, key, plan.command, "c", _HEADER)
@@ -75,7 +73,7 @@ def test_units_compile_at_once_and_link_into_one_library(fresh_cache: rt.CodeCac
     assert _answer() == 42
     sources = sorted(path.name.split(".", 1)[1] for path in fresh_cache.root.rglob("*.c"))
     assert sources == ["1.c", "c"]  # both units kept beside the library, as a single source is
-    # Two compiles and a link (the header's precompile may follow on its own thread).
+    # Two compiles and a link (the header's precompile may follow on the build queue).
     assert rt.counters()["cache_miss"] == 1
 
 

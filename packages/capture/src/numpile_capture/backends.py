@@ -289,10 +289,11 @@ def prepare_backend(backend: BackendFn, backend_kwargs: Mapping[str, Any]) -> No
     """Let `backend` start, before capture runs, the work its compile will need.
 
     A backend may carry a `prepare` attribute, called with the keyword arguments the
-    backend itself will get (`mode`, `options`): the inductor starts probing the C compiler
-    and building its support module on a thread of their own, so that they run beside
-    capture instead of after it. A preparation that raises is logged and ignored (the
-    compile does the same work itself, and reports its errors).
+    backend itself will get (`mode`, `options`), when a function is compiled with it
+    (`numpile.compile`) and again before each capture: the inductor queues the C
+    compiler's probe and its precompiled header on a thread of their own, so that they run
+    beside the program and capture instead of after them. A preparation that raises is
+    logged and ignored (the compile does the same work itself, and reports its errors).
 
         >>> prepare_backend(eager, {})
     """

@@ -109,7 +109,7 @@ from .dynamic_shapes import (
     used_symbols,
 )
 from .eager_tier import NotCompiledYet, offer_eager_tier
-from .entry_gate import install_caller, make_gate
+from .entry_gate import gates_available, install_caller, make_gate
 from .fallbacks import (
     CaptureFallbackWarning as CaptureFallbackWarning,
 )
@@ -293,8 +293,14 @@ class CompiledFunction:
         # the class's `__call__` runs first once the gate extension is installed.
         self._gate: Any = None
         # NOTE: entry functions and gates made for this function, by id of their entry
-        # (which they hold): made once per entry, code and defaults, not on every hit.
+        # (which they hold): made once per entry, code and defaults, not on every hit; each
+        # also says whether the gate extension was loaded then (if not, the gate is made
+        # again once it is: see `entry_gate`).
         self._enters: dict[int, tuple[Any, ...]] = {}
+        # What the backend's first compile will need (a compiler probe, a precompiled
+        # header) starts now, beside whatever runs before the first call; again before
+        # each capture, where it costs nothing once started.
+        prepare_backend(self._backend_fn, self._backend_kwargs)
 
     def __repr__(self) -> str:
         return f"<numpile compiled {self._fn.__qualname__} at {where(self._fn)}>"
@@ -421,8 +427,13 @@ class CompiledFunction:
         guards = self._cache.hit_guards(entry, skip_guards_unsafe=skip_guards_unsafe)
         key = (entry, guards, self._code, self._defaults, self._kwdefaults)
         found = self._enters.get(id(entry))
-        if found is not None and all(a is b for a, b in zip(found[:-2], key, strict=True)):
-            enter: Callable[..., Any] | None = found[-2]
+        if found is not None and all(a is b for a, b in zip(found[:-3], key, strict=True)):
+            enter: Callable[..., Any] | None = found[-3]
+            if found[-2] or not gates_available():
+                return enter
+            # Made while the gate extension was being built: its gate, now that it is loaded.
+            gate = make_gate(fn, entry, guards, NotCompiledYet)
+            self._enters[id(entry)] = (*key, enter, True, gate)
             return enter
         parameters = entry_parameters(fn)
         enter = None
@@ -442,8 +453,9 @@ class CompiledFunction:
                 log.debug("no entry function for %s: %s", fn.__qualname__, error)
         if len(self._enters) >= _MAX_ENTRY_FUNCTIONS:
             self._enters.clear()
+        with_gates = gates_available()
         gate = make_gate(fn, entry, guards, NotCompiledYet)
-        self._enters[id(entry)] = (*key, enter, gate)
+        self._enters[id(entry)] = (*key, enter, with_gates, gate)
         return enter
 
     def _dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -4,7 +4,9 @@ The dispatcher remembers the entry a function's last call hit (see `dispatch`). 
 call gate extension is loaded (`numpile_runtime.call_gate`, built once per machine with
 the kernels' compiler) and the entry's guards and inputs translate into a gate program
 (`numpile_guards.gate_plan`), `make_gate` returns a gate for it, which the dispatcher arms
-with the generation of the epoch the hit was found in. `install_caller` makes a class's
+with the generation of the epoch the hit was found in. No call waits for the extension's
+build: until it is loaded, calls take the Python path; once it is, the dispatch epoch
+advances and each function makes its gate on its next call. `install_caller` makes a class's
 `__call__` the extension's `Caller`: a call reads the instance's `_gate` and, when the gate
 is armed, valid and its checks hold, runs the compiled callable with no Python frame;
 anything else (keywords, a guard miss, a stale generation, a region of plain calls) runs
@@ -24,10 +26,17 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from numpile_guards import VALIDITY, CacheEntry, GateRefusedError, Guard, gate_plan
-from numpile_runtime import gate_form, gate_module
+from numpile_guards import (
+    VALIDITY,
+    CacheEntry,
+    GateRefusedError,
+    Guard,
+    advance_epoch,
+    gate_plan,
+)
+from numpile_runtime import gate_form, gate_module, on_gate_loaded
 
-__all__ = ["GATE_ATTRIBUTE", "install_caller", "make_gate"]
+__all__ = ["GATE_ATTRIBUTE", "gates_available", "install_caller", "make_gate"]
 
 log = logging.getLogger("numpile.capture.gate")
 
@@ -36,14 +45,29 @@ GATE_ATTRIBUTE = "_gate"
 
 _FREE_FORM = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 
+# NOTE: a compiled function's second call does not wait for the extension's build (a
+# compiler process, in a fresh cache folder): it is built in the background and, once
+# loaded, a new epoch sends every remembered hit back through a lookup, which makes its gate.
+on_gate_loaded(advance_epoch)
+
+
+def gates_available() -> bool:
+    """Whether the gate extension is loaded (else `make_gate` answers None for now).
+
+    >>> gates_available() in (True, False)
+    True
+    """
+    return gate_module(wait=False) is not None
+
 
 def make_gate(
     fn: types.FunctionType, entry: CacheEntry, guards: Sequence[Guard], retry: type[BaseException]
 ) -> Any:
     """A gate checking `guards` and calling `entry.compiled` for positional calls of `fn`,
-    or None (no extension, a graph break's tail, or a guard or source a gate cannot take).
+    or None (no extension, or not yet: its build is queued; a graph break's tail, or a
+    guard or source a gate cannot take).
     `retry` is the exception after which the call goes the Python way after all."""
-    module = gate_module()
+    module = gate_module(wait=False)
     if module is None or entry.tail is not None or entry.inputs is None:
         return None
     code = fn.__code__
@@ -69,7 +93,7 @@ def install_caller(cls: type, retry: Callable[..., Any]) -> bool:
     >>> install_caller(type("C", (), {"__call__": lambda self: 1}), print)  # doctest: +SKIP
     True
     """
-    module = gate_module()
+    module = gate_module(wait=False)
     if module is None:
         return False
     current = cls.__dict__.get("__call__")

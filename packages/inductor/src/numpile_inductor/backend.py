@@ -30,7 +30,7 @@ from numpile_capture import config as capture_config
 
 from .artifact_format import ArtifactFormatError
 from .codegen.c.autotune import AutotuneChoice, autotune
-from .codegen.c.buffer_pool import pool_handler, start_pool_build
+from .codegen.c.buffer_pool import hand_pool, start_pool_build
 from .codegen.c.translation_units import MIN_SPLIT_LINES, split_module
 from .config import InductorConfig
 from .debug import debug_folder, graph_dot, write_debug_files
@@ -76,6 +76,9 @@ _FAST_MATH_FLAGS = ("-ffast-math", "-ffp-contract=fast")
 # NOTE: at most this many translation units per module: a unit costs a compiler process and
 # its share of the link, and a module has only a few functions worth moving.
 _MAX_UNITS = 4
+# NOTE: the module name of the job `prepare` asks a precompiled header for: any C name will
+# do (the header's key holds the command and the header, not the module's name or source).
+_HEADER_JOB_NAME = "numpile_prelude"
 
 
 class KernelCompileError(rt.BuildError):
@@ -228,17 +231,31 @@ def inductor(
 
 
 def prepare(*, mode: str | None = None, options: Mapping[str, Any] | None = None) -> None:
-    """Start what a synchronous compile will need before its graph exists: the C compiler's
-    probe and the buffer pool's module, on a thread of their own (`start_pool_build`), so
-    that they run while capture and lowering use the other core. The dispatcher calls it
-    before capture (`prepare_backend`); a tiered compile builds in the background anyway.
+    """Start what a synchronous compile will need before its graph exists, on the runtime's
+    build queue (`numpile_runtime.queue_build`): the C compiler's probe and the precompiled
+    prelude every module includes (`prepare_header`: the first module of a fresh cache
+    folder then compiles with it), one after the other on one core while capture runs on
+    the other; then, as idle work, the buffer pool's module (`start_pool_build`: modules
+    get it when it loads). The dispatcher calls it before capture (`prepare_backend`); a
+    tiered compile builds in the background anyway. Nothing waits for them and nothing
+    fails for them: without a compiler they do nothing.
 
         >>> prepare(options={"tiered": True})
     """
     config = InductorConfig.from_options(options, mode=mode)
     if config.tiered and not config.trace_enabled:
         return
+    rt.prepare_header(_header_job(_flags(config)))
     start_pool_build()
+
+
+@functools.cache
+def _header_job(flags: tuple[str, ...]) -> rt.BuildJob:
+    # A module of no graph: its header is every module's prelude as `_job` cuts it out of
+    # the wrapper's text, its command that of a module built with `flags`.
+    from .codegen.c.prelude import module_prelude  # late: the C spellings, not at import
+
+    return _job(_HEADER_JOB_NAME, module_prelude() + "\n", flags, InductorConfig())
 
 
 inductor.prepare = prepare  # type: ignore[attr-defined]
@@ -475,7 +492,7 @@ def _finish(
         # The graph's call over a loaded module, its statics set up (a module unloaded to
         # keep the bound on loaded libraries loads again with them zeroed).
         loaded.set_externs(externs)
-        loaded.set_pool(pool_handler())
+        hand_pool(loaded)
         fn = output_rebuilder(generated, loaded.call)
         if epilogue is not None:
             fn = with_epilogue(fn, epilogue, barrier)
@@ -556,7 +573,7 @@ def _autotune(
         for generated, module in zip(variants, modules, strict=True):
             assert not isinstance(module, type(None))
             module.set_externs(generated.externs)
-            module.set_pool(pool_handler())
+            hand_pool(module)
             built.append((output_rebuilder(generated, module.call), module.set_threads))
         return built
 
@@ -624,7 +641,6 @@ def _build_many(
     try:
         with rt.timed("inductor_build"):
             rt.find_toolchain()
-            start_pool_build()  # beside the graph's module: a second compiler process
             try:
                 built = rt.build_many(jobs)
             except rt.BuildError as error:

@@ -30,10 +30,13 @@ import collections
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import attrs
+
+import numpile_runtime as rt
 
 __all__ = [
     "EXIT_WAIT_S",
@@ -175,15 +178,20 @@ def cancel_pending() -> int:
 
 def wait_idle(timeout: float | None = None) -> bool:
     """Block until no build is queued or running (benchmarks, tests); whether that happened.
+    The runtime's build queue counts too (`numpile_runtime.wait_for_queued_builds`: the
+    precompiled header, the buffer pool and the call gate a first compile queued there).
 
     >>> wait_idle(10.0)
     True
     """
+    deadline = None if timeout is None else time.monotonic() + timeout
     state = _STATE
     with state.lock:
-        return state.ready.wait_for(
+        idle = state.ready.wait_for(
             lambda: not state.queue and state.running is None, timeout=timeout
         )
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+    return idle and rt.wait_for_queued_builds(left)
 
 
 def _work(state: _WorkerState) -> None:

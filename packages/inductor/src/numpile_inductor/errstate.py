@@ -231,7 +231,7 @@ def honouring_errstate(
         # The same call as an `ErrstateCall` (numpile_runtime.errstate_call): the state's
         # check in C, `run_python` where it fails. None without the gate extension, with
         # another layout of NumPy's state, or once the module was unloaded.
-        gates = rt.gate_module()
+        gates = rt.gate_module(wait=False)
         if gates is None or _state_var is None or unloaded:
             return None
         try:

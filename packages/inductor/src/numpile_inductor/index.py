@@ -108,7 +108,8 @@ def c_index(expr: Any) -> str:
 
 class _SizePrinter(_IndexPrinter):
     # Sizes over symbols in exact int64 arithmetic: sympy writes x[1::3]'s length as
-    # floor(s0/3 + 1/3), which C99 would evaluate in double (2.9999... for s0 = 8).
+    # floor(s0/3 + 1/3), which C99 would evaluate in double (2.9999... for s0 = 8). The
+    # np_*_i64 helpers it calls are defined in every module's prelude (codegen/c/prelude.py).
     def _quotient(self, arg: Any) -> tuple[str, str]:
         num, den = sympy.fraction(sympy.together(arg))
         return self._print(sympy.expand(num)), self._print(den)
@@ -144,17 +145,6 @@ class _SizePrinter(_IndexPrinter):
 
 
 _SIZE_PRINTER = _SizePrinter()
-
-SIZE_HELPERS = """\
-static inline int64_t np_floordiv_i64(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-static inline int64_t np_mod_i64(int64_t a, int64_t b) { return a - b * np_floordiv_i64(a, b); }
-static inline int64_t np_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t np_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
-"""
 
 
 def c_size(expr: Any) -> str:

@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .build_queue import IDLE_NICE as IDLE_NICE
+from .build_queue import queue_build as queue_build
+from .build_queue import queued_builds as queued_builds
+from .build_queue import wait_for_queued_builds as wait_for_queued_builds
 from .builder import BuildError as BuildError
 from .builder import BuildJob as BuildJob
 from .builder import build_extension as build_extension
@@ -24,12 +28,14 @@ from .builder import compile_library as compile_library
 from .builder import compile_many as compile_many
 from .builder import load_extension as load_extension
 from .builder import load_library as load_library
+from .builder import prepare_header as prepare_header
 from .cache_eviction import SweepResult as SweepResult
 from .call_gate import GATE_ENV as GATE_ENV
 from .call_gate import GATE_FORM as GATE_FORM
 from .call_gate import gate_form as gate_form
 from .call_gate import gate_module as gate_module
 from .call_gate import gate_source as gate_source
+from .call_gate import on_gate_loaded as on_gate_loaded
 from .code_cache import CacheInfo as CacheInfo
 from .code_cache import CodeCache as CodeCache
 from .code_cache import cache_key as cache_key
@@ -125,11 +131,13 @@ __all__ = [
     "at_fork_reset",
     "build_extension",
     "GATE_ENV",
+    "IDLE_NICE",
     "GATE_FORM",
     "ERRSTATE_WORDS",
     "gate_form",
     "gate_module",
     "gate_source",
+    "on_gate_loaded",
     "build_library",
     "build_many",
     "byte_extent",
@@ -168,6 +176,9 @@ __all__ = [
     "new_lock",
     "new_rlock",
     "numpile_code_only",
+    "prepare_header",
+    "queue_build",
+    "queued_builds",
     "reset_compile_times",
     "reset_counters",
     "set_cache_dir",
@@ -177,4 +188,5 @@ __all__ = [
     "triton_status",
     "upload",
     "use_cupy_driver",
+    "wait_for_queued_builds",
 ]

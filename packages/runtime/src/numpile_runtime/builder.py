@@ -46,6 +46,14 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from .build_queue import (
+    compiler_ended,
+    compiler_started,
+    idle_compiles,
+    low_priority,
+    queue_build,
+    yield_to_callers,
+)
 from .code_cache import CodeCache, cache_key, default_cache
 from .extension_loader import can_unload, open_extension
 from .loaded_modules import memo_get, memo_put, trim
@@ -54,6 +62,8 @@ from .metrics import count, timed
 from .precompiled_header import (
     header_key,
     plain_header,
+    precompile,
+    precompiled_exists,
     ready_header,
     remove_precompiled,
     start_precompile,
@@ -75,6 +85,7 @@ __all__ = [
     "compile_many",
     "load_extension",
     "load_library",
+    "prepare_header",
 ]
 
 log = logging.getLogger("numpile.runtime.build")
@@ -318,6 +329,38 @@ def compile_many(jobs: Sequence[BuildJob]) -> list[Path]:
         return _compile_plans(plans, _uncached(cache, error))
 
 
+def prepare_header(job: BuildJob) -> None:
+    """Queue the precompiling of `job`'s header (`BuildJob.header`) for the compiler command
+    `job` gets, so that a build of a fresh cache folder finds it ready; its source is not
+    read. Returns at once: finding the compiler (a probe, in a fresh cache) and the build
+    run on the build queue (`build_queue`); without a compiler, nothing happens.
+
+    >>> prepare_header(BuildJob("", "m", header="#include <math.h>\\n"))
+    """
+    with _PREPARED_LOCK:
+        if not job.header or job in _PREPARED:
+            return
+        _PREPARED.add(job)
+    shape = (job.language, str(job.module_name is None), str(job.numpy_headers))
+    name = "precompiled header " + cache_key(*shape, job.header, *job.extra_flags)[:16]
+    queue_build(name, functools.partial(_precompile_header, job))
+
+
+# NOTE: the jobs whose header `prepare_header` queued in this process: asked once (a build
+# that finds its precompiled header gone queues it again itself).
+_PREPARED: set[BuildJob] = set()
+_PREPARED_LOCK = new_lock()
+at_fork_reset(_PREPARED.clear)
+
+
+def _precompile_header(job: BuildJob) -> None:
+    plan = _plan(job, find_toolchain())
+    key = header_key(plan.command, job.language, job.header)
+    cache = default_cache()
+    if not precompiled_exists(cache, key):  # a warm start reads no 17 MB file it may not need
+        precompile(cache, key, plan.command, job.language, job.header)
+
+
 def load_extension(path: str | os.PathLike[str], module_name: str) -> types.ModuleType:
     """Import the extension module at `path` (not registered in `sys.modules`).
 
@@ -455,6 +498,7 @@ def _compile(plan: _Plan, cache: CodeCache) -> Path:
             log.warning("cache entry %s failed its checksum; rebuilding it", plan.key)
         else:
             count("cache_miss")
+        yield_to_callers()  # this build is waited for: queued work takes what cores it leaves
         output = cache.temp_path(plan.key, ".so", kind=_KIND)
         try:
             with timed("cpp_build"):
@@ -563,13 +607,16 @@ def run_compiler(command: list[str], timeout: float) -> subprocess.CompletedProc
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        preexec_fn=_die_with_parent(),
+        preexec_fn=_child_setup(idle=idle_compiles()),
     )
+    compiler_started(process.pid)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except BaseException:
         _kill_group(process)
         raise
+    finally:
+        compiler_ended(process.pid)
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
@@ -600,20 +647,24 @@ def _build_error(
 
 
 @functools.cache
-def _die_with_parent() -> Callable[[], None] | None:
+def _child_setup(*, idle: bool) -> Callable[[], None] | None:
     # Linux: the compiler gets SIGKILL when the thread that started it dies (a killed Python
-    # process leaves no orphaned compiler). Resolved here, so the child only makes the call.
+    # process leaves no orphaned compiler). A build the queue runs as idle work runs at a low
+    # CPU priority (`build_queue.low_priority`). Resolved here, so the child only makes the
+    # calls.
     if not sys.platform.startswith("linux"):
-        return None
+        return low_priority if idle else None
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        return None
+        return low_priority if idle else None
     pr_set_pdeathsig = 1
     sigkill = int(signal.SIGKILL)
 
     def set_death_signal() -> None:
         prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)
+        if idle:
+            low_priority()
 
     return set_death_signal
 

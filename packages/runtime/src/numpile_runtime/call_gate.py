@@ -41,7 +41,9 @@ which compiled functions run as plain Python (any nonzero: every gate declines).
 
 `gate_module()` builds (through the code cache: once per machine and cache folder) and
 loads the extension, or returns None where no compiler is known without a probe, the
-build fails, or `NUMPILE_CALL_GATE=0`.
+build fails, or `NUMPILE_CALL_GATE=0`. A compiled call never waits for that build:
+`gate_module(wait=False)` queues it as idle work (`build_queue`) and answers None until it
+is loaded; then `on_gate_loaded`'s callbacks run, and the layers above make their gates.
 
     >>> module = gate_module()  # doctest: +SKIP
     >>> gate = module.Gate(fn, target, program, (0,), words, argcount=1)  # doctest: +SKIP
@@ -65,13 +67,14 @@ import types
 from collections.abc import Callable
 from typing import Any, cast
 
+from .build_queue import queue_build
 from .builder import BuildError, build_extension
 from .errstate_call import ERRSTATE_CALL_SOURCE
 from .locks import new_lock
 from .metrics import timed
 from .toolchain import CompilerNotFoundError, known_toolchain
 
-__all__ = ["GATE_ENV", "GATE_FORM", "gate_form", "gate_module", "gate_source"]
+__all__ = ["GATE_ENV", "GATE_FORM", "gate_form", "gate_module", "gate_source", "on_gate_loaded"]
 
 log = logging.getLogger("numpile.runtime.call_gate")
 
@@ -86,8 +89,10 @@ _MODULE_NAME = "numpile_call_gate"
 # CPU-s), and the same speed for this dispatch code (measured with benchmarks.dispatch).
 _FLAGS = ("-O1",)
 
-# NOTE: the loaded module, None before the first try, False when it cannot be had.
+# NOTE: the loaded module, None before the first try, False when it cannot be had; and the
+# callbacks run once it is loaded (`on_gate_loaded`).
 _LOADED: list[types.ModuleType | bool] = []
+_ON_LOADED: list[Callable[[], None]] = []
 _LOCK = new_lock()
 
 _SOURCE = (
@@ -880,25 +885,66 @@ def gate_source() -> str:
     return _SOURCE
 
 
-def gate_module() -> types.ModuleType | None:
+def gate_module(*, wait: bool = True) -> types.ModuleType | None:
     """The loaded call gate extension; None where it cannot be had without a compiler
     probe (a fresh cache folder, or no compiler), failed to build, or `NUMPILE_CALL_GATE=0`.
 
     Built once per cache folder (the code cache keys it like a kernel), loaded once per
     process; the first call in a process pays the load (timed as stage `call_gate`).
+    With `wait=False` it never builds in the caller: the build (or the load from the cache)
+    is queued as idle work on the build queue and None is returned until it is done, when
+    the callbacks given to `on_gate_loaded` run (a compiled function's second call then
+    takes its Python path instead of waiting for a compiler).
 
         >>> gate_module() is None or hasattr(gate_module(), "Gate")
         True
     """
     if not _LOADED:
+        if not wait:
+            if os.environ.get(GATE_ENV, "1") != "0" and known_toolchain() is not None:
+                queue_build("call gate", _load_in_background, idle=True)
+            return None
         with _LOCK:
-            if not _LOADED:
-                loaded = _load()
-                if loaded is None:
-                    return None  # no toolchain known yet: asked again next time
+            loaded = _LOADED[0] if _LOADED else _load()
+            if loaded is None:
+                return None  # no toolchain known yet: asked again next time
+            newly = not _LOADED
+            if newly:
                 _LOADED.append(loaded)
+        if newly:
+            _announce()
     found = _LOADED[0]
     return found if isinstance(found, types.ModuleType) else None
+
+
+def on_gate_loaded(callback: Callable[[], None]) -> None:
+    """Call `callback()` once the gate extension is loaded (from the thread that loaded
+    it): a layer that made no gate while the extension was on its way makes them then.
+
+    >>> on_gate_loaded(lambda: None)
+    """
+    with _LOCK:
+        _ON_LOADED.append(callback)
+
+
+def _load_in_background() -> None:
+    with _LOCK:
+        if _LOADED:
+            return
+        loaded = _load()
+        if loaded is None:
+            return
+        _LOADED.append(loaded)
+    _announce()
+
+
+def _announce() -> None:
+    if not isinstance(_LOADED[0], types.ModuleType):
+        return
+    with _LOCK:
+        callbacks = list(_ON_LOADED)
+    for callback in callbacks:
+        callback()
 
 
 def _load() -> types.ModuleType | bool | None:

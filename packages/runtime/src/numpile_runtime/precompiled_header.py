@@ -13,18 +13,22 @@ mismatched or missing precompiled header costs time, never a wrong result.
     64
 
 A build never waits for a precompiled header: a job compiled before it is ready includes the
-plain text, and `start_precompile` builds it on a thread of its own for the builds after.
+plain text, and `start_precompile` queues it (`build_queue`) for the builds after. A layer
+that knows the header its first build will name queues it before that build is asked for
+(`numpile_runtime.builder.prepare_header`), so that even a fresh cache folder's first build
+finds it ready.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from .build_queue import queue_build
 from .code_cache import CodeCache, cache_key
 from .locks import at_fork_reset, new_lock
 from .metrics import count, timed
@@ -33,6 +37,7 @@ __all__ = [
     "header_key",
     "plain_header",
     "precompile",
+    "precompiled_exists",
     "ready_header",
     "remove_precompiled",
     "start_precompile",
@@ -52,15 +57,12 @@ _TIMEOUT_S = 300
 # once per module); and the keys the compiler refused to precompile (not asked again).
 _READY: dict[tuple[Path, str], Path] = {}
 _REFUSED: set[tuple[Path, str]] = set()
-# NOTE: the (cache folder, key) pairs being precompiled on a thread `start_precompile` started.
-_STARTED: set[tuple[Path, str]] = set()
 _LOCK = new_lock()
 
 
 def _forget() -> None:
     _READY.clear()
     _REFUSED.clear()
-    _STARTED.clear()
 
 
 at_fork_reset(_forget)
@@ -99,6 +101,17 @@ def ready_header(cache: CodeCache, key: str) -> Path | None:
     with _LOCK:
         _READY[memo] = path
     return path
+
+
+def precompiled_exists(cache: CodeCache, key: str) -> bool:
+    """Whether `key`'s precompiled header has a file in the cache (unchecked: a build that
+    includes it checks it whole, `ready_header`).
+
+    >>> import tempfile
+    >>> precompiled_exists(CodeCache(tempfile.mkdtemp()), "ab12")
+    False
+    """
+    return cache.artifact_path(key, ".h.gch", kind=_KIND).exists()
 
 
 def plain_header(cache: CodeCache, key: str, header: str) -> Path:
@@ -170,27 +183,17 @@ def precompile(
 def start_precompile(
     cache: CodeCache, key: str, command: Sequence[str], language: str, header: str
 ) -> None:
-    """Run `precompile` on a thread of its own, unless its header is ready or on its way.
+    """Queue `precompile` on the build queue, unless its header is ready or on its way.
 
     >>> import tempfile
     >>> start_precompile(CodeCache(tempfile.mkdtemp()), "ab12", ("true",), "c", "")
     """
     memo = (cache.root, key)
     with _LOCK:
-        if memo in _READY or memo in _REFUSED or memo in _STARTED:
+        if memo in _READY or memo in _REFUSED:
             return
-        _STARTED.add(memo)
-
-    def build() -> None:
-        try:
-            precompile(cache, key, command, language, header)
-        except Exception as error:  # a build without it includes the plain header
-            log.debug("precompiling a header failed: %s", error)
-        finally:
-            with _LOCK:
-                _STARTED.discard(memo)
-
-    threading.Thread(target=build, name="numpile-precompile", daemon=True).start()
+    build = functools.partial(precompile, cache, key, command, language, header)
+    queue_build(f"precompiled header {key[:16]} in {cache.root}", build)
 
 
 def _gch(header: Path) -> Path:

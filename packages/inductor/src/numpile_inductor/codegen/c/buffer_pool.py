@@ -12,9 +12,11 @@ dropped, writes into memory that is already mapped. Arrays remember their
 handler, so a pooled array is freed back into the pool however it dies; its
 `base` stays None and it owns its data, as a NumPy result does.
 
-One pool serves the whole process: `pool_handler()` builds (through the code
-cache) and loads a small extension module holding it, and every graph module
-gets its handler capsule at load time. The wrapper sets the handler around the
+One pool serves the whole process: a small extension module holding it, built
+(through the code cache) as idle work on the runtime's build queue, never on a
+call's path; every graph module gets its handler capsule at load time, or when the
+pool loads if it came first (`hand_pool`: until then it allocates with NumPy's
+handler). The wrapper sets the handler around the
 allocation of each large output or temporary (`write_pooled_alloc`), so a result
 handed to the user is an ordinary NumPy array that owns its data; its block
 returns to the pool only when the array (and every view of it) is dead.
@@ -27,7 +29,8 @@ returns to the pool only when the array (and every view of it) is dead.
 from __future__ import annotations
 
 import logging
-import threading
+import types
+import weakref
 from typing import Any
 
 import numpile_runtime as rt
@@ -281,9 +284,10 @@ _POOL_LOCK = new_lock()
 # NOTE: a free list and a mutex around malloc: nothing for -O3 to speed up, and it builds in
 # half the compiler time at -O1 (the last -O on the command line wins).
 _POOL_FLAGS = ("-O1",)
-# NOTE: the thread `start_pool_build` started, if any (at most one per process).
-_POOL_BUILDS: list[threading.Thread] = []
-rt.at_fork_reset(_POOL_BUILDS.clear)
+# NOTE: graph modules loaded before the pool, handed its handler once it loads (weak: a
+# module unloaded meanwhile is not kept); under `_HANDS_LOCK`, never held during a build.
+_AWAITING: weakref.WeakSet[types.ModuleType] = weakref.WeakSet()
+_HANDS_LOCK = new_lock()
 
 
 def _pool_module() -> Any:
@@ -302,29 +306,46 @@ def _pool_module() -> Any:
 
 
 def start_pool_build() -> None:
-    """Start building the pool module on a thread of its own, unless it is built or being
-    built: a cold compile builds it beside the first graph's module (two compiler processes
-    at once) instead of after it. `pool_handler()` waits for that build.
+    """Queue the pool module's build on the runtime's build queue (`rt.queue_build`), as
+    idle work (after the builds a first call waits for, its compiler niced), unless it is
+    built or queued. No module waits for it: `hand_pool` gives it to them once loaded.
 
     >>> start_pool_build()
     """
-    with _POOL_LOCK:
-        if _POOL or _POOL_BUILDS:
-            return
-        thread = threading.Thread(target=_build_quietly, name="numpile-buffer-pool", daemon=True)
-        _POOL_BUILDS.append(thread)
-    thread.start()
+    if not _POOL:
+        rt.queue_build("buffer pool", _load_and_hand_out, idle=True)
 
 
-def _build_quietly() -> None:
-    try:
-        _pool_module()
-    except Exception as error:  # pool_handler() builds again, and raises it to its caller
-        log.debug("the buffer pool's background build failed: %s", error)
+def hand_pool(module: types.ModuleType) -> None:
+    """Give a graph's loaded module the pool's handler (`module.set_pool`): now if the pool
+    is loaded, else once it is (its build queued; until then the module allocates with
+    NumPy's handler). A first call never waits for the pool's compiler.
+
+    >>> hand_pool(module)  # doctest: +SKIP
+    """
+    with _HANDS_LOCK:
+        loaded = bool(_POOL)
+        if not loaded:
+            _AWAITING.add(module)
+    if loaded:
+        module.set_pool(None if _POOL[0] is None else _POOL[0].handler())
+    else:
+        start_pool_build()
+
+
+def _load_and_hand_out() -> None:
+    found = _pool_module()
+    with _HANDS_LOCK:
+        waiting = list(_AWAITING)
+        _AWAITING.clear()
+    if found is not None:
+        for module in waiting:
+            module.set_pool(found.handler())
 
 
 def pool_handler() -> Any:
-    """The pool's NEP 49 handler capsule, handed to each graph module; None without one.
+    """The pool's NEP 49 handler capsule, built now if it is not (tests; graph modules get
+    it through `hand_pool`); None without one.
 
     >>> pool_handler() is not None  # doctest: +SKIP
     True

@@ -14,7 +14,6 @@ not a single array or a flat tuple of arrays.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from numpile_capture import (
 )
 
 from ...config import InductorConfig
-from ...index import SIZE_HELPERS, c_size
+from ...index import c_size
 from ...launcher import GeneratedModule, extern_callable
 from ...loop_ir import Buffer, BufferRef, ExternCall, has_data_index, loads_of
 from ...lowering.scatter import BINCOUNT_LENGTH
@@ -44,16 +43,16 @@ from .accumulate import BINCOUNT_LENGTH_HELPERS, bincount_length_call
 from .blas import BLAS_HELPERS, BLAS_LIBRARY_HELPERS, blas_operands
 from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
 from .extern_forms import FALLBACK, write_extern_form
-from .gather import GATHER_GLOBALS, GATHER_HELPERS
-from .interrupts import INTERRUPT_GLOBALS, INTERRUPT_HELPERS, main_thread_init
+from .gather import GATHER_GLOBALS
+from .interrupts import INTERRUPT_GLOBALS, main_thread_init
 from .kernel import kernel_signature, kernel_source
 from .loop_body import NotScalarLoop
 from .loop_function import LOOP_HELPERS, scalar_loop_function, zero_filled
 from .loop_kernels import KERNEL_LOOP_HELPERS, NotKernelLoop, kernel_loop_function
-from .ops import c_type, helper_definitions, vector_math_declarations
+from .ops import c_type
+from .prelude import module_prelude
 from .scatter import SCATTER_HELPERS, ScatterAt, scatter_operands
-from .threads import THREAD_HELPERS
-from .translation_units import ENTRY_POINTS, PRELUDE_BEGIN, PRELUDE_END
+from .translation_units import ENTRY_POINTS
 from .while_function import scalar_while_function
 
 log = logging.getLogger("numpile.inductor.wrapper")
@@ -73,48 +72,6 @@ __attribute__((optimize("O0")))
 #endif"""
 
 
-_PRELUDE = """\
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
-/* A module may be built from several translation units (codegen/c/translation_units.py):
-   what they share is NP_HIDDEN, global to the library and invisible outside it. NumPy's
-   API table too: import_array() in the first unit fills the one every unit reads (each
-   unit's header defines it without a value, which -fcommon merges). */
-#define NP_HIDDEN __attribute__((visibility("hidden")))
-#define PY_ARRAY_UNIQUE_SYMBOL np_array_api
-#include <numpy/arrayobject.h>
-#include <stdint.h>
-#include <math.h>
-#include <complex.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-/* Floating-point exception flags, gathered per kernel and thread: NP_FP_CLEAR() clears
-   the calling thread's flags, NP_FP_TEST() reads them (divide, overflow, underflow,
-   invalid), NP_FP_RAISE(bit) sets one (integer division by zero, say). */
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h>
-#define NP_FE_INVALID 0x01
-#define NP_FE_DIVBYZERO 0x04
-#define NP_FE_OVERFLOW 0x08
-#define NP_FE_UNDERFLOW 0x10
-#define NP_FP_CLEAR() _mm_setcsr(_mm_getcsr() & ~0x3Fu)
-#define NP_FP_TEST() ((int)(_mm_getcsr() & 0x1Du))
-#define NP_FP_RAISE(bit) _mm_setcsr(_mm_getcsr() | (bit))
-#else
-#include <fenv.h>
-#define NP_FE_INVALID FE_INVALID
-#define NP_FE_DIVBYZERO FE_DIVBYZERO
-#define NP_FE_OVERFLOW FE_OVERFLOW
-#define NP_FE_UNDERFLOW FE_UNDERFLOW
-#define NP_FP_CLEAR() feclearexcept(FE_ALL_EXCEPT)
-#define NP_FP_TEST() fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW)
-#define NP_FP_RAISE(bit) feraiseexcept(bit)
-#endif
-/* The flags the kernels of this thread's last call raised (NP_FE_* bits). */
-extern NP_HIDDEN _Thread_local int g_fp_flags;
-"""
 # The definitions of the prelude's globals: in the module's entry-point unit only.
 _PRELUDE_GLOBALS = "NP_HIDDEN _Thread_local int g_fp_flags = 0;"
 
@@ -989,29 +946,6 @@ def _kernels_after_blas(sched: Schedule) -> set[str]:
         elif seen:
             names.add(step.name)
     return names
-
-
-@functools.cache
-def module_prelude() -> str:
-    """The text every generated module starts with, after its header comment: the same for
-    every graph, so it is the precompiled header of a module's translation units.
-
-    >>> "#include <Python.h>" in module_prelude()
-    True
-    """
-    return "\n".join(
-        [
-            PRELUDE_BEGIN,
-            _PRELUDE,
-            INTERRUPT_HELPERS,
-            GATHER_HELPERS,
-            THREAD_HELPERS,
-            vector_math_declarations(),
-            helper_definitions(),
-            SIZE_HELPERS,
-            PRELUDE_END,
-        ]
-    )
 
 
 def generate_module(sched: Schedule, config: InductorConfig) -> GeneratedModule:

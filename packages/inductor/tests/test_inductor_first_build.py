@@ -1,0 +1,102 @@
+"""A synchronous compile's first call in a fresh process and cache folder: the fixed costs
+queued before capture (`backend.prepare`: the compiler probe, the precompiled prelude, the
+buffer pool), the first module built with the precompiled prelude, and a second call that
+runs no compiler: the call gate builds on the build queue while calls take the Python path.
+
+Each test runs in a child process: what they check happens once per process and cache
+folder (the gate's load, the toolchain's probe, the prelude's precompile).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+_PROLOGUE = """
+import threading
+import numpy as np
+import numpile_runtime as rt
+from numpile_runtime import builder
+from numpile_capture import compile_function
+from numpile_inductor import backend, wait_for_background_builds
+
+# Every compiler process, with the thread that ran it.
+compilers = []
+real_run_compiler = builder.run_compiler
+
+
+def recording(command, timeout):
+    compilers.append((threading.current_thread().name, command))
+    return real_run_compiler(command, timeout)
+
+
+builder.run_compiler = recording
+
+
+def f(x, y):
+    return np.sin(x) * 2.0 + y
+
+
+x = np.linspace(0.0, 1.0, 1000)
+y = np.linspace(1.0, 2.0, 1000)
+want = np.sin(x) * 2.0 + y
+compiled = compile_function(f, backend="inductor", options={"tiered": False})
+"""
+
+_FIRST_MODULE_WITH_THE_PRELUDE = """
+# The queue finished before capture (a long capture, as the loop workloads' is): the
+# first module of the fresh cache folder compiles with the precompiled prelude.
+backend.prepare(options={"tiered": False})
+assert rt.wait_for_queued_builds(timeout=300)
+assert rt.counters().get("pch_build") == 1, rt.counters()
+np.testing.assert_allclose(compiled(x, y), want, rtol=1e-12)
+counts = rt.counters()
+assert counts.get("pch_use") == 1, counts
+assert counts.get("pch_build") == 1, counts
+assert "pch_fallback" not in counts, counts
+included = [c for _, c in compilers if "-include" in c]
+assert included and all(c[c.index("-include") + 1].endswith(".h") for c in included)
+headers = {c[c.index("-include") + 1] for c in included}
+assert len(headers) == 1 and os.path.exists(headers.pop() + ".gch"), included
+"""
+
+_SECOND_CALL_RUNS_NO_COMPILER = """
+np.testing.assert_allclose(compiled(x, y), want, rtol=1e-12)
+first_call = len(compilers)
+np.testing.assert_allclose(compiled(x, y), want, rtol=1e-12)  # the gate is queued, not built here
+on_the_call = [name for name, _ in compilers[first_call:] if name == "MainThread"]
+assert on_the_call == [], compilers[first_call:]
+assert compiled._gate is None
+wait_for_background_builds()
+assert rt.gate_module(wait=False) is not None
+gate_compiles = [name for name, c in compilers[first_call:] if "-O1" in c]
+assert gate_compiles == ["numpile-build-queue"], compilers[first_call:]
+for _ in range(3):
+    np.testing.assert_allclose(compiled(x, y), want, rtol=1e-12)
+assert compiled._gate is not None  # later calls go through the gate
+"""
+
+
+def _run(tmp_path: Path, script: str) -> None:
+    env = {**os.environ, "NUMPILE_CACHE_DIR": str(tmp_path / "cache"), "NUMPILE_TIERED": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", "import os\n" + _PROLOGUE + script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+
+
+def test_the_first_module_of_a_fresh_cache_folder_uses_the_prepared_prelude(
+    tmp_path: Path,
+) -> None:
+    _run(tmp_path, _FIRST_MODULE_WITH_THE_PRELUDE)
+
+
+def test_the_second_call_runs_no_compiler_and_the_gate_arrives_later(tmp_path: Path) -> None:
+    _run(tmp_path, _SECOND_CALL_RUNS_NO_COMPILER)
