@@ -17,8 +17,6 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 _RUNNER = """
 import json, sys
 import numpy as np
@@ -90,11 +88,48 @@ def test_a_warm_start_of_a_loop_that_never_reads_its_index_imports_no_sympy(
     assert warm["sympy"] is False
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 23: loop indices and sizes are sympy expressions during capture; the light "
-    "affine representation (docs/performance_notes.md, sympydiet31) is not built yet",
-)
 def test_a_warm_start_of_a_loop_reading_its_index_imports_no_sympy(tmp_path: Path) -> None:
+    # The input's size and the index are light sizes during capture (no sympy), and the
+    # graph prints as the sympy capture's: the cache entry of the cold run is hit.
     warm = _warm_start(_READ_INDEX, tmp_path)
     assert warm["sympy"] is False
+
+
+_TRIANGULAR = """
+def inputs():
+    rng = np.random.default_rng(0)
+    L = np.tril(rng.standard_normal((9, 9))) + 4.0 * np.eye(9)
+    return L, rng.standard_normal(9)
+
+def program(L, b):
+    n = b.shape[0]
+    y = np.zeros_like(b)
+    for i in range(n):
+        y[i] = (b[i] - L[i, :i] @ y[:i]) / L[i, i]
+    for i in range(n - 1, -1, -1):
+        y[i] = y[i] - L[i + 1 :, i] @ y[i + 1 :] * 0.0
+    return y
+"""
+
+_HALF_TRIP_COUNT = """
+def inputs():
+    return (np.arange(11, dtype=np.float64),)
+
+def program(x):
+    s = 0.0
+    for i in range(x.shape[0] // 2):
+        s += x[2 * i] * x[2 * i + 1]
+    return s
+"""
+
+
+def test_a_warm_start_of_index_dependent_slices_imports_no_sympy(tmp_path: Path) -> None:
+    warm = _warm_start(_TRIANGULAR, tmp_path)
+    assert warm["sympy"] is False
+
+
+def test_a_capture_that_needs_sympy_captures_again_with_it(tmp_path: Path) -> None:
+    # `x.shape[0] // 2` is no affine size: the light capture stops and the sympy capture
+    # gives the graph, cold and warm, with eager's result.
+    warm = _warm_start(_HALF_TRIP_COUNT, tmp_path)
+    assert warm["sympy"] is True
