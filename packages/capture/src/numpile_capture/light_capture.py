@@ -7,7 +7,8 @@ reads. Where sympy is not loaded yet, `capture_light_first` runs the capture ins
 decided with integer arithmetic, and the graph prints as the sympy one would (the same
 kernel cache key). Where the capture needs sympy (`NeedsSympy`: a guard the ranges do not
 decide, `floor`, `Max`, a product of sizes, any site not taught the light path), it runs
-again the sympy way, from the start, with the loop records of the first run dropped. Only
+again the sympy way, from the start, with the loop records of the first run dropped (so
+does a light capture during which another thread loaded sympy). Only
 backends that say `takes_light_sizes` (the inductor, which converts at a cache miss) see a
 light graph; the dispatcher hands every other backend `sympy_sizes(graph)`.
 
@@ -42,10 +43,16 @@ def capture_light_first(capture: Callable[[], T]) -> T:
     recorded = loops_recorded()
     try:
         with light_sizes():
-            return capture()
+            result = capture()
+        if "sympy" not in sys.modules:
+            return result
+        # Another thread (a background build) loaded sympy meanwhile: this thread's sites
+        # that import it were not refused, so the light graph is not trusted.
+        reason = "another thread loaded sympy during the capture"
     except NeedsSympy as needs:
-        log.debug("light capture needs sympy (%s): capturing again with sympy", needs)
-        forget_loops_after(recorded)
+        reason = str(needs)
+    log.debug("light capture needs sympy (%s): capturing again with sympy", reason)
+    forget_loops_after(recorded)
     return capture()
 
 
