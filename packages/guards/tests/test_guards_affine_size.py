@@ -138,7 +138,7 @@ def _envs(light: bool) -> tuple[ShapeEnv, list[Any]]:
     st.lists(st.integers(-2, 2), min_size=4, max_size=4),
     st.integers(-4, 4),
 )
-def test_a_light_relation_is_decided_as_the_sympy_one(
+def test_a_light_relation_is_decided_as_the_sympy_one_or_left_to_it(
     op: str, left: list[int], right: list[int], constant: int
 ) -> None:
     light_env, light_symbols = _envs(light=True)
@@ -159,7 +159,9 @@ def test_a_light_relation_is_decided_as_the_sympy_one(
     want = sympy_env.decide(
         _SYMPY_RELATIONS[op](side(sympy_symbols, left, constant), side(sympy_symbols, right, 0))
     )
-    assert light == want
+    # sympy may decide more (its relations evaluate on construction: `1 + 2*k != 0` of an
+    # integer k); the light capture then stops (`evaluate` raises NeedsSympy), never differs.
+    assert light is None or light == want
 
 
 def test_a_light_capture_guards_as_the_sympy_one() -> None:
