@@ -352,6 +352,11 @@ def _compile(
     *,
     functionalize: bool,
 ) -> CompiledGraph:
+    if rt.known_toolchain() is None:
+        # A fresh cache folder: the compiler is being probed (`prepare`) and the graph cache
+        # will miss. A light graph takes its sympy sizes (the import, 0.3 s) while the probe
+        # runs rather than after it, as when capture imported sympy.
+        graph = sympy_sizes(graph)
     key = _key(graph, config, functionalize=functionalize)
     cached = _cached(graph, config, key)
     if cached is not None:
