@@ -9,9 +9,10 @@ and the warm start: the first call of a new process with the cache filled, alone
 the import before it, and the CPU time of the warm start (its import and first call: on a
 loaded machine the wall time is mostly waiting for a core). ``--stages`` adds the
 compile stages ``numpile_runtime.compile_times()`` recorded during the first call
-(capture, guards, lowering, codegen, the C build, module loads) and the runtime's event
-counters of the first call (``numpile_runtime.counters()``: compiler processes, whether the
-module's build used the precompiled header, ``pch_use``)::
+(capture, guards, lowering, codegen, the C build, module loads), how many first calls
+imported sympy (about 0.3 s of CPU, counted inside the stage that first needs it) and the
+runtime's event counters of the first call (``numpile_runtime.counters()``: compiler
+processes, whether the module's build used the precompiled header, ``pch_use``)::
 
     python -m benchmarks.first_call                  # the small kernels, default (tiered)
     python -m benchmarks.first_call --set loops      # issue 23's loop workloads
@@ -272,11 +273,13 @@ def _child(
         rt.reset_compile_times()
         rt.reset_counters()
     first_args = call_args = _fresh(workload, args)
+    sympy_before = "sympy" in sys.modules
     start_cpu = _cpu_s()
     start = time.perf_counter()
     result = fn(*call_args)
     first = time.perf_counter() - start
     first_cpu_s = _cpu_s() - start_cpu
+    imports_sympy = not sympy_before and "sympy" in sys.modules
     stages = rt.compile_times() if rt is not None else {}
     events = rt.counters() if rt is not None else {}
     call_args = _fresh(workload, args)
@@ -312,6 +315,7 @@ def _child(
         "warm_s": statistics.median(warm),
         "stages": stages,
         "events": events,
+        "imports_sympy": imports_sympy,
     }
     print(json.dumps(report))
 
@@ -424,6 +428,13 @@ def _event_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
     return {n: statistics.median(run["events"].get(n, 0) for run in runs) for n in names}
 
 
+def _sympy_note(runs: list[dict[str, Any]]) -> str:
+    # `import sympy` is most of a warm start that needs it (about 0.3 s): say how many first
+    # calls paid it, so a stage's figure can be read with or without it.
+    paid = sum(bool(run.get("imports_sympy")) for run in runs)
+    return f"; sympy imported by {paid} of {len(runs)} first calls"
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:8.1f}ms" if seconds < 10.0 else f"{seconds:8.1f}s "
 
@@ -509,9 +520,11 @@ def main(argv: list[str] | None = None) -> None:
         )
         if options.stages:
             stages = _stage_medians(cold_runs)
-            print("   cold stages: " + ", ".join(f"{k} {v * 1e3:.0f}" for k, v in stages.items()))
+            listed = ", ".join(f"{k} {v * 1e3:.0f}" for k, v in stages.items())
+            print(f"   cold stages: {listed}{_sympy_note(cold_runs)}")
             stages = _stage_medians(warm_runs)
-            print("   warm stages: " + ", ".join(f"{k} {v * 1e3:.0f}" for k, v in stages.items()))
+            listed = ", ".join(f"{k} {v * 1e3:.0f}" for k, v in stages.items())
+            print(f"   warm stages: {listed}{_sympy_note(warm_runs)}")
             events = _event_medians(cold_runs)
             print("   cold events: " + ", ".join(f"{k} {v:g}" for k, v in events.items()))
     if colds:

@@ -44,6 +44,8 @@ from .graph import Graph as Graph
 from .graph import Node as Node
 from .graph import gives_scalar as gives_scalar
 from .graph import writeable as writeable
+from .graph_sizes import has_light_sizes as has_light_sizes
+from .graph_sizes import sympy_sizes as sympy_sizes
 from .interpreter import run_graph as run_graph
 from .loop_index import is_loop_symbol as is_loop_symbol
 from .loop_index import mentions_loop_symbol as mentions_loop_symbol
@@ -112,6 +114,8 @@ __all__ = [
     "mark_static",
     "ArrayMeta",
     "Graph",
+    "has_light_sizes",
+    "sympy_sizes",
     "Node",
     "gives_scalar",
     "writeable",

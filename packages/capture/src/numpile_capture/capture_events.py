@@ -105,3 +105,28 @@ def record_loop_not_kept(record: LoopNotKept) -> None:
     loops = getattr(_events_state, "loops", None)
     if loops is not None:
         loops.append(record)
+
+
+def loops_recorded() -> int:
+    """How many records the innermost `recording_loops` block holds (0 outside one).
+
+    >>> loops_recorded()
+    0
+    """
+    loops = getattr(_events_state, "loops", None)
+    return 0 if loops is None else len(loops)
+
+
+def forget_loops_after(count: int) -> None:
+    """Drop the records past the first `count` of the innermost `recording_loops` block: a
+    capture that is run again records its loops again.
+
+    >>> with recording_loops() as loops:
+    ...     record_loop_not_kept(LoopNotKept("a while loop", None, None))
+    ...     forget_loops_after(0)
+    >>> loops
+    []
+    """
+    loops = getattr(_events_state, "loops", None)
+    if loops is not None:
+        del loops[count:]

@@ -124,6 +124,8 @@ from .fallbacks import (
     InternalCompilerError as InternalCompilerError,
 )
 from .graph import Graph
+from .graph_sizes import sympy_sizes
+from .light_capture import capture_light_first, takes_light_sizes
 from .performance_hints import report_graph_break
 from .pickling import reduce_compiled
 from .region import PLAIN_CALLS
@@ -692,7 +694,9 @@ class CompiledFunction:
                     with capturing_with(policy):
                         return self._capture_fn(fn, args, kwargs)
 
-                result = capture_widening(capture, lambda: self._policy(backend_fn, static))
+                result = capture_light_first(
+                    lambda: capture_widening(capture, lambda: self._policy(backend_fn, static))
+                )
         except ForbiddenCallError:
             raise  # set_stance inside a compiled function: the user's error, not a fallback
         except Unsupported as exc:
@@ -833,6 +837,8 @@ class CompiledFunction:
         backend_kwargs: dict[str, Any],
     ) -> Callable[..., Any] | None:
         fn = self._fn
+        if not takes_light_sizes(backend_fn):
+            graph = sympy_sizes(graph)
         if graph_has_symbols(graph) and symbolic_params(graph):
             raise DynamicCompileError(f"symbolic parameters in {symbolic_params(graph)}")
         try:

@@ -288,6 +288,12 @@ class Graph:
         """A stable hex digest of the graph's structure, metadata and params."""
         return hashlib.sha256(str(self).encode()).hexdigest()
 
+    def adopt_names(self, other: Graph) -> None:
+        """Count `other`'s node names as taken here: a copy of `other` keeps its names and
+        later nodes get fresh ones."""
+        self._names |= other._names
+        self._counter = max(self._counter, other._counter)
+
     def _fresh_name(self) -> str:
         while f"v{self._counter}" in self._names:
             self._counter += 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from numpile_guards import AffineSize, NeedsSympy
 from numpile_guards.symbolic import SymInt
 
 from .loop_exit import LoopFallback
@@ -39,17 +40,14 @@ def bound_value(tracer: Tracer, var: Variable) -> Any:
 
 def size_node(tracer: Tracer, expr: Any) -> Any:
     """A graph value computing the symbolic size `expr` at run time from the inputs' shapes."""
+    if isinstance(expr, AffineSize):
+        return _affine_size_node(tracer, expr)
     import sympy  # late import: only symbolic trip counts need it
 
     if expr.is_Integer:
         return int(expr)
     if expr.is_Symbol:
-        for placeholder in tracer.builder.graph.placeholders:
-            shape = getattr(placeholder.meta, "shape", ())
-            for axis, size in enumerate(shape):
-                if not isinstance(size, int) and size == expr:
-                    return tracer.graph.call(get_op("dim"), placeholder, axis=axis)
-        raise LoopFallback(f"no input has the size {expr}")
+        return _input_dim(tracer, expr)
     if isinstance(expr, sympy.floor | sympy.Mod):
         # `n // k` (sympy's floor(n/k)) and `n % k` of a size by a positive constant.
         if isinstance(expr, sympy.floor):
@@ -70,6 +68,27 @@ def size_node(tracer: Tracer, expr: Any) -> Any:
             result = tracer.graph.call(get_op("py_binary"), result, part, operator=op)
         return result
     raise LoopFallback(f"the trip count {expr} is not a sum or product of sizes")
+
+
+def _affine_size_node(tracer: Tracer, expr: AffineSize) -> Any:
+    # `size_node` of a light capture's size, node for node as sympy's path makes them (its
+    # `Add` holds its number first: `s0 - 1` is `py_binary(-1, s0)`); a sum of several
+    # symbols or a multiple stops the light capture (sympy's order of those is its own).
+    if expr.is_Symbol:
+        return _input_dim(tracer, expr)
+    if len(expr.terms) == 1 and expr.terms[0][1] == 1:
+        symbol = _input_dim(tracer, AffineSize.symbol(expr.terms[0][0]))
+        return tracer.graph.call(get_op("py_binary"), expr.constant, symbol, operator="add")
+    raise NeedsSympy(f"the trip count {expr}")
+
+
+def _input_dim(tracer: Tracer, symbol: Any) -> Any:
+    for placeholder in tracer.builder.graph.placeholders:
+        shape = getattr(placeholder.meta, "shape", ())
+        for axis, size in enumerate(shape):
+            if not isinstance(size, int) and size == symbol:
+                return tracer.graph.call(get_op("dim"), placeholder, axis=axis)
+    raise LoopFallback(f"no input has the size {symbol}")
 
 
 def bound_expr(var: Variable) -> Any:

@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from numpile_guards import AffineSize, NeedsSympy, light_active, relation
+
 if TYPE_CHECKING:
     import sympy
 
@@ -104,8 +106,10 @@ def index_scope(
     ...     unread, inner
     (None, i1)
     """
-    symbol = None
-    if read:
+    symbol: Any = None
+    if read and light_active():
+        symbol = AffineSize.symbol(f"i{len(_ACTIVE)}")
+    elif read:
         import sympy
 
         symbol = sympy.Symbol(f"i{len(_ACTIVE)}", integer=True)
@@ -135,9 +139,13 @@ def opaque_int(env: ShapeEnv | None) -> sympy.Symbol:
     >>> str(opaque_int(None)).startswith("r")
     True
     """
-    import sympy
+    symbol: Any
+    if light_active():
+        symbol = AffineSize.symbol(f"r{next(_OPAQUE)}")
+    else:
+        import sympy
 
-    symbol = sympy.Symbol(f"r{next(_OPAQUE)}", integer=True)
+        symbol = sympy.Symbol(f"r{next(_OPAQUE)}", integer=True)
     if env is not None and _ACTIVE:
         env.push_index(symbol, None, None)
         _OPAQUE_LIVE.append(symbol)
@@ -153,6 +161,14 @@ def combine(operator: str, left: Any, right: Any) -> Any:
     5 - i0
     """
     if left is None or right is None:
+        return None
+    if light_active() and _light(left) and _light(right):
+        if operator == "add":
+            return left + right
+        if operator == "sub":
+            return left - right
+        if operator == "mul":
+            return left * right  # a product of two sizes stops the light capture
         return None
     import sympy
 
@@ -185,6 +201,8 @@ def slice_span(
     >>> slice_span(10, -3, None, 1, None), slice_span(10, None, None, -1, None)
     ((7, 3), (9, 10))
     """
+    if light_active() and all(v is None or _light(v) for v in (size, start, stop)):
+        return _affine_slice_span(size, start, stop, step, env)
     import sympy
 
     def decide(relation: Any) -> bool | None:
@@ -218,6 +236,74 @@ def slice_span(
     return (int(first) if first.is_Integer else first), (
         int(length) if length.is_Integer else length
     )
+
+
+def _light(value: Any) -> bool:
+    return isinstance(value, AffineSize) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _affine_slice_span(
+    size: Any, start: Any, stop: Any, step: int, env: ShapeEnv | None
+) -> tuple[Any, Any]:
+    # `slice_span` of a light capture, step by step as the sympy path: the same clamps
+    # proven away by the same questions; where sympy would keep a `Max`, `Min`,
+    # `Piecewise` or `floor`, the light capture stops (`NeedsSympy`).
+    def decide(op: str, lhs: Any, rhs: Any) -> bool | None:
+        if isinstance(lhs, int) and isinstance(rhs, int):
+            return bool(_INT_COMPARISONS[op](lhs, rhs))
+        return None if env is None else env.decide(relation(op, lhs, rhs))
+
+    def clamped(value: Any, default: Any, low: Any, high: Any) -> Any:
+        if value is None:
+            return default
+        negative = decide("<", value, 0)
+        if negative is True:
+            wrapped = value + size
+            if low is None:
+                return wrapped
+            below = decide("<", wrapped, low)
+            if below is False:
+                return wrapped
+            if below is True or decide("<=", wrapped, low) is True:
+                return low
+            raise NeedsSympy(f"Max({wrapped}, {low}) of a slice bound")
+        if negative is False:
+            if high is None:
+                return value
+            above = decide(">", value, high)
+            if above is False:
+                return value
+            if above is True or decide(">=", value, high) is True:
+                return high
+            raise NeedsSympy(f"Min({value}, {high}) of a slice bound")
+        raise NeedsSympy(f"the sign of the slice bound {value}")
+
+    if step > 0:
+        first = clamped(start, 0, 0, None)
+        last = clamped(stop, size, 0, size)
+        span = last - first
+    else:
+        first = clamped(start, size - 1, None, size - 1)
+        last = clamped(stop, -1, -1, size - 1)
+        span = first - last
+    magnitude = abs(step)
+    if magnitude != 1 and not isinstance(span, int):
+        raise NeedsSympy(f"floor of the slice span {span} by {magnitude}")
+    count = span if magnitude == 1 else (span + magnitude - 1) // magnitude
+    nonnegative = decide(">=", span, 0)
+    if nonnegative is False:
+        return first, 0
+    if nonnegative is True:
+        return first, count
+    raise NeedsSympy(f"Max(0, {count}) of a slice length")
+
+
+_INT_COMPARISONS = {
+    "<": int.__lt__,
+    "<=": int.__le__,
+    ">": int.__gt__,
+    ">=": int.__ge__,
+}
 
 
 def _clamped(value: Any, size: Any, default: Any, limits: tuple[Any, Any], decide: Any) -> Any:

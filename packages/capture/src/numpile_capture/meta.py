@@ -94,9 +94,11 @@ def contiguous_strides(shape: tuple[Any, ...]) -> tuple[Any, ...]:
     """
     strides: list[Any] = []
     step: Any = 1
-    for dim in reversed(shape):
+    for dim in reversed(shape[1:]):
         strides.append(step)
         step = step * dim
+    if shape:
+        strides.append(step)  # the outermost size takes part in no stride
     return tuple(reversed(strides))
 
 

@@ -4,6 +4,12 @@ from typing import TYPE_CHECKING
 
 from numpile_runtime import distribution_version
 
+from .affine_size import AffineRelation as AffineRelation
+from .affine_size import AffineSize as AffineSize
+from .affine_size import NeedsSympy as NeedsSympy
+from .affine_size import light_active as light_active
+from .affine_size import light_sizes as light_sizes
+from .affine_size import relation as relation
 from .cache import DEFAULT_SIZE_LIMIT as DEFAULT_SIZE_LIMIT
 from .cache import CacheEntry as CacheEntry
 from .cache import CodeCache as CodeCache
@@ -73,6 +79,12 @@ else:
 
 
 __all__ = [
+    "AffineRelation",
+    "AffineSize",
+    "NeedsSympy",
+    "light_active",
+    "light_sizes",
+    "relation",
     "DataDependentGuard",
     "LoopIndexGuard",
     "ShapeEnv",

@@ -5,7 +5,8 @@ whether `lhs - rhs` keeps a sign over the loop indices' bounds and the sizes' ra
 (`0 <= i1 <= i0 - 1 <= s0 - 2`: is `i1 < s0`?), and nearly every such difference is
 affine: a constant plus integer multiples of symbols. Answered with sympy's `expand`,
 `diff` and `xreplace` each question costs about a millisecond; as an `AffineForm` (a
-constant and a dict of coefficients) it is dict arithmetic. Anything else (`floor`,
+constant and a dict of coefficients) it is dict arithmetic. A light capture's sizes
+(`affine_size.AffineSize`) have their form without sympy. Anything else (`floor`,
 `Max`, `Mod`, a product of symbols) has no form here and is left to sympy.
 
 The symbols are whatever objects the expressions hold (sympy symbols in a shape
@@ -26,6 +27,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+
+from .affine_size import AffineSize
 
 Bound = int | None
 
@@ -95,6 +98,8 @@ def affine_form(expr: Any) -> AffineForm | None:
         return None
     if isinstance(expr, int):
         return AffineForm(expr, {})
+    if isinstance(expr, AffineSize):
+        return AffineForm(expr.constant, {AffineSize.symbol(n): c for n, c in expr.terms})
     if getattr(expr, "is_Integer", False):
         return AffineForm(int(expr), {})
     if getattr(expr, "is_Symbol", False):

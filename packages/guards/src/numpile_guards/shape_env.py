@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .affine import NotAffineError, affine_form, eliminate
+from .affine_size import AffineRelation, AffineSize, NeedsSympy, light_active
 from .symbolic import ShapeGuard, bounds, python_text
 
 if TYPE_CHECKING:
@@ -118,21 +119,26 @@ class ShapeEnv:
         value = int(value)
         if self.specialize_zero_one and value in (0, 1):
             return value
-        import sympy
-
         bounded = lo is not None or hi is not None
         if self.duck and not bounded and value in self._by_value:
             symbol = self._by_value[value]
             info = self._info[symbol]
             self._info[symbol] = attrs.evolve(info, sources=(*info.sources, source))
             return symbol
-        symbol = sympy.Symbol(f"s{len(self._info)}", integer=True, positive=True)
+        name = f"s{len(self._info)}"
+        made: Any
+        if light_active():
+            made = AffineSize.symbol(name)
+        else:
+            import sympy
+
+            made = sympy.Symbol(name, integer=True, positive=True)
         low = max(_MIN_DYNAMIC, lo or 0) if self.specialize_zero_one else max(0, lo or 0)
-        self._info[symbol] = SymbolInfo(symbol, (source,), value, low, hi)
+        self._info[made] = SymbolInfo(made, (source,), value, low, hi)
         if not bounded:
-            self._by_value.setdefault(value, symbol)
-        log.debug("create_symbol %s = %d for %s", symbol, value, source)
-        return symbol
+            self._by_value.setdefault(value, made)
+        log.debug("create_symbol %s = %d for %s", made, value, source)
+        return made
 
     def push_index(self, symbol: sympy.Symbol, low: Any, high: Any) -> None:
         """Bound a loop index (or an int known only at run time) while its body is traced:
@@ -195,6 +201,11 @@ class ShapeEnv:
         """
         if isinstance(relation, bool):
             return relation
+        if isinstance(relation, AffineRelation):
+            try:
+                return self._decide_affine(relation)
+            except NotAffineError:
+                raise NeedsSympy(f"deciding {relation}") from None
         import sympy
 
         return self._decide(sympy.sympify(relation))
@@ -243,6 +254,12 @@ class ShapeEnv:
         """
         if isinstance(expr, bool | int):
             return expr
+        if isinstance(expr, AffineSize):
+            for symbol in expr.free_symbols:
+                info = self._info.get(symbol)
+                if info is not None and (info.divisor > 1 or info.hi == info.lo):
+                    raise NeedsSympy(f"simplifying {expr} (a divisor or a pinned size)")
+            return expr
         import sympy
 
         expr = sympy.sympify(expr)
@@ -274,9 +291,11 @@ class ShapeEnv:
         >>> [guard.text for guard in env.produce_guards()]
         ["L['x'].shape[0] == 7"]
         """
+        if isinstance(expr, bool | int | AffineSize):
+            return expr  # an affine size has a node per term, far below the limit
         import sympy
 
-        if isinstance(expr, bool | int) or not _more_nodes_than(expr, COMPLEX_SIZE_NODES):
+        if not _more_nodes_than(expr, COMPLEX_SIZE_NODES):
             return expr
         free = expr.free_symbols
         if not free <= self._info.keys():
@@ -387,6 +406,11 @@ class ShapeEnv:
         """
         if isinstance(relation, bool):
             return relation
+        if isinstance(relation, AffineRelation):
+            known = self.decide(relation)
+            if known is None:
+                raise NeedsSympy(f"a guard {relation}")
+            return known
         import sympy
 
         relation = sympy.sympify(relation)
@@ -431,6 +455,9 @@ class ShapeEnv:
         >>> [g.text for g in env.produce_guards()]
         ["L['x'].strides[0] == 8"]
         """
+        if light_active():
+            self._texts.setdefault(text, ShapeGuard(True, text, reason))
+            return
         import sympy
 
         self._texts.setdefault(text, ShapeGuard(sympy.true, text, reason))
@@ -490,6 +517,8 @@ class ShapeEnv:
         >>> env.render(2 * s0)
         "2*L['x'].shape[0]"
         """
+        if isinstance(expr, AffineSize):
+            return expr.render(self._source_names())
         import sympy
 
         return python_text(sympy.sympify(expr), self._source_names())
@@ -511,6 +540,8 @@ class ShapeEnv:
 
     def _symbol_guards(self) -> list[ShapeGuard]:
         # The range guards of every symbol, then its duck-sizing equalities.
+        if light_active():
+            return self._affine_symbol_guards()
         import sympy
 
         names = self._source_names()
@@ -532,6 +563,26 @@ class ShapeEnv:
                 text = f"{other} == {info.sources[0]}"
                 relation = sympy.Eq(symbol, symbol, evaluate=False)
                 result.append(ShapeGuard(relation, text, "duck sizing"))
+        return result
+
+    def _affine_symbol_guards(self) -> list[ShapeGuard]:
+        # `_symbol_guards` of a light capture: the same texts, relations between sizes.
+        names = self._source_names()
+        result: list[ShapeGuard] = []
+        for symbol, info in self._info.items():
+            name = names[symbol]
+            if info.hi is not None and info.hi == info.lo:
+                raise NeedsSympy(f"the guard of the pinned size {symbol}")
+            if info.lo > 0:
+                relation = AffineRelation(">=", symbol, info.lo)
+                result.append(ShapeGuard(relation, f"{name} >= {info.lo}", "size range"))
+            if info.hi is not None:
+                relation = AffineRelation("<=", symbol, info.hi)
+                result.append(ShapeGuard(relation, f"{name} <= {info.hi}", "size range"))
+        for symbol, info in self._info.items():
+            for other in info.sources[1:]:
+                relation = AffineRelation("==", symbol, symbol)
+                result.append(ShapeGuard(relation, f"{other} == {info.sources[0]}", "duck sizing"))
         return result
 
     def _implied_by_range(self, relation: sympy.Basic) -> bool:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .affine_size import AffineSize, light_active, relation
 from .guard import Guard, GuardKind
 from .source import Source, evaluation_names
 
@@ -223,15 +224,27 @@ def _scale(factor: int, low: Bound, high: Bound) -> tuple[Bound, Bound]:
 
 
 def _lift(value: Any) -> Any:
-    import sympy
-
     if isinstance(value, SymInt):
         return value.expr
     if isinstance(value, bool):
         raise TypeError("bool")
+    if isinstance(value, int) and light_active():
+        return value
+    import sympy
+
     if isinstance(value, int):
         return sympy.Integer(value)
     raise TypeError(type(value).__name__)
+
+
+_PYTHON_COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 
 
 class SymInt:
@@ -249,10 +262,13 @@ class SymInt:
     __slots__ = ("env", "expr")
 
     def __init__(self, expr: Any, env: ShapeEnv) -> None:
+        self.env = env
+        if isinstance(expr, AffineSize):
+            self.expr: Any = expr
+            return
         import sympy
 
         self.expr = sympy.sympify(expr)
-        self.env = env
 
     def __repr__(self) -> str:
         return f"SymInt({self.expr})"
@@ -324,52 +340,38 @@ class SymInt:
     def __abs__(self) -> Any:
         return abs(int(self))
 
-    def _compare(self, other: Any, fn: Callable[[Any, Any], Any]) -> Any:
+    def _compare(self, other: Any, op: str) -> Any:
         try:
             right = _lift(other)
         except TypeError:
             if isinstance(other, float):
-                return fn(int(self), other)
+                return _PYTHON_COMPARISONS[op](int(self), other)
             return NotImplemented
-        return self.env.evaluate(fn(self.expr, right), reason="comparison of sizes")
+        return self.env.evaluate(relation(op, self.expr, right), reason="comparison of sizes")
 
     def __eq__(self, other: object) -> Any:
-        import sympy
-
-        return self._compare(other, sympy.Eq)
+        return self._compare(other, "==")
 
     def __ne__(self, other: object) -> Any:
-        import sympy
-
-        return self._compare(other, sympy.Ne)
+        return self._compare(other, "!=")
 
     def __lt__(self, other: Any) -> Any:
-        import sympy
-
-        return self._compare(other, sympy.Lt)
+        return self._compare(other, "<")
 
     def __le__(self, other: Any) -> Any:
-        import sympy
-
-        return self._compare(other, sympy.Le)
+        return self._compare(other, "<=")
 
     def __gt__(self, other: Any) -> Any:
-        import sympy
-
-        return self._compare(other, sympy.Gt)
+        return self._compare(other, ">")
 
     def __ge__(self, other: Any) -> Any:
-        import sympy
-
-        return self._compare(other, sympy.Ge)
+        return self._compare(other, ">=")
 
     def __hash__(self) -> int:
         return hash(int(self))
 
     def __bool__(self) -> bool:
-        import sympy
-
-        return self.env.evaluate(sympy.Ne(self.expr, 0), reason="truth of a size")
+        return self.env.evaluate(relation("!=", self.expr, 0), reason="truth of a size")
 
     def __int__(self) -> int:
         return self.env.specialize(self.expr, reason="a Python int was needed")
@@ -403,6 +405,8 @@ def is_size_expr(value: Any) -> bool:
     """
     # Another thread may be importing sympy right now: a module without `Basic` yet has
     # made no expression either.
+    if isinstance(value, AffineSize):
+        return True
     basic = getattr(sys.modules.get("sympy"), "Basic", None)
     return basic is not None and isinstance(value, basic)
 
@@ -414,6 +418,8 @@ def wrap_size(expr: Any, env: ShapeEnv) -> Any:
     >>> wrap_size(sympy.Integer(4), None)
     4
     """
+    if isinstance(expr, AffineSize) and env is not None:
+        return SymInt(env.simplify(expr), env)  # an affine size with a symbol: never an int
     import sympy
 
     if env is None:

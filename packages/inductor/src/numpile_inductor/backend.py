@@ -25,7 +25,7 @@ import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import Graph, body_runner, has_loops, run_graph
+from numpile_capture import Graph, body_runner, has_loops, run_graph, sympy_sizes
 from numpile_capture import config as capture_config
 
 from .artifact_format import ArtifactFormatError
@@ -166,14 +166,15 @@ def inductor(
     device = graph_device(graph)
     if device != "cpu":  # CuPy inputs: the device's own code generator (Triton)
         compiled: Callable[..., Any] = device_backend(device)(
-            graph, example_inputs, mode=mode, options=options
+            sympy_sizes(graph), example_inputs, mode=mode, options=options
         )
         return compiled
     if any(_foreign_byte_order(node.meta) for node in graph.placeholders):
         # NOTE: kernels read native-order numbers only (a `>f8` input would be misread, and
         # its graph prints like a native one): NumPy runs the graph, op by op.
         log.info("a graph input is not in native byte order; running the graph with NumPy")
-        return lambda *args: run_graph(graph, list(args))
+        numpy_graph = sympy_sizes(graph)
+        return lambda *args: run_graph(numpy_graph, list(args))
     config = InductorConfig.from_options(options, mode=mode)
 
     # Loop bodies the C loop nest cannot take are compiled once each and run by a host
@@ -218,6 +219,7 @@ def inductor(
                 cached = _cached(graph, config, _key(graph, config, functionalize=True))
             if cached is not None:
                 return cached.fn
+            graph = sympy_sizes(graph)  # the NumPy tier runs it until the build is done
 
             def build() -> Callable[..., Any]:
                 return _compile(graph, config, None, functionalize=True).fn
@@ -227,7 +229,12 @@ def inductor(
     except rt.CompilerNotFoundError as error:
         if config.no_compiler == "raise":
             raise
-        return op_by_op(graph, error)
+        return op_by_op(sympy_sizes(graph), error)
+
+
+# A light capture's graph (numpile_capture's `graph_sizes`) is looked up in the graph cache
+# as is: a hit runs without sympy; a miss converts it before lowering (`_compile`).
+inductor.takes_light_sizes = True  # type: ignore[attr-defined]
 
 
 def prepare(*, mode: str | None = None, options: Mapping[str, Any] | None = None) -> None:
@@ -308,7 +315,7 @@ def _force_host_loops(compiled: CompiledGraph, bodies: dict[int, LazyBody]) -> N
 
 
 def _op_by_op_body(body: Graph) -> Callable[..., Any]:
-    runner = body_runner(body)
+    runner = body_runner(sympy_sizes(body))
     return lambda *arguments: runner(arguments)
 
 
@@ -362,10 +369,18 @@ def _compile(
     *,
     functionalize: bool,
 ) -> CompiledGraph:
+    if rt.known_toolchain() is None:
+        # A fresh cache folder: the compiler is being probed (`prepare`) and the graph cache
+        # will miss. A light graph takes its sympy sizes (the import, 0.3 s) while the probe
+        # runs rather than after it, as when capture imported sympy.
+        graph = sympy_sizes(graph)
     key = _key(graph, config, functionalize=functionalize)
     cached = _cached(graph, config, key)
     if cached is not None:
         return cached
+    # A light capture's graph was good for the key (it prints as its sympy form); lowering
+    # takes sympy sizes.
+    graph = sympy_sizes(graph)
     rt.count("inductor_graph_cache_miss")
     # Late imports: code generation pulls in sympy (~0.3 s); a graph cache hit needs none.
     from .codegen.c.wrapper import generate_module

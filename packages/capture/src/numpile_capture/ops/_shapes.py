@@ -192,10 +192,10 @@ def check_symbolic_index(size: Any, index: int) -> None:
     env = active_shape_env()
     if env is None:
         return
-    import sympy  # late: a symbolic size needs it, a static one must not import it (warm start)
+    from numpile_guards import relation  # sympy's relation, or a light capture's
 
     bound = index if index >= 0 else -index - 1
-    if not env.evaluate(sympy.Gt(size, bound), reason="index in bounds"):
+    if not env.evaluate(relation(">", size, bound), reason="index in bounds"):
         raise IndexError(f"index {index} is out of bounds for size {env.hint(size)}")
 
 
