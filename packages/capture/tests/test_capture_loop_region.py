@@ -198,13 +198,34 @@ def test_with_the_rule_off_the_pieces_run_per_iteration(
 
 
 def _prefix_sums(x: Any) -> Any:
-    # Array work (a slice whose size depends on the index): the pieces compile once.
+    # Array work (a transcendental of a slice whose size depends on the index: it counts at
+    # its largest, all of x): the pieces compile once.
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        out[i] = np.sin(x[: i + 1]).sum()
+        if i % 1000 == 1001:
+            print(i)
+    return out
+
+
+def _cheap_prefix_sums(x: Any) -> Any:
+    # A sum of the same slice and a store of one element: little work, the loop runs in
+    # Python (the store counts the element it writes, not all of out).
     out = np.zeros_like(x)
     for i in range(x.shape[0]):
         out[i] = x[: i + 1].sum()
         if i % 1000 == 1001:
             print(i)
     return out
+
+
+def test_a_body_summing_an_index_dependent_slice_runs_in_python() -> None:
+    runs: list[Graph] = []
+    compiled = compile_function(_cheap_prefix_sums, backend=_counting(runs))
+    with recording_captures() as events:
+        _run(compiled, _cheap_prefix_sums, np.arange(1100.0))
+    assert sum(event.graph is not None for event in events) <= 3
+    assert len(runs) <= 4  # before the loop and after it, not per iteration
 
 
 def test_a_body_with_array_work_compiles_its_pieces_once() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -192,3 +193,25 @@ def test_relation_builds_sympy_relations_outside_a_light_capture(op: str) -> Non
     assert relation(op, AffineSize.symbol("s0"), 3) == _SYMPY_RELATIONS[op](s0, 3)
     with pytest.raises(ValueError, match="expected one of"):
         relation("=", s0, 3)
+
+
+@pytest.mark.parametrize("light", [True, False])
+def test_the_largest_hint_takes_each_index_at_its_end(light: bool) -> None:
+    # s0 = 9, s1 = 5, i0 in [0, s0 - 1], i1 in [0, i0 - 1]: the estimate a cost rule reads
+    # is the same in both representations.
+    env, (s0, s1, i0, i1) = _envs(light)
+    with light_sizes() if light else contextlib.nullcontext():
+        assert env.largest_hint(i0 + 1) == 9
+        assert env.largest_hint(s0 - i0) == 9
+        assert env.largest_hint(2 * s1 + i1) == 10 + 7
+        assert env.largest_hint(s0 - i1 - 1) == 8
+        assert env.largest_hint(7) == 7
+    opaque = AffineSize.symbol("r5") if light else sympy.Symbol("r5", integer=True)
+    assert env.largest_hint(opaque + 1) is None
+
+
+def test_the_largest_hint_of_a_clamp_is_its_largest_at_the_bounds() -> None:
+    env, (s0, _, i0, _) = _envs(False)
+    assert env.largest_hint(sympy.Min(i0 + 3, s0)) == 9
+    assert env.largest_hint(sympy.Max(0, s0 - 2 * i0)) == 9
+    assert env.largest_hint(s0 * (i0 + 1)) == 81

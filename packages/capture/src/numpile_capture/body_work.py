@@ -12,10 +12,13 @@ The work of a node is counted in element-operations: the elements of its largest
 (its result; the operands too for an operation that computes on them, not for one that
 only picks elements or makes a view), times `EXPENSIVE_WEIGHT` for a transcendental
 function or a library call, which cost NumPy several times an arithmetic operation per
-element. An array of a size known only at run time, or a loop kept inside the body (its
-iterations run in C), counts as `PIECES_PAY_AT` on its own. A body traced up to its break
-with less work than `PIECES_PAY_AT` runs whole in plain Python instead (`loop_region`),
-at eager's speed.
+element. A symbolic size counts at the largest value the shape environment estimates for it
+(`ShapeEnv.largest_hint`: the sizes seen now, a loop index at the end of its range, so
+`x[: i + 1]` counts as all of `x`); one it cannot bound (a data-dependent size), or a loop
+kept inside the body (its iterations run in C), counts as `PIECES_PAY_AT` on its own. A
+store `x[index] = value` counts the elements of its value, not all of `x`. A body traced up
+to its break with less work than `PIECES_PAY_AT` runs whole in plain Python instead
+(`loop_region`), at eager's speed.
 
 The tracer sums the work of the nodes it adds (`Tracer.array_work`), so a loop compares the
 sum before and after tracing its body, nested bodies and inlined calls included.
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node
 from .meta import ArrayMeta
 from .op import OpKind
@@ -82,18 +86,37 @@ def _work(node: Node) -> int:
         return PIECES_PAY_AT  # a kept loop: its iterations run compiled
     branches = sum(array_work(graph.nodes) for _, graph in subgraphs)  # a cond's
     metas = [node.meta]
-    if node.op.kind not in _SELECTING:
+    if node.op.kind is OpKind.MUTATION and any(name == "index" for name, _ in node.params):
+        # A store `x[index] = value` writes the value's elements, not all of `x` (its result).
+        metas = [value.meta for value in node.inputs[1:] if isinstance(value, Node)]
+    elif node.op.kind not in _SELECTING:
         metas += [value.meta for value in node.inputs if isinstance(value, Node)]
     largest = 1
     for meta in metas:
         if not isinstance(meta, ArrayMeta):
             continue
-        size = meta.numel
-        if not isinstance(size, int):
-            return PIECES_PAY_AT  # a size known only at run time
+        size = _elements(meta)
+        if size is None:
+            return PIECES_PAY_AT  # a size with no bound at capture time
         largest = max(largest, size)
     weight = EXPENSIVE_WEIGHT if _is_expensive(node) else 1
     return branches + weight * largest
+
+
+def _elements(meta: ArrayMeta) -> int | None:
+    # The elements at the largest sizes the shape environment estimates (its sizes' hints,
+    # indices anywhere in their bounds): a product of ints, never a symbolic one (which a
+    # light capture would have to hand to sympy).
+    env = active_shape_env()
+    total = 1
+    for dim in meta.shape:
+        largest = dim if isinstance(dim, int) else None
+        if largest is None and env is not None:
+            largest = env.largest_hint(dim)
+        if largest is None:
+            return None
+        total *= max(largest, 0)
+    return total
 
 
 def _is_expensive(node: Node) -> bool:

@@ -241,6 +241,21 @@ class ShapeEnv:
             raise ValueError(f"size expression {expr} is not an integer ({value})")
         return bool(value) if value.is_Relational else int(value)
 
+    def largest_hint(self, size: Any) -> int | None:
+        """An estimate of the largest value `size` takes at the sizes seen at capture time,
+        each loop index anywhere in its bounds: for cost rules, never a guard. None where a
+        symbol without a bound (a data-dependent size, an opaque run-time int) leaves it open.
+
+            >>> import sympy
+            >>> env = ShapeEnv(); s0 = env.create_symbol(6, "L['x'].shape[0]")
+            >>> i0 = sympy.Symbol("i0", integer=True); env.push_index(i0, 0, s0 - 1)
+            >>> env.largest_hint(i0 + 1), env.largest_hint(s0 - i0)
+            (6, 6)
+            >>> env.largest_hint(sympy.Symbol("u0")) is None
+            True
+        """
+        return _largest(self, size, _BOUND_DEPTH)
+
     # --- simplification -------------------------------------------------------------------
 
     def simplify(self, expr: Any) -> Any:
@@ -711,3 +726,62 @@ def _sign_decides(op: str, low: int | None, high: int | None) -> bool | None:
         if excluded:
             return op == "!="
     return None
+
+
+# NOTE: how deep `largest_hint` follows bounds that name other indices (`j < i < s0`).
+_BOUND_DEPTH = 4
+
+
+def _largest(env: ShapeEnv, size: Any, depth: int) -> int | None:
+    # An affine size is largest at each index's upper bound where its coefficient is positive
+    # (lower bound where negative); a sympy expression (clamps, products) is tried at every
+    # combination of its indices' bounds.
+    if isinstance(size, bool | int):
+        return int(size)
+    if isinstance(size, AffineSize):
+        total = size.constant
+        for name, coefficient in size.terms:
+            value = _symbol_value(env, AffineSize.symbol(name), coefficient > 0, depth)
+            if value is None:
+                return None
+            total += coefficient * value
+        return total
+    import itertools
+
+    import sympy
+
+    expr = sympy.sympify(size)
+    fixed: dict[Any, Any] = {}
+    free: list[Any] = []
+    for symbol in expr.free_symbols:
+        if symbol in env._info:
+            fixed[symbol] = sympy.Integer(env._info[symbol].hint)
+        elif symbol in env._indices and len(free) < 4:
+            free.append(symbol)
+        else:
+            return None
+    best: int | None = None
+    for uppers in itertools.product((False, True), repeat=len(free)):
+        values = dict(fixed)
+        for symbol, upper in zip(free, uppers, strict=True):
+            value = _symbol_value(env, symbol, upper, depth)
+            if value is None:
+                return None
+            values[symbol] = sympy.Integer(value)
+        result = expr.xreplace(values)
+        if not result.is_Integer:
+            return None
+        best = int(result) if best is None else max(best, int(result))
+    return best
+
+
+def _symbol_value(env: ShapeEnv, symbol: Any, upper: bool, depth: int) -> int | None:
+    # A size symbol's hint, or a loop index's upper (or lower) bound, estimated in turn.
+    info = env._info.get(symbol)
+    if info is not None:
+        return info.hint
+    bounds = env._indices.get(symbol)
+    if bounds is None or depth == 0:
+        return None
+    bound = bounds[1] if upper else bounds[0]
+    return None if bound is None else _largest(env, bound, depth - 1)
