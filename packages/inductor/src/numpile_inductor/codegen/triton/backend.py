@@ -268,6 +268,7 @@ def compile_triton(
     if options.trace_enabled or options.graph_diagram:
         _write_debug(graph, target, module, sched, functional_text, options)
     program = sched.program
+    _check_sizes_bound(program, module)
     with rt.timed("triton_load"):
         loaded = rt.load_triton_module(module.source, name_hint="graph")
     writes_inputs = any(node.op is not None and node.op.mutates for node in target.nodes)
@@ -623,6 +624,34 @@ def _exact_dtype(value: Any, dtype: np.dtype[Any]) -> Any:
     if rt.is_device_array(value) and value.dtype == dtype and value.dtype.char != dtype.char:
         return value.view(dtype)
     return value
+
+
+def _check_sizes_bound(program: Any, module: TritonModule) -> None:
+    # A call binds its run-time sizes from the bare dims of its inputs and of its extern
+    # results (`_bind_sizes`). A size over another symbol (the opaque slot of an int read at
+    # run time: `x[:k]`, length `Max(0, Min(r0, s0))`) has no value here: refused, and the
+    # dispatcher compiles the call with that int a constant.
+    externs = [
+        part.buffer
+        for step in module.steps
+        for part in (step.extern if isinstance(step, MatmulChoice) else (step,))
+        if isinstance(part, ExternCall)
+    ]
+    buffers = program.buffers
+    bound = {
+        str(dim)
+        for name in [*program.inputs, *externs]
+        for dim in buffers[name].shape
+        if getattr(dim, "is_Symbol", False)
+    }
+    for name, buf in buffers.items():
+        for dim in buf.shape:
+            free = {str(s) for s in getattr(dim, "free_symbols", ())}
+            if not free <= bound:
+                raise ValueError(
+                    f"Triton: {name} has size {dim}, over {sorted(free - bound)}, which no "
+                    "input or extern result binds"
+                )
 
 
 def _bind_sizes(shape: tuple[Any, ...], value: Any, sizes: dict[str, int]) -> None:
