@@ -253,29 +253,25 @@ def _affine_slice_span(
             return bool(_INT_COMPARISONS[op](lhs, rhs))
         return None if env is None else env.decide(relation(op, lhs, rhs))
 
+    def limited(value: Any, limit: Any, past: str, reaching: str, clamp: str) -> Any:
+        # `value`, or `limit` where `value` is past it (`past`), when the facts decide which.
+        if limit is None:
+            return value
+        beyond = decide(past, value, limit)
+        if beyond is False:
+            return value
+        if beyond is True or decide(reaching, value, limit) is True:
+            return limit
+        raise NeedsSympy(f"{clamp}({value}, {limit}) of a slice bound")
+
     def clamped(value: Any, default: Any, low: Any, high: Any) -> Any:
         if value is None:
             return default
         negative = decide("<", value, 0)
         if negative is True:
-            wrapped = value + size
-            if low is None:
-                return wrapped
-            below = decide("<", wrapped, low)
-            if below is False:
-                return wrapped
-            if below is True or decide("<=", wrapped, low) is True:
-                return low
-            raise NeedsSympy(f"Max({wrapped}, {low}) of a slice bound")
+            return limited(value + size, low, "<", "<=", "Max")
         if negative is False:
-            if high is None:
-                return value
-            above = decide(">", value, high)
-            if above is False:
-                return value
-            if above is True or decide(">=", value, high) is True:
-                return high
-            raise NeedsSympy(f"Min({value}, {high}) of a slice bound")
+            return limited(value, high, ">", ">=", "Min")
         raise NeedsSympy(f"the sign of the slice bound {value}")
 
     if step > 0:
