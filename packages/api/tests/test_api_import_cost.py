@@ -54,6 +54,10 @@ def steps(u, n):
     return u
 
 assert numpile.compile(steps)(x, 3).tolist() == steps(x, 3).tolist()
+# The queued builds (the compiler probe, the precompiled header) finish before the modules
+# are listed: a cold run that exited first would leave the warm run their cache writes.
+import numpile_runtime
+assert numpile_runtime.wait_for_queued_builds(timeout=240)
 print(json.dumps({
     "import": sorted(after_import), "first call": sorted(set(sys.modules)),
     "sources": sorted({p for p in opened if "numpile" in p}),
