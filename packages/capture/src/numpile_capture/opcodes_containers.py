@@ -140,8 +140,11 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
         tracer = frame.tracer
         work = tracer.array_work
         try:
-            if not tracer.keep_loops or tracer.transform_depth:
-                raise LoopFallback("it is differentiated (loop nodes have no VJP rule yet)")
+            if not tracer.keep_loops:
+                raise LoopFallback(
+                    "this capture unrolls loops (keep_loops=False: a differentiated loop "
+                    "without a loop VJP)"
+                )
             keep_loop(frame, inst, iterator)
             return
         except NestedReturn:

@@ -279,7 +279,13 @@ class Tracer:
             if isinstance(arg, FunctionVar) and arg.fn is not None and arg.source is not None:
                 self.transform_sources[id(arg.fn)] = arg.source
 
-        def inline(inner: Any, values: tuple[Any, ...], keywords: dict[str, Any]) -> Any:
+        def inline(
+            inner: Any,
+            values: tuple[Any, ...],
+            keywords: dict[str, Any],
+            *,
+            keep_loops: bool = False,
+        ) -> Any:
             if isinstance(inner, FunctionVar):
                 callee = inner  # a function the captured code made
             elif isinstance(inner, types.FunctionType):
@@ -292,6 +298,8 @@ class Tracer:
             else:
                 raise Unsupported(f"not supported yet: transforming {inner!r}")
             self.transform_depth += 1
+            outer = self.keep_loops
+            self.keep_loops = outer and keep_loops
             try:
                 result = self.inline(
                     callee,
@@ -299,6 +307,7 @@ class Tracer:
                     {key: self._from_tree(value) for key, value in keywords.items()},
                 )
             finally:
+                self.keep_loops = outer
                 self.transform_depth -= 1
             return self._graph_tree(result)
 
