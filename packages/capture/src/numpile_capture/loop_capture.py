@@ -84,8 +84,7 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
 
 def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     extent = _extent(frame, inst)
-    # A differentiated loop keeps a constant trip count: its VJP's stacks take it as their
-    # length (numpile_autograd_aot.vjp_loop).
+    # A differentiated loop's bounds are pinned (`loop_ranges.pinned`): nothing to widen.
     differentiated = frame.tracer.transform_depth > 0
     if not differentiated:
         widen_ahead(iterator.bounds)  # before the body is traced with bounds that would change

@@ -18,7 +18,7 @@ from .capture_result import Unsupported
 from .config import config
 from .loop_capture import LoopFallback, keep_loop, log
 from .loop_exit import BodyBreaks, NestedReturn
-from .loop_ranges import RangeIterVar, range_iterator, unrolled
+from .loop_ranges import RangeIterVar, pinned, range_iterator, unrolled
 from .loop_region import in_python
 from .operators import (
     iterate,
@@ -136,6 +136,10 @@ def _get_iter(frame: Frame, inst: Instruction) -> None:
 
 def _for_iter(frame: Frame, inst: Instruction) -> None:
     iterator = frame.state.peek()
+    if isinstance(iterator, RangeIterVar) and frame.tracer.transform_depth:
+        iterator = pinned(iterator)  # see `pinned`: the loop VJP's stacks take the trip count
+        frame.state.pop()
+        frame.state.push(iterator)
     if isinstance(iterator, RangeIterVar):
         tracer = frame.tracer
         work = tracer.array_work
