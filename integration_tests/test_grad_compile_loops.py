@@ -155,7 +155,7 @@ def test_the_compiled_graph_holds_a_forward_loop_and_a_reverse_loop(placement: s
         explained = numpile.explain(target)(x, steps)
         assert (explained.graph_count, explained.graph_break_count) == (1, 0)
         (graph,) = explained.graphs
-        forward, backward = _loops(graph)
+        forward, _reverse = _loops(graph)
         body = forward.kwargs["body"]
         assert sum(1 for n in body.nodes if n.op is not None and n.op.name == "setitem_at") == 2
         sizes.append(len(graph.nodes))
@@ -203,3 +203,20 @@ def test_a_loop_without_a_vjp_too_long_to_unroll_names_the_loop(fullgraph: bool)
     message = rf"1500 iterations.*{where}" if fullgraph else rf"{where}: loop not kept"
     with pytest.raises(Exception, match=message):
         compiled(x, 1500)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a differentiated loop's bounds are pinned: its VJP stacks the carried values in "
+    "arrays as long as the trip count, and a stack of a run-time length is not built yet",
+)
+def test_a_new_trip_count_does_not_compile_again() -> None:
+    from numpile_capture.capture_events import recording_captures
+
+    compiled = numpile.compile(numpile.grad(tanh_recurrence))
+    x = np.linspace(-1, 1, 4)
+    with recording_captures() as events:
+        for n in (3, 30, 300):
+            want = numpile.grad(tanh_recurrence, compiler="eager")(x, n)
+            np.testing.assert_allclose(compiled(x, n), want, rtol=1e-10, atol=1e-12)
+    assert sum(1 for event in events if event.graph is not None) == 1

@@ -136,7 +136,7 @@ def trace_reversed(
     again with its loops unrolled (up to the capture's unroll limit; past it the call is a
     graph break, and the eager transform names the loop).
 
-        >>> region, specs, grads = trace_reversed(call, loss, call.args, (0,), sweep)  # doctest: +SKIP
+        >>> trace_reversed(call, loss, call.args, (0,), sweep)  # doctest: +SKIP
     """
     graph = call.graph
     start = len(graph.nodes)

@@ -555,6 +555,7 @@ class Inline(Protocol):
         fn: Any,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
+        /,
         *,
         keep_loops: bool = False,
     ) -> Any: ...

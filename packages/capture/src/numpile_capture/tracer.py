@@ -102,7 +102,7 @@ def capture_function(
 
     `bindings` maps NumPy to graph nodes (default: `numpile_capture.numpy_bindings`).
     `keep_loops=False` unrolls loops over ranges instead of keeping them as loop nodes
-    (for graphs that are differentiated: loop nodes have no VJP rule yet).
+    (the graphs `grad` differentiates when a loop has no VJP rule).
     Raises `Unsupported` for code that cannot be captured yet; exceptions of
     invalid programs propagate as they are.
 
