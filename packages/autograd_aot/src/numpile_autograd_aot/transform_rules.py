@@ -13,6 +13,9 @@ run in the same call.
     ... def step(w, x):
     ...     return w - 0.1 * grad(loss)(w, x)   # one graph: forward and backward of loss
 
+A `for` loop in the differentiated function stays a loop there, with the loop VJP
+`grad` uses (`transform_region.trace_reversed`); a loop it does not cover is unrolled.
+
 What the rules cannot put in the graph raises `Unsupported`, which makes
 the call a graph break where the transform runs eagerly (same values): a
 differentiated function that writes to arrays, a differentiated leaf that is
