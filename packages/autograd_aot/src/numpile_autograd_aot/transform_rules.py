@@ -52,6 +52,7 @@ from .transform_region import (
     region_cotangents,
     trace_reversed,
 )
+from .vjp_loop import LoopVjpUnsupported
 from .vjp_table import differentiable
 
 __all__ = [
@@ -154,6 +155,10 @@ def expand_vjp(call: TransformCall) -> Any:
         ]
         try:
             region_cotangents(call.graph, region, seeds)
+        except LoopVjpUnsupported:
+            raise  # traced again with the loops unrolled
+        except NotImplementedError:
+            pass  # a missing rule is raised where the pullback is called, as before
         finally:
             drop_added(call.graph, end)
 
