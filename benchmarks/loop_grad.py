@@ -1,6 +1,7 @@
 """Gradients through loops: `numpile.grad` of time-stepped programs at 10 to 100,000 steps.
 
-    python -m benchmarks.loop_grad [--steps 10,1000,100000] [--repeats 7] [workload patterns...]
+    python -m benchmarks.loop_grad [--steps 10,1000,100000] [--repeats 7]
+        [--contenders numpy,forward,eager_grad,grad,compile_grad] [workload patterns...]
 
 Each case runs in a child process of its own with fresh cache folders (`benchmarks.child`),
 so the first call includes capture and every C build (`NUMPILE_TIERED=0`). Contenders, per
@@ -11,8 +12,9 @@ workload and trip count:
 - `eager_grad`: `numpile.grad(f, compiler="eager")`, its graphs run op by op with NumPy;
 - `grad`: `numpile.grad(f)`, forward and backward graphs compiled by the inductor (a kept
   loop's VJP is a stacking loop and a reverse loop, each a C loop);
-- `compile_grad`: `numpile.compile(numpile.grad(f))`, traced into the caller's graph; a
-  transform traced there unrolls its loops, so it runs only up to `--unrolled-max` steps.
+- `compile_grad`: `numpile.compile(numpile.grad(f))`, traced into the caller's graph, where
+  the loop stays a loop with the same VJP as `grad`'s (one graph: the stacking loop, which
+  also gives the forward's results, and the reverse loop).
 
 Warm time is the median of `--repeats` calls after the first and two warm-up calls. Every
 gradient is compared with `eager_grad`'s (the `check` column). Workloads: a 50-element tanh
@@ -113,10 +115,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("patterns", nargs="*", help="workload names (fnmatch patterns)")
     parser.add_argument("--steps", default="10,1000,100000")
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--unrolled-max", type=int, default=100)
+    parser.add_argument("--contenders", default=",".join(CONTENDERS))
     parser.add_argument("--limit-s", type=float, default=600.0)
     parser.add_argument("--child", nargs=3, metavar=("WORKLOAD", "STEPS", "CONTENDER"))
     options = parser.parse_args(argv)
+    unknown = set(options.contenders.split(",")) - set(CONTENDERS)
+    if unknown:
+        parser.error(f"unknown contenders {sorted(unknown)}; choose from {', '.join(CONTENDERS)}")
     if options.child:
         workload, steps, contender = options.child
         child(workload, int(steps), contender, options.repeats)
@@ -128,9 +133,7 @@ def main(argv: list[str] | None = None) -> None:
         if options.patterns and not any(fnmatch.fnmatch(workload, p) for p in options.patterns):
             continue
         for steps in (int(s) for s in options.steps.split(",")):
-            for contender in CONTENDERS:
-                if contender == "compile_grad" and steps > options.unrolled_max:
-                    continue
+            for contender in options.contenders.split(","):
                 args = ["--child", workload, str(steps), contender]
                 args += ["--repeats", str(options.repeats)]
                 done = run_child("benchmarks.loop_grad", args, limit_s=options.limit_s)

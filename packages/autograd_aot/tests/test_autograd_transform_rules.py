@@ -157,3 +157,61 @@ def test_scalar_inputs_pass_through_a_transform_unspecialized() -> None:
             np.testing.assert_allclose(got, plain_step(w, x, lr, lam), rtol=1e-13)
     assert len(events) == 2
     reset()
+
+
+def _recurrence(x: Any, n: int) -> Any:
+    h = x
+    for _ in range(n):
+        h = np.tanh(h * 0.7 + 0.1)
+    return np.sum(h * h)
+
+
+def _breaking(x: Any, n: int) -> Any:
+    h = x
+    for i in range(n):
+        h = np.sin(h) * 0.9
+        if i == 3:
+            break
+    return np.sum(h)
+
+
+def _loop_ops(graph: Graph) -> list[str]:
+    return [n.op.name for n in graph.nodes if n.op is not None and n.op.name == "for_loop"]
+
+
+@pytest.mark.parametrize("n", [0, 1, 6, 200])
+def test_grad_keeps_the_loop_it_traces(n: int) -> None:
+    # Two loop nodes whatever the trip count: the loop stacking the carried values, which
+    # stands for the forward loop (it runs once), and the reverse loop (at 0 iterations,
+    # the forward loop alone).
+    x = np.random.default_rng(n).uniform(-1, 1, 3)
+    got, graph = _run_captured(lambda x, n: value_and_grad(_recurrence)(x, n), x, n)
+    want = value_and_grad(_recurrence, compiler="eager")(x, n)
+    assert got[0] == want[0]
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-13, atol=1e-15)
+    assert _loop_ops(graph) == (["for_loop"] if n == 0 else ["for_loop", "for_loop"])
+    assert len(graph.nodes) < 40
+
+
+def test_vjp_keeps_the_loop_it_traces() -> None:
+    x = np.random.default_rng(2).uniform(-1, 1, 3)
+
+    def caller(x: Any) -> Any:
+        out, pullback = vjp(lambda v: _recurrence(v, 300), x)
+        return out, pullback(1.5)
+
+    got, graph = _run_captured(caller, x)
+    out, pullback = vjp(lambda v: _recurrence(v, 300), x, compiler="eager")
+    assert got[0] == out
+    np.testing.assert_allclose(got[1][0], pullback(1.5)[0], rtol=1e-13, atol=1e-15)
+    assert len(_loop_ops(graph)) == 3  # the forward, the stacking loop, the reverse loop
+
+
+def test_a_loop_without_a_vjp_is_traced_again_unrolled() -> None:
+    # A `break` has no loop VJP: the region is traced again with the loop unrolled.
+    x = np.random.default_rng(3).uniform(-1, 1, 3)
+    got, graph = _run_captured(lambda x: grad(_breaking)(x, 10), x)
+    np.testing.assert_allclose(got, grad(_breaking, compiler="eager")(x, 10), rtol=1e-13)
+    assert _loop_ops(graph) == []
+    ops = [n.op.name for n in graph.nodes if n.op is not None]
+    assert (ops.count("sin"), ops.count("cos")) == (4, 4)

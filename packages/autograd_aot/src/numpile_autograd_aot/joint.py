@@ -84,7 +84,7 @@ def build_joint(
     results = [input_cotangent(joint, cotangents, primals[index]) for index in diff_inputs]
     joint.output = (outputs, tuple(results))
     # A loop whose VJP stacks its carried values runs once: the stacking loop stands for it.
-    joint = share_forward_loops(joint, shared)
+    share_forward_loops(joint, shared)
     return JointGraph(joint, len(primals), len(outputs), tuple(tangent_outputs), tuple(diff_inputs))
 
 

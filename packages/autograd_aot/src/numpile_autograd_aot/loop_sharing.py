@@ -9,7 +9,7 @@ before it) moves to the original's place, and the original's carried outputs bec
 first outputs. Both loops run the same iterations from the same values: the graph's
 results do not change, only how often the loop runs.
 
-    >>> joint = share_forward_loops(joint_graph, {forward_loop: stacking_loop})  # doctest: +SKIP
+    >>> replaced = share_forward_loops(joint_graph, {forward_loop: stacking_loop})  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -19,15 +19,22 @@ from typing import Any
 
 from numpile_capture import Graph, Node
 
-__all__ = ["share_forward_loops"]
+__all__ = ["map_tree", "share_forward_loops"]
 
 
-def share_forward_loops(graph: Graph, shared: Mapping[Node, Node]) -> Graph:
-    """`graph` with each loop node of `shared` replaced by the loop standing for it (see
-    the module docstring); `graph` itself when there is nothing to share.
+def share_forward_loops(graph: Graph, shared: Mapping[Node, Node]) -> dict[Node, Any]:
+    """Replace, in `graph` itself, each loop node of `shared` by the loop standing for it
+    (see the module docstring); return what stands for each node it removed or rebuilt
+    (empty when there is nothing to share), for values held outside the graph.
 
-    A pair is left as it is where the standing loop reads a value computed after the
-    original that is not its own to move (it cannot then run in the original's place).
+    In place, so that a graph being traced (a transform's region in its caller's graph)
+    shares its loops too: the nodes before the first moved loop, and every node whose
+    inputs do not change, stay the same objects. A pair is left as it is where the
+    standing loop reads a value computed after the original that is not its own to move
+    (it cannot then run in the original's place).
+
+        >>> share_forward_loops(graph, {})  # doctest: +SKIP
+        {}
     """
     position = {node: k for k, node in enumerate(graph.nodes)}
     moves: dict[Node, list[Node]] = {}
@@ -38,39 +45,46 @@ def share_forward_loops(graph: Graph, shared: Mapping[Node, Node]) -> Graph:
         if found is not None:
             moves[loop] = found
     if not moves:
-        return graph
+        return {}
     # The twin's output standing for each carried output of an original loop.
     outputs = {loop: _loop_outputs(graph, shared[loop]) for loop in moves}
     skipped = {node for moved in moves.values() for node in moved}
-    result = Graph()
+    nodes: list[Node] = []
     mapping: dict[Node, Any] = {}
 
-    def copy(node: Node) -> None:
-        if node.op is None:
-            mapping[node] = result.placeholder(node.name, node.meta)
-            return
-        inputs = tuple(mapping[v] if isinstance(v, Node) else v for v in node.inputs)
-        mapping[node] = result.add_node(node.op, inputs, node.kwargs, node.meta)
-        if node in graph.locations:
-            result.locations[mapping[node]] = graph.locations[node]
+    def place(node: Node) -> None:
+        inputs = tuple(mapping.get(v, v) if isinstance(v, Node) else v for v in node.inputs)
+        if any(new is not old for new, old in zip(inputs, node.inputs, strict=True)):
+            # Same name, op and meta: only where its operands come from changes.
+            rebuilt = Node(node.name, node.op, inputs, node.params, node.meta)
+            mapping[node] = rebuilt
+            if node in graph.locations:
+                graph.locations[rebuilt] = graph.locations.pop(node)
+            node = rebuilt
+        nodes.append(node)
 
-    for node in graph.nodes:
+    for node in list(graph.nodes):
         if node in skipped:
             continue
         if node in moves:
             for each in moves[node]:
-                copy(each)
-            if node in graph.locations:  # warnings of the loop name the user's line
-                result.locations.setdefault(mapping[shared[node]], graph.locations[node])
-            mapping[node] = mapping[shared[node]]
+                place(each)
+            twin = mapping.get(shared[node], shared[node])
+            location = graph.locations.pop(node, None)
+            if location is not None:  # warnings of the loop name the user's line
+                graph.locations.setdefault(twin, location)
+            mapping[node] = twin
             continue
         owner = node.inputs[0] if _is_loop_output(node) else None
         if isinstance(owner, Node) and owner in moves:
-            mapping[node] = mapping[outputs[owner][node.kwargs["index"]]]
+            standing = outputs[owner][node.kwargs["index"]]
+            mapping[node] = mapping.get(standing, standing)
+            graph.locations.pop(node, None)
             continue
-        copy(node)
-    result.output = _map_tree(graph.output, mapping)
-    return result
+        place(node)
+    graph.nodes[:] = nodes
+    graph.output = map_tree(graph.output, mapping)
+    return mapping
 
 
 def _moved_with(
@@ -106,11 +120,17 @@ def _is_loop_output(node: Node) -> bool:
     return node.op is not None and node.op.name == "loop_output"
 
 
-def _map_tree(value: Any, mapping: dict[Node, Any]) -> Any:
+def map_tree(value: Any, mapping: Mapping[Node, Any]) -> Any:
+    """`value` (a tree of graph values) with each node of `mapping` replaced by what
+    stands for it (`share_forward_loops`'s result).
+
+        >>> map_tree((1, [2.0]), {})
+        (1, [2.0])
+    """
     if isinstance(value, Node):
-        return mapping[value]
+        return mapping.get(value, value)
     if isinstance(value, tuple | list):
-        return type(value)(_map_tree(item, mapping) for item in value)
+        return type(value)(map_tree(item, mapping) for item in value)
     if isinstance(value, dict):
-        return {key: _map_tree(item, mapping) for key, item in value.items()}
+        return {key: map_tree(item, mapping) for key, item in value.items()}
     return value

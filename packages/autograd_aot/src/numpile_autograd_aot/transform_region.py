@@ -7,8 +7,9 @@ The trace rules of `grad`, `vjp`, `jacrev` and `vmap` share it (`transform_rules
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
@@ -26,16 +27,24 @@ from numpile_capture import (
 )
 from numpile_capture.trace_rules import RuleKind, rule_for
 
+from .config import config
 from .joint import append_backward, input_cotangent
+from .vjp_loop import LoopVjpUnsupported
 from .vjp_table import differentiable
+
+log = logging.getLogger("numpile.autograd_aot")
+
+_T = TypeVar("_T")
 
 __all__ = [
     "Region",
     "cotangent_node",
+    "drop_added",
     "drop_replaced",
     "function_name",
     "region_cotangents",
     "trace_region",
+    "trace_reversed",
 ]
 
 
@@ -68,10 +77,16 @@ def _alias_leaf(graph: Graph, leaf: Any) -> tuple[Any, Node | None]:
 
 
 def trace_region(
-    call: TransformCall, fn: Any, args: Sequence[Any], argnums: Sequence[int]
+    call: TransformCall,
+    fn: Any,
+    args: Sequence[Any],
+    argnums: Sequence[int],
+    *,
+    keep_loops: bool = False,
 ) -> tuple[Region, list[Any]]:
     """Inline `fn` with its differentiated arguments aliased: the region, and the pytree
-    specs of those arguments. A region that writes to arrays is `Unsupported`."""
+    specs of those arguments. A region that writes to arrays is `Unsupported`.
+    `keep_loops`: its loops stay loop nodes (see `trace_reversed`), else they unroll."""
     graph = call.graph
     start = len(graph.nodes)
     replaced = list(args)
@@ -85,7 +100,7 @@ def trace_region(
         targets += [target for _, target in aliased]
         replaced[argnum] = tree_unflatten(spec, [value for value, _ in aliased])
         specs.append(spec)
-    output = _inline(call, fn, tuple(replaced), dict(call.kwargs))
+    output = _inline(call, fn, tuple(replaced), dict(call.kwargs), keep_loops)
     nodes = tuple(node for node in graph.nodes[start:] if node.op is not None)
     written = [node for node in nodes if node.op is not None and node.op.kind is OpKind.MUTATION]
     if written:
@@ -96,19 +111,67 @@ def trace_region(
     return Region(nodes, tuple(targets), output), specs
 
 
-def _inline(call: TransformCall, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _inline(
+    call: TransformCall, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], keep_loops: bool
+) -> Any:
     # `fn` traced into the graph; a transform's function (`grad(f)` made in captured code,
     # under `jacfwd`) by its own rule, since inlining it would trace its eager body.
     rule = rule_for(fn)
     if rule is not None and rule.kind is RuleKind.TRANSFORM and rule.expand is not None:
         return rule.expand(TransformCall(call.graph, args, kwargs, call.inline))
-    return call.inline(fn, args, kwargs)
+    return call.inline(fn, args, kwargs, keep_loops=keep_loops)
 
 
-def region_cotangents(graph: Graph, region: Region, seeds: list[tuple[Any, Node]]) -> list[Any]:
+def trace_reversed(
+    call: TransformCall,
+    fn: Any,
+    args: Sequence[Any],
+    argnums: Sequence[int],
+    sweep: Callable[[Region], _T],
+) -> tuple[Region, list[Any], _T]:
+    """`trace_region` with `fn`'s loops kept, then `sweep(region)`, which appends its
+    reverse sweep: a `for` loop goes through the loop VJP `grad` uses (`vjp_loop`), so the
+    graph does not grow with the trip count. Where a loop has none (`LoopVjpUnsupported`:
+    a `while`, a `break`), the region and the sweep's nodes are removed and `fn` is traced
+    again with its loops unrolled (up to the capture's unroll limit; past it the call is a
+    graph break, and the eager transform names the loop).
+
+        >>> trace_reversed(call, loss, call.args, (0,), sweep)  # doctest: +SKIP
+    """
+    graph = call.graph
+    start = len(graph.nodes)
+    if config.keep_loops:
+        region, specs = trace_region(call, fn, args, argnums, keep_loops=True)
+        try:
+            return region, specs, sweep(region)
+        except LoopVjpUnsupported as error:
+            log.info("%s: loops unrolled: %s", function_name(fn), error)
+            drop_added(graph, start)
+    region, specs = trace_region(call, fn, args, argnums)
+    return region, specs, sweep(region)
+
+
+def drop_added(graph: Graph, start: int) -> None:
+    """Remove the op nodes added to `graph` since it had `start` nodes (nothing outside
+    them reads them yet); inputs added since stay, as the capture's sources name them."""
+    for node in graph.nodes[start:]:
+        if node.op is not None:
+            graph.locations.pop(node, None)
+    graph.nodes[start:] = [node for node in graph.nodes[start:] if node.op is None]
+
+
+def region_cotangents(
+    graph: Graph,
+    region: Region,
+    seeds: list[tuple[Any, Node]],
+    *,
+    shared_loops: dict[Node, Node] | None = None,
+) -> list[Any]:
     """The reverse sweep of `region` from `seeds` (output, cotangent) appended to `graph`:
-    one cotangent per target (None where the leaf has no gradient)."""
-    cotangents = append_backward(graph, region.nodes, [t for t in region.targets if t], seeds)
+    one cotangent per target (None where the leaf has no gradient). `shared_loops`
+    collects the loops whose stacking loop computes them too (see `share_forward_loops`)."""
+    targets = [t for t in region.targets if t]
+    cotangents = append_backward(graph, region.nodes, targets, seeds, shared_loops=shared_loops)
     return [
         None if target is None else input_cotangent(graph, cotangents, target)
         for target in region.targets

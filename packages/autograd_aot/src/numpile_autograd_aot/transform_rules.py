@@ -13,6 +13,9 @@ run in the same call.
     ... def step(w, x):
     ...     return w - 0.1 * grad(loss)(w, x)   # one graph: forward and backward of loss
 
+A `for` loop in the differentiated function stays a loop there, with the loop VJP
+`grad` uses (`transform_region.trace_reversed`); a loop it does not cover is unrolled.
+
 What the rules cannot put in the graph raises `Unsupported`, which makes
 the call a graph break where the transform runs eagerly (same values): a
 differentiated function that writes to arrays, a differentiated leaf that is
@@ -40,12 +43,16 @@ from numpile_capture import (
     tree_unflatten,
 )
 
+from .loop_sharing import map_tree, share_forward_loops
 from .transform_region import (
+    Region,
     cotangent_node,
+    drop_added,
     function_name,
     region_cotangents,
-    trace_region,
+    trace_reversed,
 )
+from .vjp_loop import LoopVjpUnsupported
 from .vjp_table import differentiable
 
 __all__ = [
@@ -85,8 +92,27 @@ def expand_grad(spec: GradSpec, call: TransformCall) -> Any:
     >>> expand_grad(GradSpec(loss, (0,), True, False, "grad"), call)  # doctest: +SKIP
     """
     graph = call.graph
-    region, specs = trace_region(call, spec.fn, call.args, spec.argnums)
-    output = region.output
+    shared: dict[Node, Node] = {}
+
+    def sweep(region: Region) -> list[Any]:
+        shared.clear()
+        value = _scalar_output(spec, region.output)
+        seed = graph.call(get_op("ones"), shape=(), dtype=value.meta.dtype)  # type: ignore[union-attr]
+        return region_cotangents(graph, region, [(value, seed)], shared_loops=shared)
+
+    region, specs, cotangents = trace_reversed(call, spec.fn, call.args, spec.argnums, sweep)
+    # A kept loop runs once: its stacking loop stands for it (as in `build_joint`).
+    replaced = share_forward_loops(graph, shared)
+    output = map_tree(region.output, replaced)
+    per_arg = _per_argument(specs, map_tree(cotangents, replaced))
+    gradient = per_arg[0] if spec.single else tuple(per_arg)
+    if spec.kind == "value_and_grad":
+        return (output, gradient)
+    return (gradient, output[1]) if spec.has_aux else gradient
+
+
+def _scalar_output(spec: GradSpec, output: Any) -> Node:
+    # The differentiated value of a grad's function: a real float scalar node.
     value = output[0] if spec.has_aux and isinstance(output, tuple | list) else output
     meta = value.meta if isinstance(value, Node) else None
     if meta is None or not differentiable(meta) or tuple(getattr(meta, "shape", ())) != ():
@@ -95,12 +121,8 @@ def expand_grad(spec: GradSpec, call: TransformCall) -> Any:
         )
     if meta.dtype.kind == "c":  # type: ignore[union-attr]
         raise TypeError("grad needs a real scalar output; use vjp for complex outputs")
-    seed = graph.call(get_op("ones"), shape=(), dtype=meta.dtype)  # type: ignore[union-attr]
-    per_arg = _per_argument(specs, region_cotangents(graph, region, [(value, seed)]))
-    gradient = per_arg[0] if spec.single else tuple(per_arg)
-    if spec.kind == "value_and_grad":
-        return (output, gradient)
-    return (gradient, output[1]) if spec.has_aux else gradient
+    assert isinstance(value, Node)
+    return value
 
 
 def expand_vjp(call: TransformCall) -> Any:
@@ -117,7 +139,30 @@ def expand_vjp(call: TransformCall) -> Any:
         raise TypeError(f"vjp() got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
     has_aux = bool(call.kwargs.get("has_aux", False))
     inner = TransformCall(call.graph, tuple(primals), {}, call.inline)
-    region, specs = trace_region(inner, fn, primals, range(len(primals)))
+
+    def probe(region: Region) -> None:
+        # The pullback's sweep is appended where the code calls it, after values of this
+        # region have escaped: the loops are checked now by a sweep from every output,
+        # whose nodes are then dropped. (Its loops run twice: the forward, and the
+        # stacking loop of the sweep, which cannot take the forward's place by then.)
+        end = len(call.graph.nodes)
+        value = region.output[0] if has_aux else region.output
+        leaves, _ = tree_flatten(value)
+        seeds = [
+            (out, cotangent_node(call.graph, 1.0, out))
+            for out in leaves
+            if isinstance(out, Node) and differentiable(out.meta)
+        ]
+        try:
+            region_cotangents(call.graph, region, seeds)
+        except LoopVjpUnsupported:
+            raise  # traced again with the loops unrolled
+        except NotImplementedError:
+            pass  # a missing rule is raised where the pullback is called, as before
+        finally:
+            drop_added(call.graph, end)
+
+    region, specs, _ = trace_reversed(inner, fn, primals, range(len(primals)), probe)
     output = region.output
     value = output[0] if has_aux else output
     value_leaves, _ = tree_flatten(value)

@@ -52,7 +52,7 @@ def keep_forever(frame: Frame) -> bool:
     """At the head of a `while True:` loop that breaks on run-time values, capture it as
     one `while_loop` node (the frame continues after it) and return True; else False."""
     tracer = frame.tracer
-    if not tracer.keep_loops or tracer.transform_depth:
+    if not tracer.keep_loops:
         return False
     shape = _shapes(frame).get(frame.pc)
     if shape is None or frame.pc in _TRIED.get(frame, ()):

@@ -84,7 +84,10 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
 
 def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     extent = _extent(frame, inst)
-    widen_ahead(iterator.bounds)  # before the body is traced with bounds that would change
+    # A differentiated loop's bounds are pinned (`loop_ranges.pinned`): nothing to widen.
+    differentiated = frame.tracer.transform_depth > 0
+    if not differentiated:
+        widen_ahead(iterator.bounds)  # before the body is traced with bounds that would change
     state = frame.state
     read_lazy_locals(frame, extent.head + 1, extent.exit)
     metas, scalars = carried_metas(frame, extent.carried)
@@ -133,7 +136,8 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         del graph.nodes[count:]  # the loop node and its outputs: nothing reads them yet
         before.restore(frame)
         raise
-    note_loop_bounds(iterator.bounds)  # a new trip count must not compile again
+    if not differentiated:
+        note_loop_bounds(iterator.bounds)  # a new trip count must not compile again
 
 
 def _after_loop(frame: Frame, extent: _Extent, returns: ReturnSlot | None) -> None:

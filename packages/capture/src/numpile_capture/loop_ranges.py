@@ -96,6 +96,22 @@ def _specialized_int(var: Variable) -> int:
     return int(value) if is_size_expr(value) else value
 
 
+def pinned(iterator: RangeIterVar) -> RangeIterVar:
+    """`iterator` with the bounds known at capture time (symbolic sizes, unspecialized int
+    inputs) read as ints, guarded: the loops a transform differentiates, whose VJP stacks
+    the carried values in arrays as long as the trip count (a new trip count compiles
+    again). Bounds computed at run time stay as they are.
+
+        >>> pinned(RangeIterVar((ConstantVar(0), ConstantVar(3), ConstantVar(1)))).bounds[1].value
+        3
+    """
+    bounds = tuple(
+        bound if isinstance(bound, ScalarNodeVar) else ConstantVar(_specialized_int(bound))
+        for bound in iterator.bounds
+    )
+    return RangeIterVar((bounds[0], bounds[1], bounds[2]), iterator.over)
+
+
 def make_range(args: list[Variable]) -> Variable | None:
     """`range(*args)` kept unspecialized when a bound is symbolic or a run-time int, else None.
 

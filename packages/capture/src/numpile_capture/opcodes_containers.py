@@ -18,7 +18,7 @@ from .capture_result import Unsupported
 from .config import config
 from .loop_capture import LoopFallback, keep_loop, log
 from .loop_exit import BodyBreaks, NestedReturn
-from .loop_ranges import RangeIterVar, range_iterator, unrolled
+from .loop_ranges import RangeIterVar, pinned, range_iterator, unrolled
 from .loop_region import in_python
 from .operators import (
     iterate,
@@ -136,12 +136,19 @@ def _get_iter(frame: Frame, inst: Instruction) -> None:
 
 def _for_iter(frame: Frame, inst: Instruction) -> None:
     iterator = frame.state.peek()
+    if isinstance(iterator, RangeIterVar) and frame.tracer.transform_depth:
+        iterator = pinned(iterator)  # see `pinned`: the loop VJP's stacks take the trip count
+        frame.state.pop()
+        frame.state.push(iterator)
     if isinstance(iterator, RangeIterVar):
         tracer = frame.tracer
         work = tracer.array_work
         try:
-            if not tracer.keep_loops or tracer.transform_depth:
-                raise LoopFallback("it is differentiated (loop nodes have no VJP rule yet)")
+            if not tracer.keep_loops:
+                raise LoopFallback(
+                    "this capture unrolls loops (keep_loops=False: a differentiated loop "
+                    "without a loop VJP)"
+                )
             keep_loop(frame, inst, iterator)
             return
         except NestedReturn:

@@ -72,7 +72,7 @@ def _folded_while_test(frame: Frame, inst: Instruction) -> Instruction:
     # value at its last jump (see short_circuit), so the loop is found there whether the
     # test is known now or only at run time; else `inst` as it is.
     tracer = frame.tracer
-    if not tracer.keep_loops or tracer.transform_depth:
+    if not tracer.keep_loops:
         return inst
     condition = find_condition(frame.instructions, frame.pc - 1, len(frame.instructions))
     if condition is None or condition.carrier is None:
@@ -98,7 +98,7 @@ def _kept_while(frame: Frame, inst: Instruction) -> bool:
     # is data-dependent control flow, as before.
     shape = while_shape(frame, inst)
     tracer = frame.tracer
-    if shape is None or not tracer.keep_loops or tracer.transform_depth:
+    if shape is None or not tracer.keep_loops:
         return False
     if not is_run_time(frame.state.peek()) and not tests_at_run_time(frame, shape):
         return False  # a loop on values known now (shapes, counters) runs now, unrolled

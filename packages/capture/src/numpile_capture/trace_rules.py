@@ -72,7 +72,7 @@ import types
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import attrs
 import numpy as np
@@ -530,7 +530,7 @@ class TransformCall:
     `args` and `kwargs` are trees (tuples, lists, dicts) of graph values: Nodes
     for arrays, Python constants, functions. `inline(fn, args, kwargs)` traces
     a call of the Python function `fn` on such trees into `graph` and returns
-    its result as such a tree.
+    its result as such a tree (see `Inline`).
 
         >>> call = TransformCall(graph, (x_node,), {}, inline)  # doctest: +SKIP
     """
@@ -538,7 +538,27 @@ class TransformCall:
     graph: Graph
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
-    inline: Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
+    inline: Inline
+
+
+class Inline(Protocol):
+    """How a transform's rule traces a call of a Python function into the graph.
+
+    Loops in `fn` are unrolled unless `keep_loops` (reverse mode keeps the loops it has a
+    VJP for: a `for` loop over a range stays a `for_loop` node with a constant trip count).
+
+        >>> call.inline(loss, (w, x), {}, keep_loops=True)  # doctest: +SKIP
+    """
+
+    def __call__(
+        self,
+        fn: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        /,
+        *,
+        keep_loops: bool = False,
+    ) -> Any: ...
 
 
 def register_transform(fn: _F, expand: Callable[[TransformCall], Any], reason: str) -> _F:

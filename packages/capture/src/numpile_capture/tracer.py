@@ -102,7 +102,7 @@ def capture_function(
 
     `bindings` maps NumPy to graph nodes (default: `numpile_capture.numpy_bindings`).
     `keep_loops=False` unrolls loops over ranges instead of keeping them as loop nodes
-    (for graphs that are differentiated: loop nodes have no VJP rule yet).
+    (the graphs `grad` differentiates when a loop has no VJP rule).
     Raises `Unsupported` for code that cannot be captured yet; exceptions of
     invalid programs propagate as they are.
 
@@ -279,7 +279,13 @@ class Tracer:
             if isinstance(arg, FunctionVar) and arg.fn is not None and arg.source is not None:
                 self.transform_sources[id(arg.fn)] = arg.source
 
-        def inline(inner: Any, values: tuple[Any, ...], keywords: dict[str, Any]) -> Any:
+        def inline(
+            inner: Any,
+            values: tuple[Any, ...],
+            keywords: dict[str, Any],
+            *,
+            keep_loops: bool = False,
+        ) -> Any:
             if isinstance(inner, FunctionVar):
                 callee = inner  # a function the captured code made
             elif isinstance(inner, types.FunctionType):
@@ -292,6 +298,8 @@ class Tracer:
             else:
                 raise Unsupported(f"not supported yet: transforming {inner!r}")
             self.transform_depth += 1
+            outer = self.keep_loops
+            self.keep_loops = outer and keep_loops
             try:
                 result = self.inline(
                     callee,
@@ -299,6 +307,7 @@ class Tracer:
                     {key: self._from_tree(value) for key, value in keywords.items()},
                 )
             finally:
+                self.keep_loops = outer
                 self.transform_depth -= 1
             return self._graph_tree(result)
 

@@ -1,0 +1,222 @@
+"""Gradients through loops in compiled code (issue 23, item 6): `numpile.compile(numpile.grad(f))`
+and a compiled function calling `numpile.grad(f)(x)` keep `f`'s `for` loops as loops.
+
+In both placements the transform traces `f` into the caller's graph; its `for` loop stays a
+`for_loop` node swept by the loop VJP `numpile.grad(f)` uses (a loop stacking the carried
+values, which also gives the forward's results, and a reverse loop), so the graph does not
+grow with the trip count. A loop without such a VJP (`break`, `while`) is traced again
+unrolled up to the capture's limit; past it the eager transform names the loop and its
+line. Every gradient is compared with `numpile.grad(f, compiler="eager")` and with central
+differences (values, dtypes, shapes, inputs left unchanged), in the three placements, at
+trip counts 0, 1 and several.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import numpile
+
+
+def tanh_recurrence(x: Any, n: int) -> Any:
+    h = x
+    for _ in range(n):
+        h = np.tanh(h * 0.7 + 0.1)
+    return h.sum()
+
+
+def pendulum_chain(x: Any, n: int) -> Any:
+    p = x
+    v = x * 0.0
+    for _ in range(n):
+        v = v - 0.05 * np.sin(p) - 0.01 * v
+        p = p + 0.05 * v
+    return (p * p).sum()
+
+
+def scalar_and_array_carries(x: Any, n: int) -> Any:
+    s = 0.0
+    v = x
+    for i in range(n):
+        v = np.sqrt(v * v + 1.0) * 0.5
+        s = s + v[i % v.shape[0]] * i
+    return s + v.sum()
+
+
+def branch_on_the_index(x: Any, n: int) -> Any:
+    h = x * 1.0
+    for i in range(n):
+        if i % 2 == 0:  # noqa: SIM108 - a condition in the body: a `cond` of VJPs
+            h = h * np.cos(h)
+        else:
+            h = h + 0.5 * h * h
+    return h.sum()
+
+
+def break_early(x: Any, n: int) -> Any:
+    h = x * 1.0
+    for i in range(n):
+        h = h * np.cos(h)
+        if i == 2:  # a loop that breaks: no loop VJP, unrolled
+            break
+    return h.sum()
+
+
+def while_counter(x: Any, n: int) -> Any:
+    h = x * 1.0
+    k = 0
+    while k < n:  # a while loop: no loop VJP, unrolled
+        h = np.sin(h) + 0.5 * h
+        k += 1
+    return (h * h).sum()
+
+
+FUNCTIONS: dict[str, Callable[[Any, int], Any]] = {
+    "tanh_recurrence": tanh_recurrence,
+    "pendulum_chain": pendulum_chain,
+    "scalar_and_array_carries": scalar_and_array_carries,
+    "branch_on_the_index": branch_on_the_index,
+    "break_early": break_early,
+    "while_counter": while_counter,
+}
+
+
+def _compile_of_grad(fn: Callable[[Any, int], Any]) -> Callable[[Any, int], Any]:
+    return numpile.compile(numpile.grad(fn), fullgraph=True)
+
+
+def _grad_inside_compile(fn: Callable[[Any, int], Any]) -> Callable[[Any, int], Any]:
+    def step(x: Any, n: int) -> Any:
+        return x - 0.1 * numpile.grad(fn)(x, n)
+
+    compiled = numpile.compile(step, fullgraph=True)
+    return lambda x, n: (x - compiled(x, n)) / 0.1
+
+
+def _grad_of_compile(fn: Callable[[Any, int], Any]) -> Callable[[Any, int], Any]:
+    return numpile.grad(numpile.compile(fn))
+
+
+PLACEMENTS = {
+    "compile_of_grad": _compile_of_grad,
+    "grad_inside_compile": _grad_inside_compile,
+    "grad_of_compile": _grad_of_compile,
+}
+
+
+def _central_differences(f: Callable[[Any], Any], x: Any, eps: float = 1e-6) -> Any:
+    grad = np.zeros_like(x)
+    for k in range(x.size):
+        step = np.zeros_like(x)
+        step[k] = eps
+        grad[k] = (f(x + step) - f(x - step)) / (2 * eps)
+    return grad
+
+
+def _loops(graph: Any) -> list[Any]:
+    return [node for node in graph.nodes if node.op is not None and node.op.name == "for_loop"]
+
+
+@pytest.mark.parametrize("placement", list(PLACEMENTS))
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_grad_through_a_loop_in_every_placement(name: str, placement: str) -> None:
+    fn = FUNCTIONS[name]
+    run = PLACEMENTS[placement](fn)
+    for n in (0, 1, 5):
+        x = np.random.default_rng(n).uniform(-0.8, 0.8, 4)
+        before = x.copy()
+        got = run(x, n)
+        np.testing.assert_array_equal(x, before)  # no input mutation
+        want = numpile.grad(fn, compiler="eager")(x, n)
+        assert (got.dtype, got.shape) == (want.dtype, want.shape) == (x.dtype, x.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+        differences = _central_differences(lambda v, n=n: fn(v, n), x)
+        np.testing.assert_allclose(got, differences, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("placement", ["compile_of_grad", "grad_inside_compile"])
+def test_the_compiled_graph_holds_a_forward_loop_and_a_reverse_loop(placement: str) -> None:
+    # One graph whose size does not depend on the trip count: the stacking loop (the
+    # forward runs once) and the reverse loop, at 3 and at 3000 steps.
+    make = PLACEMENTS[placement]
+    sizes = []
+    for steps in (3, 3000):
+        x = np.random.default_rng(steps).uniform(-1, 1, 6)
+        target = numpile.grad(pendulum_chain)
+        if placement == "grad_inside_compile":
+
+            def target(x: Any, n: int) -> Any:
+                return numpile.grad(pendulum_chain)(x, n)
+
+        explained = numpile.explain(target)(x, steps)
+        assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+        (graph,) = explained.graphs
+        forward, _reverse = _loops(graph)
+        body = forward.kwargs["body"]
+        assert sum(1 for n in body.nodes if n.op is not None and n.op.name == "setitem_at") == 2
+        sizes.append(len(graph.nodes))
+        got = make(pendulum_chain)(x, steps)
+        want = numpile.grad(pendulum_chain, compiler="eager")(x, steps)
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    assert sizes[0] == sizes[1]
+
+
+def test_value_and_grad_and_vjp_inside_compile_keep_the_loop() -> None:
+    def caller(x: Any, n: int) -> Any:
+        value, gradient = numpile.value_and_grad(tanh_recurrence)(x, n)
+        out, pullback = numpile.vjp(lambda v: tanh_recurrence(v, n), x)
+        (pulled,) = pullback(2.0)
+        return value, gradient, out, pulled
+
+    x = np.random.default_rng(7).uniform(-1, 1, 5)
+    explained = numpile.explain(caller)(x, 40)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    assert len(_loops(explained.graphs[0])) >= 2
+    value, gradient, out, pulled = numpile.compile(caller, fullgraph=True)(x, 40)
+    want_value, want = numpile.value_and_grad(tanh_recurrence, compiler="eager")(x, 40)
+    assert value == pytest.approx(want_value, rel=1e-12) and out == value
+    np.testing.assert_allclose(gradient, want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(pulled, 2.0 * want, rtol=1e-10, atol=1e-12)
+
+
+def break_late(x: Any, n: int) -> Any:
+    h = x * 1.0
+    for i in range(n):
+        h = h * np.cos(h)
+        if i == n - 2:  # a loop that breaks: no loop VJP
+            break
+    return h.sum()
+
+
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_a_loop_without_a_vjp_too_long_to_unroll_names_the_loop(fullgraph: bool) -> None:
+    # Never minutes of unrolling: past the capture's limit the transform's call is a graph
+    # break (an error with fullgraph=True) and the eager transform raises, naming the loop.
+    x = np.linspace(-1, 1, 3)
+    line = break_late.__code__.co_firstlineno + 2
+    compiled = numpile.compile(numpile.grad(break_late), fullgraph=fullgraph)
+    where = rf"test_grad_compile_loops.py:{line}"
+    message = rf"1500 iterations.*{where}" if fullgraph else rf"{where}: loop not kept"
+    with pytest.raises(Exception, match=message):
+        compiled(x, 1500)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a differentiated loop's bounds are pinned: its VJP stacks the carried values in "
+    "arrays as long as the trip count, and a stack of a run-time length is not built yet",
+)
+def test_a_new_trip_count_does_not_compile_again() -> None:
+    from numpile_capture.capture_events import recording_captures
+
+    compiled = numpile.compile(numpile.grad(tanh_recurrence))
+    x = np.linspace(-1, 1, 4)
+    with recording_captures() as events:
+        for n in (3, 30, 300):
+            want = numpile.grad(tanh_recurrence, compiler="eager")(x, n)
+            np.testing.assert_allclose(compiled(x, n), want, rtol=1e-10, atol=1e-12)
+    assert sum(1 for event in events if event.graph is not None) == 1
