@@ -9,13 +9,14 @@ kept as a loop; numpile runs it whole in Python when its body does little array 
 replaces: the report gives the median of `--repeats` calls of each and their ratio, in one
 process, `tiered` off.
 
-The samples are taken in rounds, one call of each per round in alternating order
-, after the builds a first compile queues in the background
-(the call gate, the buffer pool: a C compiler on the other core) have finished: timed one
-after the other, a burst of load from elsewhere, or such a build, that overlaps only one of
-the two phases makes its side up to 1.7x slower on a 2-core machine, and the ratio says
-nothing about the loop. The CPU time of each call (`time.thread_time`), which a busy machine
-disturbs less than the wall clock, is reported beside it.
+The samples are taken in rounds, one call of each per round in alternating order, after
+the builds a first compile queues in the background (the call gate, the buffer pool: a C
+compiler on the other core) have finished. Timed one phase after the other, a
+disturbance lasting a whole phase (such a build, seen running through the timings in
+a fresh cache folder; another process's burst) lands on one side only, and the best of 25
+calls cannot remove it: ratios of 0.5x-1.5x for the same code at load 7. The CPU time of
+each call (`time.thread_time`), which a busy machine disturbs less than the wall clock, is
+reported beside it (docs/performance_notes.md, loops whose body breaks).
 
     >>> data_float(np.arange(3.0))  # doctest: +SKIP
 """
