@@ -117,7 +117,7 @@ class BreakRunner:
     def __call__(self, *fetched: Any) -> Any:
         result = self.run_tail(*fetched)
         while type(result) is TailCall:
-            result = result.run()
+            result = result.fn(*result.args)
         return result
 
 
@@ -148,16 +148,23 @@ def _tail_runner(runner: BreakRunner) -> Callable[..., Any]:
     globals_ = runner._globals
     arguments = runner._arguments
 
+    gather = None if effects else _argument_gatherer(runner.graph_break.steps, arguments, count)
+
     def run_tail(*fetched: Any) -> Any:
         outputs: Any = ()
         if graph_fn is not None:
             outputs = graph_fn(*fetched[:count])
-        extras = fetched[count:]
-        slots: list[Any] = []
-        for make in values:
-            slots.append(make(slots, outputs, extras))
-        for effect in effects:
-            _replay(effect, slots, globals_)
+        break_arguments: Sequence[Any]
+        if gather is not None:
+            break_arguments = gather(outputs, fetched)
+        else:
+            extras = fetched[count:]
+            slots: list[Any] = []
+            for make in values:
+                slots.append(make(slots, outputs, extras))
+            for effect in effects:
+                _replay(effect, slots, globals_)
+            break_arguments = [slots[index] for index in arguments]
         depth = _NESTING.depth
         break_fn = runner.break_fn if depth < MAX_NESTED_RESUMES else runner.eager_break_fn
         _NESTING.depth = depth + 1
@@ -167,13 +174,43 @@ def _tail_runner(runner: BreakRunner) -> Callable[..., Any]:
         if units:
             widen(units)
         try:
-            return break_fn(*[slots[index] for index in arguments])
+            return break_fn(*break_arguments)
         finally:
             if units:
                 narrow(units)
             _NESTING.depth = depth
 
     return run_tail
+
+
+def _argument_gatherer(
+    steps: Sequence[Step], arguments: Sequence[int], count: int
+) -> Callable[[Any, tuple[Any, ...]], tuple[Any, ...]] | None:
+    # Where every rebuild step only picks a graph output, a fetched value or a constant (a
+    # loop body's break: arrays and ints), the break function's arguments as one generated
+    # function of the graph's outputs and the fetched values: no slot list, no call per
+    # step on a path that runs once per iteration. None where a step does more.
+    picks: list[str] = []
+    constants: dict[str, Any] = {}
+    for index in arguments:
+        step = steps[index]
+        if isinstance(step, FromGraph):
+            picks.append(f"outputs[{step.index}]")
+        elif isinstance(step, FromInput):
+            picks.append(f"fetched[{count + step.index}]")
+        elif isinstance(step, Constant):
+            name = f"constant_{len(constants)}"
+            constants[name] = step.value
+            picks.append(name)
+        else:
+            return None
+    if not all(isinstance(step, (FromGraph, FromInput, Constant)) for step in steps):
+        return None
+    text = f"def gather(outputs, fetched):\n    return ({''.join(f'{pick}, ' for pick in picks)})\n"
+    namespace: dict[str, Any] = dict(constants)
+    exec(compile(text, "<numpile break arguments>", "exec"), namespace)
+    gather: Callable[[Any, tuple[Any, ...]], tuple[Any, ...]] = namespace["gather"]
+    return gather
 
 
 class _Nesting(threading.local):

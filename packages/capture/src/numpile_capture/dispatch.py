@@ -208,6 +208,9 @@ class _Hit:
     # The entry's check, fetch and call fused (`numpile_guards.compile_entry`), taking the
     # call's arguments as `fn` does; None where the parts above run one by one.
     enter: Callable[..., Any] | None = None
+    # The same for an entry that breaks, calling `tail` (for `call_tail`: a resume function
+    # of a loop whose body breaks is called so once per iteration).
+    enter_tail: Callable[..., Any] | None = None
 
 
 def _no_entry(L: dict[str, Any], G: dict[str, Any], F: Any) -> bool:
@@ -385,13 +388,14 @@ class CompiledFunction:
                         return self._run_eagerly(current_stance(), args, kwargs)
                 result = hit.tail(*hit.fetch(L, G, fn))
                 while type(result) is _TailCall:
-                    result = result.run()
+                    result = result.fn(*result.args)
                 return result
         return self._dispatch(args, kwargs)
 
     def _remember(self, epoch: object, entry: CacheEntry, skip_guards_unsafe: bool) -> None:
         # Called right after `lookup` found `entry` for this call, the epoch read before it.
         check = self._cache.hit_check(entry, skip_guards_unsafe=skip_guards_unsafe)
+        enter = self._entry_function(entry, skip_guards_unsafe)
         self._hit = _Hit(
             epoch,
             self._code,
@@ -403,7 +407,8 @@ class CompiledFunction:
             entry.fetch,
             entry.compiled,
             entry.tail,
-            self._entry_function(entry, skip_guards_unsafe),
+            enter if entry.tail is None else None,
+            enter if entry.tail is not None else None,
         )
         # The same entry for the C hit path: armed with the generation of `epoch`, if any.
         made = self._enters.get(id(entry))
@@ -419,10 +424,11 @@ class CompiledFunction:
     def _entry_function(
         self, entry: CacheEntry, skip_guards_unsafe: bool
     ) -> Callable[..., Any] | None:
-        # `entry`'s check, fetch and call as one function, made once per entry, guards
-        # checked, code and defaults (the hit path compares their identities); None where the parts
-        # must run one by one (a graph break's tail, sources unknown, clashing names).
-        if entry.tail is not None or entry.inputs is None:
+        # `entry`'s check, fetch and call (its tail for a graph break's) as one function, made
+        # once per entry, guards checked, code and defaults (the hit path compares their
+        # identities); None where the parts must run one by one (sources unknown, clashing
+        # names).
+        if entry.inputs is None:
             self._enters.pop(id(entry), None)
             return None
         fn = self._fn
@@ -445,7 +451,7 @@ class CompiledFunction:
                     guards,
                     entry.inputs,
                     parameters,
-                    run=entry.compiled,
+                    run=entry.compiled if entry.tail is None else entry.tail,
                     miss=_MISS,
                     G=fn.__globals__,
                     F=fn,
@@ -487,7 +493,7 @@ class CompiledFunction:
                     return self._run_eagerly(stance, args, kwargs)
             result = tail(*entry.fetch(L, G, fn))
             while type(result) is _TailCall:
-                result = result.run()
+                result = result.fn(*result.args)
             return result
         if compiling_in_this_thread():
             # A signal handler (or a hook) calling in while this thread compiles: eager, as
@@ -526,14 +532,23 @@ class CompiledFunction:
             and fn.__defaults__ is hit.defaults
             and fn.__kwdefaults__ is hit.kwdefaults
         ):
-            L = hit.bind(*args)
-            G = hit.globals
-            if hit.check(L, G, fn):
-                run_hit = hit.compiled if hit.tail is None else hit.tail
+            enter = hit.enter_tail
+            if enter is not None:
                 try:
-                    return run_hit(*hit.fetch(L, G, fn))
+                    result = enter(*args)
                 except NotCompiledYet:
                     return self._fn(*args)
+                if result is not _MISS:
+                    return result
+            else:
+                L = hit.bind(*args)
+                G = hit.globals
+                if hit.check(L, G, fn):
+                    run_hit = hit.compiled if hit.tail is None else hit.tail
+                    try:
+                        return run_hit(*hit.fetch(L, G, fn))
+                    except NotCompiledYet:
+                        return self._fn(*args)
         epoch = EPOCH.current
         stance = current_stance()
         if stance.name == "force_eager" or _is_capturing() or in_disabled_region():
@@ -799,7 +814,8 @@ class CompiledFunction:
         runner = BreakRunner(result, graph_fn, fn, self._wrap)
         metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
         metadata.update({"guards": result.guards, "graph_break": result})
-        entry = CacheEntry(check, fetch, runner, tag, metadata, tail=runner.run_tail)
+        inputs = result.fetch_sources
+        entry = CacheEntry(check, fetch, runner, tag, metadata, inputs=inputs, tail=runner.run_tail)
         cache.add(entry)
         return functools.partial(runner, *fetched)
 

@@ -496,24 +496,34 @@ def _line_of(pairs: list[tuple[dis.Instruction, Any]], offset: int, default: int
 class TailCall:
     """`fn(*args)`, handed back by a break function for its runner to make.
 
-    >>> TailCall(max, (1, 2)).run()
+    `fn` is what makes the call: a compiled resume function's `call_tail` (resolved once,
+    when the break function's code is made, not per call), or a plain function. The
+    runners make it inline (`result.fn(*result.args)`), one Python frame per resume.
+
+    >>> TailCall(max, 1, 2).run()
     2
     """
 
     __slots__ = ("args", "fn")
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
         self.fn = fn
         self.args = args
 
     def run(self) -> Any:
         """Make the call (a compiled resume function may hand back another TailCall)."""
-        run_tail = getattr(self.fn, "call_tail", None)
-        return self.fn(*self.args) if run_tail is None else run_tail(*self.args)
+        return self.fn(*self.args)
 
 
-def _tail_call(fn: Callable[..., Any], *args: Any) -> TailCall:
-    return TailCall(fn, args)
+def tail_target(resume: Callable[..., Any]) -> Callable[..., Any]:
+    """What a `TailCall` of `resume` calls: its `call_tail` if it is a compiled function
+    (which hands a further break's resume call back instead of making it), else itself.
+
+    >>> tail_target(max) is max
+    True
+    """
+    target: Callable[..., Any] = getattr(resume, "call_tail", resume)
+    return target
 
 
 def _call_resume(
@@ -525,7 +535,7 @@ def _call_resume(
         instrs.append(bc.Instr("STORE_FAST", f"{STACK_PREFIX}{index}"))
     args = [bc.Instr("LOAD_FAST", name) for name in [*stack_names(nulls), *locals_]]
     count = len(args)
-    make = functools.partial(_tail_call, resume)
+    make = functools.partial(TailCall, tail_target(resume))
     if _PY313:
         instrs += [bc.Instr("LOAD_CONST", make), bc.Instr("PUSH_NULL")]
     else:

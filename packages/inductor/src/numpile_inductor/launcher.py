@@ -121,8 +121,9 @@ def with_epilogue(
         rebuild = tuple
     else:
         rebuild = functools.partial(tree_unflatten, spec)
-    copyto = np.copyto
     overlaps = _overlaps if positions else None
+    # A flat tuple of outputs none of which is a view: the results' first `count` as they are.
+    plain = rebuild is tuple and not aliases
 
     def run(*args: Any) -> Any:
         if overlaps is not None and len(args) > 1 and overlaps(args, positions):
@@ -133,7 +134,12 @@ def with_epilogue(
         for position, output in mutated:
             # (an input a scatter stored into in place is already its new value)
             if results[output] is not args[position]:
-                copyto(args[position], results[output], casting="unsafe")
+                # NumPy's assignment casts as `np.copyto(casting="unsafe")` does, without
+                # its dispatcher's Python frame (this runs once per iteration of a loop
+                # whose body breaks).
+                args[position][...] = results[output]
+        if plain:
+            return tuple(results[:count])
         leaves = list(results[:count])
         for output, position, views in aliases:
             leaves[output] = _apply_views(args[position], views)
@@ -144,11 +150,20 @@ def with_epilogue(
 
 def _overlaps(args: tuple[Any, ...], positions: tuple[int, ...]) -> bool:
     # Bounds-only test (np.may_share_memory; address ranges for CuPy arrays): a false alarm
-    # only costs the barrier path.
+    # only costs the barrier path. NumPy pairs are tested inline: this runs on every call
+    # of a graph that mutates an input (once per iteration of a loop whose body breaks).
+    ndarray = np.ndarray
+    may_share = np.may_share_memory
     for position in positions:
         target = args[position]
+        numpy_target = type(target) is ndarray
         for other_position, other in enumerate(args):
-            if other_position != position and _may_share(target, other):
+            if other_position == position:
+                continue
+            if numpy_target and type(other) is ndarray:
+                if may_share(target, other):
+                    return True
+            elif _may_share(target, other):
                 return True
     return False
 
