@@ -21,6 +21,7 @@ from numpile_capture import compile_function
 from numpile_inductor import buffer_pool_bytes, trim_buffer_pool
 from numpile_inductor.codegen.c.buffer_pool import MIN_POOLED_BYTES
 from numpile_inductor.codegen.c.loop_body import POLL_WORK
+from numpile_inductor.codegen.c.loop_function import LOOP_FUNCTION
 
 
 def _compiled(fn: Callable[..., Any], tmp_path: Path) -> Any:
@@ -210,3 +211,32 @@ def test_a_chunked_loop_raises_index_error_with_the_earlier_writes(tmp_path: Pat
     assert str(got.value) == str(want.value)
     np.testing.assert_array_equal(mine, eager)
     assert _CHUNKS.search(_loop_source(tmp_path))
+
+
+def _escape_steps(cr: Any, ci: Any, limit: int) -> Any:
+    # An escape-time loop whose `while` may stop at any step (the limit or the escape test).
+    counts = np.zeros(cr.shape[0], dtype=np.int64)
+    for p in range(cr.shape[0]):
+        zr = 0.0
+        zi = 0.0
+        k = 0
+        while k < limit and zr * zr + zi * zi <= 4.0:
+            zr, zi = zr * zr - zi * zi + cr[p], 2.0 * zr * zi + ci[p]
+            k += 1
+        counts[p] = k
+    return counts
+
+
+def test_a_loop_function_is_built_with_gcc_loop_unrolling(tmp_path: Path) -> None:
+    # The unrolled `while` has an exit test per copy of its body: every step count from 0 to
+    # the limit, at limits around any unrolling factor, gives eager's counts.
+    rng = np.random.default_rng(5)
+    cr, ci = rng.uniform(-2.0, 0.6, 400), rng.uniform(-1.2, 1.2, 400)
+    compiled = _compiled(_escape_steps, tmp_path)
+    for limit in (0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 64):
+        got, want = compiled(cr, ci, limit), _escape_steps(cr, ci, limit)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+    assert len(set(_escape_steps(cr, ci, 64).tolist())) > 20  # exits at many steps
+    source = _loop_source(tmp_path)
+    assert re.search(re.escape(LOOP_FUNCTION) + r" (NP_HIDDEN|static) PyObject \*loop_v", source)
