@@ -626,8 +626,9 @@ def emit_loop(
     threads = outermost and writer.threads
     parallel = threads and constant_step is not None and independent_iterations(node)
     chunk = None
-    if outermost and not parallel and not params_breaks(node) and constant_step is not None:
-        chunk = poll_chunk(body, constant_step)
+    breaks = bool(dict(node.params).get("breaks"))
+    if outermost and not parallel and not breaks and constant_step is not None:
+        chunk = _poll_chunk(body, constant_step)
     if chunk is not None and constant_step is not None:
         head = _chunked_head(writer, index, (a, b), constant_step, chunk)
     elif not writer.frames:
@@ -697,38 +698,19 @@ def _signal_poll(writer: LoopWriter, body: Graph) -> str:
     )
 
 
-def params_breaks(node: Node) -> bool:
-    """Whether `for_loop` node `node`'s body may leave the loop early (`break`, `return`).
-
-    >>> params_breaks(node)  # doctest: +SKIP
-    False
-    """
-    return bool(dict(node.params).get("breaks"))
-
-
-def poll_chunk(body: Graph, step: int) -> int | None:
-    """Iterations of an outermost loop with body `body` between two polls for signals, when
-    every iteration does the same known work (nested `for` loops of constant bounds, no
-    `while`, no array work), else None (the nest counts its work as it runs).
-
-    >>> poll_chunk(body, 1)  # doctest: +SKIP
-    512
-    """
-    work = static_work(body)
+def _poll_chunk(body: Graph, step: int) -> int | None:
+    # Iterations of an outermost loop with body `body` between two polls for signals when
+    # every iteration does the same known work, else None (the nest counts its work).
+    work = _static_work(body)
     if work is None or abs(step) > _MAX_CHUNKED_STEP:
         return None
     return max(1, POLL_WORK // work)
 
 
-def static_work(body: Graph) -> int | None:
-    """Iterations of loops one iteration of a loop with body `body` runs (itself and the
-    loops nested in it, as the work counter of `_signal_poll` counts them), when that is
-    the same at every iteration; None for a `while`, a bound known at run time only, or
-    array work.
-
-    >>> static_work(body)  # doctest: +SKIP
-    9
-    """
+def _static_work(body: Graph) -> int | None:
+    # Iterations of loops that one iteration of a loop with body `body` runs, itself and
+    # the loops nested in it (what `_signal_poll`'s counter counts), when that is the same
+    # at every iteration: None for a `while`, a bound known only at run time, array work.
     if _holds_array_work(body):
         return None
     work = 1
@@ -740,15 +722,16 @@ def static_work(body: Graph) -> int | None:
             return None
         if node.op.name == "for_loop":
             trips = _constant_trips(node)
-            inner = static_work(params["body"])
+            inner = _static_work(params["body"])
             if trips is None or inner is None:
                 return None
             work += trips * inner
             continue
-        branches = [static_work(value) for value in params.values() if isinstance(value, Graph)]
+        # A `cond`: the work of its costlier branch (a branch is no loop iteration).
+        branches = [_static_work(value) for value in params.values() if isinstance(value, Graph)]
         if any(branch is None for branch in branches):
             return None
-        work += max((branch for branch in branches if branch is not None), default=0)
+        work += max((branch - 1 for branch in branches if branch is not None), default=0)
     return work
 
 
