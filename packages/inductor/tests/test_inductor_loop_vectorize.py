@@ -1,6 +1,7 @@
 """A C loop nest with symbolic sizes vectorizes as one with constant sizes does: the loop
-function stays out of line (`OUT_OF_LINE`), so GCC's guessed profile does not mark its loops
-cold after inlining them into the graph's `call` (Floyd-Warshall ran 15x slower so)."""
+function stays out of line (`LOOP_FUNCTION`, noinline), so GCC's guessed profile does not
+mark its loops cold after inlining them into the graph's `call` (Floyd-Warshall ran 15x
+slower so)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from vectorization_report import vectorized_lines
 
 from numpile_capture import compile_function
+from numpile_inductor.codegen.c.loop_function import LOOP_FUNCTION
 
 
 def floyd_warshall(D: Any) -> Any:
@@ -37,7 +39,7 @@ def test_symbolic_loop_nest_vectorizes_its_row_updates(tmp_path: Path) -> None:
     assert sources
     source_path = sources[-1]
     lines = source_path.read_text().splitlines()
-    declaration = "__attribute__((noinline)) static PyObject *loop_"
+    declaration = f"{LOOP_FUNCTION} static PyObject *loop_"
     assert any(line.startswith(declaration) for line in lines)
     # The row update's loops over the row (`np.minimum` element by element) in the loop
     # nest's first form (unit strides, bounds proven outside the nest): through a

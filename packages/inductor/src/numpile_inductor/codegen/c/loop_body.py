@@ -620,7 +620,18 @@ def emit_loop(
     writer.buf.writeline(f"const int64_t {frame.low} = {low};")
     writer.buf.writeline(f"const int64_t {frame.high} = {high};")
     head = f"for (int64_t {index} = {a}; {condition}; {index} += {c}) {{"
-    if not writer.frames:
+    # Late import: loop_parallel imports this module's CArray.
+    from .loop_parallel import independent_iterations, parallel_nest
+
+    threads = outermost and writer.threads
+    parallel = threads and constant_step is not None and independent_iterations(node)
+    chunk = None
+    breaks = bool(dict(node.params).get("breaks"))
+    if outermost and not parallel and not breaks and constant_step is not None:
+        chunk = _poll_chunk(body, constant_step)
+    if chunk is not None and constant_step is not None:
+        head = _chunked_head(writer, index, (a, b), constant_step, chunk)
+    elif not writer.frames:
         head += _signal_poll(writer, body)
     elif writer.ticks is not None:
         # An inner loop's work counts towards the outermost loop's next poll (its index
@@ -636,11 +647,7 @@ def emit_loop(
         unchecked = writer.capture(
             lambda: _emit_iterations(writer, head, body, inner, locals_, forwarded)
         )
-        # Late import: loop_parallel imports this module's CArray.
-        from .loop_parallel import independent_iterations, parallel_nest
-
-        threads = outermost and writer.threads
-        if threads and constant_step is not None and independent_iterations(node):
+        if parallel and constant_step is not None:
             trips = f"({frame.high} - {frame.low}) / {abs(constant_step)} + 1"
             unchecked, bails = parallel_nest(unchecked, writer.arrays, trips)
             writer.bails = writer.bails or bails
@@ -688,6 +695,78 @@ def _signal_poll(writer: LoopWriter, body: Graph) -> str:
         f"{CodeBuffer.UNIT}{ticks} = 0;\n"
         f"{CodeBuffer.UNIT}if (PyErr_CheckSignals() < 0) {{ goto fail; }}\n"
         "}"
+    )
+
+
+def _poll_chunk(body: Graph, step: int) -> int | None:
+    # Iterations of an outermost loop with body `body` between two polls for signals when
+    # every iteration does the same known work, else None (the nest counts its work).
+    work = _static_work(body)
+    if work is None or abs(step) > _MAX_CHUNKED_STEP:
+        return None
+    return max(1, POLL_WORK // work)
+
+
+def _static_work(body: Graph) -> int | None:
+    # Iterations of loops that one iteration of a loop with body `body` runs, itself and
+    # the loops nested in it (what `_signal_poll`'s counter counts), when that is the same
+    # at every iteration: None for a `while`, a bound known only at run time, array work.
+    if _holds_array_work(body):
+        return None
+    work = 1
+    for node in body.nodes:
+        if node.op is None:
+            continue
+        params = dict(node.params)
+        if node.op.name == "while_loop":
+            return None
+        if node.op.name == "for_loop":
+            trips = _constant_trips(node)
+            inner = _static_work(params["body"])
+            if trips is None or inner is None:
+                return None
+            work += trips * inner
+            continue
+        # A `cond`: the work of its costlier branch (a branch is no loop iteration).
+        branches = [_static_work(value) for value in params.values() if isinstance(value, Graph)]
+        if any(branch is None for branch in branches):
+            return None
+        work += max((branch - 1 for branch in branches if branch is not None), default=0)
+    return work
+
+
+def _constant_trips(node: Node) -> int | None:
+    # The trip count of `for_loop` node `node` when its start, stop and step are constants.
+    bounds = node.inputs[:3]
+    if not all(isinstance(value, int | np.integer) for value in bounds):
+        return None
+    start, stop, step = (int(value) for value in bounds)
+    return len(range(start, stop, step)) if step != 0 else None
+
+
+# Larger constant steps are not chunked: `step * chunk` must stay far from int64's limits.
+_MAX_CHUNKED_STEP = 1 << 20
+
+
+def _chunked_head(
+    writer: LoopWriter, index: str, bounds: tuple[str, str], step: int, chunk: int
+) -> str:
+    # The outermost loop as chunks of `chunk` iterations, a poll for signals before each:
+    # the iterations run with no work counter (Ctrl-C is still seen every POLL_WORK
+    # iterations of the nest's loops), which is what lets the C compiler unroll or
+    # vectorize the loop. A chunk's first index is an index of the range (start + k*step).
+    start, stop = bounds
+    outer, end = writer.fresh("chunk"), writer.fresh("end")
+    stride = f"((int64_t){step * chunk}LL)"
+    more = "<" if step > 0 else ">"
+    nearer = f"{outer} + {stride} {more} {stop} ? {outer} + {stride} : {stop}"
+    return "\n".join(
+        [
+            f"for (int64_t {outer} = {start}; {outer} {more} {stop}; {outer} += {stride}) {{",
+            "if (PyErr_CheckSignals() < 0) { goto fail; }",
+            f"const int64_t {end} = {nearer};",
+            f"for (int64_t {index} = {outer}; {index} {more} {end}; {index} += {step}) {{",
+        ]
     )
 
 
@@ -768,13 +847,20 @@ def _emit_iterations(
     locals_: list[CValue],
     forwarded: list[_Forwarded],
 ) -> None:
-    # The `for` statement around one iteration (its first statements after the head's line).
-    head, *first = head.split("\n")
-    writer.buf.writeline(head)
-    with writer.buf.indent():
-        writer.buf.writelines(first)
+    # The `for` statement(s) around one iteration: `head`'s lines, each line that ends in
+    # `{` opening a block and each `}` closing one; the blocks still open close after it.
+    opened = 0
+    for line in head.split("\n"):
+        line = line.strip()
+        if line.startswith("}"):
+            opened -= 1
+        writer.buf.writeline(CodeBuffer.UNIT * opened + line)
+        if line.endswith("{"):
+            opened += 1
+    with writer.buf.indent(opened):
         _emit_body(writer, body, inner, locals_, forwarded)
-    writer.buf.writeline("}")
+    for level in reversed(range(opened)):
+        writer.buf.writeline(CodeBuffer.UNIT * level + "}")
 
 
 def _emit_body(
