@@ -13,6 +13,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 _PROLOGUE = """
 import threading
@@ -100,3 +103,49 @@ def test_the_first_module_of_a_fresh_cache_folder_uses_the_prepared_prelude(
 
 def test_the_second_call_runs_no_compiler_and_the_gate_arrives_later(tmp_path: Path) -> None:
     _run(tmp_path, _SECOND_CALL_RUNS_NO_COMPILER)
+
+
+def test_a_compile_runs_its_python_with_the_collector_paused_and_builds_with_it_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Lowering and code generation run with the cyclic collector paused; the C build, which
+    # other threads wait through, with it running; and the collector is back afterwards.
+    import gc
+
+    import numpy as np
+
+    from numpile_capture import compile_function
+    from numpile_inductor import backend
+    from numpile_inductor.codegen.c import wrapper
+
+    seen: dict[str, bool] = {}
+    real_lower = backend.lower_and_schedule
+    real_generate = wrapper.generate_module
+    real_build = backend._build
+
+    def lower(*args: Any, **kwargs: Any) -> Any:
+        seen["lowering"] = gc.isenabled()
+        return real_lower(*args, **kwargs)
+
+    def generate(*args: Any, **kwargs: Any) -> Any:
+        seen["codegen"] = gc.isenabled()
+        return real_generate(*args, **kwargs)
+
+    def build(*args: Any, **kwargs: Any) -> Any:
+        seen["build"] = gc.isenabled()
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(backend, "lower_and_schedule", lower)
+    monkeypatch.setattr(wrapper, "generate_module", generate)
+    monkeypatch.setattr(backend, "_build", build)
+
+    def f(x: Any) -> Any:
+        return np.cos(x) * 3.0 - x
+
+    x = np.linspace(0.0, 1.0, 64)
+    options = {"tiered": False, "graph_cache": False}
+    compiled = compile_function(f, backend="inductor", options=options)
+    assert gc.isenabled()
+    np.testing.assert_allclose(compiled(x), f(x), rtol=1e-12)
+    assert seen == {"lowering": False, "codegen": False, "build": True}
+    assert gc.isenabled()

@@ -41,6 +41,7 @@ from .code_cache import CodeCache as CodeCache
 from .code_cache import cache_key as cache_key
 from .code_cache import default_cache as default_cache
 from .code_cache import set_cache_dir as set_cache_dir
+from .collector_pause import collector_paused as collector_paused
 from .cpu_blas import CpuBlas as CpuBlas
 from .cpu_blas import cpu_blas_addresses as cpu_blas_addresses
 from .cpu_blas import cpu_blas_thread_addresses as cpu_blas_thread_addresses
@@ -142,6 +143,7 @@ __all__ = [
     "build_many",
     "byte_extent",
     "cache_key",
+    "collector_paused",
     "compile_extension",
     "compile_library",
     "compile_owner",
