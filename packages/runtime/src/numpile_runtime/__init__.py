@@ -79,12 +79,15 @@ from .locks import numpile_code_only as numpile_code_only
 from .logs import CHANNELS as LOG_CHANNELS
 from .logs import _configure_from_env
 from .logs import set_logs as set_logs
+from .metrics import StageSpan as StageSpan
 from .metrics import compile_time_calls as compile_time_calls
 from .metrics import compile_times as compile_times
 from .metrics import count as count
 from .metrics import counters as counters
+from .metrics import record_stage_spans as record_stage_spans
 from .metrics import reset_compile_times as reset_compile_times
 from .metrics import reset_counters as reset_counters
+from .metrics import stage_spans as stage_spans
 from .metrics import timed as timed
 from .openmp import OPENMP_DEFAULTS as OPENMP_DEFAULTS
 from .openmp import apply_openmp_defaults as apply_openmp_defaults
@@ -125,6 +128,7 @@ __all__ = [
     "OPENMP_DEFAULTS",
     "Toolchain",
     "TritonLauncher",
+    "StageSpan",
     "SweepResult",
     "TritonStatus",
     "UNKNOWN_VERSION",
@@ -181,11 +185,13 @@ __all__ = [
     "prepare_header",
     "queue_build",
     "queued_builds",
+    "record_stage_spans",
     "reset_compile_times",
     "reset_counters",
     "set_cache_dir",
     "set_logs",
     "source_fingerprint",
+    "stage_spans",
     "timed",
     "triton_status",
     "upload",
