@@ -160,3 +160,38 @@ def test_a_compile_runs_its_python_with_the_collector_paused_and_builds_with_it_
     np.testing.assert_allclose(compiled(x), f(x), rtol=1e-12)
     assert seen == {"lowering": False, "codegen": False, "build": True}
     assert gc.isenabled()
+
+
+def test_a_tiered_compile_converts_its_sizes_with_the_collector_paused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The default (tiered) first call converts a light graph's sizes, sympy's import, on the
+    # calling thread before the NumPy tier runs: with the collector paused there too.
+    import gc
+
+    import numpy as np
+
+    from numpile_capture import compile_function
+    from numpile_inductor import backend, wait_for_background_builds
+
+    seen: list[bool] = []
+    real_sympy_sizes = backend.sympy_sizes
+
+    def sympy_sizes(graph: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real_sympy_sizes(graph)
+
+    monkeypatch.setattr(backend, "sympy_sizes", sympy_sizes)
+
+    def f(x: Any) -> Any:
+        return np.tan(x) * 0.5 + x
+
+    x = np.linspace(0.0, 1.0, 48)
+    compiled = compile_function(
+        f, backend="inductor", options={"tiered": True, "graph_cache": False}
+    )
+    np.testing.assert_allclose(compiled(x), f(x), rtol=1e-12)
+    wait_for_background_builds()
+    np.testing.assert_allclose(compiled(x), f(x), rtol=1e-12)
+    assert seen and not any(seen), seen
+    assert gc.isenabled()

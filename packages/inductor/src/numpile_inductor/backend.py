@@ -219,7 +219,8 @@ def inductor(
                 cached = _cached(graph, config, _key(graph, config, functionalize=True))
             if cached is not None:
                 return cached.fn
-            graph = sympy_sizes(graph)  # the NumPy tier runs it until the build is done
+            with rt.collector_paused():  # sympy's import, as in `_compile`
+                graph = sympy_sizes(graph)  # the NumPy tier runs it until the build is done
 
             def build() -> Callable[..., Any]:
                 return _compile(graph, config, None, functionalize=True).fn
