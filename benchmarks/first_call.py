@@ -12,13 +12,17 @@ compile stages ``numpile_runtime.compile_times()`` recorded during the first cal
 (capture, guards, lowering, codegen, the C build, module loads), how many first calls
 imported sympy (about 0.3 s of CPU, counted inside the stage that first needs it) and the
 runtime's event counters of the first call (``numpile_runtime.counters()``: compiler
-processes, whether the module's build used the precompiled header, ``pch_use``)::
+processes, whether the module's build used the precompiled header, ``pch_use``).
+``--timeline`` prints the cold first call of median time as a timeline: each timed stage
+with its thread, start and end (``numpile_runtime.stage_spans()``: what the main thread
+waited for, what the build queue ran beside it) and the main thread's CPU time::
 
     python -m benchmarks.first_call                  # the small kernels, default (tiered)
     python -m benchmarks.first_call --set loops      # issue 23's loop workloads
     python -m benchmarks.first_call --set science    # issue 24's science set
     python -m benchmarks.first_call --sync           # compiled code from the first call
     python -m benchmarks.first_call --set loops --only 'lu*' --repeats 5
+    python -m benchmarks.first_call --set loops --sync --only lu_rows --timeline
     python -m benchmarks.first_call --set suite --only chain_sin_f32 --contender numexpr
 
 Sets: ``small`` (seven small kernels), ``loops`` (``benchmarks.loops`` at its full trip
@@ -272,16 +276,26 @@ def _child(
     if rt is not None:
         rt.reset_compile_times()
         rt.reset_counters()
+        rt.record_stage_spans()
     first_args = call_args = _fresh(workload, args)
     sympy_before = "sympy" in sys.modules
     start_cpu = _cpu_s()
+    start_thread_cpu = time.thread_time()
     start = time.perf_counter()
     result = fn(*call_args)
     first = time.perf_counter() - start
+    first_main_cpu_s = time.thread_time() - start_thread_cpu
     first_cpu_s = _cpu_s() - start_cpu
     imports_sympy = not sympy_before and "sympy" in sys.modules
     stages = rt.compile_times() if rt is not None else {}
     events = rt.counters() if rt is not None else {}
+    timeline = []
+    if rt is not None:
+        rt.record_stage_spans(False)
+        timeline = [
+            [span.stage, span.thread, span.start - start, span.end - start]
+            for span in sorted(rt.stage_spans(), key=lambda span: span.start)
+        ]
     call_args = _fresh(workload, args)
     start = time.perf_counter()
     fn(*call_args)
@@ -311,6 +325,8 @@ def _child(
         "import_cpu_s": import_cpu_s,
         "first_s": first,
         "first_cpu_s": first_cpu_s,
+        "first_main_cpu_s": first_main_cpu_s,
+        "timeline": timeline,
         "second_s": second,
         "warm_s": statistics.median(warm),
         "stages": stages,
@@ -435,6 +451,20 @@ def _sympy_note(runs: list[dict[str, Any]]) -> str:
     return f"; sympy imported by {paid} of {len(runs)} first calls"
 
 
+def _print_timeline(runs: list[dict[str, Any]]) -> None:
+    # The cold run of median first-call time: its main thread's CPU time, and each timed
+    # stage with its thread, in ms from the call (stages nest: cpp_build is inside
+    # inductor_build; the build queue's run beside the main thread's).
+    ordered = sorted(runs, key=lambda run: run["first_s"])
+    run = ordered[len(ordered) // 2]
+    print(
+        f"   cold timeline (the median run, {run['first_s'] * 1e3:.0f} ms, main thread's CPU"
+        f" {run['first_main_cpu_s'] * 1e3:.0f} ms; ms from the call):"
+    )
+    for stage, thread, start, end in run["timeline"]:
+        print(f"     {start * 1e3:7.0f} {end * 1e3:7.0f}  {stage:22} {thread}")
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:8.1f}ms" if seconds < 10.0 else f"{seconds:8.1f}s "
 
@@ -450,6 +480,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--limit", type=float, default=300.0, help="seconds per process")
     parser.add_argument("--stages", action="store_true", help="print the compile stages")
+    parser.add_argument(
+        "--timeline", action="store_true", help="print the median cold first call's stages"
+    )
     parser.add_argument(
         "--contender", default="numpile", help="with --set suite: numpy, numpile[BACKEND], ..."
     )
@@ -527,6 +560,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"   warm stages: {listed}{_sympy_note(warm_runs)}")
             events = _event_medians(cold_runs)
             print("   cold events: " + ", ".join(f"{k} {v:g}" for k, v in events.items()))
+        if options.timeline:
+            _print_timeline(cold_runs)
     if colds:
         print(
             f"median over {len(colds)} workloads: cold first call"

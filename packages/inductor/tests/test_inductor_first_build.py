@@ -13,6 +13,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 _PROLOGUE = """
 import threading
@@ -71,8 +74,19 @@ assert on_the_call == [], compilers[first_call:]
 assert compiled._gate is None
 wait_for_background_builds()
 assert rt.gate_module(wait=False) is not None
-gate_compiles = [name for name, c in compilers[first_call:] if "-O1" in c]
-assert gate_compiles == ["numpile-build-queue"], compilers[first_call:]
+# Every compile after the first call ran on the build queue: the gate's, and the buffer
+# pool's where that idle build had not ended with the first call.
+after = compilers[first_call:]
+assert {name for name, _ in after} == {"numpile-build-queue"}, after
+
+
+def builds_the_gate(command):
+    source = next(part for part in command if part.endswith(".c"))
+    with open(source) as file:
+        return "PyInit_numpile_call_gate" in file.read()
+
+
+assert [name for name, c in after if builds_the_gate(c)] == ["numpile-build-queue"], after
 for _ in range(3):
     np.testing.assert_allclose(compiled(x, y), want, rtol=1e-12)
 assert compiled._gate is not None  # later calls go through the gate
@@ -100,3 +114,84 @@ def test_the_first_module_of_a_fresh_cache_folder_uses_the_prepared_prelude(
 
 def test_the_second_call_runs_no_compiler_and_the_gate_arrives_later(tmp_path: Path) -> None:
     _run(tmp_path, _SECOND_CALL_RUNS_NO_COMPILER)
+
+
+def test_a_compile_runs_its_python_with_the_collector_paused_and_builds_with_it_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Lowering and code generation run with the cyclic collector paused; the C build, which
+    # other threads wait through, with it running; and the collector is back afterwards.
+    import gc
+
+    import numpy as np
+
+    from numpile_capture import compile_function
+    from numpile_inductor import backend
+    from numpile_inductor.codegen.c import wrapper
+
+    seen: dict[str, bool] = {}
+    real_lower = backend.lower_and_schedule
+    real_generate = wrapper.generate_module
+    real_build = backend._build
+
+    def lower(*args: Any, **kwargs: Any) -> Any:
+        seen["lowering"] = gc.isenabled()
+        return real_lower(*args, **kwargs)
+
+    def generate(*args: Any, **kwargs: Any) -> Any:
+        seen["codegen"] = gc.isenabled()
+        return real_generate(*args, **kwargs)
+
+    def build(*args: Any, **kwargs: Any) -> Any:
+        seen["build"] = gc.isenabled()
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(backend, "lower_and_schedule", lower)
+    monkeypatch.setattr(wrapper, "generate_module", generate)
+    monkeypatch.setattr(backend, "_build", build)
+
+    def f(x: Any) -> Any:
+        return np.cos(x) * 3.0 - x
+
+    x = np.linspace(0.0, 1.0, 64)
+    options = {"tiered": False, "graph_cache": False}
+    compiled = compile_function(f, backend="inductor", options=options)
+    assert gc.isenabled()
+    np.testing.assert_allclose(compiled(x), f(x), rtol=1e-12)
+    assert seen == {"lowering": False, "codegen": False, "build": True}
+    assert gc.isenabled()
+
+
+def test_a_tiered_compile_converts_its_sizes_with_the_collector_paused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The default (tiered) first call converts a light graph's sizes, sympy's import, on the
+    # calling thread before the NumPy tier runs: with the collector paused there too.
+    import gc
+
+    import numpy as np
+
+    from numpile_capture import compile_function
+    from numpile_inductor import backend, wait_for_background_builds
+
+    seen: list[bool] = []
+    real_sympy_sizes = backend.sympy_sizes
+
+    def sympy_sizes(graph: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real_sympy_sizes(graph)
+
+    monkeypatch.setattr(backend, "sympy_sizes", sympy_sizes)
+
+    def f(x: Any) -> Any:
+        return np.tan(x) * 0.5 + x
+
+    x = np.linspace(0.0, 1.0, 48)
+    compiled = compile_function(
+        f, backend="inductor", options={"tiered": True, "graph_cache": False}
+    )
+    np.testing.assert_allclose(compiled(x), f(x), rtol=1e-12)
+    wait_for_background_builds()
+    np.testing.assert_allclose(compiled(x), f(x), rtol=1e-12)
+    assert seen and not any(seen), seen
+    assert gc.isenabled()

@@ -60,3 +60,34 @@ def test_counters_reset() -> None:
     assert rt.counters() == {"a": 4}
     rt.reset_counters()
     assert rt.counters() == {}
+
+
+def test_stage_spans_keep_each_block_with_its_thread_while_recording() -> None:
+    with rt.timed("before"):
+        pass
+    rt.record_stage_spans()
+    try:
+        with rt.timed("outer"):
+            with rt.timed("inner"):
+                pass
+            thread = threading.Thread(target=_timed_block, args=("probe",), name="queue")
+            thread.start()
+            thread.join()
+    finally:
+        rt.record_stage_spans(False)
+    with rt.timed("after"):
+        pass
+    spans = rt.stage_spans()
+    assert [(s.stage, s.thread) for s in spans] == [
+        ("inner", "MainThread"),
+        ("probe", "queue"),
+        ("outer", "MainThread"),
+    ]
+    inner, probe, outer = spans
+    assert outer.start <= inner.start <= inner.end <= probe.start <= probe.end <= outer.end
+    assert all(span.seconds >= 0.0 for span in spans)
+
+
+def _timed_block(stage: str) -> None:
+    with rt.timed(stage):
+        pass

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import stat
+import threading
 from pathlib import Path
 
 import attrs
@@ -105,6 +106,37 @@ def test_known_toolchain_never_runs_the_compiler(monkeypatch: pytest.MonkeyPatch
     assert rt.counters().get("compiler_invocation", 0) == 0
     monkeypatch.setenv("CC", "/nonexistent/bin/cc-missing")
     assert rt.known_toolchain() is None
+
+
+def test_known_toolchain_does_not_wait_for_a_probe_in_another_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The build queue probes the compiler while capture runs; a cold compile asks
+    # `known_toolchain` meanwhile and must go on (importing sympy) instead of waiting.
+    found = rt.find_toolchain()
+    monkeypatch.setattr("numpile_runtime.toolchain._FOUND", {})
+    started = threading.Event()
+    release = threading.Event()
+
+    def slow_discovery(cc_env: str | None, cxx_env: str | None) -> rt.Toolchain:
+        started.set()
+        release.wait(30)
+        return found
+
+    monkeypatch.setattr("numpile_runtime.toolchain._discover", slow_discovery)
+    prober = threading.Thread(target=rt.find_toolchain)
+    prober.start()
+    try:
+        assert started.wait(30)
+        answers: list[rt.Toolchain | None] = []
+        asker = threading.Thread(target=lambda: answers.append(rt.known_toolchain()))
+        asker.start()
+        asker.join(5)
+        assert answers == [None], "known_toolchain waited for another thread's probe"
+    finally:
+        release.set()
+        prober.join(30)
+    assert rt.known_toolchain() is found
 
 
 def test_missing_cc_names_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -219,7 +219,8 @@ def inductor(
                 cached = _cached(graph, config, _key(graph, config, functionalize=True))
             if cached is not None:
                 return cached.fn
-            graph = sympy_sizes(graph)  # the NumPy tier runs it until the build is done
+            with rt.collector_paused():  # sympy's import, as in `_compile`
+                graph = sympy_sizes(graph)  # the NumPy tier runs it until the build is done
 
             def build() -> Callable[..., Any]:
                 return _compile(graph, config, None, functionalize=True).fn
@@ -369,28 +370,33 @@ def _compile(
     *,
     functionalize: bool,
 ) -> CompiledGraph:
-    if rt.known_toolchain() is None:
-        # A fresh cache folder: the compiler is being probed (`prepare`) and the graph cache
-        # will miss. A light graph takes its sympy sizes (the import, 0.3 s) while the probe
-        # runs rather than after it, as when capture imported sympy.
+    # NOTE: the cyclic collector is paused while this compile runs Python (sympy's import,
+    # lowering, code generation allocate much and free little), not while it waits for C
+    # builds that other threads run through: autotuning's, the module's
+    # (`numpile_runtime.collector_paused`).
+    with rt.collector_paused():
+        if rt.known_toolchain() is None:
+            # A fresh cache folder: the compiler is being probed (`prepare`) and the graph
+            # cache will miss. A light graph takes its sympy sizes (the import, 0.3 s) while
+            # the probe runs rather than after it, as when capture imported sympy.
+            graph = sympy_sizes(graph)
+        key = _key(graph, config, functionalize=functionalize)
+        cached = _cached(graph, config, key)
+        if cached is not None:
+            return cached
+        # A light capture's graph was good for the key (it prints as its sympy form);
+        # lowering takes sympy sizes.
         graph = sympy_sizes(graph)
-    key = _key(graph, config, functionalize=functionalize)
-    cached = _cached(graph, config, key)
-    if cached is not None:
-        return cached
-    # A light capture's graph was good for the key (it prints as its sympy form); lowering
-    # takes sympy sizes.
-    graph = sympy_sizes(graph)
-    rt.count("inductor_graph_cache_miss")
-    # Late imports: code generation pulls in sympy (~0.3 s); a graph cache hit needs none.
-    from .codegen.c.wrapper import generate_module
-    from .scheduler import FusedKernel
+        rt.count("inductor_graph_cache_miss")
+        # Late imports: code generation pulls in sympy (~0.3 s); a graph cache hit needs none.
+        from .codegen.c.wrapper import generate_module
+        from .scheduler import FusedKernel
 
-    target, epilogue, functional_text = (
-        functionalized(graph) if functionalize else (graph, None, "")
-    )
-    with rt.timed("inductor_lowering"):
-        sched = lower_and_schedule(target)
+        target, epilogue, functional_text = (
+            functionalized(graph) if functionalize else (graph, None, "")
+        )
+        with rt.timed("inductor_lowering"):
+            sched = lower_and_schedule(target)
     choice = None
     if config.max_autotune:
         choice = _autotune(graph, target, sched, config, example_inputs, epilogue, key)
@@ -398,23 +404,24 @@ def _compile(
             config = attrs.evolve(
                 config, threads=choice.threads, parallel_threshold=choice.parallel_threshold
             )
-    if epilogue is not None and epilogue.mutated_inputs:
-        # After autotuning: its timing runs must leave the example inputs untouched.
-        from .reinplace import reinplace_scatters
+    with rt.collector_paused():
+        if epilogue is not None and epilogue.mutated_inputs:
+            # After autotuning: its timing runs must leave the example inputs untouched.
+            from .reinplace import reinplace_scatters
 
-        written = frozenset(sched.program.inputs[p] for p, _ in epilogue.mutated_inputs)
-        sched = reinplace_scatters(sched, written)
-    with rt.timed("inductor_codegen"):
-        generated = generate_module(sched, config)
-    output_code_log.info("%s", generated.source)
-    if config.trace_enabled or config.graph_diagram:
-        files = {"output_code.c": generated.source}
-        if config.trace_enabled:
-            files["ir_pre_fusion.txt"] = str(sched.program)
-            files["ir_post_fusion.txt"] = str(sched)
-            if functional_text:
-                files["functional_graph.txt"] = functional_text
-        _write_debug(config, graph, generated.module_name, files)
+            written = frozenset(sched.program.inputs[p] for p, _ in epilogue.mutated_inputs)
+            sched = reinplace_scatters(sched, written)
+        with rt.timed("inductor_codegen"):
+            generated = generate_module(sched, config)
+        output_code_log.info("%s", generated.source)
+        if config.trace_enabled or config.graph_diagram:
+            files = {"output_code.c": generated.source}
+            if config.trace_enabled:
+                files["ir_pre_fusion.txt"] = str(sched.program)
+                files["ir_post_fusion.txt"] = str(sched)
+                if functional_text:
+                    files["functional_graph.txt"] = functional_text
+            _write_debug(config, graph, generated.module_name, files)
     flags = _flags(config)
     module = _build(generated.module_name, generated.source, flags, graph, config)
     artifact = GraphArtifact(

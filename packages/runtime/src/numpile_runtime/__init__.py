@@ -41,6 +41,7 @@ from .code_cache import CodeCache as CodeCache
 from .code_cache import cache_key as cache_key
 from .code_cache import default_cache as default_cache
 from .code_cache import set_cache_dir as set_cache_dir
+from .collector_pause import collector_paused as collector_paused
 from .cpu_blas import CpuBlas as CpuBlas
 from .cpu_blas import cpu_blas_addresses as cpu_blas_addresses
 from .cpu_blas import cpu_blas_thread_addresses as cpu_blas_thread_addresses
@@ -78,12 +79,15 @@ from .locks import numpile_code_only as numpile_code_only
 from .logs import CHANNELS as LOG_CHANNELS
 from .logs import _configure_from_env
 from .logs import set_logs as set_logs
+from .metrics import StageSpan as StageSpan
 from .metrics import compile_time_calls as compile_time_calls
 from .metrics import compile_times as compile_times
 from .metrics import count as count
 from .metrics import counters as counters
+from .metrics import record_stage_spans as record_stage_spans
 from .metrics import reset_compile_times as reset_compile_times
 from .metrics import reset_counters as reset_counters
+from .metrics import stage_spans as stage_spans
 from .metrics import timed as timed
 from .openmp import OPENMP_DEFAULTS as OPENMP_DEFAULTS
 from .openmp import apply_openmp_defaults as apply_openmp_defaults
@@ -124,6 +128,7 @@ __all__ = [
     "OPENMP_DEFAULTS",
     "Toolchain",
     "TritonLauncher",
+    "StageSpan",
     "SweepResult",
     "TritonStatus",
     "UNKNOWN_VERSION",
@@ -142,6 +147,7 @@ __all__ = [
     "build_many",
     "byte_extent",
     "cache_key",
+    "collector_paused",
     "compile_extension",
     "compile_library",
     "compile_owner",
@@ -179,11 +185,13 @@ __all__ = [
     "prepare_header",
     "queue_build",
     "queued_builds",
+    "record_stage_spans",
     "reset_compile_times",
     "reset_counters",
     "set_cache_dir",
     "set_logs",
     "source_fingerprint",
+    "stage_spans",
     "timed",
     "triton_status",
     "upload",

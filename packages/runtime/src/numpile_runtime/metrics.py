@@ -16,25 +16,41 @@ how tests check that a warm cache skips the compiler.
     1
 
 Both tables are process-wide and thread-safe: compile workers running in
-threads add to the same totals.
+threads add to the same totals. Between `record_stage_spans()` and
+`record_stage_spans(False)` each timed block is also kept as a `StageSpan` (its
+thread, start and end), the timeline of a compile: which stage waited for which,
+and what ran on the build queue's thread meanwhile (`stage_spans()`).
+
+    >>> record_stage_spans()
+    >>> with timed("capture"):
+    ...     pass
+    >>> record_stage_spans(False)
+    >>> [(span.stage, span.thread) for span in stage_spans()]
+    [('capture', 'MainThread')]
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator
+
+import attrs
 
 from .locks import new_lock
 from .progress import set_stage
 
 __all__ = [
+    "StageSpan",
     "compile_time_calls",
     "compile_times",
     "count",
     "counters",
+    "record_stage_spans",
     "reset_compile_times",
     "reset_counters",
+    "stage_spans",
     "timed",
 ]
 
@@ -45,6 +61,30 @@ _LOCK = new_lock()
 _STAGE_SECONDS: dict[str, float] = {}
 _STAGE_CALLS: dict[str, int] = {}
 _COUNTERS: dict[str, int] = {}
+# NOTE: the timed blocks kept while `_RECORDING[0]` is set (`record_stage_spans`), in the
+# order they ended; under _LOCK too.
+_SPANS: list[StageSpan] = []
+_RECORDING: list[bool] = [False]
+
+
+@attrs.frozen
+class StageSpan:
+    """One timed block: its stage, the name of the thread that ran it, and its start and
+    end in `time.perf_counter()` seconds.
+
+        >>> StageSpan("capture", "MainThread", 1.0, 1.25).seconds
+        0.25
+    """
+
+    stage: str
+    thread: str
+    start: float
+    end: float
+
+    @property
+    def seconds(self) -> float:
+        """The block's wall time."""
+        return self.end - self.start
 
 
 @contextlib.contextmanager
@@ -64,10 +104,36 @@ def timed(stage: str) -> Iterator[None]:
     try:
         yield
     finally:
-        elapsed = time.perf_counter() - start
+        end = time.perf_counter()
+        elapsed = end - start
         with _LOCK:
             _STAGE_SECONDS[stage] = _STAGE_SECONDS.get(stage, 0.0) + elapsed
             _STAGE_CALLS[stage] = _STAGE_CALLS.get(stage, 0) + 1
+            if _RECORDING[0]:
+                _SPANS.append(StageSpan(stage, threading.current_thread().name, start, end))
+
+
+def record_stage_spans(on: bool = True) -> None:
+    """Start keeping each timed block as a `StageSpan` (forgetting those kept before), or
+    stop (`on=False`; what was kept stays readable).
+
+    >>> record_stage_spans(); record_stage_spans(False); stage_spans()
+    []
+    """
+    with _LOCK:
+        if on:
+            _SPANS.clear()
+        _RECORDING[0] = on
+
+
+def stage_spans() -> list[StageSpan]:
+    """The spans kept since the last `record_stage_spans()`, in the order they ended (a copy).
+
+    >>> record_stage_spans(False); isinstance(stage_spans(), list)
+    True
+    """
+    with _LOCK:
+        return list(_SPANS)
 
 
 def compile_times() -> dict[str, float]:
