@@ -18,15 +18,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from loop_grad_programs import (
+    branch_on_the_index,
+    break_late,
+    central_differences,
+    scalar_and_array_carries,
+)
 
 import numpile
-
-
-def tanh_recurrence(x: Any, n: int) -> Any:
-    h = x
-    for _ in range(n):
-        h = np.tanh(h * 0.7 + 0.1)
-    return h.sum()
+from benchmarks.loop_grad import tanh_recurrence
 
 
 def pendulum_chain(x: Any, n: int) -> Any:
@@ -36,25 +36,6 @@ def pendulum_chain(x: Any, n: int) -> Any:
         v = v - 0.05 * np.sin(p) - 0.01 * v
         p = p + 0.05 * v
     return (p * p).sum()
-
-
-def scalar_and_array_carries(x: Any, n: int) -> Any:
-    s = 0.0
-    v = x
-    for i in range(n):
-        v = np.sqrt(v * v + 1.0) * 0.5
-        s = s + v[i % v.shape[0]] * i
-    return s + v.sum()
-
-
-def branch_on_the_index(x: Any, n: int) -> Any:
-    h = x * 1.0
-    for i in range(n):
-        if i % 2 == 0:  # noqa: SIM108 - a condition in the body: a `cond` of VJPs
-            h = h * np.cos(h)
-        else:
-            h = h + 0.5 * h * h
-    return h.sum()
 
 
 def break_early(x: Any, n: int) -> Any:
@@ -108,15 +89,6 @@ PLACEMENTS = {
 }
 
 
-def _central_differences(f: Callable[[Any], Any], x: Any, eps: float = 1e-6) -> Any:
-    grad = np.zeros_like(x)
-    for k in range(x.size):
-        step = np.zeros_like(x)
-        step[k] = eps
-        grad[k] = (f(x + step) - f(x - step)) / (2 * eps)
-    return grad
-
-
 def _loops(graph: Any) -> list[Any]:
     return [node for node in graph.nodes if node.op is not None and node.op.name == "for_loop"]
 
@@ -134,7 +106,7 @@ def test_grad_through_a_loop_in_every_placement(name: str, placement: str) -> No
         want = numpile.grad(fn, compiler="eager")(x, n)
         assert (got.dtype, got.shape) == (want.dtype, want.shape) == (x.dtype, x.shape)
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
-        differences = _central_differences(lambda v, n=n: fn(v, n), x)
+        differences = central_differences(lambda v, n=n: fn(v, n), x)
         np.testing.assert_allclose(got, differences, rtol=1e-5, atol=1e-7)
 
 
@@ -183,15 +155,6 @@ def test_value_and_grad_and_vjp_inside_compile_keep_the_loop() -> None:
     np.testing.assert_allclose(pulled, 2.0 * want, rtol=1e-10, atol=1e-12)
 
 
-def break_late(x: Any, n: int) -> Any:
-    h = x * 1.0
-    for i in range(n):
-        h = h * np.cos(h)
-        if i == n - 2:  # a loop that breaks: no loop VJP
-            break
-    return h.sum()
-
-
 @pytest.mark.parametrize("fullgraph", [False, True])
 def test_a_loop_without_a_vjp_too_long_to_unroll_names_the_loop(fullgraph: bool) -> None:
     # Never minutes of unrolling: past the capture's limit the transform's call is a graph
@@ -199,7 +162,7 @@ def test_a_loop_without_a_vjp_too_long_to_unroll_names_the_loop(fullgraph: bool)
     x = np.linspace(-1, 1, 3)
     line = break_late.__code__.co_firstlineno + 2
     compiled = numpile.compile(numpile.grad(break_late), fullgraph=fullgraph)
-    where = rf"test_grad_compile_loops.py:{line}"
+    where = rf"loop_grad_programs.py:{line}"
     message = rf"1500 iterations.*{where}" if fullgraph else rf"{where}: loop not kept"
     with pytest.raises(Exception, match=message):
         compiled(x, 1500)

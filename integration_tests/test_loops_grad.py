@@ -20,6 +20,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from loop_grad_programs import (
+    branch_on_the_index,
+    break_late,
+    central_differences,
+    scalar_and_array_carries,
+)
 
 import numpile
 from numpile_autograd_aot.config import run_graph_compiler
@@ -51,24 +57,6 @@ def break_and_branch(x: Any, n: int) -> Any:
     return h.sum()
 
 
-def scalar_and_array_carries(x: Any, n: int) -> Any:
-    s = 0.0
-    v = x
-    for i in range(n):
-        v = np.sqrt(v * v + 1.0) * 0.5
-        s = s + v[i % v.shape[0]] * i
-    return s + v.sum()
-
-
-def _central_differences(f: Callable[[Any], Any], x: Any, eps: float = 1e-6) -> Any:
-    grad = np.zeros_like(x)
-    for k in range(x.size):
-        step = np.zeros_like(x)
-        step[k] = eps
-        grad[k] = (f(x + step) - f(x - step)) / (2 * eps)
-    return grad
-
-
 CASES: dict[str, tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = {
     "tanh_recurrence": (tanh_recurrence, lambda n: (0.7, n)),
     "index_dependent_slices": (index_dependent_slices, lambda n: (n,)),
@@ -79,18 +67,18 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 7])
 @pytest.mark.parametrize("name", list(CASES))
-def test_grad_through_a_loop_matches_central_differences(name: str, n: int) -> None:
-    _check_against_central_differences(name, n, None)
+def test_grad_through_a_loop_matchescentral_differences(name: str, n: int) -> None:
+    _check_againstcentral_differences(name, n, None)
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_grad_through_hundreds_of_iterations(name: str) -> None:
     # The unrolled graph's C build grows with the trip count (minutes at 60-300 iterations
     # on a loaded 2-core machine): the graph runs op by op here; the gradient is the point.
-    _check_against_central_differences(name, 300, "eager")
+    _check_againstcentral_differences(name, 300, "eager")
 
 
-def _check_against_central_differences(name: str, n: int, compiler: str | None) -> None:
+def _check_againstcentral_differences(name: str, n: int, compiler: str | None) -> None:
     fn, rest = CASES[name]
     size = max(n, 1) + 2 if name == "index_dependent_slices" else 4
     x = np.random.default_rng(n).uniform(-0.8, 0.8, size)
@@ -98,7 +86,7 @@ def _check_against_central_differences(name: str, n: int, compiler: str | None) 
         x = x * 0.5
     extra = rest(n)
     got = numpile.grad(fn, compiler=compiler)(x, *extra)
-    want = _central_differences(lambda v: fn(v, *extra), x)
+    want = central_differences(lambda v: fn(v, *extra), x)
     assert got.dtype == np.float64 and got.shape == x.shape
     # Central differences lose |f| * 2**-52 / eps to rounding: a long sum needs more room.
     atol = max(1e-7, 1e-9 * abs(float(fn(x, *extra))))
@@ -129,33 +117,14 @@ def test_compiled_function_calling_grad_through_a_loop() -> None:
         x = np.random.default_rng(n).uniform(-1, 1, n + 2)
         value, gradient = compiled(x, n)
         assert value == pytest.approx(index_dependent_slices(x, n), rel=1e-12)
-        want = _central_differences(lambda v, n=n: index_dependent_slices(v, n), x)
+        want = central_differences(lambda v, n=n: index_dependent_slices(v, n), x)
         np.testing.assert_allclose(gradient, 2.0 * want, rtol=1e-5, atol=1e-7)
-
-
-def branch_on_the_index(x: Any, n: int) -> Any:
-    h = x * 1.0
-    for i in range(n):
-        if i % 2 == 0:  # noqa: SIM108 - a condition in the body: a `cond` of VJPs
-            h = h * np.cos(h)
-        else:
-            h = h + 0.5 * h * h
-    return h.sum()
-
-
-def break_late(x: Any, n: int) -> Any:
-    h = x * 1.0
-    for i in range(n):
-        h = h * np.cos(h)
-        if i == n - 2:  # a loop that breaks: no loop VJP
-            break
-    return h.sum()
 
 
 def test_grad_through_a_loop_without_a_vjp_too_long_to_unroll_names_the_loop() -> None:
     x = np.linspace(-1, 1, 3)
     line = break_late.__code__.co_firstlineno + 2
-    with pytest.raises(TypeError, match=rf"test_loops_grad.py:{line}: loop not kept") as info:
+    with pytest.raises(TypeError, match=rf"loop_grad_programs.py:{line}: loop not kept") as info:
         numpile.grad(break_late)(x, 1500)
     assert "1500 iterations" in str(info.value)
 
@@ -166,7 +135,7 @@ def test_grad_through_a_loop_with_an_if_past_the_unroll_limit(compiler: str) -> 
     # "loop not kept" past 1000 iterations before).
     x = np.linspace(-1, 1, 3)
     got = numpile.grad(branch_on_the_index, compiler=compiler)(x, 1500)
-    want = _central_differences(lambda v: branch_on_the_index(v, 1500), x)
+    want = central_differences(lambda v: branch_on_the_index(v, 1500), x)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
 
 
@@ -185,7 +154,7 @@ def test_grad_through_thousands_of_iterations_is_one_reverse_loop() -> None:
     x = np.random.default_rng(3).uniform(-0.8, 0.8, 4)
     for steps in (10, 3000):
         got = numpile.grad(tanh_recurrence, compiler=counting(steps))(x, 0.9, steps)
-        want = _central_differences(lambda v, steps=steps: tanh_recurrence(v, 0.9, steps), x)
+        want = central_differences(lambda v, steps=steps: tanh_recurrence(v, 0.9, steps), x)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-9)
     assert sizes[10] == sizes[3000]
 
@@ -220,7 +189,7 @@ def test_the_forward_runs_one_loop_that_also_stacks_the_carried_values() -> None
     body_ops = [node.op.name for node in loop.kwargs["body"].nodes if node.op is not None]
     assert body_ops.count("setitem_at") == 2  # one stack per carried array
     assert len(_loops(backward)) == 1
-    want = _central_differences(lambda v: pendulum_chain(v, 20), x)
+    want = central_differences(lambda v: pendulum_chain(v, 20), x)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
 
 
@@ -235,7 +204,7 @@ def test_grad_through_loops_compiled_runs_every_loop_in_c(
     with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
         got = numpile.grad(pendulum_chain, compiler="inductor")(x, n)
     assert "with NumPy per iteration" not in caplog.text
-    want = _central_differences(lambda v: pendulum_chain(v, n), x)
+    want = central_differences(lambda v: pendulum_chain(v, n), x)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
     eager = numpile.grad(pendulum_chain, compiler="eager")(x, n)
     np.testing.assert_allclose(got, eager, rtol=1e-12, atol=1e-14)
@@ -270,6 +239,6 @@ def test_grad_through_rows_read_by_the_index_runs_in_c(
         moved[argnum] = v.reshape(args[argnum].shape)
         return driven_recurrence(*moved)
 
-    want = _central_differences(along, args[argnum].ravel()).reshape(args[argnum].shape)
+    want = central_differences(along, args[argnum].ravel()).reshape(args[argnum].shape)
     assert got.shape == args[argnum].shape and got.dtype == np.float64
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
