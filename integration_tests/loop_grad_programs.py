@@ -38,6 +38,16 @@ def break_late(x: Any, n: int) -> Any:
     return h.sum()
 
 
+def pendulum_chain(x: Any, n: int) -> Any:
+    # Two carried arrays (angle, velocity), semi-implicit Euler steps.
+    p = x
+    v = x * 0.0
+    for _ in range(n):
+        v = v - 0.05 * np.sin(p) - 0.01 * v
+        p = p + 0.05 * v
+    return (p * p).sum()
+
+
 def central_differences(f: Callable[[Any], Any], x: Any, eps: float = 1e-6) -> Any:
     """The gradient of `f` at `x` by central differences, one element at a time."""
     grad = np.zeros_like(x)

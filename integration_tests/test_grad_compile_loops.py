@@ -22,20 +22,12 @@ from loop_grad_programs import (
     branch_on_the_index,
     break_late,
     central_differences,
+    pendulum_chain,
     scalar_and_array_carries,
 )
 
 import numpile
 from benchmarks.loop_grad import tanh_recurrence
-
-
-def pendulum_chain(x: Any, n: int) -> Any:
-    p = x
-    v = x * 0.0
-    for _ in range(n):
-        v = v - 0.05 * np.sin(p) - 0.01 * v
-        p = p + 0.05 * v
-    return (p * p).sum()
 
 
 def break_early(x: Any, n: int) -> Any:

@@ -24,6 +24,7 @@ from loop_grad_programs import (
     branch_on_the_index,
     break_late,
     central_differences,
+    pendulum_chain,
     scalar_and_array_carries,
 )
 
@@ -157,16 +158,6 @@ def test_grad_through_thousands_of_iterations_is_one_reverse_loop() -> None:
         want = central_differences(lambda v, steps=steps: tanh_recurrence(v, 0.9, steps), x)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-9)
     assert sizes[10] == sizes[3000]
-
-
-def pendulum_chain(x: Any, n: int) -> Any:
-    # Two carried arrays (angle, velocity), semi-implicit Euler steps.
-    p = x
-    v = x * 0.0
-    for _ in range(n):
-        v = v - 0.05 * np.sin(p) - 0.01 * v
-        p = p + 0.05 * v
-    return (p * p).sum()
 
 
 def _loops(graph: Any) -> list[Any]:
