@@ -61,13 +61,16 @@ from .resume_code import (
 
 
 class LoopInPython(Unsupported):
-    """A loop not kept whose body does too little array work to pay for compiled pieces: the
+    """A loop not kept whose body saves too little work compiled to pay for its pieces: the
     graph breaks at its head and the whole loop runs in Python (`LoopRegion`)."""
 
 
 def in_python(reason: str, filename: str | None, lineno: int | None) -> LoopInPython:
     """The break at the head of a loop not kept for `reason` that runs whole in Python."""
-    text = f"{reason}; its body does little array work, so the whole loop runs in Python"
+    text = (
+        f"{reason}; compiling its body would save less than its pieces' calls cost, so the "
+        "whole loop runs in Python"
+    )
     return LoopInPython(text, filename, lineno)
 
 
