@@ -6,8 +6,8 @@ A loop whose body graph-breaks (a library call, `float()` of an array, a `print`
 kept as a loop; numpile runs it whole in Python when compiling its body saves little
 (`numpile_capture.body_work`: cheap arithmetic, as in `updates_printing`), else its
 body's compiled pieces once per iteration (`waves_printing`). A compiled function must not
-be much slower than the Python it replaces: the report gives the median of `--repeats` calls of each and their ratio, in one
-process, `tiered` off.
+be much slower than the Python it replaces: the report gives the median of `--repeats`
+calls of each and their ratio, in one process, `tiered` off.
 
 The samples are taken in rounds, one call of each per round in alternating order, after
 the builds a first compile queues in the background (the call gate, the buffer pool: a C
