@@ -73,7 +73,7 @@ class PieceCosts:
     """
 
     # NOTE: NumPy's float64 sin, cos and exp take 40-55 element-passes per element; a
-    # kernel calls libm's too, so count what the pieces of a sin/cos body saved (16-24).
+    # kernel calls libm's too, so count less than what a sin/cos body's pieces saved.
     transcendental: int = 16
     # NOTE: an intermediate NumPy stores and reads back; fused, it stays in a register.
     fused_pass: int = 1
