@@ -3,11 +3,11 @@
     python -m benchmarks.breaking_loops [--trips 3000] [--repeats 25]
 
 A loop whose body graph-breaks (a library call, `float()` of an array, a `print`) is not
-kept as a loop; numpile runs it whole in Python when its body does little array work
-(`numpile_capture.body_work`), else its body's compiled pieces once per iteration
-(`updates_printing`). A compiled function must not be much slower than the Python it
-replaces: the report gives the median of `--repeats` calls of each and their ratio, in one
-process, `tiered` off.
+kept as a loop; numpile runs it whole in Python when compiling its body saves little
+(`numpile_capture.body_work`: cheap arithmetic, as in `updates_printing`), else its
+body's compiled pieces once per iteration (`waves_printing`). A compiled function must not
+be much slower than the Python it replaces: the report gives the median of `--repeats`
+calls of each and their ratio, in one process, `tiered` off.
 
 The samples are taken in rounds, one call of each per round in alternating order, after
 the builds a first compile queues in the background (the call gate, the buffer pool: a C
@@ -77,11 +77,25 @@ def updates_printing(x: Any) -> Any:
     return a, b
 
 
+def waves_printing(x: Any) -> Any:
+    """`updates_printing` with a sine and a cosine in the updates, on `x`'s elements: the
+    transcendental work compiled pieces save pays for their calls, so the body runs as
+    pieces and beats plain Python."""
+    a = x.copy()
+    b = x[::-1].copy()
+    for i in range(100):
+        a += np.sin(b) * 0.5
+        print(i, file=_DEVNULL)
+        b -= np.cos(a) * 0.25
+    return a, b
+
+
 WORKLOADS: tuple[Callable[[Any], Any], ...] = (
     json_roundtrip,
     data_float,
     prefix_sums_printing,
     updates_printing,
+    waves_printing,
 )
 
 

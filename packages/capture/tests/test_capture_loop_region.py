@@ -1,4 +1,4 @@
-"""A loop not kept whose breaking body does little array work runs whole in Python.
+"""A loop not kept whose breaking body saves little work compiled runs whole in Python.
 
 Its body's compiled pieces would cost more per iteration than the body's own Python, so
 capture breaks at the loop's head and the loop runs as CPython runs it (`loop_region`):
@@ -310,10 +310,49 @@ def test_explain_and_the_log_name_the_loop_that_runs_in_python(
     assert any("the whole loop runs in Python" in r.getMessage() for r in caplog.records)
 
 
+def _cheap_updates(x: Any) -> Any:
+    # Cheap arithmetic on large arrays: a kernel makes NumPy's passes plus a write-back, so
+    # compiled pieces would lose at any size and the loop runs in Python.
+    a = x.copy()
+    b = x[::-1].copy()
+    for i in range(40):
+        a += b * 0.5
+        print(i)
+        b -= a * 0.25
+    return a, b
+
+
+def _sine_updates(x: Any) -> Any:
+    # The same updates through sin and cos: the kernels save their NumPy time per element.
+    a = x.copy()
+    b = x[::-1].copy()
+    for i in range(40):
+        a += np.sin(b) * 0.5
+        print(i)
+        b -= np.cos(a) * 0.25
+    return a, b
+
+
+@pytest.mark.parametrize(
+    ("fn", "pieces"), [(_cheap_updates, False), (_sine_updates, True)], ids=["cheap", "sine"]
+)
+def test_only_a_body_whose_kernels_save_work_runs_as_pieces(
+    fn: Callable[[Any], Any], pieces: bool
+) -> None:
+    runs: list[Graph] = []
+    compiled = compile_function(fn, backend=_counting(runs))
+    _run(compiled, fn, np.linspace(-1.0, 1.0, 48_000))
+    assert (len(runs) >= 40) is pieces  # a piece per iteration, or the graphs around the loop
+    out = explain(fn)
+    with contextlib.redirect_stdout(io.StringIO()):
+        reasons = [reason.reason for reason in out(np.linspace(-1.0, 1.0, 48_000)).break_reasons]
+    assert any("the whole loop runs in Python" in r for r in reasons) is not pieces
+
+
 def _list_of_large_arrays(xs: list[Any]) -> Any:
     total = 0.0
     for i in range(len(xs)):
-        y = xs[i] * 2.0  # a list indexed by the index: traced only unrolled, then array work
+        y = np.sin(xs[i])  # a list indexed by the index: traced only unrolled, then array work
         print(i)
         total = total + float(y[0])
     return total

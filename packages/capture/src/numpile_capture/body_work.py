@@ -8,16 +8,28 @@ the next piece): more than a scalar body's whole Python, and more than NumPy tak
 few cheap operations on thousands of elements. So the body is worth compiling only when
 its array work is large enough for fused kernels to win that back.
 
-The work of a node is counted in element-operations: the elements of its largest array
-(its result; the operands too for an operation that computes on them, not for one that
-only picks elements or makes a view), times `EXPENSIVE_WEIGHT` for a transcendental
-function or a library call, which cost NumPy several times an arithmetic operation per
-element. A symbolic size counts at the largest value the shape environment estimates for it
+The work of a node is what compiling it saves against NumPy, in element-passes (one cheap
+element-wise operation's pass over one element), at the size of its largest array (its
+result; the operands too for an operation that computes on them, not for one that only
+picks elements or makes a view), by the rows of `COSTS`:
+
+- a transcendental function saves most of its NumPy time per element
+  (`PieceCosts.transcendental` passes);
+- an operation that reads the result of an element-wise one saves a pass per such operand,
+  since the fused kernel never stores that intermediate (`PieceCosts.fused_pass`): a chain
+  of k element-wise operations saves k - 1 passes;
+- an in-place update or a store costs a pass (`PieceCosts.write_back`): the piece's
+  epilogue writes the mutated input back;
+- cheap arithmetic on its own saves nothing (a kernel makes the pass NumPy's ufunc makes),
+  and neither does a library call (it runs the same library code either way).
+
+A store `x[index] = value` counts the elements of its value, not all of `x`. A symbolic size
+counts at the largest value the shape environment estimates for it
 (`ShapeEnv.largest_hint`: the sizes seen now, a loop index at the end of its range, so
-`x[: i + 1]` counts as all of `x`); one it cannot bound (a data-dependent size), or a loop
-kept inside the body (its iterations run in C), counts as `PIECES_PAY_AT` on its own. A
-store `x[index] = value` counts the elements of its value, not all of `x`. A body traced up
-to its break with less work than `PIECES_PAY_AT` runs whole in plain Python instead
+`x[: i + 1]` counts as all of `x`); a node that saves work per element at a size with no
+bound (a data-dependent size), or a loop kept inside the body (its iterations run in C),
+counts as `PIECES_PAY_AT` on its own. A body traced up to its break that saves less than
+`PIECES_PAY_AT`, what its pieces' calls cost, runs whole in plain Python instead
 (`loop_region`), at eager's speed.
 
 The tracer sums the work of the nodes it adds (`Tracer.array_work`), so a loop compares the
@@ -28,34 +40,60 @@ sum before and after tracing its body, nested bodies and inlined calls included.
     >>> g = Graph()
     >>> small = g.placeholder("a", ArrayMeta((8,), "float64"))
     >>> large = g.placeholder("b", ArrayMeta((100_000,), "float64"))
-    >>> array_work([g.call(get_op("add"), small, small)])
-    8
+    >>> array_work([g.call(get_op("add"), large, large)])
+    0
     >>> array_work([g.call(get_op("sin"), small)])
-    64
-    >>> pays_for_pieces(array_work([g.call(get_op("add"), large, large)]))
+    128
+    >>> pays_for_pieces(array_work([g.call(get_op("add"), g.call(get_op("sin"), large), large)]))
     True
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
+
+import attrs
 
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node
 from .meta import ArrayMeta
 from .op import OpKind
 
-# NOTE: where compiled pieces started to beat the body's NumPy on the dev VM: a body of
-# sin, multiply and add on 1024 float64 elements (10,240 element-operations here) ran 2.4x
-# faster as pieces; two arithmetic operations on 4096 elements (8,192) ran 3x slower, and
-# still 1.3x slower on 16384 (docs/performance_notes.md, loops whose body breaks).
-PIECES_PAY_AT = 8192
 
-# NOTE: NumPy's time per element of a transcendental or a library call against an add.
-EXPENSIVE_WEIGHT = 8
+@attrs.frozen
+class PieceCosts:
+    """What compiling a breaking body's pieces saves or costs, in element-passes.
 
-# NOTE: element-wise functions whose per-element cost is several arithmetic operations'.
-_EXPENSIVE = frozenset(
+    One element-pass is the time of NumPy's add per element. The rows come from timing the
+    same bodies as plain Python and as pieces (docs/performance_notes.md, loops whose body
+    breaks: the cost rule), rounded down so that a body compiles only when it clearly wins.
+
+        >>> COSTS.fused_pass, COSTS.library_call
+        (1, 0)
+    """
+
+    # NOTE: NumPy's float64 sin, cos and exp take 40-55 element-passes per element; a
+    # kernel calls libm's too, so count less than what a sin/cos body's pieces saved.
+    transcendental: int = 16
+    # NOTE: an intermediate NumPy stores and reads back; fused, it stays in a register.
+    fused_pass: int = 1
+    # NOTE: the piece's epilogue copies each mutated input back: one more pass.
+    write_back: int = 1
+    # NOTE: a library call (`concatenate`, `linalg`) runs the same code compiled or not.
+    library_call: int = 0
+    # NOTE: one piece's call per iteration (guards, inputs, the call, the epilogue's
+    # overlap test, the hand-over): about 5 us, the time of 6000-7000 element-passes.
+    piece: int = 6144
+
+
+COSTS = PieceCosts()
+
+# NOTE: a body that breaks once runs two pieces per iteration: the one before its break
+# (the body traced up to the break, whose work is counted) and the one after it.
+PIECES_PAY_AT = 2 * COSTS.piece
+
+# NOTE: element-wise functions whose per-element cost is many arithmetic operations'.
+_TRANSCENDENTAL = frozenset(
     {
         "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh",
         "arcsinh", "arccosh", "arctanh", "exp", "exp2", "expm1", "log", "log2", "log10",
@@ -63,22 +101,28 @@ _EXPENSIVE = frozenset(
     }
 )  # fmt: skip
 
+# NOTE: kinds whose result a fused kernel consumes without storing it.
+_FUSED = frozenset({OpKind.POINTWISE})
+
 # NOTE: kinds whose node only picks elements or makes a view: what it reads costs nothing
 # until an operation computes on it, so only its result's size counts.
 _SELECTING = frozenset({OpKind.VIEW, OpKind.INDEXING})
 
 
-def array_work(nodes: Iterable[Node]) -> int:
-    """The element-operations of `nodes` (see the module docstring); placeholders do none."""
-    return sum(_work(node) for node in nodes)
+def array_work(nodes: Iterable[Node], *, fused: Container[Node] | None = None) -> int:
+    """The element-passes compiling `nodes` saves (see the module docstring); placeholders
+    save none. Only results in `fused` (all when None) count as intermediates a kernel keeps
+    out of memory: a loop's piece receives the values made before its iteration stored."""
+    return sum(_work(node, fused) for node in nodes)
 
 
 def pays_for_pieces(work: int) -> bool:
-    """Whether a breaking body with `work` element-operations is worth compiling as pieces."""
+    """Whether a breaking body whose compiling saves `work` element-passes is worth compiling
+    as pieces."""
     return work >= PIECES_PAY_AT
 
 
-def _work(node: Node) -> int:
+def _work(node: Node, fused: Container[Node] | None) -> int:
     if node.op is None:
         return 0
     subgraphs = [(name, value) for name, value in node.params if isinstance(value, Graph)]
@@ -86,6 +130,7 @@ def _work(node: Node) -> int:
         return PIECES_PAY_AT  # a kept loop: its iterations run compiled
     branches = sum(array_work(graph.nodes) for _, graph in subgraphs)  # a cond's
     metas = [node.meta]
+    per_element = _saved_per_element(node, fused)
     if node.op.kind is OpKind.MUTATION and any(name == "index" for name, _ in node.params):
         # A store `x[index] = value` writes the value's elements, not all of `x` (its result).
         metas = [value.meta for value in node.inputs[1:] if isinstance(value, Node)]
@@ -96,11 +141,26 @@ def _work(node: Node) -> int:
         if not isinstance(meta, ArrayMeta):
             continue
         size = _elements(meta)
-        if size is None:
-            return PIECES_PAY_AT  # a size with no bound at capture time
+        if size is None:  # a size with no bound at capture time
+            return branches + (PIECES_PAY_AT if per_element > 0 else 0)
         largest = max(largest, size)
-    weight = EXPENSIVE_WEIGHT if _is_expensive(node) else 1
-    return branches + weight * largest
+    return branches + per_element * largest
+
+
+def _saved_per_element(node: Node, fused: Container[Node] | None) -> int:
+    # The rows of `COSTS` that apply to `node`, per element of its largest array.
+    assert node.op is not None
+    if node.op.kind is OpKind.EXTERN:
+        return COSTS.library_call
+    saved = COSTS.transcendental if node.op.name in _TRANSCENDENTAL else 0
+    for value in node.inputs:
+        if not isinstance(value, Node) or value.op is None or value.op.kind not in _FUSED:
+            continue
+        if fused is None or value in fused:
+            saved += COSTS.fused_pass
+    if node.op.kind is OpKind.MUTATION:
+        saved -= COSTS.write_back
+    return saved
 
 
 def _elements(meta: ArrayMeta) -> int | None:
@@ -117,8 +177,3 @@ def _elements(meta: ArrayMeta) -> int | None:
             return None
         total *= max(largest, 0)
     return total
-
-
-def _is_expensive(node: Node) -> bool:
-    assert node.op is not None
-    return node.op.name in _EXPENSIVE or node.op.kind is OpKind.EXTERN

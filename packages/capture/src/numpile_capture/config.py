@@ -51,12 +51,13 @@ class CaptureConfig(LayerConfig):
         `NumpilePerformanceWarning` naming its first break; False silences it
         (the `perf_hints` log channel still lists every break).
     small_loops_in_python: when True (the default), a loop not kept because
-        its body graph-breaks, whose body traced up to its break does too little
-        array work to pay for compiled pieces (`body_work.pays_for_pieces`: 0-d
-        values, small arrays of static size), runs whole in plain Python, at
-        eager's speed, and the code after it continues compiled; False compiles
-        such a body's pieces once as resume functions, as a body with enough
-        array work always is.
+        its body graph-breaks, whose body traced up to its break saves too
+        little work compiled to pay for its pieces' calls
+        (`body_work.pays_for_pieces`: 0-d values, small arrays, cheap arithmetic
+        and library calls at any size), runs whole in plain Python, at eager's
+        speed, and the code after it continues compiled; False compiles such a
+        body's pieces once as resume functions, as a body whose kernels save
+        enough (transcendental functions, long fused chains) always is.
 
         >>> CaptureConfig().default_backend is None
         True

@@ -157,7 +157,9 @@ class Frame:
         graph = self.tracer.graph
         if len(graph.nodes) == nodes_before:
             return
-        self.tracer.array_work += array_work(graph.nodes[nodes_before:])
+        added = graph.nodes[nodes_before:]
+        self.tracer.iteration_nodes.update(added)
+        self.tracer.array_work += array_work(added, fused=self.tracer.iteration_nodes)
         if inst.lineno is None:
             return
         line = SourceLine(self.code.co_filename, inst.lineno, self.fn.globals)
@@ -170,7 +172,7 @@ class Frame:
         if self.is_root:
             loop = self.small_bodies.enclosing(self.pc - 1, self.tracer.array_work)
             if loop is not None:
-                # A break in the unrolled body of a loop whose body does little array work:
+                # A break in the unrolled body of a loop whose body saves little compiled:
                 # the whole loop runs in Python instead (loop_region).
                 head, reason = loop
                 line = self.instructions[head].lineno

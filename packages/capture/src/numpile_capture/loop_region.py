@@ -1,7 +1,7 @@
 """A `for` loop run whole in plain Python, its exits continuing in compiled code.
 
-A loop that capture does not keep because its body breaks, and whose body does too little
-array work to pay for compiled pieces (`body_work`), breaks the graph at its `FOR_ITER`
+A loop that capture does not keep because its body breaks, and whose body saves too little
+work compiled to pay for its pieces' calls (`body_work`), breaks the graph at its `FOR_ITER`
 with `LoopInPython`: the break function is then not the `FOR_ITER` alone but the whole
 loop (`LoopRegion`), copied from the function's own bytecode. Each place where execution
 leaves the loop (the iterator exhausted, a `break`, a jump past an `else:` clause) returns
@@ -61,25 +61,28 @@ from .resume_code import (
 
 
 class LoopInPython(Unsupported):
-    """A loop not kept whose body does too little array work to pay for compiled pieces: the
+    """A loop not kept whose body saves too little work compiled to pay for its pieces: the
     graph breaks at its head and the whole loop runs in Python (`LoopRegion`)."""
 
 
 def in_python(reason: str, filename: str | None, lineno: int | None) -> LoopInPython:
     """The break at the head of a loop not kept for `reason` that runs whole in Python."""
-    text = f"{reason}; its body does little array work, so the whole loop runs in Python"
+    text = (
+        f"{reason}; compiling its body would save less than its pieces' calls cost, so the "
+        "whole loop runs in Python"
+    )
     return LoopInPython(text, filename, lineno)
 
 
 @attrs.define
 class SmallBodies:
     """Per root frame: the loops not kept because their body breaks, whose body traced up to
-    the break did too little array work to pay for compiled pieces (`body_work`), while
+    the break saves too little work compiled to pay for its pieces (`body_work`), while
     they are unrolled.
 
     A body that could not be traced with a symbolic index may unroll all the same (`xs[i]`
     on a list): only a break that happens in such a loop's unrolled body, with still too
-    little array work traced since, sends the whole loop to Python (`enclosing`).
+    little saved work traced since, sends the whole loop to Python (`enclosing`).
 
         >>> bodies = SmallBodies()
         >>> bodies.note(4, 20, "why", 0)

@@ -135,6 +135,7 @@ def _get_iter(frame: Frame, inst: Instruction) -> None:
 
 
 def _for_iter(frame: Frame, inst: Instruction) -> None:
+    frame.tracer.iteration_nodes = set()  # an iteration starts: older values are materialized
     iterator = frame.state.peek()
     if isinstance(iterator, RangeIterVar) and frame.tracer.transform_depth:
         iterator = pinned(iterator)  # see `pinned`: the loop VJP's stacks take the trip count

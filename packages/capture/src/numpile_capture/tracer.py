@@ -145,9 +145,12 @@ class Tracer:
         # (grad differentiates the graph; loop nodes have no VJP rule yet): unrolled there.
         self.keep_loops = True
         self.transform_depth = 0
-        # NOTE: the array work of the nodes added so far, in element-operations (`body_work`);
-        # only ever grows, so a loop compares it before and after tracing its body.
+        # NOTE: the array work of the nodes added so far, in element-passes saved (`body_work`);
+        # a loop compares it before and after tracing its body (a write-back lowers it).
         self.array_work = 0
+        # NOTE: the nodes traced since the latest `FOR_ITER`: the only intermediates a body's
+        # piece can keep out of memory; older values reach it materialized (`body_work`).
+        self.iteration_nodes: set[Node] = set()
 
     def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CaptureResult:
         fn = self.fn
