@@ -117,3 +117,26 @@ def test_a_tail_call_calls_a_compiled_resume_functions_call_tail() -> None:
     resume = Resume()
     assert tail_target(max) is max
     assert TailCall(tail_target(resume), 1, 2).run() == ("tail", (1, 2))
+
+
+def test_break_arguments_built_of_picked_values_are_one_generated_function() -> None:
+    # A break's arguments that are tuples, lists or dicts of graph outputs, fetched values
+    # and constants (CPython 3.13 builds a call's keyword names so) are gathered by one
+    # generated function, with the values the step-by-step rebuild makes.
+    from numpile_capture.break_runner import _argument_gatherer
+    from numpile_capture.rebuild_steps import Build, Constant, FromGraph, FromInput
+
+    steps = [
+        FromGraph(1),
+        FromInput(0),
+        Constant("file"),
+        Build(tuple, (2,)),
+        Build(list, (0, 1)),
+        Build(dict, (0, 2), keys=("a", "b")),
+        Build(tuple, ()),
+    ]
+    gather = _argument_gatherer(steps, [4, 3, 5, 6, 1], count=2)
+    assert gather is not None
+    assert gather.__code__.co_filename == "<numpile break arguments>"
+    got = gather(("out0", "out1"), ("in0", "in1", "extra0"))
+    assert got == (["out1", "extra0"], ("file",), {"a": "out1", "b": "file"}, (), "extra0")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .compiled_callees import compiles_callees, compiling_callees
 from .rebuild_steps import (
+    Build,
     Call,
     CompiledCallee,
     Constant,
@@ -186,27 +187,37 @@ def _tail_runner(runner: BreakRunner) -> Callable[..., Any]:
 def _argument_gatherer(
     steps: Sequence[Step], arguments: Sequence[int], count: int
 ) -> Callable[[Any, tuple[Any, ...]], tuple[Any, ...]] | None:
-    # Where every rebuild step only picks a graph output, a fetched value or a constant (a
-    # loop body's break: arrays and ints), the break function's arguments as one generated
-    # function of the graph's outputs and the fetched values: no slot list, no call per
-    # step on a path that runs once per iteration. None where a step does more.
-    picks: list[str] = []
+    # Where every rebuild step picks a graph output, a fetched value or a constant, or builds
+    # a tuple, list or dict of earlier ones (a loop body's break: arrays, ints, a call's
+    # keyword names on 3.13), the break function's arguments as one generated function of
+    # the graph's outputs and the fetched values: no slot list, no call per step on a path
+    # that runs once per iteration. None where a step does more.
+    lines: list[str] = []
     constants: dict[str, Any] = {}
-    for index in arguments:
-        step = steps[index]
+
+    def constant(value: Any) -> str:
+        name = f"constant_{len(constants)}"
+        constants[name] = value
+        return name
+
+    for index, step in enumerate(steps):
         if isinstance(step, FromGraph):
-            picks.append(f"outputs[{step.index}]")
+            value = f"outputs[{step.index}]"
         elif isinstance(step, FromInput):
-            picks.append(f"fetched[{count + step.index}]")
+            value = f"fetched[{count + step.index}]"
         elif isinstance(step, Constant):
-            name = f"constant_{len(constants)}"
-            constants[name] = step.value
-            picks.append(name)
+            value = constant(step.value)
+        elif isinstance(step, Build) and step.kind in (tuple, list):
+            items = "".join(f"slot_{item}, " for item in step.slots)
+            value = f"({items})" if step.kind is tuple else f"[{items}]"
+        elif isinstance(step, Build) and step.kind is dict:
+            pairs = zip(step.keys, step.slots, strict=True)
+            value = "{" + "".join(f"{constant(key)}: slot_{item}, " for key, item in pairs) + "}"
         else:
             return None
-    if not all(isinstance(step, (FromGraph, FromInput, Constant)) for step in steps):
-        return None
-    text = f"def gather(outputs, fetched):\n    return ({''.join(f'{pick}, ' for pick in picks)})\n"
+        lines.append(f"    slot_{index} = {value}\n")
+    picks = "".join(f"slot_{index}, " for index in arguments)
+    text = f"def gather(outputs, fetched):\n{''.join(lines)}    return ({picks})\n"
     namespace: dict[str, Any] = dict(constants)
     exec(compile(text, "<numpile break arguments>", "exec"), namespace)
     gather: Callable[[Any, tuple[Any, ...]], tuple[Any, ...]] = namespace["gather"]
