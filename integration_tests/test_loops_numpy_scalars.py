@@ -84,6 +84,8 @@ def test_errors_are_numpys(name: str, users_line: bool) -> None:
     # runs it), x[np.int64(n)] NumPy's IndexError (as `x[i + k]` in a C loop, its traceback
     # ends in the compiled call), with the writes of earlier iterations kept, as eager.
     fn = getattr(programs_loops, name)
+    if users_line:  # at n=2 np.int8(100) fits: the loop is kept, not run in Python
+        assert numpile.explain(fn)(*loop_inputs(name, 2)).loops_not_kept == ()
     compiled = numpile.compile(fn, fullgraph=True, dynamic=True)
     for n in (7, 4):
         eager_inputs, compiled_inputs = loop_inputs(name, n), loop_inputs(name, n)
