@@ -61,9 +61,7 @@ def test_constructor_of_the_index_keeps_the_loop() -> None:
     assert "numpy_scalar" not in const
 
 
-@pytest.mark.parametrize(
-    "fn", [_index_sum, _int32_countdown], ids=["index_sum", "int32_countdown"]
-)
+@pytest.mark.parametrize("fn", [_index_sum, _int32_countdown], ids=["index_sum", "int32_countdown"])
 @pytest.mark.parametrize("n", [0, 1, 5])
 def test_values_and_dtypes_are_numpys(fn: Callable[..., Any], n: int) -> None:
     x = np.arange(float(n)) - 1.5

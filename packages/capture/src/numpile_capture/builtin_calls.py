@@ -22,6 +22,7 @@ from .capture_result import Unsupported
 from .graph import Node
 from .loop_ranges import make_range
 from .loop_sources import ZipVar, keepable
+from .op import get_op
 from .operators import (
     binary,
     check_mutable,
@@ -32,7 +33,6 @@ from .operators import (
     truth,
     unary,
 )
-from .op import get_op
 from .ops._shapes import broadcast_shapes
 from .ops.loop_values import python_scalar_type
 from .user_classes import store_object_attribute
