@@ -371,8 +371,11 @@ def _carried_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
 
 
 # NOTE: conversions of Python scalars C does as NumPy's constructors do (an int's nearest
-# double is Python's, round half to even); others (float to int, to float32) stay NumPy's.
+# double is Python's, round half to even; `np.float32(int)` rounds through that double);
+# others (float to int or to float32, to float16) stay NumPy's.
 _EXACT_FROM_FLOAT = frozenset({np.dtype("float64"), np.dtype("complex128")})
+_FLOAT32 = np.dtype("float32")
+_FLOAT64 = np.dtype("float64")
 
 
 def _numpy_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
@@ -383,12 +386,17 @@ def _numpy_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
     assert isinstance(meta, ArrayMeta)
     target = meta.dtype
     integral = value.python in (int, bool)
-    exact = (integral and target.kind in "biu") or target in _EXACT_FROM_FLOAT
+    exact = target in _EXACT_FROM_FLOAT or (
+        integral and (target.kind in "biu" or target == _FLOAT32)
+    )
     if value.python is None or c_type(target) is None or not exact:
         raise NotScalarLoop(f"numpy_scalar of a Python {value.python} to {target}")
     if value.python is int and target.kind in "iu":
         _check_in_range(writer, value, target)
-    text = c_expr("cast", [value.text], [value.dtype], target)
+    text, dtype = value.text, value.dtype
+    if target == _FLOAT32:
+        text, dtype = c_expr("cast", [text], [dtype], _FLOAT64), _FLOAT64
+    text = c_expr("cast", [text], [dtype], target)
     env[node] = CValue(writer.define(target, text), target)
 
 
