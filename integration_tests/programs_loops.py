@@ -2268,3 +2268,65 @@ def rnn_rows_by_a_transposed_product(H, W, b):
     for i in range(1, H.shape[0]):
         H[i] = np.maximum(H[i - 1] @ W, 0.0) - 0.5 * b
     return H
+
+
+# -- issue 23, NumPy scalar constructors of the loop index (int64idx33): `x[np.int64(i)]`,
+# `np.float64(i)`, `np.int32(n - i)` keep the loop (a `numpy_scalar` node, run as C) with
+# NumPy's dtypes (NEP 50 against Python scalars and arrays) and NumPy's OverflowError.
+
+
+@loop(_vec, sizes=(4, 0, 1, 7))
+def sum_read_at_an_int64_of_the_index(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[np.int64(i)]
+    return s
+
+
+@loop(_mat, sizes=(4, 0, 1, 7))
+def rows_scaled_by_a_float64_of_the_index(A):
+    for i in range(A.shape[0]):
+        A[np.int64(i), :] = A[np.int64(i), :] * np.float64(i) + 0.5
+    return A
+
+
+@loop(_vec, sizes=(4, 0, 1, 7))
+def int32_countdown_of_the_index(x):
+    n = x.shape[0]
+    out = np.zeros(n, dtype=np.int32)
+    for i in range(n):
+        out[i] = np.int32(n - i) * 3 + np.int8(1)
+    return out
+
+
+@loop(lambda rng, n: (np.round(rng.standard_normal(n), 2), n + 3), sizes=(4, 0, 1, 7))
+def float32_of_an_int_argument_meets_an_array(x, k):
+    s = np.zeros((), dtype=np.float32)
+    for i in range(x.shape[0]):
+        s = s + np.float32(k - i) * x[i]
+    return s
+
+
+@loop(_vec, sizes=(4, 0, 1, 7))
+def uint8_of_the_index_meets_python_scalars(x):
+    small = np.zeros(x.shape[0], dtype=np.uint8)
+    wide = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        small[i] = np.uint8(i) + 3
+        wide[i] = np.uint8(i) * 2.5 + x[i]
+    return small, wide
+
+
+@invalid_loop(lambda rng, n: (np.zeros(n),))
+def int8_of_the_index_overflows(x):
+    for i in range(x.shape[0]):
+        x[i] = np.int8(i * 100)
+    return x
+
+
+@invalid_loop(_vec)
+def int64_of_the_index_past_the_end(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[np.int64(i + 1)]
+    return s

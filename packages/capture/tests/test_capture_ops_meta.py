@@ -158,6 +158,7 @@ CASES += [
     ("setitem_at", lambda: (_f(4, 3), 7, 1), {"index": (slice(1, 3), ScalarSlot(0))}),
     ("setitem_at_scatter", lambda: (_f(4, 3), _f(3), -1), {"index": (ScalarSlot(0),)}),
     ("carried_scalar", lambda: (_f(1).reshape(()),), {}),
+    ("numpy_scalar", lambda: (300,), {"dtype": np.dtype("int16")}),
     ("copyto", lambda: (_f(2, 3), _i(3)), {}),
     ("index", lambda: (_f(5, 3), np.array([4, 0, -1])), {"index": (IndexArray(0),)}),
     ("index", lambda: (_f(5, 3, 4), _i(2, 2, high=3)), {"index": (0, slice(None), IndexArray(0))}),

@@ -19,8 +19,10 @@ import numpy as np
 
 from .bound_origins import size_var, with_origins
 from .capture_result import Unsupported
+from .graph import Node
 from .loop_ranges import make_range
 from .loop_sources import ZipVar, keepable
+from .op import get_op
 from .operators import (
     binary,
     check_mutable,
@@ -32,6 +34,7 @@ from .operators import (
     unary,
 )
 from .ops._shapes import broadcast_shapes
+from .ops.loop_values import python_scalar_type
 from .user_classes import store_object_attribute
 from .variables import (
     ArrayVar,
@@ -42,6 +45,7 @@ from .variables import (
     NotConstantError,
     ObjectVar,
     ScalarInputVar,
+    ScalarNodeVar,
     TupleVar,
     Variable,
 )
@@ -278,6 +282,41 @@ def _to_number(kind: type) -> Handler:
     return handler
 
 
+def _numpy_scalar(kind: type[np.generic]) -> Handler:
+    # `np.int64(i)` of a run-time Python scalar (a loop's index, an unspecialized input) is
+    # a `numpy_scalar` node, so the loop stays kept and the input unspecialized; of values
+    # known now, NumPy runs now.
+    folded = _fold(kind)
+    dtype = _numeric_dtype(kind)
+
+    def handler(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+        value = _run_time_scalar(args[0]) if dtype is not None and len(args) == 1 else None
+        if value is None or kwargs:
+            return folded(tracer, args, kwargs)
+        return ArrayVar(tracer.graph.call(get_op("numpy_scalar"), value, dtype=dtype))
+
+    return handler
+
+
+def _numeric_dtype(kind: type[np.generic]) -> np.dtype[Any] | None:
+    # The dtype of a concrete numeric scalar type (np.int32, np.float64, np.bool_), else None
+    # (abstract np.integer, np.str_, np.datetime64).
+    try:
+        dtype = np.dtype(kind)
+    except TypeError:
+        return None
+    return dtype if dtype.type is kind and dtype.kind in "biufc" else None
+
+
+def _run_time_scalar(var: Variable) -> Node | None:
+    # The graph value of a Python scalar known only at run time, without specializing it.
+    if isinstance(var, ScalarNodeVar) and python_scalar_type(var.node.meta) is not None:
+        return var.node
+    if isinstance(var, ScalarInputVar) and not var.read and type(var.current) in (int, float):
+        return var.node()
+    return None
+
+
 def _object_setattr(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
     # object.__setattr__(obj, name, value), as frozen dataclasses' __init__ writes fields.
     obj, name, value = args
@@ -370,7 +409,7 @@ def builtin_handler(fn: Any) -> Handler | None:
     if getattr(fn, "__module__", None) == "math" or fn in _NUMPY_FOLDABLE:
         return _fold(fn)
     if isinstance(fn, type) and issubclass(fn, np.generic):
-        return _fold(fn)
+        return _numpy_scalar(fn)
     return None
 
 

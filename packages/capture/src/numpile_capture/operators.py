@@ -804,13 +804,18 @@ def run_time_int(item: Variable) -> Variable:
     """`item` as a run-time int when it is an unspecialized int input not read yet (automatic
     dynamic: a resumed loop's index, `i + 1` of it), else itself: an index or a slice bound
     then reads its value at run time, as a kept loop's index does, instead of specializing
-    it (guarded equal) per value.
+    it (guarded equal) per value. An integer NumPy scalar made from a run-time int
+    (`np.int64(i)`) indexes as that int: it holds the same value, or raised making it.
 
         >>> run_time_int(ConstantVar(3)).describe()
         '3'
     """
     if isinstance(item, ScalarInputVar) and type(item.current) is int and not item.read:
         return ScalarNodeVar(item.node())
+    if isinstance(item, ArrayVar) and item.node.op is get_op("numpy_scalar"):
+        (source,) = item.node.inputs
+        if item.meta.dtype.kind in "iu" and python_scalar_type(source.meta) is int:
+            return ScalarNodeVar(source)
     return item
 
 

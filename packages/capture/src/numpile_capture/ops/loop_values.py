@@ -363,3 +363,29 @@ carried_scalar = register_op(
         doc="a loop's carried NumPy scalar (a Python scalar in the first iteration stays one)",
     )
 )
+
+
+def _numpy_scalar_meta(value: Any, *, dtype: np.dtype[Any]) -> ArrayMeta:
+    if python_scalar_type(value) is None:
+        raise ValueError(f"numpy_scalar takes a Python bool, int or float, got {value}")
+    if dtype.kind not in "biufc":
+        raise ValueError(f"numpy_scalar makes a numeric NumPy scalar, not {dtype}")
+    return ArrayMeta((), dtype)
+
+
+def _numpy_scalar_impl(value: Any, *, dtype: np.dtype[Any]) -> Any:
+    return dtype.type(value)
+
+
+# NOTE: `np.int8(300)` raises OverflowError, `np.int64(float("nan"))` ValueError: the
+# constructor's own errors, which capture cannot rule out for a value known only at run time.
+numpy_scalar = register_op(
+    Op(
+        "numpy_scalar",
+        OpKind.EXTERN,
+        _numpy_scalar_meta,
+        _numpy_scalar_impl,
+        doc="np.<scalar type>(v) of a run-time Python scalar (`np.int64(i)`): a NumPy scalar",
+        run_time_error="OverflowError or ValueError",
+    )
+)

@@ -370,6 +370,52 @@ def _carried_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
         env[node] = CValue(source.text, source.dtype)
 
 
+# NOTE: conversions of Python scalars C does as NumPy's constructors do (an int's nearest
+# double is Python's, round half to even; `np.float32(int)` rounds through that double);
+# others (float to int or to float32, to float16) stay NumPy's.
+_EXACT_FROM_FLOAT = frozenset({np.dtype("float64"), np.dtype("complex128")})
+_FLOAT32 = np.dtype("float32")
+_FLOAT64 = np.dtype("float64")
+
+
+def _numpy_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
+    # `np.int32(i)`: an int outside the target's range bails (NumPy raises OverflowError,
+    # the loop's NumPy run raises it from the user's line).
+    value = writer.operand(env, node.inputs[0])
+    meta = node.meta
+    assert isinstance(meta, ArrayMeta)
+    target = meta.dtype
+    integral = value.python in (int, bool)
+    exact = target in _EXACT_FROM_FLOAT or (
+        integral and (target.kind in "biu" or target == _FLOAT32)
+    )
+    if value.python is None or c_type(target) is None or not exact:
+        raise NotScalarLoop(f"numpy_scalar of a Python {value.python} to {target}")
+    if value.python is int and target.kind in "iu":
+        _check_in_range(writer, value, target)
+    text, dtype = value.text, value.dtype
+    if target == _FLOAT32:
+        text, dtype = c_expr("cast", [text], [dtype], _FLOAT64), _FLOAT64
+    text = c_expr("cast", [text], [dtype], target)
+    env[node] = CValue(writer.define(target, text), target)
+
+
+def _check_in_range(writer: LoopWriter, value: CValue, target: np.dtype[Any]) -> None:
+    # The loop's ints are C int64s of magnitude below 2**bits: check what may not fit.
+    info = np.iinfo(target)
+    a = f"(int64_t){value.text}"
+    conditions: list[str] = []
+    if target.kind == "u":
+        conditions.append(f"{a} < 0")
+        if info.bits < 64 and value.bits > info.bits:
+            conditions.append(f"{a} > {info.max}")
+    elif info.bits < 64 and value.bits > info.bits - 1:
+        conditions.append(f"{a} < {info.min} || {a} > {info.max}")
+    if conditions:
+        writer.buf.writeline(f"if ({' || '.join(conditions)}) {{ goto bail; }}")
+        writer.bails = True
+
+
 def _dim(writer: LoopWriter, node: Node, env: Env) -> None:
     array = _array(env, node.inputs[0])
     axis = dict(node.params)["axis"]
@@ -1064,6 +1110,7 @@ _NODE_HANDLERS: dict[str, Callable[[LoopWriter, Node, Env], None]] = {
     "element": _element_at,  # a constant index (`a[0]` in a body): the same load
     "setitem_at": _setitem_at,
     "carried_scalar": _carried_scalar,
+    "numpy_scalar": _numpy_scalar,
     "dim": _dim,
     "py_binary": _py_binary,
     "py_unary": _py_unary,
