@@ -352,6 +352,7 @@ MISSING_WITH_REASON: dict[str, str] = dict.fromkeys(
         "element_at",
         "carried_scalar",
         "setitem_at_scatter",
+        "numpy_scalar",
     ),
     "loop structure (see vjp_exclusions)",
 )

@@ -40,7 +40,7 @@ REASONS: dict[str, str] = {
         "`for_loop` has a VJP (vjp_loop: a loop stacking the carried values, then a reverse "
         "loop), and so has `cond` (vjp_cond: a `cond` of its branches' VJPs); `loop_output` "
         "passes its cotangent to its loop's rule; Python scalars carry "
-        "no gradient; a `while_loop`, a `break` or a `setitem_at` (`setitem_at_scatter`, "
+        "no gradient (nor `numpy_scalar`, a NumPy scalar made of one); a `while_loop`, a `break` or a `setitem_at` (`setitem_at_scatter`, "
         "its pure form in a resumed loop's graph) in a differentiated loop "
         "makes grad capture the function again with its loops unrolled (up to 1000 "
         "iterations), and past that it is an error naming the loop and its line"
@@ -77,6 +77,7 @@ _LOOPS = (
     "dim",
     "setitem_at",
     "setitem_at_scatter",
+    "numpy_scalar",
 )
 _IN_PLACE_BINARY = (
     "add",
