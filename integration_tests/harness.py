@@ -206,6 +206,27 @@ def loop_inputs(name: str, n: int) -> tuple[Any, ...]:
     return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs)
 
 
+def compile_kept_loop(name: str) -> Callable[..., Any]:
+    """The loops-theme program `name` compiled whole (`fullgraph`, `dynamic`), after checking
+    that `explain` keeps every loop of it and finds no graph break."""
+    import programs_loops  # late: as in `loop_inputs`
+
+    import numpile
+
+    fn = getattr(programs_loops, name)
+    out = numpile.explain(fn)(*loop_inputs(name, 7))
+    assert out.loops_not_kept == ()
+    assert out.graph_break_count == 0
+    compiled: Callable[..., Any] = numpile.compile(fn, fullgraph=True, dynamic=True)
+    return compiled
+
+
+def per_iteration_hints(records: list[logging.LogRecord]) -> list[str]:
+    """The performance hints among `records` that say a loop body ran with NumPy per
+    iteration (a loop not run as C)."""
+    return [r.getMessage() for r in records if "per iteration" in r.getMessage()]
+
+
 def load_corpus() -> list[Program]:
     """Import every program module once and return the registry.
 

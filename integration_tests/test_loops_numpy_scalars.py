@@ -14,7 +14,7 @@ import traceback
 import numpy as np
 import programs_loops
 import pytest
-from harness import loop_inputs
+from harness import compile_kept_loop, loop_inputs, per_iteration_hints
 
 import numpile
 
@@ -41,14 +41,11 @@ def _assert_same(got: object, want: object) -> None:
 @pytest.mark.parametrize("name", SCALAR_LOOPS)
 def test_loop_is_kept_and_runs_as_c(name: str, caplog: pytest.LogCaptureFixture) -> None:
     fn = getattr(programs_loops, name)
-    out = numpile.explain(fn)(*loop_inputs(name, 7))
-    assert out.loops_not_kept == ()
-    assert out.graph_break_count == 0
-    compiled = numpile.compile(fn, fullgraph=True, dynamic=True)
+    compiled = compile_kept_loop(name)
     with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
         for n in (7, 0, 1, 4):
             _assert_same(compiled(*loop_inputs(name, n)), fn(*loop_inputs(name, n)))
-    slow = [r.getMessage() for r in caplog.records if "per iteration" in r.getMessage()]
+    slow = per_iteration_hints(caplog.records)
     assert not slow, slow
 
 

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import logging
 
-import programs_loops
 import pytest
-from harness import loop_inputs
-
-import numpile
+from harness import compile_kept_loop, loop_inputs, per_iteration_hints
 
 # NOTE: corpus programs of the loops theme written for issue 23's while loops and early
 # exits (programs_loops.py, its "issue 23, while and early exits" sections).
@@ -87,15 +84,11 @@ NOT_C: dict[str, str] = {}
 
 @pytest.mark.parametrize("name", WHILE_AND_EXITS)
 def test_loop_is_kept_and_runs_as_c(name: str, caplog: pytest.LogCaptureFixture) -> None:
-    fn = getattr(programs_loops, name)
-    out = numpile.explain(fn)(*loop_inputs(name, 7))
-    assert out.loops_not_kept == ()
-    assert out.graph_break_count == 0
-    compiled = numpile.compile(fn, fullgraph=True, dynamic=True)
+    compiled = compile_kept_loop(name)
     with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
         for n in (7, 4):
             compiled(*loop_inputs(name, n))
-    slow = [r.getMessage() for r in caplog.records if "per iteration" in r.getMessage()]
+    slow = per_iteration_hints(caplog.records)
     if name in NOT_C:
         assert slow, f"{name} runs as C now: remove it from NOT_C"
     else:
