@@ -89,3 +89,18 @@ def test_the_memo_holds_at_most_the_bound_least_recently_used_dropped() -> None:
         assert extension_loader.open_library_count() == before - 3
     finally:
         rt.set_max_loaded_modules(previous)
+
+
+def test_close_unused_collects_garbage_only_while_a_library_is_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `numpile.reset()` lands here before every integration test: with no library open, a
+    # collection (0.1-0.2 s of a large heap) could free nothing for it.
+    collections: list[int] = []
+    monkeypatch.setattr(extension_loader.gc, "collect", lambda: collections.append(1) or 0)
+    monkeypatch.setattr(extension_loader, "open_library_count", lambda: 0)
+    extension_loader.close_unused()
+    assert collections == []
+    monkeypatch.setattr(extension_loader, "open_library_count", lambda: 2)
+    extension_loader.close_unused()
+    assert collections == [1]
