@@ -47,6 +47,9 @@ from .cpu_blas import cpu_blas_addresses as cpu_blas_addresses
 from .cpu_blas import cpu_blas_thread_addresses as cpu_blas_thread_addresses
 from .cpu_blas import find_cpu_blas as find_cpu_blas
 from .cublas_matmul import cublas_matmul as cublas_matmul
+from .cuda_graph_capture import CapturedGraph as CapturedGraph
+from .cuda_graph_capture import GraphCaptureError as GraphCaptureError
+from .cuda_graph_capture import capture_graph as capture_graph
 from .cuda_graphs import CudaGraphRunner as CudaGraphRunner
 from .cuda_launch import KernelArg as KernelArg
 from .cuda_launch import TritonStatus as TritonStatus
@@ -120,7 +123,10 @@ __all__ = [
     "CodeCache",
     "CompilerNotFoundError",
     "CpuBlas",
+    "CapturedGraph",
     "CudaGraphRunner",
+    "GraphCaptureError",
+    "capture_graph",
     "DeviceCopy",
     "KernelArg",
     "LOG_CHANNELS",

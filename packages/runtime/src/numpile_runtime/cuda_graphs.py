@@ -36,6 +36,7 @@ from typing import Any
 
 import attrs
 
+from .cuda_graph_capture import GraphCaptureError, capture_graph
 from .cuda_launch import is_device_array
 
 log = logging.getLogger("numpile.runtime.cuda")
@@ -110,27 +111,15 @@ class CudaGraphRunner:
         caller = cupy.cuda.get_current_stream()
         static = [arg.copy() for arg in args]
         snapshot = [arg.copy() for arg in static]
-        # Capture on a side stream (the legacy default stream cannot be captured), after the
-        # caller's stream has made the static copies. Every buffer the call allocates comes
-        # from a pool of this graph's own: the replays write them, so nothing else may.
-        stream = cupy.cuda.Stream(non_blocking=True)
-        stream.wait_event(caller.record())
-        pool = cupy.cuda.MemoryPool()
         try:
-            with cupy.cuda.using_allocator(pool.malloc), stream:
-                stream.begin_capture()
-                try:
-                    outputs = self.fn(*static)
-                finally:
-                    graph = stream.end_capture()
-        except Exception as error:
-            reason = f"CUDA graph capture failed: {type(error).__name__}: {error}"
+            captured = capture_graph(self.fn, tuple(static))
+        except GraphCaptureError as error:
+            reason = str(error)
             log.info("%s; this signature runs without graphs", reason)
             self._broken[key] = reason
             self.skip_reason = reason
             return None
-        caller.wait_event(stream.record())
-        graph.launch(caller)  # the capture did not run the kernels: run them once now
+        captured.launch(caller)  # the capture did not run the kernels: run them once now
         mutated = any(
             not bool(cupy.array_equal(before, after, equal_nan=True))
             for before, after in zip(snapshot, static, strict=True)
@@ -141,7 +130,7 @@ class CudaGraphRunner:
             self.skip_reason = reason
             return None
         flat = [bool(arg.flags.c_contiguous) for arg in static]
-        recorded = _Recorded(graph, pool, static, outputs, flat)
+        recorded = _Recorded(captured.graph, captured.pool, static, captured.result, flat)
         self._graphs[key] = recorded
         log.debug("recorded a CUDA graph for signature %s", key)
         return recorded
