@@ -177,7 +177,7 @@ def test_an_index_error_in_the_body_keeps_eagers_writes_and_stays_a_host_loop(
 
 def test_carried_values_from_the_pool_are_copied_and_arguments_given_back() -> None:
     def carry(indices: range, values: tuple[Any, ...], carried: int) -> tuple[Any, ...]:
-        state, same, source = values
+        _, same, source = values
         fresh = FakeArray(np.empty(3))
         for i in indices:
             _launch(lambda i=i: fresh.host.__setitem__(Ellipsis, source.host * i))

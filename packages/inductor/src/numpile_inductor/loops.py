@@ -62,8 +62,9 @@ def compile_loop_bodies(
 
     A body without array work runs op by op, or as the runner `compile_loop` makes for the
     whole loop where it makes one. The host loop of a compiled body runs through the runner
-    `replay_host_loop` makes of it, where given. `typed_results=False` keeps a carried Python scalar that
-    no iteration changed as it is (for backends that run the loop node as a Python call).
+    `replay_host_loop` makes of it, where given. `typed_results=False` keeps a carried Python
+    scalar that no iteration changed as it is (for backends that run the loop node as a
+    Python call).
     Returns `graph` itself when it has no loop node.
     """
     if not any(is_loop(node) for node in graph.nodes):

@@ -62,7 +62,8 @@ def loop_graphs(
     """The runner of a loop of kernels: `LoopGraphs` over `host`, or `host` itself where the
     loop cannot replay (graphs switched off by `options.loop_graphs == 0`, or a `break`).
 
-    >>> loop_graphs(node, body, host, "model.py:12", TritonOptions(loop_graphs=0)) is host  # doctest: +SKIP
+    >>> off = TritonOptions(loop_graphs=0)
+    >>> loop_graphs(node, body, host, "model.py:12", off) is host  # doctest: +SKIP
     True
     """
     del body  # the host loop holds it
@@ -186,9 +187,7 @@ class LoopGraphs:
         return self.host(indices, values, carried)
 
 
-def _key(
-    indices: range, values: tuple[Any, ...], carried: int
-) -> tuple[Hashable | None, str]:
+def _key(indices: range, values: tuple[Any, ...], carried: int) -> tuple[Hashable | None, str]:
     # What the recorded launches bake in, or None and why no graph may be recorded.
     parts: list[Hashable] = [indices.start, indices.stop, indices.step, carried]
     for position, value in enumerate(values):
