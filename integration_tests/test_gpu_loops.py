@@ -49,6 +49,12 @@ def rows_update(A: Any, s: Any, steps: int) -> Any:
     return s.sum()
 
 
+@pytest.fixture(autouse=True)
+def fresh_compiles() -> None:
+    # Each test's loops start with no graphs recorded (at most `loop_graphs` per loop).
+    numpile.reset()
+
+
 def _cupy() -> Any:
     import cupy
 
