@@ -13,7 +13,8 @@ it ran the host loop (the ``numpile.perf_hints`` log says why).
 The stencils (``jacobi_1d_*``, ``jacobi_2d_*``) are written here; ``--with-loops`` adds
 the workloads of ``benchmarks/loops.py`` that run on CuPy arrays, at their full trip
 counts (each timing sample is one call; several seconds per workload of Triton compiles
-on a cold cache).
+on a cold cache; CuPy eager is not timed on the loops of 0-d bodies, which numpile runs as
+one device program).
 
     python -m benchmarks.gpu_loops --only 'jacobi*'
     python -m benchmarks.gpu_loops --with-loops --option max_xblock=512
@@ -62,6 +63,7 @@ class GpuLoop:
     name: str
     fn: Callable[..., Any]
     inputs: Callable[[], tuple[Any, ...]]
+    eager: bool = True  # False: CuPy eager not timed (a 0-d body: launches per element)
 
 
 def _grid(*shape: int) -> Callable[[], tuple[Any, ...]]:
@@ -83,7 +85,12 @@ def _loop_workloads() -> list[GpuLoop]:
     from .loops import LOOP_WORKLOADS
 
     return [
-        GpuLoop(w.name, w.fn, lambda w=w: w.inputs(w.full_trips))  # type: ignore[misc]
+        GpuLoop(
+            w.name,
+            w.fn,
+            lambda w=w: w.inputs(w.full_trips),  # type: ignore[misc]
+            eager=w.body != "scalar",
+        )
         for w in LOOP_WORKLOADS
     ]
 
@@ -95,14 +102,14 @@ def _ms(fn: Callable[[], Any], repeat: int) -> float:
 
     fn()
     fn()
-    samples = []
+    samples: list[float] = []
     for _ in range(repeat):
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
         fn()
         stop.record()
         stop.synchronize()
-        samples.append(cupy.cuda.get_elapsed_time(start, stop))
+        samples.append(float(cupy.cuda.get_elapsed_time(start, stop)))
     return statistics.median(samples)
 
 
@@ -127,14 +134,16 @@ def run_loop(loop: GpuLoop, *, repeat: int, options: dict[str, Any]) -> dict[str
     for g, w in zip(_leaves(got), _leaves(want), strict=True):
         np.testing.assert_allclose(cupy.asnumpy(g), w, rtol=1e-6, atol=1e-9)
     row: dict[str, Any] = {"workload": loop.name}
-    row["cupy_ms"] = _ms(lambda: loop.fn(*device), max(1, repeat // 3))
+    if loop.eager:
+        row["cupy_ms"] = _ms(lambda: loop.fn(*device), max(1, repeat // 3))
     row["host_loop_ms"] = _ms(lambda: on_host(*device), repeat)
     rt.reset_counters()
     row["graph_ms"] = _ms(lambda: graphs(*device), repeat)
     row["records"] = rt.counters().get("triton_loop_graph_records", 0)
     row["replays"] = rt.counters().get("triton_loop_graph_replays", 0)
     row["host/graph"] = row["host_loop_ms"] / row["graph_ms"]
-    row["cupy/graph"] = row["cupy_ms"] / row["graph_ms"]
+    if loop.eager:
+        row["cupy/graph"] = row["cupy_ms"] / row["graph_ms"]
     return row
 
 
