@@ -18,6 +18,9 @@ code on the GPU), and ``torch/np`` its time over numpile's (above 1: numpile is 
 
     python -m benchmarks.gpu --quick
     python -m benchmarks.gpu --profile --only mlp_f32   # where the host time of a call goes
+    python -m benchmarks.gpu --loops --only 'jacobi*'   # kept loops: host loop vs CUDA graph
+
+``--loops`` runs ``benchmarks/gpu_loops.py`` instead, with the arguments that follow it.
 """
 
 from __future__ import annotations
@@ -313,6 +316,11 @@ def main(argv: list[str] | None = None) -> int:
     >>> main(["--quick"]) == 0  # doctest: +SKIP
     True
     """
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if "--loops" in arguments:
+        from .gpu_loops import main as loops_main
+
+        return loops_main([a for a in arguments if a != "--loops"])
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--only", action="append", metavar="NAME", help="workload pattern")
@@ -337,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
         help="instead of timing: profile the host side of each selected workload's "
         "compiled call (cProfile, quick sizes)",
     )
-    options = parser.parse_args(argv)
+    parser.add_argument("--loops", action="store_true", help="the kept-loop rows (gpu_loops.py)")
+    options = parser.parse_args(arguments)
     compile_options = dict(_option(text) for text in options.option)
     reason = _gpu_reason()
     if reason:

@@ -252,3 +252,32 @@ def test_loop_not_expressible_as_one_program_still_matches_eager() -> None:
     x = np.ones(3)
     for n in (0, 1, 40):
         assert compiled(x, n) == collatz_steps(x, n)
+
+
+def jacobi_1d(A: Any, B: Any, steps: int) -> Any:
+    for _ in range(steps):
+        B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
+        A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
+    return A.sum()
+
+
+def test_loop_of_kernels_on_host_arrays_stays_a_host_loop_with_a_hint(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # On a GPU the loop replays as one CUDA graph (integration_tests/test_gpu_loops.py);
+    # NumPy arrays (the interpreter) keep the host loop, and a perf hint says why.
+    compiled = numpile.compile(jacobi_1d, backend="triton", dynamic=True)
+    launches = _Launches(monkeypatch)
+    rng = np.random.default_rng(3)
+    with caplog.at_level("INFO", logger="numpile.perf_hints"):
+        for steps in (0, 1, 7, 7):
+            launches.clear()
+            A = rng.random(40)
+            A2, B, B2 = A.copy(), A.copy(), A.copy()
+            assert compiled(A, B, steps) == pytest.approx(jacobi_1d(A2, B2, steps), rel=1e-12)
+            np.testing.assert_array_equal(A, A2)
+            np.testing.assert_array_equal(B, B2)
+            most = max(launches.per_kernel.values(), default=0)  # `A.sum()` launches once
+            assert most == steps if steps >= 2 else most <= 1, launches.names
+    hints = [r.getMessage() for r in caplog.records if "not as a CUDA graph" in r.getMessage()]
+    assert len(hints) == 1 and "is a NumPy array on the host" in hints[0], hints

@@ -222,7 +222,7 @@ _TRITON_MODES: dict[str, dict[str, Any]] = {
     "default": {},
     "reduce-overhead": {"cudagraphs": True},
     "max-autotune": {"autotune": True, "cudagraphs": True, **_EVERY_GEMM},
-    "max-autotune-no-cudagraphs": {"autotune": True, **_EVERY_GEMM},
+    "max-autotune-no-cudagraphs": {"autotune": True, "loop_graphs": 0, **_EVERY_GEMM},
 }
 
 
@@ -253,6 +253,11 @@ class TritonOptions:
     `num_warps`: warps per program on a GPU (ignored by the interpreter);
     `autotune`: time launch configurations on the first call (`codegen/triton/autotune.py`);
     `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
+    `loop_graphs`: how many CUDA graphs a kept loop of kernels records (one per trip count,
+    buffers and scalars) to replay the whole loop in one launch
+    (`codegen/triton/loop_graphs.py`); 0: always a host loop of launches;
+    `loop_graph_iterations`: the most iterations one such graph holds (longer loops run
+    as a host loop);
     `split_reductions`: reduce few long rows in two kernels (`codegen/triton/split.py`), with
     about `split_programs` programs in the first (a few per multiprocessor of a current GPU:
     132 on an H100);
@@ -281,6 +286,8 @@ class TritonOptions:
     num_warps: int = 4
     autotune: bool = False
     cudagraphs: bool = False
+    loop_graphs: int = 8
+    loop_graph_iterations: int = 20_000
     split_reductions: bool = True
     split_programs: int = 512
     gemm_backends: tuple[str, ...] = attrs.field(

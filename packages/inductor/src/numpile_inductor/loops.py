@@ -44,6 +44,10 @@ LoopRunner = Callable[[range, tuple[Any, ...], int], tuple[Any, ...]]
 # A whole loop of scalar work as one program of a backend's own (Triton's device-side loop),
 # or None when that backend cannot take the loop; given the loop node and its own body copy.
 LoopCompiler = Callable[[Node, Graph], LoopRunner | None]
+# A backend's faster way of running the host loop of a compiled body (Triton's CUDA graph of
+# the whole loop): given the loop node, its body, the host loop and the loop's source line,
+# the runner to use instead (the host loop itself where it has none).
+HostLoopReplayer = Callable[[Node, Graph, LoopRunner, str], LoopRunner]
 
 
 def compile_loop_bodies(
@@ -51,13 +55,16 @@ def compile_loop_bodies(
     compile_body: BodyCompiler,
     *,
     compile_loop: LoopCompiler | None = None,
+    replay_host_loop: HostLoopReplayer | None = None,
     typed_results: bool = True,
 ) -> Graph:
     """`graph` with every `for_loop` node running its body compiled by `compile_body`.
 
     A body without array work runs op by op, or as the runner `compile_loop` makes for the
-    whole loop where it makes one. `typed_results=False` keeps a carried Python scalar that
-    no iteration changed as it is (for backends that run the loop node as a Python call).
+    whole loop where it makes one. The host loop of a compiled body runs through the runner
+    `replay_host_loop` makes of it, where given. `typed_results=False` keeps a carried Python
+    scalar that no iteration changed as it is (for backends that run the loop node as a
+    Python call).
     Returns `graph` itself when it has no loop node.
     """
     if not any(is_loop(node) for node in graph.nodes):
@@ -81,6 +88,7 @@ def compile_loop_bodies(
                 node.kwargs["body"],
                 compile_body,
                 compile_loop=compile_loop,
+                replay_host_loop=replay_host_loop,
                 typed_results=typed_results,
             )
             body = _own_copy(inner)
@@ -88,7 +96,10 @@ def compile_loop_bodies(
             whole = None
             if compiled is None and compile_loop is not None and not _has_array_work(body):
                 whole = compile_loop(node, body)
-            set_loop_runner(body, whole or host_loop(body, compiled, typed=typed_results))
+            runner = whole or host_loop(body, compiled, typed=typed_results)
+            if compiled is not None and replay_host_loop is not None:
+                runner = replay_host_loop(node, body, runner, _where(graph, node))
+            set_loop_runner(body, runner)
             params["body"] = body
         inputs = tuple(tree_map(rename, list(node.inputs)))
         copy = result.add_node(op, inputs, params, node.meta)
@@ -124,6 +135,11 @@ def _compiles(body: Graph) -> bool:
         isinstance(node.meta, ArrayMeta) and mentions_loop_symbol(node.meta.shape)
         for node in body.nodes
     )
+
+
+def _where(graph: Graph, node: Node) -> str:
+    line = graph.locations.get(node)
+    return "an unknown line" if line is None else f"{line.filename}:{line.lineno}"
 
 
 def _own_copy(graph: Graph) -> Graph:

@@ -61,6 +61,7 @@ from .kernel import (
     kernel_source,
     scalar_value,
 )
+from .loop_graphs import loop_graphs
 from .loop_program import loop_program
 from .matmul import (
     TILES,
@@ -247,11 +248,15 @@ def compile_triton(
         options = TritonOptions.from_mode(mode, option_overrides, interpret=interpret)
     if has_loops(graph):
         # Loop bodies of array work compiled once each (the index is a kernel argument) and
-        # run by a host loop of launches; loops of scalar work as one device-side program.
+        # run by a host loop of launches, replayed as one CUDA graph where the call allows;
+        # loops of scalar work as one device-side program.
         graph = compile_loop_bodies(
             graph,
             lambda body: compile_triton(body, options=options, functionalize=False).fn,
             compile_loop=lambda node, body: loop_program(node, body, status.mode),
+            replay_host_loop=lambda node, body, host, where: loop_graphs(
+                node, body, host, where, options
+            ),
             typed_results=False,
         )
     target, epilogue, functional_text = (

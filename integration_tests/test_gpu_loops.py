@@ -1,0 +1,172 @@
+"""Kept loops of kernels as CUDA graphs on a real GPU (issue 28, item 2).
+
+A loop whose body launches kernels runs its first call with a key (trip count, buffers,
+scalars) as a host loop of launches, records the whole loop into one CUDA graph on the
+second and replays it on later calls (`numpile_inductor/codegen/triton/loop_graphs.py`).
+Every call is compared with NumPy eager on host copies: values, dtypes, and the inputs
+the loop writes in place. Marked `gpu`; skipped without CuPy and a device:
+
+    python -m pytest -q -m gpu integration_tests/test_gpu_loops.py
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import numpile
+import numpile_runtime as rt
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(
+        rt.triton_status().mode != "gpu", reason=f"no GPU: {rt.triton_status().reason}"
+    ),
+]
+
+
+def jacobi_1d(A: Any, B: Any, steps: int) -> Any:
+    for _ in range(steps):
+        B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
+        A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
+    return A.sum()
+
+
+def rows_recurrence(A: Any, steps: int) -> Any:
+    s = np.zeros(A.shape[1])
+    for i in range(steps):
+        s = s * 0.5 + np.sin(A[i]) * i
+    return s
+
+
+def rows_update(A: Any, s: Any, steps: int) -> Any:
+    for t in range(steps):
+        s[:] = s * 0.5 + A[t]
+    return s.sum()
+
+
+@pytest.fixture(autouse=True)
+def fresh_compiles() -> None:
+    # Each test's loops start with no graphs recorded (at most `loop_graphs` per loop).
+    numpile.reset()
+
+
+def _cupy() -> Any:
+    import cupy
+
+    return cupy
+
+
+def _hints(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "not as a CUDA graph" in r.getMessage()]
+
+
+def _differential(
+    fn: Callable[..., Any], compiled: Callable[..., Any], host: tuple[Any, ...]
+) -> Any:
+    # `compiled` on device copies of `host`, `fn` on `host`: the same result and writes.
+    cupy = _cupy()
+    device = tuple(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in host)
+    return _compare(fn, compiled, host, device)
+
+
+def _compare(
+    fn: Callable[..., Any], compiled: Callable[..., Any], host: tuple[Any, ...], device: Any
+) -> Any:
+    want_error = got_error = None
+    try:
+        want = fn(*host)
+    except IndexError as error:
+        want_error = error
+    try:
+        got = compiled(*device)
+    except IndexError as error:
+        got_error = error
+    if want_error is not None:
+        assert str(got_error) == str(want_error)
+    else:
+        assert got_error is None
+        got_host = got.get() if hasattr(got, "get") else got
+        assert np.asarray(got_host).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(got_host, want, rtol=1e-12, atol=1e-12)
+    for before, after in zip(host, device, strict=True):
+        if isinstance(before, np.ndarray):
+            np.testing.assert_allclose(after.get(), before, rtol=1e-12, atol=1e-12)
+    return got if want_error is None else None
+
+
+@pytest.mark.parametrize("steps", [0, 1, 7, 1000])
+def test_stencil_replays_one_graph_per_trip_count_and_matches_eager(
+    steps: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    cupy = _cupy()
+    compiled = numpile.compile(jacobi_1d, fullgraph=True, dynamic=True)
+    rng = np.random.default_rng(steps)
+    A0 = rng.random(4096)
+    A, B = cupy.asarray(A0), cupy.asarray(A0)
+    rt.reset_counters()
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
+        for _ in range(4):  # host loop, record, replay, replay: new values, same buffers
+            host = (rng.random(4096), rng.random(4096), steps)
+            A[...], B[...] = cupy.asarray(host[0]), cupy.asarray(host[1])
+            _compare(jacobi_1d, compiled, host, (A, B, steps))
+    if steps:
+        assert rt.counters().get("triton_loop_graph_replays", 0) == 3, _hints(caplog)
+        assert rt.counters().get("triton_loop_graph_records", 0) == 1
+
+
+def test_new_trip_counts_and_new_buffers_never_replay_a_stale_graph() -> None:
+    compiled = numpile.compile(jacobi_1d, fullgraph=True, dynamic=True)
+    rng = np.random.default_rng(1)
+    for steps in (5, 5, 5, 6, 6, 6, 5):
+        host = (rng.random(300), rng.random(300), steps)
+        _differential(jacobi_1d, compiled, host)  # new device buffers every call
+    cupy = _cupy()
+    A, B = cupy.asarray(rng.random(300)), cupy.asarray(rng.random(300))
+    for steps in (9, 9, 9, 10, 9):
+        host = (A.get(), B.get(), steps)
+        _compare(jacobi_1d, compiled, host, (A, B, steps))
+        C = cupy.asarray(rng.random(300))  # a third buffer in B's place: not B's graph
+        _compare(jacobi_1d, compiled, (A.get(), C.get(), steps), (A, C, steps))
+
+
+def test_carried_arrays_are_fresh_copies_a_later_replay_does_not_overwrite() -> None:
+    cupy = _cupy()
+    compiled = numpile.compile(rows_recurrence, fullgraph=True, dynamic=True)
+    host = np.random.default_rng(2).random((20, 64))
+    device = cupy.asarray(host)
+    results = [compiled(device, 12) for _ in range(4)]
+    for got in results:
+        np.testing.assert_allclose(got.get(), rows_recurrence(host, 12), rtol=1e-12)
+    device *= 2.0  # same buffer, new values: the replay reads them
+    np.testing.assert_allclose(
+        compiled(device, 12).get(), rows_recurrence(host * 2.0, 12), rtol=1e-12
+    )
+    np.testing.assert_allclose(results[0].get(), rows_recurrence(host, 12), rtol=1e-12)
+
+
+def test_an_index_error_in_the_body_raises_with_eagers_earlier_writes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    compiled = numpile.compile(rows_update, fullgraph=True, dynamic=True)
+    rng = np.random.default_rng(4)
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
+        for _ in range(3):  # host loop, failed capture then host loop, host loop
+            host = (rng.random((4, 32)), rng.random(32), 6)
+            _differential(rows_update, compiled, host)
+    assert any("IndexError" in hint for hint in _hints(caplog)), _hints(caplog)
+    for _ in range(3):  # in bounds: the same loop records and replays
+        _differential(rows_update, compiled, (rng.random((4, 32)), rng.random(32), 4))
+
+
+def test_host_loop_option_gives_the_same_results() -> None:
+    compiled = numpile.compile(jacobi_1d, fullgraph=True, dynamic=True, options={"loop_graphs": 0})
+    rng = np.random.default_rng(6)
+    rt.reset_counters()
+    for _ in range(3):
+        _differential(jacobi_1d, compiled, (rng.random(500), rng.random(500), 20))
+    assert "triton_loop_graph_replays" not in rt.counters()
