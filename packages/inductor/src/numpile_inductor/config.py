@@ -255,7 +255,9 @@ class TritonOptions:
     `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
     `split_reductions`: reduce few long rows in two kernels (`codegen/triton/split.py`), with
     about `split_programs` programs in the first (a few per multiprocessor of a current GPU:
-    132 on an H100);
+    132 on an H100); `split_in_one_kernel`: both stages of a split reduction in one kernel,
+    the last program to finish combining the partial results (a last-block finish,
+    deterministic); False: a second kernel combines them;
     `gemm_backends`: how a matmul may run, "extern" (cuBLAS, `numpile_runtime.cublas_matmul`)
     and/or "triton" (a `tl.dot` template with its epilogue fused, `codegen/triton/matmul.py`); with
     both (the default on a GPU), the first call times them (a tuple, or a comma-separated
@@ -283,6 +285,7 @@ class TritonOptions:
     cudagraphs: bool = False
     split_reductions: bool = True
     split_programs: int = 512
+    split_in_one_kernel: bool = True
     gemm_backends: tuple[str, ...] = attrs.field(
         default=("extern", "triton"), converter=_gemm_backends
     )

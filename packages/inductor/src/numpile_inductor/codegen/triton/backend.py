@@ -406,6 +406,11 @@ class _Runner:
         # Tuning launches a kernel many times: only where that cannot write an input twice.
         self.autotune = options.autotune and not writes_inputs
         self.tuned: dict[tuple[str, Any], TritonKernel] = {}
+        # Counters of split reductions finished by their last program, one per kernel and
+        # stream (int32, zero between launches: the finishing program resets it), so that
+        # launches of one kernel on two streams at once never share one; CUDA-graph replay
+        # finds its counter zero as an eager launch does.
+        self.counters: dict[tuple[str, int | None], Any] = {}
 
     def _gives_numpy_scalar(self, node: Node, name: str) -> bool:
         buf = self.buffers[name]
@@ -537,6 +542,8 @@ class _Runner:
                 layout = _layout(array)
                 call_args += [layout.strides[d] for d in dims]
                 spans.append(layout.span)
+        if kernel.counter:
+            call_args.append(self._counter(xp, kernel.name))
         for name in kernel.scalars:
             call_args.append(scalar_value(env[name], self.buffers[name].dtype))
         call_args += [sizes[name] for name in kernel.size_symbols]
@@ -557,6 +564,13 @@ class _Runner:
         if self.autotune and not kernel.template:
             kernel = self._tuned(xp, kernel, call_args, xnumel, wide)
         self._call(kernel, call_args, xnumel, wide)
+
+    def _counter(self, xp: Any, kernel: str) -> Any:
+        stream = None if xp is np else int(xp.cuda.get_current_stream().ptr)
+        counter = self.counters.get((kernel, stream))
+        if counter is None:
+            counter = self.counters[(kernel, stream)] = xp.zeros(1, dtype=np.int32)
+        return counter
 
     def _call(self, kernel: TritonKernel, call_args: list[Any], xnumel: int, wide: bool) -> None:
         blocks = self.blocks[kernel.name]
