@@ -252,6 +252,10 @@ class TritonOptions:
     time (rows of a run-time length loop in `max_rblock` tiles);
     `num_warps`: warps per program on a GPU (ignored by the interpreter);
     `autotune`: time launch configurations on the first call (`codegen/triton/autotune.py`);
+    `autotune_reductions`: in the other modes, time a few tile and warp choices of each
+    reduction kernel on its first call per shape class on a GPU (at most four, see
+    `reduction_candidates`), the winner stored on disk; interpreted, a stored choice is used
+    and nothing is timed;
     `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
     `split_reductions`: reduce few long rows in two kernels (`codegen/triton/split.py`), with
     about `split_programs` programs in the first (a few per multiprocessor of a current GPU:
@@ -282,6 +286,7 @@ class TritonOptions:
     looped_rblock: int = 8192
     num_warps: int = 4
     autotune: bool = False
+    autotune_reductions: bool = True
     cudagraphs: bool = False
     split_reductions: bool = True
     split_programs: int = 512

@@ -50,7 +50,15 @@ from ...launcher import extern_callable, with_epilogue
 from ...loop_ir import Buffer, BufferRef, ExternCall
 from ...loops import compile_loop_bodies
 from ...pipeline import functionalized, lower_and_schedule
-from .autotune import cache_key, tune
+from .autotune import (
+    REDUCTION_BUDGET_S,
+    cache_key,
+    load_choice,
+    reduction_candidates,
+    reduction_key,
+    shape_class,
+    tune,
+)
 from .externs import device_extern, to_device
 from .kernel import (
     TritonKernel,
@@ -405,6 +413,8 @@ class _Runner:
         self.options = options
         # Tuning launches a kernel many times: only where that cannot write an input twice.
         self.autotune = options.autotune and not writes_inputs
+        self.tune_reductions = options.autotune_reductions and not self.autotune
+        self.tune_reductions = self.tune_reductions and not writes_inputs
         self.tuned: dict[tuple[str, Any], TritonKernel] = {}
         # Counters of split reductions finished by their last program, one per kernel and
         # stream (int32, zero between launches: the finishing program resets it), so that
@@ -563,6 +573,8 @@ class _Runner:
         wide = index64(xnumel // kernel.split, rnumel, spans)
         if self.autotune and not kernel.template:
             kernel = self._tuned(xp, kernel, call_args, xnumel, wide)
+        elif self.tune_reductions and kernel.is_reduction:
+            kernel = self._tuned_reduction(xp, kernel, call_args, (xnumel, rnumel), wide)
         self._call(kernel, call_args, xnumel, wide)
 
     def _counter(self, xp: Any, kernel: str) -> Any:
@@ -608,6 +620,35 @@ class _Runner:
 
         best = tune(kernel, time_launch, cache_key(kernel, signature, device))
         self.tuned[(kernel.name, signature)] = best
+        return best
+
+    def _tuned_reduction(
+        self,
+        xp: Any,
+        kernel: TritonKernel,
+        call_args: list[Any],
+        numels: tuple[int, int],
+        wide: bool,
+    ) -> TritonKernel:
+        # The default mode: a few configurations of a reduction, once per shape class; the
+        # interpreter times nothing, but takes a stored choice (how tests see the cache).
+        sizes = shape_class(*numels)
+        known = self.tuned.get((kernel.name, sizes))
+        if known is not None:
+            return known
+        dtypes = tuple(a.dtype.name for a in call_args if _is_array(a))
+        device = "interpreter" if xp is np else _device_name()
+        key = reduction_key(kernel, numels, dtypes, wide, device)
+        if xp is np:
+            best = load_choice(key, kernel) or kernel
+        else:
+
+            def time_launch(candidate: TritonKernel) -> float:
+                return _time(xp, lambda: self._call(candidate, call_args, numels[0], wide))
+
+            choices = reduction_candidates(kernel)
+            best = tune(kernel, time_launch, key, choices=choices, budget_s=REDUCTION_BUDGET_S)
+        self.tuned[(kernel.name, sizes)] = best
         return best
 
     def _outputs(self, env: dict[str, Any], download: Callable[[Any], Any] | None) -> Any:

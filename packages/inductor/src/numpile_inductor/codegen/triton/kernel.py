@@ -58,7 +58,8 @@ class TritonKernel:
 
     Arguments in order: for each of `buffers` its pointer then its strides of
     the dims in `stride_dims`, a zeroed int32 counter when `counter` (a split reduction
-    finished by its last program, `codegen/triton/split.py`), each scalar by value (`scalar_value`), `xnumel`,
+    finished by its last program, `codegen/triton/split.py`), each scalar by value
+    (`scalar_value`), `xnumel`,
     `rnumel` (reductions), the `size_symbols` (sizes known only at run time,
     e.g. the length of a boolean-mask selection); constexprs `XBLOCK` (and
     `RBLOCK`). `xnumel`/`rnumel` are ints or sympy expressions over

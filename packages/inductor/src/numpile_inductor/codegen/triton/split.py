@@ -242,7 +242,9 @@ def _finish_helper(
     code.writeline("@triton.jit")
     code.writeline(f"def {fused.name}_finish({', '.join(params)}):")
     with code.indent():
-        code.writeline(f"# split reduction, stage 2: combines the {plan.chunks} partial results of a row")
+        code.writeline(
+            f"# split reduction, stage 2: combines the {plan.chunks} partial results of a row"
+        )
         code.writeline("for xoffset in range(0, xnumel, XBLOCK):")
         with code.indent():
             _write_combine(code, fused, buffers, stores, plan, modifier=".cg")
