@@ -573,7 +573,7 @@ class _Runner:
         wide = index64(xnumel // kernel.split, rnumel, spans)
         if self.autotune and not kernel.template:
             kernel = self._tuned(xp, kernel, call_args, xnumel, wide)
-        elif self.tune_reductions and kernel.is_reduction:
+        elif self.tune_reductions and kernel.is_reduction and not kernel.template:
             kernel = self._tuned_reduction(xp, kernel, call_args, (xnumel, rnumel), wide)
         self._call(kernel, call_args, xnumel, wide)
 
