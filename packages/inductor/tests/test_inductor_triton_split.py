@@ -202,3 +202,44 @@ def test_reduction_candidates_are_few_and_start_with_the_heuristic_choice() -> N
             assert found[0] == kernel and 1 < len(found) <= REDUCTION_CANDIDATES
             configs = {(k.xblock, k.rblock, k.num_warps) for k in found}
             assert len(configs) == len(found)
+
+
+def test_reduction_tuning_is_bounded_in_candidates_and_time(fresh_cache: Any) -> None:
+    from numpile_inductor.codegen.triton.autotune import (
+        REDUCTION_BUDGET_S,
+        REDUCTION_WORTH_S,
+        reduction_candidates,
+        tune,
+    )
+
+    x = _RNG.normal(size=(4, 300))
+    _, compiled = _compile(x, "sum", 1, attrs.evolve(_SPLIT, split_reductions=False))
+    assert compiled.module is not None
+    (kernel,) = compiled.module.kernels
+    choices = reduction_candidates(kernel)
+
+    def timed(seconds: list[float]) -> tuple[Any, list[Any]]:
+        seen: list[Any] = []
+
+        def time_launch(candidate: Any) -> float:
+            seen.append(candidate)
+            return seconds[len(seen) - 1]
+
+        key = f"triton-tune-test-{seconds[0]}"
+        best = tune(
+            kernel,
+            time_launch,
+            key,
+            choices=choices,
+            budget_s=REDUCTION_BUDGET_S,
+            worth_s=REDUCTION_WORTH_S,
+        )
+        return best, seen
+
+    best, seen = timed([REDUCTION_WORTH_S / 2, 0.0, 0.0, 0.0])  # too short to be worth it
+    assert seen == [kernel] and best == kernel
+    slow = [REDUCTION_BUDGET_S * 0.6, REDUCTION_BUDGET_S * 0.5, 0.0, 0.0]
+    best, seen = timed(slow)  # the budget is spent after two
+    assert len(seen) == 2 and best == choices[1]
+    best, seen = timed([1e-3, 2e-3, 5e-4, 3e-3])  # every candidate, the fastest kept
+    assert seen == choices and best == choices[2]

@@ -14,7 +14,8 @@ over at most `REDUCTION_CANDIDATES` configurations near the heuristic one
 element counts), and stops timing once `REDUCTION_BUDGET_S` of launches have been
 measured (per-launch times added up; about 20 ms of device time at most): each
 candidate costs one untimed launch (its compile, from Triton's own disk cache after the
-first process) and three timed ones.
+first process) and three timed ones. A kernel whose heuristic launch takes under
+`REDUCTION_WORTH_S` is not tuned further (no other candidate compiled).
 
     >>> [c.xblock for c in candidates(kernel)]  # doctest: +SKIP
     [256, 512, 1024, 2048]
@@ -45,6 +46,9 @@ REDUCTION_CANDIDATES = 4  # the heuristic configuration and three near it
 # timed: with four launches per candidate, a kernel's tuning launches take at most about
 # 4 * (this + one candidate's launch) of device time.
 REDUCTION_BUDGET_S = 0.005
+# A kernel whose heuristic launch takes less is kept as it is: nothing else is compiled for
+# it (a few tens of microseconds are mostly launch and ramp, which no tile changes).
+REDUCTION_WORTH_S = 20e-6
 _MAX_WARPS = 16
 
 
@@ -177,10 +181,11 @@ def tune(
     *,
     choices: list[TritonKernel] | None = None,
     budget_s: float = float("inf"),
+    worth_s: float = 0.0,
 ) -> TritonKernel:
     """Time each of `choices` (by default `candidates(kernel)`) with `time_launch`
     (seconds), store and return the fastest; no further choice is timed once the measured
-    times add up to `budget_s`.
+    times add up to `budget_s`, nor when the first takes less than `worth_s`.
 
     >>> tune(kernel, lambda k: 1.0 / k.xblock, "triton-tune-x").xblock  # doctest: +SKIP
     2048
@@ -191,7 +196,7 @@ def tune(
     timings: list[tuple[float, int, TritonKernel]] = []
     spent = 0.0
     for position, candidate in enumerate(candidates(kernel) if choices is None else choices):
-        if spent >= budget_s:
+        if spent >= budget_s or (timings and timings[0][0] < worth_s):
             break
         try:
             seconds = time_launch(candidate)

@@ -52,6 +52,7 @@ from ...loops import compile_loop_bodies
 from ...pipeline import functionalized, lower_and_schedule
 from .autotune import (
     REDUCTION_BUDGET_S,
+    REDUCTION_WORTH_S,
     cache_key,
     load_choice,
     reduction_candidates,
@@ -647,7 +648,14 @@ class _Runner:
                 return _time(xp, lambda: self._call(candidate, call_args, numels[0], wide))
 
             choices = reduction_candidates(kernel)
-            best = tune(kernel, time_launch, key, choices=choices, budget_s=REDUCTION_BUDGET_S)
+            best = tune(
+                kernel,
+                time_launch,
+                key,
+                choices=choices,
+                budget_s=REDUCTION_BUDGET_S,
+                worth_s=REDUCTION_WORTH_S,
+            )
         self.tuned[(kernel.name, sizes)] = best
         return best
 
