@@ -129,6 +129,26 @@ def test_two_streams_at_once_each_finish_their_own_launch() -> None:
         assert float(out) == xs[i % 2].max()
 
 
+def test_two_cuda_graphs_replayed_at_once_keep_their_own_counters() -> None:
+    cupy = _cupy()
+    compiled = numpile.compile(lambda a: a.max(), fullgraph=True, mode="reduce-overhead")
+    xs = [_RNG.normal(size=n) for n in (3_000_000, 2_000_000)]  # two shapes: two graphs
+    arrays = [cupy.asarray(x) for x in xs]
+    for _ in range(3):  # warm-up, record, replay
+        for array, x in zip(arrays, xs, strict=True):
+            assert float(compiled(array)) == x.max()
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in xs]
+    outs: list[Any] = []
+    for _ in range(10):
+        for stream, array in zip(streams, arrays, strict=True):
+            with stream:
+                outs.append(compiled(array))
+    for stream in streams:
+        stream.synchronize()
+    for i, out in enumerate(outs):
+        assert float(out) == xs[i % 2].max()
+
+
 _TUNE_TWICE = """
 import logging, sys
 import cupy, numpy as np

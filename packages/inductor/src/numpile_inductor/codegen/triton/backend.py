@@ -419,9 +419,10 @@ class _Runner:
         self.tuned: dict[tuple[str, Any], TritonKernel] = {}
         # Counters of split reductions finished by their last program, one per kernel and
         # stream (int32, zero between launches: the finishing program resets it), so that
-        # launches of one kernel on two streams at once never share one; CUDA-graph replay
-        # finds its counter zero as an eager launch does.
+        # launches of one kernel on two streams at once never share one; each CUDA graph
+        # records its own, which its replays find zero as an eager launch does.
         self.counters: dict[tuple[str, int | None], Any] = {}
+        self.graph_counters: list[Any] = []  # those recorded into CUDA graphs, kept alive
 
     def _gives_numpy_scalar(self, node: Node, name: str) -> bool:
         buf = self.buffers[name]
@@ -579,7 +580,17 @@ class _Runner:
         self._call(kernel, call_args, xnumel, wide)
 
     def _counter(self, xp: Any, kernel: str) -> Any:
-        stream = None if xp is np else int(xp.cuda.get_current_stream().ptr)
+        stream = None
+        if xp is not np:
+            current = xp.cuda.get_current_stream()
+            if current.is_capturing():
+                # A CUDA graph records a counter of its own, from its pool (zeroed in the
+                # graph): a capture's side stream is gone after it, and its address may come
+                # back as another graph's, which may replay at the same time.
+                counter = xp.zeros(1, dtype=np.int32)
+                self.graph_counters.append(counter)
+                return counter
+            stream = int(current.ptr)
         counter = self.counters.get((kernel, stream))
         if counter is None:
             counter = self.counters[(kernel, stream)] = xp.zeros(1, dtype=np.int32)
