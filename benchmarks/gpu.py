@@ -165,6 +165,7 @@ def run_workload(
     bandwidth: float,
     scale: int = 1,
     options: dict[str, Any] | None = None,
+    with_torch: bool = True,
 ) -> dict[str, Any]:
     """Time one workload on CPU NumPy, CuPy eager, numpile (Triton, CUDA graphs) and torch.
 
@@ -207,7 +208,7 @@ def run_workload(
         # A dynamic batch: the row count is a kernel argument (one kernel per row group still).
         dynamic = numpile.compile(workload.fn, fullgraph=True, dynamic=True, options=options)
         row["numpile_dynamic_ms"] = _gpu_ms(lambda: dynamic(*device), repeat)
-    torch_fn = _torch_cuda(workload)
+    torch_fn = _torch_cuda(workload) if with_torch else None
     if torch_fn is not None:
         import torch
 
@@ -340,6 +341,11 @@ def main(argv: list[str] | None = None) -> int:
         "--option split_programs=1024)",
     )
     parser.add_argument(
+        "--no-torch",
+        action="store_true",
+        help="leave torch.compile out (its compile takes most of a short A/B run)",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="instead of timing: profile the host side of each selected workload's "
@@ -371,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                 bandwidth=bandwidth,
                 scale=options.scale,
                 options=compile_options,
+                with_torch=not options.no_torch,
             )
         except Exception as error:  # one broken workload must not hide the others
             print(f"{workload.name}: failed: {type(error).__name__}: {error}", file=sys.stderr)

@@ -252,6 +252,10 @@ class TritonOptions:
     time (rows of a run-time length loop in `max_rblock` tiles);
     `num_warps`: warps per program on a GPU (ignored by the interpreter);
     `autotune`: time launch configurations on the first call (`codegen/triton/autotune.py`);
+    `autotune_reductions`: in the other modes, time a few tile and warp choices of each
+    reduction kernel on its first call per shape class on a GPU (at most four, see
+    `reduction_candidates`), the winner stored on disk; interpreted, a stored choice is used
+    and nothing is timed;
     `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
     `loop_graphs`: how many CUDA graphs a kept loop of kernels records (one per trip count,
     buffers and scalars) to replay the whole loop in one launch
@@ -260,7 +264,9 @@ class TritonOptions:
     as a host loop);
     `split_reductions`: reduce few long rows in two kernels (`codegen/triton/split.py`), with
     about `split_programs` programs in the first (a few per multiprocessor of a current GPU:
-    132 on an H100);
+    132 on an H100); `split_in_one_kernel`: both stages of a split reduction in one kernel,
+    the last program to finish combining the partial results (a last-block finish,
+    deterministic); False: a second kernel combines them;
     `gemm_backends`: how a matmul may run, "extern" (cuBLAS, `numpile_runtime.cublas_matmul`)
     and/or "triton" (a `tl.dot` template with its epilogue fused, `codegen/triton/matmul.py`); with
     both (the default on a GPU), the first call times them (a tuple, or a comma-separated
@@ -285,11 +291,13 @@ class TritonOptions:
     looped_rblock: int = 8192
     num_warps: int = 4
     autotune: bool = False
+    autotune_reductions: bool = True
     cudagraphs: bool = False
     loop_graphs: int = 8
     loop_graph_iterations: int = 20_000
     split_reductions: bool = True
     split_programs: int = 512
+    split_in_one_kernel: bool = True
     gemm_backends: tuple[str, ...] = attrs.field(
         default=("extern", "triton"), converter=_gemm_backends
     )

@@ -1,4 +1,4 @@
-"""Autotuning of Triton launches (`mode="max-autotune"`): block sizes and warps per kernel.
+"""Autotuning of Triton launches: block sizes and warps per kernel.
 
 A generated kernel takes its block sizes as constexprs, so tuning needs no
 new code: each candidate is the same kernel launched with another `XBLOCK`
@@ -6,6 +6,16 @@ new code: each candidate is the same kernel launched with another `XBLOCK`
 compiled graph times every candidate on the call's own arrays and keeps the
 fastest; the winner is stored in the code cache under the kernel's source,
 its argument sizes and the device, so a later process starts tuned.
+
+`mode="max-autotune"` times every kernel over many candidates (`candidates`).
+The default mode times reduction kernels only (`TritonOptions.autotune_reductions`),
+over at most `REDUCTION_CANDIDATES` configurations near the heuristic one
+(`reduction_candidates`), once per kernel and shape class (the bit lengths of its
+element counts), and stops timing once `REDUCTION_BUDGET_S` of launches have been
+measured (per-launch times added up; about 20 ms of device time at most): each
+candidate costs one untimed launch (its compile, from Triton's own disk cache after the
+first process) and three timed ones. A kernel whose heuristic launch takes under
+`REDUCTION_WORTH_S` is not tuned further (no other candidate compiled).
 
     >>> [c.xblock for c in candidates(kernel)]  # doctest: +SKIP
     [256, 512, 1024, 2048]
@@ -31,6 +41,15 @@ _XBLOCKS = (256, 512, 1024, 2048)
 _RBLOCKS = (256, 512, 1024, 2048)
 _WARPS = (4, 8)
 _MAX_TILE = 16384
+REDUCTION_CANDIDATES = 4  # the heuristic configuration and three near it
+# Per-launch times, added over the candidates timed so far, after which no further one is
+# timed: with four launches per candidate, a kernel's tuning launches take at most about
+# 4 * (this + one candidate's launch) of device time.
+REDUCTION_BUDGET_S = 0.005
+# A kernel whose heuristic launch takes less is kept as it is: nothing else is compiled for
+# it (a few tens of microseconds are mostly launch and ramp, which no tile changes).
+REDUCTION_WORTH_S = 20e-6
+_MAX_WARPS = 16
 
 
 def _pow2_le(n: int) -> int:
@@ -70,6 +89,49 @@ def candidates(kernel: TritonKernel) -> list[TritonKernel]:
     return list(found.values())
 
 
+def reduction_candidates(kernel: TritonKernel) -> list[TritonKernel]:
+    """The default mode's choices for reduction `kernel`, its own first, at most
+    `REDUCTION_CANDIDATES`: looped ones with half and twice the `RBLOCK` (warps scaled
+    alike) and with other warps; persistent ones (`RBLOCK` covers the row) with half and
+    twice the rows per program and other warps.
+
+    >>> [(k.rblock, k.num_warps) for k in reduction_candidates(looped)]  # doctest: +SKIP
+    [(8192, 16), (4096, 8), (16384, 16), (8192, 8)]
+    """
+    x, r, warps = kernel.xblock, kernel.rblock, kernel.num_warps
+    other_warps = warps // 2 if warps > 4 else warps * 2
+    persistent = isinstance(kernel.rnumel, int) and r >= kernel.rnumel
+    if persistent:
+        shapes = [(x, r, warps), (2 * x, r, warps), (max(1, x // 2), r, warps)]
+    else:
+        half_warps = max(1, warps // 2) if r >= 512 else warps
+        shapes = [
+            (x, r, warps),
+            (x, max(16, r // 2), half_warps),
+            (x, 2 * r, min(_MAX_WARPS, 2 * warps)),
+        ]
+    shapes.append((x, r, other_warps))
+    found: dict[tuple[int, int, int], TritonKernel] = {}
+    for xblock, rblock, num_warps in shapes:
+        if isinstance(kernel.xnumel, int) and xblock > max(1, 2 * kernel.xnumel):
+            continue  # more rows per program than there are rows
+        if isinstance(kernel.rnumel, int) and rblock > 2 * max(kernel.rnumel, 1) and not persistent:
+            continue  # a tile past the whole row
+        key = (xblock, rblock, num_warps)
+        if key not in found:
+            found[key] = attrs.evolve(kernel, xblock=xblock, rblock=rblock, num_warps=num_warps)
+    return list(found.values())[:REDUCTION_CANDIDATES]
+
+
+def shape_class(xnumel: int, rnumel: int) -> tuple[int, int]:
+    """The sizes a default-mode tuning choice serves: the bit lengths of the counts.
+
+    >>> shape_class(1, 16_777_216), shape_class(4096, 4000) == shape_class(4096, 3000)
+    ((1, 25), True)
+    """
+    return xnumel.bit_length(), rnumel.bit_length()
+
+
 def cache_key(kernel: TritonKernel, signature: tuple[Any, ...], device: str) -> str:
     """The code-cache key of `kernel`'s tuned launch for argument `signature` on `device`.
 
@@ -78,6 +140,18 @@ def cache_key(kernel: TritonKernel, signature: tuple[Any, ...], device: str) -> 
     """
     text = json.dumps([kernel.source, [str(s) for s in signature], device])
     return "triton-tune-" + hashlib.sha256(text.encode()).hexdigest()[:28]
+
+
+def reduction_key(
+    kernel: TritonKernel, numels: tuple[int, int], dtypes: tuple[str, ...], wide: bool, device: str
+) -> str:
+    """The code-cache key of the default mode's choice for reduction `kernel` launched over
+    `numels` (its shape class) with arrays of `dtypes` on `device`.
+
+    >>> reduction_key(kernel, (1, 4096), ("float64",), False, "cpu")[:12]  # doctest: +SKIP
+    'triton-tune-'
+    """
+    return cache_key(kernel, ("reductions", *shape_class(*numels), *dtypes, wide), device)
 
 
 def load_choice(key: str, kernel: TritonKernel) -> TritonKernel | None:
@@ -104,8 +178,14 @@ def tune(
     kernel: TritonKernel,
     time_launch: Callable[[TritonKernel], float],
     key: str,
+    *,
+    choices: list[TritonKernel] | None = None,
+    budget_s: float = float("inf"),
+    worth_s: float = 0.0,
 ) -> TritonKernel:
-    """Time each candidate with `time_launch` (seconds), store and return the fastest.
+    """Time each of `choices` (by default `candidates(kernel)`) with `time_launch`
+    (seconds), store and return the fastest; no further choice is timed once the measured
+    times add up to `budget_s`, nor when the first takes less than `worth_s`.
 
     >>> tune(kernel, lambda k: 1.0 / k.xblock, "triton-tune-x").xblock  # doctest: +SKIP
     2048
@@ -114,13 +194,17 @@ def tune(
     if cached is not None:
         return cached
     timings: list[tuple[float, int, TritonKernel]] = []
-    for position, candidate in enumerate(candidates(kernel)):
+    spent = 0.0
+    for position, candidate in enumerate(candidates(kernel) if choices is None else choices):
+        if spent >= budget_s or (timings and timings[0][0] < worth_s):
+            break
         try:
             seconds = time_launch(candidate)
         except Exception as error:  # e.g. out of registers or shared memory on this device
             log.debug("autotune: %s xblock=%d failed: %s", kernel.name, candidate.xblock, error)
             continue
         timings.append((seconds, position, candidate))
+        spent += seconds
     if not timings:
         return kernel
     best = min(timings, key=lambda item: (item[0], item[1]))[2]

@@ -50,7 +50,16 @@ from ...launcher import extern_callable, with_epilogue
 from ...loop_ir import Buffer, BufferRef, ExternCall
 from ...loops import compile_loop_bodies
 from ...pipeline import functionalized, lower_and_schedule
-from .autotune import cache_key, tune
+from .autotune import (
+    REDUCTION_BUDGET_S,
+    REDUCTION_WORTH_S,
+    cache_key,
+    load_choice,
+    reduction_candidates,
+    reduction_key,
+    shape_class,
+    tune,
+)
 from .externs import device_extern, to_device
 from .kernel import (
     TritonKernel,
@@ -410,7 +419,15 @@ class _Runner:
         self.options = options
         # Tuning launches a kernel many times: only where that cannot write an input twice.
         self.autotune = options.autotune and not writes_inputs
+        self.tune_reductions = options.autotune_reductions and not self.autotune
+        self.tune_reductions = self.tune_reductions and not writes_inputs
         self.tuned: dict[tuple[str, Any], TritonKernel] = {}
+        # Counters of split reductions finished by their last program, one per kernel and
+        # stream (int32, zero between launches: the finishing program resets it), so that
+        # launches of one kernel on two streams at once never share one; each CUDA graph
+        # records its own, which its replays find zero as an eager launch does.
+        self.counters: dict[tuple[str, int | None], Any] = {}
+        self.graph_counters: list[Any] = []  # those recorded into CUDA graphs, kept alive
 
     def _gives_numpy_scalar(self, node: Node, name: str) -> bool:
         buf = self.buffers[name]
@@ -542,6 +559,8 @@ class _Runner:
                 layout = _layout(array)
                 call_args += [layout.strides[d] for d in dims]
                 spans.append(layout.span)
+        if kernel.counter:
+            call_args.append(self._counter(xp, kernel.name))
         for name in kernel.scalars:
             call_args.append(scalar_value(env[name], self.buffers[name].dtype))
         call_args += [sizes[name] for name in kernel.size_symbols]
@@ -561,7 +580,26 @@ class _Runner:
         wide = index64(xnumel // kernel.split, rnumel, spans)
         if self.autotune and not kernel.template:
             kernel = self._tuned(xp, kernel, call_args, xnumel, wide)
+        elif self.tune_reductions and kernel.is_reduction and not kernel.template:
+            kernel = self._tuned_reduction(xp, kernel, call_args, (xnumel, rnumel), wide)
         self._call(kernel, call_args, xnumel, wide)
+
+    def _counter(self, xp: Any, kernel: str) -> Any:
+        stream = None
+        if xp is not np:
+            current = xp.cuda.get_current_stream()
+            if current.is_capturing():
+                # A CUDA graph records a counter of its own, from its pool (zeroed in the
+                # graph): a capture's side stream is gone after it, and its address may come
+                # back as another graph's, which may replay at the same time.
+                counter = xp.zeros(1, dtype=np.int32)
+                self.graph_counters.append(counter)
+                return counter
+            stream = int(current.ptr)
+        counter = self.counters.get((kernel, stream))
+        if counter is None:
+            counter = self.counters[(kernel, stream)] = xp.zeros(1, dtype=np.int32)
+        return counter
 
     def _call(self, kernel: TritonKernel, call_args: list[Any], xnumel: int, wide: bool) -> None:
         blocks = self.blocks[kernel.name]
@@ -599,6 +637,42 @@ class _Runner:
 
         best = tune(kernel, time_launch, cache_key(kernel, signature, device))
         self.tuned[(kernel.name, signature)] = best
+        return best
+
+    def _tuned_reduction(
+        self,
+        xp: Any,
+        kernel: TritonKernel,
+        call_args: list[Any],
+        numels: tuple[int, int],
+        wide: bool,
+    ) -> TritonKernel:
+        # The default mode: a few configurations of a reduction, once per shape class; the
+        # interpreter times nothing, but takes a stored choice (how tests see the cache).
+        sizes = shape_class(*numels)
+        known = self.tuned.get((kernel.name, sizes))
+        if known is not None:
+            return known
+        dtypes = tuple(a.dtype.name for a in call_args if _is_array(a))
+        device = "interpreter" if xp is np else _device_name()
+        key = reduction_key(kernel, numels, dtypes, wide, device)
+        if xp is np:
+            best = load_choice(key, kernel) or kernel
+        else:
+
+            def time_launch(candidate: TritonKernel) -> float:
+                return _time(xp, lambda: self._call(candidate, call_args, numels[0], wide))
+
+            choices = reduction_candidates(kernel)
+            best = tune(
+                kernel,
+                time_launch,
+                key,
+                choices=choices,
+                budget_s=REDUCTION_BUDGET_S,
+                worth_s=REDUCTION_WORTH_S,
+            )
+        self.tuned[(kernel.name, sizes)] = best
         return best
 
     def _outputs(self, env: dict[str, Any], download: Callable[[Any], Any] | None) -> Any:

@@ -57,7 +57,9 @@ class TritonKernel:
     """One generated `@triton.jit` function and how to launch it.
 
     Arguments in order: for each of `buffers` its pointer then its strides of
-    the dims in `stride_dims`, each scalar by value (`scalar_value`), `xnumel`,
+    the dims in `stride_dims`, a zeroed int32 counter when `counter` (a split reduction
+    finished by its last program, `codegen/triton/split.py`), each scalar by value
+    (`scalar_value`), `xnumel`,
     `rnumel` (reductions), the `size_symbols` (sizes known only at run time,
     e.g. the length of a boolean-mask selection); constexprs `XBLOCK` (and
     `RBLOCK`). `xnumel`/`rnumel` are ints or sympy expressions over
@@ -79,6 +81,7 @@ class TritonKernel:
     size_symbols: tuple[str, ...] = ()
     outer: bool = False  # a reduction whose loads are contiguous along the kept axes
     split: int = 1  # the first stage of a split reduction: chunks per row (codegen/triton/split.py)
+    counter: bool = False  # takes a zeroed int32 counter after its buffers (a last-block finish)
     rows: bool = False  # a row group's kernel (codegen/triton/rows.py): its own tiles and warps
     template: str = ""  # "mm": a matmul template, its blocks fixed in its source
 
@@ -98,6 +101,8 @@ def arg_kinds(kernel: TritonKernel) -> tuple[str, ...]:
     kinds: list[str] = []
     for dims in kernel.stride_dims:
         kinds += ["ptr", *("int" for _ in dims)]
+    if kernel.counter:
+        kinds.append("ptr")
     kinds += ["scalar" for _ in kernel.scalars]
     kinds += ["int" for _ in kernel.size_symbols]
     kinds += ["int", "int"] if kernel.is_reduction else ["int"]
@@ -452,6 +457,8 @@ def _product(sizes: tuple[Any, ...]) -> Any:
 
 
 # Block sizes, and whether indices need 64 bits (`index64` decides at each launch).
+# The parameter of a split reduction's counter of finished programs (codegen/triton/split.py).
+COUNTER_PARAM = "finish_counter"
 REDUCTION_CONSTEXPRS = ("XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr", "INDEX64: tl.constexpr")
 
 

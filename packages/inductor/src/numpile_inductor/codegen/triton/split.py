@@ -1,4 +1,4 @@
-"""Split reductions: few long rows reduced by many programs, in two kernels.
+"""Split reductions: few long rows reduced by many programs, in one kernel or two.
 
 A reduction kernel runs one program per `XBLOCK` rows, so `x.sum()` of a large
 array (one row) would run on one multiprocessor of the GPU. When the rows are
@@ -6,25 +6,36 @@ too few to fill the device (`TritonOptions.split_programs`) and long enough to s
 (`max_rblock` elements per chunk at least), each row is cut into `chunks`
 contiguous chunks of its flattened reduction index:
 
-1. `<kernel>_split` reduces every (row, chunk) to one partial result, stored in
-   the accumulator's dtype in a scratch buffer `<kernel>_partial<i>` (one per
+1. every program reduces its (row, chunk) pairs to one partial result each, stored
+   in the accumulator's dtype in a scratch buffer `<kernel>_partial<i>` (one per
    reduction the kernel holds), row-major; for an outer reduction (a sum over
    axis 0 of a C array with few columns) chunk-major, with the outer tiles:
    neighbouring lanes read neighbouring columns;
-2. `<kernel>` reduces each row's partials (persistent: `chunks` fits in one tile)
-   and finishes as an unsplit kernel would: any/all as bools, means divided,
-   the cast and the store.
+2. each row's partials are reduced (persistent: `chunks` fits in one tile) and
+   finished as an unsplit kernel would: any/all as bools, means divided, the cast
+   and the store.
+
+By default (`TritonOptions.split_in_one_kernel`) both stages are one kernel,
+`<kernel>_split`, with a last-block finish: after storing its partials, each
+program adds one to a counter (an int32 the runner keeps per kernel and stream,
+zero between launches); the program that sees the last count runs stage 2
+(`<kernel>_finish`, a `@triton.jit` helper) over every row, in a fixed order,
+then sets the counter back to zero. The partials are combined in the same order
+on every run, so a result is the same from run to run for the same input
+(float atomic adds would not be), and the reset in the kernel itself keeps the
+counter right under CUDA-graph replay. Otherwise stage 2 is a second kernel,
+`<kernel>`.
 
 Every reduction of the table splits this way (sum, prod, max, min with NaNs
-propagated, any, all); a float sum is summed in another tree order, within the
-rounding bound the unsplit kernel already has. The row count must be known at
-compile time; a row length known only at run time gets the most chunks, each
-program working out its share. Torch's inductor makes the same transformation
-("split reductions").
+propagated, any, all, mean; argmin/argmax are extern calls on this backend); a
+float sum is summed in another tree order, within the rounding bound the unsplit
+kernel already has. The row count must be known at compile time; a row length
+known only at run time gets the most chunks, each program working out its share.
+Torch's inductor makes the same transformation ("split reductions").
 
     >>> kernels = split_reduction(fused, buffers, TritonOptions())  # doctest: +SKIP
     >>> [k.name for k in kernels]  # doctest: +SKIP
-    ['kernel0_split', 'kernel0']
+    ['kernel0_split']
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ from ...loop_ir import Buffer, ReductionStore
 from ...scheduler import FusedKernel
 from ..common import CodeBuffer
 from .kernel import (
+    COUNTER_PARAM,
     REDUCTION_CONSTEXPRS,
     SplitPlan,
     TritonKernel,
@@ -80,9 +92,10 @@ def split_chunks(xnumel: Any, rnumel: Any, options: TritonOptions) -> int:
 
 def split_reduction(
     fused: FusedKernel, buffers: dict[str, Buffer], options: TritonOptions
-) -> tuple[TritonKernel, TritonKernel] | None:
-    """The two kernels of `fused` split (see the module docstring), or None when it should
-    not be. Adds the scratch buffers of partial results to `buffers`.
+) -> tuple[TritonKernel, ...] | None:
+    """The kernels of `fused` split (see the module docstring): one, or two when
+    `options.split_in_one_kernel` is off; None when it should not be split. Adds the
+    scratch buffers of partial results to `buffers`.
 
     >>> split_reduction(pointwise, buffers, TritonOptions()) is None  # doctest: +SKIP
     True
@@ -111,7 +124,10 @@ def split_reduction(
     for name, store in zip(plan.partials, stores, strict=True):
         dtype = _acc_dtype(_reduce_kind(store), store.dtype)
         buffers[name] = Buffer(name, (xnumel * chunks,), dtype, "kernel")
-    first = _first_stage(fused, buffers, plan, (xnumel, rnumel, xblock, rblock), options)
+    sizes = (xnumel, rnumel, xblock, rblock)
+    if options.split_in_one_kernel:
+        return (_first_stage(fused, buffers, plan, sizes, options, finish=stores),)
+    first = _first_stage(fused, buffers, plan, sizes, options, finish=None)
     return first, _second_stage(fused, buffers, stores, plan, xnumel, options)
 
 
@@ -121,33 +137,48 @@ def _first_stage(
     plan: SplitPlan,
     sizes: tuple[int, int, int, int],
     options: TritonOptions,
+    *,
+    finish: list[ReductionStore] | None,
 ) -> TritonKernel:
+    # `finish`: the reductions stage 2 stores, when this kernel runs it (a last-block finish).
     xnumel, rnumel, xblock, rblock = sizes
     partials = plan.partials
     used, scalars = _signature(fused, buffers)
-    outputs = {store.buffer for store in fused.stores}
+    outputs = list(dict.fromkeys(store.buffer for store in fused.stores))
     inputs = [name for name in used if name not in outputs]
     stride_dims, params = buffer_params(inputs, buffers)
     params += [_param(name) for name in partials]
+    names = (*inputs, *partials)
+    dims = (*stride_dims, *(() for _ in partials))
+    if finish is not None:
+        output_dims, output_params = buffer_params(outputs, buffers)
+        params += [*output_params, COUNTER_PARAM]
+        names += tuple(outputs)
+        dims += output_dims
     params += scalar_params(scalars, buffers)
     symbols = _size_symbols(fused)
     params += [*symbols, "xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
     name = f"{fused.name}_split"
+    stage = "stage 1 of 2" if finish is None else "in one kernel"
     note = (
-        f"    # split reduction, stage 1 of 2: {list(fused.ranges)} x "
+        f"    # split reduction, {stage}: {list(fused.ranges)} x "
         f"{list(fused.reduction_ranges)} in {plan.chunks} chunks of "
         f"{plan.chunk or 'rnumel / ' + str(plan.chunks)} per row"
         + (", chunk-major" if plan.rows else "")
     )
     body = CodeBuffer(level=1)
     _reduction_body(fused, buffers, body, persistent=False, split=plan)
+    helper = ""
+    if finish is not None:
+        helper = _finish_helper(fused, buffers, finish, plan, xnumel, options)
+        _write_last_block_finish(body, fused, buffers, finish, plan, xnumel, options)
     head = [jit_decorator(scalars), f"def {name}({', '.join(params)}):", note]
     source = "\n".join([*head, *body.lines])
     return TritonKernel(
         name,
-        source + "\n",
-        (*inputs, *partials),
-        (*stride_dims, *(() for _ in partials)),
+        helper + source + "\n",
+        names,
+        dims,
         tuple(scalars),
         xnumel * plan.chunks,
         rnumel,
@@ -159,7 +190,65 @@ def _first_stage(
         tuple(symbols),
         outer=bool(plan.rows),
         split=plan.chunks,
+        counter=finish is not None,
     )
+
+
+def _finish_blocks(xnumel: int, chunks: int, options: TritonOptions) -> tuple[int, int]:
+    # Stage 2's tile: a row's partials in one tile (persistent), as many rows as fit.
+    rblock = _next_pow2(chunks)
+    return max(1, min(_next_pow2(xnumel), options.max_tile // rblock)), rblock
+
+
+def _write_last_block_finish(
+    body: CodeBuffer,
+    fused: FusedKernel,
+    buffers: dict[str, Buffer],
+    stores: list[ReductionStore],
+    plan: SplitPlan,
+    xnumel: int,
+    options: TritonOptions,
+) -> None:
+    # Every thread's stores of partials come before the count (the barrier; the atomic's
+    # release), and the finisher's loads after it (its acquire; `.cg` loads bypass L1).
+    xblock, rblock = _finish_blocks(xnumel, plan.chunks, options)
+    outputs = list(dict.fromkeys(store.buffer for store in stores))
+    _, output_params = buffer_params(outputs, buffers)
+    args = [*(_param(name) for name in plan.partials), *output_params]
+    args += [str(xnumel), str(plan.chunks), f"XBLOCK={xblock}", f"RBLOCK={rblock}"]
+    body.writeline("# the last program to count combines every row's partials, in a fixed order")
+    body.writeline("tl.debug_barrier()")
+    body.writeline(f'done = tl.atomic_add({COUNTER_PARAM}, 1, sem="acq_rel")')
+    body.writeline("if done == tl.num_programs(0) - 1:")
+    with body.indent():
+        body.writeline(f"{fused.name}_finish({', '.join(args)})")
+        body.writeline(f"tl.atomic_xchg({COUNTER_PARAM}, 0)  # ready for the next launch")
+
+
+def _finish_helper(
+    fused: FusedKernel,
+    buffers: dict[str, Buffer],
+    stores: list[ReductionStore],
+    plan: SplitPlan,
+    xnumel: int,
+    options: TritonOptions,
+) -> str:
+    # Stage 2 as a @triton.jit helper the last program calls: a loop over tiles of rows.
+    outputs = list(dict.fromkeys(store.buffer for store in stores))
+    _, output_params = buffer_params(outputs, buffers)
+    params = [*(_param(name) for name in plan.partials), *output_params]
+    params += ["xnumel", "rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+    code = CodeBuffer()
+    code.writeline("@triton.jit")
+    code.writeline(f"def {fused.name}_finish({', '.join(params)}):")
+    with code.indent():
+        code.writeline(
+            f"# split reduction, stage 2: combines the {plan.chunks} partial results of a row"
+        )
+        code.writeline("for xoffset in range(0, xnumel, XBLOCK):")
+        with code.indent():
+            _write_combine(code, fused, buffers, stores, plan, modifier=".cg")
+    return code.getvalue() + "\n\n"
 
 
 def _second_stage(
@@ -183,23 +272,8 @@ def _second_stage(
             f"# split reduction, stage 2 of 2: combines the {chunks} partial results of a row"
         )
         write_xoffset(code)
-        code.writeline("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
-        code.writeline("xmask = xindex < xnumel")
-        _unflatten(code, "x", "xindex", fused.ranges)
-        code.writeline("rindex = tl.arange(0, RBLOCK)[None, :]")
-        code.writeline("mask = xmask & (rindex < rnumel)")
-        results = []
-        for i, (partial, store) in enumerate(zip(partials, stores, strict=True)):
-            kind = _reduce_kind(store)
-            dtype = _acc_dtype(kind, store.dtype)
-            identity = triton_literal(reduction_identity(kind, dtype), dtype, "[XBLOCK, RBLOCK]")
-            at = f"rindex * {plan.rows} + xindex" if plan.rows else f"xindex * {chunks} + rindex"
-            load = f"tl.load({_param(partial)} + ({at}), mask=mask, other=0)"
-            code.writeline(f"val{i} = tl.where(mask, {load}, {identity})")
-            results.append(_reduce(kind, dtype, f"val{i}"))
-        write_results(code, stores, results, buffers)
-    rblock = _next_pow2(chunks)
-    xblock = max(1, min(_next_pow2(xnumel), options.max_tile // rblock))
+        _write_combine(code, fused, buffers, stores, plan, modifier="")
+    xblock, rblock = _finish_blocks(xnumel, chunks, options)
     return TritonKernel(
         fused.name,
         code.getvalue() + "\n",
@@ -214,3 +288,31 @@ def _second_stage(
         True,
         fused.origins,
     )
+
+
+def _write_combine(
+    code: CodeBuffer,
+    fused: FusedKernel,
+    buffers: dict[str, Buffer],
+    stores: list[ReductionStore],
+    plan: SplitPlan,
+    *,
+    modifier: str,
+) -> None:
+    # Stage 2 over the rows from `xoffset`: each row's partials reduced, finished, stored.
+    code.writeline("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
+    code.writeline("xmask = xindex < xnumel")
+    _unflatten(code, "x", "xindex", fused.ranges)
+    code.writeline("rindex = tl.arange(0, RBLOCK)[None, :]")
+    code.writeline("mask = xmask & (rindex < rnumel)")
+    cache = f", cache_modifier={modifier!r}" if modifier else ""
+    results = []
+    for i, (partial, store) in enumerate(zip(plan.partials, stores, strict=True)):
+        kind = _reduce_kind(store)
+        dtype = _acc_dtype(kind, store.dtype)
+        identity = triton_literal(reduction_identity(kind, dtype), dtype, "[XBLOCK, RBLOCK]")
+        at = f"rindex * {plan.rows} + xindex" if plan.rows else f"xindex * {plan.chunks} + rindex"
+        load = f"tl.load({_param(partial)} + ({at}), mask=mask, other=0{cache})"
+        code.writeline(f"val{i} = tl.where(mask, {load}, {identity})")
+        results.append(_reduce(kind, dtype, f"val{i}"))
+    write_results(code, stores, results, buffers)
