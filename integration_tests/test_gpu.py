@@ -295,7 +295,9 @@ def test_reduce_overhead_of_a_mutating_function_matches_numpy_on_every_call(
     assert "neither a CuPy array" in runner.skip_reason
 
 
-def test_reduce_overhead_with_scalar_inputs_keeps_numpys_dtypes() -> None:
+def test_reduce_overhead_with_scalar_inputs_keeps_numpys_dtypes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     cupy = _cupy()
 
     def scale(x: Any, s: Any) -> Any:
@@ -304,12 +306,14 @@ def test_reduce_overhead_with_scalar_inputs_keeps_numpys_dtypes() -> None:
     compiled = numpile.compile(scale, fullgraph=True, mode="reduce-overhead", dynamic=True)
     host = _f32(32)
     x = cupy.asarray(host)
+    launches = _count_launches(monkeypatch)
     for s in (2.0, 2.0, 2.0, 0.5, 0.5, 0.5, 3, np.float64(1.5), np.float32(1.5)):
         got = compiled(x, s)
         want = scale(host, s)
         assert got.dtype == want.dtype, (s, got.dtype, want.dtype)
         np.testing.assert_allclose(got.get(), want, rtol=1e-6)
         del got
+    assert len(launches) == 4  # 2.0 and 0.5: a plain call, a recording, a replay each
 
 
 def test_max_autotune_stores_its_choice_on_disk(tmp_path: Any, monkeypatch: Any) -> None:

@@ -349,3 +349,27 @@ def test_outputs_that_are_inputs_rule_graphs_out() -> None:
         out = runner(x)
     assert runner.skip_reason == "an output is not a buffer the graph allocated"
     assert out.base is x
+
+
+def test_nested_and_named_outputs_come_in_fresh_containers() -> None:
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", "total parts")
+
+    def fn(x: ndarray) -> Any:
+        first, second = empty(x.shape), empty(x.shape)
+        launch(lambda a, b, c: (np.copyto(a, c), np.multiply(c, 2.0, out=b)), first, second, x)
+        return Pair(first, [second, {"x": first}])
+
+    runner = rt.CudaGraphRunner(fn)
+    x = array([1.0, 2.0])
+    runner(x)
+    kept = runner(x)  # recorded
+    del kept
+    out = runner(x)
+    assert runner.replays == 1 and isinstance(out, Pair)
+    out.parts.append("changed")  # the caller's own list: the next call's is unchanged
+    assert _values(out.parts[0]) == [2.0, 4.0] and out.parts[1]["x"] is out.total
+    del out
+    again = runner(x)
+    assert runner.replays == 2 and len(again.parts) == 2

@@ -293,10 +293,11 @@ def _rebuilder(tree: Any, leaves: list[Any]) -> Callable[[], Any]:
     if isinstance(tree, tuple | list):
         parts = [_rebuilder(item, leaves) for item in tree]
         kind = type(tree)
-        if all(isinstance(item, tuple | list | dict) is False for item in tree):
+        make = getattr(kind, "_make", kind)  # a named tuple takes its fields one by one
+        if not any(isinstance(item, tuple | list | dict) for item in tree):
             items = list(tree)
-            return lambda: kind(items)
-        return lambda: kind(part() for part in parts)
+            return lambda: make(items)
+        return lambda: make(part() for part in parts)
     if isinstance(tree, dict):
         keys = list(tree)
         values = [_rebuilder(tree[k], leaves) for k in keys]
