@@ -19,6 +19,7 @@ code on the GPU), and ``torch/np`` its time over numpile's (above 1: numpile is 
 
     python -m benchmarks.gpu --quick
     python -m benchmarks.gpu --profile --only mlp_f32   # where the host time of a call goes
+    python -m benchmarks.gpu --quick --no-torch --only tiny_call_f64   # plain vs +graphs
 """
 
 from __future__ import annotations
@@ -163,8 +164,10 @@ def run_workload(
     bandwidth: float,
     scale: int = 1,
     options: dict[str, Any] | None = None,
+    torch: bool = True,
 ) -> dict[str, Any]:
-    """Time one workload on CPU NumPy, CuPy eager, numpile (Triton, CUDA graphs) and torch.
+    """Time one workload on CPU NumPy, CuPy eager, numpile (Triton, CUDA graphs) and torch
+    (`torch=False`: not torch, whose first compile takes seconds).
 
     >>> run_workload(find_workloads(["chain_sin_f32"])[0], quick=True, bandwidth=1.0)
     ... # doctest: +SKIP
@@ -205,7 +208,7 @@ def run_workload(
         # A dynamic batch: the row count is a kernel argument (one kernel per row group still).
         dynamic = numpile.compile(workload.fn, fullgraph=True, dynamic=True, options=options)
         row["numpile_dynamic_ms"] = _gpu_ms(lambda: dynamic(*device), repeat)
-    torch_fn = _torch_cuda(workload)
+    torch_fn = _torch_cuda(workload) if torch else None
     if torch_fn is not None:
         import torch
 
@@ -339,6 +342,11 @@ def main(argv: list[str] | None = None) -> int:
         "--option split_programs=1024)",
     )
     parser.add_argument(
+        "--no-torch",
+        action="store_true",
+        help="leave torch.compile out (its first compile takes seconds per workload)",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="instead of timing: profile the host side of each selected workload's "
@@ -369,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                 bandwidth=bandwidth,
                 scale=options.scale,
                 options=compile_options,
+                torch=not options.no_torch,
             )
         except Exception as error:  # one broken workload must not hide the others
             print(f"{workload.name}: failed: {type(error).__name__}: {error}", file=sys.stderr)
