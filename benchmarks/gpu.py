@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import logging
 import statistics
 import sys
 import time
@@ -225,7 +226,8 @@ def run_workload(
 def profile_host(workload: Workload, *, calls: int = 2000, top: int = 25) -> None:
     """Where a compiled call's host time goes: the wall time per call (device work queued,
     not awaited) against CuPy eager's, numpile launching every kernel through Triton's
-    `run` (`direct_launch=False`) and `mode="reduce-overhead"` (replays), then cProfile's
+    `run` (`direct_launch=False`) and `mode="reduce-overhead"` (replays; the CUDA graph
+    log's lines say what was recorded and why a call did not replay), then cProfile's
     functions by own time for the plain and the replayed call.
 
     >>> profile_host(find_workloads(["tiny_call_f64"])[0])  # doctest: +SKIP
@@ -248,6 +250,9 @@ def profile_host(workload: Workload, *, calls: int = 2000, top: int = 25) -> Non
         "numpile reduce-overhead (CUDA graph replay)": replayed,
         "cupy": workload.fn,
     }
+    graph_log = logging.getLogger("numpile.runtime.cuda")  # why a replay did not happen
+    graph_log.addHandler(logging.StreamHandler(sys.stdout))
+    graph_log.setLevel(logging.DEBUG)
     for name, fn in contenders.items():
         fn(*device)
         cupy.cuda.get_current_stream().synchronize()

@@ -32,7 +32,8 @@ addresses, whichever Python objects now own them). Nothing is copied in or out:
 - Mutation: a function that writes an input writes the recorded address, which is the
   current caller's array whenever the key matches: replay does what the plain call does.
 - Streams: replays run on the caller's current stream; when it changes, the new stream
-  first waits for the previous replay (the pool's scratch is shared).
+  first waits for the previous replay (the next replay of a graph rewrites its buffers).
+  One runner serves one thread at a time, as a compiled function's caches do.
 
 `release_cuda_graphs()` (called by `numpile.reset()`) drops every runner's graphs and
 returns their pools' free blocks to the device. Importing this module needs neither CuPy
@@ -151,6 +152,7 @@ class CudaGraphRunner:
     _graphs: dict[tuple[Any, ...], list[_Recorded]] = attrs.field(factory=dict)
     _seen: dict[tuple[Any, ...], int] = attrs.field(factory=dict)
     _broken: dict[tuple[Any, ...], str] = attrs.field(factory=dict)
+    _told: set[str] = attrs.field(factory=set)
     _pool: Any = None
     _current_stream: Any = attrs.field(default=None, repr=False)  # cupy.cuda.get_current_stream
     _stream: Any = None
@@ -199,36 +201,40 @@ class CudaGraphRunner:
         self, key: tuple[Any, ...] | None, args: tuple[Any, ...], graphs: list[_Recorded] | None
     ) -> Any:
         if key is None:
-            self.skip_reason = "an input is neither a CuPy array nor a number passed by value"
-            return self.fn(*args)
+            return self._plain(
+                "an input is neither a CuPy array nor a number passed by value", args
+            )
         if key in self._broken:
-            self.skip_reason = self._broken[key]
-            return self.fn(*args)
+            return self._plain(self._broken[key], args)
         if graphs is None:
             seen = self._seen.pop(key, 0) + 1
             self._seen[key] = seen
             if len(self._seen) > 8 * self.max_graphs:
                 del self._seen[next(iter(self._seen))]
             if seen <= self.warmup_calls:
-                self.skip_reason = "warming up"
-                return self.fn(*args)
+                return self._plain("warming up", args)
         elif len(graphs) >= self.buffer_sets:
-            self.skip_reason = "outputs of earlier replays are still held"
-            return self.fn(*args)
+            return self._plain("outputs of earlier replays are still held", args)
         if self.records >= self.max_records:
-            self.skip_reason = "recorded max_records graphs already: addresses keep changing"
-            return self.fn(*args)
+            return self._plain("recorded max_records graphs already: addresses keep changing", args)
         if self.graph_count >= self.max_graphs and not self._evict():
-            self.skip_reason = "every graph's outputs are still held"
-            return self.fn(*args)
+            return self._plain("every graph's outputs are still held", args)
         recorded = self._record(key, args)
         if recorded is None:
-            return self.fn(*args)
+            return self._plain(self._broken[key], args)
         self._graphs.setdefault(key, []).append(recorded)
         recorded.settle()
         self._launch(recorded)  # the capture did not run the kernels: run them once now
         self.skip_reason = ""
         return recorded.rebuild()
+
+    def _plain(self, reason: str, args: tuple[Any, ...]) -> Any:
+        # A call that does not replay, and why (logged once per reason and runner).
+        self.skip_reason = reason
+        if reason not in self._told:
+            self._told.add(reason)
+            log.debug("a call runs without CUDA graphs: %s", reason)
+        return self.fn(*args)
 
     def _evict(self) -> bool:
         # Drop the least recently replayed graph whose outputs nobody holds.
@@ -280,7 +286,6 @@ class CudaGraphRunner:
     def _refuse(self, key: tuple[Any, ...], reason: str) -> None:
         log.info("%s; these arguments run without graphs", reason)
         self._broken[key] = reason
-        self.skip_reason = reason
 
 
 def _immutable(value: Any) -> bool:
