@@ -373,3 +373,21 @@ def test_nested_and_named_outputs_come_in_fresh_containers() -> None:
     del out
     again = runner(x)
     assert runner.replays == 2 and len(again.parts) == 2
+
+
+def test_a_call_from_another_thread_during_a_call_runs_plainly() -> None:
+    inner: list[Any] = []
+
+    def fn(x: ndarray) -> ndarray:
+        if not inner:
+            inner.append(None)
+            inner.append(runner(x))  # as another thread would, while this call is inside
+        out = empty(x.shape)
+        launch(lambda o, a: np.multiply(a, 3.0, out=o), out, x)
+        return out
+
+    runner = rt.CudaGraphRunner(fn)
+    x = array([1.0])
+    runner(x)
+    assert _values(inner[1]) == [3.0] and runner.skip_reason == "warming up"
+    assert runner.graph_count == 0 and runner._seen == {rt.call_key((x,), frozenset()): 1}

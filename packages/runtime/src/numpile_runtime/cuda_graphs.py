@@ -33,7 +33,8 @@ addresses, whichever Python objects now own them). Nothing is copied in or out:
   current caller's array whenever the key matches: replay does what the plain call does.
 - Streams: replays run on the caller's current stream; when it changes, the new stream
   first waits for the previous replay (the next replay of a graph rewrites its buffers).
-  One runner serves one thread at a time, as a compiled function's caches do.
+  Threads: a call that finds another thread inside the runner runs plainly (the
+  liveness test and the launch must not interleave).
 
 `release_cuda_graphs()` (called by `numpile.reset()`) drops every runner's graphs and
 returns their pools' free blocks to the device. Importing this module needs neither CuPy
@@ -47,6 +48,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -153,6 +155,7 @@ class CudaGraphRunner:
     _seen: dict[tuple[Any, ...], int] = attrs.field(factory=dict)
     _broken: dict[tuple[Any, ...], str] = attrs.field(factory=dict)
     _told: set[str] = attrs.field(factory=set)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
     _pool: Any = None
     _current_stream: Any = attrs.field(default=None, repr=False)  # cupy.cuda.get_current_stream
     _stream: Any = None
@@ -162,16 +165,21 @@ class CudaGraphRunner:
         _RUNNERS.add(self)
 
     def __call__(self, *args: Any) -> Any:
-        key = call_key(args, self.by_value)
-        graphs = None if key is None else self._graphs.get(key)
-        if graphs is not None:
-            for recorded in graphs:
-                if recorded.outputs_free():
-                    self._launch(recorded)
-                    self.replays += 1
-                    self.skip_reason = ""
-                    return recorded.rebuild()
-        return self._without_replay(key, args, graphs)
+        if not self._lock.acquire(blocking=False):
+            return self.fn(*args)
+        try:
+            key = call_key(args, self.by_value)
+            graphs = None if key is None else self._graphs.get(key)
+            if graphs is not None:
+                for recorded in graphs:
+                    if recorded.outputs_free():
+                        self._launch(recorded)
+                        self.replays += 1
+                        self.skip_reason = ""
+                        return recorded.rebuild()
+            return self._without_replay(key, args, graphs)
+        finally:
+            self._lock.release()
 
     @property
     def graph_count(self) -> int:
