@@ -7,7 +7,8 @@ Per workload (the same NumPy functions as ``benchmarks/workloads.py``; the eleme
 row workloads with their leading axis ``--scale`` times longer, default 8) it reports
 the median time of NumPy on the CPU, CuPy eager (the function called on CuPy arrays),
 ``numpile.compile(fn)`` called on the same CuPy arrays (Triton kernels; and with
-``mode="reduce-overhead"``, CUDA-graph replay), the ratio CuPy / numpile, and for
+``mode="reduce-overhead"``, CUDA-graph replay, ``+graphs``, and ``np/+g`` the plain call's
+time over the replay's: above 1, replay pays), the ratio CuPy / numpile, and for
 memory-bound rows the achieved bandwidth against the device-to-device copy bandwidth
 measured in the same run. GPU times are per call, in batches of back-to-back calls between
 CUDA events (throughput: a call's host cost counts only where it exceeds its kernels' time).
@@ -18,6 +19,7 @@ code on the GPU), and ``torch/np`` its time over numpile's (above 1: numpile is 
 
     python -m benchmarks.gpu --quick
     python -m benchmarks.gpu --profile --only mlp_f32   # where the host time of a call goes
+    python -m benchmarks.gpu --quick --no-torch --only tiny_call_f64   # plain vs +graphs
     python -m benchmarks.gpu --loops --only 'jacobi*'   # kept loops: host loop vs CUDA graph
 
 ``--loops`` runs ``benchmarks/gpu_loops.py`` instead, with the arguments that follow it.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import logging
 import statistics
 import sys
 import time
@@ -167,7 +170,8 @@ def run_workload(
     options: dict[str, Any] | None = None,
     with_torch: bool = True,
 ) -> dict[str, Any]:
-    """Time one workload on CPU NumPy, CuPy eager, numpile (Triton, CUDA graphs) and torch.
+    """Time one workload on CPU NumPy, CuPy eager, numpile (Triton, CUDA graphs) and torch
+    (`with_torch=False`: not torch, whose first compile takes seconds).
 
     >>> run_workload(find_workloads(["chain_sin_f32"])[0], quick=True, bandwidth=1.0)
     ... # doctest: +SKIP
@@ -224,8 +228,10 @@ def run_workload(
 
 def profile_host(workload: Workload, *, calls: int = 2000, top: int = 25) -> None:
     """Where a compiled call's host time goes: the wall time per call (device work queued,
-    not awaited) against CuPy eager's and against numpile launching every kernel through
-    Triton's `run` (`direct_launch=False`), then cProfile's functions by own time.
+    not awaited) against CuPy eager's, numpile launching every kernel through Triton's
+    `run` (`direct_launch=False`) and `mode="reduce-overhead"` (replays; the CUDA graph
+    log's lines say what was recorded and why a call did not replay), then cProfile's
+    functions by own time for the plain and the replayed call.
 
     >>> profile_host(find_workloads(["tiny_call_f64"])[0])  # doctest: +SKIP
     """
@@ -240,11 +246,16 @@ def profile_host(workload: Workload, *, calls: int = 2000, top: int = 25) -> Non
     numpile.reset()
     compiled = numpile.compile(workload.fn, fullgraph=True)
     through_run = numpile.compile(workload.fn, fullgraph=True, options={"direct_launch": False})
+    replayed = numpile.compile(workload.fn, fullgraph=True, mode="reduce-overhead")
     contenders: dict[str, Callable[..., Any]] = {
         "numpile": compiled,
         "numpile, launches through Triton's run": through_run,
+        "numpile reduce-overhead (CUDA graph replay)": replayed,
         "cupy": workload.fn,
     }
+    graph_log = logging.getLogger("numpile.runtime.cuda")  # why a replay did not happen
+    graph_log.addHandler(logging.StreamHandler(sys.stdout))
+    graph_log.setLevel(logging.DEBUG)
     for name, fn in contenders.items():
         fn(*device)
         cupy.cuda.get_current_stream().synchronize()
@@ -254,13 +265,15 @@ def profile_host(workload: Workload, *, calls: int = 2000, top: int = 25) -> Non
         host_us = (time.perf_counter() - start) / calls * 1e6
         cupy.cuda.get_current_stream().synchronize()
         print(f"{workload.name}: {name} host time per call {host_us:.1f} us (quick sizes)")
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(calls):
-        compiled(*device)
-    profiler.disable()
-    cupy.cuda.get_current_stream().synchronize()
-    pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
+    for name, fn in (("numpile", compiled), ("numpile reduce-overhead", replayed)):
+        print(f"{workload.name}: {name}, functions by own time")
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(calls):
+            fn(*device)
+        profiler.disable()
+        cupy.cuda.get_current_stream().synchronize()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
 
 
 def _print(rows: list[dict[str, Any]], bandwidth: float, device: str) -> None:
@@ -268,7 +281,7 @@ def _print(rows: list[dict[str, Any]], bandwidth: float, device: str) -> None:
     print("times in ms; 'host' columns take NumPy arrays and return NumPy arrays")
     head = (
         f"{'workload':<20} {'k':>2} {'numpy cpu':>10} {'cupy':>9} {'numpile':>9} "
-        f"{'+graphs':>9} {'cupy/np':>8} {'GB/s':>7} {'of copy':>7} "
+        f"{'+graphs':>9} {'np/+g':>6} {'cupy/np':>8} {'GB/s':>7} {'of copy':>7} "
         f"{'np host':>9} {'torch':>9} {'torch/np':>8}"
     )
     print(head)
@@ -282,6 +295,7 @@ def _print(rows: list[dict[str, Any]], bandwidth: float, device: str) -> None:
         print(
             f"{row['workload']:<20} {row['kernels']:>2} {row['numpy_cpu_ms']:10.3f} "
             f"{row['cupy_ms']:9.3f} {row['numpile_ms']:9.3f} {row['numpile_graphs_ms']:9.3f} "
+            f"{row['numpile_ms'] / row['numpile_graphs_ms']:5.2f}x "
             f"{row['cupy_over_numpile']:7.2f}x {gbs} {share} {row['numpile_host_ms']:9.3f} "
             f"{torch_ms} {torch_ratio}"
         )

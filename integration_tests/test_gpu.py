@@ -246,28 +246,74 @@ def test_cuda_graph_runner_replays_and_records_per_signature() -> None:
     runner(x)  # records (one Python call during capture)
     assert runner.skip_reason == ""
     count = len(calls)
-    out = runner(x * 3)
+    x *= 3
+    out = runner(x)
     assert len(calls) == count  # replayed: fn not called
-    cupy.testing.assert_allclose(out, cupy.sin(x * 3) + 1, rtol=1e-6)
+    cupy.testing.assert_allclose(out, cupy.sin(x) + 1, rtol=1e-6)
     runner(cupy.arange(20, dtype=cupy.float32))
-    assert runner.skip_reason == "warming up"  # a new shape is a new signature
+    assert runner.skip_reason == "warming up"  # a new shape is a new key
 
 
-def test_cuda_graph_is_skipped_for_functions_that_mutate_inputs_and_host_inputs() -> None:
+def _count_launches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    # One item per graph launch of any CudaGraphRunner (a recording's first run, replays).
+    launches: list[int] = []
+    launch = rt.CudaGraphRunner._launch
+
+    def counted(self: Any, recorded: Any) -> None:
+        launches.append(1)
+        launch(self, recorded)
+
+    monkeypatch.setattr(rt.CudaGraphRunner, "_launch", counted)
+    return launches
+
+
+def test_reduce_overhead_of_a_mutating_function_matches_numpy_on_every_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     cupy = _cupy()
 
-    def fn(x: Any) -> Any:
-        x += 1
-        return x * 2
+    def bump(x: Any, y: Any) -> Any:
+        x += y
+        return x * 2.0
 
-    runner = rt.CudaGraphRunner(fn)
-    x = cupy.zeros(8)
-    for _ in range(3):
-        runner(x)
-    assert "mutates an input" in runner.skip_reason
-    assert float(x[0]) == 3.0  # every call ran on the caller's array
+    compiled = numpile.compile(bump, fullgraph=True, mode="reduce-overhead")
+    host_x, host_y = _f32(64), _f32(64)
+    x, y = cupy.asarray(host_x), cupy.asarray(host_y)
+    launches = _count_launches(monkeypatch)
+    for _ in range(4):  # a plain call, a recording, replays
+        got = compiled(x, y)
+        want = bump(host_x, host_y)
+        np.testing.assert_allclose(x.get(), host_x, rtol=1e-6)
+        np.testing.assert_allclose(got.get(), want, rtol=1e-6)
+        del got
+    assert len(launches) == 3  # nothing the guards or the dispatch keep blocks the replays
+    other = cupy.asarray(host_y)  # new pointers: never written by the graphs of x
+    compiled(other, y)
+    np.testing.assert_allclose(x.get(), host_x, rtol=1e-6)
+    runner = rt.CudaGraphRunner(lambda a: a * 2)
     runner(np.zeros(8))
-    assert "not a CuPy array" in runner.skip_reason
+    assert "neither a CuPy array" in runner.skip_reason
+
+
+def test_reduce_overhead_with_scalar_inputs_keeps_numpys_dtypes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cupy = _cupy()
+
+    def scale(x: Any, s: Any) -> Any:
+        return x * s + 1
+
+    compiled = numpile.compile(scale, fullgraph=True, mode="reduce-overhead", dynamic=True)
+    host = _f32(32)
+    x = cupy.asarray(host)
+    launches = _count_launches(monkeypatch)
+    for s in (2.0, 2.0, 2.0, 0.5, 0.5, 0.5, 3, np.float64(1.5), np.float32(1.5)):
+        got = compiled(x, s)
+        want = scale(host, s)
+        assert got.dtype == want.dtype, (s, got.dtype, want.dtype)
+        np.testing.assert_allclose(got.get(), want, rtol=1e-6)
+        del got
+    assert len(launches) == 4  # 2.0 and 0.5: a plain call, a recording, a replay each
 
 
 def test_max_autotune_stores_its_choice_on_disk(tmp_path: Any, monkeypatch: Any) -> None:

@@ -239,12 +239,16 @@ def test_cuda_graph_runner_runs_plain_calls_for_non_cupy_inputs() -> None:
     runner = rt.CudaGraphRunner(fn)
     out = runner(np.ones(3))
     assert np.array_equal(out, np.full(3, 2.0)) and len(calls) == 1
-    assert "not a CuPy array" in runner.skip_reason
+    assert "neither a CuPy array" in runner.skip_reason
+
+
+# GPU tests of `CudaGraphRunner` on real CuPy (the policy is tested without a GPU in
+# test_runtime_cuda_graphs.py, on a stand-in CuPy).
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _GPU, reason=_NO_GPU)
-def test_cuda_graph_replays_with_new_input_values() -> None:
+def test_cuda_graph_replays_on_the_callers_buffers_and_hands_out_its_own() -> None:
     import cupy
 
     def fn(x: Any, y: Any) -> Any:
@@ -252,43 +256,22 @@ def test_cuda_graph_replays_with_new_input_values() -> None:
 
     runner = rt.CudaGraphRunner(fn)
     x, y = cupy.arange(1000, dtype=cupy.float32), cupy.ones(1000, dtype=cupy.float32)
-    first = runner(x, y)  # warm-up
+    runner(x, y)
     assert runner.skip_reason == "warming up"
-    second = runner(x, y)  # recorded
-    third = runner(x + 1, y * 3)  # replayed on new values
-    assert runner.skip_reason == ""
+    first = runner(x, y)  # recorded on x's and y's addresses
     cupy.testing.assert_allclose(first, fn(x, y))
-    cupy.testing.assert_allclose(second, fn(x, y))
-    cupy.testing.assert_allclose(third, fn(x + 1, y * 3))
-    assert third is not runner(x, y)  # outputs are copies: a replay does not overwrite them
-    cupy.testing.assert_allclose(third, fn(x + 1, y * 3))
+    first_id = id(first)
+    del first
+    x += 1
+    y *= 3
+    again = runner(x, y)
+    assert runner.skip_reason == "" and id(again) == first_id  # no copy in or out
+    cupy.testing.assert_allclose(again, fn(x, y))
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _GPU, reason=_NO_GPU)
-def test_cuda_graph_replay_copies_strided_inputs_and_recorded_outputs_fed_back() -> None:
-    import cupy
-
-    def fn(x: Any, y: Any) -> Any:
-        return x * 2.0 + y
-
-    base = cupy.arange(40, dtype=cupy.float64).reshape(8, 5)
-    strided = rt.CudaGraphRunner(fn)
-    for shift in (0.0, 0.0, 1.0, 7.0):  # warm-up, record, two replays
-        x = (base + shift)[:, ::2]  # not contiguous: copied by a copy kernel
-        cupy.testing.assert_allclose(strided(x, x), fn(x, x))
-    assert strided.skip_reason == ""
-    fed = rt.CudaGraphRunner(fn, copy_outputs=False)
-    x, y = cupy.ones(6), cupy.arange(6.0)
-    fed(x, y)
-    out = fed(x, y)  # recorded: its output buffer is static
-    again = fed(out, y)  # the static output as an input: copied in before the replay
-    cupy.testing.assert_allclose(again, (1.0 * 2 + cupy.arange(6.0)) * 2 + cupy.arange(6.0))
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not _GPU, reason=_NO_GPU)
-def test_cuda_graph_is_skipped_for_functions_that_mutate_inputs() -> None:
+def test_cuda_graph_of_a_mutating_function_writes_only_the_current_callers_array() -> None:
     import cupy
 
     def fn(x: Any) -> Any:
@@ -296,9 +279,78 @@ def test_cuda_graph_is_skipped_for_functions_that_mutate_inputs() -> None:
         return x * 2
 
     runner = rt.CudaGraphRunner(fn)
-    x = cupy.zeros(8)
+    a = cupy.zeros(8)
+    runner(a)
+    runner(a)  # recorded on a's address, run once
+    b = cupy.full(8, 100.0)
+    out = runner(b)  # new pointers: a plain call
+    assert float(a[0]) == 2.0 and float(b[0]) == 101.0 and float(out[0]) == 202.0
+    del out
+    out = runner(a)  # replays, writing a as the plain call would
+    assert runner.skip_reason == ""
+    assert float(a[0]) == 3.0 and float(out[0]) == 6.0 and float(b[0]) == 101.0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _GPU, reason=_NO_GPU)
+def test_cuda_graph_outputs_views_and_pointers_held_by_the_caller_stay_intact() -> None:
+    import cupy
+
+    def fn(x: Any) -> Any:
+        return x * 2.0, x + 1.0
+
+    runner = rt.CudaGraphRunner(fn)
+    x = cupy.arange(6.0)
+    runner(x)
+    doubled, _ = runner(x)  # recorded
+    view = doubled[2:]
+    pointer = doubled.data
+    del doubled
+    x += 10
+    second = runner(x)  # the view and the pointer hold the first buffers: a second set
+    third = runner(x)  # both sets held: a plain call
+    assert runner.skip_reason == "outputs of earlier replays are still held"
+    held = cupy.ndarray((6,), cupy.float64, memptr=pointer)
+    cupy.testing.assert_allclose(view, cupy.arange(2.0, 6.0) * 2)
+    cupy.testing.assert_allclose(held, cupy.arange(6.0) * 2)
+    for result in (second, third):
+        cupy.testing.assert_allclose(result[0], (cupy.arange(6.0) + 10) * 2)
+    del view, pointer, held, second, third
+    runner(x)
+    assert runner.skip_reason == ""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _GPU, reason=_NO_GPU)
+def test_cuda_graph_numbers_by_value_replay_per_value_with_the_plain_calls_dtype() -> None:
+    import cupy
+
+    def fn(x: Any, s: Any) -> Any:
+        return x * s
+
+    runner = rt.CudaGraphRunner(fn, by_value=frozenset({1}))
+    x = cupy.arange(4, dtype=cupy.float32)
+    for s in (2.0, 2.0, 2.0, 3.0, 3.0, 3.0, np.float64(2.0), 2):
+        got = runner(x, s)
+        want = fn(x, s)
+        assert got.dtype == want.dtype, (s, got.dtype, want.dtype)
+        cupy.testing.assert_allclose(got, want)
+        del got
+    runner(x, 2.0)
+    assert runner.skip_reason == ""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _GPU, reason=_NO_GPU)
+def test_release_cuda_graphs_frees_the_runners_pool() -> None:
+    import cupy
+
+    runner = rt.CudaGraphRunner(lambda x: cupy.exp(x) + 1)
+    x = cupy.ones(1 << 20)
     runner(x)
     runner(x)
-    assert "mutates an input" in runner.skip_reason
-    runner(x)
-    assert float(x[0]) == 3.0  # every call ran on the caller's array
+    pool = runner._pool
+    assert pool.used_bytes() > 0
+    rt.release_cuda_graphs()
+    assert runner.graph_count == 0
+    assert pool.used_bytes() == 0 and pool.total_bytes() == 0

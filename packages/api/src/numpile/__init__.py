@@ -45,6 +45,7 @@ from numpile_inductor import list_mode_options as list_mode_options
 from numpile_inductor import list_options as list_options
 from numpile_inductor import trim_buffer_pool as _trim_buffer_pool
 from numpile_runtime import distribution_version
+from numpile_runtime import release_cuda_graphs as _release_cuda_graphs
 from numpile_runtime import release_modules as _release_modules
 from numpile_runtime import set_logs as set_logs
 
@@ -101,8 +102,8 @@ _AUTOGRAD_NAMES = frozenset(
 
 
 def reset() -> None:
-    """Forget every compiled entry, cancel queued background builds, free cached buffers,
-    and unload the kernel libraries nothing uses any more.
+    """Forget every compiled entry, cancel queued background builds, free cached buffers
+    and CUDA graphs, and unload the kernel libraries nothing uses any more.
 
     The system is back in its initial state: the next call of a compiled function
     is a first compilation (also `numpile.compile.reset()`, as the seeds spell it).
@@ -112,6 +113,7 @@ def reset() -> None:
     _capture_reset()
     _cancel_background_builds()
     _trim_buffer_pool()
+    _release_cuda_graphs()
     _release_modules()
 
 

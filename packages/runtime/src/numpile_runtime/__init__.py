@@ -51,6 +51,8 @@ from .cuda_graph_capture import CapturedGraph as CapturedGraph
 from .cuda_graph_capture import GraphCaptureError as GraphCaptureError
 from .cuda_graph_capture import capture_graph as capture_graph
 from .cuda_graphs import CudaGraphRunner as CudaGraphRunner
+from .cuda_graphs import call_key as call_key
+from .cuda_graphs import release_cuda_graphs as release_cuda_graphs
 from .cuda_launch import KernelArg as KernelArg
 from .cuda_launch import TritonStatus as TritonStatus
 from .cuda_launch import cupy_available as cupy_available
@@ -127,6 +129,8 @@ __all__ = [
     "CudaGraphRunner",
     "GraphCaptureError",
     "capture_graph",
+    "call_key",
+    "release_cuda_graphs",
     "DeviceCopy",
     "KernelArg",
     "LOG_CHANNELS",

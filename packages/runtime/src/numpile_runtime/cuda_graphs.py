@@ -1,170 +1,334 @@
-"""CUDA-graph capture and replay of a compiled call (`mode="reduce-overhead"`), on CuPy.
+"""CUDA-graph replay of a compiled call (`mode="reduce-overhead"`) on the caller's own buffers.
 
-A compiled call launches several kernels; each launch costs microseconds of
-CPU time. `CudaGraphRunner` records one call into a CUDA graph (CuPy's
-stream capture) on *static* input and output buffers, then serves later
-calls by copying the inputs into the static buffers and replaying the graph:
-one launch. Contiguous inputs (and outputs) are copied with one
-`cudaMemcpyAsync` each, a driver call instead of a copy kernel's launch. It is
-skipped, and the call runs normally, when replay could be wrong:
+A compiled call launches several kernels; each launch costs microseconds of CPU time.
+`CudaGraphRunner` records one call into a CUDA graph (`capture_graph`) *on the caller's
+arrays* and replays it, one launch, whenever a later call passes arrays at the same device
+addresses with the same shapes, strides and dtypes (the graph's kernels read and write those
+addresses, whichever Python objects now own them). Nothing is copied in or out:
 
-- an input is not a CuPy array (NumPy arrays, Python or NumPy scalars: the
-  call uploads them, and a captured upload would replay stale host memory),
-- the shapes, dtypes or strides differ from the recorded call (a new graph
-  is recorded per signature, up to `max_graphs`),
-- the function mutates an input in place and `allow_mutation` is False
-  (replay writes the static copy, not the caller's array),
-- capture itself fails (an operation that synchronizes, allocates outside the
-  pool, or calls the host): the reason is kept in `skip_reason`.
+- Key: per argument, a CuPy array's (pointer, shape, strides, dtype), or a number passed
+  to the kernels by value (`by_value` positions) with its type and exact value (NEP 50: 2,
+  2.0 and `np.float32(2)` are three keys; -0.0 is not 0.0). Anything else (NumPy arrays,
+  numbers the call uploads) runs the plain call.
+- Recording: a pointer key's first call runs plainly (Triton compiles, CuPy's pool grows);
+  its second is recorded. Arrays at new addresses (a fresh temporary per call) run plainly
+  until they repeat: on the H200, replay through static buffers with copies was slower than
+  the plain call on every workload (`docs/status.md`), so a key is recorded only where it
+  recurs. At most `max_graphs` graphs are kept (the least recently replayed one whose
+  outputs nobody holds is dropped) and at most `max_records` recordings are made per runner,
+  so addresses that never settle cost plain calls, not captures.
+- Outputs: a replay writes the buffers the graph allocated, so the runner hands out those
+  buffers themselves, and before the next replay checks that the caller let go of them:
+  the reference counts of each output, its base, its `MemoryPointer` and the memory behind
+  it are back to what the runner alone holds (views keep `.base`, a held `.data` keeps the
+  pointer, any pointer keeps its memory). Where they are not, a second graph for the same
+  key, with buffers of its own, serves the call (`buffer_sets`: `y = f(x)` in a loop holds
+  the previous `y` during the call, and alternates between two), and past that the call
+  runs plainly: `y1 = f(x); y2 = f(x)` always leaves `y1` intact. An output that is not
+  memory the graph allocated (an input, a view of one) rules graphs out for that key.
+- Pool: every graph of a runner allocates from one memory pool, and keeps every block its
+  capture took (scratch too) until it is dropped: no graph is ever given memory another
+  one writes, and a dropped graph's blocks serve the next recording.
+- Mutation: a function that writes an input writes the recorded address, which is the
+  current caller's array whenever the key matches: replay does what the plain call does.
+- Streams: replays run on the caller's current stream; when it changes, the new stream
+  first waits for the previous replay (the next replay of a graph rewrites its buffers).
+  Threads: a call that finds another thread inside the runner runs plainly (the
+  liveness test and the launch must not interleave).
 
-Replays run on the caller's current stream, without synchronizing, like the
-kernels of a plain call. Buffers allocated during capture come from a memory
-pool private to the graph (kept alive with it), since every replay writes
-them. Outputs are the static output buffers: as in `torch.compile`'s cudagraph
-trees, a later replay overwrites them, so the runner returns copies unless
-`copy_outputs=False`. Importing this module needs neither CuPy nor a GPU.
+`release_cuda_graphs()` (called by `numpile.reset()`) drops every runner's graphs and
+returns their pools' free blocks to the device. Importing this module needs neither CuPy
+nor a GPU.
 
     >>> runner = CudaGraphRunner(compiled_fn)  # doctest: +SKIP
-    >>> runner(x_gpu, y_gpu)  # first call records, later calls replay  # doctest: +SKIP
+    >>> runner(x_gpu, y_gpu)  # a plain call; the next records; later calls replay  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import logging
+import sys
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import attrs
+import numpy as np
 
 from .cuda_graph_capture import GraphCaptureError, capture_graph
 from .cuda_launch import is_device_array
 
 log = logging.getLogger("numpile.runtime.cuda")
 
+_NUMBERS = (bool, int, float, complex, np.generic)
 
-def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    # The replay key of a call, or None when some input rules out replay: a value that is
-    # not a CuPy array is uploaded by the call itself, and a captured upload would replay
-    # stale host memory.
+# Every live runner, so that `release_cuda_graphs` reaches graphs nobody else will free.
+_RUNNERS: weakref.WeakSet[CudaGraphRunner] = weakref.WeakSet()
+
+
+def call_key(args: tuple[Any, ...], by_value: frozenset[int]) -> tuple[Any, ...] | None:
+    """The replay key of a call (see the module docstring), or None where it cannot replay.
+
+    >>> call_key((1.5, -0.0), frozenset({0, 1}))
+    (<class 'float'>, '0x1.8000000000000p+0', <class 'float'>, '-0x0.0p+0')
+    """
     key: list[Any] = []
-    for arg in args:
-        if not is_device_array(arg):
+    for position, arg in enumerate(args):
+        if is_device_array(arg):
+            key += (arg.data.ptr, arg.shape, arg.strides, arg.dtype)
+        elif position in by_value and isinstance(arg, _NUMBERS):
+            key += (type(arg), _exact(arg))
+        else:
             return None
-        key.append((tuple(arg.shape), arg.dtype.str, tuple(arg.strides), int(arg.device.id)))
     return tuple(key)
 
 
-@attrs.define
+def _exact(value: Any) -> Any:
+    # A number as a key that tells -0.0 from 0.0 and matches NaN with NaN.
+    if isinstance(value, float | np.floating):
+        return float(value).hex()
+    if isinstance(value, complex | np.complexfloating):
+        return complex(value).real.hex(), complex(value).imag.hex()
+    return value
+
+
+@attrs.define(eq=False)
+class _HeldPool:
+    # The runner's pool as `capture_graph` sees it: every block a capture takes stays the
+    # graph's (scratch included) until the graph is dropped, so no other graph of the pool
+    # is ever handed memory this one writes.
+    pool: Any
+    taken: list[Any] = attrs.field(factory=list)
+
+    def malloc(self, nbytes: int) -> Any:
+        pointer = self.pool.malloc(nbytes)
+        self.taken.append(pointer)
+        return pointer
+
+
+@attrs.define(eq=False)
 class _Recorded:
+    # One graph, recorded on one key's addresses, with the blocks it writes.
+    # NOTE: `expected` is the reference counts of `watched` when only the runner holds them:
+    # the outputs are free to overwrite exactly when the counts are back to it.
     graph: Any
-    pool: Any  # the private memory pool the graph's buffers live in, kept with it
-    static_inputs: list[Any]
-    outputs: Any
-    flat: list[bool]  # per input: C-contiguous (copied as bytes), fixed by the signature
+    blocks: list[Any]
+    rebuild: Callable[[], Any]
+    watched: tuple[Any, ...]
+    expected: list[int] = attrs.field(factory=list)
+    handed: bool = False
+    tick: int = 0
+
+    def settle(self) -> None:
+        # Called where no frame but the runner's holds an output.
+        self.expected = list(map(sys.getrefcount, self.watched))
+
+    def outputs_free(self) -> bool:
+        return not self.handed or list(map(sys.getrefcount, self.watched)) == self.expected
 
 
-@attrs.define
+@attrs.define(eq=False)
 class CudaGraphRunner:
-    """Record `fn` into a CUDA graph per input signature and replay it (see module docstring).
+    """Record `fn` into CUDA graphs on the caller's buffers and replay them (module docstring).
 
-    `skip_reason` says why the last call did not replay (empty when it did).
+    `by_value`: argument positions whose numbers the kernels take by value (a graph per
+    value). `buffer_sets`: graphs per key, each with its own outputs, so that `y = f(x)` in
+    a loop (the previous `y` still held during the call) alternates between two.
+    `skip_reason` says why the last call did not replay (empty when it did); `replays` and
+    `records` count the calls that replayed and the graphs recorded.
 
     >>> CudaGraphRunner(lambda x: x).max_graphs
     8
     """
 
     fn: Callable[..., Any]
+    by_value: frozenset[int] = frozenset()
     max_graphs: int = 8
-    copy_outputs: bool = True
-    allow_mutation: bool = False
+    max_records: int = 32
+    buffer_sets: int = 2
     warmup_calls: int = 1
     skip_reason: str = ""
-    _graphs: dict[tuple[Any, ...], _Recorded] = attrs.field(factory=dict)
+    records: int = 0
+    replays: int = 0
+    _graphs: dict[tuple[Any, ...], list[_Recorded]] = attrs.field(factory=dict)
     _seen: dict[tuple[Any, ...], int] = attrs.field(factory=dict)
     _broken: dict[tuple[Any, ...], str] = attrs.field(factory=dict)
+    _told: set[str] = attrs.field(factory=set)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
+    _pool: Any = None
+    _current_stream: Any = attrs.field(default=None, repr=False)  # cupy.cuda.get_current_stream
+    _stream: Any = None
+    _tick: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        _RUNNERS.add(self)
 
     def __call__(self, *args: Any) -> Any:
-        key = _signature(args)
+        if not self._lock.acquire(blocking=False):
+            return self.fn(*args)
+        try:
+            key = call_key(args, self.by_value)
+            graphs = None if key is None else self._graphs.get(key)
+            if graphs is not None:
+                for recorded in graphs:
+                    if recorded.outputs_free():
+                        self._launch(recorded)
+                        self.replays += 1
+                        self.skip_reason = ""
+                        return recorded.rebuild()
+            return self._without_replay(key, args, graphs)
+        finally:
+            self._lock.release()
+
+    @property
+    def graph_count(self) -> int:
+        """How many graphs the runner holds now."""
+        return sum(len(graphs) for graphs in self._graphs.values())
+
+    def release(self) -> None:
+        """Drop every graph and return the pool's free blocks to the device."""
+        self._graphs.clear()
+        self._seen.clear()
+        self._broken.clear()
+        if self._pool is not None:
+            self._pool.free_all_blocks()
+
+    def _launch(self, recorded: _Recorded) -> None:
+        stream = self._current_stream()
+        last = self._stream
+        if last is not None and last.ptr != stream.ptr:
+            stream.wait_event(last.record())  # a graph's buffers outlive its last replay
+        self._stream = stream
+        recorded.graph.launch(stream)
+        recorded.handed = True
+        self._tick += 1
+        recorded.tick = self._tick
+
+    def _without_replay(
+        self, key: tuple[Any, ...] | None, args: tuple[Any, ...], graphs: list[_Recorded] | None
+    ) -> Any:
         if key is None:
-            self.skip_reason = "an input is not a CuPy array (the call would upload it)"
-            return self.fn(*args)
+            return self._plain(
+                "an input is neither a CuPy array nor a number passed by value", args
+            )
         if key in self._broken:
-            self.skip_reason = self._broken[key]
-            return self.fn(*args)
-        recorded = self._graphs.get(key)
+            return self._plain(self._broken[key], args)
+        if graphs is None:
+            seen = self._seen.pop(key, 0) + 1
+            self._seen[key] = seen
+            if len(self._seen) > 8 * self.max_graphs:
+                del self._seen[next(iter(self._seen))]
+            if seen <= self.warmup_calls:
+                return self._plain("warming up", args)
+        elif len(graphs) >= self.buffer_sets:
+            return self._plain("outputs of earlier replays are still held", args)
+        if self.records >= self.max_records:
+            return self._plain("recorded max_records graphs already: addresses keep changing", args)
+        if self.graph_count >= self.max_graphs and not self._evict():
+            return self._plain("every graph's outputs are still held", args)
+        recorded = self._record(key, args)
         if recorded is None:
-            # Warm up first: Triton compiles and CuPy's pool grows outside the capture.
-            count = self._seen.get(key, 0)
-            if count < self.warmup_calls or len(self._graphs) >= self.max_graphs:
-                self._seen[key] = count + 1
-                self.skip_reason = "warming up" if count < self.warmup_calls else "too many graphs"
-                return self.fn(*args)
-            recorded = self._record(key, args)
-            if recorded is None:
-                return self.fn(*args)
+            return self._plain(self._broken[key], args)
+        self._graphs.setdefault(key, []).append(recorded)
+        recorded.settle()
+        self._launch(recorded)  # the capture did not run the kernels: run them once now
         self.skip_reason = ""
-        return self._replay(recorded, args)
+        return recorded.rebuild()
+
+    def _plain(self, reason: str, args: tuple[Any, ...]) -> Any:
+        # A call that does not replay, and why (logged once per reason and runner).
+        self.skip_reason = reason
+        if reason not in self._told:
+            self._told.add(reason)
+            log.debug("a call runs without CUDA graphs: %s", reason)
+        return self.fn(*args)
+
+    def _evict(self) -> bool:
+        # Drop the least recently replayed graph whose outputs nobody holds.
+        free = [
+            (recorded.tick, key, index)
+            for key, graphs in self._graphs.items()
+            for index, recorded in enumerate(graphs)
+            if recorded.outputs_free()
+        ]
+        if not free:
+            return False
+        _, key, index = min(free)
+        graphs = self._graphs[key]
+        del graphs[index]
+        if not graphs:
+            del self._graphs[key]
+        return True
 
     def _record(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> _Recorded | None:
         import cupy  # optional dependency: only reached with CuPy inputs
 
-        caller = cupy.cuda.get_current_stream()
-        static = [arg.copy() for arg in args]
-        snapshot = [arg.copy() for arg in static]
+        if self._pool is None:
+            self._pool = cupy.cuda.MemoryPool()
+            self._current_stream = cupy.cuda.get_current_stream  # no import per replay
+        pool = _HeldPool(self._pool)
+        self.records += 1
         try:
-            captured = capture_graph(self.fn, tuple(static))
+            captured = capture_graph(self.fn, args, pool)
         except GraphCaptureError as error:
-            reason = str(error)
-            log.info("%s; this signature runs without graphs", reason)
-            self._broken[key] = reason
-            self.skip_reason = reason
+            self._refuse(key, str(error))
             return None
-        captured.launch(caller)  # the capture did not run the kernels: run them once now
-        mutated = any(
-            not bool(cupy.array_equal(before, after, equal_nan=True))
-            for before, after in zip(snapshot, static, strict=True)
-        )
-        if mutated and not self.allow_mutation:
-            reason = "the function mutates an input: replay would write the static copy"
-            self._broken[key] = reason
-            self.skip_reason = reason
+        leaves: list[Any] = []
+        rebuild = _rebuilder(captured.result, leaves)
+        starts = {int(pointer.mem.ptr) for pointer in pool.taken}
+        arrays = [leaf for leaf in leaves if is_device_array(leaf)]
+        if any(not is_device_array(v) and not _immutable(v) for v in leaves) or any(
+            int(a.data.mem.ptr) not in starts for a in arrays
+        ):
+            self._refuse(key, "an output is not a buffer the graph allocated")
             return None
-        flat = [bool(arg.flags.c_contiguous) for arg in static]
-        recorded = _Recorded(captured.graph, captured.pool, static, captured.result, flat)
-        self._graphs[key] = recorded
-        log.debug("recorded a CUDA graph for signature %s", key)
-        return recorded
+        watched: dict[int, Any] = {}
+        for array in arrays:
+            for obj in (array, array.base, array.data, array.data.mem):
+                if obj is not None:
+                    watched.setdefault(id(obj), obj)
+        log.debug("recorded a CUDA graph for key %s", key)
+        return _Recorded(captured.graph, pool.taken, rebuild, tuple(watched.values()))
 
-    def _replay(self, recorded: _Recorded, args: tuple[Any, ...]) -> Any:
-        # On the caller's stream, asynchronously, like the kernels of a plain call.
-        import cupy
-
-        stream = cupy.cuda.get_current_stream()
-        for static, arg, flat in zip(recorded.static_inputs, args, recorded.flat, strict=True):
-            if flat and arg.flags.c_contiguous:
-                static.data.copy_from_device_async(arg.data, arg.nbytes, stream)
-            else:
-                cupy.copyto(static, arg)
-        recorded.graph.launch(stream)
-        if not self.copy_outputs:
-            return recorded.outputs
-        return _copy_tree(recorded.outputs, stream)
+    def _refuse(self, key: tuple[Any, ...], reason: str) -> None:
+        log.info("%s; these arguments run without graphs", reason)
+        self._broken[key] = reason
 
 
-def _copy_tree(value: Any, stream: Any) -> Any:
-    # Fresh copies of the static outputs (a later replay overwrites them), on `stream`.
-    if is_device_array(value):
-        if not value.flags.c_contiguous:
-            return value.copy()
-        import cupy
+def _immutable(value: Any) -> bool:
+    return value is None or isinstance(value, _NUMBERS | str | bytes)
 
-        fresh = cupy.empty(value.shape, value.dtype)
-        fresh.data.copy_from_device_async(value.data, value.nbytes, stream)
-        return fresh
-    if isinstance(value, tuple):
-        return tuple(_copy_tree(v, stream) for v in value)
-    if isinstance(value, list):
-        return [_copy_tree(v, stream) for v in value]
-    if isinstance(value, dict):
-        return {k: _copy_tree(v, stream) for k, v in value.items()}
-    return value
+
+def _rebuilder(tree: Any, leaves: list[Any]) -> Callable[[], Any]:
+    # A function giving `tree` with fresh containers around the same leaves (a caller may
+    # keep or change a list it got), appending the leaves to `leaves`.
+    if isinstance(tree, tuple | list):
+        parts = [_rebuilder(item, leaves) for item in tree]
+        kind = type(tree)
+        make = getattr(kind, "_make", kind)  # a named tuple takes its fields one by one
+        if not any(isinstance(item, tuple | list | dict) for item in tree):
+            items = list(tree)
+            return lambda: make(items)
+        return lambda: make(part() for part in parts)
+    if isinstance(tree, dict):
+        keys = list(tree)
+        values = [_rebuilder(tree[k], leaves) for k in keys]
+        return lambda: {k: v() for k, v in zip(keys, values, strict=True)}
+    leaves.append(tree)
+    return lambda: tree
+
+
+def release_cuda_graphs() -> int:
+    """Drop the graphs of every `CudaGraphRunner` and free their pools; how many runners.
+
+    `numpile.reset()` calls it. Outputs a caller still holds stay valid (their memory is
+    freed when they die).
+
+    >>> release_cuda_graphs() >= 0
+    True
+    """
+    runners = list(_RUNNERS)
+    for runner in runners:
+        runner.release()
+    return len(runners)

@@ -295,9 +295,15 @@ def compile_triton(
 
         fn = with_epilogue(runner, epilogue, barrier)
     if options.cudagraphs and status.mode == "gpu":
-        # Mutated inputs are written back by the epilogue outside the graph: replay is safe
-        # only for pure graphs; CudaGraphRunner checks the rest (signatures, capture).
-        fn = rt.CudaGraphRunner(fn, allow_mutation=False)
+        # Recorded on the caller's arrays, epilogue included: a replay writes a mutated
+        # input where the plain call would. Numbers the kernels take by value key graphs.
+        by_value = frozenset(
+            position
+            for position, name in enumerate(program.inputs)
+            if program.buffers[name].kind == "scalar"
+            and program.buffers[name].dtype != np.dtype("O")
+        )
+        fn = rt.CudaGraphRunner(fn, by_value=by_value)
     return TritonCompiled(module, fn)
 
 
