@@ -311,7 +311,8 @@ def test_reduce_overhead_with_scalar_inputs_keeps_numpys_dtypes(
         got = compiled(x, s)
         want = scale(host, s)
         assert got.dtype == want.dtype, (s, got.dtype, want.dtype)
-        np.testing.assert_allclose(got.get(), want, rtol=1e-6)
+        # float32: the GPU contracts x * s + 1 into a fused multiply-add (one rounding)
+        np.testing.assert_allclose(got.get(), want, rtol=1e-6, atol=1e-6)
         del got
     assert len(launches) == 4  # 2.0 and 0.5: a plain call, a recording, a replay each
 
