@@ -239,6 +239,34 @@ def _two_registers(data: Any) -> Any:
     return a, b
 
 
+def _branchy(data: Any) -> Any:
+    # An `if` on the low bit whose branches differ by the polynomial.
+    c = np.uint32(0xFFFFFFFF)
+    one = np.uint32(1)
+    for i in range(data.shape[0]):
+        c = c ^ data[i]
+        for _ in range(8):
+            if c & one:  # noqa: SIM108 - the statement form users write
+                c = (c >> one) ^ np.uint32(0xEDB88320)
+            else:
+                c = c >> one
+    return c
+
+
+def _branches_differ(data: Any) -> Any:
+    # Branches whose results differ by a value of the register: not folded.
+    c = np.uint32(0xFFFFFFFF)
+    one = np.uint32(1)
+    for i in range(data.shape[0]):
+        c = c ^ data[i]
+        for _ in range(8):
+            if c & one:  # noqa: SIM108 - the statement form users write
+                c = (c >> one) ^ np.uint32(0xEDB88320)
+            else:
+                c = c << one
+    return c
+
+
 def _outermost(data: Any) -> Any:
     # The folded loop is the function's outermost loop.
     c = data[0]
@@ -285,6 +313,8 @@ def _compare(fn: Callable[..., Any], data: Any) -> str:
         (_signed_mask, np.int64, True),
         (_two_registers, np.uint32, True),
         (_outermost, np.uint32, True),
+        (_branchy, np.uint32, True),
+        (_branches_differ, np.uint32, False),
         (_xorshift_once, np.uint32, False),
     ],
 )

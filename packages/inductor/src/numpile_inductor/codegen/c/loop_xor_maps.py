@@ -259,48 +259,112 @@ def fold_xor_loop(body: Graph, carried: int, trips: int) -> XorLoop | None:
     dtype = first.dtype
     if any(meta != first for meta in metas) or dtype.itemsize * 8 * carried > _MAX_STATE_BITS:
         return None
-    width = dtype.itemsize * 8
+    symbols = _Symbols(dtype, carried)
     state = [XorMap.identity(dtype, k, carried) for k in range(carried)]
     ops = 0
     for _ in range(trips):
-        env: dict[Node, XorMap] = dict(zip(placeholders[1 : 1 + carried], state, strict=True))
-        ops = 0
-        for node in body.nodes:
-            if node.op is None:
-                continue
-            value = _apply(node, env, dtype, carried)
-            if value is None:
-                return None
-            env[node] = value
-            ops += node.op.name != "carried_scalar"
-        news = [_operand(out, env, width, carried) for out in outputs]
-        if any(new is None for new in news):
+        ran = _run(body, dict(zip(placeholders[1 : 1 + carried], state, strict=True)), symbols)
+        if ran is None:
             return None
-        state = [new for new in news if new is not None]
+        state, ops = ran
     return XorLoop(dtype, tuple(state), ops * trips)
 
 
-def _operand(value: Any, env: dict[Node, XorMap], width: int, carried: int) -> XorMap | None:
+@attrs.frozen
+class _Symbols:
+    # What every node of a folded body is checked against: the carried values' dtype and
+    # how many there are (the maps' columns).
+    dtype: np.dtype[Any]
+    carried: int
+
+    @property
+    def width(self) -> int:
+        return self.dtype.itemsize * 8
+
+
+def _run(
+    graph: Graph, inputs: dict[Node, XorMap], symbols: _Symbols
+) -> tuple[list[XorMap], int] | None:
+    # `graph`'s outputs as maps of the carried bits, and the operations it runs (a `cond`:
+    # its test and its costlier branch); None where a node is no foldable bit operation.
+    env: dict[Node, Any] = dict(inputs)
+    ops = 0
+    for node in graph.nodes:
+        if node.op is None:
+            continue
+        if node.op.name == "cond":
+            found = _cond(node, env, symbols)
+            if found is None:
+                return None
+            env[node], cost = found
+            ops += cost
+            continue
+        value = _apply(node, env, symbols)
+        if value is None:
+            return None
+        env[node] = value
+        ops += node.op.name not in ("carried_scalar", "loop_output")
+    outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+    news = [_operand(out, env, symbols) for out in outputs]
+    if any(new is None for new in news):
+        return None
+    return [new for new in news if new is not None], ops
+
+
+def _cond(
+    node: Node, env: dict[Node, Any], symbols: _Symbols
+) -> tuple[tuple[XorMap, ...], int] | None:
+    # `if` on a 0/1 value (a bit of the registers) whose branches' results differ by a
+    # constant: `else's ^ (bit * difference)` (`crc = (crc >> 1) ^ poly if crc & 1 else
+    # crc >> 1`); and the operations of the test and the costlier branch.
+    params = dict(node.params)
+    test = _operand(node.inputs[0], env, symbols)
+    args = [_operand(value, env, symbols) for value in node.inputs[1:]]
+    if test is None or test.support() & ~1 or any(arg is None for arg in args):
+        return None
+    results = []
+    for branch in (params["then_branch"], params["else_branch"]):
+        ran = _run(branch, dict(zip(branch.placeholders, args, strict=True)), symbols)
+        if ran is None:
+            return None
+        results.append(ran)
+    (taken, taken_ops), (other, other_ops) = results
+    maps = []
+    for yes, no in zip(taken, other, strict=True):
+        difference = yes.xor(no)
+        if any(difference.columns):
+            return None
+        maps.append(no.xor(test.times_bit(difference.constant)))
+    return tuple(maps), 1 + max(taken_ops, other_ops)
+
+
+def _operand(value: Any, env: dict[Node, Any], symbols: _Symbols) -> XorMap | None:
     if isinstance(value, Node):
-        return env.get(value)
+        found = env.get(value)
+        return found if isinstance(found, XorMap) else None
     constant = _integer(value)
-    return None if constant is None else XorMap.const(constant, width, carried)
+    if constant is None:
+        return None
+    return XorMap.const(constant, symbols.width, symbols.carried)
 
 
-def _apply(
-    node: Node, env: dict[Node, XorMap], dtype: np.dtype[Any], carried: int
-) -> XorMap | None:
+def _apply(node: Node, env: dict[Node, Any], symbols: _Symbols) -> XorMap | None:
     # The map of one body node, or None where it is not a bit operation of `dtype` values.
     assert node.op is not None
+    dtype = symbols.dtype
     meta = node.meta
     if not isinstance(meta, ArrayMeta) or meta.shape != () or meta.dtype != dtype:
         return None
-    width = dtype.itemsize * 8
+    width = symbols.width
     name = node.op.name
     inputs = node.inputs
     if name == "carried_scalar":
-        return env.get(inputs[0]) if isinstance(inputs[0], Node) else None
-    maps = [_operand(value, env, width, carried) for value in inputs]
+        return _operand(inputs[0], env, symbols)
+    if name == "loop_output":
+        results = env.get(inputs[0]) if isinstance(inputs[0], Node) else None
+        index = dict(node.params)["index"]
+        return results[index] if isinstance(results, tuple) else None
+    maps = [_operand(value, env, symbols) for value in inputs]
     if any(item is None for item in maps):
         return None
     if name == "invert" and len(maps) == 1 and maps[0] is not None:
