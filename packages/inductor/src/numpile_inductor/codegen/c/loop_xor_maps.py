@@ -1,13 +1,15 @@
 """Xor maps: a constant-trip loop of bit operations on carried integers, folded to one step.
 
 A loop whose carried values are integers of one dtype and whose body only xors them,
-shifts them by constants, masks them with constants (`&`, `|`), inverts them and
-multiplies a 0/1 bit of them by a constant (`crc = (crc >> one) ^ ((crc & one) * poly)`,
-eight times per byte; an LFSR's steps; a Gray code) computes an affine function of the
-carried bits over GF(2): each bit of each result is the xor of some input bits and a
-constant. `fold_xor_loop` runs the body symbolically for the loop's constant trip count
-and gives each carried value's final value as an `XorMap`: one column per input bit (the
-result bits that input bit flips) and the constant.
+shifts them by constants, masks them with constants (`&`, `|`, `~`), ors values that
+share no bit, multiplies a 0/1 bit of them by a constant (or negates it, signed), and
+branches on such a bit into results that differ by a constant (`crc = (crc >> one) ^
+((crc & one) * poly)` or its `if crc & one:` form, eight times per byte; an LFSR's
+steps) computes an affine function of the carried bits over GF(2): each bit of each
+result is the xor of some input bits and a constant. `fold_xor_loop` runs the body
+symbolically for the loop's constant trip count and gives each carried value's final
+value as an `XorMap`: one column per input bit (the result bits that input bit flips)
+and the constant.
 
 `XorMap.terms` writes a map the cheap way, which is how CRCs are computed by hand:
 
@@ -43,13 +45,13 @@ from .ops import c_literal, c_type
 
 __all__ = ["XorLoop", "XorMap", "XorTerm", "fold_xor_loop", "xor_map_c"]
 
-# Tables index at most this many input bits (256 entries): one or two cache lines per
-# 16 entries of uint32; a larger table would miss the cache more than it saves.
+# Tables index at most this many input bits: 256 entries (1 KiB of uint32) stay in the
+# first-level cache; a table of 16 bits (256 KiB) would not.
 TABLE_BITS = 8
 # Fewer bits than this run through per-bit masks (3 operations each, no memory).
 _TABLE_MIN_BITS = 3
 # Loops folded at most: trips, and carried bits in all (the symbolic run's cost).
-_MAX_TRIPS = 256
+_MAX_TRIPS = 64
 _MAX_STATE_BITS = 256
 
 
@@ -97,7 +99,7 @@ class XorMap:
             bits |= column
         return bits
 
-    def _each(self, fn: Any) -> XorMap:
+    def _each(self, fn: Callable[[int], int]) -> XorMap:
         columns = tuple(fn(column) for column in self.columns)
         return XorMap(self.width, columns, fn(self.constant))
 
@@ -319,11 +321,14 @@ def _cond(
     # crc >> 1`); and the operations of the test and the costlier branch.
     params = dict(node.params)
     test = _operand(node.inputs[0], env, symbols)
-    args = [_operand(value, env, symbols) for value in node.inputs[1:]]
-    if test is None or test.support() & ~1 or any(arg is None for arg in args):
+    found = [_operand(value, env, symbols) for value in node.inputs[1:]]
+    args = [arg for arg in found if arg is not None]
+    if test is None or test.support() & ~1 or len(args) != len(found):
         return None
     results = []
     for branch in (params["then_branch"], params["else_branch"]):
+        if len(branch.placeholders) != len(args):
+            return None
         ran = _run(branch, dict(zip(branch.placeholders, args, strict=True)), symbols)
         if ran is None:
             return None
