@@ -78,7 +78,7 @@ def test_fold_matches_the_steps_for_every_uint8(trips: int, poly: int) -> None:
         assert _apply(fold.maps[0], [value]) == _step(np.uint8(value), poly, trips)
 
 
-def test_fold_of_eight_steps_is_a_shift_and_a_table() -> None:
+def test_fold_writes_moved_bits_as_a_shift_and_the_rest_as_a_table() -> None:
     body, carried, trips = _inner_body(_reflected(8, 0x8C), np.zeros(64, np.uint8))
     fold = fold_xor_loop(body, carried, trips)
     assert fold is not None
@@ -305,17 +305,18 @@ def _compare(fn: Callable[..., Any], data: Any) -> str:
 @pytest.mark.parametrize(
     ("fn", "dtype", "folded"),
     [
-        (_reflected(8, 0x8C), np.uint8, True),
-        (_reflected(13, 0xB9), np.uint8, True),
-        (_reflected(1, 0x8C), np.uint8, False),  # a shift and a masked bit: no cheaper
-        (_reflected(0, 0x8C), np.uint8, None),
-        (_crc16_ccitt, np.uint16, True),
-        (_signed_mask, np.int64, True),
-        (_two_registers, np.uint32, True),
-        (_outermost, np.uint32, True),
-        (_branchy, np.uint32, True),
-        (_branches_differ, np.uint32, False),
-        (_xorshift_once, np.uint32, False),
+        pytest.param(_reflected(8, 0x8C), np.uint8, True, id="crc8_8_steps"),
+        pytest.param(_reflected(13, 0xB9), np.uint8, True, id="odd_poly_13_steps"),
+        # One step: a shift and a masked bit, no cheaper than the loop.
+        pytest.param(_reflected(1, 0x8C), np.uint8, False, id="one_step"),
+        pytest.param(_reflected(0, 0x8C), np.uint8, None, id="no_step"),
+        pytest.param(_crc16_ccitt, np.uint16, True, id="crc16_ccitt"),
+        pytest.param(_signed_mask, np.int64, True, id="signed_mask"),
+        pytest.param(_two_registers, np.uint32, True, id="two_registers"),
+        pytest.param(_outermost, np.uint32, True, id="outermost"),
+        pytest.param(_branchy, np.uint32, True, id="branchy"),
+        pytest.param(_branches_differ, np.uint32, False, id="branches_differ"),
+        pytest.param(_xorshift_once, np.uint32, False, id="xorshift_once"),
     ],
 )
 def test_folded_loops_match_eager(fn: Callable[..., Any], dtype: Any, folded: bool | None) -> None:
