@@ -1,12 +1,17 @@
 """The loop workloads of `benchmarks.loops`, numpile and numba in one process, best of N.
 
-    python -m benchmarks.loops_same_process [--repeats N] [--small] [workload patterns...]
+    python -m benchmarks.loops_same_process [--repeats N] [--small] [--cpu] [patterns...]
 
 `benchmarks.loops` runs each contender in a child process of its own and reports medians;
 on a loaded machine those move by 2x between children. Here numpile, numba and NumPy run
 interleaved in one process and each keeps its best time, so the ratio `numba / numpile`
 compares the two under the same load. `--small` takes the workloads' quick trip counts and
-times 50 calls per sample (the fixed cost of a call). numba is a benchmark-only dependency.
+times 50 calls per sample (the fixed cost of a call). `--cpu` times the calling thread's
+CPU time (`time.thread_time`) instead of the wall clock, and prints the medians beside
+the best times: what a busy sibling core steals is not counted (a kernel's OpenMP
+threads are not either: use it for the one-thread scalar loops). Timing starts once the
+builds a first compile queues (the call gate) are done. numba is a benchmark-only
+dependency.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import os
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -44,19 +50,24 @@ SAME_PROCESS_WORKLOADS = (
 )
 
 
-def _best(
-    fns: dict[str, Callable[..., Any]], args: tuple[Any, ...], repeats: int, inner: int
-) -> dict[str, float]:
-    best = dict.fromkeys(fns, float("inf"))
+def _samples(
+    fns: dict[str, Callable[..., Any]],
+    args: tuple[Any, ...],
+    repeats: int,
+    inner: int,
+    clock: Callable[[], float],
+) -> dict[str, list[float]]:
+    # Seconds per call, one sample per repeat and contender, the contenders alternating.
+    samples: dict[str, list[float]] = {name: [] for name in fns}
     for repeat in range(repeats):
         for name, fn in fns.items():
             if name == "numpy" and repeat > 3:  # NumPy's time is long and only a reference
                 continue
-            start = time.perf_counter()
+            start = clock()
             for _ in range(inner):
                 fn(*args)
-            best[name] = min(best[name], (time.perf_counter() - start) / inner)
-    return best
+            samples[name].append((clock() - start) / inner)
+    return samples
 
 
 def main() -> None:
@@ -64,10 +75,14 @@ def main() -> None:
     parser.add_argument("patterns", nargs="*")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--small", action="store_true")
+    parser.add_argument("--cpu", action="store_true", help="thread CPU time, and medians")
     options = parser.parse_args()
     import numba  # benchmark-only
 
     import numpile
+    import numpile_runtime
+
+    clock = time.thread_time if options.cpu else time.perf_counter
 
     print(f"load average {os.getloadavg()}")
     extra = [
@@ -88,12 +103,22 @@ def main() -> None:
         for fn in fns.values():
             fn(*args)
             fn(*args)
-        best = _best(fns, args, options.repeats, 50 if options.small else 1)
+        numpile_runtime.wait_for_queued_builds(timeout=240.0)
+        samples = _samples(fns, args, options.repeats, 50 if options.small else 1, clock)
+        best = {name: min(times) for name, times in samples.items()}
+        median = {name: statistics.median(times) for name, times in samples.items()}
+        medians = ""
+        if options.cpu:
+            medians = (
+                f"  medians numpile {median['numpile'] * 1e6:.2f} us"
+                f" numba {median['numba'] * 1e6:.2f} us"
+                f" numba/numpile {median['numba'] / median['numpile']:.2f}x"
+            )
         print(
             f"{workload.name:18s} numpile {best['numpile'] * 1e6:9.2f} us"
             f"  numba {best['numba'] * 1e6:9.2f} us  numpy {best['numpy'] * 1e6:10.1f} us"
             f"  numba/numpile {best['numba'] / best['numpile']:.2f}x"
-            f"  numpy/numpile {best['numpy'] / best['numpile']:.0f}x",
+            f"  numpy/numpile {best['numpy'] / best['numpile']:.0f}x{medians}",
             flush=True,
         )
     print(f"load average {os.getloadavg()}")

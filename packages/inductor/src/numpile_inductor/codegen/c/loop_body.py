@@ -43,6 +43,7 @@ from ...loop_ir import Apply, Constant, ScalarArg
 from ..common import CodeBuffer
 from .loop_known_bits import ForwardedMask, bit_select, forwarded_masks
 from .loop_scalar_forms import quiet_compare, select_multiply, zero_one_result
+from .loop_xor_maps import XorLoop, XorTerm, fold_xor_loop, xor_map_c
 from .ops import c_expr, c_literal, c_type
 
 
@@ -145,6 +146,9 @@ class LoopWriter:
         # Whether the outermost loop may run with OpenMP (see loop_parallel): the function
         # around it numbers its labels and defines its helpers.
         self.threads = False
+        # The lookup tables of folded loops (loop_xor_maps), by C type and entries: their
+        # C names, declared once in the prelude (both copies of a nest read the same one).
+        self.tables: dict[tuple[str, tuple[int, ...]], str] = {}
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -188,6 +192,20 @@ class LoopWriter:
         if isinstance(value, np.generic) and c_type(value.dtype) is not None:
             return CValue(c_literal(value.item(), value.dtype), value.dtype, invariant=True)
         raise NotScalarLoop(f"operand {value!r}")
+
+    def table(self, term: XorTerm, dtype: np.dtype[Any]) -> str:
+        # The C name of a static table holding a folded loop's term's entries.
+        _, entries = term.data
+        key = (c_type(dtype) or "", tuple(entries))
+        found = self.tables.get(key)
+        if found is None:
+            found = self.tables[key] = self.fresh("xor_table")
+            self.prelude.append(f"    static const {key[0]} {found}[{len(entries)}] = {{")
+            for row in range(0, len(entries), 8):
+                values = ", ".join(f"{entry}u" for entry in entries[row : row + 8])
+                self.prelude.append(f"        {values},")
+            self.prelude.append("    };")
+        return found
 
     def define(self, dtype: np.dtype[Any], text: str, stem: str = "t") -> str:
         name = self.fresh(stem)
@@ -639,6 +657,10 @@ def emit_loop(
             inner[placeholder] = found
         else:
             inner[placeholder] = writer.operand(env, value)
+    fold = _foldable(node, body, carried)
+    if fold is not None:
+        _emit_folded(writer, fold, locals_)
+        return locals_
     outermost = not writer.frames
     forwards = [] if outermost and writer.threads else forwarded_masks(body, carried)
     forwarded = [(fm, _forward_start(writer, fm, locals_[fm.carried])) for fm in forwards]
@@ -724,6 +746,34 @@ def emit_loop(
     writer.buf.splice(copy)
     writer.buf.writeline("}")
     return locals_
+
+
+def _foldable(node: Node, body: Graph, carried: int) -> XorLoop | None:
+    # The loop as one step of bit operations (loop_xor_maps), when its trip count is a
+    # constant and the folded step runs fewer operations than the loop.
+    params = dict(node.params)
+    if params.get("breaks") or params.get("first") is not None:
+        return None
+    trips = _constant_trips(node)
+    if trips is None:
+        return None
+    fold = fold_xor_loop(body, carried, trips)
+    if fold is None or fold.folded_ops() > fold.serial_ops:
+        return None
+    return fold
+
+
+def _emit_folded(writer: LoopWriter, fold: XorLoop, locals_: list[CValue]) -> None:
+    # The carried locals' final values, all computed from their initial ones.
+    writer.buf.writeline("/* a loop folded to one step of bit operations (loop_xor_maps) */")
+    inputs = [local.text for local in locals_]
+    unsigned = np.dtype(f"uint{fold.dtype.itemsize * 8}")
+    news = []
+    for xmap in fold.maps:
+        text = xor_map_c(xmap, inputs, fold.dtype, lambda term: writer.table(term, unsigned))
+        news.append(writer.define(fold.dtype, text))
+    for local, new in zip(locals_, news, strict=True):
+        writer.buf.writeline(f"{local.text} = {new};")
 
 
 def _signal_poll(writer: LoopWriter, body: Graph) -> str:
