@@ -18,6 +18,7 @@ from numpile_capture import (
     Graph,
     Node,
     OpKind,
+    OriginVar,
     ScalarInputVar,
     TransformCall,
     Unsupported,
@@ -61,7 +62,7 @@ class Region:
 def _alias_leaf(graph: Graph, leaf: Any) -> tuple[Any, Node | None]:
     # A differentiated leaf as a fresh node of its own, so that only this path is
     # differentiated (a closure reading the same array stays a constant, as in JAX).
-    if isinstance(leaf, ScalarInputVar):
+    if isinstance(leaf, ScalarInputVar | OriginVar):
         leaf = leaf.as_python_constant()  # differentiated: its value becomes a constant
     if isinstance(leaf, Node):
         if differentiable(leaf.meta):
@@ -83,10 +84,12 @@ def trace_region(
     argnums: Sequence[int],
     *,
     keep_loops: bool = False,
+    pin_trip_counts: bool = False,
 ) -> tuple[Region, list[Any]]:
     """Inline `fn` with its differentiated arguments aliased: the region, and the pytree
     specs of those arguments. A region that writes to arrays is `Unsupported`.
-    `keep_loops`: its loops stay loop nodes (see `trace_reversed`), else they unroll."""
+    `keep_loops`: its loops stay loop nodes (see `trace_reversed`), else they unroll;
+    `pin_trip_counts`: kept loops have their bounds read as ints (guarded)."""
     graph = call.graph
     start = len(graph.nodes)
     replaced = list(args)
@@ -100,7 +103,8 @@ def trace_region(
         targets += [target for _, target in aliased]
         replaced[argnum] = tree_unflatten(spec, [value for value, _ in aliased])
         specs.append(spec)
-    output = _inline(call, fn, tuple(replaced), dict(call.kwargs), keep_loops)
+    loops = (keep_loops, pin_trip_counts)
+    output = _inline(call, fn, tuple(replaced), dict(call.kwargs), loops)
     nodes = tuple(node for node in graph.nodes[start:] if node.op is not None)
     written = [node for node in nodes if node.op is not None and node.op.kind is OpKind.MUTATION]
     if written:
@@ -112,14 +116,19 @@ def trace_region(
 
 
 def _inline(
-    call: TransformCall, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], keep_loops: bool
+    call: TransformCall,
+    fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    loops: tuple[bool, bool],
 ) -> Any:
     # `fn` traced into the graph; a transform's function (`grad(f)` made in captured code,
     # under `jacfwd`) by its own rule, since inlining it would trace its eager body.
     rule = rule_for(fn)
     if rule is not None and rule.kind is RuleKind.TRANSFORM and rule.expand is not None:
         return rule.expand(TransformCall(call.graph, args, kwargs, call.inline))
-    return call.inline(fn, args, kwargs, keep_loops=keep_loops)
+    keep_loops, pin_trip_counts = loops
+    return call.inline(fn, args, kwargs, keep_loops=keep_loops, pin_trip_counts=pin_trip_counts)
 
 
 def trace_reversed(
@@ -131,22 +140,28 @@ def trace_reversed(
 ) -> tuple[Region, list[Any], _T]:
     """`trace_region` with `fn`'s loops kept, then `sweep(region)`, which appends its
     reverse sweep: a `for` loop goes through the loop VJP `grad` uses (`vjp_loop`), so the
-    graph does not grow with the trip count. Where a loop has none (`LoopVjpUnsupported`:
-    a `while`, a `break`), the region and the sweep's nodes are removed and `fn` is traced
-    again with its loops unrolled (up to the capture's unroll limit; past it the call is a
-    graph break, and the eager transform names the loop).
+    graph does not grow with the trip count, nor changes with it (the stacks take their
+    length at run time). Where a loop has no such VJP (`LoopVjpUnsupported`), the region
+    and the sweep's nodes are removed and `fn` is traced again: with the loops' bounds
+    read as ints (a first iteration on other types needs the trip count; a new one
+    compiles again), then, if a loop still has none (a `while`, a `break`), with the
+    loops unrolled (up to the capture's unroll limit; past it the call is a graph break,
+    and the eager transform names the loop).
 
         >>> trace_reversed(call, loss, call.args, (0,), sweep)  # doctest: +SKIP
     """
     graph = call.graph
     start = len(graph.nodes)
     if config.keep_loops:
-        region, specs = trace_region(call, fn, args, argnums, keep_loops=True)
-        try:
-            return region, specs, sweep(region)
-        except LoopVjpUnsupported as error:
-            log.info("%s: loops unrolled: %s", function_name(fn), error)
-            drop_added(graph, start)
+        for pin in (False, True):
+            region, specs = trace_region(
+                call, fn, args, argnums, keep_loops=True, pin_trip_counts=pin
+            )
+            try:
+                return region, specs, sweep(region)
+            except LoopVjpUnsupported as error:
+                log.info("%s: %s", function_name(fn), error)
+                drop_added(graph, start)
     region, specs = trace_region(call, fn, args, argnums)
     return region, specs, sweep(region)
 
