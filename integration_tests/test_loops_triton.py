@@ -252,3 +252,29 @@ def test_loop_not_expressible_as_one_program_still_matches_eager() -> None:
     x = np.ones(3)
     for n in (0, 1, 40):
         assert compiled(x, n) == collatz_steps(x, n)
+
+
+def test_grad_through_a_loop_is_one_graph_for_every_trip_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The loop VJP (a loop stacking the carried values into stacks of run-time length,
+    # then a reverse loop) runs as host loops of launches, one graph for every trip count.
+    from numpile_capture.capture_events import recording_captures
+
+    def pendulums(x: Any, n: int) -> Any:
+        p, v = x, x * 0.0
+        for _ in range(n):
+            v = v - 0.05 * np.sin(p)
+            p = p + 0.05 * v
+        return (p * p).sum()
+
+    compiled = numpile.compile(numpile.grad(pendulums), backend="triton")
+    launches = _Launches(monkeypatch)
+    x = np.linspace(-1.0, 1.0, 5)
+    with recording_captures() as events:
+        for n in (0, 1, 2, 7):
+            launches.clear()
+            want = numpile.grad(pendulums, compiler="eager")(x, n)
+            np.testing.assert_allclose(compiled(x, n), want, rtol=1e-10, atol=1e-12)
+            assert max(launches.per_kernel.values(), default=0) >= n  # per iteration
+    assert sum(1 for event in events if event.graph is not None) == 1
