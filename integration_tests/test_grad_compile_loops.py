@@ -130,6 +130,8 @@ def test_the_compiled_graph_holds_a_forward_loop_and_a_reverse_loop(placement: s
 
 
 def test_value_and_grad_and_vjp_inside_compile_keep_the_loop() -> None:
+    from numpile_capture.capture_events import recording_captures
+
     def caller(x: Any, n: int) -> Any:
         value, gradient = numpile.value_and_grad(tanh_recurrence)(x, n)
         out, pullback = numpile.vjp(lambda v: tanh_recurrence(v, n), x)
@@ -139,12 +141,18 @@ def test_value_and_grad_and_vjp_inside_compile_keep_the_loop() -> None:
     x = np.random.default_rng(7).uniform(-1, 1, 5)
     explained = numpile.explain(caller)(x, 40)
     assert (explained.graph_count, explained.graph_break_count) == (1, 0)
-    assert len(_loops(explained.graphs[0])) >= 2
-    value, gradient, out, pulled = numpile.compile(caller, fullgraph=True)(x, 40)
-    want_value, want = numpile.value_and_grad(tanh_recurrence, compiler="eager")(x, 40)
-    assert value == pytest.approx(want_value, rel=1e-12) and out == value
-    np.testing.assert_allclose(gradient, want, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(pulled, 2.0 * want, rtol=1e-10, atol=1e-12)
+    # Each transform's stacking loop gives the forward's results (the forward runs once)
+    # and its reverse loop reads the stacks: two loops each, `vjp`'s pullback included.
+    assert len(_loops(explained.graphs[0])) == 4
+    compiled = numpile.compile(caller, fullgraph=True)
+    with recording_captures() as events:
+        for n in (40, 0, 3):
+            value, gradient, out, pulled = compiled(x, n)
+            want_value, want = numpile.value_and_grad(tanh_recurrence, compiler="eager")(x, n)
+            assert value == pytest.approx(want_value, rel=1e-12) and out == value
+            np.testing.assert_allclose(gradient, want, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(pulled, 2.0 * want, rtol=1e-10, atol=1e-12)
+    assert sum(1 for event in events if event.graph is not None) == 1
 
 
 @pytest.mark.parametrize("fullgraph", [False, True])

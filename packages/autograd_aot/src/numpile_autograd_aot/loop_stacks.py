@@ -19,7 +19,7 @@ code binds from the allocation: one graph serves every trip count.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -28,6 +28,7 @@ from numpile_capture import ArrayMeta, Graph, Node, ScalarSlot, get_op
 from numpile_capture.ops.extern import unbacked_size
 
 __all__ = [
+    "LoopStacks",
     "TripCount",
     "forward_index",
     "iteration_of",
@@ -50,6 +51,36 @@ class TripCount:
 
     value: int | Node
     size: Any
+
+
+@attrs.frozen(eq=False)
+class LoopStacks:
+    """What the reverse loop of a loop VJP reads, kept with the loop that stacked it: the
+    forward body, the loop's bounds and trip count, the stacks (the stacking loop's outputs
+    after the carried values) and how many invariants the forward body reads (the stacking
+    loop's inputs after its carried values and stacks). A sweep through a stacking loop
+    that has it appends the reverse loop alone (`vjp` in compiled code, whose forward loop
+    is that stacking loop).
+    """
+
+    body: Graph
+    bounds: tuple[Any, Any, int]
+    trips: TripCount
+    stacks: tuple[Node, ...]
+    invariants: int
+
+    def mapped(self, mapping: Mapping[Node, Any]) -> LoopStacks:
+        """The same with each node of `mapping` replaced by what stands for it."""
+
+        def each(value: Any) -> Any:
+            return mapping.get(value, value) if isinstance(value, Node) else value
+
+        start, stop, step = self.bounds
+        trips = TripCount(each(self.trips.value), self.trips.size)
+        stacks = tuple(each(stack) for stack in self.stacks)
+        return LoopStacks(
+            self.body, (each(start), each(stop), step), trips, stacks, self.invariants
+        )
 
 
 def trip_count(graph: Graph, bounds: tuple[Any, Any, Any]) -> TripCount:

@@ -8,7 +8,7 @@ The trace rules of `grad`, `vjp`, `jacrev` and `vmap` share it (`transform_rules
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -30,6 +30,8 @@ from numpile_capture.trace_rules import RuleKind, rule_for
 
 from .config import config
 from .joint import append_backward, input_cotangent
+from .loop_sharing import map_tree
+from .loop_stacks import LoopStacks
 from .vjp_loop import LoopVjpUnsupported
 from .vjp_table import differentiable
 
@@ -43,6 +45,7 @@ __all__ = [
     "drop_added",
     "drop_replaced",
     "function_name",
+    "map_region",
     "region_cotangents",
     "trace_region",
     "trace_reversed",
@@ -166,13 +169,29 @@ def trace_reversed(
     return region, specs, sweep(region)
 
 
-def drop_added(graph: Graph, start: int) -> None:
+def drop_added(graph: Graph, start: int, *, keep: Collection[Node] = ()) -> None:
     """Remove the op nodes added to `graph` since it had `start` nodes (nothing outside
-    them reads them yet); inputs added since stay, as the capture's sources name them."""
-    for node in graph.nodes[start:]:
-        if node.op is not None:
-            graph.locations.pop(node, None)
-    graph.nodes[start:] = [node for node in graph.nodes[start:] if node.op is None]
+    them reads them yet), except those of `keep` (with every node they read); inputs
+    added since stay, as the capture's sources name them."""
+    kept: set[Node] = set()
+    pending = list(keep)
+    while pending:
+        node = pending.pop()
+        if node not in kept:
+            kept.add(node)
+            pending.extend(node.input_nodes())
+    dropped = [node for node in graph.nodes[start:] if node.op is not None and node not in kept]
+    for node in dropped:
+        graph.locations.pop(node, None)
+    gone = set(dropped)
+    graph.nodes[start:] = [node for node in graph.nodes[start:] if node not in gone]
+
+
+def map_region(region: Region, mapping: Mapping[Node, Any]) -> Region:
+    """`region` after `share_forward_loops` replaced some of its nodes (`mapping`): its
+    nodes in the same order, each once, and its output, mapped."""
+    nodes = dict.fromkeys(mapping.get(node, node) for node in region.nodes)
+    return Region(tuple(nodes), region.targets, map_tree(region.output, mapping))
 
 
 def region_cotangents(
@@ -181,12 +200,21 @@ def region_cotangents(
     seeds: list[tuple[Any, Node]],
     *,
     shared_loops: dict[Node, Node] | None = None,
+    stacked_loops: dict[Node, LoopStacks] | None = None,
 ) -> list[Any]:
     """The reverse sweep of `region` from `seeds` (output, cotangent) appended to `graph`:
     one cotangent per target (None where the leaf has no gradient). `shared_loops`
-    collects the loops whose stacking loop computes them too (see `share_forward_loops`)."""
+    collects the loops whose stacking loop computes them too (see `share_forward_loops`),
+    `stacked_loops` the stacks of those loops (see `append_backward`)."""
     targets = [t for t in region.targets if t]
-    cotangents = append_backward(graph, region.nodes, targets, seeds, shared_loops=shared_loops)
+    cotangents = append_backward(
+        graph,
+        region.nodes,
+        targets,
+        seeds,
+        shared_loops=shared_loops,
+        stacked_loops=stacked_loops,
+    )
     return [
         None if target is None else input_cotangent(graph, cotangents, target)
         for target in region.targets

@@ -35,6 +35,7 @@ from numpile_capture import (
 
 from .joint import append_backward, input_cotangent
 from .loop_stacks import (
+    LoopStacks,
     TripCount,
     forward_index,
     iteration_of,
@@ -84,6 +85,9 @@ def _for_loop_vjp(ctx: VjpContext) -> list[Node | None]:
         m for m, value in enumerate(invariants) if ctx.wants(3 + carried + m) and _is_array(value)
     ]
     grads: list[Node | None] = [None] * len(node.inputs)
+    stacked = ctx.stacked_loops.get(node)
+    if stacked is not None:
+        return _reverse_of_stacking(ctx, stacked)
     if _known_empty(start, stop, step):
         for k in floats:
             grads[3 + k] = ctx.items.get(k) if ctx.wants(3 + k) else None
@@ -113,6 +117,9 @@ def _for_loop_vjp(ctx: VjpContext) -> list[Node | None]:
         stacking, stacks = _stacking_loop(graph, bounds, trips, body, entered, invariants)
         # The stacking loop computes the carried values too: the forward runs it alone.
         ctx.shared_loops[node] = stacking
+        if not first_nodes:
+            held = LoopStacks(body, bounds, trips, tuple(stacks), len(invariants))
+            ctx.stacked_loops[stacking] = held
         seeds, sums = _through_loop(graph, body, bounds, trips, stacks, invariants, seeds, summed)
     if first_nodes:
         # The first iteration's sweep gives each input node's whole cotangent (through
@@ -133,6 +140,37 @@ def _for_loop_vjp(ctx: VjpContext) -> list[Node | None]:
             grads[3 + k] = ct
     for m, total in sums.items():
         grads[3 + carried + m] = total
+    return grads
+
+
+def _reverse_of_stacking(ctx: VjpContext, stacked: LoopStacks) -> list[Node | None]:
+    # The VJP of a stacking loop through its own stacks: the reverse loop alone. Its inputs
+    # are the bounds, the carried values, the stacks' zeros, the invariants, and the start
+    # where it is a node (read by the reverse loop from `stacked.bounds`).
+    node, graph, body = ctx.node, ctx.graph, stacked.body
+    carried = len(body.placeholders) - 1 - stacked.invariants
+    first_invariant = 3 + node.kwargs["carried"]
+    invariants = list(node.inputs[first_invariant : first_invariant + stacked.invariants])
+    metas = [p.meta for p in body.placeholders[1 : 1 + carried]]
+    floats = [k for k, meta in enumerate(metas) if differentiable(meta)]
+    summed = [
+        m
+        for m, value in enumerate(invariants)
+        if ctx.wants(first_invariant + m) and _is_array(value)
+    ]
+    seeds = {k: ctx.items[k] for k in floats if k in ctx.items}
+    grads: list[Node | None] = [None] * len(node.inputs)
+    if not seeds:
+        return grads
+    stacks = list(stacked.stacks)
+    found, sums = _through_loop(
+        graph, body, stacked.bounds, stacked.trips, stacks, invariants, seeds, summed
+    )
+    for k, cotangent in found.items():
+        if ctx.wants(3 + k):
+            grads[3 + k] = cotangent
+    for m, total in sums.items():
+        grads[first_invariant + m] = total
     return grads
 
 
