@@ -12,8 +12,12 @@ step)` (T iterations) with carried arrays `c` and loop invariants `w` is
   gives the cotangent of `c` and of `w` for that iteration.
 
 Both are `for_loop` nodes: the graph does not grow with T, so compiling the gradient of a
-100,000-step recurrence costs what 10 steps cost. Memory is T times the carried values
-(what JAX's `scan` saves), not T times every intermediate.
+100,000-step recurrence costs what 10 steps cost. Nor does it change with T: where the
+bounds are graph values, T is too, and the stacks take their length at run time
+(`loop_stacks`). Memory is T times the carried values (what JAX's `scan` saves), not T
+times every intermediate. A later sweep through the stacking loop itself (the pullback of
+`vjp` in compiled code, whose forward loop it became) appends the reverse loop alone,
+reading the stacks recorded in `VjpContext.stacked_loops`.
 
     >>> grad(lambda x: recurrence(x, 100_000))(x)  # doctest: +SKIP
 """
