@@ -182,12 +182,30 @@ def odd_steps(x: Any, n: int) -> Any:
     return h.sum()
 
 
+def triangle(x: Any, n: int) -> Any:
+    h = x
+    for i in range(n):
+        for j in range(i):  # an inner trip count that depends on the outer index
+            h = np.sin(h) * 0.9 + 0.01 * j
+    return h.sum()
+
+
+def inner_steps(x: Any, n: int) -> Any:
+    h = x
+    for _ in range(n):
+        for _ in range(3):  # its first iteration reads x's strides: the same computation
+            h = np.cos(h) * 0.5 + h * 0.1
+    return h.sum()
+
+
 RUN_TIME_TRIPS: dict[str, Callable[[Any, int], Any]] = {
     "tanh_recurrence": tanh_recurrence,
     "pendulum_chain": pendulum_chain,
     "branch_on_the_index": branch_on_the_index,
     "countdown": countdown,
     "odd_steps": odd_steps,
+    "triangle": triangle,
+    "inner_steps": inner_steps,
 }
 
 

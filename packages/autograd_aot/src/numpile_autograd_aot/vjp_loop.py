@@ -245,13 +245,43 @@ def _check(graph: Graph, node: Node, params: dict[str, Any], body: Graph, carrie
 def _same_computation(first: Graph, body: Graph) -> bool:
     # Whether the first iteration's graph is the body's on arguments of the same dtypes and
     # shapes (it differs in the strides of an argument array, say): the body stands for it.
-    def kinds(graph: Graph) -> list[Any]:
-        return [
-            (meta.dtype, tuple(meta.shape)) if isinstance(meta, ArrayMeta) else meta
-            for meta in (node.meta for node in graph.placeholders)
-        ]
+    return _kinds(first) == _kinds(body) and _program(first) == _program(body)
 
-    return kinds(first) == kinds(body) and str(first).splitlines()[1:] == str(body).splitlines()[1:]
+
+def _kinds(graph: Graph) -> list[Any]:
+    return [
+        (meta.dtype, tuple(meta.shape)) if isinstance(meta, ArrayMeta) else meta
+        for meta in (node.meta for node in graph.placeholders)
+    ]
+
+
+def _program(graph: Graph) -> list[Any]:
+    # `graph`'s steps, names left out: each node's op, inputs (by position), params and
+    # metadata. A nested loop's first iteration counts only where it is not its body's
+    # computation (its strides differ in the outer loop's first iteration, say).
+    position = {node: k for k, node in enumerate(graph.nodes)}
+
+    def value(item: Any) -> Any:
+        if isinstance(item, Node):
+            return ("node", position[item])
+        if isinstance(item, Graph):
+            return (_kinds(item), _program(item))
+        return repr(item)
+
+    steps: list[Any] = []
+    for node in graph.nodes:
+        if node.op is None:
+            continue
+        params = dict(node.params)
+        first, nested = params.get("first"), params.get("body")
+        if isinstance(first, Graph) and isinstance(nested, Graph):
+            if _same_computation(first, nested):
+                del params["first"]
+        inputs = [value(item) for item in node.inputs]
+        kept = [(key, value(item)) for key, item in params.items()]
+        steps.append((node.op.name, inputs, kept, str(node.meta)))
+    steps.append([value(item) for item in graph.output])
+    return steps
 
 
 def _is_array(value: Any) -> bool:
