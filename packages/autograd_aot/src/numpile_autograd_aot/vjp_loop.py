@@ -273,15 +273,21 @@ def _program(graph: Graph) -> list[Any]:
         if node.op is None:
             continue
         params = dict(node.params)
-        first, nested = params.get("first"), params.get("body")
-        if isinstance(first, Graph) and isinstance(nested, Graph):
-            if _same_computation(first, nested):
-                del params["first"]
+        if _first_is_body(params):
+            del params["first"]
         inputs = [value(item) for item in node.inputs]
         kept = [(key, value(item)) for key, item in params.items()]
         steps.append((node.op.name, inputs, kept, str(node.meta)))
     steps.append([value(item) for item in graph.output])
     return steps
+
+
+def _first_is_body(params: dict[str, Any]) -> bool:
+    # Whether these are the params of a loop whose first iteration is its body's computation.
+    first, body = params.get("first"), params.get("body")
+    if not isinstance(first, Graph) or not isinstance(body, Graph):
+        return False
+    return _same_computation(first, body)
 
 
 def _is_array(value: Any) -> bool:
