@@ -16,8 +16,10 @@ workload and trip count:
   the loop stays a loop with the same VJP as `grad`'s (one graph: the stacking loop, which
   also gives the forward's results, and the reverse loop).
 
-Warm time is the median of `--repeats` calls after the first and two warm-up calls. Every
-gradient is compared with `eager_grad`'s (the `check` column). Workloads: a 50-element tanh
+Warm time is the median of `--repeats` calls after the first and two warm-up calls; `new
+trip count` is the first call after those at one step more (a compile again where the trip
+count is pinned, a warm call where it is not). Every gradient is compared with
+`eager_grad`'s (the `check` column). Workloads: a 50-element tanh
 recurrence (one carried array; its gradient decays to subnormal numbers after a few hundred
 steps, which then dominate both NumPy's and C's time) and a chain of 50 pendulums (two
 carried arrays, semi-implicit Euler steps, no damping).
@@ -99,6 +101,9 @@ def child(workload: str, steps: int, contender: str, repeats: int) -> None:
         run(x, steps)
         samples.append(time.perf_counter() - start)
     emit({"stage": "warm", "seconds": statistics.median(samples)})
+    start = time.perf_counter()
+    run(x, steps + 1)
+    emit({"stage": "new_trips", "seconds": time.perf_counter() - start})
     if contender in ("grad", "compile_grad"):
         want = numpile.grad(fn, compiler="eager")(x, steps)
         emit({"stage": "check", "result": agree(want, got, rtol=1e-9, atol=1e-300)})
@@ -127,7 +132,8 @@ def main(argv: list[str] | None = None) -> None:
         child(workload, int(steps), contender, options.repeats)
         return
     sys.stdout.write(machine_header(["numpy", "numpile"]))
-    header = ["workload", "steps", "contender", "first call", "warm (median)", "check"]
+    header = ["workload", "steps", "contender", "first call", "warm (median)", "new trip count"]
+    header.append("check")
     print(" | ".join(header))
     for workload in WORKLOADS:
         if options.patterns and not any(fnmatch.fnmatch(workload, p) for p in options.patterns):
@@ -139,8 +145,10 @@ def main(argv: list[str] | None = None) -> None:
                 done = run_child("benchmarks.loop_grad", args, limit_s=options.limit_s)
                 first = done.stages.get("first", {}).get("seconds")
                 warm = done.stages.get("warm", {}).get("seconds")
+                again = done.stages.get("new_trips", {}).get("seconds")
                 check = done.stages.get("check", {}).get("result", "") or done.stopped
-                row = [workload, str(steps), contender, _cell(first), _cell(warm), check]
+                row = [workload, str(steps), contender, _cell(first), _cell(warm), _cell(again)]
+                row.append(check)
                 print(" | ".join(row), flush=True)
     print(f"load average at the end: {load_average()}")
 

@@ -407,3 +407,26 @@ def test_matmul_template_with_fused_epilogue_matches_cupy(dtype: Any) -> None:
         got = numpile.compile(layer, fullgraph=True, options=options)(x, w, b)
         bound = 2 * 300 * float(np.finfo(dtype).eps) * (cupy.abs(x) @ cupy.abs(w))
         assert bool(cupy.all(cupy.abs(got - want) <= bound + 1e-30))
+
+
+def test_grad_through_a_loop_on_the_gpu_is_one_graph_for_every_trip_count() -> None:
+    # The loop VJP's stacks take their length at run time on the device too: a stacking
+    # loop and a reverse loop of launches, one graph for trip counts 0 to 40.
+    from numpile_capture.capture_events import recording_captures
+
+    def pendulums(x: Any, n: int) -> Any:
+        p, v = x, x * 0.0
+        for _ in range(n):
+            v = v - 0.05 * np.sin(p)
+            p = p + 0.05 * v
+        return (p * p).sum()
+
+    compiled = numpile.compile(numpile.grad(pendulums), device="cuda")
+    x = np.linspace(-1.0, 1.0, 64)
+    with recording_captures() as events:
+        for n in (0, 1, 7, 40):
+            want = numpile.grad(pendulums, compiler="eager")(x, n)
+            got = compiled(x, n)
+            assert type(got) is np.ndarray and got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert sum(1 for event in events if event.graph is not None) == 1

@@ -130,6 +130,8 @@ def test_the_compiled_graph_holds_a_forward_loop_and_a_reverse_loop(placement: s
 
 
 def test_value_and_grad_and_vjp_inside_compile_keep_the_loop() -> None:
+    from numpile_capture.capture_events import recording_captures
+
     def caller(x: Any, n: int) -> Any:
         value, gradient = numpile.value_and_grad(tanh_recurrence)(x, n)
         out, pullback = numpile.vjp(lambda v: tanh_recurrence(v, n), x)
@@ -139,12 +141,18 @@ def test_value_and_grad_and_vjp_inside_compile_keep_the_loop() -> None:
     x = np.random.default_rng(7).uniform(-1, 1, 5)
     explained = numpile.explain(caller)(x, 40)
     assert (explained.graph_count, explained.graph_break_count) == (1, 0)
-    assert len(_loops(explained.graphs[0])) >= 2
-    value, gradient, out, pulled = numpile.compile(caller, fullgraph=True)(x, 40)
-    want_value, want = numpile.value_and_grad(tanh_recurrence, compiler="eager")(x, 40)
-    assert value == pytest.approx(want_value, rel=1e-12) and out == value
-    np.testing.assert_allclose(gradient, want, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(pulled, 2.0 * want, rtol=1e-10, atol=1e-12)
+    # Each transform's stacking loop gives the forward's results (the forward runs once)
+    # and its reverse loop reads the stacks: two loops each, `vjp`'s pullback included.
+    assert len(_loops(explained.graphs[0])) == 4
+    compiled = numpile.compile(caller, fullgraph=True)
+    with recording_captures() as events:
+        for n in (40, 0, 3):
+            value, gradient, out, pulled = compiled(x, n)
+            want_value, want = numpile.value_and_grad(tanh_recurrence, compiler="eager")(x, n)
+            assert value == pytest.approx(want_value, rel=1e-12) and out == value
+            np.testing.assert_allclose(gradient, want, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(pulled, 2.0 * want, rtol=1e-10, atol=1e-12)
+    assert sum(1 for event in events if event.graph is not None) == 1
 
 
 @pytest.mark.parametrize("fullgraph", [False, True])
@@ -160,18 +168,84 @@ def test_a_loop_without_a_vjp_too_long_to_unroll_names_the_loop(fullgraph: bool)
         compiled(x, 1500)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a differentiated loop's bounds are pinned: its VJP stacks the carried values in "
-    "arrays as long as the trip count, and a stack of a run-time length is not built yet",
+def countdown(x: Any, n: int) -> Any:
+    h = x * 1.0
+    for i in range(n - 1, -1, -1):  # a start computed from n, a negative step
+        h = np.sin(h) * (0.5 + 0.1 * i) + x
+    return (h * h).sum()
+
+
+def odd_steps(x: Any, n: int) -> Any:
+    h = x
+    for i in range(1, n, 2):  # ceil((n - 1) / 2) iterations, none below n = 2
+        h = np.tanh(h * x[i % 4] + 0.1)
+    return h.sum()
+
+
+def triangle(x: Any, n: int) -> Any:
+    h = x
+    for i in range(n):
+        for j in range(i):  # an inner trip count that depends on the outer index
+            h = np.sin(h) * 0.9 + 0.01 * j
+    return h.sum()
+
+
+def inner_steps(x: Any, n: int) -> Any:
+    h = x
+    for _ in range(n):
+        for _ in range(3):  # its first iteration reads x's strides: the same computation
+            h = np.cos(h) * 0.5 + h * 0.1
+    return h.sum()
+
+
+RUN_TIME_TRIPS: dict[str, Callable[[Any, int], Any]] = {
+    "tanh_recurrence": tanh_recurrence,
+    "pendulum_chain": pendulum_chain,
+    "branch_on_the_index": branch_on_the_index,
+    "countdown": countdown,
+    "odd_steps": odd_steps,
+    "triangle": triangle,
+    "inner_steps": inner_steps,
+}
+
+
+def _captured(events: list[Any]) -> int:
+    return sum(1 for event in events if event.graph is not None)
+
+
+@pytest.mark.parametrize(
+    ("name", "placement"),
+    [(name, "compile_of_grad") for name in RUN_TIME_TRIPS] + [("countdown", "grad_inside_compile")],
 )
-def test_a_new_trip_count_does_not_compile_again() -> None:
+def test_a_new_trip_count_does_not_compile_again(name: str, placement: str) -> None:
+    # The loop VJP's stacks take their length at run time (the loop's trip count computed
+    # from its bounds): one graph for every trip count, 0 included, on the C backend.
     from numpile_capture.capture_events import recording_captures
 
-    compiled = numpile.compile(numpile.grad(tanh_recurrence))
-    x = np.linspace(-1, 1, 4)
+    fn = RUN_TIME_TRIPS[name]
+    compiled = PLACEMENTS[placement](fn)
     with recording_captures() as events:
-        for n in (3, 30, 300):
-            want = numpile.grad(tanh_recurrence, compiler="eager")(x, n)
+        for n in (0, 1, 2, 7, 23):
+            x = np.random.default_rng(n).uniform(-0.9, 0.9, 4)
+            got = compiled(x, n)
+            want = numpile.grad(fn, compiler="eager")(x, n)
+            assert (got.dtype, got.shape) == (want.dtype, want.shape)
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+            differences = central_differences(lambda v, n=n: fn(v, n), x)
+            np.testing.assert_allclose(got, differences, rtol=1e-5, atol=1e-7)
+    assert _captured(events) == 1
+
+
+def test_a_loop_whose_first_iteration_changes_types_compiles_per_trip_count() -> None:
+    # `s = 0.0` made a NumPy scalar by the first iteration: that iteration is differentiated
+    # before the loop, which needs the trip count, so its bounds are pinned (a new trip
+    # count compiles again), with exact gradients.
+    from numpile_capture.capture_events import recording_captures
+
+    compiled = numpile.compile(numpile.grad(scalar_and_array_carries))
+    x = np.linspace(-0.8, 0.8, 4)
+    with recording_captures() as events:
+        for n in (2, 5):
+            want = numpile.grad(scalar_and_array_carries, compiler="eager")(x, n)
             np.testing.assert_allclose(compiled(x, n), want, rtol=1e-10, atol=1e-12)
-    assert sum(1 for event in events if event.graph is not None) == 1
+    assert _captured(events) == 2

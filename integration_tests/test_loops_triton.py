@@ -281,3 +281,29 @@ def test_loop_of_kernels_on_host_arrays_stays_a_host_loop_with_a_hint(
             assert most == steps if steps >= 2 else most <= 1, launches.names
     hints = [r.getMessage() for r in caplog.records if "not as a CUDA graph" in r.getMessage()]
     assert len(hints) == 1 and "is a NumPy array on the host" in hints[0], hints
+
+
+def test_grad_through_a_loop_is_one_graph_for_every_trip_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The loop VJP (a loop stacking the carried values into stacks of run-time length,
+    # then a reverse loop) runs as host loops of launches, one graph for every trip count.
+    from numpile_capture.capture_events import recording_captures
+
+    def pendulums(x: Any, n: int) -> Any:
+        p, v = x, x * 0.0
+        for _ in range(n):
+            v = v - 0.05 * np.sin(p)
+            p = p + 0.05 * v
+        return (p * p).sum()
+
+    compiled = numpile.compile(numpile.grad(pendulums), backend="triton")
+    launches = _Launches(monkeypatch)
+    x = np.linspace(-1.0, 1.0, 5)
+    with recording_captures() as events:
+        for n in (0, 1, 2, 7):
+            launches.clear()
+            want = numpile.grad(pendulums, compiler="eager")(x, n)
+            np.testing.assert_allclose(compiled(x, n), want, rtol=1e-10, atol=1e-12)
+            assert max(launches.per_kernel.values(), default=0) >= n  # per iteration
+    assert sum(1 for event in events if event.graph is not None) == 1

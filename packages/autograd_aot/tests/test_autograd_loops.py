@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from numpile_autograd_aot import build_joint, config, functionalize, grad
-from numpile_capture import ArrayMeta, capture_function
+from numpile_capture import ArrayMeta, capture_function, run_graph
 
 
 def polynomial(x: Any) -> Any:
@@ -49,22 +49,41 @@ def while_polynomial(x: Any) -> Any:
     return y.sum()
 
 
-def test_joint_graph_of_a_loop_without_a_vjp_names_the_loop() -> None:
-    # A while loop kept on a run-time test (its count is a graph value): no VJP built.
+def _doubling_loop(step: Any) -> Any:
+    # x -> (x * 2 applied once per iteration of range(0, n, step)).sum(), n an input.
     from numpile_capture import Graph, ScalarMeta, add_loop, get_op
 
     body = Graph()
-    index = body.placeholder("i", ScalarMeta(int))
+    body.placeholder("i", ScalarMeta(int))
     y = body.placeholder("y", ArrayMeta((3,), "float64"))
     body.output = (body.call(get_op("multiply"), y, 2.0),)
     graph = Graph()
-    x = graph.placeholder("x", ArrayMeta((3,), "float64"))
+    graph.placeholder("x", ArrayMeta((3,), "float64"))
     n = graph.placeholder("n", ScalarMeta(int))
-    (out,) = add_loop(graph, (0, n, 1), [x], [], body, ())
+    steps = step if isinstance(step, int) else graph.placeholder("step", ScalarMeta(int))
+    (out,) = add_loop(graph, (0, n, steps), [graph.placeholders[0]], [], body, ())
     graph.output = (graph.call(get_op("sum"), out),)
-    assert index.meta == ScalarMeta(int)
-    with pytest.raises(NotImplementedError, match=r"grad through the loop .* a trip count known"):
-        build_joint(graph, (0,), (0,))
+    return graph
+
+
+@pytest.mark.parametrize("step", [1, 3])
+def test_joint_graph_of_a_loop_with_a_run_time_trip_count_stacks_as_many_rows(step: int) -> None:
+    # The trip count is an input: the stacks take their length at run time, and one joint
+    # graph serves every trip count (an empty loop included).
+    joint = build_joint(_doubling_loop(step), (0,), (0,))
+    assert _loop_ops(joint.graph) == ["for_loop"] * 2
+    x = np.array([0.5, -1.0, 2.0])
+    for n in (0, 1, 2, 7, 12):
+        trips = len(range(0, n, step))
+        (value,), (gradient,) = run_graph(joint.graph, [x, n, np.float64(1.0)])
+        assert value == pytest.approx(x.sum() * 2.0**trips)
+        np.testing.assert_array_equal(gradient, np.full(3, 2.0**trips))
+
+
+def test_joint_graph_of_a_loop_without_a_vjp_names_the_loop() -> None:
+    # A step known only at run time: no VJP built (the stacks' length needs its sign).
+    with pytest.raises(NotImplementedError, match=r"grad through the loop .* a step known"):
+        build_joint(_doubling_loop(None), (0,), (0,))
 
 
 @pytest.mark.parametrize("steps", [0, 1, 2, 7])

@@ -1,9 +1,10 @@
 """Loops in a function a transform's rule inlines (`TransformCall.inline`).
 
 `inline(fn, args, kwargs)` unrolls `fn`'s loops (forward mode and `vmap` need them
-unrolled); `keep_loops=True` keeps a `for` loop over a range as a `for_loop` node, with its
-bounds pinned to ints (`loop_ranges.pinned`: a loop VJP stacks the carried values in arrays
-as long as the trip count), so an unspecialized int input bounding it is read and guarded.
+unrolled); `keep_loops=True` keeps a `for` loop over a range as a `for_loop` node whose trip
+count stays unspecialized, as outside a transform (an int input bounding it becomes a graph
+input); `pin_trip_counts=True` pins its bounds to ints instead (`loop_ranges.pinned`: a
+loop VJP that needs the trip count), so an int input bounding it is read and guarded.
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ def _recurrence(x: Any, n: int) -> Any:
     return h
 
 
-def _transform(keep_loops: bool) -> Any:
+def _transform(keep_loops: bool, *, pin: bool = False) -> Any:
     def transformed(x: Any, n: int) -> Any:
         return _recurrence(x, n)
 
     def expand(call: TransformCall) -> Any:
-        return call.inline(_recurrence, call.args, {}, keep_loops=keep_loops)
+        return call.inline(_recurrence, call.args, {}, keep_loops=keep_loops, pin_trip_counts=pin)
 
     return register_transform(transformed, expand, "a test transform")
 
@@ -66,18 +67,24 @@ def test_inline_keeps_the_loop_only_when_asked(keep_loops: bool) -> None:
     np.testing.assert_allclose(run_graph(result.graph, [x]), _recurrence(x, 6) * 2, rtol=1e-13)
 
 
-def test_a_kept_loop_under_a_transform_has_pinned_bounds() -> None:
-    # The int bounding the loop is read (guarded): each new trip count is a new entry with
-    # its own constant bounds, where a loop outside a transform widens it to an input.
+@pytest.mark.parametrize("pin", [False, True])
+def test_a_kept_loop_under_a_transform_has_pinned_bounds_only_when_asked(pin: bool) -> None:
+    # Pinned, the int bounding the loop is read (guarded): each new trip count is a new
+    # entry with its own constant bounds. Else it widens to an input, as outside a
+    # transform: one entry serves every trip count.
     reset()
-    transformed = _transform(True)
+    transformed = _transform(True, pin=pin)
     compiled = compile_function(lambda x, n: transformed(x, n) + 1.0, backend="eager")
     x = np.linspace(-1, 1, 3)
     with recording_captures() as events:
-        for n in (2, 5, 9):
+        for n in (2, 5, 9, 0):
             np.testing.assert_allclose(compiled(x, n), _recurrence(x, n) + 1.0, rtol=1e-13)
     graphs = [event.graph for event in events if event.graph is not None]
-    assert [_loops(graph)[0].inputs[1] for graph in graphs] == [2, 5, 9]
+    stops = [_loops(graph)[0].inputs[1] for graph in graphs]
+    if pin:
+        assert stops == [2, 5, 9, 0]
+    else:
+        assert [getattr(stop, "name", stop) for stop in stops] == ["n"]
     reset()
 
 

@@ -22,6 +22,7 @@ import attrs
 from numpile_capture import ArrayMeta, Graph, Node, get_op
 
 from .loop_sharing import share_forward_loops
+from .loop_stacks import LoopStacks
 from .vjp_table import VjpContext, differentiable, fit_cotangent, get_vjp, missing_rule_error
 
 __all__ = ["JointGraph", "append_backward", "build_joint", "input_cotangent"]
@@ -95,13 +96,15 @@ def append_backward(
     seeds: Sequence[tuple[Any, Node]],
     *,
     shared_loops: dict[Node, Node] | None = None,
+    stacked_loops: dict[Node, LoopStacks] | None = None,
 ) -> dict[Node, Node]:
     """Append to `graph` the reverse sweep over `forward_nodes` (in topological order) from
     `seeds` (pairs of a forward value and its cotangent) back to `targets`; return the
     cotangent of every value reached (`input_cotangent` reads a target's).
 
     `shared_loops` collects the forward loops a backward loop also computes (forward loop
-    -> that loop, see `VjpContext.shared_loops`) for `share_forward_loops`.
+    -> that loop, see `VjpContext.shared_loops`) for `share_forward_loops`, and
+    `stacked_loops` the stacks of each such loop, which a sweep through it reads.
 
     Raises NotImplementedError naming the op when a needed VJP rule is missing.
 
@@ -141,7 +144,9 @@ def append_backward(
         if rule is None:
             raise missing_rule_error(node, "reverse")
         shared = {} if shared_loops is None else shared_loops
-        grads = rule(VjpContext(graph, node, cotangent, wanted, items.get(node, {}), shared))
+        stacked = {} if stacked_loops is None else stacked_loops
+        context = VjpContext(graph, node, cotangent, wanted, items.get(node, {}), shared, stacked)
+        grads = rule(context)
         for value, want, grad in zip(node.inputs, wanted, grads, strict=False):
             if want and grad is not None:
                 meta = value.meta

@@ -44,11 +44,13 @@ from numpile_capture import (
 )
 
 from .loop_sharing import map_tree, share_forward_loops
+from .loop_stacks import LoopStacks
 from .transform_region import (
     Region,
     cotangent_node,
     drop_added,
     function_name,
+    map_region,
     region_cotangents,
     trace_reversed,
 )
@@ -139,30 +141,47 @@ def expand_vjp(call: TransformCall) -> Any:
         raise TypeError(f"vjp() got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
     has_aux = bool(call.kwargs.get("has_aux", False))
     inner = TransformCall(call.graph, tuple(primals), {}, call.inline)
+    graph = call.graph
+    shared: dict[Node, Node] = {}
+    stacked: dict[Node, LoopStacks] = {}
 
     def probe(region: Region) -> None:
         # The pullback's sweep is appended where the code calls it, after values of this
-        # region have escaped: the loops are checked now by a sweep from every output,
-        # whose nodes are then dropped. (Its loops run twice: the forward, and the
-        # stacking loop of the sweep, which cannot take the forward's place by then.)
-        end = len(call.graph.nodes)
+        # region have escaped: the loops are checked now by a sweep from every output.
+        # Its nodes are dropped, except the loops stacking what a reverse loop reads,
+        # which then stand for the forward loops (the forward runs once).
+        shared.clear()
+        stacked.clear()
+        end = len(graph.nodes)
         value = region.output[0] if has_aux else region.output
         leaves, _ = tree_flatten(value)
         seeds = [
-            (out, cotangent_node(call.graph, 1.0, out))
+            (out, cotangent_node(graph, 1.0, out))
             for out in leaves
             if isinstance(out, Node) and differentiable(out.meta)
         ]
         try:
-            region_cotangents(call.graph, region, seeds)
+            region_cotangents(graph, region, seeds, shared_loops=shared, stacked_loops=stacked)
         except LoopVjpUnsupported:
+            drop_added(graph, end)
             raise  # traced again with the loops unrolled
         except NotImplementedError:
-            pass  # a missing rule is raised where the pullback is called, as before
-        finally:
-            drop_added(call.graph, end)
+            shared.clear()  # a missing rule is raised where the pullback is called, as before
+            stacked.clear()
+        for loop in [loop for loop, twin in shared.items() if twin not in stacked]:
+            del shared[loop]  # its stacking loop differentiates a first iteration too
+        twins = set(shared.values())
+        outputs = [
+            node
+            for node in graph.nodes[end:]
+            if node.op is not None and node.op.name == "loop_output" and node.inputs[0] in twins
+        ]
+        drop_added(graph, end, keep=[*twins, *outputs])
 
-    region, specs, _ = trace_reversed(inner, fn, primals, range(len(primals)), probe)
+    first, specs, _ = trace_reversed(inner, fn, primals, range(len(primals)), probe)
+    replaced = share_forward_loops(graph, shared)
+    region = map_region(first, replaced)
+    held = {replaced.get(loop, loop): stacks.mapped(replaced) for loop, stacks in stacked.items()}
     output = region.output
     value = output[0] if has_aux else output
     value_leaves, _ = tree_flatten(value)
@@ -187,7 +206,8 @@ def expand_vjp(call: TransformCall) -> Any:
             for out, ct in zip(value_leaves, leaves, strict=True)
             if isinstance(out, Node) and differentiable(out.meta)
         ]
-        return tuple(_per_argument(specs, region_cotangents(pull.graph, region, seeds)))
+        found = region_cotangents(pull.graph, region, seeds, stacked_loops=dict(held))
+        return tuple(_per_argument(specs, found))
 
     reason = f"the vjp function of {function_name(fn)}"
     register_transform(pullback, expand_pullback, reason)

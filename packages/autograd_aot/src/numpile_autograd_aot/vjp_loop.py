@@ -12,8 +12,12 @@ step)` (T iterations) with carried arrays `c` and loop invariants `w` is
   gives the cotangent of `c` and of `w` for that iteration.
 
 Both are `for_loop` nodes: the graph does not grow with T, so compiling the gradient of a
-100,000-step recurrence costs what 10 steps cost. Memory is T times the carried values
-(what JAX's `scan` saves), not T times every intermediate.
+100,000-step recurrence costs what 10 steps cost. Nor does it change with T: where the
+bounds are graph values, T is too, and the stacks take their length at run time
+(`loop_stacks`). Memory is T times the carried values (what JAX's `scan` saves), not T
+times every intermediate. A later sweep through the stacking loop itself (the pullback of
+`vjp` in compiled code, whose forward loop it became) appends the reverse loop alone,
+reading the stacks recorded in `VjpContext.stacked_loops`.
 
     >>> grad(lambda x: recurrence(x, 100_000))(x)  # doctest: +SKIP
 """
@@ -23,10 +27,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from numpile_capture import ArrayMeta, Graph, Node, add_loop, get_op, mentions_loop_symbol
-from numpile_capture.ops.loop_values import ScalarSlot
+from numpile_capture import (
+    ArrayMeta,
+    Graph,
+    Node,
+    ScalarMeta,
+    add_loop,
+    get_op,
+    mentions_loop_symbol,
+)
 
 from .joint import append_backward, input_cotangent
+from .loop_stacks import (
+    LoopStacks,
+    TripCount,
+    forward_index,
+    iteration_of,
+    read_row,
+    stack_metas,
+    trip_count,
+    write_row,
+    zero_stacks,
+)
 from .vjp_table import VjpContext, differentiable, register_vjp
 
 __all__ = ["LoopVjpUnsupported", "loop_error"]
@@ -67,8 +89,10 @@ def _for_loop_vjp(ctx: VjpContext) -> list[Node | None]:
         m for m, value in enumerate(invariants) if ctx.wants(3 + carried + m) and _is_array(value)
     ]
     grads: list[Node | None] = [None] * len(node.inputs)
-    indices = range(start, stop, step)
-    if not indices:
+    stacked = ctx.stacked_loops.get(node)
+    if stacked is not None:
+        return _reverse_of_stacking(ctx, stacked)
+    if _known_empty(start, stop, step):
         for k in floats:
             grads[3 + k] = ctx.items.get(k) if ctx.wants(3 + k) else None
         return grads
@@ -76,20 +100,31 @@ def _for_loop_vjp(ctx: VjpContext) -> list[Node | None]:
     entered: list[Any] = init
     first_nodes: list[Node] = []
     if first is not None and not _same_computation(first, body):
+        if not all(type(bound) is int for bound in (start, stop)):
+            raise loop_error(
+                graph,
+                node,
+                "a first iteration on other types (a Python scalar the loop makes a NumPy "
+                "scalar) with a trip count known only at run time",
+            )
         # The first iteration runs on other types (a Python float the loop makes a NumPy
         # scalar): inlined here, and the loop runs from the second.
         before = len(graph.nodes)
-        entered = _inline(graph, first, [indices[0], *init, *invariants])
+        entered = _inline(graph, first, [start, *init, *invariants])
         first_nodes = [n for n in graph.nodes[before:] if n.op is not None]
-        indices = indices[1:]
+        start += step
     seeds = {k: ctx.items[k] for k in floats if k in ctx.items}
     sums: dict[int, Node] = {}
-    if indices and seeds:
-        bounds = (indices.start, indices.stop, indices.step)
-        stacking, stacks = _stacking_loop(graph, bounds, body, entered, invariants)
+    bounds = (start, stop, step)
+    if seeds and not _known_empty(*bounds):
+        trips = trip_count(graph, bounds)
+        stacking, stacks = _stacking_loop(graph, bounds, trips, body, entered, invariants)
         # The stacking loop computes the carried values too: the forward runs it alone.
         ctx.shared_loops[node] = stacking
-        seeds, sums = _through_loop(graph, body, bounds, stacks, invariants, seeds, summed)
+        if not first_nodes:
+            held = LoopStacks(body, bounds, trips, tuple(stacks), len(invariants))
+            ctx.stacked_loops[stacking] = held
+        seeds, sums = _through_loop(graph, body, bounds, trips, stacks, invariants, seeds, summed)
     if first_nodes:
         # The first iteration's sweep gives each input node's whole cotangent (through
         # every place it enters the loop): it goes to the node's first position only.
@@ -112,15 +147,52 @@ def _for_loop_vjp(ctx: VjpContext) -> list[Node | None]:
     return grads
 
 
+def _reverse_of_stacking(ctx: VjpContext, stacked: LoopStacks) -> list[Node | None]:
+    # The VJP of a stacking loop through its own stacks: the reverse loop alone. Its inputs
+    # are the bounds, the carried values, the stacks' zeros, the invariants, and the start
+    # where it is a node (read by the reverse loop from `stacked.bounds`).
+    node, graph, body = ctx.node, ctx.graph, stacked.body
+    carried = len(body.placeholders) - 1 - stacked.invariants
+    first_invariant = 3 + node.kwargs["carried"]
+    invariants = list(node.inputs[first_invariant : first_invariant + stacked.invariants])
+    metas = [p.meta for p in body.placeholders[1 : 1 + carried]]
+    floats = [k for k, meta in enumerate(metas) if differentiable(meta)]
+    summed = [
+        m
+        for m, value in enumerate(invariants)
+        if ctx.wants(first_invariant + m) and _is_array(value)
+    ]
+    seeds = {k: ctx.items[k] for k in floats if k in ctx.items}
+    grads: list[Node | None] = [None] * len(node.inputs)
+    if not seeds:
+        return grads
+    stacks = list(stacked.stacks)
+    found, sums = _through_loop(
+        graph, body, stacked.bounds, stacked.trips, stacks, invariants, seeds, summed
+    )
+    for k, cotangent in found.items():
+        if ctx.wants(3 + k):
+            grads[3 + k] = cotangent
+    for m, total in sums.items():
+        grads[first_invariant + m] = total
+    return grads
+
+
 def _accumulate(graph: Graph, found: dict[Node, Node], value: Node, cotangent: Node) -> None:
     previous = found.get(value)
     found[value] = cotangent if previous is None else graph.call(get_op("add"), previous, cotangent)
 
 
+def _known_empty(start: Any, stop: Any, step: int) -> bool:
+    # Whether the range is empty whatever the run-time values (both bounds are ints).
+    return type(start) is int and type(stop) is int and not range(start, stop, step)
+
+
 def _through_loop(
     graph: Graph,
     body: Graph,
-    bounds: tuple[int, int, int],
+    bounds: tuple[Any, Any, int],
+    trips: TripCount,
     stacks: list[Node],
     invariants: list[Any],
     seeds: dict[int, Node],
@@ -129,18 +201,28 @@ def _through_loop(
     # The cotangents of the carried values entering the loop over range(*bounds), from
     # those of its final ones (`seeds`, by carried position), and the invariants' sums;
     # `stacks` hold the carried values entering each iteration (`_stacking_loop`).
-    start, stop, step = bounds
-    trips = len(range(start, stop, step))
+    start, _, step = bounds
     metas = [p.meta for p in body.placeholders[1 : 1 + len(stacks)]]
     floats = [k for k, meta in enumerate(metas) if differentiable(meta)]
     reverse = _reverse_body(body, (start, step), metas, floats, invariants, summed, stacks)
     cotangents = [seeds[k] if k in seeds else _zeros(graph, metas[k]) for k in floats]
     sums = [_zeros(graph, invariants[m].meta) for m in summed]
-    outputs = add_loop(
-        graph, (trips - 1, -1, -1), [*cotangents, *sums], [*stacks, *invariants], reverse, ()
-    )
+    count = trips.value
+    last = _minus_one(graph, count) if isinstance(count, Node) else count - 1
+    kept = [*stacks, *invariants, *_nodes(start)]
+    outputs = add_loop(graph, (last, -1, -1), [*cotangents, *sums], kept, reverse, ())
     found = dict(zip(floats, outputs, strict=False))
     return found, dict(zip(summed, outputs[len(floats) :], strict=True))
+
+
+def _minus_one(graph: Graph, count: Node) -> Node:
+    return graph.call(get_op("py_binary"), count, 1, operator="sub")
+
+
+def _nodes(start: Any) -> list[Node]:
+    # A start computed at run time is one more invariant of the loops the VJP builds (their
+    # bodies map the loop index to the iteration number and back).
+    return [start] if isinstance(start, Node) else []
 
 
 def _check(graph: Graph, node: Node, params: dict[str, Any], body: Graph, carried: int) -> None:
@@ -150,8 +232,8 @@ def _check(graph: Graph, node: Node, params: dict[str, Any], body: Graph, carrie
         raise loop_error(graph, node, "the loop writes arrays in place")
     if params.get("breaks"):
         raise loop_error(graph, node, "a loop that breaks")
-    if not all(type(bound) is int for bound in node.inputs[:3]):
-        raise loop_error(graph, node, "a trip count known only at run time")
+    if type(node.inputs[2]) is not int:
+        raise loop_error(graph, node, "a step known only at run time")
     for placeholder in body.placeholders[1 : 1 + carried]:
         if not isinstance(placeholder.meta, ArrayMeta):
             raise loop_error(graph, node, f"a carried Python {placeholder.meta}")
@@ -163,13 +245,49 @@ def _check(graph: Graph, node: Node, params: dict[str, Any], body: Graph, carrie
 def _same_computation(first: Graph, body: Graph) -> bool:
     # Whether the first iteration's graph is the body's on arguments of the same dtypes and
     # shapes (it differs in the strides of an argument array, say): the body stands for it.
-    def kinds(graph: Graph) -> list[Any]:
-        return [
-            (meta.dtype, tuple(meta.shape)) if isinstance(meta, ArrayMeta) else meta
-            for meta in (node.meta for node in graph.placeholders)
-        ]
+    return _kinds(first) == _kinds(body) and _program(first) == _program(body)
 
-    return kinds(first) == kinds(body) and str(first).splitlines()[1:] == str(body).splitlines()[1:]
+
+def _kinds(graph: Graph) -> list[Any]:
+    return [
+        (meta.dtype, tuple(meta.shape)) if isinstance(meta, ArrayMeta) else meta
+        for meta in (node.meta for node in graph.placeholders)
+    ]
+
+
+def _program(graph: Graph) -> list[Any]:
+    # `graph`'s steps, names left out: each node's op, inputs (by position), params and
+    # metadata. A nested loop's first iteration counts only where it is not its body's
+    # computation (its strides differ in the outer loop's first iteration, say).
+    position = {node: k for k, node in enumerate(graph.nodes)}
+
+    def value(item: Any) -> Any:
+        if isinstance(item, Node):
+            return ("node", position[item])
+        if isinstance(item, Graph):
+            return (_kinds(item), _program(item))
+        return repr(item)
+
+    steps: list[Any] = []
+    for node in graph.nodes:
+        if node.op is None:
+            continue
+        params = dict(node.params)
+        if _first_is_body(params):
+            del params["first"]
+        inputs = [value(item) for item in node.inputs]
+        kept = [(key, value(item)) for key, item in params.items()]
+        steps.append((node.op.name, inputs, kept, str(node.meta)))
+    steps.append([value(item) for item in graph.output])
+    return steps
+
+
+def _first_is_body(params: dict[str, Any]) -> bool:
+    # Whether these are the params of a loop whose first iteration is its body's computation.
+    first, body = params.get("first"), params.get("body")
+    if not isinstance(first, Graph) or not isinstance(body, Graph):
+        return False
+    return _same_computation(first, body)
 
 
 def _is_array(value: Any) -> bool:
@@ -183,7 +301,8 @@ def _zeros(graph: Graph, meta: Any) -> Node:
 
 def _stacking_loop(
     graph: Graph,
-    bounds: tuple[int, int, int],
+    bounds: tuple[Any, Any, int],
+    trips: TripCount,
     body: Graph,
     init: list[Any],
     invariants: list[Any],
@@ -191,40 +310,35 @@ def _stacking_loop(
     # The forward loop again, writing each carried value as it enters iteration k into
     # `stack[k]`: the loop node and its stacks (carried, written in place). Its first
     # outputs are the forward loop's (`share_forward_loops` keeps this loop alone).
-    start, stop, step = bounds
-    trips = len(range(start, stop, step))
+    start, _, step = bounds
     carried = len(init)
-    metas = [p.meta for p in body.placeholders[1 : 1 + carried]]
-    stack_metas = [
-        ArrayMeta(_stacked(trips, meta.shape), meta.dtype)
-        for meta in metas
-        if isinstance(meta, ArrayMeta)
-    ]
+    metas = stack_metas(trips, [p.meta for p in body.placeholders[1 : 1 + carried]])
     new = Graph()
     index = new.placeholder("i", body.placeholders[0].meta)
     carries = [new.placeholder(p.name, p.meta) for p in body.placeholders[1 : 1 + carried]]
-    held = [new.placeholder(f"stack{k}", meta) for k, meta in enumerate(stack_metas)]
+    held = [new.placeholder(f"stack{k}", meta) for k, meta in enumerate(metas)]
     kept = [new.placeholder(p.name, p.meta) for p in body.placeholders[1 + carried :]]
-    position = _iteration(new, index, start, step)
+    position = iteration_of(new, index, _start_placeholder(new, start), step)
     written = [
-        _set_row(new, stack, carry, position) for stack, carry in zip(held, carries, strict=True)
+        write_row(new, stack, carry, position) for stack, carry in zip(held, carries, strict=True)
     ]
     outs = _inline(new, body, [index, *carries, *kept])
     new.output = (*outs, *written)
-    zeros = [_zeros(graph, meta) for meta in stack_metas]
-    results = add_loop(graph, (start, stop, step), [*init, *zeros], invariants, new, ())
+    zeros = zero_stacks(graph, trips, metas)
+    results = add_loop(graph, bounds, [*init, *zeros], [*invariants, *_nodes(start)], new, ())
     loop = results[0].inputs[0]
     assert isinstance(loop, Node)
     return loop, results[carried:]
 
 
-def _stacked(trips: int, shape: tuple[Any, ...]) -> tuple[Any, ...]:
-    return (trips, *shape)
+def _start_placeholder(graph: Graph, start: Any) -> Any:
+    # The loop's start in a body of the VJP: an int, or its placeholder (see `_nodes`).
+    return graph.placeholder("first_index", ScalarMeta(int)) if isinstance(start, Node) else start
 
 
 def _reverse_body(
     body: Graph,
-    bounds: tuple[int, int],
+    bounds: tuple[Any, int],
     metas: Sequence[Any],
     floats: Sequence[int],
     invariants: Sequence[Any],
@@ -241,8 +355,8 @@ def _reverse_body(
     held = [new.placeholder(f"stack{k}", stack.meta) for k, stack in enumerate(stacks)]
     carried = len(metas)
     kept = [new.placeholder(p.name, p.meta) for p in body.placeholders[1 + carried :]]
-    index = _forward_index(new, position, start, step)
-    carries = [_row(new, stack, position) for stack in held]
+    index = forward_index(new, position, _start_placeholder(new, start), step)
+    carries = [read_row(new, stack, position) for stack in held]
     before = len(new.nodes)
     outs = _inline(new, body, [index, *carries, *kept])
     copied = [n for n in new.nodes[before:] if n.op is not None]
@@ -293,34 +407,6 @@ def _add_at(graph: Graph, total: Node, read: Node, cotangent: Node) -> Node:
     summed = graph.add_node(get_op("add"), (current, cotangent), {}, fresh)
     write = get_op(_READS[read.op.name])
     return graph.add_node(write, (total, summed, *scalars), {"index": index}, total.meta)
-
-
-def _iteration(graph: Graph, index: Node, start: int, step: int) -> Any:
-    # The iteration number of loop index `index`: (index - start) // step.
-    if (start, step) == (0, 1):
-        return index
-    shifted = graph.call(get_op("py_binary"), index, start, operator="sub")
-    return graph.call(get_op("py_binary"), shifted, step, operator="floordiv")
-
-
-def _forward_index(graph: Graph, position: Node, start: int, step: int) -> Any:
-    # The loop index of iteration `position`: start + position * step.
-    if (start, step) == (0, 1):
-        return position
-    scaled = graph.call(get_op("py_binary"), position, step, operator="mul")
-    return graph.call(get_op("py_binary"), scaled, start, operator="add")
-
-
-def _row(graph: Graph, stack: Node, position: Any) -> Node:
-    # stack[position]: a view of the row, or the element of a stack of 0-d values.
-    meta = stack.meta
-    assert isinstance(meta, ArrayMeta)
-    name = "element_at" if len(meta.shape) == 1 else "getitem_at"
-    return graph.call(get_op(name), stack, position, index=(ScalarSlot(0),))
-
-
-def _set_row(graph: Graph, stack: Node, value: Node, position: Any) -> Node:
-    return graph.call(get_op("setitem_at"), stack, value, position, index=(ScalarSlot(0),))
 
 
 def _inline(graph: Graph, body: Graph, values: Sequence[Any]) -> list[Any]:

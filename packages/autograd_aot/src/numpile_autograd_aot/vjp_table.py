@@ -35,6 +35,7 @@ import numpy as np
 
 from numpile_capture import ArrayMeta, Graph, Node, get_op
 
+from .loop_stacks import LoopStacks
 from .rule_table import RuleContext, RuleTable
 
 __all__ = [
@@ -68,6 +69,10 @@ class VjpContext(RuleContext):
     # too (`vjp_loop`'s stacking loop); the caller of `append_backward` may keep only the
     # latter (`share_forward_loops`). Rules add to it; nobody else reads it before then.
     shared_loops: dict[Node, Node] = attrs.field(factory=dict)
+    # NOTE: a stacking loop (see `shared_loops`) -> what its reverse loop needs
+    # (`vjp_loop.LoopStacks`): a later sweep through that loop reads its stacks instead of
+    # stacking again. Rules add to it and read it.
+    stacked_loops: dict[Node, LoopStacks] = attrs.field(factory=dict)
 
     @property
     def inputs(self) -> tuple[Any, ...]:

@@ -15,6 +15,7 @@ from .backends import lookup_backend as lookup_backend
 from .backends import preferred_backend as preferred_backend
 from .backends import register_backend as register_backend
 from .backends import register_backend_path as register_backend_path
+from .bound_origins import OriginVar as OriginVar
 from .capture_result import CaptureResult as CaptureResult
 from .capture_result import Unsupported as Unsupported
 from .compiling import is_compiling as is_compiling
@@ -124,6 +125,7 @@ __all__ = [
     "RaisesWhen",
     "ScalarMeta",
     "ScalarInputVar",
+    "OriginVar",
     "SourceLine",
     "TreeSpec",
     "all_ops",

@@ -84,9 +84,9 @@ def keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
 
 def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     extent = _extent(frame, inst)
-    # A differentiated loop's bounds are pinned (`loop_ranges.pinned`): nothing to widen.
-    differentiated = frame.tracer.transform_depth > 0
-    if not differentiated:
+    # Pinned bounds (`loop_ranges.pinned`, under some transforms): nothing to widen.
+    pinned = frame.tracer.pin_trip_counts
+    if not pinned:
         widen_ahead(iterator.bounds)  # before the body is traced with bounds that would change
     state = frame.state
     read_lazy_locals(frame, extent.head + 1, extent.exit)
@@ -136,7 +136,7 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         del graph.nodes[count:]  # the loop node and its outputs: nothing reads them yet
         before.restore(frame)
         raise
-    if not differentiated:
+    if not pinned:
         note_loop_bounds(iterator.bounds)  # a new trip count must not compile again
 
 

@@ -98,9 +98,9 @@ def _specialized_int(var: Variable) -> int:
 
 def pinned(iterator: RangeIterVar) -> RangeIterVar:
     """`iterator` with the bounds known at capture time (symbolic sizes, unspecialized int
-    inputs) read as ints, guarded: the loops a transform differentiates, whose VJP stacks
-    the carried values in arrays as long as the trip count (a new trip count compiles
-    again). Bounds computed at run time stay as they are.
+    inputs) read as ints, guarded: the loops a transform differentiates with
+    `pin_trip_counts` (a loop VJP that needs the trip count at capture time; a new trip
+    count compiles again). Bounds computed at run time stay as they are.
 
         >>> pinned(RangeIterVar((ConstantVar(0), ConstantVar(3), ConstantVar(1)))).bounds[1].value
         3

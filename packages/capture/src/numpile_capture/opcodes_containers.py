@@ -137,8 +137,8 @@ def _get_iter(frame: Frame, inst: Instruction) -> None:
 def _for_iter(frame: Frame, inst: Instruction) -> None:
     frame.tracer.iteration_nodes = set()  # an iteration starts: older values are materialized
     iterator = frame.state.peek()
-    if isinstance(iterator, RangeIterVar) and frame.tracer.transform_depth:
-        iterator = pinned(iterator)  # see `pinned`: the loop VJP's stacks take the trip count
+    if isinstance(iterator, RangeIterVar) and frame.tracer.pin_trip_counts:
+        iterator = pinned(iterator)  # see `pinned`: a loop VJP that needs the trip count
         frame.state.pop()
         frame.state.push(iterator)
     if isinstance(iterator, RangeIterVar):

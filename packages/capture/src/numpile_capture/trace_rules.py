@@ -545,7 +545,8 @@ class Inline(Protocol):
     """How a transform's rule traces a call of a Python function into the graph.
 
     Loops in `fn` are unrolled unless `keep_loops` (reverse mode keeps the loops it has a
-    VJP for: a `for` loop over a range stays a `for_loop` node with a constant trip count).
+    VJP for: a `for` loop over a range stays a `for_loop` node, its trip count a run-time
+    value; `pin_trip_counts` reads the bounds as ints instead, guarded).
 
         >>> call.inline(loss, (w, x), {}, keep_loops=True)  # doctest: +SKIP
     """
@@ -558,6 +559,7 @@ class Inline(Protocol):
         /,
         *,
         keep_loops: bool = False,
+        pin_trip_counts: bool = False,
     ) -> Any: ...
 
 

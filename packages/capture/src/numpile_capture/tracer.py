@@ -40,6 +40,7 @@ import numpy as np
 from numpile_guards import AttrSource, ItemSource, LocalSource, Source
 
 from .attributes import inspectable, load_attribute, plain_class, user_method
+from .bound_origins import OriginVar
 from .builtin_calls import builtin_handler, container_method
 from .capture_result import CaptureResult, Unsupported
 from .compiling import COMPILE_PROBES
@@ -144,6 +145,9 @@ class Tracer:
         # NOTE: loops over ranges become loop nodes, except inside a function transform
         # (grad differentiates the graph; loop nodes have no VJP rule yet): unrolled there.
         self.keep_loops = True
+        # NOTE: kept loops read their bounds as ints, guarded (a transform whose loop VJP
+        # needs a trip count known at capture time sets it while it traces its function).
+        self.pin_trip_counts = False
         self.transform_depth = 0
         # NOTE: the array work of the nodes added so far, in element-passes saved (`body_work`);
         # a loop compares it before and after tracing its body (a write-back lowers it).
@@ -288,6 +292,7 @@ class Tracer:
             keywords: dict[str, Any],
             *,
             keep_loops: bool = False,
+            pin_trip_counts: bool = False,
         ) -> Any:
             if isinstance(inner, FunctionVar):
                 callee = inner  # a function the captured code made
@@ -302,7 +307,9 @@ class Tracer:
                 raise Unsupported(f"not supported yet: transforming {inner!r}")
             self.transform_depth += 1
             outer = self.keep_loops
+            outer_pin = self.pin_trip_counts
             self.keep_loops = outer and keep_loops
+            self.pin_trip_counts = outer_pin or pin_trip_counts
             try:
                 result = self.inline(
                     callee,
@@ -311,6 +318,7 @@ class Tracer:
                 )
             finally:
                 self.keep_loops = outer
+                self.pin_trip_counts = outer_pin
                 self.transform_depth -= 1
             return self._graph_tree(result)
 
@@ -336,8 +344,10 @@ class Tracer:
         if isinstance(value, FunctionVar):
             # A function made by the captured code stays a variable: transforms may inline it.
             return value if value.fn is None else value.fn
-        if isinstance(value, ScalarInputVar):
-            return value  # passed through unspecialized (a transform differentiating it reads it)
+        if isinstance(value, ScalarInputVar | OriginVar):
+            # Passed through unspecialized (a transform differentiating it reads it), or with
+            # the inputs it came from (a trip count inside the function must not specialize).
+            return value
         container = _field_container(value)
         if container is not None:
             cls, names = container

@@ -139,20 +139,34 @@ dim = register_op(Op("dim", OpKind.EXTERN, _dim_meta, _dim_impl, doc="x.shape[ax
 
 def _with_sample_ints(x: ArrayMeta, index: tuple[Any, ...]) -> tuple[ArrayMeta, tuple[Any, ...]]:
     # The metadata of x[index] does not depend on the run-time ints: put 0 in each slot (on
-    # a size of at least 1, so the sample is in bounds; NumPy checks the real value).
+    # a size of at least 1, so the sample is in bounds; NumPy checks the real value). An
+    # indexed axis leaves the result, so its size may change; the strides stay x's.
     shape = list(x.shape)
     items: list[Any] = []
     axis = 0
     for item in index:
         if isinstance(item, ScalarSlot):
-            if isinstance(shape[axis], int) and shape[axis] == 0:
+            if not _surely_positive(shape[axis]):
                 shape[axis] = 1
             items.append(0)
         else:
             items.append(item)
         if item is not None and item is not Ellipsis:
             axis += 1
-    return attrs.evolve(x, shape=tuple(shape)), tuple(items)
+    if shape == list(x.shape):
+        return x, tuple(items)
+    return attrs.evolve(x, shape=tuple(shape), strides=strides_of(x)), tuple(items)
+
+
+def _surely_positive(size: Any) -> bool:
+    # Whether a size is at least 1 for every admitted value (a data-dependent or run-time
+    # length, such as a loop VJP's stack of one row per iteration, may be 0).
+    if isinstance(size, int):
+        return size > 0
+    from ..dynamic_shapes import active_shape_env
+
+    env = active_shape_env()
+    return env is None or env.decide(size >= 1) is True
 
 
 def _check_scalars(scalars: tuple[Any, ...]) -> None:
