@@ -108,7 +108,7 @@ DEVICE_TRIPS: dict[str, int] = {
 # The counters a loop's path leaves, in the order `path` names them.
 _PATHS = (
     ("triton_loop_graph_replays", "graph"),
-    ("triton_loop_program", "device-program"),
+    ("loop_device_program_runs", "device-program"),
     ("loop_host_runs", "host-loop"),
     ("loop_op_by_op_runs", "op-by-op"),
 )
