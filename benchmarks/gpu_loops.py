@@ -1,22 +1,27 @@
 """Kept loops on the GPU: a loop of kernels as a host loop of launches against one CUDA graph.
 
-``python -m benchmarks.gpu_loops`` (or ``python -m benchmarks.gpu --loops``) times, on CuPy
-arrays, each loop workload three ways in one process: CuPy eager (the function called on
-CuPy arrays: one launch per op per iteration), numpile with the host loop forced
-(``options={"loop_graphs": 0}``: one Python call of the body and its launches per
-iteration) and numpile by default (the whole loop recorded once and replayed as one CUDA
-graph, ``numpile_inductor/codegen/triton/loop_graphs.py``), with ``host/graph``, the
-ratio issue 28 asks to be at least 5 on the 1,000-step stencils. ``records`` and
-``replays`` count the graphs the default column recorded and replayed: no replays means
-it ran the host loop (the ``numpile.perf_hints`` log says why).
+``python -m benchmarks.gpu_loops`` (or ``python -m benchmarks.gpu --loops``) times each loop
+workload in one process: NumPy on the CPU (``numpy_ms``), then on CuPy arrays CuPy eager
+(the function called on CuPy arrays: one launch per op per iteration), numpile with the
+host loop forced (``options={"loop_graphs": 0}``: one Python call of the body and its
+launches per iteration) and numpile by default (a loop of kernels recorded once and replayed
+as one CUDA graph, ``numpile_inductor/codegen/triton/loop_graphs.py``; a loop of scalar
+work as one device program, ``loop_program.py``), with ``host/graph``, the ratio issue 28
+asks to be at least 5 on the 1,000-step stencils. ``path`` says how the default column ran
+its loops, from the counters of its timed calls: ``graph`` (replays), ``device-program``,
+``host-loop`` (a compiled body per iteration), ``op-by-op`` (a body not compiled: shapes
+that follow the loop index, or scalar work one device program does not take), joined by
+``+`` where nested loops took several; ``records`` and ``replays`` count the graphs.
 
 The stencils (``jacobi_1d_*``, ``jacobi_2d_*``) are written here; ``--with-loops`` adds
-the workloads of ``benchmarks/loops.py`` that run on CuPy arrays, at their full trip
-counts (each timing sample is one call; several seconds per workload of Triton compiles
-on a cold cache; CuPy eager is not timed on the loops of 0-d bodies, which numpile runs as
-one device program).
+the workloads of ``benchmarks/loops.py`` at device trip counts (``DEVICE_TRIPS``) that keep
+the whole run near a minute. A column gets at most ``--budget`` seconds of timed calls
+(fewer samples where one call is slow); a column or workload that fails prints why and
+the others go on. CuPy eager is not timed on the loops of 0-d bodies (a launch per op per
+element).
 
     python -m benchmarks.gpu_loops --only 'jacobi*'
+    python -m benchmarks.gpu_loops --with-loops --skip 'jacobi_*_x1000' --budget 1 --repeat 5
     python -m benchmarks.gpu_loops --with-loops --option max_xblock=512
 """
 
@@ -26,6 +31,7 @@ import argparse
 import fnmatch
 import statistics
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -64,6 +70,7 @@ class GpuLoop:
     fn: Callable[..., Any]
     inputs: Callable[[], tuple[Any, ...]]
     eager: bool = True  # False: CuPy eager not timed (a 0-d body: launches per element)
+    numpy: bool = True  # False: NumPy on the CPU not timed (seconds a call)
 
 
 def _grid(*shape: int) -> Callable[[], tuple[Any, ...]]:
@@ -76,8 +83,34 @@ def _grid(*shape: int) -> Callable[[], tuple[Any, ...]]:
 
 STENCILS: tuple[GpuLoop, ...] = (
     GpuLoop("jacobi_1d_4k_x1000", jacobi_1d, _grid(4096)),
-    GpuLoop("jacobi_1d_1m_x1000", jacobi_1d, _grid(1 << 20)),
+    GpuLoop("jacobi_1d_1m_x1000", jacobi_1d, _grid(1 << 20), numpy=False),
     GpuLoop("jacobi_2d_256_x1000", jacobi_2d, _grid(256, 256)),
+)
+
+
+# Trip counts of benchmarks/loops.py's workloads on the device: a call of the slowest
+# column (CuPy eager or an op-by-op loop, some 50-150 us of host time an iteration) stays
+# near 100 ms, so the run fits a minute with Triton's first compiles on a cold cache.
+DEVICE_TRIPS: dict[str, int] = {
+    "lu_rows": 24,
+    "cholesky_rows": 32,
+    "triangular_solves": 128,
+    "gauss_seidel": 4,
+    "jacobi_2d": 200,
+    "crc32": 128,
+    "levinson_durbin": 128,
+    "floyd_warshall": 24,
+    "mandelbrot": 16,
+    "particles": 100,
+    "sum_of_squares": 20_000,
+}
+
+# The counters a loop's path leaves, in the order `path` names them.
+_PATHS = (
+    ("triton_loop_graph_replays", "graph"),
+    ("loop_device_program_runs", "device-program"),
+    ("loop_host_runs", "host-loop"),
+    ("loop_op_by_op_runs", "op-by-op"),
 )
 
 
@@ -88,33 +121,60 @@ def _loop_workloads() -> list[GpuLoop]:
         GpuLoop(
             w.name,
             w.fn,
-            lambda w=w: w.inputs(w.full_trips),  # type: ignore[misc]
+            lambda w=w: w.inputs(DEVICE_TRIPS.get(w.name, w.quick_trips)),  # type: ignore[misc]
             eager=w.body != "scalar",
         )
         for w in LOOP_WORKLOADS
     ]
 
 
-def _ms(fn: Callable[[], Any], repeat: int) -> float:
-    # Milliseconds per call, median of `repeat` calls each between CUDA events, after two
-    # calls (a loop graph records on its second call).
+def _ms(
+    fn: Callable[[], Any],
+    repeat: int,
+    budget_s: float,
+    *,
+    device: bool = True,
+    warmed: Callable[[], None] | None = None,
+) -> float:
+    # Milliseconds per call, the median of at most `repeat` calls (fewer where they would
+    # take more than `budget_s`), each between CUDA events (`device`) or host clock reads.
+    # A device column first makes two untimed calls (a loop graph records on its second),
+    # then runs `warmed`; a host column (NumPy) counts its first call.
     import cupy
 
-    fn()
-    fn()
-    samples: list[float] = []
-    for _ in range(repeat):
+    def once() -> float:
+        if not device:
+            start_s = time.perf_counter()
+            fn()
+            return (time.perf_counter() - start_s) * 1e3
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
         fn()
         stop.record()
         stop.synchronize()
-        samples.append(float(cupy.cuda.get_elapsed_time(start, stop)))
+        return float(cupy.cuda.get_elapsed_time(start, stop))
+
+    first = once()
+    samples = [] if device else [first]
+    if device:
+        once()
+    if warmed is not None:
+        warmed()
+    count = max(1, min(repeat, int(budget_s * 1e3 / max(first, 1e-3))))
+    samples += [once() for _ in range(count - len(samples))]
     return statistics.median(samples)
 
 
-def run_loop(loop: GpuLoop, *, repeat: int, options: dict[str, Any]) -> dict[str, Any]:
-    """Time CuPy eager, numpile's host loop and numpile's loop graph on one workload.
+def _host_copy(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value
+
+
+def run_loop(
+    loop: GpuLoop, *, repeat: int, options: dict[str, Any], budget_s: float = 3.0
+) -> dict[str, Any]:
+    """Time NumPy, CuPy eager, numpile's host loop and numpile's default on one workload.
+
+    A column that fails holds ``failed:<error type>``, its message printed as a comment.
 
     >>> run_loop(STENCILS[0], repeat=5, options={})  # doctest: +SKIP
     """
@@ -128,22 +188,33 @@ def run_loop(loop: GpuLoop, *, repeat: int, options: dict[str, Any]) -> dict[str
     numpile.reset()
     on_host = numpile.compile(loop.fn, options={**options, "loop_graphs": 0})
     graphs = numpile.compile(loop.fn, options=options or None)
-    want = loop.fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in host))
-    got = graphs(*(a.copy() if rt.is_device_array(a) else a for a in device))
+    want = loop.fn(*(_host_copy(a) for a in host))
     got = graphs(*(a.copy() if rt.is_device_array(a) else a for a in device))
     for g, w in zip(_leaves(got), _leaves(want), strict=True):
         np.testing.assert_allclose(cupy.asnumpy(g), w, rtol=1e-6, atol=1e-9)
     row: dict[str, Any] = {"workload": loop.name}
+
+    def column(name: str, fn: Callable[[], Any], **how: Any) -> None:
+        try:
+            row[name] = _ms(fn, repeat, budget_s, **how)
+        except Exception as error:  # one broken column must not hide the others
+            row[name] = f"failed:{type(error).__name__}"
+            print(f"# {loop.name} {name}: {type(error).__name__}: {error}", flush=True)
+
+    if loop.numpy:
+        column("numpy_ms", lambda: loop.fn(*(_host_copy(a) for a in host)), device=False)
     if loop.eager:
-        row["cupy_ms"] = _ms(lambda: loop.fn(*device), max(1, repeat // 3))
-    row["host_loop_ms"] = _ms(lambda: on_host(*device), repeat)
-    rt.reset_counters()
-    row["graph_ms"] = _ms(lambda: graphs(*device), repeat)
-    row["records"] = rt.counters().get("triton_loop_graph_records", 0)
-    row["replays"] = rt.counters().get("triton_loop_graph_replays", 0)
-    row["host/graph"] = row["host_loop_ms"] / row["graph_ms"]
-    if loop.eager:
-        row["cupy/graph"] = row["cupy_ms"] / row["graph_ms"]
+        column("cupy_ms", lambda: loop.fn(*device))
+    column("host_loop_ms", lambda: on_host(*device))
+    column("graph_ms", lambda: graphs(*device), warmed=rt.reset_counters)
+    paths = rt.counters()  # of the default column's timed calls
+    row["path"] = "+".join(path for event, path in _PATHS if paths.get(event)) or "none"
+    row["records"] = paths.get("triton_loop_graph_records", 0)
+    row["replays"] = paths.get("triton_loop_graph_replays", 0)
+    graph_ms = row.get("graph_ms")
+    for name in ("host_loop_ms", "cupy_ms", "numpy_ms"):
+        if isinstance(row.get(name), float) and isinstance(graph_ms, float):
+            row[f"{name.partition('_')[0]}/graph"] = row[name] / graph_ms
     return row
 
 
@@ -159,8 +230,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu_loops", description=__doc__)
     parser.add_argument("--only", action="append", metavar="NAME", help="workload pattern")
+    parser.add_argument("--skip", action="append", default=[], metavar="NAME", help="pattern")
     parser.add_argument("--with-loops", action="store_true", help="add benchmarks/loops.py's")
     parser.add_argument("--repeat", type=int, default=9, help="timed calls per column")
+    parser.add_argument(
+        "--budget", type=float, default=2.0, help="seconds of timed calls per column"
+    )
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
     options = parser.parse_args(argv)
     reason = _gpu_reason()
@@ -171,13 +246,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     loops = [*STENCILS, *(_loop_workloads() if options.with_loops else [])]
     if options.only:
         loops = [w for w in loops if any(fnmatch.fnmatch(w.name, p) for p in options.only)]
+    loops = [w for w in loops if not any(fnmatch.fnmatch(w.name, p) for p in options.skip)]
     import cupy
 
     device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    print(f"# {device}, load average {load_average()}, median of {options.repeat} calls (ms)")
+    print(
+        f"# {device}, load average {load_average()}, median of at most {options.repeat} calls"
+        f" or {options.budget} s a column (ms)"
+    )
     for loop in loops:
         try:
-            row = run_loop(loop, repeat=options.repeat, options=compile_options)
+            row = run_loop(
+                loop, repeat=options.repeat, options=compile_options, budget_s=options.budget
+            )
         except Exception as error:  # one broken workload must not hide the others
             print(f"{loop.name}: failed: {type(error).__name__}: {error}", flush=True)
             continue

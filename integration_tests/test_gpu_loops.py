@@ -152,15 +152,24 @@ def test_carried_arrays_are_fresh_copies_a_later_replay_does_not_overwrite() -> 
 def test_an_index_error_in_the_body_raises_with_eagers_earlier_writes(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    cupy = _cupy()
     compiled = numpile.compile(rows_update, fullgraph=True, dynamic=True)
     rng = np.random.default_rng(4)
+    A, s = cupy.empty((4, 32)), cupy.empty(32)  # the same buffers every call: one key
+    rt.reset_counters()
     with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
-        for _ in range(3):  # host loop, failed capture then host loop, host loop
-            host = (rng.random((4, 32)), rng.random(32), 6)
-            _differential(rows_update, compiled, host)
-    assert any("IndexError" in hint for hint in _hints(caplog)), _hints(caplog)
-    for _ in range(3):  # in bounds: the same loop records and replays
-        _differential(rows_update, compiled, (rng.random((4, 32)), rng.random(32), 4))
+        for steps in (6, 6, 6, 4, 4, 4):  # A[4] is out of bounds at 6 steps, not at 4
+            host = (rng.random((4, 32)), rng.random(32), steps)
+            A[...], s[...] = cupy.asarray(host[0]), cupy.asarray(host[1])
+            _compare(rows_update, compiled, host, (A, s, steps))
+    # 6 steps: host loop, then a capture that NumPy's IndexError ends before any kernel
+    # ran (no copy to the host inside it), then host loops; 4 steps: host loop, record,
+    # replay.
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("IndexError: index 4 is out of bounds" in hint for hint in _hints(caplog)), messages
+    assert not any("runs in NumPy on the host" in message for message in messages), messages
+    assert rt.counters().get("triton_loop_graph_records", 0) == 1, messages
+    assert rt.counters().get("triton_loop_graph_replays", 0) == 2, messages
 
 
 def test_host_loop_option_gives_the_same_results() -> None:

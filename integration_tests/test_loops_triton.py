@@ -238,6 +238,8 @@ def test_a_new_trip_count_launches_the_same_program(monkeypatch: pytest.MonkeyPa
         assert compiled(x, n) == pytest.approx(sum_of_squares(x, n), rel=1e-12)
     assert launches.names == ["loop_program"] * 3
     assert rt.counters().get("triton_loop_program", 0) <= 1  # generated at most once
+    assert rt.counters().get("loop_device_program_runs") == 3  # the path, for benchmarks
+    assert "loop_host_runs" not in rt.counters()
 
 
 def test_loop_not_expressible_as_one_program_still_matches_eager() -> None:
@@ -269,6 +271,7 @@ def test_loop_of_kernels_on_host_arrays_stays_a_host_loop_with_a_hint(
     compiled = numpile.compile(jacobi_1d, backend="triton", dynamic=True)
     launches = _Launches(monkeypatch)
     rng = np.random.default_rng(3)
+    rt.reset_counters()
     with caplog.at_level("INFO", logger="numpile.perf_hints"):
         for steps in (0, 1, 7, 7):
             launches.clear()
@@ -281,6 +284,7 @@ def test_loop_of_kernels_on_host_arrays_stays_a_host_loop_with_a_hint(
             assert most == steps if steps >= 2 else most <= 1, launches.names
     hints = [r.getMessage() for r in caplog.records if "not as a CUDA graph" in r.getMessage()]
     assert len(hints) == 1 and "is a NumPy array on the host" in hints[0], hints
+    assert rt.counters().get("loop_host_runs") == 4  # the path, for benchmarks
 
 
 def test_grad_through_a_loop_is_one_graph_for_every_trip_count(

@@ -1189,16 +1189,21 @@ def test_run_time_shapes_are_evaluated_per_size_values() -> None:
     # on the symbols): a new value gives a new shape, never the remembered one.
     import sympy
 
-    from numpile_inductor.codegen.triton.backend import _evaluate
+    from numpile_inductor.codegen.triton.sizes import RunTimeShape, SizeBinding
 
     s0 = sympy.Symbol("s0", integer=True, positive=True)
     n = sympy.Symbol("n", integer=True)
-    shape = (s0, 2 * n + 1, 7)
-    assert _evaluate(shape, {"s0": 3, "n": 4}) == (3, 9, 7)
-    assert _evaluate(shape, {"s0": 3, "n": 5}) == (3, 11, 7)
-    assert _evaluate(shape, {"s0": 2, "n": 4, "s9": 1}) == (2, 9, 7)
-    assert _evaluate(shape, {"s0": 3, "n": 4}) == (3, 9, 7)
-    assert _evaluate((5, 6), {}) == (5, 6)
+    shape = RunTimeShape.of((s0, 2 * n + 1, 7))
+    assert shape.at({"s0": 3, "n": 4}) == (3, 9, 7)
+    assert shape.at({"s0": 3, "n": 5}) == (3, 11, 7)
+    assert shape.at({"s0": 2, "n": 4, "s9": 1}) == (2, 9, 7)
+    assert shape.at({"s0": 3, "n": 4}) == (3, 9, 7)
+    assert RunTimeShape.of((5, 6)).at({}) == (5, 6)
+    sizes: dict[str, int] = {"n": 1}
+    SizeBinding.of((s0, 2 * n + 1)).bind(np.zeros((4, 9)), sizes)
+    assert sizes == {"n": 1, "s0": 4}  # bare symbols only: 2n+1 binds nothing
+    SizeBinding.of((s0,)).bind(np.zeros((4, 9)), sizes)  # another rank: binds nothing
+    assert sizes == {"n": 1, "s0": 4}
 
 
 @pytest.mark.parametrize("options", [None, _LOOPED_ROWS], ids=["persistent", "looped"])

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+import numpile_runtime as rt
 from numpile_capture import (
     ArrayMeta,
     Graph,
@@ -159,8 +160,11 @@ def host_loop(
     With `typed`, the final carried values have the types of the node's metadata: a loop
     that ran no iteration gives its initial Python scalar as the NumPy scalar the loop would
     carry (the compiled module reads metadata types; eager Python keeps the Python scalar).
+    Each call counts `loop_host_runs` (a compiled body) or `loop_op_by_op_runs` on
+    `numpile_runtime.counters()`: which path a loop took.
     """
     metas = [node.meta for node in body.placeholders]
+    event = "loop_op_by_op_runs" if compiled is None else "loop_host_runs"
     if compiled is None:
         runner = body_runner(body)
 
@@ -168,6 +172,7 @@ def host_loop(
             return runner(arguments)
 
     def run(indices: range, values: tuple[Any, ...], carried: int) -> tuple[Any, ...]:
+        rt.count(event)
         state = tuple(values[:carried])
         invariants = values[carried:]
         matching = _matches(state, metas[1 : 1 + carried])

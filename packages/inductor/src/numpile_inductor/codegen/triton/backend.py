@@ -82,6 +82,7 @@ from .matmul import (
 )
 from .ops import TRITON_HELPERS
 from .rows import inline_pointwise_parts, row_kernel_source
+from .sizes import RunTimeShape, SizeBinding
 from .split import split_reduction
 
 log = logging.getLogger("numpile.inductor.triton")
@@ -344,6 +345,11 @@ def triton_backend(
     return compile_triton(graph, mode=mode, option_overrides=options).fn
 
 
+# Fitted kernels and launch constexprs kept per runner: a caller cycling through more run-time
+# sizes than this fits them again (correct, slower).
+_KEPT_FITS = 1024
+
+
 def _is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) or rt.is_device_array(value)
 
@@ -422,6 +428,20 @@ class _Runner:
             for k in module.kernels
             if isinstance(k.xnumel, int) and isinstance(k.rnumel, int)
         }
+        # Per call of a body with run-time sizes (a loop's iteration): ints only, no sympy.
+        self.bindings = {name: SizeBinding.of(self.buffers[name].shape) for name in self.dynamic}
+        self.run_time_shapes = {
+            name: RunTimeShape.of(self.buffers[name].shape) for name in self.dynamic
+        }
+        self.run_time_numels = {
+            k.name: RunTimeShape.of((k.xnumel, k.rnumel if k.is_reduction else 0))
+            for k in module.kernels
+            if k.name not in self.static_numels
+        }
+        # Kernels with blocks fitted to run-time sizes, and the constexprs of a launch, per
+        # (kernel, sizes): made once, not per launch.
+        self.fitted: dict[tuple[int, int, int], TritonKernel] = {}
+        self.launch_blocks: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.options = options
         # Tuning launches a kernel many times: only where that cannot write an input twice.
         self.autotune = options.autotune and not writes_inputs
@@ -485,7 +505,7 @@ class _Runner:
             else:
                 env[name] = value
             if name in self.dynamic and buf.kind == "input":
-                _bind_sizes(buf.shape, env[name], sizes)  # dynamic shapes: s0, s1, ...
+                self.bindings[name].bind(env[name], sizes)  # dynamic shapes: s0, s1, ...
         for step in self.module.steps:
             if isinstance(step, MatmulChoice):
                 for part in self._choose(xp, step, env, sizes):
@@ -512,7 +532,7 @@ class _Runner:
             result = _exact_dtype(result, self.buffers[step.buffer].dtype)
         env[step.buffer] = result
         if step.buffer in self.dynamic:
-            _bind_sizes(self.buffers[step.buffer].shape, result, sizes)
+            self.bindings[step.buffer].bind(result, sizes)
 
     def _choose(
         self, xp: Any, choice: MatmulChoice, env: dict[str, Any], sizes: dict[str, int]
@@ -553,13 +573,12 @@ class _Runner:
             array = env.get(name)
             if array is None:
                 buf = self.buffers[name]
-                shape = self.static_shapes.get(name) or _evaluate(buf.shape, sizes)
-                array = xp.empty(shape, dtype=buf.dtype)
+                array = xp.empty(self._shape(name, sizes), dtype=buf.dtype)
                 env[name] = array
             elif name in self.checked:
                 if xp is not np and isinstance(array, np.ndarray):
                     array = env[name] = to_device(array)  # a host constant
-                array = _as_kernel_array(xp, array, self.buffers[name], sizes)
+                array = _as_kernel_array(xp, array, self.buffers[name], self._shape(name, sizes))
             call_args.append(array)
             if dims:
                 layout = _layout(array)
@@ -572,8 +591,7 @@ class _Runner:
         call_args += [sizes[name] for name in kernel.size_symbols]
         numels = self.static_numels.get(kernel.name)
         if numels is None:
-            xnumel = _evaluate((kernel.xnumel,), sizes)[0]
-            rnumel = _evaluate((kernel.rnumel,), sizes)[0] if kernel.is_reduction else 0
+            xnumel, rnumel = self.run_time_numels[kernel.name].at(sizes)
         else:
             xnumel, rnumel = numels
         if xnumel == 0:
@@ -582,13 +600,26 @@ class _Runner:
         if kernel.is_reduction:
             call_args.append(rnumel)
         if not isinstance(kernel.xnumel, int) or not isinstance(kernel.rnumel, int):
-            kernel = fit_blocks(kernel, xnumel, rnumel, self.options)
+            kernel = self._fitted(kernel, xnumel, rnumel)
         wide = index64(xnumel // kernel.split, rnumel, spans)
         if self.autotune and not kernel.template:
             kernel = self._tuned(xp, kernel, call_args, xnumel, wide)
         elif self.tune_reductions and kernel.is_reduction and not kernel.template:
             kernel = self._tuned_reduction(xp, kernel, call_args, (xnumel, rnumel), wide)
         self._call(kernel, call_args, xnumel, wide)
+
+    def _shape(self, name: str, sizes: dict[str, int]) -> tuple[int, ...]:
+        static = self.static_shapes.get(name)
+        return self.run_time_shapes[name].at(sizes) if static is None else static
+
+    def _fitted(self, kernel: TritonKernel, xnumel: int, rnumel: int) -> TritonKernel:
+        key = (id(kernel), xnumel, rnumel)  # `kernel` is one of the module's: alive as long
+        fitted = self.fitted.get(key)
+        if fitted is None:
+            if len(self.fitted) >= _KEPT_FITS:
+                self.fitted.clear()
+            fitted = self.fitted[key] = fit_blocks(kernel, xnumel, rnumel, self.options)
+        return fitted
 
     def _counter(self, xp: Any, kernel: str) -> Any:
         stream = None
@@ -614,9 +645,9 @@ class _Runner:
             or blocks["XBLOCK"] != kernel.xblock
             or blocks.get("RBLOCK", kernel.rblock) != kernel.rblock
         ):
-            blocks = {"XBLOCK": kernel.xblock, "INDEX64": wide}  # run-time sizes, tuned, wide
-            if kernel.is_reduction:
-                blocks["RBLOCK"] = kernel.rblock
+            # Run-time sizes, tuned, wide: the constexprs made once per such launch.
+            key = (kernel.name, kernel.xblock, kernel.rblock, kernel.is_reduction, wide)
+            blocks = self.launch_blocks.get(key) or self._blocks(key, kernel, wide)
         launch = self.launchers[kernel.name]
         (grid,) = kernel.grid(xnumel)
         if self.mode != "interpret":
@@ -624,6 +655,15 @@ class _Runner:
             return
         with np.errstate(all="ignore"):  # masked-off lanes of the interpreter compute garbage
             launch(call_args, grid, blocks, kernel.num_warps, None)
+
+    def _blocks(self, key: tuple[Any, ...], kernel: TritonKernel, wide: bool) -> dict[str, Any]:
+        blocks: dict[str, Any] = {"XBLOCK": kernel.xblock, "INDEX64": wide}
+        if kernel.is_reduction:
+            blocks["RBLOCK"] = kernel.rblock
+        if len(self.launch_blocks) >= _KEPT_FITS:
+            self.launch_blocks.clear()
+        self.launch_blocks[key] = blocks
+        return blocks
 
     def _tuned(
         self, xp: Any, kernel: TritonKernel, call_args: list[Any], xnumel: int, wide: bool
@@ -713,7 +753,7 @@ def _exact_dtype(value: Any, dtype: np.dtype[Any]) -> Any:
 
 def _check_sizes_bound(program: Any, module: TritonModule) -> None:
     # A call binds its run-time sizes from the bare dims of its inputs and of its extern
-    # results (`_bind_sizes`). A size over another symbol (the opaque slot of an int read at
+    # results (`SizeBinding`). A size over another symbol (the opaque slot of an int read at
     # run time: `x[:k]`, length `Max(0, Min(r0, s0))`) has no value here: refused, and the
     # dispatcher compiles the call with that int a constant.
     externs = [
@@ -739,16 +779,6 @@ def _check_sizes_bound(program: Any, module: TritonModule) -> None:
                 )
 
 
-def _bind_sizes(shape: tuple[Any, ...], value: Any, sizes: dict[str, int]) -> None:
-    # Sizes known only now (an extern's data-dependent length): bind each bare symbol.
-    actual = getattr(value, "shape", None)
-    if actual is None or len(actual) != len(shape):
-        return
-    for expected, got in zip(shape, actual, strict=True):
-        if not isinstance(expected, int) and getattr(expected, "is_Symbol", False):
-            sizes[str(expected)] = int(got)
-
-
 @attrs.frozen
 class _Layout:
     # An array's element strides and its largest element offset from its first element.
@@ -771,33 +801,6 @@ def _layout(array: Any) -> _Layout:
     if len(_LAYOUTS) < 4096:
         _LAYOUTS[key] = layout
     return layout
-
-
-_SHAPE_SYMBOLS: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # a shape -> its size symbols
-_EVALUATED: dict[tuple[Any, ...], tuple[int, ...]] = {}  # (shape, their values) -> ints
-
-
-def _evaluate(shape: tuple[Any, ...], sizes: dict[str, int]) -> tuple[int, ...]:
-    # A shape of sympy sizes at this call's size values, remembered per value: sympy's
-    # `subs` on several shapes a call bounded the host time of every dynamic=True call on
-    # a GPU, and a lookup is some thirty times cheaper (docs/performance_notes.md).
-    if all(isinstance(d, int) for d in shape):
-        return shape
-    import sympy  # late: only graphs with run-time sizes get here
-
-    symbols = _SHAPE_SYMBOLS.get(shape)
-    if symbols is None:
-        found = {s for d in shape for s in sympy.sympify(d).free_symbols}
-        symbols = _SHAPE_SYMBOLS[shape] = tuple(sorted(found, key=lambda s: s.name))
-    key = (shape, *(sizes[s.name] for s in symbols))
-    known = _EVALUATED.get(key)
-    if known is not None:
-        return known
-    values = {s: sizes[s.name] for s in symbols}
-    result = tuple(int(sympy.sympify(d).xreplace(values)) for d in shape)
-    if len(_EVALUATED) < 4096:
-        _EVALUATED[key] = result
-    return result
 
 
 def _current_stream() -> tuple[int, int]:
@@ -830,13 +833,13 @@ def _time(xp: Any, launch: Callable[[], None], repeat: int = 3) -> float:
     return float(xp.cuda.get_elapsed_time(start_event, stop_event)) / 1e3 / repeat
 
 
-def _as_kernel_array(xp: Any, value: Any, buf: Buffer, sizes: dict[str, int]) -> Any:
+def _as_kernel_array(xp: Any, value: Any, buf: Buffer, shape: tuple[int, ...]) -> Any:
     # What a kernel may read as `buf`: an array of exactly its dtype (native byte order) and
     # shape. Extern calls may return NumPy scalars, Python numbers or other dtypes.
     dtype = buf.dtype if xp is np else buf.dtype.newbyteorder("=")  # CuPy: native order
     ready = _is_array(value) and value.dtype == dtype
     array = value if ready else xp.asarray(value, dtype=dtype)
-    if tuple(array.shape) != _evaluate(buf.shape, sizes):
+    if tuple(array.shape) != shape:
         raise RuntimeError(
             f"extern call for {buf.name} returned shape {tuple(array.shape)}, "
             f"not its metadata's {buf.dtype.name}{list(buf.shape)}"

@@ -12,10 +12,15 @@ step so that on a GPU:
   CuPy return NaNs for a singular matrix where NumPy raises `LinAlgError`;
 - a 2-D float matmul calls cuBLAS directly (`numpile_runtime.cublas_matmul`, without
   `cupy.matmul`'s host time around the same cuBLAS call);
-- a call CuPy rejects (a keyword it lacks, a function it does not implement,
-  an error with its own wording) runs again in NumPy on host copies, so the
-  result, or the exception, is NumPy's; a `numpile.perf_hints` line says so once.
-  Mutating steps (barriers) are never run twice.
+- basic indexing by run-time ints (`x[i]`, `x[i, j] = v` in a loop body) that
+  CuPy rejects raises NumPy's exception, found by running NumPy on stand-ins of
+  the device arrays (their shapes and dtypes, no data): no device-to-host copy,
+  so inside a CUDA graph capture the error ends the capture as it is;
+- any other call CuPy rejects (a keyword it lacks, a function it does not
+  implement, an error with its own wording) runs again in NumPy on host copies,
+  so the result, or the exception, is NumPy's; a `numpile.perf_hints` line says
+  so once. Mutating steps (barriers) are never run twice. Inside a capture the
+  host copy raises instead (a copy to the host cannot be recorded).
 
     >>> call = device_extern(step)  # doctest: +SKIP
 """
@@ -39,6 +44,9 @@ perf_log = logging.getLogger("numpile.perf_hints")
 _INDEX_ARRAYS_FROM = {"index": 1, "index_scatter": 2, "index_add": 2}
 # Ops CuPy computes without NumPy's errors (singular matrices).
 _HOST_OPS = frozenset({"solve", "inv"})
+# Ops whose errors depend only on their arrays' shapes and dtypes and on their scalar
+# arguments (basic indexing by run-time ints): NumPy raises the same on stand-ins.
+_SHAPE_ERROR_OPS = frozenset({"getitem_at", "element_at", "setitem_at"})
 
 
 def to_device(value: Any) -> Any:
@@ -66,10 +74,39 @@ def to_host(value: Any) -> Any:
     3
     """
     if rt.is_device_array(value):
+        import cupy  # GPU mode only
+
+        if cupy.cuda.get_current_stream().is_capturing():
+            # CUDA rejects a copy to pageable host memory in a capture and voids the capture.
+            raise RuntimeError(
+                "a device array would be copied to the host inside a CUDA graph capture"
+            )
         return value.get()
     if isinstance(value, tuple | list):
         return type(value)(to_host(v) for v in value)
     return value
+
+
+def numpy_error(fn: Callable[..., Any], values: tuple[Any, ...]) -> Exception | None:
+    """The exception NumPy raises for `fn` on stand-ins of the device arrays among `values`
+    (zero-strided NumPy arrays of their shapes and dtypes: no copy), or None where it raises
+    none. Exact for calls whose errors depend on shapes, dtypes and scalars only.
+
+    >>> numpy_error(lambda x, i: x[i], (np.zeros((4, 2)), 4))
+    IndexError('index 4 is out of bounds for axis 0 with size 4')
+    """
+    try:
+        fn(*(_stand_in(v) if rt.is_device_array(v) else v for v in values))
+    except Exception as error:
+        return error
+    return None
+
+
+def _stand_in(value: Any) -> np.ndarray[Any, Any]:
+    # Writeable so that a store (`setitem_at`) meets NumPy's index checks, not a read-only error.
+    zero = np.zeros(1, dtype=value.dtype)
+    strides = (0,) * len(value.shape)
+    return np.lib.stride_tricks.as_strided(zero, tuple(value.shape), strides, writeable=True)
 
 
 def _needs_host(step: ExternCall, values: tuple[Any, ...]) -> bool:
@@ -104,6 +141,10 @@ def device_extern(step: ExternCall) -> Callable[..., Any]:
         try:
             return to_device(fn(*values))
         except Exception as error:
+            if step.op_name in _SHAPE_ERROR_OPS:
+                numpys = numpy_error(fn, values)
+                if numpys is not None:
+                    raise numpys from None
             if step.is_barrier:
                 raise
             if not warned:

@@ -542,6 +542,7 @@ def loop_program(node: Node, body: Graph, mode: str) -> LoopRunner | None:
         # What the loop writes, put back if an index is out of bounds (then eager runs it).
         saved = {k: arrays[k].copy() for k in generated.written}
         args = [xp.asarray(np.array(sizes, dtype=np.int64)), *cells, *arrays, bad]
+        rt.count("loop_device_program_runs")  # which path a loop took (see loops.host_loop)
         if mode == "interpret":
             with np.errstate(all="ignore"):  # masked-off loads compute on zeros
                 launcher(args, 1, {}, 1, None)
