@@ -52,6 +52,8 @@ from .cuda_graph_capture import GraphCaptureError as GraphCaptureError
 from .cuda_graph_capture import capture_graph as capture_graph
 from .cuda_graphs import CudaGraphRunner as CudaGraphRunner
 from .cuda_graphs import call_key as call_key
+from .scalar_slots import ScalarSlots as ScalarSlots
+from .scalar_slots import slot_dtype as slot_dtype
 from .cuda_graphs import release_cuda_graphs as release_cuda_graphs
 from .cuda_launch import KernelArg as KernelArg
 from .cuda_launch import TritonStatus as TritonStatus
@@ -130,6 +132,8 @@ __all__ = [
     "GraphCaptureError",
     "capture_graph",
     "call_key",
+    "ScalarSlots",
+    "slot_dtype",
     "release_cuda_graphs",
     "DeviceCopy",
     "KernelArg",
