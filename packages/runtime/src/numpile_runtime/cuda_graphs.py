@@ -125,14 +125,17 @@ class _HeldPool:
 
 @attrs.define(eq=False)
 class _Recorded:
-    # One graph, recorded on one key's addresses, with the blocks it writes and the slot
-    # buffer its kernels read the call's numbers from (None: it reads none).
+    # One graph, recorded on one key's addresses, with the blocks it writes, and the slot
+    # buffer its kernels read the numbers at `numbers` (positions) from, laid out by
+    # `layout` (None: it reads none).
     # NOTE: `expected` is the reference counts of `watched` when only the runner holds them:
     # the outputs are free to overwrite exactly when the counts are back to it.
     graph: Any
     blocks: list[Any]
     rebuild: Callable[[], Any]
     watched: tuple[Any, ...]
+    numbers: tuple[int, ...] = ()
+    layout: ScalarSlots | None = None
     slots: Any = None
     expected: list[int] = attrs.field(factory=list)
     handed: bool = False
@@ -181,12 +184,10 @@ class CudaGraphRunner:
     _current_stream: Any = attrs.field(default=None, repr=False)  # cupy.cuda.get_current_stream
     _stream: Any = None
     _tick: int = 0
-    _slots: ScalarSlots | None = attrs.field(default=None, repr=False)
+    _layouts: dict[tuple[int, ...], ScalarSlots] = attrs.field(factory=dict, repr=False)
 
     def __attrs_post_init__(self) -> None:
         _RUNNERS.add(self)
-        if self.in_memory:
-            self._slots = ScalarSlots(list(self.in_memory.values()))
 
     def __call__(self, *args: Any) -> Any:
         if not self._lock.acquire(blocking=False):
@@ -224,9 +225,9 @@ class CudaGraphRunner:
         if last is not None and last.ptr != stream.ptr:
             stream.wait_event(last.record())  # a graph's buffers outlive its last replay
         self._stream = stream
-        slots = self._slots
-        if slots is not None and recorded.slots is not None:
-            slots.write([args[p] for p in self.in_memory], recorded.slots, stream)
+        layout = recorded.layout
+        if layout is not None:
+            layout.write([args[p] for p in recorded.numbers], recorded.slots, stream)
         recorded.graph.launch(stream)
         recorded.handed = True
         self._tick += 1
@@ -296,12 +297,18 @@ class CudaGraphRunner:
             self._current_stream = cupy.cuda.get_current_stream  # no import per replay
         pool = _HeldPool(self._pool)
         self.records += 1
-        slots = None
-        if self._slots is not None:
+        # (a device array where a number may go is keyed by its address: no slot)
+        numbers = tuple(p for p in self.in_memory if isinstance(args[p], _NUMBERS))
+        layout = slots = None
+        if numbers:
+            layout = self._layouts.get(numbers)
+            if layout is None:
+                layout = ScalarSlots([self.in_memory[p] for p in numbers])
+                self._layouts[numbers] = layout
             with cupy.cuda.using_allocator(self._pool.malloc):  # outside any graph's blocks
-                slots = self._slots.allocate(cupy)
+                slots = layout.allocate(cupy)
             given = list(args)
-            for position, view in zip(self.in_memory, self._slots.views(slots), strict=True):
+            for position, view in zip(numbers, layout.views(slots), strict=True):
                 given[position] = view
             args = tuple(given)
         try:
@@ -324,7 +331,8 @@ class CudaGraphRunner:
                 if obj is not None:
                     watched.setdefault(id(obj), obj)
         log.debug("recorded a CUDA graph for key %s", key)
-        return _Recorded(captured.graph, pool.taken, rebuild, tuple(watched.values()), slots)
+        watching = tuple(watched.values())
+        return _Recorded(captured.graph, pool.taken, rebuild, watching, numbers, layout, slots)
 
     def _refuse(self, key: tuple[Any, ...], reason: str) -> None:
         log.info("%s; these arguments run without graphs", reason)
