@@ -482,9 +482,7 @@ def test_numbers_in_memory_keep_their_dtypes_and_key_by_type() -> None:
     ]
     for numbers in calls:
         out = runner(x, *numbers)
-        assert out.dtype == np.float32 and _values(out) == list(
-            np.float32([1.0, 3.0]) * numbers[0]
-        )
+        assert out.dtype == np.float32 and _values(out) == list(np.float32([1.0, 3.0]) * numbers[0])
         del out
     assert runner.replays == 1
     assert tuple(view.dtype for view in seen[1]) == tuple(dtypes.values())

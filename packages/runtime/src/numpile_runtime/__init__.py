@@ -52,8 +52,6 @@ from .cuda_graph_capture import GraphCaptureError as GraphCaptureError
 from .cuda_graph_capture import capture_graph as capture_graph
 from .cuda_graphs import CudaGraphRunner as CudaGraphRunner
 from .cuda_graphs import call_key as call_key
-from .scalar_slots import ScalarSlots as ScalarSlots
-from .scalar_slots import slot_dtype as slot_dtype
 from .cuda_graphs import release_cuda_graphs as release_cuda_graphs
 from .cuda_launch import KernelArg as KernelArg
 from .cuda_launch import TritonStatus as TritonStatus
@@ -99,6 +97,8 @@ from .metrics import timed as timed
 from .openmp import OPENMP_DEFAULTS as OPENMP_DEFAULTS
 from .openmp import apply_openmp_defaults as apply_openmp_defaults
 from .progress import compile_progress as compile_progress
+from .scalar_slots import ScalarSlots as ScalarSlots
+from .scalar_slots import slot_dtype as slot_dtype
 from .source_fingerprint import source_fingerprint as source_fingerprint
 from .toolchain import CompilerNotFoundError as CompilerNotFoundError
 from .toolchain import Toolchain as Toolchain

@@ -16,13 +16,14 @@ addresses, whichever Python objects now own them). Nothing is copied in or out:
   Anything else (NumPy arrays, numbers the call uploads) runs the plain call.
 - Recording: the `in_memory` numbers are handed to the function as 0-d CuPy arrays over
   the graph's slot buffer (its kernels take pointers there), so the capture records loads
-  from that buffer, never the values. A pointer key's first call runs plainly (Triton compiles, CuPy's pool grows);
-  its second is recorded. Arrays at new addresses (a fresh temporary per call) run plainly
-  until they repeat: on the H200, replay through static buffers with copies was slower than
-  the plain call on every workload (`docs/status.md`), so a key is recorded only where it
-  recurs. At most `max_graphs` graphs are kept (the least recently replayed one whose
-  outputs nobody holds is dropped) and at most `max_records` recordings are made per runner,
-  so addresses that never settle cost plain calls, not captures.
+  from that buffer, never the values. A pointer key's first call runs plainly (Triton
+  compiles, CuPy's pool grows); its second is recorded. Arrays at new addresses (a fresh
+  temporary per call) run plainly until they repeat: on the H200, replay through static
+  buffers with copies was slower than the plain call on every workload (`docs/status.md`),
+  so a key is recorded only where it recurs. At most `max_graphs` graphs are kept (the
+  least recently replayed one whose outputs nobody holds is dropped) and at most
+  `max_records` recordings are made per runner, so addresses that never settle cost plain
+  calls, not captures.
 - Outputs: a replay writes the buffers the graph allocated, so the runner hands out those
   buffers themselves, and before the next replay checks that the caller let go of them:
   the reference counts of each output, its base, its `MemoryPointer` and the memory behind
@@ -156,8 +157,9 @@ class CudaGraphRunner:
     `by_value`: argument positions whose numbers the kernels take by value (a graph per
     value). `in_memory`: argument positions whose numbers the kernels read from device
     memory, with the dtype they read (`fn` takes a 0-d CuPy array of it there, or the
-    number: one graph for every value). `buffer_sets`: graphs per key, each with its own outputs, so that `y = f(x)` in
-    a loop (the previous `y` still held during the call) alternates between two.
+    number: one graph for every value). `buffer_sets`: graphs per key, each with its own
+    outputs, so that `y = f(x)` in a loop (the previous `y` still held during the call)
+    alternates between two.
     `skip_reason` says why the last call did not replay (empty when it did); `replays` and
     `records` count the calls that replayed and the graphs recorded.
 

@@ -90,6 +90,7 @@ class ScalarSlots:
         self._layout = struct.Struct("<" + "".join(codes))
         self.host = np.zeros(self.nbytes, np.uint8)
         self._host_ptr = int(self.host.ctypes.data)
+        self._host_view = self.host.data
         self._memcpy: Any = None  # cupy.cuda.runtime.memcpyAsync, looked up once
 
     def allocate(self, xp: Any) -> Any:
@@ -116,9 +117,9 @@ class ScalarSlots:
         Raises `struct.error` (or `OverflowError`) for a value the slot's dtype cannot hold.
         """
         if isinstance(device, np.ndarray):
-            self._layout.pack_into(device, 0, *values)
+            self._layout.pack_into(device.data, 0, *values)
             return
-        self._layout.pack_into(self.host, 0, *values)
+        self._layout.pack_into(self._host_view, 0, *values)
         if self._memcpy is None:
             import cupy  # optional dependency: only reached with a device buffer
 

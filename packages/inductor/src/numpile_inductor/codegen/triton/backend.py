@@ -263,7 +263,7 @@ def compile_triton(
         interpret = status.mode == "interpret"
         options = TritonOptions.from_mode(mode, option_overrides, interpret=interpret)
     if has_loops(graph):
-        by_value = attrs.evolve(options, scalars_in_memory=False)
+        bodies = attrs.evolve(options, scalars_in_memory=False)
         # Loop bodies of array work compiled once each (the index is a kernel argument) and
         # run by a host loop of launches, replayed as one CUDA graph where the call allows;
         # loops of scalar work as one device-side program.
@@ -271,7 +271,7 @@ def compile_triton(
             graph,
             # (by value: a body's scalars, the index first, change every iteration of a
             # host loop that a loop graph records whole)
-            lambda body: compile_triton(body, options=by_value, functionalize=False).fn,
+            lambda body: compile_triton(body, options=bodies, functionalize=False).fn,
             compile_loop=lambda node, body: loop_program(node, body, status.mode),
             replay_host_loop=lambda node, body, host, where: loop_graphs(
                 node, body, host, where, options

@@ -67,8 +67,8 @@ from .kernel import (
     jit_decorator,
     looped_warps,
     scalar_params,
-    write_scalar_loads,
     write_results,
+    write_scalar_loads,
     write_xoffset,
 )
 from .ops import reduction_identity, triton_literal
