@@ -129,17 +129,21 @@ def test_every_kernel_kind_reads_its_scalars_from_memory(
 def test_numbers_only_kernels_read_go_through_memory_others_key_by_value() -> None:
     x = _RNG.normal(size=(4,))
 
-    def build(g: Graph, a: Any, t: Any, s: Any, strong: Any) -> Any:
-        return _op(g, "multiply", _op(g, "add", a, t), strong), s  # `s` is an output too
+    def build(g: Graph, a: Any, t: Any, s: Any, strong: Any, flag: Any) -> Any:
+        scaled = _op(g, "multiply", _op(g, "add", a, t), strong)
+        flipped = _op(g, "logical_xor", _op(g, "greater", a, 0.0), flag)  # an extern call
+        return scaled, flipped, s  # `s` is an output too
 
-    inputs: list[Any] = [x, 0.5, 2.0, np.float64(3.0)]
+    inputs: list[Any] = [x, 0.5, 2.0, np.float64(3.0), True]
     graph = _graph(inputs, build)
     compiled = compile_triton(graph, options=_MEMORY)
     assert compiled.module is not None
     program = compiled.fn.program  # type: ignore[attr-defined]
     by_value, in_memory = scalar_positions(program, compiled.module, _MEMORY)
     assert in_memory == {1: np.dtype("float64"), 3: np.dtype("float64")}
-    assert by_value == {2}
+    assert by_value == {2, 4}
+    assert compiled.fn.memory_scalars == ("in1",)  # type: ignore[attr-defined]
     plain = attrs.evolve(_MEMORY, scalars_in_memory=False)
-    assert scalar_positions(program, compiled.module, plain) == (frozenset({1, 2}), {})
-    _same(compiled.fn(*inputs)[:1], run_graph(graph, inputs)[:1])
+    assert scalar_positions(program, compiled.module, plain) == (frozenset({1, 2, 4}), {})
+    for values in (inputs, [x, -0.5, 2.0, np.float64(3.0), False]):
+        _same(compiled.fn(*values)[:2], run_graph(graph, values)[:2])

@@ -480,12 +480,9 @@ class _Runner:
         # Scalar inputs the kernels read from memory (`scalars_in_memory`), and where a call
         # that passes them as numbers puts them: a slot buffer per stream (one copy per call,
         # ordered after the kernels that read the last call's), `"<name>@ptr"` in `env`.
+        read = {name for kernel in module.kernels for name in kernel.scalars}
         self.memory_scalars = tuple(
-            name
-            for name in self.inputs
-            if options.scalars_in_memory
-            and self.buffers[name].kind == "scalar"
-            and self.buffers[name].dtype != np.dtype("O")
+            name for name in self.inputs if options.scalars_in_memory and name in read
         )
         self.slots: dict[tuple[str, ...], rt.ScalarSlots] = {}
         self.slot_buffers: dict[tuple[tuple[str, ...], int], Any] = {}
