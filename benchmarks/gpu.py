@@ -21,6 +21,7 @@ code on the GPU), and ``torch/np`` its time over numpile's (above 1: numpile is 
     python -m benchmarks.gpu --profile --only mlp_f32   # where the host time of a call goes
     python -m benchmarks.gpu --quick --no-torch --only tiny_call_f64   # plain vs +graphs
     python -m benchmarks.gpu --loops --only 'jacobi*'   # kept loops: host loop vs CUDA graph
+    python -m benchmarks.gpu --scalars   # a number that changes every call: plain vs +graphs
 
 ``--loops`` runs ``benchmarks/gpu_loops.py`` instead, with the arguments that follow it.
 """
@@ -276,6 +277,39 @@ def profile_host(workload: Workload, *, calls: int = 2000, top: int = 25) -> Non
         pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
 
 
+def scalar_step_row(*, repeat: int = 30) -> dict[str, float]:
+    """`x + t * v` on 1-element float64 arrays with a Python float `t` that changes every
+    call (a time step): the plain call against `mode="reduce-overhead"`, whose kernels read
+    `t` from device memory so that one graph replays every value (ms per call).
+
+    >>> scalar_step_row()  # doctest: +SKIP
+    {'plain_ms': 0.04, 'graphs_ms': 0.016}
+    """
+    import cupy
+    import numpy as np
+
+    import numpile
+
+    def step(x: Any, v: Any, t: float) -> Any:
+        return x + t * v
+
+    x, v = cupy.ones(1), cupy.full(1, 2.0)
+    numpile.reset()
+    row = {}
+    for name, mode in (("plain_ms", "default"), ("graphs_ms", "reduce-overhead")):
+        compiled = numpile.compile(step, fullgraph=True, dynamic=True, mode=mode)
+        clock = [0.0]
+
+        def call(fn: Callable[..., Any] = compiled, clock: list[float] = clock) -> Any:
+            clock[0] += 0.001
+            return fn(x, v, clock[0])
+
+        row[name] = _gpu_ms(call, repeat)
+        got = float(call().get()[0])
+        assert np.isclose(got, 1.0 + 2.0 * clock[0]), (name, got, clock[0])
+    return row
+
+
 def _print(rows: list[dict[str, Any]], bandwidth: float, device: str) -> None:
     print(f"device: {device}; device-to-device copy: {bandwidth:.0f} GB/s")
     print("times in ms; 'host' columns take NumPy arrays and return NumPy arrays")
@@ -366,6 +400,11 @@ def main(argv: list[str] | None = None) -> int:
         "compiled call (cProfile, quick sizes)",
     )
     parser.add_argument("--loops", action="store_true", help="the kept-loop rows (gpu_loops.py)")
+    parser.add_argument(
+        "--scalars",
+        action="store_true",
+        help="instead of the workloads: a number that changes every call, plain vs +graphs",
+    )
     options = parser.parse_args(arguments)
     compile_options = dict(_option(text) for text in options.option)
     reason = _gpu_reason()
@@ -375,6 +414,13 @@ def main(argv: list[str] | None = None) -> int:
     if options.profile:
         for workload in find_workloads(options.only or ["tiny_call_f64"]):
             profile_host(workload)
+        return 0
+    if options.scalars:
+        row = scalar_step_row(repeat=5 if options.quick else 30)
+        print(
+            f"scalar_step_f64 (t changes every call): plain {row['plain_ms']:.4f} ms, "
+            f"+graphs {row['graphs_ms']:.4f} ms, np/+g {row['plain_ms'] / row['graphs_ms']:.2f}x"
+        )
         return 0
     import cupy
 

@@ -259,9 +259,9 @@ def _count_launches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     launches: list[int] = []
     launch = rt.CudaGraphRunner._launch
 
-    def counted(self: Any, recorded: Any) -> None:
+    def counted(self: Any, recorded: Any, args: Any) -> None:
         launches.append(1)
-        launch(self, recorded)
+        launch(self, recorded, args)
 
     monkeypatch.setattr(rt.CudaGraphRunner, "_launch", counted)
     return launches
@@ -314,7 +314,32 @@ def test_reduce_overhead_with_scalar_inputs_keeps_numpys_dtypes(
         # float32: the GPU contracts x * s + 1 into a fused multiply-add (one rounding)
         np.testing.assert_allclose(got.get(), want, rtol=1e-6, atol=1e-6)
         del got
-    assert len(launches) == 4  # 2.0 and 0.5: a plain call, a recording, a replay each
+    # 2.0: a plain call, a recording, a replay; 0.5: replays of the same graph (the number
+    # is read from device memory); 3, np.float64 and np.float32 compile graphs of their own
+    assert len(launches) == 5
+
+
+def test_reduce_overhead_replays_one_graph_for_a_number_that_changes_every_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cupy = _cupy()
+
+    def step(x: Any, v: Any, t: Any) -> Any:
+        return x + t * v, x > t
+
+    compiled = numpile.compile(step, fullgraph=True, mode="reduce-overhead", dynamic=True)
+    host_x, host_v = _f32(64), _f32(64)
+    x, v = cupy.asarray(host_x), cupy.asarray(host_v)
+    launches = _count_launches(monkeypatch)
+    for i in range(8):
+        t = 0.125 * i - 0.5  # a weak Python float: float32 results
+        got, mask = compiled(x, v, t)
+        want, want_mask = step(host_x, host_v, t)
+        assert got.dtype == want.dtype and mask.dtype == want_mask.dtype, t
+        np.testing.assert_allclose(got.get(), want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(mask.get(), want_mask)
+        del got, mask
+    assert len(launches) == 7  # a plain call, a recording, then replays of that one graph
 
 
 def test_max_autotune_stores_its_choice_on_disk(tmp_path: Any, monkeypatch: Any) -> None:

@@ -342,6 +342,29 @@ def test_cuda_graph_numbers_by_value_replay_per_value_with_the_plain_calls_dtype
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _GPU, reason=_NO_GPU)
+def test_cuda_graph_numbers_in_memory_replay_one_graph_for_every_value() -> None:
+    import cupy
+
+    def fn(x: Any, s: Any, flag: Any) -> Any:
+        # as a pointer-scalar kernel reads them: 0-d arrays of the slot dtypes when recorded
+        return cupy.where(flag, x * s, -x) if isinstance(s, cupy.ndarray) else fn_eager(x, s, flag)
+
+    def fn_eager(x: Any, s: float, flag: bool) -> Any:
+        return x * np.float64(s) if flag else -x.astype(np.float64)
+
+    runner = rt.CudaGraphRunner(fn, in_memory={1: np.dtype("float64"), 2: np.dtype("bool")})
+    x = cupy.arange(4, dtype=cupy.float32)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    for i, (s, flag) in enumerate([(2.0, True), (2.0, True), (0.5, True), (-3.0, False)] * 3):
+        with stream if i % 2 else cupy.cuda.Stream.null:  # the copy follows the stream change
+            got = runner(x, s, flag)
+            cupy.testing.assert_allclose(got, fn_eager(x, s, flag))
+        del got
+    assert runner.records == 1 and runner.replays == 10
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _GPU, reason=_NO_GPU)
 def test_release_cuda_graphs_frees_the_runners_pool() -> None:
     import cupy
 

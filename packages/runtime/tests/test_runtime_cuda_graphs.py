@@ -9,6 +9,7 @@ CUDA graph does. Pools reuse a freed block of the same size first, as CuPy's do.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -34,7 +35,10 @@ class Memory:
 
 class MemoryPointer:
     def __init__(self, mem: Memory, offset: int) -> None:
-        self.mem, self.ptr = mem, mem.ptr + offset
+        self.mem, self.ptr, self.offset = mem, mem.ptr + offset, offset
+
+    def __add__(self, offset: int) -> MemoryPointer:
+        return MemoryPointer(self.mem, self.offset + offset)
 
 
 class Pool:
@@ -58,9 +62,20 @@ class Pool:
 
 
 class ndarray:  # noqa: N801 (CuPy's name: `is_device_array` recognizes it by name)
-    def __init__(self, shape: Any, dtype: Any, data: MemoryPointer, strides: Any, base: Any):
-        self.shape, self.dtype, self.data = tuple(shape), np.dtype(dtype), data
-        self.strides, self.base = tuple(strides), base
+    def __init__(
+        self,
+        shape: Any,
+        dtype: Any,
+        data: MemoryPointer | None = None,
+        strides: Any = None,
+        base: Any = None,
+        *,
+        memptr: MemoryPointer | None = None,
+    ):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.data = memptr if data is None else data
+        self.strides = np.empty(shape, dtype).strides if strides is None else tuple(strides)
+        self.base = base
 
     def host(self) -> np.ndarray[Any, Any]:
         offset = self.data.ptr
@@ -77,7 +92,8 @@ ndarray.__module__ = "cupy"
 DEFAULT_POOL = Pool()
 
 
-def empty(shape: tuple[int, ...], dtype: Any = np.float64) -> ndarray:
+def empty(shape: int | tuple[int, ...], dtype: Any = np.float64) -> ndarray:
+    shape = (shape,) if isinstance(shape, int) else shape
     nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
     pointer = (_STATE["allocator"] or DEFAULT_POOL.malloc)(nbytes)
     strides = np.empty(shape, dtype).strides
@@ -93,6 +109,18 @@ def array(values: Any, dtype: Any = np.float64) -> ndarray:
 
 def _spec(a: ndarray) -> tuple[Any, ...]:
     return (a.shape, a.dtype, a.data.ptr, a.strides)
+
+
+COPIES: list[bytes] = []  # what each host-to-device copy wrote
+
+
+def memcpy_async(dst: int, src: int, size: int, kind: int, stream: int) -> None:
+    # A copy from pageable host memory: the bytes are taken now, written in stream order
+    # (the stand-in runs everything at once). CUDA cannot record one into a graph.
+    assert kind == 1 and _STATE["capturing"] is None, "a pageable copy under capture"
+    data = ctypes.string_at(src, size)
+    COPIES.append(data)
+    HEAP[dst : dst + size] = np.frombuffer(data, np.uint8)
 
 
 def launch(kernel: Callable[..., None], *args: Any) -> None:
@@ -171,7 +199,10 @@ def fake_cupy(monkeypatch: pytest.MonkeyPatch) -> None:
         Stream=Stream,
         MemoryPool=Pool,
         using_allocator=using_allocator,
+        runtime=types.SimpleNamespace(memcpyAsync=memcpy_async),
     )
+    module.empty = empty  # type: ignore[attr-defined]
+    COPIES.clear()
     monkeypatch.setitem(sys.modules, "cupy", module)
 
 
@@ -391,3 +422,89 @@ def test_a_call_from_another_thread_during_a_call_runs_plainly() -> None:
     runner(x)
     assert _values(inner[1]) == [3.0] and runner.skip_reason == "warming up"
     assert runner.graph_count == 0 and runner._seen == {rt.call_key((x,), frozenset()): 1}
+
+
+def _scale(x: ndarray, s: Any) -> ndarray:
+    # `x * s` as compiled kernels see it: `s` a number by value, or a 0-d array read when
+    # the kernel runs (a replay reads whatever the slot holds then).
+    out = empty(x.shape, x.dtype)
+    if isinstance(s, ndarray):
+        launch(lambda o, a, v: np.multiply(a, v[()], out=o, casting="unsafe"), out, x, s)
+    else:
+        launch(lambda o, a: np.multiply(a, s, out=o, casting="unsafe"), out, x)
+    return out
+
+
+def test_a_number_in_memory_replays_one_graph_whatever_its_value() -> None:
+    calls: list[Any] = []
+
+    def fn(x: ndarray, s: Any) -> ndarray:
+        calls.append(s)
+        return _scale(x, s)
+
+    runner = rt.CudaGraphRunner(fn, in_memory={1: np.dtype("float64")})
+    x = array([1.0, -2.0])
+    outs = []
+    for step in range(6):
+        t = 0.5 * step - 1.0  # a time that changes every call
+        out = runner(x, t)
+        outs.append(_values(out))
+        del out
+    assert outs == [[t, -2 * t] for t in (-1.0, -0.5, 0.0, 0.5, 1.0, 1.5)]
+    assert runner.graph_count == 1 and runner.records == 1 and runner.replays == 4
+    # the plain call took the number; the recording a 0-d float64 array (the slot)
+    assert calls[0] == -1.0 and isinstance(calls[1], ndarray) and calls[1].dtype == np.float64
+    # one copy of the packed numbers per graph launch (the recording's first run, replays)
+    assert [np.frombuffer(c, np.float64)[0] for c in COPIES] == [-0.5, 0.0, 0.5, 1.0, 1.5]
+    out = runner(x, -0.0)
+    assert runner.replays == 5 and list(np.signbit(out.host())) == [True, False]
+
+
+def test_numbers_in_memory_keep_their_dtypes_and_key_by_type() -> None:
+    dtypes = {
+        1: np.dtype("float64"),  # a Python float (weak: float32 arrays keep float32)
+        2: np.dtype("int64"),
+        3: np.dtype("bool"),
+        4: np.dtype("float32"),  # a NumPy float32 (strong)
+    }
+    seen: list[Any] = []
+
+    def fn(x: ndarray, s: Any, k: Any, flag: Any, strong: Any) -> ndarray:
+        seen.append((s, k, flag, strong))
+        return _scale(x, s)
+
+    runner = rt.CudaGraphRunner(fn, in_memory=dtypes)
+    x = array([1.0, 3.0], np.float32)
+    calls = [
+        (0.1, 2**40 + 1, True, np.float32(0.1)),
+        (0.1, 2**40 + 1, True, np.float32(0.1)),
+        (2.0**-20, -(2**62), False, np.float32(-2.5)),
+    ]
+    for numbers in calls:
+        out = runner(x, *numbers)
+        assert out.dtype == np.float32 and _values(out) == list(np.float32([1.0, 3.0]) * numbers[0])
+        del out
+    assert runner.replays == 1
+    assert tuple(view.dtype for view in seen[1]) == tuple(dtypes.values())
+    slot = np.dtype([("s", "<f8"), ("k", "<i8"), ("flag", "?"), ("pad", "V7"), ("w", "<f4")])
+    written = np.frombuffer(COPIES[-1][: slot.itemsize], slot)[0]
+    assert (written["s"], written["k"], written["flag"], written["w"]) == (
+        2.0**-20,
+        -(2**62),
+        False,
+        np.float32(-2.5),
+    )
+    key = rt.call_key((x, 0.1, 1, True, np.float32(1)), frozenset(), dtypes)
+    assert key != rt.call_key((x, np.float64(0.1), 1, True, np.float32(1)), frozenset(), dtypes)
+    assert key == rt.call_key((x, 7.0, 3, False, np.float32(2)), frozenset(), dtypes)
+
+
+def test_a_device_array_where_a_number_may_go_keys_by_its_address() -> None:
+    runner = rt.CudaGraphRunner(_scale, in_memory={1: np.dtype("float64")})
+    x, s = array([2.0]), array(3.0)
+    got = []
+    for _ in range(3):
+        got.append(_values(runner(x, s)))
+    assert runner.replays == 1 and got == [[6.0]] * 3 and COPIES == []
+    s.host()[...] = 5.0
+    assert _values(runner(x, s)) == [10.0]  # the graph reads s's address, no slot

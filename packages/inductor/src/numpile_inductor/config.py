@@ -220,8 +220,13 @@ def list_mode_options(mode: str | None = None) -> dict[str, Any]:
 _EVERY_GEMM: dict[str, Any] = {"gemm_backends": ("extern", "triton"), "gemm_tiles": None}
 _TRITON_MODES: dict[str, dict[str, Any]] = {
     "default": {},
-    "reduce-overhead": {"cudagraphs": True},
-    "max-autotune": {"autotune": True, "cudagraphs": True, **_EVERY_GEMM},
+    "reduce-overhead": {"cudagraphs": True, "scalars_in_memory": True},
+    "max-autotune": {
+        "autotune": True,
+        "cudagraphs": True,
+        "scalars_in_memory": True,
+        **_EVERY_GEMM,
+    },
     "max-autotune-no-cudagraphs": {"autotune": True, "loop_graphs": 0, **_EVERY_GEMM},
 }
 
@@ -257,6 +262,10 @@ class TritonOptions:
     `reduction_candidates`), the winner stored on disk; interpreted, a stored choice is used
     and nothing is timed;
     `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
+    `scalars_in_memory`: kernels read the numbers a call passes (scalar graph inputs) from
+    device memory, one load per program, instead of taking them by value: a CUDA graph then
+    replays whatever the numbers are (on with `cudagraphs`; by value, off, costs no upload
+    per plain call; loop bodies always take them by value);
     `loop_graphs`: how many CUDA graphs a kept loop of kernels records (one per trip count,
     buffers and scalars) to replay the whole loop in one launch
     (`codegen/triton/loop_graphs.py`); 0: always a host loop of launches;
@@ -293,6 +302,7 @@ class TritonOptions:
     autotune: bool = False
     autotune_reductions: bool = True
     cudagraphs: bool = False
+    scalars_in_memory: bool = False
     loop_graphs: int = 8
     loop_graph_iterations: int = 20_000
     split_reductions: bool = True

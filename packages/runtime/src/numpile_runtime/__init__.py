@@ -97,6 +97,8 @@ from .metrics import timed as timed
 from .openmp import OPENMP_DEFAULTS as OPENMP_DEFAULTS
 from .openmp import apply_openmp_defaults as apply_openmp_defaults
 from .progress import compile_progress as compile_progress
+from .scalar_slots import ScalarSlots as ScalarSlots
+from .scalar_slots import slot_dtype as slot_dtype
 from .source_fingerprint import source_fingerprint as source_fingerprint
 from .toolchain import CompilerNotFoundError as CompilerNotFoundError
 from .toolchain import Toolchain as Toolchain
@@ -130,6 +132,8 @@ __all__ = [
     "GraphCaptureError",
     "capture_graph",
     "call_key",
+    "ScalarSlots",
+    "slot_dtype",
     "release_cuda_graphs",
     "DeviceCopy",
     "KernelArg",

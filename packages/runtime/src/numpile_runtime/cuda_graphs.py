@@ -6,17 +6,24 @@ arrays* and replays it, one launch, whenever a later call passes arrays at the s
 addresses with the same shapes, strides and dtypes (the graph's kernels read and write those
 addresses, whichever Python objects now own them). Nothing is copied in or out:
 
-- Key: per argument, a CuPy array's (pointer, shape, strides, dtype), or a number passed
-  to the kernels by value (`by_value` positions) with its type and exact value (NEP 50: 2,
-  2.0 and `np.float32(2)` are three keys; -0.0 is not 0.0). Anything else (NumPy arrays,
-  numbers the call uploads) runs the plain call.
-- Recording: a pointer key's first call runs plainly (Triton compiles, CuPy's pool grows);
-  its second is recorded. Arrays at new addresses (a fresh temporary per call) run plainly
-  until they repeat: on the H200, replay through static buffers with copies was slower than
-  the plain call on every workload (`docs/status.md`), so a key is recorded only where it
-  recurs. At most `max_graphs` graphs are kept (the least recently replayed one whose
-  outputs nobody holds is dropped) and at most `max_records` recordings are made per runner,
-  so addresses that never settle cost plain calls, not captures.
+- Key: per argument, a CuPy array's (pointer, shape, strides, dtype); a number the kernels
+  read from device memory (`in_memory` positions, with the dtype they read) by its type
+  alone: before each replay the runner writes the call's numbers into the graph's own slot
+  buffer with one stream-ordered copy (`scalar_slots.ScalarSlots`), so a step size or a time
+  `t` that changes every call replays one graph; a number passed to the kernels by value
+  (`by_value` positions: one that an extern call or a size also reads) with its type and
+  exact value (NEP 50: 2, 2.0 and `np.float32(2)` are three keys; -0.0 is not 0.0).
+  Anything else (NumPy arrays, numbers the call uploads) runs the plain call.
+- Recording: the `in_memory` numbers are handed to the function as 0-d CuPy arrays over
+  the graph's slot buffer (its kernels take pointers there), so the capture records loads
+  from that buffer, never the values. A pointer key's first call runs plainly (Triton
+  compiles, CuPy's pool grows); its second is recorded. Arrays at new addresses (a fresh
+  temporary per call) run plainly until they repeat: on the H200, replay through static
+  buffers with copies was slower than the plain call on every workload (`docs/status.md`),
+  so a key is recorded only where it recurs. At most `max_graphs` graphs are kept (the
+  least recently replayed one whose outputs nobody holds is dropped) and at most
+  `max_records` recordings are made per runner, so addresses that never settle cost plain
+  calls, not captures.
 - Outputs: a replay writes the buffers the graph allocated, so the runner hands out those
   buffers themselves, and before the next replay checks that the caller let go of them:
   the reference counts of each output, its base, its `MemoryPointer` and the memory behind
@@ -32,7 +39,8 @@ addresses, whichever Python objects now own them). Nothing is copied in or out:
 - Mutation: a function that writes an input writes the recorded address, which is the
   current caller's array whenever the key matches: replay does what the plain call does.
 - Streams: replays run on the caller's current stream; when it changes, the new stream
-  first waits for the previous replay (the next replay of a graph rewrites its buffers).
+  first waits for the previous replay (the next replay of a graph rewrites its buffers,
+  its slot buffer included: the copy of the numbers is queued after that wait).
   Threads: a call that finds another thread inside the runner runs plainly (the
   liveness test and the launch must not interleave).
 
@@ -50,7 +58,7 @@ import logging
 import sys
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import attrs
@@ -58,6 +66,7 @@ import numpy as np
 
 from .cuda_graph_capture import GraphCaptureError, capture_graph
 from .cuda_launch import is_device_array
+from .scalar_slots import ScalarSlots
 
 log = logging.getLogger("numpile.runtime.cuda")
 
@@ -67,16 +76,24 @@ _NUMBERS = (bool, int, float, complex, np.generic)
 _RUNNERS: weakref.WeakSet[CudaGraphRunner] = weakref.WeakSet()
 
 
-def call_key(args: tuple[Any, ...], by_value: frozenset[int]) -> tuple[Any, ...] | None:
+def call_key(
+    args: tuple[Any, ...],
+    by_value: frozenset[int],
+    in_memory: Collection[int] = frozenset(),
+) -> tuple[Any, ...] | None:
     """The replay key of a call (see the module docstring), or None where it cannot replay.
 
     >>> call_key((1.5, -0.0), frozenset({0, 1}))
     (<class 'float'>, '0x1.8000000000000p+0', <class 'float'>, '-0x0.0p+0')
+    >>> call_key((1.5, -0.0), frozenset({1}), in_memory={0})
+    (<class 'float'>, <class 'float'>, '-0x0.0p+0')
     """
     key: list[Any] = []
     for position, arg in enumerate(args):
         if is_device_array(arg):
             key += (arg.data.ptr, arg.shape, arg.strides, arg.dtype)
+        elif position in in_memory and isinstance(arg, _NUMBERS):
+            key.append(type(arg))
         elif position in by_value and isinstance(arg, _NUMBERS):
             key += (type(arg), _exact(arg))
         else:
@@ -109,13 +126,18 @@ class _HeldPool:
 
 @attrs.define(eq=False)
 class _Recorded:
-    # One graph, recorded on one key's addresses, with the blocks it writes.
+    # One graph, recorded on one key's addresses, with the blocks it writes, and the slot
+    # buffer its kernels read the numbers at `numbers` (positions) from, laid out by
+    # `layout` (None: it reads none).
     # NOTE: `expected` is the reference counts of `watched` when only the runner holds them:
     # the outputs are free to overwrite exactly when the counts are back to it.
     graph: Any
     blocks: list[Any]
     rebuild: Callable[[], Any]
     watched: tuple[Any, ...]
+    numbers: tuple[int, ...] = ()
+    layout: ScalarSlots | None = None
+    slots: Any = None
     expected: list[int] = attrs.field(factory=list)
     handed: bool = False
     tick: int = 0
@@ -133,8 +155,11 @@ class CudaGraphRunner:
     """Record `fn` into CUDA graphs on the caller's buffers and replay them (module docstring).
 
     `by_value`: argument positions whose numbers the kernels take by value (a graph per
-    value). `buffer_sets`: graphs per key, each with its own outputs, so that `y = f(x)` in
-    a loop (the previous `y` still held during the call) alternates between two.
+    value). `in_memory`: argument positions whose numbers the kernels read from device
+    memory, with the dtype they read (`fn` takes a 0-d CuPy array of it there, or the
+    number: one graph for every value). `buffer_sets`: graphs per key, each with its own
+    outputs, so that `y = f(x)` in a loop (the previous `y` still held during the call)
+    alternates between two.
     `skip_reason` says why the last call did not replay (empty when it did); `replays` and
     `records` count the calls that replayed and the graphs recorded.
 
@@ -144,6 +169,7 @@ class CudaGraphRunner:
 
     fn: Callable[..., Any]
     by_value: frozenset[int] = frozenset()
+    in_memory: Mapping[int, np.dtype[Any]] = attrs.field(factory=dict)
     max_graphs: int = 8
     max_records: int = 32
     buffer_sets: int = 2
@@ -160,6 +186,7 @@ class CudaGraphRunner:
     _current_stream: Any = attrs.field(default=None, repr=False)  # cupy.cuda.get_current_stream
     _stream: Any = None
     _tick: int = 0
+    _layouts: dict[tuple[int, ...], ScalarSlots] = attrs.field(factory=dict, repr=False)
 
     def __attrs_post_init__(self) -> None:
         _RUNNERS.add(self)
@@ -168,12 +195,12 @@ class CudaGraphRunner:
         if not self._lock.acquire(blocking=False):
             return self.fn(*args)
         try:
-            key = call_key(args, self.by_value)
+            key = call_key(args, self.by_value, self.in_memory)
             graphs = None if key is None else self._graphs.get(key)
             if graphs is not None:
                 for recorded in graphs:
                     if recorded.outputs_free():
-                        self._launch(recorded)
+                        self._launch(recorded, args)
                         self.replays += 1
                         self.skip_reason = ""
                         return recorded.rebuild()
@@ -194,12 +221,15 @@ class CudaGraphRunner:
         if self._pool is not None:
             self._pool.free_all_blocks()
 
-    def _launch(self, recorded: _Recorded) -> None:
+    def _launch(self, recorded: _Recorded, args: tuple[Any, ...]) -> None:
         stream = self._current_stream()
         last = self._stream
         if last is not None and last.ptr != stream.ptr:
             stream.wait_event(last.record())  # a graph's buffers outlive its last replay
         self._stream = stream
+        layout = recorded.layout
+        if layout is not None:
+            layout.write([args[p] for p in recorded.numbers], recorded.slots, stream)
         recorded.graph.launch(stream)
         recorded.handed = True
         self._tick += 1
@@ -232,7 +262,7 @@ class CudaGraphRunner:
             return self._plain(self._broken[key], args)
         self._graphs.setdefault(key, []).append(recorded)
         recorded.settle()
-        self._launch(recorded)  # the capture did not run the kernels: run them once now
+        self._launch(recorded, args)  # the capture did not run the kernels: run them once now
         self.skip_reason = ""
         return recorded.rebuild()
 
@@ -269,6 +299,20 @@ class CudaGraphRunner:
             self._current_stream = cupy.cuda.get_current_stream  # no import per replay
         pool = _HeldPool(self._pool)
         self.records += 1
+        # (a device array where a number may go is keyed by its address: no slot)
+        numbers = tuple(p for p in self.in_memory if isinstance(args[p], _NUMBERS))
+        layout = slots = None
+        if numbers:
+            layout = self._layouts.get(numbers)
+            if layout is None:
+                layout = ScalarSlots([self.in_memory[p] for p in numbers])
+                self._layouts[numbers] = layout
+            with cupy.cuda.using_allocator(self._pool.malloc):  # outside any graph's blocks
+                slots = layout.allocate(cupy)
+            given = list(args)
+            for position, view in zip(numbers, layout.views(slots), strict=True):
+                given[position] = view
+            args = tuple(given)
         try:
             captured = capture_graph(self.fn, args, pool)
         except GraphCaptureError as error:
@@ -289,7 +333,8 @@ class CudaGraphRunner:
                 if obj is not None:
                     watched.setdefault(id(obj), obj)
         log.debug("recorded a CUDA graph for key %s", key)
-        return _Recorded(captured.graph, pool.taken, rebuild, tuple(watched.values()))
+        watching = tuple(watched.values())
+        return _Recorded(captured.graph, pool.taken, rebuild, watching, numbers, layout, slots)
 
     def _refuse(self, key: tuple[Any, ...], reason: str) -> None:
         log.info("%s; these arguments run without graphs", reason)

@@ -193,7 +193,14 @@ def _matmul_step(
     shapes = len(TILES[program.buffers[call.buffer].dtype.name])
     tiles = 1 if only_triton else min(shapes, options.gemm_tiles or shapes)
     templates = tuple(
-        matmul_template(call, epilogue, program.buffers, keep_product=keep, tile=tile)
+        matmul_template(
+            call,
+            epilogue,
+            program.buffers,
+            keep_product=keep,
+            tile=tile,
+            scalars_in_memory=options.scalars_in_memory,
+        )
         for tile in range(tiles)
     )
     if only_triton:
@@ -257,12 +264,15 @@ def compile_triton(
         interpret = status.mode == "interpret"
         options = TritonOptions.from_mode(mode, option_overrides, interpret=interpret)
     if has_loops(graph):
+        bodies = attrs.evolve(options, scalars_in_memory=False)
         # Loop bodies of array work compiled once each (the index is a kernel argument) and
         # run by a host loop of launches, replayed as one CUDA graph where the call allows;
         # loops of scalar work as one device-side program.
         graph = compile_loop_bodies(
             graph,
-            lambda body: compile_triton(body, options=options, functionalize=False).fn,
+            # (by value: a body's scalars, the index first, change every iteration of a
+            # host loop that a loop graph records whole)
+            lambda body: compile_triton(body, options=bodies, functionalize=False).fn,
             compile_loop=lambda node, body: loop_program(node, body, status.mode),
             replay_host_loop=lambda node, body, host, where: loop_graphs(
                 node, body, host, where, options
@@ -297,15 +307,48 @@ def compile_triton(
         fn = with_epilogue(runner, epilogue, barrier)
     if options.cudagraphs and status.mode == "gpu":
         # Recorded on the caller's arrays, epilogue included: a replay writes a mutated
-        # input where the plain call would. Numbers the kernels take by value key graphs.
-        by_value = frozenset(
-            position
-            for position, name in enumerate(program.inputs)
-            if program.buffers[name].kind == "scalar"
-            and program.buffers[name].dtype != np.dtype("O")
-        )
-        fn = rt.CudaGraphRunner(fn, by_value=by_value)
+        # input where the plain call would.
+        by_value, in_memory = scalar_positions(program, module, options)
+        fn = rt.CudaGraphRunner(fn, by_value=by_value, in_memory=in_memory)
     return TritonCompiled(module, fn)
+
+
+def scalar_positions(
+    program: Any, module: TritonModule, options: TritonOptions
+) -> tuple[frozenset[int], dict[int, np.dtype[Any]]]:
+    """The input positions whose numbers key a CUDA graph by exact value, and those whose
+    numbers the kernels alone read from device memory, with the dtype they read.
+
+    With `options.scalars_in_memory`, a Python number (a scalar input) or a NumPy scalar (a
+    0-d input) that only kernels read goes through memory: one graph replays every value.
+    A number an extern call or the outputs read too stays a key by value (the extern takes
+    the number itself), as does every number without `scalars_in_memory`.
+
+    >>> scalar_positions(program, module, TritonOptions(scalars_in_memory=True))
+    ... # doctest: +SKIP
+    (frozenset(), {1: dtype('float64')})
+    """
+    elsewhere = set(program.outputs.values())
+    for step in module.steps:
+        for part in step.extern if isinstance(step, MatmulChoice) else (step,):
+            if isinstance(part, ExternCall):
+                elsewhere.update(ref.name for ref in part.args if isinstance(ref, BufferRef))
+    by_value: set[int] = set()
+    in_memory: dict[int, np.dtype[Any]] = {}
+    for position, name in enumerate(program.inputs):
+        buf = program.buffers[name]
+        number = buf.kind == "scalar" and buf.dtype != np.dtype("O")
+        numpy_scalar = buf.kind == "input" and buf.shape == ()
+        if (
+            options.scalars_in_memory
+            and (number or numpy_scalar)
+            and name not in elsewhere
+            and rt.slot_dtype(buf.dtype)
+        ):
+            in_memory[position] = buf.dtype
+        elif number:
+            by_value.add(position)
+    return frozenset(by_value), in_memory
 
 
 def _write_debug(
@@ -454,6 +497,15 @@ class _Runner:
         # records its own, which its replays find zero as an eager launch does.
         self.counters: dict[tuple[str, int | None], Any] = {}
         self.graph_counters: list[Any] = []  # those recorded into CUDA graphs, kept alive
+        # Scalar inputs the kernels read from memory (`scalars_in_memory`), and where a call
+        # that passes them as numbers puts them: a slot buffer per stream (one copy per call,
+        # ordered after the kernels that read the last call's), `"<name>@ptr"` in `env`.
+        read = {name for kernel in module.kernels for name in kernel.scalars}
+        self.memory_scalars = tuple(
+            name for name in self.inputs if options.scalars_in_memory and name in read
+        )
+        self.slots: dict[tuple[str, ...], rt.ScalarSlots] = {}
+        self.slot_buffers: dict[tuple[tuple[str, ...], int], Any] = {}
 
     def _gives_numpy_scalar(self, node: Node, name: str) -> bool:
         buf = self.buffers[name]
@@ -506,6 +558,8 @@ class _Runner:
                 env[name] = value
             if name in self.dynamic and buf.kind == "input":
                 self.bindings[name].bind(env[name], sizes)  # dynamic shapes: s0, s1, ...
+        if self.memory_scalars:
+            self._stage_scalars(xp, env)
         for step in self.module.steps:
             if isinstance(step, MatmulChoice):
                 for part in self._choose(xp, step, env, sizes):
@@ -513,6 +567,35 @@ class _Runner:
             else:
                 self._step(xp, step, env, sizes)
         return self._outputs(env, download)
+
+    def _stage_scalars(self, xp: Any, env: dict[str, Any]) -> None:
+        # The numbers of this call the kernels read from memory, written there (a CUDA-graph
+        # runner hands those it replays with as 0-d arrays over its own slot buffer).
+        names = tuple(name for name in self.memory_scalars if not _is_array(env[name]))
+        if not names:
+            return
+        slots = self.slots.get(names)
+        if slots is None:
+            slots = self.slots[names] = rt.ScalarSlots([self.buffers[n].dtype for n in names])
+        values = [env[name] for name in names]
+        if xp is np:
+            device = slots.allocate(np)  # the interpreter's kernels run before the call returns
+            slots.write(values, device, None)
+        else:
+            stream = xp.cuda.get_current_stream()
+            if stream.is_capturing():
+                # Numbers a graph is keyed by (an extern call reads them too): in the graph's
+                # own memory, set by kernels it records (it cannot record a pageable copy).
+                device = slots.allocate(xp)
+                for view, value in zip(slots.views(device), values, strict=True):
+                    view.fill(value)
+            else:
+                device = self.slot_buffers.get((names, stream.ptr))
+                if device is None:
+                    device = self.slot_buffers[(names, stream.ptr)] = slots.allocate(xp)
+                slots.write(values, device, stream)
+        for name, view in zip(names, slots.views(device), strict=True):
+            env[f"{name}@ptr"] = view
 
     def _step(
         self,
@@ -586,8 +669,11 @@ class _Runner:
                 spans.append(layout.span)
         if kernel.counter:
             call_args.append(self._counter(xp, kernel.name))
-        for name in kernel.scalars:
-            call_args.append(scalar_value(env[name], self.buffers[name].dtype))
+        if kernel.scalars_in_memory:
+            call_args += [env.get(f"{name}@ptr", env[name]) for name in kernel.scalars]
+        else:
+            for name in kernel.scalars:
+                call_args.append(scalar_value(env[name], self.buffers[name].dtype))
         call_args += [sizes[name] for name in kernel.size_symbols]
         numels = self.static_numels.get(kernel.name)
         if numels is None:

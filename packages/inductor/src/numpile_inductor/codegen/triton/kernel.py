@@ -11,7 +11,11 @@ on its own). A reduction kernel works on `[XBLOCK, RBLOCK]` tiles:
 fits in `max_rblock`, *looped* otherwise (an accumulator tile, combined
 element-wise per step, reduced at the end). Scalar graph inputs arrive by
 value, each parameter annotated with its dtype (`p_lr: "float64"`: without it
-Triton would take a Python float as float32) and not specialized on its value.
+Triton would take a Python float as float32) and not specialized on its value;
+with `TritonOptions.scalars_in_memory` (the CUDA-graph modes) each arrives as a
+pointer to one element of that dtype instead (`p_lr_ptr`), loaded once per program
+(`p_lr = tl.load(p_lr_ptr)`), so that a CUDA graph replays with new values
+(`numpile_runtime.ScalarSlots`).
 
     >>> print(kernel_source(fused, buffers, TritonOptions()).source)  # doctest: +SKIP
     @triton.jit
@@ -59,7 +63,7 @@ class TritonKernel:
     Arguments in order: for each of `buffers` its pointer then its strides of
     the dims in `stride_dims`, a zeroed int32 counter when `counter` (a split reduction
     finished by its last program, `codegen/triton/split.py`), each scalar by value
-    (`scalar_value`), `xnumel`,
+    (`scalar_value`) or, when `scalars_in_memory`, as a one-element array of its dtype, `xnumel`,
     `rnumel` (reductions), the `size_symbols` (sizes known only at run time,
     e.g. the length of a boolean-mask selection); constexprs `XBLOCK` (and
     `RBLOCK`). `xnumel`/`rnumel` are ints or sympy expressions over
@@ -84,6 +88,7 @@ class TritonKernel:
     counter: bool = False  # takes a zeroed int32 counter after its buffers (a last-block finish)
     rows: bool = False  # a row group's kernel (codegen/triton/rows.py): its own tiles and warps
     template: str = ""  # "mm": a matmul template, its blocks fixed in its source
+    scalars_in_memory: bool = False  # scalars are pointers to one element (`scalar_params`)
 
     def grid(self, xnumel: int) -> tuple[int]:
         """Program instances for `xnumel` output elements (at least one)."""
@@ -92,18 +97,20 @@ class TritonKernel:
 
 def arg_kinds(kernel: TritonKernel) -> tuple[str, ...]:
     """What each positional argument of `kernel` is, for `numpile_runtime.TritonLauncher`:
-    "ptr" per buffer, "int" per stride, size and element count, "scalar" per value.
+    "ptr" per buffer, "int" per stride, size and element count, "scalar" per value
+    ("ptr" when the kernel reads its scalars from memory).
 
     >>> k = TritonKernel("k", "", ("a",), ((0,),), ("lr",), 8, 0, 8, 1, 4, False)
-    >>> arg_kinds(k)
-    ('ptr', 'int', 'scalar', 'int')
+    >>> arg_kinds(k), arg_kinds(attrs.evolve(k, scalars_in_memory=True))[2]
+    (('ptr', 'int', 'scalar', 'int'), 'ptr')
     """
     kinds: list[str] = []
     for dims in kernel.stride_dims:
         kinds += ["ptr", *("int" for _ in dims)]
     if kernel.counter:
         kinds.append("ptr")
-    kinds += ["scalar" for _ in kernel.scalars]
+    scalar = "ptr" if kernel.scalars_in_memory else "scalar"
+    kinds += [scalar for _ in kernel.scalars]
     kinds += ["int" for _ in kernel.size_symbols]
     kinds += ["int", "int"] if kernel.is_reduction else ["int"]
     return tuple(kinds)
@@ -316,15 +323,17 @@ def kernel_source(
     """
     assert not fused.parts, "row groups are split into their parts before code generation"
     used, scalars = _signature(fused, buffers)
+    in_memory = options.scalars_in_memory
     stride_dims, params = buffer_params(used, buffers)
-    params += scalar_params(scalars, buffers)
+    params += scalar_params(scalars, buffers, in_memory=in_memory)
     symbols = _size_symbols(fused)
     params += symbols
     xnumel = _product(fused.ranges)
     rnumel = _product(fused.reduction_ranges) if fused.is_reduction else 0
     origins = fused.origins
-    header = [jit_decorator(scalars)]
+    header = [jit_decorator(scalars, in_memory=in_memory)]
     code = CodeBuffer(level=1)
+    write_scalar_loads(code, scalars, in_memory=in_memory)
     outer = False
     num_warps = options.num_warps
     if not fused.is_reduction:
@@ -368,6 +377,7 @@ def kernel_source(
         origins,
         tuple(symbols),
         outer,
+        scalars_in_memory=in_memory and bool(scalars),
     )
 
 
@@ -494,25 +504,44 @@ def buffer_params(
     return stride_dims, params
 
 
-def scalar_params(scalars: list[str], buffers: dict[str, Buffer]) -> list[str]:
-    """Kernel parameters of scalar inputs, annotated with their dtype (Triton's name for it).
+def scalar_params(
+    scalars: list[str], buffers: dict[str, Buffer], *, in_memory: bool = False
+) -> list[str]:
+    """Kernel parameters of scalar inputs, annotated with their dtype (Triton's name for it);
+    `in_memory`: pointers to one element of that dtype (`write_scalar_loads` reads them).
 
-    >>> scalar_params(["lr"], {"lr": Buffer("lr", (), np.dtype("float64"), "scalar")})
-    ['p_lr: "float64"']
+    >>> lr = {"lr": Buffer("lr", (), np.dtype("float64"), "scalar")}
+    >>> scalar_params(["lr"], lr), scalar_params(["lr"], lr, in_memory=True)
+    (['p_lr: "float64"'], ['p_lr_ptr'])
     """
+    if in_memory:
+        return [f"{_param(name)}_ptr" for name in scalars]
     return [f'{_param(name)}: "{buffers[name].dtype.name}"' for name in scalars]
 
 
-def jit_decorator(scalars: list[str]) -> str:
+def jit_decorator(scalars: list[str], *, in_memory: bool = False) -> str:
     """`@triton.jit`, told not to specialize on scalar values (a step count would compile
-    again when it reached 1 and at each multiple of 16).
+    again when it reached 1 and at each multiple of 16); pointers to them need no telling.
 
-    >>> jit_decorator(["t"])
-    "@triton.jit(do_not_specialize=['p_t'])"
+    >>> jit_decorator(["t"]), jit_decorator(["t"], in_memory=True)
+    ("@triton.jit(do_not_specialize=['p_t'])", '@triton.jit')
     """
-    if not scalars:
+    if not scalars or in_memory:
         return "@triton.jit"
     return f"@triton.jit(do_not_specialize={[_param(name) for name in scalars]!r})"
+
+
+def write_scalar_loads(code: CodeBuffer, scalars: list[str], *, in_memory: bool) -> None:
+    """Where scalars come from memory: load each once per program, under the name the
+    kernel body reads (the by-value parameter's), so the body is the same either way.
+
+    >>> code = CodeBuffer()
+    >>> write_scalar_loads(code, ["lr"], in_memory=True)
+    >>> code.lines
+    ['p_lr = tl.load(p_lr_ptr)']
+    """
+    if in_memory:
+        code.writelines([f"{_param(name)} = tl.load({_param(name)}_ptr)" for name in scalars])
 
 
 def scalar_value(value: Any, dtype: np.dtype[Any]) -> int | float | bool:

@@ -44,6 +44,7 @@ from .kernel import (
     buffer_params,
     jit_decorator,
     scalar_params,
+    write_scalar_loads,
 )
 from .ops import tl_type
 
@@ -185,10 +186,12 @@ def matmul_template(
     *,
     keep_product: bool,
     tile: int = 0,
+    scalars_in_memory: bool = False,
 ) -> TritonKernel:
     """The template kernel for `call` (see `template_operands`), `epilogue` fused when given;
     `keep_product` also stores the product itself (a graph output, or read elsewhere);
-    `tile` indexes the dtype's `TILES` (its name ends `_mm<tile>` past the first).
+    `tile` indexes the dtype's `TILES` (its name ends `_mm<tile>` past the first);
+    `scalars_in_memory`: the epilogue's scalars come as pointers (`TritonOptions`).
 
     >>> matmul_template(call, None, buffers, keep_product=True)
     ... # doctest: +SKIP
@@ -212,15 +215,19 @@ def matmul_template(
     if keep_product or epilogue is None:
         used.append(call.buffer)
     stride_dims, params = buffer_params(used, buffers)
-    params += scalar_params(scalars, buffers)
+    in_memory = scalars_in_memory
+    params += scalar_params(scalars, buffers, in_memory=in_memory)
     params += ["xnumel", "XBLOCK: tl.constexpr", "INDEX64: tl.constexpr"]
     a_s = [f"{_param(a.name)}_s{d}" if a.shape[d] != 1 else "0" for d in (0, 1)]
     b_s = [f"{_param(b.name)}_s{d}" if b.shape[d] != 1 else "0" for d in (0, 1)]
     code = CodeBuffer()
-    code.writelines([jit_decorator(scalars), f"def {name}({', '.join(params)}):"])
+    code.writelines(
+        [jit_decorator(scalars, in_memory=in_memory), f"def {name}({', '.join(params)}):"]
+    )
     with code.indent():
         fuses = f"; epilogue fuses {', '.join(epilogue.origins)}" if epilogue is not None else ""
         code.writeline(f"# matmul template [{m}, {k}] @ [{k}, {n}]{fuses}")
+        write_scalar_loads(code, scalars, in_memory=in_memory)
         code.writeline("pid = tl.program_id(0)")
         code.writeline(
             f"rm = (pid // {-(-n // block_n)}) * {block_m} + tl.arange(0, {block_m})[:, None]"
@@ -273,4 +280,5 @@ def matmul_template(
         False,
         (call.node_name, *(epilogue.origins if epilogue is not None else ())),
         template="mm",
+        scalars_in_memory=in_memory and bool(scalars),
     )

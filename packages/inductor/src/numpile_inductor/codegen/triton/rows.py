@@ -81,6 +81,7 @@ from .kernel import (
     jit_decorator,
     looped_warps,
     scalar_params,
+    write_scalar_loads,
     write_widen,
     write_xoffset,
 )
@@ -249,7 +250,8 @@ def row_kernel_source(
         return None
     used, scalars = _signature(group, buffers)
     stride_dims, params = buffer_params(used, buffers)
-    params += scalar_params(scalars, buffers)
+    in_memory = options.scalars_in_memory
+    params += scalar_params(scalars, buffers, in_memory=in_memory)
     symbols = sorted({name for part in group.parts for name in _size_symbols(part)})
     params += [*symbols, "xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
     if persistent:
@@ -262,12 +264,15 @@ def row_kernel_source(
     origins = group.origins
     kind = "persistent" if persistent else "looped"
     code = CodeBuffer()
-    code.writelines([jit_decorator(scalars), f"def {group.name}({', '.join(params)}):"])
+    code.writelines(
+        [jit_decorator(scalars, in_memory=in_memory), f"def {group.name}({', '.join(params)}):"]
+    )
     with code.indent():
         code.writeline(
             f"# {kind} rows over {list(group.ranges)} x {list(extent)}; "
             f"{len(group.parts)} parts; fuses {', '.join(origins)}"
         )
+        write_scalar_loads(code, scalars, in_memory=in_memory)
         _static_sizes(code, xnumel, rnumel)
         write_xoffset(code)
         code.writeline("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
@@ -286,6 +291,7 @@ def row_kernel_source(
         buffers=tuple(used),
         stride_dims=stride_dims,
         scalars=tuple(scalars),
+        scalars_in_memory=in_memory and bool(scalars),
         xnumel=xnumel,
         rnumel=rnumel,
         xblock=xblock,

@@ -68,6 +68,7 @@ from .kernel import (
     looped_warps,
     scalar_params,
     write_results,
+    write_scalar_loads,
     write_xoffset,
 )
 from .ops import reduction_identity, triton_literal
@@ -155,7 +156,8 @@ def _first_stage(
         params += [*output_params, COUNTER_PARAM]
         names += tuple(outputs)
         dims += output_dims
-    params += scalar_params(scalars, buffers)
+    in_memory = options.scalars_in_memory
+    params += scalar_params(scalars, buffers, in_memory=in_memory)
     symbols = _size_symbols(fused)
     params += [*symbols, "xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
     name = f"{fused.name}_split"
@@ -167,12 +169,13 @@ def _first_stage(
         + (", chunk-major" if plan.rows else "")
     )
     body = CodeBuffer(level=1)
+    write_scalar_loads(body, scalars, in_memory=in_memory)
     _reduction_body(fused, buffers, body, persistent=False, split=plan)
     helper = ""
     if finish is not None:
         helper = _finish_helper(fused, buffers, finish, plan, xnumel, options)
         _write_last_block_finish(body, fused, buffers, finish, plan, xnumel, options)
-    head = [jit_decorator(scalars), f"def {name}({', '.join(params)}):", note]
+    head = [jit_decorator(scalars, in_memory=in_memory), f"def {name}({', '.join(params)}):", note]
     source = "\n".join([*head, *body.lines])
     return TritonKernel(
         name,
@@ -191,6 +194,7 @@ def _first_stage(
         outer=bool(plan.rows),
         split=plan.chunks,
         counter=finish is not None,
+        scalars_in_memory=in_memory and bool(scalars),
     )
 
 
