@@ -26,7 +26,8 @@ is exact when (and lanes are used only when):
   (`loop_parallel.independent_iterations`, with its `while` loops analysed as nested
   loops, a carried value standing for no outer value);
 - the body is `<pre>`, one `while`, `<post>`, all 0-d work, and `<pre>` holds no store
-  and no subgraph (what it computes is copied into the lane's locals);
+  and no loop (what it computes is copied into the lane's locals; an `if` there, such
+  as the `while`'s first test, writes nothing either);
 - nothing in the lane code can raise in the user's order: it is the fast copy of the
   nest (bounds checks hoisted before the loop), and a lane holding a check that jumps
   to `fail` (an index that could not be hoisted) keeps the serial loop. An `int`
@@ -92,10 +93,12 @@ def lanes_shape(node: Node) -> LaneShape | None:
         return None
     at = ops.index(loops[0])
     pre, post = ops[:at], ops[at + 1 :]
-    for item in pre:
-        assert item.op is not None
-        if item.op.mutates or any(isinstance(value, Graph) for _, value in item.params):
-            return None
+    if not all(_reads_only(item) for item in pre):
+        return None
+    # A cond of `pre` is read through its loop_outputs (copied into the lane), in `pre`.
+    conds = {item for item in pre if item.op is not None and item.op.name == "cond"}
+    if any(value in conds for item in [loops[0], *post] for value in item.inputs):
+        return None
     if not independent_iterations(node, while_loops=True):
         return None
     return LaneShape(body, pre, loops[0], post)
@@ -216,6 +219,19 @@ def _lane(
     finally:
         writer.buf.level = level
     return _Lane(name, live, state, step_lines, take_lines, post_lines)
+
+
+def _reads_only(node: Node) -> bool:
+    # Whether `node` writes no memory: no store, and no subgraph but a `cond` whose
+    # branches write none.
+    if node.op is None:
+        return True
+    if node.op.mutates:
+        return False
+    graphs = [value for _, value in node.params if isinstance(value, Graph)]
+    if graphs and node.op.name != "cond":
+        return False
+    return all(_reads_only(inner) for graph in graphs for inner in graph.nodes)
 
 
 def _keep_in_lane(writer: LoopWriter, nodes: list[Node], env: Env) -> None:
