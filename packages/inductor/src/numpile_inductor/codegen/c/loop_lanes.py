@@ -5,14 +5,13 @@ as fast as one `while` step's dependency chain allows; the chains of two outer
 iterations are independent, so the CPU can overlap them if the C puts them side by
 side. The outermost loop of a scalar nest runs as LANES lanes: each lane holds one outer
 iteration (its own index, its own copies of the `while`'s carried values and of the
-values `<pre>` computed), a pass of the lane loop steps every lane whose `while` goes
-on, and a lane whose `while` ended runs its `<post>` and takes the next outer
-iteration. Once no iteration is left to take, the lanes still holding one finish it one
-after the other.
+values `<pre>` computed); the lanes step together while every lane's `while` goes on,
+then a lane whose `while` ended runs its `<post>` and takes the next outer iteration.
+Once no iteration is left to take, the lanes still holding one finish it one after the
+other.
 
-    for (...; live0 && live1; ) {
-        if (going0) { <step of lane 0> }
-        if (going1) { <step of lane 1> }
+    while (live0 && live1) {
+        while (going0 && going1) { <step of lane 0>; <step of lane 1> }
         if (!going0) { <post of lane 0>; <take the next iteration into lane 0> }
         if (!going1) { <post of lane 1>; <take the next iteration into lane 1> }
     }
@@ -148,11 +147,12 @@ def emit_lanes(
     for lane in lanes:
         lines += lane.take
     every = " && ".join(lane.live for lane in lanes)
+    going = " && ".join(lane.state.going for lane in lanes)
     lines.append(f"while ({every}) {{")
+    lines.append(f"{unit}while ({going}) {{")
     for lane in lanes:
-        lines.append(f"{unit}if ({lane.state.going}) {{")
         lines += _deeper(lane.step, 2)
-        lines.append(f"{unit}}}")
+    lines.append(f"{unit}}}")
     for lane in lanes:
         lines.append(f"{unit}if (!{lane.state.going}) {{")
         lines += _deeper(lane.post, 2)
