@@ -28,8 +28,8 @@ is exact when (and lanes are used only when):
   and no loop (what it computes is copied into the lane's locals; an `if` there, such
   as the `while`'s first test, writes nothing either);
 - nothing in the lane code can raise in the user's order: it is the fast copy of the
-  nest (bounds checks hoisted before the loop), and a lane holding a check that jumps
-  to `fail` (an index that could not be hoisted) keeps the serial loop. An `int`
+  nest (bounds checks hoisted before the loop), and a lane holding a jump anywhere but
+  `bail` (`fail`: an index that could not be hoisted) keeps the serial loop. An `int`
   overflow or a Python `ZeroDivisionError` *bails*: the arrays the loop wrote are
   restored and the whole loop runs with NumPy, which is exact whatever order the
   lanes ran in;
@@ -44,6 +44,8 @@ Floating-point flags are ORed over the run, the same set as the serial loop's.
 """
 
 from __future__ import annotations
+
+import re
 
 import attrs
 
@@ -66,6 +68,10 @@ from .ops import c_type
 #: Outer iterations in flight at once: two chains of Mandelbrot's step keep a core's
 #: floating-point units busy (four add register pressure and a longer tail).
 LANES = 2
+
+# NOTE: a jump out of the nest other than `bail` (which restores the arrays and runs the
+# whole loop with NumPy, exact in any order): `fail` raises with the writes done so far.
+_LEAVES = re.compile(r"goto (?!bail;)")
 
 
 @attrs.frozen
@@ -131,7 +137,7 @@ def emit_lanes(
     lanes = [
         _lane(writer, shape, inner, (next_index, stopped, more, stop, step)) for _ in range(LANES)
     ]
-    if any("goto fail" in line for lane in lanes for line in lane.step + lane.take + lane.post):
+    if any(_LEAVES.search(line) for lane in lanes for line in lane.step + lane.take + lane.post):
         del writer.declarations[declared:]
         return None
     unit = CodeBuffer.UNIT
