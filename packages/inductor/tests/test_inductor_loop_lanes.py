@@ -128,7 +128,7 @@ def _points(n: int, seed: int) -> tuple[Any, Any]:
     return rng.uniform(-2.0, 1.0, n), rng.uniform(-1.5, 1.5, n)
 
 
-@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5, 37])
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 37])
 def test_escape_loop_runs_as_lanes_exactly_as_eager(n: int) -> None:
     # Odd counts: a lane finds no iteration left while the other still runs one.
     cr, ci = _points(n, n)
@@ -149,7 +149,7 @@ def test_escape_loop_edge_points(cr: Any, ci: Any) -> None:
     _check(escape, (cr, ci, np.zeros(n, np.int64), np.zeros(n)), lanes=True)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 8])
+@pytest.mark.parametrize("n", [1, 3])
 def test_values_computed_before_the_while_stay_the_lanes_own(n: int) -> None:
     x = np.random.default_rng(n).uniform(-1.0, 1.5, n)
     _check(escape_with_pre, (x, np.zeros(n)), lanes=True)
