@@ -216,21 +216,29 @@ class LoopWriter:
 
     def body(self, graph: Graph, env: Env) -> list[CValue | None]:
         # Emit every op node of `graph`; the values of its outputs (None: unchanged).
+        self.note_results(graph)
+        self.nodes(graph.nodes, env)
+        outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+        return [self.operand(env, out) for out in outputs]
+
+    def note_results(self, graph: Graph) -> None:
+        # The metadata of the results of `graph`'s conds, from their loop_outputs.
         for node in graph.nodes:
             if node.op is not None and node.op.name == "loop_output":
                 source = node.inputs[0]
                 if isinstance(source, Node) and source.op is not None:
                     key = (source, dict(node.params)["index"])
                     self.result_metas[key] = node.meta
-        for node in graph.nodes:
+
+    def nodes(self, nodes: list[Node], env: Env) -> None:
+        # Emit each op node of `nodes` (of a graph whose results were noted) in order.
+        for node in nodes:
             if node.op is None or node in env:  # in env: computed an iteration early
                 continue
             handler = _NODE_HANDLERS.get(node.op.name, _DEFAULT_HANDLER[0])
             handler(self, node, env)
             if node.op.mutates or any(isinstance(value, Graph) for _, value in node.params):
                 self.stores += 1
-        outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
-        return [self.operand(env, out) for out in outputs]
 
     def pointwise(self, node: Node, env: Env, *, elementwise: bool = False) -> CValue:
         # A 0-d NumPy op, or (`elementwise`) one element of a 1-d one whose operands `env`
@@ -712,9 +720,13 @@ def emit_loop(
     inner[placeholders[0]] = CValue(index, np.dtype("int64"), int, bits + 1, affine=(frame, 0))
     writer.frames.append(frame)
     try:
-        unchecked = writer.capture(
-            lambda: _emit_iterations(writer, head, body, inner, locals_, forwarded)
-        )
+        unchecked = None
+        if outermost and not parallel and constant_step is not None and not forwarded:
+            unchecked = _lanes(writer, node, inner, (a, b, constant_step))
+        if unchecked is None:
+            unchecked = writer.capture(
+                lambda: _emit_iterations(writer, head, body, inner, locals_, forwarded)
+            )
         if parallel and constant_step is not None:
             trips = f"({frame.high} - {frame.low}) / {abs(constant_step)} + 1"
             unchecked, bails = parallel_nest(unchecked, writer.arrays, trips)
@@ -746,6 +758,19 @@ def emit_loop(
     writer.buf.splice(copy)
     writer.buf.writeline("}")
     return locals_
+
+
+def _lanes(
+    writer: LoopWriter, node: Node, inner: Env, bounds: tuple[str, str, int]
+) -> list[str] | None:
+    # The fast copy of an outermost loop of escape loops as lanes (loop_lanes), or None.
+    # Late import: loop_lanes imports this module.
+    from .loop_lanes import emit_lanes, lanes_shape
+
+    if _holds_array_work(dict(node.params)["body"]):
+        return None  # a 1-d temporary's buffer is one for the whole nest, not one a lane
+    shape = lanes_shape(node)
+    return None if shape is None else emit_lanes(writer, shape, inner, bounds)
 
 
 def _foldable(node: Node, body: Graph, carried: int) -> XorLoop | None:
@@ -1025,7 +1050,9 @@ def _literal_value(text: str) -> int | None:
         return None
 
 
-def _carried_local(writer: LoopWriter, meta: Any, init: CValue) -> CValue:
+def _carried_local(
+    writer: LoopWriter, meta: Any, init: CValue, *, at_entry: bool = False
+) -> CValue:
     if isinstance(meta, ScalarMeta):
         if meta.type not in _PY_TYPES:
             raise NotScalarLoop(f"a carried {meta.type.__name__}")
@@ -1042,9 +1069,9 @@ def _carried_local(writer: LoopWriter, meta: Any, init: CValue) -> CValue:
         raise NotScalarLoop(f"a carried {meta}")
     name = writer.fresh("c")
     cast = c_expr("cast", [init.text], [init.dtype], dtype)
-    if writer.frames:
+    if writer.frames and not at_entry:
         writer.buf.writeline(f"{c_type(dtype)} {name} = {cast};")
-    else:  # the outermost loop's: read after the nest, declared before its copies
+    else:  # the outermost loop's (read after the nest) or a lane's: declared at entry
         writer.declarations.append(f"    {c_type(dtype)} {name};")
         writer.buf.writeline(f"{name} = {cast};")
     return CValue(name, dtype, python, bits)
@@ -1105,11 +1132,34 @@ def _inner_env(writer: LoopWriter, env: Env, placeholders: list[Node], inputs: A
 def _while_loop(writer: LoopWriter, node: Node, env: Env) -> None:
     # `while` on a run-time test: carried values as C locals, the body's last output the
     # next test.
+    if not writer.frames:
+        raise NotScalarLoop("a while loop outside a for loop")
+    state = while_start(writer, node, env)
+    writer.buf.writeline(f"while ({state.going}) {{")
+    with writer.buf.indent():
+        while_step(writer, state)
+    writer.buf.writeline("}")
+    finish_while(env, state)
+
+
+@attrs.define
+class WhileState:
+    """A `while_loop` node being written: its carried C locals, its body with the env its
+    placeholders are bound in, and the C name of its "one more iteration" flag."""
+
+    node: Node
+    going: str
+    locals_: list[CValue]
+    inner: Env
+
+
+def while_start(writer: LoopWriter, node: Node, env: Env, *, at_entry: bool = False) -> WhileState:
+    """Write the C that starts `while_loop` node `node` (its carried locals set, its first
+    test taken); `at_entry` declares the locals at the function's entry (a loop started
+    in several places: loop_lanes)."""
     params = dict(node.params)
     body: Graph = params["body"]
     carried: int = params["carried"]
-    if not writer.frames:
-        raise NotScalarLoop("a while loop outside a for loop")
     pred = writer.operand(env, node.inputs[0])
     placeholders = body.placeholders
     locals_ = []
@@ -1117,36 +1167,52 @@ def _while_loop(writer: LoopWriter, node: Node, env: Env) -> None:
         meta = placeholders[k].meta
         if isinstance(meta, ArrayMeta) and meta.shape != ():
             raise NotScalarLoop(f"a carried array ({meta})")
-        locals_.append(_carried_local(writer, meta, writer.operand(env, node.inputs[1 + k])))
+        init = writer.operand(env, node.inputs[1 + k])
+        locals_.append(_carried_local(writer, meta, init, at_entry=at_entry))
     inner = _inner_env(writer, env, placeholders[carried:], node.inputs[1 + carried :])
     for placeholder, local in zip(placeholders, locals_, strict=False):
         inner[placeholder] = local
     going = writer.fresh("going")
-    enter, again = int(params["enter_if"]), int(params["again_if"])
-    writer.buf.writeline(f"int {going} = (!!({pred.text})) == {enter};")
-    writer.buf.writeline(f"while ({going}) {{")
-    with writer.buf.indent():
-        if writer.ticks is not None:
-            writer.buf.writeline(f"++{writer.ticks};")
-        outputs = writer.body(body, inner)
-        if len(outputs) != carried + 1:
-            raise NotScalarLoop("a while body without its test")
-        new = outputs[:carried]
-        out_nodes = body.output if isinstance(body.output, tuple) else (body.output,)
-        for k, value in enumerate(out_nodes[:carried]):
-            if isinstance(value, Node) and value.op is None and value is not placeholders[k]:
-                # Another carried value (`a, b = b, a % b`): read before any is assigned.
-                other = new[k]
-                assert other is not None
-                copy = writer.define(other.dtype, other.text)
-                new[k] = CValue(copy, other.dtype, other.python, other.bits)
-        test = outputs[carried]
-        assert test is not None
-        # The test first: it may read the carried values of this iteration.
-        writer.buf.writeline(f"{going} = (!!({test.text})) == {again};")
-        _assign_outputs(writer, new, locals_)
-    writer.buf.writeline("}")
-    env[node] = _Finals(locals_)
+    test = f"(!!({pred.text})) == {int(params['enter_if'])}"
+    if at_entry:
+        writer.declarations.append(f"    int {going} = 0;")
+        writer.buf.writeline(f"{going} = {test};")
+    else:
+        writer.buf.writeline(f"int {going} = {test};")
+    return WhileState(node, going, locals_, inner)
+
+
+def while_step(writer: LoopWriter, state: WhileState) -> None:
+    """Write one iteration of the `while` of `state`: its body, its next test into
+    `state.going`, its carried locals' new values."""
+    params = dict(state.node.params)
+    body: Graph = params["body"]
+    carried: int = params["carried"]
+    placeholders = body.placeholders
+    if writer.ticks is not None:
+        writer.buf.writeline(f"++{writer.ticks};")
+    outputs = writer.body(body, dict(state.inner))
+    if len(outputs) != carried + 1:
+        raise NotScalarLoop("a while body without its test")
+    new = outputs[:carried]
+    out_nodes = body.output if isinstance(body.output, tuple) else (body.output,)
+    for k, value in enumerate(out_nodes[:carried]):
+        if isinstance(value, Node) and value.op is None and value is not placeholders[k]:
+            # Another carried value (`a, b = b, a % b`): read before any is assigned.
+            other = new[k]
+            assert other is not None
+            copy = writer.define(other.dtype, other.text)
+            new[k] = CValue(copy, other.dtype, other.python, other.bits)
+    test = outputs[carried]
+    assert test is not None
+    # The test first: it may read the carried values of this iteration.
+    writer.buf.writeline(f"{state.going} = (!!({test.text})) == {int(params['again_if'])};")
+    _assign_outputs(writer, new, state.locals_)
+
+
+def finish_while(env: Env, state: WhileState) -> None:
+    """Bind `state`'s node in `env` to its carried locals (what its `loop_output`s read)."""
+    env[state.node] = _Finals(state.locals_)
 
 
 def _pointwise(writer: LoopWriter, node: Node, env: Env) -> None:

@@ -49,9 +49,11 @@ _METADATA = frozenset({"dim"})
 _INNER = object()
 
 
-def independent_iterations(node: Node) -> bool:
+def independent_iterations(node: Node, *, while_loops: bool = False) -> bool:
     """Whether the iterations of `for_loop` node `node` write disjoint rows and read
-    nothing another iteration writes (see the module's rules)."""
+    nothing another iteration writes (see the module's rules); `while_loops` analyses the
+    `while` loops in its body as the nested `for` loops (lanes interleave those on one
+    thread; OpenMP does not take them: their work counter is shared)."""
     params = dict(node.params)
     if params.get("carried") or params.get("breaks") or params.get("first") is not None:
         return False
@@ -60,7 +62,7 @@ def independent_iterations(node: Node) -> bool:
     origin: dict[Node, Any] = {placeholder: placeholder for placeholder in body.placeholders}
     written: set[Any] = set()
     uses: list[tuple[Any, bool]] = []
-    if not _walk(body, origin, index, written, uses):
+    if not _walk(body, origin, index, written, uses, while_loops):
         return False
     return all(by_index for root, by_index in uses if root in written)
 
@@ -71,6 +73,7 @@ def _walk(
     index: Node,
     written: set[Any],
     uses: list[tuple[Any, bool]],
+    while_loops: bool,
 ) -> bool:
     # Record the stores and array uses of `graph` (origin: its nodes -> the outer body's);
     # False at anything not analysed.
@@ -91,8 +94,8 @@ def _walk(
         if name in _READS:
             uses.append((origin.get(node.inputs[0]), _first_index_is(node, 1, origin, index)))
             continue
-        if name == "for_loop":
-            if not _nested(node, origin, index, written, uses):
+        if name == "for_loop" or (name == "while_loop" and while_loops):
+            if not _nested(node, origin, index, written, uses, while_loops):
                 return False
             continue
         if name == "cond":
@@ -102,7 +105,7 @@ def _walk(
                     placeholder: origin.get(value) if isinstance(value, Node) else None
                     for placeholder, value in zip(inner.placeholders, node.inputs[1:], strict=True)
                 }
-                if not _walk(inner, mapping, index, written, uses):
+                if not _walk(inner, mapping, index, written, uses, while_loops):
                     return False
             continue
         if any(isinstance(value, Graph) for _, value in node.params):
@@ -120,17 +123,27 @@ def _nested(
     index: Node,
     written: set[Any],
     uses: list[tuple[Any, bool]],
+    while_loops: bool,
 ) -> bool:
-    # A loop nested in the body: its placeholders stand for the inputs it is given.
+    # A loop nested in the body: its placeholders stand for the inputs it is given (a
+    # `for`'s index is none of the outer loop's; carried values come first, after it).
     params = dict(node.params)
     inner: Graph = params["body"]
     placeholders = inner.placeholders
-    mapping: dict[Node, Any] = {placeholders[0]: _INNER}
-    for placeholder, value in zip(placeholders[1:], node.inputs[3:], strict=True):
-        mapping[placeholder] = origin.get(value) if isinstance(value, Node) else None
+    if node.op is not None and node.op.name == "while_loop":
+        mapping: dict[Node, Any] = {}
+        given = zip(placeholders, node.inputs[1:], strict=True)
+    else:
+        mapping = {placeholders[0]: _INNER}
+        given = zip(placeholders[1:], node.inputs[3:], strict=True)
+    carried: int = params.get("carried", 0)
+    for position, (placeholder, value) in enumerate(given):
+        # A carried value starts as its input but changes: it stands for no outer value.
+        known = position >= carried and isinstance(value, Node)
+        mapping[placeholder] = origin.get(value) if known else None
     first = params.get("first")
     graphs = [inner] if first is None else [inner, first]
-    return all(_walk(graph, dict(mapping), index, written, uses) for graph in graphs)
+    return all(_walk(graph, dict(mapping), index, written, uses, while_loops) for graph in graphs)
 
 
 def _first_index_is(node: Node, scalars_at: int, origin: dict[Node, Any], index: Node) -> bool:
