@@ -82,6 +82,7 @@ from .matmul import (
 )
 from .ops import TRITON_HELPERS
 from .rows import inline_pointwise_parts, row_kernel_source
+from .scratch import KernelScratch
 from .split import split_reduction
 
 log = logging.getLogger("numpile.inductor.triton")
@@ -348,6 +349,22 @@ def _is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) or rt.is_device_array(value)
 
 
+# Where one call's kernels launch: CuPy's current stream handle (None: the interpreter), its
+# device, and whether the stream is capturing a CUDA graph (asked only of modules with
+# split-kernel scratch). Read once per call, not per launch.
+_Where = tuple[int | None, int, bool]
+_INTERPRETED: _Where = (None, 0, False)
+
+# How `_run` takes an input (`_input_kind`).
+_AS_IS, _BY_VALUE, _AS_ARRAY = 0, 1, 2
+
+
+def _input_kind(buf: Buffer) -> int:
+    if buf.kind == "scalar" and buf.dtype != np.dtype("O"):
+        return _BY_VALUE
+    return _AS_ARRAY if buf.kind == "input" else _AS_IS
+
+
 class _Runner:
     # Runs a generated module's steps on one call's arrays; see the module docstring.
     def __init__(
@@ -384,7 +401,6 @@ class _Runner:
         self.inputs: list[str] = program.inputs
         leaves, spec = tree_flatten(program.graph.output)
         self.output_spec = spec
-        self.output_leaves = leaves
         self.scalar_outputs = {
             name for node, name in program.outputs.items() if self._gives_numpy_scalar(node, name)
         }
@@ -428,12 +444,34 @@ class _Runner:
         self.tune_reductions = options.autotune_reductions and not self.autotune
         self.tune_reductions = self.tune_reductions and not writes_inputs
         self.tuned: dict[tuple[str, Any], TritonKernel] = {}
-        # Counters of split reductions finished by their last program, one per kernel and
-        # stream (int32, zero between launches: the finishing program resets it), so that
-        # launches of one kernel on two streams at once never share one; each CUDA graph
-        # records its own, which its replays find zero as an eager launch does.
-        self.counters: dict[tuple[str, int | None], Any] = {}
-        self.graph_counters: list[Any] = []  # those recorded into CUDA graphs, kept alive
+        # Counters and partials of split reductions finished by their last program, per
+        # kernel and stream (codegen/triton/scratch.py); each CUDA graph records its own.
+        self.scratch = KernelScratch()
+        self.scratch_shapes = {
+            k.name: tuple((tuple(self.buffers[b].shape), self.buffers[b].dtype) for b in k.scratch)
+            for k in module.kernels
+            if k.counter
+        }
+        # Per input, how `_run` takes it: 0 as it is, 1 a number kernels take by value, 2 an
+        # input a NumPy scalar may stand for (read as a 0-d array); and whether it binds sizes.
+        self.input_plan = tuple(
+            (name, _input_kind(self.buffers[name]), name in self.dynamic) for name in self.inputs
+        )
+        # Per output leaf: its buffer, the name of its object form (a NumPy scalar input
+        # returned as it is), and whether it is given as a NumPy scalar, on each path.
+        self.output_plan = tuple(
+            (leaf, "", "", False, False, False)
+            if not isinstance(leaf, Node)
+            else (
+                leaf,
+                program.outputs[leaf],
+                f"{program.outputs[leaf]}@obj",
+                program.outputs[leaf] in self.scalar_nodes,
+                program.outputs[leaf] in self.read_only,
+                program.outputs[leaf] in self.scalar_outputs,
+            )
+            for leaf in leaves
+        )
 
     def _gives_numpy_scalar(self, node: Node, name: str) -> bool:
         buf = self.buffers[name]
@@ -475,24 +513,29 @@ class _Runner:
     ) -> Any:
         env: dict[str, Any] = {}
         sizes: dict[str, int] = {}
-        for name, value in zip(self.inputs, args, strict=True):
-            buf = self.buffers[name]
-            if buf.kind == "scalar" and buf.dtype != np.dtype("O"):
-                env[name] = value
-            elif buf.kind == "input" and not _is_array(value):
+        for (name, kind, binds), value in zip(self.input_plan, args, strict=True):
+            if kind == _AS_ARRAY and not _is_array(value):
                 env[name] = xp.asarray(value)  # a NumPy scalar read as a 0-d array
                 env[f"{name}@obj"] = value
             else:
                 env[name] = value
-            if name in self.dynamic and buf.kind == "input":
-                _bind_sizes(buf.shape, env[name], sizes)  # dynamic shapes: s0, s1, ...
+            if binds and kind == _AS_ARRAY:
+                _bind_sizes(self.buffers[name].shape, env[name], sizes)  # dynamic: s0, s1, ...
+        where = _INTERPRETED if xp is np else self._where(xp)
         for step in self.module.steps:
             if isinstance(step, MatmulChoice):
-                for part in self._choose(xp, step, env, sizes):
-                    self._step(xp, part, env, sizes)
+                for part in self._choose(xp, step, env, sizes, where):
+                    self._step(xp, part, env, sizes, where)
             else:
-                self._step(xp, step, env, sizes)
+                self._step(xp, step, env, sizes, where)
         return self._outputs(env, download)
+
+    def _where(self, cupy: Any) -> _Where:
+        # CuPy's current stream and device, once per call: where this call's kernels launch;
+        # and, for split kernels' scratch, whether the stream is capturing a CUDA graph.
+        stream = cupy.cuda.get_current_stream()
+        capturing = bool(self.scratch_shapes) and stream.is_capturing()
+        return int(stream.ptr), int(cupy.cuda.runtime.getDevice()), capturing
 
     def _step(
         self,
@@ -500,9 +543,10 @@ class _Runner:
         step: ExternCall | TritonKernel,
         env: dict[str, Any],
         sizes: dict[str, int],
+        where: _Where,
     ) -> None:
         if not isinstance(step, ExternCall):
-            self._launch(xp, step, env, sizes)
+            self._launch(xp, step, env, sizes, where)
             return
         values = [
             self._extern_arg(env, ref.name) for ref in step.args if isinstance(ref, BufferRef)
@@ -515,7 +559,12 @@ class _Runner:
             _bind_sizes(self.buffers[step.buffer].shape, result, sizes)
 
     def _choose(
-        self, xp: Any, choice: MatmulChoice, env: dict[str, Any], sizes: dict[str, int]
+        self,
+        xp: Any,
+        choice: MatmulChoice,
+        env: dict[str, Any],
+        sizes: dict[str, int],
+        where: _Where,
     ) -> tuple[ExternCall | TritonKernel, ...]:
         # gemm_backends with both: the extern call (and its epilogue kernel) or the template
         # in one of its tile shapes, by pick_backend (timed on this first call's arrays).
@@ -527,7 +576,7 @@ class _Runner:
         def time_variant(index: int) -> float:
             def run() -> None:
                 for part in variants[index]:
-                    self._step(xp, part, env, sizes)
+                    self._step(xp, part, env, sizes, where)
 
             return _time(xp, run)
 
@@ -545,15 +594,32 @@ class _Runner:
         return env.get(f"{name}@obj", value)
 
     def _launch(
-        self, xp: Any, kernel: TritonKernel, env: dict[str, Any], sizes: dict[str, int]
+        self,
+        xp: Any,
+        kernel: TritonKernel,
+        env: dict[str, Any],
+        sizes: dict[str, int],
+        where: _Where,
     ) -> None:
         call_args: list[Any] = []
         spans: list[int] = []  # each buffer's largest element offset, for `index64`
+        if kernel.counter:
+            *partials, counter = self.scratch.take(
+                xp,
+                kernel.name,
+                self.scratch_shapes[kernel.name],
+                where[0],
+                where[1],
+                capturing=where[2],
+            )
+            env.update(zip(kernel.scratch, partials, strict=True))
         for name, dims in zip(kernel.buffers, kernel.stride_dims, strict=True):
             array = env.get(name)
             if array is None:
                 buf = self.buffers[name]
-                shape = self.static_shapes.get(name) or _evaluate(buf.shape, sizes)
+                shape = self.static_shapes.get(name)  # () for a 0-d buffer: not `or`
+                if shape is None:
+                    shape = _evaluate(buf.shape, sizes)
                 array = xp.empty(shape, dtype=buf.dtype)
                 env[name] = array
             elif name in self.checked:
@@ -566,7 +632,7 @@ class _Runner:
                 call_args += [layout.strides[d] for d in dims]
                 spans.append(layout.span)
         if kernel.counter:
-            call_args.append(self._counter(xp, kernel.name))
+            call_args.append(counter)
         for name in kernel.scalars:
             call_args.append(scalar_value(env[name], self.buffers[name].dtype))
         call_args += [sizes[name] for name in kernel.size_symbols]
@@ -585,48 +651,42 @@ class _Runner:
             kernel = fit_blocks(kernel, xnumel, rnumel, self.options)
         wide = index64(xnumel // kernel.split, rnumel, spans)
         if self.autotune and not kernel.template:
-            kernel = self._tuned(xp, kernel, call_args, xnumel, wide)
+            kernel = self._tuned(xp, kernel, call_args, xnumel, wide, where)
         elif self.tune_reductions and kernel.is_reduction and not kernel.template:
-            kernel = self._tuned_reduction(xp, kernel, call_args, (xnumel, rnumel), wide)
-        self._call(kernel, call_args, xnumel, wide)
+            kernel = self._tuned_reduction(xp, kernel, call_args, (xnumel, rnumel), wide, where)
+        self._call(kernel, call_args, xnumel, wide, where)
 
-    def _counter(self, xp: Any, kernel: str) -> Any:
-        stream = None
-        if xp is not np:
-            current = xp.cuda.get_current_stream()
-            if current.is_capturing():
-                # A CUDA graph records a counter of its own, from its pool (zeroed in the
-                # graph): a capture's side stream is gone after it, and its address may come
-                # back as another graph's, which may replay at the same time.
-                counter = xp.zeros(1, dtype=np.int32)
-                self.graph_counters.append(counter)
-                return counter
-            stream = int(current.ptr)
-        counter = self.counters.get((kernel, stream))
-        if counter is None:
-            counter = self.counters[(kernel, stream)] = xp.zeros(1, dtype=np.int32)
-        return counter
-
-    def _call(self, kernel: TritonKernel, call_args: list[Any], xnumel: int, wide: bool) -> None:
+    def _call(
+        self, kernel: TritonKernel, call_args: list[Any], xnumel: int, wide: bool, where: _Where
+    ) -> None:
         blocks = self.blocks[kernel.name]
         if (
-            wide
+            blocks["INDEX64"] is not wide
             or blocks["XBLOCK"] != kernel.xblock
             or blocks.get("RBLOCK", kernel.rblock) != kernel.rblock
         ):
-            blocks = {"XBLOCK": kernel.xblock, "INDEX64": wide}  # run-time sizes, tuned, wide
+            # Run-time sizes, a tuned configuration, 64-bit indices: the blocks of the latest
+            # launch are kept, so a kernel launched alike call after call builds them once.
+            blocks = {"XBLOCK": kernel.xblock, "INDEX64": wide}
             if kernel.is_reduction:
                 blocks["RBLOCK"] = kernel.rblock
+            self.blocks[kernel.name] = blocks
         launch = self.launchers[kernel.name]
-        (grid,) = kernel.grid(xnumel)
+        grid = max(1, -(-xnumel // kernel.xblock))  # kernel.grid(xnumel), without its tuple
         if self.mode != "interpret":
-            launch(call_args, grid, blocks, kernel.num_warps, *_current_stream())
+            launch(call_args, grid, blocks, kernel.num_warps, where[0], where[1])
             return
         with np.errstate(all="ignore"):  # masked-off lanes of the interpreter compute garbage
             launch(call_args, grid, blocks, kernel.num_warps, None)
 
     def _tuned(
-        self, xp: Any, kernel: TritonKernel, call_args: list[Any], xnumel: int, wide: bool
+        self,
+        xp: Any,
+        kernel: TritonKernel,
+        call_args: list[Any],
+        xnumel: int,
+        wide: bool,
+        where: _Where,
     ) -> TritonKernel:
         # max-autotune: the fastest launch configuration for these argument sizes.
         signature = tuple(
@@ -639,7 +699,7 @@ class _Runner:
         device = "interpreter" if xp is np else _device_name()
 
         def time_launch(candidate: TritonKernel) -> float:
-            return _time(xp, lambda: self._call(candidate, call_args, xnumel, wide))
+            return _time(xp, lambda: self._call(candidate, call_args, xnumel, wide, where))
 
         best = tune(kernel, time_launch, cache_key(kernel, signature, device))
         self.tuned[(kernel.name, signature)] = best
@@ -652,6 +712,7 @@ class _Runner:
         call_args: list[Any],
         numels: tuple[int, int],
         wide: bool,
+        where: _Where,
     ) -> TritonKernel:
         # The default mode: a few configurations of a reduction, once per shape class; the
         # interpreter times nothing, but takes a stored choice (how tests see the cache).
@@ -667,7 +728,7 @@ class _Runner:
         else:
 
             def time_launch(candidate: TritonKernel) -> float:
-                return _time(xp, lambda: self._call(candidate, call_args, numels[0], wide))
+                return _time(xp, lambda: self._call(candidate, call_args, numels[0], wide, where))
 
             choices = reduction_candidates(kernel)
             best = tune(
@@ -683,21 +744,19 @@ class _Runner:
 
     def _outputs(self, env: dict[str, Any], download: Callable[[Any], Any] | None) -> Any:
         # `download` (NumPy inputs on a GPU) brings each result back to the host.
-        by_node = self.program.outputs
         leaves = []
-        for leaf in self.output_leaves:
-            if not isinstance(leaf, Node):
+        for leaf, name, obj, scalar_node, read_only, scalar_output in self.output_plan:
+            if not name:
                 leaves.append(leaf)
                 continue
-            name = by_node[leaf]
-            value = env.get(f"{name}@obj", env[name])
+            value = env.get(obj, env[name])
             if download is not None:
                 value = download(value)
-                scalar = name in self.scalar_nodes
-                if name in self.read_only and isinstance(value, np.ndarray):
+                scalar = scalar_node
+                if read_only and isinstance(value, np.ndarray):
                     value.flags.writeable = False
             else:
-                scalar = name in self.scalar_outputs
+                scalar = scalar_output
             if scalar and isinstance(value, np.ndarray) and value.ndim == 0:
                 value = value[()]
             leaves.append(value)
@@ -798,13 +857,6 @@ def _evaluate(shape: tuple[Any, ...], sizes: dict[str, int]) -> tuple[int, ...]:
     if len(_EVALUATED) < 4096:
         _EVALUATED[key] = result
     return result
-
-
-def _current_stream() -> tuple[int, int]:
-    # CuPy's current stream and device: where kernels launch.
-    import cupy  # GPU runs only
-
-    return int(cupy.cuda.get_current_stream().ptr), int(cupy.cuda.runtime.getDevice())
 
 
 def _device_name() -> str:

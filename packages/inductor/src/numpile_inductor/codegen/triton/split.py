@@ -191,6 +191,7 @@ def _first_stage(
         outer=bool(plan.rows),
         split=plan.chunks,
         counter=finish is not None,
+        scratch=partials if finish is not None else (),
     )
 
 
