@@ -346,7 +346,15 @@ def triton_backend(
 
 
 def _is_array(value: Any) -> bool:
-    return isinstance(value, np.ndarray) or rt.is_device_array(value)
+    if type(value) in _ARRAY_TYPES:
+        return True
+    if isinstance(value, np.ndarray) or rt.is_device_array(value):
+        _ARRAY_TYPES.add(type(value))
+        return True
+    return False
+
+
+_ARRAY_TYPES: set[type] = {np.ndarray}  # NumPy's and CuPy's array classes, once seen
 
 
 # Where one call's kernels launch: CuPy's current stream handle (None: the interpreter), its
@@ -444,6 +452,7 @@ class _Runner:
         self.tune_reductions = options.autotune_reductions and not self.autotune
         self.tune_reductions = self.tune_reductions and not writes_inputs
         self.tuned: dict[tuple[str, Any], TritonKernel] = {}
+        self.chosen_static: dict[str, TritonKernel] = {}  # reductions of static sizes
         # Counters and partials of split reductions finished by their last program, per
         # kernel and stream (codegen/triton/scratch.py); each CUDA graph records its own.
         self.scratch = KernelScratch()
@@ -514,7 +523,7 @@ class _Runner:
         env: dict[str, Any] = {}
         sizes: dict[str, int] = {}
         for (name, kind, binds), value in zip(self.input_plan, args, strict=True):
-            if kind == _AS_ARRAY and not _is_array(value):
+            if kind == _AS_ARRAY and type(value) not in _ARRAY_TYPES and not _is_array(value):
                 env[name] = xp.asarray(value)  # a NumPy scalar read as a 0-d array
                 env[f"{name}@obj"] = value
             else:
@@ -653,7 +662,13 @@ class _Runner:
         if self.autotune and not kernel.template:
             kernel = self._tuned(xp, kernel, call_args, xnumel, wide, where)
         elif self.tune_reductions and kernel.is_reduction and not kernel.template:
-            kernel = self._tuned_reduction(xp, kernel, call_args, (xnumel, rnumel), wide, where)
+            chosen = self.chosen_static.get(kernel.name) if numels is not None else None
+            kernel = chosen or self._tuned_reduction(
+                xp, kernel, call_args, (xnumel, rnumel), wide, where
+            )
+            if numels is not None:
+                # Static element counts: one shape class, so one choice for every call.
+                self.chosen_static[kernel.name] = kernel
         self._call(kernel, call_args, xnumel, wide, where)
 
     def _call(
