@@ -129,6 +129,42 @@ def test_two_streams_at_once_each_finish_their_own_launch() -> None:
         assert float(out) == xs[i % 2].max()
 
 
+def test_partials_kept_per_stream_give_each_stream_its_own_sums() -> None:
+    # The partials buffer is kept per kernel and stream (codegen/triton/scratch.py): a sum
+    # (whose partials all differ) on two streams at once, then on the default stream again,
+    # then at a new shape (a new compile, its own scratch).
+    cupy = _cupy()
+    compiled = numpile.compile(lambda a: a.sum(), fullgraph=True)
+    xs = [_RNG.integers(-1000, 1000, size=4_000_000).astype(np.float64) + i for i in range(2)]
+    arrays = [cupy.asarray(x) for x in xs]
+    assert float(compiled(arrays[0])) == xs[0].sum()  # integers: exact in any order
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in xs]
+    outs: list[Any] = []
+    for _ in range(10):
+        for stream, array in zip(streams, arrays, strict=True):
+            with stream:
+                outs.append(compiled(array))
+    for stream in streams:
+        stream.synchronize()
+    assert [float(out) for out in outs] == [x.sum() for x in xs] * 10
+    assert float(compiled(arrays[1])) == xs[1].sum()
+    short = xs[0][:1_500_000]
+    assert float(compiled(cupy.asarray(short))) == short.sum()
+
+
+def test_a_second_device_launches_on_its_own_stream_and_scratch() -> None:
+    cupy = _cupy()
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("one GPU: the second device's launch needs two")
+    compiled = numpile.compile(lambda a: a.sum(), fullgraph=True)
+    x = _RNG.integers(-1000, 1000, size=3_000_000).astype(np.float64)
+    assert float(compiled(cupy.asarray(x))) == x.sum()
+    with cupy.cuda.Device(1):
+        on_second = cupy.asarray(x)
+        assert float(compiled(on_second)) == x.sum()
+    assert float(compiled(cupy.asarray(x))) == x.sum()
+
+
 def test_two_cuda_graphs_replayed_at_once_keep_their_own_counters() -> None:
     cupy = _cupy()
     compiled = numpile.compile(lambda a: a.max(), fullgraph=True, mode="reduce-overhead")

@@ -129,10 +129,25 @@ def test_the_finishing_program_resets_the_counter_for_the_next_call_and_launch()
     runner = compiled.fn
     first, second = runner(x), runner(x)  # a counter left at its count would finish nothing
     assert first == second == x.max()
-    (counter,) = runner.counters.values()
+    (scratch,) = runner.scratch.held().values()
+    *partials, counter = scratch
     assert counter.dtype == np.int32 and counter.tolist() == [0]
+    assert [p.dtype for p in partials] == [np.dtype("float64")]
     y = -x  # two calls in a row on other values: each finishes with its own
     assert runner(y) == y.max() and runner(x) == x.max()
+
+
+def test_the_partials_are_allocated_once_and_every_call_gets_its_own_result() -> None:
+    x = _RNG.normal(size=(2, 300))
+    _, compiled = _compile(x, "sum", 1, _SPLIT)
+    runner = compiled.fn
+    first = runner(x)
+    (kept,) = runner.scratch.held().values()
+    for scale in (2.0, -1.0, 0.0):
+        np.testing.assert_allclose(runner(x * scale), (x * scale).sum(axis=1), rtol=1e-12)
+    (again,) = runner.scratch.held().values()
+    assert all(a is b for a, b in zip(kept, again, strict=True))
+    np.testing.assert_allclose(first, x.sum(axis=1), rtol=1e-12)
 
 
 def test_a_float_sum_is_the_same_from_run_to_run() -> None:

@@ -28,8 +28,16 @@ import numpy as np
 _OP_N, _OP_T = 0, 1
 _POINTER_MODE_HOST = 0
 _INT32_MAX = 2**31 - 1
-# alpha = 1 and beta = 0 in host memory, per dtype; passed to cuBLAS by address.
+# alpha = 1 and beta = 0 in host memory, per dtype; passed to cuBLAS by address (read
+# once: `ndarray.ctypes` builds an object per access).
 _SCALARS = {char: (np.ones(1, dtype=char), np.zeros(1, dtype=char)) for char in ("f", "d")}
+_SCALAR_ADDRESSES = {
+    char: (int(one.ctypes.data), int(zero.ctypes.data)) for char, (one, zero) in _SCALARS.items()
+}
+# Each layout's plan (or None), remembered: a compiled call multiplies the same shapes and
+# strides call after call. Key: (a.shape, a.strides, b.shape, b.strides, itemsize).
+_PLANS: dict[tuple[Any, ...], GemmPlan | None] = {}
+_MAX_PLANS = 1024
 
 
 @attrs.frozen
@@ -91,7 +99,14 @@ def cublas_matmul(a: Any, b: Any) -> Any:
     """
     if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.dtype.char not in _SCALARS:
         return None
-    plan = gemm_plan(a.shape, a.strides, b.shape, b.strides, a.itemsize)
+    key = (a.shape, a.strides, b.shape, b.strides, a.itemsize)
+    try:
+        plan = _PLANS[key]
+    except KeyError:
+        plan = gemm_plan(*key)
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = plan
     if plan is None:
         return None
     import cupy
@@ -101,7 +116,7 @@ def cublas_matmul(a: Any, b: Any) -> Any:
     handle = device.get_cublas_handle()
     cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)
     cublas.setPointerMode(handle, _POINTER_MODE_HOST)
-    one, zero = _SCALARS[a.dtype.char]
+    one, zero = _SCALAR_ADDRESSES[a.dtype.char]
     gemm = cublas.sgemm if a.dtype.char == "f" else cublas.dgemm
     gemm(
         handle,
@@ -110,12 +125,12 @@ def cublas_matmul(a: Any, b: Any) -> Any:
         plan.m,
         plan.n,
         plan.k,
-        one.ctypes.data,
+        one,
         b.data.ptr,
         plan.lda,
         a.data.ptr,
         plan.ldb,
-        zero.ctypes.data,
+        zero,
         out.data.ptr,
         plan.ldc,
     )

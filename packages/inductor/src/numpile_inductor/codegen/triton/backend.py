@@ -82,6 +82,7 @@ from .matmul import (
 )
 from .ops import TRITON_HELPERS
 from .rows import inline_pointwise_parts, row_kernel_source
+from .scratch import KernelScratch
 from .sizes import RunTimeShape, SizeBinding
 from .split import split_reduction
 
@@ -394,7 +395,31 @@ _KEPT_FITS = 1024
 
 
 def _is_array(value: Any) -> bool:
-    return isinstance(value, np.ndarray) or rt.is_device_array(value)
+    if type(value) in _ARRAY_TYPES:
+        return True
+    if isinstance(value, np.ndarray) or rt.is_device_array(value):
+        _ARRAY_TYPES.add(type(value))
+        return True
+    return False
+
+
+_ARRAY_TYPES: set[type] = {np.ndarray}  # NumPy's and CuPy's array classes, once seen
+
+
+# Where one call's kernels launch: CuPy's current stream handle (None: the interpreter), its
+# device, and whether the stream is capturing a CUDA graph (asked only of modules with
+# split-kernel scratch). Read once per call, not per launch.
+_Where = tuple[int | None, int, bool]
+_INTERPRETED: _Where = (None, 0, False)
+
+# How `_run` takes an input (`_input_kind`).
+_AS_IS, _BY_VALUE, _AS_ARRAY = 0, 1, 2
+
+
+def _input_kind(buf: Buffer) -> int:
+    if buf.kind == "scalar" and buf.dtype != np.dtype("O"):
+        return _BY_VALUE
+    return _AS_ARRAY if buf.kind == "input" else _AS_IS
 
 
 class _Runner:
@@ -433,7 +458,6 @@ class _Runner:
         self.inputs: list[str] = program.inputs
         leaves, spec = tree_flatten(program.graph.output)
         self.output_spec = spec
-        self.output_leaves = leaves
         self.scalar_outputs = {
             name for node, name in program.outputs.items() if self._gives_numpy_scalar(node, name)
         }
@@ -491,12 +515,35 @@ class _Runner:
         self.tune_reductions = options.autotune_reductions and not self.autotune
         self.tune_reductions = self.tune_reductions and not writes_inputs
         self.tuned: dict[tuple[str, Any], TritonKernel] = {}
-        # Counters of split reductions finished by their last program, one per kernel and
-        # stream (int32, zero between launches: the finishing program resets it), so that
-        # launches of one kernel on two streams at once never share one; each CUDA graph
-        # records its own, which its replays find zero as an eager launch does.
-        self.counters: dict[tuple[str, int | None], Any] = {}
-        self.graph_counters: list[Any] = []  # those recorded into CUDA graphs, kept alive
+        self.chosen_static: dict[str, TritonKernel] = {}  # reductions of static sizes
+        # Counters and partials of split reductions finished by their last program, per
+        # kernel and stream (codegen/triton/scratch.py); each CUDA graph records its own.
+        self.scratch = KernelScratch()
+        self.scratch_shapes = {
+            k.name: tuple((tuple(self.buffers[b].shape), self.buffers[b].dtype) for b in k.scratch)
+            for k in module.kernels
+            if k.counter
+        }
+        # Per input, how `_run` takes it: 0 as it is, 1 a number kernels take by value, 2 an
+        # input a NumPy scalar may stand for (read as a 0-d array); and whether it binds sizes.
+        self.input_plan = tuple(
+            (name, _input_kind(self.buffers[name]), name in self.dynamic) for name in self.inputs
+        )
+        # Per output leaf: its buffer, the name of its object form (a NumPy scalar input
+        # returned as it is), and whether it is given as a NumPy scalar, on each path.
+        self.output_plan = tuple(
+            (leaf, "", "", False, False, False)
+            if not isinstance(leaf, Node)
+            else (
+                leaf,
+                program.outputs[leaf],
+                f"{program.outputs[leaf]}@obj",
+                program.outputs[leaf] in self.scalar_nodes,
+                program.outputs[leaf] in self.read_only,
+                program.outputs[leaf] in self.scalar_outputs,
+            )
+            for leaf in leaves
+        )
         # Scalar inputs the kernels read from memory (`scalars_in_memory`), and where a call
         # that passes them as numbers puts them: a slot buffer per stream (one copy per call,
         # ordered after the kernels that read the last call's), `"<name>@ptr"` in `env`.
@@ -547,25 +594,23 @@ class _Runner:
     ) -> Any:
         env: dict[str, Any] = {}
         sizes: dict[str, int] = {}
-        for name, value in zip(self.inputs, args, strict=True):
-            buf = self.buffers[name]
-            if buf.kind == "scalar" and buf.dtype != np.dtype("O"):
-                env[name] = value
-            elif buf.kind == "input" and not _is_array(value):
+        for (name, kind, binds), value in zip(self.input_plan, args, strict=True):
+            if kind == _AS_ARRAY and type(value) not in _ARRAY_TYPES and not _is_array(value):
                 env[name] = xp.asarray(value)  # a NumPy scalar read as a 0-d array
                 env[f"{name}@obj"] = value
             else:
                 env[name] = value
-            if name in self.dynamic and buf.kind == "input":
+            if binds and kind == _AS_ARRAY:
                 self.bindings[name].bind(env[name], sizes)  # dynamic shapes: s0, s1, ...
         if self.memory_scalars:
             self._stage_scalars(xp, env)
+        where = _INTERPRETED if xp is np else self._where(xp)
         for step in self.module.steps:
             if isinstance(step, MatmulChoice):
-                for part in self._choose(xp, step, env, sizes):
-                    self._step(xp, part, env, sizes)
+                for part in self._choose(xp, step, env, sizes, where):
+                    self._step(xp, part, env, sizes, where)
             else:
-                self._step(xp, step, env, sizes)
+                self._step(xp, step, env, sizes, where)
         return self._outputs(env, download)
 
     def _stage_scalars(self, xp: Any, env: dict[str, Any]) -> None:
@@ -597,15 +642,23 @@ class _Runner:
         for name, view in zip(names, slots.views(device), strict=True):
             env[f"{name}@ptr"] = view
 
+    def _where(self, cupy: Any) -> _Where:
+        # CuPy's current stream and device, once per call: where this call's kernels launch;
+        # and, for split kernels' scratch, whether the stream is capturing a CUDA graph.
+        stream = cupy.cuda.get_current_stream()
+        capturing = bool(self.scratch_shapes) and stream.is_capturing()
+        return int(stream.ptr), int(cupy.cuda.runtime.getDevice()), capturing
+
     def _step(
         self,
         xp: Any,
         step: ExternCall | TritonKernel,
         env: dict[str, Any],
         sizes: dict[str, int],
+        where: _Where,
     ) -> None:
         if not isinstance(step, ExternCall):
-            self._launch(xp, step, env, sizes)
+            self._launch(xp, step, env, sizes, where)
             return
         values = [
             self._extern_arg(env, ref.name) for ref in step.args if isinstance(ref, BufferRef)
@@ -618,7 +671,12 @@ class _Runner:
             self.bindings[step.buffer].bind(result, sizes)
 
     def _choose(
-        self, xp: Any, choice: MatmulChoice, env: dict[str, Any], sizes: dict[str, int]
+        self,
+        xp: Any,
+        choice: MatmulChoice,
+        env: dict[str, Any],
+        sizes: dict[str, int],
+        where: _Where,
     ) -> tuple[ExternCall | TritonKernel, ...]:
         # gemm_backends with both: the extern call (and its epilogue kernel) or the template
         # in one of its tile shapes, by pick_backend (timed on this first call's arrays).
@@ -630,7 +688,7 @@ class _Runner:
         def time_variant(index: int) -> float:
             def run() -> None:
                 for part in variants[index]:
-                    self._step(xp, part, env, sizes)
+                    self._step(xp, part, env, sizes, where)
 
             return _time(xp, run)
 
@@ -648,10 +706,25 @@ class _Runner:
         return env.get(f"{name}@obj", value)
 
     def _launch(
-        self, xp: Any, kernel: TritonKernel, env: dict[str, Any], sizes: dict[str, int]
+        self,
+        xp: Any,
+        kernel: TritonKernel,
+        env: dict[str, Any],
+        sizes: dict[str, int],
+        where: _Where,
     ) -> None:
         call_args: list[Any] = []
         spans: list[int] = []  # each buffer's largest element offset, for `index64`
+        if kernel.counter:
+            *partials, counter = self.scratch.take(
+                xp,
+                kernel.name,
+                self.scratch_shapes[kernel.name],
+                where[0],
+                where[1],
+                capturing=where[2],
+            )
+            env.update(zip(kernel.scratch, partials, strict=True))
         for name, dims in zip(kernel.buffers, kernel.stride_dims, strict=True):
             array = env.get(name)
             if array is None:
@@ -668,7 +741,7 @@ class _Runner:
                 call_args += [layout.strides[d] for d in dims]
                 spans.append(layout.span)
         if kernel.counter:
-            call_args.append(self._counter(xp, kernel.name))
+            call_args.append(counter)
         if kernel.scalars_in_memory:
             call_args += [env.get(f"{name}@ptr", env[name]) for name in kernel.scalars]
         else:
@@ -689,10 +762,16 @@ class _Runner:
             kernel = self._fitted(kernel, xnumel, rnumel)
         wide = index64(xnumel // kernel.split, rnumel, spans)
         if self.autotune and not kernel.template:
-            kernel = self._tuned(xp, kernel, call_args, xnumel, wide)
+            kernel = self._tuned(xp, kernel, call_args, xnumel, wide, where)
         elif self.tune_reductions and kernel.is_reduction and not kernel.template:
-            kernel = self._tuned_reduction(xp, kernel, call_args, (xnumel, rnumel), wide)
-        self._call(kernel, call_args, xnumel, wide)
+            chosen = self.chosen_static.get(kernel.name) if numels is not None else None
+            kernel = chosen or self._tuned_reduction(
+                xp, kernel, call_args, (xnumel, rnumel), wide, where
+            )
+            if numels is not None:
+                # Static element counts: one shape class, so one choice for every call.
+                self.chosen_static[kernel.name] = kernel
+        self._call(kernel, call_args, xnumel, wide, where)
 
     def _shape(self, name: str, sizes: dict[str, int]) -> tuple[int, ...]:
         static = self.static_shapes.get(name)
@@ -707,27 +786,12 @@ class _Runner:
             fitted = self.fitted[key] = fit_blocks(kernel, xnumel, rnumel, self.options)
         return fitted
 
-    def _counter(self, xp: Any, kernel: str) -> Any:
-        stream = None
-        if xp is not np:
-            current = xp.cuda.get_current_stream()
-            if current.is_capturing():
-                # A CUDA graph records a counter of its own, from its pool (zeroed in the
-                # graph): a capture's side stream is gone after it, and its address may come
-                # back as another graph's, which may replay at the same time.
-                counter = xp.zeros(1, dtype=np.int32)
-                self.graph_counters.append(counter)
-                return counter
-            stream = int(current.ptr)
-        counter = self.counters.get((kernel, stream))
-        if counter is None:
-            counter = self.counters[(kernel, stream)] = xp.zeros(1, dtype=np.int32)
-        return counter
-
-    def _call(self, kernel: TritonKernel, call_args: list[Any], xnumel: int, wide: bool) -> None:
+    def _call(
+        self, kernel: TritonKernel, call_args: list[Any], xnumel: int, wide: bool, where: _Where
+    ) -> None:
         blocks = self.blocks[kernel.name]
         if (
-            wide
+            blocks["INDEX64"] is not wide
             or blocks["XBLOCK"] != kernel.xblock
             or blocks.get("RBLOCK", kernel.rblock) != kernel.rblock
         ):
@@ -735,9 +799,9 @@ class _Runner:
             key = (kernel.name, kernel.xblock, kernel.rblock, kernel.is_reduction, wide)
             blocks = self.launch_blocks.get(key) or self._blocks(key, kernel, wide)
         launch = self.launchers[kernel.name]
-        (grid,) = kernel.grid(xnumel)
+        grid = max(1, -(-xnumel // kernel.xblock))  # kernel.grid(xnumel), without its tuple
         if self.mode != "interpret":
-            launch(call_args, grid, blocks, kernel.num_warps, *_current_stream())
+            launch(call_args, grid, blocks, kernel.num_warps, where[0], where[1])
             return
         with np.errstate(all="ignore"):  # masked-off lanes of the interpreter compute garbage
             launch(call_args, grid, blocks, kernel.num_warps, None)
@@ -752,7 +816,13 @@ class _Runner:
         return blocks
 
     def _tuned(
-        self, xp: Any, kernel: TritonKernel, call_args: list[Any], xnumel: int, wide: bool
+        self,
+        xp: Any,
+        kernel: TritonKernel,
+        call_args: list[Any],
+        xnumel: int,
+        wide: bool,
+        where: _Where,
     ) -> TritonKernel:
         # max-autotune: the fastest launch configuration for these argument sizes.
         signature = tuple(
@@ -765,7 +835,7 @@ class _Runner:
         device = "interpreter" if xp is np else _device_name()
 
         def time_launch(candidate: TritonKernel) -> float:
-            return _time(xp, lambda: self._call(candidate, call_args, xnumel, wide))
+            return _time(xp, lambda: self._call(candidate, call_args, xnumel, wide, where))
 
         best = tune(kernel, time_launch, cache_key(kernel, signature, device))
         self.tuned[(kernel.name, signature)] = best
@@ -778,6 +848,7 @@ class _Runner:
         call_args: list[Any],
         numels: tuple[int, int],
         wide: bool,
+        where: _Where,
     ) -> TritonKernel:
         # The default mode: a few configurations of a reduction, once per shape class; the
         # interpreter times nothing, but takes a stored choice (how tests see the cache).
@@ -793,7 +864,7 @@ class _Runner:
         else:
 
             def time_launch(candidate: TritonKernel) -> float:
-                return _time(xp, lambda: self._call(candidate, call_args, numels[0], wide))
+                return _time(xp, lambda: self._call(candidate, call_args, numels[0], wide, where))
 
             choices = reduction_candidates(kernel)
             best = tune(
@@ -809,21 +880,19 @@ class _Runner:
 
     def _outputs(self, env: dict[str, Any], download: Callable[[Any], Any] | None) -> Any:
         # `download` (NumPy inputs on a GPU) brings each result back to the host.
-        by_node = self.program.outputs
         leaves = []
-        for leaf in self.output_leaves:
-            if not isinstance(leaf, Node):
+        for leaf, name, obj, scalar_node, read_only, scalar_output in self.output_plan:
+            if not name:
                 leaves.append(leaf)
                 continue
-            name = by_node[leaf]
-            value = env.get(f"{name}@obj", env[name])
+            value = env.get(obj, env[name])
             if download is not None:
                 value = download(value)
-                scalar = name in self.scalar_nodes
-                if name in self.read_only and isinstance(value, np.ndarray):
+                scalar = scalar_node
+                if read_only and isinstance(value, np.ndarray):
                     value.flags.writeable = False
             else:
-                scalar = name in self.scalar_outputs
+                scalar = scalar_output
             if scalar and isinstance(value, np.ndarray) and value.ndim == 0:
                 value = value[()]
             leaves.append(value)
@@ -887,13 +956,6 @@ def _layout(array: Any) -> _Layout:
     if len(_LAYOUTS) < 4096:
         _LAYOUTS[key] = layout
     return layout
-
-
-def _current_stream() -> tuple[int, int]:
-    # CuPy's current stream and device: where kernels launch.
-    import cupy  # GPU runs only
-
-    return int(cupy.cuda.get_current_stream().ptr), int(cupy.cuda.runtime.getDevice())
 
 
 def _device_name() -> str:

@@ -86,6 +86,9 @@ class TritonKernel:
     outer: bool = False  # a reduction whose loads are contiguous along the kept axes
     split: int = 1  # the first stage of a split reduction: chunks per row (codegen/triton/split.py)
     counter: bool = False  # takes a zeroed int32 counter after its buffers (a last-block finish)
+    # Buffers only this kernel reads and writes, within one launch (a last-block finish's
+    # partial results): the runner keeps them per stream (codegen/triton/scratch.py).
+    scratch: tuple[str, ...] = ()
     rows: bool = False  # a row group's kernel (codegen/triton/rows.py): its own tiles and warps
     template: str = ""  # "mm": a matmul template, its blocks fixed in its source
     scalars_in_memory: bool = False  # scalars are pointers to one element (`scalar_params`)

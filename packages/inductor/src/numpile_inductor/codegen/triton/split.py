@@ -195,6 +195,7 @@ def _first_stage(
         split=plan.chunks,
         counter=finish is not None,
         scalars_in_memory=in_memory and bool(scalars),
+        scratch=partials if finish is not None else (),
     )
 
 
