@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import numpile_runtime as rt
-from numpile_runtime import build_queue, builder, call_gate
+from numpile_runtime import builder, call_gate
 
 
 @pytest.fixture(autouse=True)
@@ -156,34 +156,6 @@ def test_a_prepared_header_is_precompiled_before_the_first_build_asks_for_it(
     assert counts.get("pch_build") == 1  # not built again after the build
     rt.prepare_header(rt.BuildJob("", header=_HEADER))  # asked once per process
     assert rt.queued_builds() == ()
-
-
-def test_a_prepared_header_is_precompiled_as_idle_work_after_an_ordinary_probe(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The probe is waited for by every build: ordinary work. The precompiling is a bet a
-    # build never waits for: idle work, its compiler niced (see the priority test above).
-    monkeypatch.setattr(builder, "_PREPARED", set())
-    seen: list[tuple[str, bool]] = []
-    real_find, real_run = builder.find_toolchain, builder.run_compiler
-
-    def finding() -> rt.Toolchain:
-        seen.append(("probe", build_queue.idle_compiles()))
-        return real_find()
-
-    def running(command: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-        if "c-header" in command:
-            seen.append(("precompile", build_queue.idle_compiles()))
-        return real_run(command, timeout)
-
-    monkeypatch.setattr(builder, "find_toolchain", finding)
-    monkeypatch.setattr(builder, "run_compiler", running)
-    rt.prepare_header(rt.BuildJob("", header=_HEADER))
-    assert rt.wait_for_queued_builds(timeout=120)
-    assert seen[0] == ("probe", False)
-    assert ("precompile", True) in seen
-    assert ("precompile", False) not in seen
-    assert rt.counters().get("pch_build") == 1
 
 
 def test_preparing_a_header_without_a_compiler_does_nothing(

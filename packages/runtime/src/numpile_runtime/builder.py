@@ -336,11 +336,6 @@ def prepare_header(job: BuildJob) -> None:
     read. Returns at once: finding the compiler (a probe, in a fresh cache) and the build
     run on the build queue (`build_queue`); without a compiler, nothing happens.
 
-    The probe runs as ordinary work (a build waits for it); the precompiling as idle work
-    (`queue_build(idle=True)`, its compiler at a low CPU priority): it is a bet that it ends
-    before the first build starts, a build never waits for it, and on a busy machine it
-    must not take CPU from the capture and the build it is meant to speed up.
-
     >>> prepare_header(BuildJob("", "m", header="#include <math.h>\\n"))
     """
     with _PREPARED_LOCK:
@@ -349,12 +344,7 @@ def prepare_header(job: BuildJob) -> None:
         _PREPARED.add(job)
     shape = (job.language, str(job.module_name is None), str(job.numpy_headers))
     name = "precompiled header " + cache_key(*shape, job.header, *job.extra_flags)[:16]
-    queue_build("compiler probe", _probe)
-    queue_build(name, functools.partial(_precompile_header, job), idle=True)
-
-
-def _probe() -> None:
-    find_toolchain()
+    queue_build(name, functools.partial(_precompile_header, job))
 
 
 # NOTE: the jobs whose header `prepare_header` queued in this process: asked once (a build
