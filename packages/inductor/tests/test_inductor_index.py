@@ -16,6 +16,7 @@ from numpile_inductor.index import (
     c_index,
     flatten_index,
     loop_var,
+    strided_offset,
     unflatten_index,
 )
 from numpile_inductor.lowering.view import _affine_remap
@@ -86,3 +87,45 @@ def test_c_spelling_of_index_expressions() -> None:
     assert c_index(ModularIndexing(x0 * 12 + x1, 4, 3)) == "(((12*x0 + x1) / 4) % 3)"
     assert c_index(FloorDiv(x0, 5)) == "((x0) / 5)"
     assert c_index(x0 * 2**40) == "1099511627776LL*x0"
+
+
+_SIZE_SYMBOLS = [sympy.Symbol(f"s{n}", integer=True, positive=True) for n in range(3)]
+_affine_terms = st.lists(
+    st.tuples(st.integers(-3, 3), st.sampled_from([loop_var(0), loop_var(1), loop_var(0, "r")])),
+    max_size=3,
+)
+_strides = st.one_of(st.integers(-4, 4), st.sampled_from(_SIZE_SYMBOLS))
+
+
+def _by_expand(index: tuple[Any, ...], strides: tuple[Any, ...]) -> Any:
+    flat: Any = sympy.Integer(0)
+    for idx, stride in zip(index, strides, strict=True):
+        flat = flat + sympy.sympify(idx) * stride
+    return sympy.expand(flat)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_affine_terms, st.integers(-5, 5), _strides), min_size=1, max_size=3))
+def test_a_strided_offset_of_affine_indices_is_what_expand_gives(
+    dims: list[tuple[list[tuple[int, sympy.Symbol]], int, Any]],
+) -> None:
+    # The term-by-term construction against sympy's expand: the same expression, so the
+    # same C text (the generated source, and so the kernel cache key, do not change).
+    index = tuple(sum((c * v for c, v in terms), sympy.Integer(start)) for terms, start, _ in dims)
+    strides = tuple(stride for _, _, stride in dims)
+    got = strided_offset(index, strides)
+    want = _by_expand(index, strides)
+    assert got == want
+    assert c_index(got) == c_index(want)
+
+
+def test_a_strided_offset_of_other_indices_is_what_expand_gives() -> None:
+    x0, x1 = loop_var(0), loop_var(1)
+    s0, s1 = _SIZE_SYMBOLS[:2]
+    for index, strides in [
+        ((FloorDiv(x0, 4), ModularIndexing(x0, 1, 4)), (s0, 1)),
+        ((x0 * x1, x1), (1, s0)),
+        ((x0 + 1, x1), (s0 * s1, s1)),
+        ((sympy.Rational(1, 2) * x0, x1), (2, 1)),
+    ]:
+        assert strided_offset(index, strides) == _by_expand(index, strides)

@@ -4,11 +4,13 @@ import gc
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 
 import pytest
 
 import numpile_runtime as rt
+from numpile_runtime import builder
 
 
 @pytest.fixture(autouse=True)
@@ -72,3 +74,55 @@ def test_a_child_forked_inside_a_pause_has_its_collector_back() -> None:
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert gc.isenabled()
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def _garbage_cycle() -> weakref.ref[_Cycle]:
+    # A cycle only the cyclic collector frees: alive until a collection runs.
+    return weakref.ref(_Cycle())
+
+
+def test_a_compiler_run_inside_a_pause_collects_what_the_pause_held_off() -> None:
+    with rt.collector_paused():
+        cycle = _garbage_cycle()
+        assert cycle() is not None
+        builder.run_compiler([sys.executable, "-c", "pass"], 60)
+        assert cycle() is None, "the held-off collection did not run while the child ran"
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_a_compiler_run_outside_the_threads_pause_collects_nothing() -> None:
+    inside = threading.Event()
+    leave = threading.Event()
+
+    def other() -> None:
+        with rt.collector_paused():
+            inside.set()
+            leave.wait(30)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    try:
+        assert inside.wait(30)
+        cycle = _garbage_cycle()
+        builder.run_compiler([sys.executable, "-c", "pass"], 60)
+        assert cycle() is not None, "a thread collected during another thread's pause"
+    finally:
+        leave.set()
+        thread.join(30)
+    gc.collect()
+    assert cycle() is None
+
+
+def test_a_compiler_run_keeps_a_collector_the_program_disabled_off() -> None:
+    gc.disable()
+    with rt.collector_paused():
+        cycle = _garbage_cycle()
+        builder.run_compiler([sys.executable, "-c", "pass"], 60)
+        assert cycle() is not None
+    gc.collect()

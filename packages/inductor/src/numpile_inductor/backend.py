@@ -15,6 +15,7 @@ runs the graph op by op while those steps run on a background worker.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -371,10 +372,12 @@ def _compile(
     functionalize: bool,
 ) -> CompiledGraph:
     # NOTE: the cyclic collector is paused while this compile runs Python (sympy's import,
-    # lowering, code generation allocate much and free little), not while it waits for C
-    # builds that other threads run through: autotuning's, the module's
-    # (`numpile_runtime.collector_paused`).
-    with rt.collector_paused():
+    # lowering, code generation allocate much and free little), not while autotuning waits
+    # for C builds that other threads run through (`numpile_runtime.collector_paused`).
+    # The pause holds through the module's build: the builder runs the collection it held
+    # off while the compiler works, rather than before the compiler starts.
+    with contextlib.ExitStack() as paused:
+        paused.enter_context(rt.collector_paused())
         if rt.known_toolchain() is None:
             # A fresh cache folder: the compiler is being probed (`prepare`) and the graph
             # cache will miss. A light graph takes its sympy sizes (the import, 0.3 s) while
@@ -397,14 +400,15 @@ def _compile(
         )
         with rt.timed("inductor_lowering"):
             sched = lower_and_schedule(target)
-    choice = None
-    if config.max_autotune:
-        choice = _autotune(graph, target, sched, config, example_inputs, epilogue, key)
-        if choice is not None:
-            config = attrs.evolve(
-                config, threads=choice.threads, parallel_threshold=choice.parallel_threshold
-            )
-    with rt.collector_paused():
+        choice = None
+        if config.max_autotune:
+            paused.close()
+            choice = _autotune(graph, target, sched, config, example_inputs, epilogue, key)
+            if choice is not None:
+                config = attrs.evolve(
+                    config, threads=choice.threads, parallel_threshold=choice.parallel_threshold
+                )
+            paused.enter_context(rt.collector_paused())
         if epilogue is not None and epilogue.mutated_inputs:
             # After autotuning: its timing runs must leave the example inputs untouched.
             from .reinplace import reinplace_scatters
@@ -422,8 +426,8 @@ def _compile(
                 if functional_text:
                     files["functional_graph.txt"] = functional_text
             _write_debug(config, graph, generated.module_name, files)
-    flags = _flags(config)
-    module = _build(generated.module_name, generated.source, flags, graph, config)
+        flags = _flags(config)
+        module = _build(generated.module_name, generated.source, flags, graph, config)
     artifact = GraphArtifact(
         module_name=generated.module_name,
         source=generated.source,

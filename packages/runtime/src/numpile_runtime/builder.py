@@ -55,6 +55,7 @@ from .build_queue import (
     yield_to_callers,
 )
 from .code_cache import CodeCache, cache_key, default_cache
+from .collector_pause import collect_held_off
 from .extension_loader import can_unload, open_extension
 from .loaded_modules import memo_get, memo_put, trim
 from .locks import at_fork_reset, new_lock
@@ -611,6 +612,7 @@ def run_compiler(command: list[str], timeout: float) -> subprocess.CompletedProc
     )
     compiler_started(process.pid)
     try:
+        collect_held_off()  # while the compiler works, not after the caller's pause
         stdout, stderr = process.communicate(timeout=timeout)
     except BaseException:
         _kill_group(process)

@@ -26,7 +26,7 @@ import attrs
 import numpy as np
 import sympy
 
-from ...index import c_index, loop_var
+from ...index import c_index, loop_var, strided_offset
 from ...loop_ir import AccumulateStore, Apply, Constant, Expr, Indirect, Load, ScalarArg, Store
 from ..common import CodeBuffer, KernelContext
 from .gather import indirect_index_lines
@@ -60,10 +60,8 @@ class LoopBody:
 
     def address(self, buffer: str, index: tuple[Any, ...]) -> str:
         """The C element offset of `buffer` at loop-IR index `index`."""
-        flat: Any = sympy.Integer(0)
-        for dim, idx in enumerate(index):
-            flat = flat + sympy.sympify(idx) * self.strides[(buffer, dim)]
-        return c_index(sympy.expand(flat))
+        strides = [self.strides[(buffer, dim)] for dim in range(len(index))]
+        return c_index(strided_offset(index, strides))
 
     def _gather_index(self, bound: Indirect) -> sympy.Symbol:
         # The checked C local holding a gather index (codegen/c/gather.py), once per body.
