@@ -395,7 +395,7 @@ def test_scalar_inputs_keep_float64_precision_and_int64_range() -> None:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_every_matmul_template_tile_shape_matches_cupy(dtype: Any, monkeypatch: Any) -> None:
-    import numpile_inductor.codegen.triton.backend as backend
+    import numpile_inductor.codegen.triton.runner as runner
     from numpile_inductor.codegen.triton.matmul import TILES
 
     cupy = _cupy()
@@ -409,7 +409,7 @@ def test_every_matmul_template_tile_shape_matches_cupy(dtype: Any, monkeypatch: 
     bound = 2 * 300 * float(np.finfo(dtype).eps) * (cupy.abs(x) @ cupy.abs(w))
     tiles = TILES[np.dtype(dtype).name]
     for tile in range(len(tiles)):
-        monkeypatch.setattr(backend, "pick_backend", lambda *args, tile=tile: 1 + tile)
+        monkeypatch.setattr(runner, "pick_backend", lambda *args, tile=tile: 1 + tile)
         numpile.reset()
         compiled = numpile.compile(layer, fullgraph=True, mode="max-autotune-no-cudagraphs")
         got = compiled(x, w, b)

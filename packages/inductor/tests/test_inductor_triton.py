@@ -39,6 +39,7 @@ from numpile_capture import Graph, get_op, meta_of, run_graph
 from numpile_inductor import TritonOptions
 from numpile_inductor.codegen.triton.backend import compile_triton
 from numpile_inductor.codegen.triton.kernel import fit_blocks
+from numpile_inductor.codegen.triton.runner import TritonRunner
 
 if not rt.interpreting():
     pytest.skip(
@@ -446,7 +447,7 @@ def test_default_mode_times_cublas_against_one_template_tile_on_a_gpu() -> None:
 @pytest.mark.parametrize("dtype", _FLOATS)
 def test_every_matmul_template_tile_shape_matches_numpy(dtype: str, monkeypatch: Any) -> None:
     # max-autotune times the template in each tile shape of TILES; force each in turn.
-    import numpile_inductor.codegen.triton.backend as backend
+    import numpile_inductor.codegen.triton.runner as runner
     from numpile_inductor.codegen.triton.matmul import TILES
 
     x = _RNG.normal(size=(37, 50)).astype(dtype)
@@ -461,7 +462,7 @@ def test_every_matmul_template_tile_shape_matches_numpy(dtype: str, monkeypatch:
     bound = 2 * 50 * float(np.finfo(dtype).eps) * (np.abs(x) @ np.abs(w))
     want = run_graph(graph, [x, w, b])
     for tile in range(len(TILES[dtype])):
-        monkeypatch.setattr(backend, "pick_backend", lambda *args, tile=tile: 1 + tile)
+        monkeypatch.setattr(runner, "pick_backend", lambda *args, tile=tile: 1 + tile)
         compiled = compile_triton(graph, options=options)
         (choice,) = compiled.module.steps  # type: ignore[union-attr]
         assert len(choice.templates) == len(TILES[dtype])  # type: ignore[union-attr]
@@ -952,7 +953,7 @@ def test_the_inductor_sends_graphs_of_cuda_arrays_to_triton() -> None:
     node = graph.placeholder("x", ArrayMeta(x.shape, x.dtype, (5, 1), device="cuda"))
     graph.output = _op(graph, "exp", node)
     fn = inductor(graph, [x])
-    assert type(fn).__name__ == "_Runner"  # the Triton runner, not a C module
+    assert isinstance(fn, TritonRunner)  # the Triton runner, not a C module
     _same(fn(x), np.exp(x))
 
 

@@ -27,7 +27,7 @@ pytest.importorskip("triton", reason="triton is not installed (pip install trito
 import numpile_runtime as rt
 from numpile_capture import Graph, get_op, meta_of, run_graph
 from numpile_inductor import TritonOptions
-from numpile_inductor.codegen.triton import backend
+from numpile_inductor.codegen.triton import runner
 from numpile_inductor.codegen.triton.autotune import reduction_key
 from numpile_inductor.codegen.triton.backend import compile_triton
 
@@ -169,13 +169,13 @@ def test_two_kernels_remain_an_option_and_agree() -> None:
 def _launches(monkeypatch: Any) -> list[tuple[str, int, int, int]]:
     # Every launch's kernel and configuration (xblock, rblock, warps), as the runner calls it.
     seen: list[tuple[str, int, int, int]] = []
-    call = backend._Runner._call
+    call = runner.TritonRunner._call
 
     def record(self: Any, kernel: Any, *args: Any) -> None:
         seen.append((kernel.name, kernel.xblock, kernel.rblock, kernel.num_warps))
         call(self, kernel, *args)
 
-    monkeypatch.setattr(backend._Runner, "_call", record)
+    monkeypatch.setattr(runner.TritonRunner, "_call", record)
     return seen
 
 
@@ -185,7 +185,7 @@ def test_reduction_tuning_times_nothing_interpreted_and_reads_a_stored_choice(
     def no_timing(*args: Any) -> float:
         raise AssertionError("a launch was timed without a GPU")
 
-    monkeypatch.setattr(backend, "_time", no_timing)
+    monkeypatch.setattr(runner, "_time", no_timing)
     seen = _launches(monkeypatch)
     x = _RNG.normal(size=(4, 300))
     _, compiled = _compile(x, "sum", 1, attrs.evolve(_SPLIT, split_reductions=False))

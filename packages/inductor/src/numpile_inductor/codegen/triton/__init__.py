@@ -3,7 +3,8 @@
 `ops` spells scalar operations in Triton, `kernel` pointwise and reduction kernels,
 `rows` row groups as one kernel, `split` split reductions, `matmul` the `tl.dot`
 template, `autotune` launch-configuration timing, `externs` extern calls on the device,
-`interpret` libdevice for Triton's CPU interpreter, `backend` the pipeline's last stage.
+`interpret` libdevice for Triton's CPU interpreter, `backend` the pipeline's last stage,
+`runner` the Python that runs a compiled module's steps per call.
 """
 
 from __future__ import annotations
