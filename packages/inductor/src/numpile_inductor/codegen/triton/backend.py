@@ -13,7 +13,7 @@ run their op's NumPy implementation, which CuPy arrays dispatch to CuPy
 arrays copied to the device, or under `TRITON_INTERPRET=1` on NumPy arrays in place.
 
 A graph whose kernels need an operation or dtype Triton lacks (complex,
-float16) runs eagerly (`run_graph`), logged on `numpile.inductor.triton`.
+float16) runs eagerly (`run_graph`), logged on `numpile.perf_hints`.
 
     >>> fn = triton_backend(graph, [cupy.ones(3)])  # doctest: +SKIP
 """
@@ -45,7 +45,6 @@ from .rows import inline_pointwise_parts, row_kernel_source
 from .runner import TritonRunner
 from .split import split_reduction
 
-log = logging.getLogger("numpile.inductor.triton")
 output_code_log = logging.getLogger("numpile.inductor.output_code")
 perf_log = logging.getLogger("numpile.perf_hints")
 
