@@ -8,6 +8,12 @@ with NaN care, an arithmetic expression, a relation that is not integer arithmet
 array sizes) refuses the whole entry, which keeps the Python path: a gate never checks
 less than the Python check does.
 
+A NumPy array is one `array` operation, which reads NumPy's array struct. An array of
+another library (CuPy's: `ArraySpec.device_id` set) is checked through its attributes
+(`type`, then `eq` on its dtype, shape, strides and `device.id`, as `check` compares them),
+and a relation reads its sizes as items of its `shape` and `strides`: only NumPy arrays
+reach the gate's `dim` and `stride` steps.
+
 The calls a gate takes are positional only, exactly as many as the function's positional
 parameters (`argcount`): keywords, defaults and `*args` decline to the Python path.
 
