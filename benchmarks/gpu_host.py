@@ -12,11 +12,14 @@ an object, where CuPy's pool allocation costs a few microseconds more).
 
     python -m benchmarks.gpu_host                       # tiny_call_f64, sum_all_f64, mlp_f32
     python -m benchmarks.gpu_host --only sum_all_f64 --profile
+    python -m benchmarks.gpu_host --lines               # + Python lines and calls per call
 
 Figures are microseconds of this process's CPU time per call (not wall time: a loaded
 machine shares its cores, and CPU time varies less with the load), the median of
 ``--repeat`` batches of ``--calls`` calls, quick input sizes (the kernels do not run: sizes
-change nothing but the arguments).
+change nothing but the arguments). ``--lines`` adds counts that the load does not move:
+the Python lines and function calls one compiled call runs (``sys.settrace``, the
+stand-ins' own lines included).
 """
 
 from __future__ import annotations
@@ -198,8 +201,32 @@ def _per_call_us(call: Callable[[], Any], calls: int, repeat: int) -> float:
     return statistics.median(samples)
 
 
+def _python_per_call(call: Callable[[], Any], calls: int) -> tuple[float, float]:
+    # Python lines and function calls per call, counted by a trace function.
+    counts = {"line": 0, "call": 0}
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        if event in counts:
+            counts[event] += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        for _ in range(calls):
+            call()
+    finally:
+        sys.settrace(None)
+    return counts["line"] / calls, counts["call"] / calls
+
+
 def _child(
-    names: list[str], calls: int, repeat: int, profile: bool, options: dict[str, Any]
+    names: list[str],
+    calls: int,
+    repeat: int,
+    options: dict[str, Any],
+    *,
+    profile: bool,
+    lines: bool,
 ) -> None:
     install_stand_ins()
     import numpile
@@ -214,6 +241,10 @@ def _child(
         compiled(*device)
         us = _per_call_us(lambda fn=compiled, a=device: fn(*a), calls, repeat)
         print(f"{workload.name:<16} {us:8.1f} us per call (host, launches stubbed)")
+        if lines:
+            call = lambda fn=compiled, a=device: fn(*a)  # noqa: E731
+            python_lines, python_calls = _python_per_call(call, 100)
+            print(f"{'':<16} {python_lines:8.0f} Python lines, {python_calls:.0f} calls per call")
         if profile:
             import cProfile
             import pstats
@@ -237,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=2000, help="calls per batch")
     parser.add_argument("--repeat", type=int, default=7, help="batches (the median is shown)")
     parser.add_argument("--profile", action="store_true", help="cProfile by own time too")
+    parser.add_argument("--lines", action="store_true", help="Python lines per call too")
     parser.add_argument(
         "--option", action="append", default=[], metavar="KEY=VALUE", help="a compile option"
     )
@@ -245,12 +277,20 @@ def main(argv: list[str] | None = None) -> int:
     names = options.only or list(DEFAULT_WORKLOADS)
     if options.child:
         compile_options = dict(_option(text) for text in options.option)
-        _child(names, options.calls, options.repeat, options.profile, compile_options)
+        _child(
+            names,
+            options.calls,
+            options.repeat,
+            compile_options,
+            profile=options.profile,
+            lines=options.lines,
+        )
         return 0
     command = [sys.executable, "-m", "benchmarks.gpu_host", "--child"]
     command += [f"--only={name}" for name in names]
     command += [f"--calls={options.calls}", f"--repeat={options.repeat}"]
     command += ["--profile"] if options.profile else []
+    command += ["--lines"] if options.lines else []
     command += [f"--option={text}" for text in options.option]
     return subprocess.run(command, check=False).returncode
 

@@ -183,6 +183,28 @@ def test_in_place_update_of_an_overlapping_cupy_input_reads_the_old_values() -> 
     np.testing.assert_array_equal(device.get(), host)
 
 
+def test_plain_calls_on_cupy_arrays_run_through_the_call_gate_and_miss_like_eager() -> None:
+    # A remembered entry over CuPy arrays is checked in C (`gate_plan`'s attribute reads);
+    # another dtype, a strided view, a NumPy array or another length must miss it.
+    rt.find_toolchain()
+    gates = rt.gate_module()
+    if gates is None:
+        pytest.skip("no call gate here (no C compiler, or NUMPILE_CALL_GATE=0)")
+    cupy = _cupy()
+    compiled = numpile.compile(sin_mul_add, fullgraph=True)
+    a, b = cupy.asarray(_f32(1000)), cupy.asarray(_f32(1000))
+    calls = [(a, b), (a[::2], b[::2]), (a.astype(np.float64), b), (a.get(), b.get())]
+    calls += [(a[:700], b[:700]), (a[:600], b[:600]), (a, b)]
+    for x, y in calls:
+        want = sin_mul_add(cupy.asnumpy(x), cupy.asnumpy(y))
+        for _ in range(3):  # a compile, a lookup that arms the gate, a call through it
+            hits = gates.total_hits()
+            got = compiled(x, y)
+            assert type(got) is type(x) and got.dtype == want.dtype
+            np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=1e-5, atol=1e-6)
+        assert gates.total_hits() == hits + 1
+
+
 def test_numpy_and_cupy_arrays_together_raise() -> None:
     cupy = _cupy()
     with pytest.raises(ValueError, match="NumPy and CuPy arrays together"):

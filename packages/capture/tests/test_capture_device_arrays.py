@@ -18,6 +18,7 @@ import attrs
 import numpy as np
 import pytest
 
+import numpile_runtime as rt
 from numpile_capture import (
     CaptureFallbackWarning,
     compile_function,
@@ -203,3 +204,33 @@ def test_mark_dynamic_takes_device_arrays() -> None:
     placeholder = graph.placeholders[0]
     assert placeholder.meta.device == "cuda"
     assert not isinstance(placeholder.meta.shape[0], int)
+
+
+def test_hits_on_device_arrays_run_through_the_call_gate_and_misses_recompile() -> None:
+    # The gate checks a device array through its attributes (`gate_plan`); each call below
+    # that the remembered entry does not fit (a view, a dtype, a GPU, NumPy) must miss it.
+    rt.find_toolchain()
+    gates = rt.gate_module()
+    if gates is None:
+        pytest.skip("no call gate here (no C compiler, or NUMPILE_CALL_GATE=0)")
+    graphs: list[Any] = []
+
+    def counting(graph: Any, example_inputs: Any) -> Any:
+        graphs.append(graph)
+        return lambda *args: run_graph(graph, list(args))
+
+    compiled = compile_function(lambda a: np.sin(a) * 2.0, backend=counting, dynamic=False)
+    x = np.arange(12.0).reshape(3, 4)
+    calls = [on_gpu(x), on_gpu(x[:, ::2]), on_gpu(x.astype(np.float32)), on_gpu(x, device=1)]
+    calls += [x, on_gpu(x + 1)]
+    for count, a in enumerate(calls):
+        want = np.sin(a.get() if isinstance(a, FakeCupyArray) else a) * 2.0
+        for _ in range(3):  # a compile (a lookup), a lookup that arms the gate, the gate
+            hits = gates.total_hits()
+            got = compiled(a)
+            assert type(got) is type(a)
+            np.testing.assert_array_equal(got.get() if type(got) is FakeCupyArray else got, want)
+        assert gates.total_hits() == hits + 1
+        assert len(graphs) == min(count + 1, 5)
+        if type(a) is FakeCupyArray:
+            assert got.device.id == a.device.id

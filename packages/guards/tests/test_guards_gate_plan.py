@@ -204,3 +204,124 @@ def test_closure_cells_are_read_by_the_gate(gates: Any) -> None:
     k = 2
     assert gate.enter(5) is NotImplemented
     assert f(0) == k
+
+
+class Device:
+    """A stand-in `cupy.cuda.Device`: what the guards read of it."""
+
+    def __init__(self, ordinal: int) -> None:
+        self.id = ordinal
+
+
+class DeviceArray:
+    """A stand-in CuPy array: the attributes the guards read, NumPy-free (no array struct)."""
+
+    def __init__(self, host: np.ndarray[Any, Any], device: int = 0) -> None:
+        self.shape = host.shape
+        self.strides = host.strides
+        self.dtype = host.dtype
+        self.device = Device(device)
+
+
+def device_array(
+    source: Any, dtype: str, shape: tuple[Any, ...], strides: tuple[Any, ...]
+) -> Guard:
+    spec = ArraySpec(DeviceArray, np.dtype(dtype), shape, strides, device_id=0)
+    return Guard(GuardKind.ARRAY_MATCH, source, spec)
+
+
+_FETCHES = ("arg", "global", "cell", "func", "attr", "item", "probe")
+
+
+def _fetch_of(program: tuple[tuple[Any, ...], ...], register: int) -> tuple[Any, ...]:
+    (op,) = [op for op in program if op[0] in _FETCHES and op[1] == register]
+    return op
+
+
+def test_a_device_array_is_checked_through_attributes_never_as_a_numpy_array() -> None:
+    guards = [
+        device_array(X, "float32", (None, 3), (None, 4)),
+        array(Y, "int32", (None,), (4,)),
+        relation("L['y'].shape[0] == L['x'].shape[0]"),
+        relation("L['x'].strides[0] == 4*L['x'].shape[1]"),
+    ]
+    program = gate_plan(guards, [X, Y], ("x", "y")).program
+    (x,) = [op[1] for op in program if op[0] == "arg" and op[2] == 0]
+    (y,) = [op[1] for op in program if op[0] == "arg" and op[2] == 1]
+    assert ("type", x, DeviceArray) in program
+    assert [op[1] for op in program if op[0] == "array"] == [y]
+    steps = [step for op in program if op[0] == "rel" for step in (*op[2], *op[3])]
+    assert ("dim", y, 0) in steps
+    assert not [step for step in steps if step[0] in ("dim", "stride") and step[1] != y]
+    # x's sizes: exact ints fetched as items of its `shape` and `strides`
+    reads = [_fetch_of(program, step[1]) for step in steps if step[0] == "int"]
+    items = [(op[0], _fetch_of(program, op[2])[3], op[3]) for op in reads]
+    assert sorted(items) == [("item", "shape", 0), ("item", "shape", 1), ("item", "strides", 0)]
+
+
+Z = LocalSource("z")
+
+
+def device_holder(x: Any, y: Any, z: Any, n: Any) -> Any:
+    return (x, y, z, n)
+
+
+# Device arrays (x dynamic rows, y static) beside a NumPy one (z): the same decisions.
+DEVICE_GUARDS = [
+    device_array(X, "float64", (None, 3), (None, 8)),
+    device_array(Y, "int32", (5,), (4,)),
+    array(Z, "float32", (2,), (4,)),
+    Guard(GuardKind.TYPE_MATCH, N, int),
+    relation("L['x'].shape[0] % 2 == 0"),
+    relation("L['x'].strides[0] == 8*L['x'].shape[1]"),
+    relation("L['x'].shape[0] <= L['n'] + 4"),
+]
+
+
+def _device_calls() -> list[tuple[Any, Any, Any, Any]]:
+    x = DeviceArray(np.zeros((4, 3)))
+    y = DeviceArray(np.zeros(5, dtype=np.int32))
+    z = np.zeros(2, dtype=np.float32)
+    swapped = DeviceArray(np.zeros((4, 3), dtype=">f8"))
+    no_device = DeviceArray(np.zeros((4, 3)))
+    del no_device.device
+    return [
+        (x, y, z, 0),
+        (DeviceArray(np.zeros((2, 3))), y, z, 0),
+        (DeviceArray(np.zeros((0, 3))), y, z, 0),  # empty: strides (0, 0) here
+        (DeviceArray(np.zeros((4, 3)), device=1), y, z, 0),  # another GPU
+        (x, DeviceArray(np.zeros(5, dtype=np.int32), device=1), z, 0),
+        (DeviceArray(np.zeros((4, 3), dtype=np.float32)), y, z, 0),  # another dtype
+        (swapped, y, z, 0),  # the same kind, another byte order
+        (x, DeviceArray(np.zeros(5, dtype=np.int64)), z, 0),
+        (DeviceArray(np.zeros((4, 6))[:, ::2]), y, z, 0),  # a non-contiguous view
+        (DeviceArray(np.zeros((4, 5))[:, :3]), y, z, 0),  # rows 40 bytes apart, not 24
+        (DeviceArray(np.asfortranarray(np.zeros((4, 3)))), y, z, 0),
+        (DeviceArray(np.zeros(10, dtype=np.int32)[::2]), y, z, 0),
+        (x, DeviceArray(np.zeros(10, dtype=np.int32)[::2]), z, 0),
+        (DeviceArray(np.zeros((3, 3))), y, z, 0),  # odd rows
+        (DeviceArray(np.zeros((8, 3))), y, z, 0),  # 8 rows > n + 4
+        (DeviceArray(np.zeros((8, 3))), y, z, 4),
+        (x, DeviceArray(np.zeros(6, dtype=np.int32)), z, 0),
+        (DeviceArray(np.zeros((4, 3, 1))), y, z, 0),  # another rank
+        (np.zeros((4, 3)), y, z, 0),  # a NumPy array where a device array was guarded
+        (x, np.zeros(5, dtype=np.int32), z, 0),
+        (x, y, DeviceArray(np.zeros(2, dtype=np.float32)), 0),  # and the reverse
+        (no_device, y, z, 0),  # an exception in a check: a miss
+        (x, y, z, 1.0),
+        (x, y, z, True),
+    ]
+
+
+@pytest.mark.parametrize("call", range(len(_device_calls())))
+def test_a_gate_over_device_arrays_decides_as_the_python_check(gates: Any, call: int) -> None:
+    x, y, z, n = _device_calls()[call]
+    plan = gate_plan(DEVICE_GUARDS, [X, Y, Z, N], ("x", "y", "z", "n"))
+    gate = gates.Gate(device_holder, lambda *args: args, plan.program, plan.inputs, VALIDITY, 4)
+    gate.arm(VALIDITY[0])
+    check = compile_guards(DEVICE_GUARDS)
+    expected = check({"x": x, "y": y, "z": z, "n": n}, device_holder.__globals__, None)
+    answer = gate.enter(x, y, z, n)
+    assert (answer is not NotImplemented) == expected
+    if expected:
+        assert answer == (x, y, z, n)

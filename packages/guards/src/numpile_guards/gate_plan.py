@@ -8,6 +8,12 @@ with NaN care, an arithmetic expression, a relation that is not integer arithmet
 array sizes) refuses the whole entry, which keeps the Python path: a gate never checks
 less than the Python check does.
 
+A NumPy array is one `array` operation, which reads NumPy's array struct. An array of
+another library (CuPy's: `ArraySpec.device_id` set) is checked through its attributes
+(`type`, then `eq` on its dtype, shape, strides and `device.id`, as `check` compares them),
+and a relation reads its sizes as items of its `shape` and `strides`: only NumPy arrays
+reach the gate's `dim` and `stride` steps.
+
 The calls a gate takes are positional only, exactly as many as the function's positional
 parameters (`argcount`): keywords, defaults and `*args` decline to the Python path.
 
@@ -79,7 +85,11 @@ class _Program:
         self.parameters = {name: index for index, name in enumerate(parameters)}
         self.ops: list[tuple[Any, ...]] = []
         self.registers: dict[Source, int] = {}
+        # NOTE: registers of NumPy arrays (`array` checked them: `dim`/`stride` read their
+        # struct) and of other libraries' arrays (checked through attributes: sizes are
+        # items of their `shape` and `strides`).
         self.arrays: set[int] = set()
+        self.attribute_arrays: set[int] = set()
 
     def register(self, source: Source) -> int:
         found = self.registers.get(source)
@@ -146,14 +156,45 @@ def _length_op(program: _Program, guard: Guard) -> None:
 
 def _array_op(program: _Program, guard: Guard) -> None:
     spec: ArraySpec = guard.expected
-    if spec.device_id is not None or not issubclass(spec.type, np.ndarray):
-        raise GateRefusedError("an array of another library")
     if len(spec.shape) > _MAX_DIMS or len(spec.strides) != len(spec.shape):
         raise GateRefusedError("array rank")
+    if spec.device_id is not None or not issubclass(spec.type, np.ndarray):
+        _attribute_array_ops(program, guard.source, spec)
+        return
     register = program.register(guard.source)
     dtype = np.dtype(spec.dtype)
     program.ops.append(("array", register, spec.type, dtype, spec.shape, spec.strides))
     program.arrays.add(register)
+
+
+def _attribute_array_ops(program: _Program, source: Source, spec: ArraySpec) -> None:
+    # An array of another library (CuPy's): `check._array_clauses` as reads of its Python
+    # attributes, never NumPy's array struct, so its register stays out of `arrays` (a
+    # relation reads its sizes from `shape` and `strides` items instead of `dim`/`stride`).
+    # Each comparison also demands the exact type CuPy gives (np.dtype, tuple, int): the
+    # gate may decline a value the Python check accepts, never the reverse.
+    register = program.register(source)
+    program.ops.append(("type", register, spec.type))
+    dtype = np.dtype(spec.dtype)
+    program.ops.append(("eq", program.register(AttrSource(source, "dtype")), type(dtype), dtype))
+    _tuple_ops(program, AttrSource(source, "shape"), spec.shape)
+    _tuple_ops(program, AttrSource(source, "strides"), spec.strides)
+    if spec.device_id is not None:
+        device_id = program.register(AttrSource(AttrSource(source, "device"), "id"))
+        program.ops.append(("eq", device_id, int, spec.device_id))
+    program.attribute_arrays.add(register)
+
+
+def _tuple_ops(program: _Program, source: Source, expected: tuple[int | None, ...]) -> None:
+    # As `check._tuple_clause`: the whole tuple, or its length and each known entry.
+    register = program.register(source)
+    if all(item is not None for item in expected):
+        program.ops.append(("eq", register, tuple, expected))
+        return
+    program.ops.append(("len", register, len(expected)))
+    for index, item in enumerate(expected):
+        if item is not None:
+            program.ops.append(("eq", program.register(ItemSource(source, index)), int, item))
 
 
 def _relation_op(program: _Program, guard: Guard) -> None:
@@ -207,9 +248,12 @@ def _integers(program: _Program, node: ast.expr) -> tuple[tuple[Any, ...], ...]:
     if size is not None:
         array, attribute, axis = size
         register = program.registers.get(LocalSource(array))
-        if register is None or register not in program.arrays:
-            raise GateRefusedError(f"a size of {array!r}, which no array guard checks first")
-        return ((_ARRAY_TERMS[attribute], register, axis),)
+        if register is not None and register in program.arrays:
+            return ((_ARRAY_TERMS[attribute], register, axis),)
+        if register is not None and register in program.attribute_arrays:
+            item = ItemSource(AttrSource(LocalSource(array), attribute), axis)
+            return (("int", program.register(item)),)
+        raise GateRefusedError(f"a size of {array!r}, which no array guard checks first")
     local = _local_name(node)
     if local is not None:
         return (("int", program.register(LocalSource(local))),)
