@@ -41,9 +41,10 @@ from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot, run_
 from ...loop_ir import Apply, Constant, ScalarArg
 from ...loops import LoopRunner, host_loop
 from ..common import CodeBuffer
+from .numpy_scalars import numpy_scalar_conversion
 from .ops import TRITON_HELPERS, tl_type, triton_expr, triton_literal
 
-log = logging.getLogger("numpile.inductor.triton")
+perf_log = logging.getLogger("numpile.perf_hints")
 
 __all__ = ["NotDeviceLoop", "loop_program", "loop_program_source"]
 
@@ -211,6 +212,27 @@ def _carried_scalar(writer: _ProgramWriter, node: Node, env: Env) -> None:
     env[node] = writer.cast(writer.operand(env, node.inputs[0]), meta.dtype)
 
 
+def _numpy_scalar(writer: _ProgramWriter, node: Node, env: Env) -> None:
+    # `np.uint8(i)`: where NumPy raises or warns (out of range, NaN, float32 overflow), the
+    # error flag goes up and the loop runs again with NumPy, which does so.
+    value = writer.operand(env, node.inputs[0])
+    meta = node.meta
+    assert isinstance(meta, ArrayMeta)
+    flag = writer.fresh("f")
+    python = value.python
+    conversion = (
+        None
+        if python is None
+        else numpy_scalar_conversion(value.text, python, meta.dtype, flag=flag)
+    )
+    if conversion is None:
+        raise NotDeviceLoop(f"numpy_scalar of a {python} value to {meta.dtype}")
+    if conversion.fails is not None:
+        writer.buf.writeline(f"{flag} = {conversion.fails}")
+        writer.buf.writeline(f"bad = bad | {flag}")
+    env[node] = writer.define(meta.dtype, conversion.value)
+
+
 def _dim(writer: _ProgramWriter, node: Node, env: Env) -> None:
     axis = dict(node.params)["axis"]
     found = env.get(node.inputs[0]) if isinstance(node.inputs[0], Node) else None
@@ -342,6 +364,7 @@ _HANDLERS: dict[str, Callable[[_ProgramWriter, Node, Env], None]] = {
     "element_at": _element_at,
     "setitem_at": _setitem_at,
     "carried_scalar": _carried_scalar,
+    "numpy_scalar": _numpy_scalar,
     "dim": _dim,
     "py_binary": _py_binary,
     "py_unary": _py_unary,
@@ -496,16 +519,23 @@ else:
 '''
 
 
-def loop_program(node: Node, body: Graph, mode: str) -> LoopRunner | None:
-    """The runner of the `for_loop` `node` as one Triton program, or None (logged) when its
-    body has something one program does not compute. `mode` is `triton_status().mode`.
+def loop_program(
+    node: Node, body: Graph, mode: str, where: str = "an unknown line"
+) -> LoopRunner | None:
+    """The runner of the `for_loop` `node` as one Triton program, or None when its body has
+    something one program does not compute (a `numpile.perf_hints` line names the loop's
+    source line `where` and the reason). `mode` is `triton_status().mode`.
 
-    >>> set_loop_runner(body, loop_program(node, body, "interpret"))  # doctest: +SKIP
+    >>> set_loop_runner(body, loop_program(node, body, "interpret", "f.py:3"))  # doctest: +SKIP
     """
     try:
         generated = loop_program_source(node, body)
     except NotDeviceLoop as reason:
-        log.info("the loop at node %s runs as a host loop: %s", node.name, reason)
+        perf_log.info(
+            "the loop at %s runs its body with NumPy per iteration (not as one Triton program): %s",
+            where,
+            reason,
+        )
         return None
     kernel = rt.load_triton_module(generated.source, name_hint="loop").loop_program
     launcher = rt.TritonLauncher(
