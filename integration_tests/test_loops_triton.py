@@ -408,11 +408,15 @@ def float32_of_a_float(x: Any, y: float, n: int) -> Any:
 
 
 @pytest.mark.parametrize("over", ["warn", "raise"])
-def test_float32_overflow_warns_or_raises_as_numpy(over: str) -> None:
+def test_float32_overflow_warns_or_raises_as_numpy(
+    over: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # np.float32(1e38 * 4) overflows: NumPy warns (or raises under errstate); the program
     # flags it and NumPy runs the loop again from its first iteration.
     compiled = numpile.compile(float32_of_a_float, backend="triton", dynamic=True)
+    launches = _Launches(monkeypatch)
     for y in (1e37, 1e38):
+        launches.clear()
         eager_args, compiled_args = _numpy_scalar_inputs((y,), 7), _numpy_scalar_inputs((y,), 7)
         with np.errstate(over=over), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -425,3 +429,4 @@ def test_float32_overflow_warns_or_raises_as_numpy(over: str) -> None:
         assert repr(got) == repr(want)
         assert compiled_warnings == eager_warnings
         np.testing.assert_array_equal(compiled_args[0], eager_args[0])
+        assert launches.names.count("loop_program") == 1
