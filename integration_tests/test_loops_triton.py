@@ -58,6 +58,14 @@ def rows_with_break(A: Any, n: int) -> Any:
     return s
 
 
+def rows_of_numpy_scalars_of_the_index(A: Any, n: int) -> Any:
+    # np.float64(i) and np.float32(i) are casts in the body's kernel; np.uint8(i) (which
+    # raises at 256 in NumPy) is NumPy's call per iteration.
+    for i in range(n):
+        A[np.int64(i)] = A[i] * np.float64(i) + np.float32(i) - np.uint8(i)
+    return A
+
+
 def sum_of_squares(x: Any, n: int) -> Any:
     s = 0.0
     for i in range(n):
@@ -110,6 +118,7 @@ ARRAY_BODIES: dict[str, Callable[..., Any]] = {
     "rows_recurrence": rows_recurrence,
     "columns_in_place": columns_in_place,
     "rows_with_break": rows_with_break,
+    "rows_of_numpy_scalars_of_the_index": rows_of_numpy_scalars_of_the_index,
 }
 SCALAR_BODIES: dict[str, Callable[..., Any]] = {
     "sum_of_squares": sum_of_squares,
@@ -125,6 +134,7 @@ ITERATIONS: dict[str, Callable[[int], int]] = {
     "rows_recurrence": lambda n: n,
     "columns_in_place": lambda n: max(n - 1, 0),
     "rows_with_break": lambda n: min(n, 4),
+    "rows_of_numpy_scalars_of_the_index": lambda n: n,
 }
 
 
