@@ -14,10 +14,12 @@ count launches the same binary), and carried values and scalar invariants in one
 arrays the kernel reads at entry and writes back at exit.
 
 Python semantics the device cannot give are handled around the launch: an index out of
-bounds sets an error flag (the load or store is masked off), and the call then puts back
-the arrays the loop writes (copied before the launch) and runs the loop again op by op,
-which raises NumPy's `IndexError` from the user's line with earlier iterations' writes as
-eager left them. The first iteration on other carried types (NEP 50), empty ranges and
+bounds, or a NumPy scalar constructor NumPy would raise or warn on (`np.uint8(300)`,
+`np.int64(nan)`, `np.float32(1e300)`; `numpy_scalars.py`), sets an error flag (the load or
+store is masked off), and the call then puts back the arrays the loop writes (copied
+before the launch) and runs the loop again op by op, which raises NumPy's `IndexError` or
+`OverflowError` (or warns) from the user's line with earlier iterations' writes as eager
+left them. A body the program does not take logs a `numpile.perf_hints` line. The first iteration on other carried types (NEP 50), empty ranges and
 carried values of other types run on the host as `host_loop` does. Not taken (the loop
 then runs as a host loop): carried Python ints and bools (unbounded ints), nested loops,
 `while` loops, Python `/`, `//` and `%` other than by a positive constant, bool,
