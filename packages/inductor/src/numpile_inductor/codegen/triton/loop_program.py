@@ -19,13 +19,14 @@ bounds, or a NumPy scalar constructor NumPy would raise or warn on (`np.uint8(30
 store is masked off), and the call then puts back the arrays the loop writes (copied
 before the launch) and runs the loop again op by op, which raises NumPy's `IndexError` or
 `OverflowError` (or warns) from the user's line with earlier iterations' writes as eager
-left them. A body the program does not take logs a `numpile.perf_hints` line. The first iteration on other carried types (NEP 50), empty ranges and
-carried values of other types run on the host as `host_loop` does. Not taken (the loop
-then runs as a host loop): carried Python ints and bools (unbounded ints), nested loops,
-`while` loops, Python `/`, `//` and `%` other than by a positive constant, bool,
-complex and float16 values.
+left them. The first iteration on other carried types (NEP 50), empty ranges and carried
+values of other types run on the host as `host_loop` does. Not taken (the body then runs op
+by op, and a `numpile.perf_hints` line names the loop's line and why): carried Python ints
+and bools (unbounded ints), nested loops, `while` loops, Python `/`, `//` and `%` other
+than by a positive constant, bool, complex and float16 values (`np.bool_(i)`,
+`np.float16(i)` and `np.complex128(i)` among them).
 
-    >>> runner = loop_program(node, body, "interpret")  # doctest: +SKIP
+    >>> runner = loop_program(node, body, "interpret", "model.py:12")  # doctest: +SKIP
 """
 
 from __future__ import annotations
