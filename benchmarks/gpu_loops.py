@@ -81,10 +81,37 @@ def _grid(*shape: int) -> Callable[[], tuple[Any, ...]]:
     return make
 
 
+def rows_of_numpy_scalars(A: Any, steps: int) -> Any:
+    """Rows scaled by NumPy scalars of the index: `np.float64(i)` as casts in the kernels."""
+    for i in range(steps):
+        A[np.int64(i)] = A[i] * np.float64(i) + np.float32(i)
+    return A
+
+
+def gather_of_numpy_scalars(x: Any) -> Any:
+    """A 0-d body indexing by `np.int64(i)`: one device program."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[np.int64(i)] * np.float64(i)
+    return s
+
+
 STENCILS: tuple[GpuLoop, ...] = (
     GpuLoop("jacobi_1d_4k_x1000", jacobi_1d, _grid(4096)),
     GpuLoop("jacobi_1d_1m_x1000", jacobi_1d, _grid(1 << 20), numpy=False),
     GpuLoop("jacobi_2d_256_x1000", jacobi_2d, _grid(256, 256)),
+    # NumPy scalars of the index (numpy_scalar): a CUDA graph and a device program.
+    GpuLoop(
+        "numpy_scalar_rows_x1000",
+        rows_of_numpy_scalars,
+        lambda: (np.random.default_rng(28).random((1000, 256)), 1000),
+    ),
+    GpuLoop(
+        "numpy_scalar_gather_x20000",
+        gather_of_numpy_scalars,
+        lambda: (np.random.default_rng(28).random(20_000),),
+        eager=False,
+    ),
 )
 
 

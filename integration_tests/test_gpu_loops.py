@@ -179,3 +179,61 @@ def test_host_loop_option_gives_the_same_results() -> None:
     for _ in range(3):
         _differential(jacobi_1d, compiled, (rng.random(500), rng.random(500), 20))
     assert "triton_loop_graph_replays" not in rt.counters()
+
+
+def rows_of_numpy_scalars(A: Any, steps: int) -> Any:
+    for i in range(steps):
+        A[np.int64(i)] = A[i] * np.float64(i) + np.float32(i)
+    return A.sum()
+
+
+def test_numpy_scalars_of_the_index_are_kernel_casts_that_replay(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # np.float64(i), np.float32(i) and np.int64(i) are casts in the body's kernel (the
+    # index by value), not a NumPy call and a host-to-device copy per iteration: the loop
+    # records and replays as one CUDA graph.
+    cupy = _cupy()
+    compiled = numpile.compile(rows_of_numpy_scalars, fullgraph=True, dynamic=True)
+    rng = np.random.default_rng(8)
+    A = cupy.empty((64, 256))
+    rt.reset_counters()
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
+        for _ in range(4):  # host loop, record, replay, replay
+            host = (rng.random((64, 256)), 64)
+            A[...] = cupy.asarray(host[0])
+            _compare(rows_of_numpy_scalars, compiled, host, (A, 64))
+    assert rt.counters().get("triton_loop_graph_replays", 0) == 3, _hints(caplog)
+
+
+def numpy_scalars_in_one_program(x: Any, out: Any, k: int) -> Any:
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[np.int64(i)] * np.float64(i)
+        out[i] = np.uint8(k + i) + 250  # np.uint8(256) raises OverflowError
+    return s
+
+
+def test_numpy_scalars_in_a_scalar_loop_run_on_the_device_and_raise_as_numpy() -> None:
+    cupy = _cupy()
+    compiled = numpile.compile(numpy_scalars_in_one_program, fullgraph=True, dynamic=True)
+    rng = np.random.default_rng(9)
+    for k in (0, 200, 240):  # 240: np.uint8(256) at i = 16, after 16 iterations' writes
+        x, out = rng.random(40), np.zeros(40, dtype=np.uint8)
+        device = (cupy.asarray(x), cupy.asarray(out), k)
+        rt.reset_counters()
+        want = got = None
+        try:
+            want = numpy_scalars_in_one_program(x, out, k)
+        except OverflowError as error:
+            want = repr(error)
+        try:
+            got = compiled(*device)
+        except OverflowError as error:
+            got = repr(error)
+        if isinstance(want, str):
+            assert got == want
+        else:
+            assert float(got) == pytest.approx(float(want), rel=1e-12)
+        np.testing.assert_array_equal(device[1].get(), out)
+        assert rt.counters().get("loop_device_program_runs", 0) == 1

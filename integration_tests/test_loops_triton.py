@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +56,14 @@ def rows_with_break(A: Any, n: int) -> Any:
         if i == 3:
             break
     return s
+
+
+def rows_of_numpy_scalars_of_the_index(A: Any, n: int) -> Any:
+    # np.float64(i) and np.float32(i) are casts in the body's kernel; np.uint8(i) (which
+    # raises at 256 in NumPy) is NumPy's call per iteration.
+    for i in range(n):
+        A[np.int64(i)] = A[i] * np.float64(i) + np.float32(i) - np.uint8(i)
+    return A
 
 
 def sum_of_squares(x: Any, n: int) -> Any:
@@ -109,6 +118,7 @@ ARRAY_BODIES: dict[str, Callable[..., Any]] = {
     "rows_recurrence": rows_recurrence,
     "columns_in_place": columns_in_place,
     "rows_with_break": rows_with_break,
+    "rows_of_numpy_scalars_of_the_index": rows_of_numpy_scalars_of_the_index,
 }
 SCALAR_BODIES: dict[str, Callable[..., Any]] = {
     "sum_of_squares": sum_of_squares,
@@ -124,6 +134,7 @@ ITERATIONS: dict[str, Callable[[int], int]] = {
     "rows_recurrence": lambda n: n,
     "columns_in_place": lambda n: max(n - 1, 0),
     "rows_with_break": lambda n: min(n, 4),
+    "rows_of_numpy_scalars_of_the_index": lambda n: n,
 }
 
 
@@ -311,3 +322,121 @@ def test_grad_through_a_loop_is_one_graph_for_every_trip_count(
             np.testing.assert_allclose(compiled(x, n), want, rtol=1e-10, atol=1e-12)
             assert max(launches.per_kernel.values(), default=0) >= n  # per iteration
     assert sum(1 for event in events if event.graph is not None) == 1
+
+
+# NumPy scalar constructors of run-time Python scalars (`numpy_scalar` nodes) in one program:
+# NumPy's exact values in range; where NumPy raises (an int or a truncated float out of the
+# target's range, NaN) or warns (a float that overflows float32) the program flags it and
+# the loop runs again with NumPy, which raises or warns from the user's line.
+def sum_at_an_int64_of_the_index(x: Any, n: int) -> Any:
+    s = 0.0
+    for i in range(n):
+        s = s + x[np.int64(i)] * np.float64(i) - np.float32(n - i)
+    return s
+
+
+def uint8_of_the_index_wraps_in_arithmetic(x: Any, n: int) -> Any:
+    out = np.zeros(n, dtype=np.uint8)
+    for i in range(n):
+        out[i] = np.uint8(i * 20) + 250  # np.uint8(260) raises OverflowError (i = 13)
+        x[i] = x[i] + np.int8(3 - i)
+    return out
+
+
+def int16_of_a_float_truncates(x: Any, y: float, n: int) -> Any:
+    s = 0.0
+    for i in range(n):
+        s = s + np.int16(y * i) * x[i]
+        x[i] = s
+    return s
+
+
+def uint32_of_a_float(x: Any, y: float, n: int) -> Any:
+    for i in range(n):
+        x[i] = np.uint32(y - i) + np.float32(y * i)
+    return x
+
+
+def int64_of_a_float_stored(x: Any, y: float, n: int) -> Any:
+    for i in range(n):
+        x[i] = np.int64(y * i) + 1
+    return x
+
+
+NUMPY_SCALAR_BODIES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
+    "int64_index_float64_float32_of_ints": (sum_at_an_int64_of_the_index, ()),
+    "uint8_and_int8_of_the_index": (uint8_of_the_index_wraps_in_arithmetic, ()),
+    "int16_of_a_negative_float": (int16_of_a_float_truncates, (-2.75,)),
+    "int16_of_a_float_past_int16": (int16_of_a_float_truncates, (2900.5,)),
+    "int64_of_a_float": (int64_of_a_float_stored, (1e17,)),
+    "int64_of_a_float_past_int64": (int64_of_a_float_stored, (1e18,)),
+    "int64_of_nan": (int64_of_a_float_stored, (float("nan"),)),
+    "int64_of_inf": (int64_of_a_float_stored, (float("inf"),)),
+    "uint32_of_a_float_below_zero": (uint32_of_a_float, (4.5,)),
+}
+
+
+def _numpy_scalar_inputs(extra: tuple[Any, ...], n: int) -> tuple[Any, ...]:
+    return (np.random.default_rng(n).random(max(n, 1) + 1), *extra, n)
+
+
+@pytest.mark.parametrize("name", list(NUMPY_SCALAR_BODIES))
+def test_numpy_scalars_of_run_time_values_are_one_program(
+    name: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    fn, extra = NUMPY_SCALAR_BODIES[name]
+    compiled = numpile.compile(fn, backend="triton", dynamic=True)
+    launches = _Launches(monkeypatch)
+    programs = []
+    with caplog.at_level("INFO", logger="numpile.perf_hints"), np.errstate(over="ignore"):
+        for n in (*TRIPS, 14):
+            launches.clear()
+            eager_args = _numpy_scalar_inputs(extra, n)
+            compiled_args = _numpy_scalar_inputs(extra, n)
+            want, want_error = _outcome(fn, eager_args)
+            got, got_error = _outcome(compiled, compiled_args)
+            assert repr(got_error) == repr(want_error)
+            if want_error is None:
+                assert type(got) is type(want) and np.asarray(got).dtype == np.asarray(want).dtype
+                np.testing.assert_array_equal(got, want)
+            for before, after in zip(eager_args, compiled_args, strict=True):
+                if isinstance(before, np.ndarray):
+                    np.testing.assert_array_equal(after, before)  # earlier writes kept
+            programs.append(launches.names.count("loop_program"))
+    # One launch at most per call (an error flagged runs NumPy after it), and the loop is one
+    # program: no perf hint says its body runs with NumPy per iteration.
+    assert max(programs) == 1, programs
+    assert not [r for r in caplog.records if "per iteration" in r.getMessage()]
+
+
+def float32_of_a_float(x: Any, y: float, n: int) -> Any:
+    s = np.float32(0.0)
+    for i in range(n):
+        x[i] = x[i] * 2.0
+        s = s + np.float32(y * i)
+    return s
+
+
+@pytest.mark.parametrize("over", ["warn", "raise"])
+def test_float32_overflow_warns_or_raises_as_numpy(
+    over: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # np.float32(1e38 * 4) overflows: NumPy warns (or raises under errstate); the program
+    # flags it and NumPy runs the loop again from its first iteration.
+    compiled = numpile.compile(float32_of_a_float, backend="triton", dynamic=True)
+    launches = _Launches(monkeypatch)
+    for y in (1e37, 1e38):
+        launches.clear()
+        eager_args, compiled_args = _numpy_scalar_inputs((y,), 7), _numpy_scalar_inputs((y,), 7)
+        with np.errstate(over=over), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            want, want_error = _outcome(float32_of_a_float, eager_args)
+            eager_warnings = {str(w.message) for w in caught}
+            caught.clear()
+            got, got_error = _outcome(compiled, compiled_args)
+            compiled_warnings = {str(w.message) for w in caught}
+        assert repr(got_error) == repr(want_error)
+        assert repr(got) == repr(want)
+        assert compiled_warnings == eager_warnings
+        np.testing.assert_array_equal(compiled_args[0], eager_args[0])
+        assert launches.names.count("loop_program") == 1

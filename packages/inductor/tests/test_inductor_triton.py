@@ -40,6 +40,7 @@ from numpile_inductor import TritonOptions
 from numpile_inductor.codegen.triton.backend import compile_triton
 from numpile_inductor.codegen.triton.kernel import fit_blocks
 from numpile_inductor.codegen.triton.runner import TritonRunner
+from numpile_inductor.loop_ir import ExternCall
 
 if not rt.interpreting():
     pytest.skip(
@@ -524,6 +525,49 @@ def test_generated_source_names_kernels_masks_and_libdevice() -> None:
     assert "libdevice.tanh(" in source
     assert "for roffset in range(0, rnumel, RBLOCK):" in source  # 50 > max_rblock: looped
     assert "mask=mask" in source and "mask=xmask" in source
+
+
+def test_numpy_scalars_of_python_scalars_are_kernel_casts_where_numpy_cannot_fail() -> None:
+    # np.float32(k), np.int64(k), np.float64(y), np.uint8(flag) read their input by value in
+    # the kernel (int to float32 rounds through float64, as NumPy); np.uint8(k) and
+    # np.int16(y) raise in NumPy for some values and stay NumPy's call (an extern).
+    x = _RNG.normal(size=7)
+
+    def build(g: Graph, a: Any, k: Any, y: Any, flag: Any) -> Any:
+        exact = [
+            _op(g, "numpy_scalar", k, dtype=np.dtype("float32")),
+            _op(g, "numpy_scalar", k, dtype=np.dtype("int64")),
+            _op(g, "numpy_scalar", y, dtype=np.dtype("float64")),
+            _op(g, "numpy_scalar", flag, dtype=np.dtype("uint8")),
+        ]
+        scaled = [_op(g, "multiply", a, value) for value in exact]
+        checked = [
+            _op(g, "numpy_scalar", k, dtype=np.dtype("uint8")),
+            _op(g, "numpy_scalar", y, dtype=np.dtype("int16")),
+        ]
+        return (*scaled, *(_op(g, "add", value, 1) for value in checked))
+
+    inputs: list[Any] = [x, 2**60 + 2**36 + 1, -2.75, True]
+    graph = _graph(inputs, build)
+    compiled = compile_triton(graph)
+    assert compiled.module is not None
+    externs = [step.op_name for step in compiled.module.steps if isinstance(step, ExternCall)]
+    assert externs == ["numpy_scalar", "numpy_scalar"]  # np.uint8(k), np.int16(y)
+    for k in (200, 2**53 + 1, 16777217, -(2**62) - 2**38 - 1):
+        values = [x, k, -2.75, False]
+        want, want_error = _outcome(run_graph, graph, values)
+        got, got_error = _outcome(compiled.fn, *values)
+        assert repr(got_error) == repr(want_error)
+        for g_, w_ in zip(got or (), want or (), strict=True):
+            _same(g_, w_)
+            np.testing.assert_array_equal(g_, w_)
+
+
+def _outcome(fn: Any, *args: Any) -> tuple[Any, Exception | None]:
+    try:
+        return fn(*args), None
+    except Exception as error:
+        return None, error
 
 
 def test_complex_graphs_fall_back_to_eager_with_a_reason() -> None:

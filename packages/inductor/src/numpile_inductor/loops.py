@@ -43,8 +43,9 @@ log = logging.getLogger("numpile.inductor.loops")
 BodyCompiler = Callable[[Graph], Callable[..., Any]]
 LoopRunner = Callable[[range, tuple[Any, ...], int], tuple[Any, ...]]
 # A whole loop of scalar work as one program of a backend's own (Triton's device-side loop),
-# or None when that backend cannot take the loop; given the loop node and its own body copy.
-LoopCompiler = Callable[[Node, Graph], LoopRunner | None]
+# or None when that backend cannot take the loop; given the loop node, its own body copy and
+# the loop's source line (for the perf hint that says why not).
+LoopCompiler = Callable[[Node, Graph, str], LoopRunner | None]
 # A backend's faster way of running the host loop of a compiled body (Triton's CUDA graph of
 # the whole loop): given the loop node, its body, the host loop and the loop's source line,
 # the runner to use instead (the host loop itself where it has none).
@@ -96,7 +97,7 @@ def compile_loop_bodies(
             compiled = compile_body(body) if _compiles(body) else None
             whole = None
             if compiled is None and compile_loop is not None and not _has_array_work(body):
-                whole = compile_loop(node, body)
+                whole = compile_loop(node, body, _where(graph, node))
             runner = whole or host_loop(body, compiled, typed=typed_results)
             if compiled is not None and replay_host_loop is not None:
                 runner = replay_host_loop(node, body, runner, _where(graph, node))

@@ -162,3 +162,36 @@ def _lower_astype(ctx: LoweringContext, node: Node) -> Lowered:
         return cast(loader(idx), result)
 
     return Lowered(shape, result, load, source.ops + 1, heavy=source.heavy)
+
+
+# NOTE: NumPy's scalar constructors of a Python scalar (`np.float64(i)`) that kernels compute
+# exactly and where NumPy never raises nor warns: a bool to any number, an int (an int64 in
+# kernels) to int64, float64 or float32 (rounded through float64, as `float(i)` does), a
+# float to float64. The others raise or warn for some values (`np.uint8(300)`,
+# `np.int64(nan)`, `np.float32(1e300)`) and stay NumPy's own call, an extern.
+_EXACT_NUMPY_SCALARS: dict[type, dict[str, tuple[str, ...]]] = {
+    bool: {name: (name,) for name in ("bool", "int8", "int16", "int32", "int64", "uint8",
+                                      "uint16", "uint32", "uint64", "float32", "float64")},
+    int: {"int64": ("int64",), "float64": ("float64",), "float32": ("float64", "float32")},
+    float: {"float64": ("float64",)},
+}  # fmt: skip
+
+
+@register_lowering("numpy_scalar")
+def _lower_numpy_scalar(ctx: LoweringContext, node: Node) -> Lowered:
+    assert isinstance(node.meta, ArrayMeta)
+    target = node.meta.dtype
+    loader, kind = operand_loader(ctx, node.inputs[0], ())
+    path = _EXACT_NUMPY_SCALARS.get(kind, {}).get(target.name)
+    if path is None or not kernel_dtype(target):
+        raise CannotLower(f"np.{target.name}() of a Python {kind} may raise or warn in NumPy")
+    dtypes = [np.dtype(name) for name in path]
+
+    def load(idx: tuple[Any, ...]) -> Expr:
+        expr = loader(idx)
+        for dtype in dtypes:
+            expr = cast(expr, dtype)
+        return expr
+
+    ops, heavy = input_cost(ctx, node)
+    return Lowered((), target, load, ops + len(dtypes), heavy=heavy)

@@ -232,7 +232,7 @@ def compile_triton(
             # (by value: a body's scalars, the index first, change every iteration of a
             # host loop that a loop graph records whole)
             lambda body: compile_triton(body, options=bodies, functionalize=False).fn,
-            compile_loop=lambda node, body: loop_program(node, body, status.mode),
+            compile_loop=lambda node, body, where: loop_program(node, body, status.mode, where),
             replay_host_loop=lambda node, body, host, where: loop_graphs(
                 node, body, host, where, options
             ),

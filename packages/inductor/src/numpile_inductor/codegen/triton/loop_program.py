@@ -14,16 +14,19 @@ count launches the same binary), and carried values and scalar invariants in one
 arrays the kernel reads at entry and writes back at exit.
 
 Python semantics the device cannot give are handled around the launch: an index out of
-bounds sets an error flag (the load or store is masked off), and the call then puts back
-the arrays the loop writes (copied before the launch) and runs the loop again op by op,
-which raises NumPy's `IndexError` from the user's line with earlier iterations' writes as
-eager left them. The first iteration on other carried types (NEP 50), empty ranges and
-carried values of other types run on the host as `host_loop` does. Not taken (the loop
-then runs as a host loop): carried Python ints and bools (unbounded ints), nested loops,
-`while` loops, Python `/`, `//` and `%` other than by a positive constant, bool,
-complex and float16 values.
+bounds, or a NumPy scalar constructor NumPy would raise or warn on (`np.uint8(300)`,
+`np.int64(nan)`, `np.float32(1e300)`; `numpy_scalars.py`), sets an error flag (the load or
+store is masked off), and the call then puts back the arrays the loop writes (copied
+before the launch) and runs the loop again op by op, which raises NumPy's `IndexError` or
+`OverflowError` (or warns) from the user's line with earlier iterations' writes as eager
+left them. The first iteration on other carried types (NEP 50), empty ranges and carried
+values of other types run on the host as `host_loop` does. Not taken (the body then runs op
+by op, and a `numpile.perf_hints` line names the loop's line and why): carried Python ints
+and bools (unbounded ints), nested loops, `while` loops, Python `/`, `//` and `%` other
+than by a positive constant, bool, complex and float16 values (`np.bool_(i)`,
+`np.float16(i)` and `np.complex128(i)` among them).
 
-    >>> runner = loop_program(node, body, "interpret")  # doctest: +SKIP
+    >>> runner = loop_program(node, body, "interpret", "model.py:12")  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -41,9 +44,10 @@ from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot, run_
 from ...loop_ir import Apply, Constant, ScalarArg
 from ...loops import LoopRunner, host_loop
 from ..common import CodeBuffer
+from .numpy_scalars import numpy_scalar_conversion
 from .ops import TRITON_HELPERS, tl_type, triton_expr, triton_literal
 
-log = logging.getLogger("numpile.inductor.triton")
+perf_log = logging.getLogger("numpile.perf_hints")
 
 __all__ = ["NotDeviceLoop", "loop_program", "loop_program_source"]
 
@@ -211,6 +215,27 @@ def _carried_scalar(writer: _ProgramWriter, node: Node, env: Env) -> None:
     env[node] = writer.cast(writer.operand(env, node.inputs[0]), meta.dtype)
 
 
+def _numpy_scalar(writer: _ProgramWriter, node: Node, env: Env) -> None:
+    # `np.uint8(i)`: where NumPy raises or warns (out of range, NaN, float32 overflow), the
+    # error flag goes up and the loop runs again with NumPy, which does so.
+    value = writer.operand(env, node.inputs[0])
+    meta = node.meta
+    assert isinstance(meta, ArrayMeta)
+    flag = writer.fresh("f")
+    python = value.python
+    conversion = (
+        None
+        if python is None
+        else numpy_scalar_conversion(value.text, python, meta.dtype, flag=flag)
+    )
+    if conversion is None:
+        raise NotDeviceLoop(f"numpy_scalar of a {python} value to {meta.dtype}")
+    if conversion.fails is not None:
+        writer.buf.writeline(f"{flag} = {conversion.fails}")
+        writer.buf.writeline(f"bad = bad | {flag}")
+    env[node] = writer.define(meta.dtype, conversion.value)
+
+
 def _dim(writer: _ProgramWriter, node: Node, env: Env) -> None:
     axis = dict(node.params)["axis"]
     found = env.get(node.inputs[0]) if isinstance(node.inputs[0], Node) else None
@@ -342,6 +367,7 @@ _HANDLERS: dict[str, Callable[[_ProgramWriter, Node, Env], None]] = {
     "element_at": _element_at,
     "setitem_at": _setitem_at,
     "carried_scalar": _carried_scalar,
+    "numpy_scalar": _numpy_scalar,
     "dim": _dim,
     "py_binary": _py_binary,
     "py_unary": _py_unary,
@@ -496,16 +522,23 @@ else:
 '''
 
 
-def loop_program(node: Node, body: Graph, mode: str) -> LoopRunner | None:
-    """The runner of the `for_loop` `node` as one Triton program, or None (logged) when its
-    body has something one program does not compute. `mode` is `triton_status().mode`.
+def loop_program(
+    node: Node, body: Graph, mode: str, where: str = "an unknown line"
+) -> LoopRunner | None:
+    """The runner of the `for_loop` `node` as one Triton program, or None when its body has
+    something one program does not compute (a `numpile.perf_hints` line names the loop's
+    source line `where` and the reason). `mode` is `triton_status().mode`.
 
-    >>> set_loop_runner(body, loop_program(node, body, "interpret"))  # doctest: +SKIP
+    >>> set_loop_runner(body, loop_program(node, body, "interpret", "f.py:3"))  # doctest: +SKIP
     """
     try:
         generated = loop_program_source(node, body)
     except NotDeviceLoop as reason:
-        log.info("the loop at node %s runs as a host loop: %s", node.name, reason)
+        perf_log.info(
+            "the loop at %s runs its body with NumPy per iteration (not as one Triton program): %s",
+            where,
+            reason,
+        )
         return None
     kernel = rt.load_triton_module(generated.source, name_hint="loop").loop_program
     launcher = rt.TritonLauncher(
