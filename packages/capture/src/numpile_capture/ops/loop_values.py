@@ -23,6 +23,8 @@ from typing import Any
 import attrs
 import numpy as np
 
+from numpile_guards import relation
+
 from ..meta import ArrayMeta, ScalarMeta
 from ..op import Op, OpKind, register_op
 from ._shapes import strides_of
@@ -166,7 +168,8 @@ def _surely_positive(size: Any) -> bool:
     from ..dynamic_shapes import active_shape_env
 
     env = active_shape_env()
-    return env is None or env.decide(size >= 1) is True
+    # `relation`: decided with integer arithmetic in a light capture (no sympy).
+    return env is None or env.decide(relation(">=", size, 1)) is True
 
 
 def _check_scalars(scalars: tuple[Any, ...]) -> None:
