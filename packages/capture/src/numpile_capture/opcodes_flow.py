@@ -17,6 +17,7 @@ from .block_trace import is_run_time
 from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
+from .config import config
 from .frame_state import constant_tuple
 from .loop_capture import log as loop_log
 from .loop_exit import LoopFallback, NestedReturn
@@ -58,9 +59,12 @@ def _jump(frame: Frame, inst: Instruction) -> None:
 
 def _pop_jump_if(expected: bool) -> Handler:
     def handler(frame: Frame, inst: Instruction) -> None:
-        inst = _folded_while_test(frame, inst)
-        if _kept_while(frame, inst):
+        folded = _folded_while_test(frame, inst)
+        if _kept_while(frame, folded):
             return
+        if folded is inst:
+            _note_unrolled_while(frame, inst)
+        inst = folded
         if truth(frame.tracer, frame.state.pop()) == (inst.opname == "POP_JUMP_IF_TRUE"):
             frame.jump(inst)
 
@@ -113,6 +117,21 @@ def _kept_while(frame: Frame, inst: Instruction) -> bool:
         record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
         return False
     return True
+
+
+def _note_unrolled_while(frame: Frame, inst: Instruction) -> None:
+    # A while loop traced unrolled from its entry test `inst`: a graph break in its body,
+    # with too little array work traced since to pay for compiled pieces, runs the whole
+    # loop in Python from this test (frame.small_bodies, loop_region), at any trip count.
+    if not config.small_loops_in_python or not frame.is_root or not frame.tracer.keep_loops:
+        return
+    shape = while_shape(frame, inst)
+    if shape is None or shape.forever or inst.target == frame.pc + 1:
+        return  # a `while True:` has no test to start from; 3.12's nested form jumps in
+    reason = "while loop not kept as a loop: its body breaks the graph"
+    frame.small_bodies.note(
+        frame.pc - 1, shape.exit, reason, frame.tracer.array_work, names_break=True
+    )
 
 
 def _pop_jump_if_none(expected: bool) -> Handler:
