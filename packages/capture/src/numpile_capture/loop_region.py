@@ -1,10 +1,11 @@
-"""A `for` loop run whole in plain Python, its exits continuing in compiled code.
+"""A `for` or `while` loop run whole in plain Python, its exits continuing in compiled code.
 
 A loop that capture does not keep because its body breaks, and whose body saves too little
 work compiled to pay for its pieces' calls (`body_work`), breaks the graph at its `FOR_ITER`
-with `LoopInPython`: the break function is then not the `FOR_ITER` alone but the whole
-loop (`LoopRegion`), copied from the function's own bytecode. Each place where execution
-leaves the loop (the iterator exhausted, a `break`, a jump past an `else:` clause) returns
+(or a `while` loop's entry test) with `LoopInPython`: the break function is then not that
+instruction alone but the whole loop (`LoopRegion`), copied from the function's own
+bytecode. Each place where execution leaves the loop (the iterator exhausted, the test
+failing, a `break`, a jump past an `else:` clause) returns
 the `TailCall` of a compiled resume function there, as a break function's continuations
 do; a `return` inside the loop returns, and an exception propagates from the user's line.
 So every iteration runs as CPython runs it, with nothing compiled per iteration and
@@ -128,11 +129,12 @@ class RegionExit:
 
 @attrs.frozen
 class LoopRegion:
-    """The loop whose `FOR_ITER` `site` breaks at, run whole in Python.
+    """The loop whose `FOR_ITER` or `while` entry test `site` breaks at, run whole in Python.
 
-    `start` and `end` are the raw offsets of its `FOR_ITER` and of its last instruction
-    (the last jump back to the head); `local_names` are the live locals the region's code
-    takes after the stack values, as the break function's would.
+    `start` and `end` are the raw offsets of that instruction and of the loop's last
+    instruction (the last jump back to the `FOR_ITER`, or to the `while` body);
+    `local_names` are the live locals the region's code takes after the stack values, as
+    the break function's would.
     """
 
     site: BreakSite
@@ -148,9 +150,10 @@ class LoopRegion:
         local_names: Sequence[str],
         live_at: Callable[[int], set[str]],
     ) -> LoopRegion:
-        """The loop at `site` (a break at a `FOR_ITER`) given its live locals; `live_at(i)`
-        is the set of locals live at normalized instruction `i`. Raises `Unsupported` where
-        the loop cannot run as a region (the caller then breaks at the `FOR_ITER` alone)."""
+        """The loop at `site` (a break at a `FOR_ITER` or a `while` entry test) given its
+        live locals; `live_at(i)` is the set of locals live at normalized instruction `i`.
+        Raises `Unsupported` where the loop cannot run as a region (the caller then breaks
+        at that instruction alone)."""
         return _plan_region(site, tuple(local_names), live_at)
 
     def code(self, resumes: Sequence[Callable[..., Any]]) -> types.CodeType:
