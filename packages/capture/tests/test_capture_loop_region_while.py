@@ -113,8 +113,20 @@ def _converges(x: Any, n: int) -> Any:
     return r, k
 
 
+def _halves_on_data(x: Any, n: int) -> Any:
+    # A test on array values (run-time): the loop is not kept since its body breaks.
+    y = x * n
+    k = 0
+    while np.abs(y).max() > 1.0:
+        y = y / 2.0
+        print("halved", k)
+        k += 1
+    return y, k
+
+
 PROGRAMS = [
     _counts_up,
+    _halves_on_data,
     _breaks_out,
     _continues,
     _returns_inside,
@@ -186,3 +198,26 @@ def test_explain_names_the_while_loop_and_its_break() -> None:
     assert "calling print" in reason.reason
     assert "the whole loop runs in Python" in reason.reason
     assert reason.lineno == _counts_up.__code__.co_firstlineno + 3  # the `while`
+
+
+def _waves(x: Any, n: int) -> Any:
+    a = np.concatenate([x] * 100)
+    i = 0
+    while i < n:
+        a = np.sin(a) * 0.5 + np.cos(a)
+        print("step", i)
+        i += 1
+    return a
+
+
+def test_a_while_body_whose_kernels_save_work_runs_as_pieces() -> None:
+    runs: list[Graph] = []
+    compiled = compile_function(_waves, backend=_counting(runs))
+    x = np.arange(40.0) / 4.0
+    _run(compiled, _waves, x, 2)
+    runs.clear()
+    _run(compiled, _waves, x, 2)
+    short = len(runs)
+    runs.clear()
+    _run(compiled, _waves, x, 6)
+    assert len(runs) > short  # a compiled piece per iteration
