@@ -361,6 +361,9 @@ def _region_code(region: LoopRegion, resumes: Sequence[Callable[..., Any]]) -> t
             following = pairs[count][0].offset
             items.append(bc.Instr("JUMP_FORWARD", exit_labels[following]))
     prologue = [*_push_stack(site.nulls), bc.Instr("JUMP_FORWARD", entry)]
+    if _PY313 and not _iterates(site) and site.group[0].name != "TO_BOOL":
+        # 3.13 jumps on exact bools only: the test's value came from the graph (np.bool_).
+        prologue.insert(-1, bc.Instr("TO_BOOL"))
     _strip_locations(prologue, original.co_firstlineno)
     insert_at = next(
         (
