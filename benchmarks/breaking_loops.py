@@ -90,12 +90,26 @@ def waves_printing(x: Any) -> Any:
     return a, b
 
 
+def while_data_float(x: Any) -> Any:
+    """`data_float` as a `while` loop, with a `print` that never runs: the loop runs whole in
+    Python from its test (it ran as compiled pieces, with guards on the test, per iteration)."""
+    i = 0
+    s = 0.0
+    while i < x.shape[0]:
+        s = s + float(x[i] * x[i])
+        if s < 0.0:
+            print(i)
+        i += 1
+    return s
+
+
 WORKLOADS: tuple[Callable[[Any], Any], ...] = (
     json_roundtrip,
     data_float,
     prefix_sums_printing,
     updates_printing,
     waves_printing,
+    while_data_float,
 )
 
 
@@ -132,12 +146,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trips", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=25)
+    parser.add_argument("--only", action="append", help="a workload's name (repeatable)")
     options = parser.parse_args(argv)
     warnings.simplefilter("ignore", numpile.NumpilePerformanceWarning)
     print(machine_header(["numpy", "numpile"]))
     x = np.random.default_rng(0).standard_normal(options.trips)
     print(f"{'workload':22s} {'python':>10s} {'numpile':>10s} {'ratio':>7s} {'cpu ratio':>10s}")
     for fn in WORKLOADS:
+        if options.only and fn.__name__ not in options.only:
+            continue
         compiled = numpile.compile(fn, options={"tiered": False})
         compiled(x)
         numpile_runtime.wait_for_queued_builds(timeout=240.0)

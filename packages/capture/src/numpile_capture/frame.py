@@ -170,7 +170,7 @@ class Frame:
         if exc.filename is None:
             exc = Unsupported(exc.reason, self.code.co_filename, inst.lineno)
         if self.is_root:
-            loop = self.small_bodies.enclosing(self.pc - 1, self.tracer.array_work)
+            loop = self.small_bodies.enclosing(self.pc - 1, self.tracer.array_work, exc)
             if loop is not None:
                 # A break in the unrolled body of a loop whose body saves little compiled:
                 # the whole loop runs in Python instead (loop_region).

@@ -1,10 +1,11 @@
-"""A `for` loop run whole in plain Python, its exits continuing in compiled code.
+"""A `for` or `while` loop run whole in plain Python, its exits continuing in compiled code.
 
 A loop that capture does not keep because its body breaks, and whose body saves too little
 work compiled to pay for its pieces' calls (`body_work`), breaks the graph at its `FOR_ITER`
-with `LoopInPython`: the break function is then not the `FOR_ITER` alone but the whole
-loop (`LoopRegion`), copied from the function's own bytecode. Each place where execution
-leaves the loop (the iterator exhausted, a `break`, a jump past an `else:` clause) returns
+(or a `while` loop's entry test) with `LoopInPython`: the break function is then not that
+instruction alone but the whole loop (`LoopRegion`), copied from the function's own
+bytecode. Each place where execution leaves the loop (the iterator exhausted, the test
+failing, a `break`, a jump past an `else:` clause) returns
 the `TailCall` of a compiled resume function there, as a break function's continuations
 do; a `return` inside the loop returns, and an exception propagates from the user's line.
 So every iteration runs as CPython runs it, with nothing compiled per iteration and
@@ -90,20 +91,27 @@ class SmallBodies:
         ((4, 'why'), None, None)
     """
 
-    _loops: dict[int, tuple[int, str, int]] = attrs.field(factory=dict)
+    _loops: dict[int, tuple[int, str, int, bool]] = attrs.field(factory=dict)
 
-    def note(self, head: int, exit_at: int, reason: str, work: int) -> None:
+    def note(
+        self, head: int, exit_at: int, reason: str, work: int, *, names_break: bool = False
+    ) -> None:
         """The loop [head, exit_at) of normalized instructions is unrolled from now, when
-        `Tracer.array_work` is `work`."""
-        self._loops[head] = (exit_at, reason, work)
+        `Tracer.array_work` is `work`; `names_break` appends the break's own reason to
+        `reason` (a `while` loop, whose body was not traced up to its break before)."""
+        self._loops[head] = (exit_at, reason, work, names_break)
 
-    def enclosing(self, index: int, work: int) -> tuple[int, str] | None:
+    def enclosing(
+        self, index: int, work: int, breaks: Unsupported | None = None
+    ) -> tuple[int, str] | None:
         """The head and reason of the outermost noted loop whose body holds instruction
         `index`, if the array work traced since it was noted does not pay for compiled pieces
-        (`work` is `Tracer.array_work` now)."""
+        (`work` is `Tracer.array_work` now; `breaks` is the break there)."""
         for head in sorted(self._loops):
-            exit_at, reason, noted = self._loops[head]
+            exit_at, reason, noted, names_break = self._loops[head]
             if head < index < exit_at and not pays_for_pieces(work - noted):
+                if names_break and breaks is not None:
+                    reason = f"{reason} (line {breaks.lineno}: {breaks.reason})"
                 return head, reason
         return None
 
@@ -121,11 +129,12 @@ class RegionExit:
 
 @attrs.frozen
 class LoopRegion:
-    """The loop whose `FOR_ITER` `site` breaks at, run whole in Python.
+    """The loop whose `FOR_ITER` or `while` entry test `site` breaks at, run whole in Python.
 
-    `start` and `end` are the raw offsets of its `FOR_ITER` and of its last instruction
-    (the last jump back to the head); `local_names` are the live locals the region's code
-    takes after the stack values, as the break function's would.
+    `start` and `end` are the raw offsets of that instruction and of the loop's last
+    instruction (the last jump back to the `FOR_ITER`, or to the `while` body);
+    `local_names` are the live locals the region's code takes after the stack values, as
+    the break function's would.
     """
 
     site: BreakSite
@@ -141,9 +150,10 @@ class LoopRegion:
         local_names: Sequence[str],
         live_at: Callable[[int], set[str]],
     ) -> LoopRegion:
-        """The loop at `site` (a break at a `FOR_ITER`) given its live locals; `live_at(i)`
-        is the set of locals live at normalized instruction `i`. Raises `Unsupported` where
-        the loop cannot run as a region (the caller then breaks at the `FOR_ITER` alone)."""
+        """The loop at `site` (a break at a `FOR_ITER` or a `while` entry test) given its
+        live locals; `live_at(i)` is the set of locals live at normalized instruction `i`.
+        Raises `Unsupported` where the loop cannot run as a region (the caller then breaks
+        at that instruction alone)."""
         return _plan_region(site, tuple(local_names), live_at)
 
     def code(self, resumes: Sequence[Callable[..., Any]]) -> types.CodeType:
@@ -156,22 +166,30 @@ def _plan_region(
     site: BreakSite, local_names: tuple[str, ...], live_at: Callable[[int], set[str]]
 ) -> LoopRegion:
     code = site.code
-    if site.jump is None or site.fallthrough is None or site.group[-1].name != "FOR_ITER":
-        raise Unsupported("not supported yet: running a loop in Python (not a FOR_ITER)")
+    if site.jump is None or site.fallthrough is None or not is_loop_head(site):
+        raise Unsupported(
+            "not supported yet: running a loop in Python (not a FOR_ITER or a while test)"
+        )
     if code.co_cellvars:
         raise Unsupported("not supported yet: running a loop in Python in a frame with cells")
     pairs = _raw_pairs(code)
     start = normalized_instructions(code)[site.index].offset
-    ends = [raw.offset for raw, _ in pairs if _is_jump(raw) and raw.argval == start]
+    iterates = _iterates(site)
+    # A `for` loop jumps back to its FOR_ITER; a `while` loop to the body after its test.
+    head = start if iterates else site.fallthrough.offset
+    ends = [raw.offset for raw, _ in pairs if _is_jump(raw) and raw.argval == head]
     if not ends or max(ends) < start:
         raise Unsupported("not supported yet: running a loop in Python (no jump back)")
     end = max(ends)
-    depths = _depths(pairs, start, end, len(site.nulls))
+    # A `continue` in a while loop may jump back to the code computing the test, before it.
+    first = start if iterates else _test_code_start(pairs, start)
+    depths = _depths(pairs, start, end, len(site.nulls), iterates=iterates, first=first)
     region = [raw for raw, _ in pairs if start <= raw.offset <= end]
     stored = {name for raw in region if raw.opname in _STORES for name in _names(raw)}
     deleted = {name for raw in region if raw.opname in _DELETES for name in _names(raw)}
-    exits = [RegionExit(site.jump, (), exhausted=True)]
-    for target, depth in _outside_targets(start, end, depths):
+    # A `while` loop's test leaves it as a jump out (found below) with the test popped.
+    exits = [RegionExit(site.jump, (), exhausted=True)] if iterates else []
+    for target, depth in _outside_targets(first, end, depths):
         if depth >= len(site.nulls):
             raise Unsupported("not supported yet: running a loop in Python (a deep exit)")
         exits.append(RegionExit(Continuation(target, site.nulls[:depth]), ()))
@@ -189,6 +207,27 @@ def _plan_region(
         names = tuple(name for name in (*local_names, *made) if name in live)
         planned.append(attrs.evolve(exit_, local_names=names))
     return LoopRegion(site, local_names, start, end, tuple(planned))
+
+
+def is_loop_head(site: BreakSite) -> bool:
+    """Whether `site` is where a loop can run whole in Python from: a `FOR_ITER`, or the
+    entry test of a `while` loop (a conditional jump; `_plan_region` checks its jump back)."""
+    return _iterates(site) or site.group[-1].name in _WHILE_TESTS
+
+
+def _iterates(site: BreakSite) -> bool:
+    return bool(site.group[-1].name == "FOR_ITER")
+
+
+# The raw names of a while loop's entry test jump (3.11 spells the direction).
+_WHILE_TESTS = frozenset(
+    {
+        "POP_JUMP_IF_FALSE",
+        "POP_JUMP_IF_TRUE",
+        "POP_JUMP_FORWARD_IF_FALSE",
+        "POP_JUMP_FORWARD_IF_TRUE",
+    }
+)
 
 
 def _names(raw: dis.Instruction) -> tuple[str, ...]:
@@ -213,10 +252,18 @@ _UNCONDITIONAL = frozenset(
 
 
 def _depths(
-    pairs: list[tuple[dis.Instruction, Any]], start: int, end: int, depth: int
+    pairs: list[tuple[dis.Instruction, Any]],
+    start: int,
+    end: int,
+    depth: int,
+    *,
+    iterates: bool,
+    first: int,
 ) -> dict[int, int]:
-    # The stack depth before each instruction of the region reached from its FOR_ITER
-    # (with the iterator on it) along normal control flow.
+    # The stack depth before each instruction of the region reached from its head (a
+    # FOR_ITER with the iterator on it, or a while test with its value) along normal control
+    # flow; the region's code spans [first, end], where `first` may be the code computing a
+    # while loop's test, before its head.
     by_offset = {raw.offset: raw for raw, _ in pairs}
     following = {
         raw.offset: (pairs[k + 1][0].offset if k + 1 < len(pairs) else None)
@@ -231,7 +278,7 @@ def _depths(
         edges: list[tuple[int | None, bool]] = []
         if raw.opname not in _UNCONDITIONAL:
             edges.append((following[offset], False))
-        if _is_jump(raw) and offset != start:
+        if _is_jump(raw) and (offset != start or not iterates):
             edges.append((int(raw.argval), True))  # the head's own exit is the site's `jump`
         for target, jump in edges:
             if target is None:
@@ -245,9 +292,21 @@ def _depths(
                     raise Unsupported("not supported yet: running a loop in Python (stack)")
                 continue
             depths[target] = after
-            if start <= target <= end:
+            if first <= target <= end:
                 todo.append(target)
     return depths
+
+
+def _test_code_start(pairs: list[tuple[dis.Instruction, Any]], start: int) -> int:
+    # Where the straight-line code that ends at a while loop's test jump `start` begins.
+    offsets = [raw.offset for raw, _ in pairs]
+    at = offsets.index(start)
+    while at > 0:
+        before = pairs[at - 1][0]
+        if _is_jump(before) or before.opname in _UNCONDITIONAL or before.opname == "RESUME":
+            break
+        at -= 1
+    return offsets[at]
 
 
 def _outside_targets(start: int, end: int, depths: dict[int, int]) -> list[tuple[int, int]]:
@@ -289,7 +348,7 @@ def _region_code(region: LoopRegion, resumes: Sequence[Callable[..., Any]]) -> t
         if not region.start <= offset <= region.end:
             items.append(item)
             continue
-        if offset == region.start:
+        if offset == region.start and item.name == "FOR_ITER":
             item = bc.Instr("FOR_ITER", done, location=item.location)
         elif isinstance(item.arg, bc.Label):
             target = label_offsets[item.arg]
@@ -302,6 +361,9 @@ def _region_code(region: LoopRegion, resumes: Sequence[Callable[..., Any]]) -> t
             following = pairs[count][0].offset
             items.append(bc.Instr("JUMP_FORWARD", exit_labels[following]))
     prologue = [*_push_stack(site.nulls), bc.Instr("JUMP_FORWARD", entry)]
+    if _PY313 and not _iterates(site) and site.group[0].name != "TO_BOOL":
+        # 3.13 jumps on exact bools only: the test's value came from the graph (np.bool_).
+        prologue.insert(-1, bc.Instr("TO_BOOL"))
     _strip_locations(prologue, original.co_firstlineno)
     insert_at = next(
         (

@@ -14,12 +14,15 @@ from typing import TYPE_CHECKING
 import attrs
 
 from .block_trace import is_run_time
+from .body_work import pays_for_pieces
 from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
+from .config import config
 from .frame_state import constant_tuple
 from .loop_capture import log as loop_log
-from .loop_exit import LoopFallback, NestedReturn
+from .loop_exit import BodyBreaks, LoopFallback, NestedReturn
+from .loop_region import in_python
 from .operators import (
     is_same,
     iterate,
@@ -58,9 +61,12 @@ def _jump(frame: Frame, inst: Instruction) -> None:
 
 def _pop_jump_if(expected: bool) -> Handler:
     def handler(frame: Frame, inst: Instruction) -> None:
-        inst = _folded_while_test(frame, inst)
-        if _kept_while(frame, inst):
+        folded = _folded_while_test(frame, inst)
+        if _kept_while(frame, folded, plain=folded is inst):
             return
+        if folded is inst:
+            _note_unrolled_while(frame, inst)
+        inst = folded
         if truth(frame.tracer, frame.state.pop()) == (inst.opname == "POP_JUMP_IF_TRUE"):
             frame.jump(inst)
 
@@ -93,15 +99,17 @@ def _folded_while_test(frame: Frame, inst: Instruction) -> Instruction:
     return inst if folded is None else folded
 
 
-def _kept_while(frame: Frame, inst: Instruction) -> bool:
+def _kept_while(frame: Frame, inst: Instruction, *, plain: bool) -> bool:
     # A while loop on a run-time test becomes one node (see while_capture); else the test
-    # is data-dependent control flow, as before.
+    # is data-dependent control flow, as before, or, when the body breaks and saves little
+    # compiled, the whole loop runs in Python from its test (`plain`: a test of one operand).
     shape = while_shape(frame, inst)
     tracer = frame.tracer
     if shape is None or not tracer.keep_loops:
         return False
     if not is_run_time(frame.state.peek()) and not tests_at_run_time(frame, shape):
         return False  # a loop on values known now (shapes, counters) runs now, unrolled
+    work = tracer.array_work
     try:
         keep_while(frame, inst, shape)
     except NestedReturn:
@@ -111,8 +119,33 @@ def _kept_while(frame: Frame, inst: Instruction) -> bool:
         filename = frame.code.co_filename
         loop_log.info("%s (%s:%s)", reason, filename, inst.lineno)
         record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
+        small = (
+            plain
+            and isinstance(exc, BodyBreaks)
+            and config.small_loops_in_python
+            and frame.is_root
+            and not shape.forever
+            and not pays_for_pieces(tracer.array_work - work)  # in the body traced
+        )
+        if small:
+            raise in_python(f"while {reason}", filename, inst.lineno) from None
         return False
     return True
+
+
+def _note_unrolled_while(frame: Frame, inst: Instruction) -> None:
+    # A while loop traced unrolled from its entry test `inst`: a graph break in its body,
+    # with too little array work traced since to pay for compiled pieces, runs the whole
+    # loop in Python from this test (frame.small_bodies, loop_region), at any trip count.
+    if not config.small_loops_in_python or not frame.is_root or not frame.tracer.keep_loops:
+        return
+    shape = while_shape(frame, inst)
+    if shape is None or shape.forever or inst.target == frame.pc + 1:
+        return  # a `while True:` has no test to start from; 3.12's nested form jumps in
+    reason = "while loop not kept as a loop: its body breaks the graph"
+    frame.small_bodies.note(
+        frame.pc - 1, shape.exit, reason, frame.tracer.array_work, names_break=True
+    )
 
 
 def _pop_jump_if_none(expected: bool) -> Handler:
