@@ -32,7 +32,7 @@ from numpile_capture import ArrayMeta, Graph, Node
 
 from .loop_scalar_forms import zero_one_result
 
-__all__ = ["ForwardedMask", "forwarded_masks", "known_zeros"]
+__all__ = ["ForwardedMask", "forwarded_masks", "integer_constant", "known_zeros"]
 
 # Ops a forwarded value may be computed with from the test: pure integer ops that cannot
 # fail, warn or overflow (a multiply only by a 0/1 flag, which is a select).
@@ -56,7 +56,12 @@ class ForwardedMask:
     cone: tuple[Node, ...]
 
 
-def _integer(value: Any) -> int | None:
+def integer_constant(value: Any) -> int | None:
+    """`value` as an int when it is an integer constant of the graph (not a bool), else None.
+
+    >>> integer_constant(np.int8(3)), integer_constant(True), integer_constant(2.0)
+    (3, None, None)
+    """
     if isinstance(value, bool | np.bool_):
         return None
     if isinstance(value, int | np.integer):
@@ -73,7 +78,7 @@ def _zero_d(value: Any, dtype: np.dtype[Any] | None = None) -> bool:
 
 def _zero_one(value: Any) -> bool:
     # Whether `value` is 0 or 1 whatever the inputs (loop_scalar_forms' rule, on nodes).
-    constant = _integer(value)
+    constant = integer_constant(value)
     if constant is not None:
         return constant in (0, 1)
     if not _zero_d(value) or value.op is None:
@@ -91,7 +96,7 @@ def known_zeros(value: Any, dtype: np.dtype[Any]) -> int:
     """
     width = dtype.itemsize * 8
     full = (1 << width) - 1
-    constant = _integer(value)
+    constant = integer_constant(value)
     if constant is not None:
         return ~constant & full
     if not _zero_d(value, dtype) or value.op is None or dtype.kind not in "iu":
@@ -108,7 +113,7 @@ def known_zeros(value: Any, dtype: np.dtype[Any]) -> int:
     if name == "multiply" and (_zero_one(left) or _zero_one(right)):
         # 0 or the other operand: a bit of the product is zero where the other's is.
         return known_zeros(right if _zero_one(left) else left, dtype)
-    shift = _integer(right)
+    shift = integer_constant(right)
     if shift is None or not 0 <= shift < width:
         return 0
     if name == "right_shift" and dtype.kind == "u":
@@ -162,10 +167,10 @@ def _masks_of(body: Graph, placeholder: Node, dtype: np.dtype[Any]) -> list[tupl
             reads.add(node)
         elif node.op.name == "bitwise_and" and len(node.inputs) == 2:
             left, right = node.inputs
-            if left in reads and _integer(right) is not None:
-                masks.append((node, _integer(right) or 0))
-            elif right in reads and _integer(left) is not None:
-                masks.append((node, _integer(left) or 0))
+            if left in reads and integer_constant(right) is not None:
+                masks.append((node, integer_constant(right) or 0))
+            elif right in reads and integer_constant(left) is not None:
+                masks.append((node, integer_constant(left) or 0))
     return masks
 
 
@@ -196,7 +201,9 @@ def _cone(body: Graph, mask: Node) -> tuple[Node, ...]:
         nodes = [value for value in node.inputs if isinstance(value, Node)]
         if not nodes or any(value not in members for value in nodes):
             continue
-        if any(_integer(value) is None for value in node.inputs if not isinstance(value, Node)):
+        if any(
+            integer_constant(value) is None for value in node.inputs if not isinstance(value, Node)
+        ):
             continue
         if node.op.name == "multiply" and not any(_zero_one(value) for value in node.inputs):
             continue
@@ -220,7 +227,7 @@ def bit_select(fm: ForwardedMask) -> tuple[int, int, Node | None] | None:
     assert select.op is not None
     if select.op.name != "multiply":
         return None
-    values = [_integer(item) for item in select.inputs if item is not fm.mask]
+    values = [integer_constant(item) for item in select.inputs if item is not fm.mask]
     if len(values) != 1 or values[0] is None:
         return None
     assert isinstance(select.meta, ArrayMeta)
@@ -229,7 +236,7 @@ def bit_select(fm: ForwardedMask) -> tuple[int, int, Node | None] | None:
     bit = fm.constant.bit_length() - 1
     source = fm.source
     assert source.op is not None
-    shift = _integer(source.inputs[1]) if len(source.inputs) == 2 else None
+    shift = integer_constant(source.inputs[1]) if len(source.inputs) == 2 else None
     if source.op.name == "right_shift" and dtype.kind == "u" and shift is not None:
         base = source.inputs[0]
         if _zero_d(base, dtype) and 0 <= bit + shift < width:

@@ -41,6 +41,7 @@ import numpy as np
 
 from numpile_capture import ArrayMeta, Graph, Node
 
+from .loop_known_bits import integer_constant
 from .ops import c_literal, c_type
 
 __all__ = ["XorLoop", "XorMap", "XorTerm", "fold_xor_loop", "xor_map_c"]
@@ -53,14 +54,6 @@ _TABLE_MIN_BITS = 3
 # Loops folded at most: trips, and carried bits in all (the symbolic run's cost).
 _MAX_TRIPS = 64
 _MAX_STATE_BITS = 256
-
-
-def _integer(value: Any) -> int | None:
-    if isinstance(value, bool | np.bool_):
-        return None
-    if isinstance(value, int | np.integer):
-        return int(value)
-    return None
 
 
 @attrs.frozen
@@ -347,7 +340,7 @@ def _operand(value: Any, env: dict[Node, Any], symbols: _Symbols) -> XorMap | No
     if isinstance(value, Node):
         found = env.get(value)
         return found if isinstance(found, XorMap) else None
-    constant = _integer(value)
+    constant = integer_constant(value)
     if constant is None:
         return None
     return XorMap.const(constant, symbols.width, symbols.carried)
@@ -383,7 +376,7 @@ def _apply(node: Node, env: dict[Node, Any], symbols: _Symbols) -> XorMap | None
         return None
     left, right = maps
     assert left is not None and right is not None
-    constants = [_integer(value) for value in inputs]
+    constants = [integer_constant(value) for value in inputs]
     if name == "bitwise_xor":
         return left.xor(right)
     if name in ("bitwise_and", "bitwise_or"):
