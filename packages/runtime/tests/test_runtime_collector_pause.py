@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -43,7 +44,9 @@ def test_a_collector_the_program_disabled_stays_disabled() -> None:
     assert not gc.isenabled()
 
 
-def test_overlapping_pauses_resume_when_the_last_one_ends() -> None:
+@contextlib.contextmanager
+def _pause_in_another_thread() -> Iterator[None]:
+    # Another thread holds a pause for the duration of the block.
     inside = threading.Event()
     leave = threading.Event()
 
@@ -56,12 +59,17 @@ def test_overlapping_pauses_resume_when_the_last_one_ends() -> None:
     thread.start()
     try:
         assert inside.wait(30)
-        with rt.collector_paused():
-            pass
-        assert not gc.isenabled(), "a block ended while another thread's was open"
+        yield
     finally:
         leave.set()
         thread.join(30)
+
+
+def test_overlapping_pauses_resume_when_the_last_one_ends() -> None:
+    with _pause_in_another_thread():
+        with rt.collector_paused():
+            pass
+        assert not gc.isenabled(), "a block ended while another thread's was open"
     assert gc.isenabled()
 
 
@@ -97,24 +105,10 @@ def test_a_compiler_run_inside_a_pause_collects_what_the_pause_held_off() -> Non
 
 
 def test_a_compiler_run_outside_the_threads_pause_collects_nothing() -> None:
-    inside = threading.Event()
-    leave = threading.Event()
-
-    def other() -> None:
-        with rt.collector_paused():
-            inside.set()
-            leave.wait(30)
-
-    thread = threading.Thread(target=other)
-    thread.start()
-    try:
-        assert inside.wait(30)
+    with _pause_in_another_thread():
         cycle = _garbage_cycle()
         builder.run_compiler([sys.executable, "-c", "pass"], 60)
         assert cycle() is not None, "a thread collected during another thread's pause"
-    finally:
-        leave.set()
-        thread.join(30)
     gc.collect()
     assert cycle() is None
 
