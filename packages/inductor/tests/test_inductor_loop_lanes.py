@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from benchmarks.loop_programs import mandelbrot
 from numpile_capture import capture_function, reset
 from numpile_inductor import compile_graph
 from numpile_inductor.codegen.c.loop_parallel import independent_iterations
@@ -24,19 +25,6 @@ def _fresh() -> Iterator[None]:
     reset()
     yield
     reset()
-
-
-def escape(cr: Any, ci: Any, counts: Any, radii: Any) -> Any:
-    for p in range(cr.shape[0]):
-        zr = 0.0
-        zi = 0.0
-        k = 0
-        while k < 64 and zr * zr + zi * zi <= 4.0:
-            zr, zi = zr * zr - zi * zi + cr[p], 2.0 * zr * zi + ci[p]
-            k += 1
-        counts[p] = k
-        radii[p] = zr * zr + zi * zi
-    return counts
 
 
 def escape_with_pre(x: Any, out: Any) -> Any:
@@ -131,8 +119,7 @@ def _points(n: int, seed: int) -> tuple[Any, Any]:
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 37])
 def test_escape_loop_runs_as_lanes_exactly_as_eager(n: int) -> None:
     # Odd counts: a lane finds no iteration left while the other still runs one.
-    cr, ci = _points(n, n)
-    _check(escape, (cr, ci, np.zeros(n, np.int64), np.zeros(n)), lanes=True)
+    _check(mandelbrot, _points(n, n), lanes=True)
 
 
 @pytest.mark.parametrize(
@@ -145,8 +132,7 @@ def test_escape_loop_runs_as_lanes_exactly_as_eager(n: int) -> None:
     ids=["all-escape-at-once", "none-escape", "nan-and-inf"],
 )
 def test_escape_loop_edge_points(cr: Any, ci: Any) -> None:
-    n = cr.shape[0]
-    _check(escape, (cr, ci, np.zeros(n, np.int64), np.zeros(n)), lanes=True)
+    _check(mandelbrot, (cr, ci), lanes=True)
 
 
 @pytest.mark.parametrize("n", [1, 3])
@@ -206,8 +192,7 @@ def test_a_store_at_a_carried_index_keeps_the_serial_loop() -> None:
 
 def test_openmp_takes_no_while_loop() -> None:
     # Lanes analyse the `while`; OpenMP does not (its threads would share the work counter).
-    args = (*_points(6, 1), np.zeros(6, np.int64), np.zeros(6))
-    graph = capture_function(escape, args, {}).graph
+    graph = capture_function(mandelbrot, _points(6, 1), {}).graph
     (node,) = [n for n in graph.nodes if n.op is not None and n.op.name == "for_loop"]
     assert independent_iterations(node, while_loops=True)
     assert not independent_iterations(node)
