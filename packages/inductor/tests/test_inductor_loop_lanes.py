@@ -6,6 +6,7 @@ early; bodies that must stay serial keep the serial loop."""
 from __future__ import annotations
 
 import inspect
+import signal
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -84,6 +85,18 @@ def stores_before_while(x: Any, out: Any, marks: Any) -> Any:
         while z < 10.0:
             z = z * 2.0 + 1.0
         out[p] = z
+    return out
+
+
+def grows_past_int64(steps: Any, out: Any) -> Any:
+    # A Python int that each step adds to: an iteration of enough steps overflows int64.
+    for p in range(steps.shape[0]):
+        acc = 0
+        k = 0
+        while k < steps[p]:
+            acc += 100_000_000_003
+            k += 1
+        out[p] = acc % 1000
     return out
 
 
@@ -196,3 +209,38 @@ def test_openmp_takes_no_while_loop() -> None:
     (node,) = [n for n in graph.nodes if n.op is not None and n.op.name == "for_loop"]
     assert independent_iterations(node, while_loops=True)
     assert not independent_iterations(node)
+
+
+class _AlarmError(Exception):
+    pass
+
+
+def _raise_alarm(signum: int, frame: object) -> None:
+    raise _AlarmError
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+def test_a_signal_seen_before_a_lane_overflows_wins_over_the_run_with_numpy() -> None:
+    # Lane 0 holds an iteration that overflows int64 after about 9e7 steps (a quarter of a
+    # second); lane 1 takes iterations of 1e5 steps and polls for signals as it takes one.
+    # The timer's handler raises after 20 ms: lane 1 stops taking, lane 0 finishes its
+    # iteration, overflows and bails. The handler's exception comes out, as in eager
+    # Python, with the arrays as they were before the loop (no run with NumPy under it).
+    n = 2_001
+    small = np.arange(n, dtype=np.int64) % 7
+    source, call = _build(grows_past_int64, (small, np.zeros(n, np.int64)))
+    assert LANES_MARK in source
+    steps = np.full(n, 100_000, np.int64)
+    steps[0] = 10**15
+    out = np.zeros(n, np.int64)
+    before = signal.signal(signal.SIGALRM, _raise_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.02)
+        with pytest.raises(_AlarmError):
+            call(steps, out)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+    assert not out.any()
+    got, want = call(small, np.zeros(n, np.int64)), grows_past_int64(small, np.zeros(n, np.int64))
+    np.testing.assert_array_equal(got, want, strict=True)
