@@ -42,14 +42,15 @@ def escape_with_pre(x: Any, out: Any) -> Any:
     return out
 
 
-def big_ints(n: Any, out: Any) -> Any:
-    # A carried Python int that outgrows int64 in some iterations: the loop bails and
-    # runs with NumPy, whose big ints give the exact remainder.
+def big_ints(n: Any, scale: int, out: Any) -> Any:
+    # A carried Python int that outgrows int64 in iterations of enough steps (`scale` 3: a
+    # few dozen; 1: about 9e7): the loop bails and runs with NumPy, whose big ints give
+    # the exact remainder.
     for p in range(n.shape[0]):
         acc = 1
         k = 0
         while k < n[p]:
-            acc = acc * 3 + 1
+            acc = acc * scale + 100_000_000_003
             k += 1
         out[p] = acc % 1000
     return out
@@ -88,18 +89,6 @@ def stores_before_while(x: Any, out: Any, marks: Any) -> Any:
     return out
 
 
-def grows_past_int64(steps: Any, out: Any) -> Any:
-    # A Python int that each step adds to: an iteration of enough steps overflows int64.
-    for p in range(steps.shape[0]):
-        acc = 0
-        k = 0
-        while k < steps[p]:
-            acc += 100_000_000_003
-            k += 1
-        out[p] = acc % 1000
-    return out
-
-
 def _build(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[str, Callable[..., Any]]:
     # The C of `fn`'s graph at `args`, and a call of it taking `fn`'s arguments.
     graph = capture_function(fn, args, {}).graph
@@ -114,14 +103,19 @@ def _check(fn: Callable[..., Any], args: tuple[Any, ...], *, lanes: bool) -> Non
     # the call exactly equal (NaN where NaN), and whether the C holds lanes.
     source, call = _build(fn, args)
     assert (LANES_MARK in source) is lanes
-    mine = tuple(np.array(a, copy=True) for a in args)
-    theirs = tuple(np.array(a, copy=True) for a in args)
+    mine = tuple(_copy(a) for a in args)
+    theirs = tuple(_copy(a) for a in args)
     got = call(*mine)
     want = fn(*theirs)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want, strict=True)
     for a, b in zip(mine, theirs, strict=True):
         np.testing.assert_array_equal(a, b, strict=True)
+
+
+def _copy(value: Any) -> Any:
+    # Arrays copied; Python scalars passed as they are (a 0-d array would follow NumPy).
+    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
 
 
 def _points(n: int, seed: int) -> tuple[Any, Any]:
@@ -156,7 +150,7 @@ def test_values_computed_before_the_while_stay_the_lanes_own(n: int) -> None:
 
 def test_an_overflowing_lane_runs_the_loop_as_eager() -> None:
     n = np.array([3, 70, 5, 2, 45, 90, 0], dtype=np.int64)
-    _check(big_ints, (n, np.zeros(n.shape[0], np.int64)), lanes=True)
+    _check(big_ints, (n, 3, np.zeros(n.shape[0], np.int64)), lanes=True)
 
 
 def test_an_unhoisted_index_check_keeps_the_serial_loop() -> None:
@@ -221,14 +215,14 @@ def _raise_alarm(signum: int, frame: object) -> None:
 
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
 def test_a_signal_seen_before_a_lane_overflows_wins_over_the_run_with_numpy() -> None:
-    # Lane 0 holds an iteration that overflows int64 after about 9e7 steps (a quarter of a
-    # second); lane 1 takes iterations of 1e5 steps and polls for signals as it takes one.
+    # Lane 0 holds an iteration that overflows int64 after about 9e7 steps (far more than
+    # 20 ms of them); lane 1 takes iterations of 1e5 steps, polling for signals at each.
     # The timer's handler raises after 20 ms: lane 1 stops taking, lane 0 finishes its
     # iteration, overflows and bails. The handler's exception comes out, as in eager
     # Python, with the arrays as they were before the loop (no run with NumPy under it).
     n = 2_001
     small = np.arange(n, dtype=np.int64) % 7
-    source, call = _build(grows_past_int64, (small, np.zeros(n, np.int64)))
+    source, call = _build(big_ints, (small, 1, np.zeros(n, np.int64)))
     assert LANES_MARK in source
     steps = np.full(n, 100_000, np.int64)
     steps[0] = 10**15
@@ -237,10 +231,10 @@ def test_a_signal_seen_before_a_lane_overflows_wins_over_the_run_with_numpy() ->
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.02)
         with pytest.raises(_AlarmError):
-            call(steps, out)
+            call(steps, 1, out)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, before)
     assert not out.any()
-    got, want = call(small, np.zeros(n, np.int64)), grows_past_int64(small, np.zeros(n, np.int64))
+    got, want = call(small, 1, np.zeros(n, np.int64)), big_ints(small, 1, np.zeros(n, np.int64))
     np.testing.assert_array_equal(got, want, strict=True)
