@@ -12,7 +12,8 @@ rtol = 8 * eps * log2(n) (the C backend's documented bound), max/min/any/all
 and integer sums exactly.
 
 Skipped when triton is not installed. The interpreter is switched on before
-triton is imported (it reads the variable at import), so this module is best
+triton is imported (`triton_interpreter.py`: triton reads the variable at import),
+so this module is best
 run in its own process (nox session `tests-triton-interpret`); under a
 process that already imported triton without it, the module skips.
 """
