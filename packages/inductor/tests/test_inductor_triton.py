@@ -13,9 +13,8 @@ and integer sums exactly.
 
 Skipped when triton is not installed. The interpreter is switched on before
 triton is imported (`triton_interpreter.py`: triton reads the variable at import),
-so this module is best
-run in its own process (nox session `tests-triton-interpret`); under a
-process that already imported triton without it, the module skips.
+so this module is best run in its own process (nox session `tests-triton-interpret`);
+under a process that already imported triton without it, the module skips.
 """
 
 from __future__ import annotations
