@@ -1,8 +1,8 @@
 """Loop programs in plain NumPy (no numpile): the scalar-body loops that compile to C.
 
-The loop benchmark (`benchmarks.loops_c`), the integration tests of `numpile.compile` on
-loops and the inductor's own loop tests run these same functions, so a program measured is
-a program tested. Each writes its loops over element indexing only.
+The loop benchmarks (`benchmarks.loops_c`, `benchmarks.loops`), the integration tests of
+`numpile.compile` on loops and the inductor's own loop tests run these same functions, so a
+program measured is a program tested. Each writes its loops over element indexing only.
 
     >>> import numpy as np
     >>> float(sum_of_squares(np.arange(4.0)))
@@ -67,3 +67,18 @@ def crc_bits(data: Any) -> Any:
         for _ in range(8):
             crc = (crc >> 1) ^ (0xEDB88320 * (crc & 1))
     return crc ^ 0xFFFFFFFF
+
+
+def mandelbrot(cr: Any, ci: Any) -> Any:
+    """Escape-time iteration per point, at most 64 steps, stopping at ``|z| > 2``: a `while`
+    on two run-time tests inside a `for` over the points."""
+    counts = np.zeros(cr.shape[0], dtype=np.int64)
+    for p in range(cr.shape[0]):
+        zr = 0.0
+        zi = 0.0
+        k = 0
+        while k < 64 and zr * zr + zi * zi <= 4.0:
+            zr, zi = zr * zr - zi * zi + cr[p], 2.0 * zr * zi + ci[p]
+            k += 1
+        counts[p] = k
+    return counts

@@ -44,6 +44,7 @@ import numpy.typing as npt
 
 from . import child as _child
 from .child import AgainstNumpy, agree, emit, load_average, machine_header, missing, timed_pair
+from .loop_programs import mandelbrot
 
 Array = npt.NDArray[Any]
 Body = Literal["scalar", "mixed", "array"]
@@ -152,20 +153,6 @@ def floyd_warshall(D: Array) -> Array:
         for i in range(n):
             D[i, :] = np.minimum(D[i, :], D[i, k] + D[k, :])
     return D
-
-
-def mandelbrot(cr: Array, ci: Array) -> Array:
-    """Escape-time iteration per point, at most 64 steps, stopping at ``|z| > 2``."""
-    counts = np.zeros(cr.shape[0], dtype=np.int64)
-    for p in range(cr.shape[0]):
-        zr = 0.0
-        zi = 0.0
-        k = 0
-        while k < 64 and zr * zr + zi * zi <= 4.0:
-            zr, zi = zr * zr - zi * zi + cr[p], 2.0 * zr * zi + ci[p]
-            k += 1
-        counts[p] = k
-    return counts
 
 
 def particles(pos: Array, vel: Array, steps: int) -> tuple[Array, Array]:

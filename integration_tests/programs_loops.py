@@ -24,6 +24,8 @@ import functools
 import numpy as np
 from harness import program
 
+from benchmarks.loop_programs import mandelbrot
+
 loop = functools.partial(program, "loops")
 invalid_loop = functools.partial(program, "loops", expect_error=True)
 
@@ -971,19 +973,11 @@ def while_and_three_operands_accumulates(x):
     return total, i
 
 
-@loop(_grid_points, sizes=(4, 0, 1, 7))
-def mandelbrot_while_and_escape_test(cr, ci):
-    # The benchmark's form: a `while` on two run-time tests inside a `for` over points.
-    counts = np.zeros(cr.shape[0], dtype=np.int64)
-    for p in range(cr.shape[0]):
-        zr = 0.0
-        zi = 0.0
-        k = 0
-        while k < 40 and zr * zr + zi * zi <= 4.0:
-            zr, zi = zr * zr - zi * zi + cr[p], 2.0 * zr * zi + ci[p]
-            k += 1
-        counts[p] = k
-    return counts
+# The benchmark's program itself (benchmarks/loop_programs.py): a `while` on two run-time
+# tests inside a `for` over points.
+mandelbrot_while_and_escape_test = loop(
+    _grid_points, sizes=(4, 0, 1, 7), name="mandelbrot_while_and_escape_test"
+)(mandelbrot)
 
 
 @loop(_grid_points, sizes=(4, 0, 1, 7))

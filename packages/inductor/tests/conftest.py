@@ -17,7 +17,8 @@ import numpile_runtime as rt
 os.environ["NUMPILE_TIERED"] = "0"
 
 # pytest runs with --import-mode=importlib, which does not put test folders on sys.path:
-# the tests import the modules they share (crc_programs, vectorization_report) from here.
+# the tests import the modules they share (crc_programs, triton_interpreter,
+# vectorization_report) from here.
 sys.path.insert(0, str(Path(__file__).parent))
 
 

@@ -6,12 +6,14 @@ early; bodies that must stay serial keep the serial loop."""
 from __future__ import annotations
 
 import inspect
+import signal
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
+from benchmarks.loop_programs import mandelbrot
 from numpile_capture import capture_function, reset
 from numpile_inductor import compile_graph
 from numpile_inductor.codegen.c.loop_parallel import independent_iterations
@@ -24,19 +26,6 @@ def _fresh() -> Iterator[None]:
     reset()
     yield
     reset()
-
-
-def escape(cr: Any, ci: Any, counts: Any, radii: Any) -> Any:
-    for p in range(cr.shape[0]):
-        zr = 0.0
-        zi = 0.0
-        k = 0
-        while k < 64 and zr * zr + zi * zi <= 4.0:
-            zr, zi = zr * zr - zi * zi + cr[p], 2.0 * zr * zi + ci[p]
-            k += 1
-        counts[p] = k
-        radii[p] = zr * zr + zi * zi
-    return counts
 
 
 def escape_with_pre(x: Any, out: Any) -> Any:
@@ -53,14 +42,15 @@ def escape_with_pre(x: Any, out: Any) -> Any:
     return out
 
 
-def big_ints(n: Any, out: Any) -> Any:
-    # A carried Python int that outgrows int64 in some iterations: the loop bails and
-    # runs with NumPy, whose big ints give the exact remainder.
+def big_ints(n: Any, scale: int, out: Any) -> Any:
+    # A carried Python int that outgrows int64 in iterations of enough steps (`scale` 3: a
+    # few dozen; 1: about 9e7): the loop bails and runs with NumPy, whose big ints give
+    # the exact remainder.
     for p in range(n.shape[0]):
         acc = 1
         k = 0
         while k < n[p]:
-            acc = acc * 3 + 1
+            acc = acc * scale + 100_000_000_003
             k += 1
         out[p] = acc % 1000
     return out
@@ -113,14 +103,19 @@ def _check(fn: Callable[..., Any], args: tuple[Any, ...], *, lanes: bool) -> Non
     # the call exactly equal (NaN where NaN), and whether the C holds lanes.
     source, call = _build(fn, args)
     assert (LANES_MARK in source) is lanes
-    mine = tuple(np.array(a, copy=True) for a in args)
-    theirs = tuple(np.array(a, copy=True) for a in args)
+    mine = tuple(_copy(a) for a in args)
+    theirs = tuple(_copy(a) for a in args)
     got = call(*mine)
     want = fn(*theirs)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want, strict=True)
     for a, b in zip(mine, theirs, strict=True):
         np.testing.assert_array_equal(a, b, strict=True)
+
+
+def _copy(value: Any) -> Any:
+    # Arrays copied; Python scalars passed as they are (a 0-d array would follow NumPy).
+    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
 
 
 def _points(n: int, seed: int) -> tuple[Any, Any]:
@@ -131,8 +126,7 @@ def _points(n: int, seed: int) -> tuple[Any, Any]:
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 37])
 def test_escape_loop_runs_as_lanes_exactly_as_eager(n: int) -> None:
     # Odd counts: a lane finds no iteration left while the other still runs one.
-    cr, ci = _points(n, n)
-    _check(escape, (cr, ci, np.zeros(n, np.int64), np.zeros(n)), lanes=True)
+    _check(mandelbrot, _points(n, n), lanes=True)
 
 
 @pytest.mark.parametrize(
@@ -145,8 +139,7 @@ def test_escape_loop_runs_as_lanes_exactly_as_eager(n: int) -> None:
     ids=["all-escape-at-once", "none-escape", "nan-and-inf"],
 )
 def test_escape_loop_edge_points(cr: Any, ci: Any) -> None:
-    n = cr.shape[0]
-    _check(escape, (cr, ci, np.zeros(n, np.int64), np.zeros(n)), lanes=True)
+    _check(mandelbrot, (cr, ci), lanes=True)
 
 
 @pytest.mark.parametrize("n", [1, 3])
@@ -157,7 +150,7 @@ def test_values_computed_before_the_while_stay_the_lanes_own(n: int) -> None:
 
 def test_an_overflowing_lane_runs_the_loop_as_eager() -> None:
     n = np.array([3, 70, 5, 2, 45, 90, 0], dtype=np.int64)
-    _check(big_ints, (n, np.zeros(n.shape[0], np.int64)), lanes=True)
+    _check(big_ints, (n, 3, np.zeros(n.shape[0], np.int64)), lanes=True)
 
 
 def test_an_unhoisted_index_check_keeps_the_serial_loop() -> None:
@@ -206,8 +199,42 @@ def test_a_store_at_a_carried_index_keeps_the_serial_loop() -> None:
 
 def test_openmp_takes_no_while_loop() -> None:
     # Lanes analyse the `while`; OpenMP does not (its threads would share the work counter).
-    args = (*_points(6, 1), np.zeros(6, np.int64), np.zeros(6))
-    graph = capture_function(escape, args, {}).graph
+    graph = capture_function(mandelbrot, _points(6, 1), {}).graph
     (node,) = [n for n in graph.nodes if n.op is not None and n.op.name == "for_loop"]
     assert independent_iterations(node, while_loops=True)
     assert not independent_iterations(node)
+
+
+class _AlarmError(Exception):
+    pass
+
+
+def _raise_alarm(signum: int, frame: object) -> None:
+    raise _AlarmError
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+def test_a_signal_seen_before_a_lane_overflows_wins_over_the_run_with_numpy() -> None:
+    # Lane 0 holds an iteration that overflows int64 after about 9e7 steps (far more than
+    # 20 ms of them); lane 1 takes iterations of 1e5 steps, polling for signals at each.
+    # The timer's handler raises after 20 ms: lane 1 stops taking, lane 0 finishes its
+    # iteration, overflows and bails. The handler's exception comes out, as in eager
+    # Python, with the arrays as they were before the loop (no run with NumPy under it).
+    n = 2_001
+    small = np.arange(n, dtype=np.int64) % 7
+    source, call = _build(big_ints, (small, 1, np.zeros(n, np.int64)))
+    assert LANES_MARK in source
+    steps = np.full(n, 100_000, np.int64)
+    steps[0] = 10**15
+    out = np.zeros(n, np.int64)
+    before = signal.signal(signal.SIGALRM, _raise_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.02)
+        with pytest.raises(_AlarmError):
+            call(steps, 1, out)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+    assert not out.any()
+    got, want = call(small, 1, np.zeros(n, np.int64)), big_ints(small, 1, np.zeros(n, np.int64))
+    np.testing.assert_array_equal(got, want, strict=True)

@@ -12,27 +12,22 @@ rtol = 8 * eps * log2(n) (the C backend's documented bound), max/min/any/all
 and integer sums exactly.
 
 Skipped when triton is not installed. The interpreter is switched on before
-triton is imported (it reads the variable at import), so this module is best
-run in its own process (nox session `tests-triton-interpret`); under a
-process that already imported triton without it, the module skips.
+triton is imported (`triton_interpreter.py`: triton reads the variable at import),
+so this module is best run in its own process (nox session `tests-triton-interpret`);
+under a process that already imported triton without it, the module skips.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import sys
 from typing import Any
 
 import attrs
 import numpy as np
 import pytest
+import triton_interpreter  # noqa: F401 - first: it chooses Triton's interpreter
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-if "triton" not in sys.modules:
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-pytest.importorskip("triton", reason="triton is not installed (pip install triton)")
 
 import numpile_runtime as rt
 from numpile_capture import Graph, get_op, meta_of, run_graph
@@ -41,12 +36,6 @@ from numpile_inductor.codegen.triton.backend import compile_triton
 from numpile_inductor.codegen.triton.kernel import fit_blocks
 from numpile_inductor.codegen.triton.runner import TritonRunner
 from numpile_inductor.loop_ir import ExternCall
-
-if not rt.interpreting():
-    pytest.skip(
-        "triton was imported before TRITON_INTERPRET=1 was set; run this file alone",
-        allow_module_level=True,
-    )
 
 _RNG = np.random.default_rng(11)
 # Small tiles force several program instances and the looped reduction path.

@@ -10,28 +10,16 @@ Run alone or in the `tests-triton-interpret` nox session (the interpreter is cho
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any
 
 import attrs
 import numpy as np
 import pytest
+import triton_interpreter  # noqa: F401 - first: it chooses Triton's interpreter
 
-if "triton" not in sys.modules:
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-pytest.importorskip("triton", reason="triton is not installed (pip install triton)")
-
-import numpile_runtime as rt
 from numpile_capture import Graph, get_op, meta_of, run_graph
 from numpile_inductor import TritonOptions
 from numpile_inductor.codegen.triton.backend import compile_triton, scalar_positions
-
-if not rt.interpreting():
-    pytest.skip(
-        "triton was imported before TRITON_INTERPRET=1 was set; run this file alone",
-        allow_module_level=True,
-    )
 
 _RNG = np.random.default_rng(29)
 _MEMORY = TritonOptions.from_mode("reduce-overhead", interpret=True)

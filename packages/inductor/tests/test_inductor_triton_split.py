@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from typing import Any
 
 import attrs
 import numpy as np
 import pytest
-
-if "triton" not in sys.modules:
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-pytest.importorskip("triton", reason="triton is not installed (pip install triton)")
+import triton_interpreter  # noqa: F401 - first: it chooses Triton's interpreter
 
 import numpile_runtime as rt
 from numpile_capture import Graph, get_op, meta_of, run_graph
@@ -30,12 +26,6 @@ from numpile_inductor import TritonOptions
 from numpile_inductor.codegen.triton import runner
 from numpile_inductor.codegen.triton.autotune import reduction_key
 from numpile_inductor.codegen.triton.backend import compile_triton
-
-if not rt.interpreting():
-    pytest.skip(
-        "triton was imported before TRITON_INTERPRET=1 was set; run this file alone",
-        allow_module_level=True,
-    )
 
 _RNG = np.random.default_rng(34)
 # Rows of 64 elements or more split, in chunks of 32 elements or more, 16 programs at most.

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from crc_programs import crc32
 
+from benchmarks.loop_programs import mandelbrot
 from numpile_capture import capture_function, compile_function, reset
 from numpile_capture.testing import assert_same_as_eager as _same
 from numpile_inductor import compile_graph
@@ -108,19 +109,6 @@ def sweeps_until_sorted(x: Any) -> Any:
                 swapped = True
         passes += 1
     return x, passes
-
-
-def mandelbrot(cr: Any, ci: Any) -> Any:
-    counts = np.zeros(cr.shape[0], dtype=np.int64)
-    for p in range(cr.shape[0]):
-        zr = 0.0
-        zi = 0.0
-        k = 0
-        while k < 64 and zr * zr + zi * zi <= 4.0:
-            zr, zi = zr * zr - zi * zi + cr[p], 2.0 * zr * zi + ci[p]
-            k += 1
-        counts[p] = k
-    return counts
 
 
 def first_above(x: Any) -> Any:

@@ -5,7 +5,8 @@
 
 Both backends take the same scheduled loop IR (`numpile_inductor.scheduler`); neither
 imports the other. What they share (the scalar-op vocabulary, dtype categories, the op-table
-registry, the code buffer and the kernel context) is `codegen.common`, re-exported here.
+registry, the code buffer and the kernel context) is `codegen.common`, re-exported here;
+NumPy's scalar-constructor rules both print are `codegen.numpy_scalar_rules`.
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot
 
 from ...loop_ir import Apply, Constant, ScalarArg
 from ..common import CodeBuffer
+from ..numpy_scalar_rules import Check, int_range_bounds, scalar_rule
 from .loop_known_bits import ForwardedMask, bit_select, forwarded_masks
 from .loop_scalar_forms import quiet_compare, select_multiply, zero_one_result
 from .loop_xor_maps import XorLoop, XorTerm, fold_xor_loop, xor_map_c
@@ -396,12 +397,11 @@ def _carried_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
         env[node] = CValue(source.text, source.dtype)
 
 
-# NOTE: conversions of Python scalars C does as NumPy's constructors do (an int's nearest
-# double is Python's, round half to even; `np.float32(int)` rounds through that double);
-# others (float to int or to float32, to float16) stay NumPy's.
-_EXACT_FROM_FLOAT = frozenset({np.dtype("float64"), np.dtype("complex128")})
-_FLOAT32 = np.dtype("float32")
-_FLOAT64 = np.dtype("float64")
+# NOTE: C spells the int range check of NumPy's scalar constructors (codegen/
+# numpy_scalar_rules.py) as a bail; a float's checks (truncation, float32 overflow) stay
+# NumPy's, with the loop.
+_C_CHECKS = frozenset({Check.INT_RANGE})
+_INT64 = np.iinfo(np.int64)
 
 
 def _numpy_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
@@ -411,32 +411,29 @@ def _numpy_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
     meta = node.meta
     assert isinstance(meta, ArrayMeta)
     target = meta.dtype
-    integral = value.python in (int, bool)
-    exact = target in _EXACT_FROM_FLOAT or (
-        integral and (target.kind in "biu" or target == _FLOAT32)
-    )
-    if value.python is None or c_type(target) is None or not exact:
+    rule = None if value.python is None else scalar_rule(value.python, target)
+    if (
+        rule is None
+        or c_type(target) is None
+        or (rule.check is not None and rule.check not in _C_CHECKS)
+    ):
         raise NotScalarLoop(f"numpy_scalar of a Python {value.python} to {target}")
-    if value.python is int and target.kind in "iu":
+    if rule.check is Check.INT_RANGE:
         _check_in_range(writer, value, target)
     text, dtype = value.text, value.dtype
-    if target == _FLOAT32:
-        text, dtype = c_expr("cast", [text], [dtype], _FLOAT64), _FLOAT64
+    if rule.through is not None:
+        text, dtype = c_expr("cast", [text], [dtype], rule.through), rule.through
     text = c_expr("cast", [text], [dtype], target)
     env[node] = CValue(writer.define(target, text), target)
 
 
 def _check_in_range(writer: LoopWriter, value: CValue, target: np.dtype[Any]) -> None:
-    # The loop's ints are C int64s of magnitude below 2**bits: check what may not fit.
-    info = np.iinfo(target)
+    # The loop's ints are C int64s of magnitude below 2**bits: check the bounds they may pass.
+    most = min(2**value.bits - 1, int(_INT64.max))
+    least, greatest = int_range_bounds(target, -most, most)
     a = f"(int64_t){value.text}"
-    conditions: list[str] = []
-    if target.kind == "u":
-        conditions.append(f"{a} < 0")
-        if info.bits < 64 and value.bits > info.bits:
-            conditions.append(f"{a} > {info.max}")
-    elif info.bits < 64 and value.bits > info.bits - 1:
-        conditions.append(f"{a} < {info.min} || {a} > {info.max}")
+    conditions = [f"{a} < {least}"] if least is not None else []
+    conditions += [f"{a} > {greatest}"] if greatest is not None else []
     if conditions:
         writer.buf.writeline(f"if ({' || '.join(conditions)}) {{ goto bail; }}")
         writer.bails = True

@@ -148,8 +148,12 @@ static void np_loop_pool_exit(PyObject *prev)
     Py_DECREF(prev);
     PyErr_Restore(et, ev, tb);
 }
+/* The loop run with NumPy; none while an exception is pending: a signal handler's, raised
+   while lanes finished the iterations they held (loop_lanes.py), wins as it would in eager
+   Python, over the run a bail (an int64 overflow) asks for. */
 static PyObject *np_loop_eager(PyObject *eager, PyObject *const *argv, Py_ssize_t argc)
 {
+    if (PyErr_Occurred()) { return NULL; }
     int failed;
     PyObject *prev = np_loop_pool_enter(&failed);
     if (failed) { return NULL; }
@@ -157,13 +161,28 @@ static PyObject *np_loop_eager(PyObject *eager, PyObject *const *argv, Py_ssize_
     np_loop_pool_exit(prev);
     return result;
 }
-/* Zeros into every element of `a` (what a bail restores a fresh np.zeros with). */
-static int np_loop_zero(PyArrayObject *a)
+/* A bail's restore of `a`: from its snapshot `snap`, or zeros where `snap` is NULL (what a
+   fresh np.zeros held). A pending exception (see np_loop_eager) is set aside around the
+   copy, which NumPy makes with none set; -1 when the copy fails (its own error is set). */
+static int np_loop_restore(PyArrayObject *a, PyObject *snap)
 {
-    PyObject *zero = PyLong_FromLong(0);
-    if (zero == NULL) { return -1; }
-    const int failed = PyArray_FillWithScalar(a, zero);
-    Py_DECREF(zero);
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    int failed;
+    if (snap != NULL) {
+        failed = PyArray_CopyInto(a, (PyArrayObject *)snap);
+    } else {
+        PyObject *zero = PyLong_FromLong(0);
+        failed = zero == NULL ? -1 : PyArray_FillWithScalar(a, zero);
+        Py_XDECREF(zero);
+    }
+    if (failed < 0) {
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+    } else {
+        PyErr_Restore(et, ev, tb);
+    }
     return failed;
 }
 static PyObject *np_loop_snapshot(PyArrayObject *a)
@@ -399,13 +418,7 @@ def _function_lines(
     if writer.bails:
         lines.append("bail:")
         lines.append("    NP_FP_CLEAR();")
-        for array in snapshots:
-            lines.append(
-                f"    if (PyArray_CopyInto(a_{array.name}, (PyArrayObject *)snap_{array.name}) "
-                "< 0) { goto fail; }"
-            )
-        for array in refills:
-            lines.append(f"    if (np_loop_zero(a_{array.name}) < 0) {{ goto fail; }}")
+        lines += bail_restores(snapshots, refills)
     lines.append("eager:")
     lines.append("    result = np_loop_eager(eager, argv, argc);")
     lines.append("    goto done;")
@@ -422,6 +435,22 @@ def _function_lines(
     lines.append("    return result;")
     lines.append("}")
     return "\n".join(lines)
+
+
+def bail_restores(snapshots: Sequence[CArray], refills: Sequence[CArray] = ()) -> list[str]:
+    """The C lines at a loop function's `bail` label that give the arrays the loop wrote
+    their values from before it: `snapshots` from their copies, `refills` (fresh zeros)
+    zeros again; a failed copy fails the call.
+
+    >>> bail_restores([], [])
+    []
+    """
+    lines = [
+        f"    if (np_loop_restore(a_{array.name}, snap_{array.name}) < 0) {{ goto fail; }}"
+        for array in snapshots
+    ]
+    lines += [f"    if (np_loop_restore(a_{a.name}, NULL) < 0) {{ goto fail; }}" for a in refills]
+    return lines
 
 
 CHECKED_COPY = '__attribute__((noinline, cold, optimize("O1", "no-tree-vectorize")))'

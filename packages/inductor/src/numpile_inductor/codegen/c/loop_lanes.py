@@ -35,7 +35,9 @@ is exact when (and lanes are used only when):
   lanes ran in;
 - a signal (Ctrl-C) seen between iterations stops the lanes from taking more; those
   holding one finish it, so the iterations done are a prefix of the range, as eager
-  leaves them, before the `KeyboardInterrupt` propagates.
+  leaves them, before the `KeyboardInterrupt` propagates. One that overflows meanwhile
+  bails: the arrays are restored (the empty prefix) and the pending `KeyboardInterrupt`
+  wins over the run with NumPy (`loop_function`'s `np_loop_eager`).
 
 Floating-point flags are ORed over the run, the same set as the serial loop's.
 

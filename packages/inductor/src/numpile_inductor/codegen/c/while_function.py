@@ -26,7 +26,7 @@ from typing import Any
 from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta
 
 from .loop_body import LoopWriter, NotScalarLoop, _Finals, _Frame, _while_loop
-from .loop_function import _EXACT_CARRY, LoopFunction, _box, _initial, _unpack
+from .loop_function import _EXACT_CARRY, LoopFunction, _box, _initial, _unpack, bail_restores
 
 
 def scalar_while_function(node: Node, name: str) -> LoopFunction:
@@ -124,11 +124,7 @@ def _function(
     if writer.bails:
         lines.append("bail:")
         lines.append("    NP_FP_CLEAR();")
-        for array in snapshots:
-            lines.append(
-                f"    if (PyArray_CopyInto(a_{array.name}, (PyArrayObject *)snap_{array.name}) "
-                "< 0) { goto fail; }"
-            )
+        lines += bail_restores(snapshots)
     lines.append("eager:")
     lines.append("    result = np_loop_eager(eager, argv, argc);")
     lines.append("    goto done;")

@@ -2,16 +2,8 @@
 
 A `numpy_scalar` node converts a run-time Python scalar, which a Triton program holds as an
 int64 (a Python int), a float64 (a Python float) or an int1 (a Python bool), to a NumPy
-scalar type. NumPy's constructor is exact where it gives a value and raises otherwise:
-
-- an int out of the target's range raises `OverflowError` (`np.uint8(300)`, `np.int8(-200)`;
-  NumPy 2 never wraps a Python int);
-- a float to an int truncates toward zero, then raises as an int would (`np.uint8(-3.7)`),
-  NaN raises `ValueError` and an infinity `OverflowError`;
-- a float to float32 rounds to nearest even and warns (`RuntimeWarning: overflow
-  encountered in cast`, or raises under `np.errstate(over="raise")`) where a finite value
-  rounds to an infinity;
-- an int to float32 rounds twice, through the float64 Python gives (`float(i)`).
+scalar type. What NumPy checks and how it converts are `codegen/numpy_scalar_rules.py`'s
+table, which the C loop bodies print too; this module spells each rule in Triton.
 
 `numpy_scalar_conversion` spells the value for the in-range cases and the condition under
 which NumPy raises or warns: the program raises its error flag there, and the loop runs
@@ -31,6 +23,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from ..numpy_scalar_rules import Check, int_range_bounds, scalar_rule, truncation_bounds
 from .ops import tl_type, triton_literal
 
 __all__ = ["ScalarConversion", "numpy_scalar_conversion"]
@@ -50,9 +43,8 @@ class ScalarConversion:
     fails: str | None
 
 
-_FLOAT32 = np.dtype("float32")
 _FLOAT64 = np.dtype("float64")
-_INT64 = np.dtype("int64")
+_INT64 = np.iinfo(np.int64)
 
 
 def numpy_scalar_conversion(
@@ -60,58 +52,49 @@ def numpy_scalar_conversion(
 ) -> ScalarConversion | None:
     """How a program converts the Python `python` scalar held in `value` (int64, float64
     or bool) to `target` as NumPy's constructor does, `flag` being the name the caller binds
-    `fails` to; None where it does not: bool, float16, complex and other targets Triton has
-    no type for.
+    `fails` to; None where it does not: a conversion the rules leave to NumPy, a bool
+    target, and targets Triton has no type for.
 
     >>> numpy_scalar_conversion("x", float, np.dtype("int64"), flag="f").value
     'tl.where(f, 0.0, x).to(tl.int64)'
     """
+    rule = scalar_rule(python, target)
     out = tl_type(target)
-    if out is None or target.kind not in "iuf" or (target.kind == "f" and target.itemsize < 4):
+    # NOTE: a bool result stays NumPy's (the programs compute no bool NumPy scalars).
+    if rule is None or out is None or target.kind == "b":
         return None
-    if python is bool:
-        return ScalarConversion(f"{value}.to({out})", None)
-    if python is int:
-        return _from_int(value, target, out, flag)
-    if python is float:
-        return _from_float(value, target, out, flag)
-    return None
+    if rule.through is not None:
+        value = f"{value}.to({tl_type(rule.through)})"
+    if rule.check is Check.INT_RANGE:
+        return _int_range(value, target, out, flag)
+    if rule.check is Check.TRUNCATED_RANGE:
+        return _truncated_range(value, target, out, flag)
+    if rule.check is Check.FLOAT32_OVERFLOW:
+        # A finite value that rounds to an infinity: NumPy warns (`over` of np.errstate).
+        rounded = f"{value}.to({out})"
+        fails = f"(({rounded} - {rounded}) != 0) & (({value} - {value}) == 0)"
+        return ScalarConversion(rounded, fails)
+    return ScalarConversion(f"{value}.to({out})", None)
 
 
-def _from_int(value: str, target: np.dtype[Any], out: str, flag: str) -> ScalarConversion:
-    if target == _FLOAT32:
-        return ScalarConversion(f"{value}.to(tl.float64).to(tl.float32)", None)
-    if target.kind == "f" or target == _INT64:
-        return ScalarConversion(f"{value}.to({out})", None)
-    info = np.iinfo(target)
+def _int_range(value: str, target: np.dtype[Any], out: str, flag: str) -> ScalarConversion:
     # The program's ints are int64s: only the bounds inside int64's range can fail.
-    bounds = [f"({value} < {info.min})"]
-    if info.max < np.iinfo(_INT64).max:
-        bounds.append(f"({value} > {info.max})")
+    least, greatest = int_range_bounds(target, int(_INT64.min), int(_INT64.max))
+    bounds = [f"({value} < {least})"] if least is not None else []
+    bounds += [f"({value} > {greatest})"] if greatest is not None else []
+    if not bounds:
+        return ScalarConversion(f"{value}.to({out})", None)
     return ScalarConversion(f"tl.where({flag}, 0, {value}).to({out})", " | ".join(bounds))
 
 
-def _from_float(value: str, target: np.dtype[Any], out: str, flag: str) -> ScalarConversion:
-    if target == _FLOAT64:
-        return ScalarConversion(value, None)
-    if target == _FLOAT32:
-        # A finite value that rounds to an infinity: NumPy warns (`over` of np.errstate).
-        rounded = f"{value}.to(tl.float32)"
-        fails = f"(({rounded} - {rounded}) != 0) & (({value} - {value}) == 0)"
-        return ScalarConversion(rounded, fails)
-    info = np.iinfo(target)
-    # Truncation keeps the value in range exactly when min - 1 < v < max + 1. Each bound is
-    # a float64 exactly but int64's min - 1 (no float64 lies between it and min), and NaN
-    # fails both comparisons. The bounds are float64 constants (a Python float in a Triton
-    # expression is a float32).
-    low = int(info.min) - 1
-    above = f"({value} > {_float64(low)})"
-    if float(low) != low:
-        above = f"({value} >= {_float64(int(info.min))})"
-    below = f"({value} < {_float64(int(info.max) + 1)})"
+def _truncated_range(value: str, target: np.dtype[Any], out: str, flag: str) -> ScalarConversion:
+    # The bounds are float64 constants (a Python float in a Triton expression is a float32).
+    bounds = truncation_bounds(target)
+    above = f"({value} {'>=' if bounds.inclusive else '>'} {_float64(bounds.above)})"
+    below = f"({value} < {_float64(bounds.below)})"
     fails = f"({above} & {below}) == 0"
     return ScalarConversion(f"tl.where({flag}, 0.0, {value}).to({out})", fails)
 
 
-def _float64(number: int) -> str:
-    return triton_literal(float(number), _FLOAT64, "[]")
+def _float64(number: float) -> str:
+    return triton_literal(number, _FLOAT64, "[]")

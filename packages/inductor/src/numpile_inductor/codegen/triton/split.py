@@ -42,6 +42,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from ...config import TritonOptions
 from ...loop_ir import Buffer, ReductionStore
 from ...scheduler import FusedKernel
@@ -126,10 +128,11 @@ def split_reduction(
         dtype = _acc_dtype(_reduce_kind(store), store.dtype)
         buffers[name] = Buffer(name, (xnumel * chunks,), dtype, "kernel")
     sizes = (xnumel, rnumel, xblock, rblock)
+    stage = _StageTwo(fused, buffers, stores, plan, xnumel, options)
     if options.split_in_one_kernel:
-        return (_first_stage(fused, buffers, plan, sizes, options, finish=stores),)
+        return (_first_stage(fused, buffers, plan, sizes, options, finish=stage),)
     first = _first_stage(fused, buffers, plan, sizes, options, finish=None)
-    return first, _second_stage(fused, buffers, stores, plan, xnumel, options)
+    return first, _second_stage(stage)
 
 
 def _first_stage(
@@ -139,9 +142,9 @@ def _first_stage(
     sizes: tuple[int, int, int, int],
     options: TritonOptions,
     *,
-    finish: list[ReductionStore] | None,
+    finish: _StageTwo | None,
 ) -> TritonKernel:
-    # `finish`: the reductions stage 2 stores, when this kernel runs it (a last-block finish).
+    # `finish`: stage 2, when this kernel runs it (a last-block finish).
     xnumel, rnumel, xblock, rblock = sizes
     partials = plan.partials
     used, scalars = _signature(fused, buffers)
@@ -173,8 +176,8 @@ def _first_stage(
     _reduction_body(fused, buffers, body, persistent=False, split=plan)
     helper = ""
     if finish is not None:
-        helper = _finish_helper(fused, buffers, finish, plan, xnumel, options)
-        _write_last_block_finish(body, fused, buffers, finish, plan, xnumel, options)
+        helper = _finish_helper(finish)
+        _write_last_block_finish(body, finish)
     head = [jit_decorator(scalars, in_memory=in_memory), f"def {name}({', '.join(params)}):", note]
     source = "\n".join([*head, *body.lines])
     return TritonKernel(
@@ -199,112 +202,101 @@ def _first_stage(
     )
 
 
-def _finish_blocks(xnumel: int, chunks: int, options: TritonOptions) -> tuple[int, int]:
-    # Stage 2's tile: a row's partials in one tile (persistent), as many rows as fit.
-    rblock = _next_pow2(chunks)
-    return max(1, min(_next_pow2(xnumel), options.max_tile // rblock)), rblock
+@attrs.frozen
+class _StageTwo:
+    # What stage 2 combines: the reductions `stores` of `fused` from the partials of
+    # `plan`, over `xnumel` rows; read by the three writers of stage 2 (the second kernel,
+    # the last-block finish's helper and its call).
+    fused: FusedKernel
+    buffers: dict[str, Buffer]
+    stores: list[ReductionStore]
+    plan: SplitPlan
+    xnumel: int
+    options: TritonOptions
+
+    def outputs(self) -> list[str]:
+        return list(dict.fromkeys(store.buffer for store in self.stores))
+
+    def params(self) -> tuple[tuple[tuple[int, ...], ...], list[str]]:
+        # The outputs' stride dims, and the parameters of the partials then the outputs.
+        stride_dims, output_params = buffer_params(self.outputs(), self.buffers)
+        return stride_dims, [*(_param(name) for name in self.plan.partials), *output_params]
+
+    def blocks(self) -> tuple[int, int]:
+        # Stage 2's tile: a row's partials in one tile (persistent), as many rows as fit.
+        rblock = _next_pow2(self.plan.chunks)
+        return max(1, min(_next_pow2(self.xnumel), self.options.max_tile // rblock)), rblock
 
 
-def _write_last_block_finish(
-    body: CodeBuffer,
-    fused: FusedKernel,
-    buffers: dict[str, Buffer],
-    stores: list[ReductionStore],
-    plan: SplitPlan,
-    xnumel: int,
-    options: TritonOptions,
-) -> None:
+def _write_last_block_finish(body: CodeBuffer, stage: _StageTwo) -> None:
     # Every thread's stores of partials come before the count (the barrier; the atomic's
     # release), and the finisher's loads after it (its acquire; `.cg` loads bypass L1).
-    xblock, rblock = _finish_blocks(xnumel, plan.chunks, options)
-    outputs = list(dict.fromkeys(store.buffer for store in stores))
-    _, output_params = buffer_params(outputs, buffers)
-    args = [*(_param(name) for name in plan.partials), *output_params]
-    args += [str(xnumel), str(plan.chunks), f"XBLOCK={xblock}", f"RBLOCK={rblock}"]
+    xblock, rblock = stage.blocks()
+    _, args = stage.params()
+    args += [str(stage.xnumel), str(stage.plan.chunks), f"XBLOCK={xblock}", f"RBLOCK={rblock}"]
     body.writeline("# the last program to count combines every row's partials, in a fixed order")
     body.writeline("tl.debug_barrier()")
     body.writeline(f'done = tl.atomic_add({COUNTER_PARAM}, 1, sem="acq_rel")')
     body.writeline("if done == tl.num_programs(0) - 1:")
     with body.indent():
-        body.writeline(f"{fused.name}_finish({', '.join(args)})")
+        body.writeline(f"{stage.fused.name}_finish({', '.join(args)})")
         body.writeline(f"tl.atomic_xchg({COUNTER_PARAM}, 0)  # ready for the next launch")
 
 
-def _finish_helper(
-    fused: FusedKernel,
-    buffers: dict[str, Buffer],
-    stores: list[ReductionStore],
-    plan: SplitPlan,
-    xnumel: int,
-    options: TritonOptions,
-) -> str:
+def _finish_helper(stage: _StageTwo) -> str:
     # Stage 2 as a @triton.jit helper the last program calls: a loop over tiles of rows.
-    outputs = list(dict.fromkeys(store.buffer for store in stores))
-    _, output_params = buffer_params(outputs, buffers)
-    params = [*(_param(name) for name in plan.partials), *output_params]
-    params += ["xnumel", "rnumel", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
-    code = CodeBuffer()
-    code.writeline("@triton.jit")
-    code.writeline(f"def {fused.name}_finish({', '.join(params)}):")
+    constexprs = ("XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr")
+    code = _stage_two_head(stage, f"{stage.fused.name}_finish", constexprs, "stage 2")
     with code.indent():
-        code.writeline(
-            f"# split reduction, stage 2: combines the {plan.chunks} partial results of a row"
-        )
         code.writeline("for xoffset in range(0, xnumel, XBLOCK):")
         with code.indent():
-            _write_combine(code, fused, buffers, stores, plan, modifier=".cg")
+            _write_combine(code, stage, modifier=".cg")
     return code.getvalue() + "\n\n"
 
 
-def _second_stage(
-    fused: FusedKernel,
-    buffers: dict[str, Buffer],
-    stores: list[ReductionStore],
-    plan: SplitPlan,
-    xnumel: int,
-    options: TritonOptions,
-) -> TritonKernel:
-    partials, chunks = plan.partials, plan.chunks
-    outputs = list(dict.fromkeys(store.buffer for store in stores))
-    stride_dims, output_params = buffer_params(outputs, buffers)
-    params = [*(_param(name) for name in partials), *output_params]
-    params += ["xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
-    code = CodeBuffer()
-    code.writeline("@triton.jit")
-    code.writeline(f"def {fused.name}({', '.join(params)}):")
+def _second_stage(stage: _StageTwo) -> TritonKernel:
+    fused, plan = stage.fused, stage.plan
+    code = _stage_two_head(stage, fused.name, REDUCTION_CONSTEXPRS, "stage 2 of 2")
     with code.indent():
-        code.writeline(
-            f"# split reduction, stage 2 of 2: combines the {chunks} partial results of a row"
-        )
         write_xoffset(code)
-        _write_combine(code, fused, buffers, stores, plan, modifier="")
-    xblock, rblock = _finish_blocks(xnumel, chunks, options)
+        _write_combine(code, stage, modifier="")
+    stride_dims, _ = stage.params()
+    xblock, rblock = stage.blocks()
     return TritonKernel(
         fused.name,
         code.getvalue() + "\n",
-        (*partials, *outputs),
-        (*(() for _ in partials), *stride_dims),
+        (*plan.partials, *stage.outputs()),
+        (*(() for _ in plan.partials), *stride_dims),
         (),
-        xnumel,
-        chunks,
+        stage.xnumel,
+        plan.chunks,
         xblock,
         rblock,
-        options.num_warps,
+        stage.options.num_warps,
         True,
         fused.origins,
     )
 
 
-def _write_combine(
-    code: CodeBuffer,
-    fused: FusedKernel,
-    buffers: dict[str, Buffer],
-    stores: list[ReductionStore],
-    plan: SplitPlan,
-    *,
-    modifier: str,
-) -> None:
+def _stage_two_head(
+    stage: _StageTwo, name: str, constexprs: tuple[str, ...], which: str
+) -> CodeBuffer:
+    # The `def` line of a stage-2 function and the comment that opens its body.
+    _, params = stage.params()
+    params += ["xnumel", "rnumel", *constexprs]
+    code = CodeBuffer()
+    code.writeline("@triton.jit")
+    code.writeline(f"def {name}({', '.join(params)}):")
+    with code.indent():
+        code.writeline(
+            f"# split reduction, {which}: combines the {stage.plan.chunks} partial results of a row"
+        )
+    return code
+
+
+def _write_combine(code: CodeBuffer, stage: _StageTwo, *, modifier: str) -> None:
     # Stage 2 over the rows from `xoffset`: each row's partials reduced, finished, stored.
+    fused, plan, stores = stage.fused, stage.plan, stage.stores
     code.writeline("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
     code.writeline("xmask = xindex < xnumel")
     _unflatten(code, "x", "xindex", fused.ranges)
@@ -320,4 +312,4 @@ def _write_combine(
         load = f"tl.load({_param(partial)} + ({at}), mask=mask, other=0{cache})"
         code.writeline(f"val{i} = tl.where(mask, {load}, {identity})")
         results.append(_reduce(kind, dtype, f"val{i}"))
-    write_results(code, stores, results, buffers)
+    write_results(code, stores, results, stage.buffers)
