@@ -12,10 +12,10 @@ import pytest
 
 from numpile_capture import (
     ArrayMeta,
-    config,
     ScalarMeta,
     capture_function,
     compile_function,
+    config,
     explain,
     get_op,
     reset,

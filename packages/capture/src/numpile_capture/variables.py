@@ -167,7 +167,7 @@ class ArrayVar(Variable):
         # dtype's scalar type, so `type(s)` and `isinstance(s, np.floating)` answer as eager.
         meta = self.meta
         if meta.shape == () and gives_scalar(self.node):
-            return meta.dtype.type  # type: ignore[no-any-return]
+            return meta.dtype.type
         return np.ndarray
 
     def describe(self) -> str:
