@@ -483,13 +483,16 @@ def _lower_placeholder(ctx: LoweringContext, node: Node) -> str:
 def read_as_numpy_scalar(ctx: LoweringContext, node: Node) -> bool:
     """Whether graph input `node` is a 0-d value read only as a NumPy scalar (through
     `carried_scalar`, as capture reads a NumPy scalar input): kernels take its value as a
-    scalar argument, as they take a Python float's, and no array is made of it.
+    scalar argument, as they take a Python float's, and no array is made of it. A value on
+    a device (a loop's carried 0-d result of device kernels) stays an array there.
 
     >>> read_as_numpy_scalar(ctx, dt_placeholder)  # doctest: +SKIP
     True
     """
     meta = node.meta
     if not isinstance(meta, ArrayMeta) or meta.shape != () or not kernel_dtype(meta.dtype):
+        return False
+    if meta.device != "cpu":
         return False
     users = ctx.users.get(node, ())
     reads = [user.op is not None and user.op.name == "carried_scalar" for user in users]
