@@ -6,7 +6,9 @@ workload is one optimizer step on float32 vectors called ``STEPS`` times, with t
 rate decayed and the step count incremented every call, as a training loop does. Two
 settings: ``default`` (Python ints and floats become graph inputs once a recompile sees them
 change) and ``specialized`` (``config.specialize_int = config.specialize_float = True``:
-every value baked into the graph and guarded, numpile's behaviour before 2026-11-25). The
+every value baked into the graph and guarded, numpile's behaviour before 2026-11-25), and
+``numpy`` (the learning rate and step count passed as ``np.float32`` / ``np.int64`` scalars,
+which follow the same automatic dynamic as Python numbers since issue 23/28's fix). The
 report counts compiles and calls that ran eagerly (past ``cache_size_limit``), checks every
 result against NumPy, and gives the total time of the loop (compiles included) and the
 median time of one step over the second half of the loop, both against NumPy in the same
@@ -76,7 +78,7 @@ def train_loop(w: Any, target: Any, steps: int) -> Any:
 WORKLOADS: dict[str, Callable[..., Any]] = {"adam": adam_step, "momentum": momentum_step}
 LOOP_STEPS = 1000
 LOOP_N = 100_000
-SETTINGS = ("default", "specialized")
+SETTINGS = ("default", "specialized", "numpy")
 
 
 @attrs.frozen
@@ -94,7 +96,9 @@ class ScalarRow:
     numpy_step_s: float
 
 
-def _schedule() -> list[tuple[float, int]]:
+def _schedule(setting: str = "default") -> list[tuple[Any, Any]]:
+    if setting == "numpy":
+        return [(np.float32(1e-3 * 0.98**t), np.int64(t)) for t in range(1, STEPS + 1)]
     return [(1e-3 * 0.98**t, t) for t in range(1, STEPS + 1)]
 
 
@@ -102,10 +106,12 @@ def _schedule() -> list[tuple[float, int]]:
 _CHECKED = (0, 1, 2, STEPS // 2, STEPS - 1)
 
 
-def _loop(fn: Callable[..., Any], state: tuple[Any, ...]) -> tuple[list[Any], list[float]]:
+def _loop(
+    fn: Callable[..., Any], state: tuple[Any, ...], setting: str
+) -> tuple[list[Any], list[float]]:
     w, g, m, v = state
     results, times = [], []
-    for index, (lr, t) in enumerate(_schedule()):
+    for index, (lr, t) in enumerate(_schedule(setting)):
         start = time.perf_counter()
         result = fn(w, g, m, v, lr, t)
         times.append(time.perf_counter() - start)
@@ -129,15 +135,15 @@ def _run_one(name: str, setting: str, n: int) -> ScalarRow:
         compiled = numpile.compile(fn)
         with recording_captures() as events, warnings.catch_warnings():
             warnings.simplefilter("ignore", CaptureFallbackWarning)
-            results, times = _loop(compiled, state)
-    expected, numpy_times = _loop(fn, state)
+            results, times = _loop(compiled, state, setting)
+    expected, numpy_times = _loop(fn, state, setting)
     correct = all(
         got.dtype == want.dtype and np.allclose(got, want, rtol=1e-5, atol=1e-6)
         for pair in zip(results, expected, strict=True)
         for got, want in zip(*pair, strict=True)
     )
     compiles = sum(1 for event in events if event.graph is not None and not event.eager)
-    eager = _eager_calls(fn, state)
+    eager = _eager_calls(fn, state, setting)
     half = len(times) // 2
     numpile.reset()
     return ScalarRow(
@@ -153,21 +159,21 @@ def _run_one(name: str, setting: str, n: int) -> ScalarRow:
     )
 
 
-def _eager_calls(fn: Callable[..., Any], state: tuple[Any, ...]) -> int:
+def _eager_calls(fn: Callable[..., Any], state: tuple[Any, ...], setting: str) -> int:
     # Calls of the schedule that no compiled entry admits (they ran eagerly).
     from numpile_guards import cache_for
 
     entries = cache_for(fn.__code__).entries
     w, g, m, v = state
     count = 0
-    for lr, t in _schedule():
+    for lr, t in _schedule(setting):
         L = {"w": w, "g": g, "m": m, "v": v, "lr": lr, "t": t}
         count += not any(entry.check(L, fn.__globals__, fn) for entry in entries)
     return count
 
 
 def run_scalars(*, quick: bool = False) -> list[ScalarRow]:
-    """Every workload under both settings."""
+    """Every workload under every setting."""
     n = QUICK_N if quick else FULL_N
     return [_run_one(name, setting, n) for name in WORKLOADS for setting in SETTINGS]
 

@@ -364,6 +364,33 @@ def test_reduce_overhead_replays_one_graph_for_a_number_that_changes_every_call(
     assert len(launches) == 7  # a plain call, a recording, then replays of that one graph
 
 
+def test_reduce_overhead_replays_one_graph_for_a_numpy_scalar_that_changes_every_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Issue 23/28: a NumPy scalar input is guarded by type, not value, and read by value as a
+    # scalar of its dtype, so it goes through a device slot as a Python float does.
+    cupy = _cupy()
+
+    def step(x: Any, v: Any, t: Any) -> Any:
+        return x + t * v, x > t
+
+    compiled = numpile.compile(step, fullgraph=True, mode="reduce-overhead")
+    host_x, host_v = _f32(64), _f32(64)
+    x, v = cupy.asarray(host_x), cupy.asarray(host_v)
+    launches = _count_launches(monkeypatch)
+    for i in range(9):
+        t = np.float64(0.125 * i - 0.5)  # a strong NumPy scalar: float64 results
+        got, mask = compiled(x, v, t)
+        want, want_mask = step(host_x, host_v, t)
+        assert got.dtype == want.dtype == np.float64 and mask.dtype == want_mask.dtype, t
+        np.testing.assert_allclose(got.get(), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(mask.get(), want_mask)
+        del got, mask
+    # The first value compiles specialized (a plain call), the second recompiles with `t` an
+    # input (a plain call, then a recording), the other six replay that graph.
+    assert len(launches) == 7
+
+
 def test_max_autotune_stores_its_choice_on_disk(tmp_path: Any, monkeypatch: Any) -> None:
     cupy = _cupy()
     rt.set_cache_dir(tmp_path)  # an empty cache: nothing tuned yet

@@ -15,6 +15,7 @@ from numpile_capture import (
     ScalarMeta,
     capture_function,
     compile_function,
+    config,
     explain,
     get_op,
     reset,
@@ -106,3 +107,95 @@ def test_numpy_scalar_op_follows_numpy() -> None:
         op.impl(-1, dtype=np.dtype("uint8"))
     with pytest.raises(ValueError, match="numeric"):
         op.meta(ScalarMeta(int), dtype=np.dtype("datetime64[s]"))
+
+
+# -- NumPy scalar arguments follow automatic dynamic (issue 23/28) ---------------------------
+
+DT = np.float64(0.5)
+
+
+def _step(x: Any, dt: Any) -> Any:
+    return x + dt * x
+
+
+def _step_global(x: Any) -> Any:
+    return x + DT * x
+
+
+def _entries(fn: Callable[..., Any]) -> list[Any]:
+    return list(cache_for(fn.__code__).entries)
+
+
+def _guards_on(fn: Callable[..., Any], name: str) -> list[list[str]]:
+    return sorted(
+        [str(g) for g in entry.metadata["guards"] if name in str(g)] for entry in _entries(fn)
+    )
+
+
+@pytest.mark.parametrize("kind", [np.float64, np.float32, np.int64, np.uint8])
+def test_a_changing_numpy_scalar_becomes_an_input_guarded_by_type(kind: type) -> None:
+    compiled = compile_function(_step, backend="eager")
+    x = np.arange(4.0, dtype=np.float32)
+    for value in (1, 2, 3, 4, 5):
+        got, want = compiled(x, kind(value)), _step(x, kind(value))
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    first, then = _guards_on(_step, "dt")
+    assert first == [f"EQUALS_MATCH(L['dt'], {kind(1)!r})"]
+    assert then == [f"TYPE_MATCH(L['dt'], class {kind.__name__})"]
+    assert len(_entries(_step)) == 2
+
+
+def test_dynamic_true_takes_it_at_once_false_and_specialize_float_never() -> None:
+    x = np.ones(3)
+    compiled = compile_function(_step, backend="eager", dynamic=True)
+    for value in (0.5, 0.25, 0.125):
+        compiled(x, np.float64(value))
+    assert len(_entries(_step)) == 1
+    reset()
+    static = compile_function(_step, backend="eager", dynamic=False)
+    for value in (0.5, 0.25, 0.125):
+        np.testing.assert_array_equal(static(x, np.float64(value)), _step(x, np.float64(value)))
+    assert len(_entries(_step)) == 3
+    reset()
+    with config.patch(specialize_float=True):
+        auto = compile_function(_step, backend="eager")
+        for value in (0.5, 0.25, 0.125):
+            auto(x, np.float32(value))
+    assert len(_entries(_step)) == 3
+
+
+def test_bools_and_complex_stay_specialized_as_pythons_do() -> None:
+    compiled = compile_function(_step, backend="eager")
+    x = np.ones(3)
+    for value in (np.True_, np.False_, np.complex128(1j), np.complex128(2j)):
+        np.testing.assert_array_equal(compiled(x, value), _step(x, value))
+    assert len(_entries(_step)) == 4
+
+
+def test_a_global_numpy_scalar_follows_the_same_path() -> None:
+    global DT
+    compiled = compile_function(_step_global, backend="eager")
+    x = np.ones(3, dtype=np.float32)
+    try:
+        for value in (0.5, 0.25, 0.125):
+            DT = np.float64(value)
+            got = compiled(x)
+            assert got.dtype == np.float64  # NEP 50: a float64 scalar is a strong operand
+            np.testing.assert_array_equal(got, _step_global(x))
+    finally:
+        DT = np.float64(0.5)
+    assert len(_entries(_step_global)) == 2
+
+
+def test_type_and_isinstance_of_a_numpy_scalar_input_answer_as_eager() -> None:
+    def f(x: Any, s: Any) -> Any:
+        return x.astype(type(s)), isinstance(s, np.floating), isinstance(s, np.ndarray)
+
+    compiled = compile_function(f, backend="eager", dynamic=True)
+    x = np.arange(3.0)
+    got, want = compiled(x, np.float32(2)), f(x, np.float32(2))
+    assert got[0].dtype == want[0].dtype == np.float32
+    assert got[1:] == want[1:] == (True, False)
+    text = str(_entries(f)[0].metadata["graph"])
+    assert "s: float32[]" in text and "carried_scalar(s)" in text

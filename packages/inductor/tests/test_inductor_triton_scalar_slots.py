@@ -135,3 +135,37 @@ def test_numbers_only_kernels_read_go_through_memory_others_key_by_value() -> No
     assert scalar_positions(program, compiled.module, plain) == (frozenset({1, 2, 4}), {})
     for values in (inputs, [x, -0.5, 2.0, np.float64(3.0), False]):
         _same(compiled.fn(*values)[:2], run_graph(graph, values)[:2])
+
+
+def test_numpy_scalar_inputs_of_a_captured_graph_go_through_memory() -> None:
+    # Capture reads a NumPy scalar input through `carried_scalar`: the program takes it by
+    # value as a scalar of its own dtype, so reduce-overhead keeps it in a device slot (one
+    # CUDA graph for every value) instead of keying graphs by it.
+    from numpile_capture import capture_function
+    from numpile_capture.dynamic_shapes import DynamicPolicy, capturing_with
+
+    def step(x: Any, dt: Any, k: Any) -> Any:
+        return x + dt * x, x * k
+
+    x = _RNG.normal(size=(10,)).astype(np.float32)
+    with capturing_with(DynamicPolicy(True)):
+        graph = capture_function(step, (x, np.float32(0.5), np.int8(3)), {}).graph
+    compiled = compile_triton(graph, options=_MEMORY)
+    assert compiled.module is not None
+    program = compiled.fn.program  # type: ignore[attr-defined]
+    kinds = {
+        name: (program.buffers[name].kind, program.buffers[name].dtype.name)
+        for name in program.inputs
+    }
+    assert kinds == {
+        "x": ("input", "float32"),
+        "dt": ("scalar", "float32"),
+        "k": ("scalar", "int8"),
+    }
+    assert scalar_positions(program, compiled.module, _MEMORY)[1] == {
+        1: np.dtype("float32"),
+        2: np.dtype("int8"),
+    }
+    for dt, k in ((0.5, 3), (-0.25, -7), (3.0, 127)):
+        values = [x, np.float32(dt), np.int8(k)]
+        _same(compiled.fn(*values), run_graph(graph, values))

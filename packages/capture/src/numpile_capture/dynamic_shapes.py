@@ -5,7 +5,8 @@ makes every size dynamic from the first compile; None (the default) compiles
 static first and makes a dimension dynamic once a recompile sees it change
 (the observed sizes are kept per code object until `reset()`). Python int and
 float inputs follow the same policy: a dynamic one becomes a graph input
-instead of a constant the graph bakes in (see `ScalarInputVar`).
+instead of a constant the graph bakes in (see `ScalarInputVar`); so do NumPy integer and
+floating scalars (a 0-d graph input guarded by its type, hence its dtype, not its value).
 
 NumPy arrays take no attributes, so marks live in a side table keyed by
 `id(array)` and removed by `weakref.finalize` when the array dies; a mark
@@ -181,15 +182,26 @@ class DynamicPolicy:
         return self.loop_locals and source.startswith("L[")
 
     def numpy_scalar_is_input(self, value: Any, source: str) -> bool:
-        """Whether the NumPy scalar `value` read from `source` is compiled as a 0-d graph input:
-        only a local of a resume function inside a loop (`loop_locals`), else it is baked in.
+        """Whether the NumPy scalar `value` read from `source` is compiled as a 0-d graph input.
 
-            >>> policy = DynamicPolicy(None, loop_locals=True)
-            >>> policy.numpy_scalar_is_input(np.float64(1), "L['s']")
+        An integer or floating one follows the policy of the Python int or float it stands
+        for (`scalar_types`; with `mode` None, once a recompile has seen `source` change,
+        type or value); a bool or complex one stays specialized, as Python's do, except as
+        a local of a resume function inside a loop (`loop_locals`).
+
+            >>> DynamicPolicy(True).numpy_scalar_is_input(np.float32(0.5), "L['dt']")
             True
+            >>> DynamicPolicy(None, scalars={}).numpy_scalar_is_input(np.int64(3), "L['k']")
+            False
         """
-        numeric = isinstance(value, np.number | np.bool_)
-        return numeric and self.mode is not False and self._loop_local(source)
+        if not isinstance(value, np.number | np.bool_) or self.mode is False:
+            return False
+        if self._loop_local(source):
+            return True
+        if _python_kind(value) not in self.scalar_types:
+            return False
+        changed = self._observe_scalar(source, value)
+        return self.mode is True or changed
 
     def _observe_scalar(self, source: str, value: Any) -> bool:
         if self.scalars is None or not self.automatic:
@@ -249,6 +261,15 @@ class DynamicPolicy:
             )
         self.observed[source] = merged
         return changed
+
+
+def _python_kind(value: np.generic) -> type | None:
+    # The Python scalar type a NumPy scalar stands for in the policy (None: none of them).
+    if isinstance(value, np.integer):
+        return int
+    if isinstance(value, np.floating):
+        return float
+    return None
 
 
 def observed_sizes(code: types.CodeType) -> dict[str, tuple[int | None, ...]]:

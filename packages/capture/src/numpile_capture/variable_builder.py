@@ -6,7 +6,8 @@ module) the builder wraps it in a variable and records what the capture now
 assumes about it: arrays become graph placeholders guarded by ARRAY_MATCH;
 Python scalars, strings, None and dtypes are specialized (EQUALS_MATCH),
 except ints and floats the dynamic policy makes graph inputs (TYPE_MATCH,
-then EQUALS_MATCH only if capture reads the value, see `ScalarInputVar`);
+then EQUALS_MATCH only if capture reads the value, see `ScalarInputVar`) and
+NumPy integer and floating scalars it makes 0-d graph inputs (TYPE_MATCH);
 tuples, lists and dicts are guarded by type and length (or keys); modules,
 functions and classes by identity. Reading the same source again returns the
 same variable, so each input has one placeholder and one set of guards.
@@ -279,13 +280,15 @@ class VariableBuilder:
         return OpaqueVar(value, source=source)
 
     def _numpy_scalar_input(self, value: np.generic, source: Source) -> ArrayVar:
-        # A NumPy scalar a resumed loop carries (`s = s + x[i]`): a 0-d graph input (fetched
-        # as a 0-d array) made the NumPy scalar it was by `carried_scalar`, as a kept loop's
-        # body does; guarded by its type, which holds its dtype.
+        # A NumPy scalar the policy leaves unspecialized (a changing `np.float64(dt)`, a
+        # resumed loop's carried `s = s + x[i]`): a 0-d graph input fed the scalar itself and
+        # read only through `carried_scalar`, so it stays a NumPy scalar in the trace (NEP 50:
+        # a strong operand of its dtype) and a backend may take it by value; guarded by its
+        # type, which holds its dtype.
         self._guard(GuardKind.TYPE_MATCH, source, type(value))
         meta = ArrayMeta((), value.dtype, ())
         node = self.graph.placeholder(placeholder_name(source), meta)
-        self.input_sources.append(ExpressionSource(f"{source.name}.__array__()"))
+        self.input_sources.append(source)
         scalar = self.graph.call(get_op("carried_scalar"), node)
         self.input_nodes.add(scalar)
         return ArrayVar(scalar)

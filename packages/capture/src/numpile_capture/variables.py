@@ -24,7 +24,7 @@ import numpy as np
 
 from numpile_guards import Source
 
-from .graph import Node
+from .graph import Node, gives_scalar
 from .meta import ArrayMeta, ScalarMeta
 
 
@@ -163,6 +163,11 @@ class ArrayVar(Variable):
         return meta
 
     def python_type(self) -> type:
+        # A 0-d value NumPy gives as a scalar (a NumPy scalar input, `x.sum()`) is one of its
+        # dtype's scalar type, so `type(s)` and `isinstance(s, np.floating)` answer as eager.
+        meta = self.meta
+        if meta.shape == () and gives_scalar(self.node):
+            return meta.dtype.type
         return np.ndarray
 
     def describe(self) -> str:

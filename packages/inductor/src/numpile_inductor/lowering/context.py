@@ -454,8 +454,8 @@ def input_buffer_name(ctx: LoweringContext, name: str) -> str:
 
 def _lower_placeholder(ctx: LoweringContext, node: Node) -> str:
     meta = node.meta
-    if isinstance(meta, ScalarMeta):
-        dtype = _SCALAR_DTYPES.get(meta.type)
+    if isinstance(meta, ScalarMeta) or read_as_numpy_scalar(ctx, node):
+        dtype = meta.dtype if isinstance(meta, ArrayMeta) else _SCALAR_DTYPES.get(meta.type)
         name = ctx.new_buffer(
             input_buffer_name(ctx, node.name), (), dtype or np.dtype("O"), "scalar"
         )
@@ -478,6 +478,25 @@ def _lower_placeholder(ctx: LoweringContext, node: Node) -> str:
     ctx._become_buffer(value, name)
     ctx.values[node] = value
     return name
+
+
+def read_as_numpy_scalar(ctx: LoweringContext, node: Node) -> bool:
+    """Whether graph input `node` is a 0-d value read only as a NumPy scalar (through
+    `carried_scalar`, as capture reads a NumPy scalar input): kernels take its value as a
+    scalar argument, as they take a Python float's, and no array is made of it. A value on
+    a device (a loop's carried 0-d result of device kernels) stays an array there.
+
+    >>> read_as_numpy_scalar(ctx, dt_placeholder)  # doctest: +SKIP
+    True
+    """
+    meta = node.meta
+    if not isinstance(meta, ArrayMeta) or meta.shape != () or not kernel_dtype(meta.dtype):
+        return False
+    if meta.device != "cpu":
+        return False
+    users = ctx.users.get(node, ())
+    reads = [user.op is not None and user.op.name == "carried_scalar" for user in users]
+    return bool(reads) and all(reads) and node not in ctx.output_set
 
 
 _SCALAR_DTYPES: dict[type, np.dtype[Any]] = {

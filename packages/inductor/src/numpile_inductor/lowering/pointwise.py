@@ -164,6 +164,16 @@ def _lower_astype(ctx: LoweringContext, node: Node) -> Lowered:
     return Lowered(shape, result, load, source.ops + 1, heavy=source.heavy)
 
 
+@register_lowering("carried_scalar")
+def _lower_carried_scalar(ctx: LoweringContext, node: Node) -> Lowered:
+    # A NumPy scalar input read by value (see read_as_numpy_scalar): the input's own value
+    # and object, so an extern or the caller gets the very scalar the call passed.
+    source = ctx.values[node.inputs[0]] if isinstance(node.inputs[0], Node) else None
+    if source is None or source.buffer is None or ctx.buffers[source.buffer].kind != "scalar":
+        raise CannotLower("a carried value that is no scalar input")
+    return Lowered((), source.dtype, source.loader, buffer=source.buffer, pure_view=True)
+
+
 # NOTE: NumPy's scalar constructors of a Python scalar (`np.float64(i)`) that kernels compute
 # exactly and where NumPy never raises nor warns: a bool to any number, an int (an int64 in
 # kernels) to int64, float64 or float32 (rounded through float64, as `float(i)` does), a

@@ -272,6 +272,7 @@ class _Writer:
         self.symbols: dict[sympy.Symbol, str] = {}
         self.arrays: list[str] = []  # input array buffers (C: a_<name>, d_<name>, st_<name>)
         self.argv: dict[str, int] = {}  # input buffer -> argv position
+        self.values: set[str] = set()  # 0-d invariants read by value (C: v_<name>, d_<name>)
 
     def write(self, steps: list[FusedKernel | ExternCall], threshold: int) -> KernelLoop:
         inputs = set(self.program.inputs)
@@ -297,6 +298,8 @@ class _Writer:
             }
             | set(self.written_rows.values())
         )
+        if self.values.intersection(written_inputs):
+            raise NotKernelLoop("a store into a 0-d invariant")
         local = self._local_buffers(steps, inputs)
         doubled = [out for kind, out in outputs if kind == "fresh"]
         kernel_sources = tuple(
@@ -422,16 +425,34 @@ class _Writer:
                 self.entry.append(f"    if (!{check.format(o=arg)}) {{ goto eager; }}")
                 self.entry.append(f"    const {ct} sc_{buffer.name} = {convert.format(o=arg)};")
                 continue
-            if not isinstance(meta, ArrayMeta) or buffer.kind != "input" or not buffer.shape:
+            if not isinstance(meta, ArrayMeta) or buffer.kind != "input":
                 raise NotKernelLoop(f"an argument {meta}")
             if c_type(buffer.dtype) is None:
                 raise NotKernelLoop(f"an array of {buffer.dtype}")
-            self._unpack_array(buffer, arg)
+            if not buffer.shape and k > self.carried:
+                self._unpack_value(buffer, arg)
+            elif buffer.shape:
+                self._unpack_array(buffer, arg)
+            else:
+                raise NotKernelLoop(f"a carried 0-d value {meta}")
         # Every size symbol a kernel uses must be bound from an argument's dims.
         for buf in self.buffers.values():
             for dim in buf.shape:
                 if isinstance(dim, sympy.Expr) and not dim.free_symbols <= set(self.symbols):
                     raise NotKernelLoop(f"a size {dim} no argument binds")
+
+    def _unpack_value(self, buffer: Buffer, arg: str) -> None:
+        # A 0-d invariant (a NumPy scalar input, `x = x + dt * x`): its value read once into a
+        # local the kernels read through their pointer to it, as they read a 0-d array.
+        ct = c_type(buffer.dtype)
+        self.values.add(buffer.name)
+        self.entry.append(f"    {ct} v_{buffer.name};")
+        self.entry.append(
+            f"    if (!np_loop_value({arg}, {int(buffer.dtype.num)}, &v_{buffer.name})) "
+            "{ goto eager; }"
+        )
+        self.entry.append(f"    const {ct} *d_{buffer.name} = &v_{buffer.name};")
+        self.entry.append(f"    const int64_t *st_{buffer.name} = NULL;")
 
     def _unpack_array(self, buffer: Buffer, arg: str) -> None:
         a = f"a_{buffer.name}"
@@ -714,7 +735,9 @@ class _Writer:
                 buf = self.buffers[name]
                 if buf.kind == "scalar":
                     raise NotKernelLoop("a ufunc of a scalar argument")
-                if name in inputs:
+                if name in self.values:
+                    values.append(f"argv[{self.argv[name]}]")
+                elif name in inputs:
                     values.append(f"(PyObject *)a_{name}")
                 elif name in doubled:
                     values.append(f"o_{name}[np_t & 1]")

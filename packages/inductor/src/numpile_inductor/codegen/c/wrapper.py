@@ -303,15 +303,7 @@ class _Emitter:
         code = self.code
         code.writeline(f"PyObject *o_{name} = args[{position}];")
         if buf.kind == "scalar":
-            if buf.dtype.kind == "f":
-                code.writeline(f"const double {name} = PyFloat_AsDouble(o_{name});")
-            elif buf.dtype.kind == "i":
-                code.writeline(f"const int64_t {name} = PyLong_AsLongLong(o_{name});")
-            elif buf.dtype.kind == "b":
-                code.writeline(f"const npy_bool {name} = (npy_bool)PyObject_IsTrue(o_{name});")
-            else:
-                return
-            code.writeline("if (PyErr_Occurred()) { goto fail; }")
+            self._emit_scalar_input(position, name, buf)
             return
         if buf.kind != "input":
             return
@@ -335,6 +327,34 @@ class _Emitter:
             )
             code.writeline("goto fail;")
         self._emit_runtime_strides(name, buf)
+
+    def _emit_scalar_input(self, position: int, name: str, buf: Buffer) -> None:
+        # A scalar input by value: a Python float, int or bool (or the NumPy float64, int64
+        # or bool_ that is one), else a NumPy scalar of exactly the buffer's dtype.
+        code = self.code
+        if buf.dtype.name == "float64":
+            code.writeline(f"const double {name} = PyFloat_AsDouble(o_{name});")
+        elif buf.dtype.name == "int64":
+            code.writeline(f"const int64_t {name} = PyLong_AsLongLong(o_{name});")
+        elif buf.dtype.name == "bool":
+            code.writeline(f"const npy_bool {name} = (npy_bool)PyObject_IsTrue(o_{name});")
+        elif c_type(buf.dtype) is not None:
+            if not self.scalar_checks:
+                self.statics.append(_SCALAR_CHECK)
+            self.scalar_checks = True
+            with code.block(f"if (!np_is_scalar_of(o_{name}, {_typenum(buf.dtype)}))"):
+                code.writeline(
+                    f'PyErr_SetString(PyExc_TypeError, "compiled graph input {position} '
+                    f"({name}) must be a numpy.{buf.dtype.name} scalar; recompile for other "
+                    'inputs");'
+                )
+                code.writeline("goto fail;")
+            code.writeline(f"{c_type(buf.dtype)} {name};")
+            code.writeline(f"PyArray_ScalarAsCtype(o_{name}, &{name});")
+            return
+        else:
+            return
+        code.writeline("if (PyErr_Occurred()) { goto fail; }")
 
     def c_dim(self, size: Any) -> str:
         """The C spelling of a size: an int, or an expression over the bound size symbols."""
