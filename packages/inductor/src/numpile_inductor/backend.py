@@ -19,6 +19,7 @@ import contextlib
 import functools
 import logging
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -235,6 +236,32 @@ def inductor(
         return op_by_op(sympy_sizes(graph), error)
 
 
+def generated_source(
+    graph: Graph, *, options: Mapping[str, Any] | None = None, light: bool = True
+) -> str:
+    """The C module source a graph cache miss generates for a CPU `graph`, without building,
+    caching or autotuning it: lowered without sympy where it can be (`light`, see
+    `light_lowering`), else with sympy sizes. Both ways give the same source; the loop
+    bodies that would run as host loops are not compiled.
+
+        >>> "PyInit_" in generated_source(graph)  # doctest: +SKIP
+        True
+    """
+    config = attrs.evolve(InductorConfig.from_options(options), max_autotune=False)
+    if has_loops(graph):
+        graph = compile_loop_bodies(graph, _uncompiled_body)
+
+    def generate(source: Graph, light: bool) -> _Generated:
+        return _generate(source, config, None, "", contextlib.ExitStack(), functionalize=True)
+
+    return light_first(generate, graph, convert=sympy_sizes, light=light).generated.source
+
+
+def _uncompiled_body(body: Graph) -> Callable[..., Any]:
+    # A loop body for `generated_source`: compiled (op by op) only if it were ever called.
+    return LazyBody(lambda: _op_by_op_body(body), fallback=lambda: _op_by_op_body(body))
+
+
 # A light capture's graph (numpile_capture's `graph_sizes`) is looked up in the graph cache
 # as is: a hit runs without sympy; a miss converts it before lowering (`_compile`).
 inductor.takes_light_sizes = True  # type: ignore[attr-defined]
@@ -392,8 +419,10 @@ def _compile(
 
         # A light capture's graph was good for the key (it prints as its sympy form) and
         # lowers without sympy where its sizes and indices are affine (`light_lowering`);
-        # else, and with max_autotune (which builds variants), lowering takes sympy sizes.
-        done = light_first(generate, graph, convert=sympy_sizes, light=not config.max_autotune)
+        # else, with max_autotune (which builds variants), or where sympy is loaded anyway
+        # (no import to save), lowering takes sympy sizes.
+        light = not config.max_autotune and "sympy" not in sys.modules
+        done = light_first(generate, graph, convert=sympy_sizes, light=light)
         graph, config, generated = done.graph, done.config, done.generated
         target, epilogue, sched = done.target, done.epilogue, done.schedule
         choice = done.choice

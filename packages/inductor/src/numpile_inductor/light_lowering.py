@@ -11,14 +11,13 @@ sympy (a product of symbols, `FloorDiv`, `ModularIndexing`, a dynamic shape's st
 ends the try, and the graph is lowered again with sympy sizes. A case not handled costs
 time, never different code: both ways generate the same C (`test_inductor_light_lowering`).
 
-    >>> light_first(lambda graph, light: (graph, light), "g", convert=lambda g: g + "'")
-    ('g', True)
+    >>> light_first(lambda graph, light: light, "g", convert=lambda g: g)
+    True
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -51,13 +50,17 @@ sympy: Any = _LazySympy()
 def light_first(
     build: Callable[[G, bool], T], graph: G, *, convert: Callable[[G], G], light: bool = True
 ) -> T:
-    """`build(graph, True)` inside `light_sizes()` where `light` and sympy is not loaded yet;
-    where that needs sympy (or `light` is False), `build(convert(graph), False)`.
+    """`build(graph, True)` inside `light_sizes()` where `light`; where that needs sympy (or
+    `light` is False), `build(convert(graph), False)`.
 
     `convert` is `numpile_capture.sympy_sizes` for a graph: the sympy way's sizes. `build`
     must leave no state behind when it is stopped half way (it runs again from the start).
+    A light try inside a light capture (a loop body compiled during capture) is not made.
+
+    >>> light_first(lambda g, light: (g, light), "g", convert=lambda g: g + "'", light=False)
+    ("g'", False)
     """
-    if light and "sympy" not in sys.modules and not light_active():
+    if light and not light_active():
         try:
             with light_sizes():
                 return build(graph, True)
