@@ -204,7 +204,8 @@ def c_index(expr: Any) -> str:
     """
     if isinstance(expr, int | AffineSize):
         return _c_affine(expr)
-    return _sympy_index("the C spelling of a sympy index").print_index(expr)
+    text: str = _sympy_index("the C spelling of a sympy index").print_index(expr)
+    return text
 
 
 def c_size(expr: Any) -> str:
@@ -215,7 +216,8 @@ def c_size(expr: Any) -> str:
     """
     if isinstance(expr, int | AffineSize):
         return _c_affine(expr)
-    return _sympy_index("the C spelling of a sympy size").print_size(expr)
+    text: str = _sympy_index("the C spelling of a sympy size").print_size(expr)
+    return text
 
 
 def c_offset(index: Sequence[Any], strides: Sequence[Any]) -> str:

@@ -92,7 +92,7 @@ def kernel_signature(fused: FusedKernel, buffers: dict[str, Buffer]) -> KernelSi
     symbols: dict[sympy.Symbol, None] = {}
     for store in [*fused.stores, *(store for part in fused.parts for store in part.stores)]:
         _store_symbols(store, symbols)
-    ordered = tuple(sorted(symbols, key=lambda symbol: symbol.name))
+    ordered = tuple(sorted(symbols, key=str))
     return KernelSignature(fused.name, sizes, used, tuple(scalars), ordered)
 
 
@@ -152,7 +152,7 @@ def kernel_source(
     """
     sig = kernel_signature(fused, buffers)
     params = [f"const int64_t n{i}" for i in range(len(sig.sizes))]
-    params += [f"const int64_t {symbol.name}" for symbol in sig.symbols]
+    params += [f"const int64_t {symbol}" for symbol in sig.symbols]
     header: list[str] = []
     fast: dict[tuple[str, int], Any] = {}
     generic: dict[tuple[str, int], Any] = {}

@@ -456,8 +456,8 @@ class _Writer:
         for d, dim in enumerate(buffer.shape):
             actual = f"(int64_t)PyArray_DIMS({a})[{d}]"
             if is_symbol(dim) and dim not in self.symbols:
-                self.symbols[dim] = f"sym_{dim.name}"
-                entry.append(f"    const int64_t sym_{dim.name} = {actual};")
+                self.symbols[dim] = f"sym_{dim}"
+                entry.append(f"    const int64_t sym_{dim} = {actual};")
             else:
                 entry.append(f"    if ({actual} != {self._size(dim)}) {{ goto eager; }}")
         nd = len(buffer.shape)
