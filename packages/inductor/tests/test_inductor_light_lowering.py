@@ -3,6 +3,8 @@ and its fall back to sympy where a graph needs it (same C either way)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -122,3 +124,17 @@ def test_a_static_graph_lowers_light_to_the_same_c() -> None:
     light = generated_source(graph)
     assert rt.counters().get("inductor_light_lowering_fallback", 0) == before
     assert light == generated_source(graph, light=False)
+
+
+def test_importing_the_c_code_generator_imports_no_sympy() -> None:
+    modules = [
+        "numpile_inductor",
+        "numpile_inductor.backend",
+        "numpile_inductor.lowering",
+        "numpile_inductor.scheduler",
+        "numpile_inductor.codegen.c.wrapper",
+    ]
+    program = f"import sys\nfor m in {modules!r}: __import__(m)\nprint('sympy' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "False"

@@ -263,7 +263,7 @@ def _uncompiled_body(body: Graph) -> Callable[..., Any]:
 
 
 # A light capture's graph (numpile_capture's `graph_sizes`) is looked up in the graph cache
-# as is: a hit runs without sympy; a miss converts it before lowering (`_compile`).
+# as is: a hit runs without sympy; a miss lowers it light, or converts it (`_compile`).
 inductor.takes_light_sizes = True  # type: ignore[attr-defined]
 
 
