@@ -130,6 +130,7 @@ def index_map(
     symbolic size raises CannotLower: which clamp Python takes depends on the size, and
     only capture's guards decided it.
 
+        >>> import sympy
         >>> s0 = sympy.Symbol("s0", integer=True, positive=True)
         >>> index_map((slice(1, -1), 2), (s0, 4), (s0 - 2,), starts=(1, 2))
         ((1, 1, 0), (2, 0, None))
