@@ -1,8 +1,9 @@
 """What a warm start (a new process whose disk cache holds the graph) must not import or read.
 
-- sympy (0.3-6 s on a loaded machine; only symbolic sizes, loop indices the code reads
-  and the C lowering need it; the program's time-step loop reads none) and optree (about
-  70 ms; only the transforms' pytrees need it);
+- sympy (0.3-6 s on a loaded machine; only what is not affine in sizes and loop indices
+  needs it, and the cold compile of this program's graphs, static and with affine loop
+  indices, lowers without it too) and optree (about 70 ms; only the transforms' pytrees
+  need it);
 - importlib.metadata (about 20 ms of CPU): `__version__` is resolved when asked, and backend
   entry points are read only for a name no numpile package registers;
 - numpile_autograd_aot (about 16 ms of CPU): `numpile.grad` and the other transforms import
@@ -54,6 +55,17 @@ def steps(u, n):
     return u
 
 assert numpile.compile(steps)(x, 3).tolist() == steps(x, 3).tolist()
+
+def recurrence(a):
+    # A loop whose body indexes with affine expressions of its index (`i - 1`, `n - i - 1`).
+    n = a.shape[0]
+    out = a.copy()
+    for i in range(1, n):
+        out[i] = 0.5 * out[i - 1] + a[n - i - 1]
+    return out
+
+a = np.linspace(0.0, 1.0, 6)
+assert np.allclose(numpile.compile(recurrence)(a), recurrence(a))  # numpy.testing: metadata
 # The queued builds (the compiler probe, the precompiled header) finish before the modules
 # are listed: a cold run that exited first would leave the warm run their cache writes.
 import numpile_runtime
@@ -97,6 +109,15 @@ def test_a_warm_start_imports_none_of_the_cold_path_s_modules(
     assert [name for name in _NEVER_WARM if name in warm["first call"]] == []
     # `import numpile` alone leaves them out too, cache or no cache.
     assert [name for name in _NEVER_WARM if name in cold["import"]] == []
+
+
+def test_a_cold_compile_of_static_and_affine_loop_graphs_imports_no_sympy(
+    cold_and_warm: tuple[dict[str, list[str]], ...],
+) -> None:
+    # Capture, lowering and C generation of `x * 2.0 + 1.0`, of the time-step loop and of
+    # the recurrence (affine indices of its loop index) all work on ints and `AffineSize`.
+    cold, _ = cold_and_warm
+    assert "sympy" not in cold["first call"]
 
 
 def test_a_warm_start_reads_no_numpile_source(

@@ -3,10 +3,12 @@
 A capture that ran inside `numpile_guards.light_sizes()` holds its symbolic sizes as
 `AffineSize` values (see `numpile_guards.affine_size`). They print exactly as their sympy
 expressions, so the printed graph (the kernel cache's key) is the same either way, and the
-inductor looks its cache up with the light graph: a hit needs no sympy. Everything that
-lowers or runs a graph (any other backend, a cache miss, a loop body compiled on demand)
-takes `sympy_sizes(graph)`: the same graph with every `AffineSize` in node inputs, params,
-metadata, loop bodies and the output replaced by its sympy expression.
+inductor looks its cache up with the light graph: a hit needs no sympy, and a miss lowers
+the light graph without sympy where its indices stay affine (the inductor's
+`light_lowering`). Everything else that lowers or runs a graph (any other backend, a light
+lowering that needs sympy, a loop body run op by op) takes `sympy_sizes(graph)`: the same
+graph with every `AffineSize` in node inputs, params, metadata, loop bodies and the output
+replaced by its sympy expression.
 
     >>> from numpile_guards import AffineSize
     >>> from numpile_capture.meta import ArrayMeta

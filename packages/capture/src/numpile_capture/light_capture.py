@@ -9,7 +9,7 @@ kernel cache key). Where the capture needs sympy (`NeedsSympy`: a guard the rang
 decide, `floor`, `Max`, a product of sizes, any site not taught the light path), it runs
 again the sympy way, from the start, with the loop records of the first run dropped (so
 does a light capture during which another thread loaded sympy). Only
-backends that say `takes_light_sizes` (the inductor, which converts at a cache miss) see a
+backends that say `takes_light_sizes` (the inductor: see its `light_lowering`) see a
 light graph; the dispatcher hands every other backend `sympy_sizes(graph)`.
 
     >>> capture_light_first(lambda: "captured")

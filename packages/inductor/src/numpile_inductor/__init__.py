@@ -21,6 +21,7 @@ from numpile_runtime import distribution_version
 from .backend import CompiledGraph as CompiledGraph
 from .backend import KernelCompileError as KernelCompileError
 from .backend import compile_graph as compile_graph
+from .backend import generated_source as generated_source
 from .backend import inductor as inductor
 from .background_build import cancel_pending as cancel_background_builds
 from .background_build import wait_idle as wait_for_background_builds
@@ -67,6 +68,7 @@ __all__ = [
     "wait_for_background_builds",
     "compile_graph",
     "compile_triton",
+    "generated_source",
     "graph_dot",
     "inductor",
     "list_mode_options",

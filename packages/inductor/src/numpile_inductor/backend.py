@@ -19,6 +19,7 @@ import contextlib
 import functools
 import logging
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,7 @@ from .graph_cache import (
 )
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
 from .lazy_body import LazyBody
+from .light_lowering import light_first
 from .loops import compile_loop_bodies
 from .no_compiler import op_by_op
 from .pipeline import device_backend, functionalized, graph_device, lower_and_schedule
@@ -234,8 +236,34 @@ def inductor(
         return op_by_op(sympy_sizes(graph), error)
 
 
+def generated_source(
+    graph: Graph, *, options: Mapping[str, Any] | None = None, light: bool = True
+) -> str:
+    """The C module source a graph cache miss generates for a CPU `graph`, without building,
+    caching or autotuning it: lowered without sympy where it can be (`light`, see
+    `light_lowering`), else with sympy sizes. Both ways give the same source; the loop
+    bodies that would run as host loops are not compiled.
+
+        >>> "PyInit_" in generated_source(graph)  # doctest: +SKIP
+        True
+    """
+    config = attrs.evolve(InductorConfig.from_options(options), max_autotune=False)
+    if has_loops(graph):
+        graph = compile_loop_bodies(graph, _uncompiled_body)
+
+    def generate(source: Graph, light: bool) -> _Generated:
+        return _generate(source, config, None, "", contextlib.ExitStack(), functionalize=True)
+
+    return light_first(generate, graph, convert=sympy_sizes, light=light).generated.source
+
+
+def _uncompiled_body(body: Graph) -> Callable[..., Any]:
+    # A loop body for `generated_source`: compiled (op by op) only if it were ever called.
+    return LazyBody(lambda: _op_by_op_body(body), fallback=lambda: _op_by_op_body(body))
+
+
 # A light capture's graph (numpile_capture's `graph_sizes`) is looked up in the graph cache
-# as is: a hit runs without sympy; a miss converts it before lowering (`_compile`).
+# as is: a hit runs without sympy; a miss lowers it light, or converts it (`_compile`).
 inductor.takes_light_sizes = True  # type: ignore[attr-defined]
 
 
@@ -378,54 +406,37 @@ def _compile(
     # off while the compiler works, rather than before the compiler starts.
     with contextlib.ExitStack() as paused:
         paused.enter_context(rt.collector_paused())
-        if rt.known_toolchain() is None:
-            # A fresh cache folder: the compiler is being probed (`prepare`) and the graph
-            # cache will miss. A light graph takes its sympy sizes (the import, 0.3 s) while
-            # the probe runs rather than after it, as when capture imported sympy.
-            graph = sympy_sizes(graph)
         key = _key(graph, config, functionalize=functionalize)
         cached = _cached(graph, config, key)
         if cached is not None:
             return cached
-        # A light capture's graph was good for the key (it prints as its sympy form);
-        # lowering takes sympy sizes.
-        graph = sympy_sizes(graph)
         rt.count("inductor_graph_cache_miss")
-        # Late imports: code generation pulls in sympy (~0.3 s); a graph cache hit needs none.
-        from .codegen.c.wrapper import generate_module
-        from .scheduler import FusedKernel
 
-        target, epilogue, functional_text = (
-            functionalized(graph) if functionalize else (graph, None, "")
-        )
-        with rt.timed("inductor_lowering"):
-            sched = lower_and_schedule(target)
-        choice = None
-        if config.max_autotune:
-            paused.close()
-            choice = _autotune(graph, target, sched, config, example_inputs, epilogue, key)
-            if choice is not None:
-                config = attrs.evolve(
-                    config, threads=choice.threads, parallel_threshold=choice.parallel_threshold
-                )
-            paused.enter_context(rt.collector_paused())
-        if epilogue is not None and epilogue.mutated_inputs:
-            # After autotuning: its timing runs must leave the example inputs untouched.
-            from .reinplace import reinplace_scatters
+        def generate(source: Graph, light: bool) -> _Generated:
+            return _generate(
+                source, config, example_inputs, key, paused, functionalize=functionalize
+            )
 
-            written = frozenset(sched.program.inputs[p] for p, _ in epilogue.mutated_inputs)
-            sched = reinplace_scatters(sched, written)
-        with rt.timed("inductor_codegen"):
-            generated = generate_module(sched, config)
+        # A light capture's graph was good for the key (it prints as its sympy form) and
+        # lowers without sympy where its sizes and indices are affine (`light_lowering`);
+        # else, with max_autotune (which builds variants), or where sympy is loaded anyway
+        # (no import to save), lowering takes sympy sizes.
+        light = not config.max_autotune and "sympy" not in sys.modules
+        done = light_first(generate, graph, convert=sympy_sizes, light=light)
+        graph, config, generated = done.graph, done.config, done.generated
+        target, epilogue, sched = done.target, done.epilogue, done.schedule
+        choice = done.choice
         output_code_log.info("%s", generated.source)
         if config.trace_enabled or config.graph_diagram:
             files = {"output_code.c": generated.source}
             if config.trace_enabled:
                 files["ir_pre_fusion.txt"] = str(sched.program)
                 files["ir_post_fusion.txt"] = str(sched)
-                if functional_text:
-                    files["functional_graph.txt"] = functional_text
+                if done.functional_text:
+                    files["functional_graph.txt"] = done.functional_text
             _write_debug(config, graph, generated.module_name, files)
+        from .scheduler import FusedKernel  # loaded by the lowering above
+
         flags = _flags(config)
         module = _build(generated.module_name, generated.source, flags, graph, config)
     artifact = GraphArtifact(
@@ -447,6 +458,58 @@ def _compile(
     if config.graph_cache:
         store_artifact(key, artifact)
     return _finish(graph, config, artifact, module, sched, cache_hit=False, autotuned=choice)
+
+
+@attrs.frozen
+class _Generated:
+    # One lowering and code generation of a graph: what `_compile` builds and stores.
+    graph: Graph
+    config: InductorConfig
+    target: Graph
+    epilogue: Epilogue | None
+    functional_text: str
+    schedule: Schedule
+    generated: GeneratedModule
+    choice: AutotuneChoice | None
+
+
+def _generate(
+    graph: Graph,
+    config: InductorConfig,
+    example_inputs: Sequence[Any] | None,
+    key: str,
+    paused: contextlib.ExitStack,
+    *,
+    functionalize: bool,
+) -> _Generated:
+    # Lowering, autotuning and code generation of a graph the cache missed; it keeps no
+    # state, so a light try that needs sympy starts again from the graph (`light_first`).
+    # Late imports: the code generator is not loaded for a graph cache hit.
+    from .codegen.c.wrapper import generate_module
+
+    target, epilogue, functional_text = (
+        functionalized(graph) if functionalize else (graph, None, "")
+    )
+    with rt.timed("inductor_lowering"):
+        sched = lower_and_schedule(target)
+    choice = None
+    if config.max_autotune:
+        paused.close()
+        choice = _autotune(graph, target, sched, config, example_inputs, epilogue, key)
+        if choice is not None:
+            config = attrs.evolve(
+                config, threads=choice.threads, parallel_threshold=choice.parallel_threshold
+            )
+        paused.enter_context(rt.collector_paused())
+    if epilogue is not None and epilogue.mutated_inputs:
+        # After autotuning: its timing runs must leave the example inputs untouched.
+        from .reinplace import reinplace_scatters
+
+        written = frozenset(sched.program.inputs[p] for p, _ in epilogue.mutated_inputs)
+        sched = reinplace_scatters(sched, written)
+    with rt.timed("inductor_codegen"):
+        generated = generate_module(sched, config)
+    return _Generated(graph, config, target, epilogue, functional_text, sched, generated, choice)
 
 
 def _key(graph: Graph, config: InductorConfig, *, functionalize: bool) -> str:

@@ -1,100 +1,199 @@
-"""Index expressions: sympy integers over loop variables, and their C spelling.
+"""Index expressions: integers over loop variables, and their C spelling.
 
 Loop variables are `x0, x1, ...` (output dims) and `r0, r1, ...` (reduced
-dims), all nonnegative integers. Reshapes of a non-contiguous value need
-floor division and modulo of a flat index; `FloorDiv` and `ModularIndexing`
-do only the cheap, sound rewrites (never `simplify()`: it costs tens of
-milliseconds an expression and misses the identities that matter).
+dims), all nonnegative integers. An index is an int, an affine `AffineSize`
+(`64*x0 + x1`, `s0 - x0 - 1`) on a light lowering (see `light_lowering`), or a
+sympy expression. Reshapes of a non-contiguous value need floor division and
+modulo of a flat index: `FloorDiv` and `ModularIndexing` (sympy's, in
+`sympy_index`) do only the cheap, sound rewrites (never `simplify()`: it costs
+tens of milliseconds an expression and misses the identities that matter).
+The functions here are the seam: an int or an `AffineSize` never loads sympy,
+and anything else on a light lowering raises `NeedsSympy` (it lowers again).
 
-    >>> x = loop_var(0)
-    >>> c_index(ModularIndexing(x * 12 + 5, 4, 3))
+    >>> from numpile_inductor.index import ModularIndexing
+    >>> c_index(ModularIndexing(loop_var(0) * 12 + 5, 4, 3))
     '(((12*x0 + 5) / 4) % 3)'
+    >>> c_index(AffineSize.symbol("s0") - AffineSize.symbol("x0") - 2**31)
+    's0 - x0 - 2147483648LL'
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import sympy
-from sympy.printing.c import C99CodePrinter
+from numpile_guards import AffineSize, NeedsSympy, light_active
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    from .light_lowering import sympy  # imported on first use: a light lowering needs none
+
+# NOTE: `FloorDiv` and `ModularIndexing` are read from here too (`__getattr__` below).
+__all__ = [
+    "as_index",
+    "c_index",
+    "c_offset",
+    "c_size",
+    "coefficient",
+    "flatten_index",
+    "free_symbols",
+    "index_int",
+    "index_symbol",
+    "is_integer",
+    "is_symbol",
+    "loop_var",
+    "replace_symbols",
+    "size_symbol",
+    "strided_offset",
+    "unflatten_index",
+]
 
 # NOTE: memoized so every kernel shares the same symbol objects.
 _LOOP_VARS: dict[str, sympy.Symbol] = {}
 
+# C's int literals: one past 32 bits is a long long (sympy's C printer is taught the same).
+_INT_LIMIT = 2**31
 
-def loop_var(dim: int, prefix: str = "x") -> sympy.Symbol:
-    """The loop variable of dimension `dim` (`x<dim>`, or `r<dim>` for reductions).
+
+def __getattr__(name: str) -> Any:
+    # `FloorDiv` and `ModularIndexing` are sympy classes: `sympy_index` loads on first use.
+    if name in ("FloorDiv", "ModularIndexing"):
+        return getattr(_sympy_index(name), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _sympy_index(what: str) -> ModuleType:
+    # The sympy half; on a light lowering, `NeedsSympy` (whether or not sympy is loaded).
+    if light_active():
+        raise NeedsSympy(f"{what} (light lowering)")
+    from . import sympy_index
+
+    return sympy_index
+
+
+def loop_var(dim: int, prefix: str = "x") -> Any:
+    """The loop variable of dimension `dim` (`x<dim>`, or `r<dim>` for reductions): an
+    `AffineSize` symbol on a light lowering, else a nonnegative sympy symbol.
 
     >>> loop_var(2, "r")
     r2
     """
-    name = f"{prefix}{dim}"
+    return index_symbol(f"{prefix}{dim}")
+
+
+def index_symbol(name: str) -> Any:
+    """The nonnegative integer symbol `name` (a loop variable, a gathered index): an
+    `AffineSize` symbol on a light lowering, else sympy's.
+
+    >>> index_symbol("ind0") * 2
+    2*ind0
+    """
+    if light_active():
+        return AffineSize.symbol(name)
     if name not in _LOOP_VARS:
         _LOOP_VARS[name] = sympy.Symbol(name, integer=True, nonnegative=True)
     return _LOOP_VARS[name]
 
 
-class FloorDiv(sympy.Function):  # type: ignore[misc]
-    """`base // divisor` for a nonnegative base and a positive divisor.
+def size_symbol(name: str) -> Any:
+    """The integer symbol `name` (a C variable holding a size): light or sympy's.
 
-    >>> FloorDiv(loop_var(0) * 4 + loop_var(1), 4)  # doctest: +SKIP
-    x0 + FloorDiv(x1, 4)
+    >>> size_symbol("sym_s0") + 1
+    sym_s0 + 1
     """
-
-    is_integer = True
-    is_nonnegative = True
-
-    @classmethod
-    def eval(cls, base: Any, divisor: Any) -> Any:
-        if divisor == 1:
-            return base
-        if base.is_Integer and divisor.is_Integer:
-            return base // divisor
-        if base == 0:
-            return sympy.Integer(0)
-        return None
+    if light_active():
+        return AffineSize.symbol(name)
+    return sympy.Symbol(name, integer=True)
 
 
-class ModularIndexing(sympy.Function):  # type: ignore[misc]
-    """`(base // divisor) % modulus` for a nonnegative base.
+def index_int(value: int) -> Any:
+    """`value` as an index: an int on a light lowering, else sympy's Integer.
 
-    >>> ModularIndexing(loop_var(0), 1, 1)
-    0
+    >>> index_int(0) + loop_var(0)
+    x0
     """
-
-    is_integer = True
-    is_nonnegative = True
-
-    @classmethod
-    def eval(cls, base: Any, divisor: Any, modulus: Any) -> Any:
-        if modulus == 1 or base == 0:
-            return sympy.Integer(0)
-        if base.is_Integer and divisor.is_Integer and modulus.is_Integer:
-            return (base // divisor) % modulus
-        return None
+    return value if light_active() else sympy.Integer(value)
 
 
-class _IndexPrinter(C99CodePrinter):  # type: ignore[misc]
-    def _print_FloorDiv(self, expr: Any) -> str:  # noqa: N802 - sympy's printer naming
-        base, divisor = expr.args
-        return f"(({self._print(base)}) / {self._print(divisor)})"
+def as_index(value: Any) -> Any:
+    """`value` (an int or a size) as an index expression: as is on a light lowering, else
+    sympy's (`sympify`).
 
-    def _print_ModularIndexing(self, expr: Any) -> str:  # noqa: N802
-        base, divisor, modulus = expr.args
-        inner = self._print(base)
-        if divisor != 1:
-            inner = f"({inner}) / {self._print(divisor)}"
-        return f"(({inner}) % {self._print(modulus)})"
-
-    def _print_Integer(self, expr: Any) -> str:  # noqa: N802
-        value = int(expr)
-        if abs(value) >= 2**31:
-            return f"{value}LL"
-        return str(value)
+    >>> as_index(3) + loop_var(0)
+    x0 + 3
+    """
+    if light_active() and isinstance(value, int | AffineSize):
+        return value
+    return sympy.sympify(value)
 
 
-_PRINTER = _IndexPrinter()
+def coefficient(expr: Any, symbol: Any) -> Any:
+    """The derivative of `expr` in `symbol`: its coefficient where `expr` is affine.
+
+    >>> coefficient(3 * loop_var(0) + loop_var(1), loop_var(0))
+    3
+    """
+    if isinstance(expr, int):
+        return 0
+    if isinstance(expr, AffineSize):
+        return dict(expr.terms).get(str(symbol), 0)
+    return sympy.diff(expr, symbol)
+
+
+def is_symbol(expr: Any) -> bool:
+    """Whether `expr` is one symbol alone (a size or loop variable), light or sympy.
+
+    >>> is_symbol(loop_var(0)), is_symbol(2 * loop_var(0)), is_symbol(3)
+    (True, False, False)
+    """
+    if isinstance(expr, int | AffineSize):
+        return isinstance(expr, AffineSize) and expr.is_Symbol
+    return isinstance(expr, sympy.Symbol)
+
+
+def is_integer(expr: Any) -> bool:
+    """Whether `expr` is an integer (an int or sympy's Integer), no symbol in it.
+
+    >>> is_integer(4), is_integer(loop_var(0))
+    (True, False)
+    """
+    if isinstance(expr, int | AffineSize):
+        return isinstance(expr, int)
+    return isinstance(expr, sympy.Integer)
+
+
+def free_symbols(expr: Any) -> set[Any]:
+    """The symbols of `expr` (an int has none).
+
+    >>> sorted(map(str, free_symbols(loop_var(1) - loop_var(0) + 4)))
+    ['x0', 'x1']
+    """
+    if isinstance(expr, int):
+        return set()
+    if isinstance(expr, AffineSize):
+        return expr.free_symbols
+    found: set[Any] = sympy.sympify(expr).free_symbols
+    return found
+
+
+def replace_symbols(expr: Any, mapping: Mapping[Any, Any]) -> Any:
+    """`expr` with each symbol that is a key of `mapping` replaced by its value (sympy's
+    `xreplace`); a light index takes light values (ints and `AffineSize`).
+
+    >>> replace_symbols(loop_var(0) + 1, {loop_var(0): loop_var(1) * 2})
+    2*x1 + 1
+    """
+    if isinstance(expr, int):
+        return expr
+    if isinstance(expr, AffineSize):
+        total: Any = expr.constant
+        for name, coefficient in expr.terms:
+            symbol = AffineSize.symbol(name)
+            total = total + coefficient * mapping.get(symbol, symbol)
+        return total
+    return sympy.sympify(expr).xreplace(dict(mapping))
 
 
 def c_index(expr: Any) -> str:
@@ -103,49 +202,10 @@ def c_index(expr: Any) -> str:
     >>> c_index(loop_var(0) * 3 + 1)
     '3*x0 + 1'
     """
-    text: str = _PRINTER.doprint(sympy.sympify(expr))
+    if isinstance(expr, int | AffineSize):
+        return _c_affine(expr)
+    text: str = _sympy_index("the C spelling of a sympy index").print_index(expr)
     return text
-
-
-class _SizePrinter(_IndexPrinter):
-    # Sizes over symbols in exact int64 arithmetic: sympy writes x[1::3]'s length as
-    # floor(s0/3 + 1/3), which C99 would evaluate in double (2.9999... for s0 = 8). The
-    # np_*_i64 helpers it calls are defined in every module's prelude (codegen/c/prelude.py).
-    def _quotient(self, arg: Any) -> tuple[str, str]:
-        num, den = sympy.fraction(sympy.together(arg))
-        return self._print(sympy.expand(num)), self._print(den)
-
-    def _print_floor(self, expr: Any) -> str:
-        num, den = self._quotient(expr.args[0])
-        return f"np_floordiv_i64({num}, {den})"
-
-    def _print_ceiling(self, expr: Any) -> str:
-        num, den = self._quotient(expr.args[0])
-        return f"(-np_floordiv_i64(-({num}), {den}))"
-
-    def _print_Max(self, expr: Any) -> str:  # noqa: N802 - sympy's printer naming
-        return self._fold("np_max_i64", expr.args)
-
-    def _print_Min(self, expr: Any) -> str:  # noqa: N802
-        return self._fold("np_min_i64", expr.args)
-
-    def _print_Mod(self, expr: Any) -> str:  # noqa: N802
-        base, modulus = expr.args
-        return f"np_mod_i64({self._print(base)}, {self._print(modulus)})"
-
-    def _print_Rational(self, expr: Any) -> str:  # noqa: N802
-        if expr.q != 1:
-            raise ValueError(f"a size cannot be the fraction {expr}")
-        return str(self._print_Integer(expr))
-
-    def _fold(self, fn: str, args: tuple[Any, ...]) -> str:
-        text = str(self._print(args[0]))
-        for arg in args[1:]:
-            text = f"{fn}({text}, {self._print(arg)})"
-        return text
-
-
-_SIZE_PRINTER = _SizePrinter()
 
 
 def c_size(expr: Any) -> str:
@@ -154,7 +214,76 @@ def c_size(expr: Any) -> str:
     >>> c_size(sympy.floor(sympy.Symbol("s0", integer=True) / 3 + sympy.Rational(1, 3)))
     'np_floordiv_i64(s0 + 1, 3)'
     """
-    text: str = _SIZE_PRINTER.doprint(sympy.sympify(expr))
+    if isinstance(expr, int | AffineSize):
+        return _c_affine(expr)
+    text: str = _sympy_index("the C spelling of a sympy size").print_size(expr)
+    return text
+
+
+def c_offset(index: Sequence[Any], strides: Sequence[Any]) -> str:
+    """The C spelling of the expanded element offset `sum(index[d] * strides[d])`
+    (`strided_offset`): on a light lowering, products of an affine index and a stride symbol
+    are spelled without sympy, in its term order.
+
+    >>> c_offset((loop_var(0) + 1, 2 * loop_var(1)), (sympy.Symbol("s0", integer=True), 1))
+    's0*x0 + s0 + 2*x1'
+    """
+    if not light_active():
+        return c_index(strided_offset(index, strides))
+    monomials: dict[tuple[str, ...], int] = {}
+    for idx, stride in zip(index, strides, strict=True):
+        for left, a in _monomials(idx):
+            for right, b in _monomials(stride):
+                key = tuple(sorted(left + right))
+                monomials[key] = monomials.get(key, 0) + a * b
+    return _c_sum(monomials)
+
+
+def _monomials(value: Any) -> list[tuple[tuple[str, ...], int]]:
+    # An int or `AffineSize` as (symbol names, coefficient) terms.
+    if isinstance(value, int):
+        return [((), value)]
+    if isinstance(value, AffineSize):
+        return [((name,), c) for name, c in value.terms] + [((), value.constant)]
+    raise NeedsSympy(f"the index {value!r} (light lowering)")
+
+
+def _c_literal(value: int) -> str:
+    return f"{value}LL" if abs(value) >= _INT_LIMIT else str(value)
+
+
+def _c_affine(expr: int | AffineSize) -> str:
+    return _c_sum(dict(_monomials(expr)))
+
+
+def _c_sum(monomials: dict[tuple[str, ...], int]) -> str:
+    # The text sympy's C printer gives a sum of monomials (`Expr.as_ordered_terms`): terms
+    # in descending lex order of their exponents over the symbols sorted by name, the
+    # constant last, except `Add(positive number, Mul(negative number, symbol))`, which
+    # prints the number first (`1 - x0`); factors sorted by name, the coefficient first.
+    terms = [(key, c) for key, c in monomials.items() if c]
+    if not terms:
+        return "0"
+    if any(len(set(key)) != len(key) for key, _ in terms):
+        raise NeedsSympy("a power of an index symbol (light lowering)")
+    names = sorted({name for key, _ in terms for name in key})
+    terms.sort(key=lambda term: tuple(name in term[0] for name in names), reverse=True)
+    (first, a), (last, b) = terms[0], terms[-1]
+    if len(terms) == 2 and last == () and b > 0 and len(first) == 1 and a < 0:
+        terms.reverse()
+    text = ""
+    for key, c in terms:
+        literal = _c_literal(abs(c))
+        if not key:
+            part = literal
+        elif abs(c) == 1:
+            part = "*".join(key)
+        else:
+            part = "*".join((literal, *key))
+        if not text:
+            text = f"-{part}" if c < 0 else part
+        else:
+            text += f" - {part}" if c < 0 else f" + {part}"
     return text
 
 
@@ -199,7 +328,7 @@ def flatten_index(index: tuple[Any, ...], shape: tuple[int, ...]) -> Any:
     >>> flatten_index((loop_var(0), loop_var(1)), (2, 3))
     3*x0 + x1
     """
-    flat: Any = sympy.Integer(0)
+    flat: Any = index_int(0)
     for idx, size in zip(index, shape, strict=True):
         flat = flat * size + idx
     return flat
@@ -215,7 +344,7 @@ def unflatten_index(flat: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
     step = 1
     for size in reversed(shape):
         if size == 1:
-            result.append(sympy.Integer(0))
+            result.append(index_int(0))
         elif step == 1 and len(result) == len(shape) - 1:
             result.append(flat)
         else:
@@ -225,6 +354,7 @@ def unflatten_index(flat: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
 
 
 def _split(flat: Any, step: int, size: int, *, is_outer: bool) -> Any:
+    sympy_index = _sympy_index("a reshape's FloorDiv or ModularIndexing")
     if is_outer:
-        return FloorDiv(flat, step)
-    return ModularIndexing(flat, step, size)
+        return sympy_index.FloorDiv(flat, step)
+    return sympy_index.ModularIndexing(flat, step, size)

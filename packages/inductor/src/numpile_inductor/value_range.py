@@ -27,8 +27,9 @@ from typing import Any, TypeAlias
 import attrs
 import sympy
 
-from .index import FloorDiv, ModularIndexing, loop_var
+from .index import loop_var
 from .loop_ir import AccumulateStore, Expr, Kernel, ReductionStore, Store, map_indices
+from .sympy_index import FloorDiv, ModularIndexing
 
 Bound: TypeAlias = "int | None"
 Ranges: TypeAlias = "Mapping[sympy.Symbol, Any]"

@@ -21,16 +21,16 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
-import sympy
 
 from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta, contiguous_strides
+from numpile_guards import AffineSize, light_active
 
 from ..codegen.common import kernel_dtype
-from ..index import loop_var
+from ..index import index_int, loop_var
 from ..loop_ir import (
     AccumulateStore,
     Apply,
@@ -46,7 +46,11 @@ from ..loop_ir import (
     ScalarArg,
     Store,
 )
-from ..value_range import simplify_kernel_indices
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    from ..light_lowering import sympy  # imported on first use (see light_lowering)
 
 log = logging.getLogger("numpile.inductor.lowering")
 
@@ -194,7 +198,13 @@ class LoweringContext:
         name = f"kernel{self._kernel_count}"
         self._kernel_count += 1
         kernel = Kernel(name, ranges, reduction_ranges, stores, origins)
-        self.steps.append(simplify_kernel_indices(kernel))
+        if not light_active():
+            # Late import: range analysis is sympy's. A light kernel's indices are ints and
+            # affine sizes, with no `FloorDiv` or `ModularIndexing` to rewrite.
+            from ..value_range import simplify_kernel_indices
+
+            kernel = simplify_kernel_indices(kernel)
+        self.steps.append(kernel)
 
     def materialize(self, node: Node) -> str:
         """The buffer holding `node`'s value as NumPy would return it (views stay views)."""
@@ -299,12 +309,17 @@ def _lowerable_meta(node: Node) -> bool:
 
 
 def as_dim(dim: Any) -> Any:
-    """A dim of a meta as the loop IR holds it: an int, or a sympy expression over sizes.
+    """A dim of a meta as the loop IR holds it: an int, or an expression over sizes (a light
+    capture's `AffineSize`, or sympy's).
 
     >>> as_dim(sympy.Integer(3)), as_dim(sympy.Symbol("s0", integer=True, positive=True))
     (3, s0)
     """
-    if isinstance(dim, int | np.integer) or (isinstance(dim, sympy.Expr) and dim.is_Integer):
+    if isinstance(dim, int | np.integer):
+        return int(dim)
+    if isinstance(dim, AffineSize):
+        return dim
+    if isinstance(dim, sympy.Expr) and dim.is_Integer:
         return int(dim)
     if isinstance(dim, sympy.Expr):
         return dim
@@ -538,9 +553,7 @@ def broadcast_loader(value: Lowered, shape: tuple[int, ...]) -> Loader:
         return loader
 
     def load(idx: tuple[Any, ...]) -> Expr:
-        inner = tuple(
-            sympy.Integer(0) if size == 1 else idx[offset + d] for d, size in enumerate(own)
-        )
+        inner = tuple(index_int(0) if size == 1 else idx[offset + d] for d, size in enumerate(own))
         return loader(inner)
 
     return load

@@ -16,14 +16,13 @@ size stay extern NumPy calls.
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import sympy
 
 from numpile_capture import IndexArray, Node
 
-from ..index import loop_var
+from ..index import free_symbols, index_symbol, loop_var
 from ..loop_ir import Apply, Expr, Indirect, Load
 from .context import (
     LOWERINGS,
@@ -34,6 +33,11 @@ from .context import (
     readable_source,
     register_lowering,
 )
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    from ..light_lowering import sympy  # imported on first use (see light_lowering)
 
 __all__ = [
     "LOWERINGS",
@@ -54,7 +58,7 @@ def gather_symbol() -> sympy.Symbol:
     >>> gather_symbol().is_nonnegative
     True
     """
-    return sympy.Symbol(f"ind{next(_SYMBOLS)}", integer=True, nonnegative=True)
+    return index_symbol(f"ind{next(_SYMBOLS)}")
 
 
 def bind_indirect(expr: Expr, bounds: tuple[Indirect, ...]) -> Expr:
@@ -71,7 +75,7 @@ def bind_indirect(expr: Expr, bounds: tuple[Indirect, ...]) -> Expr:
         inner = tuple(
             attrs.evolve(bound, value=bind_indirect(bound.value, bounds)) for bound in expr.indirect
         )
-        free = set().union(*(sympy.sympify(i).free_symbols for i in expr.index))
+        free = set().union(*(free_symbols(i) for i in expr.index))
         added = tuple(bound for bound in bounds if bound.symbol in free)
         return attrs.evolve(expr, indirect=inner + added)
     if isinstance(expr, Apply):

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from numpile_capture import Node, OpKind, contiguous_strides
 from numpile_capture import ops as capture_ops
 
-from ..index import unflatten_index
+from ..index import as_index, index_int, unflatten_index
 from ..loop_ir import Expr
 from .context import (
     CannotLower,
@@ -35,6 +34,11 @@ from .context import (
     register_kind_lowering,
     register_lowering,
 )
+
+if TYPE_CHECKING:
+    pass
+else:
+    pass  # imported on first use (see light_lowering)
 
 
 @register_kind_lowering(OpKind.VIEW)
@@ -126,6 +130,7 @@ def index_map(
     symbolic size raises CannotLower: which clamp Python takes depends on the size, and
     only capture's guards decided it.
 
+        >>> import sympy
         >>> s0 = sympy.Symbol("s0", integer=True, positive=True)
         >>> index_map((slice(1, -1), 2), (s0, 4), (s0 - 2,), starts=(1, 2))
         ((1, 1, 0), (2, 0, None))
@@ -154,19 +159,19 @@ def index_map(
             if out_dim >= len(shape):
                 raise CannotLower("an index the lowering does not follow")
             if starts is not None:
-                start, step = sympy.sympify(starts[len(maps)]), _step(item)
+                start, step = as_index(starts[len(maps)]), _step(item)
             elif isinstance(size, int):
                 first, _, step = item.indices(size)
-                start = sympy.Integer(first)
+                start = index_int(first)
             else:
                 raise CannotLower(f"the start of {item} on an axis of {size} (none recorded)")
             maps.append((start, step, out_dim))
             out_dim += 1
         else:
             value = int(item)
-            maps.append((sympy.Integer(value) if value >= 0 else size + value, 0, None))
+            maps.append((index_int(value) if value >= 0 else size + value, 0, None))
     for _ in range(len(maps), len(in_shape)):
-        maps.append((sympy.Integer(0), 1, out_dim))
+        maps.append((index_int(0), 1, out_dim))
         out_dim += 1
     if out_dim != len(shape):
         raise CannotLower("an index the lowering does not follow")
@@ -213,7 +218,7 @@ def _affine_remap(
 
         def remap(idx: tuple[Any, ...]) -> tuple[Any, ...]:
             return tuple(
-                start[j] + sum((idx[d] * m for d, m in terms[j]), sympy.Integer(0))
+                start[j] + sum((idx[d] * m for d, m in terms[j]), index_int(0))
                 for j in range(len(in_shape))
             )
 
@@ -221,7 +226,7 @@ def _affine_remap(
 
     def remap_flat(idx: tuple[Any, ...]) -> tuple[Any, ...]:
         flat = offset + sum(
-            (idx[d] * s for d, s in enumerate(strides) if shape[d] != 1), sympy.Integer(0)
+            (idx[d] * s for d, s in enumerate(strides) if shape[d] != 1), index_int(0)
         )
         return unflatten_index(flat, in_shape)
 

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import sympy
 
 from numpile_capture import contiguous_strides
 from numpile_guards import is_size_symbol
 
+from ...index import free_symbols, index_int, is_integer, size_symbol
 from ...loop_ir import AccumulateStore, Apply, Buffer, Expr, Load, ScalarArg, Store
 from ...scheduler import FusedKernel
 from ..common import CodeBuffer, KernelContext
@@ -39,6 +39,11 @@ from .reduction import (
     prefers_outer,
     reduction_nest,
 )
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    from ...light_lowering import sympy  # imported on first use (see light_lowering)
 
 
 @attrs.frozen
@@ -54,7 +59,7 @@ class KernelSignature:
 
 
 def _stride_symbol(buffer: str, dim: int) -> sympy.Symbol:
-    return sympy.Symbol(f"{buffer}_s{dim}", integer=True)
+    return size_symbol(f"{buffer}_s{dim}")
 
 
 def kernel_signature(fused: FusedKernel, buffers: dict[str, Buffer]) -> KernelSignature:
@@ -87,7 +92,7 @@ def kernel_signature(fused: FusedKernel, buffers: dict[str, Buffer]) -> KernelSi
     symbols: dict[sympy.Symbol, None] = {}
     for store in [*fused.stores, *(store for part in fused.parts for store in part.stores)]:
         _store_symbols(store, symbols)
-    ordered = tuple(sorted(symbols, key=lambda symbol: symbol.name))
+    ordered = tuple(sorted(symbols, key=str))
     return KernelSignature(fused.name, sizes, used, tuple(scalars), ordered)
 
 
@@ -113,7 +118,7 @@ def _expr_symbols(expr: Expr, found: dict[sympy.Symbol, None]) -> None:
 
 def _index_symbols(index: tuple[Any, ...], found: dict[sympy.Symbol, None]) -> None:
     for item in index:
-        for symbol in sympy.sympify(item).free_symbols:
+        for symbol in free_symbols(item):
             if is_size_symbol(symbol):
                 found.setdefault(symbol, None)
 
@@ -147,7 +152,7 @@ def kernel_source(
     """
     sig = kernel_signature(fused, buffers)
     params = [f"const int64_t n{i}" for i in range(len(sig.sizes))]
-    params += [f"const int64_t {symbol.name}" for symbol in sig.symbols]
+    params += [f"const int64_t {symbol}" for symbol in sig.symbols]
     header: list[str] = []
     fast: dict[tuple[str, int], Any] = {}
     generic: dict[tuple[str, int], Any] = {}
@@ -169,17 +174,17 @@ def kernel_source(
             generic[(name, dim)] = symbol
             fast[(name, dim)] = symbol
             if example is not None and example[dim] in (0, 1) and buf.shape[dim] != 1:
-                fast[(name, dim)] = sympy.Integer(example[dim])
+                fast[(name, dim)] = index_int(example[dim])
                 checks.append(f"{symbol} == {example[dim]}")
             elif buf.shape[dim] == 1:
-                fast[(name, dim)] = sympy.Integer(0)
-                generic[(name, dim)] = sympy.Integer(0)
+                fast[(name, dim)] = index_int(0)
+                generic[(name, dim)] = index_int(0)
     for name in sorted(fused.scratch):
         buf = buffers[name]
         inner = contiguous_strides(buf.shape[fused.row_dims :])
         for dim in range(len(buf.shape)):
             row_stride = 0 if dim < fused.row_dims else inner[dim - fused.row_dims]
-            generic[(name, dim)] = fast[(name, dim)] = sympy.Integer(row_stride)
+            generic[(name, dim)] = fast[(name, dim)] = index_int(row_stride)
     for name in sig.scalars:
         params.append(f"const {c_type(buffers[name].dtype)} {name}")
     param_text = ", ".join(params) or "void"
@@ -189,7 +194,7 @@ def kernel_source(
         work_sizes = len(first.ranges) + len(first.reduction_ranges)
     work = " * ".join(f"n{i}" for i in range(work_sizes)) or "1"
     work_dims = sig.sizes[:work_sizes]
-    static = all(isinstance(dim, int | sympy.Integer) for dim in work_dims)
+    static = all(is_integer(dim) for dim in work_dims)
     # Each kernel returns the floating-point flags its threads raised (see `parallel`);
     # the wrapper checks them after the call.
     prologue = [

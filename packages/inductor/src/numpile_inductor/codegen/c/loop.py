@@ -20,17 +20,21 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
-import sympy
 
-from ...index import c_index, loop_var, strided_offset
+from ...index import c_offset, index_symbol, loop_var, replace_symbols
 from ...loop_ir import AccumulateStore, Apply, Constant, Expr, Indirect, Load, ScalarArg, Store
 from ..common import CodeBuffer, KernelContext
 from .gather import indirect_index_lines
 from .ops import c_expr, c_literal, c_type
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    from ...light_lowering import sympy  # imported on first use (see light_lowering)
 
 
 class LoopBody:
@@ -61,7 +65,7 @@ class LoopBody:
     def address(self, buffer: str, index: tuple[Any, ...]) -> str:
         """The C element offset of `buffer` at loop-IR index `index`."""
         strides = [self.strides[(buffer, dim)] for dim in range(len(index))]
-        return c_index(strided_offset(index, strides))
+        return c_offset(index, strides)
 
     def _gather_index(self, bound: Indirect) -> sympy.Symbol:
         # The checked C local holding a gather index (codegen/c/gather.py), once per body.
@@ -72,7 +76,7 @@ class LoopBody:
             self.counter += 1
             self.buf.writelines(indirect_index_lines(name, value, bound.size, bound.axis))
             self.cache[key] = name
-        return sympy.Symbol(self.cache[key], integer=True, nonnegative=True)
+        return index_symbol(self.cache[key])
 
     def emit(self, expr: Expr) -> str:
         """The C expression of `expr`, its operations written as temporaries first."""
@@ -87,7 +91,7 @@ class LoopBody:
             index = expr.index
             if expr.indirect:
                 swap = {bound.symbol: self._gather_index(bound) for bound in expr.indirect}
-                index = tuple(sympy.sympify(i).xreplace(swap) for i in index)
+                index = tuple(replace_symbols(i, swap) for i in index)
             text = self._tmp(expr.dtype, f"{expr.buffer}[{self.address(expr.buffer, index)}]")
         elif isinstance(expr, Constant):
             return c_literal(expr.value, expr.dtype)
@@ -109,7 +113,7 @@ class LoopBody:
             bound.symbol: self._gather_index(attrs.evolve(bound, size=sizes[bound.axis]))
             for bound in store.indirect
         }
-        index = tuple(sympy.sympify(i).xreplace(swap) for i in store.index)
+        index = tuple(replace_symbols(i, swap) for i in store.index)
         address = self.address(store.buffer, index)
         dtype = self.buffers[store.buffer].dtype
         ct = c_type(dtype)

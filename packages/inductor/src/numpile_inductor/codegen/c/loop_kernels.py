@@ -24,11 +24,10 @@ raises `NotKernelLoop` at code generation (the loop then stays on the host loop)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
-import sympy
 
 from numpile_capture import (
     ArrayMeta,
@@ -40,13 +39,18 @@ from numpile_capture import (
     mentions_loop_symbol,
 )
 
-from ...index import c_size
+from ...index import c_size, free_symbols, is_symbol, replace_symbols, size_symbol
 from ...loop_ir import Buffer, BufferRef, ExternCall, Store, loads_of
 from ...scheduler import FusedKernel, schedule
 from .kernel import kernel_signature, kernel_source
 from .loop_function import OUT_OF_LINE
 from .loop_stores import recorded_starts, stores_as_kernels
 from .ops import c_type
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    from ...light_lowering import sympy  # imported on first use (see light_lowering)
 
 
 class NotKernelLoop(Exception):  # noqa: N818 - it names the event
@@ -438,7 +442,7 @@ class _Writer:
         # Every size symbol a kernel uses must be bound from an argument's dims.
         for buf in self.buffers.values():
             for dim in buf.shape:
-                if isinstance(dim, sympy.Expr) and not dim.free_symbols <= set(self.symbols):
+                if not free_symbols(dim) <= set(self.symbols):
                     raise NotKernelLoop(f"a size {dim} no argument binds")
 
     def _unpack_value(self, buffer: Buffer, arg: str) -> None:
@@ -472,9 +476,9 @@ class _Writer:
         entry.append(f"    if ({' || '.join(conds)}) {{ goto eager; }}")
         for d, dim in enumerate(buffer.shape):
             actual = f"(int64_t)PyArray_DIMS({a})[{d}]"
-            if isinstance(dim, sympy.Symbol) and dim not in self.symbols:
-                self.symbols[dim] = f"sym_{dim.name}"
-                entry.append(f"    const int64_t sym_{dim.name} = {actual};")
+            if is_symbol(dim) and dim not in self.symbols:
+                self.symbols[dim] = f"sym_{dim}"
+                entry.append(f"    const int64_t sym_{dim} = {actual};")
             else:
                 entry.append(f"    if ({actual} != {self._size(dim)}) {{ goto eager; }}")
         nd = len(buffer.shape)
@@ -509,8 +513,8 @@ class _Writer:
     def _size(self, dim: Any) -> str:
         if isinstance(dim, int):
             return f"(int64_t){dim}"
-        names = {s: sympy.Symbol(v, integer=True) for s, v in self.symbols.items()}
-        return f"(int64_t)({c_size(dim.xreplace(names))})"
+        names = {s: size_symbol(v) for s, v in self.symbols.items()}
+        return f"(int64_t)({c_size(replace_symbols(dim, names))})"
 
     def _initial(self, k: int) -> str:
         return f"Py_NewRef(argv[{self._position(3 + k)}])"

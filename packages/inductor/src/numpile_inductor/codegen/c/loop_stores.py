@@ -25,16 +25,15 @@ through views of the same row, where NumPy's order of reads and writes is kept.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
-import sympy
 
 from numpile_capture import ArrayMeta, Graph, ScalarSlot, get_op
 from numpile_capture import ops as capture_ops
 
-from ...index import loop_var
+from ...index import as_index, index_int, loop_var, replace_symbols
 from ...loop_ir import (
     AccumulateStore,
     Apply,
@@ -53,6 +52,11 @@ from ...loop_ir import (
 from ...lowering import Program
 from ...lowering.context import CannotLower
 from ...lowering.view import index_map
+
+if TYPE_CHECKING:
+    pass
+else:
+    pass  # imported on first use (see light_lowering)
 
 
 @attrs.frozen
@@ -306,7 +310,7 @@ def _compose(outer: tuple[Any, ...], inner: tuple[Any, ...]) -> tuple[Any, ...]:
     # `outer` maps view positions (x0, x1, ...) to elements of an input; `inner` maps the
     # positions of a view of that view to positions of it.
     swap = {loop_var(d): index for d, index in enumerate(inner)}
-    return tuple(sympy.sympify(e).xreplace(swap) for e in outer)
+    return tuple(replace_symbols(e, swap) for e in outer)
 
 
 def _contiguous(shape: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -380,7 +384,7 @@ def _broadcast_index(source: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[A
         if size == shape[lead + d]:
             index.append(loop_var(lead + d))
         elif size == 1:
-            index.append(sympy.Integer(0))
+            index.append(index_int(0))
         else:
             return None
     return tuple(index)
@@ -411,7 +415,7 @@ def _basic_view(
         if dim is None and isinstance(size, int) and not 0 <= int(start) < size:
             return None  # NumPy's IndexError: the extern raises it
     element = tuple(
-        sympy.sympify(start) if dim is None else start + step * loop_var(dim)
+        as_index(start) if dim is None else start + step * loop_var(dim)
         for start, step, dim in maps
     )
     return element, tuple(view_shape)
@@ -504,7 +508,7 @@ def _rename_expr(expr: Expr, renamed: dict[str, str], views: dict[str, _View]) -
     if isinstance(expr, Load) and expr.buffer in views:
         base, element = views[expr.buffer]
         swap = {loop_var(d): index for d, index in enumerate(expr.index)}
-        return Load(base, tuple(sympy.sympify(e).xreplace(swap) for e in element), expr.dtype)
+        return Load(base, tuple(replace_symbols(e, swap) for e in element), expr.dtype)
     if isinstance(expr, Load) and expr.buffer in renamed:
         return Load(renamed[expr.buffer], expr.index, expr.dtype)
     if isinstance(expr, Apply):

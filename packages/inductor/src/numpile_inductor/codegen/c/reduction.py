@@ -15,19 +15,23 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from numpile_capture import contiguous_strides
 
-from ...index import loop_var
+from ...index import as_index, coefficient, index_int, loop_var, replace_symbols
 from ...loop_ir import Buffer, Expr, ReductionStore, loads_of, map_indices
 from ...scheduler import FusedKernel
 from ..common import CodeBuffer, KernelContext
 from .loop import LoopBody, loops, parallel, sequential_chunks
 from .ops import c_expr, c_literal, c_type
+
+if TYPE_CHECKING:
+    pass
+else:
+    pass  # imported on first use (see light_lowering)
 
 _BLOCK = 128
 _LANES = 8
@@ -389,10 +393,10 @@ def prefers_outer(fused: FusedKernel, buffers: Mapping[str, Buffer]) -> bool:
             if example is None:
                 return False
             address = sum(
-                (sympy.sympify(i) * s for i, s in zip(load.index, example, strict=True)),
-                sympy.Integer(0),
+                (as_index(i) * s for i, s in zip(load.index, example, strict=True)),
+                index_int(0),
             )
-            coef_x, coef_r = sympy.diff(address, x_last), sympy.diff(address, r_last)
+            coef_x, coef_r = coefficient(address, x_last), coefficient(address, r_last)
             if coef_r in (1, -1):
                 return False
             along_x = along_x or coef_x in (1, -1)
@@ -510,4 +514,4 @@ def _shift_rows(expr: Expr, symbol: Any, offset: int) -> Expr:
     # `expr` with loop variable `symbol` advanced by `offset`.
     if offset == 0:
         return expr
-    return map_indices(expr, lambda i: sympy.sympify(i).subs(symbol, symbol + offset))
+    return map_indices(expr, lambda i: replace_symbols(i, {symbol: symbol + offset}))

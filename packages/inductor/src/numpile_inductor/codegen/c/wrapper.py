@@ -17,11 +17,10 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
-import sympy
 
 from numpile_capture import (
     ArrayMeta,
@@ -33,7 +32,7 @@ from numpile_capture import (
 )
 
 from ...config import InductorConfig
-from ...index import c_size
+from ...index import c_size, free_symbols, is_symbol, replace_symbols, size_symbol
 from ...launcher import GeneratedModule, extern_callable
 from ...loop_ir import Buffer, BufferRef, ExternCall, has_data_index, loads_of
 from ...lowering.scatter import BINCOUNT_LENGTH
@@ -54,6 +53,11 @@ from .prelude import module_prelude
 from .scatter import SCATTER_HELPERS, ScatterAt, scatter_operands
 from .translation_units import ENTRY_POINTS
 from .while_function import scalar_while_function
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    from ...light_lowering import sympy  # imported on first use (see light_lowering)
 
 log = logging.getLogger("numpile.inductor.wrapper")
 perf_log = logging.getLogger("numpile.perf_hints")
@@ -121,7 +125,7 @@ def _layout_mismatch(array: str, buf: Buffer, dims: dict[int, str]) -> list[str]
 
 def _symbol_var(symbol: sympy.Symbol) -> sympy.Symbol:
     # The C variable holding a size symbol's value (`sym_s0`: clear of the wrapper's names).
-    return sympy.Symbol(f"sym_{symbol.name}", integer=True)
+    return size_symbol(f"sym_{symbol}")
 
 
 def size_bindings(
@@ -136,7 +140,7 @@ def size_bindings(
     result: dict[sympy.Symbol, tuple[str, int]] = {}
     for name, shape in placeholders:
         for d, dim in enumerate(shape):
-            if isinstance(dim, sympy.Symbol) and dim not in result:
+            if is_symbol(dim) and dim not in result:
                 result[dim] = (name, d)
     return result
 
@@ -360,9 +364,9 @@ class _Emitter:
         """The C spelling of a size: an int, or an expression over the bound size symbols."""
         if isinstance(size, int):
             return str(size)
-        spelled = size.xreplace(self.symbol_vars)
+        spelled = replace_symbols(size, self.symbol_vars)
         bound = set(self.symbol_vars.values())
-        missing = [s for s in spelled.free_symbols if s not in bound]
+        missing = [s for s in free_symbols(spelled) if s not in bound]
         if missing:
             raise ValueError(f"size symbols {missing} are no bare dim of any graph input")
         return f"(npy_intp)({c_size(spelled)})"
@@ -793,7 +797,7 @@ class _Emitter:
     def _binds(self, size: Any) -> bool:
         # Whether the bound size variables spell `size` (its symbols, or it whole).
         bound = set(self.symbol_vars.values())
-        return all(s in bound for s in sympy.sympify(size).xreplace(self.symbol_vars).free_symbols)
+        return all(s in bound for s in free_symbols(replace_symbols(size, self.symbol_vars)))
 
     def _emit_extern_layout_check(self, name: str, buf: Buffer) -> None:
         code = self.code
@@ -813,8 +817,8 @@ class _Emitter:
         for size in dict.fromkeys(fresh.values()):
             self.symbol_vars[size] = (
                 _symbol_var(size)
-                if isinstance(size, sympy.Symbol)
-                else sympy.Symbol(f"sym_dim{len(self.symbol_vars)}", integer=True)
+                if is_symbol(size)
+                else size_symbol(f"sym_dim{len(self.symbol_vars)}")
             )
         first = {size: d for d, size in reversed(fresh.items())}
         checked = {d: self.c_dim(size) for d, size in enumerate(buf.shape) if first.get(size) != d}
