@@ -43,6 +43,7 @@ __all__ = [
     "compiler_started",
     "idle_compiles",
     "low_priority",
+    "on_build_queue",
     "queue_build",
     "queued_builds",
     "wait_for_queued_builds",
@@ -148,13 +149,23 @@ def idle_compiles() -> bool:
     return bool(getattr(_thread_state, "idle", False))
 
 
+def on_build_queue() -> bool:
+    """Whether the current thread is the queue's worker: a compiler it starts is background
+    work, which waits for a core no build a caller waits for claims (`core_claims`).
+
+    >>> on_build_queue()
+    False
+    """
+    return bool(_WORKER) and threading.current_thread() is _WORKER[0]
+
+
 def compiler_started(pid: int) -> None:
     """Note a compiler process the current thread started (the builder calls it): one the
     worker runs for a task that is not idle is lowered by `yield_to_callers`.
 
     >>> compiler_started(0)
     """
-    if _on_worker() and not idle_compiles():
+    if on_build_queue() and not idle_compiles():
         with _LOCK:
             _COMPILERS.add(pid)
 
@@ -175,7 +186,7 @@ def yield_to_callers() -> None:
 
     >>> yield_to_callers()
     """
-    if _on_worker():
+    if on_build_queue():
         return
     with _LOCK:
         groups = list(_COMPILERS)
@@ -201,10 +212,6 @@ def low_priority(group: int = 0) -> None:
         now = int(file.read().rsplit(" ", 1)[-1])
         file.seek(0)
         file.write(str(max(IDLE_NICE, now)))
-
-
-def _on_worker() -> bool:
-    return bool(_WORKER) and threading.current_thread() is _WORKER[0]
 
 
 def _next() -> _Task:

@@ -51,11 +51,13 @@ from .build_queue import (
     compiler_started,
     idle_compiles,
     low_priority,
+    on_build_queue,
     queue_build,
     yield_to_callers,
 )
 from .code_cache import CodeCache, cache_key, default_cache
 from .collector_pause import collect_held_off
+from .core_claims import background_core, claim_cores, usable_cores
 from .extension_loader import can_unload, open_extension
 from .loaded_modules import memo_get, memo_put, trim
 from .locks import at_fork_reset, new_lock
@@ -545,8 +547,20 @@ def _compile_units(plan: _Plan, cache: CodeCache, output: Path) -> list[str]:
 def _run_units(
     plan: _Plan, paths: Sequence[Path], output: Path, include: tuple[str, ...]
 ) -> list[str]:
+    # A build a caller waits for claims a core per unit while its compilers run; the build
+    # queue's background builds claim none (each of their compilers waits for a free core).
+    if on_build_queue():
+        return _compile_and_link(plan, paths, output, include)
+    with claim_cores(len(paths)):
+        return _compile_and_link(plan, paths, output, include)
+
+
+def _compile_and_link(
+    plan: _Plan, paths: Sequence[Path], output: Path, include: tuple[str, ...]
+) -> list[str]:
     # One unit: compile and link in one command. Several: each to an object file at once
-    # (a thread per compiler process), then one link.
+    # (a thread per compiler process; one after the other on the build queue, whose work
+    # takes one core at a time), then one link.
     if len(paths) == 1:
         command = [*plan.command, *include, str(paths[0]), "-o", str(output), *plan.libraries]
         _run_checked(plan, paths[0], command)
@@ -565,12 +579,16 @@ def _run_units(
             except BaseException as error:  # raised below, in the calling thread
                 errors[n] = error
 
-        threads = [threading.Thread(target=run, args=(n,)) for n in range(1, len(paths))]
-        for thread in threads:
-            thread.start()
-        run(0)
-        for thread in threads:
-            thread.join()
+        if on_build_queue():
+            for n in range(len(paths)):
+                run(n)
+        else:
+            threads = [threading.Thread(target=run, args=(n,)) for n in range(1, len(paths))]
+            for thread in threads:
+                thread.start()
+            run(0)
+            for thread in threads:
+                thread.join()
         for error in errors:
             if error is not None:
                 raise error
@@ -598,27 +616,30 @@ def run_compiler(command: list[str], timeout: float) -> subprocess.CompletedProc
 
     The compiler runs in a process group of its own: killing the driver alone (`cc`) would
     leave its compiler proper (`cc1`) running, gigabytes of memory for as long as it takes.
+    On the build queue it is background work: it starts once a core is free of the builds
+    callers wait for (`core_claims.background_core`).
 
         >>> run_compiler(["true"], 10).returncode
         0
     """
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=_child_setup(idle=idle_compiles()),
-    )
-    compiler_started(process.pid)
-    try:
-        collect_held_off()  # while the compiler works, not after the caller's pause
-        stdout, stderr = process.communicate(timeout=timeout)
-    except BaseException:
-        _kill_group(process)
-        raise
-    finally:
-        compiler_ended(process.pid)
+    with background_core() if on_build_queue() else contextlib.nullcontext():
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_child_setup(idle=idle_compiles()),
+        )
+        compiler_started(process.pid)
+        try:
+            collect_held_off()  # while the compiler works, not after the caller's pause
+            stdout, stderr = process.communicate(timeout=timeout)
+        except BaseException:
+            _kill_group(process)
+            raise
+        finally:
+            compiler_ended(process.pid)
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
@@ -710,7 +731,7 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
         if _EXECUTOR is None:
             import concurrent.futures  # late: only parallel builds need it (import cost)
 
-            workers = int(os.environ.get("NUMPILE_COMPILE_THREADS") or os.cpu_count() or 1)
+            workers = int(os.environ.get("NUMPILE_COMPILE_THREADS") or usable_cores())
             _EXECUTOR = concurrent.futures.ThreadPoolExecutor(
                 max_workers=max(1, workers), thread_name_prefix="numpile-compile"
             )
