@@ -138,6 +138,9 @@ class BuildJob:
     `header` is text that `source` and each of `more_sources` start with, included as a
     precompiled header once one is built for it (`precompiled_header`); `more_sources` are
     further translation units, compiled at the same time as `source` and linked with it.
+    `unsplit`, when set, is the one text the header and units were cut from (the same
+    program): the cache then keys the build by it, not by the cut, so that a module cut
+    for the cores free at the time (`free_cores`) is found again whatever the next cut.
 
         >>> BuildJob("int f(void) { return 1; }").module_name is None
         True
@@ -152,6 +155,7 @@ class BuildJob:
     numpy_headers: bool = True
     header: str = ""
     more_sources: tuple[str, ...] = attrs.field(default=(), converter=_as_sources)
+    unsplit: str = ""
 
 
 @attrs.frozen
@@ -449,10 +453,17 @@ def _make_plan(job: BuildJob, toolchain: Toolchain) -> _Plan:
         job.module_name or "",
         "\0".join(command),
         "\0".join(libraries),
-        job.source,
-        *(("header", job.header, *job.more_sources) if job.header or job.more_sources else ()),
+        *_keyed_text(job),
     )
     return _Plan(key, job, tuple(command), libraries)
+
+
+def _keyed_text(job: BuildJob) -> tuple[str, ...]:
+    if job.unsplit:
+        return ("unsplit", job.unsplit)
+    if job.header or job.more_sources:
+        return (job.source, "header", job.header, *job.more_sources)
+    return (job.source,)
 
 
 def _compile_plans(plans: Sequence[_Plan], cache: CodeCache) -> list[Path]:

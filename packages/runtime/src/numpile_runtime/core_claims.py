@@ -41,6 +41,7 @@ __all__ = [
     "claim_cores",
     "claimed_cores",
     "cores_in_quota",
+    "free_cores",
     "usable_cores",
 ]
 
@@ -123,6 +124,16 @@ def claimed_cores() -> int:
     """
     with _LOCK:
         return _CLAIMED[0]
+
+
+def free_cores() -> int:
+    """The cores a build that starts now may have: those no other waited build claims (at
+    least 1). Background compilers do not count: they wait, or go on lowered.
+
+    >>> free_cores() == usable_cores()
+    True
+    """
+    return max(1, usable_cores() - claimed_cores())
 
 
 @contextlib.contextmanager
