@@ -8,7 +8,9 @@ and capture run Python on the first. One worker runs them in order, never two at
 that they take one core and leave the other to the caller; tasks queued `idle` run after
 every other task, and their compiler processes at a low CPU priority (`idle_compiles`,
 `IDLE_NICE`), so they take little of a core something else wants. A build a caller waits
-for lowers the queue's running compilers the same way (`yield_to_callers`).
+for lowers the queue's running compilers the same way (`yield_to_callers`), and while such
+builds claim every core the queue starts no compiler (`core_claims`: the builder waits for
+a free core before each compiler it runs for the queue, `on_build_queue`).
 
 A task is a function of no arguments that does its work into the code cache or into its own
 module's state; the caller that needs the result does not wait for the queue: it does the
