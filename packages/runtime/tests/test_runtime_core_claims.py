@@ -127,11 +127,11 @@ def test_a_claim_of_every_core_holds_the_queues_compiler_until_it_ends(
     assert core_claims.claimed_cores() == 0
 
 
-def test_the_queue_compiles_a_builds_units_one_after_the_other(
+def test_the_queue_compiles_its_builds_and_their_units_one_after_the_other(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Background work takes one core at a time: its units do not run at once, and it
-    # claims no core (a caller's build is never held for it).
+    # Background work takes one core at a time: its jobs and their units do not run at
+    # once, and it claims no core (a caller's build is never held for it).
     running: list[int] = []
     most: list[int] = [0]
     lock = threading.Lock()
@@ -154,11 +154,12 @@ def test_the_queue_compiles_a_builds_units_one_after_the_other(
 
     def build() -> None:
         claims.append(core_claims.claimed_cores())
-        built.extend(rt.build_many([_two_units("queued")]))
+        alone = rt.BuildJob("int queued_c(void) { return 7; }\n", numpy_headers=False)
+        built.extend(rt.build_many([_two_units("queued"), alone]))
 
-    rt.queue_build("two units", build)
+    rt.queue_build("two builds", build)
     assert rt.wait_for_queued_builds(timeout=60)
-    assert built[0].queued_b() == 42
+    assert (built[0].queued_b(), built[1].queued_c()) == (42, 7)
     assert most == [1]
     assert claims == [0]
 

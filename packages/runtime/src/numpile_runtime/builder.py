@@ -482,6 +482,16 @@ def _compile_plans(plans: Sequence[_Plan], cache: CodeCache) -> list[Path]:
     if len(todo) == 1:
         (plan,) = todo.values()
         paths[plan.key] = _compile_counted(plan, cache)
+    elif todo and on_build_queue():
+        # One at a time: the queue's work for later takes one core at a time.
+        failures: list[BaseException] = []
+        for key, plan in todo.items():
+            try:
+                paths[key] = _compile_counted(plan, cache)
+            except Exception as error:  # the others still build; the first raises below
+                failures.append(error)
+        if failures:
+            raise failures[0]
     elif todo:
         import concurrent.futures  # late: only parallel builds need it (import cost)
 
