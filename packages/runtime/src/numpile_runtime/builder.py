@@ -568,17 +568,6 @@ def _compile_units(plan: _Plan, cache: CodeCache, output: Path) -> list[str]:
 def _run_units(
     plan: _Plan, paths: Sequence[Path], output: Path, include: tuple[str, ...]
 ) -> list[str]:
-    # A build a caller waits for claims a core per unit while its compilers run; the build
-    # queue's background builds claim none (each of their compilers waits for a free core).
-    if on_build_queue():
-        return _compile_and_link(plan, paths, output, include)
-    with claim_cores(len(paths)):
-        return _compile_and_link(plan, paths, output, include)
-
-
-def _compile_and_link(
-    plan: _Plan, paths: Sequence[Path], output: Path, include: tuple[str, ...]
-) -> list[str]:
     # One unit: compile and link in one command. Several: each to an object file at once
     # (a thread per compiler process; one after the other on the build queue, whose work
     # takes one core at a time), then one link.
@@ -637,13 +626,14 @@ def run_compiler(command: list[str], timeout: float) -> subprocess.CompletedProc
 
     The compiler runs in a process group of its own: killing the driver alone (`cc`) would
     leave its compiler proper (`cc1`) running, gigabytes of memory for as long as it takes.
-    On the build queue it is background work: it starts once a core is free of the builds
-    callers wait for (`core_claims.background_core`).
+    Elsewhere it claims a core while it runs (`core_claims.claim_cores`: a caller waits for
+    it); on the build queue it is background work, and starts once a core is free of such
+    claims (`core_claims.background_core`).
 
         >>> run_compiler(["true"], 10).returncode
         0
     """
-    with background_core() if on_build_queue() else contextlib.nullcontext():
+    with background_core() if on_build_queue() else claim_cores(1):
         process = subprocess.Popen(
             command,
             stdout=subprocess.PIPE,

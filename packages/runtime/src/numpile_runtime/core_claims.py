@@ -1,13 +1,14 @@
 """Core claims: a build a caller waits for takes the cores first, background compilers after.
 
-This process runs two kinds of compiler processes. A build a caller waits for (a graph's
-module on a first call, a tiered compile the later calls wait for) claims the cores its
-compilers use, one per translation unit, for as long as they run (`claim_cores`). The
-build queue's work for later (the precompiled header, the buffer pool, the call gate) is
-background: each of its compilers starts only on a core nothing claims and no other
-background compiler holds (`background_core`), and waits otherwise. A background compiler
-started before a claim keeps running, lowered (`build_queue.yield_to_callers`): a started
-compiler is never paused.
+This process runs two kinds of compiler processes. Each compiler of a build a caller waits
+for (a graph's module on a first call, a tiered compile the later calls wait for) claims a
+core for as long as it runs (`claim_cores`): a module of two translation units claims two
+while both compile, one once the shorter is done. The build queue's work for later (the
+precompiled header, the buffer pool, the call gate) is background: each of its compilers
+starts only on a core nothing claims and no other background compiler holds
+(`background_core`), and waits otherwise. A background compiler started before a claim
+keeps running, lowered (`build_queue.yield_to_callers`): a started compiler is never
+paused.
 
     >>> with claim_cores(1):
     ...     claimed_cores()
@@ -20,9 +21,9 @@ cgroup's CPU quota), so a container given two CPUs of a large machine splits and
 for two. On a machine with more cores than a build claims, background compilers start at
 once, as before.
 
-Invariant: a claim is held only while compilers run (no lock is taken under it), so a
-background compiler that waits for a core, whatever locks its task holds, waits only for
-compilers that end.
+Invariant: a claim is held only while a compiler process runs (no lock is taken under it),
+so a background compiler that waits for a core, whatever locks its task holds, waits only
+for compilers that end.
 """
 
 from __future__ import annotations
@@ -138,8 +139,8 @@ def free_cores() -> int:
 
 @contextlib.contextmanager
 def claim_cores(count: int) -> Iterator[None]:
-    """Claim `count` cores (at most `usable_cores()`) for the block: compilers of a build a
-    caller waits for run in it, and background compilers do not start meanwhile.
+    """Claim `count` cores (at most `usable_cores()`) for the block: a compiler a caller
+    waits for runs in it, and background compilers do not start on those cores meanwhile.
 
     >>> with claim_cores(64):
     ...     claimed_cores() == usable_cores()
