@@ -84,6 +84,26 @@ def test_text_it_cannot_share_safely_stays_one_unit() -> None:
     assert split_module(plain, parts=2, min_lines=0).sources == (plain,)
 
 
+def test_a_module_is_cut_for_the_cores_free_and_keyed_by_its_whole_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One unit when one core is free (another build claims the rest), two when two are; an
+    # option's cut is what it asks, keyed by its units.
+    from numpile_inductor import backend
+    from numpile_inductor.config import InductorConfig
+
+    source = _module("static int g_count = 3;").replace("    x += 1;", "    x += 1;\n" * 5)
+    free = [1]
+    monkeypatch.setattr(rt, "free_cores", lambda: free[0])
+    one = backend._job("m", source, (), InductorConfig())
+    free[0] = 2
+    two = backend._job("m", source, (), InductorConfig())
+    assert (len(one.more_sources), len(two.more_sources)) == (0, 1)
+    assert one.unsplit == two.unsplit == source
+    asked = backend._job("m", source, (), InductorConfig(translation_units=2))
+    assert len(asked.more_sources) == 1 and asked.unsplit == ""
+
+
 def test_a_split_the_compiler_rejects_is_built_as_one_unit(monkeypatch: pytest.MonkeyPatch) -> None:
     # Should the splitter cut a module where the compiler disagrees, the module is built
     # whole: a warning and a counter, never a failed compile.

@@ -191,6 +191,28 @@ def test_key_changes_with_source_flags_and_language() -> None:
     assert len(others) == 4
 
 
+def test_a_build_keyed_by_its_unsplit_text_is_found_whatever_the_cut() -> None:
+    # A module cut into as many units as cores were free is found again by a process that
+    # cuts it otherwise (one unit here, two there).
+    whole = "int one(void) { return 1; }\nint two(void) { return one() + 1; }\n"
+    cut = rt.BuildJob(
+        "int one(void);\nint two(void) { return one() + 1; }\n",
+        more_sources=("int one(void) { return 1; }\n",),
+        numpy_headers=False,
+        unsplit=whole,
+    )
+    rt.find_toolchain()
+    rt.reset_counters()
+    (path,) = rt.compile_many([cut])
+    assert rt.counters()["compiler_invocation"] == 3  # two units and the link
+    (again,) = rt.compile_many([rt.BuildJob(whole, numpy_headers=False, unsplit=whole)])
+    assert again == path
+    assert rt.counters()["cache_hit"] == 1
+    assert rt.counters()["compiler_invocation"] == 3
+    assert rt.load_library(path).two() == 2
+    assert rt.compile_many([rt.BuildJob(whole, numpy_headers=False)]) != [path]
+
+
 def test_key_changes_with_module_name() -> None:
     source = KERNEL_MODULE + "\nPyMODINIT_FUNC PyInit_other(void) { return PyInit_kernels(); }\n"
     one = rt.compile_extension(source, module_name="kernels")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -707,12 +706,15 @@ def _job(
     module_name: str, source: str, flags: tuple[str, ...], config: InductorConfig
 ) -> rt.BuildJob:
     # The module as a precompiled prelude and translation units built at once: as many as
-    # the option asks, else one per core (up to 4) where a unit gets enough lines to gain.
+    # the option asks, else one per core free now (up to 4) where a unit gets enough lines
+    # to gain; that cut is keyed by the module's text, so a later cut finds it in the cache.
     if config.translation_units > 0:
         units = split_module(source, parts=config.translation_units, min_lines=0)
+        unsplit = ""
     else:
-        parts = min(os.cpu_count() or 1, _MAX_UNITS)
+        parts = min(rt.free_cores(), _MAX_UNITS)
         units = split_module(source, parts=parts, min_lines=MIN_SPLIT_LINES)
+        unsplit = source
     return rt.BuildJob(
         units.sources[0],
         module_name,
@@ -720,6 +722,7 @@ def _job(
         flags,
         header=units.header,
         more_sources=units.sources[1:],
+        unsplit=unsplit,
     )
 
 

@@ -42,6 +42,8 @@ from .code_cache import cache_key as cache_key
 from .code_cache import default_cache as default_cache
 from .code_cache import set_cache_dir as set_cache_dir
 from .collector_pause import collector_paused as collector_paused
+from .core_claims import free_cores as free_cores
+from .core_claims import usable_cores as usable_cores
 from .cpu_blas import CpuBlas as CpuBlas
 from .cpu_blas import cpu_blas_addresses as cpu_blas_addresses
 from .cpu_blas import cpu_blas_thread_addresses as cpu_blas_thread_addresses
@@ -183,6 +185,7 @@ __all__ = [
     "download",
     "find_cpu_blas",
     "find_toolchain",
+    "free_cores",
     "known_toolchain",
     "interpreting",
     "is_device_array",
@@ -209,6 +212,7 @@ __all__ = [
     "timed",
     "triton_status",
     "upload",
+    "usable_cores",
     "use_cupy_driver",
     "wait_for_queued_builds",
 ]

@@ -8,7 +8,9 @@ and capture run Python on the first. One worker runs them in order, never two at
 that they take one core and leave the other to the caller; tasks queued `idle` run after
 every other task, and their compiler processes at a low CPU priority (`idle_compiles`,
 `IDLE_NICE`), so they take little of a core something else wants. A build a caller waits
-for lowers the queue's running compilers the same way (`yield_to_callers`).
+for lowers the queue's running compilers the same way (`yield_to_callers`), and while such
+builds claim every core the queue starts no compiler (`core_claims`: the builder waits for
+a free core before each compiler it runs for the queue, `on_build_queue`).
 
 A task is a function of no arguments that does its work into the code cache or into its own
 module's state; the caller that needs the result does not wait for the queue: it does the
@@ -43,6 +45,7 @@ __all__ = [
     "compiler_started",
     "idle_compiles",
     "low_priority",
+    "on_build_queue",
     "queue_build",
     "queued_builds",
     "wait_for_queued_builds",
@@ -148,13 +151,23 @@ def idle_compiles() -> bool:
     return bool(getattr(_thread_state, "idle", False))
 
 
+def on_build_queue() -> bool:
+    """Whether the current thread is the queue's worker: a compiler it starts is background
+    work, which waits for a core no build a caller waits for claims (`core_claims`).
+
+    >>> on_build_queue()
+    False
+    """
+    return bool(_WORKER) and threading.current_thread() is _WORKER[0]
+
+
 def compiler_started(pid: int) -> None:
     """Note a compiler process the current thread started (the builder calls it): one the
     worker runs for a task that is not idle is lowered by `yield_to_callers`.
 
     >>> compiler_started(0)
     """
-    if _on_worker() and not idle_compiles():
+    if on_build_queue() and not idle_compiles():
         with _LOCK:
             _COMPILERS.add(pid)
 
@@ -175,7 +188,7 @@ def yield_to_callers() -> None:
 
     >>> yield_to_callers()
     """
-    if _on_worker():
+    if on_build_queue():
         return
     with _LOCK:
         groups = list(_COMPILERS)
@@ -201,10 +214,6 @@ def low_priority(group: int = 0) -> None:
         now = int(file.read().rsplit(" ", 1)[-1])
         file.seek(0)
         file.write(str(max(IDLE_NICE, now)))
-
-
-def _on_worker() -> bool:
-    return bool(_WORKER) and threading.current_thread() is _WORKER[0]
 
 
 def _next() -> _Task:

@@ -51,11 +51,13 @@ from .build_queue import (
     compiler_started,
     idle_compiles,
     low_priority,
+    on_build_queue,
     queue_build,
     yield_to_callers,
 )
 from .code_cache import CodeCache, cache_key, default_cache
 from .collector_pause import collect_held_off
+from .core_claims import background_core, claim_cores, usable_cores
 from .extension_loader import can_unload, open_extension
 from .loaded_modules import memo_get, memo_put, trim
 from .locks import at_fork_reset, new_lock
@@ -136,6 +138,9 @@ class BuildJob:
     `header` is text that `source` and each of `more_sources` start with, included as a
     precompiled header once one is built for it (`precompiled_header`); `more_sources` are
     further translation units, compiled at the same time as `source` and linked with it.
+    `unsplit`, when set, is the one text the header and units were cut from (the same
+    program): the cache then keys the build by it, not by the cut, so that a module cut
+    for the cores free at the time (`free_cores`) is found again whatever the next cut.
 
         >>> BuildJob("int f(void) { return 1; }").module_name is None
         True
@@ -150,6 +155,7 @@ class BuildJob:
     numpy_headers: bool = True
     header: str = ""
     more_sources: tuple[str, ...] = attrs.field(default=(), converter=_as_sources)
+    unsplit: str = ""
 
 
 @attrs.frozen
@@ -447,10 +453,17 @@ def _make_plan(job: BuildJob, toolchain: Toolchain) -> _Plan:
         job.module_name or "",
         "\0".join(command),
         "\0".join(libraries),
-        job.source,
-        *(("header", job.header, *job.more_sources) if job.header or job.more_sources else ()),
+        *_keyed_text(job),
     )
     return _Plan(key, job, tuple(command), libraries)
+
+
+def _keyed_text(job: BuildJob) -> tuple[str, ...]:
+    if job.unsplit:
+        return ("unsplit", job.unsplit)
+    if job.header or job.more_sources:
+        return (job.source, "header", job.header, *job.more_sources)
+    return (job.source,)
 
 
 def _compile_plans(plans: Sequence[_Plan], cache: CodeCache) -> list[Path]:
@@ -469,6 +482,16 @@ def _compile_plans(plans: Sequence[_Plan], cache: CodeCache) -> list[Path]:
     if len(todo) == 1:
         (plan,) = todo.values()
         paths[plan.key] = _compile_counted(plan, cache)
+    elif todo and on_build_queue():
+        # One at a time: the queue's work for later takes one core at a time.
+        failures: list[BaseException] = []
+        for key, plan in todo.items():
+            try:
+                paths[key] = _compile_counted(plan, cache)
+            except Exception as error:  # the others still build; the first raises below
+                failures.append(error)
+        if failures:
+            raise failures[0]
     elif todo:
         import concurrent.futures  # late: only parallel builds need it (import cost)
 
@@ -546,7 +569,8 @@ def _run_units(
     plan: _Plan, paths: Sequence[Path], output: Path, include: tuple[str, ...]
 ) -> list[str]:
     # One unit: compile and link in one command. Several: each to an object file at once
-    # (a thread per compiler process), then one link.
+    # (a thread per compiler process; one after the other on the build queue, whose work
+    # takes one core at a time), then one link.
     if len(paths) == 1:
         command = [*plan.command, *include, str(paths[0]), "-o", str(output), *plan.libraries]
         _run_checked(plan, paths[0], command)
@@ -565,12 +589,16 @@ def _run_units(
             except BaseException as error:  # raised below, in the calling thread
                 errors[n] = error
 
-        threads = [threading.Thread(target=run, args=(n,)) for n in range(1, len(paths))]
-        for thread in threads:
-            thread.start()
-        run(0)
-        for thread in threads:
-            thread.join()
+        if on_build_queue():
+            for n in range(len(paths)):
+                run(n)
+        else:
+            threads = [threading.Thread(target=run, args=(n,)) for n in range(1, len(paths))]
+            for thread in threads:
+                thread.start()
+            run(0)
+            for thread in threads:
+                thread.join()
         for error in errors:
             if error is not None:
                 raise error
@@ -598,27 +626,31 @@ def run_compiler(command: list[str], timeout: float) -> subprocess.CompletedProc
 
     The compiler runs in a process group of its own: killing the driver alone (`cc`) would
     leave its compiler proper (`cc1`) running, gigabytes of memory for as long as it takes.
+    Elsewhere it claims a core while it runs (`core_claims.claim_cores`: a caller waits for
+    it); on the build queue it is background work, and starts once a core is free of such
+    claims (`core_claims.background_core`).
 
         >>> run_compiler(["true"], 10).returncode
         0
     """
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=_child_setup(idle=idle_compiles()),
-    )
-    compiler_started(process.pid)
-    try:
-        collect_held_off()  # while the compiler works, not after the caller's pause
-        stdout, stderr = process.communicate(timeout=timeout)
-    except BaseException:
-        _kill_group(process)
-        raise
-    finally:
-        compiler_ended(process.pid)
+    with background_core() if on_build_queue() else claim_cores(1):
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_child_setup(idle=idle_compiles()),
+        )
+        compiler_started(process.pid)
+        try:
+            collect_held_off()  # while the compiler works, not after the caller's pause
+            stdout, stderr = process.communicate(timeout=timeout)
+        except BaseException:
+            _kill_group(process)
+            raise
+        finally:
+            compiler_ended(process.pid)
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
@@ -710,7 +742,7 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
         if _EXECUTOR is None:
             import concurrent.futures  # late: only parallel builds need it (import cost)
 
-            workers = int(os.environ.get("NUMPILE_COMPILE_THREADS") or os.cpu_count() or 1)
+            workers = int(os.environ.get("NUMPILE_COMPILE_THREADS") or usable_cores())
             _EXECUTOR = concurrent.futures.ThreadPoolExecutor(
                 max_workers=max(1, workers), thread_name_prefix="numpile-compile"
             )
