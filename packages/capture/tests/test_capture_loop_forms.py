@@ -196,9 +196,7 @@ CHAINED_AND_FOREVER: list[Callable[..., Any]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    "fn", CHAINED_AND_FOREVER, ids=[fn.__name__ for fn in CHAINED_AND_FOREVER]
-)
+@pytest.mark.parametrize("fn", CHAINED_AND_FOREVER, ids=[fn.__name__ for fn in CHAINED_AND_FOREVER])
 def test_chained_and_forever_loops_are_kept(fn: Callable[..., Any]) -> None:
     out = explain(fn)(*_data(7))
     assert not out.loops_not_kept, out.loops_not_kept

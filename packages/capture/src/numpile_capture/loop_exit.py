@@ -238,9 +238,7 @@ def exit_block(frame: Frame, exit_at: int) -> tuple[tuple[str, Any], ...]:
     return return_block(frame.instructions, exit_at)
 
 
-def return_block(
-    instructions: Sequence[Instruction], position: int
-) -> tuple[tuple[str, Any], ...]:
+def return_block(instructions: Sequence[Instruction], position: int) -> tuple[tuple[str, Any], ...]:
     """The code from `position` up to a return, as (opname, argval) pairs, when short and
     without jumps (a block CPython 3.12+ may copy to each place that goes there), else ().
 

@@ -20,11 +20,11 @@ from .loop_capture import LoopFallback, keep_loop, log
 from .loop_exit import BodyBreaks, NestedReturn
 from .loop_ranges import RangeIterVar, pinned, range_iterator, unrolled
 from .loop_region import in_python
-from .unroll_budget import MAX_UNROLLED_NODES
 from .operators import (
     iterate,
     specialized,
 )
+from .unroll_budget import MAX_UNROLLED_NODES
 from .variables import (
     ConstantVar,
     DictVar,
