@@ -2341,26 +2341,27 @@ def int64_of_the_index_past_the_end(x):
 
 @loop(_signal, sizes=(4, 0, 1, 7))
 def squares_summed_inside_try(x):
-    s = np.float64(0.0)
-    i = -1
+    s = 0.0
     try:
         for i in range(x.shape[0]):
             s += x[i] * x[i]
     except IndexError:
         s = -1.0
-    return s, i
+    return s
 
 
 @loop(_signal, sizes=(4, 0, 1, 7))
-def halvings_inside_try_finally(x):
+def newton_sqrt_inside_try_finally(x):
+    a = np.abs(x).sum() + 1.0
+    r = a
     k = 0
     try:
-        while np.abs(x).sum() > 0.5:
-            x *= 0.5
+        while abs(r * r - a) > 1e-9 * a:
+            r = 0.5 * (r + a / r)
             k += 1
     finally:
         x += 1.0
-    return x, k
+    return r, k, x
 
 
 @loop(_signal, sizes=(4, 0, 1, 7))
@@ -2397,12 +2398,12 @@ def while_chained_comparison_in_a_for(x):
     count = 0
     j = -1
     for j in range(x.shape[0]):
-        i = j
-        while -2.0 < x[i] <= 1.0:
-            i += 1
-            if i >= x.shape[0]:
-                break
-        count += i - j
+        v = x[j]
+        k = 0
+        while -2.0 < v <= 1.0 and k < 50:
+            v = v * 1.5 + 0.37
+            k += 1
+        count += k
     return count, j
 
 

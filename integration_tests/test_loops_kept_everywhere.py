@@ -38,7 +38,7 @@ KEPT_EVERYWHERE = (
     "gauss_seidel_rows_by_slices",
     "next_row_past_the_end_keeps_earlier_writes",
     "squares_summed_inside_try",
-    "halvings_inside_try_finally",
+    "newton_sqrt_inside_try_finally",
     "prefix_sums_with_a_try_in_the_body",
     "while_chained_comparison_walks",
     "while_chained_comparison_in_a_for",

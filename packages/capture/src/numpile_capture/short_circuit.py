@@ -123,10 +123,13 @@ def find_condition(instructions: Sequence[Instruction], first: int, limit: int) 
     while len(blocks) < _MAX_BLOCKS:
         frontier = _frontier(instructions, blocks)
         candidates = sorted(
-            position
-            for position in frontier
-            if first < position < limit and _block_end(instructions, position, limit) is not None
+            {resolve(instructions, position) for position in frontier} - blocks.keys() - {first}
         )
+        candidates = [
+            position
+            for position in candidates
+            if first < position < limit and _block_end(instructions, position, limit) is not None
+        ]
         if not candidates:
             break
         start = candidates[0]
@@ -211,10 +214,13 @@ def _successors(instructions: Sequence[Instruction], end: int) -> tuple[int, ...
 
 
 def _frontier(instructions: Sequence[Instruction], blocks: dict[int, int]) -> list[int]:
+    # Where the blocks lead outside them; a jump on to a block is inside (a chained
+    # comparison's last test jumps over its cleanup to the next operand).
     found: list[int] = []
     for end in blocks.values():
         for position in _successors(instructions, end):
-            if position not in blocks and position not in found:
+            inside = position in blocks or resolve(instructions, position) in blocks
+            if not inside and position not in found:
                 found.append(position)
     return found
 
@@ -294,6 +300,8 @@ class _Fold:
 
     def value_from(self, frame: Frame, position: int) -> Variable:
         condition = self.condition
+        if resolve(frame.instructions, position) in condition.blocks:
+            position = resolve(frame.instructions, position)  # a jump on to the next operand
         if position not in condition.blocks:
             if position in condition.cleanups:
                 frame.state.pop()  # the operand a chained comparison kept
