@@ -2396,7 +2396,6 @@ def while_chained_comparison_walks(x):
 @loop(_signal, sizes=(4, 0, 1, 7))
 def while_chained_comparison_in_a_for(x):
     count = 0
-    j = -1
     for j in range(x.shape[0]):
         v = x[j]
         k = 0
@@ -2404,7 +2403,7 @@ def while_chained_comparison_in_a_for(x):
             v = v * 1.5 + 0.37
             k += 1
         count += k
-    return count, j
+    return count
 
 
 @loop(_signal, sizes=(4, 0, 1, 7))
