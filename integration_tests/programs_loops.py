@@ -2333,10 +2333,10 @@ def int64_of_the_index_past_the_end(x):
 
 
 # -- issue 23, the last loop forms (whiletrue38): loops inside `try` blocks (kept when nothing
-# in the body may raise; else run as eager, the handler seeing the error), `while` tests that
-# are chained comparisons of run-time values, a `while True:` ending a `for` body (3.12+
-# thread its break through the `for`'s jump back), loops over tuples and lists (unrolled by
-# design: each item traced as it is).
+# in the body may raise; a body that may raise, and constant tuples, are in the capture tests
+# of test_capture_loop_forms.py), `while` tests that are chained comparisons of run-time
+# values, a `while True:` ending a `for` body (3.12+ thread its break through the `for`'s
+# jump back), loops over lists (unrolled by design: each item traced as it is).
 
 
 @loop(_signal, sizes=(4, 0, 1, 7))
@@ -2374,17 +2374,6 @@ def prefix_sums_with_a_try_in_the_body(x):
     return x
 
 
-@loop(_signal, sizes=(4, 0, 1, 7), fullgraph=False)
-def read_past_the_end_caught_in_try(x):
-    s = 0.0
-    try:
-        for i in range(x.shape[0] + 1):
-            s += x[i]
-    except IndexError:
-        s = -s
-    return s
-
-
 @loop(_signal, sizes=(4, 0, 1, 7))
 def while_chained_comparison_walks(x):
     i = 0
@@ -2420,18 +2409,10 @@ def while_true_or_break_ends_a_for_body(x):
     return steps, v
 
 
-@loop(_signal, sizes=(4, 0, 1, 7))
+@loop(_signal)
 def sums_over_a_list_of_views(x):
     total = np.float64(0.0)
     views = [x, x[::2], x[::-1] * 2.0]
     for w in views:
         total = total + w.sum()
     return total, w
-
-
-@loop(_signal, sizes=(4, 0, 1, 7))
-def horner_over_constant_coefficients(x):
-    r = np.zeros_like(x)
-    for c in [1, -0.5, 0.25, 3]:
-        r = r * x + c
-    return r, c

@@ -39,8 +39,6 @@ KEPT_EVERYWHERE = (
     "next_row_past_the_end_keeps_earlier_writes",
     "squares_summed_inside_try",
     "newton_sqrt_inside_try_finally",
-    "prefix_sums_with_a_try_in_the_body",
-    "while_chained_comparison_walks",
     "while_chained_comparison_in_a_for",
     "while_true_or_break_ends_a_for_body",
 )
