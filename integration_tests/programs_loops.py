@@ -2324,3 +2324,89 @@ def int64_of_the_index_past_the_end(x):
     for i in range(x.shape[0]):
         s = s + x[np.int64(i + 1)]
     return s
+
+
+# -- issue 23, the last loop forms (whiletrue38): loops inside `try` blocks (kept when nothing
+# in the body may raise; a body that may raise, and constant tuples, are in the capture tests
+# of test_capture_loop_forms.py), `while` tests that are chained comparisons of run-time
+# values, a `while True:` ending a `for` body (3.12+ thread its break through the `for`'s
+# jump back), loops over lists (unrolled by design: each item traced as it is).
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def squares_summed_inside_try(x):
+    s = 0.0
+    try:
+        for i in range(x.shape[0]):
+            s += x[i] * x[i]
+    except IndexError:
+        s = -1.0
+    return s
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def newton_sqrt_inside_try_finally(x):
+    a = np.abs(x).sum() + 1.0
+    r = a
+    k = 0
+    try:
+        while abs(r * r - a) > 1e-9 * a:
+            r = 0.5 * (r + a / r)
+            k += 1
+    finally:
+        x += 1.0
+    return r, k, x
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def prefix_sums_with_a_try_in_the_body(x):
+    for i in range(1, x.shape[0]):
+        try:
+            x[i] = x[i - 1] + x[i]
+        except ValueError:
+            x[i] = 0.0
+    return x
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_chained_comparison_walks(x):
+    i = 0
+    while i < x.shape[0] and -1.5 < x[i] < 1.5:
+        i += 1
+    return i
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_chained_comparison_in_a_for(x):
+    count = 0
+    for j in range(x.shape[0]):
+        v = x[j]
+        k = 0
+        while -2.0 < v <= 1.0 and k < 50:
+            v = v * 1.5 + 0.37
+            k += 1
+        count += k
+    return count
+
+
+@loop(_signal, sizes=(4, 0, 1, 7))
+def while_true_or_break_ends_a_for_body(x):
+    steps = 0
+    v = 0.0
+    for j in range(x.shape[0]):
+        v = abs(x[j]) + 0.25
+        while True:
+            v = v * 1.5
+            steps += 1
+            if v > 2.0 or steps > 50:
+                break
+    return steps, v
+
+
+@loop(_signal)
+def sums_over_a_list_of_views(x):
+    total = np.float64(0.0)
+    views = [x, x[::2], x[::-1] * 2.0]
+    for w in views:
+        total = total + w.sum()
+    return total, w

@@ -1,7 +1,9 @@
 """Issue 23's loops kept on 3.11, 3.12 and 3.13 alike: `while True:` loops that break on
-run-time values (3.12+ copy the code after such a loop into each break), `continue` in
-nested loops, `for ... else` with a break, a loop that both returns and breaks, rows at a
-shifted index (`A[i - 1]`, `A[i + 1]`, `A[i - 1, j]`; past the end: eager's IndexError).
+run-time values (3.12+ copy the code after such a loop into each break, or thread it through
+an enclosing `for`'s jump back), `continue` in nested loops, `for ... else` with a break, a
+loop that both returns and breaks, rows at a shifted index (`A[i - 1]`, `A[i + 1]`,
+`A[i - 1, j]`; past the end: eager's IndexError), loops inside `try` blocks and `while`
+tests that are chained comparisons of run-time values.
 Capture keeps each loop (no graph break, nothing unrolled) and the inductor runs it as C
 (no body run with NumPy per iteration). Values, dtypes and in-place effects are the
 corpus' checks (programs_loops.py).
@@ -35,6 +37,10 @@ KEPT_EVERYWHERE = (
     "elements_accumulated_down_columns",
     "gauss_seidel_rows_by_slices",
     "next_row_past_the_end_keeps_earlier_writes",
+    "squares_summed_inside_try",
+    "newton_sqrt_inside_try_finally",
+    "while_chained_comparison_in_a_for",
+    "while_true_or_break_ends_a_for_body",
 )
 
 

@@ -3,7 +3,9 @@
 CPython compiles `while True:` with no test at all: the body, then a jump back to its
 first instruction. A break leaves it by a jump past that jump (3.11), or, on 3.12 and
 3.13, by a copy of the code after the loop when that is a short block ending in a
-return (then the loop has no code after it in the bytecode: the copies are its exit).
+return (then the loop has no code after it in the bytecode: the copies are its exit),
+or, as the last statement of an enclosing loop's body, by that loop's jump back, which
+3.12+ place inside this loop's code (its place is then this loop's exit).
 The loop is found at its first instruction, and kept where it would otherwise be
 unrolled into a graph break: when a probe trace of its body on the values known now
 ends with a run-time test (a break taken on a run-time value, `if err < tol: break`).
@@ -127,6 +129,16 @@ def _forever_shape(
         return WhileShape(head, back, exit_at, True, forever=True)
     if leaving:
         return None
+    # 3.12+ inside a loop body that ends with this loop: a break is the enclosing loop's own
+    # jump back, placed inside this one (`if a or b: break` jumps there): its place is the
+    # exit, and a jump to the same head from elsewhere in the body is a break too.
+    threaded = [
+        position
+        for position in range(head + 1, back)
+        if instructions[position].opname == "JUMP" and _before(instructions[position], head)
+    ]
+    if threaded and len({instructions[position].target for position in threaded}) == 1:
+        return WhileShape(head, back, threaded[0], True, forever=True)
     copies = [
         position
         for position in range(head + 1, back)
@@ -141,3 +153,7 @@ def _forever_shape(
         # code after it.
         return WhileShape(head, back, back + 1, True, forever=True, exits=False)
     return None
+
+
+def _before(inst: Instruction, head: int) -> bool:
+    return inst.target is not None and inst.target < head

@@ -181,8 +181,13 @@ class Frame:
         raise exc from None
 
     def step(self, inst: Instruction) -> None:
-        """Run one instruction (a loop's body is traced this way, one iteration)."""
+        """Run one instruction (a loop's body is traced this way, one iteration); inside a
+        `try` block, `Unsupported` when a node it added may raise on some data (a kept
+        loop runs outside the user's exception table, as a graph does)."""
+        nodes_before = len(self.tracer.graph.nodes)
         self._step(inst)
+        if inst.in_try:
+            _check_no_run_time_error(self.tracer.graph.nodes[nodes_before:], self.tracer.builder)
 
     def locate(self, nodes_before: int, inst: Instruction) -> None:
         """Record that the nodes added since `nodes_before` came from `inst`'s line."""

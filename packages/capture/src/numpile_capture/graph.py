@@ -66,6 +66,8 @@ class Node:
             _is_integer(node) for node in self.input_nodes()[1:]
         ):
             return ""
+        if self.op.may_raise is not None and not self.op.may_raise(self.inputs, self.kwargs):
+            return ""
         return self.op.run_time_error
 
     def __str__(self) -> str:

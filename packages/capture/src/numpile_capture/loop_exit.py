@@ -235,8 +235,18 @@ def exit_targets(instructions: Sequence[Instruction], exit_at: int) -> tuple[int
 def exit_block(frame: Frame, exit_at: int) -> tuple[tuple[str, Any], ...]:
     """The code after a loop up to its return, as (opname, argval) pairs, when short and
     without jumps (the block CPython may copy into the body at a break), else ()."""
+    return return_block(frame.instructions, exit_at)
+
+
+def return_block(instructions: Sequence[Instruction], position: int) -> tuple[tuple[str, Any], ...]:
+    """The code from `position` up to a return, as (opname, argval) pairs, when short and
+    without jumps (a block CPython 3.12+ may copy to each place that goes there), else ().
+
+        >>> return_block((), 0)
+        ()
+    """
     block: list[tuple[str, Any]] = []
-    for inst in frame.instructions[exit_at : exit_at + _MAX_EXIT_BLOCK]:
+    for inst in instructions[position : position + _MAX_EXIT_BLOCK]:
         if inst.target is not None:
             return ()
         block.append((inst.opname, inst.argval))

@@ -3,8 +3,9 @@
 A local the body assigns is carried when its value before the body matters (the body
 reads it before assigning it) or its value after the loop does (some path from the exit
 reads it before storing it); else it is a temporary of one iteration. The scan also
-refuses bodies that cannot be kept (a yield, a raise, a jump out of the loop, a `try`
-block, a rebound cell or global) with `LoopFallback`.
+refuses bodies that cannot be kept (a yield, a raise, a jump out of the loop, a rebound
+cell or global) with `LoopFallback`. A loop inside a `try` block is kept when nothing its
+body traces may raise (`Frame.step` checks each instruction of the block).
 """
 
 from __future__ import annotations
@@ -58,8 +59,6 @@ def body_names(
             raise LoopFallback("it leaves the loop early (yield or raise)")
         if name in ("DELETE_FAST", "STORE_DEREF", "DELETE_DEREF", "STORE_GLOBAL"):
             raise LoopFallback(f"{name} inside the loop")
-        if body_inst.in_try:
-            raise LoopFallback("it runs inside a try block")
         if name == "STORE_FAST":
             if body_inst.argval not in seen:
                 first_store.add(body_inst.argval)
@@ -94,14 +93,8 @@ def _read_after(
     instructions: Sequence[Instruction], start: int, name: str, head: int, exit_at: int
 ) -> bool:
     # Whether some path from `start` reads local `name` before storing it (so its value
-    # after the loop [head, exit_at) matters). A function with a try block may read it on an
-    # exception edge: any read outside the loop counts there.
-    if any(inst.in_try for inst in instructions):
-        return any(
-            inst.opname == "LOAD_FAST" and inst.argval == name
-            for position, inst in enumerate(instructions)
-            if not head <= position < exit_at
-        )
+    # after the loop [head, exit_at) matters). Exception edges count, from code outside
+    # the loop only: a kept body raises nothing inside a try block (see Frame.step).
     seen: set[int] = set()
     pending = [start]
     while pending:
@@ -112,6 +105,8 @@ def _read_after(
         inst = instructions[position]
         if inst.argval == name and inst.opname in ("LOAD_FAST", "DELETE_FAST"):
             return True
+        if inst.handler is not None and not head <= position < exit_at:
+            pending.append(inst.handler)
         if inst.argval == name and inst.opname == "STORE_FAST":
             continue
         if inst.target is not None:

@@ -51,6 +51,8 @@ class RaisesWhen(enum.Enum):
 
 
 MetaRule = Callable[..., "ArrayMeta | ScalarMeta"]
+# NOTE: a node's inputs and parameters -> whether it may raise its op's `run_time_error`.
+RaiseRule = Callable[[tuple[Any, ...], dict[str, Any]], bool]
 Impl = Callable[..., Any]
 
 
@@ -63,7 +65,9 @@ class Op:
     read-only, as `broadcast_to` and `diagonal`). `run_time_error` names the
     exception an op may raise depending on its input values (a singular
     matrix, an index out of bounds), which capture cannot rule out;
-    `raises_when` narrows which of its nodes can raise it. `method` names the array
+    `raises_when` narrows which of its nodes can raise it, and `may_raise`, given one
+    node's inputs and parameters, rules it out where capture can prove it (an index
+    within the loop bounds, an addition of Python scalars). `method` names the array
     method `impl` calls (`x.astype(...)`), which an op-by-op run calls itself from the
     user's line, so that NumPy's warnings name it (see `SourceLine`).
     """
@@ -76,6 +80,7 @@ class Op:
     doc: str = ""
     run_time_error: str = ""
     raises_when: RaisesWhen = attrs.field(default=RaisesWhen.ANY_DATA, repr=False)
+    may_raise: RaiseRule | None = attrs.field(default=None, repr=False)
     method: str = ""
     read_only: bool = False
 

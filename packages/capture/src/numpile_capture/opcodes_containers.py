@@ -24,9 +24,11 @@ from .operators import (
     iterate,
     specialized,
 )
+from .unroll_budget import MAX_UNROLLED_NODES
 from .variables import (
     ConstantVar,
     DictVar,
+    GeneratorVar,
     IteratorVar,
     ListVar,
     TupleVar,
@@ -125,13 +127,44 @@ def _unpack_ex(frame: Frame, inst: Instruction) -> None:
 def _get_iter(frame: Frame, inst: Instruction) -> None:
     iterable = frame.state.pop()
     following = frame.instructions[frame.pc] if frame.pc < len(frame.instructions) else None
-    loop = range_iterator(iterable) if following and following.opname == "FOR_ITER" else None
+    in_for = following is not None and following.opname == "FOR_ITER"
+    loop = range_iterator(iterable) if in_for else None
     if loop is not None:
         frame.state.push(loop)  # FOR_ITER keeps the loop (or unrolls it)
-    elif isinstance(iterable, IteratorVar):
-        frame.state.push(iterable)  # iter() of an iterator is itself: generators stay lazy
+        return
+    if isinstance(iterable, IteratorVar):
+        iterator = iterable  # iter() of an iterator is itself: generators stay lazy
     else:
-        frame.state.push(IteratorVar(iterate(frame.tracer, iterable)))
+        iterator = IteratorVar(iterate(frame.tracer, iterable))
+    if in_for:
+        assert following is not None
+        _note_unrolled(frame, following, _items_text(iterable, iterator))
+    frame.state.push(iterator)
+
+
+def _note_unrolled(frame: Frame, inst: Instruction, items: str) -> None:
+    # A `for` over items known now (a tuple, a list, a zip of them) runs unrolled by design:
+    # each item is traced as it is (arrays of other shapes, Python constants that stay weak
+    # scalars), which one loop body could not be. Said in explain, not a fallback.
+    reason = (
+        f"loop over {items} unrolled: the items are known at capture time and each is "
+        "traced as it is (they may differ in type and shape); past "
+        f"{MAX_UNROLLED_NODES} graph nodes the loop breaks the graph and runs in Python"
+    )
+    filename = frame.code.co_filename
+    log.info("%s (%s:%s)", reason, filename, inst.lineno)
+    record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))
+
+
+def _items_text(iterable: Variable, iterator: IteratorVar) -> str:
+    # What a loop runs over, for its explain line: `a list of 3 items`, `4 constants`.
+    if isinstance(iterator, GeneratorVar):
+        return "a generator"
+    count = len(iterator.items) - iterator.position
+    if isinstance(iterable, ConstantVar):
+        return f"{count} constants"
+    nouns = {TupleVar: "a tuple", ListVar: "a list", DictVar: "a dict", IteratorVar: "an iterator"}
+    return f"{nouns.get(type(iterable), iterable.describe())} of {count} items"
 
 
 def _for_iter(frame: Frame, inst: Instruction) -> None:

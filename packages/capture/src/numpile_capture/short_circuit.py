@@ -31,7 +31,7 @@ jump made up for it (chained comparisons end in an unconditional jump).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -40,7 +40,7 @@ from .block_trace import is_run_time
 from .branch_capture import Block, emit_cond
 from .bytecode import Instruction
 from .graph import Graph
-from .loop_exit import LoopFallback
+from .loop_exit import LoopFallback, return_block
 from .meta import ArrayMeta, ScalarMeta
 from .operators import truth
 from .trace_snapshot import Snapshot
@@ -101,6 +101,8 @@ class Condition:
     jump: int
     carrier: int | None
     blocks: dict[int, int]
+    # Where a chained comparison's early way out pops the operand it kept (see `_cleanups`).
+    cleanups: frozenset[int] = frozenset()
 
 
 def find_condition(instructions: Sequence[Instruction], first: int, limit: int) -> Condition | None:
@@ -121,10 +123,13 @@ def find_condition(instructions: Sequence[Instruction], first: int, limit: int) 
     while len(blocks) < _MAX_BLOCKS:
         frontier = _frontier(instructions, blocks)
         candidates = sorted(
-            position
-            for position in frontier
-            if first < position < limit and _block_end(instructions, position, limit) is not None
+            {resolve(instructions, position) for position in frontier} - blocks.keys() - {first}
         )
+        candidates = [
+            position
+            for position in candidates
+            if first < position < limit and _block_end(instructions, position, limit) is not None
+        ]
         if not candidates:
             break
         start = candidates[0]
@@ -171,6 +176,35 @@ def resolve(instructions: Sequence[Instruction], position: int) -> int:
     return position
 
 
+def way(instructions: Sequence[Instruction], position: int, cleanups: frozenset[int]) -> Any:
+    """Where execution goes from `position`, as a key equal for equal ways: through jumps
+    and a chained comparison's cleanup, and one key for the copies of a short block that
+    returns (3.12+ copy `return i` after a loop to each way that leaves it).
+
+    >>> way((), 3, frozenset())
+    3
+    """
+    position = resolve(instructions, position)
+    if position in cleanups:
+        position = resolve(instructions, position + 1)
+    return return_block(instructions, position) or position
+
+
+def _cleanups(instructions: Sequence[Instruction], blocks: dict[int, int]) -> frozenset[int]:
+    # A chained comparison `a < x < b` copies `x` (COPY) right before its first comparison
+    # and keeps it for the second; that comparison's jump goes to a POP_TOP of it.
+    found: set[int] = set()
+    for end in blocks.values():
+        target = instructions[end].target
+        kept = end >= 2 and [inst.opname for inst in instructions[end - 2 : end]] == [
+            "COPY",
+            "COMPARE_OP",
+        ]
+        if kept and target is not None and instructions[target].opname == "POP_TOP":
+            found.add(target)
+    return frozenset(found)
+
+
 def _successors(instructions: Sequence[Instruction], end: int) -> tuple[int, ...]:
     inst = instructions[end]
     assert inst.target is not None
@@ -180,10 +214,13 @@ def _successors(instructions: Sequence[Instruction], end: int) -> tuple[int, ...
 
 
 def _frontier(instructions: Sequence[Instruction], blocks: dict[int, int]) -> list[int]:
+    # Where the blocks lead outside them; a jump on to a block is inside (a chained
+    # comparison's last test jumps over its cleanup to the next operand).
     found: list[int] = []
     for end in blocks.values():
         for position in _successors(instructions, end):
-            if position not in blocks and position not in found:
+            inside = position in blocks or resolve(instructions, position) in blocks
+            if not inside and position not in found:
                 found.append(position)
     return found
 
@@ -198,26 +235,27 @@ def _as_condition(
     if len(branches) < 2:
         return None
     frontier = _frontier(instructions, blocks)
-    exits = list(dict.fromkeys(resolve(instructions, position) for position in frontier))
+    cleanups = _cleanups(instructions, blocks)
+    exits = list(dict.fromkeys(way(instructions, position, cleanups) for position in frontier))
     if len(exits) != 2:
         return None
     last = max(branches)
     target = instructions[last].target
     assert target is not None
-    ways = {resolve(instructions, last + 1), resolve(instructions, target)}
+    ways = {way(instructions, last + 1, cleanups), way(instructions, target, cleanups)}
     if ways == set(exits):
-        return Condition(first, last + 1, target, last, dict(blocks))
+        return Condition(first, last + 1, target, last, dict(blocks), cleanups)
     fall = max(blocks.values()) + 1
     covered: set[int] = set()
     for start, end in blocks.items():
         covered.update(range(start, end + 1))
     if covered != set(range(first, fall)) or fall not in frontier:
         return None
-    other = exits[0] if exits[1] == resolve(instructions, fall) else exits[1]
-    forward = [p for p in frontier if p > fall and resolve(instructions, p) == other]
+    other = exits[0] if exits[1] == way(instructions, fall, cleanups) else exits[1]
+    forward = [p for p in frontier if p > fall and way(instructions, p, cleanups) == other]
     if not forward:
         return None  # the other way goes back (to a loop's head): no jump can stand for it
-    return Condition(first, fall, min(forward), None, dict(blocks))
+    return Condition(first, fall, min(forward), None, dict(blocks), cleanups)
 
 
 def fold_condition(frame: Frame, inst: Instruction, limit: int) -> Instruction | None:
@@ -262,14 +300,20 @@ class _Fold:
 
     def value_from(self, frame: Frame, position: int) -> Variable:
         condition = self.condition
+        if resolve(frame.instructions, position) in condition.blocks:
+            position = resolve(frame.instructions, position)  # a jump on to the next operand
         if position not in condition.blocks:
+            if position in condition.cleanups:
+                frame.state.pop()  # the operand a chained comparison kept
             depth = len(frame.state.stack)
             if self.depth is None:
                 self.depth = depth
             elif depth != self.depth:
                 raise LoopFallback("the ways through a condition leave different stacks")
-            way = resolve(frame.instructions, position)
-            jumps = way == resolve(frame.instructions, condition.jump)
+            instructions, cleanups = frame.instructions, condition.cleanups
+            jumps = way(instructions, position, cleanups) == way(
+                instructions, condition.jump, cleanups
+            )
             return ConstantVar(jumps == self.polarity)
         end = condition.blocks[position]
         frame.pc = position
@@ -297,8 +341,10 @@ class _Fold:
         blocks = self.condition.blocks
         if inst.target not in blocks and end + 1 not in blocks and _is_bool(test):
             # The last operand: its own truth, when that is the value (no `cond` needed).
-            way = resolve(frame.instructions, inst.target)
-            gives = (way == resolve(frame.instructions, self.condition.jump)) == self.polarity
+            instructions, cleanups = frame.instructions, self.condition.cleanups
+            target_way = way(instructions, inst.target, cleanups)
+            jump_way = way(instructions, self.condition.jump, cleanups)
+            gives = (target_way == jump_way) == self.polarity
             if gives == taken_if and self.value_from(frame, end + 1) is not None:
                 return test
         taken_way = self.trace_way(frame, inst.target)

@@ -31,7 +31,15 @@ from .control_flow import add_while_loop
 from .graph import Graph
 from .kept_loop import bind_outputs, return_slot, trace_to_fixpoint, undone_on_fallback
 from .loop_else import else_end, run_else_clause
-from .loop_exit import LEFT, LoopExit, LoopFallback, ReturnSlot, exit_block, tracing_body
+from .loop_exit import (
+    LEFT,
+    LoopExit,
+    LoopFallback,
+    ReturnSlot,
+    exit_block,
+    return_block,
+    tracing_body,
+)
 from .loop_locals import body_names, read_lazy_locals
 from .meta import ArrayMeta, ScalarMeta
 from .trace_snapshot import Snapshot
@@ -40,6 +48,8 @@ from .variables import ConstantVar
 if TYPE_CHECKING:
     from .frame import Frame
 
+
+_CONDITIONAL = ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE")
 
 # NOTE: how many iterations on values known at capture time a probe traces before it
 # decides that the loop runs now, unrolled (see tests_at_run_time).
@@ -63,10 +73,14 @@ class WhileShape:
     # ends only by its returns: `exit` is then no code it reaches).
     exits: bool = True
 
+    # Where the loop's instructions end when its exit is a copy before them: a chained
+    # comparison's cleanup after the copy (3.12+), else None.
+    code_end: int | None = None
+
     @property
     def span_end(self) -> int | None:
         """Where the loop's instructions end when its exit is a copy inside it (3.12+)."""
-        return self.test + 1 if self.forever else None
+        return self.test + 1 if self.forever else self.code_end
 
 
 def while_shape(frame: Frame, inst: Instruction) -> WhileShape | None:
@@ -83,6 +97,11 @@ def while_shape(frame: Frame, inst: Instruction) -> WhileShape | None:
         # back jump to the body, onto a copy of that exit.
         shape = _bottom_of(instructions, target)
         return None if shape is None else attrs.evolve(shape, enter_if=not enter_if)
+    into = instructions[body]
+    if into.opname == "JUMP" and into.target is not None and body < into.target < target:
+        # A chained comparison (`while a < x[i] < b:`): its last test falls into a jump over
+        # the cleanup of its first one, into the body.
+        return _chained_shape(instructions, into.target, target, enter_if)
     tail = instructions[target - 1]
     if tail.opname == "JUMP" and tail.target == body and target - 2 > body:
         test = instructions[target - 2]
@@ -92,6 +111,29 @@ def while_shape(frame: Frame, inst: Instruction) -> WhileShape | None:
     if tail.opname in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE") and tail.target == body:
         return WhileShape(body, target - 1, target, tail.opname == "POP_JUMP_IF_TRUE", enter_if)
     return None
+
+
+def _chained_shape(
+    instructions: Sequence[Instruction], body: int, exit_at: int, enter_if: bool
+) -> WhileShape | None:
+    # The loop whose bottom test is a chained comparison too. 3.11: its last jump goes back
+    # to the body, then a jump to the exit over the cleanup (a POP_TOP just before the exit).
+    # 3.12+: a jump back after the last test, a copy of the exit (a short return) after it.
+    test = exit_at - 3
+    if test > body and instructions[exit_at - 1].opname == "POP_TOP":
+        jump, last = instructions[exit_at - 2], instructions[test]
+        back = last.opname in _CONDITIONAL and last.target == body
+        if back and jump.opname == "JUMP" and jump.target == exit_at:
+            return WhileShape(body, test, exit_at, last.opname == "POP_JUMP_IF_TRUE", enter_if)
+    shape = _bottom_of(instructions, body)
+    if shape is None or shape.exit > exit_at:
+        return None
+    after = instructions[shape.exit]
+    copied = return_block(instructions, shape.exit)
+    same = copied and copied == return_block(instructions, exit_at)
+    if not same and not (after.opname == "JUMP" and after.target == exit_at):
+        return None
+    return attrs.evolve(shape, enter_if=enter_if, code_end=exit_at)
 
 
 def _bottom_of(instructions: Sequence[Instruction], body: int) -> WhileShape | None:

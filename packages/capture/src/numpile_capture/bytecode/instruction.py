@@ -113,6 +113,9 @@ class Instruction:
     lineno: int | None = None
     offset: int = 0
     in_try: bool = False
+    # Where an exception raised here goes: the normalized index of its handler (None: out
+    # of the function). Exception edges, for the flow analyses that need them.
+    handler: int | None = None
 
 
 # NOTE: normalized streams are cached per code object; code objects are weakly referenced.
@@ -147,9 +150,20 @@ def _protected_offsets(code: CodeType, raw: list[dis.Instruction]) -> set[int]:
     return covered
 
 
+def _handler_offsets(code: CodeType) -> dict[int, int]:
+    # The offset of the handler each covered offset's exceptions go to (entries do not
+    # overlap: CPython flattens nested blocks into disjoint ranges).
+    handlers: dict[int, int] = {}
+    for entry in getattr(dis.Bytecode(code), "exception_entries", []):
+        for offset in range(entry.start, entry.end):
+            handlers[offset] = entry.target
+    return handlers
+
+
 def _normalize(code: CodeType) -> tuple[Instruction, ...]:
     raw = list(dis.get_instructions(code))
     protected = _protected_offsets(code, raw)
+    handlers = _handler_offsets(code)
     pending: list[tuple[dis.Instruction, Instruction]] = []
     # Offsets of dropped instructions map to the next kept one.
     offset_to_index: dict[int, int] = {}
@@ -189,6 +203,8 @@ def _normalize(code: CodeType) -> tuple[Instruction, ...]:
         if source.opname in _JUMP_RENAMES or _is_jump(source):
             target = offset_to_index.get(source.argval, len(pending))
             item = attrs.evolve(item, target=target)
+        if source.offset in handlers:
+            item = attrs.evolve(item, handler=offset_to_index.get(handlers[source.offset]))
         result.append(item)
     return tuple(result)
 

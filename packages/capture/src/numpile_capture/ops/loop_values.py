@@ -93,6 +93,15 @@ def _py_binary_impl(left: Any, right: Any, *, operator: str) -> Any:
     return PY_OPERATORS[operator](left, right)
 
 
+# NOTE: the Python operators that may raise on some scalars: by a zero (`/`, `//`, `%`,
+# `0.0 ** -1`), a float overflow (`**`) or a negative shift count.
+_RAISING_OPERATORS = frozenset({"truediv", "floordiv", "mod", "pow", "lshift", "rshift"})
+
+
+def _operator_may_raise(inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    return kwargs["operator"] in _RAISING_OPERATORS
+
+
 py_binary = register_op(
     Op(
         "py_binary",
@@ -101,6 +110,7 @@ py_binary = register_op(
         _py_binary_impl,
         doc="a Python operator on Python scalars (int, float, bool), with Python's semantics",
         run_time_error="ZeroDivisionError",
+        may_raise=_operator_may_raise,
     )
 )
 
@@ -276,6 +286,43 @@ def _getitem_at_impl(x: Any, *scalars: Any, index: tuple[Any, ...]) -> Any:
     return x[concrete_index(index, scalars)]
 
 
+def index_may_leave_bounds(inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether `x[index]` (x the first input) may raise IndexError: some int of the index
+    (a run-time slot or a constant) is not proven within its axis by the sizes and the
+    loop bounds of the capture running now (slices never raise).
+
+        >>> from numpile_capture import Graph
+        >>> x = Graph().placeholder("x", ArrayMeta((5,), "float64"))
+        >>> [index_may_leave_bounds((x,), {"index": (k,)}) for k in (4, -5, 5)]
+        [False, False, True]
+    """
+    template = kwargs["index"]
+    if any(item is None or item is Ellipsis for item in template):
+        return True
+    for item, size in zip(template, inputs[0].meta.shape, strict=False):
+        if isinstance(item, slice):
+            continue
+        value = item.expr if isinstance(item, ScalarSlot) else item
+        if value is None or not _within(value, size):
+            return True
+    return False
+
+
+def _within(value: Any, size: Any) -> bool:
+    # Whether -size <= value < size for every admitted value (NumPy wraps negative ints).
+    if isinstance(value, int) and isinstance(size, int):
+        return -size <= value < size
+    from ..dynamic_shapes import active_shape_env
+
+    env = active_shape_env()
+    if env is None:
+        return False
+    return (
+        env.decide(relation(">=", value, -size)) is True
+        and env.decide(relation("<", value, size)) is True
+    )
+
+
 getitem_at = register_op(
     Op(
         "getitem_at",
@@ -284,6 +331,7 @@ getitem_at = register_op(
         _getitem_at_impl,
         doc="x[index] with run-time ints in the index (a view)",
         run_time_error="IndexError",
+        may_raise=index_may_leave_bounds,
     )
 )
 
@@ -296,6 +344,7 @@ element_at = register_op(
         _getitem_at_impl,
         doc="x[i, j] with run-time ints, one per dimension (a NumPy scalar)",
         run_time_error="IndexError",
+        may_raise=index_may_leave_bounds,
     )
 )
 
@@ -319,6 +368,7 @@ setitem_at = register_op(
         mutates=(0,),
         doc="x[index] = value with run-time ints in the index",
         run_time_error="IndexError",
+        may_raise=index_may_leave_bounds,
     )
 )
 
@@ -345,6 +395,7 @@ setitem_at_scatter = register_op(
         _setitem_at_scatter_impl,
         doc="a copy of x with x[index] = value, run-time ints in the index",
         run_time_error="IndexError",
+        may_raise=index_may_leave_bounds,
     )
 )
 

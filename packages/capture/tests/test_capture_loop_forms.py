@@ -1,0 +1,243 @@
+"""Loop forms issue 23 listed last (round 2, twelfth session): loops inside `try` blocks,
+`while` tests that are chained comparisons of run-time values, a `while True:` ending an
+enclosing loop's body whose break 3.12+ thread through that loop's jump back, and loops
+over tuples and lists (unrolled by design, said in `explain`).
+
+A kept loop runs outside the user's exception table, as a graph does: it is kept inside a
+`try` block (or a `with` block, or with a `try` in its body) when nothing its body traces
+may raise on some data. An index the loop bounds prove within its axis cannot raise, nor
+can Python's `+`, `-`, `*`; a read the bounds do not prove (`x[i + 1]`), a division of
+Python scalars, an op that raises on some data makes the loop not kept, and `explain` says
+which op. Each program runs eagerly and compiled (the eager backend runs the captured
+graph) at trip counts 0, 1, 2 and 7.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from numpile_capture import capture_function, compile_function, explain, reset
+from numpile_capture.testing import assert_same_as_eager as _same
+from numpile_capture.testing import op_names as _ops
+
+TRIP_COUNTS = (0, 1, 2, 7)
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Iterator[None]:
+    reset()
+    yield
+    reset()
+
+
+def _data(n: int) -> tuple[Any, ...]:
+    return (np.array([0.2, -1.2, 0.7, 2.0, -0.4, 1.1, -3.0])[:n],)
+
+
+# -- loops inside try blocks ---------------------------------------------------------------
+
+
+def for_in_try(x: Any) -> Any:
+    s = 0.0
+    i = -1
+    try:
+        for i in range(x.shape[0]):
+            s += x[i] * x[i]
+    except IndexError:
+        s = -1.0
+    return s, i
+
+
+def while_in_try_finally(x: Any) -> Any:
+    y = x.copy()
+    k = 0
+    try:
+        while np.abs(y).sum() > 0.5:
+            y = y * 0.5
+            k += 1
+    finally:
+        y = y + 1.0
+    return y, k
+
+
+def try_in_the_body(x: Any) -> Any:
+    acc = np.zeros_like(x)
+    for i in range(1, x.shape[0]):
+        try:
+            acc[i] = acc[i - 1] + x[i]
+        except ValueError:
+            acc[i] = 0.0
+    return acc
+
+
+def while_true_in_try(x: Any) -> Any:
+    v = np.float64(3.0)
+    k = 0
+    try:
+        while True:
+            v = v * 0.5 + x.sum() * 0.0
+            k += 1
+            if v < 0.1:
+                break
+    except FloatingPointError:
+        k = -1
+    return v, k
+
+
+KEPT_IN_TRY: list[Callable[..., Any]] = [
+    for_in_try,
+    while_in_try_finally,
+    try_in_the_body,
+    while_true_in_try,
+]
+
+
+@pytest.mark.parametrize("fn", KEPT_IN_TRY, ids=[fn.__name__ for fn in KEPT_IN_TRY])
+def test_loop_in_try_is_kept_and_matches_eager(fn: Callable[..., Any]) -> None:
+    out = explain(fn)(*_data(7))
+    assert not out.loops_not_kept, out.loops_not_kept
+    assert out.graph_count == 1 and out.graph_break_count == 0
+    ops = _ops(capture_function(fn, _data(7), {}).graph)
+    assert "for_loop" in ops or "while_loop" in ops
+    compiled = compile_function(fn, backend="eager", dynamic=True)
+    for n in TRIP_COUNTS:
+        _same(compiled(*_data(n)), fn(*_data(n)))
+
+
+def read_past_the_end_in_try(x: Any, k: int) -> Any:
+    # `x[i + k]` is not proven within x: it may raise, and the handler must see it.
+    s = 0.0
+    try:
+        for i in range(x.shape[0]):
+            s += x[i + k]
+    except IndexError:
+        s = -s
+    return s
+
+
+def division_in_try(x: Any, d: int) -> Any:
+    s = 0.0
+    try:
+        for i in range(x.shape[0]):
+            s += x[i] + i // d
+    except ZeroDivisionError:
+        s = -1.0
+    return s
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "op"),
+    [
+        (read_past_the_end_in_try, (1,), "element_at may raise IndexError"),
+        (division_in_try, (0,), "py_binary may raise ZeroDivisionError"),
+    ],
+    ids=["index", "division"],
+)
+def test_loop_in_try_that_may_raise_is_not_kept(fn: Callable[..., Any], args: Any, op: str) -> None:
+    out = explain(fn)(*_data(7), *args)
+    assert any(op in loop.reason for loop in out.loops_not_kept), out.loops_not_kept
+    compiled = compile_function(fn, backend="eager")
+    for n in (0, 2, 7):
+        _same(compiled(*_data(n), *args), fn(*_data(n), *args))
+
+
+# -- chained comparisons in while tests, `while True:` breaking through an enclosing loop ----
+
+
+def while_chained(x: Any) -> Any:
+    i = 0
+    while i < x.shape[0] and -1.5 < x[i] < 1.5:
+        i += 1
+    return i
+
+
+def while_chained_alone(x: Any) -> Any:
+    # The test alone is a chained comparison (3.12+ copy `return` into its early way out).
+    y = np.concatenate([x, [9.0]])
+    i = 0
+    while -1.5 < y[i] < 1.5:
+        i += 1
+    return i
+
+
+def while_chained_in_for(x: Any) -> Any:
+    c = 0
+    for j in range(x.shape[0]):
+        i = j
+        while -2.0 < x[i] <= 1.0:
+            i += 1
+            if i >= x.shape[0]:
+                break
+        c += i - j
+    return c
+
+
+def while_true_or_break_ends_a_for(x: Any) -> Any:
+    c = 0
+    for j in range(x.shape[0]):
+        v = abs(x[j]) + 0.25
+        while True:
+            v = v * 1.5
+            c += 1
+            if v > 2.0 or c > 50:
+                break
+    return c
+
+
+CHAINED_AND_FOREVER: list[Callable[..., Any]] = [
+    while_chained,
+    while_chained_alone,
+    while_chained_in_for,
+    while_true_or_break_ends_a_for,
+]
+
+
+@pytest.mark.parametrize("fn", CHAINED_AND_FOREVER, ids=[fn.__name__ for fn in CHAINED_AND_FOREVER])
+def test_chained_and_forever_loops_are_kept(fn: Callable[..., Any]) -> None:
+    out = explain(fn)(*_data(7))
+    assert not out.loops_not_kept, out.loops_not_kept
+    assert out.graph_count == 1 and out.graph_break_count == 0
+    assert "while_loop" in str(capture_function(fn, _data(7), {}).graph)
+    compiled = compile_function(fn, backend="eager", dynamic=True)
+    for n in TRIP_COUNTS:
+        _same(compiled(*_data(n)), fn(*_data(n)))
+
+
+# -- loops over tuples and lists: unrolled by design ---------------------------------------
+
+
+def over_a_list_of_arrays(x: Any) -> Any:
+    total = 0.0
+    views = [x, x[::2], x * 2.0]
+    for w in views:
+        total = total + w.sum()
+    return total, w
+
+
+def over_constants(x: Any) -> Any:
+    # CPython makes the list display a tuple constant.
+    s = np.zeros_like(x)
+    for k in [1, 2.5, 4]:
+        s = s * x + k
+    return s, k
+
+
+@pytest.mark.parametrize(
+    ("fn", "items"),
+    [(over_a_list_of_arrays, "a list of 3 items"), (over_constants, "a tuple of 3 items")],
+    ids=["list", "constants"],
+)
+def test_loop_over_items_is_unrolled_and_said(fn: Callable[..., Any], items: str) -> None:
+    out = explain(fn)(*_data(7))
+    (line,) = out.loops_not_kept
+    assert line.reason.startswith(f"loop over {items} unrolled: "), line.reason
+    assert out.graph_count == 1 and out.graph_break_count == 0
+    ops = _ops(capture_function(fn, _data(7), {}).graph)
+    assert "for_loop" not in ops
+    compiled = compile_function(fn, backend="eager")
+    for n in TRIP_COUNTS:
+        _same(compiled(*_data(n)), fn(*_data(n)))
