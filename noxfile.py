@@ -42,6 +42,12 @@ nox.options.default_venv_backend = "uv|virtualenv"
 # compiling every file of every venv at install instead (UV_COMPILE_BYTECODE) cost 16 s of
 # CPU per venv, mostly files no test imports.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# NOTE: one kernel cache for every session and xdist worker of a checkout (each Python
+# builds its own modules; a layer's tests and the integration tests on one Python share
+# theirs), in .nox beside the venvs: a fresh clone starts cold, as CI does, whatever the
+# user's cache holds, and the run's hundreds of MB never sweep the user's entries out.
+# Tests that need an empty cache make their own. NUMPILE_CACHE_DIR set outside wins.
+os.environ.setdefault("NUMPILE_CACHE_DIR", str(ROOT / ".nox" / "numpile-cache"))
 nox.options.reuse_venv = "yes"
 # A missing interpreter is an error under CI=true (and nox's own CI detection); skipped locally.
 nox.options.error_on_missing_interpreters = bool(os.environ.get("CI"))
