@@ -13,7 +13,7 @@ import os
 import pathlib
 import subprocess
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import nox
 
@@ -27,14 +27,27 @@ LAYERS = ["runtime", "guards", "capture", "autograd_aot", "inductor", "api"]
 # bytecode; CI runs them on the default Python (their layer sessions), and the integration
 # tests run end to end on every Python.
 BYTECODE_LAYERS = ["capture", "autograd_aot"]
-TEST_DEPS = ["pytest>=8", "pytest-xdist>=3", "hypothesis>=6"]
+TEST_DEPS = ["pytest>=8", "pytest-xdist>=3.2", "hypothesis>=6"]
 # Tests spend most of their time waiting on the C++ compiler: one worker per core halves CI.
-PYTEST_PARALLEL = ["-n", "auto"]
+# Work stealing: a worker that runs out of tests takes half of another's queue, so a long
+# test near the end no longer leaves the other core idle while the tests queued behind it
+# wait (xdist's default hands each worker its share in advance).
+PYTEST_PARALLEL = ["-n", "auto", "--dist", "worksteal"]
 
 nox.options.default_venv_backend = "uv|virtualenv"
-# Install compiled bytecode, as pip does (uv does not by default): where PYTHONDONTWRITEBYTECODE
-# is set, every test process would otherwise compile sympy's and NumPy's sources again.
-os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
+# NOTE: sessions write the bytecode of what they import, once, where it lives: the venv's
+# packages, numpile's sources and the test modules pytest rewrites (shared by every session
+# of one Python). Where PYTHONDONTWRITEBYTECODE is set, every test process, xdist worker
+# and subprocess compiled them all again (numpile's own modules alone: 0.5 s of CPU each);
+# compiling every file of every venv at install instead (UV_COMPILE_BYTECODE) cost 16 s of
+# CPU per venv, mostly files no test imports.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# NOTE: one kernel cache for every session and xdist worker of a checkout (each Python
+# builds its own modules; a layer's tests and the integration tests on one Python share
+# theirs), in .nox beside the venvs: a fresh clone starts cold, as CI does, whatever the
+# user's cache holds, and the run's hundreds of MB never sweep the user's entries out.
+# Tests that need an empty cache make their own. NUMPILE_CACHE_DIR set outside wins.
+os.environ.setdefault("NUMPILE_CACHE_DIR", str(ROOT / ".nox" / "numpile-cache"))
 nox.options.reuse_venv = "yes"
 # A missing interpreter is an error under CI=true (and nox's own CI detection); skipped locally.
 nox.options.error_on_missing_interpreters = bool(os.environ.get("CI"))
@@ -88,11 +101,19 @@ def _local_deps(layer: str) -> list[str]:
     return ordered
 
 
-def _install_layers(session: nox.Session, layers: list[str]) -> None:
+def _install_layers(
+    session: nox.Session,
+    layers: list[str],
+    *requirements: str,
+    extras: Mapping[str, str] | None = None,
+) -> None:
+    """The layers (editable, a layer's extras from `extras`) and `requirements`, in one
+    install: one resolution, and each layer built once (a second install of a layer with
+    an extra built its editable wheel again)."""
     args = []
     for layer in layers:
-        args += ["-e", str(_package_dir(layer))]
-    session.install(*args)
+        args += ["-e", f"{_package_dir(layer)}{(extras or {}).get(layer, '')}"]
+    session.install(*args, *requirements)
 
 
 @nox.session(python=PYTHONS)
@@ -150,10 +171,8 @@ CAPTURE_INTEGRATION_TESTS = [
 def _run_suite(
     session: nox.Session, layers: list[str], tests: Sequence[str] = ("integration_tests",)
 ) -> None:
-    _install_layers(session, LAYERS)
     # The dask extra: integration_tests/test_dask.py starts a real LocalCluster with it.
-    session.install("-e", f"{_package_dir('api')}[dask]")
-    session.install(*TEST_DEPS, "import-linter>=2")
+    _install_layers(session, LAYERS, *TEST_DEPS, "import-linter>=2", extras={"api": "[dask]"})
     session.run("lint-imports")
     paths = [f"packages/{layer}/tests" for layer in layers] + list(tests)
     session.run("pytest", "-q", *PYTEST_PARALLEL, *paths, *session.posargs)
@@ -172,8 +191,7 @@ def _doctest_args(layers: list[str]) -> list[str]:
 def _layer_session(layer: str) -> None:
     @nox.session(name=f"tests-{layer}", python=DEFAULT_PYTHON, tags=["ci", "layers"])
     def layer_tests(session: nox.Session) -> None:
-        _install_layers(session, _local_deps(layer))
-        session.install(*TEST_DEPS)
+        _install_layers(session, _local_deps(layer), *TEST_DEPS)
         session.run("pytest", "-q", *PYTEST_PARALLEL, f"packages/{layer}/tests", *session.posargs)
         session.run("pytest", "-q", *_doctest_args([layer]))
 
@@ -200,8 +218,7 @@ def tests_triton_interpret(session: nox.Session) -> None:
     In ci (since 2026-11-25): it downloads triton once, then runs in about 20 s; out of ci it
     had quietly regressed (a test stand-in the runner no longer recognized).
     """
-    _install_layers(session, LAYERS)
-    session.install(*TEST_DEPS, "triton>=3.0")
+    _install_layers(session, LAYERS, *TEST_DEPS, "triton>=3.0")
     env = {"TRITON_INTERPRET": "1"}
     session.run(
         "pytest",
@@ -237,8 +254,9 @@ def tests_gpu(session: nox.Session) -> None:
     (device copies) and on CuPy arrays. Not in ci (CI has no GPU); posargs name the CuPy
     wheel for the machine's CUDA (default cupy-cuda12x).
     """
-    _install_layers(session, LAYERS)
-    session.install(*TEST_DEPS, "triton>=3.0", *(session.posargs or ["cupy-cuda12x"]))
+    _install_layers(
+        session, LAYERS, *TEST_DEPS, "triton>=3.0", *(session.posargs or ["cupy-cuda12x"])
+    )
     session.run(
         "pytest",
         "-q",
@@ -262,8 +280,7 @@ def tests_gpu(session: nox.Session) -> None:
 @nox.session(python=DEFAULT_PYTHON, tags=["ci"])
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on every package."""
-    _install_layers(session, LAYERS)
-    session.install("mypy>=1.10")
+    _install_layers(session, LAYERS, "mypy>=1.10")
     packages = []
     for layer in LAYERS:
         import_name = "numpile" if layer == "api" else f"numpile_{layer}"
@@ -285,8 +302,9 @@ def docs(session: nox.Session) -> None:
     docstrings) into build/site, warnings as errors. The code blocks of the pages run as
     tests in integration_tests/test_docs.py.
     """
-    _install_layers(session, LAYERS)
-    session.install("mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26")
+    _install_layers(
+        session, LAYERS, "mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"
+    )
     session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
 
 
@@ -304,8 +322,7 @@ def bench(session: nox.Session) -> None:
     nox -s bench -- --quick           # smoke run
     nox -s bench -- --torch           # also installs torch (CPU build) and runs torch.compile
     """
-    _install_layers(session, LAYERS)
-    session.install("numexpr")
+    _install_layers(session, LAYERS, "numexpr")
     if "--torch" in session.posargs:
         # uv ignores pip's config: pass its find-links on, so a CPU wheel on local disk wins.
         links = os.environ.get("PIP_FIND_LINKS", "").split()
