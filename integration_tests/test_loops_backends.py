@@ -26,22 +26,17 @@ def _fresh() -> Iterator[None]:
     numpile.reset()
 
 
-def _same(got: Any, want: Any, *, weak_as_numpy: bool = False) -> None:
+def _same(got: Any, want: Any) -> None:
     if want is None:
         assert got is None
         return
     if isinstance(want, tuple):
         assert isinstance(got, tuple) and len(got) == len(want)
         for got_item, want_item in zip(got, want, strict=True):
-            _same(got_item, want_item, weak_as_numpy=weak_as_numpy)
+            _same(got_item, want_item)
         return
     got_arr, want_arr = np.asarray(got), np.asarray(want)
-    if weak_as_numpy and type(want) in (int, float) and isinstance(got, np.generic):
-        # The inductor returns a loop's carried value as the NumPy scalar the loop carries
-        # even when it ran no iteration (eager Python keeps the initial Python scalar).
-        want_arr = want_arr.astype(got_arr.dtype)
-    else:
-        assert isinstance(got, type(want)) or isinstance(want, type(got)), (type(got), type(want))
+    assert isinstance(got, type(want)) or isinstance(want, type(got)), (type(got), type(want))
     assert got_arr.dtype == want_arr.dtype
     assert got_arr.shape == want_arr.shape
     np.testing.assert_allclose(got_arr, want_arr, rtol=1e-12)
@@ -158,7 +153,7 @@ def test_loop_program(
     for n in TRIP_COUNTS:
         args, expected_args = make(n), make(n)
         want = fn(*expected_args)
-        _same(compiled(*args), want, weak_as_numpy=backend == "inductor" and n == 0)
+        _same(compiled(*args), want)
         for got_arg, want_arg in zip(args, expected_args, strict=True):
             _same(got_arg, want_arg)
 

@@ -80,3 +80,60 @@ def test_out_of_bounds_index_raises_after_the_writes_eager_made() -> None:
     with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 5"):
         fill(eager, 9)
     np.testing.assert_array_equal(mine, eager)
+
+
+def last_index_and_chain(x: Any, n: int) -> Any:
+    s = 0.0
+    i = -1
+    j = 7
+    m = 3
+    a, b = 0, 1
+    for i in range(n):
+        s += x[i] * x[i]
+        m = j  # another carried value, read before this iteration sets it
+        j = i * 2 + 1  # an int expression of the index
+        a, b = b, a + b
+    return s, i, j, m, a, b
+
+
+def last_index_while(x: Any, n: int) -> Any:
+    s = 0.0
+    i = -1
+    k = 0
+    while k < n:
+        i = k
+        s += x[k] * x[k]
+        k += 1
+    return s, i, k
+
+
+@pytest.mark.parametrize("fn", [last_index_and_chain, last_index_while])
+def test_carried_index_is_a_c_local_with_eager_types_at_every_trip_count(
+    fn: Callable[..., Any],
+) -> None:
+    import numpile_runtime as rt
+
+    compiled = numpile.compile(fn, dynamic=True)
+    x = np.random.default_rng(0).random(8)
+    for n in (0, 1, 5):
+        rt.reset_counters()
+        got, want = compiled(x, n), fn(x, n)
+        assert [type(v) for v in got] == [type(v) for v in want], n
+        assert got == want, n
+        assert not {"loop_op_by_op_runs", "loop_host_runs"} & set(rt.counters())
+
+
+def test_host_loop_that_runs_no_iteration_gives_back_its_initial_objects() -> None:
+    def doubling(x: Any, n: int) -> Any:
+        s = 0.0
+        for i in range(n):
+            x = x * 2.0  # array work: a host loop of the compiled body
+            s += x[i]
+        return s, x
+
+    compiled = numpile.compile(doubling, dynamic=True)
+    x = np.arange(4.0)
+    for n in (0, 2):
+        got, want = compiled(x, n), doubling(x, n)
+        assert type(got[0]) is type(want[0]) and got[0] == want[0], n
+        np.testing.assert_array_equal(got[1], want[1])

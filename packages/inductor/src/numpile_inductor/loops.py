@@ -158,9 +158,9 @@ def host_loop(
     """The implementation of a `for_loop` node that calls `compiled` (the body) per index,
     or runs the body op by op (`body_runner`) when it was not worth compiling.
 
-    With `typed`, the final carried values have the types of the node's metadata: a loop
-    that ran no iteration gives its initial Python scalar as the NumPy scalar the loop would
-    carry (the compiled module reads metadata types; eager Python keeps the Python scalar).
+    With `typed`, the final carried values have the types of the node's metadata (a Python
+    scalar an iteration left untouched comes back as the NumPy scalar the loop carries); a
+    loop that ran no iteration gives back its initial objects themselves, as eager does.
     Each call counts `loop_host_runs` (a compiled body) or `loop_op_by_op_runs` on
     `numpile_runtime.counters()`: which path a loop took.
     """
@@ -177,6 +177,8 @@ def host_loop(
         state = tuple(values[:carried])
         invariants = values[carried:]
         matching = _matches(state, metas[1 : 1 + carried])
+        if not indices:
+            return state  # no value went through the body: the initial objects, as eager
         for index in indices:
             if matching:
                 new = tuple(compiled(index, *state, *invariants))

@@ -1025,12 +1025,18 @@ def _emit_body(
             writer.bails = True
     if len(outputs) != len(locals_):
         raise NotScalarLoop("the body's outputs are not its carried values")
+    outs = body.output if isinstance(body.output, tuple) else (body.output,)
+    for k, out in enumerate(outs[: len(locals_)]):
+        if isinstance(out, Node) and out.op is None and out is not placeholders[1 + k]:
+            # The loop index (`for i` read after the loop) or another carried value
+            # (`a, b = b, a`): read before any carried local is assigned.
+            other = outputs[k]
+            assert other is not None
+            copy = writer.define(other.dtype, other.text)
+            outputs[k] = CValue(copy, other.dtype, other.python, other.bits)
     for k, (local, new) in enumerate(zip(locals_, outputs, strict=True)):
-        out = body.output[k] if isinstance(body.output, tuple) else body.output
-        if out is placeholders[1 + k]:
+        if outs[k] is placeholders[1 + k]:
             continue
-        if isinstance(out, Node) and out.op is None:
-            raise NotScalarLoop("a carried value that is another carried value")
         assert new is not None
         cast = c_expr("cast", [new.text], [new.dtype], local.dtype)
         writer.buf.writeline(f"{local.text} = {cast};")
