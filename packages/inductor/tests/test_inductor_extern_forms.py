@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from numpile_capture import Graph, ScalarMeta, compile_function, get_op, run_graph
+from numpile_capture import Graph, ScalarMeta, compile_function, get_op, reset, run_graph
 from numpile_inductor import compile_graph
 from numpile_inductor.codegen.c.buffer_pool import MIN_POOLED_BYTES
 
@@ -106,14 +106,15 @@ def _bits_then(op: str, constant: Any) -> Any:
         ("lshift", np.int64(70)),
     ],
 )
+@pytest.mark.parametrize("dynamic", [True, False])
 def test_bitwise_ops_of_a_loop_result_and_a_constant_are_c(
-    op: str, constant: Any, python_calls: Any
+    op: str, constant: Any, dynamic: bool, python_calls: Any
 ) -> None:
+    reset()  # every case's `fn` shares one code object: no recompile limit across cases
     fn = _bits_then(op, constant)
-    # The constant stays a constant: the default policy specializes a NumPy scalar that
-    # never changes (dynamic=True would make it a 0-d input, whose ops with a loop result
-    # are a NumPy call, not an extern form); the data's size turns dynamic after a change.
-    compiled = compile_function(fn, backend="inductor")
+    # dynamic=True makes the NumPy scalar a 0-d input (two scalars of one type meet in C);
+    # dynamic=False keeps it a constant of the graph (a scalar and a literal).
+    compiled = compile_function(fn, backend="inductor", dynamic=dynamic)
     info = np.iinfo(constant.dtype)
     rng = np.random.default_rng(5)
     for data in (

@@ -72,11 +72,12 @@ def write_extern_form(
     operands: Sequence[str | None],
     args: tuple[Any, ...],
     kwargs: tuple[tuple[str, Any], ...],
+    dtype: np.dtype[Any] | None = None,
 ) -> bool:
     """Write the C form of extern `op_name` into `code`, setting `o_<buffer>`; False (and
     nothing written) when it has none for these arguments. `operands` holds, per
     `BufferRef` argument, the C `PyArrayObject *` expression of that buffer, or None where
-    the call holds it as a Python object only."""
+    the call holds it as a Python object only; `dtype` is the result's, where known."""
     keywords = dict(kwargs)
     refs = [arg for arg in args if isinstance(arg, BufferRef)]
     target = f"o_{buffer}"
@@ -94,6 +95,8 @@ def write_extern_form(
         return _filled(code, target, op_name == "zeros", args, keywords)
     if op_name in BITWISE and len(args) == 2 and len(refs) == 1 and not kwargs:
         return _bitwise_on_scalar(code, target, op_name, args)
+    if op_name in BITWISE and len(refs) == 2 == len(args) and not kwargs and dtype is not None:
+        return _bitwise_of_scalars(code, target, op_name, refs, dtype)
     if op_name == "py_binary" and keywords.get("operator") in _INT_OVERFLOW and len(args) == 2:
         if not all(isinstance(arg, BufferRef) or _small_int(arg) for arg in args):
             return False
@@ -159,6 +162,31 @@ def _bitwise_on_scalar(code: CodeBuffer, target: str, op_name: str, args: tuple[
     with code.block(f"if (Py_TYPE({obj}) == &Py{name}ArrType_Type)"):
         code.writeline(f"{ct} x;")
         code.writeline(f"PyArray_ScalarAsCtype({obj}, &x);")
+        code.writeline(f"{ct} r = {result};")
+        code.writeline(f"PyArray_Descr *descr = PyArray_DescrFromType({dtype.num});")
+        code.writeline(f"{target} = PyArray_Scalar(&r, descr, NULL);")
+        code.writeline("Py_DECREF(descr);")
+        code.writeline(f"if ({target} == NULL) {{ goto fail; }}")
+    return True
+
+
+def _bitwise_of_scalars(
+    code: CodeBuffer, target: str, op_name: str, refs: list[BufferRef], dtype: np.dtype[Any]
+) -> bool:
+    # Two NumPy integer scalars (a loop's result and a NumPy scalar input: `crc ^ mask`
+    # where `mask` changed between calls): C where both are of the result's exact type;
+    # else `target` stays NULL and the extern runs.
+    name = _SCALAR_NAMES.get(dtype.char)
+    if name is None:
+        return False
+    ct = c_type(dtype)
+    objs = [f"o_{ref.name}" for ref in refs]
+    result = c_expr(op_name, ["x0", "x1"], [dtype, dtype], dtype)
+    same = " && ".join(f"Py_TYPE({obj}) == &Py{name}ArrType_Type" for obj in objs)
+    with code.block(f"if ({same})"):
+        code.writeline(f"{ct} x0, x1;")
+        code.writeline(f"PyArray_ScalarAsCtype({objs[0]}, &x0);")
+        code.writeline(f"PyArray_ScalarAsCtype({objs[1]}, &x1);")
         code.writeline(f"{ct} r = {result};")
         code.writeline(f"PyArray_Descr *descr = PyArray_DescrFromType({dtype.num});")
         code.writeline(f"{target} = PyArray_Scalar(&r, descr, NULL);")

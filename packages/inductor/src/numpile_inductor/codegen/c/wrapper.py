@@ -563,7 +563,10 @@ class _Emitter:
         code = self.code
         # Small externs around kept loops (`x.shape[0]`, `n - 1`, `np.zeros_like(b)`) in C.
         arrays = [self._array(name) if self._has_array(name) else None for name in refs]
-        if write_extern_form(code, step.buffer, step.op_name, arrays, step.args, step.kwargs):
+        dtype = self.buffers[step.buffer].dtype
+        if write_extern_form(
+            code, step.buffer, step.op_name, arrays, step.args, step.kwargs, dtype
+        ):
             if step.op_name not in FALLBACK:
                 self._after_extern(step)
                 return
