@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -224,8 +225,9 @@ def _row_update(a: Any) -> Any:
 
 
 def test_array_sized_body_falls_back_to_numpy_with_a_perf_hint(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, fresh_cache: Path
 ) -> None:
+    # A fresh cache: the hint is logged where the loop is compiled, not on a cache hit.
     with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
         compiled = _compare(_row_update, np.arange(20.0).reshape(4, 5))
     assert "loop_v" not in compiled.source
