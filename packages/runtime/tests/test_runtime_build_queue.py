@@ -126,7 +126,9 @@ def test_compilers_of_idle_tasks_run_at_a_low_priority() -> None:
     low = str(max(here, rt.IDLE_NICE))
     assert priority["normal"][0] == str(here)
     assert priority["idle"][0] == low
-    assert priority["idle"][1] in (low, "none")
+    # The compiler's own session starts a fresh autogroup (nice 0), lowered to IDLE_NICE
+    # whatever this process's nice value is.
+    assert priority["idle"][1] in (str(rt.IDLE_NICE), "none")
     assert priority["normal"][1] in ("0", "none")
 
 
