@@ -46,7 +46,7 @@ from .ops import c_expr, c_literal, c_type
 
 __all__ = ["BITWISE", "FALLBACK", "write_extern_form"]
 
-#: The bitwise ops with a C form on a NumPy integer scalar and a constant.
+#: The bitwise ops with a C form on NumPy integer scalars (and a constant of their type).
 BITWISE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"})
 
 # NumPy's scalar type names in its C API (`PyUInt32ArrType_Type` is `UInt`), by type char.
@@ -93,10 +93,8 @@ def write_extern_form(
         return True
     if op_name in ("zeros", "empty") and set(keywords) == {"shape", "dtype"}:
         return _filled(code, target, op_name == "zeros", args, keywords)
-    if op_name in BITWISE and len(args) == 2 and len(refs) == 1 and not kwargs:
-        return _bitwise_on_scalar(code, target, op_name, args)
-    if op_name in BITWISE and len(refs) == 2 == len(args) and not kwargs and dtype is not None:
-        return _bitwise_of_scalars(code, target, op_name, refs, dtype)
+    if op_name in BITWISE and len(args) == 2 and refs and not kwargs:
+        return _bitwise_on_scalars(code, target, op_name, args, dtype)
     if op_name == "py_binary" and keywords.get("operator") in _INT_OVERFLOW and len(args) == 2:
         if not all(isinstance(arg, BufferRef) or _small_int(arg) for arg in args):
             return False
@@ -143,50 +141,36 @@ def _filled(
     return True
 
 
-def _bitwise_on_scalar(code: CodeBuffer, target: str, op_name: str, args: tuple[Any, ...]) -> bool:
-    # Leaves `target` NULL (the extern runs) unless the operand is a scalar of the constant's
-    # exact type, so the result has that type too.
-    constant = next(arg for arg in args if not isinstance(arg, BufferRef))
-    ref = next(arg for arg in args if isinstance(arg, BufferRef))
-    if not isinstance(constant, np.integer):
-        return False
-    dtype = constant.dtype
-    name = _SCALAR_NAMES.get(dtype.char)
-    if name is None:
-        return False
-    obj = f"o_{ref.name}"
-    ct = c_type(dtype)
-    literal = c_literal(constant.item(), dtype)
-    operands = ["x" if isinstance(arg, BufferRef) else literal for arg in args]
-    result = c_expr(op_name, operands, [dtype, dtype], dtype)
-    with code.block(f"if (Py_TYPE({obj}) == &Py{name}ArrType_Type)"):
-        code.writeline(f"{ct} x;")
-        code.writeline(f"PyArray_ScalarAsCtype({obj}, &x);")
-        code.writeline(f"{ct} r = {result};")
-        code.writeline(f"PyArray_Descr *descr = PyArray_DescrFromType({dtype.num});")
-        code.writeline(f"{target} = PyArray_Scalar(&r, descr, NULL);")
-        code.writeline("Py_DECREF(descr);")
-        code.writeline(f"if ({target} == NULL) {{ goto fail; }}")
-    return True
-
-
-def _bitwise_of_scalars(
-    code: CodeBuffer, target: str, op_name: str, refs: list[BufferRef], dtype: np.dtype[Any]
+def _bitwise_on_scalars(
+    code: CodeBuffer, target: str, op_name: str, args: tuple[Any, ...], dtype: np.dtype[Any] | None
 ) -> bool:
-    # Two NumPy integer scalars (a loop's result and a NumPy scalar input: `crc ^ mask`
-    # where `mask` changed between calls): C where both are of the result's exact type;
-    # else `target` stays NULL and the extern runs.
+    # A bitwise op of NumPy integer scalars (a loop's result; a NumPy scalar input) and at
+    # most one constant of their type (`crc ^ 0xFFFFFFFF`, `crc ^ mask`): C where every
+    # scalar operand is of the result's exact type, so the result has that type too; else
+    # `target` stays NULL and the extern runs.
+    constants = [arg for arg in args if not isinstance(arg, BufferRef)]
+    if constants:
+        if not isinstance(constants[0], np.integer):
+            return False
+        dtype = constants[0].dtype
+    if dtype is None:
+        return False
     name = _SCALAR_NAMES.get(dtype.char)
     if name is None:
         return False
     ct = c_type(dtype)
-    objs = [f"o_{ref.name}" for ref in refs]
-    result = c_expr(op_name, ["x0", "x1"], [dtype, dtype], dtype)
+    objs = [f"o_{arg.name}" for arg in args if isinstance(arg, BufferRef)]
+    operands = [
+        f"x{k}" if isinstance(arg, BufferRef) else c_literal(arg.item(), dtype)
+        for k, arg in enumerate(args)
+    ]
+    result = c_expr(op_name, operands, [dtype, dtype], dtype)
     same = " && ".join(f"Py_TYPE({obj}) == &Py{name}ArrType_Type" for obj in objs)
     with code.block(f"if ({same})"):
-        code.writeline(f"{ct} x0, x1;")
-        code.writeline(f"PyArray_ScalarAsCtype({objs[0]}, &x0);")
-        code.writeline(f"PyArray_ScalarAsCtype({objs[1]}, &x1);")
+        for k, arg in enumerate(args):
+            if isinstance(arg, BufferRef):
+                code.writeline(f"{ct} x{k};")
+                code.writeline(f"PyArray_ScalarAsCtype(o_{arg.name}, &x{k});")
         code.writeline(f"{ct} r = {result};")
         code.writeline(f"PyArray_Descr *descr = PyArray_DescrFromType({dtype.num});")
         code.writeline(f"{target} = PyArray_Scalar(&r, descr, NULL);")
