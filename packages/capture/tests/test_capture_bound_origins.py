@@ -7,21 +7,16 @@ Each program runs compiled and eagerly on the same inputs (values, dtypes, in-pl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from numpile_capture import compile_function, reset
+from numpile_capture import compile_function
 from numpile_capture.capture_events import recording_captures
 
-
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 def _same(got: Any, want: Any) -> None:

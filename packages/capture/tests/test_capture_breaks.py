@@ -12,17 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from numpile_capture import Unsupported, compile_function, explain, reset
+from numpile_capture import Unsupported, compile_function, explain
 from numpile_capture.config import config
 from numpile_capture.dispatch import CaptureEvent, CaptureFallbackWarning, recording_captures
 from numpile_capture.fallbacks import NumpilePerformanceWarning
 
-
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 def _same(a: Any, b: Any) -> None:

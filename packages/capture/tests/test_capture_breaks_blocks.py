@@ -8,23 +8,18 @@ import io
 import json
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from numpile_capture import compile_function, explain, reset, run_graph
+from numpile_capture import compile_function, explain, run_graph
 from numpile_capture.config import config
 from numpile_capture.dispatch import CaptureEvent, CaptureFallbackWarning, recording_captures
 from numpile_capture.graph_breaks import MAX_NESTED_RESUMES
 
-
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 def _same(a: Any, b: Any) -> None:

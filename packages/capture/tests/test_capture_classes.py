@@ -5,22 +5,17 @@ from __future__ import annotations
 import copy
 import dataclasses
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 import numpy as np
 import pytest
 
-from numpile_capture import capture_function, compile_function, reset
+from numpile_capture import capture_function, compile_function
 from numpile_capture.dispatch import CaptureEvent, CaptureFallbackWarning, recording_captures
 
-
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 class Accumulator:

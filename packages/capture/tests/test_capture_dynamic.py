@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,11 +17,7 @@ from numpile_guards import cache_for
 SIZES = (5, 9, 2, 17, 64, 3)
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 def _graphs(events: list[CaptureEvent]) -> list[Graph]:

@@ -6,7 +6,6 @@ in-place effects exactly once, on the first call, on a remembered hit and after 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,6 @@ from numpile_capture import (
     NotCompiledYet,
     compile_function,
     graph_break,
-    reset,
     run_graph,
 )
 
@@ -42,11 +40,7 @@ class _Tiered:
         return run_graph(self.graph, args)
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 def _backend(made: list[_Tiered], eager_calls: int) -> Any:

@@ -9,23 +9,18 @@ run, and the functions whose parameter names keep the unfused path.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
-from numpile_capture import CompiledFunction, Graph, register_backend, reset, run_graph
+from numpile_capture import CompiledFunction, Graph, register_backend, run_graph
 from numpile_guards import cache_for
 
 SCALE = 2.0
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 def _compiled(fn: Any, **options: Any) -> Any:

@@ -10,15 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from numpile_capture import capture_function, compile_function, reset
+from numpile_capture import capture_function, compile_function
 from numpile_capture.dispatch import CaptureEvent, CaptureFallbackWarning, recording_captures
 
-
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 def _run(

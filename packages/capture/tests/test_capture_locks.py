@@ -13,7 +13,7 @@ import threading
 import time
 import types
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,6 @@ from numpile_capture import (
     Unsupported,
     compile_function,
     eager,
-    reset,
 )
 from numpile_guards import cache_for
 from numpile_runtime import compiling_in_this_thread
@@ -35,11 +34,7 @@ TIMEOUT_S = 120
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="fork and SIGUSR1 are POSIX's")
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 def _run_script(source: str) -> str:

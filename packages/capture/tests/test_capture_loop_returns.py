@@ -7,24 +7,20 @@ on values, dtypes and in-place effects; the graph must be one graph with a `for_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from numpile_capture import capture_function, compile_function, explain, reset
+from numpile_capture import capture_function, compile_function, explain
 from numpile_capture.testing import assert_same_as_eager as _same
 from numpile_capture.testing import op_names as _ops
 
 TRIP_COUNTS = (0, 1, 2, 7)
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 def first_above(x: Any) -> Any:

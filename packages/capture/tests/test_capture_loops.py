@@ -6,7 +6,7 @@ counts, 0 and 1 included; values, dtypes and the inputs' in-place effects must m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,6 @@ from numpile_capture import (
     compile_function,
     explain,
     get_op,
-    reset,
     run_graph,
 )
 from numpile_capture.capture_events import recording_captures
@@ -32,11 +31,7 @@ from numpile_capture.testing import op_names as _ops
 TRIP_COUNTS = (0, 1, 2, 7)
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 def _sum_of_squares_graph() -> Graph:

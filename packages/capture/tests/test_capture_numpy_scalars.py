@@ -4,7 +4,7 @@ and errors, an integer one indexing as its int; of values known now, NumPy runs 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,12 +22,7 @@ from numpile_capture import (
 )
 from numpile_guards import cache_for
 
-
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 def _index_sum(x: Any) -> Any:

@@ -13,22 +13,16 @@ import subprocess
 import sys
 import types
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
-from numpile_capture import CompiledFunction, compile_function, disable, reset
+from numpile_capture import CompiledFunction, compile_function, disable
 from numpile_capture.graph_breaks import capture_with_breaks
 from numpile_guards import cache_for
 
-
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 @disable  # the depth of the real stack, never traced

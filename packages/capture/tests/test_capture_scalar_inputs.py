@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -14,12 +14,7 @@ from numpile_capture.capture_events import CaptureEvent, recording_captures
 from numpile_capture.dynamic_shapes import DynamicPolicy
 from numpile_guards import cache_for
 
-
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 def _compiles(events: list[CaptureEvent]) -> int:

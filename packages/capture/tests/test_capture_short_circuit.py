@@ -9,13 +9,13 @@ interpreter (3.11, 3.12 and 3.13 lay these tests out differently).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from numpile_capture import capture_function, compile_function, explain, reset
+from numpile_capture import capture_function, compile_function, explain
 from numpile_capture.bytecode import normalized_instructions
 from numpile_capture.short_circuit import BRANCHES, find_condition
 from numpile_capture.testing import assert_same_as_eager as _same
@@ -24,11 +24,7 @@ from numpile_capture.testing import op_names as _ops
 TRIP_COUNTS = (0, 1, 2, 7)
 
 
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    reset()
-    yield
-    reset()
+pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
 
 def leading_small(x: Any) -> Any:
