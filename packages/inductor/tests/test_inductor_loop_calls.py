@@ -31,7 +31,9 @@ def _compiled(fn: Callable[..., Any], tmp_path: Path) -> Any:
 
 
 def _loop_source(tmp_path: Path) -> str:
-    sources = [p.read_text() for p in sorted(tmp_path.glob("debug/*/output_code.c"))]
+    # The C of the graph compiled last (folders are named by graph hash, so by write time).
+    paths = sorted(tmp_path.glob("debug/*/output_code.c"), key=lambda p: p.stat().st_mtime_ns)
+    sources = [p.read_text() for p in paths]
     found = [source for source in sources if "loop_v" in source]
     assert found, "no C loop function"
     return found[-1]
