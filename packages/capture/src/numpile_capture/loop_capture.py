@@ -45,6 +45,14 @@ from .graph import Graph
 from .kept_loop import bind_outputs, return_slot, trace_to_fixpoint, undone_on_fallback
 from .loop_bounds import bound_expr, bound_value
 from .loop_else import carry_left, else_end, run_else_clause
+from .loop_entry import (
+    EmptyRange,
+    can_end_graph,
+    describe_retyped,
+    end_graph_after,
+    range_entered,
+    retyped_after,
+)
 from .loop_exit import BROKE, LoopExit, ReturnSlot, exit_block, tracing_body
 from .loop_exit import LoopFallback as LoopFallback
 from .loop_index import index_scope, range_bounds
@@ -119,7 +127,15 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     def carried(added: tuple[str, ...]) -> None:
         loop.carried = (*loop.carried, *added)
 
+    initial = dict(metas)
     first, body, metas = trace_to_fixpoint(frame, trace, metas, scalars, returns, carried=carried)
+    retyped = retyped_after(frame, initial, metas, (extent.head, extent.exit))
+    entered = _entered(iterator, (first, body), len(metas)) if retyped else True
+    if entered is False:
+        raise EmptyRange  # guarded: this entry serves the calls whose range is empty
+    why = describe_retyped(retyped, initial, metas)
+    if entered is None and (not can_end_graph(frame) or (returns is not None and returns.carried)):
+        raise LoopFallback(f"the type of {why} after it depends on whether it ran")
     if extent.else_end is not None and first is not None:
         # After 0 iterations (or a break in the first) a carried value keeps its Python
         # type, after more it is a NumPy value: the clause traced once cannot be both.
@@ -138,6 +154,16 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         raise
     if not pinned:
         note_loop_bounds(iterator.bounds)  # a new trip count must not compile again
+    if entered is None:
+        end_graph_after(frame, extent.exit, frame.instructions[extent.head].lineno, why)
+
+
+def _entered(iterator: RangeIterVar, traced: tuple[Graph | None, Graph], carried: int) -> bool | None:
+    # Whether the loop runs at least one whole iteration on this call (guarded), None where
+    # only the run time knows: a body that may break may leave in its first iteration.
+    if any(graph is not None and len(graph.output) > carried for graph in traced):
+        return None
+    return range_entered(iterator.bounds)
 
 
 def _after_loop(frame: Frame, extent: _Extent, returns: ReturnSlot | None) -> None:

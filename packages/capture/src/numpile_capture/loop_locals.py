@@ -70,7 +70,7 @@ def body_names(
     read_outside = {
         name
         for name in stored
-        if any(_read_after(instructions, start, name, head, span) for start in starts)
+        if any(read_after(instructions, start, name, head, span) for start in starts)
     }
     state = frame.state
     carried: list[str] = []
@@ -89,12 +89,12 @@ def body_names(
 _NO_FALL_THROUGH = ("JUMP", "RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE")
 
 
-def _read_after(
+def read_after(
     instructions: Sequence[Instruction], start: int, name: str, head: int, exit_at: int
 ) -> bool:
-    # Whether some path from `start` reads local `name` before storing it (so its value
-    # after the loop [head, exit_at) matters). Exception edges count, from code outside
-    # the loop only: a kept body raises nothing inside a try block (see Frame.step).
+    """Whether some path from instruction `start` reads local `name` before storing it (so
+    its value after the loop [head, exit_at) matters). Exception edges count, from code
+    outside the loop only: a kept body raises nothing inside a try block (see Frame.step)."""
     seen: set[int] = set()
     pending = [start]
     while pending:

@@ -17,6 +17,7 @@ from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
 from .config import config
 from .loop_capture import LoopFallback, keep_loop, log
+from .loop_entry import EmptyRange
 from .loop_exit import BodyBreaks, NestedReturn
 from .loop_ranges import RangeIterVar, pinned, range_iterator, unrolled
 from .loop_region import in_python
@@ -184,6 +185,12 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
                     "without a loop VJP)"
                 )
             keep_loop(frame, inst, iterator)
+            return
+        except EmptyRange:
+            # Empty on this call (guarded, see loop_entry): the loop vanishes.
+            note_loop_bounds(iterator.bounds)
+            frame.state.pop()
+            frame.jump(inst)
             return
         except NestedReturn:
             raise  # the enclosing kept loop traces its body again (see loop_return)

@@ -31,6 +31,7 @@ from .control_flow import add_while_loop
 from .graph import Graph
 from .kept_loop import bind_outputs, return_slot, trace_to_fixpoint, undone_on_fallback
 from .loop_else import else_end, run_else_clause
+from .loop_entry import can_end_graph, describe_retyped, end_graph_after, retyped_after
 from .loop_exit import (
     LEFT,
     LoopExit,
@@ -43,7 +44,7 @@ from .loop_exit import (
 from .loop_locals import body_names, read_lazy_locals
 from .meta import ArrayMeta, ScalarMeta
 from .trace_snapshot import Snapshot
-from .variables import ConstantVar
+from .variables import ConstantVar, Variable
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -192,7 +193,13 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
             scalars.add(LEFT)
         if returns is not None and returns.parent is not None and returns.parent.carried:
             inherit_return(frame, returns, metas, scalars)  # the trace carries all of metas
+        initial = dict(metas)
         first, traced, metas = trace_to_fixpoint(frame, trace, metas, scalars, returns)
+        retyped = retyped_after(frame, initial, metas, (shape.body, shape.exit))
+        why = describe_retyped(retyped, initial, metas)
+        entered = not retyped or _entered(frame, shape, pred)
+        if not entered and (not can_end_graph(frame) or (returns is not None and returns.carried)):
+            raise LoopFallback(f"the type of {why} after it depends on whether it ran")
         if clause_end is not None and first is not None:
             raise LoopFallback("its else clause reads values whose type depends on the trip count")
         if clause_end is not None and returns is not None and returns.carried:
@@ -212,6 +219,8 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     )
     bind_outputs(frame, inst, outputs, tuple(metas))
     frame.pc = shape.exit
+    if not entered:
+        end_graph_after(frame, shape.exit, inst.lineno, why)
     if clause_end is not None:
         run_else_clause(frame, shape.exit, clause_end)
     elif returns is not None and returns.carried:
@@ -222,6 +231,19 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         else:
             leaves = [state.locals[name] for name in returns.names]
             frame.result = unflatten_value(leaves, returns.spec)
+
+
+def _entered(frame: Frame, shape: WhileShape, pred: Variable) -> bool:
+    # Whether the loop surely runs one whole iteration: its first test is known true now
+    # and its body leaves only through its bottom test (no break, no return).
+    if not isinstance(pred, ConstantVar) or bool(pred.value) is not shape.enter_if:
+        return False
+    for inst in frame.instructions[shape.body : shape.test]:
+        if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):
+            return False
+        if inst.target is not None and not shape.body <= inst.target <= shape.test:
+            return False
+    return not shape.forever
 
 
 def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:

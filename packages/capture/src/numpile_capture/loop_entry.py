@@ -1,0 +1,231 @@
+"""Whether a kept loop runs at all, where the types of the code after it depend on it.
+
+A carried value may change type in a loop's first iteration: a Python `0.0` becomes the
+NumPy float64 that `s + x[i]` gives, a Python int the int64 of `crc ^ data[i]`. A loop of
+no iteration gives back its initial objects, as eager does, so code after it that was
+traced on the loop's type would compute with the wrong type (and, for a Python int, the
+wrong overflow) at trip count 0. Where a carried value whose type changes is read after
+the loop (`retyped_after`) and the loop is not proven to run at least once:
+
+- a `for` over a range whose bounds are constants, sizes or int inputs guards whether the
+  range is empty (`range_entered`: `stop > start` for a positive step, `stop < start` for
+  a negative one). This is torch's 0/1 specialization applied to trip counts: every
+  non-empty trip count shares one entry; an empty range compiles an entry of its own in
+  which the loop vanishes (`EmptyRange`) and the initial objects flow on;
+- otherwise (a `while`, bounds computed at run time, a body that may `break`) the graph
+  ends after the loop (`end_graph_after`): its carried values come back as objects and
+  capture resumes after the loop on their actual types, a graph break whose reason names
+  the values;
+- inside the body of another kept loop (or under a transform), where neither can happen,
+  the loop is not kept.
+
+    >>> text_of_range(("0", "L['n']", 1))
+    ("L['n'] > 0", "L['n'] <= 0")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from numpile_guards import relation
+from numpile_guards.symbolic import SymInt
+
+from .bytecode import Instruction
+from .capture_result import Unsupported
+from .dynamic_shapes import active_shape_env
+from .loop_exit import innermost
+from .loop_index import is_loop_symbol
+from .loop_locals import read_after
+from .meta import ArrayMeta, ScalarMeta
+from .variables import ConstantVar, ScalarInputVar, ScalarNodeVar, Variable
+
+if TYPE_CHECKING:
+    from .frame import Frame
+
+
+class EmptyRange(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """The kept loop's range is empty on this call (guarded): the loop vanishes, and its
+    FOR_ITER goes on after it as for an exhausted iterator."""
+
+
+def retyped_after(
+    frame: Frame,
+    initial: dict[str, ArrayMeta | ScalarMeta],
+    final: dict[str, ArrayMeta | ScalarMeta],
+    span: tuple[int, int],
+) -> tuple[str, ...]:
+    """The carried locals whose type before the loop differs from the loop's (`initial`
+    and `final` metadata) and that some path from the loop's exit reads; `span` is the
+    loop's instructions [head, exit)."""
+    head, exit_at = span
+    return tuple(
+        name
+        for name, before in initial.items()
+        if name in final
+        and not name.startswith(".")
+        and _type_of(before) != _type_of(final[name])
+        and read_after(frame.instructions, exit_at, name, head, exit_at)
+    )
+
+
+def _type_of(meta: ArrayMeta | ScalarMeta) -> Any:
+    # What code after the loop sees of a carried value: its Python type, or its dtype and
+    # shape (strides a loop forgets do not change what NumPy computes).
+    if isinstance(meta, ScalarMeta):
+        return meta.type
+    return (meta.dtype, tuple(meta.shape))
+
+
+def describe_retyped(
+    names: Sequence[str],
+    initial: dict[str, ArrayMeta | ScalarMeta],
+    final: dict[str, ArrayMeta | ScalarMeta],
+) -> str:
+    """`` `s` (float before the loop, float64 after an iteration) ``, for reasons and logs."""
+    return ", ".join(
+        f"`{name}` ({_shown(initial[name])} before the loop, {_shown(final[name])} after an "
+        "iteration)"
+        for name in names
+    )
+
+
+def _shown(meta: ArrayMeta | ScalarMeta) -> str:
+    if isinstance(meta, ScalarMeta):
+        return meta.type.__name__
+    return str(meta.dtype) if meta.shape == () else f"{meta.dtype}{list(meta.shape)}"
+
+
+def range_entered(bounds: tuple[Variable, Variable, Variable]) -> bool | None:
+    """Whether `range(*bounds)` is non-empty on this call, guarded so the entry serves
+    only calls that agree; None where only the run time knows (a bound computed by the
+    graph, a loop index, a step that is no constant)."""
+    start, stop, step = bounds
+    if not (isinstance(step, ConstantVar) and type(step.value) is int) or step.value == 0:
+        return None
+    forward = step.value > 0
+    if any(isinstance(bound, ScalarInputVar) and not bound.read for bound in (start, stop)):
+        return _guard_text(start, stop, step.value)
+    low, high = _expr(start), _expr(stop)
+    if low is None or high is None:
+        return None
+    if isinstance(low, int) and isinstance(high, int):
+        return high > low if forward else high < low
+    entered = relation(">" if forward else "<", high, low)
+    env = active_shape_env()
+    if env is None:
+        return None
+    decided = env.decide(entered)
+    if decided is not None:
+        return decided
+    if _mentions_index(high) or _mentions_index(low):
+        return None  # an index of an enclosing loop changes per iteration: no guard
+    return env.evaluate(entered, reason="whether a loop runs (the types after it depend on it)")
+
+
+def _expr(var: Variable) -> Any:
+    # A bound as an int or a size expression (sympy or affine), or None.
+    if isinstance(var, ConstantVar) and type(var.value) is int:
+        return var.value
+    if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+        return var.value.expr
+    if isinstance(var, ScalarInputVar) and type(var.current) is int:
+        return var.current  # read already: guarded equal to this value
+    if isinstance(var, ScalarNodeVar):
+        return var.expr
+    return None
+
+
+def _mentions_index(expr: Any) -> bool:
+    return any(is_loop_symbol(symbol) for symbol in getattr(expr, "free_symbols", ()))
+
+
+def _guard_text(start: Variable, stop: Variable, step: int) -> bool | None:
+    # A range bounded by an unspecialized int input (`range(n)`, `range(1, n)`): the
+    # relation as Python text over the sources, guarded as it is now.
+    env = active_shape_env()
+    texts = [_text(bound) for bound in (start, stop)]
+    hints = [_hint(bound) for bound in (start, stop)]
+    if env is None or None in texts or None in hints:
+        return None
+    assert texts[0] is not None and texts[1] is not None
+    entered, empty = text_of_range((texts[0], texts[1], step))
+    runs = len(range(hints[0] or 0, hints[1] or 0, step)) > 0
+    env.add_relation(entered if runs else empty, "whether a loop runs (the types after it depend on it)")
+    return runs
+
+
+def text_of_range(texts: tuple[str, str, int]) -> tuple[str, str]:
+    """The Python texts of "`range(start, stop, step)` is not empty" and of its negation,
+    from the bounds' texts."""
+    start, stop, step = texts
+    if step > 0:
+        return f"{stop} > {start}", f"{stop} <= {start}"
+    return f"{stop} < {start}", f"{stop} >= {start}"
+
+
+def _text(var: Variable) -> str | None:
+    if isinstance(var, ScalarInputVar) and not var.read and var.source is not None:
+        return var.source.name
+    if isinstance(var, ConstantVar) and type(var.value) is int:
+        return str(var.value)
+    if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+        env = active_shape_env()
+        return None if env is None else f"({env.render(var.value.expr)})"
+    return None
+
+
+def _hint(var: Variable) -> int | None:
+    if isinstance(var, ScalarInputVar) and type(var.current) is int:
+        return var.current
+    if isinstance(var, ConstantVar) and type(var.value) is int:
+        return var.value
+    if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+        return var.value.hint
+    return None
+
+
+def can_end_graph(frame: Frame) -> bool:
+    """Whether capture may end the graph after a loop of `frame` (`end_graph_after`): not
+    inside another kept loop's body nor under a transform, which trace one graph."""
+    return innermost(frame) is None and not frame.tracer.transform_depth
+
+
+def end_graph_after(frame: Frame, exit_at: int, line: int | None, why: str) -> None:
+    """End the graph after a kept loop whose carried types depend on whether it ran:
+    capture resumes after the loop (a graph break at `resume_index`) on the values'
+    actual types.
+
+    In an inlined call the break is at the call. The break's own capture, which stops
+    there (see graph_breaks), returns: the frame goes on to stop there.
+    """
+    # Late import: frame imports the loop modules that call this one.
+    from .frame import BreakAt
+
+    reason = (
+        f"the type of {why} after the loop at line {line} depends on whether it ran (its "
+        "trip count is known only at run time): the graph ends after the loop and capture "
+        "resumes on the values' actual types"
+    )
+    if not frame.is_root:
+        raise Unsupported(reason, frame.code.co_filename, line)
+    at = resume_index(frame.instructions, exit_at)
+    if frame.tracer.stop_at == at:
+        return
+    raise BreakAt(Unsupported(reason, frame.code.co_filename, line), at)
+
+
+def resume_index(instructions: Sequence[Instruction], exit_at: int) -> int:
+    """Where the graph ends after a loop exiting to `exit_at`: at the first instruction
+    there that computes (the loads and stores before it only move values, traced as
+    they are: a break function can run no lone load)."""
+    at = exit_at
+    while at + 1 < len(instructions) and instructions[at].opname in _MOVES:
+        at += 1
+    return at
+
+
+# NOTE: normalized instructions that only move values between the stack and the locals.
+_MOVES = frozenset(
+    {"LOAD_FAST", "LOAD_CONST", "LOAD_GLOBAL", "LOAD_DEREF", "PUSH_NULL", "STORE_FAST"}
+)
