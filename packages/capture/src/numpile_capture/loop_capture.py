@@ -47,11 +47,13 @@ from .loop_bounds import bound_expr, bound_value
 from .loop_else import carry_left, else_end, run_else_clause
 from .loop_entry import (
     EmptyRange,
+    branch_on_entry,
     can_end_graph,
     describe_retyped,
     end_graph_after,
     range_entered,
     retyped_after,
+    runs_node,
 )
 from .loop_exit import BROKE, LoopExit, ReturnSlot, exit_block, tracing_body
 from .loop_exit import LoopFallback as LoopFallback
@@ -128,13 +130,18 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         loop.carried = (*loop.carried, *added)
 
     initial = dict(metas)
+    starting = {name: state.locals[name] for name in metas}
     first, body, metas = trace_to_fixpoint(frame, trace, metas, scalars, returns, carried=carried)
     retyped = retyped_after(frame, initial, metas, (extent.head, extent.exit))
-    entered = _entered(iterator, (first, body), len(metas)) if retyped else True
+    breaks = _may_break((first, body), len(metas))
+    entered = (None if breaks else range_entered(iterator.bounds)) if retyped else True
     if entered is False:
         raise EmptyRange  # guarded: this entry serves the calls whose range is empty
     why = describe_retyped(retyped, initial, metas)
-    if entered is None and (not can_end_graph(frame) or (returns is not None and returns.carried)):
+    ends_graph = entered is None and can_end_graph(frame)
+    step = iterator.bounds[2]
+    splits = entered is None and not ends_graph and not breaks and _constant_step(step) != 0
+    if entered is None and (not (ends_graph or splits) or (returns is not None and returns.carried)):
         raise LoopFallback(f"the type of {why} after it depends on whether it ran")
     if extent.else_end is not None and first is not None:
         # After 0 iterations (or a break in the first) a carried value keeps its Python
@@ -145,8 +152,11 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     graph = frame.tracer.graph
     count = len(graph.nodes)
     before = Snapshot.take(frame)
-    _emit_loop(frame, extent, iterator, (first, body), metas)
+    bounds = _emit_loop(frame, extent, iterator, (first, body), metas)
     try:
+        if splits:
+            ran = ScalarNodeVar(runs_node(frame.tracer, bounds, _constant_step(step)))
+            branch_on_entry(frame, extent.exit, ran, {name: starting[name] for name in retyped})
         _after_loop(frame, extent, returns)
     except LoopFallback:
         del graph.nodes[count:]  # the loop node and its outputs: nothing reads them yet
@@ -154,16 +164,18 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         raise
     if not pinned:
         note_loop_bounds(iterator.bounds)  # a new trip count must not compile again
-    if entered is None:
+    if ends_graph:
         end_graph_after(frame, extent.exit, frame.instructions[extent.head].lineno, why)
 
 
-def _entered(iterator: RangeIterVar, traced: tuple[Graph | None, Graph], carried: int) -> bool | None:
-    # Whether the loop runs at least one whole iteration on this call (guarded), None where
-    # only the run time knows: a body that may break may leave in its first iteration.
-    if any(graph is not None and len(graph.output) > carried for graph in traced):
-        return None
-    return range_entered(iterator.bounds)
+def _may_break(traced: tuple[Graph | None, Graph], carried: int) -> bool:
+    # A body that may break returns its stop flag after the carried values (see loop_exit).
+    return any(graph is not None and len(graph.output) > carried for graph in traced)
+
+
+def _constant_step(step: Variable) -> int:
+    # The range's step when it is a constant, else 0 (no range has that step).
+    return step.value if isinstance(step, ConstantVar) and type(step.value) is int else 0
 
 
 def _after_loop(frame: Frame, extent: _Extent, returns: ReturnSlot | None) -> None:
@@ -280,7 +292,8 @@ def _emit_loop(
     iterator: RangeIterVar,
     traced: tuple[Graph | None, Graph],
     metas: dict[str, ArrayMeta | ScalarMeta],
-) -> None:
+) -> tuple[Any, ...]:
+    # The loop node, its outputs bound; returns its bounds' graph values.
     tracer = frame.tracer
     bounds = tuple(bound_value(tracer, bound) for bound in iterator.bounds)
     breaks = any(len(graph.output) > len(metas) for graph in traced if graph is not None)
@@ -299,3 +312,4 @@ def _emit_loop(
     state.pop()  # the iterator
     frame.pc = extent.exit
     log.debug("loop at line %s kept as one for_loop node", frame.instructions[extent.head].lineno)
+    return bounds

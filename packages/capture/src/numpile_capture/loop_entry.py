@@ -5,7 +5,9 @@ NumPy float64 that `s + x[i]` gives, a Python int the int64 of `crc ^ data[i]`. 
 no iteration gives back its initial objects, as eager does, so code after it that was
 traced on the loop's type would compute with the wrong type (and, for a Python int, the
 wrong overflow) at trip count 0. Where a carried value whose type changes is read after
-the loop (`retyped_after`) and the loop is not proven to run at least once:
+the loop (`retyped_after`; a compiled function that only returns it, `return s, i`, hands
+the caller the object the loop gives back) and the loop is not proven to run a whole
+iteration (a body that may `break` may leave in its first one):
 
 - a `for` over a range whose bounds are constants, sizes or int inputs guards whether the
   range is empty (`range_entered`: `stop > start` for a positive step, `stop < start` for
@@ -34,14 +36,17 @@ from numpile_guards.symbolic import SymInt
 from .bytecode import Instruction
 from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
-from .loop_exit import innermost
+from .loop_exit import BROKE, LoopFallback, innermost, return_block
 from .loop_index import is_loop_symbol
 from .loop_locals import read_after
+from .carried_values import graph_value, meta_of_value
 from .meta import ArrayMeta, ScalarMeta
+from .op import get_op
 from .variables import ConstantVar, ScalarInputVar, ScalarNodeVar, Variable
 
 if TYPE_CHECKING:
     from .frame import Frame
+    from .tracer import Tracer
 
 
 class EmptyRange(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -59,6 +64,8 @@ def retyped_after(
     and `final` metadata) and that some path from the loop's exit reads; `span` is the
     loop's instructions [head, exit)."""
     head, exit_at = span
+    if returned_as_is(frame, exit_at):
+        return ()
     return tuple(
         name
         for name, before in initial.items()
@@ -67,6 +74,30 @@ def retyped_after(
         and _type_of(before) != _type_of(final[name])
         and read_after(frame.instructions, exit_at, name, head, exit_at)
     )
+
+
+def returned_as_is(frame: Frame, exit_at: int) -> bool:
+    """Whether the code after a loop exiting to `exit_at` only returns values to the
+    caller of the compiled function (`return s, i`): the loop gives back its initial
+    objects at trip count 0, and no code of this graph computes on them."""
+    if not frame.is_root or innermost(frame) is not None:
+        return False  # an inlined call's caller, or the enclosing body, goes on with them
+    block = return_block(frame.instructions, exit_at)
+    return bool(block) and all(opname in _PASSES_ON for opname, _ in block)
+
+
+# NOTE: normalized instructions that pass values on without computing on them.
+_PASSES_ON = frozenset(
+    {
+        "LOAD_FAST",
+        "LOAD_CONST",
+        "STORE_FAST",
+        "BUILD_TUPLE",
+        "BUILD_LIST",
+        "RETURN_VALUE",
+        "RETURN_CONST",
+    }
+)
 
 
 def _type_of(meta: ArrayMeta | ScalarMeta) -> Any:
@@ -229,3 +260,42 @@ def resume_index(instructions: Sequence[Instruction], exit_at: int) -> int:
 _MOVES = frozenset(
     {"LOAD_FAST", "LOAD_CONST", "LOAD_GLOBAL", "LOAD_DEREF", "PUSH_NULL", "STORE_FAST"}
 )
+
+
+def runs_node(tracer: Tracer, bounds: Sequence[Any], step: int) -> Any:
+    """A graph value: whether the range of graph values `bounds` (start, stop, step) with
+    the constant `step` runs at least once (`stop > start`, or `stop < start`)."""
+    start, stop = bounds[0], bounds[1]
+    return tracer.graph.call(get_op("py_binary"), stop, start, operator="gt" if step > 0 else "lt")
+
+
+def branch_on_entry(frame: Frame, exit_at: int, ran: Variable, initial: dict[str, Variable]) -> None:
+    """Inside a kept body, after a loop exiting to `exit_at` that may run zero times: the
+    rest of the iteration traced twice, on the loop's results and on the `initial`
+    variables of the locals it retypes, into one `cond` on `ran`. `LoopFallback` where
+    the two leave the carried values different types (no one loop type holds both)."""
+    # Late import: branch_capture traces blocks with block_trace, which keeps loops.
+    from .branch_capture import emit_cond, trace_block
+
+    loop = innermost(frame)
+    assert loop is not None
+    state = frame.state
+    results = {name: state.locals[name] for name in initial}
+    after_run = trace_block(frame, exit_at, loop.stop, high=loop.high)
+    state.locals.update(initial)
+    try:
+        after_none = trace_block(frame, exit_at, loop.stop, high=loop.high)
+    finally:
+        state.locals.update(results)
+    kept = {*loop.carried, BROKE}
+    for name in kept:
+        one, other = after_run.locals.get(name), after_none.locals.get(name)
+        if one is None or other is None or one is other:
+            continue
+        metas = [meta_of_value(graph_value(var, frame.tracer)) for var in (one, other)]
+        if _type_of(metas[0]) != _type_of(metas[1]):
+            raise LoopFallback(
+                f"{name!r} is {_shown(metas[0])} after the iteration when an inner loop ran "
+                f"and {_shown(metas[1])} when it did not"
+            )
+    emit_cond(frame, ran, after_run, after_none, (exit_at, loop.stop), kept=kept)
