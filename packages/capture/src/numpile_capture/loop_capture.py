@@ -155,8 +155,11 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     bounds = _emit_loop(frame, extent, iterator, (first, body), metas)
     try:
         if splits:
-            ran = ScalarNodeVar(runs_node(frame.tracer, bounds, _constant_step(step)))
-            branch_on_entry(frame, extent.exit, ran, {name: starting[name] for name in retyped})
+
+            def ran() -> Variable:
+                return ScalarNodeVar(runs_node(frame.tracer, bounds, _constant_step(step)))
+
+            branch_on_entry(frame, extent.exit, {name: starting[name] for name in retyped}, ran)
         _after_loop(frame, extent, returns)
     except LoopFallback:
         del graph.nodes[count:]  # the loop node and its outputs: nothing reads them yet

@@ -27,7 +27,7 @@ iteration (a body that may `break` may leave in its first one):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from numpile_guards import relation
@@ -269,11 +269,15 @@ def runs_node(tracer: Tracer, bounds: Sequence[Any], step: int) -> Any:
     return tracer.graph.call(get_op("py_binary"), stop, start, operator="gt" if step > 0 else "lt")
 
 
-def branch_on_entry(frame: Frame, exit_at: int, ran: Variable, initial: dict[str, Variable]) -> None:
+def branch_on_entry(
+    frame: Frame, exit_at: int, initial: dict[str, Variable], ran: Callable[[], Variable]
+) -> None:
     """Inside a kept body, after a loop exiting to `exit_at` that may run zero times: the
     rest of the iteration traced twice, on the loop's results and on the `initial`
-    variables of the locals it retypes, into one `cond` on `ran`. `LoopFallback` where
-    the two leave the carried values different types (no one loop type holds both)."""
+    variables of the locals it retypes, into one `cond` on `ran()`; each way computes on
+    its own types. `LoopFallback` where the two ways leave a value the enclosing loop
+    carries different types: no one carried type holds both (the enclosing loop's first
+    iteration, on its initial types, would give back the wrong one)."""
     # Late import: branch_capture traces blocks with block_trace, which keeps loops.
     from .branch_capture import emit_cond, trace_block
 
@@ -295,7 +299,8 @@ def branch_on_entry(frame: Frame, exit_at: int, ran: Variable, initial: dict[str
         metas = [meta_of_value(graph_value(var, frame.tracer)) for var in (one, other)]
         if _type_of(metas[0]) != _type_of(metas[1]):
             raise LoopFallback(
-                f"{name!r} is {_shown(metas[0])} after the iteration when an inner loop ran "
-                f"and {_shown(metas[1])} when it did not"
+                f"{name!r} is {_shown(metas[0])} after an iteration whose inner loop ran and "
+                f"{_shown(metas[1])} after one whose inner loop did not: its type after the "
+                "loop depends on the inner trip counts"
             )
-    emit_cond(frame, ran, after_run, after_none, (exit_at, loop.stop), kept=kept)
+    emit_cond(frame, ran(), after_run, after_none, (exit_at, loop.stop), kept=kept)

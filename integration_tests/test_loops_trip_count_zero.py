@@ -1,0 +1,155 @@
+"""Code after a loop that may run zero times computes with eager's types (issue 23, item 4).
+
+A carried value changes type in a loop's first iteration (a Python `0.0` becomes
+`np.float64`, a Python int an int64); after a loop of no iteration it keeps its type.
+Each program runs compiled and eagerly at trip counts 0, 1 and several: the results must
+have exactly eager's types (`type(got) is type(want)`) and values. A range of sizes or int
+inputs guards its emptiness (one entry for every trip count from 1, one for 0); a `while`
+or a loop that may `break` ends the graph after it; inside a kept body the rest of the
+iteration is a `cond` on whether the inner loop ran.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import numpile
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Iterator[None]:
+    numpile.reset()
+    yield
+    numpile.reset()
+
+
+def float_into_float64(x: Any, y: Any, n: int) -> Any:
+    s = 0.0
+    for i in range(n):
+        s = s + x[i]  # np.float64 after one iteration
+    return s + 1.0, s + y[0]  # float32 for a Python float, float64 for a NumPy one
+
+
+def int_into_int64(x: Any, n: int) -> Any:
+    c = 2**62
+    for i in range(n):
+        c = c ^ x[i]
+    return c * 4, c ^ 0xFFFFFFFF  # a Python int grows past int64, an int64 wraps
+
+
+def over_rows(a: Any, n: int) -> Any:
+    s = 0
+    for row in a[:n]:
+        s = s + row[0]
+    return s * 3
+
+
+def while_sum(x: Any, n: int) -> Any:
+    s = 0.0
+    k = 0
+    while k < n:
+        s = s + x[k]
+        k += 1
+    return s + 1.0, s * np.float32(2.0)
+
+
+def sum_to_negative(x: Any, n: int) -> Any:
+    s = 0.0
+    for i in range(n):
+        if x[i] < 0.0:
+            break  # in the first iteration too: `s` stays a Python float
+        s = s + x[i]
+    return s * np.float32(2.0)
+
+
+def inner_range_of_outer_index(x: Any, n: int) -> Any:
+    acc = np.float32(0.0)
+    for i in range(n):
+        t = 0.0
+        for j in range(i):  # empty at i = 0 inside a running outer loop
+            t = t + x[j]
+        acc = acc + t  # float32 for a Python float `t`, float64 for a NumPy one
+    return acc
+
+
+def inner_range_int_chain(x: Any, n: int) -> Any:
+    acc = np.float32(0.0)
+    for i in range(n):
+        t = 0
+        for j in range(i):  # empty at i = 0 inside a running outer loop
+            t = t + x[j]  # float32 after one iteration
+        acc = acc + t * 2  # float32 either way: the rest of the iteration is a cond
+    return acc
+
+
+def _x(n: int) -> Any:
+    return np.arange(1.0, 9.0)
+
+
+PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
+    (float_into_float64, lambda n: (_x(n), np.ones(2, np.float32), n)),
+    (int_into_int64, lambda n: (np.arange(8), n)),
+    (over_rows, lambda n: (np.arange(16).reshape(8, 2), n)),
+    (while_sum, lambda n: (_x(n), n)),
+    (sum_to_negative, lambda n: (np.array([-1.0, 2.0, 3.0, -4.0, 5, 6, 7, 8]) * (-1) ** n, n)),
+    (inner_range_of_outer_index, lambda n: (_x(n), n)),
+]
+
+
+def _same(got: Any, want: Any) -> None:
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for one, other in zip(got, want, strict=True):
+            _same(one, other)
+        return
+    assert type(got) is type(want), (got, want)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    assert got == want
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize(("fn", "make"), PROGRAMS, ids=[fn.__name__ for fn, _ in PROGRAMS])
+def test_types_after_a_loop_match_eager_at_every_trip_count(
+    fn: Callable[..., Any], make: Callable[[int], tuple[Any, ...]], backend: str
+) -> None:
+    compiled = numpile.compile(fn, backend=backend, dynamic=True)
+    for n in (3, 1, 0, 2, 5):  # 1 right after 3: the same entry serves both
+        _same(compiled(*make(n)), fn(*make(n)))
+
+
+def test_an_empty_range_compiles_one_entry_and_every_other_trip_count_shares_one() -> None:
+    from numpile_guards import cache_for
+
+    compiled = numpile.compile(float_into_float64, dynamic=True)
+    y = np.ones(2, np.float32)
+    for n in (3, 0, 1, 8, 0):
+        _same(compiled(_x(n), y, n), float_into_float64(_x(n), y, n))
+    assert len(cache_for(float_into_float64.__code__).entries) == 2
+
+
+def test_a_loop_whose_trip_count_only_the_run_time_knows_ends_the_graph() -> None:
+    report = numpile.explain(sum_to_negative)(_x(3), 3)
+    (reason,) = [b.reason for b in report.break_reasons]
+    assert "the type of `s` (float before the loop, float64 after an iteration)" in reason
+    assert "depends on whether it ran" in reason
+
+
+def test_an_inner_loop_of_no_iteration_in_a_running_loop_is_a_cond_in_c(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from numpile_guards import cache_for
+
+    compiled = numpile.compile(inner_range_int_chain, dynamic=True)
+    x = np.arange(8.0, dtype=np.float32)
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
+        for n in (3, 1, 0, 2, 6):
+            _same(compiled(x, n), inner_range_int_chain(x, n))
+    assert len(cache_for(inner_range_int_chain.__code__).entries) == 1
+    assert not [r for r in caplog.records if "per iteration" in r.getMessage()]
+    (graph,) = numpile.explain(inner_range_int_chain)(x, 4).graphs
+    assert "cond(" in str(graph)
