@@ -141,7 +141,8 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     ends_graph = entered is None and can_end_graph(frame)
     step = iterator.bounds[2]
     splits = entered is None and not ends_graph and not breaks and _constant_step(step) != 0
-    if entered is None and (not (ends_graph or splits) or (returns is not None and returns.carried)):
+    carries_return = returns is not None and returns.carried
+    if entered is None and (not (ends_graph or splits) or carries_return):
         raise LoopFallback(f"the type of {why} after it depends on whether it ran")
     if extent.else_end is not None and first is not None:
         # After 0 iterations (or a break in the first) a carried value keeps its Python

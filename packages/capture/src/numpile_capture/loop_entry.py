@@ -35,11 +35,11 @@ from numpile_guards.symbolic import SymInt
 
 from .bytecode import Instruction
 from .capture_result import Unsupported
+from .carried_values import graph_value, meta_of_value
 from .dynamic_shapes import active_shape_env
 from .loop_exit import BROKE, LoopFallback, innermost, return_block
 from .loop_index import is_loop_symbol
 from .loop_locals import read_after
-from .carried_values import graph_value, meta_of_value
 from .meta import ArrayMeta, ScalarMeta
 from .op import get_op
 from .variables import ConstantVar, ScalarInputVar, ScalarNodeVar, Variable
@@ -149,9 +149,13 @@ def range_entered(bounds: tuple[Variable, Variable, Variable]) -> bool | None:
     decided = env.decide(entered)
     if decided is not None:
         return decided
-    if _mentions_index(high) or _mentions_index(low):
-        return None  # an index of an enclosing loop changes per iteration: no guard
-    return env.evaluate(entered, reason="whether a loop runs (the types after it depend on it)")
+    if any(_mentions_index(bound) or env.is_unbacked(bound) for bound in (low, high)):
+        return None  # an enclosing loop's index, a data-dependent size: no value to guard
+    return env.evaluate(entered, reason=_REASON)
+
+
+# NOTE: the reason of the guards `range_entered` records.
+_REASON = "whether a loop runs (the types after it depend on it)"
 
 
 def _expr(var: Variable) -> Any:
@@ -181,8 +185,10 @@ def _guard_text(start: Variable, stop: Variable, step: int) -> bool | None:
         return None
     assert texts[0] is not None and texts[1] is not None
     entered, empty = text_of_range((texts[0], texts[1], step))
-    runs = len(range(hints[0] or 0, hints[1] or 0, step)) > 0
-    env.add_relation(entered if runs else empty, "whether a loop runs (the types after it depend on it)")
+    low, high = hints
+    assert low is not None and high is not None
+    runs = len(range(low, high, step)) > 0
+    env.add_relation(entered if runs else empty, _REASON)
     return runs
 
 

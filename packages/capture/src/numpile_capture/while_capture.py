@@ -193,10 +193,10 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
             scalars.add(LEFT)
         if returns is not None and returns.parent is not None and returns.parent.carried:
             inherit_return(frame, returns, metas, scalars)  # the trace carries all of metas
-        initial = dict(metas)
+        before = dict(metas)
         first, traced, metas = trace_to_fixpoint(frame, trace, metas, scalars, returns)
-        retyped = retyped_after(frame, initial, metas, (shape.body, shape.exit))
-        why = describe_retyped(retyped, initial, metas)
+        retyped = retyped_after(frame, before, metas, (shape.body, shape.exit))
+        why = describe_retyped(retyped, before, metas)
         entered = not retyped or _entered(frame, shape, pred)
         if not entered and (not can_end_graph(frame) or (returns is not None and returns.carried)):
             raise LoopFallback(f"the type of {why} after it depends on whether it ran")
