@@ -27,6 +27,15 @@ from .bound_origins import with_origins
 from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, writeable
+from .guarded_scalars import (
+    derived_binary,
+    derived_unary,
+    fits,
+    guarded_truth,
+    has_expression,
+    operand,
+    untracked_origin,
+)
 from .loop_bounds import size_node
 from .loop_exit import LoopFallback
 from .loop_index import combine, opaque_int
@@ -373,7 +382,7 @@ def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variab
     if isinstance(left, ArrayVar) or isinstance(right, ArrayVar):
         op_name = name if inplace and isinstance(left, ArrayVar) else base
         binding = tracer.bindings.lookup_operator(op_name)
-        return apply_binding(tracer, binding, left, right)
+        return derived_binary(base, left, right, apply_binding(tracer, binding, left, right))
     sequence = _sequence_binary(tracer, base, inplace, left, right)
     if sequence is not None:
         return sequence
@@ -433,26 +442,6 @@ def _sizes_as_inputs(
     return sides[0], sides[1]
 
 
-_MAX_EXPRESSION_CHARS = 2000
-"""The longest expression an unspecialized scalar is read by (its guard and fetch code)."""
-
-_MAX_EXPRESSION_NESTING = 64
-"""The most parentheses in such an expression (Python's parser stops at 200 levels)."""
-
-
-def _scalar_text(var: Variable) -> str | None:
-    # How an operand of scalar arithmetic reads in an ExpressionSource (None: it cannot).
-    if isinstance(var, ScalarInputVar):
-        assert var.source is not None
-        return var.source.name
-    if isinstance(var, ConstantVar) and type(var.value) in (int, float, bool):
-        value = var.value
-        if isinstance(value, float) and not math.isfinite(value):
-            return None
-        return repr(value)
-    return None
-
-
 def _scalar_arithmetic(
     tracer: Tracer, name: str, left: Variable, right: Variable
 ) -> ScalarInputVar | None:
@@ -466,17 +455,12 @@ def _scalar_arithmetic(
         return None
     if not (isinstance(left, ScalarInputVar) or isinstance(right, ScalarInputVar)):
         return None
-    left_text, right_text = _scalar_text(left), _scalar_text(right)
-    if left_text is None or right_text is None:
+    left_side, right_side = operand(left), operand(right)
+    if left_side is None or right_side is None:
         return None
-    text = left_text + right_text
-    if len(text) > _MAX_EXPRESSION_CHARS or text.count("(") > _MAX_EXPRESSION_NESTING:
-        # A recurrence (`mid = 0.5 * (lo + hi)` in an unrolled loop) would double its text,
-        # or nest it past Python's parser, at each step: past the bounds the value is
-        # specialized (guarded) instead.
-        return None
-    left_value = left.current if isinstance(left, ScalarInputVar) else left.as_python_constant()
-    right_value = right.current if isinstance(right, ScalarInputVar) else right.as_python_constant()
+    (left_text, left_value), (right_text, right_value) = left_side, right_side
+    if not fits(left_text + right_text):
+        return None  # specialized (guarded) instead
     try:
         value = _BINARY[name](left_value, right_value)
     except ArithmeticError:
@@ -525,12 +509,14 @@ def scalar_call(
         spelled = _SCALAR_FUNCTIONS.get(fn)
     except TypeError:  # an unhashable callable
         return None
-    if spelled is None or kwargs or not any(isinstance(a, ScalarInputVar) for a in args):
+    scalars = [isinstance(a, ScalarInputVar) or has_expression(a) for a in args]
+    if spelled is None or kwargs or not any(scalars):
         return None
-    texts = [_scalar_text(arg) for arg in args]
-    if not args or any(text is None for text in texts):
+    sides = [operand(arg) for arg in args]
+    if any(side is None for side in sides):
         return None
-    values = [a.current if isinstance(a, ScalarInputVar) else a.as_python_constant() for a in args]
+    texts = [side[0] for side in sides if side is not None]
+    values = [side[1] for side in sides if side is not None]
     try:
         value = fn(*values)
     except Exception:
@@ -549,13 +535,11 @@ def scalar_sum(tracer: Tracer, items: list[Variable], start: Variable) -> Variab
     """
     if not any(isinstance(var, ScalarInputVar) for var in [*items, start]):
         return None
-    texts = [_scalar_text(var) for var in [*items, start]]
-    if any(text is None for text in texts):
+    sides = [operand(var) for var in [*items, start]]
+    if any(side is None for side in sides):
         return None
-    values = [
-        var.current if isinstance(var, ScalarInputVar) else var.as_python_constant()
-        for var in [*items, start]
-    ]
+    texts = [side[0] for side in sides if side is not None]
+    values = [side[1] for side in sides if side is not None]
     value = sum(values[:-1], values[-1])
     if type(value) not in (int, float):
         return None
@@ -648,7 +632,8 @@ def compare(tracer: Tracer, symbol: str, left: Variable, right: Variable) -> Var
 def unary(tracer: Tracer, name: str, value: Variable) -> Variable:
     """`-x`, `+x`, `~x`, `abs(x)` ("neg", "pos", "invert", "abs")."""
     if isinstance(value, ArrayVar):
-        return apply_binding(tracer, tracer.bindings.lookup_operator(name), value)
+        result = apply_binding(tracer, tracer.bindings.lookup_operator(name), value)
+        return derived_unary(name, value, result)
     if isinstance(value, ScalarNodeVar):
         if name == "pos":
             return value
@@ -710,7 +695,21 @@ def contains(tracer: Tracer, item: Variable, container: Variable) -> bool:
 
 
 def truth(tracer: Tracer | None, value: Variable) -> bool:
-    """`bool(value)` at capture time; arrays are data, so their truth is unsupported."""
+    """`bool(value)` at capture time; arrays are data, so their truth is unsupported.
+
+    A NumPy scalar computed from scalar inputs alone has a known value: its truth is
+    guarded (see `guarded_scalars`).
+    """
+    if isinstance(value, ArrayVar) and value.expression is not None and tracer is not None:
+        return guarded_truth(tracer, value)
+    if isinstance(value, ArrayVar) and tracer is not None:
+        ops = untracked_origin(tracer, value)
+        if ops is not None:
+            raise Unsupported(
+                f"not supported yet: branching on a NumPy scalar that {ops} computed from "
+                "scalar inputs (a branch is a guard only on Python operators, abs(), min() "
+                "and max() of NumPy scalar inputs; here it is data-dependent control flow)"
+            )
     if isinstance(value, ArrayVar | ScalarNodeVar):
         raise Unsupported(DATA_DEPENDENT)
     if isinstance(value, TupleVar | ListVar):
