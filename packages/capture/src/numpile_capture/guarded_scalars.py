@@ -109,7 +109,36 @@ def operand(var: Variable) -> tuple[str, Any] | None:
         if isinstance(value, float) and not math.isfinite(value):
             return None
         return repr(value), value
+    if isinstance(var, ConstantVar) and isinstance(var.value, np.bool_ | np.number):
+        text = numpy_scalar_text(var.value)
+        return None if text is None else (text, var.value)
     return None
+
+
+def argument(var: Variable) -> tuple[str, Any] | None:
+    """`operand`, spelled as an argument of a call (no parentheses of its own needed)."""
+    if isinstance(var, ArrayVar) and var.expression is not None:
+        return var.expression.text, var.expression.value
+    return operand(var)
+
+
+def numpy_scalar_text(value: np.generic) -> str | None:
+    """`value` spelled as Python that gives it back (`np.float32(0.5)`), or None when no
+    such spelling is exact (NaN, infinities, long doubles).
+
+    >>> numpy_scalar_text(np.float32(0.1)), numpy_scalar_text(np.float64("nan"))
+    ('np.float32(0.1)', None)
+    """
+    kind = type(value)
+    if getattr(np, kind.__name__, None) is not kind:
+        return None
+    text = f"np.{kind.__name__}({value.item()!r})"
+    try:
+        again = eval(text, {"np": np})
+    except Exception:
+        return None
+    same = type(again) is kind and bool(again == value) and np.signbit(again) == np.signbit(value)
+    return text if same else None
 
 
 def has_expression(var: Variable) -> bool:
@@ -118,16 +147,16 @@ def has_expression(var: Variable) -> bool:
 
 
 def derived_binary(name: str, left: Variable, right: Variable, result: Variable) -> Variable:
-    """`result` of `left <name> right` with its expression, when an operand is a NumPy
-    scalar with one and the other has one too; else `result` as it is."""
+    """`result` of `left <name> right` with its expression, when both operands have a
+    reading (see `operand`); else `result` as it is."""
     found = _BINARY.get(name)
-    if found is None or not (has_expression(left) or has_expression(right)):
+    if found is None:
         return result
-    sides = operand(left), operand(right)
-    if sides[0] is None or sides[1] is None:
+    left_side, right_side = operand(left), operand(right)
+    if left_side is None or right_side is None:
         return result
     symbol, fn = found
-    (left_text, left_value), (right_text, right_value) = sides
+    (left_text, left_value), (right_text, right_value) = left_side, right_side
     text = f"{left_text} {symbol} {right_text}"
     return _tagged(result, text, True, fn, left_value, right_value)
 
@@ -144,17 +173,38 @@ def derived_unary(name: str, value: Variable, result: Variable) -> Variable:
     return _tagged(result, spelled + expression.operand_text, True, fn, expression.value)
 
 
+def derived_call(
+    fn: Any, args: list[Variable], kwargs: dict[str, Variable], result: Variable
+) -> Variable:
+    """`result` of the NumPy ufunc `fn` (`np.sqrt(a)`, `np.isnan(a)`) on operands that all
+    have a reading, with its expression `np.sqrt(L['a'])`; else `result` as it is."""
+    if not isinstance(fn, np.ufunc) or kwargs:
+        return result
+    ufunc: Callable[..., Any] = fn
+    name = fn.__name__
+    if name is None or getattr(np, name, None) is not ufunc:
+        return result
+    sides = [argument(arg) for arg in args]
+    if not sides or any(side is None for side in sides):
+        return result
+    texts = [side[0] for side in sides if side is not None]
+    values = [side[1] for side in sides if side is not None]
+    text = f"np.{name}({', '.join(texts)})"
+    return _tagged(result, text, False, fn, *values)
+
+
 def _tagged(
     result: Variable, text: str, compound: bool, fn: Callable[..., Any], *values: Any
 ) -> Variable:
     # The value NumPy gives on the captured objects; it must be the NumPy scalar the graph
-    # computes (its dtype), else the result is left untracked.
+    # computes (its dtype), else the result is left untracked. So is one NumPy warns about
+    # (`a / 0`, an overflow): the guard would warn on each call, the graph warns once.
     if not isinstance(result, ArrayVar) or result.meta.shape != () or not fits(text):
         return result
     if not gives_scalar(result.node):
         return result
     try:
-        with np.errstate(all="ignore"):  # the graph warns at run time, as eager does
+        with np.errstate(all="raise"):
             value = fn(*values)
     except Exception:
         return result

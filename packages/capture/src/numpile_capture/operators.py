@@ -28,6 +28,7 @@ from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, writeable
 from .guarded_scalars import (
+    argument,
     derived_binary,
     derived_unary,
     fits,
@@ -512,7 +513,7 @@ def scalar_call(
     scalars = [isinstance(a, ScalarInputVar) or has_expression(a) for a in args]
     if spelled is None or kwargs or not any(scalars):
         return None
-    sides = [operand(arg) for arg in args]
+    sides = [argument(arg) for arg in args]
     if any(side is None for side in sides):
         return None
     texts = [side[0] for side in sides if side is not None]
@@ -535,7 +536,7 @@ def scalar_sum(tracer: Tracer, items: list[Variable], start: Variable) -> Variab
     """
     if not any(isinstance(var, ScalarInputVar) for var in [*items, start]):
         return None
-    sides = [operand(var) for var in [*items, start]]
+    sides = [argument(var) for var in [*items, start]]
     if any(side is None for side in sides):
         return None
     texts = [side[0] for side in sides if side is not None]
@@ -708,7 +709,8 @@ def truth(tracer: Tracer | None, value: Variable) -> bool:
             raise Unsupported(
                 f"not supported yet: branching on a NumPy scalar that {ops} computed from "
                 "scalar inputs (a branch is a guard only on Python operators, abs(), min() "
-                "and max() of NumPy scalar inputs; here it is data-dependent control flow)"
+                "and max() of NumPy scalar inputs that NumPy computes without a warning; "
+                "here it is data-dependent control flow)"
             )
     if isinstance(value, ArrayVar | ScalarNodeVar):
         raise Unsupported(DATA_DEPENDENT)
