@@ -132,13 +132,22 @@ def numpy_scalar_text(value: np.generic) -> str | None:
     kind = type(value)
     if getattr(np, kind.__name__, None) is not kind:
         return None
-    text = f"np.{kind.__name__}({value.item()!r})"
+    # NumPy 2's repr (`np.float32(0.1)`) where it gives the value back, else its exact one.
+    for text in (repr(value), f"np.{kind.__name__}({value.item()!r})"):
+        if _gives_back(text, value):
+            return text
+    return None
+
+
+def _gives_back(text: str, value: np.generic) -> bool:
     try:
         again = eval(text, {"np": np})
     except Exception:
-        return None
-    same = type(again) is kind and bool(again == value) and np.signbit(again) == np.signbit(value)
-    return text if same else None
+        return False
+    if type(again) is not type(value) or not bool(again == value):
+        return False
+    # -0.0 and 0.0 compare equal.
+    return not isinstance(value, np.floating) or np.signbit(again) == np.signbit(value)
 
 
 def has_expression(var: Variable) -> bool:
