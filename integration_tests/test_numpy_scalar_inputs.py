@@ -78,20 +78,31 @@ def _signed_sum(x: Any, a: Any) -> Any:
     return s
 
 
-def test_a_branch_on_a_numpy_scalar_input_is_a_guard_and_its_loop_runs_as_c(
+def _shifted(x: Any, a: Any) -> Any:
+    # A branch on the scalar input before the loop guards its outcome; the loop in each
+    # entry runs as C.
+    s = 0.0
+    b = a if a > 0 else -a
+    for i in range(x.shape[0]):
+        s += x[i] * b
+    return s, _signed_sum(x, a)
+
+
+def test_a_branch_on_a_numpy_scalar_input_is_a_guard_and_its_loops_run_as_c(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     numpile.reset()
     x = np.linspace(0.0, 1.0, 33)
-    compiled = numpile.compile(_signed_sum, dynamic=True)
+    compiled = numpile.compile(_shifted, dynamic=True)
     rt.reset_counters()
     with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
-        # One entry per outcome of `a > 0` (NaN takes the False one).
+        # One entry per outcome of `a > 0` (NaN takes the False one); inside the loop of
+        # `_signed_sum` the same branch is a `cond`, no guard.
         for value in (0.5, -0.5, 2.0, float("nan"), -3.0, 1.5):
             a = np.float64(value)
-            _assert_same(compiled(x, a), _signed_sum(x, a))
-    assert len(cache_for(_signed_sum.__code__).entries) == 2
+            _assert_same(compiled(x, a), _shifted(x, a))
+    assert len(cache_for(_shifted.__code__).entries) == 2
     assert not per_iteration_hints(caplog.records)
     assert rt.counters().get("loop_host_runs", 0) == 0
-    guards = {str(g) for e in cache_for(_signed_sum.__code__).entries for g in e.metadata["guards"]}
+    guards = {str(g) for e in cache_for(_shifted.__code__).entries for g in e.metadata["guards"]}
     assert "EQUALS_MATCH((bool(L['a'] > 0)), False)" in guards

@@ -116,11 +116,14 @@ def _loop(a: Any, x: Any) -> Any:
     return s
 
 
-def test_a_loop_body_branching_on_a_scalar_input_keeps_the_loop_without_a_cond() -> None:
+def test_a_loop_body_branching_on_a_scalar_input_stays_a_cond_of_one_entry() -> None:
+    # In a kept loop the branch is a `cond` the loop runs (in C with the inductor): no
+    # guard, so one entry serves both outcomes and the call gate keeps the entry.
     calls = [(np.float64(v), X) for v in (1.0, -1.0, 2.0, -0.5)]
-    assert _compiles(_loop, calls) == 3
-    text = str(capture_function(_loop, (np.float64(-2.0), X), {}).graph)
-    assert "for_loop" in text and "cond(" not in text
+    assert _compiles(_loop, calls) == 2
+    out = explain(_loop)(np.float64(-2.0), X)
+    assert (out.graph_count, out.graph_break_count) == (1, 0)
+    assert "for_loop" in str(out) and "cond(" in str(out)
 
 
 def _carried(x: Any, a: Any) -> Any:

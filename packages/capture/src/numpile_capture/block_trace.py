@@ -96,9 +96,7 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
 
 
 def is_run_time(var: Variable) -> bool:
-    """Whether `var`'s value exists only at run time: a run-time scalar or a 0-d array
-    (not a NumPy scalar made from scalar inputs: capture knows it and guards a branch on it,
-    see `guarded_scalars`)."""
+    """Whether `var`'s value exists only at run time: a run-time scalar or a 0-d array."""
     if isinstance(var, ScalarNodeVar):
         return True
-    return isinstance(var, ArrayVar) and var.meta.shape == () and var.expression is None
+    return isinstance(var, ArrayVar) and var.meta.shape == ()
