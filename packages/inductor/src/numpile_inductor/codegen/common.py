@@ -66,6 +66,11 @@ _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "invert", "bitwise_not")
 _SHIFTS = ("left_shift", "right_shift")
 _ARITHMETIC = ("add", "subtract", "multiply", "negative", "positive", "square", "absolute")
 _DIVISION = ("floor_divide", "remainder", "mod")
+# NumPy's scalar math on integer NumPy scalars (`np.int8(100) * np.int8(2)`, `-np.int8(-128)`):
+# the same values as the ufuncs, and the overflow flag where the exact result does not fit
+# (NumPy warns "overflow encountered in scalar multiply"); integer arrays wrap silently.
+SCALAR_MATH = ("scalar_add", "scalar_subtract", "scalar_multiply", "scalar_negative",
+               "scalar_absolute")  # fmt: skip
 _FLOAT_MATH = (
     "divide",
     "true_divide",
@@ -113,7 +118,17 @@ _FLOAT_MATH = (
     "lgamma",
 )
 _INTEGER_OPS = frozenset(
-    (*_ARITHMETIC, *_COMPARISONS, *_LOGICAL, *_ORDERING, *_BITWISE, *_SHIFTS, *_DIVISION, "sign")
+    (
+        *_ARITHMETIC,
+        *SCALAR_MATH,
+        *_COMPARISONS,
+        *_LOGICAL,
+        *_ORDERING,
+        *_BITWISE,
+        *_SHIFTS,
+        *_DIVISION,
+        "sign",
+    )
 )
 
 SCALAR_OPS: Mapping[str, frozenset[str]] = {
