@@ -8,12 +8,14 @@ user's line) and errors, straight-line and in a loop that runs as C.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+from harness import per_iteration_hints
 
 import numpile
 
@@ -22,10 +24,10 @@ def _product(a: Any, b: Any) -> Any:
     return a * b
 
 
-def _hash(x: Any, n: int) -> Any:
+def _hash(x: Any, n: int, m: Any) -> Any:
     h = np.int64(1)
     for i in range(n):
-        h = h * np.int64(31) + x[i]
+        h = h * m + x[i]
     return h
 
 
@@ -57,18 +59,26 @@ def test_a_compiled_product_of_numpy_scalars_warns_as_eager() -> None:
         compiled(np.int64(2**40), np.int64(2**40))
 
 
-def test_an_overflowing_loop_warns_on_every_iteration_as_eager() -> None:
+def test_an_overflowing_loop_warns_on_every_iteration_as_eager(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     compiled = numpile.compile(_hash)
     x = np.arange(30, dtype=np.int64)
-    for n in (30, 10, 20):  # 10 iterations do not overflow
-        for action in ("always", "default"):
-            expected, eager_warnings = _recorded(_hash, x, n, action=action)
-            got, compiled_warnings = _recorded(compiled, x, n, action=action)
-            assert type(got) is type(expected) and got == expected
-            assert compiled_warnings == eager_warnings, (n, action)
+    # The first multiplier is a constant of the loop, the second an input read in the body.
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
+        for m in (np.int64(31), np.int64(37)):
+            compiled(x, 10, m)
+    assert not per_iteration_hints(caplog.records)  # the loop runs as C
+    for m in (np.int64(31), np.int64(37)):
+        for n in (30, 10, 20):  # 10 iterations do not overflow
+            for action in ("always", "default"):
+                expected, eager_warnings = _recorded(_hash, x, n, m, action=action)
+                got, compiled_warnings = _recorded(compiled, x, n, m, action=action)
+                assert type(got) is type(expected) and got == expected
+                assert compiled_warnings == eager_warnings, (m, n, action)
     with np.errstate(over="ignore"):
-        assert _recorded(compiled, x, 30) == _recorded(_hash, x, 30)
-        assert _recorded(compiled, x, 30)[1] == []
+        assert _recorded(compiled, x, 30, m) == _recorded(_hash, x, 30, m)
+        assert _recorded(compiled, x, 30, m)[1] == []
 
 
 def test_integer_arrays_wrap_silently() -> None:

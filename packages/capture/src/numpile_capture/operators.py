@@ -387,7 +387,7 @@ def _warning_node(tracer: Tracer, fn: Callable[..., Any], *values: Any) -> Varia
             fn(*values)
         except (FloatingPointError, RuntimeWarning):
             return ArrayVar(tracer.graph.call(get_op(op_name), *values))
-        except Exception:  # noqa: BLE001 - folding raises it, as eager does
+        except Exception:  # folding raises it, as eager does
             return None
     return None
 

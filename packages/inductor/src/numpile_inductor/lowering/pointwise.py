@@ -52,8 +52,11 @@ def _numpy_scalar_math(node: Node, loop_dtype: np.dtype[Any]) -> bool:
     # Whether eager NumPy computes `node` with its scalar math, which warns on integer
     # overflow: an integer op on NumPy scalars of the host (a ufunc result, an element, a
     # NumPy scalar input) and Python scalars, none of them a 0-d array (its ufunc wraps
-    # silently). A graph does not say whether an operator or the ufunc was called: both are
-    # taken as the operator, as the graph's NumPy run (`run_graph`) takes them.
+    # silently). A 0-d placeholder may be either (a loop body's invariant is a NumPy scalar
+    # or a 0-d array): it neither decides nor rules out (a needless check only makes an
+    # overflowing call run again with NumPy, which is silent where eager is). A graph does
+    # not say whether an operator or the ufunc was called: both are taken as the operator,
+    # as the graph's NumPy run (`run_graph`) takes them.
     meta = node.meta
     if loop_dtype.kind not in "iu" or not isinstance(meta, ArrayMeta) or meta.shape != ():
         return False
@@ -63,7 +66,7 @@ def _numpy_scalar_math(node: Node, loop_dtype: np.dtype[Any]) -> bool:
     for value in node.inputs:
         if isinstance(value, np.generic):
             numpy_scalars += 1
-        elif isinstance(value, Node) and isinstance(value.meta, ArrayMeta):
+        elif isinstance(value, Node) and isinstance(value.meta, ArrayMeta) and value.op is not None:
             if not gives_scalar(value):
                 return False
             numpy_scalars += 1
