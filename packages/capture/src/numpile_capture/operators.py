@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -46,6 +47,7 @@ from .op import get_op
 from .ops._shapes import is_c_contiguous, is_f_contiguous
 from .ops.extern import RunTimeSize
 from .ops.loop_values import PY_OPERATORS, ScalarSlot, python_scalar_type
+from .scalar_operators import SCALAR_OPERATORS
 from .variables import (
     ArrayVar,
     BoundMethodVar,
@@ -376,6 +378,30 @@ def _constant(var: Variable) -> tuple[bool, Any]:
         return False, None
 
 
+# The op of each Python operator NumPy scalars apply (the first name of `SCALAR_OPERATORS`).
+_OPS_OF_OPERATORS: dict[Callable[..., Any], str] = {}
+for _op_name, _fn in SCALAR_OPERATORS.items():
+    _OPS_OF_OPERATORS.setdefault(_fn, _op_name)
+
+
+def _warning_node(tracer: Tracer, fn: Callable[..., Any], *values: Any) -> Variable | None:
+    # NumPy scalar math that warns or raises on these constants (`np.int64(2**62) * 4`
+    # overflows): a graph node rather than the value folded here, so each call warns from
+    # the user's line under its own error state, as eager does. None: fold it.
+    op_name = _OPS_OF_OPERATORS.get(fn)
+    if op_name is None or not any(isinstance(value, np.generic) for value in values):
+        return None
+    with np.errstate(all="raise"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            fn(*values)
+        except (FloatingPointError, RuntimeWarning):
+            return ArrayVar(tracer.graph.call(get_op(op_name), *values))
+        except Exception:  # folding raises it, as eager does
+            return None
+    return None
+
+
 def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variable:
     """`left <name> right` for a BINARY_OP or COMPARE_OP name ("add", "iadd", "lt", ...)."""
     inplace = name.startswith("i") and name[1:] in _BINARY
@@ -396,6 +422,9 @@ def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variab
     left_known, left_value = _constant(left)
     right_known, right_value = _constant(right)
     if left_known and right_known and base in _BINARY:
+        warning = _warning_node(tracer, _BINARY[base], left_value, right_value)
+        if warning is not None:
+            return warning
         folded = tracer.builder.build_unguarded(_BINARY[base](left_value, right_value))
         return with_origins(folded, left, right)
     raise Unsupported(
@@ -648,7 +677,9 @@ def unary(tracer: Tracer, name: str, value: Variable) -> Variable:
         return tracer.builder.scalar_input(_UNARY[name](value.current), source)
     known, constant = _constant(value)
     if known:
-        return tracer.builder.build_unguarded(_UNARY[name](constant))
+        return _warning_node(tracer, _UNARY[name], constant) or tracer.builder.build_unguarded(
+            _UNARY[name](constant)
+        )
     raise Unsupported(f"not supported yet: operator {name} on {value.describe()}")
 
 
