@@ -2410,3 +2410,18 @@ def sums_over_a_list_of_views(x):
     for w in views:
         total = total + w.sum()
     return total, w
+
+
+# -- issue 23 (tupletry39): a `break` on a run-time value inside a loop over a tuple: the
+# copies stay in one graph, each after the first guarded by a `cond` on the stop flag.
+
+
+@loop(_signal)
+def halving_over_a_tuple_until_small(x):
+    n = 0
+    for w in (0.5, 0.25, 0.125):
+        x = x * w
+        n += 1
+        if np.abs(x).max() < 0.4:
+            break
+    return x, n, w

@@ -237,3 +237,119 @@ def test_loop_over_items_is_unrolled_and_said(fn: Callable[..., Any], items: str
     compiled = compile_function(fn, backend="eager")
     for n in TRIP_COUNTS:
         _same(compiled(*_data(n)), fn(*_data(n)))
+
+
+# -- loops over tuples and lists breaking on a run-time value: conds, one graph -------------
+
+
+def halve_until_small(x: Any, tol: float) -> Any:
+    for w in (0.5, 0.25, 0.125):
+        x = x * w
+        if np.abs(x).max() < tol:
+            break
+    return x
+
+
+def scale_until_large(x: Any, tol: float) -> Any:
+    # The break comes first in the body; the loop variable and a counter are read after.
+    n = 0
+    for w in [2.0, 3.0, 5.0, 7.0]:
+        if x.sum() > tol:
+            break
+        x = x * w
+        n += 1
+    return x + n, w, n
+
+
+def over_rows_of_other_shapes(x: Any, tol: float) -> Any:
+    # Items of other shapes: the carried total keeps its shape, the break reads the item.
+    total = np.zeros(2)
+    count = 0
+    for part in (x[:2], x[1:3] * 2.0, x[2:4] - 1.0):
+        total = total + part
+        count = count + 1
+        if part.max() > tol:
+            break
+    return total, count
+
+
+def breaking_with_else_branch(x: Any, tol: float) -> Any:
+    s = x.copy()
+    for k in (1, 2, 3):
+        if s.sum() < tol:
+            s = s - k
+            break
+        else:
+            s = s * k
+    return s
+
+
+TUPLE_BREAKS: list[Callable[..., Any]] = [
+    halve_until_small,
+    scale_until_large,
+    over_rows_of_other_shapes,
+    breaking_with_else_branch,
+]
+
+# NOTE: thresholds that take the break at each copy and never, for the data below.
+TOLERANCES = (-100.0, 0.05, 0.3, 0.6, 1.0, 3.0, 10.0, 100.0, 1e9)
+
+
+def _rows(n: int) -> Any:
+    return np.array([0.6, 0.2, 0.9, -0.4, 0.1][:n])
+
+
+@pytest.mark.parametrize("fn", TUPLE_BREAKS, ids=[fn.__name__ for fn in TUPLE_BREAKS])
+def test_run_time_break_in_unrolled_loop_is_one_graph(fn: Callable[..., Any]) -> None:
+    out = explain(fn)(_rows(5), 0.3)
+    assert out.graph_count == 1 and out.graph_break_count == 0, out
+    (line,) = out.loops_not_kept
+    assert "its break on a run-time value is a cond" in line.reason, line.reason
+    assert "cond" in _ops(capture_function(fn, (_rows(5), 0.3), {}).graph)
+    compiled = compile_function(fn, backend="eager", dynamic=True)
+    for tol in TOLERANCES:
+        _same(compiled(_rows(5), tol), fn(_rows(5), tol))
+    for n in (4, 5):
+        _same(compiled(_rows(n), 0.6), fn(_rows(n), 0.6))
+
+
+def writes_then_breaks(out: Any, x: Any, tol: float) -> Any:
+    # Each copy writes into the caller's array before its test: the writes of the copies
+    # after a taken break must not happen.
+    for k in (0, 1, 2):
+        out[k] = x[k] * 2.0
+        if out[: k + 1].sum() > tol:
+            break
+    return out.sum()
+
+
+def test_run_time_break_keeps_eagers_writes() -> None:
+    x = np.array([0.5, 1.0, 2.0])
+    out = explain(writes_then_breaks)(np.zeros(3), x, 2.0)
+    assert out.graph_count == 1 and out.graph_break_count == 0, out
+    compiled = compile_function(writes_then_breaks, backend="eager", dynamic=True)
+    for tol in (0.5, 2.0, 5.0, 100.0):
+        mine, theirs = np.zeros(3), np.zeros(3)
+        _same(compiled(mine, x, tol), writes_then_breaks(theirs, x, tol))
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def changes_a_list(x: Any, tol: float) -> Any:
+    # A copy after a run-time break appends to a list: no cond can hold that, so the loop
+    # unrolls as before (a graph break at the test) and stays right.
+    seen = []
+    for w in (0.5, 0.25):
+        x = x * w
+        seen.append(w)
+        if x.max() < tol:
+            break
+    return x, len(seen)
+
+
+def test_unrolled_loop_whose_copies_cannot_be_conds_breaks_at_the_test() -> None:
+    out = explain(changes_a_list)(_rows(5), 0.3)
+    assert out.graph_break_count >= 1
+    assert "its break on a run-time value" not in out.loops_not_kept[0].reason
+    compiled = compile_function(changes_a_list, backend="eager")
+    for tol in (0.05, 0.3, 10.0):
+        _same(compiled(_rows(5), tol), changes_a_list(_rows(5), tol))
