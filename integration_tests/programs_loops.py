@@ -2425,3 +2425,21 @@ def halving_over_a_tuple_until_small(x):
         if np.abs(x).max() < 0.4:
             break
     return x, n, w
+
+
+# A loop in a `try` block indexed by a counter its test bounds by an int argument: kept (and
+# run as C) under a guard `N <= len(x)`; a call past the end captures again and the loop
+# runs in Python, where the handler sees the IndexError.
+
+
+@loop(lambda rng, n: (np.round(rng.standard_normal(n) * 2.0, 1), n - 1), sizes=(4, 1, 7))
+def sum_to_a_counter_inside_try(x, N):
+    s = 0.0
+    k = 0
+    try:
+        while k < N:
+            s = s + x[k] * x[k]
+            k += 1
+    except IndexError:
+        s = -s
+    return s, k

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from numpile_capture import capture_function, compile_function, explain
+from numpile_capture.capture_events import recording_captures
 from numpile_capture.testing import assert_same_as_eager as _same
 from numpile_capture.testing import op_names as _ops
 
@@ -353,3 +354,112 @@ def test_unrolled_loop_whose_copies_cannot_be_conds_breaks_at_the_test() -> None
     compiled = compile_function(changes_a_list, backend="eager")
     for tol in (0.05, 0.3, 10.0):
         _same(compiled(_rows(5), tol), changes_a_list(_rows(5), tol))
+
+
+# -- loops in try blocks whose index is a counter the loop's test bounds ------------------
+
+
+def sum_to_a_counter_in_try(x: Any, n: int) -> Any:
+    s = 0.0
+    k = 0
+    try:
+        while k < n:
+            s = s + x[k]
+            k += 1
+    except IndexError:
+        s = -s  # the handler reads the partial sum and the counter as eager left them
+    return s, k
+
+
+def write_then_read_in_try(out: Any, x: Any, n: int) -> Any:
+    # `out` is two longer than `x`: past the end of `x` the write of the iteration that
+    # raises has happened, and the handler sees it.
+    s = 0.0
+    k = 0
+    try:
+        while k <= n:
+            out[k] = s
+            s = s + x[k]
+            k += 1
+    except IndexError:
+        out[0] = -1.0
+    return s, k
+
+
+def range_of_an_int_in_try(out: Any, x: Any, n: int) -> Any:
+    s = 0.0
+    k = -1
+    try:
+        for k in range(n):
+            out[k] = s
+            s = s + x[k]
+    except IndexError:
+        s = -s
+    return s, k
+
+
+def _calls(fn: Callable[..., Any], lengths_and_counts: list[tuple[int, int]]) -> list[Any]:
+    # Each program's arguments at a length of x (out two longer) and a count n.
+    calls = []
+    for length, n in lengths_and_counts:
+        x = np.arange(1.0, length + 1.0)
+        if fn is sum_to_a_counter_in_try:
+            calls.append((x, n))
+        else:
+            calls.append((np.zeros(length + 2), x, n))
+    return calls
+
+
+# NOTE: (len(x), n): within (trip counts 0, 1, several, up to the end), then past the end,
+# raising at iterations 2, 3 and 5.
+COUNTED_CALLS = [(5, 3), (6, 0), (6, 1), (5, 5), (2, 3), (3, 4), (5, 6), (5, 9)]
+
+COUNTED_IN_TRY: list[Callable[..., Any]] = [
+    sum_to_a_counter_in_try,
+    write_then_read_in_try,
+    range_of_an_int_in_try,
+]
+
+
+@pytest.mark.parametrize("fn", COUNTED_IN_TRY, ids=[fn.__name__ for fn in COUNTED_IN_TRY])
+def test_counted_loop_in_try_is_kept_where_it_stays_in_bounds(fn: Callable[..., Any]) -> None:
+    compiled = compile_function(fn, backend="eager", dynamic=True)
+    with recording_captures() as events:
+        for args in _calls(fn, COUNTED_CALLS):
+            mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            theirs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            _same(compiled(*mine), fn(*theirs))
+            for got, want in zip(mine, theirs, strict=True):
+                if isinstance(want, np.ndarray):
+                    np.testing.assert_array_equal(got, want)  # eager's writes, and only those
+    first = events[0]
+    assert first.graph is not None and first.break_reason is None, first.break_reason
+    assert {"while_loop", "for_loop"} & set(_ops(first.graph))
+    relations = [str(guard) for guard in first.guards if "L['n']" in str(guard)]
+    assert any("L['n'] <" in text for text in relations), relations
+
+
+def counter_stepping_back(x: Any, n: int) -> Any:
+    # `k -= 1` is no increment: the test no longer bounds the counter from below.
+    s = 0.0
+    k = 0
+    try:
+        while k < n:
+            s = s + x[k]
+            k += 2
+            k -= 1
+    except IndexError:
+        s = -s
+    return s, k
+
+
+def test_counter_the_body_may_lower_is_not_bounded() -> None:
+    out = explain(counter_stepping_back)(np.arange(1.0, 6.0), 3)
+    compiled = compile_function(counter_stepping_back, backend="eager", dynamic=True)
+    with recording_captures() as events:
+        for length, n in ((5, 3), (4, 2), (3, 5)):
+            x = np.arange(1.0, length + 1.0)
+            _same(compiled(x, n), counter_stepping_back(x, n))
+    assert out.graph_break_count == 0  # static values: unrolled at capture, as before
+    reasons = [event.break_reason or "" for event in events]
+    assert any("element_at may raise IndexError" in reason for reason in reasons), reasons
