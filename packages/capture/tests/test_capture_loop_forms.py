@@ -463,3 +463,27 @@ def test_counter_the_body_may_lower_is_not_bounded() -> None:
     assert out.graph_break_count == 0  # static values: unrolled at capture, as before
     reasons = [event.break_reason or "" for event in events]
     assert any("element_at may raise IndexError" in reason for reason in reasons), reasons
+
+
+def unrolled_inside_a_kept_loop(x: Any) -> Any:
+    # The tuple loop's stop flag and the enclosing kept loop's are two: both breaks hold.
+    s = 0.0
+    for i in range(x.shape[0]):
+        for w in (0.5, 2.0):
+            s = s + x[i] * w
+            if s > 3.0:
+                break
+        if s > 10.0:
+            break
+    return s
+
+
+def test_run_time_break_in_unrolled_loop_inside_a_kept_loop() -> None:
+    out = explain(unrolled_inside_a_kept_loop)(np.linspace(0.0, 2.0, 7))
+    assert out.graph_count == 1 and out.graph_break_count == 0, out
+    ops = _ops(capture_function(unrolled_inside_a_kept_loop, (np.linspace(0.0, 2.0, 7),), {}).graph)
+    assert "for_loop" in ops
+    compiled = compile_function(unrolled_inside_a_kept_loop, backend="eager", dynamic=True)
+    for n in (0, 1, 3, 7, 12):
+        x = np.linspace(0.0, 2.0, n)
+        _same(compiled(x), unrolled_inside_a_kept_loop(x))

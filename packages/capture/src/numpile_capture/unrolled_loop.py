@@ -123,16 +123,22 @@ def _unroll(frame: Frame, head: int, exit_at: int, iterator: IteratorVar) -> Non
     count = len(graph.nodes)
     broke: Variable = ConstantVar(False)
     run_time = False
-    with tracing_body(frame, loop):
-        while not _is_constant(broke, True):
-            item = iterator.next_item()
-            if item is None:
-                break
-            if _is_constant(broke, False):
-                broke = _copy(frame, loop, item)
-            else:
-                broke = _guarded_copy(frame, loop, broke, item)
-            run_time = run_time or not isinstance(broke, ConstantVar)
+    # A kept loop around this one keeps its own stop flag in BROKE: put back after.
+    enclosing = state.locals.get(BROKE)
+    try:
+        with tracing_body(frame, loop):
+            while not _is_constant(broke, True):
+                item = iterator.next_item()
+                if item is None:
+                    break
+                if _is_constant(broke, False):
+                    broke = _copy(frame, loop, item)
+                else:
+                    broke = _guarded_copy(frame, loop, broke, item)
+                run_time = run_time or not isinstance(broke, ConstantVar)
+    finally:
+        if enclosing is not None:
+            state.locals[BROKE] = enclosing
     if not run_time:
         raise LoopFallback("its breaks are decided at capture time")
     added = sum(node_weight(node) for node in graph.nodes[count:])
