@@ -288,8 +288,9 @@ def _getitem_at_impl(x: Any, *scalars: Any, index: tuple[Any, ...]) -> Any:
 
 def index_may_leave_bounds(inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether `x[index]` (x the first input) may raise IndexError: some int of the index
-    (a run-time slot or a constant) is not proven within its axis by the sizes and the
-    loop bounds of the capture running now (slices never raise).
+    (a run-time slot or a constant) is not proven within its axis by the sizes, the loop
+    bounds of the capture running now, or the test of the loop whose counter it is (see
+    `loop_counters`, which may guard this call's values to prove it); slices never raise.
 
         >>> from numpile_capture import Graph
         >>> x = Graph().placeholder("x", ArrayMeta((5,), "float64"))
