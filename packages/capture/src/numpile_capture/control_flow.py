@@ -118,6 +118,15 @@ _RUNNERS: weakref.WeakKeyDictionary[Graph, Callable[[tuple[Any, ...]], tuple[Any
 )
 
 
+def set_body_runner(body: Graph, runner: Callable[[tuple[Any, ...]], tuple[Any, ...]]) -> None:
+    """Run `body` (a `cond` branch) with `runner(arguments)` instead of op by op: a backend's
+    compiled form of it.
+
+    >>> set_body_runner(Graph(), lambda arguments: ())
+    """
+    _RUNNERS[body] = runner
+
+
 def body_runner(body: Graph) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     """A function running `body` once on its inputs, as `run_graph` does (each op called
     from its user's line, values dropped after their last use), planned once per body:
@@ -163,8 +172,10 @@ def _plan(body: Graph) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
         position += 1
     output = body.output
     leaves = output if type(output) is tuple else ()
-    all_nodes = bool(leaves) and all(isinstance(leaf, Node) for leaf in leaves)
-    gather_output = _gather(leaves, slots) if all_nodes else None
+    # A tuple of nodes and scalar constants (a branch giving a break's stop flag) is gathered
+    # as the steps' inputs are: no tree walk per call.
+    flat = bool(leaves) and all(isinstance(leaf, (Node, *_SCALAR_LEAVES)) for leaf in leaves)
+    gather_output = _gather(leaves, slots) if flat else None
 
     def read(values: list[Any]) -> Callable[[Any], Any]:
         return lambda leaf: values[slots[leaf]] if isinstance(leaf, Node) else leaf
@@ -181,6 +192,10 @@ def _plan(body: Graph) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
 
     padding = [None] * (size - len(body.placeholders))
     return run
+
+
+# NOTE: the constants a body's output tuple may hold beside nodes without a tree walk.
+_SCALAR_LEAVES = (bool, int, float, complex, np.generic)
 
 
 def _gather(inputs: Any, slots: dict[Node, int]) -> Callable[[list[Any]], tuple[Any, ...]]:
