@@ -2410,3 +2410,36 @@ def sums_over_a_list_of_views(x):
     for w in views:
         total = total + w.sum()
     return total, w
+
+
+# -- issue 23 (tupletry39): a `break` on a run-time value inside a loop over a tuple: the
+# copies stay in one graph, each after the first guarded by a `cond` on the stop flag.
+
+
+@loop(_signal)
+def halving_over_a_tuple_until_small(x):
+    n = 0
+    for w in (0.5, 0.25, 0.125):
+        x = x * w
+        n += 1
+        if np.abs(x).max() < 0.4:
+            break
+    return x, n, w
+
+
+# A loop in a `try` block indexed by a counter its test bounds by an int argument: kept (and
+# run as C) under a guard `N <= len(x)`; a call past the end captures again and the loop
+# runs in Python, where the handler sees the IndexError.
+
+
+@loop(lambda rng, n: (np.round(rng.standard_normal(n) * 2.0, 1), n - 1), sizes=(4, 1, 7))
+def sum_to_a_counter_inside_try(x, N):
+    s = 0.0
+    k = 0
+    try:
+        while k < N:
+            s = s + x[k] * x[k]
+            k += 1
+    except IndexError:
+        s = -s
+    return s, k

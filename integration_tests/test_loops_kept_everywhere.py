@@ -3,7 +3,7 @@ run-time values (3.12+ copy the code after such a loop into each break, or threa
 an enclosing `for`'s jump back), `continue` in nested loops, `for ... else` with a break, a
 loop that both returns and breaks, rows at a shifted index (`A[i - 1]`, `A[i + 1]`,
 `A[i - 1, j]`; past the end: eager's IndexError), loops inside `try` blocks and `while`
-tests that are chained comparisons of run-time values.
+tests that are chained comparisons of run-time values, a counted `while` in a `try` block.
 Capture keeps each loop (no graph break, nothing unrolled) and the inductor runs it as C
 (no body run with NumPy per iteration). Values, dtypes and in-place effects are the
 corpus' checks (programs_loops.py).
@@ -41,6 +41,7 @@ KEPT_EVERYWHERE = (
     "newton_sqrt_inside_try_finally",
     "while_chained_comparison_in_a_for",
     "while_true_or_break_ends_a_for_body",
+    "sum_to_a_counter_inside_try",
 )
 
 

@@ -3,6 +3,7 @@ Python numbers do: specialized on the first call, a graph input guarded by type 
 once a value changes, so a time-stepping loop compiles twice, not once per value. Each call is
 compared with eager (values, dtype, type: NEP 50's strong NumPy scalars); the inductor reads
 the scalar by value, and a loop over it runs as C, not its body with NumPy per iteration.
+A branch on such an input is a guard on its outcome in one graph (issue 23, item 4).
 """
 
 from __future__ import annotations
@@ -65,3 +66,43 @@ def test_nep50_corners_and_types_after_the_scalar_became_an_input() -> None:
     for value in (0.1, 0.2, 0.3):
         _assert_same(compiled(x, np.float32(value)), _scalar_math(x, np.float32(value)))
     assert len(cache_for(_scalar_math.__code__).entries) == 2
+
+
+def _signed_sum(x: Any, a: Any) -> Any:
+    s = 0.0
+    for i in range(x.shape[0]):
+        if a > 0:
+            s += x[i] * a
+        else:
+            s -= x[i]
+    return s
+
+
+def _shifted(x: Any, a: Any) -> Any:
+    # A branch on the scalar input before the loop guards its outcome; the loop in each
+    # entry runs as C.
+    s = 0.0
+    b = a if a > 0 else -a
+    for i in range(x.shape[0]):
+        s += x[i] * b
+    return s, _signed_sum(x, a)
+
+
+def test_a_branch_on_a_numpy_scalar_input_is_a_guard_and_its_loops_run_as_c(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    numpile.reset()
+    x = np.linspace(0.0, 1.0, 33)
+    compiled = numpile.compile(_shifted, dynamic=True)
+    rt.reset_counters()
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
+        # One entry per outcome of `a > 0` (NaN takes the False one); inside the loop of
+        # `_signed_sum` the same branch is a `cond`, no guard.
+        for value in (0.5, -0.5, 2.0, float("nan"), -3.0, 1.5):
+            a = np.float64(value)
+            _assert_same(compiled(x, a), _shifted(x, a))
+    assert len(cache_for(_shifted.__code__).entries) == 2
+    assert not per_iteration_hints(caplog.records)
+    assert rt.counters().get("loop_host_runs", 0) == 0
+    guards = {str(g) for e in cache_for(_shifted.__code__).entries for g in e.metadata["guards"]}
+    assert "EQUALS_MATCH((bool(L['a'] > 0)), False)" in guards

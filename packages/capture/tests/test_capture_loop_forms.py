@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from numpile_capture import capture_function, compile_function, explain
+from numpile_capture.capture_events import recording_captures
 from numpile_capture.testing import assert_same_as_eager as _same
 from numpile_capture.testing import op_names as _ops
 
@@ -237,3 +238,252 @@ def test_loop_over_items_is_unrolled_and_said(fn: Callable[..., Any], items: str
     compiled = compile_function(fn, backend="eager")
     for n in TRIP_COUNTS:
         _same(compiled(*_data(n)), fn(*_data(n)))
+
+
+# -- loops over tuples and lists breaking on a run-time value: conds, one graph -------------
+
+
+def halve_until_small(x: Any, tol: float) -> Any:
+    for w in (0.5, 0.25, 0.125):
+        x = x * w
+        if np.abs(x).max() < tol:
+            break
+    return x
+
+
+def scale_until_large(x: Any, tol: float) -> Any:
+    # The break comes first in the body; the loop variable and a counter are read after.
+    n = 0
+    for w in [2.0, 3.0, 5.0, 7.0]:
+        if x.sum() > tol:
+            break
+        x = x * w
+        n += 1
+    return x + n, w, n
+
+
+def over_rows_of_other_shapes(x: Any, tol: float) -> Any:
+    # Items of other shapes: the carried total keeps its shape, the break reads the item.
+    total = np.zeros(2)
+    count = 0
+    for part in (x[:2], x[1:3] * 2.0, x[2:4] - 1.0):
+        total = total + part
+        count = count + 1
+        if part.max() > tol:
+            break
+    return total, count
+
+
+def breaking_with_else_branch(x: Any, tol: float) -> Any:
+    s = x.copy()
+    for k in (1, 2, 3):
+        if s.sum() < tol:
+            s = s - k
+            break
+        else:
+            s = s * k
+    return s
+
+
+TUPLE_BREAKS: list[Callable[..., Any]] = [
+    halve_until_small,
+    scale_until_large,
+    over_rows_of_other_shapes,
+    breaking_with_else_branch,
+]
+
+# NOTE: thresholds that take the break at each copy and never, for the data below.
+TOLERANCES = (-100.0, 0.05, 0.3, 0.6, 1.0, 3.0, 10.0, 100.0, 1e9)
+
+
+def _rows(n: int) -> Any:
+    return np.array([0.6, 0.2, 0.9, -0.4, 0.1][:n])
+
+
+@pytest.mark.parametrize("fn", TUPLE_BREAKS, ids=[fn.__name__ for fn in TUPLE_BREAKS])
+def test_run_time_break_in_unrolled_loop_is_one_graph(fn: Callable[..., Any]) -> None:
+    out = explain(fn)(_rows(5), 0.3)
+    assert out.graph_count == 1 and out.graph_break_count == 0, out
+    (line,) = out.loops_not_kept
+    assert "its break on a run-time value is a cond" in line.reason, line.reason
+    assert "cond" in _ops(capture_function(fn, (_rows(5), 0.3), {}).graph)
+    compiled = compile_function(fn, backend="eager", dynamic=True)
+    for tol in TOLERANCES:
+        _same(compiled(_rows(5), tol), fn(_rows(5), tol))
+    for n in (4, 5):
+        _same(compiled(_rows(n), 0.6), fn(_rows(n), 0.6))
+
+
+def writes_then_breaks(out: Any, x: Any, tol: float) -> Any:
+    # Each copy writes into the caller's array before its test: the writes of the copies
+    # after a taken break must not happen.
+    for k in (0, 1, 2):
+        out[k] = x[k] * 2.0
+        if out[: k + 1].sum() > tol:
+            break
+    return out.sum()
+
+
+def test_run_time_break_keeps_eagers_writes() -> None:
+    x = np.array([0.5, 1.0, 2.0])
+    out = explain(writes_then_breaks)(np.zeros(3), x, 2.0)
+    assert out.graph_count == 1 and out.graph_break_count == 0, out
+    compiled = compile_function(writes_then_breaks, backend="eager", dynamic=True)
+    for tol in (0.5, 2.0, 5.0, 100.0):
+        mine, theirs = np.zeros(3), np.zeros(3)
+        _same(compiled(mine, x, tol), writes_then_breaks(theirs, x, tol))
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def changes_a_list(x: Any, tol: float) -> Any:
+    # A copy after a run-time break appends to a list: no cond can hold that, so the loop
+    # unrolls as before (a graph break at the test) and stays right.
+    seen = []
+    for w in (0.5, 0.25):
+        x = x * w
+        seen.append(w)
+        if x.max() < tol:
+            break
+    return x, len(seen)
+
+
+def test_unrolled_loop_whose_copies_cannot_be_conds_breaks_at_the_test() -> None:
+    out = explain(changes_a_list)(_rows(5), 0.3)
+    assert out.graph_break_count >= 1
+    assert "its break on a run-time value" not in out.loops_not_kept[0].reason
+    compiled = compile_function(changes_a_list, backend="eager")
+    for tol in (0.05, 0.3, 10.0):
+        _same(compiled(_rows(5), tol), changes_a_list(_rows(5), tol))
+
+
+# -- loops in try blocks whose index is a counter the loop's test bounds ------------------
+
+
+def sum_to_a_counter_in_try(x: Any, n: int) -> Any:
+    s = 0.0
+    k = 0
+    try:
+        while k < n:
+            s = s + x[k]
+            k += 1
+    except IndexError:
+        s = -s  # the handler reads the partial sum and the counter as eager left them
+    return s, k
+
+
+def write_then_read_in_try(out: Any, x: Any, n: int) -> Any:
+    # `out` is two longer than `x`: past the end of `x` the write of the iteration that
+    # raises has happened, and the handler sees it.
+    s = 0.0
+    k = 0
+    try:
+        while k <= n:
+            out[k] = s
+            s = s + x[k]
+            k += 1
+    except IndexError:
+        out[0] = -1.0
+    return s, k
+
+
+def range_of_an_int_in_try(out: Any, x: Any, n: int) -> Any:
+    s = 0.0
+    k = -1
+    try:
+        for k in range(n):
+            out[k] = s
+            s = s + x[k]
+    except IndexError:
+        s = -s
+    return s, k
+
+
+def _calls(fn: Callable[..., Any], lengths_and_counts: list[tuple[int, int]]) -> list[Any]:
+    # Each program's arguments at a length of x (out two longer) and a count n.
+    calls = []
+    for length, n in lengths_and_counts:
+        x = np.arange(1.0, length + 1.0)
+        if fn is sum_to_a_counter_in_try:
+            calls.append((x, n))
+        else:
+            calls.append((np.zeros(length + 2), x, n))
+    return calls
+
+
+# NOTE: (len(x), n): within (trip counts 0, 1, several, up to the end), then past the end,
+# raising at iterations 2, 3 and 5.
+COUNTED_CALLS = [(5, 3), (6, 0), (6, 1), (5, 5), (2, 3), (3, 4), (5, 6), (5, 9)]
+
+COUNTED_IN_TRY: list[Callable[..., Any]] = [
+    sum_to_a_counter_in_try,
+    write_then_read_in_try,
+    range_of_an_int_in_try,
+]
+
+
+@pytest.mark.parametrize("fn", COUNTED_IN_TRY, ids=[fn.__name__ for fn in COUNTED_IN_TRY])
+def test_counted_loop_in_try_is_kept_where_it_stays_in_bounds(fn: Callable[..., Any]) -> None:
+    compiled = compile_function(fn, backend="eager", dynamic=True)
+    with recording_captures() as events:
+        for args in _calls(fn, COUNTED_CALLS):
+            mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            theirs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            _same(compiled(*mine), fn(*theirs))
+            for got, want in zip(mine, theirs, strict=True):
+                if isinstance(want, np.ndarray):
+                    np.testing.assert_array_equal(got, want)  # eager's writes, and only those
+    first = events[0]
+    assert first.graph is not None and first.break_reason is None, first.break_reason
+    assert {"while_loop", "for_loop"} & set(_ops(first.graph))
+    relations = [str(guard) for guard in first.guards if "L['n']" in str(guard)]
+    assert any("L['n'] <" in text for text in relations), relations
+
+
+def counter_stepping_back(x: Any, n: int) -> Any:
+    # `k -= 1` is no increment: the test no longer bounds the counter from below.
+    s = 0.0
+    k = 0
+    try:
+        while k < n:
+            s = s + x[k]
+            k += 2
+            k -= 1
+    except IndexError:
+        s = -s
+    return s, k
+
+
+def test_counter_the_body_may_lower_is_not_bounded() -> None:
+    out = explain(counter_stepping_back)(np.arange(1.0, 6.0), 3)
+    compiled = compile_function(counter_stepping_back, backend="eager", dynamic=True)
+    with recording_captures() as events:
+        for length, n in ((5, 3), (4, 2), (3, 5)):
+            x = np.arange(1.0, length + 1.0)
+            _same(compiled(x, n), counter_stepping_back(x, n))
+    assert out.graph_break_count == 0  # static values: unrolled at capture, as before
+    reasons = [event.break_reason or "" for event in events]
+    assert any("element_at may raise IndexError" in reason for reason in reasons), reasons
+
+
+def unrolled_inside_a_kept_loop(x: Any) -> Any:
+    # The tuple loop's stop flag and the enclosing kept loop's are two: both breaks hold.
+    s = 0.0
+    for i in range(x.shape[0]):
+        for w in (0.5, 2.0):
+            s = s + x[i] * w
+            if s > 3.0:
+                break
+        if s > 10.0:
+            break
+    return s
+
+
+def test_run_time_break_in_unrolled_loop_inside_a_kept_loop() -> None:
+    out = explain(unrolled_inside_a_kept_loop)(np.linspace(0.0, 2.0, 7))
+    assert out.graph_count == 1 and out.graph_break_count == 0, out
+    ops = _ops(capture_function(unrolled_inside_a_kept_loop, (np.linspace(0.0, 2.0, 7),), {}).graph)
+    assert "for_loop" in ops
+    compiled = compile_function(unrolled_inside_a_kept_loop, backend="eager", dynamic=True)
+    for n in (0, 1, 3, 7, 12):
+        x = np.linspace(0.0, 2.0, n)
+        _same(compiled(x), unrolled_inside_a_kept_loop(x))

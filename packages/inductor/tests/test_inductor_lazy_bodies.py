@@ -168,3 +168,22 @@ def test_a_second_process_runs_a_loop_of_kernels_from_the_cache(tmp_path: Path) 
     A, B = np.random.default_rng(0).standard_normal((9, 9)), np.zeros((9, 9))
     np.testing.assert_array_equal(warm["result"], _jacobi(A, B)[0])
     assert warm["result"] == cold["result"]
+
+
+def _halve_until_small(x: Any, tol: float) -> Any:
+    # Unrolled copies after a run-time break: each a `cond` branch with array work.
+    for w in (0.5, 0.25, 0.125):
+        x = x * w
+        if np.abs(x).max() < tol:
+            break
+    return x
+
+
+def test_cond_branches_with_array_work_run_compiled(fresh_cache: Path) -> None:
+    x = np.linspace(-3.0, 3.0, 50)
+    graph = capture_function(_halve_until_small, (x, 0.3), {}).graph
+    before = _misses()
+    compiled = inductor(graph, [x], options={"tiered": False})
+    for scale in (0.1, 1.0, 3.0, 100.0):  # the break at each copy, and never
+        np.testing.assert_array_equal(compiled(x * scale), _halve_until_small(x * scale, 0.3))
+    assert _misses() > before + 1  # the graph's module, and the branches' own

@@ -20,6 +20,7 @@ import numpy as np
 from .bound_origins import size_var, with_origins
 from .capture_result import Unsupported
 from .graph import Node
+from .guarded_scalars import has_expression, operand
 from .loop_ranges import make_range
 from .loop_sources import ZipVar, keepable
 from .op import get_op
@@ -127,8 +128,20 @@ def _isinstance(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable
 
 
 def _min_max(fn: Callable[..., Any]) -> Handler:
+    # NOTE: Python keeps the first item and takes each later one that compares below it
+    # (min) or above it (max); on NumPy scalars made from scalar inputs the same
+    # comparisons are traced, so each is a guard (see guarded_scalars).
+    compared = "lt" if fn is min else "gt"
+
     def handler(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
         items = iterate(tracer, args[0]) if len(args) == 1 else args
+        guarded = any(has_expression(item) for item in items)
+        if guarded and not kwargs and all(operand(item) is not None for item in items):
+            best = items[0]
+            for item in items[1:]:
+                if truth(tracer, binary(tracer, compared, item, best)):
+                    best = item
+            return best
         if any(isinstance(item, ArrayVar) for item in items):
             raise Unsupported(
                 f"not supported yet: {fn.__name__}() of arrays (it compares array values)"

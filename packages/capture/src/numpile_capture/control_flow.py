@@ -43,6 +43,7 @@ from .meta import ArrayMeta, ScalarMeta
 from .op import Op, OpKind, register_op
 from .ops.loop_values import ScalarSlot
 from .pytree import tree_map
+from .scalar_operators import SCALAR_OPERATORS
 from .source_line import SourceLine
 
 
@@ -117,6 +118,15 @@ _RUNNERS: weakref.WeakKeyDictionary[Graph, Callable[[tuple[Any, ...]], tuple[Any
 )
 
 
+def set_body_runner(body: Graph, runner: Callable[[tuple[Any, ...]], tuple[Any, ...]]) -> None:
+    """Run `body` (a `cond` branch) with `runner(arguments)` instead of op by op: a backend's
+    compiled form of it.
+
+    >>> set_body_runner(Graph(), lambda arguments: ())
+    """
+    _RUNNERS[body] = runner
+
+
 def body_runner(body: Graph) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     """A function running `body` once on its inputs, as `run_graph` does (each op called
     from its user's line, values dropped after their last use), planned once per body:
@@ -162,8 +172,10 @@ def _plan(body: Graph) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
         position += 1
     output = body.output
     leaves = output if type(output) is tuple else ()
-    all_nodes = bool(leaves) and all(isinstance(leaf, Node) for leaf in leaves)
-    gather_output = _gather(leaves, slots) if all_nodes else None
+    # A tuple of nodes and scalar constants (a branch giving a break's stop flag) is gathered
+    # as the steps' inputs are: no tree walk per call.
+    flat = bool(leaves) and all(isinstance(leaf, (Node, *_SCALAR_LEAVES)) for leaf in leaves)
+    gather_output = _gather(leaves, slots) if flat else None
 
     def read(values: list[Any]) -> Callable[[Any], Any]:
         return lambda leaf: values[slots[leaf]] if isinstance(leaf, Node) else leaf
@@ -180,6 +192,10 @@ def _plan(body: Graph) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
 
     padding = [None] * (size - len(body.placeholders))
     return run
+
+
+# NOTE: the constants a body's output tuple may hold beside nodes without a tree walk.
+_SCALAR_LEAVES = (bool, int, float, complex, np.generic)
 
 
 def _gather(inputs: Any, slots: dict[Node, int]) -> Callable[[list[Any]], tuple[Any, ...]]:
@@ -201,31 +217,6 @@ def _gather(inputs: Any, slots: dict[Node, int]) -> Callable[[list[Any]], tuple[
     return lambda values: tuple(values[v] if is_slot else v for is_slot, v in pairs)
 
 
-# NOTE: ufuncs whose Python operator gives the same value, dtype and warnings on NumPy
-# scalars, ~30x faster (NumPy's scalar fast path, not the ufunc machinery). A loop body
-# of scalar work spends its time there.
-_SCALAR_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
-    "add": operator.add,
-    "subtract": operator.sub,
-    "multiply": operator.mul,
-    "divide": operator.truediv,
-    "true_divide": operator.truediv,
-    "floor_divide": operator.floordiv,
-    "remainder": operator.mod,
-    "bitwise_and": operator.and_,
-    "bitwise_or": operator.or_,
-    "bitwise_xor": operator.xor,
-    "left_shift": operator.lshift,
-    "right_shift": operator.rshift,
-    "less": operator.lt,
-    "less_equal": operator.le,
-    "greater": operator.gt,
-    "greater_equal": operator.ge,
-    "equal": operator.eq,
-    "not_equal": operator.ne,
-}
-
-
 def _indexer(index: tuple[Any, ...]) -> Callable[..., Any] | None:
     # x[i] and x[i, j] without building the index item by item (ScalarSlot in order).
     if all(isinstance(item, ScalarSlot) and item.position == k for k, item in enumerate(index)):
@@ -240,8 +231,11 @@ def _caller(node: Node, line: SourceLine | None) -> Callable[[list[Any], dict[st
     op = node.op
     assert op is not None
     impl = op.impl
-    fast_operator = _SCALAR_OPERATORS.get(op.name)
-    if fast_operator is not None and len(node.inputs) == 2 and not node.params:
+    # NOTE: the Python operator of a ufunc on NumPy scalars (see scalar_operators): eager's
+    # value, dtype and warnings, ~30x faster (NumPy's scalar fast path, not the ufunc
+    # machinery). A loop body of scalar work spends its time there.
+    fast_operator = SCALAR_OPERATORS.get(op.name)
+    if fast_operator is not None and len(node.inputs) in (1, 2) and not node.params:
         ufunc = impl
         scalar_operator = fast_operator
         # NOTE: traced on NumPy scalars (ArrayMeta inputs), both operands may still be
@@ -253,10 +247,9 @@ def _caller(node: Node, line: SourceLine | None) -> Callable[[list[Any], dict[st
         )
 
         def pick(args: list[Any]) -> Callable[..., Any]:
-            left, right = args
-            if isinstance(left, np.generic) or isinstance(right, np.generic):
+            if any(isinstance(value, np.generic) for value in args):
                 return scalar_operator
-            python_scalars = not isinstance(left, np.ndarray) and not isinstance(right, np.ndarray)
+            python_scalars = not any(isinstance(value, np.ndarray) for value in args)
             return scalar_operator if traced_numpy and python_scalars else ufunc
 
         if line is None:

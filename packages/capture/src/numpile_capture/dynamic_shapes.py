@@ -176,9 +176,15 @@ class DynamicPolicy:
         if type(value) not in self.scalar_types or self.mode is False:
             return False
         changed = self._observe_scalar(source, value)
-        return self.mode is True or changed or self._loop_local(source)
+        return self.mode is True or changed or self.is_loop_local(source)
 
-    def _loop_local(self, source: str) -> bool:
+    def is_loop_local(self, source: str) -> bool:
+        """Whether `source` is a local of a resume function inside a loop (`loop_locals`):
+        a value the loop carries, made afresh each iteration.
+
+            >>> DynamicPolicy(None, loop_locals=True).is_loop_local("L['s']")
+            True
+        """
         return self.loop_locals and source.startswith("L[")
 
     def numpy_scalar_is_input(self, value: Any, source: str) -> bool:
@@ -196,7 +202,7 @@ class DynamicPolicy:
         """
         if not isinstance(value, np.number | np.bool_) or self.mode is False:
             return False
-        if self._loop_local(source):
+        if self.is_loop_local(source):
             return True
         if _python_kind(value) not in self.scalar_types:
             return False
@@ -234,7 +240,7 @@ class DynamicPolicy:
             elif axis in dynamic:
                 lo, hi = dynamic[axis]
                 choices.append(DimChoice(True, lo, hi))
-            elif self.mode is True or axis in changed or self._loop_local(source):
+            elif self.mode is True or axis in changed or self.is_loop_local(source):
                 choices.append(DimChoice(True))
             else:
                 choices.append(_STATIC)

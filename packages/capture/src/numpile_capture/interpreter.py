@@ -12,6 +12,7 @@ from typing import Any
 
 from .graph import Graph, Node
 from .pytree import tree_map
+from .scalar_operators import SCALAR_OPERATORS, scalar_operator
 
 
 def run_graph(graph: Graph, inputs: Sequence[Any], quiet: Collection[Node] = ()) -> Any:
@@ -19,7 +20,9 @@ def run_graph(graph: Graph, inputs: Sequence[Any], quiet: Collection[Node] = ())
 
     Views stay views and in-place ops write to their targets, so the result
     aliases and mutates exactly as the original NumPy program would; each op
-    runs as if called from its `graph.locations` line, so NumPy's warnings name it.
+    runs as if called from its `graph.locations` line, so NumPy's warnings name it. A ufunc
+    op on NumPy scalars runs as their Python operator (`scalar_operators`), whose warnings
+    eager gives for `a * b`.
     The ops of `quiet` nodes run with warnings ignored (their warnings were given).
     """
     placeholders = graph.placeholders
@@ -37,16 +40,19 @@ def run_graph(graph: Graph, inputs: Sequence[Any], quiet: Collection[Node] = ())
             continue
         args = [read(value) for value in node.inputs]
         line = locations.get(node)
+        impl = node.op.impl
+        if node.op.name in SCALAR_OPERATORS and not node.params:
+            impl = scalar_operator(node.op.name, args) or impl
         if node in quiet:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                env[node] = node.op.impl(*args, **node.kwargs)
+                env[node] = impl(*args, **node.kwargs)
         elif line is None:
-            env[node] = node.op.impl(*args, **node.kwargs)
+            env[node] = impl(*args, **node.kwargs)
         elif node.op.method:  # from the user's line, where NumPy's warnings point
             env[node] = line.call_method(node.op.method, args, node.kwargs)
         else:
-            env[node] = line.call(node.op.impl, args, node.kwargs)
+            env[node] = line.call(impl, args, node.kwargs)
         for value in dead_after.get(index, ()):
             del env[value]  # as eager code drops its temporaries: NumPy reuses the memory
     return tree_map(read, graph.output)

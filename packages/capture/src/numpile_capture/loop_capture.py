@@ -44,6 +44,7 @@ from .dynamic_shapes import active_shape_env
 from .graph import Graph
 from .kept_loop import bind_outputs, return_slot, trace_to_fixpoint, undone_on_fallback
 from .loop_bounds import bound_expr, bound_value
+from .loop_counters import bounded_counters, range_counter
 from .loop_else import carry_left, else_end, run_else_clause
 from .loop_entry import (
     EmptyRange,
@@ -217,7 +218,7 @@ def _trace_body(
     low, high = range_bounds(*(bound_expr(bound) for bound in bounds))
     read = over is not None or _index_read(frame, extent)
     with index_scope(active_shape_env(), low, high, read=read) as symbol:
-        return _trace_indexed_body(frame, extent, metas, scalars, over, symbol)
+        return _trace_indexed_body(frame, extent, metas, scalars, over, symbol, bounds)
 
 
 def _index_read(frame: Frame, extent: _Extent) -> bool:
@@ -247,6 +248,7 @@ def _trace_indexed_body(
     scalars: set[str],
     over: ArrayVar | ZipVar | None,
     symbol: Any,
+    bounds: tuple[Variable, Variable, Variable],
 ) -> tuple[Graph, list[Any]]:
     tracer = frame.tracer
     outer = tracer.graph
@@ -265,7 +267,10 @@ def _trace_indexed_body(
             # The row, a view (or an element's scalar), or enumerate's / zip's tuple.
             item = item_at(tracer, over, position)
         frame.state.push(item)
-        _run_iteration(frame, extent)
+        counter = range_counter(bounds)
+        counters = {} if counter is None else {index: counter}
+        with bounded_counters(counters, tracer.builder):
+            _run_iteration(frame, extent)
     finally:
         tracer.graph = outer
     if len(frame.state.stack) != depth:

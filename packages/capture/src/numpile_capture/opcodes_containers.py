@@ -26,6 +26,7 @@ from .operators import (
     specialized,
 )
 from .unroll_budget import MAX_UNROLLED_NODES
+from .unrolled_loop import unroll_breaking_loop
 from .variables import (
     ConstantVar,
     DictVar,
@@ -137,13 +138,15 @@ def _get_iter(frame: Frame, inst: Instruction) -> None:
         iterator = iterable  # iter() of an iterator is itself: generators stay lazy
     else:
         iterator = IteratorVar(iterate(frame.tracer, iterable))
+    frame.state.push(iterator)
     if in_for:
         assert following is not None
-        _note_unrolled(frame, following, _items_text(iterable, iterator))
-    frame.state.push(iterator)
+        items = _items_text(iterable, iterator)
+        guarded = unroll_breaking_loop(frame, frame.pc) is None
+        _note_unrolled(frame, following, items, guarded=guarded)
 
 
-def _note_unrolled(frame: Frame, inst: Instruction, items: str) -> None:
+def _note_unrolled(frame: Frame, inst: Instruction, items: str, *, guarded: bool) -> None:
     # A `for` over items known now (a tuple, a list, a zip of them) runs unrolled by design:
     # each item is traced as it is (arrays of other shapes, Python constants that stay weak
     # scalars), which one loop body could not be. Said in explain, not a fallback.
@@ -152,6 +155,11 @@ def _note_unrolled(frame: Frame, inst: Instruction, items: str) -> None:
         "traced as it is (they may differ in type and shape); past "
         f"{MAX_UNROLLED_NODES} graph nodes the loop breaks the graph and runs in Python"
     )
+    if guarded:
+        reason += (
+            "; its break on a run-time value is a cond: the copies after it run only "
+            "while it is not taken"
+        )
     filename = frame.code.co_filename
     log.info("%s (%s:%s)", reason, filename, inst.lineno)
     record_loop_not_kept(LoopNotKept(reason, filename, inst.lineno))

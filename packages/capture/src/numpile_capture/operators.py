@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,6 +28,16 @@ from .bound_origins import with_origins
 from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, writeable
+from .guarded_scalars import (
+    argument,
+    derived_binary,
+    derived_unary,
+    fits,
+    guarded_truth,
+    has_expression,
+    operand,
+    untracked_origin,
+)
 from .loop_bounds import size_node
 from .loop_exit import LoopFallback
 from .loop_index import combine, opaque_int
@@ -36,6 +47,7 @@ from .op import get_op
 from .ops._shapes import is_c_contiguous, is_f_contiguous
 from .ops.extern import RunTimeSize
 from .ops.loop_values import PY_OPERATORS, ScalarSlot, python_scalar_type
+from .scalar_operators import SCALAR_OPERATORS
 from .variables import (
     ArrayVar,
     BoundMethodVar,
@@ -366,6 +378,30 @@ def _constant(var: Variable) -> tuple[bool, Any]:
         return False, None
 
 
+# The op of each Python operator NumPy scalars apply (the first name of `SCALAR_OPERATORS`).
+_OPS_OF_OPERATORS: dict[Callable[..., Any], str] = {}
+for _op_name, _fn in SCALAR_OPERATORS.items():
+    _OPS_OF_OPERATORS.setdefault(_fn, _op_name)
+
+
+def _warning_node(tracer: Tracer, fn: Callable[..., Any], *values: Any) -> Variable | None:
+    # NumPy scalar math that warns or raises on these constants (`np.int64(2**62) * 4`
+    # overflows): a graph node rather than the value folded here, so each call warns from
+    # the user's line under its own error state, as eager does. None: fold it.
+    op_name = _OPS_OF_OPERATORS.get(fn)
+    if op_name is None or not any(isinstance(value, np.generic) for value in values):
+        return None
+    with np.errstate(all="raise"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            fn(*values)
+        except (FloatingPointError, RuntimeWarning):
+            return ArrayVar(tracer.graph.call(get_op(op_name), *values))
+        except Exception:  # folding raises it, as eager does
+            return None
+    return None
+
+
 def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variable:
     """`left <name> right` for a BINARY_OP or COMPARE_OP name ("add", "iadd", "lt", ...)."""
     inplace = name.startswith("i") and name[1:] in _BINARY
@@ -373,7 +409,7 @@ def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variab
     if isinstance(left, ArrayVar) or isinstance(right, ArrayVar):
         op_name = name if inplace and isinstance(left, ArrayVar) else base
         binding = tracer.bindings.lookup_operator(op_name)
-        return apply_binding(tracer, binding, left, right)
+        return derived_binary(base, left, right, apply_binding(tracer, binding, left, right))
     sequence = _sequence_binary(tracer, base, inplace, left, right)
     if sequence is not None:
         return sequence
@@ -386,6 +422,9 @@ def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variab
     left_known, left_value = _constant(left)
     right_known, right_value = _constant(right)
     if left_known and right_known and base in _BINARY:
+        warning = _warning_node(tracer, _BINARY[base], left_value, right_value)
+        if warning is not None:
+            return warning
         folded = tracer.builder.build_unguarded(_BINARY[base](left_value, right_value))
         return with_origins(folded, left, right)
     raise Unsupported(
@@ -433,26 +472,6 @@ def _sizes_as_inputs(
     return sides[0], sides[1]
 
 
-_MAX_EXPRESSION_CHARS = 2000
-"""The longest expression an unspecialized scalar is read by (its guard and fetch code)."""
-
-_MAX_EXPRESSION_NESTING = 64
-"""The most parentheses in such an expression (Python's parser stops at 200 levels)."""
-
-
-def _scalar_text(var: Variable) -> str | None:
-    # How an operand of scalar arithmetic reads in an ExpressionSource (None: it cannot).
-    if isinstance(var, ScalarInputVar):
-        assert var.source is not None
-        return var.source.name
-    if isinstance(var, ConstantVar) and type(var.value) in (int, float, bool):
-        value = var.value
-        if isinstance(value, float) and not math.isfinite(value):
-            return None
-        return repr(value)
-    return None
-
-
 def _scalar_arithmetic(
     tracer: Tracer, name: str, left: Variable, right: Variable
 ) -> ScalarInputVar | None:
@@ -466,17 +485,12 @@ def _scalar_arithmetic(
         return None
     if not (isinstance(left, ScalarInputVar) or isinstance(right, ScalarInputVar)):
         return None
-    left_text, right_text = _scalar_text(left), _scalar_text(right)
-    if left_text is None or right_text is None:
+    left_side, right_side = operand(left), operand(right)
+    if left_side is None or right_side is None:
         return None
-    text = left_text + right_text
-    if len(text) > _MAX_EXPRESSION_CHARS or text.count("(") > _MAX_EXPRESSION_NESTING:
-        # A recurrence (`mid = 0.5 * (lo + hi)` in an unrolled loop) would double its text,
-        # or nest it past Python's parser, at each step: past the bounds the value is
-        # specialized (guarded) instead.
-        return None
-    left_value = left.current if isinstance(left, ScalarInputVar) else left.as_python_constant()
-    right_value = right.current if isinstance(right, ScalarInputVar) else right.as_python_constant()
+    (left_text, left_value), (right_text, right_value) = left_side, right_side
+    if not fits(left_text + right_text):
+        return None  # specialized (guarded) instead
     try:
         value = _BINARY[name](left_value, right_value)
     except ArithmeticError:
@@ -525,12 +539,14 @@ def scalar_call(
         spelled = _SCALAR_FUNCTIONS.get(fn)
     except TypeError:  # an unhashable callable
         return None
-    if spelled is None or kwargs or not any(isinstance(a, ScalarInputVar) for a in args):
+    scalars = [isinstance(a, ScalarInputVar) or has_expression(a) for a in args]
+    if spelled is None or kwargs or not any(scalars):
         return None
-    texts = [_scalar_text(arg) for arg in args]
-    if not args or any(text is None for text in texts):
+    sides = [argument(arg) for arg in args]
+    if any(side is None for side in sides):
         return None
-    values = [a.current if isinstance(a, ScalarInputVar) else a.as_python_constant() for a in args]
+    texts = [side[0] for side in sides if side is not None]
+    values = [side[1] for side in sides if side is not None]
     try:
         value = fn(*values)
     except Exception:
@@ -549,13 +565,11 @@ def scalar_sum(tracer: Tracer, items: list[Variable], start: Variable) -> Variab
     """
     if not any(isinstance(var, ScalarInputVar) for var in [*items, start]):
         return None
-    texts = [_scalar_text(var) for var in [*items, start]]
-    if any(text is None for text in texts):
+    sides = [argument(var) for var in [*items, start]]
+    if any(side is None for side in sides):
         return None
-    values = [
-        var.current if isinstance(var, ScalarInputVar) else var.as_python_constant()
-        for var in [*items, start]
-    ]
+    texts = [side[0] for side in sides if side is not None]
+    values = [side[1] for side in sides if side is not None]
     value = sum(values[:-1], values[-1])
     if type(value) not in (int, float):
         return None
@@ -648,7 +662,8 @@ def compare(tracer: Tracer, symbol: str, left: Variable, right: Variable) -> Var
 def unary(tracer: Tracer, name: str, value: Variable) -> Variable:
     """`-x`, `+x`, `~x`, `abs(x)` ("neg", "pos", "invert", "abs")."""
     if isinstance(value, ArrayVar):
-        return apply_binding(tracer, tracer.bindings.lookup_operator(name), value)
+        result = apply_binding(tracer, tracer.bindings.lookup_operator(name), value)
+        return derived_unary(name, value, result)
     if isinstance(value, ScalarNodeVar):
         if name == "pos":
             return value
@@ -662,7 +677,9 @@ def unary(tracer: Tracer, name: str, value: Variable) -> Variable:
         return tracer.builder.scalar_input(_UNARY[name](value.current), source)
     known, constant = _constant(value)
     if known:
-        return tracer.builder.build_unguarded(_UNARY[name](constant))
+        return _warning_node(tracer, _UNARY[name], constant) or tracer.builder.build_unguarded(
+            _UNARY[name](constant)
+        )
     raise Unsupported(f"not supported yet: operator {name} on {value.describe()}")
 
 
@@ -710,7 +727,22 @@ def contains(tracer: Tracer, item: Variable, container: Variable) -> bool:
 
 
 def truth(tracer: Tracer | None, value: Variable) -> bool:
-    """`bool(value)` at capture time; arrays are data, so their truth is unsupported."""
+    """`bool(value)` at capture time; arrays are data, so their truth is unsupported.
+
+    A NumPy scalar computed from scalar inputs alone has a known value: its truth is
+    guarded (see `guarded_scalars`).
+    """
+    if isinstance(value, ArrayVar) and value.expression is not None and tracer is not None:
+        return guarded_truth(tracer, value)
+    if isinstance(value, ArrayVar) and tracer is not None:
+        ops = untracked_origin(tracer, value)
+        if ops is not None:
+            raise Unsupported(
+                f"not supported yet: branching on a NumPy scalar that {ops} computed from "
+                "scalar inputs (a branch is a guard only on Python operators, abs(), min() "
+                "and max() of NumPy scalar inputs that NumPy computes without a warning; "
+                "here it is data-dependent control flow)"
+            )
     if isinstance(value, ArrayVar | ScalarNodeVar):
         raise Unsupported(DATA_DEPENDENT)
     if isinstance(value, TupleVar | ListVar):

@@ -47,6 +47,7 @@ from .compiling import COMPILE_PROBES
 from .frame import BreakAt, Frame, ReturnWithEffects
 from .frame_state import bind_arguments
 from .graph import Graph, Node, array_devices
+from .guarded_scalars import derived_call, python_scalar
 from .operators import (
     Bindings,
     apply_binding,
@@ -388,7 +389,7 @@ class Tracer:
             return derived
         binding = self.bindings.lookup_function(value)
         if binding is not None:
-            return apply_binding(self, binding, *args, **kwargs)
+            return derived_call(value, args, kwargs, apply_binding(self, binding, *args, **kwargs))
         handler = builtin_handler(value)
         if handler is not None:
             return handler(self, args, kwargs)
@@ -419,6 +420,9 @@ class Tracer:
                 raise Unsupported(f"not supported yet: calling {method.describe()}")
             return apply_binding(self, binding, *args, **kwargs)
         if isinstance(receiver, ArrayVar):
+            scalar = None if args or kwargs else python_scalar(self, receiver, method.name)
+            if scalar is not None:
+                return scalar
             binding = self.bindings.lookup_method(method.name)
             if binding is None:
                 raise Unsupported(f"not supported yet: the array method .{method.name}()")

@@ -65,6 +65,7 @@ from .variables import (
     ModuleVar,
     OpaqueVar,
     RandomGeneratorVar,
+    ScalarExpression,
     ScalarInputVar,
     TupleVar,
     Variable,
@@ -117,6 +118,9 @@ class VariableBuilder:
         # NOTE: operations that read an input in (a NumPy scalar's `carried_scalar`): they stay
         # when a loop's trace is undone, as the placeholders do.
         self.input_nodes: set[Node] = set()
+        # NOTE: the reads of NumPy scalar inputs that carry an expression (see
+        # guarded_scalars); other 0-d inputs are data to a branch.
+        self.expression_inputs: set[Node] = set()
         self._built: dict[str, Variable] = {}
         self._objects: dict[int, tuple[Any, Source, Variable]] = {}
         self.policy = current_policy()
@@ -224,6 +228,13 @@ class VariableBuilder:
         if guard not in self._guards:
             self._guards.append(guard)
 
+    def guard_value(self, source: Source, value: Any) -> None:
+        """Guard that `source` keeps reading `value` (once per source): an expression's
+        outcome (`bool(L['a'] > 0)`), not an input itself."""
+        guard = Guard(GuardKind.EQUALS_MATCH, source, value)
+        if guard not in self._guards:
+            self._guards.append(guard)
+
     def guard_state(self, source: StateSource, value: Any) -> None:
         """Guard that the process state `source` reads keeps reading `value` (once)."""
         guard = Guard(GuardKind.EQUALS_MATCH, source, value)
@@ -284,14 +295,19 @@ class VariableBuilder:
         # resumed loop's carried `s = s + x[i]`): a 0-d graph input fed the scalar itself and
         # read only through `carried_scalar`, so it stays a NumPy scalar in the trace (NEP 50:
         # a strong operand of its dtype) and a backend may take it by value; guarded by its
-        # type, which holds its dtype.
+        # type, which holds its dtype. An argument's value is known: it carries its
+        # expression (a branch on it is a guard, see guarded_scalars); a loop's carried
+        # value, made from arrays, does not.
         self._guard(GuardKind.TYPE_MATCH, source, type(value))
         meta = ArrayMeta((), value.dtype, ())
         node = self.graph.placeholder(placeholder_name(source), meta)
         self.input_sources.append(source)
         scalar = self.graph.call(get_op("carried_scalar"), node)
         self.input_nodes.add(scalar)
-        return ArrayVar(scalar)
+        if self.policy.is_loop_local(source.name):
+            return ArrayVar(scalar)
+        self.expression_inputs.add(scalar)
+        return ArrayVar(scalar, expression=ScalarExpression(source.name, value))
 
     def generator_input(self, var: RandomGeneratorVar) -> Node:
         """The graph input of a generator (made once, guarded by type): its draws' input 0."""

@@ -144,9 +144,36 @@ def known_constant(var: Variable) -> Variable:
     return var
 
 
+@attrs.frozen
+class ScalarExpression:
+    """What a NumPy scalar computed only from scalar inputs is: the Python expression
+    `text` over sources (`L['a'] > 0`) that gives it, and `value`, what it gives on the
+    inputs being captured (NumPy computed it on those very objects). A `compound` text
+    (an operator's) is parenthesized where it is an operand (`operand_text`).
+
+    Capture branches on such a scalar by guarding the expression's outcome (see
+    `guarded_scalars`) instead of breaking the graph.
+
+        >>> ScalarExpression("L['a'] > 0", np.True_, compound=True).operand_text
+        "(L['a'] > 0)"
+    """
+
+    text: str
+    value: Any
+    compound: bool = attrs.field(default=False, kw_only=True)
+
+    @property
+    def operand_text(self) -> str:
+        return f"({self.text})" if self.compound else self.text
+
+
 @attrs.frozen(eq=False)
 class ArrayVar(Variable):
     """An array computed by the graph: `node` is the node that produces it.
+
+    `expression` is set on a NumPy scalar that only scalar inputs and constants made (a
+    NumPy scalar argument, `a > 0` of it): capture knows its value and how to compute it
+    again from the next call's inputs.
 
     >>> from numpile_capture import Graph
     >>> ArrayVar(Graph().placeholder("x", ArrayMeta((2,), "float64"))).meta.shape
@@ -154,6 +181,7 @@ class ArrayVar(Variable):
     """
 
     node: Node
+    expression: ScalarExpression | None = attrs.field(default=None, kw_only=True)
 
     @property
     def meta(self) -> ArrayMeta:

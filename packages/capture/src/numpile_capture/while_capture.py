@@ -18,7 +18,7 @@ one conditional jump; 3.12 and 3.13: a conditional jump past the loop, then a ju
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -30,6 +30,7 @@ from .carried_values import bind_carried, carried_meta, carried_metas, graph_val
 from .control_flow import add_while_loop
 from .graph import Graph
 from .kept_loop import bind_outputs, return_slot, trace_to_fixpoint, undone_on_fallback
+from .loop_counters import Counter, bounded_counters, counters
 from .loop_else import else_end, run_else_clause
 from .loop_entry import can_end_graph, describe_retyped, end_graph_after, retyped_after
 from .loop_exit import (
@@ -44,7 +45,7 @@ from .loop_exit import (
 from .loop_locals import body_names, read_lazy_locals
 from .meta import ArrayMeta, ScalarMeta
 from .trace_snapshot import Snapshot
-from .variables import ConstantVar, Variable
+from .variables import ConstantVar, ScalarNodeVar, Variable
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -166,6 +167,10 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
 
 def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     state = frame.state
+    entry = frame.pc - 1
+    bounding: dict[str, Counter] = {}
+    if not shape.forever and frame.instructions[entry] is inst:
+        bounding = counters(frame, entry, shape.body, shape.test, shape.again_if)
     clause_end = else_end(frame.instructions, shape.body - 1, shape.exit)
     carried_names = _carried_names(frame, shape, clause_end)
     read_lazy_locals(frame, shape.body, shape.test)
@@ -177,7 +182,14 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
 
     def trace(metas: dict[str, ArrayMeta | ScalarMeta]) -> tuple[Graph, list[Any]]:
         traced, results, test = _trace(
-            frame, shape, metas, scalars, late, returns=returns, else_at=clause_end
+            frame,
+            shape,
+            metas,
+            scalars,
+            late,
+            returns=returns,
+            else_at=clause_end,
+            counters=bounding,
         )
         traced.output = (*results, test)
         return traced, results
@@ -335,12 +347,19 @@ def _trace(
     *,
     returns: ReturnSlot | None = None,
     else_at: int | None = None,
+    counters: Mapping[str, Counter] | None = None,
 ) -> tuple[Graph, list[Any], Any]:
-    # The body and the bottom test, once, into a graph of their own.
+    # The body and the bottom test, once, into a graph of their own; `counters`: the
+    # carried ints the loop's test bounds (see loop_counters).
     tracer = frame.tracer
     outer = tracer.graph
     traced = Graph()
     bind_carried(frame, traced, metas, scalars)
+    bounded = {}
+    for name, counter in (counters or {}).items():
+        var = frame.state.locals.get(name)
+        if isinstance(var, ScalarNodeVar) and var.python_type() is int:
+            bounded[var.node] = counter
     depth = len(frame.state.stack)
     frame.pc = shape.body
     tracer.graph = traced
@@ -361,7 +380,7 @@ def _trace(
         base=list(frame.state.stack),
     )
     try:
-        with tracing_body(frame, loop):
+        with bounded_counters(bounded, tracer.builder), tracing_body(frame, loop):
             run_until(frame, shape.test, shape.body, shape.test)
     finally:
         tracer.graph = outer

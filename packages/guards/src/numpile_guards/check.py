@@ -342,7 +342,7 @@ def render_chain(
 
 def build_function(name: str, source: str, constants: dict[str, Any]) -> Any:
     """Compile generated `source` and return its function `name`; `constants` (and the
-    names every check may use: `math`, `KEYS`) are its globals.
+    names every check may use: `math`, `np`, `KEYS`) are its globals.
 
     >>> build_function("f", "def f(): return math.pi", {})() > 3
     True
@@ -354,6 +354,7 @@ def _build(name: str, source: str, constants: dict[str, Any]) -> Any:
     namespace: dict[str, Any] = dict(constants)
     namespace["_constants_match"] = constants_match
     namespace["math"] = math  # ExpressionSource texts may call it
+    namespace["np"] = np  # and NumPy's scalar types and ufuncs (see capture's guarded_scalars)
     namespace["KEYS"] = KEYS  # source texts name non-literal keys by index
     code = compile(source, f"<numpile guards {name}>", "exec")
     exec(code, namespace)

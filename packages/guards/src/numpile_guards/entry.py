@@ -48,7 +48,7 @@ from .source import Source
 # Names the generated text itself uses besides the parameters: a function whose
 # parameters take one of them (or a builtin's name, or a generated `_c0`/`_v0`) keeps the
 # unfused path, where parameters live in a dict.
-_RESERVED = frozenset({"L", "G", "F", "math", "KEYS", "_constants_match", "_run", "_miss"})
+_RESERVED = frozenset({"L", "G", "F", "math", "np", "KEYS", "_constants_match", "_run", "_miss"})
 _GENERATED = re.compile(r"_[cv]\d+|_ok|_d|_kd|_missing")
 # `L['name']` in a relation's or expression's text, where `L` is not an attribute or a key.
 _LOCAL_TEXT = re.compile(r"(?<![\w.'\"\]])L\[('[A-Za-z_][A-Za-z0-9_]*')\]")

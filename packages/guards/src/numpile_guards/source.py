@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+import numpy as np
 
 from numpile_runtime import new_lock
 
@@ -80,13 +81,13 @@ def attribute_text(base: str, attr: str) -> str:
 
 
 def evaluation_names(L: dict[str, Any], G: dict[str, Any], F: Any) -> dict[str, Any]:
-    """The names a source's or relation's text may use: `L`, `G`, `F`, builtins, `math`
-    and `KEYS` (constants by index).
+    """The names a source's or relation's text may use: `L`, `G`, `F`, builtins, `math`,
+    `np` (NumPy: its scalar types and ufuncs) and `KEYS` (constants by index).
 
     >>> eval("math.sqrt(L['x'])", evaluation_names({"x": 4.0}, {}, None))
     2.0
     """
-    return {"L": L, "G": G, "F": F, "math": math, "KEYS": KEYS}
+    return {"L": L, "G": G, "F": F, "math": math, "np": np, "KEYS": KEYS}
 
 
 @attrs.frozen
@@ -174,7 +175,7 @@ class ItemSource(Source):
 @attrs.frozen
 class ExpressionSource(Source):
     """A value computed from other sources by Python arithmetic, as `text` spells it
-    (builtins and the `math` module included).
+    (builtins, the `math` module and NumPy as `np` included).
 
     Guards and input fetching evaluate the expression on each call, so a graph
     input derived from arguments (`1 - 0.9 ** step`) follows them.

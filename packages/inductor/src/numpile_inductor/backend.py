@@ -74,7 +74,23 @@ _FLAGS = (
     "-Wno-unused-variable",
 )
 # fast_math is opt-in: contraction into FMA and reassociation change NumPy's results.
-_FAST_MATH_FLAGS = ("-ffast-math", "-ffp-contract=fast")
+# NOTE: -ffast-math's parts, not the flag itself: given at the link of a shared object, the
+# flag makes GCC before 13 link crtfastmath.o, whose constructor turns on flush-to-zero and
+# denormals-are-zero for the thread that loads the module: every later NumPy call of the
+# process would flush subnormals.
+_FAST_MATH_FLAGS = (
+    "-fno-math-errno",
+    "-ffinite-math-only",
+    "-fno-rounding-math",
+    "-fno-signaling-nans",
+    "-fcx-limited-range",
+    "-fexcess-precision=fast",
+    "-fno-signed-zeros",
+    "-fno-trapping-math",
+    "-fassociative-math",
+    "-freciprocal-math",
+    "-ffp-contract=fast",
+)
 # NOTE: at most this many translation units per module: a unit costs a compiler process and
 # its share of the link, and a module has only a few functions worth moving.
 _MAX_UNITS = 4

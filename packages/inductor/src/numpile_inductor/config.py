@@ -77,8 +77,9 @@ class InductorConfig(LayerConfig):
       compiled graph on the example inputs; the choice is cached on disk.
     - `epilogue_fusion`: let the scheduler fuse pointwise epilogues into the kernels
       that produce their inputs (read by the scheduler).
-    - `fast_math`: compile with `-ffast-math -ffp-contract=fast` (results may differ from
-      NumPy in the last bits, NaN/inf handling may change); off by default.
+    - `fast_math`: compile with the parts of `-ffast-math` and `-ffp-contract=fast`
+      (results may differ from NumPy in the last bits, NaN/inf handling may change); off
+      by default.
     - `graph_cache`: reuse the generated module of an identical graph from the on-disk
       cache, skipping lowering and code generation.
     - `tiered`: a graph the graph cache does not hold runs op by op with NumPy while its

@@ -34,6 +34,7 @@ from numpile_capture import (
     is_loop,
     mentions_loop_symbol,
     run_graph,
+    set_body_runner,
     set_loop_runner,
     tree_map,
 )
@@ -69,7 +70,7 @@ def compile_loop_bodies(
     Python call).
     Returns `graph` itself when it has no loop node.
     """
-    if not any(is_loop(node) for node in graph.nodes):
+    if not any(is_loop(node) or _is_cond(node) for node in graph.nodes):
         return graph
     result = Graph()
     mapping: dict[Node, Node] = {}
@@ -103,6 +104,9 @@ def compile_loop_bodies(
                 runner = replay_host_loop(node, body, runner, _where(graph, node))
             set_loop_runner(body, runner)
             params["body"] = body
+        elif _is_cond(node):
+            for key in ("then_branch", "else_branch"):
+                params[key] = _compiled_branch(node.kwargs[key], compile_body)
         inputs = tuple(tree_map(rename, list(node.inputs)))
         copy = result.add_node(op, inputs, params, node.meta)
         mapping[node] = copy
@@ -137,6 +141,22 @@ def _compiles(body: Graph) -> bool:
         isinstance(node.meta, ArrayMeta) and mentions_loop_symbol(node.meta.shape)
         for node in body.nodes
     )
+
+
+def _is_cond(node: Node) -> bool:
+    return node.op is not None and node.op.name == "cond"
+
+
+def _compiled_branch(branch: Graph, compile_body: BodyCompiler) -> Graph:
+    # A `cond` branch with array work (the copies of an unrolled loop after a run-time
+    # `break`) runs compiled, on a copy of its own: other backends keep running the captured
+    # branch op by op.
+    if not _compiles(branch):
+        return branch
+    copy = _own_copy(branch)
+    compiled = compile_body(copy)
+    set_body_runner(copy, lambda arguments: tuple(compiled(*arguments)))
+    return copy
 
 
 def _where(graph: Graph, node: Node) -> str:

@@ -288,8 +288,9 @@ def _getitem_at_impl(x: Any, *scalars: Any, index: tuple[Any, ...]) -> Any:
 
 def index_may_leave_bounds(inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether `x[index]` (x the first input) may raise IndexError: some int of the index
-    (a run-time slot or a constant) is not proven within its axis by the sizes and the
-    loop bounds of the capture running now (slices never raise).
+    (a run-time slot or a constant) is not proven within its axis by the sizes, the loop
+    bounds of the capture running now, or the test of the loop whose counter it is (see
+    `loop_counters`, which may guard this call's values to prove it); slices never raise.
 
         >>> from numpile_capture import Graph
         >>> x = Graph().placeholder("x", ArrayMeta((5,), "float64"))
@@ -302,10 +303,31 @@ def index_may_leave_bounds(inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> b
     for item, size in zip(template, inputs[0].meta.shape, strict=False):
         if isinstance(item, slice):
             continue
+        if isinstance(item, ScalarSlot):
+            # A while loop's counter: its test bounds it (see loop_counters).
+            from ..loop_counters import counter_within
+
+            within = counter_within(_scalar_input(inputs, template, item), size)
+            if within is not None:
+                if not within:
+                    return True
+                continue
         value = item.expr if isinstance(item, ScalarSlot) else item
         if value is None or not _within(value, size):
             return True
     return False
+
+
+def _scalar_input(inputs: tuple[Any, ...], template: tuple[Any, ...], slot: ScalarSlot) -> Any:
+    # The input a slot stands for: the scalars are the last inputs (after `x`, and the
+    # value a store writes), one per slot position.
+    positions = [
+        part.position
+        for item in template
+        for part in ((item.start, item.stop, item.step) if isinstance(item, slice) else (item,))
+        if isinstance(part, ScalarSlot)
+    ]
+    return inputs[len(inputs) - 1 - max(positions) + slot.position]
 
 
 def _within(value: Any, size: Any) -> bool:

@@ -66,6 +66,12 @@ _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "invert", "bitwise_not")
 _SHIFTS = ("left_shift", "right_shift")
 _ARITHMETIC = ("add", "subtract", "multiply", "negative", "positive", "square", "absolute")
 _DIVISION = ("floor_divide", "remainder", "mod")
+SCALAR_MATH = ("scalar_add", "scalar_subtract", "scalar_multiply", "scalar_negative",
+               "scalar_absolute")  # fmt: skip
+"""NumPy's scalar math on integer NumPy scalars (`np.int8(100) * np.int8(2)`,
+`-np.int8(-128)`): the ufuncs' values, and the overflow flag where the exact result does
+not fit (NumPy warns "overflow encountered in scalar multiply"; integer arrays wrap
+silently). The lowering names them for ops on NumPy scalars (`lowering/pointwise.py`)."""
 _FLOAT_MATH = (
     "divide",
     "true_divide",
@@ -113,7 +119,17 @@ _FLOAT_MATH = (
     "lgamma",
 )
 _INTEGER_OPS = frozenset(
-    (*_ARITHMETIC, *_COMPARISONS, *_LOGICAL, *_ORDERING, *_BITWISE, *_SHIFTS, *_DIVISION, "sign")
+    (
+        *_ARITHMETIC,
+        *SCALAR_MATH,
+        *_COMPARISONS,
+        *_LOGICAL,
+        *_ORDERING,
+        *_BITWISE,
+        *_SHIFTS,
+        *_DIVISION,
+        "sign",
+    )
 )
 
 SCALAR_OPS: Mapping[str, frozenset[str]] = {

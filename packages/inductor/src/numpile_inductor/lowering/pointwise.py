@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from numpile_capture import ArrayMeta, Node
+from numpile_capture import ArrayMeta, Node, gives_scalar
 
-from ..codegen.common import SCALAR_OPS, kernel_dtype, supports
+from ..codegen.common import SCALAR_MATH, SCALAR_OPS, kernel_dtype, supports
 from ..loop_ir import Apply, Expr, Loader
 from .context import (
     LOWERINGS,
@@ -46,6 +46,31 @@ def _ufunc_of(node: Node) -> np.ufunc | None:
         return impl
     candidate = getattr(np, node.op.name, None)
     return candidate if isinstance(candidate, np.ufunc) else None
+
+
+def _numpy_scalar_math(node: Node, loop_dtype: np.dtype[Any]) -> bool:
+    # Whether eager NumPy computes `node` with its scalar math, which warns on integer
+    # overflow: an integer op on NumPy scalars of the host (a ufunc result, an element, a
+    # NumPy scalar input) and Python scalars, none of them a 0-d array (its ufunc wraps
+    # silently). A 0-d placeholder may be either (a loop body's invariant is a NumPy scalar
+    # or a 0-d array): it neither decides nor rules out (a needless check only makes an
+    # overflowing call run again with NumPy, which is silent where eager is). A graph does
+    # not say whether an operator or the ufunc was called: both are taken as the operator,
+    # as the graph's NumPy run (`run_graph`) takes them.
+    meta = node.meta
+    if loop_dtype.kind not in "iu" or not isinstance(meta, ArrayMeta) or meta.shape != ():
+        return False
+    if meta.device != "cpu":
+        return False
+    numpy_scalars = 0
+    for value in node.inputs:
+        if isinstance(value, np.generic):
+            numpy_scalars += 1
+        elif isinstance(value, Node) and isinstance(value.meta, ArrayMeta) and value.op is not None:
+            if not gives_scalar(value):
+                return False
+            numpy_scalars += 1
+    return numpy_scalars > 0
 
 
 def _fits(value: Any, dtype: np.dtype[Any]) -> bool:
@@ -84,6 +109,8 @@ def lower_ufunc(ctx: LoweringContext, node: Node) -> Lowered:
         if not isinstance(value, Node) and not _fits(value, loop_dtype):
             raise CannotLower("Python integer out of the loop dtype's range")
     name = node.op.name  # type: ignore[union-attr]
+    if f"scalar_{name}" in SCALAR_MATH and _numpy_scalar_math(node, loop_dtype):
+        name = f"scalar_{name}"
     if name == "power" and loop_dtype.kind in "fc":
         # NOTE: NumPy's float `pow` (SVML on AVX-512 machines) and libm's differ in the last
         # bit for most exponents (`x ** 4`): NumPy's own loop keeps exact programs exact.

@@ -286,15 +286,18 @@ class LoopWriter:
         args = [text for text, _ in values]
         flags = [flag for _, flag in values]
         dtypes = [arg.dtype for arg in expr.args]
+        fn = expr.fn
+        if fn == "scalar_multiply" and any(flags):
+            fn = "multiply"  # NumPy scalars' product with a 0 or a 1 never overflows
         text = None
         if scalar:
-            text = quiet_compare(expr.fn, args, dtypes)
-        if text is None and expr.fn == "multiply":
+            text = quiet_compare(fn, args, dtypes)
+        if text is None and fn == "multiply":
             text = select_multiply(args, flags, expr.dtype)
         if text is None:
-            text = c_expr(expr.fn, args, dtypes, expr.dtype)
+            text = c_expr(fn, args, dtypes, expr.dtype)
         name = self.define(expr.dtype, text)
-        zero_one = expr.dtype.kind == "b" or zero_one_result(expr.fn, flags)
+        zero_one = expr.dtype.kind == "b" or zero_one_result(fn, flags)
         if zero_one:
             self.zero_one.add(name)
         return name, zero_one

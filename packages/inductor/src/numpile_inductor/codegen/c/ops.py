@@ -179,6 +179,11 @@ _INT: dict[str, Spell] = {
     "remainder": _helper("remainder"),
     "mod": _helper("remainder"),
     "sign": lambda a, s, t: f"(({t})(({a[0]} > 0) - ({a[0]} < 0)))",
+    "scalar_add": _helper("scalar_add"),
+    "scalar_subtract": _helper("scalar_subtract"),
+    "scalar_multiply": _helper("scalar_multiply"),
+    "scalar_negative": _helper("scalar_negative"),
+    "scalar_absolute": _helper("scalar_absolute"),
 }
 _BOOL: dict[str, Spell] = {
     **_COMPARE,
@@ -216,6 +221,7 @@ _TABLES: dict[str, dict[str, Spell]] = {
 # Unsigned absolute value and sign are the identity / (x != 0).
 _UNSIGNED_OVERRIDES: dict[str, Spell] = {
     "absolute": lambda a, s, t: f"({a[0]})",
+    "scalar_absolute": lambda a, s, t: f"({a[0]})",
     "sign": lambda a, s, t: f"(({t})({a[0]} != 0))",
 }
 
@@ -393,6 +399,35 @@ static inline T _np_remainder_N(T a, T b) {
 }
 """
 
+# NumPy's scalar math on integer scalars (codegen.common.SCALAR_MATH): the wrapped result,
+# and the overflow flag where the exact one does not fit T, as NumPy's scalarmath checks
+# (an unsigned difference below zero and the negative of a nonzero unsigned overflow too).
+_SCALAR_MATH_TEMPLATE = """
+static inline T _np_scalar_add_N(T a, T b) {
+    T r;
+    if (__builtin_expect(__builtin_add_overflow(a, b, &r), 0)) { NP_FP_RAISE(NP_FE_OVERFLOW); }
+    return r;
+}
+static inline T _np_scalar_subtract_N(T a, T b) {
+    T r;
+    if (__builtin_expect(__builtin_sub_overflow(a, b, &r), 0)) { NP_FP_RAISE(NP_FE_OVERFLOW); }
+    return r;
+}
+static inline T _np_scalar_multiply_N(T a, T b) {
+    T r;
+    if (__builtin_expect(__builtin_mul_overflow(a, b, &r), 0)) { NP_FP_RAISE(NP_FE_OVERFLOW); }
+    return r;
+}
+static inline T _np_scalar_negative_N(T a) {
+    if (__builtin_expect(SIGNED ? a == MIN : a != 0, 0)) { NP_FP_RAISE(NP_FE_OVERFLOW); }
+    return (T)(0 - (UT)a);
+}
+static inline T _np_scalar_absolute_N(T a) {
+    if (__builtin_expect(SIGNED && a == MIN, 0)) { NP_FP_RAISE(NP_FE_OVERFLOW); }
+    return (SIGNED && a < 0) ? (T)(0 - (UT)a) : a;
+}
+"""
+
 _COMPLEX_HELPERS_TEMPLATE = """
 static inline T _np_cmul_N(T a, T b) {
     R ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;
@@ -420,7 +455,7 @@ def helper_definitions() -> str:
     for bits in (8, 16, 32, 64):
         for signed in (True, False):
             ct = f"{'' if signed else 'u'}int{bits}_t"
-            text = _INT_HELPERS_TEMPLATE.replace("_N(", f"_{ct}(")
+            text = (_INT_HELPERS_TEMPLATE + _SCALAR_MATH_TEMPLATE).replace("_N(", f"_{ct}(")
             text = text.replace("UT", f"uint{bits}_t").replace("SIGNED", "1" if signed else "0")
             text = text.replace("MIN", f"INT{bits}_MIN" if signed else "0")
             parts.append(text.replace("(T)", f"({ct})").replace("T ", f"{ct} "))

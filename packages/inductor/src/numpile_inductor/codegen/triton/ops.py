@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..common import OpTable, kernel_dtype, register_op_table
+from ..common import SCALAR_MATH, OpTable, kernel_dtype, register_op_table
 
 _TL_TYPES: dict[str, str] = {
     "bool": "tl.int1",
@@ -213,6 +213,16 @@ _BOOL: dict[str, Spell] = {
     "invert": lambda a, t: f"({a[0]} == 0)",
     "bitwise_not": lambda a, t: f"({a[0]} == 0)",
 }
+# NumPy's scalar math (codegen.common.SCALAR_MATH) as the ufuncs: Triton kernels report no
+# floating-point flags (CuPy gives no warnings to replay), so an overflow wraps silently.
+_INT.update({name: _INT[name.removeprefix("scalar_")] for name in SCALAR_MATH})
+_UNSIGNED_OVERRIDES.update(
+    {
+        name: _UNSIGNED_OVERRIDES[name.removeprefix("scalar_")]
+        for name in SCALAR_MATH
+        if name.removeprefix("scalar_") in _UNSIGNED_OVERRIDES
+    }
+)
 _TABLES: dict[str, dict[str, Spell]] = {"f": _FLOAT, "i": _INT, "u": _INT, "b": _BOOL}
 
 
