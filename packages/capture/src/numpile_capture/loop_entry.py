@@ -37,7 +37,7 @@ from .bytecode import Instruction
 from .capture_result import Unsupported
 from .carried_values import graph_value, meta_of_value
 from .dynamic_shapes import active_shape_env
-from .loop_exit import BROKE, LoopFallback, innermost, return_block
+from .loop_exit import BROKE, LoopFallback, innermost
 from .loop_index import is_loop_symbol
 from .loop_locals import read_after
 from .meta import ArrayMeta, ScalarMeta
@@ -82,8 +82,25 @@ def returned_as_is(frame: Frame, exit_at: int) -> bool:
     objects at trip count 0, and no code of this graph computes on them."""
     if not frame.is_root or innermost(frame) is not None:
         return False  # an inlined call's caller, or the enclosing body, goes on with them
-    block = return_block(frame.instructions, exit_at)
-    return bool(block) and all(opname in _PASSES_ON for opname, _ in block)
+    instructions = frame.instructions
+    at = exit_at
+    for _ in range(_MAX_PASSING_ON):
+        if not 0 <= at < len(instructions):
+            return False
+        inst = instructions[at]
+        if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):
+            return True
+        if inst.opname == "JUMP" and inst.target is not None and inst.target > at:
+            at = inst.target  # out of a `try` block's body, over its handler
+        elif inst.opname in _PASSES_ON:
+            at += 1
+        else:
+            return False
+    return False
+
+
+# NOTE: how many instructions `returned_as_is` follows to a return.
+_MAX_PASSING_ON = 16
 
 
 # NOTE: normalized instructions that pass values on without computing on them.
@@ -94,8 +111,6 @@ _PASSES_ON = frozenset(
         "STORE_FAST",
         "BUILD_TUPLE",
         "BUILD_LIST",
-        "RETURN_VALUE",
-        "RETURN_CONST",
     }
 )
 
