@@ -48,6 +48,10 @@ _CHILD_MAIN = textwrap.dedent(
     import numpile
 
     faulthandler.enable()  # a crash after the interrupt reports its stack on stderr
+    # Ctrl-C raises KeyboardInterrupt, as in a terminal: a test run started in the background
+    # (`cmd &` in a script, nohup) passes SIGINT down ignored, and Python then installs no
+    # handler for it (the kernel ran to its end: the test's old failure under CI).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
     def interrupt_once(name, compiled, eager):
