@@ -2,13 +2,14 @@
 
 A kernel of many iterations runs its outermost loop in chunks and, in the main thread,
 runs pending signal handlers between them (codegen/c/interrupts.py in the inductor): a
-SIGINT during a kernel that would run for tens of seconds stops it at once, leaves the
-inputs as they were, and the compiled function still works afterwards.
+SIGINT during a kernel that would run for minutes stops it at once, leaves the inputs as
+they were, and the compiled function still works afterwards.
 """
 
 from __future__ import annotations
 
-import os
+import pathlib
+import queue
 import signal
 import subprocess
 import sys
@@ -23,45 +24,14 @@ import pytest
 import numpile
 
 TIMEOUT_S = 240
-# Generous for a loaded 2-core machine: the kernel itself would run for tens of seconds.
+# Generous for a loaded 2-core machine: the kernel itself would run for minutes.
 INTERRUPT_BOUND_S = 2.0
+# How long the parent waits for the kernel to poll once called, and for any reply after its
+# SIGINT, before it fails the test (and kills the child instead of waiting minutes for the
+# kernel to end).
+REPLY_BOUND_S = 30.0
 
-_CHILD = textwrap.dedent(
-    """
-    import faulthandler, sys, time
-    import numpy as np
-    import numpile
-
-    faulthandler.enable()  # a crash after the interrupt reports its stack on stderr
-
-    @numpile.compile(dynamic=True)
-    def {name}(x, y):
-        {body}
-
-    def eager(x, y):
-        {body}
-
-    # Compiled once on small inputs (sizes are symbols): the big call runs the same code.
-    small = np.linspace(0.0, 1.0, 300), np.linspace(1.0, 2.0, 300)
-    np.testing.assert_allclose({name}(*small), eager(*small))
-    n = {n}
-    x, y = np.linspace(0.0, 1.0, n), np.linspace(1.0, 2.0, n)
-    x0, y0 = x.copy(), y.copy()
-    print("ready", flush=True)
-    start = time.perf_counter()
-    try:
-        {name}(x, y)
-    except KeyboardInterrupt:
-        print("interrupted", time.perf_counter() - start, flush=True)
-    else:
-        print("finished", time.perf_counter() - start, flush=True)
-    assert np.array_equal(x, x0) and np.array_equal(y, y0), "an input was written"
-    np.testing.assert_allclose({name}(*small), eager(*small))
-    print("ok", flush=True)
-    """
-)
-
-# Each body is one kernel of n * n iterations (n rows of n): about 4e10 operations.
+# Each body is one kernel of n * n iterations (n rows of n).
 _KERNELS = {
     "row_sums": "return (x[:, None] * y[None, :] + x[:, None]).sum(axis=1)",
     "outer_max": "return np.maximum(x[:, None] - y[None, :], 0.0).max(axis=1)",
@@ -69,40 +39,138 @@ _KERNELS = {
     "full_sum": "return (x[:, None] * y[None, :] + x[:, None]).sum()",
 }
 
+# NOTE: n * n = 4e12 iterations: minutes on any machine, so the kernel is still running when
+# the SIGINT lands however loaded the machine is (at n = 2e5 one ran for 11 s on 2 idle cores).
+_CHILD_MAIN = textwrap.dedent(
+    """
+    import faulthandler, signal, time
+    import numpy as np
+    import numpile
+
+    faulthandler.enable()  # a crash after the interrupt reports its stack on stderr
+    # Ctrl-C raises KeyboardInterrupt, as in a terminal: a test run started in the background
+    # (`cmd &` in a script, nohup) passes SIGINT down ignored, and Python then installs no
+    # handler for it (the kernel ran to its end: the test's old failure under CI).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+    def interrupt_once(name, compiled, eager):
+        # Compiled once on small inputs (sizes are symbols): the big call runs the same code,
+        # and the stance makes it fail instead of compiling if it did not.
+        small = np.linspace(0.0, 1.0, 300), np.linspace(1.0, 2.0, 300)
+        np.testing.assert_allclose(compiled(*small), eager(*small))
+        n = 2_000_000
+        x, y = np.linspace(0.0, 1.0, n), np.linspace(1.0, 2.0, n)
+        x0, y0 = x.copy(), y.copy()
+        # A timer's handler runs at each poll of the kernel between its chunks. Three runs in a
+        # row from one C call (the same frame at the same instruction) show the kernel running
+        # and polling: only then does the parent send SIGINT.
+        last, repeats = None, 0
+
+        def on_timer(signum, frame):
+            nonlocal last, repeats
+            here = (frame, frame.f_lasti)
+            repeats = repeats + 1 if here == last else 1
+            last = here
+            if repeats == 3:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                print("polling", name, flush=True)
+
+        signal.signal(signal.SIGALRM, on_timer)
+        print("calling", name, flush=True)
+        signal.setitimer(signal.ITIMER_REAL, 0.005, 0.005)
+        start = time.perf_counter()
+        try:
+            with numpile.set_stance("fail_on_recompile"):
+                compiled(x, y)
+        except KeyboardInterrupt:
+            print("interrupted", name, time.perf_counter() - start, flush=True)
+        else:
+            print("finished", name, time.perf_counter() - start, flush=True)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        assert np.array_equal(x, x0) and np.array_equal(y, y0), f"{name} wrote an input"
+        np.testing.assert_allclose(compiled(*small), eager(*small))
+        print("ok", name, flush=True)
+    """
+)
+
+
+def _child_script(kernels: dict[str, str]) -> str:
+    # One process interrupts every kernel in turn: one import of numpile, and each kernel
+    # also checks that the process still takes a Ctrl-C after the ones before.
+    parts = [_CHILD_MAIN]
+    for name, body in kernels.items():
+        parts.append(
+            f"\n@numpile.compile(dynamic=True)\ndef {name}(x, y):\n    {body}\n"
+            f"\ndef eager_{name}(x, y):\n    {body}\n"
+            f"\ninterrupt_once({name!r}, {name}, eager_{name})\n"
+        )
+    return "".join(parts)
+
+
+class _ChildLines:
+    """The child's stdout, line by line, each read waiting at most a given time."""
+
+    def __init__(self, child: subprocess.Popen[str], stderr: pathlib.Path) -> None:
+        self._child = child
+        self._stderr = stderr
+        self._lines: queue.Queue[str] = queue.Queue()
+        self._seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self._child.stdout is not None
+        for line in self._child.stdout:
+            self._lines.put(line)
+        self._lines.put("")  # end of output
+
+    def next(self, timeout: float, awaited: str) -> str:
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            pytest.fail(f"no {awaited} from the child in {timeout:.0f} s\n{self.transcript()}")
+        self._seen.append(line)
+        return line
+
+    def transcript(self) -> str:
+        err = self._stderr.read_text() if self._stderr.exists() else ""
+        return f"exit status {self._child.poll()}\nstdout:\n{''.join(self._seen)}stderr:\n{err}"
+
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
-@pytest.mark.parametrize("name", list(_KERNELS))
-def test_ctrl_c_interrupts_one_long_kernel(name: str, tmp_path: os.PathLike[str]) -> None:
-    script = _CHILD.format(name=name, body=_KERNELS[name], n=200_000)
-    env = {**os.environ, "NUMPILE_CACHE_DIR": str(tmp_path)}
-    child = subprocess.Popen(
-        [sys.executable, "-c", script],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+def test_ctrl_c_interrupts_one_long_kernel(tmp_path: pathlib.Path) -> None:
+    stderr = tmp_path / "stderr.txt"
+    with stderr.open("w") as err:
+        # The kernel cache is the session's (NUMPILE_CACHE_DIR under nox): a rerun, or the
+        # second Python of CI, loads these kernels instead of building them again.
+        child = subprocess.Popen(
+            [sys.executable, "-c", _child_script(_KERNELS)],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
     try:
-        assert child.stdout is not None
-        line = child.stdout.readline()
-        assert line.strip() == "ready", line + child.stderr.read() if child.stderr else ""
-        time.sleep(1.0)  # well inside the kernel
-        sent = time.perf_counter()
-        child.send_signal(signal.SIGINT)
-        line = child.stdout.readline()
-        seen = time.perf_counter() - sent
-        # NOTE: not communicate(): with two pipes it reads the file descriptors and skips
-        # what readline() already buffered ("ok" when it came in the same read).
-        child.wait(timeout=TIMEOUT_S)
-        out = child.stdout.read()
-        err = child.stderr.read() if child.stderr else ""
+        lines = _ChildLines(child, stderr)
+        for name in _KERNELS:
+            line = lines.next(TIMEOUT_S, f"call of {name} (after its compile)")
+            assert line.split() == ["calling", name], lines.transcript()
+            line = lines.next(REPLY_BOUND_S, f"poll of {name}'s kernel")
+            assert line.split() == ["polling", name], lines.transcript()
+            sent = time.perf_counter()
+            child.send_signal(signal.SIGINT)
+            line = lines.next(REPLY_BOUND_S, f"reply to the SIGINT during {name}")
+            seen = time.perf_counter() - sent
+            assert line.split()[:2] == ["interrupted", name], lines.transcript()
+            assert seen < INTERRUPT_BOUND_S, f"{name}: KeyboardInterrupt {seen:.2f} s after SIGINT"
+            line = lines.next(TIMEOUT_S, f"check of {name} after the interrupt")
+            assert line.split() == ["ok", name], lines.transcript()
+        assert lines.next(TIMEOUT_S, "end of output") == "", lines.transcript()
+        assert child.wait(timeout=TIMEOUT_S) == 0, lines.transcript()
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
-    assert line.startswith("interrupted"), line + out + err
-    assert seen < INTERRUPT_BOUND_S, f"KeyboardInterrupt came {seen:.2f} s after SIGINT"
-    assert out.strip().endswith("ok"), f"exit status {child.returncode}: {out}{err}"
 
 
 class _AlarmError(Exception):
