@@ -111,6 +111,18 @@ def sweeps_until_sorted(x: Any) -> Any:
     return x, passes
 
 
+def gcd_by_remainders(a: Any, b: Any) -> Any:
+    # `x, y = y, x % y`: the new `x` reads the carried `y` the remainder also reads.
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        x = a[i]
+        y = b[i]
+        while y != 0:
+            x, y = y, x % y
+        out[i] = x
+    return out
+
+
 def first_above(x: Any) -> Any:
     for i in range(x.shape[0]):
         if x[i] > 1.0 or x[i] < -2.0:
@@ -134,6 +146,7 @@ _SIGNAL = np.round(_RNG.standard_normal(40) * 2.0, 1)
         (mandelbrot, (np.linspace(-2.0, 0.6, 50), np.linspace(-1.2, 1.2, 50))),
         (crc32, (_RNG.integers(0, 256, 64).astype(np.uint32),)),
         (crc32, (np.zeros(0, dtype=np.uint32),)),
+        (gcd_by_remainders, (_RNG.integers(-40, 40, 30), _RNG.integers(-40, 40, 30))),
         (first_above, (_SIGNAL,)),
         (first_above, (np.zeros(6),)),
     ],

@@ -31,6 +31,7 @@ op without a scalar form, a slice, a carried array) stays an extern call.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -1026,14 +1027,7 @@ def _emit_body(
     if len(outputs) != len(locals_):
         raise NotScalarLoop("the body's outputs are not its carried values")
     outs = body.output if isinstance(body.output, tuple) else (body.output,)
-    for k, out in enumerate(outs[: len(locals_)]):
-        if isinstance(out, Node) and out.op is None and out is not placeholders[1 + k]:
-            # The loop index (`for i` read after the loop) or another carried value
-            # (`a, b = b, a`): read before any carried local is assigned.
-            other = outputs[k]
-            assert other is not None
-            copy = writer.define(other.dtype, other.text)
-            outputs[k] = CValue(copy, other.dtype, other.python, other.bits)
+    _read_before_assigning(writer, outputs, locals_)
     for k, (local, new) in enumerate(zip(locals_, outputs, strict=True)):
         if outs[k] is placeholders[1 + k]:
             continue
@@ -1042,6 +1036,22 @@ def _emit_body(
         writer.buf.writeline(f"{local.text} = {cast};")
     if stop_flag is not None:
         writer.buf.writeline(f"if ({stop_flag}) {{ break; }}")
+
+
+def _read_before_assigning(
+    writer: LoopWriter, news: list[CValue | None], locals_: list[CValue]
+) -> None:
+    # The carried locals take their new values one after another, while Python's tuple
+    # assignment (`a, b = b, a % b`) reads every value first: a new value whose C text
+    # reads another carried local (as the local itself, or through a `carried_scalar` or
+    # an expression that kept its name) is copied before any local is assigned.
+    for k, new in enumerate(news):
+        if new is None:
+            continue
+        others = [local.text for j, local in enumerate(locals_) if j != k]
+        if any(re.search(rf"\b{re.escape(name)}\b", new.text) for name in others):
+            copy = writer.define(new.dtype, new.text)
+            news[k] = CValue(copy, new.dtype, new.python, new.bits)
 
 
 def _literal_value(text: str) -> int | None:
@@ -1191,21 +1201,13 @@ def while_step(writer: LoopWriter, state: WhileState) -> None:
     params = dict(state.node.params)
     body: Graph = params["body"]
     carried: int = params["carried"]
-    placeholders = body.placeholders
     if writer.ticks is not None:
         writer.buf.writeline(f"++{writer.ticks};")
     outputs = writer.body(body, dict(state.inner))
     if len(outputs) != carried + 1:
         raise NotScalarLoop("a while body without its test")
     new = outputs[:carried]
-    out_nodes = body.output if isinstance(body.output, tuple) else (body.output,)
-    for k, value in enumerate(out_nodes[:carried]):
-        if isinstance(value, Node) and value.op is None and value is not placeholders[k]:
-            # Another carried value (`a, b = b, a % b`): read before any is assigned.
-            other = new[k]
-            assert other is not None
-            copy = writer.define(other.dtype, other.text)
-            new[k] = CValue(copy, other.dtype, other.python, other.bits)
+    _read_before_assigning(writer, new, state.locals_)
     test = outputs[carried]
     assert test is not None
     # The test first: it may read the carried values of this iteration.
