@@ -24,6 +24,7 @@ from .loop_ranges import make_range
 from .loop_sources import ZipVar, keepable
 from .op import get_op
 from .operators import (
+    apply_binding,
     binary,
     check_mutable,
     iterate,
@@ -127,8 +128,20 @@ def _isinstance(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable
 
 
 def _min_max(fn: Callable[..., Any]) -> Handler:
+    ufunc = np.maximum if fn is max else np.minimum
+
     def handler(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
         items = iterate(tracer, args[0]) if len(args) == 1 else args
+        if not kwargs and _same_integer_scalars(items):
+            # `max(d[i - 1, j] + 1, d[i, j - 1] + 1)` in a DP loop: on NumPy integer (or
+            # bool) scalars of one dtype, Python's pick is NumPy's element-wise one (equal
+            # values are one value), so the loop around it stays kept.
+            binding = tracer.bindings.lookup_function(ufunc)
+            assert binding is not None
+            result = items[0]
+            for item in items[1:]:
+                result = apply_binding(tracer, binding, result, item)
+            return result
         if any(isinstance(item, ArrayVar) for item in items):
             raise Unsupported(
                 f"not supported yet: {fn.__name__}() of arrays (it compares array values)"
@@ -137,6 +150,20 @@ def _min_max(fn: Callable[..., Any]) -> Handler:
         return tracer.builder.build_unguarded(fn(values, **keywords))
 
     return handler
+
+
+def _same_integer_scalars(items: list[Variable]) -> bool:
+    # Two or more NumPy integer or bool scalars (0-d values NumPy gives as scalars) of one
+    # dtype: `max` and `min` of them return one of them, of that type, whichever it is.
+    # NOTE: floats are left out: Python's max(1.0, nan) is 1.0, np.maximum's is nan.
+    if len(items) < 2 or not all(isinstance(item, ArrayVar) for item in items):
+        return False
+    metas = {item.meta for item in items if isinstance(item, ArrayVar)}
+    if len(metas) != 1:
+        return False
+    (meta,) = metas
+    kinds = {item.python_type() for item in items}
+    return meta.shape == () and meta.dtype.kind in "biu" and kinds == {meta.dtype.type}
 
 
 def _abs(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
