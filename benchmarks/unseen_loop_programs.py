@@ -630,6 +630,16 @@ def rows_shifted_in_place(A):
     return A
 
 
+@unseen(lambda rng, n: (rng.standard_normal((n, 3)), rng.integers(0, n, 2)))
+def row_through_an_integer_scalar(A, idx):
+    """`A[idx[0]]` indexes with a NumPy int scalar: a row view, so writing it writes `A`."""
+    row = A[idx[0]]
+    row *= 2.0
+    for j in range(A.shape[1]):
+        A[idx[1], j] -= 1.0
+    return A, row
+
+
 @unseen(lambda rng, n: (rng.standard_normal(n),), sizes=(4, 1, 7))
 def empty_then_filled(x):
     n = x.shape[0]

@@ -8,6 +8,8 @@ corpus runs in CI: those that found a wrong result or a loop left to Python, fix
   (wrong values, or eager's IndexError where eager has none);
 - `edit_distance`, `lcs_length_int32`: `min()` / `max()` of NumPy int scalars left the DP
   loop to Python;
+- `row_through_an_integer_scalar`: `A[idx[0]]` (a NumPy int scalar index) was a copy on
+  the C backend, so writing the row did not write `A`;
 - `float32_filter_with_python_floats`, `continue_and_early_return`, `collatz_lengths`,
   `sieve_of_eratosthenes`, `newton_cube_roots`, `enumerate_zip_running_sum`: NEP 50 types,
   early exits, `while` loops on run-time values and `enumerate(zip(...))`, at trip counts
@@ -28,6 +30,7 @@ IN_CORPUS = (
     "diagonal_neighbour_in_range",
     "edit_distance",
     "lcs_length_int32",
+    "row_through_an_integer_scalar",
     "float32_filter_with_python_floats",
     "continue_and_early_return",
     "collatz_lengths",

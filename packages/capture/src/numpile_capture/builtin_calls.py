@@ -112,7 +112,9 @@ def _len(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> V
 
 
 def _range(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
-    # A range over symbolic or run-time bounds stays open (a loop over it is kept).
+    # A range over symbolic or run-time bounds stays open (a loop over it is kept); a
+    # NumPy integer scalar bound (`range(c, w - 1, -1)`, `w = weights[i]`) is its int.
+    args = [_as_python_number(tracer, arg, int) if _integral(arg) else arg for arg in args]
     kept = None if kwargs else make_range(args)
     return kept if kept is not None else with_origins(_fold(range)(tracer, args, kwargs), *args)
 
@@ -299,6 +301,10 @@ def _to_number(kind: type) -> Handler:
     folded = _fold(kind)
 
     def handler(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+        if len(args) == 1 and not kwargs and _numeric_0d(args[0]) and kind in (int, float):
+            # `int(x[i] * 8)`: a Python scalar the graph makes at run time, as the loop
+            # index is (a loop around it stays kept).
+            return _as_python_number(tracer, args[0], kind)
         if args and isinstance(args[0], ArrayVar):
             raise Unsupported(
                 f"not supported yet: {kind.__name__}() of an array (it needs the array's "
@@ -307,6 +313,21 @@ def _to_number(kind: type) -> Handler:
         return folded(tracer, args, kwargs)
 
     return handler
+
+
+def _numeric_0d(var: Variable) -> bool:
+    # A 0-d bool, int or float value the graph computes (a NumPy scalar or a 0-d array).
+    return isinstance(var, ArrayVar) and var.meta.shape == () and var.meta.dtype.kind in "biuf"
+
+
+def _integral(var: Variable) -> bool:
+    # A 0-d NumPy integer value: range() takes it through `__index__`, as an int.
+    return _numeric_0d(var) and isinstance(var, ArrayVar) and var.meta.dtype.kind in "iu"
+
+
+def _as_python_number(tracer: Tracer, var: Variable, kind: type) -> Variable:
+    assert isinstance(var, ArrayVar)
+    return ScalarNodeVar(tracer.graph.call(get_op("python_number"), var.node, kind=kind))
 
 
 def _numpy_scalar(kind: type[np.generic]) -> Handler:

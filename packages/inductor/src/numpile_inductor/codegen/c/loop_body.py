@@ -428,6 +428,33 @@ def _numpy_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
     env[node] = CValue(writer.define(target, text), target)
 
 
+def _python_number(writer: LoopWriter, node: Node, env: Env) -> None:
+    # `int(v)` / `float(v)` of a NumPy value: a Python scalar local. An int() that NumPy's
+    # value would make raise (NaN, infinities) or leave int64 (a Python big int) bails:
+    # the loop's NumPy run raises, or carries the big int, as eager does.
+    value = writer.operand(env, node.inputs[0])
+    kind = dict(node.params)["kind"]
+    if value.python is not None or value.dtype.kind not in "biuf":
+        raise NotScalarLoop(f"python_number of {value.dtype}")
+    if kind is float:
+        text = f"(double)({value.text})"
+        env[node] = CValue(writer.define(np.dtype("float64"), text), np.dtype("float64"), float)
+        return
+    bits = 63
+    if value.dtype.kind == "f":
+        limit = c_literal(2.0**63, np.dtype("float64"))
+        writer.buf.writeline(f"if (!(fabs((double)({value.text})) < {limit})) {{ goto bail; }}")
+        writer.bails = True
+    elif value.dtype == np.dtype("uint64"):
+        writer.buf.writeline(f"if ({value.text} > (uint64_t)INT64_MAX) {{ goto bail; }}")
+        writer.bails = True
+    else:
+        bits = 1 if value.dtype.kind == "b" else value.dtype.itemsize * 8 - 1
+    # C converts a float toward zero, as int() does.
+    text = f"(int64_t)({value.text})"
+    env[node] = CValue(writer.define(np.dtype("int64"), text), np.dtype("int64"), int, bits)
+
+
 def _check_in_range(writer: LoopWriter, value: CValue, target: np.dtype[Any]) -> None:
     # The loop's ints are C int64s of magnitude below 2**bits: check the bounds they may pass.
     most = min(2**value.bits - 1, int(_INT64.max))
@@ -1232,6 +1259,7 @@ _NODE_HANDLERS: dict[str, Callable[[LoopWriter, Node, Env], None]] = {
     "setitem_at": _setitem_at,
     "carried_scalar": _carried_scalar,
     "numpy_scalar": _numpy_scalar,
+    "python_number": _python_number,
     "dim": _dim,
     "py_binary": _py_binary,
     "py_unary": _py_unary,
