@@ -91,7 +91,7 @@ def _for_else(x: Any) -> Any:
 def _returns_inside(x: Any) -> Any:
     for i in range(x.shape[0]):
         print(i)
-        if float(x[i]) > 30.0:
+        if x[i].item() > 30.0:  # `.item()` breaks (`float()` is a node now)
             return x[i] * 2.0
     return x.sum()
 
