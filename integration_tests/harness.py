@@ -62,6 +62,7 @@ THEMES: tuple[str, ...] = (
     "scalars",
     "invalid",
     "loops",
+    "unseen_loops",
     "library",
     "data_dependent",
     "scatter",

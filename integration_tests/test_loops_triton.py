@@ -106,6 +106,15 @@ def mixed_dtypes(x: Any, n: int) -> Any:
     return t
 
 
+def two_term_recurrence(x: Any, n: int) -> Any:
+    # `a, b = b, ...`: every new value is read before any carried value changes.
+    a = x[0] * 1.0
+    b = x[1] * 1.0
+    for _ in range(n):
+        a, b = b, a + b * 0.5
+    return a, b
+
+
 def out_of_bounds(x: Any, n: int) -> Any:
     s = 0.0
     for i in range(n):
@@ -126,6 +135,7 @@ SCALAR_BODIES: dict[str, Callable[..., Any]] = {
     "backward_sweep": backward_sweep,
     "branch_and_break": branch_and_break,
     "mixed_dtypes": mixed_dtypes,
+    "two_term_recurrence": two_term_recurrence,
     "out_of_bounds": out_of_bounds,
 }
 TRIPS = (0, 1, 2, 7, 23)

@@ -298,8 +298,10 @@ def test_every_op_has_a_case() -> None:
     covered = {case[0] for case in CASES}
     own = [op for op in all_ops() if op.meta.__module__.startswith("numpile_capture.")]
     assert len(own) > 150
-    # Loop ops and Python-scalar ops: test_capture_loops.py covers them.
+    # Loop ops and Python-scalar ops: test_capture_loops.py covers them (python_number:
+    # test_capture_python_numbers.py).
     loops = {"for_loop", "while_loop", "cond", "loop_output", "py_binary", "py_unary", "dim"}
+    loops.add("python_number")
     # The extern table's rows and their tuple items: test_capture_extern.py covers them.
     # broadcast_unbacked (the run-time check of two data-dependent sizes):
     # test_capture_unbacked.py covers it.

@@ -88,6 +88,17 @@ def three_operands(x: Any) -> Any:
     return total, i
 
 
+def chained_and_chained(x: Any) -> Any:
+    # Two chained comparisons joined by `and` (a neighbour in range on both axes): the
+    # first chain's last test falls through to a jump on to the second, no exit.
+    count = 0
+    for i in range(x.shape[0]):
+        j = i + 1
+        if -1.0 <= x[i] < 1.0 and 0 <= j < x.shape[0]:
+            count += 1
+    return count
+
+
 def _data(n: int) -> tuple[Any, ...]:
     return (np.array([0.2, -1.2, 0.7, 2.0, -0.4, 1.1, -3.0])[:n],)
 
@@ -100,6 +111,7 @@ PROGRAMS: list[Callable[..., Any]] = [
     if_chained,
     if_mixed,
     three_operands,
+    chained_and_chained,
 ]
 
 

@@ -111,6 +111,41 @@ def sweeps_until_sorted(x: Any) -> Any:
     return x, passes
 
 
+def gcd_by_remainders(a: Any, b: Any) -> Any:
+    # `x, y = y, x % y`: the new `x` reads the carried `y` the remainder also reads.
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        x = a[i]
+        y = b[i]
+        while y != 0:
+            x, y = y, x % y
+        out[i] = x
+    return out
+
+
+def histogram(x: Any) -> Any:
+    # int() of a float: C truncates toward zero after a range check (NaN, inf bail).
+    counts = np.zeros(8, dtype=np.int64)
+    for i in range(x.shape[0]):
+        b = int(x[i] * 8)
+        if b == 8:
+            b = 7
+        counts[b] += 1
+    return counts
+
+
+def knapsack(weights: Any, values: Any) -> Any:
+    # A NumPy int scalar bounds the inner range and indexes (`best[c - w]`).
+    best = np.zeros(11, dtype=np.int64)
+    for i in range(weights.shape[0]):
+        w = weights[i]
+        for c in range(10, w - 1, -1):
+            candidate = best[c - w] + values[i]
+            if candidate > best[c]:
+                best[c] = candidate
+    return best
+
+
 def first_above(x: Any) -> Any:
     for i in range(x.shape[0]):
         if x[i] > 1.0 or x[i] < -2.0:
@@ -134,6 +169,9 @@ _SIGNAL = np.round(_RNG.standard_normal(40) * 2.0, 1)
         (mandelbrot, (np.linspace(-2.0, 0.6, 50), np.linspace(-1.2, 1.2, 50))),
         (crc32, (_RNG.integers(0, 256, 64).astype(np.uint32),)),
         (crc32, (np.zeros(0, dtype=np.uint32),)),
+        (gcd_by_remainders, (_RNG.integers(-40, 40, 30), _RNG.integers(-40, 40, 30))),
+        (histogram, (_RNG.random(40),)),
+        (knapsack, (_RNG.integers(1, 6, 9), _RNG.integers(1, 10, 9))),
         (first_above, (_SIGNAL,)),
         (first_above, (np.zeros(6),)),
     ],
@@ -203,3 +241,18 @@ def test_while_writes_stay_as_eager_leaves_them() -> None:
         _same(run(mine), f(eager))
         np.testing.assert_array_equal(mine, eager)
     _assert_every_loop_is_c(built)
+
+
+def test_int_of_a_value_beyond_int64_runs_the_loop_with_numpy() -> None:
+    # NaN raises ValueError and 1e30 makes a Python big int, as eager: the C loop bails.
+    def total(x: Any) -> Any:
+        t = 0
+        for i in range(x.shape[0]):
+            t += int(x[i])
+        return t
+
+    compiled = _compile(total, np.array([1.5, 2.5, 0.5]))
+    _check(compiled, total, np.array([1.5, -2.5, 7.9]))
+    _check(compiled, total, np.array([1.5, 1e30, -3.0]))
+    with pytest.raises(ValueError, match="cannot convert float NaN to integer"):
+        compiled.fn(np.array([1.0, np.nan, 2.0]))

@@ -25,6 +25,7 @@ from .loop_ranges import make_range
 from .loop_sources import ZipVar, keepable
 from .op import get_op
 from .operators import (
+    apply_binding,
     binary,
     check_mutable,
     iterate,
@@ -112,7 +113,9 @@ def _len(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> V
 
 
 def _range(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
-    # A range over symbolic or run-time bounds stays open (a loop over it is kept).
+    # A range over symbolic or run-time bounds stays open (a loop over it is kept); a
+    # NumPy integer scalar bound (`range(c, w - 1, -1)`, `w = weights[i]`) is its int.
+    args = [_as_python_number(tracer, arg, int) if _integral(arg) else arg for arg in args]
     kept = None if kwargs else make_range(args)
     return kept if kept is not None else with_origins(_fold(range)(tracer, args, kwargs), *args)
 
@@ -132,9 +135,20 @@ def _min_max(fn: Callable[..., Any]) -> Handler:
     # (min) or above it (max); on NumPy scalars made from scalar inputs the same
     # comparisons are traced, so each is a guard (see guarded_scalars).
     compared = "lt" if fn is min else "gt"
+    ufunc = np.maximum if fn is max else np.minimum
 
     def handler(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
         items = iterate(tracer, args[0]) if len(args) == 1 else args
+        if not kwargs and _same_integer_scalars(items):
+            # `max(d[i - 1, j] + 1, d[i, j - 1] + 1)` in a DP loop: on NumPy integer (or
+            # bool) scalars of one dtype, Python's pick is NumPy's element-wise one (equal
+            # values are one value), so the loop around it stays kept (and no guard).
+            binding = tracer.bindings.lookup_function(ufunc)
+            assert binding is not None
+            result = items[0]
+            for item in items[1:]:
+                result = apply_binding(tracer, binding, result, item)
+            return result
         guarded = any(has_expression(item) for item in items)
         if guarded and not kwargs and all(operand(item) is not None for item in items):
             best = items[0]
@@ -150,6 +164,20 @@ def _min_max(fn: Callable[..., Any]) -> Handler:
         return tracer.builder.build_unguarded(fn(values, **keywords))
 
     return handler
+
+
+def _same_integer_scalars(items: list[Variable]) -> bool:
+    # Two or more NumPy integer or bool scalars (0-d values NumPy gives as scalars) of one
+    # dtype: `max` and `min` of them return one of them, of that type, whichever it is.
+    # NOTE: floats are left out: Python's max(1.0, nan) is 1.0, np.maximum's is nan.
+    if len(items) < 2 or not all(isinstance(item, ArrayVar) for item in items):
+        return False
+    metas = {item.meta for item in items if isinstance(item, ArrayVar)}
+    if len(metas) != 1:
+        return False
+    (meta,) = metas
+    kinds = {item.python_type() for item in items}
+    return meta.shape == () and meta.dtype.kind in "biu" and kinds == {meta.dtype.type}
 
 
 def _abs(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
@@ -285,6 +313,10 @@ def _to_number(kind: type) -> Handler:
     folded = _fold(kind)
 
     def handler(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+        if len(args) == 1 and not kwargs and _numeric_0d(args[0]) and kind in (int, float):
+            # `int(x[i] * 8)`: a Python scalar the graph makes at run time, as the loop
+            # index is (a loop around it stays kept).
+            return _as_python_number(tracer, args[0], kind)
         if args and isinstance(args[0], ArrayVar):
             raise Unsupported(
                 f"not supported yet: {kind.__name__}() of an array (it needs the array's "
@@ -293,6 +325,21 @@ def _to_number(kind: type) -> Handler:
         return folded(tracer, args, kwargs)
 
     return handler
+
+
+def _numeric_0d(var: Variable) -> bool:
+    # A 0-d bool, int or float value the graph computes (a NumPy scalar or a 0-d array).
+    return isinstance(var, ArrayVar) and var.meta.shape == () and var.meta.dtype.kind in "biuf"
+
+
+def _integral(var: Variable) -> bool:
+    # A 0-d NumPy integer value: range() takes it through `__index__`, as an int.
+    return _numeric_0d(var) and isinstance(var, ArrayVar) and var.meta.dtype.kind in "iu"
+
+
+def _as_python_number(tracer: Tracer, var: Variable, kind: type) -> Variable:
+    assert isinstance(var, ArrayVar)
+    return ScalarNodeVar(tracer.graph.call(get_op("python_number"), var.node, kind=kind))
 
 
 def _numpy_scalar(kind: type[np.generic]) -> Handler:

@@ -803,7 +803,7 @@ def run_time_index(tracer: Tracer, index: Variable) -> tuple[tuple[Any, ...], li
     """A basic index holding run-time ints (a loop's index, also as a slice bound) as a
     template of `ScalarSlot`s and its scalars; None when the index has none."""
     items = list(index.items) if isinstance(index, TupleVar) else [index]
-    items = [run_time_int(item) for item in items]
+    items = [_integer_scalar_index(tracer, run_time_int(item)) for item in items]
     if not any(isinstance(item, ScalarNodeVar | SliceVar) for item in items):
         return None
     template: list[Any] = []
@@ -849,6 +849,17 @@ def run_time_int(item: Variable) -> Variable:
         if item.meta.dtype.kind in "iu" and python_scalar_type(source.meta) is int:
             return ScalarNodeVar(source)
     return item
+
+
+def _integer_scalar_index(tracer: Tracer, item: Variable) -> Variable:
+    # A NumPy integer scalar computed by the graph (`A[idx[0]]`, `best[c - w]`) indexes as
+    # its int, through `__index__`: basic indexing (a row is a view of `A`), not the
+    # integer-array indexing of a 0-d array (a copy).
+    if not isinstance(item, ArrayVar) or item.meta.shape != () or item.meta.dtype.kind not in "iu":
+        return item
+    if item.python_type() is np.ndarray:
+        return item
+    return ScalarNodeVar(tracer.graph.call(get_op("python_number"), item.node, kind=int))
 
 
 def _slot(tracer: Tracer, item: ScalarNodeVar, scalars: list[Node]) -> ScalarSlot:

@@ -339,9 +339,13 @@ class _Fold:
             taken = truth(frame.tracer, test) == taken_if
             return self.value_from(frame, inst.target if taken else end + 1)
         blocks = self.condition.blocks
-        if inst.target not in blocks and end + 1 not in blocks and _is_bool(test):
+        instructions = frame.instructions
+        # NOTE: resolved, as `value_from` goes: a chained comparison's last test falls
+        # through to a jump on to the next operand, which is no exit.
+        onward = {resolve(instructions, inst.target), resolve(instructions, end + 1)}
+        if not onward & blocks.keys() and _is_bool(test):
             # The last operand: its own truth, when that is the value (no `cond` needed).
-            instructions, cleanups = frame.instructions, self.condition.cleanups
+            cleanups = self.condition.cleanups
             target_way = way(instructions, inst.target, cleanups)
             jump_way = way(instructions, self.condition.jump, cleanups)
             gives = (target_way == jump_way) == self.polarity

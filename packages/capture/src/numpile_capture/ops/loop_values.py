@@ -479,3 +479,38 @@ numpy_scalar = register_op(
         run_time_error="OverflowError or ValueError",
     )
 )
+
+
+def _python_number_meta(value: Any, *, kind: type) -> ScalarMeta:
+    if not isinstance(value, ArrayMeta) or value.shape != () or value.dtype.kind not in "biuf":
+        raise ValueError(f"python_number takes a 0-d bool, int or float value, got {value}")
+    if kind not in (int, float):
+        raise ValueError(f"python_number makes a Python int or float, not {kind}")
+    return ScalarMeta(kind)
+
+
+def _python_number_impl(value: Any, *, kind: type) -> Any:
+    return kind(value)
+
+
+def _python_number_may_raise(inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    # int() of a float raises on NaN and infinities; every other conversion is exact
+    # (an int64 as a float rounds, as Python's own float() of it does).
+    (value,) = inputs
+    meta = getattr(value, "meta", None)
+    return kwargs["kind"] is int and isinstance(meta, ArrayMeta) and meta.dtype.kind == "f"
+
+
+# NOTE: `int(x[i] * 8)` in a loop's body: the value is data, so capture keeps the call as
+# this node rather than the graph break a Python int made of array values needs elsewhere.
+python_number = register_op(
+    Op(
+        "python_number",
+        OpKind.EXTERN,
+        _python_number_meta,
+        _python_number_impl,
+        doc="int(v) or float(v) of a 0-d NumPy value (`int(x[i] * 8)`): a Python scalar",
+        run_time_error="ValueError or OverflowError",
+        may_raise=_python_number_may_raise,
+    )
+)

@@ -31,6 +31,7 @@ op without a scalar form, a slice, a carried array) stays an extern call.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -428,6 +429,33 @@ def _numpy_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
         text, dtype = c_expr("cast", [text], [dtype], rule.through), rule.through
     text = c_expr("cast", [text], [dtype], target)
     env[node] = CValue(writer.define(target, text), target)
+
+
+def _python_number(writer: LoopWriter, node: Node, env: Env) -> None:
+    # `int(v)` / `float(v)` of a NumPy value: a Python scalar local. An int() that NumPy's
+    # value would make raise (NaN, infinities) or leave int64 (a Python big int) bails:
+    # the loop's NumPy run raises, or carries the big int, as eager does.
+    value = writer.operand(env, node.inputs[0])
+    kind = dict(node.params)["kind"]
+    if value.python is not None or value.dtype.kind not in "biuf":
+        raise NotScalarLoop(f"python_number of {value.dtype}")
+    if kind is float:
+        text = f"(double)({value.text})"
+        env[node] = CValue(writer.define(np.dtype("float64"), text), np.dtype("float64"), float)
+        return
+    bits = 63
+    if value.dtype.kind == "f":
+        limit = c_literal(2.0**63, np.dtype("float64"))
+        writer.buf.writeline(f"if (!(fabs((double)({value.text})) < {limit})) {{ goto bail; }}")
+        writer.bails = True
+    elif value.dtype == np.dtype("uint64"):
+        writer.buf.writeline(f"if ({value.text} > (uint64_t)INT64_MAX) {{ goto bail; }}")
+        writer.bails = True
+    else:
+        bits = 1 if value.dtype.kind == "b" else value.dtype.itemsize * 8 - 1
+    # C converts a float toward zero, as int() does.
+    text = f"(int64_t)({value.text})"
+    env[node] = CValue(writer.define(np.dtype("int64"), text), np.dtype("int64"), int, bits)
 
 
 def _check_in_range(writer: LoopWriter, value: CValue, target: np.dtype[Any]) -> None:
@@ -1029,14 +1057,7 @@ def _emit_body(
     if len(outputs) != len(locals_):
         raise NotScalarLoop("the body's outputs are not its carried values")
     outs = body.output if isinstance(body.output, tuple) else (body.output,)
-    for k, out in enumerate(outs[: len(locals_)]):
-        if isinstance(out, Node) and out.op is None and out is not placeholders[1 + k]:
-            # The loop index (`for i` read after the loop) or another carried value
-            # (`a, b = b, a`): read before any carried local is assigned.
-            other = outputs[k]
-            assert other is not None
-            copy = writer.define(other.dtype, other.text)
-            outputs[k] = CValue(copy, other.dtype, other.python, other.bits)
+    _read_before_assigning(writer, outputs, locals_)
     for k, (local, new) in enumerate(zip(locals_, outputs, strict=True)):
         if outs[k] is placeholders[1 + k]:
             continue
@@ -1045,6 +1066,22 @@ def _emit_body(
         writer.buf.writeline(f"{local.text} = {cast};")
     if stop_flag is not None:
         writer.buf.writeline(f"if ({stop_flag}) {{ break; }}")
+
+
+def _read_before_assigning(
+    writer: LoopWriter, news: list[CValue | None], locals_: list[CValue]
+) -> None:
+    # The carried locals take their new values one after another, while Python's tuple
+    # assignment (`a, b = b, a % b`) reads every value first: a new value whose C text
+    # reads another carried local (as the local itself, or through a `carried_scalar` or
+    # an expression that kept its name) is copied before any local is assigned.
+    for k, new in enumerate(news):
+        if new is None:
+            continue
+        others = [local.text for j, local in enumerate(locals_) if j != k]
+        if any(re.search(rf"\b{re.escape(name)}\b", new.text) for name in others):
+            copy = writer.define(new.dtype, new.text)
+            news[k] = CValue(copy, new.dtype, new.python, new.bits)
 
 
 def _literal_value(text: str) -> int | None:
@@ -1194,21 +1231,13 @@ def while_step(writer: LoopWriter, state: WhileState) -> None:
     params = dict(state.node.params)
     body: Graph = params["body"]
     carried: int = params["carried"]
-    placeholders = body.placeholders
     if writer.ticks is not None:
         writer.buf.writeline(f"++{writer.ticks};")
     outputs = writer.body(body, dict(state.inner))
     if len(outputs) != carried + 1:
         raise NotScalarLoop("a while body without its test")
     new = outputs[:carried]
-    out_nodes = body.output if isinstance(body.output, tuple) else (body.output,)
-    for k, value in enumerate(out_nodes[:carried]):
-        if isinstance(value, Node) and value.op is None and value is not placeholders[k]:
-            # Another carried value (`a, b = b, a % b`): read before any is assigned.
-            other = new[k]
-            assert other is not None
-            copy = writer.define(other.dtype, other.text)
-            new[k] = CValue(copy, other.dtype, other.python, other.bits)
+    _read_before_assigning(writer, new, state.locals_)
     test = outputs[carried]
     assert test is not None
     # The test first: it may read the carried values of this iteration.
@@ -1233,6 +1262,7 @@ _NODE_HANDLERS: dict[str, Callable[[LoopWriter, Node, Env], None]] = {
     "setitem_at": _setitem_at,
     "carried_scalar": _carried_scalar,
     "numpy_scalar": _numpy_scalar,
+    "python_number": _python_number,
     "dim": _dim,
     "py_binary": _py_binary,
     "py_unary": _py_unary,

@@ -453,11 +453,14 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
     writer.buf.level = 2
     outputs = writer.body(body, env)
     loop = CodeBuffer(level=1)
-    carried_names = [f"c{k}" for k in range(carried)]
+    # Python's tuple assignment (`a, b = b, a + b`) reads every new value before it binds
+    # any: each new value takes a fresh name first, then the carried names take them.
+    news = [writer.fresh("n") for _ in range(carried)]
     updates = [
         f"{name} = {writer.cast(value, env[placeholders[1 + k]].dtype).text}"
-        for k, (name, value) in enumerate(zip(carried_names, outputs, strict=False))
+        for k, (name, value) in enumerate(zip(news, outputs, strict=False))
     ]
+    updates += [f"c{k} = {name}" for k, name in enumerate(news)]
     if breaks:
         flag = writer.cast(outputs[carried], np.dtype("bool")).text
         loop.writeline("t = trips * 0")
