@@ -52,6 +52,7 @@ from .loop_entry import (
     can_end_graph,
     describe_retyped,
     end_graph_after,
+    kept_with_loop_types,
     range_entered,
     retyped_after,
     runs_node,
@@ -144,7 +145,8 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     splits = entered is None and not ends_graph and not breaks and _constant_step(step) != 0
     carries_return = returns is not None and returns.carried
     if entered is None and (not (ends_graph or splits) or carries_return):
-        raise LoopFallback(f"the type of {why} after it depends on whether it ran")
+        kept_with_loop_types(frame.instructions[extent.head].lineno, why)
+        ends_graph = splits = False
     if extent.else_end is not None and first is not None:
         # After 0 iterations (or a break in the first) a carried value keeps its Python
         # type, after more it is a NumPy value: the clause traced once cannot be both.

@@ -32,7 +32,13 @@ from .graph import Graph
 from .kept_loop import bind_outputs, return_slot, trace_to_fixpoint, undone_on_fallback
 from .loop_counters import Counter, bounded_counters, counters
 from .loop_else import else_end, run_else_clause
-from .loop_entry import can_end_graph, describe_retyped, end_graph_after, retyped_after
+from .loop_entry import (
+    can_end_graph,
+    describe_retyped,
+    end_graph_after,
+    kept_with_loop_types,
+    retyped_after,
+)
 from .loop_exit import (
     LEFT,
     LoopExit,
@@ -211,7 +217,8 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         why = describe_retyped(retyped, before, metas)
         entered = not retyped or _entered(frame, shape, pred)
         if not entered and (not can_end_graph(frame) or (returns is not None and returns.carried)):
-            raise LoopFallback(f"the type of {why} after it depends on whether it ran")
+            kept_with_loop_types(inst.lineno, why)
+            entered = True
         if clause_end is not None and first is not None:
             raise LoopFallback("its else clause reads values whose type depends on the trip count")
         if clause_end is not None and returns is not None and returns.carried:
