@@ -57,3 +57,19 @@ def python_calls() -> PythonCalls:
     """A function that calls fn(*args) and returns its result and the names of the Python
     functions the call ran (a C path runs none)."""
     return _python_calls
+
+
+@pytest.fixture
+def numpy_reruns(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Counts the calls whose graph ran again op by op with NumPy (errstate's replay)."""
+    from numpile_inductor import errstate
+
+    runs: list[int] = []
+    eager = errstate.run_graph
+
+    def counting(graph: Any, args: Any, quiet: Any = ()) -> Any:
+        runs.append(1)
+        return eager(graph, args, quiet)
+
+    monkeypatch.setattr(errstate, "run_graph", counting)
+    return runs

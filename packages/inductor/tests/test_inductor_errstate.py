@@ -7,7 +7,7 @@ Python hit path calls) and the C one a call gate calls (`numpile_runtime.gate_fo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,7 +15,7 @@ import pytest
 
 import numpile_runtime as rt
 from numpile_capture import CompiledFunction, capture_function
-from numpile_inductor import compile_graph, errstate
+from numpile_inductor import compile_graph
 
 
 def _divide_then_add(x: Any, y: Any) -> Any:
@@ -44,20 +44,6 @@ def _compiled(fn: Callable[..., Any], *args: Any, form: str = "python") -> Calla
     c_form = rt.gate_form(compiled)
     assert c_form is not compiled
     return c_form
-
-
-@pytest.fixture
-def no_eager_under_warn(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    # Counts the graphs that ran op by op with NumPy instead of as kernels.
-    runs: list[int] = []
-    eager = errstate.run_graph
-
-    def counting(graph: Any, args: Any, quiet: Any = ()) -> Any:
-        runs.append(1)
-        return eager(graph, args, quiet)
-
-    monkeypatch.setattr(errstate, "run_graph", counting)
-    yield runs
 
 
 @pytest.mark.parametrize("setting", ["divide", "all"])
@@ -104,7 +90,7 @@ def test_in_place_graphs_mutate_once_under_a_raising_state(form: str) -> None:
 
 
 def test_kernels_run_unless_a_flag_the_state_checks_is_raised(
-    no_eager_under_warn: list[int], form: str
+    numpy_reruns: list[int], form: str
 ) -> None:
     x, y = np.ones(8), np.zeros(8)
     compiled = _compiled(_divide_then_add, x, y, form=form)
@@ -117,12 +103,12 @@ def test_kernels_run_unless_a_flag_the_state_checks_is_raised(
         compiled(x, np.ones(8))  # raises on any error, but meets none
     with np.errstate(over="raise", divide="ignore"):
         compiled(x, y)  # the division by zero is ignored: the kernels' result stands
-    assert no_eager_under_warn == []
+    assert numpy_reruns == []
     with pytest.warns(RuntimeWarning, match="divide by zero"):
         compiled(x, y)  # a flag the state warns about: op by op, for NumPy's warning
     with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
         compiled(x, y)  # and one it raises on: op by op, for NumPy's error
-    assert no_eager_under_warn == [1, 1]
+    assert numpy_reruns == [1, 1]
 
 
 def _matmul_then_log(a: Any, b: Any) -> Any:
@@ -130,7 +116,7 @@ def _matmul_then_log(a: Any, b: Any) -> Any:
 
 
 def test_a_module_calling_numpy_itself_runs_op_by_op_under_a_strict_state(
-    no_eager_under_warn: list[int], form: str
+    numpy_reruns: list[int], form: str
 ) -> None:
     # matmul runs inside the module as a NumPy call, which would raise inside it: under a
     # strict state such a graph runs op by op from the start.
@@ -140,10 +126,10 @@ def test_a_module_calling_numpy_itself_runs_op_by_op_under_a_strict_state(
     raising = np.errstate(invalid="raise")
     with raising, pytest.raises(FloatingPointError, match="invalid value encountered in matmul"):
         compiled(a, b)
-    assert no_eager_under_warn == [1]
+    assert numpy_reruns == [1]
 
 
-def test_a_global_seterr_is_seen_by_later_calls(no_eager_under_warn: list[int], form: str) -> None:
+def test_a_global_seterr_is_seen_by_later_calls(numpy_reruns: list[int], form: str) -> None:
     x, y = np.ones(8), np.zeros(8)
     compiled = _compiled(_divide_then_add, x, y, form=form)
     with np.errstate(divide="ignore"):
@@ -155,7 +141,7 @@ def test_a_global_seterr_is_seen_by_later_calls(no_eager_under_warn: list[int], 
         finally:
             np.seterr(**old)
         compiled(x, y)
-    assert no_eager_under_warn == [1]
+    assert numpy_reruns == [1]
 
 
 def _overflowing_rows(x: Any) -> Any:

@@ -8,7 +8,7 @@ One graph holds every case (five dtypes, seven ops each): a single C build.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ import pytest
 
 from numpile_capture import capture_function
 from numpile_capture.dynamic_shapes import DynamicPolicy, capturing_with
-from numpile_inductor import CompiledGraph, compile_graph, errstate
+from numpile_inductor import CompiledGraph, compile_graph
 
 _DTYPES = [np.dtype(name) for name in ("int8", "int32", "int64", "uint8", "uint64")]
 # NumPy scalars are graph inputs (as a resume function's locals in a loop are), shapes static.
@@ -57,20 +57,6 @@ def compiled() -> CompiledGraph:
     return compile_graph(graph, options={"graph_cache": False})
 
 
-@pytest.fixture
-def replays(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    # Counts the calls that ran the graph again with NumPy (a flag the state checks).
-    runs: list[int] = []
-    eager = errstate.run_graph
-
-    def counting(graph: Any, args: Any, quiet: Any = ()) -> Any:
-        runs.append(1)
-        return eager(graph, args, quiet)
-
-    monkeypatch.setattr(errstate, "run_graph", counting)
-    yield runs
-
-
 def _recorded(fn: Callable[..., Any], values: list[Any]) -> tuple[Any, list[tuple[str, type]]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -85,17 +71,17 @@ def _assert_same(got: tuple[Any, ...], expected: tuple[Any, ...]) -> None:
 
 @pytest.mark.parametrize("dtype", _DTYPES, ids=str)
 def test_integer_scalar_math_warns_as_eager(
-    compiled: CompiledGraph, replays: list[int], dtype: np.dtype[Any]
+    compiled: CompiledGraph, numpy_reruns: list[int], dtype: np.dtype[Any]
 ) -> None:
     for a, b in _cases(dtype):
         values = _inputs(dtype, a, b)
         expected, eager_warnings = _recorded(_five, values)
-        replays.clear()
+        numpy_reruns.clear()
         got, compiled_warnings = _recorded(compiled.fn, values)
         _assert_same(got, expected)
         assert compiled_warnings == eager_warnings, (dtype, a, b)
         # Only a call whose kernels raised a flag runs the graph again with NumPy.
-        assert len(replays) == (1 if eager_warnings else 0), (dtype, a, b)
+        assert len(numpy_reruns) == (1 if eager_warnings else 0), (dtype, a, b)
 
 
 def test_overflow_is_ignored_and_raised_as_np_errstate_says(compiled: CompiledGraph) -> None:
