@@ -34,7 +34,9 @@ def test_the_corpus_has_150_graph_breaking_programs() -> None:
     assert len(BREAKING) >= 150
     assert all(not p.fullgraph for p in BREAKING)
     assert sorted(EXPECTED_BREAKS) == sorted(p.id for p in BREAKING)
-    assert all(EXPECTED_BREAKS[p.id] >= 1 for p in BREAKING)
+    # A program capture has learned to keep whole (`float(x.mean())`: a python_number
+    # node) stays in the theme with 0 breaks expected; at least 150 still break.
+    assert sum(EXPECTED_BREAKS[p.id] >= 1 for p in BREAKING) >= 150
 
 
 @pytest.mark.parametrize("prog", BREAKING, ids=[p.id for p in BREAKING])

@@ -456,12 +456,20 @@ _C_RESERVED = frozenset(
 def input_buffer_name(ctx: LoweringContext, name: str) -> str:
     """The buffer name of graph input `name`: itself unless it could clash in generated code.
 
+    A name that is no C identifier (a body's `.retval0`, the slot of a value returned from
+    inside a loop) keeps its letters, digits and underscores.
+
     >>> input_buffer_name(LoweringContext(Graph()), "x0")
     'in_x0'
+    >>> input_buffer_name(LoweringContext(Graph()), ".retval0")
+    'in__retval0'
     """
-    if not (_GENERATED_NAME.fullmatch(name) or name in _C_RESERVED):
+    identifier = name.isidentifier() and name.isascii()
+    if identifier and not (_GENERATED_NAME.fullmatch(name) or name in _C_RESERVED):
         return name
-    candidate = f"in_{name}"
+    candidate = "in_" + "".join(
+        c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name
+    )
     while candidate in ctx.buffers:
         candidate += "_"
     return candidate
