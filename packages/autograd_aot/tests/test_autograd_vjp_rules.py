@@ -353,6 +353,7 @@ MISSING_WITH_REASON: dict[str, str] = dict.fromkeys(
         "carried_scalar",
         "setitem_at_scatter",
         "numpy_scalar",
+        "python_number",
     ),
     "loop structure (see vjp_exclusions)",
 )

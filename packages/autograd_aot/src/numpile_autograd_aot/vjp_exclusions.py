@@ -40,7 +40,9 @@ REASONS: dict[str, str] = {
         "`for_loop` has a VJP (vjp_loop: a loop stacking the carried values, then a reverse "
         "loop), and so has `cond` (vjp_cond: a `cond` of its branches' VJPs); `loop_output` "
         "passes its cotangent to its loop's rule; Python scalars carry "
-        "no gradient (nor `numpy_scalar`, a NumPy scalar made of one); a `while_loop`, "
+        "no gradient (nor `numpy_scalar`, a NumPy scalar made of one, nor `python_number`, "
+        "the Python scalar `int(v)` / `float(v)` makes of a 0-d value: detached, as torch's "
+        "`.item()` is); a `while_loop`, "
         "a `break` or a `setitem_at` (`setitem_at_scatter`, "
         "its pure form in a resumed loop's graph) in a differentiated loop "
         "makes grad capture the function again with its loops unrolled (up to 1000 "
@@ -79,6 +81,7 @@ _LOOPS = (
     "setitem_at",
     "setitem_at_scatter",
     "numpy_scalar",
+    "python_number",
 )
 _IN_PLACE_BINARY = (
     "add",
