@@ -199,20 +199,17 @@ def inner_while_of_int_input(x: Any, n: int, m: int) -> Any:
     return acc
 
 
-@pytest.mark.parametrize("backend", ["inductor", "eager"])
-def test_a_while_on_guarded_values_stays_one_graph_with_an_entry_per_first_test(
-    backend: str,
-) -> None:
+def test_a_while_on_guarded_values_stays_one_graph_with_an_entry_per_first_test() -> None:
     from numpile_guards import cache_for
 
-    compiled = numpile.compile(while_sum, dynamic=True, backend=backend)
+    compiled = numpile.compile(while_sum, dynamic=True, backend="eager")  # C: the next test
     for n in (3, 0, 1, 5, 0):
         _same(compiled(_x(n), n), while_sum(_x(n), n))
     assert len(cache_for(while_sum.__code__).entries) == 2  # one graph for n > 0, one for 0
 
 
 def test_a_while_on_a_numpy_scalar_input_guards_its_first_test() -> None:
-    compiled = numpile.compile(while_of_scalar_input, dynamic=True)
+    compiled = numpile.compile(while_of_scalar_input, dynamic=True, backend="eager")
     for limit in (2.5, 0.0, 1.0, -1.0, 4.0):
         want = while_of_scalar_input(_x(0), np.float64(limit))
         _same(compiled(_x(0), np.float64(limit)), want)
