@@ -166,3 +166,72 @@ def test_an_inner_loop_of_no_iteration_in_a_running_loop_is_a_cond_in_c(
     assert not [r for r in caplog.records if "per iteration" in r.getMessage()]
     (graph,) = numpile.explain(inner_range_int_chain)(x, 4).graphs
     assert "cond(" in str(graph)
+
+
+def while_of_scalar_input(x: Any, limit: Any) -> Any:
+    s = 0.0
+    k = np.float64(0.0)
+    while k < limit:  # a NumPy scalar input: the first test is guarded
+        s = s + x[int(k)]
+        k += 1.0
+    return s * np.float32(2.0)
+
+
+def while_writing_in_place(x: Any, y: Any, n: int) -> Any:
+    s = 0
+    k = 0
+    while k < n:
+        y[k] = s
+        s = s + x[k]  # int64 after one iteration
+        k += 1
+    return s * 2**62, y  # a Python int grows, an int64 wraps
+
+
+def inner_while_of_int_input(x: Any, n: int, m: int) -> Any:
+    acc = np.float32(0.0)
+    for i in range(n):
+        t = 0.0
+        k = 0
+        while k < m:  # the same first test in every iteration: guarded
+            t = t + x[i + k]
+            k += 1
+        acc = acc + t  # float32 for a Python float `t`, float64 for a NumPy one
+    return acc
+
+
+def test_a_while_on_guarded_values_stays_one_graph_with_an_entry_per_first_test() -> None:
+    from numpile_guards import cache_for
+
+    compiled = numpile.compile(while_sum, dynamic=True, backend="eager")  # C: the next test
+    for n in (3, 0, 1, 5, 0):
+        _same(compiled(_x(n), n), while_sum(_x(n), n))
+    assert len(cache_for(while_sum.__code__).entries) == 2  # one graph for n > 0, one for 0
+
+
+def test_a_while_on_a_numpy_scalar_input_guards_its_first_test() -> None:
+    compiled = numpile.compile(while_of_scalar_input, dynamic=True, backend="eager")
+    for limit in (2.5, 0.0, 1.0, -1.0, 4.0):
+        want = while_of_scalar_input(_x(0), np.float64(limit))
+        _same(compiled(_x(0), np.float64(limit)), want)
+    assert not numpile.explain(while_of_scalar_input)(_x(0), np.float64(0.0)).break_reasons
+
+
+def test_a_guarded_while_writes_in_place_as_eager() -> None:
+    from numpile_guards import cache_for
+
+    compiled = numpile.compile(while_writing_in_place, dynamic=True)
+    for n in (3, 0, 1, 6):
+        got_y, want_y = np.full(8, -1), np.full(8, -1)
+        got, got_out = compiled(np.arange(1, 9), got_y, n)
+        want, _ = while_writing_in_place(np.arange(1, 9), want_y, n)
+        _same(got, want)
+        assert got_out is got_y
+        np.testing.assert_array_equal(got_y, want_y)
+    assert len(cache_for(while_writing_in_place.__code__).entries) == 2
+
+
+def test_an_inner_while_on_guarded_values_takes_eager_types_in_c() -> None:
+    compiled = numpile.compile(inner_while_of_int_input, dynamic=True)
+    x = np.arange(16.0)
+    for n, m in ((3, 2), (3, 0), (0, 0), (2, 1), (4, 0)):
+        _same(compiled(x, n, m), inner_while_of_int_input(x, n, m))

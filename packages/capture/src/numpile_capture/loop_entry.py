@@ -14,12 +14,17 @@ iteration (a body that may `break` may leave in its first one):
   a negative one). This is torch's 0/1 specialization applied to trip counts: every
   non-empty trip count shares one entry; an empty range compiles an entry of its own in
   which the loop vanishes (`EmptyRange`) and the initial objects flow on;
-- otherwise (a `while`, bounds computed at run time, a body that may `break`) the graph
-  ends after the loop (`end_graph_after`): its carried values come back as objects and
-  capture resumes after the loop on their actual types, a graph break whose reason names
-  the values;
+- a `while` whose body leaves only through its test, and whose first test guards can
+  read (a comparison of int inputs, sizes, NumPy scalar inputs and constants: see
+  `guarded_scalars`), guards that test's outcome (`first_test_enters`): a true one proves
+  an iteration, a false one makes the loop vanish (`EmptyRange`), one entry each;
+- otherwise (a `while` on array data, bounds computed at run time, a body that may
+  `break`) the graph ends after the loop (`end_graph_after`): its carried values come
+  back as objects and capture resumes after the loop on their actual types, a graph
+  break whose reason names the values;
 - inside the body of another kept loop (or under a transform), where neither can happen,
   a range loop's rest of the iteration is a `cond` on whether it ran (`branch_on_entry`);
+  a guarded first test decides a `while` there too (`t = 0.0; k = 0; while k < m:`);
   a loop whose trip count only the run time knows is kept with the loop's types
   (`kept_with_loop_types`): a known gap, logged, where an inner `while` or breaking loop
   that never assigns the value leaves eager with the Python type (the same value, another
@@ -47,7 +52,8 @@ from .loop_index import is_loop_symbol
 from .loop_locals import read_after
 from .meta import ArrayMeta, ScalarMeta
 from .op import get_op
-from .variables import ConstantVar, ScalarInputVar, ScalarNodeVar, Variable
+from .operators import truth
+from .variables import ArrayVar, ConstantVar, ScalarInputVar, ScalarNodeVar, Variable
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -58,8 +64,8 @@ log = logging.getLogger("numpile.capture.graph_breaks")
 
 
 class EmptyRange(Exception):  # noqa: N818 - a control-flow signal, not an error
-    """The kept loop's range is empty on this call (guarded): the loop vanishes, and its
-    FOR_ITER goes on after it as for an exhausted iterator."""
+    """The kept loop runs no iteration on this call (guarded): the loop vanishes. A
+    FOR_ITER goes on after it as for an exhausted iterator, a `while` as its failed test."""
 
 
 def retyped_after(
@@ -179,6 +185,24 @@ def range_entered(bounds: tuple[Variable, Variable, Variable]) -> bool | None:
 
 # NOTE: the reason of the guards `range_entered` records.
 _REASON = "whether a loop runs (the types after it depend on it)"
+
+
+def first_test_enters(tracer: Tracer, test: Variable, enter_if: bool) -> bool | None:
+    """Whether a `while` loop whose first `test` (the value its entry jump pops) enters it
+    on the truth `enter_if` runs on this call, guarded so the entry serves only calls
+    that agree; None where only the run time knows (array data, a value a loop carries).
+
+    Guards read an unspecialized Python scalar input's comparison (`0 < L['n']`) and a
+    NumPy scalar input's (`bool(np.float64(0.0) < L['a'])`); constants need no guard.
+    """
+    if isinstance(test, ConstantVar):
+        return bool(test.value) is enter_if
+    readable = isinstance(test, ScalarInputVar) or (
+        isinstance(test, ArrayVar) and test.expression is not None
+    )
+    if not readable:
+        return None
+    return truth(tracer, test) is enter_if
 
 
 def _expr(var: Variable) -> Any:

@@ -21,6 +21,7 @@ from .capture_result import Unsupported
 from .config import config
 from .frame_state import constant_tuple
 from .loop_capture import log as loop_log
+from .loop_entry import EmptyRange
 from .loop_exit import BodyBreaks, LoopFallback, NestedReturn
 from .loop_region import in_python
 from .operators import (
@@ -112,6 +113,8 @@ def _kept_while(frame: Frame, inst: Instruction, *, plain: bool) -> bool:
     work = tracer.array_work
     try:
         keep_while(frame, inst, shape)
+    except EmptyRange:
+        return False  # its first test fails on this call (guarded): the jump past the loop
     except NestedReturn:
         raise  # the enclosing kept loop traces its body again (see loop_return)
     except LoopFallback as exc:

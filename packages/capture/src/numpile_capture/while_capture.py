@@ -33,9 +33,11 @@ from .kept_loop import bind_outputs, return_slot, trace_to_fixpoint, undone_on_f
 from .loop_counters import Counter, bounded_counters, counters
 from .loop_else import else_end, run_else_clause
 from .loop_entry import (
+    EmptyRange,
     can_end_graph,
     describe_retyped,
     end_graph_after,
+    first_test_enters,
     kept_with_loop_types,
     retyped_after,
 )
@@ -165,7 +167,8 @@ def keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     here) as one `while_loop` node; the frame continues after the loop (or, for a loop
     that returns early, has returned: see `loop_return`).
 
-    Raises `LoopFallback` with the frame as it was (the test's value on the stack).
+    Raises `LoopFallback` with the frame as it was (the test's value on the stack), and
+    `EmptyRange` so where the loop retypes a value and its first test, guarded, fails.
     """
     with undone_on_fallback(frame):
         _keep_while(frame, inst, shape)
@@ -223,7 +226,7 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
             raise LoopFallback("its else clause reads values whose type depends on the trip count")
         if clause_end is not None and returns is not None and returns.carried:
             raise LoopFallback("it returns from a loop whose break skips an else clause")
-    except LoopFallback:
+    except (LoopFallback, EmptyRange):
         for name in late:
             state.locals.pop(name, None)
         state.push(pred)
@@ -253,16 +256,20 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
 
 
 def _entered(frame: Frame, shape: WhileShape, pred: Variable) -> bool:
-    # Whether the loop surely runs one whole iteration: its first test is known true now
-    # and its body leaves only through its bottom test (no break, no return).
-    if not isinstance(pred, ConstantVar) or bool(pred.value) is not shape.enter_if:
+    # Whether the loop surely runs one whole iteration: its body leaves only through its
+    # bottom test (no break, no return) and its first test is true, known now or guarded
+    # (`first_test_enters`); `EmptyRange` where it is guarded false.
+    if shape.forever:
         return False
     for inst in frame.instructions[shape.body : shape.test]:
         if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):
             return False
         if inst.target is not None and not shape.body <= inst.target <= shape.test:
             return False
-    return not shape.forever
+    enters = first_test_enters(frame.tracer, pred, shape.enter_if)
+    if enters is False:
+        raise EmptyRange  # guarded: this entry serves the calls whose first test fails
+    return bool(enters)
 
 
 def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
