@@ -313,7 +313,7 @@ def demo(session: nox.Session) -> None:
     """Compile a few realistic NumPy functions and a loop; print graphs, guards, results and
     steady-state times beside NumPy's (after the background builds)."""
     _install_layers(session, LAYERS)
-    session.run("python", "docs/demo.py")
+    session.run("python", "-u", "docs/demo.py")  # each line as it is printed, piped or not
 
 
 @nox.session(python=DEFAULT_PYTHON)

@@ -18,7 +18,6 @@ setting) times fewer repeats; everything else runs the same way.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -173,7 +172,6 @@ def show_loop() -> None:
 
 
 def main() -> None:
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # piped by nox
     start = time.perf_counter()
     # The backend compile picks when given none: the best installed (the inductor).
     backend = numpile.compile(_best_times).backend
