@@ -310,9 +310,10 @@ def docs(session: nox.Session) -> None:
 
 @nox.session(python=DEFAULT_PYTHON)
 def demo(session: nox.Session) -> None:
-    """Compile a few realistic NumPy functions; print graphs, guards and results beside NumPy's."""
+    """Compile a few realistic NumPy functions and a loop; print graphs, guards, results and
+    steady-state times beside NumPy's (after the background builds)."""
     _install_layers(session, LAYERS)
-    session.run("python", "docs/demo.py")
+    session.run("python", "-u", "docs/demo.py")  # each line as it is printed, piped or not
 
 
 @nox.session(python=DEFAULT_PYTHON)

@@ -48,6 +48,7 @@ EXPECTED_ALL = [
     "value_and_grad",
     "vjp",
     "vmap",
+    "wait_for_compiles",
     "wrap_numpy",
 ]
 
@@ -101,6 +102,7 @@ EXPECTED_SIGNATURES = {
         "tags: 'Sequence[str]' = ()) -> 'BackendFn | Callable[[BackendFn], BackendFn]'"
     ),
     "reset": "() -> 'None'",
+    "wait_for_compiles": "(timeout: 'float | None' = None) -> 'bool'",
     "set_stance": (
         "(stance: 'str' = 'default', *, skip_guard_eval_unsafe: 'bool' = False, "
         "force_backend: 'str | BackendFn | None' = None) -> 'None'"

@@ -97,8 +97,11 @@ def test_a_task_that_raises_is_logged_and_the_queue_goes_on(
     assert "the queued build 'broken' failed: disk full" in caplog.text
 
 
+# The builder lowers an idle compiler just after it started (`compiler_process`): the
+# child reads its priority a moment later, as a compiler's work starts.
 _PRIORITY = """
-import os
+import os, time
+time.sleep(0.3)
 try:
     group = open("/proc/self/autogroup").read().rsplit(" ", 1)[-1].strip()
 except OSError:

@@ -44,6 +44,7 @@ from numpile_inductor import cancel_background_builds as _cancel_background_buil
 from numpile_inductor import list_mode_options as list_mode_options
 from numpile_inductor import list_options as list_options
 from numpile_inductor import trim_buffer_pool as _trim_buffer_pool
+from numpile_inductor import wait_for_background_builds as _wait_for_background_builds
 from numpile_runtime import distribution_version
 from numpile_runtime import release_cuda_graphs as _release_cuda_graphs
 from numpile_runtime import release_modules as _release_modules
@@ -117,6 +118,23 @@ def reset() -> None:
     _release_modules()
 
 
+def wait_for_compiles(timeout: float | None = None) -> bool:
+    """Block until every compile that runs in the background has ended; whether they all
+    did within `timeout` seconds (None: no limit).
+
+    A new graph's first calls run with NumPy while its C module builds on a background
+    thread (tiered compilation; `options={"tiered": False}` or `NUMPILE_TIERED=0` builds it
+    in the first call instead). Once this returns True, the next call of each compiled
+    function runs its compiled code, as a `torch.compile`d function does after its first
+    call: wait before timing steady-state calls. A build that failed raises from the next
+    call, not here.
+
+    >>> wait_for_compiles(60.0)
+    True
+    """
+    return _wait_for_background_builds(timeout)
+
+
 # The seeds call `torch.compile.reset()`: the same function, reached through `compile`.
 compile.reset = reset  # type: ignore[attr-defined]
 
@@ -164,4 +182,5 @@ __all__ = [
     "register_pytree_node",
     "vmap",
     "checkpoint",
+    "wait_for_compiles",
 ]

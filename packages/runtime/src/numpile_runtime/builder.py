@@ -40,7 +40,7 @@ import sysconfig
 import tempfile
 import threading
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,13 +50,13 @@ from .build_queue import (
     compiler_ended,
     compiler_started,
     idle_compiles,
-    low_priority,
     on_build_queue,
     queue_build,
     yield_to_callers,
 )
 from .code_cache import CodeCache, cache_key, default_cache
 from .collector_pause import collect_held_off
+from .compiler_process import start_compiler
 from .core_claims import background_core, claim_cores, usable_cores
 from .extension_loader import can_unload, open_extension
 from .loaded_modules import memo_get, memo_put, trim
@@ -634,14 +634,7 @@ def run_compiler(command: list[str], timeout: float) -> subprocess.CompletedProc
         0
     """
     with background_core() if on_build_queue() else claim_cores(1):
-        process = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-            preexec_fn=_child_setup(idle=idle_compiles()),
-        )
+        process = start_compiler(command, idle=idle_compiles())
         compiler_started(process.pid)
         try:
             collect_held_off()  # while the compiler works, not after the caller's pause
@@ -678,29 +671,6 @@ def _build_error(
         f"  compiler output:\n{indented}"
     )
     return BuildError(message, source_path=str(source_path), command=command, stderr=done.stderr)
-
-
-@functools.cache
-def _child_setup(*, idle: bool) -> Callable[[], None] | None:
-    # Linux: the compiler gets SIGKILL when the thread that started it dies (a killed Python
-    # process leaves no orphaned compiler). A build the queue runs as idle work runs at a low
-    # CPU priority (`build_queue.low_priority`). Resolved here, so the child only makes the
-    # calls.
-    if not sys.platform.startswith("linux"):
-        return low_priority if idle else None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return low_priority if idle else None
-    pr_set_pdeathsig = 1
-    sigkill = int(signal.SIGKILL)
-
-    def set_death_signal() -> None:
-        prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)
-        if idle:
-            low_priority()
-
-    return set_death_signal
 
 
 @functools.cache
