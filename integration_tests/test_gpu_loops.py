@@ -237,3 +237,33 @@ def test_numpy_scalars_in_a_scalar_loop_run_on_the_device_and_raise_as_numpy() -
             assert float(got) == pytest.approx(float(want), rel=1e-12)
         np.testing.assert_array_equal(device[1].get(), out)
         assert rt.counters().get("loop_device_program_runs", 0) == 1
+
+
+def crc32(data: Any) -> Any:
+    crc = np.uint32(0xFFFFFFFF)
+    poly = np.uint32(0xEDB88320)
+    one = np.uint32(1)
+    for i in range(data.shape[0]):
+        crc = crc ^ data[i]  # a CuPy 0-d array from the first iteration on
+        for _ in range(8):
+            crc = (crc >> one) ^ ((crc & one) * poly)
+    return crc ^ np.uint32(0xFFFFFFFF)
+
+
+@pytest.mark.parametrize("options", [None, {"loop_graphs": 0}])
+def test_a_host_scalar_carried_onto_the_device_keeps_the_loop(
+    options: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # `crc` starts as np.uint32 and becomes a CuPy 0-d array: the loop carries it on the
+    # device (not unrolled, no resume function), with either option.
+    cupy = _cupy()
+    compiled = numpile.compile(crc32, options=options)
+    with caplog.at_level(logging.INFO):
+        for n in (0, 1, 2, 9):
+            data = np.random.default_rng(n).integers(0, 256, n).astype(np.uint32)
+            want = crc32(data)
+            got = compiled(cupy.asarray(data))
+            assert type(got) is type(crc32(cupy.asarray(data)))
+            assert int(got) == int(want)
+    messages = [record.getMessage() for record in caplog.records]
+    assert not any("not kept as a loop" in message for message in messages), messages

@@ -625,6 +625,8 @@ def _addressable(arrays: list[Any], ndims: tuple[int, ...]) -> bool:
 
 
 def _final(cell: Any, meta: Any) -> Any:
+    if isinstance(meta, ArrayMeta) and meta.device != "cpu":
+        return cell.reshape(())  # a device 0-d array, as eager CuPy gives
     value = cell[0].item() if hasattr(cell[0], "item") else cell[0]
     if isinstance(meta, ScalarMeta):
         return meta.type(value)
