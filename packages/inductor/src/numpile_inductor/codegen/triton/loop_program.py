@@ -93,6 +93,14 @@ class _ProgramWriter:
         self.count = 0
         self.result_metas: dict[tuple[Node, int], Any] = {}
         self.cond_results: dict[tuple[Node, int], _Scalar] = {}
+        # Stores written so far: a 1-d value computed before a store is not read after it.
+        self.stores = 0
+
+    def stored(self) -> None:
+        # NOTE: after each store a barrier: a later tile load (`program_views.py`) reads
+        # elements other threads of the program stored.
+        self.stores += 1
+        self.buf.writeline("tl.debug_barrier()")
 
     def fresh(self, stem: str) -> str:
         self.count += 1
@@ -126,7 +134,7 @@ class _ProgramWriter:
         for node in graph.nodes:
             if node.op is None:
                 continue
-            handler = _HANDLERS.get(node.op.name, _pointwise)
+            handler = _HANDLERS.get(node.op.name, _program_views.pointwise_vector)
             handler(self, node, env)
         outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
         return [self.operand(env, out) for out in outputs]
@@ -147,19 +155,22 @@ class _ProgramWriter:
             return value
         return self.define(dtype, triton_expr("cast", [value.text], [value.dtype], dtype))
 
+    def checked_index(self, value: _Scalar, size: str) -> tuple[str, str]:
+        # An int index into an axis of `size` elements, NumPy's negative indices wrapped,
+        # and whether it is in bounds.
+        if value.dtype.kind not in "iu" or value.python is bool:
+            raise NotDeviceLoop("a non-integer index")
+        raw = self.define(np.dtype("int64"), f"{value.text}.to(tl.int64)").text
+        wrapped = self.define(np.dtype("int64"), f"tl.where({raw} < 0, {raw} + {size}, {raw})")
+        ok = self.define(np.dtype("bool"), f"({wrapped.text} >= 0) & ({wrapped.text} < {size})")
+        return wrapped.text, ok.text
+
     def element(self, array: _Array, index: list[_Scalar]) -> tuple[str, str]:
         # The address of array[index] and its in-bounds mask; an index out of bounds sets the
         # error flag (NumPy's negative indices wrap first).
         terms, masks = [], []
         for axis, value in enumerate(index):
-            if value.dtype.kind not in "iu" or value.python is bool:
-                raise NotDeviceLoop("a non-integer index")
-            size = f"{array.name}_n{axis}"
-            raw = self.define(np.dtype("int64"), f"{value.text}.to(tl.int64)").text
-            wrapped = self.define(
-                np.dtype("int64"), f"tl.where({raw} < 0, {raw} + {size}, {raw})"
-            ).text
-            ok = self.define(np.dtype("bool"), f"({wrapped} >= 0) & ({wrapped} < {size})").text
+            wrapped, ok = self.checked_index(value, f"{array.name}_n{axis}")
             terms.append(f"{wrapped} * {array.name}_s{axis}")
             masks.append(ok)
         mask = " & ".join(masks) if masks else "bad == 0"
@@ -205,6 +216,7 @@ def _setitem_at(writer: _ProgramWriter, node: Node, env: Env) -> None:
     address, ok = writer.element(array, index)
     stored = writer.cast(value, array.dtype)
     writer.buf.writeline(f"tl.store({address}, {stored.text}, mask={ok})")
+    writer.stored()
     array.written = True
     env[node] = array
 
@@ -313,7 +325,17 @@ def _pointwise(writer: _ProgramWriter, node: Node, env: Env) -> None:
     # A 0-d NumPy op through its lowering (NumPy's promotion and casts), spelled in Triton.
     meta = node.meta
     name = node.op.name if node.op is not None else node.name
-    if not isinstance(meta, ArrayMeta) or meta.shape != () or tl_type(meta.dtype) is None:
+    if not isinstance(meta, ArrayMeta) or meta.shape != ():
+        raise NotDeviceLoop(f"{name} gives {meta}")
+    env[node] = lowered_value(writer, node, env)
+
+
+def lowered_value(writer: _ProgramWriter, node: Node, env: Env) -> _Scalar:
+    """The value of NumPy op `node` through its lowering, its operands read from `env`
+    (0-d values, or the tiles of 1-d ones: the same Triton text computes both)."""
+    meta = node.meta
+    name = node.op.name if node.op is not None else node.name
+    if not isinstance(meta, ArrayMeta) or tl_type(meta.dtype) is None:
         raise NotDeviceLoop(f"{name} gives {meta}")
     if meta.dtype.kind == "b":
         raise NotDeviceLoop(f"{name} gives a bool value")
@@ -335,7 +357,7 @@ def _pointwise(writer: _ProgramWriter, node: Node, env: Env) -> None:
     if ctx.steps or lowered.loader is None:
         raise NotDeviceLoop(f"{name} needs a kernel of its own")
     result = writer.expression(lowered.loader(()))
-    env[node] = writer.cast(result, meta.dtype)
+    return writer.cast(result, meta.dtype)
 
 
 def _constant_loader(arg: ScalarArg) -> Callable[[tuple[Any, ...]], ScalarArg]:
@@ -408,8 +430,8 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
     params = dict(node.params)
     carried: int = params["carried"]
     breaks: bool = params.get("breaks", False)
-    if any(n.op is not None and n.op.name in ("for_loop", "while_loop") for n in body.nodes):
-        raise NotDeviceLoop("a nested loop")
+    if any(n.op is not None and n.op.name == "while_loop" for n in body.nodes):
+        raise NotDeviceLoop("a nested while loop")
     writer = _ProgramWriter()
     env: Env = {}
     placeholders = body.placeholders
@@ -637,3 +659,11 @@ def _cupy() -> Any:
     import cupy  # GPU runs only
 
     return cupy
+
+
+# NOTE: the modules that fill `_HANDLERS` with nested loops and 1-d views (here, once).
+from . import program_loops as _program_loops  # noqa: E402
+from . import program_views as _program_views  # noqa: E402
+
+_HANDLERS["for_loop"] = _program_loops.nested_loop
+_HANDLERS.update(_program_views.VIEW_HANDLERS)
