@@ -63,8 +63,9 @@ def compile_loop_bodies(
 ) -> Graph:
     """`graph` with every `for_loop` node running its body compiled by `compile_body`.
 
-    A body without array work runs op by op, or as the runner `compile_loop` makes for the
-    whole loop where it makes one. The host loop of a compiled body runs through the runner
+    A body no kernel takes (no array work, or array work whose shapes follow the loop index)
+    runs op by op, or as the runner `compile_loop` makes for the whole loop where it makes
+    one. The host loop of a compiled body runs through the runner
     `replay_host_loop` makes of it, where given. `typed_results=False` keeps a carried Python
     scalar that no iteration changed as it is (for backends that run the loop node as a
     Python call).
@@ -97,7 +98,9 @@ def compile_loop_bodies(
             body = _own_copy(inner)
             compiled = compile_body(body) if _compiles(body) else None
             whole = None
-            if compiled is None and compile_loop is not None and not _has_array_work(body):
+            if compiled is None and compile_loop is not None:
+                # Scalar work, or array work whose shapes follow the index (no kernel takes
+                # it): the whole loop as one program where it can be, else op by op.
                 whole = compile_loop(node, body, _where(graph, node))
             runner = whole or host_loop(body, compiled, typed=typed_results)
             if compiled is not None and replay_host_loop is not None:
