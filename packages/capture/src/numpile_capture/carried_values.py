@@ -4,8 +4,8 @@ Each carried local (see `loop_locals`) is a placeholder of the body's graph whos
 metadata comes from its value before the loop (`carried_metas`); a trace of the body
 gives the values it has after one iteration, whose metadata joins the placeholders'
 (`widen`: NEP 50, a Python scalar joins the NumPy scalar it becomes, a host 0-d value the
-device value it becomes) until the types are a fixpoint. `graph_value` and `variable_of` go between the tracer's variables and the
-graph's values.
+device value it becomes) until the types are a fixpoint. `graph_value` and `variable_of` go
+between the tracer's variables and the graph's values.
 
     >>> widen({"s": ScalarMeta(float)}, [1])
     {'s': ScalarMeta(type=<class 'float'>)}

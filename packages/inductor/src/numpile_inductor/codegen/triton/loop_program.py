@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -46,6 +46,9 @@ from ...loops import LoopRunner, host_loop
 from ..common import CodeBuffer
 from .numpy_scalars import numpy_scalar_conversion
 from .ops import TRITON_HELPERS, tl_type, triton_expr, triton_literal
+
+if TYPE_CHECKING:
+    from .program_views import _Vector
 
 perf_log = logging.getLogger("numpile.perf_hints")
 
@@ -83,7 +86,8 @@ _PYTHON_DTYPES: dict[type, np.dtype[Any]] = {
 _PY_ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _PY_COMPARE = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
 
-Env = dict[Node, "_Scalar | _Array"]
+# NOTE: a body's values: 0-d values, array arguments, and 1-d views and values of them.
+Env = dict[Node, "_Scalar | _Array | _Vector"]
 
 
 class _ProgramWriter:
@@ -541,8 +545,13 @@ from numpile_runtime import interpreting
 
 if interpreting():
     from numpile_inductor.codegen.triton.interpret import LIBDEVICE as libdevice
+    from numpile_inductor.codegen.triton.interpret import TILE_SUM as tile_sum
 else:
     from triton.language.extra import libdevice
+
+    @triton.jit
+    def tile_sum(x):
+        return tl.sum(x, axis=0)
 
 '''
 

@@ -11,7 +11,7 @@ program (`loop_program.py`) such work runs without a launch of its own:
 - a NumPy op on views is computed tile by tile where it is used, through the same
   lowering as 0-d ops (Triton spells an op on a tile as on a 0-d value);
 - `matmul` / `dot` of two 1-d values and `sum` of one loop over `_TILE`-element masked
-  tiles (`tl.arange`), each reduced with `tl.sum` (NumPy's pairwise and BLAS sums round
+  tiles (`tl.arange`), each reduced with `tl.sum` (`tile_sum`; NumPy's pairwise and BLAS sums round
   differently, within the usual tolerance); operands of different lengths raise the flag
   (NumPy's `ValueError` from the rerun);
 - a store into a view (`y[:k] = y[:k] + a * y[k - 1 :: -1]`, `D[i, :] = ...`) writes each
@@ -20,7 +20,7 @@ program (`loop_program.py`) such work runs without a launch of its own:
 
 Every store is followed by a barrier, so the threads of a tile see each other's writes.
 
-    >>> "tl.sum" in loop_program_source(node, body).source  # doctest: +SKIP
+    >>> "tile_sum" in loop_program_source(node, body).source  # doctest: +SKIP
     True
 """
 
@@ -121,7 +121,7 @@ def _slice_indices(
         first = top if start is None else _clamped(writer, start, size, "-1", top)
         last = "-1" if stop is None else _clamped(writer, stop, size, "-1", top)
         length = f"tl.where({first} > {last}, ({first} - {last} - 1) // {-step} + 1, 0)"
-    first_name = writer.define(int64, f"({first}) + tl.zeros([], tl.int64)").text
+    first_name = writer.define(int64, f"({first}) + tl.full([], 0, tl.int64)").text
     return first_name, writer.define(int64, f"({length}).to(tl.int64)").text
 
 
@@ -163,8 +163,8 @@ def _make_view(
     elif found is None or array.ndim != axis:
         raise NotDeviceLoop("a view that is not 1-d")
     int64 = np.dtype("int64")
-    offset = writer.define(int64, f"{' + '.join(terms) or '0'} + tl.zeros([], tl.int64)").text
-    stride = writer.define(int64, f"{found[1]} + tl.zeros([], tl.int64)").text
+    offset = writer.define(int64, f"{' + '.join(terms) or '0'} + tl.full([], 0, tl.int64)").text
+    stride = writer.define(int64, f"{found[1]} + tl.full([], 0, tl.int64)").text
     ok_all = " & ".join(masks) if masks else None
     texts = tuple(writer.operand(env, value).text for value in scalars)
     return _View(array, offset, stride, found[0], ok_all, (array.name, repr(template), texts))
@@ -257,7 +257,7 @@ def _accumulate(
     writer.buf.writeline(f"{acc} = {triton_literal(0, meta.dtype, '[]')}")
     offs, mask = _tiles(writer, length)
     zero = triton_literal(0, meta.dtype, "[]")
-    writer.buf.writeline(f"{acc} = {acc} + tl.sum(tl.where({mask}, {term(offs, mask)}, {zero}))")
+    writer.buf.writeline(f"{acc} = {acc} + tile_sum(tl.where({mask}, {term(offs, mask)}, {zero}))")
     writer.buf.level -= 1
     return _Scalar(acc, meta.dtype)
 
@@ -269,11 +269,13 @@ def _as(writer: _ProgramWriter, value: _Scalar, dtype: np.dtype[Any]) -> str:
 def _matmul(writer: _ProgramWriter, node: Node, env: Env) -> None:
     from .loop_program import NotDeviceLoop
 
-    vectors = [_vector(writer, env, value) for value in node.inputs]
-    left, right = (vectors + [None, None])[:2]
-    if len(vectors) != 2 or left is None or right is None or any(v for _, v in node.params):
+    meta = node.meta
+    if len(node.inputs) != 2 or any(v is not None for _, v in node.params):
+        raise NotDeviceLoop("a matmul with options, or of other than two values")
+    left, right = (_vector(writer, env, value) for value in node.inputs)
+    if left is None or right is None or not isinstance(meta, ArrayMeta):
         raise NotDeviceLoop("a matmul that is no dot product of two 1-d values")
-    dtype = node.meta.dtype
+    dtype = meta.dtype
     writer.buf.writeline(f"bad = bad | ({left.length} != {right.length})")
 
     def term(offs: str, mask: str) -> str:
@@ -294,7 +296,9 @@ def _sum(writer: _ProgramWriter, node: Node, env: Env) -> None:
     params = dict(node.params)
     if params.get("axis") not in (None, 0, (0,)) or params.get("keepdims") or len(node.inputs) > 1:
         raise NotDeviceLoop("a sum with options")
-    dtype = node.meta.dtype
+    meta = node.meta
+    assert isinstance(meta, ArrayMeta)
+    dtype = meta.dtype
     env[node] = _accumulate(
         writer, node, vector.length, lambda offs, mask: _as(writer, vector.tile(offs, mask), dtype)
     )
