@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from loop_nests import NESTS
 
 import numpile
 import numpile_runtime as rt
@@ -267,3 +268,22 @@ def test_a_host_scalar_carried_onto_the_device_keeps_the_loop(
             assert int(got) == int(want)
     messages = [record.getMessage() for record in caplog.records]
     assert not any("not kept as a loop" in message for message in messages), messages
+
+
+@pytest.mark.parametrize("name", sorted(NESTS))
+def test_loop_nests_with_views_of_the_index_are_one_program_on_the_device(name: str) -> None:
+    # The whole nest (`A[i, :j] @ A[:j, j]`, nested loops, `y[:k] = ...`) in one launch.
+    cupy = _cupy()
+    fn, inputs = NESTS[name]
+    compiled = numpile.compile(fn)
+    for n in (1, 24):  # 0 and others: interpreted, in test_loops_triton.py
+        host = inputs(n)
+        rt.reset_counters()
+        got = compiled(*(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in host))
+        want = fn(*host)
+        got_host = got.get() if hasattr(got, "get") else got
+        assert np.asarray(got_host).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(got_host, want, rtol=1e-9, atol=1e-12)
+        if n == 24:
+            assert rt.counters().get("loop_device_program_runs", 0) >= 1, rt.counters()
+            assert "loop_op_by_op_runs" not in rt.counters(), rt.counters()
