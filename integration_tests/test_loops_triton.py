@@ -519,3 +519,22 @@ def test_a_store_reading_what_it_overwrites_is_numpys_value(n: int) -> None:
     # elements) it flags the call, and NumPy runs the loop again.
     compiled = numpile.compile(reversed_update, backend="triton", dynamic=True)
     _close(reversed_update, compiled, (np.random.default_rng(n).random(n + 2), n))
+
+
+def scaled_rows(A: Any, n: int) -> Any:
+    for t in range(n):
+        for i in range(A.shape[0]):
+            A[i, :] = A[i, :] * 0.5 + t  # array-sized rows: a body kernels take
+    return A
+
+
+@pytest.mark.parametrize(("columns", "programs"), [(40, 1), (5000, 0)])
+def test_long_rows_of_a_nested_loop_stay_with_kernels(
+    columns: int, programs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Short rows: the whole nest is one program; rows past 4096 elements run as kernels
+    # (one warp would walk them 256 at a time).
+    compiled = numpile.compile(scaled_rows, backend="triton", dynamic=True)
+    launches = _Launches(monkeypatch)
+    _close(scaled_rows, compiled, (np.random.default_rng(1).random((2, columns)), 3))
+    assert launches.names.count("loop_program") == programs, launches.names

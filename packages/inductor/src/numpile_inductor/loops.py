@@ -96,7 +96,7 @@ def compile_loop_bodies(
                 typed_results=typed_results,
             )
             body = _own_copy(inner)
-            compiled = compile_body(body) if _compiles(body) else None
+            compiled = compile_body(body) if kernels_take(body) else None
             whole = None
             if compiled is None and compile_loop is not None:
                 # Scalar work, or array work whose shapes follow the index (no kernel takes
@@ -135,9 +135,9 @@ def _has_array_work(body: Graph) -> bool:
     )
 
 
-def _compiles(body: Graph) -> bool:
-    # Array work whose shapes do not depend on a loop index (`A[i, :j]` has shape (i1,)):
-    # kernels take sizes from their inputs' shapes, and an index is no input's size.
+def kernels_take(body: Graph) -> bool:
+    """Whether `body` is compiled to kernels: array work whose shapes do not follow a loop
+    index (`A[i, :j]` has shape (i1,); kernels take sizes from their inputs' shapes)."""
     if not _has_array_work(body):
         return False
     return not any(
@@ -154,7 +154,7 @@ def _compiled_branch(branch: Graph, compile_body: BodyCompiler) -> Graph:
     # A `cond` branch with array work (the copies of an unrolled loop after a run-time
     # `break`) runs compiled, on a copy of its own: other backends keep running the captured
     # branch op by op.
-    if not _compiles(branch):
+    if not kernels_take(branch):
         return branch
     copy = _own_copy(branch)
     compiled = compile_body(copy)

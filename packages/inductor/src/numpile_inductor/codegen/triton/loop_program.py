@@ -52,7 +52,13 @@ if TYPE_CHECKING:
 
 perf_log = logging.getLogger("numpile.perf_hints")
 
-__all__ = ["NotDeviceLoop", "loop_program", "loop_program_source"]
+__all__ = ["KERNEL_ROWS", "NotDeviceLoop", "loop_program", "loop_program_source"]
+
+# NOTE: the longest array axis a loop program takes when a loop nested in it has a body
+# kernels take (`D[i, :] = ...`, array-sized rows): one warp walks such a row in tiles of
+# 256, where kernels spread it over the device; past this the nest runs as host loops
+# (op by op around the inner loops, which replay their kernels).
+KERNEL_ROWS = 4096
 
 
 class NotDeviceLoop(Exception):  # noqa: N818 - it names the event
@@ -99,6 +105,8 @@ class _ProgramWriter:
         self.cond_results: dict[tuple[Node, int], _Scalar] = {}
         # Stores written so far: a 1-d value computed before a store is not read after it.
         self.stores = 0
+        # Whether a nested loop has a body that kernels take (see `KERNEL_ROWS`).
+        self.kernel_loops = False
 
     def stored(self) -> None:
         # NOTE: after each store a barrier: a later tile load (`program_views.py`) reads
@@ -421,6 +429,7 @@ class LoopSource:
     written: tuple[int, ...]  # positions in `arrays` of the arrays the loop stores into
     carried: int
     breaks: bool
+    kernel_loops: bool = False
 
 
 def loop_program_source(node: Node, body: Graph) -> LoopSource:
@@ -534,6 +543,7 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
         stored,
         carried,
         breaks,
+        writer.kernel_loops,
     )
 
 
@@ -586,6 +596,11 @@ def loop_program(
         arrays = [values[p] for p in generated.arrays]
         if not _addressable(arrays, generated.array_ndims):
             return fallback(indices, values, carried)
+        if (
+            generated.kernel_loops
+            and max((max(a.shape, default=0) for a in arrays), default=0) > KERNEL_ROWS
+        ):
+            return fallback(indices, values, carried)  # rows kernels run faster than a warp
         while indices and not _typed(values, metas, generated.cells):
             # The first iterations on other carried types (NEP 50) run on the host.
             new = run_graph(body, (indices[0], *values))

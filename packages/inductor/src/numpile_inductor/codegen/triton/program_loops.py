@@ -10,8 +10,11 @@ byte and bit loops, the row and column loops of an LU factorization) is one laun
 
 The carried values start as the loop's widened types (as the C loop function does): a
 first iteration traced on other types (`first`, NEP 50's Python scalars) computes the same
-numbers. Not taken (the outermost loop then runs as a host loop): a `break`, a step
-computed at run time, carried Python ints (unbounded), bool and non-0-d carried values.
+numbers. A nested loop whose body kernels take (array-sized rows, `D[i, :] = ...`) is
+marked (`kernel_loops`): one warp walks its rows here, and past `KERNEL_ROWS` elements the
+loop nest runs as host loops of kernels instead (`loop_program.py`). Not taken (the
+outermost loop then runs as a host loop): a `break`, a step computed at run time, carried
+Python ints (unbounded), bool and non-0-d carried values.
 
     >>> "for t" in loop_program_source(node, body).source  # doctest: +SKIP
     True
@@ -24,6 +27,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from numpile_capture import Graph, Node
+
+from ...loops import kernels_take
 
 if TYPE_CHECKING:
     from .loop_program import Env, _ProgramWriter, _Scalar
@@ -39,6 +44,8 @@ def nested_loop(writer: _ProgramWriter, node: Node, env: Env) -> None:
     params = dict(node.params)
     body: Graph = params["body"]
     carried: int = params["carried"]
+    if kernels_take(body):
+        writer.kernel_loops = True
     if params.get("breaks", False):
         raise NotDeviceLoop("a nested loop with a break")
     step = node.inputs[2]
