@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from loop_nests import NESTS
 
 import numpile
 import numpile_runtime as rt
@@ -237,3 +238,52 @@ def test_numpy_scalars_in_a_scalar_loop_run_on_the_device_and_raise_as_numpy() -
             assert float(got) == pytest.approx(float(want), rel=1e-12)
         np.testing.assert_array_equal(device[1].get(), out)
         assert rt.counters().get("loop_device_program_runs", 0) == 1
+
+
+def crc32(data: Any) -> Any:
+    crc = np.uint32(0xFFFFFFFF)
+    poly = np.uint32(0xEDB88320)
+    one = np.uint32(1)
+    for i in range(data.shape[0]):
+        crc = crc ^ data[i]  # a CuPy 0-d array from the first iteration on
+        for _ in range(8):
+            crc = (crc >> one) ^ ((crc & one) * poly)
+    return crc ^ np.uint32(0xFFFFFFFF)
+
+
+@pytest.mark.parametrize("options", [None, {"loop_graphs": 0}])
+def test_a_host_scalar_carried_onto_the_device_keeps_the_loop(
+    options: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # `crc` starts as np.uint32 and becomes a CuPy 0-d array: the loop carries it on the
+    # device (not unrolled, no resume function), with either option.
+    cupy = _cupy()
+    compiled = numpile.compile(crc32, options=options)
+    with caplog.at_level(logging.INFO):
+        for n in (0, 1, 2, 9):
+            data = np.random.default_rng(n).integers(0, 256, n).astype(np.uint32)
+            want = crc32(data)
+            got = compiled(cupy.asarray(data))
+            assert type(got) is type(crc32(cupy.asarray(data)))
+            assert int(got) == int(want)
+    messages = [record.getMessage() for record in caplog.records]
+    assert not any("not kept as a loop" in message for message in messages), messages
+
+
+@pytest.mark.parametrize("name", sorted(NESTS))
+def test_loop_nests_with_views_of_the_index_are_one_program_on_the_device(name: str) -> None:
+    # The whole nest (`A[i, :j] @ A[:j, j]`, nested loops, `y[:k] = ...`) in one launch.
+    cupy = _cupy()
+    fn, inputs = NESTS[name]
+    compiled = numpile.compile(fn)
+    for n in (1, 24):  # 0 and others: interpreted, in test_loops_triton.py
+        host = inputs(n)
+        rt.reset_counters()
+        got = compiled(*(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in host))
+        want = fn(*host)
+        got_host = got.get() if hasattr(got, "get") else got
+        assert np.asarray(got_host).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(got_host, want, rtol=1e-9, atol=1e-12)
+        if n == 24:
+            assert rt.counters().get("loop_device_program_runs", 0) >= 1, rt.counters()
+            assert "loop_op_by_op_runs" not in rt.counters(), rt.counters()

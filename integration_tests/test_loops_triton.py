@@ -31,6 +31,8 @@ if "triton" not in sys.modules and not rt.cupy_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton", reason="triton is not installed (pip install triton)")
 
+from loop_nests import NESTS
+
 import numpile
 
 _MODE = rt.triton_status().mode
@@ -450,3 +452,89 @@ def test_float32_overflow_warns_or_raises_as_numpy(
         assert compiled_warnings == eager_warnings
         np.testing.assert_array_equal(compiled_args[0], eager_args[0])
         assert launches.names.count("loop_program") == 1
+
+
+# Loop nests of scalar work with 1-d views whose bounds follow the index (issue 28 item 2,
+# `loop_nests.py`): nested `for` loops and `A[i, :j] @ A[:j, j]`, `x[:k] = ...` as masked
+# tiles, all in one program. Compared with eager at trip counts 0, 1 and a few (sums in
+# another order: a tolerance of 1e-10).
+def _close(fn: Callable[..., Any], compiled: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    # `compiled` on copies of `args`, `fn` on `args`: values, dtypes, errors, in-place writes.
+    mine = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    want, want_error = _outcome(fn, args)
+    got, got_error = _outcome(compiled, mine)
+    assert repr(got_error) == repr(want_error)
+    if want_error is None:
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    for before, after in zip(args, mine, strict=True):
+        if isinstance(before, np.ndarray):
+            np.testing.assert_allclose(after, before, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(NESTS))
+def test_loop_nest_with_views_of_the_index_is_one_program(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fn, inputs = NESTS[name]
+    compiled = numpile.compile(fn, backend="triton", dynamic=True)
+    launches = _Launches(monkeypatch)
+    for n in (0, 1, 5):
+        launches.clear()
+        rt.reset_counters()
+        _close(fn, compiled, inputs(n))
+        if n == 5:  # smaller sizes specialize and unroll
+            # Each loop nest is one launch (triangular_solves has two), none op by op.
+            programs = launches.names.count("loop_program")
+            assert programs == rt.counters().get("loop_device_program_runs") >= 1
+            assert "loop_op_by_op_runs" not in rt.counters(), rt.counters()
+            assert "loop_host_runs" not in rt.counters(), rt.counters()
+
+
+def row_past_the_end(A: Any, x: Any, n: int) -> Any:
+    for i in range(n):
+        x[i] = x[i] + A[i + 1, :i] @ x[:i]  # A[n] is out of bounds (IndexError)
+    return x
+
+
+def reversed_update(x: Any, n: int) -> Any:
+    for k in range(n, n + 2):
+        x[:k] = x[:k] + 0.5 * x[k - 1 :: -1]
+    return x
+
+
+def test_an_index_error_in_a_view_raises_after_eagers_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    launches = _Launches(monkeypatch)
+    rng = np.random.default_rng(3)
+    compiled = numpile.compile(row_past_the_end, backend="triton", dynamic=True)
+    _close(row_past_the_end, compiled, (rng.random((4, 4)), rng.random(4), 4))
+    assert launches.names.count("loop_program") == 1, launches.names
+
+
+@pytest.mark.parametrize("n", [3, 257])
+def test_a_store_reading_what_it_overwrites_is_numpys_value(n: int) -> None:
+    # Within one tile the program reads the whole value first; past one tile (256
+    # elements) it flags the call, and NumPy runs the loop again.
+    compiled = numpile.compile(reversed_update, backend="triton", dynamic=True)
+    _close(reversed_update, compiled, (np.random.default_rng(n).random(n + 2), n))
+
+
+def scaled_rows(A: Any, n: int) -> Any:
+    for t in range(n):
+        for i in range(A.shape[0]):
+            A[i, :] = A[i, :] * 0.5 + t  # array-sized rows: a body kernels take
+    return A
+
+
+@pytest.mark.parametrize(("columns", "programs"), [(40, 1), (5000, 0)])
+def test_long_rows_of_a_nested_loop_stay_with_kernels(
+    columns: int, programs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Short rows: the whole nest is one program; rows past 4096 elements run as kernels
+    # (one warp would walk them 256 at a time).
+    compiled = numpile.compile(scaled_rows, backend="triton", dynamic=True)
+    launches = _Launches(monkeypatch)
+    _close(scaled_rows, compiled, (np.random.default_rng(1).random((2, columns)), 3))
+    assert launches.names.count("loop_program") == programs, launches.names

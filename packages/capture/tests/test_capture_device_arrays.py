@@ -234,3 +234,28 @@ def test_hits_on_device_arrays_run_through_the_call_gate_and_misses_recompile() 
         assert len(graphs) == min(count + 1, 5)
         if type(a) is FakeCupyArray:
             assert got.device.id == a.device.id
+
+
+def decaying_sum(x: Any) -> Any:
+    # `s` starts as a NumPy scalar on the host; `s * 0.5 + x[i]` on CuPy data is a CuPy 0-d
+    # array (as eager CuPy gives), so the loop carries it on the device after one iteration.
+    s = np.float64(1.0)
+    for i in range(x.shape[0]):
+        s = s * 0.5 + x[i]
+    return s
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_a_host_scalar_that_becomes_a_device_value_is_carried_on_the_device(n: int) -> None:
+    x = np.random.default_rng(n).standard_normal(n)
+    compiled = compile_function(decaying_sum, backend="eager", fullgraph=True)
+    assert np.asarray(compiled(on_gpu(x))) == decaying_sum(x)
+    report = explain(decaying_sum)(on_gpu(x))
+    assert report.graph_break_count == 0
+    nodes = [node for graph in report.graphs for node in graph.nodes]
+    loops = [node for node in nodes if node.op is not None and node.op.name == "for_loop"]
+    if n >= 2:  # smaller trip counts are unrolled while the size is static
+        (loop,) = loops
+        body = dict(loop.params)["body"]
+        assert body.placeholders[1].meta.device == "cuda"
+        assert dict(loop.params)["first"].placeholders[1].meta.device == "cpu"

@@ -193,3 +193,15 @@ def test_a_long_call_function_is_built_without_optimization(
     long = compile_graph(graph)
     assert 'optimize("O0")' in long.source
     np.testing.assert_allclose(long.fn(a), (a * a).sum(axis=1), rtol=1e-15)
+
+
+def test_triton_options_compile_a_cpu_graph_of_the_same_function() -> None:
+    # One function's graphs share its options; a graph of host values (a resume function
+    # of 0-d values) compiles in C, where the Triton section's names have no effect.
+    graph, a = _graph()
+    fn = inductor(graph, [a], options={"loop_graphs": 0, "max_xblock": 256, "tiered": False})
+    np.testing.assert_allclose(fn(a), (a * a).sum(axis=1))
+    with pytest.raises(ValueError, match="gemm_backends takes 'extern' and/or 'triton'"):
+        inductor(graph, [a], options={"gemm_backends": "cublas"})
+    with pytest.raises(ValueError, match=r"unknown inductor option 'loop_graph'.*loop_graphs"):
+        inductor(graph, [a], options={"loop_graph": 0})

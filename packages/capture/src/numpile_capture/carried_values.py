@@ -3,9 +3,9 @@
 Each carried local (see `loop_locals`) is a placeholder of the body's graph whose
 metadata comes from its value before the loop (`carried_metas`); a trace of the body
 gives the values it has after one iteration, whose metadata joins the placeholders'
-(`widen`: NEP 50, a Python scalar joins the NumPy scalar it becomes) until the types are
-a fixpoint. `graph_value` and `variable_of` go between the tracer's variables and the
-graph's values.
+(`widen`: NEP 50, a Python scalar joins the NumPy scalar it becomes, a host 0-d value the
+device value it becomes) until the types are a fixpoint. `graph_value` and `variable_of` go
+between the tracer's variables and the graph's values.
 
     >>> widen({"s": ScalarMeta(float)}, [1])
     {'s': ScalarMeta(type=<class 'float'>)}
@@ -123,8 +123,21 @@ def widen(
     """`metas` joined with the metadata of the values one iteration gives (`results`)."""
     widened: dict[str, ArrayMeta | ScalarMeta] = {}
     for (name, before), value in zip(metas.items(), results, strict=True):
-        widened[name] = join_metas(name, before, meta_of_value(value))
+        after = meta_of_value(value)
+        widened[name] = join_metas(name, _moved_to(before, after), after)
     return widened
+
+
+def _moved_to(before: ArrayMeta | ScalarMeta, after: ArrayMeta | ScalarMeta) -> Any:
+    # A host 0-d value that one iteration turns into a device one (`np.uint32 ^ data[i]` on
+    # CuPy data gives a CuPy 0-d array, as eager CuPy does) is carried on the device: the
+    # first iteration is traced on the host type (`peeled_first`), the rest on the device's.
+    # One way only, as dtypes widen: a device value never widens back to the host.
+    if not isinstance(before, ArrayMeta) or not isinstance(after, ArrayMeta):
+        return before
+    if before.shape != () or after.shape != () or before.device != "cpu":
+        return before
+    return attrs.evolve(before, device=after.device)
 
 
 def join_metas(name: str, before: ArrayMeta | ScalarMeta, after: ArrayMeta | ScalarMeta) -> Any:

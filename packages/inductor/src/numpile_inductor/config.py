@@ -157,12 +157,21 @@ class InductorConfig(LayerConfig):
         if os.environ.get("NUMPILE_NO_COMPILER"):
             values["no_compiler"] = os.environ["NUMPILE_NO_COMPILER"].strip().lower()
         merged: dict[str, Any] = {**list_mode_options(mode or "default"), **(options or {})}
+        # NOTE: a function's graphs share its options, and each graph goes to C or Triton by
+        # where its inputs live (a resume function of 0-d values runs in C): the Triton
+        # section's names are checked here too, and have no effect on C code.
+        device = {key: value for key, value in merged.items() if key in _triton_fields()}
+        if device:
+            TritonOptions.from_mode(None, device, interpret=True)
         for key, value in merged.items():
+            if key in device:
+                continue
             if key not in _OPTION_FIELDS:
-                known = ", ".join(_OPTION_FIELDS)
+                known = ", ".join([*_OPTION_FIELDS, *_triton_fields()])
                 raise ValueError(
                     f"unknown inductor option {key!r}; valid options: {known} "
-                    "(numpile_inductor.list_options() lists them)"
+                    "(numpile_inductor.list_options() lists the C ones, "
+                    "numpile_inductor.TritonOptions the Triton ones)"
                 )
             field = _OPTION_FIELDS[key]
             expected = _FIELD_TYPES[field]
@@ -182,6 +191,15 @@ class InductorConfig(LayerConfig):
                 "use 'fallback' or 'raise'"
             )
         return cls(**values)
+
+
+def _triton_fields() -> dict[str, attrs.Attribute[Any]]:
+    # The Triton section's own option names (its `trace_*` fields are the `trace.*` options).
+    return {
+        name: field
+        for name, field in attrs.fields_dict(TritonOptions).items()
+        if name not in _OPTION_FIELDS.values()
+    }
 
 
 def _type_names(expected: type | tuple[type, ...]) -> str:

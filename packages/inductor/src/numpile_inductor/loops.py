@@ -63,8 +63,9 @@ def compile_loop_bodies(
 ) -> Graph:
     """`graph` with every `for_loop` node running its body compiled by `compile_body`.
 
-    A body without array work runs op by op, or as the runner `compile_loop` makes for the
-    whole loop where it makes one. The host loop of a compiled body runs through the runner
+    A body no kernel takes (no array work, or array work whose shapes follow the loop index)
+    runs op by op, or as the runner `compile_loop` makes for the whole loop where it makes
+    one. The host loop of a compiled body runs through the runner
     `replay_host_loop` makes of it, where given. `typed_results=False` keeps a carried Python
     scalar that no iteration changed as it is (for backends that run the loop node as a
     Python call).
@@ -95,9 +96,11 @@ def compile_loop_bodies(
                 typed_results=typed_results,
             )
             body = _own_copy(inner)
-            compiled = compile_body(body) if _compiles(body) else None
+            compiled = compile_body(body) if kernels_take(body) else None
             whole = None
-            if compiled is None and compile_loop is not None and not _has_array_work(body):
+            if compiled is None and compile_loop is not None:
+                # Scalar work, or array work whose shapes follow the index (no kernel takes
+                # it): the whole loop as one program where it can be, else op by op.
                 whole = compile_loop(node, body, _where(graph, node))
             runner = whole or host_loop(body, compiled, typed=typed_results)
             if compiled is not None and replay_host_loop is not None:
@@ -132,9 +135,9 @@ def _has_array_work(body: Graph) -> bool:
     )
 
 
-def _compiles(body: Graph) -> bool:
-    # Array work whose shapes do not depend on a loop index (`A[i, :j]` has shape (i1,)):
-    # kernels take sizes from their inputs' shapes, and an index is no input's size.
+def kernels_take(body: Graph) -> bool:
+    """Whether `body` is compiled to kernels: array work whose shapes do not follow a loop
+    index (`A[i, :j]` has shape (i1,); kernels take sizes from their inputs' shapes)."""
     if not _has_array_work(body):
         return False
     return not any(
@@ -151,7 +154,7 @@ def _compiled_branch(branch: Graph, compile_body: BodyCompiler) -> Graph:
     # A `cond` branch with array work (the copies of an unrolled loop after a run-time
     # `break`) runs compiled, on a copy of its own: other backends keep running the captured
     # branch op by op.
-    if not _compiles(branch):
+    if not kernels_take(branch):
         return branch
     copy = _own_copy(branch)
     compiled = compile_body(copy)

@@ -1,5 +1,9 @@
 """libdevice for Triton's CPU interpreter: the math functions generated kernels call, in NumPy.
 
+`TILE_SUM` is `tl.sum` of a 1-d tile for the loop programs' tiles (`program_views.py`): the
+interpreter runs `tl.sum`, a `triton.jit` function, by patching the language anew on each
+call (some 10 ms), where NumPy's sum of the tile takes microseconds.
+
 Triton's interpreter (`TRITON_INTERPRET=1`) runs a kernel as Python on NumPy
 blocks but refuses CUDA's libdevice (`extern_elementwise` is not supported
 there). Generated modules bind the name `libdevice` to `LIBDEVICE` below when
@@ -90,3 +94,14 @@ LIBDEVICE = types.SimpleNamespace(
     **{name: _binary(fn) for name, fn in _BINARY.items()},
 )
 """NumPy stand-ins for the libdevice functions of `codegen/triton/ops.py`, for the interpreter."""
+
+
+def _tile_sum(x: Any) -> Any:
+    data = x.handle.data
+    with np.errstate(all="ignore"):
+        total = np.array([np.sum(data)]).astype(data.dtype)
+    return tl.core.tensor(TensorHandle(total, x.dtype.scalar), x.dtype)
+
+
+TILE_SUM = _tile_sum
+"""The sum of a 1-d tile as a 0-d value, for the interpreter (`tl.sum` on a GPU)."""

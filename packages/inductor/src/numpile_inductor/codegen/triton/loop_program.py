@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -47,9 +47,18 @@ from ..common import CodeBuffer
 from .numpy_scalars import numpy_scalar_conversion
 from .ops import TRITON_HELPERS, tl_type, triton_expr, triton_literal
 
+if TYPE_CHECKING:
+    from .program_views import _Vector
+
 perf_log = logging.getLogger("numpile.perf_hints")
 
-__all__ = ["NotDeviceLoop", "loop_program", "loop_program_source"]
+__all__ = ["KERNEL_ROWS", "NotDeviceLoop", "loop_program", "loop_program_source"]
+
+# NOTE: the longest array axis a loop program takes when a loop nested in it has a body
+# kernels take (`D[i, :] = ...`, array-sized rows): one warp walks such a row in tiles of
+# 256, where kernels spread it over the device; past this the nest runs as host loops
+# (op by op around the inner loops, which replay their kernels).
+KERNEL_ROWS = 4096
 
 
 class NotDeviceLoop(Exception):  # noqa: N818 - it names the event
@@ -83,7 +92,8 @@ _PYTHON_DTYPES: dict[type, np.dtype[Any]] = {
 _PY_ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _PY_COMPARE = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
 
-Env = dict[Node, "_Scalar | _Array"]
+# NOTE: a body's values: 0-d values, array arguments, and 1-d views and values of them.
+Env = dict[Node, "_Scalar | _Array | _Vector"]
 
 
 class _ProgramWriter:
@@ -93,6 +103,16 @@ class _ProgramWriter:
         self.count = 0
         self.result_metas: dict[tuple[Node, int], Any] = {}
         self.cond_results: dict[tuple[Node, int], _Scalar] = {}
+        # Stores written so far: a 1-d value computed before a store is not read after it.
+        self.stores = 0
+        # Whether a nested loop has a body that kernels take (see `KERNEL_ROWS`).
+        self.kernel_loops = False
+
+    def stored(self) -> None:
+        # NOTE: after each store a barrier: a later tile load (`program_views.py`) reads
+        # elements other threads of the program stored.
+        self.stores += 1
+        self.buf.writeline("tl.debug_barrier()")
 
     def fresh(self, stem: str) -> str:
         self.count += 1
@@ -126,7 +146,7 @@ class _ProgramWriter:
         for node in graph.nodes:
             if node.op is None:
                 continue
-            handler = _HANDLERS.get(node.op.name, _pointwise)
+            handler = _HANDLERS.get(node.op.name, _program_views.pointwise_vector)
             handler(self, node, env)
         outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
         return [self.operand(env, out) for out in outputs]
@@ -147,19 +167,22 @@ class _ProgramWriter:
             return value
         return self.define(dtype, triton_expr("cast", [value.text], [value.dtype], dtype))
 
+    def checked_index(self, value: _Scalar, size: str) -> tuple[str, str]:
+        # An int index into an axis of `size` elements, NumPy's negative indices wrapped,
+        # and whether it is in bounds.
+        if value.dtype.kind not in "iu" or value.python is bool:
+            raise NotDeviceLoop("a non-integer index")
+        raw = self.define(np.dtype("int64"), f"{value.text}.to(tl.int64)").text
+        wrapped = self.define(np.dtype("int64"), f"tl.where({raw} < 0, {raw} + {size}, {raw})")
+        ok = self.define(np.dtype("bool"), f"({wrapped.text} >= 0) & ({wrapped.text} < {size})")
+        return wrapped.text, ok.text
+
     def element(self, array: _Array, index: list[_Scalar]) -> tuple[str, str]:
         # The address of array[index] and its in-bounds mask; an index out of bounds sets the
         # error flag (NumPy's negative indices wrap first).
         terms, masks = [], []
         for axis, value in enumerate(index):
-            if value.dtype.kind not in "iu" or value.python is bool:
-                raise NotDeviceLoop("a non-integer index")
-            size = f"{array.name}_n{axis}"
-            raw = self.define(np.dtype("int64"), f"{value.text}.to(tl.int64)").text
-            wrapped = self.define(
-                np.dtype("int64"), f"tl.where({raw} < 0, {raw} + {size}, {raw})"
-            ).text
-            ok = self.define(np.dtype("bool"), f"({wrapped} >= 0) & ({wrapped} < {size})").text
+            wrapped, ok = self.checked_index(value, f"{array.name}_n{axis}")
             terms.append(f"{wrapped} * {array.name}_s{axis}")
             masks.append(ok)
         mask = " & ".join(masks) if masks else "bad == 0"
@@ -205,6 +228,7 @@ def _setitem_at(writer: _ProgramWriter, node: Node, env: Env) -> None:
     address, ok = writer.element(array, index)
     stored = writer.cast(value, array.dtype)
     writer.buf.writeline(f"tl.store({address}, {stored.text}, mask={ok})")
+    writer.stored()
     array.written = True
     env[node] = array
 
@@ -313,7 +337,17 @@ def _pointwise(writer: _ProgramWriter, node: Node, env: Env) -> None:
     # A 0-d NumPy op through its lowering (NumPy's promotion and casts), spelled in Triton.
     meta = node.meta
     name = node.op.name if node.op is not None else node.name
-    if not isinstance(meta, ArrayMeta) or meta.shape != () or tl_type(meta.dtype) is None:
+    if not isinstance(meta, ArrayMeta) or meta.shape != ():
+        raise NotDeviceLoop(f"{name} gives {meta}")
+    env[node] = lowered_value(writer, node, env)
+
+
+def lowered_value(writer: _ProgramWriter, node: Node, env: Env) -> _Scalar:
+    """The value of NumPy op `node` through its lowering, its operands read from `env`
+    (0-d values, or the tiles of 1-d ones: the same Triton text computes both)."""
+    meta = node.meta
+    name = node.op.name if node.op is not None else node.name
+    if not isinstance(meta, ArrayMeta) or tl_type(meta.dtype) is None:
         raise NotDeviceLoop(f"{name} gives {meta}")
     if meta.dtype.kind == "b":
         raise NotDeviceLoop(f"{name} gives a bool value")
@@ -335,7 +369,7 @@ def _pointwise(writer: _ProgramWriter, node: Node, env: Env) -> None:
     if ctx.steps or lowered.loader is None:
         raise NotDeviceLoop(f"{name} needs a kernel of its own")
     result = writer.expression(lowered.loader(()))
-    env[node] = writer.cast(result, meta.dtype)
+    return writer.cast(result, meta.dtype)
 
 
 def _constant_loader(arg: ScalarArg) -> Callable[[tuple[Any, ...]], ScalarArg]:
@@ -395,6 +429,7 @@ class LoopSource:
     written: tuple[int, ...]  # positions in `arrays` of the arrays the loop stores into
     carried: int
     breaks: bool
+    kernel_loops: bool = False
 
 
 def loop_program_source(node: Node, body: Graph) -> LoopSource:
@@ -408,8 +443,8 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
     params = dict(node.params)
     carried: int = params["carried"]
     breaks: bool = params.get("breaks", False)
-    if any(n.op is not None and n.op.name in ("for_loop", "while_loop") for n in body.nodes):
-        raise NotDeviceLoop("a nested loop")
+    if any(n.op is not None and n.op.name == "while_loop" for n in body.nodes):
+        raise NotDeviceLoop("a nested while loop")
     writer = _ProgramWriter()
     env: Env = {}
     placeholders = body.placeholders
@@ -508,6 +543,7 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
         stored,
         carried,
         breaks,
+        writer.kernel_loops,
     )
 
 
@@ -519,8 +555,13 @@ from numpile_runtime import interpreting
 
 if interpreting():
     from numpile_inductor.codegen.triton.interpret import LIBDEVICE as libdevice
+    from numpile_inductor.codegen.triton.interpret import TILE_SUM as tile_sum
 else:
     from triton.language.extra import libdevice
+
+    @triton.jit
+    def tile_sum(x):
+        return tl.sum(x, axis=0)
 
 '''
 
@@ -555,6 +596,11 @@ def loop_program(
         arrays = [values[p] for p in generated.arrays]
         if not _addressable(arrays, generated.array_ndims):
             return fallback(indices, values, carried)
+        if (
+            generated.kernel_loops
+            and max((max(a.shape, default=0) for a in arrays), default=0) > KERNEL_ROWS
+        ):
+            return fallback(indices, values, carried)  # rows kernels run faster than a warp
         while indices and not _typed(values, metas, generated.cells):
             # The first iterations on other carried types (NEP 50) run on the host.
             new = run_graph(body, (indices[0], *values))
@@ -625,6 +671,8 @@ def _addressable(arrays: list[Any], ndims: tuple[int, ...]) -> bool:
 
 
 def _final(cell: Any, meta: Any) -> Any:
+    if isinstance(meta, ArrayMeta) and meta.device != "cpu":
+        return cell.reshape(())  # a device 0-d array, as eager CuPy gives
     value = cell[0].item() if hasattr(cell[0], "item") else cell[0]
     if isinstance(meta, ScalarMeta):
         return meta.type(value)
@@ -635,3 +683,11 @@ def _cupy() -> Any:
     import cupy  # GPU runs only
 
     return cupy
+
+
+# NOTE: the modules that fill `_HANDLERS` with nested loops and 1-d views (here, once).
+from . import program_loops as _program_loops  # noqa: E402
+from . import program_views as _program_views  # noqa: E402
+
+_HANDLERS["for_loop"] = _program_loops.nested_loop
+_HANDLERS.update(_program_views.VIEW_HANDLERS)
