@@ -10,9 +10,11 @@ is the rest of a launch, made from the kernel configuration that runs (the modul
 fitted to run-time sizes, or a tuned one): its grid and constexprs, kept for the next launch
 of the same configuration.
 
-    >>> plan = LaunchPlan.of(kernel, buffers, launcher, checked=set(), dynamic=set())  # doctest: +SKIP
-    >>> plan.numels  # doctest: +SKIP
-    (64, 128)
+    >>> kernel = TritonKernel("k", "", ("a",), ((0,),), (), 64, 0, 64, 1, 4, False)
+    >>> buffers = {"a": Buffer("a", (64,), np.dtype("float32"), "input")}
+    >>> launcher = rt.TritonLauncher(None, ("ptr", "int", "int"))
+    >>> LaunchPlan.of(kernel, buffers, launcher, checked=set(), dynamic=set()).numels
+    (64, 0)
 """
 
 from __future__ import annotations
@@ -55,7 +57,11 @@ class LaunchPlan:
     `numels` are the static (xnumel, rnumel) of the kernel (rnumel 0 for a pointwise kernel),
     None where run-time sizes decide them.
 
-    >>> plan = LaunchPlan.of(kernel, buffers, launcher, checked=set(), dynamic=set())  # doctest: +SKIP
+    >>> k = TritonKernel("k", "", ("a",), ((0,),), (), 64, 0, 64, 1, 4, False)
+    >>> a = Buffer("a", (64,), np.dtype("float32"), "input")
+    >>> launcher = rt.TritonLauncher(None, ("ptr", "int", "int"))
+    >>> LaunchPlan.of(k, {"a": a}, launcher, checked={"a"}, dynamic=set()).slots[0].checked
+    True
     """
 
     kernel: TritonKernel
@@ -97,7 +103,9 @@ class ReadyLaunch:
     `kernel` is the configuration (held, so `is` tells it apart from another), `wide`
     whether the launch takes 64-bit indices.
 
-    >>> ReadyLaunch(kernel, False, 1000, 8, {"XBLOCK": 128, "INDEX64": False})  # doctest: +SKIP
+    >>> k = TritonKernel("k", "", ("a",), ((0,),), (), 1000, 0, 128, 1, 4, False)
+    >>> ReadyLaunch(k, False, 1000, 8, {"XBLOCK": 128, "INDEX64": False}).grid
+    8
     """
 
     kernel: TritonKernel

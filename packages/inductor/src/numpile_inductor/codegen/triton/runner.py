@@ -130,6 +130,7 @@ class TritonRunner:
         self.inputs: list[str] = program.inputs
         leaves, spec = tree_flatten(program.graph.output)
         self.output_spec = spec
+        self.one_leaf = spec.kind == "leaf"  # a graph returning one value, not a tuple of one
         self.scalar_outputs = {
             name for node, name in program.outputs.items() if self._gives_numpy_scalar(node, name)
         }
@@ -159,11 +160,13 @@ class TritonRunner:
             )
             for k in module.kernels
         }
-        self.steps = tuple(
+        self.steps: tuple[LaunchPlan | ExternCall | MatmulChoice, ...] = tuple(
             self.plans[step.name] if isinstance(step, TritonKernel) else step
             for step in module.steps
         )
         self.ready: dict[str, ReadyLaunch] = {}
+        # Per buffer of a static shape allocated here: the layout of its allocations.
+        self.fresh_layouts: dict[str, _Layout] = {}
         self.blocks = {
             k.name: {
                 "XBLOCK": k.xblock,
@@ -255,19 +258,19 @@ class TritonRunner:
             if on_device:
                 raise ValueError("CuPy arrays cannot run under TRITON_INTERPRET=1")
             return self._run(np, args)
-        cupy = self.cupy
-        if cupy is None:
+        device = self.cupy
+        if device is None:
             import cupy  # GPU mode: triton_status() found CuPy and a device
 
             rt.use_cupy_driver()  # once per process
-            self.cupy = cupy
+            device = self.cupy = cupy
         if on_device:
-            return self._run(cupy, args)
+            return self._run(device, args)
         done = rt.upload([a for a in args if isinstance(a, np.ndarray)])
         devices = iter(done)
         moved = tuple(next(devices).device if isinstance(a, np.ndarray) else a for a in args)
         fresh: dict[int, Any] = {}
-        result = self._run(cupy, moved, download=lambda value: rt.download(value, done, fresh))
+        result = self._run(device, moved, download=lambda value: rt.download(value, done, fresh))
         if self.writes_inputs:
             for upload in done:
                 upload.write_back()
@@ -290,7 +293,7 @@ class TritonRunner:
             self._stage_scalars(xp, env)
         where = _INTERPRETED if xp is np else self._where(xp)
         for step in self.steps:
-            if type(step) is LaunchPlan:
+            if isinstance(step, LaunchPlan):
                 self._launch(xp, step, env, sizes, where)
             elif isinstance(step, MatmulChoice):
                 for part in self._choose(xp, step, env, sizes, where):
@@ -415,11 +418,17 @@ class TritonRunner:
         for slot in plan.slots:
             name = slot.name
             array = env.get(name)
+            layout = None
             if array is None:
-                shape = slot.shape
-                if shape is None:
-                    shape = self.run_time_shapes[name].at(sizes)
-                array = env[name] = xp.empty(shape, dtype=slot.dtype)
+                if slot.shape is None:
+                    array = xp.empty(self.run_time_shapes[name].at(sizes), dtype=slot.dtype)
+                else:
+                    # Every allocation of a static shape has the layout of the first.
+                    array = xp.empty(slot.shape, dtype=slot.dtype)
+                    layout = self.fresh_layouts.get(name)
+                    if layout is None:
+                        layout = self.fresh_layouts[name] = _layout(array)
+                env[name] = array
             elif slot.checked:
                 if xp is not np and isinstance(array, np.ndarray):
                     array = env[name] = to_device(array)  # a host constant
@@ -427,7 +436,8 @@ class TritonRunner:
             call_args.append(array)
             dims = slot.dims
             if dims:
-                layout = _layout(array)
+                if layout is None:
+                    layout = _layout(array)
                 call_args += [layout.strides[d] for d in dims]
                 spans.append(layout.span)
         if kernel.counter:
@@ -600,6 +610,8 @@ class TritonRunner:
             if scalar and isinstance(value, np.ndarray) and value.ndim == 0:
                 value = value[()]
             leaves.append(value)
+        if self.one_leaf:
+            return leaves[0]
         return tree_unflatten(self.output_spec, leaves)
 
 
