@@ -34,7 +34,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .cuda_launch import KernelArg, data_ptr
+from .cuda_launch import _DEVICE_ARRAY_TYPES, KernelArg, data_ptr
 
 log = logging.getLogger("numpile.runtime.cuda")
 
@@ -48,13 +48,6 @@ def _runtime_knobs() -> Any:
     except ImportError:
         return None
     return getattr(knobs, "runtime", None)
-
-
-def _hook(hook: Any) -> Any:
-    # A launch hook, or None when there is nothing to call (Triton 3.6 keeps its hooks as
-    # chains, empty unless a profiler added one; the launcher skips a None hook).
-    calls = getattr(hook, "calls", None)
-    return None if hook is None or (calls is not None and not calls) else hook
 
 
 def _picker(keys: Sequence[Any]) -> Callable[[Any], tuple[Any, ...]]:
@@ -96,7 +89,6 @@ class TritonLauncher:
         self.kinds = tuple(kinds)
         self.pointers = tuple(i for i, kind in enumerate(kinds) if kind == "ptr")
         self.ints = tuple(i for i, kind in enumerate(kinds) if kind == "int")
-        self._pick_pointers = _picker(self.pointers)
         self._pick_ints = _picker(self.ints)
         names = getattr(fn, "arg_names", None)
         # Constexprs (keywords of the launch) follow the positional arguments.
@@ -126,8 +118,16 @@ class TritonLauncher:
             blocks = self._pick_blocks(constexprs)
         except KeyError:  # keywords the signature does not end with
             blocks = ()
-        addresses = [data_ptr(array) for array in self._pick_pointers(args)]
-        alignments = tuple([address & 15 for address in addresses])
+        # One pass over the pointers: each array's address in `raw`, and the alignments
+        # (each address modulo 16) packed four bits apiece into one int of the key.
+        raw = list(args)
+        alignments = 0
+        for i in self.pointers:
+            array = raw[i]
+            address = raw[i] = (
+                array.data.ptr if type(array) in _DEVICE_ARRAY_TYPES else data_ptr(array)
+            )
+            alignments = alignments << 4 | address & 15
         key = (device, blocks, num_warps, alignments, self._pick_ints(args))
         binary = self.compiled.get(key)
         if binary is None:
@@ -138,9 +138,6 @@ class TritonLauncher:
                 self._record(key, kernel)
             return
         launch, function, metadata_pack = binary
-        raw = list(args)
-        for i, address in zip(self.pointers, addresses, strict=True):
-            raw[i] = address
         raw += blocks
         try:  # no launch metadata, no hooks: `_hooked` sent hooked launches through `run`
             launch(grid, 1, 1, stream, function, metadata_pack, None, None, None, *raw)
@@ -159,11 +156,15 @@ class TritonLauncher:
 
     def _hooked(self) -> bool:
         # Whether a profiler added launch hooks: those launches go through `run`, which
-        # makes the launch metadata the hooks read from its own arguments.
+        # makes the launch metadata the hooks read from its own arguments. Triton 3.6 keeps
+        # its hooks as chains, empty unless a profiler added one; earlier, a callable or None.
         knobs = self.knobs
-        return _hook(knobs.launch_enter_hook) is not None or (
-            _hook(knobs.launch_exit_hook) is not None
-        )
+        for hook in (knobs.launch_enter_hook, knobs.launch_exit_hook):
+            if hook is not None:
+                calls = getattr(hook, "calls", None)
+                if calls is None or calls:
+                    return True
+        return False
 
     def _give_up(self, error: Exception) -> None:
         log.info("direct Triton launches disabled for %s: %s", self._name(), error)

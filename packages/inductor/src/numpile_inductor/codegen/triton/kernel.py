@@ -580,7 +580,8 @@ def index64(xnumel: int, rnumel: int, spans: list[int]) -> bool:
     >>> index64(1024, 0, [1023]), index64(2**20, 2**12, [])
     (False, True)
     """
-    return max([xnumel * max(rnumel, 1), *spans]) >= 2**31 - 1
+    limit = 2**31 - 1
+    return xnumel * max(rnumel, 1) >= limit or (bool(spans) and max(spans) >= limit)
 
 
 def _pointwise_body(fused: FusedKernel, buffers: dict[str, Buffer], buf: CodeBuffer) -> None:

@@ -44,6 +44,7 @@ from .autotune import (
 )
 from .externs import device_extern, to_device
 from .kernel import TritonKernel, arg_kinds, fit_blocks, index64, scalar_value
+from .launch_plan import LaunchPlan, ReadyLaunch
 from .matmul import MatmulChoice, pick_backend
 from .scratch import KernelScratch
 from .sizes import RunTimeShape, SizeBinding
@@ -129,6 +130,7 @@ class TritonRunner:
         self.inputs: list[str] = program.inputs
         leaves, spec = tree_flatten(program.graph.output)
         self.output_spec = spec
+        self.one_leaf = spec.kind == "leaf"  # a graph returning one value, not a tuple of one
         self.scalar_outputs = {
             name for node, name in program.outputs.items() if self._gives_numpy_scalar(node, name)
         }
@@ -150,6 +152,21 @@ class TritonRunner:
             for name, buf in self.buffers.items()
             if mode == "interpret" or buf.kind not in ("input", "kernel")
         }
+        # Per kernel: what each launch takes (`launch_plan.py`); the module's steps with each
+        # kernel replaced by its plan; and per kernel the latest launch's grid and constexprs.
+        self.plans = {
+            k.name: LaunchPlan.of(
+                k, self.buffers, self.launchers[k.name], checked=self.checked, dynamic=self.dynamic
+            )
+            for k in module.kernels
+        }
+        self.steps: tuple[LaunchPlan | ExternCall | MatmulChoice, ...] = tuple(
+            self.plans[step.name] if isinstance(step, TritonKernel) else step
+            for step in module.steps
+        )
+        self.ready: dict[str, ReadyLaunch] = {}
+        # Per buffer of a static shape allocated here: the layout of its allocations.
+        self.fresh_layouts: dict[str, _Layout] = {}
         self.blocks = {
             k.name: {
                 "XBLOCK": k.xblock,
@@ -161,11 +178,6 @@ class TritonRunner:
         self.static_shapes = {
             name: tuple(buf.shape) for name, buf in self.buffers.items() if name not in self.dynamic
         }
-        self.static_numels = {
-            k.name: (k.xnumel, k.rnumel if k.is_reduction else 0)
-            for k in module.kernels
-            if isinstance(k.xnumel, int) and isinstance(k.rnumel, int)
-        }
         # Per call of a body with run-time sizes (a loop's iteration): ints only, no sympy.
         self.bindings = {name: SizeBinding.of(self.buffers[name].shape) for name in self.dynamic}
         self.run_time_shapes = {
@@ -174,7 +186,7 @@ class TritonRunner:
         self.run_time_numels = {
             k.name: RunTimeShape.of((k.xnumel, k.rnumel if k.is_reduction else 0))
             for k in module.kernels
-            if k.name not in self.static_numels
+            if self.plans[k.name].numels is None
         }
         # Kernels with blocks fitted to run-time sizes, and the constexprs of a launch, per
         # (kernel, sizes): made once, not per launch.
@@ -224,6 +236,7 @@ class TritonRunner:
         )
         self.slots: dict[tuple[str, ...], rt.ScalarSlots] = {}
         self.slot_buffers: dict[tuple[tuple[str, ...], int], Any] = {}
+        self.cupy: Any = None  # the module, once a GPU call imported it
 
     def _gives_numpy_scalar(self, node: Node, name: str) -> bool:
         buf = self.buffers[name]
@@ -245,16 +258,19 @@ class TritonRunner:
             if on_device:
                 raise ValueError("CuPy arrays cannot run under TRITON_INTERPRET=1")
             return self._run(np, args)
-        import cupy  # GPU mode: triton_status() found CuPy and a device
+        device = self.cupy
+        if device is None:
+            import cupy  # GPU mode: triton_status() found CuPy and a device
 
-        rt.use_cupy_driver()  # once per process
+            rt.use_cupy_driver()  # once per process
+            device = self.cupy = cupy
         if on_device:
-            return self._run(cupy, args)
+            return self._run(device, args)
         done = rt.upload([a for a in args if isinstance(a, np.ndarray)])
         devices = iter(done)
         moved = tuple(next(devices).device if isinstance(a, np.ndarray) else a for a in args)
         fresh: dict[int, Any] = {}
-        result = self._run(cupy, moved, download=lambda value: rt.download(value, done, fresh))
+        result = self._run(device, moved, download=lambda value: rt.download(value, done, fresh))
         if self.writes_inputs:
             for upload in done:
                 upload.write_back()
@@ -276,8 +292,10 @@ class TritonRunner:
         if self.memory_scalars:
             self._stage_scalars(xp, env)
         where = _INTERPRETED if xp is np else self._where(xp)
-        for step in self.module.steps:
-            if isinstance(step, MatmulChoice):
+        for step in self.steps:
+            if isinstance(step, LaunchPlan):
+                self._launch(xp, step, env, sizes, where)
+            elif isinstance(step, MatmulChoice):
                 for part in self._choose(xp, step, env, sizes, where):
                     self._step(xp, part, env, sizes, where)
             else:
@@ -329,7 +347,7 @@ class TritonRunner:
         where: _Where,
     ) -> None:
         if not isinstance(step, ExternCall):
-            self._launch(xp, step, env, sizes, where)
+            self._launch(xp, self.plans[step.name], env, sizes, where)
             return
         values = [
             self._extern_arg(env, ref.name) for ref in step.args if isinstance(ref, BufferRef)
@@ -379,11 +397,12 @@ class TritonRunner:
     def _launch(
         self,
         xp: Any,
-        kernel: TritonKernel,
+        plan: LaunchPlan,
         env: dict[str, Any],
         sizes: dict[str, int],
         where: _Where,
     ) -> None:
+        kernel = plan.kernel
         call_args: list[Any] = []
         spans: list[int] = []  # each buffer's largest element offset, for `index64`
         if kernel.counter:
@@ -396,19 +415,29 @@ class TritonRunner:
                 capturing=where[2],
             )
             env.update(zip(kernel.scratch, partials, strict=True))
-        for name, dims in zip(kernel.buffers, kernel.stride_dims, strict=True):
+        for slot in plan.slots:
+            name = slot.name
             array = env.get(name)
+            layout = None
             if array is None:
-                buf = self.buffers[name]
-                array = xp.empty(self._shape(name, sizes), dtype=buf.dtype)
+                if slot.shape is None:
+                    array = xp.empty(self.run_time_shapes[name].at(sizes), dtype=slot.dtype)
+                else:
+                    # Every allocation of a static shape has the layout of the first.
+                    array = xp.empty(slot.shape, dtype=slot.dtype)
+                    layout = self.fresh_layouts.get(name)
+                    if layout is None:
+                        layout = self.fresh_layouts[name] = _layout(array)
                 env[name] = array
-            elif name in self.checked:
+            elif slot.checked:
                 if xp is not np and isinstance(array, np.ndarray):
                     array = env[name] = to_device(array)  # a host constant
                 array = _as_kernel_array(xp, array, self.buffers[name], self._shape(name, sizes))
             call_args.append(array)
+            dims = slot.dims
             if dims:
-                layout = _layout(array)
+                if layout is None:
+                    layout = _layout(array)
                 call_args += [layout.strides[d] for d in dims]
                 spans.append(layout.span)
         if kernel.counter:
@@ -418,8 +447,9 @@ class TritonRunner:
         else:
             for name in kernel.scalars:
                 call_args.append(scalar_value(env[name], self.buffers[name].dtype))
-        call_args += [sizes[name] for name in kernel.size_symbols]
-        numels = self.static_numels.get(kernel.name)
+        if kernel.size_symbols:
+            call_args += [sizes[name] for name in kernel.size_symbols]
+        numels = plan.numels
         if numels is None:
             xnumel, rnumel = self.run_time_numels[kernel.name].at(sizes)
         else:
@@ -429,19 +459,19 @@ class TritonRunner:
         call_args.append(xnumel)
         if kernel.is_reduction:
             call_args.append(rnumel)
-        if not isinstance(kernel.xnumel, int) or not isinstance(kernel.rnumel, int):
+        if numels is None:
             kernel = self._fitted(kernel, xnumel, rnumel)
         wide = index64(xnumel // kernel.split, rnumel, spans)
         if self.autotune and not kernel.template:
             kernel = self._tuned(xp, kernel, call_args, xnumel, wide, where)
         elif self.tune_reductions and kernel.is_reduction and not kernel.template:
             chosen = self.chosen_static.get(kernel.name) if numels is not None else None
-            kernel = chosen or self._tuned_reduction(
-                xp, kernel, call_args, (xnumel, rnumel), wide, where
-            )
-            if numels is not None:
-                # Static element counts: one shape class, so one choice for every call.
-                self.chosen_static[kernel.name] = kernel
+            if chosen is None:
+                chosen = self._tuned_reduction(xp, kernel, call_args, (xnumel, rnumel), wide, where)
+                if numels is not None:
+                    # Static element counts: one shape class, so one choice for every call.
+                    self.chosen_static[kernel.name] = chosen
+            kernel = chosen
         self._call(kernel, call_args, xnumel, wide, where)
 
     def _shape(self, name: str, sizes: dict[str, int]) -> tuple[int, ...]:
@@ -460,6 +490,24 @@ class TritonRunner:
     def _call(
         self, kernel: TritonKernel, call_args: list[Any], xnumel: int, wide: bool, where: _Where
     ) -> None:
+        ready = self.ready.get(kernel.name)
+        if (
+            ready is None
+            or ready.kernel is not kernel
+            or ready.wide != wide
+            or ready.xnumel != xnumel
+        ):
+            ready = self.ready[kernel.name] = self._ready(kernel, xnumel, wide)
+        launch = self.launchers[kernel.name]
+        if self.mode != "interpret":
+            launch(call_args, ready.grid, ready.constexprs, kernel.num_warps, where[0], where[1])
+            return
+        with np.errstate(all="ignore"):  # masked-off lanes of the interpreter compute garbage
+            launch(call_args, ready.grid, ready.constexprs, kernel.num_warps, None)
+
+    def _ready(self, kernel: TritonKernel, xnumel: int, wide: bool) -> ReadyLaunch:
+        # The grid and constexprs of a launch of this configuration, made once per change of
+        # configuration or element count, not per launch.
         blocks = self.blocks[kernel.name]
         if (
             blocks["INDEX64"] is not wide
@@ -469,13 +517,8 @@ class TritonRunner:
             # Run-time sizes, tuned, wide: the constexprs made once per such launch.
             key = (kernel.name, kernel.xblock, kernel.rblock, kernel.is_reduction, wide)
             blocks = self.launch_blocks.get(key) or self._blocks(key, kernel, wide)
-        launch = self.launchers[kernel.name]
         grid = max(1, -(-xnumel // kernel.xblock))  # kernel.grid(xnumel), without its tuple
-        if self.mode != "interpret":
-            launch(call_args, grid, blocks, kernel.num_warps, where[0], where[1])
-            return
-        with np.errstate(all="ignore"):  # masked-off lanes of the interpreter compute garbage
-            launch(call_args, grid, blocks, kernel.num_warps, None)
+        return ReadyLaunch(kernel, wide, xnumel, grid, blocks)
 
     def _blocks(self, key: tuple[Any, ...], kernel: TritonKernel, wide: bool) -> dict[str, Any]:
         blocks: dict[str, Any] = {"XBLOCK": kernel.xblock, "INDEX64": wide}
@@ -567,6 +610,8 @@ class TritonRunner:
             if scalar and isinstance(value, np.ndarray) and value.ndim == 0:
                 value = value[()]
             leaves.append(value)
+        if self.one_leaf:
+            return leaves[0]
         return tree_unflatten(self.output_spec, leaves)
 
 
