@@ -29,9 +29,17 @@ reads and writes the same elements of a row.
   of run-time lengths and loses in the long tiles static rows get: its two exps
   per element then cost more than the third read of a row from L2 (figures in
   docs/performance_notes.md).
+- Both, over a run-time row length: the source branches on a `PERSISTENT`
+  constexpr (`if PERSISTENT: <persistent body> else: <looped body>`; Triton
+  compiles the branch each launch takes, one binary per specialization), and
+  `kernel.fit_blocks` chooses per launch: persistent where the row fits in a
+  tile, with the tiles and warps of the static persistent kernel for that
+  length (`persistent_row_blocks`), looped over longer rows. A persistent launch
+  keeps RBLOCK >= the row length whatever tunes it afterwards
+  (`kernel.is_persistent`, `autotune.py`), or it would drop elements.
 
 Sizes known only at run time are kernel arguments: a dynamic row count
-(batch), and a dynamic row length, which makes the kernel looped. Groups that
+(batch), and a dynamic row length (with both bodies, as above). Groups that
 do not qualify run part by part (`codegen/triton/backend.py`): parts of different
 extents, or rows too few to fill the device (`split_chunks`), whose
 reductions are split instead; their pointwise parts whose results stay in the
@@ -70,7 +78,6 @@ from .kernel import (
     _combine,
     _next_pow2,
     _param,
-    _pow2_at_most,
     _product,
     _reduce,
     _reduce_kind,
@@ -80,6 +87,7 @@ from .kernel import (
     buffer_params,
     jit_decorator,
     looped_warps,
+    persistent_row_blocks,
     scalar_params,
     write_scalar_loads,
     write_widen,
@@ -225,8 +233,8 @@ def _inline(expr: Expr, defs: _Defs) -> Expr:
 def row_kernel_source(
     group: FusedKernel, buffers: dict[str, Buffer], options: TritonOptions
 ) -> TritonKernel | None:
-    """One kernel for row group `group` (persistent, or looped over long rows), or None
-    when it does not qualify.
+    """One kernel for row group `group` (persistent, looped over long rows, or both over
+    a run-time row length), or None when it does not qualify.
 
     >>> row_kernel_source(group, buffers, TritonOptions()).is_reduction  # doctest: +SKIP
     True
@@ -239,10 +247,12 @@ def row_kernel_source(
     if extent is None:
         return None
     # Sizes known only at run time are sympy expressions: a run-time row count is an
-    # argument; a run-time row length makes the kernel looped (whatever the length).
+    # argument; over a run-time row length the kernel holds both bodies, one chosen per
+    # launch (`PERSISTENT`, set by `fit_blocks`).
     rnumel = _product(extent)
     xnumel = _product(group.ranges)
-    persistent = isinstance(rnumel, int) and _next_pow2(rnumel) <= options.max_rblock
+    branches = not isinstance(rnumel, int)
+    persistent = not branches and _next_pow2(rnumel) <= options.max_rblock
     if not persistent and split_chunks(xnumel, rnumel, options) > 1:
         return None  # rows too few to fill the device: part by part, each reduction split
     aligned = _aligned_stores(group)
@@ -254,15 +264,17 @@ def row_kernel_source(
     params += scalar_params(scalars, buffers, in_memory=in_memory)
     symbols = sorted({name for part in group.parts for name in _size_symbols(part)})
     params += [*symbols, "xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
+    if branches:
+        params.append("PERSISTENT: tl.constexpr")
     if persistent:
-        rblock = _next_pow2(rnumel)
-        xblock = max(1, _pow2_at_most(xnumel, options.row_tile // rblock))
-        num_warps = 8 if rblock >= 2048 else options.num_warps
-    else:
+        xblock, rblock, num_warps = persistent_row_blocks(xnumel, rnumel, options)
+    else:  # looped, also the launch of a branching kernel until `fit_blocks` chooses
         xblock = 1
         rblock, num_warps = _looped_launch(rnumel, options)
     origins = group.origins
     kind = "persistent" if persistent else "looped"
+    if branches:
+        kind = "persistent-or-looped (PERSISTENT, per launch)"
     code = CodeBuffer()
     code.writelines(
         [jit_decorator(scalars, in_memory=in_memory), f"def {group.name}({', '.join(params)}):"]
@@ -278,12 +290,19 @@ def row_kernel_source(
         code.writeline("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
         _xmask_lines(code, xnumel)
         _unflatten(code, "x", "xindex", group.ranges)
-        if persistent:
+        online = options.online_softmax
+        if online is None:
+            online = branches
+        if branches:
+            code.writeline("if PERSISTENT:")
+            with code.indent():
+                _persistent_body(code, aligned, group, buffers, extent)
+            code.writeline("else:")
+            with code.indent():
+                _looped_body(code, aligned, group, buffers, extent, online)
+        elif persistent:
             _persistent_body(code, aligned, group, buffers, extent)
         else:
-            online = options.online_softmax
-            if online is None:
-                online = not isinstance(rnumel, int)
             _looped_body(code, aligned, group, buffers, extent, online)
     return TritonKernel(
         name=group.name,
@@ -301,6 +320,7 @@ def row_kernel_source(
         origins=origins,
         size_symbols=tuple(symbols),
         rows=True,
+        persistent=False if branches else None,
     )
 
 
