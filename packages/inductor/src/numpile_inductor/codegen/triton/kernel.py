@@ -149,6 +149,19 @@ def persistent_row_blocks(xnumel: Any, rnumel: int, options: TritonOptions) -> t
     return xblock, rblock, 8 if rblock >= 2048 else options.num_warps
 
 
+def looped_row_blocks(rnumel: int, options: TritonOptions) -> tuple[int, int]:
+    """(RBLOCK, warps) of a row kernel looped over rows of `rnumel` elements: tiles of up to
+    `looped_rblock` elements with a warp per 512 of them (at most 16): long tiles with many
+    warps stream a long row fastest (as fast as torch.compile's kernel; figures in
+    docs/performance_notes.md).
+
+    >>> looped_row_blocks(32768, TritonOptions()), looped_row_blocks(3000, TritonOptions())
+    ((8192, 16), (4096, 8))
+    """
+    rblock = min(options.looped_rblock, _next_pow2(rnumel))
+    return rblock, max(options.num_warps, min(16, rblock // 512))
+
+
 def _next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
@@ -429,11 +442,13 @@ def fit_blocks(
     if not kernel.is_reduction:
         return attrs.evolve(kernel, xblock=_pow2_at_most(xnumel, options.max_xblock))
     if kernel.persistent is not None:
-        # A row kernel over a run-time row length: persistent where the row fits in a tile,
-        # launched as the static persistent kernel for this length would be; else looped,
-        # as compiled.
+        # A row kernel over a run-time row length: launched as the static kernel for this
+        # length would be, persistent where the row fits in a tile, else looped.
         if _next_pow2(rnumel) > options.max_rblock:
-            return attrs.evolve(kernel, persistent=False)
+            rblock, num_warps = looped_row_blocks(rnumel, options)
+            return attrs.evolve(
+                kernel, xblock=1, rblock=rblock, num_warps=num_warps, persistent=False
+            )
         xblock, rblock, num_warps = persistent_row_blocks(xnumel, rnumel, options)
         return attrs.evolve(
             kernel, xblock=xblock, rblock=rblock, num_warps=num_warps, persistent=True

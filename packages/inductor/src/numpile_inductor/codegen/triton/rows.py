@@ -18,23 +18,23 @@ reads and writes the same elements of a row.
   reduction (softmax: max, sum of exp, store; three reads of a row the
   program has just read, mostly from L2, against four passes over the whole
   array part by part). Loads ask L2 to keep the row (`evict_last`) until the
-  last loop (`evict_first`). Torch's inductor generates the same loops. Over
-  a run-time row length (or with `online_softmax=True`), a max followed by a
-  sum of `exp(v - max)` (softmax, log-softmax) shares one loop as an online
-  softmax: per lane a running max and a running sum of exp, rescaled by
-  `exp(old max - new max)` when the max grows, so a softmax reads its row
-  twice. The sum then rounds differently (each term rescaled once more), within
-  the tolerance fused reductions already have; NumPy's NaN for a row of -inf,
-  and NaN and +inf propagation, are kept. The online loop wins in the short tiles
-  of run-time lengths and loses in the long tiles static rows get: its two exps
-  per element then cost more than the third read of a row from L2 (figures in
-  docs/performance_notes.md).
+  last loop (`evict_first`). Torch's inductor generates the same loops. With
+  `online_softmax=True`, a max followed by a sum of `exp(v - max)` (softmax,
+  log-softmax) shares one loop as an online softmax: per lane a running max and
+  a running sum of exp, rescaled by `exp(old max - new max)` when the max grows,
+  so a softmax reads its row twice. The sum then rounds differently (each term
+  rescaled once more), within the tolerance fused reductions already have;
+  NumPy's NaN for a row of -inf, and NaN and +inf propagation, are kept. The
+  online loop wins in short tiles (2048) and loses in the long tiles looped rows
+  launch with (`looped_row_blocks`): its two exps per element then cost more
+  than the third read of a row from L2 (figures in docs/performance_notes.md).
 - Both, over a run-time row length: the source branches on a `PERSISTENT`
   constexpr (`if PERSISTENT: <persistent body> else: <looped body>`; Triton
   compiles the branch each launch takes, one binary per specialization), and
   `kernel.fit_blocks` chooses per launch: persistent where the row fits in a
   tile, with the tiles and warps of the static persistent kernel for that
-  length (`persistent_row_blocks`), looped over longer rows. A persistent launch
+  length (`persistent_row_blocks`), looped over longer rows in the static looped
+  kernel's tiles (`looped_row_blocks`). A persistent launch
   keeps RBLOCK >= the row length whatever tunes it afterwards
   (`kernel.is_persistent`, `autotune.py`), or it would drop elements.
 
@@ -86,6 +86,7 @@ from .kernel import (
     _unflatten,
     buffer_params,
     jit_decorator,
+    looped_row_blocks,
     looped_warps,
     persistent_row_blocks,
     scalar_params,
@@ -290,9 +291,7 @@ def row_kernel_source(
         code.writeline("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
         _xmask_lines(code, xnumel)
         _unflatten(code, "x", "xindex", group.ranges)
-        online = options.online_softmax
-        if online is None:
-            online = branches
+        online = bool(options.online_softmax)
         if branches:
             code.writeline("if PERSISTENT:")
             with code.indent():
@@ -325,15 +324,11 @@ def row_kernel_source(
 
 
 def _looped_launch(rnumel: Any, options: TritonOptions) -> tuple[int, int]:
-    # (RBLOCK, warps) of a looped row kernel. Over a static row length, tiles of up to
-    # `looped_rblock` elements with a warp per 512 of them (at most 16): long tiles with
-    # many warps stream a long row fastest (as fast as torch.compile's kernel; figures in
-    # docs/performance_notes.md). A run-time length may be short, so its tiles stay
-    # `max_rblock` long (masked lanes of a longer tile cost time).
+    # (RBLOCK, warps) of a looped row kernel; over a run-time row length, until `fit_blocks`
+    # fits them to the length at each launch.
     if not isinstance(rnumel, int):
         return options.max_rblock, looped_warps(1, options.max_rblock, options)
-    rblock = min(options.looped_rblock, _next_pow2(rnumel))
-    return rblock, max(options.num_warps, min(16, rblock // 512))
+    return looped_row_blocks(rnumel, options)
 
 
 def _static_sizes(buf: CodeBuffer, xnumel: Any, rnumel: Any) -> None:
