@@ -81,6 +81,28 @@ def test_row_softmax_with_run_time_rows_and_row_lengths() -> None:
         np.testing.assert_allclose(out.get(), softmax(x), rtol=1e-5, atol=1e-8)
 
 
+def layernorm(x: Any) -> Any:
+    centered = x - x.mean(axis=1, keepdims=True)
+    return centered / np.sqrt((centered * centered).mean(axis=1, keepdims=True) + 1e-5)
+
+
+@pytest.mark.parametrize("fn", [softmax, layernorm])
+def test_rows_of_a_run_time_length_launch_persistent_or_looped_per_call(fn: Any) -> None:
+    # One kernel over [s0] x [s1]: persistent launches up to 2048 (512 and 1000 share a bit
+    # length, not a tile), looped ones above; each tuned on its first call (default mode);
+    # rows of -inf and with a NaN give NumPy's NaNs.
+    cupy = _cupy()
+    compiled = numpile.compile(fn, fullgraph=True, dynamic=True)
+    for length in (7, 512, 1000, 5000):
+        x = _f32(300, length)
+        x[1] = -np.inf
+        x[2, length // 2] = np.nan
+        with np.errstate(all="ignore"):
+            want = fn(x)
+        out = compiled(cupy.asarray(x))
+        np.testing.assert_allclose(out.get(), want, rtol=1e-4, atol=1e-6)
+
+
 def test_kernels_run_on_cupys_current_stream() -> None:
     cupy = _cupy()
     a, b = cupy.asarray(_f32(1 << 22)), cupy.asarray(_f32(1 << 22))

@@ -723,22 +723,27 @@ def test_row_groups_with_a_run_time_row_count_are_one_kernel(options: TritonOpti
         _close(got[1], want[1], 160)
 
 
+_BOTH_BODIES = "persistent-or-looped (PERSISTENT, per launch) rows over [s0] x [s1]"
+
+
 @pytest.mark.parametrize("options", [None, _LOOPED_ROWS], ids=["one-tile", "small-tiles"])
-def test_row_groups_with_a_run_time_row_length_are_one_looped_kernel(
+def test_row_groups_with_a_run_time_row_length_are_one_kernel_of_both_bodies(
     options: TritonOptions | None,
 ) -> None:
     graph = _softmax_graph(_run_time_sizes("s0", "s1"), "float64")
     compiled = compile_triton(graph, options=options)
-    assert compiled.kernel_count == 1 and "looped rows over [s0] x [s1]" in compiled.source
-    assert compiled.source.count("tl.store(") == 1  # exp(x - max) is recomputed, not stored
+    assert compiled.kernel_count == 1 and _BOTH_BODIES in compiled.source
+    assert "    if PERSISTENT:\n" in compiled.source
+    # a store per body: exp(x - max) is kept in registers or recomputed, never stored
+    assert compiled.source.count("tl.store(") == 2
     for shape in [(2, 3), (5, 40), (300, 7), (3, 100)]:  # row lengths under and over a tile
         a = _RNG.normal(size=shape) * 3
         _close(compiled.fn(a), run_graph(graph, [a]), shape[1])
 
 
-def test_online_softmax_is_the_default_over_run_time_row_lengths_only() -> None:
-    # True: max and sum of exp share a loop (two loops); False: a loop each (three); None,
-    # the default: a loop each over a static row length, shared over a run-time one.
+def test_online_softmax_is_an_option_and_off_by_default() -> None:
+    # True: max and sum of exp share a loop (two loops); False and None, the default: a loop
+    # each (three), static or run-time row length.
     x = (_RNG.normal(size=(5, 37)) * 3).astype(np.float32)
     static = _graph([x], _softmax_rows)
     dynamic = _softmax_graph(_run_time_sizes("s0", "s1"))
@@ -757,7 +762,7 @@ def test_online_softmax_is_the_default_over_run_time_row_lengths_only() -> None:
         (False, "static"): 3,
         (False, "dynamic"): 3,
         (None, "static"): 3,
-        (None, "dynamic"): 2,
+        (None, "dynamic"): 3,
     }
 
 
@@ -771,10 +776,10 @@ def test_means_over_a_run_time_row_length_fuse_into_one_looped_kernel() -> None:
     x = graph.placeholder("x", ArrayMeta(_run_time_sizes("s0", "s1"), np.dtype("float32"), None))
     graph.output = _standardize(graph, x)[0]
     compiled = compile_triton(graph, options=_LOOPED_ROWS)
-    assert compiled.kernel_count == 1 and "looped rows over [s0] x [s1]" in compiled.source
+    assert compiled.kernel_count == 1 and _BOTH_BODIES in compiled.source
     assert compiled.module is not None
     assert [type(step).__name__ for step in compiled.module.steps] == ["TritonKernel"]
-    assert compiled.source.count("tl.store(") == 1
+    assert compiled.source.count("tl.store(") == 2  # one per body
     for shape in [(2, 3), (5, 40), (3, 100)]:
         a = (_RNG.normal(size=shape) * 3 + 1).astype(np.float32)
         got, want = compiled.fn(a), run_graph(graph, [a])
@@ -787,7 +792,7 @@ def test_row_kernels_launch_as_measured_fastest_on_an_h200() -> None:
     # tests above, e.g. 6 rows in blocks of 4, and run-time row counts); rows of
     # 1024 persistent, one per program with 4 warps; rows of 32768 looped in tiles of 8192
     # with 16 warps and a loop each for the max, the sum and the store; rows of a run-time
-    # length looped in max_rblock tiles, max and sum online.
+    # length launched as the static kernel for that length would be (fit_blocks).
     def kernel(shape: tuple[Any, ...]) -> tuple[Any, str]:
         compiled = compile_triton(_softmax_graph(shape), options=TritonOptions())
         assert compiled.module is not None and compiled.kernel_count == 1
@@ -808,8 +813,95 @@ def test_row_kernels_launch_as_measured_fastest_on_an_h200() -> None:
         assert (fitted.xblock, fitted.rblock, fitted.num_warps) == launch
     dynamic, source = kernel((s0, s1))
     assert (dynamic.xblock, dynamic.rblock, dynamic.num_warps) == (1, 2048, 8)
-    assert "numel = " not in source and source.count(loops) == 2
+    assert "numel = " not in source and source.count(loops) == 3
+    for (rows, length), launch in [
+        ((65536, 1024), (1, 1024, 4, True)),
+        ((65536, 2048), (1, 2048, 8, True)),
+        ((65536, 100), (8, 128, 4, True)),
+        ((2048, 32768), (1, 8192, 16, False)),
+        ((2048, 3000), (1, 4096, 8, False)),
+    ]:
+        fitted = fit_blocks(dynamic, rows, length, TritonOptions())
+        assert (fitted.xblock, fitted.rblock, fitted.num_warps, fitted.persistent) == launch
+        static = kernel((rows, length))[0]
+        assert (static.xblock, static.rblock, static.num_warps) == launch[:3]
     assert "if XBLOCK == 1:\n        xmask = tl.full([XBLOCK, 1], True" in source
+
+
+@pytest.mark.parametrize(
+    ("program", "mode"),
+    # (max-autotune times every candidate: interpreted, a max's combine per element is slow)
+    [("softmax", None), ("standardize", None), ("standardize", "max-autotune-no-cudagraphs")],
+)
+def test_run_time_row_lengths_launch_persistent_where_a_row_fits(
+    program: str, mode: str | None, monkeypatch: Any
+) -> None:
+    # GPU tiles (max_rblock 2048): rows of a run-time length up to 2048 launch the
+    # persistent body (RBLOCK covering the row, whatever tunes it), longer ones the looped
+    # body. 512 then 1000 share a bit length: a default-mode choice kept for 512 must not
+    # serve 1000 (an RBLOCK of 512 over rows of 1000 would drop half of each row). Rows of
+    # -inf and with a NaN keep NumPy's NaNs.
+    from numpile_capture import ArrayMeta
+
+    seen: list[tuple[bool | None, int, int]] = []
+    call = TritonRunner._call
+
+    def record(self: Any, kernel: Any, call_args: list[Any], *args: Any) -> None:
+        seen.append((kernel.persistent, kernel.rblock, call_args[-1]))
+        call(self, kernel, call_args, *args)
+
+    monkeypatch.setattr(TritonRunner, "_call", record)
+    builds = {"softmax": _softmax_rows, "standardize": lambda g, a: _standardize(g, a)[0]}
+    graph = Graph()
+    x = graph.placeholder("x", ArrayMeta(_run_time_sizes("s0", "s1"), np.dtype("float32"), None))
+    graph.output = builds[program](graph, x)
+    gpu_tiles = {"max_rblock": 2048, "row_tile": 1024}
+    compiled = compile_triton(graph, mode=mode, option_overrides=gpu_tiles)
+    assert compiled.kernel_count == 1 and _BOTH_BODIES in compiled.source
+    # (Interpreted, a max's combine runs per element: the softmax's looped rows, 5000, are
+    # the standardize's, and max-autotune times each candidate: two lengths.)
+    lengths = {"softmax": (1, 7, 64, 512, 1000), "standardize": (1, 7, 64, 512, 1000, 5000)}
+    for length in (7, 1000) if mode else lengths[program]:
+        a = (_RNG.normal(size=(3, length)) * 3).astype(np.float32)
+        a[1] = -np.inf
+        a[2, length // 2] = np.nan
+        seen.clear()
+        with np.errstate(all="ignore"):
+            got, want = compiled.fn(a), run_graph(graph, [a])
+        _close(got, want, length)
+        assert {persistent for persistent, _, _ in seen} == {length <= 2048}, seen
+        assert all(rblock >= rnumel for persistent, rblock, rnumel in seen if persistent)
+
+
+def test_tuning_keeps_the_tile_of_a_persistent_launch_over_a_run_time_length(
+    fresh_cache: Any,
+) -> None:
+    from numpile_inductor.codegen.triton.autotune import (
+        candidates,
+        load_choice,
+        reduction_candidates,
+        shape_class,
+    )
+
+    compiled = compile_triton(_softmax_graph(_run_time_sizes("s0", "s1")), options=TritonOptions())
+    assert compiled.module is not None
+    (kernel,) = compiled.module.kernels
+    persistent = fit_blocks(kernel, 64, 1000, TritonOptions())
+    assert (persistent.persistent, persistent.rblock) == (True, 1024)
+    for choices in (candidates(persistent), reduction_candidates(persistent)):
+        assert {(c.rblock, c.persistent) for c in choices} == {(1024, True)}
+    looped = fit_blocks(kernel, 64, 5000, TritonOptions())
+    assert looped.persistent is False
+    assert len({c.rblock for c in reduction_candidates(looped)}) > 1
+    # a stored choice that would shorten a persistent tile is not taken
+    for rblock, taken in ((512, False), (1024, True)):
+        choice = {"xblock": 2, "rblock": rblock, "num_warps": 8}
+        rt.default_cache().put_bytes(
+            f"triton-tune-{rblock}", repr(choice).replace("'", '"').encode()
+        )
+        assert (load_choice(f"triton-tune-{rblock}", persistent) is not None) is taken
+    # one shape class, one persistent RBLOCK
+    assert shape_class(64, 512) != shape_class(64, 1000) == shape_class(64, 513)
 
 
 def test_intermediates_of_rows_too_long_for_a_scratch_row_are_recomputed_not_stored() -> None:
@@ -1127,7 +1219,7 @@ def test_random_matmul_templates_match_numpy(
 # One step of a random row program: a pointwise op of the current value, or the current
 # value combined with one of its own row reductions (keepdims), as softmax and layernorm do.
 _ROW_STEPS = {
-    "softmax": lambda g, cur, x: _softmax_rows(g, cur),  # online max and sum when looped
+    "softmax": lambda g, cur, x: _softmax_rows(g, cur),
     "log_softmax": lambda g, cur, x: _log_softmax(g, cur),
     "tanh": lambda g, cur, x: _op(g, "tanh", cur),
     "exp_neg_abs": lambda g, cur, x: _op(g, "exp", _op(g, "negative", _op(g, "absolute", cur))),

@@ -272,8 +272,8 @@ class TritonOptions:
     `max_tile`: elements of a reduction tile (`XBLOCK * RBLOCK`);
     `row_tile`: elements of a persistent row kernel's tile: rows per program are
     `row_tile // RBLOCK`, at least one (`codegen/triton/rows.py`);
-    `looped_rblock`: the tile of a row kernel looped over rows of a length known at compile
-    time (rows of a run-time length loop in `max_rblock` tiles);
+    `looped_rblock`: the longest tile of a row kernel looped over rows (`max_rblock` tiles
+    until a launch knows a run-time row length);
     `num_warps`: warps per program on a GPU (ignored by the interpreter);
     `autotune`: time launch configurations on the first call (`codegen/triton/autotune.py`);
     `autotune_reductions`: in the other modes, time a few tile and warp choices of each
@@ -301,8 +301,8 @@ class TritonOptions:
     string as in torch's option); `gemm_tiles`: how many of the template's tile shapes (`TILES`) are
     timed against cuBLAS (1 by default, all with None: max-autotune);
     `online_softmax`: a looped row group's max and sum of exp(v - max) share one loop
-    (`codegen/triton/rows.py`): True always, False never (a loop each), None (the default) over
-    rows of a run-time length only, the faster form of each on an H200;
+    (`codegen/triton/rows.py`): True always; False or None (the default) never, a loop each,
+    the faster form in the long tiles looped rows launch with on an H200;
     `direct_launch`: launch compiled kernels without Triton's `run` after their first
     launch (`numpile_runtime.TritonLauncher`; False: always through `run`, to compare);
     `trace_enabled`, `debug_dir`, `graph_diagram`: the inductor's `trace.*` options (the

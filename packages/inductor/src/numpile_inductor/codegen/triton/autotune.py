@@ -33,7 +33,7 @@ import attrs
 
 import numpile_runtime as rt
 
-from .kernel import TritonKernel
+from .kernel import TritonKernel, is_persistent
 
 log = logging.getLogger("numpile.inductor.triton")
 
@@ -69,7 +69,7 @@ def candidates(kernel: TritonKernel) -> list[TritonKernel]:
     found: dict[tuple[int, int, int], TritonKernel] = {
         (kernel.xblock, kernel.rblock, kernel.num_warps): kernel
     }
-    persistent = isinstance(kernel.rnumel, int) and kernel.rblock >= kernel.rnumel
+    persistent = is_persistent(kernel)
     if not kernel.is_reduction:
         shapes = [(x, 1) for x in _XBLOCKS]
     elif persistent:
@@ -100,7 +100,7 @@ def reduction_candidates(kernel: TritonKernel) -> list[TritonKernel]:
     """
     x, r, warps = kernel.xblock, kernel.rblock, kernel.num_warps
     other_warps = warps // 2 if warps > 4 else warps * 2
-    persistent = isinstance(kernel.rnumel, int) and r >= kernel.rnumel
+    persistent = is_persistent(kernel)
     if persistent:
         shapes = [(x, r, warps), (2 * x, r, warps), (max(1, x // 2), r, warps)]
     else:
@@ -124,12 +124,17 @@ def reduction_candidates(kernel: TritonKernel) -> list[TritonKernel]:
 
 
 def shape_class(xnumel: int, rnumel: int) -> tuple[int, int]:
-    """The sizes a default-mode tuning choice serves: the bit lengths of the counts.
+    """The sizes a default-mode tuning choice serves: the bit length of the kept count and
+    the exponent of the reduced count's next power of two. Row lengths of one class then
+    get the same persistent RBLOCK (`kernel.fit_blocks`), so that a choice made for one
+    covers every row of the others.
 
     >>> shape_class(1, 16_777_216), shape_class(4096, 4000) == shape_class(4096, 3000)
-    ((1, 25), True)
+    ((1, 24), True)
+    >>> shape_class(8, 512) == shape_class(8, 1000)
+    False
     """
-    return xnumel.bit_length(), rnumel.bit_length()
+    return xnumel.bit_length(), max(rnumel - 1, 0).bit_length()
 
 
 def cache_key(kernel: TritonKernel, signature: tuple[Any, ...], device: str) -> str:
@@ -164,7 +169,7 @@ def load_choice(key: str, kernel: TritonKernel) -> TritonKernel | None:
         return None
     try:
         choice = json.loads(raw)
-        return attrs.evolve(
+        chosen = attrs.evolve(
             kernel,
             xblock=int(choice["xblock"]),
             rblock=int(choice["rblock"]),
@@ -172,6 +177,9 @@ def load_choice(key: str, kernel: TritonKernel) -> TritonKernel | None:
         )
     except (ValueError, KeyError, TypeError):
         return None
+    if kernel.is_reduction and is_persistent(kernel) and chosen.rblock != kernel.rblock:
+        return None  # a persistent launch over a shorter tile would drop elements of each row
+    return chosen
 
 
 def tune(

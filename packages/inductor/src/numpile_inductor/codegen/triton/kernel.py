@@ -92,6 +92,10 @@ class TritonKernel:
     rows: bool = False  # a row group's kernel (codegen/triton/rows.py): its own tiles and warps
     template: str = ""  # "mm": a matmul template, its blocks fixed in its source
     scalars_in_memory: bool = False  # scalars are pointers to one element (`scalar_params`)
+    # A row kernel over a run-time row length (codegen/triton/rows.py) takes a `PERSISTENT`
+    # constexpr, which `fit_blocks` sets per launch: True, each row in one tile (`rblock`
+    # covers it); False, looped. None: no such constexpr (the source is one or the other).
+    persistent: bool | None = None
 
     def grid(self, xnumel: int) -> tuple[int]:
         """Program instances for `xnumel` output elements (at least one)."""
@@ -117,6 +121,45 @@ def arg_kinds(kernel: TritonKernel) -> tuple[str, ...]:
     kinds += ["int" for _ in kernel.size_symbols]
     kinds += ["int", "int"] if kernel.is_reduction else ["int"]
     return tuple(kinds)
+
+
+def is_persistent(kernel: TritonKernel) -> bool:
+    """Whether a launch of reduction `kernel` reduces each row in one tile: its `rblock`
+    covers the row and must stay (tuning may change only rows per program and warps).
+
+    >>> k = TritonKernel("k", "", (), (), (), 8, 100, 1, 128, 4, True)
+    >>> is_persistent(k), is_persistent(attrs.evolve(k, rblock=64))
+    (True, False)
+    """
+    if kernel.persistent is not None:
+        return kernel.persistent
+    return isinstance(kernel.rnumel, int) and kernel.rblock >= kernel.rnumel
+
+
+def persistent_row_blocks(xnumel: Any, rnumel: int, options: TritonOptions) -> tuple[int, int, int]:
+    """(XBLOCK, RBLOCK, warps) of a row kernel that keeps rows of `rnumel` elements in one
+    tile: RBLOCK covers the row, rows per program fill `row_tile`, 8 warps from rows of
+    2048 (one row per program was the faster on a GPU; docs/performance_notes.md).
+
+    >>> persistent_row_blocks(4096, 1000, TritonOptions())
+    (1, 1024, 4)
+    """
+    rblock = _next_pow2(rnumel)
+    xblock = max(1, _pow2_at_most(xnumel, options.row_tile // rblock))
+    return xblock, rblock, 8 if rblock >= 2048 else options.num_warps
+
+
+def looped_row_blocks(rnumel: int, options: TritonOptions) -> tuple[int, int]:
+    """(RBLOCK, warps) of a row kernel looped over rows of `rnumel` elements: tiles of up to
+    `looped_rblock` elements with a warp per 512 of them (at most 16): long tiles with many
+    warps stream a long row fastest (as fast as torch.compile's kernel; figures in
+    docs/performance_notes.md).
+
+    >>> looped_row_blocks(32768, TritonOptions()), looped_row_blocks(3000, TritonOptions())
+    ((8192, 16), (4096, 8))
+    """
+    rblock = min(options.looped_rblock, _next_pow2(rnumel))
+    return rblock, max(options.num_warps, min(16, rblock // 512))
 
 
 def _next_pow2(n: int) -> int:
@@ -391,12 +434,25 @@ def fit_blocks(
 
     Block sizes are constexprs of the launch, so a kernel compiled for `float32[s0]`
     gets small blocks for small arrays (a power of two: few Triton specializations).
+    A row kernel over a run-time row length also gets its `PERSISTENT` branch here.
 
     >>> fit_blocks(kernel, 100, 0, TritonOptions()).xblock  # doctest: +SKIP
     128
     """
     if not kernel.is_reduction:
         return attrs.evolve(kernel, xblock=_pow2_at_most(xnumel, options.max_xblock))
+    if kernel.persistent is not None:
+        # A row kernel over a run-time row length: launched as the static kernel for this
+        # length would be, persistent where the row fits in a tile, else looped.
+        if _next_pow2(rnumel) > options.max_rblock:
+            rblock, num_warps = looped_row_blocks(rnumel, options)
+            return attrs.evolve(
+                kernel, xblock=1, rblock=rblock, num_warps=num_warps, persistent=False
+            )
+        xblock, rblock, num_warps = persistent_row_blocks(xnumel, rnumel, options)
+        return attrs.evolve(
+            kernel, xblock=xblock, rblock=rblock, num_warps=num_warps, persistent=True
+        )
     if kernel.outer:
         xblock, rblock = _outer_blocks(xnumel, rnumel, options)
         return attrs.evolve(kernel, xblock=xblock, rblock=rblock)

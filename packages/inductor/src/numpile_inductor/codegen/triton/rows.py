@@ -18,20 +18,28 @@ reads and writes the same elements of a row.
   reduction (softmax: max, sum of exp, store; three reads of a row the
   program has just read, mostly from L2, against four passes over the whole
   array part by part). Loads ask L2 to keep the row (`evict_last`) until the
-  last loop (`evict_first`). Torch's inductor generates the same loops. Over
-  a run-time row length (or with `online_softmax=True`), a max followed by a
-  sum of `exp(v - max)` (softmax, log-softmax) shares one loop as an online
-  softmax: per lane a running max and a running sum of exp, rescaled by
-  `exp(old max - new max)` when the max grows, so a softmax reads its row
-  twice. The sum then rounds differently (each term rescaled once more), within
-  the tolerance fused reductions already have; NumPy's NaN for a row of -inf,
-  and NaN and +inf propagation, are kept. The online loop wins in the short tiles
-  of run-time lengths and loses in the long tiles static rows get: its two exps
-  per element then cost more than the third read of a row from L2 (figures in
-  docs/performance_notes.md).
+  last loop (`evict_first`). Torch's inductor generates the same loops. With
+  `online_softmax=True`, a max followed by a sum of `exp(v - max)` (softmax,
+  log-softmax) shares one loop as an online softmax: per lane a running max and
+  a running sum of exp, rescaled by `exp(old max - new max)` when the max grows,
+  so a softmax reads its row twice. The sum then rounds differently (each term
+  rescaled once more), within the tolerance fused reductions already have;
+  NumPy's NaN for a row of -inf, and NaN and +inf propagation, are kept. The
+  online loop wins in short tiles (2048) and loses in the long tiles looped rows
+  launch with (`looped_row_blocks`): its two exps per element then cost more
+  than the third read of a row from L2 (figures in docs/performance_notes.md).
+- Both, over a run-time row length: the source branches on a `PERSISTENT`
+  constexpr (`if PERSISTENT: <persistent body> else: <looped body>`; Triton
+  compiles the branch each launch takes, one binary per specialization), and
+  `kernel.fit_blocks` chooses per launch: persistent where the row fits in a
+  tile, with the tiles and warps of the static persistent kernel for that
+  length (`persistent_row_blocks`), looped over longer rows in the static looped
+  kernel's tiles (`looped_row_blocks`). A persistent launch
+  keeps RBLOCK >= the row length whatever tunes it afterwards
+  (`kernel.is_persistent`, `autotune.py`), or it would drop elements.
 
 Sizes known only at run time are kernel arguments: a dynamic row count
-(batch), and a dynamic row length, which makes the kernel looped. Groups that
+(batch), and a dynamic row length (with both bodies, as above). Groups that
 do not qualify run part by part (`codegen/triton/backend.py`): parts of different
 extents, or rows too few to fill the device (`split_chunks`), whose
 reductions are split instead; their pointwise parts whose results stay in the
@@ -70,7 +78,6 @@ from .kernel import (
     _combine,
     _next_pow2,
     _param,
-    _pow2_at_most,
     _product,
     _reduce,
     _reduce_kind,
@@ -79,7 +86,9 @@ from .kernel import (
     _unflatten,
     buffer_params,
     jit_decorator,
+    looped_row_blocks,
     looped_warps,
+    persistent_row_blocks,
     scalar_params,
     write_scalar_loads,
     write_widen,
@@ -225,8 +234,8 @@ def _inline(expr: Expr, defs: _Defs) -> Expr:
 def row_kernel_source(
     group: FusedKernel, buffers: dict[str, Buffer], options: TritonOptions
 ) -> TritonKernel | None:
-    """One kernel for row group `group` (persistent, or looped over long rows), or None
-    when it does not qualify.
+    """One kernel for row group `group` (persistent, looped over long rows, or both over
+    a run-time row length), or None when it does not qualify.
 
     >>> row_kernel_source(group, buffers, TritonOptions()).is_reduction  # doctest: +SKIP
     True
@@ -239,10 +248,12 @@ def row_kernel_source(
     if extent is None:
         return None
     # Sizes known only at run time are sympy expressions: a run-time row count is an
-    # argument; a run-time row length makes the kernel looped (whatever the length).
+    # argument; over a run-time row length the kernel holds both bodies, one chosen per
+    # launch (`PERSISTENT`, set by `fit_blocks`).
     rnumel = _product(extent)
     xnumel = _product(group.ranges)
-    persistent = isinstance(rnumel, int) and _next_pow2(rnumel) <= options.max_rblock
+    branches = not isinstance(rnumel, int)
+    persistent = not branches and _next_pow2(rnumel) <= options.max_rblock
     if not persistent and split_chunks(xnumel, rnumel, options) > 1:
         return None  # rows too few to fill the device: part by part, each reduction split
     aligned = _aligned_stores(group)
@@ -254,15 +265,17 @@ def row_kernel_source(
     params += scalar_params(scalars, buffers, in_memory=in_memory)
     symbols = sorted({name for part in group.parts for name in _size_symbols(part)})
     params += [*symbols, "xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
+    if branches:
+        params.append("PERSISTENT: tl.constexpr")
     if persistent:
-        rblock = _next_pow2(rnumel)
-        xblock = max(1, _pow2_at_most(xnumel, options.row_tile // rblock))
-        num_warps = 8 if rblock >= 2048 else options.num_warps
-    else:
+        xblock, rblock, num_warps = persistent_row_blocks(xnumel, rnumel, options)
+    else:  # looped, also the launch of a branching kernel until `fit_blocks` chooses
         xblock = 1
         rblock, num_warps = _looped_launch(rnumel, options)
     origins = group.origins
     kind = "persistent" if persistent else "looped"
+    if branches:
+        kind = "persistent-or-looped (PERSISTENT, per launch)"
     code = CodeBuffer()
     code.writelines(
         [jit_decorator(scalars, in_memory=in_memory), f"def {group.name}({', '.join(params)}):"]
@@ -278,12 +291,17 @@ def row_kernel_source(
         code.writeline("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]")
         _xmask_lines(code, xnumel)
         _unflatten(code, "x", "xindex", group.ranges)
-        if persistent:
+        online = bool(options.online_softmax)
+        if branches:
+            code.writeline("if PERSISTENT:")
+            with code.indent():
+                _persistent_body(code, aligned, group, buffers, extent)
+            code.writeline("else:")
+            with code.indent():
+                _looped_body(code, aligned, group, buffers, extent, online)
+        elif persistent:
             _persistent_body(code, aligned, group, buffers, extent)
         else:
-            online = options.online_softmax
-            if online is None:
-                online = not isinstance(rnumel, int)
             _looped_body(code, aligned, group, buffers, extent, online)
     return TritonKernel(
         name=group.name,
@@ -301,19 +319,16 @@ def row_kernel_source(
         origins=origins,
         size_symbols=tuple(symbols),
         rows=True,
+        persistent=False if branches else None,
     )
 
 
 def _looped_launch(rnumel: Any, options: TritonOptions) -> tuple[int, int]:
-    # (RBLOCK, warps) of a looped row kernel. Over a static row length, tiles of up to
-    # `looped_rblock` elements with a warp per 512 of them (at most 16): long tiles with
-    # many warps stream a long row fastest (as fast as torch.compile's kernel; figures in
-    # docs/performance_notes.md). A run-time length may be short, so its tiles stay
-    # `max_rblock` long (masked lanes of a longer tile cost time).
+    # (RBLOCK, warps) of a looped row kernel; over a run-time row length, until `fit_blocks`
+    # fits them to the length at each launch.
     if not isinstance(rnumel, int):
         return options.max_rblock, looped_warps(1, options.max_rblock, options)
-    rblock = min(options.looped_rblock, _next_pow2(rnumel))
-    return rblock, max(options.num_warps, min(16, rblock // 512))
+    return looped_row_blocks(rnumel, options)
 
 
 def _static_sizes(buf: CodeBuffer, xnumel: Any, rnumel: Any) -> None:

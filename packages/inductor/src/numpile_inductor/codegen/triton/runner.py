@@ -172,6 +172,7 @@ class TritonRunner:
                 "XBLOCK": k.xblock,
                 **({"RBLOCK": k.rblock} if k.is_reduction else {}),
                 "INDEX64": False,
+                **({"PERSISTENT": k.persistent} if k.persistent is not None else {}),
             }
             for k in module.kernels
         }
@@ -513,9 +514,10 @@ class TritonRunner:
             blocks["INDEX64"] is not wide
             or blocks["XBLOCK"] != kernel.xblock
             or blocks.get("RBLOCK", kernel.rblock) != kernel.rblock
+            or blocks.get("PERSISTENT") is not kernel.persistent
         ):
             # Run-time sizes, tuned, wide: the constexprs made once per such launch.
-            key = (kernel.name, kernel.xblock, kernel.rblock, kernel.is_reduction, wide)
+            key = (kernel.name, kernel.xblock, kernel.rblock, kernel.persistent, wide)
             blocks = self.launch_blocks.get(key) or self._blocks(key, kernel, wide)
         grid = max(1, -(-xnumel // kernel.xblock))  # kernel.grid(xnumel), without its tuple
         return ReadyLaunch(kernel, wide, xnumel, grid, blocks)
@@ -524,6 +526,8 @@ class TritonRunner:
         blocks: dict[str, Any] = {"XBLOCK": kernel.xblock, "INDEX64": wide}
         if kernel.is_reduction:
             blocks["RBLOCK"] = kernel.rblock
+        if kernel.persistent is not None:
+            blocks["PERSISTENT"] = kernel.persistent
         if len(self.launch_blocks) >= _KEPT_FITS:
             self.launch_blocks.clear()
         self.launch_blocks[key] = blocks
