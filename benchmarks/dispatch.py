@@ -1,6 +1,6 @@
 """What a warm compiled call costs on tiny arrays: the dispatcher against Numba and Python.
 
-    python -m benchmarks.dispatch [--calls N] [--repeats R] [--matvec]
+    python -m benchmarks.dispatch [--calls N] [--repeats R] [--matvec] [--alternating]
 
 For ``f2(a, b) = a * b + 1.0`` and ``f4(a, b, c, d) = a * b + c * d`` on 8 float64
 elements, one process times, in interleaved rounds (best round of ``R``, ``N`` calls each;
@@ -14,6 +14,15 @@ dispatcher's cost is the compiled call minus its kernel.
 ``bicg_products``, ``cg_step`` at their small size): NumPy and the compiled call
 alternate, one call each, and each keeps its fastest of 400 calls, a figure that a loaded
 machine spoils less than a median.
+
+``--alternating`` times calls whose guards pick one of two cache entries in turn: ``f2`` on
+8 elements and on a (2, 4) array (two static entries, each with a call gate), and
+``branch(a, s)`` with ``s`` a NumPy scalar of either sign (a guard on ``s > 0``, an entry
+the gate does not take: the Python hit path), each against the same calls on one entry.
+Prediction written before the dispatcher remembered two hits (issue 23): alternating calls
+cost a full lookup each (15-35 us against 0.3-1.6 us); with two hits remembered, most
+recent first, they should cost one failed check more than a single entry's hit (under
+0.1 us through the gate, about 1 us on the Python path).
 
 Prediction written before the fast path was measured (per layer, 2 arrays, load ~2): the
 old path was about 9 us against a kernel of about 1.9 us: stance and region checks 1.2 us,
@@ -122,6 +131,50 @@ def run_dispatch(*, calls: int = 1_000, repeats: int = 60) -> dict[str, dict[str
     return results
 
 
+def branch(a: Any, s: Any) -> Any:
+    if s > 0:
+        return a * 2.0
+    return a * 3.0
+
+
+def run_alternating(*, calls: int = 1_000, repeats: int = 60) -> dict[str, dict[str, float]]:
+    """Seconds per call on one entry and alternating between two, for `f2` and `branch`."""
+    import numpile
+
+    first = (np.full(_SIZE, 1.5), np.full(_SIZE, 2.5))
+    shapes = (first, (np.full((2, _SIZE // 2), 1.5), np.full((2, _SIZE // 2), 2.5)))
+    signs = ((first[0], np.float64(1.0)), (first[0], np.float64(-1.0)))
+    results: dict[str, dict[str, float]] = {}
+    for fn, pair, static in ((f2, shapes, True), (branch, signs, False)):
+        compiled = numpile.compile(fn, dynamic=False if static else None, options={"tiered": False})
+        for args in pair + pair + pair:
+            np.testing.assert_array_equal(compiled(*args), fn(*args))
+        one, other = pair
+
+        def same(call: Any = compiled, one: tuple[Any, ...] = one) -> None:
+            call(*one)
+            call(*one)
+
+        def alternate(
+            call: Any = compiled, one: tuple[Any, ...] = one, other: tuple[Any, ...] = other
+        ) -> None:
+            call(*one)
+            call(*other)
+
+        pairs = _best({"one entry": same, "alternating": alternate}, calls // 2, repeats)
+        results[fn.__name__] = {name: seconds / 2 for name, seconds in pairs.items()}
+    return results
+
+
+def render_alternating(results: dict[str, dict[str, float]]) -> str:
+    """One line per function: us per call on one entry and alternating between two."""
+    lines = ["two entries in turn, best round, us per call:"]
+    for name, row in results.items():
+        cells = "  ".join(f"{label} {seconds * 1e6:7.3f}" for label, seconds in row.items())
+        lines.append(f"  {name:<8} {cells}")
+    return "\n".join(lines)
+
+
 _MATVEC = ("matvec_chain", "bicg_products", "cg_step")
 
 
@@ -187,8 +240,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=1_000)
     parser.add_argument("--repeats", type=int, default=60)
     parser.add_argument("--matvec", action="store_true", help="also the matvec chains")
+    parser.add_argument("--alternating", action="store_true", help="also two entries in turn")
     options = parser.parse_args(argv)
     print(render(run_dispatch(calls=options.calls, repeats=options.repeats)))
+    if options.alternating:
+        print(render_alternating(run_alternating(calls=options.calls, repeats=options.repeats)))
     if options.matvec:
         print(render_matvec(run_matvec()))
 

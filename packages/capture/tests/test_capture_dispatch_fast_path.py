@@ -261,3 +261,46 @@ def test_skip_guard_eval_unsafe_with_one_entry_checks_nothing() -> None:
     assert capture.calls == 1
     f(np.zeros(5))
     assert capture.calls == 2
+
+
+def counting_lookups(f: CompiledFunction) -> list[int]:
+    # How many calls went past the remembered hits to the full lookup (`_dispatch`).
+    lookups: list[int] = []
+    dispatch = f._dispatch
+
+    def counted(*args: Any) -> Any:
+        lookups.append(1)
+        return dispatch(*args)
+
+    f._dispatch = counted  # type: ignore[method-assign]
+    return lookups
+
+
+def test_calls_alternating_between_two_entries_look_nothing_up() -> None:
+    # Keyword calls: the Python fast path (a call gate takes positional calls only).
+    capture = PlusOne()
+    f = make(capture)
+    small, large = np.zeros(3), np.zeros(4)
+    for x in (small, large, small, large):
+        f(x=x)
+    lookups = counting_lookups(f)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(x=small), small + 1)
+        np.testing.assert_array_equal(f(x=large), large + 1)
+    assert lookups == []
+    assert capture.calls == 2
+    # Move to front: the entry the last call hit is the one checked first.
+    assert f._hit.compiled is cache_for(minus_one.__code__).entries[0].compiled
+
+
+def test_a_third_entry_is_looked_up_and_the_oldest_forgotten() -> None:
+    capture = PlusOne()
+    f = make(capture)
+    arrays = [np.zeros(3), np.zeros(4), np.zeros(5)]
+    for x in arrays + arrays:
+        f(x=x)
+    lookups = counting_lookups(f)
+    for x in arrays:
+        np.testing.assert_array_equal(f(x=x), x + 1)
+    assert len(lookups) == 3
+    assert capture.calls == 3

@@ -354,3 +354,17 @@ def test_calls_take_the_python_path_while_the_gate_builds_then_the_gate(
     np.testing.assert_array_equal(f(x), x + 1)
     assert int(gates.total_hits()) == hits + 1
     assert capture.calls == 1
+
+
+def test_calls_alternating_between_two_entries_all_run_through_gates() -> None:
+    capture = PlusOne()
+    f = CompiledFunction(minus_one, capture_fn=capture, backend="eager")
+    small, large = np.arange(3.0), np.arange(4.0)
+    for x in (small, large, small, large, small):
+        f(x)
+    hits = gate_hits(f)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(small), small + 1)
+        np.testing.assert_array_equal(f(large), large + 1)
+    assert gate_hits(f) == hits + 6
+    assert capture.calls == 2

@@ -29,6 +29,7 @@ from .custom_rule import CustomJvp as CustomJvp
 from .custom_rule import CustomVjp as CustomVjp
 from .custom_rule import custom_jvp as custom_jvp
 from .custom_rule import custom_vjp as custom_vjp
+from .detached_floats import DetachedFloatError as DetachedFloatError
 from .forward_transforms import hessian as hessian
 from .forward_transforms import jacfwd as jacfwd
 from .forward_transforms import jacrev as jacrev
@@ -106,6 +107,7 @@ __all__ = [
     "Compiler",
     "CustomJvp",
     "CustomVjp",
+    "DetachedFloatError",
     "EXCLUDED_OPS",
     "FunctionalGraph",
     "JVP_RULES",

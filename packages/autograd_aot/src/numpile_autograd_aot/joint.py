@@ -21,6 +21,7 @@ import attrs
 
 from numpile_capture import ArrayMeta, Graph, Node, get_op
 
+from .detached_floats import detached_float, detached_float_error
 from .loop_sharing import share_forward_loops
 from .loop_stacks import LoopStacks
 from .vjp_table import VjpContext, differentiable, fit_cotangent, get_vjp, missing_rule_error
@@ -132,6 +133,10 @@ def append_backward(
         wanted = tuple(
             isinstance(v, Node) and v in active and differentiable(v.meta) for v in node.inputs
         )
+        for value in node.inputs:
+            conversion = detached_float(value, active) if isinstance(value, Node) else None
+            if conversion is not None:
+                raise detached_float_error(graph, conversion, node)
         if not any(wanted):
             continue
         assert node.op is not None

@@ -3,12 +3,14 @@
 `compile_function(fn)` (the `numpile.compile` entry point) returns a
 `CompiledFunction`. Calling it:
 
-0. takes the fast path when it can: the entry the last call hit is remembered with
-   the dispatch epoch it was found in (`numpile_guards.EPOCH`, advanced by a new
+0. takes the fast path when it can: the entries the last two calls that hit different
+   entries hit are remembered, most recent first (a hit on the second moves it to the
+   front, so calls whose guards alternate between two entries look nothing up), each
+   with the dispatch epoch it was found in (`numpile_guards.EPOCH`, advanced by a new
    stance, `reset()` and every entry added); while the epoch is the same, this
    thread is in no region that runs compiled functions as plain Python
    (`region.PLAIN_CALLS`) and `fn`'s code and defaults are the ones bound, the
-   call binds its arguments, runs that entry's guard check and, when it passes,
+   call binds its arguments, runs the remembered entries' guard checks and, when one passes,
    fetches the inputs and runs the compiled code. Those four are one generated
    function per entry (`numpile_guards.compile_entry`: `fn`'s own parameters, the
    guards over them as local variables, the compiled callable called with the
@@ -211,6 +213,11 @@ class _Hit:
     # The same for an entry that breaks, calling `tail` (for `call_tail`: a resume function
     # of a loop whose body breaks is called so once per iteration).
     enter_tail: Callable[..., Any] | None = None
+    # The cache entry itself (None for `_NO_HIT`): a hit is demoted to second only when
+    # the new one is another entry.
+    entry: CacheEntry | None = None
+    # The entry's call gate (`entry_gate.make_gate`) armed for `epoch`, or None.
+    gate: Any = None
 
 
 def _no_entry(L: dict[str, Any], G: dict[str, Any], F: Any) -> bool:
@@ -294,8 +301,12 @@ class CompiledFunction:
         self._bind = make_binder(fn)
         self._cache = self._cache_provider(fn.__code__)
         self._hit = _NO_HIT
-        # NOTE: the remembered entry's call gate (`entry_gate`), armed in `_remember`: what
-        # the class's `__call__` runs first once the gate extension is installed.
+        # NOTE: the hit remembered before `_hit` (another entry), tried when `_hit`'s guards
+        # fail; a hit on it swaps the two (move to front).
+        self._second = _NO_HIT
+        # NOTE: the remembered entries' call gates (`entry_gate`), armed in `_remember`: what
+        # the class's `__call__` runs first once the gate extension is installed (a gate, or
+        # a list of two tried in order, which the gate's C code keeps most recent first).
         self._gate: Any = None
         # NOTE: entry functions and gates made for this function, by id of their entry
         # (which they hold): made once per entry, code and defaults, not on every hit; each
@@ -373,7 +384,7 @@ class CompiledFunction:
                     return self._run_eagerly(current_stance(), args, kwargs)
                 if result is not _MISS:
                     return result
-                return self._dispatch(args, kwargs)
+                return self._enter_second(args, kwargs)
             try:
                 L = hit.bind(*args, **kwargs)
             except TypeError:
@@ -381,6 +392,7 @@ class CompiledFunction:
                 return fn(*args, **kwargs)
             G = hit.globals
             if hit.check(L, G, fn):
+                # NOTE: run here, not by `_run_hit`: a compiled recursion's level costs frames.
                 if hit.tail is None:
                     try:
                         return hit.compiled(*hit.fetch(L, G, fn))
@@ -390,13 +402,68 @@ class CompiledFunction:
                 while type(result) is _TailCall:
                     result = result.fn(*result.args)
                 return result
+            return self._enter_second(args, kwargs)
         return self._dispatch(args, kwargs)
+
+    def _run_hit(
+        self, hit: _Hit, L: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        # The second remembered entry, its check passed, run without its entry function.
+        G = hit.globals
+        fn = self._fn
+        if hit.tail is None:
+            try:
+                return hit.compiled(*hit.fetch(L, G, fn))
+            except NotCompiledYet:  # tiered: the function's own Python this call
+                return self._run_eagerly(current_stance(), args, kwargs)
+        result = hit.tail(*hit.fetch(L, G, fn))
+        while type(result) is _TailCall:
+            result = result.fn(*result.args)
+        return result
+
+    def _enter_second(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        # The first remembered hit's guards failed (its epoch, code and defaults held): the
+        # second's, in the same epoch, before a full lookup. A hit moves it to the front.
+        second = self._second
+        fn = self._fn
+        if (
+            second.epoch is not EPOCH.current
+            or fn.__code__ is not second.code
+            or fn.__defaults__ is not second.defaults
+            or fn.__kwdefaults__ is not second.kwdefaults
+        ):
+            return self._dispatch(args, kwargs)
+        enter = second.enter
+        if enter is not None:
+            try:
+                result = enter(*args, **kwargs)
+            except NotCompiledYet:  # tiered: the function's own Python this call
+                return self._run_eagerly(current_stance(), args, kwargs)
+            if result is _MISS:
+                return self._dispatch(args, kwargs)
+            self._promote_second()
+            return result
+        L = second.bind(*args, **kwargs)
+        if not second.check(L, second.globals, fn):
+            return self._dispatch(args, kwargs)
+        self._promote_second()
+        return self._run_hit(second, L, args, kwargs)
+
+    def _promote_second(self) -> None:
+        # Move to front: the second remembered hit becomes the first, and its gate too.
+        first = self._hit
+        self._hit = self._second
+        self._second = first
+        self._gate = self._gates()
 
     def _remember(self, epoch: object, entry: CacheEntry, skip_guards_unsafe: bool) -> None:
         # Called right after `lookup` found `entry` for this call, the epoch read before it.
         check = self._cache.hit_check(entry, skip_guards_unsafe=skip_guards_unsafe)
         enter = self._entry_function(entry, skip_guards_unsafe)
-        self._hit = _Hit(
+        previous = self._hit
+        if previous.entry is not entry and previous.code is self._code:
+            self._second = previous
+        hit = _Hit(
             epoch,
             self._code,
             self._defaults,
@@ -409,17 +476,31 @@ class CompiledFunction:
             entry.tail,
             enter if entry.tail is None else None,
             enter if entry.tail is not None else None,
+            entry,
+            self._armed_gate(epoch, entry),
         )
-        # The same entry for the C hit path: armed with the generation of `epoch`, if any.
+        self._hit = hit
+        self._gate = self._gates()
+
+    def _armed_gate(self, epoch: object, entry: CacheEntry) -> Any:
+        # `entry`'s gate for the C hit path, armed with the generation of `epoch`, or None.
         made = self._enters.get(id(entry))
         gate = made[-1] if made is not None and made[0] is entry else None
         generation = gate_generation(epoch) if gate is not None else None
         installed = gate is not None and install_caller(CompiledFunction, _not_compiled_yet)
         if gate is None or generation is None or not installed:
-            self._gate = None
-            return
+            return None
         gate.arm(generation)
-        self._gate = gate
+        return gate
+
+    def _gates(self) -> Any:
+        # What `_gate` holds for the remembered hits: None, one gate, or a list of two (a
+        # gate armed for a past epoch declines in C, so a stale second costs one check).
+        first = self._hit.gate
+        second = self._second.gate
+        if first is None or second is None or first is second:
+            return first if first is not None else second
+        return [first, second]
 
     def _entry_function(
         self, entry: CacheEntry, skip_guards_unsafe: bool

@@ -1,18 +1,19 @@
 """Entry gates: a compiled function's remembered entry checked and called from C.
 
-The dispatcher remembers the entry a function's last call hit (see `dispatch`). Where the
-call gate extension is loaded (`numpile_runtime.call_gate`, built once per machine with
-the kernels' compiler) and the entry's guards and inputs translate into a gate program
-(`numpile_guards.gate_plan`), `make_gate` returns a gate for it, which the dispatcher arms
-with the generation of the epoch the hit was found in. No call waits for the extension's
-build: until it is loaded, calls take the Python path; once it is, the dispatch epoch
-advances and each function makes its gate on its next call. `install_caller` makes a class's
-`__call__` the extension's `Caller`: a call reads the instance's `_gate` and, when the gate
-is armed, valid and its checks hold, runs the compiled callable with no Python frame;
-anything else (keywords, a guard miss, a stale generation, a region of plain calls) runs
-the class's Python `__call__`, the reference, as before. The gate calls the entry's
-compiled callable in the form `numpile_runtime.gate_form` gives (a C form where it offers
-one).
+The dispatcher remembers the entries a function's last two hits found (see `dispatch`).
+Where the call gate extension is loaded (`numpile_runtime.call_gate`, built once per
+machine with the kernels' compiler) and an entry's guards and inputs translate into a gate
+program (`numpile_guards.gate_plan`), `make_gate` returns a gate for it, which the
+dispatcher arms with the generation of the epoch the hit was found in. No call waits for
+the extension's build: until it is loaded, calls take the Python path; once it is, the
+dispatch epoch advances and each function makes its gate on its next call. `install_caller`
+makes a class's `__call__` the extension's `Caller`: a call reads the instance's `_gate`
+(one gate, or a list of the two remembered entries' gates, which the `Caller` keeps most
+recently answered first) and, when a gate is armed, valid and its checks hold, runs the
+compiled callable with no Python frame; anything else (keywords, a guard miss, a stale
+generation, a region of plain calls) runs the class's Python `__call__`, the reference, as
+before. The gate calls the entry's compiled callable in the form
+`numpile_runtime.gate_form` gives (a C form where it offers one).
 
     >>> make_gate(fn, entry, guards, NotCompiledYet)  # doctest: +SKIP
     <numpile_call_gate.Gate object at ...>

@@ -287,6 +287,34 @@ def apply_binding(
     return from_graph_value(result)
 
 
+def ufunc_call_operands(tracer: Tracer, fn: Any, args: list[Variable]) -> list[Variable]:
+    """The operands to record for the call `fn(*args)`: a ufunc that NumPy scalars also
+    apply as an operator (`np.multiply`, see `scalar_operators`), called on 0-d values
+    only, gets its first 0-d operand as a 0-d array (a `copy`), as NumPy's ufunc machinery
+    converts it: every run of the graph then applies the ufunc, not the scalars' operator,
+    and warns as eager does for that spelling (`np.multiply` wraps integers silently; a
+    float overflow names "multiply", not "scalar multiply").
+
+    >>> ufunc_call_operands(tracer, np.multiply, [a, b])  # doctest: +SKIP
+    [ArrayVar(v1 = copy(a)), ArrayVar(b)]
+    """
+    if not isinstance(fn, np.ufunc) or fn.__name__ not in SCALAR_OPERATORS:
+        return args
+    scalars: list[tuple[int, Any]] = []
+    for index, arg in enumerate(args):
+        if isinstance(arg, ArrayVar) and isinstance(arg.node.meta, ArrayMeta):
+            if arg.node.meta.shape != () or arg.node.meta.device != "cpu":
+                return args  # an array operand (CuPy's 0-d values are arrays): the ufunc
+            scalars.append((index, arg.node))
+        elif isinstance(arg, ConstantVar) and isinstance(arg.value, np.generic):
+            scalars.append((index, arg.value))
+    if not scalars:
+        return args
+    first, value = scalars[0]
+    as_array = ArrayVar(tracer.graph.call(get_op("copy"), value))
+    return [as_array if index == first else arg for index, arg in enumerate(args)]
+
+
 def _sizes_kept(tracer: Tracer) -> Callable[[Variable], Any]:
     # to_graph_value, but a symbolic size stays a `RunTimeSize` (the binding pins or keeps it).
     def kept(value: Any) -> Any:
@@ -657,6 +685,33 @@ def _operand_meta(value: Any) -> Any:
 def compare(tracer: Tracer, symbol: str, left: Variable, right: Variable) -> Variable:
     """A COMPARE_OP ("<", "==", ...)."""
     return binary(tracer, COMPARE_NAMES[symbol], left, right)
+
+
+def operator_method(
+    tracer: Tracer, receiver: Variable, name: str, args: list[Variable], kwargs: dict[str, Any]
+) -> Variable | None:
+    """`a.__mul__(b)`, `a.__rsub__(b)`, `a.__neg__()` on a NumPy scalar `a` (a 0-d value or
+    a constant) as the operator they implement, with the operator's scalar math and
+    warnings ("overflow encountered in scalar multiply"), or None for any other method.
+
+    >>> operator_method(tracer, a, "__mul__", [b], {})  # doctest: +SKIP
+    """
+    if isinstance(receiver, ArrayVar):
+        meta = receiver.node.meta
+        if not isinstance(meta, ArrayMeta) or meta.shape != ():
+            return None  # a Python scalar's method, or an array's
+    elif not (isinstance(receiver, ConstantVar) and isinstance(receiver.value, np.generic)):
+        return None
+    if kwargs or not (name.startswith("__") and name.endswith("__")):
+        return None
+    base = name[2:-2]
+    if len(args) == 1 and base in _BINARY:
+        return binary(tracer, base, receiver, args[0])
+    if len(args) == 1 and base.startswith("r") and base[1:] in _BINARY:
+        return binary(tracer, base[1:], args[0], receiver)
+    if not args and base in _UNARY:
+        return unary(tracer, base, receiver)
+    return None
 
 
 def unary(tracer: Tracer, name: str, value: Variable) -> Variable:

@@ -6,8 +6,10 @@ value and dtype, about 30x faster, and its own warnings: an integer overflow war
 ufunc wraps silently, and a float's warnings name the scalar op ("scalar multiply").
 A graph records the ufunc op either way, so the NumPy runs of a graph (`run_graph`, a
 loop body's iterations) apply the operator wherever an operand is a NumPy scalar: eager's
-warnings for operators, the common case. An explicit ufunc call on NumPy scalars
-(`np.multiply(a, b)`) then warns as the operator would.
+warnings for operators (and for `a.__mul__(b)`, traced as the operator). An explicit ufunc
+call on NumPy scalars (`np.multiply(a, b)`) is recorded on a 0-d array copy of its first
+NumPy-scalar operand (`operators.ufunc_call_operands`), so every run applies the ufunc,
+which wraps integers silently as eager's call does.
 
     >>> scalar_operator("multiply", (np.int64(3), 2)) is operator.mul
     True

@@ -52,9 +52,11 @@ from .operators import (
     Bindings,
     apply_binding,
     from_graph_value,
+    operator_method,
     scalar_call,
     specialized,
     to_graph_value,
+    ufunc_call_operands,
 )
 from .pytree import field_names
 from .resume_code import STACK_PREFIX
@@ -389,7 +391,9 @@ class Tracer:
             return derived
         binding = self.bindings.lookup_function(value)
         if binding is not None:
-            return derived_call(value, args, kwargs, apply_binding(self, binding, *args, **kwargs))
+            operands = ufunc_call_operands(self, value, args)
+            recorded = apply_binding(self, binding, *operands, **kwargs)
+            return derived_call(value, args, kwargs, recorded)
         handler = builtin_handler(value)
         if handler is not None:
             return handler(self, args, kwargs)
@@ -419,6 +423,9 @@ class Tracer:
             if binding is None:
                 raise Unsupported(f"not supported yet: calling {method.describe()}")
             return apply_binding(self, binding, *args, **kwargs)
+        as_operator = operator_method(self, receiver, method.name, args, kwargs)
+        if as_operator is not None:
+            return as_operator
         if isinstance(receiver, ArrayVar):
             scalar = None if args or kwargs else python_scalar(self, receiver, method.name)
             if scalar is not None:

@@ -35,7 +35,13 @@ from .codegen.c.buffer_pool import hand_pool, start_pool_build
 from .codegen.c.translation_units import MIN_SPLIT_LINES, split_module
 from .config import InductorConfig
 from .debug import debug_folder, graph_dot, write_debug_files
-from .errstate import called_from_line, extern_nodes, extern_origin, honouring_errstate
+from .errstate import (
+    called_from_line,
+    extern_nodes,
+    extern_origin,
+    honouring_errstate,
+    may_overflow_scalars,
+)
 from .graph_cache import (
     Epilogue,
     ExternSpec,
@@ -622,6 +628,7 @@ def _finish(
         graph,
         module,
         replayable=replayable,
+        restorable=not replayable and may_overflow_scalars(graph),
         externs=bool(artifact.externs),
         warned=warned,
         reload=reload,

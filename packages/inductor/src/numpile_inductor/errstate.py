@@ -16,10 +16,17 @@ raises, calls a function or logs. Compiled graphs honour the state in two ways:
   flag reads in the kernels.
 
 A graph whose kernels write its inputs in place (functionalization refused) cannot run
-again; its warnings name the categories and the ops that may have raised them. Such a
-graph, or one whose module calls NumPy itself (matmul, sort...), runs op by op from the
-start whenever some category asks for more than a warning ("raise", "call", "print",
-"log"): a NumPy call inside the module would raise or call back there.
+again as it is; where it computes NumPy scalar math on integers (`may_overflow_scalars`:
+a loop's `s = s * k` on `np.int64`), each call copies its array inputs first (while
+overflow warns: `np.errstate(over="ignore")` saves the copy), and a call that raised a
+flag that warns puts them back and runs op by op with NumPy: eager's warnings ("overflow
+encountered in scalar multiply", one per overflowing iteration, from the user's line) and
+eager's writes (a warnings filter set to "error" stops the writes where eager stops).
+Any other such graph warns once per category, naming the categories and the ops that may
+have raised them. Such a graph, or one whose module calls NumPy itself (matmul, sort...),
+runs op by op from the start whenever some category asks for more than a warning
+("raise", "call", "print", "log"): a NumPy call inside the module would raise or call
+back there.
 
     >>> fn = honouring_errstate(kernel_fn, graph, module, replayable=True)  # doctest: +SKIP
 """
@@ -39,7 +46,9 @@ import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import Graph, Node, run_graph
+from numpile_capture import ArrayMeta, Graph, Node, run_graph
+
+from .codegen.common import SCALAR_MATH
 
 log = logging.getLogger("numpile.inductor.errstate")
 
@@ -68,6 +77,10 @@ _STRICT_MODES = frozenset({"raise", "call", "print", "log"})
 
 # NumPy's error categories as the bits a compiled module reports (see codegen/c/wrapper.py).
 _CATEGORY_BITS = {"divide": 1, "over": 2, "under": 4, "invalid": 8}
+_OVER = _CATEGORY_BITS["over"]
+
+# The ufuncs whose NumPy scalar math on integers checks overflow (codegen.common).
+_SCALAR_MATH_OPS = frozenset(name.removeprefix("scalar_") for name in SCALAR_MATH)
 
 _MESSAGES = {
     "divide": "divide by zero",
@@ -105,6 +118,7 @@ def honouring_errstate(
     module: types.ModuleType,
     *,
     replayable: bool,
+    restorable: bool = False,
     externs: bool = False,
     warned: Collection[Node] = (),
     reload: Reload | None = None,
@@ -113,7 +127,9 @@ def honouring_errstate(
 
     `module` is the compiled module `call` runs; `replayable` says that a failed call
     left the inputs untouched (the pure graph of a functionalized one, or no mutation),
-    so `graph` may run again with NumPy; `externs` that the module calls NumPy itself;
+    so `graph` may run again with NumPy; `restorable` (for a graph that is not) that a call
+    copies its array inputs first, to put them back and run `graph` with NumPy after a
+    flag that warns; `externs` that the module calls NumPy itself;
     the ops of `warned` (those extern calls, which gave their own warnings) then run
     quietly. The state is read once per change of NumPy's error-state object: a call pays
     an identity check and one Python frame.
@@ -194,23 +210,59 @@ def honouring_errstate(
     def replay(*args: Any) -> Any:
         return run_warning(graph, args, warned)
 
-    if not replayable:
+    def run_reporting(*args: Any) -> Any:
+        # A graph that cannot run again: the flags raised, once per category.
+        state = read_state()
+        if state is not report.state:
+            report.state = state
+            update()
+        if report.eager:
+            return run_graph(graph, args)
+        result = call(*args)
+        if report.mask:
+            raised = fp_flags() & report.mask
+            if raised:
+                _warn_categories(graph, raised)
+        return result
 
-        def run_reporting(*args: Any) -> Any:
-            state = read_state()
-            if state is not report.state:
-                report.state = state
-                update()
-            if report.eager:
-                return run_graph(graph, args)
+    # NOTE: the copies' buffers, by input position, shape and dtype, kept between calls (no
+    # allocation and page faults per call); a call takes them out while it runs, so calls
+    # in other threads make their own.
+    buffers: dict[tuple[Any, ...], np.ndarray[Any, Any]] = {}
+
+    def run_restoring(*args: Any) -> Any:
+        # A graph that cannot run again but may overflow NumPy scalars: its array inputs
+        # copied first while overflow warns, put back for NumPy's run after a flag.
+        state = read_state()
+        if state is not report.state:
+            report.state = state
+            update()
+        if report.eager or not report.mask & _OVER:
+            return run_reporting(*args)
+        saved = []
+        for index, value in enumerate(args):
+            if _writeable(value):
+                key = (index, value.shape, value.dtype)
+                buffer = buffers.pop(key, None)
+                if buffer is None:
+                    buffer = np.empty_like(value, order="K")
+                np.copyto(buffer, value)
+                saved.append((key, value, buffer))
+        try:
             result = call(*args)
-            if report.mask:
-                raised = fp_flags() & report.mask
-                if raised:
-                    _warn_categories(graph, raised)
+            if fp_flags() & report.mask:
+                for _, value, buffer in saved:
+                    np.copyto(value, buffer)
+                return run_warning(graph, args, warned)
             return result
+        finally:
+            for key, _, buffer in saved:
+                buffers[key] = buffer
 
-        run_python: Callable[..., Any] = run_reporting
+    if restorable:
+        run_python: Callable[..., Any] = run_restoring
+    elif not replayable:
+        run_python = run_reporting
     else:
 
         def run(*args: Any) -> Any:
@@ -232,7 +284,7 @@ def honouring_errstate(
         # check in C, `run_python` where it fails. None without the gate extension, with
         # another layout of NumPy's state, or once the module was unloaded.
         gates = rt.gate_module(wait=False)
-        if gates is None or _state_var is None or unloaded:
+        if gates is None or _state_var is None or unloaded or restorable:
             return None
         try:
             form = gates.ErrstateCall(
@@ -252,6 +304,37 @@ def honouring_errstate(
 
     setattr(run_python, rt.GATE_FORM, gate_form)
     return run_python
+
+
+def may_overflow_scalars(graph: Graph) -> bool:
+    """Whether `graph` (its loop bodies included) computes NumPy scalar math on integers,
+    which may overflow and warn ("overflow encountered in scalar multiply").
+
+    >>> may_overflow_scalars(Graph())
+    False
+    """
+    for node in graph.nodes:
+        op = node.op
+        if op is None:
+            continue
+        meta = node.meta
+        if (
+            op.name.rstrip("_") in _SCALAR_MATH_OPS
+            and isinstance(meta, ArrayMeta)
+            and meta.shape == ()
+            and meta.dtype.kind in "iu"
+        ):
+            return True
+        if any(
+            isinstance(value, Graph) and may_overflow_scalars(value) for _, value in node.params
+        ):
+            return True
+    return False
+
+
+def _writeable(value: Any) -> bool:
+    # An array input a graph may write in place (a copy of it is kept for the replay).
+    return isinstance(value, np.ndarray) and value.flags.writeable
 
 
 def _report_of(module: types.ModuleType) -> _Report:

@@ -50,7 +50,9 @@ is loaded; then `on_gate_loaded`'s callbacks run, and the layers above make thei
     >>> cls.__call__ = module.Caller(cls.__call__, "_gate", retry)  # doctest: +SKIP
 
 A `Caller` is a class's `__call__` (a method descriptor): it reads the instance's gate
-attribute and runs the gate; declined, it calls the Python `__call__` it holds, and when
+attribute and runs the gate (a list of gates: each in turn, and the one that answers moves
+to the front of the list, so that calls alternating between two entries fail at most one
+gate's checks); declined, it calls the Python `__call__` it holds, and when
 the compiled callable raised the gate's `retry` exception, `retry(self, *args)`.
 
 The extension also holds `ErrstateCall` (`numpile_runtime.errstate_call`): a compiled
@@ -670,6 +672,30 @@ gate_enter(Gate *self, PyObject *const *args, Py_ssize_t nargs, PyObject **resul
     return DONE;
 }
 
+/* A list of gates, most recently answered first: each in turn until one does not decline;
+   the one that answered moves to the front (a call alternating between two entries then
+   fails at most one gate's checks). */
+static int
+gates_enter(PyObject *gates, PyObject *const *args, Py_ssize_t nargs, PyObject **result)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(gates); i++) {
+        PyObject *gate = PyList_GET_ITEM(gates, i);
+        if (Py_TYPE(gate) != &GateType) continue;
+        Py_INCREF(gate);
+        int status = gate_enter((Gate *)gate, args, nargs, result);
+        if (status != DECLINED && i > 0 && i < PyList_GET_SIZE(gates)
+            && PyList_GET_ITEM(gates, i) == gate) {
+            /* Move to front, references unchanged: the list still holds each once. */
+            for (Py_ssize_t j = i; j > 0; j--)
+                PyList_SET_ITEM(gates, j, PyList_GET_ITEM(gates, j - 1));
+            PyList_SET_ITEM(gates, 0, gate);
+        }
+        Py_DECREF(gate);
+        if (status != DECLINED) return status;
+    }
+    return DECLINED;
+}
+
 static PyObject *
 gate_arm(Gate *self, PyObject *generation)
 {
@@ -742,15 +768,16 @@ caller_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
             if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
             PyErr_Clear();
         } else {
+            PyObject *result = NULL;
+            int status = DECLINED;
             if (Py_TYPE(gate) == &GateType) {
-                PyObject *result = NULL;
-                int status = gate_enter((Gate *)gate, args + 1, nargs - 1, &result);
-                Py_DECREF(gate);
-                if (status == DONE) return result;
-                if (status == RETRY) return PyObject_Vectorcall(self->retry, args, nargs, NULL);
-            } else {
-                Py_DECREF(gate);
+                status = gate_enter((Gate *)gate, args + 1, nargs - 1, &result);
+            } else if (PyList_CheckExact(gate)) {
+                status = gates_enter(gate, args + 1, nargs - 1, &result);
             }
+            Py_DECREF(gate);
+            if (status == DONE) return result;
+            if (status == RETRY) return PyObject_Vectorcall(self->retry, args, nargs, NULL);
         }
     }
     return PyObject_Vectorcall(self->slow, args, (size_t)nargs, kwnames);

@@ -54,9 +54,9 @@ def _numpy_scalar_math(node: Node, loop_dtype: np.dtype[Any]) -> bool:
     # NumPy scalar input) and Python scalars, none of them a 0-d array (its ufunc wraps
     # silently). A 0-d placeholder may be either (a loop body's invariant is a NumPy scalar
     # or a 0-d array): it neither decides nor rules out (a needless check only makes an
-    # overflowing call run again with NumPy, which is silent where eager is). A graph does
-    # not say whether an operator or the ufunc was called: both are taken as the operator,
-    # as the graph's NumPy run (`run_graph`) takes them.
+    # overflowing call run again with NumPy, which is silent where eager is). A ufunc called
+    # on NumPy scalars (`np.multiply(a, b)`) has a 0-d array operand (capture's
+    # `ufunc_call_operands`): no scalar math, as in eager.
     meta = node.meta
     if loop_dtype.kind not in "iu" or not isinstance(meta, ArrayMeta) or meta.shape != ():
         return False

@@ -1,0 +1,73 @@
+"""Detached floats: `float(v)` of a traced value on a differentiated path is an error.
+
+`float(x.sum())` inside a compiled function is a `python_number` node: a Python float,
+which carries no gradient (as torch's `.item()`). Where a differentiated output depends on
+a differentiated input through such a float (`x * float(x.sum())`), the gradient would
+silently miss that path, so `grad`/`vjp` raise `DetachedFloatError` naming the `float()`
+call's line instead, as JAX raises a ConcretizationTypeError. `int(v)` is piecewise
+constant (its gradient is zero almost everywhere): a path through it is no error, nor is a
+float that no differentiated output depends on (a printed loss, a branch condition).
+
+    >>> detached_float(node, active)  # doctest: +SKIP
+    v3 = python_number(v2, kind=<class 'float'>)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from numpile_capture import Graph, Node, ScalarMeta
+
+__all__ = ["DetachedFloatError", "detached_float", "detached_float_error"]
+
+
+class DetachedFloatError(TypeError):
+    """A differentiated output depends on a differentiated input through `float()` of a
+    traced value, which carries no gradient (the message names the line).
+
+    >>> issubclass(DetachedFloatError, TypeError)
+    True
+    """
+
+
+def detached_float(value: Node, active: Collection[Node]) -> Node | None:
+    """The `float()` (`python_number` of kind float) that makes the Python scalar `value`
+    depend on a differentiated input, or None (`value` is an array, or depends on one
+    only through `int()`, a comparison or nothing). `active`: the nodes that depend on a
+    differentiated input.
+
+    >>> detached_float(v, active)  # doctest: +SKIP
+    """
+    pending = [value]
+    seen: set[Node] = set()
+    while pending:
+        node = pending.pop()
+        if node in seen or node not in active or not isinstance(node.meta, ScalarMeta):
+            continue
+        seen.add(node)
+        if node.op is None:
+            continue
+        if node.op.name == "python_number":
+            if node.kwargs["kind"] is float and node.meta.type is float:
+                return node
+            continue  # int(): piecewise constant, no gradient lost
+        if node.meta.type is not bool:  # a comparison's truth value carries none either
+            pending.extend(node.input_nodes())
+    return None
+
+
+def detached_float_error(graph: Graph, conversion: Node, user: Node) -> DetachedFloatError:
+    """The error for a gradient that would pass through `conversion` (a `float()`) to
+    reach `user`'s output.
+
+    >>> str(detached_float_error(graph, conversion, user))  # doctest: +SKIP
+    """
+    line = graph.locations.get(conversion) or graph.locations.get(user)
+    where = f" at {line.filename}:{line.lineno}" if line is not None else ""
+    return DetachedFloatError(
+        f"cannot differentiate through float() of a traced value{where} "
+        f"(`{conversion.format()}`, used by `{user.format()}`): a Python float carries no "
+        "gradient, so this path would be silently dropped; keep the value an array "
+        "(x.sum() instead of float(x.sum())), or compute it outside the differentiated "
+        "function and pass it in as an argument that is not differentiated"
+    )
