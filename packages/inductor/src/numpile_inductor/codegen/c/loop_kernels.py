@@ -89,6 +89,10 @@ static int np_kl_overlap(PyArrayObject *a, PyArrayObject *b)
 """
 
 
+# Extern steps read as pointers into an argument at the loop index (`_check_rows`): a row
+# (`A[i]`, `for row in A`) and an element (`r[i]`, `for c in coeffs`: a 0-d view).
+_VIEWS_AT = ("getitem_at", "element_at")
+
 # Python scalars a body takes as kernel scalar arguments: C type, check, conversion.
 _SCALARS: dict[type, tuple[str, str, str]] = {
     float: ("double", "PyFloat_CheckExact({o})", "PyFloat_AS_DOUBLE({o})"),
@@ -281,7 +285,7 @@ class _Writer:
     def write(self, steps: list[FusedKernel | ExternCall], threshold: int) -> KernelLoop:
         inputs = set(self.program.inputs)
         rows = {
-            s.buffer: s for s in steps if isinstance(s, ExternCall) and s.op_name == "getitem_at"
+            s.buffer: s for s in steps if isinstance(s, ExternCall) and s.op_name in _VIEWS_AT
         }
         for step in steps:
             if isinstance(step, FusedKernel):
@@ -559,7 +563,7 @@ class _Writer:
         # Buffers the kernels and ufunc calls write that are not inputs or registers.
         names: dict[str, None] = {}
         for step in steps:
-            if isinstance(step, ExternCall) and step.op_name == "getitem_at":
+            if isinstance(step, ExternCall) and step.op_name in _VIEWS_AT:
                 continue  # a view of an argument (see _row_view)
             internal = step.internal if isinstance(step, FusedKernel) else frozenset()
             for name in step.writes():
@@ -600,8 +604,9 @@ class _Writer:
     # -- views by the loop index --------------------------------------------------------
 
     def _check_rows(self, rows: dict[str, ExternCall], steps: list[Any]) -> None:
-        # `xs[i]`, `A[i, 1:]`: views of a read-only argument at the loop index, passed to
-        # the kernels as a pointer moved per iteration (no copy, no NumPy call). A row a
+        # `xs[i]`, `A[i, 1:]`, `r[i]`: views of a read-only argument at the loop index (an
+        # element as a 0-d view), passed to the kernels as a pointer moved per iteration
+        # (no copy, no NumPy call). A row a
         # kernel stores into (`stack[i] = h`, `written_rows`) is one too: its argument is
         # written through such rows only, and read only as `_check_written_row` allows.
         if not rows:
@@ -615,11 +620,16 @@ class _Writer:
         }
         outputs = set(self.program.outputs.values())
         index = self.program.inputs[0]
+        stored_rows = {rows[name].args[0] for name in self.written_rows if name in rows}
         for name, step in rows.items():
             base = step.args[0]
             scalars = step.args[1:]
             if not isinstance(base, BufferRef) or base.name not in self.arrays:
                 raise NotKernelLoop("a view by the index of no argument")
+            if step.op_name == "element_at" and (base.name in written or base in stored_rows):
+                # NumPy copies the element when the body reads it: a pointer would see a
+                # later store of the same iteration.
+                raise NotKernelLoop("an element by the index of an array the body writes")
             if name in self.written_rows:
                 self._check_written_row(name, base.name, rows, steps)
             elif base.name in written or name in written:
@@ -630,8 +640,6 @@ class _Writer:
                 raise NotKernelLoop("a view at another run-time int than the loop index")
             self._row_items(step)  # raises for what the pointer arithmetic does not cover
             buf = self.buffers[name]
-            if any(not isinstance(d, int) for d in buf.shape):
-                raise NotKernelLoop("a view by the index of symbolic shape")
             self.buffers[name] = attrs.evolve(
                 buf, kind="input", example_strides=_contiguous(buf.shape)
             )
