@@ -330,12 +330,13 @@ def _weak_scalar_meets_float32(x: Any) -> Any:
     return s
 
 
-def test_a_first_iteration_on_python_floats_keeps_eager_values() -> None:
+@pytest.mark.parametrize("n", [1, 2, 7])
+def test_a_first_iteration_on_python_floats_keeps_eager_values(n: int) -> None:
     # The first iteration runs on a Python float (double arithmetic) before the carried value
-    # becomes float32: the C loop, whose body is float32 from the start, would round
-    # differently, so such a loop takes the body-per-iteration path.
-    x = np.linspace(0.1, 0.9, 7).astype(np.float32)
+    # becomes float32: the body, float32 from the start, would round differently, so the
+    # C function runs the first iteration's own graph once, then the body's loop.
+    x = np.linspace(0.1, 0.9, n).astype(np.float32)
     compiled = _compare(_python_arithmetic_before_float32, x)
-    assert "loop_v" not in compiled.source
+    assert "loop_v" in compiled.source
     compiled = _compare(_weak_scalar_meets_float32, x)
     assert "loop_v" in compiled.source

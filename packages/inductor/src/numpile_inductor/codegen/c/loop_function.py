@@ -279,8 +279,7 @@ def scalar_loop_function(
     body: Graph = params["body"]
     carried: int = params["carried"]
     first: Graph | None = params.get("first")
-    if first is not None:
-        _check_first_iteration(node, body, first, carried)
+    apart = first is not None and _first_iteration_apart(node, body, first, carried)
     writer = LoopWriter(name)
     writer.threads = True  # labels numbered and helpers defined below (loop_parallel)
     placeholders = body.placeholders
@@ -319,6 +318,9 @@ def scalar_loop_function(
         "        goto done;",
         "    }",
     ]
+    if apart:
+        assert first is not None
+        outer, start, bits = _emit_first_iteration(writer, outer, first, (start, step), bits, env)
     finals = emit_loop(writer, outer, body, carried, (start, stop, step), bits, env)
     outputs = body.output if isinstance(body.output, tuple) else (body.output,)
     outputs = outputs[:carried]  # without a breaking body's stop flag
@@ -628,6 +630,61 @@ _EXACT_CARRY: dict[type, np.dtype[Any]] = {
 }
 
 
+def _first_iteration_apart(node: Node, body: Graph, first: Graph, carried: int) -> bool:
+    # Whether the first iteration (on other types: a Python `0.0` carried into NumPy
+    # float32s) runs apart, its own graph emitted before the loop of the body's.
+    if dict(node.params).get("breaks"):
+        _check_first_iteration(node, body, first, carried)
+        return False
+    first_out = first.output if isinstance(first.output, tuple) else (first.output,)
+    body_out = body.output if isinstance(body.output, tuple) else (body.output,)
+    for k in range(carried):
+        if body_out[k] is body.placeholders[1 + k] and first_out[k] is not first.placeholders[1 + k]:
+            # The body would give back the initial object (see `_box`), not the first's.
+            raise NotScalarLoop("a carried value only the first iteration assigns")
+    try:
+        _check_first_iteration(node, body, first, carried)
+    except _FirstIterationDiffers:
+        return True
+    return False
+
+
+def _emit_first_iteration(
+    writer: LoopWriter,
+    outer: Node,
+    first: Graph,
+    bounds: tuple[CValue, CValue],
+    bits: int,
+    env: Env,
+) -> tuple[Node, CValue, int]:
+    # The first iteration as a loop of one trip over `first` (the range is not empty
+    # here): its final carried values, of the body's types, start the loop that follows
+    # at `start + step`. Returns that loop's node (stand-ins for those values), start and
+    # bound in bits of its index.
+    start, step = bounds
+    params = {key: value for key, value in outer.params if key != "first"}
+    carried: int = params["carried"]
+    after = CValue(f"({start.text} + {step.text})", np.dtype("int64"), int, bits + 1)
+    stand_in = Node(f"{outer.name}_after_first", None, (), (), ScalarMeta(int))
+    env[stand_in] = after
+    inputs = list(outer.inputs)
+    own = tuple({**params, "body": first}.items())
+    once = Node(outer.name, outer.op, (inputs[0], stand_in, *inputs[2:]), own, outer.meta)
+    finals = emit_loop(writer, once, first, carried, (start, after, step), bits, env)
+    for k, final in enumerate(finals):
+        value = Node(f"{outer.name}_first{k}", None, (), (), ScalarMeta(int))
+        env[value] = final
+        inputs[3 + k] = value
+    inputs[0] = stand_in
+    rest = Node(outer.name, outer.op, tuple(inputs), tuple(params.items()), outer.meta)
+    return rest, after, bits + 1
+
+
+class _FirstIterationDiffers(NotScalarLoop):
+    # The first iteration computes otherwise on its types than the body would.
+    pass
+
+
 def _check_first_iteration(node: Node, body: Graph, first: Graph, carried: int) -> None:
     # A loop whose first iteration runs on other types (a Python `0.0` carried into NumPy
     # float64s) runs the body from the start in C only where that gives eager's values.
@@ -648,11 +705,11 @@ def _check_first_iteration(node: Node, body: Graph, first: Graph, carried: int) 
         if isinstance(meta, ScalarMeta) and meta.type is python:
             continue
         if not isinstance(meta, ArrayMeta):
-            raise NotScalarLoop("the first iteration runs on Python scalars of another type")
+            raise _FirstIterationDiffers("the first iteration runs on Python scalars of another type")
         if _EXACT_CARRY.get(python) == meta.dtype:
             continue
         if not (_exact_in(init, meta.dtype) and _meets_numpy_first(first, 1 + k)):
-            raise NotScalarLoop("the first iteration runs on Python scalars of another type")
+            raise _FirstIterationDiffers("the first iteration runs on Python scalars of another type")
 
 
 def _exact_in(value: Any, dtype: np.dtype[Any]) -> bool:

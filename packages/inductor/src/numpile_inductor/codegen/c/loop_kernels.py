@@ -672,9 +672,10 @@ class _Writer:
             scalars = step.args[1:]
             if not isinstance(base, BufferRef) or base.name not in self.arrays:
                 raise NotKernelLoop("a view by the index of no argument")
-            if step.op_name == "element_at" and (base.name in written or base in stored_rows):
+            if step.op_name == "element_at" and base in stored_rows:
                 # NumPy copies the element when the body reads it: a pointer would see a
-                # later store of the same iteration.
+                # later store through a row of the same iteration (a row view would too,
+                # as NumPy's does, so `_check_written_row` lets rows through).
                 raise NotKernelLoop("an element by the index of an array the body writes")
             if name in self.written_rows:
                 self._check_written_row(name, base.name, rows, steps)
