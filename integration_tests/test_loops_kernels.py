@@ -11,9 +11,10 @@ import logging
 import numpy as np
 import programs_loops
 import pytest
-from harness import loop_inputs
+from harness import loop_inputs, per_iteration_hints
 
 import numpile
+from benchmarks.unseen_loop_programs import PROGRAMS
 
 # NOTE: corpus programs of the loops theme whose loops have array-sized bodies.
 KERNEL_LOOPS = (
@@ -66,3 +67,20 @@ def test_new_trip_counts_reuse_the_compiled_loop() -> None:
         if steps == 5:
             entries = len(cache_for(fn.__code__).entries)
     assert len(cache_for(fn.__code__).entries) == entries
+
+
+# NOTE: unseen loop programs (benchmarks/unseen_loop_programs.py) whose bodies carry 1-d
+# arrays: an element at the index (`r[i]`, `for c in coeffs`), rows of a symbolic shape,
+# a carried Python float (`t += h`).
+ARRAY_CARRYING_UNSEEN = ("bicg_by_rows", "atax_over_rows", "horner", "rk4_steps")
+
+
+@pytest.mark.parametrize("name", ARRAY_CARRYING_UNSEEN)
+def test_unseen_array_carrying_loops_run_as_c_loops_of_kernels(
+    name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    entry = PROGRAMS[name]
+    compiled = numpile.compile(entry.fn, fullgraph=True, dynamic=True)
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
+        compiled(*entry.inputs(np.random.default_rng(0), 6))
+    assert per_iteration_hints(caplog.records) == []

@@ -69,7 +69,7 @@ def _float_arithmetic(node: Node) -> bool:
         return False
     if operator == "truediv":
         divisor = node.inputs[1]
-        if isinstance(divisor, Node) or isinstance(divisor, bool) or divisor == 0:
+        if isinstance(divisor, Node | bool) or divisor == 0:
             return False
     return all(_number(value) for value in node.inputs)
 
@@ -81,7 +81,7 @@ def _number(value: Any) -> bool:
         meta = value.meta
         if not isinstance(meta, ScalarMeta):
             return False
-        return meta.type is float and (value.op is None or _float_arithmetic(value)) or (
-            meta.type is int and value.op is None
-        )
+        if meta.type is int:
+            return value.op is None
+        return meta.type is float and (value.op is None or _float_arithmetic(value))
     return isinstance(value, int | float) and not isinstance(value, bool)

@@ -639,7 +639,10 @@ def _first_iteration_apart(node: Node, body: Graph, first: Graph, carried: int) 
     first_out = first.output if isinstance(first.output, tuple) else (first.output,)
     body_out = body.output if isinstance(body.output, tuple) else (body.output,)
     for k in range(carried):
-        if body_out[k] is body.placeholders[1 + k] and first_out[k] is not first.placeholders[1 + k]:
+        if (
+            body_out[k] is body.placeholders[1 + k]
+            and first_out[k] is not first.placeholders[1 + k]
+        ):
             # The body would give back the initial object (see `_box`), not the first's.
             raise NotScalarLoop("a carried value only the first iteration assigns")
     try:
@@ -705,11 +708,15 @@ def _check_first_iteration(node: Node, body: Graph, first: Graph, carried: int) 
         if isinstance(meta, ScalarMeta) and meta.type is python:
             continue
         if not isinstance(meta, ArrayMeta):
-            raise _FirstIterationDiffers("the first iteration runs on Python scalars of another type")
+            raise _FirstIterationDiffers(
+                "the first iteration runs on Python scalars of another type"
+            )
         if _EXACT_CARRY.get(python) == meta.dtype:
             continue
         if not (_exact_in(init, meta.dtype) and _meets_numpy_first(first, 1 + k)):
-            raise _FirstIterationDiffers("the first iteration runs on Python scalars of another type")
+            raise _FirstIterationDiffers(
+                "the first iteration runs on Python scalars of another type"
+            )
 
 
 def _exact_in(value: Any, dtype: np.dtype[Any]) -> bool:

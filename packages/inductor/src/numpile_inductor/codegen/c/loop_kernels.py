@@ -289,9 +289,7 @@ class _Writer:
 
     def write(self, steps: list[FusedKernel | ExternCall], threshold: int) -> KernelLoop:
         inputs = set(self.program.inputs)
-        rows = {
-            s.buffer: s for s in steps if isinstance(s, ExternCall) and s.op_name in _VIEWS_AT
-        }
+        rows = {s.buffer: s for s in steps if isinstance(s, ExternCall) and s.op_name in _VIEWS_AT}
         for step in steps:
             if isinstance(step, FusedKernel):
                 _check_in_place(step, inputs)
@@ -399,9 +397,7 @@ class _Writer:
         for k in range(self.carried):
             own = self.program.inputs[1 + k]
             if self.buffers[own].kind != "scalar":
-                lines.append(
-                    f"    PyTuple_SET_ITEM(result, {k}, Py_NewRef((PyObject *)a_{own}));"
-                )
+                lines.append(f"    PyTuple_SET_ITEM(result, {k}, Py_NewRef((PyObject *)a_{own}));")
                 continue
             value = self._initial(k) if outputs[k][0] == "same" else f"PyFloat_FromDouble(sc_{own})"
             lines += _set_item(k, value, "    ")
