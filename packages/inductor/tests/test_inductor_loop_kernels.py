@@ -489,8 +489,7 @@ def test_a_row_read_at_other_elements_than_stored_gives_numpys_result() -> None:
     assert not compiled.kernel_loop
 
 
-@pytest.mark.parametrize("degree", [1, 5])
-def test_elements_at_the_index_are_pointers_into_the_argument(degree: int) -> None:
+def test_elements_at_the_index_are_pointers_into_the_argument() -> None:
     # Horner's rule: `for c in coeffs` reads one element per iteration, a 0-d view of
     # `coeffs` moved per iteration as rows are (no body run with NumPy).
     def horner(x: Any, coeffs: Any) -> Any:
@@ -499,13 +498,13 @@ def test_elements_at_the_index_are_pointers_into_the_argument(degree: int) -> No
             out = out * x + c
         return out
 
-    compiled = _check(horner, np.linspace(-1.0, 1.0, 9), np.arange(1.0, degree + 1.0))
+    compiled = _check(horner, np.linspace(-1.0, 1.0, 9), np.arange(1.0, 6.0))
     assert compiled.kernel_loop
 
 
-@pytest.mark.parametrize("rows", [0, 1, 4])
-def test_elements_and_rows_at_the_index_with_a_product_per_row(rows: int) -> None:
-    # bicg: `r[i]` an element and `A[i]` a row at the index, `A[i] @ p` into `q[i]`.
+def test_elements_and_rows_at_the_index_with_a_product_per_row() -> None:
+    # bicg: `r[i]` an element and `A[i]` a row at the index, `A[i] @ p` into `q[i]` (the
+    # corpus runs it at 0 and 1 rows too: theme unseen_loops).
     def bicg(A: Any, p: Any, r: Any) -> Any:
         s = np.zeros(A.shape[1])
         q = np.zeros(A.shape[0])
@@ -515,7 +514,7 @@ def test_elements_and_rows_at_the_index_with_a_product_per_row(rows: int) -> Non
         return s, q
 
     rng = np.random.default_rng(1)
-    args = rng.standard_normal((rows, 5)), rng.standard_normal(5), rng.standard_normal(rows)
+    args = rng.standard_normal((4, 5)), rng.standard_normal(5), rng.standard_normal(4)
     compiled = _check(bicg, *args, exact=False)
     assert compiled.kernel_loop
 

@@ -330,7 +330,7 @@ def _weak_scalar_meets_float32(x: Any) -> Any:
     return s
 
 
-@pytest.mark.parametrize("n", [1, 2, 7])
+@pytest.mark.parametrize("n", [1, 7])
 def test_a_first_iteration_on_python_floats_keeps_eager_values(n: int) -> None:
     # The first iteration runs on a Python float (double arithmetic) before the carried value
     # becomes float32: the body, float32 from the start, would round differently, so the
