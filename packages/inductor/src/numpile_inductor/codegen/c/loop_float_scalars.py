@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numpile_capture import Graph, Node, ScalarMeta, get_op, tree_map
+from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, get_op, tree_map
 
 __all__ = ["retype_python_floats"]
 
@@ -47,15 +47,25 @@ def retype_python_floats(body: Graph) -> Graph:
             operator = dict(node.params)["operator"]
             copies[node] = graph.call(get_op(_NUMPY_FORMS[operator]), *inputs)
             continue
-        copy = graph.call(node.op, *inputs, **dict(node.params))
-        if copy.meta != node.meta:
+        # The op's meta rule on the new operands must give what eager gives; the node
+        # keeps its own meta (with what capture recorded on it: a view's `starts`).
+        params = dict(node.params)
+        meta = node.op.meta(*(v.meta if isinstance(v, Node) else v for v in inputs), **params)
+        if _type_of(meta) != _type_of(node.meta):
             raise ValueError(
                 f"a Python float whose float64 form changes {node.op.name}'s type "
-                f"({node.meta} -> {copy.meta})"
+                f"({node.meta} -> {meta})"
             )
-        copies[node] = copy
+        copies[node] = graph.add_node(node.op, inputs, params, node.meta)
     graph.output = tree_map(lambda v: copies[v] if isinstance(v, Node) else v, body.output)
     return graph
+
+
+def _type_of(meta: Any) -> Any:
+    # What eager's type of a value is: a Python scalar type, or a dtype and a shape.
+    if isinstance(meta, ArrayMeta):
+        return (meta.dtype, tuple(meta.shape))
+    return meta
 
 
 def _float_arithmetic(node: Node) -> bool:
