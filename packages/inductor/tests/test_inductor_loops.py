@@ -330,6 +330,20 @@ def _weak_scalar_meets_float32(x: Any) -> Any:
     return s
 
 
+def _int_arithmetic_before_float64(x: Any) -> Any:
+    s = 3
+    for i in range(x.shape[0]):
+        s = s - 1 + x[i]  # first iteration: a Python int difference, then float64
+    return s
+
+
+def test_a_first_iteration_whose_result_its_local_would_round_keeps_eager_values() -> None:
+    # Run apart, the first iteration's float64 result would pass through the int local
+    # of the Python int it starts on (truncated): such a loop is not run apart.
+    x = np.array([0.25, 1.5, -2.75])
+    _compare(_int_arithmetic_before_float64, x)
+
+
 @pytest.mark.parametrize("n", [1, 7])
 def test_a_first_iteration_on_python_floats_keeps_eager_values(n: int) -> None:
     # The first iteration runs on a Python float (double arithmetic) before the carried value

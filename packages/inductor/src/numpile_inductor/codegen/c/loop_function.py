@@ -636,20 +636,26 @@ def _first_iteration_apart(node: Node, body: Graph, first: Graph, carried: int) 
     if dict(node.params).get("breaks"):
         _check_first_iteration(node, body, first, carried)
         return False
-    first_out = first.output if isinstance(first.output, tuple) else (first.output,)
-    body_out = body.output if isinstance(body.output, tuple) else (body.output,)
-    for k in range(carried):
-        if (
-            body_out[k] is body.placeholders[1 + k]
-            and first_out[k] is not first.placeholders[1 + k]
-        ):
-            # The body would give back the initial object (see `_box`), not the first's.
-            raise NotScalarLoop("a carried value only the first iteration assigns")
     try:
         _check_first_iteration(node, body, first, carried)
     except _FirstIterationDiffers:
-        return True
-    return False
+        pass
+    else:
+        return False
+    first_out = first.output if isinstance(first.output, tuple) else (first.output,)
+    body_out = body.output if isinstance(body.output, tuple) else (body.output,)
+    for k in range(carried):
+        local = first.placeholders[1 + k]
+        if body_out[k] is body.placeholders[1 + k] and first_out[k] is not local:
+            # The body would give back the initial object (see `_box`), not the first's.
+            raise NotScalarLoop("a carried value only the first iteration assigns")
+        if first_out[k] is not local and not _holds_exactly(
+            local.meta, getattr(first_out[k], "meta", None)
+        ):
+            # The first iteration's result goes through its carried local (of the types
+            # it starts on) before the body's loop converts it to the body's types.
+            raise NotScalarLoop("a first iteration whose results its carried locals round")
+    return True
 
 
 def _emit_first_iteration(
@@ -681,6 +687,32 @@ def _emit_first_iteration(
     inputs[0] = stand_in
     rest = Node(outer.name, outer.op, tuple(inputs), tuple(params.items()), outer.meta)
     return rest, after, bits + 1
+
+
+def _holds_exactly(local: Any, result: Any) -> bool:
+    # Whether a carried local of meta `local` holds every value of meta `result` exactly
+    # (a float32 in the double of a Python float; not an int64 in it).
+    def dtype(meta: Any) -> np.dtype[Any] | None:
+        if isinstance(meta, ScalarMeta) and meta.type in _EXACT_CARRY:
+            return _EXACT_CARRY[meta.type]
+        if isinstance(meta, ArrayMeta) and meta.shape == ():
+            return meta.dtype
+        return None
+
+    held, value = dtype(local), dtype(result)
+    if held is None or value is None:
+        return False
+    if held == value or value.kind == "b":
+        return True
+    if held.kind == "f":
+        # A double holds floats up to its width and ints up to 32 bits.
+        limit = held.itemsize if value.kind == "f" else held.itemsize // 2
+        return value.kind in "fiu" and value.itemsize <= limit
+    if held.kind == "i":
+        return (value.kind == "i" and value.itemsize <= held.itemsize) or (
+            value.kind == "u" and value.itemsize < held.itemsize
+        )
+    return False
 
 
 class _FirstIterationDiffers(NotScalarLoop):
