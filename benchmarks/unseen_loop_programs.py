@@ -376,7 +376,8 @@ def symm_by_rows(A, B, C):
         rng.standard_normal((n, n + 1)),
         rng.standard_normal(n + 1),
         rng.standard_normal(n),
-    )
+    ),
+    sizes=(4, 0, 1),
 )
 def bicg_by_rows(A, p, r):
     s = np.zeros(A.shape[1])
@@ -403,7 +404,7 @@ def mvt_elements(A, y1, y2):
     return x1, x2
 
 
-@unseen(lambda rng, n: (rng.standard_normal((n, 5)), rng.standard_normal(5)))
+@unseen(lambda rng, n: (rng.standard_normal((n, 5)), rng.standard_normal(5)), sizes=(4, 0, 1))
 def atax_over_rows(A, x):
     y = np.zeros(A.shape[1])
     for row in A:

@@ -13,7 +13,11 @@ corpus runs in CI: those that found a wrong result or a loop left to Python, fix
 - `float32_filter_with_python_floats`, `continue_and_early_return`, `collatz_lengths`,
   `sieve_of_eratosthenes`, `newton_cube_roots`, `enumerate_zip_running_sum`: NEP 50 types,
   early exits, `while` loops on run-time values and `enumerate(zip(...))`, at trip counts
-  0 and 1 too.
+  0 and 1 too (the float32 filter's first iteration, on a Python float, ran with NumPy
+  per iteration: it now runs apart in C);
+- `bicg_by_rows`, `atax_over_rows`, `horner`, `rk4_steps`: bodies carrying 1-d arrays,
+  once run with NumPy per iteration (an element `r[i]` or `for c in coeffs` at the index, a
+  row of symbolic shape, a carried Python float `t += h`), now C loops of kernels.
 
 Every program there is checked and timed by ``python -m benchmarks.unseen_loops``; each size
 here is a C compile, so the corpus keeps to these few.
@@ -37,6 +41,10 @@ IN_CORPUS = (
     "sieve_of_eratosthenes",
     "newton_cube_roots",
     "enumerate_zip_running_sum",
+    "bicg_by_rows",
+    "atax_over_rows",
+    "horner",
+    "rk4_steps",
 )
 
 for _name in IN_CORPUS:

@@ -14,6 +14,7 @@ import pytest
 from harness import loop_inputs
 
 import numpile
+from benchmarks.unseen_loop_programs import PROGRAMS
 
 # NOTE: corpus programs of the loops theme whose loops have array-sized bodies.
 KERNEL_LOOPS = (
@@ -66,3 +67,17 @@ def test_new_trip_counts_reuse_the_compiled_loop() -> None:
         if steps == 5:
             entries = len(cache_for(fn.__code__).entries)
     assert len(cache_for(fn.__code__).entries) == entries
+
+
+def test_rows_of_a_symbolic_shape_run_as_a_c_loop_of_kernels() -> None:
+    # atax with dynamic shapes: `for row in A` gives rows of `s1` elements (the body's
+    # elements and carried floats are the inductor's tests). No host loop runs it.
+    import numpile_runtime as rt
+
+    entry = PROGRAMS["atax_over_rows"]
+    compiled = numpile.compile(entry.fn, fullgraph=True, dynamic=True)
+    for n in (4, 7):
+        rt.reset_counters()
+        args = entry.inputs(np.random.default_rng(n), n)
+        np.testing.assert_allclose(compiled(*args), entry.fn(*args), rtol=1e-12)
+        assert not {"loop_op_by_op_runs", "loop_host_runs"} & set(rt.counters())

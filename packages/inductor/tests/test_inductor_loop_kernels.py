@@ -487,3 +487,48 @@ def test_a_row_read_at_other_elements_than_stored_gives_numpys_result() -> None:
 
     compiled = _check(reverse, np.arange(3.0), np.arange(12.0).reshape(4, 3))
     assert not compiled.kernel_loop
+
+
+def test_elements_at_the_index_are_pointers_into_the_argument() -> None:
+    # Horner's rule: `for c in coeffs` reads one element per iteration, a 0-d view of
+    # `coeffs` moved per iteration as rows are (no body run with NumPy).
+    def horner(x: Any, coeffs: Any) -> Any:
+        out = np.zeros_like(x)
+        for c in coeffs:
+            out = out * x + c
+        return out
+
+    compiled = _check(horner, np.linspace(-1.0, 1.0, 9), np.arange(1.0, 6.0))
+    assert compiled.kernel_loop
+
+
+def test_elements_and_rows_at_the_index_with_a_product_per_row() -> None:
+    # bicg: `r[i]` an element and `A[i]` a row at the index, `A[i] @ p` into `q[i]` (the
+    # corpus runs it at 0 and 1 rows too: theme unseen_loops).
+    def bicg(A: Any, p: Any, r: Any) -> Any:
+        s = np.zeros(A.shape[1])
+        q = np.zeros(A.shape[0])
+        for i in range(A.shape[0]):
+            s += r[i] * A[i]
+            q[i] = A[i] @ p
+        return s, q
+
+    rng = np.random.default_rng(1)
+    args = rng.standard_normal((4, 5)), rng.standard_normal(5), rng.standard_normal(4)
+    compiled = _check(bicg, *args, exact=False)
+    assert compiled.kernel_loop
+
+
+def test_an_element_of_an_array_the_body_writes_is_read_before_the_write() -> None:
+    # `v = r[i]` is a copy in NumPy: the store `r[i] = 0` after it must not change `v`,
+    # so the element is no pointer into `r` (the host loop runs the body).
+    def consume(x: Any, r: Any) -> Any:
+        s = np.zeros_like(x)
+        for i in range(r.shape[0]):
+            v = r[i]
+            r[i] = 0.0
+            s = s + v * x
+        return s
+
+    compiled = _check(consume, np.arange(3.0), np.arange(1.0, 5.0))
+    assert not compiled.kernel_loop

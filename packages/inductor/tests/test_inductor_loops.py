@@ -330,12 +330,27 @@ def _weak_scalar_meets_float32(x: Any) -> Any:
     return s
 
 
-def test_a_first_iteration_on_python_floats_keeps_eager_values() -> None:
+def _int_arithmetic_before_float64(x: Any) -> Any:
+    s = 3
+    for i in range(x.shape[0]):
+        s = s - 1 + x[i]  # first iteration: a Python int difference, then float64
+    return s
+
+
+def test_a_first_iteration_whose_result_its_local_would_round_keeps_eager_values() -> None:
+    # Run apart, the first iteration's float64 result would pass through the int local
+    # of the Python int it starts on (truncated): such a loop is not run apart.
+    x = np.array([0.25, 1.5, -2.75])
+    _compare(_int_arithmetic_before_float64, x)
+
+
+@pytest.mark.parametrize("n", [1, 7])
+def test_a_first_iteration_on_python_floats_keeps_eager_values(n: int) -> None:
     # The first iteration runs on a Python float (double arithmetic) before the carried value
-    # becomes float32: the C loop, whose body is float32 from the start, would round
-    # differently, so such a loop takes the body-per-iteration path.
-    x = np.linspace(0.1, 0.9, 7).astype(np.float32)
+    # becomes float32: the body, float32 from the start, would round differently, so the
+    # C function runs the first iteration's own graph once, then the body's loop.
+    x = np.linspace(0.1, 0.9, n).astype(np.float32)
     compiled = _compare(_python_arithmetic_before_float32, x)
-    assert "loop_v" not in compiled.source
+    assert "loop_v" in compiled.source
     compiled = _compare(_weak_scalar_meets_float32, x)
     assert "loop_v" in compiled.source

@@ -279,8 +279,7 @@ def scalar_loop_function(
     body: Graph = params["body"]
     carried: int = params["carried"]
     first: Graph | None = params.get("first")
-    if first is not None:
-        _check_first_iteration(node, body, first, carried)
+    apart = first is not None and _first_iteration_apart(node, body, first, carried)
     writer = LoopWriter(name)
     writer.threads = True  # labels numbered and helpers defined below (loop_parallel)
     placeholders = body.placeholders
@@ -319,6 +318,9 @@ def scalar_loop_function(
         "        goto done;",
         "    }",
     ]
+    if apart:
+        assert first is not None
+        outer, start, bits = _emit_first_iteration(writer, outer, first, (start, step), bits, env)
     finals = emit_loop(writer, outer, body, carried, (start, stop, step), bits, env)
     outputs = body.output if isinstance(body.output, tuple) else (body.output,)
     outputs = outputs[:carried]  # without a breaking body's stop flag
@@ -628,6 +630,96 @@ _EXACT_CARRY: dict[type, np.dtype[Any]] = {
 }
 
 
+def _first_iteration_apart(node: Node, body: Graph, first: Graph, carried: int) -> bool:
+    # Whether the first iteration (on other types: a Python `0.0` carried into NumPy
+    # float32s) runs apart, its own graph emitted before the loop of the body's.
+    if dict(node.params).get("breaks"):
+        _check_first_iteration(node, body, first, carried)
+        return False
+    try:
+        _check_first_iteration(node, body, first, carried)
+    except _FirstIterationDiffers:
+        pass
+    else:
+        return False
+    first_out = first.output if isinstance(first.output, tuple) else (first.output,)
+    body_out = body.output if isinstance(body.output, tuple) else (body.output,)
+    for k in range(carried):
+        local = first.placeholders[1 + k]
+        if body_out[k] is body.placeholders[1 + k] and first_out[k] is not local:
+            # The body would give back the initial object (see `_box`), not the first's.
+            raise NotScalarLoop("a carried value only the first iteration assigns")
+        if first_out[k] is not local and not _holds_exactly(
+            local.meta, getattr(first_out[k], "meta", None)
+        ):
+            # The first iteration's result goes through its carried local (of the types
+            # it starts on) before the body's loop converts it to the body's types.
+            raise NotScalarLoop("a first iteration whose results its carried locals round")
+    return True
+
+
+def _emit_first_iteration(
+    writer: LoopWriter,
+    outer: Node,
+    first: Graph,
+    bounds: tuple[CValue, CValue],
+    bits: int,
+    env: Env,
+) -> tuple[Node, CValue, int]:
+    # The first iteration as a loop of one trip over `first` (the range is not empty
+    # here): its final carried values, of the body's types, start the loop that follows
+    # at `start + step`. Returns that loop's node (stand-ins for those values), start and
+    # bound in bits of its index.
+    start, step = bounds
+    params = {key: value for key, value in outer.params if key != "first"}
+    carried: int = params["carried"]
+    after = CValue(f"({start.text} + {step.text})", np.dtype("int64"), int, bits + 1)
+    stand_in = Node(f"{outer.name}_after_first", None, (), (), ScalarMeta(int))
+    env[stand_in] = after
+    inputs = list(outer.inputs)
+    own = tuple({**params, "body": first}.items())
+    once = Node(outer.name, outer.op, (inputs[0], stand_in, *inputs[2:]), own, outer.meta)
+    finals = emit_loop(writer, once, first, carried, (start, after, step), bits, env)
+    for k, final in enumerate(finals):
+        value = Node(f"{outer.name}_first{k}", None, (), (), ScalarMeta(int))
+        env[value] = final
+        inputs[3 + k] = value
+    inputs[0] = stand_in
+    rest = Node(outer.name, outer.op, tuple(inputs), tuple(params.items()), outer.meta)
+    return rest, after, bits + 1
+
+
+def _holds_exactly(local: Any, result: Any) -> bool:
+    # Whether a carried local of meta `local` holds every value of meta `result` exactly
+    # (a float32 in the double of a Python float; not an int64 in it).
+    def dtype(meta: Any) -> np.dtype[Any] | None:
+        if isinstance(meta, ScalarMeta) and meta.type in _EXACT_CARRY:
+            return _EXACT_CARRY[meta.type]
+        if isinstance(meta, ArrayMeta) and meta.shape == ():
+            return meta.dtype
+        return None
+
+    held, value = dtype(local), dtype(result)
+    if held is None or value is None:
+        return False
+    if held == value or value.kind == "b":
+        return True
+    if held.kind == "f":
+        # A double holds floats up to its width and ints up to 32 bits.
+        limit = held.itemsize if value.kind == "f" else held.itemsize // 2
+        return value.kind in "fiu" and value.itemsize <= limit
+    if held.kind == "i":
+        return (value.kind == "i" and value.itemsize <= held.itemsize) or (
+            value.kind == "u" and value.itemsize < held.itemsize
+        )
+    return False
+
+
+class _FirstIterationDiffers(NotScalarLoop):
+    # The first iteration computes otherwise on its types than the body would.
+    pass
+
+
 def _check_first_iteration(node: Node, body: Graph, first: Graph, carried: int) -> None:
     # A loop whose first iteration runs on other types (a Python `0.0` carried into NumPy
     # float64s) runs the body from the start in C only where that gives eager's values.
@@ -648,11 +740,15 @@ def _check_first_iteration(node: Node, body: Graph, first: Graph, carried: int) 
         if isinstance(meta, ScalarMeta) and meta.type is python:
             continue
         if not isinstance(meta, ArrayMeta):
-            raise NotScalarLoop("the first iteration runs on Python scalars of another type")
+            raise _FirstIterationDiffers(
+                "the first iteration runs on Python scalars of another type"
+            )
         if _EXACT_CARRY.get(python) == meta.dtype:
             continue
         if not (_exact_in(init, meta.dtype) and _meets_numpy_first(first, 1 + k)):
-            raise NotScalarLoop("the first iteration runs on Python scalars of another type")
+            raise _FirstIterationDiffers(
+                "the first iteration runs on Python scalars of another type"
+            )
 
 
 def _exact_in(value: Any, dtype: np.dtype[Any]) -> bool:

@@ -43,9 +43,10 @@ from ...index import c_size, free_symbols, is_symbol, replace_symbols, size_symb
 from ...loop_ir import Buffer, BufferRef, ExternCall, Store, loads_of
 from ...scheduler import FusedKernel, schedule
 from .kernel import kernel_signature, kernel_source
+from .loop_float_scalars import retype_python_floats
 from .loop_function import OUT_OF_LINE
 from .loop_stores import recorded_starts, stores_as_kernels
-from .ops import c_type
+from .ops import c_literal, c_type
 
 if TYPE_CHECKING:
     import sympy
@@ -89,6 +90,10 @@ static int np_kl_overlap(PyArrayObject *a, PyArrayObject *b)
 """
 
 
+# Extern steps read as pointers into an argument at the loop index (`_check_rows`): a row
+# (`A[i]`, `for row in A`) and an element (`r[i]`, `for c in coeffs`: a 0-d view).
+_VIEWS_AT = ("getitem_at", "element_at")
+
 # Python scalars a body takes as kernel scalar arguments: C type, check, conversion.
 _SCALARS: dict[type, tuple[str, str, str]] = {
     float: ("double", "PyFloat_CheckExact({o})", "PyFloat_AS_DOUBLE({o})"),
@@ -115,6 +120,10 @@ def kernel_loop_function(node: Node, name: str, *, parallel_threshold: int) -> K
     for inner in body.nodes:
         if isinstance(inner.meta, ArrayMeta) and mentions_loop_symbol(inner.meta.shape):
             raise NotKernelLoop("a shape that depends on the loop index")
+    try:
+        body = retype_python_floats(body)
+    except ValueError as reason:
+        raise NotKernelLoop(str(reason)) from reason
     # Late import: lowering registers every op's lowering on import.
     from ...lowering import lower_graph
 
@@ -280,9 +289,7 @@ class _Writer:
 
     def write(self, steps: list[FusedKernel | ExternCall], threshold: int) -> KernelLoop:
         inputs = set(self.program.inputs)
-        rows = {
-            s.buffer: s for s in steps if isinstance(s, ExternCall) and s.op_name == "getitem_at"
-        }
+        rows = {s.buffer: s for s in steps if isinstance(s, ExternCall) and s.op_name in _VIEWS_AT}
         for step in steps:
             if isinstance(step, FusedKernel):
                 _check_in_place(step, inputs)
@@ -306,6 +313,7 @@ class _Writer:
             raise NotKernelLoop("a store into a 0-d invariant")
         local = self._local_buffers(steps, inputs)
         doubled = [out for kind, out in outputs if kind == "fresh"]
+        floats = [(k, out) for k, (kind, out) in enumerate(outputs) if kind == "float"]
         kernel_sources = tuple(
             kernel_source(step, self.buffers, parallel_threshold=threshold)
             for step in steps
@@ -337,8 +345,9 @@ class _Writer:
             f"        result = PyTuple_New({self.carried});",
             "        if (result == NULL) { goto fail; }",
             *(
-                f"        PyTuple_SET_ITEM(result, {k}, {self._initial(k)});"
+                line
                 for k in range(self.carried)
+                for line in _set_item(k, self._initial(k), "        ")
             ),
             "        goto done;",
             "    }",
@@ -368,7 +377,11 @@ class _Writer:
             else:
                 lines += self._ufunc_call(item, doubled)
         # The carried arrays of the next iteration: computed anew or swapped.
-        moved = [(k, kind, out) for k, (kind, out) in enumerate(outputs) if kind != "same"]
+        for k, out in floats:
+            lines.append(f"        sc_{self.program.inputs[1 + k]} = *d_{out};")
+        moved = [
+            (k, kind, out) for k, (kind, out) in enumerate(outputs) if kind in ("fresh", "carried")
+        ]
         for k, kind, out in moved:
             value = f"o_{out}[np_t & 1]" if kind == "fresh" else f"a_{out}"
             lines.append(f"        PyArrayObject *np_next{k} = (PyArrayObject *){value};")
@@ -383,7 +396,11 @@ class _Writer:
         lines.append("    if (result == NULL) { goto fail; }")
         for k in range(self.carried):
             own = self.program.inputs[1 + k]
-            lines.append(f"    PyTuple_SET_ITEM(result, {k}, Py_NewRef((PyObject *)a_{own}));")
+            if self.buffers[own].kind != "scalar":
+                lines.append(f"    PyTuple_SET_ITEM(result, {k}, Py_NewRef((PyObject *)a_{own}));")
+                continue
+            value = self._initial(k) if outputs[k][0] == "same" else f"PyFloat_FromDouble(sc_{own})"
+            lines += _set_item(k, value, "    ")
         lines += [
             "    goto done;",
             "eager:",
@@ -417,6 +434,9 @@ class _Writer:
             value = self.node.inputs[3 + k - 1]
             buffer = self.buffers[names[k]]
             meta = placeholders[k].meta
+            if isinstance(meta, ScalarMeta) and meta.type is float and k <= self.carried:
+                self._unpack_carried_float(buffer, value)
+                continue
             if not isinstance(value, Node):
                 raise NotKernelLoop("a constant carried value or invariant")
             slot = self._position(3 + k - 1)
@@ -444,6 +464,21 @@ class _Writer:
             for dim in buf.shape:
                 if not free_symbols(dim) <= set(self.symbols):
                     raise NotKernelLoop(f"a size {dim} no argument binds")
+
+    def _unpack_carried_float(self, buffer: Buffer, value: Any) -> None:
+        # A carried Python float (`t += h`): a C double the kernels take by value, set
+        # anew after each iteration (see `_carried_outputs`), boxed at the end.
+        if isinstance(value, Node):
+            slot = self._position(self.node.inputs.index(value))
+            self.argv[buffer.name] = slot
+            arg = f"argv[{slot}]"
+            self.entry.append(f"    if (!PyFloat_CheckExact({arg})) {{ goto eager; }}")
+            self.entry.append(f"    double sc_{buffer.name} = PyFloat_AS_DOUBLE({arg});")
+        elif isinstance(value, float):
+            literal = c_literal(value, np.dtype("float64"))
+            self.entry.append(f"    double sc_{buffer.name} = {literal};")
+        else:
+            raise NotKernelLoop(f"a carried float that starts as {value!r}")
 
     def _unpack_value(self, buffer: Buffer, arg: str) -> None:
         # A 0-d invariant (a NumPy scalar input, `x = x + dt * x`): its value read once into a
@@ -517,13 +552,18 @@ class _Writer:
         return f"(int64_t)({c_size(replace_symbols(dim, names))})"
 
     def _initial(self, k: int) -> str:
+        value = self.node.inputs[3 + k]
+        if not isinstance(value, Node):
+            # A carried float constant (`_unpack_carried_float`): its C double boxed.
+            return f"PyFloat_FromDouble(sc_{self.program.inputs[1 + k]})"
         return f"Py_NewRef(argv[{self._position(3 + k)}])"
 
     # -- carried values and local buffers -----------------------------------------------
 
     def _carried_outputs(self) -> list[tuple[str, str]]:
         # Per carried value: ("same", input) when the body leaves the object it got (maybe
-        # written in place), ("fresh", buffer) when it computes a new array of its shape.
+        # written in place), ("fresh", buffer) when it computes a new array of its shape,
+        # ("float", buffer) when a carried Python float's next value is the 0-d buffer.
         outputs = self.body.output if isinstance(self.body.output, tuple) else (self.body.output,)
         if len(outputs) != self.carried:
             raise NotKernelLoop("a body with outputs other than its carried values")
@@ -537,6 +577,12 @@ class _Writer:
             buffer = self.renamed.get(buffer, buffer)
             if buffer == own:
                 result.append(("same", own))
+                continue
+            if self.buffers[own].kind == "scalar":
+                buf = self.buffers[buffer]
+                if buf.kind != "kernel" or buf.shape != () or buf.dtype != np.dtype("float64"):
+                    raise NotKernelLoop("a carried float the body neither computes nor keeps")
+                result.append(("float", buffer))
                 continue
             if buffer in self.program.inputs[1 : 1 + self.carried]:
                 result.append(("carried", buffer))  # `u, v = v, u`
@@ -559,7 +605,7 @@ class _Writer:
         # Buffers the kernels and ufunc calls write that are not inputs or registers.
         names: dict[str, None] = {}
         for step in steps:
-            if isinstance(step, ExternCall) and step.op_name == "getitem_at":
+            if isinstance(step, ExternCall) and step.op_name in _VIEWS_AT:
                 continue  # a view of an argument (see _row_view)
             internal = step.internal if isinstance(step, FusedKernel) else frozenset()
             for name in step.writes():
@@ -600,8 +646,9 @@ class _Writer:
     # -- views by the loop index --------------------------------------------------------
 
     def _check_rows(self, rows: dict[str, ExternCall], steps: list[Any]) -> None:
-        # `xs[i]`, `A[i, 1:]`: views of a read-only argument at the loop index, passed to
-        # the kernels as a pointer moved per iteration (no copy, no NumPy call). A row a
+        # `xs[i]`, `A[i, 1:]`, `r[i]`: views of a read-only argument at the loop index (an
+        # element as a 0-d view), passed to the kernels as a pointer moved per iteration
+        # (no copy, no NumPy call). A row a
         # kernel stores into (`stack[i] = h`, `written_rows`) is one too: its argument is
         # written through such rows only, and read only as `_check_written_row` allows.
         if not rows:
@@ -615,11 +662,17 @@ class _Writer:
         }
         outputs = set(self.program.outputs.values())
         index = self.program.inputs[0]
+        stored_rows = {rows[name].args[0] for name in self.written_rows if name in rows}
         for name, step in rows.items():
             base = step.args[0]
             scalars = step.args[1:]
             if not isinstance(base, BufferRef) or base.name not in self.arrays:
                 raise NotKernelLoop("a view by the index of no argument")
+            if step.op_name == "element_at" and base in stored_rows:
+                # NumPy copies the element when the body reads it: a pointer would see a
+                # later store through a row of the same iteration (a row view would too,
+                # as NumPy's does, so `_check_written_row` lets rows through).
+                raise NotKernelLoop("an element by the index of an array the body writes")
             if name in self.written_rows:
                 self._check_written_row(name, base.name, rows, steps)
             elif base.name in written or name in written:
@@ -630,8 +683,6 @@ class _Writer:
                 raise NotKernelLoop("a view at another run-time int than the loop index")
             self._row_items(step)  # raises for what the pointer arithmetic does not cover
             buf = self.buffers[name]
-            if any(not isinstance(d, int) for d in buf.shape):
-                raise NotKernelLoop("a view by the index of symbolic shape")
             self.buffers[name] = attrs.evolve(
                 buf, kind="input", example_strides=_contiguous(buf.shape)
             )
@@ -769,6 +820,17 @@ class _Writer:
         lines.append("            Py_DECREF(np_r);")
         lines.append("        }")
         return lines
+
+
+def _set_item(k: int, value: str, indent: str) -> list[str]:
+    # result[k] = the new reference `value` (a box that may fail: the call fails).
+    return [
+        f"{indent}{{",
+        f"{indent}    PyObject *np_box = {value};",
+        f"{indent}    if (np_box == NULL) {{ Py_CLEAR(result); goto fail; }}",
+        f"{indent}    PyTuple_SET_ITEM(result, {k}, np_box);",
+        f"{indent}}}",
+    ]
 
 
 def _reads_where_stored(step: Any, rows: set[str]) -> bool:
