@@ -3,6 +3,7 @@ by other processes, and concurrent writers."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -48,6 +49,40 @@ def test_entries_of_other_numpile_versions_go_on_the_next_write(tmp_path: Path) 
     assert new.get_bytes("from-old-version") is None
     assert new.get_bytes("from-this-version") == b"y"
     assert "numpile-runtime==" in new.info().versions
+
+
+def test_a_fresh_folder_is_marked_by_the_build_queue_not_by_its_first_write(
+    tmp_path: Path,
+) -> None:
+    # Reading the installed versions (importlib.metadata: about 30 ms of CPU) stays off the
+    # thread of a cold first call's writes: a fresh folder holds no other version's entries.
+    program = textwrap.dedent(
+        f"""
+        import json, sys, threading
+        importers = []
+
+        class Watch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "importlib.metadata":
+                    importers.append(threading.current_thread().name)
+                return None
+
+        sys.meta_path.insert(0, Watch())
+        import numpile_runtime as rt
+        cache = rt.CodeCache({str(tmp_path)!r})
+        cache.put_bytes("k", b"v")
+        assert rt.wait_for_queued_builds(timeout=120)
+        marker = (cache.root / "VERSION").read_text()
+        print(json.dumps({{"importers": importers, "marker": marker}}))
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", program], check=True, timeout=180, capture_output=True, text=True
+    )
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["importers"] == ["numpile-build-queue"]
+    assert "numpile-runtime==" in report["marker"]
+    assert rt.CodeCache(tmp_path).get_bytes("k") == b"v"
 
 
 def test_an_entry_being_loaded_is_never_evicted(tmp_path: Path) -> None:

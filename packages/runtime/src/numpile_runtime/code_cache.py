@@ -25,9 +25,10 @@ Invariants:
   a write that would pass it sweeps least recently used entries (hits touch
   their entry). The first write of a process made by other numpile versions
   than the last writer's removes the entries written before (they can no longer
-  hit: keys hash the versions). Sweeps skip entries another process holds the
-  lock of: one being built, or one being loaded (`reading`); see
-  `cache_eviction`.
+  hit: keys hash the versions). A folder without a VERSION marker gets its
+  marker from the build queue, as idle work after the first write. Sweeps skip
+  entries another process holds the lock of: one being built, or one being
+  loaded (`reading`); see `cache_eviction`.
 
     >>> import tempfile
     >>> cache = CodeCache(tempfile.mkdtemp())
@@ -58,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import platformdirs
 
+from .build_queue import queue_build
 from .cache_eviction import SweepResult, sweep, usage
 from .locks import new_lock
 from .metrics import count
@@ -441,20 +443,32 @@ class CodeCache:
 
     def _versions_changed(self) -> float | None:
         # The time before which entries of other numpile versions were made, if they changed.
-        versions = _installed_versions()
         marker = self._root / "VERSION"
         try:
-            previous: str | None = marker.read_text().strip()
+            previous = marker.read_text().strip()
         except OSError:
-            previous = None
+            # NOTE: a folder without a marker (a fresh one) has no other version's entries to
+            # remove, so its marker is idle work: reading the installed versions cost a cold
+            # first call about 30 ms of CPU before its module's build.
+            queue_build(f"cache version marker of {self._root}", self._mark_versions, idle=True)
+            return None
+        versions = _installed_versions()
         if previous == versions:
             return None
         with contextlib.suppress(OSError):
             _write_atomic(marker, (versions + "\n").encode())
-        if previous is None:
-            return None
         log.info("cache %s: written by %s before; removing its entries", self._root, previous)
         return time.time()
+
+    def _mark_versions(self) -> None:
+        # The build queue's task for a folder without a marker: this process's versions,
+        # unless a writer marked it meanwhile (its first write compares them).
+        marker = self._root / "VERSION"
+        versions = _installed_versions()
+        with self._usage_lock():
+            if not marker.exists():
+                with contextlib.suppress(OSError):
+                    _write_atomic(marker, (versions + "\n").encode())
 
     def _recorded_usage(self) -> tuple[int, float] | None:
         try:
