@@ -3,12 +3,15 @@ by other processes, and concurrent writers."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
+
+import pytest
 
 import numpile_runtime as rt
 from numpile_runtime.cache_eviction import entries
@@ -38,16 +41,58 @@ def test_a_write_past_the_cap_removes_least_recently_used_entries(tmp_path: Path
     assert rt.counters()["cache_evicted"] >= 1
 
 
-def test_entries_of_other_numpile_versions_go_on_the_next_write(tmp_path: Path) -> None:
+def test_entries_of_other_numpile_versions_go_after_the_next_write(tmp_path: Path) -> None:
     old = rt.CodeCache(tmp_path)
     old.put_bytes("from-old-version", b"x" * 100)
+    assert rt.wait_for_queued_builds(timeout=60)
     (tmp_path / "VERSION").write_text("numpile==0.0.1\n")
     new = rt.CodeCache(tmp_path)
     assert new.get_bytes("from-old-version") is not None  # reading cleans nothing
     new.put_bytes("from-this-version", b"y")
+    assert rt.wait_for_queued_builds(timeout=60)  # the removal is the build queue's idle work
     assert new.get_bytes("from-old-version") is None
     assert new.get_bytes("from-this-version") == b"y"
     assert "numpile-runtime==" in new.info().versions
+
+
+@pytest.mark.parametrize("marker", [None, "numpile==0.0.1", "this process's"])
+def test_the_installed_versions_are_read_by_the_build_queue_not_by_the_first_write(
+    tmp_path: Path, marker: str | None
+) -> None:
+    # Reading them (importlib.metadata: about 30 ms of CPU) stays off the thread of a first
+    # compile's writes, in a fresh folder, one of another version and one of this version.
+    if marker == "this process's":
+        rt.CodeCache(tmp_path).put_bytes("earlier", b"x")
+        assert rt.wait_for_queued_builds(timeout=60)
+    elif marker is not None:
+        (tmp_path / "VERSION").write_text(marker + "\n")
+    program = textwrap.dedent(
+        f"""
+        import json, sys, threading
+        importers = []
+
+        class Watch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "importlib.metadata":
+                    importers.append(threading.current_thread().name)
+                return None
+
+        sys.meta_path.insert(0, Watch())
+        import numpile_runtime as rt
+        cache = rt.CodeCache({str(tmp_path)!r})
+        cache.put_bytes("k", b"v")
+        assert rt.wait_for_queued_builds(timeout=120)
+        marker = (cache.root / "VERSION").read_text()
+        print(json.dumps({{"importers": importers, "marker": marker}}))
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", program], check=True, timeout=180, capture_output=True, text=True
+    )
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["importers"] == ["numpile-build-queue"]
+    assert "numpile-runtime==" in report["marker"]
+    assert rt.CodeCache(tmp_path).get_bytes("k") == b"v"
 
 
 def test_an_entry_being_loaded_is_never_evicted(tmp_path: Path) -> None:

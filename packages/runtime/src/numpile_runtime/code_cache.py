@@ -23,11 +23,11 @@ Invariants:
   write the cache can run code in every process that uses it (`docs/security.md`).
 - The cache holds at most `max_bytes` (`NUMPILE_CACHE_MAX_MB`, default 300 MB):
   a write that would pass it sweeps least recently used entries (hits touch
-  their entry). The first write of a process made by other numpile versions
-  than the last writer's removes the entries written before (they can no longer
-  hit: keys hash the versions). Sweeps skip entries another process holds the
-  lock of: one being built, or one being loaded (`reading`); see
-  `cache_eviction`.
+  their entry). After the first write of a process made by other numpile
+  versions than the last writer's, the build queue removes the entries written
+  before it, as idle work (they can no longer hit: keys hash the versions).
+  Sweeps skip entries another process holds the lock of: one being built, or
+  one being loaded (`reading`); see `cache_eviction`.
 
     >>> import tempfile
     >>> cache = CodeCache(tempfile.mkdtemp())
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import glob
 import hashlib
 import json
@@ -58,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import platformdirs
 
+from .build_queue import queue_build
 from .cache_eviction import SweepResult, sweep, usage
 from .locks import new_lock
 from .metrics import count
@@ -427,34 +429,39 @@ class CodeCache:
         return filelock.FileLock(self._root / "usage.lock", timeout=_LOCK_TIMEOUT_S)
 
     def _before_write(self) -> None:
-        # Once per process, before its first write: remove the entries of other versions.
+        # Once per process, before its first write: queue the removal of other versions'
+        # entries. NOTE: idle work on the build queue, not the write's: reading the installed
+        # versions (importlib.metadata) cost the first compile of every process about 30 ms
+        # of CPU before its module's build, and other versions' entries can never hit anyway
+        # (keys hash the versions), so removing them a little later changes no result.
         if self._checked_versions:
             return
         with self._sweep_lock:
             if self._checked_versions:
                 return
             self._checked_versions = True
-            with self._usage_lock():
-                stale_before = self._versions_changed()
-                if stale_before is not None:
-                    self._sweep(self.max_bytes, stale_before)
+        first_write = time.time()
+        task = functools.partial(self._remove_other_versions, first_write)
+        queue_build(f"cache versions of {self._root}", task, idle=True)
 
-    def _versions_changed(self) -> float | None:
-        # The time before which entries of other numpile versions were made, if they changed.
+    def _remove_other_versions(self, first_write: float) -> None:
+        # The build queue's task: entries made before this process's first write by other
+        # numpile versions than this one go; the VERSION marker is this process's after it.
         versions = _installed_versions()
         marker = self._root / "VERSION"
-        try:
-            previous: str | None = marker.read_text().strip()
-        except OSError:
-            previous = None
-        if previous == versions:
-            return None
-        with contextlib.suppress(OSError):
-            _write_atomic(marker, (versions + "\n").encode())
-        if previous is None:
-            return None
-        log.info("cache %s: written by %s before; removing its entries", self._root, previous)
-        return time.time()
+        with self._sweep_lock, self._usage_lock():
+            try:
+                previous: str | None = marker.read_text().strip()
+            except OSError:
+                previous = None
+            if previous == versions:
+                return
+            with contextlib.suppress(OSError):
+                _write_atomic(marker, (versions + "\n").encode())
+            if previous is None:
+                return
+            log.info("cache %s: written by %s before; removing its entries", self._root, previous)
+            self._sweep(self.max_bytes, first_write)
 
     def _recorded_usage(self) -> tuple[int, float] | None:
         try:
