@@ -301,8 +301,8 @@ class TritonOptions:
     string as in torch's option); `gemm_tiles`: how many of the template's tile shapes (`TILES`) are
     timed against cuBLAS (1 by default, all with None: max-autotune);
     `online_softmax`: a looped row group's max and sum of exp(v - max) share one loop
-    (`codegen/triton/rows.py`): True always; False or None (the default) never, a loop each,
-    the faster form in the long tiles looped rows launch with on an H200;
+    (`codegen/triton/rows.py`): True always; False never (a loop each); None (the default)
+    over a run-time row length only, the faster form of each on an H200;
     `direct_launch`: launch compiled kernels without Triton's `run` after their first
     launch (`numpile_runtime.TritonLauncher`; False: always through `run`, to compare);
     `trace_enabled`, `debug_dir`, `graph_diagram`: the inductor's `trace.*` options (the
