@@ -137,6 +137,8 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     retyped = retyped_after(frame, initial, metas, (extent.head, extent.exit))
     breaks = _may_break((first, body), len(metas))
     entered = (None if breaks else range_entered(iterator.bounds)) if retyped else True
+    if loop.typed_if_ran.intersection(retyped):
+        entered = None  # an inner loop that may not run decides the type (see loop_entry)
     if entered is False:
         raise EmptyRange  # guarded: this entry serves the calls whose range is empty
     why = describe_retyped(retyped, initial, metas)

@@ -123,6 +123,9 @@ class LoopWriter:
         self.buf = CodeBuffer(level=1)
         self.counter = 0
         self.bails = False
+        # A run-time flag per local whose type holds only where an inner loop assigning it
+        # ran: the loop bails after its nest unless each is set (see `while_start`).
+        self.ran_flags: dict[str, str] = {}
         self.arrays: list[CArray] = []
         self.frames: list[_Frame] = []
         self.declarations: list[str] = []
@@ -1222,6 +1225,15 @@ def while_start(writer: LoopWriter, node: Node, env: Env, *, at_entry: bool = Fa
         writer.buf.writeline(f"{going} = {test};")
     else:
         writer.buf.writeline(f"int {going} = {test};")
+    for name in params.get("typed_if_ran", ()):
+        # The local's type holds only where an inner loop assigning it ran (see the capture's
+        # loop_entry.mark_typed_if_ran): a call where none did bails, and NumPy gives
+        # eager's objects.
+        if name not in writer.ran_flags:
+            writer.ran_flags[name] = writer.fresh("ran")
+            writer.declarations.append(f"    int {writer.ran_flags[name]} = 0;")
+        writer.buf.writeline(f"{writer.ran_flags[name]} |= {going};")
+        writer.bails = True
     return WhileState(node, going, locals_, inner)
 
 
