@@ -297,17 +297,7 @@ def test_an_inner_while_on_array_data_that_never_runs_keeps_eager_types(
             _same(compiled(_inner_data(kind, integer), n), fn(_inner_data(kind, integer), n))
 
 
-# NOTE: a breaking inner `for` kept with the loop's types sets no run-time flag yet (issue
-# 23 part 1, what remains): in C the value it never assigned keeps the NumPy type.
-_BREAKING_GAP = pytest.mark.xfail(
-    strict=True,
-    reason="issue 23 part 1: a breaking inner for of no assignment leaves the NumPy type in C",
-)
-
-
-@pytest.mark.parametrize(
-    "backend", ["eager", pytest.param(None, id="c", marks=_BREAKING_GAP)], ids=["eager", "c"]
-)
+@pytest.mark.parametrize("backend", ["eager", None], ids=["eager", "c"])
 def test_a_breaking_inner_for_that_never_assigns_keeps_eager_types_and_writes_once(
     backend: str | None,
 ) -> None:

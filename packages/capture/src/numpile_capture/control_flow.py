@@ -48,7 +48,12 @@ from .source_line import SourceLine
 
 
 def _for_loop_meta(
-    *inputs: Any, body: Graph, carried: int, first: Graph | None = None, breaks: bool = False
+    *inputs: Any,
+    body: Graph,
+    carried: int,
+    first: Graph | None = None,
+    breaks: bool = False,
+    typed_if_ran: tuple[str, ...] = (),
 ) -> ScalarMeta:
     if len(body.placeholders) != 1 + len(inputs) - 3:
         raise ValueError(
@@ -67,7 +72,9 @@ def _for_loop_impl(
     carried: int,
     first: Any = None,
     breaks: bool = False,
+    typed_if_ran: tuple[str, ...] = (),
 ) -> Any:
+    # `typed_if_ran` changes nothing here: the loop gives back the objects eager leaves.
     if step == 0:
         raise ValueError("range() arg 3 must not be zero")
     if first is not None:
@@ -519,6 +526,7 @@ def add_loop(
     *,
     first: Graph | None = None,
     breaks: bool = False,
+    typed_if_ran: tuple[str, ...] = (),
 ) -> list[Node]:
     """Add a `for_loop` node and one `loop_output` per carried value; return the outputs.
 
@@ -527,6 +535,8 @@ def add_loop(
     the initial carried types (Python scalars the loop makes NumPy scalars of).
     `breaks`: the body (and `first`) return one more value after the carried ones, a
     bool that stops the loop after that iteration when true (a `break`).
+    `typed_if_ran`: the carried locals whose type after the enclosing loop holds only where
+    an iteration of this one finished (see loop_entry.mark_typed_if_ran).
     """
     inputs = (*bounds, *carried, *invariants)
     meta = _for_loop_meta(*inputs, body=body, carried=len(carried))
@@ -535,6 +545,8 @@ def add_loop(
         params["first"] = first
     if breaks:
         params["breaks"] = True
+    if typed_if_ran:
+        params["typed_if_ran"] = typed_if_ran
     node = graph.add_node(for_loop_op(mutates), inputs, params, meta)
     metas = [value.meta for value in body.placeholders[1 : 1 + len(carried)]]
     return [

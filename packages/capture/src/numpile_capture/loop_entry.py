@@ -27,13 +27,13 @@ iteration (a body that may `break` may leave in its first one):
   a guarded first test decides a `while` there too (`t = 0.0; k = 0; while k < m:`);
   a loop whose trip count only the run time knows is kept with the loop's types
   (`kept_with_loop_types`). Not keeping it made the enclosing loop run in Python,
-  500-900x slower. For an inner `while`, the enclosing loop learns the values it retypes
-  (`mark_typed_if_ran`), ends the graph after it, and each inner `while` assigning them
-  names them on its node (`typed_if_ran`): a C loop function keeps a run-time flag per
-  value and, where no inner loop assigning it ran, bails to NumPy, whose `for_loop` runs
-  its first-iteration graph while the values keep their Python types. A known gap
-  remains, logged: a breaking inner `for` sets no flag, and a value whose inner loop runs
-  under a transform or in a loop that cannot end the graph keeps the loop's type there.
+  500-900x slower. The enclosing loop learns the values it retypes (`mark_typed_if_ran`)
+  and ends the graph after it; each inner `while` or `for` assigning them names them on
+  its node (`typed_if_ran`): a C loop function keeps a run-time flag per value (a `while`
+  that ran, a `for` iteration that did not break) and, where none is set, bails to NumPy,
+  whose `for_loop` / `while_loop` runs its first-iteration graph while the values keep
+  their Python types. A known gap remains, logged: an enclosing loop that cannot end the
+  graph (itself in a kept body, under a transform) keeps the loop's type after it.
 
     >>> text_of_range(("0", "L['n']", 1))
     ("L['n'] > 0", "L['n'] <= 0")
