@@ -48,7 +48,12 @@ from .source_line import SourceLine
 
 
 def _for_loop_meta(
-    *inputs: Any, body: Graph, carried: int, first: Graph | None = None, breaks: bool = False
+    *inputs: Any,
+    body: Graph,
+    carried: int,
+    first: Graph | None = None,
+    breaks: bool = False,
+    typed_if_ran: tuple[str, ...] = (),
 ) -> ScalarMeta:
     if len(body.placeholders) != 1 + len(inputs) - 3:
         raise ValueError(
@@ -67,17 +72,24 @@ def _for_loop_impl(
     carried: int,
     first: Any = None,
     breaks: bool = False,
+    typed_if_ran: tuple[str, ...] = (),
 ) -> Any:
+    # `typed_if_ran` changes nothing here: the loop gives back the objects eager leaves.
     if step == 0:
         raise ValueError("range() arg 3 must not be zero")
-    indices = range(start, stop, step)
-    if first is not None and indices:
-        # The first iteration on the initial types (Python scalars), then the body.
-        state = body_runner(first)((indices[0], *values))
-        if breaks and state[carried]:
-            return tuple(state[:carried])
-        values = (*state[:carried], *values[carried:])
-        start += step
+    if first is not None:
+        # The first iteration on the initial types (Python scalars), again while the carried
+        # values keep them (an inner loop that did not run), then the body.
+        kept = _types(values[:carried])
+        run_first = body_runner(first)
+        for index in range(start, stop, step):
+            state = run_first((index, *values))
+            if breaks and state[carried]:
+                return tuple(state[:carried])
+            values = (*state[:carried], *values[carried:])
+            start += step
+            if _types(values[:carried]) != kept:
+                break
     custom = _LOOP_RUNNERS.get(body)
     if custom is not None:
         return custom(range(start, stop, step), values, carried)
@@ -94,6 +106,10 @@ def _for_loop_impl(
     for index in range(start, stop, step):
         state = run((index, *state, *invariants))
     return state
+
+
+def _types(values: tuple[Any, ...]) -> list[type]:
+    return [type(value) for value in values]
 
 
 LoopRunner = Callable[[range, tuple[Any, ...], int], tuple[Any, ...]]
@@ -360,6 +376,7 @@ def _while_loop_meta(
     enter_if: bool,
     again_if: bool,
     first: Graph | None = None,
+    typed_if_ran: tuple[str, ...] = (),
 ) -> ScalarMeta:
     if len(body.placeholders) != len(inputs):
         raise ValueError(
@@ -377,15 +394,23 @@ def _while_loop_impl(
     enter_if: bool,
     again_if: bool,
     first: Graph | None = None,
+    typed_if_ran: tuple[str, ...] = (),
 ) -> Any:
+    # `typed_if_ran` changes nothing here: the loop gives back its initial objects.
     state = tuple(values[:carried])
     invariants = values[carried:]
     going = bool(pred) == enter_if
-    if going and first is not None:
-        # The first pass on the initial types (Python scalars), then the body.
-        *new, again = body_runner(first)((*state, *invariants))
-        state = tuple(new)
-        going = bool(again) == again_if
+    if first is not None:
+        # The first pass on the initial types (Python scalars), again while the carried
+        # values keep them (an inner loop that did not run), then the body.
+        kept = _types(state)
+        run_first = body_runner(first)
+        while going:
+            *new, again = run_first((*state, *invariants))
+            state = tuple(new)
+            going = bool(again) == again_if
+            if _types(state) != kept:
+                break
     run = body_runner(body)
     while going:
         *new, again = run((*state, *invariants))
@@ -417,6 +442,8 @@ def add_while_loop(
     tests: tuple[bool, bool],
     mutates: tuple[int, ...],
     first: Graph | None = None,
+    *,
+    typed_if_ran: tuple[str, ...] = (),
 ) -> list[Node]:
     """Add a `while_loop` node and one `loop_output` per carried value; return the outputs.
 
@@ -432,6 +459,8 @@ def add_while_loop(
     }
     if first is not None:
         params["first"] = first
+    if typed_if_ran:
+        params["typed_if_ran"] = typed_if_ran
     inputs = (pred, *carried, *invariants)
     meta = _while_loop_meta(*inputs, **params)  # type: ignore[arg-type]
     op = _WRITING_WHILE_LOOPS.get(mutates)
@@ -497,6 +526,7 @@ def add_loop(
     *,
     first: Graph | None = None,
     breaks: bool = False,
+    typed_if_ran: tuple[str, ...] = (),
 ) -> list[Node]:
     """Add a `for_loop` node and one `loop_output` per carried value; return the outputs.
 
@@ -505,6 +535,8 @@ def add_loop(
     the initial carried types (Python scalars the loop makes NumPy scalars of).
     `breaks`: the body (and `first`) return one more value after the carried ones, a
     bool that stops the loop after that iteration when true (a `break`).
+    `typed_if_ran`: the carried locals whose type after the enclosing loop holds only where
+    an iteration of this one finished (see loop_entry.mark_typed_if_ran).
     """
     inputs = (*bounds, *carried, *invariants)
     meta = _for_loop_meta(*inputs, body=body, carried=len(carried))
@@ -513,6 +545,8 @@ def add_loop(
         params["first"] = first
     if breaks:
         params["breaks"] = True
+    if typed_if_ran:
+        params["typed_if_ran"] = typed_if_ran
     node = graph.add_node(for_loop_op(mutates), inputs, params, meta)
     metas = [value.meta for value in body.placeholders[1 : 1 + len(carried)]]
     return [

@@ -53,9 +53,11 @@ from .loop_entry import (
     describe_retyped,
     end_graph_after,
     kept_with_loop_types,
+    mark_typed_if_ran,
     range_entered,
     retyped_after,
     runs_node,
+    typed_if_ran_of,
 )
 from .loop_exit import BROKE, LoopExit, ReturnSlot, exit_block, tracing_body
 from .loop_exit import LoopFallback as LoopFallback
@@ -137,6 +139,8 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     retyped = retyped_after(frame, initial, metas, (extent.head, extent.exit))
     breaks = _may_break((first, body), len(metas))
     entered = (None if breaks else range_entered(iterator.bounds)) if retyped else True
+    if loop.typed_if_ran.intersection(retyped):
+        entered = None  # an inner loop that may not run decides the type (see loop_entry)
     if entered is False:
         raise EmptyRange  # guarded: this entry serves the calls whose range is empty
     why = describe_retyped(retyped, initial, metas)
@@ -146,6 +150,7 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     carries_return = returns is not None and returns.carried
     if entered is None and (not (ends_graph or splits) or carries_return):
         kept_with_loop_types(frame.instructions[extent.head].lineno, why)
+        mark_typed_if_ran(frame, retyped)
         ends_graph = splits = False
     if extent.else_end is not None and first is not None:
         # After 0 iterations (or a break in the first) a carried value keeps its Python
@@ -317,7 +322,15 @@ def _emit_loop(
     # NOTE: placeholder k is input 2 + k (after the bounds).
     written = written_by((body, first), 2)
     outputs = add_loop(
-        tracer.graph, bounds, initial, invariants, body, written, first=first, breaks=breaks
+        tracer.graph,
+        bounds,
+        initial,
+        invariants,
+        body,
+        written,
+        first=first,
+        breaks=breaks,
+        typed_if_ran=typed_if_ran_of(frame, tuple(metas)),
     )
     bind_outputs(frame, frame.instructions[extent.head], outputs, tuple(metas))
     state.pop()  # the iterator

@@ -26,9 +26,14 @@ iteration (a body that may `break` may leave in its first one):
   a range loop's rest of the iteration is a `cond` on whether it ran (`branch_on_entry`);
   a guarded first test decides a `while` there too (`t = 0.0; k = 0; while k < m:`);
   a loop whose trip count only the run time knows is kept with the loop's types
-  (`kept_with_loop_types`): a known gap, logged, where an inner `while` or breaking loop
-  that never assigns the value leaves eager with the Python type (the same value, another
-  type). Not keeping it made the enclosing loop run in Python, 500-900x slower.
+  (`kept_with_loop_types`). Not keeping it made the enclosing loop run in Python,
+  500-900x slower. The enclosing loop learns the values it retypes (`mark_typed_if_ran`)
+  and ends the graph after it; each inner `while` or `for` assigning them names them on
+  its node (`typed_if_ran`): a C loop function keeps a run-time flag per value (a `while`
+  that ran, a `for` iteration that did not break) and, where none is set, bails to NumPy,
+  whose `for_loop` / `while_loop` runs its first-iteration graph while the values keep
+  their Python types. A known gap remains, logged: an enclosing loop that cannot end the
+  graph (itself in a kept body, under a transform) keeps the loop's type after it.
 
     >>> text_of_range(("0", "L['n']", 1))
     ("L['n'] > 0", "L['n'] <= 0")
@@ -285,6 +290,27 @@ def kept_with_loop_types(line: int | None, why: str) -> None:
         line,
         why,
     )
+
+
+def mark_typed_if_ran(frame: Frame, retyped: Sequence[str]) -> None:
+    """Record on the enclosing kept loop that the `retyped` locals an inner loop kept with
+    its types (`kept_with_loop_types`) have that type only where some inner loop assigning
+    them ran: the enclosing loop ends the graph after it, and its backend checks at run
+    time that one did (a C loop function bails to NumPy otherwise). Nothing where no kept
+    loop encloses this one (under a transform): the gap stays."""
+    loop = innermost(frame)
+    if loop is not None:
+        loop.typed_if_ran.update(retyped)
+
+
+def typed_if_ran_of(frame: Frame, carried: Sequence[str]) -> tuple[str, ...]:
+    """The `carried` locals of an inner loop whose type after the enclosing loop holds only
+    where some inner loop assigning them ran (`mark_typed_if_ran`): the `while_loop`
+    node's `typed_if_ran`, which a backend sets a run-time flag for."""
+    loop = innermost(frame)
+    if loop is None:
+        return ()
+    return tuple(name for name in carried if name in loop.typed_if_ran)
 
 
 def end_graph_after(frame: Frame, exit_at: int, line: int | None, why: str) -> None:

@@ -114,6 +114,9 @@ class LoopExit:
     unbound: dict[str, Variable | None] = attrs.field(factory=dict)
     # The stack as an iteration starts (and ends).
     base: list[Variable] = attrs.field(factory=list)
+    # Carried locals an inner loop of the body kept with its own types (see loop_entry):
+    # right only where that inner loop ran.
+    typed_if_ran: set[str] = attrs.field(factory=set)
 
     def is_break(self, frame: Frame) -> bool:
         """Whether the instruction at the frame's pc starts a `break` (`LoopFallback` when it

@@ -39,7 +39,9 @@ from .loop_entry import (
     end_graph_after,
     first_test_enters,
     kept_with_loop_types,
+    mark_typed_if_ran,
     retyped_after,
+    typed_if_ran_of,
 )
 from .loop_exit import (
     LEFT,
@@ -221,7 +223,9 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         entered = not retyped or _entered(frame, shape, pred)
         if not entered and (not can_end_graph(frame) or (returns is not None and returns.carried)):
             kept_with_loop_types(inst.lineno, why)
+            mark_typed_if_ran(frame, retyped)
             entered = True
+        typed_if_ran = typed_if_ran_of(frame, tuple(metas))
         if clause_end is not None and first is not None:
             raise LoopFallback("its else clause reads values whose type depends on the trip count")
         if clause_end is not None and returns is not None and returns.carried:
@@ -237,7 +241,15 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     tracer = frame.tracer
     written = written_by((body, first_body), 1)
     outputs = add_while_loop(
-        tracer.graph, graph_value(pred), initial, invariants, body, tests, written, first_body
+        tracer.graph,
+        graph_value(pred),
+        initial,
+        invariants,
+        body,
+        tests,
+        written,
+        first_body,
+        typed_if_ran=typed_if_ran,
     )
     bind_outputs(frame, inst, outputs, tuple(metas))
     frame.pc = shape.exit

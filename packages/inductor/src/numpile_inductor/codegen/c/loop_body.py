@@ -123,6 +123,11 @@ class LoopWriter:
         self.buf = CodeBuffer(level=1)
         self.counter = 0
         self.bails = False
+        # A run-time flag per local whose type holds only where an inner loop assigning it
+        # ran: the loop bails after its nest unless each is set (see `ran_flag`).
+        self.ran_flags: dict[str, str] = {}
+        # The `typed_if_ran` locals of the `for` loop whose iterations are being written.
+        self.ran_names: tuple[str, ...] = ()
         self.arrays: list[CArray] = []
         self.frames: list[_Frame] = []
         self.declarations: list[str] = []
@@ -151,6 +156,16 @@ class LoopWriter:
         # The lookup tables of folded loops (loop_xor_maps), by C type and entries: their
         # C names, declared once in the prelude (both copies of a nest read the same one).
         self.tables: dict[tuple[str, tuple[int, ...]], str] = {}
+
+    def ran_flag(self, name: str) -> str:
+        """The C flag set where an inner loop assigning local `name` ran, its type after
+        the loop right only then (the capture's loop_entry.mark_typed_if_ran): the loop
+        bails after its nest unless every flag is set, and NumPy gives eager's objects."""
+        if name not in self.ran_flags:
+            self.ran_flags[name] = self.fresh("ran")
+            self.declarations.append(f"    int {self.ran_flags[name]} = 0;")
+            self.bails = True
+        return self.ran_flags[name]
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -745,6 +760,7 @@ def emit_loop(
     params = dict(node.params)
     if not writer.frames and params.get("breaks") and params.get("first") is not None:
         writer.first_break = f"{index} == {a}"
+    writer.ran_names = tuple(params.get("typed_if_ran", ()))
     inner[placeholders[0]] = CValue(index, np.dtype("int64"), int, bits + 1, affine=(frame, 0))
     writer.frames.append(frame)
     try:
@@ -1023,11 +1039,13 @@ def _emit_body(
     # forwarded bit tests' values for the next iteration, from their sources).
     placeholders = body.placeholders
     first_break, writer.first_break = writer.first_break, None  # this body's, not inner ones'
+    ran_names, writer.ran_names = writer.ran_names, ()
     env = dict(inner)
     for fm, cone_locals in forwarded:
         env.update(zip(fm.cone, cone_locals, strict=True))
     outputs: list[CValue | None] = writer.body(body, env)
     writer.first_break = first_break
+    writer.ran_names = ran_names
     for fm, cone_locals in forwarded:
         source = env[fm.source]
         assert isinstance(source, CValue)
@@ -1054,6 +1072,10 @@ def _emit_body(
             # ones; that one iteration runs again with NumPy (its writes undone first).
             writer.buf.writeline(f"if ({stop_flag} && {first_break}) {{ goto bail; }}")
             writer.bails = True
+    for name in ran_names:
+        # An iteration that did not break assigned the local (see `LoopWriter.ran_flag`).
+        done = "1" if stop_flag is None else f"!{stop_flag}"
+        writer.buf.writeline(f"{writer.ran_flag(name)} |= {done};")
     if len(outputs) != len(locals_):
         raise NotScalarLoop("the body's outputs are not its carried values")
     outs = body.output if isinstance(body.output, tuple) else (body.output,)
@@ -1222,6 +1244,8 @@ def while_start(writer: LoopWriter, node: Node, env: Env, *, at_entry: bool = Fa
         writer.buf.writeline(f"{going} = {test};")
     else:
         writer.buf.writeline(f"int {going} = {test};")
+    for name in params.get("typed_if_ran", ()):
+        writer.buf.writeline(f"{writer.ran_flag(name)} |= {going};")
     return WhileState(node, going, locals_, inner)
 
 

@@ -407,6 +407,8 @@ def _function_lines(
     lines.append("    NP_FP_CLEAR();")
     lines += writer.declarations
     lines += nest
+    if writer.ran_flags:
+        lines.append(f"    if (!({' && '.join(writer.ran_flags.values())})) {{ goto bail; }}")
     lines.append("    *np_fp |= NP_FP_TEST();")
     lines.append(f"    result = PyTuple_New({carried});")
     lines.append("    if (result == NULL) { goto fail; }")
