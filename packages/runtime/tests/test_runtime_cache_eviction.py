@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import numpile_runtime as rt
+from numpile_runtime import cache_eviction
 from numpile_runtime.cache_eviction import entries
 
 KB = 1024
@@ -160,6 +161,26 @@ WRITER = textwrap.dedent(
     print("ok")
     """
 )
+
+
+def test_a_file_removed_between_listing_and_stat_is_not_an_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = rt.CodeCache(tmp_path)
+    cache.put_bytes("kept", bytes(KB))
+    cache.put_bytes("gone", bytes(KB))
+    real_files = cache_eviction._files
+
+    def files_then_remove(folder: Path) -> list[os.DirEntry[str]]:
+        listing = real_files(folder)
+        for item in listing:
+            if item.name.startswith("gone"):  # another process's sweep, between listing and stat
+                os.unlink(item.path)
+        return listing
+
+    monkeypatch.setattr(cache_eviction, "_files", files_then_remove)
+    found = entries(tmp_path)
+    assert [entry.files[0].name for entry in found] == ["kept.bin"]
 
 
 def test_concurrent_writers_stay_near_the_cap(tmp_path: Path) -> None:

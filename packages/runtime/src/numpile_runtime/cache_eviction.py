@@ -101,8 +101,11 @@ def entries(root: Path) -> list[Entry]:
             groups: dict[str, list[tuple[Path, os.stat_result]]] = {}
             for item in _files(leaf):
                 key = item.name.lstrip(".").split(".", 1)[0]
-                with contextlib.suppress(FileNotFoundError):
-                    groups.setdefault(key, []).append((Path(item.path), item.stat()))
+                try:
+                    stat = item.stat()
+                except FileNotFoundError:  # removed by another process since the listing
+                    continue
+                groups.setdefault(key, []).append((Path(item.path), stat))
             for files in groups.values():
                 writing = any(
                     path.name.startswith(".") and now - stat.st_mtime < _ABANDONED_TEMP_S
