@@ -8,6 +8,7 @@ import numpile
 
 EXPECTED_ALL = [
     "CompileProfiler",
+    "DetachedFloatError",
     "NoCompilerWarning",
     "NumpilePerformanceWarning",
     "Unsupported",

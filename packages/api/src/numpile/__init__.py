@@ -51,6 +51,7 @@ from numpile_runtime import release_modules as _release_modules
 from numpile_runtime import set_logs as set_logs
 
 if TYPE_CHECKING:
+    from numpile_autograd_aot import DetachedFloatError as DetachedFloatError
     from numpile_autograd_aot import checkpoint as checkpoint
     from numpile_autograd_aot import custom_jvp as custom_jvp
     from numpile_autograd_aot import custom_vjp as custom_vjp
@@ -85,6 +86,7 @@ else:
 # process that only compiles functions (a warm start) does not import numpile_autograd_aot.
 _AUTOGRAD_NAMES = frozenset(
     {
+        "DetachedFloatError",
         "checkpoint",
         "custom_jvp",
         "custom_vjp",
@@ -141,6 +143,7 @@ compile.reset = reset  # type: ignore[attr-defined]
 
 __all__ = [
     "CompileProfiler",
+    "DetachedFloatError",
     "NoCompilerWarning",
     "NumpilePerformanceWarning",
     "compile_times",
