@@ -93,6 +93,12 @@ def generate_triton(graph: Graph, options: TritonOptions | None = None) -> tuple
     # Triton kernels do not load or store at indices read from data: gathers stay externs.
     sched = lower_and_schedule(graph, scratch_rows=False, data_indices=False)
     program = sched.program
+    if options.scalars_in_memory:
+        # A number an extern call or the outputs read too is a key by value of any graph
+        # (`scalar_positions`): its kernels take it by value, with no slot to write.
+        elsewhere = _read_outside_kernels(program, sched.steps)
+        by_value = [n for n in program.inputs if n in elsewhere or n in options.scalars_by_value]
+        options = attrs.evolve(options, scalars_by_value=tuple(by_value))
     steps: list[Step] = []
     pending = list(sched.steps)
     while pending:
@@ -158,7 +164,7 @@ def _matmul_step(
             program.buffers,
             keep_product=keep,
             tile=tile,
-            scalars_in_memory=options.scalars_in_memory,
+            options=options,
         )
         for tile in range(tiles)
     )
@@ -189,6 +195,7 @@ class TritonCompiled:
     module: TritonModule | None
     fn: Callable[..., Any] = attrs.field(repr=False)
     fallback_reason: str = ""
+    program: Any = attrs.field(default=None, repr=False)  # the scheduled program (module's)
 
     @property
     def kernel_count(self) -> int:
@@ -223,18 +230,16 @@ def compile_triton(
         interpret = status.mode == "interpret"
         options = TritonOptions.from_mode(mode, option_overrides, interpret=interpret)
     if has_loops(graph):
-        bodies = attrs.evolve(options, scalars_in_memory=False)
         # Loop bodies of array work compiled once each (the index is a kernel argument) and
         # run by a host loop of launches, replayed as one CUDA graph where the call allows;
         # loops of scalar work as one device-side program.
+        bodies = _LoopBodies(options)
         graph = compile_loop_bodies(
             graph,
-            # (by value: a body's scalars, the index first, change every iteration of a
-            # host loop that a loop graph records whole)
-            lambda body: compile_triton(body, options=bodies, functionalize=False).fn,
+            bodies.compile,
             compile_loop=lambda node, body, where: loop_program(node, body, status.mode, where),
             replay_host_loop=lambda node, body, host, where: loop_graphs(
-                node, body, host, where, options
+                node, body, host, where, options, bodies.slots(body)
             ),
             typed_results=False,
         )
@@ -271,7 +276,42 @@ def compile_triton(
         # input where the plain call would.
         by_value, in_memory = scalar_positions(program, module, options)
         fn = rt.CudaGraphRunner(fn, by_value=by_value, in_memory=in_memory)
-    return TritonCompiled(module, fn)
+    return TritonCompiled(module, fn, program=program)
+
+
+@attrs.define
+class _LoopBodies:
+    # The bodies of one graph's loops, compiled for a host loop of launches that a loop
+    # graph may record whole: where graphs may be recorded, the kernels read the body's
+    # numbers from memory except the index, which every iteration bakes in, and those its
+    # host code reads too (`generate_triton`); `slots` tells the loop which ones.
+    options: TritonOptions
+    _compiled: dict[int, tuple[Graph, TritonCompiled]] = attrs.field(factory=dict)
+
+    def compile(self, body: Graph) -> Callable[..., Any]:
+        index = body.placeholders[0].name
+        options = attrs.evolve(
+            self.options,
+            scalars_in_memory=self.options.loop_graphs > 0,
+            scalars_by_value=(index,),
+        )
+        compiled = compile_triton(body, options=options, functionalize=False)
+        self._compiled[id(body)] = (body, compiled)
+        return compiled.fn
+
+    def slots(self, body: Graph) -> dict[int, np.dtype[Any]]:
+        # The loop's argument positions (the body's less the index) whose numbers the
+        # kernels read from memory, with the dtype they read.
+        _, compiled = self._compiled[id(body)]
+        if compiled.module is None:
+            return {}
+        read = {name for kernel in compiled.module.kernels for name in kernel.in_memory}
+        program = compiled.program
+        return {
+            position - 1: program.buffers[name].dtype
+            for position, name in enumerate(program.inputs)
+            if name in read
+        }
 
 
 def scalar_positions(
@@ -283,17 +323,14 @@ def scalar_positions(
     With `options.scalars_in_memory`, a Python number (a scalar input) or a NumPy scalar (a
     0-d input) that only kernels read goes through memory: one graph replays every value.
     A number an extern call or the outputs read too stays a key by value (the extern takes
-    the number itself), as does every number without `scalars_in_memory`.
+    the number itself), as do those in `options.scalars_by_value` and every number without
+    `scalars_in_memory`.
 
     >>> scalar_positions(program, module, TritonOptions(scalars_in_memory=True))
     ... # doctest: +SKIP
     (frozenset(), {1: dtype('float64')})
     """
-    elsewhere = set(program.outputs.values())
-    for step in module.steps:
-        for part in step.extern if isinstance(step, MatmulChoice) else (step,):
-            if isinstance(part, ExternCall):
-                elsewhere.update(ref.name for ref in part.args if isinstance(ref, BufferRef))
+    elsewhere = _read_outside_kernels(program, module.steps)
     by_value: set[int] = set()
     in_memory: dict[int, np.dtype[Any]] = {}
     for position, name in enumerate(program.inputs):
@@ -304,12 +341,23 @@ def scalar_positions(
             options.scalars_in_memory
             and (number or numpy_scalar)
             and name not in elsewhere
+            and name not in options.scalars_by_value
             and rt.slot_dtype(buf.dtype)
         ):
             in_memory[position] = buf.dtype
         elif number:
             by_value.add(position)
     return frozenset(by_value), in_memory
+
+
+def _read_outside_kernels(program: Any, steps: Sequence[Any]) -> set[str]:
+    # The buffers the outputs or an extern call read (matmul choices: their extern part).
+    read = set(program.outputs.values())
+    for step in steps:
+        for part in step.extern if isinstance(step, MatmulChoice) else (step,):
+            if isinstance(part, ExternCall):
+                read.update(ref.name for ref in part.args if isinstance(ref, BufferRef))
+    return read
 
 
 def _write_debug(
