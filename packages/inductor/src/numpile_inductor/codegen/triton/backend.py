@@ -283,17 +283,20 @@ def compile_triton(
 class _LoopBodies:
     # The bodies of one graph's loops, compiled for a host loop of launches that a loop
     # graph may record whole: where graphs may be recorded, the kernels read the body's
-    # numbers from memory except the index, which every iteration bakes in, and those its
-    # host code reads too (`generate_triton`); `slots` tells the loop which ones.
+    # loop-invariant numbers from memory, except those its host code reads too
+    # (`generate_triton`); `slots` tells the loop which ones. By value: the index, which
+    # every iteration bakes in, and the carried values (the body returns one per carried
+    # input, then its stop flag where it breaks), each iteration's own.
     options: TritonOptions
     _compiled: dict[int, tuple[Graph, TritonCompiled]] = attrs.field(factory=dict)
 
     def compile(self, body: Graph) -> Callable[..., Any]:
-        index = body.placeholders[0].name
+        returned = len(body.output) if isinstance(body.output, tuple | list) else 1
+        by_value = tuple(node.name for node in body.placeholders[: 1 + returned])
         options = attrs.evolve(
             self.options,
             scalars_in_memory=self.options.loop_graphs > 0,
-            scalars_by_value=(index,),
+            scalars_by_value=by_value,
         )
         compiled = compile_triton(body, options=options, functionalize=False)
         self._compiled[id(body)] = (body, compiled)

@@ -30,9 +30,9 @@ value, in the dtype the body was compiled for (NEP 50 is settled at compile time
 float32 array times a Python float reads a float64 slot and rounds as NumPy does); a value
 of another type is another key. A host loop of a call with a key gets the same views over
 a buffer written once per call (written by kernels when an outer capture records it), so
-that its iterations copy nothing. Carried scalars stay keys by value: a body that updates
-one computes it on the host (an extern call), and a carried value must keep the type the
-body was compiled for. The trip count stays in the key: a graph of a variable trip count
+that its iterations copy nothing. Carried scalars stay keys by value, taken by value by
+the body: each iteration has its own (`t = t + dt` on Python floats is an extern call on
+the host), and a carried value must keep the type the body was compiled for. The trip count stays in the key: a graph of a variable trip count
 would need CUDA's conditional nodes (a device-side while node, CUDA 12.4+), the index read
 from device memory, and every host-side use of the index (bounds checks, views) on the
 device.
@@ -297,7 +297,7 @@ def _key(
     parts: list[Hashable] = [indices.start, indices.stop, indices.step, carried]
     for position, value in enumerate(values):
         if position in numbers:
-            parts.append(type(value))
+            parts.append((type(value), "slot"))
         elif rt.is_device_array(value):
             parts.append(
                 (
