@@ -55,7 +55,7 @@ def jacobi_1d(A: Any, B: Any, steps: int) -> Any:
 
 
 def heat_1d(u: Any, v: Any, dt: float, steps: int) -> Any:
-    """Explicit heat equation on float32 buffers, ``steps`` time steps of size ``dt``."""
+    """The explicit heat equation, ``steps`` time steps of size ``dt``."""
     for _ in range(steps):
         v[1:-1] = u[1:-1] + dt * (u[:-2] - 2.0 * u[1:-1] + u[2:])
         u[1:-1] = v[1:-1]
@@ -113,7 +113,7 @@ def gather_of_numpy_scalars(x: Any) -> Any:
 
 def _heat(size: int) -> Callable[[], tuple[Any, ...]]:
     def make() -> tuple[Any, ...]:
-        u = np.random.default_rng(28).random(size).astype(np.float32)
+        u = np.random.default_rng(28).random(size)
         return u, u.copy(), 0.1, 1000
 
     return make

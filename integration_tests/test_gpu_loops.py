@@ -228,8 +228,9 @@ def test_a_carried_scalar_the_host_updates_keys_its_graphs_by_value() -> None:
     u0 = np.random.default_rng(11).random(512)
     U = cupy.asarray(u0)
     rt.reset_counters()
-    calls = [(0.5, 0.0, 0.25), (0.1, 0.0, 0.25), (-2.0, 0.0, 0.25), (0.5, 1.0, 0.25)]
-    for alpha, t0, dt in [*calls, (0.7, 1.0, 0.25), (0.7, 1.0, 0.5)]:
+    calls = [(0.5, 0.0, 0.25), (0.1, 0.0, 0.25), (-2.0, 0.0, 0.25)]  # (alpha, t0, dt)
+    calls += [(0.5, 1.0, 0.25), (0.7, 1.0, 0.25), (0.7, 1.0, 0.5)]
+    for alpha, t0, dt in calls:
         want_u = u0.copy()
         want_t = forced(want_u, alpha, t0, dt, 20)
         U[...] = cupy.asarray(u0)

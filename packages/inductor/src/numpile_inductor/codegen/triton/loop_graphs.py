@@ -32,10 +32,10 @@ of another type is another key. A host loop of a call with a key gets the same v
 a buffer written once per call (written by kernels when an outer capture records it), so
 that its iterations copy nothing. Carried scalars stay keys by value, taken by value by
 the body: each iteration has its own (`t = t + dt` on Python floats is an extern call on
-the host), and a carried value must keep the type the body was compiled for. The trip count stays in the key: a graph of a variable trip count
-would need CUDA's conditional nodes (a device-side while node, CUDA 12.4+), the index read
-from device memory, and every host-side use of the index (bounds checks, views) on the
-device.
+the host), and a carried value must keep the type the body was compiled for. The trip
+count stays in the key: a graph of a variable trip count would need CUDA's conditional
+nodes (a device-side while node, CUDA 12.4+), the index read from device memory, and
+every host-side use of the index (bounds checks, views) on the device.
 
 The host loop stays the fallback, with the reason on the `numpile.perf_hints` log once per
 loop and reason: an argument is a host array (NumPy inputs, the interpreter), the capture
