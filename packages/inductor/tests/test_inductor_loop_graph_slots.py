@@ -123,13 +123,17 @@ def _counts() -> tuple[int, int]:
     return counters["triton_loop_graph_records"], counters["triton_loop_graph_replays"]
 
 
-def test_five_time_steps_record_one_graph_that_replays_each_with_numpys_rounding() -> None:
+@pytest.mark.parametrize("kind", [float, np.float32])
+def test_five_time_steps_record_one_graph_that_replays_each_with_numpys_rounding(
+    kind: type,
+) -> None:
     # float32 arrays times a Python float: NEP 50 keeps float32, and the float64 slot
-    # rounds as NumPy does (equal to the last bit).
+    # rounds as NumPy does (equal to the last bit). A NumPy float32 time step is a 0-d
+    # input the kernels read through a pointer: a float32 slot.
     u0 = np.random.default_rng(3).random(48).astype(np.float32)
-    compiled = _compiled(heat, u0.copy(), u0.copy(), 0.1, 3)
+    compiled = _compiled(heat, u0.copy(), u0.copy(), kind(0.1), 3)
     u, v = _device(u0), _device(u0)
-    for dt in (0.1, 0.2, 1 / 3, 0.05, -0.3):
+    for dt in map(kind, (0.1, 0.2, 1 / 3, 0.05, -0.3)):
         want_u, want_v = u0.copy(), u0.copy()
         heat(want_u, want_v, dt, 3)
         u[...], v[...] = u0, u0

@@ -285,9 +285,10 @@ class TritonOptions:
     device memory, one load per program, instead of taking them by value: a CUDA graph then
     replays whatever the numbers are (on with `cudagraphs`, and for the bodies of loops
     `loop_graphs` records; by value, off, costs no upload per plain call);
-    `scalars_by_value`: names of scalar inputs kernels take by value all the same (the
-    backend sets it: a loop body's index, which every iteration of a recorded loop bakes
-    in, and numbers an extern call or the outputs read too);
+    `scalars_by_value`: graph inputs (placeholder names) whose numbers kernels take by
+    value all the same: the backend sets it for a loop body's index and carried values,
+    which every iteration of a recorded loop bakes in (numbers an extern call or the
+    outputs read too are taken by value without being named);
     `loop_graphs`: how many CUDA graphs a kept loop of kernels records (one per trip count,
     buffers, and the values of the scalars not in device slots) to replay the whole loop in
     one launch

@@ -95,10 +95,11 @@ def generate_triton(graph: Graph, options: TritonOptions | None = None) -> tuple
     program = sched.program
     if options.scalars_in_memory:
         # A number an extern call or the outputs read too is a key by value of any graph
-        # (`scalar_positions`): its kernels take it by value, with no slot to write.
-        elsewhere = _read_outside_kernels(program, sched.steps)
-        by_value = [n for n in program.inputs if n in elsewhere or n in options.scalars_by_value]
-        options = attrs.evolve(options, scalars_by_value=tuple(by_value))
+        # (`scalar_positions`): its kernels take it by value, with no slot to write. The
+        # kernel generators get buffer names (an input's may differ from its placeholder's).
+        by_value = _read_outside_kernels(program, sched.steps) | _named_by_value(program, options)
+        names = tuple(name for name in program.inputs if name in by_value)
+        options = attrs.evolve(options, scalars_by_value=names)
     steps: list[Step] = []
     pending = list(sched.steps)
     while pending:
@@ -288,7 +289,7 @@ class _LoopBodies:
     # every iteration bakes in, and the carried values (the body returns one per carried
     # input, then its stop flag where it breaks), each iteration's own.
     options: TritonOptions
-    _compiled: dict[int, tuple[Graph, TritonCompiled]] = attrs.field(factory=dict)
+    _compiled: dict[int, tuple[Graph, TritonCompiled, TritonOptions]] = attrs.field(factory=dict)
 
     def compile(self, body: Graph) -> Callable[..., Any]:
         returned = len(body.output) if isinstance(body.output, tuple | list) else 1
@@ -299,22 +300,18 @@ class _LoopBodies:
             scalars_by_value=by_value,
         )
         compiled = compile_triton(body, options=options, functionalize=False)
-        self._compiled[id(body)] = (body, compiled)
+        self._compiled[id(body)] = (body, compiled, options)
         return compiled.fn
 
     def slots(self, body: Graph) -> dict[int, np.dtype[Any]]:
-        # The loop's argument positions (the body's less the index) whose numbers the
-        # kernels read from memory, with the dtype they read.
-        _, compiled = self._compiled[id(body)]
-        if compiled.module is None:
+        # The loop's argument positions (the body's less the index) whose numbers only the
+        # kernels read, through a pointer: Python numbers the kernels load from memory and
+        # NumPy scalars they read as 0-d arrays; with the dtype they read.
+        _, compiled, options = self._compiled[id(body)]
+        if compiled.module is None or not options.scalars_in_memory:
             return {}
-        read = {name for kernel in compiled.module.kernels for name in kernel.in_memory}
-        program = compiled.program
-        return {
-            position - 1: program.buffers[name].dtype
-            for position, name in enumerate(program.inputs)
-            if name in read
-        }
+        _, in_memory = scalar_positions(compiled.program, compiled.module, options)
+        return {position - 1: dtype for position, dtype in in_memory.items()}
 
 
 def scalar_positions(
@@ -333,7 +330,7 @@ def scalar_positions(
     ... # doctest: +SKIP
     (frozenset(), {1: dtype('float64')})
     """
-    elsewhere = _read_outside_kernels(program, module.steps)
+    elsewhere = _read_outside_kernels(program, module.steps) | _named_by_value(program, options)
     by_value: set[int] = set()
     in_memory: dict[int, np.dtype[Any]] = {}
     for position, name in enumerate(program.inputs):
@@ -344,7 +341,6 @@ def scalar_positions(
             options.scalars_in_memory
             and (number or numpy_scalar)
             and name not in elsewhere
-            and name not in options.scalars_by_value
             and rt.slot_dtype(buf.dtype)
         ):
             in_memory[position] = buf.dtype
@@ -361,6 +357,16 @@ def _read_outside_kernels(program: Any, steps: Sequence[Any]) -> set[str]:
             if isinstance(part, ExternCall):
                 read.update(ref.name for ref in part.args if isinstance(ref, BufferRef))
     return read
+
+
+def _named_by_value(program: Any, options: TritonOptions) -> set[str]:
+    # The buffers of the inputs `options.scalars_by_value` names (placeholder names).
+    placeholders = program.graph.placeholders
+    return {
+        name
+        for node, name in zip(placeholders, program.inputs, strict=True)
+        if node.name in options.scalars_by_value
+    }
 
 
 def _write_debug(

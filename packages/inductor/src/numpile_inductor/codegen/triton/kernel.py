@@ -573,7 +573,8 @@ def buffer_params(
 
 def memory_scalars(scalars: Sequence[str], options: TritonOptions) -> tuple[str, ...]:
     """The scalars of a kernel it reads from memory: with `options.scalars_in_memory`, all
-    but `options.scalars_by_value`; none without.
+    but `options.scalars_by_value` (buffer names here: `generate_triton` resolves them);
+    none without.
 
     >>> memory_scalars(["t", "i"], TritonOptions(scalars_in_memory=True, scalars_by_value=("i",)))
     ('t',)
