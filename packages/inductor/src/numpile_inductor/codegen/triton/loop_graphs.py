@@ -20,12 +20,13 @@ live in the graph's memory pool; the final carried values found there are return
 copies (a later replay overwrites the pool), those that are the call's own arguments as
 those arguments.
 
-Slot scalars (`slots`): the loop-invariant numbers (a time step `dt`, a coefficient) that
-only the body's kernels read. The body is compiled to load them from device memory
-(`TritonOptions.scalars_in_memory`, the index and numbers its host code reads by value),
-and the loop hands it 0-d views of a slot buffer (`numpile_runtime.ScalarSlots`) in their
-place: each graph records loads from a buffer of its own, and a replay first writes the
-call's numbers there with one stream-ordered host-to-device copy. One graph serves every
+Slot scalars (`slots`): the loop-invariant numbers (a time step `dt`, a coefficient; a
+Python number or a NumPy scalar) that only the body's kernels read. The body is compiled
+to read them through pointers (`TritonOptions.scalars_in_memory`; the index, the carried
+values and numbers its host code reads by value), and the loop hands it 0-d views of a
+slot buffer (`numpile_runtime.ScalarSlots`) in their place: each graph records loads from
+a buffer of its own, and a replay first writes the call's numbers there with one
+stream-ordered host-to-device copy. One graph serves every
 value, in the dtype the body was compiled for (NEP 50 is settled at compile time: a
 float32 array times a Python float reads a float64 slot and rounds as NumPy does); a value
 of another type is another key. A host loop of a call with a key gets the same views over
