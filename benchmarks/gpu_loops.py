@@ -13,9 +13,12 @@ its loops, from the counters of its timed calls: ``graph`` (replays), ``device-p
 that follow the loop index, or scalar work one device program does not take), joined by
 ``+`` where nested loops took several; ``records`` and ``replays`` count the graphs.
 
-The stencils (``jacobi_1d_*``, ``jacobi_2d_*``) are written here; ``--with-loops`` adds
-the workloads of ``benchmarks/loops.py`` at device trip counts (``DEVICE_TRIPS``) that keep
-the whole run near a minute. A column gets at most ``--budget`` seconds of timed calls
+The stencils (``jacobi_1d_*``, ``jacobi_2d_*``, ``heat_1d_*``) are written here;
+``heat_1d_4k_x1000_new_dt`` calls the heat stencil with a new time step every call (a
+parameter sweep): its kernels read ``dt`` from a device slot, so one graph replays every
+value (a graph per value would never repeat: each call ran the host loop). ``--with-loops``
+adds the workloads of ``benchmarks/loops.py`` at device trip counts (``DEVICE_TRIPS``) that
+keep the whole run near a minute. A column gets at most ``--budget`` seconds of timed calls
 (fewer samples where one call is slow); a column or workload that fails prints why and
 the others go on. CuPy eager is not timed on the loops of 0-d bodies (a launch per op per
 element).
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import itertools
 import statistics
 import sys
 import time
@@ -48,6 +52,14 @@ def jacobi_1d(A: Any, B: Any, steps: int) -> Any:
         B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
         A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
     return A
+
+
+def heat_1d(u: Any, v: Any, dt: float, steps: int) -> Any:
+    """The explicit heat equation, ``steps`` time steps of size ``dt``."""
+    for _ in range(steps):
+        v[1:-1] = u[1:-1] + dt * (u[:-2] - 2.0 * u[1:-1] + u[2:])
+        u[1:-1] = v[1:-1]
+    return u
 
 
 def jacobi_2d(A: Any, B: Any, steps: int) -> Any:
@@ -71,6 +83,9 @@ class GpuLoop:
     inputs: Callable[[], tuple[Any, ...]]
     eager: bool = True  # False: CuPy eager not timed (a 0-d body: launches per element)
     numpy: bool = True  # False: NumPy on the CPU not timed (seconds a call)
+    # The position of a float argument given a new value every call (a parameter sweep);
+    # numpile then compiles with `dynamic=True`, as automatic dynamic would after a call.
+    new_scalar: int | None = None
 
 
 def _grid(*shape: int) -> Callable[[], tuple[Any, ...]]:
@@ -96,8 +111,19 @@ def gather_of_numpy_scalars(x: Any) -> Any:
     return s
 
 
+def _heat(size: int) -> Callable[[], tuple[Any, ...]]:
+    def make() -> tuple[Any, ...]:
+        u = np.random.default_rng(28).random(size)
+        return u, u.copy(), 0.1, 1000
+
+    return make
+
+
 STENCILS: tuple[GpuLoop, ...] = (
     GpuLoop("jacobi_1d_4k_x1000", jacobi_1d, _grid(4096)),
+    # A time step the kernels read from a device slot: one graph for every dt.
+    GpuLoop("heat_1d_4k_x1000", heat_1d, _heat(4096)),
+    GpuLoop("heat_1d_4k_x1000_new_dt", heat_1d, _heat(4096), new_scalar=2),
     GpuLoop("jacobi_1d_1m_x1000", jacobi_1d, _grid(1 << 20), numpy=False),
     GpuLoop("jacobi_2d_256_x1000", jacobi_2d, _grid(256, 256)),
     # NumPy scalars of the index (numpy_scalar): a CUDA graph and a device program.
@@ -213,8 +239,19 @@ def run_loop(
     host = loop.inputs()
     device = tuple(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in host)
     numpile.reset()
-    on_host = numpile.compile(loop.fn, options={**options, "loop_graphs": 0})
-    graphs = numpile.compile(loop.fn, options=options or None)
+    dynamic = True if loop.new_scalar is not None else None
+    on_host = numpile.compile(loop.fn, options={**options, "loop_graphs": 0}, dynamic=dynamic)
+    graphs = numpile.compile(loop.fn, options=options or None, dynamic=dynamic)
+    calls = itertools.count(1)
+
+    def given(args: tuple[Any, ...]) -> tuple[Any, ...]:
+        # The arguments of one timed call: a new value at `new_scalar` every call.
+        if loop.new_scalar is None:
+            return args
+        changed = list(args)
+        changed[loop.new_scalar] = args[loop.new_scalar] * (1.0 + next(calls) % 1000 * 1e-4)
+        return tuple(changed)
+
     want = loop.fn(*(_host_copy(a) for a in host))
     got = graphs(*(a.copy() if rt.is_device_array(a) else a for a in device))
     for g, w in zip(_leaves(got), _leaves(want), strict=True):
@@ -229,11 +266,11 @@ def run_loop(
             print(f"# {loop.name} {name}: {type(error).__name__}: {error}", flush=True)
 
     if loop.numpy:
-        column("numpy_ms", lambda: loop.fn(*(_host_copy(a) for a in host)), device=False)
+        column("numpy_ms", lambda: loop.fn(*given(tuple(map(_host_copy, host)))), device=False)
     if loop.eager:
-        column("cupy_ms", lambda: loop.fn(*device))
-    column("host_loop_ms", lambda: on_host(*device))
-    column("graph_ms", lambda: graphs(*device), warmed=rt.reset_counters)
+        column("cupy_ms", lambda: loop.fn(*given(device)))
+    column("host_loop_ms", lambda: on_host(*given(device)))
+    column("graph_ms", lambda: graphs(*given(device)), warmed=rt.reset_counters)
     paths = rt.counters()  # of the default column's timed calls
     row["path"] = "+".join(path for event, path in _PATHS if paths.get(event)) or "none"
     row["records"] = paths.get("triton_loop_graph_records", 0)

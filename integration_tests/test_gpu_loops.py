@@ -182,6 +182,65 @@ def test_host_loop_option_gives_the_same_results() -> None:
     assert "triton_loop_graph_replays" not in rt.counters()
 
 
+def heat_1d(u: Any, v: Any, dt: Any, steps: int) -> Any:
+    for _ in range(steps):
+        v[1:-1] = u[1:-1] + dt * (u[:-2] - 2.0 * u[1:-1] + u[2:])
+        u[1:-1] = v[1:-1]
+    return u
+
+
+def forced(u: Any, alpha: Any, t0: Any, dt: Any, steps: int) -> Any:
+    t = t0
+    for _ in range(steps):
+        u[1:-1] = u[1:-1] + alpha * np.sin(t) * (u[:-2] - u[1:-1])
+        t = t + dt  # on the host, between iterations
+    return t
+
+
+def test_a_new_time_step_every_call_replays_one_graph(caplog: pytest.LogCaptureFixture) -> None:
+    # `dt` is read by the kernels from the graph's slot buffer, written before each replay:
+    # five values, one graph. A float32 array times a Python float stays float32 (NEP 50);
+    # np.float32 time steps are another type: a graph of their own.
+    cupy = _cupy()
+    compiled = numpile.compile(heat_1d, fullgraph=True, dynamic=True)
+    u0 = np.random.default_rng(10).random(4096).astype(np.float32)
+    U, V = cupy.asarray(u0), cupy.asarray(u0)
+    rt.reset_counters()
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
+        for dt in (0.1, 0.2, 1 / 3, 0.05, 0.45, np.float32(0.25), np.float32(0.125)):
+            want_u, want_v = u0.copy(), u0.copy()
+            heat_1d(want_u, want_v, dt, 200)
+            U[...], V[...] = cupy.asarray(u0), cupy.asarray(u0)
+            got = compiled(U, V, dt, 200)
+            assert got.dtype == np.float32 and U.dtype == np.float32
+            # (a fused multiply-add rounds once where NumPy rounds twice)
+            np.testing.assert_allclose(U.get(), want_u, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(V.get(), want_v, rtol=1e-5, atol=1e-6)
+    assert rt.counters().get("triton_loop_graph_records", 0) == 2, _hints(caplog)
+    assert rt.counters().get("triton_loop_graph_replays", 0) == 5, _hints(caplog)
+
+
+def test_a_carried_scalar_the_host_updates_keys_its_graphs_by_value() -> None:
+    # `alpha` only kernels read (a slot); `t + dt` runs on the host between iterations, so
+    # each (t0, dt) bakes its own values into a graph of its own.
+    cupy = _cupy()
+    compiled = numpile.compile(forced, fullgraph=True, dynamic=True)
+    u0 = np.random.default_rng(11).random(512)
+    U = cupy.asarray(u0)
+    rt.reset_counters()
+    calls = [(0.5, 0.0, 0.25), (0.1, 0.0, 0.25), (-2.0, 0.0, 0.25)]  # (alpha, t0, dt)
+    calls += [(0.5, 1.0, 0.25), (0.7, 1.0, 0.25), (0.7, 1.0, 0.5)]
+    for alpha, t0, dt in calls:
+        want_u = u0.copy()
+        want_t = forced(want_u, alpha, t0, dt, 20)
+        U[...] = cupy.asarray(u0)
+        got_t = compiled(U, alpha, t0, dt, 20)
+        assert type(got_t) is type(want_t) and got_t == want_t
+        np.testing.assert_allclose(U.get(), want_u, rtol=1e-12, atol=1e-12)
+    assert rt.counters().get("triton_loop_graph_records", 0) == 2
+    assert rt.counters().get("triton_loop_graph_replays", 0) == 3
+
+
 def rows_of_numpy_scalars(A: Any, steps: int) -> Any:
     for i in range(steps):
         A[np.int64(i)] = A[i] * np.float64(i) + np.float32(i)

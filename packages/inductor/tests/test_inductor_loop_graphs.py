@@ -76,8 +76,10 @@ def _capture(fn: Callable[..., Any], args: tuple[Any, ...], pool: Any = None) ->
 def stand_ins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rt, "is_device_array", lambda value: isinstance(value, FakeArray))
     monkeypatch.setattr(rt, "capture_graph", _capture)
-    monkeypatch.setattr(module, "_current_stream", lambda: None)
+    stream = types.SimpleNamespace(ptr=1)
+    monkeypatch.setattr(module, "_current_stream", lambda: stream)
     monkeypatch.setattr(module, "_is_capturing", lambda: bool(_RECORDING))
+    monkeypatch.setattr(module, "_device_module", lambda: np)  # slot buffers in NumPy
     rt.reset_counters()
 
 
@@ -157,6 +159,25 @@ def test_new_trip_counts_buffers_and_scalars_never_replay_another_calls_graph() 
     for scale in (0.5, 0.5, 0.25, 0.25, 0.25):
         by_scalar(range(3), (first[0], scale), 0)
     assert scaled == [0.5, 0.5, 0.25, 0.25]  # 0.25 warms up and records: not 0.5's graph
+
+
+def test_slot_scalars_replay_one_graph_for_every_value_and_a_new_type_records_another() -> None:
+    # The body reads argument 1 from a slot: a 0-d view, read when the launch runs.
+    def scale(indices: range, values: tuple[Any, ...], carried: int) -> tuple[Any, ...]:
+        array, factor = values
+        assert isinstance(factor, np.ndarray) and factor.shape == ()
+        for _ in indices:
+            _launch(lambda: array.host.__setitem__(Ellipsis, array.host * factor[()]))
+        return ()
+
+    runner = LoopGraphs(scale, "f.py:3", slots={1: np.dtype("float64")})
+    array = FakeArray(np.ones(3))
+    for factor in (0.5, 0.25, 2.0, -1.5, 3, 4, 5):  # int: another key
+        array.host[:] = 1.0
+        assert runner(range(3), (array, factor), 0) == ()
+        np.testing.assert_array_equal(array.host, np.full(3, float(factor) ** 3))
+    assert rt.counters()["triton_loop_graph_records"] == 2
+    assert rt.counters()["triton_loop_graph_replays"] == 5  # 0.25, 2.0, -1.5; 4, 5
 
 
 def test_an_index_error_in_the_body_keeps_eagers_writes_and_stays_a_host_loop(

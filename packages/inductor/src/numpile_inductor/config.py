@@ -283,10 +283,15 @@ class TritonOptions:
     `cudagraphs`: replay calls through a CUDA graph (`numpile_runtime.CudaGraphRunner`);
     `scalars_in_memory`: kernels read the numbers a call passes (scalar graph inputs) from
     device memory, one load per program, instead of taking them by value: a CUDA graph then
-    replays whatever the numbers are (on with `cudagraphs`; by value, off, costs no upload
-    per plain call; loop bodies always take them by value);
+    replays whatever the numbers are (on with `cudagraphs`, and for the bodies of loops
+    `loop_graphs` records; by value, off, costs no upload per plain call);
+    `scalars_by_value`: graph inputs (placeholder names) whose numbers kernels take by
+    value all the same: the backend sets it for a loop body's index and carried values,
+    which every iteration of a recorded loop bakes in (numbers an extern call or the
+    outputs read too are taken by value without being named);
     `loop_graphs`: how many CUDA graphs a kept loop of kernels records (one per trip count,
-    buffers and scalars) to replay the whole loop in one launch
+    buffers, and the values of the scalars not in device slots) to replay the whole loop in
+    one launch
     (`codegen/triton/loop_graphs.py`); 0: always a host loop of launches;
     `loop_graph_iterations`: the most iterations one such graph holds (longer loops run
     as a host loop);
@@ -322,6 +327,7 @@ class TritonOptions:
     autotune_reductions: bool = True
     cudagraphs: bool = False
     scalars_in_memory: bool = False
+    scalars_by_value: tuple[str, ...] = ()
     loop_graphs: int = 8
     loop_graph_iterations: int = 20_000
     split_reductions: bool = True

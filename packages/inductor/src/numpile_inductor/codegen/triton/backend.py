@@ -93,6 +93,13 @@ def generate_triton(graph: Graph, options: TritonOptions | None = None) -> tuple
     # Triton kernels do not load or store at indices read from data: gathers stay externs.
     sched = lower_and_schedule(graph, scratch_rows=False, data_indices=False)
     program = sched.program
+    if options.scalars_in_memory:
+        # A number an extern call or the outputs read too is a key by value of any graph
+        # (`scalar_positions`): its kernels take it by value, with no slot to write. The
+        # kernel generators get buffer names (an input's may differ from its placeholder's).
+        by_value = _read_outside_kernels(program, sched.steps) | _named_by_value(program, options)
+        names = tuple(name for name in program.inputs if name in by_value)
+        options = attrs.evolve(options, scalars_by_value=names)
     steps: list[Step] = []
     pending = list(sched.steps)
     while pending:
@@ -158,7 +165,7 @@ def _matmul_step(
             program.buffers,
             keep_product=keep,
             tile=tile,
-            scalars_in_memory=options.scalars_in_memory,
+            options=options,
         )
         for tile in range(tiles)
     )
@@ -189,6 +196,7 @@ class TritonCompiled:
     module: TritonModule | None
     fn: Callable[..., Any] = attrs.field(repr=False)
     fallback_reason: str = ""
+    program: Any = attrs.field(default=None, repr=False)  # the scheduled program (module's)
 
     @property
     def kernel_count(self) -> int:
@@ -223,18 +231,16 @@ def compile_triton(
         interpret = status.mode == "interpret"
         options = TritonOptions.from_mode(mode, option_overrides, interpret=interpret)
     if has_loops(graph):
-        bodies = attrs.evolve(options, scalars_in_memory=False)
         # Loop bodies of array work compiled once each (the index is a kernel argument) and
         # run by a host loop of launches, replayed as one CUDA graph where the call allows;
         # loops of scalar work as one device-side program.
+        bodies = _LoopBodies(options)
         graph = compile_loop_bodies(
             graph,
-            # (by value: a body's scalars, the index first, change every iteration of a
-            # host loop that a loop graph records whole)
-            lambda body: compile_triton(body, options=bodies, functionalize=False).fn,
+            bodies.compile,
             compile_loop=lambda node, body, where: loop_program(node, body, status.mode, where),
             replay_host_loop=lambda node, body, host, where: loop_graphs(
-                node, body, host, where, options
+                node, body, host, where, options, bodies.slots(body)
             ),
             typed_results=False,
         )
@@ -271,7 +277,41 @@ def compile_triton(
         # input where the plain call would.
         by_value, in_memory = scalar_positions(program, module, options)
         fn = rt.CudaGraphRunner(fn, by_value=by_value, in_memory=in_memory)
-    return TritonCompiled(module, fn)
+    return TritonCompiled(module, fn, program=program)
+
+
+@attrs.define
+class _LoopBodies:
+    # The bodies of one graph's loops, compiled for a host loop of launches that a loop
+    # graph may record whole: where graphs may be recorded, the kernels read the body's
+    # loop-invariant numbers from memory, except those its host code reads too
+    # (`generate_triton`); `slots` tells the loop which ones. By value: the index, which
+    # every iteration bakes in, and the carried values (the body returns one per carried
+    # input, then its stop flag where it breaks), each iteration's own.
+    options: TritonOptions
+    _compiled: dict[int, tuple[Graph, TritonCompiled, TritonOptions]] = attrs.field(factory=dict)
+
+    def compile(self, body: Graph) -> Callable[..., Any]:
+        returned = len(body.output) if isinstance(body.output, tuple | list) else 1
+        by_value = tuple(node.name for node in body.placeholders[: 1 + returned])
+        options = attrs.evolve(
+            self.options,
+            scalars_in_memory=self.options.loop_graphs > 0,
+            scalars_by_value=by_value,
+        )
+        compiled = compile_triton(body, options=options, functionalize=False)
+        self._compiled[id(body)] = (body, compiled, options)
+        return compiled.fn
+
+    def slots(self, body: Graph) -> dict[int, np.dtype[Any]]:
+        # The loop's argument positions (the body's less the index) whose numbers only the
+        # kernels read, through a pointer: Python numbers the kernels load from memory and
+        # NumPy scalars they read as 0-d arrays; with the dtype they read.
+        _, compiled, options = self._compiled[id(body)]
+        if compiled.module is None or not options.scalars_in_memory:
+            return {}
+        _, in_memory = scalar_positions(compiled.program, compiled.module, options)
+        return {position - 1: dtype for position, dtype in in_memory.items()}
 
 
 def scalar_positions(
@@ -283,17 +323,14 @@ def scalar_positions(
     With `options.scalars_in_memory`, a Python number (a scalar input) or a NumPy scalar (a
     0-d input) that only kernels read goes through memory: one graph replays every value.
     A number an extern call or the outputs read too stays a key by value (the extern takes
-    the number itself), as does every number without `scalars_in_memory`.
+    the number itself), as do those in `options.scalars_by_value` and every number without
+    `scalars_in_memory`.
 
     >>> scalar_positions(program, module, TritonOptions(scalars_in_memory=True))
     ... # doctest: +SKIP
     (frozenset(), {1: dtype('float64')})
     """
-    elsewhere = set(program.outputs.values())
-    for step in module.steps:
-        for part in step.extern if isinstance(step, MatmulChoice) else (step,):
-            if isinstance(part, ExternCall):
-                elsewhere.update(ref.name for ref in part.args if isinstance(ref, BufferRef))
+    elsewhere = _read_outside_kernels(program, module.steps) | _named_by_value(program, options)
     by_value: set[int] = set()
     in_memory: dict[int, np.dtype[Any]] = {}
     for position, name in enumerate(program.inputs):
@@ -310,6 +347,26 @@ def scalar_positions(
         elif number:
             by_value.add(position)
     return frozenset(by_value), in_memory
+
+
+def _read_outside_kernels(program: Any, steps: Sequence[Any]) -> set[str]:
+    # The buffers the outputs or an extern call read (matmul choices: their extern part).
+    read = set(program.outputs.values())
+    for step in steps:
+        for part in step.extern if isinstance(step, MatmulChoice) else (step,):
+            if isinstance(part, ExternCall):
+                read.update(ref.name for ref in part.args if isinstance(ref, BufferRef))
+    return read
+
+
+def _named_by_value(program: Any, options: TritonOptions) -> set[str]:
+    # The buffers of the inputs `options.scalars_by_value` names (placeholder names).
+    placeholders = program.graph.placeholders
+    return {
+        name
+        for node, name in zip(placeholders, program.inputs, strict=True)
+        if node.name in options.scalars_by_value
+    }
 
 
 def _write_debug(

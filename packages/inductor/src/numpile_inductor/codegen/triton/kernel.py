@@ -12,10 +12,11 @@ fits in `max_rblock`, *looped* otherwise (an accumulator tile, combined
 element-wise per step, reduced at the end). Scalar graph inputs arrive by
 value, each parameter annotated with its dtype (`p_lr: "float64"`: without it
 Triton would take a Python float as float32) and not specialized on its value;
-with `TritonOptions.scalars_in_memory` (the CUDA-graph modes) each arrives as a
-pointer to one element of that dtype instead (`p_lr_ptr`), loaded once per program
-(`p_lr = tl.load(p_lr_ptr)`), so that a CUDA graph replays with new values
-(`numpile_runtime.ScalarSlots`).
+with `TritonOptions.scalars_in_memory` (the CUDA-graph modes, loop bodies a loop graph
+records) each arrives as a pointer to one element of that dtype instead (`p_lr_ptr`),
+loaded once per program (`p_lr = tl.load(p_lr_ptr)`), so that a CUDA graph replays with
+new values (`numpile_runtime.ScalarSlots`); `memory_scalars` says which (not the
+`scalars_by_value` ones: a loop body's index, numbers extern calls read too).
 
     >>> print(kernel_source(fused, buffers, TritonOptions()).source)  # doctest: +SKIP
     @triton.jit
@@ -26,6 +27,7 @@ pointer to one element of that dtype instead (`p_lr_ptr`), loaded once per progr
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import attrs
@@ -63,7 +65,8 @@ class TritonKernel:
     Arguments in order: for each of `buffers` its pointer then its strides of
     the dims in `stride_dims`, a zeroed int32 counter when `counter` (a split reduction
     finished by its last program, `codegen/triton/split.py`), each scalar by value
-    (`scalar_value`) or, when `scalars_in_memory`, as a one-element array of its dtype, `xnumel`,
+    (`scalar_value`) or, those named in `in_memory`, as a one-element array of its dtype,
+    `xnumel`,
     `rnumel` (reductions), the `size_symbols` (sizes known only at run time,
     e.g. the length of a boolean-mask selection); constexprs `XBLOCK` (and
     `RBLOCK`). `xnumel`/`rnumel` are ints or sympy expressions over
@@ -91,11 +94,17 @@ class TritonKernel:
     scratch: tuple[str, ...] = ()
     rows: bool = False  # a row group's kernel (codegen/triton/rows.py): its own tiles and warps
     template: str = ""  # "mm": a matmul template, its blocks fixed in its source
-    scalars_in_memory: bool = False  # scalars are pointers to one element (`scalar_params`)
+    # The scalars taken as pointers to one element (`scalar_params`), the others by value.
+    in_memory: tuple[str, ...] = ()
     # A row kernel over a run-time row length (codegen/triton/rows.py) takes a `PERSISTENT`
     # constexpr, which `fit_blocks` sets per launch: True, each row in one tile (`rblock`
     # covers it); False, looped. None: no such constexpr (the source is one or the other).
     persistent: bool | None = None
+
+    @property
+    def scalars_in_memory(self) -> bool:
+        """Whether the kernel reads some of its scalars from memory."""
+        return bool(self.in_memory)
 
     def grid(self, xnumel: int) -> tuple[int]:
         """Program instances for `xnumel` output elements (at least one)."""
@@ -105,19 +114,18 @@ class TritonKernel:
 def arg_kinds(kernel: TritonKernel) -> tuple[str, ...]:
     """What each positional argument of `kernel` is, for `numpile_runtime.TritonLauncher`:
     "ptr" per buffer, "int" per stride, size and element count, "scalar" per value
-    ("ptr" when the kernel reads its scalars from memory).
+    ("ptr" for a scalar the kernel reads from memory).
 
-    >>> k = TritonKernel("k", "", ("a",), ((0,),), ("lr",), 8, 0, 8, 1, 4, False)
-    >>> arg_kinds(k), arg_kinds(attrs.evolve(k, scalars_in_memory=True))[2]
-    (('ptr', 'int', 'scalar', 'int'), 'ptr')
+    >>> k = TritonKernel("k", "", ("a",), ((0,),), ("lr", "i"), 8, 0, 8, 1, 4, False)
+    >>> arg_kinds(k), arg_kinds(attrs.evolve(k, in_memory=("lr",)))[2:4]
+    (('ptr', 'int', 'scalar', 'scalar', 'int'), ('ptr', 'scalar'))
     """
     kinds: list[str] = []
     for dims in kernel.stride_dims:
         kinds += ["ptr", *("int" for _ in dims)]
     if kernel.counter:
         kinds.append("ptr")
-    scalar = "ptr" if kernel.scalars_in_memory else "scalar"
-    kinds += [scalar for _ in kernel.scalars]
+    kinds += ["ptr" if name in kernel.in_memory else "scalar" for name in kernel.scalars]
     kinds += ["int" for _ in kernel.size_symbols]
     kinds += ["int", "int"] if kernel.is_reduction else ["int"]
     return tuple(kinds)
@@ -369,7 +377,7 @@ def kernel_source(
     """
     assert not fused.parts, "row groups are split into their parts before code generation"
     used, scalars = _signature(fused, buffers)
-    in_memory = options.scalars_in_memory
+    in_memory = memory_scalars(scalars, options)
     stride_dims, params = buffer_params(used, buffers)
     params += scalar_params(scalars, buffers, in_memory=in_memory)
     symbols = _size_symbols(fused)
@@ -423,7 +431,7 @@ def kernel_source(
         origins,
         tuple(symbols),
         outer,
-        scalars_in_memory=in_memory and bool(scalars),
+        in_memory=in_memory,
     )
 
 
@@ -563,44 +571,64 @@ def buffer_params(
     return stride_dims, params
 
 
+def memory_scalars(scalars: Sequence[str], options: TritonOptions) -> tuple[str, ...]:
+    """The scalars of a kernel it reads from memory: with `options.scalars_in_memory`, all
+    but `options.scalars_by_value` (buffer names here: `generate_triton` resolves them);
+    none without.
+
+    >>> memory_scalars(["t", "i"], TritonOptions(scalars_in_memory=True, scalars_by_value=("i",)))
+    ('t',)
+    """
+    if not options.scalars_in_memory:
+        return ()
+    return tuple(name for name in scalars if name not in options.scalars_by_value)
+
+
 def scalar_params(
-    scalars: list[str], buffers: dict[str, Buffer], *, in_memory: bool = False
+    scalars: list[str], buffers: dict[str, Buffer], *, in_memory: Collection[str] = ()
 ) -> list[str]:
     """Kernel parameters of scalar inputs, annotated with their dtype (Triton's name for it);
-    `in_memory`: pointers to one element of that dtype (`write_scalar_loads` reads them).
+    those in `in_memory`: pointers to one element of that dtype (`write_scalar_loads` reads
+    them).
 
-    >>> lr = {"lr": Buffer("lr", (), np.dtype("float64"), "scalar")}
-    >>> scalar_params(["lr"], lr), scalar_params(["lr"], lr, in_memory=True)
-    (['p_lr: "float64"'], ['p_lr_ptr'])
+    >>> lr = {n: Buffer(n, (), np.dtype("float64"), "scalar") for n in ("lr", "t")}
+    >>> scalar_params(["lr", "t"], lr), scalar_params(["lr", "t"], lr, in_memory=("lr",))
+    (['p_lr: "float64"', 'p_t: "float64"'], ['p_lr_ptr', 'p_t: "float64"'])
     """
-    if in_memory:
-        return [f"{_param(name)}_ptr" for name in scalars]
-    return [f'{_param(name)}: "{buffers[name].dtype.name}"' for name in scalars]
+    params = []
+    for name in scalars:
+        if name in in_memory:
+            params.append(f"{_param(name)}_ptr")
+        else:
+            params.append(f'{_param(name)}: "{buffers[name].dtype.name}"')
+    return params
 
 
-def jit_decorator(scalars: list[str], *, in_memory: bool = False) -> str:
+def jit_decorator(scalars: list[str], *, in_memory: Collection[str] = ()) -> str:
     """`@triton.jit`, told not to specialize on scalar values (a step count would compile
     again when it reached 1 and at each multiple of 16); pointers to them need no telling.
 
-    >>> jit_decorator(["t"]), jit_decorator(["t"], in_memory=True)
+    >>> jit_decorator(["t"]), jit_decorator(["t"], in_memory=("t",))
     ("@triton.jit(do_not_specialize=['p_t'])", '@triton.jit')
     """
-    if not scalars or in_memory:
+    by_value = [_param(name) for name in scalars if name not in in_memory]
+    if not by_value:
         return "@triton.jit"
-    return f"@triton.jit(do_not_specialize={[_param(name) for name in scalars]!r})"
+    return f"@triton.jit(do_not_specialize={by_value!r})"
 
 
-def write_scalar_loads(code: CodeBuffer, scalars: list[str], *, in_memory: bool) -> None:
+def write_scalar_loads(code: CodeBuffer, scalars: list[str], *, in_memory: Collection[str]) -> None:
     """Where scalars come from memory: load each once per program, under the name the
     kernel body reads (the by-value parameter's), so the body is the same either way.
 
     >>> code = CodeBuffer()
-    >>> write_scalar_loads(code, ["lr"], in_memory=True)
+    >>> write_scalar_loads(code, ["lr", "i"], in_memory=("lr",))
     >>> code.lines
     ['p_lr = tl.load(p_lr_ptr)']
     """
-    if in_memory:
-        code.writelines([f"{_param(name)} = tl.load({_param(name)}_ptr)" for name in scalars])
+    for name in scalars:
+        if name in in_memory:
+            code.writeline(f"{_param(name)} = tl.load({_param(name)}_ptr)")
 
 
 def scalar_value(value: Any, dtype: np.dtype[Any]) -> int | float | bool:

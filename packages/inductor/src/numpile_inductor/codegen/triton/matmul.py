@@ -33,6 +33,7 @@ import sympy
 
 import numpile_runtime as rt
 
+from ...config import TritonOptions
 from ...loop_ir import Buffer, BufferRef, ExternCall, Load, Store, loads_of
 from ...scheduler import FusedKernel
 from ..common import CodeBuffer
@@ -43,6 +44,7 @@ from .kernel import (
     _signature,
     buffer_params,
     jit_decorator,
+    memory_scalars,
     scalar_params,
     write_scalar_loads,
 )
@@ -186,12 +188,12 @@ def matmul_template(
     *,
     keep_product: bool,
     tile: int = 0,
-    scalars_in_memory: bool = False,
+    options: TritonOptions | None = None,
 ) -> TritonKernel:
     """The template kernel for `call` (see `template_operands`), `epilogue` fused when given;
     `keep_product` also stores the product itself (a graph output, or read elsewhere);
     `tile` indexes the dtype's `TILES` (its name ends `_mm<tile>` past the first);
-    `scalars_in_memory`: the epilogue's scalars come as pointers (`TritonOptions`).
+    `options`: which of the epilogue's scalars come as pointers (`memory_scalars`).
 
     >>> matmul_template(call, None, buffers, keep_product=True)
     ... # doctest: +SKIP
@@ -215,7 +217,7 @@ def matmul_template(
     if keep_product or epilogue is None:
         used.append(call.buffer)
     stride_dims, params = buffer_params(used, buffers)
-    in_memory = scalars_in_memory
+    in_memory = memory_scalars(scalars, options or TritonOptions())
     params += scalar_params(scalars, buffers, in_memory=in_memory)
     params += ["xnumel", "XBLOCK: tl.constexpr", "INDEX64: tl.constexpr"]
     a_s = [f"{_param(a.name)}_s{d}" if a.shape[d] != 1 else "0" for d in (0, 1)]
@@ -280,5 +282,5 @@ def matmul_template(
         False,
         (call.node_name, *(epilogue.origins if epilogue is not None else ())),
         template="mm",
-        scalars_in_memory=in_memory and bool(scalars),
+        in_memory=in_memory,
     )

@@ -90,6 +90,7 @@ from .kernel import (
     jit_decorator,
     looped_row_blocks,
     looped_warps,
+    memory_scalars,
     persistent_row_blocks,
     scalar_params,
     write_scalar_loads,
@@ -263,7 +264,7 @@ def row_kernel_source(
         return None
     used, scalars = _signature(group, buffers)
     stride_dims, params = buffer_params(used, buffers)
-    in_memory = options.scalars_in_memory
+    in_memory = memory_scalars(scalars, options)
     params += scalar_params(scalars, buffers, in_memory=in_memory)
     symbols = sorted({name for part in group.parts for name in _size_symbols(part)})
     params += [*symbols, "xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
@@ -313,7 +314,7 @@ def row_kernel_source(
         buffers=tuple(used),
         stride_dims=stride_dims,
         scalars=tuple(scalars),
-        scalars_in_memory=in_memory and bool(scalars),
+        in_memory=in_memory,
         xnumel=xnumel,
         rnumel=rnumel,
         xblock=xblock,

@@ -231,10 +231,8 @@ class TritonRunner:
         # Scalar inputs the kernels read from memory (`scalars_in_memory`), and where a call
         # that passes them as numbers puts them: a slot buffer per stream (one copy per call,
         # ordered after the kernels that read the last call's), `"<name>@ptr"` in `env`.
-        read = {name for kernel in module.kernels for name in kernel.scalars}
-        self.memory_scalars = tuple(
-            name for name in self.inputs if options.scalars_in_memory and name in read
-        )
+        read = {name for kernel in module.kernels for name in kernel.in_memory}
+        self.memory_scalars = tuple(name for name in self.inputs if name in read)
         self.slots: dict[tuple[str, ...], rt.ScalarSlots] = {}
         self.slot_buffers: dict[tuple[tuple[str, ...], int], Any] = {}
         self.cupy: Any = None  # the module, once a GPU call imported it
@@ -443,10 +441,11 @@ class TritonRunner:
                 spans.append(layout.span)
         if kernel.counter:
             call_args.append(counter)
-        if kernel.scalars_in_memory:
-            call_args += [env.get(f"{name}@ptr", env[name]) for name in kernel.scalars]
-        else:
-            for name in kernel.scalars:
+        in_memory = kernel.in_memory
+        for name in kernel.scalars:
+            if name in in_memory:
+                call_args.append(env.get(f"{name}@ptr", env[name]))
+            else:
                 call_args.append(scalar_value(env[name], self.buffers[name].dtype))
         if kernel.size_symbols:
             call_args += [sizes[name] for name in kernel.size_symbols]

@@ -68,6 +68,7 @@ from .kernel import (
     buffer_params,
     jit_decorator,
     looped_warps,
+    memory_scalars,
     scalar_params,
     write_results,
     write_scalar_loads,
@@ -159,7 +160,7 @@ def _first_stage(
         params += [*output_params, COUNTER_PARAM]
         names += tuple(outputs)
         dims += output_dims
-    in_memory = options.scalars_in_memory
+    in_memory = memory_scalars(scalars, options)
     params += scalar_params(scalars, buffers, in_memory=in_memory)
     symbols = _size_symbols(fused)
     params += [*symbols, "xnumel", "rnumel", *REDUCTION_CONSTEXPRS]
@@ -197,7 +198,7 @@ def _first_stage(
         outer=bool(plan.rows),
         split=plan.chunks,
         counter=finish is not None,
-        scalars_in_memory=in_memory and bool(scalars),
+        in_memory=in_memory,
         scratch=partials if finish is not None else (),
     )
 
