@@ -52,7 +52,7 @@ from .bytecode import Instruction
 from .capture_result import Unsupported
 from .carried_values import graph_value, meta_of_value
 from .dynamic_shapes import active_shape_env
-from .loop_exit import BROKE, LoopFallback, innermost
+from .loop_exit import BROKE, LoopFallback, active_loops, innermost
 from .loop_index import is_loop_symbol
 from .loop_locals import read_after
 from .meta import ArrayMeta, ScalarMeta
@@ -292,15 +292,22 @@ def kept_with_loop_types(line: int | None, why: str) -> None:
     )
 
 
-def mark_typed_if_ran(frame: Frame, retyped: Sequence[str]) -> None:
+def mark_typed_if_ran(frame: Frame, retyped: Sequence[str], why: str) -> None:
     """Record on the enclosing kept loop that the `retyped` locals an inner loop kept with
     its types (`kept_with_loop_types`) have that type only where some inner loop assigning
     them ran: the enclosing loop ends the graph after it, and its backend checks at run
-    time that one did (a C loop function bails to NumPy otherwise). Nothing where no kept
-    loop encloses this one (under a transform): the gap stays."""
-    loop = innermost(frame)
-    if loop is not None:
-        loop.typed_if_ran.update(retyped)
+    time that one did (see entry_objects). `LoopFallback` (`why` names the values) where
+    the enclosing loop cannot end the graph either (it is itself in a kept loop's body,
+    under a transform) or no kept loop encloses this one: no flag would reach code that
+    reads the values, so the loop is not kept with the loop's types."""
+    loops = active_loops(frame)
+    if len(loops) != 1 or frame.tracer.transform_depth:
+        where = "under a transform" if frame.tracer.transform_depth else "here"
+        raise LoopFallback(
+            f"the type of {why} after it depends on whether it ran, and no enclosing loop "
+            f"can end the graph {where} to check that at run time"
+        )
+    loops[0].typed_if_ran.update(retyped)
 
 
 def typed_if_ran_of(frame: Frame, carried: Sequence[str]) -> tuple[str, ...]:

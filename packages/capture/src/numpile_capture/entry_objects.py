@@ -1,0 +1,160 @@
+"""Carried values that leave a loop as the very object they entered it as, unless an inner
+loop assigning them ran.
+
+An inner loop kept with the enclosing loop's types (`loop_entry.kept_with_loop_types`)
+names on its node the locals it retypes (`typed_if_ran`); a backend keeps a run-time flag
+per local, set where such a loop ran. Where, in every iteration of the enclosing loop, the
+local is only passed along until such a loop assigns it (carried into that loop, through
+`carried_scalar`, through a `cond` that does not compute on it), a clear flag proves it is
+its entry object after the loop: no code read it as the loop's type, no other code
+assigned it. A backend then gives back the entry object where the flag is clear and the
+loop's value where it is set (`entry_unless_ran`, a parameter of the enclosing loop's
+node), instead of running the loop again with NumPy.
+
+Where the enclosing body reads the value (`y[i] = t * 2.0`) or other code assigns it
+(`t = x[i]`), nothing is proven and the flag keeps its check.
+
+    >>> entry_unless_ran((first, body), ("t", "k"), {"t"}, indexed=True)  # doctest: +SKIP
+    ('t',)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from .graph import Graph, Node
+
+
+def entry_unless_ran(
+    graphs: Sequence[Graph | None],
+    carried: Sequence[str],
+    flagged: Collection[str],
+    *,
+    indexed: bool,
+) -> tuple[str, ...]:
+    """The `carried` locals of `flagged` that each graph of `graphs` (a loop's body and its
+    first iteration) gives back as it took them, computing on them nowhere, unless an inner
+    loop flagged for them runs; `indexed`: the graphs' first placeholder is a `for` index."""
+    start = 1 if indexed else 0
+    return tuple(
+        name
+        for k, name in enumerate(carried)
+        if name in flagged
+        and all(
+            graph is None or _walk(graph, {graph.placeholders[start + k]}, name) == {k}
+            for graph in graphs
+        )
+    )
+
+
+def _walk(
+    graph: Graph, seeds: set[Node], name: str, stop: int | None = None
+) -> frozenset[int] | None:
+    # The outputs of `graph` that hold the entry object its values `seeds` hold, wherever
+    # no inner loop flagged for local `name` runs; None where some node computes on it.
+    # `stop`: the output that stops a breaking body; a `cond` branch that leaves it False
+    # runs only in an iteration that sets the flag, and may compute on the object.
+    values = set(seeds)
+    passing: dict[Node, set[int]] = {}
+    outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+    stop_at = _cond_result(outputs[stop]) if stop is not None else None
+    for node in graph.nodes:
+        if node.op is None:
+            continue
+        if node.op.name == "loop_output":
+            if dict(node.params)["index"] in passing.get(node.inputs[0], ()):
+                values.add(node)
+            continue
+        if not any(value in values for value in node.inputs):
+            continue
+        held = _passed(node, values, name, stop_at)
+        if held is None:
+            return None
+        if node.op.name == "carried_scalar":
+            values.add(node)
+        passing[node] = held
+    return frozenset(k for k, value in enumerate(outputs) if value in values)
+
+
+def _cond_result(value: Any) -> tuple[Node, int] | None:
+    # The cond and result index that a `loop_output` value projects, or None.
+    if not isinstance(value, Node) or value.op is None or value.op.name != "loop_output":
+        return None
+    source = value.inputs[0]
+    if not isinstance(source, Node) or source.op is None or source.op.name != "cond":
+        return None
+    return source, dict(value.params)["index"]
+
+
+def _passed(
+    node: Node, values: set[Node], name: str, stop_at: tuple[Node, int] | None
+) -> set[int] | None:
+    # The results of `node` (which reads some of `values`) that are the entry object where
+    # no loop flagged for `name` runs; None where it computes on the object.
+    assert node.op is not None
+    params = dict(node.params)
+    flagged = name in params.get("typed_if_ran", ())
+    if node.op.name == "carried_scalar":
+        return {0}
+    if any(value in values for value in node.inputs[: _TESTED.get(node.op.name, 0)]):
+        return None  # a test or a bound computed from the object
+    if node.op.name == "while_loop" and flagged:
+        # Not run: each result is its initial value. Its body runs only where it runs,
+        # which sets the flag.
+        return {k for k in range(params["carried"]) if node.inputs[1 + k] in values}
+    if node.op.name == "for_loop" and flagged:
+        return _for_passed(node, values, name)
+    if node.op.name == "cond":
+        return _cond_passed(node, values, name, stop_at)
+    return None
+
+
+# NOTE: how many leading inputs of a control-flow node it computes on (tests, bounds).
+_TESTED = {"while_loop": 1, "cond": 1, "for_loop": 3}
+
+
+def _for_passed(node: Node, values: set[Node], name: str) -> set[int] | None:
+    # A flagged `for` whose iterations all broke (the flag is set by one that did not):
+    # its range was empty (each result its initial value), or its first iteration broke
+    # and gave back what its body gives under the stop flag.
+    params = dict(node.params)
+    carried: int = params["carried"]
+    inputs = node.inputs[3:]
+    held = {k for k in range(carried) if inputs[k] in values}
+    if not params.get("breaks"):
+        return held
+    for graph in (params["body"], params.get("first")):
+        if graph is None:
+            continue
+        seeds = {graph.placeholders[1 + k] for k, value in enumerate(inputs) if value in values}
+        kept = _walk(graph, seeds, name, stop=carried)
+        if kept is None:
+            return None
+        held &= kept
+    return held
+
+
+def _cond_passed(
+    node: Node, values: set[Node], name: str, stop_at: tuple[Node, int] | None
+) -> set[int] | None:
+    # Each branch walked on the placeholders the object enters it as; a result is the
+    # object where every branch that may stop the iteration gives it back.
+    params = dict(node.params)
+    branches: tuple[Graph, Graph] = (params["then_branch"], params["else_branch"])
+    count = len(branches[0].output) if isinstance(branches[0].output, tuple) else 1
+    held = set(range(count))
+    for branch in branches:
+        outputs = branch.output if isinstance(branch.output, tuple) else (branch.output,)
+        if stop_at is not None and stop_at[0] is node and outputs[stop_at[1]] is False:
+            continue  # the iteration goes on and sets the flag
+        seeds = {
+            placeholder
+            for placeholder, value in zip(branch.placeholders, node.inputs[1:], strict=True)
+            if value in values
+        }
+        kept = _walk(branch, seeds, name)
+        if kept is None:
+            return None
+        held &= kept
+    return held
