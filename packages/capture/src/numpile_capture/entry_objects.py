@@ -48,13 +48,37 @@ def entry_unless_ran(
     )
 
 
+def computes_unless_ran(node: Node, name: str) -> bool:
+    """Whether loop node `node` (a `for_loop` or `while_loop`) computes on carried local
+    `name` where no inner loop flagged for it has run: on the entry object's type in
+    eager, on the loop's type in a backend that keeps the loop's types, so that backend
+    may not run the loop. False where `name` is no carried local of `node`.
+
+    >>> computes_unless_ran(graph.nodes[1], "t")  # doctest: +SKIP
+    True
+    """
+    params = dict(node.params)
+    start = 1 if node.op is not None and node.op.name == "for_loop" else 0
+    carried: int = params["carried"]
+    for graph in (params["body"], params.get("first")):
+        if graph is None:
+            continue
+        named = [p for p in graph.placeholders[start : start + carried] if p.name == name]
+        if named and _walk(graph, set(named), name, strict=False) is None:
+            return True
+    return False
+
+
 def _walk(
-    graph: Graph, seeds: set[Node], name: str, stop: int | None = None
+    graph: Graph, seeds: set[Node], name: str, stop: int | None = None, *, strict: bool = True
 ) -> frozenset[int] | None:
     # The outputs of `graph` that hold the entry object its values `seeds` hold, wherever
     # no inner loop flagged for local `name` runs; None where some node computes on it.
     # `stop`: the output that stops a breaking body; a `cond` branch that leaves it False
-    # runs only in an iteration that sets the flag, and may compute on the object.
+    # runs only in an iteration that sets the flag, and may compute on the object. Not
+    # `strict`: a flagged `for` may compute on it in an iteration that breaks (its results
+    # then hold no entry object; a backend that reruns the loop where the flag is clear
+    # gives eager's types for them).
     values = set(seeds)
     passing: dict[Node, set[int]] = {}
     outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
@@ -68,7 +92,7 @@ def _walk(
             continue
         if not any(value in values for value in node.inputs):
             continue
-        held = _passed(node, values, name, stop_at)
+        held = _passed(node, values, name, stop_at, strict)
         if held is None:
             return None
         if node.op.name == "carried_scalar":
@@ -88,7 +112,7 @@ def _cond_result(value: Any) -> tuple[Node, int] | None:
 
 
 def _passed(
-    node: Node, values: set[Node], name: str, stop_at: tuple[Node, int] | None
+    node: Node, values: set[Node], name: str, stop_at: tuple[Node, int] | None, strict: bool
 ) -> set[int] | None:
     # The results of `node` (which reads some of `values`) that are the entry object where
     # no loop flagged for `name` runs; None where it computes on the object.
@@ -104,9 +128,9 @@ def _passed(
         # which sets the flag.
         return {k for k in range(params["carried"]) if node.inputs[1 + k] in values}
     if node.op.name == "for_loop" and flagged:
-        return _for_passed(node, values, name)
+        return _for_passed(node, values, name, strict)
     if node.op.name == "cond":
-        return _cond_passed(node, values, name, stop_at)
+        return _cond_passed(node, values, name, stop_at, strict)
     return None
 
 
@@ -114,7 +138,7 @@ def _passed(
 _TESTED = {"while_loop": 1, "cond": 1, "for_loop": 3}
 
 
-def _for_passed(node: Node, values: set[Node], name: str) -> set[int] | None:
+def _for_passed(node: Node, values: set[Node], name: str, strict: bool) -> set[int] | None:
     # A flagged `for` whose iterations all broke (the flag is set by one that did not):
     # its range was empty (each result its initial value), or its first iteration broke
     # and gave back what its body gives under the stop flag.
@@ -128,15 +152,15 @@ def _for_passed(node: Node, values: set[Node], name: str) -> set[int] | None:
         if graph is None:
             continue
         seeds = {graph.placeholders[1 + k] for k, value in enumerate(inputs) if value in values}
-        kept = _walk(graph, seeds, name, stop=carried)
-        if kept is None:
+        kept = _walk(graph, seeds, name, stop=carried, strict=strict)
+        if kept is None and strict:
             return None
-        held &= kept
+        held &= kept or frozenset()
     return held
 
 
 def _cond_passed(
-    node: Node, values: set[Node], name: str, stop_at: tuple[Node, int] | None
+    node: Node, values: set[Node], name: str, stop_at: tuple[Node, int] | None, strict: bool
 ) -> set[int] | None:
     # Each branch walked on the placeholders the object enters it as; a result is the
     # object where every branch that may stop the iteration gives it back.
@@ -153,7 +177,7 @@ def _cond_passed(
             for placeholder, value in zip(branch.placeholders, node.inputs[1:], strict=True)
             if value in values
         }
-        kept = _walk(branch, seeds, name)
+        kept = _walk(branch, seeds, name, strict=strict)
         if kept is None:
             return None
         held &= kept

@@ -30,7 +30,14 @@ from typing import Any
 import attrs
 import numpy as np
 
-from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, gives_scalar
+from numpile_capture import (
+    ArrayMeta,
+    Graph,
+    Node,
+    ScalarMeta,
+    computes_unless_ran,
+    gives_scalar,
+)
 
 from .loop_body import (
     ENTRY_BITS,
@@ -456,7 +463,9 @@ def ran_flag_outcomes(
     carried local (`names`, in order) that capture proved left untouched unless such a
     loop ran (the node's `entry_unless_ran`), its box in `boxes` becomes its entry object
     (`initial`) where the flag is clear; for the others, the C lines returned bail to
-    NumPy where a flag is clear (and the loop can bail).
+    NumPy where a flag is clear (and the loop can bail). `NotScalarLoop` where the loop
+    computes on such a local before an inner loop may have assigned it (see the
+    capture's `computes_unless_ran`): a bail after the nest would come too late.
 
     >>> ran_flag_outcomes(LoopWriter("loop_v0"), node, ["t"], boxes, initial)  # doctest: +SKIP
     []
@@ -472,6 +481,12 @@ def ran_flag_outcomes(
                 "it ran (no run with NumPy)",
                 node.name,
                 name,
+            )
+        elif computes_unless_ran(node, name):
+            # Read on the loop's type in an iteration before an inner loop assigned it:
+            # where eager had the entry object's type, C would have computed otherwise.
+            raise NotScalarLoop(
+                f"it computes on `{name}` where no inner loop assigning it may have run yet"
             )
         else:
             unproven.append(flag)
