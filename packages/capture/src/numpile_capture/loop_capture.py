@@ -158,8 +158,8 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
             "graph cannot end after it here"
         )
     if entered is None and (not (ends_graph or splits) or carries_return):
-        kept_with_loop_types(frame.instructions[extent.head].lineno, why)
         mark_typed_if_ran(frame, retyped, why)
+        kept_with_loop_types(frame.instructions[extent.head].lineno, why)
         ends_graph = splits = False
     if extent.else_end is not None and first is not None:
         # After 0 iterations (or a break in the first) a carried value keeps its Python

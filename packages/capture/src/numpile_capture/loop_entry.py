@@ -30,10 +30,12 @@ iteration (a body that may `break` may leave in its first one):
   500-900x slower. The enclosing loop learns the values it retypes (`mark_typed_if_ran`)
   and ends the graph after it; each inner `while` or `for` assigning them names them on
   its node (`typed_if_ran`): a C loop function keeps a run-time flag per value (a `while`
-  that ran, a `for` iteration that did not break) and, where none is set, bails to NumPy,
-  whose `for_loop` / `while_loop` runs its first-iteration graph while the values keep
-  their Python types. A known gap remains, logged: an enclosing loop that cannot end the
-  graph (itself in a kept body, under a transform) keeps the loop's type after it.
+  that ran, a `for` iteration that did not break). Where the enclosing loop only passes
+  a value along until such a loop assigns it (`entry_objects.entry_unless_ran`), a clear
+  flag gives back its entry object; otherwise the loop bails to NumPy, whose `for_loop`
+  / `while_loop` runs its first-iteration graph while the values keep their Python
+  types. Where the enclosing loop cannot end the graph (itself in a kept body, under a
+  transform) or does not carry the values, the inner loop falls back (`LoopFallback`).
 
     >>> text_of_range(("0", "L['n']", 1))
     ("L['n'] > 0", "L['n'] <= 0")
@@ -282,8 +284,8 @@ def can_end_graph(frame: Frame) -> bool:
 
 def kept_with_loop_types(line: int | None, why: str) -> None:
     """Log that a loop whose carried types depend on whether it ran is kept with the loop's
-    types, where the graph cannot end after it (inside another kept loop's body, under a
-    transform, or returning from inside the loop)."""
+    types, where the graph cannot end after it (inside another kept loop's body): the
+    enclosing loop checks at run time whether it ran (`mark_typed_if_ran`)."""
     log.debug(
         "the loop at line %s is kept with the loop's types: the type of %s after it depends "
         "on whether it ran, and the graph cannot end after it here",

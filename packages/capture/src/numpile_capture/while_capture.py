@@ -236,8 +236,8 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
                     "the graph cannot end after it here"
                 )
         if not entered and (not can_end_graph(frame) or carries_return):
-            kept_with_loop_types(inst.lineno, why)
             mark_typed_if_ran(frame, retyped, why)
+            kept_with_loop_types(inst.lineno, why)
             entered = True
         typed_if_ran = typed_if_ran_of(frame, tuple(metas))
         if clause_end is not None and first is not None:
