@@ -42,7 +42,7 @@ def entry_unless_ran(
         for k, name in enumerate(carried)
         if name in flagged
         and all(
-            graph is None or _walk(graph, {graph.placeholders[start + k]}, name) == {k}
+            graph is None or _walk(graph, {graph.placeholders[start + k]}, name) == frozenset({k})
             for graph in graphs
         )
     )

@@ -250,7 +250,7 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         state.push(pred)
         raise
     first_body, body, invariants = peeled_first((first, traced), len(metas))
-    entry = entry_unless_ran((first_body, body), tuple(metas), flagged, indexed=False)
+    kept_entry = entry_unless_ran((first_body, body), tuple(metas), flagged, indexed=False)
     initial = [graph_value(state.locals[name]) for name in metas]
     tests = (shape.enter_if, shape.again_if)
     tracer = frame.tracer
@@ -265,7 +265,7 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         written,
         first_body,
         typed_if_ran=typed_if_ran,
-        entry_unless_ran=entry,
+        entry_unless_ran=kept_entry,
     )
     bind_outputs(frame, inst, outputs, tuple(metas))
     frame.pc = shape.exit

@@ -56,6 +56,7 @@ from .ops import c_literal, c_type
 # where it need not.
 perf_log = logging.getLogger("numpile.perf_hints")
 
+
 @attrs.frozen
 class LoopFunction:
     """The C source of one loop function and the facts the wrapper needs about it.
