@@ -24,6 +24,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from .graph import Graph, Node
+from .meta import ArrayMeta
 
 
 def entry_unless_ran(
@@ -49,10 +50,12 @@ def entry_unless_ran(
 
 
 def computes_unless_ran(node: Node, name: str) -> bool:
-    """Whether loop node `node` (a `for_loop` or `while_loop`) computes on carried local
-    `name` where no inner loop flagged for it has run: on the entry object's type in
-    eager, on the loop's type in a backend that keeps the loop's types, so that backend
-    may not run the loop. False where `name` is no carried local of `node`.
+    """Whether loop node `node` (a `for_loop` or `while_loop`) computes on local `name`
+    where no inner loop flagged for it may have run: on the entry object's type in eager,
+    on the loop's type in a backend that keeps the loop's types, so that backend may not
+    run the loop. The local is carried by `node`, or assigned anew in each iteration and
+    read after an inner loop; an op whose other operand is a NumPy value of the loop's
+    dtype (`z - bound` with a float64 `bound`) computes the same on both (NEP 50).
 
     >>> computes_unless_ran(graph.nodes[1], "t")  # doctest: +SKIP
     True
@@ -64,7 +67,7 @@ def computes_unless_ran(node: Node, name: str) -> bool:
         if graph is None:
             continue
         named = [p for p in graph.placeholders[start : start + carried] if p.name == name]
-        if named and _walk(graph, set(named), name, strict=False) is None:
+        if _walk(graph, set(named), name, strict=False) is None:
             return True
     return False
 
@@ -81,6 +84,9 @@ def _walk(
     # gives eager's types for them).
     values = set(seeds)
     passing: dict[Node, set[int]] = {}
+    if not strict:
+        # A local assigned anew in each iteration enters as the flagged loop's result.
+        passing.update((loop, {k}) for loop, k in _flagged_results(graph, name))
     outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
     stop_at = _cond_result(outputs[stop]) if stop is not None else None
     for node in graph.nodes:
@@ -97,8 +103,36 @@ def _walk(
             return None
         if node.op.name == "carried_scalar":
             values.add(node)
-        passing[node] = held
+        passing[node] = held | passing.get(node, set())
     return frozenset(k for k, value in enumerate(outputs) if value in values)
+
+
+def _flagged_results(graph: Graph, name: str) -> list[tuple[Node, int]]:
+    # The loops of `graph` flagged for local `name`, with the index of its carried value.
+    found = []
+    for node in graph.nodes:
+        params = dict(node.params)
+        if node.op is None or name not in params.get("typed_if_ran", ()):
+            continue
+        start = 1 if node.op.name == "for_loop" else 0
+        body: Graph = params["body"]
+        carried = body.placeholders[start : start + params["carried"]]
+        found += [(node, k) for k, placeholder in enumerate(carried) if placeholder.name == name]
+    return found
+
+
+def _same_either_way(node: Node, values: set[Node]) -> bool:
+    # A NumPy op of two 0-d operands, one of `values` (the loop's dtype in a backend) and
+    # the other a NumPy value of that dtype: on a Python scalar of the entry type, NEP 50
+    # converts it to that dtype first (exactly: a float to float64, an int to int64).
+    if len(node.inputs) != 2 or node.params or not isinstance(node.meta, ArrayMeta):
+        return False
+    metas = [value.meta if isinstance(value, Node) else None for value in node.inputs]
+    if not all(isinstance(meta, ArrayMeta) and meta.shape == () for meta in metas):
+        return False
+    ours = [value in values for value in node.inputs]
+    dtypes = {meta.dtype for meta in metas if isinstance(meta, ArrayMeta)}
+    return ours.count(True) == 1 and len(dtypes) == 1
 
 
 def _cond_result(value: Any) -> tuple[Node, int] | None:
@@ -121,6 +155,8 @@ def _passed(
     flagged = name in params.get("typed_if_ran", ())
     if node.op.name == "carried_scalar":
         return {0}
+    if not strict and _same_either_way(node, values):
+        return set()
     if any(value in values for value in node.inputs[: _TESTED.get(node.op.name, 0)]):
         return None  # a test or a bound computed from the object
     if node.op.name == "while_loop" and flagged:

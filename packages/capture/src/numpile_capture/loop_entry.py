@@ -35,7 +35,7 @@ iteration (a body that may `break` may leave in its first one):
   flag gives back its entry object; otherwise the loop bails to NumPy, whose `for_loop`
   / `while_loop` runs its first-iteration graph while the values keep their Python
   types. Where the enclosing loop cannot end the graph (itself in a kept body, under a
-  transform) or does not carry the values, the inner loop falls back (`LoopFallback`).
+  transform), the inner loop falls back (`LoopFallback`).
 
     >>> text_of_range(("0", "L['n']", 1))
     ("L['n'] > 0", "L['n'] <= 0")
@@ -300,9 +300,8 @@ def mark_typed_if_ran(frame: Frame, retyped: Sequence[str], why: str) -> None:
     them ran: the enclosing loop ends the graph after it, and its backend checks at run
     time that one did (see entry_objects). `LoopFallback` (`why` names the values) where
     the enclosing loop cannot end the graph either (it is itself in a kept loop's body,
-    under a transform), no kept loop encloses this one, or the enclosing loop does not
-    carry the values (it assigns them anew in each iteration): no flag would stand for
-    the code that reads them, so the loop is not kept with the loop's types."""
+    under a transform) or no kept loop encloses this one: no flag would stand for the code
+    that reads them, so the loop is not kept with the loop's types."""
     loops = active_loops(frame)
     if len(loops) != 1 or frame.tracer.transform_depth:
         where = "under a transform" if frame.tracer.transform_depth else "here"
@@ -310,15 +309,7 @@ def mark_typed_if_ran(frame: Frame, retyped: Sequence[str], why: str) -> None:
             f"the type of {why} after it depends on whether it ran, and no enclosing loop "
             f"can end the graph {where} to check that at run time"
         )
-    (loop,) = loops
-    if not set(retyped).issubset(loop.carried):
-        # Assigned again in each iteration of the enclosing loop: a flag set in one would
-        # stand for the next, whose value may again be of the entry type.
-        raise LoopFallback(
-            f"the type of {why} after it depends on whether it ran, and the enclosing loop "
-            "assigns it anew in each iteration"
-        )
-    loop.typed_if_ran.update(retyped)
+    loops[0].typed_if_ran.update(retyped)
 
 
 def typed_if_ran_of(frame: Frame, carried: Sequence[str]) -> tuple[str, ...]:
