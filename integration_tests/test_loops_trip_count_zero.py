@@ -311,3 +311,88 @@ def test_a_breaking_inner_for_that_never_assigns_keeps_eager_types_and_writes_on
             _same(got, want)
             assert got_out is got_y
             np.testing.assert_array_equal(got_y, want_y)
+
+
+def assigned_outside_too(x: Any, n: int) -> Any:
+    t = 0.0
+    for i in range(n):
+        k = i
+        while x[k] > 0.5:
+            t = t + x[k]
+            k += 1
+        if i == 2:
+            t = x[i] * 1.0  # float64 where no inner loop ran: C's flag cannot tell
+    return t * np.float32(2.0)
+
+
+def read_in_the_loop(x: Any, y: Any, n: int) -> Any:
+    t = 0.1
+    for i in range(n):
+        k = i
+        while x[k] > 0.5:
+            t = t + x[k]
+            k += 1
+        y[i] = t * np.float32(1.1)  # float32 product where no inner loop ran yet
+    return t * np.float32(2.0), y
+
+
+def inner_while_in_a_while_on_data(x: Any, n: int) -> Any:
+    t = 0.1
+    i = 0
+    while x[i] < 5.0:  # ends the graph: its C function keeps the inner loop's flag
+        k = i
+        while 0.5 < x[k] < 5.0:
+            t = t + x[k]
+            k += 1
+        i += 1
+    return t * np.float32(2.0)
+
+
+def reset_in_an_outer_loop(x: Any, y: Any, n: int, m: int) -> Any:
+    for j in range(m):
+        t = 0.1  # a Python float again in each outer iteration
+        for i in range(n):
+            k = i + 4 * j
+            while x[k] > 0.5:
+                t = t + x[k]
+                k += 1
+        y[j] = t * np.float32(1.1)  # read where the graph cannot end after the loop
+    return y
+
+
+@pytest.mark.parametrize(
+    "fn", [assigned_outside_too, read_in_the_loop, inner_while_in_a_while_on_data]
+)
+def test_a_flagged_local_the_loop_also_reads_or_assigns_keeps_eager_types_in_c(
+    fn: Callable[..., Any],
+) -> None:
+    compiled = numpile.compile(fn, dynamic=True)
+    for n in (3, 0, 1, 3):
+        for kind in ("never", "sometimes", "always"):
+            x = _inner_data(kind, False)
+            if fn is inner_while_in_a_while_on_data:
+                x[n] = 9.0  # where the outer `while` stops
+            args: tuple[Any, ...] = (x, n) if fn is not read_in_the_loop else (x, np.zeros(8), n)
+            theirs = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+            got, want = compiled(*args), fn(*theirs)
+            if fn is read_in_the_loop:
+                np.testing.assert_array_equal(args[1], theirs[1])
+                got, want = got[0], want[0]
+            _same(got, want)
+    graph = str(numpile.explain(fn)(*args).graphs[0])
+    assert ("entry_unless_ran=" in graph) is (fn is inner_while_in_a_while_on_data)
+
+
+@pytest.mark.parametrize("backend", ["eager", None], ids=["eager", "c"])
+def test_a_flagged_local_inside_another_kept_loop_keeps_eager_types(backend: str | None) -> None:
+    options = {} if backend is None else {"backend": backend}
+    compiled = numpile.compile(reset_in_an_outer_loop, dynamic=True, **options)
+    for n, m in ((3, 2), (0, 2), (1, 2), (3, 1)):
+        for runs in (1, 5, None):  # the inner loop runs in the first outer iteration, the second
+            x = np.zeros(12)
+            if runs is not None:
+                x[runs] = 0.9
+            got_y, want_y = np.zeros(m, np.float32), np.zeros(m, np.float32)
+            compiled(x, got_y, n, m)
+            reset_in_an_outer_loop(x, want_y, n, m)
+            np.testing.assert_array_equal(got_y, want_y)

@@ -37,6 +37,7 @@ from .dynamic_shapes import mark_dynamic as mark_dynamic
 from .dynamic_shapes import mark_static as mark_static
 from .eager_tier import NotCompiledYet as NotCompiledYet
 from .eager_tier import offer_eager_tier as offer_eager_tier
+from .entry_objects import computes_unless_ran as computes_unless_ran
 from .entry_point import compile_function as compile_function
 from .explain import BreakReason as BreakReason
 from .explain import ExplainOutput as ExplainOutput
@@ -106,6 +107,7 @@ else:
 __all__ = [
     "add_loop",
     "body_runner",
+    "computes_unless_ran",
     "has_loops",
     "is_loop",
     "is_loop_symbol",

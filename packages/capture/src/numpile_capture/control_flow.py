@@ -54,6 +54,7 @@ def _for_loop_meta(
     first: Graph | None = None,
     breaks: bool = False,
     typed_if_ran: tuple[str, ...] = (),
+    entry_unless_ran: tuple[str, ...] = (),
 ) -> ScalarMeta:
     if len(body.placeholders) != 1 + len(inputs) - 3:
         raise ValueError(
@@ -73,8 +74,10 @@ def _for_loop_impl(
     first: Any = None,
     breaks: bool = False,
     typed_if_ran: tuple[str, ...] = (),
+    entry_unless_ran: tuple[str, ...] = (),
 ) -> Any:
-    # `typed_if_ran` changes nothing here: the loop gives back the objects eager leaves.
+    # `typed_if_ran` and `entry_unless_ran` change nothing here: the loop gives back the
+    # objects eager leaves.
     if step == 0:
         raise ValueError("range() arg 3 must not be zero")
     if first is not None:
@@ -377,6 +380,7 @@ def _while_loop_meta(
     again_if: bool,
     first: Graph | None = None,
     typed_if_ran: tuple[str, ...] = (),
+    entry_unless_ran: tuple[str, ...] = (),
 ) -> ScalarMeta:
     if len(body.placeholders) != len(inputs):
         raise ValueError(
@@ -395,8 +399,10 @@ def _while_loop_impl(
     again_if: bool,
     first: Graph | None = None,
     typed_if_ran: tuple[str, ...] = (),
+    entry_unless_ran: tuple[str, ...] = (),
 ) -> Any:
-    # `typed_if_ran` changes nothing here: the loop gives back its initial objects.
+    # `typed_if_ran` and `entry_unless_ran` change nothing here: the loop gives back its
+    # initial objects.
     state = tuple(values[:carried])
     invariants = values[carried:]
     going = bool(pred) == enter_if
@@ -444,12 +450,14 @@ def add_while_loop(
     first: Graph | None = None,
     *,
     typed_if_ran: tuple[str, ...] = (),
+    entry_unless_ran: tuple[str, ...] = (),
 ) -> list[Node]:
     """Add a `while_loop` node and one `loop_output` per carried value; return the outputs.
 
     `pred` is the first test's value; the loop runs while `bool(test) == ` the test's
     truth of `tests` (entry, repeat); `body` takes the carried values and the invariants
-    and returns the new carried values and the next test's value.
+    and returns the new carried values and the next test's value. `typed_if_ran` and
+    `entry_unless_ran` are `add_loop`'s.
     """
     params = {
         "body": body,
@@ -461,6 +469,8 @@ def add_while_loop(
         params["first"] = first
     if typed_if_ran:
         params["typed_if_ran"] = typed_if_ran
+    if entry_unless_ran:
+        params["entry_unless_ran"] = entry_unless_ran
     inputs = (pred, *carried, *invariants)
     meta = _while_loop_meta(*inputs, **params)  # type: ignore[arg-type]
     op = _WRITING_WHILE_LOOPS.get(mutates)
@@ -527,6 +537,7 @@ def add_loop(
     first: Graph | None = None,
     breaks: bool = False,
     typed_if_ran: tuple[str, ...] = (),
+    entry_unless_ran: tuple[str, ...] = (),
 ) -> list[Node]:
     """Add a `for_loop` node and one `loop_output` per carried value; return the outputs.
 
@@ -537,6 +548,8 @@ def add_loop(
     bool that stops the loop after that iteration when true (a `break`).
     `typed_if_ran`: the carried locals whose type after the enclosing loop holds only where
     an iteration of this one finished (see loop_entry.mark_typed_if_ran).
+    `entry_unless_ran`: the carried locals that leave this loop as their entry objects
+    where no inner loop flagged for them ran (see entry_objects).
     """
     inputs = (*bounds, *carried, *invariants)
     meta = _for_loop_meta(*inputs, body=body, carried=len(carried))
@@ -547,6 +560,8 @@ def add_loop(
         params["breaks"] = True
     if typed_if_ran:
         params["typed_if_ran"] = typed_if_ran
+    if entry_unless_ran:
+        params["entry_unless_ran"] = entry_unless_ran
     node = graph.add_node(for_loop_op(mutates), inputs, params, meta)
     metas = [value.meta for value in body.placeholders[1 : 1 + len(carried)]]
     return [

@@ -41,6 +41,7 @@ from .bytecode import Instruction
 from .carried_values import bind_carried, carried_metas, graph_value
 from .control_flow import add_loop
 from .dynamic_shapes import active_shape_env
+from .entry_objects import entry_unless_ran
 from .graph import Graph
 from .kept_loop import bind_outputs, return_slot, trace_to_fixpoint, undone_on_fallback
 from .loop_bounds import bound_expr, bound_value
@@ -139,7 +140,8 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     retyped = retyped_after(frame, initial, metas, (extent.head, extent.exit))
     breaks = _may_break((first, body), len(metas))
     entered = (None if breaks else range_entered(iterator.bounds)) if retyped else True
-    if loop.typed_if_ran.intersection(retyped):
+    inner_flagged = loop.typed_if_ran.intersection(retyped)
+    if inner_flagged:
         entered = None  # an inner loop that may not run decides the type (see loop_entry)
     if entered is False:
         raise EmptyRange  # guarded: this entry serves the calls whose range is empty
@@ -148,9 +150,16 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     step = iterator.bounds[2]
     splits = entered is None and not ends_graph and not breaks and _constant_step(step) != 0
     carries_return = returns is not None and returns.carried
+    if inner_flagged and (not ends_graph or carries_return):
+        # Whether an inner loop ran is known only inside this loop's run: code after it
+        # here would read its values on the wrong types (see entry_objects).
+        raise LoopFallback(
+            f"the type of {why} after it depends on whether its inner loops ran, and the "
+            "graph cannot end after it here"
+        )
     if entered is None and (not (ends_graph or splits) or carries_return):
+        mark_typed_if_ran(frame, retyped, why)
         kept_with_loop_types(frame.instructions[extent.head].lineno, why)
-        mark_typed_if_ran(frame, retyped)
         ends_graph = splits = False
     if extent.else_end is not None and first is not None:
         # After 0 iterations (or a break in the first) a carried value keeps its Python
@@ -161,7 +170,7 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     graph = frame.tracer.graph
     count = len(graph.nodes)
     before = Snapshot.take(frame)
-    bounds = _emit_loop(frame, extent, iterator, (first, body), metas)
+    bounds = _emit_loop(frame, extent, iterator, (first, body), metas, loop.typed_if_ran)
     try:
         if splits:
 
@@ -308,8 +317,10 @@ def _emit_loop(
     iterator: RangeIterVar,
     traced: tuple[Graph | None, Graph],
     metas: dict[str, ArrayMeta | ScalarMeta],
+    flagged: set[str],
 ) -> tuple[Any, ...]:
-    # The loop node, its outputs bound; returns its bounds' graph values.
+    # The loop node, its outputs bound; returns its bounds' graph values. `flagged`: the
+    # carried locals inner loops kept with the loop's types (see loop_entry).
     tracer = frame.tracer
     bounds = tuple(bound_value(tracer, bound) for bound in iterator.bounds)
     breaks = any(len(graph.output) > len(metas) for graph in traced if graph is not None)
@@ -317,6 +328,7 @@ def _emit_loop(
         if breaks and graph is not None and len(graph.output) == len(metas):
             graph.output = (*graph.output, False)  # a trace that never reached its break
     first, body, invariants = peeled_first(traced, 1 + len(metas))
+    entry = entry_unless_ran((first, body), tuple(metas), flagged, indexed=True)
     state = frame.state
     initial = [graph_value(state.locals[name], frame.tracer) for name in metas]
     # NOTE: placeholder k is input 2 + k (after the bounds).
@@ -331,6 +343,7 @@ def _emit_loop(
         first=first,
         breaks=breaks,
         typed_if_ran=typed_if_ran_of(frame, tuple(metas)),
+        entry_unless_ran=entry,
     )
     bind_outputs(frame, frame.instructions[extent.head], outputs, tuple(metas))
     state.pop()  # the iterator

@@ -30,10 +30,12 @@ iteration (a body that may `break` may leave in its first one):
   500-900x slower. The enclosing loop learns the values it retypes (`mark_typed_if_ran`)
   and ends the graph after it; each inner `while` or `for` assigning them names them on
   its node (`typed_if_ran`): a C loop function keeps a run-time flag per value (a `while`
-  that ran, a `for` iteration that did not break) and, where none is set, bails to NumPy,
-  whose `for_loop` / `while_loop` runs its first-iteration graph while the values keep
-  their Python types. A known gap remains, logged: an enclosing loop that cannot end the
-  graph (itself in a kept body, under a transform) keeps the loop's type after it.
+  that ran, a `for` iteration that did not break). Where the enclosing loop only passes
+  a value along until such a loop assigns it (`entry_objects.entry_unless_ran`), a clear
+  flag gives back its entry object; otherwise the loop bails to NumPy, whose `for_loop`
+  / `while_loop` runs its first-iteration graph while the values keep their Python
+  types. Where the enclosing loop cannot end the graph (itself in a kept body, under a
+  transform), the inner loop falls back (`LoopFallback`).
 
     >>> text_of_range(("0", "L['n']", 1))
     ("L['n'] > 0", "L['n'] <= 0")
@@ -52,7 +54,7 @@ from .bytecode import Instruction
 from .capture_result import Unsupported
 from .carried_values import graph_value, meta_of_value
 from .dynamic_shapes import active_shape_env
-from .loop_exit import BROKE, LoopFallback, innermost
+from .loop_exit import BROKE, LoopFallback, active_loops, innermost
 from .loop_index import is_loop_symbol
 from .loop_locals import read_after
 from .meta import ArrayMeta, ScalarMeta
@@ -282,8 +284,8 @@ def can_end_graph(frame: Frame) -> bool:
 
 def kept_with_loop_types(line: int | None, why: str) -> None:
     """Log that a loop whose carried types depend on whether it ran is kept with the loop's
-    types, where the graph cannot end after it (inside another kept loop's body, under a
-    transform, or returning from inside the loop)."""
+    types, where the graph cannot end after it (inside another kept loop's body): the
+    enclosing loop checks at run time whether it ran (`mark_typed_if_ran`)."""
     log.debug(
         "the loop at line %s is kept with the loop's types: the type of %s after it depends "
         "on whether it ran, and the graph cannot end after it here",
@@ -292,15 +294,22 @@ def kept_with_loop_types(line: int | None, why: str) -> None:
     )
 
 
-def mark_typed_if_ran(frame: Frame, retyped: Sequence[str]) -> None:
+def mark_typed_if_ran(frame: Frame, retyped: Sequence[str], why: str) -> None:
     """Record on the enclosing kept loop that the `retyped` locals an inner loop kept with
     its types (`kept_with_loop_types`) have that type only where some inner loop assigning
     them ran: the enclosing loop ends the graph after it, and its backend checks at run
-    time that one did (a C loop function bails to NumPy otherwise). Nothing where no kept
-    loop encloses this one (under a transform): the gap stays."""
-    loop = innermost(frame)
-    if loop is not None:
-        loop.typed_if_ran.update(retyped)
+    time that one did (see entry_objects). `LoopFallback` (`why` names the values) where
+    the enclosing loop cannot end the graph either (it is itself in a kept loop's body,
+    under a transform) or no kept loop encloses this one: no flag would stand for the code
+    that reads them, so the loop is not kept with the loop's types."""
+    loops = active_loops(frame)
+    if len(loops) != 1 or frame.tracer.transform_depth:
+        where = "under a transform" if frame.tracer.transform_depth else "here"
+        raise LoopFallback(
+            f"the type of {why} after it depends on whether it ran, and no enclosing loop "
+            f"can end the graph {where} to check that at run time"
+        )
+    loops[0].typed_if_ran.update(retyped)
 
 
 def typed_if_ran_of(frame: Frame, carried: Sequence[str]) -> tuple[str, ...]:

@@ -274,6 +274,11 @@ def return_follows(frame: Frame, position: int) -> bool:
     return False
 
 
+def active_loops(frame: Frame) -> list[LoopExit]:
+    """The kept loops whose bodies `frame` is tracing, outermost first."""
+    return list(_ACTIVE.get(frame, ()))
+
+
 def innermost(frame: Frame) -> LoopExit | None:
     """The innermost loop whose body `frame` is tracing, or None."""
     loops = _ACTIVE.get(frame)

@@ -28,6 +28,7 @@ from .body_graph import peeled_first, written_by
 from .bytecode import Instruction
 from .carried_values import bind_carried, carried_meta, carried_metas, graph_value
 from .control_flow import add_while_loop
+from .entry_objects import entry_unless_ran
 from .graph import Graph
 from .kept_loop import bind_outputs, return_slot, trace_to_fixpoint, undone_on_fallback
 from .loop_counters import Counter, bounded_counters, counters
@@ -191,6 +192,9 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     # Late import: loop_return traces the code after the loop with run_until.
     from .loop_return import inherit_return, propagate_return, return_after_loop, unflatten_value
 
+    # The carried locals inner loops kept with this loop's types (see loop_entry).
+    flagged: set[str] = set()
+
     def trace(metas: dict[str, ArrayMeta | ScalarMeta]) -> tuple[Graph, list[Any]]:
         traced, results, test = _trace(
             frame,
@@ -201,6 +205,7 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
             returns=returns,
             else_at=clause_end,
             counters=bounding,
+            flagged=flagged,
         )
         traced.output = (*results, test)
         return traced, results
@@ -221,9 +226,18 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         retyped = retyped_after(frame, before, metas, (shape.body, shape.exit))
         why = describe_retyped(retyped, before, metas)
         entered = not retyped or _entered(frame, shape, pred)
-        if not entered and (not can_end_graph(frame) or (returns is not None and returns.carried)):
+        inner_flagged = flagged.intersection(retyped)
+        carries_return = returns is not None and returns.carried
+        if inner_flagged:
+            entered = False  # an inner loop that may not run decides the type (loop_entry)
+            if not can_end_graph(frame) or carries_return:
+                raise LoopFallback(
+                    f"the type of {why} after it depends on whether its inner loops ran, and "
+                    "the graph cannot end after it here"
+                )
+        if not entered and (not can_end_graph(frame) or carries_return):
+            mark_typed_if_ran(frame, retyped, why)
             kept_with_loop_types(inst.lineno, why)
-            mark_typed_if_ran(frame, retyped)
             entered = True
         typed_if_ran = typed_if_ran_of(frame, tuple(metas))
         if clause_end is not None and first is not None:
@@ -236,6 +250,7 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         state.push(pred)
         raise
     first_body, body, invariants = peeled_first((first, traced), len(metas))
+    kept_entry = entry_unless_ran((first_body, body), tuple(metas), flagged, indexed=False)
     initial = [graph_value(state.locals[name]) for name in metas]
     tests = (shape.enter_if, shape.again_if)
     tracer = frame.tracer
@@ -250,6 +265,7 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         written,
         first_body,
         typed_if_ran=typed_if_ran,
+        entry_unless_ran=kept_entry,
     )
     bind_outputs(frame, inst, outputs, tuple(metas))
     frame.pc = shape.exit
@@ -374,9 +390,11 @@ def _trace(
     returns: ReturnSlot | None = None,
     else_at: int | None = None,
     counters: Mapping[str, Counter] | None = None,
+    flagged: set[str] | None = None,
 ) -> tuple[Graph, list[Any], Any]:
     # The body and the bottom test, once, into a graph of their own; `counters`: the
-    # carried ints the loop's test bounds (see loop_counters).
+    # carried ints the loop's test bounds (see loop_counters); `flagged` gathers the
+    # locals inner loops kept with the loop's types, across the loop's traces (loop_entry).
     tracer = frame.tracer
     outer = tracer.graph
     traced = Graph()
@@ -404,6 +422,7 @@ def _trace(
         returns=returns,
         else_end=else_at,
         base=list(frame.state.stack),
+        typed_if_ran=set() if flagged is None else flagged,  # shared by the loop's traces
     )
     try:
         with bounded_counters(bounded, tracer.builder), tracing_body(frame, loop):

@@ -124,7 +124,7 @@ class LoopWriter:
         self.counter = 0
         self.bails = False
         # A run-time flag per local whose type holds only where an inner loop assigning it
-        # ran: the loop bails after its nest unless each is set (see `ran_flag`).
+        # ran (see `ran_flag`).
         self.ran_flags: dict[str, str] = {}
         # The `typed_if_ran` locals of the `for` loop whose iterations are being written.
         self.ran_names: tuple[str, ...] = ()
@@ -159,12 +159,12 @@ class LoopWriter:
 
     def ran_flag(self, name: str) -> str:
         """The C flag set where an inner loop assigning local `name` ran, its type after
-        the loop right only then (the capture's loop_entry.mark_typed_if_ran): the loop
-        bails after its nest unless every flag is set, and NumPy gives eager's objects."""
+        the loop right only then (the capture's loop_entry.mark_typed_if_ran): where it is
+        clear, the loop gives back the local's entry object or bails to NumPy, which
+        gives eager's objects (see loop_function.ran_flag_outcomes)."""
         if name not in self.ran_flags:
             self.ran_flags[name] = self.fresh("ran")
             self.declarations.append(f"    int {self.ran_flags[name]} = 0;")
-            self.bails = True
         return self.ran_flags[name]
 
     def fresh(self, stem: str) -> str:

@@ -22,6 +22,7 @@ compiles at -O3 only the form that runs.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Collection, Sequence
 from typing import Any
@@ -29,7 +30,14 @@ from typing import Any
 import attrs
 import numpy as np
 
-from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, gives_scalar
+from numpile_capture import (
+    ArrayMeta,
+    Graph,
+    Node,
+    ScalarMeta,
+    computes_unless_ran,
+    gives_scalar,
+)
 
 from .loop_body import (
     ENTRY_BITS,
@@ -43,6 +51,10 @@ from .loop_body import (
 from .loop_parallel import PARALLEL_HELPERS, number_labels
 from .loop_vectors import VECTOR_HELPERS
 from .ops import c_literal, c_type
+
+# NOTE: why a loop function runs a loop again with NumPy (a flag no proof covers), and
+# where it need not.
+perf_log = logging.getLogger("numpile.perf_hints")
 
 
 @attrs.frozen
@@ -328,6 +340,8 @@ def scalar_loop_function(
         _box(final, out, placeholders[1 + k], outer.inputs[3 + k], env)
         for k, (final, out) in enumerate(zip(finals, outputs, strict=True))
     ]
+    names = [placeholder.name for placeholder in placeholders[1 : 1 + carried]]
+    ran_checks = ran_flag_outcomes(writer, node, names, boxes, initial)
     written = [array for array in writer.arrays if array.written]
     arguments = [value for value in node.inputs if isinstance(value, Node)]
     refills = [a for a in written if writer.bails and arguments[a.argument] in zeroed]
@@ -349,6 +363,7 @@ def scalar_loop_function(
             written=written,
             carried=carried,
             boxes=boxes,
+            ran_checks=ran_checks,
         )
 
     fast = _fast_copy(writer.buf.lines, writer.arrays)
@@ -389,6 +404,7 @@ def _function_lines(
     refills: Sequence[CArray] = (),
     carried: int,
     boxes: list[str],
+    ran_checks: Sequence[str] = (),
 ) -> str:
     lines = [
         f"{attribute} static PyObject *{name}(PyObject *const *argv, Py_ssize_t argc, "
@@ -407,8 +423,7 @@ def _function_lines(
     lines.append("    NP_FP_CLEAR();")
     lines += writer.declarations
     lines += nest
-    if writer.ran_flags:
-        lines.append(f"    if (!({' && '.join(writer.ran_flags.values())})) {{ goto bail; }}")
+    lines += ran_checks
     lines.append("    *np_fp |= NP_FP_TEST();")
     lines.append(f"    result = PyTuple_New({carried});")
     lines.append("    if (result == NULL) { goto fail; }")
@@ -439,6 +454,54 @@ def _function_lines(
     lines.append("    return result;")
     lines.append("}")
     return "\n".join(lines)
+
+
+def ran_flag_outcomes(
+    writer: LoopWriter, node: Node, names: Sequence[str], boxes: list[str], initial: Sequence[str]
+) -> list[str]:
+    """What a loop function does after its nest with each run-time flag of `writer` (set
+    where an inner loop assigning a retyped local ran, see `LoopWriter.ran_flag`): for a
+    carried local (`names`, in order) that capture proved left untouched unless such a
+    loop ran (the node's `entry_unless_ran`), its box in `boxes` becomes its entry object
+    (`initial`) where the flag is clear; for the others, the C lines returned bail to
+    NumPy where a flag is clear (and the loop can bail). `NotScalarLoop` where the loop
+    computes on such a local before an inner loop may have assigned it (see the
+    capture's `computes_unless_ran`): a bail after the nest would come too late.
+
+    >>> ran_flag_outcomes(LoopWriter("loop_v0"), node, ["t"], boxes, initial)  # doctest: +SKIP
+    []
+    """
+    entry = dict(node.params).get("entry_unless_ran", ())
+    unproven = []
+    for name, flag in writer.ran_flags.items():
+        if name in entry and name in names:
+            k = names.index(name)
+            boxes[k] = f"({flag} ? {boxes[k]} : {initial[k]})"
+            perf_log.debug(
+                "loop %s gives back `%s` as its entry object where no inner loop assigning "
+                "it ran (no run with NumPy)",
+                node.name,
+                name,
+            )
+        elif computes_unless_ran(node, name):
+            # Read on the loop's type in an iteration before an inner loop assigned it:
+            # where eager had the entry object's type, C would have computed otherwise.
+            raise NotScalarLoop(
+                f"it computes on `{name}` where no inner loop assigning it may have run yet"
+            )
+        else:
+            unproven.append(flag)
+            perf_log.info(
+                "loop %s runs again with NumPy where no inner loop assigning `%s` ran: the "
+                "loop reads it, or assigns it elsewhere, so its type after the loop is known "
+                "only to eager Python",
+                node.name,
+                name,
+            )
+    if not unproven:
+        return []
+    writer.bails = True
+    return [f"    if (!({' && '.join(unproven)})) {{ goto bail; }}"]
 
 
 def bail_restores(snapshots: Sequence[CArray], refills: Sequence[CArray] = ()) -> list[str]:

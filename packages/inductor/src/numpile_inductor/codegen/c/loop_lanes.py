@@ -134,13 +134,14 @@ def emit_lanes(
     where a lane holds a statement that raises (its caller writes the serial loop)."""
     start, stop, step = bounds
     more = "<" if step > 0 else ">"
-    declared = len(writer.declarations)
+    declared, flags = len(writer.declarations), dict(writer.ran_flags)
     next_index, stopped = writer.fresh("lane_next"), writer.fresh("lane_stop")
     lanes = [
         _lane(writer, shape, inner, (next_index, stopped, more, stop, step)) for _ in range(LANES)
     ]
     if any(_LEAVES.search(line) for lane in lanes for line in lane.step + lane.take + lane.post):
         del writer.declarations[declared:]
+        writer.ran_flags = flags  # those the lanes declared are gone with them
         return None
     unit = CodeBuffer.UNIT
     level = writer.buf.level

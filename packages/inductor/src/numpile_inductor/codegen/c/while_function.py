@@ -26,7 +26,15 @@ from typing import Any
 from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta
 
 from .loop_body import LoopWriter, NotScalarLoop, _Finals, _Frame, _while_loop
-from .loop_function import _EXACT_CARRY, LoopFunction, _box, _initial, _unpack, bail_restores
+from .loop_function import (
+    _EXACT_CARRY,
+    LoopFunction,
+    _box,
+    _initial,
+    _unpack,
+    bail_restores,
+    ran_flag_outcomes,
+)
 
 
 def scalar_while_function(node: Node, name: str) -> LoopFunction:
@@ -86,11 +94,20 @@ def scalar_while_function(node: Node, name: str) -> LoopFunction:
         _box(final, out, placeholders[k], outer.inputs[1 + k], env)
         for k, (final, out) in enumerate(zip(finals.values, outputs[:carried], strict=True))
     ]
-    return LoopFunction(name, _function(writer, name, entry, empty, boxes, carried), writer.bails)
+    names = [placeholder.name for placeholder in placeholders[:carried]]
+    checks = ran_flag_outcomes(writer, node, names, boxes, initial)
+    source = _function(writer, name, entry, empty, boxes, carried, checks)
+    return LoopFunction(name, source, writer.bails)
 
 
 def _function(
-    writer: LoopWriter, name: str, entry: list[str], empty: list[str], boxes: list[str], n: int
+    writer: LoopWriter,
+    name: str,
+    entry: list[str],
+    empty: list[str],
+    boxes: list[str],
+    n: int,
+    checks: list[str],
 ) -> str:
     written = [array for array in writer.arrays if array.written]
     snapshots = [array for array in written if writer.bails]
@@ -111,6 +128,7 @@ def _function(
     lines.append("    NP_FP_CLEAR();")
     lines += writer.declarations
     lines += writer.buf.lines
+    lines += checks
     lines.append("    *np_fp |= NP_FP_TEST();")
     lines.append(f"    result = PyTuple_New({n});")
     lines.append("    if (result == NULL) { goto fail; }")
