@@ -40,6 +40,7 @@ import numpy as np
 
 from .child import load_average
 from .gpu import _gpu_reason, _option
+from .loop_programs import mandelbrot
 
 
 def jacobi_1d(A: Any, B: Any, steps: int) -> Any:
@@ -71,6 +72,11 @@ class GpuLoop:
     inputs: Callable[[], tuple[Any, ...]]
     eager: bool = True  # False: CuPy eager not timed (a 0-d body: launches per element)
     numpy: bool = True  # False: NumPy on the CPU not timed (seconds a call)
+
+
+def _points(n: int) -> tuple[Any, Any]:
+    rng = np.random.default_rng(28)
+    return rng.uniform(-2.0, 0.6, n), rng.uniform(-1.2, 1.2, n)
 
 
 def _grid(*shape: int) -> Callable[[], tuple[Any, ...]]:
@@ -112,6 +118,8 @@ STENCILS: tuple[GpuLoop, ...] = (
         lambda: (np.random.default_rng(28).random(20_000),),
         eager=False,
     ),
+    # A `while` per point inside the `for` over the points: one device program.
+    GpuLoop("mandelbrot_4k", mandelbrot, lambda: _points(4096), eager=False),
 )
 
 

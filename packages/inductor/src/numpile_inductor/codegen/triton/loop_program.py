@@ -649,7 +649,7 @@ def loop_program(
 
     def run(indices: range, values: tuple[Any, ...], carried: int) -> tuple[Any, ...]:
         arrays = [values[p] for p in generated.arrays]
-        if not _addressable(arrays, generated.array_ndims):
+        if not _addressable(arrays, generated.array_ndims, on_device=mode != "interpret"):
             return fallback(indices, values, carried)
         if (
             generated.kernel_loops
@@ -719,10 +719,13 @@ def _zero_d_of(value: Any, dtype: np.dtype[Any]) -> bool:
     return bool(value.dtype == dtype and value.ndim == 0)
 
 
-def _addressable(arrays: list[Any], ndims: tuple[int, ...]) -> bool:
-    # Arrays the kernel can address: the rank it was generated for, native byte order,
-    # strides in whole elements.
+def _addressable(arrays: list[Any], ndims: tuple[int, ...], *, on_device: bool) -> bool:
+    # Arrays the kernel can address: in the memory it runs on (a host pointer would fault
+    # on the GPU), the rank it was generated for, native byte order, strides in whole
+    # elements.
     for array, ndim in zip(arrays, ndims, strict=True):
+        if rt.is_device_array(array) != on_device:
+            return False
         if getattr(array, "ndim", None) != ndim or not array.dtype.isnative:
             return False
         if any(stride % array.itemsize for stride in array.strides):
