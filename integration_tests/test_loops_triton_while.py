@@ -55,6 +55,21 @@ def _paths(fn: Callable[..., Any], *args: Any) -> tuple[Any, dict[str, int]]:
     return got, {name: counts[name] for name in names if name in counts}
 
 
+@pytest.fixture
+def grids(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    # The program instances of each loop program launched (the launch's grid).
+    launched: list[int] = []
+    original = rt.TritonLauncher.__call__
+
+    def counting(launcher: Any, args: Any, grid: int, *rest: Any) -> Any:
+        if getattr(launcher.fn, "__name__", "") == "loop_program":
+            launched.append(grid)
+        return original(launcher, args, grid, *rest)
+
+    monkeypatch.setattr(rt.TritonLauncher, "__call__", counting)
+    return launched
+
+
 def _same(got: Any, want: Any) -> None:
     assert type(got) is type(want), (type(got), type(want))
     assert np.asarray(got).dtype == np.asarray(want).dtype
@@ -69,15 +84,45 @@ def _points(n: int) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 7])
-def test_mandelbrot_is_one_device_program(n: int) -> None:
+def test_mandelbrot_is_one_device_program(n: int, grids: list[int]) -> None:
     compiled = numpile.compile(mandelbrot, backend="triton", dynamic=True)
     got, paths = _paths(compiled, *_points(n))
     want = mandelbrot(*_points(n))
     _same(got, want)
     if n >= 1:
         assert paths == {"loop_device_program_runs": 1}, paths
+        # One launch; the points are independent iterations: an instance each.
+        assert grids == [n], grids
     if n >= 3:
         assert list(want[:3]) == [1, 64, 64]  # the first step escapes; never escapes
+
+
+def smooth_in_place(x: Any, out: Any) -> Any:
+    # Independent iterations in the graph (each writes out[p], reads x around p); the
+    # run time keeps them in order where `out` is `x` (iteration p then reads x[p - 1]
+    # as iteration p - 1 left it).
+    for p in range(1, x.shape[0] - 1):
+        v = x[p - 1] + x[p + 1]
+        k = 0
+        while v > 0.5 and k < 8:
+            v = v * 0.5
+            k += 1
+        out[p] = v + k
+    return out
+
+
+@pytest.mark.parametrize("aliased", [False, True])
+def test_independent_iterations_run_an_instance_each_unless_memory_overlaps(
+    aliased: bool, grids: list[int]
+) -> None:
+    compiled = numpile.compile(smooth_in_place, backend="triton", dynamic=True)
+    x, got_x = np.linspace(0.0, 3.0, 7), np.linspace(0.0, 3.0, 7)
+    want = smooth_in_place(x, x if aliased else np.zeros(7))
+    got, paths = _paths(compiled, got_x, got_x if aliased else np.zeros(7))
+    _same(got, want)
+    np.testing.assert_array_equal(got_x, x)
+    assert paths == {"loop_device_program_runs": 1}, paths
+    assert grids == [1 if aliased else 5], grids
 
 
 def bounded_powers(steps: Any, scale: int, out: Any) -> Any:

@@ -44,6 +44,7 @@ import numpy as np
 import numpile_runtime as rt
 from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot, run_graph
 
+from ...loop_independence import independent_iterations
 from ...loop_ir import Apply, Constant, ScalarArg
 from ...loops import LoopRunner, host_loop
 from ..common import CodeBuffer
@@ -62,6 +63,10 @@ __all__ = ["KERNEL_ROWS", "NotDeviceLoop", "loop_program", "loop_program_source"
 # 256, where kernels spread it over the device; past this the nest runs as host loops
 # (op by op around the inner loops, which replay their kernels).
 KERNEL_ROWS = 4096
+
+#: The most program instances one launch has (CUDA's limit on a grid's first axis): past it
+#: each instance runs several independent iterations.
+_MOST_PROGRAMS = 2**31 - 1
 
 
 class NotDeviceLoop(Exception):  # noqa: N818 - it names the event
@@ -485,6 +490,7 @@ class LoopSource:
     carried: int
     breaks: bool
     kernel_loops: bool = False
+    parallel: bool = False  # iterations independent: one program instance per iteration
 
 
 def loop_program_source(node: Node, body: Graph) -> LoopSource:
@@ -512,7 +518,8 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
     entry.writeline("start = tl.load(meta_ptr + 0)")
     entry.writeline("step = tl.load(meta_ptr + 1)")
     entry.writeline("trips = tl.load(meta_ptr + 2)")
-    offset = 3
+    entry.writeline("per = tl.load(meta_ptr + 3)")
+    offset = 4
     for position, placeholder in enumerate(placeholders[1:]):
         meta = placeholder.meta
         if position < carried or not (isinstance(meta, ArrayMeta) and meta.ndim > 0):
@@ -555,7 +562,10 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
         loop.writeline("while going:")
         tail = ["t = t + 1", f"going = (t < trips) & ({flag} == 0) & (bad == 0)"]
     else:
-        loop.writeline("for t in range(0, trips):")
+        # Program instance `p` runs iterations [p * per, (p + 1) * per): one runs them all,
+        # or (independent iterations) each runs one of its own.
+        loop.writeline("first = tl.program_id(0).to(tl.int64) * per")
+        loop.writeline("for t in range(first, tl.minimum(first + per, trips)):")
         tail = []
     with loop.indent():
         loop.writeline("i = start + t * step")
@@ -566,7 +576,8 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
         f"tl.store(c{k}_ptr, c{k}{'.to(tl.int8)' if cell_dtypes[k] == _BOOL_CELL else ''})"
         for k in range(carried)
     ]
-    exit_lines.append("tl.store(bad_ptr, bad.to(tl.int32))")
+    # Only a program that raised the flag writes it (the host zeroes it before the launch).
+    exit_lines.append("tl.store(bad_ptr, bad.to(tl.int32), mask=bad)")
     args = ["meta_ptr", *(f"c{k}_ptr" for k in range(len(cells)))]
     args += [f"a{k}_ptr" for k in range(len(arrays))]
     args.append("bad_ptr")
@@ -599,6 +610,7 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
         carried,
         breaks,
         writer.kernel_loops,
+        not breaks and independent_iterations(node, while_loops=True),
     )
 
 
@@ -666,7 +678,10 @@ def loop_program(
         if not indices or not _within_int64(values, generated.cells):
             return fallback(indices, values, carried)
         xp = np if mode == "interpret" else _cupy()
-        sizes = [len(indices) and indices.start, indices.step, len(indices)]
+        parallel = generated.parallel and _disjoint(arrays, generated.written)
+        programs = min(len(indices), _MOST_PROGRAMS) if parallel else 1
+        per = -(-len(indices) // programs)
+        sizes = [len(indices) and indices.start, indices.step, len(indices), per]
         for array in arrays:
             for axis in range(array.ndim):
                 sizes += [array.shape[axis], array.strides[axis] // array.itemsize]
@@ -682,10 +697,11 @@ def loop_program(
         rt.count("loop_device_program_runs")  # which path a loop took (see loops.host_loop)
         if mode == "interpret":
             with np.errstate(all="ignore"):  # masked-off loads compute on zeros
-                launcher(args, 1, {}, 1, None)
+                launcher(args, programs, {}, 1, None)
         else:
             stream = xp.cuda.get_current_stream()
-            launcher(args, 1, {}, 1, int(stream.ptr), int(xp.cuda.runtime.getDevice()))
+            device = int(xp.cuda.runtime.getDevice())
+            launcher(args, programs, {}, 1, int(stream.ptr), device)
         if int(bad[0]):
             for k, copy in saved.items():
                 arrays[k][...] = copy
@@ -705,6 +721,21 @@ def _typed(values: tuple[Any, ...], metas: list[Any], cells: tuple[int, ...]) ->
         elif not _zero_d_of(value, meta.dtype):
             return False
     return True
+
+
+def _disjoint(arrays: list[Any], written: tuple[int, ...]) -> bool:
+    # Whether no array the loop writes shares memory with another array it uses: its
+    # iterations, independent in the graph, are then independent in memory too.
+    spans = []
+    for array in arrays:
+        low, high = rt.byte_extent(array) if array.size else (0, 0)
+        spans.append((rt.data_ptr(array) + low, rt.data_ptr(array) + high))
+    return all(
+        spans[k][1] <= other[0] or other[1] <= spans[k][0]
+        for k in written
+        for j, other in enumerate(spans)
+        if j != k
+    )
 
 
 def _within_int64(values: tuple[Any, ...], cells: tuple[int, ...]) -> bool:
