@@ -271,3 +271,24 @@ def test_a_value_retyped_in_some_iterations_only_keeps_the_host_loop(
     assert "loop_device_program_runs" not in paths, paths
     reasons = [r.getMessage() for r in caplog.records if "per iteration" in r.getMessage()]
     assert any("the type of `z` depends on whether an inner loop ran" in r for r in reasons)
+
+
+def reciprocal_steps_for(x: Any, out: Any) -> Any:
+    for i in range(x.shape[0]):
+        z = 0.0
+        for _ in range(3):
+            z = 1.0 / z + x[i]  # Python's ZeroDivisionError on the first pass's 0.0
+        out[i] = z
+    return out
+
+
+def test_a_first_pass_that_raises_in_python_keeps_the_host_loop() -> None:
+    # The inner loop's first pass runs on Python floats (`1.0 / 0.0` raises), its body on
+    # NumPy float64 (inf): the program would compute the body's, so NumPy runs the loop
+    # (`while` loops take the same check: program_loops.retyped_inside).
+    compiled = numpile.compile(reciprocal_steps_for, backend="triton", dynamic=True)
+    x = np.array([0.5, 0.25])
+    with pytest.raises(ZeroDivisionError):
+        reciprocal_steps_for(x, np.zeros(2))
+    with pytest.raises(ZeroDivisionError):
+        compiled(x, np.zeros(2))

@@ -4,8 +4,12 @@ A `for_loop` whose body does only 0-d work (loads `x[i]`, stores `x[i] = v`, Num
 0-d values, Python arithmetic, `if` on run-time values, `break`, nested `for` and `while`
 loops: `program_loops.py`) becomes one `@triton.jit` kernel launched once, with one
 program instance: the index is the kernel's own loop variable and the carried values stay
-in registers across iterations. Bodies of array work are not taken here: they run as a
-host loop of kernel launches (`numpile_inductor.loops`).
+in registers across iterations. Where the iterations are independent
+(`numpile_inductor.loop_independence`: nothing carried, no `break`, each iteration writes
+only its own row) and no array the loop writes shares memory with another it uses, each
+iteration runs in a program instance of its own (mandelbrot's points). Bodies of array
+work are not taken here: they run as a host loop of kernel launches
+(`numpile_inductor.loops`).
 
 Every number the kernel reads from the host is passed in memory, never as a scalar
 argument: Triton would specialize an int equal to 1 and pass a Python float as float32.

@@ -89,9 +89,6 @@ def nested_while(writer: _ProgramWriter, node: Node, env: Env) -> None:
     if kernels_take(body):
         raise NotDeviceLoop("a nested while loop whose body kernels take")
     retyped_inside(writer, node)
-    first = params.get("first")
-    if first is not None and _may_raise(first):
-        raise NotDeviceLoop("a first pass on Python scalars that may raise where NumPy's do not")
     pred = writer.operand(env, node.inputs[0])
     inner: Env = {}
     variables = _carried_variables(writer, node, env, body.placeholders, node.inputs[1:], inner)
@@ -112,11 +109,16 @@ def nested_while(writer: _ProgramWriter, node: Node, env: Env) -> None:
 
 
 def retyped_inside(writer: _ProgramWriter, node: Node) -> None:
-    """Refuse inner loop `node` where a value it retypes (its `typed_if_ran`) has eager's
-    type after the loop nest only where it ran, unless the outermost loop carries the value
-    (it enters the program with the loop's type: numpile_capture.loop_entry)."""
+    """Refuse inner loop `node` where its first pass on Python scalars differs from its
+    body on the loop's types (a Python operator that may raise where NumPy's scalars give
+    inf or NaN), or where a value it retypes (its `typed_if_ran`) has eager's type after the
+    loop nest only where it ran, unless the outermost loop carries the value (it enters the
+    program with the loop's type: numpile_capture.loop_entry)."""
     from .loop_program import NotDeviceLoop
 
+    first = dict(node.params).get("first")
+    if first is not None and _may_raise(first):
+        raise NotDeviceLoop("a first pass on Python scalars that may raise where NumPy's do not")
     for name in dict(node.params).get("typed_if_ran", ()):
         if name not in writer.entry_typed:
             raise NotDeviceLoop(f"the type of `{name}` depends on whether an inner loop ran")
