@@ -13,7 +13,9 @@ its loops, from the counters of its timed calls: ``graph`` (replays), ``device-p
 that follow the loop index, or scalar work one device program does not take), joined by
 ``+`` where nested loops took several; ``records`` and ``replays`` count the graphs.
 
-The stencils (``jacobi_1d_*``, ``jacobi_2d_*``) are written here; ``--with-loops`` adds
+The stencils (``jacobi_1d_*``, ``jacobi_2d_*``) and ``mandelbrot_4k`` (a `while` per point
+over 4096 points: one device program, a program instance per point) are written here;
+``--with-loops`` adds
 the workloads of ``benchmarks/loops.py`` at device trip counts (``DEVICE_TRIPS``) that keep
 the whole run near a minute. A column gets at most ``--budget`` seconds of timed calls
 (fewer samples where one call is slow); a column or workload that fails prints why and
