@@ -13,12 +13,14 @@ its loops, from the counters of its timed calls: ``graph`` (replays), ``device-p
 that follow the loop index, or scalar work one device program does not take), joined by
 ``+`` where nested loops took several; ``records`` and ``replays`` count the graphs.
 
-The stencils (``jacobi_1d_*``, ``jacobi_2d_*``, ``heat_1d_*``) are written here;
-``heat_1d_4k_x1000_new_dt`` calls the heat stencil with a new time step every call (a
-parameter sweep): its kernels read ``dt`` from a device slot, so one graph replays every
-value (a graph per value would never repeat: each call ran the host loop). ``--with-loops``
-adds the workloads of ``benchmarks/loops.py`` at device trip counts (``DEVICE_TRIPS``) that
-keep the whole run near a minute. A column gets at most ``--budget`` seconds of timed calls
+The stencils (``jacobi_1d_*``, ``jacobi_2d_*``, ``heat_1d_*``) and ``mandelbrot_4k`` (a
+`while` per point over 4096 points: one device program, a program instance per point) are
+written here; ``heat_1d_4k_x1000_new_dt`` calls the heat stencil with a new time step every
+call (a parameter sweep): its kernels read ``dt`` from a device slot, so one graph replays
+every value (a graph per value would never repeat: each call ran the host loop).
+``--with-loops`` adds the workloads of ``benchmarks/loops.py`` at device trip counts
+(``DEVICE_TRIPS``) that keep the whole run near a minute. A column gets at most ``--budget``
+seconds of timed calls
 (fewer samples where one call is slow); a column or workload that fails prints why and
 the others go on. CuPy eager is not timed on the loops of 0-d bodies (a launch per op per
 element).
@@ -44,6 +46,7 @@ import numpy as np
 
 from .child import load_average
 from .gpu import _gpu_reason, _option
+from .loop_programs import mandelbrot
 
 
 def jacobi_1d(A: Any, B: Any, steps: int) -> Any:
@@ -86,6 +89,11 @@ class GpuLoop:
     # The position of a float argument given a new value every call (a parameter sweep);
     # numpile then compiles with `dynamic=True`, as automatic dynamic would after a call.
     new_scalar: int | None = None
+
+
+def _points(n: int) -> tuple[Any, Any]:
+    rng = np.random.default_rng(28)
+    return rng.uniform(-2.0, 0.6, n), rng.uniform(-1.2, 1.2, n)
 
 
 def _grid(*shape: int) -> Callable[[], tuple[Any, ...]]:
@@ -138,6 +146,8 @@ STENCILS: tuple[GpuLoop, ...] = (
         lambda: (np.random.default_rng(28).random(20_000),),
         eager=False,
     ),
+    # A `while` per point inside the `for` over the points: one device program.
+    GpuLoop("mandelbrot_4k", mandelbrot, lambda: _points(4096), eager=False),
 )
 
 

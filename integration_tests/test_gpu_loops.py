@@ -21,6 +21,7 @@ from loop_nests import NESTS
 
 import numpile
 import numpile_runtime as rt
+from benchmarks.loop_programs import mandelbrot
 
 pytestmark = [
     pytest.mark.gpu,
@@ -346,3 +347,46 @@ def test_loop_nests_with_views_of_the_index_are_one_program_on_the_device(name: 
         if n == 24:
             assert rt.counters().get("loop_device_program_runs", 0) >= 1, rt.counters()
             assert "loop_op_by_op_runs" not in rt.counters(), rt.counters()
+
+
+@pytest.mark.parametrize("n", [1, 7, 300])
+def test_mandelbrot_is_one_device_program_on_the_gpu(n: int) -> None:
+    # The `while` of each point inside the `for` over the points: one launch, eager's counts.
+    cupy = _cupy()
+    compiled = numpile.compile(mandelbrot)
+    cr, ci = np.linspace(-2.0, 0.6, n), np.linspace(-1.2, 1.2, n)
+    cr[0] = 3.0  # escapes at the first step
+    rt.reset_counters()
+    got = compiled(cupy.asarray(cr), cupy.asarray(ci))
+    want = mandelbrot(cr, ci)
+    got_host = got.get() if hasattr(got, "get") else got
+    assert got_host.dtype == want.dtype
+    np.testing.assert_array_equal(got_host, want)
+    assert rt.counters().get("loop_device_program_runs", 0) == 1, rt.counters()
+    assert "loop_op_by_op_runs" not in rt.counters(), rt.counters()
+
+
+def bounded_powers(steps: Any, out: Any) -> Any:
+    # A carried Python int past int64 after about 40 steps: the program flags it, NumPy reruns.
+    for p in range(steps.shape[0]):
+        acc = 1
+        k = 0
+        while k < steps[p]:
+            acc = acc * 3 + 100_000_000_003
+            k += 1
+        out[p] = acc % 1000
+    return out
+
+
+@pytest.mark.parametrize("most", [12, 45])
+def test_a_carried_python_int_past_int64_on_the_gpu_gives_eagers_value(most: int) -> None:
+    cupy = _cupy()
+    compiled = numpile.compile(bounded_powers)
+    steps = np.array([0, 1, most, 5])
+    want = bounded_powers(steps, np.full(4, -1))
+    out = cupy.full(4, -1)
+    rt.reset_counters()
+    got = compiled(cupy.asarray(steps), out)
+    np.testing.assert_array_equal(out.get(), want)
+    np.testing.assert_array_equal(got.get() if hasattr(got, "get") else got, want)
+    assert rt.counters().get("loop_device_program_runs", 0) >= 1, rt.counters()

@@ -266,7 +266,8 @@ def test_a_new_trip_count_launches_the_same_program(monkeypatch: pytest.MonkeyPa
 
 
 def test_loop_not_expressible_as_one_program_still_matches_eager() -> None:
-    # A carried Python int (unbounded in Python) keeps the loop on the host.
+    # `int(i)` of a run-time value is not captured: the loop runs in Python (a carried
+    # Python int alone is one program: test_loops_triton_while.py).
     def collatz_steps(x: Any, n: int) -> Any:
         k = 1
         for i in range(n):

@@ -1,30 +1,37 @@
 """A loop of scalar work as one Triton program: the whole `for_loop` runs on the device.
 
 A `for_loop` whose body does only 0-d work (loads `x[i]`, stores `x[i] = v`, NumPy ops on
-0-d values, Python arithmetic on the index, `if` on run-time values, `break`) becomes one
-`@triton.jit` kernel launched once, with one program instance: the index is the kernel's
-own loop variable and the carried values stay in registers across iterations. Bodies of
-array work are not taken here: they run as a host loop of kernel launches
+0-d values, Python arithmetic, `if` on run-time values, `break`, nested `for` and `while`
+loops: `program_loops.py`) becomes one `@triton.jit` kernel launched once, with one
+program instance: the index is the kernel's own loop variable and the carried values stay
+in registers across iterations. Where the iterations are independent
+(`numpile_inductor.loop_independence`: nothing carried, no `break`, each iteration writes
+only its own row) and no array the loop writes shares memory with another it uses, each
+iteration runs in a program instance of its own (mandelbrot's points). Bodies of array
+work are not taken here: they run as a host loop of kernel launches
 (`numpile_inductor.loops`).
 
 Every number the kernel reads from the host is passed in memory, never as a scalar
 argument: Triton would specialize an int equal to 1 and pass a Python float as float32.
 So the trip count, start, step, shapes and strides come in one int64 array (a new trip
 count launches the same binary), and carried values and scalar invariants in one-element
-arrays the kernel reads at entry and writes back at exit.
+arrays the kernel reads at entry and writes back at exit (a bool in an int8).
 
 Python semantics the device cannot give are handled around the launch: an index out of
-bounds, or a NumPy scalar constructor NumPy would raise or warn on (`np.uint8(300)`,
-`np.int64(nan)`, `np.float32(1e300)`; `numpy_scalars.py`), sets an error flag (the load or
-store is masked off), and the call then puts back the arrays the loop writes (copied
-before the launch) and runs the loop again op by op, which raises NumPy's `IndexError` or
-`OverflowError` (or warns) from the user's line with earlier iterations' writes as eager
-left them. The first iteration on other carried types (NEP 50), empty ranges and carried
-values of other types run on the host as `host_loop` does. Not taken (the body then runs op
-by op, and a `numpile.perf_hints` line names the loop's line and why): carried Python ints
-and bools (unbounded ints), nested loops, `while` loops, Python `/`, `//` and `%` other
-than by a positive constant, bool, complex and float16 values (`np.bool_(i)`,
-`np.float16(i)` and `np.complex128(i)` among them).
+bounds, a Python int that outgrows int64 (`+`, `-`, `*` and unary `-` of Python ints are
+checked; Python's ints are unbounded), or a NumPy scalar constructor NumPy would raise or
+warn on (`np.uint8(300)`, `np.int64(nan)`, `np.float32(1e300)`; `numpy_scalars.py`), sets
+an error flag (the load or store is masked off, a `while` stops), and the call then puts
+back the arrays the loop writes (copied before the launch) and runs the loop again op by
+op, which raises NumPy's `IndexError` or `OverflowError` (or warns, or computes Python's
+big int) from the user's line with earlier iterations' writes as eager left them. The
+first iteration on other carried types (NEP 50), empty ranges and carried values of other
+types run on the host as `host_loop` does: the carried values enter the program with the
+loop's types, which is what an inner loop kept with the loop's types (`typed_if_ran`,
+numpile_capture.loop_entry) needs. Not taken (the body then runs op by op, and a
+`numpile.perf_hints` line names the loop's line and why): Python `/`, `//` and `%` other
+than by a positive constant, complex and float16 values (`np.float16(i)` and
+`np.complex128(i)` among them), bool arrays, and the cases `program_loops.py` lists.
 
     >>> runner = loop_program(node, body, "interpret", "model.py:12")  # doctest: +SKIP
 """
@@ -41,6 +48,7 @@ import numpy as np
 import numpile_runtime as rt
 from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot, run_graph
 
+from ...loop_independence import independent_iterations
 from ...loop_ir import Apply, Constant, ScalarArg
 from ...loops import LoopRunner, host_loop
 from ..common import CodeBuffer
@@ -59,6 +67,10 @@ __all__ = ["KERNEL_ROWS", "NotDeviceLoop", "loop_program", "loop_program_source"
 # 256, where kernels spread it over the device; past this the nest runs as host loops
 # (op by op around the inner loops, which replay their kernels).
 KERNEL_ROWS = 4096
+
+#: The most program instances one launch has (CUDA's limit on a grid's first axis): past it
+#: each instance runs several independent iterations.
+_MOST_PROGRAMS = 2**31 - 1
 
 
 class NotDeviceLoop(Exception):  # noqa: N818 - it names the event
@@ -84,12 +96,15 @@ class _Array:
     written: bool = False
 
 
+_BOOL_CELL = np.dtype("int8")
 _PYTHON_DTYPES: dict[type, np.dtype[Any]] = {
     int: np.dtype("int64"),
     float: np.dtype("float64"),
     bool: np.dtype("bool"),
 }
 _PY_ARITH = {"add": "+", "sub": "-", "mul": "*"}
+_PY_BITWISE = {"and": "&", "or": "|", "xor": "^"}
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _PY_COMPARE = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
 
 # NOTE: a body's values: 0-d values, array arguments, and 1-d views and values of them.
@@ -107,6 +122,10 @@ class _ProgramWriter:
         self.stores = 0
         # Whether a nested loop has a body that kernels take (see `KERNEL_ROWS`).
         self.kernel_loops = False
+        # The outermost loop's carried values: they enter the program with the loop's types
+        # (the first iterations run on the host until they have them), so an inner loop
+        # that retypes one of them need not have run (see `retyped_inside`).
+        self.entry_typed: set[str] = set()
 
     def stored(self) -> None:
         # NOTE: after each store a barrier: a later tile load (`program_views.py`) reads
@@ -130,6 +149,8 @@ class _ProgramWriter:
                 raise NotDeviceLoop(f"{value.name} is not a 0-d value")
             return found
         kind = type(value)
+        if kind is int and not _INT64_MIN <= value <= _INT64_MAX:
+            raise NotDeviceLoop(f"a Python int {value} beyond int64")
         if kind in _PYTHON_DTYPES:
             dtype = _PYTHON_DTYPES[kind]
             return _Scalar(triton_literal(value, dtype, "[]"), dtype, kind)
@@ -166,6 +187,28 @@ class _ProgramWriter:
         if value.dtype == dtype and value.python is None:
             return value
         return self.define(dtype, triton_expr("cast", [value.text], [value.dtype], dtype))
+
+    def flag(self, condition: str) -> None:
+        # Raise the error flag where `condition` holds: the call then runs the loop again
+        # with NumPy (arrays the loop wrote put back first).
+        self.buf.writeline(f"bad = bad | ({condition})")
+
+    def checked_int(self, operator: str, a: str, b: str) -> _Scalar:
+        # Python's `a op b` on ints as int64 (two's complement wraps), the flag raised where
+        # the exact result does not fit (Python's int would grow).
+        result = self.define(np.dtype("int64"), f"({a} {_PY_ARITH[operator]} {b})", int)
+        r = result.text
+        if operator == "add":
+            self.flag(f"(({a} ^ {r}) & ({b} ^ {r})) < 0")
+        elif operator == "sub":
+            self.flag(f"(({a} ^ {b}) & ({a} ^ {r})) < 0")
+        else:
+            # A product fits when dividing it by `a` gives `b` back; `a == -1` overflows only
+            # for b == -2**63, the one `b` whose negation is itself.
+            safe = self.define(np.dtype("int64"), f"tl.where(({a} == 0) | ({a} == -1), 1, {a})")
+            exact = f"({a} == 0) | ({r} // {safe.text} == {b})"
+            self.flag(f"tl.where({a} == -1, ({b} < 0) & ({r} == {b}), ({exact}) == 0)")
+        return result
 
     def checked_index(self, value: _Scalar, size: str) -> tuple[str, str]:
         # An int index into an axis of `size` elements, NumPy's negative indices wrapped,
@@ -269,19 +312,33 @@ def _dim(writer: _ProgramWriter, node: Node, env: Env) -> None:
 
 
 def _py_binary(writer: _ProgramWriter, node: Node, env: Env) -> None:
+    # Python's operators on Python scalars: a bool counts as an int, ints are int64 whose
+    # add, subtract and multiply flag an overflow (Python's ints are unbounded: NumPy reruns
+    # the loop), floats are float64.
     operator = dict(node.params)["operator"]
     left, right = (writer.operand(env, value) for value in node.inputs)
-    if left.python is None or right.python is None or bool in (left.python, right.python):
+    if left.python is None or right.python is None:
         raise NotDeviceLoop(f"py_binary {operator} on {left.python} and {right.python}")
+    meta = node.meta
+    assert isinstance(meta, ScalarMeta)
     floats = float in (left.python, right.python)
     dtype = np.dtype("float64") if floats else np.dtype("int64")
     a, b = writer.cast(left, dtype).text, writer.cast(right, dtype).text
     if operator in _PY_COMPARE:
         env[node] = writer.define(np.dtype("bool"), f"({a} {_PY_COMPARE[operator]} {b})", bool)
         return
-    kind = float if floats else int
+    if operator in _PY_BITWISE and not floats:
+        text = f"({a} {_PY_BITWISE[operator]} {b})"
+        if meta.type is bool:
+            env[node] = writer.define(np.dtype("bool"), f"{text} != 0", bool)
+        else:
+            env[node] = writer.define(dtype, text, int)
+        return
+    if operator in _PY_ARITH and floats:
+        env[node] = writer.define(dtype, f"({a} {_PY_ARITH[operator]} {b})", float)
+        return
     if operator in _PY_ARITH:
-        env[node] = writer.define(dtype, f"({a} {_PY_ARITH[operator]} {b})", kind)
+        env[node] = writer.checked_int(operator, a, b)
         return
     divisor = node.inputs[1]
     if operator in ("floordiv", "mod") and not floats and type(divisor) is int and divisor > 0:
@@ -294,9 +351,20 @@ def _py_binary(writer: _ProgramWriter, node: Node, env: Env) -> None:
 def _py_unary(writer: _ProgramWriter, node: Node, env: Env) -> None:
     operator = dict(node.params)["operator"]
     value = writer.operand(env, node.inputs[0])
-    if operator != "neg" or value.python not in (int, float):
-        raise NotDeviceLoop(f"py_unary {operator}")
-    env[node] = writer.define(value.dtype, f"(-{value.text})", value.python)
+    if operator not in ("neg", "invert") or value.python not in (int, float, bool):
+        raise NotDeviceLoop(f"py_unary {operator} of a {value.python}")
+    if value.python is float:
+        if operator == "invert":
+            raise NotDeviceLoop("~ of a Python float")
+        env[node] = writer.define(value.dtype, f"(-{value.text})", float)
+        return
+    a = writer.cast(value, np.dtype("int64")).text
+    if operator == "invert":
+        env[node] = writer.define(np.dtype("int64"), f"(~{a})", int)
+        return
+    result = writer.define(np.dtype("int64"), f"(-{a})", int)
+    writer.flag(f"({a} < 0) & ({result.text} < 0)")  # -(-2**63) is past int64
+    env[node] = result
 
 
 def _cond(writer: _ProgramWriter, node: Node, env: Env) -> None:
@@ -349,8 +417,6 @@ def lowered_value(writer: _ProgramWriter, node: Node, env: Env) -> _Scalar:
     name = node.op.name if node.op is not None else node.name
     if not isinstance(meta, ArrayMeta) or tl_type(meta.dtype) is None:
         raise NotDeviceLoop(f"{name} gives {meta}")
-    if meta.dtype.kind == "b":
-        raise NotDeviceLoop(f"{name} gives a bool value")
     # Late import: the lowering (sympy) loads only when a loop is compiled.
     from ...lowering import LOWERINGS, CannotLower, Lowered, LoweringContext
 
@@ -391,8 +457,6 @@ def _meta_type(meta: Any) -> tuple[np.dtype[Any], type | None]:
             raise NotDeviceLoop(f"a Python {meta.type.__name__} value")
         return _PYTHON_DTYPES[meta.type], meta.type
     if isinstance(meta, ArrayMeta) and meta.shape == () and tl_type(meta.dtype) is not None:
-        if meta.dtype.kind == "b":
-            raise NotDeviceLoop("a bool value")
         return meta.dtype, None
     raise NotDeviceLoop(f"a value {meta} that is not 0-d")
 
@@ -430,6 +494,7 @@ class LoopSource:
     carried: int
     breaks: bool
     kernel_loops: bool = False
+    parallel: bool = False  # iterations independent: one program instance per iteration
 
 
 def loop_program_source(node: Node, body: Graph) -> LoopSource:
@@ -443,9 +508,8 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
     params = dict(node.params)
     carried: int = params["carried"]
     breaks: bool = params.get("breaks", False)
-    if any(n.op is not None and n.op.name == "while_loop" for n in body.nodes):
-        raise NotDeviceLoop("a nested while loop")
     writer = _ProgramWriter()
+    writer.entry_typed = {p.name for p in body.placeholders[1 : 1 + carried]}
     env: Env = {}
     placeholders = body.placeholders
     index = placeholders[0]
@@ -458,20 +522,19 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
     entry.writeline("start = tl.load(meta_ptr + 0)")
     entry.writeline("step = tl.load(meta_ptr + 1)")
     entry.writeline("trips = tl.load(meta_ptr + 2)")
-    offset = 3
+    entry.writeline("per = tl.load(meta_ptr + 3)")
+    offset = 4
     for position, placeholder in enumerate(placeholders[1:]):
         meta = placeholder.meta
         if position < carried or not (isinstance(meta, ArrayMeta) and meta.ndim > 0):
             dtype, python = _meta_type(meta)
-            if position < carried and python is int:
-                raise NotDeviceLoop("a carried Python int (unbounded)")
-            if dtype.kind == "b":
-                raise NotDeviceLoop("a bool carried or loop-invariant value")
             name = f"c{len(cells)}"
-            entry.writeline(f"{name} = tl.load({name}_ptr)")
+            # NOTE: a bool cell is an int8 in memory (Triton reads a bool pointer so too).
+            truth = " != 0" if dtype.kind == "b" else ""
+            entry.writeline(f"{name} = tl.load({name}_ptr){truth}")
             env[placeholder] = _Scalar(name, dtype, python)
             cells.append(position)
-            cell_dtypes.append(dtype)
+            cell_dtypes.append(_BOOL_CELL if dtype.kind == "b" else dtype)
             continue
         assert isinstance(meta, ArrayMeta)
         if tl_type(meta.dtype) is None or meta.dtype.kind == "b":
@@ -503,15 +566,22 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
         loop.writeline("while going:")
         tail = ["t = t + 1", f"going = (t < trips) & ({flag} == 0) & (bad == 0)"]
     else:
-        loop.writeline("for t in range(0, trips):")
+        # Program instance `p` runs iterations [p * per, (p + 1) * per): one runs them all,
+        # or (independent iterations) each runs one of its own.
+        loop.writeline("first = tl.program_id(0).to(tl.int64) * per")
+        loop.writeline("for t in range(first, tl.minimum(first + per, trips)):")
         tail = []
     with loop.indent():
         loop.writeline("i = start + t * step")
         loop.lines += writer.buf.lines
         loop.writelines(updates)
         loop.writelines(tail)
-    exit_lines = [f"tl.store(c{k}_ptr, c{k})" for k in range(carried)]
-    exit_lines.append("tl.store(bad_ptr, bad.to(tl.int32))")
+    exit_lines = [
+        f"tl.store(c{k}_ptr, c{k}{'.to(tl.int8)' if cell_dtypes[k] == _BOOL_CELL else ''})"
+        for k in range(carried)
+    ]
+    # Only a program that raised the flag writes it (the host zeroes it before the launch).
+    exit_lines.append("tl.store(bad_ptr, bad.to(tl.int32), mask=bad)")
     args = ["meta_ptr", *(f"c{k}_ptr" for k in range(len(cells)))]
     args += [f"a{k}_ptr" for k in range(len(arrays))]
     args.append("bad_ptr")
@@ -544,6 +614,7 @@ def loop_program_source(node: Node, body: Graph) -> LoopSource:
         carried,
         breaks,
         writer.kernel_loops,
+        not breaks and independent_iterations(node, while_loops=True),
     )
 
 
@@ -594,7 +665,7 @@ def loop_program(
 
     def run(indices: range, values: tuple[Any, ...], carried: int) -> tuple[Any, ...]:
         arrays = [values[p] for p in generated.arrays]
-        if not _addressable(arrays, generated.array_ndims):
+        if not _addressable(arrays, generated.array_ndims, on_device=mode != "interpret"):
             return fallback(indices, values, carried)
         if (
             generated.kernel_loops
@@ -608,10 +679,13 @@ def loop_program(
                 return fallback(range(0), (*new[:carried], *values[carried:]), carried)
             values = (*new[:carried], *values[carried:])
             indices = indices[1:]
-        if not indices:
+        if not indices or not _within_int64(values, generated.cells):
             return fallback(indices, values, carried)
         xp = np if mode == "interpret" else _cupy()
-        sizes = [len(indices) and indices.start, indices.step, len(indices)]
+        parallel = generated.parallel and _disjoint(arrays, generated.written)
+        programs = min(len(indices), _MOST_PROGRAMS) if parallel else 1
+        per = -(-len(indices) // programs)
+        sizes = [len(indices) and indices.start, indices.step, len(indices), per]
         for array in arrays:
             for axis in range(array.ndim):
                 sizes += [array.shape[axis], array.strides[axis] // array.itemsize]
@@ -627,10 +701,11 @@ def loop_program(
         rt.count("loop_device_program_runs")  # which path a loop took (see loops.host_loop)
         if mode == "interpret":
             with np.errstate(all="ignore"):  # masked-off loads compute on zeros
-                launcher(args, 1, {}, 1, None)
+                launcher(args, programs, {}, 1, None)
         else:
             stream = xp.cuda.get_current_stream()
-            launcher(args, 1, {}, 1, int(stream.ptr), int(xp.cuda.runtime.getDevice()))
+            device = int(xp.cuda.runtime.getDevice())
+            launcher(args, programs, {}, 1, int(stream.ptr), device)
         if int(bad[0]):
             for k, copy in saved.items():
                 arrays[k][...] = copy
@@ -652,6 +727,26 @@ def _typed(values: tuple[Any, ...], metas: list[Any], cells: tuple[int, ...]) ->
     return True
 
 
+def _disjoint(arrays: list[Any], written: tuple[int, ...]) -> bool:
+    # Whether no array the loop writes shares memory with another array it uses: its
+    # iterations, independent in the graph, are then independent in memory too.
+    spans = []
+    for array in arrays:
+        low, high = rt.byte_extent(array) if array.size else (0, 0)
+        spans.append((rt.data_ptr(array) + low, rt.data_ptr(array) + high))
+    return all(
+        spans[k][1] <= other[0] or other[1] <= spans[k][0]
+        for k in written
+        for j, other in enumerate(spans)
+        if j != k
+    )
+
+
+def _within_int64(values: tuple[Any, ...], cells: tuple[int, ...]) -> bool:
+    # Whether the Python ints among the cells' values fit the kernel's int64.
+    return all(_INT64_MIN <= values[p] <= _INT64_MAX for p in cells if type(values[p]) is int)
+
+
 def _zero_d_of(value: Any, dtype: np.dtype[Any]) -> bool:
     # A NumPy scalar, 0-d array or 0-d device array of `dtype`.
     if not isinstance(value, np.generic | np.ndarray) and not rt.is_device_array(value):
@@ -659,10 +754,13 @@ def _zero_d_of(value: Any, dtype: np.dtype[Any]) -> bool:
     return bool(value.dtype == dtype and value.ndim == 0)
 
 
-def _addressable(arrays: list[Any], ndims: tuple[int, ...]) -> bool:
-    # Arrays the kernel can address: the rank it was generated for, native byte order,
-    # strides in whole elements.
+def _addressable(arrays: list[Any], ndims: tuple[int, ...], *, on_device: bool) -> bool:
+    # Arrays the kernel can address: in the memory it runs on (a host pointer would fault
+    # on the GPU), the rank it was generated for, native byte order, strides in whole
+    # elements.
     for array, ndim in zip(arrays, ndims, strict=True):
+        if rt.is_device_array(array) != on_device:
+            return False
         if getattr(array, "ndim", None) != ndim or not array.dtype.isnative:
             return False
         if any(stride % array.itemsize for stride in array.strides):
@@ -672,7 +770,7 @@ def _addressable(arrays: list[Any], ndims: tuple[int, ...]) -> bool:
 
 def _final(cell: Any, meta: Any) -> Any:
     if isinstance(meta, ArrayMeta) and meta.device != "cpu":
-        return cell.reshape(())  # a device 0-d array, as eager CuPy gives
+        return cell.reshape(()).astype(meta.dtype, copy=False)  # a device 0-d array, as CuPy
     value = cell[0].item() if hasattr(cell[0], "item") else cell[0]
     if isinstance(meta, ScalarMeta):
         return meta.type(value)
@@ -690,4 +788,5 @@ from . import program_loops as _program_loops  # noqa: E402
 from . import program_views as _program_views  # noqa: E402
 
 _HANDLERS["for_loop"] = _program_loops.nested_loop
+_HANDLERS["while_loop"] = _program_loops.nested_while
 _HANDLERS.update(_program_views.VIEW_HANDLERS)

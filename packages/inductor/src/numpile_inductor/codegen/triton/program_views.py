@@ -214,7 +214,7 @@ def pointwise_vector(writer: _ProgramWriter, node: Node, env: Env) -> None:
     assert node.op is not None
     if node.op.kind != OpKind.POINTWISE or node.op.mutates:
         raise NotDeviceLoop(f"{node.op.name} on 1-d values")
-    if not isinstance(meta, ArrayMeta) or meta.ndim != 1:
+    if not isinstance(meta, ArrayMeta) or meta.ndim != 1 or meta.dtype.kind == "b":
         raise NotDeviceLoop(f"{node.op.name} gives {meta}")
     if any(vector.shape != tuple(meta.shape) for vector in vectors):
         raise NotDeviceLoop("1-d operands that broadcast")
