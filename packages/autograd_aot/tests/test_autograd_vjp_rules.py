@@ -224,6 +224,10 @@ CASES.update(
         "erf": _unary(_normal),
         "erfc": _unary(_normal),
         "linalg.svdvals": lambda rng, s: ([_normal(rng, (4, 3) if s else (2, 3))], {}),
+        "roll": lambda rng, s: (
+            [_normal(rng, (3, 4))],
+            {"shift": (1, -5), "axis": (0, 1)} if s else {"shift": (2,), "axis": (1,)},
+        ),
         "diff": lambda rng, s: ([_normal(rng, (3, 5))], {"n": 1 + len(s) % 3, "axis": len(s) % 2}),
         "polyval": lambda rng, s: ([_normal(rng, (4,)), _normal(rng, s)], {}),
         "polyfit": lambda rng, s: (

@@ -195,6 +195,9 @@ CASES: list[Call] = [
     M("view", fa, np.ndarray),
     F(np.multiply.outer, y, x), F(np.add.outer, n, y), F(np.subtract.outer, 2.0, y),
     F(np.add.reduce, x), F(np.maximum.reduce, t, axis=1), F(np.multiply.accumulate, n, axis=1),
+    # roll: one total shift per axis; axis=None rolls the flattened array
+    F(np.roll, x, 1), F(np.roll, x, -4, axis=1), F(np.roll, t, (1, 2, -1), axis=(0, 2, 0)),
+    F(np.roll, fa, 1, 0), F(np.roll, neg, (1, 1), (1, 1)), F(np.roll, y, 7), F(np.roll, s, 2),
 ]  # fmt: skip
 
 ERRORS: list[Call] = [
@@ -225,6 +228,7 @@ ERRORS: list[Call] = [
     F(np.add, x, x, out=[1.0]), F(np.add, x, 1, x, out=x), F(np.max, b, initial=1000),
     F(np.ptp, mask), F(np.repeat, x, -1), F(np.repeat, x, [1, 2], axis=1), F(np.tile, y, -1),
     F(np.inner, x, fa), F(np.sin.outer, x, x), F(np.count_nonzero, x, axis=2),
+    F(np.roll, x, 1, axis=2), F(np.roll, x, (1, 2, 3), axis=(0, 1)), F(np.roll, x, [[1]], 0),
 ]  # fmt: skip
 
 

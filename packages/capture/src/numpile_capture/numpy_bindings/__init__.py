@@ -70,6 +70,7 @@ from ._indexing import (
 from ._join import (
     bind_concatenate,
     bind_hstack,
+    bind_roll,
     bind_stack,
     bind_vstack,
 )
@@ -201,6 +202,7 @@ def _build_functions() -> dict[int, tuple[object, Binding]]:
         (np.stack, "stack", bind_stack),
         (np.hstack, "hstack", bind_hstack),
         (np.vstack, "vstack", bind_vstack),
+        (np.roll, "roll", bind_roll),
         (np.dot, "dot", bind_dot),
         (np.outer, "outer", bind_outer),
         (np.einsum, "einsum", bind_einsum),
