@@ -152,11 +152,9 @@ def _pad_meta(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any)
 
 
 def _diff_meta(
-    a: Any, n: Any = 1, axis: Any = -1, prepend: Any = None, append: Any = None
+    a: Any, n: Any = 1, axis: Any = -1, prepend: Any = np._NoValue, append: Any = np._NoValue
 ) -> ArrayMeta:
     array = require_array(a, "a")
-    if prepend is not None or append is not None:
-        raise NotImplementedError("np.diff with prepend= or append=")
     count = operator.index(n)
     if count < 0:
         raise ValueError(f"order must be non-negative but got {count!r}")
@@ -164,9 +162,41 @@ def _diff_meta(
         np.diff(np.zeros(()))  # NumPy's own error
     ax = axis_of(axis, array.ndim)
     size = array.shape[ax]
+    for end, first in ((prepend, True), (append, False)):
+        if end is not np._NoValue:
+            size = size + _end_length(array, ax, end, first=first)
     length = max(size - count, 0) if isinstance(size, int) else size - count
-    dtype = dtype_of(np.diff, np.zeros(2 + count, array.dtype), count)
+    # The dtype NumPy gives: `a` joined with its ends (a Python scalar end is a 0-d array).
+    probes = {"prepend": _end_probe(prepend), "append": _end_probe(append)}
+    dtype = dtype_of(np.diff, np.zeros(2 + count, array.dtype), count, **probes)
     return shaped(tuple(length if d == ax else dim for d, dim in enumerate(array.shape)), dtype)
+
+
+def _end_length(array: ArrayMeta, axis: int, end: Any, *, first: bool) -> Any:
+    # How many items np.diff's prepend= or append= adds along `axis` (a 0-d end: one).
+    shape = _shape(end)
+    if len(shape) == 0:
+        return 1
+    others = [dim for d, dim in enumerate(array.shape) if d != axis]
+    if len(shape) != array.ndim or [dim for d, dim in enumerate(shape) if d != axis] != others:
+        # NumPy's own error, from empty stand-ins of the two shapes in NumPy's order
+        pair = [_empty_like_shape(array.shape, axis), _empty_like_shape(shape, axis)]
+        np.concatenate(pair[::-1] if first else pair, axis)
+    return shape[axis]
+
+
+def _empty_like_shape(shape: tuple[Any, ...], axis: int) -> Any:
+    # Zero-length along `axis` (no memory) and the given length elsewhere (ints only).
+    dims = [0 if d == axis or not isinstance(dim, int) else dim for d, dim in enumerate(shape)]
+    return np.empty(dims, np.int8)
+
+
+def _end_probe(end: Any) -> Any:
+    if isinstance(end, ArrayMeta):
+        return np.zeros((1,) * min(end.ndim, 1), end.dtype)
+    if isinstance(end, ScalarMeta):
+        return end.type(0)
+    return end
 
 
 def _window_meta(M: Any, **_: Any) -> ArrayMeta:
@@ -203,7 +233,7 @@ for _row in (
     ExternRow("polyval", np.polyval, _polyval_meta, ("p", "x")),
     ExternRow("polyfit", np.polyfit, _polyfit_meta, ("x", "y", "w")),
     ExternRow("pad", np.pad, _pad_meta, ("array",)),
-    ExternRow("diff", np.diff, _diff_meta, ("a",)),
+    ExternRow("diff", np.diff, _diff_meta, ("a", "prepend", "append")),
 ):
     register_extern(_row)
 
