@@ -121,10 +121,17 @@ def einsum_diagonal_total_and_products(a, b):
 
 @unseen(lambda rng, n: (rng.standard_normal((n, 3, 4)), rng.standard_normal((n, 4, 2))), rtol=1e-6)
 def einsum_batched_and_bilinear(a, b):
-    return np.einsum("bij,bjk->bik", a, b), np.einsum("bij,bjk->", a, b), np.einsum("bii->b", a[:, :, :3])
+    return (
+        np.einsum("bij,bjk->bik", a, b),
+        np.einsum("bij,bjk->", a, b),
+        np.einsum("bii->b", a[:, :, :3]),
+    )
 
 
-@unseen(lambda rng, n: (rng.standard_normal((3, 3)) + 3 * np.eye(3), rng.standard_normal((3, n))), rtol=1e-6)
+@unseen(
+    lambda rng, n: (rng.standard_normal((3, 3)) + 3 * np.eye(3), rng.standard_normal((3, n))),
+    rtol=1e-6,
+)
 def small_solve_inv_det_norm(a, b):
     x = np.linalg.solve(a, b)
     return (
@@ -167,7 +174,11 @@ def tensordot_kron_outer(a, b):
 
 
 @unseen(
-    lambda rng, n: (rng.standard_normal(4), rng.standard_normal((n, 4, 3)), rng.standard_normal((3, 4))),
+    lambda rng, n: (
+        rng.standard_normal(4),
+        rng.standard_normal((n, 4, 3)),
+        rng.standard_normal((3, 4)),
+    ),
     rtol=1e-6,
 )
 def matmul_one_two_three_d_mixes(v, t, m):
@@ -186,7 +197,13 @@ def mask_assignment_on_a_copy(x, row):
     return y, z, np.where(x > row, x, row)
 
 
-@unseen(lambda rng, n: (rng.standard_normal((n, 3)), rng.standard_normal(3), rng.integers(-3, 3, (n, 1))))
+@unseen(
+    lambda rng, n: (
+        rng.standard_normal((n, 3)),
+        rng.standard_normal(3),
+        rng.integers(-3, 3, (n, 1)),
+    )
+)
 def where_broadcast_scalars_and_ints(x, row, k):
     return (
         np.where(x > 0, x, 0),
@@ -222,7 +239,9 @@ def sort_argsort_unique_searchsorted(x, labels):
     )
 
 
-@unseen(lambda rng, n: (rng.standard_normal((n, 4)), rng.integers(-100, 100, 2 * n).astype(np.int8)))
+@unseen(
+    lambda rng, n: (rng.standard_normal((n, 4)), rng.integers(-100, 100, 2 * n).astype(np.int8))
+)
 def cumsum_diff_gradient(x, small):
     return (
         np.cumsum(x, axis=0),
@@ -289,7 +308,7 @@ def nep50_mixed_kinds(f32, f64, i32, b):
         np.float32(3.0) * i32,
         f32 / 3,
         i32 / 2,
-        i32 ** 2,
+        i32**2,
     )
 
 
@@ -310,7 +329,12 @@ def nan_max_argmax_and_nan_aware(x):
     )
 
 
-@unseen(lambda rng, n: (rng.standard_normal((n, 3))[::-2, ::-1], np.asfortranarray(rng.standard_normal((n, 3)))))
+@unseen(
+    lambda rng, n: (
+        rng.standard_normal((n, 3))[::-2, ::-1],
+        np.asfortranarray(rng.standard_normal((n, 3))),
+    )
+)
 def negative_stride_and_fortran_stencil(a, f):
     return a[1:] - a[:-1], f[:, 1:] + f[:, :-1], a.T @ f[: a.shape[0]], np.cumsum(f, axis=1)
 
@@ -361,7 +385,14 @@ def empty_and_zero_d(e, s, e2):
 
 @unseen(lambda rng, n: (rng.standard_normal(n), np.arange(n) % 3 - 1.0))
 def floating_point_warnings(x, d):
-    return x / d, np.log(d + 1), np.sqrt(d), np.arccos(2 * d), np.exp(d * 1000), np.floor_divide(x, d)
+    return (
+        x / d,
+        np.log(d + 1),
+        np.sqrt(d),
+        np.arccos(2 * d),
+        np.exp(d * 1000),
+        np.floor_divide(x, d),
+    )
 
 
 @unseen(lambda rng, n: (rng.integers(-5, 5, n), np.arange(n) % 3 - 1))

@@ -205,6 +205,9 @@ CASES: list[Call] = [
     # diff's ends: joined to the array first (a 0-d or Python scalar end broadcasts)
     F(np.diff, x, prepend=0), F(np.diff, x, axis=0, prepend=n, append=1.5),
     F(np.diff, b, 2, append=np.float32(1.0)), F(np.diff, y, prepend=[1.0, 2.0]),
+    # gradient: one array per axis (a tuple past one axis), spacings as scalars
+    F(np.gradient, y), F(np.gradient, t), F(np.gradient, x, 0.5, axis=1), F(np.gradient, b, 2, 3),
+    F(np.gradient, t, axis=(0, 1), edge_order=2), F(np.gradient, n, np.float32(2.0)),
 ]  # fmt: skip
 
 ERRORS: list[Call] = [
@@ -237,7 +240,8 @@ ERRORS: list[Call] = [
     F(np.inner, x, fa), F(np.sin.outer, x, x), F(np.count_nonzero, x, axis=2),
     F(np.roll, x, 1, axis=2), F(np.roll, x, (1, 2, 3), axis=(0, 1)), F(np.roll, x, [[1]], 0),
     F(np.diag, t), F(np.diag, s), F(np.diff, x, prepend=y), F(np.diff, x, axis=0, append=b),
-    F(np.diff, x, prepend=None),
+    F(np.diff, x, prepend=None), F(np.gradient, x, 1.0, 2.0, 3.0), F(np.gradient, s),
+    F(np.gradient, y, edge_order=3),
 ]  # fmt: skip
 
 

@@ -13,6 +13,7 @@ import operator
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..meta import ArrayMeta, ScalarMeta
 from .extern import ExternRow, axis_of, dtype_of, register_extern, require_array, shaped
@@ -199,6 +200,24 @@ def _end_probe(end: Any) -> Any:
     return end
 
 
+def _gradient_meta(
+    f: Any, varargs: tuple[Any, ...] = (), axis: Any = None, edge_order: Any = 1
+) -> ArrayMeta | tuple[ArrayMeta, ...]:
+    array = require_array(f, "f")
+    if any(isinstance(spacing, ArrayMeta) for spacing in varargs):
+        raise NotImplementedError("np.gradient with coordinate arrays as spacing")
+    # NumPy's dtype, result structure and argument errors, from a probe with three items
+    # along every axis; the sizes' own check ("Shape of array too small") on static sizes.
+    probe = np.zeros((3,) * array.ndim, array.dtype)
+    result = dtype_of(np.gradient, probe, *varargs, axis=axis, edge_order=edge_order)
+    axes = range(array.ndim) if axis is None else normalize_axis_tuple(axis, array.ndim)
+    for ax in axes:
+        if isinstance(array.shape[ax], int) and array.shape[ax] < operator.index(edge_order) + 1:
+            np.gradient(np.zeros(array.shape[ax]), edge_order=edge_order)
+    each = shaped(array.shape, result)
+    return each if len(axes) == 1 else tuple(each for _ in axes)
+
+
 def _window_meta(M: Any, **_: Any) -> ArrayMeta:
     return shaped((max(operator.index(M), 0),), np.dtype(np.float64))
 
@@ -234,6 +253,13 @@ for _row in (
     ExternRow("polyfit", np.polyfit, _polyfit_meta, ("x", "y", "w")),
     ExternRow("pad", np.pad, _pad_meta, ("array",)),
     ExternRow("diff", np.diff, _diff_meta, ("a", "prepend", "append")),
+    ExternRow(
+        "gradient",
+        np.gradient,
+        _gradient_meta,
+        ("f",),
+        no_grad="not written yet: np.gradient is linear in f (its differences transposed)",
+    ),
 ):
     register_extern(_row)
 
