@@ -11,7 +11,9 @@ where NumPy runs (fixed since), and a few that guard what must never be silently
 - `qr_least_squares_residual`, `tensordot_kron_outer`: `np.diag` and `np.kron` were;
 - `narrow_integers_wrap`, `floating_point_warnings`, `views_of_inputs_returned`: int8 /
   uint8 / int16 wrap-around, NumPy's floating-point warnings from the user's line, and
-  results that are views of the inputs (aliasing as eager).
+  results that are views of the inputs (aliasing as eager);
+- `python_int_too_big_for_int32_raises`, `negative_python_int_for_uint8_raises`: NEP 50's
+  OverflowError for a Python int out of the array's range, raised from the user's line.
 
 Every program there is checked and timed by ``python -m benchmarks.unseen_arrays``; each
 size here is a C compile, so the corpus keeps to these few.
@@ -27,11 +29,13 @@ IN_CORPUS = (
     "laplacian_5pt_roll",
     "mask_assignment_on_a_copy",
     "cumsum_diff_gradient",
-    "qr_least_squares_residual",
     "tensordot_kron_outer",
-    "narrow_integers_wrap",
-    "floating_point_warnings",
-    "views_of_inputs_returned",
+    "solve_of_singular_raises",
+    "cholesky_of_indefinite_raises",
+    "inv_of_non_square_raises",
+    "max_of_empty_raises",
+    "python_int_too_big_for_int32_raises",
+    "negative_python_int_for_uint8_raises",
 )
 
 for _name in IN_CORPUS:
