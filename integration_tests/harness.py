@@ -66,6 +66,7 @@ THEMES: tuple[str, ...] = (
     "library",
     "data_dependent",
     "scatter",
+    "unseen_arrays",
 )
 
 #: Modules that hold the programs, imported by ``load_corpus``.

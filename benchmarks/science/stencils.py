@@ -111,6 +111,17 @@ def laplacian_2d(u: Array) -> Array:
     return u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - 4.0 * u[1:-1, 1:-1]
 
 
+def periodic_laplacian(u: Array) -> Array:
+    """The five-point Laplacian of a periodic 2-D grid, with ``np.roll`` (every point)."""
+    return (
+        np.roll(u, 1, axis=0)
+        + np.roll(u, -1, axis=0)
+        + np.roll(u, 1, axis=1)
+        + np.roll(u, -1, axis=1)
+        - 4.0 * u
+    )
+
+
 def laplacian_3d(u: Array) -> Array:
     """The seven-point Laplacian of the interior of a 3-D grid (unit spacing)."""
     return (
@@ -215,6 +226,21 @@ KERNELS: list[ScienceKernel] = [
         (64, 1024),
         jax_port=lambda jnp, u: (
             u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - 4.0 * u[1:-1, 1:-1]
+        ),
+    ),
+    ScienceKernel(
+        "periodic_laplacian",
+        "stencils",
+        periodic_laplacian,
+        _one_2d,
+        (64, 1024),
+        numba=False,  # numba's np.roll takes no axis
+        jax_port=lambda jnp, u: (
+            jnp.roll(u, 1, axis=0)
+            + jnp.roll(u, -1, axis=0)
+            + jnp.roll(u, 1, axis=1)
+            + jnp.roll(u, -1, axis=1)
+            - 4.0 * u
         ),
     ),
     ScienceKernel(

@@ -224,7 +224,14 @@ CASES.update(
         "erf": _unary(_normal),
         "erfc": _unary(_normal),
         "linalg.svdvals": lambda rng, s: ([_normal(rng, (4, 3) if s else (2, 3))], {}),
-        "diff": lambda rng, s: ([_normal(rng, (3, 5))], {"n": 1 + len(s) % 3, "axis": len(s) % 2}),
+        "roll": lambda rng, s: (
+            [_normal(rng, (3, 4))],
+            {"shift": (1, -5), "axis": (0, 1)} if s else {"shift": (2,), "axis": (1,)},
+        ),
+        "diff": lambda rng, s: (
+            [_normal(rng, (3, 5)), np._NoValue, np._NoValue],
+            {"n": 1 + len(s) % 3, "axis": len(s) % 2},
+        ),
         "polyval": lambda rng, s: ([_normal(rng, (4,)), _normal(rng, s)], {}),
         "polyfit": lambda rng, s: (
             [
@@ -581,7 +588,16 @@ _LEAST_SQUARES_CASES: list[tuple[str, Make]] = [
         ),
     ),
     ("polyval", lambda rng, s: ([_normal(rng, (1,)), _normal(rng, (3,))], {})),
-    ("diff", lambda rng, s: ([_normal(rng, (2, 6))], {"n": 3})),
+    ("diff", lambda rng, s: ([_normal(rng, (2, 6)), np._NoValue, np._NoValue], {"n": 3})),
+    # prepend= and append= join the array first: a 0-d end broadcasts along the axis
+    ("diff", lambda rng, s: ([_normal(rng, (2, 4)), _normal(rng, ()), _normal(rng, (2, 2))], {})),
+    (
+        "diff",
+        lambda rng, s: (
+            [_normal(rng, (3, 2)), _normal(rng, (1, 2)), _normal(rng, ())],
+            {"n": 2, "axis": 0},
+        ),
+    ),
 ]
 
 

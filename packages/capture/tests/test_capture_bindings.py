@@ -195,6 +195,19 @@ CASES: list[Call] = [
     M("view", fa, np.ndarray),
     F(np.multiply.outer, y, x), F(np.add.outer, n, y), F(np.subtract.outer, 2.0, y),
     F(np.add.reduce, x), F(np.maximum.reduce, t, axis=1), F(np.multiply.accumulate, n, axis=1),
+    # roll: one total shift per axis; axis=None rolls the flattened array
+    F(np.roll, x, 1), F(np.roll, x, -4, axis=1), F(np.roll, t, (1, 2, -1), axis=(0, 2, 0)),
+    F(np.roll, fa, 1, 0), F(np.roll, neg, (1, 1), (1, 1)), F(np.roll, y, 7), F(np.roll, s, 2),
+    # diag: a view of a matrix's diagonal, or a vector placed on one; kron as NumPy builds it
+    F(np.diag, x), F(np.diag, x, 1), F(np.diag, neg, -1), F(np.diag, y), F(np.diag, y, 2),
+    F(np.diag, y, -3), F(np.diag, mask), F(np.kron, x, n), F(np.kron, y, x),
+    F(np.kron, t, y), F(np.kron, fa, neg), F(np.kron, s, x), F(np.kron, 2.0, y),
+    # diff's ends: joined to the array first (a 0-d or Python scalar end broadcasts)
+    F(np.diff, x, prepend=0), F(np.diff, x, axis=0, prepend=n, append=1.5),
+    F(np.diff, b, 2, append=np.float32(1.0)), F(np.diff, y, prepend=[1.0, 2.0]),
+    # gradient: one array per axis (a tuple past one axis), spacings as scalars
+    F(np.gradient, y), F(np.gradient, t), F(np.gradient, x, 0.5, axis=1), F(np.gradient, b, 2, 3),
+    F(np.gradient, t, axis=(0, 1), edge_order=2), F(np.gradient, n, np.float32(2.0)),
 ]  # fmt: skip
 
 ERRORS: list[Call] = [
@@ -225,6 +238,10 @@ ERRORS: list[Call] = [
     F(np.add, x, x, out=[1.0]), F(np.add, x, 1, x, out=x), F(np.max, b, initial=1000),
     F(np.ptp, mask), F(np.repeat, x, -1), F(np.repeat, x, [1, 2], axis=1), F(np.tile, y, -1),
     F(np.inner, x, fa), F(np.sin.outer, x, x), F(np.count_nonzero, x, axis=2),
+    F(np.roll, x, 1, axis=2), F(np.roll, x, (1, 2, 3), axis=(0, 1)), F(np.roll, x, [[1]], 0),
+    F(np.diag, t), F(np.diag, s), F(np.diff, x, prepend=y), F(np.diff, x, axis=0, append=b),
+    F(np.diff, x, prepend=None), F(np.gradient, x, 1.0, 2.0, 3.0), F(np.gradient, s),
+    F(np.gradient, y, edge_order=3),
 ]  # fmt: skip
 
 

@@ -208,6 +208,8 @@ CASES += [
     ("tile", lambda: (_f(2, 3),), {"reps": (2,)}),
     ("tile", lambda: (_f(3),), {"reps": (2, 1, 3)}),
     ("tile", lambda: (_f(3, 2).T,), {"reps": (1, 1)}),
+    ("roll", lambda: (_f(3, 4),), {"shift": (1, -5), "axis": (0, 1)}),
+    ("roll", lambda: (_f(3, 4).T,), {"shift": (2,), "axis": (1,)}),
     ("inner", lambda: (_f(2, 3), _f(4, 3)), {}),
     ("inner", lambda: (_f(3), _i(3)), {}),
     ("inner", lambda: (_f(2, 3), 2.0), {}),

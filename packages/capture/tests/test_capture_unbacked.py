@@ -14,7 +14,7 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numpile_capture import ArrayMeta, Graph, run_graph
+from numpile_capture import ArrayMeta, Graph, compile_function, run_graph
 from numpile_capture.dynamic_shapes import shape_env_in_use
 from numpile_capture.numpy_bindings import lookup_function
 from numpile_capture.ops._shapes import symbolic_slice_length
@@ -120,3 +120,69 @@ def test_sizes_that_do_not_broadcast_raise_numpys_error(env: ShapeEnv) -> None:
     with pytest.raises(ValueError) as compiled:
         run_graph(graph, args)
     assert str(compiled.value) == str(eager.value)
+
+
+# --- one mask, one count ---------------------------------------------------------------------
+
+
+def _mask_on_both_sides(x: Any, row: Any) -> Any:
+    z = x.copy()
+    m = row > 0
+    z[:, m] = row[m]
+    return z
+
+
+def _mask_written_twice(x: Any, row: Any) -> Any:
+    z = x.copy()
+    z[:, row > 0] = row[row > 0]
+    return z
+
+
+def _scaled_through_its_mask(x: Any, row: Any) -> Any:
+    y = x.copy()
+    y[y > 0] *= 2
+    return y, x[x > 0] * y[x > 0]
+
+
+def _mask_input_mutated_between(x: Any, row: Any) -> Any:
+    earlier = row > 0
+    row += 1.0
+    z = x.copy()
+    z[:, row > 0] = x[0, earlier].sum()
+    return z, row
+
+
+def _mask_itself_mutated_between(x: Any, row: Any) -> Any:
+    m = row > 0
+    first = row[m]
+    m[0] = True
+    return first, row[m]
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _mask_on_both_sides,
+        _mask_written_twice,
+        _scaled_through_its_mask,
+        _mask_input_mutated_between,
+        _mask_itself_mutated_between,
+    ],
+)
+def test_indexing_by_one_mask_twice_shares_its_count(fn: Any) -> None:
+    # `z[m] = v[m]` broadcasts v[m] into the view z[m]: the two counts are one size (they
+    # used to be two symbols, and the assignment a graph break); a mutation that may change
+    # the mask in between keeps them apart.
+    rng = np.random.default_rng(5)
+    compiled = compile_function(fn, backend="eager", fullgraph=True)
+    for size in (5, 5, 8):
+        x, row = rng.standard_normal((3, size)), rng.standard_normal(size)
+        row[0] = -1.0
+        want = fn(x.copy(), row.copy())
+        got = compiled(x, row)
+        for a, b in zip(
+            want if isinstance(want, tuple) else (want,),
+            got if isinstance(got, tuple) else (got,),
+            strict=True,
+        ):
+            np.testing.assert_array_equal(a, b)

@@ -38,6 +38,7 @@ _LINEAR_IN_FIRST = (
     "triu",
     "tile",
     "repeat",
+    "roll",
     # the Fourier transforms (their sizes, axes and norm are parameters)
     "fft.fft",
     "fft.ifft",

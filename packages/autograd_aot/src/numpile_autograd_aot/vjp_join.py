@@ -1,7 +1,7 @@
-"""VJP rules of the joins: concatenate, tile, repeat.
+"""VJP rules of the joins: concatenate, tile, repeat, roll.
 
 The cotangent of a join is cut back into the pieces (or summed over the
-repetitions) it was made of.
+repetitions) it was made of; a roll's is rolled back.
 
     >>> from numpile_capture import get_op
     >>> from numpile_autograd_aot.vjp_table import get_vjp
@@ -42,6 +42,13 @@ def _concatenate_vjp(ctx: VjpContext) -> Sequence[Node | None]:
         grads.append(piece if ctx.wants(position) else None)
         start += size
     return grads
+
+
+@register_vjp(get_op("roll"))
+def _roll_vjp(ctx: VjpContext) -> Sequence[Node | None]:
+    # out[i] = x[i - s]: the cotangent of x[j] is g[j + s], a roll by -s.
+    shift = tuple(-s for s in ctx.params["shift"])
+    return [ctx.call("roll", ctx.cotangent, shift=shift, axis=ctx.params["axis"])]
 
 
 @register_vjp(get_op("tile"))

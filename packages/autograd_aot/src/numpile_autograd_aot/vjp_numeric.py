@@ -187,8 +187,10 @@ def _interp_vjp(ctx: VjpContext) -> Sequence[Node | None]:
 
 @register_vjp(get_op("diff"))
 def _diff_vjp(ctx: VjpContext) -> Sequence[Node | None]:
-    # y[i] = a[i + 1] - a[i] along `axis`, n times: each step's transpose pads the cotangent
-    # by one on either side and subtracts, a_bar[i] = g[i - 1] - g[i] (0 past the ends).
+    # y[i] = c[i + 1] - c[i] along `axis`, n times, where c is `a` joined with its prepend=
+    # and append= ends: each step's transpose pads the cotangent by one on either side and
+    # subtracts, c_bar[i] = g[i - 1] - g[i] (0 past the ends); c_bar is then cut back into
+    # a's part and the ends' (a 0-d end was broadcast: its part is summed).
     meta = ctx.input_meta(0)
     axis = ctx.params.get("axis", -1) % meta.ndim
     grad = ctx.cotangent
@@ -197,7 +199,37 @@ def _diff_vjp(ctx: VjpContext) -> Sequence[Node | None]:
         after = tuple((0, 1) if d == axis else (0, 0) for d in range(meta.ndim))
         padded = ctx.call("pad", grad, pad_width=before)
         grad = ctx.call("subtract", padded, ctx.call("pad", grad, pad_width=after))
-    return [grad]
+    lengths = [_end_length(ctx, position, axis) for position in (1, 2)]
+    if lengths == [0, 0]:
+        return [grad, None, None][: len(ctx.inputs)]
+    start = lengths[0]
+    parts = [(start, start + meta.shape[axis]), (0, start)]
+    parts.append((start + meta.shape[axis], start + meta.shape[axis] + lengths[1]))
+    grads: list[Node | None] = []
+    for position, (low, high) in enumerate(parts):
+        if position and not (lengths[position - 1] and ctx.wants(position)):
+            grads.append(None)
+            continue
+        index = (slice(None),) * axis + (slice(low, high),)
+        part = ctx.call("getitem", grad, index=index)
+        if position and ctx.input_meta(position).ndim == 0:
+            part = ctx.call("sum", part)
+        grads.append(part)
+    return grads
+
+
+def _end_length(ctx: VjpContext, position: int, axis: int) -> int:
+    # How many items the diff's prepend= (1) or append= (2) end adds; 0 when absent.
+    if position >= len(ctx.inputs):
+        return 0
+    end = ctx.inputs[position]
+    if isinstance(end, Node):
+        meta = ctx.input_meta(position)
+        return 1 if meta.ndim == 0 else int(meta.shape[axis])
+    if end is np._NoValue:
+        return 0
+    shape = np.shape(end)
+    return 1 if not shape else int(shape[axis])
 
 
 def _powers(ctx: VjpContext, x: Node, top: int) -> Node:

@@ -1,10 +1,11 @@
-"""Bindings that compose existing ops: ptp, count_nonzero, tri, column_stack, dstack, inner,
-vdot, repeat, tile, the ufunc methods (`np.multiply.outer`, `np.add.reduce`), the
+"""Bindings that compose existing ops: ptp, count_nonzero, tri, diag, column_stack, dstack,
+inner, vdot, kron, repeat, tile, the ufunc methods (`np.multiply.outer`, `np.add.reduce`), the
 contiguity conversions and `ndarray.view()`.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +32,7 @@ from ._indexing import bind_ufunc_at
 from ._outputs import out_target, write_ufunc_out
 from ._pointwise import emit_astype
 from ._reduction import bind_scan, emit_reduction, reduction_binding
-from ._view import emit_reshape
+from ._view import bind_diagonal, emit_reshape
 
 # --- reductions built from others ----------------------------------------------------------
 
@@ -65,6 +66,28 @@ def bind_tri(
     ones = emit(graph, "ones", shape=(rows, cols), dtype=np.dtype(static(dtype, "dtype")))
     offset = static(k, "k")
     return emit(graph, "tril", ones, **({} if offset == 0 else {"k": offset}))
+
+
+def bind_diag(graph: Graph, v: Any, k: Any = 0) -> Node:
+    x = array_input(graph, v)
+    meta = array_meta(x)
+    offset = operator.index(static(k, "k"))
+    if meta.ndim == 2:
+        return bind_diagonal(graph, x, offset)  # NumPy's own: a read-only view
+    if meta.ndim != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    length = meta.shape[0]
+    unsupported_if(not isinstance(length, int), "np.diag of a 1-d array of symbolic length")
+    # v on the k-th diagonal of an (n, n) matrix of zeros: v, padded to n with zeros, is read
+    # along the rows above the diagonal (k >= 0) and along the columns below it.
+    size = length + abs(offset)
+    zero = emit(graph, "zeros", shape=(), dtype=meta.dtype)
+    if offset:
+        padding = emit(graph, "zeros", shape=(abs(offset),), dtype=meta.dtype)
+        x = emit(graph, "concatenate", x, padding)
+    along = emit_reshape(graph, x, (size, 1) if offset >= 0 else (1, size))
+    mask = emit(graph, "eye", n=size, m=size, k=offset, dtype=np.dtype(bool))
+    return emit(graph, "where", mask, along, zero)
 
 
 def _joined(graph: Graph, tup: Any, what: str) -> list[Node]:
@@ -136,6 +159,26 @@ def bind_vdot(graph: Graph, a: Any, b: Any, /) -> Node:
     if array_meta(x).dtype.kind == "c":
         x = emit(graph, "conjugate", x)
     return emit(graph, "dot", emit_reshape(graph, x, (-1,)), emit_reshape(graph, y, (-1,)))
+
+
+def bind_kron(graph: Graph, a: Any, b: Any) -> Node:
+    # NumPy's own steps: the product of a and b with their axes interleaved, reshaped.
+    y = array_input(graph, b)
+    x = array_input(graph, a)
+    ndb = array_meta(y).ndim
+    if array_meta(x).ndim < ndb:  # np.array(a, ndmin=b.ndim)
+        x = emit_reshape(graph, x, (1,) * (ndb - array_meta(x).ndim) + tuple(array_meta(x).shape))
+    nda = array_meta(x).ndim
+    if nda == 0 or ndb == 0:
+        return emit(graph, "multiply", x, y)
+    a_shape = tuple(array_meta(x).shape)
+    b_shape = (1,) * (nda - ndb) + tuple(array_meta(y).shape)
+    if nda > ndb:
+        y = emit(graph, "expand_dims", y, axis=tuple(range(nda - ndb)))
+    x = emit(graph, "expand_dims", x, axis=tuple(range(1, nda * 2, 2)))
+    y = emit(graph, "expand_dims", y, axis=tuple(range(0, nda * 2, 2)))
+    product = emit(graph, "multiply", x, y)
+    return emit_reshape(graph, product, tuple(p * q for p, q in zip(a_shape, b_shape, strict=True)))
 
 
 # --- ufunc methods -------------------------------------------------------------------------

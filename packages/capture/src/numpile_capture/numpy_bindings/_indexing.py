@@ -9,6 +9,7 @@ import numpy as np
 
 from ..graph import Graph, Node
 from ..meta import ArrayMeta, ScalarMeta
+from ..op import OpKind
 from ..ops.indexing import IndexArray
 from ..ops.view import is_element_index, normalize_index
 from ._arguments import (
@@ -76,9 +77,83 @@ def _expand_ellipsis(template: tuple[Any, ...], arrays: list[Node], ndim: int) -
 
 
 def _nnz_name(graph: Graph, arrays: list[Node]) -> str | None:
-    if any(array_meta(a).dtype.kind == "b" for a in arrays):
-        return f"u{len(graph.nodes)}"
+    masks = [a for a in arrays if array_meta(a).dtype.kind == "b"]
+    if not masks:
+        return None
+    if len(masks) == 1:
+        shared = _mask_count(graph, masks[0])
+        if shared is not None:
+            return shared
+    return f"u{len(graph.nodes)}"
+
+
+def _mask_count(graph: Graph, mask: Node) -> str | None:
+    # The size symbol an earlier `x[mask]` (the mask alone) got: the count of its True values
+    # is one size, so `z[m] = v[m]`, `x[m] *= 2` or `x[m] * y[m]` broadcast with no check.
+    # A mutation since then that may have changed the mask (or what it reads): a fresh one.
+    positions = {node: position for position, node in enumerate(graph.nodes)}
+    for node in reversed(graph.nodes):
+        if node.op is None or node.op.name != "index" or node.kwargs.get("nnz") is None:
+            continue
+        masks = [v for v in node.inputs[1:] if isinstance(v, Node) and _is_bool(v)]
+        recomputed: list[Node] = []
+        if len(masks) != 1 or not _same_value(masks[0], mask, recomputed):
+            continue
+        read = _ancestors([mask, masks[0]])
+        # from the earlier index on, or from the earlier copy's first step it recomputes
+        start = min([positions[node], *(positions[step] for step in recomputed)])
+        if not any(_may_change(later, read) for later in graph.nodes[start:]):
+            name: str = node.kwargs["nnz"]
+            return name
+        return None
     return None
+
+
+def _ancestors(nodes: list[Node]) -> set[Node]:
+    seen: set[Node] = set()
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(value for value in node.inputs if isinstance(value, Node))
+    return seen
+
+
+def _may_change(node: Node, read: set[Node]) -> bool:
+    # Whether `node` is a mutation that may write what `read` holds. One into the fresh copy
+    # an integer or boolean index made (`x[m] *= 2`), read by neither mask, cannot.
+    if node.op is None or not (node.op.kind is OpKind.MUTATION or node.op.mutates):
+        return False
+    target = node.inputs[0] if node.inputs else None
+    while isinstance(target, Node) and target not in read:
+        op = target.op
+        if op is not None and op.name == "index":
+            return False
+        if op is None or not (op.kind is OpKind.MUTATION or op.mutates) or not target.inputs:
+            return True
+        target = target.inputs[0]
+    return True
+
+
+def _is_bool(node: Node) -> bool:
+    return isinstance(node.meta, ArrayMeta) and node.meta.dtype.kind == "b"
+
+
+def _same_value(a: Any, b: Any, recomputed: list[Node]) -> bool:
+    # Whether two graph values are the same array: one node, or one pointwise op with the
+    # same params on the same values (`row > 0` written twice); `recomputed` collects the
+    # earlier copy's nodes that `b` recomputes.
+    if a is b:
+        return True
+    if not (isinstance(a, Node) and isinstance(b, Node)):
+        return type(a) is type(b) and isinstance(a, bool | int | float) and a == b
+    if a.op is None or a.op is not b.op or a.op.kind is not OpKind.POINTWISE:
+        return False
+    if a.kwargs != b.kwargs or len(a.inputs) != len(b.inputs):
+        return False
+    recomputed.append(a)
+    return all(_same_value(x, y, recomputed) for x, y in zip(a.inputs, b.inputs, strict=True))
 
 
 def bind_getitem(graph: Graph, x: Any, key: Any) -> Node:

@@ -1,4 +1,4 @@
-"""Bindings of calls that join arrays: concatenate, stack, hstack, vstack."""
+"""Bindings of calls that join arrays: concatenate, stack, hstack, vstack; and np.roll."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 from ..graph import Graph, Node
 from ..ops._shapes import normalize_axis
+from ..ops.join import roll_shifts
 from ._arguments import (
     array_input,
     array_meta,
@@ -14,7 +15,7 @@ from ._arguments import (
     static,
     unsupported_if,
 )
-from ._view import bind_atleast_1d, bind_atleast_2d
+from ._view import bind_atleast_1d, bind_atleast_2d, emit_reshape
 
 # --- joining -------------------------------------------------------------------------------
 
@@ -72,3 +73,19 @@ def bind_vstack(graph: Graph, tup: Any, *, dtype: Any = None, casting: str = "sa
     unsupported_if(isinstance(tup, Node), "np.vstack of one traced array")
     nodes = [bind_atleast_2d(graph, a) for a in tup]
     return bind_concatenate(graph, nodes, 0, dtype=dtype, casting=casting)
+
+
+# --- rotating ------------------------------------------------------------------------------
+
+
+def bind_roll(graph: Graph, a: Any, shift: Any, axis: Any = None) -> Node:
+    x = array_input(graph, a)
+    shift = static(shift, "shift")
+    if axis is None:
+        # NumPy rolls the flattened array and reshapes it back (a C-ordered result).
+        shape = array_meta(x).shape
+        flat = emit_reshape(graph, x, (-1,))
+        axes, shifts = roll_shifts(1, shift, 0)
+        return emit_reshape(graph, emit(graph, "roll", flat, shift=shifts, axis=axes), shape)
+    axes, shifts = roll_shifts(array_meta(x).ndim, shift, static(axis, "axis"))
+    return emit(graph, "roll", x, shift=shifts, axis=axes)

@@ -210,13 +210,22 @@ def call_by_name(function: Callable[..., Any], arguments: dict[str, Any], *bound
 
     >>> call_by_name(np.bincount, {"x": np.array([1, 1])})
     array([0, 2])
+    >>> call_by_name(np.gradient, {"f": np.array([1.0, 4.0]), "varargs": (0.5,)})
+    array([6., 6.])
     """
     signature = _signature(function, bool(bound))
     values = dict(arguments)
+    parameters = list(signature.parameters.values())
+    star = [p.name for p in parameters if p.kind is inspect.Parameter.VAR_POSITIONAL]
+    if star and star[0] in values:
+        # `*args` given (np.gradient's spacings): everything before it goes by position too.
+        before = parameters[: [p.name for p in parameters].index(star[0])]
+        leading = [values.pop(p.name) for p in before if p.name in values]
+        return function(*bound, *leading, *values.pop(star[0]), **values)
     leading = [
-        values.pop(name)
-        for name, parameter in signature.parameters.items()
-        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY and name in values
+        values.pop(p.name)
+        for p in parameters
+        if p.kind is inspect.Parameter.POSITIONAL_ONLY and p.name in values
     ]
     return function(*bound, *leading, **values)
 

@@ -13,6 +13,7 @@ import operator
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..meta import ArrayMeta, ScalarMeta
 from .extern import ExternRow, axis_of, dtype_of, register_extern, require_array, shaped
@@ -152,11 +153,9 @@ def _pad_meta(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any)
 
 
 def _diff_meta(
-    a: Any, n: Any = 1, axis: Any = -1, prepend: Any = None, append: Any = None
+    a: Any, n: Any = 1, axis: Any = -1, prepend: Any = np._NoValue, append: Any = np._NoValue
 ) -> ArrayMeta:
     array = require_array(a, "a")
-    if prepend is not None or append is not None:
-        raise NotImplementedError("np.diff with prepend= or append=")
     count = operator.index(n)
     if count < 0:
         raise ValueError(f"order must be non-negative but got {count!r}")
@@ -164,9 +163,59 @@ def _diff_meta(
         np.diff(np.zeros(()))  # NumPy's own error
     ax = axis_of(axis, array.ndim)
     size = array.shape[ax]
+    for end, first in ((prepend, True), (append, False)):
+        if end is not np._NoValue:
+            size = size + _end_length(array, ax, end, first=first)
     length = max(size - count, 0) if isinstance(size, int) else size - count
-    dtype = dtype_of(np.diff, np.zeros(2 + count, array.dtype), count)
+    # The dtype NumPy gives: `a` joined with its ends (a Python scalar end is a 0-d array).
+    probes = {"prepend": _end_probe(prepend), "append": _end_probe(append)}
+    dtype = dtype_of(np.diff, np.zeros(2 + count, array.dtype), count, **probes)
     return shaped(tuple(length if d == ax else dim for d, dim in enumerate(array.shape)), dtype)
+
+
+def _end_length(array: ArrayMeta, axis: int, end: Any, *, first: bool) -> Any:
+    # How many items np.diff's prepend= or append= adds along `axis` (a 0-d end: one).
+    shape = _shape(end)
+    if len(shape) == 0:
+        return 1
+    others = [dim for d, dim in enumerate(array.shape) if d != axis]
+    if len(shape) != array.ndim or [dim for d, dim in enumerate(shape) if d != axis] != others:
+        # NumPy's own error, from empty stand-ins of the two shapes in NumPy's order
+        pair = [_empty_like_shape(array.shape, axis), _empty_like_shape(shape, axis)]
+        np.concatenate(pair[::-1] if first else pair, axis)
+    return shape[axis]
+
+
+def _empty_like_shape(shape: tuple[Any, ...], axis: int) -> Any:
+    # Zero-length along `axis` (no memory) and the given length elsewhere (ints only).
+    dims = [0 if d == axis or not isinstance(dim, int) else dim for d, dim in enumerate(shape)]
+    return np.empty(dims, np.int8)
+
+
+def _end_probe(end: Any) -> Any:
+    if isinstance(end, ArrayMeta):
+        return np.zeros((1,) * min(end.ndim, 1), end.dtype)
+    if isinstance(end, ScalarMeta):
+        return end.type(0)
+    return end
+
+
+def _gradient_meta(
+    f: Any, varargs: tuple[Any, ...] = (), axis: Any = None, edge_order: Any = 1
+) -> ArrayMeta | tuple[ArrayMeta, ...]:
+    array = require_array(f, "f")
+    if any(isinstance(spacing, ArrayMeta) for spacing in varargs):
+        raise NotImplementedError("np.gradient with coordinate arrays as spacing")
+    # NumPy's dtype, result structure and argument errors, from a probe with three items
+    # along every axis; the sizes' own check ("Shape of array too small") on static sizes.
+    probe = np.zeros((3,) * array.ndim, array.dtype)
+    result = dtype_of(np.gradient, probe, *varargs, axis=axis, edge_order=edge_order)
+    axes = range(array.ndim) if axis is None else normalize_axis_tuple(axis, array.ndim)
+    for ax in axes:
+        if isinstance(array.shape[ax], int) and array.shape[ax] < operator.index(edge_order) + 1:
+            np.gradient(np.zeros(array.shape[ax]), edge_order=edge_order)
+    each = shaped(array.shape, result)
+    return each if len(axes) == 1 else tuple(each for _ in axes)
 
 
 def _window_meta(M: Any, **_: Any) -> ArrayMeta:
@@ -203,7 +252,14 @@ for _row in (
     ExternRow("polyval", np.polyval, _polyval_meta, ("p", "x")),
     ExternRow("polyfit", np.polyfit, _polyfit_meta, ("x", "y", "w")),
     ExternRow("pad", np.pad, _pad_meta, ("array",)),
-    ExternRow("diff", np.diff, _diff_meta, ("a",)),
+    ExternRow("diff", np.diff, _diff_meta, ("a", "prepend", "append")),
+    ExternRow(
+        "gradient",
+        np.gradient,
+        _gradient_meta,
+        ("f",),
+        no_grad="not written yet: np.gradient is linear in f (its differences transposed)",
+    ),
 ):
     register_extern(_row)
 

@@ -1,5 +1,5 @@
 """Joining arrays: `concatenate` (np.stack, hstack and vstack decompose onto it in the
-bindings), and repeating one: `repeat` and `tile`.
+bindings), repeating one: `repeat` and `tile`, and rotating one along its axes: `roll`.
 
 The inputs are the arrays to join, in order; `axis` (an int, or None to
 join flattened arrays), `dtype` and `casting` are static params. Shape
@@ -13,9 +13,11 @@ errors are NumPy's own ValueErrors; the result dtype comes from NumPy.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from ..meta import ArrayMeta
 from ..op import Op, OpKind, register_op
@@ -128,3 +130,42 @@ def _tile_impl(x: Any, *, reps: tuple[int, ...]) -> Any:
 
 
 tile = register_op(Op("tile", OpKind.EXTERN, _tile_meta, _tile_impl))
+
+
+# --- rotating ------------------------------------------------------------------------------
+
+
+def roll_shifts(ndim: int, shift: Any, axis: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The axes `np.roll(x, shift, axis)` rotates (`axis` given) and the total shift of each,
+    in axis order; NumPy's errors for axes out of range or mismatched lengths.
+
+    >>> roll_shifts(2, (1, 2, -1), (0, 1, 0))
+    ((0, 1), (0, 2))
+    """
+    axes = normalize_axis_tuple(axis, ndim, allow_duplicate=True)
+    paired = np.broadcast(shift, axes)
+    if paired.ndim > 1:
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+    totals: dict[int, int] = {}
+    for amount, ax in paired:
+        totals[int(ax)] = totals.get(int(ax), 0) + operator.index(amount)
+    order = sorted(totals)
+    return tuple(order), tuple(totals[ax] for ax in order)
+
+
+def _roll_meta(x: ArrayMeta, *, shift: tuple[int, ...], axis: tuple[int, ...]) -> ArrayMeta:
+    if len(shift) != len(axis) or any(not 0 <= ax < x.ndim for ax in axis):
+        raise ValueError(f"roll of a {x.ndim}-d array by {shift} along {axis}")
+    if is_static_shape(x) and not is_c_contiguous(x):
+        # NumPy rolls into `empty_like(x)`: a fresh array laid out like x (order 'K').
+        return ArrayMeta(x.shape, x.dtype, k_order_strides(x.shape, strides_of(x)))
+    return ArrayMeta(x.shape, x.dtype)
+
+
+def _roll_impl(x: Any, *, shift: tuple[int, ...], axis: tuple[int, ...]) -> Any:
+    return np.roll(x, shift, axis)
+
+
+# NOTE: `shift` and `axis` are as `roll_shifts` makes them: one total shift per axis, the axes
+# increasing; `np.roll` with axis=None is a roll of the flattened array, reshaped back.
+roll = register_op(Op("roll", OpKind.EXTERN, _roll_meta, _roll_impl))

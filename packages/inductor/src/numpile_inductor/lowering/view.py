@@ -5,7 +5,9 @@ C-contiguous array of bytes of the input's shape), and the probe's offset and st
 give the map from output to input indices (`_affine_remap`). A basic index (`getitem`)
 of symbolic shape is index arithmetic too (`lower_symbolic_getitem`): each slice starts
 where capture resolved it (`ArrayMeta.starts`, its clamps decided under its guards).
-Other views of symbolic shape, and ops that copy, run as externs.
+Other views of symbolic shape, and ops that copy, run as externs. A roll (`np.roll`) copies,
+but it is index arithmetic too: a load at a rotated index (`lower_roll`), so a stencil
+written with rolls fuses into one kernel.
 
     >>> unflatten_static(5, (2, 3))
     (1, 2)
@@ -22,6 +24,7 @@ import numpy as np
 from numpile_capture import Node, OpKind, contiguous_strides
 from numpile_capture import ops as capture_ops
 
+from .. import index as index_module
 from ..index import as_index, index_int, unflatten_index
 from ..loop_ir import Expr
 from .context import (
@@ -244,6 +247,40 @@ def unflatten_static(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
         result.append(flat % size if size else 0)
         flat = flat // size if size else 0
     return tuple(reversed(result))
+
+
+@register_lowering("roll")
+def lower_roll(ctx: LoweringContext, node: Node) -> Lowered:
+    """`np.roll` as a load at a rotated index: `out[i] = x[(i + n - shift % n) % n]` along
+    each rolled axis of length `n` (static lengths; a symbolic one runs as NumPy).
+
+    >>> lower_roll(ctx, roll_node).shape  # doctest: +SKIP
+    (4, 5)
+    """
+    source, loader = readable_source(ctx, node)
+    shape = out_shape(node)
+    rotations: dict[int, tuple[int, int]] = {}
+    for axis, shift in zip(node.kwargs["axis"], node.kwargs["shift"], strict=True):
+        length = shape[axis]
+        if not isinstance(length, int):
+            raise CannotLower("a roll along an axis of symbolic length")
+        if length and shift % length:
+            rotations[axis] = ((-shift) % length, length)
+
+    def load(idx: tuple[Any, ...]) -> Expr:
+        # (`ModularIndexing` is sympy's: read on use, so a light lowering lowers again)
+        return loader(
+            tuple(
+                index_module.ModularIndexing(i + rotations[d][0], 1, rotations[d][1])
+                if d in rotations
+                else i
+                for d, i in enumerate(idx)
+            )
+        )
+
+    return Lowered(
+        shape, source.dtype, load, source.ops, pure_view=source.pure_view, heavy=source.heavy
+    )
 
 
 @register_lowering("view_scatter")
