@@ -3,9 +3,10 @@
 Each workload runs in a fresh interpreter, so the import and every first-use cost are in
 the figure, as a user's first call pays them. A cold run gets an empty
 ``NUMPILE_CACHE_DIR``; the warm start after it reuses that folder (a new process, the
-on-disk cache filled). Per workload the report gives the import, the cold first call, the
-cold second call, the warm call (the median of calls once every background build ended),
-and the warm start: the first call of a new process with the cache filled, alone and with
+on-disk cache filled). Per workload the report gives the import, the cold first call and
+its CPU time (the process's and that of the compilers it waited for), the cold second
+call, the warm call (the median of calls once every background build ended), and the warm
+start: the first call of a new process with the cache filled, alone and with
 the import before it, and the CPU time of the warm start (its import and first call: on a
 loaded machine the wall time is mostly waiting for a core). ``--stages`` adds the
 compile stages ``numpile_runtime.compile_times()`` recorded during the first call
@@ -280,12 +281,14 @@ def _child(
     first_args = call_args = _fresh(workload, args)
     sympy_before = "sympy" in sys.modules
     start_cpu = _cpu_s()
+    start_compilers_cpu = _cpu_s(children=True)
     start_thread_cpu = time.thread_time()
     start = time.perf_counter()
     result = fn(*call_args)
     first = time.perf_counter() - start
     first_main_cpu_s = time.thread_time() - start_thread_cpu
     first_cpu_s = _cpu_s() - start_cpu
+    first_compilers_cpu_s = _cpu_s(children=True) - start_compilers_cpu
     imports_sympy = not sympy_before and "sympy" in sys.modules
     stages = rt.compile_times() if rt is not None else {}
     events = rt.counters() if rt is not None else {}
@@ -326,6 +329,7 @@ def _child(
         "first_s": first,
         "first_cpu_s": first_cpu_s,
         "first_main_cpu_s": first_main_cpu_s,
+        "first_compilers_cpu_s": first_compilers_cpu_s,
         "timeline": timeline,
         "second_s": second,
         "warm_s": statistics.median(warm),
@@ -336,12 +340,13 @@ def _child(
     print(json.dumps(report))
 
 
-def _cpu_s() -> float:
-    # CPU seconds of the whole process, every thread: on a loaded machine the wall time is
-    # mostly waiting for a core, the CPU time is the work.
+def _cpu_s(*, children: bool = False) -> float:
+    # CPU seconds of the whole process, every thread (or, with `children`, of its child
+    # processes that ended: the compilers): on a loaded machine the wall time is mostly
+    # waiting for a core, the CPU time is the work.
     import resource
 
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
 
@@ -501,6 +506,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     workloads = find_workloads(options.workload_set, options.only, quick=options.quick)
     colds: list[float] = []
+    cold_cpus: list[float] = []
     warm_firsts: list[float] = []
     warm_cpus: list[float] = []
     import_cpus: list[float] = []
@@ -512,8 +518,8 @@ def main(argv: list[str] | None = None) -> None:
         f" median of {options.repeats} processes"
     )
     print(
-        f"{'workload':22} {'import':>10} {'cold 1st':>10} {'cold 2nd':>10} {'warm call':>10}"
-        f" {'warm 1st':>10} {'+import':>10}"
+        f"{'workload':22} {'import':>10} {'cold 1st':>10} {'cold CPU':>10} {'cold 2nd':>10}"
+        f" {'warm call':>10} {'warm 1st':>10} {'+import':>10}"
     )
     for workload in workloads:
         cold_runs: list[dict[str, Any]] = []
@@ -546,10 +552,13 @@ def main(argv: list[str] | None = None) -> None:
         warm_firsts.append(_median(warm_runs, "first_s"))
         start_s = statistics.median(run["import_s"] + run["first_s"] for run in warm_runs)
         starts.append(start_s)
+        cold_cpus.append(
+            statistics.median(r["first_cpu_s"] + r["first_compilers_cpu_s"] for r in cold_runs)
+        )
         print(
             f"{workload.name:22} {_ms(_median(cold_runs, 'import_s'))} {_ms(colds[-1])}"
-            f" {_ms(_median(cold_runs, 'second_s'))} {_ms(_median(cold_runs, 'warm_s'))}"
-            f" {_ms(warm_firsts[-1])} {_ms(start_s)}"
+            f" {_ms(cold_cpus[-1])} {_ms(_median(cold_runs, 'second_s'))}"
+            f" {_ms(_median(cold_runs, 'warm_s'))} {_ms(warm_firsts[-1])} {_ms(start_s)}"
         )
         if options.stages:
             stages = _stage_medians(cold_runs)
@@ -565,7 +574,8 @@ def main(argv: list[str] | None = None) -> None:
     if colds:
         print(
             f"median over {len(colds)} workloads: cold first call"
-            f" {statistics.median(colds) * 1e3:.1f} ms; warm start: first call"
+            f" {statistics.median(colds) * 1e3:.1f} ms"
+            f" (CPU {statistics.median(cold_cpus) * 1e3:.1f} ms); warm start: first call"
             f" {statistics.median(warm_firsts) * 1e3:.1f} ms, with the import"
             f" {statistics.median(starts) * 1e3:.1f} ms; load"
             f" {os.getloadavg()[0]:.2f}"

@@ -84,3 +84,41 @@ def test_symbolic_loop_nest_vectorizes_its_inner_products(tmp_path: Path) -> Non
     ]
     assert accumulators
     assert accumulators[0] in vectorized_lines(source_path, tmp_path), accumulators
+
+
+def sweeps(A: Any, b: Any, x: Any, count: int) -> Any:
+    # Gauss-Seidel sweeps: the outer loop tests no bounds, each sweep's row loop does.
+    for _ in range(count):
+        for i in range(x.shape[0]):
+            x[i] = (b[i] - A[i, :i] @ x[:i] - A[i, i + 1 :] @ x[i + 1 :]) / A[i, i]
+    return x
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="the report is GCC's")
+def test_a_loops_checked_form_is_compiled_as_never_run(tmp_path: Path) -> None:
+    # `NP_LIKELY` gives the checked form of a loop (its bounds not proven before it runs)
+    # probability 0: GCC compiles it for size, so the inner products of the unit-stride
+    # copy's checked form are not vectorized (nor unrolled), those of its fast form are.
+    options = {"trace.enabled": True, "trace.debug_dir": str(tmp_path / "debug")}
+    fn = compile_function(sweeps, backend="inductor", options=options, dynamic=True)
+    rng = np.random.default_rng(7)
+    for n in (9, 20):
+        A = rng.uniform(0.0, 1.0, (n, n)) + n * np.eye(n)
+        b = rng.uniform(-1.0, 1.0, n)
+        x, want = np.zeros(n), np.zeros(n)
+        np.testing.assert_allclose(fn(A, b, x, 3), sweeps(A, b, want, 3), rtol=1e-13)
+        np.testing.assert_allclose(x, want, rtol=1e-13)
+    sources = [p for p in tmp_path.glob("debug/*/output_code.c") if "loop_" in p.read_text()]
+    source_path = sources[-1]
+    lines = source_path.read_text().splitlines()
+    accumulators = [
+        number
+        for number, line in enumerate(lines, start=1)
+        if re.search(r"for \(; k\d+ \+ 8 <= len\d+;", line)
+    ]
+    # Two inner products in each form: unit strides fast, unit strides checked, then those
+    # of the copy for any strides.
+    assert len(accumulators) >= 4, accumulators
+    vectorized = vectorized_lines(source_path, tmp_path)
+    assert set(accumulators[:2]) <= vectorized, (accumulators, sorted(vectorized))
+    assert not set(accumulators[2:4]) & vectorized, (accumulators, sorted(vectorized))

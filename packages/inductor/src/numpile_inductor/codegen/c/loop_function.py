@@ -73,8 +73,18 @@ LOOP_HELPERS = r"""
 /* Loop functions (codegen/c/loop_body.py): arguments as C values, element indices. */
 /* The checked fast form of a nest is the likely one: without the hint, GCC's guessed profile
    halves the frequency at each test of a long && chain and, with no constant trip count to
-   make up for it, marks the nest cold and leaves it unvectorized. */
+   make up for it, marks the nest cold and leaves it unvectorized. With probability 1 the
+   other branch (each loop checked, or any strides) counts as never run: GCC compiles it
+   for size, neither unrolled nor vectorized, which is most of the unroller's cost in a cold
+   build; the fast form is compiled as before. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_expect_with_probability)
+#define NP_LIKELY(x) __builtin_expect_with_probability(!!(x), 1, 1.0)
+#endif
+#endif
+#ifndef NP_LIKELY
 #define NP_LIKELY(x) __builtin_expect(!!(x), 1)
+#endif
 /* A nest whose arrays' last strides are not all 1 runs the checked form of each loop: its
    unchecked form (the test is never made) is code GCC would optimize for the rare case. */
 #define NP_CHECKED_ONLY(x) 0
