@@ -479,6 +479,7 @@ _SIZE_SPECIALIZING = ("truediv", "pow")
 
 
 def _is_size(var: Variable) -> bool:
+    # A symbolic size (`n = x.shape[0]`, `n - 1`).
     return isinstance(var, ConstantVar) and isinstance(var.value, SymInt)
 
 
@@ -855,11 +856,12 @@ def getitem(tracer: Tracer, container: Variable, index: Variable) -> Variable:
 
 
 def run_time_index(tracer: Tracer, index: Variable) -> tuple[tuple[Any, ...], list[Node]] | None:
-    """A basic index holding run-time ints (a loop's index, also as a slice bound) as a
-    template of `ScalarSlot`s and its scalars; None when the index has none."""
+    """A basic index holding run-time ints (a loop's index, also as a slice bound) or
+    symbolic sizes as a template of `ScalarSlot`s and its scalars; None when the index has
+    none."""
     items = list(index.items) if isinstance(index, TupleVar) else [index]
     items = [_integer_scalar_index(tracer, run_time_int(item)) for item in items]
-    if not any(isinstance(item, ScalarNodeVar | SliceVar) for item in items):
+    if not any(isinstance(item, ScalarNodeVar | SliceVar) or _is_size(item) for item in items):
         return None
     template: list[Any] = []
     scalars: list[Node] = []
@@ -875,6 +877,15 @@ def run_time_index(tracer: Tracer, index: Variable) -> tuple[tuple[Any, ...], li
         if isinstance(item, SliceVar):
             parts = (item.start, item.stop, item.step)
             template.append(slice(*(_slice_part(tracer, part, scalars) for part in parts)))
+            continue
+        if _is_size(item):
+            # A symbolic size (`path[n - 1]`, `score[n - 1, k]`) is read at run time too:
+            # pinning it would compile the graph again for every size.
+            assert isinstance(item, ConstantVar)
+            try:
+                template.append(_size_slot(tracer, item.value, scalars))
+            except LoopFallback:  # a size the graph cannot compute (`max(n - 3, 0)`): pinned
+                template.append(int(item.value))
             continue
         known, value = _constant(item)
         if not known or isinstance(value, list | tuple | np.ndarray):
@@ -927,6 +938,15 @@ def _slot(tracer: Tracer, item: ScalarNodeVar, scalars: list[Node]) -> ScalarSlo
     return slot
 
 
+def _size_slot(tracer: Tracer, size: SymInt, scalars: list[Node]) -> ScalarSlot | int:
+    # A symbolic size in an index with run-time ints: a slot computing it from the inputs'
+    # shapes (the int itself where it is a constant).
+    node = size_node(tracer, size.expr)
+    if not isinstance(node, Node):
+        return int(node)
+    return _slot(tracer, ScalarNodeVar(node, size.expr), scalars)
+
+
 def _slice_part(tracer: Tracer, part: Variable, scalars: list[Node]) -> Any:
     # A bound of a slice with run-time bounds: a slot for a run-time int or a symbolic
     # size (read at run time), else the constant.
@@ -935,10 +955,7 @@ def _slice_part(tracer: Tracer, part: Variable, scalars: list[Node]) -> Any:
             raise TypeError("slice indices must be integers or None or have an __index__ method")
         return _slot(tracer, part, scalars)
     if isinstance(part, ConstantVar) and isinstance(part.value, SymInt):
-        node = size_node(tracer, part.value.expr)
-        if not isinstance(node, Node):
-            return int(node)
-        return _slot(tracer, ScalarNodeVar(node, part.value.expr), scalars)
+        return _size_slot(tracer, part.value, scalars)
     known, value = _constant(part)
     if not known or not (value is None or isinstance(value, int)):
         raise Unsupported(f"not supported yet: a slice bound {part.describe()} in a loop")
