@@ -24,7 +24,7 @@ import numpy as np
 from numpile_guards import ExpressionSource
 from numpile_guards.symbolic import SymInt, is_size_expr, wrap_size
 
-from .bound_origins import with_origins
+from .bound_origins import note_loop_bounds, with_origins
 from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, writeable
@@ -442,6 +442,10 @@ def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variab
     if sequence is not None:
         return sequence
     if isinstance(left, ScalarNodeVar) or isinstance(right, ScalarNodeVar):
+        if base in _ORDERINGS:
+            # `it < maxit` tests a loop's run-time counter: the int input (or size) it is
+            # compared with bounds the loop, so a new value of it must not compile again.
+            note_loop_bounds((left, right))
         return run_time_arithmetic(tracer, base, left, right)
     left, right = _sizes_as_inputs(tracer, base, left, right)
     derived = _scalar_arithmetic(tracer, base, left, right)
@@ -473,6 +477,9 @@ _SCALAR_SYMBOLS = {
 _DIVISIONS = ("truediv", "floordiv", "mod")
 _COMPARISON_SYMBOLS = {name: symbol for symbol, name in COMPARE_NAMES.items()}
 
+
+# Comparisons whose constant side bounds a run-time counter (`while it < maxit`).
+_ORDERINGS = frozenset({"lt", "le", "gt", "ge"})
 
 # Python arithmetic a SymInt can only do on its int (it would specialize the size).
 _SIZE_SPECIALIZING = ("truediv", "pow")
