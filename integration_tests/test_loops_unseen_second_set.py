@@ -11,7 +11,12 @@ What the set found, fixed with tests of their own in the capture layer:
   new trip count captured and compiled again (`test_capture_size_indices.py`);
 - `kadane_from_the_first_element`, `min_max_with_nans_float32`: `max()` / `min()` of NumPy
   float scalars left the loop to Python; they are Python's pick now, as `where` of its
-  comparison, NaNs and signed zeros included (`test_capture_min_max.py`).
+  comparison, NaNs and signed zeros included (`test_capture_min_max.py`);
+- `enumerate_zip_weighted`, `jacobi_1d_until_converged`: the length of a zip of arrays and
+  `maxit` in `while err > tol and it < maxit` were baked in, a second capture per new trip
+  count (`test_capture_bound_origins.py`); the while loop's body of array work ran op by
+  op with NumPy, its element loop included, 40x slower than NumPy at n=200: it runs
+  compiled per iteration now (`test_inductor_while_bodies.py`).
 
 Left as they are, with the reason `explain` gives: `smith_waterman` and
 `kadane_max_subarray` (`max(0, h)`, `max(-np.inf, cur)`: the item Python returns, and so
