@@ -390,3 +390,25 @@ def test_a_carried_python_int_past_int64_on_the_gpu_gives_eagers_value(most: int
     np.testing.assert_array_equal(out.get(), want)
     np.testing.assert_array_equal(got.get() if hasattr(got, "get") else got, want)
     assert rt.counters().get("loop_device_program_runs", 0) >= 1, rt.counters()
+
+
+def jacobi_until(b: Any, tol: float, maxit: int) -> Any:
+    # A `while_loop` of array work (issue 23): its body is compiled per iteration on the
+    # host; on CuPy arrays the carried arrays keep it op by op, with eager's values.
+    u = b * 0.0
+    err = tol + 1.0
+    it = 0
+    while err > tol and it < maxit:
+        new = u.copy()
+        new[1:-1] = 0.5 * (u[:-2] + u[2:] + b[1:-1])
+        err = abs(new - u).max()
+        u = new
+        it += 1
+    return u
+
+
+@pytest.mark.parametrize("maxit", [0, 1, 30])
+def test_a_while_loop_of_array_work_matches_eager(maxit: int) -> None:
+    compiled = numpile.compile(jacobi_until, dynamic=True)
+    host = (np.random.default_rng(maxit).random(257), 1e-6, maxit)
+    _differential(jacobi_until, compiled, host)

@@ -115,6 +115,37 @@ def test_sizes_that_bound_loops_compile_once() -> None:
     assert _compiles(lu_in_place, [(_dominant(n),) for n in (4, 40, 9)])[0] == 1
 
 
+def zip_weighted(a: Any, b: Any) -> Any:
+    acc = 0
+    out = np.zeros(a.shape[0])
+    for i, (u, v) in enumerate(zip(a, b, strict=True)):
+        acc += i
+        out[i] = u * v
+    return out, acc
+
+
+def jacobi_until(b: Any, tol: float, maxit: int) -> Any:
+    # `it < maxit` bounds the kept `while`: maxit is a trip count as `range(sweeps)`'s is.
+    u = np.zeros_like(b)
+    err = tol + 1.0
+    it = 0
+    while err > tol and it < maxit:
+        new = u.copy()
+        for i in range(1, b.shape[0] - 1):
+            new[i] = 0.5 * (u[i - 1] + u[i + 1] + b[i])
+        err = np.abs(new - u).max()
+        u = new
+        it += 1
+    return u, it
+
+
+def test_a_zip_of_arrays_and_a_while_counters_bound_compile_once() -> None:
+    vectors = [(np.linspace(0.0, 1.0, n), np.linspace(1.0, 2.0, n)) for n in (5, 50, 17)]
+    assert _compiles(zip_weighted, vectors)[0] == 1
+    b = np.linspace(-1.0, 1.0, 9)
+    assert _compiles(jacobi_until, [(b, 1e-9, m) for m in (3, 30, 7)])[0] == 1
+
+
 def _zeros_of(x: Any, n: int) -> Any:
     out = np.zeros(n)
     for i in range(n):

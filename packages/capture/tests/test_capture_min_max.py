@@ -1,9 +1,10 @@
 """Python's `min` and `max` of run-time NumPy scalars (builtin_calls): dynamic programming
 loops (`d[i, j] = min(d[i - 1, j] + 1, d[i, j - 1] + 1, ...)`) stay kept when every item
-is a NumPy integer or bool scalar of one dtype; other items (floats, where Python's pick
-and np.maximum's differ on NaN, or mixed types, where the result's type depends on the
-values) leave the loop to Python, as before. Each program runs eagerly and compiled (the
-eager backend runs the captured graph) at sizes 0, 1, 2 and 7.
+is a NumPy integer or bool scalar of one dtype (np.minimum / np.maximum) or a NumPy float
+scalar of one dtype (Python's pick as `where` of its comparison: NaNs and signed zeros
+fall as in eager, where np.maximum's would not); mixed types, where the result's type
+depends on the values, leave the loop to Python, as before. Each program runs eagerly and
+compiled (the eager backend runs the captured graph) at sizes 0, 1, 2 and 7.
 """
 
 from __future__ import annotations
@@ -48,10 +49,23 @@ def longest_common_run(a: Any, b: Any) -> Any:
 
 
 def float_max(a: Any, b: Any) -> Any:
-    out = np.zeros(a.shape[0])
+    out = np.zeros((a.shape[0], 4), dtype=a.dtype)
     for i in range(a.shape[0]):
-        out[i] = max(a[i], b[i])
+        out[i, 0] = max(a[i], b[i])
+        out[i, 1] = max(b[i], a[i])
+        out[i, 2] = min(a[i], b[i])
+        out[i, 3] = min(b[i], a[i], a[i] * 2)
     return out
+
+
+def kadane_running_best(a: Any, b: Any) -> Any:
+    # The pick carried: its type stays the dtype's scalar type, as eager's.
+    best = a[0] if a.shape[0] else np.float32(0.0)
+    cur = best
+    for i in range(1, a.shape[0]):
+        cur = max(a[i], cur + a[i])
+        best = max(best, cur)
+    return best, cur
 
 
 def mixed_max(a: Any, b: Any) -> Any:
@@ -72,6 +86,11 @@ def _floats(n: int) -> tuple[Any, ...]:
     return (a, b)
 
 
+def _floats32(n: int) -> tuple[Any, ...]:
+    a, b = _floats(n)
+    return (a.astype(np.float32), b.astype(np.float32))
+
+
 @pytest.mark.parametrize("fn", [edit_distance, longest_common_run])
 def test_min_max_of_integer_scalars_keeps_the_loop(fn: Callable[..., Any]) -> None:
     out = explain(fn)(*_ints(7))
@@ -82,13 +101,26 @@ def test_min_max_of_integer_scalars_keeps_the_loop(fn: Callable[..., Any]) -> No
         _same(compiled(*_ints(n)), fn(*_ints(n)))
 
 
-@pytest.mark.filterwarnings("ignore::numpile_capture.NumpilePerformanceWarning")
-@pytest.mark.parametrize(("fn", "data"), [(float_max, _floats), (mixed_max, _ints)])
-def test_min_max_python_picks_differently_stays_python(
+@pytest.mark.parametrize("fn", [float_max, kadane_running_best])
+@pytest.mark.parametrize("data", [_floats, _floats32])
+def test_min_max_of_float_scalars_keeps_the_loop_with_pythons_pick(
     fn: Callable[..., Any], data: Callable[[int], tuple[Any, ...]]
 ) -> None:
     out = explain(fn)(*data(7))
-    assert "compares array values" in str(out.loops_not_kept[0])
+    assert out.loops_not_kept == () and out.graph_break_count == 0
+    assert "where(" in str(out.graphs[0])
     compiled = compile_function(fn, backend="eager", dynamic=True)
     for n in SIZES:
-        _same(compiled(*data(n)), fn(*data(n)))
+        got, want = compiled(*data(n)), fn(*data(n))
+        _same(got, want)
+        assert np.array_equal(np.signbit(got), np.signbit(want))  # max(-0.0, 0.0) is -0.0
+
+
+@pytest.mark.filterwarnings("ignore::numpile_capture.NumpilePerformanceWarning")
+def test_min_max_python_picks_by_value_stays_python() -> None:
+    out = explain(mixed_max)(*_ints(7))
+    reason = str(out.loops_not_kept[0])
+    assert "depends on the values" in reason and "np.float64(0.0)" in reason
+    compiled = compile_function(mixed_max, backend="eager", dynamic=True)
+    for n in SIZES:
+        _same(compiled(*_ints(n)), mixed_max(*_ints(n)))

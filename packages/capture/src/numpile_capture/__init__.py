@@ -27,6 +27,7 @@ from .control_flow import add_loop as add_loop
 from .control_flow import body_runner as body_runner
 from .control_flow import has_loops as has_loops
 from .control_flow import is_loop as is_loop
+from .control_flow import is_while_loop as is_while_loop
 from .control_flow import set_body_runner as set_body_runner
 from .control_flow import set_loop_runner as set_loop_runner
 from .dispatch import CaptureFallbackWarning as CaptureFallbackWarning
@@ -111,6 +112,7 @@ __all__ = [
     "has_loops",
     "is_loop",
     "is_loop_symbol",
+    "is_while_loop",
     "mentions_loop_symbol",
     "ScalarSlot",
     "set_body_runner",

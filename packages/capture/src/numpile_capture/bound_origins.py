@@ -6,11 +6,13 @@ baked into the first graph. When such an int only bounds a loop that capture kee
 once more for each new trip count, although the loop's code does not depend on it.
 So capture tags those ints with their origins (`OriginVar`: a constant that remembers
 the inputs it was computed from), a kept loop records the origins of its bounds on the
-capture's policy, and the dispatcher captures the frame once more with those inputs
-dynamic (`widen_loop_bounds`): the Python int becomes an unspecialized graph input (its
-uses that need the value still guard on it: a created array's shape, a branch's
-outcome) and every input dimension of the size becomes a symbol (duck sizing: a square
-matrix whose order bounds the loop is symbolic in both dimensions).
+capture's policy (a `for`'s range or the length of the arrays it zips; an int compared
+with a run-time counter, `while it < maxit`), and the dispatcher captures the frame once
+more with those inputs dynamic (`widen_loop_bounds`): the Python int becomes an
+unspecialized graph input (its uses that need the value still guard on it: a created
+array's shape, a branch's outcome) and every input dimension of the size becomes a
+symbol (duck sizing: a square matrix whose order bounds the loop is symbolic in both
+dimensions).
 
 The static capture would be thrown away, so it stops at the head of the first loop about
 to be kept whose bounds have such origins, before its body is traced (`widen_ahead`

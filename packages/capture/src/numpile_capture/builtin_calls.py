@@ -139,7 +139,8 @@ def _min_max(fn: Callable[..., Any]) -> Handler:
 
     def handler(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
         items = iterate(tracer, args[0]) if len(args) == 1 else args
-        if not kwargs and _same_integer_scalars(items):
+        kind = None if kwargs else _same_numpy_scalars(items)
+        if kind is not None and kind in "biu":
             # `max(d[i - 1, j] + 1, d[i, j - 1] + 1)` in a DP loop: on NumPy integer (or
             # bool) scalars of one dtype, Python's pick is NumPy's element-wise one (equal
             # values are one value), so the loop around it stays kept (and no guard).
@@ -149,6 +150,8 @@ def _min_max(fn: Callable[..., Any]) -> Handler:
             for item in items[1:]:
                 result = apply_binding(tracer, binding, result, item)
             return result
+        if kind == "f":
+            return _float_pick(tracer, compared, items)
         guarded = any(has_expression(item) for item in items)
         if guarded and not kwargs and all(operand(item) is not None for item in items):
             best = items[0]
@@ -157,27 +160,54 @@ def _min_max(fn: Callable[..., Any]) -> Handler:
                     best = item
             return best
         if any(isinstance(item, ArrayVar) for item in items):
-            raise Unsupported(
-                f"not supported yet: {fn.__name__}() of arrays (it compares array values)"
-            )
+            raise Unsupported(_min_max_refusal(fn.__name__, items))
         values, keywords = _constants(items, kwargs, fn.__name__)
         return tracer.builder.build_unguarded(fn(values, **keywords))
 
     return handler
 
 
-def _same_integer_scalars(items: list[Variable]) -> bool:
-    # Two or more NumPy integer or bool scalars (0-d values NumPy gives as scalars) of one
-    # dtype: `max` and `min` of them return one of them, of that type, whichever it is.
-    # NOTE: floats are left out: Python's max(1.0, nan) is 1.0, np.maximum's is nan.
+def _same_numpy_scalars(items: list[Variable]) -> str | None:
+    # The dtype kind of two or more NumPy scalars (0-d values NumPy gives as scalars) of one
+    # real dtype, else None: `max` and `min` of them return one of them, of that type,
+    # whichever it is.
     if len(items) < 2 or not all(isinstance(item, ArrayVar) for item in items):
-        return False
+        return None
     metas = {item.meta for item in items if isinstance(item, ArrayVar)}
     if len(metas) != 1:
-        return False
+        return None
     (meta,) = metas
     kinds = {item.python_type() for item in items}
-    return meta.shape == () and meta.dtype.kind in "biu" and kinds == {meta.dtype.type}
+    if meta.shape != () or meta.dtype.kind not in "biuf" or kinds != {meta.dtype.type}:
+        return None
+    return str(meta.dtype.kind)
+
+
+def _min_max_refusal(name: str, items: list[Variable]) -> str:
+    # Why min()/max() of traced values runs in Python, and what to write instead.
+    if all(not isinstance(item, ArrayVar) or item.meta.shape == () for item in items):
+        return (
+            f"not supported yet: {name}() of NumPy scalars of other types or with Python "
+            "numbers (which item it returns, and so its type, depends on the values); give "
+            "the items one NumPy dtype (`np.float64(0.0)` for `0.0`) to keep the loop"
+        )
+    return f"not supported yet: {name}() of arrays (it compares array values)"
+
+
+def _float_pick(tracer: Tracer, compared: str, items: list[Variable]) -> Variable:
+    # `max(best, cur + v)` of NumPy floats of one dtype: Python's own pick, each later item
+    # taken where it compares above (max) or below (min) the one kept, as `where` of that
+    # comparison; NaNs and signed zeros then fall as in eager, unlike np.maximum (a NaN
+    # wins) or np.fmax (a NaN loses). `positive` makes the 0-d `where` the NumPy scalar
+    # eager returns (ufuncs give scalars; it changes no bit).
+    where = tracer.bindings.lookup_function(np.where)
+    positive = tracer.bindings.lookup_function(np.positive)
+    assert where is not None and positive is not None
+    best = items[0]
+    for item in items[1:]:
+        taken = binary(tracer, compared, item, best)
+        best = apply_binding(tracer, where, taken, item, best)
+    return apply_binding(tracer, positive, best)
 
 
 def _abs(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:

@@ -163,7 +163,9 @@ def range_iterator(iterable: Variable) -> RangeIterVar | None:
             count = size_value(length) if is_size_expr(length) else length
         except Unsupported:
             return None
-        return RangeIterVar((ConstantVar(0), ConstantVar(count), ConstantVar(1)), iterable)
+        # The length is a static size of the zipped arrays: tagged with it as a loop over
+        # one array's rows is, so a new trip count does not capture again.
+        return RangeIterVar((ConstantVar(0), size_var(count), ConstantVar(1)), iterable)
     if isinstance(iterable, RangeVar):
         return RangeIterVar(iterable.bounds)
     if isinstance(iterable, ConstantVar) and isinstance(iterable.value, range):

@@ -24,7 +24,7 @@ import numpy as np
 from numpile_guards import ExpressionSource
 from numpile_guards.symbolic import SymInt, is_size_expr, wrap_size
 
-from .bound_origins import with_origins
+from .bound_origins import note_loop_bounds, with_origins
 from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, writeable
@@ -442,6 +442,10 @@ def binary(tracer: Tracer, name: str, left: Variable, right: Variable) -> Variab
     if sequence is not None:
         return sequence
     if isinstance(left, ScalarNodeVar) or isinstance(right, ScalarNodeVar):
+        if base in _ORDERINGS:
+            # `it < maxit` tests a loop's run-time counter: the int input (or size) it is
+            # compared with bounds the loop, so a new value of it must not compile again.
+            note_loop_bounds((left, right))
         return run_time_arithmetic(tracer, base, left, right)
     left, right = _sizes_as_inputs(tracer, base, left, right)
     derived = _scalar_arithmetic(tracer, base, left, right)
@@ -474,11 +478,15 @@ _DIVISIONS = ("truediv", "floordiv", "mod")
 _COMPARISON_SYMBOLS = {name: symbol for symbol, name in COMPARE_NAMES.items()}
 
 
+# Comparisons whose constant side bounds a run-time counter (`while it < maxit`).
+_ORDERINGS = frozenset({"lt", "le", "gt", "ge"})
+
 # Python arithmetic a SymInt can only do on its int (it would specialize the size).
 _SIZE_SPECIALIZING = ("truediv", "pow")
 
 
 def _is_size(var: Variable) -> bool:
+    # A symbolic size (`n = x.shape[0]`, `n - 1`).
     return isinstance(var, ConstantVar) and isinstance(var.value, SymInt)
 
 
@@ -855,11 +863,12 @@ def getitem(tracer: Tracer, container: Variable, index: Variable) -> Variable:
 
 
 def run_time_index(tracer: Tracer, index: Variable) -> tuple[tuple[Any, ...], list[Node]] | None:
-    """A basic index holding run-time ints (a loop's index, also as a slice bound) as a
-    template of `ScalarSlot`s and its scalars; None when the index has none."""
+    """A basic index holding run-time ints (a loop's index, also as a slice bound) or
+    symbolic sizes as a template of `ScalarSlot`s and its scalars; None when the index has
+    none."""
     items = list(index.items) if isinstance(index, TupleVar) else [index]
     items = [_integer_scalar_index(tracer, run_time_int(item)) for item in items]
-    if not any(isinstance(item, ScalarNodeVar | SliceVar) for item in items):
+    if not any(isinstance(item, ScalarNodeVar | SliceVar) or _is_size(item) for item in items):
         return None
     template: list[Any] = []
     scalars: list[Node] = []
@@ -875,6 +884,15 @@ def run_time_index(tracer: Tracer, index: Variable) -> tuple[tuple[Any, ...], li
         if isinstance(item, SliceVar):
             parts = (item.start, item.stop, item.step)
             template.append(slice(*(_slice_part(tracer, part, scalars) for part in parts)))
+            continue
+        if _is_size(item):
+            # A symbolic size (`path[n - 1]`, `score[n - 1, k]`) is read at run time too:
+            # pinning it would compile the graph again for every size.
+            assert isinstance(item, ConstantVar)
+            try:
+                template.append(_size_slot(tracer, item.value, scalars))
+            except LoopFallback:  # a size the graph cannot compute (`max(n - 3, 0)`): pinned
+                template.append(int(item.value))
             continue
         known, value = _constant(item)
         if not known or isinstance(value, list | tuple | np.ndarray):
@@ -927,6 +945,15 @@ def _slot(tracer: Tracer, item: ScalarNodeVar, scalars: list[Node]) -> ScalarSlo
     return slot
 
 
+def _size_slot(tracer: Tracer, size: SymInt, scalars: list[Node]) -> ScalarSlot | int:
+    # A symbolic size in an index with run-time ints: a slot computing it from the inputs'
+    # shapes (the int itself where it is a constant).
+    node = size_node(tracer, size.expr)
+    if not isinstance(node, Node):
+        return int(node)
+    return _slot(tracer, ScalarNodeVar(node, size.expr), scalars)
+
+
 def _slice_part(tracer: Tracer, part: Variable, scalars: list[Node]) -> Any:
     # A bound of a slice with run-time bounds: a slot for a run-time int or a symbolic
     # size (read at run time), else the constant.
@@ -935,10 +962,7 @@ def _slice_part(tracer: Tracer, part: Variable, scalars: list[Node]) -> Any:
             raise TypeError("slice indices must be integers or None or have an __index__ method")
         return _slot(tracer, part, scalars)
     if isinstance(part, ConstantVar) and isinstance(part.value, SymInt):
-        node = size_node(tracer, part.value.expr)
-        if not isinstance(node, Node):
-            return int(node)
-        return _slot(tracer, ScalarNodeVar(node, part.value.expr), scalars)
+        return _size_slot(tracer, part.value, scalars)
     known, value = _constant(part)
     if not known or not (value is None or isinstance(value, int)):
         raise Unsupported(f"not supported yet: a slice bound {part.describe()} in a loop")

@@ -32,6 +32,7 @@ from numpile_capture import (
     ScalarMeta,
     body_runner,
     is_loop,
+    is_while_loop,
     mentions_loop_symbol,
     run_graph,
     set_body_runner,
@@ -61,7 +62,9 @@ def compile_loop_bodies(
     replay_host_loop: HostLoopReplayer | None = None,
     typed_results: bool = True,
 ) -> Graph:
-    """`graph` with every `for_loop` node running its body compiled by `compile_body`.
+    """`graph` with every `for_loop` node running its body compiled by `compile_body`, and
+    every `while_loop` node whose body does array work running that body compiled per
+    iteration.
 
     A body no kernel takes (no array work, or array work whose shapes follow the loop index)
     runs op by op, or as the runner `compile_loop` makes for the whole loop where it makes
@@ -71,7 +74,7 @@ def compile_loop_bodies(
     Python call).
     Returns `graph` itself when it has no loop node.
     """
-    if not any(is_loop(node) or _is_cond(node) for node in graph.nodes):
+    if not any(is_loop(node) or _is_cond(node) or is_while_loop(node) for node in graph.nodes):
         return graph
     result = Graph()
     mapping: dict[Node, Node] = {}
@@ -110,6 +113,15 @@ def compile_loop_bodies(
         elif _is_cond(node):
             for key in ("then_branch", "else_branch"):
                 params[key] = _compiled_branch(node.kwargs[key], compile_body)
+        elif is_while_loop(node):
+            inner = compile_loop_bodies(
+                node.kwargs["body"],
+                compile_body,
+                compile_loop=compile_loop,
+                replay_host_loop=replay_host_loop,
+                typed_results=typed_results,
+            )
+            params["body"] = _compiled_while_body(inner, compile_body, node.kwargs["carried"])
         inputs = tuple(tree_map(rename, list(node.inputs)))
         copy = result.add_node(op, inputs, params, node.meta)
         mapping[node] = copy
@@ -159,6 +171,27 @@ def _compiled_branch(branch: Graph, compile_body: BodyCompiler) -> Graph:
     copy = _own_copy(branch)
     compiled = compile_body(copy)
     set_body_runner(copy, lambda arguments: tuple(compiled(*arguments)))
+    return copy
+
+
+def _compiled_while_body(body: Graph, compile_body: BodyCompiler, carried: int) -> Graph:
+    # A `while_loop` body with array work (`new = u.copy()`, an element loop over it, the
+    # residual `np.abs(new - u).max()`) runs compiled per iteration, its inner loops as C,
+    # on a copy of its own, as a `cond` branch does; iterations whose carried values have
+    # other types than it was compiled for (before a first pass retyped them) run op by op.
+    if not kernels_take(body):
+        return body
+    copy = _own_copy(body)
+    compiled = compile_body(copy)
+    metas = [node.meta for node in copy.placeholders[:carried]]
+
+    def run(arguments: tuple[Any, ...]) -> tuple[Any, ...]:
+        if _matches(arguments[:carried], metas):
+            rt.count("while_compiled_iterations")  # which path the iterations took
+            return tuple(compiled(*arguments))
+        return tuple(run_graph(body, arguments))
+
+    set_body_runner(copy, run)
     return copy
 
 
