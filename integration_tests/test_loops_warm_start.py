@@ -2,9 +2,13 @@
 
 A warm start is a new process whose kernel cache holds the function's graph: its first call
 is capture, the guards and a cache hit, and `import sympy` (about 0.3 s) is most of it
-wherever capture makes a size or a loop index symbolic. Each test runs a program in a
-fresh interpreter twice on one cache folder (the second run is the warm start) and reads
-the result, `sys.modules` and the compile stages of the warm start's first call.
+wherever capture makes a size or a loop index symbolic. The programs run in a fresh
+interpreter twice on one cache folder (the second run is the warm start), one after the
+other, those whose capture needs no sympy first; the test reads each program's result,
+`sys.modules` after its first call, and the compile stages that call ran.
+
+One cold run for every program: each fresh cache folder also builds what a cache builds
+once (the precompiled header, the buffer pool's module), seconds of compiler a folder.
 """
 
 from __future__ import annotations
@@ -22,40 +26,44 @@ import json, sys
 import numpy as np
 import numpile
 
-{program}
+def stage_calls():
+    rows = numpile.compile_times("csv").splitlines()[1:]
+    return {{row.split(",")[0]: int(row.split(",")[1]) for row in rows}}
 
-args = inputs()
-want = program(*inputs())
-got = numpile.compile(program)(*args)
-print(json.dumps({{
-    "equal": bool(np.array_equal(np.asarray(got), np.asarray(want))),
-    "dtype_equal": np.asarray(got).dtype == np.asarray(want).dtype,
-    "sympy": "sympy" in sys.modules,
-    "stages": sorted(numpile.compile_times()),
-}}))
+reports = {{}}
+for name, source in json.loads(sys.argv[1]).items():
+    namespace = {{"np": np}}
+    exec(source, namespace)
+    program, inputs = namespace["program"], namespace["inputs"]
+    before = stage_calls()
+    args = inputs()
+    want = program(*inputs())
+    got = numpile.compile(program)(*args)
+    after = stage_calls()
+    reports[name] = {{
+        "equal": bool(np.array_equal(np.asarray(got), np.asarray(want))),
+        "dtype_equal": np.asarray(got).dtype == np.asarray(want).dtype,
+        "sympy": "sympy" in sys.modules,
+        "stages": sorted(stage for stage in after if after[stage] > before.get(stage, 0)),
+    }}
+print(json.dumps(reports))
 """
 
 
-def _first_call(program: str, cache: Path) -> dict[str, Any]:
+def _first_calls(programs: dict[str, str], cache: Path) -> dict[str, Any]:
     # A fresh interpreter: this one has imported sympy already through other tests.
-    script = _RUNNER.format(program=textwrap.dedent(program))
+    sources = {name: textwrap.dedent(source) for name, source in programs.items()}
     env = {**os.environ, "NUMPILE_CACHE_DIR": str(cache), "NUMPILE_TIERED": "0"}
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-c", _RUNNER.format(), json.dumps(sources)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report
-
-
-def _warm_start(program: str, cache: Path) -> dict[str, Any]:
-    cold = _first_call(program, cache)
-    assert cold["equal"] and cold["dtype_equal"]
-    warm = _first_call(program, cache)
-    assert warm["equal"] and warm["dtype_equal"]
-    # A warm start builds nothing: the graph came from the cache.
-    assert "cpp_build" not in warm["stages"], warm["stages"]
-    return warm
+    reports: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return reports
 
 
 _UNREAD_INDEX = """
@@ -79,20 +87,6 @@ def program(x):
         s += x[i] * x[i]
     return s
 """
-
-
-def test_a_warm_start_of_a_loop_that_never_reads_its_index_imports_no_sympy(
-    tmp_path: Path,
-) -> None:
-    warm = _warm_start(_UNREAD_INDEX, tmp_path)
-    assert warm["sympy"] is False
-
-
-def test_a_warm_start_of_a_loop_reading_its_index_imports_no_sympy(tmp_path: Path) -> None:
-    # The input's size and the index are light sizes during capture (no sympy), and the
-    # graph prints as the sympy capture's: the cache entry of the cold run is hit.
-    warm = _warm_start(_READ_INDEX, tmp_path)
-    assert warm["sympy"] is False
 
 
 _TRIANGULAR = """
@@ -123,13 +117,35 @@ def program(x):
 """
 
 
-def test_a_warm_start_of_index_dependent_slices_imports_no_sympy(tmp_path: Path) -> None:
-    warm = _warm_start(_TRIANGULAR, tmp_path)
-    assert warm["sympy"] is False
-
-
-def test_a_capture_that_needs_sympy_captures_again_with_it(tmp_path: Path) -> None:
+# Name -> (source, whether its warm start imports sympy). Those that import it come last:
+# a program's `sympy` is read in a process where the programs before it ran.
+_PROGRAMS = {
+    "a loop that never reads its index": (_UNREAD_INDEX, False),
+    # The input's size and the index are light sizes during capture (no sympy), and the
+    # graph prints as the sympy capture's: the cache entry of the cold run is hit.
+    "a loop reading its index": (_READ_INDEX, False),
+    "index-dependent slices": (_TRIANGULAR, False),
     # `x.shape[0] // 2` is no affine size: the light capture stops and the sympy capture
     # gives the graph, cold and warm, with eager's result.
-    warm = _warm_start(_HALF_TRIP_COUNT, tmp_path)
-    assert warm["sympy"] is True
+    "a trip count sympy must give": (_HALF_TRIP_COUNT, True),
+}
+
+
+def test_warm_starts_import_sympy_only_where_capture_needs_it(tmp_path: Path) -> None:
+    programs = {name: source for name, (source, _) in _PROGRAMS.items()}
+    cold = _first_calls(programs, tmp_path)
+    warm = _first_calls(programs, tmp_path)
+    problems = []
+    for name, (_, imports_sympy) in _PROGRAMS.items():
+        for run, report in (("cold", cold[name]), ("warm", warm[name])):
+            if not (report["equal"] and report["dtype_equal"]):
+                problems.append(f"{name}: the {run} run differs from eager: {report}")
+        # The cold run builds its C module; the warm start builds nothing: the graph came
+        # from the cache.
+        if "cpp_build" not in cold[name]["stages"]:
+            problems.append(f"{name}: the cold run's stages are {cold[name]['stages']}")
+        if "cpp_build" in warm[name]["stages"] or "capture" not in warm[name]["stages"]:
+            problems.append(f"{name}: the warm start's stages are {warm[name]['stages']}")
+        if warm[name]["sympy"] is not imports_sympy:
+            problems.append(f"{name}: sympy imported by the warm start: {warm[name]['sympy']}")
+    assert problems == []
