@@ -10,7 +10,11 @@ import pytest
 
 from numpile_capture import Graph, get_op, meta_of, run_graph
 from numpile_inductor import buffer_pool_bytes, compile_graph, trim_buffer_pool
-from numpile_inductor.codegen.c.buffer_pool import MIN_POOLED_BYTES, pool_handler
+from numpile_inductor.codegen.c.buffer_pool import (
+    MIN_EXTERN_POOLED_BYTES,
+    MIN_POOLED_BYTES,
+    pool_handler,
+)
 
 _N = MIN_POOLED_BYTES // 8 * 2  # float64 elements: twice the pooling threshold
 
@@ -109,6 +113,24 @@ def test_small_results_use_numpys_allocator() -> None:
     out = fn(x)
     assert _handler_name(out) == "default_allocator"
     np.testing.assert_array_equal(out, run_graph(graph, [x]))
+
+
+def _sorted(n: int) -> tuple[Any, np.ndarray]:
+    # an extern call (np.sort) whose result is the graph's output
+    x = np.linspace(1.0, 0.0, n)
+    graph = Graph()
+    graph.output = graph.call(get_op("sort"), graph.placeholder("x", meta_of(x)))
+    return compile_graph(graph).fn, x
+
+
+def test_an_extern_gets_the_pool_only_around_large_arrays() -> None:
+    # Setting the handler costs more than a small extern's work; temporaries and results
+    # of an extern on arrays of MIN_EXTERN_POOLED_BYTES still come from the pool.
+    for n, handler in ((10, "default_allocator"), (MIN_EXTERN_POOLED_BYTES // 8, "numpile_pool")):
+        fn, x = _sorted(n)
+        out = fn(x)
+        np.testing.assert_array_equal(out, np.sort(x))
+        assert _handler_name(out) == handler, n
 
 
 _COLD_PROCESS = """

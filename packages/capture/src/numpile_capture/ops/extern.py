@@ -213,21 +213,30 @@ def call_by_name(function: Callable[..., Any], arguments: dict[str, Any], *bound
     >>> call_by_name(np.gradient, {"f": np.array([1.0, 4.0]), "varargs": (0.5,)})
     array([6., 6.])
     """
-    signature = _signature(function, bool(bound))
+    positional, star, before = _call_plan(function, bool(bound))
     values = dict(arguments)
-    parameters = list(signature.parameters.values())
-    star = [p.name for p in parameters if p.kind is inspect.Parameter.VAR_POSITIONAL]
-    if star and star[0] in values:
+    if star is not None and star in values:
         # `*args` given (np.gradient's spacings): everything before it goes by position too.
-        before = parameters[: [p.name for p in parameters].index(star[0])]
-        leading = [values.pop(p.name) for p in before if p.name in values]
-        return function(*bound, *leading, *values.pop(star[0]), **values)
-    leading = [
-        values.pop(p.name)
-        for p in parameters
-        if p.kind is inspect.Parameter.POSITIONAL_ONLY and p.name in values
-    ]
+        leading = [values.pop(name) for name in before if name in values]
+        return function(*bound, *leading, *values.pop(star), **values)
+    leading = [values.pop(name) for name in positional if name in values]
     return function(*bound, *leading, **values)
+
+
+@functools.cache
+def _call_plan(
+    function: Callable[..., Any], method: bool
+) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
+    # How call_by_name passes arguments, read from the signature once (a compiled graph
+    # calls an extern on every call): the positional-only names, the `*args` name, and
+    # the names before it.
+    parameters = list(_signature(function, method).parameters.values())
+    names = [p.name for p in parameters]
+    positional = tuple(p.name for p in parameters if p.kind is inspect.Parameter.POSITIONAL_ONLY)
+    star = [p.name for p in parameters if p.kind is inspect.Parameter.VAR_POSITIONAL]
+    if not star:
+        return positional, None, ()
+    return positional, star[0], tuple(names[: names.index(star[0])])
 
 
 def extern_row(name: str) -> ExternRow:

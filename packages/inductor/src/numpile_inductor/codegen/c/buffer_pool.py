@@ -19,7 +19,10 @@ pool loads if it came first (`hand_pool`: until then it allocates with NumPy's
 handler). The wrapper sets the handler around the
 allocation of each large output or temporary (`write_pooled_alloc`), so a result
 handed to the user is an ordinary NumPy array that owns its data; its block
-returns to the pool only when the array (and every view of it) is dead.
+returns to the pool only when the array (and every view of it) is dead. Around an
+extern call (a NumPy function the module calls) it sets the handler only when the
+result or an array argument is large (`extern_pool_test`): on small arrays setting it
+costs more than the call.
 `trim_buffer_pool()` (called by `numpile.reset()`) frees the cached blocks.
 
     >>> "numpile_pool_handler" in POOL_SOURCE
@@ -31,6 +34,7 @@ from __future__ import annotations
 import logging
 import types
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import numpile_runtime as rt
@@ -45,6 +49,12 @@ MIN_POOLED_BYTES = 1 << 20
 # The most the free list of one module keeps: blocks, and bytes in all.
 MAX_POOLED_BLOCKS = 8
 MAX_POOLED_BYTES = 1 << 30
+# An extern call runs with the pool as NumPy's handler only when its result (from the
+# graph's meta) or an array argument has this many bytes: its temporaries scale with them,
+# and one of MIN_POOLED_BYTES from arrays 16 times smaller is rare. Setting the handler
+# around a call costs 0.5-4 us (a context variable set and reset, and NumPy allocating under
+# a user handler), more than a small extern's own work.
+MIN_EXTERN_POOLED_BYTES = MIN_POOLED_BYTES // 16
 
 POOL_SOURCE = f"""
 #include <stdlib.h>
@@ -226,6 +236,27 @@ def write_pooled_alloc(
     with code.block("if (np_prev != NULL)"):
         code.writeline("Py_XDECREF(PyDataMem_SetHandler(np_prev));")
         code.writeline("Py_DECREF(np_prev);")
+
+
+def extern_pool_test(arrays: Sequence[str], result_bytes: str | None) -> str:
+    """The C condition under which an extern call runs with the pool (`g_pool`) as NumPy's
+    handler: the pool is loaded, and the result's bytes (`result_bytes`, None when only the
+    call tells them) or one of the `arrays` (PyObject * arguments) reach
+    `MIN_EXTERN_POOLED_BYTES`. A result of unknown size always gets the pool.
+
+    >>> extern_pool_test(["o_v0"], None)
+    'g_pool != NULL'
+    >>> extern_pool_test(["o_v0"], "(npy_intp)8 * 10")  # doctest: +NORMALIZE_WHITESPACE
+    'g_pool != NULL && ((npy_intp)8 * 10 >= 65536 || (PyArray_Check(o_v0) &&
+    PyArray_NBYTES((PyArrayObject *)o_v0) >= 65536))'
+    """
+    if result_bytes is None:
+        return "g_pool != NULL"
+    large = [f"{result_bytes} >= {MIN_EXTERN_POOLED_BYTES}"] + [
+        f"(PyArray_Check({a}) && PyArray_NBYTES((PyArrayObject *){a}) >= {MIN_EXTERN_POOLED_BYTES})"
+        for a in arrays
+    ]
+    return f"g_pool != NULL && ({' || '.join(large)})"
 
 
 _MODULE_NAME = "numpile_buffer_pool"

@@ -40,7 +40,7 @@ from ...scheduler import FusedKernel, Schedule
 from ..common import CodeBuffer
 from .accumulate import BINCOUNT_LENGTH_HELPERS, bincount_length_call
 from .blas import BLAS_HELPERS, BLAS_LIBRARY_HELPERS, blas_operands
-from .buffer_pool import MIN_POOLED_BYTES, write_pooled_alloc
+from .buffer_pool import MIN_POOLED_BYTES, extern_pool_test, write_pooled_alloc
 from .extern_forms import FALLBACK, write_extern_form
 from .gather import GATHER_GLOBALS
 from .interrupts import INTERRUPT_GLOBALS, main_thread_init
@@ -608,15 +608,18 @@ class _Emitter:
             code.writeline(f"PyObject *argv[{max(len(refs), 1)}] = {{{argv}}};")
             extern = f"PyTuple_GET_ITEM(g_externs, {index})"
             loop = self._loop_function(step)
-            # NumPy allocates the extern's result and temporaries from the buffer pool too
-            # (a scalar loop function sets the pool itself, where it calls NumPy: setting it
-            # costs more than a short loop).
+            # NumPy allocates a large extern's result and temporaries from the buffer pool
+            # too (a scalar loop function sets the pool itself, where it calls NumPy: setting
+            # it costs more than a short loop; so it does around a small extern).
             pooled = loop not in self.self_pooled
             if pooled:
+                passed = [n for n in names if n not in scalars]
+                test = extern_pool_test(passed, self._result_bytes(step.buffer))
+                code.writeline(f"const int np_pooled = {test};")
                 code.writeline(
-                    "PyObject *np_prev = g_pool == NULL ? NULL : PyDataMem_SetHandler(g_pool);"
+                    "PyObject *np_prev = np_pooled ? PyDataMem_SetHandler(g_pool) : NULL;"
                 )
-                code.writeline("if (g_pool != NULL && np_prev == NULL) { goto fail; }")
+                code.writeline("if (np_pooled && np_prev == NULL) { goto fail; }")
             if loop is not None:
                 self.c_loops.append(index)
                 code.writeline(f"o_{step.buffer} = {loop}(argv, {len(refs)}, {extern}, &np_fp);")
@@ -642,6 +645,16 @@ class _Emitter:
             code.writelines(f"Py_DECREF({s});" for s in scalars)
         code.writeline(f"if (o_{step.buffer} == NULL) {{ goto fail; }}")
         self._after_extern(step)
+
+    def _result_bytes(self, name: str) -> str | None:
+        # An extern result's bytes in C from its meta, before the call; None where the call
+        # decides them (a size no graph input binds: np.unique, np.nonzero).
+        buf = self.buffers[name]
+        try:
+            dims = [self.c_dim(size) for size in buf.shape]
+        except ValueError:
+            return None
+        return " * ".join([f"(npy_intp){buf.dtype.itemsize}", *dims])
 
     def _after_extern(self, step: ExternCall) -> None:
         buf = self.buffers[step.buffer]
