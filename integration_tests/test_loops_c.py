@@ -133,3 +133,23 @@ def test_host_loop_that_runs_no_iteration_gives_back_its_initial_objects() -> No
         got, want = compiled(x, n), doubling(x, n)
         assert type(got[0]) is type(want[0]) and got[0] == want[0], n
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_nested_loops_of_a_body_that_runs_op_by_op_run_as_c() -> None:
+    # LU's outer body slices with shapes that follow `k` (no kernel takes it: op by op);
+    # its i/j element loops run as C loops of their own, bit-exact with eager.
+    import numpile_runtime as rt
+    from benchmarks.unseen_loop_programs_more import lu_partial_pivoting
+
+    compiled = numpile.compile(lu_partial_pivoting)
+    for n in (0, 1, 5, 30):
+        square = np.random.default_rng(n).standard_normal((n, n))
+        compiled(square.copy())
+        numpile.wait_for_compiles()
+        rt.reset_counters()
+        got, want = compiled(square.copy()), lu_partial_pivoting(square.copy())
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype and g.shape == w.shape, n
+            np.testing.assert_array_equal(g, w)
+        if n > 1:
+            assert rt.counters().get("loop_nested_c_runs") == n, n

@@ -53,7 +53,8 @@ from .graph_cache import (
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
 from .lazy_body import LazyBody
 from .light_lowering import light_first
-from .loops import compile_loop_bodies
+from .loops import NestedLoopCompiler, compile_loop_bodies
+from .nested_loops import nested_loop_runner
 from .no_compiler import op_by_op
 from .pipeline import device_backend, functionalized, graph_device, lower_and_schedule
 from .tiered_graph import TieredGraph
@@ -220,7 +221,9 @@ def inductor(
         return lazy
 
     def compile_loops(inputs: Sequence[Any] | None) -> Callable[..., Any]:
-        compiled_graph = compile_loop_bodies(graph, compile_body)
+        compiled_graph = compile_loop_bodies(
+            graph, compile_body, compile_nested_loop=_nested_loops(config)
+        )
         compiled = _compile(compiled_graph, config, inputs, functionalize=True)
         _force_host_loops(compiled, bodies)
         return compiled.fn
@@ -348,7 +351,9 @@ def _cached_loop_graph(graph: Graph, config: InductorConfig) -> Callable[..., An
         return lazy
 
     try:
-        compiled_graph = compile_loop_bodies(graph, cached_body)
+        compiled_graph = compile_loop_bodies(
+            graph, cached_body, compile_nested_loop=_nested_loops(config)
+        )
     except _BodyNotCachedError:
         return None
     found = _cached(compiled_graph, config, _key(compiled_graph, config, functionalize=True))
@@ -363,6 +368,16 @@ def _force_host_loops(compiled: CompiledGraph, bodies: dict[int, LazyBody]) -> N
         lazy = bodies.get(id(body))
         if lazy is not None:
             lazy.force()
+
+
+def _nested_loops(config: InductorConfig) -> NestedLoopCompiler:
+    # A loop nested in a body that runs op by op, as a module of that one loop (see
+    # `nested_loops`); compiled, or found in the graph cache, on its first run.
+    def compile_graph(graph: Graph) -> tuple[Callable[..., Any], bool]:
+        compiled = _compile(graph, config, None, functionalize=False)
+        return compiled.fn, not compiled.host_loop_bodies
+
+    return lambda node, body, fallback: nested_loop_runner(node, body, fallback, compile_graph)
 
 
 def _op_by_op_body(body: Graph) -> Callable[..., Any]:

@@ -52,6 +52,10 @@ LoopCompiler = Callable[[Node, Graph, str], LoopRunner | None]
 # the whole loop): given the loop node, its body, the host loop and the loop's source line,
 # the runner to use instead (the host loop itself where it has none).
 HostLoopReplayer = Callable[[Node, Graph, LoopRunner, str], LoopRunner]
+# A backend's runner of a loop nested in a body that runs op by op (the C backend's module
+# of that one loop, see `nested_loops`): given the loop node, its body and the runner it
+# would have, the runner to use instead.
+NestedLoopCompiler = Callable[[Node, Graph, LoopRunner], LoopRunner]
 
 
 def compile_loop_bodies(
@@ -60,7 +64,9 @@ def compile_loop_bodies(
     *,
     compile_loop: LoopCompiler | None = None,
     replay_host_loop: HostLoopReplayer | None = None,
+    compile_nested_loop: NestedLoopCompiler | None = None,
     typed_results: bool = True,
+    _in_op_by_op_body: bool = False,
 ) -> Graph:
     """`graph` with every `for_loop` node running its body compiled by `compile_body`, and
     every `while_loop` node whose body does array work running that body compiled per
@@ -69,9 +75,10 @@ def compile_loop_bodies(
     A body no kernel takes (no array work, or array work whose shapes follow the loop index)
     runs op by op, or as the runner `compile_loop` makes for the whole loop where it makes
     one. The host loop of a compiled body runs through the runner
-    `replay_host_loop` makes of it, where given. `typed_results=False` keeps a carried Python
-    scalar that no iteration changed as it is (for backends that run the loop node as a
-    Python call).
+    `replay_host_loop` makes of it, where given. A loop inside a body that runs op by op
+    runs as the runner `compile_nested_loop` makes of it, where given. `typed_results=False`
+    keeps a carried Python scalar that no iteration changed as it is (for backends that run
+    the loop node as a Python call).
     Returns `graph` itself when it has no loop node.
     """
     if not any(is_loop(node) or _is_cond(node) or is_while_loop(node) for node in graph.nodes):
@@ -96,9 +103,11 @@ def compile_loop_bodies(
                 compile_body,
                 compile_loop=compile_loop,
                 replay_host_loop=replay_host_loop,
+                compile_nested_loop=compile_nested_loop,
                 typed_results=typed_results,
+                _in_op_by_op_body=compile_loop is None and not kernels_take(node.kwargs["body"]),
             )
-            body = _own_copy(inner)
+            body = own_copy(inner)
             compiled = compile_body(body) if kernels_take(body) else None
             whole = None
             if compiled is None and compile_loop is not None:
@@ -108,6 +117,8 @@ def compile_loop_bodies(
             runner = whole or host_loop(body, compiled, typed=typed_results)
             if compiled is not None and replay_host_loop is not None:
                 runner = replay_host_loop(node, body, runner, _where(graph, node))
+            if _in_op_by_op_body and compile_nested_loop is not None:
+                runner = compile_nested_loop(node, body, runner)
             set_loop_runner(body, runner)
             params["body"] = body
         elif _is_cond(node):
@@ -168,7 +179,7 @@ def _compiled_branch(branch: Graph, compile_body: BodyCompiler) -> Graph:
     # branch op by op.
     if not kernels_take(branch):
         return branch
-    copy = _own_copy(branch)
+    copy = own_copy(branch)
     compiled = compile_body(copy)
     set_body_runner(copy, lambda arguments: tuple(compiled(*arguments)))
     return copy
@@ -181,12 +192,12 @@ def _compiled_while_body(body: Graph, compile_body: BodyCompiler, carried: int) 
     # other types than it was compiled for (before a first pass retyped them) run op by op.
     if not kernels_take(body):
         return body
-    copy = _own_copy(body)
+    copy = own_copy(body)
     compiled = compile_body(copy)
     metas = [node.meta for node in copy.placeholders[:carried]]
 
     def run(arguments: tuple[Any, ...]) -> tuple[Any, ...]:
-        if _matches(arguments[:carried], metas):
+        if matches(arguments[:carried], metas):
             rt.count("while_compiled_iterations")  # which path the iterations took
             return tuple(compiled(*arguments))
         return tuple(run_graph(body, arguments))
@@ -200,7 +211,8 @@ def _where(graph: Graph, node: Node) -> str:
     return "an unknown line" if line is None else f"{line.filename}:{line.lineno}"
 
 
-def _own_copy(graph: Graph) -> Graph:
+def own_copy(graph: Graph) -> Graph:
+    """A graph of the same nodes, on which a backend registers runners of its own."""
     copy = Graph()
     copy.nodes = list(graph.nodes)
     copy.output = graph.output
@@ -232,7 +244,7 @@ def host_loop(
         rt.count(event)
         state = tuple(values[:carried])
         invariants = values[carried:]
-        matching = _matches(state, metas[1 : 1 + carried])
+        matching = matches(state, metas[1 : 1 + carried])
         if not indices:
             return state  # no value went through the body: the initial objects, as eager
         for index in indices:
@@ -244,7 +256,7 @@ def host_loop(
             if len(new) > carried and new[carried]:
                 break  # the body's stop flag: a `break` (see numpile_capture.loop_exit)
             if not matching:
-                matching = _matches(state, metas[1 : 1 + carried])
+                matching = matches(state, metas[1 : 1 + carried])
         if not typed:
             return state
         return tuple(_as_meta(value, meta) for value, meta in zip(state, metas[1:], strict=False))
@@ -258,8 +270,8 @@ def _as_meta(value: Any, meta: Any) -> Any:
     return value
 
 
-def _matches(values: Sequence[Any], metas: Sequence[Any]) -> bool:
-    # Whether carried values have the types the body was compiled for.
+def matches(values: Sequence[Any], metas: Sequence[Any]) -> bool:
+    """Whether `values` have the types of `metas`, the ones a body was compiled for."""
     for value, meta in zip(values, metas, strict=True):
         if isinstance(meta, ScalarMeta):
             if type(value) is not meta.type:

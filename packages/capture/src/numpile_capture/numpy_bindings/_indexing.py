@@ -17,12 +17,33 @@ from ._arguments import (
     array_input,
     array_meta,
     constant_array,
+    contains_node,
     emit,
     operand,
     static,
 )
 
 # --- indexing ------------------------------------------------------------------------------
+
+
+def _run_time_index_array(graph: Graph, items: list[Any] | tuple[Any, ...]) -> Node:
+    # `[k, p]` holding ints known only at run time (a loop index, `int(...)` of a traced
+    # value): the 1-d intp array NumPy makes of it, one `full` of length 1 per item joined
+    # by `concatenate`, so every backend that indexes by an int array runs it unchanged.
+    elements: list[Node] = []
+    for item in items:
+        if isinstance(item, Node):
+            if not (isinstance(item.meta, ScalarMeta) and item.meta.type is int):
+                raise UnsupportedCall(
+                    f"an index list holding a traced {item.meta} value is not supported yet"
+                )
+        elif isinstance(item, bool | np.bool_) or not isinstance(item, int | np.integer):
+            raise UnsupportedCall(
+                f"an index list holding a {type(item).__name__} next to run-time ints"
+                " is not supported yet"
+            )
+        elements.append(emit(graph, "full", item, shape=(1,), dtype=np.dtype(np.intp)))
+    return emit(graph, "concatenate", *elements, axis=0)
 
 
 def _index_items(graph: Graph, key: Any) -> tuple[tuple[Any, ...], list[Node]]:
@@ -38,6 +59,9 @@ def _index_items(graph: Graph, key: Any) -> tuple[tuple[Any, ...], list[Node]]:
                 raise UnsupportedCall("indexing with a 0-d boolean array is not supported yet")
             template.append(IndexArray(len(arrays)))
             arrays.append(item)
+        elif isinstance(item, list | tuple) and contains_node(item):
+            template.append(IndexArray(len(arrays)))
+            arrays.append(_run_time_index_array(graph, item))
         elif isinstance(item, list | np.ndarray):
             dtype = np.dtype(np.intp) if len(item) == 0 else None
             template.append(IndexArray(len(arrays)))
