@@ -94,8 +94,8 @@ def nested_loop_runner(
 
     def run(indices: range, values: tuple[Any, ...], carried: int) -> tuple[Any, ...]:
         if not compiled:
-            fn, as_c = compile_graph(graph)
-            compiled.append(fn if as_c else None)
+            module, as_c = compile_graph(graph)
+            compiled.append(module if as_c else None)
             if not as_c:
                 log.info("nested loop %s stays a host loop: its module does not run it as C", node)
         fn = compiled[0]
