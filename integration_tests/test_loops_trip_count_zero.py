@@ -17,6 +17,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from type_gap_programs import (
+    float_in_breaking_for,
+    float_in_inner_while,
+    inner_data,
+    int_in_inner_while,
+)
 
 import numpile
 
@@ -237,46 +243,6 @@ def test_an_inner_while_on_guarded_values_takes_eager_types_in_c() -> None:
         _same(compiled(x, n, m), inner_while_of_int_input(x, n, m))
 
 
-def float_in_inner_while(x: Any, n: int) -> Any:
-    t = 0.0
-    for i in range(n):
-        k = i
-        while x[k] > 0.5:  # a first test on array data: only the run time knows it
-            t = t + x[k]  # float64 once it runs
-            k += 1
-    return t * np.float32(2.0)  # float32 for a Python float `t`, float64 for a NumPy one
-
-
-def int_in_inner_while(x: Any, n: int) -> Any:
-    c = 0
-    for i in range(n):
-        k = i
-        while x[k] > 0:
-            c = c + x[k]  # int64 once it runs
-            k += 1
-    return c * np.int8(2)  # int8 for a Python int `c`, int64 for a NumPy one
-
-
-def float_in_breaking_for(x: Any, y: Any, n: int) -> Any:
-    t = 0.0
-    for i in range(n):
-        y[i] = y[i] + 1.0  # written in place: once per call, as eager
-        for j in range(i, 8):
-            if x[j] <= 0.5:
-                break  # in the first iteration too: `t` is not assigned
-            t = t + x[j]
-    return t * np.float32(2.0), y
-
-
-def _inner_data(kind: str, integer: bool) -> Any:
-    # Inner loops that run never, in some outer iterations, or in all of them.
-    x = {"never": np.zeros(8), "sometimes": np.array([0, 0.9, 0, 0, 0, 0, 0, 0])}.get(
-        kind, np.full(8, 0.9)
-    )
-    x[-1] = 0.0
-    return (x * 10).astype(np.int64) if integer else x
-
-
 @pytest.mark.parametrize(
     ("fn", "backend"),
     [
@@ -294,7 +260,7 @@ def test_an_inner_while_on_array_data_that_never_runs_keeps_eager_types(
     integer = fn is int_in_inner_while
     for n in (3, 0, 1, 3):
         for kind in ("never", "sometimes", "always"):
-            _same(compiled(_inner_data(kind, integer), n), fn(_inner_data(kind, integer), n))
+            _same(compiled(inner_data(kind, integer), n), fn(inner_data(kind, integer), n))
 
 
 @pytest.mark.parametrize("backend", ["eager", None], ids=["eager", "c"])
@@ -306,8 +272,8 @@ def test_a_breaking_inner_for_that_never_assigns_keeps_eager_types_and_writes_on
     for n in (3, 0, 1, 3):
         for kind in ("never", "sometimes", "always"):
             got_y, want_y = np.zeros(8), np.zeros(8)
-            got, got_out = compiled(_inner_data(kind, False), got_y, n)
-            want, _ = float_in_breaking_for(_inner_data(kind, False), want_y, n)
+            got, got_out = compiled(inner_data(kind, False), got_y, n)
+            want, _ = float_in_breaking_for(inner_data(kind, False), want_y, n)
             _same(got, want)
             assert got_out is got_y
             np.testing.assert_array_equal(got_y, want_y)
@@ -369,7 +335,7 @@ def test_a_flagged_local_the_loop_also_reads_or_assigns_keeps_eager_types_in_c(
     compiled = numpile.compile(fn, dynamic=True)
     for n in (3, 0, 1, 3):
         for kind in ("never", "sometimes", "always"):
-            x = _inner_data(kind, False)
+            x = inner_data(kind, False)
             if fn is inner_while_in_a_while_on_data:
                 x[n] = 9.0  # where the outer `while` stops
             args: tuple[Any, ...] = (x, n) if fn is not read_in_the_loop else (x, np.zeros(8), n)

@@ -30,6 +30,8 @@ if "triton" not in sys.modules and not rt.cupy_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton", reason="triton is not installed (pip install triton)")
 
+from type_gap_programs import float_in_inner_while, inner_data, int_in_inner_while
+
 import numpile
 from benchmarks.loop_programs import mandelbrot
 
@@ -203,42 +205,14 @@ def test_bool_values_carried_and_tested_run_in_the_program() -> None:
 # The type gap (numpile_capture.loop_entry): an inner `while` on array data kept with the
 # loop's types retypes `t` only where it runs. The program takes the loop once `t` has the
 # loop's type (the first iterations run on the host until then), so eager's type follows.
-def float_in_inner_while(x: Any, n: int) -> Any:
-    t = 0.0
-    for i in range(n):
-        k = i
-        while x[k] > 0.5:
-            t = t + x[k]
-            k += 1
-    return t * np.float32(2.0)  # float32 for a Python float `t`, float64 for a NumPy one
-
-
-def int_in_inner_while(x: Any, n: int) -> Any:
-    c = 0
-    for i in range(n):
-        k = i
-        while x[k] > 0:
-            c = c + x[k]
-            k += 1
-    return c * np.int8(2)  # int8 for a Python int `c`, int64 for a NumPy one
-
-
-def _inner_data(kind: str, integer: bool) -> Any:
-    # Inner loops that run never, in the second outer iteration only, or in every one.
-    x = {"never": np.zeros(6), "sometimes": np.array([0, 0.9, 0, 0, 0, 0.0])}.get(
-        kind, np.array([0.9, 0.9, 0.9, 0.9, 0.9, 0.0])
-    )
-    return (x * 10).astype(np.int64) if integer else x
-
-
 @pytest.mark.parametrize("fn", [float_in_inner_while, int_in_inner_while])
 def test_an_inner_while_that_may_not_run_gives_eagers_types(fn: Callable[..., Any]) -> None:
     compiled = numpile.compile(fn, backend="triton", dynamic=True)
     integer = fn is int_in_inner_while
     for n in (3, 0):
         for kind in ("never", "sometimes", "always"):
-            got, paths = _paths(compiled, _inner_data(kind, integer), n)
-            _same(got, fn(_inner_data(kind, integer), n))
+            got, paths = _paths(compiled, inner_data(kind, integer), n)
+            _same(got, fn(inner_data(kind, integer), n))
             if n == 3 and kind != "never":
                 # The iterations after the one whose `while` ran: one device program.
                 assert paths.get("loop_device_program_runs") == 1, (kind, paths)
