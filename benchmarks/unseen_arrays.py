@@ -17,7 +17,6 @@ Everything runs in this process, after ``numpile.reset()`` per program.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -27,6 +26,7 @@ import attrs
 import numpy as np
 
 from .child import agree, load_average
+from .selection import is_selected
 from .timer import measure_interleaved
 from .unseen_array_programs import PROGRAMS, UnseenArrays
 
@@ -123,11 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=64, help="the size of the timed calls")
     parser.add_argument("--budget", type=float, default=0.5, help="seconds of timing each")
     options = parser.parse_args(argv)
-    names = [
-        name
-        for name in PROGRAMS
-        if not options.only or any(fnmatch.fnmatch(name, p) for p in options.only)
-    ]
+    names = [name for name in PROGRAMS if is_selected(name, options.only)]
     rows = []
     for name in names:
         rows.append(run_program(name, options.size, budget_s=options.budget))

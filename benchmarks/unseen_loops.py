@@ -18,7 +18,6 @@ as eager does. Everything runs in this process, after ``numpile.reset()`` per pr
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -28,6 +27,7 @@ import attrs
 import numpy as np
 
 from .child import agree, load_average
+from .selection import is_selected
 from .timer import measure_interleaved
 from .unseen_loop_programs import PROGRAMS, UnseenLoop
 
@@ -157,11 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=48, help="the size of the timed calls")
     parser.add_argument("--budget", type=float, default=0.5, help="seconds of timing each")
     options = parser.parse_args(argv)
-    names = [
-        name
-        for name in PROGRAMS
-        if not options.only or any(fnmatch.fnmatch(name, p) for p in options.only)
-    ]
+    names = [name for name in PROGRAMS if is_selected(name, options.only)]
     rows = []
     for name in names:
         rows.append(run_program(name, options.size, budget_s=options.budget))
