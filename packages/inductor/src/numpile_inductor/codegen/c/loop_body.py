@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -47,6 +47,9 @@ from .loop_known_bits import ForwardedMask, bit_select, forwarded_masks
 from .loop_scalar_forms import quiet_compare, select_multiply, zero_one_result
 from .loop_xor_maps import XorLoop, XorTerm, fold_xor_loop, xor_map_c
 from .ops import c_expr, c_literal, c_type
+
+if TYPE_CHECKING:
+    from .loop_flag_typings import FlagTyping
 
 
 class NotScalarLoop(Exception):  # noqa: N818 - it names the event
@@ -128,6 +131,9 @@ class LoopWriter:
         self.ran_flags: dict[str, str] = {}
         # The `typed_if_ran` locals of the `for` loop whose iterations are being written.
         self.ran_names: tuple[str, ...] = ()
+        # The graphs whose work on such a local is written both ways, the flag choosing
+        # (see loop_flag_typings).
+        self.flag_typings: dict[Graph, FlagTyping] = {}
         self.arrays: list[CArray] = []
         self.frames: list[_Frame] = []
         self.declarations: list[str] = []
@@ -234,7 +240,14 @@ class LoopWriter:
     def body(self, graph: Graph, env: Env) -> list[CValue | None]:
         # Emit every op node of `graph`; the values of its outputs (None: unchanged).
         self.note_results(graph)
-        self.nodes(graph.nodes, env)
+        typing = self.flag_typings.get(graph)
+        if typing is None:
+            self.nodes(graph.nodes, env)
+        else:
+            # Late import: loop_flag_typings imports this module's LoopWriter.
+            from .loop_flag_typings import emit_typed_nodes
+
+            emit_typed_nodes(self, graph.nodes, env, typing)
         outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
         return [self.operand(env, out) for out in outputs]
 
@@ -252,10 +265,15 @@ class LoopWriter:
         for node in nodes:
             if node.op is None or node in env:  # in env: computed an iteration early
                 continue
-            handler = _NODE_HANDLERS.get(node.op.name, _DEFAULT_HANDLER[0])
-            handler(self, node, env)
-            if node.op.mutates or any(isinstance(value, Graph) for _, value in node.params):
-                self.stores += 1
+            self.node(node, env)
+
+    def node(self, node: Node, env: Env) -> None:
+        # Emit op node `node`, its value bound in `env`.
+        assert node.op is not None
+        handler = _NODE_HANDLERS.get(node.op.name, _DEFAULT_HANDLER[0])
+        handler(self, node, env)
+        if node.op.mutates or any(isinstance(value, Graph) for _, value in node.params):
+            self.stores += 1
 
     def pointwise(self, node: Node, env: Env, *, elementwise: bool = False) -> CValue:
         # A 0-d NumPy op, or (`elementwise`) one element of a 1-d one whose operands `env`

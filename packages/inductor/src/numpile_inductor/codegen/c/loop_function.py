@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -48,9 +48,13 @@ from .loop_body import (
     NotScalarLoop,
     emit_loop,
 )
+from .loop_flag_typings import flag_typings
 from .loop_parallel import PARALLEL_HELPERS, number_labels
 from .loop_vectors import VECTOR_HELPERS
 from .ops import c_literal, c_type
+
+# NOTE: no local computed on both ways (loop_flag_typings).
+_NO_BOXES: Mapping[str, str] = {}
 
 # NOTE: why a loop function runs a loop again with NumPy (a flag no proof covers), and
 # where it need not.
@@ -340,6 +344,8 @@ def scalar_loop_function(
         "        goto done;",
         "    }",
     ]
+    typings = flag_typings(node, first_apart=apart)
+    writer.flag_typings.update(typings)
     if apart:
         assert first is not None
         outer, start, bits = _emit_first_iteration(writer, outer, first, (start, step), bits, env)
@@ -351,7 +357,11 @@ def scalar_loop_function(
         for k, (final, out) in enumerate(zip(finals, outputs, strict=True))
     ]
     names = [placeholder.name for placeholder in placeholders[1 : 1 + carried]]
-    ran_checks = ran_flag_outcomes(writer, node, names, boxes, initial)
+    entry_boxes = {
+        typing.name: _entry_box(finals[names.index(typing.name)], typing.entry)
+        for typing in typings.values()
+    }
+    ran_checks = ran_flag_outcomes(writer, node, names, boxes, initial, entry_boxes=entry_boxes)
     written = [array for array in writer.arrays if array.written]
     arguments = [value for value in node.inputs if isinstance(value, Node)]
     refills = [a for a in written if writer.bails and arguments[a.argument] in zeroed]
@@ -467,13 +477,21 @@ def _function_lines(
 
 
 def ran_flag_outcomes(
-    writer: LoopWriter, node: Node, names: Sequence[str], boxes: list[str], initial: Sequence[str]
+    writer: LoopWriter,
+    node: Node,
+    names: Sequence[str],
+    boxes: list[str],
+    initial: Sequence[str],
+    *,
+    entry_boxes: Mapping[str, str] = _NO_BOXES,
 ) -> list[str]:
     """What a loop function does after its nest with each run-time flag of `writer` (set
     where an inner loop assigning a retyped local ran, see `LoopWriter.ran_flag`): for a
     carried local (`names`, in order) that capture proved left untouched unless such a
     loop ran (the node's `entry_unless_ran`), its box in `boxes` becomes its entry object
-    (`initial`) where the flag is clear; for the others, the C lines returned bail to
+    (`initial`) where the flag is clear; for one the loop computed on both ways
+    (loop_flag_typings), its box becomes `entry_boxes`'s (its value boxed as the entry's
+    Python type) where the flag is clear; for the others, the C lines returned bail to
     NumPy where a flag is clear (and the loop can bail). `NotScalarLoop` where the loop
     computes on such a local before an inner loop may have assigned it (see the
     capture's `computes_unless_ran`): a bail after the nest would come too late.
@@ -484,7 +502,17 @@ def ran_flag_outcomes(
     entry = dict(node.params).get("entry_unless_ran", ())
     unproven = []
     for name, flag in writer.ran_flags.items():
-        if name in entry and name in names:
+        if name in entry_boxes and name in names:
+            k = names.index(name)
+            boxes[k] = f"({flag} ? {boxes[k]} : {entry_boxes[name]})"
+            perf_log.debug(
+                "loop %s computes on `%s` both ways, as the entry object's Python type and as "
+                "the loop's, chosen by whether an inner loop assigning it ran (no run with "
+                "NumPy)",
+                node.name,
+                name,
+            )
+        elif name in entry and name in names:
             k = names.index(name)
             boxes[k] = f"({flag} ? {boxes[k]} : {initial[k]})"
             perf_log.debug(
@@ -512,6 +540,15 @@ def ran_flag_outcomes(
         return []
     writer.bails = True
     return [f"    if (!({' && '.join(unproven)})) {{ goto bail; }}"]
+
+
+def _entry_box(final: CValue, entry: type) -> str:
+    # A new reference to the Python scalar of type `entry` holding a carried value.
+    if entry is float:
+        return f"PyFloat_FromDouble({final.text})"
+    if entry is int:
+        return f"PyLong_FromLongLong((long long){final.text})"
+    return f"PyBool_FromLong((long){final.text})"
 
 
 def bail_restores(snapshots: Sequence[CArray], refills: Sequence[CArray] = ()) -> list[str]:

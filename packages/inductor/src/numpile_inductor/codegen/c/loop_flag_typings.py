@@ -1,0 +1,475 @@
+"""Both typings of a loop body's work on a local whose type follows a run-time flag.
+
+`t = 0.0` before `for i in range(n): y[i] = t * z[i]; while x[k] > 0.5: t = t + x[k]`
+is a Python float, weak under NEP 50, until an inner loop assigning it runs, and a NumPy
+float64 from then on: eager's `t * z[i]` on a float32 `z` is a float32 product before,
+a float64 one after. The body graph is typed for after (the loop's types, capture's
+`loop_entry.kept_with_loop_types`); the C loop keeps a flag per such local, set where an
+inner loop assigning it ran (`LoopWriter.ran_flag`). `flag_typing` retypes the nodes
+of the body that compute on the local for before (its entry's Python type), and
+`emit_typed_nodes` writes each such node twice, the flag choosing which runs:
+
+    if (flag) { <the node on the loop's types> } else { <the node on the entry's type> }
+
+A value whose two typings agree (a comparison, a store) leaves the choice as one C
+value; one whose typings differ (the float32 and the float64 product) is two, each read
+only by the same typing of the nodes after it. Each value has an *epoch*, which says
+which flag it follows: the flag at the iteration's start for the body's own carried
+value, the flag after an inner loop for that loop's result; the flag is read once per
+epoch, into a C local.
+
+What is not typed both ways keeps the loop's NumPy run (`NotScalarLoop`, with the
+reason): an op whose operands are all Python scalars on the entry's side (the graph does
+not say whether `t * 2.0` was Python's `*`, giving a Python float, or `np.multiply`), a
+result that is not 0-d (an array is allocated once, at one dtype), a control-flow node or
+another carried value that takes a value of two typings, an inner loop that would compute
+otherwise on the entry's type in its first iteration, and a local that leaves the
+iteration with a type the flag does not decide.
+
+    >>> typing = flag_typing(body, 0, "t", float)  # doctest: +SKIP
+    >>> [str(node) for node in typing.dual]  # doctest: +SKIP
+    ['v2', 'v3']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+
+from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta, computes_unless_ran
+
+from .loop_body import CValue, Env, LoopWriter, NotScalarLoop
+from .ops import c_expr, c_type
+
+__all__ = ["FlagTyping", "emit_typed_nodes", "flag_typing", "flag_typings"]
+
+# NOTE: the Python types an entry object may have, with the C dtype and the bound in bits
+# of their values in a loop function (as loop_body holds Python scalars).
+_ENTRY_TYPES: dict[type, tuple[np.dtype[Any], int]] = {
+    bool: (np.dtype("bool"), 1),
+    int: (np.dtype("int64"), 63),
+    float: (np.dtype("float64"), 64),
+}
+
+
+@attrs.frozen(eq=False)
+class FlagTyping:
+    """How one graph of a loop (its body, or its first iteration's) computes on local
+    `name`, whose entry object is a Python `entry`: `dual` maps each node computing on it
+    to its copy typed on `entry`; `weak` maps each value whose two typings differ (the
+    local's own among them) to that copy; `epochs` gives each of both the flag it follows
+    (0: the iteration's start; k: after `boundaries[k - 1]`, the inner loops assigning the
+    local, in order)."""
+
+    name: str
+    entry: type
+    dual: dict[Node, Node]
+    weak: dict[Node, Node]
+    epochs: dict[Node, int]
+    boundaries: tuple[Node, ...]
+
+
+def flag_typings(node: Node, *, first_apart: bool) -> dict[Graph, FlagTyping]:
+    """The typings of `for_loop` node `node`'s body (and, `first_apart`, of its first
+    iteration's graph, written apart) for each carried local that an inner loop retypes
+    and that the loop computes on where no such loop may have run (capture's
+    `computes_unless_ran`); `NotScalarLoop` where C cannot run them both ways.
+
+    >>> flag_typings(graph.nodes[4], first_apart=False)  # doctest: +SKIP
+    {<Graph>: FlagTyping(name='t', ...)}
+    """
+    params = dict(node.params)
+    body: Graph = params["body"]
+    carried: int = params["carried"]
+    flagged = {name for inner in body.nodes for name in dict(inner.params).get("typed_if_ran", ())}
+    proven = params.get("entry_unless_ran", ())
+    graphs = [body, params["first"]] if first_apart else [body]
+    found: dict[Graph, FlagTyping] = {}
+    for k, placeholder in enumerate(body.placeholders[1 : 1 + carried]):
+        name = placeholder.name
+        if name not in flagged or name in proven:
+            continue
+        computes = computes_unless_ran(node, name)
+        entry = _entry_type(node.inputs[3 + k])
+        try:
+            typed = {graph: flag_typing(graph, k, name, entry) for graph in graphs}
+        except NotScalarLoop as reason:
+            if not computes:
+                continue  # only read as both types would: the flag keeps its run with NumPy
+            raise NotScalarLoop(
+                f"it computes on `{name}` where no inner loop assigning it may have run yet, "
+                f"and {reason}"
+            ) from reason
+        for graph in typed:
+            if graph in found:
+                raise NotScalarLoop(
+                    f"it computes on `{found[graph].name}` and `{name}`, two locals whose "
+                    "types follow whether inner loops ran"
+                )
+        found.update(typed)
+    return found
+
+
+def flag_typing(graph: Graph, k: int, name: str, entry: type | None) -> FlagTyping:
+    """The two typings of `graph`'s work on local `name`, the `k`-th carried value of the
+    `for` loop `graph` is a body of, whose entry object is a Python `entry`;
+    `NotScalarLoop` where C cannot run them both.
+
+    >>> flag_typing(body, 0, "t", float).boundaries  # doctest: +SKIP
+    (v6,)
+    """
+    if entry not in _ENTRY_TYPES:
+        raise NotScalarLoop(f"`{name}` enters the loop as no Python bool, int or float")
+    typing = FlagTyping(name, entry, {}, {}, {}, ())
+    _add_source(typing, graph.placeholders[1 + k], 0)
+    boundaries: list[Node] = []
+    for node in graph.nodes:
+        if node.op is None:
+            continue
+        params = dict(node.params)
+        split = [value for value in node.inputs if isinstance(value, Node) and value in typing.weak]
+        if name in params.get("typed_if_ran", ()):
+            _check_boundary(typing, node, split)
+            boundaries.append(node)
+            continue
+        if node.op.name == "loop_output" and node.inputs[0] in boundaries:
+            if params["index"] == _carried_index(node.inputs[0], name):
+                _add_source(typing, node, boundaries.index(node.inputs[0]) + 1)
+            continue
+        if not split:
+            if any(_assigns_within(value, name) for value in params.values()):
+                raise NotScalarLoop(f"an inner loop assigns `{name}` inside an `if` or a loop")
+            continue
+        epochs = {typing.epochs[value] for value in split}
+        if len(epochs) != 1:
+            raise NotScalarLoop(f"{node.name} reads `{name}` from before and after an inner loop")
+        if node.op.name == "carried_scalar":
+            _add_source(typing, node, epochs.pop())
+            continue
+        copy = _entry_typed(node, typing.weak, name)
+        if copy is None:
+            continue
+        typing.dual[node] = copy
+        typing.epochs[node] = epochs.pop()
+        if copy.meta != node.meta:
+            typing.weak[node] = copy
+    typing = attrs.evolve(typing, boundaries=tuple(boundaries))
+    _check_outputs(typing, graph, k)
+    return typing
+
+
+def emit_typed_nodes(writer: LoopWriter, nodes: list[Node], env: Env, typing: FlagTyping) -> None:
+    """Write `nodes` (those of `typing`'s graph) into `writer`: each node of `typing.dual`
+    both ways, under the flag its epoch reads."""
+    flag = writer.ran_flag(typing.name)
+    read = {epoch for node, epoch in typing.epochs.items() if node in typing.dual}
+    reads: dict[int, str] = {}
+
+    def read_flag(epoch: int) -> None:
+        if epoch in read:
+            reads[epoch] = writer.fresh("flag")
+            writer.buf.writeline(f"const int {reads[epoch]} = {flag};")
+
+    read_flag(0)
+    for source, copy in typing.weak.items():
+        if source.op is None:  # the carried placeholder
+            env[copy] = _entry_value(env[source], typing.entry)
+    for node in nodes:
+        if node.op is None or node in env:
+            continue
+        copy = typing.dual.get(node)
+        if copy is None:
+            writer.node(node, env)
+            if node in typing.weak:  # a source: the local itself, on the entry's type
+                env[typing.weak[node]] = _entry_value(env[node], typing.entry)
+        else:
+            _emit_dual(writer, node, copy, reads[typing.epochs[node]], env)
+        if node in typing.boundaries:
+            read_flag(typing.boundaries.index(node) + 1)
+
+
+def _entry_type(value: Any) -> type | None:
+    # The Python type of a loop's initial carried value (an argument or a constant).
+    if isinstance(value, Node):
+        return value.meta.type if isinstance(value.meta, ScalarMeta) else None
+    return type(value) if type(value) in _ENTRY_TYPES else None
+
+
+def _add_source(typing: FlagTyping, node: Node, epoch: int) -> None:
+    # A value that is the local itself: the entry object's type where the flag is clear.
+    weak = ScalarMeta(typing.entry)
+    if node.meta == weak:
+        return  # a first iteration's own: on the entry's type already
+    dtype, _ = _ENTRY_TYPES[typing.entry]
+    if not isinstance(node.meta, ArrayMeta) or node.meta.shape != () or node.meta.dtype != dtype:
+        # The C local holding it would not hold the entry object's value exactly.
+        raise NotScalarLoop(f"`{typing.name}` is a {node.meta} in the loop, not a {dtype}")
+    typing.weak[node] = Node(f"{node.name}_entry", None, (), (), weak)
+    typing.epochs[node] = epoch
+
+
+def _carried_index(loop: Node, name: str) -> int | None:
+    # The position of local `name` among the carried values of loop node `loop`.
+    params = dict(loop.params)
+    assert loop.op is not None
+    start = 1 if loop.op.name == "for_loop" else 0
+    names = [p.name for p in params["body"].placeholders[start : start + params["carried"]]]
+    return names.index(name) if name in names else None
+
+
+def _assigns_within(value: Any, name: str) -> bool:
+    # Whether graph `value` (a parameter of a node) holds a loop that retypes `name`.
+    if not isinstance(value, Graph):
+        return False
+    for node in value.nodes:
+        params = dict(node.params)
+        if name in params.get("typed_if_ran", ()):
+            return True
+        if any(_assigns_within(inner, name) for inner in params.values()):
+            return True
+    return False
+
+
+def _check_boundary(typing: FlagTyping, loop: Node, split: list[Node]) -> None:
+    # An inner loop assigning the local takes it as its carried value, on the entry's type
+    # where the flag is clear, and gives it back as it took it where the flag stays clear;
+    # its first iteration computes on it as on the loop's type (`_exact_either_way`).
+    assert loop.op is not None
+    k = _carried_index(loop, typing.name)
+    if k is None:
+        raise NotScalarLoop(f"an inner loop retypes `{typing.name}` without carrying it")
+    is_for = loop.op.name == "for_loop"
+    carried = loop.inputs[(3 if is_for else 1) + k]
+    weak = typing.weak.get(carried, carried)
+    entry_typed = getattr(weak, "meta", None) == ScalarMeta(typing.entry)
+    if any(value is not carried for value in split) or not entry_typed:
+        raise NotScalarLoop(f"an inner loop takes values computed from `{typing.name}`")
+    body: Graph = dict(loop.params)["body"]
+    if _exact_either_way(body, {body.placeholders[(1 if is_for else 0) + k]}) is None:
+        raise NotScalarLoop(
+            f"an inner loop computes on `{typing.name}` otherwise on its entry type"
+        )
+    if is_for and not _gives_back_where_broken(loop, k):
+        raise NotScalarLoop(f"an inner loop assigns `{typing.name}` in an iteration that breaks")
+
+
+def _exact_either_way(graph: Graph, seeds: set[Node]) -> frozenset[int] | None:
+    # The outputs of `graph` that hold the local (its values `seeds`, NumPy scalars of the
+    # loop's type), where every op reading it combines it with NumPy values of its dtype
+    # alone: NEP 50 converts the entry's Python scalar to that dtype first, exactly, so
+    # both typings compute the same. None where some op reads it otherwise.
+    values = set(seeds)
+    conds: dict[Node, frozenset[int]] = {}
+    dtype = {value.meta for value in seeds}
+    for node in graph.nodes:
+        if node.op is None:
+            continue
+        if node.op.name == "loop_output":
+            if dict(node.params)["index"] in conds.get(node.inputs[0], ()):
+                values.add(node)
+            continue
+        if not any(value in values for value in node.inputs):
+            continue
+        if node.op.name == "carried_scalar":
+            values.add(node)
+        elif node.op.name == "cond" and node.inputs[0] not in values:
+            held = _cond_holds(node, values)
+            if held is None:
+                return None
+            conds[node] = held
+        elif (
+            node.op.kind is not OpKind.POINTWISE
+            or node.params
+            or {getattr(value, "meta", None) for value in node.inputs} != dtype
+        ):
+            return None
+    outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+    return frozenset(k for k, value in enumerate(outputs) if value in values)
+
+
+def _cond_holds(node: Node, values: set[Node]) -> frozenset[int] | None:
+    # The results of `cond` node `node` that may hold the local (`values`); None where a
+    # branch computes on it otherwise on its entry type.
+    params = dict(node.params)
+    held: frozenset[int] = frozenset()
+    for branch in (params["then_branch"], params["else_branch"]):
+        seeds = {p for p, value in zip(branch.placeholders, node.inputs[1:], strict=True)
+                 if value in values}  # fmt: skip
+        kept = _exact_either_way(branch, seeds)
+        if kept is None:
+            return None
+        held |= kept
+    return held
+
+
+def _gives_back_where_broken(loop: Node, k: int) -> bool:
+    # Whether `for` node `loop` gives back its carried value `k` as it took it where no
+    # iteration set the flag (each broke: the first did, or the range was empty). A
+    # breaking body returns its stop flag last, from the `cond` that breaks: each branch
+    # that may stop passes the value through.
+    params = dict(loop.params)
+    if not params.get("breaks"):
+        return True
+    body: Graph = params["body"]
+    outputs = body.output if isinstance(body.output, tuple) else (body.output,)
+    value, stop = outputs[k], outputs[params["carried"]]
+    own = {body.placeholders[1 + k]}
+    own |= {node for node in body.nodes if node.op is not None and node.op.name == "carried_scalar"
+            and node.inputs[0] in own}  # fmt: skip
+    if value in own:
+        return True
+    if not all(_is_output_of_cond(out) for out in (value, stop)):
+        return False
+    cond = value.inputs[0]
+    if stop.inputs[0] is not cond:
+        return False
+    at, stop_at = dict(value.params)["index"], dict(stop.params)["index"]
+    cond_params = dict(cond.params)
+    for branch in (cond_params["then_branch"], cond_params["else_branch"]):
+        branch_out = branch.output if isinstance(branch.output, tuple) else (branch.output,)
+        if branch_out[stop_at] is False:
+            continue  # an iteration that goes on: it sets the flag
+        fed = {p for p, given in zip(branch.placeholders, cond.inputs[1:], strict=True)
+               if given in own}  # fmt: skip
+        if branch_out[at] not in fed:
+            return False
+    return True
+
+
+def _is_output_of_cond(value: Any) -> bool:
+    return (
+        isinstance(value, Node)
+        and value.op is not None
+        and value.op.name == "loop_output"
+        and isinstance(value.inputs[0], Node)
+        and value.inputs[0].op is not None
+        and value.inputs[0].op.name == "cond"
+    )
+
+
+def _entry_operand(value: Any, weak: dict[Node, Node]) -> Any:
+    # An operand of a NumPy op on the entry's side: a Python bool is NumPy's bool (NEP 50
+    # makes only Python ints, floats and complexes weak), the same value on both sides.
+    if not isinstance(value, Node) or value not in weak:
+        return value
+    copy = weak[value]
+    return value if copy.meta == ScalarMeta(bool) else copy
+
+
+def _entry_typed(node: Node, weak: dict[Node, Node], name: str) -> Node | None:
+    # A copy of `node` whose operands of two typings are their entry-typed copies, typed
+    # by its op's meta rule (NumPy's own promotion, NEP 50).
+    assert node.op is not None
+    inputs = tuple(_entry_operand(value, weak) for value in node.inputs)
+    if all(new is old for new, old in zip(inputs, node.inputs, strict=True)):
+        return None  # it reads the local only as NumPy reads a Python bool: as its own bool
+    store = node.op.name == "setitem_at"
+    if store:
+        if any(isinstance(value, Node) and value in weak for value in node.inputs[2:]):
+            raise NotScalarLoop(f"`{name}` indexes an array")
+    elif node.op.kind is not OpKind.POINTWISE or not _reads_numpy(inputs):
+        raise NotScalarLoop(
+            f"{node.op.name} computes on it with no NumPy operand (Python's operator or "
+            "NumPy's function: the graph does not say which)"
+            if node.op.kind is OpKind.POINTWISE
+            else f"{node.op.name} reads it"
+        )
+    metas = [value.meta if isinstance(value, Node) else value for value in inputs]
+    try:
+        meta = node.op.meta(*metas, **dict(node.params))
+    except (TypeError, ValueError) as error:
+        raise NotScalarLoop(f"{node.op.name} does not take it on its entry type: {error}") from error
+    if not store and (
+        not isinstance(meta, ArrayMeta)
+        or not isinstance(node.meta, ArrayMeta)
+        or meta.shape != ()
+        or node.meta.shape != ()
+    ):
+        if isinstance(meta, ArrayMeta) and isinstance(node.meta, ArrayMeta):
+            if meta.dtype != node.meta.dtype:
+                raise NotScalarLoop(
+                    f"{node.name} is an array of {node.meta.dtype} on the loop's types and of "
+                    f"{meta.dtype} on the entry's (an array is allocated once, at one dtype)"
+                )
+        raise NotScalarLoop(f"{node.name} computes an array from it")
+    return Node(f"{node.name}_entry", node.op, inputs, node.params, meta)
+
+
+def _reads_numpy(inputs: tuple[Any, ...]) -> bool:
+    # Whether some operand is a NumPy value (an array, a NumPy scalar or constant).
+    return any(
+        isinstance(value, np.generic)
+        or (isinstance(value, Node) and isinstance(value.meta, ArrayMeta))
+        for value in inputs
+    )
+
+
+def _check_outputs(typing: FlagTyping, graph: Graph, k: int) -> None:
+    # The local leaves the iteration on the entry's type exactly where the flag is clear
+    # after it (the flag then says its type at the next iteration and after the loop);
+    # no other carried value leaves it with two typings.
+    outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+    if not typing.boundaries:
+        raise NotScalarLoop(f"no inner loop of this body assigns `{typing.name}`")
+    for position, value in enumerate(outputs):
+        if not isinstance(value, Node) or value not in typing.weak:
+            if position == k:
+                raise NotScalarLoop(f"`{typing.name}` leaves the iteration on the loop's type")
+            continue
+        if position != k:
+            raise NotScalarLoop(f"another carried value is computed from `{typing.name}`")
+        if typing.weak[value].meta != ScalarMeta(typing.entry) or typing.epochs[value] != len(
+            typing.boundaries
+        ):
+            raise NotScalarLoop(f"`{typing.name}` leaves the iteration on another type")
+
+
+def _entry_value(value: Any, entry: type) -> CValue:
+    # The C value of the local on the entry's type: the same C local, a Python scalar.
+    assert isinstance(value, CValue)
+    dtype, bits = _ENTRY_TYPES[entry]
+    return CValue(value.text, dtype, entry, bits)
+
+
+def _declare(writer: LoopWriter, meta: Any) -> CValue:
+    # A C local for a 0-d value of `meta` that both typings' blocks assign.
+    if isinstance(meta, ScalarMeta) and meta.type in _ENTRY_TYPES:
+        dtype, bits = _ENTRY_TYPES[meta.type]
+        python: type | None = meta.type
+    elif isinstance(meta, ArrayMeta) and meta.shape == () and meta.dtype.kind in "biuf":
+        dtype, bits, python = meta.dtype, 64, None
+    else:
+        raise NotScalarLoop(f"a value {meta} computed from a local of two typings")
+    ct = c_type(dtype)
+    if ct is None:
+        raise NotScalarLoop(f"a value {meta} computed from a local of two typings")
+    name = writer.fresh("two")
+    writer.buf.writeline(f"{ct} {name} = 0;")
+    return CValue(name, dtype, python, bits)
+
+
+def _emit_dual(writer: LoopWriter, node: Node, copy: Node, flag: str, env: Env) -> None:
+    # `node` on the loop's types where `flag` is set, its copy on the entry's otherwise.
+    assert node.op is not None
+    store = node.op.name == "setitem_at"
+    targets: list[CValue] = []
+    if not store:
+        strong = _declare(writer, node.meta)
+        targets = [strong, strong if copy.meta == node.meta else _declare(writer, copy.meta)]
+    writer.buf.writeline(f"if ({flag}) {{")
+    for position, typed in enumerate((node, copy)):
+        if position:
+            writer.buf.writeline("} else {")
+        with writer.buf.indent():
+            writer.node(typed, env)
+            if targets:
+                value = env[typed]
+                assert isinstance(value, CValue)
+                target = targets[position]
+                cast = c_expr("cast", [value.text], [value.dtype], target.dtype)
+                writer.buf.writeline(f"{target.text} = {cast};")
+    writer.buf.writeline("}")
+    if targets:
+        env[node], env[copy] = targets

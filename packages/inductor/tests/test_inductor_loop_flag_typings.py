@@ -1,0 +1,199 @@
+"""A loop that computes on a local before an inner loop assigning it may have run (issue 23).
+
+`t = 1.1; for i in range(n): y[i] = t * z[i]; while x[k] > 0.5: t = t + x[k]` multiplies a
+Python float (weak, NEP 50: a float32 product on a float32 `z`) until an inner loop ran,
+a NumPy float64 (a float64 product) after. The C loop writes such work both ways, the
+run-time flag of whether an inner loop assigning `t` ran choosing per iteration
+(`codegen/c/loop_flag_typings.py`): eager's values, dtypes and objects with no run of the
+loop with NumPy. What it cannot type both ways keeps that run, and the perf hint says why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from numpile_capture import compile_function, control_flow, explain, reset
+from numpile_inductor import compile_graph
+from numpile_inductor.codegen.c.loop_flag_typings import flag_typing
+
+
+def float_product_before(x: Any, z: Any, y: Any, n: int) -> Any:
+    t = 1.1
+    for i in range(n):
+        y[i] = t * z[i]  # float32 for a Python float `t` and a float32 `z`, float64 after
+        k = i
+        while x[k] > 0.5:
+            t = t + x[k]
+            k += 1
+    return t, y
+
+
+def int_product_before(x: Any, z: Any, y: Any, n: int) -> Any:
+    c = 3
+    for i in range(n):
+        y[i] = c * z[i] + z[i]  # int32 for a Python int `c` and an int32 `z`, int64 after
+        k = i
+        while x[k] > 0:
+            c = c + x[k]
+            k += 1
+    return c, y
+
+
+def bool_product_before(x: Any, z: Any, y: Any, n: int) -> Any:
+    b = False
+    for i in range(n):
+        y[i] = z[i] * b  # NumPy takes a Python bool as its own bool: the same either way
+        k = i
+        while x[k] > 0.5:
+            b = x[k] > 0.7  # a NumPy bool once it runs
+            k += 1
+    return b, y
+
+
+def read_before_and_after(x: Any, z: Any, y: Any, n: int) -> Any:
+    t = 1.1
+    for i in range(n):
+        y[i] = t * z[i]
+        for j in range(i, 8):
+            if x[j] <= 0.5:
+                break  # the first iteration may break: `t` is not assigned then
+            t = t + x[j]
+        y[i] = y[i] + t * z[i]  # the flag after the inner loop chooses
+    return t, y
+
+
+def array_of_either_dtype(x: Any, z: Any, y: Any, n: int) -> Any:
+    t = 1.1
+    for i in range(n):
+        w = t * z  # a float32 array for a Python float `t`, float64 after
+        y[i] = w[i]
+        k = i
+        while x[k] > 0.5:
+            t = t + x[k]
+            k += 1
+    return t, y
+
+
+def python_product_before(x: Any, z: Any, y: Any, n: int) -> Any:
+    t = 1.1
+    for i in range(n):
+        y[i] = t * 2.0 * z[i]  # Python's `*` where `t` is a Python float
+        k = i
+        while x[k] > 0.5:
+            t = t + x[k]
+            k += 1
+    return t, y
+
+
+def _data(kind: str, integer: bool) -> Any:
+    # Inner loops that run never, in some outer iterations, or in all of them.
+    x = {"never": np.zeros(9), "sometimes": np.array([0, 0.9, 0, 0, 0, 0, 0, 0, 0])}.get(
+        kind, np.full(9, 0.9)
+    )
+    x[-2:] = 0.0
+    return (x * 10).astype(np.int64) if integer else x
+
+
+def _operands(dtype: Any) -> tuple[Any, Any]:
+    # `z` with values whose products round otherwise in float32 than in float64, and `y`.
+    z = np.linspace(0.3, 2.9, 8)
+    z = np.arange(1, 9) * 7 if np.dtype(dtype).kind == "i" else z
+    return z.astype(dtype), np.zeros(8, dtype)
+
+
+@pytest.fixture
+def numpy_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """The body graphs capture's interpreter is asked to run (a loop run with NumPy)."""
+    runs: list[Any] = []
+    original = control_flow.body_runner
+
+    def counting(graph: Any) -> Any:
+        runs.append(graph)
+        return original(graph)
+
+    monkeypatch.setattr(control_flow, "body_runner", counting)
+    yield runs
+
+
+def _dispatched(fn: Callable[..., Any]) -> Callable[..., Any]:
+    # `fn` through capture's dispatcher, each graph compiled by the inductor.
+    reset()
+
+    def backend(graph: Any, example_inputs: Any) -> Any:
+        return compile_graph(graph).fn
+
+    return compile_function(fn, backend=backend, dynamic=True)
+
+
+def _same(got: Any, want: Any) -> None:
+    # Eager's objects: the local's type after the loop, `y`'s dtype and bits.
+    assert type(got[0]) is type(want[0]), (got[0], want[0])
+    assert got[0] == want[0]
+    assert got[1].dtype == want[1].dtype
+    assert got[1].tobytes() == want[1].tobytes(), (got[1], want[1])
+
+
+def _runs_like_eager(fn: Callable[..., Any], dtype: Any, integer: bool) -> None:
+    compiled = _dispatched(fn)
+    for n in (5, 0, 1, 5):
+        for kind in ("never", "sometimes", "always"):
+            z, y = _operands(dtype)
+            want_y = y.copy()
+            got = compiled(_data(kind, integer), z, y, n)
+            want = fn(_data(kind, integer), z, want_y, n)
+            assert got[1] is y
+            _same(got, want)
+
+
+@pytest.mark.parametrize(
+    ("fn", "dtype", "integer"),
+    [
+        pytest.param(float_product_before, np.float32, False, id="float-float32"),
+        pytest.param(int_product_before, np.int32, True, id="int-int32"),
+        pytest.param(bool_product_before, np.float64, False, id="bool-float64"),
+        pytest.param(read_before_and_after, np.float32, False, id="before-and-after"),
+    ],
+)
+def test_work_on_a_flagged_local_runs_as_c_both_ways(
+    fn: Callable[..., Any], dtype: Any, integer: bool, numpy_runs: list[Any]
+) -> None:
+    _runs_like_eager(fn, dtype, integer)
+    assert numpy_runs == []
+
+
+@pytest.mark.parametrize(
+    ("fn", "reason"),
+    [
+        pytest.param(
+            array_of_either_dtype,
+            "is an array of float64 on the loop's types and of float32 on the entry's",
+            id="array",
+        ),
+        pytest.param(python_product_before, "the graph does not say which", id="python-op"),
+    ],
+)
+def test_work_c_cannot_type_both_ways_keeps_the_numpy_run_and_says_why(
+    fn: Callable[..., Any], reason: str, numpy_runs: list[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
+        _runs_like_eager(fn, np.float32, False)
+    assert reason in caplog.text
+    assert numpy_runs
+
+
+def test_the_typing_on_the_entry_type_is_numpys_own() -> None:
+    x = _data("sometimes", False)
+    z, y = _operands(np.float32)
+    (graph,) = explain(float_product_before)(x, z, y, 5).graphs
+    (loop,) = [node for node in graph.nodes if node.op is not None and node.op.name == "for_loop"]
+    body = dict(loop.params)["body"]
+    typing = flag_typing(body, 0, "t", float)
+    products = [node for node in typing.dual if node.op is not None and node.op.name == "multiply"]
+    assert [str(node.meta) for node in products] == ["float64[]"]
+    assert [str(typing.dual[node].meta) for node in products] == ["float32[]"]
+    assert len(typing.boundaries) == 1
