@@ -20,6 +20,7 @@ import pytest
 from type_gap_programs import (
     float_in_breaking_for,
     float_in_inner_while,
+    float_product_before_inner_while,
     inner_data,
     int_in_inner_while,
 )
@@ -277,6 +278,24 @@ def test_a_breaking_inner_for_that_never_assigns_keeps_eager_types_and_writes_on
             _same(got, want)
             assert got_out is got_y
             np.testing.assert_array_equal(got_y, want_y)
+
+
+def test_work_on_a_flagged_local_before_an_inner_loop_ran_runs_as_c_with_eager_types(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fn = float_product_before_inner_while
+    compiled = numpile.compile(fn, dynamic=True)
+    z = np.linspace(0.3, 2.9, 8).astype(np.float32)  # products that round otherwise in float32
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
+        for n in (5, 0, 1, 5):
+            for kind in ("never", "sometimes", "always"):
+                got_y, want_y = np.zeros(8, np.float32), np.zeros(8, np.float32)
+                got, got_out = compiled(inner_data(kind, False), z, got_y, n)
+                want, _ = fn(inner_data(kind, False), z, want_y, n)
+                _same(got, want)  # a Python float where no inner loop ran
+                assert got_out is got_y
+                assert got_y.tobytes() == want_y.tobytes()
+    assert "with NumPy" not in caplog.text  # no run of the loop with NumPy, no fallback
 
 
 def assigned_outside_too(x: Any, n: int) -> Any:

@@ -41,6 +41,17 @@ def float_in_breaking_for(x: Any, y: Any, n: int) -> Any:
     return t * np.float32(2.0), y
 
 
+def float_product_before_inner_while(x: Any, z: Any, y: Any, n: int) -> Any:
+    t = 0.1
+    for i in range(n):
+        y[i] = t * z[i]  # float32 for a Python float `t` and a float32 `z`, float64 after
+        k = i
+        while x[k] > 0.5:
+            t = t + x[k]
+            k += 1
+    return t, y
+
+
 def inner_data(kind: str, integer: bool) -> Any:
     """Inputs whose inner loops run never, in some outer iterations, or in all of them."""
     # Inner loops that run never, in some outer iterations, or in all of them.
