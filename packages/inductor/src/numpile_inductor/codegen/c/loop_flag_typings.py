@@ -173,20 +173,20 @@ def emit_typed_nodes(writer: LoopWriter, nodes: list[Node], env: Env, typing: Fl
             writer.buf.writeline(f"const int {reads[epoch]} = {flag};")
 
     read_flag(0)
-    for source, copy in typing.weak.items():
+    for source, weak in typing.weak.items():
         if source.op is None:  # the carried placeholder
-            env[copy] = _entry_value(env[source], typing.entry)
+            env[weak] = _entry_value(env[source], typing.entry)
     for node in nodes:
         if node.op is None or node in env:
             continue
         copy = typing.dual.get(node)
-        if copy is None:
-            writer.node(node, env)
-            if node in typing.weak:  # a source: the local itself, on the entry's type
-                env[typing.weak[node]] = _entry_value(env[node], typing.entry)
-        else:
+        if copy is not None:
             _emit_dual(writer, node, copy, reads[typing.epochs[node]], env)
-        if node in typing.boundaries:
+            continue
+        writer.node(node, env)
+        if node in typing.weak:  # a source: the local itself, on the entry's type
+            env[typing.weak[node]] = _entry_value(env[node], typing.entry)
+        if node in typing.boundaries:  # the flag after it: a later epoch's
             read_flag(typing.boundaries.index(node) + 1)
 
 
@@ -380,21 +380,20 @@ def _entry_typed(node: Node, weak: dict[Node, Node], name: str) -> Node | None:
     try:
         meta = node.op.meta(*metas, **dict(node.params))
     except (TypeError, ValueError) as error:
-        raise NotScalarLoop(f"{node.op.name} does not take it on its entry type: {error}") from error
-    if not store and (
-        not isinstance(meta, ArrayMeta)
-        or not isinstance(node.meta, ArrayMeta)
-        or meta.shape != ()
-        or node.meta.shape != ()
-    ):
-        if isinstance(meta, ArrayMeta) and isinstance(node.meta, ArrayMeta):
-            if meta.dtype != node.meta.dtype:
-                raise NotScalarLoop(
-                    f"{node.name} is an array of {node.meta.dtype} on the loop's types and of "
-                    f"{meta.dtype} on the entry's (an array is allocated once, at one dtype)"
-                )
-        raise NotScalarLoop(f"{node.name} computes an array from it")
-    return Node(f"{node.name}_entry", node.op, inputs, node.params, meta)
+        raise NotScalarLoop(f"{node.op.name} does not take its entry type: {error}") from error
+    if store or (_is_0d(meta) and _is_0d(node.meta)):
+        return Node(f"{node.name}_entry", node.op, inputs, node.params, meta)
+    ours, theirs = getattr(node.meta, "dtype", None), getattr(meta, "dtype", None)
+    if ours != theirs:
+        raise NotScalarLoop(
+            f"{node.name} is an array of {ours} on the loop's types and of {theirs} on the "
+            "entry's (an array is allocated once, at one dtype)"
+        )
+    raise NotScalarLoop(f"{node.name} computes an array from it")
+
+
+def _is_0d(meta: Any) -> bool:
+    return isinstance(meta, ArrayMeta) and meta.shape == ()
 
 
 def _reads_numpy(inputs: tuple[Any, ...]) -> bool:
