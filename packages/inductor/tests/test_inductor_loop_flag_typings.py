@@ -44,6 +44,16 @@ def int_product_before(x: Any, z: Any, y: Any, n: int) -> Any:
     return c, y
 
 
+def int_argument_product_before(x: Any, z: Any, y: Any, n: int, c: int) -> Any:
+    for i in range(n):
+        y[i] = c * z[i]  # OverflowError where int32 cannot hold a Python int `c`
+        k = i
+        while x[k] > 0:
+            c = c + x[k]
+            k += 1
+    return c, y
+
+
 def bool_product_before(x: Any, z: Any, y: Any, n: int) -> Any:
     b = False
     for i in range(n):
@@ -164,6 +174,22 @@ def test_work_on_a_flagged_local_runs_as_c_both_ways(
 ) -> None:
     _runs_like_eager(fn, dtype, integer)
     assert numpy_runs == []
+
+
+def test_a_python_int_the_narrower_dtype_cannot_hold_raises_as_eager(
+    numpy_runs: list[Any],
+) -> None:
+    compiled = _dispatched(int_argument_product_before)
+    x, (z, y) = _data("never", True), _operands(np.int32)
+    for c in (3, 2**32 + 1, -(2**32) - 1, 5):  # 1 and -1 where C would wrap them silently
+        try:
+            want = int_argument_product_before(x, z, y.copy(), 5, c)
+        except OverflowError as error:
+            with pytest.raises(OverflowError, match=str(error)):
+                compiled(x, z, y.copy(), 5, c)
+            continue
+        _same(compiled(x, z, y.copy(), 5, c), want)
+    assert len(numpy_runs) == 2  # the two calls that raise: C bails, NumPy raises
 
 
 @pytest.mark.parametrize(

@@ -462,6 +462,8 @@ def _emit_dual(writer: LoopWriter, node: Node, copy: Node, flag: str, env: Env) 
         if position:
             writer.buf.writeline("} else {")
         with writer.buf.indent():
+            if position:
+                _check_int_operands(writer, copy, env)
             writer.node(typed, env)
             if targets:
                 value = env[typed]
@@ -472,3 +474,25 @@ def _emit_dual(writer: LoopWriter, node: Node, copy: Node, flag: str, env: Env) 
     writer.buf.writeline("}")
     if targets:
         env[node], env[copy] = targets
+
+
+def _check_int_operands(writer: LoopWriter, node: Node, env: Env) -> None:
+    # A Python int operand of a NumPy op on narrower integers (`c * z[i]`, an int32 `z`):
+    # NumPy raises OverflowError where it does not fit their dtype; C bails, and the
+    # loop's run with NumPy raises it from the user's line.
+    dtypes = [value.meta.dtype for value in node.inputs
+              if isinstance(value, Node) and isinstance(value.meta, ArrayMeta)]  # fmt: skip
+    dtypes += [value.dtype for value in node.inputs if isinstance(value, np.generic)]
+    if not dtypes:
+        return
+    target = np.result_type(*dtypes)
+    if target.kind not in "iu" or target == np.dtype("int64"):
+        return
+    info = np.iinfo(target)
+    for value in node.inputs:
+        found = env.get(value) if isinstance(value, Node) else None
+        if isinstance(found, CValue) and found.python is int:
+            a = f"(int64_t){found.text}"
+            least, most = f"{int(info.min)}LL", f"{min(int(info.max), 2**63 - 1)}LL"
+            writer.buf.writeline(f"if ({a} < {least} || {a} > {most}) {{ goto bail; }}")
+            writer.bails = True
