@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ import pytest
 
 from numpile_capture import compile_function, control_flow, explain, reset
 from numpile_inductor import compile_graph
+from numpile_inductor.codegen.c.loop_body import NotScalarLoop
 from numpile_inductor.codegen.c.loop_flag_typings import flag_typing
 
 
@@ -192,33 +194,31 @@ def test_a_python_int_the_narrower_dtype_cannot_hold_raises_as_eager(
     assert len(numpy_runs) == 2  # the two calls that raise: C bails, NumPy raises
 
 
-@pytest.mark.parametrize(
-    ("fn", "reason"),
-    [
-        pytest.param(
-            array_of_either_dtype,
-            "is an array of float64 on the loop's types and of float32 on the entry's",
-            id="array",
-        ),
-        pytest.param(python_product_before, "the graph does not say which", id="python-op"),
-    ],
-)
-def test_work_c_cannot_type_both_ways_keeps_the_numpy_run_and_says_why(
-    fn: Callable[..., Any], reason: str, numpy_runs: list[Any], caplog: pytest.LogCaptureFixture
+def test_an_array_whose_dtype_would_follow_the_flag_keeps_the_numpy_run_and_says_why(
+    numpy_runs: list[Any], caplog: pytest.LogCaptureFixture, fresh_cache: Path
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
-        _runs_like_eager(fn, np.float32, False)
+    with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):  # logged as it compiles
+        _runs_like_eager(array_of_either_dtype, np.float32, False)
+    reason = "is an array of float64 on the loop's types and of float32 on the entry's"
     assert reason in caplog.text
     assert numpy_runs
 
 
-def test_the_typing_on_the_entry_type_is_numpys_own() -> None:
-    x = _data("sometimes", False)
+def _loop_body(fn: Callable[..., Any]) -> Any:
+    # The body graph of `fn`'s loop, as capture keeps it.
     z, y = _operands(np.float32)
-    (graph,) = explain(float_product_before)(x, z, y, 5).graphs
+    (graph,) = explain(fn)(_data("sometimes", False), z, y, 5).graphs
     (loop,) = [node for node in graph.nodes if node.op is not None and node.op.name == "for_loop"]
-    body = dict(loop.params)["body"]
-    typing = flag_typing(body, 0, "t", float)
+    return dict(loop.params)["body"]
+
+
+def test_python_arithmetic_on_the_local_is_not_typed_both_ways() -> None:
+    with pytest.raises(NotScalarLoop, match="the graph does not say which"):
+        flag_typing(_loop_body(python_product_before), 0, "t", float)
+
+
+def test_the_typing_on_the_entry_type_is_numpys_own() -> None:
+    typing = flag_typing(_loop_body(float_product_before), 0, "t", float)
     products = [node for node in typing.dual if node.op is not None and node.op.name == "multiply"]
     assert [str(node.meta) for node in products] == ["float64[]"]
     assert [str(typing.dual[node].meta) for node in products] == ["float32[]"]
