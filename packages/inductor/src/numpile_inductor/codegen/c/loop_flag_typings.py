@@ -295,8 +295,8 @@ def _cond_holds(node: Node, values: set[Node]) -> frozenset[int] | None:
     params = dict(node.params)
     held: frozenset[int] = frozenset()
     for branch in (params["then_branch"], params["else_branch"]):
-        seeds = {p for p, value in zip(branch.placeholders, node.inputs[1:], strict=True)
-                 if value in values}  # fmt: skip
+        pairs = zip(branch.placeholders, node.inputs[1:], strict=True)
+        seeds = {placeholder for placeholder, value in pairs if value in values}
         kept = _exact_either_way(branch, seeds)
         if kept is None:
             return None
@@ -316,8 +316,7 @@ def _gives_back_where_broken(loop: Node, k: int) -> bool:
     outputs = body.output if isinstance(body.output, tuple) else (body.output,)
     value, stop = outputs[k], outputs[params["carried"]]
     own = {body.placeholders[1 + k]}
-    own |= {node for node in body.nodes if node.op is not None and node.op.name == "carried_scalar"
-            and node.inputs[0] in own}  # fmt: skip
+    own |= {node for node in body.nodes if _is_op(node, "carried_scalar") and node.inputs[0] in own}
     if value in own:
         return True
     if not all(_is_output_of_cond(out) for out in (value, stop)):
@@ -331,22 +330,19 @@ def _gives_back_where_broken(loop: Node, k: int) -> bool:
         branch_out = branch.output if isinstance(branch.output, tuple) else (branch.output,)
         if branch_out[stop_at] is False:
             continue  # an iteration that goes on: it sets the flag
-        fed = {p for p, given in zip(branch.placeholders, cond.inputs[1:], strict=True)
-               if given in own}  # fmt: skip
+        pairs = zip(branch.placeholders, cond.inputs[1:], strict=True)
+        fed = {placeholder for placeholder, given in pairs if given in own}
         if branch_out[at] not in fed:
             return False
     return True
 
 
+def _is_op(value: Any, name: str) -> bool:
+    return isinstance(value, Node) and value.op is not None and value.op.name == name
+
+
 def _is_output_of_cond(value: Any) -> bool:
-    return (
-        isinstance(value, Node)
-        and value.op is not None
-        and value.op.name == "loop_output"
-        and isinstance(value.inputs[0], Node)
-        and value.inputs[0].op is not None
-        and value.inputs[0].op.name == "cond"
-    )
+    return _is_op(value, "loop_output") and _is_op(value.inputs[0], "cond")
 
 
 def _entry_operand(value: Any, weak: dict[Node, Node]) -> Any:
@@ -480,8 +476,8 @@ def _check_int_operands(writer: LoopWriter, node: Node, env: Env) -> None:
     # A Python int operand of a NumPy op on narrower integers (`c * z[i]`, an int32 `z`):
     # NumPy raises OverflowError where it does not fit their dtype; C bails, and the
     # loop's run with NumPy raises it from the user's line.
-    dtypes = [value.meta.dtype for value in node.inputs
-              if isinstance(value, Node) and isinstance(value.meta, ArrayMeta)]  # fmt: skip
+    metas = [value.meta for value in node.inputs if isinstance(value, Node)]
+    dtypes = [meta.dtype for meta in metas if isinstance(meta, ArrayMeta)]
     dtypes += [value.dtype for value in node.inputs if isinstance(value, np.generic)]
     if not dtypes:
         return
