@@ -245,6 +245,23 @@ def test_a_nested_loop_whose_module_does_not_run_it_as_c_runs_op_by_op() -> None
     assert len(built) == 1  # compiled once
 
 
+def test_a_nested_loop_whose_compile_fails_runs_op_by_op_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    node, body, A = _nested_for(5)
+
+    def failing(graph: Graph) -> tuple[Callable[..., Any], bool]:
+        raise RuntimeError("no module today")
+
+    runner = nested_loop_runner(NestedLoop(node, body, failing), host_loop(body, None))
+    mine, theirs = A.copy(), A.copy()
+    runner(range(2, 5), (mine, 2), 0)
+    for index in range(2, 5):
+        run_graph(body, (index, theirs, 2))
+    np.testing.assert_array_equal(mine, theirs)
+    assert any("no module today" in record.getMessage() for record in caplog.records)
+
+
 def test_a_nested_loop_given_values_of_other_types_runs_op_by_op() -> None:
     node, body, A = _nested_for(5)
     calls: list[tuple[Any, ...]] = []

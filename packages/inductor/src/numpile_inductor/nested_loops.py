@@ -155,13 +155,22 @@ class NestedLoop:
 
     def build(self) -> bool:
         """Compile the loop's graph now unless done before; whether it runs as C. A compile
-        error propagates, as the enclosing graph's would."""
+        that fails leaves the loop running as captured (op by op), with a warning, as a loop
+        body's does (`LazyBody`): the enclosing graph was built."""
         if self._built:
             return self.as_c
         with self._lock:
             if not self._built and self._graph is not None:
-                module, as_c = self._compile_graph(self._graph)
-                self._fn = module if as_c else None
+                try:
+                    module, as_c = self._compile_graph(self._graph)
+                    self._fn = module if as_c else None
+                except Exception as error:
+                    log.warning(
+                        "nested loop %s did not compile (%s); it runs op by op with NumPy",
+                        self.node,
+                        error,
+                    )
+                    as_c = False
                 if not as_c:
                     log.info(
                         "nested loop %s stays a host loop: its module does not run it as C",
