@@ -672,4 +672,5 @@ def running_max_and_where(x):
     return best, where
 
 
-from . import unseen_loop_programs_more  # noqa: E402, F401 - registers the second set
+# The second set and the nested-loop programs register themselves into PROGRAMS.
+from . import nested_loop_programs, unseen_loop_programs_more  # noqa: E402, F401

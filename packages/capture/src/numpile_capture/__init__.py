@@ -30,6 +30,7 @@ from .control_flow import is_loop as is_loop
 from .control_flow import is_while_loop as is_while_loop
 from .control_flow import set_body_runner as set_body_runner
 from .control_flow import set_loop_runner as set_loop_runner
+from .control_flow import set_while_runner as set_while_runner
 from .dispatch import CaptureFallbackWarning as CaptureFallbackWarning
 from .dispatch import CompiledFunction as CompiledFunction
 from .dispatch import InternalCompilerError as InternalCompilerError
@@ -117,6 +118,7 @@ __all__ = [
     "ScalarSlot",
     "set_body_runner",
     "set_loop_runner",
+    "set_while_runner",
     "mark_dynamic",
     "mark_static",
     "ArrayMeta",

@@ -131,6 +131,24 @@ def set_loop_runner(body: Graph, runner: LoopRunner) -> None:
     _LOOP_RUNNERS[body] = runner
 
 
+WhileRunner = Callable[[bool, tuple[Any, ...], int], tuple[Any, ...] | None]
+
+# NOTE: per body graph, a backend's way to run its `while_loop` (the inductor's C module of
+# a loop nested in a body that runs op by op), as `_LOOP_RUNNERS` for `for_loop` bodies.
+_WHILE_RUNNERS: weakref.WeakKeyDictionary[Graph, WhileRunner] = weakref.WeakKeyDictionary()
+
+
+def set_while_runner(body: Graph, runner: WhileRunner) -> None:
+    """Run every `while_loop` whose body is `body` through `runner(going, values, carried)`
+    first: `going` says whether the loop enters, `values` are the node's carried and
+    invariant inputs (before any pass: a first pass on other types is the runner's too);
+    it returns the final carried values, or None to have the loop run as captured.
+
+    >>> set_while_runner(Graph(), lambda going, values, carried: None)
+    """
+    _WHILE_RUNNERS[body] = runner
+
+
 # NOTE: per body graph, its runner (bodies are not changed once their loop node is made).
 _RUNNERS: weakref.WeakKeyDictionary[Graph, Callable[[tuple[Any, ...]], tuple[Any, ...]]] = (
     weakref.WeakKeyDictionary()
@@ -403,9 +421,14 @@ def _while_loop_impl(
 ) -> Any:
     # `typed_if_ran` and `entry_unless_ran` change nothing here: the loop gives back its
     # initial objects.
+    going = bool(pred) == enter_if
+    custom = _WHILE_RUNNERS.get(body)
+    if custom is not None:
+        done = custom(going, values, carried)
+        if done is not None:
+            return done
     state = tuple(values[:carried])
     invariants = values[carried:]
-    going = bool(pred) == enter_if
     if first is not None:
         # The first pass on the initial types (Python scalars), again while the carried
         # values keep them (an inner loop that did not run), then the body.

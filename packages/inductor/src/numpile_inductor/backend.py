@@ -26,7 +26,7 @@ import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import Graph, body_runner, has_loops, run_graph, sympy_sizes
+from numpile_capture import Graph, Node, body_runner, has_loops, run_graph, sympy_sizes
 from numpile_capture import config as capture_config
 
 from .artifact_format import ArtifactFormatError
@@ -54,7 +54,12 @@ from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_
 from .lazy_body import LazyBody
 from .light_lowering import light_first
 from .loops import NestedLoopCompiler, compile_loop_bodies
-from .nested_loops import nested_loop_runner
+from .nested_loops import (
+    NestedLoop,
+    build_nested_loops,
+    nested_loop_runner,
+    nested_while_runner,
+)
 from .no_compiler import op_by_op
 from .pipeline import device_backend, functionalized, graph_device, lower_and_schedule
 from .tiered_graph import TieredGraph
@@ -221,11 +226,15 @@ def inductor(
         return lazy
 
     def compile_loops(inputs: Sequence[Any] | None) -> Callable[..., Any]:
+        nested: dict[Graph, NestedLoop] = {}
         compiled_graph = compile_loop_bodies(
-            graph, compile_body, compile_nested_loop=_nested_loops(config)
+            graph, compile_body, compile_nested_loop=_nested_loops(config, nested)
         )
         compiled = _compile(compiled_graph, config, inputs, functionalize=True)
         _force_host_loops(compiled, bodies)
+        # The loops nested in bodies that run op by op, built now (in the background when
+        # tiered), not on their first run, in the middle of a call.
+        build_nested_loops(compiled.host_loop_bodies, nested)
         return compiled.fn
 
     try:
@@ -352,7 +361,7 @@ def _cached_loop_graph(graph: Graph, config: InductorConfig) -> Callable[..., An
 
     try:
         compiled_graph = compile_loop_bodies(
-            graph, cached_body, compile_nested_loop=_nested_loops(config)
+            graph, cached_body, compile_nested_loop=_nested_loops(config, {})
         )
     except _BodyNotCachedError:
         return None
@@ -370,14 +379,22 @@ def _force_host_loops(compiled: CompiledGraph, bodies: dict[int, LazyBody]) -> N
             lazy.force()
 
 
-def _nested_loops(config: InductorConfig) -> NestedLoopCompiler:
+def _nested_loops(config: InductorConfig, nested: dict[Graph, NestedLoop]) -> NestedLoopCompiler:
     # A loop nested in a body that runs op by op, as a module of that one loop (see
-    # `nested_loops`); compiled, or found in the graph cache, on its first run.
+    # `nested_loops`), kept in `nested` by its body: compiled, or found in the graph cache,
+    # when `build_nested_loops` finds it or on its first run.
     def compile_graph(graph: Graph) -> tuple[Callable[..., Any], bool]:
         compiled = _compile(graph, config, None, functionalize=False)
         return compiled.fn, not compiled.host_loop_bodies
 
-    return lambda node, body, fallback: nested_loop_runner(node, body, fallback, compile_graph)
+    def loop(node: Node, body: Graph) -> NestedLoop:
+        found = nested[body] = NestedLoop(node, body, compile_graph)
+        return found
+
+    return NestedLoopCompiler(
+        for_loop=lambda node, body, fallback: nested_loop_runner(loop(node, body), fallback),
+        while_loop=lambda node, body: nested_while_runner(loop(node, body)),
+    )
 
 
 def _op_by_op_body(body: Graph) -> Callable[..., Any]:

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
 import numpile_runtime as rt
@@ -37,6 +38,7 @@ from numpile_capture import (
     run_graph,
     set_body_runner,
     set_loop_runner,
+    set_while_runner,
     tree_map,
 )
 
@@ -52,10 +54,18 @@ LoopCompiler = Callable[[Node, Graph, str], LoopRunner | None]
 # the whole loop): given the loop node, its body, the host loop and the loop's source line,
 # the runner to use instead (the host loop itself where it has none).
 HostLoopReplayer = Callable[[Node, Graph, LoopRunner, str], LoopRunner]
-# A backend's runner of a loop nested in a body that runs op by op (the C backend's module
-# of that one loop, see `nested_loops`): given the loop node, its body and the runner it
-# would have, the runner to use instead.
-NestedLoopCompiler = Callable[[Node, Graph, LoopRunner], LoopRunner]
+WhileRunner = Callable[[bool, tuple[Any, ...], int], tuple[Any, ...] | None]
+
+
+@attrs.frozen
+class NestedLoopCompiler:
+    """A backend's runners of the loops nested in a body that runs op by op (the C
+    backend's module of each such loop, see `nested_loops`): given the loop node, its body
+    and, for a `for_loop`, the runner it would have: the runner to use instead (a
+    `while_loop`'s gives None where the loop runs as captured)."""
+
+    for_loop: Callable[[Node, Graph, LoopRunner], LoopRunner]
+    while_loop: Callable[[Node, Graph], WhileRunner]
 
 
 def compile_loop_bodies(
@@ -75,8 +85,9 @@ def compile_loop_bodies(
     A body no kernel takes (no array work, or array work whose shapes follow the loop index)
     runs op by op, or as the runner `compile_loop` makes for the whole loop where it makes
     one. The host loop of a compiled body runs through the runner
-    `replay_host_loop` makes of it, where given. A loop inside a body that runs op by op
-    runs as the runner `compile_nested_loop` makes of it, where given. `typed_results=False`
+    `replay_host_loop` makes of it, where given. A `for_loop` or `while_loop` inside a body
+    that runs op by op (a `cond` branch that runs op by op included) runs as the runner
+    `compile_nested_loop` makes of it, where given. `typed_results=False`
     keeps a carried Python scalar that no iteration changed as it is (for backends that run
     the loop node as a Python call).
     Returns `graph` itself when it has no loop node.
@@ -118,21 +129,39 @@ def compile_loop_bodies(
             if compiled is not None and replay_host_loop is not None:
                 runner = replay_host_loop(node, body, runner, _where(graph, node))
             if _in_op_by_op_body and compile_nested_loop is not None:
-                runner = compile_nested_loop(node, body, runner)
+                runner = compile_nested_loop.for_loop(node, body, runner)
             set_loop_runner(body, runner)
             params["body"] = body
         elif _is_cond(node):
             for key in ("then_branch", "else_branch"):
-                params[key] = _compiled_branch(node.kwargs[key], compile_body)
+                branch = node.kwargs[key]
+                if compile_nested_loop is not None and not kernels_take(branch):
+                    # A branch that runs op by op: its loops are nested in it as in a body.
+                    branch = compile_loop_bodies(
+                        branch,
+                        compile_body,
+                        compile_loop=compile_loop,
+                        replay_host_loop=replay_host_loop,
+                        compile_nested_loop=compile_nested_loop,
+                        typed_results=typed_results,
+                        _in_op_by_op_body=compile_loop is None,
+                    )
+                params[key] = _compiled_branch(branch, compile_body)
         elif is_while_loop(node):
             inner = compile_loop_bodies(
                 node.kwargs["body"],
                 compile_body,
                 compile_loop=compile_loop,
                 replay_host_loop=replay_host_loop,
+                compile_nested_loop=compile_nested_loop,
                 typed_results=typed_results,
+                _in_op_by_op_body=compile_loop is None and not kernels_take(node.kwargs["body"]),
             )
-            params["body"] = _compiled_while_body(inner, compile_body, node.kwargs["carried"])
+            body = _compiled_while_body(inner, compile_body, node.kwargs["carried"])
+            if _in_op_by_op_body and compile_nested_loop is not None:
+                body = body if body is not inner else own_copy(inner)
+                set_while_runner(body, compile_nested_loop.while_loop(node, body))
+            params["body"] = body
         inputs = tuple(tree_map(rename, list(node.inputs)))
         copy = result.add_node(op, inputs, params, node.meta)
         mapping[node] = copy

@@ -1,0 +1,298 @@
+"""Loops nested in a body that runs op by op (nested_loops.py): each a C module of its own.
+
+The outer bodies below slice with shapes that follow the loop index (no kernel takes them:
+they run op by op); the `while` loops and the loops of `cond` branches inside them must
+run as C modules of their own (counter `loop_nested_c_runs`), with eager's values, dtypes
+and in-place effects. `loop_graph` gives None for a loop whose inputs have shapes that
+follow an enclosing index, and a loop whose module does not run it as C, or that gets
+values of other types, runs op by op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import numpile_runtime as rt
+from numpile_capture import Graph, Node, capture_function, compile_function, run_graph
+from numpile_capture.testing import assert_same_as_eager as _same
+from numpile_inductor.background_build import wait_idle
+from numpile_inductor.loops import host_loop
+from numpile_inductor.nested_loops import NestedLoop, loop_graph, nested_loop_runner
+
+SIZES = (0, 1, 5, 30)
+
+
+def first_large_from(A: Any, tol: float) -> Any:
+    # A pivot search per row: the first column from the diagonal on whose entry reaches
+    # `tol` times the row's largest.
+    n = A.shape[0]
+    found = np.zeros(n, dtype=np.int64)
+    for k in range(n):
+        big = np.abs(A[k, k:]).max()
+        j = k
+        while j < n - 1 and abs(A[k, j]) < tol * big:
+            j += 1
+        found[k] = j
+    return found
+
+
+def scaled_row_sums(A: Any) -> Any:
+    # A nested `for` carrying `s = 0.0`: its first iteration runs on the Python float, then
+    # the module takes the value it left (not the node's constant 0.0).
+    n = A.shape[0]
+    out = np.zeros(n)
+    for k in range(n):
+        m = np.abs(A[k:, k]).max()
+        s = 0.0
+        for j in range(k, n):
+            s += A[k, j] / m
+        out[k] = s
+    return out
+
+
+def gram_schmidt_twice(A: Any) -> Any:
+    # Re-orthogonalised while a column lost too much of its norm: the `while` carries a
+    # Python float through its first pass (`after = 0.0`), its element loops inside it.
+    m, n = A.shape
+    Q = np.zeros((m, n))
+    R = np.zeros((n, n))
+    for j in range(n):
+        v = A[:, j].copy()
+        before = np.sqrt(v @ v)
+        after = 0.0
+        passes = 0
+        while passes < 2 and after < 0.7071 * before:
+            if passes > 0:
+                before = after
+            for i in range(j):
+                s = 0.0
+                for r in range(m):
+                    s += Q[r, i] * v[r]
+                R[i, j] += s
+                for r in range(m):
+                    v[r] -= s * Q[r, i]
+            t = 0.0
+            for r in range(m):
+                t += v[r] * v[r]
+            after = np.sqrt(t)
+            passes += 1
+        R[j, j] = after
+        Q[:, j] = v / after
+        R[: j + 1, j] = R[: j + 1, j] * 1.0  # shape follows j: the body runs op by op
+    return Q, R
+
+
+def halve_rows_with_negatives(A: Any) -> Any:
+    # An element loop under an `if` of a body that runs op by op.
+    n = A.shape[0]
+    for k in range(n):
+        if np.any(A[k, k:] < 0.0):
+            for j in range(k, n):
+                A[k, j] = A[k, j] * 0.5
+    return A
+
+
+def scale_below_diagonal(A: Any) -> Any:
+    # LU's shape: an element loop in a body that slices by its index.
+    n = A.shape[0]
+    for k in range(n):
+        scale = np.abs(A[k:, k]).max() + 1.0
+        for i in range(k + 1, n):
+            A[i, k] = A[i, k] / scale
+    return A
+
+
+def halve_tails(A: Any) -> Any:
+    # The inner loop takes a view whose shape follows the outer index: no module of its own.
+    n = A.shape[0]
+    for k in range(n):
+        tail = A[k, k:]
+        for j in range(n - k):
+            tail[j] = tail[j] * 0.5
+    return A
+
+
+def _inputs(fn: Callable[..., Any], n: int) -> tuple[Any, ...]:
+    rng = np.random.default_rng(n)
+    if fn is first_large_from:
+        return (rng.standard_normal((n, n)), 0.9)
+    if fn is gram_schmidt_twice:
+        return (rng.standard_normal((n + 2, n)),)
+    return (rng.standard_normal((n, n)),)
+
+
+def _copies(args: tuple[Any, ...]) -> list[Any]:
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _entered(A: Any, tol: float) -> int:
+    # The rows whose pivot search enters its `while`.
+    n = A.shape[0]
+    return sum(k < n - 1 and abs(A[k, k]) < tol * np.abs(A[k, k:]).max() for k in range(n))
+
+
+def _halved(A: Any) -> int:
+    # The rows with a negative entry from the diagonal on.
+    return sum(bool(np.any(A[k, k:] < 0.0)) for k in range(A.shape[0]))
+
+
+@pytest.mark.parametrize(
+    ("fn", "runs"),
+    [
+        (first_large_from, _entered),
+        (scaled_row_sums, lambda A: A.shape[0]),
+        (gram_schmidt_twice, lambda A: A.shape[1]),
+        (halve_rows_with_negatives, _halved),
+    ],
+)
+def test_while_and_cond_loops_nested_in_op_by_op_bodies_run_as_c(
+    fn: Callable[..., Any], runs: Callable[..., int]
+) -> None:
+    compiled = compile_function(fn, backend="inductor", dynamic=True)
+    for n in SIZES:
+        args = _inputs(fn, n)
+        mine, theirs = _copies(args), _copies(args)
+        rt.reset_counters()
+        _same(compiled(*mine), fn(*theirs))
+        for got, want in zip(mine, theirs, strict=True):
+            if isinstance(want, np.ndarray):
+                np.testing.assert_array_equal(got, want)
+        if n > 1:  # 0 and 1 are specialized: their loops are unrolled
+            assert rt.counters().get("loop_nested_c_runs", 0) == runs(*args), (fn.__name__, n)
+        if n == 30:
+            assert runs(*args) > 0
+
+
+def _loop_nodes(graph: Graph) -> list[tuple[Node, Graph]]:
+    # Every loop node of `graph`'s bodies and branches, with the graph it sits in.
+    found = []
+    for node in graph.nodes:
+        for _, value in node.params:
+            if isinstance(value, Graph):
+                found.extend((inner, value) for inner in value.nodes if _is_loop(inner))
+                found.extend(_loop_nodes(value))
+    return found
+
+
+def _is_loop(node: Node) -> bool:
+    return node.op is not None and node.op.name in ("for_loop", "while_loop")
+
+
+def _dynamic_graph(fn: Callable[..., Any], *args: Any) -> Graph:
+    # The graph capture's dispatcher makes of `fn` at these arguments, sizes symbolic.
+    graphs: list[Graph] = []
+
+    def backend(graph: Graph, example_inputs: Any) -> Any:
+        graphs.append(graph)
+        return lambda *inputs: run_graph(graph, inputs)
+
+    compile_function(fn, backend=backend, dynamic=True)(*_copies(args))
+    (graph,) = graphs
+    return graph
+
+
+def test_loop_graph_is_none_where_an_input_shape_follows_an_enclosing_index() -> None:
+    A = np.random.default_rng(0).standard_normal((6, 6))
+    ((inner, _),) = _loop_nodes(_dynamic_graph(halve_tails, A))
+    assert loop_graph(inner, dict(inner.params)["body"]) is None
+    assert NestedLoop(inner, dict(inner.params)["body"], _no_compile).build() is False
+
+
+def _no_compile(graph: Graph) -> tuple[Callable[..., Any], bool]:
+    raise AssertionError("a loop with no loop graph is not compiled")
+
+
+def test_a_nested_while_graph_takes_its_entry_and_its_first_pass_values() -> None:
+    A = np.random.default_rng(0).standard_normal((7, 5))
+    graph = _dynamic_graph(gram_schmidt_twice, A)
+    ((node, _),) = [(n, g) for n, g in _loop_nodes(graph) if n.op.name == "while_loop"]
+    text = str(loop_graph(node, dict(node.params)["body"]))
+    # Whether it enters as a bool; the carried values as arguments (`after = 0.0` and
+    # `passes = 0` are constants of the node), with the first pass's types: the module runs
+    # the first pass too.
+    assert text.startswith("graph(a0: bool, a1: float, a2: int, a3: float64[], a4: int,")
+    assert "first=<graph>" in text
+
+
+def _nested_for(n: int) -> tuple[Node, Graph, Any]:
+    # The inner `for` of halve_rows_with_negatives' branch, and the graph to run it in.
+    A = np.random.default_rng(1).standard_normal((n, n))
+    graph = capture_function(halve_rows_with_negatives, (A,), {}).graph
+    ((node, _),) = _loop_nodes(graph)
+    return node, dict(node.params)["body"], A
+
+
+def test_a_nested_loop_whose_module_does_not_run_it_as_c_runs_op_by_op() -> None:
+    node, body, A = _nested_for(5)
+    built: list[Graph] = []
+
+    def not_c(graph: Graph) -> tuple[Callable[..., Any], bool]:
+        built.append(graph)
+        return (lambda *args: pytest.fail("the module of a host loop was called")), False
+
+    runner = nested_loop_runner(NestedLoop(node, body, not_c), host_loop(body, None))
+    mine, theirs = A.copy(), A.copy()
+    rt.reset_counters()
+    runner(range(1, 5), (mine, 1), 0)  # the values of the node's inputs A, k
+    for index in range(1, 5):
+        run_graph(body, (index, theirs, 1))
+    np.testing.assert_array_equal(mine, theirs)
+    assert len(built) == 1 and rt.counters().get("loop_op_by_op_runs") == 1
+    runner(range(1, 5), (mine, 1), 0)
+    assert len(built) == 1  # compiled once
+
+
+def test_a_nested_loop_whose_compile_fails_runs_op_by_op_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    node, body, A = _nested_for(5)
+
+    def failing(graph: Graph) -> tuple[Callable[..., Any], bool]:
+        raise RuntimeError("no module today")
+
+    runner = nested_loop_runner(NestedLoop(node, body, failing), host_loop(body, None))
+    mine, theirs = A.copy(), A.copy()
+    runner(range(2, 5), (mine, 2), 0)
+    for index in range(2, 5):
+        run_graph(body, (index, theirs, 2))
+    np.testing.assert_array_equal(mine, theirs)
+    assert any("no module today" in record.getMessage() for record in caplog.records)
+
+
+def test_a_nested_loop_given_values_of_other_types_runs_op_by_op() -> None:
+    node, body, A = _nested_for(5)
+    calls: list[tuple[Any, ...]] = []
+
+    def c_module(graph: Graph) -> tuple[Callable[..., Any], bool]:
+        return (lambda *args: calls.append(args) or ()), True
+
+    runner = nested_loop_runner(NestedLoop(node, body, c_module), host_loop(body, None))
+    runner(range(0, 5), (A, 0), 0)
+    assert len(calls) == 1
+    as_float32 = A.astype(np.float32)
+    want = as_float32.copy()
+    runner(range(0, 5), (as_float32, 0), 0)
+    for index in range(5):
+        run_graph(body, (index, want, 0))
+    assert len(calls) == 1
+    np.testing.assert_array_equal(as_float32, want)
+
+
+def test_nested_modules_build_with_the_graph_not_in_its_first_compiled_call() -> None:
+    # Tiered: the background build that compiles the graph builds its nested loops too; the
+    # first call that runs the compiled code compiles nothing.
+    fn = compile_function(
+        scale_below_diagonal, backend="inductor", options={"tiered": True, "graph_cache": False}
+    )
+    A = np.random.default_rng(3).standard_normal((8, 8))
+    _same(fn(A.copy()), scale_below_diagonal(A.copy()))
+    assert wait_idle(120)
+    rt.reset_counters()
+    _same(fn(A.copy()), scale_below_diagonal(A.copy()))
+    counters = rt.counters()
+    assert counters.get("loop_nested_c_runs") == 8
+    assert "inductor_graph_cache_miss" not in counters and "module_load" not in counters
