@@ -5,7 +5,9 @@ makes every size dynamic from the first compile; None (the default) compiles
 static first and makes a dimension dynamic once a recompile sees it change
 (the observed sizes are kept per code object until `reset()`). Python int and
 float inputs follow the same policy: a dynamic one becomes a graph input
-instead of a constant the graph bakes in (see `ScalarInputVar`); so do NumPy integer and
+instead of a constant the graph bakes in (see `ScalarInputVar`), except that a Python
+float argument is one from the first compile under None (a new step size compiles
+nothing; `is_float_argument`); so do NumPy integer and
 floating scalars (a 0-d graph input guarded by its type, hence its dtype, not its value).
 
 NumPy arrays take no attributes, so marks live in a side table keyed by
@@ -168,7 +170,8 @@ class DynamicPolicy:
         """Whether the Python scalar `value` read from `source` is compiled as a graph input.
 
         Only exact ints and floats of `scalar_types` qualify (bools and NumPy scalars stay
-        specialized); with `mode` None, once a recompile has seen `source` change.
+        specialized); with `mode` None, a float argument at once (`is_float_argument`),
+        anything else once a recompile has seen `source` change.
 
             >>> DynamicPolicy(True).scalar_is_input(0.5, "L['lr']")
             True
@@ -176,7 +179,21 @@ class DynamicPolicy:
         if type(value) not in self.scalar_types or self.mode is False:
             return False
         changed = self._observe_scalar(source, value)
-        return self.mode is True or changed or self.is_loop_local(source)
+        first = self.mode is None and self.is_float_argument(value, source)
+        return self.mode is True or changed or first or self.is_loop_local(source)
+
+    def is_float_argument(self, value: Any, source: str) -> bool:
+        """Whether `value` is a Python float read from the frame's locals (an argument, an
+        item of one): a graph input from the first capture under `mode` None, since a step
+        size or a coefficient changes between calls and its exact value matters to no shape.
+
+        A use that needs the value (`np.full`, a slice bound) still specializes it; globals
+        and closure cells, which hold constants, are baked in until they change.
+
+            >>> DynamicPolicy(None).is_float_argument(0.1, "L['dt']")
+            True
+        """
+        return type(value) is float and float in self.scalar_types and source.startswith("L[")
 
     def is_loop_local(self, source: str) -> bool:
         """Whether `source` is a local of a resume function inside a loop (`loop_locals`):
