@@ -309,6 +309,14 @@ def test_a_csr_nonzero_count_compiles_once() -> None:
     assert _compiles(_csr_matvec, [_csr(n, rng) for n in (8, 16, 80)])[0] == 1
 
 
+def test_a_csr_matrix_with_as_many_nonzeros_as_rows_compiles_once() -> None:
+    # The sizes a data-bounded loop reads share no symbol (duck sizing would guard a
+    # diagonal's `data` and `x` equal), so the next matrix compiles nothing.
+    rng = np.random.default_rng(4)
+    diagonal = [(np.arange(n + 1), np.arange(n), np.ones(n), np.ones(n)) for n in (6, 9)]
+    assert _compiles(_csr_matvec, [*diagonal, _csr(30, rng)])[0] == 1
+
+
 def _squares_of_arange(n: int) -> Any:
     r = np.arange(n)
     s = 0

@@ -310,6 +310,8 @@ def _widen(policy: DynamicPolicy, origins: Iterable[Origin], *, apply: bool) -> 
         if isinstance(origin, ReadOrigin):
             whole = SizeOrigin(0, frozenset({origin.source}))
             changed = _widen_inputs(observed, whole, apply=apply) or changed
+            if apply and policy.unshared is not None:
+                policy.unshared.add(origin.source)
             continue
         if isinstance(origin, ScalarOrigin):
             if scalars is not None and scalars.get(origin.source) != CHANGED:

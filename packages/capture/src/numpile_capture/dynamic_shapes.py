@@ -49,7 +49,14 @@ _OBSERVED: dict[types.CodeType, dict[str, tuple[int | None, ...]]] = {}
 # NOTE: code object -> source name -> (type, value) of the Python scalar seen there
 # (CHANGED once two captures saw different values: it is dynamic from then on).
 _OBSERVED_SCALARS: dict[types.CodeType, dict[str, Any]] = {}
+
+# NOTE: code object -> the array inputs whose dynamic sizes share no symbol with equal
+# sizes of other inputs (see `DynamicPolicy.unshared`).
+_UNSHARED: dict[types.CodeType, set[str]] = {}
 CHANGED = "changed"
+# The lower bound of an unshared dynamic size: a bound keeps a symbol of its own, and 2
+# is where every dynamic size starts (sizes 0 and 1 are specialized).
+_MIN_UNSHARED = 2
 
 _state = threading.local()
 
@@ -158,6 +165,10 @@ class DynamicPolicy:
     # bound_origins.capture_widening).
     ahead: bool = attrs.field(default=False, eq=False)
     widened_ahead: bool = attrs.field(default=False, eq=False)
+    # Array inputs read by a loop whose trip count is data (CSR's `data`, `x`): their
+    # dynamic sizes are independent of the other inputs', so equal values do not make
+    # them share a symbol (which a guard would then hold equal; see bound_origins).
+    unshared: set[str] | None = attrs.field(default=None, eq=False)
     # Sizes widened ahead: an input first read after the widening has its dims of these
     # sizes dynamic from the start, as the widening would have made them had it been read.
     dynamic_sizes: frozenset[int] = attrs.field(default=frozenset(), eq=False)
@@ -250,6 +261,7 @@ class DynamicPolicy:
             return tuple(_STATIC for _ in shape)
         marks = _MARKS.get(id(x))
         dynamic, static = marks if marks is not None else ({}, set())
+        alone = self.unshared is not None and source in self.unshared
         choices = []
         for axis in range(len(shape)):
             if axis in static:
@@ -257,6 +269,8 @@ class DynamicPolicy:
             elif axis in dynamic:
                 lo, hi = dynamic[axis]
                 choices.append(DimChoice(True, lo, hi))
+            elif alone and axis in changed:
+                choices.append(DimChoice(True, lo=_MIN_UNSHARED))  # bounded: no duck sizing
             elif self.mode is True or axis in changed or self.is_loop_local(source):
                 choices.append(DimChoice(True))
             else:
@@ -313,10 +327,20 @@ def observed_scalars(code: types.CodeType) -> dict[str, Any]:
     return _OBSERVED_SCALARS.setdefault(code, {})
 
 
+def unshared_sources(code: types.CodeType) -> set[str]:
+    """The array inputs of `code` whose dynamic sizes share no symbol (created empty).
+
+    >>> unshared_sources((lambda: 0).__code__)
+    set()
+    """
+    return _UNSHARED.setdefault(code, set())
+
+
 def forget_observed_sizes() -> None:
     """Forget every observed size and scalar (part of `reset()`)."""
     _OBSERVED.clear()
     _OBSERVED_SCALARS.clear()
+    _UNSHARED.clear()
 
 
 @contextlib.contextmanager
