@@ -6,7 +6,8 @@ NumPy eager and timed, one table row a program.
     python -m benchmarks.unseen_loops --size 64        # the size the warm calls run at
 
 Per program: ``numpile.compile(fn, dynamic=True)`` and ``numpile.compile(fn)`` against eager
-at each of its sizes (result structure, leaf types, dtypes, values, the inputs afterwards);
+at each of its sizes (result structure, leaf types, dtypes, values, the inputs afterwards),
+with the captures the default options made at a new size (2 and more, after the first);
 what ``numpile.explain`` finds at its last size (graphs, graph breaks, loops not kept); the
 loops the inductor runs with NumPy per iteration instead of as C (its
 ``numpile.perf_hints`` lines, logged while the checks compiled); and NumPy's warm time over
@@ -42,6 +43,7 @@ class UnseenRow:
     breaks: int
     not_kept: int
     per_iteration: int
+    captures_again: int
     ratio: float | None
 
 
@@ -69,16 +71,26 @@ def _outcome(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         return error
 
 
-def check(entry: UnseenLoop) -> str:
-    """``ok``, or the first way a compiled call differs from eager (options, size, what)."""
+def check(entry: UnseenLoop) -> tuple[str, int]:
+    """``ok``, or the first way a compiled call differs from eager (options, size, what);
+    and how many captures the default options made at sizes of 2 and more after the first
+    (a new size that captures again; sizes 0 and 1 are specialized, as in torch)."""
     import numpile  # late: `--help` needs no compiler
+    from numpile_capture.capture_events import recording_captures
 
+    again = 0
     for label, options in (("dynamic", {"dynamic": True}), ("default", {})):
         numpile.reset()
         compiled = numpile.compile(entry.fn, **options)
+        seen_a_size = False
         for seed, n in enumerate(entry.sizes):
             eager_args, compiled_args = _inputs(entry, n, seed), _inputs(entry, n, seed)
-            want, got = _outcome(entry.fn, eager_args), _outcome(compiled, compiled_args)
+            want = _outcome(entry.fn, eager_args)
+            with recording_captures() as events:
+                got = _outcome(compiled, compiled_args)
+            if label == "default" and n >= 2:
+                again += len(events) if seen_a_size else 0
+                seen_a_size = True
             if isinstance(want, Exception) or isinstance(got, Exception):
                 same = type(want) is type(got) and str(want) == str(got)
                 found = "ok" if same else f"{want!r} vs {got!r}"
@@ -87,8 +99,8 @@ def check(entry: UnseenLoop) -> str:
                 if found == "ok":
                     found = agree(eager_args, compiled_args)
             if found != "ok":
-                return f"{label} n={n}: {found}"[:80]
-    return "ok"
+                return f"{label} n={n}: {found}"[:80], again
+    return "ok", again
 
 
 def run_program(name: str, size: int, *, budget_s: float) -> UnseenRow:
@@ -102,7 +114,7 @@ def run_program(name: str, size: int, *, budget_s: float) -> UnseenRow:
     level = log.level
     log.setLevel(logging.INFO)
     try:
-        checked = check(entry)
+        checked, again = check(entry)
     finally:
         log.removeHandler(hints)
         log.setLevel(level)
@@ -110,7 +122,7 @@ def run_program(name: str, size: int, *, budget_s: float) -> UnseenRow:
     explained = _outcome(numpile.explain(entry.fn), _inputs(entry, entry.sizes[-1], 0))
     if isinstance(explained, Exception):
         # The eager backend runs the captured graph: a wrong capture can raise here.
-        return UnseenRow(name, f"explain raised {explained!r}"[:80], -1, -1, -1, -1, None)
+        return UnseenRow(name, f"explain raised {explained!r}"[:80], -1, -1, -1, -1, again, None)
     numpile.reset()
     compiled = numpile.compile(entry.fn, dynamic=True)
     args = _inputs(entry, size, 0)
@@ -128,6 +140,7 @@ def run_program(name: str, size: int, *, budget_s: float) -> UnseenRow:
         breaks=explained.graph_break_count,
         not_kept=len(explained.loops_not_kept),
         per_iteration=len(hints.loops),
+        captures_again=again,
         ratio=ratio,
     )
 
@@ -138,14 +151,14 @@ def render(rows: Sequence[UnseenRow], *, size: int) -> str:
         f"Unseen loops at size {size}; load average {load_average()}",
         "",
         "| program | result | graphs | breaks | loops not kept | loops run by NumPy "
-        "| NumPy / numpile |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| captures at a new size | NumPy / numpile |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         ratio = "n/a" if row.ratio is None else f"{row.ratio:.2f}x"
         lines.append(
             f"| {row.name} | {row.check} | {row.graphs} | {row.breaks} | {row.not_kept} "
-            f"| {row.per_iteration} | {ratio} |"
+            f"| {row.per_iteration} | {row.captures_again} | {ratio} |"
         )
     return "\n".join(lines)
 
@@ -161,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in names:
         rows.append(run_program(name, options.size, budget_s=options.budget))
-        print(f"{name}: {rows[-1].check}", file=sys.stderr, flush=True)
+        row = rows[-1]
+        print(f"{name}: {row.check}, {row.captures_again} again", file=sys.stderr, flush=True)
     print(render(rows, size=options.size))
     return 0 if all(row.check == "ok" for row in rows) else 1
 

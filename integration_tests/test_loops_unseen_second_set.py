@@ -16,7 +16,11 @@ What the set found, fixed with tests of their own in the capture layer:
   `maxit` in `while err > tol and it < maxit` were baked in, a second capture per new trip
   count (`test_capture_bound_origins.py`); the while loop's body of array work ran op by
   op with NumPy, its element loop included, 40x slower than NumPy at n=200: it runs
-  compiled per iteration now (`test_inductor_while_bodies.py`).
+  compiled per iteration now (`test_inductor_while_bodies.py`);
+- `write_through_a_view` (a loop bounded by a view's size), `newton_while_abs_dx` (a
+  Python float argument), `csr_matvec` (the nonzero count) and `lu_partial_pivoting`
+  (`np.arange(n)`) captured once more at a new size: not any more
+  (`test_capture_bound_origins.py`).
 
 Left as they are, with the reason `explain` gives: `smith_waterman` and
 `kadane_max_subarray` (`max(0, h)`, `max(-np.inf, cur)`: the item Python returns, and so
@@ -77,24 +81,12 @@ def test_matches_eager(name: str) -> None:
     assert run_program(_program(name), numpile.compile, "eager") == []
 
 
-# Programs whose second call captures again for a reason other than a trip count, and
-# whose third call must not: a Python float input (`x0`) is specialized until it changes,
-# as torch does; a loop bounded by a view's size (`B = A[1:]`) widens on the second call
-# only (its origin is the view, not an input).
-CAPTURED_ON_THE_SECOND_CALL = ("newton_while_abs_dx", "write_through_a_view")
 # Loops unrolled, with the reason `explain` gives: `dp = dp * x + p` is a Python float in
 # the first iteration, a NumPy float64 from the second (`p` is one after the first).
 NOT_KEPT = {"newton_while_abs_dx": "the carried types change over more than one iteration"}
-# csr_matvec's nonzero count bounds no loop: it is specialized until it changes, and
-# duck sizing unifies it with `n` where they happen to be equal.
-# lu_partial_pivoting's `np.arange(n)` takes its stop as a static param (no symbolic
-# arange yet): each new size is a new capture.
-NOT_BY_SIZE = ("csr_matvec", "lu_partial_pivoting")
 
 
-@pytest.mark.parametrize(
-    "name", [n for n in SECOND_SET if not PROGRAMS[n].breaks and n not in NOT_BY_SIZE]
-)
+@pytest.mark.parametrize("name", [n for n in SECOND_SET if not PROGRAMS[n].breaks])
 def test_kept_whole_and_not_captured_again_at_ten_times_the_trip_count(name: str) -> None:
     explained = numpile.explain(PROGRAMS[name].fn)(*_inputs(name, 3))
     assert explained.graph_break_count == 0
@@ -103,8 +95,6 @@ def test_kept_whole_and_not_captured_again_at_ten_times_the_trip_count(name: str
     numpile.reset()  # what explain's capture observed must not widen the inputs below
     compiled = numpile.compile(PROGRAMS[name].fn, backend="eager")
     compiled(*_inputs(name, 2))
-    if name in CAPTURED_ON_THE_SECOND_CALL:
-        compiled(*_inputs(name, 3))
     with recording_captures() as events:
         compiled(*_inputs(name, 20))
     assert events == []

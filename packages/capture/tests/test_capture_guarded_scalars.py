@@ -98,12 +98,14 @@ def _zeros_of(a: Any, x: Any) -> Any:
     return np.zeros(int(a)) + x[0]
 
 
-def test_int_of_a_scalar_input_specializes_only_where_a_use_needs_its_value() -> None:
-    # A shape needs the int: the entry guards `int(L['a'])` equal, so 3.2 and 3.9 share one
-    # and 5.5 recompiles, naming `int(L['a'])` in its reason.
+def test_int_of_a_scalar_input_as_a_size_is_a_size_symbol() -> None:
+    # A created array's size is a size symbol of the int, guarded >= 2: 3.2, 3.9 and 5.5
+    # share the entry compiled once `a` changed.
     calls = [(np.float64(v), X) for v in (1.0, 3.2, 3.9, 5.5)]
-    assert _compiles(_zeros_of, calls) == 3
-    assert "EQUALS_MATCH((int(L['a'])), 3)" in _guards(_zeros_of)
+    assert _compiles(_zeros_of, calls) == 2
+    assert "SHAPE_RELATION((int(L['a'])) >= 2)" in _guards(_zeros_of)
+    # 1.5 makes a one-element array: sizes 0 and 1 are specialized, a new entry.
+    assert _compiles(_zeros_of, [(np.float64(1.5), X)]) == 1
 
 
 def _loop(a: Any, x: Any) -> Any:

@@ -19,7 +19,7 @@ import numpy as np
 
 from numpile_guards import AttrSource, ItemSource
 
-from .bound_origins import size_var
+from .bound_origins import size_vars
 from .builtin_calls import container_method
 from .capture_result import Unsupported
 from .operators import STATIC_ARRAY_ATTRIBUTES, ArrayFlags, apply_binding
@@ -133,7 +133,13 @@ def load_attribute(tracer: Tracer, obj: Variable, name: str) -> Variable:
             if isinstance(value, ArrayFlags):
                 return ConstantVar(value)
             if name == "shape":  # sizes remember they are sizes (see bound_origins)
-                return TupleVar(tuple(size_var(size) for size in value))
+                builder, node = tracer.builder, obj.node
+                sized = size_vars(
+                    value,
+                    lambda: builder.array_inputs_of(node),
+                    lambda: builder.created_origins_of(node),
+                )
+                return TupleVar(sized)
             return tracer.builder.build_unguarded(value)
         binding = tracer.bindings.lookup_attribute(name)
         if binding is not None:

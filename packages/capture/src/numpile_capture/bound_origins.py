@@ -12,7 +12,9 @@ more with those inputs dynamic (`widen_loop_bounds`): the Python int becomes an
 unspecialized graph input (its uses that need the value still guard on it: a created
 array's shape, a branch's outcome) and every input dimension of the size becomes a
 symbol (duck sizing: a square matrix whose order bounds the loop is symbolic in both
-dimensions).
+dimensions). A size that no input dimension has, read from an array computed from
+inputs (`v = A[1:-1]`, `range(v.shape[0])`), makes every dimension of those inputs a
+symbol instead, so the bound becomes an expression of them (`s0 - 2`).
 
 The static capture would be thrown away, so it stops at the head of the first loop about
 to be kept whose bounds have such origins, before its body is traced (`widen_ahead`
@@ -23,7 +25,7 @@ this shortcut, static first.
 
     >>> var = with_origins(ConstantVar(7), size_var(8))
     >>> sorted(var.origins) if isinstance(var, OriginVar) else None
-    [SizeOrigin(size=8)]
+    [SizeOrigin(size=8, inputs=frozenset())]
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any, TypeVar
 import attrs
 
 from .dynamic_shapes import CHANGED, DynamicPolicy, current_policy
-from .variables import ConstantVar, Variable
+from .variables import ConstantVar, ListVar, ScalarNodeVar, TupleVar, Variable
 
 log = logging.getLogger("numpile.capture.dynamic")
 
@@ -51,12 +53,27 @@ class ScalarOrigin:
 
 @attrs.frozen(order=True)
 class SizeOrigin:
-    """A static array size: every input dimension of this size is its possible origin."""
+    """A static array size: every input dimension of this size is its possible origin.
+
+    `inputs` names the array inputs the sized array was computed from (a view `A[1:-1]`:
+    `L['A']`): where no input dimension has the size, as a view's `n - 2` has not, each
+    of their dimensions is its possible origin.
+    """
 
     size: int
+    inputs: frozenset[str] = frozenset()
 
 
-Origin = ScalarOrigin | SizeOrigin
+@attrs.frozen(order=True)
+class ReadOrigin:
+    """An array input read by a kept loop whose trip count is data (CSR's
+    `range(indptr[i], indptr[i + 1])`): its sizes only bound the indices such a loop reads
+    at, as a trip count does, so every dimension of it becomes a symbol."""
+
+    source: str
+
+
+Origin = ScalarOrigin | SizeOrigin | ReadOrigin
 
 
 @attrs.frozen(eq=False)
@@ -85,6 +102,20 @@ def origins_of(variables: Iterable[Variable]) -> frozenset[Origin]:
     return frozenset(found)
 
 
+def nested_origins(variables: Iterable[Variable]) -> frozenset[Origin]:
+    """The origins of the tagged variables among `variables` and inside their tuples and
+    lists (a shape `(n, 3)`).
+
+    >>> nested_origins([TupleVar((ConstantVar(1),))])
+    frozenset()
+    """
+    found: set[Origin] = set(origins_of(variables))
+    for var in variables:
+        if isinstance(var, TupleVar | ListVar):
+            found.update(nested_origins(var.items))
+    return frozenset(found)
+
+
 def with_origins(var: Variable, *operands: Variable) -> Variable:
     """`var` tagged with its operands' origins when it is a plain int or a range.
 
@@ -100,15 +131,36 @@ def with_origins(var: Variable, *operands: Variable) -> Variable:
     return OriginVar(value, source=var.source, origins=origins_of([var]) | origins)
 
 
-def size_var(size: Any) -> Variable:
-    """A static size as a constant tagged with its origin (0 and 1 never become symbols).
+def size_var(size: Any, inputs: frozenset[str] = frozenset()) -> Variable:
+    """A static size as a constant tagged with its origin (0 and 1 never become symbols);
+    `inputs` names the array inputs the sized array was computed from (see `SizeOrigin`).
 
     >>> size_var(1).describe()
     '1'
     """
     if type(size) is int and size >= 2:
-        return OriginVar(size, origins=frozenset({SizeOrigin(size)}))
+        return OriginVar(size, origins=frozenset({SizeOrigin(size, inputs)}))
     return ConstantVar(size)
+
+
+def size_vars(
+    sizes: Iterable[Any],
+    inputs: Callable[[], frozenset[str]],
+    created: Callable[[], frozenset[Origin]] = frozenset,
+) -> tuple[Variable, ...]:
+    """An array's sizes as `size_var`s; `inputs()` names the array inputs it was computed
+    from, `created()` gives the origins of the shapes of the arrays it was made from
+    (`np.arange(n)`): both asked only when the capture's policy may widen.
+
+    >>> [var.describe() for var in size_vars((1, 4), frozenset)]
+    ['1', '4']
+    """
+    sizes = tuple(sizes)
+    wide = any(type(size) is int and size >= 2 for size in sizes) and _widens(current_policy())
+    if not wide:
+        return tuple(size_var(size) for size in sizes)
+    names, made = inputs(), OriginVar(0, origins=created())
+    return tuple(with_origins(size_var(size, names), made) for size in sizes)
 
 
 def scalar_input_var(value: int, source: Any, policy: DynamicPolicy) -> ConstantVar:
@@ -128,6 +180,16 @@ def note_loop_bounds(bounds: Iterable[Variable]) -> None:
     origins = origins_of(bounds)
     if origins:
         current_policy().loop_bounds.update(origins)
+
+
+def note_loop_reads(bounds: Iterable[Variable], reads: Callable[[], frozenset[str]]) -> None:
+    """Record, on the capture's policy, the array inputs a kept loop reads (`reads()`, their
+    source names) when one of its bounds is read from data, not computed from sizes."""
+    if not any(isinstance(b, ScalarNodeVar) and b.expr is None for b in bounds):
+        return
+    policy = current_policy()
+    if _widens(policy):
+        policy.loop_bounds.update(ReadOrigin(source) for source in reads())
 
 
 class WidenAhead(BaseException):
@@ -245,6 +307,12 @@ def _widen(policy: DynamicPolicy, origins: Iterable[Origin], *, apply: bool) -> 
         return False
     changed = False
     for origin in sorted(origins, key=repr):
+        if isinstance(origin, ReadOrigin):
+            whole = SizeOrigin(0, frozenset({origin.source}))
+            changed = _widen_inputs(observed, whole, apply=apply) or changed
+            if apply and policy.unshared is not None:
+                policy.unshared.add(origin.source)
+            continue
         if isinstance(origin, ScalarOrigin):
             if scalars is not None and scalars.get(origin.source) != CHANGED:
                 changed = True
@@ -252,9 +320,10 @@ def _widen(policy: DynamicPolicy, origins: Iterable[Origin], *, apply: bool) -> 
                     scalars[origin.source] = CHANGED
                     log.info("automatic dynamic: %s bounds a loop", origin.source)
             continue
+        matched = False
         for source, shape in list(observed.items()):
             if origin.size in shape:
-                changed = True
+                changed = matched = True
                 if apply:
                     observed[source] = tuple(None if d == origin.size else d for d in shape)
                     log.info(
@@ -262,4 +331,29 @@ def _widen(policy: DynamicPolicy, origins: Iterable[Origin], *, apply: bool) -> 
                         source,
                         origin.size,
                     )
+        if not matched:
+            changed = _widen_inputs(observed, origin, apply=apply) or changed
+    return changed
+
+
+def _widen_inputs(
+    observed: dict[str, tuple[int | None, ...]], origin: SizeOrigin, *, apply: bool
+) -> bool:
+    # A size no input dimension has (a view's `n - 2`): every dimension of the inputs it
+    # was computed from becomes a symbol, so the size is an expression of theirs. Sizes 0
+    # and 1 stay static, as they would as symbols.
+    changed = False
+    for source in sorted(origin.inputs):
+        shape = observed.get(source)
+        if shape is None or not any(d is not None and d >= 2 for d in shape):
+            continue
+        changed = True
+        if apply:
+            observed[source] = tuple(None if d is not None and d >= 2 else d for d in shape)
+            if origin.size:
+                log.info(
+                    "automatic dynamic: %s makes a size %d that bounds a loop", source, origin.size
+                )
+            else:
+                log.info("automatic dynamic: %s is read by a loop whose trip count is data", source)
     return changed

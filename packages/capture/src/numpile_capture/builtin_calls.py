@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .bound_origins import size_var, with_origins
+from .bound_origins import size_vars, with_origins
 from .capture_result import Unsupported
 from .graph import Node
 from .guarded_scalars import has_expression, operand
@@ -104,7 +104,13 @@ def _len(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> V
     if isinstance(value, ArrayVar):
         if not value.meta.shape:
             raise TypeError("len() of unsized object")
-        return size_var(size_value(value.meta.shape[0]))
+        size = size_value(value.meta.shape[0])
+        builder, node = tracer.builder, value.node
+        return size_vars(
+            (size,),
+            lambda: builder.array_inputs_of(node),
+            lambda: builder.created_origins_of(node),
+        )[0]
     if isinstance(value, TupleVar | ListVar):
         return ConstantVar(len(value.items))
     if isinstance(value, DictVar):

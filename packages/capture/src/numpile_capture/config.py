@@ -43,9 +43,10 @@ class CaptureConfig(LayerConfig):
     specialize_int, specialize_float: when True, Python int (float) inputs
         are always baked into the graph and guarded by value. When False (the
         default), they follow `dynamic` as sizes do: with `dynamic=None`, one
-        seen changing becomes a graph input, so an operand of array
-        arithmetic (a learning rate, a step count) no longer recompiles per
-        value; a use that needs the value (a branch, a shape) still guards it.
+        seen changing becomes a graph input (a float argument is one from the
+        first compile), so an operand of array arithmetic (a learning rate, a
+        step count) no longer recompiles per value; a use that needs the value
+        (a slice bound, `np.full`) still guards it, a branch its outcome.
     performance_warnings: when True (the default), a decorated function that
         runs as several graphs (a graph break) gives one
         `NumpilePerformanceWarning` naming its first break; False silences it

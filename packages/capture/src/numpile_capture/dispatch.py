@@ -108,6 +108,7 @@ from .dynamic_shapes import (
     observed_sizes,
     set_active_shape_env,
     symbolic_params,
+    unshared_sources,
     used_symbols,
 )
 from .eager_tier import NotCompiledYet, offer_eager_tier
@@ -747,6 +748,7 @@ class CompiledFunction:
         code = self._fn.__code__
         observed = observed_sizes(code) if self.dynamic is None else None
         scalars = observed_scalars(code) if self.dynamic is None else None
+        unshared = unshared_sources(code) if self.dynamic is None else None
         scalar_types = tuple(
             kind
             for kind, fixed in ((int, config.specialize_int), (float, config.specialize_float))
@@ -758,6 +760,7 @@ class CompiledFunction:
             automatic=config.automatic_dynamic_shapes,
             duck=config.duck_shape,
             scalars=scalars,
+            unshared=unshared,
             scalar_types=scalar_types,
             loop_locals=self._loop_locals,
         )

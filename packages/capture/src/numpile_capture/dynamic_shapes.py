@@ -5,7 +5,9 @@ makes every size dynamic from the first compile; None (the default) compiles
 static first and makes a dimension dynamic once a recompile sees it change
 (the observed sizes are kept per code object until `reset()`). Python int and
 float inputs follow the same policy: a dynamic one becomes a graph input
-instead of a constant the graph bakes in (see `ScalarInputVar`); so do NumPy integer and
+instead of a constant the graph bakes in (see `ScalarInputVar`), except that a Python
+float argument is one from the first compile under None (a new step size compiles
+nothing; `is_float_argument`); so do NumPy integer and
 floating scalars (a 0-d graph input guarded by its type, hence its dtype, not its value).
 
 NumPy arrays take no attributes, so marks live in a side table keyed by
@@ -47,7 +49,14 @@ _OBSERVED: dict[types.CodeType, dict[str, tuple[int | None, ...]]] = {}
 # NOTE: code object -> source name -> (type, value) of the Python scalar seen there
 # (CHANGED once two captures saw different values: it is dynamic from then on).
 _OBSERVED_SCALARS: dict[types.CodeType, dict[str, Any]] = {}
+
+# NOTE: code object -> the array inputs whose dynamic sizes share no symbol with equal
+# sizes of other inputs (see `DynamicPolicy.unshared`).
+_UNSHARED: dict[types.CodeType, set[str]] = {}
 CHANGED = "changed"
+# The lower bound of an unshared dynamic size: a bound keeps a symbol of its own, and 2
+# is where every dynamic size starts (sizes 0 and 1 are specialized).
+_MIN_UNSHARED = 2
 
 _state = threading.local()
 
@@ -156,6 +165,10 @@ class DynamicPolicy:
     # bound_origins.capture_widening).
     ahead: bool = attrs.field(default=False, eq=False)
     widened_ahead: bool = attrs.field(default=False, eq=False)
+    # Array inputs read by a loop whose trip count is data (CSR's `data`, `x`): their
+    # dynamic sizes are independent of the other inputs', so equal values do not make
+    # them share a symbol (which a guard would then hold equal; see bound_origins).
+    unshared: set[str] | None = attrs.field(default=None, eq=False)
     # Sizes widened ahead: an input first read after the widening has its dims of these
     # sizes dynamic from the start, as the widening would have made them had it been read.
     dynamic_sizes: frozenset[int] = attrs.field(default=frozenset(), eq=False)
@@ -168,7 +181,8 @@ class DynamicPolicy:
         """Whether the Python scalar `value` read from `source` is compiled as a graph input.
 
         Only exact ints and floats of `scalar_types` qualify (bools and NumPy scalars stay
-        specialized); with `mode` None, once a recompile has seen `source` change.
+        specialized); with `mode` None, a float argument at once (`is_float_argument`),
+        anything else once a recompile has seen `source` change.
 
             >>> DynamicPolicy(True).scalar_is_input(0.5, "L['lr']")
             True
@@ -176,7 +190,21 @@ class DynamicPolicy:
         if type(value) not in self.scalar_types or self.mode is False:
             return False
         changed = self._observe_scalar(source, value)
-        return self.mode is True or changed or self.is_loop_local(source)
+        first = self.mode is None and self.is_float_argument(value, source)
+        return self.mode is True or changed or first or self.is_loop_local(source)
+
+    def is_float_argument(self, value: Any, source: str) -> bool:
+        """Whether `value` is a Python float read from the frame's locals (an argument, an
+        item of one): a graph input from the first capture under `mode` None, since a step
+        size or a coefficient changes between calls and its exact value matters to no shape.
+
+        A use that needs the value (`np.full`, a slice bound) still specializes it; globals
+        and closure cells, which hold constants, are baked in until they change.
+
+            >>> DynamicPolicy(None).is_float_argument(0.1, "L['dt']")
+            True
+        """
+        return type(value) is float and float in self.scalar_types and source.startswith("L[")
 
     def is_loop_local(self, source: str) -> bool:
         """Whether `source` is a local of a resume function inside a loop (`loop_locals`):
@@ -233,6 +261,7 @@ class DynamicPolicy:
             return tuple(_STATIC for _ in shape)
         marks = _MARKS.get(id(x))
         dynamic, static = marks if marks is not None else ({}, set())
+        alone = self.unshared is not None and source in self.unshared
         choices = []
         for axis in range(len(shape)):
             if axis in static:
@@ -240,6 +269,8 @@ class DynamicPolicy:
             elif axis in dynamic:
                 lo, hi = dynamic[axis]
                 choices.append(DimChoice(True, lo, hi))
+            elif alone and axis in changed:
+                choices.append(DimChoice(True, lo=_MIN_UNSHARED))  # bounded: no duck sizing
             elif self.mode is True or axis in changed or self.is_loop_local(source):
                 choices.append(DimChoice(True))
             else:
@@ -296,10 +327,20 @@ def observed_scalars(code: types.CodeType) -> dict[str, Any]:
     return _OBSERVED_SCALARS.setdefault(code, {})
 
 
+def unshared_sources(code: types.CodeType) -> set[str]:
+    """The array inputs of `code` whose dynamic sizes share no symbol (created empty).
+
+    >>> unshared_sources((lambda: 0).__code__)
+    set()
+    """
+    return _UNSHARED.setdefault(code, set())
+
+
 def forget_observed_sizes() -> None:
     """Forget every observed size and scalar (part of `reset()`)."""
     _OBSERVED.clear()
     _OBSERVED_SCALARS.clear()
+    _UNSHARED.clear()
 
 
 @contextlib.contextmanager

@@ -88,6 +88,9 @@ def _input_dim(tracer: Tracer, symbol: Any) -> Any:
         for axis, size in enumerate(shape):
             if not isinstance(size, int) and size == symbol:
                 return tracer.graph.call(get_op("dim"), placeholder, axis=axis)
+    int_input = tracer.builder.int_size_node(symbol)  # `np.arange(n)`'s size: n itself
+    if int_input is not None:
+        return int_input
     raise LoopFallback(f"no input has the size {symbol}")
 
 

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .block_trace import run_until
-from .body_graph import peeled_first, written_by
-from .bound_origins import note_loop_bounds, widen_ahead
+from .body_graph import external_nodes, peeled_first, written_by
+from .bound_origins import note_loop_bounds, note_loop_reads, widen_ahead
 from .bytecode import Instruction
 from .carried_values import bind_carried, carried_metas, graph_value
 from .control_flow import add_loop
@@ -185,8 +185,20 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         raise
     if not pinned:
         note_loop_bounds(iterator.bounds)  # a new trip count must not compile again
+        note_loop_reads(iterator.bounds, lambda: _array_reads(frame, (first, body)))
     if ends_graph:
         end_graph_after(frame, extent.exit, frame.instructions[extent.head].lineno, why)
+
+
+def _array_reads(frame: Frame, traced: tuple[Graph | None, Graph]) -> frozenset[str]:
+    # The array inputs the traced bodies read from enclosing graphs (see bound_origins).
+    builder = frame.tracer.builder
+    found: frozenset[str] = frozenset()
+    for graph in traced:
+        if graph is not None:
+            for node in external_nodes(graph):
+                found |= builder.array_inputs_of(node)
+    return found
 
 
 def _may_break(traced: tuple[Graph | None, Graph], carried: int) -> bool:

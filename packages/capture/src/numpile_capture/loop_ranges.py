@@ -17,7 +17,7 @@ import attrs
 
 from numpile_guards.symbolic import SymInt, is_size_expr
 
-from .bound_origins import size_var, with_origins
+from .bound_origins import size_var, size_vars, with_origins
 from .capture_result import Unsupported
 from .loop_sources import ZipVar, zip_length
 from .operators import _check_unroll, iterate, size_value
@@ -144,7 +144,7 @@ def _is_int_constant(var: Variable) -> bool:
     return isinstance(var, ConstantVar) and type(var.value) is int
 
 
-def range_iterator(iterable: Variable) -> RangeIterVar | None:
+def range_iterator(tracer: Tracer, iterable: Variable) -> RangeIterVar | None:
     """The iterator to start a `for` over `iterable` with, when it is a range or an array."""
     if isinstance(iterable, ArrayVar) and iterable.meta.ndim > 0:
         rows = iterable.meta.shape[0]
@@ -154,7 +154,14 @@ def range_iterator(iterable: Variable) -> RangeIterVar | None:
             count = size_value(rows)
         except Unsupported:
             return None  # a data-dependent length (x[x > 0]): iterated as before
-        return RangeIterVar((ConstantVar(0), size_var(count), ConstantVar(1)), iterable)
+        node = iterable.node
+        builder = tracer.builder
+        (stop,) = size_vars(
+            (count,),
+            lambda: builder.array_inputs_of(node),
+            lambda: builder.created_origins_of(node),
+        )
+        return RangeIterVar((ConstantVar(0), stop, ConstantVar(1)), iterable)
     if isinstance(iterable, ZipVar):
         length = zip_length(iterable)
         if length is None:

@@ -130,7 +130,7 @@ def _get_iter(frame: Frame, inst: Instruction) -> None:
     iterable = frame.state.pop()
     following = frame.instructions[frame.pc] if frame.pc < len(frame.instructions) else None
     in_for = following is not None and following.opname == "FOR_ITER"
-    loop = range_iterator(iterable) if in_for else None
+    loop = range_iterator(frame.tracer, iterable) if in_for else None
     if loop is not None:
         frame.state.push(loop)  # FOR_ITER keeps the loop (or unrolls it)
         return

@@ -24,7 +24,7 @@ import numpy as np
 from numpile_guards import ExpressionSource
 from numpile_guards.symbolic import SymInt, is_size_expr, wrap_size
 
-from .bound_origins import note_loop_bounds, with_origins
+from .bound_origins import nested_origins, note_loop_bounds, with_origins
 from .capture_result import Unsupported
 from .dynamic_shapes import active_shape_env
 from .graph import Graph, Node, writeable
@@ -284,6 +284,9 @@ def apply_binding(
         if not reason.startswith("not supported yet"):
             reason = f"not supported yet: {reason}"
         raise Unsupported(reason) from None
+    if plain is not to_graph_value and isinstance(result, Node):
+        # A shape from baked-in ints (`np.arange(n)`): its sizes remember them.
+        tracer.builder.note_created(result, nested_origins((*args, *kwargs.values())))
     return from_graph_value(result)
 
 
@@ -329,6 +332,10 @@ def _sizes_kept(tracer: Tracer) -> Callable[[Variable], Any]:
     def convert(var: Variable) -> Any:
         if isinstance(var, ConstantVar):
             return kept(var.value)
+        if isinstance(var, ScalarInputVar):
+            size = tracer.builder.int_size(var)  # an int input as a size symbol, where it can
+            if size is not None:
+                return RunTimeSize(size, var.node)
         if isinstance(var, TupleVar):
             return tuple(convert(item) for item in var.items)
         if isinstance(var, ListVar):

@@ -44,7 +44,13 @@ from numpile_guards import (
     StateSource,
 )
 from numpile_guards.shape_env import ShapeEnv
-from numpile_guards.symbolic import RelationSource, ShapeGuard, SymInt, shape_guard_as_guard
+from numpile_guards.symbolic import (
+    RelationSource,
+    ShapeGuard,
+    SymInt,
+    shape_guard_as_guard,
+    wrap_size,
+)
 from numpile_runtime import is_device_array
 
 from .bound_origins import scalar_input_var
@@ -123,6 +129,14 @@ class VariableBuilder:
         self.expression_inputs: set[Node] = set()
         self._built: dict[str, Variable] = {}
         self._objects: dict[int, tuple[Any, Source, Variable]] = {}
+        # NOTE: array placeholder -> the name of its source, and node -> the names of the
+        # array inputs it is computed from (a memo: each node is walked once).
+        self._array_inputs: dict[Node, frozenset[str]] = {}
+        # NOTE: node -> the origins of the shapes it was created from (see note_created),
+        # then of the arrays it is computed from (a memo, as `_array_inputs`).
+        self._created: dict[Node, frozenset[Any]] = {}
+        # NOTE: size symbol -> the unspecialized int input that is its value (`int_size`).
+        self._int_sizes: dict[Any, ScalarInputVar] = {}
         self.policy = current_policy()
         # NOTE: one shape environment per capture; meta rules find it through the thread.
         self.shape_env = ShapeEnv(duck=self.policy.duck)
@@ -358,6 +372,27 @@ class VariableBuilder:
             self._built[source.name] = found
         return found
 
+    def int_size(self, var: ScalarInputVar) -> SymInt | None:
+        """The unspecialized int input `var` as a size symbol, for a created array's size
+        (`np.arange(n)`, `np.zeros(n)`): one graph serves every `n` of 2 and more (guarded
+        so, duck-sized with equal input sizes); None where it stays a plain int (a float, a
+        value read already, below 2: an empty or one-element array is specialized).
+        """
+        value = var.current
+        if type(value) is not int or var.read or value < 2 or var.source is None:
+            return None
+        symbol = self.shape_env.create_symbol(value, var.source.name)
+        if isinstance(symbol, int):
+            return None
+        self._int_sizes.setdefault(symbol, var)
+        wrapped = wrap_size(symbol, self.shape_env)
+        return wrapped if isinstance(wrapped, SymInt) else None
+
+    def int_size_node(self, symbol: Any) -> Node | None:
+        """The graph input of the int input that `int_size` made `symbol` from, if any."""
+        var = self._int_sizes.get(symbol)
+        return None if var is None else var.node()
+
     def guard_relation(self, text: str, reason: str) -> None:
         """Guard that the Python expression `text` over sources stays true (once)."""
         relation = ShapeGuard(None, text, reason)
@@ -397,7 +432,24 @@ class VariableBuilder:
         self._guard(GuardKind.ARRAY_MATCH, source, spec)
         node = self.graph.placeholder(placeholder_name(source), meta)
         self.input_sources.append(source)
+        self._array_inputs[node] = frozenset({source.name})
         return ArrayVar(node, source=source)
+
+    def array_inputs_of(self, node: Node) -> frozenset[str]:
+        """The source names of the array inputs `node` is computed from (a view `A[1:-1]`
+        of the input `A`: `{"L['A']"}`); empty for a node of another graph (a loop body's).
+        """
+        return _union_over_inputs(node, self._array_inputs)
+
+    def note_created(self, node: Node, origins: frozenset[Any]) -> None:
+        """Record that the array `node` was created with a shape computed from baked-in
+        inputs (`np.arange(n)`: `n`'s origin; see bound_origins)."""
+        if origins:
+            self._created[node] = origins
+
+    def created_origins_of(self, node: Node) -> frozenset[Any]:
+        """The origins of the shapes of the arrays `node` is computed from (`note_created`)."""
+        return _union_over_inputs(node, self._created)
 
     def _symbolic_meta(
         self, value: np.ndarray[Any, Any], source: Source, choices: tuple[DimChoice, ...]
@@ -437,6 +489,27 @@ class VariableBuilder:
             relation = f"{source.name}.strides[{axis}] == {expected}"
             self.shape_env.add_relation(relation, "contiguous strides")
         return ArraySpec(type(value), value.dtype, shape, tuple(strides))
+
+
+def _union_over_inputs(node: Node, memo: dict[Node, frozenset[Any]]) -> frozenset[Any]:
+    # The union of `memo`'s sets over `node` and the nodes it is computed from; each node
+    # is walked once (the memo keeps its union), iteratively so long chains do not recurse.
+    found = memo.get(node)
+    if found is not None:
+        return found
+    pending = [node]
+    while pending:
+        current = pending[-1]
+        missing = [n for n in current.input_nodes() if n not in memo]
+        if missing:
+            pending.extend(missing)
+            continue
+        pending.pop()
+        merged: frozenset[Any] = frozenset()
+        for operand in current.input_nodes():
+            merged |= memo[operand]
+        memo[current] = merged
+    return memo[node]
 
 
 def foreign_array_reason(value: Any) -> str | None:

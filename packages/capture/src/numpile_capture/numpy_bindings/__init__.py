@@ -193,7 +193,6 @@ def _build_functions() -> dict[int, tuple[object, Binding]]:
         (np.flipud, "flipud", bind_flipud),
         (np.atleast_1d, "atleast_1d", bind_atleast_1d),
         (np.atleast_2d, "atleast_2d", bind_atleast_2d),
-        (np.arange, "arange", bind_arange),
         (np.linspace, "linspace", bind_linspace),
         (np.eye, "eye", bind_eye),
         (np.identity, "identity", bind_identity),
@@ -234,6 +233,7 @@ def _build_functions() -> dict[int, tuple[object, Binding]]:
     ]
     entries += [(fn, Binding(f"numpy.{name}", apply)) for fn, name, apply in functions]
     entries.append((np.full, Binding("numpy.full", bind_full, run_time_sizes=True)))
+    entries.append((np.arange, Binding("numpy.arange", bind_arange, run_time_sizes=True)))
     # NOTE: the extern table first, so a function with its own binding keeps it.
     entries = [*extern_functions(), *entries]
     return {id(fn): (fn, binding) for fn, binding in entries}

@@ -107,9 +107,20 @@ def bind_arange(
         begin, end = start_or_stop, stop
     if end is NO_VALUE or end is None:
         raise TypeError("arange() requires stop to be specified.")
-    values = tuple(static(v, "an arange bound") for v in (begin, end, step))
+    # An int bound known only at run time stays a slot over the int input computing it; a
+    # step, float bounds and other bounds are static (a symbolic one pinned, and guarded).
+    sizes: list[Any] = []
+    integral = all(isinstance(v, int | RunTimeSize) for v in (begin, end, step))
+    begin, end = (slotted_sizes(v, sizes) if integral else pinned_sizes(v) for v in (begin, end))
+    values = tuple(static(v, "an arange bound") for v in (begin, end, pinned_sizes(step)))
     return emit(
-        graph, "arange", start=values[0], stop=values[1], step=values[2], dtype=dtype_param(dtype)
+        graph,
+        "arange",
+        *sizes,
+        start=values[0],
+        stop=values[1],
+        step=values[2],
+        dtype=dtype_param(dtype),
     )
 
 

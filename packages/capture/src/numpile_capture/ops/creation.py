@@ -3,7 +3,9 @@
 Shapes are static params: tuples of ints where a size is `ScalarSlot(k)` when it is
 symbolic (`np.zeros(x.shape[0])` of a dynamic size): the k-th int input after the
 fill value computes it at run time and the slot's `expr` is what the meta rule sees, so
-one graph serves every size. `dtype` params are NumPy dtypes or None for NumPy's default.
+one graph serves every size. `arange`'s int `start` and `stop` may be slots too
+(`np.arange(n)` of a run-time `n`); its `step` is a static int. `dtype` params are NumPy
+dtypes or None for NumPy's default.
 The `*_like` ops keep the prototype's layout as NumPy's order='K' does. `array` holds a
 small constant (a Python list written in the program) as nested tuples.
 
@@ -104,8 +106,13 @@ def arange_length(start: Any, stop: Any, step: Any) -> int:
     return max(0, math.ceil((float(stop) - float(start)) / float(step)))
 
 
-def _arange_meta(*, start: Any, stop: Any, step: Any, dtype: Any = None) -> ArrayMeta:
-    length = arange_length(start, stop, step)
+def _arange_meta(*sizes: Any, start: Any, stop: Any, step: Any, dtype: Any = None) -> ArrayMeta:
+    start, stop = filled_shape(start, sizes), filled_shape(stop, sizes)
+    if _is_symbolic(start) or _is_symbolic(stop):
+        length = symbolic_arange_length(start, stop, step)
+        start, stop = (1 if _is_symbolic(v) else v for v in (start, stop))  # ints: the dtype
+    else:
+        length = arange_length(start, stop, step)
     out_dtype = result_dtype(np.arange, start, start, step, dtype=dtype)
     if dtype is None:
         out_dtype = np.result_type(out_dtype, result_dtype(np.arange, stop, stop, step))
@@ -113,8 +120,40 @@ def _arange_meta(*, start: Any, stop: Any, step: Any, dtype: Any = None) -> Arra
     return ArrayMeta(shape, out_dtype)
 
 
-def _arange_impl(*, start: Any, stop: Any, step: Any, dtype: Any = None) -> Any:
-    return np.arange(start, stop, step, dtype=dtype)
+def _is_symbolic(value: Any) -> bool:
+    return hasattr(value, "free_symbols")
+
+
+def symbolic_arange_length(start: Any, stop: Any, step: int) -> Any:
+    """The length of `np.arange(start, stop, step)` with a symbolic bound and an int step:
+    whether it is empty is a guarded branch, as a slice's clamps are.
+
+    >>> symbolic_arange_length(0, 5, 2)
+    3
+    """
+    import sympy
+
+    from ..dynamic_shapes import active_shape_env
+
+    if step == 0:
+        raise ZeroDivisionError("division by zero")
+    env = active_shape_env()
+    if env is None:
+        return arange_length(start, stop, step)
+    span = stop - start if step > 0 else start - stop
+    if not env.evaluate(sympy.Gt(span, 0), reason="arange length"):
+        return 0
+    stride = abs(step)
+    length = env.simplify(
+        sympy.sympify(span)
+        if stride == 1
+        else sympy.floor((span + stride - 1) / sympy.Integer(stride))
+    )
+    return int(length) if length.is_Integer else length
+
+
+def _arange_impl(*sizes: Any, start: Any, stop: Any, step: Any, dtype: Any = None) -> Any:
+    return np.arange(filled_shape(start, sizes), filled_shape(stop, sizes), step, dtype=dtype)
 
 
 arange = register_op(Op("arange", OpKind.CREATION, _arange_meta, _arange_impl))
