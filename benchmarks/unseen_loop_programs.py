@@ -672,4 +672,5 @@ def running_max_and_where(x):
     return best, where
 
 
-from . import unseen_loop_programs_more  # noqa: E402, F401 - registers the second set
+# registers the second and third sets
+from . import unseen_loop_programs_more, unseen_programs_third  # noqa: E402, F401
