@@ -84,8 +84,8 @@ class UnrollBudget:
 
             >>> budget = UnrollBudget()
             >>> g = Graph()
-            >>> budget.back_jump(g, source=9, head=2, work=10), budget.back_jump(g, source=9, head=2, work=50)
-            (None, None)
+            >>> budget.back_jump(g, source=9, head=2, work=10)
+            >>> budget.back_jump(g, source=9, head=2, work=50)
             >>> budget.work_per_iteration(2, 50)
             40
         """
