@@ -479,3 +479,6 @@ def python_int_too_big_for_int32_raises(i32):
 @unseen(expect_error=True, inputs=lambda rng, n: (rng.integers(0, 9, n).astype(np.uint8),))
 def negative_python_int_for_uint8_raises(u):
     return u + -1
+
+
+from . import unseen_programs_third  # noqa: E402, F401 - registers the third set's arrays

@@ -672,5 +672,9 @@ def running_max_and_where(x):
     return best, where
 
 
-# The second set and the nested-loop programs register themselves into PROGRAMS.
-from . import nested_loop_programs, unseen_loop_programs_more  # noqa: E402, F401
+# The second and third sets and the nested-loop programs register themselves into PROGRAMS.
+from . import (  # noqa: E402, F401
+    nested_loop_programs,
+    unseen_loop_programs_more,
+    unseen_programs_third,
+)

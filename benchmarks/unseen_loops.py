@@ -13,7 +13,8 @@ loops the inductor runs with NumPy per iteration instead of as C (its
 ``numpile.perf_hints`` lines, logged while the checks compiled); and NumPy's warm time over
 numpile's (``dynamic=True``) at ``--size``, medians of interleaved samples
 (``benchmarks.timer``). A program that writes its inputs writes them again at every sample,
-as eager does. Everything runs in this process, after ``numpile.reset()`` per program.
+as eager does; tiering is off and the queued builds are waited for before timing.
+Everything runs in this process, after ``numpile.reset()`` per program.
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ def check(entry: UnseenLoop) -> tuple[str, int]:
 def run_program(name: str, size: int, *, budget_s: float) -> UnseenRow:
     """Check, explain and time the program `name`."""
     import numpile
+    import numpile_runtime
 
     entry = PROGRAMS[name]
     hints = _Hints()
@@ -124,8 +126,12 @@ def run_program(name: str, size: int, *, budget_s: float) -> UnseenRow:
         # The eager backend runs the captured graph: a wrong capture can raise here.
         return UnseenRow(name, f"explain raised {explained!r}"[:80], -1, -1, -1, -1, again, None)
     numpile.reset()
-    compiled = numpile.compile(entry.fn, dynamic=True)
+    # Tiering off and the queued builds waited for: the timed calls run the kernels, not the
+    # NumPy tier a loaded machine's slow background build would leave them on.
+    compiled = numpile.compile(entry.fn, dynamic=True, options={"tiered": False})
     args = _inputs(entry, size, 0)
+    _outcome(compiled, _inputs(entry, size, 0))  # the compile, apart from the timing
+    numpile_runtime.wait_for_queued_builds(timeout=240.0)
     timings = measure_interleaved(
         {"numpy": entry.fn, "numpile": compiled}, args, budget_s=budget_s, min_repeats=5
     )

@@ -370,3 +370,30 @@ def test_array_work_in_the_unrolled_body_before_its_break_keeps_the_pieces() -> 
         out = explain(_list_of_large_arrays)(small)
     (reason,) = out.break_reasons
     assert "the whole loop runs in Python" in reason.reason
+
+
+def _goertzel(x: Any) -> Any:
+    # `s2 = s1` is a Python float in the first iteration and a NumPy float64 from the second
+    # (`s1` became one in the first): types that settle over two iterations, a loop not
+    # kept, unrolled until past the unroll budget.
+    coeff = 2.0 * np.cos(0.3)
+    s1 = 0.0
+    s2 = 0.0
+    for i in range(x.shape[0]):
+        s0 = x[i] + coeff * s1 - s2
+        s2 = s1
+        s1 = s0
+    return s1 * s1 + s2 * s2 - coeff * s1 * s2
+
+
+def test_a_small_body_unrolled_past_the_budget_runs_whole_in_python() -> None:
+    # Its compiled piece per iteration (a resume function) ran 25x slower than eager.
+    runs: list[Graph] = []
+    compiled = compile_function(_goertzel, backend=_counting(runs))
+    x = np.random.default_rng(0).standard_normal(300)
+    _run(compiled, _goertzel, x)
+    assert len(runs) <= 2  # the graphs before and after the loop, not one per iteration
+    reset()
+    (reason,) = [b.reason for b in explain(_goertzel)(x).break_reasons]
+    assert "unroll budget" in reason
+    assert "whole loop runs in Python" in reason

@@ -524,8 +524,9 @@ def test_unrolling_past_the_budget_breaks_at_the_loop(
     budget = next(b for b in out.break_reasons if "unroll budget" in b.reason)
     assert budget.lineno == line
     assert f"loop at line {line}" in budget.reason
-    # Every graph stays small: what came before the loop, or one iteration of it.
-    assert max(len(g.nodes) for g in out.graphs) < MAX_UNROLLED_NODES
+    # Every graph stays small: what came before the loop, or one iteration of it (none where
+    # the loop comes first and runs whole in Python: `_layers`' small tanh layers).
+    assert max((len(g.nodes) for g in out.graphs), default=0) < MAX_UNROLLED_NODES
     compiled = compile_function(fn, backend="eager")
     for _ in range(2):
         _same(compiled(*args()), fn(*args()))

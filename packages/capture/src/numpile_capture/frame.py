@@ -24,9 +24,10 @@ import numpy as np
 from numpile_guards import StateSource
 
 from . import opcodes_containers, opcodes_flow, opcodes_stack
-from .body_work import array_work
+from .body_work import array_work, pays_for_pieces
 from .bytecode import Instruction, normalized_instructions
 from .capture_result import Unsupported
+from .config import config
 from .forever_loop import forever_heads, keep_forever
 from .frame_state import FrameState
 from .graph import Node
@@ -218,12 +219,27 @@ class Frame:
         # A loop run at capture time past the budget breaks the graph at its head (see
         # unroll_budget); a differentiated loop must unroll (grad has no loop VJP yet).
         tracer = self.tracer
-        added = self.unroll.back_jump(tracer.graph, source=self.pc - 1, head=head)
+        added = self.unroll.back_jump(
+            tracer.graph, source=self.pc - 1, head=head, work=tracer.array_work
+        )
         if added is None or tracer.transform_depth or not tracer.keep_loops:
             return
         at_head = self.is_root and self.instructions[head].opname == "FOR_ITER"
         line = self.instructions[head if at_head else self.pc - 1].lineno  # the for / while
         why = self.unroll.reason(head)
+        if (
+            at_head
+            and config.small_loops_in_python
+            and not pays_for_pieces(self.unroll.work_per_iteration(head, tracer.array_work))
+        ):
+            # A compiled piece per iteration would cost more than the body's Python (a
+            # scalar recurrence whose types settle only in its second iteration): the whole
+            # loop runs in Python (loop_region), as a breaking body of little work does.
+            reason = (
+                f"loop at line {line} {why}unrolled past the unroll budget of "
+                f"{MAX_UNROLLED_NODES} graph nodes"
+            )
+            raise BreakAt(in_python(reason, self.code.co_filename, line), head)
         exc = Unsupported(
             f"loop at line {line} {why}unrolled at capture until its iterations added {added} "
             f"graph nodes, past the unroll budget of {MAX_UNROLLED_NODES}: it runs in Python, "

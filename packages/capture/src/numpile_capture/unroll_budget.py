@@ -45,6 +45,8 @@ class UnrollBudget:
     """Per frame: the graph's weight at each loop head's first backward jump."""
 
     _entries: dict[int, tuple[Graph, int]] = attrs.field(factory=dict)
+    # head -> (`Tracer.array_work` at its first backward jump, backward jumps since)
+    _work: dict[int, tuple[int, int]] = attrs.field(factory=dict)
     _weights: dict[int, tuple[Graph, int, int]] = attrs.field(factory=dict)
     _reasons: dict[int, str] = attrs.field(factory=dict)
 
@@ -57,19 +59,38 @@ class UnrollBudget:
         why = self._reasons.get(head)
         return f"({why}) " if why else ""
 
-    def back_jump(self, graph: Graph, *, source: int, head: int) -> int | None:
+    def back_jump(self, graph: Graph, *, source: int, head: int, work: int = 0) -> int | None:
         """Note a backward jump from instruction `source` to `head` while tracing into
-        `graph`: the nodes the loop added since its first backward jump when that is past
-        the budget, else None. Loops nested inside this one start counting again."""
+        `graph` (`work`: `Tracer.array_work` now): the nodes the loop added since its first
+        backward jump when that is past the budget, else None. Loops nested inside this one
+        start counting again."""
         for inner in [h for h in self._entries if head < h <= source]:
             del self._entries[inner]
+            self._work.pop(inner, None)
         weight = self._weight(graph)
         entry = self._entries.get(head)
         if entry is None or entry[0] is not graph or weight < entry[1]:
             self._entries[head] = (graph, weight)
+            self._work[head] = (work, 0)
             return None
+        first, jumps = self._work.get(head, (work, 0))
+        self._work[head] = (first, jumps + 1)
         added = weight - entry[1]
         return added if added > MAX_UNROLLED_NODES else None
+
+    def work_per_iteration(self, head: int, work: int) -> int:
+        """The array work (`body_work`) an unrolled iteration of the loop at `head` traced
+        on average since its first backward jump, `work` being `Tracer.array_work` now.
+
+            >>> budget = UnrollBudget()
+            >>> g = Graph()
+            >>> budget.back_jump(g, source=9, head=2, work=10)
+            >>> budget.back_jump(g, source=9, head=2, work=50)
+            >>> budget.work_per_iteration(2, 50)
+            40
+        """
+        first, jumps = self._work.get(head, (work, 0))
+        return (work - first) // max(jumps, 1)
 
     def _weight(self, graph: Graph) -> int:
         # Counted once per node: graphs only grow while traced (a fallback that drops

@@ -412,8 +412,8 @@ def _setitem_at(writer: LoopWriter, node: Node, env: Env) -> None:
     array = _array(env, node.inputs[0])
     value = writer.operand(env, node.inputs[1])
     index = _index_values(writer, node, env, node.inputs[2:], array)
-    if value.python is int and array.dtype != np.dtype("int64") and array.dtype.kind in "iu":
-        raise NotScalarLoop("a Python int stored into a narrower integer array")
+    if value.python is int and array.dtype.kind in "iu":
+        check_in_range(writer, value, array.dtype)  # `counts[i] = c` into int8
     if value.dtype.kind == "c" and array.dtype.kind != "c":
         raise NotScalarLoop("a complex value stored into a real array (NumPy warns)")
     address = writer.element(array, index)
@@ -456,7 +456,7 @@ def _numpy_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
     ):
         raise NotScalarLoop(f"numpy_scalar of a Python {value.python} to {target}")
     if rule.check is Check.INT_RANGE:
-        _check_in_range(writer, value, target)
+        check_in_range(writer, value, target)
     text, dtype = value.text, value.dtype
     if rule.through is not None:
         text, dtype = c_expr("cast", [text], [dtype], rule.through), rule.through
@@ -491,7 +491,9 @@ def _python_number(writer: LoopWriter, node: Node, env: Env) -> None:
     env[node] = CValue(writer.define(np.dtype("int64"), text), np.dtype("int64"), int, bits)
 
 
-def _check_in_range(writer: LoopWriter, value: CValue, target: np.dtype[Any]) -> None:
+def check_in_range(writer: LoopWriter, value: CValue, target: np.dtype[Any]) -> None:
+    """Bail where the Python int `value` lies outside integer `target`'s range (NumPy raises
+    OverflowError there: the loop's NumPy run raises it from the user's line)."""
     # The loop's ints are C int64s of magnitude below 2**bits: check the bounds they may pass.
     most = min(2**value.bits - 1, int(_INT64.max))
     least, greatest = int_range_bounds(target, -most, most)

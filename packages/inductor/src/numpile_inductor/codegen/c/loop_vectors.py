@@ -40,6 +40,7 @@ from .loop_body import (
     NotScalarLoop,
     _pointwise,
     _setitem_at,
+    check_in_range,
 )
 from .ops import c_expr, c_type
 
@@ -512,8 +513,8 @@ def _store_value(writer: LoopWriter, env: Env, target: CView, value: Any) -> Non
         _store(writer, target, vector)
         return
     scalar = writer.operand(env, value)
-    if scalar.python is int and array.dtype != np.dtype("int64") and array.dtype.kind in "iu":
-        raise NotScalarLoop("a Python int stored into a narrower integer array")
+    if scalar.python is int and array.dtype.kind in "iu":
+        check_in_range(writer, scalar, array.dtype)  # `row[:] = c` into int8
     if scalar.dtype.kind == "c" and array.dtype.kind != "c":
         raise NotScalarLoop("a complex value stored into a real array (NumPy warns)")
     _store(writer, target, scalar)
