@@ -464,3 +464,65 @@ def reshape_strides(
     if oi < len(old):
         return None
     return tuple(result)
+
+
+def elementwise_strides(shape: tuple[Any, ...], *inputs: Any) -> tuple[Any, ...] | None:
+    """Element strides of an element-wise result of `shape` from `inputs` (NumPy's order='K'),
+    or None where that layout is C-contiguous (or a size or stride is not an int).
+
+    NumPy's iterator orders the result's axes from the innermost out by an insertion sort:
+    an axis moves inside another where the first input with a nonzero stride on both (a
+    broadcast or size-1 axis has none) steps less on it, and C order wins ties and
+    disagreements between inputs (`npyiter_find_best_axis_ordering`). The result is dense
+    and its strides positive whatever the inputs' signs. Non-array inputs take no part.
+
+    >>> elementwise_strides((3, 4), ArrayMeta((3, 4), "float64", (1, 3)))  # Fortran order
+    (1, 3)
+    >>> elementwise_strides((3, 4), ArrayMeta((3, 4), "float64", (-4, 1))) is None  # rows reversed
+    True
+    """
+    arrays = [m for m in inputs if isinstance(m, ArrayMeta)]
+    ndim = len(shape)
+    if ndim < 2 or not all(isinstance(d, int) and d > 0 for d in shape):
+        return None
+    table: list[tuple[Any, ...]] = []
+    for meta in arrays:
+        strides = (0,) * (ndim - meta.ndim) + tuple(strides_of(meta))
+        sizes = (1,) * (ndim - meta.ndim) + tuple(meta.shape)
+        if not all(isinstance(s, int) for s in strides):
+            return None
+        table.append(
+            tuple(0 if size == 1 else abs(s) for size, s in zip(sizes, strides, strict=True))
+        )
+    order: list[int] = []  # result axes, innermost first
+    for axis in reversed(range(ndim)):
+        position = len(order)
+        for earlier in reversed(range(len(order))):
+            outer = _steps_less_inside(table, axis, order[earlier])
+            if outer is None:
+                continue
+            if not outer:
+                break
+            position = earlier
+        order.insert(position, axis)
+    result: list[Any] = [0] * ndim
+    step = 1
+    for axis in order:
+        result[axis] = step
+        step *= shape[axis]
+    strides = tuple(result)
+    return None if strides == contiguous_strides(shape) else strides
+
+
+def _steps_less_inside(table: list[tuple[Any, ...]], axis: int, inner: int) -> bool | None:
+    # Whether `axis` goes inside `inner` (None: no input strides both, keep looking). The
+    # first input that strides both decides a move; any that strides both may veto it.
+    decided: bool | None = None
+    for strides in table:
+        if strides[axis] == 0 or strides[inner] == 0:
+            continue
+        if strides[inner] <= strides[axis]:
+            decided = False
+        elif decided is None:
+            decided = True
+    return decided

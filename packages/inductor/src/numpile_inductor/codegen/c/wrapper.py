@@ -111,6 +111,22 @@ def _typenum(dtype: np.dtype[Any]) -> int:
     return int(dtype.num)
 
 
+def _dense_strides(shape: tuple[Any, ...], strides: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    # `strides` where they lay `shape` out densely (each axis steps over the ones inside
+    # it, from the axis of stride 1 out), size-1 axes given C's stride; None otherwise.
+    rest = [d for d, size in enumerate(shape) if size != 1]
+    result = list(contiguous_strides(shape))
+    step: Any = 1
+    while rest:
+        axis = next((d for d in rest if strides[d] == step), None)
+        if axis is None:
+            return None
+        result[axis] = step
+        step = step * shape[axis]
+        rest.remove(axis)
+    return tuple(result)
+
+
 def _layout_mismatch(array: str, buf: Buffer, dims: dict[int, str]) -> list[str]:
     # C conditions under which `array` is not a native-order `buf.dtype` array of `buf.shape`;
     # `dims` holds the C spellings of the sizes to check (the others are checked elsewhere).
@@ -473,7 +489,11 @@ class _Emitter:
             )
             stride_arg = "NULL"
             if strides is not None:
-                text = ", ".join(str(s * buf.dtype.itemsize) for s in strides)
+                size = buf.dtype.itemsize
+                text = ", ".join(
+                    str(s * size) if isinstance(s, int) else f"({self.c_dim(s)}) * {size}"
+                    for s in strides
+                )
                 code.writeline(f"npy_intp bstrides[{max(nd, 1)}] = {{{text}}};")
                 stride_arg = "bstrides"
             alloc = (
@@ -498,23 +518,15 @@ class _Emitter:
         else:  # strides over size symbols: known once the sizes are bound
             code.writeline(f"const int64_t {name}_st[{max(nd, 1)}] = {{{values}}};")
 
-    def _output_strides(self, name: str) -> tuple[int, ...] | None:
-        # Outputs keep NumPy's K-order layout when the meta says so (a dense permutation).
+    def _output_strides(self, name: str) -> tuple[Any, ...] | None:
+        # Outputs keep NumPy's layout when the meta says so: a dense permutation of the
+        # axes (Fortran order, a transpose), its strides ints or products of size symbols.
         for node, buffer in self.program.outputs.items():
             if buffer != name or not isinstance(node.meta, ArrayMeta):
                 continue
-            strides = node.meta.strides
-            shape = self.buffers[name].shape
-            if strides is None or any(not isinstance(s, int) for s in strides):
+            if node.meta.strides is None:
                 return None
-            order = sorted(range(len(shape)), key=lambda d: -abs(strides[d]))
-            expected = 1
-            dense = {}
-            for d in reversed(order):
-                dense[d] = expected
-                expected *= shape[d]
-            if all(strides[d] == dense[d] or shape[d] <= 1 for d in range(len(shape))):
-                return tuple(int(s) if shape[d] > 1 else dense[d] for d, s in enumerate(strides))
+            return _dense_strides(self.buffers[name].shape, node.meta.strides)
         return None
 
     def _emit_kernel(self, step: FusedKernel) -> None:
