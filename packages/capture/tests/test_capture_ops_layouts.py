@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numpile_capture import ArrayMeta, contiguous_strides, get_op, meta_of
+from numpile_capture.dynamic_shapes import shape_env_in_use
 from numpile_capture.ops._shapes import elementwise_strides
+from numpile_guards import ShapeEnv
 
 
 def _strides(meta: ArrayMeta) -> tuple[Any, ...]:
@@ -85,8 +87,18 @@ def test_c_order_wins_where_inputs_disagree() -> None:
     assert elementwise_strides((3, 4), fortran, ArrayMeta((3, 4), "float64")) is None
 
 
-def test_symbolic_strides_give_c_order() -> None:
-    import sympy
-
-    n = sympy.Symbol("n", positive=True, integer=True)
-    assert elementwise_strides((n, 4), ArrayMeta((n, 4), "float64", (1, n))) is None
+def test_symbolic_strides_the_shape_facts_order_give_numpys_layout() -> None:
+    # Sizes of a capture are at least 2 (0 and 1 are specialized): 1 < s0 < 6*s0.
+    env = ShapeEnv()
+    s0 = env.create_symbol(5, "L['a'].shape[0]")
+    s1 = env.create_symbol(6, "L['a'].shape[1]")
+    fortran = ArrayMeta((s0, 6, 7), "float64", (1, s0, 6 * s0))
+    reversed_rows = ArrayMeta((s0, s1), "float64", (-s1, 1))
+    unordered = ArrayMeta((s0, s1, 3), "float64", (3, 3 * s0, 1))
+    with shape_env_in_use(env):
+        assert elementwise_strides((s0, 6, 7), fortran, 2.0) == (1, s0, 6 * s0)
+        assert get_op("sum").meta(fortran, axis=(1,)).strides == (1, s0)
+        assert elementwise_strides((s0, s1), reversed_rows) is None  # C order
+        assert elementwise_strides((s0, s1, 3), unordered) == (3, 3 * s0, 1)
+    # Without the facts (outside a capture) symbolic strides are not ordered: C order.
+    assert elementwise_strides((s0, 6, 7), fortran) is None
