@@ -1,0 +1,97 @@
+"""Pointwise kernels loop in the memory order of their arrays (`codegen/memory_order.py`):
+the smallest stride innermost, the outermost loop parallel, C order where the arrays are
+C-contiguous or disagree. Values, dtypes and layouts match NumPy's (order='K' results)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+from numpile_capture import Graph, get_op, meta_of, run_graph
+from numpile_inductor import compile_graph
+
+
+def _chain(g: Graph, a: Any, *rest: Any) -> Any:
+    scaled = g.call(get_op("add"), g.call(get_op("multiply"), a, 2.0), 1.0)
+    for other in rest:
+        scaled = g.call(get_op("subtract"), scaled, other)
+    return g.call(get_op("sqrt"), g.call(get_op("absolute"), scaled))
+
+
+def _compile(*inputs: np.ndarray[Any, Any]) -> tuple[Any, Any, Any]:
+    # (compiled graph, its result, NumPy's result) of the element-wise chain over `inputs`.
+    graph = Graph()
+    nodes = [graph.placeholder(f"in{i}", meta_of(x)) for i, x in enumerate(inputs)]
+    graph.output = _chain(graph, *nodes)
+    compiled = compile_graph(graph)
+    return compiled, compiled.fn(*inputs), run_graph(graph, list(inputs))
+
+
+def _outer_loop(source: str) -> str:
+    # The loop variable of the fast copy's chunked (outermost, parallel) loop.
+    fast = source[source.index("static int kernel0(") :]
+    found = re.search(r"for \(int64_t (x\d+) = \1_lo;", fast)
+    assert found is not None
+    return found.group(1)
+
+
+def _same_as_numpy(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> None:
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    assert got.dtype == want.dtype
+    assert got.strides == want.strides
+
+
+def _block(shape: tuple[int, ...], seed: int = 0) -> np.ndarray[Any, Any]:
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def test_a_fortran_input_loops_over_columns_outermost() -> None:
+    a = np.asfortranarray(_block((37, 41)))
+    compiled, got, want = _compile(a)
+    assert _outer_loop(compiled.source) == "x1"
+    assert "for (int64_t x0 = 0; x0 < n0; x0++)" in compiled.source
+    _same_as_numpy(got, want)
+    assert got.flags.f_contiguous and not got.flags.c_contiguous
+
+
+def test_c_inputs_keep_c_order() -> None:
+    compiled, got, want = _compile(_block((37, 41)), _block((41,), 1))
+    assert _outer_loop(compiled.source) == "x0"
+    assert "for (int64_t x1 = 0; x1 < n1; x1++)" in compiled.source
+    _same_as_numpy(got, want)
+
+
+def test_a_c_and_a_fortran_input_keep_c_order_as_numpy_does() -> None:
+    compiled, got, want = _compile(_block((37, 41)), np.asfortranarray(_block((37, 41), 1)))
+    assert _outer_loop(compiled.source) == "x0"
+    _same_as_numpy(got, want)
+    assert got.flags.c_contiguous
+
+
+@pytest.mark.parametrize(
+    ("axes", "outer"), [((2, 0, 1), "x1"), ((1, 2, 0), "x2"), ((0, 2, 1), "x0")]
+)
+def test_a_transposed_input_loops_in_its_memory_order(axes: tuple[int, ...], outer: str) -> None:
+    a = _block((6, 7, 8)).transpose(axes)
+    compiled, got, want = _compile(a)
+    assert _outer_loop(compiled.source) == outer
+    _same_as_numpy(got, want)
+
+
+def test_reversed_axes_loop_in_c_order_with_numpys_c_result() -> None:
+    a = _block((37, 41))[::-1, ::-1]
+    compiled, got, want = _compile(a, np.asfortranarray(_block((37, 41), 1))[::-1])
+    assert _outer_loop(compiled.source) == "x0"
+    _same_as_numpy(got, want)
+
+
+def test_the_generic_copy_stays_correct_for_other_strides() -> None:
+    # Compiled for a Fortran input, called with a C-order and a strided one: the kernel's
+    # generic copy reads any strides, in the compiled loop order.
+    compiled, _, _ = _compile(np.asfortranarray(_block((37, 41))))
+    for other in (_block((37, 41), 2), _block((74, 82), 3)[::2, ::-2]):
+        got = compiled.fn(other)
+        np.testing.assert_allclose(got, np.sqrt(np.abs(other * 2.0 + 1.0)), rtol=1e-15)
