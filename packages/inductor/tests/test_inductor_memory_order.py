@@ -30,9 +30,9 @@ def _compile(*inputs: np.ndarray[Any, Any]) -> tuple[Any, Any, Any]:
     return compiled, compiled.fn(*inputs), run_graph(graph, list(inputs))
 
 
-def _outer_loop(source: str) -> str:
+def _outer_loop(source: str, kernel: str = "kernel0") -> str:
     # The loop variable of the fast copy's chunked (outermost, parallel) loop.
-    fast = source[source.index("static int kernel0(") :]
+    fast = source[source.index(f"static int {kernel}(") :]
     found = re.search(r"for \(int64_t (x\d+) = \1_lo;", fast)
     assert found is not None
     return found.group(1)
@@ -95,3 +95,19 @@ def test_the_generic_copy_stays_correct_for_other_strides() -> None:
     for other in (_block((37, 41), 2), _block((74, 82), 3)[::2, ::-2]):
         got = compiled.fn(other)
         np.testing.assert_allclose(got, np.sqrt(np.abs(other * 2.0 + 1.0)), rtol=1e-15)
+
+
+def test_an_intermediate_is_laid_out_as_numpy_lays_its_node_out() -> None:
+    # exp(a) feeds a reduction and a pointwise kernel, so it is a buffer of its own: laid
+    # out in Fortran order like NumPy's, both pointwise kernels read and write it along
+    # columns, and the column sums read it with unit stride.
+    a = np.asfortranarray(_block((37, 41)))
+    graph = Graph()
+    x = graph.placeholder("in0", meta_of(a))
+    e = graph.call(get_op("exp"), x)
+    graph.output = graph.call(get_op("subtract"), e, graph.call(get_op("sum"), e, axis=(0,)))
+    compiled = compile_graph(graph)
+    assert "kernel2" in compiled.source
+    assert _outer_loop(compiled.source, "kernel0") == "x1"
+    assert _outer_loop(compiled.source, "kernel2") == "x1"
+    _same_as_numpy(compiled.fn(a), run_graph(graph, [a]))

@@ -34,7 +34,7 @@ from numpile_capture import (
 from ...config import InductorConfig
 from ...index import c_size, free_symbols, is_symbol, replace_symbols, size_symbol
 from ...launcher import GeneratedModule, extern_callable
-from ...loop_ir import Buffer, BufferRef, ExternCall, has_data_index, loads_of
+from ...loop_ir import Buffer, BufferRef, ExternCall, dense_strides, has_data_index, loads_of
 from ...lowering.scatter import BINCOUNT_LENGTH
 from ...scheduler import FusedKernel, Schedule
 from ..common import CodeBuffer
@@ -109,22 +109,6 @@ static int np_is_scalar_of(PyObject *o, int typenum)
 
 def _typenum(dtype: np.dtype[Any]) -> int:
     return int(dtype.num)
-
-
-def _dense_strides(shape: tuple[Any, ...], strides: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    # `strides` where they lay `shape` out densely (each axis steps over the ones inside
-    # it, from the axis of stride 1 out), size-1 axes given C's stride; None otherwise.
-    rest = [d for d, size in enumerate(shape) if size != 1]
-    result = list(contiguous_strides(shape))
-    step: Any = 1
-    while rest:
-        axis = next((d for d in rest if strides[d] == step), None)
-        if axis is None:
-            return None
-        result[axis] = step
-        step = step * shape[axis]
-        rest.remove(axis)
-    return tuple(result)
 
 
 def _layout_mismatch(array: str, buf: Buffer, dims: dict[int, str]) -> list[str]:
@@ -521,12 +505,19 @@ class _Emitter:
     def _output_strides(self, name: str) -> tuple[Any, ...] | None:
         # Outputs keep NumPy's layout when the meta says so: a dense permutation of the
         # axes (Fortran order, a transpose), its strides ints or products of size symbols.
+        # Other kernel buffers keep the layout the lowering gave them (their node's).
         for node, buffer in self.program.outputs.items():
             if buffer != name or not isinstance(node.meta, ArrayMeta):
                 continue
             if node.meta.strides is None:
                 return None
-            return _dense_strides(self.buffers[name].shape, node.meta.strides)
+            return dense_strides(self.buffers[name].shape, node.meta.strides)
+        buf = self.buffers[name]
+        if buf.kind == "kernel" and buf.example_strides not in (
+            None,
+            contiguous_strides(buf.shape),
+        ):
+            return buf.example_strides
         return None
 
     def _emit_kernel(self, step: FusedKernel) -> None:
