@@ -513,12 +513,10 @@ class _Emitter:
                 return None
             return dense_strides(self.buffers[name].shape, node.meta.strides)
         buf = self.buffers[name]
-        if buf.kind == "kernel" and buf.example_strides not in (
-            None,
-            contiguous_strides(buf.shape),
-        ):
-            return buf.example_strides
-        return None
+        example = buf.example_strides
+        if buf.kind != "kernel" or example is None or example == contiguous_strides(buf.shape):
+            return None
+        return example if dense_strides(buf.shape, example) == example else None
 
     def _emit_kernel(self, step: FusedKernel) -> None:
         sig = kernel_signature(step, self.buffers)
