@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 import numpy as np
-import pytest
 
 from numpile_capture import Graph, get_op, meta_of, run_graph
 from numpile_inductor import compile_graph
@@ -21,13 +20,16 @@ def _chain(g: Graph, a: Any, *rest: Any) -> Any:
     return g.call(get_op("sqrt"), g.call(get_op("absolute"), scaled))
 
 
-def _compile(*inputs: np.ndarray[Any, Any]) -> tuple[Any, Any, Any]:
-    # (compiled graph, its result, NumPy's result) of the element-wise chain over `inputs`.
+def _compile(*groups: tuple[np.ndarray[Any, Any], ...]) -> tuple[Any, list[Any], list[Any]]:
+    # (compiled graph, its results, NumPy's results): one element-wise chain per group of
+    # inputs, all in one module (one build); chains of different shapes are kernels of
+    # their own (`kernel0`, `kernel1`, ... in the groups' order).
     graph = Graph()
-    nodes = [graph.placeholder(f"in{i}", meta_of(x)) for i, x in enumerate(inputs)]
-    graph.output = _chain(graph, *nodes)
+    inputs = [x for group in groups for x in group]
+    nodes = iter([graph.placeholder(f"in{i}", meta_of(x)) for i, x in enumerate(inputs)])
+    graph.output = tuple(_chain(graph, *(next(nodes) for _ in group)) for group in groups)
     compiled = compile_graph(graph)
-    return compiled, compiled.fn(*inputs), run_graph(graph, list(inputs))
+    return compiled, list(compiled.fn(*inputs)), list(run_graph(graph, inputs))
 
 
 def _outer_loop(source: str, kernel: str = "kernel0") -> str:
@@ -50,50 +52,46 @@ def _block(shape: tuple[int, ...], seed: int = 0) -> np.ndarray[Any, Any]:
 
 def test_a_fortran_input_loops_over_columns_outermost() -> None:
     a = np.asfortranarray(_block((37, 41)))
-    compiled, got, want = _compile(a)
+    compiled, [got], [want] = _compile((a,))
     assert _outer_loop(compiled.source) == "x1"
     assert "for (int64_t x0 = 0; x0 < n0; x0++)" in compiled.source
     _same_as_numpy(got, want)
     assert got.flags.f_contiguous and not got.flags.c_contiguous
 
 
-def test_c_inputs_keep_c_order() -> None:
-    compiled, got, want = _compile(_block((37, 41)), _block((41,), 1))
+def test_c_mixed_and_reversed_inputs_keep_c_order_as_numpy_does() -> None:
+    # C inputs (one broadcast); a C and a Fortran input (NumPy: C order where operands
+    # disagree); reversed axes (NumPy's result is C-ordered, its strides positive).
+    fortran = np.asfortranarray(_block((37, 41), 1))
+    compiled, got, want = _compile(
+        (_block((37, 41)), _block((41,), 1)),
+        (_block((37, 41)), fortran),
+        (_block((37, 41))[::-1, ::-1], fortran[::-1]),
+    )
+    # The three chains share their ranges: one fused kernel, in C order.
     assert _outer_loop(compiled.source) == "x0"
     assert "for (int64_t x1 = 0; x1 < n1; x1++)" in compiled.source
-    _same_as_numpy(got, want)
+    for g, w in zip(got, want, strict=True):
+        _same_as_numpy(g, w)
+        assert g.flags.c_contiguous
 
 
-def test_a_c_and_a_fortran_input_keep_c_order_as_numpy_does() -> None:
-    compiled, got, want = _compile(_block((37, 41)), np.asfortranarray(_block((37, 41), 1)))
-    assert _outer_loop(compiled.source) == "x0"
-    _same_as_numpy(got, want)
-    assert got.flags.c_contiguous
-
-
-@pytest.mark.parametrize(
-    ("axes", "outer"), [((2, 0, 1), "x1"), ((1, 2, 0), "x2"), ((0, 2, 1), "x0")]
-)
-def test_a_transposed_input_loops_in_its_memory_order(axes: tuple[int, ...], outer: str) -> None:
-    a = _block((6, 7, 8)).transpose(axes)
-    compiled, got, want = _compile(a)
-    assert _outer_loop(compiled.source) == outer
-    _same_as_numpy(got, want)
-
-
-def test_reversed_axes_loop_in_c_order_with_numpys_c_result() -> None:
-    a = _block((37, 41))[::-1, ::-1]
-    compiled, got, want = _compile(a, np.asfortranarray(_block((37, 41), 1))[::-1])
-    assert _outer_loop(compiled.source) == "x0"
-    _same_as_numpy(got, want)
+def test_transposed_inputs_loop_in_their_memory_order() -> None:
+    block = _block((6, 7, 8))
+    groups = [(block.transpose(axes),) for axes in ((2, 0, 1), (1, 2, 0), (0, 2, 1))]
+    compiled, got, want = _compile(*groups)
+    outer = [_outer_loop(compiled.source, f"kernel{k}") for k in range(3)]
+    assert outer == ["x1", "x2", "x0"]
+    for g, w in zip(got, want, strict=True):
+        _same_as_numpy(g, w)
 
 
 def test_the_generic_copy_stays_correct_for_other_strides() -> None:
     # Compiled for a Fortran input, called with a C-order and a strided one: the kernel's
     # generic copy reads any strides, in the compiled loop order.
-    compiled, _, _ = _compile(np.asfortranarray(_block((37, 41))))
+    compiled, _, _ = _compile((np.asfortranarray(_block((37, 41))),))
     for other in (_block((37, 41), 2), _block((74, 82), 3)[::2, ::-2]):
-        got = compiled.fn(other)
+        [got] = compiled.fn(other)
         np.testing.assert_allclose(got, np.sqrt(np.abs(other * 2.0 + 1.0)), rtol=1e-15)
 
 
