@@ -80,6 +80,12 @@ def mlp_forward(x: Array, w1: Array, b1: Array, w2: Array, b2: Array) -> Any:
     return np.maximum(h @ w2 + b2, 0.0)
 
 
+def scale_shift(x: Array) -> Any:
+    """``x * 2.0 + 1.0`` on a Fortran-order or transposed matrix: NumPy keeps the input's
+    memory order (order='K'), and so do numpile's loops and output."""
+    return x * 2.0 + 1.0
+
+
 def add_one(x: Array) -> Any:
     """``x + 1.0``: one op, compiled first so that one-time initialization is measured alone."""
     return x + 1.0
@@ -139,6 +145,10 @@ def _ne_outer_bcast(ne: Any, a: Array, b: Array, c: Array) -> Any:
     return ne.evaluate("column * row + c", local_dict=names)
 
 
+def _ne_scale_shift(ne: Any, x: Array) -> Any:
+    return ne.evaluate("x * 2.0 + 1.0")
+
+
 def _ne_tiny_call(ne: Any, a: Array, b: Array, c: Array, d: Array) -> Any:
     return ne.evaluate("a * b + c * d", local_dict={"a": a, "b": b, "c": c, "d": d})
 
@@ -184,6 +194,16 @@ def _square(full: int, quick: int) -> Callable[[bool], tuple[Array, ...]]:
         rng = np.random.default_rng(_SEED)
         n = quick if quick_size else full
         return (_normal(rng, (n, n), np.float64),)
+
+    return make
+
+
+def _square_laid_out(
+    full: int, quick: int, *, transposed: bool
+) -> Callable[[bool], tuple[Array, ...]]:
+    def make(quick_size: bool) -> tuple[Array, ...]:
+        x = _square(full, quick)(quick_size)[0]
+        return (x.T if transposed else np.asfortranarray(x),)
 
     return make
 
@@ -335,6 +355,20 @@ WORKLOADS: tuple[Workload, ...] = (
         bound="compute",
         numexpr_note="not expressible (matmul)",
         flops=_mlp_flops,
+    ),
+    Workload(
+        name="scale_fortran_f64",
+        fn=scale_shift,
+        inputs=_square_laid_out(2000, 384, transposed=False),
+        bound="memory",
+        numexpr_fn=_ne_scale_shift,
+    ),
+    Workload(
+        name="scale_transposed_f64",
+        fn=scale_shift,
+        inputs=_square_laid_out(2000, 384, transposed=True),
+        bound="memory",
+        numexpr_fn=_ne_scale_shift,
     ),
     Workload(
         name="tiny_call_f64",

@@ -25,8 +25,7 @@ What the set found, fixed with tests of their own in the capture layer:
 Left as they are, with the reason `explain` gives: `smith_waterman` and
 `kadane_max_subarray` (`max(0, h)`, `max(-np.inf, cur)`: the item Python returns, and so
 its type, depends on the values), `newton_while_abs_dx` (its inner loop's `dp` changes
-type in its second iteration). On C, an output computed from a Fortran-order array is
-C-ordered where NumPy keeps Fortran order (the strict xfail).
+type in its second iteration).
 """
 
 from __future__ import annotations
@@ -106,9 +105,6 @@ def test_matches_eager_as_c(name: str) -> None:
     assert run_program(_program(name, (6, 9)), numpile.compile, "inductor") == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="C outputs are C-ordered: the inductor allocates no Fortran layout"
-)
 def test_an_output_from_a_fortran_order_copy_keeps_numpys_layout_on_c() -> None:
     compiled = numpile.compile(seidel_fortran_input)
     got = compiled(*_inputs("seidel_fortran_input", 5))

@@ -57,6 +57,7 @@ from .loop_index import mentions_loop_symbol as mentions_loop_symbol
 from .meta import ArrayMeta as ArrayMeta
 from .meta import ScalarMeta as ScalarMeta
 from .meta import contiguous_strides as contiguous_strides
+from .meta import k_order_axes as k_order_axes
 from .meta import meta_of as meta_of
 from .numpy_wrapper import wrap_numpy as wrap_numpy
 from .op import Op as Op
@@ -144,6 +145,7 @@ __all__ = [
     "extern_rows",
     "register_extern",
     "contiguous_strides",
+    "k_order_axes",
     "get_op",
     "meta_of",
     "register_op",

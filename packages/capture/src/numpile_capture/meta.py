@@ -14,6 +14,7 @@ over size symbols once shapes are dynamic.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
@@ -100,6 +101,49 @@ def contiguous_strides(shape: tuple[Any, ...]) -> tuple[Any, ...]:
     if shape:
         strides.append(step)  # the outermost size takes part in no stride
     return tuple(reversed(strides))
+
+
+def k_order_axes(steps: Sequence[Sequence[int]], ndim: int) -> tuple[int, ...]:
+    """The axes of an iteration over operands that step by `steps`, outermost first, in
+    NumPy's memory order (order='K', `npyiter_find_best_axis_ordering`).
+
+    `steps` holds one row per operand: its element step along each of the `ndim` axes (0
+    where it does not move: a broadcast or size-1 axis). An insertion sort from the last
+    axis out moves an axis inside another where every operand that moves along both steps
+    less on it; C order wins ties and disagreements, so all-C operands keep C order.
+
+    >>> k_order_axes([(1, 3)], 2)  # Fortran order: axis 0 innermost
+    (1, 0)
+    >>> k_order_axes([(4, 1), (1, 3)], 2)  # a C and a Fortran operand: C order
+    (0, 1)
+    """
+    table = [tuple(abs(step) for step in row) for row in steps]
+    order: list[int] = []  # innermost first
+    for axis in reversed(range(ndim)):
+        position = len(order)
+        for earlier in reversed(range(len(order))):
+            inside = _goes_inside(table, axis, order[earlier])
+            if inside is None:
+                continue
+            if not inside:
+                break
+            position = earlier
+        order.insert(position, axis)
+    return tuple(reversed(order))
+
+
+def _goes_inside(table: list[tuple[int, ...]], axis: int, inner: int) -> bool | None:
+    # Whether `axis` goes inside `inner` (None: no operand moves along both, keep looking).
+    # The first operand that moves along both decides a move; any of them may veto it.
+    decided: bool | None = None
+    for steps in table:
+        if steps[axis] == 0 or steps[inner] == 0:
+            continue
+        if steps[inner] <= steps[axis]:
+            decided = False
+        elif decided is None:
+            decided = True
+    return decided
 
 
 def laid_out_strides(

@@ -25,6 +25,8 @@ from typing import Any, TypeAlias
 import attrs
 import numpy as np
 
+from numpile_capture import contiguous_strides
+
 
 @attrs.frozen
 class Indirect:
@@ -317,8 +319,9 @@ class Buffer:
     """A named array of the program.
 
     `kind` is "input" (a graph input), "scalar" (a scalar graph input),
-    "kernel" (allocated C-contiguous by the wrapper) or "extern" (returned by an
-    extern call; any strides).
+    "kernel" (allocated by the wrapper with its `example_strides`: C-contiguous, or the
+    dense layout NumPy gives its graph node, `dense_strides`) or "extern" (returned by
+    an extern call; any strides).
     """
 
     name: str
@@ -326,3 +329,24 @@ class Buffer:
     dtype: np.dtype[Any]
     kind: str
     example_strides: tuple[int, ...] | None = None
+
+
+def dense_strides(shape: tuple[Any, ...], strides: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """`strides` where they lay `shape` out densely (each axis steps over the ones inside
+    it, from the axis of stride 1 out: Fortran order, a transpose), size-1 axes given C's
+    stride; None otherwise. Strides may be ints or products of size symbols.
+
+    >>> dense_strides((2, 3), (1, 2)), dense_strides((2, 3), (1, 4))
+    ((1, 2), None)
+    """
+    rest = [d for d, size in enumerate(shape) if size != 1]
+    result = list(contiguous_strides(shape))
+    step: Any = 1
+    while rest:
+        axis = next((d for d in rest if strides[d] == step), None)
+        if axis is None:
+            return None
+        result[axis] = step
+        step = step * shape[axis]
+        rest.remove(axis)
+    return tuple(result)

@@ -7,6 +7,7 @@ own exception types with NumPy's messages.
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.exceptions import AxisError
 
-from ..meta import ArrayMeta, contiguous_strides
+from ..meta import ArrayMeta, contiguous_strides, k_order_axes
 
 
 def _is_static(dim: Any) -> bool:
@@ -464,3 +465,89 @@ def reshape_strides(
     if oi < len(old):
         return None
     return tuple(result)
+
+
+def elementwise_strides(shape: tuple[Any, ...], *inputs: Any) -> tuple[Any, ...] | None:
+    """Element strides of an element-wise result of `shape` from `inputs` (NumPy's order='K'),
+    or None where that layout is C-contiguous (or the capture's facts cannot order the
+    inputs' symbolic strides: `{1, s0}` orders, `{s0, s1}` does not).
+
+    The result's axes are in the order NumPy's iterator gives them (`k_order_axes`: a
+    broadcast or size-1 axis of an input moves nothing; C order wins ties and
+    disagreements between inputs). The result is dense and its strides positive whatever
+    the inputs' signs. Non-array inputs take no part.
+
+    >>> elementwise_strides((3, 4), ArrayMeta((3, 4), "float64", (1, 3)))  # Fortran order
+    (1, 3)
+    >>> elementwise_strides((3, 4), ArrayMeta((3, 4), "float64", (-4, 1))) is None  # rows reversed
+    True
+    """
+    arrays = [m for m in inputs if isinstance(m, ArrayMeta)]
+    ndim = len(shape)
+    if ndim < 2 or any(isinstance(d, int) and d <= 0 for d in shape):
+        return None
+    rows: list[tuple[Any, ...]] = []
+    for meta in arrays:
+        strides = (0,) * (ndim - meta.ndim) + tuple(strides_of(meta))
+        sizes = (1,) * (ndim - meta.ndim) + tuple(meta.shape)
+        rows.append(tuple(0 if size == 1 else s for size, s in zip(sizes, strides, strict=True)))
+    table = _stride_ranks(rows)
+    if table is None:
+        return None
+    result: list[Any] = [0] * ndim
+    step: Any = 1
+    for axis in reversed(k_order_axes(table, ndim)):
+        result[axis] = step
+        step *= shape[axis]
+    strides = tuple(result)
+    return None if strides == contiguous_strides(shape) else strides
+
+
+def _stride_ranks(rows: list[tuple[Any, ...]]) -> list[tuple[int, ...]] | None:
+    # The rows with each stride replaced by the rank of its magnitude among all of them (0
+    # stays 0), or None where the capture's facts cannot order two symbolic strides. Sizes
+    # 0 and 1 are specialized, so `1 < s0 < 6*s0` is decided for every admitted size.
+    if all(isinstance(s, int) for row in rows for s in row):
+        return [tuple(abs(s) for s in row) for row in rows]
+    magnitudes: list[Any] = []
+    for row in rows:
+        for stride in row:
+            size = _magnitude(stride)
+            if size is None:
+                return None
+            if size != 0 and all(size != seen for seen in magnitudes):
+                magnitudes.append(size)
+    ranked: list[Any] = []
+    for size in magnitudes:
+        position = 0
+        for earlier in ranked:
+            less = _decide(earlier < size)
+            if less is None:
+                return None
+            position += int(less)
+        ranked.insert(position, size)
+    for low, high in itertools.pairwise(ranked):
+        if _decide(low < high) is not True:
+            return None
+    rank = {size: i + 1 for i, size in enumerate(ranked)}
+    return [tuple(rank[_magnitude(s)] if s != 0 else 0 for s in row) for row in rows]
+
+
+def _magnitude(stride: Any) -> Any:
+    # |stride| where its sign is decided (a reversed axis's stride is negative).
+    if isinstance(stride, int):
+        return abs(stride)
+    negative = _decide(stride < 0)
+    if negative is None:
+        return None
+    return -stride if negative else stride
+
+
+def _decide(relation: Any) -> bool | None:
+    # Late import: the capture's shape environment lives above the op set.
+    from ..dynamic_shapes import active_shape_env
+
+    if isinstance(relation, bool):
+        return relation
+    env = active_shape_env()
+    return None if env is None else env.decide(relation)

@@ -4,7 +4,8 @@ Result dtypes come from NumPy itself: a meta rule calls the ufunc on empty
 arrays of the input dtypes with weak Python scalars passed as they are (NEP
 50), so promotion, casting errors and out-of-bounds Python ints behave
 exactly as in NumPy. Shapes broadcast as NumPy broadcasts. Results are fresh
-arrays (`strides=None`).
+arrays laid out as NumPy lays them out (order='K', `elementwise_strides`: a Fortran-order
+input gives a Fortran-order result; `strides=None` where that is C order).
 
     >>> from numpile_capture import ArrayMeta, get_op
     >>> str(get_op("add").meta(ArrayMeta((2, 3), "int8"), 1.5))
@@ -31,6 +32,7 @@ from ._probes import (
 from ._shapes import (
     broadcast_shapes,
     canonical_strides,
+    elementwise_strides,
     fortran_strides,
     is_c_contiguous,
     is_f_contiguous,
@@ -107,7 +109,8 @@ def _ufunc_meta(ufunc: np.ufunc) -> Callable[..., ArrayMeta]:
             raise TypeError(f"{ufunc.__name__}() takes {ufunc.nin} inputs, got {len(inputs)}")
         dtype = ufunc_result_dtype(ufunc, inputs)
         _check_integer_power(ufunc, inputs, dtype)
-        return ArrayMeta(_broadcast_inputs(ufunc, inputs), dtype)
+        shape = _broadcast_inputs(ufunc, inputs)
+        return ArrayMeta(shape, dtype, elementwise_strides(shape, *inputs))
 
     return meta
 
@@ -136,7 +139,8 @@ for _name in UFUNC_NAMES:
 
 def _round_meta(x: Any, *, decimals: int = 0) -> ArrayMeta:
     dtype = result_dtype(np.round, probe(x), decimals)
-    return ArrayMeta(x.shape if isinstance(x, ArrayMeta) else (), dtype)
+    shape = x.shape if isinstance(x, ArrayMeta) else ()
+    return ArrayMeta(shape, dtype, elementwise_strides(shape, x))
 
 
 def _round_impl(x: Any, *, decimals: int = 0) -> Any:
@@ -148,7 +152,8 @@ round_ = register_op(Op("round", OpKind.POINTWISE, _round_meta, _round_impl))
 
 def _clip_meta(x: Any, low: Any, high: Any) -> ArrayMeta:
     dtype = result_dtype(np.clip, probe(x), probe(low), probe(high))
-    return ArrayMeta(_broadcast_inputs(np.clip, (x, low, high)), dtype)
+    shape = _broadcast_inputs(np.clip, (x, low, high))
+    return ArrayMeta(shape, dtype, elementwise_strides(shape, x, low, high))
 
 
 clip = register_op(Op("clip", OpKind.POINTWISE, _clip_meta, np.clip))
@@ -156,7 +161,8 @@ clip = register_op(Op("clip", OpKind.POINTWISE, _clip_meta, np.clip))
 
 def _where_meta(condition: Any, x: Any, y: Any) -> ArrayMeta:
     dtype = result_dtype(np.where, probe(condition), probe(x), probe(y))
-    return ArrayMeta(_broadcast_inputs(np.where, (condition, x, y)), dtype)
+    shape = _broadcast_inputs(np.where, (condition, x, y))
+    return ArrayMeta(shape, dtype, elementwise_strides(shape, condition, x, y))
 
 
 where = register_op(Op("where", OpKind.POINTWISE, _where_meta, np.where))

@@ -25,7 +25,13 @@ import numpy as np
 from ..meta import ArrayMeta
 from ..op import Op, OpKind, register_op
 from ._probes import is_static_shape, result_dtype, shaped_probe
-from ._shapes import normalize_axes, normalize_axis, reduced_shape
+from ._shapes import (
+    elementwise_strides,
+    normalize_axes,
+    normalize_axis,
+    reduced_shape,
+    strides_of,
+)
 
 
 @attrs.frozen
@@ -99,6 +105,19 @@ def _call_kwargs(info: ReductionInfo, dtype: Any, ddof: Any, initial: Any) -> di
     return kwargs
 
 
+def _kept_axes_strides(
+    x: ArrayMeta, axes: tuple[int, ...], shape: tuple[Any, ...]
+) -> tuple[Any, ...] | None:
+    # NumPy lays a reduction's result out in the order of the input's kept axes (order='K':
+    # the sum over axis 0 of a Fortran-order 3-d array is Fortran-ordered); a kept size-1
+    # axis (keepdims) strides nothing.
+    if len(shape) != x.ndim:
+        kept = [s for a, s in enumerate(strides_of(x)) if a not in axes]
+    else:
+        kept = [0 if a in axes else s for a, s in enumerate(strides_of(x))]
+    return elementwise_strides(shape, ArrayMeta(shape, x.dtype, tuple(kept)))
+
+
 @functools.lru_cache(maxsize=4096)
 def _reduction_dtype(
     name: str, dtype: np.dtype[Any], out: Any, scalar: bool, initial: Any
@@ -138,7 +157,7 @@ def _reduction_meta(name: str, info: ReductionInfo) -> Callable[..., ArrayMeta]:
             shape = (1,) * x.ndim
         # NOTE: var/std cast differently for 0-d results and arrays, so the probe matches that.
         out_dtype = _reduction_dtype(name, x.dtype, dtype, shape == (), initial)
-        return ArrayMeta(shape, out_dtype)
+        return ArrayMeta(shape, out_dtype, _kept_axes_strides(x, axes, shape))
 
     return meta
 

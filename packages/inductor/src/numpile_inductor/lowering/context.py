@@ -45,6 +45,7 @@ from ..loop_ir import (
     ReductionStore,
     ScalarArg,
     Store,
+    dense_strides,
 )
 
 if TYPE_CHECKING:
@@ -161,19 +162,32 @@ class LoweringContext:
             return self.values[value], None
         return None, value
 
-    def new_buffer(self, name: str, shape: tuple[int, ...], dtype: Any, kind: str) -> str:
-        strides = contiguous_strides(shape) if kind == "kernel" else None
+    def new_buffer(
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        dtype: Any,
+        kind: str,
+        *,
+        layout: tuple[Any, ...] | None = None,
+    ) -> str:
+        """A buffer of the program; a "kernel" one is laid out by `layout` (dense strides,
+        `dense_strides`) or C-contiguous."""
+        strides = (layout or contiguous_strides(shape)) if kind == "kernel" else None
         self.buffers[name] = Buffer(name, tuple(shape), np.dtype(dtype), kind, strides)
         return name
 
     # -- realization ------------------------------------------------------------------------
 
-    def realize(self, value: Lowered, name: str) -> str:
-        """Store `value` to a fresh C-contiguous buffer (once) and read it from there."""
+    def realize(self, value: Lowered, name: str, node: Node | None = None) -> str:
+        """Store `value` to a fresh buffer (once) and read it from there: laid out as NumPy
+        lays `node`'s result out (order='K': a Fortran-order input's element-wise result
+        is Fortran-ordered, and the kernels loop in that order), else C-contiguous."""
         if value.buffer is not None:
             return value.buffer
         assert value.loader is not None
-        buffer = self.new_buffer(name, value.shape, value.dtype, "kernel")
+        layout = node_layout(node, value.shape) if node is not None else None
+        buffer = self.new_buffer(name, value.shape, value.dtype, "kernel", layout=layout)
         xs = tuple(loop_var(d) for d in range(len(value.shape)))
         store = Store(buffer, xs, value.loader(xs))
         self.add_kernel(value.shape, (), (store,), (name,))
@@ -214,14 +228,14 @@ class LoweringContext:
         if node.op is not None and node.op.kind is OpKind.VIEW:
             self._extern(node, barrier=False)
             return self.values[node].buffer  # type: ignore[return-value]
-        return self.realize(value, node.name)
+        return self.realize(value, node.name, node)
 
     def materialize_pending(self) -> None:
         """Realize every computed value not yet stored (before a mutation runs)."""
         for node, value in self.values.items():
             pending = value.buffer is None and not value.pure_view and value.loader is not None
             if pending and any(user not in self.values for user in self.users[node]):
-                self.realize(value, node.name)
+                self.realize(value, node.name, node)
 
     # -- extern calls -----------------------------------------------------------------------
 
@@ -288,7 +302,16 @@ class LoweringContext:
             or value.ops > _MAX_INLINE_OPS
             or (n_users > 1 and (value.heavy or value.ops > _MAX_SHARED_OPS))
         ):
-            self.realize(value, node.name)
+            self.realize(value, node.name, node)
+
+
+def node_layout(node: Node, shape: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The dense strides NumPy lays `node`'s array result out with (its meta's), or None
+    for C order (or a layout that is not dense over `shape`)."""
+    meta = node.meta
+    if not isinstance(meta, ArrayMeta) or meta.strides is None or len(shape) != meta.ndim:
+        return None
+    return dense_strides(tuple(shape), tuple(meta.strides))
 
 
 def _extern_shape(meta: Any) -> tuple[Any, ...] | None:

@@ -29,7 +29,15 @@ from numpile_capture import ArrayMeta, Node
 from ..codegen.common import kernel_dtype
 from ..index import loop_var
 from ..loop_ir import Load, ReductionStore
-from .context import CannotLower, Lowered, LoweringContext, cast, out_shape, register_lowering
+from .context import (
+    CannotLower,
+    Lowered,
+    LoweringContext,
+    cast,
+    node_layout,
+    out_shape,
+    register_lowering,
+)
 
 _REDUCTION_TYPES = {
     "sum": "sum",
@@ -67,8 +75,10 @@ def reduce_value(
     dtype: np.dtype[Any],
     name: str,
     divisor: float | None = None,
+    layout: tuple[Any, ...] | None = None,
 ) -> Lowered:
-    """A realized reduction of `value` over `axes`, accumulated in `dtype`.
+    """A realized reduction of `value` over `axes`, accumulated in `dtype`, into a buffer
+    laid out by `layout` (dense strides; None: C order).
 
     >>> reduce_value(ctx, v, axes=(1,), keepdims=False, reduction_type="sum",
     ...              dtype=np.dtype("float64"), name="v3")  # doctest: +SKIP
@@ -102,7 +112,7 @@ def reduce_value(
         raise CannotLower("complex reduced into a real dtype")
     else:
         element = cast(element, dtype)
-    buffer = ctx.new_buffer(name, shape, dtype, "kernel")
+    buffer = ctx.new_buffer(name, shape, dtype, "kernel", layout=layout)
     store = ReductionStore(buffer, xs, reduction_type, element, dtype, divisor)
     ctx.add_kernel(shape, reduction_ranges, (store,), (name,))
     result = Lowered(shape, dtype, lambda idx: Load(buffer, idx, dtype), buffer=buffer)
@@ -136,6 +146,7 @@ def _lower_reduction(ctx: LoweringContext, node: Node) -> Lowered:
         reduction_type=_REDUCTION_TYPES[node.op.name],
         dtype=dtype,
         name=node.name,
+        layout=node_layout(node, out_shape(node)),
     )
     if lowered.shape != out_shape(node):
         raise CannotLower("reduction shape")

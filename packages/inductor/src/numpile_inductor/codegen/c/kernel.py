@@ -30,6 +30,7 @@ from ...index import free_symbols, index_int, is_integer, size_symbol
 from ...loop_ir import AccumulateStore, Apply, Buffer, Expr, Load, ScalarArg, Store
 from ...scheduler import FusedKernel
 from ..common import CodeBuffer, KernelContext
+from ..memory_order import memory_order
 from .accumulate import scatter_nest
 from .loop import LoopBody, loops, parallel, size_names
 from .ops import c_type
@@ -272,21 +273,27 @@ def _nest_of(ctx: KernelContext) -> Nest:
 
 
 def _pointwise_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
+    # The loops run in the memory order of the arrays (`memory_order`), the outermost one
+    # parallel and chunked; a row group's part keeps the order of its enclosing rows.
     fused, skip = ctx.fused, ctx.skip
     ndim = len(fused.ranges)
     innermost_parallel = ndim == 1 and not skip
+    order = memory_order(fused, ctx.buffers) if not skip else tuple(range(skip, ndim))
+    outer = order[0] if order else 0
     region = parallel(
         buf,
         max(1, ndim - 1),
         ctx.parallel_threshold,
         simd=ctx.ivdep and ndim == 1,
         enabled=bool(ndim) and not skip,
-        chunk=ctx.sizes[0] if ndim and not skip else None,
+        chunk=ctx.sizes[outer] if ndim and not skip else None,
+        chunk_dim=outer,
         work=ctx.static_work,
     )
     ivdep = ctx.ivdep and not innermost_parallel
     chunked = bool(ndim) and not skip
-    with region, loops(buf, "x", ctx.sizes[:ndim], skip, ivdep=ivdep, chunked=chunked):
+    sizes = ctx.sizes[:ndim]
+    with region, loops(buf, "x", sizes, ivdep=ivdep, chunked=chunked, order=order):
         body = LoopBody(ctx, buf)
         for kernel in fused.kernels:
             for store in kernel.stores:

@@ -19,7 +19,7 @@ into a `CodeBuffer` at its current indentation.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -152,6 +152,7 @@ def loops(
     *,
     ivdep: bool = False,
     chunked: bool = False,
+    order: Sequence[int] | None = None,
 ) -> Iterator[None]:
     """`for` loops over `prefix{d} < names[d]` for d >= first around the `with` block.
 
@@ -159,6 +160,8 @@ def loops(
     another iteration touches. Use it only when no buffer of the loop aliases another: it
     restores what `restrict` says, which GCC forgets in OpenMP-outlined loop bodies.
     `chunked` runs the first loop over the current chunk of a `parallel(chunk=...)` region.
+    `order` opens the loops of those dims in that order, outermost first (memory order,
+    `codegen/memory_order.py`); the loop of dim `d` is still `prefix{d} < names[d]`.
 
     >>> buf = CodeBuffer(level=1)
     >>> with loops(buf, "r", ["n2"], ivdep=True):
@@ -166,12 +169,13 @@ def loops(
     >>> buf.lines
     ['    #pragma GCC ivdep', '    for (int64_t r0 = 0; r0 < n2; r0++) {', '    }']
     """
-    count = len(names) - first
-    for d in range(first, len(names)):
+    dims = list(order) if order is not None else list(range(first, len(names)))
+    count = len(dims)
+    for position, d in enumerate(dims):
         var = loop_var(d, prefix)
-        if ivdep and d == len(names) - 1:
+        if ivdep and position == count - 1:
             buf.writeline("#pragma GCC ivdep")
-        low, high = (f"{var}_lo", f"{var}_hi") if chunked and d == first else ("0", names[d])
+        low, high = (f"{var}_lo", f"{var}_hi") if chunked and position == 0 else ("0", names[d])
         buf.writeline(f"for (int64_t {var} = {low}; {var} < {high}; {var}++) {{")
         buf.level += 1
     try:
@@ -200,6 +204,7 @@ def parallel(
     simd: bool = False,
     enabled: bool = True,
     chunk: str | None = None,
+    chunk_dim: int = 0,
     work: int | None = None,
 ) -> Iterator[None]:
     """An OpenMP parallel region, taken when `work >= threshold`, around the `with` block,
@@ -215,11 +220,11 @@ def parallel(
     a microsecond with libgomp, more than a small kernel's whole work). `work`, the
     kernel's work when its sizes are constants, leaves only the copy that runs.
 
-    `chunk` (the size of the outermost loop, which must then be opened with `loops(...,
-    chunked=True)`) runs that loop in chunks of rows, one region per chunk, polling for
-    signals between chunks (`np_chunk_rows` and `np_poll`, see codegen/c/interrupts.py):
-    Ctrl-C stops a long kernel within a chunk. The kernel then returns `NP_INTERRUPTED`
-    with the exception set; earlier chunks' outputs stay written.
+    `chunk` (the size of the outermost loop, that of dim `chunk_dim`, which must then be
+    opened with `loops(..., chunked=True)`) runs that loop in chunks of rows, one region
+    per chunk, polling for signals between chunks (`np_chunk_rows` and `np_poll`, see
+    codegen/c/interrupts.py): Ctrl-C stops a long kernel within a chunk. The kernel then
+    returns `NP_INTERRUPTED` with the exception set; earlier chunks' outputs stay written.
 
     >>> buf = CodeBuffer()
     >>> with parallel(buf, 1, 10):
@@ -255,7 +260,7 @@ def parallel(
     clause = f" collapse({collapse})" if collapse > 1 else ""
     simd_clause = " simd" if simd else ""
     if chunk is not None:
-        buf.writelines(_chunk_header(loop_var(0), chunk))
+        buf.writelines(_chunk_header(loop_var(chunk_dim), chunk))
     start = len(buf.lines)
     yield
     # The block's lines, already indented: moved into the copies written below.
@@ -286,7 +291,7 @@ def parallel(
             _write(buf, serial, 1)
         buf.writeline("}")
     if chunk is not None:
-        buf.writelines(_chunk_footer(loop_var(0), chunk))
+        buf.writelines(_chunk_footer(loop_var(chunk_dim), chunk))
 
 
 def _write(buf: CodeBuffer, lines: list[str | list[str]], deeper: int = 0) -> None:

@@ -34,7 +34,7 @@ from numpile_capture import (
 from ...config import InductorConfig
 from ...index import c_size, free_symbols, is_symbol, replace_symbols, size_symbol
 from ...launcher import GeneratedModule, extern_callable
-from ...loop_ir import Buffer, BufferRef, ExternCall, has_data_index, loads_of
+from ...loop_ir import Buffer, BufferRef, ExternCall, dense_strides, has_data_index, loads_of
 from ...lowering.scatter import BINCOUNT_LENGTH
 from ...scheduler import FusedKernel, Schedule
 from ..common import CodeBuffer
@@ -473,7 +473,11 @@ class _Emitter:
             )
             stride_arg = "NULL"
             if strides is not None:
-                text = ", ".join(str(s * buf.dtype.itemsize) for s in strides)
+                size = buf.dtype.itemsize
+                text = ", ".join(
+                    str(s * size) if isinstance(s, int) else f"({self.c_dim(s)}) * {size}"
+                    for s in strides
+                )
                 code.writeline(f"npy_intp bstrides[{max(nd, 1)}] = {{{text}}};")
                 stride_arg = "bstrides"
             alloc = (
@@ -498,24 +502,21 @@ class _Emitter:
         else:  # strides over size symbols: known once the sizes are bound
             code.writeline(f"const int64_t {name}_st[{max(nd, 1)}] = {{{values}}};")
 
-    def _output_strides(self, name: str) -> tuple[int, ...] | None:
-        # Outputs keep NumPy's K-order layout when the meta says so (a dense permutation).
+    def _output_strides(self, name: str) -> tuple[Any, ...] | None:
+        # Outputs keep NumPy's layout when the meta says so: a dense permutation of the
+        # axes (Fortran order, a transpose), its strides ints or products of size symbols.
+        # Other kernel buffers keep the layout the lowering gave them (their node's).
         for node, buffer in self.program.outputs.items():
             if buffer != name or not isinstance(node.meta, ArrayMeta):
                 continue
-            strides = node.meta.strides
-            shape = self.buffers[name].shape
-            if strides is None or any(not isinstance(s, int) for s in strides):
+            if node.meta.strides is None:
                 return None
-            order = sorted(range(len(shape)), key=lambda d: -abs(strides[d]))
-            expected = 1
-            dense = {}
-            for d in reversed(order):
-                dense[d] = expected
-                expected *= shape[d]
-            if all(strides[d] == dense[d] or shape[d] <= 1 for d in range(len(shape))):
-                return tuple(int(s) if shape[d] > 1 else dense[d] for d, s in enumerate(strides))
-        return None
+            return dense_strides(self.buffers[name].shape, node.meta.strides)
+        buf = self.buffers[name]
+        example = buf.example_strides
+        if buf.kind != "kernel" or example is None or example == contiguous_strides(buf.shape):
+            return None
+        return example if dense_strides(buf.shape, example) == example else None
 
     def _emit_kernel(self, step: FusedKernel) -> None:
         sig = kernel_signature(step, self.buffers)

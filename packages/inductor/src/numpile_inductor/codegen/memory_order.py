@@ -1,0 +1,93 @@
+"""The order of a pointwise kernel's loops: memory order, as NumPy's iterator walks.
+
+A kernel's loop variables `x0, x1, ...` follow the logical axes of its result; in that
+order a Fortran-order or transposed operand is read (and written) with its largest stride
+innermost. `memory_order` orders the loops instead by the element steps of every array
+the kernel touches (its stores' and loads' strides in the example layouts, the layout
+the wrapper allocates its outputs with), by NumPy's order='K' rule (`k_order_axes`):
+the smallest step innermost where all the operands that move along two axes agree, C
+order where they disagree or tie. C-contiguous operands keep C order. A layout is a
+choice of speed only: the kernel reads its strides at run time, so any order stays
+correct for any strides.
+
+    >>> memory_order(fused, buffers)  # doctest: +SKIP
+    (1, 0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from numpile_capture import contiguous_strides, k_order_axes
+
+from ..index import coefficient, free_symbols, is_integer, loop_var, replace_symbols
+from ..loop_ir import Buffer, Store, loads_of
+from ..scheduler import FusedKernel
+
+# NOTE: a symbolic stride (a product of size symbols) is ranked at this value for every
+# size symbol: sizes 0 and 1 are specialized, so a symbol stands for a size of at least 2,
+# and only the order of the strides matters.
+_SIZE_HINT = 4096
+
+
+def memory_order(fused: FusedKernel, buffers: Mapping[str, Buffer]) -> tuple[int, ...]:
+    """The loop axes of pointwise kernel `fused`, outermost first, in the memory order of
+    the arrays it stores and loads (C order, `(0, 1, ...)`, when they are C-contiguous or
+    disagree).
+
+    >>> memory_order(scale_of_fortran_input, buffers)  # doctest: +SKIP
+    (1, 0)
+    """
+    ndim = len(fused.ranges)
+    steps: list[tuple[int, ...]] = []
+    for kernel in fused.kernels:
+        for store in kernel.stores:
+            assert isinstance(store, Store)
+            if store.buffer not in fused.internal:
+                _append_steps(steps, store.buffer, store.index, buffers, ndim)
+            for load in loads_of(store.value):
+                if load.buffer not in fused.internal:
+                    _append_steps(steps, load.buffer, load.index, buffers, ndim)
+    return k_order_axes(steps, ndim)
+
+
+def _append_steps(
+    steps: list[tuple[int, ...]],
+    name: str,
+    index: Sequence[Any],
+    buffers: Mapping[str, Buffer],
+    ndim: int,
+) -> None:
+    # The element steps of one access along each loop axis, where its layout is known and
+    # its index affine in the loop variables (a reshape's FloorDiv, say, gives no step).
+    buf = buffers[name]
+    strides = buf.example_strides
+    if strides is None and buf.kind in ("kernel", "extern"):
+        # Kernel results are allocated C-contiguous; extern results nearly always are.
+        strides = tuple(contiguous_strides(buf.shape))
+    if strides is None or len(strides) != len(index):
+        return
+    ranks = [_rank(stride) for stride in strides]
+    row: list[int] = []
+    for axis in range(ndim):
+        var = loop_var(axis)
+        step = 0
+        for item, size, rank in zip(index, buf.shape, ranks, strict=True):
+            moves = coefficient(item, var)
+            if not is_integer(moves):
+                return
+            if int(moves) != 0 and size != 1:
+                if rank is None:
+                    return
+                step += int(moves) * rank
+        row.append(step)
+    steps.append(tuple(row))
+
+
+def _rank(stride: Any) -> int | None:
+    # An int standing for `stride` in comparisons with the others (see _SIZE_HINT).
+    if isinstance(stride, int):
+        return stride
+    hinted = replace_symbols(stride, dict.fromkeys(free_symbols(stride), _SIZE_HINT))
+    return int(hinted) if is_integer(hinted) else None
