@@ -5,8 +5,9 @@ are NumPy's blocked pairwise summation (lanes over blocks of 128, block sums
 merged as a binary counter), max/min compare lane by lane with a separate
 lane of the NaNs seen. A row of sums shorter than the lanes (a sum over a short
 axis: the coordinates of points) is its block's tail alone, added in order
-without the lanes and the block stack (the same adds, so the same bits). Lanes live in GCC vector types, which compile to SIMD
-where arrays of lanes often stay scalar. A reduction over an outer axis of a
+without the lanes and the block stack (the same adds, so the same bits). Lanes
+live in GCC vector types, which compile to SIMD where arrays of lanes often
+stay scalar. A reduction over an outer axis of a
 row-major input (`sum(axis=0)`) accumulates whole rows into the output, one
 block of columns per thread, in NumPy's row order (bit-identical).
 
