@@ -153,3 +153,30 @@ def test_nested_loops_of_a_body_that_runs_op_by_op_run_as_c() -> None:
             np.testing.assert_array_equal(g, w)
         if n > 1:
             assert rt.counters().get("loop_nested_c_runs") == n, n
+
+
+def _widely_scaled(n: int) -> Any:
+    # Squares over eight decades: another order of the adds rounds differently (checked).
+    rng = np.random.default_rng(n)
+    return rng.standard_normal(n) * 10.0 ** rng.uniform(-2.0, 2.0, n)
+
+
+def _lanes_sum(terms: Any, lanes: int) -> float:
+    # `terms` summed as `lanes` partial sums (a SIMD reduction's order), then those in order.
+    parts = [0.0] * lanes
+    for k, term in enumerate(terms.tolist()):
+        parts[k % lanes] += term
+    return sum(parts, 0.0)
+
+
+def test_a_carried_float_sum_adds_in_the_loops_order() -> None:
+    # `s += x[i] * x[i]` is one add after another in Python: the compiled loop keeps that
+    # order (bit-identical), though partial sums would run faster than the add latency.
+    compiled = numpile.compile(sum_of_squares, dynamic=True)
+    for n in (1000, 1003):
+        x = _widely_scaled(n)
+        want = sum_of_squares(x)
+        assert all(_lanes_sum(x * x, lanes) != want for lanes in (2, 4, 8)), n
+        assert float(np.sum(x * x)) != want, n  # NumPy's pairwise order differs too
+        got = compiled(x)
+        assert type(got) is type(want) and got == want, (n, got, want)

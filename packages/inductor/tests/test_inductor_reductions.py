@@ -9,6 +9,7 @@ Integer sums, max, min, any and all are exact.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -76,6 +77,27 @@ def test_contiguous_sums_match_numpy_pairwise(n: int) -> None:
     power_of_two_blocks = n <= 128 or (n % 128 == 0 and (n // 128) & (n // 128 - 1) == 0)
     for g, w in zip(got, want, strict=True):
         _compare(g, w, n, exact=power_of_two_blocks)
+
+
+def test_sums_over_short_rows_skip_the_blocks_and_match_numpy_bit_for_bit() -> None:
+    # Rows shorter than one group of lanes are summed without the blocks' lanes and stack
+    # (2-d points' `(d * d).sum(axis=2)`), the same adds in the same order: lengths 1-7
+    # take that branch, 8 and 9 the blocks; floats, complex and a mean.
+    lengths = (1, 2, 3, 7, 8, 9)
+    inputs = [_RNG.normal(size=(40, k)) * 10.0 ** _RNG.uniform(-3, 3, (40, k)) for k in lengths]
+    inputs.append(_RNG.normal(size=(40, 3)) + 1j * _RNG.normal(size=(40, 3)))
+    inputs.append(_RNG.normal(size=(40, 5)).astype(np.float32))
+
+    def build(g: Graph, *arrays: Any) -> Any:
+        sums = tuple(g.call(get_op("sum"), a, axis=(1,)) for a in arrays)
+        return (*sums, g.call(get_op("mean"), arrays[2], axis=(1,)))
+
+    compiled, got, want = _compile(inputs, build)
+    for g, w in zip(got, want, strict=True):
+        _compare(g, w, 9, exact=True)
+    short_rows = re.findall(r"if \(\w+ < 8\) \{\n\s+\w+ bs0 = 0;", compiled.source)
+    short_inputs = sum(1 for k in lengths if k < 8) + 2  # and the complex and float32 ones
+    assert len(short_rows) >= short_inputs, compiled.source
 
 
 def test_pointwise_producer_fuses_into_reduction_and_siblings_share_a_loop() -> None:

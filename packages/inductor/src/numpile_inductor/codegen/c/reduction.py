@@ -3,8 +3,11 @@
 A reduction over the innermost (contiguous) axis keeps 8 lanes: float sums
 are NumPy's blocked pairwise summation (lanes over blocks of 128, block sums
 merged as a binary counter), max/min compare lane by lane with a separate
-lane of the NaNs seen. Lanes live in GCC vector types, which compile to SIMD
-where arrays of lanes often stay scalar. A reduction over an outer axis of a
+lane of the NaNs seen. A row of sums shorter than the lanes (a sum over a short
+axis: the coordinates of points) is its block's tail alone, added in order
+without the lanes and the block stack (the same adds, so the same bits). Lanes
+live in GCC vector types, which compile to SIMD where arrays of lanes often
+stay scalar. A reduction over an outer axis of a
 row-major input (`sum(axis=0)`) accumulates whole rows into the output, one
 block of columns per thread, in NumPy's row order (bit-identical).
 
@@ -205,12 +208,20 @@ def _pairwise_rows(
         if pw:
             buf.writelines(["int sp = 0;", "int64_t blocks = 0;"])
         whole = chunked and rdim == 1
+        short = not whole and len(pw) == len(stores)
+        if short:
+            buf.writeline(f"if ({size} < {_LANES}) {{")
+            with buf.indent():
+                _short_row(ctx, buf, stores, accs, last, size)
+            buf.writeline("} else {")
         blocks = sequential_chunks(buf, "rb", size, align=_BLOCK) if whole else None
-        with blocks or contextlib.nullcontext():
+        with blocks or contextlib.nullcontext(), buf.indent(1 if short else 0):
             low, high = ("rb_lo", "rb_hi") if blocks else ("0", size)
             buf.writeline(f"for (int64_t rb = {low}; rb < {high}; rb += {_BLOCK}) {{")
             with buf.indent():
                 _pairwise_block(ctx, buf, stores, accs, pw, last, size)
+            buf.writeline("}")
+        if short:
             buf.writeline("}")
         for i in pw:
             ct = c_type(stores[i].dtype)
@@ -239,6 +250,30 @@ def _pairwise_rows(
         else:
             buf.writeline(f"    {_combine(store, acc, lane)}")
         buf.writeline("}")
+
+
+def _short_row(
+    ctx: KernelContext,
+    buf: CodeBuffer,
+    stores: list[ReductionStore],
+    accs: list[str],
+    last: Any,
+    size: str,
+) -> None:
+    # A row shorter than one group of lanes, as the blocked code sums it: its one block's
+    # lanes hold zeros (their tree is +0), the elements go to the block sum in order, and
+    # the block sum to the accumulator; without the lanes, the tree and the block stack,
+    # which cost a sum over a short axis (`(d * d).sum(axis=2)` of 2-d points) several
+    # times its adds. The stack stays empty, so the merge after the blocks adds nothing.
+    for i, store in enumerate(stores):
+        buf.writeline(f"{c_type(store.dtype)} bs{i} = 0;")
+    buf.writeline(f"for (int64_t rk = 0; rk < {size}; rk++) {{")
+    with buf.indent():
+        buf.writeline(f"const int64_t {last} = rk;")
+        _accumulate(ctx, buf, stores, accs, lambda i: f"bs{i}", None)
+    buf.writeline("}")
+    for i, acc in enumerate(accs):
+        buf.writeline(f"{acc} = {acc} + bs{i};")
 
 
 def _pairwise_block(
