@@ -23,8 +23,8 @@ DEFAULT_PYTHON = "3.11"
 # Bottom to top; a layer may import only the layers before it.
 LAYERS = ["runtime", "guards", "capture", "autograd_aot", "inductor", "api"]
 # The layers whose tests exercise the interpreter's bytecode (capture, and autograd's traced
-# transforms): CI runs them on every Python. The others test code that reads graphs, not
-# bytecode; CI runs them on the default Python (their layer sessions), and the integration
+# transforms): their layer sessions run on every Python. The others test code that reads
+# graphs, not bytecode; their layer sessions run on the default Python, and the integration
 # tests run end to end on every Python.
 BYTECODE_LAYERS = ["capture", "autograd_aot"]
 TEST_DEPS = ["pytest>=8", "pytest-xdist>=3.2", "hypothesis>=6"]
@@ -125,10 +125,10 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(name="tests-ci", python=PYTHONS, tags=["ci"])
 def tests_ci(session: nox.Session) -> None:
-    """CI's share of ``tests``: on the default Python the layer sessions already run every
-    layer's tests and doctests, so this runs the integration tests alone there; on the other
-    Pythons it runs capture's integration tests (`CAPTURE_INTEGRATION_TESTS`, the corpus
-    through capture alone) and the bytecode layers' tests and doctests."""
+    """CI's share of ``tests``: the layer sessions run every layer's tests and doctests (the
+    bytecode layers' on every Python), so this runs the integration tests alone: all of them
+    on the default Python, capture's (`CAPTURE_INTEGRATION_TESTS`, the corpus through
+    capture alone) on the others."""
     if session.python == DEFAULT_PYTHON:
         # The corpus and the generated programs through the C backend alone: the eager
         # backend's runs of them (capture alone) are those of 3.12 and 3.13 below, and the
@@ -144,19 +144,25 @@ def tests_ci(session: nox.Session) -> None:
     # read bytecode: their runs on the default Python cover them.
     session.env["NUMPILE_CORPUS_BACKENDS"] = "eager"
     session.env["NUMPILE_EXAMPLES_FRACTION"] = "0.34"  # the default Python draws them all
+    # The bytecode layers' own tests run in their layer sessions, on every Python: there,
+    # with only what each layer declares installed, they run their graphs with `run_graph`.
+    # Here, beside the inductor, they compiled their graphs to C, three fifths of their CPU
+    # (docs/performance_notes.md), for a backend that reads graphs, not bytecode.
     tests = [f"integration_tests/{name}" for name in CAPTURE_INTEGRATION_TESTS]
-    _run_suite(session, BYTECODE_LAYERS, tests)
+    _run_suite(session, [], tests)
 
 
 # NOTE: the integration tests CI runs on the Pythons other than the default: those of
-# capture (the corpus, generated programs, breaks, loops kept, guards, pickling). The whole
-# folder on 3.12 and 3.13 took CI past its 30 minutes (round 2, fourth session).
+# capture (the corpus, generated programs, breaks, loops kept, guards). The whole folder on
+# 3.12 and 3.13 took CI past its 30 minutes (round 2, fourth session). Pickling by value and
+# by reference, across processes, is capture's own test (test_capture_pickling.py, in its
+# layer session on every Python); test_dask.py adds a cluster of processes sharing the
+# kernel cache, which reads no bytecode: it runs on the default Python.
 CAPTURE_INTEGRATION_TESTS = [
     "test_breaking_loops_random.py",
     "test_breaks.py",
     "test_corpus.py",
     "test_corpus_harness.py",
-    "test_dask.py",
     "test_dynamic.py",
     "test_loops_kept_everywhere.py",
     "test_loops_random.py",
@@ -189,16 +195,22 @@ def _doctest_args(layers: list[str]) -> list[str]:
 
 
 def _layer_session(layer: str) -> None:
-    @nox.session(name=f"tests-{layer}", python=DEFAULT_PYTHON, tags=["ci", "layers"])
     def layer_tests(session: nox.Session) -> None:
         _install_layers(session, _local_deps(layer), *TEST_DEPS)
         session.run("pytest", "-q", *PYTEST_PARALLEL, f"packages/{layer}/tests", *session.posargs)
         session.run("pytest", "-q", *_doctest_args([layer]))
 
+    every_python = layer in BYTECODE_LAYERS
+    # The docstring before the decorator: nox copies it into each Python's session.
     layer_tests.__doc__ = (
         f"The {layer} layer alone, with only what it declares installed: its tests, then the "
-        "doctests of its README and modules."
+        "doctests of its README and modules" + (" (on every Python)." if every_python else ".")
     )
+    nox.session(
+        name=f"tests-{layer}",
+        python=PYTHONS if every_python else DEFAULT_PYTHON,
+        tags=["ci", "layers"],
+    )(layer_tests)
 
 
 for _layer in LAYERS:

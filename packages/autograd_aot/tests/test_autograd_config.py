@@ -3,7 +3,9 @@ saved values that alias the caller's arrays."""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -221,3 +223,15 @@ def test_config_patch_and_key_come_from_the_shared_base() -> None:
         "compiler='eager' partitioner=numpile_autograd_aot.partition.default_partition "
         "keep_loops=True"
     )
+
+
+@pytest.mark.skipif(
+    not os.environ.get("NOX_CURRENT_SESSION", "").startswith("tests-autograd_aot"),
+    reason="checks the layer session's environment (noxfile.py's tests-autograd_aot)",
+)
+def test_the_layer_session_runs_transforms_with_run_graph() -> None:
+    # `nox -s tests-autograd_aot` runs on every Python with this layer and those below it
+    # alone: a transform given no compiler runs its graphs with `run_graph`, and no test of
+    # the layer waits on the C compiler (docs/performance_notes.md).
+    assert importlib.util.find_spec("numpile_inductor") is None
+    assert resolve_compiler(None) is run_graph_compiler

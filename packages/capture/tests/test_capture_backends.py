@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from typing import Any
@@ -179,3 +181,15 @@ def test_a_preferred_backend_registered_at_run_time_becomes_the_default(registry
 
     assert preferred_backend() == "inductor"
     assert lookup_backend(default_backend()) is stand_in
+
+
+@pytest.mark.skipif(
+    not os.environ.get("NOX_CURRENT_SESSION", "").startswith("tests-capture"),
+    reason="checks the layer session's environment (noxfile.py's tests-capture)",
+)
+def test_the_layer_session_holds_no_backend_above_capture() -> None:
+    # `nox -s tests-capture` runs on every Python with capture alone installed, so the
+    # layer's tests run their graphs with `run_graph`: beside the inductor, CI's runs of
+    # them on 3.12 and 3.13 compiled every graph to C (docs/performance_notes.md).
+    assert importlib.util.find_spec("numpile_inductor") is None
+    assert preferred_backend() == "eager"
