@@ -43,6 +43,30 @@ def test_second_compile_is_a_cache_hit_and_skips_lowering(fresh_cache: Path) -> 
     assert second.fn(*inputs)[1] == 7
 
 
+def test_a_compile_lowers_while_the_compiler_is_probed_and_asks_the_cache_after(
+    fresh_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # While the build queue probes the compiler (`known_toolchain()` answers None), the
+    # cache key (which names the toolchain) waits: the graph is lowered first, then the
+    # toolchain is asked for; the entry is stored under the same key as ever, so a compile
+    # once the toolchain is known is a hit.
+    from numpile_inductor import backend
+
+    order: list[str] = []
+    lower, toolchain = backend.lower_and_schedule, backend._toolchain
+    monkeypatch.setattr(backend, "lower_and_schedule", lambda g: order.append("lower") or lower(g))
+    monkeypatch.setattr(backend, "_toolchain", lambda: order.append("toolchain") or toolchain())
+    monkeypatch.setattr(rt, "known_toolchain", lambda: None)
+    graph, inputs = _chain(29)
+    first = compile_graph(graph)
+    assert order[:2] == ["lower", "toolchain"], order
+    a, b = inputs
+    np.testing.assert_allclose(first.fn(*inputs)[0], np.sin(a) * b + 2.0, rtol=1e-15)
+    monkeypatch.undo()
+    second = compile_graph(graph)
+    assert not first.cache_hit and second.cache_hit and second.source == first.source
+
+
 def test_options_and_graphs_get_their_own_entries(fresh_cache: Path) -> None:
     graph, _ = _chain(33)
     compile_graph(graph)

@@ -11,6 +11,7 @@ import attrs
 import pytest
 
 import numpile_runtime as rt
+import numpile_runtime.toolchain as toolchain_module
 
 
 def test_finds_a_working_compiler() -> None:
@@ -109,11 +110,13 @@ def test_known_toolchain_never_runs_the_compiler(monkeypatch: pytest.MonkeyPatch
 
 
 def test_known_toolchain_does_not_wait_for_a_probe_in_another_thread(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    # The build queue probes the compiler while capture runs; a cold compile asks
-    # `known_toolchain` meanwhile and must go on (importing sympy) instead of waiting.
+    # The build queue probes the compiler while capture runs (a fresh cache: no probe on
+    # disk); a cold compile asks `known_toolchain` meanwhile and must go on (lowering its
+    # graph) instead of waiting.
     found = rt.find_toolchain()
+    rt.set_cache_dir(tmp_path / "no-probe-yet")
     monkeypatch.setattr("numpile_runtime.toolchain._FOUND", {})
     started = threading.Event()
     release = threading.Event()
@@ -137,6 +140,48 @@ def test_known_toolchain_does_not_wait_for_a_probe_in_another_thread(
         release.set()
         prober.join(30)
     assert rt.known_toolchain() is found
+
+
+def test_known_toolchain_waits_for_a_discovery_from_the_probe_on_disk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A warm start's build queue finds the toolchain from the probe an earlier process
+    # stored (no compiler runs); a compile asking meanwhile gets it, rather than None and
+    # a graph cache it then would not ask.
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("needs gcc")
+    monkeypatch.setenv("CC", gcc)
+    monkeypatch.setattr("numpile_runtime.toolchain._FOUND", {})
+    found = rt.find_toolchain()  # probes, and stores the probe in this test's cache
+    probed = rt.counters().get("compiler_invocation", 0)
+    monkeypatch.setattr("numpile_runtime.toolchain._FOUND", {})
+    started = threading.Event()
+    release = threading.Event()
+    real_discover = toolchain_module._discover
+
+    def slow_discovery(cc_env: str | None, cxx_env: str | None) -> rt.Toolchain:
+        started.set()
+        release.wait(30)
+        return real_discover(cc_env, cxx_env)
+
+    monkeypatch.setattr("numpile_runtime.toolchain._discover", slow_discovery)
+    finder = threading.Thread(target=rt.find_toolchain)
+    finder.start()
+    answers: list[rt.Toolchain | None] = []
+    try:
+        assert started.wait(30)
+        asker = threading.Thread(target=lambda: answers.append(rt.known_toolchain()))
+        asker.start()
+        asker.join(0.5)
+        assert answers == [], "known_toolchain answered before the discovery ended"
+    finally:
+        release.set()
+        finder.join(30)
+    asker.join(30)
+    assert len(answers) == 1 and answers[0] is not None
+    assert answers[0].identity == found.identity
+    assert rt.counters().get("compiler_invocation", 0) == probed  # no compiler since
 
 
 def test_missing_cc_names_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:

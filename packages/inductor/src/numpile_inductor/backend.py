@@ -459,11 +459,18 @@ def _compile(
     # off while the compiler works, rather than before the compiler starts.
     with contextlib.ExitStack() as paused:
         paused.enter_context(rt.collector_paused())
-        key = _key(graph, config, functionalize=functionalize)
-        cached = _cached(graph, config, key)
+        # NOTE: the key names the toolchain. While the build queue probes the compiler (a
+        # fresh cache folder's first compile), lowering and code generation run first, on
+        # this core while the probe runs on the other, and the cache is asked once the
+        # probe is done: a cache hit then wasted the lowering, which no fresh folder holds
+        # anyway. Autotuning keys its variants, so it asks first.
+        ask_first = config.max_autotune or rt.known_toolchain() is not None
+        key = _key(graph, config, functionalize=functionalize) if ask_first else ""
+        cached = _cached(graph, config, key) if ask_first else None
         if cached is not None:
             return cached
-        rt.count("inductor_graph_cache_miss")
+        if ask_first:
+            rt.count("inductor_graph_cache_miss")
 
         def generate(source: Graph, light: bool) -> _Generated:
             return _generate(
@@ -476,6 +483,12 @@ def _compile(
         # (no import to save), lowering takes sympy sizes.
         light = not config.max_autotune and "sympy" not in sys.modules
         done = light_first(generate, graph, convert=sympy_sizes, light=light)
+        if not ask_first:
+            key = _key(graph, config, functionalize=functionalize)
+            cached = _cached(graph, config, key)
+            if cached is not None:
+                return cached
+            rt.count("inductor_graph_cache_miss")
         graph, config, generated = done.graph, done.config, done.generated
         target, epilogue, sched = done.target, done.epilogue, done.schedule
         choice = done.choice

@@ -39,7 +39,7 @@ from typing import Any
 import attrs
 
 from .code_cache import cache_key, default_cache
-from .locks import at_fork_reset, new_lock, new_rlock
+from .locks import new_rlock
 from .metrics import count, timed
 
 __all__ = ["CompilerNotFoundError", "Toolchain", "find_toolchain"]
@@ -136,13 +136,9 @@ class Toolchain:
 # NOTE: the process-wide table of discovered toolchains, keyed by the values of
 # CC and CXX at lookup time, so a test that changes CC sees a fresh discovery.
 # `_FOUND_LOCK` is held for a whole discovery (one probe per process, however many threads
-# ask); `_PROBING` names the keys whose discovery runs now, under the short `_PROBING_LOCK`,
-# so that `known_toolchain` answers at once instead of waiting for that probe.
+# ask); `known_toolchain` takes it only where the probe is on disk (no compiler to wait for).
 _FOUND: dict[tuple[str | None, str | None], Toolchain] = {}
 _FOUND_LOCK = new_rlock()
-_PROBING: set[tuple[str | None, str | None]] = set()
-_PROBING_LOCK = new_lock()
-at_fork_reset(_PROBING.clear)
 
 
 def find_toolchain() -> Toolchain:
@@ -158,15 +154,9 @@ def find_toolchain() -> Toolchain:
     with _FOUND_LOCK:
         found = _FOUND.get(env)
         if found is None:
-            with _PROBING_LOCK:
-                _PROBING.add(env)
-            try:
-                with timed("toolchain_discovery"):
-                    found = _discover(*env)
-                _FOUND[env] = found
-            finally:
-                with _PROBING_LOCK:
-                    _PROBING.discard(env)
+            with timed("toolchain_discovery"):
+                found = _discover(*env)
+            _FOUND[env] = found
             log.info("toolchain: %s", found)
         return found
 
@@ -254,22 +244,20 @@ def known_toolchain() -> Toolchain | None:
     """The toolchain when finding it runs no compiler process, else None.
 
     Found in this process already, or probed by an earlier one (the probe is in the
-    on-disk cache): then the same as `find_toolchain()`. None when finding it would
-    probe the compiler (a fresh cache), when another thread is finding it now (the build
-    queue's probe: this call never waits for it), or when there is none; callers that must
-    not wait for a probe (tiered compilation's first call, a cold compile that imports
-    sympy meanwhile) do without it then.
+    on-disk cache): then the same as `find_toolchain()`, which waits for another thread
+    finding it from that probe now (the build queue's, a few milliseconds). None when
+    finding it would probe the compiler (a fresh cache), when another thread probes it now
+    (the build queue's probe: this call never waits for a compiler process), or when there
+    is none; callers that must not wait for a probe (tiered compilation's first call, a
+    cold compile that lowers its graph meanwhile) do without it then.
 
         >>> known_toolchain() in (None, find_toolchain())
         True
     """
     env = (os.environ.get("CC") or None, os.environ.get("CXX") or None)
-    with _PROBING_LOCK:
-        found = _FOUND.get(env)
-        if found is not None:
-            return found
-        if env in _PROBING:
-            return None
+    found = _FOUND.get(env)
+    if found is not None:
+        return found
     try:
         cc = _resolve_cc(env[0])
         if _stored_probe(_probe_key(cc)) is None:
