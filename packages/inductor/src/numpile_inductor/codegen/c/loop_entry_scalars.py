@@ -1,0 +1,132 @@
+"""Whether a loop's first iteration computes on a Python entry scalar as its body would.
+
+`t = 1.1` before `for i in range(n): y[i] = t * z[i]; t = x[i]` carries a Python float
+into the loop and an `np.float64` out of each iteration. The body graph is typed for the
+carried float64; the first iteration's graph (`first`) for the Python float, weak under
+NEP 50. A C loop may run the body from the start, on the entry converted to the carried
+dtype, only where both typings compute the same: here they do not, a float32 `z[i]`
+gives a float32 product on the Python float and a float64 one on the float64.
+
+`computes_either_way` walks `first` from the entry's placeholder and accepts each node
+reading it (or a value computed from it) only where NumPy's own rules give the same:
+
+- a NumPy pointwise op whose result meta (its op's meta rule) and whose operands' common
+  dtype (`np.result_type`, NEP 50, which says where a comparison computes) are the same
+  with the entry's Python type as with the carried dtype;
+- a store of it into an array of exactly the carried dtype (a Python int that a narrower
+  integer array cannot hold raises where an int64 wraps; a float NaN into ints raises);
+- Python's `+ - *` giving a Python float, where the carried dtype is float64: the same
+  IEEE double operation (`/` raises ZeroDivisionError where NumPy gives inf; Python ints
+  do not wrap), its result then followed as the entry is.
+
+Anything else (a control-flow node, an inner loop, an index, Python int arithmetic) makes
+the first iteration run apart, on its own types.
+
+    >>> computes_either_way(first, first.placeholders[1], np.dtype("float64"))  # doctest: +SKIP
+    False
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta
+
+__all__ = ["computes_either_way"]
+
+# NOTE: Python's operators whose float result NumPy's float64 op computes bit for bit.
+_EXACT_FLOAT_OPERATORS = frozenset({"add", "sub", "mul"})
+# NOTE: a Python scalar of each type as NumPy's promotion weighs it (weak under NEP 50, but
+# a bool, which is NumPy's own bool): a stand-in value for `np.result_type`.
+_PYTHON_STAND_INS: dict[type, Any] = {bool: False, int: 0, float: 0.0, complex: 0j}
+
+
+def computes_either_way(graph: Graph, entry: Node, dtype: np.dtype[Any]) -> bool:
+    """Whether `graph` computes the same on its placeholder `entry` (a Python scalar) as
+    on that value converted to a 0-d NumPy value of `dtype`, the type a loop body carries
+    it as: each node reading it gives the same values either way.
+
+    >>> computes_either_way(first, first.placeholders[1], np.dtype("float64"))  # doctest: +SKIP
+    True
+    """
+    strong: dict[Node, ArrayMeta] = {entry: ArrayMeta((), dtype)}
+    for node in graph.nodes:
+        if node.op is None or not any(_is_in(value, strong) for value in node.inputs):
+            continue
+        if node.op.name == "py_binary":
+            if not _exact_float_arithmetic(node, strong):
+                return False
+            strong[node] = ArrayMeta((), np.dtype("float64"))
+        elif node.op.name == "setitem_at":
+            if not _stores_exactly(node, strong):
+                return False
+        elif node.op.kind is not OpKind.POINTWISE or not _same_either_way(node, strong):
+            return False
+    return True
+
+
+def _is_in(value: Any, strong: dict[Node, ArrayMeta]) -> bool:
+    return isinstance(value, Node) and value in strong
+
+
+def _exact_float_arithmetic(node: Node, strong: dict[Node, ArrayMeta]) -> bool:
+    # Python `+ - *` giving a Python float, on values carried as float64 (or int64: an int
+    # converts to the nearest double either way) and plain Python numbers.
+    if dict(node.params).get("operator") not in _EXACT_FLOAT_OPERATORS:
+        return False
+    if node.meta != ScalarMeta(float):
+        return False
+    for value in node.inputs:
+        if _is_in(value, strong):
+            if strong[value].dtype not in (np.dtype("float64"), np.dtype("int64")):
+                return False
+        elif isinstance(value, Node) and not isinstance(value.meta, ScalarMeta):
+            return False
+    return True
+
+
+def _stores_exactly(node: Node, strong: dict[Node, ArrayMeta]) -> bool:
+    # A store of the value (not an index) into an array of exactly its carried dtype.
+    target, value, *indices = node.inputs
+    if any(_is_in(index, strong) for index in indices) or _is_in(target, strong):
+        return False
+    meta = getattr(target, "meta", None)
+    return isinstance(meta, ArrayMeta) and meta.dtype == strong[value].dtype
+
+
+def _same_either_way(node: Node, strong: dict[Node, ArrayMeta]) -> bool:
+    # A NumPy op giving the same result meta, computed in the same dtype, on the Python
+    # scalars as on their carried 0-d values.
+    assert node.op is not None
+    if not isinstance(node.meta, ArrayMeta):
+        return False
+    metas = [strong[value] if _is_in(value, strong) else _meta(value) for value in node.inputs]
+    try:
+        meta = node.op.meta(*metas, **dict(node.params))
+        weak = np.result_type(*(_promoted(value) for value in node.inputs))
+        carried = np.result_type(*(_promoted(meta) for meta in metas))
+    except (TypeError, ValueError):
+        return False
+    return meta == node.meta and weak == carried
+
+
+def _meta(value: Any) -> Any:
+    return value.meta if isinstance(value, Node) else value
+
+
+def _promoted(value: Any) -> Any:
+    # An operand as `np.result_type` weighs it: a dtype, or a Python scalar (weak).
+    meta = _meta(value)
+    if isinstance(meta, ArrayMeta):
+        return meta.dtype
+    if isinstance(meta, ScalarMeta):
+        if meta.type not in _PYTHON_STAND_INS:
+            raise TypeError(f"a Python {meta.type.__name__} operand")
+        return _PYTHON_STAND_INS[meta.type]
+    if isinstance(meta, np.generic):
+        return meta.dtype
+    if isinstance(meta, bool | int | float | complex):
+        return meta
+    raise TypeError(f"an operand {meta!r} NumPy's promotion does not weigh")
