@@ -19,8 +19,11 @@ reading it (or a value computed from it) only where NumPy's own rules give the s
   IEEE double operation (`/` raises ZeroDivisionError where NumPy gives inf; Python ints
   do not wrap), its result then followed as the entry is.
 
-Anything else (a control-flow node, an inner loop, an index, Python int arithmetic) makes
-the first iteration run apart, on its own types.
+- a `cond` whose branches compute on it so (not one it decides): its results computed
+  from it are followed as the entry is.
+
+Anything else (an inner loop, an index, Python int arithmetic, `/`) makes the first
+iteration run apart, on its own types.
 
     >>> computes_either_way(first, first.placeholders[1], np.dtype("float64"))  # doctest: +SKIP
     False
@@ -51,20 +54,63 @@ def computes_either_way(graph: Graph, entry: Node, dtype: np.dtype[Any]) -> bool
     >>> computes_either_way(first, first.placeholders[1], np.dtype("float64"))  # doctest: +SKIP
     True
     """
-    strong: dict[Node, ArrayMeta] = {entry: ArrayMeta((), dtype)}
+    return _weak_outputs(graph, {entry: ArrayMeta((), dtype)}) is not None
+
+
+def _weak_outputs(graph: Graph, strong: dict[Node, ArrayMeta]) -> dict[int, ArrayMeta] | None:
+    # The outputs of `graph` computed from its values `strong` as Python scalars (each
+    # with its meta as a NumPy value), where every node reading one computes the same
+    # either way; None where one does not.
+    strong = dict(strong)
+    conds: dict[Node, dict[int, ArrayMeta]] = {}
     for node in graph.nodes:
-        if node.op is None or not any(_is_in(value, strong) for value in node.inputs):
+        if node.op is None:
+            continue
+        if node.op.name == "loop_output" and node.inputs[0] in conds:
+            held = conds[node.inputs[0]].get(dict(node.params)["index"])
+            if held is not None:
+                strong[node] = held
+            continue
+        if not any(_is_in(value, strong) for value in node.inputs):
             continue
         if node.op.name == "py_binary":
             if not _exact_float_arithmetic(node, strong):
-                return False
+                return None
             strong[node] = ArrayMeta((), np.dtype("float64"))
         elif node.op.name == "setitem_at":
             if not _stores_exactly(node, strong):
-                return False
+                return None
+        elif node.op.name == "cond":
+            held = _cond_outputs(node, strong)
+            if held is None:
+                return None
+            conds[node] = held
         elif node.op.kind is not OpKind.POINTWISE or not _same_either_way(node, strong):
-            return False
-    return True
+            return None
+    outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+    return {k: strong[value] for k, value in enumerate(outputs) if _is_in(value, strong)}
+
+
+def _cond_outputs(node: Node, strong: dict[Node, ArrayMeta]) -> dict[int, ArrayMeta] | None:
+    # The results of `cond` node `node` that a branch computes from the Python scalars
+    # (`strong`), each of one meta as a NumPy value whichever branch runs; None where a
+    # branch computes otherwise on them, or where they decide which branch runs.
+    if _is_in(node.inputs[0], strong):
+        return None
+    params = dict(node.params)
+    held: dict[int, ArrayMeta] = {}
+    for branch in (params["then_branch"], params["else_branch"]):
+        pairs = zip(branch.placeholders, node.inputs[1:], strict=True)
+        seeds = {
+            placeholder: strong[value] for placeholder, value in pairs if _is_in(value, strong)
+        }
+        kept = _weak_outputs(branch, seeds)
+        if kept is None:
+            return None
+        for k, meta in kept.items():
+            if held.setdefault(k, meta) != meta:
+                return None
+    return held
 
 
 def _is_in(value: Any, strong: dict[Node, ArrayMeta]) -> bool:
