@@ -22,7 +22,10 @@ reading it (or a value computed from it) only where NumPy's own rules give the s
 - a `cond` whose branches compute on it so (not one it decides): its results computed
   from it are followed as the entry is.
 
-Anything else (an inner loop, an index, Python int arithmetic, `/`) makes the first
+- an inner loop taking it as a carried local it retypes (`typed_if_ran`): whether it ran
+  decides the local's type from there on (`loop_flag_typings`, the loop's ran flags).
+
+Anything else (another inner loop, an index, Python int arithmetic, `/`) makes the first
 iteration run apart, on its own types.
 
     >>> computes_either_way(first, first.placeholders[1], np.dtype("float64"))  # doctest: +SKIP
@@ -41,6 +44,8 @@ __all__ = ["computes_either_way"]
 
 # NOTE: Python's operators whose float result NumPy's float64 op computes bit for bit.
 _EXACT_FLOAT_OPERATORS = frozenset({"add", "sub", "mul"})
+# NOTE: each loop op -> the position of its first carried value among its inputs.
+_LOOPS = {"for_loop": 3, "while_loop": 1}
 # NOTE: a Python scalar of each type as NumPy's promotion weighs it (weak under NEP 50, but
 # a bool, which is NumPy's own bool): a stand-in value for `np.result_type`.
 _PYTHON_STAND_INS: dict[type, Any] = {bool: False, int: 0, float: 0.0, complex: 0j}
@@ -67,9 +72,9 @@ def _weak_outputs(graph: Graph, strong: dict[Node, ArrayMeta]) -> dict[int, Arra
         if node.op is None:
             continue
         if node.op.name == "loop_output" and node.inputs[0] in conds:
-            held = conds[node.inputs[0]].get(dict(node.params)["index"])
-            if held is not None:
-                strong[node] = held
+            kept = conds[node.inputs[0]].get(dict(node.params)["index"])
+            if kept is not None:
+                strong[node] = kept
             continue
         if not any(_is_in(value, strong) for value in node.inputs):
             continue
@@ -80,6 +85,9 @@ def _weak_outputs(graph: Graph, strong: dict[Node, ArrayMeta]) -> dict[int, Arra
         elif node.op.name == "setitem_at":
             if not _stores_exactly(node, strong):
                 return None
+        elif node.op.name in _LOOPS:
+            if not _retyped_by(node, strong):
+                return None
         elif node.op.name == "cond":
             held = _cond_outputs(node, strong)
             if held is None:
@@ -89,6 +97,27 @@ def _weak_outputs(graph: Graph, strong: dict[Node, ArrayMeta]) -> dict[int, Arra
             return None
     outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
     return {k: strong[value] for k, value in enumerate(outputs) if _is_in(value, strong)}
+
+
+def _retyped_by(loop: Node, strong: dict[Node, ArrayMeta]) -> bool:
+    # Whether inner loop `loop` takes the Python scalars (`strong`) only as carried locals
+    # it retypes (`typed_if_ran`): the run-time flag of whether it ran decides their type
+    # from there on, and the loop's own first iteration on them is loop_flag_typings' to
+    # check, as in any iteration.
+    assert loop.op is not None
+    params = dict(loop.params)
+    start = _LOOPS[loop.op.name]
+    placeholders = params["body"].placeholders
+    offset = 1 if loop.op.name == "for_loop" else 0
+    for position, value in enumerate(loop.inputs):
+        if not _is_in(value, strong):
+            continue
+        k = position - start
+        if not 0 <= k < params["carried"]:
+            return False
+        if placeholders[offset + k].name not in params.get("typed_if_ran", ()):
+            return False
+    return True
 
 
 def _cond_outputs(node: Node, strong: dict[Node, ArrayMeta]) -> dict[int, ArrayMeta] | None:

@@ -857,10 +857,23 @@ def _check_first_iteration(node: Node, body: Graph, first: Graph, carried: int) 
                 "the first iteration runs on Python scalars of another type"
             )
         exact = _EXACT_CARRY.get(python) == meta.dtype or _exact_in(init, meta.dtype)
+        if exact and _follows_ran_flag(node, body, k):
+            continue
         if not (exact and computes_either_way(first, first.placeholders[1 + k], meta.dtype)):
             raise _FirstIterationDiffers(
                 "the first iteration computes otherwise on Python scalars of another type"
             )
+
+
+def _follows_ran_flag(node: Node, body: Graph, k: int) -> bool:
+    # Whether carried local `k` is one an inner loop of the body retypes and capture did
+    # not prove left as it came until one ran: the body then computes on it both ways
+    # (loop_flag_typings), on the entry's type where the flag is clear, as in the first
+    # iteration.
+    name = body.placeholders[1 + k].name
+    if name in dict(node.params).get("entry_unless_ran", ()):
+        return False
+    return any(name in dict(inner.params).get("typed_if_ran", ()) for inner in body.nodes)
 
 
 def _exact_in(value: Any, dtype: np.dtype[Any]) -> bool:
