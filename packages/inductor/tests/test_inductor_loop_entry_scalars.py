@@ -21,25 +21,21 @@ from numpile_inductor import compile_graph
 from numpile_inductor.codegen.c.loop_entry_scalars import computes_either_way
 
 
-def float_entry(x: Any, z: Any, zc: Any, y: Any, yc: Any, b: Any, n: int) -> Any:
+def float_and_int_entries(
+    x: Any, k: Any, z: Any, zc: Any, z8: Any, y: Any, yc: Any, b: Any, y8: Any, n: int
+) -> Any:
     t = 1.1
+    c = 100
     for i in range(n):
         y[i] = t * z[i]  # float32 on the Python float, float64 on the np.float64 after
         yc[i] = t * zc[i]  # complex64, then complex128
         b[i] = z[i] == t  # compared in float32, then in float64
         s = t + 1.0  # Python's `+`: a Python float still, weak where it meets `z`
-        y[i] = y[i] + s * z[i]
-        t = x[i]
-    return t, y, yc, b
-
-
-def int_entry(k: Any, z8: Any, z: Any, y8: Any, y: Any, n: int) -> Any:
-    c = 100
-    for i in range(n):
+        y[i] = y[i] + s * z[i] + (c + 16777117) * z[i]  # a Python int times float32 too
         y8[i] = c * z8[i]  # int8 (wrapping) on the Python int, int64 on the np.int64 after
-        y[i] = (c + 16777117) * z[i]  # float32 on the Python int, float64 after
+        t = x[i]
         c = k[i]
-    return c, y8, y
+    return t, c, y, yc, b, y8
 
 
 def half_and_complex_entries(x: Any, xc: Any, z16: Any, zc: Any, y: Any, yc: Any, n: int) -> Any:
@@ -55,33 +51,14 @@ def half_and_complex_entries(x: Any, xc: Any, z16: Any, zc: Any, y: Any, yc: Any
 
 def _inputs(fn: Callable[..., Any]) -> list[Any]:
     ramp = np.linspace(0.3, 2.9, 6)
-    if fn is float_entry:
+    if fn is float_and_int_entries:
         z = np.full(6, 1.1, np.float32)
-        return [
-            ramp,
-            z,
-            (z + 0.7j).astype(np.complex64),
-            np.zeros(6),
-            np.zeros(6, complex),
-            np.zeros(6, bool),
-        ]
-    if fn is int_entry:
-        return [
-            np.arange(6) + 3,
-            np.full(6, 3, np.int8),
-            np.ones(6, np.float32),
-            np.zeros(6, np.int64),
-            np.zeros(6),
-        ]
+        zc = (z + 0.7j).astype(np.complex64)
+        return [ramp, np.arange(6) + 3, z, zc, np.full(6, 3, np.int8), np.zeros(6),
+                np.zeros(6, complex), np.zeros(6, bool), np.zeros(6, np.int64)]  # fmt: skip
     z16 = np.full(6, 1.1, np.float16)
-    return [
-        ramp,
-        ramp + 0.5j,
-        z16,
-        (ramp + 0.7j).astype(np.complex64),
-        np.zeros(6),
-        np.zeros(6, complex),
-    ]
+    zc = (ramp + 0.7j).astype(np.complex64)
+    return [ramp, ramp + 0.5j, z16, zc, np.zeros(6), np.zeros(6, complex)]
 
 
 @pytest.fixture
@@ -116,7 +93,7 @@ def _same(got: Any, want: Any) -> None:
         assert np.asarray(mine).tobytes() == np.asarray(eager).tobytes(), (mine, eager)
 
 
-@pytest.mark.parametrize("fn", [float_entry, int_entry, half_and_complex_entries])
+@pytest.mark.parametrize("fn", [float_and_int_entries, half_and_complex_entries])
 def test_a_first_iteration_on_a_python_entry_keeps_eager_bits(
     fn: Callable[..., Any], numpy_runs: list[Any]
 ) -> None:
