@@ -102,6 +102,17 @@ def python_product_before(x: Any, z: Any, y: Any, n: int) -> Any:
     return t, y
 
 
+def product_in_inner_first_iteration(x: Any, z: Any, y: Any, n: int) -> Any:
+    t = 1.1
+    for i in range(n):
+        k = i
+        while x[k] > 0.5:
+            y[k] = t * z[k]  # float32 while `t` is the Python float: no inner loop ran yet
+            t = t + x[k]
+            k += 1
+    return t, y
+
+
 def _data(kind: str, integer: bool) -> Any:
     # Inner loops that run never, in some outer iterations, or in all of them.
     x = {"never": np.zeros(9), "sometimes": np.array([0, 0.9, 0, 0, 0, 0, 0, 0, 0])}.get(
@@ -192,6 +203,21 @@ def test_a_python_int_the_narrower_dtype_cannot_hold_raises_as_eager(
             continue
         _same(compiled(x, z, y.copy(), 5, c), want)
     assert len(numpy_runs) == 2  # the two calls that raise: C bails, NumPy raises
+
+
+def test_an_inner_loop_computing_on_the_entry_object_in_its_first_iteration_keeps_eager_bits(
+    numpy_runs: list[Any],
+) -> None:
+    # `t` is left as it came unless the inner loop ran (capture's `entry_unless_ran`), but
+    # that loop's first iteration multiplies the Python float: the loop's run with NumPy.
+    compiled = _dispatched(product_in_inner_first_iteration)
+    for n in (5, 0, 1, 5):
+        for kind in ("never", "sometimes", "always"):
+            z, _ = _operands(np.float32)
+            y, want_y = np.zeros(8), np.zeros(8)  # float64: the float32 product stays visible
+            got = compiled(_data(kind, False), z, y, n)
+            _same(got, product_in_inner_first_iteration(_data(kind, False), z, want_y, n))
+    assert numpy_runs
 
 
 def test_an_array_whose_dtype_would_follow_the_flag_keeps_the_numpy_run_and_says_why(

@@ -89,7 +89,12 @@ def flag_typings(node: Node, *, first_apart: bool) -> dict[Graph, FlagTyping]:
     found: dict[Graph, FlagTyping] = {}
     for k, placeholder in enumerate(body.placeholders[1 : 1 + carried]):
         name = placeholder.name
-        if name not in flagged or name in proven:
+        if name not in flagged:
+            continue
+        if name in proven:
+            # Left as it came unless an inner loop ran, but that loop's first iteration
+            # computes on the entry object itself.
+            _check_inner_first_iterations(body, name)
             continue
         computes = computes_unless_ran(node, name)
         entry = _entry_type(node.inputs[3 + k])
@@ -253,6 +258,27 @@ def _check_boundary(typing: FlagTyping, loop: Node, split: list[Node]) -> None:
         )
     if is_for and not _gives_back_where_broken(loop, k):
         raise NotScalarLoop(f"an inner loop assigns `{typing.name}` in an iteration that breaks")
+
+
+def _check_inner_first_iterations(graph: Graph, name: str) -> None:
+    # Each loop of `graph` (or of its branches and loops) assigning local `name` computes
+    # on it in its first iteration as on the loop's type (`_exact_either_way`), where it
+    # may still be the entry object; `NotScalarLoop` where one does not.
+    for node in graph.nodes:
+        params = dict(node.params)
+        k = _carried_index(node, name) if name in params.get("typed_if_ran", ()) else None
+        if k is not None:
+            assert node.op is not None
+            body: Graph = params["body"]
+            seed = body.placeholders[(1 if node.op.name == "for_loop" else 0) + k]
+            if _exact_either_way(body, {seed}) is None:
+                raise NotScalarLoop(
+                    f"an inner loop computes on `{name}` otherwise on its entry type in its "
+                    "first iteration"
+                )
+        for value in params.values():
+            if isinstance(value, Graph):
+                _check_inner_first_iterations(value, name)
 
 
 def _exact_either_way(graph: Graph, seeds: set[Node]) -> frozenset[int] | None:

@@ -48,6 +48,7 @@ from .loop_body import (
     NotScalarLoop,
     emit_loop,
 )
+from .loop_entry_scalars import computes_either_way
 from .loop_flag_typings import flag_typings
 from .loop_parallel import PARALLEL_HELPERS, number_labels
 from .loop_vectors import VECTOR_HELPERS
@@ -732,9 +733,9 @@ def _box(final: CValue, out: Any, placeholder: Node, init: Any, env: Env) -> str
     return f"np_loop_box(&(({c_type(meta.dtype)}[1]){{{final.text}}})[0], {int(meta.dtype.num)})"
 
 
-# NOTE: a Python scalar meets a NumPy value of these dtypes as that dtype itself (NEP 50's
-# weak scalars, converted exactly), so the body's arithmetic on the converted initial value
-# is the first iteration's arithmetic on the Python scalar.
+# NOTE: the dtype each Python scalar type converts to exactly (the C local holding an entry
+# object); the body computes on the converted entry as the first iteration did on the Python
+# scalar only where `computes_either_way` says so (a float meeting float32 values does not).
 _EXACT_CARRY: dict[type, np.dtype[Any]] = {
     float: np.dtype("float64"),
     int: np.dtype("int64"),
@@ -855,12 +856,24 @@ def _check_first_iteration(node: Node, body: Graph, first: Graph, carried: int) 
             raise _FirstIterationDiffers(
                 "the first iteration runs on Python scalars of another type"
             )
-        if _EXACT_CARRY.get(python) == meta.dtype:
+        exact = _EXACT_CARRY.get(python) == meta.dtype or _exact_in(init, meta.dtype)
+        if exact and _follows_ran_flag(node, body, k):
             continue
-        if not (_exact_in(init, meta.dtype) and _meets_numpy_first(first, 1 + k)):
+        if not (exact and computes_either_way(first, first.placeholders[1 + k], meta.dtype)):
             raise _FirstIterationDiffers(
-                "the first iteration runs on Python scalars of another type"
+                "the first iteration computes otherwise on Python scalars of another type"
             )
+
+
+def _follows_ran_flag(node: Node, body: Graph, k: int) -> bool:
+    # Whether carried local `k` is one an inner loop of the body retypes and capture did
+    # not prove left as it came until one ran: the body then computes on it both ways
+    # (loop_flag_typings), on the entry's type where the flag is clear, as in the first
+    # iteration.
+    name = body.placeholders[1 + k].name
+    if name in dict(node.params).get("entry_unless_ran", ()):
+        return False
+    return any(name in dict(inner.params).get("typed_if_ran", ()) for inner in body.nodes)
 
 
 def _exact_in(value: Any, dtype: np.dtype[Any]) -> bool:
@@ -873,24 +886,6 @@ def _exact_in(value: Any, dtype: np.dtype[Any]) -> bool:
         except OverflowError:
             return False
         return bool(converted.item() == value)
-
-
-def _meets_numpy_first(first: Graph, position: int) -> bool:
-    # Whether every use of a carried Python scalar in the first iteration combines it with
-    # NumPy values, which convert it to their dtype (NEP 50) before any arithmetic.
-    scalar = first.placeholders[position]
-    uses = [node for node in first.nodes if scalar in node.inputs]
-    return bool(uses) and all(_converts_first(node, scalar) for node in uses)
-
-
-def _converts_first(node: Node, scalar: Node) -> bool:
-    # A plain op (no body of its own) whose other operands are all NumPy values.
-    if any(isinstance(value, Graph) for _, value in node.params):
-        return False
-    others = [value for value in node.inputs if value is not scalar]
-    return bool(others) and all(
-        isinstance(value, Node) and isinstance(value.meta, ArrayMeta) for value in others
-    )
 
 
 def _argument_of(stand_in: Node) -> int:

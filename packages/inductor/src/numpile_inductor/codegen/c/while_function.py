@@ -12,8 +12,9 @@ where it is used (a `while` has no range to hoist bounds checks to).
 
 A first pass traced on other types (`x = 1.0` then `x = x * 0.5 + a[0]` carries a NumPy
 float64 after it) runs in C only where the Python scalar converts exactly to the body's
-dtype (NEP 50: float to float64, int to int64, bool to bool), so C's arithmetic is
-eager's from the start.
+dtype (float to float64, int to int64, bool to bool) and the first pass computes on it
+as the body does on that dtype (`loop_entry_scalars`: not where a Python float meets a
+float32), so C's arithmetic is eager's from the start.
 
     >>> scalar_while_function(node, "loop_v0").bails  # doctest: +SKIP
     True
@@ -26,6 +27,7 @@ from typing import Any
 from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta
 
 from .loop_body import LoopWriter, NotScalarLoop, _Finals, _Frame, _while_loop
+from .loop_entry_scalars import computes_either_way
 from .loop_function import (
     _EXACT_CARRY,
     LoopFunction,
@@ -175,6 +177,10 @@ def _check_first_pass(node: Node, body: Graph, first: Graph, carried: int) -> No
             python = type(init)
         if isinstance(meta, ScalarMeta) and meta.type is python:
             continue
-        if isinstance(meta, ArrayMeta) and _EXACT_CARRY.get(python) == meta.dtype:
+        if (
+            isinstance(meta, ArrayMeta)
+            and _EXACT_CARRY.get(python) == meta.dtype
+            and computes_either_way(first, first.placeholders[k], meta.dtype)
+        ):
             continue
-        raise NotScalarLoop("the first pass runs on Python scalars of another type")
+        raise NotScalarLoop("the first pass computes otherwise on Python scalars of another type")

@@ -1,0 +1,207 @@
+"""Whether a loop's first iteration computes on a Python entry scalar as its body would.
+
+`t = 1.1` before `for i in range(n): y[i] = t * z[i]; t = x[i]` carries a Python float
+into the loop and an `np.float64` out of each iteration. The body graph is typed for the
+carried float64; the first iteration's graph (`first`) for the Python float, weak under
+NEP 50. A C loop may run the body from the start, on the entry converted to the carried
+dtype, only where both typings compute the same: here they do not, a float32 `z[i]`
+gives a float32 product on the Python float and a float64 one on the float64.
+
+`computes_either_way` walks `first` from the entry's placeholder and accepts each node
+reading it (or a value computed from it) only where NumPy's own rules give the same:
+
+- a NumPy pointwise op whose result meta (its op's meta rule) and whose operands' common
+  dtype (`np.result_type`, NEP 50, which says where a comparison computes) are the same
+  with the entry's Python type as with the carried dtype;
+- a store of it into an array of exactly the carried dtype (a Python int that a narrower
+  integer array cannot hold raises where an int64 wraps; a float NaN into ints raises);
+- Python's `+ - *` giving a Python float, where the carried dtype is float64: the same
+  IEEE double operation (`/` raises ZeroDivisionError where NumPy gives inf; Python ints
+  do not wrap), its result then followed as the entry is.
+
+- a `cond` whose branches compute on it so (not one it decides): its results computed
+  from it are followed as the entry is.
+
+- an inner loop taking it as a carried local it retypes (`typed_if_ran`): whether it ran
+  decides the local's type from there on (`loop_flag_typings`, the loop's ran flags).
+
+Anything else (another inner loop, an index, Python int arithmetic, `/`) makes the first
+iteration run apart, on its own types.
+
+    >>> computes_either_way(first, first.placeholders[1], np.dtype("float64"))  # doctest: +SKIP
+    False
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta
+
+__all__ = ["computes_either_way"]
+
+# NOTE: Python's operators whose float result NumPy's float64 op computes bit for bit.
+_EXACT_FLOAT_OPERATORS = frozenset({"add", "sub", "mul"})
+# NOTE: each loop op -> the position of its first carried value among its inputs.
+_LOOPS = {"for_loop": 3, "while_loop": 1}
+# NOTE: a Python scalar of each type as NumPy's promotion weighs it (weak under NEP 50, but
+# a bool, which is NumPy's own bool): a stand-in value for `np.result_type`.
+_PYTHON_STAND_INS: dict[type, Any] = {bool: False, int: 0, float: 0.0, complex: 0j}
+
+
+def computes_either_way(graph: Graph, entry: Node, dtype: np.dtype[Any]) -> bool:
+    """Whether `graph` computes the same on its placeholder `entry` (a Python scalar) as
+    on that value converted to a 0-d NumPy value of `dtype`, the type a loop body carries
+    it as: each node reading it gives the same values either way.
+
+    >>> computes_either_way(first, first.placeholders[1], np.dtype("float64"))  # doctest: +SKIP
+    True
+    """
+    return _weak_outputs(graph, {entry: ArrayMeta((), dtype)}) is not None
+
+
+def _weak_outputs(graph: Graph, strong: dict[Node, ArrayMeta]) -> dict[int, ArrayMeta] | None:
+    # The outputs of `graph` computed from its values `strong` as Python scalars (each
+    # with its meta as a NumPy value), where every node reading one computes the same
+    # either way; None where one does not.
+    strong = dict(strong)
+    conds: dict[Node, dict[int, ArrayMeta]] = {}
+    for node in graph.nodes:
+        if node.op is None:
+            continue
+        if node.op.name == "loop_output" and node.inputs[0] in conds:
+            kept = conds[node.inputs[0]].get(dict(node.params)["index"])
+            if kept is not None:
+                strong[node] = kept
+            continue
+        if not any(_is_in(value, strong) for value in node.inputs):
+            continue
+        if node.op.name == "py_binary":
+            if not _exact_float_arithmetic(node, strong):
+                return None
+            strong[node] = ArrayMeta((), np.dtype("float64"))
+        elif node.op.name == "setitem_at":
+            if not _stores_exactly(node, strong):
+                return None
+        elif node.op.name in _LOOPS:
+            if not _retyped_by(node, strong):
+                return None
+        elif node.op.name == "cond":
+            held = _cond_outputs(node, strong)
+            if held is None:
+                return None
+            conds[node] = held
+        elif node.op.kind is not OpKind.POINTWISE or not _same_either_way(node, strong):
+            return None
+    outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+    return {k: strong[value] for k, value in enumerate(outputs) if _is_in(value, strong)}
+
+
+def _retyped_by(loop: Node, strong: dict[Node, ArrayMeta]) -> bool:
+    # Whether inner loop `loop` takes the Python scalars (`strong`) only as carried locals
+    # it retypes (`typed_if_ran`): the run-time flag of whether it ran decides their type
+    # from there on, and the loop's own first iteration on them is loop_flag_typings' to
+    # check, as in any iteration.
+    assert loop.op is not None
+    params = dict(loop.params)
+    start = _LOOPS[loop.op.name]
+    placeholders = params["body"].placeholders
+    offset = 1 if loop.op.name == "for_loop" else 0
+    for position, value in enumerate(loop.inputs):
+        if not _is_in(value, strong):
+            continue
+        k = position - start
+        if not 0 <= k < params["carried"]:
+            return False
+        if placeholders[offset + k].name not in params.get("typed_if_ran", ()):
+            return False
+    return True
+
+
+def _cond_outputs(node: Node, strong: dict[Node, ArrayMeta]) -> dict[int, ArrayMeta] | None:
+    # The results of `cond` node `node` that a branch computes from the Python scalars
+    # (`strong`), each of one meta as a NumPy value whichever branch runs; None where a
+    # branch computes otherwise on them, or where they decide which branch runs.
+    if _is_in(node.inputs[0], strong):
+        return None
+    params = dict(node.params)
+    held: dict[int, ArrayMeta] = {}
+    for branch in (params["then_branch"], params["else_branch"]):
+        pairs = zip(branch.placeholders, node.inputs[1:], strict=True)
+        seeds = {
+            placeholder: strong[value] for placeholder, value in pairs if _is_in(value, strong)
+        }
+        kept = _weak_outputs(branch, seeds)
+        if kept is None:
+            return None
+        for k, meta in kept.items():
+            if held.setdefault(k, meta) != meta:
+                return None
+    return held
+
+
+def _is_in(value: Any, strong: dict[Node, ArrayMeta]) -> bool:
+    return isinstance(value, Node) and value in strong
+
+
+def _exact_float_arithmetic(node: Node, strong: dict[Node, ArrayMeta]) -> bool:
+    # Python `+ - *` giving a Python float, on values carried as float64 (or int64: an int
+    # converts to the nearest double either way) and plain Python numbers.
+    if dict(node.params).get("operator") not in _EXACT_FLOAT_OPERATORS:
+        return False
+    if node.meta != ScalarMeta(float):
+        return False
+    for value in node.inputs:
+        if _is_in(value, strong):
+            if strong[value].dtype not in (np.dtype("float64"), np.dtype("int64")):
+                return False
+        elif isinstance(value, Node) and not isinstance(value.meta, ScalarMeta):
+            return False
+    return True
+
+
+def _stores_exactly(node: Node, strong: dict[Node, ArrayMeta]) -> bool:
+    # A store of the value (not an index) into an array of exactly its carried dtype.
+    target, value, *indices = node.inputs
+    if any(_is_in(index, strong) for index in indices) or _is_in(target, strong):
+        return False
+    meta = getattr(target, "meta", None)
+    return isinstance(meta, ArrayMeta) and meta.dtype == strong[value].dtype
+
+
+def _same_either_way(node: Node, strong: dict[Node, ArrayMeta]) -> bool:
+    # A NumPy op giving the same result meta, computed in the same dtype, on the Python
+    # scalars as on their carried 0-d values.
+    assert node.op is not None
+    if not isinstance(node.meta, ArrayMeta):
+        return False
+    metas = [strong[value] if _is_in(value, strong) else _meta(value) for value in node.inputs]
+    try:
+        meta = node.op.meta(*metas, **dict(node.params))
+        weak = np.result_type(*(_promoted(value) for value in node.inputs))
+        carried = np.result_type(*(_promoted(meta) for meta in metas))
+    except (TypeError, ValueError):
+        return False
+    return meta == node.meta and weak == carried
+
+
+def _meta(value: Any) -> Any:
+    return value.meta if isinstance(value, Node) else value
+
+
+def _promoted(value: Any) -> Any:
+    # An operand as `np.result_type` weighs it: a dtype, or a Python scalar (weak).
+    meta = _meta(value)
+    if isinstance(meta, ArrayMeta):
+        return meta.dtype
+    if isinstance(meta, ScalarMeta):
+        if meta.type not in _PYTHON_STAND_INS:
+            raise TypeError(f"a Python {meta.type.__name__} operand")
+        return _PYTHON_STAND_INS[meta.type]
+    if isinstance(meta, np.generic):
+        return meta.dtype
+    if isinstance(meta, bool | int | float | complex):
+        return meta
+    raise TypeError(f"an operand {meta!r} NumPy's promotion does not weigh")
