@@ -487,3 +487,38 @@ def test_run_time_break_in_unrolled_loop_inside_a_kept_loop() -> None:
     for n in (0, 1, 3, 7, 12):
         x = np.linspace(0.0, 2.0, n)
         _same(compiled(x), unrolled_inside_a_kept_loop(x))
+
+
+# -- locals a branch assigns and a later iteration reads -------------------------------------
+
+
+def kept_until_a_branch_assigns(x: Any) -> Any:
+    y = np.zeros_like(x)
+    t = 1.5
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            t = x[i]  # first in the code's order, but a path skips it
+        y[i] = t * 2.0  # the last assigning iteration's t (not read after the loop)
+    return y
+
+
+def while_with_a_branch_kept_local(x: Any) -> Any:
+    y = np.zeros_like(x)
+    last = -1.0
+    k = 0
+    while k < x.shape[0]:
+        if x[k] < 0.0:
+            last = x[k]
+        y[k] = last
+        k += 1
+    return y
+
+
+@pytest.mark.parametrize("fn", [kept_until_a_branch_assigns, while_with_a_branch_kept_local])
+def test_a_local_a_branch_may_skip_is_carried(fn: Callable[..., Any]) -> None:
+    # The body stores it before it reads it in the code's order, yet a path through the
+    # body reads the last iteration's value: it is carried, not a temporary (main gave
+    # [1.8, 3.0, 3.0, 1.4, 3.0] for [1.8, 1.8, 1.8, 1.4, 1.4], eager backend and C alike).
+    compiled = compile_function(fn)
+    for n in TRIP_COUNTS:
+        _same(compiled(*_data(n)), fn(*_data(n)))

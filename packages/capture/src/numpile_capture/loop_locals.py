@@ -42,8 +42,6 @@ def body_names(
     instructions = frame.instructions
     span = exit_at if span_end is None else span_end
     stored: list[str] = []
-    first_store: set[str] = set()
-    seen: set[str] = set()
     for position in range(low, high):
         body_inst = instructions[position]
         name = body_inst.opname
@@ -59,13 +57,8 @@ def body_names(
             raise LoopFallback("it leaves the loop early (yield or raise)")
         if name in ("DELETE_FAST", "STORE_DEREF", "DELETE_DEREF", "STORE_GLOBAL"):
             raise LoopFallback(f"{name} inside the loop")
-        if name == "STORE_FAST":
-            if body_inst.argval not in seen:
-                first_store.add(body_inst.argval)
-            if body_inst.argval not in stored:
-                stored.append(body_inst.argval)
-        if name in ("STORE_FAST", "LOAD_FAST"):
-            seen.add(body_inst.argval)
+        if name == "STORE_FAST" and body_inst.argval not in stored:
+            stored.append(body_inst.argval)
     starts = (exit_at,) if else_at is None else (exit_at, else_at)  # after a break too
     read_outside = {
         name
@@ -76,7 +69,9 @@ def body_names(
     carried: list[str] = []
     temporaries: list[str] = []
     for name in stored:
-        if name in read_outside or name not in first_store:
+        # Some path through the body reads it before storing it (not the first mention in
+        # the code's order: `if c: t = x[i]` then `y[i] = t` reads the last iteration's t).
+        if name in read_outside or read_after(instructions, low, name, head, span):
             if not state.has_local(name) and not (entered and name in read_outside):
                 raise LoopFallback(f"{name!r} is assigned in the loop and read after it")
             carried.append(name)
