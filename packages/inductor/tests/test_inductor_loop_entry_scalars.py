@@ -160,3 +160,42 @@ def test_the_first_iteration_computes_either_way_where_numpy_rules_agree(
     first = _first(_meets(expression, entry), x, np.ones(4, z), np.zeros(4, y))
     carried = np.dtype(np.int64 if isinstance(entry, int) else np.float64)
     assert computes_either_way(first, first.placeholders[1], carried) is either_way
+
+
+def branch_kept_entry(x: Any, z: Any, y: Any, w: Any) -> Any:
+    t = 1.1
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            t = x[i]  # until a branch assigns it, `t` is still the Python float
+        y[i] = t * z[i]  # float32 on the Python float, float64 on the np.float64
+        w[i] = t * 2.0  # float64 either way
+    return y, w
+
+
+def running_max(x: Any, y: Any) -> Any:
+    best = -np.inf
+    for i in range(x.shape[0]):
+        if x[i] > best:
+            best = x[i]
+        y[i] = best * 2.0  # float64 either way: the loop stays C
+    return y
+
+
+def test_a_python_entry_a_branch_may_keep_is_computed_on_as_eager(
+    numpy_runs: list[Any],
+) -> None:
+    compiled = _dispatched(branch_kept_entry)
+    rng = np.random.default_rng(3)
+    for n, scale in ((3, 1.0), (6, 0.4), (6, 1.0), (1, 0.4), (0, 1.0)):
+        x = rng.random(n) * scale
+        z = rng.random(n).astype(np.float32)
+        mine = [x, z, np.zeros(n), np.zeros(n)]
+        eager = [a.copy() for a in mine]
+        _same(compiled(*mine), branch_kept_entry(*eager))
+    assert numpy_runs  # the float32 product follows the branch taken: NumPy's run
+
+    numpy_runs.clear()
+    compiled_max = _dispatched(running_max)
+    x = rng.random(7)
+    _same((compiled_max(x, np.zeros(7)),), (running_max(x, np.zeros(7)),))
+    assert numpy_runs == []

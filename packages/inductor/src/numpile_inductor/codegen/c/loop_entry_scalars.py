@@ -49,6 +49,13 @@ _LOOPS = {"for_loop": 3, "while_loop": 1}
 # NOTE: a Python scalar of each type as NumPy's promotion weighs it (weak under NEP 50, but
 # a bool, which is NumPy's own bool): a stand-in value for `np.result_type`.
 _PYTHON_STAND_INS: dict[type, Any] = {bool: False, int: 0, float: 0.0, complex: 0j}
+# NOTE: the Python scalar type each carried dtype holds exactly (the entry's type).
+_EXACT_PYTHON: dict[np.dtype[Any], type] = {
+    np.dtype("bool"): bool,
+    np.dtype("int64"): int,
+    np.dtype("float64"): float,
+    np.dtype("complex128"): complex,
+}
 
 
 def computes_either_way(graph: Graph, entry: Node, dtype: np.dtype[Any]) -> bool:
@@ -180,11 +187,23 @@ def _same_either_way(node: Node, strong: dict[Node, ArrayMeta]) -> bool:
     metas = [strong[value] if _is_in(value, strong) else _meta(value) for value in node.inputs]
     try:
         meta = node.op.meta(*metas, **dict(node.params))
-        weak = np.result_type(*(_promoted(value) for value in node.inputs))
+        weak = np.result_type(*(_weak(value, strong) for value in node.inputs))
         carried = np.result_type(*(_promoted(meta) for meta in metas))
     except (TypeError, ValueError):
         return False
     return meta == node.meta and weak == carried
+
+
+def _weak(value: Any, strong: dict[Node, ArrayMeta]) -> Any:
+    # An operand as `np.result_type` weighs it while the entry is still a Python scalar:
+    # a value computed from the entry (a `cond` result that may be the entry itself, its
+    # 0-d `carried_scalar` form) is the Python scalar its carried dtype holds exactly,
+    # whatever meta capture gave it.
+    if _is_in(value, strong):
+        python = _EXACT_PYTHON.get(strong[value].dtype)
+        if python is not None:
+            return _PYTHON_STAND_INS[python]
+    return _promoted(value)
 
 
 def _meta(value: Any) -> Any:

@@ -306,6 +306,7 @@ def scalar_loop_function(
     body: Graph = params["body"]
     carried: int = params["carried"]
     first: Graph | None = params.get("first")
+    _check_branch_kept_entries(node, body, carried)
     apart = first is not None and _first_iteration_apart(node, body, first, carried)
     writer = LoopWriter(name)
     writer.threads = True  # labels numbered and helpers defined below (loop_parallel)
@@ -863,6 +864,62 @@ def _check_first_iteration(node: Node, body: Graph, first: Graph, carried: int) 
             raise _FirstIterationDiffers(
                 "the first iteration computes otherwise on Python scalars of another type"
             )
+
+
+def _check_branch_kept_entries(node: Node, body: Graph, carried: int) -> None:
+    # A Python entry scalar (`t = 1.1`) that a branch of the body may leave as it came
+    # (`if x[i] > 0.5: t = x[i]`) stays weak under NEP 50 until a branch assigns it, where
+    # the body is typed for the NumPy value: C runs the body on the carried dtype only where
+    # both typings compute the same (`t * z[i]` with float32 `z` does not).
+    body_out = body.output if isinstance(body.output, tuple) else (body.output,)
+    for k in range(carried):
+        local = body.placeholders[1 + k]
+        meta = local.meta
+        init = node.inputs[3 + k]
+        python = init.meta.type if isinstance(init, Node) else type(init)
+        if isinstance(init, Node) and not isinstance(init.meta, ScalarMeta):
+            continue
+        if not isinstance(meta, ArrayMeta) or python not in _EXACT_CARRY:
+            continue
+        # The local and its `carried_scalar` 0-d form, which the body computes on.
+        entries = {local} | {
+            n
+            for n in body.nodes
+            if n.op is not None and n.op.name == "carried_scalar" and n.inputs[0] is local
+        }
+        out = body_out[k]
+        if out is local or not _may_leave_as_it_came(out, entries):
+            continue
+        computed_on = entries - {local} or entries
+        if not all(computes_either_way(body, entry, meta.dtype) for entry in computed_on):
+            raise NotScalarLoop(
+                "a Python scalar a branch may leave as it came, computed on otherwise "
+                "than as the loop's NumPy value"
+            )
+
+
+def _may_leave_as_it_came(value: Any, entries: set[Node]) -> bool:
+    # Whether `value` may be one of `entries` itself: the value, or a `cond` result whose
+    # branch hands back its input that may be.
+    if value in entries:
+        return True
+    if not isinstance(value, Node) or value.op is None or value.op.name != "loop_output":
+        return False
+    source = value.inputs[0]
+    if not isinstance(source, Node) or source.op is None or source.op.name != "cond":
+        return False
+    index = dict(value.params)["index"]
+    params = dict(source.params)
+    for branch in (params["then_branch"], params["else_branch"]):
+        given = {
+            placeholder
+            for placeholder, operand in zip(branch.placeholders, source.inputs[1:], strict=True)
+            if _may_leave_as_it_came(operand, entries)
+        }
+        outputs = branch.output if isinstance(branch.output, tuple) else (branch.output,)
+        if given and _may_leave_as_it_came(outputs[index], given):
+            return True
+    return False
 
 
 def _follows_ran_flag(node: Node, body: Graph, k: int) -> bool:
