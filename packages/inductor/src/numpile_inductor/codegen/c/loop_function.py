@@ -876,9 +876,12 @@ def _check_branch_kept_entries(node: Node, body: Graph, carried: int) -> None:
         local = body.placeholders[1 + k]
         meta = local.meta
         init = node.inputs[3 + k]
-        python = init.meta.type if isinstance(init, Node) else type(init)
-        if isinstance(init, Node) and not isinstance(init.meta, ScalarMeta):
-            continue
+        python: type = type(init)
+        if isinstance(init, Node):
+            init_meta = init.meta
+            if not isinstance(init_meta, ScalarMeta):
+                continue
+            python = init_meta.type
         if not isinstance(meta, ArrayMeta) or python not in _EXACT_CARRY:
             continue
         # The local and its `carried_scalar` 0-d form, which the body computes on.
