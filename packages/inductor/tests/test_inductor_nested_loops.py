@@ -211,10 +211,10 @@ def test_a_nested_while_graph_takes_its_entry_and_its_first_pass_values() -> Non
     graph = _dynamic_graph(gram_schmidt_twice, A)
     ((node, _),) = [(n, g) for n, g in _loop_nodes(graph) if n.op.name == "while_loop"]
     text = str(loop_graph(node, dict(node.params)["body"]))
-    # Whether it enters as a bool; the carried values as arguments (`after = 0.0` and
-    # `passes = 0` are constants of the node), with the first pass's types: the module runs
-    # the first pass too.
-    assert text.startswith("graph(a0: bool, a1: float, a2: int, a3: float64[], a4: int,")
+    # Whether it enters as a bool; the carried values as arguments (`before`, which a
+    # pass may reassign and the test reads; `after = 0.0` and `passes = 0`, constants of
+    # the node), with the first pass's types: the module runs the first pass too.
+    assert text.startswith("graph(a0: bool, a1: float64[], a2: float, a3: int, a4: int,")
     assert "first=<graph>" in text
 
 

@@ -85,7 +85,9 @@ def _weak_outputs(graph: Graph, strong: dict[Node, ArrayMeta]) -> dict[int, Arra
             continue
         if not any(_is_in(value, strong) for value in node.inputs):
             continue
-        if node.op.name == "py_binary":
+        if node.op.name == "carried_scalar":  # the same value as a 0-d one
+            strong[node] = strong[node.inputs[0]]
+        elif node.op.name == "py_binary":
             if not _exact_float_arithmetic(node, strong):
                 return None
             strong[node] = ArrayMeta((), np.dtype("float64"))
@@ -93,8 +95,12 @@ def _weak_outputs(graph: Graph, strong: dict[Node, ArrayMeta]) -> dict[int, Arra
             if not _stores_exactly(node, strong):
                 return None
         elif node.op.name in _LOOPS:
-            if not _retyped_by(node, strong):
+            if _retyped_by(node, strong):
+                continue
+            held = _inner_for_outputs(node, strong)
+            if held is None:
                 return None
+            conds[node] = held
         elif node.op.name == "cond":
             held = _cond_outputs(node, strong)
             if held is None:
@@ -125,6 +131,28 @@ def _retyped_by(loop: Node, strong: dict[Node, ArrayMeta]) -> bool:
         if placeholders[offset + k].name not in params.get("typed_if_ran", ()):
             return False
     return True
+
+
+def _inner_for_outputs(loop: Node, strong: dict[Node, ArrayMeta]) -> dict[int, ArrayMeta] | None:
+    # The final carried values of inner `for_loop` `loop` computed from the Python scalars
+    # (`strong`) it takes as carried locals, where its body computes on them the same
+    # either way (`s += a[r, c]` on a Python float `s`); None for a `while_loop`, a scalar
+    # it takes otherwise (a bound, an invariant) or a body that computes otherwise.
+    assert loop.op is not None
+    if loop.op.name != "for_loop":
+        return None
+    params = dict(loop.params)
+    start = _LOOPS["for_loop"]
+    body: Graph = params["body"]
+    seeds: dict[Node, ArrayMeta] = {}
+    for position, value in enumerate(loop.inputs):
+        if not _is_in(value, strong):
+            continue
+        k = position - start
+        if not 0 <= k < params["carried"]:
+            return None
+        seeds[body.placeholders[1 + k]] = strong[value]
+    return _weak_outputs(body, seeds)
 
 
 def _cond_outputs(node: Node, strong: dict[Node, ArrayMeta]) -> dict[int, ArrayMeta] | None:
