@@ -73,3 +73,19 @@ def numpy_reruns(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
     monkeypatch.setattr(errstate, "run_graph", counting)
     return runs
+
+
+@pytest.fixture
+def numpy_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """The body graphs capture's interpreter is asked to run (a loop run with NumPy)."""
+    from numpile_capture import control_flow
+
+    runs: list[Any] = []
+    original = control_flow.body_runner
+
+    def counting(graph: Any) -> Any:
+        runs.append(graph)
+        return original(graph)
+
+    monkeypatch.setattr(control_flow, "body_runner", counting)
+    yield runs

@@ -10,13 +10,13 @@ runs compiled and eagerly at several trip counts: the same bits, dtypes and obje
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from numpile_capture import Graph, capture_function, compile_function, control_flow, reset
+from numpile_capture import Graph, capture_function, compile_function, reset
 from numpile_inductor import compile_graph
 from numpile_inductor.codegen.c.loop_entry_scalars import computes_either_way
 
@@ -59,20 +59,6 @@ def _inputs(fn: Callable[..., Any]) -> list[Any]:
     z16 = np.full(6, 1.1, np.float16)
     zc = (ramp + 0.7j).astype(np.complex64)
     return [ramp, ramp + 0.5j, z16, zc, np.zeros(6), np.zeros(6, complex)]
-
-
-@pytest.fixture
-def numpy_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """The body graphs capture's interpreter is asked to run (a loop run with NumPy)."""
-    runs: list[Any] = []
-    original = control_flow.body_runner
-
-    def counting(graph: Any) -> Any:
-        runs.append(graph)
-        return original(graph)
-
-    monkeypatch.setattr(control_flow, "body_runner", counting)
-    yield runs
 
 
 def _dispatched(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -11,14 +11,14 @@ loop with NumPy. What it cannot type both ways keeps that run, and the perf hint
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from numpile_capture import compile_function, control_flow, explain, reset
+from numpile_capture import compile_function, explain, reset
 from numpile_inductor import compile_graph
 from numpile_inductor.codegen.c.loop_body import NotScalarLoop
 from numpile_inductor.codegen.c.loop_flag_typings import flag_typing
@@ -127,20 +127,6 @@ def _operands(dtype: Any) -> tuple[Any, Any]:
     z = np.linspace(0.3, 2.9, 8)
     z = np.arange(1, 9) * 7 if np.dtype(dtype).kind == "i" else z
     return z.astype(dtype), np.zeros(8, dtype)
-
-
-@pytest.fixture
-def numpy_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """The body graphs capture's interpreter is asked to run (a loop run with NumPy)."""
-    runs: list[Any] = []
-    original = control_flow.body_runner
-
-    def counting(graph: Any) -> Any:
-        runs.append(graph)
-        return original(graph)
-
-    monkeypatch.setattr(control_flow, "body_runner", counting)
-    yield runs
 
 
 def _dispatched(fn: Callable[..., Any]) -> Callable[..., Any]:

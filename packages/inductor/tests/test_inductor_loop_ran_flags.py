@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from numpile_capture import compile_function, control_flow, reset
+from numpile_capture import compile_function, reset
 from numpile_capture.testing import assert_same_as_eager as _same
 from numpile_inductor import compile_graph
 
@@ -71,20 +71,6 @@ def _data(kind: str, integer: bool) -> Any:
     )
     x[-1] = 0.0
     return (x * 10).astype(np.int64) if integer else x
-
-
-@pytest.fixture
-def numpy_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """The body graphs capture's interpreter is asked to run (a loop run with NumPy)."""
-    runs: list[Any] = []
-    original = control_flow.body_runner
-
-    def counting(graph: Any) -> Any:
-        runs.append(graph)
-        return original(graph)
-
-    monkeypatch.setattr(control_flow, "body_runner", counting)
-    yield runs
 
 
 def _dispatched(fn: Callable[..., Any]) -> tuple[Callable[..., Any], list[Any]]:
