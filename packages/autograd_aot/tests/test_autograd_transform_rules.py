@@ -155,7 +155,7 @@ def test_scalar_inputs_pass_through_a_transform_unspecialized() -> None:
             lr, lam = 0.1 / (k + 1), 0.01 * k
             got = compiled(w, x, lr, lam)
             np.testing.assert_allclose(got, plain_step(w, x, lr, lam), rtol=1e-13)
-    assert len(events) == 2
+    assert len(events) == 1  # float arguments are graph inputs from the first compile
     reset()
 
 
