@@ -158,6 +158,16 @@ def branch_kept_entry(x: Any, z: Any, y: Any, w: Any) -> Any:
     return y, w
 
 
+def branch_kept_int_entry(x: Any, z: Any, y: Any, w: Any) -> Any:
+    t = 100
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            t = x[i]  # a float64 from here; a Python int (weak) until then
+        y[i] = t + z[i].astype(np.int8)  # int8 (wrapping) on the int, float64 after
+        w[i] = t * 2.0
+    return y, w
+
+
 def running_max(x: Any, y: Any) -> Any:
     best = -np.inf
     for i in range(x.shape[0]):
@@ -170,15 +180,18 @@ def running_max(x: Any, y: Any) -> Any:
 def test_a_python_entry_a_branch_may_keep_is_computed_on_as_eager(
     numpy_runs: list[Any],
 ) -> None:
-    compiled = _dispatched(branch_kept_entry)
     rng = np.random.default_rng(3)
-    for n, scale in ((3, 1.0), (6, 0.4), (6, 1.0), (1, 0.4), (0, 1.0)):
-        x = rng.random(n) * scale
-        z = rng.random(n).astype(np.float32)
-        mine = [x, z, np.zeros(n), np.zeros(n)]
-        eager = [a.copy() for a in mine]
-        _same(compiled(*mine), branch_kept_entry(*eager))
-    assert numpy_runs  # the float32 product follows the branch taken: NumPy's run
+    for fn in (branch_kept_entry, branch_kept_int_entry):
+        numpy_runs.clear()
+        compiled = _dispatched(fn)
+        for n, scale in ((3, 1.0), (6, 0.4), (6, 1.0), (1, 0.4), (0, 1.0)):
+            x = rng.random(n) * scale
+            z = (rng.random(n) * 100).astype(np.float32)
+            mine = [x, z, np.zeros(n), np.zeros(n)]
+            eager = [a.copy() for a in mine]
+            with np.errstate(over="ignore"):
+                _same(compiled(*mine), fn(*eager))
+        assert numpy_runs  # the product's dtype follows the branch taken: NumPy's run
 
     numpy_runs.clear()
     compiled_max = _dispatched(running_max)

@@ -58,18 +58,28 @@ _EXACT_PYTHON: dict[np.dtype[Any], type] = {
 }
 
 
-def computes_either_way(graph: Graph, entry: Node, dtype: np.dtype[Any]) -> bool:
-    """Whether `graph` computes the same on its placeholder `entry` (a Python scalar) as
+def computes_either_way(
+    graph: Graph, entry: Node, dtype: np.dtype[Any], python: type | None = None
+) -> bool:
+    """Whether `graph` computes the same on its value `entry` (a Python scalar of type
+    `python`; None: the type `entry`'s meta states, else the one `dtype` holds exactly) as
     on that value converted to a 0-d NumPy value of `dtype`, the type a loop body carries
     it as: each node reading it gives the same values either way.
 
     >>> computes_either_way(first, first.placeholders[1], np.dtype("float64"))  # doctest: +SKIP
     True
     """
-    return _weak_outputs(graph, {entry: ArrayMeta((), dtype)}) is not None
+    if python is None:
+        meta = entry.meta
+        python = meta.type if isinstance(meta, ScalarMeta) else _EXACT_PYTHON.get(dtype)
+    if python not in _PYTHON_STAND_INS:
+        return False
+    return _weak_outputs(graph, {entry: ArrayMeta((), dtype)}, python) is not None
 
 
-def _weak_outputs(graph: Graph, strong: dict[Node, ArrayMeta]) -> dict[int, ArrayMeta] | None:
+def _weak_outputs(
+    graph: Graph, strong: dict[Node, ArrayMeta], python: type
+) -> dict[int, ArrayMeta] | None:
     # The outputs of `graph` computed from its values `strong` as Python scalars (each
     # with its meta as a NumPy value), where every node reading one computes the same
     # either way; None where one does not.
@@ -97,16 +107,16 @@ def _weak_outputs(graph: Graph, strong: dict[Node, ArrayMeta]) -> dict[int, Arra
         elif node.op.name in _LOOPS:
             if _retyped_by(node, strong):
                 continue
-            held = _inner_for_outputs(node, strong)
+            held = _inner_for_outputs(node, strong, python)
             if held is None:
                 return None
             conds[node] = held
         elif node.op.name == "cond":
-            held = _cond_outputs(node, strong)
+            held = _cond_outputs(node, strong, python)
             if held is None:
                 return None
             conds[node] = held
-        elif node.op.kind is not OpKind.POINTWISE or not _same_either_way(node, strong):
+        elif node.op.kind is not OpKind.POINTWISE or not _same_either_way(node, strong, python):
             return None
     outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
     return {k: strong[value] for k, value in enumerate(outputs) if _is_in(value, strong)}
@@ -133,7 +143,9 @@ def _retyped_by(loop: Node, strong: dict[Node, ArrayMeta]) -> bool:
     return True
 
 
-def _inner_for_outputs(loop: Node, strong: dict[Node, ArrayMeta]) -> dict[int, ArrayMeta] | None:
+def _inner_for_outputs(
+    loop: Node, strong: dict[Node, ArrayMeta], python: type
+) -> dict[int, ArrayMeta] | None:
     # The final carried values of inner `for_loop` `loop` computed from the Python scalars
     # (`strong`) it takes as carried locals, where its body computes on them the same
     # either way (`s += a[r, c]` on a Python float `s`); None for a `while_loop`, a scalar
@@ -152,10 +164,12 @@ def _inner_for_outputs(loop: Node, strong: dict[Node, ArrayMeta]) -> dict[int, A
         if not 0 <= k < params["carried"]:
             return None
         seeds[body.placeholders[1 + k]] = strong[value]
-    return _weak_outputs(body, seeds)
+    return _weak_outputs(body, seeds, python)
 
 
-def _cond_outputs(node: Node, strong: dict[Node, ArrayMeta]) -> dict[int, ArrayMeta] | None:
+def _cond_outputs(
+    node: Node, strong: dict[Node, ArrayMeta], python: type
+) -> dict[int, ArrayMeta] | None:
     # The results of `cond` node `node` that a branch computes from the Python scalars
     # (`strong`), each of one meta as a NumPy value whichever branch runs; None where a
     # branch computes otherwise on them, or where they decide which branch runs.
@@ -168,7 +182,7 @@ def _cond_outputs(node: Node, strong: dict[Node, ArrayMeta]) -> dict[int, ArrayM
         seeds = {
             placeholder: strong[value] for placeholder, value in pairs if _is_in(value, strong)
         }
-        kept = _weak_outputs(branch, seeds)
+        kept = _weak_outputs(branch, seeds, python)
         if kept is None:
             return None
         for k, meta in kept.items():
@@ -206,7 +220,7 @@ def _stores_exactly(node: Node, strong: dict[Node, ArrayMeta]) -> bool:
     return isinstance(meta, ArrayMeta) and meta.dtype == strong[value].dtype
 
 
-def _same_either_way(node: Node, strong: dict[Node, ArrayMeta]) -> bool:
+def _same_either_way(node: Node, strong: dict[Node, ArrayMeta], python: type) -> bool:
     # A NumPy op giving the same result meta, computed in the same dtype, on the Python
     # scalars as on their carried 0-d values.
     assert node.op is not None
@@ -215,22 +229,20 @@ def _same_either_way(node: Node, strong: dict[Node, ArrayMeta]) -> bool:
     metas = [strong[value] if _is_in(value, strong) else _meta(value) for value in node.inputs]
     try:
         meta = node.op.meta(*metas, **dict(node.params))
-        weak = np.result_type(*(_weak(value, strong) for value in node.inputs))
+        weak = np.result_type(*(_weak(value, strong, python) for value in node.inputs))
         carried = np.result_type(*(_promoted(meta) for meta in metas))
     except (TypeError, ValueError):
         return False
     return meta == node.meta and weak == carried
 
 
-def _weak(value: Any, strong: dict[Node, ArrayMeta]) -> Any:
-    # An operand as `np.result_type` weighs it while the entry is still a Python scalar:
-    # a value computed from the entry (a `cond` result that may be the entry itself, its
-    # 0-d `carried_scalar` form) is the Python scalar its carried dtype holds exactly,
-    # whatever meta capture gave it.
-    if _is_in(value, strong):
-        python = _EXACT_PYTHON.get(strong[value].dtype)
-        if python is not None:
-            return _PYTHON_STAND_INS[python]
+def _weak(value: Any, strong: dict[Node, ArrayMeta], python: type) -> Any:
+    # An operand as `np.result_type` weighs it while the entry is still a Python scalar
+    # of type `python`: a value computed from the entry that capture typed as a NumPy
+    # value (a `cond` result that may be the entry itself, its 0-d `carried_scalar` form)
+    # is that Python scalar still; a Python `+ - *` result is the float its meta says.
+    if _is_in(value, strong) and not isinstance(_meta(value), ScalarMeta):
+        return _PYTHON_STAND_INS[python]
     return _promoted(value)
 
 

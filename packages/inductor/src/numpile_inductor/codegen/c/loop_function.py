@@ -894,7 +894,7 @@ def _check_branch_kept_entries(node: Node, body: Graph, carried: int) -> None:
         if out is local or not _may_leave_as_it_came(out, entries):
             continue
         computed_on = entries - {local} or entries
-        if not all(computes_either_way(body, entry, meta.dtype) for entry in computed_on):
+        if not all(computes_either_way(body, entry, meta.dtype, python) for entry in computed_on):
             raise NotScalarLoop(
                 "a Python scalar a branch may leave as it came, computed on otherwise "
                 "than as the loop's NumPy value"
