@@ -26,7 +26,19 @@ import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import Graph, Node, body_runner, has_loops, run_graph, sympy_sizes
+from numpile_capture import (
+    Graph,
+    Node,
+    SourceLine,
+    body_runner,
+    collecting_loop_tiers,
+    compiles_synchronously,
+    has_loops,
+    merged_loop_tiers,
+    record_loop_tier,
+    run_graph,
+    sympy_sizes,
+)
 from numpile_capture import config as capture_config
 
 from .artifact_format import ArtifactFormatError
@@ -53,6 +65,7 @@ from .graph_cache import (
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
 from .lazy_body import LazyBody
 from .light_lowering import light_first
+from .loop_reports import counting_numpy_runs, locating_loops, loop_kind
 from .loops import NestedLoopCompiler, compile_loop_bodies
 from .nested_loops import (
     NestedLoop,
@@ -239,7 +252,7 @@ def inductor(
 
     try:
         if has_loops(graph):
-            if not config.tiered or config.trace_enabled:
+            if not config.tiered or config.trace_enabled or compiles_synchronously():
                 return compile_loops(example_inputs)
             # NOTE: tiered without op by op: each iteration's ops would run from Python. The
             # calls before the switch run the function itself where the dispatcher lets them.
@@ -247,7 +260,7 @@ def inductor(
             if cached_loops is not None:
                 return cached_loops
             return _tiered(graph, config, lambda: compile_loops(None), numpy_tier=False)
-        if config.tiered and not config.trace_enabled:
+        if config.tiered and not config.trace_enabled and not compiles_synchronously():
             # The graph cache is looked up here unless that needs a compiler probe first
             # (a fresh cache): the background build looks it up again anyway.
             cached = None
@@ -440,6 +453,11 @@ def _tiered(
     return tiered
 
 
+def _origin_line(graph: Graph, origin: int) -> SourceLine | None:
+    # The line of `graph`'s node at position `origin` (see `ExternSpec.origin`).
+    return graph.locations.get(graph.nodes[origin]) if 0 <= origin < len(graph.nodes) else None
+
+
 def _foreign_byte_order(meta: Any) -> bool:
     dtype = getattr(meta, "dtype", None)
     return isinstance(dtype, np.dtype) and dtype.byteorder not in "=|"
@@ -482,7 +500,8 @@ def _compile(
         # else, with max_autotune (which builds variants), or where sympy is loaded anyway
         # (no import to save), lowering takes sympy sizes.
         light = not config.max_autotune and "sympy" not in sys.modules
-        done = light_first(generate, graph, convert=sympy_sizes, light=light)
+        with collecting_loop_tiers() as tiers, locating_loops(graph):
+            done = light_first(generate, graph, convert=sympy_sizes, light=light)
         if not ask_first:
             key = _key(graph, config, functionalize=functionalize)
             cached = _cached(graph, config, key)
@@ -520,6 +539,7 @@ def _compile(
         epilogue=epilogue,
         kernel_count=len(sched.kernels),
         extern_ops=tuple(s.op_name for s in sched.steps if not isinstance(s, FusedKernel)),
+        loop_tiers=merged_loop_tiers(tiers),
     )
     if config.graph_cache:
         store_artifact(key, artifact)
@@ -621,11 +641,20 @@ def _finish(
 ) -> CompiledGraph:
     # The callable of a built module: externs handed over, pytree rebuild, epilogue.
     c_loops = set(module.c_loops())
+    for tier in artifact.loop_tiers:
+        record_loop_tier(tier)
     specs = tuple(spec.resolved(graph) for spec in artifact.externs)
     steps = tuple(spec.callable_step("") for spec in specs)
     externs = tuple(
         called_from_line(graph, spec.origin, fn)
         for spec, fn in zip(specs, extern_callables(steps), strict=True)
+    )
+    # A C loop's extern runs only where the loop hands a call to NumPy: each such run counted.
+    externs = tuple(
+        counting_numpy_runs(fn, loop_kind(spec.op_name), _origin_line(graph, spec.origin))
+        if index in c_loops
+        else fn
+        for index, (spec, fn) in enumerate(zip(specs, externs, strict=True))
     )
     generated = GeneratedModule(
         artifact.module_name,

@@ -30,6 +30,7 @@ import numpy as np
 from numpile_capture import (
     Graph,
     IndexArray,
+    LoopTier,
     Op,
     ScalarSlot,
     TreeSpec,
@@ -197,6 +198,8 @@ class GraphArtifact:
     epilogue: Epilogue | None
     kernel_count: int
     extern_ops: tuple[str, ...]
+    # How the module runs the graph's loops (`loop_reports`), recorded again on a hit.
+    loop_tiers: tuple[LoopTier, ...] = ()
 
 
 # The only classes a stored artifact may contain (see `artifact_format`).
@@ -209,6 +212,7 @@ _ARTIFACT_CLASSES: tuple[type, ...] = (
     IndexArray,
     ScalarSlot,
     SubgraphRef,
+    LoopTier,
 )
 
 

@@ -23,6 +23,10 @@ import attrs
 import numpy as np
 
 from numpile_capture import (
+    C_KERNEL_LOOP,
+    C_LOOP,
+    HOST_LOOP,
+    OP_BY_OP,
     ArrayMeta,
     Node,
     contiguous_strides,
@@ -35,6 +39,8 @@ from ...config import InductorConfig
 from ...index import c_size, free_symbols, is_symbol, replace_symbols, size_symbol
 from ...launcher import GeneratedModule, extern_callable
 from ...loop_ir import Buffer, BufferRef, ExternCall, dense_strides, has_data_index, loads_of
+from ...loop_reports import report_loop
+from ...loops import kernels_take
 from ...lowering.scatter import BINCOUNT_LENGTH
 from ...scheduler import FusedKernel, Schedule
 from ..common import CodeBuffer
@@ -764,6 +770,7 @@ class _Emitter:
                 function = scalar_loop_function(node, name, zeroed=zeroed)
         except NotScalarLoop as reason:
             return self._kernel_loop_function(node, name, str(reason))
+        report_loop(node, C_LOOP)
         if not self.c_loops:
             self.statics.append(LOOP_HELPERS)
         self.statics.append(function.source)
@@ -786,7 +793,10 @@ class _Emitter:
                 scalar_reason,
                 reason,
             )
+            tier = HOST_LOOP if kernels_take(body) else OP_BY_OP
+            report_loop(node, tier, f"{scalar_reason}; {reason}")
             return None
+        report_loop(node, C_KERNEL_LOOP, f"it is no C loop nest: {scalar_reason}")
         if not self.c_loops:
             self.statics.append(LOOP_HELPERS)
         if not self.kernel_loops:
