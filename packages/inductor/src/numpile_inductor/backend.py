@@ -27,6 +27,7 @@ import numpy as np
 
 import numpile_runtime as rt
 from numpile_capture import (
+    OP_BY_OP,
     Graph,
     Node,
     SourceLine,
@@ -65,7 +66,7 @@ from .graph_cache import (
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
 from .lazy_body import LazyBody
 from .light_lowering import light_first
-from .loop_reports import counting_numpy_runs, locating_loops, loop_kind
+from .loop_reports import counting_numpy_runs, locating_loops, loop_kind, report_every_loop
 from .loops import NestedLoopCompiler, compile_loop_bodies
 from .nested_loops import (
     NestedLoop,
@@ -216,6 +217,7 @@ def inductor(
         # NOTE: kernels read native-order numbers only (a `>f8` input would be misread, and
         # its graph prints like a native one): NumPy runs the graph, op by op.
         log.info("a graph input is not in native byte order; running the graph with NumPy")
+        report_every_loop(graph, OP_BY_OP, "an input is not in native byte order")
         numpy_graph = sympy_sizes(graph)
         return lambda *args: run_graph(numpy_graph, list(args))
     config = InductorConfig.from_options(options, mode=mode)
@@ -279,6 +281,7 @@ def inductor(
     except rt.CompilerNotFoundError as error:
         if config.no_compiler == "raise":
             raise
+        report_every_loop(graph, OP_BY_OP, "no C compiler was found")
         return op_by_op(sympy_sizes(graph), error)
 
 

@@ -31,10 +31,18 @@ from numpile_capture import (
     LoopTier,
     Node,
     SourceLine,
+    is_loop,
+    is_while_loop,
     record_loop_tier,
 )
 
-__all__ = ["counting_numpy_runs", "locating_loops", "loop_kind", "report_loop"]
+__all__ = [
+    "counting_numpy_runs",
+    "locating_loops",
+    "loop_kind",
+    "report_every_loop",
+    "report_loop",
+]
 
 perf_log = logging.getLogger("numpile.perf_hints")
 
@@ -72,6 +80,18 @@ def report_loop(node: Node, tier: str, reason: str | None = None) -> None:
     filename = None if line is None else line.filename
     lineno = None if line is None else line.lineno
     record_loop_tier(LoopTier(kind, filename, lineno, tier, reason))
+
+
+def report_every_loop(graph: Graph, tier: str, reason: str) -> None:
+    """Record that every loop node of `graph` (not those nested in bodies) runs as `tier`:
+    the whole graph runs so (no C compiler, an input in foreign byte order).
+
+    >>> report_every_loop(graph, OP_BY_OP, "no C compiler was found")  # doctest: +SKIP
+    """
+    with locating_loops(graph):
+        for node in graph.nodes:
+            if is_loop(node) or is_while_loop(node):
+                report_loop(node, tier, reason)
 
 
 def _line_of(node: Node) -> SourceLine | None:

@@ -29,9 +29,11 @@ from numpile_capture import (
     OP_BY_OP,
     ArrayMeta,
     Node,
+    collecting_loop_tiers,
     contiguous_strides,
     extern_rows,
     gives_scalar,
+    record_loop_tier,
     tree_flatten,
 )
 
@@ -762,15 +764,23 @@ class _Emitter:
         if step.op_name not in ("for_loop", "while_loop") or node is None:
             return None
         name = f"loop_{node.name}"
-        try:
-            if step.op_name == "while_loop":
-                function = scalar_while_function(node, name)
-            else:
-                zeroed = zero_filled(self.program.graph, node)
-                function = scalar_loop_function(node, name, zeroed=zeroed)
-        except NotScalarLoop as reason:
-            return self._kernel_loop_function(node, name, str(reason))
+        # What the loop function notes about parts of the loop (a first iteration apart, a
+        # run again with NumPy): kept only where the loop does run as that C function.
+        with collecting_loop_tiers() as notes:
+            try:
+                if step.op_name == "while_loop":
+                    function = scalar_while_function(node, name)
+                else:
+                    zeroed = zero_filled(self.program.graph, node)
+                    function = scalar_loop_function(node, name, zeroed=zeroed)
+            except NotScalarLoop as reason:
+                function = None
+                scalar_reason = str(reason)
+        if function is None:
+            return self._kernel_loop_function(node, name, scalar_reason)
         report_loop(node, C_LOOP)
+        for note in notes:
+            record_loop_tier(note)
         if not self.c_loops:
             self.statics.append(LOOP_HELPERS)
         self.statics.append(function.source)
