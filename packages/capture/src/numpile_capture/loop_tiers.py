@@ -31,9 +31,9 @@ C_KERNEL_LOOP = "a C loop calling its body's kernels"
 HOST_LOOP = "a host loop calling its body compiled"
 OP_BY_OP = "op by op with NumPy"
 DEVICE_PROGRAM = "one Triton program"
-FIRST_ITERATION_APART = "C after its first iteration, run apart"
-NUMPY_RERUN = "C, run again with NumPy"
-NUMPY_AT_RUN_TIME = "NumPy at run time, handed over by its C loop"
+FIRST_ITERATION_APART = "C, its first iteration emitted apart"
+NUMPY_RERUN = "C, run again with NumPy where a run-time flag is clear"
+NUMPY_AT_RUN_TIME = "with NumPy, handed over by its C loop"
 
 _state = threading.local()
 
@@ -58,7 +58,7 @@ class LoopTier:
 
     def __str__(self) -> str:
         where = "an unknown line" if self.filename is None else f"{self.filename}:{self.lineno}"
-        verb = "runs" if self.tier == OP_BY_OP else "runs as"
+        verb = {OP_BY_OP: "runs", NUMPY_AT_RUN_TIME: "ran"}.get(self.tier, "runs as")
         text = f"{self.kind} loop ({where}) {verb} {self.tier}"
         if self.reason:
             text += f" because {self.reason}"

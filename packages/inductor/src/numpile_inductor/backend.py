@@ -32,11 +32,8 @@ from numpile_capture import (
     Node,
     SourceLine,
     body_runner,
-    collecting_loop_tiers,
     compiles_synchronously,
     has_loops,
-    merged_loop_tiers,
-    record_loop_tier,
     run_graph,
     sympy_sizes,
 )
@@ -66,7 +63,15 @@ from .graph_cache import (
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
 from .lazy_body import LazyBody
 from .light_lowering import light_first
-from .loop_reports import counting_numpy_runs, locating_loops, loop_kind, report_every_loop
+from .loop_reports import (
+    counting_numpy_runs,
+    line_of,
+    located_at,
+    loop_kind,
+    noting_loops,
+    record_notes,
+    report_every_loop,
+)
 from .loops import NestedLoopCompiler, compile_loop_bodies
 from .nested_loops import (
     NestedLoop,
@@ -399,12 +404,14 @@ def _nested_loops(config: InductorConfig, nested: dict[Graph, NestedLoop]) -> Ne
     # A loop nested in a body that runs op by op, as a module of that one loop (see
     # `nested_loops`), kept in `nested` by its body: compiled, or found in the graph cache,
     # when `build_nested_loops` finds it or on its first run.
-    def compile_graph(graph: Graph) -> tuple[Callable[..., Any], bool]:
-        compiled = _compile(graph, config, None, functionalize=False)
+    def compile_graph(graph: Graph, line: SourceLine | None) -> tuple[Callable[..., Any], bool]:
+        with located_at(line):  # the loop graph's node has no line of its own
+            compiled = _compile(graph, config, None, functionalize=False)
         return compiled.fn, not compiled.host_loop_bodies
 
     def loop(node: Node, body: Graph) -> NestedLoop:
-        found = nested[body] = NestedLoop(node, body, compile_graph)
+        line = line_of(node)
+        found = nested[body] = NestedLoop(node, body, lambda graph: compile_graph(graph, line))
         return found
 
     return NestedLoopCompiler(
@@ -503,7 +510,7 @@ def _compile(
         # else, with max_autotune (which builds variants), or where sympy is loaded anyway
         # (no import to save), lowering takes sympy sizes.
         light = not config.max_autotune and "sympy" not in sys.modules
-        with collecting_loop_tiers() as tiers, locating_loops(graph):
+        with noting_loops() as notes:
             done = light_first(generate, graph, convert=sympy_sizes, light=light)
         if not ask_first:
             key = _key(graph, config, functionalize=functionalize)
@@ -542,7 +549,7 @@ def _compile(
         epilogue=epilogue,
         kernel_count=len(sched.kernels),
         extern_ops=tuple(s.op_name for s in sched.steps if not isinstance(s, FusedKernel)),
-        loop_tiers=merged_loop_tiers(tiers),
+        loop_notes=tuple(dict.fromkeys(notes)),
     )
     if config.graph_cache:
         store_artifact(key, artifact)
@@ -644,8 +651,7 @@ def _finish(
 ) -> CompiledGraph:
     # The callable of a built module: externs handed over, pytree rebuild, epilogue.
     c_loops = set(module.c_loops())
-    for tier in artifact.loop_tiers:
-        record_loop_tier(tier)
+    record_notes(graph, artifact.loop_notes)
     specs = tuple(spec.resolved(graph) for spec in artifact.externs)
     steps = tuple(spec.callable_step("") for spec in specs)
     externs = tuple(

@@ -312,7 +312,7 @@ def scalar_loop_function(
     _check_branch_kept_entries(node, body, carried)
     apart = first is not None and _first_iteration_apart(node, body, first, carried)
     if apart:
-        report_loop(node, FIRST_ITERATION_APART, "it starts on other types than the body's")
+        report_loop(node, FIRST_ITERATION_APART, "it starts on other types than the body")
     writer = LoopWriter(name)
     writer.threads = True  # labels numbered and helpers defined below (loop_parallel)
     placeholders = body.placeholders

@@ -29,11 +29,9 @@ from numpile_capture import (
     OP_BY_OP,
     ArrayMeta,
     Node,
-    collecting_loop_tiers,
     contiguous_strides,
     extern_rows,
     gives_scalar,
-    record_loop_tier,
     tree_flatten,
 )
 
@@ -41,7 +39,7 @@ from ...config import InductorConfig
 from ...index import c_size, free_symbols, is_symbol, replace_symbols, size_symbol
 from ...launcher import GeneratedModule, extern_callable
 from ...loop_ir import Buffer, BufferRef, ExternCall, dense_strides, has_data_index, loads_of
-from ...loop_reports import report_loop
+from ...loop_reports import noting_loops, report_loop, report_notes
 from ...loops import kernels_take
 from ...lowering.scatter import BINCOUNT_LENGTH
 from ...scheduler import FusedKernel, Schedule
@@ -766,7 +764,7 @@ class _Emitter:
         name = f"loop_{node.name}"
         # What the loop function notes about parts of the loop (a first iteration apart, a
         # run again with NumPy): kept only where the loop does run as that C function.
-        with collecting_loop_tiers() as notes:
+        with noting_loops() as notes:
             try:
                 if step.op_name == "while_loop":
                     function = scalar_while_function(node, name)
@@ -779,8 +777,7 @@ class _Emitter:
         if function is None:
             return self._kernel_loop_function(node, name, scalar_reason)
         report_loop(node, C_LOOP)
-        for note in notes:
-            record_loop_tier(note)
+        report_notes(notes)
         if not self.c_loops:
             self.statics.append(LOOP_HELPERS)
         self.statics.append(function.source)
@@ -804,9 +801,11 @@ class _Emitter:
                 reason,
             )
             tier = HOST_LOOP if kernels_take(body) else OP_BY_OP
-            report_loop(node, tier, f"{scalar_reason}; {reason}")
+            report_loop(
+                node, tier, f"no C loop nest: {scalar_reason}; no C loop of kernels: {reason}"
+            )
             return None
-        report_loop(node, C_KERNEL_LOOP, f"it is no C loop nest: {scalar_reason}")
+        report_loop(node, C_KERNEL_LOOP, f"no C loop nest: {scalar_reason}")
         if not self.c_loops:
             self.statics.append(LOOP_HELPERS)
         if not self.kernel_loops:
