@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 import types
 import warnings
 from collections.abc import Callable
@@ -19,7 +21,7 @@ import attrs
 
 from numpile_guards import CodeCache, Guard
 
-from .backends import default_backend
+from .backends import BackendFn, default_backend, eager, lookup_backend
 from .capture_events import LoopNotKept, recording_loops
 from .dispatch import (
     CaptureEvent,
@@ -28,7 +30,11 @@ from .dispatch import (
     recording_captures,
 )
 from .graph import Graph
+from .graph_sizes import sympy_sizes
+from .light_capture import takes_light_sizes
 from .loop_tiers import LoopTier, collecting_loop_tiers, merged_loop_tiers, synchronous_compiles
+
+log = logging.getLogger("numpile.capture.explain")
 
 
 @attrs.frozen
@@ -138,7 +144,7 @@ def explain(fn: Callable[..., Any]) -> Callable[..., ExplainOutput]:
                 caches[code] = found
             return found
 
-        backend = default_backend()
+        backend = _or_eager(lookup_backend(default_backend()))
         compiled = CompiledFunction(original, backend=backend, cache_provider=private_cache)
         with (
             recording_captures() as events,
@@ -157,6 +163,21 @@ def explain(fn: Callable[..., Any]) -> Callable[..., ExplainOutput]:
         )
 
     return run
+
+
+def _or_eager(backend: BackendFn) -> BackendFn:
+    # `backend`, or the eager backend for a graph it cannot compile here (CuPy arrays with no
+    # GPU, say): explain reports every graph capture makes, as it did with eager alone.
+    @functools.wraps(backend)
+    def compile_or_run_eagerly(graph: Graph, example_inputs: Any, **kwargs: Any) -> Any:
+        try:
+            return backend(graph, example_inputs, **kwargs)
+        except Exception as error:
+            log.debug("explain runs a graph eagerly: its backend failed (%s)", error)
+            graph = sympy_sizes(graph) if takes_light_sizes(backend) else graph
+            return eager(graph, example_inputs)
+
+    return compile_or_run_eagerly
 
 
 def _summarize(events: list[CaptureEvent]) -> ExplainOutput:
