@@ -64,6 +64,7 @@ from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_
 from .lazy_body import LazyBody
 from .light_lowering import light_first
 from .loop_reports import (
+    LoopNote,
     counting_numpy_runs,
     line_of,
     located_at,
@@ -500,18 +501,24 @@ def _compile(
         if ask_first:
             rt.count("inductor_graph_cache_miss")
 
+        # The loop notes of each generation that returned: the last is the one built (a
+        # light try that needs sympy starts again, and its notes are dropped).
+        attempts: list[list[LoopNote]] = []
+
         def generate(source: Graph, light: bool) -> _Generated:
-            return _generate(
-                source, config, example_inputs, key, paused, functionalize=functionalize
-            )
+            with noting_loops() as notes:
+                generated = _generate(
+                    source, config, example_inputs, key, paused, functionalize=functionalize
+                )
+            attempts.append(notes)
+            return generated
 
         # A light capture's graph was good for the key (it prints as its sympy form) and
         # lowers without sympy where its sizes and indices are affine (`light_lowering`);
         # else, with max_autotune (which builds variants), or where sympy is loaded anyway
         # (no import to save), lowering takes sympy sizes.
         light = not config.max_autotune and "sympy" not in sys.modules
-        with noting_loops() as notes:
-            done = light_first(generate, graph, convert=sympy_sizes, light=light)
+        done = light_first(generate, graph, convert=sympy_sizes, light=light)
         if not ask_first:
             key = _key(graph, config, functionalize=functionalize)
             cached = _cached(graph, config, key)
@@ -549,7 +556,7 @@ def _compile(
         epilogue=epilogue,
         kernel_count=len(sched.kernels),
         extern_ops=tuple(s.op_name for s in sched.steps if not isinstance(s, FusedKernel)),
-        loop_notes=tuple(dict.fromkeys(notes)),
+        loop_notes=tuple(dict.fromkeys(attempts[-1] if attempts else ())),
     )
     if config.graph_cache:
         store_artifact(key, artifact)
