@@ -54,6 +54,20 @@ from .graph_sizes import sympy_sizes as sympy_sizes
 from .interpreter import run_graph as run_graph
 from .loop_index import is_loop_symbol as is_loop_symbol
 from .loop_index import mentions_loop_symbol as mentions_loop_symbol
+from .loop_tiers import C_KERNEL_LOOP as C_KERNEL_LOOP
+from .loop_tiers import C_LOOP as C_LOOP
+from .loop_tiers import DEVICE_PROGRAM as DEVICE_PROGRAM
+from .loop_tiers import FIRST_ITERATION_APART as FIRST_ITERATION_APART
+from .loop_tiers import HOST_LOOP as HOST_LOOP
+from .loop_tiers import NUMPY_AT_RUN_TIME as NUMPY_AT_RUN_TIME
+from .loop_tiers import NUMPY_RERUN as NUMPY_RERUN
+from .loop_tiers import OP_BY_OP as OP_BY_OP
+from .loop_tiers import LoopTier as LoopTier
+from .loop_tiers import collecting_loop_tiers as collecting_loop_tiers
+from .loop_tiers import compiles_synchronously as compiles_synchronously
+from .loop_tiers import merged_loop_tiers as merged_loop_tiers
+from .loop_tiers import record_loop_tier as record_loop_tier
+from .loop_tiers import synchronous_compiles as synchronous_compiles
 from .meta import ArrayMeta as ArrayMeta
 from .meta import ScalarMeta as ScalarMeta
 from .meta import contiguous_strides as contiguous_strides
@@ -186,6 +200,20 @@ __all__ = [
     "BreakReason",
     "ExplainOutput",
     "explain",
+    "C_KERNEL_LOOP",
+    "C_LOOP",
+    "DEVICE_PROGRAM",
+    "FIRST_ITERATION_APART",
+    "HOST_LOOP",
+    "NUMPY_AT_RUN_TIME",
+    "NUMPY_RERUN",
+    "OP_BY_OP",
+    "LoopTier",
+    "collecting_loop_tiers",
+    "compiles_synchronously",
+    "merged_loop_tiers",
+    "record_loop_tier",
+    "synchronous_compiles",
     "CompileProfiler",
     "compile_times",
     "allow_in_graph",

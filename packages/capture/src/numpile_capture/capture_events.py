@@ -21,6 +21,7 @@ import attrs
 from numpile_guards import Guard
 
 from .graph import Graph
+from .loop_tiers import LoopTier
 
 _events_state = threading.local()
 
@@ -42,6 +43,8 @@ class CaptureEvent:
     eager: bool = False
     # NOTE: True for resume functions and callees compiled at a graph break.
     internal: bool = False
+    # How the backend runs the graph's loops (see `loop_tiers`), in the order it decided.
+    loop_tiers: tuple[LoopTier, ...] = ()
 
 
 @contextlib.contextmanager

@@ -129,6 +129,7 @@ from .fallbacks import (
 from .graph import Graph
 from .graph_sizes import sympy_sizes
 from .light_capture import capture_light_first, takes_light_sizes
+from .loop_tiers import LoopTier, collecting_loop_tiers, merged_loop_tiers
 from .performance_hints import report_graph_break
 from .pickling import reduce_compiled
 from .region import PLAIN_CALLS
@@ -832,7 +833,7 @@ class CompiledFunction:
         if check is None:
             cache.eager_reason = "guards reject the inputs they were built from"
             return self._eagerly(stance, args, kwargs)
-        compiled = self._backend_compile(
+        compiled, tiers = self._backend_compile(
             backend_fn, result.graph, example_inputs, stance, backend_kwargs
         )
         if compiled is None:
@@ -841,7 +842,7 @@ class CompiledFunction:
         self._log_compile(result.graph, check.source, stance)
         has_ops = any(node.op is not None for node in result.graph)
         graph = result.graph if has_ops else None
-        record_event(CaptureEvent(fn.__code__.co_qualname, graph, result.guards))
+        record_event(CaptureEvent(fn.__code__.co_qualname, graph, result.guards, loop_tiers=tiers))
         metadata = {"graph": result.graph, "backend": self._backend_label(stance)}
         metadata["guards"] = result.guards
         offer_eager_tier(compiled)  # the graph is the whole function (see eager_tier)
@@ -875,10 +876,11 @@ class CompiledFunction:
             cache.eager_reason = "guards reject the inputs they were built from"
             return self._eagerly(stance, args, kwargs)
         graph_fn = None
+        tiers: tuple[LoopTier, ...] = ()
         if result.op_count:
             _, _, backend_kwargs = self._backend_for(stance)
             example_inputs = fetched[: result.input_count]
-            graph_fn = self._backend_compile(
+            graph_fn, tiers = self._backend_compile(
                 backend_fn, result.graph, example_inputs, stance, backend_kwargs
             )
             if graph_fn is None:
@@ -889,7 +891,13 @@ class CompiledFunction:
             self._log_compile(graph, check.source, stance)
         reason = None if result.replay_only else result.reason
         event = CaptureEvent(
-            fn.__code__.co_qualname, graph, result.guards, reason, result.filename, result.lineno
+            fn.__code__.co_qualname,
+            graph,
+            result.guards,
+            reason,
+            result.filename,
+            result.lineno,
+            loop_tiers=tiers,
         )
         record_event(event)
         if reason is not None:
@@ -935,7 +943,9 @@ class CompiledFunction:
         example_inputs: list[Any],
         stance: Stance,
         backend_kwargs: dict[str, Any],
-    ) -> Callable[..., Any] | None:
+    ) -> tuple[Callable[..., Any] | None, tuple[LoopTier, ...]]:
+        # The compiled callable (None where it failed and errors are suppressed) and how the
+        # backend runs the graph's loops (`loop_tiers`).
         fn = self._fn
         if not takes_light_sizes(backend_fn):
             graph = sympy_sizes(graph)
@@ -946,6 +956,7 @@ class CompiledFunction:
                 backend_compiling(),
                 compile_progress(f"{fn.__qualname__} ({where(fn)})"),
                 numpile_code_only(fn.__code__, waitable=_is_numpile_own(backend_fn)),
+                collecting_loop_tiers() as tiers,
             ):
                 compiled: Callable[..., Any] = backend_fn(graph, example_inputs, **backend_kwargs)
         except Exception as exc:
@@ -965,9 +976,9 @@ class CompiledFunction:
             if config.suppress_errors:
                 note = "%s; running it eagerly (suppress_errors=True)"
                 _defer(functools.partial(log.warning, note, message, exc_info=exc))
-                return None
+                return None, ()
             raise BackendCompileError(message) from exc
-        return compiled
+        return compiled, merged_loop_tiers(tiers)
 
     def _checked_guards(self, guards: tuple[Guard, ...], L: dict[str, Any]) -> Any:
         fn = self._fn

@@ -1,4 +1,4 @@
-"""`explain`: what capture makes of a function on given arguments, without running it compiled.
+"""`explain`: what capture makes of a function on given arguments, and how its loops run.
 
 >>> import numpy as np
 >>> def f(x):
@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 import types
 import warnings
 from collections.abc import Callable
@@ -19,6 +21,7 @@ import attrs
 
 from numpile_guards import CodeCache, Guard
 
+from .backends import BackendFn, default_backend, eager, lookup_backend
 from .capture_events import LoopNotKept, recording_loops
 from .dispatch import (
     CaptureEvent,
@@ -27,6 +30,11 @@ from .dispatch import (
     recording_captures,
 )
 from .graph import Graph
+from .graph_sizes import sympy_sizes
+from .light_capture import takes_light_sizes
+from .loop_tiers import LoopTier, collecting_loop_tiers, merged_loop_tiers, synchronous_compiles
+
+log = logging.getLogger("numpile.capture.explain")
 
 
 @attrs.frozen
@@ -51,6 +59,10 @@ class ExplainOutput:
     guards: tuple[Guard, ...]
     # NOTE: loops unrolled (or broken at) instead of kept as loop nodes, with the reason.
     loops_not_kept: tuple[LoopNotKept, ...] = ()
+    # How the backend runs each graph's kept loops (one tuple per graph, see `loop_tiers`).
+    loop_tiers: tuple[tuple[LoopTier, ...], ...] = ()
+    # Loops whose compiled code handed a call to NumPy while `explain` ran the function.
+    run_time_fallbacks: tuple[LoopTier, ...] = ()
 
     @property
     def graph_count(self) -> int:
@@ -86,6 +98,13 @@ class ExplainOutput:
         for index, graph in enumerate(self.graphs):
             lines.append(f"Graph {index}:")
             lines += [f"  {line}" for line in str(graph).splitlines()]
+            tiers = self.loop_tiers[index] if index < len(self.loop_tiers) else ()
+            if tiers:
+                lines.append(f"Loops of graph {index}:")
+                lines += [f"  {tier}" for tier in tiers]
+        if self.run_time_fallbacks:
+            lines.append("Loops run with NumPy at run time:")
+            lines += [f"  {tier}" for tier in self.run_time_fallbacks]
         if self.guards:
             lines.append("Guards:")
             lines += [f"  {guard}" for guard in self.guards]
@@ -95,11 +114,14 @@ class ExplainOutput:
 def explain(fn: Callable[..., Any]) -> Callable[..., ExplainOutput]:
     """Return a function that runs `fn` compiled on its arguments and reports every capture.
 
-    The call runs for real (with the "eager" backend), so graph breaks are
-    followed: the breaking instruction runs, and the resume functions after
-    it are captured too. It uses a private cache: nothing the user compiled is
-    touched or reused. Compiled wrappers are explained through the function
-    they wrap. Side effects of `fn` (prints, mutations) happen once.
+    The call runs for real, with the backend `compile` would use (the best installed),
+    built before the call runs (no background tier), so graph breaks are followed: the
+    breaking instruction runs, and the resume functions after it are captured too. Under
+    each graph, one line per kept loop says how the backend runs it and why not faster
+    (`LoopTier`); loops whose compiled code handed the call to NumPy are listed after. It
+    uses a private cache: nothing the user compiled is touched or reused. Compiled
+    wrappers are explained through the function they wrap. Side effects of `fn` (prints,
+    mutations) happen once.
 
         >>> def f(x):
         ...     y = x + 1
@@ -122,14 +144,40 @@ def explain(fn: Callable[..., Any]) -> Callable[..., ExplainOutput]:
                 caches[code] = found
             return found
 
-        compiled = CompiledFunction(original, backend="eager", cache_provider=private_cache)
-        with recording_captures() as events, recording_loops() as loops, warnings.catch_warnings():
+        backend = _or_eager(lookup_backend(default_backend()))
+        compiled = CompiledFunction(original, backend=backend, cache_provider=private_cache)
+        with (
+            recording_captures() as events,
+            recording_loops() as loops,
+            collecting_loop_tiers() as run_time,
+            synchronous_compiles(),
+            warnings.catch_warnings(),
+        ):
             warnings.simplefilter("ignore", CaptureFallbackWarning)
             compiled(*args, **kwargs)
         # NOTE: a capture that stops at a break traces the code before it again: one each.
-        return attrs.evolve(_summarize(events), loops_not_kept=tuple(dict.fromkeys(loops)))
+        return attrs.evolve(
+            _summarize(events),
+            loops_not_kept=tuple(dict.fromkeys(loops)),
+            run_time_fallbacks=merged_loop_tiers(run_time),
+        )
 
     return run
+
+
+def _or_eager(backend: BackendFn) -> BackendFn:
+    # `backend`, or the eager backend for a graph it cannot compile here (CuPy arrays with no
+    # GPU, say): explain reports every graph capture makes, as it did with eager alone.
+    @functools.wraps(backend)
+    def compile_or_run_eagerly(graph: Graph, example_inputs: Any, **kwargs: Any) -> Any:
+        try:
+            return backend(graph, example_inputs, **kwargs)
+        except Exception as error:
+            log.debug("explain runs a graph eagerly: its backend failed (%s)", error)
+            graph = sympy_sizes(graph) if takes_light_sizes(backend) else graph
+            return eager(graph, example_inputs)
+
+    return compile_or_run_eagerly
 
 
 def _summarize(events: list[CaptureEvent]) -> ExplainOutput:
@@ -141,4 +189,5 @@ def _summarize(events: list[CaptureEvent]) -> ExplainOutput:
         if event.break_reason is not None and not (event.eager and event.internal)
     )
     guards = tuple(guard for event in events for guard in event.guards)
-    return ExplainOutput(graphs, reasons, guards)
+    tiers = tuple(event.loop_tiers for event in events if event.graph is not None)
+    return ExplainOutput(graphs, reasons, guards, loop_tiers=tiers)

@@ -26,7 +26,17 @@ import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import Graph, Node, body_runner, has_loops, run_graph, sympy_sizes
+from numpile_capture import (
+    OP_BY_OP,
+    Graph,
+    Node,
+    SourceLine,
+    body_runner,
+    compiles_synchronously,
+    has_loops,
+    run_graph,
+    sympy_sizes,
+)
 from numpile_capture import config as capture_config
 
 from .artifact_format import ArtifactFormatError
@@ -53,6 +63,16 @@ from .graph_cache import (
 from .launcher import GeneratedModule, extern_callables, output_rebuilder, with_epilogue
 from .lazy_body import LazyBody
 from .light_lowering import light_first
+from .loop_reports import (
+    LoopNote,
+    counting_numpy_runs,
+    line_of,
+    located_at,
+    loop_kind,
+    noting_loops,
+    record_notes,
+    report_every_loop,
+)
 from .loops import NestedLoopCompiler, compile_loop_bodies
 from .nested_loops import (
     NestedLoop,
@@ -203,6 +223,7 @@ def inductor(
         # NOTE: kernels read native-order numbers only (a `>f8` input would be misread, and
         # its graph prints like a native one): NumPy runs the graph, op by op.
         log.info("a graph input is not in native byte order; running the graph with NumPy")
+        report_every_loop(graph, OP_BY_OP, "an input is not in native byte order")
         numpy_graph = sympy_sizes(graph)
         return lambda *args: run_graph(numpy_graph, list(args))
     config = InductorConfig.from_options(options, mode=mode)
@@ -239,7 +260,7 @@ def inductor(
 
     try:
         if has_loops(graph):
-            if not config.tiered or config.trace_enabled:
+            if not config.tiered or config.trace_enabled or compiles_synchronously():
                 return compile_loops(example_inputs)
             # NOTE: tiered without op by op: each iteration's ops would run from Python. The
             # calls before the switch run the function itself where the dispatcher lets them.
@@ -247,7 +268,7 @@ def inductor(
             if cached_loops is not None:
                 return cached_loops
             return _tiered(graph, config, lambda: compile_loops(None), numpy_tier=False)
-        if config.tiered and not config.trace_enabled:
+        if config.tiered and not config.trace_enabled and not compiles_synchronously():
             # The graph cache is looked up here unless that needs a compiler probe first
             # (a fresh cache): the background build looks it up again anyway.
             cached = None
@@ -266,6 +287,7 @@ def inductor(
     except rt.CompilerNotFoundError as error:
         if config.no_compiler == "raise":
             raise
+        report_every_loop(graph, OP_BY_OP, "no C compiler was found")
         return op_by_op(sympy_sizes(graph), error)
 
 
@@ -383,12 +405,14 @@ def _nested_loops(config: InductorConfig, nested: dict[Graph, NestedLoop]) -> Ne
     # A loop nested in a body that runs op by op, as a module of that one loop (see
     # `nested_loops`), kept in `nested` by its body: compiled, or found in the graph cache,
     # when `build_nested_loops` finds it or on its first run.
-    def compile_graph(graph: Graph) -> tuple[Callable[..., Any], bool]:
-        compiled = _compile(graph, config, None, functionalize=False)
+    def compile_graph(graph: Graph, line: SourceLine | None) -> tuple[Callable[..., Any], bool]:
+        with located_at(line):  # the loop graph's node has no line of its own
+            compiled = _compile(graph, config, None, functionalize=False)
         return compiled.fn, not compiled.host_loop_bodies
 
     def loop(node: Node, body: Graph) -> NestedLoop:
-        found = nested[body] = NestedLoop(node, body, compile_graph)
+        line = line_of(node)
+        found = nested[body] = NestedLoop(node, body, lambda graph: compile_graph(graph, line))
         return found
 
     return NestedLoopCompiler(
@@ -440,6 +464,11 @@ def _tiered(
     return tiered
 
 
+def _origin_line(graph: Graph, origin: int) -> SourceLine | None:
+    # The line of `graph`'s node at position `origin` (see `ExternSpec.origin`).
+    return graph.locations.get(graph.nodes[origin]) if 0 <= origin < len(graph.nodes) else None
+
+
 def _foreign_byte_order(meta: Any) -> bool:
     dtype = getattr(meta, "dtype", None)
     return isinstance(dtype, np.dtype) and dtype.byteorder not in "=|"
@@ -472,10 +501,17 @@ def _compile(
         if ask_first:
             rt.count("inductor_graph_cache_miss")
 
+        # The loop notes of each generation that returned: the last is the one built (a
+        # light try that needs sympy starts again, and its notes are dropped).
+        attempts: list[list[LoopNote]] = []
+
         def generate(source: Graph, light: bool) -> _Generated:
-            return _generate(
-                source, config, example_inputs, key, paused, functionalize=functionalize
-            )
+            with noting_loops() as notes:
+                generated = _generate(
+                    source, config, example_inputs, key, paused, functionalize=functionalize
+                )
+            attempts.append(notes)
+            return generated
 
         # A light capture's graph was good for the key (it prints as its sympy form) and
         # lowers without sympy where its sizes and indices are affine (`light_lowering`);
@@ -520,6 +556,7 @@ def _compile(
         epilogue=epilogue,
         kernel_count=len(sched.kernels),
         extern_ops=tuple(s.op_name for s in sched.steps if not isinstance(s, FusedKernel)),
+        loop_notes=tuple(dict.fromkeys(attempts[-1] if attempts else ())),
     )
     if config.graph_cache:
         store_artifact(key, artifact)
@@ -621,11 +658,19 @@ def _finish(
 ) -> CompiledGraph:
     # The callable of a built module: externs handed over, pytree rebuild, epilogue.
     c_loops = set(module.c_loops())
+    record_notes(graph, artifact.loop_notes)
     specs = tuple(spec.resolved(graph) for spec in artifact.externs)
     steps = tuple(spec.callable_step("") for spec in specs)
     externs = tuple(
         called_from_line(graph, spec.origin, fn)
         for spec, fn in zip(specs, extern_callables(steps), strict=True)
+    )
+    # A C loop's extern runs only where the loop hands a call to NumPy: each such run counted.
+    externs = tuple(
+        counting_numpy_runs(fn, loop_kind(spec.op_name), _origin_line(graph, spec.origin))
+        if index in c_loops
+        else fn
+        for index, (spec, fn) in enumerate(zip(specs, externs, strict=True))
     )
     generated = GeneratedModule(
         artifact.module_name,

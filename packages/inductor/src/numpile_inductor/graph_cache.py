@@ -40,6 +40,7 @@ from numpile_capture import (
 from .artifact_format import ArtifactFormatError, decode_artifact, encode_artifact
 from .config import InductorConfig
 from .loop_ir import BufferRef, ExternCall
+from .loop_reports import LoopNote
 
 log = logging.getLogger("numpile.inductor.graph_cache")
 
@@ -197,6 +198,8 @@ class GraphArtifact:
     epilogue: Epilogue | None
     kernel_count: int
     extern_ops: tuple[str, ...]
+    # How the module runs the graph's loops (`loop_reports`), recorded again on a hit.
+    loop_notes: tuple[LoopNote, ...] = ()
 
 
 # The only classes a stored artifact may contain (see `artifact_format`).
@@ -209,6 +212,7 @@ _ARTIFACT_CLASSES: tuple[type, ...] = (
     IndexArray,
     ScalarSlot,
     SubgraphRef,
+    LoopNote,
 )
 
 

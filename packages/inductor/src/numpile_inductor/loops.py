@@ -42,6 +42,8 @@ from numpile_capture import (
     tree_map,
 )
 
+from .loop_reports import locating_loops
+
 log = logging.getLogger("numpile.inductor.loops")
 
 BodyCompiler = Callable[[Graph], Callable[..., Any]]
@@ -129,7 +131,8 @@ def compile_loop_bodies(
             if compiled is not None and replay_host_loop is not None:
                 runner = replay_host_loop(node, body, runner, _where(graph, node))
             if _in_op_by_op_body and compile_nested_loop is not None:
-                runner = compile_nested_loop.for_loop(node, body, runner)
+                with locating_loops(graph):  # the nested loop's line, for its reports
+                    runner = compile_nested_loop.for_loop(node, body, runner)
             set_loop_runner(body, runner)
             params["body"] = body
         elif _is_cond(node):
@@ -160,7 +163,8 @@ def compile_loop_bodies(
             body = _compiled_while_body(inner, compile_body, node.kwargs["carried"])
             if _in_op_by_op_body and compile_nested_loop is not None:
                 body = body if body is not inner else own_copy(inner)
-                set_while_runner(body, compile_nested_loop.while_loop(node, body))
+                with locating_loops(graph):  # the nested loop's line, for its reports
+                    set_while_runner(body, compile_nested_loop.while_loop(node, body))
             params["body"] = body
         inputs = tuple(tree_map(rename, list(node.inputs)))
         copy = result.add_node(op, inputs, params, node.meta)

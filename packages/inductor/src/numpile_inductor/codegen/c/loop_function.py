@@ -31,6 +31,8 @@ import attrs
 import numpy as np
 
 from numpile_capture import (
+    FIRST_ITERATION_APART,
+    NUMPY_RERUN,
     ArrayMeta,
     Graph,
     Node,
@@ -39,6 +41,7 @@ from numpile_capture import (
     gives_scalar,
 )
 
+from ...loop_reports import report_loop
 from .loop_body import (
     ENTRY_BITS,
     CArray,
@@ -308,6 +311,8 @@ def scalar_loop_function(
     first: Graph | None = params.get("first")
     _check_branch_kept_entries(node, body, carried)
     apart = first is not None and _first_iteration_apart(node, body, first, carried)
+    if apart:
+        report_loop(node, FIRST_ITERATION_APART, "it starts on other types than the body")
     writer = LoopWriter(name)
     writer.threads = True  # labels numbered and helpers defined below (loop_parallel)
     placeholders = body.placeholders
@@ -531,6 +536,7 @@ def ran_flag_outcomes(
             )
         else:
             unproven.append(flag)
+            report_loop(node, NUMPY_RERUN, f"no inner loop assigning `{name}` may have run")
             perf_log.info(
                 "loop %s runs again with NumPy where no inner loop assigning `%s` ran: the "
                 "loop reads it, or assigns it elsewhere, so its type after the loop is known "

@@ -23,6 +23,10 @@ import attrs
 import numpy as np
 
 from numpile_capture import (
+    C_KERNEL_LOOP,
+    C_LOOP,
+    HOST_LOOP,
+    OP_BY_OP,
     ArrayMeta,
     Node,
     contiguous_strides,
@@ -35,6 +39,8 @@ from ...config import InductorConfig
 from ...index import c_size, free_symbols, is_symbol, replace_symbols, size_symbol
 from ...launcher import GeneratedModule, extern_callable
 from ...loop_ir import Buffer, BufferRef, ExternCall, dense_strides, has_data_index, loads_of
+from ...loop_reports import noting_loops, report_loop, report_notes
+from ...loops import kernels_take
 from ...lowering.scatter import BINCOUNT_LENGTH
 from ...scheduler import FusedKernel, Schedule
 from ..common import CodeBuffer
@@ -756,14 +762,22 @@ class _Emitter:
         if step.op_name not in ("for_loop", "while_loop") or node is None:
             return None
         name = f"loop_{node.name}"
-        try:
-            if step.op_name == "while_loop":
-                function = scalar_while_function(node, name)
-            else:
-                zeroed = zero_filled(self.program.graph, node)
-                function = scalar_loop_function(node, name, zeroed=zeroed)
-        except NotScalarLoop as reason:
-            return self._kernel_loop_function(node, name, str(reason))
+        # What the loop function notes about parts of the loop (a first iteration apart, a
+        # run again with NumPy): kept only where the loop does run as that C function.
+        with noting_loops() as notes:
+            try:
+                if step.op_name == "while_loop":
+                    function = scalar_while_function(node, name)
+                else:
+                    zeroed = zero_filled(self.program.graph, node)
+                    function = scalar_loop_function(node, name, zeroed=zeroed)
+            except NotScalarLoop as reason:
+                function = None
+                scalar_reason = str(reason)
+        if function is None:
+            return self._kernel_loop_function(node, name, scalar_reason)
+        report_loop(node, C_LOOP)
+        report_notes(notes)
         if not self.c_loops:
             self.statics.append(LOOP_HELPERS)
         self.statics.append(function.source)
@@ -786,7 +800,12 @@ class _Emitter:
                 scalar_reason,
                 reason,
             )
+            tier = HOST_LOOP if kernels_take(body) else OP_BY_OP
+            report_loop(
+                node, tier, f"no C loop nest: {scalar_reason}; no C loop of kernels: {reason}"
+            )
             return None
+        report_loop(node, C_KERNEL_LOOP, f"no C loop nest: {scalar_reason}")
         if not self.c_loops:
             self.statics.append(LOOP_HELPERS)
         if not self.kernel_loops:

@@ -46,10 +46,20 @@ import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot, run_graph
+from numpile_capture import (
+    DEVICE_PROGRAM,
+    OP_BY_OP,
+    ArrayMeta,
+    Graph,
+    Node,
+    ScalarMeta,
+    ScalarSlot,
+    run_graph,
+)
 
 from ...loop_independence import independent_iterations
 from ...loop_ir import Apply, Constant, ScalarArg
+from ...loop_reports import report_loop
 from ...loops import LoopRunner, host_loop
 from ..common import CodeBuffer
 from .numpy_scalars import numpy_scalar_conversion
@@ -654,7 +664,9 @@ def loop_program(
             where,
             reason,
         )
+        report_loop(node, OP_BY_OP, f"it is no Triton program: {reason}")
         return None
+    report_loop(node, DEVICE_PROGRAM)
     kernel = rt.load_triton_module(generated.source, name_hint="loop").loop_program
     launcher = rt.TritonLauncher(
         kernel, ("ptr",) * (2 + len(generated.cells) + len(generated.arrays))
