@@ -11,6 +11,7 @@ values of other types, runs op by op.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -295,4 +296,37 @@ def test_nested_modules_build_with_the_graph_not_in_its_first_compiled_call() ->
     _same(fn(A.copy()), scale_below_diagonal(A.copy()))
     counters = rt.counters()
     assert counters.get("loop_nested_c_runs") == 8
+    assert "inductor_graph_cache_miss" not in counters and "module_load" not in counters
+
+
+def pivot_rows_between_sweeps(A: Any) -> Any:
+    # An outer body that kernels take (`A[:] = A * 0.5 + 1.0`, run from a host loop) holds
+    # a `for` whose body slices by its index (op by op) around a `while`: the `while` is a
+    # loop nested in a body of the outer body's own module.
+    n = A.shape[0]
+    for _ in range(2):
+        A[:] = A * 0.5 + 1.0
+        for k in range(n):
+            big = np.abs(A[k:, k]).max()
+            j = k
+            while j < n - 1 and abs(A[j, k]) < 0.9 * big:
+                j += 1
+            A[k, 0] = A[j, k]
+    return A
+
+
+def test_loops_nested_in_a_kernels_body_build_with_the_graph(fresh_cache: Path) -> None:
+    # Tiered, a fresh cache: the background build compiles the graph, the outer body and
+    # the `while` nested in the body of the outer body's host loop; the first call that runs
+    # the compiled code builds and loads nothing.
+    fn = compile_function(pivot_rows_between_sweeps, backend="inductor", options={"tiered": True})
+    A = np.random.default_rng(4).standard_normal((8, 8))
+    _same(fn(A.copy()), pivot_rows_between_sweeps(A.copy()))
+    assert wait_idle(300)
+    rt.reset_counters()
+    mine, theirs = A.copy(), A.copy()
+    _same(fn(mine), pivot_rows_between_sweeps(theirs))
+    np.testing.assert_array_equal(mine, theirs)
+    counters = rt.counters()
+    assert counters.get("loop_nested_c_runs", 0) > 0
     assert "inductor_graph_cache_miss" not in counters and "module_load" not in counters

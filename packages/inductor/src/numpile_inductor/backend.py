@@ -214,11 +214,15 @@ def inductor(
     # A body is compiled once the graph's module shows that its loop runs as a host loop,
     # not as C (`lazy_body`): a loop of kernels called from C builds one module, not two.
     bodies: dict[int, LazyBody] = {}
+    # The loops nested in bodies that run op by op, at any depth (in a body of a compiled
+    # body too), each built with the module whose host loop runs that body.
+    nested: dict[Graph, NestedLoop] = {}
 
     def compile_body(body: Graph) -> Callable[..., Any]:
         def build() -> Callable[..., Any]:
             compiled = _compile(body, config, None, functionalize=False)
             _force_host_loops(compiled, bodies)
+            build_nested_loops(compiled.host_loop_bodies, nested)
             return compiled.fn
 
         lazy = LazyBody(build, fallback=lambda: _op_by_op_body(body))
@@ -226,7 +230,6 @@ def inductor(
         return lazy
 
     def compile_loops(inputs: Sequence[Any] | None) -> Callable[..., Any]:
-        nested: dict[Graph, NestedLoop] = {}
         compiled_graph = compile_loop_bodies(
             graph, compile_body, compile_nested_loop=_nested_loops(config, nested)
         )
