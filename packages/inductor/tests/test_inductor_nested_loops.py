@@ -330,3 +330,44 @@ def test_loops_nested_in_a_kernels_body_build_with_the_graph(fresh_cache: Path) 
     counters = rt.counters()
     assert counters.get("loop_nested_c_runs", 0) > 0
     assert "inductor_graph_cache_miss" not in counters and "module_load" not in counters
+
+
+def lu_threshold_pivoting(A: Any) -> Any:
+    # Two loops nested in one body that runs op by op: a pivot search `while`, and the
+    # elimination's element loops.
+    n = A.shape[0]
+    for k in range(n):
+        big = np.abs(A[k:, k]).max()
+        p = k
+        while p < n - 1 and abs(A[p, k]) < 0.5 * big:
+            p += 1
+        if p != k:
+            A[[k, p]] = A[[p, k]]
+        for i in range(k + 1, n):
+            A[i, k] /= A[k, k]
+            for j in range(k + 1, n):
+                A[i, j] -= A[i, k] * A[k, j]
+    return A
+
+
+def test_nested_modules_build_with_the_graphs_module_in_one_build(
+    fresh_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The graph's module and the modules of both loops nested in its host loop's body are
+    # built by one `build_many` (side by side), not one after the other.
+    built: list[int] = []
+    build_many = rt.build_many
+
+    def counted(jobs: Any) -> Any:
+        built.append(sum(1 for job in jobs if (job.module_name or "").startswith("numpile_")))
+        return build_many(jobs)
+
+    monkeypatch.setattr(rt, "build_many", counted)
+    fn = compile_function(lu_threshold_pivoting, backend="inductor", dynamic=True)
+    A = np.random.default_rng(5).standard_normal((9, 9))
+    mine, theirs = A.copy(), A.copy()
+    rt.reset_counters()
+    _same(fn(mine), lu_threshold_pivoting(theirs))
+    np.testing.assert_array_equal(mine, theirs)
+    assert rt.counters().get("loop_nested_c_runs", 0) > 9
+    assert [count for count in built if count] == [3]

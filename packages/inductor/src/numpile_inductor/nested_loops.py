@@ -16,9 +16,11 @@ body needs NumPy per iteration), the loop keeps running op by op. A `while_loop`
 takes whether it enters as a bool (`a0`), so the runner calls the module only for a loop
 that runs.
 
-The compile happens when the backend knows the enclosing loop runs from Python (`build`,
-right after the graph's module is built: in the background when tiered), or else on the
-loop's first run; a loop that an outer C loop function runs never runs its host runner.
+The compile happens when the backend knows the enclosing loop runs from Python: the
+outermost such loops (`loops_to_build`) in the same build as the module that runs their
+enclosing host loop, the loops below them right after (`build_nested_loops`; in the
+background when tiered), or else on the loop's first run; a loop that an outer C loop
+function runs never runs its host runner.
 
     >>> set_loop_runner(body, nested_loop_runner(nested, host_loop(body, None)))  # doctest: +SKIP
 """
