@@ -22,7 +22,13 @@ from numpile_capture import Graph, Node, capture_function, compile_function, run
 from numpile_capture.testing import assert_same_as_eager as _same
 from numpile_inductor.background_build import wait_idle
 from numpile_inductor.loops import host_loop
-from numpile_inductor.nested_loops import NestedLoop, loop_graph, nested_loop_runner
+from numpile_inductor.nested_loops import (
+    NestedLoop,
+    build_nested_loops,
+    loop_graph,
+    loops_to_build,
+    nested_loop_runner,
+)
 
 SIZES = (0, 1, 5, 30)
 
@@ -371,3 +377,36 @@ def test_nested_modules_build_with_the_graphs_module_in_one_build(
     np.testing.assert_array_equal(mine, theirs)
     assert rt.counters().get("loop_nested_c_runs", 0) > 9
     assert [count for count in built if count] == [3]
+
+
+@pytest.mark.parametrize("outer_as_c", [True, False])
+def test_nested_loops_build_one_depth_at_a_time(outer_as_c: bool) -> None:
+    # LU's `for k` body runs op by op: its `while` and `for i` build together; the `for j`
+    # inside `for i` builds only where the module of `for i` does not run it as C.
+    A = np.random.default_rng(6).standard_normal((6, 6))
+    graph = _dynamic_graph(lu_threshold_pivoting, A)
+
+    def compiled(graph: Graph) -> tuple[Callable[..., Any], bool]:
+        return (lambda *args: ()), outer_as_c
+
+    nested = {
+        body: NestedLoop(node, body, compiled)
+        for node, _ in _loop_nodes(graph)
+        for body in [dict(node.params)["body"]]
+    }
+    depths: list[list[str]] = []
+    build_nested_loops(
+        [graph_body(graph)],
+        nested,
+        lambda loops: depths.append(sorted(loop.node.op.name for loop in loops)),
+    )
+    expected = [["for_loop", "while_loop"]] + ([] if outer_as_c else [["for_loop"]])
+    assert depths == expected
+    assert loops_to_build([graph_body(graph)], nested) == []
+
+
+def graph_body(graph: Graph) -> Graph:
+    # The body of `graph`'s one top-level loop node.
+    (node,) = [n for n in graph.nodes if _is_loop(n)]
+    body: Graph = dict(node.params)["body"]
+    return body
