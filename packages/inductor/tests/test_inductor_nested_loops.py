@@ -410,3 +410,25 @@ def graph_body(graph: Graph) -> Graph:
     (node,) = [n for n in graph.nodes if _is_loop(n)]
     body: Graph = dict(node.params)["body"]
     return body
+
+
+def test_a_nested_module_that_fails_in_the_graphs_build_leaves_its_loop_op_by_op(
+    fresh_cache: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The `while`'s module fails in the build it shares with the graph's module: the graph's
+    # module is built alone and runs, the `while` op by op with a warning.
+    build_many = rt.build_many
+
+    def failing(jobs: Any) -> Any:
+        if any(" *   graph(a0: bool" in (job.unsplit or job.source) for job in jobs):
+            raise rt.BuildError("no while module today", source_path="", command=(), stderr="")
+        return build_many(jobs)
+
+    monkeypatch.setattr(rt, "build_many", failing)
+    fn = compile_function(first_large_from, backend="inductor", dynamic=True)
+    A = np.random.default_rng(7).standard_normal((9, 9))
+    rt.reset_counters()
+    _same(fn(A, 0.9), first_large_from(A, 0.9))
+    assert rt.counters().get("loop_nested_c_runs", 0) == 0
+    warned = [r.getMessage() for r in caplog.records if "did not compile" in r.getMessage()]
+    assert len(warned) == 1 and "runs op by op" in warned[0]

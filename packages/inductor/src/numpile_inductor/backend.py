@@ -658,13 +658,14 @@ def _finish_prepared(prepared: _Prepared, module: types.ModuleType) -> CompiledG
 
 
 def _build_together(prepared: Sequence[_Prepared]) -> list[CompiledGraph | Exception]:
-    # `_build_prepared` and `_finish_prepared` of each; where one module fails, each is
-    # built on its own (the others come from the code cache), so its error names its graph.
+    # `_build_prepared` and `_finish_prepared` of each, or the error of each that failed:
+    # where one module of several fails, each is built on its own (the others come from the
+    # code cache), so that its error names its graph.
     try:
         modules = _build_prepared(prepared) if prepared else []
-    except Exception:
+    except Exception as error:
         if len(prepared) == 1:
-            raise
+            return [error]
         return [_built_alone(p) for p in prepared]
     return [_finish_prepared(p, m) for p, m in zip(prepared, modules, strict=True)]
 
