@@ -28,11 +28,13 @@ waited for, what the build queue ran beside it) and the main thread's CPU time::
 
 Sets: ``small`` (seven small kernels), ``loops`` (``benchmarks.loops`` at its full trip
 counts, ``--quick`` for the quick ones), ``science`` (``benchmarks.science`` at its full
-sizes, ``--quick`` for the quick ones) and ``suite`` (``benchmarks.workloads``, the
-workloads of ``python -m benchmarks``, run by any contender: ``--contender numpy``,
-``numpile[eager]``, ``numexpr``, ``torch``). A figure is the median over ``--repeats``
-fresh processes. ``benchmarks.warm_start`` (the suite's warm-start column) runs its
-children through this module (`run_fresh`, ``--child suite:NAME``).
+sizes, ``--quick`` for the quick ones), ``nested`` (``benchmarks.nested_loop_programs``,
+loops nested in bodies that run with NumPy, at n=100, ``--quick`` at n=30) and ``suite``
+(``benchmarks.workloads``, the workloads of ``python -m benchmarks``, run by any
+contender: ``--contender numpy``, ``numpile[eager]``, ``numexpr``, ``torch``). A figure is
+the median over ``--repeats`` fresh processes. ``benchmarks.warm_start`` (the suite's
+warm-start column) runs its children through this module (`run_fresh`, ``--child
+suite:NAME``).
 
     >>> sorted(KERNELS)[:2]
     ['chain10', 'layernorm']
@@ -145,7 +147,7 @@ class FirstCallWorkload:
     suite: Any = None
 
 
-SETS = ("small", "loops", "science", "suite")
+SETS = ("small", "loops", "science", "nested", "suite")
 
 
 def _small_workloads() -> list[FirstCallWorkload]:
@@ -186,6 +188,31 @@ def _science_workloads(*, quick: bool) -> list[FirstCallWorkload]:
     ]
 
 
+def _nested_workloads(*, quick: bool) -> list[FirstCallWorkload]:
+    from . import nested_loop_programs
+    from .unseen_loop_programs import PROGRAMS
+
+    size = 30 if quick else 100
+    return [
+        FirstCallWorkload(
+            name,
+            entry.fn,
+            lambda entry=entry: entry.inputs(_rng(), size),  # type: ignore[misc]
+            rtol=1e-9,
+            atol=1e-9,
+            mutates=True,
+        )
+        for name, entry in PROGRAMS.items()
+        if entry.fn.__module__ == nested_loop_programs.__name__
+    ]
+
+
+def _rng() -> Any:
+    import numpy as np
+
+    return np.random.default_rng(0)
+
+
 def _suite_workloads(*, quick: bool) -> list[FirstCallWorkload]:
     from .workloads import WORKLOADS
 
@@ -214,6 +241,8 @@ def find_workloads(
         workloads = _loop_workloads(quick=quick)
     elif workload_set == "science":
         workloads = _science_workloads(quick=quick)
+    elif workload_set == "nested":
+        workloads = _nested_workloads(quick=quick)
     else:
         raise ValueError(f"unknown set {workload_set!r}; use one of {SETS}")
     if not patterns:

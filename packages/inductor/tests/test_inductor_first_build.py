@@ -137,7 +137,7 @@ def test_a_compile_runs_with_the_collector_paused_and_collects_while_the_compile
     young: list[tuple[int, int]] = []
     real_lower = backend.lower_and_schedule
     real_generate = wrapper.generate_module
-    real_build = backend._build
+    real_build = backend._build_many
     real_collect = builder.collect_held_off
 
     def lower(*args: Any, **kwargs: Any) -> Any:
@@ -160,7 +160,7 @@ def test_a_compile_runs_with_the_collector_paused_and_collects_while_the_compile
 
     monkeypatch.setattr(backend, "lower_and_schedule", lower)
     monkeypatch.setattr(wrapper, "generate_module", generate)
-    monkeypatch.setattr(backend, "_build", build)
+    monkeypatch.setattr(backend, "_build_many", build)
     monkeypatch.setattr(builder, "collect_held_off", collect)
 
     def f(x: Any) -> Any:

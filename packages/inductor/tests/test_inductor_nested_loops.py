@@ -11,6 +11,7 @@ values of other types, runs op by op.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,13 @@ from numpile_capture import Graph, Node, capture_function, compile_function, run
 from numpile_capture.testing import assert_same_as_eager as _same
 from numpile_inductor.background_build import wait_idle
 from numpile_inductor.loops import host_loop
-from numpile_inductor.nested_loops import NestedLoop, loop_graph, nested_loop_runner
+from numpile_inductor.nested_loops import (
+    NestedLoop,
+    build_nested_loops,
+    loop_graph,
+    loops_to_build,
+    nested_loop_runner,
+)
 
 SIZES = (0, 1, 5, 30)
 
@@ -296,3 +303,147 @@ def test_nested_modules_build_with_the_graph_not_in_its_first_compiled_call() ->
     counters = rt.counters()
     assert counters.get("loop_nested_c_runs") == 8
     assert "inductor_graph_cache_miss" not in counters and "module_load" not in counters
+
+
+def pivot_rows_between_sweeps(A: Any) -> Any:
+    # An outer body that kernels take (`A[:] = A * 0.5 + 1.0`, run from a host loop) holds
+    # a `for` whose body slices by its index (op by op) around a `while`: the `while` is a
+    # loop nested in a body of the outer body's own module.
+    n = A.shape[0]
+    for _ in range(2):
+        A[:] = A * 0.5 + 1.0
+        for k in range(n):
+            big = np.abs(A[k:, k]).max()
+            j = k
+            while j < n - 1 and abs(A[j, k]) < 0.9 * big:
+                j += 1
+            A[k, 0] = A[j, k]
+    return A
+
+
+def test_loops_nested_in_a_kernels_body_build_with_the_graph(fresh_cache: Path) -> None:
+    # Tiered, a fresh cache: the background build compiles the graph, the outer body and
+    # the `while` nested in the body of the outer body's host loop; the first call that runs
+    # the compiled code builds and loads nothing.
+    fn = compile_function(pivot_rows_between_sweeps, backend="inductor", options={"tiered": True})
+    A = np.random.default_rng(4).standard_normal((8, 8))
+    _same(fn(A.copy()), pivot_rows_between_sweeps(A.copy()))
+    assert wait_idle(300)
+    rt.reset_counters()
+    mine, theirs = A.copy(), A.copy()
+    _same(fn(mine), pivot_rows_between_sweeps(theirs))
+    np.testing.assert_array_equal(mine, theirs)
+    counters = rt.counters()
+    assert counters.get("loop_nested_c_runs", 0) > 0
+    assert "inductor_graph_cache_miss" not in counters and "module_load" not in counters
+
+
+def lu_threshold_pivoting(A: Any) -> Any:
+    # Two loops nested in one body that runs op by op: a pivot search `while`, and the
+    # elimination's element loops.
+    n = A.shape[0]
+    for k in range(n):
+        big = np.abs(A[k:, k]).max()
+        p = k
+        while p < n - 1 and abs(A[p, k]) < 0.5 * big:
+            p += 1
+        if p != k:
+            A[[k, p]] = A[[p, k]]
+        for i in range(k + 1, n):
+            A[i, k] /= A[k, k]
+            for j in range(k + 1, n):
+                A[i, j] -= A[i, k] * A[k, j]
+    return A
+
+
+def test_nested_modules_build_with_the_graphs_module_in_one_build(
+    fresh_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The graph's module and the modules of both loops nested in its host loop's body are
+    # built by one `build_many` (side by side), not one after the other.
+    built: list[int] = []
+    build_many = rt.build_many
+
+    def counted(jobs: Any) -> Any:
+        built.append(sum(1 for job in jobs if (job.module_name or "").startswith("numpile_")))
+        return build_many(jobs)
+
+    monkeypatch.setattr(rt, "build_many", counted)
+    fn = compile_function(lu_threshold_pivoting, backend="inductor", dynamic=True)
+    A = np.random.default_rng(5).standard_normal((9, 9))
+    mine, theirs = A.copy(), A.copy()
+    rt.reset_counters()
+    _same(fn(mine), lu_threshold_pivoting(theirs))
+    np.testing.assert_array_equal(mine, theirs)
+    assert rt.counters().get("loop_nested_c_runs", 0) > 9
+    assert [count for count in built if count] == [3]
+
+
+@pytest.mark.parametrize("outer_as_c", [True, False])
+def test_nested_loops_build_one_depth_at_a_time(outer_as_c: bool) -> None:
+    # LU's `for k` body runs op by op: its `while` and `for i` build together; the `for j`
+    # inside `for i` builds only where the module of `for i` does not run it as C.
+    A = np.random.default_rng(6).standard_normal((6, 6))
+    graph = _dynamic_graph(lu_threshold_pivoting, A)
+
+    def compiled(graph: Graph) -> tuple[Callable[..., Any], bool]:
+        return (lambda *args: ()), outer_as_c
+
+    nested = {
+        body: NestedLoop(node, body, compiled)
+        for node, _ in _loop_nodes(graph)
+        for body in [dict(node.params)["body"]]
+    }
+    depths: list[list[str]] = []
+    build_nested_loops(
+        [graph_body(graph)],
+        nested,
+        lambda loops: depths.append(sorted(loop.node.op.name for loop in loops)),
+    )
+    expected = [["for_loop", "while_loop"]] + ([] if outer_as_c else [["for_loop"]])
+    assert depths == expected
+    assert loops_to_build([graph_body(graph)], nested) == []
+
+
+def graph_body(graph: Graph) -> Graph:
+    # The body of `graph`'s one top-level loop node.
+    (node,) = [n for n in graph.nodes if _is_loop(n)]
+    body: Graph = dict(node.params)["body"]
+    return body
+
+
+def _first_large_from_once(A: Any, tol: float) -> Any:
+    # `first_large_from` with its product the other way round: modules no other test of
+    # this process loaded (a module loaded before is found in memory, built or not).
+    n = A.shape[0]
+    found = np.zeros(n, dtype=np.int64)
+    for k in range(n):
+        big = np.abs(A[k, k:]).max()
+        j = k
+        while j < n - 1 and abs(A[k, j]) < big * tol:
+            j += 1
+        found[k] = j
+    return found
+
+
+def test_a_nested_module_that_fails_in_the_graphs_build_leaves_its_loop_op_by_op(
+    fresh_cache: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The `while`'s module fails in the build it shares with the graph's module: the graph's
+    # module is built alone and runs, the `while` op by op with a warning.
+    build_many = rt.build_many
+
+    def failing(jobs: Any) -> Any:
+        if any(" *   graph(a0: bool" in (job.unsplit or job.source) for job in jobs):
+            path = str(fresh_cache / "while.c")  # its graph is written beside it
+            raise rt.BuildError("no while module today", source_path=path, command=(), stderr="")
+        return build_many(jobs)
+
+    monkeypatch.setattr(rt, "build_many", failing)
+    fn = compile_function(_first_large_from_once, backend="inductor", dynamic=True)
+    A = np.random.default_rng(7).standard_normal((9, 9))
+    rt.reset_counters()
+    _same(fn(A, 0.9), _first_large_from_once(A, 0.9))
+    assert rt.counters().get("loop_nested_c_runs", 0) == 0
+    warned = [r.getMessage() for r in caplog.records if "did not compile" in r.getMessage()]
+    assert len(warned) == 1 and "runs op by op" in warned[0]

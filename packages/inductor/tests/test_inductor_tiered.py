@@ -261,7 +261,7 @@ def test_a_failed_loop_build_keeps_running_the_function_eagerly(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise rt.BuildError("the compiler crashed", source_path="k.c", command=(), stderr="")
 
-    monkeypatch.setattr(backend_module, "_compile", broken)
+    monkeypatch.setattr(backend_module, "_prepare", broken)
     reset()  # the capture cache holds compiled code per function: none from another test
     compiled = compile_function(_squares_into, backend="inductor", options=TIERED)
     x = RNG.random(9)

@@ -77,6 +77,7 @@ from .loops import NestedLoopCompiler, compile_loop_bodies
 from .nested_loops import (
     NestedLoop,
     build_nested_loops,
+    loops_to_build,
     nested_loop_runner,
     nested_while_runner,
 )
@@ -235,11 +236,15 @@ def inductor(
     # A body is compiled once the graph's module shows that its loop runs as a host loop,
     # not as C (`lazy_body`): a loop of kernels called from C builds one module, not two.
     bodies: dict[int, LazyBody] = {}
+    # The loops nested in bodies that run op by op, at any depth (in a body of a compiled
+    # body too), each built with the module whose host loop runs that body.
+    nested: dict[Graph, NestedLoop] = {}
 
     def compile_body(body: Graph) -> Callable[..., Any]:
         def build() -> Callable[..., Any]:
-            compiled = _compile(body, config, None, functionalize=False)
+            compiled = _compile_with_nested_loops(body, config, None, nested, functionalize=False)
             _force_host_loops(compiled, bodies)
+            build_nested_loops(compiled.host_loop_bodies, nested, _loops_built_together(config))
             return compiled.fn
 
         lazy = LazyBody(build, fallback=lambda: _op_by_op_body(body))
@@ -247,15 +252,17 @@ def inductor(
         return lazy
 
     def compile_loops(inputs: Sequence[Any] | None) -> Callable[..., Any]:
-        nested: dict[Graph, NestedLoop] = {}
         compiled_graph = compile_loop_bodies(
             graph, compile_body, compile_nested_loop=_nested_loops(config, nested)
         )
-        compiled = _compile(compiled_graph, config, inputs, functionalize=True)
-        _force_host_loops(compiled, bodies)
         # The loops nested in bodies that run op by op, built now (in the background when
-        # tiered), not on their first run, in the middle of a call.
-        build_nested_loops(compiled.host_loop_bodies, nested)
+        # tiered), not on their first run, in the middle of a call: the outermost with the
+        # graph's module, any below them after.
+        compiled = _compile_with_nested_loops(
+            compiled_graph, config, inputs, nested, functionalize=True
+        )
+        _force_host_loops(compiled, bodies)
+        build_nested_loops(compiled.host_loop_bodies, nested, _loops_built_together(config))
         return compiled.fn
 
     try:
@@ -404,21 +411,94 @@ def _force_host_loops(compiled: CompiledGraph, bodies: dict[int, LazyBody]) -> N
 def _nested_loops(config: InductorConfig, nested: dict[Graph, NestedLoop]) -> NestedLoopCompiler:
     # A loop nested in a body that runs op by op, as a module of that one loop (see
     # `nested_loops`), kept in `nested` by its body: compiled, or found in the graph cache,
-    # when `build_nested_loops` finds it or on its first run.
+    # with the module whose host loop runs that body (`_compile_with_nested_loops`), when
+    # `build_nested_loops` finds it, or on its first run.
     def compile_graph(graph: Graph, line: SourceLine | None) -> tuple[Callable[..., Any], bool]:
         with located_at(line):  # the loop graph's node has no line of its own
-            compiled = _compile(graph, config, None, functionalize=False)
-        return compiled.fn, not compiled.host_loop_bodies
+            return _loop_module(_compile(graph, config, None, functionalize=False))
 
     def loop(node: Node, body: Graph) -> NestedLoop:
         line = line_of(node)
-        found = nested[body] = NestedLoop(node, body, lambda graph: compile_graph(graph, line))
+        found = nested[body] = NestedLoop(
+            node, body, lambda graph: compile_graph(graph, line), line
+        )
         return found
 
     return NestedLoopCompiler(
         for_loop=lambda node, body, fallback: nested_loop_runner(loop(node, body), fallback),
         while_loop=lambda node, body: nested_while_runner(loop(node, body)),
     )
+
+
+def _loop_module(compiled: CompiledGraph) -> tuple[Callable[..., Any], bool]:
+    # A nested loop's module and whether it runs the loop as C (no host loop left).
+    return compiled.fn, not compiled.host_loop_bodies
+
+
+# NOTE: a nested loop's module is a module of its own, built in the same `build_many` as the
+# module whose host loop runs its body (a compiler process each, side by side, one wait),
+# not a function of that module: the wrapper writes one graph per module, whose statics
+# (externs, pool, threads, error report) and function names (`call`, `loop_v0`, kernels)
+# would collide with a second graph's in one translation unit, and one library holding
+# two modules' units would share their globals and be unloaded as one
+# (`numpile_runtime`'s loader unloads a library per module).
+def _compile_with_nested_loops(
+    graph: Graph,
+    config: InductorConfig,
+    example_inputs: Sequence[Any] | None,
+    nested: Mapping[Graph, NestedLoop],
+    *,
+    functionalize: bool,
+) -> CompiledGraph:
+    # `_compile`, with the outermost nested loops of the host loops its module leaves (known
+    # once the module is generated) built in the same build, side by side.
+    prepared = _prepare(graph, config, example_inputs, functionalize=functionalize)
+    if isinstance(prepared, CompiledGraph):
+        return prepared
+    loops = loops_to_build(prepared.host_loop_bodies(), nested)
+    (compiled,) = _build_with_loops([prepared], loops, config)
+    if isinstance(compiled, Exception):
+        raise compiled
+    return compiled
+
+
+def _loops_built_together(config: InductorConfig) -> Callable[[list[NestedLoop]], None]:
+    # `build_nested_loops`' way of building the loops of one depth: in one build.
+    def build_all(loops: list[NestedLoop]) -> None:
+        _build_with_loops([], loops, config)
+
+    return build_all
+
+
+def _build_with_loops(
+    prepared: list[_Prepared], loops: Sequence[NestedLoop], config: InductorConfig
+) -> list[CompiledGraph | Exception]:
+    # The modules of `prepared` and of `loops` (those not in the graph cache) in one build;
+    # each loop gets its module (or its error: it then runs op by op with a warning).
+    # Returns the compiled graphs of `prepared`.
+    found: list[CompiledGraph | _Prepared | Exception] = []
+    for loop in loops:
+        try:
+            assert loop.graph is not None  # a loop without one is built from the start
+            with located_at(loop.line):  # the loop graph's node has no line
+                found.append(_prepare(loop.graph, config, None, functionalize=False))
+        except Exception as error:  # handed to the loop, which warns and runs op by op
+            found.append(error)
+    built = iter(_build_together([*prepared, *(f for f in found if isinstance(f, _Prepared))]))
+    results = [next(built) for _ in prepared]
+    for loop, item in zip(loops, found, strict=True):
+        result = next(built) if isinstance(item, _Prepared) else item
+        loop.build(functools.partial(_handed_over, result))
+    return results
+
+
+def _handed_over(
+    result: CompiledGraph | Exception, graph: Graph
+) -> tuple[Callable[..., Any], bool]:
+    # A nested loop's compile that a batch did: its module, or its error raised.
+    if isinstance(result, Exception):
+        raise result
+    return _loop_module(result)
 
 
 def _op_by_op_body(body: Graph) -> Callable[..., Any]:
@@ -481,11 +561,43 @@ def _compile(
     *,
     functionalize: bool,
 ) -> CompiledGraph:
+    prepared = _prepare(graph, config, example_inputs, functionalize=functionalize)
+    if isinstance(prepared, CompiledGraph):
+        return prepared
+    (module,) = _build_prepared([prepared])
+    return _finish_prepared(prepared, module)
+
+
+@attrs.frozen
+class _Prepared:
+    # A graph cache miss lowered and generated, its module not built yet: several build
+    # at once (`_build_together`).
+    graph: Graph
+    config: InductorConfig
+    key: str
+    artifact: GraphArtifact
+    schedule: Schedule
+    choice: AutotuneChoice | None
+    c_loops: tuple[int, ...]
+
+    def host_loop_bodies(self) -> tuple[Graph, ...]:
+        specs = tuple(spec.resolved(self.graph) for spec in self.artifact.externs)
+        return _host_loop_bodies(specs, set(self.c_loops))
+
+
+def _prepare(
+    graph: Graph,
+    config: InductorConfig,
+    example_inputs: Sequence[Any] | None,
+    *,
+    functionalize: bool,
+) -> CompiledGraph | _Prepared:
+    # The graph cache's module for `graph`, else its module generated (not built).
     # NOTE: the cyclic collector is paused while this compile runs Python (sympy's import,
     # lowering, code generation allocate much and free little), not while autotuning waits
     # for C builds that other threads run through (`numpile_runtime.collector_paused`).
-    # The pause holds through the module's build: the builder runs the collection it held
-    # off while the compiler works, rather than before the compiler starts.
+    # `_build_prepared` pauses it again through the module's build: the builder runs the
+    # collection it held off while the compiler works, rather than before the compiler starts.
     with contextlib.ExitStack() as paused:
         paused.enter_context(rt.collector_paused())
         # NOTE: the key names the toolchain. While the build queue probes the compiler (a
@@ -525,26 +637,23 @@ def _compile(
             if cached is not None:
                 return cached
             rt.count("inductor_graph_cache_miss")
-        graph, config, generated = done.graph, done.config, done.generated
-        target, epilogue, sched = done.target, done.epilogue, done.schedule
-        choice = done.choice
-        output_code_log.info("%s", generated.source)
-        if config.trace_enabled or config.graph_diagram:
-            files = {"output_code.c": generated.source}
-            if config.trace_enabled:
-                files["ir_pre_fusion.txt"] = str(sched.program)
-                files["ir_post_fusion.txt"] = str(sched)
-                if done.functional_text:
-                    files["functional_graph.txt"] = done.functional_text
-            _write_debug(config, graph, generated.module_name, files)
-        from .scheduler import FusedKernel  # loaded by the lowering above
+    graph, config, generated = done.graph, done.config, done.generated
+    target, epilogue, sched = done.target, done.epilogue, done.schedule
+    output_code_log.info("%s", generated.source)
+    if config.trace_enabled or config.graph_diagram:
+        files = {"output_code.c": generated.source}
+        if config.trace_enabled:
+            files["ir_pre_fusion.txt"] = str(sched.program)
+            files["ir_post_fusion.txt"] = str(sched)
+            if done.functional_text:
+                files["functional_graph.txt"] = done.functional_text
+        _write_debug(config, graph, generated.module_name, files)
+    from .scheduler import FusedKernel  # loaded by the lowering above
 
-        flags = _flags(config)
-        module = _build(generated.module_name, generated.source, flags, graph, config)
     artifact = GraphArtifact(
         module_name=generated.module_name,
         source=generated.source,
-        flags=flags,
+        flags=_flags(config),
         externs=tuple(
             ExternSpec.of(step, extern_origin(graph, target, step.node_name)).stored(graph)
             for step in generated.extern_steps
@@ -558,9 +667,55 @@ def _compile(
         extern_ops=tuple(s.op_name for s in sched.steps if not isinstance(s, FusedKernel)),
         loop_notes=tuple(dict.fromkeys(attempts[-1] if attempts else ())),
     )
-    if config.graph_cache:
-        store_artifact(key, artifact)
-    return _finish(graph, config, artifact, module, sched, cache_hit=False, autotuned=choice)
+    return _Prepared(graph, config, key, artifact, sched, done.choice, generated.c_loops)
+
+
+def _build_prepared(prepared: Sequence[_Prepared]) -> list[types.ModuleType]:
+    # The modules of `prepared`, built at once (one `build_many`: a compiler process each,
+    # side by side on the cores free) and loaded.
+    artifacts = [(p.artifact, p.config) for p in prepared]
+    jobs = [_job(a.module_name, a.source, a.flags, config) for a, config in artifacts]
+    whole = [
+        _job(a.module_name, a.source, a.flags, attrs.evolve(config, translation_units=1))
+        for a, config in artifacts
+    ]
+    with rt.collector_paused():
+        return _build_many(jobs, prepared[0].graph, whole)
+
+
+def _finish_prepared(prepared: _Prepared, module: types.ModuleType) -> CompiledGraph:
+    if prepared.config.graph_cache:
+        store_artifact(prepared.key, prepared.artifact)
+    return _finish(
+        prepared.graph,
+        prepared.config,
+        prepared.artifact,
+        module,
+        prepared.schedule,
+        cache_hit=False,
+        autotuned=prepared.choice,
+    )
+
+
+def _build_together(prepared: Sequence[_Prepared]) -> list[CompiledGraph | Exception]:
+    # `_build_prepared` and `_finish_prepared` of each, or the error of each that failed:
+    # where one module of several fails, each is built on its own (the others come from the
+    # code cache), so that its error names its graph.
+    try:
+        modules = _build_prepared(prepared) if prepared else []
+    except Exception as error:
+        if len(prepared) == 1:
+            return [error]
+        return [_built_alone(p) for p in prepared]
+    return [_finish_prepared(p, m) for p, m in zip(prepared, modules, strict=True)]
+
+
+def _built_alone(prepared: _Prepared) -> CompiledGraph | Exception:
+    try:
+        (module,) = _build_prepared([prepared])
+    except Exception as error:  # handed to its caller: a nested loop's fails alone
+        return error
+    return _finish_prepared(prepared, module)
 
 
 @attrs.frozen
@@ -733,13 +888,18 @@ def _finish(
         cache_hit=cache_hit,
         autotuned=autotuned,
         flags=artifact.flags,
-        host_loop_bodies=tuple(
-            value
-            for index, spec in enumerate(specs)
-            if index not in c_loops
-            for value in (*spec.args, *(v for _, v in spec.kwargs))
-            if isinstance(value, Graph)
-        ),
+        host_loop_bodies=_host_loop_bodies(specs, c_loops),
+    )
+
+
+def _host_loop_bodies(specs: Sequence[ExternSpec], c_loops: set[int]) -> tuple[Graph, ...]:
+    # The bodies that the module's externs run from Python: all but the C loops'.
+    return tuple(
+        value
+        for index, spec in enumerate(specs)
+        if index not in c_loops
+        for value in (*spec.args, *(v for _, v in spec.kwargs))
+        if isinstance(value, Graph)
     )
 
 

@@ -45,6 +45,9 @@ class GeneratedModule:
     output_slots: tuple[tuple[bool, Any], ...]
     direct: bool
     extern_steps: tuple[ExternCall, ...] = ()
+    # Positions among the externs of the loops that run as C (what the module's `c_loops`
+    # gives): known before the module is built.
+    c_loops: tuple[int, ...] = ()
 
 
 def extern_callable(step: ExternCall) -> Callable[..., Any]:

@@ -16,9 +16,11 @@ body needs NumPy per iteration), the loop keeps running op by op. A `while_loop`
 takes whether it enters as a bool (`a0`), so the runner calls the module only for a loop
 that runs.
 
-The compile happens when the backend knows the enclosing loop runs from Python (`build`,
-right after the graph's module is built: in the background when tiered), or else on the
-loop's first run; a loop that an outer C loop function runs never runs its host runner.
+The compile happens when the backend knows the enclosing loop runs from Python: the
+outermost such loops (`loops_to_build`) in the same build as the module that runs their
+enclosing host loop, the loops below them right after (`build_nested_loops`; in the
+background when tiered), or else on the loop's first run; a loop that an outer C loop
+function runs never runs its host runner.
 
     >>> set_loop_runner(body, nested_loop_runner(nested, host_loop(body, None)))  # doctest: +SKIP
 """
@@ -35,6 +37,7 @@ from numpile_capture import (
     Graph,
     Node,
     ScalarMeta,
+    SourceLine,
     get_op,
     is_while_loop,
     mentions_loop_symbol,
@@ -132,8 +135,15 @@ class NestedLoop:
     True
     """
 
-    def __init__(self, node: Node, body: Graph, compile_graph: LoopGraphCompiler) -> None:
+    def __init__(
+        self,
+        node: Node,
+        body: Graph,
+        compile_graph: LoopGraphCompiler,
+        line: SourceLine | None = None,
+    ) -> None:
         self.node = node
+        self.line = line  # the loop's source line, for explain (its graph's node has none)
         self._graph = loop_graph(node, body)
         self._compile_graph = compile_graph
         self._fn: Callable[..., Any] | None = None
@@ -153,16 +163,29 @@ class NestedLoop:
         """Whether the loop's module is built and runs the loop as C."""
         return self._fn is not None
 
-    def build(self) -> bool:
-        """Compile the loop's graph now unless done before; whether it runs as C. A compile
-        that fails leaves the loop running as captured (op by op), with a warning, as a loop
-        body's does (`LazyBody`): the enclosing graph was built."""
+    @property
+    def built(self) -> bool:
+        """Whether `build` ran (or there is nothing to build: no `loop_graph`)."""
+        return self._built
+
+    @property
+    def graph(self) -> Graph | None:
+        """The loop's `loop_graph`, which its module is compiled from."""
+        return self._graph
+
+    def build(self, compile_graph: LoopGraphCompiler | None = None) -> bool:
+        """Compile the loop's graph now unless done before, with `compile_graph` where given
+        (a batch that built it with others hands over its module), else the one the loop
+        was made with; whether it runs as C. A compile that fails leaves the loop running as
+        captured (op by op), with a warning, as a loop body's does (`LazyBody`): the
+        enclosing graph was built."""
         if self._built:
             return self.as_c
+        compile_graph = compile_graph or self._compile_graph
         with self._lock:
             if not self._built and self._graph is not None:
                 try:
-                    module, as_c = self._compile_graph(self._graph)
+                    module, as_c = compile_graph(self._graph)
                     self._fn = module if as_c else None
                 except Exception as error:
                     log.warning(
@@ -228,11 +251,17 @@ def nested_while_runner(nested: NestedLoop) -> WhileRunner:
     return run
 
 
-def build_nested_loops(graphs: Iterable[Graph], nested: Mapping[Graph, NestedLoop]) -> None:
-    """Build the `NestedLoop` of every loop body of `nested` found in `graphs` (the bodies
-    of loops that run from Python) or in the subgraphs that run op by op, outermost first.
-    A loop whose module runs it as C runs its inner loops itself, and a compiled body's
-    module may: their loops are not built (a loop left out builds on its first run)."""
+def loops_to_build(graphs: Iterable[Graph], nested: Mapping[Graph, NestedLoop]) -> list[NestedLoop]:
+    """The outermost `NestedLoop`s of `nested` not built yet whose bodies are found in
+    `graphs` (the bodies of loops that run from Python) or in the subgraphs that run op by
+    op below them: those below a built loop whose module runs it as C are not (that module
+    runs them), nor those in a body that kernels take (its own module runs them, or
+    builds them after it: see `build_nested_loops`).
+
+    >>> loops_to_build(compiled.host_loop_bodies, nested)  # doctest: +SKIP
+    [<NestedLoop ...>]
+    """
+    found: list[NestedLoop] = []
     stack = list(graphs)
     while stack:
         graph = stack.pop()
@@ -243,6 +272,28 @@ def build_nested_loops(graphs: Iterable[Graph], nested: Mapping[Graph, NestedLoo
                 if not isinstance(value, Graph):
                     continue
                 loop = nested.get(value)
-                if loop is not None and loop.build():
-                    continue
-                stack.append(value)
+                if loop is not None and not loop.built:
+                    found.append(loop)
+                elif loop is None or not loop.as_c:
+                    stack.append(value)
+    return found
+
+
+def build_nested_loops(
+    graphs: Iterable[Graph],
+    nested: Mapping[Graph, NestedLoop],
+    build_all: Callable[[list[NestedLoop]], None] | None = None,
+) -> None:
+    """Build the `NestedLoop` of every loop body of `nested` found in `graphs` (see
+    `loops_to_build`), outermost first: `build_all` builds the loops of one depth at once
+    (one by one without it), then the loops below those whose module does not run them as
+    C. A loop left out builds on its first run."""
+    graphs = list(graphs)
+    while True:
+        level = loops_to_build(graphs, nested)
+        if not level:
+            return
+        if build_all is not None:
+            build_all(level)
+        for loop in level:
+            loop.build()  # a loop `build_all` left out; nothing for one it built

@@ -1154,4 +1154,13 @@ PyMODINIT_FUNC PyInit_{module_name}(void)
     )
     slots = tuple((True, None) if isinstance(leaf, Node) else (False, leaf) for leaf in leaves)
     steps = tuple(step for step in sched.steps if isinstance(step, ExternCall))
-    return GeneratedModule(module_name, source, tuple(emitter.externs), spec, slots, direct, steps)
+    return GeneratedModule(
+        module_name,
+        source,
+        tuple(emitter.externs),
+        spec,
+        slots,
+        direct,
+        steps,
+        c_loops=tuple(emitter.c_loops),
+    )
