@@ -24,6 +24,7 @@ from typing import Any
 from numpile_capture import ArrayMeta, Node
 
 from .loop_body import _DEFAULT_HANDLER, _NODE_HANDLERS, CArray, Env, LoopWriter, NotScalarLoop
+from .loop_reductions import dot_product as _dot_product
 from .loop_vectors import (
     CVector,
     CView,
@@ -32,7 +33,6 @@ from .loop_vectors import (
     _vector,
     _view_vector,
 )
-from .loop_vectors import _matmul as _dot_product
 from .ops import c_type
 
 Handler = Callable[[LoopWriter, Node, Env], None]
