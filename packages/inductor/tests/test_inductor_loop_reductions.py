@@ -46,7 +46,8 @@ def _check(fn: Callable[..., Any], *args: Any, caplog: pytest.LogCaptureFixture)
         got = compiled.fn(*ours)
     theirs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     want = fn(*theirs)
-    assert not [r for r in caplog.records if "per iteration" in r.getMessage()]
+    hints = [r.getMessage() for r in caplog.records]
+    assert not [hint for hint in hints if "per iteration" in hint], hints
     assert compiled.loops_in_c
     assert type(got) is type(want)
     assert np.asarray(got).dtype == np.asarray(want).dtype
@@ -101,6 +102,30 @@ def test_dot_product_of_mixed_dtypes_casts_as_numpy() -> None:
     a, y = rng.standard_normal((50, 50)).astype(np.float32), rng.standard_normal(50)
     compiled = _Compiled(mixed, (a, y))
     np.testing.assert_array_equal(compiled.fn(a, y), mixed(a, y), strict=True)
+
+
+# -- sums ---------------------------------------------------------------------------------------
+
+
+def _sums(x: Any, y: Any) -> Any:
+    # A view's sum in place (any stride), a computed value's through its temporary.
+    n = x.shape[0]
+    s0 = s1 = s2 = x[:0].sum()
+    for i in range(n):
+        s0 += (x[i:] * y[: n - i]).sum()
+        s1 += x[i::-1].sum() - np.sum(y[i::2])
+        s2 += x[: n - i].sum()
+    return s0, s1, s2
+
+
+@pytest.mark.parametrize("n", [0, 1, 9, 200, 700])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+def test_sums_of_slices_are_numpys_pairwise_sums(
+    n: int, dtype: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    rng = np.random.default_rng(n)
+    x, y = (rng.standard_normal(n) * 9).astype(dtype), (rng.standard_normal(n) * 9).astype(dtype)
+    _check(_sums, x, y, caplog=caplog)
 
 
 # -- max and min --------------------------------------------------------------------------------

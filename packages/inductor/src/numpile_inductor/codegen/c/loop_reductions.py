@@ -16,7 +16,9 @@ elements computed where they are read), with NumPy's result bit for bit:
   both strides are positive (`0.0 + ddot(...)`), a plain sum from zero otherwise for `@`;
   `np.dot` first copies a vector of a negative stride contiguous, and so does this code. A
   computed or cast operand is written into a scratch buffer first (NumPy's temporary);
-  integer products and `sum` are accumulator loops (`loop_vectors._accumulate`).
+  integer products are accumulator loops (`loop_vectors._accumulate`);
+- `sum` of a float vector is NumPy's pairwise sum (`np_loop_pairwise_d`: 0.0 plus it, on
+  the view in place or the computed value's temporary); of an integer one, a plain sum.
 
     >>> "np_loop_dot" in REDUCTION_HELPERS
     True
@@ -98,6 +100,35 @@ static inline float np_loop_sdot(int64_t n, const float *x, int64_t incx, const 
     for (int64_t k = 0; k < n; k++) { sum += x[k * incx] * y[k * incy]; }
     return sum;
 }
+
+/* NumPy's pairwise sum of n elements `s` apart (its DOUBLE_pairwise_sum / FLOAT_...): a
+   plain sum from -0.0 below 8, eight partial sums up to 128, halves above. np.sum of a 1-d
+   float array is 0.0 plus it. */
+#define NP_LOOP_PAIRWISE(name, T)                                                        \
+    static T name(const T *a, int64_t n, int64_t s)                                       \
+    {                                                                                     \
+        if (n < 8) {                                                                      \
+            T res = -0.0;                                                                 \
+            for (int64_t i = 0; i < n; i++) { res += a[i * s]; }                          \
+            return res;                                                                   \
+        }                                                                                 \
+        if (n <= 128) {                                                                   \
+            T r[8];                                                                       \
+            for (int j = 0; j < 8; j++) { r[j] = a[j * s]; }                              \
+            int64_t i = 8;                                                                \
+            for (; i < n - (n % 8); i += 8) {                                             \
+                for (int j = 0; j < 8; j++) { r[j] += a[(i + j) * s]; }                   \
+            }                                                                             \
+            T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));    \
+            for (; i < n; i++) { res += a[i * s]; }                                       \
+            return res;                                                                   \
+        }                                                                                 \
+        int64_t n2 = n / 2;                                                               \
+        n2 -= n2 % 8;                                                                     \
+        return name(a, n2, s) + name(a + n2 * s, n - n2, s);                              \
+    }
+NP_LOOP_PAIRWISE(np_loop_pairwise_d, double)
+NP_LOOP_PAIRWISE(np_loop_pairwise_s, float)
 """
 
 
@@ -203,7 +234,7 @@ def dot_product(writer: LoopWriter, node: Node, env: Env) -> None:
     left, right = vectors
     if left is None or right is None or any(value is not None for _, value in node.params):
         raise NotScalarLoop("a matmul that is no dot product of two 1-d values")
-    if meta.dtype in (np.dtype(np.float32), np.dtype(np.float64)):
+    if meta.dtype in _FLOATS:
         env[node] = _blas_dot(writer, node, left, right)
         return
     ct = c_type(meta.dtype)
@@ -231,7 +262,9 @@ def _blas_dot(writer: LoopWriter, node: Node, left: CVector, right: CVector) -> 
         writer.buf.writeline(f"if ({left.length} != {right.length}) {{ goto bail; }}")
         writer.bails = True
     copies = node.op.name == "dot"  # np.dot copies a vector of a bad stride first
-    operands = [_dot_operand(writer, vector, meta.dtype, copies=copies) for vector in (left, right)]
+    operands = [
+        _operand_memory(writer, vector, meta.dtype, copies=copies) for vector in (left, right)
+    ]
     (x, incx), (y, incy) = operands
     kind = "d" if meta.dtype == np.dtype(np.float64) else "s"
     return CValue(
@@ -240,12 +273,13 @@ def _blas_dot(writer: LoopWriter, node: Node, left: CVector, right: CVector) -> 
     )
 
 
-def _dot_operand(
+def _operand_memory(
     writer: LoopWriter, vector: CVector, dtype: np.dtype[Any], *, copies: bool
 ) -> tuple[str, str]:
-    # The C pointer and element stride BLAS reads `vector` through: a view of the product's
-    # dtype in place; else (a computed or cast value, or for np.dot a view of a negative
-    # stride, or a zero one over several elements) its elements in a scratch buffer.
+    # The C pointer and element stride a reduction reads `vector` through, as NumPy holds
+    # it: a view of `dtype` in place; else (a computed or cast value, or for np.dot a view
+    # of a negative stride, or a zero one over several elements) its elements in a scratch
+    # buffer (NumPy's temporary).
     ct = c_type(dtype)
     buf = writer.buf
     view = vector.view
@@ -310,11 +344,24 @@ def _sum(writer: LoopWriter, node: Node, env: Env) -> None:
     meta = node.meta
     assert isinstance(meta, ArrayMeta)
     ct = c_type(meta.dtype)
+    if meta.dtype in _FLOATS:
+        # NumPy's pairwise sum, on the value as NumPy holds it (a view in place, else its
+        # temporary); a cast on the way (`dtype=`) is cast in buffered chunks by NumPy.
+        if vector.dtype != meta.dtype:
+            raise NotScalarLoop("a float sum that casts its operand")
+        pointer, stride = _operand_memory(writer, vector, meta.dtype, copies=False)
+        kind = "d" if meta.dtype == np.dtype(np.float64) else "s"
+        total = f"({ct})0.0 + np_loop_pairwise_{kind}({pointer}, {vector.length}, {stride})"
+        env[node] = CValue(writer.define(meta.dtype, total), meta.dtype)
+        return
 
     def term(k: str) -> str:
         return f"({ct}){vector.element(k).text}"
 
     env[node] = _accumulate(writer, node, vector.length, term)
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 _NODE_HANDLERS["matmul"] = dot_product
