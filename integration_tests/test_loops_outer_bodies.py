@@ -72,9 +72,7 @@ def _copies(args: tuple[Any, ...]) -> list[Any]:
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
-def test_outer_body_runs_as_c_with_eagers_bits(
-    name: str, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_outer_body_runs_as_c_with_eagers_bits(name: str, caplog: pytest.LogCaptureFixture) -> None:
     fn, inputs = PROGRAMS[name]
     compiled = numpile.compile(fn)
     with caplog.at_level(logging.INFO, logger="numpile.perf_hints"):
