@@ -144,9 +144,14 @@ def find_cpu_blas() -> CpuBlas | None:
         found = _addresses(library)
         if found is not None and all(found):
             setter, getter = _thread_addresses(library)
-            sdot, ddot = _addresses(library, _DOT_FUNCTIONS) or (0, 0)
-            blas = CpuBlas(path, *found, sdot=sdot, ddot=ddot)
-            return attrs.evolve(blas, set_threads=setter, get_threads=getter)
+            dots = _addresses(library, _DOT_FUNCTIONS) or (0, 0)
+            return attrs.evolve(
+                CpuBlas(path, *found),
+                set_threads=setter,
+                get_threads=getter,
+                sdot=dots[0],
+                ddot=dots[1],
+            )
     return None
 
 

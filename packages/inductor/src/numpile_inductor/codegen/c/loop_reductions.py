@@ -181,9 +181,9 @@ def _extremum(writer: LoopWriter, node: Node, env: Env) -> None:
     buf.writeline(f"int {nan} = 0;")
     buf.writeline(f"for (int64_t {k} = 0; {k} < {vector.length}; {k}++) {{")
     with buf.indent():
-        item = writer.define(meta.dtype, f"({ct}){vector.element(k).text}", "x")
-        buf.writeline(f"if (isnan({item})) {{ {nan} = 1; }}")
-        buf.writeline(f"else if ({item} {better} {acc}) {{ {acc} = {item}; }}")
+        x = writer.define(meta.dtype, f"({ct}){vector.element(k).text}", "x")
+        buf.writeline(f"if (isnan({x})) {{ {nan} = 1; }}")
+        buf.writeline(f"else if ({x} {better} {acc}) {{ {acc} = {x}; }}")
     buf.writeline("}")
     buf.writeline(f"if ({nan}) {{ goto bail; }}")
     buf.writeline(f"if ({acc} == 0) {{")
@@ -191,8 +191,8 @@ def _extremum(writer: LoopWriter, node: Node, env: Env) -> None:
         j = writer.fresh("k")
         buf.writeline(f"for (int64_t {j} = 0; {j} < {vector.length}; {j}++) {{")
         with buf.indent():
-            item = writer.define(meta.dtype, f"({ct}){vector.element(j).text}", "x")
-            buf.writeline(f"if ({item} == 0 && signbit({item}) != signbit({acc})) {{ goto bail; }}")
+            y = writer.define(meta.dtype, f"({ct}){vector.element(j).text}", "x")
+            buf.writeline(f"if ({y} == 0 && signbit({y}) != signbit({acc})) {{ goto bail; }}")
         buf.writeline("}")
     buf.writeline("}")
     env[node] = CValue(acc, meta.dtype)
