@@ -88,13 +88,14 @@ def test_outer_body_runs_as_c_with_eagers_bits(name: str, caplog: pytest.LogCapt
     assert not [r for r in caplog.records if "per iteration" in r.getMessage()]
 
 
+@pytest.mark.parametrize("options", [{}, {"dynamic": True}])
 def test_a_clamped_bound_takes_no_copy_of_the_written_arrays(
-    caplog: pytest.LogCaptureFixture,
+    options: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
-    # `hi` is `k + bw + 1` or `n` (an array's length, a size symbol): both fit, no overflow
-    # check, so no snapshot of A and b to restore on a bail is taken at each call. (With
-    # `dynamic=True` the band `bw` is a run-time int too, and `k + bw + 1` may not fit.)
-    compiled = numpile.compile(banded_elimination)
+    # `hi` is `k + bw + 1` or `n` (an array's length, a size symbol): both fit (the int
+    # argument `bw`, under `dynamic=True`, is checked at entry to fit 56 bits), no overflow
+    # check, so no snapshot of A and b to restore on a bail is taken at each call.
+    compiled = numpile.compile(banded_elimination, **options)
     with caplog.at_level(logging.DEBUG, logger="numpile.inductor.output_code"):
         compiled(*_banded(12))
         numpile.wait_for_compiles()

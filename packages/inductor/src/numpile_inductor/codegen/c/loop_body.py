@@ -65,6 +65,11 @@ _SAFE_BITS = 62
 # Int arguments of the loop (bounds, invariants) are checked at entry to fit this many
 # bits (else the loop runs with NumPy); loop indices then fit one more.
 ENTRY_BITS = 60
+# The bits the outermost loop function's int arguments are checked to fit at its entry,
+# before it writes anything (else it runs with NumPy): a bound computed from them and an
+# index (`k + bw + 1`) fits ENTRY_BITS unchecked, so the loop need not copy the arrays it
+# writes at each call to restore them on a bail.
+ARGUMENT_BITS = 56
 # An array's length is at most its size in bytes, below 2**57 on every 64-bit address
 # space (5-level paging).
 DIM_BITS = 57

@@ -40,8 +40,8 @@ from numpile_capture import (
 )
 
 from .loop_body import (
+    ARGUMENT_BITS,
     DIM_BITS,
-    ENTRY_BITS,
     CArray,
     CValue,
     Env,
@@ -664,7 +664,9 @@ def _unpack(writer: LoopWriter, entry: list[str], meta: Any, argument: int) -> A
             name = writer.fresh("p")
             entry.append(f"    int64_t {name};")
             entry.append(f"    if (!np_loop_int({arg}, &{name})) {{ goto eager; }}")
-            return CValue(name, np.dtype("int64"), int, ENTRY_BITS, invariant=True)
+            limit = f"(1LL << {ARGUMENT_BITS})"
+            entry.append(f"    if ({name} > {limit} || {name} < -{limit}) {{ goto eager; }}")
+            return CValue(name, np.dtype("int64"), int, ARGUMENT_BITS, invariant=True)
         if meta.type is float:
             name = writer.fresh("p")
             entry.append(f"    if (!PyFloat_CheckExact({arg})) {{ goto eager; }}")
