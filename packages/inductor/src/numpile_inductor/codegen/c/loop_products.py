@@ -23,8 +23,8 @@ from typing import Any
 
 from numpile_capture import ArrayMeta, Node
 
+from . import loop_reductions  # its module: it may be importing this one (loop_body's tables)
 from .loop_body import _DEFAULT_HANDLER, _NODE_HANDLERS, CArray, Env, LoopWriter, NotScalarLoop
-from .loop_reductions import dot_product as _dot_product
 from .loop_vectors import (
     CVector,
     CView,
@@ -73,7 +73,7 @@ def _matmul(writer: LoopWriter, node: Node, env: Env) -> None:
     meta = node.meta
     plain = len(node.inputs) == 2 and all(value is None for _, value in node.params)
     if not plain or not isinstance(meta, ArrayMeta) or meta.ndim != 1:
-        _dot_product(writer, node, env)
+        loop_reductions.dot_product(writer, node, env)
         return
     if isinstance(left, CArray) and left.ndim == 2:
         matrix, vector, row_major = left, as_vector(writer, env, node.inputs[1]), True

@@ -364,7 +364,7 @@ def _sum(writer: LoopWriter, node: Node, env: Env) -> None:
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-_NODE_HANDLERS["matmul"] = dot_product
+# `matmul` is loop_products' (matrix-vector products), which hands dot products here.
 _NODE_HANDLERS["dot"] = dot_product
 _NODE_HANDLERS["sum"] = _sum
 _NODE_HANDLERS["max"] = _extremum
