@@ -35,11 +35,12 @@ SIZES = (0, 1, 5, 30)
 
 def first_large_from(A: Any, tol: float) -> Any:
     # A pivot search per row: the first column from the diagonal on whose entry reaches
-    # `tol` times the row's largest.
+    # `tol` times the row's largest. (The largest by a sort keeps the body op by op: a 0-d
+    # reduction would be C, loop_reductions.)
     n = A.shape[0]
     found = np.zeros(n, dtype=np.int64)
     for k in range(n):
-        big = np.abs(A[k, k:]).max()
+        big = np.sort(np.abs(A[k, k:]))[-1]
         j = k
         while j < n - 1 and abs(A[k, j]) < tol * big:
             j += 1
@@ -53,7 +54,7 @@ def scaled_row_sums(A: Any) -> Any:
     n = A.shape[0]
     out = np.zeros(n)
     for k in range(n):
-        m = np.abs(A[k:, k]).max()
+        m = np.sort(np.abs(A[k:, k]))[-1]  # op by op (a 0-d reduction would be C)
         s = 0.0
         for j in range(k, n):
             s += A[k, j] / m
@@ -94,10 +95,11 @@ def gram_schmidt_twice(A: Any) -> Any:
 
 
 def halve_rows_with_negatives(A: Any) -> Any:
-    # An element loop under an `if` of a body that runs op by op.
+    # An element loop under an `if` of a body that runs op by op (a sort: `np.any` would
+    # be C).
     n = A.shape[0]
     for k in range(n):
-        if np.any(A[k, k:] < 0.0):
+        if np.sort(A[k, k:])[0] < 0.0:
             for j in range(k, n):
                 A[k, j] = A[k, j] * 0.5
     return A
@@ -107,7 +109,7 @@ def scale_below_diagonal(A: Any) -> Any:
     # LU's shape: an element loop in a body that slices by its index.
     n = A.shape[0]
     for k in range(n):
-        scale = np.abs(A[k:, k]).max() + 1.0
+        scale = np.sort(np.abs(A[k:, k]))[-1] + 1.0  # op by op (a 0-d reduction: C)
         for i in range(k + 1, n):
             A[i, k] = A[i, k] / scale
     return A
@@ -313,7 +315,7 @@ def pivot_rows_between_sweeps(A: Any) -> Any:
     for _ in range(2):
         A[:] = A * 0.5 + 1.0
         for k in range(n):
-            big = np.abs(A[k:, k]).max()
+            big = np.sort(np.abs(A[k:, k]))[-1]  # op by op (a 0-d reduction would be C)
             j = k
             while j < n - 1 and abs(A[j, k]) < 0.9 * big:
                 j += 1
@@ -418,7 +420,7 @@ def _first_large_from_once(A: Any, tol: float) -> Any:
     n = A.shape[0]
     found = np.zeros(n, dtype=np.int64)
     for k in range(n):
-        big = np.abs(A[k, k:]).max()
+        big = np.sort(np.abs(A[k, k:]))[-1]
         j = k
         while j < n - 1 and abs(A[k, j]) < big * tol:
             j += 1

@@ -46,6 +46,7 @@ from .core_claims import free_cores as free_cores
 from .core_claims import usable_cores as usable_cores
 from .cpu_blas import CpuBlas as CpuBlas
 from .cpu_blas import cpu_blas_addresses as cpu_blas_addresses
+from .cpu_blas import cpu_blas_dot_addresses as cpu_blas_dot_addresses
 from .cpu_blas import cpu_blas_thread_addresses as cpu_blas_thread_addresses
 from .cpu_blas import find_cpu_blas as find_cpu_blas
 from .cublas_matmul import cublas_matmul as cublas_matmul
@@ -176,6 +177,7 @@ __all__ = [
     "count",
     "counters",
     "cpu_blas_addresses",
+    "cpu_blas_dot_addresses",
     "cpu_blas_thread_addresses",
     "cublas_matmul",
     "cupy_available",

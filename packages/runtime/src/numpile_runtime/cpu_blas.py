@@ -27,6 +27,8 @@ import numpy as np  # importing it loads the BLAS it links, which is searched fo
 # then an OpenBLAS built with INTERFACE64 and a symbol suffix.
 _SYMBOL_PATTERNS = ("scipy_cblas_{}64_", "cblas_{}64_")
 _FUNCTIONS = ("sgemm", "dgemm", "sgemv", "dgemv", "ssyrk", "dsyrk")
+# The vector dot products NumPy's `dot`/`matmul` of two float vectors call (`?dot`).
+_DOT_FUNCTIONS = ("sdot", "ddot")
 # OpenBLAS's thread-count setter and getter, by the same renaming rules (scipy-openblas, an
 # ILP64 OpenBLAS with a suffix, a plain OpenBLAS).
 _THREAD_SYMBOLS = (
@@ -54,6 +56,8 @@ class CpuBlas:
     dsyrk: int
     set_threads: int = 0
     get_threads: int = 0
+    sdot: int = 0
+    ddot: int = 0
 
     def addresses(self) -> tuple[int, ...]:
         """The function addresses, in the order generated code reads them."""
@@ -67,6 +71,15 @@ class CpuBlas:
             (7, 8)
         """
         return (self.set_threads, self.get_threads)
+
+    def dot_addresses(self) -> tuple[int, int]:
+        """`float cblas_sdot(n, x, incx, y, incy)` and `double cblas_ddot(...)` (ILP64), or
+        zeros: what NumPy's dot of two float vectors calls.
+
+            >>> CpuBlas("libopenblas.so", 1, 2, 3, 4, 5, 6, sdot=9, ddot=10).dot_addresses()
+            (9, 10)
+        """
+        return (self.sdot, self.ddot)
 
 
 def _numpy_blas_libraries() -> list[str]:
@@ -90,10 +103,10 @@ def _numpy_blas_libraries() -> list[str]:
     return found
 
 
-def _addresses(library: ctypes.CDLL) -> tuple[int, ...] | None:
+def _addresses(library: ctypes.CDLL, names: tuple[str, ...] = _FUNCTIONS) -> tuple[int, ...] | None:
     for pattern in _SYMBOL_PATTERNS:
         try:
-            functions = [getattr(library, pattern.format(name)) for name in _FUNCTIONS]
+            functions = [getattr(library, pattern.format(name)) for name in names]
         except AttributeError:
             continue
         return tuple(ctypes.cast(fn, ctypes.c_void_p).value or 0 for fn in functions)
@@ -131,7 +144,14 @@ def find_cpu_blas() -> CpuBlas | None:
         found = _addresses(library)
         if found is not None and all(found):
             setter, getter = _thread_addresses(library)
-            return attrs.evolve(CpuBlas(path, *found), set_threads=setter, get_threads=getter)
+            dots = _addresses(library, _DOT_FUNCTIONS) or (0, 0)
+            return attrs.evolve(
+                CpuBlas(path, *found),
+                set_threads=setter,
+                get_threads=getter,
+                sdot=dots[0],
+                ddot=dots[1],
+            )
     return None
 
 
@@ -155,3 +175,15 @@ def cpu_blas_thread_addresses() -> tuple[int, int]:
     """
     blas = find_cpu_blas()
     return (0, 0) if blas is None else blas.thread_addresses()
+
+
+def cpu_blas_dot_addresses() -> tuple[int, int]:
+    """`CpuBlas.dot_addresses` of `find_cpu_blas`, or zeros: read once by a generated loop
+    function whose body takes the dot product of two float vectors (inductor's
+    `codegen/c/loop_reductions.py`), so it rounds as NumPy's own call does.
+
+        >>> len(cpu_blas_dot_addresses())
+        2
+    """
+    blas = find_cpu_blas()
+    return (0, 0) if blas is None else blas.dot_addresses()

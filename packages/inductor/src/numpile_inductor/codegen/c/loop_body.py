@@ -65,9 +65,14 @@ _SAFE_BITS = 62
 # Int arguments of the loop (bounds, invariants) are checked at entry to fit this many
 # bits (else the loop runs with NumPy); loop indices then fit one more.
 ENTRY_BITS = 60
+# The bits the outermost loop function's int arguments are checked to fit at its entry,
+# before it writes anything (else it runs with NumPy): a bound computed from them and an
+# index (`k + bw + 1`) fits ENTRY_BITS unchecked, so the loop need not copy the arrays it
+# writes at each call to restore them on a bail.
+ARGUMENT_BITS = 56
 # An array's length is at most its size in bytes, below 2**57 on every 64-bit address
 # space (5-level paging).
-_DIM_BITS = 57
+DIM_BITS = 57
 
 _PY_TYPES: dict[type, np.dtype[Any]] = {
     bool: np.dtype("bool"),
@@ -508,7 +513,7 @@ def check_in_range(writer: LoopWriter, value: CValue, target: np.dtype[Any]) -> 
 def _dim(writer: LoopWriter, node: Node, env: Env) -> None:
     array = _array(env, node.inputs[0])
     axis = dict(node.params)["axis"]
-    env[node] = CValue(f"{array.name}_n{axis}", np.dtype("int64"), int, _DIM_BITS, True)
+    env[node] = CValue(f"{array.name}_n{axis}", np.dtype("int64"), int, DIM_BITS, True)
 
 
 _INT_BINARY = {"add": "+", "sub": "-", "mul": "*"}
@@ -1196,12 +1201,21 @@ def _cond(writer: LoopWriter, node: Node, env: Env) -> None:
         name = writer.fresh("r")
         writer.buf.writeline(f"{c_type(dtype)} {name};")
         results.append(CValue(name, dtype, python, bits))
+    assigned: list[list[CValue | None]] = []
     for position, branch in enumerate(branches):
         writer.buf.writeline(f"if ({pred.text}) {{" if position == 0 else "} else {")
         inner = _inner_env(writer, env, branch.placeholders, node.inputs[1:])
         with writer.buf.indent():
-            _assign_outputs(writer, writer.body(branch, inner), results)
+            outputs = writer.body(branch, inner)
+            _assign_outputs(writer, outputs, results)
+        assigned.append(outputs)
     writer.buf.writeline("}")
+    for k, result in enumerate(results):
+        # A Python int result is bounded as the branches' values are (a clamp `hi = n`
+        # bounds a loop without an overflow check, so without a bail).
+        values = [outputs[k] for outputs in assigned]
+        if result.python is int and all(v is not None and v.python in (int, bool) for v in values):
+            result.bits = min(result.bits, max(v.bits for v in values if v is not None))
     env[node] = _Finals(results)
 
 
@@ -1318,5 +1332,5 @@ _NODE_HANDLERS: dict[str, Callable[[LoopWriter, Node, Env], None]] = {
 # below, widens it to 1-d values and adds its entries (views, reductions, in-place ops).
 _DEFAULT_HANDLER: list[Callable[[LoopWriter, Node, Env], None]] = [_pointwise]
 
-# loop_products imports loop_vectors first, then widens its handlers.
-from . import loop_products, loop_vectors  # noqa: E402, F401 - fills the tables above
+# loop_products imports loop_vectors and loop_reductions first, then widens their handlers.
+from . import loop_products, loop_reductions, loop_vectors  # noqa: E402, F401 - fills the tables

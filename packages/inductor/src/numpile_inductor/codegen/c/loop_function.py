@@ -43,7 +43,8 @@ from numpile_capture import (
 
 from ...loop_reports import report_loop
 from .loop_body import (
-    ENTRY_BITS,
+    ARGUMENT_BITS,
+    DIM_BITS,
     CArray,
     CValue,
     Env,
@@ -54,6 +55,7 @@ from .loop_body import (
 from .loop_entry_scalars import computes_either_way
 from .loop_flag_typings import flag_typings
 from .loop_parallel import PARALLEL_HELPERS, number_labels
+from .loop_reductions import REDUCTION_HELPERS
 from .loop_vectors import VECTOR_HELPERS
 from .ops import c_literal, c_type
 
@@ -250,7 +252,7 @@ static inline int64_t np_py_mod(int64_t a, int64_t b)
 """
 
 
-LOOP_HELPERS += VECTOR_HELPERS
+LOOP_HELPERS += VECTOR_HELPERS + REDUCTION_HELPERS
 
 
 OUT_OF_LINE = "__attribute__((noinline))"
@@ -327,7 +329,10 @@ def scalar_loop_function(
             continue
         argument = sum(isinstance(v, Node) for v in node.inputs[:position])
         meta = _input_meta(position, carried, placeholders)
-        values.append(_unpack(writer, entry, meta, argument))
+        unpacked = _unpack(writer, entry, meta, argument)
+        if isinstance(unpacked, CValue) and value.op is not None and value.op.name == "dim":
+            unpacked.bits = DIM_BITS  # an array's length: `n + 1` needs no overflow check
+        values.append(unpacked)
         # A body-level stand-in for the argument, named for its position in argv.
         stand_ins.append(Node(f"arg{argument}", None, (), (), ScalarMeta(int)))
     outer = Node(node.name, node.op, tuple(stand_ins), node.params, node.meta)
@@ -665,7 +670,9 @@ def _unpack(writer: LoopWriter, entry: list[str], meta: Any, argument: int) -> A
             name = writer.fresh("p")
             entry.append(f"    int64_t {name};")
             entry.append(f"    if (!np_loop_int({arg}, &{name})) {{ goto eager; }}")
-            return CValue(name, np.dtype("int64"), int, ENTRY_BITS, invariant=True)
+            limit = f"(1LL << {ARGUMENT_BITS})"
+            entry.append(f"    if ({name} > {limit} || {name} < -{limit}) {{ goto eager; }}")
+            return CValue(name, np.dtype("int64"), int, ARGUMENT_BITS, invariant=True)
         if meta.type is float:
             name = writer.fresh("p")
             entry.append(f"    if (!PyFloat_CheckExact({arg})) {{ goto eager; }}")

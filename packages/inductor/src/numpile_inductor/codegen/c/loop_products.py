@@ -23,6 +23,7 @@ from typing import Any
 
 from numpile_capture import ArrayMeta, Node
 
+from . import loop_reductions  # its module: it may be importing this one (loop_body's tables)
 from .loop_body import _DEFAULT_HANDLER, _NODE_HANDLERS, CArray, Env, LoopWriter, NotScalarLoop
 from .loop_vectors import (
     CVector,
@@ -32,7 +33,6 @@ from .loop_vectors import (
     _vector,
     _view_vector,
 )
-from .loop_vectors import _matmul as _dot_product
 from .ops import c_type
 
 Handler = Callable[[LoopWriter, Node, Env], None]
@@ -73,7 +73,7 @@ def _matmul(writer: LoopWriter, node: Node, env: Env) -> None:
     meta = node.meta
     plain = len(node.inputs) == 2 and all(value is None for _, value in node.params)
     if not plain or not isinstance(meta, ArrayMeta) or meta.ndim != 1:
-        _dot_product(writer, node, env)
+        loop_reductions.dot_product(writer, node, env)
         return
     if isinstance(left, CArray) and left.ndim == 2:
         matrix, vector, row_major = left, as_vector(writer, env, node.inputs[1]), True

@@ -10,8 +10,8 @@ loop function as plain C loops, without a kernel launch or an allocation per ite
   indices are bounds-checked as element loads are (NumPy's `IndexError`);
 - NumPy ops on views are computed element by element where they are used (a `CVector`
   whose `element` emits one element's C), through the same lowering as 0-d ops;
-- `matmul` / `dot` of two vectors and `sum` of one are accumulator loops (sequential
-  sums: NumPy's pairwise and BLAS sums round differently, within the usual tolerance);
+- reductions of a vector to a 0-d value (`@`, `max`, `any`, `sum`) are loops of their
+  own (`loop_reductions`);
 - a store into a view (`x[i:] = ...`, `A[i, k:] -= f * A[k, k:]`) is one loop, unless the
   value reads memory that overlaps the destination other than element by element: then
   NumPy computes the value into a temporary first, and so does this code (a buffer per
@@ -337,41 +337,6 @@ def _accumulate(writer: LoopWriter, node: Node, length: str, term: Callable[[str
 _LANES = 8
 
 
-def _matmul(writer: LoopWriter, node: Node, env: Env) -> None:
-    vectors = [_vector(writer, env, value) for value in node.inputs]
-    meta = node.meta
-    if len(vectors) != 2 or not isinstance(meta, ArrayMeta) or meta.shape != ():
-        raise NotScalarLoop("a matmul that is no dot product of two 1-d values")
-    left, right = vectors
-    if left is None or right is None or any(value is not None for _, value in node.params):
-        raise NotScalarLoop("a matmul that is no dot product of two 1-d values")
-    ct = c_type(meta.dtype)
-
-    def term(k: str) -> str:
-        a, b = left.element(k), right.element(k)
-        return f"({ct}){a.text} * ({ct}){b.text}"
-
-    env[node] = _accumulate(writer, node, left.length, term)
-
-
-def _sum(writer: LoopWriter, node: Node, env: Env) -> None:
-    vector = _vector(writer, env, node.inputs[0]) if node.inputs else None
-    if vector is None:
-        _pointwise(writer, node, env)
-        return
-    params = dict(node.params)
-    if params.get("axis") not in (None, 0, (0,)) or params.get("keepdims") or len(node.inputs) > 1:
-        raise NotScalarLoop("a sum with options")
-    meta = node.meta
-    assert isinstance(meta, ArrayMeta)
-    ct = c_type(meta.dtype)
-
-    def term(k: str) -> str:
-        return f"({ct}){vector.element(k).text}"
-
-    env[node] = _accumulate(writer, node, vector.length, term)
-
-
 # -- stores ---------------------------------------------------------------------------------
 
 
@@ -525,9 +490,6 @@ _NODE_HANDLERS["setitem"] = _setitem
 _NODE_HANDLERS["copyto"] = _copyto
 _NODE_HANDLERS["getitem_at"] = _getitem_at
 _NODE_HANDLERS["setitem_at"] = _setitem_view
-_NODE_HANDLERS["matmul"] = _matmul
-_NODE_HANDLERS["dot"] = _matmul
-_NODE_HANDLERS["sum"] = _sum
 for _name in ("add", "subtract", "multiply", "divide", "true_divide", "minimum", "maximum",
               "power", "floor_divide"):  # fmt: skip
     _NODE_HANDLERS[f"{_name}_"] = _in_place
