@@ -481,7 +481,10 @@ def _build_with_loops(
         try:
             assert loop.graph is not None  # a loop without one is built from the start
             with located_at(loop.line):  # the loop graph's node has no line
-                found.append(_prepare(loop.graph, config, None, functionalize=False))
+                prepared_loop = _prepare(loop.graph, config, None, functionalize=False)
+            if isinstance(prepared_loop, _Prepared):
+                prepared_loop = attrs.evolve(prepared_loop, line=loop.line)
+            found.append(prepared_loop)
         except Exception as error:  # handed to the loop, which warns and runs op by op
             found.append(error)
     built = iter(_build_together([*prepared, *(f for f in found if isinstance(f, _Prepared))]))
@@ -579,6 +582,8 @@ class _Prepared:
     schedule: Schedule
     choice: AutotuneChoice | None
     c_loops: tuple[int, ...]
+    # A nested loop's source line (its loop graph's node has none), for its loop reports.
+    line: SourceLine | None = None
 
     def host_loop_bodies(self) -> tuple[Graph, ...]:
         specs = tuple(spec.resolved(self.graph) for spec in self.artifact.externs)
@@ -686,15 +691,16 @@ def _build_prepared(prepared: Sequence[_Prepared]) -> list[types.ModuleType]:
 def _finish_prepared(prepared: _Prepared, module: types.ModuleType) -> CompiledGraph:
     if prepared.config.graph_cache:
         store_artifact(prepared.key, prepared.artifact)
-    return _finish(
-        prepared.graph,
-        prepared.config,
-        prepared.artifact,
-        module,
-        prepared.schedule,
-        cache_hit=False,
-        autotuned=prepared.choice,
-    )
+    with located_at(prepared.line) if prepared.line is not None else contextlib.nullcontext():
+        return _finish(
+            prepared.graph,
+            prepared.config,
+            prepared.artifact,
+            module,
+            prepared.schedule,
+            cache_hit=False,
+            autotuned=prepared.choice,
+        )
 
 
 def _build_together(prepared: Sequence[_Prepared]) -> list[CompiledGraph | Exception]:
