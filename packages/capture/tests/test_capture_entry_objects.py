@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from numpile_capture import Graph, capture_function, may_hold_entry
+from numpile_capture import Graph, capture_function, explain, may_hold_entry
 
 
 def picked(x: Any, n: int) -> Any:
@@ -68,3 +68,17 @@ def test_a_body_output_may_hold_the_entry_object_where_a_path_passes_it_along(
     seeds = [body.placeholders[1]]
     assert may_hold_entry(body, seeds) == held
     assert may_hold_entry(body, seeds, through_loops=False) == held_without_loops
+
+
+def computed_on_after_the_loop(x: Any, n: int) -> Any:
+    t = 0.0
+    for i in range(n):
+        if x[i] > 0.5:
+            t = x[i]
+    return t * np.float32(2.0)
+
+
+def test_the_graph_ends_after_a_loop_whose_branches_decide_a_type_read_after_it() -> None:
+    (reason,) = explain(computed_on_after_the_loop)(np.zeros(4), 4).break_reasons
+    assert "depends on the branches its body took" in str(reason)
+    assert explain(picked)(np.zeros(4), 4).graph_break_count == 0  # only returned

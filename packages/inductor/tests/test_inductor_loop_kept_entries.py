@@ -217,3 +217,20 @@ def test_what_c_cannot_follow_runs_as_eager(fn: Callable[..., Any]) -> None:
     # the entry alone is a Python or a NumPy scalar as eager's operator was Python's or
     # NumPy's (the graph does not say): the loop runs with NumPy.
     _runs_like_eager(fn, _with_n)
+
+
+def computed_on_after_the_loop(x: Any, n: int) -> Any:
+    t = 0.0
+    for i in range(n):
+        if x[i] > 0.5:
+            t = x[i]
+    return t * np.float32(2.0)  # float32 on the Python float, float64 on the np.float64
+
+
+def test_code_after_the_loop_computes_on_the_type_the_branches_left(
+    numpy_runs: list[Any],
+) -> None:
+    # The graph ends after the loop (capture's `kept_by_branches`): the code after it is
+    # traced on the value's actual type (a main silently gave float64 for eager's float32).
+    _runs_like_eager(computed_on_after_the_loop, _with_n)
+    assert numpy_runs == []

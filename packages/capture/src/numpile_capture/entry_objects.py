@@ -108,6 +108,29 @@ def may_hold_entry(
     return frozenset(k for k, value in enumerate(outputs) if _holds(value, values))
 
 
+def kept_by_branches(graphs: Sequence[Graph | None], names: Collection[str]) -> tuple[str, ...]:
+    """The carried locals of `names` (a loop's, retyped by it) that a `cond` branch of one
+    of `graphs` (its body and first iteration, placeholders named for the locals) may
+    leave as they entered (`may_hold_entry`): their type after the loop follows the
+    branches taken, not only whether the loop ran.
+
+    >>> kept_by_branches((first, body), ("best",))  # doctest: +SKIP
+    ('best',)
+    """
+    found = []
+    for name in names:
+        for graph in graphs:
+            if graph is None:
+                continue
+            places = [place for place in graph.placeholders if place.name == name]
+            outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+            held = may_hold_entry(graph, places) if places else frozenset()
+            if any(outputs[k] is not places[0] for k in held):
+                found.append(name)
+                break
+    return tuple(found)
+
+
 def _holds(value: Any, values: set[Node]) -> bool:
     return isinstance(value, Node) and value in values
 

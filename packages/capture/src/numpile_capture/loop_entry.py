@@ -322,10 +322,17 @@ def typed_if_ran_of(frame: Frame, carried: Sequence[str]) -> tuple[str, ...]:
     return tuple(name for name in carried if name in loop.typed_if_ran)
 
 
-def end_graph_after(frame: Frame, exit_at: int, line: int | None, why: str) -> None:
-    """End the graph after a kept loop whose carried types depend on whether it ran:
-    capture resumes after the loop (a graph break at `resume_index`) on the values'
-    actual types.
+# NOTE: what the type after a loop depends on, in `end_graph_after`'s reason.
+WHETHER_IT_RAN = "whether it ran (its trip count is known only at run time)"
+BRANCHES_TAKEN = "the branches its body took (one may leave it as it came)"
+
+
+def end_graph_after(
+    frame: Frame, exit_at: int, line: int | None, why: str, *, cause: str = WHETHER_IT_RAN
+) -> None:
+    """End the graph after a kept loop whose carried types depend on whether it ran (or
+    on another run-time `cause`): capture resumes after the loop (a graph break at
+    `resume_index`) on the values' actual types.
 
     In an inlined call the break is at the call. The break's own capture, which stops
     there (see graph_breaks), returns: the frame goes on to stop there.
@@ -334,9 +341,8 @@ def end_graph_after(frame: Frame, exit_at: int, line: int | None, why: str) -> N
     from .frame import BreakAt
 
     reason = (
-        f"the type of {why} after the loop at line {line} depends on whether it ran (its "
-        "trip count is known only at run time): the graph ends after the loop and capture "
-        "resumes on the values' actual types"
+        f"the type of {why} after the loop at line {line} depends on {cause}: the graph "
+        "ends after the loop and capture resumes on the values' actual types"
     )
     if not frame.is_root:
         raise Unsupported(reason, frame.code.co_filename, line)
