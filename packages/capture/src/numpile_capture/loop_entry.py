@@ -19,9 +19,10 @@ iteration (a body that may `break` may leave in its first one):
   `guarded_scalars`), guards that test's outcome (`first_test_enters`): a true one proves
   an iteration, a false one makes the loop vanish (`EmptyRange`), one entry each;
 - otherwise (a `while` on array data, bounds computed at run time, a body that may
-  `break`) the graph ends after the loop (`end_graph_after`): its carried values come
-  back as objects and capture resumes after the loop on their actual types, a graph
-  break whose reason names the values;
+  `break`, a `cond` branch that may leave the value as it came: `entry_objects.
+  kept_by_branches`) the graph ends after the loop (`end_graph_after`): its carried
+  values come back as objects and capture resumes after the loop on their actual types,
+  a graph break whose reason names the values;
 - inside the body of another kept loop (or under a transform), where neither can happen,
   a range loop's rest of the iteration is a `cond` on whether it ran (`branch_on_entry`);
   a guarded first test decides a `while` there too (`t = 0.0; k = 0; while k < m:`);
