@@ -146,7 +146,8 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     if inner_flagged:
         entered = None  # an inner loop that may not run decides the type (see loop_entry)
     branched = kept_by_branches((first, body), retyped) if can_end_graph(frame) else ()
-    if branched and not (returns is not None and returns.carried):
+    by_branches = bool(branched) and entered is True and not (returns and returns.carried)
+    if by_branches:
         entered = None  # a branch that may not assign it decides the type
     if entered is False:
         raise EmptyRange  # guarded: this entry serves the calls whose range is empty
@@ -193,7 +194,7 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         note_loop_reads(iterator.bounds, lambda: _array_reads(frame, (first, body)))
     if ends_graph:
         line = frame.instructions[extent.head].lineno
-        cause = BRANCHES_TAKEN if branched and not inner_flagged else WHETHER_IT_RAN
+        cause = BRANCHES_TAKEN if by_branches else WHETHER_IT_RAN
         end_graph_after(frame, extent.exit, line, why, cause=cause)
 
 

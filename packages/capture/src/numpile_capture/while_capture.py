@@ -233,8 +233,8 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         if inner_flagged:
             entered = False  # an inner loop that may not run decides the type (loop_entry)
         ends = can_end_graph(frame) and not carries_return
-        branched = kept_by_branches((first, traced), retyped) if ends else ()
-        if branched:
+        by_branches = entered and ends and bool(kept_by_branches((first, traced), retyped))
+        if by_branches:
             entered = False  # a branch that may not assign it decides the type
             if not can_end_graph(frame) or carries_return:
                 raise LoopFallback(
@@ -276,7 +276,7 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     bind_outputs(frame, inst, outputs, tuple(metas))
     frame.pc = shape.exit
     if not entered:
-        cause = BRANCHES_TAKEN if branched and not inner_flagged else WHETHER_IT_RAN
+        cause = BRANCHES_TAKEN if by_branches else WHETHER_IT_RAN
         end_graph_after(frame, shape.exit, inst.lineno, why, cause=cause)
     if clause_end is not None:
         run_else_clause(frame, shape.exit, clause_end)

@@ -13,7 +13,8 @@ reading it (or a value computed from it) only where NumPy's own rules give the s
 - a NumPy pointwise op whose result meta (its op's meta rule) and whose operands' common
   dtype (`np.result_type`, NEP 50, which says where a comparison computes) are the same
   with the entry's Python type as with the carried dtype; where no operand is a NumPy
-  value (`t * 2.0`), its result is a Python scalar in eager where the operator was
+  value and a Python operator may stand for the op (`t * 2.0`, not `np.cos(t)`), its
+  result is a Python scalar in eager where the operator was
   Python's and a NumPy one where it was NumPy's (the graph does not say which): it is
   followed as the entry is, but may not leave the graph or reach Python's operators;
 - a store of it into an array of exactly the carried dtype (a Python int that a narrower
@@ -48,6 +49,16 @@ __all__ = ["computes_either_way"]
 
 # NOTE: Python's operators whose float result NumPy's float64 op computes bit for bit.
 _EXACT_FLOAT_OPERATORS = frozenset({"add", "sub", "mul"})
+# NOTE: the NumPy ops a Python operator on Python scalars alone may stand for (`t * 2.0`,
+# `abs(t)`, `t ** 2` as square): Python's gives a Python scalar, NumPy's a NumPy one.
+_OPERATOR_FORMS = frozenset(
+    {
+        *("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power"),
+        *("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"),
+        *("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"),
+        *("negative", "positive", "invert", "absolute", "square", "reciprocal", "sqrt"),
+    }
+)
 # NOTE: the ops that would pass a value along as it is (not a NumPy op computing on it).
 _PASSING = frozenset({"carried_scalar", "py_binary", "cond", "for_loop", "while_loop"})
 # NOTE: each loop op -> the position of its first carried value among its inputs.
@@ -129,7 +140,9 @@ def _weak_outputs(
             conds[node] = held
         elif node.op.kind is not OpKind.POINTWISE or not _same_either_way(node, strong, python):
             return None
-        elif not any(_is_numpy(value, strong) for value in node.inputs):
+        elif node.op.name in _OPERATOR_FORMS and not any(
+            _is_numpy(value, strong) for value in node.inputs
+        ):
             assert isinstance(node.meta, ArrayMeta)  # (`_same_either_way`)
             if _EXACT_PYTHON.get(node.meta.dtype) is not python:
                 return None
