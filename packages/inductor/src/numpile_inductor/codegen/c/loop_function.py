@@ -715,13 +715,6 @@ def _unpack(writer: LoopWriter, entry: list[str], meta: Any, argument: int) -> A
     return array
 
 
-def _initial(value: Any) -> str:
-    # A new reference to a loop's initial carried value (an argument or a constant).
-    if isinstance(value, Node):
-        return f"Py_NewRef(argv[{_argument_of(value)}])"
-    return _box_constant(value)
-
-
 def kept_entry(
     writer: LoopWriter, env: Env, entry: list[str], inputs: Sequence[Any], position: int, meta: Any
 ) -> CValue:
