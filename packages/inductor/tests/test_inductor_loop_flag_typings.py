@@ -113,6 +113,20 @@ def product_in_inner_first_iteration(x: Any, z: Any, y: Any, n: int) -> Any:
     return t, y
 
 
+def sum_of_a_second_array(x: Any, w: Any, z: Any, y: Any, n: int) -> Any:
+    t = 1.1
+    for i in range(n):
+        y[i] = t * z[i]
+        k = i
+        while x[k] > 0.5:
+            # In its first iteration `t` may be the Python float: an int32 or a float64 `w`
+            # adds in float64 on both types (C), a float32 one in float32 on the Python
+            # float (NumPy), and `t * 3.0` is followed as `t` is.
+            t = t * 3.0 + w[k]
+            k += 1
+    return t, y
+
+
 def _data(kind: str, integer: bool) -> Any:
     # Inner loops that run never, in some outer iterations, or in all of them.
     x = {"never": np.zeros(9), "sometimes": np.array([0, 0.9, 0, 0, 0, 0, 0, 0, 0])}.get(
@@ -235,3 +249,28 @@ def test_the_typing_on_the_entry_type_is_numpys_own() -> None:
     assert [str(node.meta) for node in products] == ["float64[]"]
     assert [str(typing.dual[node].meta) for node in products] == ["float32[]"]
     assert len(typing.boundaries) == 1
+
+
+@pytest.mark.parametrize(
+    ("dtype", "in_c"),
+    [
+        pytest.param(np.int32, True, id="int32"),
+        pytest.param(np.uint8, True, id="uint8"),
+        pytest.param(np.float64, True, id="float64"),
+        pytest.param(np.float32, False, id="float32"),
+    ],
+)
+def test_an_inner_loop_on_mixed_dtypes_runs_as_c_where_numpys_rules_agree(
+    dtype: Any, in_c: bool, numpy_runs: list[Any]
+) -> None:
+    # The inner loop's first iteration on the entry object is judged by
+    # loop_entry_scalars' `computes_either_way`, as any loop's first iteration is.
+    compiled = _dispatched(sum_of_a_second_array)
+    w = (np.arange(9) * 7 + 0.37).astype(dtype)
+    for n in (5, 0, 1, 5):
+        for kind in ("never", "sometimes", "always"):
+            z, y = _operands(np.float32)
+            want_y = y.copy()
+            got = compiled(_data(kind, False), w, z, y, n)
+            _same(got, sum_of_a_second_array(_data(kind, False), w, z, want_y, n))
+    assert (numpy_runs == []) is in_c

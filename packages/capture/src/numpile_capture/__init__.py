@@ -40,6 +40,7 @@ from .dynamic_shapes import mark_static as mark_static
 from .eager_tier import NotCompiledYet as NotCompiledYet
 from .eager_tier import offer_eager_tier as offer_eager_tier
 from .entry_objects import computes_unless_ran as computes_unless_ran
+from .entry_objects import may_hold_entry as may_hold_entry
 from .entry_point import compile_function as compile_function
 from .explain import BreakReason as BreakReason
 from .explain import ExplainOutput as ExplainOutput
@@ -129,6 +130,7 @@ __all__ = [
     "is_loop",
     "is_loop_symbol",
     "is_while_loop",
+    "may_hold_entry",
     "mentions_loop_symbol",
     "ScalarSlot",
     "set_body_runner",

@@ -72,6 +72,107 @@ def computes_unless_ran(node: Node, name: str) -> bool:
     return False
 
 
+def may_hold_entry(
+    graph: Graph, seeds: Collection[Node], *, through_loops: bool = True
+) -> frozenset[int]:
+    """The outputs of `graph` that may be the very object one of its values `seeds` holds
+    (a loop's carried local as it entered the loop): passed along by `carried_scalar`,
+    by a `cond` branch that hands it back, by an inner loop that carries it (an empty
+    range, an iteration that keeps it). A value computed from it is another object.
+    A backend that carries the local as a NumPy value gives back the entry object itself
+    where no branch assigned the local (`if x[i] > best: best = x[i]`; eager's Python
+    float stays one). Not `through_loops`: inner loops give back new objects (a local
+    whose inner loops' run-time flags a backend reads instead).
+
+    >>> may_hold_entry(body, {body.placeholders[1]})  # doctest: +SKIP
+    frozenset({0})
+    """
+    values = set(seeds)
+    held: dict[Node, frozenset[int]] = {}
+    for node in graph.nodes:
+        if node.op is None:
+            continue
+        if node.op.name == "loop_output":
+            if dict(node.params)["index"] in held.get(node.inputs[0], ()):
+                values.add(node)
+            continue
+        if not any(_holds(value, values) for value in node.inputs):
+            continue
+        if node.op.name == "carried_scalar":
+            values.add(node)
+        elif node.op.name == "cond":
+            held[node] = _cond_may_hold(node, values, through_loops)
+        elif node.op.name in _TESTED and through_loops:
+            held[node] = _loop_may_hold(node, values)
+    outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+    return frozenset(k for k, value in enumerate(outputs) if _holds(value, values))
+
+
+def kept_by_branches(graphs: Sequence[Graph | None], names: Collection[str]) -> tuple[str, ...]:
+    """The carried locals of `names` (a loop's, retyped by it) that a `cond` branch of one
+    of `graphs` (its body and first iteration, placeholders named for the locals) may
+    leave as they entered (`may_hold_entry`): their type after the loop follows the
+    branches taken, not only whether the loop ran.
+
+    >>> kept_by_branches((first, body), ("best",))  # doctest: +SKIP
+    ('best',)
+    """
+    found = []
+    for name in names:
+        for graph in graphs:
+            if graph is None:
+                continue
+            places = [place for place in graph.placeholders if place.name == name]
+            outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+            held = may_hold_entry(graph, places) if places else frozenset()
+            if any(outputs[k] is not places[0] for k in held):
+                found.append(name)
+                break
+    return tuple(found)
+
+
+def _holds(value: Any, values: set[Node]) -> bool:
+    return isinstance(value, Node) and value in values
+
+
+def _cond_may_hold(node: Node, values: set[Node], through_loops: bool) -> frozenset[int]:
+    # The results of `cond` node `node` that some branch may hand back as one of `values`.
+    params = dict(node.params)
+    found: frozenset[int] = frozenset()
+    for branch in (params["then_branch"], params["else_branch"]):
+        pairs = zip(branch.placeholders, node.inputs[1:], strict=True)
+        seeds = [place for place, value in pairs if _holds(value, values)]
+        found |= may_hold_entry(branch, seeds, through_loops=through_loops)
+    return found
+
+
+def _loop_may_hold(node: Node, values: set[Node]) -> frozenset[int]:
+    # The results of loop node `node` that may be one of `values`: a carried value that
+    # enters as one (the loop may not run), or one its body (or first iteration) may hand
+    # back as one, to the fixed point.
+    assert node.op is not None
+    params = dict(node.params)
+    start = _TESTED[node.op.name]
+    offset = 1 if node.op.name == "for_loop" else 0
+    carried: int = params["carried"]
+    inputs = node.inputs[start:]
+    found = frozenset(k for k in range(carried) if _holds(inputs[k], values))
+    graphs = [graph for graph in (params["body"], params.get("first")) if graph is not None]
+    while True:
+        more = set(found)
+        for graph in graphs:
+            places = graph.placeholders[offset:]
+            seeds = [
+                place
+                for k, (place, value) in enumerate(zip(places, inputs, strict=True))
+                if k in found or (k >= carried and _holds(value, values))
+            ]
+            more |= {k for k in may_hold_entry(graph, seeds) if k < carried}
+        if more == found:
+            return found
+        found = frozenset(more)
+
+
 def _walk(
     graph: Graph, seeds: set[Node], name: str, stop: int | None = None, *, strict: bool = True
 ) -> frozenset[int] | None:

@@ -41,13 +41,15 @@ from .bytecode import Instruction
 from .carried_values import bind_carried, carried_metas, graph_value
 from .control_flow import add_loop
 from .dynamic_shapes import active_shape_env
-from .entry_objects import entry_unless_ran
+from .entry_objects import entry_unless_ran, kept_by_branches
 from .graph import Graph
 from .kept_loop import bind_outputs, return_slot, trace_to_fixpoint, undone_on_fallback
 from .loop_bounds import bound_expr, bound_value
 from .loop_counters import bounded_counters, range_counter
 from .loop_else import carry_left, else_end, run_else_clause
 from .loop_entry import (
+    BRANCHES_TAKEN,
+    WHETHER_IT_RAN,
     EmptyRange,
     branch_on_entry,
     can_end_graph,
@@ -143,6 +145,10 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     inner_flagged = loop.typed_if_ran.intersection(retyped)
     if inner_flagged:
         entered = None  # an inner loop that may not run decides the type (see loop_entry)
+    branched = kept_by_branches((first, body), retyped) if can_end_graph(frame) else ()
+    by_branches = bool(branched) and entered is True and not (returns and returns.carried)
+    if by_branches:
+        entered = None  # a branch that may not assign it decides the type
     if entered is False:
         raise EmptyRange  # guarded: this entry serves the calls whose range is empty
     why = describe_retyped(retyped, initial, metas)
@@ -187,7 +193,9 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
         note_loop_bounds(iterator.bounds)  # a new trip count must not compile again
         note_loop_reads(iterator.bounds, lambda: _array_reads(frame, (first, body)))
     if ends_graph:
-        end_graph_after(frame, extent.exit, frame.instructions[extent.head].lineno, why)
+        line = frame.instructions[extent.head].lineno
+        cause = BRANCHES_TAKEN if by_branches else WHETHER_IT_RAN
+        end_graph_after(frame, extent.exit, line, why, cause=cause)
 
 
 def _array_reads(frame: Frame, traced: tuple[Graph | None, Graph]) -> frozenset[str]:

@@ -19,9 +19,10 @@ iteration (a body that may `break` may leave in its first one):
   `guarded_scalars`), guards that test's outcome (`first_test_enters`): a true one proves
   an iteration, a false one makes the loop vanish (`EmptyRange`), one entry each;
 - otherwise (a `while` on array data, bounds computed at run time, a body that may
-  `break`) the graph ends after the loop (`end_graph_after`): its carried values come
-  back as objects and capture resumes after the loop on their actual types, a graph
-  break whose reason names the values;
+  `break`, a `cond` branch that may leave the value as it came: `entry_objects.
+  kept_by_branches`) the graph ends after the loop (`end_graph_after`): its carried
+  values come back as objects and capture resumes after the loop on their actual types,
+  a graph break whose reason names the values;
 - inside the body of another kept loop (or under a transform), where neither can happen,
   a range loop's rest of the iteration is a `cond` on whether it ran (`branch_on_entry`);
   a guarded first test decides a `while` there too (`t = 0.0; k = 0; while k < m:`);
@@ -322,10 +323,17 @@ def typed_if_ran_of(frame: Frame, carried: Sequence[str]) -> tuple[str, ...]:
     return tuple(name for name in carried if name in loop.typed_if_ran)
 
 
-def end_graph_after(frame: Frame, exit_at: int, line: int | None, why: str) -> None:
-    """End the graph after a kept loop whose carried types depend on whether it ran:
-    capture resumes after the loop (a graph break at `resume_index`) on the values'
-    actual types.
+# NOTE: what the type after a loop depends on, in `end_graph_after`'s reason.
+WHETHER_IT_RAN = "whether it ran (its trip count is known only at run time)"
+BRANCHES_TAKEN = "the branches its body took (one may leave it as it came)"
+
+
+def end_graph_after(
+    frame: Frame, exit_at: int, line: int | None, why: str, *, cause: str = WHETHER_IT_RAN
+) -> None:
+    """End the graph after a kept loop whose carried types depend on whether it ran (or
+    on another run-time `cause`): capture resumes after the loop (a graph break at
+    `resume_index`) on the values' actual types.
 
     In an inlined call the break is at the call. The break's own capture, which stops
     there (see graph_breaks), returns: the frame goes on to stop there.
@@ -334,9 +342,8 @@ def end_graph_after(frame: Frame, exit_at: int, line: int | None, why: str) -> N
     from .frame import BreakAt
 
     reason = (
-        f"the type of {why} after the loop at line {line} depends on whether it ran (its "
-        "trip count is known only at run time): the graph ends after the loop and capture "
-        "resumes on the values' actual types"
+        f"the type of {why} after the loop at line {line} depends on {cause}: the graph "
+        "ends after the loop and capture resumes on the values' actual types"
     )
     if not frame.is_root:
         raise Unsupported(reason, frame.code.co_filename, line)

@@ -28,12 +28,14 @@ from .body_graph import peeled_first, written_by
 from .bytecode import Instruction
 from .carried_values import bind_carried, carried_meta, carried_metas, graph_value
 from .control_flow import add_while_loop
-from .entry_objects import entry_unless_ran
+from .entry_objects import entry_unless_ran, kept_by_branches
 from .graph import Graph
 from .kept_loop import bind_outputs, return_slot, trace_to_fixpoint, undone_on_fallback
 from .loop_counters import Counter, bounded_counters, counters
 from .loop_else import else_end, run_else_clause
 from .loop_entry import (
+    BRANCHES_TAKEN,
+    WHETHER_IT_RAN,
     EmptyRange,
     can_end_graph,
     describe_retyped,
@@ -230,6 +232,10 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         carries_return = returns is not None and returns.carried
         if inner_flagged:
             entered = False  # an inner loop that may not run decides the type (loop_entry)
+        ends = can_end_graph(frame) and not carries_return
+        by_branches = entered and ends and bool(kept_by_branches((first, traced), retyped))
+        if by_branches:
+            entered = False  # a branch that may not assign it decides the type
             if not can_end_graph(frame) or carries_return:
                 raise LoopFallback(
                     f"the type of {why} after it depends on whether its inner loops ran, and "
@@ -270,7 +276,8 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     bind_outputs(frame, inst, outputs, tuple(metas))
     frame.pc = shape.exit
     if not entered:
-        end_graph_after(frame, shape.exit, inst.lineno, why)
+        cause = BRANCHES_TAKEN if by_branches else WHETHER_IT_RAN
+        end_graph_after(frame, shape.exit, inst.lineno, why, cause=cause)
     if clause_end is not None:
         run_else_clause(frame, shape.exit, clause_end)
     elif returns is not None and returns.carried:

@@ -81,6 +81,17 @@ _PY_TYPES: dict[type, np.dtype[Any]] = {
 }
 
 
+@attrs.frozen
+class EntryKept:
+    """Where a 0-d value of a loop body may be the very entry object of a carried local of
+    the function's loop (a Python float a branch may leave as it came: capture's
+    `may_hold_entry`): `owner` names that local, `flag` is a C int set exactly where the
+    value is that object, so the function gives back the object itself there."""
+
+    owner: str
+    flag: str
+
+
 @attrs.define
 class CValue:
     """A 0-d value of a loop body: its C expression, NumPy dtype (Python scalars: bool,
@@ -95,6 +106,8 @@ class CValue:
     invariant: bool = False
     # (loop frame, c): the value is that loop's index plus the constant c.
     affine: tuple[_Frame, int] | None = None
+    # Where it may be a carried local's entry object (see EntryKept).
+    kept: EntryKept | None = None
 
 
 @attrs.define(eq=False)
@@ -434,9 +447,9 @@ def _carried_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
     assert isinstance(meta, ArrayMeta)
     if source.dtype != meta.dtype:
         text = c_expr("cast", [source.text], [source.dtype], meta.dtype)
-        env[node] = CValue(writer.define(meta.dtype, text), meta.dtype)
+        env[node] = CValue(writer.define(meta.dtype, text), meta.dtype, kept=source.kept)
     else:
-        env[node] = CValue(source.text, source.dtype)
+        env[node] = CValue(source.text, source.dtype, kept=source.kept)
 
 
 # NOTE: C spells the int range check of NumPy's scalar constructors (codegen/
@@ -733,7 +746,9 @@ def emit_loop(
             inner[placeholder] = found
         else:
             inner[placeholder] = writer.operand(env, value)
-    fold = _foldable(node, body, carried)
+    # A local that may be its entry object (EntryKept) keeps its flag in the plain loop.
+    plain = any(local.kept is not None for local in locals_)
+    fold = None if plain else _foldable(node, body, carried)
     if fold is not None:
         _emit_folded(writer, fold, locals_)
         return locals_
@@ -768,7 +783,7 @@ def emit_loop(
     from .loop_parallel import independent_iterations, parallel_nest
 
     threads = outermost and writer.threads
-    parallel = threads and constant_step is not None and independent_iterations(node)
+    parallel = threads and constant_step is not None and not plain and independent_iterations(node)
     chunk = None
     breaks = bool(dict(node.params).get("breaks"))
     if outermost and not parallel and not breaks and constant_step is not None:
@@ -790,7 +805,7 @@ def emit_loop(
     writer.frames.append(frame)
     try:
         unchecked = None
-        if outermost and not parallel and constant_step is not None and not forwarded:
+        if outermost and not parallel and constant_step is not None and not forwarded and not plain:
             unchecked = _lanes(writer, node, inner, (a, b, constant_step))
         if unchecked is None:
             unchecked = writer.capture(
@@ -1111,6 +1126,7 @@ def _emit_body(
         assert new is not None
         cast = c_expr("cast", [new.text], [new.dtype], local.dtype)
         writer.buf.writeline(f"{local.text} = {cast};")
+    _assign_kept(writer, outputs, locals_)
     if stop_flag is not None:
         writer.buf.writeline(f"if ({stop_flag}) {{ break; }}")
 
@@ -1128,7 +1144,23 @@ def _read_before_assigning(
         others = [local.text for j, local in enumerate(locals_) if j != k]
         if any(re.search(rf"\b{re.escape(name)}\b", new.text) for name in others):
             copy = writer.define(new.dtype, new.text)
-            news[k] = CValue(copy, new.dtype, new.python, new.bits)
+            news[k] = CValue(copy, new.dtype, new.python, new.bits, kept=new.kept)
+
+
+def _assign_kept(writer: LoopWriter, news: list[CValue | None], locals_: list[CValue]) -> None:
+    # Each carried local's entry flag (see EntryKept) from its new value's: 0 where the
+    # iteration assigned it another object. An entry object that may leave the loop as
+    # another local is left to NumPy.
+    flags = {local.kept.flag for local in locals_ if local.kept is not None}
+    for local, new in zip(locals_, news, strict=True):
+        kept = None if new is None else new.kept
+        own = local.kept
+        if kept is not None and (
+            own is None or kept.owner != own.owner or kept.flag in flags - {own.flag}
+        ):
+            raise NotScalarLoop("a carried local may leave the loop as another's entry object")
+        if own is not None and (kept is None or kept.flag != own.flag):
+            writer.buf.writeline(f"{own.flag} = {0 if kept is None else kept.flag};")
 
 
 def _literal_value(text: str) -> int | None:
@@ -1159,12 +1191,17 @@ def _carried_local(
         raise NotScalarLoop(f"a carried {meta}")
     name = writer.fresh("c")
     cast = c_expr("cast", [init.text], [init.dtype], dtype)
-    if writer.frames and not at_entry:
-        writer.buf.writeline(f"{c_type(dtype)} {name} = {cast};")
-    else:  # the outermost loop's (read after the nest) or a lane's: declared at entry
-        writer.declarations.append(f"    {c_type(dtype)} {name};")
-        writer.buf.writeline(f"{name} = {cast};")
-    return CValue(name, dtype, python, bits)
+    kept = None if init.kept is None else EntryKept(init.kept.owner, writer.fresh("kept"))
+    lines = [(c_type(dtype), name, cast)]
+    if init.kept is not None and kept is not None:
+        lines.append(("int", kept.flag, init.kept.flag))
+    for ct, local, value in lines:
+        if writer.frames and not at_entry:
+            writer.buf.writeline(f"{ct} {local} = {value};")
+        else:  # the outermost loop's (read after the nest) or a lane's: declared at entry
+            writer.declarations.append(f"    {ct} {local};")
+            writer.buf.writeline(f"{local} = {value};")
+    return CValue(name, dtype, python, bits, kept=kept)
 
 
 def _scalar_type(meta: Any) -> tuple[np.dtype[Any], type | None, int]:
@@ -1202,12 +1239,15 @@ def _cond(writer: LoopWriter, node: Node, env: Env) -> None:
         writer.buf.writeline(f"{c_type(dtype)} {name};")
         results.append(CValue(name, dtype, python, bits))
     assigned: list[list[CValue | None]] = []
+    at = len(writer.buf.lines)
+    kept: dict[int, EntryKept] = {}
     for position, branch in enumerate(branches):
         writer.buf.writeline(f"if ({pred.text}) {{" if position == 0 else "} else {")
         inner = _inner_env(writer, env, branch.placeholders, node.inputs[1:])
         with writer.buf.indent():
             outputs = writer.body(branch, inner)
             _assign_outputs(writer, outputs, results)
+            _assign_kept_results(writer, outputs, kept)
         assigned.append(outputs)
     writer.buf.writeline("}")
     for k, result in enumerate(results):
@@ -1216,7 +1256,25 @@ def _cond(writer: LoopWriter, node: Node, env: Env) -> None:
         values = [outputs[k] for outputs in assigned]
         if result.python is int and all(v is not None and v.python in (int, bool) for v in values):
             result.bits = min(result.bits, max(v.bits for v in values if v is not None))
+    # A result a branch may hand back as an entry object has a flag of its own, clear
+    # where the branch taken computed it.
+    writer.buf.lines[at:at] = [f"{writer.buf.prefix}int {e.flag} = 0;" for e in kept.values()]
+    for k, entry in kept.items():
+        results[k] = attrs.evolve(results[k], kept=entry)
     env[node] = _Finals(results)
+
+
+def _assign_kept_results(
+    writer: LoopWriter, outputs: list[CValue | None], kept: dict[int, EntryKept]
+) -> None:
+    # In a branch of a cond: the flag of each result it hands back as an entry object.
+    for k, value in enumerate(outputs):
+        if value is None or value.kept is None:
+            continue
+        entry = kept.setdefault(k, EntryKept(value.kept.owner, writer.fresh("kept")))
+        if entry.owner != value.kept.owner:
+            raise NotScalarLoop("a cond result may be the entry object of two locals")
+        writer.buf.writeline(f"{entry.flag} = {value.kept.flag};")
 
 
 def _inner_env(writer: LoopWriter, env: Env, placeholders: list[Node], inputs: Any) -> Env:
@@ -1301,6 +1359,7 @@ def while_step(writer: LoopWriter, state: WhileState) -> None:
     # The test first: it may read the carried values of this iteration.
     writer.buf.writeline(f"{state.going} = (!!({test.text})) == {int(params['again_if'])};")
     _assign_outputs(writer, new, state.locals_)
+    _assign_kept(writer, new, state.locals_)
 
 
 def finish_while(env: Env, state: WhileState) -> None:

@@ -12,7 +12,11 @@ reading it (or a value computed from it) only where NumPy's own rules give the s
 
 - a NumPy pointwise op whose result meta (its op's meta rule) and whose operands' common
   dtype (`np.result_type`, NEP 50, which says where a comparison computes) are the same
-  with the entry's Python type as with the carried dtype;
+  with the entry's Python type as with the carried dtype; where no operand is a NumPy
+  value and a Python operator may stand for the op (`t * 2.0`, not `np.cos(t)`), its
+  result is a Python scalar in eager where the operator was
+  Python's and a NumPy one where it was NumPy's (the graph does not say which): it is
+  followed as the entry is, but may not leave the graph or reach Python's operators;
 - a store of it into an array of exactly the carried dtype (a Python int that a narrower
   integer array cannot hold raises where an int64 wraps; a float NaN into ints raises);
 - Python's `+ - *` giving a Python float, where the carried dtype is float64: the same
@@ -34,6 +38,7 @@ iteration run apart, on its own types.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -44,6 +49,18 @@ __all__ = ["computes_either_way"]
 
 # NOTE: Python's operators whose float result NumPy's float64 op computes bit for bit.
 _EXACT_FLOAT_OPERATORS = frozenset({"add", "sub", "mul"})
+# NOTE: the NumPy ops a Python operator on Python scalars alone may stand for (`t * 2.0`,
+# `abs(t)`, `t ** 2` as square): Python's gives a Python scalar, NumPy's a NumPy one.
+_OPERATOR_FORMS = frozenset(
+    {
+        *("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power"),
+        *("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"),
+        *("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"),
+        *("negative", "positive", "invert", "absolute", "square", "reciprocal", "sqrt"),
+    }
+)
+# NOTE: the ops that would pass a value along as it is (not a NumPy op computing on it).
+_PASSING = frozenset({"carried_scalar", "py_binary", "cond", "for_loop", "while_loop"})
 # NOTE: each loop op -> the position of its first carried value among its inputs.
 _LOOPS = {"for_loop": 3, "while_loop": 1}
 # NOTE: a Python scalar of each type as NumPy's promotion weighs it (weak under NEP 50, but
@@ -85,6 +102,9 @@ def _weak_outputs(
     # either way; None where one does not.
     strong = dict(strong)
     conds: dict[Node, dict[int, ArrayMeta]] = {}
+    # Values a NumPy op computed from Python scalars alone: a Python scalar or a NumPy one
+    # in eager (Python's `t * 2.0`, or `np.multiply`: the graph does not say which).
+    either: set[Node] = set()
     for node in graph.nodes:
         if node.op is None:
             continue
@@ -95,6 +115,8 @@ def _weak_outputs(
             continue
         if not any(_is_in(value, strong) for value in node.inputs):
             continue
+        if any(_is_in(value, either) for value in node.inputs) and node.op.name in _PASSING:
+            return None  # it would pass along a Python or a NumPy scalar
         if node.op.name == "carried_scalar":  # the same value as a 0-d one
             strong[node] = strong[node.inputs[0]]
         elif node.op.name == "py_binary":
@@ -118,8 +140,26 @@ def _weak_outputs(
             conds[node] = held
         elif node.op.kind is not OpKind.POINTWISE or not _same_either_way(node, strong, python):
             return None
+        elif node.op.name in _OPERATOR_FORMS and not any(
+            _is_numpy(value, strong) for value in node.inputs
+        ):
+            assert isinstance(node.meta, ArrayMeta)  # (`_same_either_way`)
+            if _EXACT_PYTHON.get(node.meta.dtype) is not python:
+                return None
+            strong[node] = node.meta  # weighed as the entry is, by the ops that read it
+            either.add(node)
     outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+    if any(_is_in(value, either) for value in outputs):
+        return None
     return {k: strong[value] for k, value in enumerate(outputs) if _is_in(value, strong)}
+
+
+def _is_numpy(value: Any, strong: dict[Node, ArrayMeta]) -> bool:
+    # Whether operand `value` is a NumPy value in eager (not a Python scalar, not one of
+    # `strong`, which may still be the entry's Python scalar).
+    if isinstance(value, Node):
+        return not _is_in(value, strong) and isinstance(value.meta, ArrayMeta)
+    return isinstance(value, np.generic)
 
 
 def _retyped_by(loop: Node, strong: dict[Node, ArrayMeta]) -> bool:
@@ -191,7 +231,7 @@ def _cond_outputs(
     return held
 
 
-def _is_in(value: Any, strong: dict[Node, ArrayMeta]) -> bool:
+def _is_in(value: Any, strong: Collection[Node]) -> bool:
     return isinstance(value, Node) and value in strong
 
 

@@ -41,6 +41,7 @@ import numpy as np
 from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta, computes_unless_ran
 
 from .loop_body import CValue, Env, LoopWriter, NotScalarLoop
+from .loop_entry_scalars import computes_either_way
 from .ops import c_expr, c_type
 
 __all__ = ["FlagTyping", "emit_typed_nodes", "flag_typing", "flag_typings"]
@@ -94,7 +95,7 @@ def flag_typings(node: Node, *, first_apart: bool) -> dict[Graph, FlagTyping]:
         if name in proven:
             # Left as it came unless an inner loop ran, but that loop's first iteration
             # computes on the entry object itself.
-            _check_inner_first_iterations(body, name)
+            _check_inner_first_iterations(body, name, _entry_type(node.inputs[3 + k]))
             continue
         computes = computes_unless_ran(node, name)
         entry = _entry_type(node.inputs[3 + k])
@@ -240,7 +241,7 @@ def _assigns_within(value: Any, name: str) -> bool:
 def _check_boundary(typing: FlagTyping, loop: Node, split: list[Node]) -> None:
     # An inner loop assigning the local takes it as its carried value, on the entry's type
     # where the flag is clear, and gives it back as it took it where the flag stays clear;
-    # its first iteration computes on it as on the loop's type (`_exact_either_way`).
+    # its first iteration computes on it as on the loop's type (`_agrees_either_way`).
     assert loop.op is not None
     k = _carried_index(loop, typing.name)
     if k is None:
@@ -252,7 +253,7 @@ def _check_boundary(typing: FlagTyping, loop: Node, split: list[Node]) -> None:
     if any(value is not carried for value in split) or not entry_typed:
         raise NotScalarLoop(f"an inner loop takes values computed from `{typing.name}`")
     body: Graph = dict(loop.params)["body"]
-    if _exact_either_way(body, {body.placeholders[(1 if is_for else 0) + k]}) is None:
+    if not _agrees_either_way(body, body.placeholders[(1 if is_for else 0) + k], typing.entry):
         raise NotScalarLoop(
             f"an inner loop computes on `{typing.name}` otherwise on its entry type"
         )
@@ -260,10 +261,10 @@ def _check_boundary(typing: FlagTyping, loop: Node, split: list[Node]) -> None:
         raise NotScalarLoop(f"an inner loop assigns `{typing.name}` in an iteration that breaks")
 
 
-def _check_inner_first_iterations(graph: Graph, name: str) -> None:
+def _check_inner_first_iterations(graph: Graph, name: str, entry: type | None) -> None:
     # Each loop of `graph` (or of its branches and loops) assigning local `name` computes
-    # on it in its first iteration as on the loop's type (`_exact_either_way`), where it
-    # may still be the entry object; `NotScalarLoop` where one does not.
+    # on it in its first iteration as on the loop's type (`_agrees_either_way`), where it
+    # may still be the entry object (a Python `entry`); `NotScalarLoop` where one does not.
     for node in graph.nodes:
         params = dict(node.params)
         k = _carried_index(node, name) if name in params.get("typed_if_ran", ()) else None
@@ -271,63 +272,26 @@ def _check_inner_first_iterations(graph: Graph, name: str) -> None:
             assert node.op is not None
             body: Graph = params["body"]
             seed = body.placeholders[(1 if node.op.name == "for_loop" else 0) + k]
-            if _exact_either_way(body, {seed}) is None:
+            if not _agrees_either_way(body, seed, entry):
                 raise NotScalarLoop(
                     f"an inner loop computes on `{name}` otherwise on its entry type in its "
                     "first iteration"
                 )
         for value in params.values():
             if isinstance(value, Graph):
-                _check_inner_first_iterations(value, name)
+                _check_inner_first_iterations(value, name, entry)
 
 
-def _exact_either_way(graph: Graph, seeds: set[Node]) -> frozenset[int] | None:
-    # The outputs of `graph` that hold the local (its values `seeds`, NumPy scalars of the
-    # loop's type), where every op reading it combines it with NumPy values of its dtype
-    # alone: NEP 50 converts the entry's Python scalar to that dtype first, exactly, so
-    # both typings compute the same. None where some op reads it otherwise.
-    values = set(seeds)
-    conds: dict[Node, frozenset[int]] = {}
-    dtype = {value.meta for value in seeds}
-    for node in graph.nodes:
-        if node.op is None:
-            continue
-        if node.op.name == "loop_output":
-            if dict(node.params)["index"] in conds.get(node.inputs[0], ()):
-                values.add(node)
-            continue
-        if not any(value in values for value in node.inputs):
-            continue
-        if node.op.name == "carried_scalar":
-            values.add(node)
-        elif node.op.name == "cond" and node.inputs[0] not in values:
-            held = _cond_holds(node, values)
-            if held is None:
-                return None
-            conds[node] = held
-        elif (
-            node.op.kind is not OpKind.POINTWISE
-            or node.params
-            or {getattr(value, "meta", None) for value in node.inputs} != dtype
-        ):
-            return None
-    outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
-    return frozenset(k for k, value in enumerate(outputs) if value in values)
-
-
-def _cond_holds(node: Node, values: set[Node]) -> frozenset[int] | None:
-    # The results of `cond` node `node` that may hold the local (`values`); None where a
-    # branch computes on it otherwise on its entry type.
-    params = dict(node.params)
-    held: frozenset[int] = frozenset()
-    for branch in (params["then_branch"], params["else_branch"]):
-        pairs = zip(branch.placeholders, node.inputs[1:], strict=True)
-        seeds = {placeholder for placeholder, value in pairs if value in values}
-        kept = _exact_either_way(branch, seeds)
-        if kept is None:
-            return None
-        held |= kept
-    return held
+def _agrees_either_way(body: Graph, seed: Node, entry: type | None) -> bool:
+    # Whether an inner loop's `body` computes on its carried value `seed` the same on the
+    # entry object (a Python `entry`) as on the loop's type: NumPy's own rules
+    # (loop_entry_scalars), as for the first iteration of any loop.
+    meta = seed.meta
+    if isinstance(meta, ScalarMeta):
+        return meta.type is entry
+    if not isinstance(meta, ArrayMeta) or entry is None:
+        return False
+    return computes_either_way(body, seed, meta.dtype, entry)
 
 
 def _gives_back_where_broken(loop: Node, k: int) -> bool:

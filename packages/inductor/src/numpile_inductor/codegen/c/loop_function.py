@@ -39,6 +39,7 @@ from numpile_capture import (
     ScalarMeta,
     computes_unless_ran,
     gives_scalar,
+    may_hold_entry,
 )
 
 from ...loop_reports import report_loop
@@ -47,6 +48,7 @@ from .loop_body import (
     DIM_BITS,
     CArray,
     CValue,
+    EntryKept,
     Env,
     LoopWriter,
     NotScalarLoop,
@@ -311,7 +313,7 @@ def scalar_loop_function(
     body: Graph = params["body"]
     carried: int = params["carried"]
     first: Graph | None = params.get("first")
-    _check_branch_kept_entries(node, body, carried)
+    kept = check_branch_kept_entries(node, body, carried)
     apart = first is not None and _first_iteration_apart(node, body, first, carried)
     if apart:
         report_loop(node, FIRST_ITERATION_APART, "it starts on other types than the body")
@@ -322,7 +324,13 @@ def scalar_loop_function(
     entry: list[str] = []
     stand_ins: list[Any] = []
     values: list[Any] = []
+    initial = [initial_object(value, node.inputs) for value in node.inputs[3 : 3 + carried]]
     for position, value in enumerate(node.inputs):
+        if position - 3 in kept:
+            meta = _input_meta(position, carried, placeholders)
+            values.append(kept_entry(writer, env, entry, node.inputs, position, meta))
+            stand_ins.append(Node(f"entry{position - 3}", None, (), (), ScalarMeta(int)))
+            continue
         if not isinstance(value, Node):
             values.append(value)
             stand_ins.append(value)
@@ -346,7 +354,6 @@ def scalar_loop_function(
     bits = max(start.bits, stop.bits, step.bits)
     # step 0 raises Python's ValueError (through NumPy's run); an empty range gives back
     # the initial objects themselves, as eager does.
-    initial = [_initial(value) for value in outer.inputs[3 : 3 + carried]]
     empty = [
         f"    if ({step.text} == 0) {{ goto eager; }}",
         f"    if ({step.text} > 0 ? {start.text} >= {stop.text} : {start.text} <= {stop.text}) {{",
@@ -368,6 +375,11 @@ def scalar_loop_function(
         _box(final, out, placeholders[1 + k], outer.inputs[3 + k], env)
         for k, (final, out) in enumerate(zip(finals, outputs, strict=True))
     ]
+    for k in kept:
+        # The entry object itself where no branch assigned the local (eager's Python float).
+        flag = finals[k].kept
+        assert flag is not None
+        boxes[k] = f"({flag.flag} ? {initial[k]} : {boxes[k]})"
     names = [placeholder.name for placeholder in placeholders[1 : 1 + carried]]
     entry_boxes = {
         typing.name: _entry_box(finals[names.index(typing.name)], typing.entry)
@@ -716,10 +728,28 @@ def _unpack(writer: LoopWriter, entry: list[str], meta: Any, argument: int) -> A
     return array
 
 
-def _initial(value: Any) -> str:
-    # A new reference to a loop's initial carried value (an argument or a constant).
+def kept_entry(
+    writer: LoopWriter, env: Env, entry: list[str], inputs: Sequence[Any], position: int, meta: Any
+) -> CValue:
+    """The C value of input `position` of a loop node (of `inputs`), a carried local's
+    Python entry a branch may leave as it came (`check_branch_kept_entries`): its flag
+    (`EntryKept`) set, owned by the input's position."""
+    value = inputs[position]
     if isinstance(value, Node):
-        return f"Py_NewRef(argv[{_argument_of(value)}])"
+        argument = sum(isinstance(v, Node) for v in inputs[:position])
+        found = _unpack(writer, entry, meta, argument)
+    else:
+        found = writer.operand(env, value)
+    assert isinstance(found, CValue)
+    return attrs.evolve(found, kept=EntryKept(f"entry{position}", "1"))
+
+
+def initial_object(value: Any, inputs: Sequence[Any]) -> str:
+    """A new reference to the loop node's initial carried value `value` (an argument or
+    a constant; `inputs`: the node's inputs, whose graph values argv holds in order)."""
+    if isinstance(value, Node):
+        argument = [v for v in inputs if isinstance(v, Node)].index(value)
+        return f"Py_NewRef(argv[{argument}])"
     return _box_constant(value)
 
 
@@ -879,16 +909,24 @@ def _check_first_iteration(node: Node, body: Graph, first: Graph, carried: int) 
             )
 
 
-def _check_branch_kept_entries(node: Node, body: Graph, carried: int) -> None:
-    # A Python entry scalar (`t = 1.1`) that a branch of the body may leave as it came
-    # (`if x[i] > 0.5: t = x[i]`) stays weak under NEP 50 until a branch assigns it, where
-    # the body is typed for the NumPy value: C runs the body on the carried dtype only where
-    # both typings compute the same (`t * z[i]` with float32 `z` does not).
-    body_out = body.output if isinstance(body.output, tuple) else (body.output,)
+def check_branch_kept_entries(node: Node, body: Graph, carried: int) -> list[int]:
+    """The carried locals of loop node `node` (a `for_loop` or `while_loop`) whose Python
+    entry scalar (`t = 1.1`) a branch of the body may leave as it came (`if x[i] > 0.5: t =
+    x[i]`, capture's `may_hold_entry`): the loop function gives back that object where no
+    branch assigned the local (a C flag per local, `EntryKept`). It stays weak under NEP
+    50 until then, where the body is typed for the NumPy value: `NotScalarLoop` unless
+    the body computes the same on both (`t * z[i]` with float32 `z` does not).
+
+    >>> check_branch_kept_entries(node, body, 1)  # doctest: +SKIP
+    [0]
+    """
+    assert node.op is not None
+    is_for = node.op.name == "for_loop"
+    kept = []
     for k in range(carried):
-        local = body.placeholders[1 + k]
+        local = body.placeholders[k + is_for]
         meta = local.meta
-        init = node.inputs[3 + k]
+        init = node.inputs[(3 if is_for else 1) + k]
         python: type = type(init)
         if isinstance(init, Node):
             init_meta = init.meta
@@ -897,45 +935,30 @@ def _check_branch_kept_entries(node: Node, body: Graph, carried: int) -> None:
             python = init_meta.type
         if not isinstance(meta, ArrayMeta) or python not in _EXACT_CARRY:
             continue
+        # A local inner loops retype has their run-time flags (ran_flag_outcomes).
+        flagged = any(local.name in dict(n.params).get("typed_if_ran", ()) for n in body.nodes)
+        held = may_hold_entry(body, [local], through_loops=not flagged)
+        if _outputs(body)[k] is local or k not in held:
+            continue  # never assigned (the object itself, see `_box`), or always
+        if not flagged:
+            kept.append(k)
         # The local and its `carried_scalar` 0-d form, which the body computes on.
         entries = {local} | {
             n
             for n in body.nodes
             if n.op is not None and n.op.name == "carried_scalar" and n.inputs[0] is local
         }
-        out = body_out[k]
-        if out is local or not _may_leave_as_it_came(out, entries):
-            continue
         computed_on = entries - {local} or entries
         if not all(computes_either_way(body, entry, meta.dtype, python) for entry in computed_on):
             raise NotScalarLoop(
                 "a Python scalar a branch may leave as it came, computed on otherwise "
                 "than as the loop's NumPy value"
             )
+    return kept
 
 
-def _may_leave_as_it_came(value: Any, entries: set[Node]) -> bool:
-    # Whether `value` may be one of `entries` itself: the value, or a `cond` result whose
-    # branch hands back its input that may be.
-    if value in entries:
-        return True
-    if not isinstance(value, Node) or value.op is None or value.op.name != "loop_output":
-        return False
-    source = value.inputs[0]
-    if not isinstance(source, Node) or source.op is None or source.op.name != "cond":
-        return False
-    index = dict(value.params)["index"]
-    params = dict(source.params)
-    for branch in (params["then_branch"], params["else_branch"]):
-        given = {
-            placeholder
-            for placeholder, operand in zip(branch.placeholders, source.inputs[1:], strict=True)
-            if _may_leave_as_it_came(operand, entries)
-        }
-        outputs = branch.output if isinstance(branch.output, tuple) else (branch.output,)
-        if given and _may_leave_as_it_came(outputs[index], given):
-            return True
-    return False
+def _outputs(graph: Graph) -> tuple[Any, ...]:
+    return graph.output if isinstance(graph.output, tuple) else (graph.output,)
 
 
 def _follows_ran_flag(node: Node, body: Graph, k: int) -> bool:

@@ -32,9 +32,11 @@ from .loop_function import (
     _EXACT_CARRY,
     LoopFunction,
     _box,
-    _initial,
     _unpack,
     bail_restores,
+    check_branch_kept_entries,
+    initial_object,
+    kept_entry,
     ran_flag_outcomes,
 )
 
@@ -55,12 +57,19 @@ def scalar_while_function(node: Node, name: str) -> LoopFunction:
     first: Graph | None = params.get("first")
     if first is not None:
         _check_first_pass(node, body, first, carried)
+    kept = check_branch_kept_entries(node, body, carried)
     writer = LoopWriter(name)
     placeholders = body.placeholders
     entry: list[str] = []
     stand_ins: list[Any] = []
     values: list[Any] = []
+    initial = [initial_object(value, node.inputs) for value in node.inputs[1 : 1 + carried]]
     for position, value in enumerate(node.inputs):
+        if position - 1 in kept:
+            meta = placeholders[position - 1].meta
+            values.append(kept_entry(writer, {}, entry, node.inputs, position, meta))
+            stand_ins.append(Node(f"entry{position - 1}", None, (), (), ScalarMeta(int)))
+            continue
         if not isinstance(value, Node):
             stand_ins.append(value)
             continue
@@ -71,7 +80,6 @@ def scalar_while_function(node: Node, name: str) -> LoopFunction:
     outer = Node(node.name, node.op, tuple(stand_ins), node.params, node.meta)
     env = dict(zip([s for s in stand_ins if isinstance(s, Node)], values, strict=True))
     pred = writer.operand(env, outer.inputs[0])
-    initial = [_initial(value) for value in outer.inputs[1 : 1 + carried]]
     enter = int(params["enter_if"])
     empty = [
         f"    if ((!!({pred.text})) != {enter}) {{",
@@ -96,6 +104,11 @@ def scalar_while_function(node: Node, name: str) -> LoopFunction:
         _box(final, out, placeholders[k], outer.inputs[1 + k], env)
         for k, (final, out) in enumerate(zip(finals.values, outputs[:carried], strict=True))
     ]
+    for k in kept:
+        # The entry object itself where no branch assigned the local (eager's Python float).
+        flag = finals.values[k].kept
+        assert flag is not None
+        boxes[k] = f"({flag.flag} ? {initial[k]} : {boxes[k]})"
     names = [placeholder.name for placeholder in placeholders[:carried]]
     checks = ran_flag_outcomes(writer, node, names, boxes, initial)
     source = _function(writer, name, entry, empty, boxes, carried, checks)
