@@ -17,13 +17,16 @@ correct for any strides.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numpile_capture import contiguous_strides, k_order_axes
 
 from ..index import coefficient, free_symbols, is_integer, loop_var, replace_symbols
-from ..loop_ir import Buffer, Store, loads_of
-from ..scheduler import FusedKernel
+from ..loop_ir import Buffer, ReductionStore, Store, loads_of
+
+if TYPE_CHECKING:
+    # Annotation only: the scheduler imports the lowering, which orders reductions here.
+    from ..scheduler import FusedKernel
 
 # NOTE: a symbolic stride (a product of size symbols) is ranked at this value for every
 # size symbol: sizes 0 and 1 are specialized, so a symbol stands for a size of at least 2,
@@ -91,3 +94,61 @@ def _rank(stride: Any) -> int | None:
         return stride
     hinted = replace_symbols(stride, dict.fromkeys(free_symbols(stride), _SIZE_HINT))
     return int(hinted) if is_integer(hinted) else None
+
+
+def reduction_order(
+    shape: tuple[Any, ...], strides: tuple[Any, ...], axes: tuple[int, ...], *, keepdims: bool
+) -> tuple[Any, ...]:
+    """The loop variables of a reduction over `axes` of an array of `shape` and `strides`
+    (the layout NumPy reduces), outermost first, in the order NumPy's iterator walks it
+    (`k_order_axes`; axes of one element outermost, as NumPy coalesces them away). A
+    reduced axis is `r<k>` (its rank among `axes`), a kept one `x<d>` (its result axis);
+    with keepdims a reduced axis's size-1 `x<d>` goes just outside its `r<k>`.
+
+    >>> reduction_order((5, 6), (1, 5), (1,), keepdims=False)  # Fortran order
+    (r0, x0)
+    >>> reduction_order((5, 6), (6, 1), (1,), keepdims=False)  # C order
+    (x0, r0)
+    """
+    ndim = len(shape)
+    ranks = [_rank(stride) for stride in strides]
+    if any(rank is None for rank in ranks):
+        order = tuple(range(ndim))
+    else:
+        row = tuple(
+            0 if size == 1 else int(rank or 0) for size, rank in zip(shape, ranks, strict=True)
+        )
+        order = k_order_axes([row], ndim)
+    order = tuple(a for a in order if shape[a] == 1) + tuple(a for a in order if shape[a] != 1)
+    kept = [d for d in range(ndim) if d not in axes]
+    result: list[Any] = []
+    for d in order:
+        if d in axes:
+            if keepdims:
+                result.append(loop_var(d))
+            result.append(loop_var(axes.index(d), "r"))
+        else:
+            result.append(loop_var(d if keepdims else kept.index(d)))
+    return tuple(result)
+
+
+def reduction_loops(fused: FusedKernel) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The kept dims and the reduced dims of reduction kernel `fused`, each outermost
+    first, in the order of its stores' `ReductionStore.order` (the kept ones in C order,
+    then the reduced ones in order, where a store gives none).
+
+    >>> reduction_loops(column_sums_of_fortran_input)  # doctest: +SKIP
+    ((0,), (0,))
+    """
+    ndim, rdim = len(fused.ranges), len(fused.reduction_ranges)
+    order: tuple[Any, ...] = ()
+    for store in fused.stores:
+        if isinstance(store, ReductionStore) and store.order:
+            order = store.order
+            break
+    names = [str(var) for var in order]
+    kept = [int(name[1:]) for name in names if name.startswith("x")]
+    reduced = [int(name[1:]) for name in names if name.startswith("r")]
+    if sorted(kept) != list(range(ndim)) or sorted(reduced) != list(range(rdim)):
+        return tuple(range(ndim)), tuple(range(rdim))
+    return tuple(kept), tuple(reduced)

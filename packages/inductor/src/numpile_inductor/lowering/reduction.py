@@ -24,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from numpile_capture import ArrayMeta, Node
+from numpile_capture import ArrayMeta, Node, contiguous_strides
 
 from ..codegen.common import kernel_dtype
+from ..codegen.memory_order import reduction_order
 from ..index import loop_var
 from ..loop_ir import Load, ReductionStore
 from .context import (
@@ -76,9 +77,12 @@ def reduce_value(
     name: str,
     divisor: float | None = None,
     layout: tuple[Any, ...] | None = None,
+    source: ArrayMeta | None = None,
 ) -> Lowered:
     """A realized reduction of `value` over `axes`, accumulated in `dtype`, into a buffer
-    laid out by `layout` (dense strides; None: C order).
+    laid out by `layout` (dense strides; None: C order). `source` is the array NumPy
+    reduces (its layout fixes the order of the additions, `reduction_order`; None: a
+    C-ordered one).
 
     >>> reduce_value(ctx, v, axes=(1,), keepdims=False, reduction_type="sum",
     ...              dtype=np.dtype("float64"), name="v3")  # doctest: +SKIP
@@ -113,11 +117,21 @@ def reduce_value(
     else:
         element = cast(element, dtype)
     buffer = ctx.new_buffer(name, shape, dtype, "kernel", layout=layout)
-    store = ReductionStore(buffer, xs, reduction_type, element, dtype, divisor)
+    strides = contiguous_strides(in_shape)
+    if source is not None and source.strides is not None and len(source.strides) == len(in_shape):
+        strides = tuple(source.strides)
+    order = reduction_order(in_shape, strides, axes, keepdims=keepdims)
+    store = ReductionStore(buffer, xs, reduction_type, element, dtype, divisor, order)
     ctx.add_kernel(shape, reduction_ranges, (store,), (name,))
     result = Lowered(shape, dtype, lambda idx: Load(buffer, idx, dtype), buffer=buffer)
     result.pure_view = True
     return result
+
+
+def reduced_meta(node: Node) -> ArrayMeta | None:
+    # The meta of the array a reduction node reduces (its layout is NumPy's).
+    meta = node.inputs[0].meta if node.inputs and isinstance(node.inputs[0], Node) else None
+    return meta if isinstance(meta, ArrayMeta) else None
 
 
 def reduction_input(ctx: LoweringContext, node: Node) -> Lowered:
@@ -147,6 +161,7 @@ def _lower_reduction(ctx: LoweringContext, node: Node) -> Lowered:
         dtype=dtype,
         name=node.name,
         layout=node_layout(node, out_shape(node)),
+        source=reduced_meta(node),
     )
     if lowered.shape != out_shape(node):
         raise CannotLower("reduction shape")
