@@ -152,3 +152,25 @@ def reduction_loops(fused: FusedKernel) -> tuple[tuple[int, ...], tuple[int, ...
     if sorted(kept) != list(range(ndim)) or sorted(reduced) != list(range(rdim)):
         return tuple(range(ndim)), tuple(range(rdim))
     return tuple(kept), tuple(reduced)
+
+
+def allocation_axes(
+    shape: tuple[Any, ...], strides: tuple[Any, ...] | None
+) -> tuple[int, ...] | None:
+    """The axes of a dense layout `strides` of `shape`, outermost first, for allocating it
+    as a C-ordered array of the permuted shape, transposed back (any array library); None
+    for C order or strides that cannot be ranked. A size-1 axis goes inside the axis whose
+    stride it shares, which keeps its stride.
+
+    >>> allocation_axes((3, 4), (1, 3)), allocation_axes((3, 4), (4, 1))
+    ((1, 0), None)
+    >>> allocation_axes((4, 1, 6), (1, 4, 4))  # a keepdims sum of a Fortran-order array
+    (2, 1, 0)
+    """
+    if strides is None or tuple(strides) == tuple(contiguous_strides(shape)):
+        return None
+    ranks = [_rank(stride) for stride in strides]
+    if any(rank is None for rank in ranks):
+        return None
+    keys = {d: (-int(ranks[d] or 0), shape[d] == 1, d) for d in range(len(shape))}
+    return tuple(sorted(range(len(shape)), key=keys.__getitem__))
