@@ -112,9 +112,9 @@ def test_reductions_have_eagers_layouts_and_bits(layout: str) -> None:
         "transposed": np.ascontiguousarray(block.transpose(2, 0, 1)).transpose(1, 2, 0),
         "reversed": block[::-1, :, ::-1],
         "fortran_reversed": np.asfortranarray(block)[:, ::-1],
-        "transposed_reversed": np.ascontiguousarray(block.transpose(1, 2, 0)).transpose(
-            2, 0, 1
-        )[:, ::-1],
+        "transposed_reversed": np.ascontiguousarray(block.transpose(1, 2, 0)).transpose(2, 0, 1)[
+            :, ::-1
+        ],
     }[layout]
     compiled = numpile.compile(reductions)
     compiled(a)
