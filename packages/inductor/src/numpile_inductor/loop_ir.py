@@ -170,7 +170,7 @@ class ReductionStore:
     `reduction_type` is one of sum, prod, max, min, any, all; `divisor`, when
     set, divides the result (mean): in float64 for float32 as NumPy does. `order` holds
     the loop variables (kept `x*` and reduced `r*`), outermost first, in the order NumPy
-    walks the array it reduces (its memory order, `codegen/memory_order.py`); empty:
+    walks the array it reduces (its memory order, `lowering.reduction.reduction_order`); empty:
     the kept ones, then the reduced ones. It fixes the order of the additions: the
     innermost reduced variable is summed pairwise where it is innermost of all, and
     every reduced variable adds in order where a kept one is (`accumulates_columns`).
@@ -359,9 +359,9 @@ def dense_strides(shape: tuple[Any, ...], strides: tuple[Any, ...]) -> tuple[Any
     result = list(contiguous_strides(shape))
     step: Any = 1
     while True:
-        for axis in [d for d in ones if strides[d] == step]:
-            result[axis] = step
-            ones.remove(axis)
+        for one in [d for d in ones if strides[d] == step]:
+            result[one] = step
+            ones.remove(one)
         if not rest:
             return tuple(result)
         axis = next((d for d in rest if strides[d] == step), None)

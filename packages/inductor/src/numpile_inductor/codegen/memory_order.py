@@ -10,6 +10,11 @@ order where they disagree or tie. C-contiguous operands keep C order. A layout i
 choice of speed only: the kernel reads its strides at run time, so any order stays
 correct for any strides.
 
+A reduction kernel's loops follow its stores' order instead (`reduction_loops`: NumPy's
+order of the additions, `ReductionStore.order`), and a kernel buffer allocated by a runner
+takes its node's layout (`allocation_axes`: a C-ordered array of the permuted shape,
+transposed back).
+
     >>> memory_order(fused, buffers)  # doctest: +SKIP
     (1, 0)
 """
@@ -21,17 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 from numpile_capture import contiguous_strides, k_order_axes
 
-from ..index import coefficient, free_symbols, is_integer, loop_var, replace_symbols
+from ..index import coefficient, is_integer, loop_var, stride_rank
 from ..loop_ir import Buffer, ReductionStore, Store, loads_of
 
 if TYPE_CHECKING:
-    # Annotation only: the scheduler imports the lowering, which orders reductions here.
+    # Annotation only: the scheduler imports the lowering.
     from ..scheduler import FusedKernel
-
-# NOTE: a symbolic stride (a product of size symbols) is ranked at this value for every
-# size symbol: sizes 0 and 1 are specialized, so a symbol stands for a size of at least 2,
-# and only the order of the strides matters.
-_SIZE_HINT = 4096
 
 
 def memory_order(fused: FusedKernel, buffers: Mapping[str, Buffer]) -> tuple[int, ...]:
@@ -71,7 +71,7 @@ def _append_steps(
         strides = tuple(contiguous_strides(buf.shape))
     if strides is None or len(strides) != len(index):
         return
-    ranks = [_rank(stride) for stride in strides]
+    ranks = [stride_rank(stride) for stride in strides]
     row: list[int] = []
     for axis in range(ndim):
         var = loop_var(axis)
@@ -86,50 +86,6 @@ def _append_steps(
                 step += int(moves) * rank
         row.append(step)
     steps.append(tuple(row))
-
-
-def _rank(stride: Any) -> int | None:
-    # An int standing for `stride` in comparisons with the others (see _SIZE_HINT).
-    if isinstance(stride, int):
-        return stride
-    hinted = replace_symbols(stride, dict.fromkeys(free_symbols(stride), _SIZE_HINT))
-    return int(hinted) if is_integer(hinted) else None
-
-
-def reduction_order(
-    shape: tuple[Any, ...], strides: tuple[Any, ...], axes: tuple[int, ...], *, keepdims: bool
-) -> tuple[Any, ...]:
-    """The loop variables of a reduction over `axes` of an array of `shape` and `strides`
-    (the layout NumPy reduces), outermost first, in the order NumPy's iterator walks it
-    (`k_order_axes`; axes of one element outermost, as NumPy coalesces them away). A
-    reduced axis is `r<k>` (its rank among `axes`), a kept one `x<d>` (its result axis);
-    with keepdims a reduced axis's size-1 `x<d>` goes just outside its `r<k>`.
-
-    >>> reduction_order((5, 6), (1, 5), (1,), keepdims=False)  # Fortran order
-    (r0, x0)
-    >>> reduction_order((5, 6), (6, 1), (1,), keepdims=False)  # C order
-    (x0, r0)
-    """
-    ndim = len(shape)
-    ranks = [_rank(stride) for stride in strides]
-    if any(rank is None for rank in ranks):
-        order = tuple(range(ndim))
-    else:
-        row = tuple(
-            0 if size == 1 else int(rank or 0) for size, rank in zip(shape, ranks, strict=True)
-        )
-        order = k_order_axes([row], ndim)
-    order = tuple(a for a in order if shape[a] == 1) + tuple(a for a in order if shape[a] != 1)
-    kept = [d for d in range(ndim) if d not in axes]
-    result: list[Any] = []
-    for d in order:
-        if d in axes:
-            if keepdims:
-                result.append(loop_var(d))
-            result.append(loop_var(axes.index(d), "r"))
-        else:
-            result.append(loop_var(d if keepdims else kept.index(d)))
-    return tuple(result)
 
 
 def reduction_loops(fused: FusedKernel) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -169,7 +125,7 @@ def allocation_axes(
     """
     if strides is None or tuple(strides) == tuple(contiguous_strides(shape)):
         return None
-    ranks = [_rank(stride) for stride in strides]
+    ranks = [stride_rank(stride) for stride in strides]
     if any(rank is None for rank in ranks):
         return None
     keys = {d: (-int(ranks[d] or 0), shape[d] == 1, d) for d in range(len(shape))}

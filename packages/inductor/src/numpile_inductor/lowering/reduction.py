@@ -24,11 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from numpile_capture import ArrayMeta, Node, contiguous_strides
+from numpile_capture import ArrayMeta, Node, contiguous_strides, k_order_axes
 
 from ..codegen.common import kernel_dtype
-from ..codegen.memory_order import reduction_order
-from ..index import loop_var
+from ..index import loop_var, stride_rank
 from ..loop_ir import Load, ReductionStore
 from .context import (
     CannotLower,
@@ -64,6 +63,42 @@ def reduction_axes(node: Node, ndim: int) -> tuple[int, ...]:
     if isinstance(axis, int):
         axis = (axis,)
     return tuple(sorted({int(a) % ndim if ndim else 0 for a in axis}))
+
+
+def reduction_order(
+    shape: tuple[Any, ...], strides: tuple[Any, ...], axes: tuple[int, ...], *, keepdims: bool
+) -> tuple[Any, ...]:
+    """The loop variables of a reduction over `axes` of an array of `shape` and `strides`
+    (the layout NumPy reduces), outermost first, in the order NumPy's iterator walks it
+    (`k_order_axes`; axes of one element outermost, as NumPy coalesces them away). A
+    reduced axis is `r<k>` (its rank among `axes`), a kept one `x<d>` (its result axis);
+    with keepdims a reduced axis's size-1 `x<d>` goes just outside its `r<k>`.
+
+    >>> reduction_order((5, 6), (1, 5), (1,), keepdims=False)  # Fortran order
+    (r0, x0)
+    >>> reduction_order((5, 6), (6, 1), (1,), keepdims=False)  # C order
+    (x0, r0)
+    """
+    ndim = len(shape)
+    ranks = [stride_rank(stride) for stride in strides]
+    if any(rank is None for rank in ranks):
+        order = tuple(range(ndim))
+    else:
+        row = tuple(
+            0 if size == 1 else int(rank or 0) for size, rank in zip(shape, ranks, strict=True)
+        )
+        order = k_order_axes([row], ndim)
+    order = tuple(a for a in order if shape[a] == 1) + tuple(a for a in order if shape[a] != 1)
+    kept = [d for d in range(ndim) if d not in axes]
+    result: list[Any] = []
+    for d in order:
+        if d in axes:
+            if keepdims:
+                result.append(loop_var(d))
+            result.append(loop_var(axes.index(d), "r"))
+        else:
+            result.append(loop_var(d if keepdims else kept.index(d)))
+    return tuple(result)
 
 
 def reduce_value(

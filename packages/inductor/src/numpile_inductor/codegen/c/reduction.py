@@ -442,9 +442,8 @@ def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
     # The columns are the innermost kept dim in memory order; the other kept dims and the
     # reduced ones loop in that order too (NumPy's order of the additions).
     kept, reduced = reduction_loops(fused)
-    column = kept[-1]
-    last = loop_var(column)
-    size = names[column]
+    last = loop_var(kept[-1])
+    size = names[kept[-1]]
     rnames = names[ndim:]
     # One block of columns per thread (at most _COLUMN_BYTES of accumulators), so each
     # thread streams long contiguous runs of every row rather than page-sized pieces.
