@@ -269,7 +269,10 @@ def _nest_of(ctx: KernelContext) -> Nest:
     if not ctx.fused.is_reduction:
         return _pointwise_nest
     columns = any(getattr(store, "accumulates_columns", False) for store in ctx.fused.stores)
-    return outer_reduction_nest if columns else reduction_nest
+    # An empty reduced axis (sizes 0 are static) has no rows to set the columns up: the row
+    # nest stores the identity.
+    empty = any(size == 0 for size in ctx.fused.reduction_ranges)
+    return outer_reduction_nest if columns and not empty else reduction_nest
 
 
 def _pointwise_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
