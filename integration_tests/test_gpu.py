@@ -103,6 +103,28 @@ def test_rows_of_a_run_time_length_launch_persistent_or_looped_per_call(fn: Any)
         np.testing.assert_allclose(out.get(), want, rtol=1e-4, atol=1e-6)
 
 
+def scaled_and_summed(a: Any) -> Any:
+    return a * 2.0 + 1.0, a.sum(axis=1), a.sum(axis=2, keepdims=True)
+
+
+@pytest.mark.parametrize("layout", ["fortran", "transposed"])
+def test_outputs_on_the_gpu_have_numpys_layout(layout: str) -> None:
+    # Kernel outputs are allocated with their node's strides (order='K', as NumPy lays them
+    # out for the same layout of input): Fortran in, Fortran out.
+    cupy = _cupy()
+    block = _RNG.standard_normal((48, 40, 56))
+    device = cupy.asarray(block)
+    if layout == "fortran":
+        host, device = np.asfortranarray(block), cupy.asfortranarray(device)
+    else:
+        host, device = block.transpose(1, 2, 0), device.transpose(1, 2, 0)
+    compiled = numpile.compile(scaled_and_summed, fullgraph=True)
+    got = compiled(device)
+    for g, w in zip(got, scaled_and_summed(host), strict=True):
+        assert isinstance(g, cupy.ndarray) and g.strides == w.strides, (g.strides, w.strides)
+        np.testing.assert_allclose(cupy.asnumpy(g), w, rtol=1e-12)
+
+
 def test_kernels_run_on_cupys_current_stream() -> None:
     cupy = _cupy()
     a, b = cupy.asarray(_f32(1 << 22)), cupy.asarray(_f32(1 << 22))

@@ -64,15 +64,37 @@ def test_elementwise_layout_is_numpys(arrays: list[np.ndarray[Any, Any]]) -> Non
     assert _same_layout(meta, expected), (meta, expected.strides)
 
 
-@settings(max_examples=60, deadline=None)
+def _exact_strides(meta: ArrayMeta, array: np.ndarray[Any, Any]) -> bool:
+    # Strides in elements, the strides of size-1 axes included (keepdims places them).
+    return tuple(_strides(meta)) == tuple(s // array.itemsize for s in array.strides)
+
+
+@settings(max_examples=80, deadline=None)
 @given(_operands(), st.data())
 def test_reduction_layout_is_numpys(arrays: list[np.ndarray[Any, Any]], data: Any) -> None:
+    # The strides exactly, a reduced axis kept by keepdims in its place in memory; sum
+    # over one or two axes, argmax (C order whatever the input), cumsum (the input's order).
     x = arrays[0]
-    axis = data.draw(st.integers(0, x.ndim - 1))
+    axes = tuple(sorted(set(data.draw(st.lists(st.integers(0, x.ndim - 1), min_size=1)))))
     keepdims = data.draw(st.booleans())
-    expected = np.sum(x, axis=axis, keepdims=keepdims)
-    meta = get_op("sum").meta(meta_of(x), axis=(axis,), keepdims=keepdims)
-    assert _same_layout(meta, expected), (meta, expected.strides)
+    expected = np.sum(x, axis=axes, keepdims=keepdims)
+    if expected.ndim:
+        meta = get_op("sum").meta(meta_of(x), axis=axes, keepdims=keepdims)
+        assert _exact_strides(meta, expected), (meta, expected.strides)
+    expected = np.argmax(x, axis=axes[0], keepdims=keepdims)
+    meta = get_op("argmax").meta(meta_of(x), axis=axes[0], keepdims=keepdims)
+    assert _exact_strides(meta, expected), (meta, expected.strides)
+    expected = np.cumsum(x, axis=axes[0])
+    meta = get_op("cumsum").meta(meta_of(x), axis=axes[0])
+    assert _exact_strides(meta, expected), (meta, expected.strides)
+
+
+def test_keepdims_places_the_reduced_axis_in_memory_order() -> None:
+    # A Fortran-order sum over axis 1 with keepdims: (4, 1, 6) strides (1, 4, 4) as NumPy's,
+    # not the (1, 6, 4) of a C-placed size-1 axis.
+    fortran = ArrayMeta((4, 5, 6), "float64", (1, 4, 20))
+    assert get_op("sum").meta(fortran, axis=(1,), keepdims=True).strides == (1, 4, 4)
+    assert get_op("sum").meta(fortran, axis=(0, 2), keepdims=True).strides == (1, 1, 5)
 
 
 def test_fortran_and_transposed_inputs_give_fortran_results() -> None:

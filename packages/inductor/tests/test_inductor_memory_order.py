@@ -109,3 +109,45 @@ def test_an_intermediate_is_laid_out_as_numpy_lays_its_node_out() -> None:
     assert _outer_loop(compiled.source, "kernel0") == "x1"
     assert _outer_loop(compiled.source, "kernel2") == "x1"
     _same_as_numpy(compiled.fn(a), run_graph(graph, [a]))
+
+
+def _bits_equal(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> bool:
+    same = np.ascontiguousarray(got).view(np.uint8) == np.ascontiguousarray(want).view(np.uint8)
+    return bool(same.all()) and got.strides == want.strides
+
+
+def test_reductions_add_in_numpys_order_of_the_reduced_array() -> None:
+    # A Fortran-order (37, 60, 45) block: NumPy walks axis 0 innermost. Summed over axis 2
+    # or 1, a kept axis is innermost: NumPy adds the reduced elements one by one per
+    # output element, so the kernel accumulates columns (x0 the column loop) in that
+    # order, bit for bit. Summed over axis 0, the reduced axis is innermost: a pairwise
+    # row over unit stride, the kept loops in memory order (x1 outermost).
+    a = np.asfortranarray(_block((37, 60, 45)))
+    graph = Graph()
+    x = graph.placeholder("in0", meta_of(a))
+    sums = [graph.call(get_op("sum"), x, axis=(axis,)) for axis in (2, 1, 0)]
+    graph.output = tuple(sums)
+    compiled = compile_graph(graph)
+    source = compiled.source
+    for kernel in ("kernel0", "kernel1"):
+        body = source[source.index(f"static int {kernel}(") :]
+        assert "for (int64_t x0 = xb; x0 < xe; x0++)" in body[: body.index("return np_fp")]
+    assert _outer_loop(source, "kernel2") == "x1"
+    for got, want in zip(compiled.fn(a), run_graph(graph, [a]), strict=True):
+        assert _bits_equal(got, want)
+
+
+def test_column_reductions_form_no_row_group() -> None:
+    # x - x.max(axis=1, keepdims=True) over a Fortran-order array: NumPy adds each row's
+    # sum column by column, which a row group (one row per thread) cannot: the kernels stay
+    # apart, and the sums keep NumPy's bits.
+    a = np.asfortranarray(_block((40, 90)))
+    graph = Graph()
+    x = graph.placeholder("in0", meta_of(a))
+    peak = graph.call(get_op("max"), x, axis=(1,), keepdims=True)
+    shifted = graph.call(get_op("subtract"), x, peak)
+    squares = graph.call(get_op("multiply"), shifted, shifted)
+    graph.output = graph.call(get_op("sum"), squares, axis=(1,))
+    compiled = compile_graph(graph)
+    assert "part0" not in compiled.source
+    assert _bits_equal(compiled.fn(a), run_graph(graph, [a]))

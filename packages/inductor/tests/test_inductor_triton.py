@@ -325,6 +325,39 @@ def test_outer_reductions_tile_along_the_contiguous_kept_axis(order: str) -> Non
     _close(compiled.fn(x), run_graph(graph, [x]), x.shape[axis])
 
 
+@pytest.mark.parametrize("layout", ["fortran", "transposed", "C"])
+def test_outputs_keep_numpys_layout_and_lanes_walk_memory_order(layout: str) -> None:
+    # The runner allocates kernel buffers in their node's layout (order='K': a Fortran or
+    # transposed input's element-wise result and reductions, a keepdims axis in its place
+    # in memory), and a pointwise kernel's fastest lane variable is the innermost axis in
+    # memory: x0 for Fortran order, x1 for the transpose (7, 5, 6) -> (5, 6, 7).
+    block = _RNG.normal(size=(7, 5, 6))
+    x = {
+        "fortran": np.asfortranarray(block.transpose(1, 2, 0)),
+        "transposed": block.transpose(1, 2, 0),
+        "C": np.ascontiguousarray(block.transpose(1, 2, 0)),
+    }[layout]
+
+    def build(g: Graph, a: Any) -> Any:
+        scaled = _op(g, "add", _op(g, "multiply", a, 2.0), 1.0)
+        return (
+            scaled,
+            _op(g, "sum", a, axis=(1,)),
+            _op(g, "sum", scaled, axis=(0,), keepdims=True),
+        )
+
+    graph = _graph([x], build)
+    compiled = compile_triton(graph)
+    assert compiled.module is not None
+    got, want = compiled.fn(x), run_graph(graph, [x])
+    for g, w in zip(got, want, strict=True):
+        _close(g, w, 7)
+        assert g.strides == w.strides
+    fastest = {"fortran": "x0", "transposed": "x1", "C": "x2"}[layout]
+    pointwise = [k for k in compiled.module.kernels if not k.is_reduction]
+    assert f"{fastest} = xindex % (" in pointwise[0].source
+
+
 def test_matmul_runs_as_an_extern_call_with_a_fused_epilogue() -> None:
     x = _RNG.normal(size=(16, 32)).astype(np.float32)
     w = _RNG.normal(size=(32, 24)).astype(np.float32)

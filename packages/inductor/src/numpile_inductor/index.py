@@ -46,9 +46,15 @@ __all__ = [
     "loop_var",
     "replace_symbols",
     "size_symbol",
+    "stride_rank",
     "strided_offset",
     "unflatten_index",
 ]
+
+# NOTE: a symbolic stride (a product of size symbols) is ranked at this value for every
+# size symbol: sizes 0 and 1 are specialized, so a symbol stands for a size of at least 2,
+# and only the order of the strides matters.
+_SIZE_HINT = 4096
 
 # NOTE: memoized so every kernel shares the same symbol objects.
 _LOOP_VARS: dict[str, sympy.Symbol] = {}
@@ -358,3 +364,17 @@ def _split(flat: Any, step: int, size: int, *, is_outer: bool) -> Any:
     if is_outer:
         return sympy_index.FloorDiv(flat, step)
     return sympy_index.ModularIndexing(flat, step, size)
+
+
+def stride_rank(stride: Any) -> int | None:
+    """An int standing for element stride `stride` in comparisons with the others of one
+    array: itself, or a symbolic stride with every size symbol at one large size (their
+    order is what matters); None where it is no integer.
+
+    >>> stride_rank(3)
+    3
+    """
+    if isinstance(stride, int):
+        return stride
+    hinted = replace_symbols(stride, dict.fromkeys(free_symbols(stride), _SIZE_HINT))
+    return int(hinted) if is_integer(hinted) else None

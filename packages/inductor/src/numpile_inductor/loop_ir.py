@@ -168,7 +168,12 @@ class ReductionStore:
     """`buffer[index] = reduce(reduction_type, value over r*)`, accumulated in `dtype`.
 
     `reduction_type` is one of sum, prod, max, min, any, all; `divisor`, when
-    set, divides the result (mean): in float64 for float32 as NumPy does.
+    set, divides the result (mean): in float64 for float32 as NumPy does. `order` holds
+    the loop variables (kept `x*` and reduced `r*`), outermost first, in the order NumPy
+    walks the array it reduces (its memory order, `lowering.reduction.reduction_order`); empty:
+    the kept ones, then the reduced ones. It fixes the order of the additions: the
+    innermost reduced variable is summed pairwise where it is innermost of all, and
+    every reduced variable adds in order where a kept one is (`accumulates_columns`).
     """
 
     buffer: str
@@ -177,6 +182,13 @@ class ReductionStore:
     value: Expr
     dtype: np.dtype[Any]
     divisor: float | None = None
+    order: tuple[Any, ...] = ()
+
+    @property
+    def accumulates_columns(self) -> bool:
+        """Whether NumPy walks a kept axis innermost: each output element then adds its
+        reduced elements one by one, in `order` (no pairwise sum)."""
+        return bool(self.order) and str(self.order[-1]).startswith("x")
 
     def __str__(self) -> str:
         idx = ", ".join(str(i) for i in self.index)
@@ -333,20 +345,28 @@ class Buffer:
 
 def dense_strides(shape: tuple[Any, ...], strides: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """`strides` where they lay `shape` out densely (each axis steps over the ones inside
-    it, from the axis of stride 1 out: Fortran order, a transpose), size-1 axes given C's
-    stride; None otherwise. Strides may be ints or products of size symbols.
+    it, from the axis of stride 1 out: Fortran order, a transpose), None otherwise. A
+    size-1 axis keeps its stride where that places it among the others (NumPy's keepdims
+    results), else takes C's. Strides may be ints or products of size symbols.
 
     >>> dense_strides((2, 3), (1, 2)), dense_strides((2, 3), (1, 4))
     ((1, 2), None)
+    >>> dense_strides((2, 1, 3), (1, 2, 2))  # a Fortran-order sum over axis 1, keepdims
+    (1, 2, 2)
     """
     rest = [d for d, size in enumerate(shape) if size != 1]
+    ones = [d for d, size in enumerate(shape) if size == 1]
     result = list(contiguous_strides(shape))
     step: Any = 1
-    while rest:
+    while True:
+        for one in [d for d in ones if strides[d] == step]:
+            result[one] = step
+            ones.remove(one)
+        if not rest:
+            return tuple(result)
         axis = next((d for d in rest if strides[d] == step), None)
         if axis is None:
             return None
         result[axis] = step
         step = step * shape[axis]
         rest.remove(axis)
-    return tuple(result)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import Any
 
 import attrs
 
@@ -177,6 +178,8 @@ def schedule(
                 continue
             if sum(len(k.stores) for k in group) + len(step.stores) > _MAX_FUSED_STORES:
                 continue
+            if _addition_order(head) != _addition_order(step):
+                continue
             reads_group = any(writer.get(n) == position for n in reads)
             if reads_group and (step.is_reduction or not _reads_at_store_index(step, group)):
                 continue
@@ -237,10 +240,21 @@ def _finish(
 _MAX_SCRATCH_BYTES = 65536
 
 
+def _addition_order(kernel: Kernel) -> tuple[Any, ...]:
+    # The loop order a reduction kernel adds in (`ReductionStore.order`): reductions fuse
+    # only where they add in the same order, each as NumPy does.
+    orders = [store.order for store in kernel.stores if isinstance(store, ReductionStore)]
+    return orders[0] if orders else ()
+
+
 def _row_prefix(step: FusedKernel | ExternCall) -> tuple[int, ...]:
     if not isinstance(step, FusedKernel) or step.parts or step.is_scatter:
         return ()
     if step.is_reduction and len(step.ranges) == 0:
+        return ()
+    # A reduction NumPy adds column by column (a kept axis innermost in memory: a
+    # Fortran-order row sum) is no row's work: its kernel accumulates whole columns.
+    if any(isinstance(s, ReductionStore) and s.accumulates_columns for s in step.stores):
         return ()
     return step.ranges
 

@@ -472,35 +472,57 @@ def elementwise_strides(shape: tuple[Any, ...], *inputs: Any) -> tuple[Any, ...]
     or None where that layout is C-contiguous (or the capture's facts cannot order the
     inputs' symbolic strides: `{1, s0}` orders, `{s0, s1}` does not).
 
-    The result's axes are in the order NumPy's iterator gives them (`k_order_axes`: a
-    broadcast or size-1 axis of an input moves nothing; C order wins ties and
-    disagreements between inputs). The result is dense and its strides positive whatever
-    the inputs' signs. Non-array inputs take no part.
+    The result's axes are in the order NumPy's iterator gives them (`elementwise_axes`).
+    The result is dense and its strides positive whatever the inputs' signs.
 
     >>> elementwise_strides((3, 4), ArrayMeta((3, 4), "float64", (1, 3)))  # Fortran order
     (1, 3)
     >>> elementwise_strides((3, 4), ArrayMeta((3, 4), "float64", (-4, 1))) is None  # rows reversed
     True
     """
+    if len(shape) < 2 or any(isinstance(d, int) and d <= 0 for d in shape):
+        return None
+    axes = elementwise_axes(shape, *inputs)
+    if axes is None:
+        return None
+    strides = dense_strides_in(shape, axes)
+    return None if strides == contiguous_strides(shape) else strides
+
+
+def elementwise_axes(shape: tuple[Any, ...], *inputs: Any) -> tuple[int, ...] | None:
+    """The axes of an iteration of `shape` over `inputs`, outermost first, as NumPy's
+    iterator orders them (`k_order_axes`: a broadcast or size-1 axis of an input moves
+    nothing; C order wins ties and disagreements between inputs), or None where the
+    capture's facts cannot order the inputs' symbolic strides. Non-array inputs take no
+    part.
+
+    >>> elementwise_axes((3, 4, 5), ArrayMeta((3, 4, 5), "float64", (20, 1, 4)))
+    (0, 2, 1)
+    """
     arrays = [m for m in inputs if isinstance(m, ArrayMeta)]
     ndim = len(shape)
-    if ndim < 2 or any(isinstance(d, int) and d <= 0 for d in shape):
-        return None
     rows: list[tuple[Any, ...]] = []
     for meta in arrays:
         strides = (0,) * (ndim - meta.ndim) + tuple(strides_of(meta))
         sizes = (1,) * (ndim - meta.ndim) + tuple(meta.shape)
         rows.append(tuple(0 if size == 1 else s for size, s in zip(sizes, strides, strict=True)))
     table = _stride_ranks(rows)
-    if table is None:
-        return None
-    result: list[Any] = [0] * ndim
+    return None if table is None else k_order_axes(table, ndim)
+
+
+def dense_strides_in(shape: tuple[Any, ...], axes: tuple[int, ...]) -> tuple[Any, ...]:
+    """Element strides of a dense array of `shape` whose axes lie in memory in the order
+    `axes` (outermost first).
+
+    >>> dense_strides_in((2, 3, 4), (2, 0, 1))
+    (3, 1, 6)
+    """
+    result: list[Any] = [0] * len(shape)
     step: Any = 1
-    for axis in reversed(k_order_axes(table, ndim)):
+    for axis in reversed(axes):
         result[axis] = step
         step *= shape[axis]
-    strides = tuple(result)
-    return None if strides == contiguous_strides(shape) else strides
+    return tuple(result)
 
 
 def _stride_ranks(rows: list[tuple[Any, ...]]) -> list[tuple[int, ...]] | None:

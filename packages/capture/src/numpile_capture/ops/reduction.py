@@ -22,15 +22,16 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..meta import ArrayMeta
+from ..meta import ArrayMeta, contiguous_strides
 from ..op import Op, OpKind, register_op
 from ._probes import is_static_shape, result_dtype, shaped_probe
 from ._shapes import (
+    dense_strides_in,
+    elementwise_axes,
     elementwise_strides,
     normalize_axes,
     normalize_axis,
     reduced_shape,
-    strides_of,
 )
 
 
@@ -108,14 +109,19 @@ def _call_kwargs(info: ReductionInfo, dtype: Any, ddof: Any, initial: Any) -> di
 def _kept_axes_strides(
     x: ArrayMeta, axes: tuple[int, ...], shape: tuple[Any, ...]
 ) -> tuple[Any, ...] | None:
-    # NumPy lays a reduction's result out in the order of the input's kept axes (order='K':
-    # the sum over axis 0 of a Fortran-order 3-d array is Fortran-ordered); a kept size-1
-    # axis (keepdims) strides nothing.
+    # NumPy lays a reduction's result out in the memory order of the input's axes
+    # (order='K': the sum over axis 0 of a Fortran-order 3-d array is Fortran-ordered),
+    # the reduced ones dropped or, with keepdims, kept in their place as size-1 axes.
+    if len(shape) < 2:
+        return None
+    order = elementwise_axes(x.shape, x)
+    if order is None:
+        return None
     if len(shape) != x.ndim:
-        kept = [s for a, s in enumerate(strides_of(x)) if a not in axes]
-    else:
-        kept = [0 if a in axes else s for a, s in enumerate(strides_of(x))]
-    return elementwise_strides(shape, ArrayMeta(shape, x.dtype, tuple(kept)))
+        kept = [a for a in range(x.ndim) if a not in axes]
+        order = tuple(kept.index(a) for a in order if a in kept)
+    strides = dense_strides_in(shape, order)
+    return None if strides == contiguous_strides(shape) else strides
 
 
 @functools.lru_cache(maxsize=4096)
@@ -157,7 +163,9 @@ def _reduction_meta(name: str, info: ReductionInfo) -> Callable[..., ArrayMeta]:
             shape = (1,) * x.ndim
         # NOTE: var/std cast differently for 0-d results and arrays, so the probe matches that.
         out_dtype = _reduction_dtype(name, x.dtype, dtype, shape == (), initial)
-        return ArrayMeta(shape, out_dtype, _kept_axes_strides(x, axes, shape))
+        # argmax and argmin allocate their result C-ordered, whatever the input's layout.
+        strides = None if info.single_axis else _kept_axes_strides(x, axes, shape)
+        return ArrayMeta(shape, out_dtype, strides)
 
     return meta
 
@@ -203,7 +211,8 @@ def _scan_meta(function: Callable[..., Any]) -> Callable[..., ArrayMeta]:
         if axis is None:
             return ArrayMeta((x.numel,), out_dtype)
         normalize_axis(axis, x.ndim)
-        return ArrayMeta(x.shape, out_dtype)
+        # NumPy's accumulate lays its result out as the input (order='K').
+        return ArrayMeta(x.shape, out_dtype, elementwise_strides(x.shape, x))
 
     return meta
 

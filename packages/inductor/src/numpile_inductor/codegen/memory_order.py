@@ -10,6 +10,11 @@ order where they disagree or tie. C-contiguous operands keep C order. A layout i
 choice of speed only: the kernel reads its strides at run time, so any order stays
 correct for any strides.
 
+A reduction kernel's loops follow its stores' order instead (`reduction_loops`: NumPy's
+order of the additions, `ReductionStore.order`), and a kernel buffer allocated by a runner
+takes its node's layout (`allocation_axes`: a C-ordered array of the permuted shape,
+transposed back).
+
     >>> memory_order(fused, buffers)  # doctest: +SKIP
     (1, 0)
 """
@@ -17,18 +22,16 @@ correct for any strides.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numpile_capture import contiguous_strides, k_order_axes
 
-from ..index import coefficient, free_symbols, is_integer, loop_var, replace_symbols
-from ..loop_ir import Buffer, Store, loads_of
-from ..scheduler import FusedKernel
+from ..index import coefficient, is_integer, loop_var, stride_rank
+from ..loop_ir import Buffer, ReductionStore, Store, loads_of
 
-# NOTE: a symbolic stride (a product of size symbols) is ranked at this value for every
-# size symbol: sizes 0 and 1 are specialized, so a symbol stands for a size of at least 2,
-# and only the order of the strides matters.
-_SIZE_HINT = 4096
+if TYPE_CHECKING:
+    # Annotation only: the scheduler imports the lowering.
+    from ..scheduler import FusedKernel
 
 
 def memory_order(fused: FusedKernel, buffers: Mapping[str, Buffer]) -> tuple[int, ...]:
@@ -68,7 +71,7 @@ def _append_steps(
         strides = tuple(contiguous_strides(buf.shape))
     if strides is None or len(strides) != len(index):
         return
-    ranks = [_rank(stride) for stride in strides]
+    ranks = [stride_rank(stride) for stride in strides]
     row: list[int] = []
     for axis in range(ndim):
         var = loop_var(axis)
@@ -85,9 +88,45 @@ def _append_steps(
     steps.append(tuple(row))
 
 
-def _rank(stride: Any) -> int | None:
-    # An int standing for `stride` in comparisons with the others (see _SIZE_HINT).
-    if isinstance(stride, int):
-        return stride
-    hinted = replace_symbols(stride, dict.fromkeys(free_symbols(stride), _SIZE_HINT))
-    return int(hinted) if is_integer(hinted) else None
+def reduction_loops(fused: FusedKernel) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The kept dims and the reduced dims of reduction kernel `fused`, each outermost
+    first, in the order of its stores' `ReductionStore.order` (the kept ones in C order,
+    then the reduced ones in order, where a store gives none).
+
+    >>> reduction_loops(column_sums_of_fortran_input)  # doctest: +SKIP
+    ((0,), (0,))
+    """
+    ndim, rdim = len(fused.ranges), len(fused.reduction_ranges)
+    order: tuple[Any, ...] = ()
+    for store in fused.stores:
+        if isinstance(store, ReductionStore) and store.order:
+            order = store.order
+            break
+    names = [str(var) for var in order]
+    kept = [int(name[1:]) for name in names if name.startswith("x")]
+    reduced = [int(name[1:]) for name in names if name.startswith("r")]
+    if sorted(kept) != list(range(ndim)) or sorted(reduced) != list(range(rdim)):
+        return tuple(range(ndim)), tuple(range(rdim))
+    return tuple(kept), tuple(reduced)
+
+
+def allocation_axes(
+    shape: tuple[Any, ...], strides: tuple[Any, ...] | None
+) -> tuple[int, ...] | None:
+    """The axes of a dense layout `strides` of `shape`, outermost first, for allocating it
+    as a C-ordered array of the permuted shape, transposed back (any array library); None
+    for C order or strides that cannot be ranked. A size-1 axis goes inside the axis whose
+    stride it shares, which keeps its stride.
+
+    >>> allocation_axes((3, 4), (1, 3)), allocation_axes((3, 4), (4, 1))
+    ((1, 0), None)
+    >>> allocation_axes((4, 1, 6), (1, 4, 4))  # a keepdims sum of a Fortran-order array
+    (2, 1, 0)
+    """
+    if strides is None or tuple(strides) == tuple(contiguous_strides(shape)):
+        return None
+    ranks = [stride_rank(stride) for stride in strides]
+    if any(rank is None for rank in ranks):
+        return None
+    keys = {d: (-int(ranks[d] or 0), shape[d] == 1, d) for d in range(len(shape))}
+    return tuple(sorted(range(len(shape)), key=keys.__getitem__))

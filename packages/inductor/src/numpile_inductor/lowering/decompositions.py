@@ -62,6 +62,7 @@ def _averaged(
     dtype: np.dtype[Any],
     name: str,
     ddof: Any = 0,
+    source: ArrayMeta | None = None,
 ) -> Lowered:
     # sum(value) / max(n - ddof, 0) over `axes`, divided in float64 then cast (NumPy's
     # true_divide of the sum by the count; for float32 the double rounding is exact). A
@@ -81,6 +82,7 @@ def _averaged(
         # A symbolic count leaves `name` for the quotient, where it is stored.
         name=name if static else f"{name}_sum",
         divisor=max(count - ddof, 0) if static else None,
+        source=source,
     )
     if static:
         return total
@@ -93,6 +95,7 @@ def _averaged(
         reduction_type="sum",
         dtype=_F64,
         name=f"{name}_count",
+        source=source,
     )
     assert total.loader is not None and counted.loader is not None
     total_loader, count_loader = total.loader, counted.loader
@@ -114,14 +117,20 @@ def _lower_mean(ctx: LoweringContext, node: Node) -> Lowered:
     dtype = _mean_dtype(node, value)
     axes = reduction.reduction_axes(node, len(value.shape))
     keepdims = bool(node.kwargs.get("keepdims", False))
-    return _averaged(ctx, value, axes, keepdims=keepdims, dtype=dtype, name=node.name)
+    source = reduction.reduced_meta(node)
+    return _averaged(
+        ctx, value, axes, keepdims=keepdims, dtype=dtype, name=node.name, source=source
+    )
 
 
 def _lower_var(ctx: LoweringContext, node: Node, *, root: bool = False) -> Lowered:
     value = reduction.reduction_input(ctx, node)
     dtype = _mean_dtype(node, value)
     axes = reduction.reduction_axes(node, len(value.shape))
-    mean = _averaged(ctx, value, axes, keepdims=True, dtype=dtype, name=f"{node.name}_mean")
+    reduced = reduction.reduced_meta(node)
+    mean = _averaged(
+        ctx, value, axes, keepdims=True, dtype=dtype, name=f"{node.name}_mean", source=reduced
+    )
     assert value.loader is not None and mean.loader is not None
     source, mean_loader = value.loader, mean.loader
     mean_index = [d in axes for d in range(len(value.shape))]
@@ -140,6 +149,7 @@ def _lower_var(ctx: LoweringContext, node: Node, *, root: bool = False) -> Lower
         dtype=dtype,
         name=f"{node.name}_var" if root else node.name,
         ddof=node.kwargs.get("ddof", 0),
+        source=reduced,
     )
     if not root:
         return result

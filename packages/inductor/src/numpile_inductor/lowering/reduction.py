@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from numpile_capture import ArrayMeta, Node
+from numpile_capture import ArrayMeta, Node, contiguous_strides, k_order_axes
 
 from ..codegen.common import kernel_dtype
-from ..index import loop_var
+from ..index import loop_var, stride_rank
 from ..loop_ir import Load, ReductionStore
 from .context import (
     CannotLower,
@@ -65,6 +65,42 @@ def reduction_axes(node: Node, ndim: int) -> tuple[int, ...]:
     return tuple(sorted({int(a) % ndim if ndim else 0 for a in axis}))
 
 
+def reduction_order(
+    shape: tuple[Any, ...], strides: tuple[Any, ...], axes: tuple[int, ...], *, keepdims: bool
+) -> tuple[Any, ...]:
+    """The loop variables of a reduction over `axes` of an array of `shape` and `strides`
+    (the layout NumPy reduces), outermost first, in the order NumPy's iterator walks it
+    (`k_order_axes`; axes of one element outermost, as NumPy coalesces them away). A
+    reduced axis is `r<k>` (its rank among `axes`), a kept one `x<d>` (its result axis);
+    with keepdims a reduced axis's size-1 `x<d>` goes just outside its `r<k>`.
+
+    >>> reduction_order((5, 6), (1, 5), (1,), keepdims=False)  # Fortran order
+    (r0, x0)
+    >>> reduction_order((5, 6), (6, 1), (1,), keepdims=False)  # C order
+    (x0, r0)
+    """
+    ndim = len(shape)
+    ranks = [stride_rank(stride) for stride in strides]
+    if any(rank is None for rank in ranks):
+        order = tuple(range(ndim))
+    else:
+        row = tuple(
+            0 if size == 1 else int(rank or 0) for size, rank in zip(shape, ranks, strict=True)
+        )
+        order = k_order_axes([row], ndim)
+    order = tuple(a for a in order if shape[a] == 1) + tuple(a for a in order if shape[a] != 1)
+    kept = [d for d in range(ndim) if d not in axes]
+    result: list[Any] = []
+    for d in order:
+        if d in axes:
+            if keepdims:
+                result.append(loop_var(d))
+            result.append(loop_var(axes.index(d), "r"))
+        else:
+            result.append(loop_var(d if keepdims else kept.index(d)))
+    return tuple(result)
+
+
 def reduce_value(
     ctx: LoweringContext,
     value: Lowered,
@@ -76,9 +112,12 @@ def reduce_value(
     name: str,
     divisor: float | None = None,
     layout: tuple[Any, ...] | None = None,
+    source: ArrayMeta | None = None,
 ) -> Lowered:
     """A realized reduction of `value` over `axes`, accumulated in `dtype`, into a buffer
-    laid out by `layout` (dense strides; None: C order).
+    laid out by `layout` (dense strides; None: C order). `source` is the array NumPy
+    reduces (its layout fixes the order of the additions, `reduction_order`; None: a
+    C-ordered one).
 
     >>> reduce_value(ctx, v, axes=(1,), keepdims=False, reduction_type="sum",
     ...              dtype=np.dtype("float64"), name="v3")  # doctest: +SKIP
@@ -113,11 +152,21 @@ def reduce_value(
     else:
         element = cast(element, dtype)
     buffer = ctx.new_buffer(name, shape, dtype, "kernel", layout=layout)
-    store = ReductionStore(buffer, xs, reduction_type, element, dtype, divisor)
+    strides = contiguous_strides(in_shape)
+    if source is not None and source.strides is not None and len(source.strides) == len(in_shape):
+        strides = tuple(source.strides)
+    order = reduction_order(in_shape, strides, axes, keepdims=keepdims)
+    store = ReductionStore(buffer, xs, reduction_type, element, dtype, divisor, order)
     ctx.add_kernel(shape, reduction_ranges, (store,), (name,))
     result = Lowered(shape, dtype, lambda idx: Load(buffer, idx, dtype), buffer=buffer)
     result.pure_view = True
     return result
+
+
+def reduced_meta(node: Node) -> ArrayMeta | None:
+    # The meta of the array a reduction node reduces (its layout is NumPy's).
+    meta = node.inputs[0].meta if node.inputs and isinstance(node.inputs[0], Node) else None
+    return meta if isinstance(meta, ArrayMeta) else None
 
 
 def reduction_input(ctx: LoweringContext, node: Node) -> Lowered:
@@ -147,6 +196,7 @@ def _lower_reduction(ctx: LoweringContext, node: Node) -> Lowered:
         dtype=dtype,
         name=node.name,
         layout=node_layout(node, out_shape(node)),
+        source=reduced_meta(node),
     )
     if lowered.shape != out_shape(node):
         raise CannotLower("reduction shape")

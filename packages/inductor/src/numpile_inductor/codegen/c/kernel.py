@@ -37,7 +37,6 @@ from .ops import c_type
 from .reduction import (
     VECTOR_TYPEDEFS,
     outer_reduction_nest,
-    prefers_outer,
     reduction_nest,
 )
 
@@ -269,7 +268,11 @@ def _nest_of(ctx: KernelContext) -> Nest:
         return _row_nest
     if not ctx.fused.is_reduction:
         return _pointwise_nest
-    return outer_reduction_nest if prefers_outer(ctx.fused, ctx.buffers) else reduction_nest
+    columns = any(getattr(store, "accumulates_columns", False) for store in ctx.fused.stores)
+    # An empty reduced axis (sizes 0 are static) has no rows to set the columns up: the row
+    # nest stores the identity.
+    empty = any(size == 0 for size in ctx.fused.reduction_ranges)
+    return outer_reduction_nest if columns and not empty else reduction_nest
 
 
 def _pointwise_nest(ctx: KernelContext, buf: CodeBuffer) -> None:

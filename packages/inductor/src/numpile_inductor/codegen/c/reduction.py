@@ -17,17 +17,14 @@ block of columns per thread, in NumPy's row order (bit-identical).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from numpile_capture import contiguous_strides
-
-from ...index import as_index, coefficient, index_int, loop_var, replace_symbols
-from ...loop_ir import Buffer, Expr, ReductionStore, loads_of, map_indices
-from ...scheduler import FusedKernel
+from ...index import loop_var, replace_symbols
+from ...loop_ir import Expr, ReductionStore, map_indices
 from ..common import CodeBuffer, KernelContext
+from ..memory_order import reduction_loops
 from .loop import LoopBody, loops, parallel, sequential_chunks
 from .ops import c_expr, c_literal, c_type
 
@@ -105,10 +102,23 @@ def reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
     assert len(rstores) == len(fused.stores)
     ndim, rdim = len(fused.ranges), len(fused.reduction_ranges)
     top = bool(ndim) and not ctx.skip
-    chunk = names[0] if top else None
+    # Kept loops in memory order, the outermost parallel and chunked (a row group's part
+    # keeps its rows' order); reduced loops in NumPy's order of the additions.
+    kept, reduced = reduction_loops(fused)
+    if ctx.skip:
+        kept = tuple(range(ctx.skip, ndim))
+    chunk = names[kept[0]] if top else None
     threshold = ctx.parallel_threshold
-    region = parallel(buf, ndim, threshold, enabled=top, chunk=chunk, work=ctx.static_work)
-    with region, loops(buf, "x", names[:ndim], ctx.skip, chunked=top):
+    region = parallel(
+        buf,
+        ndim,
+        threshold,
+        enabled=top,
+        chunk=chunk,
+        chunk_dim=kept[0] if top else 0,
+        work=ctx.static_work,
+    )
+    with region, loops(buf, "x", names[:ndim], chunked=top, order=kept):
         accs = [f"acc{i}" for i in range(len(rstores))]
         for acc, store in zip(accs, rstores, strict=True):
             buf.writeline(f"{c_type(store.dtype)} {acc} = {_init(store)};")
@@ -116,11 +126,18 @@ def reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
         # A reduction over every element has no kept loop to chunk: its outermost reduced
         # loop runs in chunks instead (Ctrl-C, see `sequential_chunks`).
         chunked = ndim == 0 and rdim > 0
+        rnames = names[ndim:]
         if pairwise:
-            _pairwise_rows(ctx, buf, rstores, accs, names[ndim:], chunked=chunked)
+            _pairwise_rows(ctx, buf, rstores, accs, rnames, reduced, chunked=chunked)
         else:
-            chunks = sequential_chunks(buf, loop_var(0, "r"), names[ndim]) if chunked else None
-            with chunks or contextlib.nullcontext(), loops(buf, "r", names[ndim:], chunked=chunked):
+            first = reduced[0] if rdim else 0
+            chunks = (
+                sequential_chunks(buf, loop_var(first, "r"), rnames[first]) if chunked else None
+            )
+            with (
+                chunks or contextlib.nullcontext(),
+                loops(buf, "r", rnames, chunked=chunked, order=reduced),
+            ):
                 body = LoopBody(ctx, buf)
                 for acc, store in zip(accs, rstores, strict=True):
                     buf.writeline(_combine(store, acc, body.emit(store.value)))
@@ -183,10 +200,11 @@ def _pairwise_rows(
     stores: list[ReductionStore],
     accs: list[str],
     rnames: list[str],
+    order: tuple[int, ...],
     *,
     chunked: bool = False,
 ) -> None:
-    # Outer reduction loops run in order; the innermost one is summed blockwise: 8 lanes
+    # Outer reduction loops run in `order`; the innermost one is summed blockwise: 8 lanes
     # over blocks of 128, block sums merged as a binary counter (a pairwise tree), as
     # NumPy's pairwise summation does. max/min stores keep 8 lanes for the whole row, and
     # floats a lane of the NaNs seen (NumPy propagates NaN). `chunked` runs the outermost
@@ -198,11 +216,14 @@ def _pairwise_rows(
         if stores[i].dtype.kind == "f":
             buf.writeline(_lanes_decl(stores[i], f"nan{i}", "0"))
     rdim = len(rnames)
-    last = loop_var(rdim - 1, "r")
-    size = rnames[-1]
+    last = loop_var(order[-1], "r")
+    size = rnames[order[-1]]
     outer = chunked and rdim > 1
-    chunks = sequential_chunks(buf, loop_var(0, "r"), rnames[0]) if outer else None
-    with chunks or contextlib.nullcontext(), loops(buf, "r", rnames[:-1], chunked=outer):
+    chunks = sequential_chunks(buf, loop_var(order[0], "r"), rnames[order[0]]) if outer else None
+    with (
+        chunks or contextlib.nullcontext(),
+        loops(buf, "r", rnames, chunked=outer, order=order[:-1]),
+    ):
         for i in pw:
             buf.writeline(f"{c_type(stores[i].dtype)} stk{i}[64];")
         if pw:
@@ -402,42 +423,6 @@ _THREADS = [
 ]
 
 
-def prefers_outer(fused: FusedKernel, buffers: Mapping[str, Buffer]) -> bool:
-    """Whether `fused` reduces over an outer axis and should accumulate whole rows.
-
-    >>> prefers_outer(sum_over_axis0, buffers)  # doctest: +SKIP
-    True
-    """
-    # Reducing over an outer axis of a row-major input (e.g. sum(axis=0)): walking the
-    # reduced axis innermost would stride through memory. With the example layouts, prefer
-    # accumulating whole rows when some load is contiguous along the last output dim and
-    # none is contiguous along the last reduced dim.
-    if not fused.ranges or not fused.reduction_ranges:
-        return False
-    x_last = loop_var(len(fused.ranges) - 1)
-    r_last = loop_var(len(fused.reduction_ranges) - 1, "r")
-    along_x = False
-    for store in fused.stores:
-        for load in loads_of(store.value):
-            buf = buffers[load.buffer]
-            example = buf.example_strides
-            if example is None and buf.kind in ("kernel", "extern"):
-                # Kernel results are allocated C-contiguous; extern results (matmul) nearly
-                # always are. A layout choice only: any strides stay correct.
-                example = tuple(contiguous_strides(buf.shape))
-            if example is None:
-                return False
-            address = sum(
-                (as_index(i) * s for i, s in zip(load.index, example, strict=True)),
-                index_int(0),
-            )
-            coef_x, coef_r = coefficient(address, x_last), coefficient(address, r_last)
-            if coef_r in (1, -1):
-                return False
-            along_x = along_x or coef_x in (1, -1)
-    return along_x
-
-
 def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
     """Column blocks per thread; reduced dims outside the last kept dim (row order).
 
@@ -454,8 +439,12 @@ def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
     rstores = [store for store in fused.stores if isinstance(store, ReductionStore)]
     ndim, rdim = len(fused.ranges), len(fused.reduction_ranges)
     assert not ctx.skip
-    last = loop_var(ndim - 1)
-    size = names[ndim - 1]
+    # The columns are the innermost kept dim in memory order; the other kept dims and the
+    # reduced ones loop in that order too (NumPy's order of the additions).
+    kept, reduced = reduction_loops(fused)
+    last = loop_var(kept[-1])
+    size = names[kept[-1]]
+    rnames = names[ndim:]
     # One block of columns per thread (at most _COLUMN_BYTES of accumulators), so each
     # thread streams long contiguous runs of every row rather than page-sized pieces.
     itemsize = max(store.dtype.itemsize for store in rstores)
@@ -473,12 +462,14 @@ def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
     # result has only the column dim, so its outermost reduced loop runs in chunks instead,
     # one region per chunk (`sequential_chunks`): the first chunk sets the outputs up, the
     # last one finalizes them, and each adds its rows in order (the same bits).
-    chunk = names[0] if ndim > 1 else None
+    chunk = names[kept[0]] if ndim > 1 else None
     by_rows = chunk is None
-    r0, r0_size = loop_var(0, "r"), names[ndim]
+    r0, r0_size = loop_var(reduced[0], "r"), rnames[reduced[0]]
     rows = sequential_chunks(buf, r0, r0_size) if by_rows else contextlib.nullcontext()
-    region = parallel(buf, ndim, ctx.parallel_threshold, chunk=chunk, work=ctx.static_work)
-    with rows, region, loops(buf, "x", names[: ndim - 1], chunked=chunk is not None):
+    region = parallel(
+        buf, ndim, ctx.parallel_threshold, chunk=chunk, chunk_dim=kept[0], work=ctx.static_work
+    )
+    with rows, region, loops(buf, "x", names, chunked=chunk is not None, order=kept[:-1]):
         buf.writeline("for (int64_t xbi = 0; xbi < nblocks; xbi++) {")
         with buf.indent():
             buf.writeline("const int64_t xb = xbi * cb;")
@@ -495,9 +486,9 @@ def outer_reduction_nest(ctx: KernelContext, buf: CodeBuffer) -> None:
             # The last reduced loop takes _ROW_UNROLL rows per pass: each output element is
             # loaded and stored once per pass (same order of additions) and more rows
             # stream at once.
-            with loops(buf, "r", names[ndim:-1], chunked=by_rows):
-                r_last = loop_var(rdim - 1, "r")
-                first, r_size = ("0", names[-1])
+            with loops(buf, "r", rnames, chunked=by_rows, order=reduced[:-1]):
+                r_last = loop_var(reduced[-1], "r")
+                first, r_size = ("0", rnames[reduced[-1]])
                 if by_rows and rdim == 1:
                     first, r_size = f"{r0}_lo", f"{r0}_hi"
                 buf.writeline(f"int64_t {r_last} = {first};")

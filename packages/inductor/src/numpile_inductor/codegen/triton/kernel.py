@@ -51,6 +51,7 @@ from ...loop_ir import (
 )
 from ...scheduler import FusedKernel
 from ..common import CodeBuffer, supports
+from ..memory_order import memory_order
 from .ops import reduction_identity, tl_type, triton_expr, triton_literal
 
 
@@ -322,17 +323,27 @@ def _signature(fused: FusedKernel, buffers: dict[str, Buffer]) -> tuple[list[str
     return used, list(scalars)
 
 
-def _unflatten(buf: CodeBuffer, prefix: str, flat: str, ranges: tuple[Any, ...]) -> None:
+def _unflatten(
+    buf: CodeBuffer,
+    prefix: str,
+    flat: str,
+    ranges: tuple[Any, ...],
+    order: tuple[int, ...] | None = None,
+) -> None:
+    # The loop variables of flat index `flat`, the last dim of `order` (outermost first; C
+    # order by default) the fastest: consecutive lanes then touch consecutive elements of
+    # arrays laid out in that order.
+    dims = tuple(range(len(ranges))) if order is None else order
     lines = []
     step: Any = sympy.Integer(1)
-    for dim in reversed(range(len(ranges))):
+    for dim in reversed(dims):
         size = sympy.sympify(ranges[dim])
         var = f"{prefix}{dim}"
         if size == 1:
             # Zero with the block's shape: an address of it alone is a block too, as
             # the block mask of its load needs.
             text = f"0 * {flat}"
-        elif dim == 0:
+        elif dim == dims[0]:
             text = f"{flat} // ({triton_index(step)})" if step != 1 else flat
         elif step == 1:
             text = f"{flat} % ({triton_index(size)})"
@@ -672,7 +683,8 @@ def _pointwise_body(fused: FusedKernel, buffers: dict[str, Buffer], buf: CodeBuf
     write_xoffset(buf)
     buf.writeline("xindex = xoffset + tl.arange(0, XBLOCK)")
     buf.writeline("xmask = xindex < xnumel")
-    _unflatten(buf, "x", "xindex", fused.ranges)
+    # The lanes walk the arrays in their memory order (`memory_order`), as C kernels loop.
+    _unflatten(buf, "x", "xindex", fused.ranges, memory_order(fused, buffers))
     body = _Body(buffers, "[XBLOCK]", "xmask", buf)
     for store in fused.stores:
         assert isinstance(store, Store)

@@ -28,6 +28,7 @@ import numpy as np
 import numpile_runtime as rt
 
 from ...loop_ir import Buffer
+from ..memory_order import allocation_axes
 from .kernel import TritonKernel
 
 
@@ -37,7 +38,9 @@ class BufferSlot:
 
     `dims`: the axes whose element strides follow its pointer; `checked`: whether a value
     found for it may need converting (extern results, constants, every buffer under the
-    interpreter); `shape`: its static shape, None where run-time sizes decide it.
+    interpreter); `shape`: its static shape, None where run-time sizes decide it; `axes`:
+    the memory order of a kernel buffer NumPy lays out other than in C order (its node's
+    layout, `allocation_axes`), outermost first, None for C order.
 
     >>> BufferSlot("buf0", (0,), False, (4,), np.dtype("float32")).shape
     (4,)
@@ -48,6 +51,19 @@ class BufferSlot:
     checked: bool
     shape: tuple[int, ...] | None
     dtype: np.dtype[Any]
+    axes: tuple[int, ...] | None = None
+
+    def allocate(self, xp: Any, shape: tuple[int, ...]) -> Any:
+        """A fresh array of `shape` in this slot's memory order (NumPy or CuPy `xp`).
+
+        >>> slot = BufferSlot("buf0", (0, 1), False, (2, 3), np.dtype("float64"), (1, 0))
+        >>> slot.allocate(np, (2, 3)).strides  # Fortran order
+        (8, 16)
+        """
+        if self.axes is None:
+            return xp.empty(shape, dtype=self.dtype)
+        permuted = xp.empty(tuple(shape[axis] for axis in self.axes), dtype=self.dtype)
+        return permuted.transpose(tuple(int(axis) for axis in np.argsort(self.axes)))
 
 
 @attrs.frozen
@@ -88,12 +104,18 @@ class LaunchPlan:
                 name in checked,
                 None if name in dynamic else tuple(buffers[name].shape),
                 buffers[name].dtype,
+                _kernel_axes(buffers[name]),
             )
             for name, dims in zip(kernel.buffers, kernel.stride_dims, strict=True)
         )
         rnumel = kernel.rnumel if kernel.is_reduction else 0
         static = isinstance(kernel.xnumel, int) and isinstance(kernel.rnumel, int)
         return cls(kernel, launcher, slots, (kernel.xnumel, rnumel) if static else None)
+
+
+def _kernel_axes(buf: Buffer) -> tuple[int, ...] | None:
+    # A kernel buffer's memory order (its node's layout); other kinds are never allocated.
+    return allocation_axes(buf.shape, buf.example_strides) if buf.kind == "kernel" else None
 
 
 @attrs.frozen

@@ -419,11 +419,12 @@ class TritonRunner:
             array = env.get(name)
             layout = None
             if array is None:
+                # Laid out as NumPy lays the buffer's node out (order='K').
                 if slot.shape is None:
-                    array = xp.empty(self.run_time_shapes[name].at(sizes), dtype=slot.dtype)
+                    array = slot.allocate(xp, self.run_time_shapes[name].at(sizes))
                 else:
                     # Every allocation of a static shape has the layout of the first.
-                    array = xp.empty(slot.shape, dtype=slot.dtype)
+                    array = slot.allocate(xp, slot.shape)
                     layout = self.fresh_layouts.get(name)
                     if layout is None:
                         layout = self.fresh_layouts[name] = _layout(array)
