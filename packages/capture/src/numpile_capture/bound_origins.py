@@ -290,6 +290,12 @@ def capture_widening(
             _restore(policy, saved)
             ahead = False
             continue
+        except BaseException:
+            # A capture that starts over from outside (a light capture that needs sympy)
+            # widens ahead again, its loops that fall back guarded by `fell_back`.
+            if saved is not None:
+                _restore(policy, saved)
+            raise
         if widen_loop_bounds(policy):
             continue
         return result
