@@ -396,34 +396,3 @@ def test_arrays_only_code_after_no_loop_reads_stay_static_first() -> None:
     w = np.ones(3)
     calls = [(np.ones(n), w, n) for n in (4, 7, 70)]
     assert _compiles(f, calls)[0] == 2
-
-
-def _goertzel(x: Any) -> Any:
-    # `s2 = s1` carries a Python float one iteration longer than `s1`: the carried types
-    # settle after two iterations, so the loop is not kept.
-    n = x.shape[0]
-    coeff = 2.0 * np.cos(2.0 * np.pi * 3 / n)
-    s1 = 0.0
-    s2 = 0.0
-    for i in range(n):
-        s0 = x[i] + coeff * s1 - s2
-        s2 = s1
-        s1 = s0
-    return s1 * s1 + s2 * s2 - coeff * s1 * s2
-
-
-def test_a_loop_not_kept_does_not_pin_a_size_seen_changing() -> None:
-    # Unrolled, a symbolic trip count was pinned again at every new size (a compile per
-    # size until the recompile limit); it now breaks the graph at its head once the size
-    # changed, and no later size compiles.
-    rng = np.random.default_rng(6)
-    compiled = compile_function(_goertzel, backend="eager")
-    counts = []
-    for n in (16, 4, 28, 280):
-        x = rng.standard_normal(n)
-        with recording_captures() as events:
-            got = compiled(x)
-        assert got == _goertzel(x) and type(got) is type(_goertzel(x))
-        counts.append(sum(1 for event in events if event.graph is not None))
-    assert counts[0] == 1  # static first: unrolled at its size
-    assert counts[2:] == [0, 0]

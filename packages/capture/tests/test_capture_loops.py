@@ -510,8 +510,9 @@ def _static_triangle(n: int) -> tuple[Any, Any]:
         (_growing, lambda: (np.arange(400.0), 300), 2),
         (_counted_while, lambda: (np.arange(300.0) / 300,), 3),
         (_layers, lambda: (np.ones(3), [np.eye(3) * 0.5] * 100), 1),
+        (_triangular_with_static_matrix, lambda: _static_triangle(300), 2),
     ],
-    ids=["carried_shape_changes", "while_on_known_values", "list_of_layers"],
+    ids=["carried_shape_changes", "while_on_known_values", "list_of_layers", "static_matrix"],
 )
 def test_unrolling_past_the_budget_breaks_at_the_loop(
     fn: Callable[..., Any], args: Callable[[], tuple[Any, ...]], head: int
@@ -529,20 +530,6 @@ def test_unrolling_past_the_budget_breaks_at_the_loop(
     compiled = compile_function(fn, backend="eager")
     for _ in range(2):
         _same(compiled(*args()), fn(*args()))
-
-
-def test_a_loop_not_kept_with_a_symbolic_trip_count_breaks_at_its_head() -> None:
-    # Unrolled, the trip count would be pinned (a compile per size): the loop breaks the
-    # graph at its head instead, and its small body runs in Python.
-    fn = _triangular_with_static_matrix
-    out = explain(fn)(*_static_triangle(300))
-    line = fn.__code__.co_firstlineno + 2
-    (reason,) = [b for b in out.break_reasons if b.lineno == line]
-    assert "loop not kept as a loop: ValueError: matmul" in reason.reason
-    assert "runs in Python" in reason.reason
-    compiled = compile_function(fn, backend="eager")
-    for n in (300, 40):
-        _same(compiled(*_static_triangle(n)), fn(*_static_triangle(n)))
 
 
 def test_the_budget_break_names_why_the_loop_was_not_kept(

@@ -89,19 +89,6 @@ def _static(var: Variable) -> bool:
     return isinstance(var, ConstantVar) and type(var.value) is int
 
 
-def has_static_trip_count(iterator: RangeIterVar) -> bool:
-    """Whether unrolling `iterator` pins nothing: its bounds are plain ints, or it runs over
-    arrays whose rows are a static size (or lengths only the run time knows).
-
-        >>> has_static_trip_count(RangeIterVar((ConstantVar(0), ConstantVar(3), ConstantVar(1))))
-        True
-    """
-    if iterator.over is not None:
-        rows = zip_length(iterator.over)
-        return rows is None or isinstance(rows, int)
-    return all(_static(bound) for bound in iterator.bounds)
-
-
 def _specialized_int(var: Variable) -> int:
     value = var.as_python_constant()
     if isinstance(value, SymInt):

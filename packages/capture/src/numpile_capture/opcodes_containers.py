@@ -16,17 +16,10 @@ from .bytecode import Instruction
 from .capture_events import LoopNotKept, record_loop_not_kept
 from .capture_result import Unsupported
 from .config import config
-from .dynamic_shapes import current_policy
 from .loop_capture import LoopFallback, keep_loop, log
 from .loop_entry import EmptyRange
 from .loop_exit import BodyBreaks, NestedReturn
-from .loop_ranges import (
-    RangeIterVar,
-    has_static_trip_count,
-    pinned,
-    range_iterator,
-    unrolled,
-)
+from .loop_ranges import RangeIterVar, pinned, range_iterator, unrolled
 from .loop_region import in_python
 from .operators import (
     iterate,
@@ -212,15 +205,10 @@ def _for_iter(frame: Frame, inst: Instruction) -> None:
         except LoopFallback as exc:
             fell_back(iterator.bounds)  # kept, or unrolled, with its static bounds instead
             reason = f"loop not kept as a loop: {exc}"
-            # Under `dynamic=None` a trip count is symbolic only once its size was seen
-            # changing: unrolled, it would be pinned again and each new size compile once
-            # more, so the loop breaks the graph at its head, as one whose body breaks does.
-            pin = not isinstance(exc, BodyBreaks) and not (
-                current_policy().mode is None and not has_static_trip_count(iterator)
-            )
+            pin = not isinstance(exc, BodyBreaks)
             # Compiled pieces per iteration would cost more than the body's Python: if the
-            # body breaks (unrolled too) or the trip count is symbolic, the whole loop runs
-            # in Python (body_work, loop_region), at any trip count.
+            # body breaks (unrolled too), the whole loop runs in Python (body_work,
+            # loop_region), at any trip count.
             small = (
                 config.small_loops_in_python
                 and not pin
