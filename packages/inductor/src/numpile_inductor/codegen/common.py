@@ -72,6 +72,11 @@ SCALAR_MATH = ("scalar_add", "scalar_subtract", "scalar_multiply", "scalar_negat
 `-np.int8(-128)`): the ufuncs' values, and the overflow flag where the exact result does
 not fit (NumPy warns "overflow encountered in scalar multiply"; integer arrays wrap
 silently). The lowering names them for ops on NumPy scalars (`lowering/pointwise.py`)."""
+FLOAT_SCALAR_MATH = ("scalar_power",)
+"""NumPy's scalar math on float NumPy scalars that differs from the ufunc's loop:
+`np.float64(x) ** y` calls libm's `pow` where `np.power` on arrays calls SVML's on AVX-512
+machines (the last bit differs for most exponents). The lowering names it for a power of
+NumPy scalars only (`lowering/pointwise.py`)."""
 _FLOAT_MATH = (
     "divide",
     "true_divide",
@@ -133,7 +138,17 @@ _INTEGER_OPS = frozenset(
 )
 
 SCALAR_OPS: Mapping[str, frozenset[str]] = {
-    "f": frozenset((*_ARITHMETIC, *_COMPARISONS, *_LOGICAL, *_ORDERING, *_DIVISION, *_FLOAT_MATH)),
+    "f": frozenset(
+        (
+            *_ARITHMETIC,
+            *_COMPARISONS,
+            *_LOGICAL,
+            *_ORDERING,
+            *_DIVISION,
+            *_FLOAT_MATH,
+            *FLOAT_SCALAR_MATH,
+        )
+    ),
     "i": _INTEGER_OPS,
     "u": _INTEGER_OPS,
     "b": frozenset((*_COMPARISONS, *_LOGICAL, *_ORDERING, *_BITWISE, "add", "multiply")),

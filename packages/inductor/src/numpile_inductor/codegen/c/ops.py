@@ -128,6 +128,7 @@ _FLOAT: dict[str, Spell] = {
     "arctan2": _call("atan2"),
     "hypot": _call("hypot"),
     "power": _call("pow"),
+    "scalar_power": _helper("scalar_power"),
     "floor": _call("floor"),
     "ceil": _call("ceil"),
     "trunc": _call("trunc"),
@@ -332,7 +333,9 @@ def vector_math_declarations() -> str:
     return "\n".join(lines)
 
 
-# Ordering comparisons of floats are quiet, as NumPy's are: C's `<` raises the invalid
+# NumPy's power of float scalars is libm's `pow` (codegen.common.FLOAT_SCALAR_MATH), called
+# apart so that GCC never vectorizes it into libmvec's `pow` (declared `simd` above: other
+# bits). Ordering comparisons of floats are quiet, as NumPy's are: C's `<` raises the invalid
 # flag on a NaN operand (and so would make NumPy's warnings replay). They compare the
 # bits as integers instead, ordered as the floats are (negative floats' magnitude bits
 # flipped); `==` and `!=`, quiet already, settle NaNs and signed zeros.
@@ -361,6 +364,7 @@ static inline T _np_remainder_N(T a, T b) {
     else { mod = COPYSIGN((T)0, b); }
     return mod;
 }
+static inline __attribute__((noinline)) T _np_scalar_power_N(T a, T b) { return POW(a, b); }
 static inline T _np_floor_divide_N(T a, T b) {
     T mod, div, floordiv;
     if (!b) { return a / b; }
@@ -450,6 +454,7 @@ def helper_definitions() -> str:
         text = _HELPERS_TEMPLATE.replace("_N(", f"_{ct}(").replace("I ", f"int{bits}_t ")
         text = text.replace("SHIFT", str(bits - 1)).replace("MAGNITUDE", f"INT{bits}_MAX")
         text = text.replace("FMOD", f"fmod{suffix}").replace("FLOOR", f"floor{suffix}")
+        text = text.replace("POW", f"pow{suffix}")
         parts.append(text.replace("COPYSIGN", f"copysign{suffix}").replace("T ", f"{ct} "))
         parts[-1] = parts[-1].replace("(T)", f"({ct})")
     for bits in (8, 16, 32, 64):
