@@ -205,6 +205,8 @@ _COMPLEX: dict[str, Spell] = {
     "add": _binop("+"),
     "subtract": _binop("-"),
     "multiply": _helper("cmul"),
+    "divide": _helper("cdiv"),
+    "true_divide": _helper("cdiv"),
     "negative": lambda a, s, t: f"(-{a[0]})",
     "positive": lambda a, s, t: f"({a[0]})",
     "conjugate": _call("conj"),
@@ -364,7 +366,7 @@ static inline T _np_remainder_N(T a, T b) {
     else { mod = COPYSIGN((T)0, b); }
     return mod;
 }
-static inline __attribute__((noinline)) T _np_scalar_power_N(T a, T b) { return POW(a, b); }
+static __attribute__((noinline, unused)) T _np_scalar_power_N(T a, T b) { return POW(a, b); }
 static inline T _np_floor_divide_N(T a, T b) {
     T mod, div, floordiv;
     if (!b) { return a / b; }
@@ -432,12 +434,54 @@ static inline T _np_scalar_absolute_N(T a) {
 }
 """
 
+# NumPy's complex product, and its quotient by Smith's method (`CDOUBLE_divide`, the same
+# for scalars): the same operations in the same order, so the same bits. NOTE: each product
+# goes through NP_ROUNDED, an empty asm that makes it a rounded value: GCC 12's SLP pass
+# otherwise fuses a product with the add or subtract beside it into `vfmaddsub` / `vfmsubadd`
+# (one rounding) despite -ffp-contract=off, and `z[i] * w[i]` lost bits against NumPy.
+_ROUNDED = """
+#if defined(__x86_64__) || defined(__i386__)
+#define NP_ROUNDED(v) __asm__("" : "+x"(v))
+#elif defined(__aarch64__)
+#define NP_ROUNDED(v) __asm__("" : "+w"(v))
+#else
+#define NP_ROUNDED(v) ((void)0)
+#endif
+"""
 _COMPLEX_HELPERS_TEMPLATE = """
 static inline T _np_cmul_N(T a, T b) {
     R ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;
+    R rr = ar * br, ii = ai * bi, ri = ar * bi, ir = ai * br;
+    NP_ROUNDED(rr); NP_ROUNDED(ii); NP_ROUNDED(ri); NP_ROUNDED(ir);
     T z;
-    __real__ z = ar * br - ai * bi;
-    __imag__ z = ar * bi + ai * br;
+    __real__ z = rr - ii;
+    __imag__ z = ri + ir;
+    return z;
+}
+static inline T _np_cdiv_N(T a, T b) {
+    R ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;
+    R br_abs = FABS(br), bi_abs = FABS(bi);
+    T z;
+    if (br_abs >= bi_abs) {
+        if (br_abs == 0 && bi_abs == 0) {
+            __real__ z = ar / br_abs;
+            __imag__ z = ai / br_abs;
+        } else {
+            R rat = bi / br;
+            R den = bi * rat, re = ai * rat, im = ar * rat;
+            NP_ROUNDED(den); NP_ROUNDED(re); NP_ROUNDED(im);
+            R scl = (R)1 / (br + den);
+            __real__ z = (ar + re) * scl;
+            __imag__ z = (ai - im) * scl;
+        }
+    } else {
+        R rat = br / bi;
+        R den = br * rat, re = ar * rat, im = ai * rat;
+        NP_ROUNDED(den); NP_ROUNDED(re); NP_ROUNDED(im);
+        R scl = (R)1 / (bi + den);
+        __real__ z = (re + ai) * scl;
+        __imag__ z = (im - ar) * scl;
+    }
     return z;
 }
 """
@@ -464,9 +508,12 @@ def helper_definitions() -> str:
             text = text.replace("UT", f"uint{bits}_t").replace("SIGNED", "1" if signed else "0")
             text = text.replace("MIN", f"INT{bits}_MIN" if signed else "0")
             parts.append(text.replace("(T)", f"({ct})").replace("T ", f"{ct} "))
+    parts.append(_ROUNDED)
     for ct, real in (("float _Complex", "float"), ("double _Complex", "double")):
         text = _COMPLEX_HELPERS_TEMPLATE.replace("_N(", f"_{ct.replace(' ', '_')}(")
-        parts.append(text.replace("R ", f"{real} ").replace("T ", f"{ct} "))
+        text = text.replace("FABS", "fabsf" if real == "float" else "fabs")
+        text = text.replace("(R)", f"({real})").replace("R ", f"{real} ")
+        parts.append(text.replace("T ", f"{ct} "))
     return "\n".join(parts)
 
 
