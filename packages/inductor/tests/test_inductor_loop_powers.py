@@ -96,3 +96,55 @@ def test_power_warnings_are_eagers() -> None:
     (got, got_warnings), (want, want_warnings) = outcomes[1], outcomes[0]
     assert_same_as_eager(got, want)
     assert got_warnings == want_warnings
+
+
+def _python_power(x: Any, t: float, e: float) -> Any:
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + t**e * x[i]
+        t = t * 0.99
+    return s
+
+
+def _outcome(fn: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except (ZeroDivisionError, OverflowError, TypeError) as error:
+        return (type(error), str(error))
+
+
+@pytest.mark.parametrize(
+    ("t", "e"),
+    [
+        (1.5, 2.0),
+        (1.5, 0.5),
+        (0.0, -1.0),
+        (-1.5, 3.0),
+        pytest.param(
+            -1.5,
+            0.5,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="known, on main too: a Python complex times a NumPy float64 comes back "
+                "np.complex128 where eager keeps a Python complex",
+            ),
+        ),
+        (10.0, 400.0),
+        (1.5, -1800.0),
+    ],
+)
+def test_python_float_powers_are_pythons(t: float, e: float) -> None:
+    # libm's pow in C; ZeroDivisionError, a complex result, OverflowError and a subnormal
+    # result (which CPython may raise on) leave the C loop for eager's body.
+    x = np.random.default_rng(6).uniform(0.5, 1.5, 40)
+    got = _outcome(_compiled(_python_power), x, t, e)
+    want = _outcome(_python_power, x, t, e)
+    assert type(got) is type(want)
+    assert repr(got) == repr(want)
+
+
+def test_python_float_powers_run_as_c(numpy_runs: list[Any]) -> None:
+    x = np.random.default_rng(6).uniform(0.5, 1.5, 300)
+    got = _compiled(_python_power)(x, 1.5, 2.5)
+    assert repr(got) == repr(_python_power(x, 1.5, 2.5))
+    assert numpy_runs == []
