@@ -60,6 +60,24 @@ def test_scalar_powers_run_as_c_with_eagers_bits(dtype: str, numpy_runs: list[An
     assert numpy_runs == []
 
 
+def test_square_and_root_of_a_numpy_scalar_are_pow() -> None:
+    # `x[i] ** 2` is NumPy's scalar math, pow(x, 2.0): 2.835154870775152 here, where x * x
+    # (NumPy's `array ** 2`, which capture used) gives 2.8351548707751526.
+    x = np.array([1.6837918133709857, 0.3, 2.5])
+    y = np.array([1.733690506913503, 2.0, -1.0])
+    _same_bits(_powers, x, y)
+
+
+def test_a_bool_scalar_squared_is_an_int64() -> None:
+    def squares(b: Any) -> Any:
+        out = np.zeros(b.shape[0], dtype=np.int64)
+        for i in range(b.shape[0]):
+            out[i] = b[i] ** 2 + (b[i] ** 2).itemsize
+        return out
+
+    _same_bits(squares, np.array([True, False, True]))
+
+
 def test_a_power_of_a_carried_scalar_gives_eagers_bits() -> None:
     x = np.random.default_rng(4).uniform(0.0, 2.0, 300)
     _same_bits(_carried_power, x)

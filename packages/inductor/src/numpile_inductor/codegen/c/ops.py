@@ -337,10 +337,12 @@ def vector_math_declarations() -> str:
 
 # NumPy's power of float scalars is libm's `pow` (codegen.common.FLOAT_SCALAR_MATH), called
 # apart so that GCC never vectorizes it into libmvec's `pow` (declared `simd` above: other
-# bits). Ordering comparisons of floats are quiet, as NumPy's are: C's `<` raises the invalid
-# flag on a NaN operand (and so would make NumPy's warnings replay). They compare the
-# bits as integers instead, ordered as the floats are (negative floats' magnitude bits
-# flipped); `==` and `!=`, quiet already, settle NaNs and signed zeros.
+# bits), its exponent opaque (NP_ROUNDED) so that no constant `2.0` folds `pow(x, 2.0)` into
+# `x * x`, which differs from glibc's pow in the last bit for some x. Ordering comparisons
+# of floats are quiet, as NumPy's are: C's `<` raises the invalid flag on a NaN operand
+# (and so would make NumPy's warnings replay). They compare the bits as integers instead,
+# ordered as the floats are (negative floats' magnitude bits flipped); `==` and `!=`,
+# quiet already, settle NaNs and signed zeros.
 _HELPERS_TEMPLATE = """
 static inline I _np_key_N(T a) {
     I i;
@@ -366,7 +368,10 @@ static inline T _np_remainder_N(T a, T b) {
     else { mod = COPYSIGN((T)0, b); }
     return mod;
 }
-static __attribute__((noinline, unused)) T _np_scalar_power_N(T a, T b) { return POW(a, b); }
+static __attribute__((noinline, unused)) T _np_scalar_power_N(T a, T b) {
+    NP_ROUNDED(b);
+    return POW(a, b);
+}
 static inline T _np_floor_divide_N(T a, T b) {
     T mod, div, floordiv;
     if (!b) { return a / b; }
@@ -493,7 +498,7 @@ def helper_definitions() -> str:
     >>> "_np_floor_divide_double" in helper_definitions()
     True
     """
-    parts = []
+    parts = [_ROUNDED]
     for ct, suffix, bits in (("float", "f", 32), ("double", "", 64)):
         text = _HELPERS_TEMPLATE.replace("_N(", f"_{ct}(").replace("I ", f"int{bits}_t ")
         text = text.replace("SHIFT", str(bits - 1)).replace("MAGNITUDE", f"INT{bits}_MAX")
@@ -508,7 +513,6 @@ def helper_definitions() -> str:
             text = text.replace("UT", f"uint{bits}_t").replace("SIGNED", "1" if signed else "0")
             text = text.replace("MIN", f"INT{bits}_MIN" if signed else "0")
             parts.append(text.replace("(T)", f"({ct})").replace("T ", f"{ct} "))
-    parts.append(_ROUNDED)
     for ct, real in (("float _Complex", "float"), ("double _Complex", "double")):
         text = _COMPLEX_HELPERS_TEMPLATE.replace("_N(", f"_{ct.replace(' ', '_')}(")
         text = text.replace("FABS", "fabsf" if real == "float" else "fabs")
