@@ -75,7 +75,8 @@ silently). The lowering names them for ops on NumPy scalars (`lowering/pointwise
 FLOAT_SCALAR_MATH = ("scalar_power",)
 """NumPy's scalar math on float NumPy scalars that differs from the ufunc's loop:
 `np.float64(x) ** y` calls libm's `pow` where `np.power` on arrays calls SVML's on AVX-512
-machines (the last bit differs for most exponents). The lowering names it for a power of
+machines (the last bit differs for most exponents); complex scalars' `scalar_multiply`
+rounds each product where the array loop fuses them. The lowering names them for ops on
 NumPy scalars only (`lowering/pointwise.py`)."""
 _FLOAT_MATH = (
     "divide",
@@ -165,6 +166,7 @@ SCALAR_OPS: Mapping[str, frozenset[str]] = {
             "not_equal",
             "divide",
             "true_divide",
+            "scalar_multiply",
         )
     ),
 }

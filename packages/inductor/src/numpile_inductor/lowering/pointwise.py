@@ -73,9 +73,9 @@ def _numpy_scalar_math(node: Node, loop_dtype: np.dtype[Any]) -> bool:
     return numpy_scalars > 0
 
 
-# NumPy's scalar math on float NumPy scalars where it is not the ufunc's loop
-# (codegen.common.FLOAT_SCALAR_MATH): `x ** y` is libm's `pow`.
-_SCALAR_FORMS = {("power", "f"): "scalar_power"}
+# NumPy's scalar math on float and complex NumPy scalars where it is not the ufunc's loop
+# (codegen.common.FLOAT_SCALAR_MATH): `x ** y` is libm's `pow`, `z * w` rounds each product.
+_SCALAR_FORMS = {("power", "f"): "scalar_power", ("multiply", "c"): "scalar_multiply"}
 
 
 def _float_scalar_math(node: Node) -> bool:

@@ -205,6 +205,7 @@ _COMPLEX: dict[str, Spell] = {
     "add": _binop("+"),
     "subtract": _binop("-"),
     "multiply": _helper("cmul"),
+    "scalar_multiply": _helper("scalar_cmul"),
     "divide": _helper("cdiv"),
     "true_divide": _helper("cdiv"),
     "negative": lambda a, s, t: f"(-{a[0]})",
@@ -439,11 +440,12 @@ static inline T _np_scalar_absolute_N(T a) {
 }
 """
 
-# NumPy's complex product, and its quotient by Smith's method (`CDOUBLE_divide`, the same
-# for scalars): the same operations in the same order, so the same bits. NOTE: each product
-# goes through NP_ROUNDED, an empty asm that makes it a rounded value: GCC 12's SLP pass
-# otherwise fuses a product with the add or subtract beside it into `vfmaddsub` / `vfmsubadd`
-# (one rounding) despite -ffp-contract=off, and `z[i] * w[i]` lost bits against NumPy.
+# NumPy's complex products and its quotient by Smith's method (`CDOUBLE_divide`, the same
+# for scalars): the same operations in the same order, so the same bits. NOTE: NumPy's
+# array loop multiplies with `fmaddsub` on AVX-512 (one rounding), and GCC's SLP pass makes
+# `_np_cmul` the same instruction despite -ffp-contract=off; NumPy's scalar math rounds each
+# product: `_np_scalar_cmul` and the quotient put each product through NP_ROUNDED, an empty
+# asm that makes it a rounded value (`z[i] * w[i]` in a loop lost bits on main).
 _ROUNDED = """
 #if defined(__x86_64__) || defined(__i386__)
 #define NP_ROUNDED(v) __asm__("" : "+x"(v))
@@ -455,6 +457,13 @@ _ROUNDED = """
 """
 _COMPLEX_HELPERS_TEMPLATE = """
 static inline T _np_cmul_N(T a, T b) {
+    R ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;
+    T z;
+    __real__ z = ar * br - ai * bi;
+    __imag__ z = ar * bi + ai * br;
+    return z;
+}
+static inline T _np_scalar_cmul_N(T a, T b) {
     R ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;
     R rr = ar * br, ii = ai * bi, ri = ar * bi, ir = ai * br;
     NP_ROUNDED(rr); NP_ROUNDED(ii); NP_ROUNDED(ri); NP_ROUNDED(ir);
