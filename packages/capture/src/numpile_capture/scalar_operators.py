@@ -49,6 +49,8 @@ SCALAR_OPERATORS: dict[str, Callable[..., Any]] = {
     "not_equal": operator.ne,
     "negative": operator.neg,
     "absolute": abs,
+    # float64 scalars' `**` is libm's `pow`, the ufunc's loop SVML's on AVX-512: other bits
+    "power": operator.pow,
 }
 """The ufunc ops a NumPy scalar's Python operator stands for, by op name."""
 

@@ -51,6 +51,7 @@ from .errstate import (
     extern_origin,
     honouring_errstate,
     may_overflow_scalars,
+    writes_only_fresh_arrays,
 )
 from .graph_cache import (
     Epilogue,
@@ -866,9 +867,7 @@ def _finish(
 
     fn = bind(module)
     # A failed call may run again with NumPy when the kernels left the inputs untouched.
-    replayable = artifact.epilogue is not None or not any(
-        node.op is not None and node.op.mutates for node in graph.nodes
-    )
+    replayable = artifact.epilogue is not None or writes_only_fresh_arrays(graph)
     # Loops that run as C report their flags like kernels: their ops warn on a replay.
     warned = extern_nodes(
         graph,

@@ -46,7 +46,7 @@ import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import ArrayMeta, Graph, Node, run_graph
+from numpile_capture import ArrayMeta, Graph, Node, OpKind, run_graph
 
 from .codegen.common import SCALAR_MATH
 
@@ -330,6 +330,35 @@ def may_overflow_scalars(graph: Graph) -> bool:
         ):
             return True
     return False
+
+
+def writes_only_fresh_arrays(graph: Graph) -> bool:
+    """Whether every array `graph` writes in place is one it created (an output filled by a
+    loop, `out = np.empty_like(x)`), or a view of one: a call that failed leaves its inputs
+    as they were, so the graph can run again with NumPy.
+
+    >>> writes_only_fresh_arrays(Graph())
+    True
+    """
+    for node in graph.nodes:
+        if node.op is None:
+            continue
+        for position in node.op.mutates:
+            if position >= len(node.inputs) or not _fresh(node.inputs[position]):
+                return False
+    return True
+
+
+def _fresh(value: Any) -> bool:
+    # An array made inside the graph (through views of it): no input's memory. NOTE:
+    # `np.array(x, copy=False)` may hand back `x` itself, so only a copying creation counts.
+    while isinstance(value, Node) and value.op is not None and value.op.kind is OpKind.VIEW:
+        value = value.inputs[0]
+    if not isinstance(value, Node) or value.op is None:
+        return False
+    if value.op.name == "copy":
+        return True
+    return value.op.kind is OpKind.CREATION and dict(value.params).get("copy", True) is True
 
 
 def _writeable(value: Any) -> bool:

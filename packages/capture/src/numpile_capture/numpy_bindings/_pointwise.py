@@ -236,10 +236,14 @@ def _binary_operator(ufunc_name: str) -> Callable[..., Any]:
 def _fast_power(base: Any, exponent: Any) -> str | None:
     # NumPy's `array ** k` computes a Python int k of 2 with square (a bool array gives int8)
     # and, on float and complex arrays, -1 with reciprocal and a Python float 0.5 with sqrt:
-    # the same values as power, but their dtypes and warnings.
+    # the same values as power, but their dtypes and warnings. A bool, float or complex
+    # NumPy scalar (`x[i] ** 2`) is NumPy's scalar math instead: libm's `pow` (`pow(x, 2.0)`
+    # is not always `x * x`), an int64 for a bool; integer scalars square alike.
     if not isinstance(base, Node) or not isinstance(base.meta, ArrayMeta):
         return None
     kind = base.meta.dtype.kind
+    if base.meta.shape == () and gives_scalar(base) and kind in "bfc":
+        return None
     if type(exponent) is int and exponent == 2 and kind in "biufc":
         return "square"
     if kind in "fc" and type(exponent) is int and exponent == -1:

@@ -72,6 +72,12 @@ SCALAR_MATH = ("scalar_add", "scalar_subtract", "scalar_multiply", "scalar_negat
 `-np.int8(-128)`): the ufuncs' values, and the overflow flag where the exact result does
 not fit (NumPy warns "overflow encountered in scalar multiply"; integer arrays wrap
 silently). The lowering names them for ops on NumPy scalars (`lowering/pointwise.py`)."""
+FLOAT_SCALAR_MATH = ("scalar_power",)
+"""NumPy's scalar math on float NumPy scalars that differs from the ufunc's loop:
+`np.float64(x) ** y` calls libm's `pow` where `np.power` on arrays calls SVML's on AVX-512
+machines (the last bit differs for most exponents); complex scalars' `scalar_multiply`
+rounds each product where the array loop fuses them. The lowering names them for ops on
+NumPy scalars only (`lowering/pointwise.py`)."""
 _FLOAT_MATH = (
     "divide",
     "true_divide",
@@ -133,7 +139,17 @@ _INTEGER_OPS = frozenset(
 )
 
 SCALAR_OPS: Mapping[str, frozenset[str]] = {
-    "f": frozenset((*_ARITHMETIC, *_COMPARISONS, *_LOGICAL, *_ORDERING, *_DIVISION, *_FLOAT_MATH)),
+    "f": frozenset(
+        (
+            *_ARITHMETIC,
+            *_COMPARISONS,
+            *_LOGICAL,
+            *_ORDERING,
+            *_DIVISION,
+            *_FLOAT_MATH,
+            *FLOAT_SCALAR_MATH,
+        )
+    ),
     "i": _INTEGER_OPS,
     "u": _INTEGER_OPS,
     "b": frozenset((*_COMPARISONS, *_LOGICAL, *_ORDERING, *_BITWISE, "add", "multiply")),
@@ -148,6 +164,9 @@ SCALAR_OPS: Mapping[str, frozenset[str]] = {
             "conj",
             "equal",
             "not_equal",
+            "divide",
+            "true_divide",
+            "scalar_multiply",
         )
     ),
 }
@@ -232,7 +251,7 @@ def supports(fn: str, loop_dtype: np.dtype[Any], backend: str | None = None) -> 
     """Whether scalar op `fn` with loop (input) dtype `loop_dtype` lowers to the loop IR,
     or, given `backend`, whether that backend's registered op table spells it.
 
-    >>> supports("add", np.dtype("complex64")), supports("divide", np.dtype("complex64"))
+    >>> supports("add", np.dtype("complex64")), supports("sqrt", np.dtype("complex64"))
     (True, False)
     """
     if backend is not None:

@@ -34,8 +34,8 @@ from .context import (
 # Python ops heavier than a few adds: never recomputed for a second user.
 _HEAVY = frozenset(
     {"sin", "cos", "tan", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "power",
-     "sqrt", "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan", "arctan2", "floor_divide",
-     "remainder", "hypot", "divide", "cbrt"}
+     "scalar_power", "sqrt", "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan", "arctan2",
+     "floor_divide", "remainder", "hypot", "divide", "cbrt"}
 )  # fmt: skip
 
 
@@ -73,6 +73,30 @@ def _numpy_scalar_math(node: Node, loop_dtype: np.dtype[Any]) -> bool:
     return numpy_scalars > 0
 
 
+# NumPy's scalar math on float and complex NumPy scalars where it is not the ufunc's loop
+# (codegen.common.FLOAT_SCALAR_MATH): `x ** y` is libm's `pow`, `z * w` rounds each product.
+_SCALAR_FORMS = {("power", "f"): "scalar_power", ("multiply", "c"): "scalar_multiply"}
+
+
+def _float_scalar_math(node: Node) -> bool:
+    # Whether eager computes `node` with NumPy's scalar math on floats (libm's `pow`, not the
+    # ufunc's SVML loop): a 0-d result whose operands are all NumPy scalars of the host (an
+    # element, a ufunc result) or Python / NumPy scalar constants. A placeholder may be a 0-d
+    # array (the ufunc's loop) and a ufunc call has a 0-d array operand: neither is taken.
+    meta = node.meta
+    if not isinstance(meta, ArrayMeta) or meta.shape != () or meta.device != "cpu":
+        return False
+    for value in node.inputs:
+        if isinstance(value, Node):
+            if not (isinstance(value.meta, ArrayMeta) and value.meta.device == "cpu"):
+                return False
+            if value.meta.shape != () or not gives_scalar(value):
+                return False
+        elif not isinstance(value, int | float | np.generic):
+            return False
+    return any(isinstance(value, Node) for value in node.inputs)
+
+
 def _fits(value: Any, dtype: np.dtype[Any]) -> bool:
     if isinstance(value, bool) or not isinstance(value, int) or dtype.kind not in "iu":
         return True
@@ -103,14 +127,17 @@ def lower_ufunc(ctx: LoweringContext, node: Node) -> Lowered:
     if result != node.meta.dtype or len(set(in_dtypes)) != 1:
         raise CannotLower("loop dtypes")
     loop_dtype = in_dtypes[0]
-    if not supports(node.op.name, loop_dtype) or not kernel_dtype(result):  # type: ignore[union-attr]
+    name = node.op.name  # type: ignore[union-attr]
+    if f"scalar_{name}" in SCALAR_MATH and _numpy_scalar_math(node, loop_dtype):
+        name = f"scalar_{name}"
+    scalar_form = _SCALAR_FORMS.get((name, loop_dtype.kind))
+    if scalar_form is not None and _float_scalar_math(node):
+        name = scalar_form
+    if not supports(name, loop_dtype) or not kernel_dtype(result):
         raise CannotLower(f"no C spelling for {ufunc.__name__} on {loop_dtype}")
     for value in node.inputs:
         if not isinstance(value, Node) and not _fits(value, loop_dtype):
             raise CannotLower("Python integer out of the loop dtype's range")
-    name = node.op.name  # type: ignore[union-attr]
-    if f"scalar_{name}" in SCALAR_MATH and _numpy_scalar_math(node, loop_dtype):
-        name = f"scalar_{name}"
     if name == "power" and loop_dtype.kind in "fc":
         # NOTE: NumPy's float `pow` (SVML on AVX-512 machines) and libm's differ in the last
         # bit for most exponents (`x ** 4`): NumPy's own loop keeps exact programs exact.

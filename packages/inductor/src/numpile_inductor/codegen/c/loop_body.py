@@ -648,9 +648,31 @@ def _py_float(writer: LoopWriter, operator: str, left: CValue, right: CValue) ->
         helper = {"truediv": None, "floordiv": "_np_floor_divide_double",
                   "mod": "_np_remainder_double"}[operator]  # fmt: skip
         text = f"({a} / {b})" if helper is None else f"{helper}({a}, {b})"
+    elif operator == "pow":
+        return _py_float_power(writer, a, b)
     else:
         raise NotScalarLoop(f"Python operator {operator} on floats")
     return CValue(writer.define(f64, text), f64, float)
+
+
+def _py_float_power(writer: LoopWriter, a: str, b: str) -> CValue:
+    # CPython's float ** is libm's `pow` (its special cases give `pow`'s values) except where
+    # it raises or leaves the floats: 0.0 ** -1.0 (ZeroDivisionError), a negative base to a
+    # fractional power (a complex), a result past the doubles (OverflowError) or below the
+    # normal ones (glibc's ERANGE, which CPython may raise). Those bail, as NaN operands do
+    # (CPython hands back the operand's own NaN): eager's body runs them.
+    f64 = np.dtype("float64")
+    writer.buf.writeline(
+        f"if (isnan({a}) || isnan({b}) || ({a} == 0.0 && {b} < 0.0) "
+        f"|| ({a} < 0.0 && {b} != floor({b}))) {{ goto bail; }}"
+    )
+    name = writer.define(f64, f"_np_scalar_power_double({a}, {b})")
+    writer.buf.writeline(
+        f"if ((isinf({name}) && isfinite({a}) && isfinite({b})) "
+        f"|| fpclassify({name}) == FP_SUBNORMAL) {{ goto bail; }}"
+    )
+    writer.bails = True
+    return CValue(name, f64, float)
 
 
 def _py_unary(writer: LoopWriter, node: Node, env: Env) -> None:

@@ -128,6 +128,7 @@ _FLOAT: dict[str, Spell] = {
     "arctan2": _call("atan2"),
     "hypot": _call("hypot"),
     "power": _call("pow"),
+    "scalar_power": _helper("scalar_power"),
     "floor": _call("floor"),
     "ceil": _call("ceil"),
     "trunc": _call("trunc"),
@@ -204,6 +205,9 @@ _COMPLEX: dict[str, Spell] = {
     "add": _binop("+"),
     "subtract": _binop("-"),
     "multiply": _helper("cmul"),
+    "scalar_multiply": _helper("scalar_cmul"),
+    "divide": _helper("cdiv"),
+    "true_divide": _helper("cdiv"),
     "negative": lambda a, s, t: f"(-{a[0]})",
     "positive": lambda a, s, t: f"({a[0]})",
     "conjugate": _call("conj"),
@@ -332,10 +336,14 @@ def vector_math_declarations() -> str:
     return "\n".join(lines)
 
 
-# Ordering comparisons of floats are quiet, as NumPy's are: C's `<` raises the invalid
-# flag on a NaN operand (and so would make NumPy's warnings replay). They compare the
-# bits as integers instead, ordered as the floats are (negative floats' magnitude bits
-# flipped); `==` and `!=`, quiet already, settle NaNs and signed zeros.
+# NumPy's power of float scalars is libm's `pow` (codegen.common.FLOAT_SCALAR_MATH), called
+# apart so that GCC never vectorizes it into libmvec's `pow` (declared `simd` above: other
+# bits), its exponent opaque (NP_ROUNDED) so that no constant `2.0` folds `pow(x, 2.0)` into
+# `x * x`, which differs from glibc's pow in the last bit for some x. Ordering comparisons
+# of floats are quiet, as NumPy's are: C's `<` raises the invalid flag on a NaN operand
+# (and so would make NumPy's warnings replay). They compare the bits as integers instead,
+# ordered as the floats are (negative floats' magnitude bits flipped); `==` and `!=`,
+# quiet already, settle NaNs and signed zeros.
 _HELPERS_TEMPLATE = """
 static inline I _np_key_N(T a) {
     I i;
@@ -360,6 +368,10 @@ static inline T _np_remainder_N(T a, T b) {
     if (mod) { if ((b < 0) != (mod < 0)) { mod += b; } }
     else { mod = COPYSIGN((T)0, b); }
     return mod;
+}
+static __attribute__((noinline, unused)) T _np_scalar_power_N(T a, T b) {
+    NP_ROUNDED(b);
+    return POW(a, b);
 }
 static inline T _np_floor_divide_N(T a, T b) {
     T mod, div, floordiv;
@@ -428,12 +440,62 @@ static inline T _np_scalar_absolute_N(T a) {
 }
 """
 
+# NumPy's complex products and its quotient by Smith's method (`CDOUBLE_divide`, the same
+# for scalars): the same operations in the same order, so the same bits. NOTE: NumPy's
+# array loop multiplies with `fmaddsub` on AVX-512 (one rounding), and GCC's SLP pass makes
+# `_np_cmul` the same instruction despite -ffp-contract=off; NumPy's scalar math rounds each
+# product: `_np_scalar_cmul` and the quotient put each product through NP_ROUNDED, an empty
+# asm that makes it a rounded value (`z[i] * w[i]` in a loop lost bits on main).
+_ROUNDED = """
+#if defined(__x86_64__) || defined(__i386__)
+#define NP_ROUNDED(v) __asm__("" : "+x"(v))
+#elif defined(__aarch64__)
+#define NP_ROUNDED(v) __asm__("" : "+w"(v))
+#else
+#define NP_ROUNDED(v) ((void)0)
+#endif
+"""
 _COMPLEX_HELPERS_TEMPLATE = """
 static inline T _np_cmul_N(T a, T b) {
     R ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;
     T z;
     __real__ z = ar * br - ai * bi;
     __imag__ z = ar * bi + ai * br;
+    return z;
+}
+static inline T _np_scalar_cmul_N(T a, T b) {
+    R ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;
+    R rr = ar * br, ii = ai * bi, ri = ar * bi, ir = ai * br;
+    NP_ROUNDED(rr); NP_ROUNDED(ii); NP_ROUNDED(ri); NP_ROUNDED(ir);
+    T z;
+    __real__ z = rr - ii;
+    __imag__ z = ri + ir;
+    return z;
+}
+static inline T _np_cdiv_N(T a, T b) {
+    R ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;
+    R br_abs = FABS(br), bi_abs = FABS(bi);
+    T z;
+    if (br_abs >= bi_abs) {
+        if (br_abs == 0 && bi_abs == 0) {
+            __real__ z = ar / br_abs;
+            __imag__ z = ai / br_abs;
+        } else {
+            R rat = bi / br;
+            R den = bi * rat, re = ai * rat, im = ar * rat;
+            NP_ROUNDED(den); NP_ROUNDED(re); NP_ROUNDED(im);
+            R scl = (R)1 / (br + den);
+            __real__ z = (ar + re) * scl;
+            __imag__ z = (ai - im) * scl;
+        }
+    } else {
+        R rat = br / bi;
+        R den = br * rat, re = ar * rat, im = ai * rat;
+        NP_ROUNDED(den); NP_ROUNDED(re); NP_ROUNDED(im);
+        R scl = (R)1 / (bi + den);
+        __real__ z = (re + ai) * scl;
+        __imag__ z = (im - ar) * scl;
+    }
     return z;
 }
 """
@@ -445,11 +507,12 @@ def helper_definitions() -> str:
     >>> "_np_floor_divide_double" in helper_definitions()
     True
     """
-    parts = []
+    parts = [_ROUNDED]
     for ct, suffix, bits in (("float", "f", 32), ("double", "", 64)):
         text = _HELPERS_TEMPLATE.replace("_N(", f"_{ct}(").replace("I ", f"int{bits}_t ")
         text = text.replace("SHIFT", str(bits - 1)).replace("MAGNITUDE", f"INT{bits}_MAX")
         text = text.replace("FMOD", f"fmod{suffix}").replace("FLOOR", f"floor{suffix}")
+        text = text.replace("POW", f"pow{suffix}")
         parts.append(text.replace("COPYSIGN", f"copysign{suffix}").replace("T ", f"{ct} "))
         parts[-1] = parts[-1].replace("(T)", f"({ct})")
     for bits in (8, 16, 32, 64):
@@ -461,7 +524,9 @@ def helper_definitions() -> str:
             parts.append(text.replace("(T)", f"({ct})").replace("T ", f"{ct} "))
     for ct, real in (("float _Complex", "float"), ("double _Complex", "double")):
         text = _COMPLEX_HELPERS_TEMPLATE.replace("_N(", f"_{ct.replace(' ', '_')}(")
-        parts.append(text.replace("R ", f"{real} ").replace("T ", f"{ct} "))
+        text = text.replace("FABS", "fabsf" if real == "float" else "fabs")
+        text = text.replace("(R)", f"({real})").replace("R ", f"{real} ")
+        parts.append(text.replace("T ", f"{ct} "))
     return "\n".join(parts)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..common import SCALAR_MATH, OpTable, kernel_dtype, register_op_table
+from ..common import FLOAT_SCALAR_MATH, SCALAR_MATH, OpTable, kernel_dtype, register_op_table
 
 _TL_TYPES: dict[str, str] = {
     "bool": "tl.int1",
@@ -216,6 +216,7 @@ _BOOL: dict[str, Spell] = {
 # NumPy's scalar math (codegen.common.SCALAR_MATH) as the ufuncs: Triton kernels report no
 # floating-point flags (CuPy gives no warnings to replay), so an overflow wraps silently.
 _INT.update({name: _INT[name.removeprefix("scalar_")] for name in SCALAR_MATH})
+_FLOAT.update({name: _FLOAT[name.removeprefix("scalar_")] for name in FLOAT_SCALAR_MATH})
 _UNSIGNED_OVERRIDES.update(
     {
         name: _UNSIGNED_OVERRIDES[name.removeprefix("scalar_")]
