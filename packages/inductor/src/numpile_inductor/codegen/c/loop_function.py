@@ -893,6 +893,13 @@ def _check_branch_kept_entries(node: Node, body: Graph, carried: int) -> None:
         out = body_out[k]
         if out is local or not _may_leave_as_it_came(out, entries):
             continue
+        if not (_EXACT_CARRY[python] == meta.dtype or _exact_in(init, meta.dtype)):
+            # Left as it came, C would hand back the entry converted to the carried dtype:
+            # `best = -1.1` carried as float32 comes back as float32(-1.1), not -1.1.
+            raise NotScalarLoop(
+                "a Python scalar a branch may leave as it came, which the loop's dtype "
+                "does not hold exactly"
+            )
         computed_on = entries - {local} or entries
         if not all(computes_either_way(body, entry, meta.dtype, python) for entry in computed_on):
             raise NotScalarLoop(
