@@ -296,3 +296,25 @@ def test_nested_modules_build_with_the_graph_not_in_its_first_compiled_call() ->
     counters = rt.counters()
     assert counters.get("loop_nested_c_runs") == 8
     assert "inductor_graph_cache_miss" not in counters and "module_load" not in counters
+
+
+def digit_sums_of_products(x: Any) -> Any:
+    prod = 1
+    sums = np.zeros(x.shape[0], dtype=np.int64)
+    for i in range(x.shape[0]):
+        prod *= int(x[i]) * 1000  # a Python int: past int64 from the seventh element
+        s = 0
+        p = prod
+        while p > 0:  # a nested while on the Python int
+            s += p % 10
+            p //= 10
+        sums[i] = s
+    return prod, sums
+
+
+def test_a_python_int_past_int64_runs_a_nested_loop_with_python() -> None:
+    # The nested while's module took the int as int64: OverflowError (main, unseen4).
+    compiled = compile_function(digit_sums_of_products, backend="inductor", dynamic=True)
+    for n in (3, 12, 24):
+        x = np.arange(n) % 5 + 1
+        _same(compiled(x), digit_sums_of_products(x))
