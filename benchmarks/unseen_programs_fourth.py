@@ -1118,3 +1118,11 @@ def bool_grid_row_parity(grid):
             grid[i, 0] = not grid[i, 0]
             flips += 1
     return parity, flips, grid
+
+
+@unseen(lambda rng, n: (rng.standard_normal(n * 4), 0.3), sizes=(4, 0, 1, 7))
+def smooth_in_place(x, alpha):
+    # Exponential smoothing written back into the input (a float recurrence).
+    for i in range(1, x.shape[0]):
+        x[i] = alpha * x[i] + (1.0 - alpha) * x[i - 1]
+    return x

@@ -236,6 +236,7 @@ def honouring_errstate(
     buffers: dict[tuple[Any, ...], np.ndarray[Any, Any]] = {}
     # The categories whose flag makes a restorable call put its inputs back and replay.
     replayed = sum(_CATEGORY_BITS.values()) if may_raise_float_flags(graph) else _OVER
+    copied = None if written is None else sorted(written)
 
     def run_restoring(*args: Any) -> Any:
         # A graph that cannot run again but may raise flags: the array inputs it writes
@@ -247,8 +248,9 @@ def honouring_errstate(
         if report.eager or not report.mask & replayed:
             return run_reporting(*args)
         saved = []
-        for index, value in enumerate(args):
-            if _writeable(value) and (written is None or index in written):
+        for index in range(len(args)) if copied is None else copied:
+            value = args[index]
+            if _writeable(value):
                 key = (index, value.shape, value.dtype)
                 buffer = buffers.pop(key, None)
                 if buffer is None:
