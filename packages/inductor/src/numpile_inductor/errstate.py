@@ -382,6 +382,8 @@ def written_inputs(graph: Graph) -> frozenset[int] | None:
         if node.op is None:
             continue
         for position in node.op.mutates:
+            if position >= len(node.inputs):
+                return None
             root = node.inputs[position]
             while (
                 isinstance(root, Node)
