@@ -1076,7 +1076,7 @@ def mean_of_python_ratios(counts, total):
 )
 def float32_rows_with_python_and_numpy_scalars(pts, gain):
     out = np.empty(pts.shape[0], dtype=np.float32)
-    best = -1.0
+    best = -1.1  # no float32 holds it: where no row beats it, eager returns it as it is
     best_row = -1
     for i in range(pts.shape[0]):
         r = pts[i, 0] * pts[i, 0] + pts[i, 1] * pts[i, 1] + pts[i, 2] * pts[i, 2]
@@ -1086,6 +1086,17 @@ def float32_rows_with_python_and_numpy_scalars(pts, gain):
             best = v
             best_row = i
     return out, best, best_row
+
+
+@unseen(lambda rng, n: (rng.uniform(-4.0, 1.0, n).astype(np.float32),), sizes=(4, 0, 1, 7))
+def running_max_float32_from_minus_one(x):
+    # The known gap: -1.0 is exact in float32, so C keeps the loop, and hands back
+    # np.float32(-1.0) where no element beats it; eager gives the Python float.
+    best = -1.0
+    for i in range(x.shape[0]):
+        if x[i] > best:
+            best = x[i]
+    return best
 
 
 @unseen(lambda rng, n: (rng.integers(-100, 100, (n, n + 1)).astype(np.int8),), sizes=(4, 0, 1, 7))
