@@ -1,4 +1,4 @@
-"""Unseen programs, the fourth set (round 2's seventeenth session): forty-five plain-NumPy loop
+"""Unseen programs, the fourth set (round 2's seventeenth session): fifty plain-NumPy loop
 programs written the way scientists and engineers write them, none of them tried before.
 They register in `benchmarks.unseen_loop_programs.PROGRAMS`, so ``python -m
 benchmarks.unseen_loops --only 'forward_backward*'`` checks and times them.
