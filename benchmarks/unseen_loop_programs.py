@@ -676,5 +676,6 @@ def running_max_and_where(x):
 from . import (  # noqa: E402, F401
     nested_loop_programs,
     unseen_loop_programs_more,
+    unseen_programs_fourth,
     unseen_programs_third,
 )

@@ -1,5 +1,5 @@
 """A graph whose loops write only arrays it created (`out = np.empty_like(x)` filled by a C
-loop) runs again with NumPy after a flag that warns (errstate.writes_only_fresh_arrays):
+loop) runs again with NumPy after a flag that warns (errstate.written_inputs):
 eager's warnings, from the user's line, once per operation and iteration under "always".
 On main it warned once, "divide by zero encountered in dim or for_loop"."""
 
@@ -12,7 +12,7 @@ import numpy as np
 
 from numpile_capture import capture_function
 from numpile_inductor import compile_graph
-from numpile_inductor.errstate import writes_only_fresh_arrays
+from numpile_inductor.errstate import written_inputs
 
 
 def _divisions(x: Any, y: Any) -> Any:
@@ -48,5 +48,5 @@ def test_a_loop_filling_a_new_array_warns_as_eager() -> None:
 
 def test_only_arrays_made_inside_count_as_fresh() -> None:
     x, y = np.ones(3), np.ones(3)
-    assert writes_only_fresh_arrays(capture_function(_divisions, (x, y), {}).graph)
-    assert not writes_only_fresh_arrays(capture_function(_in_place, (x, y), {}).graph)
+    assert written_inputs(capture_function(_divisions, (x, y), {}).graph) == frozenset()
+    assert written_inputs(capture_function(_in_place, (x, y), {}).graph) != frozenset()

@@ -198,3 +198,24 @@ def test_a_python_entry_a_branch_may_keep_is_computed_on_as_eager(
     x = rng.random(7)
     _same((compiled_max(x, np.zeros(7)),), (running_max(x, np.zeros(7)),))
     assert numpy_runs == []
+
+
+def running_max_float32_from_a_python_float(x: Any, y: Any) -> Any:
+    best = -1.1  # no float32 holds it: carried as float32, it would come back changed
+    for i in range(x.shape[0]):
+        v = x[i] * np.float32(2.0)
+        if v > best:
+            best = v
+        y[i] = v
+    return y, best
+
+
+def test_a_python_entry_a_branch_may_keep_comes_back_as_it_came() -> None:
+    # Where no iteration takes the branch, eager hands back the Python float -1.1 itself;
+    # C carried it as float32 and gave np.float32(-1.1), another value (main, unseen4).
+    compiled = _dispatched(running_max_float32_from_a_python_float)
+    for values in ([-3.0, -2.0], [0.5, -2.0, 0.25], [-5.0], []):
+        x = np.array(values, dtype=np.float32)
+        got = compiled(x, np.zeros(x.shape[0], np.float32))
+        want = running_max_float32_from_a_python_float(x, np.zeros(x.shape[0], np.float32))
+        _same(got, want)

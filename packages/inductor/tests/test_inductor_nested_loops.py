@@ -449,3 +449,25 @@ def test_a_nested_module_that_fails_in_the_graphs_build_leaves_its_loop_op_by_op
     assert rt.counters().get("loop_nested_c_runs", 0) == 0
     warned = [r.getMessage() for r in caplog.records if "did not compile" in r.getMessage()]
     assert len(warned) == 1 and "runs op by op" in warned[0]
+
+
+def digit_sums_of_products(x: Any) -> Any:
+    prod = 1
+    sums = np.zeros(x.shape[0], dtype=np.int64)
+    for i in range(x.shape[0]):
+        prod *= int(x[i]) * 1000  # a Python int: past int64 from the seventh element
+        s = 0
+        p = prod
+        while p > 0:  # a nested while on the Python int
+            s += p % 10
+            p //= 10
+        sums[i] = s
+    return prod, sums
+
+
+def test_a_python_int_past_int64_runs_a_nested_loop_with_python() -> None:
+    # The nested while's module took the int as int64: OverflowError (main, unseen4).
+    compiled = compile_function(digit_sums_of_products, backend="inductor", dynamic=True)
+    for n in (3, 12, 24):
+        x = np.arange(n) % 5 + 1
+        _same(compiled(x), digit_sums_of_products(x))

@@ -268,24 +268,50 @@ def _add_then_divide(x: Any, y: Any) -> Any:
     return x / 0.0
 
 
-def test_a_graph_that_cannot_run_again_warns_once_per_category() -> None:
+def test_a_graph_that_cannot_run_again_puts_its_written_input_back_for_eager_warnings() -> None:
     # Inputs that overlap in memory run the graph with its in-place ops as barriers: the
-    # kernels write the input, so the graph cannot run again; the warning names the
-    # category and the ops that may have raised it, and the input is written once.
+    # kernels write the input, so the graph cannot run again as it is; it copies the input
+    # it writes first and, after the flag, puts it back and runs op by op: eager's warning
+    # from eager's line (it named "add_ or divide" on the function's first line before),
+    # and the input written once.
     base = np.arange(1.0, 9.0)
     compiled = _compiled(_add_then_divide, base[:4].copy(), base[2:6].copy())
     eager_base, compiled_base = base.copy(), base.copy()
-    expected, _ = _run(_add_then_divide, eager_base[:4], eager_base[2:6])
+    expected, eager_warned = _run(_add_then_divide, eager_base[:4], eager_base[2:6])
     got, warned = _run(compiled, compiled_base[:4], compiled_base[2:6])
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(compiled_base, eager_base)
-    assert warned == [
-        (
-            "RuntimeWarning",
-            "divide by zero encountered in add_ or divide",
-            _add_then_divide.__code__.co_firstlineno + 1,
-        )
-    ]
+    assert warned == eager_warned
+    line = _add_then_divide.__code__.co_firstlineno + 2
+    assert warned == [("RuntimeWarning", "divide by zero encountered in divide", line)]
+
+
+def _normalize_rows(P: Any) -> Any:
+    sums = np.zeros(P.shape[0])
+    for i in range(P.shape[0]):
+        s = P[i].sum()
+        P[i] = P[i] / s
+        sums[i] = s
+    return sums
+
+
+def _ratios(x: Any, y: Any) -> Any:
+    out = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = x[i] / y[i]
+    return out
+
+
+def test_loops_that_write_arrays_warn_as_eager() -> None:
+    # A C loop writing an input (P) or only an array of its own (out) warned "invalid
+    # value encountered in dim or for_loop" from the loop's line (main, unseen4): now
+    # eager's message and line, and P written once.
+    P = np.ones((4, 3))
+    P[1] = 0.0
+    _check_same_warnings(_normalize_rows, P)
+    y = np.ones(5)
+    y[2] = 0.0
+    _check_same_warnings(_ratios, np.ones(5), y)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

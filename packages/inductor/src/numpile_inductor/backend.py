@@ -51,7 +51,8 @@ from .errstate import (
     extern_origin,
     honouring_errstate,
     may_overflow_scalars,
-    writes_only_fresh_arrays,
+    may_raise_float_flags,
+    written_inputs,
 )
 from .graph_cache import (
     Epilogue,
@@ -866,8 +867,12 @@ def _finish(
         return bind(loaded), loaded
 
     fn = bind(module)
-    # A failed call may run again with NumPy when the kernels left the inputs untouched.
-    replayable = artifact.epilogue is not None or writes_only_fresh_arrays(graph)
+    # A failed call may run again with NumPy when the kernels left the inputs untouched
+    # (a loop that writes only the arrays the graph made leaves them so); where it wrote
+    # some, a graph that may raise flags copies those first, to put them back.
+    written = written_inputs(graph)
+    replayable = artifact.epilogue is not None or written == frozenset()
+    may_raise_flags = may_overflow_scalars(graph) or may_raise_float_flags(graph)
     # Loops that run as C report their flags like kernels: their ops warn on a replay.
     warned = extern_nodes(
         graph,
@@ -878,7 +883,8 @@ def _finish(
         graph,
         module,
         replayable=replayable,
-        restorable=not replayable and may_overflow_scalars(graph),
+        restorable=not replayable and may_raise_flags,
+        written=written,
         externs=bool(artifact.externs),
         warned=warned,
         reload=reload,

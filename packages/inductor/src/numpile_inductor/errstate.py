@@ -16,17 +16,19 @@ raises, calls a function or logs. Compiled graphs honour the state in two ways:
   flag reads in the kernels.
 
 A graph whose kernels write its inputs in place (functionalization refused) cannot run
-again as it is; where it computes NumPy scalar math on integers (`may_overflow_scalars`:
-a loop's `s = s * k` on `np.int64`), each call copies its array inputs first (while
-overflow warns: `np.errstate(over="ignore")` saves the copy), and a call that raised a
-flag that warns puts them back and runs op by op with NumPy: eager's warnings ("overflow
-encountered in scalar multiply", one per overflowing iteration, from the user's line) and
-eager's writes (a warnings filter set to "error" stops the writes where eager stops).
-Any other such graph warns once per category, naming the categories and the ops that may
-have raised them. Such a graph, or one whose module calls NumPy itself (matmul, sort...),
-runs op by op from the start whenever some category asks for more than a warning
-("raise", "call", "print", "log"): a NumPy call inside the module would raise or call
-back there.
+again as it is (one that writes only arrays it made, a loop filling `np.empty(n)`, can:
+`written_inputs`); where it computes NumPy scalar math on integers
+(`may_overflow_scalars`: a loop's `s = s * k` on `np.int64`) or on floats
+(`may_raise_float_flags`: `P[i] = P[i] / s`), each call copies the inputs it writes first
+(while such a flag warns: `np.errstate(over="ignore")` saves an integer graph's copy), and
+a call that raised a flag that warns puts them back and runs op by op with NumPy: eager's
+warnings ("overflow encountered in scalar multiply", one per overflowing iteration, from
+the user's line) and eager's writes (a warnings filter set to "error" stops the writes
+where eager stops). Any other such graph warns once per category, naming the categories
+and the ops that may have raised them. Such a graph, or one whose module calls NumPy
+itself (matmul, sort...), runs op by op from the start whenever some category asks for
+more than a warning ("raise", "call", "print", "log"): a NumPy call inside the module
+would raise or call back there.
 
     >>> fn = honouring_errstate(kernel_fn, graph, module, replayable=True)  # doctest: +SKIP
 """
@@ -46,7 +48,7 @@ import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import ArrayMeta, Graph, Node, OpKind, run_graph
+from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta, run_graph
 
 from .codegen.common import SCALAR_MATH
 
@@ -119,6 +121,7 @@ def honouring_errstate(
     *,
     replayable: bool,
     restorable: bool = False,
+    written: Collection[int] | None = None,
     externs: bool = False,
     warned: Collection[Node] = (),
     reload: Reload | None = None,
@@ -128,8 +131,10 @@ def honouring_errstate(
     `module` is the compiled module `call` runs; `replayable` says that a failed call
     left the inputs untouched (the pure graph of a functionalized one, or no mutation),
     so `graph` may run again with NumPy; `restorable` (for a graph that is not) that a call
-    copies its array inputs first, to put them back and run `graph` with NumPy after a
-    flag that warns; `externs` that the module calls NumPy itself;
+    copies its array inputs first (those at positions `written`, where given), to put them
+    back and run `graph` with NumPy after a flag that warns (overflow only, unless the
+    graph computes on floats: `may_raise_float_flags`); `externs` that the module calls
+    NumPy itself;
     the ops of `warned` (those extern calls, which gave their own warnings) then run
     quietly. The state is read once per change of NumPy's error-state object: a call pays
     an identity check and one Python frame.
@@ -229,18 +234,22 @@ def honouring_errstate(
     # allocation and page faults per call); a call takes them out while it runs, so calls
     # in other threads make their own.
     buffers: dict[tuple[Any, ...], np.ndarray[Any, Any]] = {}
+    # The categories whose flag makes a restorable call put its inputs back and replay.
+    replayed = sum(_CATEGORY_BITS.values()) if may_raise_float_flags(graph) else _OVER
+    copied = None if written is None else sorted(written)
 
     def run_restoring(*args: Any) -> Any:
-        # A graph that cannot run again but may overflow NumPy scalars: its array inputs
-        # copied first while overflow warns, put back for NumPy's run after a flag.
+        # A graph that cannot run again but may raise flags: the array inputs it writes
+        # copied first while such a flag warns, put back for NumPy's run after one.
         state = read_state()
         if state is not report.state:
             report.state = state
             update()
-        if report.eager or not report.mask & _OVER:
+        if report.eager or not report.mask & replayed:
             return run_reporting(*args)
         saved = []
-        for index, value in enumerate(args):
+        for index in range(len(args)) if copied is None else copied:
+            value = args[index]
             if _writeable(value):
                 key = (index, value.shape, value.dtype)
                 buffer = buffers.pop(key, None)
@@ -332,33 +341,85 @@ def may_overflow_scalars(graph: Graph) -> bool:
     return False
 
 
-def writes_only_fresh_arrays(graph: Graph) -> bool:
-    """Whether every array `graph` writes in place is one it created (an output filled by a
-    loop, `out = np.empty_like(x)`), or a view of one: a call that failed leaves its inputs
-    as they were, so the graph can run again with NumPy.
+def may_raise_float_flags(graph: Graph) -> bool:
+    """Whether `graph` (its loop bodies included) computes on floating-point values where
+    NumPy may warn (divide by zero, overflow, invalid value): a computing op with a float
+    or complex operand or result, but not a bool result (comparisons never warn).
 
-    >>> writes_only_fresh_arrays(Graph())
-    True
+    >>> may_raise_float_flags(Graph())
+    False
     """
+    for node in graph.nodes:
+        op = node.op
+        if op is None:
+            continue
+        if op.computes and not _is_bool(node.meta):
+            values = [node.meta, *(v.meta for v in node.inputs if isinstance(v, Node))]
+            if any(_is_inexact(meta) for meta in values):
+                return True
+        if any(
+            isinstance(value, Graph) and may_raise_float_flags(value) for _, value in node.params
+        ):
+            return True
+    return False
+
+
+# NOTE: the op kinds whose results are new arrays: a write into one writes no input.
+_FRESH_KINDS = frozenset({OpKind.POINTWISE, OpKind.REDUCTION, OpKind.SCAN})
+
+
+def written_inputs(graph: Graph) -> frozenset[int] | None:
+    """The positions of `graph`'s inputs that its ops (loops included) write in place,
+    through views; None where a written array may be an input by a way not followed (an
+    array a loop or an extern call handed back).
+
+    >>> written_inputs(Graph())
+    frozenset()
+    """
+    placeholders = graph.placeholders
+    written: set[int] = set()
     for node in graph.nodes:
         if node.op is None:
             continue
         for position in node.op.mutates:
-            if position >= len(node.inputs) or not _fresh(node.inputs[position]):
-                return False
-    return True
+            if position >= len(node.inputs):
+                return None
+            root = node.inputs[position]
+            while (
+                isinstance(root, Node)
+                and root.op is not None
+                and root.op.kind in (OpKind.VIEW, OpKind.MUTATION, OpKind.INDEXING)
+            ):
+                root = root.inputs[0]
+            if not isinstance(root, Node):
+                return None
+            if root.op is None and root in placeholders:
+                written.add(placeholders.index(root))
+            elif not _fresh(root):
+                return None
+    return frozenset(written)
 
 
-def _fresh(value: Any) -> bool:
-    # An array made inside the graph (through views of it): no input's memory. NOTE:
-    # `np.array(x, copy=False)` may hand back `x` itself, so only a copying creation counts.
-    while isinstance(value, Node) and value.op is not None and value.op.kind is OpKind.VIEW:
-        value = value.inputs[0]
-    if not isinstance(value, Node) or value.op is None:
+def _fresh(value: Node) -> bool:
+    # An array made inside the graph: no input's memory. NOTE: `np.array(x, copy=False)`
+    # may hand back `x` itself, so only a copying creation counts.
+    if value.op is None:
         return False
     if value.op.name == "copy":
         return True
-    return value.op.kind is OpKind.CREATION and dict(value.params).get("copy", True) is True
+    if value.op.kind is OpKind.CREATION:
+        return dict(value.params).get("copy", True) is True
+    return value.op.kind in _FRESH_KINDS
+
+
+def _is_bool(meta: Any) -> bool:
+    return isinstance(meta, ArrayMeta) and meta.dtype.kind == "b"
+
+
+def _is_inexact(meta: Any) -> bool:
+    if isinstance(meta, ArrayMeta):
+        return meta.dtype.kind in "fc"
+    return isinstance(meta, ScalarMeta) and meta.type in (float, complex)
 
 
 def _writeable(value: Any) -> bool:

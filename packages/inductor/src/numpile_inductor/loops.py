@@ -303,11 +303,18 @@ def _as_meta(value: Any, meta: Any) -> Any:
     return value
 
 
+# NOTE: the Python ints compiled code takes (as int64); a larger one runs with Python.
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def matches(values: Sequence[Any], metas: Sequence[Any]) -> bool:
-    """Whether `values` have the types of `metas`, the ones a body was compiled for."""
+    """Whether `values` have the types of `metas`, the ones a body was compiled for (a
+    Python int only within int64, as compiled code holds it)."""
     for value, meta in zip(values, metas, strict=True):
         if isinstance(meta, ScalarMeta):
             if type(value) is not meta.type:
+                return False
+            if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX:
                 return False
         elif isinstance(meta, ArrayMeta):
             if not isinstance(value, np.ndarray | np.generic) or value.dtype != meta.dtype:

@@ -115,7 +115,9 @@ def lower_ufunc(ctx: LoweringContext, node: Node) -> Lowered:
     for value in node.inputs:
         loader, kind = operand_loader(ctx, value, shape)
         loaders.append(loader)
-        kinds.append(kind)
+        # A Python bool is NumPy's bool under NEP 50 (not weak as int, float and complex
+        # are), which `resolve_dtypes` takes only as the dtype.
+        kinds.append(np.dtype("bool") if kind is bool else kind)
         if not isinstance(value, Node) and not _fits(value, np.dtype("int64")):
             raise CannotLower("integer constant out of range")
     try:

@@ -857,6 +857,14 @@ class _Emitter:
                 else size_symbol(f"sym_dim{len(self.symbol_vars)}")
             )
         first = {size: d for d, size in reversed(fresh.items())}
+        # Bound before the check, which may spell them (`zeros((n, n))` of a run-time `n`:
+        # dim 1 is checked against the symbol dim 0 binds); -1 where the result has not
+        # that dim, which the check then refuses.
+        for size, d in first.items():
+            code.writeline(
+                f"const int64_t {self.symbol_vars[size]} = PyArray_NDIM(a_{name}) > {d} "
+                f"? PyArray_DIMS(a_{name})[{d}] : -1;"
+            )
         checked = {d: self.c_dim(size) for d, size in enumerate(buf.shape) if first.get(size) != d}
         conds = _layout_mismatch(f"a_{name}", buf, checked)
         with code.block(f"if ({' || '.join(conds)})"):
@@ -865,8 +873,6 @@ class _Emitter:
                 f'an array other than its metadata ({buf.dtype.name}{list(buf.shape)})");'
             )
             code.writeline("goto fail;")
-        for size, d in first.items():
-            code.writeline(f"const int64_t {self.symbol_vars[size]} = PyArray_DIMS(a_{name})[{d}];")
 
     def _emit_outputs(self) -> None:
         graph = self.program.graph
