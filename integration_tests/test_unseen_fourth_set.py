@@ -75,11 +75,9 @@ def test_matches_eager_on_the_c_backend(name: str) -> None:
     assert run_program(_program(name), numpile.compile, "inductor") == []
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: a branch-kept Python entry comes back typed")
 @pytest.mark.filterwarnings("ignore::numpile.NumpilePerformanceWarning")
 def test_a_running_max_from_a_python_float_no_element_beats() -> None:
-    # C carries `best = -1.0` as float32 and hands back np.float32(-1.0) where no element
-    # beat it (eager: the Python float): a run-time "assigned" flag would hand back the
-    # entry object itself.
+    # C carries `best = -1.0` as float32; where no element beat it, the loop's "may still
+    # be the entry" flag hands back the entry object itself, the Python float, as eager.
     program = _program("running_max_float32_from_minus_one")
     assert run_program(program, numpile.compile, "inductor") == []
