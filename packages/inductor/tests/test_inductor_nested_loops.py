@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -516,7 +516,7 @@ def _recorded(fn: Callable[..., Any], *args: Any) -> tuple[Any, list[tuple[Any, 
 @pytest.mark.parametrize("fn", [prefix_sums_by_rows, prefix_sums_by_rows_while])
 @pytest.mark.parametrize("over", ["warn", "ignore", "raise"])
 def test_a_nested_loop_after_a_first_iteration_runs_the_rest_once(
-    fn: Callable[..., Any], over: str
+    fn: Callable[..., Any], over: Literal["warn", "ignore", "raise"]
 ) -> None:
     # main ran the for_loop's first iteration again from the nested module and from its
     # replay with NumPy (the start it took was the node's 0, not the range left).
@@ -525,7 +525,7 @@ def test_a_nested_loop_after_a_first_iteration_runs_the_rest_once(
     for shape in ((0, 0), (1, 1), (4, 5), (7, 9)):
         img = rng.integers(0, 256, shape).astype(np.uint8)
         for _ in range(3):  # the first calls before the modules are built, then from them
-            with np.errstate(over=over):  # type: ignore[call-overload]
+            with np.errstate(over=over):
                 got, got_warnings = _recorded(compiled, img.copy())
                 wait_idle(120)
                 want, want_warnings = _recorded(fn, img.copy())
