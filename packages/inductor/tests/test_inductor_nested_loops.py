@@ -10,9 +10,10 @@ values of other types, runs op by op.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -471,3 +472,100 @@ def test_a_python_int_past_int64_runs_a_nested_loop_with_python() -> None:
     for n in (3, 12, 24):
         x = np.arange(n) % 5 + 1
         _same(compiled(x), digit_sums_of_products(x))
+
+
+def prefix_sums_by_rows(img: Any) -> Any:
+    # A running sum from a Python int 0: `row` becomes np.uint8 in the first iteration (the
+    # for_loop's `first`) and wraps with a warning; the outer body runs op by op where the
+    # graph replays with NumPy for the warning, and its inner `for j` runs from its module.
+    h, w = img.shape
+    ii = np.zeros((h + 1, w + 1), dtype=np.int64)
+    for i in range(h):
+        row = 0
+        for j in range(w):
+            row += img[i, j]
+            ii[i + 1, j + 1] = ii[i, j + 1] + row
+    return ii
+
+
+def prefix_sums_by_rows_while(img: Any) -> Any:
+    # `prefix_sums_by_rows` with a `while` (its module takes its first pass too).
+    h, w = img.shape
+    ii = np.zeros((h + 1, w + 1), dtype=np.int64)
+    for i in range(h):
+        row = 0
+        j = 0
+        while j < w:
+            row += img[i, j]
+            ii[i + 1, j + 1] = ii[i, j + 1] + row
+            j += 1
+    return ii
+
+
+def _recorded(fn: Callable[..., Any], *args: Any) -> tuple[Any, list[tuple[Any, ...]]]:
+    # fn's result (or the type of what it raised) and its warnings.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = fn(*args)
+        except FloatingPointError as error:
+            result = type(error)
+    return result, [(w.category, str(w.message), w.lineno) for w in caught]
+
+
+@pytest.mark.parametrize("fn", [prefix_sums_by_rows, prefix_sums_by_rows_while])
+@pytest.mark.parametrize("over", ["warn", "ignore", "raise"])
+def test_a_nested_loop_after_a_first_iteration_runs_the_rest_once(
+    fn: Callable[..., Any], over: Literal["warn", "ignore", "raise"]
+) -> None:
+    # main ran the for_loop's first iteration again from the nested module and from its
+    # replay with NumPy (the start it took was the node's 0, not the range left).
+    compiled = compile_function(fn, backend="inductor", dynamic=True)
+    rng = np.random.default_rng(0)
+    for shape in ((0, 0), (1, 1), (4, 5), (7, 9)):
+        img = rng.integers(0, 256, shape).astype(np.uint8)
+        for _ in range(3):  # the first calls before the modules are built, then from them
+            with np.errstate(over=over):
+                got, got_warnings = _recorded(compiled, img.copy())
+                wait_idle(120)
+                want, want_warnings = _recorded(fn, img.copy())
+            if isinstance(want, type):
+                assert got is want, (shape, over)
+            else:
+                _same(got, want)
+            assert got_warnings == want_warnings, (shape, over)
+
+
+def test_loop_graph_of_a_for_loop_with_a_first_iteration_takes_its_start() -> None:
+    img = np.random.default_rng(0).integers(0, 256, (4, 5)).astype(np.uint8)
+    with np.errstate(over="ignore"):
+        graph = _dynamic_graph(prefix_sums_by_rows, img)
+    ((node, _),) = _loop_nodes(graph)
+    assert node.inputs[0] == 0 and "first" in dict(node.params)
+    text = str(loop_graph(node, dict(node.params)["body"]))
+    assert text.startswith("graph(a0: int, a1: int, a3: uint8[],"), text
+    assert "for_loop(a0, a1, 1, a3," in text
+
+
+def test_gram_schmidt_with_its_while_refused_runs_its_inner_loops_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The `while` runs as captured (op by op); its `for r` loops carrying `s = 0.0` run from
+    # their modules after their first iteration on the Python float.
+    build = NestedLoop.build
+
+    def refusing_whiles(loop: NestedLoop, compile_graph: Any = None) -> bool:
+        if loop.node.op is not None and loop.node.op.name == "while_loop":
+            return build(loop, lambda graph: ((lambda *args: ()), False))
+        return build(loop, compile_graph)
+
+    monkeypatch.setattr(NestedLoop, "build", refusing_whiles)
+    compiled = compile_function(gram_schmidt_twice, backend="inductor", dynamic=True)
+    for n in SIZES:
+        args = _inputs(gram_schmidt_twice, n)
+        for _ in range(2):
+            rt.reset_counters()
+            _same(compiled(*_copies(args)), gram_schmidt_twice(*_copies(args)))
+            wait_idle(120)
+        if n > 1:
+            assert rt.counters().get("loop_nested_c_runs", 0) > 0, n

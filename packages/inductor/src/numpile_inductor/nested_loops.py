@@ -61,15 +61,18 @@ def _head(node: Node) -> int:
 
 def _taken(node: Node) -> list[int]:
     # The positions of the node's inputs that its loop graph takes as arguments: a
-    # while_loop's entry, a for_loop's bounds that are graph values, every carried value
-    # (the runner hands over the values a first pass left, not the node's constants), the
-    # invariants that are graph values.
+    # while_loop's entry, a for_loop's bounds that are graph values, its start too where it
+    # has a `first` (the runner hands over the range that first iterations left), every
+    # carried value (the runner hands over the values a first pass left, not the node's
+    # constants), the invariants that are graph values.
     head = _head(node)
-    carried = head + dict(node.params)["carried"]
+    params = dict(node.params)
+    carried = head + params["carried"]
+    entry = 0 if head == 1 or "first" in params else -1  # the head input always taken
     return [
         position
         for position, value in enumerate(node.inputs)
-        if isinstance(value, Node) or (head == 1 and position == 0) or head <= position < carried
+        if isinstance(value, Node) or position == entry or head <= position < carried
     ]
 
 
@@ -111,8 +114,10 @@ def loop_graph(node: Node, body: Graph) -> Graph | None:
             ):
                 return None
         inputs.append(graph.placeholder(f"a{position}", meta))
-    # NOTE: a for_loop without `first`: capture runs its first iteration on other types
-    # before it hands the loop to its runner. A copy of the body with no runner of its own:
+    # NOTE: a for_loop without `first`: capture runs its first iterations on other types
+    # before it hands the rest of the range to its runner (the start a graph input, see
+    # `_taken`), so that the module and NumPy's replay of this graph (`errstate`) run only
+    # the iterations left. A copy of the body with no runner of its own:
     # where the C loop function hands a run back to NumPy (an index out of bounds), the loop
     # runs op by op, not through this module again.
     params["body"] = own_copy(body)
