@@ -55,6 +55,8 @@ from .bytecode import Instruction
 from .capture_result import Unsupported
 from .carried_values import graph_value, meta_of_value
 from .dynamic_shapes import active_shape_env
+from .entry_objects import kept_by_branches
+from .graph import Graph
 from .loop_exit import BROKE, LoopFallback, active_loops, innermost
 from .loop_index import is_loop_symbol
 from .loop_locals import read_after
@@ -311,6 +313,68 @@ def mark_typed_if_ran(frame: Frame, retyped: Sequence[str], why: str) -> None:
             f"can end the graph {where} to check that at run time"
         )
     loops[0].typed_if_ran.update(retyped)
+
+
+def own_entries_kept(
+    frame: Frame,
+    head: int,
+    traced: Sequence[Graph | None],
+    retyped: Sequence[str],
+    starting: dict[str, Variable],
+    why: str,
+) -> tuple[str, ...]:
+    """Inside a kept body, the `retyped` locals that a `cond` branch of the inner loop at
+    `head` (its `traced` first iteration and body) may leave as the Python scalar the
+    enclosing iteration gave it (`s = 0.0` per row, its `starting` variable; see
+    own_entries): the enclosing loop watches them (`watch_own_entries`). A value the
+    enclosing loop carries in (its placeholder) is that loop's own entry, which its
+    backend's flags follow (entry_objects.may_hold_entry). `LoopFallback` where the
+    enclosing loop found code computing on one (`OwnEntries.unrolled`) or none encloses
+    this one (a transform): no run-time flag stands for the type of the code after it."""
+    if can_end_graph(frame):
+        return ()
+    own = tuple(
+        name
+        for name in kept_by_branches(traced, retyped)
+        if name in starting and _python_type(starting[name]) is not None
+    )
+    loop = innermost(frame)
+    if own and (loop is None or head in loop.own_entries.unrolled):
+        raise LoopFallback(
+            f"the type of {why} after it depends on the branches its body took (one may "
+            f"leave {', '.join(map(repr, own))} as the Python scalar it entered as), the "
+            "code after it computes on it, and the graph cannot end after it here"
+        )
+    return own
+
+
+def watch_own_entries(
+    frame: Frame, head: int, own: Sequence[str], starting: dict[str, Variable]
+) -> None:
+    """Record on the enclosing kept loop the results of the inner loop at `head`, just
+    bound to the `own` locals, that may be the Python scalars they entered as
+    (`own_entries_kept`), for its check of the code after it (`own_entries.computed_on`)."""
+    loop = innermost(frame)
+    if loop is None:
+        return
+    for name in own:
+        var = frame.state.locals.get(name)
+        kind = _python_type(starting[name])
+        if isinstance(var, ArrayVar | ScalarNodeVar) and kind is not None:
+            loop.own_entries.held[var.node] = (head, kind)
+
+
+def _python_type(var: Variable) -> type | None:
+    # The type of a Python scalar the enclosing iteration computed or named; None for the
+    # value the enclosing loop carries in (a placeholder, or its `carried_scalar`).
+    if isinstance(var, ConstantVar) and type(var.value) in (bool, int, float, complex):
+        return type(var.value)
+    if not isinstance(var, ScalarNodeVar):
+        return None
+    node = var.node
+    if not isinstance(node.meta, ScalarMeta) or node.op is None:
+        return None
+    return None if node.op.name == "carried_scalar" else node.meta.type
 
 
 def typed_if_ran_of(frame: Frame, carried: Sequence[str]) -> tuple[str, ...]:

@@ -1,0 +1,97 @@
+"""Inner loops whose branches may hand back the Python scalar the enclosing iteration gave
+a local, and whether the enclosing kept body computes on it.
+
+In `for i: s = 0.1; for j: if x[i, j] > 0.5: s = x[i, j]`, the inner loop is kept with the
+loop's types: its result is typed float64, but where no branch assigned `s` eager's `s`
+is still the Python float 0.1. Code after the inner loop that computes on it (`t + s *
+z[i]` with a float32 `z`: float32 on the Python float, float64 on a NumPy float64) would
+be typed, and compiled, for the wrong one; no run-time flag stands for it. The enclosing
+kept loop watches such results (`OwnEntries.held`) across its traces; where some node of
+its traced body reads one in a way that may differ (`computed_on`), it traces again with
+that inner loop not kept (`OwnEntries.unrolled`; the inner loop unrolls, or the
+enclosing loop runs in Python). Reads that give the same either way keep it: a store into
+a float array (`out[i] = s`: a Python float and a float64 convert alike), an op with a
+0-d NumPy operand of the loop's dtype (NEP 50 converts the Python scalar to it exactly).
+
+    >>> computed_on(watch, (first, body))  # doctest: +SKIP
+    {12}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Sequence
+
+import attrs
+import numpy as np
+
+from .graph import Graph, Node
+from .meta import ArrayMeta
+
+
+@attrs.define
+class OwnEntries:
+    """Shared by a kept loop's traces: the results of inner loops of its body that may be
+    the Python scalar the iteration gave them (`held`: each result's inner loop head and
+    the scalar's Python type), and the heads of inner loops not to keep (`unrolled`)."""
+
+    held: dict[Node, tuple[int, type]] = attrs.field(factory=dict)
+    unrolled: set[int] = attrs.field(factory=set)
+
+
+def computed_on(watch: OwnEntries, graphs: Sequence[Graph | None]) -> set[int]:
+    """The heads of the inner loops (`watch.held`) one of whose results some node of
+    `graphs` (a kept loop's first iteration and body, with their nested branches and
+    bodies) computes on where the Python scalar and the loop's type may differ, or hands
+    on out of the iteration."""
+    found: set[int] = set()
+    for graph in graphs:
+        if graph is None:
+            continue
+        for inner in _graphs_in(graph):
+            outputs = inner.output if isinstance(inner.output, tuple) else (inner.output,)
+            found |= {watch.held[v][0] for v in outputs if isinstance(v, Node) and v in watch.held}
+            for node in inner.nodes:
+                for value in node.inputs:
+                    if isinstance(value, Node) and value in watch.held:
+                        head, kind = watch.held[value]
+                        if not _same_either_way(node, value, kind, watch.held):
+                            found.add(head)
+    return found
+
+
+def _graphs_in(graph: Graph) -> Iterator[Graph]:
+    # `graph` and the graphs its nodes hold (cond branches, loop bodies), depth first.
+    yield graph
+    for node in graph.nodes:
+        for _, value in node.params:
+            if isinstance(value, Graph):
+                yield from _graphs_in(value)
+
+
+def _same_either_way(node: Node, value: Node, kind: type, held: Collection[Node]) -> bool:
+    # Whether `node` gives the same on the Python scalar of type `kind` as on `value`, a
+    # 0-d NumPy value of the loop's dtype (`held`: the values that may be Python scalars).
+    if node.op is None or not isinstance(value.meta, ArrayMeta):
+        return False
+    dtype = value.meta.dtype
+    if node.op.name == "setitem_at":
+        target = node.inputs[0]
+        stored_only = node.inputs[1] is value and value not in (target, *node.inputs[2:])
+        return (
+            stored_only
+            and kind is float
+            and isinstance(target, Node)
+            and isinstance(target.meta, ArrayMeta)
+            and np.issubdtype(target.meta.dtype, np.floating)
+        )
+    if len(node.inputs) != 2 or node.params or not isinstance(node.meta, ArrayMeta):
+        return False
+    other = node.inputs[1] if node.inputs[0] is value else node.inputs[0]
+    return (
+        isinstance(other, Node)
+        and other is not value
+        and other not in held
+        and isinstance(other.meta, ArrayMeta)
+        and other.meta.shape == ()
+        and other.meta.dtype == dtype
+    )
