@@ -30,6 +30,7 @@ from .bytecode import Instruction
 from .carried_values import graph_value, join_metas, meta_of_value, variable_of
 from .control_flow import add_cond
 from .graph import Graph
+from .loop_entry import watch_own_scalars
 from .loop_exit import BROKE, Escape, LoopFallback, innermost
 from .meta import ArrayMeta, ScalarMeta
 from .trace_snapshot import Snapshot
@@ -228,6 +229,8 @@ def _emit(
     if line is not None:
         for node in tracer.graph.nodes[-1 - len(outputs) :]:
             tracer.graph.locations.setdefault(node, line)
+    pairs = zip(results, outputs, strict=True)
+    watch_own_scalars(frame, start, [(one, other, node) for (_, one, other), node in pairs])
     for (key, _, _), node in zip(results, outputs, strict=True):
         if isinstance(key, str):
             state.locals[key] = variable_of(node)

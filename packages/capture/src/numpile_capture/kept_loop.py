@@ -117,6 +117,12 @@ def trace_to_fixpoint(
             if not again:
                 return first, body, metas
             assert watch is not None
+            if again & watch.branches:
+                raise LoopFallback(
+                    "a branch of an `if` in its body may keep a local as the Python scalar the "
+                    "iteration gave it, and the code after the `if` computes on it (its type "
+                    "would be the NumPy type of the other branch's value)"
+                )
             watch.unrolled |= again
             watch.held.clear()
             first, attempt, metas = None, 0, dict(start)

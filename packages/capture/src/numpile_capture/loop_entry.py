@@ -56,7 +56,7 @@ from .capture_result import Unsupported
 from .carried_values import graph_value, meta_of_value
 from .dynamic_shapes import active_shape_env
 from .entry_objects import kept_by_branches
-from .graph import Graph
+from .graph import Graph, Node
 from .loop_exit import BROKE, LoopFallback, active_loops, innermost
 from .loop_index import is_loop_symbol
 from .loop_locals import read_after
@@ -362,6 +362,27 @@ def watch_own_entries(
         kind = _python_type(starting[name])
         if isinstance(var, ArrayVar | ScalarNodeVar) and kind is not None:
             loop.own_entries.held[var.node] = (head, kind)
+
+
+def watch_own_scalars(
+    frame: Frame, head: int, results: Sequence[tuple[Variable, Variable, Node]]
+) -> None:
+    """Record on the enclosing kept loop the results of the `cond` of the `if` at `head`
+    (each with its two branches' variables) where one branch keeps a Python scalar the
+    iteration computed or named and the other a NumPy value: typed as the NumPy one, it
+    may be the Python scalar (see own_entries)."""
+    loop = innermost(frame)
+    if loop is None:
+        return
+    for one, other, node in results:
+        for mine, theirs in ((one, other), (other, one)):
+            kind = _python_type(mine)
+            numpy = isinstance(theirs, ArrayVar | ScalarNodeVar) and isinstance(
+                theirs.node.meta, ArrayMeta
+            )
+            if kind is not None and numpy:
+                loop.own_entries.held[node] = (head, kind)
+                loop.own_entries.branches.add(head)
 
 
 def _python_type(var: Variable) -> type | None:

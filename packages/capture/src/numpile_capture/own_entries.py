@@ -9,9 +9,11 @@ be typed, and compiled, for the wrong one; no run-time flag stands for it. The e
 kept loop watches such results (`OwnEntries.held`) across its traces; where some node of
 its traced body reads one in a way that may differ (`computed_on`), it traces again with
 that inner loop not kept (`OwnEntries.unrolled`; the inner loop unrolls, or the
-enclosing loop runs in Python). Reads that give the same either way keep it: a store into
-a float array (`out[i] = s`: a Python float and a float64 convert alike), an op with a
-0-d NumPy operand of the loop's dtype (NEP 50 converts the Python scalar to it exactly).
+enclosing loop runs in Python); a `cond` result one of whose branches kept a Python
+scalar (`s = 0.1; if x[i] > 0.5: s = x[i]`) makes the enclosing loop not kept. Reads that
+give the same either way keep it: a store into a float array (`out[i] = s`: a Python
+float and a float64 convert alike), an op with a 0-d NumPy operand of the loop's dtype
+(NEP 50 converts the Python scalar to it exactly), the test of an `if`.
 
     >>> computed_on(watch, (first, body))  # doctest: +SKIP
     {12}
@@ -30,12 +32,16 @@ from .meta import ArrayMeta
 
 @attrs.define
 class OwnEntries:
-    """Shared by a kept loop's traces: the results of inner loops of its body that may be
-    the Python scalar the iteration gave them (`held`: each result's inner loop head and
-    the scalar's Python type), and the heads of inner loops not to keep (`unrolled`)."""
+    """Shared by a kept loop's traces: the results of inner loops and `cond`s of its body
+    that may be the Python scalar the iteration gave them (`held`: each result's loop or
+    `if` head and the scalar's Python type), and the heads of inner loops not to keep
+    (`unrolled`)."""
 
     held: dict[Node, tuple[int, type]] = attrs.field(factory=dict)
     unrolled: set[int] = attrs.field(factory=set)
+    # The heads (the `if`'s first instruction) of `cond` results in `held`: a branch that
+    # kept the Python scalar, which no unrolling can type.
+    branches: set[int] = attrs.field(factory=set)
 
 
 def computed_on(watch: OwnEntries, graphs: Sequence[Graph | None]) -> set[int]:
@@ -74,6 +80,8 @@ def _same_either_way(node: Node, value: Node, kind: type, held: Collection[Node]
     if node.op is None or not isinstance(value.meta, ArrayMeta):
         return False
     dtype = value.meta.dtype
+    if node.op.name == "cond":
+        return node.inputs[0] is value and value not in node.inputs[1:]  # a test either way
     if node.op.name == "setitem_at":
         target = node.inputs[0]
         stored_only = node.inputs[1] is value and value not in (target, *node.inputs[2:])
