@@ -230,7 +230,8 @@ def _emit(
         for node in tracer.graph.nodes[-1 - len(outputs) :]:
             tracer.graph.locations.setdefault(node, line)
     pairs = zip(results, outputs, strict=True)
-    watch_own_scalars(frame, start, [(one, other, node) for (_, one, other), node in pairs])
+    locals_of = [(one, other, node) for (key, one, other), node in pairs if isinstance(key, str)]
+    watch_own_scalars(frame, start, locals_of)
     for (key, _, _), node in zip(results, outputs, strict=True):
         if isinstance(key, str):
             state.locals[key] = variable_of(node)

@@ -75,6 +75,7 @@ def trace_to_fixpoint(
     *,
     carried: Callable[[tuple[str, ...]], None] | None = None,
     watch: OwnEntries | None = None,
+    read_after_loop: Callable[[str], bool] = lambda name: True,
 ) -> tuple[Graph | None, Graph, dict[str, ArrayMeta | ScalarMeta]]:
     """Trace the body until its carried types are a fixpoint; the frame is restored after
     each trace. Returns the first iteration's body (traced on the initial types, None when
@@ -82,7 +83,8 @@ def trace_to_fixpoint(
     the loop carry the returned value (`carried` is told the names added) and starts over;
     one two loops deep is left to the enclosing loop (`NestedReturn`). Where code of the
     body computes on an inner loop's result that may be a Python scalar (`watch`, see
-    own_entries), it starts over with that inner loop not kept."""
+    own_entries; `read_after_loop` tells which carried locals code after the loop reads),
+    it starts over with that inner loop not kept."""
     # Late import: loop_return traces the code after the loop with block_trace.run_until,
     # which keeps the loops it meets.
     from .loop_return import carry_return
@@ -113,7 +115,10 @@ def trace_to_fixpoint(
             continue
         widened = widen(metas, results)
         if widened == metas:
-            again = set() if watch is None else computed_on(watch, (first, body)) - watch.unrolled
+            again = set()
+            if watch is not None:
+                found = computed_on(watch, (first, body), tuple(metas), read_after_loop)
+                again = found - watch.unrolled
             if not again:
                 return first, body, metas
             assert watch is not None

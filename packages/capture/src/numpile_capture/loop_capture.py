@@ -67,7 +67,7 @@ from .loop_entry import (
 from .loop_exit import BROKE, LoopExit, ReturnSlot, exit_block, tracing_body
 from .loop_exit import LoopFallback as LoopFallback
 from .loop_index import index_scope, range_bounds
-from .loop_locals import body_names, loaded_names, read_lazy_locals
+from .loop_locals import body_names, loaded_names, read_after, read_lazy_locals
 from .loop_ranges import RangeIterVar
 from .loop_sources import ZipVar, item_at
 from .meta import ArrayMeta, ScalarMeta
@@ -142,7 +142,16 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     initial = dict(metas)
     starting = {name: state.locals[name] for name in metas}
     first, body, metas = trace_to_fixpoint(
-        frame, trace, metas, scalars, returns, carried=carried, watch=loop.own_entries
+        frame,
+        trace,
+        metas,
+        scalars,
+        returns,
+        carried=carried,
+        watch=loop.own_entries,
+        read_after_loop=lambda name: read_after(
+            frame.instructions, extent.exit, name, extent.head, extent.exit
+        ),
     )
     retyped = retyped_after(frame, initial, metas, (extent.head, extent.exit))
     breaks = _may_break((first, body), len(metas))

@@ -369,7 +369,7 @@ def watch_own_scalars(
 ) -> None:
     """Record on the enclosing kept loop the results of the `cond` of the `if` at `head`
     (each with its two branches' variables) where one branch keeps a Python scalar the
-    iteration computed or named and the other a NumPy value: typed as the NumPy one, it
+    iteration gave a local (`s = 0.1`) and the other a NumPy value: typed as the NumPy one, it
     may be the Python scalar (see own_entries)."""
     loop = innermost(frame)
     if loop is None:
@@ -386,16 +386,12 @@ def watch_own_scalars(
 
 
 def _python_type(var: Variable) -> type | None:
-    # The type of a Python scalar the enclosing iteration computed or named; None for the
-    # value the enclosing loop carries in (a placeholder, or its `carried_scalar`).
+    # The type of a Python scalar constant the enclosing iteration gave a local (`s = 0.1`);
+    # None for other values: the value the enclosing loop carries in, and what the
+    # iteration computes from it, are that loop's own entry, which its backend follows.
     if isinstance(var, ConstantVar) and type(var.value) in (bool, int, float, complex):
         return type(var.value)
-    if not isinstance(var, ScalarNodeVar):
-        return None
-    node = var.node
-    if not isinstance(node.meta, ScalarMeta) or node.op is None:
-        return None
-    return None if node.op.name == "carried_scalar" else node.meta.type
+    return None
 
 
 def typed_if_ran_of(frame: Frame, carried: Sequence[str]) -> tuple[str, ...]:

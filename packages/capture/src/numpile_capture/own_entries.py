@@ -21,7 +21,7 @@ float and a float64 convert alike), an op with a 0-d NumPy operand of the loop's
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 
 import attrs
 import numpy as np
@@ -44,25 +44,76 @@ class OwnEntries:
     branches: set[int] = attrs.field(factory=set)
 
 
-def computed_on(watch: OwnEntries, graphs: Sequence[Graph | None]) -> set[int]:
-    """The heads of the inner loops (`watch.held`) one of whose results some node of
-    `graphs` (a kept loop's first iteration and body, with their nested branches and
-    bodies) computes on where the Python scalar and the loop's type may differ, or hands
-    on out of the iteration."""
+def computed_on(
+    watch: OwnEntries,
+    graphs: Sequence[Graph | None],
+    carried: Sequence[str],
+    read_after_loop: Callable[[str], bool],
+) -> set[int]:
+    """The heads of the inner loops and `if`s (`watch.held`) one of whose results some
+    node of `graphs` (a kept loop's first iteration and body, with their nested branches
+    and bodies) computes on where the Python scalar and the loop's type may differ, or
+    hands on out of the iteration: as a `carried` local the next iteration reads or code
+    after the loop reads (`read_after_loop`), or into a `cond` branch's results."""
     found: set[int] = set()
     for graph in graphs:
         if graph is None:
             continue
         for inner in _graphs_in(graph):
             outputs = inner.output if isinstance(inner.output, tuple) else (inner.output,)
-            found |= {watch.held[v][0] for v in outputs if isinstance(v, Node) and v in watch.held}
+            for k, value in enumerate(outputs):
+                if not isinstance(value, Node) or value not in watch.held:
+                    continue
+                passed = inner is graph and k < len(carried)
+                if not passed or _read_on(graph, carried[k], read_after_loop):
+                    found.add(watch.held[value][0])
             for node in inner.nodes:
                 for value in node.inputs:
                     if isinstance(value, Node) and value in watch.held:
                         head, kind = watch.held[value]
-                        if not _same_either_way(node, value, kind, watch.held):
+                        top = inner is graph
+                        tested = _only_tested(node, value, inner, top, len(carried))
+                        if not tested and not _same_either_way(node, value, kind, watch.held):
                             found.add(head)
     return found
+
+
+def _read_on(graph: Graph, name: str, read_after_loop: Callable[[str], bool]) -> bool:
+    # Whether carried local `name` is read by the next iteration (its placeholder in
+    # `graph` has a use) or after the loop.
+    if read_after_loop(name):
+        return True
+    places = {place for place in graph.placeholders if place.name == name}
+    outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+    used = any(value in places for node in graph.nodes for value in node.inputs)
+    return used or any(value in places for value in outputs)
+
+
+def _only_tested(node: Node, value: Node, graph: Graph, top: bool, carried: int) -> bool:
+    # A comparison of `value` with a Python number or a 0-d NumPy value of its dtype whose
+    # result only tests: a `cond`'s predicate, or (in the loop's own body, `top`) an output
+    # past the carried values (a `while` test, a stop flag). Python and NumPy test alike.
+    if node.op is None or node.op.name not in _COMPARISONS or len(node.inputs) != 2:
+        return False
+    other = node.inputs[1] if node.inputs[0] is value else node.inputs[0]
+    if isinstance(other, Node):
+        if not isinstance(other.meta, ArrayMeta) or not isinstance(value.meta, ArrayMeta):
+            return False
+        if other is value or other.meta.shape != () or other.meta.dtype != value.meta.dtype:
+            return False
+    elif type(other) not in (bool, int, float):
+        return False
+    for user in graph.nodes:
+        if node in user.inputs:
+            is_test = user.op is not None and user.op.name == "cond" and user.inputs[0] is node
+            if not is_test or node in user.inputs[1:]:
+                return False
+    outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+    return all(top and k >= carried for k, out in enumerate(outputs) if out is node)
+
+
+# NOTE: the comparison ops of the graph (see ops/), whose results only test.
+_COMPARISONS = frozenset({"greater", "greater_equal", "less", "less_equal", "equal", "not_equal"})
 
 
 def _graphs_in(graph: Graph) -> Iterator[Graph]:

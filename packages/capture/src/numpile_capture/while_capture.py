@@ -57,7 +57,7 @@ from .loop_exit import (
     return_block,
     tracing_body,
 )
-from .loop_locals import body_names, read_lazy_locals
+from .loop_locals import body_names, read_after, read_lazy_locals
 from .meta import ArrayMeta, ScalarMeta
 from .own_entries import OwnEntries
 from .trace_snapshot import Snapshot
@@ -229,7 +229,17 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         if returns is not None and returns.parent is not None and returns.parent.carried:
             inherit_return(frame, returns, metas, scalars)  # the trace carries all of metas
         before = dict(metas)
-        first, traced, metas = trace_to_fixpoint(frame, trace, metas, scalars, returns, watch=watch)
+        first, traced, metas = trace_to_fixpoint(
+            frame,
+            trace,
+            metas,
+            scalars,
+            returns,
+            watch=watch,
+            read_after_loop=lambda name: read_after(
+                frame.instructions, shape.exit, name, shape.body, shape.exit
+            ),
+        )
         retyped = retyped_after(frame, before, metas, (shape.body, shape.exit))
         why = describe_retyped(retyped, before, metas)
         starting = {name: state.locals[name] for name in retyped}
