@@ -333,11 +333,8 @@ def own_entries_kept(
     this one (a transform): no run-time flag stands for the type of the code after it."""
     if can_end_graph(frame):
         return ()
-    own = tuple(
-        name
-        for name in kept_by_branches(traced, retyped)
-        if name in starting and _python_type(starting[name]) is not None
-    )
+    constants = [name for name in retyped if _python_type(starting[name]) is not None]
+    own = kept_by_branches(traced, constants) if constants else ()
     loop = innermost(frame)
     if own and (loop is None or head in loop.own_entries.unrolled):
         raise LoopFallback(

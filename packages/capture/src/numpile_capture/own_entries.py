@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator, Sequence
 
 import attrs
-import numpy as np
 
 from .graph import Graph, Node
 from .meta import ArrayMeta
@@ -56,6 +55,8 @@ def computed_on(
     hands on out of the iteration: as a `carried` local the next iteration reads or code
     after the loop reads (`read_after_loop`), or into a `cond` branch's results."""
     found: set[int] = set()
+    if not watch.held:
+        return found
     for graph in graphs:
         if graph is None:
             continue
@@ -141,7 +142,7 @@ def _same_either_way(node: Node, value: Node, kind: type, held: Collection[Node]
             and kind is float
             and isinstance(target, Node)
             and isinstance(target.meta, ArrayMeta)
-            and np.issubdtype(target.meta.dtype, np.floating)
+            and target.meta.dtype.kind == "f"
         )
     if len(node.inputs) != 2 or node.params or not isinstance(node.meta, ArrayMeta):
         return False
