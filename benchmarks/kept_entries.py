@@ -7,6 +7,9 @@ assigned `t` and an `np.float64` where one did; the C loop keeps a flag per such
 (codegen/c/loop_body.py's `EntryKept`). `t = 1.1; for i: y[i] = t * z[i]; while ...: t =
 t + w[k]` computes on `t` both ways, the run-time flag of whether the inner `while` ran
 choosing (codegen/c/loop_flag_typings.py); an int32 `w` adds the same on both types.
+`s = 3.0` per row, then an inner loop whose branch may assign it: computed on after the
+inner loop (`row_weighted`) the loops are not kept (capture's own_entries); only stored
+(`row_stored`) they stay one C nest.
 Each row: median warm call time in us of the compiled function and of eager Python, over
 `--repeats` calls alternated, on inputs whose branches never run (the entry object comes
 back), and whether the result has eager's values and Python types.
@@ -75,6 +78,27 @@ def flagged_int32_sum(x: Any, w: Any, z: Any, y: Any, n: int) -> Any:
     return t, y
 
 
+def row_weighted(x: Any, z: Any) -> Any:
+    t = 0.0
+    for i in range(x.shape[0]):
+        s = 3.0  # the row's own Python entry: float32 times `z[i]` where no branch ran
+        for j in range(x.shape[1]):
+            if x[i, j] > 2.0:
+                s = x[i, j]
+        t = t + s * z[i]
+    return t
+
+
+def row_stored(x: Any, y: Any) -> Any:
+    for i in range(x.shape[0]):
+        s = 3.0  # stored into a float array: the same on either type
+        for j in range(x.shape[1]):
+            if x[i, j] > 2.0:
+                s = x[i, j]
+        y[i] = s
+    return y
+
+
 def _cases(size: int) -> dict[str, tuple[Callable[..., Any], Callable[[], tuple[Any, ...]]]]:
     rng = np.random.default_rng(0)
     x = rng.random(size)
@@ -84,6 +108,14 @@ def _cases(size: int) -> dict[str, tuple[Callable[..., Any], Callable[[], tuple[
         "running_max": (running_max, lambda: (x, np.zeros(size))),
         "row_max": (row_max, lambda: (x[: side * side].reshape(side, side),)),
         "while_picked": (while_picked, lambda: (x, size)),
+        "row_weighted": (
+            row_weighted,
+            lambda: (x[: side * side].reshape(side, side), np.full(side, 1.1, np.float32)),
+        ),
+        "row_stored": (
+            row_stored,
+            lambda: (x[: side * side].reshape(side, side), np.zeros(side, np.float32)),
+        ),
         "flagged_int32_sum": (
             flagged_int32_sum,
             lambda: (

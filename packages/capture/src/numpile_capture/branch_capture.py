@@ -30,6 +30,7 @@ from .bytecode import Instruction
 from .carried_values import graph_value, join_metas, meta_of_value, variable_of
 from .control_flow import add_cond
 from .graph import Graph
+from .loop_entry import watch_own_scalars
 from .loop_exit import BROKE, Escape, LoopFallback, innermost
 from .meta import ArrayMeta, ScalarMeta
 from .trace_snapshot import Snapshot
@@ -228,6 +229,9 @@ def _emit(
     if line is not None:
         for node in tracer.graph.nodes[-1 - len(outputs) :]:
             tracer.graph.locations.setdefault(node, line)
+    pairs = zip(results, outputs, strict=True)
+    locals_of = [(one, other, node) for (key, one, other), node in pairs if isinstance(key, str)]
+    watch_own_scalars(frame, start, locals_of)
     for (key, _, _), node in zip(results, outputs, strict=True):
         if isinstance(key, str):
             state.locals[key] = variable_of(node)

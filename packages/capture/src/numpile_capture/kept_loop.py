@@ -18,6 +18,7 @@ from .carried_values import variable_of, widen
 from .graph import Graph, Node
 from .loop_exit import LoopFallback, NestedReturn, ReturnSlot, innermost
 from .meta import ArrayMeta, ScalarMeta
+from .own_entries import OwnEntries, computed_on
 from .trace_snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -73,12 +74,17 @@ def trace_to_fixpoint(
     returns: ReturnSlot | None,
     *,
     carried: Callable[[tuple[str, ...]], None] | None = None,
+    watch: OwnEntries | None = None,
+    read_after_loop: Callable[[str], bool] = lambda name: True,
 ) -> tuple[Graph | None, Graph, dict[str, ArrayMeta | ScalarMeta]]:
     """Trace the body until its carried types are a fixpoint; the frame is restored after
     each trace. Returns the first iteration's body (traced on the initial types, None when
     they do not change), the body and the carried types. A `return` the body takes makes
     the loop carry the returned value (`carried` is told the names added) and starts over;
-    one two loops deep is left to the enclosing loop (`NestedReturn`)."""
+    one two loops deep is left to the enclosing loop (`NestedReturn`). Where code of the
+    body computes on an inner loop's result that may be a Python scalar (`watch`, see
+    own_entries; `read_after_loop` tells which carried locals code after the loop reads),
+    it starts over with that inner loop not kept."""
     # Late import: loop_return traces the code after the loop with block_trace.run_until,
     # which keeps the loops it meets.
     from .loop_return import carry_return
@@ -86,6 +92,7 @@ def trace_to_fixpoint(
     saved = Snapshot.take(frame)
     first: Graph | None = None
     attempt = 0
+    start = dict(metas)
     while True:
         try:
             body, results = trace(metas)
@@ -104,11 +111,27 @@ def trace_to_fixpoint(
             if carried is not None:
                 carried(added)
             saved = Snapshot.take(frame)
-            first, attempt = None, 0
+            first, attempt, start = None, 0, dict(metas)
             continue
         widened = widen(metas, results)
         if widened == metas:
-            return first, body, metas
+            again = set()
+            if watch is not None:
+                found = computed_on(watch, (first, body), tuple(metas), read_after_loop)
+                again = found - watch.unrolled
+            if not again:
+                return first, body, metas
+            assert watch is not None
+            if again & watch.branches:
+                raise LoopFallback(
+                    "a branch of an `if` in its body may keep a local as the Python scalar the "
+                    "iteration gave it, and the code after the `if` computes on it (its type "
+                    "would be the NumPy type of the other branch's value)"
+                )
+            watch.unrolled |= again
+            watch.held.clear()
+            first, attempt, metas = None, 0, dict(start)
+            continue
         if attempt > 0:
             raise LoopFallback("the carried types change over more than one iteration")
         first = body  # the first iteration, on the initial types (see peeled_first)

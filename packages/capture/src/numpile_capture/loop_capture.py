@@ -57,15 +57,17 @@ from .loop_entry import (
     end_graph_after,
     kept_with_loop_types,
     mark_typed_if_ran,
+    own_entries_kept,
     range_entered,
     retyped_after,
     runs_node,
     typed_if_ran_of,
+    watch_own_entries,
 )
 from .loop_exit import BROKE, LoopExit, ReturnSlot, exit_block, tracing_body
 from .loop_exit import LoopFallback as LoopFallback
 from .loop_index import index_scope, range_bounds
-from .loop_locals import body_names, read_lazy_locals
+from .loop_locals import body_names, read_after, read_lazy_locals
 from .loop_ranges import RangeIterVar
 from .loop_sources import ZipVar, item_at
 from .meta import ArrayMeta, ScalarMeta
@@ -138,7 +140,18 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
 
     initial = dict(metas)
     starting = {name: state.locals[name] for name in metas}
-    first, body, metas = trace_to_fixpoint(frame, trace, metas, scalars, returns, carried=carried)
+    first, body, metas = trace_to_fixpoint(
+        frame,
+        trace,
+        metas,
+        scalars,
+        returns,
+        carried=carried,
+        watch=loop.own_entries,
+        read_after_loop=lambda name: read_after(
+            frame.instructions, extent.exit, name, extent.head, extent.exit
+        ),
+    )
     retyped = retyped_after(frame, initial, metas, (extent.head, extent.exit))
     breaks = _may_break((first, body), len(metas))
     entered = (None if breaks else range_entered(iterator.bounds)) if retyped else True
@@ -152,6 +165,7 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     if entered is False:
         raise EmptyRange  # guarded: this entry serves the calls whose range is empty
     why = describe_retyped(retyped, initial, metas)
+    own = own_entries_kept(frame, extent.head, (first, body), retyped, starting, why)
     ends_graph = entered is None and can_end_graph(frame)
     step = iterator.bounds[2]
     splits = entered is None and not ends_graph and not breaks and _constant_step(step) != 0
@@ -177,6 +191,7 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     count = len(graph.nodes)
     before = Snapshot.take(frame)
     bounds = _emit_loop(frame, extent, iterator, (first, body), metas, loop.typed_if_ran)
+    watch_own_entries(frame, extent.head, own, starting)
     try:
         if splits:
 

@@ -55,6 +55,8 @@ from .bytecode import Instruction
 from .capture_result import Unsupported
 from .carried_values import graph_value, meta_of_value
 from .dynamic_shapes import active_shape_env
+from .entry_objects import kept_by_branches
+from .graph import Graph, Node
 from .loop_exit import BROKE, LoopFallback, active_loops, innermost
 from .loop_index import is_loop_symbol
 from .loop_locals import read_after
@@ -311,6 +313,82 @@ def mark_typed_if_ran(frame: Frame, retyped: Sequence[str], why: str) -> None:
             f"can end the graph {where} to check that at run time"
         )
     loops[0].typed_if_ran.update(retyped)
+
+
+def own_entries_kept(
+    frame: Frame,
+    head: int,
+    traced: Sequence[Graph | None],
+    retyped: Sequence[str],
+    starting: dict[str, Variable],
+    why: str,
+) -> tuple[str, ...]:
+    """Inside a kept body, the `retyped` locals that a `cond` branch of the inner loop at
+    `head` (its `traced` first iteration and body) may leave as the Python scalar the
+    enclosing iteration gave it (`s = 0.0` per row, its `starting` variable; see
+    own_entries): the enclosing loop watches them (`watch_own_entries`). A value the
+    enclosing loop carries in (its placeholder) is that loop's own entry, which its
+    backend's flags follow (entry_objects.may_hold_entry). `LoopFallback` where the
+    enclosing loop found code computing on one (`OwnEntries.unrolled`) or none encloses
+    this one (a transform): no run-time flag stands for the type of the code after it."""
+    if can_end_graph(frame):
+        return ()
+    constants = [name for name in retyped if _python_type(starting[name]) is not None]
+    own = kept_by_branches(traced, constants) if constants else ()
+    loop = innermost(frame)
+    if own and (loop is None or head in loop.own_entries.unrolled):
+        raise LoopFallback(
+            f"the type of {why} after it depends on the branches its body took (one may "
+            f"leave {', '.join(map(repr, own))} as the Python scalar it entered as), the "
+            "code after it computes on it, and the graph cannot end after it here"
+        )
+    return own
+
+
+def watch_own_entries(
+    frame: Frame, head: int, own: Sequence[str], starting: dict[str, Variable]
+) -> None:
+    """Record on the enclosing kept loop the results of the inner loop at `head`, just
+    bound to the `own` locals, that may be the Python scalars they entered as
+    (`own_entries_kept`), for its check of the code after it (`own_entries.computed_on`)."""
+    loop = innermost(frame)
+    if loop is None:
+        return
+    for name in own:
+        var = frame.state.locals.get(name)
+        kind = _python_type(starting[name])
+        if isinstance(var, ArrayVar | ScalarNodeVar) and kind is not None:
+            loop.own_entries.held[var.node] = (head, kind)
+
+
+def watch_own_scalars(
+    frame: Frame, head: int, results: Sequence[tuple[Variable, Variable, Node]]
+) -> None:
+    """Record on the enclosing kept loop the results of the `cond` of the `if` at `head`
+    (each with its two branches' variables) where one branch keeps a Python scalar the
+    iteration gave a local (`s = 0.1`) and the other a NumPy value: typed as the NumPy one, it
+    may be the Python scalar (see own_entries)."""
+    loop = innermost(frame)
+    if loop is None:
+        return
+    for one, other, node in results:
+        for mine, theirs in ((one, other), (other, one)):
+            kind = _python_type(mine)
+            numpy = isinstance(theirs, ArrayVar | ScalarNodeVar) and isinstance(
+                theirs.node.meta, ArrayMeta
+            )
+            if kind is not None and numpy:
+                loop.own_entries.held[node] = (head, kind)
+                loop.own_entries.branches.add(head)
+
+
+def _python_type(var: Variable) -> type | None:
+    # The type of a Python scalar constant the enclosing iteration gave a local (`s = 0.1`);
+    # None for other values: the value the enclosing loop carries in, and what the
+    # iteration computes from it, are that loop's own entry, which its backend follows.
+    if isinstance(var, ConstantVar) and type(var.value) in (bool, int, float, complex):
+        return type(var.value)
+    return None
 
 
 def typed_if_ran_of(frame: Frame, carried: Sequence[str]) -> tuple[str, ...]:

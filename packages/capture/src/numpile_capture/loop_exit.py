@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .bytecode import Instruction
+from .own_entries import OwnEntries
 from .variables import ConstantVar, Variable
 
 if TYPE_CHECKING:
@@ -117,6 +118,9 @@ class LoopExit:
     # Carried locals an inner loop of the body kept with its own types (see loop_entry):
     # right only where that inner loop ran.
     typed_if_ran: set[str] = attrs.field(factory=set)
+    # Results of inner loops that may be the Python scalars the iteration gave them, and the
+    # inner loops not to keep (see own_entries): shared by the loop's traces.
+    own_entries: OwnEntries = attrs.field(factory=OwnEntries)
 
     def is_break(self, frame: Frame) -> bool:
         """Whether the instruction at the frame's pc starts a `break` (`LoopFallback` when it

@@ -43,8 +43,10 @@ from .loop_entry import (
     first_test_enters,
     kept_with_loop_types,
     mark_typed_if_ran,
+    own_entries_kept,
     retyped_after,
     typed_if_ran_of,
+    watch_own_entries,
 )
 from .loop_exit import (
     LEFT,
@@ -55,8 +57,9 @@ from .loop_exit import (
     return_block,
     tracing_body,
 )
-from .loop_locals import body_names, read_lazy_locals
+from .loop_locals import body_names, read_after, read_lazy_locals
 from .meta import ArrayMeta, ScalarMeta
+from .own_entries import OwnEntries
 from .trace_snapshot import Snapshot
 from .variables import ConstantVar, ScalarNodeVar, Variable
 
@@ -196,6 +199,7 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
 
     # The carried locals inner loops kept with this loop's types (see loop_entry).
     flagged: set[str] = set()
+    watch = OwnEntries()
 
     def trace(metas: dict[str, ArrayMeta | ScalarMeta]) -> tuple[Graph, list[Any]]:
         traced, results, test = _trace(
@@ -208,6 +212,7 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
             else_at=clause_end,
             counters=bounding,
             flagged=flagged,
+            watch=watch,
         )
         traced.output = (*results, test)
         return traced, results
@@ -224,9 +229,21 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         if returns is not None and returns.parent is not None and returns.parent.carried:
             inherit_return(frame, returns, metas, scalars)  # the trace carries all of metas
         before = dict(metas)
-        first, traced, metas = trace_to_fixpoint(frame, trace, metas, scalars, returns)
+        first, traced, metas = trace_to_fixpoint(
+            frame,
+            trace,
+            metas,
+            scalars,
+            returns,
+            watch=watch,
+            read_after_loop=lambda name: read_after(
+                frame.instructions, shape.exit, name, shape.body, shape.exit
+            ),
+        )
         retyped = retyped_after(frame, before, metas, (shape.body, shape.exit))
         why = describe_retyped(retyped, before, metas)
+        starting = {name: state.locals[name] for name in retyped}
+        own = own_entries_kept(frame, shape.test, (first, traced), retyped, starting, why)
         entered = not retyped or _entered(frame, shape, pred)
         inner_flagged = flagged.intersection(retyped)
         carries_return = returns is not None and returns.carried
@@ -274,6 +291,7 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         entry_unless_ran=kept_entry,
     )
     bind_outputs(frame, inst, outputs, tuple(metas))
+    watch_own_entries(frame, shape.test, own, starting)
     frame.pc = shape.exit
     if not entered:
         cause = BRANCHES_TAKEN if by_branches else WHETHER_IT_RAN
@@ -398,6 +416,7 @@ def _trace(
     else_at: int | None = None,
     counters: Mapping[str, Counter] | None = None,
     flagged: set[str] | None = None,
+    watch: OwnEntries | None = None,
 ) -> tuple[Graph, list[Any], Any]:
     # The body and the bottom test, once, into a graph of their own; `counters`: the
     # carried ints the loop's test bounds (see loop_counters); `flagged` gathers the
@@ -430,6 +449,7 @@ def _trace(
         else_end=else_at,
         base=list(frame.state.stack),
         typed_if_ran=set() if flagged is None else flagged,  # shared by the loop's traces
+        own_entries=OwnEntries() if watch is None else watch,
     )
     try:
         with bounded_counters(bounded, tracer.builder), tracing_body(frame, loop):
