@@ -5,9 +5,10 @@ branch ran, eager's `s` is still the Python float, and `t + s * z[i]` with a flo
 is float32; where one ran it is float64. The inner loop is kept with the loop's types
 (float64), so code of the enclosing body that computes on its result is not kept with
 it: the inner loop is unrolled or the enclosing loop runs in Python (as for a plain `if`
-whose branch keeps it). A store into a float array gives the same either way and keeps
-it. Each program runs compiled and eagerly on
-rows whose branches run never, sometimes and always.
+whose branch keeps it). A store into a float array, or `x[i] / s` on a float64 row (NEP 50
+promotes the Python float and the float64 alike), gives the same either way and keeps it.
+Each program runs compiled and eagerly on rows whose branches run never, sometimes and
+always.
 """
 
 from __future__ import annotations
@@ -88,6 +89,31 @@ def stored_rows(x: Any, z: Any) -> Any:
     return out
 
 
+def divided_rows(x: Any, z: Any) -> Any:
+    # `x[i] / s` on a float64 row: float64 on the Python float and on a float64 alike.
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        s = 0.5
+        for j in range(x.shape[1]):
+            if x[i, j] > 0.5:
+                s = x[i, j]
+        out[i] = x[i] / s
+    return out
+
+
+def divided_rows_float32(x: Any, z: Any) -> Any:
+    # `x32[i] / s` on a float32 row: float32 on the Python float, float64 on a float64.
+    x32 = x.astype(np.float32)
+    out = np.zeros(x.shape, dtype=np.float64)
+    for i in range(x.shape[0]):
+        s = 0.5
+        for j in range(x.shape[1]):
+            if x[i, j] > 0.5:
+                s = x[i, j]
+        out[i] = x32[i] / s
+    return out
+
+
 def _data() -> list[Any]:
     rows = np.random.default_rng(7).random((6, 5))
     mixed = rows.copy()
@@ -104,10 +130,14 @@ COMPUTED_ON = [
     weighted_rows_while,
     weighted_rows_if,
     last_row_returned,
+    divided_rows_float32,
 ]
 
 
-@pytest.mark.parametrize("fn", [*COMPUTED_ON, stored_rows], ids=lambda fn: fn.__name__)
+SAME_EITHER_WAY = [stored_rows, divided_rows]
+
+
+@pytest.mark.parametrize("fn", [*COMPUTED_ON, *SAME_EITHER_WAY], ids=lambda fn: fn.__name__)
 def test_inner_loops_keeping_their_own_python_entry_run_as_eager(fn: Callable[..., Any]) -> None:
     compiled = compile_function(fn, backend="eager", dynamic=True)
     for x in [*_data(), *_data()[::-1]]:
@@ -135,7 +165,10 @@ def test_an_inner_loop_whose_result_code_computes_on_is_not_kept(fn: Callable[..
     assert all(_inner_loops(graph) == 0 for graph in report.graphs)
 
 
-def test_an_inner_loop_whose_result_is_only_stored_stays_a_loop() -> None:
-    report = explain(stored_rows)(_data()[1], _Z)
+@pytest.mark.parametrize("fn", SAME_EITHER_WAY, ids=lambda fn: fn.__name__)
+def test_an_inner_loop_whose_result_gives_the_same_either_way_stays_a_loop(
+    fn: Callable[..., Any],
+) -> None:
+    report = explain(fn)(_data()[1], _Z)
     assert report.loops_not_kept == ()
     assert sum(_inner_loops(graph) for graph in report.graphs) == 1

@@ -13,7 +13,9 @@ enclosing loop runs in Python); a `cond` result one of whose branches kept a Pyt
 scalar (`s = 0.1; if x[i] > 0.5: s = x[i]`) makes the enclosing loop not kept. Reads that
 give the same either way keep it: a store into a float array (`out[i] = s`: a Python
 float and a float64 convert alike), an op with a 0-d NumPy operand of the loop's dtype
-(NEP 50 converts the Python scalar to it exactly), the test of an `if`.
+(NEP 50 converts the Python scalar to it exactly) or a two-input ufunc whose other
+operand promotes alike with the Python scalar and the NumPy value (`v / s` on a float64
+`v`), the test of an `if`.
 
     >>> computed_on(watch, (first, body))  # doctest: +SKIP
     {12}
@@ -22,11 +24,15 @@ float and a float64 convert alike), an op with a 0-d NumPy operand of the loop's
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import Any
 
 import attrs
+import numpy as np
 
 from .graph import Graph, Node
 from .meta import ArrayMeta
+from .ops._probes import ufunc_result_dtype
+from .ops.pointwise import UFUNC_NAMES
 
 
 @attrs.define
@@ -147,11 +153,37 @@ def _same_either_way(node: Node, value: Node, kind: type, held: Collection[Node]
     if len(node.inputs) != 2 or node.params or not isinstance(node.meta, ArrayMeta):
         return False
     other = node.inputs[1] if node.inputs[0] is value else node.inputs[0]
-    return (
-        isinstance(other, Node)
-        and other is not value
-        and other not in held
-        and isinstance(other.meta, ArrayMeta)
-        and other.meta.shape == ()
-        and other.meta.dtype == dtype
-    )
+    if not isinstance(other, Node) or other is value or other in held:
+        return False
+    if not isinstance(other.meta, ArrayMeta):
+        return False
+    if other.meta.shape == () and other.meta.dtype == dtype:
+        return True
+    return node.op.name in _BINARY_UFUNCS and _promotes_alike(node.op.name, other.meta, kind, dtype)
+
+
+def _promotes_alike(name: str, other: ArrayMeta, kind: type, dtype: np.dtype[Any]) -> bool:
+    # Whether ufunc `name` on an array `other` and the held value gives one result dtype
+    # whether the value is a Python scalar of type `kind` (weak, NEP 50) or a NumPy value of
+    # `dtype`, the Python scalar converting to `dtype` exactly: `v / after` on a float64 `v`
+    # is float64 on a Python float and on a float64 alike (on a float32 `v` it is not).
+    if _EXACT_KIND.get(kind) != dtype:
+        return False
+    ufunc = getattr(np, name)
+    try:
+        weak = ufunc_result_dtype(ufunc, (other, kind(0)))
+        strong = ufunc_result_dtype(ufunc, (other, ArrayMeta((), dtype)))
+    except (TypeError, ValueError):
+        return False
+    return weak == strong
+
+
+# NOTE: the NumPy dtype each Python scalar type converts to exactly (NEP 50's default).
+_EXACT_KIND: dict[type, np.dtype[Any]] = {
+    bool: np.dtype(np.bool_),
+    int: np.dtype(np.int64),
+    float: np.dtype(np.float64),
+    complex: np.dtype(np.complex128),
+}
+# NOTE: the graph's two-input ufunc ops, whose result dtype follows NEP 50 promotion.
+_BINARY_UFUNCS = frozenset(name for name in UFUNC_NAMES if getattr(np, name).nin == 2)
