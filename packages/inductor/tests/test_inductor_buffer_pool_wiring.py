@@ -183,16 +183,18 @@ def test_a_synchronous_compile_queues_the_prelude_and_the_pool_before_capture(
 ) -> None:
     # The dispatcher calls the backend's `prepare` before capture: a synchronous compile
     # queues the precompiled prelude (and so the compiler probe) and the pool's build then;
-    # a tiered one builds in the background anyway and starts nothing.
+    # a tiered one builds in the background, and queues the compiler probe alone.
     import numpile_runtime as rt
     from numpile_inductor import backend
 
     started: list[str] = []
     monkeypatch.setattr(backend, "start_pool_build", lambda: started.append("pool"))
     monkeypatch.setattr(rt, "prepare_header", lambda job: started.append(job.header[:40]))
+    monkeypatch.setattr(rt, "prepare_toolchain", lambda: started.append("probe"))
     assert backend.inductor.prepare is backend.prepare  # type: ignore[attr-defined]
     backend.prepare(options={"tiered": True})
-    assert started == []
+    assert started == ["probe"]
+    started.clear()
     backend.prepare(options={"tiered": False})
     backend.prepare(mode="max-autotune")
     from numpile_inductor.codegen.c.prelude import module_prelude

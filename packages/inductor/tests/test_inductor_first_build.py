@@ -93,10 +93,40 @@ assert compiled._gate is not None  # later calls go through the gate
 """
 
 
-def _run(tmp_path: Path, script: str) -> None:
+_TIERED_PROBE_BESIDE_CAPTURE = """
+import numpy as np
+import numpile_runtime as rt
+from numpile_capture import compile_function
+from numpile_inductor import wait_for_background_builds
+
+
+def loop(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total = total + x[i] * 2.0
+    return total
+
+
+x = np.linspace(0.0, 1.0, 1000)
+rt.record_stage_spans()
+tiered = compile_function(loop, backend="inductor", options={"tiered": True})
+assert tiered(x) == loop(x)  # runs the function's Python while its module builds
+wait_for_background_builds()
+assert tiered(x) == loop(x)
+# The probe ran on the build queue, queued when the function was compiled: not on the
+# background build's thread after lowering and code generation.
+probes = [(span.stage, span.thread) for span in rt.stage_spans() if "probe" in span.stage]
+assert probes == [("toolchain_probe", "numpile-build-queue")], rt.stage_spans()
+"""
+
+
+def _run(tmp_path: Path, script: str, *, tiered: bool = False) -> None:
+    # `tiered`: the script alone, in the default (tiered) mode; else after `_PROLOGUE`.
     env = {**os.environ, "NUMPILE_CACHE_DIR": str(tmp_path / "cache"), "NUMPILE_TIERED": "0"}
+    if tiered:
+        env.pop("NUMPILE_TIERED")
     done = subprocess.run(
-        [sys.executable, "-c", "import os\n" + _PROLOGUE + script],
+        [sys.executable, "-c", "import os\n" + (script if tiered else _PROLOGUE + script)],
         env=env,
         capture_output=True,
         text=True,
@@ -114,6 +144,10 @@ def test_the_first_module_of_a_fresh_cache_folder_uses_the_prepared_prelude(
 
 def test_the_second_call_runs_no_compiler_and_the_gate_arrives_later(tmp_path: Path) -> None:
     _run(tmp_path, _SECOND_CALL_RUNS_NO_COMPILER)
+
+
+def test_a_tiered_compile_probes_the_compiler_beside_capture(tmp_path: Path) -> None:
+    _run(tmp_path, _TIERED_PROBE_BESIDE_CAPTURE, tiered=True)
 
 
 def test_a_compile_runs_with_the_collector_paused_and_collects_while_the_compiler_works(

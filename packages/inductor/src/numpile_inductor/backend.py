@@ -337,14 +337,17 @@ def prepare(*, mode: str | None = None, options: Mapping[str, Any] | None = None
     prelude every module includes (`prepare_header`: the first module of a fresh cache
     folder then compiles with it), one after the other on one core while capture runs on
     the other; then, as idle work, the buffer pool's module (`start_pool_build`: modules
-    get it when it loads). The dispatcher calls it before capture (`prepare_backend`); a
-    tiered compile builds in the background anyway. Nothing waits for them and nothing
-    fails for them: without a compiler they do nothing.
+    get it when it loads). The dispatcher calls it before capture (`prepare_backend`). A
+    tiered compile builds in the background, and gets the probe alone
+    (`prepare_toolchain`): its background build would otherwise probe the compiler after
+    lowering and code generation, on the way to compiled code. Nothing waits for them and
+    nothing fails for them: without a compiler they do nothing.
 
         >>> prepare(options={"tiered": True})
     """
     config = InductorConfig.from_options(options, mode=mode)
     if config.tiered and not config.trace_enabled:
+        rt.prepare_toolchain()
         return
     rt.prepare_header(_header_job(_flags(config)))
     start_pool_build()

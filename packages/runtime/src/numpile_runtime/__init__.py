@@ -107,6 +107,7 @@ from .toolchain import CompilerNotFoundError as CompilerNotFoundError
 from .toolchain import Toolchain as Toolchain
 from .toolchain import find_toolchain as find_toolchain
 from .toolchain import known_toolchain as known_toolchain
+from .toolchain import prepare_toolchain as prepare_toolchain
 from .triton_launcher import TritonLauncher as TritonLauncher
 
 if TYPE_CHECKING:
@@ -202,6 +203,7 @@ __all__ = [
     "new_rlock",
     "numpile_code_only",
     "prepare_header",
+    "prepare_toolchain",
     "queue_build",
     "queued_builds",
     "record_stage_spans",

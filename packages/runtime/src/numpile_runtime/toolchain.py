@@ -38,11 +38,12 @@ from typing import Any
 
 import attrs
 
+from .build_queue import queue_build
 from .code_cache import cache_key, default_cache
 from .locks import new_rlock
 from .metrics import count, timed
 
-__all__ = ["CompilerNotFoundError", "Toolchain", "find_toolchain"]
+__all__ = ["CompilerNotFoundError", "Toolchain", "find_toolchain", "prepare_toolchain"]
 
 log = logging.getLogger("numpile.runtime.toolchain")
 
@@ -265,6 +266,18 @@ def known_toolchain() -> Toolchain | None:
         return find_toolchain()
     except (CompilerNotFoundError, OSError):
         return None
+
+
+def prepare_toolchain() -> None:
+    """Queue `find_toolchain` on the build queue (`numpile_runtime.queue_build`) when
+    finding it would probe the compiler (a fresh cache folder): the probe then runs beside
+    the caller's Python instead of when its first build asks. Returns at once; without a
+    compiler nothing happens (the build that needs one reports it).
+
+        >>> prepare_toolchain()
+    """
+    if known_toolchain() is None:
+        queue_build("compiler probe", find_toolchain)
 
 
 def _probe_key(cc: str) -> str:
