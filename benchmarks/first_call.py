@@ -389,7 +389,7 @@ def _served_s(first_s: float, timeline: list[list[Any]]) -> float:
     # background builds; the build queue's idle work, a precompiled header or the call
     # gate, serves no call and is not counted).
     ends = [end for stage, thread, _, end in timeline if stage == "inductor_build"]
-    return max([first_s, *ends])
+    return float(max([first_s, *ends]))
 
 
 def _cpu_s(*, children: bool = False) -> float:
