@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from vectorization_report import vectorized_lines
+from vectorization_report import assembly, vectorized_lines
 
 from numpile_capture import compile_function
 from numpile_inductor.codegen.c.loop_function import LOOP_FUNCTION
@@ -129,3 +129,36 @@ def test_a_loops_checked_form_is_compiled_as_never_run(tmp_path: Path) -> None:
     vectorized = vectorized_lines(source_path, tmp_path)
     assert set(accumulators[:2]) <= vectorized, (accumulators, sorted(vectorized))
     assert not set(accumulators[2:4]) & vectorized, (accumulators, sorted(vectorized))
+
+
+def sum_of_squares(x: Any) -> Any:
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i]
+    return s
+
+
+def _has_avx512() -> bool:
+    try:
+        return " avx512f " in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="the tuning attribute is GCC's")
+@pytest.mark.skipif(not _has_avx512(), reason="512-bit vectors need an AVX-512 core")
+def test_loop_functions_use_256_bit_vectors_on_avx512(tmp_path: Path) -> None:
+    # A 512-bit body fed `s += x[i] * x[i]`'s in-order adds through lane shuffles: 1.7x the
+    # add latency on AVX-512 cores (port 1's vector unit off). Loop functions tune for
+    # 256 bits (`NP_LOOP_TUNE`); kernels keep 512.
+    options = {"trace.enabled": True, "trace.debug_dir": str(tmp_path / "debug")}
+    fn = compile_function(sum_of_squares, backend="inductor", options=options, dynamic=True)
+    x = np.random.default_rng(3).random(1000)
+    assert fn(x) == sum_of_squares(x)
+    sources = [p for p in tmp_path.glob("debug/*/output_code.c") if "loop_" in p.read_text()]
+    assert sources
+    text = assembly(sources[-1], tmp_path)
+    bodies = re.split(r"\n(?=[A-Za-z_]\S*:\n)", text)  # functions, not their .L labels
+    loops = [body for body in bodies if re.match(r"loop_\S+:", body)]
+    assert loops
+    assert not any("%zmm" in body for body in loops)

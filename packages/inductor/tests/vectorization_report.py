@@ -36,3 +36,14 @@ def vectorized_lines(source_path: Path, tmp_path: Path) -> set[int]:
         int(m.group(1))
         for m in re.finditer(r"output_code\.c:(\d+):\d+: optimized: loop vec", report)
     }
+
+
+def assembly(source_path: Path, tmp_path: Path) -> str:
+    """The assembly GCC makes of `source_path` (a module's `output_code.c`) with the
+    toolchain's own flags."""
+    toolchain = rt.find_toolchain()
+    includes = [f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}"]
+    out = tmp_path / "module.s"
+    command = [toolchain.compiler("c"), *toolchain.flags(), *includes, "-S"]
+    subprocess.run([*command, str(source_path), "-o", str(out)], check=True)
+    return out.read_text()

@@ -121,8 +121,7 @@ def compiler_report() -> list[str]:
     lines.append(f"C++ compiler           {toolchain.cxx or 'none'}")
     openmp = " ".join(toolchain.openmp_flags) if toolchain.openmp_flags else "not available"
     lines.append(f"OpenMP                 {openmp}")
-    march = " ".join(toolchain.flags(openmp=False)[len(toolchain.base_flags) :])
-    march = march or "none (generic code)"
+    march = toolchain.march_flag or "none (generic code)"
     lines.append(f"target                 {toolchain.target or '?'} ({march})")
     lines.append(f"SIMD (CPU)             {simd_level()}")
     return lines

@@ -2,8 +2,7 @@
 
 `find_toolchain()` finds the compiler (env `CC`/`CXX`, else `cc`, `gcc`,
 `clang` on PATH), asks it for its version, and probes once whether it
-accepts `-march=native` (and `-mprefer-vector-width=256` with it) and builds
-and runs OpenMP code. The probe result
+accepts `-march=native` and builds and runs OpenMP code. The probe result
 is cached on disk (keyed by the compiler's path, version and file stamp),
 so a warm process start runs no probe compile at all.
 
@@ -49,15 +48,8 @@ __all__ = ["CompilerNotFoundError", "Toolchain", "find_toolchain", "prepare_tool
 log = logging.getLogger("numpile.runtime.toolchain")
 
 # Bump when the probe below changes what it measures: old disk entries are ignored.
-_PROBE_VERSION = "3"
+_PROBE_VERSION = "2"
 BASE_FLAGS: tuple[str, ...] = ("-O3", "-fPIC", "-ffp-contract=off")
-# NOTE: 256-bit vectors even where the CPU has 512-bit ones, as clang (numba's LLVM) and
-# gcc's own tunings for every AVX-512 core it knows choose: a 512-bit op in flight turns
-# off port 1's vector unit, so a loop-carried scalar add (kept in the source's order for
-# eager's bits) waits behind the lane shuffles gcc adds to feed it from a vectorized body
-# (`s += x[i] * x[i]`: 1.7x the add latency with 512 bits, the latency with 256). gcc 12
-# tunes an unknown newer core as "generic", which keeps 512.
-VECTOR_WIDTH_FLAG = "-mprefer-vector-width=256"
 
 _OPENMP_PROBE = """
 #include <omp.h>
@@ -85,11 +77,10 @@ class Toolchain:
 
     `openmp_flags` is empty when the compiler cannot build and load OpenMP
     code; `march_flag` is "" when it accepts neither `-march=native` nor
-    `-mcpu=native`; `vector_width_flag` is `VECTOR_WIDTH_FLAG` where the
-    compiler accepts it with `-march=native` (x86), else "". `target` names
-    the machine code that `march_flag` selects here (e.g. "x86_64-znver3"),
-    so that caches shared between different machines never hand one
-    machine's code to another. `cxx` is "" when no C++ compiler was found.
+    `-mcpu=native`. `target` names the machine code that `march_flag`
+    selects here (e.g. "x86_64-znver3"), so that caches shared between
+    different machines never hand one machine's code to another. `cxx` is ""
+    when no C++ compiler was found.
 
         >>> tc = find_toolchain()
         >>> tc.compiler("c") == tc.cc
@@ -105,18 +96,15 @@ class Toolchain:
     cxx: str = ""
     version_line: str = ""
     target: str = ""
-    vector_width_flag: str = ""
 
     def flags(self, *, openmp: bool = True) -> tuple[str, ...]:
-        """Base, `-march`, vector width and (when asked and available) OpenMP flags, in
-        that order.
+        """Base, `-march` and (when asked and available) OpenMP flags, in that order.
 
         >>> find_toolchain().flags()[0]
         '-O3'
         """
         march = (self.march_flag,) if self.march_flag else ()
-        width = (self.vector_width_flag,) if self.vector_width_flag else ()
-        return self.base_flags + march + width + (self.openmp_flags if openmp else ())
+        return self.base_flags + march + (self.openmp_flags if openmp else ())
 
     def compiler(self, language: str) -> str:
         """The compiler driver for `language` ("c" or "c++").
@@ -190,7 +178,6 @@ def _discover(cc_env: str | None, cxx_env: str | None) -> Toolchain:
         cxx=cxx,
         version_line=version_line,
         target=str(probe["target"]),
-        vector_width_flag=str(probe.get("vector_width_flag", "")),
     )
 
 
@@ -343,7 +330,6 @@ def _probe_cached(cc: str) -> dict[str, object]:
 # NOTE: a probe read back from the cache goes onto compiler command lines, so each field
 # must be one of the answers `_probe` itself can give (a planted `-wrapper` runs a program).
 _MARCH_FLAGS: tuple[str, ...] = ("", "-march=native", "-mcpu=native")
-_VECTOR_WIDTH_FLAGS: tuple[str, ...] = ("", VECTOR_WIDTH_FLAG)
 _OPENMP_FLAGS: tuple[list[str], ...] = ([], ["-fopenmp"], ["-Xpreprocessor", "-fopenmp", "-lomp"])
 _TARGET = re.compile(r"[A-Za-z0-9_.+-]{1,200}")
 
@@ -365,7 +351,6 @@ def is_valid_probe(probe: object) -> bool:
     target = probe.get("target")
     return (
         probe.get("march_flag") in _MARCH_FLAGS
-        and probe.get("vector_width_flag", "") in _VECTOR_WIDTH_FLAGS
         and probe.get("openmp_flags") in _OPENMP_FLAGS
         and isinstance(target, str)
         and _TARGET.fullmatch(target) is not None
@@ -379,17 +364,14 @@ def _probe(cc: str) -> dict[str, object]:
     # compiler process of its own: a cold start waits for the slowest, not for their sum.
     with tempfile.TemporaryDirectory(prefix="numpile-probe-") as tmp:
         folder = Path(tmp)
-        width_flags = ["-march=native", VECTOR_WIDTH_FLAG, "-c"]
         first = _at_once(
             lambda: _compiles(cc, folder, _MARCH_PROBE, ["-march=native", "-c"], "march.o"),
-            lambda: _compiles(cc, folder, _MARCH_PROBE, width_flags, "width.o"),
             lambda: _openmp_works(cc, folder, ["-fopenmp"]),
             lambda: _native_cpu(cc, "-march=native"),
             lambda: _version_line(cc),
         )
-        march_native, width_native, openmp_plain, native_cpu, version_line = first
+        march_native, openmp_plain, native_cpu, version_line = first
         march = "-march=native" if march_native else ""
-        width = VECTOR_WIDTH_FLAG if march_native and width_native else ""
         if not march and _compiles(cc, folder, _MARCH_PROBE, ["-mcpu=native", "-c"], "mcpu.o"):
             march = "-mcpu=native"
         openmp: list[str] = ["-fopenmp"] if openmp_plain else []
@@ -401,7 +383,6 @@ def _probe(cc: str) -> dict[str, object]:
     log.info("probed %s: march=%r openmp=%r target=%s", cc, march, openmp, target)
     return {
         "march_flag": march,
-        "vector_width_flag": width,
         "openmp_flags": openmp,
         "target": target,
         "version_line": version_line,

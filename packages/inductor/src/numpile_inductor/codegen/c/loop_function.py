@@ -264,9 +264,11 @@ marks the loops cold and does not vectorize them (with symbolic sizes, where no 
 trip count says otherwise)."""
 
 
-LOOP_FUNCTION = '__attribute__((noinline, optimize("unroll-loops")))'
+LOOP_FUNCTION = '__attribute__((noinline, optimize("unroll-loops"))) NP_LOOP_TUNE'
 """How the function that runs a scalar loop nest is declared: out of line (`OUT_OF_LINE`'s
-reason), with GCC's loop unroller on (-O3 leaves it off). It unrolls loops whose trip count
+reason), tuned for 256-bit vectors on x86 GCC (the prelude's `NP_LOOP_TUNE`: an in-order
+add chain fed from 512-bit code runs at 1.7x the add latency on AVX-512 cores), with GCC's
+loop unroller on (-O3 leaves it off). It unrolls loops whose trip count
 is known only at run time and `while` loops (a copy of the exit test per copy of the body), as
 LLVM does for Numba by default: fewer taken branches and counter updates per iteration of a
 short latency-bound body, such as an escape-time iteration."""
