@@ -31,6 +31,7 @@ import numpy as np
 
 from .graph import Graph, Node
 from .meta import ArrayMeta
+from .op import OpKind
 from .ops._probes import ufunc_result_dtype
 from .ops.pointwise import UFUNC_NAMES
 
@@ -74,15 +75,82 @@ def computed_on(
                 passed = inner is graph and k < len(carried)
                 if not passed or _read_on(graph, carried[k], read_after_loop):
                     found.add(watch.held[value][0])
+            flagged = _flagged_reads(inner, watch.held) if inner is graph else {}
             for node in inner.nodes:
                 for value in node.inputs:
                     if isinstance(value, Node) and value in watch.held:
                         head, kind = watch.held[value]
                         top = inner is graph
                         tested = _only_tested(node, value, inner, top, len(carried))
-                        if not tested and not _same_either_way(node, value, kind, watch.held):
+                        same = tested or _same_either_way(node, value, kind, watch.held)
+                        if not same and flagged.get(node) != value:
                             found.add(head)
     return found
+
+
+def _flagged_reads(graph: Graph, held: dict[Node, tuple[int, type]]) -> dict[Node, Node]:
+    # The nodes of `graph` (a kept loop's body) that compute on a held value (or on values
+    # computed from one) where a backend's run-time flag per held value ("still the Python
+    # scalar", the C loop's `EntryKept`) can choose both typings: 0-d NumPy ops with a
+    # NumPy operand, and stores of the value into an array; none of their results leaves
+    # the iteration or enters a branch or a loop. Maps each to the held value it follows.
+    follows: dict[Node, Node] = {}
+    for node in graph.nodes:
+        sources = {
+            follows.get(value, value)
+            for value in node.inputs
+            if isinstance(value, Node)
+            and (value in held or (value in follows and not _writes(value)))
+        }
+        if len(sources) != 1 or not _typed_both_ways(node, held, follows):
+            continue
+        source = sources.pop()
+        kind = held[source][1]
+        if isinstance(source.meta, ArrayMeta) and _EXACT_KIND.get(kind) == source.meta.dtype:
+            follows[node] = source  # the flag's C local holds the Python scalar exactly
+    outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+    # A value of two typings handed on, or read by a node typed one way, escapes: no flag
+    # follows the held value it comes from.
+    escaped = {
+        follows[node]
+        for node in follows
+        if not _writes(node)
+        and (
+            node in outputs
+            or any(node in user.inputs and user not in follows for user in graph.nodes)
+        )
+    }
+    return {node: held_value for node, held_value in follows.items() if held_value not in escaped}
+
+
+def _writes(node: Node) -> bool:
+    return node.op is not None and node.op.name == "setitem_at"
+
+
+def _typed_both_ways(node: Node, held: Collection[Node], follows: Collection[Node]) -> bool:
+    # A node a backend can write on both typings of the value it reads: a 0-d NumPy op one
+    # of whose operands is a NumPy value computed from neither, or a store of it into an
+    # array (not as an index).
+    if node.op is None:
+        return False
+    ours = [
+        isinstance(v, Node) and (v in held or (v in follows and not _writes(v)))
+        for v in node.inputs
+    ]
+    if node.op.name == "setitem_at":
+        return ours[1] and not any(ours[:1] + ours[2:])
+    if node.op.kind is not OpKind.POINTWISE or node.params:
+        return False
+    if not isinstance(node.meta, ArrayMeta) or node.meta.shape != ():
+        return False
+    return any(
+        not mine
+        and (
+            isinstance(value, np.generic)
+            or (isinstance(value, Node) and isinstance(value.meta, ArrayMeta))
+        )
+        for mine, value in zip(ours, node.inputs, strict=True)
+    )
 
 
 def _read_on(graph: Graph, name: str, read_after_loop: Callable[[str], bool]) -> bool:
