@@ -67,6 +67,18 @@ def compared_products(x: Any, z: Any) -> Any:
     return above
 
 
+def tested_products(x: Any, z: Any) -> Any:
+    out = np.zeros(x.shape[0], dtype=np.float32)
+    for i in range(x.shape[0]):
+        s = 0.1
+        for j in range(x.shape[1]):
+            if x[i, j] > 0.5:
+                s = x[i, j]
+        if s * z[i] > 0.08:  # the product's bits decide the branch
+            out[i] = 1.0
+    return out
+
+
 def wrapped_int_products(x: Any, z: Any) -> Any:
     out = np.zeros(x.shape[0], dtype=np.int64)
     for i in range(x.shape[0]):
@@ -103,6 +115,7 @@ _CASES: list[tuple[Callable[..., Any], Callable[[], list[Any]], Any]] = [
     (stored_products_while, _float_rows, _Z32),
     (stored_products_if, _float_rows, _Z32),
     (compared_products, _float_rows, _Z32),
+    (tested_products, _float_rows, _Z32),
     (wrapped_int_products, _int_rows, _ZINT),
 ]
 

@@ -90,6 +90,7 @@ from .ops.extern import extern_rows as extern_rows
 from .ops.extern import register_extern as register_extern
 from .ops.indexing import IndexArray as IndexArray
 from .ops.loop_values import ScalarSlot as ScalarSlot
+from .own_entries import flagged_reads as flagged_reads
 from .profiler import CompileProfiler as CompileProfiler
 from .profiler import compile_times as compile_times
 from .pytree import TreeSpec as TreeSpec
@@ -134,6 +135,7 @@ __all__ = [
     "is_while_loop",
     "may_hold_entry",
     "own_entry_results",
+    "flagged_reads",
     "written_inputs",
     "mentions_loop_symbol",
     "ScalarSlot",

@@ -45,6 +45,7 @@ from numpile_capture import (
     OpKind,
     ScalarMeta,
     computes_unless_ran,
+    flagged_reads,
     own_entry_results,
 )
 
@@ -190,7 +191,9 @@ def emit_typed_nodes(writer: LoopWriter, nodes: list[Node], env: Env, typing: Fl
             now = flag
             if typing.own:  # set where the value is no longer the Python scalar
                 kept = env[typing.boundaries[epoch - 1]].kept
-                now = "1" if kept is None else f"!{kept.flag}"
+                if kept is None:
+                    raise NotScalarLoop("a value that may be a Python scalar has no flag")
+                now = f"!{kept.flag}"
             writer.buf.writeline(f"const int {reads[epoch]} = {now};")
 
     read_flag(0)
@@ -215,14 +218,19 @@ def own_typing(graph: Graph) -> FlagTyping | None:
     """The two typings of `graph`'s work (a loop body's) on the values that may still be
     the Python scalar the iteration gave a local (`s = 0.1` per row, then an inner loop or
     an `if` whose branch may assign it: capture's `own_entry_results`), each flagged at
-    run time (its `EntryKept`): None where no op computes otherwise on that scalar than
-    on the NumPy value; `NotScalarLoop` where C cannot run both typings (a value of two
-    typings that leaves the iteration, enters a branch or a loop, or is not 0-d).
+    run time (its `EntryKept`): the nodes capture's `flagged_reads` names, written both
+    ways; None where none computes otherwise on the Python scalar than on the NumPy value;
+    `NotScalarLoop` where C cannot write both typings.
 
     >>> own_typing(body).boundaries  # doctest: +SKIP
     (v2,)
     """
-    sources = own_entry_results(graph)
+    flagged = flagged_reads(graph)
+    sources = {
+        source: kind
+        for source, kind in own_entry_results(graph).items()
+        if source in flagged.values()
+    }
     if not sources:
         return None
     kinds = set(sources.values())
@@ -232,11 +240,9 @@ def own_typing(graph: Graph) -> FlagTyping | None:
     for epoch, source in enumerate(sources, start=1):
         _add_source(typing, source, epoch)
     for node in graph.nodes:
-        if node.op is None:
-            continue
+        if node not in flagged:
+            continue  # the same on both typings (capture's own_entries)
         split = [value for value in node.inputs if isinstance(value, Node) and value in typing.weak]
-        if not split:
-            continue
         epochs = {typing.epochs[value] for value in split}
         if len(epochs) != 1:
             raise NotScalarLoop(f"{node.name} reads two values that may be Python scalars")
@@ -249,12 +255,6 @@ def own_typing(graph: Graph) -> FlagTyping | None:
             typing.weak[node] = copy
     if all(node in sources for node in typing.weak):
         return None  # every op computes the same on both: one typing, no flag
-    outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
-    # The held values themselves may leave it: capture proved no code reads them there.
-    if any(isinstance(v, Node) and v in typing.weak and v not in sources for v in outputs):
-        raise NotScalarLoop(
-            "a value computed from a Python scalar a branch may keep leaves the iteration"
-        )
     return typing
 
 
