@@ -67,7 +67,7 @@ def compared_products(x: Any, z: Any) -> Any:
     return above
 
 
-def tested_products(x: Any, z: Any) -> Any:
+def branched_on_products(x: Any, z: Any) -> Any:
     out = np.zeros(x.shape[0], dtype=np.float32)
     for i in range(x.shape[0]):
         s = 0.1
@@ -115,7 +115,7 @@ _CASES: list[tuple[Callable[..., Any], Callable[[], list[Any]], Any]] = [
     (stored_products_while, _float_rows, _Z32),
     (stored_products_if, _float_rows, _Z32),
     (compared_products, _float_rows, _Z32),
-    (tested_products, _float_rows, _Z32),
+    (branched_on_products, _float_rows, _Z32),
     (wrapped_int_products, _int_rows, _ZINT),
 ]
 
