@@ -32,10 +32,10 @@ from numpile_capture import (
     OpKind,
     ScalarMeta,
     body_runner,
+    flagged_reads,
     is_loop,
     is_while_loop,
     mentions_loop_symbol,
-    own_entry_results,
     run_graph,
     set_body_runner,
     set_loop_runner,
@@ -124,7 +124,7 @@ def compile_loop_bodies(
             body = own_copy(inner)
             # Kernels type a value that may still be the iteration's own Python scalar
             # (`s = 0.1`, then an inner loop that may keep it) as the NumPy value: op by op.
-            takes = kernels_take(body) and not own_entry_results(body)
+            takes = kernels_take(body) and not flagged_reads(body)
             compiled = compile_body(body) if takes else None
             whole = None
             if compiled is None and compile_loop is not None:
@@ -227,7 +227,7 @@ def _compiled_while_body(body: Graph, compile_body: BodyCompiler, carried: int) 
     # residual `np.abs(new - u).max()`) runs compiled per iteration, its inner loops as C,
     # on a copy of its own, as a `cond` branch does; iterations whose carried values have
     # other types than it was compiled for (before a first pass retyped them) run op by op.
-    if not kernels_take(body) or own_entry_results(body):
+    if not kernels_take(body) or flagged_reads(body):
         return body  # scalar work, or a value that may be the Python scalar (see above)
     copy = own_copy(body)
     compiled = compile_body(copy)

@@ -54,7 +54,7 @@ from numpile_capture import (
     Node,
     ScalarMeta,
     ScalarSlot,
-    own_entry_results,
+    flagged_reads,
     run_graph,
 )
 
@@ -170,7 +170,7 @@ class _ProgramWriter:
         raise NotDeviceLoop(f"a constant {value!r}")
 
     def body(self, graph: Graph, env: Env) -> list[_Scalar]:
-        if own_entry_results(graph):
+        if flagged_reads(graph):
             # No run-time flag here chooses the typing of the ops on such a value.
             raise NotDeviceLoop(
                 "a value that may still be the Python scalar the iteration gave a local"
