@@ -7,9 +7,11 @@ assigned `t` and an `np.float64` where one did; the C loop keeps a flag per such
 (codegen/c/loop_body.py's `EntryKept`). `t = 1.1; for i: y[i] = t * z[i]; while ...: t =
 t + w[k]` computes on `t` both ways, the run-time flag of whether the inner `while` ran
 choosing (codegen/c/loop_flag_typings.py); an int32 `w` adds the same on both types.
-`s = 3.0` per row, then an inner loop whose branch may assign it: computed on after the
-inner loop (`row_weighted`) the loops are not kept (capture's own_entries); only stored
-(`row_stored`) they stay one C nest.
+`s = 3.0` per row, then an inner loop whose branch may assign it: computed on within the
+row (`row_scaled`: `y[i] = s * z[i]`) the C nest keeps a flag per row ("still the Python
+scalar") and computes both typings; only stored (`row_stored`) it needs none; added into
+a carried sum (`row_weighted`) no flag stands for it and the loops are not kept
+(capture's own_entries).
 Each row: median warm call time in us of the compiled function and of eager Python, over
 `--repeats` calls alternated, on inputs whose branches never run (the entry object comes
 back), and whether the result has eager's values and Python types.
@@ -99,6 +101,16 @@ def row_stored(x: Any, y: Any) -> Any:
     return y
 
 
+def row_scaled(x: Any, z: Any, y: Any) -> Any:
+    for i in range(x.shape[0]):
+        s = 3.0  # float32 times `z[i]` where no branch ran, float64 where one did
+        for j in range(x.shape[1]):
+            if x[i, j] > 2.0:
+                s = x[i, j]
+        y[i] = s * z[i]
+    return y
+
+
 def _cases(size: int) -> dict[str, tuple[Callable[..., Any], Callable[[], tuple[Any, ...]]]]:
     rng = np.random.default_rng(0)
     x = rng.random(size)
@@ -111,6 +123,14 @@ def _cases(size: int) -> dict[str, tuple[Callable[..., Any], Callable[[], tuple[
         "row_weighted": (
             row_weighted,
             lambda: (x[: side * side].reshape(side, side), np.full(side, 1.1, np.float32)),
+        ),
+        "row_scaled": (
+            row_scaled,
+            lambda: (
+                x[: side * side].reshape(side, side),
+                np.full(side, 1.1, np.float32),
+                np.zeros(side, np.float32),
+            ),
         ),
         "row_stored": (
             row_stored,

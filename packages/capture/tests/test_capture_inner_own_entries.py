@@ -7,6 +7,8 @@ is float32; where one ran it is float64. The inner loop is kept with the loop's 
 it: the inner loop is unrolled or the enclosing loop runs in Python (as for a plain `if`
 whose branch keeps it). A store into a float array, or `x[i] / s` on a float64 row (NEP 50
 promotes the Python float and the float64 alike), gives the same either way and keeps it.
+0-d NumPy ops on it whose results stay in the iteration (`out[i] = s * z[i]`) keep it too:
+a backend flags the value at run time and computes both typings (the C loops do).
 Each program runs compiled and eagerly on rows whose branches run never, sometimes and
 always.
 """
@@ -114,6 +116,18 @@ def divided_rows_float32(x: Any, z: Any) -> Any:
     return out
 
 
+def scaled_rows(x: Any, z: Any) -> Any:
+    # float32 on the Python float, float64 on a float64: both typings, flagged.
+    out = np.zeros(x.shape[0], dtype=np.float32)
+    for i in range(x.shape[0]):
+        s = 0.1
+        for j in range(x.shape[1]):
+            if x[i, j] > 0.5:
+                s = x[i, j]
+        out[i] = s * z[i] + z[i]
+    return out
+
+
 def _data() -> list[Any]:
     rows = np.random.default_rng(7).random((6, 5))
     mixed = rows.copy()
@@ -135,9 +149,12 @@ COMPUTED_ON = [
 
 
 SAME_EITHER_WAY = [stored_rows, divided_rows]
+FLAGGED = [scaled_rows]
 
 
-@pytest.mark.parametrize("fn", [*COMPUTED_ON, *SAME_EITHER_WAY], ids=lambda fn: fn.__name__)
+@pytest.mark.parametrize(
+    "fn", [*COMPUTED_ON, *SAME_EITHER_WAY, *FLAGGED], ids=lambda fn: fn.__name__
+)
 def test_inner_loops_keeping_their_own_python_entry_run_as_eager(fn: Callable[..., Any]) -> None:
     compiled = compile_function(fn, backend="eager", dynamic=True)
     for x in [*_data(), *_data()[::-1]]:
@@ -165,7 +182,7 @@ def test_an_inner_loop_whose_result_code_computes_on_is_not_kept(fn: Callable[..
     assert all(_inner_loops(graph) == 0 for graph in report.graphs)
 
 
-@pytest.mark.parametrize("fn", SAME_EITHER_WAY, ids=lambda fn: fn.__name__)
+@pytest.mark.parametrize("fn", [*SAME_EITHER_WAY, *FLAGGED], ids=lambda fn: fn.__name__)
 def test_an_inner_loop_whose_result_gives_the_same_either_way_stays_a_loop(
     fn: Callable[..., Any],
 ) -> None:

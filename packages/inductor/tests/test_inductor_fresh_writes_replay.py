@@ -10,9 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from numpile_capture import capture_function
+from numpile_capture import capture_function, written_inputs
 from numpile_inductor import compile_graph
-from numpile_inductor.errstate import written_inputs
 
 
 def _divisions(x: Any, y: Any) -> Any:
@@ -48,5 +47,5 @@ def test_a_loop_filling_a_new_array_warns_as_eager() -> None:
 
 def test_only_arrays_made_inside_count_as_fresh() -> None:
     x, y = np.ones(3), np.ones(3)
-    assert written_inputs(capture_function(_divisions, (x, y), {}).graph) == frozenset()
-    assert written_inputs(capture_function(_in_place, (x, y), {}).graph) != frozenset()
+    assert written_inputs(capture_function(_divisions, (x, y), {}).graph) == ()
+    assert written_inputs(capture_function(_in_place, (x, y), {}).graph) not in ((), None)

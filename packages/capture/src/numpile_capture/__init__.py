@@ -15,6 +15,7 @@ from .backends import lookup_backend as lookup_backend
 from .backends import preferred_backend as preferred_backend
 from .backends import register_backend as register_backend
 from .backends import register_backend_path as register_backend_path
+from .body_graph import written_inputs as written_inputs
 from .bound_origins import OriginVar as OriginVar
 from .capture_result import CaptureResult as CaptureResult
 from .capture_result import Unsupported as Unsupported
@@ -41,6 +42,7 @@ from .eager_tier import NotCompiledYet as NotCompiledYet
 from .eager_tier import offer_eager_tier as offer_eager_tier
 from .entry_objects import computes_unless_ran as computes_unless_ran
 from .entry_objects import may_hold_entry as may_hold_entry
+from .entry_objects import own_entry_results as own_entry_results
 from .entry_point import compile_function as compile_function
 from .explain import BreakReason as BreakReason
 from .explain import ExplainOutput as ExplainOutput
@@ -88,6 +90,7 @@ from .ops.extern import extern_rows as extern_rows
 from .ops.extern import register_extern as register_extern
 from .ops.indexing import IndexArray as IndexArray
 from .ops.loop_values import ScalarSlot as ScalarSlot
+from .own_entries import flagged_reads as flagged_reads
 from .profiler import CompileProfiler as CompileProfiler
 from .profiler import compile_times as compile_times
 from .pytree import TreeSpec as TreeSpec
@@ -131,6 +134,9 @@ __all__ = [
     "is_loop_symbol",
     "is_while_loop",
     "may_hold_entry",
+    "own_entry_results",
+    "flagged_reads",
+    "written_inputs",
     "mentions_loop_symbol",
     "ScalarSlot",
     "set_body_runner",

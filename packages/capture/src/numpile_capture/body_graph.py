@@ -96,35 +96,70 @@ def _leaves(tree: Any) -> Iterator[Node]:
             yield leaf
 
 
-def written_inputs(body: Graph, offset: int) -> tuple[int, ...]:
+def written_inputs(body: Graph, offset: int = 0) -> tuple[int, ...] | None:
     """The input positions (a body's placeholder k is input `offset + k`) of the arrays
-    `body` writes in place, through views and the writes of nested loops."""
+    `body` writes in place, through views, selections and the writes of nested loops;
+    None where a written array may be an input by a way not followed (an array a loop, a
+    `cond` or an extern call handed back). An array the body made itself writes none.
+
+    >>> written_inputs(Graph())
+    ()
+    """
     placeholders = body.placeholders
-    written: list[int] = []
+    written: set[int] = set()
     for node in body.nodes:
         if node.op is None:
             continue
         for position in node.op.mutates:
+            if position >= len(node.inputs):
+                return None
             root = node.inputs[position]
             while (
                 isinstance(root, Node)
                 and root.op is not None
-                and root.op.kind
-                in (
-                    OpKind.VIEW,
-                    OpKind.MUTATION,
-                )
+                and root.op.kind in (OpKind.VIEW, OpKind.MUTATION, OpKind.INDEXING)
             ):
                 root = root.inputs[0]
-            if isinstance(root, Node) and root.op is None:
-                slot = offset + placeholders.index(root)
-                if slot not in written:
-                    written.append(slot)
+            if not isinstance(root, Node):
+                return None
+            if root.op is None and root in placeholders:
+                written.add(offset + placeholders.index(root))
+            elif not _fresh(root):
+                return None
     return tuple(sorted(written))
 
 
-def written_by(bodies: Iterable[Graph | None], offset: int) -> tuple[int, ...]:
+# NOTE: the op kinds whose results are new arrays: a write into one writes no input.
+_FRESH_KINDS = frozenset({OpKind.POINTWISE, OpKind.REDUCTION, OpKind.SCAN})
+
+
+def _fresh(value: Node) -> bool:
+    # An array made inside the graph: no input's memory. NOTE: `np.array(x, copy=False)`
+    # may hand back `x` itself, so only a copying creation counts.
+    if value.op is None:
+        return False
+    if value.op.name == "copy":
+        return True
+    if value.op.kind is OpKind.CREATION:
+        return dict(value.params).get("copy", True) is True
+    return value.op.kind in _FRESH_KINDS
+
+
+def written_by(bodies: Iterable[Graph | None], offset: int) -> tuple[int, ...] | None:
     """The input positions of the arrays any of `bodies` (a loop's body and its first
-    iteration's, None when it has none) writes in place, as in `written_inputs`."""
-    slots = {slot for body in bodies if body is not None for slot in written_inputs(body, offset)}
+    iteration's, None when it has none) writes in place, as in `written_inputs`; None
+    where one of them may write an input by a way not followed."""
+    slots: set[int] = set()
+    for body in bodies:
+        found = None if body is None else written_inputs(body, offset)
+        if body is not None and found is None:
+            return None
+        slots.update(found or ())
     return tuple(sorted(slots))
+
+
+#: Why a loop or `if` whose body may write an input by a way not followed is not kept.
+UNFOLLOWED_WRITE = (
+    "its body writes in place an array that may be an input by a way capture does not "
+    "follow (one a loop, an if or an extern call handed back)"
+)

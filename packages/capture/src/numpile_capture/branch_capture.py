@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .block_trace import TO_RETURN, run_until
-from .body_graph import external_nodes, lift_body, written_inputs
+from .body_graph import UNFOLLOWED_WRITE, external_nodes, lift_body, written_by
 from .bytecode import Instruction
 from .carried_values import graph_value, join_metas, meta_of_value, variable_of
 from .control_flow import add_cond
@@ -220,7 +220,9 @@ def _emit(
             external.append(node)
     then_graph, _ = lift_body(then_block.graph, 0, external)
     else_graph, _ = lift_body(else_block.graph, 0, external)
-    written = tuple(sorted(set(written_inputs(then_graph, 1)) | set(written_inputs(else_graph, 1))))
+    written = written_by((then_graph, else_graph), 1)
+    if written is None:
+        raise LoopFallback(UNFOLLOWED_WRITE)
     tracer = frame.tracer
     outputs = add_cond(
         tracer.graph, graph_value(pred), list(external), (then_graph, else_graph), metas, written

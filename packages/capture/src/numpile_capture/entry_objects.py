@@ -131,6 +131,68 @@ def kept_by_branches(graphs: Sequence[Graph | None], names: Collection[str]) -> 
     return tuple(found)
 
 
+def own_entry_results(graph: Graph) -> dict[Node, type]:
+    """The `loop_output`s of `graph` (a loop body) typed as NumPy values that may be the
+    Python scalar the iteration gave a local (`s = 0.1` per row, then an inner loop or an
+    `if` whose branch may assign `s = x[i, j]`), each with that scalar's type: a loop that
+    carries a Python constant its body may hand back (`may_hold_entry`), a `cond` branch
+    that hands back a Python constant, or one of these passed on. A backend that types
+    the body for the NumPy value flags them at run time or runs them with NumPy.
+
+    >>> own_entry_results(body)  # doctest: +SKIP
+    {v2: <class 'float'>}
+    """
+    found: dict[Node, type] = {}
+    for node in graph.nodes:
+        if node.op is None or node.op.name != "loop_output":
+            continue
+        source, k = node.inputs[0], dict(node.params)["index"]
+        if not isinstance(node.meta, ArrayMeta) or not isinstance(source, Node):
+            continue
+        kind = _own_entry_of(source, k, found)
+        if kind is not None:
+            found[node] = kind
+    return found
+
+
+def _own_entry_of(source: Node, k: int, found: dict[Node, type]) -> type | None:
+    # The Python type of the constant that result `k` of control-flow node `source` may
+    # hand back (`found`: the values of the graph that may be one already), or None.
+    assert source.op is not None
+    params = dict(source.params)
+    if source.op.name == "cond":
+        for branch in (params["then_branch"], params["else_branch"]):
+            outputs = branch.output if isinstance(branch.output, tuple) else (branch.output,)
+            given = dict(zip(branch.placeholders, source.inputs[1:], strict=True))
+            value = given.get(outputs[k], outputs[k])
+            kind = _constant_kind(value, found)
+            if kind is not None:
+                return kind
+        return None
+    if source.op.name not in ("for_loop", "while_loop"):
+        return None
+    start = _TESTED[source.op.name]
+    kind = _constant_kind(source.inputs[start + k], found)
+    if kind is None:
+        return None
+    offset = 1 if source.op.name == "for_loop" else 0
+    for graph in (params["body"], params.get("first")):
+        if graph is None:
+            continue
+        place = graph.placeholders[offset + k]
+        outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+        if outputs[k] is not place and k in may_hold_entry(graph, [place]):
+            return kind
+    return None
+
+
+def _constant_kind(value: Any, found: dict[Node, type]) -> type | None:
+    # A Python bool, int or float constant's type, or that of a value of `found`.
+    if isinstance(value, Node):
+        return found.get(value)
+    return type(value) if type(value) in (bool, int, float) else None
+
+
 def _holds(value: Any, values: set[Node]) -> bool:
     return isinstance(value, Node) and value in values
 

@@ -125,8 +125,9 @@ def trace_to_fixpoint(
             if again & watch.branches:
                 raise LoopFallback(
                     "a branch of an `if` in its body may keep a local as the Python scalar the "
-                    "iteration gave it, and the code after the `if` computes on it (its type "
-                    "would be the NumPy type of the other branch's value)"
+                    "iteration gave it, and the code after the `if` computes on it where no "
+                    "run-time flag can stand for that (its result leaves the iteration, or is "
+                    "no 0-d NumPy value)"
                 )
             watch.unrolled |= again
             watch.held.clear()

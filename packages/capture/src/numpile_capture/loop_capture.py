@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .block_trace import run_until
-from .body_graph import external_nodes, peeled_first, written_by
+from .body_graph import UNFOLLOWED_WRITE, external_nodes, peeled_first, written_by
 from .bound_origins import note_loop_bounds, note_loop_reads, widen_ahead
 from .bytecode import Instruction
 from .carried_values import bind_carried, carried_metas, graph_value
@@ -368,6 +368,8 @@ def _emit_loop(
     initial = [graph_value(state.locals[name], frame.tracer) for name in metas]
     # NOTE: placeholder k is input 2 + k (after the bounds).
     written = written_by((body, first), 2)
+    if written is None:
+        raise LoopFallback(UNFOLLOWED_WRITE)
     outputs = add_loop(
         tracer.graph,
         bounds,

@@ -340,7 +340,9 @@ def own_entries_kept(
         raise LoopFallback(
             f"the type of {why} after it depends on the branches its body took (one may "
             f"leave {', '.join(map(repr, own))} as the Python scalar it entered as), the "
-            "code after it computes on it, and the graph cannot end after it here"
+            "code after it computes on it where no run-time flag can stand for that (its "
+            "result leaves the iteration, or is no 0-d NumPy value), and the graph cannot "
+            "end after it here"
         )
     return own
 

@@ -15,7 +15,11 @@ give the same either way keep it: a store into a float array (`out[i] = s`: a Py
 float and a float64 convert alike), an op with a 0-d NumPy operand of the loop's dtype
 (NEP 50 converts the Python scalar to it exactly) or a two-input ufunc whose other
 operand promotes alike with the Python scalar and the NumPy value (`v / s` on a float64
-`v`), the test of an `if`.
+`v`), the test of an `if`. So do 0-d NumPy ops with a NumPy operand whose results stay in
+the iteration (`y[i] = s * z[i]`, `_flagged_reads`): a backend keeps a run-time flag per
+such result ("still the Python scalar": entry_objects.own_entry_results, the C loops'
+`EntryKept`) and computes both typings; where a result computed from it leaves the
+iteration (`t = t + s * z[i]`) no flag stands for it and the fallback above stays.
 
     >>> computed_on(watch, (first, body))  # doctest: +SKIP
     {12}
@@ -23,14 +27,16 @@ operand promotes alike with the Python scalar and the NumPy value (`v / s` on a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
 import numpy as np
 
+from .entry_objects import own_entry_results
 from .graph import Graph, Node
 from .meta import ArrayMeta
+from .op import OpKind
 from .ops._probes import ufunc_result_dtype
 from .ops.pointwise import UFUNC_NAMES
 
@@ -74,15 +80,93 @@ def computed_on(
                 passed = inner is graph and k < len(carried)
                 if not passed or _read_on(graph, carried[k], read_after_loop):
                     found.add(watch.held[value][0])
+            kinds = {value: kind for value, (_, kind) in watch.held.items()}
+            flagged = _flagged_reads(inner, kinds) if inner is graph else {}
             for node in inner.nodes:
                 for value in node.inputs:
                     if isinstance(value, Node) and value in watch.held:
                         head, kind = watch.held[value]
                         top = inner is graph
                         tested = _only_tested(node, value, inner, top, len(carried))
-                        if not tested and not _same_either_way(node, value, kind, watch.held):
+                        same = tested or _same_either_way(node, value, kind, watch.held)
+                        if not same and flagged.get(node) != value:
                             found.add(head)
     return found
+
+
+def flagged_reads(graph: Graph) -> dict[Node, Node]:
+    """The nodes of `graph` (a kept loop's body) that compute on a value that may still be
+    the Python scalar the iteration gave a local (`entry_objects.own_entry_results`), or on
+    values computed from one, where a backend's run-time flag per such value ("still the
+    Python scalar") chooses between both typings: 0-d NumPy ops with a NumPy operand, and
+    stores into an array; each mapped to the value it follows. Other reads of such values
+    give the same on both (capture keeps no loop otherwise).
+
+    >>> flagged_reads(body)  # doctest: +SKIP
+    {v4: v2, v5: v2}
+    """
+    return _flagged_reads(graph, own_entry_results(graph))
+
+
+def _flagged_reads(graph: Graph, held: Mapping[Node, type]) -> dict[Node, Node]:
+    # `flagged_reads` for the values `held` (each with its Python scalar's type). None of
+    # the results of the nodes found leaves the iteration or enters a branch or a loop.
+    follows: dict[Node, Node] = {}
+    for node in graph.nodes:
+        sources = {
+            follows.get(value, value)
+            for value in node.inputs
+            if isinstance(value, Node) and (value in held or _two_typed(value, follows))
+        }
+        if len(sources) != 1 or not _typed_both_ways(node, held, follows):
+            continue
+        source = sources.pop()
+        if isinstance(source.meta, ArrayMeta) and _EXACT_KIND.get(held[source]) == (
+            source.meta.dtype
+        ):
+            follows[node] = source  # the flag's C local holds the Python scalar exactly
+    outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
+    # A value of two typings handed on, or read by a node typed one way, escapes: no flag
+    # follows the held value it comes from.
+    escaped = {
+        follows[node]
+        for node in follows
+        if _two_typed(node, follows)
+        and (
+            node in outputs
+            or any(node in user.inputs and user not in follows for user in graph.nodes)
+        )
+    }
+    return {node: held_value for node, held_value in follows.items() if held_value not in escaped}
+
+
+def _two_typed(value: Node, follows: Collection[Node]) -> bool:
+    # A value of `follows` whose type differs between the typings: not a store's array,
+    # not a comparison's bool (one type either way; its value follows the flag).
+    if value not in follows or value.op is None:
+        return False
+    return value.op.name != "setitem_at" and value.op.name not in _COMPARISONS
+
+
+def _typed_both_ways(node: Node, held: Collection[Node], follows: Collection[Node]) -> bool:
+    # A node a backend can write on both typings of the value it reads: a 0-d NumPy op with
+    # a NumPy operand (not a held value: a Python scalar on one typing), or a store of it
+    # into an array (not as an index).
+    if node.op is None:
+        return False
+    ours = [isinstance(v, Node) and (v in held or _two_typed(v, follows)) for v in node.inputs]
+    if node.op.name == "setitem_at":
+        return ours[1] and not any(ours[:1] + ours[2:])
+    if node.op.kind is not OpKind.POINTWISE or node.params:
+        return False
+    if not isinstance(node.meta, ArrayMeta) or node.meta.shape != ():
+        return False
+    # NOTE: a value computed from the held one is a NumPy value on both typings.
+    return any(
+        isinstance(value, np.generic)
+        or (isinstance(value, Node) and value not in held and isinstance(value.meta, ArrayMeta))
+        for value in node.inputs
+    )
 
 
 def _read_on(graph: Graph, name: str, read_after_loop: Callable[[str], bool]) -> bool:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .block_trace import run_until
-from .body_graph import peeled_first, written_by
+from .body_graph import UNFOLLOWED_WRITE, peeled_first, written_by
 from .bytecode import Instruction
 from .carried_values import bind_carried, carried_meta, carried_metas, graph_value
 from .control_flow import add_while_loop
@@ -278,6 +278,8 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
     tests = (shape.enter_if, shape.again_if)
     tracer = frame.tracer
     written = written_by((body, first_body), 1)
+    if written is None:
+        raise LoopFallback(UNFOLLOWED_WRITE)
     outputs = add_while_loop(
         tracer.graph,
         graph_value(pred),

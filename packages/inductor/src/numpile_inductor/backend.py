@@ -36,6 +36,7 @@ from numpile_capture import (
     has_loops,
     run_graph,
     sympy_sizes,
+    written_inputs,
 )
 from numpile_capture import config as capture_config
 
@@ -52,7 +53,6 @@ from .errstate import (
     honouring_errstate,
     may_overflow_scalars,
     may_raise_float_flags,
-    written_inputs,
 )
 from .graph_cache import (
     Epilogue,
@@ -874,7 +874,7 @@ def _finish(
     # (a loop that writes only the arrays the graph made leaves them so); where it wrote
     # some, a graph that may raise flags copies those first, to put them back.
     written = written_inputs(graph)
-    replayable = artifact.epilogue is not None or written == frozenset()
+    replayable = artifact.epilogue is not None or written == ()
     may_raise_flags = may_overflow_scalars(graph) or may_raise_float_flags(graph)
     # Loops that run as C report their flags like kernels: their ops warn on a replay.
     warned = extern_nodes(

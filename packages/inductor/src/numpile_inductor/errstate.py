@@ -17,7 +17,7 @@ raises, calls a function or logs. Compiled graphs honour the state in two ways:
 
 A graph whose kernels write its inputs in place (functionalization refused) cannot run
 again as it is (one that writes only arrays it made, a loop filling `np.empty(n)`, can:
-`written_inputs`); where it computes NumPy scalar math on integers
+`numpile_capture.written_inputs`); where it computes NumPy scalar math on integers
 (`may_overflow_scalars`: a loop's `s = s * k` on `np.int64`) or on floats
 (`may_raise_float_flags`: `P[i] = P[i] / s`), each call copies the inputs it writes first
 (while such a flag warns: `np.errstate(over="ignore")` saves an integer graph's copy), and
@@ -48,7 +48,7 @@ import attrs
 import numpy as np
 
 import numpile_runtime as rt
-from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta, run_graph
+from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, run_graph
 
 from .codegen.common import SCALAR_MATH
 
@@ -362,54 +362,6 @@ def may_raise_float_flags(graph: Graph) -> bool:
         ):
             return True
     return False
-
-
-# NOTE: the op kinds whose results are new arrays: a write into one writes no input.
-_FRESH_KINDS = frozenset({OpKind.POINTWISE, OpKind.REDUCTION, OpKind.SCAN})
-
-
-def written_inputs(graph: Graph) -> frozenset[int] | None:
-    """The positions of `graph`'s inputs that its ops (loops included) write in place,
-    through views; None where a written array may be an input by a way not followed (an
-    array a loop or an extern call handed back).
-
-    >>> written_inputs(Graph())
-    frozenset()
-    """
-    placeholders = graph.placeholders
-    written: set[int] = set()
-    for node in graph.nodes:
-        if node.op is None:
-            continue
-        for position in node.op.mutates:
-            if position >= len(node.inputs):
-                return None
-            root = node.inputs[position]
-            while (
-                isinstance(root, Node)
-                and root.op is not None
-                and root.op.kind in (OpKind.VIEW, OpKind.MUTATION, OpKind.INDEXING)
-            ):
-                root = root.inputs[0]
-            if not isinstance(root, Node):
-                return None
-            if root.op is None and root in placeholders:
-                written.add(placeholders.index(root))
-            elif not _fresh(root):
-                return None
-    return frozenset(written)
-
-
-def _fresh(value: Node) -> bool:
-    # An array made inside the graph: no input's memory. NOTE: `np.array(x, copy=False)`
-    # may hand back `x` itself, so only a copying creation counts.
-    if value.op is None:
-        return False
-    if value.op.name == "copy":
-        return True
-    if value.op.kind is OpKind.CREATION:
-        return dict(value.params).get("copy", True) is True
-    return value.op.kind in _FRESH_KINDS
 
 
 def _is_bool(meta: Any) -> bool:

@@ -32,6 +32,7 @@ from numpile_capture import (
     OpKind,
     ScalarMeta,
     body_runner,
+    flagged_reads,
     is_loop,
     is_while_loop,
     mentions_loop_symbol,
@@ -121,7 +122,10 @@ def compile_loop_bodies(
                 _in_op_by_op_body=compile_loop is None and not kernels_take(node.kwargs["body"]),
             )
             body = own_copy(inner)
-            compiled = compile_body(body) if kernels_take(body) else None
+            # Kernels type a value that may still be the iteration's own Python scalar
+            # (`s = 0.1`, then an inner loop that may keep it) as the NumPy value: op by op.
+            takes = kernels_take(body) and not flagged_reads(body)
+            compiled = compile_body(body) if takes else None
             whole = None
             if compiled is None and compile_loop is not None:
                 # Scalar work, or array work whose shapes follow the index (no kernel takes
@@ -223,8 +227,8 @@ def _compiled_while_body(body: Graph, compile_body: BodyCompiler, carried: int) 
     # residual `np.abs(new - u).max()`) runs compiled per iteration, its inner loops as C,
     # on a copy of its own, as a `cond` branch does; iterations whose carried values have
     # other types than it was compiled for (before a first pass retyped them) run op by op.
-    if not kernels_take(body):
-        return body
+    if not kernels_take(body) or flagged_reads(body):
+        return body  # scalar work, or a value that may be the Python scalar (see above)
     copy = own_copy(body)
     compiled = compile_body(copy)
     metas = [node.meta for node in copy.placeholders[:carried]]

@@ -92,6 +92,12 @@ class EntryKept:
     flag: str
 
 
+#: The `EntryKept.owner` of a value that may still be the Python scalar the iteration gave
+#: a local (`s = 0.1` per row, then an inner loop or an `if` that may keep it; see
+#: loop_flag_typings.own_typing): its flag chooses the typing of the ops on it.
+OWN_ENTRY = "own entry"
+
+
 @attrs.define
 class CValue:
     """A 0-d value of a loop body: its C expression, NumPy dtype (Python scalars: bool,
@@ -152,6 +158,13 @@ class LoopWriter:
         # The graphs whose work on such a local is written both ways, the flag choosing
         # (see loop_flag_typings).
         self.flag_typings: dict[Graph, FlagTyping] = {}
+        # The results (control-flow node, index) that may be the iteration's own Python
+        # scalar where its ops compute on it both ways: they carry an EntryKept flag.
+        self.own_results: set[tuple[Node, int]] = set()
+        # The locals retyped by inner loops (`typed_if_ran`) each of which is such a result
+        # wherever it is retyped: its own flag, not the ran flag, says its type.
+        self.own_names: set[str] = set()
+        self._unflagged_names: set[str] = set()
         self.arrays: list[CArray] = []
         self.frames: list[_Frame] = []
         self.declarations: list[str] = []
@@ -259,15 +272,47 @@ class LoopWriter:
         # Emit every op node of `graph`; the values of its outputs (None: unchanged).
         self.note_results(graph)
         typing = self.flag_typings.get(graph)
+        # Late import: loop_flag_typings imports this module's LoopWriter.
+        from .loop_flag_typings import own_typing
+
+        own = own_typing(graph)
+        if own is not None:
+            if typing is not None:
+                raise NotScalarLoop(
+                    "it computes both on locals whose types follow whether inner loops ran "
+                    "and on Python scalars a branch may keep"
+                )
+            typing = own
+            self.own_results.update(
+                (source.inputs[0], dict(source.params)["index"]) for source in own.boundaries
+            )
+        self._note_own_names(graph)
         if typing is None:
             self.nodes(graph.nodes, env)
         else:
-            # Late import: loop_flag_typings imports this module's LoopWriter.
             from .loop_flag_typings import emit_typed_nodes
 
             emit_typed_nodes(self, graph.nodes, env, typing)
         outputs = graph.output if isinstance(graph.output, tuple) else (graph.output,)
         return [self.operand(env, out) for out in outputs]
+
+    def _note_own_names(self, graph: Graph) -> None:
+        # Each local an inner loop of `graph` retypes is an own name while every such loop
+        # hands it back as a flagged result (`own_results`).
+        for node in graph.nodes:
+            params = dict(node.params)
+            if node.op is None or "typed_if_ran" not in params:
+                continue
+            offset = 1 if node.op.name == "for_loop" else 0
+            places = params["body"].placeholders[offset : offset + params["carried"]]
+            for k, place in enumerate(places):
+                if place.name not in params["typed_if_ran"]:
+                    continue
+                if (node, k) in self.own_results:
+                    self.own_names.add(place.name)
+                else:
+                    self._unflagged_names.add(place.name)
+        self.own_names -= self._unflagged_names
 
     def note_results(self, graph: Graph) -> None:
         # The metadata of the results of `graph`'s conds, from their loop_outputs.
@@ -757,7 +802,7 @@ def emit_loop(
         meta = placeholders[1 + k].meta
         if isinstance(meta, ArrayMeta) and meta.shape != ():
             raise NotScalarLoop(f"a carried array ({meta})")
-        init = writer.operand(env, node.inputs[3 + k])
+        init = _own_flagged(writer, (node, k), writer.operand(env, node.inputs[3 + k]))
         value = _carried_local(writer, meta, init)
         locals_.append(value)
         inner[placeholders[1 + k]] = value
@@ -1169,14 +1214,26 @@ def _read_before_assigning(
             news[k] = CValue(copy, new.dtype, new.python, new.bits, kept=new.kept)
 
 
+def _own_flagged(writer: LoopWriter, result: tuple[Node, int], value: Any) -> Any:
+    # A Python scalar that `result` may hand back as it is (see OWN_ENTRY), flagged so.
+    if result not in writer.own_results or not isinstance(value, CValue):
+        return value
+    if value.kept is not None or value.python is None:
+        return value
+    return attrs.evolve(value, kept=EntryKept(OWN_ENTRY, "1"))
+
+
 def _assign_kept(writer: LoopWriter, news: list[CValue | None], locals_: list[CValue]) -> None:
     # Each carried local's entry flag (see EntryKept) from its new value's: 0 where the
     # iteration assigned it another object. An entry object that may leave the loop as
-    # another local is left to NumPy.
+    # another local is left to NumPy. The iteration's own Python scalar (OWN_ENTRY) left
+    # in a local of the enclosing loop is read by no code (capture's own_entries).
     flags = {local.kept.flag for local in locals_ if local.kept is not None}
     for local, new in zip(locals_, news, strict=True):
         kept = None if new is None else new.kept
         own = local.kept
+        if kept is not None and kept.owner == OWN_ENTRY and (own is None or own.owner != OWN_ENTRY):
+            kept = None
         if kept is not None and (
             own is None or kept.owner != own.owner or kept.flag in flags - {own.flag}
         ):
@@ -1268,6 +1325,7 @@ def _cond(writer: LoopWriter, node: Node, env: Env) -> None:
         inner = _inner_env(writer, env, branch.placeholders, node.inputs[1:])
         with writer.buf.indent():
             outputs = writer.body(branch, inner)
+            outputs = [_own_flagged(writer, (node, k), v) for k, v in enumerate(outputs)]
             _assign_outputs(writer, outputs, results)
             _assign_kept_results(writer, outputs, kept)
         assigned.append(outputs)
@@ -1346,7 +1404,7 @@ def while_start(writer: LoopWriter, node: Node, env: Env, *, at_entry: bool = Fa
         meta = placeholders[k].meta
         if isinstance(meta, ArrayMeta) and meta.shape != ():
             raise NotScalarLoop(f"a carried array ({meta})")
-        init = writer.operand(env, node.inputs[1 + k])
+        init = _own_flagged(writer, (node, k), writer.operand(env, node.inputs[1 + k]))
         locals_.append(_carried_local(writer, meta, init, at_entry=at_entry))
     inner = _inner_env(writer, env, placeholders[carried:], node.inputs[1 + carried :])
     for placeholder, local in zip(placeholders, locals_, strict=False):

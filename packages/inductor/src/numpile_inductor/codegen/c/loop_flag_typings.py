@@ -38,13 +38,22 @@ from typing import Any
 import attrs
 import numpy as np
 
-from numpile_capture import ArrayMeta, Graph, Node, OpKind, ScalarMeta, computes_unless_ran
+from numpile_capture import (
+    ArrayMeta,
+    Graph,
+    Node,
+    OpKind,
+    ScalarMeta,
+    computes_unless_ran,
+    flagged_reads,
+    own_entry_results,
+)
 
 from .loop_body import CValue, Env, LoopWriter, NotScalarLoop
 from .loop_entry_scalars import computes_either_way
 from .ops import c_expr, c_type
 
-__all__ = ["FlagTyping", "emit_typed_nodes", "flag_typing", "flag_typings"]
+__all__ = ["FlagTyping", "emit_typed_nodes", "flag_typing", "flag_typings", "own_typing"]
 
 # NOTE: the Python types an entry object may have, with the C dtype and the bound in bits
 # of their values in a loop function (as loop_body holds Python scalars).
@@ -70,6 +79,9 @@ class FlagTyping:
     weak: dict[Node, Node]
     epochs: dict[Node, int]
     boundaries: tuple[Node, ...]
+    # Flags of the iteration's own Python scalars (`own_typing`): each boundary is a value
+    # that may still be one, its epoch's flag the negation of that value's `EntryKept`.
+    own: bool = False
 
 
 def flag_typings(node: Node, *, first_apart: bool) -> dict[Graph, FlagTyping]:
@@ -169,14 +181,20 @@ def flag_typing(graph: Graph, k: int, name: str, entry: type | None) -> FlagTypi
 def emit_typed_nodes(writer: LoopWriter, nodes: list[Node], env: Env, typing: FlagTyping) -> None:
     """Write `nodes` (those of `typing`'s graph) into `writer`: each node of `typing.dual`
     both ways, under the flag its epoch reads."""
-    flag = writer.ran_flag(typing.name)
+    flag = "" if typing.own else writer.ran_flag(typing.name)
     read = {epoch for node, epoch in typing.epochs.items() if node in typing.dual}
     reads: dict[int, str] = {}
 
     def read_flag(epoch: int) -> None:
         if epoch in read:
             reads[epoch] = writer.fresh("flag")
-            writer.buf.writeline(f"const int {reads[epoch]} = {flag};")
+            now = flag
+            if typing.own:  # set where the value is no longer the Python scalar
+                kept = env[typing.boundaries[epoch - 1]].kept
+                if kept is None:
+                    raise NotScalarLoop("a value that may be a Python scalar has no flag")
+                now = f"!{kept.flag}"
+            writer.buf.writeline(f"const int {reads[epoch]} = {now};")
 
     read_flag(0)
     for source, weak in typing.weak.items():
@@ -194,6 +212,50 @@ def emit_typed_nodes(writer: LoopWriter, nodes: list[Node], env: Env, typing: Fl
             env[typing.weak[node]] = _entry_value(env[node], typing.entry)
         if node in typing.boundaries:  # the flag after it: a later epoch's
             read_flag(typing.boundaries.index(node) + 1)
+
+
+def own_typing(graph: Graph) -> FlagTyping | None:
+    """The two typings of `graph`'s work (a loop body's) on the values that may still be
+    the Python scalar the iteration gave a local (`s = 0.1` per row, then an inner loop or
+    an `if` whose branch may assign it: capture's `own_entry_results`), each flagged at
+    run time (its `EntryKept`): the nodes capture's `flagged_reads` names, written both
+    ways; None where none computes otherwise on the Python scalar than on the NumPy value;
+    `NotScalarLoop` where C cannot write both typings.
+
+    >>> own_typing(body).boundaries  # doctest: +SKIP
+    (v2,)
+    """
+    flagged = flagged_reads(graph)
+    sources = {
+        source: kind
+        for source, kind in own_entry_results(graph).items()
+        if source in flagged.values()
+    }
+    if not sources:
+        return None
+    kinds = set(sources.values())
+    if len(kinds) != 1:
+        raise NotScalarLoop("values that may be Python scalars of two types")
+    typing = FlagTyping("own entry", kinds.pop(), {}, {}, {}, tuple(sources), own=True)
+    for epoch, source in enumerate(sources, start=1):
+        _add_source(typing, source, epoch)
+    for node in graph.nodes:
+        if node not in flagged:
+            continue  # the same on both typings (capture's own_entries)
+        split = [value for value in node.inputs if isinstance(value, Node) and value in typing.weak]
+        epochs = {typing.epochs[value] for value in split}
+        if len(epochs) != 1:
+            raise NotScalarLoop(f"{node.name} reads two values that may be Python scalars")
+        copy = _entry_typed(node, typing.weak, typing.name)
+        if copy is None:
+            continue
+        typing.dual[node] = copy
+        typing.epochs[node] = epochs.pop()
+        if copy.meta != node.meta:
+            typing.weak[node] = copy
+    if all(node in sources for node in typing.weak):
+        return None  # every op computes the same on both: one typing, no flag
+    return typing
 
 
 def _entry_type(value: Any) -> type | None:

@@ -547,6 +547,8 @@ def ran_flag_outcomes(
                 node.name,
                 name,
             )
+        elif name in writer.own_names and name not in names:
+            continue  # the iteration's own Python scalar: its flags chose the typings
         elif computes_unless_ran(node, name):
             # Read on the loop's type in an iteration before an inner loop assigned it:
             # where eager had the entry object's type, C would have computed otherwise.

@@ -54,6 +54,7 @@ from numpile_capture import (
     Node,
     ScalarMeta,
     ScalarSlot,
+    flagged_reads,
     run_graph,
 )
 
@@ -169,6 +170,11 @@ class _ProgramWriter:
         raise NotDeviceLoop(f"a constant {value!r}")
 
     def body(self, graph: Graph, env: Env) -> list[_Scalar]:
+        if flagged_reads(graph):
+            # No run-time flag here chooses the typing of the ops on such a value.
+            raise NotDeviceLoop(
+                "a value that may still be the Python scalar the iteration gave a local"
+            )
         for node in graph.nodes:
             if node.op is not None and node.op.name == "loop_output":
                 source = node.inputs[0]
