@@ -341,3 +341,58 @@ def test_arange_of_a_run_time_int_is_a_size_symbol() -> None:
     assert _compiles(_times_arange, calls)[0] == 2
     sized = [(rng.standard_normal(n),) for n in (8, 16, 80)]
     assert _compiles(_times_positions, sized, dynamic=True)[0] == 1
+
+
+# Arrays a kept loop computes with, whose sizes bound no loop: the data a polynomial's
+# coefficients loop over, an ODE's state carried through its time steps.
+
+
+def _horner(x: Any, coeffs: Any) -> Any:
+    out = np.zeros_like(x)
+    for c in coeffs:
+        out = out * x + c
+    return out
+
+
+def _decay_steps(y: Any, steps: int) -> Any:
+    t = 0.0
+    for _ in range(steps):
+        y = y + 0.01 * (np.sin(t) - y)
+        t += 0.01
+    return y, t
+
+
+def test_arrays_a_kept_loop_reads_compile_once_across_sizes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Their sizes are symbols from the first compile (widened at the loop's head, before
+    # its body is traced: one trace); a new size, 10x included, compiles nothing more.
+    kept = _kept_loops(monkeypatch)
+    rng = np.random.default_rng(3)
+    coeffs = rng.standard_normal(6)
+    calls = [(rng.standard_normal(n), coeffs) for n in (4, 7, 70)]
+    assert _compiles(_horner, calls)[0] == 1
+    assert len(kept) == 1
+
+
+def test_a_state_a_kept_loop_carries_compiles_once_across_sizes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kept = _kept_loops(monkeypatch)
+    rng = np.random.default_rng(5)
+    calls = [(rng.standard_normal(n), n + 3) for n in (4, 7, 70)]
+    assert _compiles(_decay_steps, calls)[0] == 1
+    assert len(kept) == 1
+
+
+def test_arrays_only_code_after_no_loop_reads_stay_static_first() -> None:
+    # An array no kept loop reads is baked in first, as before (torch's automatic dynamic):
+    # a new size of it compiles once more, then never again.
+    def f(x: Any, w: Any, steps: int) -> Any:
+        for _ in range(steps):
+            w = w * 0.5
+        return x * 2.0, w
+
+    w = np.ones(3)
+    calls = [(np.ones(n), w, n) for n in (4, 7, 70)]
+    assert _compiles(f, calls)[0] == 2

@@ -73,7 +73,18 @@ class ReadOrigin:
     source: str
 
 
-Origin = ScalarOrigin | SizeOrigin | ReadOrigin
+@attrs.frozen(order=True)
+class BodyOrigin:
+    """An array input a kept loop computes with (read in its body, or the start of a value
+    it carries: horner's `x`, an ODE's state `y`): the body is compiled once for every
+    size, so each dimension of it becomes a symbol from the first compile, as a trip
+    count's would (duck sizing kept: equal sizes share a symbol until a call tells them
+    apart)."""
+
+    source: str
+
+
+Origin = ScalarOrigin | SizeOrigin | ReadOrigin | BodyOrigin
 
 
 @attrs.frozen(eq=False)
@@ -192,6 +203,14 @@ def note_loop_reads(bounds: Iterable[Variable], reads: Callable[[], frozenset[st
         policy.loop_bounds.update(ReadOrigin(source) for source in reads())
 
 
+def note_loop_arrays(arrays: Callable[[], frozenset[str]]) -> None:
+    """Record, on the capture's policy, the array inputs a kept loop computes with
+    (`arrays()`, their source names), so that a new size of them does not capture again."""
+    policy = current_policy()
+    if _widens(policy):
+        policy.loop_bounds.update(BodyOrigin(source) for source in arrays())
+
+
 class WidenAhead(BaseException):
     """A loop about to be kept has bounds computed from baked-in inputs: stop the capture,
     whose graph would be thrown away, and capture again with them dynamic.
@@ -206,16 +225,19 @@ class FellBackWidened(BaseException):
     """A loop with bounds widened ahead fell back: capture again without the shortcut."""
 
 
-def widen_ahead(bounds: Iterable[Variable]) -> None:
+def widen_ahead(
+    bounds: Iterable[Variable], arrays: Callable[[], frozenset[str]] = frozenset
+) -> None:
     """At the head of a loop about to be kept: raise `WidenAhead` when its bounds come from
-    inputs that widening would make dynamic (the capture's policy allows it).
+    inputs, or the array inputs its body reads (`arrays()`, their source names) are ones,
+    that widening would make dynamic (the capture's policy allows it).
 
         >>> widen_ahead([ConstantVar(3)])
     """
     policy = current_policy()
     if not policy.ahead:
         return
-    origins = origins_of(bounds)
+    origins = origins_of(bounds) | {BodyOrigin(source) for source in arrays()}
     if origins and _widen(policy, origins, apply=False):
         policy.loop_bounds.update(origins)
         raise WidenAhead
@@ -268,6 +290,12 @@ def capture_widening(
             _restore(policy, saved)
             ahead = False
             continue
+        except BaseException:
+            # A capture that starts over from outside (a light capture that needs sympy)
+            # widens ahead again, its loops that fall back guarded by `fell_back`.
+            if saved is not None:
+                _restore(policy, saved)
+            raise
         if widen_loop_bounds(policy):
             continue
         return result
@@ -307,11 +335,20 @@ def _widen(policy: DynamicPolicy, origins: Iterable[Origin], *, apply: bool) -> 
         return False
     changed = False
     for origin in sorted(origins, key=repr):
+        if isinstance(origin, BodyOrigin):
+            whole = SizeOrigin(0, frozenset({origin.source}))
+            why = "is an array a kept loop computes with"
+            changed = _widen_inputs(observed, whole, why, apply=apply) or changed
+            continue
         if isinstance(origin, ReadOrigin):
             whole = SizeOrigin(0, frozenset({origin.source}))
-            changed = _widen_inputs(observed, whole, apply=apply) or changed
-            if apply and policy.unshared is not None:
-                policy.unshared.add(origin.source)
+            why = "is read by a loop whose trip count is data"
+            changed = _widen_inputs(observed, whole, why, apply=apply) or changed
+            if policy.unshared is not None and origin.source not in policy.unshared:
+                # Made dynamic already (read by an enclosing loop), but sharing symbols.
+                changed = True
+                if apply:
+                    policy.unshared.add(origin.source)
             continue
         if isinstance(origin, ScalarOrigin):
             if scalars is not None and scalars.get(origin.source) != CHANGED:
@@ -332,12 +369,13 @@ def _widen(policy: DynamicPolicy, origins: Iterable[Origin], *, apply: bool) -> 
                         origin.size,
                     )
         if not matched:
-            changed = _widen_inputs(observed, origin, apply=apply) or changed
+            why = f"makes a size {origin.size} that bounds a loop"
+            changed = _widen_inputs(observed, origin, why, apply=apply) or changed
     return changed
 
 
 def _widen_inputs(
-    observed: dict[str, tuple[int | None, ...]], origin: SizeOrigin, *, apply: bool
+    observed: dict[str, tuple[int | None, ...]], origin: SizeOrigin, why: str, *, apply: bool
 ) -> bool:
     # A size no input dimension has (a view's `n - 2`): every dimension of the inputs it
     # was computed from becomes a symbol, so the size is an expression of theirs. Sizes 0
@@ -350,10 +388,5 @@ def _widen_inputs(
         changed = True
         if apply:
             observed[source] = tuple(None if d is not None and d >= 2 else d for d in shape)
-            if origin.size:
-                log.info(
-                    "automatic dynamic: %s makes a size %d that bounds a loop", source, origin.size
-                )
-            else:
-                log.info("automatic dynamic: %s is read by a loop whose trip count is data", source)
+            log.info("automatic dynamic: %s %s", source, why)
     return changed
