@@ -23,6 +23,12 @@ widened bounds then make it fall back (`fell_back`) would have been kept or unro
 with its static bounds: the records are restored and the frame is captured as before
 this shortcut, static first.
 
+The array inputs a kept loop computes with (`BodyOrigin`) are widened the same way, their
+body compiled once for every size. That is a bet on calls to come, dropped for the code
+(`drop_body_widening`: static first, as without it) where it costs what the static first
+compile does not: a dynamic compile that fails (the dispatcher), a light capture that
+would need sympy (`capture_widening`).
+
     >>> var = with_origins(ConstantVar(7), size_var(8))
     >>> sorted(var.origins) if isinstance(var, OriginVar) else None
     [SizeOrigin(size=8, inputs=frozenset())]
@@ -36,7 +42,10 @@ from typing import Any, TypeVar
 
 import attrs
 
-from .dynamic_shapes import CHANGED, DynamicPolicy, current_policy
+from numpile_guards import NeedsSympy, light_active
+
+from .capture_events import forget_loops_after, loops_recorded
+from .dynamic_shapes import CHANGED, BodyWidening, DynamicPolicy, current_policy
 from .variables import ConstantVar, ListVar, ScalarNodeVar, TupleVar, Variable
 
 log = logging.getLogger("numpile.capture.dynamic")
@@ -207,7 +216,7 @@ def note_loop_arrays(arrays: Callable[[], frozenset[str]]) -> None:
     """Record, on the capture's policy, the array inputs a kept loop computes with
     (`arrays()`, their source names), so that a new size of them does not capture again."""
     policy = current_policy()
-    if _widens(policy):
+    if _widens_body(policy):
         policy.loop_bounds.update(BodyOrigin(source) for source in arrays())
 
 
@@ -237,7 +246,8 @@ def widen_ahead(
     policy = current_policy()
     if not policy.ahead:
         return
-    origins = origins_of(bounds) | {BodyOrigin(source) for source in arrays()}
+    body = {BodyOrigin(source) for source in arrays()} if _widens_body(policy) else set()
+    origins = origins_of(bounds) | body
     if origins and _widen(policy, origins, apply=False):
         policy.loop_bounds.update(origins)
         raise WidenAhead
@@ -266,8 +276,10 @@ def capture_widening(
         False
     """
     ahead = True
-    saved: tuple[dict[str, Any], dict[str, Any]] | None = None
+    saved: _Records | None = None
     sizes: set[int] = set()
+    recorded = loops_recorded()
+    body_dropped = False
     while True:
         policy = make_policy()
         policy = attrs.evolve(
@@ -280,7 +292,7 @@ def capture_widening(
             result = capture(policy)
         except WidenAhead:
             if saved is None:
-                saved = (dict(policy.observed or {}), dict(policy.scalars or {}))
+                saved = _records(policy)
             sizes.update(o.size for o in policy.loop_bounds if isinstance(o, SizeOrigin))
             widen_loop_bounds(policy)
             continue
@@ -290,9 +302,28 @@ def capture_widening(
             _restore(policy, saved)
             ahead = False
             continue
+        except NeedsSympy:
+            # A light capture that needs sympy starts over from outside (`light_capture`),
+            # widening ahead again. Where arrays widened for the kept loops that compute
+            # with them are why, they are static first instead, as a light capture needs.
+            body = policy.body
+            widened = body is not None and bool(body.before)
+            if saved is not None:
+                _restore(policy, saved)
+            if body_dropped and body is not None:
+                body.off = False  # sympy was needed without them too
+                raise
+            if body is None or not (light_active() and widened):
+                raise
+            drop_body_widening(policy)  # those of earlier calls (this one's are restored)
+            body.off = True
+            log.info("a light capture needs sympy with arrays widened: static first instead")
+            forget_loops_after(recorded)
+            body_dropped, ahead, saved, sizes = True, True, None, set()
+            continue
         except BaseException:
-            # A capture that starts over from outside (a light capture that needs sympy)
-            # widens ahead again, its loops that fall back guarded by `fell_back`.
+            # A capture that starts over from outside widens ahead again, its loops that
+            # fall back guarded by `fell_back`.
             if saved is not None:
                 _restore(policy, saved)
             raise
@@ -301,16 +332,48 @@ def capture_widening(
         return result
 
 
-def _restore(policy: DynamicPolicy, saved: tuple[dict[str, Any], dict[str, Any]]) -> None:
+# The per-code records a widening changes: sizes, scalars, the arrays widened for kept
+# loops that compute with them.
+_Records = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
+
+
+def _records(policy: DynamicPolicy) -> _Records:
+    body = policy.body.before if policy.body is not None else {}
+    return (dict(policy.observed or {}), dict(policy.scalars or {}), dict(body))
+
+
+def _restore(policy: DynamicPolicy, saved: _Records) -> None:
     # The per-code records as they were before the first widening ahead.
-    for record, before in zip((policy.observed, policy.scalars), saved, strict=True):
+    body = policy.body.before if policy.body is not None else None
+    for record, before in zip((policy.observed, policy.scalars, body), saved, strict=True):
         if record is not None:
             record.clear()
             record.update(before)
 
 
+def drop_body_widening(policy: DynamicPolicy) -> bool:
+    """Undo the widening of the arrays kept loops compute with (`BodyOrigin`) on the
+    policy's records, and turn it off for the code; whether any array was widened (then
+    capture again: they are static first, as before the widening).
+
+        >>> drop_body_widening(DynamicPolicy(None, {}))
+        False
+    """
+    body, observed = policy.body, policy.observed
+    if body is None or body.off or observed is None or not body.before:
+        return False
+    observed.update(body.before)
+    body.before.clear()
+    body.off = True
+    return True
+
+
 def _widens(policy: DynamicPolicy) -> bool:
     return policy.mode is None and policy.automatic and policy.observed is not None
+
+
+def _widens_body(policy: DynamicPolicy) -> bool:
+    return _widens(policy) and policy.body is not None and not policy.body.off
 
 
 def widen_loop_bounds(policy: DynamicPolicy) -> bool:
@@ -336,9 +399,15 @@ def _widen(policy: DynamicPolicy, origins: Iterable[Origin], *, apply: bool) -> 
     changed = False
     for origin in sorted(origins, key=repr):
         if isinstance(origin, BodyOrigin):
+            if not _widens_body(policy):
+                continue
             whole = SizeOrigin(0, frozenset({origin.source}))
+            shape = observed.get(origin.source)
             why = "is an array a kept loop computes with"
-            changed = _widen_inputs(observed, whole, why, apply=apply) or changed
+            widened = _widen_inputs(observed, whole, why, apply=apply)
+            if widened and apply and shape is not None:
+                _note_body(policy.body, origin.source, shape)
+            changed = widened or changed
             continue
         if isinstance(origin, ReadOrigin):
             whole = SizeOrigin(0, frozenset({origin.source}))
@@ -372,6 +441,12 @@ def _widen(policy: DynamicPolicy, origins: Iterable[Origin], *, apply: bool) -> 
             why = f"makes a size {origin.size} that bounds a loop"
             changed = _widen_inputs(observed, origin, why, apply=apply) or changed
     return changed
+
+
+def _note_body(body: BodyWidening | None, source: str, shape: tuple[int | None, ...]) -> None:
+    # The sizes `source` had before the first widening for the loops computing with it.
+    if body is not None:
+        body.before.setdefault(source, shape)
 
 
 def _widen_inputs(
