@@ -7,13 +7,13 @@ Each program runs compiled and eagerly on the same inputs (values, dtypes, in-pl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
-from numpile_capture import compile_function, lookup_backend, sympy_sizes
+from numpile_capture import compile_function, config, lookup_backend, sympy_sizes
 from numpile_capture.capture_events import recording_captures
 from numpile_capture.dynamic_shapes import graph_has_symbols
 from numpile_guards import light_sizes
@@ -346,7 +346,14 @@ def test_arange_of_a_run_time_int_is_a_size_symbol() -> None:
 
 
 # Arrays a kept loop computes with, whose sizes bound no loop: the data a polynomial's
-# coefficients loop over, an ODE's state carried through its time steps.
+# coefficients loop over, an ODE's state carried through its time steps. Symbolic from the
+# first compile with `config.dynamic_loop_arrays` (off by default).
+
+
+@pytest.fixture
+def loop_arrays() -> Iterator[None]:
+    with config.patch(dynamic_loop_arrays=True):
+        yield
 
 
 def _horner(x: Any, coeffs: Any) -> Any:
@@ -364,6 +371,7 @@ def _decay_steps(y: Any, steps: int) -> Any:
     return y, t
 
 
+@pytest.mark.usefixtures("loop_arrays")
 def test_arrays_a_kept_loop_reads_compile_once_across_sizes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -377,6 +385,7 @@ def test_arrays_a_kept_loop_reads_compile_once_across_sizes(
     assert len(kept) == 1
 
 
+@pytest.mark.usefixtures("loop_arrays")
 def test_a_state_a_kept_loop_carries_compiles_once_across_sizes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -413,6 +422,7 @@ def _static_arrays_only(graph: Any, example_inputs: list[Any]) -> Any:
     return lookup_backend("eager")(graph, example_inputs)
 
 
+@pytest.mark.usefixtures("loop_arrays")
 def test_arrays_whose_dynamic_compile_fails_are_static_first_the_trip_count_dynamic() -> None:
     rng = np.random.default_rng(5)
     y = rng.standard_normal(4)
@@ -420,6 +430,7 @@ def test_arrays_whose_dynamic_compile_fails_are_static_first_the_trip_count_dyna
     assert _compiles(_decay_steps, calls, backend=_static_arrays_only)[0] == 1
 
 
+@pytest.mark.usefixtures("loop_arrays")
 def test_a_light_capture_keeps_the_arrays_static_where_dynamic_ones_need_sympy() -> None:
     # `u[1:-1]` of a symbolic size needs sympy, a light capture must not: its arrays are
     # static first, its trip count dynamic all the same.

@@ -766,6 +766,8 @@ class CompiledFunction:
         scalars = observed_scalars(code) if self.dynamic is None else None
         unshared = unshared_sources(code) if self.dynamic is None else None
         body = body_widening(code) if self.dynamic is None else None
+        if not config.dynamic_loop_arrays:
+            body = None
         scalar_types = tuple(
             kind
             for kind, fixed in ((int, config.specialize_int), (float, config.specialize_float))
