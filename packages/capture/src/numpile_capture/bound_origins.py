@@ -23,11 +23,12 @@ widened bounds then make it fall back (`fell_back`) would have been kept or unro
 with its static bounds: the records are restored and the frame is captured as before
 this shortcut, static first.
 
-The array inputs a kept loop computes with (`BodyOrigin`) are widened the same way, their
-body compiled once for every size. That is a bet on calls to come, dropped for the code
-(`drop_body_widening`: static first, as without it) where it costs what the static first
-compile does not: a dynamic compile that fails (the dispatcher), a light capture that
-would need sympy (`capture_widening`).
+With `config.dynamic_loop_arrays` (off by default) the array inputs a kept loop computes
+with (`BodyOrigin`) are widened the same way, their body compiled once for every size.
+That is a bet on calls to come, dropped for the code (`drop_body_widening`: static
+first, as without it) where it costs what the static first compile does not: a dynamic
+compile that fails (the dispatcher), a light capture that would need sympy
+(`capture_widening`).
 
     >>> var = with_origins(ConstantVar(7), size_var(8))
     >>> sorted(var.origins) if isinstance(var, OriginVar) else None
