@@ -4,6 +4,7 @@ NumPy eager and timed, one table row a program.
     python -m benchmarks.unseen_loops                  # every program
     python -m benchmarks.unseen_loops --only 'gcd*'    # some programs (shell patterns)
     python -m benchmarks.unseen_loops --size 64        # the size the warm calls run at
+    python -m benchmarks.unseen_loops --captures-only  # the checks and the captures column
 
 Per program: ``numpile.compile(fn, dynamic=True)`` and ``numpile.compile(fn)`` against eager
 at each of its sizes (result structure, leaf types, dtypes, values, the inputs afterwards),
@@ -169,14 +170,30 @@ def render(rows: Sequence[UnseenRow], *, size: int) -> str:
     return "\n".join(lines)
 
 
+def _captures_only(names: list[str]) -> int:
+    # The check and the "captures at a new size" column alone, a line a program.
+    results = [(name, *check(PROGRAMS[name])) for name in names]
+    for name, checked, again in results:
+        print(f"{name}: {checked}, {again} again")
+    print(f"{sum(1 for _, _, again in results if again)} of {len(results)} capture again")
+    return 0 if all(checked == "ok" for _, checked, _ in results) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the programs `--only` names (all by default) and print the table."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.unseen_loops")
     parser.add_argument("--only", action="append", help="shell pattern of program names")
     parser.add_argument("--size", type=int, default=48, help="the size of the timed calls")
     parser.add_argument("--budget", type=float, default=0.5, help="seconds of timing each")
+    parser.add_argument(
+        "--captures-only",
+        action="store_true",
+        help="only check each program and count its captures at a new size (no timing)",
+    )
     options = parser.parse_args(argv)
     names = [name for name in PROGRAMS if is_selected(name, options.only)]
+    if options.captures_only:
+        return _captures_only(names)
     rows = []
     for name in names:
         rows.append(run_program(name, options.size, budget_s=options.budget))

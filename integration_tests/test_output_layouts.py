@@ -135,10 +135,12 @@ def test_a_row_normalization_adds_as_eager_adds(layout: str) -> None:
     _assert_bits(compiled(a), normalized(a))
 
 
+@pytest.mark.parametrize("dynamic", [None, True])
 @pytest.mark.parametrize("layout", ["fortran", "transposed_reversed"])
-def test_an_array_a_loop_writes_has_eagers_layout(layout: str) -> None:
+def test_an_array_a_loop_writes_has_eagers_layout(layout: str, dynamic: bool | None) -> None:
+    # Symbolic sizes too: the written array's strides are products of them (`s0*s1`).
     expected = loop_written(LAYOUTS[layout]())
-    got = numpile.compile(loop_written)(LAYOUTS[layout]())
+    got = numpile.compile(loop_written, dynamic=dynamic)(LAYOUTS[layout]())
     _assert_same([got], [expected])
 
 

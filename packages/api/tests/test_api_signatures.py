@@ -165,6 +165,7 @@ EXPECTED_CONFIG_FIELDS = {
     "specialize_float": False,
     "performance_warnings": True,
     "small_loops_in_python": True,
+    "dynamic_loop_arrays": False,
 }
 
 

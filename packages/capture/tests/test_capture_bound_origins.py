@@ -7,14 +7,16 @@ Each program runs compiled and eagerly on the same inputs (values, dtypes, in-pl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
-from numpile_capture import compile_function
+from numpile_capture import compile_function, config, lookup_backend, sympy_sizes
 from numpile_capture.capture_events import recording_captures
+from numpile_capture.dynamic_shapes import graph_has_symbols
+from numpile_guards import light_sizes
 
 pytestmark = pytest.mark.usefixtures("fresh_dispatch")
 
@@ -33,7 +35,7 @@ def _compiles(
     fn: Callable[..., Any], calls: list[tuple[Any, ...]], **options: Any
 ) -> tuple[int, list[Any]]:
     """How many graphs compiling `fn` made over `calls`; the compiled results match eager."""
-    compiled = compile_function(fn, backend="eager", **options)
+    compiled = compile_function(fn, **{"backend": "eager", **options})
     results = []
     with recording_captures() as events:
         for args in calls:
@@ -341,3 +343,109 @@ def test_arange_of_a_run_time_int_is_a_size_symbol() -> None:
     assert _compiles(_times_arange, calls)[0] == 2
     sized = [(rng.standard_normal(n),) for n in (8, 16, 80)]
     assert _compiles(_times_positions, sized, dynamic=True)[0] == 1
+
+
+# Arrays a kept loop computes with, whose sizes bound no loop: the data a polynomial's
+# coefficients loop over, an ODE's state carried through its time steps. Symbolic from the
+# first compile with `config.dynamic_loop_arrays` (off by default).
+
+
+@pytest.fixture
+def loop_arrays() -> Iterator[None]:
+    with config.patch(dynamic_loop_arrays=True):
+        yield
+
+
+def _horner(x: Any, coeffs: Any) -> Any:
+    out = np.zeros_like(x)
+    for c in coeffs:
+        out = out * x + c
+    return out
+
+
+def _decay_steps(y: Any, steps: int) -> Any:
+    t = 0.0
+    for _ in range(steps):
+        y = y + 0.01 * (np.sin(t) - y)
+        t += 0.01
+    return y, t
+
+
+@pytest.mark.usefixtures("loop_arrays")
+def test_arrays_a_kept_loop_reads_compile_once_across_sizes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Their sizes are symbols from the first compile (widened at the loop's head, before
+    # its body is traced: one trace); a new size, 10x included, compiles nothing more.
+    kept = _kept_loops(monkeypatch)
+    rng = np.random.default_rng(3)
+    coeffs = rng.standard_normal(6)
+    calls = [(rng.standard_normal(n), coeffs) for n in (4, 7, 70)]
+    assert _compiles(_horner, calls)[0] == 1
+    assert len(kept) == 1
+
+
+@pytest.mark.usefixtures("loop_arrays")
+def test_a_state_a_kept_loop_carries_compiles_once_across_sizes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kept = _kept_loops(monkeypatch)
+    rng = np.random.default_rng(5)
+    calls = [(rng.standard_normal(n), n + 3) for n in (4, 7, 70)]
+    assert _compiles(_decay_steps, calls)[0] == 1
+    assert len(kept) == 1
+
+
+def test_arrays_only_code_after_no_loop_reads_stay_static_first() -> None:
+    # An array no kept loop reads is baked in first, as before (torch's automatic dynamic):
+    # a new size of it compiles once more, then never again.
+    def f(x: Any, w: Any, steps: int) -> Any:
+        for _ in range(steps):
+            w = w * 0.5
+        return x * 2.0, w
+
+    w = np.ones(3)
+    calls = [(np.ones(n), w, n) for n in (4, 7, 70)]
+    assert _compiles(f, calls)[0] == 2
+
+
+# Widening the arrays a kept loop computes with is a bet on calls to come: where it costs
+# what the static first compile does not, they are static first again (as without it),
+# and only the trip count is dynamic.
+
+
+def _static_arrays_only(graph: Any, example_inputs: list[Any]) -> Any:
+    # A backend that compiles symbolic trip counts but not symbolic array sizes (as the
+    # inductor refuses a transform's stacks sized by them).
+    if graph_has_symbols(graph):
+        raise NotImplementedError("symbolic array sizes")
+    return lookup_backend("eager")(graph, example_inputs)
+
+
+@pytest.mark.usefixtures("loop_arrays")
+def test_arrays_whose_dynamic_compile_fails_are_static_first_the_trip_count_dynamic() -> None:
+    rng = np.random.default_rng(5)
+    y = rng.standard_normal(4)
+    calls = [(y, steps) for steps in (5, 9, 40, 0)]
+    assert _compiles(_decay_steps, calls, backend=_static_arrays_only)[0] == 1
+
+
+@pytest.mark.usefixtures("loop_arrays")
+def test_a_light_capture_keeps_the_arrays_static_where_dynamic_ones_need_sympy() -> None:
+    # `u[1:-1]` of a symbolic size needs sympy, a light capture must not: its arrays are
+    # static first, its trip count dynamic all the same.
+    graphs: list[Any] = []
+
+    def record(graph: Any, example_inputs: list[Any]) -> Any:
+        graphs.append(graph)
+        return lookup_backend("eager")(sympy_sizes(graph), example_inputs)
+
+    record.takes_light_sizes = True  # type: ignore[attr-defined]
+    x = np.linspace(-1.0, 1.0, 9)
+    compiled = compile_function(stencil_steps, backend=record)
+    for steps in (3, 30):
+        with light_sizes():
+            got = compiled(x, steps)
+        np.testing.assert_array_equal(got, stencil_steps(x, steps))
+    (graph,) = graphs
+    assert [p.meta.shape for p in graph.placeholders if hasattr(p.meta, "shape")] == [(9,)]

@@ -124,3 +124,15 @@ def test_symbolic_strides_the_shape_facts_order_give_numpys_layout() -> None:
         assert elementwise_strides((s0, s1, 3), unordered) == (3, 3 * s0, 1)
     # Without the facts (outside a capture) symbolic strides are not ordered: C order.
     assert elementwise_strides((s0, 6, 7), fortran) is None
+
+
+def test_strides_that_are_products_of_symbolic_sizes_are_ordered_by_their_ratio() -> None:
+    # Ranges alone leave `s0 < s0*s1` open; the ratio `s1` (a symbolic size, at least 2)
+    # decides it: an array all of whose dimensions are symbols keeps its Fortran layout.
+    env = ShapeEnv()
+    s0, s1, s2 = (env.create_symbol(n, f"L['a'].shape[{i}]") for i, n in enumerate((5, 6, 7)))
+    fortran = ArrayMeta((s0, s1, s2), "float64", (1, s0, s0 * s1))
+    transposed_reversed = ArrayMeta((s0, s1, s2), "float64", (1, -s2 * s0, s0))
+    with shape_env_in_use(env):
+        assert elementwise_strides((s0, s1, s2), fortran, 2.0) == (1, s0, s0 * s1)
+        assert elementwise_strides((s0, s1, s2), transposed_reversed) == (1, s2 * s0, s0)

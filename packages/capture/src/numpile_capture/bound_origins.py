@@ -23,6 +23,13 @@ widened bounds then make it fall back (`fell_back`) would have been kept or unro
 with its static bounds: the records are restored and the frame is captured as before
 this shortcut, static first.
 
+With `config.dynamic_loop_arrays` (off by default) the array inputs a kept loop computes
+with (`BodyOrigin`) are widened the same way, their body compiled once for every size.
+That is a bet on calls to come, dropped for the code (`drop_body_widening`: static
+first, as without it) where it costs what the static first compile does not: a dynamic
+compile that fails (the dispatcher), a light capture that would need sympy
+(`capture_widening`).
+
     >>> var = with_origins(ConstantVar(7), size_var(8))
     >>> sorted(var.origins) if isinstance(var, OriginVar) else None
     [SizeOrigin(size=8, inputs=frozenset())]
@@ -36,7 +43,10 @@ from typing import Any, TypeVar
 
 import attrs
 
-from .dynamic_shapes import CHANGED, DynamicPolicy, current_policy
+from numpile_guards import NeedsSympy, light_active
+
+from .capture_events import forget_loops_after, loops_recorded
+from .dynamic_shapes import CHANGED, BodyWidening, DynamicPolicy, current_policy
 from .variables import ConstantVar, ListVar, ScalarNodeVar, TupleVar, Variable
 
 log = logging.getLogger("numpile.capture.dynamic")
@@ -73,7 +83,18 @@ class ReadOrigin:
     source: str
 
 
-Origin = ScalarOrigin | SizeOrigin | ReadOrigin
+@attrs.frozen(order=True)
+class BodyOrigin:
+    """An array input a kept loop computes with (read in its body, or the start of a value
+    it carries: horner's `x`, an ODE's state `y`): the body is compiled once for every
+    size, so each dimension of it becomes a symbol from the first compile, as a trip
+    count's would (duck sizing kept: equal sizes share a symbol until a call tells them
+    apart)."""
+
+    source: str
+
+
+Origin = ScalarOrigin | SizeOrigin | ReadOrigin | BodyOrigin
 
 
 @attrs.frozen(eq=False)
@@ -192,6 +213,14 @@ def note_loop_reads(bounds: Iterable[Variable], reads: Callable[[], frozenset[st
         policy.loop_bounds.update(ReadOrigin(source) for source in reads())
 
 
+def note_loop_arrays(arrays: Callable[[], frozenset[str]]) -> None:
+    """Record, on the capture's policy, the array inputs a kept loop computes with
+    (`arrays()`, their source names), so that a new size of them does not capture again."""
+    policy = current_policy()
+    if _widens_body(policy):
+        policy.loop_bounds.update(BodyOrigin(source) for source in arrays())
+
+
 class WidenAhead(BaseException):
     """A loop about to be kept has bounds computed from baked-in inputs: stop the capture,
     whose graph would be thrown away, and capture again with them dynamic.
@@ -206,16 +235,20 @@ class FellBackWidened(BaseException):
     """A loop with bounds widened ahead fell back: capture again without the shortcut."""
 
 
-def widen_ahead(bounds: Iterable[Variable]) -> None:
+def widen_ahead(
+    bounds: Iterable[Variable], arrays: Callable[[], frozenset[str]] = frozenset
+) -> None:
     """At the head of a loop about to be kept: raise `WidenAhead` when its bounds come from
-    inputs that widening would make dynamic (the capture's policy allows it).
+    inputs, or the array inputs its body reads (`arrays()`, their source names) are ones,
+    that widening would make dynamic (the capture's policy allows it).
 
         >>> widen_ahead([ConstantVar(3)])
     """
     policy = current_policy()
     if not policy.ahead:
         return
-    origins = origins_of(bounds)
+    body = {BodyOrigin(source) for source in arrays()} if _widens_body(policy) else set()
+    origins = origins_of(bounds) | body
     if origins and _widen(policy, origins, apply=False):
         policy.loop_bounds.update(origins)
         raise WidenAhead
@@ -244,8 +277,10 @@ def capture_widening(
         False
     """
     ahead = True
-    saved: tuple[dict[str, Any], dict[str, Any]] | None = None
+    saved: _Records | None = None
     sizes: set[int] = set()
+    recorded = loops_recorded()
+    body_dropped = False
     while True:
         policy = make_policy()
         policy = attrs.evolve(
@@ -258,7 +293,7 @@ def capture_widening(
             result = capture(policy)
         except WidenAhead:
             if saved is None:
-                saved = (dict(policy.observed or {}), dict(policy.scalars or {}))
+                saved = _records(policy)
             sizes.update(o.size for o in policy.loop_bounds if isinstance(o, SizeOrigin))
             widen_loop_bounds(policy)
             continue
@@ -268,21 +303,78 @@ def capture_widening(
             _restore(policy, saved)
             ahead = False
             continue
+        except NeedsSympy:
+            # A light capture that needs sympy starts over from outside (`light_capture`),
+            # widening ahead again. Where arrays widened for the kept loops that compute
+            # with them are why, they are static first instead, as a light capture needs.
+            body = policy.body
+            widened = body is not None and bool(body.before)
+            if saved is not None:
+                _restore(policy, saved)
+            if body_dropped and body is not None:
+                body.off = False  # sympy was needed without them too
+                raise
+            if body is None or not (light_active() and widened):
+                raise
+            drop_body_widening(policy)  # those of earlier calls (this one's are restored)
+            body.off = True
+            log.info("a light capture needs sympy with arrays widened: static first instead")
+            forget_loops_after(recorded)
+            body_dropped, ahead, saved, sizes = True, True, None, set()
+            continue
+        except BaseException:
+            # A capture that starts over from outside widens ahead again, its loops that
+            # fall back guarded by `fell_back`.
+            if saved is not None:
+                _restore(policy, saved)
+            raise
         if widen_loop_bounds(policy):
             continue
         return result
 
 
-def _restore(policy: DynamicPolicy, saved: tuple[dict[str, Any], dict[str, Any]]) -> None:
+# The per-code records a widening changes: sizes, scalars, the arrays widened for kept
+# loops that compute with them.
+_Records = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
+
+
+def _records(policy: DynamicPolicy) -> _Records:
+    body = policy.body.before if policy.body is not None else {}
+    return (dict(policy.observed or {}), dict(policy.scalars or {}), dict(body))
+
+
+def _restore(policy: DynamicPolicy, saved: _Records) -> None:
     # The per-code records as they were before the first widening ahead.
-    for record, before in zip((policy.observed, policy.scalars), saved, strict=True):
+    body = policy.body.before if policy.body is not None else None
+    for record, before in zip((policy.observed, policy.scalars, body), saved, strict=True):
         if record is not None:
             record.clear()
             record.update(before)
 
 
+def drop_body_widening(policy: DynamicPolicy) -> bool:
+    """Undo the widening of the arrays kept loops compute with (`BodyOrigin`) on the
+    policy's records, and turn it off for the code; whether any array was widened (then
+    capture again: they are static first, as before the widening).
+
+        >>> drop_body_widening(DynamicPolicy(None, {}))
+        False
+    """
+    body, observed = policy.body, policy.observed
+    if body is None or body.off or observed is None or not body.before:
+        return False
+    observed.update(body.before)
+    body.before.clear()
+    body.off = True
+    return True
+
+
 def _widens(policy: DynamicPolicy) -> bool:
     return policy.mode is None and policy.automatic and policy.observed is not None
+
+
+def _widens_body(policy: DynamicPolicy) -> bool:
+    return _widens(policy) and policy.body is not None and not policy.body.off
 
 
 def widen_loop_bounds(policy: DynamicPolicy) -> bool:
@@ -307,11 +399,26 @@ def _widen(policy: DynamicPolicy, origins: Iterable[Origin], *, apply: bool) -> 
         return False
     changed = False
     for origin in sorted(origins, key=repr):
+        if isinstance(origin, BodyOrigin):
+            if not _widens_body(policy):
+                continue
+            whole = SizeOrigin(0, frozenset({origin.source}))
+            shape = observed.get(origin.source)
+            why = "is an array a kept loop computes with"
+            widened = _widen_inputs(observed, whole, why, apply=apply)
+            if widened and apply and shape is not None:
+                _note_body(policy.body, origin.source, shape)
+            changed = widened or changed
+            continue
         if isinstance(origin, ReadOrigin):
             whole = SizeOrigin(0, frozenset({origin.source}))
-            changed = _widen_inputs(observed, whole, apply=apply) or changed
-            if apply and policy.unshared is not None:
-                policy.unshared.add(origin.source)
+            why = "is read by a loop whose trip count is data"
+            changed = _widen_inputs(observed, whole, why, apply=apply) or changed
+            if policy.unshared is not None and origin.source not in policy.unshared:
+                # Made dynamic already (read by an enclosing loop), but sharing symbols.
+                changed = True
+                if apply:
+                    policy.unshared.add(origin.source)
             continue
         if isinstance(origin, ScalarOrigin):
             if scalars is not None and scalars.get(origin.source) != CHANGED:
@@ -332,12 +439,19 @@ def _widen(policy: DynamicPolicy, origins: Iterable[Origin], *, apply: bool) -> 
                         origin.size,
                     )
         if not matched:
-            changed = _widen_inputs(observed, origin, apply=apply) or changed
+            why = f"makes a size {origin.size} that bounds a loop"
+            changed = _widen_inputs(observed, origin, why, apply=apply) or changed
     return changed
 
 
+def _note_body(body: BodyWidening | None, source: str, shape: tuple[int | None, ...]) -> None:
+    # The sizes `source` had before the first widening for the loops computing with it.
+    if body is not None:
+        body.before.setdefault(source, shape)
+
+
 def _widen_inputs(
-    observed: dict[str, tuple[int | None, ...]], origin: SizeOrigin, *, apply: bool
+    observed: dict[str, tuple[int | None, ...]], origin: SizeOrigin, why: str, *, apply: bool
 ) -> bool:
     # A size no input dimension has (a view's `n - 2`): every dimension of the inputs it
     # was computed from becomes a symbol, so the size is an expression of theirs. Sizes 0
@@ -350,10 +464,5 @@ def _widen_inputs(
         changed = True
         if apply:
             observed[source] = tuple(None if d is not None and d >= 2 else d for d in shape)
-            if origin.size:
-                log.info(
-                    "automatic dynamic: %s makes a size %d that bounds a loop", source, origin.size
-                )
-            else:
-                log.info("automatic dynamic: %s is read by a loop whose trip count is data", source)
+            log.info("automatic dynamic: %s %s", source, why)
     return changed

@@ -51,6 +51,12 @@ class CaptureConfig(LayerConfig):
         runs as several graphs (a graph break) gives one
         `NumpilePerformanceWarning` naming its first break; False silences it
         (the `perf_hints` log channel still lists every break).
+    dynamic_loop_arrays: with `compile(dynamic=None)`, make the array inputs a
+        kept loop computes with symbolic from the first compile (False, the
+        default: static first, as every array; True: a new size of them
+        compiles nothing more, dropped per function where the dynamic compile
+        fails or a light capture would need sympy, which makes the light and
+        sympy captures differ: hence off).
     small_loops_in_python: when True (the default), a loop not kept because
         its body graph-breaks, whose body traced up to its break saves too
         little work compiled to pay for its pieces' calls
@@ -74,6 +80,7 @@ class CaptureConfig(LayerConfig):
     specialize_float: bool = False
     performance_warnings: bool = True
     small_loops_in_python: bool = True
+    dynamic_loop_arrays: bool = False
 
 
 # NOTE: the one live configuration object of the capture layer (a module global by design).

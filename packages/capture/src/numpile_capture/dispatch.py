@@ -88,7 +88,7 @@ from .backends import (
     prepare_backend,
 )
 from .binder import entry_parameters, make_binder
-from .bound_origins import capture_widening
+from .bound_origins import capture_widening, drop_body_widening
 from .capture_events import CaptureEvent as CaptureEvent
 from .capture_events import record_event
 from .capture_events import recording_captures as recording_captures
@@ -100,6 +100,7 @@ from .config import config
 from .dynamic_shapes import (
     DynamicPolicy,
     accepts_dynamic_shapes,
+    body_widening,
     capturing_with,
     forget_observed_sizes,
     graph_has_scalar_inputs,
@@ -734,6 +735,20 @@ class CompiledFunction:
                 cache, stance, L, args, kwargs, tag, backend_fn, backend_kwargs, static
             )
         except DynamicCompileError as failed:
+            if drop_body_widening(self._policy(backend_fn, static)):
+                # Arrays made dynamic for the kept loops that compute with them tripped it
+                # (a transform's stacks sized by them): static first, as before that.
+                dynamic_log.info(
+                    "%s: dynamic compile failed (%s); arrays kept loops compute with static",
+                    self._fn.__qualname__,
+                    failed,
+                )
+                try:
+                    return self._compile_with_policy(
+                        cache, stance, L, args, kwargs, tag, backend_fn, backend_kwargs, static
+                    )
+                except DynamicCompileError as again:
+                    failed = again
             # Symbolic sizes tripped capture or the backend: compile this call static instead.
             dynamic_log.info(
                 "%s: dynamic compile failed (%s); compiling static", self._fn.__qualname__, failed
@@ -750,6 +765,9 @@ class CompiledFunction:
         observed = observed_sizes(code) if self.dynamic is None else None
         scalars = observed_scalars(code) if self.dynamic is None else None
         unshared = unshared_sources(code) if self.dynamic is None else None
+        body = body_widening(code) if self.dynamic is None else None
+        if not config.dynamic_loop_arrays:
+            body = None
         scalar_types = tuple(
             kind
             for kind, fixed in ((int, config.specialize_int), (float, config.specialize_float))
@@ -764,6 +782,7 @@ class CompiledFunction:
             unshared=unshared,
             scalar_types=scalar_types,
             loop_locals=self._loop_locals,
+            body=body,
         )
 
     def _compile_with_policy(

@@ -53,6 +53,10 @@ _OBSERVED_SCALARS: dict[types.CodeType, dict[str, Any]] = {}
 # NOTE: code object -> the array inputs whose dynamic sizes share no symbol with equal
 # sizes of other inputs (see `DynamicPolicy.unshared`).
 _UNSHARED: dict[types.CodeType, set[str]] = {}
+
+# NOTE: code object -> its arrays made dynamic for the kept loops that compute with them
+# (see `BodyWidening`).
+_BODY: dict[types.CodeType, BodyWidening] = {}
 CHANGED = "changed"
 # The lower bound of an unshared dynamic size: a bound keeps a symbol of its own, and 2
 # is where every dynamic size starts (sizes 0 and 1 are specialized).
@@ -142,6 +146,23 @@ class DimChoice:
 _STATIC = DimChoice(False)
 
 
+@attrs.define
+class BodyWidening:
+    """The array inputs of one code object made dynamic because a kept loop computes with
+    them (`bound_origins.BodyOrigin`), each with the sizes recorded before (`before`).
+
+    That widening is a bet on calls to come; where it costs what the static first compile
+    would not (a dynamic compile that fails, sympy in a light capture), it is undone and
+    `off` for the code from then on (`bound_origins.drop_body_widening`).
+
+        >>> BodyWidening().off
+        False
+    """
+
+    before: dict[str, tuple[int | None, ...]] = attrs.field(factory=dict)
+    off: bool = False
+
+
 @attrs.frozen
 class DynamicPolicy:
     """The dynamic-shape policy of one capture: `mode` (None, True, False) and the sizes seen.
@@ -176,6 +197,9 @@ class DynamicPolicy:
     # locals (the index, counters, carried scalars) change every iteration, so they are
     # graph inputs from the first compile, not after a recompile sees them change.
     loop_locals: bool = attrs.field(default=False, eq=False)
+    # The code's arrays widened for the kept loops that compute with them (None: no such
+    # widening, as under `mode` True or False).
+    body: BodyWidening | None = attrs.field(default=None, eq=False)
 
     def scalar_is_input(self, value: Any, source: str) -> bool:
         """Whether the Python scalar `value` read from `source` is compiled as a graph input.
@@ -336,11 +360,22 @@ def unshared_sources(code: types.CodeType) -> set[str]:
     return _UNSHARED.setdefault(code, set())
 
 
+def body_widening(code: types.CodeType) -> BodyWidening:
+    """The arrays of `code` widened for the kept loops that compute with them (created
+    empty).
+
+    >>> body_widening((lambda: 0).__code__).before
+    {}
+    """
+    return _BODY.setdefault(code, BodyWidening())
+
+
 def forget_observed_sizes() -> None:
     """Forget every observed size and scalar (part of `reset()`)."""
     _OBSERVED.clear()
     _OBSERVED_SCALARS.clear()
     _UNSHARED.clear()
+    _BODY.clear()
 
 
 @contextlib.contextmanager

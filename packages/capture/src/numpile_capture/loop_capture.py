@@ -36,7 +36,7 @@ import attrs
 
 from .block_trace import run_until
 from .body_graph import UNFOLLOWED_WRITE, external_nodes, peeled_first, written_by
-from .bound_origins import note_loop_bounds, note_loop_reads, widen_ahead
+from .bound_origins import note_loop_arrays, note_loop_bounds, note_loop_reads, widen_ahead
 from .bytecode import Instruction
 from .carried_values import bind_carried, carried_metas, graph_value
 from .control_flow import add_loop
@@ -67,7 +67,7 @@ from .loop_entry import (
 from .loop_exit import BROKE, LoopExit, ReturnSlot, exit_block, tracing_body
 from .loop_exit import LoopFallback as LoopFallback
 from .loop_index import index_scope, range_bounds
-from .loop_locals import body_names, read_after, read_lazy_locals
+from .loop_locals import body_names, loaded_names, read_after, read_lazy_locals
 from .loop_ranges import RangeIterVar
 from .loop_sources import ZipVar, item_at
 from .meta import ArrayMeta, ScalarMeta
@@ -105,10 +105,11 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     extent = _extent(frame, inst)
     # Pinned bounds (`loop_ranges.pinned`, under some transforms): nothing to widen.
     pinned = frame.tracer.pin_trip_counts
-    if not pinned:
-        widen_ahead(iterator.bounds)  # before the body is traced with bounds that would change
     state = frame.state
     read_lazy_locals(frame, extent.head + 1, extent.exit)
+    if not pinned:
+        # Before the body is traced with bounds, or on arrays, whose sizes would change.
+        widen_ahead(iterator.bounds, lambda: _loaded_arrays(frame, extent))
     metas, scalars = carried_metas(frame, extent.carried)
     returns = return_slot(frame, extent.head, extent.exit)
     loop = LoopExit(
@@ -207,6 +208,9 @@ def _keep_loop(frame: Frame, inst: Instruction, iterator: RangeIterVar) -> None:
     if not pinned:
         note_loop_bounds(iterator.bounds)  # a new trip count must not compile again
         note_loop_reads(iterator.bounds, lambda: _array_reads(frame, (first, body)))
+        note_loop_arrays(
+            lambda: _array_reads(frame, (first, body)) | _carried_inputs(frame, starting)
+        )
     if ends_graph:
         line = frame.instructions[extent.head].lineno
         cause = BRANCHES_TAKEN if by_branches else WHETHER_IT_RAN
@@ -221,6 +225,28 @@ def _array_reads(frame: Frame, traced: tuple[Graph | None, Graph]) -> frozenset[
         if graph is not None:
             for node in external_nodes(graph):
                 found |= builder.array_inputs_of(node)
+    return found
+
+
+def _loaded_arrays(frame: Frame, extent: _Extent) -> frozenset[str]:
+    # The array inputs of the arrays the loop's code reads from locals (its carried values'
+    # starts among them), before its body is traced.
+    builder = frame.tracer.builder
+    found: frozenset[str] = frozenset()
+    for name in loaded_names(frame, extent.head + 1, extent.exit):
+        var = frame.state.locals.get(name)
+        if isinstance(var, ArrayVar):
+            found |= builder.array_inputs_of(var.node)
+    return found
+
+
+def _carried_inputs(frame: Frame, starting: dict[str, Variable]) -> frozenset[str]:
+    # The array inputs the values a loop carries start from (an ODE's state `y`).
+    builder = frame.tracer.builder
+    found: frozenset[str] = frozenset()
+    for var in starting.values():
+        if isinstance(var, ArrayVar):
+            found |= builder.array_inputs_of(var.node)
     return found
 
 

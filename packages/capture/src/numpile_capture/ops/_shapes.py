@@ -543,16 +543,41 @@ def _stride_ranks(rows: list[tuple[Any, ...]]) -> list[tuple[int, ...]] | None:
     for size in magnitudes:
         position = 0
         for earlier in ranked:
-            less = _decide(earlier < size)
+            less = _less(earlier, size)
             if less is None:
                 return None
             position += int(less)
         ranked.insert(position, size)
     for low, high in itertools.pairwise(ranked):
-        if _decide(low < high) is not True:
+        if _less(low, high) is not True:
             return None
     rank = {size: i + 1 for i, size in enumerate(ranked)}
     return [tuple(rank[_magnitude(s)] if s != 0 else 0 for s in row) for row in rows]
+
+
+def _less(small: Any, big: Any) -> bool | None:
+    # Whether the magnitude `small` is less than `big` for every admitted size. Strides of
+    # a dense layout are products of sizes, which ranges alone do not order (`s0 < s0*s1`
+    # needs `s1 >= 2`): where one is the other times a product of sizes, that product
+    # decides (sizes 0 and 1 are specialized, so a symbolic one is at least 2).
+    less = _decide(small < big)
+    if less is not None or (isinstance(small, int) and isinstance(big, int)):
+        return less
+    if _ratio_above_one(big, small):
+        return True
+    if _ratio_above_one(small, big):
+        return False
+    return None
+
+
+def _ratio_above_one(big: Any, small: Any) -> bool:
+    # Whether `big / small` is a polynomial in the sizes greater than 1 (see `_less`).
+    import sympy
+
+    ratio = sympy.cancel(sympy.sympify(big) / small)
+    if sympy.fraction(ratio)[1] != 1:
+        return False
+    return _decide(sympy.Gt(ratio, 1)) is True
 
 
 def _magnitude(stride: Any) -> Any:
