@@ -1,7 +1,7 @@
 """Matrix-vector products in loop bodies (codegen/c/loop_products.py): `W @ H[i - 1]` and
-`H[i - 1] @ W` as inline accumulator loops of the C loop, with NumPy's values (within the
-usual tolerance of a reordered sum) and in-place effects. (A product of other inner sizes
-is NumPy's ValueError at capture: integration_tests/test_loops_kept_constructs.py.)"""
+`H[i - 1] @ W` in the C loop, with NumPy's values (its bits for floats: the BLAS call or
+plain loop NumPy makes) and in-place effects. (A product of other inner sizes is NumPy's
+ValueError at capture: integration_tests/test_loops_kept_constructs.py.)"""
 
 from __future__ import annotations
 
