@@ -174,3 +174,40 @@ def test_only_calls_that_may_open_a_region_decide_their_threads() -> None:
     assert "np_idle_threads(threads_before)" in threaded.source
     assert serial.fn(x) == running_total(x)
     np.testing.assert_array_equal(threaded.fn(x, np.zeros(8)), row_norms(x, np.zeros(8)))
+
+
+def dots_of_computed_rows(x: Any, y: Any, out: Any) -> Any:
+    for i in range(x.shape[0]):
+        out[i] = np.dot(x[i] * 2.0, y[i])  # x[i] * 2.0 is written into a scratch buffer
+    return out
+
+
+def rows_shifted_in_place(a: Any) -> Any:
+    for i in range(a.shape[0]):
+        a[i, 1:] = a[i, :-1] * 2.0  # overlapping: through a temporary, as NumPy does
+    return a
+
+
+SHARED_BUFFERS = [
+    (dots_of_computed_rows, lambda: (_rows(8, 5), _rows(9, 5)[:8], np.zeros(8))),
+    (rows_shifted_in_place, lambda: (_rows(8, 5),)),
+]
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"), SHARED_BUFFERS, ids=[fn.__name__ for fn, _ in SHARED_BUFFERS]
+)
+def test_a_body_with_a_function_buffer_runs_serially(
+    fn: Callable[..., Any], make: Callable[[], Any]
+) -> None:
+    # The buffer is one for all iterations: threads would write it at once (a data race).
+    assert independent_iterations(_outer_loop(fn, make()))
+    assert "#pragma omp for" not in _source(fn, make())
+    n, m = 600, 3 * PARALLEL_WORK // 600
+    args = (
+        (_rows(n, m), _rows(n + 1, m)[:n], np.zeros(n))
+        if fn is dots_of_computed_rows
+        else (_rows(n, m),)
+    )
+    expected = tuple(a.copy() for a in args)
+    np.testing.assert_array_equal(_compiled(fn)(*args), fn(*expected))

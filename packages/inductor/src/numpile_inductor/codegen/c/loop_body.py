@@ -193,6 +193,9 @@ class LoopWriter:
         # The lookup tables of folded loops (loop_xor_maps), by C type and entries: their
         # C names, declared once in the prelude (both copies of a nest read the same one).
         self.tables: dict[tuple[str, tuple[int, ...]], str] = {}
+        # Whether the body uses a buffer of the function's (`scratch`): one for all
+        # iterations, so its outer loop never runs on OpenMP threads.
+        self.shares_scratch = False
 
     def ran_flag(self, name: str) -> str:
         """The C flag set where an inner loop assigning local `name` ran, its type after
@@ -203,6 +206,16 @@ class LoopWriter:
             self.ran_flags[name] = self.fresh("ran")
             self.declarations.append(f"    int {self.ran_flags[name]} = 0;")
         return self.ran_flags[name]
+
+    def scratch(self) -> tuple[str, str]:
+        """A growable buffer of the function (its pointer and capacity, in bytes; grown
+        with `np_loop_reserve`, freed at its end), shared by every iteration."""
+        pointer, capacity = self.fresh("scratch"), self.fresh("cap")
+        self.prelude.append(f"    char *{pointer} = NULL;")
+        self.prelude.append(f"    int64_t {capacity} = 0;")
+        self.cleanup.append(f"    free({pointer});")
+        self.shares_scratch = True
+        return pointer, capacity
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -878,7 +891,7 @@ def emit_loop(
             unchecked = writer.capture(
                 lambda: _emit_iterations(writer, head, body, inner, locals_, forwarded)
             )
-        if parallel and constant_step is not None:
+        if parallel and constant_step is not None and not writer.shares_scratch:
             trips = f"({frame.high} - {frame.low}) / {abs(constant_step)} + 1"
             unchecked, bails = parallel_nest(unchecked, writer.arrays, trips)
             writer.bails = writer.bails or bails

@@ -57,6 +57,7 @@ from .loop_body import (
 from .loop_entry_scalars import computes_either_way
 from .loop_flag_typings import flag_typings
 from .loop_parallel import PARALLEL_HELPERS, number_labels
+from .loop_products import PRODUCT_HELPERS
 from .loop_reductions import REDUCTION_HELPERS
 from .loop_vectors import VECTOR_HELPERS
 from .ops import c_literal, c_type
@@ -254,7 +255,7 @@ static inline int64_t np_py_mod(int64_t a, int64_t b)
 """
 
 
-LOOP_HELPERS += VECTOR_HELPERS + REDUCTION_HELPERS
+LOOP_HELPERS += VECTOR_HELPERS + REDUCTION_HELPERS + PRODUCT_HELPERS
 
 
 OUT_OF_LINE = "__attribute__((noinline))"

@@ -285,10 +285,7 @@ def _operand_memory(
     view = vector.view
     if view is not None and vector.dtype == dtype and not copies:
         return f"(const {ct} *)&{view.address('0')}", view.stride
-    scratch, capacity = writer.fresh("scratch"), writer.fresh("cap")
-    writer.prelude.append(f"    char *{scratch} = NULL;")
-    writer.prelude.append(f"    int64_t {capacity} = 0;")
-    writer.cleanup.append(f"    free({scratch});")
+    scratch, capacity = writer.scratch()
     pointer, stride = writer.fresh("dp"), writer.fresh("inc")
     buf.writeline(f"const {ct} *{pointer};")
     buf.writeline(f"int64_t {stride};")

@@ -395,6 +395,7 @@ def _temporary(writer: LoopWriter, target: CView) -> str:
     writer.declarations.append(f"    {name} = ({ct} *)malloc(sizeof({ct}) * (size_t)({size} + 1));")
     writer.declarations.append(f"    if ({name} == NULL) {{ PyErr_NoMemory(); goto fail; }}")
     writer.cleanup.append(f"    free({name});")
+    writer.shares_scratch = True  # one buffer for every iteration: no OpenMP threads
     return name
 
 

@@ -343,7 +343,9 @@ def vector_math_declarations() -> str:
 # of floats are quiet, as NumPy's are: C's `<` raises the invalid flag on a NaN operand
 # (and so would make NumPy's warnings replay). They compare the bits as integers instead,
 # ordered as the floats are (negative floats' magnitude bits flipped); `==` and `!=`,
-# quiet already, settle NaNs and signed zeros.
+# quiet already, settle NaNs and signed zeros. `maximum` / `minimum` test the NaNs first, then
+# the keys, in nested selects: GCC vectorizes a chain of them (the row pass of a column
+# reduction, `codegen/c/reduction.py`), which it does not for the ORed npy_bool form.
 _HELPERS_TEMPLATE = """
 static inline I _np_key_N(T a) {
     I i;
@@ -356,8 +358,12 @@ static inline npy_bool _np_greater_N(T a, T b) {
 static inline npy_bool _np_less_N(T a, T b) { return _np_greater_N(b, a); }
 static inline npy_bool _np_greater_equal_N(T a, T b) { return (a == b) | _np_greater_N(a, b); }
 static inline npy_bool _np_less_equal_N(T a, T b) { return (a == b) | _np_greater_N(b, a); }
-static inline T _np_maximum_N(T a, T b) { return (_np_greater_N(a, b) | (a != a)) ? a : b; }
-static inline T _np_minimum_N(T a, T b) { return (_np_greater_N(b, a) | (a != a)) ? a : b; }
+static inline T _np_maximum_N(T a, T b) {
+    return (a != a) ? a : (b != b) ? b : ((a != b) & (_np_key_N(a) > _np_key_N(b))) ? a : b;
+}
+static inline T _np_minimum_N(T a, T b) {
+    return (a != a) ? a : (b != b) ? b : ((a != b) & (_np_key_N(b) > _np_key_N(a))) ? a : b;
+}
 static inline T _np_sign_N(T a) {
     return _np_greater_N(a, 0) ? (T)1 : (_np_greater_N(0, a) ? (T)-1 : (a == 0 ? (T)0 : a));
 }
