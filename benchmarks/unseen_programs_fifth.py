@@ -262,7 +262,7 @@ def ewma_with_resets(x, reset, alpha):
     out = np.empty_like(x)
     s = None
     resets = 0
-    for i, (v, r) in enumerate(zip(x, reset)):
+    for i, (v, r) in enumerate(zip(x, reset)):  # noqa: B905 - as users write it
         if s is None or r:
             s = v
             resets += 1
@@ -284,7 +284,7 @@ def fifo_trade_pnl(qty, price):
     lots_p = np.zeros(qty.shape[0])
     head = tail = 0
     pnl = 0.0
-    for q, p in zip(qty, price):
+    for q, p in zip(qty, price):  # noqa: B905 - as users write it
         if q > 0:
             lots_q[tail] = q
             lots_p[tail] = p
@@ -327,17 +327,23 @@ def convex_hull_monotone_chain(pts):
     hull = np.empty((2 * n, 2))
     k = 0
     for i in range(n):
-        while k >= 2 and (hull[k - 1, 0] - hull[k - 2, 0]) * (p[i, 1] - hull[k - 2, 1]) - (
-            hull[k - 1, 1] - hull[k - 2, 1]
-        ) * (p[i, 0] - hull[k - 2, 0]) <= 0:
+        while (
+            k >= 2
+            and (hull[k - 1, 0] - hull[k - 2, 0]) * (p[i, 1] - hull[k - 2, 1])
+            - (hull[k - 1, 1] - hull[k - 2, 1]) * (p[i, 0] - hull[k - 2, 0])
+            <= 0
+        ):
             k -= 1
         hull[k] = p[i]
         k += 1
     lower = k + 1
     for i in range(n - 2, -1, -1):
-        while k >= lower and (hull[k - 1, 0] - hull[k - 2, 0]) * (p[i, 1] - hull[k - 2, 1]) - (
-            hull[k - 1, 1] - hull[k - 2, 1]
-        ) * (p[i, 0] - hull[k - 2, 0]) <= 0:
+        while (
+            k >= lower
+            and (hull[k - 1, 0] - hull[k - 2, 0]) * (p[i, 1] - hull[k - 2, 1])
+            - (hull[k - 1, 1] - hull[k - 2, 1]) * (p[i, 0] - hull[k - 2, 0])
+            <= 0
+        ):
             k -= 1
         hull[k] = p[i]
         k += 1
@@ -626,7 +632,9 @@ def otsu_threshold(pixels):
 # --- numerical methods -----------------------------------------------------------------------
 
 
-@unseen(lambda rng, n: (np.array([-2.0 - 0.1 * n, 0.0, 1.0, 1.0]), 0.0, 3.0, 1e-12), sizes=(4, 1, 7))
+@unseen(
+    lambda rng, n: (np.array([-2.0 - 0.1 * n, 0.0, 1.0, 1.0]), 0.0, 3.0, 1e-12), sizes=(4, 1, 7)
+)
 def brent_root_polynomial(coeffs, a, b, tol):
     def f(x):
         acc = 0.0
@@ -674,7 +682,9 @@ def brent_root_polynomial(coeffs, a, b, tol):
     return b, 100
 
 
-@unseen(lambda rng, n: (np.array([1.0, -0.5 * n, 0.25, 2.0]), 0.0, 2.0 + n, 1e-8), sizes=(4, 0, 1, 7))
+@unseen(
+    lambda rng, n: (np.array([1.0, -0.5 * n, 0.25, 2.0]), 0.0, 2.0 + n, 1e-8), sizes=(4, 0, 1, 7)
+)
 def adaptive_simpson_work_list(coeffs, a, b, eps):
     def f(x):
         return math.sin(coeffs[0] * x) + coeffs[1] * x * x * 0.01 + coeffs[2] * math.exp(-x)
@@ -762,7 +772,7 @@ def power_iteration_float32_early_exit(A, tol, maxit):
     v = np.ones(A.shape[0], dtype=np.float32) / np.float32(np.sqrt(A.shape[0]))
     lam = np.float32(0.0)
     it = 0
-    for it in range(maxit):
+    for it in range(maxit):  # noqa: B007 - read after the loop
         w = A @ v
         new_lam = v @ w
         norm = np.linalg.norm(w)
@@ -789,7 +799,7 @@ def preconditioned_cg_for_else(A, b, tol):
     z = inv_diag * r
     p = z.copy()
     rz = r @ z
-    for k in range(2 * b.shape[0]):
+    for k in range(2 * b.shape[0]):  # noqa: B007 - read after the loop
         Ap = A @ p
         alpha = rz / (p @ Ap)
         x += alpha * p
@@ -840,7 +850,7 @@ def sor_tridiagonal_until_tol(f, omega, tol, maxit):
     n = f.shape[0]
     u = np.zeros(n)
     sweeps = 0
-    for sweeps in range(1, maxit + 1):
+    for sweeps in range(1, maxit + 1):  # noqa: B007 - read after the loop
         change = 0.0
         for i in range(n):
             left = u[i - 1] if i > 0 else 0.0
@@ -883,7 +893,7 @@ def fixed_point_cos_float32(x0):
     steps = np.zeros(x0.shape[0], dtype=np.int16)
     for i in range(x0.shape[0]):
         x = out[i]
-        for k in range(200):
+        for _ in range(200):
             nx = np.cos(x)
             if nx == x:
                 break
@@ -983,7 +993,8 @@ def hex_encode_uint8(data):
 
 
 def _runs(rng: np.random.Generator, n: int) -> tuple[Any, ...]:
-    return (rng.integers(1, 5, n * 2).astype(np.uint8), rng.integers(0, 256, n * 2).astype(np.uint8))
+    counts = rng.integers(1, 5, n * 2).astype(np.uint8)
+    return (counts, rng.integers(0, 256, n * 2).astype(np.uint8))
 
 
 @unseen(_runs, sizes=(4, 0, 1, 7))
@@ -993,7 +1004,7 @@ def run_length_decode_uint8(counts, values):
         total += int(c)
     out = np.empty(total, dtype=np.uint8)
     pos = 0
-    for c, v in zip(counts, values):
+    for c, v in zip(counts, values):  # noqa: B905 - as users write it
         for _ in range(c):
             out[pos] = v
             pos += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dis
+import itertools
 import sys
 import types
 from typing import Any
@@ -127,7 +128,7 @@ def test_a_jump_to_an_extended_arg_resumes_at_its_instruction() -> None:
     raw = list(dis.get_instructions(code))
     prefix = next(
         inst.offset
-        for inst, following in zip(raw, raw[1:], strict=False)
+        for inst, following in itertools.pairwise(raw)
         if inst.opname == "EXTENDED_ARG" and following.opname == "JUMP_BACKWARD"
     )
     resume = _function(resume_code(code, Continuation(prefix, (False,)), ["k", "t", "_"]))
