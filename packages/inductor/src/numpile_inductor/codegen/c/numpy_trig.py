@@ -16,6 +16,7 @@ against NumPy on 25 million floats, NaN, infinities, signed zeros and both range
 from __future__ import annotations
 
 import functools
+import importlib
 import platform
 
 __all__ = ["NP_SINCOS_F32", "numpy_computes_sincos_f32", "sincos_f32_call"]
@@ -59,9 +60,10 @@ def numpy_computes_sincos_f32() -> bool:
     True
     """
     try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
+        umath = importlib.import_module("numpy._core._multiarray_umath")
     except ImportError:  # NumPy 1.x
-        from numpy.core._multiarray_umath import __cpu_features__ as features
+        umath = importlib.import_module("numpy.core._multiarray_umath")
+    features: dict[str, bool] = getattr(umath, "__cpu_features__", {})
     machine = platform.machine().lower()
     if machine in ("x86_64", "amd64", "i386", "i686"):
         avx2_fma = bool(features.get("AVX2")) and bool(features.get("FMA3"))
