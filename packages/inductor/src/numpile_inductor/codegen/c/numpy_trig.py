@@ -22,16 +22,18 @@ import platform
 __all__ = ["NP_SINCOS_F32", "numpy_computes_sincos_f32", "sincos_f32_call"]
 
 NP_SINCOS_F32 = r"""
-/* NumPy's float32 sin (want_cos 0) and cos (1): see codegen/c/numpy_trig.py. */
+/* NumPy's float32 sin (want_cos 0) and cos (1): see codegen/c/numpy_trig.py. Branch-free,
+   so that GCC vectorizes it (libm's part through libmvec): every element takes libm's value
+   and the polynomial's (of 0 past the range, as NumPy, so that no flag is raised there),
+   and keeps the one NumPy takes. NaN is libm's, as in NumPy. */
 static inline float np_sincos_f32(float x, int want_cos)
 {
     float limit = want_cos ? 71476.0625f : 117435.992f;
-    if (isnan(x))
-        return x;
-    if (!(fabsf(x) <= limit))
-        return want_cos ? cosf(x) : sinf(x);
-    float q = fmaf(x, 0x1.45f306p-1f, 0x1.800000p+23f) - 0x1.800000p+23f;
-    float r = fmaf(q, -0x1.921fb0p+00f, x);
+    float big = want_cos ? cosf(x) : sinf(x);
+    int small = fabsf(x) <= limit;
+    float xr = small ? x : 0.0f;
+    float q = fmaf(xr, 0x1.45f306p-1f, 0x1.800000p+23f) - 0x1.800000p+23f;
+    float r = fmaf(q, -0x1.921fb0p+00f, xr);
     r = fmaf(q, -0x1.5110b4p-22f, r);
     r = fmaf(q, -0x1.846988p-48f, r);
     float r2 = r * r;
@@ -44,9 +46,10 @@ static inline float np_sincos_f32(float x, int want_cos)
     s = fmaf(s, r2, -0x1.555556p-03f);
     s = fmaf(s, r2, 0.0f);
     s = fmaf(s, r, r);
-    int quadrant = (int)lrintf(q) + want_cos;
+    int quadrant = (int)q + want_cos; /* q is a whole number already */
     float out = (quadrant & 1) == 0 ? s : c;
-    return (quadrant & 2) == 2 ? 0.0f - out : out;
+    out = (quadrant & 2) == 2 ? 0.0f - out : out;
+    return small ? out : big;
 }
 """
 
