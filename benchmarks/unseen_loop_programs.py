@@ -672,10 +672,11 @@ def running_max_and_where(x):
     return best, where
 
 
-# The second and third sets and the nested-loop programs register themselves into PROGRAMS.
+# The second to fifth sets and the nested-loop programs register themselves into PROGRAMS.
 from . import (  # noqa: E402, F401
     nested_loop_programs,
     unseen_loop_programs_more,
+    unseen_programs_fifth,
     unseen_programs_fourth,
     unseen_programs_third,
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dis
+import itertools
 import sys
 import types
 from typing import Any
@@ -11,6 +13,7 @@ import pytest
 from numpile_capture.bytecode import normalized_instructions
 from numpile_capture.resume_code import (
     BreakSite,
+    Continuation,
     TailCall,
     break_code,
     resume_code,
@@ -106,3 +109,27 @@ def test_a_captured_local_resumes_as_a_value_in_a_fresh_cell() -> None:
     resume = _function(resume_code(_captures_a_local.__code__, site.fallthrough, ["x"]))
     assert "x" in resume.__code__.co_cellvars
     assert resume(None, 4) == 50  # the print's result, then x: MAKE_CELL wraps it again
+
+
+def _long_loop_code() -> types.CodeType:
+    # A loop body long enough that its JUMP_BACKWARD needs an EXTENDED_ARG prefix.
+    body = "\n".join("        t += 1" for _ in range(150))
+    source = f"def long_loop(k, t):\n    for _ in range(k):\n{body}\n    return t\n"
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)
+    code: types.CodeType = namespace["long_loop"].__code__
+    return code
+
+
+def test_a_jump_to_an_extended_arg_resumes_at_its_instruction() -> None:
+    # A jump targets the EXTENDED_ARG before a long JUMP_BACKWARD (brent's method in
+    # benchmarks.unseen_programs_fifth raised Unsupported from a nested resume).
+    code = _long_loop_code()
+    raw = list(dis.get_instructions(code))
+    prefix = next(
+        inst.offset
+        for inst, following in itertools.pairwise(raw)
+        if inst.opname == "EXTENDED_ARG" and following.opname == "JUMP_BACKWARD"
+    )
+    resume = _function(resume_code(code, Continuation(prefix, (False,)), ["k", "t", "_"]))
+    assert resume(iter(range(2)), 3, 0, 0) == 300  # back to FOR_ITER: two more iterations

@@ -192,6 +192,16 @@ def _raw_pairs(code: types.CodeType) -> list[tuple[dis.Instruction, Any]]:
     return pairs
 
 
+def _past_extended_args(code: types.CodeType, target: Continuation) -> Continuation:
+    # A jump's target is the EXTENDED_ARG prefix of the instruction it jumps to, where that
+    # instruction's argument needs one (a long `JUMP_BACKWARD`); resume at the instruction.
+    offset = target.offset
+    raw = code.co_code
+    while offset + 1 < len(raw) and raw[offset] == dis.opmap["EXTENDED_ARG"]:
+        offset += 2
+    return target if offset == target.offset else attrs.evolve(target, offset=offset)
+
+
 # NOTE: aligned (dis, bytecode) instruction pairs per code object, weakly keyed.
 _PAIRS: weakref.WeakKeyDictionary[types.CodeType, list[tuple[dis.Instruction, Any]]] = (
     weakref.WeakKeyDictionary()
@@ -386,6 +396,7 @@ def resume_code(
         >>> resume_code(f.__code__, site.fallthrough, ["x"]).co_varnames[:2]  # doctest: +SKIP
         ('___stack0', 'x')
     """
+    target = _past_extended_args(original, target)
     origin = _ORIGINS.get(original)
     if origin is not None and target.offset in origin[1]:
         base, offsets = origin

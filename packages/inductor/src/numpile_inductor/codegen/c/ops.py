@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..common import OpTable, category, kernel_dtype, register_op_table
+from .numpy_trig import NP_SINCOS_F32, sincos_f32_call
 
 _C_TYPES: dict[str, str] = {
     "bool": "npy_bool",
@@ -59,6 +60,11 @@ def _binop(symbol: str) -> Spell:
 
 def _call(name: str) -> Spell:
     return lambda a, suffix, ct: f"{name}{suffix}({', '.join(a)})"
+
+
+def _sincos(name: str) -> Spell:
+    # float32 as NumPy's SIMD loop computes it (codegen/c/numpy_trig.py), not libm's sinf.
+    return lambda a, suffix, ct: sincos_f32_call(name, a[0]) if suffix == _F else f"{name}({a[0]})"
 
 
 def _helper(name: str) -> Spell:
@@ -113,8 +119,8 @@ _FLOAT: dict[str, Spell] = {
     "log2": _call("log2"),
     "log10": _call("log10"),
     "log1p": _call("log1p"),
-    "sin": _call("sin"),
-    "cos": _call("cos"),
+    "sin": _sincos("sin"),
+    "cos": _sincos("cos"),
     "tan": _call("tan"),
     "arcsin": _call("asin"),
     "arccos": _call("acos"),
@@ -513,7 +519,7 @@ def helper_definitions() -> str:
     >>> "_np_floor_divide_double" in helper_definitions()
     True
     """
-    parts = [_ROUNDED]
+    parts = [_ROUNDED, NP_SINCOS_F32]
     for ct, suffix, bits in (("float", "f", 32), ("double", "", 64)):
         text = _HELPERS_TEMPLATE.replace("_N(", f"_{ct}(").replace("I ", f"int{bits}_t ")
         text = text.replace("SHIFT", str(bits - 1)).replace("MAGNITUDE", f"INT{bits}_MAX")
