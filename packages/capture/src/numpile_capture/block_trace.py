@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from .capture_result import Unsupported
 from .forever_loop import keep_forever
-from .loop_exit import BodyBreaks, Escape, LoopFallback, innermost
+from .loop_exit import BodyBreaks, Escape, LoopExit, LoopFallback, innermost
 from .variables import ArrayVar, ConstantVar, NotConstantError, ScalarNodeVar, Variable
 
 if TYPE_CHECKING:
@@ -39,6 +39,18 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
     while frame.pc != stop:
         if loop is not None and loop.forever and frame.pc == loop.low and frame.pc != low:
             frame.pc = loop.stop  # a `while True:` body's back jump (or `continue`)
+            continue
+        if loop is not None and loop.retest is not None and _retests(frame, loop):
+            # A `continue` back to a `while` loop's entry test: its bottom copy ends the
+            # iteration; a part of that copy known now (`i > 0 or ...` on a probe's
+            # known `i`) that jumps back into the body: the test repeats the loop.
+            if stop != loop.stop:
+                raise Escape("a continue inside an if")
+            if frame.pc == loop.retest[0]:
+                frame.pc = loop.retest[1]
+            else:
+                frame.state.push(ConstantVar(loop.again_if))
+                frame.pc = stop
             continue
         if frame.pc != low and keep_forever(frame):
             continue  # a `while True:` loop that breaks on run-time values, kept
@@ -93,6 +105,16 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
             raise LoopFallback("it leaves the loop early (break or return)")
     if loop is not None and loop.ends_forever(frame, stop):
         frame.state.push(ConstantVar(True))  # a `while True:` body's test: go on
+
+
+def _retests(frame: Frame, loop: LoopExit) -> bool:
+    # Whether the frame is at the entry test of `loop` (a `continue`), or back at its body
+    # from a jump in the bottom copy of that test (see `LoopExit.retest`).
+    assert loop.retest is not None
+    if frame.pc == loop.retest[0]:
+        return True
+    bottom = frame.instructions[loop.retest[1] : loop.stop]
+    return frame.pc == loop.low and any(inst is frame.current for inst in bottom)
 
 
 def is_run_time(var: Variable) -> bool:
