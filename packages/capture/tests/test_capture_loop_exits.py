@@ -107,6 +107,45 @@ def while_break(x: Any) -> Any:
     return s, k
 
 
+def while_continue(x: Any) -> Any:
+    # `continue` jumps back to the entry test (CPython): traced as the bottom test.
+    s = x[0] * 0.0 if x.shape[0] else 0.0
+    k = 0
+    while k < x.shape[0]:
+        v = x[k]
+        k += 1
+        if v < 0.0:
+            continue
+        s += v
+    return s, k
+
+
+def walk_back(x: Any, y: Any) -> Any:
+    # An alignment's traceback: a test of two operands on ints starting as sizes, a
+    # `continue` two `if`s deep.
+    i, j, k = x.shape[0], y.shape[0], 0
+    while i > 0 or j > 0:
+        if i > 0 and j > 0:  # noqa: SIM102 - as users write it
+            if x[i - 1] >= y[j - 1]:
+                i -= 1
+                j -= 1
+                k += 2
+                continue
+        if i > 0 and x[i - 1] > 0.0:
+            i -= 1
+        elif j > 0:
+            j -= 1
+        else:
+            i -= 1
+        k += 1
+    return i, j, k
+
+
+def _walk_data(n: int) -> tuple[Any, ...]:
+    x = np.array([1.0, -2.0, 3.0, 5.0, 0.5, -1.0, 2.0])[:n]
+    return x, np.array([0.5, 4.0, -3.0, 2.0, 6.0, 1.0, 1.0, -1.0])[: n + 1]
+
+
 def _data(n: int) -> tuple[Any, ...]:
     return (np.array([1.0, -2.0, 3.0, 5.0, 6.0, -1.0, 2.0])[:n],)
 
@@ -119,6 +158,8 @@ PROGRAMS: list[tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = [
     (escape_count, lambda n: (np.linspace(-2.0, 1.0, n), np.linspace(-1.0, 1.0, n))),
     (break_in_else, _data),
     (while_break, lambda n: (np.array([1.0, -2.0, 3.0, 5.0, 6.0, -1.0, 2.0, 1.0])[: n + 1],)),
+    (while_continue, _data),
+    (walk_back, _walk_data),
 ]
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from .capture_result import Unsupported
 from .forever_loop import keep_forever
-from .loop_exit import BodyBreaks, Escape, LoopFallback, innermost
+from .loop_exit import BodyBreaks, Escape, LoopExit, LoopFallback, innermost
 from .variables import ArrayVar, ConstantVar, NotConstantError, ScalarNodeVar, Variable
 
 if TYPE_CHECKING:
@@ -36,9 +36,22 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
     a `break` or `continue` ends the iteration (see `loop_exit`), or raises `Escape` in a
     block traced only to its `if`'s join."""
     loop = innermost(frame)
+    stepped = False  # whether `frame.current` is an instruction of this block's trace
     while frame.pc != stop:
         if loop is not None and loop.forever and frame.pc == loop.low and frame.pc != low:
             frame.pc = loop.stop  # a `while True:` body's back jump (or `continue`)
+            continue
+        if loop is not None and loop.retest is not None and _retests(frame, loop, stepped):
+            # A `continue` back to a `while` loop's entry test: its bottom copy ends the
+            # iteration; a part of that copy known now (`i > 0 or ...` on a probe's
+            # known `i`) that jumps back into the body: the test repeats the loop.
+            if stop != loop.stop:
+                raise Escape("a continue inside an if")
+            if frame.pc == loop.retest[0]:
+                frame.pc = loop.retest[1]
+            else:
+                frame.state.push(ConstantVar(loop.again_if))
+                frame.pc = stop
             continue
         if frame.pc != low and keep_forever(frame):
             continue  # a `while True:` loop that breaks on run-time values, kept
@@ -58,6 +71,7 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
             raise LoopFallback("it leaves the loop early (break, continue or return)")
         inst = frame.instructions[frame.pc]
         frame.current = inst
+        stepped = True
         frame.pc += 1
         nodes_before = len(frame.tracer.graph.nodes)
         try:
@@ -93,6 +107,18 @@ def run_until(frame: Frame, stop: int, low: int, high: int) -> None:
             raise LoopFallback("it leaves the loop early (break or return)")
     if loop is not None and loop.ends_forever(frame, stop):
         frame.state.push(ConstantVar(True))  # a `while True:` body's test: go on
+
+
+def _retests(frame: Frame, loop: LoopExit, stepped: bool) -> bool:
+    # Whether the frame is at the entry test of `loop` (a `continue`), or back at its body
+    # from a jump in the bottom copy of that test this trace just took (`stepped`: the
+    # frame's current instruction is this trace's; see `LoopExit.retest`).
+    assert loop.retest is not None
+    if frame.pc == loop.retest[0]:
+        return True
+    if not stepped or frame.pc != loop.low:
+        return False
+    return any(inst is frame.current for inst in frame.instructions[loop.retest[1] : loop.stop])
 
 
 def is_run_time(var: Variable) -> bool:

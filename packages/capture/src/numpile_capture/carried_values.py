@@ -74,6 +74,8 @@ def carried_meta(var: Variable) -> ArrayMeta | ScalarMeta | None:
         return ScalarMeta(type(var.value))
     if isinstance(var, ConstantVar) and _is_numpy_number(var.value):
         return ArrayMeta((), var.value.dtype)  # `crc = np.uint32(0xFFFFFFFF)` before the loop
+    if isinstance(var, ConstantVar) and isinstance(var.value, SymInt):
+        return ScalarMeta(int)  # `i = n` of a size: its `dim` value (see graph_value)
     return None
 
 

@@ -121,6 +121,9 @@ class LoopExit:
     # Results of inner loops that may be the Python scalars the iteration gave them, and the
     # inner loops not to keep (see own_entries): shared by the loop's traces.
     own_entries: OwnEntries = attrs.field(factory=OwnEntries)
+    # A `while` loop's entry test and the same test at its bottom (see
+    # `while_capture.retest_points`): a `continue` jumps to the first, traced as the second.
+    retest: tuple[int, int] | None = None
 
     def is_break(self, frame: Frame) -> bool:
         """Whether the instruction at the frame's pc starts a `break` (`LoopFallback` when it

@@ -274,7 +274,7 @@ def _keep_while(frame: Frame, inst: Instruction, shape: WhileShape) -> None:
         raise
     first_body, body, invariants = peeled_first((first, traced), len(metas))
     kept_entry = entry_unless_ran((first_body, body), tuple(metas), flagged, indexed=False)
-    initial = [graph_value(state.locals[name]) for name in metas]
+    initial = [graph_value(state.locals[name], frame.tracer) for name in metas]
     tests = (shape.enter_if, shape.again_if)
     tracer = frame.tracer
     written = written_by((body, first_body), 1)
@@ -361,11 +361,44 @@ def tests_at_run_time(frame: Frame, shape: WhileShape) -> bool:
     return not isinstance(test, bool | int | float)
 
 
+def retest_points(instructions: Sequence[Instruction], shape: WhileShape) -> tuple[int, int] | None:
+    """Where a `continue` in the body of `shape` jumps (the entry test's first instruction:
+    CPython jumps back to the test at the loop's top) and where the same test starts at
+    the bottom, or None. Both tests are the `while` line's instructions next to the body's
+    ends; they must be the same code (jump targets aside), so the trace may take the
+    bottom test for the entry one (`continue` ends the iteration there).
+
+        >>> retest_points(normalized_instructions(f.__code__), shape)  # doctest: +SKIP
+        (1, 40)
+    """
+    if shape.forever or shape.body < 1 or instructions[shape.body - 1].opname not in _CONDITIONAL:
+        return None
+    line = instructions[shape.body - 1].lineno
+    if line is None or instructions[shape.test].lineno != line:
+        return None
+    entry = shape.body - 1
+    while entry > 0 and instructions[entry - 1].lineno == line:
+        entry -= 1
+    bottom = shape.test
+    while bottom > shape.body and instructions[bottom - 1].lineno == line:
+        bottom -= 1
+    tops, bottoms = instructions[entry : shape.body], instructions[bottom : shape.test + 1]
+    if len(tops) != len(bottoms) or bottom <= shape.body:
+        return None
+    for top, low in zip(tops, bottoms, strict=True):
+        jumps = top.target is not None and low.target is not None
+        if not jumps and (top.opname, top.argval) != (low.opname, low.argval):
+            return None
+    return entry, bottom
+
+
 def _carried_names(frame: Frame, shape: WhileShape, clause_end: int | None) -> tuple[str, ...]:
-    # The locals the loop of `shape` carries (see loop_locals.body_names).
+    # The locals the loop of `shape` carries (see loop_locals.body_names); a `continue`
+    # jumps back to the entry test (`retest_points`), within the loop's span.
+    retest = retest_points(frame.instructions, shape)
     carried, _ = body_names(
         frame,
-        shape.body,
+        shape.body if retest is None else retest[0],
         shape.body,
         shape.test,
         shape.exit,
@@ -452,6 +485,7 @@ def _trace(
         base=list(frame.state.stack),
         typed_if_ran=set() if flagged is None else flagged,  # shared by the loop's traces
         own_entries=OwnEntries() if watch is None else watch,
+        retest=retest_points(frame.instructions, shape),
     )
     try:
         with bounded_counters(bounded, tracer.builder), tracing_body(frame, loop):

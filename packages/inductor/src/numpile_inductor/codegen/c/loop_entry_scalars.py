@@ -29,7 +29,11 @@ reading it (or a value computed from it) only where NumPy's own rules give the s
 - an inner loop taking it as a carried local it retypes (`typed_if_ran`): whether it ran
   decides the local's type from there on (`loop_flag_typings`, the loop's ran flags).
 
-Anything else (another inner loop, an index, Python int arithmetic, `/`) makes the first
+- an integer index into an array (`seen[cur]`, `nxt[cur] = v`), and `int()` / `float()` of
+  it (`python_number`): a Python int and a NumPy integer of one value pick the same
+  element and give the same Python number.
+
+Anything else (another inner loop, Python int arithmetic, `/`) makes the first
 iteration run apart, on its own types.
 
     >>> computes_either_way(first, first.placeholders[1], np.dtype("float64"))  # doctest: +SKIP
@@ -61,6 +65,9 @@ _OPERATOR_FORMS = frozenset(
 )
 # NOTE: the ops that would pass a value along as it is (not a NumPy op computing on it).
 _PASSING = frozenset({"carried_scalar", "py_binary", "cond", "for_loop", "while_loop"})
+# NOTE: the ops reading one element of an array at run-time indices (their inputs after
+# the array): a Python int and an np.int64 of one value pick the same element.
+_INDEXING = frozenset({"element_at", "getitem_at"})
 # NOTE: each loop op -> the position of its first carried value among its inputs.
 _LOOPS = {"for_loop": 3, "while_loop": 1}
 # NOTE: a Python scalar of each type as NumPy's promotion weighs it (weak under NEP 50, but
@@ -126,6 +133,11 @@ def _weak_outputs(
         elif node.op.name == "setitem_at":
             if not _stores_exactly(node, strong):
                 return None
+        elif node.op.name in _INDEXING:
+            if not _indexes_only(node, strong):
+                return None
+        elif node.op.name == "python_number":
+            pass  # `int(v)` / `float(v)`: the same Python number of the same value
         elif node.op.name in _LOOPS:
             if _retyped_by(node, strong):
                 continue
@@ -252,12 +264,27 @@ def _exact_float_arithmetic(node: Node, strong: dict[Node, ArrayMeta]) -> bool:
 
 
 def _stores_exactly(node: Node, strong: dict[Node, ArrayMeta]) -> bool:
-    # A store of the value (not an index) into an array of exactly its carried dtype.
+    # A store into an array at indices (`_is_index`) of the value, if it is one, into an
+    # array of exactly its carried dtype.
     target, value, *indices = node.inputs
-    if any(_is_in(index, strong) for index in indices) or _is_in(target, strong):
+    if not all(_is_index(index, strong) for index in indices) or _is_in(target, strong):
         return False
+    if not _is_in(value, strong):
+        return True
     meta = getattr(target, "meta", None)
     return isinstance(meta, ArrayMeta) and meta.dtype == strong[value].dtype
+
+
+def _indexes_only(node: Node, strong: dict[Node, ArrayMeta]) -> bool:
+    # A read of one element at indices (`_is_index`), of an array that is none of `strong`.
+    array, *indices = node.inputs
+    return not _is_in(array, strong) and all(_is_index(index, strong) for index in indices)
+
+
+def _is_index(value: Any, strong: dict[Node, ArrayMeta]) -> bool:
+    # An index operand that picks the same element either way: not one of `strong`, or an
+    # integer one (a Python int and a NumPy integer of one value index alike).
+    return not _is_in(value, strong) or strong[value].dtype.kind in "iu"
 
 
 def _same_either_way(node: Node, strong: dict[Node, ArrayMeta], python: type) -> bool:

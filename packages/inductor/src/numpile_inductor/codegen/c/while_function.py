@@ -11,10 +11,13 @@ as eager does. The body's nodes are `loop_body`'s; every index into an array is 
 where it is used (a `while` has no range to hoist bounds checks to).
 
 A first pass traced on other types (`x = 1.0` then `x = x * 0.5 + a[0]` carries a NumPy
-float64 after it) runs in C only where the Python scalar converts exactly to the body's
+float64 after it) runs as the body where the Python scalar converts exactly to the body's
 dtype (float to float64, int to int64, bool to bool) and the first pass computes on it
 as the body does on that dtype (`loop_entry_scalars`: not where a Python float meets a
-float32), so C's arithmetic is eager's from the start.
+float32). Otherwise (`cur = start` a Python int indexing, then `cur = nxt[cur]` an
+np.int64) the first pass is emitted apart, its own graph on the Python types before the
+`while` of the body's, as a `for` loop's first iteration is (`loop_function`), so C's
+arithmetic is eager's from the start.
 
     >>> scalar_while_function(node, "loop_v0").bails  # doctest: +SKIP
     True
@@ -24,9 +27,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta
+from numpile_capture import FIRST_ITERATION_APART, ArrayMeta, Graph, Node, ScalarMeta
 
-from .loop_body import LoopWriter, NotScalarLoop, _Finals, _Frame, _while_loop
+from ...loop_reports import report_loop
+from .loop_body import Env, LoopWriter, NotScalarLoop, _Finals, _Frame, _inner_env, _while_loop
 from .loop_entry_scalars import computes_either_way
 from .loop_function import (
     _EXACT_CARRY,
@@ -55,9 +59,10 @@ def scalar_while_function(node: Node, name: str) -> LoopFunction:
     body: Graph = params["body"]
     carried: int = params["carried"]
     first: Graph | None = params.get("first")
-    if first is not None:
-        _check_first_pass(node, body, first, carried)
     kept = check_branch_kept_entries(node, body, carried)
+    apart = first is not None and _first_pass_apart(node, body, first, carried, kept)
+    if apart:
+        report_loop(node, FIRST_ITERATION_APART, "it starts on other types than the body")
     writer = LoopWriter(name)
     placeholders = body.placeholders
     entry: list[str] = []
@@ -75,6 +80,8 @@ def scalar_while_function(node: Node, name: str) -> LoopFunction:
             continue
         argument = sum(isinstance(v, Node) for v in node.inputs[:position])
         meta = value.meta if position == 0 else placeholders[position - 1].meta
+        if apart and first is not None and 0 < position <= carried:
+            meta = first.placeholders[position - 1].meta  # the first pass's Python scalar
         values.append(_unpack(writer, entry, meta, argument))
         stand_ins.append(Node(f"arg{argument}", None, (), (), ScalarMeta(int)))
     outer = Node(node.name, node.op, tuple(stand_ins), node.params, node.meta)
@@ -93,11 +100,15 @@ def scalar_while_function(node: Node, name: str) -> LoopFunction:
     # bounds check where its index is used: no range bounds them.
     writer.frames.append(_Frame(writer.fresh("lo"), writer.fresh("hi")))
     writer.checked = True
+    looping = outer
     try:
-        _while_loop(writer, outer, env)
+        if apart:
+            assert first is not None
+            looping = _emit_first_pass(writer, outer, first, env)
+        _while_loop(writer, looping, env)
     finally:
         writer.frames.pop()
-    finals = env[outer]
+    finals = env[looping]
     assert isinstance(finals, _Finals)
     outputs = body.output if isinstance(body.output, tuple) else (body.output,)
     boxes = [
@@ -171,6 +182,53 @@ def _function(
     return "\n".join(lines)
 
 
+def _first_pass_apart(node: Node, body: Graph, first: Graph, carried: int, kept: list[int]) -> bool:
+    # Whether the first pass (on other types: a Python int index carried into np.int64)
+    # runs apart, its own graph emitted before the `while` of the body's.
+    try:
+        _check_first_pass(node, body, first, carried)
+    except _FirstPassDiffers:
+        pass
+    else:
+        return False
+    if kept or dict(node.params).get("typed_if_ran"):
+        # Flags that would follow the entry through the first pass: not written yet.
+        raise NotScalarLoop("the first pass computes otherwise on Python scalars of another type")
+    first_out = first.output if isinstance(first.output, tuple) else (first.output,)
+    body_out = body.output if isinstance(body.output, tuple) else (body.output,)
+    for k in range(carried):
+        if body_out[k] is body.placeholders[k] and first_out[k] is not first.placeholders[k]:
+            # The body would give back the initial object (see `_box`), not the first's.
+            raise NotScalarLoop("a carried value only the first pass assigns")
+    return True
+
+
+def _emit_first_pass(writer: LoopWriter, outer: Node, first: Graph, env: Env) -> Node:
+    # The first pass as straight C on the initial values (the entry test passed): its
+    # results, of the body's types, start the `while` that follows, whose entry test is
+    # the first pass's next test. Returns that loop's node (stand-ins for those values).
+    params = {key: value for key, value in outer.params if key != "first"}
+    carried: int = params["carried"]
+    inner = _inner_env(writer, env, first.placeholders, outer.inputs[1:])
+    outputs = writer.body(first, inner)
+    if len(outputs) != carried + 1:
+        raise NotScalarLoop("a while first pass without its test")
+    stand_ins = []
+    for k, output in enumerate(outputs):
+        assert output is not None
+        stand_in = Node(f"{outer.name}_first{k}", None, (), (), ScalarMeta(int))
+        env[stand_in] = output
+        stand_ins.append(stand_in)
+    params["enter_if"] = params["again_if"]
+    inputs = (stand_ins[carried], *stand_ins[:carried], *outer.inputs[1 + carried :])
+    return Node(outer.name, outer.op, inputs, tuple(params.items()), outer.meta)
+
+
+class _FirstPassDiffers(NotScalarLoop):
+    # The first pass computes otherwise on its types than the body would.
+    pass
+
+
 def _check_first_pass(node: Node, body: Graph, first: Graph, carried: int) -> None:
     # The first pass ran on the initial types in eager: C runs the body from the start
     # only where that gives eager's values (each initial Python scalar exact in the dtype
@@ -196,4 +254,6 @@ def _check_first_pass(node: Node, body: Graph, first: Graph, carried: int) -> No
             and computes_either_way(first, first.placeholders[k], meta.dtype)
         ):
             continue
-        raise NotScalarLoop("the first pass computes otherwise on Python scalars of another type")
+        raise _FirstPassDiffers(
+            "the first pass computes otherwise on Python scalars of another type"
+        )
