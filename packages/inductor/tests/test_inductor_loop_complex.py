@@ -229,3 +229,20 @@ def test_a_python_complex_entry_runs_as_c(n: int) -> None:
     _same_bits(_phasors, x, w)
     if n:
         assert _loop_tiers(_phasors, x, w) == [C_LOOP]
+
+
+def _largest_seen(z: Any) -> Any:
+    best = 0j
+    for i in range(z.shape[0]):
+        if abs(z[i]) > 1.5:
+            best = z[i]
+    return best
+
+
+@pytest.mark.parametrize("scale", [0.3, 1.0])
+def test_a_complex_entry_a_branch_keeps_comes_back_as_eagers_object(scale: float) -> None:
+    # No iteration assigns `best` at scale 0.3: eager gives back the Python complex 0j.
+    rng = np.random.default_rng(4)
+    z = (rng.standard_normal(60) + 1j * rng.standard_normal(60)) * scale
+    _same_bits(_largest_seen, z)
+    assert _loop_tiers(_largest_seen, z) == [C_LOOP]
