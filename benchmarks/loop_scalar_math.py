@@ -1,5 +1,6 @@
 """Scalar math in C loop bodies: float powers, complex quotients and constants, and a loop
-whose divisions warn (round 2's seventeenth session, branch slowleft).
+whose divisions warn (round 2's seventeenth session, branch slowleft); complex `abs`, `exp`,
+`log`, `sqrt` and a `0j` entry (eighteenth session, branch complexloops).
 
     python -m benchmarks.loop_scalar_math            # every program, n = 2000
     python -m benchmarks.loop_scalar_math --n 20000
@@ -61,6 +62,32 @@ def divisions_that_warn(x: Any, y: Any) -> Any:
     return out
 
 
+def escape_counts(c: Any) -> Any:
+    out = np.zeros(c.shape[0], dtype=np.int64)
+    for i in range(c.shape[0]):
+        z = 0j
+        k = 0
+        while k < 50 and abs(z) <= 2.0:
+            z = z * z + c[i]
+            k += 1
+        out[i] = k
+    return out
+
+
+def phasors(x: Any, w: Any) -> Any:
+    acc = 0j
+    for i in range(x.shape[0]):
+        acc = acc + x[i] * np.exp(1j * w[i])
+    return acc
+
+
+def complex_functions(z: Any) -> Any:
+    out = np.empty_like(z)
+    for i in range(z.shape[0]):
+        out[i] = np.exp(z[i]) + np.log(z[i]) * np.sqrt(z[i])
+    return out
+
+
 def _inputs(n: int) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     rng = np.random.default_rng(0)
     z = rng.standard_normal(n) + 1j * rng.standard_normal(n)
@@ -71,6 +98,10 @@ def _inputs(n: int) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
         "complex_quotients": (complex_quotients, (z, z[::-1].copy())),
         "complex64_constants": (complex64_constants, (z.astype(np.complex64),)),
         "divisions_that_warn": (divisions_that_warn, (rng.standard_normal(n), zeros)),
+        "escape_counts": (escape_counts, (z * 0.8 - 0.5,)),
+        "escape_counts_complex64": (escape_counts, ((z * 0.8 - 0.5).astype(np.complex64),)),
+        "phasors": (phasors, (rng.standard_normal(n), rng.standard_normal(n))),
+        "complex_functions": (complex_functions, (z,)),
     }
 
 

@@ -76,7 +76,8 @@ FLOAT_SCALAR_MATH = ("scalar_power",)
 """NumPy's scalar math on float NumPy scalars that differs from the ufunc's loop:
 `np.float64(x) ** y` calls libm's `pow` where `np.power` on arrays calls SVML's on AVX-512
 machines (the last bit differs for most exponents); complex scalars' `scalar_multiply`
-rounds each product where the array loop fuses them. The lowering names them for ops on
+rounds each product where the array loop fuses them, and their `scalar_absolute` is libm's
+`hypot` where the array loop's SIMD one differs in the last bit. The lowering names them for ops on
 NumPy scalars only (`lowering/pointwise.py`)."""
 _FLOAT_MATH = (
     "divide",
@@ -167,6 +168,10 @@ SCALAR_OPS: Mapping[str, frozenset[str]] = {
             "divide",
             "true_divide",
             "scalar_multiply",
+            "scalar_absolute",
+            "exp",
+            "log",
+            "sqrt",
         )
     ),
 }

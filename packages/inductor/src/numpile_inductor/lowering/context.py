@@ -150,6 +150,9 @@ class LoweringContext:
         self.buffers: dict[str, Buffer] = {}
         self.steps: list[Kernel | ExternCall] = []
         self._kernel_count = 0
+        # 0-d inputs the caller knows eager holds as NumPy scalars where the graph cannot
+        # tell (a C loop body's cond branch placeholder bound to an element): scalar math.
+        self.numpy_scalars: set[Node] = set()
 
     # -- values -----------------------------------------------------------------------------
 

@@ -74,15 +74,21 @@ def _numpy_scalar_math(node: Node, loop_dtype: np.dtype[Any]) -> bool:
 
 
 # NumPy's scalar math on float and complex NumPy scalars where it is not the ufunc's loop
-# (codegen.common.FLOAT_SCALAR_MATH): `x ** y` is libm's `pow`, `z * w` rounds each product.
-_SCALAR_FORMS = {("power", "f"): "scalar_power", ("multiply", "c"): "scalar_multiply"}
+# (codegen.common.FLOAT_SCALAR_MATH): `x ** y` is libm's `pow`, `z * w` rounds each product,
+# `abs(z)` is libm's `hypot` (a complex array's absolute has no C spelling).
+_SCALAR_FORMS = {
+    ("power", "f"): "scalar_power",
+    ("multiply", "c"): "scalar_multiply",
+    ("absolute", "c"): "scalar_absolute",
+}
 
 
-def _float_scalar_math(node: Node) -> bool:
+def _float_scalar_math(node: Node, numpy_scalars: set[Node]) -> bool:
     # Whether eager computes `node` with NumPy's scalar math on floats (libm's `pow`, not the
     # ufunc's SVML loop): a 0-d result whose operands are all NumPy scalars of the host (an
-    # element, a ufunc result) or Python / NumPy scalar constants. A placeholder may be a 0-d
-    # array (the ufunc's loop) and a ufunc call has a 0-d array operand: neither is taken.
+    # element, a ufunc result, a value the caller knows is one) or Python / NumPy scalar
+    # constants. A placeholder may be a 0-d array (the ufunc's loop) and a ufunc call has a
+    # 0-d array operand: neither is taken.
     meta = node.meta
     if not isinstance(meta, ArrayMeta) or meta.shape != () or meta.device != "cpu":
         return False
@@ -90,7 +96,9 @@ def _float_scalar_math(node: Node) -> bool:
         if isinstance(value, Node):
             if not (isinstance(value.meta, ArrayMeta) and value.meta.device == "cpu"):
                 return False
-            if value.meta.shape != () or not gives_scalar(value):
+            if value.meta.shape != ():
+                return False
+            if not (gives_scalar(value) or value in numpy_scalars):
                 return False
         elif not isinstance(value, int | float | np.generic):
             return False
@@ -133,7 +141,7 @@ def lower_ufunc(ctx: LoweringContext, node: Node) -> Lowered:
     if f"scalar_{name}" in SCALAR_MATH and _numpy_scalar_math(node, loop_dtype):
         name = f"scalar_{name}"
     scalar_form = _SCALAR_FORMS.get((name, loop_dtype.kind))
-    if scalar_form is not None and _float_scalar_math(node):
+    if scalar_form is not None and _float_scalar_math(node, ctx.numpy_scalars):
         name = scalar_form
     if not supports(name, loop_dtype) or not kernel_dtype(result):
         raise CannotLower(f"no C spelling for {ufunc.__name__} on {loop_dtype}")

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot
+from numpile_capture import ArrayMeta, Graph, Node, ScalarMeta, ScalarSlot, gives_scalar
 
 from ...loop_ir import Apply, Constant, ScalarArg
 from ..common import CodeBuffer
@@ -114,6 +114,9 @@ class CValue:
     affine: tuple[_Frame, int] | None = None
     # Where it may be a carried local's entry object (see EntryKept).
     kept: EntryKept | None = None
+    # Eager holds a NumPy scalar here, not a 0-d array (an element, a ufunc's result), so a
+    # cond branch's placeholder bound to it takes NumPy's scalar math (`scalar_forms`).
+    numpy_scalar: bool = False
 
 
 @attrs.define(eq=False)
@@ -256,8 +259,11 @@ class LoopWriter:
             if kind is not float and value in (0, 1):
                 self.zero_one.add(text)
             return CValue(text, dtype, kind, bits, invariant=True)
-        if isinstance(value, np.generic) and c_type(value.dtype) is not None:
-            return CValue(c_literal(value.item(), value.dtype), value.dtype, invariant=True)
+        if isinstance(value, complex):
+            # A Python complex entry (`z = 0j`) of a carried NumPy complex, converted to it at
+            # entry; no Python complex arithmetic runs in C (`_py_binary` refuses it).
+            c128 = np.dtype("complex128")
+            return CValue(c_literal(value, c128), c128, complex, 64, invariant=True)
         raise NotScalarLoop(f"operand {value!r}")
 
     def table(self, term: XorTerm, dtype: np.dtype[Any]) -> str:
@@ -371,6 +377,8 @@ class LoopWriter:
             found = self.operand(env, value)
             arg = ScalarArg(found.text, found.dtype)
             ctx.values[value] = Lowered((), found.dtype, _constant_loader(arg), pure_view=True)
+            if found.numpy_scalar:
+                ctx.numpy_scalars.add(value)
         try:
             lowered = fn(ctx, node)
         except CannotLower as reason:
@@ -378,7 +386,7 @@ class LoopWriter:
         if ctx.steps or lowered.loader is None:
             raise NotScalarLoop(f"{node.op.name} needs a kernel of its own")
         text, _ = self.expression(lowered.loader(()), scalar=not elementwise)
-        return CValue(text, meta.dtype)
+        return CValue(text, meta.dtype, numpy_scalar=not elementwise and gives_scalar(node))
 
     def expression(self, expr: Any, *, scalar: bool) -> tuple[str, bool]:
         # A scalar loop-IR expression (Apply, Constant, ScalarArg): one statement per Apply;
@@ -481,7 +489,7 @@ def _element_at(writer: LoopWriter, node: Node, env: Env) -> None:
     array = _array(env, node.inputs[0])
     index = _index_values(writer, node, env, node.inputs[1:], array)
     address = writer.element(array, index)
-    env[node] = CValue(writer.define(array.dtype, address), array.dtype)
+    env[node] = CValue(writer.define(array.dtype, address), array.dtype, numpy_scalar=True)
 
 
 def _setitem_at(writer: LoopWriter, node: Node, env: Env) -> None:
@@ -505,9 +513,11 @@ def _carried_scalar(writer: LoopWriter, node: Node, env: Env) -> None:
     assert isinstance(meta, ArrayMeta)
     if source.dtype != meta.dtype:
         text = c_expr("cast", [source.text], [source.dtype], meta.dtype)
-        env[node] = CValue(writer.define(meta.dtype, text), meta.dtype, kept=source.kept)
+        value = CValue(writer.define(meta.dtype, text), meta.dtype, kept=source.kept)
     else:
-        env[node] = CValue(source.text, source.dtype, kept=source.kept)
+        value = CValue(source.text, source.dtype, kept=source.kept)
+    value.numpy_scalar = True  # `carried_scalar` gives eager's NumPy scalar (`x[()]`)
+    env[node] = value
 
 
 # NOTE: C spells the int range check of NumPy's scalar constructors (codegen/
@@ -600,6 +610,8 @@ def _py_binary(writer: LoopWriter, node: Node, env: Env) -> None:
     right = writer.operand(env, node.inputs[1])
     if left.python is None or right.python is None:
         raise NotScalarLoop("py_binary on a NumPy value")
+    if complex in (left.python, right.python):
+        raise NotScalarLoop("Python complex arithmetic")
     meta = node.meta
     assert isinstance(meta, ScalarMeta)
     result = _PY_TYPES[meta.type]

@@ -578,6 +578,8 @@ def _entry_box(final: CValue, entry: type) -> str:
         return f"PyFloat_FromDouble({final.text})"
     if entry is int:
         return f"PyLong_FromLongLong((long long){final.text})"
+    if entry is complex:
+        return f"PyComplex_FromDoubles(creal({final.text}), cimag({final.text}))"
     return f"PyBool_FromLong((long){final.text})"
 
 
@@ -789,6 +791,7 @@ _EXACT_CARRY: dict[type, np.dtype[Any]] = {
     float: np.dtype("float64"),
     int: np.dtype("int64"),
     bool: np.dtype("bool"),
+    complex: np.dtype("complex128"),
 }
 
 
@@ -874,6 +877,10 @@ def _holds_exactly(local: Any, result: Any) -> bool:
         return (value.kind == "i" and value.itemsize <= held.itemsize) or (
             value.kind == "u" and value.itemsize < held.itemsize
         )
+    if held.kind == "c":
+        # A complex holds complex values up to its width, and floats of its parts' width.
+        limit = held.itemsize if value.kind == "c" else held.itemsize // 2
+        return value.kind in "cf" and value.itemsize <= limit
     return False
 
 
@@ -1006,4 +1013,8 @@ def _box_constant(value: Any) -> str:
         return f"PyLong_FromLongLong({value}LL)"
     if isinstance(value, float):
         return f"PyFloat_FromDouble({c_literal(value, np.dtype('float64'))})"
+    if isinstance(value, complex):
+        f64 = np.dtype("float64")
+        parts = f"{c_literal(value.real, f64)}, {c_literal(value.imag, f64)}"
+        return f"PyComplex_FromDoubles({parts})"
     raise NotScalarLoop(f"a carried constant {value!r}")

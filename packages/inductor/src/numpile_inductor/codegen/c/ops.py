@@ -67,6 +67,11 @@ def _sincos(name: str) -> Spell:
     return lambda a, suffix, ct: sincos_f32_call(name, a[0]) if suffix == _F else f"{name}({a[0]})"
 
 
+def _complex_call(name: str) -> Spell:
+    # libm's complex functions end in f for float _Complex (the loop dtype's suffix is "").
+    return lambda a, suffix, ct: f"{name}{'f' if ct.startswith('float') else ''}({a[0]})"
+
+
 def _helper(name: str) -> Spell:
     return lambda a, suffix, ct: f"_np_{name}_{ct.replace(' ', '_')}({', '.join(a)})"
 
@@ -220,6 +225,10 @@ _COMPLEX: dict[str, Spell] = {
     "conj": _call("conj"),
     "equal": _binop("=="),
     "not_equal": _binop("!="),
+    "scalar_absolute": _helper("scalar_cabs"),
+    "exp": _complex_call("cexp"),
+    "log": _complex_call("clog"),
+    "sqrt": _complex_call("csqrt"),
 }
 _TABLES: dict[str, dict[str, Spell]] = {
     "f": _FLOAT,
@@ -453,11 +462,15 @@ static inline T _np_scalar_absolute_N(T a) {
 """
 
 # NumPy's complex products and its quotient by Smith's method (`CDOUBLE_divide`, the same
-# for scalars): the same operations in the same order, so the same bits. NOTE: NumPy's
-# array loop multiplies with `fmaddsub` on AVX-512 (one rounding), and GCC's SLP pass makes
-# `_np_cmul` the same instruction despite -ffp-contract=off; NumPy's scalar math rounds each
-# product: `_np_scalar_cmul` and the quotient put each product through NP_ROUNDED, an empty
-# asm that makes it a rounded value (`z[i] * w[i]` in a loop lost bits on main).
+# for scalars): the same operations in the same order, so the same bits. The absolute value
+# of a complex NumPy scalar is `npy_cabs`, libm's `hypot` (the array loop's SIMD one differs
+# in the last bit); NumPy's `exp`, `log` and `sqrt` of complex values (`nc_exp`...) call
+# libm's `cexp`, `clog` and `csqrt` (`npy_cexp`... where libm has them, as glibc does).
+# NOTE: NumPy's array loop multiplies with `fmaddsub` on AVX-512 (one rounding), and GCC's
+# SLP pass makes `_np_cmul` the same instruction despite -ffp-contract=off; NumPy's scalar
+# math rounds each product: `_np_scalar_cmul` and the quotient put each product through
+# NP_ROUNDED, an empty asm that makes it a rounded value (`z[i] * w[i]` in a loop lost bits
+# on main).
 _ROUNDED = """
 #if defined(__x86_64__) || defined(__i386__)
 #define NP_ROUNDED(v) __asm__("" : "+x"(v))
@@ -483,6 +496,9 @@ static inline T _np_scalar_cmul_N(T a, T b) {
     __real__ z = rr - ii;
     __imag__ z = ri + ir;
     return z;
+}
+static inline R _np_scalar_cabs_N(T a) {
+    return HYPOT(__real__ a, __imag__ a);
 }
 static inline T _np_cdiv_N(T a, T b) {
     R ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;
@@ -537,6 +553,7 @@ def helper_definitions() -> str:
     for ct, real in (("float _Complex", "float"), ("double _Complex", "double")):
         text = _COMPLEX_HELPERS_TEMPLATE.replace("_N(", f"_{ct.replace(' ', '_')}(")
         text = text.replace("FABS", "fabsf" if real == "float" else "fabs")
+        text = text.replace("HYPOT", "hypotf" if real == "float" else "hypot")
         text = text.replace("(R)", f"({real})").replace("R ", f"{real} ")
         parts.append(text.replace("T ", f"{ct} "))
     return "\n".join(parts)
