@@ -166,13 +166,7 @@ def flag_typing(graph: Graph, k: int, name: str, entry: type | None) -> FlagTypi
         if node.op.name == "carried_scalar":
             _add_source(typing, node, epochs.pop())
             continue
-        copy = _entry_typed(node, typing.weak, name)
-        if copy is None:
-            continue
-        typing.dual[node] = copy
-        typing.epochs[node] = epochs.pop()
-        if copy.meta != node.meta:
-            typing.weak[node] = copy
+        _add_dual(typing, node, name, epochs.pop())
     typing = attrs.evolve(typing, boundaries=tuple(boundaries))
     _check_outputs(typing, graph, k)
     return typing
@@ -246,13 +240,7 @@ def own_typing(graph: Graph) -> FlagTyping | None:
         epochs = {typing.epochs[value] for value in split}
         if len(epochs) != 1:
             raise NotScalarLoop(f"{node.name} reads two values that may be Python scalars")
-        copy = _entry_typed(node, typing.weak, typing.name)
-        if copy is None:
-            continue
-        typing.dual[node] = copy
-        typing.epochs[node] = epochs.pop()
-        if copy.meta != node.meta:
-            typing.weak[node] = copy
+        _add_dual(typing, node, typing.name, epochs.pop())
     if all(node in sources for node in typing.weak):
         return None  # every op computes the same on both: one typing, no flag
     return typing
@@ -263,6 +251,18 @@ def _entry_type(value: Any) -> type | None:
     if isinstance(value, Node):
         return value.meta.type if isinstance(value.meta, ScalarMeta) else None
     return type(value) if type(value) in _ENTRY_TYPES else None
+
+
+def _add_dual(typing: FlagTyping, node: Node, name: str, epoch: int) -> None:
+    # `node` computed on the weak typing of local `name` too (its copy, where it has one),
+    # in the flag's `epoch`; a copy of another meta is what the weak typing reads next.
+    copy = _entry_typed(node, typing.weak, name)
+    if copy is None:
+        return
+    typing.dual[node] = copy
+    typing.epochs[node] = epoch
+    if copy.meta != node.meta:
+        typing.weak[node] = copy
 
 
 def _add_source(typing: FlagTyping, node: Node, epoch: int) -> None:
