@@ -256,7 +256,7 @@ def supports(fn: str, loop_dtype: np.dtype[Any], backend: str | None = None) -> 
     """Whether scalar op `fn` with loop (input) dtype `loop_dtype` lowers to the loop IR,
     or, given `backend`, whether that backend's registered op table spells it.
 
-    >>> supports("add", np.dtype("complex64")), supports("sqrt", np.dtype("complex64"))
+    >>> supports("add", np.dtype("complex64")), supports("floor", np.dtype("complex64"))
     (True, False)
     """
     if backend is not None:
