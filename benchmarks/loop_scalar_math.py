@@ -1,9 +1,11 @@
 """Scalar math in C loop bodies: float powers, complex quotients and constants, and a loop
 whose divisions warn (round 2's seventeenth session, branch slowleft); complex `abs`, `exp`,
-`log`, `sqrt` and a `0j` entry (eighteenth session, branch complexloops).
+`log`, `sqrt` and a `0j` entry (eighteenth session, branch complexloops); `math.sqrt`,
+`math.exp`, `math.floor`, `math.isnan` of elements (eighteenth session, branch mathfuncs).
 
     python -m benchmarks.loop_scalar_math            # every program, n = 2000
     python -m benchmarks.loop_scalar_math --n 20000
+    python -m benchmarks.loop_scalar_math --n 100000 --only math_sqrt_exp math_floor_isnan
 
 Per program: eager against ``numpile.compile(fn)`` (tiering off, the build waited for),
 bit for bit (``tobytes``, the result's type) and the warnings each gives under "always";
@@ -14,6 +16,7 @@ with the machine's load average.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import warnings
 from collections.abc import Callable
@@ -88,6 +91,25 @@ def complex_functions(z: Any) -> Any:
     return out
 
 
+def math_sqrt_exp(x: Any) -> Any:
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += math.sqrt(abs(x[i])) + math.exp(-x[i] * x[i])
+    return s
+
+
+def math_floor_isnan(x: Any) -> Any:
+    counts = np.zeros(9, dtype=np.int64)
+    missing = 0
+    for i in range(x.shape[0]):
+        if math.isnan(x[i]):
+            missing += 1
+        else:
+            counts[math.floor(x[i] * 8.0)] += 1
+    counts[8] = missing
+    return counts
+
+
 def _inputs(n: int) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     rng = np.random.default_rng(0)
     z = rng.standard_normal(n) + 1j * rng.standard_normal(n)
@@ -102,6 +124,8 @@ def _inputs(n: int) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
         "escape_counts_complex64": (escape_counts, ((z * 0.8 - 0.5).astype(np.complex64),)),
         "phasors": (phasors, (rng.standard_normal(n), rng.standard_normal(n))),
         "complex_functions": (complex_functions, (z,)),
+        "math_sqrt_exp": (math_sqrt_exp, (rng.standard_normal(n),)),
+        "math_floor_isnan": (math_floor_isnan, (np.where(zeros == 0.0, np.nan, z.real % 1.0),)),
     }
 
 
@@ -118,11 +142,14 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.loop_scalar_math")
     parser.add_argument("--n", type=int, default=2000, help="the length of the inputs")
+    parser.add_argument("--only", nargs="*", default=None, help="the programs to run")
     parser.add_argument("--budget", type=float, default=1.0, help="seconds of timing each")
     options = parser.parse_args(argv)
     print(f"n = {options.n}; load average {load_average()}")
     same_everywhere = True
     for name, (fn, args) in _inputs(options.n).items():
+        if options.only and name not in options.only:
+            continue
         numpile.reset()
         compiled = numpile.compile(fn, options={"tiered": False})
         want, want_warnings = _run(fn, args)

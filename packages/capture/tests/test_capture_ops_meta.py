@@ -301,9 +301,9 @@ def test_every_op_has_a_case() -> None:
     own = [op for op in all_ops() if op.meta.__module__.startswith("numpile_capture.")]
     assert len(own) > 150
     # Loop ops and Python-scalar ops: test_capture_loops.py covers them (python_number:
-    # test_capture_python_numbers.py).
+    # test_capture_python_numbers.py, math_call: test_capture_math_calls.py).
     loops = {"for_loop", "while_loop", "cond", "loop_output", "py_binary", "py_unary", "dim"}
-    loops.add("python_number")
+    loops.update(("python_number", "math_call"))
     # The extern table's rows and their tuple items: test_capture_extern.py covers them.
     # broadcast_unbacked (the run-time check of two data-dependent sizes):
     # test_capture_unbacked.py covers it.

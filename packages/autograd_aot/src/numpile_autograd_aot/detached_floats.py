@@ -4,7 +4,8 @@
 which carries no gradient (as torch's `.item()`). Where a differentiated output depends on
 a differentiated input through such a float (`x * float(x.sum())`), the gradient would
 silently miss that path, so `grad`/`vjp` raise `DetachedFloatError` naming the `float()`
-call's line instead, as JAX raises a ConcretizationTypeError. `int(v)` is piecewise
+call's line instead, as JAX raises a ConcretizationTypeError (so does `math.sqrt(v)`,
+a `math_call`: a Python float of `v`). `int(v)` is piecewise
 constant (its gradient is zero almost everywhere): a path through it is no error, nor is a
 float that no differentiated output depends on (a printed loss, a branch condition).
 
@@ -51,9 +52,19 @@ def detached_float(value: Node, active: Collection[Node]) -> Node | None:
             if node.kwargs["kind"] is float and node.meta.type is float:
                 return node
             continue  # int(): piecewise constant, no gradient lost
+        if node.op.name == "math_call" and _of_arrays(node, active):
+            # `math.sqrt(x[i])`: math's Python float of a 0-d array is a float() of it.
+            if node.meta.type is float:
+                return node
+            continue  # floor()/ceil() are piecewise constant, isnan() & co. truth values
         if node.meta.type is not bool:  # a comparison's truth value carries none either
             pending.extend(node.input_nodes())
     return None
+
+
+def _of_arrays(node: Node, active: Collection[Node]) -> bool:
+    # Whether a differentiated array value reaches `node` as an input.
+    return any(not isinstance(i.meta, ScalarMeta) and i in active for i in node.input_nodes())
 
 
 def detached_float_error(graph: Graph, conversion: Node, user: Node) -> DetachedFloatError:

@@ -43,7 +43,8 @@ REASONS: dict[str, str] = {
         "no gradient (nor `numpy_scalar`, a NumPy scalar made of one, nor `python_number`, "
         "the Python scalar `int(v)` / `float(v)` makes of a 0-d value: `int(v)` is piecewise "
         "constant, and a differentiated output that depends on an input through `float(v)` "
-        "raises `DetachedFloatError` naming the line, as JAX does); a `while_loop`, "
+        "raises `DetachedFloatError` naming the line, as JAX does; so does `math_call`, "
+        "`math.sqrt(v)` & co., a Python float of a 0-d value); a `while_loop`, "
         "a `break` or a `setitem_at` (`setitem_at_scatter`, "
         "its pure form in a resumed loop's graph) in a differentiated loop "
         "makes grad capture the function again with its loops unrolled (up to 1000 "
@@ -83,6 +84,7 @@ _LOOPS = (
     "setitem_at_scatter",
     "numpy_scalar",
     "python_number",
+    "math_call",
 )
 _IN_PLACE_BINARY = (
     "add",

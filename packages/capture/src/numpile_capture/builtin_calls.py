@@ -12,6 +12,7 @@ and `sum` on arrays, which go through the operator bindings.
 from __future__ import annotations
 
 import builtins
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from .operators import (
 )
 from .ops._shapes import broadcast_shapes
 from .ops.loop_values import python_scalar_type
+from .ops.math_calls import MATH_FUNCTIONS
 from .user_classes import store_object_attribute
 from .variables import (
     ArrayVar,
@@ -413,6 +415,36 @@ def _run_time_scalar(var: Variable) -> Node | None:
     return None
 
 
+def _math_function(fn: Callable[..., Any]) -> Handler:
+    # `math.sqrt(abs(x[i]))` of values the graph computes at run time (a NumPy scalar, a
+    # loop's Python scalar): a `math_call` node giving math's own Python scalar, so a loop
+    # around it stays kept; of values known now, math runs now.
+    folded = _fold(fn)
+    name = fn.__name__
+
+    def handler(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+        operands = [_math_operand(arg) for arg in args]
+        run_time = [operand for operand in operands if isinstance(operand, Node)]
+        if kwargs or not run_time or any(operand is None for operand in operands):
+            return folded(tracer, args, kwargs)
+        if len(args) != MATH_FUNCTIONS[name].arity:
+            return folded(tracer, args, kwargs)  # math raises its own TypeError
+        node = tracer.graph.call(get_op("math_call"), *operands, function=name)
+        return ScalarNodeVar(node)
+
+    return handler
+
+
+def _math_operand(var: Variable) -> Any:
+    # A real 0-d run-time value (its node), a Python bool, int or float known now, or None.
+    if _numeric_0d(var):
+        assert isinstance(var, ArrayVar)
+        return var.node
+    if isinstance(var, ConstantVar) and type(var.value) in (bool, int, float):
+        return var.value
+    return _run_time_scalar(var)
+
+
 def _object_setattr(tracer: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
     # object.__setattr__(obj, name, value), as frozen dataclasses' __init__ writes fields.
     obj, name, value = args
@@ -474,6 +506,7 @@ _BUILTINS: dict[Any, Handler] = {
     builtins.hasattr: _fold(hasattr),
     np.broadcast_shapes: _broadcast_shapes,
     object.__setattr__: _object_setattr,
+    **{getattr(math, name): _math_function(getattr(math, name)) for name in MATH_FUNCTIONS},
 }
 
 # NOTE: NumPy callables that are pure on constants (dtype queries) fold when no binding claims them.

@@ -17,6 +17,7 @@ from . import indexing as indexing
 from . import join as join
 from . import linalg as linalg
 from . import loop_values as loop_values
+from . import math_calls as math_calls
 from . import mutation as mutation
 from . import ordering as ordering
 from . import pointwise as pointwise
@@ -34,6 +35,7 @@ __all__ = [
     "join",
     "linalg",
     "loop_values",
+    "math_calls",
     "mutation",
     "ordering",
     "pointwise",

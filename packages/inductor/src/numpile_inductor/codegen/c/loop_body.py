@@ -1497,4 +1497,4 @@ _NODE_HANDLERS: dict[str, Callable[[LoopWriter, Node, Env], None]] = {
 _DEFAULT_HANDLER: list[Callable[[LoopWriter, Node, Env], None]] = [_pointwise]
 
 # loop_products imports loop_vectors and loop_reductions first, then widens their handlers.
-from . import loop_products, loop_reductions, loop_vectors  # noqa: E402, F401 - fills the tables
+from . import loop_math_calls, loop_products, loop_reductions, loop_vectors  # noqa: E402, F401 - fills the tables
