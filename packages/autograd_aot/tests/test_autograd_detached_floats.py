@@ -53,3 +53,37 @@ def test_int_branches_and_undifferentiated_floats_keep_working() -> None:
     np.testing.assert_allclose(grad(float_of_an_undifferentiated_input)(x, y), np.full(3, 2.0))
     value, _ = value_and_grad(scaled_by_int)(x)
     assert value == scaled_by_int(x)
+
+
+def summed_through_floats_in_a_loop(x: Any) -> Any:
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + float(x[i])
+    return (x * s).sum()
+
+
+def summed_in_a_loop(x: Any) -> Any:
+    s = x.sum() * 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i]
+    return (x * s).sum()
+
+
+def loop_floats_of_an_undifferentiated_input(x: Any, y: Any) -> Any:
+    t = 0.0
+    for i in range(y.shape[0]):
+        t = t + float(y[i])
+    return (x * t).sum()
+
+
+def test_a_float_inside_a_loop_body_raises_too() -> None:
+    # The carried Python float took x's values through float(): the gradient gave 6 for
+    # eager's 12, silently (the walk did not look into loop bodies).
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(DetachedFloatError, match="carries no gradient"):
+        grad(summed_through_floats_in_a_loop)(x)
+    np.testing.assert_allclose(grad(summed_in_a_loop)(x), np.full(3, 12.0))
+    y = np.array([0.5, 1.5])
+    np.testing.assert_allclose(
+        grad(loop_floats_of_an_undifferentiated_input)(x, y), np.full(3, 2.0)
+    )

@@ -361,6 +361,7 @@ MISSING_WITH_REASON: dict[str, str] = dict.fromkeys(
         "setitem_at_scatter",
         "numpy_scalar",
         "python_number",
+        "math_call",
     ),
     "loop structure (see vjp_exclusions)",
 )

@@ -48,6 +48,10 @@ def detached_float(value: Node, active: Collection[Node]) -> Node | None:
         seen.add(node)
         if node.op is None:
             continue
+        if node.op.name == "loop_output":
+            found = _detached_in_body(node, active)
+            if found is not None:
+                return found
         if node.op.name == "python_number":
             if node.kwargs["kind"] is float and node.meta.type is float:
                 return node
@@ -60,6 +64,44 @@ def detached_float(value: Node, active: Collection[Node]) -> Node | None:
         if node.meta.type is not bool:  # a comparison's truth value carries none either
             pending.extend(node.input_nodes())
     return None
+
+
+def _detached_in_body(output: Node, active: Collection[Node]) -> Node | None:
+    # The `float()` inside the body (or first iteration) of the `for_loop` that `output`
+    # (a `loop_output`) reads, which makes its carried value depend on a differentiated
+    # input: `s = s + float(x[i])` (the sum's gradient would silently miss it).
+    (loop,) = output.input_nodes()
+    if loop.op is None or loop.op.name != "for_loop":
+        return None
+    params = dict(loop.params)
+    k = output.kwargs["index"]
+    for body in (params.get("first"), params["body"]):
+        if not isinstance(body, Graph):
+            continue
+        outputs = body.output if isinstance(body.output, tuple) else (body.output,)
+        if k >= len(outputs) or not isinstance(outputs[k], Node):
+            continue
+        found = detached_float(outputs[k], _active_in_body(loop, body, params["carried"], active))
+        if found is not None:
+            return found
+    return None
+
+
+def _active_in_body(loop: Node, body: Graph, carried: int, active: Collection[Node]) -> set[Node]:
+    # The nodes of a for_loop's `body` that depend on a differentiated input: its carried
+    # values (each iteration may have made them so) and the invariants that are `active`
+    # outside (placeholder j > 0 is the loop's input 2 + j).
+    inputs = loop.inputs
+    seeds = {
+        place
+        for j, place in enumerate(body.placeholders)
+        if j > 0 and (j <= carried or (isinstance(inputs[2 + j], Node) and inputs[2 + j] in active))
+    }
+    found = set(seeds)
+    for node in body.nodes:
+        if any(value in found for value in node.input_nodes()):
+            found.add(node)
+    return found
 
 
 def _of_arrays(node: Node, active: Collection[Node]) -> bool:
